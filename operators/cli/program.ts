@@ -1,0 +1,15 @@
+import { Command } from "commander";
+import packageJson from "../../package.json" with { type: "json" };
+
+/** Builds the `rlark` command tree; each subcommand registers itself from its own file. */
+export function buildProgram(): Command {
+  const program = new Command("rlark")
+    .description("GitOps for embodied-AI work across many Kubernetes clusters")
+    .version(packageJson.version)
+    .showHelpAfterError()
+    .exitOverride((err) => {
+      // commander exits 1 on usage errors; our contract is 2 for usage, 1 for invalid input.
+      process.exit(err.exitCode === 0 ? 0 : 2);
+    });
+  return program;
+}
