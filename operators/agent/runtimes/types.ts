@@ -1,0 +1,179 @@
+// The contract between the agent and whatever runs its Tasks on this cluster. The agent's pull
+// loop hands a runtime the full desired set; its push loop reads back one Node view and the Pods.
+// Kept free of Kubernetes client types so a process runtime, the kubernetes runtime and a future
+// Docker runtime all fit behind it.
+
+/** The workload kinds a Task can ask for; they decide the restart policy. */
+export type WorkloadKind = "Deployment" | "StatefulSet" | "DaemonSet" | "Job";
+
+export type AgentType = "Raw" | "Kubernetes" | "Docker";
+
+export interface EnvVar {
+  name: string;
+  value: string;
+}
+
+/** A downloadable executable or bundle, trusted only if its content matches the digest. */
+export interface RawArtifact {
+  /** https://, http:// (for local mirrors and tests) or file:// */
+  url: string;
+  /** Lower-case hex SHA-256 of the artifact's bytes. */
+  sha256: string;
+}
+
+/** The seeds' "Raw" agent type: processes run directly on the machine. */
+export interface RawWorkload {
+  artifact?: RawArtifact;
+  /** argv[0] and any leading arguments; `./x` is resolved against the artifact's directory. */
+  command: string[];
+  args?: string[];
+  env?: EnvVar[];
+  workingDir?: string;
+  /** Number of processes; each is a pod named `<task>-<index>`. Default 1. */
+  replicas?: number;
+  /** Restart policy: Deployment and StatefulSet restart, Job runs once. Default Deployment. */
+  kind?: "Deployment" | "StatefulSet" | "Job";
+  /** Seconds between SIGTERM and SIGKILL when the pod is stopped; overrides the runtime's default. */
+  terminationGracePeriodSeconds?: number;
+}
+
+/**
+ * The part of a Task (API group rlinf.io/v1alpha1) a runtime needs. Structural, so the generated
+ * Task type is assignable to it; a runtime ignores the agent types it does not serve.
+ */
+export interface RuntimeTask {
+  metadata: {
+    name: string;
+    namespace: string;
+    uid: string;
+    generation?: number;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  };
+  spec: {
+    role?: string;
+    agentType: AgentType;
+    domain?: string;
+    nodeSelector?: Record<string, string>;
+    raw?: RawWorkload;
+    kubernetes?: unknown;
+  };
+}
+
+export type PodPhase = "Pending" | "Running" | "Succeeded" | "Failed" | "Unknown";
+
+/** Like a container's state in Kubernetes: what the pod's main process is doing right now. */
+export type ContainerState = "Waiting" | "Running" | "Terminated";
+
+/** A data-plane pod (or process) as observed; the agent mirrors it as a Pod object on the hub. */
+export interface ObservedPod {
+  name: string;
+  namespace: string;
+  /** The Task's metadata.name. */
+  task: string;
+  /** The Task's uid: a Task recreated under the same name owns different pods. */
+  taskUid: string;
+  /** The Task generation the pod runs. */
+  generation?: number;
+  /** The Job the Task belongs to (label rlinf.io/job), "" when unknown. */
+  job: string;
+  /** The Node the pod runs on. */
+  node: string;
+  /** Replica index within the Task. */
+  index: number;
+  phase: PodPhase;
+  state: ContainerState;
+  /** True while the pod is running and not being stopped. */
+  ready: boolean;
+  /** Set while the runtime is stopping the pod (it disappears from observe() once gone). */
+  terminating?: boolean;
+  podIP?: string;
+  hostIP?: string;
+  restarts: number;
+  /** Exit code of the last termination, when known. */
+  exitCode?: number;
+  /** Signal that ended the last run, e.g. "SIGKILL", when known. */
+  signal?: string;
+  /** Machine-readable cause: Completed, Error, Signaled, CrashLoopBackOff, ArtifactChecksumMismatch, ... */
+  reason?: string;
+  /** Human-readable detail for reason. */
+  message?: string;
+  /** RFC 3339: when the current (or last) run started. */
+  startTime?: string;
+  /** RFC 3339: when the last run ended. */
+  finishTime?: string;
+  /** Process id of the pod's main process, for the process runtime. */
+  pid?: number;
+}
+
+export interface NodeAddress {
+  type: "InternalIP" | "ExternalIP" | "Hostname";
+  address: string;
+}
+
+export interface NodeCondition {
+  type: string;
+  status: "True" | "False" | "Unknown";
+  reason?: string;
+  message?: string;
+  lastTransitionTime?: string;
+}
+
+/** A machine as observed; quantities use Kubernetes notation ("4", "16318732Ki"). */
+export interface ObservedNode {
+  name: string;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  capacity: Record<string, string>;
+  allocatable: Record<string, string>;
+  nodeInfo: {
+    architecture: string;
+    operatingSystem: string;
+    kernelVersion: string;
+    osImage: string;
+    bootID: string;
+    agentVersion: string;
+  };
+  addresses: NodeAddress[];
+  conditions: NodeCondition[];
+  unschedulable?: boolean;
+}
+
+export interface RuntimeSnapshot {
+  nodes: ObservedNode[];
+  pods: ObservedPod[];
+}
+
+export interface LogOptions {
+  /** Only the last N lines. */
+  tail?: number;
+}
+
+export interface StopOptions {
+  /** Also stop every pod (SIGTERM, then SIGKILL after the grace period). Default false: pods keep running for the next agent to adopt. */
+  terminatePods?: boolean;
+}
+
+/**
+ * One cluster's (or machine's) workload runner. Level-triggered: apply() is handed the complete
+ * desired set each time and converges towards it in the background; observe() and the "change"
+ * event report progress.
+ */
+export interface Runtime {
+  /** Which Tasks this runtime runs (by spec.agentType); others handed to apply() are ignored. */
+  readonly agentTypes: readonly AgentType[];
+  /**
+   * Declares the complete desired set: starts what is missing, restarts what changed (uid or
+   * spec), stops and then forgets what is no longer listed. Resolves once the work is started,
+   * not when it is finished: pods being stopped stay visible (terminating) until they are gone.
+   */
+  apply(desired: readonly RuntimeTask[]): Promise<void>;
+  /** The current view, cheap and synchronous: one entry per node, every pod this runtime owns. */
+  observe(): RuntimeSnapshot;
+  /** Called (coalesced) after anything observe() returns has changed. Returns an unsubscribe function. */
+  onChange(listener: () => void): () => void;
+  /** The pod's recent output (stdout and stderr interleaved). */
+  logs(pod: { namespace: string; name: string }, options?: LogOptions): Promise<string>;
+  /** Stops supervising. By default leaves workloads running, to be adopted by the next runtime. */
+  stop(options?: StopOptions): Promise<void>;
+}
