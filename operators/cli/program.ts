@@ -1,5 +1,6 @@
 import { Command } from "commander";
 import packageJson from "../../package.json" with { type: "json" };
+import { registerValidate } from "./validate.ts";
 
 /** Builds the `rlark` command tree; each subcommand registers itself from its own file. */
 export function buildProgram(): Command {
@@ -11,5 +12,6 @@ export function buildProgram(): Command {
       // commander exits 1 on usage errors; our contract is 2 for usage, 1 for invalid input.
       process.exit(err.exitCode === 0 ? 0 : 2);
     });
+  registerValidate(program);
   return program;
 }

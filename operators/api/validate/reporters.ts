@@ -1,0 +1,114 @@
+import { type Diagnostic, formatDiagnostic } from "./diagnostic.ts";
+
+export const REPORT_FORMATS = ["text", "json", "github", "junit"] as const;
+export type ReportFormat = (typeof REPORT_FORMATS)[number];
+
+export interface Report {
+  valid: boolean;
+  documents: number;
+  errors: Diagnostic[];
+  warnings: Diagnostic[];
+}
+
+const FIELDS = ["file", "line", "column", "kind", "name", "path", "rule", "message"] as const;
+
+export function renderReport(report: Report, format: ReportFormat): string {
+  switch (format) {
+    case "json":
+      return `${JSON.stringify({
+        valid: report.valid,
+        documents: report.documents,
+        errors: report.errors.map(pick),
+        warnings: report.warnings.map(pick),
+      })}\n`;
+    case "github":
+      return renderGithub(report);
+    case "junit":
+      return renderJunit(report);
+    default:
+      return renderText(report);
+  }
+}
+
+/** Only the documented fields, in the documented order: the JSON output is a contract. */
+function pick(d: Diagnostic): Diagnostic {
+  return Object.fromEntries(FIELDS.map((f) => [f, d[f]])) as unknown as Diagnostic;
+}
+
+function renderText(report: Report): string {
+  const lines = [
+    ...report.errors.map((d) => `error: ${formatDiagnostic(d)}`),
+    ...report.warnings.map((d) => `warning: ${formatDiagnostic(d)}`),
+  ];
+  const summary = report.valid
+    ? `${report.documents} documents valid`
+    : `${report.documents} documents, ${report.errors.length} error${report.errors.length === 1 ? "" : "s"}`;
+  const warned = report.warnings.length > 0 ? `, ${report.warnings.length} warning(s)` : "";
+  lines.push(`${summary}${warned}`);
+  return `${lines.join("\n")}\n`;
+}
+
+/** GitHub Actions workflow commands: annotations on the pull request's files. */
+function renderGithub(report: Report): string {
+  const line = (level: string, d: Diagnostic) => {
+    const props = [`file=${escapeProperty(d.file)}`];
+    if (d.line > 0) props.push(`line=${d.line}`, `col=${d.column}`);
+    props.push(`title=${escapeProperty(`${d.rule}${d.kind ? ` ${d.kind} ${d.name}` : ""}`)}`);
+    const where = d.path ? `${d.path}: ` : "";
+    return `::${level} ${props.join(",")}::${escapeData(`${where}${d.message}`)}`;
+  };
+  return [
+    ...report.errors.map((d) => line("error", d)),
+    ...report.warnings.map((d) => line("warning", d)),
+    "",
+  ].join("\n");
+}
+
+function escapeData(s: string): string {
+  return s.replaceAll("%", "%25").replaceAll("\r", "%0D").replaceAll("\n", "%0A");
+}
+
+function escapeProperty(s: string): string {
+  return escapeData(s).replaceAll(":", "%3A").replaceAll(",", "%2C");
+}
+
+/** JUnit XML: one test case per file with findings, each error a failure, for CI systems' test tabs. */
+function renderJunit(report: Report): string {
+  const byFile = new Map<string, Diagnostic[]>();
+  for (const d of report.errors) {
+    if (!byFile.has(d.file)) byFile.set(d.file, []);
+    byFile.get(d.file)?.push(d);
+  }
+  const cases = [...byFile.entries()].map(([file, errors]) => {
+    const failures = errors
+      .map(
+        (d) =>
+          `      <failure type="${xml(d.rule)}" message="${xml(d.message)}">${xml(formatDiagnostic(d))}</failure>`,
+      )
+      .join("\n");
+    return `    <testcase classname="rlark.validate" name="${xml(file)}">\n${failures}\n    </testcase>`;
+  });
+  if (cases.length === 0) cases.push(`    <testcase classname="rlark.validate" name="all documents"/>`);
+  const failures = report.errors.length;
+  return [
+    `<?xml version="1.0" encoding="UTF-8"?>`,
+    `<testsuites name="rlark validate" tests="${Math.max(1, byFile.size)}" failures="${failures}">`,
+    `  <testsuite name="rlark validate" tests="${Math.max(1, byFile.size)}" failures="${failures}" errors="0" skipped="0">`,
+    ...cases,
+    "  </testsuite>",
+    "</testsuites>",
+    "",
+  ].join("\n");
+}
+
+function xml(s: string): string {
+  return (
+    s
+      .replaceAll("&", "&amp;")
+      .replaceAll("<", "&lt;")
+      .replaceAll(">", "&gt;")
+      .replaceAll('"', "&quot;")
+      // XML 1.0 cannot carry most control characters even escaped.
+      .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, "\uFFFD")
+  );
+}

@@ -1,0 +1,55 @@
+import type { AddonCatalog } from "../../controllers/addon/catalog.ts";
+import type { ParsedDocument } from "../../source/loader.ts";
+
+/** A document that is an RLark object (apiVersion rlinf.io/v1alpha1 and a known kind). */
+export interface ManifestObject {
+  kind: string;
+  name: string;
+  namespace: string | undefined;
+  object: Record<string, unknown>;
+  document: ParsedDocument;
+  /** False when the object failed its schema: rules then skip its fields but still see its name. */
+  schemaValid: boolean;
+}
+
+export interface RuleContext {
+  readonly objects: readonly ManifestObject[];
+  /** Schema-valid objects of a kind, in file order. */
+  ofKind(kind: string): ManifestObject[];
+  /** Every object of a kind by name, schema-valid or not (a reference to a broken object is not "missing"). */
+  names(kind: string): Set<string>;
+  readonly catalog: AddonCatalog;
+  report(target: ManifestObject, pointer: string, rule: string, message: string, at?: "value" | "key"): void;
+}
+
+/** A cross-object rule: reads the whole snapshot, reports through the context. */
+export type CrossRule = (ctx: RuleContext) => void;
+
+export type JsonObject = Record<string, unknown>;
+
+export function isObject(value: unknown): value is JsonObject {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+export function objectAt(value: unknown, key: string): JsonObject | undefined {
+  if (!isObject(value)) return undefined;
+  const inner = value[key];
+  return isObject(inner) ? inner : undefined;
+}
+
+export function arrayAt(value: unknown, key: string): unknown[] {
+  if (!isObject(value)) return [];
+  const inner = value[key];
+  return Array.isArray(inner) ? inner : [];
+}
+
+export function stringAt(value: unknown, key: string): string | undefined {
+  if (!isObject(value)) return undefined;
+  const inner = value[key];
+  return typeof inner === "string" ? inner : undefined;
+}
+
+/** Escapes one JSON-pointer segment (RFC 6901): label keys contain "/". */
+export function escapePointer(segment: string): string {
+  return segment.replaceAll("~", "~0").replaceAll("/", "~1");
+}

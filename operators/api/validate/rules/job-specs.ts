@@ -1,0 +1,191 @@
+// Rules on Job specs, wherever one is written: a Job's spec, or a Workflow's job template.
+import { dns1123LabelError, isQuantity, labelKeyError, labelValueError } from "../kubernetes-syntax.ts";
+import {
+  arrayAt,
+  type CrossRule,
+  escapePointer,
+  isObject,
+  type JsonObject,
+  type ManifestObject,
+  objectAt,
+  type RuleContext,
+  stringAt,
+} from "../rule-context.ts";
+
+/** A Job spec inside some object, with the name the hub will give the resulting Job. */
+export interface JobSpecSite {
+  owner: ManifestObject;
+  pointer: string;
+  spec: JsonObject;
+  jobName: string;
+}
+
+export function jobSpecSites(ctx: RuleContext): JobSpecSite[] {
+  const sites: JobSpecSite[] = [];
+  for (const job of ctx.ofKind("Job")) {
+    const spec = objectAt(job.object, "spec");
+    if (spec) sites.push({ owner: job, pointer: "/spec", spec, jobName: job.name });
+  }
+  for (const workflow of ctx.ofKind("Workflow")) {
+    arrayAt(objectAt(workflow.object, "spec"), "jobs").forEach((entry, i) => {
+      const template = objectAt(entry, "template");
+      const name = stringAt(entry, "name");
+      if (template && name) {
+        sites.push({
+          owner: workflow,
+          pointer: `/spec/jobs/${i}/template`,
+          spec: template,
+          jobName: `${workflow.name}-${name}`,
+        });
+      }
+    });
+  }
+  return sites;
+}
+
+const RAY_ROLE = "rlinf.io/ray-role";
+const RAY_HEAD_TASK = "rlinf.io/ray-head-task-name";
+
+export const jobSpecRules: CrossRule = (ctx) => {
+  const domains = ctx.names("Domain");
+  for (const site of jobSpecSites(ctx)) {
+    const { owner, pointer, spec } = site;
+    const domain = stringAt(spec, "domain");
+    if (domain !== undefined && !domains.has(domain)) {
+      ctx.report(
+        owner,
+        `${pointer}/domain`,
+        "cross/domain-exists",
+        `Domain "${domain}" is not defined in the repository${suggest(domain, domains)}`,
+      );
+    }
+    const tasks = arrayAt(spec, "tasks").filter(isObject);
+    checkHeads(ctx, site, tasks);
+    checkRay(ctx, site, tasks);
+    tasks.forEach((task, i) => {
+      const at = `${pointer}/tasks/${i}`;
+      const taskName = stringAt(task, "name") ?? "";
+      const fullName = `${site.jobName}-${taskName}`;
+      const nameError = dns1123LabelError(fullName);
+      if (nameError) {
+        ctx.report(
+          owner,
+          `${at}/name`,
+          "cross/task-name",
+          `Task name "${fullName}" (<job>-<task>) ${nameError}`,
+        );
+      }
+      checkLabels(ctx, owner, `${at}/nodeSelector`, objectAt(task, "nodeSelector"), "cross/node-selector");
+      checkQuantities(ctx, owner, at, task);
+    });
+  }
+};
+
+function checkHeads(ctx: RuleContext, site: JobSpecSite, tasks: JsonObject[]) {
+  const heads = tasks.flatMap((t, i) => (t.head === true ? [i] : []));
+  for (const extra of heads.slice(1)) {
+    const first = stringAt(tasks[heads[0] as number], "name");
+    ctx.report(
+      site.owner,
+      `${site.pointer}/tasks/${extra}/head`,
+      "cross/single-head",
+      `at most one head task per Job; "${first}" is already the head`,
+    );
+  }
+}
+
+function checkRay(ctx: RuleContext, site: JobSpecSite, tasks: JsonObject[]) {
+  const roleOf = new Map(
+    tasks.map((t) => [stringAt(t, "name"), stringAt(objectAt(t, "annotations"), RAY_ROLE)]),
+  );
+  tasks.forEach((task, i) => {
+    const annotations = objectAt(task, "annotations");
+    if (stringAt(annotations, RAY_ROLE) !== "worker") return;
+    const head = stringAt(annotations, RAY_HEAD_TASK);
+    const at = `${site.pointer}/tasks/${i}/annotations/${escapePointer(RAY_HEAD_TASK)}`;
+    if (head === undefined) {
+      ctx.report(
+        site.owner,
+        `${site.pointer}/tasks/${i}/annotations`,
+        "cross/ray-head",
+        `a Ray worker needs ${RAY_HEAD_TASK}`,
+      );
+    } else if (!roleOf.has(head)) {
+      ctx.report(site.owner, at, "cross/ray-head", `names task "${head}", which this Job does not have`);
+    } else if (roleOf.get(head) !== "head") {
+      ctx.report(site.owner, at, "cross/ray-head", `task "${head}" is not a Ray head (${RAY_ROLE}: head)`);
+    }
+  });
+}
+
+export function checkLabels(
+  ctx: RuleContext,
+  owner: ManifestObject,
+  pointer: string,
+  labels: JsonObject | undefined,
+  rule: string,
+) {
+  for (const [key, value] of Object.entries(labels ?? {})) {
+    const keyError = labelKeyError(key);
+    if (keyError)
+      ctx.report(owner, `${pointer}/${escapePointer(key)}`, rule, `label key "${key}": ${keyError}`, "key");
+    if (typeof value === "string") {
+      const valueError = labelValueError(value);
+      if (valueError)
+        ctx.report(owner, `${pointer}/${escapePointer(key)}`, rule, `label value "${value}": ${valueError}`);
+    }
+  }
+}
+
+function checkQuantities(ctx: RuleContext, owner: ManifestObject, taskPointer: string, task: JsonObject) {
+  const podSpecAt = `${taskPointer}/kubernetes/workload/template/spec`;
+  const podSpec = objectAt(objectAt(objectAt(objectAt(task, "kubernetes"), "workload"), "template"), "spec");
+  for (const group of ["initContainers", "containers"]) {
+    arrayAt(podSpec, group).forEach((container, c) => {
+      const resources = objectAt(container, "resources");
+      for (const kind of ["requests", "limits"]) {
+        for (const [resource, quantity] of Object.entries(objectAt(resources, kind) ?? {})) {
+          if (!isQuantity(quantity)) {
+            ctx.report(
+              owner,
+              `${podSpecAt}/${group}/${c}/resources/${kind}/${escapePointer(resource)}`,
+              "cross/quantity",
+              `"${String(quantity)}" is not a Kubernetes quantity (e.g. 500m, 2, 16Gi)`,
+            );
+          }
+        }
+      }
+    });
+  }
+}
+
+/** ` (did you mean "x"?)` when a close name exists, so typos are quick to fix. */
+export function suggest(value: string, candidates: Iterable<string>): string {
+  let best: string | undefined;
+  let bestDistance = Math.max(2, Math.floor(value.length / 3)) + 1;
+  for (const candidate of candidates) {
+    const d = editDistance(value, candidate);
+    if (d < bestDistance) {
+      best = candidate;
+      bestDistance = d;
+    }
+  }
+  return best === undefined ? "" : ` (did you mean "${best}"?)`;
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      current[j] = Math.min(
+        (previous[j] as number) + 1,
+        (current[j - 1] as number) + 1,
+        (previous[j - 1] as number) + cost,
+      );
+    }
+    previous = current;
+  }
+  return previous[b.length] as number;
+}

@@ -1,0 +1,111 @@
+import { open } from "node:fs/promises";
+import type { Diagnostic } from "../api/validate/diagnostic.ts";
+import { collectManifestFiles, errorCode, type ManifestFile } from "./manifest-files.ts";
+import {
+  DEFAULT_PARSE_LIMITS,
+  type ParsedDocument,
+  type ParseLimits,
+  parseManifestText,
+} from "./manifest-parser.ts";
+
+export type { ParsedDocument, Position } from "./manifest-parser.ts";
+
+export interface LoadOptions {
+  /** Paths in diagnostics are relative to this directory. */
+  baseDir: string;
+  /** Larger files are refused unread (a manifest is never this big; a log or dataset is). */
+  maxFileBytes?: number;
+  limits?: ParseLimits;
+}
+
+export interface LoadResult {
+  documents: ParsedDocument[];
+  /** Files and documents that could not be read or parsed; each is an error. */
+  diagnostics: Diagnostic[];
+  files: number;
+}
+
+export const DEFAULT_MAX_FILE_BYTES = 8 * 1024 * 1024;
+/** Files read at once: enough to hide disk latency, few enough to bound memory. */
+const READ_CONCURRENCY = 32;
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+/** Reads and parses every manifest under `paths`, in a stable order (by file, then document index). */
+export async function loadManifests(paths: string[], options: LoadOptions): Promise<LoadResult> {
+  const maxFileBytes = options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES;
+  const limits = options.limits ?? DEFAULT_PARSE_LIMITS;
+  const collected = await collectManifestFiles(paths, options.baseDir);
+  const perFile: { documents: ParsedDocument[]; diagnostics: Diagnostic[] }[] = new Array(
+    collected.files.length,
+  );
+
+  let next = 0;
+  const worker = async () => {
+    while (next < collected.files.length) {
+      const index = next++;
+      perFile[index] = await loadFile(collected.files[index] as ManifestFile, maxFileBytes, limits);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(READ_CONCURRENCY, collected.files.length) }, worker));
+
+  const documents: ParsedDocument[] = [];
+  const diagnostics = [...collected.diagnostics];
+  for (const result of perFile) {
+    documents.push(...result.documents);
+    diagnostics.push(...result.diagnostics);
+  }
+  return { documents, diagnostics, files: collected.files.length };
+}
+
+async function loadFile(file: ManifestFile, maxFileBytes: number, limits: ParseLimits) {
+  const whole = (rule: string, message: string) => ({
+    documents: [],
+    diagnostics: [{ file: file.display, line: 0, column: 0, kind: "", name: "", path: "", rule, message }],
+  });
+  let bytes: Buffer;
+  try {
+    const handle = await open(file.absolute, "r");
+    try {
+      const { size } = await handle.stat();
+      if (size > maxFileBytes) {
+        return whole(
+          "io/too-large",
+          `file is ${formatBytes(size)}, over the ${formatBytes(maxFileBytes)} limit for a manifest; move it out of the manifest path`,
+        );
+      }
+      bytes = await handle.readFile();
+    } finally {
+      await handle.close();
+    }
+  } catch (error) {
+    return whole("io/unreadable", `cannot read file: ${errorCode(error)}`);
+  }
+  const nul = bytes.subarray(0, 8192).indexOf(0);
+  if (nul !== -1) return whole("io/binary", `binary file (NUL byte at offset ${nul}), not a YAML manifest`);
+  let text: string;
+  try {
+    text = utf8.decode(bytes);
+  } catch {
+    return whole("io/not-utf8", `not valid UTF-8 (first bad byte at offset ${firstInvalidUtf8(bytes)})`);
+  }
+  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+  return parseManifestText(text, file.display, limits);
+}
+
+function formatBytes(n: number): string {
+  return n >= 1024 * 1024 ? `${(n / 1024 / 1024).toFixed(1)} MiB` : `${(n / 1024).toFixed(1)} KiB`;
+}
+
+/** Offset of the first byte that breaks UTF-8, to tell the user where to look. */
+function firstInvalidUtf8(bytes: Buffer): number {
+  for (let i = 0; i < bytes.length; ) {
+    const b = bytes[i] as number;
+    const extra = b < 0x80 ? 0 : b >> 5 === 0b110 ? 1 : b >> 4 === 0b1110 ? 2 : b >> 3 === 0b11110 ? 3 : -1;
+    if (extra < 0) return i;
+    for (let k = 1; k <= extra; k++) {
+      if (((bytes[i + k] ?? 0) & 0xc0) !== 0x80) return i;
+    }
+    i += extra + 1;
+  }
+  return bytes.length;
+}

@@ -1,0 +1,211 @@
+import {
+  type Document,
+  isMap,
+  isPair,
+  isScalar,
+  isSeq,
+  LineCounter,
+  type Node,
+  parseAllDocuments,
+} from "yaml";
+import type { Diagnostic } from "../api/validate/diagnostic.ts";
+
+/** Limits that keep hostile input (alias bombs, deep nesting) bounded in time and memory. */
+export interface ParseLimits {
+  /** Alias dereferences per document; the yaml library's own guard against billion-laughs. */
+  maxAliasCount: number;
+  /** Collection nesting depth; deeper documents are refused before they are built. */
+  maxDepth: number;
+}
+
+export const DEFAULT_PARSE_LIMITS: ParseLimits = { maxAliasCount: 100, maxDepth: 200 };
+
+export interface Position {
+  line: number;
+  column: number;
+}
+
+/** One YAML document of a manifest file, with what is needed to point back into the source. */
+export interface ParsedDocument {
+  file: string;
+  /** 0-based index of the document in its file. */
+  index: number;
+  value: unknown;
+  /** Where the document's content starts. */
+  start: Position;
+  /**
+   * Where the field at a JSON pointer is written. For a field that does not exist (a missing
+   * required field) this is its closest existing parent. `key` asks for the key's position
+   * (unknown-field errors point at the key, not its value).
+   */
+  locate(pointer: string, target?: "value" | "key"): Position;
+}
+
+export interface ParseResult {
+  documents: ParsedDocument[];
+  diagnostics: Diagnostic[];
+}
+
+export function parseManifestText(text: string, file: string, limits = DEFAULT_PARSE_LIMITS): ParseResult {
+  const diagnostics: Diagnostic[] = [];
+  const documents: ParsedDocument[] = [];
+  const lineCounter = new LineCounter();
+  const fail = (pos: Position, rule: string, message: string) =>
+    diagnostics.push({
+      file,
+      line: pos.line,
+      column: pos.column,
+      kind: "",
+      name: "",
+      path: "",
+      rule,
+      message,
+    });
+
+  const tooDeep = findExcessiveNesting(text, limits.maxDepth);
+  if (tooDeep !== undefined) {
+    lineCounter.addNewLine(0);
+    fail(
+      positionOf(text, tooDeep),
+      "yaml/too-deep",
+      `nesting deeper than ${limits.maxDepth} levels; refusing to build the document`,
+    );
+    return { documents, diagnostics };
+  }
+
+  let parsed: Document.Parsed[];
+  try {
+    parsed = parseAllDocuments(text, { lineCounter, uniqueKeys: true, prettyErrors: false });
+  } catch (error) {
+    fail({ line: 1, column: 1 }, "yaml/syntax", `cannot parse YAML: ${(error as Error).message}`);
+    return { documents, diagnostics };
+  }
+  const at = (offset: number): Position => {
+    const pos = lineCounter.linePos(offset);
+    return { line: pos.line, column: pos.col };
+  };
+
+  parsed.forEach((doc, index) => {
+    if (doc.errors.length > 0) {
+      for (const error of doc.errors) {
+        const rule = error.code === "DUPLICATE_KEY" ? "yaml/duplicate-key" : "yaml/syntax";
+        fail(at(error.pos[0]), rule, firstLine(error.message));
+      }
+      return;
+    }
+    let value: unknown;
+    try {
+      value = doc.toJS({ maxAliasCount: limits.maxAliasCount });
+    } catch (error) {
+      const message = (error as Error).message;
+      const rule = /alias/i.test(message) ? "yaml/alias-limit" : "yaml/syntax";
+      fail(at(doc.range[0]), rule, firstLine(message));
+      return;
+    }
+    if (value === null || value === undefined) return; // an empty document is no error
+    const contents = doc.contents as Node | null;
+    const start = at(contents?.range?.[0] ?? doc.range[0]);
+    documents.push({
+      file,
+      index,
+      value,
+      start,
+      locate: (pointer, target = "value") => {
+        const offset = offsetOf(doc, pointer, target);
+        return offset === undefined ? start : at(offset);
+      },
+    });
+  });
+  return { documents, diagnostics };
+}
+
+function firstLine(message: string): string {
+  return message.split("\n")[0]?.replace(/ at line \d+, column \d+:?$/, "") ?? message;
+}
+
+/** Decodes one JSON-pointer segment (RFC 6901). */
+export function pointerSegments(pointer: string): string[] {
+  if (pointer === "") return [];
+  return pointer
+    .slice(1)
+    .split("/")
+    .map((s) => s.replaceAll("~1", "/").replaceAll("~0", "~"));
+}
+
+function offsetOf(doc: Document.Parsed, pointer: string, target: "value" | "key"): number | undefined {
+  let node: unknown = doc.contents;
+  let best: number | undefined = (node as Node | null)?.range?.[0];
+  const segments = pointerSegments(pointer);
+  for (const [i, segment] of segments.entries()) {
+    const last = i === segments.length - 1;
+    if (isMap(node)) {
+      const pair = node.items.find((p) => isPair(p) && isScalar(p.key) && String(p.key.value) === segment);
+      if (!pair) return best;
+      const key = pair.key as Node;
+      if (last && target === "key") return key.range?.[0] ?? best;
+      node = pair.value;
+      // A key with an empty value still has a position: its key.
+      best = (node as Node | null)?.range?.[0] ?? key.range?.[0] ?? best;
+    } else if (isSeq(node)) {
+      const item = node.items[Number(segment)];
+      if (item === undefined) return best;
+      node = item;
+      best = (item as Node | null)?.range?.[0] ?? best;
+    } else {
+      return best;
+    }
+  }
+  return best;
+}
+
+function positionOf(text: string, offset: number): Position {
+  let line = 1;
+  let lineStart = 0;
+  for (let i = 0; i < offset; i++) {
+    if (text.charCodeAt(i) === 10) {
+      line++;
+      lineStart = i + 1;
+    }
+  }
+  return { line, column: offset - lineStart + 1 };
+}
+
+/**
+ * A cheap pre-scan for flow-collection nesting ([[[[...) and block indentation depth, both of which
+ * make a recursive YAML composer overflow the stack. Returns the offset where the limit is crossed.
+ */
+function findExcessiveNesting(text: string, maxDepth: number): number | undefined {
+  let flowDepth = 0;
+  let inQuote: string | undefined;
+  let lineStart = true;
+  let indent = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (lineStart) {
+      if (c === " " || c === "-") {
+        indent++;
+        continue;
+      }
+      lineStart = false;
+      // Two columns per block level is the tightest common style; half the indentation bounds depth.
+      if (indent / 2 > maxDepth * 2) return i;
+    }
+    if (c === "\n") {
+      lineStart = true;
+      indent = 0;
+      continue;
+    }
+    if (inQuote) {
+      if (c === inQuote && text[i - 1] !== "\\") inQuote = undefined;
+      continue;
+    }
+    if (c === '"' || c === "'") inQuote = c;
+    else if (c === "#") {
+      const next = text.indexOf("\n", i);
+      i = next === -1 ? text.length : next - 1;
+    } else if (c === "[" || c === "{") {
+      if (++flowDepth > maxDepth) return i;
+    } else if (c === "]" || c === "}") flowDepth = Math.max(0, flowDepth - 1);
+  }
+  return undefined;
+}
