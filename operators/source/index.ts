@@ -1,0 +1,20 @@
+export type { GitAuth, GitCredentials, LoadGitCredentialsOptions } from "./git-auth.ts";
+export { loadGitCredentials, prepareGitAuth, repoKey, scrubUrl } from "./git-auth.ts";
+export type { Clock, GitLogger } from "./git-clock.ts";
+export { silentLogger, systemClock } from "./git-clock.ts";
+export type { GitExecOptions } from "./git-exec.ts";
+export { gitIn } from "./git-exec.ts";
+export type { GitRepository, GitRepositoryOptions } from "./git-repository.ts";
+export { createGitRepository, GitSourceError } from "./git-repository.ts";
+export type {
+  ApplyRevision,
+  ApplyRevisionInput,
+  ApplyRevisionResult,
+  GitWatcher,
+  GitWatcherMetrics,
+  GitWatcherOptions,
+  SourceDiagnostic,
+  SourceState,
+  SourceStatus,
+} from "./git-watcher.ts";
+export { createGitWatcher, normaliseSourcePath } from "./git-watcher.ts";
