@@ -1,0 +1,332 @@
+// The process runtime (the seeds' "Raw" agent type): every replica of a Raw Task is a local process
+// supervised by this agent, and this machine is the one Node. State lives under `stateDir`:
+//
+//   pods/<namespace>_<pod>/   pod.json, exit-code, output.log[.N]   (see pod-files.ts)
+//   work/<namespace>_<task>/  default working directory of a Task's processes
+//   artifacts/<sha256>/<file> verified artifacts, shared by every Task naming the same digest
+//
+// A runtime opened on a state dir an earlier one used adopts the processes recorded there, so
+// an agent restart neither duplicates nor orphans anything.
+import { readdirSync, readFileSync } from "node:fs";
+import { mkdir } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import type {
+  AgentType,
+  LogOptions,
+  ObservedNode,
+  Runtime,
+  RuntimeSnapshot,
+  RuntimeTask,
+  StopOptions,
+} from "../types.ts";
+import { ArtifactCache } from "./artifact-cache.ts";
+import { type BackoffPolicy, kubeletBackoff } from "./backoff.ts";
+import { wrapperScript } from "./launch.ts";
+import type { LogRotation } from "./log-file.ts";
+import { type Logger, silentLogger } from "./logger.ts";
+import { type Gpu, probeGpus, reportNode } from "./node-report.ts";
+import { loadPodRecords } from "./pod-files.ts";
+import { isSameProcessAlive, readProcStat, signalGroup } from "./proc.ts";
+import { Replica, type ReplicaContext } from "./replica.ts";
+import { type DesiredPod, desiredPods, podKey, type RejectedTask } from "./spec.ts";
+
+export type { BackoffPolicy } from "./backoff.ts";
+export { kubeletBackoff } from "./backoff.ts";
+export type { LogRotation } from "./log-file.ts";
+export type { Logger } from "./logger.ts";
+export { desiredPods, podRevision } from "./spec.ts";
+
+export interface ProcessRuntimeOptions {
+  /** Owned by this runtime; reuse it across agent restarts to adopt running processes. */
+  stateDir: string;
+  /** Node name; default the hostname. */
+  nodeName?: string;
+  /** Labels and annotations from the agent's configuration, reported on the Node. */
+  nodeLabels?: Record<string, string>;
+  nodeAnnotations?: Record<string, string>;
+  /** The address reported for the Node and its pods; default the first non-loopback IPv4. */
+  internalIP?: string;
+  agentVersion?: string;
+  /** SIGTERM to SIGKILL when a pod stops. Default 30 s (a Task's terminationGracePeriodSeconds wins). */
+  terminationGracePeriodMs?: number;
+  /** Restart backoff for Deployments and StatefulSets. Default the kubelet's: 10 s doubling to 5 min, reset after 10 min. */
+  backoff?: Partial<BackoffPolicy>;
+  /** How often adopted processes are checked for liveness. Default 1 s. */
+  pollIntervalMs?: number;
+  /** Output log rotation. Default 10 MiB, 5 rotated files kept, checked every 10 s. */
+  logs?: Partial<LogRotation> & { checkIntervalMs?: number };
+  /** The nvidia-smi executable. Default "nvidia-smi" on PATH. */
+  nvidiaSmi?: string;
+  /** How often the Node is re-probed (memory and disk pressure, GPUs). Default 60 s. */
+  nodeRefreshIntervalMs?: number;
+  /** The environment every process starts from, before RLARK_* and the Task's env. Default PATH, HOME, LANG, TZ of the agent. */
+  baseEnv?: Record<string, string>;
+  /** Give up an artifact download after this long. Default 10 min. */
+  artifactTimeoutMs?: number;
+  clock?: { now(): number };
+  logger?: Logger;
+}
+
+function defaultBaseEnv(): Record<string, string> {
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+  };
+  for (const name of ["HOME", "LANG", "TZ"]) {
+    const value = process.env[name];
+    if (value !== undefined) env[name] = value;
+  }
+  return env;
+}
+
+/** Runs Raw Tasks as local processes on this machine. Create with {@link ProcessRuntime.open}. */
+export class ProcessRuntime implements Runtime {
+  readonly agentTypes: readonly AgentType[] = ["Raw"];
+  readonly #options: ProcessRuntimeOptions;
+  readonly #ctx: ReplicaContext;
+  readonly #logger: Logger;
+  /** The pods this runtime runs, by key; at most one process group per key. */
+  readonly #replicas = new Map<string, Replica>();
+  /** Pods being stopped; a replacement under the same key waits until its predecessor is gone. */
+  readonly #retiring = new Map<string, Replica>();
+  readonly #listeners = new Set<() => void>();
+  readonly #timers: NodeJS.Timeout[] = [];
+  #desired: DesiredPod[] | undefined;
+  #rejected: RejectedTask[] = [];
+  #node: ObservedNode;
+  #gpus: Gpu[];
+  #changePending = false;
+  #stopped = false;
+
+  private constructor(
+    options: ProcessRuntimeOptions,
+    node: ObservedNode,
+    gpus: Gpu[],
+    artifacts: ArtifactCache,
+  ) {
+    this.#options = options;
+    this.#node = node;
+    this.#gpus = gpus;
+    this.#logger = options.logger ?? silentLogger;
+    const clock = options.clock ?? { now: () => Date.now() };
+    const stateDir = resolve(options.stateDir);
+    this.#ctx = {
+      podsDir: join(stateDir, "pods"),
+      workDir: join(stateDir, "work"),
+      artifacts,
+      backoff: { ...kubeletBackoff, ...options.backoff },
+      gracePeriodMs: options.terminationGracePeriodMs ?? 30_000,
+      pollIntervalMs: options.pollIntervalMs ?? 1000,
+      killWaitMs: 10_000,
+      rotation: { maxBytes: options.logs?.maxBytes ?? 10 * 1024 * 1024, keep: options.logs?.keep ?? 5 },
+      baseEnv: options.baseEnv ?? defaultBaseEnv(),
+      node: () => ({ name: this.#node.name, ip: this.#internalIP() }),
+      now: () => clock.now(),
+      logger: this.#logger,
+      changed: () => this.#changed(),
+    };
+  }
+
+  /** Probes the machine, adopts what an earlier runtime left in `stateDir`, and starts supervising. */
+  static async open(options: ProcessRuntimeOptions): Promise<ProcessRuntime> {
+    const stateDir = resolve(options.stateDir);
+    await mkdir(join(stateDir, "pods"), { recursive: true, mode: 0o700 });
+    const nodeOptions = {
+      agentVersion: options.agentVersion ?? "0.0.0",
+      nvidiaSmi: options.nvidiaSmi ?? "nvidia-smi",
+      stateDir,
+      ...(options.nodeName ? { name: options.nodeName } : {}),
+      ...(options.nodeLabels ? { labels: options.nodeLabels } : {}),
+      ...(options.nodeAnnotations ? { annotations: options.nodeAnnotations } : {}),
+      ...(options.internalIP ? { internalIP: options.internalIP } : {}),
+    };
+    const gpus = await probeGpus(nodeOptions.nvidiaSmi);
+    const node = await reportNode(nodeOptions, gpus);
+    const artifacts = new ArtifactCache({
+      dir: join(stateDir, "artifacts"),
+      ...(options.artifactTimeoutMs ? { timeoutMs: options.artifactTimeoutMs } : {}),
+    });
+    const runtime = new ProcessRuntime(options, node, gpus, artifacts);
+    runtime.#adopt();
+    runtime.#startTimers(nodeOptions);
+    return runtime;
+  }
+
+  #internalIP(): string {
+    return this.#node.addresses.find((a) => a.type === "InternalIP")?.address ?? "127.0.0.1";
+  }
+
+  #adopt(): void {
+    const { records, unreadable } = loadPodRecords(this.#ctx.podsDir);
+    for (const dir of unreadable) this.#logger.warn("ignoring unreadable pod state", { dir });
+    const known = new Set<number>();
+    for (const record of records) {
+      if (record.pid !== undefined && isSameProcessAlive(record.pid, record.processStart))
+        known.add(record.pid);
+      const replica = Replica.adopt(record, this.#ctx);
+      (replica.stopping ? this.#retiring : this.#replicas).set(replica.key, replica);
+      if (replica.stopping) this.#whenGone(replica);
+    }
+    this.#reapStrays(known);
+  }
+
+  /**
+   * Kills wrapper processes started under this state dir that no record accounts for (an agent
+   * killed between spawning a process and recording it): they would otherwise run unsupervised.
+   */
+  #reapStrays(known: Set<number>): void {
+    const prefix = `${this.#ctx.podsDir}/`;
+    let entries: string[];
+    try {
+      entries = readdirSync("/proc");
+    } catch {
+      return;
+    }
+    for (const entry of entries) {
+      const pid = Number(entry);
+      if (!Number.isInteger(pid) || known.has(pid)) continue;
+      let argv: string[];
+      try {
+        argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+      } catch {
+        continue;
+      }
+      if (argv[1] !== "-c" || argv[2] !== wrapperScript || !argv[3]?.startsWith(prefix)) continue;
+      const stat = readProcStat(pid);
+      if (!stat || stat.state === "Z" || stat.pgrp !== pid) continue;
+      this.#logger.warn("killing a process no pod record accounts for", { pid, exitCodeFile: argv[3] });
+      signalGroup(pid, "SIGKILL");
+    }
+  }
+
+  #startTimers(nodeOptions: Parameters<typeof reportNode>[0]): void {
+    this.#timers.push(
+      setInterval(() => {
+        for (const replica of this.#replicas.values()) replica.rotateLog();
+      }, this.#options.logs?.checkIntervalMs ?? 10_000),
+    );
+    this.#timers.push(
+      setInterval(() => {
+        void (async () => {
+          const gpus = await probeGpus(nodeOptions.nvidiaSmi);
+          const node = await reportNode(nodeOptions, gpus);
+          if (this.#stopped) return;
+          this.#gpus = gpus;
+          if (JSON.stringify(node) !== JSON.stringify(this.#node)) {
+            this.#node = node;
+            this.#changed();
+          }
+        })().catch((error: unknown) =>
+          this.#logger.warn("node refresh failed", { error: (error as Error).message }),
+        );
+      }, this.#options.nodeRefreshIntervalMs ?? 60_000),
+    );
+  }
+
+  /** GPUs found on this machine at the last probe. */
+  get gpus(): readonly Gpu[] {
+    return this.#gpus;
+  }
+
+  /** Raw Tasks in the last desired set that cannot run as given (bad spec), with why. */
+  get rejected(): readonly RejectedTask[] {
+    return this.#rejected;
+  }
+
+  async apply(desired: readonly RuntimeTask[]): Promise<void> {
+    if (this.#stopped) throw new Error("ProcessRuntime.apply: the runtime was stopped");
+    const { pods, rejected } = desiredPods(desired);
+    for (const r of rejected) this.#logger.warn("rejected Task", { ...r });
+    this.#rejected = rejected;
+    this.#desired = pods;
+    this.#reconcile();
+  }
+
+  #reconcile(): void {
+    if (this.#stopped || !this.#desired) return;
+    const want = new Map(this.#desired.map((pod) => [pod.key, pod]));
+    for (const [key, replica] of this.#replicas) {
+      const pod = want.get(key);
+      if (pod && pod.revision === replica.revision) replica.update(pod);
+      else this.#retire(key, replica);
+    }
+    for (const pod of want.values()) {
+      if (this.#replicas.has(pod.key) || this.#retiring.has(pod.key)) continue;
+      this.#replicas.set(pod.key, Replica.create(pod, this.#ctx));
+    }
+    this.#changed();
+  }
+
+  #retire(key: string, replica: Replica): void {
+    this.#replicas.delete(key);
+    this.#retiring.set(key, replica);
+    this.#whenGone(replica);
+  }
+
+  #whenGone(replica: Replica): void {
+    void replica
+      .terminate()
+      .catch((error: unknown) =>
+        this.#logger.error("stopping pod failed", { pod: replica.key, error: (error as Error).message }),
+      )
+      .finally(() => {
+        if (this.#retiring.get(replica.key) === replica) this.#retiring.delete(replica.key);
+        this.#changed();
+        // A replacement (new spec or Task uid) may have been waiting for this key.
+        this.#reconcile();
+      });
+  }
+
+  observe(): RuntimeSnapshot {
+    const pods = [...this.#replicas.values(), ...this.#retiring.values()]
+      .map((replica) => replica.observe())
+      .sort((a, b) => podKey(a.namespace, a.name).localeCompare(podKey(b.namespace, b.name)));
+    return { nodes: [structuredClone(this.#node)], pods };
+  }
+
+  onChange(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  #changed(): void {
+    if (this.#changePending) return;
+    this.#changePending = true;
+    queueMicrotask(() => {
+      this.#changePending = false;
+      for (const listener of this.#listeners) {
+        try {
+          listener();
+        } catch (error) {
+          this.#logger.error("change listener threw", { error: (error as Error).message });
+        }
+      }
+    });
+  }
+
+  async logs(pod: { namespace: string; name: string }, options: LogOptions = {}): Promise<string> {
+    const key = podKey(pod.namespace, pod.name);
+    const replica = this.#replicas.get(key) ?? this.#retiring.get(key);
+    if (!replica) throw new Error(`no pod ${key} on node ${this.#node.name}`);
+    return replica.logs(options.tail);
+  }
+
+  async stop(options: StopOptions = {}): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    for (const timer of this.#timers) clearInterval(timer);
+    if (options.terminatePods) {
+      const all = [...this.#replicas.values(), ...this.#retiring.values()];
+      await Promise.all(all.map((replica) => replica.terminate()));
+      this.#replicas.clear();
+      this.#retiring.clear();
+      return;
+    }
+    // Pods already being stopped finish stopping; the rest keep running for the next runtime.
+    for (const replica of this.#replicas.values()) replica.detach();
+    this.#listeners.clear();
+  }
+}
+
+export function createProcessRuntime(options: ProcessRuntimeOptions): Promise<ProcessRuntime> {
+  return ProcessRuntime.open(options);
+}

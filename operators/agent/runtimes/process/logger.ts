@@ -1,0 +1,12 @@
+// The runtime logs through whatever the agent hands it; structurally typed so any leveled logger fits.
+export interface Logger {
+  info(message: string, fields?: Record<string, unknown>): void;
+  warn(message: string, fields?: Record<string, unknown>): void;
+  error(message: string, fields?: Record<string, unknown>): void;
+}
+
+export const silentLogger: Logger = {
+  info() {},
+  warn() {},
+  error() {},
+};

@@ -1,0 +1,495 @@
+// One pod: a supervised process with a restart policy. Its state machine:
+//
+//   Pending ──fetch artifact, spawn──▶ Running ──exit──▶ BackOff ──delay──▶ Pending ...  (Deployment, StatefulSet)
+//                                         └──────exit──▶ Terminated                      (Job; a bad artifact)
+//   any ──terminate()──▶ Stopping ──group gone──▶ Gone (files removed)
+//
+// Every transition is written to pod.json first, so a new runtime on the same state dir resumes
+// exactly here: adopting the running process (pid + start time), or recording how it ended.
+import { type ChildProcess, spawn } from "node:child_process";
+import { closeSync, mkdirSync, openSync } from "node:fs";
+import { constants } from "node:os";
+import { dirname, isAbsolute, join } from "node:path";
+import type { ContainerState, ObservedPod, PodPhase } from "../types.ts";
+import { type ArtifactCache, ArtifactError } from "./artifact-cache.ts";
+import { type BackoffPolicy, nextStreak, restartDelay } from "./backoff.ts";
+import { commandLine, podEnv, signalFromStatus, wrapperArgs } from "./launch.ts";
+import { type LogRotation, readLog, rotateIfLarge } from "./log-file.ts";
+import type { Logger } from "./logger.ts";
+import { type ExitInfo, PodFiles, type PodRecord } from "./pod-files.ts";
+import { isSameProcessAlive, processGroupMembers, readProcStat, signalGroup } from "./proc.ts";
+import type { DesiredPod } from "./spec.ts";
+
+export interface ReplicaContext {
+  podsDir: string;
+  /** Parent of the per-Task default working directories. */
+  workDir: string;
+  artifacts: ArtifactCache;
+  backoff: BackoffPolicy;
+  /** SIGTERM to SIGKILL, unless the Task sets its own. */
+  gracePeriodMs: number;
+  /** How often liveness of adopted processes and the end of a stop are checked. */
+  pollIntervalMs: number;
+  /** After SIGKILL, how long to wait for the group to vanish before giving up on it. */
+  killWaitMs: number;
+  rotation: LogRotation;
+  baseEnv: Readonly<Record<string, string>>;
+  node(): { name: string; ip: string };
+  now(): number;
+  logger: Logger;
+  changed(): void;
+}
+
+type Status = "Pending" | "Running" | "BackOff" | "Terminated" | "Stopping" | "Gone";
+
+const iso = (ms: number | undefined): string | undefined =>
+  ms === undefined ? undefined : new Date(ms).toISOString();
+
+export class Replica {
+  readonly key: string;
+  readonly #ctx: ReplicaContext;
+  readonly #files: PodFiles;
+  #record: PodRecord;
+  #status: Status = "Pending";
+  #reason: string | undefined;
+  #message: string | undefined;
+  #child: ChildProcess | undefined;
+  #poll: NodeJS.Timeout | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #stopping: Promise<void> | undefined;
+  #detached = false;
+  #launching = false;
+
+  private constructor(record: PodRecord, ctx: ReplicaContext) {
+    this.key = `${record.namespace}/${record.name}`;
+    this.#ctx = ctx;
+    this.#record = record;
+    this.#files = new PodFiles(ctx.podsDir, record.namespace, record.name);
+  }
+
+  /** A new pod for a desired one: recorded, then launched. */
+  static create(pod: DesiredPod, ctx: ReplicaContext): Replica {
+    const replica = new Replica(
+      {
+        version: 1,
+        namespace: pod.namespace,
+        name: pod.name,
+        index: pod.index,
+        kind: pod.kind,
+        revision: pod.revision,
+        task: pod.task,
+        restarts: 0,
+        streak: 0,
+      },
+      ctx,
+    );
+    replica.#files.clearExitCode();
+    replica.#persist();
+    void replica.#launch();
+    return replica;
+  }
+
+  /** Resumes a pod recorded by an earlier runtime on this state dir. */
+  static adopt(record: PodRecord, ctx: ReplicaContext): Replica {
+    const replica = new Replica(record, ctx);
+    replica.#resume();
+    return replica;
+  }
+
+  get revision(): string {
+    return this.#record.revision;
+  }
+
+  get stopping(): boolean {
+    return this.#status === "Stopping" || this.#status === "Gone";
+  }
+
+  /** Same revision, newer metadata (generation, labels): nothing to restart, only to report. */
+  update(pod: DesiredPod): void {
+    if (this.stopping) return;
+    this.#record.task = pod.task;
+    this.#persist();
+  }
+
+  #resume(): void {
+    const r = this.#record;
+    if (r.terminating) {
+      void this.terminate();
+      return;
+    }
+    if (r.terminal) {
+      this.#status = "Terminated";
+      return;
+    }
+    if (r.pid !== undefined) {
+      if (isSameProcessAlive(r.pid, r.processStart)) {
+        this.#status = "Running";
+        this.#watchAdopted(r.pid, r.processStart);
+        this.#ctx.logger.info("adopted running process", { pod: this.key, pid: r.pid });
+      } else {
+        // It ended while no agent was watching; the wrapper's file says how.
+        this.#exited(null, null);
+      }
+      return;
+    }
+    // Recorded between runs (backing off or fetching): carry on where it stopped.
+    if (r.streak > 0) this.#scheduleRestart();
+    else void this.#launch();
+  }
+
+  async #launch(): Promise<void> {
+    if (this.stopping || this.#detached || this.#launching) return;
+    this.#launching = true;
+    try {
+      await this.#launchOnce();
+    } finally {
+      this.#launching = false;
+    }
+  }
+
+  async #launchOnce(): Promise<void> {
+    const pod = this.#desired();
+    this.#setStatus("Pending", pod.raw.artifact ? "ArtifactDownloading" : "ContainerCreating");
+    let artifactPath: string | undefined;
+    if (pod.raw.artifact) {
+      try {
+        artifactPath = await this.#ctx.artifacts.get(pod.raw.artifact);
+      } catch (error) {
+        if (this.stopping || this.#detached) return;
+        const reason = error instanceof ArtifactError ? error.reason : "ArtifactDownloadFailed";
+        const message = (error as Error).message;
+        if (reason === "ArtifactChecksumMismatch") {
+          // Not transient: retrying the same URL against the same digest cannot succeed.
+          this.#terminate("Failed", reason, message);
+        } else {
+          this.#ctx.logger.warn("artifact download failed; retrying", { pod: this.key, error: message });
+          this.#record.streak += 1;
+          this.#persist();
+          this.#scheduleRestart(reason, message);
+        }
+        return;
+      }
+    }
+    // Synchronous from here to the pid being recorded: a concurrent terminate() sees either no
+    // process (and none will start) or the process.
+    if (this.stopping || this.#detached) return;
+    const { name: nodeName, ip } = this.#ctx.node();
+    const taskDir = join(this.#ctx.workDir, `${pod.namespace}_${pod.task.metadata.name}`);
+    const workingDir = pod.raw.workingDir
+      ? isAbsolute(pod.raw.workingDir)
+        ? pod.raw.workingDir
+        : join(taskDir, pod.raw.workingDir)
+      : taskDir;
+    let logFd: number | undefined;
+    let child: ChildProcess;
+    let argv: string[] = [];
+    try {
+      mkdirSync(workingDir, { recursive: true });
+      mkdirSync(this.#files.dir, { recursive: true });
+      this.#files.clearExitCode();
+      logFd = openSync(this.#files.log, "a", 0o600);
+      argv = commandLine(
+        pod.raw.command,
+        pod.raw.args ?? [],
+        artifactPath ? dirname(artifactPath) : undefined,
+      );
+      const env = podEnv({
+        base: this.#ctx.baseEnv,
+        pod,
+        nodeName,
+        podIP: ip,
+        ...(artifactPath ? { artifactPath } : {}),
+      });
+      // detached: a new session and process group, so a stop reaches the command's children too,
+      // and the process survives the agent.
+      child = spawn("/bin/sh", wrapperArgs(this.#files.exitCode, argv), {
+        cwd: workingDir,
+        env,
+        detached: true,
+        stdio: ["ignore", logFd, logFd],
+      });
+    } catch (error) {
+      this.#failStart((error as Error).message);
+      return;
+    } finally {
+      if (logFd !== undefined) closeSync(logFd);
+    }
+    const pid = child.pid;
+    if (pid === undefined) {
+      child.once("error", (error) => this.#failStart(error.message));
+      return;
+    }
+    this.#child = child;
+    child.once("exit", (code, signal) => {
+      if (this.#child === child) this.#child = undefined;
+      if (!this.#detached) this.#exited(code, signal);
+    });
+    const r = this.#record;
+    if (r.startedAt !== undefined) r.restarts += 1;
+    r.pid = pid;
+    r.processStart = readProcStat(pid)?.startTime;
+    r.startedAt = this.#ctx.now();
+    r.finishedAt = undefined;
+    this.#persist();
+    this.#setStatus("Running");
+    this.#ctx.logger.info("started", { pod: this.key, pid, argv });
+  }
+
+  #failStart(message: string): void {
+    if (this.stopping || this.#detached) return;
+    this.#ctx.logger.warn("could not start", { pod: this.key, error: message });
+    this.#afterExit({ reason: "StartError", message, at: this.#ctx.now() });
+  }
+
+  /** Polls an adopted process: it is not our child, so no exit event will come. */
+  #watchAdopted(pid: number, processStart: number | undefined): void {
+    clearInterval(this.#poll);
+    this.#poll = setInterval(() => {
+      if (isSameProcessAlive(pid, processStart)) return;
+      clearInterval(this.#poll);
+      this.#poll = undefined;
+      if (!this.#detached && this.#record.pid === pid) this.#exited(null, null);
+    }, this.#ctx.pollIntervalMs);
+  }
+
+  /** The wrapper (group leader) ended. Works out how the command ended and applies the restart policy. */
+  #exited(code: number | null, signal: NodeJS.Signals | null): void {
+    const r = this.#record;
+    const pgid = r.pid;
+    r.pid = undefined;
+    r.processStart = undefined;
+    const at = this.#ctx.now();
+    r.finishedAt = at;
+    // Like a container, the pod ends with its main process: nothing it left behind keeps running.
+    if (pgid !== undefined && this.#status !== "Stopping") signalGroup(pgid, "SIGKILL");
+    const status = this.#files.readExitCode() ?? code ?? undefined;
+    let exit: ExitInfo;
+    if (status !== undefined) {
+      const killedBy = signalFromStatus(status);
+      exit = killedBy
+        ? { exitCode: status, signal: killedBy, reason: "Signaled", message: `killed by ${killedBy}`, at }
+        : { exitCode: status, reason: status === 0 ? "Completed" : "Error", at };
+    } else if (signal) {
+      exit = {
+        signal,
+        exitCode: 128 + (signalNumber(signal) ?? 0),
+        reason: "Signaled",
+        message: `killed by ${signal}`,
+        at,
+      };
+    } else {
+      exit = {
+        reason: "Unknown",
+        message: "the process ended while no agent watched and left no exit status",
+        at,
+      };
+    }
+    if (this.#status === "Stopping") {
+      r.lastExit = exit;
+      return;
+    }
+    this.#ctx.logger.info("exited", { pod: this.key, ...exit });
+    this.#afterExit(exit);
+  }
+
+  #afterExit(exit: ExitInfo): void {
+    const r = this.#record;
+    r.lastExit = exit;
+    if (r.kind === "Job") {
+      if (exit.exitCode === 0) this.#terminate("Succeeded", "Completed");
+      else this.#terminate("Failed", exit.reason, exit.message);
+      return;
+    }
+    const ran = r.startedAt !== undefined ? exit.at - r.startedAt : 0;
+    r.streak = nextStreak(this.#ctx.backoff, r.streak, ran);
+    this.#persist();
+    this.#scheduleRestart();
+  }
+
+  #scheduleRestart(reason = "CrashLoopBackOff", message?: string): void {
+    const delay = restartDelay(this.#ctx.backoff, Math.max(1, this.#record.streak));
+    this.#setStatus("BackOff", reason, message ?? `back-off ${delay} ms restarting ${this.key}`);
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      void this.#launch();
+    }, delay);
+  }
+
+  #terminate(phase: "Succeeded" | "Failed", reason: string, message?: string): void {
+    this.#record.terminal = message === undefined ? { phase, reason } : { phase, reason, message };
+    this.#persist();
+    this.#setStatus("Terminated", reason, message);
+  }
+
+  /**
+   * Stops the pod for good: SIGTERM to its process group, SIGKILL after the grace period, then
+   * forgets it (its files are removed). Resolves once no process of the group is left.
+   */
+  terminate(gracePeriodMs?: number): Promise<void> {
+    if (this.#stopping) return this.#stopping;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#record.terminating = true;
+    this.#persist();
+    this.#setStatus("Stopping", "Terminating");
+    const grace =
+      gracePeriodMs ??
+      (this.#record.task.spec.raw?.terminationGracePeriodSeconds !== undefined
+        ? this.#record.task.spec.raw.terminationGracePeriodSeconds * 1000
+        : this.#ctx.gracePeriodMs);
+    this.#stopping = this.#stop(grace);
+    return this.#stopping;
+  }
+
+  async #stop(graceMs: number): Promise<void> {
+    const pgid = this.#record.pid;
+    if (pgid !== undefined && this.#groupAlive(pgid)) {
+      signalGroup(pgid, "SIGTERM");
+      const ended = await this.#waitGroupGone(pgid, graceMs);
+      if (!ended) {
+        this.#ctx.logger.warn("grace period over; killing", { pod: this.key, pgid, graceMs });
+        signalGroup(pgid, "SIGKILL");
+        if (!(await this.#waitGroupGone(pgid, this.#ctx.killWaitMs))) {
+          this.#ctx.logger.error("process group survived SIGKILL", { pod: this.key, pgid });
+        }
+      }
+    }
+    clearInterval(this.#poll);
+    this.#poll = undefined;
+    this.#child?.removeAllListeners("exit");
+    this.#child = undefined;
+    this.#files.remove();
+    this.#setStatus("Gone");
+  }
+
+  /** The leader may be gone while children it left in the group still run, so members count. */
+  #groupAlive(pgid: number): boolean {
+    return isSameProcessAlive(pgid, this.#record.processStart) || processGroupMembers(pgid).length > 0;
+  }
+
+  async #waitGroupGone(pgid: number, timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      if (processGroupMembers(pgid).length === 0) return true;
+      if (Date.now() >= deadline) return false;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(this.#ctx.pollIntervalMs, 50)));
+    }
+  }
+
+  /** Stops supervising and leaves the process running, for the next runtime to adopt. */
+  detach(): void {
+    this.#detached = true;
+    clearTimeout(this.#timer);
+    clearInterval(this.#poll);
+    this.#timer = undefined;
+    this.#poll = undefined;
+    this.#child?.removeAllListeners("exit");
+    this.#child?.unref();
+    this.#child = undefined;
+  }
+
+  /** Rotates the output log when it has outgrown its limit. */
+  rotateLog(): void {
+    if (this.#status === "Gone") return;
+    try {
+      rotateIfLarge(this.#files.log, this.#ctx.rotation);
+    } catch (error) {
+      this.#ctx.logger.warn("log rotation failed", { pod: this.key, error: (error as Error).message });
+    }
+  }
+
+  logs(tail?: number): string {
+    return readLog(this.#files.log, this.#ctx.rotation.keep, tail);
+  }
+
+  observe(): ObservedPod {
+    const r = this.#record;
+    const { name: node, ip } = this.#ctx.node();
+    const everStarted = r.startedAt !== undefined;
+    let phase: PodPhase;
+    let state: ContainerState;
+    switch (this.#status) {
+      case "Running":
+        phase = "Running";
+        state = "Running";
+        break;
+      case "Terminated":
+        phase = r.terminal?.phase ?? "Failed";
+        state = "Terminated";
+        break;
+      case "Stopping":
+      case "Gone":
+        phase = r.terminal?.phase ?? (r.pid !== undefined || everStarted ? "Running" : "Pending");
+        state = r.pid !== undefined ? "Running" : "Terminated";
+        break;
+      default:
+        // Restarting pods of an always-restart workload stay Running, as in Kubernetes.
+        phase = everStarted ? "Running" : "Pending";
+        state = "Waiting";
+    }
+    const pod: ObservedPod = {
+      name: r.name,
+      namespace: r.namespace,
+      task: r.task.metadata.name,
+      taskUid: r.task.metadata.uid,
+      job: r.task.metadata.labels?.["rlinf.io/job"] ?? "",
+      node,
+      index: r.index,
+      phase,
+      state,
+      ready: this.#status === "Running",
+      podIP: ip,
+      hostIP: ip,
+      restarts: r.restarts,
+    };
+    if (r.task.metadata.generation !== undefined) pod.generation = r.task.metadata.generation;
+    if (this.stopping) pod.terminating = true;
+    const exit = r.lastExit;
+    if (exit && this.#status !== "Running") {
+      if (exit.exitCode !== undefined) pod.exitCode = exit.exitCode;
+      if (exit.signal) pod.signal = exit.signal;
+    }
+    const reason = this.#reason ?? (this.#status === "Running" ? undefined : exit?.reason);
+    const message = this.#message ?? (this.#status === "Running" ? undefined : exit?.message);
+    if (reason) pod.reason = reason;
+    if (message) pod.message = message;
+    const start = iso(r.startedAt);
+    if (start) pod.startTime = start;
+    const finish = this.#status === "Running" ? undefined : iso(r.finishedAt);
+    if (finish) pod.finishTime = finish;
+    if (r.pid !== undefined) pod.pid = r.pid;
+    return pod;
+  }
+
+  #desired(): DesiredPod {
+    const r = this.#record;
+    const raw = r.task.spec.raw ?? { command: [] };
+    return {
+      key: this.key,
+      namespace: r.namespace,
+      name: r.name,
+      index: r.index,
+      kind: r.kind,
+      task: r.task,
+      raw,
+      revision: r.revision,
+    };
+  }
+
+  #setStatus(status: Status, reason?: string, message?: string): void {
+    this.#status = status;
+    this.#reason = reason;
+    this.#message = message;
+    this.#ctx.changed();
+  }
+
+  #persist(): void {
+    if (this.#status === "Gone") return;
+    this.#files.write(this.#record);
+  }
+}
+
+function signalNumber(signal: NodeJS.Signals): number | undefined {
+  return (constants.signals as Record<string, number | undefined>)[signal];
+}

@@ -1,0 +1,82 @@
+// Shared by the process runtime tests: real scripts on disk, bounded polling, /proc counting.
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { RawWorkload, RuntimeTask } from "../../../../operators/agent/runtimes/types.ts";
+
+/** Polls until `check` returns a value other than undefined/false, or fails after `timeoutMs`. */
+export async function waitFor<T>(
+  what: string,
+  check: () => T | undefined | false | Promise<T | undefined | false>,
+  timeoutMs = 15_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined && value !== false) return value;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ""}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+let uid = 0;
+
+export function rawTask(
+  name: string,
+  raw: RawWorkload,
+  options: { namespace?: string; uid?: string; generation?: number; job?: string } = {},
+): RuntimeTask {
+  return {
+    metadata: {
+      name,
+      namespace: options.namespace ?? "agent-local",
+      uid: options.uid ?? `uid-${name}-${++uid}`,
+      generation: options.generation ?? 1,
+      labels: { "rlinf.io/job": options.job ?? "job1" },
+    },
+    spec: { agentType: "Raw", role: "Actor", raw },
+  };
+}
+
+/** Writes an executable script and returns its path. */
+export function script(dir: string, name: string, body: string): string {
+  const path = join(dir, name);
+  writeFileSync(path, body, { mode: 0o755 });
+  return path;
+}
+
+/** Live (non-zombie) processes whose command line contains `marker`. */
+export function processesWith(marker: string): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+      if (state === "Z" || state === "X") continue;
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
+      // The wrapper shell carries the command in its argv too; count only the command itself.
+      if (cmdline[1] === "-c") continue;
+      if (cmdline.some((arg) => arg.includes(marker))) found.push(Number(entry));
+    } catch {
+      // Gone while we looked.
+    }
+  }
+  return found;
+}
+
+export function isAlive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+    return state !== "Z" && state !== "X";
+  } catch {
+    return false;
+  }
+}
