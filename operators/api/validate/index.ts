@@ -168,7 +168,7 @@ function classify(document: ParsedDocument, strict: boolean): Classified {
   }
   const info = kindInfo(kind);
   if (!info) {
-    const known = kinds.filter((k) => k.writtenBy !== "hub").map((k) => k.kind);
+    const known = kinds.filter((k) => k.writtenBy === "git").map((k) => k.kind);
     return {
       diagnostic: diagnostic(
         "schema/unknown-kind",
@@ -179,7 +179,7 @@ function classify(document: ParsedDocument, strict: boolean): Classified {
       severity: "error",
     };
   }
-  if (info.writtenBy === "hub" || (info.writtenBy === "agent" && kind !== "Node")) {
+  if (info.writtenBy !== "git") {
     return {
       diagnostic: diagnostic(
         "cross/not-from-git",

@@ -1,10 +1,7 @@
-// Kubernetes' own syntax rules (apimachinery's validation package), so a manifest that passes here
-// is not refused later by an API server.
+// Kubernetes' own syntax rules (apimachinery's validation and resource packages) that the JSON
+// Schemas cannot express: names the hub derives, and quantities it computes with.
 
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-const QUALIFIED_NAME = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
-const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 // resource.Quantity: a signed decimal number with an optional binary, decimal-SI or exponent suffix.
 const QUANTITY = /^[+-]?(\d+\.?\d*|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?\d+)?$/;
 
@@ -15,38 +12,6 @@ export function dns1123LabelError(value: string): string | undefined {
     return "must consist of lower case letters, digits and '-', and start and end with a letter or digit";
   }
   return undefined;
-}
-
-/** Why `key` is not a valid label key (`[prefix/]name`), or undefined. */
-export function labelKeyError(key: string): string | undefined {
-  const slash = key.lastIndexOf("/");
-  const name = slash === -1 ? key : key.slice(slash + 1);
-  if (slash !== -1) {
-    const prefix = key.slice(0, slash);
-    if (prefix.length === 0 || prefix.length > 253 || !DNS1123_SUBDOMAIN.test(prefix)) {
-      return `prefix "${prefix}" must be a DNS subdomain (lower case, at most 253 characters)`;
-    }
-  }
-  if (name.length === 0 || name.length > 63)
-    return `name part must be 1 to 63 characters (got ${name.length})`;
-  if (!QUALIFIED_NAME.test(name)) {
-    return "name part must consist of alphanumerics, '-', '_' or '.', and start and end with an alphanumeric";
-  }
-  return undefined;
-}
-
-/** Why `value` is not a valid label value, or undefined. */
-export function labelValueError(value: string): string | undefined {
-  if (value.length > 63) return `must be at most 63 characters (got ${value.length})`;
-  if (!LABEL_VALUE.test(value)) {
-    return "must be empty or consist of alphanumerics, '-', '_' or '.', and start and end with an alphanumeric";
-  }
-  return undefined;
-}
-
-export function isQuantity(value: unknown): boolean {
-  if (typeof value === "number") return Number.isFinite(value) && value >= 0;
-  return typeof value === "string" && QUANTITY.test(value);
 }
 
 const BINARY: Record<string, number> = {

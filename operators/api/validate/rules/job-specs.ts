@@ -1,5 +1,5 @@
 // Rules on Job specs, wherever one is written: a Job's spec, or a Workflow's job template.
-import { dns1123LabelError, isQuantity, labelKeyError, labelValueError } from "../kubernetes-syntax.ts";
+import { dns1123LabelError } from "../kubernetes-syntax.ts";
 import {
   arrayAt,
   type CrossRule,
@@ -75,8 +75,6 @@ export const jobSpecRules: CrossRule = (ctx) => {
           `Task name "${fullName}" (<job>-<task>) ${nameError}`,
         );
       }
-      checkLabels(ctx, owner, `${at}/nodeSelector`, objectAt(task, "nodeSelector"), "cross/node-selector");
-      checkQuantities(ctx, owner, at, task);
     });
   }
 };
@@ -116,47 +114,6 @@ function checkRay(ctx: RuleContext, site: JobSpecSite, tasks: JsonObject[]) {
       ctx.report(site.owner, at, "cross/ray-head", `task "${head}" is not a Ray head (${RAY_ROLE}: head)`);
     }
   });
-}
-
-export function checkLabels(
-  ctx: RuleContext,
-  owner: ManifestObject,
-  pointer: string,
-  labels: JsonObject | undefined,
-  rule: string,
-) {
-  for (const [key, value] of Object.entries(labels ?? {})) {
-    const keyError = labelKeyError(key);
-    if (keyError)
-      ctx.report(owner, `${pointer}/${escapePointer(key)}`, rule, `label key "${key}": ${keyError}`, "key");
-    if (typeof value === "string") {
-      const valueError = labelValueError(value);
-      if (valueError)
-        ctx.report(owner, `${pointer}/${escapePointer(key)}`, rule, `label value "${value}": ${valueError}`);
-    }
-  }
-}
-
-function checkQuantities(ctx: RuleContext, owner: ManifestObject, taskPointer: string, task: JsonObject) {
-  const podSpecAt = `${taskPointer}/kubernetes/workload/template/spec`;
-  const podSpec = objectAt(objectAt(objectAt(objectAt(task, "kubernetes"), "workload"), "template"), "spec");
-  for (const group of ["initContainers", "containers"]) {
-    arrayAt(podSpec, group).forEach((container, c) => {
-      const resources = objectAt(container, "resources");
-      for (const kind of ["requests", "limits"]) {
-        for (const [resource, quantity] of Object.entries(objectAt(resources, kind) ?? {})) {
-          if (!isQuantity(quantity)) {
-            ctx.report(
-              owner,
-              `${podSpecAt}/${group}/${c}/resources/${kind}/${escapePointer(resource)}`,
-              "cross/quantity",
-              `"${String(quantity)}" is not a Kubernetes quantity (e.g. 500m, 2, 16Gi)`,
-            );
-          }
-        }
-      }
-    });
-  }
 }
 
 /** ` (did you mean "x"?)` when a close name exists, so typos are quick to fix. */

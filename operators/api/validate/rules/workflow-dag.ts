@@ -69,7 +69,10 @@ export function findCycle(edges: Map<string, string[]>): string[] | undefined {
         const loop = path.slice(path.indexOf(dep));
         // Edges point from dependant to dependency; reverse to read in run order.
         const ordered = [...loop].reverse();
-        return [...ordered, ordered[0] as string];
+        // Start at the smallest name so the same cycle always reads the same way.
+        const smallest = ordered.indexOf([...ordered].sort()[0] as string);
+        const rotated = [...ordered.slice(smallest), ...ordered.slice(0, smallest)];
+        return [...rotated, rotated[0] as string];
       }
       if (seen === undefined) {
         state.set(dep, "active");
