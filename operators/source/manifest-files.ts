@@ -1,4 +1,4 @@
-import { lstat, readdir, realpath, stat } from "node:fs/promises";
+import { lstat, readdir, readFile, realpath, stat } from "node:fs/promises";
 import path from "node:path";
 import type { Diagnostic } from "../api/validate/diagnostic.ts";
 
@@ -49,6 +49,7 @@ export async function collectManifestFiles(paths: string[], baseDir: string): Pr
       files.set(absolute, { absolute, display: display(absolute) });
       continue;
     }
+    const ignored = await readIgnoreFile(root);
     const visited = new Set<string>([root]);
     const pending = [absolute];
     while (pending.length > 0) {
@@ -64,6 +65,7 @@ export async function collectManifestFiles(paths: string[], baseDir: string): Pr
       }
       for (const entry of entries) {
         const full = path.join(dir, entry.name);
+        if (ignored(path.relative(absolute, full), entry.isDirectory())) continue;
         if (entry.isDirectory()) {
           if (!SKIPPED_DIRECTORIES.has(entry.name)) pending.push(full);
           continue;
@@ -105,6 +107,28 @@ export async function collectManifestFiles(paths: string[], baseDir: string): Pr
     a.display < b.display ? -1 : a.display > b.display ? 1 : 0,
   );
   return { files: sorted, diagnostics };
+}
+
+/** The name of the file, at the root of a manifest path, that lists what to skip (like Flux's .sourceignore). */
+export const IGNORE_FILE = ".rlarkignore";
+
+/**
+ * Reads the ignore file: gitignore-style lines; `dir/` matches directories only, a pattern without
+ * a slash matches a name at any depth, one with a slash is anchored at the root; `*` and `**` glob.
+ */
+async function readIgnoreFile(root: string): Promise<(relative: string, isDirectory: boolean) => boolean> {
+  const text = await readFile(path.join(root, IGNORE_FILE), "utf8").catch(() => "");
+  const patterns = text
+    .split("\n")
+    .map((line) => line.trim())
+    .filter((line) => line !== "" && !line.startsWith("#"))
+    .map((line) => {
+      const directoryOnly = line.endsWith("/");
+      const body = line.replace(/^\/|\/$/g, "");
+      return { directoryOnly, glob: body.includes("/") ? body : `**/${body}` };
+    });
+  return (relative, isDirectory) =>
+    patterns.some((p) => (isDirectory || !p.directoryOnly) && path.matchesGlob(relative, p.glob));
 }
 
 function isManifestName(name: string): boolean {

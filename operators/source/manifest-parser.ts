@@ -88,8 +88,10 @@ export function parseManifestText(text: string, file: string, limits = DEFAULT_P
   parsed.forEach((doc, index) => {
     if (doc.errors.length > 0) {
       for (const error of doc.errors) {
-        const rule = error.code === "DUPLICATE_KEY" ? "yaml/duplicate-key" : "yaml/syntax";
-        fail(at(error.pos[0]), rule, firstLine(error.message));
+        if (error.code === "DUPLICATE_KEY") {
+          const key = /^["']?([^"':\n]*)/.exec(text.slice(error.pos[0], error.pos[0] + 256))?.[1] ?? "";
+          fail(at(error.pos[0]), "yaml/duplicate-key", `duplicate key "${key.trim()}" in the same mapping`);
+        } else fail(at(error.pos[0]), "yaml/syntax", firstLine(error.message));
       }
       return;
     }

@@ -1,0 +1,50 @@
+import { readdir, readFile } from "node:fs/promises";
+import path from "node:path";
+import t from "tap";
+import { validatePaths } from "../../../operators/api/validate/index.ts";
+
+const root = path.resolve(import.meta.dirname, "../../..");
+
+t.test("the example repository is valid", async (t) => {
+  const result = await validatePaths(["examples"], { baseDir: root });
+  t.same(result.errors, []);
+  t.same(result.warnings, []);
+  t.equal(result.valid, true);
+  const kinds = new Set(result.objects.map((o) => o.kind));
+  t.same([...kinds].sort(), ["Addon", "Cluster", "Domain", "Job", "Node", "User", "Workflow"]);
+});
+
+t.test("each file under examples/invalid fails for the reason its header names", async (t) => {
+  const dir = path.join(root, "examples/invalid");
+  const files = (await readdir(dir)).filter((f) => f.endsWith(".yaml")).sort();
+  t.ok(files.length >= 20, "one file per error class");
+  for (const file of files) {
+    const text = await readFile(path.join(dir, file), "utf8");
+    const expected = /^# expect: (\S+)$/m.exec(text)?.[1];
+    t.ok(expected, `${file} declares the rule it shows`);
+    const result = await validatePaths([path.join(dir, file)], { baseDir: root });
+    t.equal(result.valid, false, `${file} is invalid`);
+    t.same(
+      [...new Set(result.errors.map((e) => e.rule))],
+      [expected],
+      `${file} fails for ${expected} and nothing else`,
+    );
+    for (const error of result.errors) {
+      t.equal(error.file, `examples/invalid/${file}`);
+      if (!error.rule.startsWith("io/"))
+        t.ok(error.line > 0 && error.column > 0, `${file} error has a position`);
+    }
+  }
+});
+
+t.test("the example Raw job's artifact checksum matches the shipped script", async (t) => {
+  const { createHash } = await import("node:crypto");
+  const result = await validatePaths(["examples/jobs/cartpole-local.yaml"], { baseDir: root });
+  const job = result.objects[0]?.object as {
+    spec: { tasks: { raw: { artifact: { url: string; sha256: string } } }[] };
+  };
+  for (const task of job.spec.tasks) {
+    const bytes = await readFile(path.join(root, "examples", task.raw.artifact.url));
+    t.equal(createHash("sha256").update(bytes).digest("hex"), task.raw.artifact.sha256);
+  }
+});

@@ -1,0 +1,87 @@
+import { spawnSync } from "node:child_process";
+import path from "node:path";
+import t from "tap";
+
+const root = path.resolve(import.meta.dirname, "../..");
+const cli = path.join(root, "operators/cli/main.ts");
+const rlark = (...args: string[]) =>
+  spawnSync(process.execPath, [cli, ...args], { cwd: root, encoding: "utf8" });
+
+t.test("a valid repository exits 0", async (t) => {
+  const run = rlark("validate", "examples");
+  t.equal(run.status, 0, run.stderr);
+  t.match(run.stdout, /^\d+ documents valid\n$/);
+});
+
+t.test("an invalid repository exits 1 with file:line:col errors", async (t) => {
+  const run = rlark("validate", "examples/invalid/schema-enum.yaml");
+  t.equal(run.status, 1);
+  t.match(
+    run.stdout,
+    'error: examples/invalid/schema-enum.yaml:14:17 Job typo-kind /spec/tasks/0/kubernetes/workload/kind: must be one of Deployment, StatefulSet, DaemonSet, Job (got "Deploymnet")',
+  );
+});
+
+t.test("a missing path and a bad option are usage or I/O errors: exit 2", async (t) => {
+  t.equal(rlark("validate", "no/such/dir").status, 2);
+  const bad = rlark("validate", "--format", "xml", "examples");
+  t.equal(bad.status, 2);
+  t.match(bad.stderr, /Allowed choices are text, json, github, junit/);
+});
+
+t.test("--format json is exactly the documented shape", async (t) => {
+  const run = rlark("validate", "--format", "json", "examples/invalid/missing-domain.yaml");
+  t.equal(run.status, 1);
+  const report = JSON.parse(run.stdout);
+  t.same(Object.keys(report), ["valid", "documents", "errors", "warnings"]);
+  t.same(report, {
+    valid: false,
+    documents: 1,
+    errors: [
+      {
+        file: "examples/invalid/missing-domain.yaml",
+        line: 8,
+        column: 11,
+        kind: "Job",
+        name: "lost-domain",
+        path: "/spec/domain",
+        rule: "cross/domain-exists",
+        message: 'Domain "ppo-experiment-9" is not defined in the repository',
+      },
+    ],
+    warnings: [],
+  });
+});
+
+t.test("--format github prints workflow-command annotations", async (t) => {
+  const run = rlark("validate", "--format", "github", "examples/invalid/cidr-overlap.yaml");
+  t.equal(run.status, 1);
+  t.match(
+    run.stdout,
+    /^::error file=examples\/invalid\/cidr-overlap\.yaml,line=15,col=9,title=cross\/cidr-overlap Domain narrow::\/spec\/cidr: 10\.7\.3\.0\/24 overlaps/m,
+  );
+});
+
+t.test("--format junit prints one failing test case per file", async (t) => {
+  const run = rlark(
+    "validate",
+    "--format",
+    "junit",
+    "examples/invalid/two-heads.yaml",
+    "examples/invalid/bad-cidr.yaml",
+  );
+  t.equal(run.status, 1);
+  t.match(
+    run.stdout,
+    /^<\?xml version="1\.0" encoding="UTF-8"\?>\n<testsuites name="rlark validate" tests="2" failures="2">/,
+  );
+  t.equal(run.stdout.match(/<testcase /g)?.length, 2);
+  t.equal(run.stdout.match(/<failure /g)?.length, 2);
+  t.match(run.stdout, /type="cross\/single-head"/);
+});
+
+t.test("--help documents the command", async (t) => {
+  const run = rlark("validate", "--help");
+  t.equal(run.status, 0);
+  t.match(run.stdout, /Exit status: 0 valid, 1 invalid, 2 usage or I\/O error/);
+});
