@@ -1,5 +1,6 @@
 import { Command } from "commander";
 import packageJson from "../../package.json" with { type: "json" };
+import { registerCrds } from "./crds.ts";
 import { registerValidate } from "./validate.ts";
 
 /** Builds the `rlark` command tree; each subcommand registers itself from its own file. */
@@ -13,5 +14,6 @@ export function buildProgram(): Command {
       process.exit(err.exitCode === 0 ? 0 : 2);
     });
   registerValidate(program);
+  registerCrds(program);
   return program;
 }
