@@ -2,20 +2,12 @@ import { EventEmitter } from "node:events";
 import { existsSync, statSync } from "node:fs";
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { join, posix } from "node:path";
+import type { Diagnostic } from "../api/validate/diagnostic.ts";
 import { type Clock, type GitLogger, silentLogger, systemClock } from "./git-clock.ts";
 import type { GitRepository } from "./git-repository.ts";
 
-/** One finding about a revision, shaped like the validator's diagnostics (structurally compatible). */
-export interface SourceDiagnostic {
-  file: string;
-  line: number;
-  column: number;
-  kind: string;
-  name: string;
-  path: string;
-  rule: string;
-  message: string;
-}
+/** The validator's diagnostic: file:line:column, object, field, rule, message. */
+export type SourceDiagnostic = Diagnostic;
 
 export interface ApplyRevisionInput {
   /** Full commit id. */
@@ -349,11 +341,11 @@ function pathMissing(path: string, revision: string): SourceDiagnostic {
     kind: "",
     name: "",
     path: "",
-    rule: "source.path",
+    rule: "source/path",
     message: `directory ${path} does not exist at revision ${revision}; check --path`,
   };
 }
 
 function applyFailed(message: string): SourceDiagnostic {
-  return { file: "", line: 0, column: 0, kind: "", name: "", path: "", rule: "source.apply", message };
+  return { file: "", line: 0, column: 0, kind: "", name: "", path: "", rule: "source/apply", message };
 }

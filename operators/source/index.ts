@@ -18,3 +18,9 @@ export type {
   SourceStatus,
 } from "./git-watcher.ts";
 export { createGitWatcher, normaliseSourcePath } from "./git-watcher.ts";
+export type { GitWebhookOptions, GitWebhookRequest, GitWebhookResult } from "./webhook.ts";
+export { handleGitWebhook, normaliseRepoUrl } from "./webhook.ts";
+export type { GitWebhookHttpOptions } from "./webhook-http.ts";
+export { createGitWebhookHttpHandler } from "./webhook-http.ts";
+export type { LoadWebhookSecretsOptions } from "./webhook-secrets.ts";
+export { loadWebhookSecrets } from "./webhook-secrets.ts";

@@ -194,7 +194,7 @@ t.test("a missing --path refuses the revision with a diagnostic that says so", a
   const status = await watcher.trigger();
   t.equal(status.state, "Invalid");
   t.equal(rec.calls.length, 0);
-  t.equal(status.errors[0]?.rule, "source.path");
+  t.equal(status.errors[0]?.rule, "source/path");
   t.match(status.errors[0]?.message, /manifests does not exist/);
   await watcher.stop();
 });
