@@ -1,4 +1,5 @@
 // Rules on Job specs, wherever one is written: a Job's spec, or a Workflow's job template.
+import { closest } from "../../violations.ts";
 import { dns1123LabelError } from "../kubernetes-syntax.ts";
 import {
   arrayAt,
@@ -118,31 +119,6 @@ function checkRay(ctx: RuleContext, site: JobSpecSite, tasks: JsonObject[]) {
 
 /** ` (did you mean "x"?)` when a close name exists, so typos are quick to fix. */
 export function suggest(value: string, candidates: Iterable<string>): string {
-  let best: string | undefined;
-  let bestDistance = Math.max(2, Math.floor(value.length / 3)) + 1;
-  for (const candidate of candidates) {
-    const d = editDistance(value, candidate);
-    if (d < bestDistance) {
-      best = candidate;
-      bestDistance = d;
-    }
-  }
+  const best = closest(value, [...candidates]);
   return best === undefined ? "" : ` (did you mean "${best}"?)`;
-}
-
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      current[j] = Math.min(
-        (previous[j] as number) + 1,
-        (current[j - 1] as number) + 1,
-        (previous[j - 1] as number) + cost,
-      );
-    }
-    previous = current;
-  }
-  return previous[b.length] as number;
 }
