@@ -1,0 +1,47 @@
+import { existsSync, readFileSync } from "node:fs";
+import { writeFileAtomic } from "../pki/index.ts";
+
+/** What an enrolled agent keeps: its key, its certificate and the CA it trusts. */
+export interface AgentCredentials {
+  cluster: string;
+  /** PKCS#1 PEM. Never log it. */
+  privateKeyPem: string;
+  certPem: string;
+  caCertPem: string;
+}
+
+/**
+ * Where an agent keeps its credentials: a 0600 file for the process runtime, a Secret in
+ * rlark-system for the kubernetes runtime (implemented with that runtime).
+ */
+export interface CredentialStore {
+  load(): Promise<AgentCredentials | undefined>;
+  save(credentials: AgentCredentials): Promise<void>;
+}
+
+export function parseCredentials(value: unknown, where: string): AgentCredentials {
+  const v = value as Partial<Record<keyof AgentCredentials, unknown>> | null;
+  const fields = ["cluster", "privateKeyPem", "certPem", "caCertPem"] as const;
+  if (typeof v !== "object" || v === null || fields.some((f) => typeof v[f] !== "string" || v[f] === "")) {
+    throw new Error(`${where}: expected ${fields.join(", ")} as non-empty strings; re-enroll the agent`);
+  }
+  return {
+    cluster: v.cluster as string,
+    privateKeyPem: v.privateKeyPem as string,
+    certPem: v.certPem as string,
+    caCertPem: v.caCertPem as string,
+  };
+}
+
+/** One JSON file, mode 0600, replaced atomically so a crash mid-renewal keeps the old identity. */
+export function fileCredentialStore(path: string): CredentialStore {
+  return {
+    async load() {
+      if (!existsSync(path)) return undefined;
+      return parseCredentials(JSON.parse(readFileSync(path, "utf8")), path);
+    },
+    async save(credentials) {
+      writeFileAtomic(path, `${JSON.stringify(credentials, null, 2)}\n`, 0o600);
+    },
+  };
+}

@@ -1,0 +1,30 @@
+// The SSH tunnel between hub and agents: transport, framing, protocol and enrollment.
+export { AgentSession, type AgentSessionEvents } from "./agent-session.ts";
+export { type BackoffOptions, backoffDelay } from "./backoff.ts";
+export {
+  createTunnelClient,
+  TunnelClient,
+  type TunnelClientEvents,
+  type TunnelClientOptions,
+} from "./client.ts";
+export {
+  type AgentCredentials,
+  type CredentialStore,
+  fileCredentialStore,
+  parseCredentials,
+} from "./credentials.ts";
+export { type EnrollOptions, enrollAgent } from "./enroll-client.ts";
+export { checkHubIdentity, parseHubAddress } from "./hub-identity.ts";
+export { MessageChannel, type MessageChannelOptions } from "./message-channel.ts";
+export { encodeLine, LineSplitter, LineTooLongError } from "./ndjson.ts";
+export * from "./protocol.ts";
+export {
+  type ClusterState,
+  createTunnelServer,
+  type EnrollmentHandler,
+  type OpenStreamOptions,
+  TunnelServer,
+  type TunnelServerOptions,
+} from "./server.ts";
+export { AGENT_SUBSYSTEM, DEFAULT_HEARTBEAT_MS, type TunnelLogger } from "./ssh-options.ts";
+export { type StreamHandler, serveStream, tcpStreamHandler } from "./streams.ts";

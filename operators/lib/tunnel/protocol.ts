@@ -1,0 +1,265 @@
+// Messages on the `rlark-agent` and `rlark-enroll` channels. Everything that arrives is
+// `unknown` until one of the parse functions below has checked it field by field.
+
+/** A Kubernetes-shaped object; the agent and hub validate kinds further where they use them. */
+export interface KubeObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; [key: string]: unknown };
+  [key: string]: unknown;
+}
+
+export interface ObjectRef {
+  apiVersion?: string;
+  kind: string;
+  namespace?: string;
+  name: string;
+}
+
+export const PROCESS_STATES = ["STOPPED", "STARTING", "RUNNING", "BACKOFF", "FAILED"] as const;
+export const HEALTH_STATES = ["STARTING", "READY", "DEGRADED", "STOPPED", "UNKNOWN"] as const;
+export type ProcessState = (typeof PROCESS_STATES)[number];
+export type HealthState = (typeof HEALTH_STATES)[number];
+
+export interface Capability {
+  name: string;
+  process?: ProcessState;
+  health?: HealthState;
+  message?: string;
+}
+
+export const RUNTIMES = ["kubernetes", "process"] as const;
+export type Runtime = (typeof RUNTIMES)[number];
+
+// agent → hub
+export interface Hello {
+  type: "hello";
+  cluster: string;
+  agentVersion: string;
+  bootId: string;
+  runtime: Runtime;
+  capabilities: Capability[];
+}
+export interface Ack {
+  type: "ack";
+  generation: number;
+}
+export interface Report {
+  type: "report";
+  nodes: KubeObject[];
+  pods: KubeObject[];
+  tasks: KubeObject[];
+  capabilities: Capability[];
+}
+export interface Heartbeat {
+  type: "heartbeat";
+  capabilities?: Capability[];
+}
+/** Certificate renewal over the open tunnel: a new public key, answered by `certificate`. */
+export interface Renew {
+  type: "renew";
+  publicKey: string;
+}
+export type AgentMessage = Hello | Ack | Report | Heartbeat | Renew;
+
+// hub → agent
+/** The hub's first message: its host-key certificate, checked by the agent before hello. */
+export interface Welcome {
+  type: "welcome";
+  hostCert: string;
+  heartbeatIntervalMs: number;
+}
+export interface Snapshot {
+  type: "snapshot";
+  generation: number;
+  objects: KubeObject[];
+}
+export interface Delta {
+  type: "delta";
+  generation: number;
+  upserts: KubeObject[];
+  deletes: ObjectRef[];
+}
+export interface CertificateMessage {
+  type: "certificate";
+  cert: string;
+}
+export interface ErrorMessage {
+  type: "error";
+  message: string;
+}
+export type HubMessage = Welcome | Snapshot | Delta | CertificateMessage | ErrorMessage;
+
+// rlark-enroll
+export interface EnrollRequest {
+  type: "csr";
+  publicKey: string;
+}
+export interface Enrolled {
+  type: "enrolled";
+  cert: string;
+  caCert: string;
+}
+export type EnrollResponse = Enrolled | ErrorMessage;
+
+export class ProtocolError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ProtocolError";
+  }
+}
+
+type Obj = Record<string, unknown>;
+
+function isObj(v: unknown): v is Obj {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+function str(o: Obj, key: string, where: string, maxLength = 1 << 16): string {
+  const v = o[key];
+  if (typeof v !== "string" || v.length > maxLength) {
+    throw new ProtocolError(`${where}: ${key} must be a string of at most ${maxLength} characters`);
+  }
+  return v;
+}
+
+function generation(o: Obj, where: string): number {
+  const v = o.generation;
+  if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 0) {
+    throw new ProtocolError(`${where}: generation must be a non-negative integer`);
+  }
+  return v;
+}
+
+function list<T>(o: Obj, key: string, where: string, item: (v: unknown, at: string) => T): T[] {
+  const v = o[key];
+  if (!Array.isArray(v)) throw new ProtocolError(`${where}: ${key} must be an array`);
+  return v.map((x, i) => item(x, `${where}.${key}[${i}]`));
+}
+
+export function parseKubeObject(v: unknown, where: string): KubeObject {
+  if (!isObj(v)) throw new ProtocolError(`${where}: must be an object`);
+  str(v, "apiVersion", where, 253);
+  str(v, "kind", where, 253);
+  const meta = v.metadata;
+  if (!isObj(meta)) throw new ProtocolError(`${where}: metadata must be an object`);
+  str(meta, "name", `${where}.metadata`, 253);
+  if (meta.namespace !== undefined) str(meta, "namespace", `${where}.metadata`, 253);
+  return v as KubeObject;
+}
+
+function parseRef(v: unknown, where: string): ObjectRef {
+  if (!isObj(v)) throw new ProtocolError(`${where}: must be an object`);
+  const ref: ObjectRef = { kind: str(v, "kind", where, 253), name: str(v, "name", where, 253) };
+  if (v.apiVersion !== undefined) ref.apiVersion = str(v, "apiVersion", where, 253);
+  if (v.namespace !== undefined) ref.namespace = str(v, "namespace", where, 253);
+  return ref;
+}
+
+function parseCapability(v: unknown, where: string): Capability {
+  if (!isObj(v)) throw new ProtocolError(`${where}: must be an object`);
+  const cap: Capability = { name: str(v, "name", where, 253) };
+  if (v.process !== undefined) {
+    if (!(PROCESS_STATES as readonly unknown[]).includes(v.process)) {
+      throw new ProtocolError(`${where}: process must be one of ${PROCESS_STATES.join(", ")}`);
+    }
+    cap.process = v.process as ProcessState;
+  }
+  if (v.health !== undefined) {
+    if (!(HEALTH_STATES as readonly unknown[]).includes(v.health)) {
+      throw new ProtocolError(`${where}: health must be one of ${HEALTH_STATES.join(", ")}`);
+    }
+    cap.health = v.health as HealthState;
+  }
+  if (v.message !== undefined) cap.message = str(v, "message", where, 4096);
+  return cap;
+}
+
+export function parseAgentMessage(v: unknown): AgentMessage {
+  if (!isObj(v)) throw new ProtocolError("agent message must be a JSON object");
+  const where = `agent ${String(v.type)}`;
+  switch (v.type) {
+    case "hello": {
+      const runtime = v.runtime;
+      if (!(RUNTIMES as readonly unknown[]).includes(runtime)) {
+        throw new ProtocolError(`${where}: runtime must be one of ${RUNTIMES.join(", ")}`);
+      }
+      return {
+        type: "hello",
+        cluster: str(v, "cluster", where, 253),
+        agentVersion: str(v, "agentVersion", where, 128),
+        bootId: str(v, "bootId", where, 128),
+        runtime: runtime as Runtime,
+        capabilities: list(v, "capabilities", where, parseCapability),
+      };
+    }
+    case "ack":
+      return { type: "ack", generation: generation(v, where) };
+    case "report":
+      return {
+        type: "report",
+        nodes: list(v, "nodes", where, parseKubeObject),
+        pods: list(v, "pods", where, parseKubeObject),
+        tasks: list(v, "tasks", where, parseKubeObject),
+        capabilities: list(v, "capabilities", where, parseCapability),
+      };
+    case "heartbeat": {
+      const beat: Heartbeat = { type: "heartbeat" };
+      if (v.capabilities !== undefined) beat.capabilities = list(v, "capabilities", where, parseCapability);
+      return beat;
+    }
+    case "renew":
+      return { type: "renew", publicKey: str(v, "publicKey", where, 8192) };
+    default:
+      throw new ProtocolError(`unknown agent message type ${JSON.stringify(v.type)}`);
+  }
+}
+
+export function parseHubMessage(v: unknown): HubMessage {
+  if (!isObj(v)) throw new ProtocolError("hub message must be a JSON object");
+  const where = `hub ${String(v.type)}`;
+  switch (v.type) {
+    case "welcome": {
+      const interval = v.heartbeatIntervalMs;
+      if (typeof interval !== "number" || !(interval > 0)) {
+        throw new ProtocolError(`${where}: heartbeatIntervalMs must be a positive number`);
+      }
+      return { type: "welcome", hostCert: str(v, "hostCert", where, 16384), heartbeatIntervalMs: interval };
+    }
+    case "snapshot":
+      return {
+        type: "snapshot",
+        generation: generation(v, where),
+        objects: list(v, "objects", where, parseKubeObject),
+      };
+    case "delta":
+      return {
+        type: "delta",
+        generation: generation(v, where),
+        upserts: list(v, "upserts", where, parseKubeObject),
+        deletes: list(v, "deletes", where, parseRef),
+      };
+    case "certificate":
+      return { type: "certificate", cert: str(v, "cert", where, 16384) };
+    case "error":
+      return { type: "error", message: str(v, "message", where, 4096) };
+    default:
+      throw new ProtocolError(`unknown hub message type ${JSON.stringify(v.type)}`);
+  }
+}
+
+export function parseEnrollRequest(v: unknown): EnrollRequest {
+  if (!isObj(v) || v.type !== "csr") throw new ProtocolError("expected a csr message");
+  return { type: "csr", publicKey: str(v, "publicKey", "csr", 8192) };
+}
+
+export function parseEnrollResponse(v: unknown): EnrollResponse {
+  if (!isObj(v)) throw new ProtocolError("enroll response must be a JSON object");
+  if (v.type === "error") return { type: "error", message: str(v, "message", "error", 4096) };
+  if (v.type !== "enrolled") throw new ProtocolError(`unexpected enroll response ${JSON.stringify(v.type)}`);
+  return {
+    type: "enrolled",
+    cert: str(v, "cert", "enrolled", 16384),
+    caCert: str(v, "caCert", "enrolled", 16384),
+  };
+}

@@ -1,0 +1,51 @@
+import type { Algorithms } from "ssh2";
+
+/** Measured on this machine: aes128-gcm is the fastest cipher ssh2 offers (docs/tunnel.md). */
+export const CIPHERS: Algorithms["cipher"] = [
+  "aes128-gcm@openssh.com",
+  "aes256-gcm@openssh.com",
+  "aes128-ctr",
+  "aes256-ctr",
+];
+
+export const AGENT_SUBSYSTEM = "rlark-agent";
+export const ENROLL_SUBSYSTEM = "rlark-enroll";
+export const ENROLL_USER = "enroll";
+/** Agents log in as `rlark-agent.<base64url DER of their certificate>`. */
+export const AGENT_USER_PREFIX = "rlark-agent.";
+/** The tcpip-forward bind an agent requests so the hub can open stream channels to it. */
+export const STREAM_BIND_ADDR = "rlark-streams";
+export const STREAM_BIND_PORT = 1;
+/** Marks the hub's identity inside the enrollment keyboard-interactive instructions. */
+export const IDENTITY_MARKER = "rlark-hub-identity/v1";
+
+export const DEFAULT_HEARTBEAT_MS = 10_000;
+export const DEFAULT_MISSED_HEARTBEATS = 3;
+// A half-open connection is dropped after interval × (countMax + 1) = 30 s without a packet.
+export const DEFAULT_KEEPALIVE_MS = 10_000;
+export const DEFAULT_KEEPALIVE_COUNT_MAX = 2;
+
+export function agentUsername(certPem: string): string {
+  const b64 = certPem.replace(/-----(BEGIN|END) CERTIFICATE-----/g, "").replace(/\s+/g, "");
+  return `${AGENT_USER_PREFIX}${Buffer.from(b64, "base64").toString("base64url")}`;
+}
+
+export function certFromAgentUsername(username: string): string | undefined {
+  if (!username.startsWith(AGENT_USER_PREFIX)) return undefined;
+  const der = Buffer.from(username.slice(AGENT_USER_PREFIX.length), "base64url");
+  if (der.length === 0) return undefined;
+  const lines = der.toString("base64").match(/.{1,64}/g) ?? [];
+  return `-----BEGIN CERTIFICATE-----\n${lines.join("\n")}\n-----END CERTIFICATE-----\n`;
+}
+
+/** All PEM certificates in a text, in order. */
+export function pemCertificates(text: string): string[] {
+  return text.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+}
+
+export interface TunnelLogger {
+  info(message: string, fields?: Record<string, unknown>): void;
+  warn(message: string, fields?: Record<string, unknown>): void;
+}
+
+export const silentLogger: TunnelLogger = { info() {}, warn() {} };

@@ -1,0 +1,149 @@
+import { statSync } from "node:fs";
+import { join } from "node:path";
+import t from "tap";
+import { createEnrollment } from "../../operators/hub/enrollment.ts";
+import { fileTokenStore, memoryTokenStore } from "../../operators/hub/enrollment-tokens.ts";
+import { openCertificateAuthority } from "../../operators/lib/pki/index.ts";
+import { enrollAgent, fileCredentialStore } from "../../operators/lib/tunnel/index.ts";
+import { HOUR, startHub, tempDir } from "../lib/tunnel/fixture.ts";
+
+const declared = new Set(["beijing", "shanghai"]);
+const clusterExists = (name: string) => declared.has(name);
+
+t.test("a token is single use, expires, and only exists for a Cluster declared in git", async (t) => {
+  let now = Date.UTC(2026, 0, 1);
+  const ca = openCertificateAuthority({ dataDir: await tempDir() });
+  const enrollment = createEnrollment({ ca, tokens: memoryTokenStore(), clusterExists, now: () => now });
+  const created = await enrollment.createToken({ cluster: "beijing", ttlMs: HOUR });
+  t.match(created.token, /^rlt\.[0-9a-f]{12}\.[A-Za-z0-9_-]{43}$/);
+  t.equal(created.caFingerprint, ca.fingerprint);
+  t.equal(await enrollment.redeem(created.token), "beijing");
+  await t.rejects(
+    Promise.resolve().then(() => enrollment.redeem(created.token)),
+    /already used/,
+  );
+
+  const expiring = await enrollment.createToken({ cluster: "beijing", ttlMs: HOUR });
+  now += HOUR;
+  await t.rejects(
+    Promise.resolve().then(() => enrollment.redeem(expiring.token)),
+    /expired/,
+  );
+
+  await t.rejects(enrollment.createToken({ cluster: "atlantis", ttlMs: HOUR }), /no Cluster named atlantis/);
+  const guessed = await enrollment.createToken({ cluster: "shanghai", ttlMs: HOUR });
+  const wrongSecret = `${guessed.token.slice(0, 17)}${"A".repeat(43)}`;
+  await t.rejects(
+    Promise.resolve().then(() => enrollment.redeem(wrongSecret)),
+    /does not match/,
+  );
+  await t.rejects(
+    Promise.resolve().then(() => enrollment.redeem(guessed.token)),
+    /already used/,
+    "a wrong guess burns it",
+  );
+});
+
+t.test("the token file holds only hashes, is 0600, and is shared between processes", async (t) => {
+  const dir = await tempDir();
+  const path = join(dir, "tokens.json");
+  const ca = openCertificateAuthority({ dataDir: dir });
+  const cli = createEnrollment({ ca, tokens: fileTokenStore(path), clusterExists });
+  const hub = createEnrollment({ ca, tokens: fileTokenStore(path), clusterExists });
+  const created = await cli.createToken({ cluster: "beijing", ttlMs: HOUR });
+  t.equal(statSync(path).mode & 0o777, 0o600);
+  const { readFileSync } = await import("node:fs");
+  const secret = created.token.split(".")[2]!;
+  t.notOk(readFileSync(path, "utf8").includes(secret), "the secret is not on disk");
+  t.equal(await hub.redeem(created.token), "beijing");
+  await t.rejects(
+    Promise.resolve().then(() => cli.redeem(created.token)),
+    /already used/,
+  );
+});
+
+t.test(
+  "an agent with the right CA hash enrolls and gets a certificate bound to the token's cluster",
+  async (t) => {
+    const hubDir = await tempDir();
+    const ca = openCertificateAuthority({ dataDir: hubDir });
+    const enrollment = createEnrollment({ ca, tokens: memoryTokenStore(), clusterExists });
+    const hub = await startHub({ enrollment }, hubDir);
+    t.teardown(() => hub.server.close());
+    const { token, caFingerprint } = await enrollment.createToken({ cluster: "beijing", ttlMs: HOUR });
+    const creds = await enrollAgent({ hub: hub.address, token, caHash: caFingerprint });
+    t.equal(creds.cluster, "beijing");
+    t.equal(ca.verify(creds.certPem, { role: "agent", cluster: "beijing" }).cluster, "beijing");
+    t.equal(creds.caCertPem, ca.certPem);
+
+    const storePath = join(await tempDir(), "agent", "credentials.json");
+    await fileCredentialStore(storePath).save(creds);
+    t.equal(statSync(storePath).mode & 0o777, 0o600);
+    t.same(await fileCredentialStore(storePath).load(), creds, "reused after a restart");
+
+    await t.rejects(
+      enrollAgent({ hub: hub.address, token, caHash: caFingerprint }),
+      /authentication methods failed/,
+      "the token cannot be used twice",
+    );
+  },
+);
+
+t.test("with a wrong CA hash the agent hangs up before the hub ever sees the token", async (t) => {
+  const hubDir = await tempDir();
+  const ca = openCertificateAuthority({ dataDir: hubDir });
+  const real = createEnrollment({ ca, tokens: memoryTokenStore(), clusterExists });
+  const seen: string[] = [];
+  const spy = {
+    redeem: (tok: string) => {
+      seen.push(tok);
+      return real.redeem(tok);
+    },
+    issue: real.issue,
+  };
+  const hub = await startHub({ enrollment: spy }, hubDir);
+  t.teardown(() => hub.server.close());
+  const { token } = await real.createToken({ cluster: "beijing", ttlMs: HOUR });
+  const impostorCa = openCertificateAuthority({ dataDir: await tempDir() });
+  await t.rejects(
+    enrollAgent({ hub: hub.address, token, caHash: impostorCa.fingerprint }),
+    /refusing to send the token/,
+  );
+  t.same(seen, [], "the hub never received the token");
+  // The token is still good for the genuine enrollment.
+  const creds = await enrollAgent({ hub: hub.address, token, caHash: ca.fingerprint });
+  t.equal(creds.cluster, "beijing");
+  t.same(seen, [token]);
+});
+
+t.test("a hub whose host key is not the certified one is refused even with the right CA", async (t) => {
+  const hubDir = await tempDir();
+  const ca = openCertificateAuthority({ dataDir: hubDir });
+  const enrollment = createEnrollment({ ca, tokens: memoryTokenStore(), clusterExists });
+  const seen: string[] = [];
+  const genuine = await startHub({}, hubDir);
+  await genuine.server.close();
+  // An impostor that copied ca.crt and host.crt but not the host key.
+  const { generateKeyPair } = await import("../../operators/lib/pki/index.ts");
+  const impostor = await startHub(
+    {
+      hostKey: generateKeyPair().privateKeyPem,
+      hostCert: genuine.host.certPem,
+      enrollment: {
+        redeem: (tok) => {
+          seen.push(tok);
+          return "beijing";
+        },
+        issue: enrollment.issue,
+      },
+    },
+    hubDir,
+  );
+  t.teardown(() => impostor.server.close());
+  const { token } = await enrollment.createToken({ cluster: "beijing", ttlMs: HOUR });
+  await t.rejects(
+    enrollAgent({ hub: impostor.address, token, caHash: ca.fingerprint }),
+    /does not certify the key/,
+  );
+  t.same(seen, []);
+});
