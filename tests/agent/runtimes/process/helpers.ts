@@ -1,6 +1,7 @@
 // Shared by the process runtime tests: real scripts on disk, bounded polling, /proc counting.
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { wrapperScript } from "../../../../operators/agent/runtimes/process/launch.ts";
 import type { RawWorkload, RuntimeTask } from "../../../../operators/agent/runtimes/types.ts";
 
 /** Polls until `check` returns a value other than undefined/false, or fails after `timeoutMs`. */
@@ -62,7 +63,7 @@ export function processesWith(marker: string): number[] {
       if (state === "Z" || state === "X") continue;
       const cmdline = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
       // The wrapper shell carries the command in its argv too; count only the command itself.
-      if (cmdline[1] === "-c") continue;
+      if (cmdline[1] === "-c" && cmdline[2] === wrapperScript) continue;
       if (cmdline.some((arg) => arg.includes(marker))) found.push(Number(entry));
     } catch {
       // Gone while we looked.

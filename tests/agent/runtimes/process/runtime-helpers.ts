@@ -1,0 +1,57 @@
+// Opens a ProcessRuntime with every delay shortened to milliseconds, torn down with the test.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Test } from "tap";
+import {
+  ProcessRuntime,
+  type ProcessRuntimeOptions,
+} from "../../../../operators/agent/runtimes/process/index.ts";
+import type { ObservedPod } from "../../../../operators/agent/runtimes/types.ts";
+import { waitFor } from "./helpers.ts";
+
+export const fastOptions = {
+  nodeName: "test-node",
+  internalIP: "127.0.0.1",
+  nvidiaSmi: "/nonexistent/nvidia-smi",
+  terminationGracePeriodMs: 2_000,
+  backoff: { initialMs: 60, maxMs: 500, resetAfterMs: 60_000 },
+  pollIntervalMs: 20,
+  logs: { checkIntervalMs: 20 },
+} satisfies Omit<ProcessRuntimeOptions, "stateDir">;
+
+export async function openRuntime(
+  t: Test,
+  options: Partial<ProcessRuntimeOptions> = {},
+): Promise<{ runtime: ProcessRuntime; stateDir: string }> {
+  // Not t.testdir(): a second call would wipe the directory the test already wrote scripts into.
+  const ownDir = options.stateDir === undefined;
+  const stateDir = options.stateDir ?? mkdtempSync(join(tmpdir(), "rlark-process-"));
+  const runtime = await ProcessRuntime.open({ ...fastOptions, ...options, stateDir });
+  t.teardown(async () => {
+    await runtime.stop({ terminatePods: true });
+    if (ownDir) rmSync(stateDir, { recursive: true, force: true });
+  });
+  return { runtime, stateDir };
+}
+
+export function pod(runtime: ProcessRuntime, name: string): ObservedPod | undefined {
+  return runtime.observe().pods.find((p) => p.name === name);
+}
+
+export function waitForPod(
+  runtime: ProcessRuntime,
+  name: string,
+  what: string,
+  predicate: (pod: ObservedPod) => boolean,
+  timeoutMs?: number,
+): Promise<ObservedPod> {
+  return waitFor(
+    `${name} ${what}`,
+    () => {
+      const found = pod(runtime, name);
+      return found && predicate(found) ? found : undefined;
+    },
+    timeoutMs,
+  );
+}

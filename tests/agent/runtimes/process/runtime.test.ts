@@ -1,0 +1,287 @@
+import { createHash } from "node:crypto";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import t from "tap";
+import { isAlive, processesWith, rawTask, script, waitFor } from "./helpers.ts";
+import { openRuntime, pod, waitForPod } from "./runtime-helpers.ts";
+
+t.test("a Raw Job that exits 0 ends Succeeded and is not restarted", async (t) => {
+  const { runtime } = await openRuntime(t);
+  await runtime.apply([rawTask("ok", { kind: "Job", command: ["sh", "-c", "echo done"] })]);
+  const done = await waitForPod(runtime, "ok-0", "Succeeded", (p) => p.phase === "Succeeded");
+  t.match(done, {
+    state: "Terminated",
+    exitCode: 0,
+    reason: "Completed",
+    restarts: 0,
+    ready: false,
+    node: "test-node",
+  });
+  t.ok(done.startTime && done.finishTime);
+  t.equal(await runtime.logs({ namespace: "agent-local", name: "ok-0" }), "done\n");
+});
+
+t.test("a Raw Job that exits 3 ends Failed with exit code 3", async (t) => {
+  const { runtime } = await openRuntime(t);
+  await runtime.apply([rawTask("bad", { kind: "Job", command: ["sh", "-c", "exit 3"] })]);
+  const failed = await waitForPod(runtime, "bad-0", "Failed", (p) => p.phase === "Failed");
+  t.match(failed, { exitCode: 3, reason: "Error", restarts: 0 });
+  t.notOk(failed.signal);
+});
+
+t.test("a Raw Job killed by a signal ends Failed with the signal as reason", async (t) => {
+  const { runtime } = await openRuntime(t);
+  await runtime.apply([rawTask("killed", { kind: "Job", command: ["sh", "-c", "kill -KILL $$"] })]);
+  const failed = await waitForPod(runtime, "killed-0", "Failed", (p) => p.phase === "Failed");
+  t.match(failed, { reason: "Signaled", signal: "SIGKILL", exitCode: 137 });
+});
+
+t.test("a crashing Deployment is restarted with growing backoff and its restarts counted", async (t) => {
+  const dir = t.testdir();
+  const runs = join(dir, "runs");
+  const { runtime } = await openRuntime(t);
+  const reasons = new Set<string>();
+  const exitCodes = new Set<number>();
+  runtime.onChange(() => {
+    const p = pod(runtime, "crash-0");
+    if (p?.reason) reasons.add(p.reason);
+    if (p?.exitCode !== undefined) exitCodes.add(p.exitCode);
+  });
+  await runtime.apply([
+    rawTask("crash", { kind: "Deployment", command: ["sh", "-c", `date +%s%3N >> ${runs}; exit 1`] }),
+  ]);
+  const p = await waitForPod(runtime, "crash-0", "restarted 3 times", (p) => p.restarts >= 3);
+  t.equal(p.phase, "Running", "a restarting Deployment pod stays Running, as in Kubernetes");
+  await waitFor(
+    "the fourth run to be recorded",
+    () => readFileSync(runs, "utf8").trim().split("\n").length >= 4,
+  );
+  const starts = readFileSync(runs, "utf8").trim().split("\n").map(Number);
+  const gaps = starts.slice(1).map((s, i) => s - (starts[i] ?? 0));
+  t.ok((gaps[0] ?? 0) >= 60, `first restart waits the initial backoff (${gaps[0]} ms)`);
+  t.ok((gaps[1] ?? 0) >= 120, `second waits twice as long (${gaps[1]} ms)`);
+  t.ok((gaps[2] ?? 0) >= 240, `third doubles again (${gaps[2]} ms)`);
+  t.ok(reasons.has("CrashLoopBackOff"), "the backoff is reported");
+  t.ok(exitCodes.has(1), "the last exit code is reported while backing off");
+});
+
+t.test(
+  "processes get RLARK_* identity, the Task's env over a minimal env, and a per-task working dir",
+  async (t) => {
+    process.env.RLARK_TEST_AGENT_SECRET = "must-not-leak";
+    t.teardown(() => {
+      delete process.env.RLARK_TEST_AGENT_SECRET;
+    });
+    const { runtime, stateDir } = await openRuntime(t);
+    await runtime.apply([
+      rawTask(
+        "envy",
+        {
+          kind: "Job",
+          replicas: 2,
+          command: ["sh", "-c"],
+          args: [
+            'echo "$RLARK_TASK|$RLARK_JOB|$RLARK_POD_NAME|$RLARK_REPLICA_INDEX|$MY_VAR|$RLARK_TEST_AGENT_SECRET|$(pwd)"',
+          ],
+          env: [{ name: "MY_VAR", value: "hello" }],
+        },
+        { job: "ppo" },
+      ),
+    ]);
+    await waitForPod(runtime, "envy-1", "Succeeded", (p) => p.phase === "Succeeded");
+    const line = (await runtime.logs({ namespace: "agent-local", name: "envy-1" })).trim();
+    t.equal(line, `envy|ppo|envy-1|1|hello||${join(stateDir, "work", "agent-local_envy")}`);
+  },
+);
+
+t.test("an artifact is downloaded, verified and run; a wrong digest fails and nothing runs", async (t) => {
+  const dir = t.testdir();
+  const marker = join(dir, "ran");
+  const tool = `#!/bin/sh\necho "ran $0 $RLARK_ARTIFACT" >> ${marker}\n`;
+  const digest = createHash("sha256").update(tool).digest("hex");
+  const server = createServer((_req, res) => res.end(tool));
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/tool`;
+  const { runtime, stateDir } = await openRuntime(t);
+
+  await runtime.apply([
+    rawTask("bad-art", { kind: "Job", command: ["./tool"], artifact: { url, sha256: "f".repeat(64) } }),
+  ]);
+  const failed = await waitForPod(runtime, "bad-art-0", "Failed", (p) => p.phase === "Failed");
+  t.match(failed, { reason: "ArtifactChecksumMismatch", message: /sha256/ });
+  t.notOk(existsSync(marker), "the unverified artifact never ran");
+
+  await runtime.apply([
+    rawTask("good-art", { kind: "Job", command: ["./tool"], artifact: { url, sha256: digest } }),
+  ]);
+  await waitForPod(runtime, "good-art-0", "Succeeded", (p) => p.phase === "Succeeded");
+  const cached = join(stateDir, "artifacts", digest, "tool");
+  t.equal(readFileSync(marker, "utf8"), `ran ${cached} ${cached}\n`, "./tool resolved to the cached file");
+  t.notOk(pod(runtime, "bad-art-0"), "the Task no longer desired is forgotten");
+});
+
+t.test("stopping a pod sends SIGTERM to its process group", async (t) => {
+  const dir = t.testdir();
+  const got = join(dir, "got");
+  const marker = `term-child-${process.pid}`;
+  const { runtime } = await openRuntime(t);
+  // The command leaves a child behind; the stop must reach it through the group.
+  const body = script(
+    dir,
+    "svc.sh",
+    `#!/bin/sh\nsh -c 'while :; do sleep 1; done' ${marker} &\ntrap 'echo TERM > ${got}; exit 0' TERM\nwhile :; do sleep 0.02; done\n`,
+  );
+  await runtime.apply([rawTask("svc", { command: [body] })]);
+  await waitFor("the service and its child", () => processesWith(marker).length === 1);
+  const { pid } = await waitForPod(runtime, "svc-0", "running", (p) => p.state === "Running");
+  await runtime.apply([]);
+  t.equal(pod(runtime, "svc-0")?.terminating, true, "reported terminating until gone");
+  await waitFor("the pod to be forgotten", () => !pod(runtime, "svc-0"));
+  t.equal(readFileSync(got, "utf8"), "TERM\n");
+  t.notOk(isAlive(pid!));
+  t.same(processesWith(marker), [], "the child left in the group is gone too");
+});
+
+t.test("a process that ignores SIGTERM is killed after the grace period", async (t) => {
+  const dir = t.testdir();
+  const stubborn = script(
+    dir,
+    "stubborn.mjs",
+    `process.on("SIGTERM", () => console.log("ignoring TERM")); console.log("up"); setInterval(() => {}, 1000);\n`,
+  );
+  const { runtime } = await openRuntime(t, { terminationGracePeriodMs: 400 });
+  await runtime.apply([rawTask("stubborn", { command: [process.execPath, stubborn] })]);
+  await waitFor("it to start", async () => {
+    const out = await runtime.logs({ namespace: "agent-local", name: "stubborn-0" });
+    if (out !== "up\n") throw new Error(JSON.stringify(out.slice(0, 300)));
+    return true;
+  });
+  const { pid } = pod(runtime, "stubborn-0")!;
+  const started = Date.now();
+  await runtime.apply([]);
+  await waitFor("SIGTERM to be ignored", async () =>
+    (await runtime.logs({ namespace: "agent-local", name: "stubborn-0" })).includes("ignoring TERM"),
+  );
+  t.ok(isAlive(pid!), "still alive after SIGTERM");
+  await waitFor("the pod to be gone", () => !pod(runtime, "stubborn-0"));
+  t.notOk(isAlive(pid!), "killed");
+  t.ok(Date.now() - started >= 400, "not before the grace period ended");
+});
+
+t.test("removing a Task stops its processes; other Tasks keep theirs", async (t) => {
+  const { runtime } = await openRuntime(t);
+  const markerA = `keep-${process.pid}`;
+  const markerB = `drop-${process.pid}`;
+  const a = rawTask("keep", { command: ["sh", "-c", "while :; do sleep 1; done", markerA] });
+  const b = rawTask("drop", { replicas: 2, command: ["sh", "-c", "while :; do sleep 1; done", markerB] });
+  await runtime.apply([a, b]);
+  await waitFor(
+    "three processes",
+    () => processesWith(markerA).length === 1 && processesWith(markerB).length === 2,
+  );
+  const keptPid = processesWith(markerA)[0];
+  await runtime.apply([a]);
+  await waitFor("drop's processes to end", () => processesWith(markerB).length === 0);
+  await waitFor("drop's pods to be forgotten", () => runtime.observe().pods.length === 1);
+  t.same(processesWith(markerA), [keptPid], "the remaining Task's process was not touched");
+});
+
+t.test("a changed spec restarts the pods; scaling down stops only the surplus", async (t) => {
+  const { runtime } = await openRuntime(t);
+  const marker = `gen-${process.pid}`;
+  const v1 = rawTask(
+    "svc",
+    { replicas: 2, command: ["sh", "-c", "while :; do sleep 1; done", marker] },
+    { uid: "u1", generation: 1 },
+  );
+  await runtime.apply([v1]);
+  const first = await waitForPod(runtime, "svc-0", "running", (p) => p.state === "Running");
+  await waitForPod(runtime, "svc-1", "running", (p) => p.state === "Running");
+
+  const scaled = rawTask(
+    "svc",
+    { replicas: 1, command: ["sh", "-c", "while :; do sleep 1; done", marker] },
+    { uid: "u1", generation: 2 },
+  );
+  await runtime.apply([scaled]);
+  await waitFor("svc-1 to go", () => !pod(runtime, "svc-1"));
+  t.equal(pod(runtime, "svc-0")?.pid, first.pid, "svc-0 kept running through the scale-down");
+  t.equal(pod(runtime, "svc-0")?.generation, 2);
+
+  const changed = rawTask(
+    "svc",
+    {
+      replicas: 1,
+      command: ["sh", "-c", "while :; do sleep 1; done", marker],
+      env: [{ name: "X", value: "2" }],
+    },
+    { uid: "u1", generation: 3 },
+  );
+  await runtime.apply([changed]);
+  const second = await waitForPod(
+    runtime,
+    "svc-0",
+    "restarted",
+    (p) => p.state === "Running" && p.pid !== first.pid,
+  );
+  t.equal(second.restarts, 0, "a replacement is a new pod, not a restart");
+  await waitFor(
+    "the new process to exec",
+    () => processesWith(marker).includes(second.pid ?? -1) || processesWith(marker).length === 1,
+  );
+  t.equal(processesWith(marker).length, 1, "the old process is gone, no duplicate");
+  t.notOk(isAlive(first.pid!));
+});
+
+t.test("output logs rotate by size and the tail reads across rotations", async (t) => {
+  const { runtime, stateDir } = await openRuntime(t, {
+    logs: { maxBytes: 2000, keep: 2, checkIntervalMs: 10 },
+  });
+  await runtime.apply([
+    rawTask("chatty", {
+      command: ["sh", "-c", 'i=0; while :; do i=$((i+1)); echo "line $i"; sleep 0.001; done'],
+    }),
+  ]);
+  const logDir = join(stateDir, "pods", "agent-local_chatty-0");
+  await waitFor("two rotations", () => existsSync(join(logDir, "output.log.2")), 20_000);
+  t.notOk(existsSync(join(logDir, "output.log.3")), "only `keep` rotated files are kept");
+  const tail = (await runtime.logs({ namespace: "agent-local", name: "chatty-0" }, { tail: 5 }))
+    .trimEnd()
+    .split("\n");
+  t.equal(tail.length, 5);
+  const numbers = tail.map((l) => Number(l.replace("line ", "")));
+  t.same(
+    numbers,
+    numbers.map((_, i) => (numbers[0] ?? 0) + i),
+    "consecutive lines, newest last",
+  );
+  t.ok(readdirSync(logDir).includes("output.log.1"));
+});
+
+t.test("the Node report carries the machine's capacity and the configured labels", async (t) => {
+  const { runtime } = await openRuntime(t, { nodeLabels: { "rlark.io/node-category-edge": "true" } });
+  const { nodes, pods } = runtime.observe();
+  t.equal(nodes.length, 1);
+  t.match(nodes[0], {
+    name: "test-node",
+    labels: { "rlark.io/node-category-edge": "true" },
+    capacity: { cpu: /^\d+$/, memory: /^\d+Ki$/ },
+    addresses: [{ type: "InternalIP", address: "127.0.0.1" }],
+  });
+  t.same(pods, []);
+});
+
+t.test("stop({ terminatePods }) ends every process; a stopped runtime refuses work", async (t) => {
+  const { runtime } = await openRuntime(t);
+  const marker = `all-${process.pid}`;
+  await runtime.apply([
+    rawTask("a", { replicas: 2, command: ["sh", "-c", "while :; do sleep 1; done", marker] }),
+  ]);
+  await waitFor("two processes", () => processesWith(marker).length === 2);
+  await runtime.stop({ terminatePods: true });
+  t.same(processesWith(marker), []);
+  await t.rejects(runtime.apply([]), /stopped/);
+});
