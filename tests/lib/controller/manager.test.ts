@@ -1,0 +1,297 @@
+import t from "tap";
+import {
+  type Controller,
+  type Logger,
+  Manager,
+  type ReconcileRequest,
+  watchOwned,
+} from "../../../operators/lib/controller/index.ts";
+import { Registry } from "../../../operators/lib/metrics/index.ts";
+import { parseExposition } from "../metrics/parse-exposition.ts";
+import { job, task, tempStore } from "../store/helpers.ts";
+
+/** Lets the event loop turn until cond holds; fails after many turns instead of waiting on time. */
+async function eventually(cond: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 2000; i++) {
+    if (cond()) return;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  throw new Error(`never happened: ${what}`);
+}
+
+function recording(name = "job", kind = "Job") {
+  const calls: string[] = [];
+  const controller: Controller & { calls: string[] } = {
+    name,
+    kind,
+    calls,
+    reconcile(req: ReconcileRequest) {
+      calls.push(req.key);
+    },
+  };
+  return controller;
+}
+
+const errors: string[] = [];
+const logger: Logger = { info() {}, warn() {}, error: (m, f) => errors.push(`${m} ${JSON.stringify(f)}`) };
+
+t.test("existing objects are reconciled at start, and every change after", async (t) => {
+  const { store, clock } = tempStore(t);
+  await store.create(job("a"));
+  await store.create(task("t", "ns"));
+  const c = recording();
+  const m = new Manager({ store, clock, resyncPeriod: 0 });
+  m.add(c);
+  await m.start();
+  t.teardown(() => m.stop());
+  await eventually(() => c.calls.length === 1, "initial reconcile");
+  t.same(c.calls, ["a"]);
+  await store.create(job("b"));
+  await store.delete("Job", "", "a");
+  await eventually(() => c.calls.length === 3, "reconciles of changes");
+  t.same(c.calls, ["a", "b", "a"]);
+});
+
+t.test(
+  "one key is never reconciled twice at once, and a change during a reconcile runs it again",
+  async (t) => {
+    const { store, clock } = tempStore(t);
+    const a = await store.create(job("a", { n: 0 }));
+    let active = 0;
+    let maxActive = 0;
+    let runs = 0;
+    let release!: () => void;
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const m = new Manager({ store, clock, workers: 4, resyncPeriod: 0 });
+    m.add({
+      name: "job",
+      kind: "Job",
+      async reconcile() {
+        active++;
+        maxActive = Math.max(maxActive, active);
+        runs++;
+        if (runs === 1) await gate;
+        active--;
+      },
+    });
+    await m.start();
+    t.teardown(() => m.stop());
+    await eventually(() => runs === 1, "first reconcile running");
+    let o = a;
+    for (let n = 1; n <= 5; n++) o = await store.update({ ...o, spec: { n } });
+    await eventually(() => m.queue("job").processing === 1 && m.queueDepth("job") === 0, "changes noted");
+    t.equal(runs, 1, "no second reconcile while the first runs");
+    release();
+    await eventually(() => runs === 2 && active === 0, "the key ran once more");
+    for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+    t.equal(runs, 2, "five changes during a reconcile give one more reconcile");
+    t.equal(maxActive, 1);
+  },
+);
+
+t.test("a failing reconcile is retried after 5, 10, 20 ms and the backoff resets on success", async (t) => {
+  const { store, clock } = tempStore(t);
+  await store.create(job("a"));
+  let attempts = 0;
+  let failUntil = 3;
+  const registry = new Registry();
+  const m = new Manager({ store, clock, registry, logger, resyncPeriod: 0 });
+  m.add({
+    name: "job",
+    kind: "Job",
+    reconcile() {
+      attempts++;
+      if (attempts <= failUntil) throw new Error(`boom ${attempts}`);
+    },
+  });
+  await m.start();
+  t.teardown(() => m.stop());
+  const delays: number[] = [];
+  for (let i = 1; i <= 3; i++) {
+    await eventually(() => attempts === i && clock.pending === 1, `attempt ${i} failed and was scheduled`);
+    const [delay] = clock.pendingDelays();
+    delays.push(delay!);
+    clock.advance(delay! - 1);
+    t.equal(attempts, i, "not retried before its delay");
+    clock.advance(1);
+  }
+  await eventually(() => attempts === 4 && m.queue("job").processing === 0, "fourth attempt succeeded");
+  t.same(delays, [5, 10, 20]);
+  t.equal(m.queue("job").retries("a"), 0, "success resets the backoff");
+  t.equal(clock.pending, 0);
+  t.match(errors.join("\n"), /reconcile failed, will retry .*"key":"a".*"error":"boom 1"/);
+  failUntil = 5;
+  await store.update({ ...(await store.get("Job", "", "a"))!, spec: { again: true } });
+  await eventually(() => attempts === 5 && clock.pending === 1, "fails again");
+  t.same(clock.pendingDelays(), [5], "backoff starts over at 5 ms");
+  const metrics = parseExposition(await m.metricsText());
+  t.equal(metrics.value("rlark_reconcile_errors_total", { controller: "job" }), 4);
+  t.equal(metrics.value("rlark_reconcile_total", { controller: "job", result: "success" }), 1);
+});
+
+t.test("requeueAfter reconciles the key again after the delay", async (t) => {
+  const { store, clock } = tempStore(t);
+  await store.create(job("a"));
+  let runs = 0;
+  const m = new Manager({ store, clock, resyncPeriod: 0 });
+  m.add({
+    name: "job",
+    kind: "Job",
+    reconcile() {
+      runs++;
+      return runs === 1 ? { requeueAfter: 30_000 } : undefined;
+    },
+  });
+  await m.start();
+  t.teardown(() => m.stop());
+  await eventually(() => runs === 1 && clock.pending === 1, "first run scheduled a requeue");
+  t.same(clock.pendingDelays(), [30_000]);
+  clock.advance(29_999);
+  t.equal(runs, 1);
+  clock.advance(1);
+  await eventually(() => runs === 2, "requeued run");
+  t.pass();
+});
+
+t.test("resync queues every object of the primary kind each period", async (t) => {
+  const { store, clock } = tempStore(t);
+  await store.create(job("a"));
+  await store.create(job("b"));
+  const c = recording();
+  const m = new Manager({ store, clock, resyncPeriod: 60_000 });
+  m.add(c);
+  await m.start();
+  t.teardown(() => m.stop());
+  await eventually(() => c.calls.length === 2, "initial");
+  clock.advance(60_000);
+  await eventually(() => c.calls.length === 4, "first resync");
+  clock.advance(60_000);
+  await eventually(() => c.calls.length === 6, "second resync");
+  t.same(c.calls, ["a", "b", "a", "b", "a", "b"]);
+});
+
+t.test("a change to an owned object queues its owner", async (t) => {
+  const { store, clock } = tempStore(t);
+  const owner = await store.create(job("train"));
+  const calls: string[] = [];
+  const m = new Manager({ store, clock, resyncPeriod: 0 });
+  m.add({
+    name: "job",
+    kind: "Job",
+    watches: [watchOwned("Task", "Job")],
+    reconcile: (req) => {
+      calls.push(req.key);
+    },
+  });
+  await m.start();
+  t.teardown(() => m.stop());
+  await eventually(() => calls.length === 1, "initial");
+  const tk = await store.create(task("train-head", "agent-bj", owner));
+  await eventually(() => calls.length === 2, "task creation queues the job");
+  await store.updateStatus({ ...tk, status: { phase: "Running" } });
+  await eventually(() => calls.length === 3, "task status queues the job");
+  await store.create(task("loner", "agent-bj"));
+  for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+  t.same(calls, ["train", "train", "train"], "an unowned task queues nothing");
+});
+
+t.test("metrics text is valid exposition with queue depth, reconciles, latency and store size", async (t) => {
+  const { store, clock } = tempStore(t);
+  await store.create(job("a"));
+  await store.create(job("b"));
+  await store.create(task("t", "ns"));
+  const registry = new Registry();
+  const age = registry.gauge({
+    name: "rlark_source_revision_age_seconds",
+    help: "Age of the applied revision.",
+  });
+  age.set(12);
+  const m = new Manager({ store, clock, registry, resyncPeriod: 0 });
+  let release!: () => void;
+  const gate = new Promise<void>((r) => {
+    release = r;
+  });
+  m.add({
+    name: "job",
+    kind: "Job",
+    workers: 1,
+    async reconcile() {
+      await gate;
+      clock.advance(300);
+    },
+  });
+  m.add(recording("task", "Task"));
+  await m.start();
+  t.teardown(() => m.stop());
+  await eventually(
+    () => m.queue("job").processing === 1 && m.queueDepth("job") === 1,
+    "one running, one queued",
+  );
+  let metrics = parseExposition(await m.metricsText());
+  t.equal(metrics.value("rlark_workqueue_depth", { controller: "job" }), 1);
+  t.equal(metrics.value("rlark_store_objects", { kind: "Job" }), 2);
+  t.equal(metrics.value("rlark_store_objects", { kind: "Task" }), 1);
+  t.equal(metrics.value("rlark_source_revision_age_seconds", {}), 12);
+  t.equal(metrics.value("rlark_reconcile_errors_total", { controller: "job" }), 0, "zero series exist");
+  release();
+  await eventually(() => m.queue("job").processing === 0 && m.queueDepth("job") === 0, "drained");
+  metrics = parseExposition(await m.metricsText());
+  t.equal(metrics.types.rlark_reconcile_duration_seconds, "histogram");
+  t.equal(metrics.value("rlark_reconcile_total", { controller: "job", result: "success" }), 2);
+  t.equal(metrics.value("rlark_reconcile_duration_seconds_count", { controller: "job" }), 2);
+  t.equal(metrics.value("rlark_reconcile_duration_seconds_bucket", { controller: "job", le: "0.25" }), 0);
+  t.equal(metrics.value("rlark_reconcile_duration_seconds_bucket", { controller: "job", le: "0.5" }), 2);
+  t.equal(metrics.value("rlark_reconcile_duration_seconds_sum", { controller: "job" }), 0.6);
+  t.equal(metrics.value("rlark_workqueue_depth", { controller: "job" }), 0);
+  t.equal(metrics.value("rlark_reconcile_total", { controller: "task", result: "success" }), 1);
+});
+
+t.test("stop drains queued keys and then no more reconciles happen", async (t) => {
+  const { store, clock } = tempStore(t);
+  for (const n of ["a", "b", "c"]) await store.create(job(n));
+  const calls: string[] = [];
+  let release!: () => void;
+  const gate = new Promise<void>((r) => {
+    release = r;
+  });
+  const m = new Manager({ store, clock, workers: 1, resyncPeriod: 60_000 });
+  m.add({
+    name: "job",
+    kind: "Job",
+    async reconcile(req) {
+      await gate;
+      calls.push(req.key);
+    },
+  });
+  await m.start();
+  await eventually(
+    () => m.queue("job").processing === 1 && m.queueDepth("job") === 2,
+    "a running, b and c queued",
+  );
+  let stopped = false;
+  const stopping = m.stop().then(() => {
+    stopped = true;
+  });
+  await store.create(job("d"));
+  for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+  t.notOk(stopped, "stop waits for the reconcile in flight");
+  release();
+  await stopping;
+  t.same(calls, ["a", "b", "c"], "queued keys were reconciled before stop resolved, d was not taken");
+  clock.advance(120_000);
+  for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+  t.same(calls, ["a", "b", "c"]);
+  t.equal(clock.pending, 0, "no timers left behind");
+});
+
+t.test("duplicate controller names and adds after start are refused", async (t) => {
+  const { store, clock } = tempStore(t);
+  const m = new Manager({ store, clock });
+  m.add(recording());
+  t.throws(() => m.add(recording()), /already added/);
+  await m.start();
+  t.throws(() => m.add(recording("other")), /before the manager starts/);
+  await m.stop();
+});
