@@ -1,0 +1,165 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import t, { type Test } from "tap";
+import { wrapperArgs } from "../../../../operators/agent/runtimes/process/launch.ts";
+import type { RuntimeTask } from "../../../../operators/agent/runtimes/types.ts";
+import { isAlive, processesWith, rawTask, waitFor } from "./helpers.ts";
+import { openRuntime, pod, waitForPod } from "./runtime-helpers.ts";
+
+const agentScript = fileURLToPath(new URL("./fixtures/agent.ts", import.meta.url));
+
+function stateDir(t: Test): string {
+  const dir = mkdtempSync(join(tmpdir(), "rlark-adopt-"));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** Runs an agent in its own process until its pods run, then kills it with SIGKILL (no cleanup). */
+async function runAgentAndKillIt(dir: string, tasks: RuntimeTask[]): Promise<void> {
+  const agent = spawn(process.execPath, [agentScript, dir, JSON.stringify(tasks)], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const exited = new Promise<void>((resolve) => agent.once("exit", () => resolve()));
+  let out = "";
+  agent.stdout.on("data", (chunk: Buffer) => {
+    out += chunk.toString();
+  });
+  try {
+    await waitFor("the agent's pods to run", () => out.includes("ready"));
+  } finally {
+    agent.kill("SIGKILL");
+    await exited;
+  }
+}
+
+const forever = (marker: string) => ["sh", "-c", "while :; do sleep 1; done", marker];
+/** Waits for a file to appear, then exits with `code`. */
+const exitOnFile = (file: string, code: number, marker: string) => [
+  "sh",
+  "-c",
+  `while [ ! -f ${file} ]; do sleep 0.02; done; exit ${code}`,
+  marker,
+];
+
+t.test("a new runtime adopts the running processes: no duplicates, exits still seen", async (t) => {
+  const dir = stateDir(t);
+  const go = join(dir, "go");
+  const svcMarker = `adopt-svc-${process.pid}`;
+  const jobMarker = `adopt-job-${process.pid}`;
+  const tasks = [
+    rawTask("svc", { replicas: 2, command: forever(svcMarker) }),
+    rawTask("batch", { kind: "Job", command: exitOnFile(go, 7, jobMarker) }),
+  ];
+  await runAgentAndKillIt(dir, tasks);
+  await waitFor("the pods' processes", () => processesWith(svcMarker).length === 2);
+  const before = processesWith(svcMarker);
+
+  const { runtime } = await openRuntime(t, { stateDir: dir });
+  const adopted = runtime.observe().pods;
+  t.same(
+    adopted.map((p) => [p.name, p.phase, p.restarts]),
+    [
+      ["batch-0", "Running", 0],
+      ["svc-0", "Running", 0],
+      ["svc-1", "Running", 0],
+    ],
+    "known before any desired set arrives",
+  );
+  await runtime.apply(tasks);
+  t.same(processesWith(svcMarker), before, "applying the same Tasks starts nothing new");
+  t.same(
+    runtime.observe().pods.map((p) => p.pid),
+    adopted.map((p) => p.pid),
+  );
+
+  writeFileSync(go, "");
+  const failed = await waitForPod(runtime, "batch-0", "Failed", (p) => p.phase === "Failed");
+  t.match(failed, { exitCode: 7, reason: "Error" }, "the exit code of a process the runtime did not start");
+
+  const [victim] = processesWith(svcMarker);
+  process.kill(victim!, "SIGKILL");
+  await waitFor("the crashed adopted pod to be restarted", () =>
+    runtime
+      .observe()
+      .pods.some((p) => p.name.startsWith("svc-") && p.restarts === 1 && p.state === "Running"),
+  );
+  await waitFor("two service processes again", () => processesWith(svcMarker).length === 2);
+  t.notOk(isAlive(victim!));
+
+  await runtime.apply([]);
+  await waitFor("everything to be stopped", () => runtime.observe().pods.length === 0);
+  t.same(processesWith(svcMarker), []);
+  t.same(readdirSync(join(dir, "pods")), [], "and forgotten");
+});
+
+t.test("a new runtime reaps Tasks no longer desired and learns how processes ended meanwhile", async (t) => {
+  const dir = stateDir(t);
+  const go = join(dir, "go");
+  const keepMarker = `reap-keep-${process.pid}`;
+  const dropMarker = `reap-drop-${process.pid}`;
+  const endMarker = `reap-end-${process.pid}`;
+  const keep = rawTask("keep", { command: forever(keepMarker) });
+  const drop = rawTask("drop", { replicas: 2, command: forever(dropMarker) });
+  const ended = rawTask("ended", { kind: "Job", command: exitOnFile(go, 5, endMarker) });
+  await runAgentAndKillIt(dir, [keep, drop, ended]);
+  await waitFor(
+    "all processes",
+    () => processesWith(dropMarker).length === 2 && processesWith(endMarker).length === 1,
+  );
+  const kept = processesWith(keepMarker);
+
+  // The Job ends while no agent runs.
+  writeFileSync(go, "");
+  await waitFor("the Job's process to end", () => processesWith(endMarker).length === 0);
+
+  const { runtime } = await openRuntime(t, { stateDir: dir });
+  t.match(pod(runtime, "ended-0"), { phase: "Failed", exitCode: 5 }, "its exit code survived the agent");
+  await runtime.apply([keep, ended]);
+  await waitFor("the dropped Task's processes to be reaped", () => processesWith(dropMarker).length === 0);
+  await waitFor("its pods to be forgotten", () => !pod(runtime, "drop-0") && !pod(runtime, "drop-1"));
+  t.same(processesWith(keepMarker), kept, "the kept Task's process is the same one");
+  t.equal(pod(runtime, "keep-0")?.restarts, 0);
+});
+
+t.test("a Job that finished before the agent restarted is not run again", async (t) => {
+  const dir = stateDir(t);
+  const runs = join(dir, "runs");
+  const job = rawTask("once", { kind: "Job", command: ["sh", "-c", `echo run >> ${runs}`] });
+  {
+    const { runtime } = await openRuntime(t, { stateDir: dir });
+    await runtime.apply([job]);
+    await waitForPod(runtime, "once-0", "Succeeded", (p) => p.phase === "Succeeded");
+    await runtime.stop();
+  }
+  const { runtime } = await openRuntime(t, { stateDir: dir });
+  await runtime.apply([job]);
+  t.match(pod(runtime, "once-0"), { phase: "Succeeded", exitCode: 0 });
+  t.equal(readFileSync(runs, "utf8"), "run\n", "it ran exactly once");
+});
+
+t.test("a process started under the state dir that no record accounts for is killed on open", async (t) => {
+  const dir = stateDir(t);
+  const marker = `stray-${process.pid}`;
+  const stray = spawn(
+    "/bin/sh",
+    wrapperArgs(join(dir, "pods", "agent-local_lost-0", "exit-code"), forever(marker)),
+    {
+      detached: true,
+      stdio: "ignore",
+    },
+  );
+  t.teardown(() => {
+    try {
+      process.kill(-stray.pid!, "SIGKILL");
+    } catch {
+      // Already gone, as it should be.
+    }
+  });
+  await waitFor("the stray process", () => processesWith(marker).length === 1);
+  await openRuntime(t, { stateDir: dir });
+  await waitFor("the stray to be killed", () => processesWith(marker).length === 0);
+  t.notOk(isAlive(stray.pid!));
+});
