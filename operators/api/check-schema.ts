@@ -2,6 +2,7 @@
 // shared: `rlark validate` runs this on every manifest of a repository.
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 import addFormatsModule from "ajv-formats";
+import { describeValue } from "./json-pointer.ts";
 import { type KindInfo, kindInfo, kinds } from "./kinds.ts";
 import { isKubernetesModel, KUBERNETES_KEYWORD, validateKubernetes } from "./kubernetes-keyword.ts";
 import { SCHEMA_ID_BASE, sourceSchemas } from "./source-schemas.ts";
@@ -28,6 +29,9 @@ function createAjv(): Ajv2020 {
     strictTypes: false,
     strictRequired: false,
     useDefaults: false,
+    inlineRefs: false,
+    // The schemas are checked against the meta-schema by the tests; compiling it here costs startup.
+    validateSchema: false,
     validateFormats: true,
   });
   addFormats(ajv);
@@ -92,7 +96,7 @@ export function checkSchema(doc: Record<string, unknown>): SchemaViolation[] {
       {
         path: "/kind",
         rule: "schema/unknown-kind",
-        message: `must be one of ${known} (got ${typeof kind === "string" ? JSON.stringify(kind) : String(kind)})`,
+        message: `must be one of ${known} (got ${describeValue(kind)})`,
       },
     ];
   }

@@ -207,6 +207,20 @@ function fold(errors: AjvError[], root: unknown): SchemaViolation[] {
     }
   }
 
+  // A key failing propertyNames: ajv reports the key's own errors (without the key when the
+  // key schema is a $ref), then a propertyNames error naming the key. Pair them up.
+  const keyOf = new Map<AjvError, string>();
+  errors.forEach((error, index) => {
+    if (error.keyword !== "propertyNames") return;
+    const key = String((error.params as Record<string, unknown>).propertyName);
+    for (let j = index - 1; j >= 0; j--) {
+      const inner = errors[j]!;
+      if (inner.instancePath !== error.instancePath || keyOf.has(inner)) break;
+      if (["propertyNames", "required", "additionalProperties", "if"].includes(inner.keyword)) break;
+      keyOf.set(inner, key);
+    }
+  });
+
   for (const error of errors) {
     if (dropped.has(error)) continue;
     if (error.keyword === "propertyNames") continue;
@@ -214,7 +228,7 @@ function fold(errors: AjvError[], root: unknown): SchemaViolation[] {
       out.push({ path: error.instancePath, rule: error.rlarkRule, message: error.message ?? "invalid" });
       continue;
     }
-    const name = error.propertyName;
+    const name = error.propertyName ?? keyOf.get(error);
     if (typeof name === "string") {
       // An invalid key: point at the key itself, and say it is the key that is wrong.
       const violation = translate(error, root);

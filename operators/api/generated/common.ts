@@ -63,7 +63,9 @@ export interface ObjectMeta {
   name: string;
   /** Namespace; `agent-<cluster>` for objects placed on a cluster. */
   namespace?: string;
+  /** Identifying key/value pairs; selectors match them. */
   labels?: Labels;
+  /** Non-identifying key/value metadata. */
   annotations?: Annotations;
   /** Unique id assigned by the store at creation. */
   uid?: string;

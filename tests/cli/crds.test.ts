@@ -1,0 +1,63 @@
+import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import t from "tap";
+import { parseAllDocuments } from "yaml";
+
+const root = new URL("../../", import.meta.url).pathname;
+const cli = `${root}operators/cli/main.ts`;
+
+function rlark(...args: string[]): { status: number | null; stdout: string; stderr: string } {
+  return spawnSync(process.execPath, [cli, ...args], { encoding: "utf8" });
+}
+
+t.test("rlark crds prints one CRD per kind, the same as the committed schemas/crds", async (t) => {
+  const run = rlark("crds");
+  t.equal(run.status, 0, run.stderr);
+  const crds = parseAllDocuments(run.stdout).map(
+    (d) => d.toJS() as { kind: string; metadata: { name: string } },
+  );
+  t.same(
+    crds.map((c) => c.metadata.name),
+    [
+      "jobs",
+      "workflows",
+      "domains",
+      "addons",
+      "clusters",
+      "nodes",
+      "users",
+      "tasks",
+      "domainpeers",
+      "pods",
+    ].map((p) => `${p}.rlinf.io`),
+  );
+  t.ok(crds.every((c) => c.kind === "CustomResourceDefinition"));
+  const committed = readFileSync(`${root}schemas/crds/jobs.rlinf.io.yaml`, "utf8").replace(/^#.*\n/, "");
+  t.ok(run.stdout.startsWith(committed), "the Job CRD matches schemas/crds/jobs.rlinf.io.yaml");
+});
+
+t.test("rlark crds takes kinds or plurals and prints only those", async (t) => {
+  const run = rlark("crds", "Task", "domainpeers", "--format", "json");
+  t.equal(run.status, 0, run.stderr);
+  const list = JSON.parse(run.stdout) as { kind: string; items: Array<{ metadata: { name: string } }> };
+  t.equal(list.kind, "List");
+  t.same(
+    list.items.map((c) => c.metadata.name),
+    ["tasks.rlinf.io", "domainpeers.rlinf.io"],
+  );
+});
+
+t.test("an unknown kind is a usage error naming the known kinds", async (t) => {
+  const run = rlark("crds", "Robot");
+  t.equal(run.status, 2);
+  t.equal(run.stdout, "");
+  t.match(run.stderr, 'unknown kind "Robot"; known: Job, Workflow');
+});
+
+t.test("rlark crds --help explains the command", async (t) => {
+  const run = rlark("crds", "--help");
+  t.equal(run.status, 0);
+  t.match(run.stdout, "CustomResourceDefinition");
+  t.match(run.stdout, "--format <format>");
+  t.match(run.stdout, "rlark crds | kubectl apply");
+});
