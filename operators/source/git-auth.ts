@@ -151,6 +151,7 @@ export async function prepareGitAuth(options: {
       shellQuote(key),
       "-o IdentitiesOnly=yes",
       "-o BatchMode=yes",
+      "-o LogLevel=ERROR",
       "-o StrictHostKeyChecking=accept-new",
       `-o UserKnownHostsFile=${shellQuote(knownHosts)}`,
     ].join(" ");

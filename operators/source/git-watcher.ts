@@ -123,6 +123,7 @@ class Watcher extends EventEmitter<{ status: [SourceStatus] }> implements GitWat
   #rerun = false;
   #waiters: Array<(status: SourceStatus) => void> = [];
   #started = false;
+  #loading: Promise<void> | undefined;
   #stopped = false;
 
   constructor(options: GitWatcherOptions) {
@@ -165,8 +166,14 @@ class Watcher extends EventEmitter<{ status: [SourceStatus] }> implements GitWat
   async start(): Promise<void> {
     if (this.#started) return;
     this.#started = true;
-    await this.#loadState();
+    await this.#loaded();
     this.#kick();
+  }
+
+  /** Loads the persisted state once, whether start() or an early trigger() comes first. */
+  #loaded(): Promise<void> {
+    this.#loading ??= this.#loadState();
+    return this.#loading;
   }
 
   async stop(): Promise<void> {
@@ -198,7 +205,7 @@ class Watcher extends EventEmitter<{ status: [SourceStatus] }> implements GitWat
 
   async #loop(): Promise<void> {
     let delay = this.#interval;
-    await Promise.resolve();
+    await this.#loaded();
     do {
       this.#rerun = false;
       const waiters = this.#waiters.splice(0);
