@@ -29,6 +29,7 @@ import { loadPodRecords } from "./pod-files.ts";
 import { isSameProcessAlive, readProcStat, signalGroup } from "./proc.ts";
 import { Replica, type ReplicaContext } from "./replica.ts";
 import { type DesiredPod, desiredPods, podKey, type RejectedTask } from "./spec.ts";
+import { StateLock } from "./state-lock.ts";
 
 export type { BackoffPolicy } from "./backoff.ts";
 export { kubeletBackoff } from "./backoff.ts";
@@ -96,14 +97,17 @@ export class ProcessRuntime implements Runtime {
   #gpus: Gpu[];
   #changePending = false;
   #stopped = false;
+  readonly #lock: StateLock;
 
   private constructor(
     options: ProcessRuntimeOptions,
     node: ObservedNode,
     gpus: Gpu[],
     artifacts: ArtifactCache,
+    lock: StateLock,
   ) {
     this.#options = options;
+    this.#lock = lock;
     this.#node = node;
     this.#gpus = gpus;
     this.#logger = options.logger ?? silentLogger;
@@ -130,6 +134,7 @@ export class ProcessRuntime implements Runtime {
   static async open(options: ProcessRuntimeOptions): Promise<ProcessRuntime> {
     const stateDir = resolve(options.stateDir);
     await mkdir(join(stateDir, "pods"), { recursive: true, mode: 0o700 });
+    const lock = StateLock.acquire(join(stateDir, "runtime.lock"), stateDir);
     const nodeOptions = {
       agentVersion: options.agentVersion ?? "0.0.0",
       nvidiaSmi: options.nvidiaSmi ?? "nvidia-smi",
@@ -139,13 +144,20 @@ export class ProcessRuntime implements Runtime {
       ...(options.nodeAnnotations ? { annotations: options.nodeAnnotations } : {}),
       ...(options.internalIP ? { internalIP: options.internalIP } : {}),
     };
-    const gpus = await probeGpus(nodeOptions.nvidiaSmi);
-    const node = await reportNode(nodeOptions, gpus);
+    let gpus: Gpu[];
+    let node: ObservedNode;
+    try {
+      gpus = await probeGpus(nodeOptions.nvidiaSmi);
+      node = await reportNode(nodeOptions, gpus);
+    } catch (error) {
+      lock.release();
+      throw error;
+    }
     const artifacts = new ArtifactCache({
       dir: join(stateDir, "artifacts"),
       ...(options.artifactTimeoutMs ? { timeoutMs: options.artifactTimeoutMs } : {}),
     });
-    const runtime = new ProcessRuntime(options, node, gpus, artifacts);
+    const runtime = new ProcessRuntime(options, node, gpus, artifacts, lock);
     runtime.#adopt();
     runtime.#startTimers(nodeOptions);
     return runtime;
@@ -319,11 +331,12 @@ export class ProcessRuntime implements Runtime {
       await Promise.all(all.map((replica) => replica.terminate()));
       this.#replicas.clear();
       this.#retiring.clear();
-      return;
+    } else {
+      // Pods already being stopped finish stopping; the rest keep running for the next runtime.
+      for (const replica of this.#replicas.values()) replica.detach();
     }
-    // Pods already being stopped finish stopping; the rest keep running for the next runtime.
-    for (const replica of this.#replicas.values()) replica.detach();
     this.#listeners.clear();
+    this.#lock.release();
   }
 }
 

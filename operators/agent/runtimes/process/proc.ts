@@ -78,3 +78,18 @@ export function signalGroup(pgid: number, signal: NodeJS.Signals): boolean {
     throw error;
   }
 }
+
+/**
+ * Whether the group `pgid` can still be ours: false once its id names a different process (the
+ * leader's pid was reused, and the newcomer leads a group of its own). While any member of our
+ * group lives, Linux does not hand its id out again, so a missing leader with members left is ours.
+ */
+export function mayOwnGroup(pgid: number, leaderStart: number | undefined, procRoot = "/proc"): boolean {
+  const leader = readProcStat(pgid, procRoot);
+  return !leader || leaderStart === undefined || leader.startTime === leaderStart;
+}
+
+/** Live members of our group `pgid`; none once the id belongs to someone else. */
+export function ownGroupMembers(pgid: number, leaderStart: number | undefined, procRoot = "/proc"): number[] {
+  return mayOwnGroup(pgid, leaderStart, procRoot) ? processGroupMembers(pgid, procRoot) : [];
+}

@@ -17,8 +17,8 @@ import { commandLine, podEnv, signalFromStatus, wrapperArgs } from "./launch.ts"
 import { type LogRotation, readLog, rotateIfLarge } from "./log-file.ts";
 import type { Logger } from "./logger.ts";
 import { type ExitInfo, PodFiles, type PodRecord } from "./pod-files.ts";
-import { isSameProcessAlive, processGroupMembers, readProcStat, signalGroup } from "./proc.ts";
-import type { DesiredPod } from "./spec.ts";
+import { isSameProcessAlive, mayOwnGroup, ownGroupMembers, readProcStat, signalGroup } from "./proc.ts";
+import { canonicalJson, type DesiredPod } from "./spec.ts";
 
 export interface ReplicaContext {
   podsDir: string;
@@ -106,9 +106,10 @@ export class Replica {
 
   /** Same revision, newer metadata (generation, labels): nothing to restart, only to report. */
   update(pod: DesiredPod): void {
-    if (this.stopping) return;
+    if (this.stopping || canonicalJson(pod.task) === canonicalJson(this.#record.task)) return;
     this.#record.task = pod.task;
     this.#persist();
+    this.#ctx.changed();
   }
 
   #resume(): void {
@@ -256,12 +257,15 @@ export class Replica {
   #exited(code: number | null, signal: NodeJS.Signals | null): void {
     const r = this.#record;
     const pgid = r.pid;
+    const leaderStart = r.processStart;
     r.pid = undefined;
     r.processStart = undefined;
     const at = this.#ctx.now();
     r.finishedAt = at;
     // Like a container, the pod ends with its main process: nothing it left behind keeps running.
-    if (pgid !== undefined && this.#status !== "Stopping") signalGroup(pgid, "SIGKILL");
+    if (pgid !== undefined && this.#status !== "Stopping" && mayOwnGroup(pgid, leaderStart)) {
+      signalGroup(pgid, "SIGKILL");
+    }
     const status = this.#files.readExitCode() ?? code ?? undefined;
     let exit: ExitInfo;
     if (status !== undefined) {
@@ -344,13 +348,14 @@ export class Replica {
 
   async #stop(graceMs: number): Promise<void> {
     const pgid = this.#record.pid;
-    if (pgid !== undefined && this.#groupAlive(pgid)) {
+    const leaderStart = this.#record.processStart;
+    if (pgid !== undefined && this.#groupAlive(pgid, leaderStart)) {
       signalGroup(pgid, "SIGTERM");
-      const ended = await this.#waitGroupGone(pgid, graceMs);
-      if (!ended) {
+      const ended = await this.#waitGroupGone(pgid, leaderStart, graceMs);
+      if (!ended && mayOwnGroup(pgid, leaderStart)) {
         this.#ctx.logger.warn("grace period over; killing", { pod: this.key, pgid, graceMs });
         signalGroup(pgid, "SIGKILL");
-        if (!(await this.#waitGroupGone(pgid, this.#ctx.killWaitMs))) {
+        if (!(await this.#waitGroupGone(pgid, leaderStart, this.#ctx.killWaitMs))) {
           this.#ctx.logger.error("process group survived SIGKILL", { pod: this.key, pgid });
         }
       }
@@ -364,16 +369,18 @@ export class Replica {
   }
 
   /** The leader may be gone while children it left in the group still run, so members count. */
-  #groupAlive(pgid: number): boolean {
-    return isSameProcessAlive(pgid, this.#record.processStart) || processGroupMembers(pgid).length > 0;
+  #groupAlive(pgid: number, leaderStart: number | undefined): boolean {
+    return isSameProcessAlive(pgid, leaderStart) || ownGroupMembers(pgid, leaderStart).length > 0;
   }
 
-  async #waitGroupGone(pgid: number, timeoutMs: number): Promise<boolean> {
+  /** Checks the leader cheaply and scans /proc for the rest of the group only once the leader is gone. */
+  async #waitGroupGone(pgid: number, leaderStart: number | undefined, timeoutMs: number): Promise<boolean> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      if (processGroupMembers(pgid).length === 0) return true;
+      if (!isSameProcessAlive(pgid, leaderStart) && ownGroupMembers(pgid, leaderStart).length === 0)
+        return true;
       if (Date.now() >= deadline) return false;
-      await new Promise((resolve) => setTimeout(resolve, Math.min(this.#ctx.pollIntervalMs, 50)));
+      await new Promise((resolve) => setTimeout(resolve, 25));
     }
   }
 

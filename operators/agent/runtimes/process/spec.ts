@@ -50,7 +50,15 @@ export function podRevision(task: RuntimeTask): string {
   return createHash("sha256").update(canonicalJson(identity)).digest("hex").slice(0, 16);
 }
 
-function validate(raw: RawWorkload | undefined): string | undefined {
+const dnsSubdomain = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
+const dnsLabel = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+function validate(task: RuntimeTask): string | undefined {
+  // Names become directory names under the state dir: nothing may climb out of it.
+  if (!dnsSubdomain.test(task.metadata.name) || task.metadata.name.includes(".."))
+    return "metadata.name must be a DNS-1123 subdomain";
+  if (!dnsLabel.test(task.metadata.namespace)) return "metadata.namespace must be a DNS-1123 label";
+  const raw = task.spec.raw;
   if (!raw) return "spec.raw is required for agentType Raw";
   if (
     !Array.isArray(raw.command) ||
@@ -74,7 +82,7 @@ export function desiredPods(tasks: readonly RuntimeTask[]): { pods: DesiredPod[]
   for (const task of tasks) {
     if (task.spec.agentType !== "Raw") continue;
     const { name, namespace } = task.metadata;
-    const problem = validate(task.spec.raw);
+    const problem = validate(task);
     if (problem || !task.spec.raw) {
       rejected.push({ namespace, name, message: `Task ${namespace}/${name}: ${problem}` });
       continue;

@@ -163,3 +163,32 @@ t.test("a process started under the state dir that no record accounts for is kil
   await waitFor("the stray to be killed", () => processesWith(marker).length === 0);
   t.notOk(isAlive(stray.pid!));
 });
+
+t.test("a second agent on a state dir in use is refused; a dead agent's lock is taken over", async (t) => {
+  const dir = stateDir(t);
+  const holder = spawn(
+    process.execPath,
+    [agentScript, dir, JSON.stringify([rawTask("idle", { command: forever(`lock-${process.pid}`) })])],
+    {
+      stdio: ["ignore", "pipe", "inherit"],
+    },
+  );
+  const exited = new Promise<void>((resolve) => holder.once("exit", () => resolve()));
+  t.teardown(async () => {
+    holder.kill("SIGKILL");
+    await exited;
+  });
+  let out = "";
+  holder.stdout.on("data", (chunk: Buffer) => {
+    out += chunk.toString();
+  });
+  await waitFor("the first agent to run", () => out.includes("ready"));
+  await t.rejects(
+    openRuntime(t, { stateDir: dir }),
+    new RegExp(`in use by the process runtime of pid ${holder.pid}`),
+  );
+  holder.kill("SIGKILL");
+  await exited;
+  const { runtime } = await openRuntime(t, { stateDir: dir });
+  t.equal(pod(runtime, "idle-0")?.state, "Running", "the new agent adopted the pod");
+});

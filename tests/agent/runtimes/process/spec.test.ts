@@ -52,3 +52,12 @@ t.test("the revision does not depend on the order fields arrived in", async (t) 
   const b = rawTask("a", { kind: "Job", env: [{ value: "1", name: "A" }], command: ["x"] }, { uid: "u" });
   t.equal(podRevision(a), podRevision(b));
 });
+
+t.test("a Task whose name could escape the state dir is rejected", async (t) => {
+  const sneaky = rawTask("x", { command: ["x"] });
+  sneaky.metadata.name = "../../etc";
+  const slashed = rawTask("y", { command: ["x"] }, { namespace: "a/b" });
+  const { pods, rejected } = desiredPods([sneaky, slashed]);
+  t.same(pods, []);
+  t.match(rejected, [{ message: /metadata.name/ }, { message: /metadata.namespace/ }]);
+});
