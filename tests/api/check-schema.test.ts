@@ -425,3 +425,21 @@ t.test("checking does not change the document", async (t) => {
   checkSchema(job);
   t.same(job, before, "no defaults are filled in");
 });
+
+t.test("a Raw task's artifact must carry its SHA-256", async (t) => {
+  const workflow = seedObject("Workflow") as Doc & { spec: { jobs: Array<{ template: { tasks: Doc[] } }> } };
+  const raw = workflow.spec.jobs[1]!.template.tasks[0]!.raw as { artifact: Doc };
+  delete raw.artifact.sha256;
+  t.same(checkSchema(workflow), [
+    {
+      path: "/spec/jobs/1/template/tasks/0/raw/artifact",
+      rule: "schema/required",
+      message: 'missing required field "sha256"',
+    },
+  ]);
+  raw.artifact.sha256 = "ABC";
+  t.same(
+    checkSchema(workflow).map((v) => v.message),
+    ['must be 64 lowercase hexadecimal digits (got "ABC")'],
+  );
+});

@@ -179,8 +179,8 @@ export interface KubernetesRuntime {
 export interface Artifact {
   /** http(s):// or file:// URL, or a path relative to the repository root. */
   url: string;
-  /** Expected SHA-256 of the download; the task fails when it differs. */
-  sha256?: string;
+  /** SHA-256 of the file; the agent refuses to run anything else. */
+  sha256: string;
 }
 
 /** Runtime section of an agentType Raw task: processes run directly on the machine. */
@@ -197,6 +197,8 @@ export interface RawRuntime {
   workingDir?: string;
   /** How many copies of the process to run (default 1). */
   replicas?: number;
+  /** Seconds between SIGTERM and SIGKILL when a process is stopped; default: the runtime's. */
+  terminationGracePeriodSeconds?: number;
   /** Restart semantics, as the Kubernetes kind of that name: Job runs to completion (restart on failure), Deployment and StatefulSet restart always. */
   kind?: "Deployment" | "StatefulSet" | "Job";
 }
