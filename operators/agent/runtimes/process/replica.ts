@@ -119,7 +119,7 @@ export class Replica {
       return;
     }
     if (r.terminal) {
-      this.#status = "Terminated";
+      this.#setStatus("Terminated", r.terminal.reason, r.terminal.message);
       return;
     }
     if (r.pid !== undefined) {

@@ -285,3 +285,42 @@ t.test("stop({ terminatePods }) ends every process; a stopped runtime refuses wo
   t.same(processesWith(marker), []);
   await t.rejects(runtime.apply([]), /stopped/);
 });
+
+t.test("a failed artifact download leaves the pod Pending and is retried until it succeeds", async (t) => {
+  const tool = "#!/bin/sh\necho fetched\n";
+  const digest = createHash("sha256").update(tool).digest("hex");
+  let requests = 0;
+  const server = createServer((_req, res) => {
+    requests++;
+    if (requests <= 2) res.writeHead(503).end();
+    else res.end(tool);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/tool`;
+  const { runtime } = await openRuntime(t);
+  const seen: string[] = [];
+  runtime.onChange(() => {
+    const p = pod(runtime, "flaky-0");
+    if (p) seen.push(`${p.phase}/${p.reason ?? ""}`);
+  });
+  await runtime.apply([
+    rawTask("flaky", { kind: "Job", command: ["./tool"], artifact: { url, sha256: digest } }),
+  ]);
+  await waitForPod(runtime, "flaky-0", "Succeeded", (p) => p.phase === "Succeeded");
+  t.ok(seen.includes("Pending/ArtifactDownloadFailed"), "the failure was reported while Pending");
+  t.equal(requests, 3);
+  t.equal(await runtime.logs({ namespace: "agent-local", name: "flaky-0" }), "fetched\n");
+});
+
+t.test("a Task's own termination grace period overrides the runtime's", async (t) => {
+  const dir = t.testdir();
+  const stubborn = script(dir, "stubborn.sh", "#!/bin/sh\ntrap '' TERM\nwhile :; do sleep 0.02; done\n");
+  // The runtime would wait a minute; the Task asks for 0.3 s.
+  const { runtime } = await openRuntime(t, { terminationGracePeriodMs: 60_000 });
+  await runtime.apply([rawTask("quick", { command: [stubborn], terminationGracePeriodSeconds: 0.3 })]);
+  const { pid } = await waitForPod(runtime, "quick-0", "running", (p) => p.state === "Running");
+  await runtime.apply([]);
+  await waitFor("the pod to be killed", () => !pod(runtime, "quick-0"), 10_000);
+  t.notOk(isAlive(pid!));
+});
