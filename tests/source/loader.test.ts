@@ -118,3 +118,34 @@ t.test("a path that does not exist is an I/O error", async (t) => {
   const { diagnostics } = await loadManifests(["missing"], { baseDir: dir });
   t.match(diagnostics, [{ rule: "io/not-found", message: /missing/ }]);
 });
+
+t.test("the fast path and the anchor-safe path put a field at the same place", async (t) => {
+  const body = [
+    "kind: A",
+    "spec:",
+    "  tasks:",
+    '    - name: "x"',
+    "      kind: Deploymnet",
+    "      env: [a, {b: c}]",
+    "      script: |",
+    "        echo hi",
+    "      'q': 'v'",
+    "",
+  ].join("\n");
+  const dir = await tree({ "fast.yaml": body, "careful.yaml": `${body}extra: &anchor 1\n` });
+  const { documents } = await loadManifests([dir], { baseDir: dir });
+  const [careful, fast] = documents;
+  for (const pointer of [
+    "/spec/tasks/0/kind",
+    "/spec/tasks/0/name",
+    "/spec/tasks/0/script",
+    "/spec/tasks/0/q",
+    "/spec/tasks/0/env/1/b",
+    "/spec/nope",
+    "/kind",
+  ]) {
+    t.same(fast?.locate(pointer), careful?.locate(pointer), `value of ${pointer}`);
+    t.same(fast?.locate(pointer, "key"), careful?.locate(pointer, "key"), `key of ${pointer}`);
+  }
+  t.same(fast?.start, careful?.start);
+});

@@ -133,11 +133,10 @@ type Classified =
 
 function classify(document: ParsedDocument, strict: boolean): Classified {
   const value = document.value;
-  const at = document.start;
   const diagnostic = (rule: string, message: string, kind = "", path = ""): Diagnostic => ({
     file: document.file,
-    line: at.line,
-    column: at.column,
+    line: document.start.line,
+    column: document.start.column,
     kind,
     name: isObject(value) ? (stringAt(value.metadata, "name") ?? "") : "",
     path,
