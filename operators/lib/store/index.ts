@@ -7,6 +7,7 @@
 //   const { items, resourceVersion } = await store.list("Task", { labelSelector: "rlinf.io/job=train" });
 //   const w = await store.watch("Task", { resourceVersion }, (e) => queue.add(keyOf(e.object)));
 //   await store.applyBatch([{ op: "apply", object }, { op: "delete", kind, name }]); // all or nothing
+//   await modify(store, "Job", "", "train", (j) => { j.status = next }, { status: true }); // retries Conflicts
 //
 // Everything above the store uses the `Store` interface only (no SQL), so a backend on a
 // kube-apiserver (the same objects as CRDs) can replace SQLite. Errors are typed: match with
@@ -52,6 +53,7 @@ export {
   type SelectorOperator,
   toSelector,
 } from "./label-selector.ts";
+export { type ModifyOptions, modify } from "./modify.ts";
 export { deepEqual, foregroundFinalizer } from "./object-rules.ts";
 export { openSqliteStore, SqliteStore, type SqliteStoreOptions } from "./sqlite-store.ts";
 export type {

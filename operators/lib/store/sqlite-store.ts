@@ -419,7 +419,9 @@ export class SqliteStore implements Store {
     }
     if (propagation === "Foreground" && this.#countDependents(uid) > 0) {
       const marked = markedForDeletion(object, this.#clock.now(), this.#rv + 1, [foregroundFinalizer]);
-      if (!deepSame(marked, object)) this.#replace(row, marked);
+      const already =
+        object.metadata.deletionTimestamp && (object.metadata.finalizers ?? []).includes(foregroundFinalizer);
+      if (!already) this.#replace(row, marked);
       for (const dep of this.#dependents(uid)) {
         if (!dep.object.metadata.deletionTimestamp) this.#delete(dep, "Foreground");
       }
@@ -694,10 +696,6 @@ export class SqliteStore implements Store {
   #open(): void {
     if (this.#closed) throw new Error(`store ${this.file} is closed`);
   }
-}
-
-function deepSame(a: KubeObject, b: KubeObject): boolean {
-  return JSON.stringify(a) === JSON.stringify(b);
 }
 
 /** Opens (creating or upgrading) `<dataDir>/store.db`. */

@@ -312,3 +312,14 @@ t.test("concurrent writes in one turn commit together yet fail independently", a
   );
   t.same(rvs, [1, 2], "the failed write took no resourceVersion");
 });
+
+t.test("a second Foreground delete of an object waiting for dependents writes nothing", async (t) => {
+  const { store } = tempStore(t);
+  const owner = await store.create(job("a"));
+  const blocked = task("blocked", "ns", owner);
+  blocked.metadata.finalizers = ["agent"];
+  await store.create(blocked);
+  const first = await store.delete("Job", "", "a", { propagation: "Foreground" });
+  const second = await store.delete("Job", "", "a", { propagation: "Foreground" });
+  t.equal(second.metadata.resourceVersion, first.metadata.resourceVersion);
+});
