@@ -70,6 +70,8 @@ export interface TunnelClientEvents {
 
 // setTimeout takes at most 2^31-1 ms; longer waits are re-armed.
 const MAX_TIMER_MS = 2 ** 31 - 1;
+/** Desired-set messages received but not yet applied before the agent stops reading. */
+const MAX_PENDING_DESIRED = 4;
 
 /**
  * The agent's end of the tunnel: one SSH connection to the hub, re-established with jittered
@@ -95,6 +97,7 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
   #desiredChain: Promise<void> = Promise.resolve();
   #loop: Promise<void> | undefined;
   #connections = 0;
+  #pendingDesired = 0;
 
   constructor(options: TunnelClientOptions) {
     super();
@@ -178,6 +181,7 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
 
   #teardown(): void {
     this.#ready = false;
+    this.#pendingDesired = 0;
     this.#channel = undefined;
     this.#conn = undefined;
     this.#pendingKey = undefined;
@@ -295,6 +299,9 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
       case "delta":
         this.#attempt = 0;
         this.emit(message.type === "snapshot" ? "snapshot" : "delta", message as Snapshot & Delta);
+        // While the runtime is behind, stop reading: SSH flow control then pushes back on the
+        // hub instead of this process buffering deltas without bound.
+        if (++this.#pendingDesired >= MAX_PENDING_DESIRED) channel.pause();
         this.#desiredChain = this.#desiredChain
           .then(() => this.#options.onDesired?.(message))
           .then(
@@ -306,7 +313,10 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
                 generation: message.generation,
                 error: err.message,
               }),
-          );
+          )
+          .finally(() => {
+            if (this.#channel === channel && --this.#pendingDesired < MAX_PENDING_DESIRED) channel.resume();
+          });
         return;
       case "certificate":
         void this.#acceptRenewal(message.cert);

@@ -95,6 +95,15 @@ export class MessageChannel<In, Out> extends EventEmitter<MessageChannelEvents<I
     return true;
   }
 
+  /** Stops reading: the peer's SSH window fills and its writes start returning false. */
+  pause(): void {
+    this.#stream.pause();
+  }
+
+  resume(): void {
+    this.#stream.resume();
+  }
+
   close(): void {
     if (this.#closed) return;
     this.#stream.end();

@@ -1,3 +1,5 @@
+import type { Readable } from "node:stream";
+
 /** A line longer than the limit: the peer is broken or hostile, the channel must close. */
 export class LineTooLongError extends Error {
   constructor(limit: number) {
@@ -47,4 +49,56 @@ export class LineSplitter {
 
 export function encodeLine(message: unknown): string {
   return `${JSON.stringify(message)}\n`;
+}
+
+/**
+ * Reads one line off a stream in paused mode and leaves everything after it unread, so the
+ * stream can afterwards be piped or listened to as raw bytes (a stream channel's header).
+ */
+export function readLine(stream: Readable, maxLineBytes: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    let length = 0;
+    const cleanup = () => {
+      stream.off("readable", onReadable);
+      stream.off("end", onEnd);
+      stream.off("close", onEnd);
+      stream.off("error", onError);
+    };
+    const onReadable = () => {
+      for (;;) {
+        const chunk = stream.read() as Buffer | null;
+        if (chunk === null) return;
+        const nl = chunk.indexOf(0x0a);
+        length += nl === -1 ? chunk.length : nl;
+        if (length > maxLineBytes) {
+          cleanup();
+          reject(new LineTooLongError(maxLineBytes));
+          return;
+        }
+        if (nl === -1) {
+          parts.push(chunk);
+          continue;
+        }
+        parts.push(chunk.subarray(0, nl));
+        cleanup();
+        const rest = chunk.subarray(nl + 1);
+        if (rest.length > 0) stream.unshift(rest);
+        resolve(Buffer.concat(parts).toString("utf8"));
+        return;
+      }
+    };
+    const onEnd = () => {
+      cleanup();
+      reject(new Error("the stream ended before its header line"));
+    };
+    const onError = (err: Error) => {
+      cleanup();
+      reject(err);
+    };
+    stream.on("readable", onReadable);
+    stream.once("end", onEnd);
+    stream.once("close", onEnd);
+    stream.once("error", onError);
+  });
 }

@@ -11,7 +11,7 @@ import {
 } from "../pki/index.ts";
 import { AgentSession } from "./agent-session.ts";
 import { MessageChannel } from "./message-channel.ts";
-import { encodeLine, LineSplitter } from "./ndjson.ts";
+import { encodeLine, readLine } from "./ndjson.ts";
 import {
   type AgentMessage,
   type EnrollRequest,
@@ -36,6 +36,7 @@ import {
   silentLogger,
   type TunnelLogger,
 } from "./ssh-options.ts";
+import { STREAM_HEADER_LIMIT } from "./streams.ts";
 
 export type ClusterState = "Online" | "Offline";
 
@@ -94,7 +95,6 @@ interface Liveness {
 }
 
 const DAY = 24 * 60 * 60 * 1000;
-const STREAM_HEADER_LIMIT = 64 * 1024;
 
 /**
  * The hub's SSH endpoint: one ssh2 server for every role. Agents authenticate with their
@@ -195,50 +195,30 @@ export class TunnelServer {
           return;
         }
         channel.write(encodeLine({ purpose: options.purpose, meta: options.meta ?? {} }));
-        const splitter = new LineSplitter(STREAM_HEADER_LIMIT);
-        const onData = (chunk: Buffer) => {
-          let lines: string[];
-          try {
-            const nl = chunk.indexOf(0x0a);
-            lines = splitter.push(nl === -1 ? chunk : chunk.subarray(0, nl + 1));
-            if (nl !== -1) {
-              // The agent's answer ends at the first newline; what follows is the stream.
-              channel.pause();
-              channel.off("data", onData);
-              channel.off("close", onClose);
-              const rest = chunk.subarray(nl + 1);
-              if (rest.length > 0) channel.unshift(rest);
+        readLine(channel, STREAM_HEADER_LIMIT).then(
+          (line) => {
+            let answer: { ok?: unknown; error?: unknown } | undefined;
+            try {
+              answer = JSON.parse(line) as { ok?: unknown; error?: unknown };
+            } catch {
+              answer = undefined;
             }
-          } catch (e) {
-            channel.destroy();
-            reject(e);
-            return;
-          }
-          const line = lines[0];
-          if (line === undefined) return;
-          let answer: unknown;
-          try {
-            answer = JSON.parse(line);
-          } catch {
-            answer = undefined;
-          }
-          const ok =
-            typeof answer === "object" && answer !== null && (answer as { ok?: unknown }).ok === true;
-          if (ok) {
-            resolve(channel);
-          } else {
-            const why = (answer as { error?: unknown } | undefined)?.error;
+            if (answer?.ok === true) {
+              resolve(channel);
+              return;
+            }
             channel.destroy();
             reject(
               new Error(
-                `agent of ${cluster} could not open ${options.purpose}: ${String(why ?? "bad answer")}`,
+                `agent of ${cluster} could not open ${options.purpose}: ${String(answer?.error ?? "bad answer")}`,
               ),
             );
-          }
-        };
-        const onClose = () => reject(new Error(`agent of ${cluster} closed the ${options.purpose} stream`));
-        channel.on("data", onData);
-        channel.once("close", onClose);
+          },
+          (e: Error) => {
+            channel.destroy();
+            reject(new Error(`agent of ${cluster} closed the ${options.purpose} stream: ${e.message}`));
+          },
+        );
       });
     });
   }
