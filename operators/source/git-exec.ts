@@ -22,7 +22,7 @@ export interface GitExecOptions {
   env?: Readonly<Record<string, string>>;
   /** Bytes written to git's stdin, for plumbing such as `update-index --index-info`. */
   input?: string | Buffer;
-  /** Kill git when it has been silent this long (a blackholed server must not hang the loop). */
+  /** Kill git when it has been silent this long (a blackholed server must not hang the loop); default 10 min, as fetches run with --quiet. */
   timeoutMs?: number;
 }
 
@@ -33,7 +33,7 @@ export function gitIn(baseDir: string, options: GitExecOptions = {}): SimpleGit 
     baseDir,
     allowEnvironment: ALLOWED_ENV,
     unsafe: { allowUnsafeSshCommand: true, allowUnsafeConfigEnvCount: true },
-    timeout: { block: options.timeoutMs ?? 120_000 },
+    timeout: { block: options.timeoutMs ?? 600_000 },
     ...(input === undefined ? {} : { input: () => input }),
   });
   return git.env({ ...ambientEnv(), ...options.env });
