@@ -79,7 +79,8 @@ function canConnect(port: number): Promise<boolean> {
 export async function waitFor(
   check: () => boolean | Promise<boolean>,
   what: string,
-  { attempts = 200, everyMs = 25 } = {},
+  // Generous: the whole suite shares two cores with real git processes.
+  { attempts = 600, everyMs = 50 } = {},
 ): Promise<void> {
   for (let i = 0; i < attempts; i++) {
     if (await check()) return;

@@ -95,6 +95,8 @@ t.test("a pushed revision is applied with its sha and a directory holding its fi
   t.equal(status.lastAppliedRevision, second);
   t.equal(status.lastAppliedTime, new Date(clock.now()).toISOString());
   t.same(clock.pendingDelays(), [60_000], "the next poll is one interval away");
+  clock.advance(30_000);
+  t.equal(watcher.metrics().revisionAgeSeconds, 30, "the revision-age gauge follows the clock");
 
   const calls = rec.calls.length;
   await watcher.trigger();
@@ -114,6 +116,22 @@ t.test("a pushed revision is applied with its sha and a directory holding its fi
   t.equal(rec.calls.length, calls, "and does not apply it again");
   t.equal(status.state, "Synced");
   await restarted.stop();
+
+  const reapplying = createGitWatcher({
+    repository,
+    applyRevision: rec.apply,
+    dataDir,
+    path: "manifests",
+    clock,
+    reapplyOnStart: true,
+  });
+  await reapplying.start();
+  await reapplying.trigger();
+  t.equal(rec.calls.length, calls + 1, "reapplyOnStart applies the persisted revision once more");
+  t.equal(rec.calls.at(-1)?.revision, second);
+  await reapplying.trigger();
+  t.equal(rec.calls.length, calls + 1, "and only once");
+  await reapplying.stop();
 });
 
 t.test("an invalid revision is refused, the last good one stays, and it is not retried", async (t) => {
@@ -151,6 +169,13 @@ t.test("an invalid revision is refused, the last good one stays, and it is not r
   status = await watcher.trigger();
   t.equal(rec.calls.length, calls, "the same invalid commit is not validated again");
   t.equal(status.state, "Invalid");
+
+  await server.git("reset", "--hard", "--quiet", good);
+  await server.git("push", "--quiet", "--force", "origin", "HEAD:refs/heads/main");
+  status = await watcher.trigger();
+  t.equal(status.state, "Synced", "reverting the branch to the applied commit is Synced again");
+  t.same(status.errors, []);
+  t.equal(rec.calls.length, calls, "without applying it again");
 
   rec.verdict = () => ({ accepted: true, errors: [] });
   const fixed = await server.commit({ "job.yaml": job("fixed") });
