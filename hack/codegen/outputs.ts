@@ -3,6 +3,7 @@ import { renderCrdsYaml } from "../../operators/api/crd.ts";
 import { kinds } from "../../operators/api/kinds.ts";
 import { sourceSchemas } from "../../operators/api/source-schemas.ts";
 import { renderTypes } from "./types.ts";
+import { renderValidators } from "./validators.ts";
 
 export const TYPES_DIR = "operators/api/generated";
 export const CRDS_DIR = "schemas/crds";
@@ -15,6 +16,9 @@ export function generatedFiles(): Map<string, string> {
     kinds.map((info) => info.kind),
   );
   for (const [name, content] of types) files.set(`${TYPES_DIR}/${name}`, content);
+  const validators = renderValidators();
+  files.set(`${TYPES_DIR}/validators.js`, validators.js);
+  files.set(`${TYPES_DIR}/validators.d.ts`, validators.dts);
   for (const info of kinds) {
     files.set(
       `${CRDS_DIR}/${info.plural}.rlinf.io.yaml`,

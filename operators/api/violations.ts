@@ -4,7 +4,6 @@
 // here it is folded to the single most useful error.
 import type { ErrorObject } from "ajv/dist/2020.js";
 import { describeValue, escapePointerToken, valueAt } from "./json-pointer.ts";
-import type { KubernetesError } from "./kubernetes-keyword.ts";
 
 export interface SchemaViolation {
   /** JSON pointer into the document; "" is the root. */
@@ -15,7 +14,7 @@ export interface SchemaViolation {
   message: string;
 }
 
-type AjvError = ErrorObject & { rlarkRule?: string };
+type AjvError = ErrorObject;
 
 const RULE_KEYWORD = "x-rlark-rule";
 const MESSAGE_KEYWORD = "x-rlark-message";
@@ -224,10 +223,6 @@ function fold(errors: AjvError[], root: unknown): SchemaViolation[] {
   for (const error of errors) {
     if (dropped.has(error)) continue;
     if (error.keyword === "propertyNames") continue;
-    if (error.rlarkRule) {
-      out.push({ path: error.instancePath, rule: error.rlarkRule, message: error.message ?? "invalid" });
-      continue;
-    }
     const name = error.propertyName ?? keyOf.get(error);
     if (typeof name === "string") {
       // An invalid key: point at the key itself, and say it is the key that is wrong.
@@ -258,6 +253,11 @@ function comparePaths(a: string, b: string): number {
   return left.length - right.length;
 }
 
+/** Sorts in place, by path in document order, and returns the array. */
+export function sortViolations(violations: SchemaViolation[]): SchemaViolation[] {
+  return violations.sort((a, b) => comparePaths(a.path, b.path));
+}
+
 export function toViolations(errors: readonly ErrorObject[], root: unknown): SchemaViolation[] {
   const folded = fold(errors as AjvError[], root);
   const seen = new Set<string>();
@@ -268,7 +268,5 @@ export function toViolations(errors: readonly ErrorObject[], root: unknown): Sch
     seen.add(key);
     unique.push(v);
   }
-  return unique.sort((a, b) => comparePaths(a.path, b.path));
+  return sortViolations(unique);
 }
-
-export type { KubernetesError };
