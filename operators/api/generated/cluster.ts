@@ -41,6 +41,8 @@ export interface Capability {
 export interface ClusterStatus {
   /** Whether the agent's tunnel is up. */
   phase?: "Online" | "Offline";
+  /** When phase last changed; Tasks not yet running on a cluster Offline longer than a grace period are placed elsewhere. */
+  lastTransitionTime?: Time;
   /** Version of the connected agent. */
   agentVersion?: string;
   /** Kubernetes version, for runtime kubernetes. */

@@ -78,6 +78,22 @@ export interface JobTaskStatus {
   reason?: string;
   /** Human-readable detail. */
   message?: string;
+  /** Exit code reported for a finished or failed task. */
+  exitCode?: number;
+}
+
+/** One lifecycle event of a Job, as a Kubernetes Event would record it. */
+export interface JobEvent {
+  /** When it happened. */
+  time: Time;
+  /** Warning when it needs attention. */
+  type: "Normal" | "Warning";
+  /** Machine-readable CamelCase reason. */
+  reason: string;
+  /** The run it belongs to. */
+  run?: number;
+  /** Human-readable detail. */
+  message: string;
 }
 
 /** The outcome of an earlier run, kept when a terminal Job is started again. */
@@ -100,6 +116,8 @@ export interface JobStatus {
   phase?: JobPhase;
   /** Number of the current run, counted from 1. */
   run?: number;
+  /** The rlinf.io/run annotation the current run answers; a change starts a fresh run. */
+  runAnnotation?: string;
   /** When the current run started. */
   startTime?: Time;
   /** When the current run ended. */
@@ -112,4 +130,6 @@ export interface JobStatus {
   conditions?: Condition[];
   /** Earlier runs, oldest first. */
   history?: JobRunRecord[];
+  /** The latest lifecycle events (at most 20), oldest first: what happened and why. */
+  events?: JobEvent[];
 }

@@ -65,6 +65,8 @@ export interface TaskStatus {
   reason?: string;
   /** Human-readable detail. */
   message?: string;
+  /** Exit code of the container or process that decided a Succeeded or Failed phase. */
+  exitCode?: number;
   /** Conditions (Ready, ...). */
   conditions?: Condition[];
 }
