@@ -1,0 +1,74 @@
+import type { Command } from "commander";
+import type { Enrollment } from "../hub/enrollment.ts";
+
+export interface TokenCommandDeps {
+  /**
+   * The enrollment over the hub's data dir; the composition supplies `clusterExists` from the
+   * GitOps repository (e.g. `openHubPki({ dataDir, clusterExists }).enrollment`).
+   */
+  enrollment(options: {
+    dataDir: string;
+  }): Promise<Pick<Enrollment, "createToken">> | Pick<Enrollment, "createToken">;
+  defaultDataDir?: string;
+  stdout?: (text: string) => void;
+}
+
+const UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `90s`, `30m`, `1h`, `7d` → milliseconds. */
+export function parseDuration(text: string): number {
+  const m = /^(\d+)([smhd])$/.exec(text.trim());
+  if (!m) throw new Error(`--ttl ${JSON.stringify(text)}: use a number and a unit, e.g. 30m, 1h, 7d`);
+  return Number(m[1]) * (UNITS[m[2]!] ?? 0);
+}
+
+export const TOKEN_HELP = `
+Prints a one-time bootstrap token for an agent of the given Cluster (declared in git) and the
+hub CA fingerprint the agent pins. Give both to the agent:
+
+  rlark agent --hub hub.example.com:2222 --token <token> --ca-hash sha256:<hex>
+
+The token works once, until it expires. Only its hash is stored.
+`;
+
+export function registerToken(program: Command, deps: TokenCommandDeps): void {
+  const token = program.command("token").description("bootstrap tokens for agent enrollment");
+  token
+    .command("create")
+    .description("create a one-time bootstrap token for a cluster's agent")
+    .requiredOption("--cluster <name>", "the Cluster the agent will serve")
+    .option("--ttl <duration>", "how long the token stays valid", "1h")
+    .option(
+      "--data-dir <dir>",
+      "the hub's data directory",
+      deps.defaultDataDir ?? process.env.RLARK_DATA_DIR ?? ".rlark",
+    )
+    .addHelpText("after", TOKEN_HELP)
+    .action(async (options: { cluster: string; ttl: string; dataDir: string }) => {
+      const out = deps.stdout ?? ((text: string) => process.stdout.write(text));
+      let ttlMs: number;
+      try {
+        ttlMs = parseDuration(options.ttl);
+      } catch (err) {
+        process.stderr.write(`${(err as Error).message}\n`);
+        process.exitCode = 2;
+        return;
+      }
+      try {
+        const enrollment = await deps.enrollment({ dataDir: options.dataDir });
+        const created = await enrollment.createToken({ cluster: options.cluster, ttlMs });
+        out(
+          [
+            `token:    ${created.token}`,
+            `ca-hash:  ${created.caFingerprint}`,
+            `cluster:  ${created.cluster}`,
+            `expires:  ${new Date(created.expiresAt).toISOString()}`,
+            "",
+          ].join("\n"),
+        );
+      } catch (err) {
+        process.stderr.write(`rlark token create: ${(err as Error).message}\n`);
+        process.exitCode = 1;
+      }
+    });
+}
