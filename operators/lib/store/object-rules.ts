@@ -201,7 +201,11 @@ export function statusUpdated(existing: KubeObject, input: KubeObject, resourceV
   return outcome(existing, next, resourceVersion);
 }
 
-/** apply: spec, labels and annotations from the input (finalizers, ownerReferences when given). */
+/**
+ * apply: spec, labels and annotations from the input; everything else (status, finalizers,
+ * ownerReferences, identity) stays as stored, so an apply built from an older read cannot undo
+ * a controller's finalizer.
+ */
 export function applied(existing: KubeObject, input: KubeObject, resourceVersion: number): Outcome {
   checkObject(input, false);
   const meta: ObjectMeta = { ...structuredClone(existing.metadata) };
@@ -210,10 +214,7 @@ export function applied(existing: KubeObject, input: KubeObject, resourceVersion
     if (given[key]) meta[key] = given[key];
     else delete meta[key];
   }
-  if (given.finalizers) meta.finalizers = [...new Set(given.finalizers)];
-  if (given.ownerReferences) meta.ownerReferences = given.ownerReferences;
   const merged: KubeObject = { ...structuredClone(input), metadata: meta };
-  merged.metadata.resourceVersion = existing.metadata.resourceVersion;
   return updated(existing, merged, resourceVersion);
 }
 

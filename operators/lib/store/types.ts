@@ -99,9 +99,10 @@ export interface DeleteOptions {
 }
 
 /**
- * One operation of an atomic batch. `apply` creates the object or, when it exists, replaces its
- * spec, labels and annotations (and finalizers / ownerReferences when given) without a
- * resourceVersion check, keeping uid, status and the rest: the git source's upsert.
+ * One operation of an atomic batch. `apply` creates the object (as given) or, when it exists,
+ * replaces its spec, labels and annotations without a resourceVersion check, keeping uid,
+ * status, finalizers, ownerReferences and deletionTimestamp: the git source's upsert, safe
+ * against a controller's concurrent finalizer or status write.
  */
 export type BatchOp =
   | { op: "create"; object: KubeObject }

@@ -84,3 +84,17 @@ t.test("a large batch commits in one transaction", async (t) => {
   t.equal((await store.countByKind()).Task, 3000);
   t.equal((await store.list("Task", { labelSelector: "rlinf.io/job=j7" })).items.length, 30);
 });
+
+t.test(
+  "apply keeps finalizers and ownerReferences that a controller set since the source read",
+  async (t) => {
+    const { store } = tempStore(t);
+    const o = await store.create(job("a", { n: 1 }));
+    await store.update({ ...o, metadata: { ...o.metadata, finalizers: ["rlark.io/stop"] } });
+    const [out] = await store.applyBatch([
+      { op: "apply", object: { ...job("a", { n: 2 }), metadata: { name: "a", finalizers: [] } } },
+    ]);
+    t.same(out?.metadata.finalizers, ["rlark.io/stop"]);
+    t.same(out?.spec, { n: 2 });
+  },
+);
