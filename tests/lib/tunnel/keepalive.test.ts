@@ -1,0 +1,89 @@
+import { connect, createServer, type Socket } from "node:net";
+import t from "tap";
+import { FakeClock } from "../../../operators/lib/clock.ts";
+import { createTunnelClient } from "../../../operators/lib/tunnel/index.ts";
+import { helloInfo, startHub, waitFor } from "./fixture.ts";
+
+/** A TCP relay whose existing connections can be frozen: open, but silent, like a dead NAT entry. */
+async function freezableProxy(targetPort: number) {
+  const pairs: Array<[Socket, Socket]> = [];
+  const server = createServer((down) => {
+    const up = connect(targetPort, "127.0.0.1");
+    down.on("error", () => {});
+    up.on("error", () => {});
+    down.pipe(up);
+    up.pipe(down);
+    pairs.push([down, up]);
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return {
+    port: (server.address() as { port: number }).port,
+    freeze() {
+      for (const [down, up] of pairs) {
+        down.unpipe(up);
+        up.unpipe(down);
+        down.pause();
+        up.pause();
+      }
+    },
+    close() {
+      for (const [down, up] of pairs) {
+        down.destroy();
+        up.destroy();
+      }
+      server.close();
+    },
+  };
+}
+
+t.test("keepalive drops a half-open tunnel on both ends and the agent comes back", async (t) => {
+  const hub = await startHub({ keepaliveIntervalMs: 100, keepaliveCountMax: 2 });
+  t.teardown(() => hub.server.close());
+  const proxy = await freezableProxy(hub.server.address().port);
+  t.teardown(() => proxy.close());
+  const client = createTunnelClient({
+    hub: `127.0.0.1:${proxy.port}`,
+    credentials: hub.credentialsFor("beijing"),
+    hello: helloInfo,
+    autoRenew: false,
+    keepaliveIntervalMs: 100,
+    keepaliveCountMax: 2,
+    heartbeatIntervalMs: 3_600_000,
+    backoff: { initialMs: 20, maxMs: 100 },
+  });
+  t.teardown(() => client.stop());
+  const disconnects: Array<Error | undefined> = [];
+  client.on("disconnected", (e) => disconnects.push(e));
+  client.start();
+  await waitFor("the first session", () => hub.sessions.length === 1);
+  proxy.freeze();
+  await waitFor("the hub to drop the silent session", () => hub.sessions[0]!.closed);
+  await waitFor("the agent to notice", () => disconnects.length >= 1);
+  t.match(disconnects[0]?.message, /Keepalive timeout/);
+  await waitFor("a fresh session", () => hub.sessions.length >= 2 && !hub.sessions.at(-1)!.closed);
+  t.same(hub.server.clusters, ["beijing"]);
+});
+
+t.test("the agent renews its certificate on its own at about two thirds of its lifetime", async (t) => {
+  const hub = await startHub();
+  t.teardown(() => hub.server.close());
+  const clock = new FakeClock(Date.now());
+  const creds = hub.credentialsFor("beijing", { ttlMs: 3_600_000 });
+  const client = createTunnelClient({
+    hub: hub.address,
+    credentials: creds,
+    hello: helloInfo,
+    clock,
+    random: () => 0.5,
+    backoff: { initialMs: 20, maxMs: 100 },
+  });
+  t.teardown(() => client.stop());
+  client.start();
+  await waitFor("connected", () => client.connected);
+  // notBefore is back-dated 5 minutes, so 2/3 of the 65-minute lifetime is 38 minutes from now.
+  clock.advance(30 * 60_000);
+  t.equal(client.credentials.certPem, creds.certPem, "not yet");
+  clock.advance(10 * 60_000);
+  await waitFor("renewed", () => client.credentials.certPem !== creds.certPem);
+  t.equal(client.connections, 1);
+});
