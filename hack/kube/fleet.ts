@@ -1,0 +1,705 @@
+// `up` / `down` / `status` for a local fleet of real Kubernetes control planes on loopback.
+//
+//   node hack/kube/fleet.ts up [--clusters N] [--nodes K]   (or: bash hack/kube/up ...)
+//   node hack/kube/fleet.ts down                            (or: bash hack/kube/down)
+//   node hack/kube/fleet.ts status
+//
+// One etcd serves every cluster (a key prefix each); per cluster a kube-apiserver (own port, own
+// CA, RBAC, an admin client certificate), kube-controller-manager, kube-scheduler and a kwok
+// controller that plays the kubelets of K fake nodes. State lives in the fleet folder
+// (`.cache/fleet/` by default): state.json records every PID with its start time so `down`
+// stops exactly those processes; clusters.json lists `{name, kubeconfig, server}` per cluster.
+import { type ChildProcess, spawn } from "node:child_process";
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
+import { request as httpRequest } from "node:http";
+import { request as httpsRequest } from "node:https";
+import { createServer, type Server } from "node:net";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import YAML from "yaml";
+import {
+  type Binaries,
+  binaries,
+  type ClusterEntry,
+  fleetDir,
+  readVersions,
+  type Versions,
+} from "./paths.ts";
+import { type CertKey, makeCa, makeLeaf, rsaKeyPair } from "./pki.ts";
+
+const log = (msg: string): void => console.log(`fleet: ${msg}`);
+
+// ---------------------------------------------------------------------------------------------
+// processes
+
+interface ProcRecord {
+  name: string;
+  pid: number;
+  /** starttime from /proc/<pid>/stat: a recycled PID has another one, so it is never killed. */
+  start: string;
+  /** Stop order: higher tiers stop first (components, then apiservers, then etcd). */
+  tier: number;
+  log: string;
+}
+
+interface State {
+  clusters: number;
+  nodes: number;
+  versions: Versions;
+  processes: ProcRecord[];
+  entries: ClusterEntry[];
+  ready: boolean;
+}
+
+function procStat(pid: number): { state: string; start: string } | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return { state: rest[0] ?? "", start: rest[19] ?? "" };
+  } catch {
+    return undefined;
+  }
+}
+
+function isAlive(p: ProcRecord): boolean {
+  const s = procStat(p.pid);
+  return s !== undefined && s.start === p.start && s.state !== "Z" && s.state !== "X";
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+async function stopProcesses(records: ProcRecord[]): Promise<void> {
+  const tiers = [...new Set(records.map((p) => p.tier))].sort((a, b) => b - a);
+  for (const tier of tiers) {
+    const group = records.filter((p) => p.tier === tier && isAlive(p));
+    for (const p of group) {
+      try {
+        process.kill(p.pid, "SIGTERM");
+      } catch {}
+    }
+    const deadline = Date.now() + 10_000;
+    while (group.some(isAlive) && Date.now() < deadline) await sleep(100);
+    for (const p of group.filter(isAlive)) {
+      log(`${p.name} (pid ${p.pid}) ignored SIGTERM for 10s: SIGKILL`);
+      try {
+        process.kill(p.pid, "SIGKILL");
+      } catch {}
+    }
+    const killDeadline = Date.now() + 5_000;
+    while (group.some(isAlive) && Date.now() < killDeadline) await sleep(50);
+  }
+}
+
+function tail(file: string, lines = 25): string {
+  try {
+    return readFileSync(file, "utf8").trimEnd().split("\n").slice(-lines).join("\n");
+  } catch {
+    return "(no log)";
+  }
+}
+
+class Fleet {
+  readonly dir: string;
+  readonly state: State;
+  readonly children = new Map<string, ChildProcess>();
+
+  constructor(dir: string, state: State) {
+    this.dir = dir;
+    this.state = state;
+  }
+
+  save(): void {
+    writeFileSync(join(this.dir, "state.json"), `${JSON.stringify(this.state, null, 2)}\n`);
+  }
+
+  start(
+    name: string,
+    tier: number,
+    bin: string,
+    args: string[],
+    env: NodeJS.ProcessEnv = process.env,
+  ): ProcRecord {
+    const logFile = join(this.dir, "logs", `${name}.log`);
+    const fd = openSync(logFile, "a");
+    const child = spawn(bin, args, { detached: true, stdio: ["ignore", fd, fd], env });
+    closeSync(fd);
+    child.unref();
+    if (child.pid === undefined) throw new Error(`could not start ${bin}`);
+    // /proc/<pid>/stat exists as soon as spawn returns a pid
+    const record: ProcRecord = {
+      name,
+      pid: child.pid,
+      start: procStat(child.pid)?.start ?? "",
+      tier,
+      log: logFile,
+    };
+    this.children.set(name, child);
+    this.state.processes.push(record);
+    this.save();
+    return record;
+  }
+
+  /** Polls `check` until it returns true; fails early, with the log, if a watched process dies. */
+  async waitFor(
+    what: string,
+    watch: ProcRecord[],
+    check: () => Promise<boolean>,
+    timeoutMs = 120_000,
+  ): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    let lastError = "";
+    for (;;) {
+      for (const p of watch) {
+        const child = this.children.get(p.name);
+        if (child?.exitCode !== null || !isAlive(p)) {
+          throw new Error(
+            `${p.name} exited while waiting for ${what}; last lines of ${p.log}:\n${tail(p.log)}`,
+          );
+        }
+      }
+      try {
+        if (await check()) return;
+      } catch (err) {
+        lastError = err instanceof Error ? err.message : String(err);
+      }
+      if (Date.now() > deadline) {
+        const logs = watch.map((p) => `--- ${p.log}\n${tail(p.log, 15)}`).join("\n");
+        throw new Error(`timed out after ${timeoutMs / 1000}s waiting for ${what} (${lastError})\n${logs}`);
+      }
+      await sleep(200);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// network
+
+async function freePorts(n: number): Promise<number[]> {
+  // hold every port until all are chosen, so no two are the same
+  const servers: Server[] = [];
+  const ports: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const server = createServer();
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(0, "127.0.0.1", resolve);
+    });
+    const addr = server.address();
+    if (addr === null || typeof addr === "string") throw new Error("no port");
+    servers.push(server);
+    ports.push(addr.port);
+  }
+  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+  return ports;
+}
+
+interface Tls {
+  ca?: string;
+  cert?: string;
+  key?: string;
+  insecure?: boolean;
+}
+
+interface Reply {
+  status: number;
+  body: string;
+}
+
+function call(
+  url: string,
+  opts: { method?: string; body?: unknown; tls?: Tls; timeoutMs?: number } = {},
+): Promise<Reply> {
+  const u = new URL(url);
+  const payload = opts.body === undefined ? undefined : JSON.stringify(opts.body);
+  const headers: Record<string, string> = { accept: "application/json" };
+  if (payload !== undefined) {
+    headers["content-type"] = "application/json";
+    headers["content-length"] = String(Buffer.byteLength(payload));
+  }
+  return new Promise((resolve, reject) => {
+    const common = { method: opts.method ?? "GET", headers, timeout: opts.timeoutMs ?? 5_000 };
+    const onResponse = (res: import("node:http").IncomingMessage): void => {
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("end", () =>
+        resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") }),
+      );
+      res.on("error", reject);
+    };
+    const req =
+      u.protocol === "https:"
+        ? httpsRequest(
+            u,
+            {
+              ...common,
+              ca: opts.tls?.ca,
+              cert: opts.tls?.cert,
+              key: opts.tls?.key,
+              rejectUnauthorized: !opts.tls?.insecure,
+            },
+            onResponse,
+          )
+        : httpRequest(u, common, onResponse);
+    req.on("timeout", () => req.destroy(new Error(`timeout: ${url}`)));
+    req.on("error", reject);
+    if (payload !== undefined) req.write(payload);
+    req.end();
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// one cluster
+
+interface ClusterPlan {
+  index: number;
+  name: string;
+  dir: string;
+  apiPort: number;
+  kcmPort: number;
+  schedulerPort: number;
+  kwokPort: number;
+}
+
+function kubeconfig(name: string, server: string, caPem: string, user: string, client: CertKey): string {
+  const b64 = (s: string): string => Buffer.from(s).toString("base64");
+  return YAML.stringify({
+    apiVersion: "v1",
+    kind: "Config",
+    clusters: [{ name, cluster: { server, "certificate-authority-data": b64(caPem) } }],
+    users: [
+      {
+        name: user,
+        user: { "client-certificate-data": b64(client.certPem), "client-key-data": b64(client.keyPem) },
+      },
+    ],
+    contexts: [{ name, context: { cluster: name, user } }],
+    "current-context": name,
+  });
+}
+
+/** Node shapes of the seeds' examples: GPU nodes and robot (edge) nodes. */
+export function nodeObjects(cluster: number, count: number): object[] {
+  const edges = Math.floor((count + 1) / 3);
+  const nodes: object[] = [];
+  for (let i = 0; i < count; i++) {
+    const edge = i >= count - edges;
+    const name = edge ? `edge-${i - (count - edges)}` : `gpu-${i}`;
+    const capacity: Record<string, string> = edge
+      ? { cpu: "8", memory: "16Gi", pods: "110", "ephemeral-storage": "100Gi", "rlinf.io/device": "2" }
+      : { cpu: "32", memory: "128Gi", pods: "110", "ephemeral-storage": "1Ti", "nvidia.com/gpu": "8" };
+    const labels: Record<string, string> = {
+      "kubernetes.io/hostname": name,
+      "kubernetes.io/os": "linux",
+      "kubernetes.io/arch": "amd64",
+      type: "kwok",
+      ...(edge ? { "rlark.io/node-category-robot": "true" } : { "nvidia.com/gpu": "true" }),
+    };
+    const ip = `172.30.${cluster}.${10 + i}`;
+    nodes.push({
+      apiVersion: "v1",
+      kind: "Node",
+      metadata: {
+        name,
+        labels,
+        annotations: { "kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0" },
+      },
+      spec: { podCIDR: `10.244.${i}.0/24`, podCIDRs: [`10.244.${i}.0/24`] },
+      status: {
+        capacity,
+        allocatable: capacity,
+        addresses: [
+          { type: "InternalIP", address: ip },
+          { type: "Hostname", address: name },
+        ],
+      },
+    });
+  }
+  return nodes;
+}
+
+async function startCluster(fleet: Fleet, bins: Binaries, etcdUrl: string, plan: ClusterPlan, nodes: number) {
+  const { name, dir } = plan;
+  const pki = join(dir, "pki");
+  mkdirSync(pki, { recursive: true });
+  const file = (rel: string, content: string): string => {
+    const path = join(dir, rel);
+    writeFileSync(path, content, { mode: 0o600 });
+    return path;
+  };
+
+  // PKI, made fresh for every run
+  const ca = makeCa(`${name}-ca`);
+  const serving = makeLeaf(ca, {
+    commonName: "kube-apiserver",
+    server: {
+      dnsNames: [
+        "localhost",
+        "kubernetes",
+        "kubernetes.default",
+        "kubernetes.default.svc",
+        "kubernetes.default.svc.cluster.local",
+      ],
+      ips: ["127.0.0.1", "10.96.0.1"],
+    },
+  });
+  const admin = makeLeaf(ca, { commonName: "rlark-admin", organizations: ["system:masters"], client: true });
+  const kcm = makeLeaf(ca, { commonName: "system:kube-controller-manager", client: true });
+  const sched = makeLeaf(ca, { commonName: "system:kube-scheduler", client: true });
+  // the front proxy (aggregation layer) has a CA of its own, as in kubeadm
+  const frontProxyCa = makeCa(`${name}-front-proxy-ca`);
+  const frontProxy = makeLeaf(frontProxyCa, { commonName: "front-proxy-client", client: true });
+  const sa = rsaKeyPair();
+  const caFile = file("pki/ca.crt", ca.certPem);
+  const servingCert = file("pki/apiserver.crt", serving.certPem);
+  const servingKey = file("pki/apiserver.key", serving.keyPem);
+  const saKey = file("pki/sa.key", sa.keyPem);
+  const saPub = file("pki/sa.pub", sa.publicPem);
+  const frontProxyCaFile = file("pki/front-proxy-ca.crt", frontProxyCa.certPem);
+  const frontProxyCert = file("pki/front-proxy-client.crt", frontProxy.certPem);
+  const frontProxyKey = file("pki/front-proxy-client.key", frontProxy.keyPem);
+
+  const server = `https://127.0.0.1:${plan.apiPort}`;
+  const adminKubeconfig = file(
+    "admin.kubeconfig",
+    kubeconfig(name, server, ca.certPem, `${name}-admin`, admin),
+  );
+  const kcmKubeconfig = file(
+    "controller-manager.kubeconfig",
+    kubeconfig(name, server, ca.certPem, "kcm", kcm),
+  );
+  const schedKubeconfig = file(
+    "scheduler.kubeconfig",
+    kubeconfig(name, server, ca.certPem, "scheduler", sched),
+  );
+  const schedConfig = file(
+    "scheduler.yaml",
+    YAML.stringify({
+      apiVersion: "kubescheduler.config.k8s.io/v1",
+      kind: "KubeSchedulerConfiguration",
+      clientConnection: { kubeconfig: schedKubeconfig, qps: 100, burst: 200 },
+      leaderElection: { leaderElect: false },
+    }),
+  );
+  const tls: Tls = { ca: ca.certPem, cert: admin.certPem, key: admin.keyPem };
+  const api = (path: string, opts: { method?: string; body?: unknown } = {}): Promise<Reply> =>
+    call(`${server}${path}`, { ...opts, tls });
+
+  log(`${name}: starting kube-apiserver on ${server}`);
+  const apiserver = fleet.start(`${name}-kube-apiserver`, 1, bins.kubeApiserver, [
+    "--advertise-address=127.0.0.1",
+    "--bind-address=127.0.0.1",
+    `--secure-port=${plan.apiPort}`,
+    `--etcd-servers=${etcdUrl}`,
+    `--etcd-prefix=/${name}`,
+    `--client-ca-file=${caFile}`,
+    `--tls-cert-file=${servingCert}`,
+    `--tls-private-key-file=${servingKey}`,
+    "--authorization-mode=Node,RBAC",
+    "--enable-admission-plugins=NodeRestriction",
+    "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+    `--service-account-key-file=${saPub}`,
+    `--service-account-signing-key-file=${saKey}`,
+    "--service-cluster-ip-range=10.96.0.0/16",
+    `--requestheader-client-ca-file=${frontProxyCaFile}`,
+    "--requestheader-allowed-names=front-proxy-client",
+    "--requestheader-username-headers=X-Remote-User",
+    "--requestheader-group-headers=X-Remote-Group",
+    "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+    `--proxy-client-cert-file=${frontProxyCert}`,
+    `--proxy-client-key-file=${frontProxyKey}`,
+    "--allow-privileged=true",
+    // the `kubernetes` Service would get a loopback endpoint, which validation forbids
+    "--endpoint-reconciler-type=none",
+    "--profiling=false",
+    `--cert-dir=${pki}`,
+  ]);
+  await fleet.waitFor(`${name} /readyz`, [apiserver], async () => {
+    const r = await api("/readyz");
+    return r.status === 200;
+  });
+  log(`${name}: kube-apiserver ready; starting controller-manager, scheduler, kwok`);
+
+  const common = (port: number, certDir: string): string[] => [
+    "--bind-address=127.0.0.1",
+    `--secure-port=${port}`,
+    `--cert-dir=${certDir}`,
+    "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+  ];
+  const controllerManager = fleet.start(`${name}-kube-controller-manager`, 2, bins.kubeControllerManager, [
+    `--kubeconfig=${kcmKubeconfig}`,
+    `--authentication-kubeconfig=${kcmKubeconfig}`,
+    `--authorization-kubeconfig=${kcmKubeconfig}`,
+    ...common(plan.kcmPort, join(dir, "kcm-certs")),
+    "--leader-elect=false",
+    "--use-service-account-credentials=true",
+    `--service-account-private-key-file=${saKey}`,
+    `--root-ca-file=${caFile}`,
+    `--cluster-name=${name}`,
+    "--kube-api-qps=100",
+    "--kube-api-burst=200",
+  ]);
+  const scheduler = fleet.start(`${name}-kube-scheduler`, 2, bins.kubeScheduler, [
+    `--config=${schedConfig}`,
+    `--authentication-kubeconfig=${schedKubeconfig}`,
+    `--authorization-kubeconfig=${schedKubeconfig}`,
+    ...common(plan.schedulerPort, join(dir, "scheduler-certs")),
+  ]);
+  const stages = readdirSync(bins.kwokStages)
+    .filter((f) => f.endsWith(".yaml"))
+    .sort()
+    .map((f) => `--config=${join(bins.kwokStages, f)}`);
+  const kwokHome = join(dir, "kwok-home"); // kwok also reads ~/.kwok/kwok.yaml: keep it isolated
+  mkdirSync(kwokHome, { recursive: true });
+  const kwok = fleet.start(
+    `${name}-kwok`,
+    2,
+    bins.kwok,
+    [
+      `--kubeconfig=${adminKubeconfig}`,
+      ...stages,
+      "--manage-all-nodes=true",
+      "--node-ip=127.0.0.1",
+      `--node-port=${plan.kwokPort}`,
+      `--server-address=127.0.0.1:${plan.kwokPort}`,
+      "--node-lease-duration-seconds=40",
+      "--cidr=10.245.0.1/16",
+    ],
+    { ...process.env, HOME: kwokHome },
+  );
+  const all = [apiserver, controllerManager, scheduler, kwok];
+
+  for (const node of nodeObjects(plan.index + 1, nodes)) {
+    const r = await api("/api/v1/nodes", { method: "POST", body: node });
+    if (r.status !== 201 && r.status !== 409)
+      throw new Error(`${name}: creating a node: ${r.status} ${r.body}`);
+  }
+
+  const healthy = (port: number) => async () =>
+    (await call(`https://127.0.0.1:${port}/healthz`, { tls: { insecure: true } })).status === 200;
+  await fleet.waitFor(`${name} controller-manager /healthz`, all, healthy(plan.kcmPort));
+  await fleet.waitFor(`${name} scheduler /healthz`, all, healthy(plan.schedulerPort));
+  await fleet.waitFor(`${name}: ${nodes} nodes Ready`, all, async () => {
+    const r = await api("/api/v1/nodes");
+    if (r.status !== 200) return false;
+    const list = JSON.parse(r.body) as {
+      items: { status?: { conditions?: { type: string; status: string }[] } }[];
+    };
+    const ready = list.items.filter((n) =>
+      n.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"),
+    ).length;
+    return ready >= nodes;
+  });
+  // pods are refused until the controller-manager has made the namespace's default ServiceAccount
+  await fleet.waitFor(`${name}: default ServiceAccount`, all, async () => {
+    return (await api("/api/v1/namespaces/default/serviceaccounts/default")).status === 200;
+  });
+  log(`${name}: ready (${nodes} nodes)`);
+  return { name, kubeconfig: adminKubeconfig, server } satisfies ClusterEntry;
+}
+
+// ---------------------------------------------------------------------------------------------
+// commands
+
+function readState(dir: string): State | undefined {
+  const path = join(dir, "state.json");
+  if (!existsSync(path)) return undefined;
+  try {
+    return JSON.parse(readFileSync(path, "utf8")) as State;
+  } catch {
+    return { clusters: 0, nodes: 0, versions: readVersions(), processes: [], entries: [], ready: false };
+  }
+}
+
+async function healthyFleet(state: State): Promise<boolean> {
+  if (!state.ready || !state.processes.every(isAlive)) return false;
+  for (const entry of state.entries) {
+    try {
+      const kc = YAML.parse(readFileSync(entry.kubeconfig, "utf8")) as {
+        clusters: { cluster: Record<string, string> }[];
+        users: { user: Record<string, string> }[];
+      };
+      const d = (s: string | undefined): string => Buffer.from(s ?? "", "base64").toString("utf8");
+      const r = await call(`${entry.server}/readyz`, {
+        tls: {
+          ca: d(kc.clusters[0]?.cluster["certificate-authority-data"]),
+          cert: d(kc.users[0]?.user["client-certificate-data"]),
+          key: d(kc.users[0]?.user["client-key-data"]),
+        },
+      });
+      if (r.status !== 200) return false;
+    } catch {
+      return false;
+    }
+  }
+  return true;
+}
+
+/** Removes a fleet folder, refusing one that is not ours. */
+function clearDir(dir: string): void {
+  if (!existsSync(dir)) return;
+  const entries = readdirSync(dir);
+  if (entries.length > 0 && !entries.includes("state.json")) {
+    throw new Error(`${dir} is not empty and holds no state.json: refusing to remove it`);
+  }
+  rmSync(dir, { recursive: true, force: true });
+}
+
+async function up(dir: string, clusters: number, nodes: number): Promise<void> {
+  const t0 = Date.now();
+  const versions = readVersions();
+  const previous = readState(dir);
+  if (previous) {
+    const same =
+      previous.clusters === clusters && previous.nodes === nodes && previous.versions.k8s === versions.k8s;
+    if (same && (await healthyFleet(previous))) {
+      log(`already up: ${clusters} clusters x ${nodes} nodes in ${dir}`);
+      return;
+    }
+    const alive = previous.processes.filter(isAlive);
+    log(`cleaning up an earlier fleet in ${dir} (${alive.length} of its processes still running)`);
+    await stopProcesses(previous.processes);
+  }
+  clearDir(dir);
+  mkdirSync(join(dir, "logs"), { recursive: true });
+
+  const bins = binaries(versions);
+  for (const [what, path] of Object.entries(bins)) {
+    if (!existsSync(path)) throw new Error(`${what} is missing at ${path}: run bash hack/kube/build`);
+  }
+
+  const state: State = { clusters, nodes, versions, processes: [], entries: [], ready: false };
+  const fleet = new Fleet(dir, state);
+  fleet.save();
+
+  const stop = async (signal: string): Promise<void> => {
+    log(`${signal}: stopping what this run started`);
+    await stopProcesses(state.processes);
+    process.exit(1);
+  };
+  process.once("SIGINT", () => void stop("SIGINT"));
+  process.once("SIGTERM", () => void stop("SIGTERM"));
+
+  try {
+    const ports = await freePorts(2 + 4 * clusters);
+    const [etcdClient, etcdPeer] = ports as [number, number];
+    const etcdUrl = `http://127.0.0.1:${etcdClient}`;
+    log(`starting etcd ${versions.etcd} on ${etcdUrl}`);
+    const etcd = fleet.start("etcd", 0, bins.etcd, [
+      "--name=fleet",
+      `--data-dir=${join(dir, "etcd")}`,
+      `--listen-client-urls=${etcdUrl}`,
+      `--advertise-client-urls=${etcdUrl}`,
+      `--listen-peer-urls=http://127.0.0.1:${etcdPeer}`,
+      `--initial-advertise-peer-urls=http://127.0.0.1:${etcdPeer}`,
+      `--initial-cluster=fleet=http://127.0.0.1:${etcdPeer}`,
+      "--unsafe-no-fsync=true", // throwaway test data: durability is not the point, speed is
+      "--log-level=warn",
+    ]);
+    await fleet.waitFor("etcd /health", [etcd], async () => {
+      const r = await call(`${etcdUrl}/health`);
+      return r.status === 200 && r.body.includes('"true"');
+    });
+
+    const plans: ClusterPlan[] = Array.from({ length: clusters }, (_, i) => {
+      const name = `fleet-${i + 1}`;
+      const [apiPort, kcmPort, schedulerPort, kwokPort] = ports.slice(2 + 4 * i, 6 + 4 * i) as [
+        number,
+        number,
+        number,
+        number,
+      ];
+      return { index: i, name, dir: join(dir, name), apiPort, kcmPort, schedulerPort, kwokPort };
+    });
+    state.entries = await Promise.all(plans.map((p) => startCluster(fleet, bins, etcdUrl, p, nodes)));
+    state.ready = true;
+    fleet.save();
+    writeFileSync(join(dir, "clusters.json"), `${JSON.stringify(state.entries, null, 2)}\n`);
+    log(`up in ${((Date.now() - t0) / 1000).toFixed(1)}s: ${clusters} clusters x ${nodes} nodes`);
+    for (const e of state.entries) log(`  ${e.name}  ${e.server}  KUBECONFIG=${e.kubeconfig}`);
+    log(`  summary: ${join(dir, "clusters.json")}`);
+  } catch (err) {
+    console.error(`fleet: up failed: ${err instanceof Error ? err.message : String(err)}`);
+    log(`stopping what this run started (logs stay in ${join(dir, "logs")})`);
+    await stopProcesses(state.processes);
+    process.exitCode = 1;
+  }
+}
+
+async function down(dir: string, keep: boolean): Promise<void> {
+  const state = readState(dir);
+  if (!state) {
+    log(`no fleet in ${dir}: nothing to stop`);
+    return;
+  }
+  const alive = state.processes.filter(isAlive);
+  log(`stopping ${alive.length} processes of the fleet in ${dir}`);
+  await stopProcesses(state.processes);
+  if (keep) {
+    state.processes = [];
+    state.ready = false;
+    writeFileSync(join(dir, "state.json"), `${JSON.stringify(state, null, 2)}\n`);
+    log(`stopped; state kept in ${dir}`);
+  } else {
+    clearDir(dir);
+    log("stopped and removed");
+  }
+}
+
+async function status(dir: string): Promise<void> {
+  const state = readState(dir);
+  if (!state) {
+    log(`no fleet in ${dir}`);
+    process.exitCode = 1;
+    return;
+  }
+  for (const p of state.processes) log(`${isAlive(p) ? "running" : "stopped"}  ${p.name}  pid ${p.pid}`);
+  const ok = await healthyFleet(state);
+  log(ok ? "healthy" : "not healthy");
+  if (!ok) process.exitCode = 1;
+}
+
+async function main(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      clusters: { type: "string", default: "2" },
+      nodes: { type: "string", default: "3" },
+      dir: { type: "string" },
+      keep: { type: "boolean", default: false },
+    },
+  });
+  const dir = values.dir ?? fleetDir();
+  const count = (s: string, what: string): number => {
+    const n = Number(s);
+    if (!Number.isInteger(n) || n < 1 || n > 50) throw new Error(`--${what} must be an integer from 1 to 50`);
+    return n;
+  };
+  switch (positionals[0]) {
+    case "up":
+      return up(dir, count(values.clusters, "clusters"), count(values.nodes, "nodes"));
+    case "down":
+      return down(dir, values.keep);
+    case "status":
+      return status(dir);
+    default:
+      console.error("usage: fleet.ts up [--clusters N] [--nodes K] | down [--keep] | status  [--dir DIR]");
+      process.exitCode = 2;
+  }
+}
+
+if (import.meta.main) {
+  main(process.argv.slice(2)).catch((err: unknown) => {
+    console.error(`fleet: ${err instanceof Error ? err.message : String(err)}`);
+    process.exitCode = 1;
+  });
+}
