@@ -1,6 +1,9 @@
 import { Command } from "commander";
 import packageJson from "../../package.json" with { type: "json" };
 import { registerCrds } from "./crds.ts";
+import { registerHub } from "./hub.ts";
+import { registerStatus } from "./status.ts";
+import { registerUp } from "./up.ts";
 import { registerValidate } from "./validate.ts";
 
 /** Builds the `rlark` command tree; each subcommand registers itself from its own file. */
@@ -13,7 +16,10 @@ export function buildProgram(): Command {
       // commander exits 1 on usage errors; our contract is 2 for usage, 1 for invalid input.
       process.exit(err.exitCode === 0 ? 0 : 2);
     });
+  registerUp(program);
+  registerHub(program);
   registerValidate(program);
+  registerStatus(program);
   registerCrds(program);
   return program;
 }

@@ -1,0 +1,78 @@
+// The flags `rlark hub` and `rlark up` share, and their translation into HubOptions.
+import path from "node:path";
+import { type Command, Option } from "commander";
+import type { HubOptions } from "../hub/hub.ts";
+import { loadGitCredentials } from "../source/index.ts";
+import { parseDuration } from "./duration.ts";
+
+export interface CommonHubFlags {
+  dataDir: string;
+  http: string;
+  ssh: string;
+  repo?: string;
+  branch: string;
+  path: string;
+  interval?: number;
+  webhookSecretFile?: string;
+  gitTokenFile?: string;
+  gitSshKeyFile?: string;
+  statusBranch: string;
+  statusCommits: boolean;
+}
+
+export function addCommonHubFlags(command: Command, defaults: { interval: string }): Command {
+  return command
+    .option("--data-dir <dir>", "where the hub keeps its store, CA, admin token and git mirrors", ".rlark")
+    .option("--http <host:port>", "address of the HTTP API and dashboard", "127.0.0.1:8080")
+    .option("--ssh <host:port>", "address of the SSH endpoint for agent tunnels", "0.0.0.0:2222")
+    .option("--repo <url-or-path>", "git repository of manifests (https, ssh, file URL or local path)")
+    .option("--branch <name>", "branch to follow", "main")
+    .option("--path <dir>", "folder of the repository that holds the manifests", ".")
+    .addOption(
+      new Option("--interval <duration>", `how often to fetch (default ${defaults.interval})`).argParser(
+        parseDuration,
+      ),
+    )
+    .option(
+      "--webhook-secret-file <file>",
+      "shared secret(s) of push webhooks, one per line (or RLARK_WEBHOOK_SECRET)",
+    )
+    .option("--git-token-file <file>", "https token for the repository (or RLARK_GIT_TOKEN)")
+    .option("--git-ssh-key-file <file>", "SSH deploy key for the repository")
+    .option("--status-branch <name>", "branch the hub commits status/<kind>/<name>.yaml to", "rlark/status")
+    .option("--no-status-commits", "do not commit status back to git");
+}
+
+export async function hubOptionsFrom(
+  flags: CommonHubFlags,
+  defaults: { intervalMs: number },
+): Promise<HubOptions> {
+  const credentials = await loadGitCredentials({
+    tokenFile: flags.gitTokenFile,
+    sshKeyFile: flags.gitSshKeyFile,
+  });
+  return {
+    dataDir: path.resolve(flags.dataDir),
+    http: flags.http,
+    repo: flags.repo,
+    branch: flags.branch,
+    path: flags.path,
+    intervalMs: flags.interval ?? defaults.intervalMs,
+    credentials,
+    webhookSecretFile: flags.webhookSecretFile,
+    statusBranch: flags.statusCommits ? flags.statusBranch : undefined,
+  };
+}
+
+/** Resolves on SIGINT/SIGTERM, so a command can stop cleanly (flush status, close the store). */
+export function untilSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const done = (signal: NodeJS.Signals) => {
+      process.off("SIGINT", done);
+      process.off("SIGTERM", done);
+      resolve(signal);
+    };
+    process.on("SIGINT", done);
+    process.on("SIGTERM", done);
+  });
+}

@@ -1,0 +1,146 @@
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import { type Command, Option } from "commander";
+
+export const STATUS_HELP = `
+Prints what a running hub is doing: the git revision it has applied (or why it refused the
+latest one), each Job with its phase and tasks, where each Task was placed, and the clusters.
+The token comes from --token, RLARK_TOKEN, or <data-dir>/admin-token.
+
+Examples:
+  rlark status
+  rlark status --hub https://rlark.example.com --token-file ~/.rlark-token --output json
+`;
+
+interface StatusFlags {
+  hub: string;
+  dataDir: string;
+  token?: string;
+  tokenFile?: string;
+  output: "text" | "json";
+}
+
+type Obj = {
+  metadata: { name: string; namespace?: string; creationTimestamp?: string };
+  spec?: Record<string, unknown>;
+  status?: Record<string, unknown>;
+};
+
+export function registerStatus(program: Command): void {
+  program
+    .command("status")
+    .description("show the source revision, jobs, tasks and clusters of a running hub")
+    .option("--hub <url>", "the hub's HTTP address", "http://127.0.0.1:8080")
+    .option("--data-dir <dir>", "where to find admin-token when no token is given", ".rlark")
+    .option("--token <token>", "bearer token (or RLARK_TOKEN)")
+    .option("--token-file <file>", "file holding the bearer token")
+    .addOption(new Option("-o, --output <format>", "output format").choices(["text", "json"]).default("text"))
+    .addHelpText("after", STATUS_HELP)
+    .action(async (flags: StatusFlags, command: Command) => {
+      const token = await resolveToken(flags).catch(() => undefined);
+      if (!token)
+        command.error("error: no token: pass --token, set RLARK_TOKEN, or point --data-dir at the hub's", {
+          exitCode: 2,
+        });
+      const get = async (route: string) => {
+        const response = await fetch(new URL(route, flags.hub), {
+          headers: { authorization: `Bearer ${token}` },
+        });
+        if (!response.ok) throw new Error(`${route}: HTTP ${response.status} ${await response.text()}`);
+        return response.json() as Promise<unknown>;
+      };
+      try {
+        const [source, jobs, tasks, clusters] = await Promise.all([
+          get("/api/v1/source"),
+          get("/api/v1/rlinf.io/v1alpha1/jobs"),
+          get("/api/v1/rlinf.io/v1alpha1/tasks"),
+          get("/api/v1/rlinf.io/v1alpha1/clusters"),
+        ]);
+        const report = {
+          source,
+          jobs: (jobs as { items: Obj[] }).items,
+          tasks: (tasks as { items: Obj[] }).items,
+          clusters: (clusters as { items: Obj[] }).items,
+        };
+        process.stdout.write(
+          flags.output === "json" ? `${JSON.stringify(report, null, 2)}\n` : renderText(report),
+        );
+      } catch (error) {
+        command.error(`error: cannot read ${flags.hub}: ${(error as Error).message}`, { exitCode: 2 });
+      }
+    });
+}
+
+async function resolveToken(flags: StatusFlags): Promise<string | undefined> {
+  if (flags.token) return flags.token;
+  if (process.env.RLARK_TOKEN) return process.env.RLARK_TOKEN;
+  const file = flags.tokenFile ?? path.join(flags.dataDir, "admin-token");
+  return (await readFile(file, "utf8")).trim();
+}
+
+function table(rows: string[][]): string {
+  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length))) ?? [];
+  return rows
+    .map((r) =>
+      r
+        .map((cell, i) => cell.padEnd(widths[i] ?? 0))
+        .join("  ")
+        .trimEnd(),
+    )
+    .join("\n");
+}
+
+function renderText(report: { source: unknown; jobs: Obj[]; tasks: Obj[]; clusters: Obj[] }): string {
+  const source = report.source as Record<string, unknown>;
+  const lines: string[] = [];
+  const revision =
+    typeof source.lastAppliedRevision === "string" ? source.lastAppliedRevision.slice(0, 12) : "none";
+  lines.push(
+    `Source: ${source.url ?? "-"} (${source.branch ?? "-"}) ${source.state ?? ""}, applied ${revision}`,
+  );
+  if (typeof source.fetchError === "string") lines.push(`  fetch error: ${source.fetchError}`);
+  const errors = Array.isArray(source.errors) ? (source.errors as Record<string, unknown>[]) : [];
+  if (errors.length > 0) {
+    lines.push(
+      `  revision ${String(source.lastAttemptedRevision ?? "").slice(0, 12)} refused, ${errors.length} error(s):`,
+    );
+    for (const e of errors.slice(0, 10))
+      lines.push(`    ${e.file}:${e.line}:${e.column} ${e.path}: ${e.message}`);
+  }
+  lines.push("", "Jobs:");
+  lines.push(
+    table([
+      ["NAME", "PHASE", "RUN", "TASKS"],
+      ...report.jobs.map((j) => [
+        j.metadata.name,
+        String(j.status?.phase ?? "-"),
+        String(j.status?.run ?? "-"),
+        String(Array.isArray(j.spec?.tasks) ? j.spec.tasks.length : 0),
+      ]),
+    ]),
+  );
+  lines.push("", "Tasks:");
+  lines.push(
+    table([
+      ["NAMESPACE", "NAME", "PHASE", "NODES"],
+      ...report.tasks.map((t) => [
+        t.metadata.namespace ?? "",
+        t.metadata.name,
+        String(t.status?.phase ?? "-"),
+        Array.isArray(t.status?.observedNodes) ? t.status.observedNodes.join(",") : "",
+      ]),
+    ]),
+  );
+  lines.push("", "Clusters:");
+  lines.push(
+    table([
+      ["NAME", "RUNTIME", "PHASE"],
+      ...report.clusters.map((c) => [
+        c.metadata.name,
+        String(c.spec?.runtime ?? "-"),
+        String(c.status?.phase ?? "-"),
+      ]),
+    ]),
+  );
+  return `${lines.join("\n")}\n`;
+}

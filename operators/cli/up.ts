@@ -1,0 +1,49 @@
+import type { Command } from "commander";
+import { hubControllers } from "../hub/controllers.ts";
+import { startHub } from "../hub/hub.ts";
+import { ensurePlayground } from "../hub/playground.ts";
+import { addCommonHubFlags, type CommonHubFlags, hubOptionsFrom, untilSignal } from "./hub-options.ts";
+
+export const UP_HELP = `
+The embedded default: the hub, a local process-runtime agent (cluster "local") and the
+dashboard, in one process. Without --repo it creates (or reuses) a playground git repository
+at <data-dir>/repo seeded from examples/ and checks it every 2 s: edit a manifest there,
+commit, and watch the change happen.
+
+Examples:
+  rlark up                                  # playground at .rlark/repo
+  rlark up --repo ~/src/fleet --interval 5s # your own repository
+`;
+
+export function registerUp(program: Command): void {
+  const command = program
+    .command("up")
+    .description("run the hub, a local agent and the dashboard on a playground repository")
+    .addHelpText("after", UP_HELP);
+  addCommonHubFlags(command, { interval: "2s" }).action(async (flags: CommonHubFlags) => {
+    const options = await hubOptionsFrom(flags, { intervalMs: 2_000 });
+    let playground: string | undefined;
+    if (!options.repo) {
+      const created = await ensurePlayground(options.dataDir, options.branch);
+      playground = created.dir;
+      options.repo = created.dir;
+    }
+    const hub = await startHub({ ...options, controllers: hubControllers({ dataDir: options.dataDir }) });
+    const out = process.stdout;
+    out.write(`\nRLark is up.\n`);
+    if (playground) {
+      out.write(`  playground repository: ${playground}\n`);
+      out.write(
+        `    edit a manifest there and commit (git -C ${playground} commit -am "..."); the hub checks every ${(options.intervalMs ?? 2_000) / 1000}s\n`,
+      );
+    } else out.write(`  repository: ${hub.source?.repository.url} (branch ${options.branch})\n`);
+    out.write(`  API: ${hub.url}/api/v1/rlinf.io/v1alpha1/jobs\n`);
+    out.write(
+      `    curl -H "Authorization: Bearer $(cat ${options.dataDir}/admin-token)" ${hub.url}/api/v1/source\n`,
+    );
+    out.write(`  status: rlark status --data-dir ${options.dataDir} --hub ${hub.url}\n`);
+    out.write(`  stop with Ctrl-C\n\n`);
+    await untilSignal();
+    await hub.stop();
+  });
+}

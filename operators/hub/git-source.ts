@@ -1,0 +1,59 @@
+// The hub's source: the git watcher whose every new revision is validated whole and applied to
+// the store in one transaction, or refused whole.
+import path from "node:path";
+import { validatePaths } from "../api/validate/index.ts";
+import type { Logger } from "../lib/controller/index.ts";
+import type { Store } from "../lib/store/index.ts";
+import {
+  createGitRepository,
+  createGitWatcher,
+  type GitCredentials,
+  type GitRepository,
+  type GitWatcher,
+} from "../source/index.ts";
+import { applySnapshot } from "../source/snapshot-apply.ts";
+
+export interface HubSourceOptions {
+  store: Store;
+  dataDir: string;
+  repo: string;
+  branch: string;
+  /** Folder of the repository that holds the manifests. */
+  path: string;
+  intervalMs: number;
+  credentials?: GitCredentials;
+  logger: Logger;
+}
+
+export interface HubSource {
+  repository: GitRepository;
+  watcher: GitWatcher;
+}
+
+export function createHubSource(options: HubSourceOptions): HubSource {
+  const repository = createGitRepository({
+    url: options.repo,
+    branch: options.branch,
+    dataDir: options.dataDir,
+    credentials: options.credentials,
+  });
+  const watcher = createGitWatcher({
+    repository,
+    dataDir: options.dataDir,
+    path: options.path,
+    intervalMs: options.intervalMs,
+    applyRevision: async ({ revision, dir, path: manifestPath }) => {
+      const root = path.join(dir, manifestPath);
+      // Diagnostics name files relative to the repository root, as a person sees them in git.
+      const result = await validatePaths([root], { baseDir: dir });
+      if (!result.valid) {
+        options.logger.warn("revision refused", { revision, errors: result.errors.length });
+        return { accepted: false, errors: result.errors };
+      }
+      const changes = await applySnapshot(options.store, result.objects, revision);
+      options.logger.info("revision applied", { revision, ...changes });
+      return { accepted: true, errors: [] };
+    },
+  });
+  return { repository, watcher };
+}

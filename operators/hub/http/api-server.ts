@@ -1,0 +1,125 @@
+// The hub's HTTP surface: a read-only Kubernetes-shaped API over the store, the source status,
+// health, metrics and the git webhook. Everything except the health probes and the webhook (which
+// carries its own HMAC signature) needs a bearer token.
+import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
+import { API_VERSION, kindByPlural } from "../../api/index.ts";
+import { isStoreError, type KubeObject, type Store } from "../../lib/store/index.ts";
+import { type Authenticator, bearerToken, type Principal } from "./auth.ts";
+import { redact } from "./redact.ts";
+
+export interface HubHttpDependencies {
+  store: Store;
+  authenticate: Authenticator;
+  /** The git source's status (revision, time, errors), served at /api/v1/source. */
+  sourceStatus: () => unknown;
+  /** Prometheus text exposition. */
+  metricsText: () => Promise<string> | string;
+  /** True once the hub has started its controllers and applied (or tried) a revision. */
+  ready: () => boolean;
+  /** POST /hooks/git, when a webhook secret is configured. */
+  gitWebhook?: RequestListener;
+  /** Extra authenticated routes (the dashboard, SSE, login), tried before the 404. */
+  extraRoutes?: (req: IncomingMessage, res: ServerResponse, url: URL) => boolean | Promise<boolean>;
+}
+
+const API_PREFIX = `/api/v1/${API_VERSION}/`;
+
+export function createHubHttpHandler(deps: HubHttpDependencies): RequestListener {
+  return (req, res) => {
+    handle(deps, req, res).catch((error: unknown) => {
+      if (!res.headersSent) sendStatus(res, 500, "InternalError", "internal error");
+      else res.destroy();
+      // A bug here must not leak internals to the client; the stack goes nowhere near the response.
+      process.emitWarning(`hub http: ${error instanceof Error ? error.message : String(error)}`);
+    });
+  };
+}
+
+async function handle(deps: HubHttpDependencies, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const url = new URL(req.url ?? "/", "http://hub.invalid");
+  const path = url.pathname;
+  if (path === "/healthz") return sendText(res, 200, "ok\n");
+  if (path === "/readyz")
+    return deps.ready() ? sendText(res, 200, "ok\n") : sendText(res, 503, "not ready\n");
+  if (path === "/hooks/git") {
+    if (!deps.gitWebhook)
+      return sendStatus(res, 404, "NotFound", "no webhook secret is configured on this hub");
+    return deps.gitWebhook(req, res);
+  }
+  if (deps.extraRoutes && (await deps.extraRoutes(req, res, url))) return;
+
+  const principal = await authenticate(deps, req);
+  if (!principal) {
+    res.setHeader("WWW-Authenticate", 'Bearer realm="rlark"');
+    return sendStatus(res, 401, "Unauthorized", "a bearer token is required (see <data-dir>/admin-token)");
+  }
+  if (req.method !== "GET" && req.method !== "HEAD") {
+    res.setHeader("Allow", "GET, HEAD");
+    return sendStatus(res, 405, "MethodNotAllowed", "the API is read-only: change objects through git");
+  }
+  if (path === "/metrics") {
+    res.writeHead(200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" });
+    res.end(await deps.metricsText());
+    return;
+  }
+  if (path === "/api/v1/source") return sendJson(res, 200, deps.sourceStatus());
+  if (path.startsWith(API_PREFIX)) return serveObjects(deps.store, path.slice(API_PREFIX.length), url, res);
+  return sendStatus(res, 404, "NotFound", `no route for ${path}`);
+}
+
+async function authenticate(deps: HubHttpDependencies, req: IncomingMessage): Promise<Principal | undefined> {
+  const token = bearerToken(req);
+  return token ? deps.authenticate(token) : undefined;
+}
+
+async function serveObjects(store: Store, rest: string, url: URL, res: ServerResponse): Promise<void> {
+  const [plural, name, ...extra] = rest.split("/").map(decodeURIComponent);
+  const info = plural ? kindByPlural(plural) : undefined;
+  if (!info || extra.length > 0)
+    return sendStatus(res, 404, "NotFound", `no resource type "${plural}" in ${API_VERSION}`);
+  const namespace = url.searchParams.get("namespace") ?? undefined;
+  try {
+    if (name) {
+      if (info.namespaced && !namespace) {
+        return sendStatus(
+          res,
+          400,
+          "BadRequest",
+          `${info.kind} is namespaced: add ?namespace=agent-<cluster>`,
+        );
+      }
+      const object = await store.get(info.kind, info.namespaced ? namespace : undefined, name);
+      if (!object) return sendStatus(res, 404, "NotFound", `${info.plural} "${name}" not found`);
+      return sendJson(res, 200, redact(object));
+    }
+    const labelSelector = url.searchParams.get("labelSelector") ?? undefined;
+    const list = await store.list(info.kind, {
+      namespace: info.namespaced ? namespace : undefined,
+      labelSelector,
+    });
+    return sendJson(res, 200, {
+      apiVersion: API_VERSION,
+      kind: `${info.kind}List`,
+      metadata: { resourceVersion: list.resourceVersion },
+      items: list.items.map((o: KubeObject) => redact(o)),
+    });
+  } catch (error) {
+    if (isStoreError(error)) return sendStatus(res, error.status, error.code, error.message);
+    throw error;
+  }
+}
+
+function sendText(res: ServerResponse, code: number, body: string) {
+  res.writeHead(code, { "content-type": "text/plain; charset=utf-8" });
+  res.end(body);
+}
+
+export function sendJson(res: ServerResponse, code: number, body: unknown) {
+  res.writeHead(code, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" });
+  res.end(JSON.stringify(body));
+}
+
+/** Errors in the shape Kubernetes clients know: a Status object. */
+export function sendStatus(res: ServerResponse, code: number, reason: string, message: string) {
+  sendJson(res, code, { apiVersion: "v1", kind: "Status", status: "Failure", reason, message, code });
+}

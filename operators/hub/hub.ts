@@ -1,0 +1,174 @@
+// Composes the hub process: store, controllers, git source, status feedback and the HTTP API.
+// Everything is built from options here; main (the CLI) only parses flags and calls startHub.
+import { mkdir } from "node:fs/promises";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { createStatusBranchWriter, type StatusBranchWriter } from "../feedback/index.ts";
+import { type Controller, type Logger, Manager } from "../lib/controller/index.ts";
+import { Registry } from "../lib/metrics/index.ts";
+import { openSqliteStore, type Store, type Watch } from "../lib/store/index.ts";
+import { createGitWebhookHttpHandler, type GitCredentials, loadWebhookSecrets } from "../source/index.ts";
+import { loadOrCreateAdminToken } from "./admin-token.ts";
+import { createHubSource, type HubSource } from "./git-source.ts";
+import { createHubHttpHandler, type HubHttpDependencies } from "./http/api-server.ts";
+import { adminTokenAuthenticator } from "./http/auth.ts";
+import { jsonLogger } from "./logger.ts";
+import { STATUS_KINDS, statusDocuments } from "./status-documents.ts";
+
+export interface HubOptions {
+  dataDir: string;
+  /** host:port for the HTTP API; port 0 picks a free one. */
+  http: string;
+  /** Git source; without it the hub serves what its store already holds. */
+  repo?: string;
+  branch?: string;
+  path?: string;
+  intervalMs?: number;
+  credentials?: GitCredentials;
+  /** Where push-webhook secrets come from (`--webhook-secret-file` or RLARK_WEBHOOK_SECRET); read per request. */
+  webhookSecretFile?: string;
+  /** Status branch for feedback commits; undefined disables them. */
+  statusBranch?: string;
+  statusDebounceMs?: number;
+  controllers?: Controller[];
+  logger?: Logger;
+  /** Extra routes (dashboard, login) mounted before the API's 404. */
+  extraRoutes?: HubHttpDependencies["extraRoutes"];
+}
+
+export interface Hub {
+  store: Store;
+  manager: Manager;
+  registry: Registry;
+  source?: HubSource;
+  statusWriter?: StatusBranchWriter;
+  adminToken: string;
+  /** http://host:port of the API. */
+  url: string;
+  stop(): Promise<void>;
+}
+
+export async function startHub(options: HubOptions): Promise<Hub> {
+  const logger = options.logger ?? jsonLogger("hub");
+  await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
+  const adminToken = await loadOrCreateAdminToken(options.dataDir);
+  const store = openSqliteStore({ dataDir: options.dataDir });
+  const registry = new Registry();
+  const manager = new Manager({ store, registry, logger });
+  for (const controller of options.controllers ?? []) manager.add(controller);
+
+  const storeObjects = registry.gauge({
+    name: "rlark_store_objects",
+    help: "Objects in the hub's store, per kind.",
+    labelNames: ["kind"],
+  });
+  registry.onCollect(async () => {
+    for (const [kind, count] of Object.entries(await store.countByKind()))
+      storeObjects.labels({ kind }).set(count);
+  });
+
+  let source: HubSource | undefined;
+  if (options.repo) {
+    source = createHubSource({
+      store,
+      dataDir: options.dataDir,
+      repo: options.repo,
+      branch: options.branch ?? "main",
+      path: options.path ?? ".",
+      intervalMs: options.intervalMs ?? 60_000,
+      credentials: options.credentials,
+      logger,
+    });
+    const revisionAge = registry.gauge({
+      name: "rlark_source_revision_age_seconds",
+      help: "Age of the applied git revision (now minus its commit time).",
+    });
+    registry.onCollect(() => {
+      const age = source?.watcher.metrics().revisionAgeSeconds;
+      if (age !== null && age !== undefined) revisionAge.set(age);
+    });
+  }
+
+  let statusWriter: StatusBranchWriter | undefined;
+  const statusWatches: Watch[] = [];
+  if (source && options.statusBranch) {
+    statusWriter = createStatusBranchWriter({
+      remote: source.repository,
+      dataDir: options.dataDir,
+      statusBranch: options.statusBranch,
+      debounceMs: options.statusDebounceMs,
+      documents: () => statusDocuments(store),
+      logger,
+    });
+    statusWriter.on("failed", (error) => logger.warn("status commit failed", { error: error.message }));
+    const resourceVersion = await store.resourceVersion();
+    for (const kind of STATUS_KINDS) {
+      statusWatches.push(await store.watch(kind, { resourceVersion }, () => statusWriter?.notify()));
+    }
+  }
+
+  let started = false;
+  const handler = createHubHttpHandler({
+    store,
+    authenticate: adminTokenAuthenticator(adminToken),
+    sourceStatus: () => source?.watcher.status() ?? { state: "None", message: "no --repo configured" },
+    metricsText: () => manager.metricsText(),
+    ready: () => started,
+    gitWebhook: source
+      ? createGitWebhookHttpHandler({
+          // Read per request so a rotated secret file takes effect at once; none configured refuses all.
+          secrets: () => loadWebhookSecrets({ file: options.webhookSecretFile }),
+          repoUrl: options.repo as string,
+          branch: options.branch ?? "main",
+          onTrigger: () => void source?.watcher.trigger(),
+          logger,
+        })
+      : undefined,
+    extraRoutes: options.extraRoutes,
+  });
+  const server = createServer(handler);
+  const { host, port } = splitHostPort(options.http);
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+  const url = `http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}`;
+
+  await manager.start();
+  await source?.watcher.start();
+  started = true;
+  logger.info("hub started", { url, dataDir: options.dataDir, repo: source?.repository.url });
+
+  return {
+    store,
+    manager,
+    registry,
+    source,
+    statusWriter,
+    adminToken,
+    url,
+    async stop() {
+      started = false;
+      await closeServer(server);
+      await source?.watcher.stop();
+      for (const watch of statusWatches) watch.stop();
+      await statusWriter?.stop({ flush: true });
+      await manager.stop();
+      await store.close();
+    },
+  };
+}
+
+export function splitHostPort(value: string): { host: string; port: number } {
+  const match = /^(?:\[([^\]]+)\]|([^:]*)):(\d+)$/.exec(value);
+  if (!match) throw new Error(`expected host:port, got "${value}"`);
+  return { host: match[1] ?? match[2] ?? "127.0.0.1", port: Number(match[3]) };
+}
+
+function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
+}

@@ -1,0 +1,193 @@
+// Applies one validated git revision to the store: every object from git is created, updated or
+// deleted in one transaction, so controllers never see half a revision.
+import { kinds } from "../api/index.ts";
+import type { ManifestObject } from "../api/validate/index.ts";
+import type { BatchOp, KubeObject, Store } from "../lib/store/index.ts";
+import { deepEqual } from "../lib/store/index.ts";
+
+/** On every object the source owns: lets the source find what it wrote last time. */
+export const MANAGED_BY_LABEL = "rlark.io/managed-by";
+export const MANAGED_BY_GIT = "git";
+/** The revision at which the object last changed in git. */
+export const SOURCE_REVISION_ANNOTATION = "rlark.io/source-revision";
+/** `path/in/repo.yaml:line` of the document the object comes from. */
+export const SOURCE_FILE_ANNOTATION = "rlark.io/source-file";
+/** On Nodes: the label and annotation keys the git overlay set, so removing one from git removes it. */
+export const OVERLAY_KEYS_ANNOTATION = "rlark.io/overlay-keys";
+
+const GIT_KINDS = kinds.filter((k) => k.writtenBy === "git").map((k) => k.kind);
+const SOURCE_ANNOTATIONS = new Set([
+  SOURCE_REVISION_ANNOTATION,
+  SOURCE_FILE_ANNOTATION,
+  OVERLAY_KEYS_ANNOTATION,
+]);
+
+export interface SnapshotChanges {
+  created: number;
+  changed: number;
+  deleted: number;
+  unchanged: number;
+}
+
+type Labels = Record<string, string>;
+
+/**
+ * Brings the store in line with `objects` (one whole revision). Only objects labelled as the
+ * source's are updated or deleted; agent-reported Nodes keep their status and observed labels,
+ * and a Node overlay removed from git is stripped from its Node rather than deleting the Node.
+ */
+export async function applySnapshot(
+  store: Store,
+  objects: readonly ManifestObject[],
+  revision: string,
+): Promise<SnapshotChanges> {
+  const changes: SnapshotChanges = { created: 0, changed: 0, deleted: 0, unchanged: 0 };
+  const ops: BatchOp[] = [];
+  const desiredKeys = new Set<string>();
+  const existing = new Map<string, KubeObject>();
+  for (const kind of GIT_KINDS) {
+    for (const object of (await store.list(kind)).items) existing.set(keyOf(object), object);
+  }
+
+  for (const manifest of objects) {
+    const desired = toStoreObject(manifest, revision);
+    const key = keyOf(desired);
+    desiredKeys.add(key);
+    const current = existing.get(key);
+    if (!current) {
+      ops.push({ op: "create", object: desired });
+      changes.created++;
+      continue;
+    }
+    const next = manifest.kind === "Node" ? mergeNodeOverlay(current, desired) : desired;
+    if (sameContent(current, next)) {
+      // Only the position in the file may have moved: keep the revision of the last real change.
+      const file = next.metadata.annotations?.[SOURCE_FILE_ANNOTATION];
+      if (current.metadata.annotations?.[SOURCE_FILE_ANNOTATION] === file) {
+        changes.unchanged++;
+        continue;
+      }
+      const revisionBefore = current.metadata.annotations?.[SOURCE_REVISION_ANNOTATION];
+      if (revisionBefore) (next.metadata.annotations as Labels)[SOURCE_REVISION_ANNOTATION] = revisionBefore;
+      changes.unchanged++;
+    } else changes.changed++;
+    ops.push({
+      op: "apply",
+      object: { ...next, metadata: { ...next.metadata, finalizers: current.metadata.finalizers } },
+    });
+  }
+
+  for (const [key, current] of existing) {
+    if (desiredKeys.has(key) || current.metadata.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY_GIT) continue;
+    if (current.metadata.deletionTimestamp) continue;
+    if (current.kind === "Node" && current.status !== undefined) {
+      ops.push({ op: "apply", object: stripNodeOverlay(current) });
+    } else {
+      ops.push({
+        op: "delete",
+        kind: current.kind,
+        namespace: current.metadata.namespace,
+        name: current.metadata.name,
+      });
+    }
+    changes.deleted++;
+  }
+  if (ops.length > 0) await store.applyBatch(ops);
+  return changes;
+}
+
+function keyOf(object: KubeObject): string {
+  return `${object.kind}/${object.metadata.namespace ?? ""}/${object.metadata.name}`;
+}
+
+function toStoreObject(manifest: ManifestObject, revision: string): KubeObject {
+  const source = manifest.object as unknown as KubeObject;
+  const metadata = source.metadata ?? { name: manifest.name };
+  const document = manifest.document;
+  return {
+    apiVersion: source.apiVersion,
+    kind: source.kind,
+    metadata: {
+      name: manifest.name,
+      ...(manifest.namespace ? { namespace: manifest.namespace } : {}),
+      labels: { ...(metadata.labels ?? {}), [MANAGED_BY_LABEL]: MANAGED_BY_GIT },
+      annotations: {
+        ...(metadata.annotations ?? {}),
+        [SOURCE_REVISION_ANNOTATION]: revision,
+        [SOURCE_FILE_ANNOTATION]: `${document.file}:${document.start.line}`,
+      },
+    },
+    ...(source.spec === undefined ? {} : { spec: source.spec }),
+  };
+}
+
+/** Compares what git controls, ignoring the source's own bookkeeping annotations. */
+function sameContent(a: KubeObject, b: KubeObject): boolean {
+  const strip = (annotations: Labels | undefined) =>
+    Object.fromEntries(Object.entries(annotations ?? {}).filter(([k]) => !SOURCE_ANNOTATIONS.has(k)));
+  return (
+    deepEqual(a.spec ?? null, b.spec ?? null) &&
+    deepEqual(a.metadata.labels ?? {}, b.metadata.labels ?? {}) &&
+    deepEqual(strip(a.metadata.annotations), strip(b.metadata.annotations))
+  );
+}
+
+interface OverlayKeys {
+  labels: string[];
+  annotations: string[];
+}
+
+function overlayKeys(object: KubeObject): OverlayKeys {
+  try {
+    const parsed = JSON.parse(
+      object.metadata.annotations?.[OVERLAY_KEYS_ANNOTATION] ?? "{}",
+    ) as Partial<OverlayKeys>;
+    return { labels: parsed.labels ?? [], annotations: parsed.annotations ?? [] };
+  } catch {
+    return { labels: [], annotations: [] };
+  }
+}
+
+/** Observed labels stay; the overlay's keys are set, and keys an earlier overlay set but this one drops go. */
+function mergeNodeOverlay(current: KubeObject, desired: KubeObject): KubeObject {
+  const before = overlayKeys(current);
+  const merge = (observed: Labels | undefined, overlay: Labels | undefined, dropped: string[]) => {
+    const out: Labels = { ...(observed ?? {}) };
+    for (const key of dropped) delete out[key];
+    return { ...out, ...(overlay ?? {}) };
+  };
+  const gitLabels = desired.metadata.labels ?? {};
+  const gitAnnotations = Object.fromEntries(
+    Object.entries(desired.metadata.annotations ?? {}).filter(([k]) => !SOURCE_ANNOTATIONS.has(k)),
+  );
+  const keys: OverlayKeys = {
+    labels: Object.keys(gitLabels).sort(),
+    annotations: Object.keys(gitAnnotations).sort(),
+  };
+  return {
+    ...desired,
+    metadata: {
+      ...desired.metadata,
+      labels: merge(current.metadata.labels, gitLabels, before.labels),
+      annotations: {
+        ...merge(current.metadata.annotations, desired.metadata.annotations, before.annotations),
+        [OVERLAY_KEYS_ANNOTATION]: JSON.stringify(keys),
+      },
+    },
+    spec: {
+      ...((current.spec as object | undefined) ?? {}),
+      ...((desired.spec as object | undefined) ?? {}),
+    },
+  };
+}
+
+function stripNodeOverlay(current: KubeObject): KubeObject {
+  const keys = overlayKeys(current);
+  const labels = { ...(current.metadata.labels ?? {}) };
+  for (const key of [...keys.labels, MANAGED_BY_LABEL]) delete labels[key];
+  const annotations = { ...(current.metadata.annotations ?? {}) };
+  for (const key of [...keys.annotations, ...SOURCE_ANNOTATIONS]) delete annotations[key];
+  const spec = { ...((current.spec as Record<string, unknown> | undefined) ?? {}) };
+  delete spec.unschedulable;
+  return { ...current, metadata: { ...current.metadata, labels, annotations }, spec };
+}
