@@ -23,7 +23,7 @@ export interface DomainPeerSpec {
   key: string;
   /** Prefix length of the Domain's CIDR. */
   prefixLen: number;
-  /** Every pod of the Domain, in every cluster, ordered by ip. */
+  /** The Domain's pods in this cluster, ordered by ip (traffic to the Domain's other addresses goes through the hub). */
   pods?: DomainPeerPod[];
 }
 

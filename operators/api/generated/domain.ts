@@ -39,6 +39,8 @@ export interface IPAllocation {
 export interface DomainStatus {
   /** Allocated virtual IPs, ordered by IP. */
   ipAllocations?: IPAllocation[];
+  /** Virtual IPs whose pods are gone, oldest release first: free again, but handed back to the same job/task/pod if it returns before another workload needs the address. */
+  releasedAllocations?: IPAllocation[];
   /** The Domain's X.509 certificate, PEM (public part only). */
   certificate?: string;
   /** metadata.generation this status reflects. */
