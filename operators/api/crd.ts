@@ -21,8 +21,9 @@ const KEPT = new Set([
   "maximum",
   "minItems",
   "maxItems",
-  "default",
 ]);
+// `default` is left out on purpose: the apiserver would fill defaults in on write, so an object
+// stored in the Kubernetes backend would differ from the same object in SQLite or in git.
 
 interface PrinterColumn {
   name: string;
