@@ -10,11 +10,12 @@ export interface Clock {
   clearTimeout(timer: TimerId): void;
 }
 
+// Timers are not unref'd: a pending retry keeps the process alive, as it should; whoever
+// starts timers clears them on stop.
 export const systemClock: Clock = {
   now: () => Date.now(),
   setTimeout(callback, ms) {
     const handle = setTimeout(callback, ms);
-    handle.unref?.();
     return { id: Number(handle[Symbol.toPrimitive]()) };
   },
   clearTimeout(timer) {

@@ -30,6 +30,7 @@ export class Manager {
   #metrics: ControllerMetrics;
   #runners = new Map<string, ControllerRunner>();
   #started = false;
+  #ready = false;
   #stopped = false;
 
   constructor(options: ManagerOptions) {
@@ -121,6 +122,7 @@ export class Manager {
     if (this.#started) throw new Error("the manager was already started");
     this.#started = true;
     await Promise.all([...this.#runners.values()].map((r) => r.start()));
+    this.#ready = true;
   }
 
   /** Stops every controller; with drain (default) queued keys are reconciled first. */
@@ -128,6 +130,22 @@ export class Manager {
     if (this.#stopped) return;
     this.#stopped = true;
     await Promise.all([...this.#runners.values()].map((r) => r.stop(options)));
+  }
+
+  /** True between start() resolving and stop() (for /readyz). */
+  get running(): boolean {
+    return this.#ready && !this.#stopped;
+  }
+
+  /** One line per controller, for status pages. */
+  controllers(): { name: string; kind: string; queueDepth: number; processing: number; delayed: number }[] {
+    return [...this.#runners.values()].map((r) => ({
+      name: r.controller.name,
+      kind: r.controller.kind,
+      queueDepth: r.queue.length,
+      processing: r.queue.processing,
+      delayed: r.queue.delayed,
+    }));
   }
 
   /** Keys waiting for a worker in the named controller. */

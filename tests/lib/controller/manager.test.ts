@@ -291,7 +291,11 @@ t.test("duplicate controller names and adds after start are refused", async (t) 
   const m = new Manager({ store, clock });
   m.add(recording());
   t.throws(() => m.add(recording()), /already added/);
+  t.notOk(m.running);
   await m.start();
+  t.ok(m.running);
+  t.same(m.controllers(), [{ name: "job", kind: "Job", queueDepth: 0, processing: 0, delayed: 0 }]);
   t.throws(() => m.add(recording("other")), /before the manager starts/);
   await m.stop();
+  t.notOk(m.running);
 });
