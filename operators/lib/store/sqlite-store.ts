@@ -4,7 +4,7 @@
 // fails alone; an applyBatch is one savepoint, so all of it or none.
 
 import { randomUUID } from "node:crypto";
-import { mkdirSync } from "node:fs";
+import { chmodSync, closeSync, mkdirSync, openSync } from "node:fs";
 import { join } from "node:path";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { type Clock, systemClock } from "../clock.ts";
@@ -136,6 +136,10 @@ export class SqliteStore implements Store {
     this.#clock = options.clock ?? systemClock;
     this.#retention = options.eventRetention ?? 10_000;
     this.#newUid = options.newUid ?? randomUUID;
+    // Objects may carry credentials (Users' keys, tokens): owner-only, and SQLite gives its WAL
+    // and shared-memory files the same mode as the database file.
+    closeSync(openSync(this.file, "a", 0o600));
+    chmodSync(this.file, 0o600);
     this.#db = new DatabaseSync(this.file);
     const db = this.#db;
     db.exec("PRAGMA journal_mode = WAL");

@@ -323,3 +323,12 @@ t.test("a second Foreground delete of an object waiting for dependents writes no
   const second = await store.delete("Job", "", "a", { propagation: "Foreground" });
   t.equal(second.metadata.resourceVersion, first.metadata.resourceVersion);
 });
+
+t.test("the database and its WAL are readable by the owner only", async (t) => {
+  const { store, dir } = tempStore(t);
+  await store.create(job("a"));
+  const { statSync } = await import("node:fs");
+  for (const file of ["store.db", "store.db-wal"]) {
+    t.equal(statSync(`${dir}/${file}`).mode & 0o777, 0o600, file);
+  }
+});

@@ -1,0 +1,37 @@
+import t from "tap";
+import { FakeClock, systemClock } from "../../operators/lib/clock.ts";
+
+t.test("the system clock fires timers and cancels them", async (t) => {
+  const fired: string[] = [];
+  const cancelled = systemClock.setTimeout(() => fired.push("cancelled"), 1);
+  systemClock.clearTimeout(cancelled);
+  await new Promise<void>((resolve) => {
+    systemClock.setTimeout(() => {
+      fired.push("kept");
+      resolve();
+    }, 2);
+  });
+  // A later timer has fired, so the cancelled one (due earlier) would have fired too.
+  t.same(fired, ["kept"]);
+  t.ok(Math.abs(systemClock.now() - Date.now()) < 1000);
+});
+
+t.test("a fake clock fires due timers in order when advanced, and only then", async (t) => {
+  const clock = new FakeClock(1000);
+  const fired: string[] = [];
+  clock.setTimeout(() => fired.push("b"), 20);
+  clock.setTimeout(() => fired.push("a"), 10);
+  const c = clock.setTimeout(() => fired.push("c"), 10);
+  clock.setTimeout(() => {
+    fired.push("d");
+    clock.setTimeout(() => fired.push("e (set while firing)"), 5);
+  }, 15);
+  clock.clearTimeout(c);
+  t.same(clock.pendingDelays(), [10, 15, 20]);
+  clock.advance(9);
+  t.same(fired, []);
+  clock.advance(11);
+  t.same(fired, ["a", "d", "b", "e (set while firing)"]);
+  t.equal(clock.now(), 1020);
+  t.equal(clock.pending, 0);
+});
