@@ -131,7 +131,12 @@ function translate(error: AjvError, root: unknown): SchemaViolation {
     default:
       break;
   }
-  if (custom) return { path, rule: ruleFor(error.keyword), message: `${custom} (got ${got()})` };
+  // A schema's own message explains its pattern; a length limit is clearer said as a length
+  // (except a limit of 0, which is how a schema forbids a value).
+  const lengthLimit = error.keyword === "maxLength" || error.keyword === "minLength";
+  if (custom && (!lengthLimit || params.limit === 0)) {
+    return { path, rule: ruleFor(error.keyword), message: `${custom} (got ${got()})` };
+  }
   const limit = params.limit;
   const messages: Record<string, () => string> = {
     pattern: () => `must match ${String(params.pattern)} (got ${got()})`,
@@ -260,11 +265,13 @@ export function sortViolations(violations: SchemaViolation[]): SchemaViolation[]
 
 export function toViolations(errors: readonly ErrorObject[], root: unknown): SchemaViolation[] {
   const folded = fold(errors as AjvError[], root);
+  // An empty string also fails its pattern; "must not be empty" says all there is to say.
+  const empty = new Set(folded.filter((v) => v.rule === "schema/min-length").map((v) => v.path));
   const seen = new Set<string>();
   const unique: SchemaViolation[] = [];
   for (const v of folded) {
     const key = `${v.path}\u0000${v.rule}\u0000${v.message}`;
-    if (seen.has(key)) continue;
+    if (seen.has(key) || (v.rule === "schema/pattern" && empty.has(v.path))) continue;
     seen.add(key);
     unique.push(v);
   }

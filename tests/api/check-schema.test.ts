@@ -443,3 +443,25 @@ t.test("a Raw task's artifact must carry its SHA-256", async (t) => {
     ['must be 64 lowercase hexadecimal digits (got "ABC")'],
   );
 });
+
+t.test("a name that is too long is told its length, not the character rules", async (t) => {
+  const job = seedJob();
+  const name = "a".repeat(70);
+  (job.metadata as Doc).name = name;
+  t.same(checkSchema(job), [
+    { path: "/metadata/name", rule: "schema/max-length", message: "must be at most 63 characters (got 70)" },
+  ]);
+  const cluster = seedObject("Cluster");
+  (cluster.metadata as Doc).name = "c".repeat(60);
+  t.same(checkSchema(cluster), [
+    { path: "/metadata/name", rule: "schema/max-length", message: "must be at most 57 characters (got 60)" },
+  ]);
+});
+
+t.test("an empty name is one violation, not also a pattern mismatch", async (t) => {
+  const domain = seedObject("Domain");
+  (domain.metadata as Doc).name = "";
+  t.same(checkSchema(domain), [
+    { path: "/metadata/name", rule: "schema/min-length", message: "must not be empty" },
+  ]);
+});
