@@ -221,6 +221,10 @@ export class Replica {
       return;
     }
     this.#child = child;
+    // An unhandled "error" event would take the whole agent down with it.
+    child.on("error", (error) =>
+      this.#ctx.logger.warn("process error", { pod: this.key, error: error.message }),
+    );
     child.once("exit", (code, signal) => {
       if (this.#child === child) this.#child = undefined;
       if (!this.#detached) this.#exited(code, signal);

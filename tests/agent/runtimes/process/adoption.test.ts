@@ -1,21 +1,14 @@
 import { spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import t, { type Test } from "tap";
+import t from "tap";
 import { wrapperArgs } from "../../../../operators/agent/runtimes/process/launch.ts";
 import type { RuntimeTask } from "../../../../operators/agent/runtimes/types.ts";
-import { isAlive, processesWith, rawTask, waitFor } from "./helpers.ts";
+import { isAlive, processesWith, rawTask, tempDir, waitFor } from "./helpers.ts";
 import { openRuntime, pod, waitForPod } from "./runtime-helpers.ts";
 
 const agentScript = fileURLToPath(new URL("./fixtures/agent.ts", import.meta.url));
-
-function stateDir(t: Test): string {
-  const dir = mkdtempSync(join(tmpdir(), "rlark-adopt-"));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
 
 /** Runs an agent in its own process until its pods run, then kills it with SIGKILL (no cleanup). */
 async function runAgentAndKillIt(dir: string, tasks: RuntimeTask[]): Promise<void> {
@@ -45,7 +38,7 @@ const exitOnFile = (file: string, code: number, marker: string) => [
 ];
 
 t.test("a new runtime adopts the running processes: no duplicates, exits still seen", async (t) => {
-  const dir = stateDir(t);
+  const dir = tempDir(t);
   const go = join(dir, "go");
   const svcMarker = `adopt-svc-${process.pid}`;
   const jobMarker = `adopt-job-${process.pid}`;
@@ -96,7 +89,7 @@ t.test("a new runtime adopts the running processes: no duplicates, exits still s
 });
 
 t.test("a new runtime reaps Tasks no longer desired and learns how processes ended meanwhile", async (t) => {
-  const dir = stateDir(t);
+  const dir = tempDir(t);
   const go = join(dir, "go");
   const keepMarker = `reap-keep-${process.pid}`;
   const dropMarker = `reap-drop-${process.pid}`;
@@ -125,7 +118,7 @@ t.test("a new runtime reaps Tasks no longer desired and learns how processes end
 });
 
 t.test("a Job that finished before the agent restarted is not run again", async (t) => {
-  const dir = stateDir(t);
+  const dir = tempDir(t);
   const runs = join(dir, "runs");
   const job = rawTask("once", { kind: "Job", command: ["sh", "-c", `echo run >> ${runs}`] });
   {
@@ -141,7 +134,7 @@ t.test("a Job that finished before the agent restarted is not run again", async 
 });
 
 t.test("a process started under the state dir that no record accounts for is killed on open", async (t) => {
-  const dir = stateDir(t);
+  const dir = tempDir(t);
   const marker = `stray-${process.pid}`;
   const stray = spawn(
     "/bin/sh",
@@ -165,7 +158,7 @@ t.test("a process started under the state dir that no record accounts for is kil
 });
 
 t.test("a second agent on a state dir in use is refused; a dead agent's lock is taken over", async (t) => {
-  const dir = stateDir(t);
+  const dir = tempDir(t);
   const holder = spawn(
     process.execPath,
     [agentScript, dir, JSON.stringify([rawTask("idle", { command: forever(`lock-${process.pid}`) })])],

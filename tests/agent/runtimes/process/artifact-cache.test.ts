@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import t, { type Test } from "tap";
 import { ArtifactCache, ArtifactError } from "../../../../operators/agent/runtimes/process/artifact-cache.ts";
+import { tempDir } from "./helpers.ts";
 
 const body = "#!/bin/sh\necho hello\n";
 const digest = createHash("sha256").update(body).digest("hex");
@@ -24,7 +25,7 @@ async function serve(t: Test): Promise<{ base: string; hits: () => number }> {
 
 t.test("an artifact with the right digest is cached once, executable", async (t) => {
   const { base, hits } = await serve(t);
-  const cache = new ArtifactCache({ dir: t.testdir() });
+  const cache = new ArtifactCache({ dir: tempDir(t) });
   const [a, b] = await Promise.all([
     cache.get({ url: `${base}/tool`, sha256: digest }),
     cache.get({ url: `${base}/tool`, sha256: digest }),
@@ -39,7 +40,7 @@ t.test("an artifact with the right digest is cached once, executable", async (t)
 
 t.test("a digest mismatch fails and leaves nothing in the cache", async (t) => {
   const { base } = await serve(t);
-  const dir = t.testdir();
+  const dir = tempDir(t);
   const cache = new ArtifactCache({ dir });
   const wrong = "0".repeat(64);
   const error = await cache.get({ url: `${base}/tool`, sha256: wrong }).catch((e: unknown) => e);
@@ -55,14 +56,14 @@ t.test("a digest mismatch fails and leaves nothing in the cache", async (t) => {
 
 t.test("an HTTP error is a download failure, not a mismatch", async (t) => {
   const { base } = await serve(t);
-  const cache = new ArtifactCache({ dir: t.testdir() });
+  const cache = new ArtifactCache({ dir: tempDir(t) });
   const error = await cache.get({ url: `${base}/missing`, sha256: digest }).catch((e: unknown) => e);
   t.equal((error as ArtifactError).reason, "ArtifactDownloadFailed");
   t.match((error as Error).message, /404/);
 });
 
 t.test("file:// URLs are read from disk and verified the same way", async (t) => {
-  const dir = t.testdir();
+  const dir = tempDir(t);
   const source = join(dir, "local-tool");
   writeFileSync(source, body);
   const cache = new ArtifactCache({ dir: join(dir, "cache") });

@@ -1,8 +1,21 @@
 // Shared by the process runtime tests: real scripts on disk, bounded polling, /proc counting.
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Test } from "tap";
 import { wrapperScript } from "../../../../operators/agent/runtimes/process/launch.ts";
 import type { RawWorkload, RuntimeTask } from "../../../../operators/agent/runtimes/types.ts";
+
+/**
+ * A fresh directory of the test's own, removed after it (teardowns run last-in, first-out, so after
+ * any runtime opened later). Not t.testdir(): its fixed path under .tap/ collides when two test runs
+ * share the working tree, and a second call wipes what the test already wrote there.
+ */
+export function tempDir(t: Test): string {
+  const dir = mkdtempSync(join(tmpdir(), "rlark-process-test-"));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
 
 /** Polls until `check` returns a value other than undefined/false, or fails after `timeoutMs`. */
 export async function waitFor<T>(

@@ -2,9 +2,10 @@ import { appendFileSync, existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
 import { readLog, rotateIfLarge } from "../../../../operators/agent/runtimes/process/log-file.ts";
+import { tempDir } from "./helpers.ts";
 
 t.test("a log past its size limit rotates, keeping N files, newest as .1", async (t) => {
-  const dir = t.testdir();
+  const dir = tempDir(t);
   const log = join(dir, "output.log");
   const rotation = { maxBytes: 10, keep: 2 };
   for (const round of ["a", "b", "c", "d"]) {
@@ -20,7 +21,7 @@ t.test("a log past its size limit rotates, keeping N files, newest as .1", async
 });
 
 t.test("reading the tail spans rotated files in order", async (t) => {
-  const dir = t.testdir();
+  const dir = tempDir(t);
   const log = join(dir, "output.log");
   appendFileSync(`${log}.2`, "1\n2\n");
   appendFileSync(`${log}.1`, "3\n4\n");

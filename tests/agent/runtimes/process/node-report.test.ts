@@ -5,10 +5,10 @@ import {
   probeGpus,
   reportNode,
 } from "../../../../operators/agent/runtimes/process/node-report.ts";
-import { script } from "./helpers.ts";
+import { script, tempDir } from "./helpers.ts";
 
 t.test("the machine is reported with its CPUs, memory and configured labels", async (t) => {
-  const dir = t.testdir();
+  const dir = tempDir(t);
   const node = await reportNode({
     name: "edge-01",
     labels: { "rlark.io/node-category-robot": "true" },
@@ -37,7 +37,7 @@ t.test("the machine is reported with its CPUs, memory and configured labels", as
 });
 
 t.test("GPUs listed by nvidia-smi become capacity and a model annotation", async (t) => {
-  const dir = t.testdir();
+  const dir = tempDir(t);
   const fake = script(
     dir,
     "nvidia-smi",

@@ -1,14 +1,11 @@
 // Opens a ProcessRuntime with every delay shortened to milliseconds, torn down with the test.
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import type { Test } from "tap";
 import {
   ProcessRuntime,
   type ProcessRuntimeOptions,
 } from "../../../../operators/agent/runtimes/process/index.ts";
 import type { ObservedPod } from "../../../../operators/agent/runtimes/types.ts";
-import { waitFor } from "./helpers.ts";
+import { tempDir, waitFor } from "./helpers.ts";
 
 export const fastOptions = {
   nodeName: "test-node",
@@ -24,14 +21,9 @@ export async function openRuntime(
   t: Test,
   options: Partial<ProcessRuntimeOptions> = {},
 ): Promise<{ runtime: ProcessRuntime; stateDir: string }> {
-  // Not t.testdir(): a second call would wipe the directory the test already wrote scripts into.
-  const ownDir = options.stateDir === undefined;
-  const stateDir = options.stateDir ?? mkdtempSync(join(tmpdir(), "rlark-process-"));
+  const stateDir = options.stateDir ?? tempDir(t);
   const runtime = await ProcessRuntime.open({ ...fastOptions, ...options, stateDir });
-  t.teardown(async () => {
-    await runtime.stop({ terminatePods: true });
-    if (ownDir) rmSync(stateDir, { recursive: true, force: true });
-  });
+  t.teardown(() => runtime.stop({ terminatePods: true }));
   return { runtime, stateDir };
 }
 

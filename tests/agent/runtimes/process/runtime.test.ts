@@ -4,7 +4,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import t from "tap";
-import { isAlive, processesWith, rawTask, script, waitFor } from "./helpers.ts";
+import { isAlive, processesWith, rawTask, script, tempDir, waitFor } from "./helpers.ts";
 import { openRuntime, pod, waitForPod } from "./runtime-helpers.ts";
 
 t.test("a Raw Job that exits 0 ends Succeeded and is not restarted", async (t) => {
@@ -39,7 +39,7 @@ t.test("a Raw Job killed by a signal ends Failed with the signal as reason", asy
 });
 
 t.test("a crashing Deployment is restarted with growing backoff and its restarts counted", async (t) => {
-  const dir = t.testdir();
+  const dir = tempDir(t);
   const runs = join(dir, "runs");
   const { runtime } = await openRuntime(t);
   const reasons = new Set<string>();
@@ -97,7 +97,7 @@ t.test(
 );
 
 t.test("an artifact is downloaded, verified and run; a wrong digest fails and nothing runs", async (t) => {
-  const dir = t.testdir();
+  const dir = tempDir(t);
   const marker = join(dir, "ran");
   const tool = `#!/bin/sh\necho "ran $0 $RLARK_ARTIFACT" >> ${marker}\n`;
   const digest = createHash("sha256").update(tool).digest("hex");
@@ -124,7 +124,7 @@ t.test("an artifact is downloaded, verified and run; a wrong digest fails and no
 });
 
 t.test("stopping a pod sends SIGTERM to its process group", async (t) => {
-  const dir = t.testdir();
+  const dir = tempDir(t);
   const got = join(dir, "got");
   const marker = `term-child-${process.pid}`;
   const { runtime } = await openRuntime(t);
@@ -146,7 +146,7 @@ t.test("stopping a pod sends SIGTERM to its process group", async (t) => {
 });
 
 t.test("a process that ignores SIGTERM is killed after the grace period", async (t) => {
-  const dir = t.testdir();
+  const dir = tempDir(t);
   const stubborn = script(
     dir,
     "stubborn.mjs",
@@ -314,7 +314,7 @@ t.test("a failed artifact download leaves the pod Pending and is retried until i
 });
 
 t.test("a Task's own termination grace period overrides the runtime's", async (t) => {
-  const dir = t.testdir();
+  const dir = tempDir(t);
   const stubborn = script(dir, "stubborn.sh", "#!/bin/sh\ntrap '' TERM\nwhile :; do sleep 0.02; done\n");
   // The runtime would wait a minute; the Task asks for 0.3 s.
   const { runtime } = await openRuntime(t, { terminationGracePeriodMs: 60_000 });
