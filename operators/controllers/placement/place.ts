@@ -1,0 +1,243 @@
+// Gang placement of one Job: a cluster for every task, or none at all with the reason in words.
+// Pure: reads the views it is given, mutates nothing, same input → same answer.
+
+import { formatSelector, matches } from "../../lib/store/index.ts";
+import type { ClusterView, NodeView } from "./cluster-view.ts";
+import { type Amounts, fitCount, formatAmount, formatRequest, POD_COUNT, shortfall } from "./resources.ts";
+import { type PlacementTask, runtimesFor } from "./task-requirements.ts";
+
+export interface NodeAssignment {
+  node: string;
+  replicas: number;
+}
+
+export interface TaskPlacement {
+  task: string;
+  cluster: string;
+  /** Where the replicas were counted (the cluster's own scheduler makes the final choice). */
+  nodes: NodeAssignment[];
+  /** One replica's request, as reserved on each assigned node. */
+  request: Amounts;
+}
+
+export type PlacementResult =
+  | { placed: true; tasks: TaskPlacement[] }
+  | { placed: false; task: string; reason: "Unschedulable"; message: string };
+
+export interface PlaceJobInput {
+  tasks: readonly PlacementTask[];
+  /** Clusters with their nodes (each cluster's nodes sorted by name). */
+  clusters: readonly ClusterView[];
+  /** Search steps before giving up on finding a combination (default 10,000). */
+  budget?: number;
+}
+
+/** Job-local consumption on top of the views' free figures. */
+type Used = Map<NodeView, Record<string, number>>;
+
+interface Fit {
+  cluster: ClusterView;
+  nodes: { node: NodeView; replicas: number }[];
+  score: number;
+}
+
+function freeOf(node: NodeView, used: Used): Amounts {
+  const taken = used.get(node);
+  if (!taken) return node.free;
+  const free: Record<string, number> = { ...node.free };
+  for (const [name, value] of Object.entries(taken))
+    if (name in free) free[name] = (free[name] as number) - value;
+  return free;
+}
+
+function consume(used: Used, fit: Fit, request: Amounts, sign: 1 | -1): void {
+  for (const { node, replicas } of fit.nodes) {
+    const taken = used.get(node) ?? {};
+    for (const [name, value] of Object.entries(request))
+      taken[name] = (taken[name] ?? 0) + sign * value * replicas;
+    used.set(node, taken);
+  }
+}
+
+function matchesNodeSelector(node: NodeView, selector: Readonly<Record<string, string>>): boolean {
+  for (const key in selector) if (node.labels[key] !== selector[key]) return false;
+  return true;
+}
+
+function clusterRefusal(task: PlacementTask, cluster: ClusterView): string | undefined {
+  if (!cluster.online) return "Offline";
+  if (!runtimesFor(task.agentType).includes(cluster.runtime)) {
+    return `runtime ${cluster.runtime || "unknown"} does not run ${task.agentType} tasks`;
+  }
+  if (task.clusterSelector && !matches(task.clusterSelector, cluster.labels)) {
+    return "does not match the clusterSelector";
+  }
+  return undefined;
+}
+
+/** Where the task's replicas fit in the cluster, or the per-node reasons they do not. */
+function fitCluster(task: PlacementTask, cluster: ClusterView, used: Used): Fit | { problems: string[] } {
+  const nodes: { node: NodeView; replicas: number }[] = [];
+  const problems: string[] = [];
+  let unmatched = 0;
+  let remaining = task.replicas;
+  for (const node of cluster.nodes) {
+    if (!matchesNodeSelector(node, task.nodeSelector)) {
+      unmatched++;
+      continue;
+    }
+    if (!node.schedulable) {
+      problems.push(`${node.name} cordoned`);
+      continue;
+    }
+    if (!node.ready) {
+      problems.push(`${node.name} not Ready`);
+      continue;
+    }
+    if (!task.daemonSet && remaining <= 0) break;
+    const free = freeOf(node, used);
+    const count = fitCount(task.request, free);
+    if (count <= 0) {
+      const short = shortfall(task.request, free) ?? POD_COUNT;
+      const have = Math.max(0, free[short] ?? 0);
+      const of = node.allocatable[short] ?? 0;
+      problems.push(
+        `${node.name} has ${formatAmount(short, have)} of ${formatAmount(short, of)} ${short} free`,
+      );
+      continue;
+    }
+    if (task.daemonSet) {
+      nodes.push({ node, replicas: 1 });
+      continue;
+    }
+    const take = Math.min(count, remaining);
+    nodes.push({ node, replicas: take });
+    remaining -= take;
+  }
+  const enough = task.daemonSet ? nodes.length > 0 : remaining <= 0;
+  if (enough) return { cluster, nodes, score: freeScore(task, cluster, used) };
+  if (!task.daemonSet && nodes.length > 0) {
+    problems.unshift(`room for ${task.replicas - remaining} of ${task.replicas} replicas`);
+  }
+  if (cluster.nodes.length === 0) problems.push("no nodes reported");
+  else if (unmatched === cluster.nodes.length)
+    problems.push(`none of ${unmatched} nodes match the nodeSelector`);
+  return { problems };
+}
+
+/**
+ * "Most free resources": the free share, summed over the resources the task asks for (cpu and
+ * memory always count), across the cluster's usable nodes before this task is added.
+ */
+function freeScore(task: PlacementTask, cluster: ClusterView, used: Used): number {
+  const names = new Set(["cpu", "memory"]);
+  for (const name in task.request) if (name !== POD_COUNT) names.add(name);
+  let score = 0;
+  for (const name of names) {
+    let free = 0;
+    let total = 0;
+    for (const node of cluster.nodes) {
+      if (!node.schedulable || !node.ready) continue;
+      total += node.allocatable[name] ?? 0;
+      free += Math.max(0, freeOf(node, used)[name] ?? 0);
+    }
+    if (total > 0) score += free / total;
+  }
+  return score;
+}
+
+const MAX_DETAILS = 6;
+
+function unplaceable(task: PlacementTask, refusals: [string, string][]): string {
+  const selector = formatSelector({
+    requirements: Object.keys(task.nodeSelector)
+      .sort()
+      .map((key) => ({ key, operator: "In" as const, values: [task.nodeSelector[key] as string] })),
+  });
+  const request = formatRequest(task.request);
+  let want = "a schedulable node";
+  if (selector) want += ` matching ${selector}`;
+  if (request) want += ` with ${request} free`;
+  if (task.daemonSet) want += " for its DaemonSet";
+  else if (task.replicas > 1) want += ` for each of ${task.replicas} replicas`;
+  const details = refusals.slice(0, MAX_DETAILS).map(([cluster, why]) => `${cluster}: ${why}`);
+  if (refusals.length > MAX_DETAILS) details.push(`${refusals.length - MAX_DETAILS} more clusters`);
+  const tail = details.length > 0 ? details.join("; ") : "no clusters are registered";
+  return `task ${task.name}: no Online cluster has ${want} (${tail})`;
+}
+
+function candidates(task: PlacementTask, clusters: readonly ClusterView[], used: Used): Fit[] | string {
+  const fits: Fit[] = [];
+  const refusals: [string, string][] = [];
+  const grouped = new Map<string, string[]>();
+  for (const cluster of clusters) {
+    const refusal = clusterRefusal(task, cluster);
+    if (refusal) {
+      grouped.set(refusal, [...(grouped.get(refusal) ?? []), cluster.name]);
+      continue;
+    }
+    const fit = fitCluster(task, cluster, used);
+    if ("problems" in fit) refusals.push([cluster.name, fit.problems.slice(0, 4).join(", ")]);
+    else fits.push(fit);
+  }
+  if (fits.length > 0) {
+    return fits.sort((a, b) => b.score - a.score || (a.cluster.name < b.cluster.name ? -1 : 1));
+  }
+  // Node-level reasons first: they say what to change; cluster-level ones are grouped.
+  for (const [why, names] of grouped) {
+    refusals.push(
+      names.length === 1 ? [names[0] as string, why] : [`${names.length} clusters (${names[0]}, ...)`, why],
+    );
+  }
+  return unplaceable(task, refusals);
+}
+
+/**
+ * A cluster for every task of one Job, or none. Each task goes to the cluster with the most
+ * free resources that fits it (ties by name); when a later task fits nowhere because of the
+ * choices for earlier ones, other choices are tried (depth first, within `budget` steps).
+ */
+export function placeJob(input: PlaceJobInput): PlacementResult {
+  const clusters = [...input.clusters].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const used: Used = new Map();
+  const chosen: Fit[] = [];
+  let budget = input.budget ?? 10_000;
+  let firstFailure: { task: string; message: string } | undefined;
+
+  const search = (i: number): boolean => {
+    const task = input.tasks[i];
+    if (!task) return true;
+    const options = candidates(task, clusters, used);
+    budget--;
+    if (typeof options === "string") {
+      firstFailure ??= { task: task.name, message: options };
+      return false;
+    }
+    for (const fit of options) {
+      consume(used, fit, task.request, 1);
+      chosen.push(fit);
+      if (search(i + 1)) return true;
+      chosen.pop();
+      consume(used, fit, task.request, -1);
+      if (budget <= 0) return false;
+    }
+    return false;
+  };
+
+  if (search(0)) {
+    return {
+      placed: true,
+      tasks: chosen.map((fit, i) => {
+        const task = input.tasks[i] as PlacementTask;
+        return {
+          task: task.name,
+          cluster: fit.cluster.name,
+          nodes: fit.nodes.map(({ node, replicas }) => ({ node: node.name, replicas })),
+          request: task.request,
+        };
+      }),
+    };
+  }
+  const failure = firstFailure ?? { task: input.tasks[0]?.name ?? "", message: "no placement found" };
+  return { placed: false, task: failure.task, reason: "Unschedulable", ...{ message: failure.message } };
+}

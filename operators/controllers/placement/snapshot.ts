@@ -1,0 +1,221 @@
+// An in-memory picture of the pool, kept current from watch events, so placing a Job costs
+// O(tasks × clusters × nodes) without listing Nodes: each node's free resources are computed
+// once per change, not once per Job.
+//
+// Reservations close the gap between "placed" and "the node reports it": a Task whose pods are
+// not yet observed running holds its request on the nodes placement counted it on. They are
+// taken synchronously with the placement decision, so two reconciles in one process never
+// book the same room.
+
+import type { Cluster, Node, Task } from "../../api/index.ts";
+import type { Store } from "../../lib/store/index.ts";
+import { type ClusterView, clusterOfNamespace, type NodeView, nodeBase } from "./cluster-view.ts";
+import { type NodeAssignment, placeJob, type TaskPlacement } from "./place.ts";
+import type { Amounts } from "./resources.ts";
+import { placementTask } from "./task-requirements.ts";
+
+interface NodeState {
+  base: ReturnType<typeof nodeBase>;
+  resourceVersion: number;
+  /** Reserved on this node, by reservation key. */
+  reserved: Map<string, Amounts>;
+  view: NodeView | undefined;
+}
+
+interface Reservation {
+  cluster: string;
+  nodes: { node: string; amounts: Amounts }[];
+}
+
+/** A Task's placement is not yet in its nodes' reports while it has not started. */
+export function holdsReservation(task: Task): boolean {
+  if (task.metadata.deletionTimestamp) return false;
+  const phase = task.status?.phase;
+  return phase === undefined || phase === "Pending" || phase === "Unknown";
+}
+
+function rv(object: { metadata: { resourceVersion?: string } }): number {
+  return Number(object.metadata.resourceVersion ?? 0);
+}
+
+export class PlacementSnapshot {
+  #clusters = new Map<string, { object: Cluster; resourceVersion: number }>();
+  #nodes = new Map<string, Map<string, NodeState>>();
+  #reservations = new Map<string, Reservation>();
+  #views = new Map<string, ClusterView>();
+  #sorted: ClusterView[] | undefined;
+  #loaded: Promise<void> | undefined;
+
+  /** Fills the snapshot from the store once (later calls wait for the same load). */
+  load(store: Store): Promise<void> {
+    this.#loaded ??= (async () => {
+      const [clusters, nodes, tasks] = await Promise.all([
+        store.list<Cluster>("Cluster"),
+        store.list<Node>("Node"),
+        store.list<Task>("Task"),
+      ]);
+      for (const c of clusters.items) this.setCluster(c);
+      for (const n of nodes.items) this.setNode(n);
+      for (const t of tasks.items) this.observeTask(t);
+    })();
+    return this.#loaded;
+  }
+
+  cluster(name: string): Cluster | undefined {
+    return this.#clusters.get(name)?.object;
+  }
+
+  setCluster(cluster: Cluster): void {
+    const name = cluster.metadata.name;
+    const known = this.#clusters.get(name);
+    if (known && known.resourceVersion > rv(cluster)) return;
+    this.#clusters.set(name, { object: cluster, resourceVersion: rv(cluster) });
+    this.#dirty(name);
+  }
+
+  deleteCluster(name: string): void {
+    this.#clusters.delete(name);
+    this.#dirty(name);
+  }
+
+  setNode(node: Node): void {
+    const cluster = clusterOfNamespace(node.metadata.namespace);
+    if (!cluster) return;
+    let nodes = this.#nodes.get(cluster);
+    if (!nodes) {
+      nodes = new Map();
+      this.#nodes.set(cluster, nodes);
+    }
+    const known = nodes.get(node.metadata.name);
+    if (known && known.resourceVersion > rv(node)) return;
+    nodes.set(node.metadata.name, {
+      base: nodeBase(node),
+      resourceVersion: rv(node),
+      reserved: known?.reserved ?? new Map(),
+      view: undefined,
+    });
+    this.#dirty(cluster);
+  }
+
+  deleteNode(namespace: string | undefined, name: string): void {
+    const cluster = clusterOfNamespace(namespace);
+    if (!cluster) return;
+    this.#nodes.get(cluster)?.delete(name);
+    this.#dirty(cluster);
+  }
+
+  /**
+   * Reserves (or releases) a Task's request as its reported state says. A Task this snapshot
+   * did not place (another process did, before a restart) is counted on the nodes where it fits.
+   */
+  observeTask(task: Task, deleted = false): void {
+    const key = `${task.metadata.namespace}/${task.metadata.name}`;
+    if (deleted || !holdsReservation(task)) {
+      this.release(key);
+      return;
+    }
+    if (this.#reservations.has(key)) return;
+    const cluster = clusterOfNamespace(task.metadata.namespace);
+    if (!cluster) return;
+    const view = this.#view(cluster);
+    if (!view) return;
+    let wanted: ReturnType<typeof placementTask>;
+    try {
+      wanted = placementTask({ name: task.spec.task ?? task.metadata.name, ...task.spec });
+    } catch {
+      return;
+    }
+    // Counted as if it went where placement would put it, online or not.
+    const result = placeJob({
+      tasks: [{ ...wanted, clusterSelector: undefined }],
+      clusters: [{ ...view, online: true }],
+    });
+    if (result.placed && result.tasks[0]) this.reserve(key, result.tasks[0]);
+  }
+
+  /** Holds `placement`'s request on its nodes under `key` (a Task's namespace/name, or a plan's key). */
+  reserve(key: string, placement: TaskPlacement): void {
+    this.release(key);
+    const reservation: Reservation = { cluster: placement.cluster, nodes: [] };
+    const nodes = this.#nodes.get(placement.cluster);
+    for (const assignment of placement.nodes) {
+      const state = nodes?.get(assignment.node);
+      if (!state) continue;
+      const amounts = scaled(placement.request, assignment);
+      state.reserved.set(key, amounts);
+      state.view = undefined;
+      reservation.nodes.push({ node: assignment.node, amounts });
+    }
+    this.#reservations.set(key, reservation);
+    this.#dirty(placement.cluster);
+  }
+
+  release(key: string): void {
+    const reservation = this.#reservations.get(key);
+    if (!reservation) return;
+    this.#reservations.delete(key);
+    const nodes = this.#nodes.get(reservation.cluster);
+    for (const { node } of reservation.nodes) {
+      const state = nodes?.get(node);
+      if (!state) continue;
+      state.reserved.delete(key);
+      state.view = undefined;
+    }
+    this.#dirty(reservation.cluster);
+  }
+
+  isReserved(key: string): boolean {
+    return this.#reservations.has(key);
+  }
+
+  /** Every registered cluster with its nodes, sorted by name (shared: do not mutate). */
+  clusters(): readonly ClusterView[] {
+    if (!this.#sorted) {
+      const names = [...this.#clusters.keys()].sort();
+      this.#sorted = names.map((name) => this.#view(name)).filter((v): v is ClusterView => v !== undefined);
+    }
+    return this.#sorted;
+  }
+
+  #view(name: string): ClusterView | undefined {
+    const cached = this.#views.get(name);
+    if (cached) return cached;
+    const cluster = this.#clusters.get(name)?.object;
+    if (!cluster) return undefined;
+    const states = [...(this.#nodes.get(name)?.values() ?? [])].sort((a, b) =>
+      a.base.name < b.base.name ? -1 : a.base.name > b.base.name ? 1 : 0,
+    );
+    const view: ClusterView = {
+      name,
+      labels: cluster.metadata.labels ?? {},
+      runtime: cluster.spec?.runtime ?? "",
+      online: cluster.status?.phase === "Online",
+      nodes: states.map(nodeView),
+    };
+    this.#views.set(name, view);
+    return view;
+  }
+
+  #dirty(cluster: string): void {
+    this.#views.delete(cluster);
+    this.#sorted = undefined;
+  }
+}
+
+function scaled(request: Amounts, assignment: NodeAssignment): Amounts {
+  const out: Record<string, number> = {};
+  for (const [name, value] of Object.entries(request)) out[name] = value * assignment.replicas;
+  return out;
+}
+
+function nodeView(state: NodeState): NodeView {
+  if (state.view) return state.view;
+  const { unreserved, ...base } = state.base;
+  const free: Record<string, number> = { ...unreserved };
+  for (const amounts of state.reserved.values()) {
+    for (const [name, value] of Object.entries(amounts))
+      if (name in free) free[name] = (free[name] as number) - value;
+  }
+  state.view = { ...base, free };
+  return state.view;
+}

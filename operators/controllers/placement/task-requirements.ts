@@ -1,0 +1,96 @@
+// What one task template asks of a cluster: runtime, selectors, replicas and the resources of
+// one replica, derived from the template as the Kubernetes scheduler would read its pod spec.
+
+import type { AgentType, TaskTemplate } from "../../api/index.ts";
+import { compileLabelSelector, type Selector } from "../../lib/store/index.ts";
+import { type Amounts, amounts, POD_COUNT } from "./resources.ts";
+
+export interface PlacementTask {
+  /** Template name (unique in the Job). */
+  name: string;
+  agentType: AgentType;
+  /** Labels a node must carry: the template's nodeSelector and its pod spec's. */
+  nodeSelector: Readonly<Record<string, string>>;
+  /** Over Cluster labels; absent: any cluster. */
+  clusterSelector?: Selector;
+  /** Replicas to fit; a DaemonSet fits when at least one node takes it. */
+  replicas: number;
+  daemonSet: boolean;
+  /** One replica's requests (with one pod), in thousandths. */
+  request: Amounts;
+}
+
+interface ContainerLike {
+  resources?: { requests?: Record<string, unknown>; limits?: Record<string, unknown> };
+}
+
+/** A container's requests; a resource with only a limit requests the limit (as Kubernetes defaults it). */
+function containerRequest(container: ContainerLike): Record<string, number> {
+  return { ...amounts(container.resources?.limits), ...amounts(container.resources?.requests) };
+}
+
+/**
+ * A pod's effective request: the sum over containers, raised to any init container's (init
+ * containers run one at a time, before the others), as the scheduler computes it.
+ */
+export function podRequest(spec: {
+  containers?: readonly ContainerLike[];
+  initContainers?: readonly ContainerLike[];
+}): Record<string, number> {
+  const total: Record<string, number> = {};
+  for (const c of spec.containers ?? []) {
+    for (const [name, value] of Object.entries(containerRequest(c))) total[name] = (total[name] ?? 0) + value;
+  }
+  for (const c of spec.initContainers ?? []) {
+    for (const [name, value] of Object.entries(containerRequest(c))) {
+      if (value > (total[name] ?? 0)) total[name] = value;
+    }
+  }
+  total[POD_COUNT] = 1000;
+  return total;
+}
+
+/** The placement view of a Job's task template. clusterSelector errors surface as thrown InvalidError. */
+export function placementTask(template: TaskTemplate): PlacementTask {
+  const base = {
+    name: template.name,
+    agentType: template.agentType,
+    ...(template.clusterSelector ? { clusterSelector: compileLabelSelector(template.clusterSelector) } : {}),
+  };
+  const workload = template.kubernetes?.workload;
+  if (template.agentType === "Kubernetes" && workload) {
+    const spec = workload.template.spec as {
+      nodeSelector?: Record<string, string>;
+      containers?: ContainerLike[];
+      initContainers?: ContainerLike[];
+    };
+    return {
+      ...base,
+      nodeSelector: { ...spec.nodeSelector, ...template.nodeSelector },
+      replicas: workload.kind === "DaemonSet" ? 1 : (workload.replicas ?? 1),
+      daemonSet: workload.kind === "DaemonSet",
+      request: podRequest(spec),
+    };
+  }
+  // Raw processes and Docker containers declare no resources: they need a node, not capacity.
+  const replicas = template.agentType === "Raw" ? (template.raw?.replicas ?? 1) : 1;
+  return {
+    ...base,
+    nodeSelector: { ...template.nodeSelector },
+    replicas,
+    daemonSet: false,
+    request: { [POD_COUNT]: 1000 },
+  };
+}
+
+/** Cluster runtimes that can run an agentType. */
+export function runtimesFor(agentType: AgentType): readonly string[] {
+  switch (agentType) {
+    case "Kubernetes":
+      return ["kubernetes"];
+    case "Raw":
+      return ["process", "kubernetes"];
+    case "Docker":
+      return ["process"];
+  }
+}
