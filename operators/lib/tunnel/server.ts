@@ -62,6 +62,10 @@ export interface TunnelServerOptions {
   enrollment?: EnrollmentHandler;
   /** Lifetime of certificates issued on renewal. */
   renewTtlMs?: number;
+  /** At most one renewal per session in this interval: signing is CPU the agent must not burn. */
+  renewMinIntervalMs?: number;
+  /** An authenticated channel that does not say hello within this time is closed. */
+  helloTimeoutMs?: number;
   clock?: Clock;
   logger?: TunnelLogger;
   heartbeatIntervalMs?: number;
@@ -354,6 +358,10 @@ export class TunnelServer {
       heartbeatIntervalMs: this.#heartbeatMs,
     });
     let session: AgentSession | undefined;
+    let lastRenewal = Number.NEGATIVE_INFINITY;
+    const helloTimer = this.#clock.setTimeout(() => {
+      if (!session) refuse("no hello in time");
+    }, this.#options.helloTimeoutMs ?? 30_000);
     const refuse = (message: string) => {
       this.#log.warn("agent session refused", { cluster, reason: message });
       channel.send({ type: "error", message });
@@ -370,6 +378,7 @@ export class TunnelServer {
           return refuse(`this certificate is for cluster ${cluster}; hello names ${message.cluster}`);
         }
         session = new AgentSession(channel, auth.identity, auth.certPem, message);
+        this.#clock.clearTimeout(helloTimer);
         const previous = this.#sessions.get(cluster);
         this.#sessions.set(cluster, session);
         // One agent per cluster: the newest connection wins (the old one is usually half-open).
@@ -382,7 +391,15 @@ export class TunnelServer {
       if (message.type === "hello") return refuse("hello sent twice");
       this.#seen(cluster);
       if (message.type === "ack") session.recordAck(message.generation);
-      if (message.type === "renew") this.#renew(channel, auth, message.publicKey);
+      if (message.type === "renew") {
+        const now = this.#clock.now();
+        if (now - lastRenewal < (this.#options.renewMinIntervalMs ?? 60_000)) {
+          channel.send({ type: "error", message: "renewal refused: asked again too soon" });
+        } else {
+          lastRenewal = now;
+          this.#renew(channel, auth, message.publicKey);
+        }
+      }
       session.emit("message", message);
     });
     channel.on("overflow", () => {
@@ -390,6 +407,7 @@ export class TunnelServer {
       session?.emit("resync");
     });
     channel.on("close", () => {
+      this.#clock.clearTimeout(helloTimer);
       if (session && this.#sessions.get(cluster) === session) this.#sessions.delete(cluster);
       session?.emit("close");
       conn.end();

@@ -87,3 +87,53 @@ t.test("the agent renews its certificate on its own at about two thirds of its l
   await waitFor("renewed", () => client.credentials.certPem !== creds.certPem);
   t.equal(client.connections, 1);
 });
+
+t.test("an agent may not ask for renewals back to back", async (t) => {
+  const hub = await startHub({ renewMinIntervalMs: 3_600_000 });
+  t.teardown(() => hub.server.close());
+  const creds = hub.credentialsFor("beijing");
+  const client = createTunnelClient({
+    hub: hub.address,
+    credentials: creds,
+    hello: helloInfo,
+    autoRenew: false,
+  });
+  t.teardown(() => client.stop());
+  const errors: string[] = [];
+  client.on("hub-error", (m) => errors.push(m));
+  client.start();
+  await waitFor("connected", () => client.connected);
+  client.renewNow();
+  await waitFor("renewed", () => client.credentials.certPem !== creds.certPem);
+  client.renewNow();
+  await waitFor("the refusal", () => errors.length === 1);
+  t.match(errors[0], /asked again too soon/);
+});
+
+t.test("a channel that never says hello is closed", async (t) => {
+  const clock = new FakeClock(Date.now());
+  const hub = await startHub({ clock, helloTimeoutMs: 5000 });
+  t.teardown(() => hub.server.close());
+  const creds = hub.credentialsFor("beijing");
+  const ssh2 = (await import("ssh2")).default;
+  const { agentUsername } = await import("../../../operators/lib/tunnel/ssh-options.ts");
+  const conn = new ssh2.Client();
+  const closed = new Promise<void>((resolve) => conn.on("close", () => resolve()));
+  conn.on("error", () => {});
+  conn.on("ready", () => {
+    conn.subsys("rlark-agent", (err) => {
+      t.error(err);
+      // Silent: no hello. Advance the hub's clock past the deadline.
+      setTimeout(() => clock.advance(5000), 50);
+    });
+  });
+  const [host, port] = hub.address.split(":");
+  conn.connect({
+    host,
+    port: Number(port),
+    username: agentUsername(creds.certPem),
+    privateKey: creds.privateKeyPem,
+  });
+  await closed;
+  t.equal(hub.sessions.length, 0);
+});
