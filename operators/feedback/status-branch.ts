@@ -11,6 +11,7 @@ import {
   repoKey,
   silentLogger,
   systemClock,
+  type TimerId,
 } from "../source/index.ts";
 
 /** One file of the status branch. */
@@ -116,7 +117,7 @@ class Writer extends EventEmitter implements StatusBranchWriter {
   #clock: Clock;
   #log: GitLogger;
   #timeoutMs: number | undefined;
-  #timer: unknown;
+  #timer: TimerId | undefined;
   #running: Promise<StatusCommitResult> | undefined;
   #dirty = false;
   #failures = 0;
@@ -163,13 +164,13 @@ class Writer extends EventEmitter implements StatusBranchWriter {
   async stop(options: { flush?: boolean } = {}): Promise<void> {
     if (options.flush && !this.#stopped) await this.flush().catch(() => {});
     this.#stopped = true;
-    this.#clock.clearTimeout(this.#timer);
+    if (this.#timer) this.#clock.clearTimeout(this.#timer);
     this.#timer = undefined;
     await this.#running?.catch(() => {});
   }
 
   #run(): Promise<StatusCommitResult> {
-    this.#clock.clearTimeout(this.#timer);
+    if (this.#timer) this.#clock.clearTimeout(this.#timer);
     this.#timer = undefined;
     // One commit at a time: a second run waits for the first, then writes what is current.
     const previous = this.#running?.catch(() => {}) ?? Promise.resolve();

@@ -1,20 +1,5 @@
-/** Time as the git source and the status writer see it; tests inject a manual one. */
-export interface Clock {
-  now(): number;
-  setTimeout(callback: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
-
-export const systemClock: Clock = {
-  now: () => Date.now(),
-  setTimeout: (callback, ms) => {
-    const timer = setTimeout(callback, ms);
-    // A pending poll must not keep a process alive that is otherwise done.
-    timer.unref();
-    return timer;
-  },
-  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
-};
+// The shared kernel's clock: the hub passes one Clock to every component.
+export { type Clock, systemClock, type TimerId } from "../lib/clock.ts";
 
 /** The few log calls the git source makes; the hub passes its structured logger. */
 export interface GitLogger {

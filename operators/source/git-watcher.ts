@@ -3,7 +3,7 @@ import { existsSync, statSync } from "node:fs";
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { join, posix } from "node:path";
 import type { Diagnostic } from "../api/validate/diagnostic.ts";
-import { type Clock, type GitLogger, silentLogger, systemClock } from "./git-clock.ts";
+import { type Clock, type GitLogger, silentLogger, systemClock, type TimerId } from "./git-clock.ts";
 import type { GitRepository } from "./git-repository.ts";
 
 /** The validator's diagnostic: file:line:column, object, field, rule, message. */
@@ -118,7 +118,7 @@ class Watcher extends EventEmitter<{ status: [SourceStatus] }> implements GitWat
   #failures = 0;
   /** The attempted revision was refused for its content: do not try it again until the branch moves. */
   #refused = false;
-  #timer: unknown;
+  #timer: TimerId | undefined;
   #running: Promise<void> | undefined;
   #rerun = false;
   #waiters: Array<(status: SourceStatus) => void> = [];
@@ -178,7 +178,7 @@ class Watcher extends EventEmitter<{ status: [SourceStatus] }> implements GitWat
 
   async stop(): Promise<void> {
     this.#stopped = true;
-    this.#clock.clearTimeout(this.#timer);
+    if (this.#timer) this.#clock.clearTimeout(this.#timer);
     this.#timer = undefined;
     await this.#running;
     for (const waiter of this.#waiters.splice(0)) waiter(this.status());
@@ -198,7 +198,7 @@ class Watcher extends EventEmitter<{ status: [SourceStatus] }> implements GitWat
       this.#rerun = true;
       return;
     }
-    this.#clock.clearTimeout(this.#timer);
+    if (this.#timer) this.#clock.clearTimeout(this.#timer);
     this.#timer = undefined;
     this.#running = this.#loop();
   }

@@ -8,8 +8,9 @@ import {
   type StatusCommitResult,
   type StatusDocument,
 } from "../../operators/feedback/index.ts";
+import { FakeClock } from "../../operators/lib/clock.ts";
 import { createGitRepository } from "../../operators/source/index.ts";
-import { createGitServer, createManualClock, runGit } from "../helpers/git-server.ts";
+import { createGitServer, runGit } from "../helpers/git-server.ts";
 
 const jobStatus = (name: string, phase: string): StatusDocument => ({
   path: `status/job/${name}.yaml`,
@@ -30,7 +31,7 @@ async function setup(t: Test, options: { daemon?: boolean } = {}) {
     branch: "main",
     dataDir,
   });
-  const clock = createManualClock();
+  const clock = new FakeClock();
   let documents: StatusDocument[] = [];
   const writer = createStatusBranchWriter({ remote, dataDir, clock, documents: () => documents });
   t.teardown(() => writer.stop());
@@ -84,7 +85,7 @@ t.test("two changes within the debounce window make one commit, after 10 s", asy
   clock.advance(4_000);
   set([jobStatus("train", "Running")]);
   writer.notify();
-  t.same(clock.pendingDelays(), [10_000], "one timer for both changes");
+  t.same(clock.pendingDelays(), [6_000], "one timer for both changes, due 10 s after the first");
   clock.advance(5_999);
   t.equal(clock.pendingDelays().length, 1, "nothing committed before 10 s have passed");
 
@@ -167,7 +168,7 @@ t.test("a push that keeps failing is retried a bounded number of times and repor
   const tries = join(dataDir, "tries");
   await writeFile(hook, `#!/bin/sh\necho try >> '${tries}'\necho 'status branch is frozen' >&2\nexit 1\n`);
   await chmod(hook, 0o755);
-  const clock = createManualClock();
+  const clock = new FakeClock();
   const writer = createStatusBranchWriter({
     remote: createGitRepository({ url: server.fileUrl, branch: "main", dataDir }),
     dataDir,

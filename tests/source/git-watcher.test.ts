@@ -4,6 +4,7 @@ import { createServer, type IncomingHttpHeaders } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t, { type Test } from "tap";
+import { FakeClock } from "../../operators/lib/clock.ts";
 import {
   type ApplyRevisionInput,
   type ApplyRevisionResult,
@@ -13,7 +14,7 @@ import {
   type SourceDiagnostic,
   type SourceStatus,
 } from "../../operators/source/index.ts";
-import { createGitServer, createManualClock } from "../helpers/git-server.ts";
+import { createGitServer } from "../helpers/git-server.ts";
 
 const job = (name: string) => `apiVersion: rlinf.io/v1alpha1\nkind: Job\nmetadata:\n  name: ${name}\n`;
 
@@ -52,7 +53,7 @@ async function setup(t: Test, options: { daemon?: boolean } = {}) {
     await server.close();
     await rm(dataDir, { recursive: true, force: true });
   });
-  const clock = createManualClock();
+  const clock = new FakeClock();
   const repository = createGitRepository({
     url: options.daemon ? server.daemonUrl : server.fileUrl,
     branch: "main",

@@ -4,13 +4,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sign } from "@octokit/webhooks-methods";
 import t from "tap";
+import { FakeClock } from "../../operators/lib/clock.ts";
 import {
   createGitRepository,
   createGitWatcher,
   createGitWebhookHttpHandler,
   type SourceStatus,
 } from "../../operators/source/index.ts";
-import { createGitServer, createManualClock, waitFor } from "../helpers/git-server.ts";
+import { createGitServer, waitFor } from "../helpers/git-server.ts";
 
 const secret = "webhook-test-secret";
 
@@ -41,7 +42,7 @@ t.test("a signed push webhook over HTTP makes the watcher fetch and apply at onc
     await git.close();
     await rm(dataDir, { recursive: true, force: true });
   });
-  const clock = createManualClock();
+  const clock = new FakeClock();
   const applied: string[] = [];
   const watcher = createGitWatcher({
     repository: createGitRepository({ url: git.fileUrl, branch: "main", dataDir }),
