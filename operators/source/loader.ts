@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { open } from "node:fs/promises";
 import type { Diagnostic } from "../api/validate/diagnostic.ts";
 import { collectManifestFiles, errorCode, type ManifestFile } from "./manifest-files.ts";
@@ -89,7 +90,18 @@ async function loadFile(file: ManifestFile, maxFileBytes: number, limits: ParseL
     return whole("io/not-utf8", `not valid UTF-8 (first bad byte at offset ${firstInvalidUtf8(bytes)})`);
   }
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
-  return parseManifestText(text, file.display, limits);
+  return parseManifestText(text, file.display, limits, () => rereadText(file.absolute, text.length));
+}
+
+/** The file's text again, for positions; "" if it changed meanwhile, so positions degrade, never lie. */
+function rereadText(file: string, expectedLength: number): string {
+  try {
+    let text = readFileSync(file, "utf8");
+    if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+    return text.length === expectedLength ? text : "";
+  } catch {
+    return "";
+  }
 }
 
 function formatBytes(n: number): string {

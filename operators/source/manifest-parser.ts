@@ -58,7 +58,16 @@ const ANCHOR = /(^|[\s[{,:-])&[^\s]/m;
  * files the fast parser refuses, go through the `yaml` library's document API, which enforces the
  * alias limit and says exactly where and why a file is broken.
  */
-export function parseManifestText(text: string, file: string, limits = DEFAULT_PARSE_LIMITS): ParseResult {
+export function parseManifestText(
+  text: string,
+  file: string,
+  limits = DEFAULT_PARSE_LIMITS,
+  /**
+   * Gives the text again when a position is asked for. The loader passes a re-read of the file so
+   * that 10,000 valid documents do not keep 10,000 file texts alive just in case.
+   */
+  reread: () => string = () => text,
+): ParseResult {
   if (!ANCHOR.test(text)) {
     let values: unknown[] | undefined;
     try {
@@ -66,18 +75,27 @@ export function parseManifestText(text: string, file: string, limits = DEFAULT_P
     } catch {
       // Broken or unusual YAML: the careful parser below produces the diagnostics.
     }
-    if (values) return { documents: fastDocuments(values, text, file, limits), diagnostics: [] };
+    if (values) return { documents: fastDocuments(values, reread, file, limits), diagnostics: [] };
   }
   return parseWithPositions(text, file, limits);
 }
 
-function fastDocuments(values: unknown[], text: string, file: string, limits: ParseLimits): ParsedDocument[] {
-  const offsets = documentOffsets(text, limits.maxDepth);
-  let lineStarts: number[] | undefined;
-  const at = (offset: number): Position => {
-    lineStarts ??= lineStartOffsets(text);
-    return positionIn(lineStarts, offset);
+function fastDocuments(
+  values: unknown[],
+  reread: () => string,
+  file: string,
+  limits: ParseLimits,
+): ParsedDocument[] {
+  let located: { offsets: ReturnType<typeof documentOffsets>; lineStarts: number[] } | undefined;
+  const source = () => {
+    if (!located) {
+      const text = reread();
+      located = { offsets: documentOffsets(text, limits.maxDepth), lineStarts: lineStartOffsets(text) };
+    }
+    return located;
   };
+  const offsets = (index: number) => source().offsets(index);
+  const at = (offset: number): Position => positionIn(source().lineStarts, offset);
   const documents: ParsedDocument[] = [];
   values.forEach((value, index) => {
     if (value === null || value === undefined) return;
