@@ -10,7 +10,8 @@ export type AgentType = "Raw" | "Kubernetes" | "Docker";
 
 export interface EnvVar {
   name: string;
-  value: string;
+  /** Empty when omitted. */
+  value?: string;
 }
 
 /** A downloadable executable or bundle, trusted only if its content matches the digest. */
@@ -31,7 +32,7 @@ export interface RawWorkload {
   workingDir?: string;
   /** Number of processes; each is a pod named `<task>-<index>`. Default 1. */
   replicas?: number;
-  /** Restart policy: Deployment and StatefulSet restart, Job runs once. Default Deployment. */
+  /** Restart policy: Deployment and StatefulSet restart always; a Job runs once. Default Job, as in the schema. */
   kind?: "Deployment" | "StatefulSet" | "Job";
   /** Seconds between SIGTERM and SIGKILL when the pod is stopped; overrides the runtime's default. */
   terminationGracePeriodSeconds?: number;
@@ -44,13 +45,19 @@ export interface RawWorkload {
 export interface RuntimeTask {
   metadata: {
     name: string;
-    namespace: string;
-    uid: string;
+    /** agent-<cluster>; a Task without one is rejected by the runtime. */
+    namespace?: string;
+    /** Assigned by the hub's store; a Task recreated under the same name has a new one. */
+    uid?: string;
     generation?: number;
     labels?: Record<string, string>;
     annotations?: Record<string, string>;
   };
   spec: {
+    /** The owning Job's name (also in the label rlinf.io/job). */
+    job?: string;
+    /** The task template's name within the Job. */
+    task?: string;
     role?: string;
     agentType: AgentType;
     domain?: string;
@@ -75,7 +82,7 @@ export interface ObservedPod {
   taskUid: string;
   /** The Task generation the pod runs. */
   generation?: number;
-  /** The Job the Task belongs to (label rlinf.io/job), "" when unknown. */
+  /** The Job the Task belongs to (spec.job, else the label rlinf.io/job), "" when unknown. */
   job: string;
   /** The Node the pod runs on. */
   node: string;
@@ -107,7 +114,7 @@ export interface ObservedPod {
 }
 
 export interface NodeAddress {
-  type: "InternalIP" | "ExternalIP" | "Hostname";
+  type: "InternalIP" | "ExternalIP" | "Hostname" | "InternalDNS" | "ExternalDNS";
   address: string;
 }
 
@@ -126,14 +133,18 @@ export interface ObservedNode {
   annotations: Record<string, string>;
   capacity: Record<string, string>;
   allocatable: Record<string, string>;
+  /** The same fields as the Node schema's nodeInfo, so it can be copied over as it is. */
   nodeInfo: {
     architecture: string;
     operatingSystem: string;
     kernelVersion: string;
     osImage: string;
-    bootID: string;
     agentVersion: string;
+    containerRuntimeVersion?: string;
+    kubeletVersion?: string;
   };
+  /** Disk use of the filesystem workloads write to. */
+  disk?: { usedBytes: number; totalBytes: number };
   addresses: NodeAddress[];
   conditions: NodeCondition[];
   unschedulable?: boolean;

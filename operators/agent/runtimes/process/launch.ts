@@ -5,7 +5,13 @@
 // ended while the command itself keeps default signal handling (an ignored signal would be inherited).
 import { constants } from "node:os";
 import { isAbsolute, resolve } from "node:path";
+import type { RuntimeTask } from "../types.ts";
 import type { DesiredPod } from "./spec.ts";
+
+/** The Job a Task belongs to: spec.job, else the rlinf.io/job label, else "". */
+export function jobOf(task: RuntimeTask): string {
+  return task.spec.job ?? task.metadata.labels?.["rlinf.io/job"] ?? "";
+}
 
 export const wrapperScript = `trap : TERM INT HUP
 "$@"
@@ -55,7 +61,7 @@ export function podEnv(input: PodEnvInput): Record<string, string> {
   const env: Record<string, string> = {
     ...input.base,
     RLARK_TASK: pod.task.metadata.name,
-    RLARK_JOB: pod.task.metadata.labels?.["rlinf.io/job"] ?? "",
+    RLARK_JOB: jobOf(pod.task),
     RLARK_NAMESPACE: pod.namespace,
     RLARK_POD_NAME: pod.name,
     RLARK_REPLICA_INDEX: String(pod.index),
@@ -63,6 +69,6 @@ export function podEnv(input: PodEnvInput): Record<string, string> {
     RLARK_POD_IP: input.podIP,
   };
   if (input.artifactPath) env.RLARK_ARTIFACT = input.artifactPath;
-  for (const variable of pod.raw.env ?? []) env[variable.name] = variable.value;
+  for (const variable of pod.raw.env ?? []) env[variable.name] = variable.value ?? "";
   return env;
 }

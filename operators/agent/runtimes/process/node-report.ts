@@ -105,10 +105,12 @@ export async function reportNode(options: NodeReportOptions, gpus?: Gpu[]): Prom
     pods: "110",
   };
   let diskPressure = false;
+  let disk: ObservedNode["disk"];
   try {
     const fs = await statfs(options.stateDir);
     capacity["ephemeral-storage"] = `${Math.floor((fs.blocks * fs.bsize) / 1024)}Ki`;
     diskPressure = fs.blocks > 0 && fs.bavail / fs.blocks < 0.1;
+    disk = { usedBytes: (fs.blocks - fs.bfree) * fs.bsize, totalBytes: fs.blocks * fs.bsize };
   } catch {
     // No figure rather than a wrong one.
   }
@@ -140,9 +142,9 @@ export async function reportNode(options: NodeReportOptions, gpus?: Gpu[]): Prom
       operatingSystem: platform(),
       kernelVersion: release(),
       osImage: osImage(),
-      bootID: readText("/proc/sys/kernel/random/boot_id").trim(),
       agentVersion: options.agentVersion,
     },
+    ...(disk ? { disk } : {}),
     addresses,
     conditions: [
       condition("Ready", true, "AgentReady", "the process runtime supervises this machine"),

@@ -13,7 +13,7 @@ import { dirname, isAbsolute, join } from "node:path";
 import type { ContainerState, ObservedPod, PodPhase } from "../types.ts";
 import { type ArtifactCache, ArtifactError } from "./artifact-cache.ts";
 import { type BackoffPolicy, nextStreak, restartDelay } from "./backoff.ts";
-import { commandLine, podEnv, signalFromStatus, wrapperArgs } from "./launch.ts";
+import { commandLine, jobOf, podEnv, signalFromStatus, wrapperArgs } from "./launch.ts";
 import { type LogRotation, readLog, rotateIfLarge } from "./log-file.ts";
 import type { Logger } from "./logger.ts";
 import { type ExitInfo, PodFiles, type PodRecord } from "./pod-files.ts";
@@ -443,8 +443,8 @@ export class Replica {
       name: r.name,
       namespace: r.namespace,
       task: r.task.metadata.name,
-      taskUid: r.task.metadata.uid,
-      job: r.task.metadata.labels?.["rlinf.io/job"] ?? "",
+      taskUid: r.task.metadata.uid ?? "",
+      job: jobOf(r.task),
       node,
       index: r.index,
       phase,

@@ -46,7 +46,7 @@ export function canonicalJson(value: unknown): string {
 
 export function podRevision(task: RuntimeTask): string {
   const { replicas: _replicas, ...raw } = task.spec.raw ?? ({} as RawWorkload);
-  const identity = { uid: task.metadata.uid, raw, domain: task.spec.domain };
+  const identity = { uid: task.metadata.uid ?? "", raw, domain: task.spec.domain };
   return createHash("sha256").update(canonicalJson(identity)).digest("hex").slice(0, 16);
 }
 
@@ -57,7 +57,7 @@ function validate(task: RuntimeTask): string | undefined {
   // Names become directory names under the state dir: nothing may climb out of it.
   if (!dnsSubdomain.test(task.metadata.name) || task.metadata.name.includes(".."))
     return "metadata.name must be a DNS-1123 subdomain";
-  if (!dnsLabel.test(task.metadata.namespace)) return "metadata.namespace must be a DNS-1123 label";
+  if (!dnsLabel.test(task.metadata.namespace ?? "")) return "metadata.namespace must be a DNS-1123 label";
   const raw = task.spec.raw;
   if (!raw) return "spec.raw is required for agentType Raw";
   if (
@@ -81,7 +81,8 @@ export function desiredPods(tasks: readonly RuntimeTask[]): { pods: DesiredPod[]
   const rejected: RejectedTask[] = [];
   for (const task of tasks) {
     if (task.spec.agentType !== "Raw") continue;
-    const { name, namespace } = task.metadata;
+    const { name } = task.metadata;
+    const namespace = task.metadata.namespace ?? "";
     const problem = validate(task);
     if (problem || !task.spec.raw) {
       rejected.push({ namespace, name, message: `Task ${namespace}/${name}: ${problem}` });
@@ -89,7 +90,7 @@ export function desiredPods(tasks: readonly RuntimeTask[]): { pods: DesiredPod[]
     }
     const raw = task.spec.raw;
     const revision = podRevision(task);
-    const kind = raw.kind ?? "Deployment";
+    const kind = raw.kind ?? "Job";
     for (let index = 0; index < (raw.replicas ?? 1); index++) {
       const podName = `${name}-${index}`;
       pods.push({

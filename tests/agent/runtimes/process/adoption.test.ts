@@ -43,7 +43,7 @@ t.test("a new runtime adopts the running processes: no duplicates, exits still s
   const svcMarker = `adopt-svc-${process.pid}`;
   const jobMarker = `adopt-job-${process.pid}`;
   const tasks = [
-    rawTask("svc", { replicas: 2, command: forever(svcMarker) }),
+    rawTask("svc", { kind: "Deployment", replicas: 2, command: forever(svcMarker) }),
     rawTask("batch", { kind: "Job", command: exitOnFile(go, 7, jobMarker) }),
   ];
   await runAgentAndKillIt(dir, tasks);
@@ -94,8 +94,8 @@ t.test("a new runtime reaps Tasks no longer desired and learns how processes end
   const keepMarker = `reap-keep-${process.pid}`;
   const dropMarker = `reap-drop-${process.pid}`;
   const endMarker = `reap-end-${process.pid}`;
-  const keep = rawTask("keep", { command: forever(keepMarker) });
-  const drop = rawTask("drop", { replicas: 2, command: forever(dropMarker) });
+  const keep = rawTask("keep", { kind: "Deployment", command: forever(keepMarker) });
+  const drop = rawTask("drop", { kind: "StatefulSet", replicas: 2, command: forever(dropMarker) });
   const ended = rawTask("ended", { kind: "Job", command: exitOnFile(go, 5, endMarker) });
   await runAgentAndKillIt(dir, [keep, drop, ended]);
   await waitFor(

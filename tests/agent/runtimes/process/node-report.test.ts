@@ -21,6 +21,10 @@ t.test("the machine is reported with its CPUs, memory and configured labels", as
   t.equal(node.capacity.cpu, String(availableParallelism()));
   t.equal(node.capacity.memory, `${Math.floor(totalmem() / 1024)}Ki`);
   t.match(node.capacity["ephemeral-storage"], /^\d+Ki$/);
+  t.ok(
+    node.disk && node.disk.totalBytes > 0 && node.disk.usedBytes <= node.disk.totalBytes,
+    "disk use of the state filesystem",
+  );
   t.notOk("nvidia.com/gpu" in node.capacity, "no GPU without nvidia-smi");
   t.same(node.allocatable, node.capacity);
   t.equal(node.labels["rlark.io/node-category-robot"], "true");

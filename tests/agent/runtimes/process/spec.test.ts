@@ -1,19 +1,23 @@
 import t from "tap";
 import { desiredPods, podRevision } from "../../../../operators/agent/runtimes/process/spec.ts";
 import type { RuntimeTask } from "../../../../operators/agent/runtimes/types.ts";
+import type { Task } from "../../../../operators/api/generated/task.ts";
 import { rawTask } from "./helpers.ts";
 
-t.test("each replica of a Raw Task is a pod named <task>-<index>", async (t) => {
-  const { pods } = desiredPods([rawTask("train-actor", { command: ["x"], replicas: 3 })]);
-  t.same(
-    pods.map((p) => [p.key, p.index, p.kind]),
-    [
-      ["agent-local/train-actor-0", 0, "Deployment"],
-      ["agent-local/train-actor-1", 1, "Deployment"],
-      ["agent-local/train-actor-2", 2, "Deployment"],
-    ],
-  );
-});
+t.test(
+  "each replica of a Raw Task is a pod named <task>-<index>, a Job unless it says otherwise",
+  async (t) => {
+    const { pods } = desiredPods([rawTask("train-actor", { command: ["x"], replicas: 3 })]);
+    t.same(
+      pods.map((p) => [p.key, p.index, p.kind]),
+      [
+        ["agent-local/train-actor-0", 0, "Job"],
+        ["agent-local/train-actor-1", 1, "Job"],
+        ["agent-local/train-actor-2", 2, "Job"],
+      ],
+    );
+  },
+);
 
 t.test("Tasks of other agent types are left to other runtimes", async (t) => {
   const kube: RuntimeTask = {
@@ -60,4 +64,28 @@ t.test("a Task whose name could escape the state dir is rejected", async (t) => 
   const { pods, rejected } = desiredPods([sneaky, slashed]);
   t.same(pods, []);
   t.match(rejected, [{ message: /metadata.name/ }, { message: /metadata.namespace/ }]);
+});
+
+t.test("a Task as the hub stores it is handed to the runtime as it is", async (t) => {
+  // Typed with the generated Task: this stops compiling if the contract drifts from the schema.
+  const task: Task = {
+    apiVersion: "rlinf.io/v1alpha1",
+    kind: "Task",
+    metadata: { name: "ppo-env", namespace: "agent-local", uid: "u-1", generation: 4 },
+    spec: {
+      job: "ppo",
+      role: "Env",
+      agentType: "Raw",
+      raw: { command: ["./env-server"], env: [{ name: "EMPTY" }], replicas: 1 },
+    },
+  };
+  const { pods, rejected } = desiredPods([task]);
+  t.same(rejected, []);
+  t.match(pods, [{ key: "agent-local/ppo-env-0", kind: "Job" }]);
+});
+
+t.test("a Task without a namespace is rejected", async (t) => {
+  const task = rawTask("lost", { command: ["x"] });
+  delete task.metadata.namespace;
+  t.match(desiredPods([task]).rejected, [{ message: /namespace/ }]);
 });
