@@ -91,7 +91,7 @@ interface EnrollAuth {
   cluster: string;
   used: boolean;
 }
-type ConnState = { auth?: AgentAuth | EnrollAuth; streams: boolean };
+type ConnState = { auth?: AgentAuth | EnrollAuth; streams: boolean; agentChannel: boolean };
 
 interface Liveness {
   lastSeen: number;
@@ -228,7 +228,7 @@ export class TunnelServer {
   }
 
   #onConnection(conn: Connection, ip: string): void {
-    const state: ConnState = { streams: false };
+    const state: ConnState = { streams: false, agentChannel: false };
     conn.on("error", (err: Error) => this.#log.warn("ssh connection error", { ip, error: err.message }));
     conn.on("authentication", (ctx) => this.#authenticate(ctx, state, ip));
     conn.on("session", (accept, reject) => {
@@ -236,7 +236,9 @@ export class TunnelServer {
       const session = accept();
       session.on("subsystem", (acceptSub, rejectSub, info) => {
         const auth = state.auth;
-        if (auth?.kind === "agent" && info.name === AGENT_SUBSYSTEM) {
+        if (auth?.kind === "agent" && info.name === AGENT_SUBSYSTEM && !state.agentChannel) {
+          // One session channel per connection: a cluster's state has one writer.
+          state.agentChannel = true;
           this.#agentChannel(acceptSub(), conn, auth);
         } else if (auth?.kind === "enroll" && info.name === ENROLL_SUBSYSTEM && !auth.used) {
           auth.used = true;
