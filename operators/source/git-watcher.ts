@@ -1,7 +1,7 @@
 import { EventEmitter } from "node:events";
-import { existsSync, statSync } from "node:fs";
+import { existsSync, realpathSync, statSync } from "node:fs";
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
-import { join, posix } from "node:path";
+import { join, posix, sep } from "node:path";
 import type { Diagnostic } from "../api/validate/diagnostic.ts";
 import { type Clock, type GitLogger, silentLogger, systemClock, type TimerId } from "./git-clock.ts";
 import type { GitRepository } from "./git-repository.ts";
@@ -115,7 +115,8 @@ class Watcher extends EventEmitter<{ status: [SourceStatus] }> implements GitWat
   #reapply: boolean;
   #stateFile: string;
   #status: SourceStatus;
-  #failures = 0;
+  #fetchFailures = 0;
+  #applyFailures = 0;
   /** The attempted revision was refused for its content: do not try it again until the branch moves. */
   #refused = false;
   #timer: TimerId | undefined;
@@ -159,7 +160,7 @@ class Watcher extends EventEmitter<{ status: [SourceStatus] }> implements GitWat
     return {
       revisionAgeSeconds: age(this.#status.lastAppliedTime),
       lastFetchAgeSeconds: age(this.#status.lastFetchTime),
-      consecutiveFetchFailures: this.#failures,
+      consecutiveFetchFailures: this.#fetchFailures,
     };
   }
 
@@ -211,11 +212,11 @@ class Watcher extends EventEmitter<{ status: [SourceStatus] }> implements GitWat
       const waiters = this.#waiters.splice(0);
       delay = await this.#syncOnce().catch((error: unknown) => {
         // A bug or an I/O failure outside fetch and apply must not end the loop.
-        this.#failures++;
+        this.#applyFailures++;
         this.#log.warn("git source sync failed", {
           error: this.#repo.redact(error instanceof Error ? error.message : String(error)),
         });
-        return this.#backoff();
+        return this.#backoff(this.#applyFailures);
       });
       const status = this.status();
       this.emit("status", status);
@@ -226,8 +227,8 @@ class Watcher extends EventEmitter<{ status: [SourceStatus] }> implements GitWat
     if (!this.#stopped) this.#timer = this.#clock.setTimeout(() => this.#kick(), delay);
   }
 
-  #backoff(): number {
-    const exponential = this.#initialBackoff * 2 ** Math.min(this.#failures - 1, 30);
+  #backoff(failures: number): number {
+    const exponential = this.#initialBackoff * 2 ** Math.min(Math.max(failures, 1) - 1, 30);
     return Math.min(exponential, this.#maxBackoff, this.#interval);
   }
 
@@ -238,10 +239,10 @@ class Watcher extends EventEmitter<{ status: [SourceStatus] }> implements GitWat
     try {
       revision = await this.#repo.fetch();
     } catch (error) {
-      this.#failures++;
+      this.#fetchFailures++;
       status.fetchError = this.#repo.redact(error instanceof Error ? error.message : String(error));
       status.state = "FetchFailed";
-      const delay = this.#backoff();
+      const delay = this.#backoff(this.#fetchFailures);
       this.#log.warn("git fetch failed; keeping the last good revision", {
         url: status.url,
         error: status.fetchError,
@@ -249,7 +250,7 @@ class Watcher extends EventEmitter<{ status: [SourceStatus] }> implements GitWat
       });
       return delay;
     }
-    this.#failures = 0;
+    this.#fetchFailures = 0;
     delete status.fetchError;
     status.lastFetchTime = new Date(this.#clock.now()).toISOString();
 
@@ -270,22 +271,23 @@ class Watcher extends EventEmitter<{ status: [SourceStatus] }> implements GitWat
     let result: ApplyRevisionResult;
     try {
       const dir = await this.#repo.materialise(revision);
-      const manifests = join(dir, status.path);
-      if (!existsSync(manifests) || !statSync(manifests).isDirectory()) {
-        result = { accepted: false, errors: [pathMissing(status.path, revision)] };
+      const problem = checkManifestDir(dir, status.path, revision);
+      if (problem) {
+        result = { accepted: false, errors: [problem] };
       } else {
         result = await this.#apply({ revision, dir, path: status.path });
       }
     } catch (error) {
       // Not the revision's fault (store down, disk full): retry it with backoff.
-      this.#failures++;
+      this.#applyFailures++;
       this.#refused = false;
       status.errors = [
         applyFailed(this.#repo.redact(error instanceof Error ? error.message : String(error))),
       ];
       status.state = "Invalid";
-      return this.#backoff();
+      return this.#backoff(this.#applyFailures);
     }
+    this.#applyFailures = 0;
 
     if (result.accepted) {
       status.lastAppliedRevision = revision;
@@ -340,8 +342,9 @@ class Watcher extends EventEmitter<{ status: [SourceStatus] }> implements GitWat
   }
 }
 
-function pathMissing(path: string, revision: string): SourceDiagnostic {
-  return {
+/** The manifests' directory must exist in the revision and stay inside it (a symlink could point anywhere). */
+function checkManifestDir(dir: string, path: string, revision: string): SourceDiagnostic | undefined {
+  const diagnostic = (message: string): SourceDiagnostic => ({
     file: path,
     line: 0,
     column: 0,
@@ -349,8 +352,16 @@ function pathMissing(path: string, revision: string): SourceDiagnostic {
     name: "",
     path: "",
     rule: "source/path",
-    message: `directory ${path} does not exist at revision ${revision}; check --path`,
-  };
+    message,
+  });
+  const manifests = join(dir, path);
+  if (!existsSync(manifests) || !statSync(manifests).isDirectory())
+    return diagnostic(`directory ${path} does not exist at revision ${revision}; check --path`);
+  const root = realpathSync(dir);
+  const real = realpathSync(manifests);
+  if (real !== root && !real.startsWith(`${root}${sep}`))
+    return diagnostic(`${path} at revision ${revision} is a symlink out of the repository`);
+  return undefined;
 }
 
 function applyFailed(message: string): SourceDiagnostic {

@@ -4,8 +4,8 @@ import { silentLogger } from "./git-clock.ts";
 import { handleGitWebhook } from "./webhook.ts";
 
 export interface GitWebhookHttpOptions {
-  /** Read on every request, so a rotated secret file takes effect without a restart. */
-  secrets: () => readonly string[] | Promise<readonly string[]>;
+  /** The accepted secrets; a function is called per request, so a rotated secret file takes effect at once. */
+  secrets: readonly string[] | (() => readonly string[] | Promise<readonly string[]>);
   repoUrl: string;
   branch: string;
   /** Called for a verified push to the tracked branch; typically `() => void watcher.trigger()`. */
@@ -60,7 +60,11 @@ export function createGitWebhookHttpHandler(
         try {
           const result = await handleGitWebhook(
             { headers: req.headers, body: Buffer.concat(chunks) },
-            { secrets: await options.secrets(), repoUrl: options.repoUrl, branch: options.branch },
+            {
+              secrets: typeof options.secrets === "function" ? await options.secrets() : options.secrets,
+              repoUrl: options.repoUrl,
+              branch: options.branch,
+            },
           );
           log.info("git webhook", {
             status: result.status,

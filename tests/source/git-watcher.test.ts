@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, symlink } from "node:fs/promises";
 import { createServer, type IncomingHttpHeaders } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -222,6 +222,58 @@ t.test("a missing --path refuses the revision with a diagnostic that says so", a
   t.equal(rec.calls.length, 0);
   t.equal(status.errors[0]?.rule, "source/path");
   t.match(status.errors[0]?.message, /manifests does not exist/);
+  await watcher.stop();
+});
+
+t.test("a --path that is a symlink out of the repository is refused", async (t) => {
+  const { server, dataDir, clock, repository } = await setup(t);
+  const rec = recorder([]);
+  await symlink("/etc", join(server.work, "manifests"));
+  await server.commit({ "README.md": "x" });
+  const watcher = createGitWatcher({
+    repository,
+    applyRevision: rec.apply,
+    dataDir,
+    clock,
+    path: "manifests",
+  });
+  await watcher.start();
+  const status = await watcher.trigger();
+  t.equal(status.state, "Invalid");
+  t.equal(rec.calls.length, 0, "the loader never sees /etc");
+  t.match(status.errors[0]?.message, /symlink out of the repository/);
+  await watcher.stop();
+});
+
+t.test("an apply that throws (store down) is retried with backoff, not refused", async (t) => {
+  const { server, dataDir, clock, repository } = await setup(t);
+  const sha = await server.commit({ "a.yaml": job("a") });
+  let calls = 0;
+  const watcher = createGitWatcher({
+    repository,
+    dataDir,
+    clock,
+    applyRevision: async () => {
+      calls++;
+      if (calls === 1) throw new Error("store unavailable");
+      return { accepted: true, errors: [] };
+    },
+  });
+  const first = nextStatus(watcher);
+  await watcher.start();
+  let status = await first;
+  t.equal(status.state, "Invalid");
+  t.equal(status.errors[0]?.rule, "source/apply");
+  t.match(status.errors[0]?.message, /store unavailable/);
+  t.same(clock.pendingDelays(), [1_000], "retried after 1 s");
+  t.equal(watcher.metrics().consecutiveFetchFailures, 0, "it is not a fetch failure");
+
+  const next = nextStatus(watcher);
+  clock.advance(1_000);
+  status = await next;
+  t.equal(calls, 2, "the same commit is applied again");
+  t.equal(status.state, "Synced");
+  t.equal(status.lastAppliedRevision, sha);
   await watcher.stop();
 });
 

@@ -119,7 +119,7 @@ t.test("a signed push webhook over HTTP makes the watcher fetch and apply at onc
 t.test("the HTTP adapter refuses other methods and oversized bodies", async (t) => {
   const { server, base } = await listen(
     createGitWebhookHttpHandler({
-      secrets: () => [secret],
+      secrets: [secret],
       repoUrl: "https://github.com/rlark/manifests.git",
       branch: "main",
       onTrigger: () => t.fail("must not trigger"),
