@@ -2,6 +2,7 @@
 import { renderCrdsYaml } from "../../operators/api/crd.ts";
 import { kinds } from "../../operators/api/kinds.ts";
 import { sourceSchemas } from "../../operators/api/source-schemas.ts";
+import { renderKubernetesFields } from "./kubernetes-fields.ts";
 import { renderTypes } from "./types.ts";
 import { renderValidators } from "./validators.ts";
 
@@ -19,6 +20,7 @@ export function generatedFiles(): Map<string, string> {
   const validators = renderValidators();
   files.set(`${TYPES_DIR}/validators.js`, validators.js);
   files.set(`${TYPES_DIR}/validators.d.ts`, validators.dts);
+  files.set(`${TYPES_DIR}/kubernetes-fields.json`, renderKubernetesFields());
   for (const info of kinds) {
     files.set(
       `${CRDS_DIR}/${info.plural}.rlinf.io.yaml`,

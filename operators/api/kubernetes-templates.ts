@@ -3,9 +3,13 @@
 // hand-written copy of PodSpec. The places are found once by walking each kind's schema.
 import type { ErrorObject } from "ajv";
 import { validate as validatePodTemplateSpec } from "kubernetes-models/_schemas/IoK8sApiCoreV1PodTemplateSpec";
+import kubernetesFields from "./generated/kubernetes-fields.json" with { type: "json" };
 import { describeValue, escapePointerToken, valueAt } from "./json-pointer.ts";
 import type { KindInfo } from "./kinds.ts";
-import type { SchemaViolation } from "./violations.ts";
+import { closest, type SchemaViolation } from "./violations.ts";
+
+/** Type name → field → the field's object type, or null for scalars and maps (hack/codegen). */
+const fieldTable: Readonly<Record<string, Readonly<Record<string, string | null>>>> = kubernetesFields;
 
 export const KUBERNETES_KEYWORD = "x-rlark-kubernetes";
 export const KUBERNETES_RULE = "kubernetes/pod-template";
@@ -17,6 +21,8 @@ interface StandaloneValidate {
 
 interface Model {
   validate: StandaloneValidate;
+  /** Type name in the field table, for unknown-field checks. */
+  type: string;
   /** The fields of our node that belong to the Kubernetes object (ours may add siblings). */
   fields: readonly string[];
 }
@@ -24,6 +30,7 @@ interface Model {
 const models: Record<string, Model> = {
   PodTemplateSpec: {
     validate: validatePodTemplateSpec as unknown as StandaloneValidate,
+    type: "PodTemplateSpec",
     fields: ["metadata", "spec"],
   },
 };
@@ -108,6 +115,32 @@ function translate(errors: readonly ErrorObject[], root: unknown): SchemaViolati
   return out;
 }
 
+/**
+ * Fields the Kubernetes type does not have. Its OpenAPI schema admits them (the apiserver drops
+ * them, or rejects them under strict field validation), so a typo would otherwise pass silently.
+ */
+function unknownFields(type: string, value: unknown, pointer: string, out: SchemaViolation[]): void {
+  if (Array.isArray(value)) {
+    value.forEach((item, i) => {
+      unknownFields(type, item, `${pointer}/${i}`, out);
+    });
+    return;
+  }
+  const fields = fieldTable[type];
+  if (!fields || !isObject(value)) return;
+  for (const [key, child] of Object.entries(value)) {
+    const path = `${pointer}/${escapePointerToken(key)}`;
+    if (!Object.hasOwn(fields, key)) {
+      const suggestion = closest(key, Object.keys(fields));
+      const hint = suggestion ? ` (did you mean ${JSON.stringify(suggestion)}?)` : "";
+      out.push({ path, rule: KUBERNETES_RULE, message: `unknown field ${JSON.stringify(key)}${hint}` });
+      continue;
+    }
+    const childType = fields[key];
+    if (childType) unknownFields(childType, child, path, out);
+  }
+}
+
 function check(
   place: Place,
   node: unknown,
@@ -123,6 +156,7 @@ function check(
     for (const field of place.model.fields) if (node[field] !== undefined) subject[field] = node[field];
     const { validate } = place.model;
     if (!validate(subject, { instancePath: pointer })) out.push(...translate(validate.errors ?? [], root));
+    unknownFields(place.model.type, subject, pointer, out);
     return;
   }
   const segment = place.segments[index]!;

@@ -67,3 +67,35 @@ t.test(
     t.same(checkSchema(task), [], "namespace: default beside metadata and spec is accepted");
   },
 );
+
+t.test("a misspelt field in a pod template is reported, with the field it probably meant", async (t) => {
+  const task = seedObject("Task") as Doc & {
+    spec: { kubernetes: { workload: { template: { spec: { containers: Doc[] }; metadata?: Doc } } } };
+  };
+  const template = task.spec.kubernetes.workload.template;
+  template.spec.containers[0]!.imagee = "busybox";
+  template.spec.containers[0]!.resources = { limit: { cpu: "1" } };
+  template.metadata = { label: { app: "x" }, annotations: { "any/key": "is fine" } };
+  t.same(checkSchema(task), [
+    {
+      path: "/spec/kubernetes/workload/template/metadata/label",
+      rule: "kubernetes/pod-template",
+      message: 'unknown field "label" (did you mean "labels"?)',
+    },
+    {
+      path: "/spec/kubernetes/workload/template/spec/containers/0/imagee",
+      rule: "kubernetes/pod-template",
+      message: 'unknown field "imagee" (did you mean "image"?)',
+    },
+    {
+      path: "/spec/kubernetes/workload/template/spec/containers/0/resources/limit",
+      rule: "kubernetes/pod-template",
+      message: 'unknown field "limit" (did you mean "limits"?)',
+    },
+  ]);
+});
+
+t.test("maps inside pod templates (labels, resource lists, node selectors) take any key", async (t) => {
+  const job = seedObject("Job");
+  t.same(checkSchema(job), [], "the seed's Job, with volumes, resources and labels, has no unknown field");
+});
