@@ -40,11 +40,19 @@ export function artifactFileName(url: string): string {
   return /^[A-Za-z0-9._-]+$/.test(name) && name !== "." && name !== ".." ? name : "artifact";
 }
 
+async function sha256Of(path: string): Promise<string> {
+  const hash = createHash("sha256");
+  await pipeline(createReadStream(path), hash);
+  return hash.digest("hex");
+}
+
 export class ArtifactCache {
   readonly #dir: string;
   readonly #timeoutMs: number;
   readonly #fetch: typeof fetch;
   readonly #inFlight = new Map<string, Promise<string>>();
+  /** Cache entries hashed by this process: an entry left by an earlier agent is checked once before use. */
+  readonly #verified = new Set<string>();
 
   constructor(options: ArtifactCacheOptions) {
     this.#dir = options.dir;
@@ -56,14 +64,28 @@ export class ArtifactCache {
   get(artifact: RawArtifact): Promise<string> {
     const digest = artifact.sha256.toLowerCase();
     const target = join(this.#dir, digest, artifactFileName(artifact.url));
-    if (existsSync(target)) return Promise.resolve(target);
+    if (this.#verified.has(target)) return Promise.resolve(target);
     const key = `${digest} ${target}`;
     let pending = this.#inFlight.get(key);
     if (!pending) {
-      pending = this.#download(artifact.url, digest, target).finally(() => this.#inFlight.delete(key));
+      pending = this.#fetchOnce(artifact.url, digest, target)
+        .then((path) => {
+          this.#verified.add(path);
+          return path;
+        })
+        .finally(() => this.#inFlight.delete(key));
       this.#inFlight.set(key, pending);
     }
     return pending;
+  }
+
+  async #fetchOnce(url: string, digest: string, target: string): Promise<string> {
+    if (existsSync(target)) {
+      if ((await sha256Of(target)) === digest) return target;
+      // Changed on disk since it was verified (tampering or a torn disk): fetch it afresh.
+      await rm(target, { force: true });
+    }
+    return this.#download(url, digest, target);
   }
 
   async #download(url: string, digest: string, target: string): Promise<string> {

@@ -74,3 +74,15 @@ t.test("file:// URLs are read from disk and verified the same way", async (t) =>
     .catch((e: unknown) => e);
   t.equal((error as ArtifactError).reason, "ArtifactChecksumMismatch");
 });
+
+t.test("a cached artifact changed on disk is checked before use and fetched afresh", async (t) => {
+  const { base, hits } = await serve(t);
+  const dir = tempDir(t);
+  const path = await new ArtifactCache({ dir }).get({ url: `${base}/tool`, sha256: digest });
+  writeFileSync(path, "#!/bin/sh\necho tampered\n");
+  // A new agent (a new cache object) must not trust what an earlier one left behind.
+  const again = await new ArtifactCache({ dir }).get({ url: `${base}/tool`, sha256: digest });
+  t.equal(again, path);
+  t.equal(readFileSync(again, "utf8"), body);
+  t.equal(hits(), 2);
+});
