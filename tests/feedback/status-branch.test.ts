@@ -118,6 +118,25 @@ t.test("nothing is committed when no content changed", async (t) => {
   t.equal(await commits(), 1);
 });
 
+t.test("a restarted writer continues the branch and commits nothing when unchanged", async (t) => {
+  const { server, writer, set, commits } = await setup(t);
+  const docs = [jobStatus("train", "Running")];
+  set(docs);
+  await writer.flush();
+  await writer.stop();
+  const dataDir = await mkdtemp(join(tmpdir(), "rlark-data-"));
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }));
+  const restarted = createStatusBranchWriter({
+    remote: createGitRepository({ url: server.fileUrl, branch: "main", dataDir }),
+    dataDir,
+    clock: new FakeClock(),
+    documents: () => docs,
+  });
+  t.teardown(() => restarted.stop());
+  t.equal((await restarted.flush()).committed, false, "a fresh clone sees the content is already there");
+  t.equal(await commits(), 1);
+});
+
 t.test("an object that is gone has its status file deleted", async (t) => {
   const { writer, set, remoteFiles } = await setup(t);
   set([jobStatus("train", "Running"), jobStatus("eval", "Running")]);
