@@ -1,0 +1,32 @@
+// The Domain controller: virtual IPs, the Domain's certificate, DomainPeers (seed 000 §2-3).
+//
+//   manager.add(createDomainController({ pki: ca, dataDir }));
+//
+// Every pod of a Job whose spec.domain names the Domain gets an address from spec.cidr (network
+// and broadcast excluded), persisted in Domain status.ipAllocations before anyone sees it, keyed
+// by job / task / pod name: stable across hub restarts and pod re-creation, released (and
+// remembered for the same pod name) when the Pod goes; AddressPoolExhausted=True when the range
+// is full. The Domain's key (0600 in <dataDir>/pki/domains/) and CA-signed certificate go to one
+// DomainPeer per cluster (agent-<cluster>/<domain>) listing the Domain's pods there; the
+// certificate alone goes to Domain status. See docs/domains.md.
+
+export {
+  DomainCertificates,
+  type DomainCertificatesOptions,
+  type DomainCredentials,
+} from "./certificates.ts";
+export { createDomainController, type DomainControllerOptions, EXHAUSTED_CONDITION } from "./controller.ts";
+export {
+  type AllocateInput,
+  type AllocateResult,
+  type Allocation,
+  allocate,
+  type Claim,
+  claimKey,
+  intToIp,
+  ipToInt,
+  parseCidr,
+  type Range,
+} from "./ipam.ts";
+export { AGENT_NAMESPACE_PREFIX, DOMAIN_LABEL, JOB_LABEL, TASK_LABEL } from "./labels.ts";
+export { claimOf, clusterOf, peerSpecs, podJob } from "./members.ts";

@@ -1,0 +1,65 @@
+// Which pods belong to a Domain and what they claim, and the DomainPeers they imply. Pure.
+
+import type { DomainPeerPod, DomainPeerSpec, Pod } from "../../api/index.ts";
+import { type Allocation, type Claim, claimKey, ipToInt } from "./ipam.ts";
+import { AGENT_NAMESPACE_PREFIX, JOB_LABEL, TASK_LABEL } from "./labels.ts";
+
+/** The Job a mirrored Pod belongs to: its rlinf.io/job label, else spec.job. */
+export function podJob(pod: Pod): string | undefined {
+  return pod.metadata.labels?.[JOB_LABEL] ?? pod.spec.job;
+}
+
+/** The cluster of an `agent-<cluster>` namespace, or undefined for any other namespace. */
+export function clusterOf(namespace: string | undefined): string | undefined {
+  if (!namespace?.startsWith(AGENT_NAMESPACE_PREFIX)) return undefined;
+  const cluster = namespace.slice(AGENT_NAMESPACE_PREFIX.length);
+  return cluster === "" ? undefined : cluster;
+}
+
+/**
+ * The address claim of a pod of one of the Domain's Jobs, keyed by job / task template / pod
+ * name so a pod re-created under its name claims the same address. The Task is named
+ * `<job>-<task>`; the claim records the template name, as Domain status does (seed §2).
+ */
+export function claimOf(pod: Pod): Claim | undefined {
+  const job = podJob(pod);
+  const cluster = clusterOf(pod.metadata.namespace);
+  if (!job || !cluster || pod.metadata.deletionTimestamp) return undefined;
+  let task = pod.spec.task ?? pod.metadata.labels?.[TASK_LABEL] ?? "";
+  if (task.startsWith(`${job}-`)) task = task.slice(job.length + 1);
+  return { job, task, pod: pod.metadata.name, cluster };
+}
+
+/** DomainPeer specs by namespace: each cluster's pods that hold an address, ordered by IP. */
+export function peerSpecs(input: {
+  pods: readonly Pod[];
+  allocations: readonly Allocation[];
+  certPem: string;
+  keyPem: string;
+  prefixLen: number;
+}): Map<string, DomainPeerSpec> {
+  const ipOf = new Map(input.allocations.map((a) => [claimKey(a), a.ip]));
+  const byNamespace = new Map<string, DomainPeerPod[]>();
+  for (const pod of input.pods) {
+    const claim = claimOf(pod);
+    const ip = claim && ipOf.get(claimKey(claim));
+    if (!claim || !ip) continue;
+    const namespace = pod.metadata.namespace as string;
+    const entry: DomainPeerPod = { name: pod.metadata.name, ip, globalNamespace: namespace };
+    if (pod.spec.namespace !== undefined) entry.namespace = pod.spec.namespace;
+    if (pod.spec.uid !== undefined) entry.uid = pod.spec.uid;
+    if (pod.status?.podIP) entry.localIP = pod.status.podIP;
+    if (pod.spec.node !== undefined) entry.node = pod.spec.node;
+    const list = byNamespace.get(namespace) ?? [];
+    list.push(entry);
+    byNamespace.set(namespace, list);
+  }
+  const specs = new Map<string, DomainPeerSpec>();
+  for (const namespace of [...byNamespace.keys()].sort()) {
+    const pods = (byNamespace.get(namespace) ?? []).sort(
+      (a, b) => (ipToInt(a.ip) ?? 0) - (ipToInt(b.ip) ?? 0),
+    );
+    specs.set(namespace, { cert: input.certPem, key: input.keyPem, prefixLen: input.prefixLen, pods });
+  }
+  return specs;
+}
