@@ -174,11 +174,14 @@ export class ProcessRuntime implements Runtime {
     for (const record of records) {
       if (record.pid !== undefined && isSameProcessAlive(record.pid, record.processStart))
         known.add(record.pid);
+    }
+    // Before adopting: adoption may start processes, which are in no record yet.
+    this.#reapStrays(known);
+    for (const record of records) {
       const replica = Replica.adopt(record, this.#ctx);
       (replica.stopping ? this.#retiring : this.#replicas).set(replica.key, replica);
       if (replica.stopping) this.#whenGone(replica);
     }
-    this.#reapStrays(known);
   }
 
   /**
