@@ -465,3 +465,28 @@ t.test("an empty name is one violation, not also a pattern mismatch", async (t) 
     { path: "/metadata/name", rule: "schema/min-length", message: "must not be empty" },
   ]);
 });
+
+t.test(
+  "an object as a store or kube-apiserver returns it, with its bookkeeping metadata, passes",
+  async (t) => {
+    const task = seedObject("Task");
+    Object.assign(task.metadata as Doc, {
+      uid: "5c1b2f4e-0000-4000-8000-000000000001",
+      resourceVersion: "12345",
+      generation: 2,
+      creationTimestamp: "2026-06-25T03:20:30Z",
+      finalizers: ["rlinf.io/cleanup"],
+      ownerReferences: [
+        {
+          apiVersion: "rlinf.io/v1alpha1",
+          kind: "Job",
+          name: "ppo-cartpole-v1",
+          uid: "u1",
+          controller: true,
+        },
+      ],
+      managedFields: [{ manager: "rlark-hub", operation: "Apply", fieldsType: "FieldsV1", fieldsV1: {} }],
+    });
+    t.same(checkSchema(task), []);
+  },
+);

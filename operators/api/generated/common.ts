@@ -81,6 +81,10 @@ export interface ObjectMeta {
   ownerReferences?: OwnerReference[];
   /** Controllers that must clean up before the object is deleted. */
   finalizers?: string[];
+  /** Field ownership recorded by a Kubernetes apiserver (the Kubernetes store backend); opaque to RLark. */
+  managedFields?: Array<{
+    [key: string]: unknown;
+  }>;
 }
 
 /** A Kubernetes condition: one aspect of an object's observed state. */

@@ -4,7 +4,7 @@ const require = createRequire(import.meta.url);
 
 export const Job = validate52;
 const schema19 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/job.schema.json","title":"Job","description":"One training run: task templates placed on clusters, a Domain for their network, and a stop switch. Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Job","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the name prefixes every Task name (`<job>-<task>`).","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Job name."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: Jobs are cluster-scoped."}}},"spec":{"$ref":"#/$defs/JobSpec","description":"Desired state."},"status":{"$ref":"#/$defs/JobStatus","description":"Observed state, written by the hub."}},"$defs":{"JobSpec":{"description":"What a Job runs.","type":"object","additionalProperties":false,"required":["tasks"],"properties":{"domain":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the Domain whose virtual network the Job's pods join."},"stopped":{"type":"boolean","default":false,"description":"true stops the Job (Tasks, workloads and task PVCs are removed, the Job stays); clearing it starts a fresh run."},"sshPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Public key injected into every task's workloads (a task's own sshPublicKey wins)."},"tasks":{"type":"array","minItems":1,"description":"Task templates; each becomes a Task named `<job>-<task>`.","items":{"$ref":"#/$defs/TaskTemplate"}}}},"TaskTemplate":{"description":"One role of a Job, instantiated as a Task on one cluster.","type":"object","additionalProperties":false,"required":["name","role","agentType"],"allOf":[{"$ref":"common.schema.json#/$defs/ExactlyOneRuntime"}],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Task name, unique in the Job."},"head":{"type":"boolean","default":false,"description":"true for the Job's main task (at most one)."},"role":{"$ref":"common.schema.json#/$defs/Role","description":"Training role."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"Runtime; selects the kubernetes, docker or raw section."},"nodeSelector":{"$ref":"common.schema.json#/$defs/NodeSelector","description":"Node labels required on the node the task runs on."},"clusterSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Selects the Clusters (by their labels) placement may choose from; default: any."},"annotations":{"$ref":"common.schema.json#/$defs/TaskAnnotations","description":"Annotations copied to the Task, including the Ray keys."},"sshPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Public key injected into this task's workloads."},"kubernetes":{"$ref":"common.schema.json#/$defs/KubernetesRuntime","description":"For agentType Kubernetes: the workload."},"raw":{"$ref":"common.schema.json#/$defs/RawRuntime","description":"For agentType Raw: the process."},"docker":{"$ref":"common.schema.json#/$defs/DockerRuntime","description":"For agentType Docker: the container."}}},"JobPhase":{"description":"Lifecycle phase of a Job.","enum":["Pending","Running","Succeeded","Failed","Stopping","Stopped"]},"JobTaskStatus":{"description":"Observed state of one task of a run.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Task template name."},"phase":{"enum":["Pending","Scheduled","Running","Succeeded","Failed","Stopping","Stopped","Unknown"],"description":"Phase of the task."},"cluster":{"type":"string","description":"Cluster the task was placed on."},"taskName":{"type":"string","description":"Name of the Task object (`<job>-<task>`)."},"replicas":{"type":"integer","minimum":0,"description":"Desired replicas."},"readyReplicas":{"type":"integer","minimum":0,"description":"Ready replicas."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task started running."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task finished."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code reported for a finished or failed task."}}},"JobEvent":{"description":"One lifecycle event of a Job, as a Kubernetes Event would record it.","type":"object","additionalProperties":false,"required":["time","type","reason","message"],"properties":{"time":{"$ref":"common.schema.json#/$defs/Time","description":"When it happened."},"type":{"enum":["Normal","Warning"],"description":"Warning when it needs attention."},"reason":{"type":"string","description":"Machine-readable CamelCase reason."},"run":{"type":"integer","minimum":0,"description":"The run it belongs to."},"message":{"type":"string","description":"Human-readable detail."}}},"JobRunRecord":{"description":"The outcome of an earlier run, kept when a terminal Job is started again.","type":"object","additionalProperties":false,"required":["run","phase"],"properties":{"run":{"type":"integer","minimum":1,"description":"Run number."},"phase":{"$ref":"#/$defs/JobPhase","description":"Final phase of that run."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When that run started."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When that run ended."},"tasks":{"type":"array","description":"Final task states of that run.","items":{"$ref":"#/$defs/JobTaskStatus"}}}},"JobStatus":{"description":"Observed state of a Job.","type":"object","additionalProperties":false,"properties":{"phase":{"$ref":"#/$defs/JobPhase","description":"Current phase."},"run":{"type":"integer","minimum":0,"description":"Number of the current run, counted from 1."},"runAnnotation":{"type":"string","description":"The rlinf.io/run annotation the current run answers; a change starts a fresh run."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run started."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run ended."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"tasks":{"type":"array","description":"State of each task of the current run.","items":{"$ref":"#/$defs/JobTaskStatus"}},"conditions":{"type":"array","description":"Conditions (Placed, Ready, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}},"history":{"type":"array","description":"Earlier runs, oldest first.","items":{"$ref":"#/$defs/JobRunRecord"}},"events":{"type":"array","description":"The latest lifecycle events (at most 20), oldest first: what happened and why.","items":{"$ref":"#/$defs/JobEvent"}}}}}};
-const schema21 = {"description":"Standard object metadata. name, namespace, labels and annotations come from the manifest; the other fields are set by the store.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Name, unique per kind (and namespace for namespaced kinds)."},"namespace":{"type":"string","description":"Namespace; `agent-<cluster>` for objects placed on a cluster."},"labels":{"$ref":"#/$defs/Labels","description":"Identifying key/value pairs; selectors match them."},"annotations":{"$ref":"#/$defs/Annotations","description":"Non-identifying key/value metadata."},"uid":{"type":"string","description":"Unique id assigned by the store at creation."},"resourceVersion":{"type":"string","description":"Opaque version assigned by the store on every write, for optimistic concurrency."},"generation":{"type":"integer","minimum":0,"description":"Incremented by the store on every change of spec."},"creationTimestamp":{"$ref":"#/$defs/Time","description":"When the store created the object."},"deletionTimestamp":{"$ref":"#/$defs/Time","description":"When deletion was requested; the object goes once its finalizers are gone."},"ownerReferences":{"type":"array","description":"Objects this object belongs to (a Task's Job, a Job's Workflow).","items":{"$ref":"#/$defs/OwnerReference"}},"finalizers":{"type":"array","description":"Controllers that must clean up before the object is deleted.","items":{"type":"string","description":"A finalizer name."}}}};
+const schema21 = {"description":"Standard object metadata. name, namespace, labels and annotations come from the manifest; the other fields are set by the store.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Name, unique per kind (and namespace for namespaced kinds)."},"namespace":{"type":"string","description":"Namespace; `agent-<cluster>` for objects placed on a cluster."},"labels":{"$ref":"#/$defs/Labels","description":"Identifying key/value pairs; selectors match them."},"annotations":{"$ref":"#/$defs/Annotations","description":"Non-identifying key/value metadata."},"uid":{"type":"string","description":"Unique id assigned by the store at creation."},"resourceVersion":{"type":"string","description":"Opaque version assigned by the store on every write, for optimistic concurrency."},"generation":{"type":"integer","minimum":0,"description":"Incremented by the store on every change of spec."},"creationTimestamp":{"$ref":"#/$defs/Time","description":"When the store created the object."},"deletionTimestamp":{"$ref":"#/$defs/Time","description":"When deletion was requested; the object goes once its finalizers are gone."},"ownerReferences":{"type":"array","description":"Objects this object belongs to (a Task's Job, a Job's Workflow).","items":{"$ref":"#/$defs/OwnerReference"}},"finalizers":{"type":"array","description":"Controllers that must clean up before the object is deleted.","items":{"type":"string","description":"A finalizer name."}},"managedFields":{"type":"array","description":"Field ownership recorded by a Kubernetes apiserver (the Kubernetes store backend); opaque to RLark.","items":{"type":"object","description":"One manager's fields.","x-rlark-free-form":true}}}};
 const func1 = Object.prototype.hasOwnProperty;
 const schema22 = {"description":"Labels: identifying key/value pairs that selectors match.","type":"object","propertyNames":{"$ref":"#/$defs/LabelKey"},"additionalProperties":{"$ref":"#/$defs/LabelValue"}};
 const schema23 = {"description":"A label or annotation key: an optional DNS-1123 subdomain prefix and '/', then a name of at most 63 characters.","type":"string","maxLength":317,"pattern":"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$","x-rlark-message":"must be a label key: an optional DNS subdomain prefix and '/', then at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"};
@@ -605,14 +605,43 @@ vErrors.push(err10);
 errors++;
 }
 }
-}
-else {
-const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.type,parentSchema:schema21,data};
+if(data.managedFields !== undefined){
+let data13 = data.managedFields;
+if(Array.isArray(data13)){
+const len2 = data13.length;
+for(let i2=0; i2<len2; i2++){
+let data14 = data13[i2];
+if(!(data14 && typeof data14 == "object" && !Array.isArray(data14))){
+const err11 = {instancePath:instancePath+"/managedFields/" + i2,schemaPath:"#/properties/managedFields/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.properties.managedFields.items.type,parentSchema:schema21.properties.managedFields.items,data:data14};
 if(vErrors === null){
 vErrors = [err11];
 }
 else {
 vErrors.push(err11);
+}
+errors++;
+}
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/managedFields",schemaPath:"#/properties/managedFields/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema21.properties.managedFields.type,parentSchema:schema21.properties.managedFields,data:data13};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+}
+else {
+const err13 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.type,parentSchema:schema21,data};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
 }
 errors++;
 }
@@ -4110,14 +4139,43 @@ vErrors.push(err10);
 errors++;
 }
 }
-}
-else {
-const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.type,parentSchema:schema21,data};
+if(data.managedFields !== undefined){
+let data13 = data.managedFields;
+if(Array.isArray(data13)){
+const len2 = data13.length;
+for(let i2=0; i2<len2; i2++){
+let data14 = data13[i2];
+if(!(data14 && typeof data14 == "object" && !Array.isArray(data14))){
+const err11 = {instancePath:instancePath+"/managedFields/" + i2,schemaPath:"#/properties/managedFields/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.properties.managedFields.items.type,parentSchema:schema21.properties.managedFields.items,data:data14};
 if(vErrors === null){
 vErrors = [err11];
 }
 else {
 vErrors.push(err11);
+}
+errors++;
+}
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/managedFields",schemaPath:"#/properties/managedFields/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema21.properties.managedFields.type,parentSchema:schema21.properties.managedFields,data:data13};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+}
+else {
+const err13 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.type,parentSchema:schema21,data};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
 }
 errors++;
 }
@@ -5356,14 +5414,43 @@ vErrors.push(err10);
 errors++;
 }
 }
-}
-else {
-const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.type,parentSchema:schema21,data};
+if(data.managedFields !== undefined){
+let data13 = data.managedFields;
+if(Array.isArray(data13)){
+const len2 = data13.length;
+for(let i2=0; i2<len2; i2++){
+let data14 = data13[i2];
+if(!(data14 && typeof data14 == "object" && !Array.isArray(data14))){
+const err11 = {instancePath:instancePath+"/managedFields/" + i2,schemaPath:"#/properties/managedFields/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.properties.managedFields.items.type,parentSchema:schema21.properties.managedFields.items,data:data14};
 if(vErrors === null){
 vErrors = [err11];
 }
 else {
 vErrors.push(err11);
+}
+errors++;
+}
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/managedFields",schemaPath:"#/properties/managedFields/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema21.properties.managedFields.type,parentSchema:schema21.properties.managedFields,data:data13};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+}
+else {
+const err13 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.type,parentSchema:schema21,data};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
 }
 errors++;
 }
@@ -6308,14 +6395,43 @@ vErrors.push(err10);
 errors++;
 }
 }
-}
-else {
-const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.type,parentSchema:schema21,data};
+if(data.managedFields !== undefined){
+let data13 = data.managedFields;
+if(Array.isArray(data13)){
+const len2 = data13.length;
+for(let i2=0; i2<len2; i2++){
+let data14 = data13[i2];
+if(!(data14 && typeof data14 == "object" && !Array.isArray(data14))){
+const err11 = {instancePath:instancePath+"/managedFields/" + i2,schemaPath:"#/properties/managedFields/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.properties.managedFields.items.type,parentSchema:schema21.properties.managedFields.items,data:data14};
 if(vErrors === null){
 vErrors = [err11];
 }
 else {
 vErrors.push(err11);
+}
+errors++;
+}
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/managedFields",schemaPath:"#/properties/managedFields/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema21.properties.managedFields.type,parentSchema:schema21.properties.managedFields,data:data13};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+}
+else {
+const err13 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.type,parentSchema:schema21,data};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
 }
 errors++;
 }
@@ -7584,14 +7700,43 @@ vErrors.push(err10);
 errors++;
 }
 }
-}
-else {
-const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.type,parentSchema:schema21,data};
+if(data.managedFields !== undefined){
+let data13 = data.managedFields;
+if(Array.isArray(data13)){
+const len2 = data13.length;
+for(let i2=0; i2<len2; i2++){
+let data14 = data13[i2];
+if(!(data14 && typeof data14 == "object" && !Array.isArray(data14))){
+const err11 = {instancePath:instancePath+"/managedFields/" + i2,schemaPath:"#/properties/managedFields/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.properties.managedFields.items.type,parentSchema:schema21.properties.managedFields.items,data:data14};
 if(vErrors === null){
 vErrors = [err11];
 }
 else {
 vErrors.push(err11);
+}
+errors++;
+}
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/managedFields",schemaPath:"#/properties/managedFields/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema21.properties.managedFields.type,parentSchema:schema21.properties.managedFields,data:data13};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+}
+else {
+const err13 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.type,parentSchema:schema21,data};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
 }
 errors++;
 }
@@ -8646,14 +8791,43 @@ vErrors.push(err10);
 errors++;
 }
 }
-}
-else {
-const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.type,parentSchema:schema21,data};
+if(data.managedFields !== undefined){
+let data13 = data.managedFields;
+if(Array.isArray(data13)){
+const len2 = data13.length;
+for(let i2=0; i2<len2; i2++){
+let data14 = data13[i2];
+if(!(data14 && typeof data14 == "object" && !Array.isArray(data14))){
+const err11 = {instancePath:instancePath+"/managedFields/" + i2,schemaPath:"#/properties/managedFields/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.properties.managedFields.items.type,parentSchema:schema21.properties.managedFields.items,data:data14};
 if(vErrors === null){
 vErrors = [err11];
 }
 else {
 vErrors.push(err11);
+}
+errors++;
+}
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/managedFields",schemaPath:"#/properties/managedFields/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema21.properties.managedFields.type,parentSchema:schema21.properties.managedFields,data:data13};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+}
+else {
+const err13 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.type,parentSchema:schema21,data};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
 }
 errors++;
 }
@@ -10137,14 +10311,43 @@ vErrors.push(err10);
 errors++;
 }
 }
-}
-else {
-const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.type,parentSchema:schema21,data};
+if(data.managedFields !== undefined){
+let data13 = data.managedFields;
+if(Array.isArray(data13)){
+const len2 = data13.length;
+for(let i2=0; i2<len2; i2++){
+let data14 = data13[i2];
+if(!(data14 && typeof data14 == "object" && !Array.isArray(data14))){
+const err11 = {instancePath:instancePath+"/managedFields/" + i2,schemaPath:"#/properties/managedFields/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.properties.managedFields.items.type,parentSchema:schema21.properties.managedFields.items,data:data14};
 if(vErrors === null){
 vErrors = [err11];
 }
 else {
 vErrors.push(err11);
+}
+errors++;
+}
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/managedFields",schemaPath:"#/properties/managedFields/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema21.properties.managedFields.type,parentSchema:schema21.properties.managedFields,data:data13};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+}
+else {
+const err13 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.type,parentSchema:schema21,data};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
 }
 errors++;
 }
@@ -10826,14 +11029,43 @@ vErrors.push(err10);
 errors++;
 }
 }
-}
-else {
-const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.type,parentSchema:schema21,data};
+if(data.managedFields !== undefined){
+let data13 = data.managedFields;
+if(Array.isArray(data13)){
+const len2 = data13.length;
+for(let i2=0; i2<len2; i2++){
+let data14 = data13[i2];
+if(!(data14 && typeof data14 == "object" && !Array.isArray(data14))){
+const err11 = {instancePath:instancePath+"/managedFields/" + i2,schemaPath:"#/properties/managedFields/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.properties.managedFields.items.type,parentSchema:schema21.properties.managedFields.items,data:data14};
 if(vErrors === null){
 vErrors = [err11];
 }
 else {
 vErrors.push(err11);
+}
+errors++;
+}
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/managedFields",schemaPath:"#/properties/managedFields/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema21.properties.managedFields.type,parentSchema:schema21.properties.managedFields,data:data13};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+}
+else {
+const err13 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.type,parentSchema:schema21,data};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
 }
 errors++;
 }
@@ -13258,14 +13490,43 @@ vErrors.push(err10);
 errors++;
 }
 }
-}
-else {
-const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.type,parentSchema:schema21,data};
+if(data.managedFields !== undefined){
+let data13 = data.managedFields;
+if(Array.isArray(data13)){
+const len2 = data13.length;
+for(let i2=0; i2<len2; i2++){
+let data14 = data13[i2];
+if(!(data14 && typeof data14 == "object" && !Array.isArray(data14))){
+const err11 = {instancePath:instancePath+"/managedFields/" + i2,schemaPath:"#/properties/managedFields/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.properties.managedFields.items.type,parentSchema:schema21.properties.managedFields.items,data:data14};
 if(vErrors === null){
 vErrors = [err11];
 }
 else {
 vErrors.push(err11);
+}
+errors++;
+}
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/managedFields",schemaPath:"#/properties/managedFields/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema21.properties.managedFields.type,parentSchema:schema21.properties.managedFields,data:data13};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+}
+else {
+const err13 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.type,parentSchema:schema21,data};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
 }
 errors++;
 }
@@ -14295,14 +14556,43 @@ vErrors.push(err10);
 errors++;
 }
 }
-}
-else {
-const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.type,parentSchema:schema21,data};
+if(data.managedFields !== undefined){
+let data13 = data.managedFields;
+if(Array.isArray(data13)){
+const len2 = data13.length;
+for(let i2=0; i2<len2; i2++){
+let data14 = data13[i2];
+if(!(data14 && typeof data14 == "object" && !Array.isArray(data14))){
+const err11 = {instancePath:instancePath+"/managedFields/" + i2,schemaPath:"#/properties/managedFields/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.properties.managedFields.items.type,parentSchema:schema21.properties.managedFields.items,data:data14};
 if(vErrors === null){
 vErrors = [err11];
 }
 else {
 vErrors.push(err11);
+}
+errors++;
+}
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/managedFields",schemaPath:"#/properties/managedFields/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema21.properties.managedFields.type,parentSchema:schema21.properties.managedFields,data:data13};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+}
+else {
+const err13 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.type,parentSchema:schema21,data};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
 }
 errors++;
 }
