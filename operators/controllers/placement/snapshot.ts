@@ -16,7 +16,6 @@ import { placementTask } from "./task-requirements.ts";
 
 interface NodeState {
   base: ReturnType<typeof nodeBase>;
-  resourceVersion: number;
   /** Reserved on this node, by reservation key. */
   reserved: Map<string, Amounts>;
   view: NodeView | undefined;
@@ -39,12 +38,21 @@ function rv(object: { metadata: { resourceVersion?: string } }): number {
 }
 
 export class PlacementSnapshot {
-  #clusters = new Map<string, { object: Cluster; resourceVersion: number }>();
+  #clusters = new Map<string, { object: Cluster }>();
   #nodes = new Map<string, Map<string, NodeState>>();
   #reservations = new Map<string, Reservation>();
   #views = new Map<string, ClusterView>();
   #sorted: ClusterView[] | undefined;
   #loaded: Promise<void> | undefined;
+  /** Last resourceVersion seen per object (deletions included), so a stale list never undoes a newer event. */
+  #versions = new Map<string, number>();
+
+  #fresh(key: string, version: number): boolean {
+    const known = this.#versions.get(key);
+    if (known !== undefined && version > 0 && version < known) return false;
+    if (version > 0) this.#versions.set(key, version);
+    return true;
+  }
 
   /** Fills the snapshot from the store once (later calls wait for the same load). */
   load(store: Store): Promise<void> {
@@ -67,13 +75,13 @@ export class PlacementSnapshot {
 
   setCluster(cluster: Cluster): void {
     const name = cluster.metadata.name;
-    const known = this.#clusters.get(name);
-    if (known && known.resourceVersion > rv(cluster)) return;
-    this.#clusters.set(name, { object: cluster, resourceVersion: rv(cluster) });
+    if (!this.#fresh(`Cluster/${name}`, rv(cluster))) return;
+    this.#clusters.set(name, { object: cluster });
     this.#dirty(name);
   }
 
-  deleteCluster(name: string): void {
+  deleteCluster(name: string, resourceVersion = 0): void {
+    if (!this.#fresh(`Cluster/${name}`, resourceVersion)) return;
     this.#clusters.delete(name);
     this.#dirty(name);
   }
@@ -86,20 +94,20 @@ export class PlacementSnapshot {
       nodes = new Map();
       this.#nodes.set(cluster, nodes);
     }
+    if (!this.#fresh(`Node/${node.metadata.namespace}/${node.metadata.name}`, rv(node))) return;
     const known = nodes.get(node.metadata.name);
-    if (known && known.resourceVersion > rv(node)) return;
     nodes.set(node.metadata.name, {
       base: nodeBase(node),
-      resourceVersion: rv(node),
       reserved: known?.reserved ?? new Map(),
       view: undefined,
     });
     this.#dirty(cluster);
   }
 
-  deleteNode(namespace: string | undefined, name: string): void {
+  deleteNode(namespace: string | undefined, name: string, resourceVersion = 0): void {
     const cluster = clusterOfNamespace(namespace);
     if (!cluster) return;
+    if (!this.#fresh(`Node/${namespace}/${name}`, resourceVersion)) return;
     this.#nodes.get(cluster)?.delete(name);
     this.#dirty(cluster);
   }
@@ -110,6 +118,7 @@ export class PlacementSnapshot {
    */
   observeTask(task: Task, deleted = false): void {
     const key = `${task.metadata.namespace}/${task.metadata.name}`;
+    if (!this.#fresh(`Task/${key}`, rv(task))) return;
     if (deleted || !holdsReservation(task)) {
       this.release(key);
       return;
@@ -162,6 +171,27 @@ export class PlacementSnapshot {
       state.view = undefined;
     }
     this.#dirty(reservation.cluster);
+  }
+
+  /** Releases every reservation whose key starts with `prefix` (a Job's plans). */
+  releasePrefix(prefix: string): void {
+    for (const key of [...this.#reservations.keys()]) if (key.startsWith(prefix)) this.release(key);
+  }
+
+  /** Moves a reservation to another key (a plan becoming its Task) without a moment unreserved. */
+  rekey(from: string, to: string): void {
+    const reservation = this.#reservations.get(from);
+    if (!reservation || from === to) return;
+    this.release(to);
+    this.#reservations.delete(from);
+    this.#reservations.set(to, reservation);
+    const nodes = this.#nodes.get(reservation.cluster);
+    for (const { node, amounts } of reservation.nodes) {
+      const state = nodes?.get(node);
+      if (!state) continue;
+      state.reserved.delete(from);
+      state.reserved.set(to, amounts);
+    }
   }
 
   isReserved(key: string): boolean {
