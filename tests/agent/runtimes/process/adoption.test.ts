@@ -1,5 +1,8 @@
 import { spawn } from "node:child_process";
+import { createHash } from "node:crypto";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import t from "tap";
@@ -184,4 +187,34 @@ t.test("a second agent on a state dir in use is refused; a dead agent's lock is 
   await exited;
   const { runtime } = await openRuntime(t, { stateDir: dir });
   t.equal(pod(runtime, "idle-0")?.state, "Running", "the new agent adopted the pod");
+});
+
+t.test("a pod caught mid-download by an agent restart starts once, under the new runtime", async (t) => {
+  const dir = tempDir(t);
+  const runs = join(dir, "runs");
+  const tool = `#!/bin/sh\necho run >> ${runs}\n`;
+  const digest = createHash("sha256").update(tool).digest("hex");
+  const held: ServerResponse[] = [];
+  const server = createServer((_req, res) => {
+    held.push(res);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  t.teardown(() => {
+    server.closeAllConnections();
+    return new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/tool`;
+  const task = rawTask("fetching", { kind: "Job", command: ["./tool"], artifact: { url, sha256: digest } });
+
+  const first = await openRuntime(t, { stateDir: join(dir, "state") });
+  await first.runtime.apply([task]);
+  await waitFor("the first download to hang", () => held.length === 1);
+  t.match(pod(first.runtime, "fetching-0"), { phase: "Pending", reason: "ArtifactDownloading" });
+  await first.runtime.stop();
+
+  const second = await openRuntime(t, { stateDir: join(dir, "state") });
+  await waitFor("the new runtime to ask again", () => held.length === 2);
+  for (const res of held) res.end(tool);
+  await waitForPod(second.runtime, "fetching-0", "Succeeded", (p) => p.phase === "Succeeded");
+  t.equal(readFileSync(runs, "utf8"), "run\n", "the old runtime's download did not start it too");
 });
