@@ -20,6 +20,8 @@
 // - delete with finalizers sets deletionTimestamp; the object goes when an update removes the
 //   last finalizer. Dependents (ownerReferences → uid) are collected when the owner goes.
 // - watches deliver in resourceVersion order, one event at a time per watch, after commit.
+// - SQLite: a write resolves once it is durable (WAL synced off the event loop); see
+//   docs/adr/0001-store.md. One process owns a data dir.
 
 export {
   AlreadyExistsError,

@@ -47,14 +47,18 @@ export class Watcher implements Watch {
   #stopped = false;
   #resolveClosed!: (error: Error | undefined) => void;
   #onStop: (watcher: Watcher) => void;
+  /** Changes up to here are already reflected in what this watch was given. */
+  #seen: number;
 
   constructor(
     kind: string,
     filter: WatchFilter,
     handler: WatchHandler<KubeObject>,
     onStop: (watcher: Watcher) => void,
+    seen: number,
   ) {
     this.kind = kind;
+    this.#seen = seen;
     this.#filter = filter;
     this.#handler = handler;
     this.#onStop = onStop;
@@ -63,9 +67,10 @@ export class Watcher implements Watch {
     });
   }
 
-  /** Queues the change if this watch sees it. */
+  /** Queues the change if this watch sees it and has not seen it yet. */
   offer(change: ChangeRecord): void {
-    if (this.#stopped) return;
+    if (this.#stopped || change.resourceVersion <= this.#seen) return;
+    this.#seen = change.resourceVersion;
     const type = visibleType(this.#filter, change);
     if (type) this.push(type, change.json);
   }

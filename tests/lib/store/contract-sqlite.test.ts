@@ -3,8 +3,10 @@ import { openSqliteStore } from "../../../operators/lib/store/index.ts";
 import { storeContract } from "./contract.ts";
 import { tempDir } from "./helpers.ts";
 
-storeContract(t, "sqlite", async (t) => {
-  const store = openSqliteStore({ dataDir: tempDir(t) });
-  t.teardown(() => store.close());
-  return store;
-});
+for (const durability of ["pipelined", "inline"] as const) {
+  storeContract(t, `sqlite (${durability})`, async (t) => {
+    const store = openSqliteStore({ dataDir: tempDir(t), durability });
+    t.teardown(() => store.close());
+    return store;
+  });
+}

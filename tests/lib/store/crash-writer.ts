@@ -3,8 +3,9 @@
 import { openSqliteStore } from "../../../operators/lib/store/index.ts";
 
 const dir = process.argv[2];
-if (!dir) throw new Error("usage: crash-writer.ts <dataDir>");
-const store = openSqliteStore({ dataDir: dir });
+const durability = process.argv[3] === "inline" ? "inline" : "pipelined";
+if (!dir) throw new Error("usage: crash-writer.ts <dataDir> [pipelined|inline]");
+const store = openSqliteStore({ dataDir: dir, durability });
 let n = 0;
 
 async function writer(lane: number): Promise<void> {
