@@ -620,6 +620,10 @@ export class SqliteStore implements Store {
     const batch = this.#queue;
     this.#queue = [];
     if (batch.length === 0) return;
+    if (this.#failed) {
+      for (const item of batch) item.reject(this.#failed);
+      return;
+    }
     const db = this.#db;
     const startRv = this.#rv;
     const outcomes: WriteOutcome[] = [];
@@ -670,9 +674,12 @@ export class SqliteStore implements Store {
     this.#syncing = new Promise<void>((resolve) => {
       this.#fdatasync(this.#walFd, (error) => {
         this.#syncing = undefined;
-        if (error)
+        if (error) {
           this.#failed = new Error(`store ${this.file}: syncing the WAL failed (${error.message}); restart`);
+        }
         this.#settle(group, this.#failed ?? null);
+        // Commits made while the failed sync ran will never be synced: fail them too.
+        if (this.#failed) this.#settle(this.#unsynced.splice(0), this.#failed);
         resolve();
         if (!this.#failed && !this.#closed) {
           this.#checkpointIfLarge();

@@ -88,9 +88,14 @@ t.test("a failed WAL sync fails the writes it covered and every write after it",
   const store = openSqliteStore({ dataDir: dir, fdatasync: sync.fdatasync });
   const write = store.create(job("a"));
   await turns();
+  const during = store.create(job("during")); // committed while the failing sync runs
+  await turns();
+  const queued = store.create(job("queued")); // not yet committed when it fails
   const eio = Object.assign(new Error("EIO: i/o error"), { code: "EIO" });
   sync.release(eio);
   await t.rejects(write, /syncing the WAL failed \(EIO: i\/o error\); restart/);
+  await t.rejects(during, /syncing the WAL failed/);
+  await t.rejects(queued, /syncing the WAL failed/);
   await t.rejects(store.create(job("b")), /syncing the WAL failed/);
   await store.close();
 });
