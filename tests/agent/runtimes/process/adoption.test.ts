@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
@@ -217,4 +217,34 @@ t.test("a pod caught mid-download by an agent restart starts once, under the new
   for (const res of held) res.end(tool);
   await waitForPod(second.runtime, "fetching-0", "Succeeded", (p) => p.phase === "Succeeded");
   t.equal(readFileSync(runs, "utf8"), "run\n", "the old runtime's download did not start it too");
+});
+
+t.test("stop() leaves pods running; the next runtime adopts them and sees how they end", async (t) => {
+  const dir = tempDir(t);
+  const go = join(dir, "go");
+  const marker = `detach-${process.pid}`;
+  const task = rawTask("worker", { kind: "Job", command: exitOnFile(go, 4, marker) });
+  const first = await openRuntime(t, { stateDir: join(dir, "state") });
+  await first.runtime.apply([task]);
+  const running = await waitForPod(first.runtime, "worker-0", "running", (p) => p.state === "Running");
+  await first.runtime.stop();
+  await waitFor("the process to exec", () => processesWith(marker).length === 1);
+  t.ok(isAlive(running.pid!), "still running after the runtime stopped");
+
+  const second = await openRuntime(t, { stateDir: join(dir, "state") });
+  t.match(pod(second.runtime, "worker-0"), { state: "Running", pid: running.pid });
+  writeFileSync(go, "");
+  const failed = await waitForPod(second.runtime, "worker-0", "Failed", (p) => p.phase === "Failed");
+  t.equal(failed.exitCode, 4);
+});
+
+t.test("an unreadable pod record is skipped with a warning, not fatal", async (t) => {
+  const dir = tempDir(t);
+  mkdirSync(join(dir, "pods", "agent-local_torn-0"), { recursive: true });
+  writeFileSync(join(dir, "pods", "agent-local_torn-0", "pod.json"), "{ torn");
+  const warnings: string[] = [];
+  const logger = { info() {}, error() {}, warn: (message: string) => warnings.push(message) };
+  const { runtime } = await openRuntime(t, { stateDir: dir, logger });
+  t.same(runtime.observe().pods, []);
+  t.match(warnings, [/unreadable pod state/]);
 });
