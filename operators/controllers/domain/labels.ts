@@ -1,11 +1,9 @@
-// Labels the Domain controller reads (set by the agents on Pods) and sets (on DomainPeers).
-// Defined here until the shared operators/controllers/labels.ts exists; the values are the
-// contract, not the location.
+// Labels the Domain controller reads (set by the agents on Pods; shared, ../labels.ts) and sets
+// (on DomainPeers; only this controller uses them).
 
-/** On a Pod (and Task): the Job it belongs to. */
-export const JOB_LABEL = "rlinf.io/job";
-/** On a Pod: the Task it runs. */
-export const TASK_LABEL = "rlinf.io/task";
+/** On a Pod (and Task): the Job it belongs to; on a Pod, the Task it runs. */
+export { JOB_LABEL, TASK_LABEL } from "../labels.ts";
+
 /** On a DomainPeer: the Domain it is a view of. */
 export const DOMAIN_LABEL = "rlark.io/domain";
 /** A cluster's objects live in the namespace `agent-<cluster>`. */

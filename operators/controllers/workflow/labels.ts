@@ -1,8 +1,9 @@
-// Labels and the finalizer the Workflow controller puts on what it owns. Defined here until the
-// shared operators/controllers/labels.ts exists; the values are the contract, not the location.
+// Labels and the finalizer the Workflow controller puts on what it owns. The Workflow label is
+// shared with the other controllers (../labels.ts); the rest only the Workflow controller uses.
 
 /** On a Job: the Workflow that created it. */
-export const WORKFLOW_LABEL = "rlinf.io/workflow";
+export { WORKFLOW_LABEL } from "../labels.ts";
+
 /** On a Job: the DAG node (spec.jobs[].name) it runs. */
 export const WORKFLOW_JOB_LABEL = "rlinf.io/workflow-job";
 /** On a Job: the Workflow run (status.run) it belongs to, as a decimal string. */
