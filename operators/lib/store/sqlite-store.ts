@@ -293,15 +293,18 @@ export class SqliteStore implements Store {
   // ---- writes ------------------------------------------------------------------------------
 
   create<T extends KubeObject>(object: T): Promise<T & KubeObject> {
-    return this.#write(() => this.#create(object)) as Promise<T & KubeObject>;
+    const input = snapshot(object);
+    return this.#write(() => this.#create(input)) as Promise<T & KubeObject>;
   }
 
   update<T extends KubeObject>(object: T): Promise<T & KubeObject> {
-    return this.#write(() => this.#update(object, updated)) as Promise<T & KubeObject>;
+    const input = snapshot(object);
+    return this.#write(() => this.#update(input, updated)) as Promise<T & KubeObject>;
   }
 
   updateStatus<T extends KubeObject>(object: T): Promise<T & KubeObject> {
-    return this.#write(() => this.#update(object, statusUpdated)) as Promise<T & KubeObject>;
+    const input = snapshot(object);
+    return this.#write(() => this.#update(input, statusUpdated)) as Promise<T & KubeObject>;
   }
 
   delete(
@@ -314,8 +317,9 @@ export class SqliteStore implements Store {
   }
 
   applyBatch(ops: readonly BatchOp[]): Promise<KubeObject[]> {
+    const inputs = ops.map((op) => ("object" in op ? { ...op, object: snapshot(op.object) } : { ...op }));
     return this.#write(() =>
-      ops.map((op, index) => {
+      inputs.map((op, index) => {
         try {
           return this.#applyOp(op);
         } catch (error) {
@@ -821,6 +825,11 @@ export class SqliteStore implements Store {
   #open(): void {
     if (this.#closed) throw new Error(`store ${this.file} is closed`);
   }
+}
+
+/** The caller's object as it is now: writes run a moment later, and the caller may change it meanwhile. */
+function snapshot<T>(object: T): T {
+  return structuredClone(object);
 }
 
 /** Opens (creating or upgrading) `<dataDir>/store.db`. */

@@ -332,3 +332,14 @@ t.test("the database and its WAL are readable by the owner only", async (t) => {
     t.equal(statSync(`${dir}/${file}`).mode & 0o777, 0o600, file);
   }
 });
+
+t.test("a write stores the object as it was when the write was called", async (t) => {
+  const { store } = tempStore(t);
+  const o = job("a", { n: 1 });
+  const pending = store.create(o);
+  o.spec = { n: 2 };
+  t.same((await pending).spec, { n: 1 });
+  const batch = store.applyBatch([{ op: "create", object: o }]);
+  o.metadata.name = "renamed";
+  await t.rejects(batch, { code: "AlreadyExists" });
+});
