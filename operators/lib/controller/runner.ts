@@ -54,7 +54,13 @@ export class ControllerRunner {
       clock: options.clock,
       onAdd: () => options.metrics.adds.labels({ controller: name }).inc(),
     });
-    this.#context = { store: options.store, clock: options.clock, logger: options.logger, controller: name };
+    this.#context = {
+      store: options.store,
+      clock: options.clock,
+      logger: options.logger,
+      controller: name,
+      enqueue: (key, afterMs = 0) => this.queue.addAfter(key, afterMs),
+    };
   }
 
   /** Resolves once every watch is registered (their initial events may still be arriving). */

@@ -33,6 +33,8 @@ export interface ReconcileContext {
   logger: Logger;
   /** The controller's name. */
   controller: string;
+  /** Queue keys of this controller (e.g. siblings a reconcile decided are affected). */
+  enqueue(key: string, afterMs?: number): void;
 }
 
 /** Maps a changed object of a watched kind to keys of the controller's primary kind. */

@@ -299,3 +299,28 @@ t.test("duplicate controller names and adds after start are refused", async (t) 
   await m.stop();
   t.notOk(m.running);
 });
+
+t.test("a reconcile can queue other keys of its controller", async (t) => {
+  const { store, clock } = tempStore(t);
+  await store.create(job("a"));
+  const calls: string[] = [];
+  const m = new Manager({ store, clock, resyncPeriod: 0 });
+  m.add({
+    name: "job",
+    kind: "Job",
+    reconcile(req, ctx) {
+      calls.push(req.key);
+      if (req.key === "a") {
+        ctx.enqueue("b");
+        ctx.enqueue("c", 1000);
+      }
+    },
+  });
+  await m.start();
+  t.teardown(() => m.stop());
+  await eventually(() => calls.length === 2, "b queued by a");
+  t.same(clock.pendingDelays(), [1000]);
+  clock.advance(1000);
+  await eventually(() => calls.length === 3, "c after its delay");
+  t.same(calls, ["a", "b", "c"]);
+});
