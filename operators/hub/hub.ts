@@ -7,7 +7,12 @@ import { createStatusBranchWriter, type StatusBranchWriter } from "../feedback/i
 import { type Controller, type Logger, Manager } from "../lib/controller/index.ts";
 import { Registry } from "../lib/metrics/index.ts";
 import { openSqliteStore, type Store, type Watch } from "../lib/store/index.ts";
-import { createGitWebhookHttpHandler, type GitCredentials, loadWebhookSecrets } from "../source/index.ts";
+import {
+  createGitWebhookHttpHandler,
+  type GitCredentials,
+  loadWebhookSecrets,
+  registerGitSourceMetrics,
+} from "../source/index.ts";
 import { loadOrCreateAdminToken } from "./admin-token.ts";
 import { createHubSource, type HubSource } from "./git-source.ts";
 import { createHubHttpHandler, type HubHttpDependencies } from "./http/api-server.ts";
@@ -79,14 +84,7 @@ export async function startHub(options: HubOptions): Promise<Hub> {
       credentials: options.credentials,
       logger,
     });
-    const revisionAge = registry.gauge({
-      name: "rlark_source_revision_age_seconds",
-      help: "Age of the applied git revision (now minus its commit time).",
-    });
-    registry.onCollect(() => {
-      const age = source?.watcher.metrics().revisionAgeSeconds;
-      if (age !== null && age !== undefined) revisionAge.set(age);
-    });
+    registerGitSourceMetrics(registry, source.watcher);
   }
 
   let statusWriter: StatusBranchWriter | undefined;

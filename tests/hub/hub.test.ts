@@ -1,0 +1,180 @@
+// The hub end to end on real git: a bare repository the test pushes to, served over file:// and
+// `git daemon`, the real SQLite store and the real HTTP API.
+import { createHmac } from "node:crypto";
+import { mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import t, { type Test } from "tap";
+import { type Hub, startHub } from "../../operators/hub/hub.ts";
+import { silentLogger } from "../../operators/lib/controller/index.ts";
+import { createGitServer, type GitServer, waitFor } from "../helpers/git-server.ts";
+
+const domain = (name: string, cidr: string) =>
+  `apiVersion: rlinf.io/v1alpha1\nkind: Domain\nmetadata:\n  name: ${name}\nspec:\n  cidr: ${cidr}\n`;
+const user = (name: string) =>
+  `apiVersion: rlinf.io/v1alpha1\nkind: User\nmetadata:\n  name: ${name}\nspec:\n  roles: [viewer]\n  passwordHash: "$scrypt$ln=14,r=8,p=1$c2FsdA$aGFzaA"\n`;
+
+async function api(hub: Hub, route: string, token: string | undefined = hub.adminToken) {
+  const response = await fetch(`${hub.url}${route}`, {
+    headers: token ? { authorization: `Bearer ${token}` } : {},
+  });
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+async function names(hub: Hub, plural: string): Promise<string[]> {
+  const { body } = await api(hub, `/api/v1/rlinf.io/v1alpha1/${plural}`);
+  return (body.items as { metadata: { name: string } }[]).map((i) => i.metadata.name).sort();
+}
+
+async function withHub(
+  t: Test,
+  git: GitServer,
+  options: { repo?: string; statusBranch?: string; webhookSecretFile?: string; intervalMs?: number } = {},
+): Promise<Hub> {
+  const dataDir = await mkdtemp(path.join(tmpdir(), "rlark-hub-"));
+  const hub = await startHub({
+    dataDir,
+    http: "127.0.0.1:0",
+    repo: options.repo ?? git.fileUrl,
+    branch: git.branch,
+    intervalMs: options.intervalMs ?? 100,
+    statusBranch: options.statusBranch,
+    statusDebounceMs: 50,
+    webhookSecretFile: options.webhookSecretFile,
+    logger: silentLogger,
+  });
+  t.teardown(() => hub.stop());
+  return hub;
+}
+
+t.test(
+  "pushed revisions appear in the API; an invalid one is refused whole and the last good stays",
+  async (t) => {
+    const git = await createGitServer();
+    t.teardown(() => git.close());
+    await git.commit({ "domains/a.yaml": domain("a", "10.0.1.0/24") });
+    const hub = await withHub(t, git);
+    await waitFor(async () => (await names(hub, "domains")).join() === "a", "domain a");
+
+    const good = await git.commit({ "domains/b.yaml": domain("b", "10.0.2.0/24") });
+    await waitFor(async () => (await names(hub, "domains")).join() === "a,b", "domain b");
+    const { body: b } = await api(hub, "/api/v1/rlinf.io/v1alpha1/domains/b");
+    const annotations = (b.metadata as { annotations: Record<string, string> }).annotations;
+    t.equal(annotations["rlark.io/source-file"], "domains/b.yaml:1", "objects carry file:line");
+    t.equal(annotations["rlark.io/source-revision"], good);
+
+    // One good file and one bad file in one commit: neither is applied.
+    const bad = await git.commit({
+      "domains/c.yaml": domain("c", "10.0.3.0/24"),
+      "domains/overlap.yaml": domain("overlap", "10.0.1.128/25"),
+    });
+    await waitFor(async () => {
+      const { body } = await api(hub, "/api/v1/source");
+      return body.lastAttemptedRevision === bad && body.state === "Invalid";
+    }, "bad revision refused");
+    const { body: source } = await api(hub, "/api/v1/source");
+    t.equal(source.state, "Invalid");
+    t.equal(source.lastAppliedRevision, good, "the last good revision stays applied");
+    t.match(source.errors, [
+      { file: "domains/overlap.yaml", line: 6, column: 9, rule: "cross/cidr-overlap" },
+    ]);
+    t.same(await names(hub, "domains"), ["a", "b"], "nothing of the bad revision was applied");
+
+    await git.commit({ "domains/overlap.yaml": null, "domains/a.yaml": null });
+    await waitFor(async () => (await names(hub, "domains")).join() === "b,c", "fixed revision applied");
+    t.equal((await api(hub, "/api/v1/source")).body.state, "Synced");
+  },
+);
+
+t.test("a force-push that rewrites history is followed, over git daemon", async (t) => {
+  const git = await createGitServer();
+  t.teardown(() => git.close());
+  await git.commit({ "d.yaml": domain("first", "10.1.0.0/24") });
+  await git.startDaemon();
+  const hub = await withHub(t, git, { repo: git.daemonUrl });
+  await waitFor(async () => (await names(hub, "domains")).join() === "first", "first");
+  await git.git("checkout", "--orphan", "rewritten");
+  await git.git("rm", "-rfq", ".");
+  await git.commit({ "d.yaml": domain("second", "10.2.0.0/24") }, "rewrite");
+  await git.git("push", "--force", "origin", `rewritten:${git.branch}`);
+  await waitFor(async () => (await names(hub, "domains")).join() === "second", "rewritten history applied");
+});
+
+t.test("the API needs a token, is read-only, and never returns secrets", async (t) => {
+  const git = await createGitServer();
+  t.teardown(() => git.close());
+  await git.commit({ "u.yaml": user("carol") });
+  const hub = await withHub(t, git);
+  await waitFor(async () => (await names(hub, "users")).join() === "carol", "user");
+  t.equal((await api(hub, "/api/v1/rlinf.io/v1alpha1/users", "")).status, 401);
+  t.equal((await api(hub, "/api/v1/rlinf.io/v1alpha1/users", "wrong-token")).status, 401);
+  t.equal((await fetch(`${hub.url}/metrics`)).status, 401, "metrics need the token too");
+  const { body } = await api(hub, "/api/v1/rlinf.io/v1alpha1/users/carol");
+  t.same(body.spec, { roles: ["viewer"] }, "passwordHash is not served");
+  const post = await fetch(`${hub.url}/api/v1/rlinf.io/v1alpha1/users`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${hub.adminToken}` },
+  });
+  t.equal(post.status, 405);
+  t.equal((await api(hub, "/api/v1/rlinf.io/v1alpha1/nope")).status, 404);
+  const health = await fetch(`${hub.url}/healthz`);
+  t.equal(health.status, 200, "health needs no token");
+  const metrics = await fetch(`${hub.url}/metrics`, {
+    headers: { authorization: `Bearer ${hub.adminToken}` },
+  });
+  t.match(await metrics.text(), /rlark_store_objects\{kind="User"\} 1/);
+});
+
+t.test("a signed push webhook makes the hub fetch at once; a forged one is refused", async (t) => {
+  const git = await createGitServer();
+  t.teardown(() => git.close());
+  await git.commit({ "d.yaml": domain("one", "10.3.0.0/24") });
+  const secretFile = path.join(await mkdtemp(path.join(tmpdir(), "rlark-secret-")), "secret");
+  await writeFile(secretFile, "s3cret\n", { mode: 0o600 });
+  // An interval of an hour: only the webhook can explain a fetch.
+  const hub = await withHub(t, git, { webhookSecretFile: secretFile, intervalMs: 3_600_000 });
+  await waitFor(async () => (await names(hub, "domains")).join() === "one", "initial sync");
+  await git.commit({ "e.yaml": domain("two", "10.4.0.0/24") });
+  const payload = JSON.stringify({
+    ref: `refs/heads/${git.branch}`,
+    repository: { clone_url: git.fileUrl, full_name: "test/manifests" },
+  });
+  const send = (signature: string) =>
+    fetch(`${hub.url}/hooks/git`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        "x-github-event": "push",
+        "x-hub-signature-256": signature,
+      },
+      body: payload,
+    });
+  t.equal((await send("sha256=0000")).status, 401, "a forged signature is refused");
+  const signature = `sha256=${createHmac("sha256", "s3cret").update(payload).digest("hex")}`;
+  t.equal((await send(signature)).status, 202);
+  await waitFor(async () => (await names(hub, "domains")).join() === "one,two", "webhook-triggered fetch");
+});
+
+t.test("status is committed to the status branch, never to the tracked one", async (t) => {
+  const git = await createGitServer();
+  t.teardown(() => git.close());
+  const tracked = await git.commit({
+    "c.yaml":
+      "apiVersion: rlinf.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: lab\nspec:\n  runtime: process\n",
+  });
+  const hub = await withHub(t, git, { statusBranch: "rlark/status" });
+  await waitFor(async () => (await names(hub, "clusters")).join() === "lab", "cluster");
+  const cluster = await hub.store.get("Cluster", undefined, "lab");
+  if (!cluster) throw new Error("cluster missing");
+  await hub.store.updateStatus({ ...cluster, status: { phase: "Online" } });
+  await waitFor(
+    async () => (await git.gitBare("branch", "--list", "rlark/status")).includes("rlark/status"),
+    "status branch pushed",
+  );
+  const content = await git.gitBare("show", "rlark/status:status/cluster/lab.yaml");
+  t.match(content, /phase: Online/);
+  t.match(content, /source: c\.yaml:1/);
+  t.equal((await git.gitBare("rev-parse", git.branch)).trim(), tracked, "the tracked branch is untouched");
+  const author = await git.gitBare("log", "-1", "--format=%an", "rlark/status");
+  t.equal(author.trim(), "rlark-bot");
+});
