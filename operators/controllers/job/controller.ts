@@ -119,9 +119,13 @@ export function createJobController(options: JobControllerOptions = {}): JobCont
       {
         kind: "Task",
         mapToKeys(object, type) {
+          const key = taskKey(object);
+          const held = snapshot.isReserved(key);
           snapshot.observeTask(object as Task, type === "DELETED");
           trackTask(object, type === "DELETED");
-          return toOwners(object, type);
+          const owners = toOwners(object, type);
+          // Room given back (a Task deleted or started) may be what a waiting Job needs.
+          return held && !snapshot.isReserved(key) ? new Set([...owners, ...waiting]) : owners;
         },
       },
       {
@@ -637,8 +641,9 @@ class JobReconcile {
   // ---- small helpers --------------------------------------------------------------------
 
   async #deleteTasks(tasks: readonly Task[]): Promise<void> {
+    // Their room is given back when the deletion's watch event arrives, which also wakes the
+    // Jobs waiting for it.
     for (const task of tasks) {
-      this.#d.snapshot.release(taskKey(task));
       if (task.metadata.deletionTimestamp) continue;
       try {
         await this.#d.store.delete("Task", task.metadata.namespace, task.metadata.name, {

@@ -1,0 +1,203 @@
+import t from "tap";
+import type { Cluster, Job, Task } from "../../../operators/api/index.ts";
+import { createJobController } from "../../../operators/controllers/job/index.ts";
+import { FakeClock } from "../../../operators/lib/clock.ts";
+import { silentLogger } from "../../../operators/lib/controller/index.ts";
+import { modify } from "../../../operators/lib/store/index.ts";
+import { waitFor } from "../../helpers/wait-for.ts";
+import { cluster, job, k8sTask, node } from "../placement/fixtures.ts";
+import { getJob, phaseIs, report, running, startHub, tasksOf, waitForJob } from "./harness.ts";
+
+const gpu = (name: string, gpus = 1) =>
+  k8sTask(name, {
+    kind: "Deployment",
+    nodeSelector: { "nvidia.com/gpu": "true" },
+    limits: { "nvidia.com/gpu": String(gpus) },
+  });
+const gpuNode = (c: string, name: string, gpus: string, extra: Parameters<typeof node>[2] = {}) =>
+  node(c, name, {
+    labels: { "nvidia.com/gpu": "true" },
+    allocatable: { cpu: "32", memory: "128Gi", "nvidia.com/gpu": gpus, pods: "110" },
+    ...extra,
+  });
+
+const scheduled = (j: Job) => j.status?.conditions?.find((c) => c.type === "Scheduled");
+
+t.test(
+  "gang refusal: one task fits, the other does not, so no Task is created until room appears",
+  async (t) => {
+    const hub = await startHub(t);
+    await hub.store.create(cluster("beijing"));
+    await hub.store.create(gpuNode("beijing", "gpu-node-01", "8"));
+    await hub.store.create(gpuNode("beijing", "gpu-node-02", "8", { unschedulable: true }));
+    await hub.store.create(job("gang", [gpu("learner", 4), gpu("actor-head", 8)]));
+    const j = await waitForJob(hub.store, "gang", "Unschedulable", (x) => scheduled(x)?.status === "False");
+    t.equal(j.status?.phase, "Pending");
+    t.equal(scheduled(j)?.reason, "Unschedulable");
+    t.equal(
+      scheduled(j)?.message,
+      "task actor-head: no Online cluster has a schedulable node matching nvidia.com/gpu=true with 8 nvidia.com/gpu free (beijing: gpu-node-01 has 4 of 8 nvidia.com/gpu free, gpu-node-02 cordoned)",
+    );
+    t.equal((await tasksOf(hub.store, "gang")).length, 0, "no Task for the task that fits either");
+    t.match(j.status?.events?.at(-1), { type: "Warning", reason: "Unschedulable" });
+
+    // The admin uncordons gpu-node-02: the Node change retries the Job.
+    await modify(hub.store, "Node", "agent-beijing", "gpu-node-02", (n) => {
+      (n.spec as { unschedulable?: boolean }).unschedulable = false;
+    });
+    const tasks = await waitFor("both Tasks created", async () => {
+      const all = await tasksOf(hub.store, "gang");
+      return all.length === 2 ? all : undefined;
+    });
+    t.same(tasks.map((x) => x.metadata.namespace).sort(), ["agent-beijing", "agent-beijing"]);
+    await waitForJob(hub.store, "gang", "Scheduled", (x) => scheduled(x)?.status === "True");
+  },
+);
+
+t.test(
+  "a placed Task holds its GPUs until it runs: a second Job waits instead of double booking",
+  async (t) => {
+    const hub = await startHub(t);
+    await hub.store.create(cluster("beijing"));
+    await hub.store.create(gpuNode("beijing", "g1", "1"));
+    await hub.store.create(job("first", [gpu("train")]));
+    const [task] = await waitFor("first placed", async () => {
+      const all = await tasksOf(hub.store, "first");
+      return all.length === 1 ? all : undefined;
+    });
+    await hub.store.create(job("second", [gpu("train")]));
+    const j = await waitForJob(hub.store, "second", "Unschedulable", (x) => scheduled(x)?.status === "False");
+    t.match(scheduled(j)?.message, /g1 has 0 of 1 nvidia.com\/gpu free/);
+    t.equal((await tasksOf(hub.store, "second")).length, 0);
+    // The first Job is stopped; its Task goes, and the room with it.
+    const first = await getJob(hub.store, "first");
+    if (!first || !task) throw new Error("fixture");
+    await hub.store.update({ ...first, spec: { ...first.spec, stopped: true } });
+    await waitFor(
+      "first's Task terminating",
+      async () => (await tasksOf(hub.store, "first"))[0]?.metadata.deletionTimestamp,
+    );
+    await waitFor("second placed", async () => (await tasksOf(hub.store, "second")).length === 1);
+  },
+);
+
+t.test(
+  "a Pending Task on a cluster Offline past the grace period is placed elsewhere; a Running one is not moved",
+  async (t) => {
+    const clock = new FakeClock(Date.UTC(2026, 10, 29, 12, 0, 0));
+    const hub = await startHub(t, { clock, offlineGracePeriod: 300_000 });
+    await hub.store.create(cluster("alpha"));
+    await hub.store.create(node("alpha", "a1", { allocatable: { cpu: "64", memory: "256Gi" } }));
+    await hub.store.create(cluster("beta"));
+    // beta is cordoned at first, so both Tasks start on alpha.
+    await hub.store.create(
+      node("beta", "b1", { allocatable: { cpu: "16", memory: "64Gi" }, unschedulable: true }),
+    );
+    const cpu = (name: string) => k8sTask(name, { kind: "Deployment", requests: { cpu: "1" } });
+    await hub.store.create(job("wanderer", [cpu("pending-one"), cpu("running-one")]));
+    const placed = await waitFor("both Tasks on alpha", async () => {
+      const all = await tasksOf(hub.store, "wanderer");
+      return all.length === 2 && all.every((x) => x.metadata.namespace === "agent-alpha") ? all : undefined;
+    });
+    await modify(hub.store, "Node", "agent-beta", "b1", (n) => {
+      (n.spec as { unschedulable?: boolean }).unschedulable = false;
+    });
+    const runningOne = placed.find((x) => x.spec.task === "running-one") as Task;
+    await report(hub.store, runningOne, running);
+
+    await modify<Cluster>(
+      hub.store,
+      "Cluster",
+      "",
+      "alpha",
+      (c) => {
+        c.status = { phase: "Offline", lastTransitionTime: new Date(clock.now()).toISOString() };
+      },
+      { status: true },
+    );
+    const offline = await waitForJob(hub.store, "wanderer", "ClusterOffline", (x) =>
+      Boolean(x.status?.conditions?.some((c) => c.type === "ClusterOffline" && c.status === "True")),
+    );
+    t.match(
+      offline.status?.conditions?.find((c) => c.type === "ClusterOffline")?.message,
+      /task running-one runs on cluster alpha/,
+    );
+    t.notOk(
+      (await tasksOf(hub.store, "wanderer")).some((x) => x.metadata.deletionTimestamp),
+      "within the grace period nothing moves",
+    );
+
+    clock.advance(300_001);
+    hub.poke("wanderer");
+    const moved = await waitFor("pending-one re-placed on beta", async () => {
+      const all = await tasksOf(hub.store, "wanderer");
+      const beta = all.find((x) => x.metadata.namespace === "agent-beta");
+      return beta && all.some((x) => x.metadata.namespace === "agent-alpha" && x.metadata.deletionTimestamp)
+        ? all
+        : undefined;
+    });
+    t.equal(moved.find((x) => x.metadata.namespace === "agent-beta")?.spec.task, "pending-one");
+    const stayed = moved.find((x) => x.spec.task === "running-one");
+    t.equal(stayed?.metadata.namespace, "agent-alpha");
+    t.notOk(stayed?.metadata.deletionTimestamp, "the running task is never moved silently");
+    const j = await waitForJob(hub.store, "wanderer", "Replacing event", (x) =>
+      Boolean(x.status?.events?.some((e) => e.reason === "Replacing")),
+    );
+    t.equal(j.status?.tasks?.find((x) => x.name === "pending-one")?.cluster, "beta");
+  },
+);
+
+t.test("a restart mid-reconcile does not duplicate Tasks: the next controller adopts them", async (t) => {
+  const hub = await startHub(t);
+  await hub.store.create(cluster("beijing"));
+  await hub.store.create(cluster("shanghai"));
+  await hub.store.create(node("beijing", "n1", { allocatable: { cpu: "8", memory: "8Gi" } }));
+  await hub.store.create(node("shanghai", "n1", { allocatable: { cpu: "8", memory: "8Gi" } }));
+  const cpu = (name: string) => k8sTask(name, { kind: "Deployment", requests: { cpu: "6" } });
+  await hub.store.create(job("once", [cpu("a"), cpu("b")]));
+  const before = await waitFor("two Tasks", async () => {
+    const all = await tasksOf(hub.store, "once");
+    return all.length === 2 ? all : undefined;
+  });
+  await hub.stop();
+
+  // As if the process died after creating the Tasks and before writing the Job's status.
+  const { openSqliteStore } = await import("../../../operators/lib/store/index.ts");
+  const store = openSqliteStore({ dataDir: hub.dir });
+  t.teardown(() => store.close());
+  const j = await store.get<Job>("Job", "", "once");
+  if (!j) throw new Error("fixture");
+  await store.updateStatus({ ...j, status: {} });
+
+  // A fresh controller (empty snapshot, nothing remembered) reconciles the Job, twice.
+  const fresh = createJobController();
+  const context = { store, clock: new FakeClock(), logger: silentLogger, controller: "job", enqueue() {} };
+  await fresh.reconcile({ key: "once", namespace: "", name: "once" }, context);
+  await fresh.reconcile({ key: "once", namespace: "", name: "once" }, context);
+  const after = (await store.list<Task>("Task", { labelSelector: "rlinf.io/job=once" })).items;
+  t.same(
+    after.map((x) => `${x.metadata.namespace}/${x.metadata.name}/${x.metadata.uid}`),
+    before.map((x) => `${x.metadata.namespace}/${x.metadata.name}/${x.metadata.uid}`),
+    "the same Tasks, none added",
+  );
+  const adopted = await store.get<Job>("Job", "", "once");
+  t.equal(adopted?.status?.run, 1, "run 1 adopted, not a new run");
+  t.equal(adopted?.status?.phase, "Pending");
+});
+
+t.test("two Jobs placed by one controller never book the same room", async (t) => {
+  const hub = await startHub(t);
+  await hub.store.create(cluster("beijing"));
+  await hub.store.create(gpuNode("beijing", "g1", "2"));
+  for (const name of ["j1", "j2", "j3"]) await hub.store.create(job(name, [gpu("train")]));
+  await waitFor("two placed, one waiting", async () => {
+    const placed = (await hub.store.list<Task>("Task")).items.length;
+    const waiting = (await hub.store.list<Job>("Job")).items.filter((x) => scheduled(x)?.status === "False");
+    return placed === 2 && waiting.length === 1;
+  });
+  t.pass("2 GPUs, 2 Tasks");
+  await waitFor("steady", async () => hub.manager.queueDepth("job") === 0);
+  t.equal((await hub.store.list<Task>("Task")).items.length, 2);
+  const pending = (await hub.store.list<Job>("Job")).items.filter(phaseIs("Pending"));
+  t.equal(pending.length, 3, "none runs yet: no reports");
+});
