@@ -70,7 +70,7 @@ export function decide(input: DagInput): DagDecision {
   });
   const stopEverything = input.failurePolicy === "StopAll" && broken.length > 0;
 
-  // Blocked: some dependency, directly or through others, is broken. Memoised DFS; a cycle
+  // Blocked: some dependency is broken, or is itself blocked (and so will never succeed). Memoised DFS; a cycle
   // (refused by the validator) is cut by treating an in-progress node as not blocked.
   const byName = new Map(nodes.map((n) => [n.name, n]));
   const blocked = new Map<string, boolean>();
@@ -81,6 +81,8 @@ export function decide(input: DagInput): DagDecision {
     let result = false;
     for (const dep of byName.get(name)?.dependsOn ?? []) {
       const p = phaseOf(dep);
+      // A dependency that succeeded has done its part, whatever happened above it.
+      if (p === "Succeeded") continue;
       if ((p !== undefined && isBroken(p)) || isBlocked(dep)) {
         result = true;
         break;

@@ -302,3 +302,16 @@ t.test(
     );
   },
 );
+
+t.test("a node whose dependencies all succeeded starts, whatever happened further up", async (t) => {
+  // Found by the liveness property: b succeeded although a, above it, is being stopped.
+  const d = decide({
+    nodes: [{ name: "a" }, { name: "b", dependsOn: ["a"] }, { name: "c", dependsOn: ["b"] }],
+    observed: new Map<string, NodeObservation>([
+      ["a", { phase: "Stopping" }],
+      ["b", { phase: "Succeeded" }],
+    ]),
+    failurePolicy: "ContinueIndependent",
+  });
+  t.same(d.start, ["c"]);
+});
