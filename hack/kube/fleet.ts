@@ -1,14 +1,18 @@
 // `up` / `down` / `status` for a local fleet of real Kubernetes control planes on loopback.
+// Run it through the bash wrappers, which build the binaries first and hold a lock so that only
+// one up or down works on a fleet folder at a time:
 //
-//   node hack/kube/fleet.ts up [--clusters N] [--nodes K]   (or: bash hack/kube/up ...)
-//   node hack/kube/fleet.ts down                            (or: bash hack/kube/down)
+//   bash hack/kube/up [--clusters N] [--nodes K] [--holder PID]
+//   bash hack/kube/down [--keep] [--holder PID | --if-orphaned]
 //   node hack/kube/fleet.ts status
 //
 // One etcd serves every cluster (a key prefix each); per cluster a kube-apiserver (own port, own
 // CA, RBAC, an admin client certificate), kube-controller-manager, kube-scheduler and a kwok
 // controller that plays the kubelets of K fake nodes. State lives in the fleet folder
-// (`.cache/fleet/` by default): state.json records every PID with its start time so `down`
-// stops exactly those processes; clusters.json lists `{name, kubeconfig, server}` per cluster.
+// ($RLARK_FLEET_DIR, `.cache/fleet/` by default): state.json records every PID with its start
+// time so `down` stops exactly those processes; clusters.json lists `{name, kubeconfig, server}`.
+// Test runs register as holders (`--holder`): the fleet stops when the last of them is done, so
+// test runs in one checkout can share it; a fleet started by hand is left to a plain `down`.
 import { type ChildProcess, spawn } from "node:child_process";
 import {
   closeSync,
@@ -51,6 +55,12 @@ interface ProcRecord {
   log: string;
 }
 
+/** A process (a test run) using the fleet; the fleet stops when the last one leaves. */
+interface Holder {
+  pid: number;
+  start: string;
+}
+
 interface State {
   clusters: number;
   nodes: number;
@@ -58,6 +68,8 @@ interface State {
   processes: ProcRecord[];
   entries: ClusterEntry[];
   ready: boolean;
+  /** null: started by hand, stopped only by a plain `down`. */
+  holders: Holder[] | null;
 }
 
 function procStat(pid: number): { state: string; start: string } | undefined {
@@ -70,7 +82,13 @@ function procStat(pid: number): { state: string; start: string } | undefined {
   }
 }
 
-function isAlive(p: ProcRecord): boolean {
+function holder(pid: number): Holder {
+  const stat = procStat(pid);
+  if (!stat) throw new Error(`--holder ${pid}: no such process`);
+  return { pid, start: stat.start };
+}
+
+function isAlive(p: ProcRecord | Holder): boolean {
   const s = procStat(p.pid);
   return s !== undefined && s.start === p.start && s.state !== "Z" && s.state !== "X";
 }
@@ -515,7 +533,15 @@ function readState(dir: string): State | undefined {
   try {
     return JSON.parse(readFileSync(path, "utf8")) as State;
   } catch {
-    return { clusters: 0, nodes: 0, versions: readVersions(), processes: [], entries: [], ready: false };
+    return {
+      clusters: 0,
+      nodes: 0,
+      versions: readVersions(),
+      processes: [],
+      entries: [],
+      ready: false,
+      holders: [],
+    };
   }
 }
 
@@ -546,14 +572,21 @@ async function healthyFleet(state: State): Promise<boolean> {
 /** Removes a fleet folder, refusing one that is not ours. */
 function clearDir(dir: string): void {
   if (!existsSync(dir)) return;
-  const entries = readdirSync(dir);
-  if (entries.length > 0 && !entries.includes("state.json")) {
-    throw new Error(`${dir} is not empty and holds no state.json: refusing to remove it`);
+  const ours = /^(state\.json|clusters\.json|logs|etcd|fleet-\d+)$/;
+  const strangers = readdirSync(dir).filter((e) => !ours.test(e));
+  if (strangers.length > 0) {
+    throw new Error(
+      `${dir} holds files that are not a fleet's (${strangers.join(", ")}): refusing to remove it`,
+    );
   }
   rmSync(dir, { recursive: true, force: true });
 }
 
-async function up(dir: string, clusters: number, nodes: number): Promise<void> {
+function saveState(dir: string, state: State): void {
+  writeFileSync(join(dir, "state.json"), `${JSON.stringify(state, null, 2)}\n`);
+}
+
+async function up(dir: string, clusters: number, nodes: number, by: Holder | undefined): Promise<void> {
   const t0 = Date.now();
   const versions = readVersions();
   const previous = readState(dir);
@@ -561,7 +594,12 @@ async function up(dir: string, clusters: number, nodes: number): Promise<void> {
     const same =
       previous.clusters === clusters && previous.nodes === nodes && previous.versions.k8s === versions.k8s;
     if (same && (await healthyFleet(previous))) {
-      log(`already up: ${clusters} clusters x ${nodes} nodes in ${dir}`);
+      if (by && previous.holders) {
+        previous.holders = previous.holders.filter((h) => isAlive(h) && h.pid !== by.pid).concat(by);
+        saveState(dir, previous);
+      }
+      const users = previous.holders ? `, used by ${previous.holders.length} test runs` : ", started by hand";
+      log(`already up: ${clusters} clusters x ${nodes} nodes in ${dir}${users}`);
       return;
     }
     const alive = previous.processes.filter(isAlive);
@@ -576,7 +614,15 @@ async function up(dir: string, clusters: number, nodes: number): Promise<void> {
     if (!existsSync(path)) throw new Error(`${what} is missing at ${path}: run bash hack/kube/build`);
   }
 
-  const state: State = { clusters, nodes, versions, processes: [], entries: [], ready: false };
+  const state: State = {
+    clusters,
+    nodes,
+    versions,
+    processes: [],
+    entries: [],
+    ready: false,
+    holders: by ? [by] : null,
+  };
   const fleet = new Fleet(dir, state);
   fleet.save();
 
@@ -634,19 +680,38 @@ async function up(dir: string, clusters: number, nodes: number): Promise<void> {
   }
 }
 
-async function down(dir: string, keep: boolean): Promise<void> {
+/**
+ * Plain `down` stops the fleet. `down --holder PID` only says that test run is done with it: the
+ * fleet stops when no live holder is left, and a fleet started by hand is left running.
+ * `down --if-orphaned` stops a fleet whose holders have all died (a crashed test run).
+ */
+async function down(dir: string, opts: { keep: boolean; by?: Holder; ifOrphaned: boolean }): Promise<void> {
   const state = readState(dir);
   if (!state) {
     log(`no fleet in ${dir}: nothing to stop`);
     return;
   }
+  if (opts.by || opts.ifOrphaned) {
+    if (state.holders === null) {
+      log(`the fleet in ${dir} was started by hand: left running (stop it with hack/kube/down)`);
+      return;
+    }
+    const left = state.holders.filter((h) => isAlive(h) && h.pid !== opts.by?.pid);
+    if (left.length > 0) {
+      state.holders = left;
+      saveState(dir, state);
+      log(`the fleet in ${dir} is still used by ${left.length} test runs: left running`);
+      return;
+    }
+    if (opts.ifOrphaned && state.processes.some(isAlive)) log(`the test runs that used ${dir} are gone`);
+  }
   const alive = state.processes.filter(isAlive);
   log(`stopping ${alive.length} processes of the fleet in ${dir}`);
   await stopProcesses(state.processes);
-  if (keep) {
+  if (opts.keep) {
     state.processes = [];
     state.ready = false;
-    writeFileSync(join(dir, "state.json"), `${JSON.stringify(state, null, 2)}\n`);
+    saveState(dir, state);
     log(`stopped; state kept in ${dir}`);
   } else {
     clearDir(dir);
@@ -674,11 +739,13 @@ async function main(argv: string[]): Promise<void> {
     options: {
       clusters: { type: "string", default: "2" },
       nodes: { type: "string", default: "3" },
-      dir: { type: "string" },
       keep: { type: "boolean", default: false },
+      holder: { type: "string" },
+      "if-orphaned": { type: "boolean", default: false },
     },
   });
-  const dir = values.dir ?? fleetDir();
+  const dir = fleetDir();
+  const by = values.holder === undefined ? undefined : holder(Number(values.holder));
   const count = (s: string, what: string): number => {
     const n = Number(s);
     if (!Number.isInteger(n) || n < 1 || n > 50) throw new Error(`--${what} must be an integer from 1 to 50`);
@@ -686,13 +753,15 @@ async function main(argv: string[]): Promise<void> {
   };
   switch (positionals[0]) {
     case "up":
-      return up(dir, count(values.clusters, "clusters"), count(values.nodes, "nodes"));
+      return up(dir, count(values.clusters, "clusters"), count(values.nodes, "nodes"), by);
     case "down":
-      return down(dir, values.keep);
+      return down(dir, { keep: values.keep, by, ifOrphaned: values["if-orphaned"] });
     case "status":
       return status(dir);
     default:
-      console.error("usage: fleet.ts up [--clusters N] [--nodes K] | down [--keep] | status  [--dir DIR]");
+      console.error(
+        "usage: fleet.ts up [--clusters N] [--nodes K] [--holder PID] | down [--keep] [--holder PID | --if-orphaned] | status",
+      );
       process.exitCode = 2;
   }
 }
