@@ -16,7 +16,7 @@ import {
 import { loadOrCreateAdminToken } from "./admin-token.ts";
 import { createHubSource, type HubSource } from "./git-source.ts";
 import { createHubHttpHandler, type HubHttpDependencies } from "./http/api-server.ts";
-import { adminTokenAuthenticator } from "./http/auth.ts";
+import { type Authenticator, adminTokenAuthenticator, anyOf } from "./http/auth.ts";
 import { jsonLogger } from "./logger.ts";
 import { STATUS_KINDS, statusDocuments } from "./status-documents.ts";
 
@@ -39,6 +39,8 @@ export interface HubOptions {
   logger?: Logger;
   /** Extra routes (dashboard, login) mounted before the API's 404. */
   extraRoutes?: HubHttpDependencies["extraRoutes"];
+  /** Accepted on every authenticated route besides the admin token (the dashboard's user JWTs). */
+  authenticate?: Authenticator;
 }
 
 export interface Hub {
@@ -108,7 +110,9 @@ export async function startHub(options: HubOptions): Promise<Hub> {
   let started = false;
   const handler = createHubHttpHandler({
     store,
-    authenticate: adminTokenAuthenticator(adminToken),
+    authenticate: options.authenticate
+      ? anyOf(adminTokenAuthenticator(adminToken), options.authenticate)
+      : adminTokenAuthenticator(adminToken),
     sourceStatus: () => source?.watcher.status() ?? { state: "None", message: "no --repo configured" },
     metricsText: () => manager.metricsText(),
     ready: () => started,
