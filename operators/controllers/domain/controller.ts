@@ -238,8 +238,8 @@ function makeReconcile(certificates: DomainCertificates) {
 /**
  * Maps Jobs and Pods to the Domains they concern. mapToKeys cannot read the store, so the Job
  * watch keeps a job → domain index the Pod watch reads; a Pod seen before its Job is covered by
- * the Job's own event, which queues the Domain too. Pod status churn that changes nothing a
- * DomainPeer shows does not queue anything.
+ * the Job's own event, which queues the Domain too. Job status writes and Pod status churn
+ * that change nothing a DomainPeer shows do not queue anything.
  */
 function domainWatches(): WatchSpec[] {
   const domainOfJob = new Map<string, string>();
@@ -249,6 +249,8 @@ function domainWatches(): WatchSpec[] {
     const after = type === "DELETED" ? undefined : stringField(job.spec, "domain");
     if (after === undefined) domainOfJob.delete(job.metadata.name);
     else domainOfJob.set(job.metadata.name, after);
+    // Only membership matters here; the Job controller's status writes change none.
+    if (type === "MODIFIED" && before === after) return [];
     return [...new Set([before, after].filter((d): d is string => d !== undefined))];
   };
   const pods: MapToKeys = (object, type) => {
