@@ -1,5 +1,7 @@
 // The Kubernetes write rules as pure functions over plain objects: what create, update,
 // updateStatus and delete do to an object. Backends supply uid, resourceVersion and time.
+// Nothing here mutates its arguments, but results share sub-objects with them (copying is the
+// backend's job, once, when it takes the caller's object): treat inputs as frozen afterwards.
 
 import { describe, InvalidError } from "./errors.ts";
 import { isValidLabelKey, isValidLabelValue } from "./label-selector.ts";
@@ -95,6 +97,11 @@ export function checkObject(object: unknown, forCreate: boolean): asserts object
   }
 }
 
+/** A copy whose top level and metadata may be changed without touching the original. */
+function shallow(object: KubeObject): KubeObject {
+  return { ...object, metadata: { ...object.metadata } };
+}
+
 export function namespaceOf(object: KubeObject): string {
   return object.metadata.namespace ?? "";
 }
@@ -130,7 +137,7 @@ export function created(input: KubeObject, stamp: Stamp): KubeObject {
   meta.generation = 1;
   meta.creationTimestamp = timestamp(stamp.now);
   if (meta.finalizers) meta.finalizers = [...new Set(meta.finalizers)];
-  const out: KubeObject = { ...structuredClone(input), metadata: cleanMeta(structuredClone(meta)) };
+  const out: KubeObject = { ...input, metadata: cleanMeta(meta) };
   if (out.status === undefined) delete out.status;
   if (out.spec === undefined) delete out.spec;
   return out;
@@ -181,12 +188,12 @@ function outcome(existing: KubeObject, next: KubeObject, resourceVersion: number
 /** update: metadata and spec from the input, status and server fields from the stored object. */
 export function updated(existing: KubeObject, input: KubeObject, resourceVersion: number): Outcome {
   checkObject(input, false);
-  const meta = serverOwned(existing, structuredClone(input.metadata));
+  const meta = serverOwned(existing, input.metadata);
   if (meta.finalizers) meta.finalizers = [...new Set(meta.finalizers)];
   checkNewFinalizers(existing, meta);
-  const next: KubeObject = { ...structuredClone(input), metadata: meta };
+  const next: KubeObject = { ...input, metadata: meta };
   delete next.status;
-  if (existing.status !== undefined) next.status = structuredClone(existing.status);
+  if (existing.status !== undefined) next.status = existing.status;
   if (next.spec === undefined) delete next.spec;
   if (!deepEqual(existing.spec, next.spec)) meta.generation = (existing.metadata.generation ?? 0) + 1;
   return outcome(existing, next, resourceVersion);
@@ -195,9 +202,9 @@ export function updated(existing: KubeObject, input: KubeObject, resourceVersion
 /** updateStatus: the stored object with the input's status. */
 export function statusUpdated(existing: KubeObject, input: KubeObject, resourceVersion: number): Outcome {
   checkObject(input, false);
-  const next: KubeObject = structuredClone(existing);
+  const next: KubeObject = shallow(existing);
   delete next.status;
-  if (input.status !== undefined) next.status = structuredClone(input.status);
+  if (input.status !== undefined) next.status = input.status;
   return outcome(existing, next, resourceVersion);
 }
 
@@ -208,13 +215,13 @@ export function statusUpdated(existing: KubeObject, input: KubeObject, resourceV
  */
 export function applied(existing: KubeObject, input: KubeObject, resourceVersion: number): Outcome {
   checkObject(input, false);
-  const meta: ObjectMeta = { ...structuredClone(existing.metadata) };
-  const given = structuredClone(input.metadata);
+  const meta: ObjectMeta = { ...existing.metadata };
+  const given = input.metadata;
   for (const key of ["labels", "annotations"] as const) {
     if (given[key]) meta[key] = given[key];
     else delete meta[key];
   }
-  const merged: KubeObject = { ...structuredClone(input), metadata: meta };
+  const merged: KubeObject = { ...input, metadata: meta };
   return updated(existing, merged, resourceVersion);
 }
 
@@ -225,7 +232,7 @@ export function markedForDeletion(
   resourceVersion: number,
   addFinalizers: string[] = [],
 ): KubeObject {
-  const next = structuredClone(existing);
+  const next = shallow(existing);
   next.metadata.deletionTimestamp ??= timestamp(now);
   const finalizers = [...new Set([...(next.metadata.finalizers ?? []), ...addFinalizers])];
   if (finalizers.length > 0) next.metadata.finalizers = finalizers;
@@ -235,13 +242,13 @@ export function markedForDeletion(
 
 /** The object's last state as the DELETED event carries it. */
 export function deletedState(existing: KubeObject, resourceVersion: number): KubeObject {
-  const next = structuredClone(existing);
+  const next = shallow(existing);
   next.metadata.resourceVersion = String(resourceVersion);
   return next;
 }
 
 export function withoutOwner(object: KubeObject, ownerUid: string, resourceVersion: number): KubeObject {
-  const next = structuredClone(object);
+  const next = shallow(object);
   const refs = (next.metadata.ownerReferences ?? []).filter((r: OwnerReference) => r.uid !== ownerUid);
   if (refs.length > 0) next.metadata.ownerReferences = refs;
   else delete next.metadata.ownerReferences;
@@ -250,7 +257,7 @@ export function withoutOwner(object: KubeObject, ownerUid: string, resourceVersi
 }
 
 export function withoutFinalizer(object: KubeObject, finalizer: string, resourceVersion: number): KubeObject {
-  const next = structuredClone(object);
+  const next = shallow(object);
   const rest = (next.metadata.finalizers ?? []).filter((f) => f !== finalizer);
   if (rest.length > 0) next.metadata.finalizers = rest;
   else delete next.metadata.finalizers;

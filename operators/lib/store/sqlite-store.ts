@@ -407,7 +407,7 @@ export class SqliteStore implements Store {
     checkObject(input, false);
     const row = this.#load(input.kind, namespaceOf(input), input.metadata.name);
     if (!row) {
-      const fresh = structuredClone(input);
+      const fresh: KubeObject = { ...input, metadata: { ...input.metadata } };
       delete fresh.metadata.resourceVersion;
       return this.#create(fresh);
     }
@@ -827,9 +827,13 @@ export class SqliteStore implements Store {
   }
 }
 
-/** The caller's object as it is now: writes run a moment later, and the caller may change it meanwhile. */
+/**
+ * The caller's object as it is now (writes run a moment later and the caller may change it
+ * meanwhile), as JSON: what the store keeps is JSON anyway, and the round trip is faster than
+ * structuredClone.
+ */
 function snapshot<T>(object: T): T {
-  return structuredClone(object);
+  return JSON.parse(JSON.stringify(object)) as T;
 }
 
 /** Opens (creating or upgrading) `<dataDir>/store.db`. */
