@@ -33,7 +33,33 @@ export interface PlaceJobInput {
 }
 
 /** Job-local consumption on top of the views' free figures. */
-type Used = Map<NodeView, Record<string, number>>;
+interface Used {
+  nodes: Map<NodeView, Record<string, number>>;
+  clusters: Map<ClusterView, Record<string, number>>;
+}
+
+interface Totals {
+  free: Record<string, number>;
+  allocatable: Record<string, number>;
+}
+
+// Views are immutable by contract, so their usable totals are computed once per view.
+const totalsCache = new WeakMap<ClusterView, Totals>();
+
+function totalsOf(cluster: ClusterView): Totals {
+  let totals = totalsCache.get(cluster);
+  if (totals) return totals;
+  totals = { free: {}, allocatable: {} };
+  for (const node of cluster.nodes) {
+    if (!node.schedulable || !node.ready) continue;
+    for (const name in node.allocatable) {
+      totals.allocatable[name] = (totals.allocatable[name] ?? 0) + (node.allocatable[name] as number);
+    }
+    for (const name in node.free) totals.free[name] = (totals.free[name] ?? 0) + (node.free[name] as number);
+  }
+  totalsCache.set(cluster, totals);
+  return totals;
+}
 
 interface Fit {
   cluster: ClusterView;
@@ -42,7 +68,7 @@ interface Fit {
 }
 
 function freeOf(node: NodeView, used: Used): Amounts {
-  const taken = used.get(node);
+  const taken = used.nodes.get(node);
   if (!taken) return node.free;
   const free: Record<string, number> = { ...node.free };
   for (const [name, value] of Object.entries(taken))
@@ -51,12 +77,17 @@ function freeOf(node: NodeView, used: Used): Amounts {
 }
 
 function consume(used: Used, fit: Fit, request: Amounts, sign: 1 | -1): void {
+  const inCluster = used.clusters.get(fit.cluster) ?? {};
   for (const { node, replicas } of fit.nodes) {
-    const taken = used.get(node) ?? {};
-    for (const [name, value] of Object.entries(request))
-      taken[name] = (taken[name] ?? 0) + sign * value * replicas;
-    used.set(node, taken);
+    const taken = used.nodes.get(node) ?? {};
+    for (const name in request) {
+      const amount = sign * (request[name] as number) * replicas;
+      taken[name] = (taken[name] ?? 0) + amount;
+      if (node.schedulable && node.ready) inCluster[name] = (inCluster[name] ?? 0) + amount;
+    }
+    used.nodes.set(node, taken);
   }
+  used.clusters.set(fit.cluster, inCluster);
 }
 
 function matchesNodeSelector(node: NodeView, selector: Readonly<Record<string, string>>): boolean {
@@ -76,7 +107,12 @@ function clusterRefusal(task: PlacementTask, cluster: ClusterView): string | und
 }
 
 /** Where the task's replicas fit in the cluster, or the per-node reasons they do not. */
-function fitCluster(task: PlacementTask, cluster: ClusterView, used: Used): Fit | { problems: string[] } {
+function fitCluster(
+  task: PlacementTask,
+  cluster: ClusterView,
+  used: Used,
+  explain: boolean,
+): Fit | { problems: string[] } {
   const nodes: { node: NodeView; replicas: number }[] = [];
   const problems: string[] = [];
   let unmatched = 0;
@@ -87,17 +123,18 @@ function fitCluster(task: PlacementTask, cluster: ClusterView, used: Used): Fit 
       continue;
     }
     if (!node.schedulable) {
-      problems.push(`${node.name} cordoned`);
+      if (explain) problems.push(`${node.name} cordoned`);
       continue;
     }
     if (!node.ready) {
-      problems.push(`${node.name} not Ready`);
+      if (explain) problems.push(`${node.name} not Ready`);
       continue;
     }
     if (!task.daemonSet && remaining <= 0) break;
     const free = freeOf(node, used);
     const count = fitCount(task.request, free);
     if (count <= 0) {
+      if (!explain) continue;
       const short = shortfall(task.request, free) ?? POD_COUNT;
       const have = Math.max(0, free[short] ?? 0);
       const of = node.allocatable[short] ?? 0;
@@ -130,18 +167,16 @@ function fitCluster(task: PlacementTask, cluster: ClusterView, used: Used): Fit 
  * memory always count), across the cluster's usable nodes before this task is added.
  */
 function freeScore(task: PlacementTask, cluster: ClusterView, used: Used): number {
-  const names = new Set(["cpu", "memory"]);
-  for (const name in task.request) if (name !== POD_COUNT) names.add(name);
-  let score = 0;
-  for (const name of names) {
-    let free = 0;
-    let total = 0;
-    for (const node of cluster.nodes) {
-      if (!node.schedulable || !node.ready) continue;
-      total += node.allocatable[name] ?? 0;
-      free += Math.max(0, freeOf(node, used)[name] ?? 0);
-    }
-    if (total > 0) score += free / total;
+  const totals = totalsOf(cluster);
+  const taken = used.clusters.get(cluster);
+  const share = (name: string) => {
+    const total = totals.allocatable[name] ?? 0;
+    if (total <= 0) return 0;
+    return Math.max(0, (totals.free[name] ?? 0) - (taken?.[name] ?? 0)) / total;
+  };
+  let score = share("cpu") + share("memory");
+  for (const name in task.request) {
+    if (name !== POD_COUNT && name !== "cpu" && name !== "memory") score += share(name);
   }
   return score;
 }
@@ -168,6 +203,15 @@ function unplaceable(task: PlacementTask, refusals: [string, string][]): string 
 
 function candidates(task: PlacementTask, clusters: readonly ClusterView[], used: Used): Fit[] | string {
   const fits: Fit[] = [];
+  for (const cluster of clusters) {
+    if (clusterRefusal(task, cluster)) continue;
+    const fit = fitCluster(task, cluster, used, false);
+    if (!("problems" in fit)) fits.push(fit);
+  }
+  if (fits.length > 0) {
+    return fits.sort((a, b) => b.score - a.score || (a.cluster.name < b.cluster.name ? -1 : 1));
+  }
+  // Nothing fits: only now spend the time to say why, cluster by cluster.
   const refusals: [string, string][] = [];
   const grouped = new Map<string, string[]>();
   for (const cluster of clusters) {
@@ -176,12 +220,8 @@ function candidates(task: PlacementTask, clusters: readonly ClusterView[], used:
       grouped.set(refusal, [...(grouped.get(refusal) ?? []), cluster.name]);
       continue;
     }
-    const fit = fitCluster(task, cluster, used);
+    const fit = fitCluster(task, cluster, used, true);
     if ("problems" in fit) refusals.push([cluster.name, fit.problems.slice(0, 4).join(", ")]);
-    else fits.push(fit);
-  }
-  if (fits.length > 0) {
-    return fits.sort((a, b) => b.score - a.score || (a.cluster.name < b.cluster.name ? -1 : 1));
   }
   // Node-level reasons first: they say what to change; cluster-level ones are grouped.
   for (const [why, names] of grouped) {
@@ -199,7 +239,7 @@ function candidates(task: PlacementTask, clusters: readonly ClusterView[], used:
  */
 export function placeJob(input: PlaceJobInput): PlacementResult {
   const clusters = [...input.clusters].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  const used: Used = new Map();
+  const used: Used = { nodes: new Map(), clusters: new Map() };
   const chosen: Fit[] = [];
   let budget = input.budget ?? 10_000;
   let firstFailure: { task: string; message: string } | undefined;

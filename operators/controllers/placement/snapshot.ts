@@ -18,6 +18,8 @@ interface NodeState {
   base: ReturnType<typeof nodeBase>;
   /** Reserved on this node, by reservation key. */
   reserved: Map<string, Amounts>;
+  /** The sum of `reserved`, kept as it changes (a node may hold thousands of reservations). */
+  reservedTotal: Record<string, number>;
   view: NodeView | undefined;
 }
 
@@ -99,6 +101,7 @@ export class PlacementSnapshot {
     nodes.set(node.metadata.name, {
       base: nodeBase(node),
       reserved: known?.reserved ?? new Map(),
+      reservedTotal: known?.reservedTotal ?? {},
       view: undefined,
     });
     this.#dirty(cluster);
@@ -152,6 +155,7 @@ export class PlacementSnapshot {
       if (!state) continue;
       const amounts = scaled(placement.request, assignment);
       state.reserved.set(key, amounts);
+      addInto(state.reservedTotal, amounts, 1);
       state.view = undefined;
       reservation.nodes.push({ node: assignment.node, amounts });
     }
@@ -167,6 +171,8 @@ export class PlacementSnapshot {
     for (const { node } of reservation.nodes) {
       const state = nodes?.get(node);
       if (!state) continue;
+      const amounts = state.reserved.get(key);
+      if (amounts) addInto(state.reservedTotal, amounts, -1);
       state.reserved.delete(key);
       state.view = undefined;
     }
@@ -242,10 +248,13 @@ function nodeView(state: NodeState): NodeView {
   if (state.view) return state.view;
   const { unreserved, ...base } = state.base;
   const free: Record<string, number> = { ...unreserved };
-  for (const amounts of state.reserved.values()) {
-    for (const [name, value] of Object.entries(amounts))
-      if (name in free) free[name] = (free[name] as number) - value;
+  for (const name in state.reservedTotal) {
+    if (name in free) free[name] = (free[name] as number) - (state.reservedTotal[name] as number);
   }
   state.view = { ...base, free };
   return state.view;
+}
+
+function addInto(total: Record<string, number>, amounts: Amounts, sign: 1 | -1): void {
+  for (const name in amounts) total[name] = (total[name] ?? 0) + sign * (amounts[name] as number);
 }
