@@ -144,6 +144,7 @@ async function reconcileWorkflow(request: ReconcileRequest, context: ReconcileCo
     failurePolicy: workflow.spec.failurePolicy ?? "StopAll",
   });
 
+  const messages = new Map<string, string>();
   for (const node of decision.start) {
     const jobName = jobNameFor(name, node);
     const template = nodes.get(node)?.template;
@@ -173,6 +174,11 @@ async function reconcileWorkflow(request: ReconcileRequest, context: ReconcileCo
       logger.info("workflow job created", { workflow: name, run, job: jobName });
     } catch (error) {
       if (!isAlreadyExists(error)) throw error;
+      // Ours would have been listed above: this one came from git or another Workflow.
+      messages.set(
+        node,
+        `cannot create Job ${jobName}: a Job of that name exists that this Workflow does not own`,
+      );
     }
   }
   for (const node of decision.stop) {
@@ -204,6 +210,7 @@ async function reconcileWorkflow(request: ReconcileRequest, context: ReconcileCo
     jobs,
     previous: workflow.status ?? {},
     now,
+    messages,
   });
   if (status.phase !== previous.phase && (status.phase === "Succeeded" || status.phase === "Failed"))
     logger.info("workflow run finished", { workflow: name, run, phase: status.phase });

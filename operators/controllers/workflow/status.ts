@@ -13,6 +13,8 @@ export interface RunStatusInput {
   jobs: ReadonlyMap<string, Job>;
   previous: WorkflowStatus;
   now: string;
+  /** Per-node detail that wins over the computed message (e.g. a name held by a foreign Job). */
+  messages?: ReadonlyMap<string, string>;
 }
 
 const terminal = new Set(["Succeeded", "Failed", "Stopped", "Skipped"]);
@@ -43,6 +45,8 @@ export function runStatus(input: RunStatusInput): WorkflowStatus {
       const waiting = (node.dependsOn ?? []).filter((d) => decision.phases.get(d) !== "Succeeded");
       if (waiting.length > 0) out.message = `waiting for ${waiting.join(", ")}`;
     }
+    const override = input.messages?.get(node.name);
+    if (override) out.message = override;
     return out;
   });
   const status: WorkflowStatus = {

@@ -285,3 +285,24 @@ t.test("a Workflow removed from git deletes its Jobs first, then goes", async (t
   await waitFor("workflow gone", async () => (await wf(store, "d")) === undefined);
   t.same(await jobNames(store, "d"), []);
 });
+
+t.test("a Job name held by a Job the Workflow does not own is reported, not taken over", async (t) => {
+  const store = await start(t);
+  await store.create<Job>({
+    apiVersion: "rlinf.io/v1alpha1",
+    kind: "Job",
+    metadata: { name: "clash-a" },
+    spec: { tasks: [] },
+  });
+  await store.create(workflow("clash", [node("a")]));
+  const w = await waitFor("reported", async () => {
+    const x = await wf(store, "clash");
+    return x?.status?.nodes?.[0]?.message ? x : undefined;
+  });
+  t.match(w.status?.nodes?.[0], {
+    name: "a",
+    phase: "Pending",
+    message: /Job clash-a: a Job of that name exists .* does not own/,
+  });
+  t.same((await job(store, "clash-a"))?.spec, { tasks: [] }, "the other Job is left alone");
+});
