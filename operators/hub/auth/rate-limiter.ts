@@ -1,0 +1,46 @@
+/**
+ * Fixed-window attempt counter per key (client address, login name). A login is refused while
+ * any of its keys is over the limit, so guessing is slow both from one address and against one
+ * name from many.
+ */
+export interface RateLimiter {
+  /** Seconds until `key` may try again, or 0 when it may now. */
+  retryAfter(key: string): number;
+  /** Counts an attempt against `key`. */
+  hit(key: string): void;
+  reset(key: string): void;
+}
+
+export function createRateLimiter(options: {
+  max: number;
+  windowMs: number;
+  now?: () => number;
+}): RateLimiter {
+  const now = options.now ?? Date.now;
+  const windows = new Map<string, { start: number; count: number }>();
+  const current = (key: string) => {
+    const window = windows.get(key);
+    if (window && now() - window.start < options.windowMs) return window;
+    if (window) windows.delete(key);
+    return undefined;
+  };
+  return {
+    retryAfter(key) {
+      const window = current(key);
+      if (!window || window.count < options.max) return 0;
+      return Math.max(1, Math.ceil((window.start + options.windowMs - now()) / 1000));
+    },
+    hit(key) {
+      const window = current(key);
+      if (window) window.count++;
+      else {
+        // Bounded memory under a spray of addresses: forget the oldest windows first.
+        if (windows.size >= 10_000) windows.delete(windows.keys().next().value as string);
+        windows.set(key, { start: now(), count: 1 });
+      }
+    },
+    reset(key) {
+      windows.delete(key);
+    },
+  };
+}

@@ -1,0 +1,147 @@
+// Dashboard sessions (seed 000 §15): POST /api/v1/auth/login with a User's name and password from
+// git, or with the hub's admin token, answers a short-lived HS256 JWT; the authenticator turns such
+// a token back into a principal on every /api request.
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { User } from "../../api/index.ts";
+import type { Store } from "../../lib/store/index.ts";
+import { loadOrCreateAdminToken } from "../admin-token.ts";
+import { type Authenticator, adminTokenAuthenticator, type Principal } from "../http/auth.ts";
+import { signJwt, verifyJwt } from "./jwt.ts";
+import { dummyPasswordHash, verifyPassword } from "./password-hash.ts";
+import { createRateLimiter, type RateLimiter } from "./rate-limiter.ts";
+
+export const LOGIN_PATH = "/api/v1/auth/login";
+/** The subject of sessions opened with the admin token; a colon keeps it apart from every User name. */
+export const ADMIN_TOKEN_SUBJECT = "rlark:admin-token";
+const ROLE_ORDER: readonly Principal["role"][] = ["viewer", "user", "admin"];
+const MAX_BODY = 4096;
+
+export interface SessionsOptions {
+  store: Store;
+  /** Holds `admin-token` (read when first needed: the hub writes it). */
+  dataDir: string;
+  secret: Buffer;
+  /** Default 30 minutes. */
+  ttlSeconds?: number;
+  /** Failed logins allowed per client address and per login name within a window. */
+  limit?: { max: number; windowMs: number };
+  now?: () => number;
+}
+
+export interface LoginResponse {
+  token: string;
+  subject: string;
+  role: Principal["role"];
+  /** ISO 8601. */
+  expiresAt: string;
+}
+
+export interface Sessions {
+  /** POST /api/v1/auth/login. */
+  handleLogin(req: IncomingMessage, res: ServerResponse): Promise<void>;
+  /** Verifies session JWTs; the User must still exist in git, with its current roles. */
+  authenticator: Authenticator;
+}
+
+export function highestRole(roles: readonly string[] | undefined): Principal["role"] | undefined {
+  let best = -1;
+  for (const role of roles ?? []) best = Math.max(best, ROLE_ORDER.indexOf(role as Principal["role"]));
+  return best < 0 ? undefined : ROLE_ORDER[best];
+}
+
+export function createSessions(options: SessionsOptions): Sessions {
+  const now = options.now ?? Date.now;
+  const ttl = options.ttlSeconds ?? 30 * 60;
+  const limit = options.limit ?? { max: 10, windowMs: 60_000 };
+  const limiter: RateLimiter = createRateLimiter({ ...limit, now });
+  let adminToken: Promise<Authenticator> | undefined;
+  const adminAuthenticator = () => {
+    adminToken ??= loadOrCreateAdminToken(options.dataDir).then(adminTokenAuthenticator);
+    return adminToken;
+  };
+
+  async function check(
+    body: Record<string, unknown>,
+  ): Promise<{ subject: string; role: Principal["role"] } | undefined> {
+    if (typeof body.adminToken === "string") {
+      const principal = await (await adminAuthenticator())(body.adminToken);
+      return principal ? { subject: ADMIN_TOKEN_SUBJECT, role: "admin" } : undefined;
+    }
+    const { username, password } = body;
+    if (typeof username !== "string" || typeof password !== "string" || password.length > 1024)
+      return undefined;
+    const user =
+      username.length <= 253 ? await options.store.get<User>("User", undefined, username) : undefined;
+    const hash = user?.spec.passwordHash;
+    const role = highestRole(user?.spec.roles);
+    if (!hash || !role) {
+      await verifyPassword(password, await dummyPasswordHash());
+      return undefined;
+    }
+    return (await verifyPassword(password, hash)) ? { subject: username, role } : undefined;
+  }
+
+  return {
+    async handleLogin(req, res) {
+      if (req.method !== "POST") {
+        res.setHeader("Allow", "POST");
+        return sendStatus(res, 405, "MethodNotAllowed", "log in with POST");
+      }
+      const body = await readJson(req);
+      if (!body)
+        return sendStatus(res, 400, "BadRequest", 'expected JSON {"username", "password"} or {"adminToken"}');
+      const keys = [`addr:${req.socket.remoteAddress ?? ""}`];
+      if (typeof body.username === "string") keys.push(`user:${body.username}`);
+      const wait = Math.max(...keys.map((k) => limiter.retryAfter(k)));
+      if (wait > 0) {
+        res.setHeader("Retry-After", String(wait));
+        return sendStatus(res, 429, "TooManyRequests", `too many failed logins: try again in ${wait} s`);
+      }
+      const who = await check(body);
+      if (!who) {
+        for (const key of keys) limiter.hit(key);
+        return sendStatus(res, 401, "Unauthorized", "wrong user name or password");
+      }
+      const iat = Math.floor(now() / 1000);
+      const exp = iat + ttl;
+      const response: LoginResponse = {
+        token: signJwt({ sub: who.subject, role: who.role, iat, exp }, options.secret),
+        subject: who.subject,
+        role: who.role,
+        expiresAt: new Date(exp * 1000).toISOString(),
+      };
+      sendJson(res, 200, response);
+    },
+
+    async authenticator(token) {
+      const claims = verifyJwt(token, options.secret, Math.floor(now() / 1000));
+      if (!claims) return undefined;
+      if (claims.sub === ADMIN_TOKEN_SUBJECT) return { subject: claims.sub, role: claims.role };
+      // A User removed from git, or demoted, loses access at once rather than at expiry.
+      const user = await options.store.get<User>("User", undefined, claims.sub);
+      const current = highestRole(user?.spec.roles);
+      if (!current) return undefined;
+      const role = ROLE_ORDER[Math.min(ROLE_ORDER.indexOf(current), ROLE_ORDER.indexOf(claims.role))]!;
+      return { subject: claims.sub, role };
+    },
+  };
+}
+
+async function readJson(req: IncomingMessage): Promise<Record<string, unknown> | undefined> {
+  if (!/^application\/json\b/i.test(req.headers["content-type"] ?? "")) return undefined;
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY) return undefined;
+    chunks.push(chunk as Buffer);
+  }
+  try {
+    const value: unknown = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+    return typeof value === "object" && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
