@@ -5,6 +5,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { User } from "../../api/index.ts";
 import type { Store } from "../../lib/store/index.ts";
 import { loadOrCreateAdminToken } from "../admin-token.ts";
+import { sendJson, sendStatus } from "../http/api-server.ts";
 import { type Authenticator, adminTokenAuthenticator, type Principal } from "../http/auth.ts";
 import { signJwt, verifyJwt } from "./jwt.ts";
 import { dummyPasswordHash, verifyPassword } from "./password-hash.ts";
