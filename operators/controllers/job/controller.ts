@@ -225,7 +225,7 @@ class JobReconcile {
     }
     this.#adopt();
     if (job.spec.stopped) {
-      await this.#stop("Stopped", "spec.stopped is true");
+      await this.#stop("Stopping", "spec.stopped is true");
     } else if (this.#restartWanted()) {
       if (await this.#cleanUp("Restarting")) {
         this.#startRun();

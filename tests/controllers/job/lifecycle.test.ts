@@ -207,7 +207,7 @@ t.test(
     });
     t.match(
       j.status?.conditions?.find((c) => c.type === "Ready"),
-      { status: "False", reason: "Stopped" },
+      { status: "False", reason: "Stopping" },
     );
     t.ok(j.status?.tasks?.every((x) => x.phase === "Stopping"));
 
@@ -221,6 +221,14 @@ t.test(
     j = await waitForJob(hub.store, "stoppable", "Stopped", phaseIs("Stopped"));
     t.equal((await tasksOf(hub.store, "stoppable")).length, 0);
     t.ok(j.status?.tasks?.every((x) => x.phase === "Stopped"));
+    t.match(
+      j.status?.conditions?.find((c) => c.type === "Ready"),
+      { status: "False", reason: "Stopped" },
+    );
+    t.same(
+      j.status?.events?.slice(-2).map((e) => e.reason),
+      ["Stopping", "Stopped"],
+    );
 
     await modify(hub, "stoppable", (spec) => {
       delete spec.stopped;
