@@ -1,0 +1,94 @@
+// Addon installs, upgrades and removals per cluster. An Addon in `agent-<cluster>` targets that
+// cluster; a cluster-scoped Addon with a clusterSelector targets every Cluster whose labels match
+// (the planned Clusters, so a PR that adds a cluster shows what it will receive).
+import type { Addon, Cluster } from "../../api/index.ts";
+import { clusterOfNamespace } from "../../controllers/placement/index.ts";
+import { compileLabelSelector, deepEqual, type KubeObject, matches } from "../../lib/store/index.ts";
+
+import type { AddonAction, AddonImpact } from "./types.ts";
+
+function targets(addon: Addon, clusters: readonly Cluster[]): string[] {
+  const own = clusterOfNamespace(addon.metadata.namespace);
+  if (own) return [own];
+  if (!addon.spec.clusterSelector) return [];
+  let selector: ReturnType<typeof compileLabelSelector>;
+  try {
+    selector = compileLabelSelector(addon.spec.clusterSelector);
+  } catch {
+    return [];
+  }
+  return clusters.filter((c) => matches(selector, c.metadata.labels ?? {})).map((c) => c.metadata.name);
+}
+
+function compareVersions(a: string, b: string): number {
+  const parts = (v: string) =>
+    v
+      .replace(/^v/, "")
+      .split(/[.+-]/)
+      .map((p) => (/^\d+$/.test(p) ? Number(p) : p));
+  const x = parts(a);
+  const y = parts(b);
+  for (let i = 0; i < Math.max(x.length, y.length); i++) {
+    const p = x[i] ?? 0;
+    const q = y[i] ?? 0;
+    if (p === q) continue;
+    if (typeof p === "number" && typeof q === "number") return p - q;
+    return String(p) < String(q) ? -1 : 1;
+  }
+  return 0;
+}
+
+export function addonImpact(input: {
+  planned: readonly Addon[];
+  plannedClusters: readonly Cluster[];
+  live: readonly KubeObject[];
+}): AddonImpact[] {
+  const liveAddons = input.live.filter((o): o is Addon => o.kind === "Addon");
+  const liveClusters = input.live.filter((o): o is Cluster => o.kind === "Cluster");
+  const installed = new Map<string, { version: string; values: unknown }>();
+  for (const addon of liveAddons) {
+    for (const cluster of targets(addon, liveClusters)) {
+      installed.set(`${addon.spec.addonName}\0${cluster}`, {
+        version: addon.spec.version,
+        values: addon.spec.values,
+      });
+    }
+  }
+  const planned = new Map<string, { version: string; values: unknown }>();
+  for (const addon of input.planned) {
+    for (const cluster of targets(addon, input.plannedClusters)) {
+      planned.set(`${addon.spec.addonName}\0${cluster}`, {
+        version: addon.spec.version,
+        values: addon.spec.values,
+      });
+    }
+  }
+  const impacts: AddonImpact[] = [];
+  for (const key of new Set([...installed.keys(), ...planned.keys()])) {
+    const [addon = "", cluster = ""] = key.split("\0");
+    const before = installed.get(key);
+    const after = planned.get(key);
+    let action: AddonAction | undefined;
+    if (!before && after) action = "install";
+    else if (before && !after) action = "uninstall";
+    else if (before && after) {
+      const order = compareVersions(after.version, before.version);
+      if (order > 0) action = "upgrade";
+      else if (order < 0) action = "downgrade";
+      else if (!deepEqual(before.values ?? null, after.values ?? null)) action = "reconfigure";
+    }
+    if (!action) continue;
+    impacts.push({ addon, cluster, action, from: before?.version ?? "", to: after?.version ?? "" });
+  }
+  return impacts.sort((a, b) =>
+    a.cluster !== b.cluster
+      ? a.cluster < b.cluster
+        ? -1
+        : 1
+      : a.addon < b.addon
+        ? -1
+        : a.addon > b.addon
+          ? 1
+          : 0,
+  );
+}

@@ -1,0 +1,45 @@
+// The I/O around computePlan: validate a checked-out revision, read the live state, dry-run.
+import path from "node:path";
+import type { Job } from "../../api/index.ts";
+import { validatePaths } from "../../api/validate/index.ts";
+import type { KubeObject } from "../../lib/store/index.ts";
+import { computePlan } from "./compute.ts";
+import { runDryRuns, type WorkloadDryRunner } from "./dry-run.ts";
+import { manifestAsObject } from "./object-diff.ts";
+import type { Plan } from "./types.ts";
+
+export interface PlanTreeOptions {
+  /** Root of the checked-out revision; diagnostics name files relative to it. */
+  dir: string;
+  /** Manifest paths inside `dir` (default ["."]). */
+  paths?: string[];
+  revision: string;
+  live: readonly KubeObject[];
+  against: string;
+  dryRunner?: WorkloadDryRunner;
+  /** Namespace the Kubernetes runtime puts workloads in (for dry-runs). Default "default". */
+  workloadNamespace?: string;
+}
+
+export async function planTree(options: PlanTreeOptions): Promise<Plan> {
+  const roots = (options.paths ?? ["."]).map((p) => path.resolve(options.dir, p));
+  const validation = await validatePaths(roots, { baseDir: options.dir });
+  const plan = computePlan({
+    validation,
+    live: options.live,
+    revision: options.revision,
+    against: options.against,
+  });
+  if (!plan.valid || !options.dryRunner) return plan;
+  const jobs = new Map<string, Job>();
+  for (const m of validation.objects)
+    if (m.kind === "Job" && m.schemaValid) jobs.set(m.name, manifestAsObject(m) as Job);
+  plan.dryRun = await runDryRuns({
+    jobs,
+    placement: plan.placement,
+    runner: options.dryRunner,
+    namespace: options.workloadNamespace ?? "default",
+  });
+  plan.dryRunNote = "";
+  return plan;
+}

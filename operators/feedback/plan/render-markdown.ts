@@ -1,0 +1,178 @@
+// The plan as GitHub/Gitea-flavoured Markdown: a verdict, a summary table, then collapsible
+// details per object. Pure; long plans drop their diffs (then their tables) to fit a comment.
+import { formatDiagnostic } from "../../api/validate/index.ts";
+import { type Plan, planConcerns, planFailed } from "./types.ts";
+
+export interface MarkdownOptions {
+  /** Repository web URL + `/blob/<sha>/` to link files; plain text when absent. */
+  fileUrl?: (file: string, line: number) => string | undefined;
+  /** Largest body allowed (GitHub comments take 65,536 characters). */
+  maxLength?: number;
+}
+
+const ICON = { create: "➕", change: "✏️", delete: "➖" } as const;
+
+function cell(text: string): string {
+  return text.replaceAll("\\", "\\\\").replaceAll("|", "\\|").replace(/\r?\n/g, " ");
+}
+
+function code(text: string): string {
+  const ticks = text.includes("`") ? "``" : "`";
+  return `${ticks}${text}${ticks}`;
+}
+
+function fence(text: string, lang: string): string {
+  let ticks = "```";
+  while (text.includes(ticks)) ticks += "`";
+  return `${ticks}${lang}\n${text.endsWith("\n") ? text : `${text}\n`}${ticks}`;
+}
+
+function shortSha(revision: string): string {
+  return /^[0-9a-f]{40}/.test(revision) ? revision.slice(0, 7) : revision;
+}
+
+export function planVerdict(plan: Plan): string {
+  if (!plan.valid) return `invalid: ${plan.errors.length} error${plan.errors.length === 1 ? "" : "s"}`;
+  const failed = plan.dryRun.filter((d) => d.state === "failed").length;
+  if (failed > 0) return `dry-run failed for ${failed} workload${failed === 1 ? "" : "s"}`;
+  const { create, change, delete: del } = plan.counts;
+  return `${create} to create, ${change} to change, ${del} to delete`;
+}
+
+function render(plan: Plan, options: MarkdownOptions, level: 0 | 1 | 2): string {
+  const out: string[] = [];
+  const failed = planFailed(plan);
+  out.push(`### ${failed ? "❌" : "✅"} RLark plan: ${planVerdict(plan)}`);
+  out.push("");
+  const revision = plan.revision ? `Revision ${code(shortSha(plan.revision))}` : "The working tree";
+  out.push(`${revision} against ${plan.against}.`);
+  out.push("");
+  out.push("| Created | Changed | Deleted | Unchanged | Errors | Warnings |");
+  out.push("|---:|---:|---:|---:|---:|---:|");
+  out.push(
+    `| ${plan.counts.create} | ${plan.counts.change} | ${plan.counts.delete} | ${plan.counts.unchanged} | ${plan.errors.length} | ${plan.warnings.length} |`,
+  );
+  const concerns = planConcerns(plan);
+  if (concerns.length > 0) {
+    out.push("");
+    for (const concern of concerns) out.push(`> ⚠️ ${concern}`);
+  }
+
+  const where = (file: string, line: number) => {
+    const label = line > 0 ? `${file}:${line}` : file;
+    const url = options.fileUrl?.(file, line);
+    return url ? `[${cell(label)}](${url})` : cell(label);
+  };
+  if (plan.errors.length > 0) {
+    out.push("", `#### Validation errors`, "", "| Where | Object | Field | Problem |", "|---|---|---|---|");
+    for (const e of plan.errors) {
+      const object = e.kind ? `${e.kind}${e.name ? ` ${e.name}` : ""}` : "";
+      out.push(
+        `| ${where(e.file, e.line)} | ${cell(object)} | ${e.path ? code(e.path) : ""} | ${cell(e.message)} (${code(e.rule)}) |`,
+      );
+    }
+  }
+  if (plan.warnings.length > 0 && level < 2) {
+    out.push(
+      "",
+      "<details><summary>Warnings</summary>",
+      "",
+      fence(plan.warnings.map(formatDiagnostic).join("\n"), "text"),
+      "</details>",
+    );
+  }
+
+  if (plan.changes.length > 0) {
+    out.push("", "#### Objects", "");
+    if (level < 2) {
+      for (const change of plan.changes) {
+        const ns = change.namespace ? ` in ${code(change.namespace)}` : "";
+        const from = change.file
+          ? ` · ${where(change.file.replace(/:\d+$/, ""), Number(change.file.match(/:(\d+)$/)?.[1] ?? 0))}`
+          : "";
+        const summary = `${ICON[change.action]} ${change.action} ${change.kind} ${code(change.name)}${ns}${from}`;
+        if (level === 0 && change.diff) {
+          out.push(
+            `<details><summary>${summary}</summary>`,
+            "",
+            fence(change.diff, "diff"),
+            "",
+            "</details>",
+          );
+        } else {
+          out.push(`- ${summary}`);
+        }
+      }
+    } else {
+      out.push(
+        `${plan.changes.length} objects change; the list is too long for a comment: run \`rlark plan\` to see it.`,
+      );
+    }
+  }
+
+  out.push("", "#### Placement", "");
+  if (plan.placement.length === 0) {
+    out.push(plan.placementNote || "No new or changed Jobs.");
+  } else {
+    out.push("| Job | Task | Cluster | Nodes |", "|---|---|---|---|");
+    for (const p of plan.placement) {
+      if (p.state === "placed") {
+        for (const t of p.tasks)
+          out.push(`| ${cell(p.job)} | ${cell(t.task)} | ${cell(t.cluster)} | ${cell(t.nodes.join(", "))} |`);
+      } else {
+        const icon =
+          p.state === "unschedulable" ? "⚠️ cannot be placed: " : p.state === "unavailable" ? "" : "";
+        out.push(`| ${cell(p.job)} | | | ${icon}${cell(p.message)} |`);
+      }
+    }
+  }
+
+  if (plan.domains.length > 0) {
+    out.push("", "#### Domain address pools", "");
+    out.push(
+      "| Domain | CIDR | Usable | Allocated | Requested | Free after |",
+      "|---|---|---:|---:|---:|---:|",
+    );
+    for (const d of plan.domains) {
+      const free = d.free < 0 ? `⚠️ ${d.free}` : String(d.free);
+      const moved = d.outOfRange > 0 ? ` (${d.outOfRange} allocated outside the new CIDR)` : "";
+      out.push(
+        `| ${cell(d.domain)} | ${code(d.cidr)} | ${d.usable} | ${d.allocated} | ${d.requested} | ${free}${moved} |`,
+      );
+    }
+  }
+
+  if (plan.addons.length > 0) {
+    out.push("", "#### Addons", "");
+    out.push("| Cluster | Addon | Action | From | To |", "|---|---|---|---|---|");
+    for (const a of plan.addons)
+      out.push(`| ${cell(a.cluster)} | ${cell(a.addon)} | ${a.action} | ${cell(a.from)} | ${cell(a.to)} |`);
+  }
+
+  out.push("", "#### Server-side dry-run", "");
+  if (plan.dryRun.length === 0) {
+    out.push(plan.dryRunNote || "No Kubernetes workloads to dry-run.");
+  } else {
+    out.push("| Cluster | Object | Result |", "|---|---|---|");
+    for (const d of plan.dryRun) {
+      const result =
+        d.state === "passed"
+          ? "✅ passed"
+          : d.state === "failed"
+            ? `❌ ${cell(d.message)}`
+            : `⏸️ ${cell(d.message)}`;
+      out.push(`| ${cell(d.cluster)} | ${code(d.object)} | ${result} |`);
+    }
+  }
+  return `${out.join("\n")}\n`;
+}
+
+export function renderPlanMarkdown(plan: Plan, options: MarkdownOptions = {}): string {
+  const max = options.maxLength ?? 60_000;
+  for (const level of [0, 1, 2] as const) {
+    const text = render(plan, options, level);
+    if (text.length <= max || level === 2)
+      return text.length <= max ? text : `${text.slice(0, max - 40)}\n\n… (truncated)\n`;
+  }
+  return "";
+}
