@@ -25,6 +25,7 @@ import { DomainCertificates } from "./certificates.ts";
 import { allocate, parseCidr } from "./ipam.ts";
 import { DOMAIN_LABEL, JOB_LABEL } from "./labels.ts";
 import { claimOf, peerSpecs, podJob } from "./members.ts";
+import { DomainMembership } from "./membership.ts";
 
 export interface DomainControllerOptions {
   /** The hub CA; signs each Domain's certificate (role domain). */
@@ -123,7 +124,7 @@ async function writePeers(
   for (const peer of existing) if (!desired.has(peer.metadata.namespace ?? "")) await deletePeer(store, peer);
 }
 
-function makeReconcile(certificates: DomainCertificates) {
+function makeReconcile(certificates: DomainCertificates, membership: DomainMembership) {
   return async function reconcileDomain(request: ReconcileRequest, context: ReconcileContext): Promise<void> {
     const { store, clock, logger } = context;
     const name = request.name;
@@ -157,9 +158,16 @@ function makeReconcile(certificates: DomainCertificates) {
     }
     const credentials = certificates.ensure(name);
 
-    const jobs = new Set(
-      (await store.list<Job>("Job")).items.filter((j) => j.spec.domain === name).map((j) => j.metadata.name),
-    );
+    // The index names the Jobs; a Job holding an address the index does not (yet) place here,
+    // as after a restart before the Job watch caught up, is asked of the store, so an address
+    // is never released on a stale index.
+    const jobs = new Set(membership.jobsOf(name));
+    const held = new Set((previous.ipAllocations ?? []).flatMap((a) => (a.job ? [a.job] : [])));
+    for (const jobName of held) {
+      if (jobs.has(jobName)) continue;
+      const job = await store.get<Job>("Job", "", jobName);
+      if (job?.spec.domain === name) jobs.add(jobName);
+    }
     const pods = await podsOfJobs(store, jobs);
     const claims = pods.flatMap((p) => claimOf(p) ?? []);
     const result = allocate({
@@ -241,14 +249,11 @@ function makeReconcile(certificates: DomainCertificates) {
  * the Job's own event, which queues the Domain too. Job status writes and Pod status churn
  * that change nothing a DomainPeer shows do not queue anything.
  */
-function domainWatches(): WatchSpec[] {
-  const domainOfJob = new Map<string, string>();
+function domainWatches(membership: DomainMembership): WatchSpec[] {
   const podFingerprint = new Map<string, string>();
   const jobs: MapToKeys = (job, type) => {
-    const before = domainOfJob.get(job.metadata.name);
     const after = type === "DELETED" ? undefined : stringField(job.spec, "domain");
-    if (after === undefined) domainOfJob.delete(job.metadata.name);
-    else domainOfJob.set(job.metadata.name, after);
+    const before = membership.set(job.metadata.name, after);
     // Only membership matters here; the Job controller's status writes change none.
     if (type === "MODIFIED" && before === after) return [];
     return [...new Set([before, after].filter((d): d is string => d !== undefined))];
@@ -267,7 +272,7 @@ function domainWatches(): WatchSpec[] {
     else if (podFingerprint.get(key) === fingerprint) return [];
     else podFingerprint.set(key, fingerprint);
     const job = podJob(pod);
-    const domain = job === undefined ? undefined : domainOfJob.get(job);
+    const domain = job === undefined ? undefined : membership.domainOf(job);
     return domain === undefined ? [] : [domain];
   };
   return [
@@ -290,11 +295,12 @@ export function createDomainController(options: DomainControllerOptions): Contro
     dataDir: options.dataDir,
     ...(options.certificateTtlMs !== undefined ? { ttlMs: options.certificateTtlMs } : {}),
   });
+  const membership = new DomainMembership();
   return {
     name: options.name ?? "domain",
     kind: "Domain",
-    watches: domainWatches(),
-    reconcile: makeReconcile(certificates),
+    watches: domainWatches(membership),
+    reconcile: makeReconcile(certificates, membership),
     ...(options.workers !== undefined ? { workers: options.workers } : {}),
     ...(options.resyncPeriod !== undefined ? { resyncPeriod: options.resyncPeriod } : {}),
   };

@@ -2,8 +2,11 @@ import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
 import type { Domain, DomainPeer, Pod } from "../../../operators/api/index.ts";
-import { publicKeyPem } from "../../../operators/lib/pki/index.ts";
-import { modify } from "../../../operators/lib/store/index.ts";
+import { createDomainController } from "../../../operators/controllers/domain/index.ts";
+import { systemClock } from "../../../operators/lib/clock.ts";
+import { silentLogger } from "../../../operators/lib/controller/index.ts";
+import { openCertificateAuthority, publicKeyPem } from "../../../operators/lib/pki/index.ts";
+import { modify, openSqliteStore } from "../../../operators/lib/store/index.ts";
 import { waitFor } from "../../helpers/wait-for.ts";
 import { allocations, domain, job, peers, pod, startHub, tempDataDir } from "./fixtures.ts";
 
@@ -196,9 +199,13 @@ t.test("a full range sets AddressPoolExhausted and recovers when a pod goes", as
     d.status?.conditions?.find((c) => c.type === "Ready"),
     { status: "False" },
   );
-  const peer = (await peers(store, "tiny")).get("agent-beijing");
+  // The DomainPeer is written after the status: wait for it, then check who is routed.
+  const peer = await waitFor("peer", async () => {
+    const p = (await peers(store, "tiny")).get("agent-beijing");
+    return (p?.spec.pods?.length ?? 0) >= 2 ? p : undefined;
+  });
   t.same(
-    peer?.spec.pods?.map((p) => p.name),
+    peer.spec.pods?.map((p) => p.name),
     ["a", "b"],
     "a pod without an address is not routed",
   );
@@ -234,4 +241,29 @@ t.test("a Job moved to another Domain, and a deleted Domain, take their pods and
   await waitFor("peers of two deleted", async () => (await peers(store, "two")).size === 0);
   await waitFor("key removed", () => !existsSync(join(dataDir, "pki", "domains", "two.key")));
   t.ok(existsSync(join(dataDir, "pki", "domains", "one.key")), "the other Domain's key stays");
+});
+
+t.test("a restarted hub that reconciles before its Job watch caught up keeps every address", async (t) => {
+  const dataDir = tempDataDir(t);
+  const first = await startHub(t, dataDir);
+  await first.store.create(domain("ppo", "10.0.1.0/24"));
+  await first.store.create(job("train", "ppo"));
+  for (const n of ["a", "b"]) await first.store.create(pod("beijing", n, "train", "t"));
+  await waitFor("allocated", async () => count(await allocations(first.store, "ppo")) === 2);
+  await waitFor("peer", async () => (await peers(first.store, "ppo")).size === 1);
+  const before = await first.store.get<Domain>("Domain", "", "ppo");
+  await first.stop();
+
+  // A fresh controller whose watches have delivered nothing yet: its reconcile runs first.
+  const store = openSqliteStore({ dataDir });
+  t.teardown(() => store.close());
+  const controller = createDomainController({ pki: openCertificateAuthority({ dataDir }), dataDir });
+  await controller.reconcile(
+    { key: "ppo", namespace: "", name: "ppo" },
+    { store, clock: systemClock, logger: silentLogger, controller: "domain", enqueue: () => {} },
+  );
+  const after = await store.get<Domain>("Domain", "", "ppo");
+  t.same(after?.status?.ipAllocations, before?.status?.ipAllocations);
+  t.equal(after?.metadata.resourceVersion, before?.metadata.resourceVersion, "nothing was rewritten");
+  t.same([...(await peers(store, "ppo")).keys()], ["agent-beijing"], "the DomainPeer stays");
 });
