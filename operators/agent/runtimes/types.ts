@@ -59,8 +59,14 @@ export interface RuntimeTask {
     /** The task template's name within the Job. */
     task?: string;
     role?: string;
+    /** true for the Job's main task. */
+    head?: boolean;
     agentType: AgentType;
     domain?: string;
+    /** Task annotations, including the Ray keys (rlinf.io/ray-role, ...). */
+    annotations?: Record<string, string>;
+    /** An OpenSSH public key line made available to the workload. */
+    sshPublicKey?: string;
     nodeSelector?: Record<string, string>;
     raw?: RawWorkload;
     kubernetes?: unknown;
@@ -148,11 +154,62 @@ export interface ObservedNode {
   addresses: NodeAddress[];
   conditions: NodeCondition[];
   unschedulable?: boolean;
+  /** Sum of resources.requests of the non-terminated pods bound to the node (reserved, not measured use). */
+  requested?: Record<string, string>;
+  /** Carries a Kubernetes control-plane (or master) role label: shown to admins, not counted as a worker. */
+  controlPlane?: boolean;
+}
+
+/**
+ * A Task's workload as the cluster reports it (runtimes with a native workload object), so the
+ * agent can compute the Task's phase beyond what its pods show.
+ */
+export interface ObservedWorkload {
+  /** The Task's metadata.name. */
+  task: string;
+  taskUid: string;
+  /** The Task generation last applied to the workload. */
+  generation?: number;
+  job: string;
+  kind: WorkloadKind;
+  namespace: string;
+  name: string;
+  /** Desired pods (parallelism for a Job, scheduled nodes for a DaemonSet). */
+  replicas: number;
+  readyReplicas: number;
+  /** Job only: pods that succeeded, failed, are running. */
+  succeeded?: number;
+  failed?: number;
+  active?: number;
+  /** Job only: Complete or Failed once the Job has finished. */
+  finished?: "Complete" | "Failed";
+  /** Job only: exit code of the failed (or, when none failed, the last succeeded) pod's main container. */
+  exitCode?: number;
+  reason?: string;
+  message?: string;
+  /** Being deleted: the Task is not desired any more, or is being replaced. */
+  terminating?: boolean;
+}
+
+/** A volume claim created for a Task's pods; a stopped Task is done only once they are gone. */
+export interface ObservedVolume {
+  name: string;
+  namespace: string;
+  task: string;
+  /** Pending, Bound, Lost. */
+  phase?: string;
+  terminating?: boolean;
 }
 
 export interface RuntimeSnapshot {
   nodes: ObservedNode[];
   pods: ObservedPod[];
+  /**
+   * Runtimes with native workload objects (kubernetes) report them here. A Task is gone from the
+   * cluster once no pod, workload or volume names it.
+   */
+  workloads?: ObservedWorkload[];
+  volumes?: ObservedVolume[];
 }
 
 export interface LogOptions {

@@ -1,0 +1,438 @@
+// Task → Kubernetes manifests, without I/O: the workload (Deployment, StatefulSet with its
+// headless Service, DaemonSet or batch Job), the ssh ConfigMap, and for Ray Tasks the scripts
+// ConfigMap and the head Service. Every object carries the rlark labels that the runtime's
+// prune and watches select on, and comes out with sorted keys, so a re-render is byte-identical.
+import type { KubernetesObject } from "@kubernetes/client-node";
+import type { RuntimeTask, WorkloadKind } from "../types.ts";
+import {
+  ANNOTATION_RAY_HEAD_TASK,
+  ANNOTATION_RAY_ROLE,
+  ANNOTATION_RAY_TOTAL_NODES,
+  ANNOTATION_TASK_GENERATION,
+  ANNOTATION_TASK_NAMESPACE,
+  ANNOTATION_TASK_UID,
+  LABEL_COMPONENT,
+  LABEL_JOB,
+  LABEL_MANAGED_BY,
+  LABEL_TASK,
+  MANAGED_BY,
+} from "./labels.ts";
+import {
+  dnsLabel,
+  headlessServiceName,
+  rayConfigMapName,
+  rayHeadServiceName,
+  sshConfigMapName,
+} from "./names.ts";
+import {
+  RAY_CHECK_PY,
+  RAY_DASHBOARD_PORT,
+  RAY_HEAD_SH,
+  RAY_METRICS_PORT,
+  RAY_PORT,
+  RAY_SCRIPTS_DIR,
+  RAY_WAIT_SECONDS,
+  RAY_WORKER_SH,
+} from "./ray-scripts.ts";
+import { sortKeys } from "./sort-keys.ts";
+
+export const DEFAULT_NAMESPACE = "rlark-system";
+export const SSH_DIR = "/etc/rlark/ssh";
+export const SIDECAR_NAME = "rlark-sidecar";
+
+/** The network sidecar injected into the pods of a Task that has a domain (agent configuration). */
+export interface SidecarOptions {
+  image: string;
+  args?: string[];
+  /** Extra environment, on top of RLARK_DOMAIN, RLARK_TASK, RLARK_JOB, RLARK_POD_NAME, RLARK_POD_IP. */
+  env?: Record<string, string>;
+  /** Linux capabilities the sidecar needs to set up routes and tunnels. Default NET_ADMIN. */
+  capabilities?: string[];
+}
+
+export interface RenderOptions {
+  /** Where a Task whose template names no namespace goes. Default rlark-system. */
+  defaultNamespace?: string;
+  sidecar?: SidecarOptions;
+  /** The whole desired set: a Ray worker finds its head's namespace there. */
+  desired?: readonly RuntimeTask[];
+}
+
+export interface RenderedTask {
+  task: string;
+  namespace: string;
+  kind: WorkloadKind;
+  /** In apply order: ConfigMaps and Services before the workload that uses them. */
+  objects: KubernetesObject[];
+}
+
+/** A Task this runtime cannot run as given; the agent reports it instead of retrying. */
+export class RenderError extends Error {
+  readonly task: string;
+  constructor(task: string, message: string) {
+    super(`Task ${task}: ${message}`);
+    this.name = "RenderError";
+    this.task = task;
+  }
+}
+
+type Obj = Record<string, unknown>;
+
+const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
+const WORKLOAD_KINDS: readonly WorkloadKind[] = ["Deployment", "StatefulSet", "DaemonSet", "Job"];
+
+interface Workload {
+  kind: WorkloadKind;
+  replicas: number;
+  namespace?: string;
+  metadata: Obj;
+  spec: Obj;
+}
+
+function readWorkload(task: RuntimeTask): Workload {
+  const name = task.metadata.name;
+  const k = task.spec.kubernetes;
+  const workload = isObj(k) ? k.workload : undefined;
+  if (!isObj(workload)) throw new RenderError(name, "spec.kubernetes.workload is missing");
+  const kind = workload.kind;
+  if (typeof kind !== "string" || !WORKLOAD_KINDS.includes(kind as WorkloadKind))
+    throw new RenderError(name, `spec.kubernetes.workload.kind must be one of ${WORKLOAD_KINDS.join(", ")}`);
+  const template = workload.template;
+  if (!isObj(template) || !isObj(template.spec))
+    throw new RenderError(name, "spec.kubernetes.workload.template.spec is missing");
+  const containers = template.spec.containers;
+  if (!Array.isArray(containers) || containers.length === 0 || !containers.every(isObj))
+    throw new RenderError(
+      name,
+      "spec.kubernetes.workload.template.spec.containers needs at least one container",
+    );
+  const replicas = workload.replicas ?? 1;
+  if (typeof replicas !== "number" || !Number.isInteger(replicas) || replicas < 0)
+    throw new RenderError(name, "spec.kubernetes.workload.replicas must be a whole number");
+  const namespace = template.namespace;
+  return {
+    kind: kind as WorkloadKind,
+    replicas,
+    ...(typeof namespace === "string" && namespace !== "" ? { namespace } : {}),
+    metadata: isObj(template.metadata) ? structuredClone(template.metadata) : {},
+    spec: structuredClone(template.spec),
+  };
+}
+
+/** The namespace a Task's objects go to in the cluster. */
+export function taskNamespace(task: RuntimeTask, defaultNamespace = DEFAULT_NAMESPACE): string {
+  const k = task.spec.kubernetes;
+  const template = isObj(k) && isObj(k.workload) ? k.workload.template : undefined;
+  const ns = isObj(template) ? template.namespace : undefined;
+  return typeof ns === "string" && ns !== "" ? ns : defaultNamespace;
+}
+
+export const jobOf = (task: RuntimeTask): string => task.spec.job ?? task.metadata.labels?.[LABEL_JOB] ?? "";
+
+/** The labels every object of a Task carries; also the selector of its workload (without job). */
+export function taskLabels(task: RuntimeTask): Record<string, string> {
+  const job = jobOf(task);
+  return {
+    [LABEL_TASK]: task.metadata.name,
+    [LABEL_MANAGED_BY]: MANAGED_BY,
+    ...(job ? { [LABEL_JOB]: job } : {}),
+  };
+}
+
+const selectorLabels = (task: string): Record<string, string> => ({
+  [LABEL_TASK]: task,
+  [LABEL_MANAGED_BY]: MANAGED_BY,
+});
+
+function meta(task: RuntimeTask, name: string, namespace: string, component: string): Obj {
+  const annotations: Record<string, string> = {};
+  if (task.metadata.uid) annotations[ANNOTATION_TASK_UID] = task.metadata.uid;
+  if (task.metadata.generation !== undefined)
+    annotations[ANNOTATION_TASK_GENERATION] = String(task.metadata.generation);
+  if (task.metadata.namespace) annotations[ANNOTATION_TASK_NAMESPACE] = task.metadata.namespace;
+  return {
+    name,
+    namespace,
+    labels: { ...taskLabels(task), [LABEL_COMPONENT]: component },
+    ...(Object.keys(annotations).length > 0 ? { annotations } : {}),
+  };
+}
+
+interface EnvEntry {
+  name: string;
+  value?: string;
+  valueFrom?: Obj;
+}
+
+const fieldEnv = (name: string, fieldPath: string): EnvEntry => ({
+  name,
+  valueFrom: { fieldRef: { fieldPath } },
+});
+
+/** Adds `extra` to a container's env; a variable the Task defines itself wins over ours. */
+function addEnv(container: Obj, extra: EnvEntry[]): void {
+  const own = Array.isArray(container.env) ? (container.env as Obj[]) : [];
+  const taken = new Set(own.map((e) => e.name));
+  container.env = [...extra.filter((e) => !taken.has(e.name)), ...own];
+}
+
+function addMount(container: Obj, mount: Obj): void {
+  const mounts = Array.isArray(container.volumeMounts) ? (container.volumeMounts as Obj[]) : [];
+  if (mounts.some((m) => m.mountPath === mount.mountPath || m.name === mount.name)) return;
+  container.volumeMounts = [...mounts, mount];
+}
+
+function addVolume(spec: Obj, volume: Obj): void {
+  const volumes = Array.isArray(spec.volumes) ? (spec.volumes as Obj[]) : [];
+  spec.volumes = [...volumes.filter((v) => v.name !== volume.name), volume];
+}
+
+type RayRole = "head" | "worker";
+
+function rayRole(task: RuntimeTask): RayRole | undefined {
+  const role =
+    task.spec.annotations?.[ANNOTATION_RAY_ROLE] ?? task.metadata.annotations?.[ANNOTATION_RAY_ROLE];
+  return role === "head" || role === "worker" ? role : undefined;
+}
+
+const annotation = (task: RuntimeTask, key: string): string | undefined =>
+  task.spec.annotations?.[key] ?? task.metadata.annotations?.[key];
+
+/** The head Task's metadata.name for a worker: `<job>-<rlinf.io/ray-head-task-name>`. */
+function rayHeadTask(task: RuntimeTask): string {
+  const head = annotation(task, ANNOTATION_RAY_HEAD_TASK);
+  if (!head)
+    throw new RenderError(
+      task.metadata.name,
+      `a Ray worker needs the annotation ${ANNOTATION_RAY_HEAD_TASK}`,
+    );
+  const job = jobOf(task);
+  return job ? dnsLabel(job, head) : head;
+}
+
+/** Renders one Task; throws RenderError when the Task cannot run as given. */
+export function renderTask(task: RuntimeTask, options: RenderOptions = {}): RenderedTask {
+  const name = task.metadata.name;
+  const defaultNamespace = options.defaultNamespace ?? DEFAULT_NAMESPACE;
+  const workload = readWorkload(task);
+  const namespace = workload.namespace ?? defaultNamespace;
+  const objects: Obj[] = [];
+  const podSpec = workload.spec;
+  const containers = podSpec.containers as Obj[];
+
+  // pod template metadata: the template's own labels, ours on top (the selector depends on them)
+  const podLabels = {
+    ...(isObj(workload.metadata.labels) ? workload.metadata.labels : {}),
+    ...taskLabels(task),
+  };
+  const podAnnotations: Obj = isObj(workload.metadata.annotations)
+    ? { ...workload.metadata.annotations }
+    : {};
+  // a Task recreated under the same name (new uid) rolls its pods even with an identical spec
+  if (task.metadata.uid) podAnnotations[ANNOTATION_TASK_UID] = task.metadata.uid;
+
+  if (task.spec.nodeSelector && Object.keys(task.spec.nodeSelector).length > 0) {
+    podSpec.nodeSelector = {
+      ...(isObj(podSpec.nodeSelector) ? podSpec.nodeSelector : {}),
+      ...task.spec.nodeSelector,
+    };
+  }
+  if (workload.kind === "Job" && podSpec.restartPolicy === undefined) podSpec.restartPolicy = "Never";
+
+  // ephemeral volume claims stay as given; the labels let the runtime see the PVCs Kubernetes makes
+  if (Array.isArray(podSpec.volumes)) {
+    for (const volume of podSpec.volumes as Obj[]) {
+      const eph = volume.ephemeral;
+      if (!isObj(eph) || !isObj(eph.volumeClaimTemplate)) continue;
+      const vct = eph.volumeClaimTemplate;
+      const m = isObj(vct.metadata) ? vct.metadata : {};
+      vct.metadata = { ...m, labels: { ...(isObj(m.labels) ? m.labels : {}), ...taskLabels(task) } };
+    }
+  }
+
+  const common: EnvEntry[] = [
+    { name: "RLARK_TASK", value: name },
+    { name: "RLARK_JOB", value: jobOf(task) },
+    fieldEnv("RLARK_NAMESPACE", "metadata.namespace"),
+    fieldEnv("RLARK_POD_NAME", "metadata.name"),
+    fieldEnv("RLARK_POD_IP", "status.podIP"),
+    fieldEnv("RLARK_NODE_NAME", "spec.nodeName"),
+  ];
+  if (task.spec.sshPublicKey) {
+    common.push({ name: "RLARK_SSH_PUBLIC_KEY", value: task.spec.sshPublicKey });
+    objects.push({
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: meta(task, sshConfigMapName(name), namespace, "ssh"),
+      data: { authorized_keys: `${task.spec.sshPublicKey.trim()}\n` },
+    });
+    addVolume(podSpec, {
+      name: "rlark-ssh",
+      configMap: { name: sshConfigMapName(name), defaultMode: 0o644 },
+    });
+  }
+  for (const container of containers) {
+    addEnv(container, common);
+    if (task.spec.sshPublicKey)
+      addMount(container, { name: "rlark-ssh", mountPath: SSH_DIR, readOnly: true });
+  }
+
+  const role = rayRole(task);
+  if (role) {
+    const main = containers[0]!;
+    const original = [
+      ...(Array.isArray(main.command) ? (main.command as string[]) : []),
+      ...(Array.isArray(main.args) ? (main.args as string[]) : []),
+    ];
+    main.command = ["bash", `${RAY_SCRIPTS_DIR}/${role === "head" ? "ray_head.sh" : "ray_worker.sh"}`];
+    if (original.length > 0) main.args = original;
+    else delete main.args;
+    const headTask = role === "head" ? name : rayHeadTask(task);
+    const head = options.desired?.find((t) => t.metadata.name === headTask);
+    const headNamespace =
+      role === "head" ? namespace : head ? taskNamespace(head, defaultNamespace) : namespace;
+    const headAddress = `${rayHeadServiceName(headTask)}.${headNamespace}.svc:${RAY_PORT}`;
+    const rayEnv: EnvEntry[] = [
+      { name: "RLARK_RAY_ROLE", value: role },
+      { name: "RLARK_RAY_PORT", value: String(RAY_PORT) },
+      { name: "RLARK_RAY_DASHBOARD_PORT", value: String(RAY_DASHBOARD_PORT) },
+      { name: "RLARK_RAY_METRICS_PORT", value: String(RAY_METRICS_PORT) },
+      { name: "RLARK_RAY_WAIT_SECONDS", value: String(RAY_WAIT_SECONDS) },
+      { name: "RLARK_HEAD_ADDRESS", value: headAddress },
+    ];
+    if (role === "head") {
+      rayEnv.push({
+        name: "RLARK_RAY_TOTAL_NODES",
+        value: annotation(task, ANNOTATION_RAY_TOTAL_NODES) ?? "1",
+      });
+    } else {
+      rayEnv.push({ name: "RLARK_RAY_HEAD_TASK", value: headTask });
+    }
+    addEnv(main, rayEnv);
+    addMount(main, { name: "rlark-ray", mountPath: RAY_SCRIPTS_DIR, readOnly: true });
+    addVolume(podSpec, {
+      name: "rlark-ray",
+      configMap: { name: rayConfigMapName(name), defaultMode: 0o755 },
+    });
+    objects.push({
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: meta(task, rayConfigMapName(name), namespace, "ray-scripts"),
+      data: { "ray_check.py": RAY_CHECK_PY, "ray_head.sh": RAY_HEAD_SH, "ray_worker.sh": RAY_WORKER_SH },
+    });
+    if (role === "head") {
+      objects.push({
+        apiVersion: "v1",
+        kind: "Service",
+        metadata: meta(task, rayHeadServiceName(name), namespace, "ray-head"),
+        spec: {
+          selector: selectorLabels(name),
+          // workers must find the head before it reports Ready: it waits for them
+          publishNotReadyAddresses: true,
+          ports: [
+            { name: "gcs", port: RAY_PORT, targetPort: RAY_PORT, protocol: "TCP" },
+            { name: "dashboard", port: RAY_DASHBOARD_PORT, targetPort: RAY_DASHBOARD_PORT, protocol: "TCP" },
+            { name: "metrics", port: RAY_METRICS_PORT, targetPort: RAY_METRICS_PORT, protocol: "TCP" },
+          ],
+        },
+      });
+    }
+  }
+
+  if (task.spec.domain && options.sidecar) {
+    const sidecar = options.sidecar;
+    const env: EnvEntry[] = [
+      { name: "RLARK_DOMAIN", value: task.spec.domain },
+      { name: "RLARK_TASK", value: name },
+      { name: "RLARK_JOB", value: jobOf(task) },
+      fieldEnv("RLARK_POD_NAME", "metadata.name"),
+      fieldEnv("RLARK_POD_IP", "status.podIP"),
+      ...Object.entries(sidecar.env ?? {})
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+        .map(([n, value]) => ({ name: n, value })),
+    ];
+    const initContainers = Array.isArray(podSpec.initContainers) ? (podSpec.initContainers as Obj[]) : [];
+    // a native sidecar (an init container that keeps running): it starts before the Task's
+    // containers and does not keep a finished Job's pod alive
+    podSpec.initContainers = [
+      ...initContainers.filter((c) => c.name !== SIDECAR_NAME),
+      {
+        name: SIDECAR_NAME,
+        image: sidecar.image,
+        restartPolicy: "Always",
+        ...(sidecar.args && sidecar.args.length > 0 ? { args: sidecar.args } : {}),
+        env: env.filter((e, i) => env.findIndex((o) => o.name === e.name) === i),
+        securityContext: { capabilities: { add: sidecar.capabilities ?? ["NET_ADMIN"] } },
+      },
+    ];
+  }
+
+  const template = {
+    metadata: {
+      labels: podLabels,
+      ...(Object.keys(podAnnotations).length > 0 ? { annotations: podAnnotations } : {}),
+    },
+    spec: podSpec,
+  };
+  const workloadMeta = meta(task, name, namespace, "workload");
+  const selector = { matchLabels: selectorLabels(name) };
+  switch (workload.kind) {
+    case "Deployment":
+      objects.push({
+        apiVersion: "apps/v1",
+        kind: "Deployment",
+        metadata: workloadMeta,
+        spec: { replicas: workload.replicas, selector, template },
+      });
+      break;
+    case "StatefulSet":
+      objects.push({
+        apiVersion: "v1",
+        kind: "Service",
+        metadata: meta(task, headlessServiceName(name), namespace, "headless"),
+        spec: { clusterIP: "None", publishNotReadyAddresses: true, selector: selectorLabels(name) },
+      });
+      objects.push({
+        apiVersion: "apps/v1",
+        kind: "StatefulSet",
+        metadata: workloadMeta,
+        spec: {
+          replicas: workload.replicas,
+          serviceName: headlessServiceName(name),
+          // training roles start together: no replica waits for the one before it to be Ready
+          podManagementPolicy: "Parallel",
+          selector,
+          template,
+        },
+      });
+      break;
+    case "DaemonSet":
+      objects.push({
+        apiVersion: "apps/v1",
+        kind: "DaemonSet",
+        metadata: workloadMeta,
+        spec: { selector, template },
+      });
+      break;
+    case "Job":
+      objects.push({
+        apiVersion: "batch/v1",
+        kind: "Job",
+        metadata: workloadMeta,
+        spec: {
+          parallelism: workload.replicas,
+          completions: workload.replicas,
+          // a Task's run is not retried by the cluster: a failure is reported, the Job decides
+          backoffLimit: 0,
+          template,
+        },
+      });
+      break;
+  }
+  return {
+    task: name,
+    namespace,
+    kind: workload.kind,
+    objects: objects.map((o) => sortKeys(o) as KubernetesObject),
+  };
+}

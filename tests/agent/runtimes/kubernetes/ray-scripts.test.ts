@@ -1,0 +1,84 @@
+// The Ray scripts run for real where they can without Ray: bash parses both shell scripts, and
+// ray_check.py waits for a head's GCS port exactly as a worker does before it joins.
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import t from "tap";
+import {
+  RAY_CHECK_PY,
+  RAY_HEAD_SH,
+  RAY_WORKER_SH,
+} from "../../../../operators/agent/runtimes/kubernetes/ray-scripts.ts";
+
+const dir = mkdtempSync(join(tmpdir(), "rlark-ray-"));
+t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+const check = join(dir, "ray_check.py");
+writeFileSync(check, RAY_CHECK_PY);
+const python = spawnSync("python3", ["--version"]).status === 0;
+
+function run(args: string[]): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn("python3", [check, ...args], { stdio: ["ignore", "ignore", "pipe"] });
+    let stderr = "";
+    child.stderr.on("data", (d: Buffer) => {
+      stderr += d.toString();
+    });
+    child.on("close", (code) => resolve({ code, stderr }));
+  });
+}
+
+const listen = (server: Server, port = 0): Promise<number> =>
+  new Promise((resolve) => {
+    server.listen(port, "127.0.0.1", () => {
+      const addr = server.address();
+      resolve(typeof addr === "object" && addr ? addr.port : 0);
+    });
+  });
+
+t.test("both shell scripts are valid bash", async (t) => {
+  for (const [name, text] of [
+    ["ray_head.sh", RAY_HEAD_SH],
+    ["ray_worker.sh", RAY_WORKER_SH],
+  ] as const) {
+    const file = join(dir, name);
+    writeFileSync(file, text);
+    const result = spawnSync("bash", ["-n", file], { encoding: "utf8" });
+    t.equal(result.status, 0, `${name} parses: ${result.stderr}`);
+  }
+});
+
+t.test("ray_check.py returns once the head's port answers", { skip: !python && "no python3" }, async (t) => {
+  const probe = createServer();
+  const port = await listen(probe);
+  await new Promise((r) => probe.close(r));
+  // the head comes up while the worker is already waiting
+  const waiting = run(["address", `127.0.0.1:${port}`, "--timeout", "30", "--interval", "0.1"]);
+  const head = createServer((socket) => socket.end());
+  t.teardown(() => head.close());
+  await new Promise((r) => setTimeout(r, 300));
+  await listen(head, port);
+  const { code, stderr } = await waiting;
+  t.equal(code, 0, `the worker goes on (${stderr})`);
+});
+
+t.test(
+  "ray_check.py fails after its timeout when no head answers",
+  { skip: !python && "no python3" },
+  async (t) => {
+    const probe = createServer();
+    const port = await listen(probe);
+    await new Promise((r) => probe.close(r));
+    const { code, stderr } = await run([
+      "address",
+      `127.0.0.1:${port}`,
+      "--timeout",
+      "0.5",
+      "--interval",
+      "0.1",
+    ]);
+    t.equal(code, 1, "the pod fails instead of hanging");
+    t.match(stderr, /not ready after/);
+  },
+);
