@@ -64,7 +64,7 @@ export interface RuntimeTask {
     agentType: AgentType;
     domain?: string;
     /** Task annotations, including the Ray keys (rlinf.io/ray-role, ...). */
-    annotations?: Record<string, string>;
+    annotations?: Record<string, string | undefined>;
     /** An OpenSSH public key line made available to the workload. */
     sshPublicKey?: string;
     nodeSelector?: Record<string, string>;
