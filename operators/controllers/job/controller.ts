@@ -29,6 +29,7 @@ import {
   type ReconcileResult,
 } from "../../lib/controller/index.ts";
 import {
+  type BatchOp,
   deepEqual,
   isAlreadyExists,
   isNotFound,
@@ -58,6 +59,7 @@ export interface JobControllerOptions {
   snapshot?: PlacementSnapshot;
   /** Controller name (metrics label). Default "job". */
   name?: string;
+  /** Parallel reconciles (placement stays exact: it reserves before it awaits). Default 8. */
   workers?: number;
 }
 
@@ -69,6 +71,10 @@ const HISTORY_LIMIT = 10;
 
 function planKey(job: string, task: string): string {
   return `plan/${job}/${task}`;
+}
+
+function planGroup(job: string): string {
+  return `plans/${job}`;
 }
 
 function taskKey(task: { metadata: { namespace?: string; name: string } }): string {
@@ -114,7 +120,8 @@ export function createJobController(options: JobControllerOptions = {}): JobCont
     name: options.name ?? "job",
     kind: "Job",
     snapshot,
-    ...(options.workers !== undefined ? { workers: options.workers } : {}),
+    // Reconciles wait mostly on the store's disk sync, which concurrent writes share.
+    workers: options.workers ?? 8,
     watches: [
       {
         kind: "Task",
@@ -196,6 +203,8 @@ class JobReconcile {
   #status!: JobStatus;
   #tasks: Task[] = [];
   #outcome: Outcome = {};
+  /** Tasks to create at commit. */
+  #creates: { template: TaskTemplate; cluster: string; object: Task }[] = [];
 
   constructor(deps: ReconcileDeps) {
     this.#d = deps;
@@ -217,12 +226,6 @@ class JobReconcile {
       await this.#finalize();
       return this.#outcome;
     }
-    if (!(job.metadata.finalizers ?? []).includes(JOB_STOP_FINALIZER)) {
-      this.#job = await store.update({
-        ...job,
-        metadata: { ...job.metadata, finalizers: [...(job.metadata.finalizers ?? []), JOB_STOP_FINALIZER] },
-      });
-    }
     this.#adopt();
     if (job.spec.stopped) {
       await this.#stop("Stopping", "spec.stopped is true");
@@ -234,7 +237,7 @@ class JobReconcile {
     } else {
       await this.#advance();
     }
-    await this.#writeStatus();
+    await this.#commit();
     return this.#outcome;
   }
 
@@ -496,7 +499,7 @@ class JobReconcile {
         return;
       }
       for (const p of result.tasks) {
-        snapshot.reserve(planKey(job.metadata.name, p.task), p);
+        snapshot.reserve(planKey(job.metadata.name, p.task), p, planGroup(job.metadata.name));
         planned.set(p.task, p.cluster);
         const entry = entries.get(p.task);
         if (entry) {
@@ -516,8 +519,11 @@ class JobReconcile {
     for (const template of now) {
       const cluster = planned.get(template.name);
       if (!cluster) continue;
-      const created = await this.#createTask(template, cluster, run);
-      if (created) current.set(template.name, created);
+      const object = taskObject(this.#job, template, cluster, run);
+      // The plan's room becomes the Task's before the Task exists, so its watch event finds it held.
+      this.#d.snapshot.rekey(planKey(this.#job.metadata.name, template.name), taskKey(object));
+      this.#creates.push({ template, cluster, object });
+      current.set(template.name, object);
     }
   }
 
@@ -532,24 +538,23 @@ class JobReconcile {
         tasks: [{ ...placementTask(template), clusterSelector: undefined }],
         clusters: [view],
       });
-      if (result.placed && result.tasks[0]) snapshot.reserve(key, result.tasks[0]);
+      if (result.placed && result.tasks[0])
+        snapshot.reserve(key, result.tasks[0], planGroup(this.#job.metadata.name));
     } catch {
       // An invalid clusterSelector cannot matter here: the plan names its cluster.
     }
   }
 
-  async #createTask(template: TaskTemplate, cluster: string, run: number): Promise<Task | undefined> {
+  /** One Task on its own, for when the batch met an existing name. */
+  async #createTask(object: Task, template: TaskTemplate, run: number): Promise<Task | undefined> {
     const { store, snapshot } = this.#d;
-    const object = taskObject(this.#job, template, cluster, run);
     const plan = planKey(this.#job.metadata.name, template.name);
     const key = taskKey(object);
-    // The plan's room becomes the Task's before the Task exists, so its watch event finds it held.
-    snapshot.rekey(plan, key);
     try {
       return await store.create(object);
     } catch (error) {
       if (!isAlreadyExists(error)) {
-        snapshot.rekey(key, plan);
+        snapshot.rekey(key, plan, planGroup(this.#job.metadata.name));
         throw error;
       }
       const existing = await store.get<Task>("Task", object.metadata.namespace, object.metadata.name);
@@ -562,7 +567,7 @@ class JobReconcile {
         return existing;
       }
       // The previous run's Task of that name is still being cleaned up there.
-      snapshot.rekey(key, plan);
+      snapshot.rekey(key, plan, planGroup(this.#job.metadata.name));
       this.#requeue(1000);
       return undefined;
     }
@@ -656,7 +661,7 @@ class JobReconcile {
   }
 
   #releasePlans(job: string): void {
-    this.#d.snapshot.releasePrefix(planKey(job, ""));
+    this.#d.snapshot.releaseGroup(planGroup(job));
   }
 
   #condition(type: string, status: "True" | "False" | "Unknown", reason: string, message: string): void {
@@ -683,6 +688,55 @@ class JobReconcile {
   #requeue(ms: number): void {
     const after = Math.max(1, Math.ceil(ms));
     this.#outcome.requeueAfter = Math.min(this.#outcome.requeueAfter ?? after, after);
+  }
+
+  /**
+   * Writes what this reconcile decided in one transaction (one disk sync): the Job's finalizer,
+   * the new Tasks (a gang appears whole), the status. A name that already exists (a Task this
+   * controller created before it was killed, or the previous run's still being cleaned up)
+   * fails the batch; then each Task is created on its own and existing ones are adopted.
+   */
+  async #commit(): Promise<void> {
+    const { store } = this.#d;
+    const job = this.#job;
+    const needsFinalizer = !(job.metadata.finalizers ?? []).includes(JOB_STOP_FINALIZER);
+    const withFinalizer: Job = {
+      ...job,
+      metadata: { ...job.metadata, finalizers: [...(job.metadata.finalizers ?? []), JOB_STOP_FINALIZER] },
+    };
+    const s = this.#status;
+    if (job.metadata.generation !== undefined) s.observedGeneration = job.metadata.generation;
+    const statusChanged = !deepEqual(s, job.status ?? {});
+    if (!needsFinalizer && this.#creates.length === 0) {
+      if (statusChanged) this.#job = await store.updateStatus({ ...job, status: s });
+      return;
+    }
+    const { resourceVersion: _unconditional, ...metadata } = job.metadata;
+    const ops: BatchOp[] = [
+      ...(needsFinalizer ? [{ op: "update" as const, object: withFinalizer }] : []),
+      ...this.#creates.map((c) => ({ op: "create" as const, object: c.object })),
+      // Only this controller writes Job status; the finalizer update above carries the
+      // resourceVersion check for the whole batch.
+      ...(statusChanged ? [{ op: "updateStatus" as const, object: { ...job, metadata, status: s } }] : []),
+    ];
+    try {
+      await store.applyBatch(ops);
+      return;
+    } catch (error) {
+      if (!isAlreadyExists(error)) {
+        for (const c of this.#creates) {
+          this.#d.snapshot.rekey(
+            taskKey(c.object),
+            planKey(job.metadata.name, c.template.name),
+            planGroup(job.metadata.name),
+          );
+        }
+        throw error;
+      }
+    }
+    if (needsFinalizer) this.#job = await store.update(withFinalizer);
+    for (const c of this.#creates) await this.#createTask(c.object, c.template, s.run ?? 1);
+    await this.#writeStatus();
   }
 
   async #writeStatus(): Promise<void> {

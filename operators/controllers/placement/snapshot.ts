@@ -25,6 +25,8 @@ interface NodeState {
 
 interface Reservation {
   cluster: string;
+  /** Released together by releaseGroup (a Job's plans). */
+  group?: string;
   nodes: { node: string; amounts: Amounts }[];
 }
 
@@ -43,6 +45,7 @@ export class PlacementSnapshot {
   #clusters = new Map<string, { object: Cluster }>();
   #nodes = new Map<string, Map<string, NodeState>>();
   #reservations = new Map<string, Reservation>();
+  #groups = new Map<string, Set<string>>();
   #views = new Map<string, ClusterView>();
   #sorted: ClusterView[] | undefined;
   #loaded: Promise<void> | undefined;
@@ -146,9 +149,21 @@ export class PlacementSnapshot {
   }
 
   /** Holds `placement`'s request on its nodes under `key` (a Task's namespace/name, or a plan's key). */
-  reserve(key: string, placement: TaskPlacement): void {
+  reserve(key: string, placement: TaskPlacement, group?: string): void {
     this.release(key);
-    const reservation: Reservation = { cluster: placement.cluster, nodes: [] };
+    const reservation: Reservation = {
+      cluster: placement.cluster,
+      nodes: [],
+      ...(group !== undefined ? { group } : {}),
+    };
+    if (group !== undefined) {
+      let keys = this.#groups.get(group);
+      if (!keys) {
+        keys = new Set();
+        this.#groups.set(group, keys);
+      }
+      keys.add(key);
+    }
     const nodes = this.#nodes.get(placement.cluster);
     for (const assignment of placement.nodes) {
       const state = nodes?.get(assignment.node);
@@ -167,6 +182,7 @@ export class PlacementSnapshot {
     const reservation = this.#reservations.get(key);
     if (!reservation) return;
     this.#reservations.delete(key);
+    this.#ungroup(key, reservation);
     const nodes = this.#nodes.get(reservation.cluster);
     for (const { node } of reservation.nodes) {
       const state = nodes?.get(node);
@@ -179,17 +195,38 @@ export class PlacementSnapshot {
     this.#dirty(reservation.cluster);
   }
 
-  /** Releases every reservation whose key starts with `prefix` (a Job's plans). */
-  releasePrefix(prefix: string): void {
-    for (const key of [...this.#reservations.keys()]) if (key.startsWith(prefix)) this.release(key);
+  /** Releases every reservation made with `group`. */
+  releaseGroup(group: string): void {
+    const keys = this.#groups.get(group);
+    if (!keys) return;
+    for (const key of [...keys]) this.release(key);
+  }
+
+  #ungroup(key: string, reservation: Reservation): void {
+    if (reservation.group === undefined) return;
+    const keys = this.#groups.get(reservation.group);
+    keys?.delete(key);
+    if (keys?.size === 0) this.#groups.delete(reservation.group);
   }
 
   /** Moves a reservation to another key (a plan becoming its Task) without a moment unreserved. */
-  rekey(from: string, to: string): void {
+  rekey(from: string, to: string, group?: string): void {
     const reservation = this.#reservations.get(from);
     if (!reservation || from === to) return;
     this.release(to);
     this.#reservations.delete(from);
+    // The new key joins `group`, or stands on its own (a Task's room is released by its own events).
+    this.#ungroup(from, reservation);
+    delete reservation.group;
+    if (group !== undefined) {
+      reservation.group = group;
+      let keys = this.#groups.get(group);
+      if (!keys) {
+        keys = new Set();
+        this.#groups.set(group, keys);
+      }
+      keys.add(to);
+    }
     this.#reservations.set(to, reservation);
     const nodes = this.#nodes.get(reservation.cluster);
     for (const { node, amounts } of reservation.nodes) {
