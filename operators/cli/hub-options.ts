@@ -54,6 +54,7 @@ export async function hubOptionsFrom(
   return {
     dataDir: path.resolve(flags.dataDir),
     http: flags.http,
+    ssh: flags.ssh,
     repo: flags.repo,
     branch: flags.branch,
     path: flags.path,

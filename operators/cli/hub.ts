@@ -1,5 +1,4 @@
 import type { Command } from "commander";
-import { hubControllers } from "../hub/controllers.ts";
 import { startHub } from "../hub/hub.ts";
 import { addCommonHubFlags, type CommonHubFlags, hubOptionsFrom, untilSignal } from "./hub-options.ts";
 
@@ -28,7 +27,7 @@ export function registerHub(program: Command): void {
       });
     }
     const options = await hubOptionsFrom(flags, { intervalMs: 60_000 });
-    const hub = await startHub({ ...options, controllers: hubControllers({ dataDir: options.dataDir }) });
+    const hub = await startHub(options);
     await untilSignal();
     await hub.stop();
   });

@@ -1,8 +1,12 @@
 import { Command } from "commander";
 import packageJson from "../../package.json" with { type: "json" };
+import { openHubPki } from "../hub/tunnel-server.ts";
+import { openSqliteStore } from "../lib/store/index.ts";
+import { registerAgent } from "./agent.ts";
 import { registerCrds } from "./crds.ts";
 import { registerHub } from "./hub.ts";
 import { registerStatus } from "./status.ts";
+import { registerToken } from "./token.ts";
 import { registerUp } from "./up.ts";
 import { registerValidate } from "./validate.ts";
 
@@ -20,6 +24,21 @@ export function buildProgram(): Command {
   registerHub(program);
   registerValidate(program);
   registerStatus(program);
+  registerAgent(program);
+  registerToken(program, {
+    enrollment: ({ dataDir }) =>
+      openHubPki({ dataDir, clusterExists: (name) => clusterDeclared(dataDir, name) }).enrollment,
+  });
   registerCrds(program);
   return program;
+}
+
+/** Whether the hub in `dataDir` holds the Cluster (declared in git); read while the hub runs. */
+async function clusterDeclared(dataDir: string, name: string): Promise<boolean> {
+  const store = openSqliteStore({ dataDir });
+  try {
+    return (await store.get("Cluster", undefined, name)) !== undefined;
+  } finally {
+    await store.close();
+  }
 }

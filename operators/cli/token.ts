@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import type { Enrollment } from "../hub/enrollment.ts";
+import { parseDuration } from "./duration.ts";
 
 export interface TokenCommandDeps {
   /**
@@ -11,15 +12,6 @@ export interface TokenCommandDeps {
   }): Promise<Pick<Enrollment, "createToken">> | Pick<Enrollment, "createToken">;
   defaultDataDir?: string;
   stdout?: (text: string) => void;
-}
-
-const UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-
-/** `90s`, `30m`, `1h`, `7d` → milliseconds. */
-export function parseDuration(text: string): number {
-  const m = /^(\d+)([smhd])$/.exec(text.trim());
-  if (!m) throw new Error(`--ttl ${JSON.stringify(text)}: use a number and a unit, e.g. 30m, 1h, 7d`);
-  return Number(m[1]) * (UNITS[m[2]!] ?? 0);
 }
 
 export const TOKEN_HELP = `

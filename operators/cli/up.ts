@@ -1,8 +1,12 @@
 import type { Command } from "commander";
-import { hubControllers } from "../hub/controllers.ts";
+import { startLocalAgent } from "../agent/local-agent.ts";
 import { startHub } from "../hub/hub.ts";
+import { jsonLogger } from "../hub/logger.ts";
 import { ensurePlayground } from "../hub/playground.ts";
 import { addCommonHubFlags, type CommonHubFlags, hubOptionsFrom, untilSignal } from "./hub-options.ts";
+
+/** The Cluster the local process agent serves; examples/clusters/local.yaml declares it. */
+const LOCAL_CLUSTER = "local";
 
 export const UP_HELP = `
 The embedded default: the hub, a local process-runtime agent (cluster "local") and the
@@ -28,7 +32,16 @@ export function registerUp(program: Command): void {
       playground = created.dir;
       options.repo = created.dir;
     }
-    const hub = await startHub({ ...options, controllers: hubControllers({ dataDir: options.dataDir }) });
+    const logger = jsonLogger("up");
+    const hub = await startHub({ ...options, logger });
+    const agent = await startLocalAgent({
+      cluster: LOCAL_CLUSTER,
+      dataDir: options.dataDir,
+      hub,
+      createToken: async (cluster) =>
+        (await hub.pki.enrollment.createToken({ cluster, ttlMs: 10 * 60_000 })).token,
+      logger,
+    });
     const out = process.stdout;
     out.write(`\nRLark is up.\n`);
     if (playground) {
@@ -42,8 +55,14 @@ export function registerUp(program: Command): void {
       `    curl -H "Authorization: Bearer $(cat ${options.dataDir}/admin-token)" ${hub.url}/api/v1/source\n`,
     );
     out.write(`  status: rlark status --data-dir ${options.dataDir} --hub ${hub.url}\n`);
+    out.write(
+      agent
+        ? `  local agent: cluster "${LOCAL_CLUSTER}" (process runtime) runs Raw tasks on this machine\n`
+        : `  no Cluster "${LOCAL_CLUSTER}" in the repository: no local agent started\n`,
+    );
     out.write(`  stop with Ctrl-C\n\n`);
     await untilSignal();
+    await agent?.stop();
     await hub.stop();
   });
 }

@@ -1,10 +1,23 @@
+import { createDomainController } from "../controllers/domain/index.ts";
+import { createJobController } from "../controllers/job/index.ts";
+import { createWorkflowController } from "../controllers/workflow/index.ts";
 import type { Controller } from "../lib/controller/index.ts";
+import type { CertificateAuthority } from "../lib/pki/index.ts";
 
 export interface ControllerDependencies {
   dataDir: string;
+  ca: CertificateAuthority;
+  /** How long a cluster may be Offline before its not-yet-running Tasks move (ms). */
+  offlineGracePeriod?: number;
 }
 
-/** Every controller a hub runs, in the order they are started. */
-export function hubControllers(_deps: ControllerDependencies): Controller[] {
-  return [];
+/** Every controller a hub runs. */
+export function hubControllers(deps: ControllerDependencies): Controller[] {
+  return [
+    createJobController(
+      deps.offlineGracePeriod === undefined ? {} : { offlineGracePeriod: deps.offlineGracePeriod },
+    ),
+    createWorkflowController(),
+    createDomainController({ pki: deps.ca, dataDir: deps.dataDir }),
+  ];
 }

@@ -12,6 +12,7 @@ import {
   type GitWatcher,
 } from "../source/index.ts";
 import { applySnapshot } from "../source/snapshot-apply.ts";
+import { storeArtifacts } from "./agent-sync/artifacts.ts";
 
 export interface HubSourceOptions {
   store: Store;
@@ -50,6 +51,12 @@ export function createHubSource(options: HubSourceOptions): HubSource {
         options.logger.warn("revision refused", { revision, errors: result.errors.length });
         return { accepted: false, errors: result.errors };
       }
+      const artifactErrors = await storeArtifacts(
+        result.objects,
+        root,
+        path.join(options.dataDir, "artifacts"),
+      );
+      if (artifactErrors.length > 0) return { accepted: false, errors: artifactErrors };
       const changes = await applySnapshot(options.store, result.objects, revision);
       options.logger.info("revision applied", { revision, ...changes });
       return { accepted: true, errors: [] };

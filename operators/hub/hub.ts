@@ -3,6 +3,7 @@
 import { mkdir } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import path from "node:path";
 import { createStatusBranchWriter, type StatusBranchWriter } from "../feedback/index.ts";
 import { type Controller, type Logger, Manager } from "../lib/controller/index.ts";
 import { Registry } from "../lib/metrics/index.ts";
@@ -14,11 +15,14 @@ import {
   registerGitSourceMetrics,
 } from "../source/index.ts";
 import { loadOrCreateAdminToken } from "./admin-token.ts";
+import { createAgentSync } from "./agent-sync/index.ts";
+import { type ControllerDependencies, hubControllers } from "./controllers.ts";
 import { createHubSource, type HubSource } from "./git-source.ts";
 import { createHubHttpHandler, type HubHttpDependencies } from "./http/api-server.ts";
 import { type Authenticator, adminTokenAuthenticator, anyOf } from "./http/auth.ts";
 import { jsonLogger } from "./logger.ts";
 import { STATUS_KINDS, statusDocuments } from "./status-documents.ts";
+import { createHubTunnel, type HubPki } from "./tunnel-server.ts";
 
 export interface HubOptions {
   dataDir: string;
@@ -35,7 +39,10 @@ export interface HubOptions {
   /** Status branch for feedback commits; undefined disables them. */
   statusBranch?: string;
   statusDebounceMs?: number;
-  controllers?: Controller[];
+  /** host:port of the SSH endpoint for agent tunnels; port 0 picks a free one. Default 0.0.0.0:2222. */
+  ssh?: string;
+  /** Controllers to run; default: the Job, Workflow and Domain controllers. */
+  controllers?: (deps: ControllerDependencies) => Controller[];
   logger?: Logger;
   /** Extra routes (dashboard, login) mounted before the API's 404. */
   extraRoutes?: HubHttpDependencies["extraRoutes"];
@@ -52,6 +59,11 @@ export interface Hub {
   adminToken: string;
   /** http://host:port of the API. */
   url: string;
+  /** host:port of the SSH endpoint agents dial. */
+  sshAddress: string;
+  /** The CA's fingerprint agents pin at enrollment (`sha256:…`). */
+  caFingerprint: string;
+  pki: HubPki;
   stop(): Promise<void>;
 }
 
@@ -62,7 +74,16 @@ export async function startHub(options: HubOptions): Promise<Hub> {
   const store = openSqliteStore({ dataDir: options.dataDir });
   const registry = new Registry();
   const manager = new Manager({ store, registry, logger });
-  for (const controller of options.controllers ?? []) manager.add(controller);
+  const agentSync = createAgentSync({ store, artifactDir: path.join(options.dataDir, "artifacts"), logger });
+  const tunnel = createHubTunnel({
+    dataDir: options.dataDir,
+    clusterExists: async (name) => (await store.get("Cluster", undefined, name)) !== undefined,
+    onAgentSession: (session) => agentSync.onAgentSession(session),
+    onClusterState: (cluster, state) => agentSync.onClusterState(cluster, state),
+    logger,
+  });
+  const controllerDeps: ControllerDependencies = { dataDir: options.dataDir, ca: tunnel.ca };
+  for (const controller of (options.controllers ?? hubControllers)(controllerDeps)) manager.add(controller);
 
   const storeObjects = registry.gauge({
     name: "rlark_store_objects",
@@ -137,6 +158,9 @@ export async function startHub(options: HubOptions): Promise<Hub> {
   const address = server.address() as AddressInfo;
   const url = `http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}`;
 
+  const ssh = splitHostPort(options.ssh ?? "0.0.0.0:2222");
+  await agentSync.start();
+  const sshPort = (await tunnel.server.listen(ssh.port, ssh.host)).port;
   await manager.start();
   await source?.watcher.start();
   started = true;
@@ -150,9 +174,14 @@ export async function startHub(options: HubOptions): Promise<Hub> {
     statusWriter,
     adminToken,
     url,
+    sshAddress: `${ssh.host === "0.0.0.0" ? "127.0.0.1" : ssh.host}:${sshPort}`,
+    caFingerprint: tunnel.ca.fingerprint,
+    pki: tunnel,
     async stop() {
       started = false;
       await closeServer(server);
+      await tunnel.server.close();
+      agentSync.close();
       await source?.watcher.stop();
       for (const watch of statusWatches) watch.stop();
       await statusWriter?.stop({ flush: true });

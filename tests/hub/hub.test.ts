@@ -35,6 +35,7 @@ async function withHub(
   const hub = await startHub({
     dataDir,
     http: "127.0.0.1:0",
+    ssh: "127.0.0.1:0",
     repo: options.repo ?? git.fileUrl,
     branch: git.branch,
     intervalMs: options.intervalMs ?? 100,

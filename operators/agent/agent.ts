@@ -1,0 +1,143 @@
+// The agent: holds the desired set the hub hands over its tunnel, drives a runtime with it, and
+// reports what the runtime observes. One per cluster (kubernetes runtime) or machine (process).
+import { randomUUID } from "node:crypto";
+import packageJson from "../../package.json" with { type: "json" };
+import type { Logger } from "../lib/controller/index.ts";
+import type {
+  Capability,
+  CredentialStore,
+  Delta,
+  KubeObject,
+  Snapshot,
+  TunnelClient,
+} from "../lib/tunnel/index.ts";
+import { ensureAgentCredentials } from "./enroll.ts";
+import { nodeObject, podObject, taskStatusObject } from "./report.ts";
+import type { Runtime, RuntimeTask } from "./runtimes/types.ts";
+import { startAgentTunnel } from "./tunnel-client.ts";
+
+export interface AgentOptions {
+  /** host:port of the hub's SSH endpoint. */
+  hub: string;
+  credentials: CredentialStore;
+  /** Bootstrap token and pinned CA hash, needed only on first start. */
+  token?: string;
+  caHash?: string;
+  runtime: Runtime;
+  runtimeKind: "process" | "kubernetes";
+  /** How often to report even when nothing changed. */
+  reportIntervalMs?: number;
+  kubeApiTarget?: { host: string; port: number };
+  logger: Logger;
+}
+
+export interface Agent {
+  cluster: string;
+  tunnel: TunnelClient;
+  /** Objects the hub wants on this cluster, by kind/namespace/name. */
+  desired(): KubeObject[];
+  stop(): Promise<void>;
+}
+
+const keyOf = (o: { kind: string; metadata: { namespace?: string; name: string } }) =>
+  `${o.kind}/${o.metadata.namespace ?? ""}/${o.metadata.name}`;
+
+export async function startAgent(options: AgentOptions): Promise<Agent> {
+  const credentials = await ensureAgentCredentials({
+    store: options.credentials,
+    hub: options.hub,
+    ...(options.token ? { token: options.token } : {}),
+    ...(options.caHash ? { caHash: options.caHash } : {}),
+  });
+  const cluster = credentials.cluster;
+  const { runtime, logger } = options;
+  const desired = new Map<string, KubeObject>();
+  let applyError: string | undefined;
+
+  const tasks = (): RuntimeTask[] =>
+    [...desired.values()]
+      .filter((o) => o.kind === "Task")
+      .map((o) => o as unknown as RuntimeTask)
+      .filter((t) => runtime.agentTypes.includes(t.spec.agentType));
+
+  const capabilities = (): Capability[] => [
+    {
+      name: `runtime/${options.runtimeKind}`,
+      process: "RUNNING",
+      health: applyError ? "DEGRADED" : "READY",
+      ...(applyError ? { message: applyError } : {}),
+    },
+  ];
+
+  const onDesired = async (message: Snapshot | Delta) => {
+    if (message.type === "snapshot") {
+      desired.clear();
+      for (const object of message.objects) desired.set(keyOf(object), object);
+    } else {
+      for (const ref of message.deletes) desired.delete(`${ref.kind}/${ref.namespace ?? ""}/${ref.name}`);
+      for (const object of message.upserts) desired.set(keyOf(object), object);
+    }
+    try {
+      await runtime.apply(tasks());
+      applyError = undefined;
+    } catch (error) {
+      applyError = error instanceof Error ? error.message : String(error);
+      logger.error("applying the desired set failed", { error: applyError });
+    }
+    scheduleReport();
+  };
+
+  const tunnel = await startAgentTunnel({
+    hub: options.hub,
+    store: options.credentials,
+    hello: {
+      agentVersion: packageJson.version,
+      bootId: randomUUID(),
+      runtime: options.runtimeKind,
+      capabilities: capabilities(),
+    },
+    onDesired,
+    capabilities,
+    ...(options.kubeApiTarget ? { kubeApiTarget: options.kubeApiTarget } : {}),
+    logger,
+  });
+
+  const report = () => {
+    const observed = runtime.observe();
+    tunnel.report({
+      nodes: observed.nodes.map((n) => nodeObject(cluster, n, observed.pods)),
+      pods: observed.pods.map((p) => podObject(cluster, p)),
+      tasks: tasks().map((t) => taskStatusObject(cluster, t, observed.pods)),
+      capabilities: capabilities(),
+    });
+  };
+  // Changes come in bursts (a replica set starting): one report per burst is enough.
+  let pending: NodeJS.Timeout | undefined;
+  const scheduleReport = () => {
+    if (pending) return;
+    pending = setTimeout(() => {
+      pending = undefined;
+      report();
+    }, 100);
+  };
+  const unsubscribe = runtime.onChange(scheduleReport);
+  tunnel.on("connected", () => {
+    logger.info("connected to the hub", { hub: options.hub, cluster });
+    scheduleReport();
+  });
+  tunnel.on("disconnected", (error) => logger.warn("tunnel lost; reconnecting", { error: error?.message }));
+  const periodic = setInterval(report, options.reportIntervalMs ?? 10_000);
+
+  return {
+    cluster,
+    tunnel,
+    desired: () => [...desired.values()],
+    async stop() {
+      clearInterval(periodic);
+      if (pending) clearTimeout(pending);
+      unsubscribe();
+      await tunnel.stop();
+      await runtime.stop();
+    },
+  };
+}

@@ -1,0 +1,48 @@
+// The process-runtime agent `rlark up` runs next to its hub: enrolled on first start with a token
+// the hub mints for itself, for the Cluster `local` declared in the repository.
+import { mkdir } from "node:fs/promises";
+import { hostname } from "node:os";
+import path from "node:path";
+import type { Logger } from "../lib/controller/index.ts";
+import type { Store } from "../lib/store/index.ts";
+import { fileCredentialStore } from "../lib/tunnel/index.ts";
+import { type Agent, startAgent } from "./agent.ts";
+import { ProcessRuntime } from "./runtimes/process/index.ts";
+
+export interface LocalAgentOptions {
+  cluster: string;
+  dataDir: string;
+  hub: { sshAddress: string; caFingerprint: string; store: Store };
+  createToken(cluster: string): Promise<string>;
+  logger: Logger;
+  /** How long to wait for the Cluster to appear from git. */
+  waitMs?: number;
+}
+
+export async function startLocalAgent(options: LocalAgentOptions): Promise<Agent | undefined> {
+  const deadline = Date.now() + (options.waitMs ?? 30_000);
+  while (!(await options.hub.store.get("Cluster", undefined, options.cluster))) {
+    if (Date.now() > deadline) return undefined;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  const dir = path.join(options.dataDir, "agent");
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const credentials = fileCredentialStore(path.join(dir, "credentials.json"));
+  const enrolled = (await credentials.load()) !== undefined;
+  const runtime = await ProcessRuntime.open({
+    stateDir: path.join(dir, "runtime"),
+    nodeName: hostname(),
+    nodeLabels: { "rlark.io/node-category-edge": "true" },
+    logger: options.logger,
+  });
+  return startAgent({
+    hub: options.hub.sshAddress,
+    credentials,
+    ...(enrolled
+      ? {}
+      : { token: await options.createToken(options.cluster), caHash: options.hub.caFingerprint }),
+    runtime,
+    runtimeKind: "process",
+    logger: options.logger,
+  });
+}

@@ -1,0 +1,170 @@
+// What the agent tells the hub: the runtime's observations as Kubernetes-shaped Node, Pod and
+// Task-status objects in the cluster's `agent-<cluster>` namespace (seed 000 §4, §9).
+import type { KubeObject } from "../lib/tunnel/index.ts";
+import type { ObservedNode, ObservedPod, RuntimeTask } from "./runtimes/types.ts";
+
+const API_VERSION = "rlinf.io/v1alpha1";
+
+export function agentNamespace(cluster: string): string {
+  return `agent-${cluster}`;
+}
+
+export function nodeObject(cluster: string, node: ObservedNode, pods: readonly ObservedPod[]): KubeObject {
+  const ready = node.conditions.find((c) => c.type === "Ready")?.status === "True";
+  return {
+    apiVersion: API_VERSION,
+    kind: "Node",
+    metadata: {
+      name: node.name,
+      namespace: agentNamespace(cluster),
+      labels: node.labels,
+      annotations: node.annotations,
+    },
+    spec: { unschedulable: node.unschedulable ?? false },
+    status: {
+      phase: ready ? "Online" : "Offline",
+      addresses: node.addresses,
+      capacity: node.capacity,
+      allocatable: node.allocatable,
+      requested: requestedOn(node.name, pods),
+      nodeInfo: node.nodeInfo,
+      ...(node.disk ? { disk: node.disk } : {}),
+      conditions: node.conditions,
+    },
+  };
+}
+
+/** Pods of Raw tasks declare no resources; count them so the hub sees the node is in use. */
+function requestedOn(node: string, pods: readonly ObservedPod[]): Record<string, string> {
+  const running = pods.filter((p) => p.node === node && (p.phase === "Running" || p.phase === "Pending"));
+  return { pods: String(running.length) };
+}
+
+export function podObject(cluster: string, pod: ObservedPod): KubeObject {
+  return {
+    apiVersion: API_VERSION,
+    kind: "Pod",
+    metadata: {
+      name: pod.name,
+      namespace: agentNamespace(cluster),
+      // Like the Task's own label: the template name, not the `<job>-<task>` object name.
+      labels: { "rlinf.io/job": pod.job, "rlinf.io/task": templateName(pod) },
+    },
+    spec: { task: pod.task, job: pod.job, node: pod.node, namespace: pod.namespace, uid: pod.taskUid },
+    status: {
+      phase: pod.phase,
+      ...(pod.podIP ? { podIP: pod.podIP } : {}),
+      ...(pod.hostIP ? { hostIP: pod.hostIP } : {}),
+      restarts: pod.restarts,
+      ...(pod.startTime ? { startTime: pod.startTime } : {}),
+      ...(pod.reason ? { reason: pod.reason } : {}),
+      ...(pod.message ? { message: pod.message } : {}),
+      containerStatuses: [
+        {
+          name: "main",
+          ready: pod.ready,
+          restartCount: pod.restarts,
+          state: pod.state,
+          ...(pod.exitCode === undefined ? {} : { exitCode: pod.exitCode }),
+          ...(pod.reason ? { reason: pod.reason } : {}),
+          ...(pod.startTime ? { startedAt: pod.startTime } : {}),
+          ...(pod.finishTime ? { finishedAt: pod.finishTime } : {}),
+        },
+      ],
+    },
+  };
+}
+
+function templateName(pod: ObservedPod): string {
+  return pod.task.startsWith(`${pod.job}-`) ? pod.task.slice(pod.job.length + 1) : pod.task;
+}
+
+export type TaskPhase = "Pending" | "Running" | "Succeeded" | "Failed";
+
+export interface TaskStatus {
+  phase: TaskPhase;
+  replicas: number;
+  readyReplicas: number;
+  observedNodes: string[];
+  observedGeneration?: number;
+  reason?: string;
+  message?: string;
+  exitCode?: number;
+  startTime?: string;
+  completionTime?: string;
+}
+
+/**
+ * A Task's phase from its pods, as the Job controller expects it: Running when every replica is
+ * ready, Succeeded when a run-to-completion task's replicas all exited 0, Failed when one failed.
+ */
+export function taskStatus(task: RuntimeTask, pods: readonly ObservedPod[]): TaskStatus {
+  const mine = pods.filter((p) => p.task === task.metadata.name && !p.terminating);
+  const replicas = replicasOf(task);
+  const runToCompletion = isRunToCompletion(task);
+  const ready = mine.filter((p) => p.phase === "Running" && p.ready).length;
+  const failed = mine.find(
+    (p) => p.phase === "Failed" && (runToCompletion || p.reason !== "CrashLoopBackOff"),
+  );
+  const succeeded = mine.filter((p) => p.phase === "Succeeded").length;
+  const starts = mine
+    .map((p) => p.startTime)
+    .filter((s): s is string => s !== undefined)
+    .sort();
+  const finishes = mine
+    .map((p) => p.finishTime)
+    .filter((s): s is string => s !== undefined)
+    .sort();
+  const base = {
+    replicas,
+    readyReplicas: ready,
+    observedNodes: [...new Set(mine.map((p) => p.node))].sort(),
+    ...(task.metadata.generation === undefined ? {} : { observedGeneration: task.metadata.generation }),
+    ...(starts[0] ? { startTime: starts[0] } : {}),
+  };
+  if (failed && runToCompletion) {
+    return {
+      ...base,
+      phase: "Failed",
+      reason: failed.reason ?? "Error",
+      message: `pod ${failed.name} failed${failed.exitCode === undefined ? "" : ` with exit code ${failed.exitCode}`}`,
+      ...(failed.exitCode === undefined ? {} : { exitCode: failed.exitCode }),
+      ...(finishes.at(-1) ? { completionTime: finishes.at(-1) } : {}),
+    };
+  }
+  if (runToCompletion && replicas > 0 && succeeded >= replicas) {
+    return {
+      ...base,
+      phase: "Succeeded",
+      exitCode: 0,
+      ...(finishes.at(-1) ? { completionTime: finishes.at(-1) } : {}),
+    };
+  }
+  if (ready + succeeded >= replicas && mine.length > 0) return { ...base, phase: "Running" };
+  const waiting = mine.find((p) => p.reason);
+  return { ...base, phase: "Pending", ...(waiting?.reason ? { reason: waiting.reason } : {}) };
+}
+
+function replicasOf(task: RuntimeTask): number {
+  if (task.spec.raw) return task.spec.raw.replicas ?? 1;
+  const workload = (task.spec.kubernetes as { workload?: { replicas?: number } } | undefined)?.workload;
+  return workload?.replicas ?? 1;
+}
+
+function isRunToCompletion(task: RuntimeTask): boolean {
+  if (task.spec.raw) return (task.spec.raw.kind ?? "Job") === "Job";
+  return (task.spec.kubernetes as { workload?: { kind?: string } } | undefined)?.workload?.kind === "Job";
+}
+
+export function taskStatusObject(
+  cluster: string,
+  task: RuntimeTask,
+  pods: readonly ObservedPod[],
+): KubeObject {
+  return {
+    apiVersion: API_VERSION,
+    kind: "Task",
+    metadata: { name: task.metadata.name, namespace: agentNamespace(cluster) },
+    status: taskStatus(task, pods),
+  };
+}

@@ -1,0 +1,76 @@
+import { hostname } from "node:os";
+import path from "node:path";
+import { type Command, InvalidArgumentError, Option } from "commander";
+import { startAgent } from "../agent/agent.ts";
+import { ProcessRuntime } from "../agent/runtimes/process/index.ts";
+import { jsonLogger } from "../hub/logger.ts";
+import { fileCredentialStore } from "../lib/tunnel/index.ts";
+import { untilSignal } from "./hub-options.ts";
+
+export const AGENT_HELP = `
+Runs an agent: dials the hub's SSH endpoint (no inbound port is opened here), receives the
+Tasks placed on its cluster, runs them, and reports Nodes, Pods and Task status back.
+
+On first start it enrolls with a one-time token from \`rlark token create --cluster <name>\`
+on the hub, pinning the hub by its CA fingerprint (--ca-hash); the key and certificate are kept
+in --state-dir (0600) and reused, so later starts need neither flag.
+
+Runtimes:
+  process     Raw tasks as local processes; this machine is the cluster's one node.
+
+Examples:
+  rlark agent --hub hub.example.com:2222 --token rlt.… --ca-hash sha256:… --state-dir /var/lib/rlark
+  rlark agent --hub hub.example.com:2222 --state-dir /var/lib/rlark --label rlark.io/city=shanghai
+`;
+
+interface AgentFlags {
+  hub: string;
+  token?: string;
+  caHash?: string;
+  stateDir: string;
+  runtime: "process";
+  nodeName: string;
+  label: Record<string, string>;
+}
+
+function collectLabel(value: string, previous: Record<string, string>): Record<string, string> {
+  const eq = value.indexOf("=");
+  if (eq <= 0) throw new InvalidArgumentError(`"${value}" is not key=value`);
+  return { ...previous, [value.slice(0, eq)]: value.slice(eq + 1) };
+}
+
+export function registerAgent(program: Command): void {
+  program
+    .command("agent")
+    .description("run an agent that serves one cluster or machine for the hub")
+    .requiredOption("--hub <host:port>", "the hub's SSH endpoint")
+    .option("--token <token>", "one-time bootstrap token (first start only)")
+    .option("--ca-hash <sha256:hex>", "the hub CA's fingerprint to pin (first start only)")
+    .option("--state-dir <dir>", "where the agent keeps its credentials and process state", ".rlark-agent")
+    .addOption(new Option("--runtime <runtime>", "how tasks run").choices(["process"]).default("process"))
+    .option("--node-name <name>", "the node name this machine reports", hostname())
+    .option("--label <key=value>", "a label on the reported node (repeatable)", collectLabel, {})
+    .addHelpText("after", AGENT_HELP)
+    .action(async (flags: AgentFlags) => {
+      const logger = jsonLogger("agent");
+      const stateDir = path.resolve(flags.stateDir);
+      const runtime = await ProcessRuntime.open({
+        stateDir: path.join(stateDir, "runtime"),
+        nodeName: flags.nodeName,
+        nodeLabels: flags.label,
+        logger,
+      });
+      const agent = await startAgent({
+        hub: flags.hub,
+        credentials: fileCredentialStore(path.join(stateDir, "credentials.json")),
+        ...(flags.token ? { token: flags.token } : {}),
+        ...(flags.caHash ? { caHash: flags.caHash } : {}),
+        runtime,
+        runtimeKind: flags.runtime,
+        logger,
+      });
+      logger.info("agent started", { cluster: agent.cluster, hub: flags.hub });
+      await untilSignal();
+      await agent.stop();
+    });
+}

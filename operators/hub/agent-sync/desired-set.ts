@@ -1,0 +1,100 @@
+// What a cluster's agent should hold: its Tasks, Addons, DomainPeers and Node overlays.
+import { isAbsolute } from "node:path";
+import { AGENT_CLEANUP_FINALIZER } from "../../controllers/labels.ts";
+import type { KubeObject, Store } from "../../lib/store/index.ts";
+import { matches } from "../../lib/store/index.ts";
+import { MANAGED_BY_GIT, MANAGED_BY_LABEL, OVERLAY_KEYS_ANNOTATION } from "../../source/snapshot-apply.ts";
+import { artifactUrl } from "./artifacts.ts";
+
+export function agentNamespace(cluster: string): string {
+  return `agent-${cluster}`;
+}
+
+export interface DesiredSetOptions {
+  /** Where the hub keeps repository artifacts by SHA-256 (see artifacts.ts). */
+  artifactDir: string;
+}
+
+/**
+ * The objects handed to the agent of `cluster`. A Task being deleted is left out: the agent
+ * prunes it, and the hub releases the Task's cleanup finalizer once the agent reports it gone.
+ */
+export async function desiredForCluster(
+  store: Store,
+  cluster: string,
+  options: DesiredSetOptions,
+): Promise<KubeObject[]> {
+  const namespace = agentNamespace(cluster);
+  const out: KubeObject[] = [];
+  for (const task of (await store.list("Task", { namespace })).items) {
+    if (!task.metadata.deletionTimestamp) out.push(withArtifactUrls(task, options.artifactDir));
+  }
+  out.push(...(await store.list("DomainPeer", { namespace })).items);
+  const clusterObject = await store.get("Cluster", undefined, cluster);
+  for (const addon of (await store.list("Addon")).items) {
+    const selector = (addon.spec as { clusterSelector?: unknown } | undefined)?.clusterSelector;
+    const placed = addon.metadata.namespace === namespace;
+    const selected =
+      !addon.metadata.namespace &&
+      selector !== undefined &&
+      clusterObject !== undefined &&
+      matches(selector as Parameters<typeof matches>[0], clusterObject.metadata.labels ?? {});
+    if (placed || selected) out.push(addon);
+  }
+  for (const node of (await store.list("Node", { namespace })).items) {
+    if (node.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY_GIT) out.push(nodeOverlay(node));
+  }
+  return out.sort((a, b) => key(a).localeCompare(key(b)));
+}
+
+export function key(object: Pick<KubeObject, "kind" | "metadata">): string {
+  return `${object.kind}/${object.metadata.namespace ?? ""}/${object.metadata.name}`;
+}
+
+/** Only what git says about a node: the overlay's labels and annotations, and the cordon. */
+function nodeOverlay(node: KubeObject): KubeObject {
+  let keys = { labels: [] as string[], annotations: [] as string[] };
+  try {
+    keys = { ...keys, ...JSON.parse(node.metadata.annotations?.[OVERLAY_KEYS_ANNOTATION] ?? "{}") };
+  } catch {
+    // A hand-edited annotation: send no overlay keys rather than wrong ones.
+  }
+  const pick = (source: Record<string, string> | undefined, names: string[]) =>
+    Object.fromEntries(names.filter((n) => source?.[n] !== undefined).map((n) => [n, source?.[n] as string]));
+  return {
+    apiVersion: node.apiVersion,
+    kind: "Node",
+    metadata: {
+      name: node.metadata.name,
+      namespace: node.metadata.namespace,
+      labels: pick(
+        node.metadata.labels,
+        keys.labels.filter((k) => k !== MANAGED_BY_LABEL),
+      ),
+      annotations: pick(node.metadata.annotations, keys.annotations),
+    },
+    spec: { unschedulable: (node.spec as { unschedulable?: boolean } | undefined)?.unschedulable ?? false },
+  };
+}
+
+/** Raw artifacts named by a repository path are served from the hub's artifact store. */
+function withArtifactUrls(task: KubeObject, artifactDir: string): KubeObject {
+  const raw = (task.spec as { raw?: { artifact?: { url: string; sha256: string } } } | undefined)?.raw;
+  const artifact = raw?.artifact;
+  if (!artifact || /^[a-z][a-z0-9+.-]*:/i.test(artifact.url) || isAbsolute(artifact.url)) return task;
+  const spec = task.spec as Record<string, unknown>;
+  return {
+    ...task,
+    spec: {
+      ...spec,
+      raw: {
+        ...raw,
+        artifact: { ...artifact, url: artifactUrl(artifactDir, artifact.sha256, artifact.url) },
+      },
+    },
+  };
+}
+
+export function hasCleanupFinalizer(task: KubeObject): boolean {
+  return (task.metadata.finalizers ?? []).includes(AGENT_CLEANUP_FINALIZER);
+}

@@ -1,0 +1,239 @@
+// The hub's side of the agent tunnels: hands each connected agent its cluster's desired set (a
+// snapshot on connect, then deltas as the store changes), writes its reports back into the store,
+// keeps Cluster status (Online/Offline, heartbeat, capabilities), and releases a deleted Task's
+// cleanup finalizer once the agent has acknowledged the removal and reports no pod of it.
+import { AGENT_CLEANUP_FINALIZER } from "../../controllers/labels.ts";
+import type { Logger } from "../../lib/controller/index.ts";
+import type { KubeObject, Store, Watch } from "../../lib/store/index.ts";
+import { modify } from "../../lib/store/index.ts";
+import type {
+  AgentMessage,
+  AgentSession,
+  ClusterState,
+  KubeObject as WireObject,
+} from "../../lib/tunnel/index.ts";
+import { agentNamespace, desiredForCluster, hasCleanupFinalizer, key } from "./desired-set.ts";
+import { writeReport } from "./report-writer.ts";
+
+export interface AgentSyncOptions {
+  store: Store;
+  artifactDir: string;
+  logger: Logger;
+  /** Quiet time before a burst of store changes becomes one delta. */
+  debounceMs?: number;
+}
+
+export interface AgentSync {
+  onAgentSession(session: AgentSession): void;
+  onClusterState(cluster: string, state: ClusterState): void;
+  start(): Promise<void>;
+  close(): void;
+}
+
+const WATCHED_KINDS = ["Task", "DomainPeer", "Addon", "Node", "Cluster"] as const;
+
+export function createAgentSync(options: AgentSyncOptions): AgentSync {
+  const { store, logger } = options;
+  const sessions = new Map<string, ClusterSession>();
+  const watches: Watch[] = [];
+
+  const changed = (object: KubeObject) => {
+    const namespace = object.metadata.namespace;
+    if (object.kind === "Addon" && !namespace) {
+      for (const session of sessions.values()) session.schedule();
+      return;
+    }
+    if (object.kind === "Cluster") {
+      sessions.get(object.metadata.name)?.schedule();
+      return;
+    }
+    const cluster = namespace?.startsWith("agent-") ? namespace.slice("agent-".length) : undefined;
+    if (cluster) sessions.get(cluster)?.schedule();
+  };
+
+  return {
+    async start() {
+      const resourceVersion = await store.resourceVersion();
+      for (const kind of WATCHED_KINDS) {
+        watches.push(await store.watch(kind, { resourceVersion }, (event) => changed(event.object)));
+      }
+    },
+    onAgentSession(session) {
+      sessions.get(session.cluster)?.dispose();
+      const cluster = new ClusterSession(session, options);
+      sessions.set(session.cluster, cluster);
+      session.on("close", () => {
+        if (sessions.get(session.cluster) === cluster) sessions.delete(session.cluster);
+        cluster.dispose();
+      });
+      void cluster.begin();
+    },
+    onClusterState(cluster, state) {
+      void setClusterStatus(store, cluster, (status) => {
+        if (status.phase !== state) status.lastTransitionTime = new Date().toISOString();
+        status.phase = state;
+      }).catch((error: unknown) =>
+        logger.warn("cluster status not written", { cluster, error: String(error) }),
+      );
+    },
+    close() {
+      for (const watch of watches) watch.stop();
+      for (const session of sessions.values()) session.dispose();
+      sessions.clear();
+    },
+  };
+}
+
+async function setClusterStatus(
+  store: Store,
+  cluster: string,
+  change: (status: Record<string, unknown>) => void,
+) {
+  const existing = await store.get("Cluster", undefined, cluster);
+  if (!existing) return;
+  await modify(
+    store,
+    "Cluster",
+    "",
+    cluster,
+    (object) => {
+      const status = { ...((object.status as Record<string, unknown> | undefined) ?? {}) };
+      change(status);
+      object.status = status;
+    },
+    { status: true },
+  );
+}
+
+class ClusterSession {
+  #session: AgentSession;
+  #options: AgentSyncOptions;
+  #generation = 0;
+  /** What the agent was last sent, by object key → resourceVersion. */
+  #sent = new Map<string, string>();
+  /** Task key → generation of the delta that removed it from the agent's set. */
+  #removedAt = new Map<string, number>();
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<void> = Promise.resolve();
+  #disposed = false;
+  #lastHeartbeatWrite = 0;
+
+  constructor(session: AgentSession, options: AgentSyncOptions) {
+    this.#session = session;
+    this.#options = options;
+    session.on("message", (message) => void this.#onMessage(message));
+    session.on("resync", () => void this.#serialise(() => this.#send(true)));
+  }
+
+  get cluster(): string {
+    return this.#session.cluster;
+  }
+
+  async begin(): Promise<void> {
+    const { hello } = this.#session;
+    await setClusterStatus(this.#options.store, this.cluster, (status) => {
+      status.agentVersion = hello.agentVersion;
+      status.runtime = hello.runtime;
+      status.bootId = hello.bootId;
+      status.capabilities = hello.capabilities;
+      status.lastHeartbeatTime = new Date().toISOString();
+    }).catch(() => {});
+    await this.#serialise(() => this.#send(true));
+  }
+
+  schedule(): void {
+    if (this.#disposed || this.#timer) return;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      void this.#serialise(() => this.#send(false));
+    }, this.#options.debounceMs ?? 50);
+  }
+
+  dispose(): void {
+    this.#disposed = true;
+    if (this.#timer) clearTimeout(this.#timer);
+  }
+
+  /** One send or report at a time, in order, so generations and finalizer checks never interleave. */
+  #serialise(work: () => Promise<void>): Promise<void> {
+    this.#running = this.#running.then(work).catch((error: unknown) => {
+      this.#options.logger.error("agent sync failed", { cluster: this.cluster, error: String(error) });
+    });
+    return this.#running;
+  }
+
+  async #send(full: boolean): Promise<void> {
+    if (this.#disposed) return;
+    const objects = await desiredForCluster(this.#options.store, this.cluster, {
+      artifactDir: this.#options.artifactDir,
+    });
+    const next = new Map(objects.map((o) => [key(o), o]));
+    const generation = ++this.#generation;
+    if (full) {
+      for (const k of this.#sent.keys()) if (!next.has(k)) this.#removedAt.set(k, generation);
+      this.#session.send({ type: "snapshot", generation, objects: objects as unknown as WireObject[] });
+    } else {
+      const upserts = objects.filter((o) => this.#sent.get(key(o)) !== o.metadata.resourceVersion);
+      const deletes = [...this.#sent.keys()].filter((k) => !next.has(k)).map(parseKey);
+      if (upserts.length === 0 && deletes.length === 0) {
+        this.#generation--;
+        return;
+      }
+      for (const ref of deletes)
+        this.#removedAt.set(`${ref.kind}/${ref.namespace ?? ""}/${ref.name}`, generation);
+      this.#session.send({ type: "delta", generation, upserts: upserts as unknown as WireObject[], deletes });
+    }
+    this.#sent = new Map(objects.map((o) => [key(o), o.metadata.resourceVersion ?? ""]));
+  }
+
+  async #onMessage(message: AgentMessage): Promise<void> {
+    if (message.type === "report") {
+      await this.#serialise(async () => {
+        await writeReport(this.#options.store, this.cluster, message, this.#options.logger);
+        await this.#releaseFinalizers(message.pods as unknown as KubeObject[]);
+        await setClusterStatus(this.#options.store, this.cluster, (status) => {
+          status.capabilities = message.capabilities;
+        });
+      });
+    } else if (message.type === "heartbeat") {
+      // Heartbeats arrive every 10 s per agent: write at most one per 30 s to spare the store.
+      const now = Date.now();
+      if (now - this.#lastHeartbeatWrite < 30_000) return;
+      this.#lastHeartbeatWrite = now;
+      await setClusterStatus(this.#options.store, this.cluster, (status) => {
+        status.lastHeartbeatTime = new Date(now).toISOString();
+        if (message.capabilities) status.capabilities = message.capabilities;
+      }).catch(() => {});
+    } else if (message.type === "ack") {
+      // An acknowledged removal may already be complete: look again at the next report.
+    }
+  }
+
+  /** A deleted Task goes once the agent acknowledged its removal and reports none of its pods. */
+  async #releaseFinalizers(reportedPods: KubeObject[]): Promise<void> {
+    const store = this.#options.store;
+    const acked = this.#session.ackedGeneration ?? 0;
+    const namespace = agentNamespace(this.cluster);
+    const running = new Set(reportedPods.map((p) => (p.spec as { task?: string } | undefined)?.task));
+    for (const task of (await store.list("Task", { namespace })).items) {
+      if (!task.metadata.deletionTimestamp || !hasCleanupFinalizer(task)) continue;
+      const removedAt = this.#removedAt.get(key(task));
+      const neverSent = removedAt === undefined && !this.#sent.has(key(task));
+      if (!neverSent && (removedAt === undefined || acked < removedAt)) continue;
+      if (running.has(task.metadata.name)) continue;
+      await store.update({
+        ...task,
+        metadata: {
+          ...task.metadata,
+          finalizers: (task.metadata.finalizers ?? []).filter((f) => f !== AGENT_CLEANUP_FINALIZER),
+        },
+      });
+      this.#removedAt.delete(key(task));
+    }
+  }
+}
+
+function parseKey(k: string): { kind: string; namespace?: string; name: string } {
+  const [kind = "", namespace = "", name = ""] = k.split("/");
+  return namespace ? { kind, namespace, name } : { kind, name };
+}
