@@ -1,5 +1,6 @@
 // hack/kube/up and down on a fleet of their own (1 cluster x 1 node, in a temporary folder):
-// up is idempotent, cleans up after a crashed run, and down stops exactly the recorded PIDs.
+// up is idempotent and cleans up after a crash; test runs hold the fleet and the last one, or the
+// next run after they died, stops it; down stops exactly the recorded PIDs.
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -43,8 +44,14 @@ t.teardown(() => {
   rmSync(`${dir}.lock`, { force: true });
 });
 
-t.test("up starts a fleet, is idempotent, recovers from a crash; down stops exactly its PIDs", async (t) => {
-  const first = run("up", "--clusters", "1", "--nodes", "1");
+const sleeper = () => spawn("sleep", ["300"], { stdio: "ignore" });
+const shape = ["--clusters", "1", "--nodes", "1"];
+// stands in for a tap runner that holds the fleet through both tests
+const runA = sleeper();
+t.teardown(() => runA.kill());
+
+t.test("up is idempotent and recovers from a crash; a fleet started by hand stays up", async (t) => {
+  const first = run("up", ...shape);
   t.equal(first.status, 0, "up succeeds");
   const started = processes();
   t.same(
@@ -63,7 +70,7 @@ t.test("up starts a fleet, is idempotent, recovers from a crash; down stops exac
   t.equal(clusters.length, 1);
   t.ok(existsSync(clusters[0]!.kubeconfig), "the kubeconfig exists");
 
-  const again = run("up", "--clusters", "1", "--nodes", "1");
+  const again = run("up", ...shape);
   t.equal(again.status, 0);
   t.match(again.out, /already up/, "a second up reuses the running fleet");
   t.same(
@@ -73,75 +80,58 @@ t.test("up starts a fleet, is idempotent, recovers from a crash; down stops exac
   );
 
   // a test run finishing does not stop a fleet started by hand
-  const testRun = spawn("sleep", ["120"], { stdio: "ignore" });
-  t.teardown(() => testRun.kill());
-  const released = run("down", "--holder", String(testRun.pid));
-  t.match(released.out, /started by hand: left running/);
+  t.match(run("down", "--holder", String(runA.pid)).out, /started by hand: left running/);
   t.ok(started.every(alive), "the fleet started by hand still runs");
 
-  // crash: the apiserver dies behind the fleet's back
+  // crash: the apiserver dies behind the fleet's back; the next up (a test run's) starts afresh
   const apiserver = started.find((p) => p.name.endsWith("kube-apiserver"))!;
   process.kill(apiserver.pid, "SIGKILL");
-  const recovered = run("up", "--clusters", "1", "--nodes", "1");
+  const recovered = run("up", ...shape, "--holder", String(runA.pid));
   t.equal(recovered.status, 0, "up after a crash succeeds");
   t.match(recovered.out, /cleaning up an earlier fleet/);
   t.ok(
     started.every((p) => !alive(p)),
     "every process of the crashed fleet was stopped",
   );
-  const restarted = processes();
-  t.ok(restarted.every(alive), "a fresh fleet runs");
-
-  // a bystander that looks like a fleet process (named kube-apiserver) but is not one survives down
-  const bystander = spawn("bash", ["-c", "exec -a kube-apiserver sleep 120"], { stdio: "ignore" });
-  const bystanderPid = bystander.pid!;
-  const down = run("down");
-  t.equal(down.status, 0, "down succeeds");
-  t.ok(
-    restarted.every((p) => !alive(p)),
-    "down stopped every recorded process",
-  );
-  t.notOk(existsSync(dir), "down removed the fleet's state");
-  t.doesNotThrow(() => process.kill(bystanderPid, 0), "an unrelated process still runs");
-  process.kill(bystanderPid, "SIGTERM");
-
-  const downAgain = run("down");
-  t.equal(downAgain.status, 0, "down without a fleet is a no-op");
-  t.match(downAgain.out, /nothing to stop/);
+  t.ok(processes().every(alive), "a fresh fleet runs");
 });
 
-t.test("a fleet shared by test runs stops when the last of them is done, or has died", async (t) => {
-  const [runA, runB] = [
-    spawn("sleep", ["120"], { stdio: "ignore" }),
-    spawn("sleep", ["120"], { stdio: "ignore" }),
-  ];
-  t.teardown(() => {
-    runA.kill();
-    runB.kill();
-  });
-  t.equal(
-    run("up", "--clusters", "1", "--nodes", "1", "--holder", String(runA.pid)).status,
-    0,
-    "run A starts it",
-  );
+t.test("test runs share a fleet; it stops when the last is done or has died, exactly its PIDs", async (t) => {
+  const runB = sleeper();
+  t.teardown(() => runB.kill());
   const started = processes();
-  const joined = run("up", "--clusters", "1", "--nodes", "1", "--holder", String(runB.pid));
-  t.match(joined.out, /already up.*used by 2 test runs/, "run B joins it");
+  t.match(
+    run("up", ...shape, "--holder", String(runB.pid)).out,
+    /already up.*used by 2 test runs/,
+    "B joins",
+  );
 
-  const aDone = run("down", "--holder", String(runA.pid));
-  t.match(aDone.out, /still used by 1 test runs: left running/, "run A is done: B still uses it");
-  t.ok(started.every(alive), "the fleet still runs");
-  t.match(run("down", "--if-orphaned").out, /still used by 1/, "it is not an orphan while B lives");
+  t.match(
+    run("down", "--holder", String(runA.pid)).out,
+    /still used by 1 test runs: left running/,
+    "A is done",
+  );
+  t.ok(started.every(alive), "the fleet still runs for B");
+  t.match(run("down", "--if-orphaned").out, /still used by 1/, "it is no orphan while B lives");
 
-  // run B crashes without its "after"; the next run's "before" cleans up
+  // a bystander that looks like a fleet process (named kube-apiserver) but is not one
+  const bystander = spawn("bash", ["-c", "exec -a kube-apiserver sleep 300"], { stdio: "ignore" });
+  t.teardown(() => bystander.kill());
+
+  // run B crashes without its "after"; the next run's "before" stops the orphaned fleet
   runB.kill("SIGKILL");
   await new Promise((r) => runB.once("exit", r));
   const orphan = run("down", "--if-orphaned");
   t.equal(orphan.status, 0);
-  t.match(orphan.out, /stopped and removed/, "an orphaned fleet is stopped");
+  t.match(orphan.out, /stopped and removed/, "the orphaned fleet is stopped");
   t.ok(
     started.every((p) => !alive(p)),
     "every recorded process was stopped",
   );
   t.notOk(existsSync(dir), "and its state removed");
+  t.doesNotThrow(() => process.kill(bystander.pid!, 0), "an unrelated process still runs");
+
+  const downAgain = run("down");
+  t.equal(downAgain.status, 0, "down without a fleet is a no-op");
+  t.match(downAgain.out, /nothing to stop/);
 });
