@@ -59,7 +59,7 @@ export interface JobControllerOptions {
   snapshot?: PlacementSnapshot;
   /** Controller name (metrics label). Default "job". */
   name?: string;
-  /** Parallel reconciles (placement stays exact: it reserves before it awaits). Default 8. */
+  /** Parallel reconciles (placement stays exact: it reserves before it awaits). Default 16. */
   workers?: number;
 }
 
@@ -121,7 +121,7 @@ export function createJobController(options: JobControllerOptions = {}): JobCont
     kind: "Job",
     snapshot,
     // Reconciles wait mostly on the store's disk sync, which concurrent writes share.
-    workers: options.workers ?? 8,
+    workers: options.workers ?? 16,
     watches: [
       {
         kind: "Task",

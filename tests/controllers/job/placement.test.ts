@@ -201,3 +201,43 @@ t.test("two Jobs placed by one controller never book the same room", async (t) =
   const pending = (await hub.store.list<Job>("Job")).items.filter(phaseIs("Pending"));
   t.equal(pending.length, 3, "none runs yet: no reports");
 });
+
+t.test(
+  "a leftover Task of the same name is never overwritten: the Job's Task appears once it is gone",
+  async (t) => {
+    const hub = await startHub(t);
+    await hub.store.create(cluster("beijing"));
+    await hub.store.create(node("beijing", "n1"));
+    // Left by an earlier Job of the same name (another uid), its agent still cleaning up.
+    const leftover = await hub.store.create<Task>({
+      apiVersion: "rlinf.io/v1alpha1",
+      kind: "Task",
+      metadata: {
+        name: "reborn-main",
+        namespace: "agent-beijing",
+        labels: { "rlinf.io/job": "reborn" },
+        ownerReferences: [
+          { apiVersion: "rlinf.io/v1alpha1", kind: "Job", name: "reborn", uid: "an-older-uid" },
+        ],
+        finalizers: ["rlark.io/agent-cleanup"],
+      },
+      spec: { job: "reborn", task: "main", run: 7, role: "Env", agentType: "Raw", raw: { command: ["old"] } },
+    });
+    await hub.store.create(job("reborn", [k8sTask("main", { requests: { cpu: "1" } })]));
+    await waitForJob(hub.store, "reborn", "run 1 written", (x) => x.status?.run === 1);
+    const same = await hub.store.get<Task>("Task", "agent-beijing", "reborn-main");
+    t.equal(same?.metadata.uid, leftover.metadata.uid, "the leftover is untouched");
+    t.equal(same?.spec.run, 7);
+
+    await hub.store.delete("Task", "agent-beijing", "reborn-main");
+    await modify<Task>(hub.store, "Task", "agent-beijing", "reborn-main", (x) => {
+      x.metadata.finalizers = [];
+    });
+    const mine = await waitFor("the Job's own Task", async () => {
+      const x = await hub.store.get<Task>("Task", "agent-beijing", "reborn-main");
+      return x && x.metadata.uid !== leftover.metadata.uid ? x : undefined;
+    });
+    t.equal(mine.spec.run, 1);
+    t.equal(mine.spec.agentType, "Kubernetes");
+  },
+);
