@@ -1,0 +1,97 @@
+// The browser code ships as TypeScript source in web/ and is served as JavaScript with its types
+// stripped (node:module's stripTypeScriptTypes, the same erasure Node applies to the server), so
+// there is no build step, no bundle to keep fresh and nothing fetched from a CDN. Every file is
+// served under /assets/<content hash>/, so it can be cached forever; index.html is never cached.
+import { createHash } from "node:crypto";
+import { readdir, readFile } from "node:fs/promises";
+import type { ServerResponse } from "node:http";
+import { stripTypeScriptTypes } from "node:module";
+import path from "node:path";
+
+export const WEB_DIR = path.join(import.meta.dirname, "web");
+
+interface Asset {
+  body: Buffer;
+  type: string;
+}
+
+export interface Assets {
+  /** /assets/<hash>/ */
+  prefix: string;
+  index: Buffer;
+  get(name: string): Asset | undefined;
+}
+
+const TYPES: Record<string, string> = {
+  ".ts": "text/javascript; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
+  ".svg": "image/svg+xml",
+};
+
+export async function loadAssets(dir = WEB_DIR): Promise<Assets> {
+  const files = new Map<string, Asset>();
+  const hash = createHash("sha256");
+  for (const name of (await readdir(dir)).sort()) {
+    const type = TYPES[path.extname(name)];
+    if (!type) continue;
+    const source = await readFile(path.join(dir, name), "utf8");
+    const text = name.endsWith(".ts") ? stripTypes(source) : source;
+    hash.update(name).update("\0").update(text);
+    files.set(name, { body: Buffer.from(text), type });
+  }
+  const prefix = `/assets/${hash.digest("hex").slice(0, 16)}/`;
+  const index = Buffer.from(
+    (await readFile(path.join(dir, "index.html"), "utf8")).replaceAll("%ASSETS%/", prefix),
+  );
+  return { prefix, index, get: (name) => files.get(name) };
+}
+
+function stripTypes(source: string): string {
+  // The warning that the function is experimental would otherwise reach every hub's stderr.
+  const emit = process.emitWarning;
+  process.emitWarning = () => {};
+  try {
+    return stripTypeScriptTypes(source, { mode: "strip" });
+  } finally {
+    process.emitWarning = emit;
+  }
+}
+
+const SECURITY_HEADERS = {
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+  "x-frame-options": "DENY",
+  "content-security-policy":
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+};
+
+export function serveIndex(assets: Assets, res: ServerResponse, head: boolean): void {
+  res.writeHead(200, {
+    "content-type": "text/html; charset=utf-8",
+    "cache-control": "no-cache",
+    ...SECURITY_HEADERS,
+  });
+  res.end(head ? undefined : assets.index);
+}
+
+/** True when the path is under /assets/ (answered, 404 included). */
+export function serveAsset(assets: Assets, pathname: string, res: ServerResponse, head: boolean): boolean {
+  if (!pathname.startsWith("/assets/")) return false;
+  const asset = pathname.startsWith(assets.prefix)
+    ? assets.get(pathname.slice(assets.prefix.length))
+    : undefined;
+  if (!asset) {
+    // An old page asking for the assets of a previous hub version: a reload fetches the new ones.
+    res.writeHead(404, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" });
+    res.end("no such asset\n");
+    return true;
+  }
+  res.writeHead(200, {
+    "content-type": asset.type,
+    "content-length": asset.body.length,
+    "cache-control": "public, max-age=31536000, immutable",
+    ...SECURITY_HEADERS,
+  });
+  res.end(head ? undefined : asset.body);
+  return true;
+}

@@ -1,0 +1,106 @@
+// The read-only status dashboard: the page and its assets, login, and the live event stream.
+// It reads the store and never writes; changes go through git.
+//
+//   const dashboard = await createDashboard({ store, dataDir, sourceStatus, repoUrl });
+//   const hub = await startHub({ ..., extraRoutes: dashboard.routes, authenticate: dashboard.authenticator });
+//   console.log(dashboard.loginUrl(hub.adminToken, hub.url));   // one click, logged in as admin
+//
+// See docs/dashboard.md.
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { loadOrCreateAdminToken } from "../hub/admin-token.ts";
+import { createSessions, LOGIN_PATH, loadOrCreateJwtSecret, verifyJwt } from "../hub/auth/index.ts";
+import { type Authenticator, adminTokenAuthenticator, anyOf } from "../hub/http/auth.ts";
+import { type Logger, silentLogger } from "../lib/controller/index.ts";
+import type { Store } from "../lib/store/index.ts";
+import { loadAssets, serveAsset, serveIndex } from "./assets.ts";
+import { createEventStream, EVENTS_PATH } from "./events.ts";
+import { createObjectCache } from "./object-cache.ts";
+import { repoWebUrl } from "./repo-web.ts";
+
+export { DASHBOARD_KINDS } from "./object-cache.ts";
+export { type RepoWeb, repoWebUrl } from "./repo-web.ts";
+
+export interface DashboardOptions {
+  store: Store;
+  /** The hub's data dir: the JWT secret is kept there, the admin token read from there. */
+  dataDir: string;
+  /** The git source's status, as GET /api/v1/source serves it. */
+  sourceStatus: () => unknown;
+  /** The manifests' repository; an https URL makes every object link to its file and line. */
+  repoUrl?: string;
+  logger?: Logger;
+  /** Session lifetime; default 30 minutes. */
+  sessionTtlSeconds?: number;
+  /** Failed logins allowed per address and per user name per window; default 10 a minute. */
+  loginLimit?: { max: number; windowMs: number };
+  /** How often the source status is checked for changes to push; default 1 s. */
+  sourcePollMs?: number;
+}
+
+export interface Dashboard {
+  routes: (req: IncomingMessage, res: ServerResponse, url: URL) => boolean | Promise<boolean>;
+  /** Verifies session JWTs: pass it to the hub so every /api route accepts them. */
+  authenticator: Authenticator;
+  /** A link that logs in with the admin token (kept in the fragment, which no server or log sees). */
+  loginUrl(adminToken: string, hubUrl: string): string;
+  close(): void;
+}
+
+export async function createDashboard(options: DashboardOptions): Promise<Dashboard> {
+  const logger = options.logger ?? silentLogger;
+  const secret = await loadOrCreateJwtSecret(options.dataDir);
+  const sessions = createSessions({
+    store: options.store,
+    dataDir: options.dataDir,
+    secret,
+    ttlSeconds: options.sessionTtlSeconds,
+    limit: options.loginLimit,
+  });
+  const assets = await loadAssets();
+  const cache = createObjectCache({ store: options.store, logger });
+  await cache.start();
+  let adminToken: Promise<Authenticator> | undefined;
+  const streamAuthenticator = anyOf(sessions.authenticator, async (token) => {
+    adminToken ??= loadOrCreateAdminToken(options.dataDir).then(adminTokenAuthenticator);
+    return (await adminToken)(token);
+  });
+  const events = createEventStream({
+    cache,
+    authenticate: streamAuthenticator,
+    sourceStatus: options.sourceStatus,
+    config: { repoWeb: repoWebUrl(options.repoUrl) ?? null },
+    expiresAt: (token) => verifyJwt(token, secret, Math.floor(Date.now() / 1000))?.exp,
+  });
+  const poll = setInterval(() => events.pollSource(), options.sourcePollMs ?? 1000);
+  poll.unref();
+
+  return {
+    async routes(req, res, url) {
+      const head = req.method === "HEAD";
+      const path = url.pathname;
+      if (path === LOGIN_PATH) {
+        await sessions.handleLogin(req, res);
+        return true;
+      }
+      if (path === EVENTS_PATH) {
+        await events.handle(req, res, url);
+        return true;
+      }
+      if (req.method !== "GET" && !head) return false;
+      if (path === "/" || path === "/index.html") {
+        serveIndex(assets, res, head);
+        return true;
+      }
+      return serveAsset(assets, path, res, head);
+    },
+    authenticator: sessions.authenticator,
+    loginUrl(token, hubUrl) {
+      return `${hubUrl.replace(/\/+$/, "")}/#/login?adminToken=${encodeURIComponent(token)}`;
+    },
+    close() {
+      clearInterval(poll);
+      events.close();
+      cache.stop();
+    },
+  };
+}

@@ -1,0 +1,194 @@
+/// <reference lib="dom" />
+// The dashboard in the browser: hash routes, one render function per page, redrawn (at most once
+// a frame) when the event stream changes what it shows.
+import { type Html, html } from "./html.ts";
+import { type Connection, connect } from "./live.ts";
+import { clustersPage } from "./page-clusters.ts";
+import { addonsPage, domainsPage } from "./page-domains.ts";
+import { jobPage, jobsPage } from "./page-jobs.ts";
+import { overviewPage } from "./page-overview.ts";
+import { workflowsPage } from "./page-workflows.ts";
+import { currentSession, endSession, logIn } from "./session.ts";
+import { State } from "./state.ts";
+
+const PAGES = [
+  { path: "overview", title: "Overview" },
+  { path: "jobs", title: "Jobs" },
+  { path: "workflows", title: "Workflows" },
+  { path: "clusters", title: "Clusters" },
+  { path: "domains", title: "Domains" },
+  { path: "addons", title: "Addons" },
+] as const;
+
+const state = new State();
+const main = document.getElementById("page")!;
+const nav = document.getElementById("nav")!;
+const connectionEl = document.getElementById("connection")!;
+let live: { close(): void } | undefined;
+let loaded = false;
+let scheduled = false;
+
+function route(): { parts: string[]; query: URLSearchParams } {
+  const hash = location.hash.replace(/^#\/?/, "");
+  const [path = "", query = ""] = hash.split("?", 2);
+  return {
+    parts: path.split("/").filter(Boolean).map(decodeURIComponent),
+    query: new URLSearchParams(query),
+  };
+}
+
+function page(parts: string[], query: URLSearchParams): Html {
+  switch (parts[0]) {
+    case "jobs":
+      return parts[1] ? jobPage(state, parts[1]) : jobsPage(state, query);
+    case "workflows":
+      return workflowsPage(state);
+    case "clusters":
+      return clustersPage(state, query);
+    case "domains":
+      return domainsPage(state);
+    case "addons":
+      return addonsPage(state);
+    default:
+      return overviewPage(state);
+  }
+}
+
+function render(): void {
+  scheduled = false;
+  const { parts, query } = route();
+  if (parts[0] === "login" || !currentSession()) {
+    renderLogin(query);
+    return;
+  }
+  const current = parts[0] ?? "overview";
+  nav.innerHTML = html`${PAGES.map(
+    (p) => html`<a href="#/${p.path}" ${p.path === current ? html`aria-current="page"` : ""}>${p.title}</a>`,
+  )}<button type="button" id="logout">Log out ${state.principal ? `(${state.principal.subject})` : ""}</button>`.text;
+  if (!loaded) {
+    main.innerHTML = "<p>Loading…</p>";
+    return;
+  }
+  // Redrawing replaces the elements: keep the focus and caret where the person left them.
+  const active = document.activeElement as HTMLInputElement | null;
+  const focusId = active && main.contains(active) ? active.id : "";
+  const caret = focusId && typeof active?.selectionStart === "number" ? active.selectionStart : null;
+  main.innerHTML = page(parts, query).text;
+  document.title = `RLark · ${PAGES.find((p) => p.path === current)?.title ?? parts[0]}`;
+  if (focusId) {
+    const again = document.getElementById(focusId) as HTMLInputElement | null;
+    again?.focus();
+    if (again && caret !== null) again.setSelectionRange(caret, caret);
+  }
+}
+
+function schedule(): void {
+  if (scheduled) return;
+  scheduled = true;
+  requestAnimationFrame(render);
+}
+
+function showConnection(connection: Connection): void {
+  connectionEl.textContent =
+    connection === "live" ? "● live" : connection === "reconnecting" ? "reconnecting…" : "connecting…";
+  connectionEl.className = connection;
+}
+
+function start(): void {
+  const session = currentSession();
+  if (!session) return;
+  live?.close();
+  loaded = false;
+  live = connect({
+    state,
+    token: session.token,
+    onChange: () => {
+      loaded = true;
+      schedule();
+    },
+    onConnection: showConnection,
+    onUnauthorized: () => {
+      endSession();
+      live?.close();
+      live = undefined;
+      location.hash = "#/login";
+    },
+  });
+}
+
+function renderLogin(query: URLSearchParams): void {
+  nav.innerHTML = "";
+  connectionEl.textContent = "";
+  const adminToken = query.get("adminToken");
+  if (adminToken) {
+    // The one-click link from `rlark up`: log in, then drop the token from the address bar.
+    history.replaceState(null, "", `${location.pathname}#/login`);
+    void submit({ adminToken });
+    return;
+  }
+  main.innerHTML = html`<section class="login"><h1>Log in to RLark</h1>
+    <form id="login-form">
+      <label>User name <input name="username" id="username" autocomplete="username" required></label>
+      <label>Password <input name="password" id="password" type="password" autocomplete="current-password" required></label>
+      <button type="submit">Log in</button>
+      <p id="login-error" class="error" role="alert"></p>
+    </form>
+    <details><summary>Log in with the hub's admin token</summary>
+      <form id="token-form"><label>Admin token <input name="adminToken" id="admin-token" type="password" autocomplete="off" required></label>
+      <button type="submit">Log in</button></form>
+      <p class="muted">It is in <code>&lt;data-dir&gt;/admin-token</code> on the hub.</p>
+    </details></section>`.text;
+  document.getElementById("username")?.focus();
+}
+
+async function submit(body: { username: string; password: string } | { adminToken: string }): Promise<void> {
+  try {
+    await logIn(body);
+    location.hash = "#/overview";
+    start();
+    render();
+  } catch (error) {
+    if (!document.getElementById("login-form")) renderLogin(new URLSearchParams());
+    const message = document.getElementById("login-error");
+    if (message) message.textContent = error instanceof Error ? error.message : String(error);
+  }
+}
+
+document.addEventListener("submit", (event) => {
+  const form = event.target as HTMLFormElement;
+  if (form.id !== "login-form" && form.id !== "token-form") return;
+  event.preventDefault();
+  const data = new FormData(form);
+  if (form.id === "token-form") void submit({ adminToken: String(data.get("adminToken")) });
+  else void submit({ username: String(data.get("username")), password: String(data.get("password")) });
+});
+
+// Filters live in the address: a filtered view can be bookmarked and shared.
+const onFilter = (event: Event) => {
+  const input = event.target as HTMLInputElement | HTMLSelectElement;
+  const name = input.dataset.filter;
+  if (!name) return;
+  const { parts, query } = route();
+  if (input.value) query.set(name, input.value);
+  else query.delete(name);
+  query.delete("page");
+  history.replaceState(null, "", `#/${parts.map(encodeURIComponent).join("/")}?${query}`);
+  schedule();
+};
+document.addEventListener("change", onFilter);
+document.addEventListener("input", onFilter);
+document.addEventListener("click", (event) => {
+  if ((event.target as HTMLElement).id !== "logout") return;
+  endSession();
+  live?.close();
+  live = undefined;
+  location.hash = "#/login";
+});
+window.addEventListener("hashchange", () => {
+  render();
+  if (route().parts[0] !== "login") main.focus({ preventScroll: true });
+});
+
+if (currentSession()) start();
+if (!location.hash || location.hash === "#/") location.hash = currentSession() ? "#/overview" : "#/login";
+render();

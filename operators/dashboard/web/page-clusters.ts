@@ -1,0 +1,126 @@
+// Clusters and their nodes (seed 000 §4): requested vs allocatable per resource, disk with a
+// warning at ≥ 90 % or DiskPressure, admin annotations, cordons; control-plane nodes apart.
+import type { Cluster, Node } from "../../api/index.ts";
+import { type Html, html } from "./html.ts";
+import { formatAmount, formatBytes, parseQuantity } from "./quantity.ts";
+import { sourceLink } from "./source-link.ts";
+import { clusterOf, type State } from "./state.ts";
+import { age } from "./time.ts";
+import { bar, phase, select, table } from "./widgets.ts";
+
+const CATEGORY_PREFIX = "rlark.io/node-category-";
+const RESOURCES = [
+  { key: "cpu", label: "CPU", bytes: false },
+  { key: "memory", label: "Memory", bytes: true },
+  { key: "nvidia.com/gpu", label: "GPU", bytes: false },
+  { key: "rlinf.io/device", label: "Device", bytes: false },
+] as const;
+
+export function isControlPlane(node: Node): boolean {
+  const labels = node.metadata.labels ?? {};
+  return "node-role.kubernetes.io/control-plane" in labels || "node-role.kubernetes.io/master" in labels;
+}
+
+export function categories(node: Node): string[] {
+  const labels = node.metadata.labels ?? {};
+  const found = Object.entries(labels)
+    .filter(([k, v]) => k.startsWith(CATEGORY_PREFIX) && v === "true")
+    .map(([k]) => k.slice(CATEGORY_PREFIX.length));
+  // The older single-valued label is still shown.
+  const legacy = labels["rlark.io/node-category"];
+  if (legacy && !found.includes(legacy)) found.push(legacy);
+  return found.sort();
+}
+
+function nodeBars(node: Node): Html[] {
+  const allocatable = node.status?.allocatable ?? {};
+  const requested = node.status?.requested ?? {};
+  const bars: Html[] = [];
+  for (const r of RESOURCES) {
+    const total = parseQuantity(allocatable[r.key]);
+    if (total === undefined || (total === 0 && r.key !== "cpu" && r.key !== "memory")) continue;
+    const used = parseQuantity(requested[r.key]) ?? 0;
+    const fmt = r.bytes ? formatBytes : formatAmount;
+    bars.push(bar(r.label, used, total, `${fmt(used)} / ${fmt(total)} requested`));
+  }
+  const disk = node.status?.disk;
+  if (disk?.totalBytes) {
+    const used = disk.usedBytes ?? 0;
+    const pressure = (node.status?.conditions ?? []).some(
+      (c) => c.type === "DiskPressure" && c.status === "True",
+    );
+    const warn = pressure || used / disk.totalBytes >= 0.9;
+    bars.push(
+      bar(
+        "Disk",
+        used,
+        disk.totalBytes,
+        `${formatBytes(used)} / ${formatBytes(disk.totalBytes)} used, ${formatBytes(Math.max(0, disk.totalBytes - used))} free`,
+        warn,
+      ),
+    );
+  }
+  return bars;
+}
+
+function nodeCard(node: Node, state: State): Html {
+  const annotations = node.metadata.annotations ?? {};
+  const cordoned = node.spec?.unschedulable === true;
+  return html`<article class="node${cordoned ? " cordoned" : ""}" data-node="${node.metadata.name}" aria-label="Node ${node.metadata.name}">
+    <h4>${node.metadata.name} ${phase(node.status?.phase ?? "Unknown")} ${cordoned ? html`<span class="badge cordon" title="cordoned: no new work lands here">cordoned</span>` : ""}</h4>
+    <p class="meta">${annotations["rlark.io/city"] ? html`<span>📍 ${annotations["rlark.io/city"]}</span>` : ""}
+      ${categories(node).map((c) => html`<span class="badge">${c}</span>`)}
+      ${annotations["rlark.io/gpu-model"] ? html`<span>GPU: ${annotations["rlark.io/gpu-model"]}</span>` : ""}
+      ${annotations["rlark.io/device-model"] ? html`<span>Device: ${annotations["rlark.io/device-model"]}</span>` : ""}</p>
+    ${nodeBars(node)}
+    <p class="muted small">${sourceLink(node, state.repoWeb)}</p>
+  </article>`;
+}
+
+export function clustersPage(state: State, query: URLSearchParams): Html {
+  const categoryFilter = query.get("category") ?? "";
+  const cityFilter = query.get("city") ?? "";
+  const clusters = state.list<Cluster>("Cluster");
+  const nodes = state.list<Node>("Node");
+  const workers = nodes.filter((n) => !isControlPlane(n));
+  const allCategories = [...new Set(workers.flatMap(categories))].sort();
+  const cities = [
+    ...new Set(workers.map((n) => n.metadata.annotations?.["rlark.io/city"]).filter((c): c is string => !!c)),
+  ].sort();
+  const visible = (n: Node) =>
+    (!categoryFilter || categories(n).includes(categoryFilter)) &&
+    (!cityFilter || n.metadata.annotations?.["rlark.io/city"] === cityFilter);
+  return html`<h1>Clusters and nodes</h1>
+  <form class="filters" role="search" aria-label="Filter nodes">
+    ${select("category", "Category", categoryFilter, allCategories)}
+    ${select("city", "City", cityFilter, cities)}
+  </form>
+  <p class="muted">${workers.filter(visible).length} worker nodes shown of ${workers.length}; control-plane nodes are listed apart and not counted.</p>
+  ${clusters.map((cluster) => {
+    const name = cluster.metadata.name;
+    const mine = nodes.filter((n) => clusterOf(n.metadata.namespace) === name);
+    const shown = mine.filter((n) => !isControlPlane(n) && visible(n));
+    const control = mine.filter(isControlPlane);
+    const caps = cluster.status?.capabilities ?? [];
+    return html`<section class="cluster" data-cluster="${name}">
+      <h2>${name} ${phase(cluster.status?.phase ?? "Offline")} <span class="muted small">${cluster.spec.runtime}</span></h2>
+      <p class="muted">${cluster.metadata.labels?.["rlark.io/city"] ? `${cluster.metadata.labels["rlark.io/city"]} · ` : ""}${cluster.spec.description ?? ""}
+        ${cluster.status?.lastHeartbeatTime ? ` · heartbeat ${age(cluster.status.lastHeartbeatTime)} ago` : ""}
+        ${cluster.status?.agentVersion ? ` · agent ${cluster.status.agentVersion}` : ""} · ${sourceLink(cluster, state.repoWeb)}</p>
+      ${caps.length ? html`<p class="caps">${caps.map((c) => html`<span class="badge">${c.name}: ${phase(c.health ?? c.process)}</span>`)}</p>` : ""}
+      <div class="nodes">${shown.length ? shown.map((n) => nodeCard(n, state)) : html`<p class="muted">no worker nodes${categoryFilter || cityFilter ? " match" : " reported"}</p>`}</div>
+      ${
+        control.length
+          ? html`<details class="control-plane"><summary>Control plane (${control.length}, not counted as workers)</summary>
+          ${table(
+            ["Node", "Phase"],
+            control.map(
+              (n) =>
+                html`<tr data-control-plane="${n.metadata.name}"><td>${n.metadata.name}</td><td>${phase(n.status?.phase)}</td></tr>`,
+            ),
+          )}</details>`
+          : ""
+      }
+    </section>`;
+  })}`;
+}

@@ -1,0 +1,134 @@
+import type { Job, Pod, Task } from "../../api/index.ts";
+import { type Html, html } from "./html.ts";
+import { sourceLink } from "./source-link.ts";
+import { clusterOf, type State } from "./state.ts";
+import { age } from "./time.ts";
+import { conditionsList, phase, select, table } from "./widgets.ts";
+
+const PAGE_SIZE = 50;
+const PHASES = ["Pending", "Running", "Succeeded", "Failed", "Stopping", "Stopped"];
+
+function jobClusters(job: Job): string[] {
+  return [...new Set((job.status?.tasks ?? []).map((t) => t.cluster).filter((c): c is string => !!c))].sort();
+}
+
+function matchesLabel(job: Job, filter: string): boolean {
+  if (!filter) return true;
+  const [key, value] = filter.split("=", 2).map((s) => s.trim());
+  const labels = job.metadata.labels ?? {};
+  if (!key) return true;
+  return value === undefined ? key in labels : labels[key] === value;
+}
+
+export function jobsPage(state: State, query: URLSearchParams): Html {
+  const phaseFilter = query.get("phase") ?? "";
+  const labelFilter = query.get("label") ?? "";
+  const clusterFilter = query.get("cluster") ?? "";
+  const all = state.list<Job>("Job");
+  const jobs = all.filter(
+    (job) =>
+      (!phaseFilter || (job.status?.phase ?? "Pending") === phaseFilter) &&
+      (!clusterFilter || jobClusters(job).includes(clusterFilter)) &&
+      matchesLabel(job, labelFilter),
+  );
+  const pages = Math.max(1, Math.ceil(jobs.length / PAGE_SIZE));
+  const page = Math.min(pages, Math.max(1, Number(query.get("page")) || 1));
+  const shown = jobs.slice((page - 1) * PAGE_SIZE, page * PAGE_SIZE);
+  const clusters = state.list("Cluster").map((c) => c.metadata.name);
+  const pageLink = (p: number) => {
+    const next = new URLSearchParams(query);
+    next.set("page", String(p));
+    return `#/jobs?${next}`;
+  };
+  return html`<h1>Jobs</h1>
+  <form class="filters" role="search" aria-label="Filter jobs">
+    ${select("phase", "Phase", phaseFilter, PHASES)}
+    ${select("cluster", "Cluster", clusterFilter, clusters)}
+    <label>Label <input id="filter-label" data-filter="label" value="${labelFilter}" placeholder="key=value" autocomplete="off"></label>
+  </form>
+  <p class="muted" id="jobs-count">${jobs.length} of ${all.length} jobs</p>
+  ${table(
+    ["Name", "Phase", "Run", "Tasks", "Clusters", "Age", "Source"],
+    shown.map((job) => {
+      const tasks = job.status?.tasks ?? [];
+      const done = tasks.filter((t) => t.phase === "Running" || t.phase === "Succeeded").length;
+      return html`<tr data-job="${job.metadata.name}"><td><a href="#/jobs/${encodeURIComponent(job.metadata.name)}">${job.metadata.name}</a></td>
+        <td>${phase(job.status?.phase ?? "Pending")}</td><td>${job.status?.run ?? ""}</td>
+        <td>${tasks.length ? `${done}/${tasks.length}` : job.spec.tasks.length}</td>
+        <td>${jobClusters(job).join(", ")}</td><td>${age(job.metadata.creationTimestamp)}</td>
+        <td>${sourceLink(job, state.repoWeb)}</td></tr>`;
+    }),
+  )}
+  <nav class="pager" aria-label="Pages of jobs">
+    ${page > 1 ? html`<a href="${pageLink(page - 1)}" rel="prev">← previous</a>` : ""}
+    <span>page ${page} of ${pages}</span>
+    ${page < pages ? html`<a href="${pageLink(page + 1)}" rel="next">next →</a>` : ""}
+  </nav>`;
+}
+
+export function jobPage(state: State, name: string): Html {
+  const job = state.get<Job>("Job", undefined, name);
+  if (!job) return html`<h1>Job ${name}</h1><p>No such job (yet). <a href="#/jobs">All jobs</a></p>`;
+  const tasks = state.list<Task>("Task").filter((t) => t.spec.job === name);
+  const pods = state
+    .list<Pod>("Pod")
+    .filter((p) => p.metadata.labels?.["rlinf.io/job"] === name || p.spec.job === name);
+  const podsOf = (task: Task) =>
+    pods.filter(
+      (p) =>
+        p.metadata.namespace === task.metadata.namespace &&
+        (p.spec.task === task.metadata.name || p.metadata.labels?.["rlinf.io/task"] === task.metadata.name),
+    );
+  const status = job.status;
+  return html`<h1>Job <span id="job-name">${name}</span> ${phase(status?.phase ?? "Pending")}</h1>
+  <p>Run ${status?.run ?? 0}${status?.startTime ? ` · started ${age(status.startTime)} ago` : ""}${job.spec.stopped ? " · stopped in git" : ""} · ${sourceLink(job, state.repoWeb)}</p>
+  <section><h2>Tasks</h2>
+  ${table(
+    ["Task", "Phase", "Cluster", "Node", "Pods", "IPs", "Restarts", "Exit code", ""],
+    (status?.tasks ?? []).map((entry) => {
+      const task = tasks.find(
+        (t) => t.metadata.name === entry.taskName && clusterOf(t.metadata.namespace) === entry.cluster,
+      );
+      const taskPods = task ? podsOf(task) : [];
+      const tensorBoard = (task?.status as { tensorBoardProxy?: string } | undefined)?.tensorBoardProxy;
+      const restarts = taskPods.reduce((n, p) => n + (p.status?.restarts ?? 0), 0);
+      const exitCodes = [
+        entry.exitCode,
+        task?.status?.exitCode,
+        ...taskPods.flatMap((p) => (p.status?.containerStatuses ?? []).map((c) => c.exitCode)),
+      ].filter((c): c is number => typeof c === "number");
+      return html`<tr data-task="${entry.name}"><td>${entry.name}${entry.message ? html`<div class="muted">${entry.message}</div>` : ""}</td>
+        <td>${phase(task?.status?.phase ?? entry.phase)}</td><td>${entry.cluster ?? ""}</td>
+        <td>${
+          (task?.status?.observedNodes ?? []).join(", ") ||
+          taskPods
+            .map((p) => p.spec.node)
+            .filter(Boolean)
+            .join(", ")
+        }</td>
+        <td>${taskPods.map((p) => html`<div>${p.metadata.name} ${phase(p.status?.phase)}</div>`)}</td>
+        <td>${taskPods.map((p) => html`<div>${p.status?.podIP ?? ""}${p.status?.domainIP ? ` · domain ${p.status.domainIP}` : ""}</div>`)}</td>
+        <td>${taskPods.length ? restarts : ""}</td><td>${[...new Set(exitCodes)].join(", ")}</td>
+        <td>${tensorBoard ? html`<a href="${tensorBoard}" target="_blank" rel="noopener">TensorBoard</a>` : ""}</td></tr>`;
+    }),
+  )}</section>
+  <section><h2>Timeline</h2>${conditionsList(status?.conditions)}
+  ${
+    status?.events?.length
+      ? html`<ol class="timeline">${status.events.map(
+          (e) =>
+            html`<li class="${e.type === "Warning" ? "warning" : ""}"><time>${e.time}</time> <strong>${e.reason}</strong>${e.run ? ` (run ${e.run})` : ""} — ${e.message}</li>`,
+        )}</ol>`
+      : ""
+  }</section>
+  <section><h2>Run history</h2>
+  ${table(
+    ["Run", "Phase", "Started", "Completed", "Tasks"],
+    (status?.history ?? []).map(
+      (
+        r,
+      ) => html`<tr><td>${r.run}</td><td>${phase(r.phase)}</td><td>${r.startTime ?? ""}</td><td>${r.completionTime ?? ""}</td>
+        <td>${(r.tasks ?? []).map((t) => `${t.name}: ${t.phase ?? ""}${typeof t.exitCode === "number" ? ` (exit ${t.exitCode})` : ""}`).join(", ")}</td></tr>`,
+    ),
+  )}</section>`;
+}

@@ -1,0 +1,165 @@
+// A real hub on a real git repository seeded from examples/, with the dashboard mounted the way
+// the hub's main mounts it: the dashboard needs the hub's store, the hub needs the dashboard's
+// routes, so the routes and the authenticator are bound once both exist.
+import { mkdtemp, readdir, readFile } from "node:fs/promises";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import type { Test } from "tap";
+import { createDashboard, type Dashboard } from "../../operators/dashboard/index.ts";
+import type { Principal } from "../../operators/hub/http/auth.ts";
+import { type Hub, startHub } from "../../operators/hub/hub.ts";
+import { silentLogger } from "../../operators/lib/controller/index.ts";
+import type { GitServer } from "../helpers/git-server.ts";
+
+const EXAMPLES = path.join(import.meta.dirname, "..", "..", "examples");
+
+/** Every file of examples/ except the invalid ones, as git.commit() takes them. */
+export async function exampleFiles(): Promise<Record<string, string>> {
+  const files: Record<string, string> = {};
+  for (const entry of await readdir(EXAMPLES, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile()) continue;
+    const full = path.join(entry.parentPath, entry.name);
+    const relative = path.relative(EXAMPLES, full);
+    if (relative.startsWith("invalid")) continue;
+    files[relative] = await readFile(full, "utf8");
+  }
+  return files;
+}
+
+export function userYaml(name: string, role: string, passwordHash: string): string {
+  return `apiVersion: rlinf.io/v1alpha1\nkind: User\nmetadata:\n  name: ${name}\nspec:\n  roles: [${role}]\n  passwordHash: "${passwordHash}"\n`;
+}
+
+export interface DashboardHub {
+  hub: Hub;
+  dashboard: Dashboard;
+  dataDir: string;
+}
+
+export async function startDashboardHub(
+  t: Test,
+  git: GitServer,
+  options: {
+    repoUrl?: string;
+    loginLimit?: { max: number; windowMs: number };
+    sessionTtlSeconds?: number;
+  } = {},
+): Promise<DashboardHub> {
+  const dataDir = await mkdtemp(path.join(tmpdir(), "rlark-dash-"));
+  let dashboard: Dashboard | undefined;
+  const hub = await startHub({
+    dataDir,
+    http: "127.0.0.1:0",
+    repo: git.fileUrl,
+    branch: git.branch,
+    intervalMs: 200,
+    logger: silentLogger,
+    extraRoutes: (req: IncomingMessage, res: ServerResponse, url: URL) =>
+      dashboard ? dashboard.routes(req, res, url) : false,
+    authenticate: (token: string): Promise<Principal | undefined> | undefined =>
+      dashboard ? Promise.resolve(dashboard.authenticator(token)) : undefined,
+  });
+  dashboard = await createDashboard({
+    store: hub.store,
+    dataDir,
+    sourceStatus: () => hub.source?.watcher.status(),
+    repoUrl: options.repoUrl,
+    logger: silentLogger,
+    loginLimit: options.loginLimit,
+    sessionTtlSeconds: options.sessionTtlSeconds,
+    sourcePollMs: 100,
+  });
+  t.teardown(async () => {
+    dashboard?.close();
+    await hub.stop();
+  });
+  return { hub, dashboard, dataDir };
+}
+
+export async function login(
+  hub: Hub,
+  body: Record<string, unknown>,
+): Promise<{ status: number; body: Record<string, unknown>; headers: Headers }> {
+  const response = await fetch(`${hub.url}/api/v1/auth/login`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  return {
+    status: response.status,
+    body: (await response.json()) as Record<string, unknown>,
+    headers: response.headers,
+  };
+}
+
+export interface SseMessage {
+  id?: string;
+  event: string;
+  data: string;
+}
+
+/** A server-sent event stream read with fetch, message by message. */
+export class SseClient {
+  readonly status: number;
+  readonly messages: SseMessage[] = [];
+  #controller: AbortController;
+  #done: Promise<void>;
+
+  constructor(status: number, body: ReadableStream<Uint8Array> | null, controller: AbortController) {
+    this.status = status;
+    this.#controller = controller;
+    this.#done = this.#read(body);
+  }
+
+  async #read(body: ReadableStream<Uint8Array> | null): Promise<void> {
+    if (!body) return;
+    const decoder = new TextDecoder();
+    let buffer = "";
+    try {
+      for await (const chunk of body) {
+        buffer += decoder.decode(chunk, { stream: true });
+        let end = buffer.indexOf("\n\n");
+        while (end !== -1) {
+          const block = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const message: SseMessage = { event: "message", data: "" };
+          const data: string[] = [];
+          for (const line of block.split("\n")) {
+            if (line.startsWith(":")) continue;
+            const colon = line.indexOf(":");
+            const field = colon === -1 ? line : line.slice(0, colon);
+            const value = colon === -1 ? "" : line.slice(colon + 1).replace(/^ /, "");
+            if (field === "id") message.id = value;
+            else if (field === "event") message.event = value;
+            else if (field === "data") data.push(value);
+          }
+          message.data = data.join("\n");
+          if (data.length || message.event !== "message") this.messages.push(message);
+          end = buffer.indexOf("\n\n");
+        }
+      }
+    } catch {
+      // aborted
+    }
+  }
+
+  find(predicate: (m: SseMessage) => boolean): SseMessage | undefined {
+    return this.messages.find(predicate);
+  }
+
+  close(): Promise<void> {
+    this.#controller.abort();
+    return this.#done;
+  }
+}
+
+export async function openEvents(
+  hub: Hub,
+  query: string,
+  headers: Record<string, string> = {},
+): Promise<SseClient> {
+  const controller = new AbortController();
+  const response = await fetch(`${hub.url}/api/v1/events${query}`, { headers, signal: controller.signal });
+  return new SseClient(response.status, response.body, controller);
+}

@@ -1,0 +1,260 @@
+// The dashboard's server side on a real hub, real git and real HTTP: login, sessions on the API,
+// the live event stream and the static assets.
+import { stat } from "node:fs/promises";
+import path from "node:path";
+import t, { type Test } from "tap";
+import { hashPassword } from "../../operators/hub/auth/index.ts";
+import { createGitServer, waitFor } from "../helpers/git-server.ts";
+import { exampleFiles, login, openEvents, startDashboardHub, userYaml } from "./dashboard-hub.ts";
+
+const FAST = { ln: 10, r: 8, p: 1 };
+
+async function seeded(t: Test, extra: Record<string, string> = {}) {
+  const git = await createGitServer();
+  t.teardown(() => git.close());
+  await git.commit({
+    ...(await exampleFiles()),
+    "users/carol.yaml": userYaml("carol", "user", await hashPassword("correct horse", FAST)),
+    ...extra,
+  });
+  return git;
+}
+
+async function synced(hub: { url: string; adminToken: string }) {
+  await waitFor(async () => {
+    const r = await fetch(`${hub.url}/api/v1/source`, {
+      headers: { authorization: `Bearer ${hub.adminToken}` },
+    });
+    return ((await r.json()) as { state: string }).state === "Synced";
+  }, "the example repo applied");
+}
+
+t.test(
+  "a User from git logs in with its password; the session opens every /api route; a wrong one is refused",
+  async (t) => {
+    const git = await seeded(t);
+    const { hub } = await startDashboardHub(t, git, { sessionTtlSeconds: 600 });
+    await synced(hub);
+
+    const ok = await login(hub, { username: "carol", password: "correct horse" });
+    t.equal(ok.status, 200);
+    t.equal(ok.body.subject, "carol");
+    t.equal(ok.body.role, "user");
+    const token = ok.body.token as string;
+    const [header, payload] = token
+      .split(".")
+      .slice(0, 2)
+      .map((p) => JSON.parse(Buffer.from(p, "base64url").toString()));
+    t.same(header, { alg: "HS256", typ: "JWT" });
+    t.equal(payload.sub, "carol");
+    t.equal(payload.role, "user");
+    t.equal(payload.exp - payload.iat, 600, "short-lived: the configured lifetime");
+
+    const jobs = await fetch(`${hub.url}/api/v1/rlinf.io/v1alpha1/jobs`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    t.equal(jobs.status, 200, "the session token opens the API");
+    const items = ((await jobs.json()) as { items: { metadata: { name: string } }[] }).items.map(
+      (i) => i.metadata.name,
+    );
+    t.ok(items.includes("ppo-cartpole-v1"));
+
+    const wrong = await login(hub, { username: "carol", password: "Tr0ub4dor&3" });
+    t.equal(wrong.status, 401);
+    t.equal(wrong.body.kind, "Status");
+    t.notOk("token" in wrong.body);
+    t.equal(
+      (await login(hub, { username: "nobody", password: "x" })).status,
+      401,
+      "an unknown user is refused alike",
+    );
+    t.equal(
+      (await login(hub, { username: "alice", password: "" })).status,
+      401,
+      "a User without a hash cannot log in",
+    );
+    const tampered = `${token.slice(0, -2)}xx`;
+    const refused = await fetch(`${hub.url}/api/v1/source`, {
+      headers: { authorization: `Bearer ${tampered}` },
+    });
+    t.equal(refused.status, 401, "a tampered token is refused");
+    const bad = await fetch(`${hub.url}/api/v1/auth/login`, { method: "POST", body: "username=carol" });
+    t.equal(bad.status, 400, "only JSON bodies");
+  },
+);
+
+t.test("a User removed from git loses its session at once", async (t) => {
+  const git = await seeded(t);
+  const { hub } = await startDashboardHub(t, git);
+  await synced(hub);
+  const token = (await login(hub, { username: "carol", password: "correct horse" })).body.token as string;
+  const get = () => fetch(`${hub.url}/api/v1/source`, { headers: { authorization: `Bearer ${token}` } });
+  t.equal((await get()).status, 200);
+  await git.commit({ "users/carol.yaml": null });
+  await waitFor(async () => (await get()).status === 401, "carol's session refused");
+});
+
+t.test("the admin token logs in, and the one-click URL keeps it in the fragment", async (t) => {
+  const git = await seeded(t);
+  const { hub, dashboard } = await startDashboardHub(t, git);
+  const ok = await login(hub, { adminToken: hub.adminToken });
+  t.equal(ok.status, 200);
+  t.equal(ok.body.role, "admin");
+  t.equal((await login(hub, { adminToken: "not-the-token" })).status, 401);
+  const url = new URL(dashboard.loginUrl(hub.adminToken, hub.url));
+  t.equal(url.origin, hub.url);
+  t.equal(url.pathname, "/");
+  t.equal(url.search, "", "no token in the query, which servers and proxies log");
+  t.match(url.hash, `adminToken=${encodeURIComponent(hub.adminToken)}`);
+});
+
+t.test("failed logins are rate-limited with Retry-After", async (t) => {
+  const git = await seeded(t);
+  const { hub } = await startDashboardHub(t, git, { loginLimit: { max: 3, windowMs: 60_000 } });
+  await synced(hub);
+  for (let i = 0; i < 3; i++)
+    t.equal((await login(hub, { username: "carol", password: `guess-${i}` })).status, 401);
+  const limited = await login(hub, { username: "carol", password: "correct horse" });
+  t.equal(limited.status, 429, "even the right password waits once the limit is hit");
+  t.ok(Number(limited.headers.get("retry-after")) > 0);
+});
+
+t.test("the event stream refuses a missing or wrong token", async (t) => {
+  const git = await seeded(t);
+  const { hub } = await startDashboardHub(t, git);
+  const none = await openEvents(hub, "");
+  t.equal(none.status, 401);
+  await none.close();
+  const wrong = await openEvents(hub, "?token=wrong");
+  t.equal(wrong.status, 401);
+  await wrong.close();
+});
+
+t.test(
+  "the event stream sends a redacted snapshot, then a git push and a status update live; Last-Event-ID resumes",
+  async (t) => {
+    const git = await seeded(t);
+    const { hub } = await startDashboardHub(t, git, {
+      repoUrl: "https://user:secret@github.com/lab/manifests.git",
+    });
+    await synced(hub);
+    const token = (await login(hub, { username: "carol", password: "correct horse" })).body.token as string;
+    await waitFor(async () => (await hub.store.list("Job")).items.length >= 2, "jobs in the store");
+
+    const stream = await openEvents(hub, `?token=${token}`);
+    t.teardown(() => stream.close());
+    await waitFor(() => !!stream.find((m) => m.event === "snapshot"), "snapshot");
+    const snapshot = stream.find((m) => m.event === "snapshot")!;
+    const body = JSON.parse(snapshot.data) as {
+      objects: { kind: string; metadata: { name: string }; spec?: Record<string, unknown> }[];
+      source: { state: string };
+      config: { repoWeb: { base: string; style: string } };
+    };
+    t.ok(body.objects.some((o) => o.kind === "Job" && o.metadata.name === "ppo-cartpole-v1"));
+    t.ok(body.objects.some((o) => o.kind === "Workflow" && o.metadata.name === "collect-train-deploy"));
+    t.notOk(
+      body.objects.some((o) => o.kind === "User"),
+      "no Users, so no password hashes",
+    );
+    t.equal(body.source.state, "Synced");
+    t.same(
+      body.config.repoWeb,
+      { base: "https://github.com/lab/manifests", style: "github" },
+      "no credentials",
+    );
+    t.ok(snapshot.id, "the snapshot names where to resume");
+
+    // A status update from "the agent": arrives as MODIFIED with its resourceVersion as id.
+    const job = (await hub.store.get("Job", undefined, "ppo-cartpole-v1"))!;
+    const updated = await hub.store.updateStatus({ ...job, status: { phase: "Running", run: 1 } });
+    await waitFor(
+      () => !!stream.find((m) => m.event === "change" && m.id === updated.metadata.resourceVersion),
+      "status change",
+    );
+    const change = JSON.parse(stream.find((m) => m.id === updated.metadata.resourceVersion)!.data);
+    t.equal(change.type, "MODIFIED");
+    t.equal(change.object.status.phase, "Running");
+
+    // A DomainPeer's key never leaves the hub.
+    const peer = await hub.store.create({
+      apiVersion: "rlinf.io/v1alpha1",
+      kind: "DomainPeer",
+      metadata: { name: "robot-lab", namespace: "agent-beijing", labels: { "rlark.io/domain": "robot-lab" } },
+      spec: { cert: "CERT", key: "PRIVATE KEY", prefixLen: 24, pods: [] },
+    });
+    await waitFor(() => !!stream.find((m) => m.id === peer.metadata.resourceVersion), "peer event");
+    const peerEvent = stream.find((m) => m.id === peer.metadata.resourceVersion)!;
+    t.notMatch(peerEvent.data, "PRIVATE KEY");
+
+    // A git push: a new Domain arrives as ADDED.
+    await git.commit({
+      "domains/extra.yaml":
+        "apiVersion: rlinf.io/v1alpha1\nkind: Domain\nmetadata:\n  name: extra\nspec:\n  cidr: 10.77.0.0/24\n",
+    });
+    await waitFor(
+      () => !!stream.find((m) => m.event === "change" && m.data.includes('"name":"extra"')),
+      "pushed domain",
+    );
+    await waitFor(
+      () => stream.messages.filter((m) => m.event === "source").length > 0,
+      "source status pushed after the new revision",
+    );
+    await stream.close();
+
+    // Missed while away: resumes with only these, not a new snapshot.
+    const lastId = stream.messages.filter((m) => m.id).at(-1)!.id!;
+    const missed = await hub.store.updateStatus({
+      ...(await hub.store.get("Job", undefined, "cartpole-local"))!,
+      status: { phase: "Succeeded", run: 1 },
+    });
+    const resumed = await openEvents(hub, `?token=${token}`, { "last-event-id": lastId });
+    t.teardown(() => resumed.close());
+    await waitFor(
+      () => !!resumed.find((m) => m.id === missed.metadata.resourceVersion),
+      "missed change replayed",
+    );
+    t.notOk(
+      resumed.find((m) => m.event === "snapshot"),
+      "no snapshot on resume",
+    );
+    t.ok(resumed.find((m) => m.event === "resume"));
+    t.notOk(
+      resumed.find((m) => m.data.includes('"name":"extra"') && m.event === "change"),
+      "nothing seen before is sent again",
+    );
+
+    const unknown = await openEvents(hub, `?token=${token}&lastEventId=999999999`);
+    t.teardown(() => unknown.close());
+    await waitFor(
+      () => !!unknown.find((m) => m.event === "snapshot"),
+      "an id it cannot resume from gets a snapshot",
+    );
+  },
+);
+
+t.test(
+  "the page is not cached, hashed assets are cached for good, and the code ships without types",
+  async (t) => {
+    const git = await seeded(t);
+    const { hub, dataDir } = await startDashboardHub(t, git);
+    const index = await fetch(`${hub.url}/`);
+    t.equal(index.status, 200, "the page itself needs no token: the data does");
+    t.equal(index.headers.get("cache-control"), "no-cache");
+    t.match(index.headers.get("content-security-policy"), "default-src 'self'");
+    const html = await index.text();
+    const script = /src="(\/assets\/[0-9a-f]{16}\/main\.ts)"/.exec(html)?.[1];
+    t.ok(script, "the entry point is under a content hash");
+    const js = await fetch(`${hub.url}${script}`);
+    t.equal(js.status, 200);
+    t.equal(js.headers.get("cache-control"), "public, max-age=31536000, immutable");
+    t.match(js.headers.get("content-type"), "text/javascript");
+    const code = await js.text();
+    t.notMatch(code, /import type/, "types are stripped");
+    t.notMatch(code, /https?:\/\/(?!localhost)[a-z]+\.[a-z]+\/.*\.js/, "nothing loaded from a CDN");
+    const css = /href="(\/assets\/[0-9a-f]{16}\/style\.css)"/.exec(html)?.[1];
+    t.equal((await fetch(`${hub.url}${css}`)).status, 200);
+    t.equal((await fetch(`${hub.url}/assets/0000000000000000/main.ts`)).status, 404);
+    const secret = await stat(path.join(dataDir, "dashboard-jwt-secret"));
+    t.equal(secret.mode & 0o777, 0o600, "the signing secret is private to the hub's user");
+  },
+);
