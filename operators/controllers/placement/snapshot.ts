@@ -151,19 +151,8 @@ export class PlacementSnapshot {
   /** Holds `placement`'s request on its nodes under `key` (a Task's namespace/name, or a plan's key). */
   reserve(key: string, placement: TaskPlacement, group?: string): void {
     this.release(key);
-    const reservation: Reservation = {
-      cluster: placement.cluster,
-      nodes: [],
-      ...(group !== undefined ? { group } : {}),
-    };
-    if (group !== undefined) {
-      let keys = this.#groups.get(group);
-      if (!keys) {
-        keys = new Set();
-        this.#groups.set(group, keys);
-      }
-      keys.add(key);
-    }
+    const reservation: Reservation = { cluster: placement.cluster, nodes: [] };
+    this.#group(key, reservation, group);
     const nodes = this.#nodes.get(placement.cluster);
     for (const assignment of placement.nodes) {
       const state = nodes?.get(assignment.node);
@@ -183,6 +172,7 @@ export class PlacementSnapshot {
     if (!reservation) return;
     this.#reservations.delete(key);
     this.#ungroup(key, reservation);
+    delete reservation.group;
     const nodes = this.#nodes.get(reservation.cluster);
     for (const { node } of reservation.nodes) {
       const state = nodes?.get(node);
@@ -202,6 +192,17 @@ export class PlacementSnapshot {
     for (const key of [...keys]) this.release(key);
   }
 
+  #group(key: string, reservation: Reservation, group: string | undefined): void {
+    if (group === undefined) return;
+    reservation.group = group;
+    let keys = this.#groups.get(group);
+    if (!keys) {
+      keys = new Set();
+      this.#groups.set(group, keys);
+    }
+    keys.add(key);
+  }
+
   #ungroup(key: string, reservation: Reservation): void {
     if (reservation.group === undefined) return;
     const keys = this.#groups.get(reservation.group);
@@ -218,15 +219,7 @@ export class PlacementSnapshot {
     // The new key joins `group`, or stands on its own (a Task's room is released by its own events).
     this.#ungroup(from, reservation);
     delete reservation.group;
-    if (group !== undefined) {
-      reservation.group = group;
-      let keys = this.#groups.get(group);
-      if (!keys) {
-        keys = new Set();
-        this.#groups.set(group, keys);
-      }
-      keys.add(to);
-    }
+    this.#group(to, reservation, group);
     this.#reservations.set(to, reservation);
     const nodes = this.#nodes.get(reservation.cluster);
     for (const { node, amounts } of reservation.nodes) {

@@ -241,3 +241,25 @@ t.test(
     t.equal(mine.spec.agentType, "Kubernetes");
   },
 );
+
+t.test(
+  "clusterSelector keeps a task in the clusters it names, even when another has more room",
+  async (t) => {
+    const hub = await startHub(t);
+    await hub.store.create(cluster("beijing", { labels: { "rlark.io/city": "beijing" } }));
+    await hub.store.create(node("beijing", "big", { allocatable: { cpu: "256", memory: "1Ti" } }));
+    await hub.store.create(cluster("shanghai", { labels: { "rlark.io/city": "shanghai" } }));
+    await hub.store.create(node("shanghai", "small", { allocatable: { cpu: "4", memory: "8Gi" } }));
+    const local = k8sTask("local", {
+      requests: { cpu: "1" },
+      clusterSelector: { matchLabels: { "rlark.io/city": "shanghai" } },
+    });
+    await hub.store.create(job("pinned", [local, k8sTask("anywhere", { requests: { cpu: "1" } })]));
+    const tasks = await waitFor("two Tasks", async () => {
+      const all = await tasksOf(hub.store, "pinned");
+      return all.length === 2 ? all : undefined;
+    });
+    const where = Object.fromEntries(tasks.map((x) => [x.spec.task, x.metadata.namespace]));
+    t.same(where, { local: "agent-shanghai", anywhere: "agent-beijing" });
+  },
+);

@@ -73,3 +73,28 @@ t.test("load fills the snapshot from the store, Task reservations included", asy
   t.equal(freeGpus(snapshot), 1000);
   t.ok(snapshot.isReserved("agent-beijing/a"));
 });
+
+t.test(
+  "a Job's plans are released together; a plan that became a Task is no longer one of them",
+  async (t) => {
+    const snapshot = new PlacementSnapshot();
+    snapshot.setCluster(cluster("beijing"));
+    snapshot.setNode(gpuBox());
+    const fit = (n: number) => {
+      const result = placeJob({ tasks: [oneGpu()], clusters: snapshot.clusters() });
+      if (!result.placed || !result.tasks[0]) throw new Error(`placement ${n} failed`);
+      return result.tasks[0];
+    };
+    snapshot.reserve("plan/ppo/a", fit(1), "plans/ppo");
+    snapshot.reserve("plan/ppo/b", fit(2), "plans/ppo");
+    t.equal(freeGpus(snapshot), 0);
+    snapshot.rekey("plan/ppo/a", "agent-beijing/ppo-a");
+    t.equal(freeGpus(snapshot), 0, "moving the reservation never frees it");
+    snapshot.releaseGroup("plans/ppo");
+    t.equal(freeGpus(snapshot), 1000, "the remaining plan went");
+    t.ok(snapshot.isReserved("agent-beijing/ppo-a"), "the Task's reservation stays");
+    snapshot.rekey("agent-beijing/ppo-a", "plan/ppo/a", "plans/ppo");
+    snapshot.releaseGroup("plans/ppo");
+    t.equal(freeGpus(snapshot), 2000, "moved back into the group, released with it");
+  },
+);
