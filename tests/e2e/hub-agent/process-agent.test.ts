@@ -1,0 +1,196 @@
+// Hub and a process-runtime agent end to end: a git repository, the real hub (store, controllers,
+// SSH tunnel) and `rlark agent` as its own process, enrolled with a bootstrap token.
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtemp, readdir, readFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import t, { type Test } from "tap";
+import { type Hub, startHub } from "../../../operators/hub/hub.ts";
+import { silentLogger } from "../../../operators/lib/controller/index.ts";
+import type { KubeObject } from "../../../operators/lib/store/index.ts";
+import { createGitServer, type GitServer, waitFor } from "../../helpers/git-server.ts";
+
+const cli = path.resolve(import.meta.dirname, "../../../operators/cli/main.ts");
+const marker = `rlark-e2e-${process.pid}`;
+
+const cluster = `apiVersion: rlinf.io/v1alpha1
+kind: Cluster
+metadata:
+  name: local
+spec:
+  runtime: process
+`;
+
+function rawJob(name: string, script: string, kind: "Job" | "Deployment", extra = ""): string {
+  return `apiVersion: rlinf.io/v1alpha1
+kind: Job
+metadata:
+  name: ${name}
+spec:
+${extra}  tasks:
+    - name: main
+      role: Actor
+      agentType: Raw
+      raw:
+        kind: ${kind}
+        command: ["sh", "-c", ${JSON.stringify(`${script} # ${marker}`)}]
+`;
+}
+
+/** Processes of this test run still alive, found by the marker in their command line. */
+async function markedProcesses(): Promise<number[]> {
+  const pids: number[] = [];
+  for (const entry of await readdir("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    const cmdline = await readFile(`/proc/${entry}/cmdline`, "utf8").catch(() => "");
+    if (cmdline.includes(marker) && !cmdline.includes("node")) pids.push(Number(entry));
+  }
+  return pids;
+}
+
+async function job(hub: Hub, name: string): Promise<KubeObject | undefined> {
+  return hub.store.get("Job", undefined, name);
+}
+const phaseOf = (o: KubeObject | undefined) => (o?.status as { phase?: string } | undefined)?.phase;
+
+function startAgentProcess(hub: Hub, stateDir: string, token?: string): ChildProcess {
+  const args = [cli, "agent", "--hub", hub.sshAddress, "--state-dir", stateDir];
+  if (token) args.push("--token", token, "--ca-hash", hub.caFingerprint);
+  const child = spawn(process.execPath, args, { stdio: ["ignore", "ignore", "pipe"] });
+  child.stderr?.resume();
+  return child;
+}
+
+async function setup(t: Test, files: Record<string, string>) {
+  const git: GitServer = await createGitServer();
+  t.teardown(() => git.close());
+  await git.commit({ "cluster.yaml": cluster, ...files });
+  const dataDir = await mkdtemp(path.join(tmpdir(), "rlark-e2e-hub-"));
+  const start = () =>
+    startHub({
+      dataDir,
+      http: "127.0.0.1:0",
+      ssh: "127.0.0.1:0",
+      repo: git.fileUrl,
+      branch: git.branch,
+      intervalMs: 200,
+      logger: silentLogger,
+    });
+  const hub = await start();
+  await waitFor(
+    async () => (await hub.store.get("Cluster", undefined, "local")) !== undefined,
+    "cluster from git",
+  );
+  const { token } = await hub.pki.enrollment.createToken({ cluster: "local", ttlMs: 60_000 });
+  const stateDir = await mkdtemp(path.join(tmpdir(), "rlark-e2e-agent-"));
+  return { git, hub, stateDir, token, dataDir };
+}
+
+t.test("Raw tasks run to completion: exit 0 succeeds, exit 3 fails with exit code 3", async (t) => {
+  const { hub, stateDir, token } = await setup(t, {
+    "ok.yaml": rawJob("ok", "exit 0", "Job"),
+    "bad.yaml": rawJob("bad", "exit 3", "Job"),
+  });
+  t.teardown(() => hub.stop());
+  const agent = startAgentProcess(hub, stateDir, token);
+  t.teardown(() => agent.kill("SIGKILL"));
+  await waitFor(async () => phaseOf(await job(hub, "ok")) === "Succeeded", "ok Succeeded", {
+    attempts: 1200,
+  });
+  await waitFor(async () => phaseOf(await job(hub, "bad")) === "Failed", "bad Failed", { attempts: 1200 });
+  const task = await hub.store.get("Task", "agent-local", "bad-main");
+  t.match(task?.status, { phase: "Failed", exitCode: 3 });
+  const conditions = (await job(hub, "bad"))?.status as { conditions?: { message?: string }[] };
+  t.match(JSON.stringify(conditions.conditions), /exit code 3/, "the Job says why");
+  const cl = await hub.store.get("Cluster", undefined, "local");
+  t.match(cl?.status, { phase: "Online", runtime: "process" });
+  const pods = await hub.store.list("Pod", { namespace: "agent-local" });
+  t.ok(
+    pods.items.some((p) => p.metadata.name.startsWith("ok-main")),
+    "pods are mirrored",
+  );
+});
+
+t.test(
+  "stop leaves nothing running; clearing stopped starts a fresh run; agent and hub restarts duplicate nothing",
+  async (t) => {
+    const {
+      git,
+      hub: firstHub,
+      stateDir,
+      token,
+      dataDir,
+    } = await setup(t, {
+      "svc.yaml": rawJob("svc", "sleep 300; true", "Deployment"),
+    });
+    let hub = firstHub;
+    t.teardown(() => hub.stop());
+    let agent = startAgentProcess(hub, stateDir, token);
+    t.teardown(() => agent.kill("SIGKILL"));
+    await waitFor(async () => phaseOf(await job(hub, "svc")) === "Running", "svc Running", {
+      attempts: 1200,
+    });
+    // The runtime's wrapper shell and the task's shell both carry the marker: count once, compare after.
+    const perReplica = (await markedProcesses()).length;
+    t.ok(perReplica > 0, "the replica runs");
+
+    // The agent dies hard and comes back: it adopts the process instead of starting a second one.
+    agent.kill("SIGKILL");
+    await new Promise((resolve) => agent.once("exit", resolve));
+    agent = startAgentProcess(hub, stateDir);
+    await waitFor(async () => {
+      const cl = await hub.store.get("Cluster", undefined, "local");
+      return (cl?.status as { bootId?: string })?.bootId !== undefined;
+    }, "agent back");
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    t.equal((await markedProcesses()).length, perReplica, "no duplicate after an agent restart");
+
+    // The hub restarts on the same data dir: the agent reconnects and the Job stays Running.
+    await hub.stop();
+    const { startHub: restart } = await import("../../../operators/hub/hub.ts");
+    hub = await restart({
+      dataDir,
+      http: "127.0.0.1:0",
+      ssh: hub.sshAddress,
+      repo: git.fileUrl,
+      branch: git.branch,
+      intervalMs: 200,
+      logger: silentLogger,
+    });
+    await waitFor(
+      async () => (await hub.store.get("Cluster", undefined, "local"))?.status !== undefined,
+      "status",
+    );
+    await waitFor(
+      async () =>
+        ((await hub.store.get("Cluster", undefined, "local"))?.status as { phase?: string })?.phase ===
+        "Online",
+      "agent reconnected to the restarted hub",
+      { attempts: 1200 },
+    );
+    t.equal((await markedProcesses()).length, perReplica, "no duplicate after a hub restart");
+
+    await git.commit({ "svc.yaml": rawJob("svc", "sleep 300; true", "Deployment", "  stopped: true\n") });
+    await waitFor(async () => phaseOf(await job(hub, "svc")) === "Stopped", "svc Stopped", {
+      attempts: 1200,
+    });
+    t.same(await markedProcesses(), [], "nothing is left running");
+    t.same((await hub.store.list("Task", { namespace: "agent-local" })).items, [], "no Task is left");
+
+    await git.commit({ "svc.yaml": rawJob("svc", "sleep 300; true", "Deployment") });
+    await waitFor(async () => phaseOf(await job(hub, "svc")) === "Running", "svc Running again", {
+      attempts: 1200,
+    });
+    t.equal(((await job(hub, "svc"))?.status as { run?: number }).run, 2, "a fresh run");
+    t.equal((await markedProcesses()).length, perReplica, "one replica again");
+    await git.commit({ "svc.yaml": null });
+    await waitFor(
+      async () => (await job(hub, "svc")) === undefined,
+      "svc removed from git is stopped, then gone",
+      {
+        attempts: 1200,
+      },
+    );
+    t.same(await markedProcesses(), []);
+  },
+);
