@@ -212,6 +212,15 @@ export interface RuntimeSnapshot {
   volumes?: ObservedVolume[];
 }
 
+/** Git's admin overlay for one node (the Node object's labels, annotations and spec.unschedulable). */
+export interface NodeOverlay {
+  name: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  /** true cordons, false uncordons; undefined leaves the node's own setting alone. */
+  unschedulable?: boolean;
+}
+
 export interface LogOptions {
   /** Only the last N lines. */
   tail?: number;
@@ -242,6 +251,11 @@ export interface Runtime {
   onChange(listener: () => void): () => void;
   /** The pod's recent output (stdout and stderr interleaved). */
   logs(pod: { namespace: string; name: string }, options?: LogOptions): Promise<string>;
+  /**
+   * Runtimes that manage real nodes (kubernetes) take git's Node overlays: the complete set each
+   * time; keys an earlier overlay set and this one drops are removed, nothing else is touched.
+   */
+  applyNodeOverlays?(overlays: readonly NodeOverlay[]): Promise<void>;
   /** Stops supervising. By default leaves workloads running, to be adopted by the next runtime. */
   stop(options?: StopOptions): Promise<void>;
 }

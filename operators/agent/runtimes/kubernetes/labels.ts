@@ -7,6 +7,8 @@ export const LABEL_JOB = "rlinf.io/job";
 export const LABEL_TASK = "rlinf.io/task";
 export const LABEL_MANAGED_BY = "rlark.io/managed-by";
 export const MANAGED_BY = "rlark-agent";
+/** Set only when several runtimes share a cluster (tests): each selects its own objects. */
+export const LABEL_INSTANCE = "rlark.io/agent-instance";
 /** What a rendered object is for: workload, ssh, ray-scripts, ray-head, headless. */
 export const LABEL_COMPONENT = "rlark.io/component";
 

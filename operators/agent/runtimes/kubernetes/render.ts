@@ -12,6 +12,7 @@ import {
   ANNOTATION_TASK_NAMESPACE,
   ANNOTATION_TASK_UID,
   LABEL_COMPONENT,
+  LABEL_INSTANCE,
   LABEL_JOB,
   LABEL_MANAGED_BY,
   LABEL_TASK,
@@ -54,6 +55,11 @@ export interface RenderOptions {
   /** Where a Task whose template names no namespace goes. Default rlark-system. */
   defaultNamespace?: string;
   sidecar?: SidecarOptions;
+  /**
+   * Labels everything rlark.io/agent-instance=<instance>, so several runtimes (test runs) can
+   * share a cluster without pruning each other's objects. Unset for a real agent: one per cluster.
+   */
+  instance?: string;
   /** The whole desired set: a Ray worker finds its head's namespace there. */
   desired?: readonly RuntimeTask[];
 }
@@ -130,12 +136,13 @@ export function taskNamespace(task: RuntimeTask, defaultNamespace = DEFAULT_NAME
 export const jobOf = (task: RuntimeTask): string => task.spec.job ?? task.metadata.labels?.[LABEL_JOB] ?? "";
 
 /** The labels every object of a Task carries; also the selector of its workload (without job). */
-export function taskLabels(task: RuntimeTask): Record<string, string> {
+export function taskLabels(task: RuntimeTask, instance?: string): Record<string, string> {
   const job = jobOf(task);
   return {
     [LABEL_TASK]: task.metadata.name,
     [LABEL_MANAGED_BY]: MANAGED_BY,
     ...(job ? { [LABEL_JOB]: job } : {}),
+    ...(instance ? { [LABEL_INSTANCE]: instance } : {}),
   };
 }
 
@@ -144,7 +151,7 @@ const selectorLabels = (task: string): Record<string, string> => ({
   [LABEL_MANAGED_BY]: MANAGED_BY,
 });
 
-function meta(task: RuntimeTask, name: string, namespace: string, component: string): Obj {
+function meta(task: RuntimeTask, name: string, namespace: string, component: string, instance?: string): Obj {
   const annotations: Record<string, string> = {};
   if (task.metadata.uid) annotations[ANNOTATION_TASK_UID] = task.metadata.uid;
   if (task.metadata.generation !== undefined)
@@ -153,7 +160,7 @@ function meta(task: RuntimeTask, name: string, namespace: string, component: str
   return {
     name,
     namespace,
-    labels: { ...taskLabels(task), [LABEL_COMPONENT]: component },
+    labels: { ...taskLabels(task, instance), [LABEL_COMPONENT]: component },
     ...(Object.keys(annotations).length > 0 ? { annotations } : {}),
   };
 }
@@ -223,7 +230,7 @@ export function renderTask(task: RuntimeTask, options: RenderOptions = {}): Rend
   // pod template metadata: the template's own labels, ours on top (the selector depends on them)
   const podLabels = {
     ...(isObj(workload.metadata.labels) ? workload.metadata.labels : {}),
-    ...taskLabels(task),
+    ...taskLabels(task, options.instance),
   };
   const podAnnotations: Obj = isObj(workload.metadata.annotations)
     ? { ...workload.metadata.annotations }
@@ -246,7 +253,10 @@ export function renderTask(task: RuntimeTask, options: RenderOptions = {}): Rend
       if (!isObj(eph) || !isObj(eph.volumeClaimTemplate)) continue;
       const vct = eph.volumeClaimTemplate;
       const m = isObj(vct.metadata) ? vct.metadata : {};
-      vct.metadata = { ...m, labels: { ...(isObj(m.labels) ? m.labels : {}), ...taskLabels(task) } };
+      vct.metadata = {
+        ...m,
+        labels: { ...(isObj(m.labels) ? m.labels : {}), ...taskLabels(task, options.instance) },
+      };
     }
   }
 
@@ -263,7 +273,7 @@ export function renderTask(task: RuntimeTask, options: RenderOptions = {}): Rend
     objects.push({
       apiVersion: "v1",
       kind: "ConfigMap",
-      metadata: meta(task, sshConfigMapName(name), namespace, "ssh"),
+      metadata: meta(task, sshConfigMapName(name), namespace, "ssh", options.instance),
       data: { authorized_keys: `${task.spec.sshPublicKey.trim()}\n` },
     });
     addVolume(podSpec, {
@@ -317,14 +327,14 @@ export function renderTask(task: RuntimeTask, options: RenderOptions = {}): Rend
     objects.push({
       apiVersion: "v1",
       kind: "ConfigMap",
-      metadata: meta(task, rayConfigMapName(name), namespace, "ray-scripts"),
+      metadata: meta(task, rayConfigMapName(name), namespace, "ray-scripts", options.instance),
       data: { "ray_check.py": RAY_CHECK_PY, "ray_head.sh": RAY_HEAD_SH, "ray_worker.sh": RAY_WORKER_SH },
     });
     if (role === "head") {
       objects.push({
         apiVersion: "v1",
         kind: "Service",
-        metadata: meta(task, rayHeadServiceName(name), namespace, "ray-head"),
+        metadata: meta(task, rayHeadServiceName(name), namespace, "ray-head", options.instance),
         spec: {
           selector: selectorLabels(name),
           // workers must find the head before it reports Ready: it waits for them
@@ -374,7 +384,7 @@ export function renderTask(task: RuntimeTask, options: RenderOptions = {}): Rend
     },
     spec: podSpec,
   };
-  const workloadMeta = meta(task, name, namespace, "workload");
+  const workloadMeta = meta(task, name, namespace, "workload", options.instance);
   const selector = { matchLabels: selectorLabels(name) };
   switch (workload.kind) {
     case "Deployment":
@@ -389,7 +399,7 @@ export function renderTask(task: RuntimeTask, options: RenderOptions = {}): Rend
       objects.push({
         apiVersion: "v1",
         kind: "Service",
-        metadata: meta(task, headlessServiceName(name), namespace, "headless"),
+        metadata: meta(task, headlessServiceName(name), namespace, "headless", options.instance),
         spec: { clusterIP: "None", publishNotReadyAddresses: true, selector: selectorLabels(name) },
       });
       objects.push({
@@ -422,6 +432,8 @@ export function renderTask(task: RuntimeTask, options: RenderOptions = {}): Rend
         spec: {
           parallelism: workload.replicas,
           completions: workload.replicas,
+          // each pod knows its replica index (JOB_COMPLETION_INDEX), as StatefulSet pods do
+          completionMode: "Indexed",
           // a Task's run is not retried by the cluster: a failure is reported, the Job decides
           backoffLimit: 0,
           template,

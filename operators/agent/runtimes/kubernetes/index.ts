@@ -1,0 +1,575 @@
+// The kubernetes runtime: runs the agent's Tasks as native workloads on one cluster. apply()
+// renders every Task (render.ts) and server-side applies the result with field manager
+// rlark-agent, then deletes what carries our labels but is no longer desired. Watches
+// (watched-collection.ts) keep caches of Nodes, Pods, the workloads and the Tasks' volume claims;
+// observe() maps them to the runtime contract (observe.ts). Everything the runtime owns is found
+// again by label, so a new runtime on the same cluster adopts it: no state of its own.
+import {
+  CoreV1Api,
+  type KubeConfig,
+  type KubernetesObject,
+  KubernetesObjectApi,
+  PatchStrategy,
+  type V1DaemonSet,
+  type V1Deployment,
+  type V1Job,
+  type V1Node,
+  type V1PersistentVolumeClaim,
+  type V1Pod,
+  type V1StatefulSet,
+} from "@kubernetes/client-node";
+import type {
+  AgentType,
+  LogOptions,
+  NodeOverlay,
+  ObservedPod,
+  ObservedWorkload,
+  Runtime,
+  RuntimeSnapshot,
+  RuntimeTask,
+  StopOptions,
+  WorkloadKind,
+} from "../types.ts";
+import {
+  ANNOTATION_TASK_UID,
+  FIELD_MANAGER,
+  LABEL_INSTANCE,
+  LABEL_MANAGED_BY,
+  LABEL_TASK,
+  MANAGED_BY,
+  MANAGED_SELECTOR,
+} from "./labels.ts";
+import { type Logger, silentLogger } from "./logger.ts";
+import { hasOverlayRecord, type NodeFields, overlayPatch } from "./node-overlays.ts";
+import {
+  fallbackIndexes,
+  observeNode,
+  observePod,
+  observeVolume,
+  observeWorkload,
+  podIndex,
+  requestedByNode,
+  taskGeneration,
+} from "./observe.ts";
+import {
+  DEFAULT_NAMESPACE,
+  RenderError,
+  type RenderedTask,
+  renderTask,
+  type SidecarOptions,
+} from "./render.ts";
+import { WatchedCollection } from "./watched-collection.ts";
+
+export type { Logger } from "./logger.ts";
+export { overlayPatch } from "./node-overlays.ts";
+export { requestedByNode } from "./observe.ts";
+export { DEFAULT_NAMESPACE, RenderError, renderTask, type SidecarOptions } from "./render.ts";
+
+export interface KubernetesRuntimeOptions {
+  kubeConfig: KubeConfig;
+  /** Namespace for Tasks whose template names none; created when missing. Default rlark-system. */
+  defaultNamespace?: string;
+  /** The network sidecar injected into pods of Tasks with a domain; none when unset. */
+  sidecar?: SidecarOptions;
+  agentVersion?: string;
+  logger?: Logger;
+  /** See RenderOptions.instance: only for several runtimes on one cluster (tests). */
+  instance?: string;
+  /** How often each watch relists in full. Default 10 min. */
+  relistIntervalMs?: number;
+  /** How soon a failed apply, or a Job waiting to be replaced, is retried. Default 5 s. */
+  retryIntervalMs?: number;
+}
+
+export interface RejectedTask {
+  task: string;
+  message: string;
+}
+
+const WORKLOADS: readonly { kind: WorkloadKind; apiVersion: string; path: string }[] = [
+  { kind: "Deployment", apiVersion: "apps/v1", path: "/apis/apps/v1/deployments" },
+  { kind: "StatefulSet", apiVersion: "apps/v1", path: "/apis/apps/v1/statefulsets" },
+  { kind: "DaemonSet", apiVersion: "apps/v1", path: "/apis/apps/v1/daemonsets" },
+  { kind: "Job", apiVersion: "batch/v1", path: "/apis/batch/v1/jobs" },
+];
+/** Kinds rendered next to workloads, pruned by label but not watched. */
+const COMPANIONS = [
+  { apiVersion: "v1", kind: "Service" },
+  { apiVersion: "v1", kind: "ConfigMap" },
+];
+
+type AnyWorkload = V1Deployment | V1StatefulSet | V1DaemonSet | V1Job;
+
+const objectKey = (o: KubernetesObject): string =>
+  `${o.apiVersion}/${o.kind}/${o.metadata?.namespace ?? ""}/${o.metadata?.name ?? ""}`;
+
+const errorMessage = (err: unknown): string => {
+  if (typeof err === "object" && err !== null && "body" in err) {
+    const body = (err as { body?: unknown }).body;
+    if (typeof body === "string") {
+      try {
+        const parsed = JSON.parse(body) as { message?: string };
+        if (parsed.message) return parsed.message;
+      } catch {}
+      return body;
+    }
+  }
+  return err instanceof Error ? err.message : String(err);
+};
+
+const httpCode = (err: unknown): number | undefined =>
+  typeof err === "object" && err !== null && typeof (err as { code?: unknown }).code === "number"
+    ? (err as { code: number }).code
+    : undefined;
+
+/** Runs Kubernetes Tasks on one cluster. Create with {@link KubernetesRuntime.start}. */
+export class KubernetesRuntime implements Runtime {
+  readonly agentTypes: readonly AgentType[] = ["Kubernetes"];
+  readonly #options: KubernetesRuntimeOptions;
+  readonly #logger: Logger;
+  readonly #objects: KubernetesObjectApi;
+  readonly #core: CoreV1Api;
+  readonly #nodes: WatchedCollection<V1Node>;
+  readonly #pods: WatchedCollection<V1Pod>;
+  readonly #volumes: WatchedCollection<V1PersistentVolumeClaim>;
+  readonly #workloads = new Map<WorkloadKind, WatchedCollection<AnyWorkload>>();
+  readonly #listeners = new Set<() => void>();
+  readonly #namespaces = new Set<string>();
+  readonly #selector: string;
+  #desired: readonly RuntimeTask[] | undefined;
+  #overlays: readonly NodeOverlay[] | undefined;
+  #rejected: RejectedTask[] = [];
+  #reconciling: Promise<void> = Promise.resolve();
+  #retry: NodeJS.Timeout | undefined;
+  #overlayTimer: NodeJS.Timeout | undefined;
+  #changePending = false;
+  #snapshot: RuntimeSnapshot | undefined;
+  #stopped = false;
+
+  private constructor(options: KubernetesRuntimeOptions) {
+    this.#options = options;
+    this.#logger = options.logger ?? silentLogger;
+    const kc = options.kubeConfig;
+    this.#objects = KubernetesObjectApi.makeApiClient(kc);
+    this.#core = kc.makeApiClient(CoreV1Api);
+    this.#selector = options.instance
+      ? `${MANAGED_SELECTOR},${LABEL_INSTANCE}=${options.instance}`
+      : MANAGED_SELECTOR;
+    const common = {
+      kubeConfig: kc,
+      logger: this.#logger,
+      ...(options.relistIntervalMs ? { relistIntervalMs: options.relistIntervalMs } : {}),
+    };
+    this.#nodes = new WatchedCollection<V1Node>({
+      ...common,
+      apiVersion: "v1",
+      kind: "Node",
+      path: "/api/v1/nodes",
+      onChange: () => {
+        this.#changed();
+        this.#scheduleOverlays();
+      },
+    });
+    // every pod, not only ours: a node's requested counts whatever runs there
+    this.#pods = new WatchedCollection<V1Pod>({
+      ...common,
+      apiVersion: "v1",
+      kind: "Pod",
+      path: "/api/v1/pods",
+      onChange: () => this.#changed(),
+    });
+    this.#volumes = new WatchedCollection<V1PersistentVolumeClaim>({
+      ...common,
+      apiVersion: "v1",
+      kind: "PersistentVolumeClaim",
+      path: "/api/v1/persistentvolumeclaims",
+      labelSelector: this.#selector,
+      onChange: () => this.#changed(),
+    });
+    for (const w of WORKLOADS) {
+      this.#workloads.set(
+        w.kind,
+        new WatchedCollection<AnyWorkload>({
+          ...common,
+          apiVersion: w.apiVersion,
+          kind: w.kind,
+          path: w.path,
+          labelSelector: this.#selector,
+          onChange: () => this.#changed(),
+        }),
+      );
+    }
+  }
+
+  /** Starts the watches and resolves once every cache has its first list. */
+  static async start(options: KubernetesRuntimeOptions): Promise<KubernetesRuntime> {
+    const runtime = new KubernetesRuntime(options);
+    const all = runtime.#collections();
+    for (const c of all) c.start();
+    await Promise.all(all.map((c) => c.synced));
+    return runtime;
+  }
+
+  #collections(): WatchedCollection<KubernetesObject>[] {
+    return [this.#nodes, this.#pods, this.#volumes, ...this.#workloads.values()];
+  }
+
+  /** Tasks handed to apply() that cannot run as given, with the reason. */
+  get rejected(): readonly RejectedTask[] {
+    return this.#rejected;
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // apply and prune
+
+  apply(desired: readonly RuntimeTask[]): Promise<void> {
+    this.#desired = desired.filter((t) => t.spec.agentType === "Kubernetes");
+    return this.#reconcile();
+  }
+
+  /** One reconcile at a time; each works from the latest desired set. */
+  #reconcile(): Promise<void> {
+    const next = this.#reconciling.then(() => this.#reconcileOnce());
+    this.#reconciling = next.catch(() => undefined);
+    return next;
+  }
+
+  #scheduleRetry(): void {
+    if (this.#stopped || this.#retry) return;
+    this.#retry = setTimeout(() => {
+      this.#retry = undefined;
+      void this.#reconcile().catch((err) =>
+        this.#logger.warn("reconcile failed", { error: errorMessage(err) }),
+      );
+    }, this.#options.retryIntervalMs ?? 5000);
+  }
+
+  async #reconcileOnce(): Promise<void> {
+    const desired = this.#desired;
+    if (!desired || this.#stopped) return;
+    const defaultNamespace = this.#options.defaultNamespace ?? DEFAULT_NAMESPACE;
+    const rendered: RenderedTask[] = [];
+    const rejected: RejectedTask[] = [];
+    for (const task of desired) {
+      try {
+        rendered.push(
+          renderTask(task, {
+            defaultNamespace,
+            desired,
+            ...(this.#options.instance ? { instance: this.#options.instance } : {}),
+            ...(this.#options.sidecar ? { sidecar: this.#options.sidecar } : {}),
+          }),
+        );
+      } catch (err) {
+        if (!(err instanceof RenderError)) throw err;
+        rejected.push({ task: task.metadata.name, message: err.message });
+      }
+    }
+    this.#rejected = rejected;
+    let retry = false;
+
+    for (const namespace of new Set(rendered.map((r) => r.namespace))) {
+      if (this.#namespaces.has(namespace)) continue;
+      try {
+        await this.#objects.patch(
+          { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } },
+          undefined,
+          undefined,
+          FIELD_MANAGER,
+          true,
+          PatchStrategy.ServerSideApply,
+        );
+        this.#namespaces.add(namespace);
+      } catch (err) {
+        this.#logger.warn("could not create namespace", { namespace, error: errorMessage(err) });
+        retry = true;
+      }
+    }
+
+    const keep = new Set<string>();
+    for (const r of rendered) {
+      for (const obj of r.objects) keep.add(objectKey(obj));
+      if (!(await this.#applyTask(r))) retry = true;
+    }
+    // a Task that cannot be rendered keeps what it had: a bad edit must not wipe a running Task
+    const keepTasks = new Set(rejected.map((r) => r.task));
+    if (!(await this.#prune(keep, keepTasks))) retry = true;
+    if (retry) this.#scheduleRetry();
+  }
+
+  /** Applies one Task's objects; false when something must be retried. */
+  async #applyTask(r: RenderedTask): Promise<boolean> {
+    for (const obj of r.objects) {
+      if (obj.kind === "Job" && !(await this.#jobReady(obj))) return false;
+      try {
+        await this.#objects.patch(
+          obj,
+          undefined,
+          undefined,
+          FIELD_MANAGER,
+          true,
+          PatchStrategy.ServerSideApply,
+        );
+      } catch (err) {
+        // a Job's pod template cannot change: replace the Job
+        if (obj.kind === "Job" && httpCode(err) === 422) {
+          await this.#delete(obj);
+          return false;
+        }
+        this.#logger.warn("apply failed", { task: r.task, object: objectKey(obj), error: errorMessage(err) });
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** A Job from an earlier Task under the same name (other uid) is deleted before the new one is made. */
+  async #jobReady(obj: KubernetesObject): Promise<boolean> {
+    const existing = this.#workloads.get("Job")?.get(obj.metadata?.namespace ?? "", obj.metadata?.name ?? "");
+    if (!existing) return true;
+    if (existing.metadata?.deletionTimestamp) return false;
+    const uid = obj.metadata?.annotations?.[ANNOTATION_TASK_UID];
+    const had = existing.metadata?.annotations?.[ANNOTATION_TASK_UID];
+    if (uid && had && uid !== had) {
+      await this.#delete(existing);
+      return false;
+    }
+    return true;
+  }
+
+  async #delete(obj: KubernetesObject): Promise<boolean> {
+    try {
+      await this.#objects.delete(
+        {
+          apiVersion: obj.apiVersion,
+          kind: obj.kind,
+          metadata: { name: obj.metadata?.name, namespace: obj.metadata?.namespace },
+        },
+        undefined,
+        undefined,
+        undefined,
+        undefined,
+        // the workload stays, terminating, until its pods are gone: the Task's stop is visible
+        "Foreground",
+      );
+      return true;
+    } catch (err) {
+      if (httpCode(err) === 404) return true;
+      this.#logger.warn("delete failed", { object: objectKey(obj), error: errorMessage(err) });
+      return false;
+    }
+  }
+
+  /** Deletes every labelled object not in `keep` (unless its Task is in `keepTasks`); false on failures. */
+  async #prune(keep: Set<string>, keepTasks: Set<string>): Promise<boolean> {
+    const candidates: KubernetesObject[] = [];
+    for (const [kind, collection] of this.#workloads) {
+      const apiVersion = WORKLOADS.find((w) => w.kind === kind)?.apiVersion ?? "";
+      for (const obj of collection.values()) candidates.push({ ...obj, apiVersion, kind });
+    }
+    let ok = true;
+    for (const c of COMPANIONS) {
+      try {
+        const list = await this.#objects.list(
+          c.apiVersion,
+          c.kind,
+          undefined,
+          undefined,
+          undefined,
+          undefined,
+          undefined,
+          this.#selector,
+        );
+        for (const obj of list.items) candidates.push({ ...obj, apiVersion: c.apiVersion, kind: c.kind });
+      } catch (err) {
+        this.#logger.warn("list failed", { kind: c.kind, error: errorMessage(err) });
+        ok = false;
+      }
+    }
+    for (const obj of candidates) {
+      const task = obj.metadata?.labels?.[LABEL_TASK] ?? "";
+      if (keep.has(objectKey(obj)) || keepTasks.has(task) || obj.metadata?.deletionTimestamp) continue;
+      if (!(await this.#delete(obj))) ok = false;
+    }
+    // the claims of Tasks no longer desired: ephemeral ones go with their pods anyway, the
+    // rest would outlive them; pvc-protection holds each until no pod uses it
+    const desiredTaskNames = new Set<string>();
+    for (const t of this.#desired ?? []) desiredTaskNames.add(t.metadata.name);
+    for (const pvc of this.#volumes.values()) {
+      const task = pvc.metadata?.labels?.[LABEL_TASK] ?? "";
+      if (desiredTaskNames.has(task) || pvc.metadata?.deletionTimestamp) continue;
+      if (!(await this.#delete({ ...pvc, apiVersion: "v1", kind: "PersistentVolumeClaim" }))) ok = false;
+    }
+    return ok;
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // observe
+
+  #owns(obj: KubernetesObject): boolean {
+    const labels = obj.metadata?.labels ?? {};
+    if (labels[LABEL_MANAGED_BY] !== MANAGED_BY) return false;
+    return !this.#options.instance || labels[LABEL_INSTANCE] === this.#options.instance;
+  }
+
+  #changed(): void {
+    this.#snapshot = undefined;
+    if (this.#changePending || this.#stopped) return;
+    this.#changePending = true;
+    setImmediate(() => {
+      this.#changePending = false;
+      for (const listener of [...this.#listeners]) {
+        try {
+          listener();
+        } catch (err) {
+          this.#logger.error("change listener failed", { error: errorMessage(err) });
+        }
+      }
+    });
+  }
+
+  onChange(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  observe(): RuntimeSnapshot {
+    if (!this.#snapshot) this.#snapshot = this.#buildSnapshot();
+    return this.#snapshot;
+  }
+
+  #buildSnapshot(): RuntimeSnapshot {
+    const agentVersion = this.#options.agentVersion ?? "0.0.0";
+    const allPods = [...this.#pods.values()];
+    const requested = requestedByNode(allPods);
+    const nodes = [...this.#nodes.values()]
+      .map((n) => observeNode(n, requested.get(n.metadata?.name ?? ""), agentVersion))
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+
+    const byTask = new Map<string, V1Pod[]>();
+    for (const pod of allPods) {
+      const task = pod.metadata?.labels?.[LABEL_TASK];
+      if (!task || !this.#owns(pod)) continue;
+      const key = `${pod.metadata?.namespace}/${task}`;
+      let list = byTask.get(key);
+      if (!list) {
+        list = [];
+        byTask.set(key, list);
+      }
+      list.push(pod);
+    }
+
+    const workloads: ObservedWorkload[] = [];
+    const generations = new Map<string, number>();
+    for (const [kind, collection] of this.#workloads) {
+      for (const obj of collection.values()) {
+        const task = obj.metadata?.labels?.[LABEL_TASK] ?? "";
+        const key = `${obj.metadata?.namespace}/${task}`;
+        const g = taskGeneration(obj);
+        if (g !== undefined) generations.set(key, g);
+        workloads.push(observeWorkload(kind, obj, byTask.get(key) ?? []));
+      }
+    }
+    workloads.sort((a, b) =>
+      `${a.namespace}/${a.name}/${a.kind}` < `${b.namespace}/${b.name}/${b.kind}` ? -1 : 1,
+    );
+
+    const pods: ObservedPod[] = [];
+    for (const [key, list] of byTask) {
+      const fallback = fallbackIndexes(list.filter((p) => podIndex(p) === undefined));
+      for (const pod of list) pods.push(observePod(pod, fallback.get(pod) ?? 0, generations.get(key)));
+    }
+    pods.sort((a, b) => (`${a.namespace}/${a.name}` < `${b.namespace}/${b.name}` ? -1 : 1));
+
+    const volumes = [...this.#volumes.values()]
+      .map(observeVolume)
+      .sort((a, b) => (`${a.namespace}/${a.name}` < `${b.namespace}/${b.name}` ? -1 : 1));
+    return { nodes, pods, workloads, volumes };
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // node overlays
+
+  async applyNodeOverlays(overlays: readonly NodeOverlay[]): Promise<void> {
+    this.#overlays = overlays;
+    await this.#syncOverlays();
+  }
+
+  /** Node changes re-check the overlays (an admin's kubectl label must not undo git's). */
+  #scheduleOverlays(): void {
+    if (!this.#overlays || this.#overlayTimer || this.#stopped) return;
+    this.#overlayTimer = setTimeout(() => {
+      this.#overlayTimer = undefined;
+      void this.#syncOverlays().catch((err) =>
+        this.#logger.warn("node overlays failed", { error: errorMessage(err) }),
+      );
+    }, 200);
+  }
+
+  async #syncOverlays(): Promise<void> {
+    const overlays = this.#overlays ?? [];
+    const wanted = new Map(overlays.map((o) => [o.name, o]));
+    const failures: string[] = [];
+    for (const node of this.#nodes.values()) {
+      const name = node.metadata?.name ?? "";
+      const fields: NodeFields = {
+        labels: node.metadata?.labels ?? {},
+        annotations: node.metadata?.annotations ?? {},
+        unschedulable: node.spec?.unschedulable === true,
+      };
+      const overlay = wanted.get(name);
+      if (!overlay && !hasOverlayRecord(fields)) continue;
+      const patch = overlayPatch(fields, overlay);
+      if (!patch) continue;
+      try {
+        await this.#objects.patch(
+          // merge patch: null removes a key; the client's types do not know that
+          {
+            apiVersion: "v1",
+            kind: "Node",
+            ...patch,
+            metadata: { ...patch.metadata, name },
+          } as unknown as KubernetesObject,
+          undefined,
+          undefined,
+          FIELD_MANAGER,
+          undefined,
+          PatchStrategy.MergePatch,
+        );
+      } catch (err) {
+        failures.push(`${name}: ${errorMessage(err)}`);
+      }
+    }
+    for (const name of wanted.keys()) {
+      if (!this.#nodes.get("", name))
+        this.#logger.warn("node overlay for a node the cluster does not have", { node: name });
+    }
+    if (failures.length > 0) throw new Error(`node overlays: ${failures.join("; ")}`);
+  }
+
+  // ------------------------------------------------------------------------------------------
+
+  async logs(pod: { namespace: string; name: string }, options: LogOptions = {}): Promise<string> {
+    const cached = this.#pods.get(pod.namespace, pod.name);
+    const container = cached?.spec?.containers[0]?.name;
+    return this.#core.readNamespacedPodLog({
+      name: pod.name,
+      namespace: pod.namespace,
+      ...(container ? { container } : {}),
+      ...(options.tail !== undefined ? { tailLines: options.tail } : {}),
+    });
+  }
+
+  async stop(options: StopOptions = {}): Promise<void> {
+    if (options.terminatePods) {
+      this.#desired = [];
+      await this.#reconcile();
+    }
+    this.#stopped = true;
+    clearTimeout(this.#retry);
+    clearTimeout(this.#overlayTimer);
+    await this.#reconciling;
+    for (const c of this.#collections()) c.stop();
+    this.#listeners.clear();
+  }
+}
