@@ -40,6 +40,7 @@ t.test("an if/then without a rule of its own reports the failed then-branch only
   const schema = {
     type: "object",
     if: { properties: { mode: { const: "tls" } }, required: ["mode"] },
+    // biome-ignore lint/suspicious/noThenProperty: JSON Schema's if/then keyword, not a thenable.
     then: { required: ["cert"] },
   };
   t.same(violations(schema, { mode: "tls" }), [

@@ -181,7 +181,7 @@ t.test(
     await waitFor(async () => phaseOf(await job(hub, "svc")) === "Running", "svc Running again", {
       attempts: 1200,
     });
-    t.equal(((await job(hub, "svc"))?.status as { run?: number }).run, 2, "a fresh run");
+    t.equal(((await job(hub, "svc"))?.status as { run?: number } | undefined)?.run, 2, "a fresh run");
     t.equal((await markedProcesses()).length, perReplica, "one replica again");
     await git.commit({ "svc.yaml": null });
     await waitFor(
