@@ -39,6 +39,7 @@ import {
 import { JOB_LABEL, JOB_STOP_FINALIZER, RUN_ANNOTATION } from "../labels.ts";
 import {
   clusterOfNamespace,
+  offlineSince,
   PlacementSnapshot,
   type PlacementTask,
   placeJob,
@@ -436,9 +437,8 @@ class JobReconcile {
   }
 
   #offlineSince(name: string, cluster: Cluster): number {
-    const reported = cluster.status?.lastTransitionTime ?? cluster.status?.lastHeartbeatTime;
-    const ms = reported ? Date.parse(reported) : Number.NaN;
-    if (!Number.isNaN(ms)) return ms;
+    const reported = offlineSince(cluster);
+    if (reported !== undefined) return reported;
     const noticed = this.#d.offlineNoticed.get(name);
     if (noticed !== undefined) return noticed;
     this.#d.offlineNoticed.set(name, this.#d.now);

@@ -169,10 +169,20 @@ t.test("a Job whose tasks are all long-running stays Running", async (t) => {
 t.test("the head task is created first, and the others once it runs", async (t) => {
   const hub = await startHub(t);
   await pool(hub);
-  const head = { ...train("Deployment"), name: "actor-head", head: true };
+  const head = {
+    ...train("Deployment"),
+    name: "actor-head",
+    head: true,
+    annotations: { "rlinf.io/ray-role": "head" as const, "rlinf.io/ray-total-nodes": "2" },
+  };
   await hub.store.create(job("ray", [policy("Deployment"), head]));
   const [first] = await waitForTasks(hub, "ray", 1);
   t.equal(first?.spec.task, "actor-head");
+  t.same(
+    first?.metadata.annotations,
+    { "rlinf.io/ray-role": "head", "rlinf.io/ray-total-nodes": "2" },
+    "the Ray keys reach the Task's own annotations",
+  );
   const j = await waitForJob(hub.store, "ray", "the policy planned", (x) =>
     Boolean(x.status?.tasks?.some((s) => s.name === "policy" && s.phase === "Scheduled")),
   );
