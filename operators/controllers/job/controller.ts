@@ -402,12 +402,14 @@ class JobReconcile {
     for (const [template, task] of current) {
       const cluster = clusterOfNamespace(task.metadata.namespace) ?? "";
       const object = this.#d.snapshot.cluster(cluster);
-      if (!object || object.status?.phase === "Online") {
+      if (object?.status?.phase === "Online") {
         this.#d.offlineNoticed.delete(cluster);
         continue;
       }
+      // A cluster removed from git counts as Offline from when this controller noticed.
+      const state = object ? "Offline" : "not registered";
       if (task.status?.phase === "Running") {
-        stranded.push(`task ${template} runs on cluster ${cluster}, which is Offline; it is not moved`);
+        stranded.push(`task ${template} runs on cluster ${cluster}, which is ${state}; it is not moved`);
         continue;
       }
       if (started(task)) continue;
@@ -427,7 +429,7 @@ class JobReconcile {
       this.#event(
         "Warning",
         "Replacing",
-        `task ${template}: cluster ${cluster} has been Offline since ${timestamp(since)}, longer than ${Math.round(grace / 1000)}s; placing it elsewhere`,
+        `task ${template}: cluster ${cluster} has been ${state} since ${timestamp(since)}, longer than ${Math.round(grace / 1000)}s; placing it elsewhere`,
       );
     }
     if (stranded.length > 0) this.#condition("ClusterOffline", "True", "ClusterOffline", stranded.join("; "));
@@ -436,8 +438,8 @@ class JobReconcile {
     }
   }
 
-  #offlineSince(name: string, cluster: Cluster): number {
-    const reported = offlineSince(cluster);
+  #offlineSince(name: string, cluster: Cluster | undefined): number {
+    const reported = cluster ? offlineSince(cluster) : undefined;
     if (reported !== undefined) return reported;
     const noticed = this.#d.offlineNoticed.get(name);
     if (noticed !== undefined) return noticed;
