@@ -151,6 +151,8 @@ class Fleet {
     const child = spawn(bin, args, { detached: true, stdio: ["ignore", fd, fd], env });
     closeSync(fd);
     child.unref();
+    // a failed exec shows up here (and as the process's exit, which waitFor reports with its log)
+    child.once("error", (err) => console.error(`fleet: ${name}: ${err.message}`));
     if (child.pid === undefined) throw new Error(`could not start ${bin}`);
     // /proc/<pid>/stat exists as soon as spawn returns a pid
     const record: ProcRecord = {
