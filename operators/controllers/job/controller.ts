@@ -145,8 +145,10 @@ export function createJobController(options: JobControllerOptions = {}): JobCont
               object.metadata.name,
               Number(object.metadata.resourceVersion),
             );
-          } else snapshot.setNode(object as Node);
-          return [...waiting];
+            return [...waiting];
+          }
+          // Heartbeats that change nothing placement reads wake nobody.
+          return snapshot.setNode(object as Node) ? [...waiting] : [];
         },
       },
       {
@@ -154,7 +156,7 @@ export function createJobController(options: JobControllerOptions = {}): JobCont
         mapToKeys(object, type) {
           const name = object.metadata.name;
           if (type === "DELETED") snapshot.deleteCluster(name, Number(object.metadata.resourceVersion));
-          else snapshot.setCluster(object as Cluster);
+          else if (!snapshot.setCluster(object as Cluster)) return [];
           return new Set([...waiting, ...(jobsOnCluster.get(name)?.values() ?? [])]);
         },
       },

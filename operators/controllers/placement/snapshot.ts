@@ -8,7 +8,7 @@
 // book the same room.
 
 import type { Cluster, Node, Task } from "../../api/index.ts";
-import type { Store } from "../../lib/store/index.ts";
+import { deepEqual, type Store } from "../../lib/store/index.ts";
 import { type ClusterView, clusterOfNamespace, type NodeView, nodeBase } from "./cluster-view.ts";
 import { type NodeAssignment, placeJob, type TaskPlacement } from "./place.ts";
 import type { Amounts } from "./resources.ts";
@@ -78,11 +78,20 @@ export class PlacementSnapshot {
     return this.#clusters.get(name)?.object;
   }
 
-  setCluster(cluster: Cluster): void {
+  /** Records a Cluster; true when what placement reads of it changed (labels, runtime, Online). */
+  setCluster(cluster: Cluster): boolean {
     const name = cluster.metadata.name;
-    if (!this.#fresh(`Cluster/${name}`, rv(cluster))) return;
+    if (!this.#fresh(`Cluster/${name}`, rv(cluster))) return false;
+    const known = this.#clusters.get(name)?.object;
     this.#clusters.set(name, { object: cluster });
+    const same =
+      known !== undefined &&
+      known.spec?.runtime === cluster.spec?.runtime &&
+      (known.status?.phase === "Online") === (cluster.status?.phase === "Online") &&
+      deepEqual(known.metadata.labels ?? {}, cluster.metadata.labels ?? {});
+    if (same) return false;
     this.#dirty(name);
+    return true;
   }
 
   deleteCluster(name: string, resourceVersion = 0): void {
@@ -91,23 +100,27 @@ export class PlacementSnapshot {
     this.#dirty(name);
   }
 
-  setNode(node: Node): void {
+  /** Records a Node report; true when what placement reads of it changed (heartbeats alone do not). */
+  setNode(node: Node): boolean {
     const cluster = clusterOfNamespace(node.metadata.namespace);
-    if (!cluster) return;
+    if (!cluster) return false;
     let nodes = this.#nodes.get(cluster);
     if (!nodes) {
       nodes = new Map();
       this.#nodes.set(cluster, nodes);
     }
-    if (!this.#fresh(`Node/${node.metadata.namespace}/${node.metadata.name}`, rv(node))) return;
+    if (!this.#fresh(`Node/${node.metadata.namespace}/${node.metadata.name}`, rv(node))) return false;
     const known = nodes.get(node.metadata.name);
+    const base = nodeBase(node);
+    if (known && deepEqual(known.base, base)) return false;
     nodes.set(node.metadata.name, {
-      base: nodeBase(node),
+      base,
       reserved: known?.reserved ?? new Map(),
       reservedTotal: known?.reservedTotal ?? {},
       view: undefined,
     });
     this.#dirty(cluster);
+    return true;
   }
 
   deleteNode(namespace: string | undefined, name: string, resourceVersion = 0): void {

@@ -98,3 +98,18 @@ t.test(
     t.equal(freeGpus(snapshot), 2000, "moved back into the group, released with it");
   },
 );
+
+t.test("only changes placement reads count: a heartbeat is not one, a cordon is", async (t) => {
+  const snapshot = new PlacementSnapshot();
+  t.ok(snapshot.setCluster(cluster("beijing")), "a new cluster");
+  t.notOk(snapshot.setCluster(cluster("beijing", { lastTransitionTime: "2026-11-29T12:00:00Z" })));
+  t.ok(snapshot.setCluster(cluster("beijing", { online: false })), "going Offline");
+  t.ok(snapshot.setNode(gpuBox()), "a new node");
+  const heartbeat = gpuBox();
+  if (heartbeat.status) heartbeat.status.lastHeartbeatTime = "2026-11-29T12:00:10Z";
+  t.notOk(snapshot.setNode(heartbeat));
+  t.ok(
+    snapshot.setNode({ ...gpuBox(), spec: { unschedulable: true } }),
+    "a cordon changes what placement sees",
+  );
+});
