@@ -35,26 +35,27 @@ export interface DashboardHub {
   hub: Hub;
   dashboard: Dashboard;
   dataDir: string;
+  /** Stops the hub and the dashboard and starts both again on the same address and data dir. */
+  restart(): Promise<void>;
 }
 
-export async function startDashboardHub(
-  t: Test,
-  git: GitServer,
-  options: {
-    repoUrl?: string;
-    loginLimit?: { max: number; windowMs: number };
-    sessionTtlSeconds?: number;
-  } = {},
-): Promise<DashboardHub> {
-  const dataDir = await mkdtemp(path.join(tmpdir(), "rlark-dash-"));
+export interface DashboardHubOptions {
+  repoUrl?: string;
+  loginLimit?: { max: number; windowMs: number };
+  sessionTtlSeconds?: number;
+}
+
+async function start(git: GitServer, dataDir: string, http: string, options: DashboardHubOptions) {
   let dashboard: Dashboard | undefined;
   const hub = await startHub({
     dataDir,
-    http: "127.0.0.1:0",
+    http,
     repo: git.fileUrl,
     branch: git.branch,
     intervalMs: 200,
     logger: silentLogger,
+    // The tests write what controllers and agents would, so nothing else may write it meanwhile.
+    controllers: () => [],
     extraRoutes: (req: IncomingMessage, res: ServerResponse, url: URL) =>
       dashboard ? dashboard.routes(req, res, url) : false,
     authenticate: (token: string): Promise<Principal | undefined> | undefined =>
@@ -70,11 +71,31 @@ export async function startDashboardHub(
     sessionTtlSeconds: options.sessionTtlSeconds,
     sourcePollMs: 100,
   });
+  return { hub, dashboard };
+}
+
+export async function startDashboardHub(
+  t: Test,
+  git: GitServer,
+  options: DashboardHubOptions = {},
+): Promise<DashboardHub> {
+  const dataDir = await mkdtemp(path.join(tmpdir(), "rlark-dash-"));
+  const first = await start(git, dataDir, "127.0.0.1:0", options);
+  const running: DashboardHub = {
+    ...first,
+    dataDir,
+    async restart() {
+      const address = new URL(running.hub.url).host;
+      running.dashboard.close();
+      await running.hub.stop();
+      Object.assign(running, await start(git, dataDir, address, options));
+    },
+  };
   t.teardown(async () => {
-    dashboard?.close();
-    await hub.stop();
+    running.dashboard.close();
+    await running.hub.stop();
   });
-  return { hub, dashboard, dataDir };
+  return running;
 }
 
 export async function login(

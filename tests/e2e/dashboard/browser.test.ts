@@ -1,0 +1,275 @@
+// The dashboard in a real Chromium (Debian's, driven by playwright-core) against a real hub on
+// the example repository: log in, every page, live updates from git and from the store, refusals.
+// One browser for the whole file. RLARK_SCREENSHOTS=1 also saves a screenshot of every page under
+// docs/dashboard/.
+import path from "node:path";
+import { type Browser, chromium, type Page } from "playwright-core";
+import t from "tap";
+import { hashPassword } from "../../../operators/hub/auth/index.ts";
+import { exampleFiles, startDashboardHub, userYaml } from "../../dashboard/dashboard-hub.ts";
+import { createGitServer, waitFor } from "../../helpers/git-server.ts";
+import { reportAgentState } from "./agent-state.ts";
+
+const SCREENSHOTS = process.env.RLARK_SCREENSHOTS
+  ? path.join(import.meta.dirname, "..", "..", "..", "docs", "dashboard")
+  : undefined;
+
+// playwright gives every launch a fresh temporary profile (--user-data-dir) of its own.
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+  });
+}
+
+async function shot(page: Page, name: string) {
+  if (SCREENSHOTS) await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`) });
+}
+
+t.test("the dashboard in a browser", async (t) => {
+  const git = await createGitServer();
+  t.teardown(() => git.close());
+  await git.commit({
+    ...(await exampleFiles()),
+    "users/carol.yaml": userYaml(
+      "carol",
+      "user",
+      await hashPassword("correct horse", { ln: 10, r: 8, p: 1 }),
+    ),
+  });
+  const running = await startDashboardHub(t, git, {
+    repoUrl: "https://github.com/lab/manifests.git",
+  });
+  // Until the restart test; after it, running.hub is the new one.
+  const { hub } = running;
+  await waitFor(
+    async () => (await hub.store.get("Addon", "agent-shanghai-edge", "embodied-device-plugin")) !== undefined,
+    "examples applied",
+  );
+  await reportAgentState(hub.store);
+
+  const browser = await launchChromium();
+  t.teardown(() => browser.close());
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await context.newPage();
+  const errors: string[] = [];
+  page.on("pageerror", (error) => errors.push(error.message));
+
+  await t.test("without a session the page asks to log in, and the API refuses", async (t) => {
+    await page.goto(hub.url);
+    await page.getByLabel("User name").waitFor();
+    t.match(page.url(), /#\/login$/);
+    const status = await page.evaluate(async () => (await fetch("/api/v1/events")).status);
+    t.equal(status, 401, "no token, no events");
+    const api = await page.evaluate(async () => (await fetch("/api/v1/rlinf.io/v1alpha1/jobs")).status);
+    t.equal(api, 401, "no token, no objects");
+    await shot(page, "login");
+  });
+
+  await t.test("a wrong password is refused with a message", async (t) => {
+    await page.getByLabel("User name").fill("carol");
+    await page.getByLabel("Password", { exact: true }).fill("wrong");
+    await page.getByRole("button", { name: "Log in" }).first().click();
+    await page.getByRole("alert").filter({ hasText: "wrong user name or password" }).waitFor();
+    t.match(page.url(), /#\/login$/, "still on the login page");
+  });
+
+  await t.test("the right password opens the overview with the hub's state", async (t) => {
+    await page.getByLabel("Password", { exact: true }).fill("correct horse");
+    await page.getByLabel("Password", { exact: true }).press("Enter");
+    await page.locator("#synced-revision").waitFor();
+    const revision = (await git.git("rev-parse", "HEAD")).trim();
+    await waitFor(
+      async () => (await page.locator("#synced-revision").textContent()) === revision.slice(0, 12),
+      "synced revision shown",
+    );
+    t.equal(await page.locator("#clusters-online").textContent(), "1");
+    t.equal(
+      await page.locator("#clusters-offline").textContent(),
+      "2",
+      "shanghai-edge reports offline, local never reported",
+    );
+    t.equal(await page.locator('[data-phase-count="Running"]').textContent(), "1");
+    t.match(await page.locator("main").textContent(), /device-plugin.*DEGRADED/s, "capability health");
+    t.equal(
+      await page.evaluate(() => sessionStorage.getItem("rlark.session") !== null),
+      true,
+      "token in sessionStorage",
+    );
+    await page.locator("#connection.live").waitFor();
+    await shot(page, "overview");
+  });
+
+  await t.test("jobs: list with phase, tasks, clusters and source link; filters; detail", async (t) => {
+    await page.getByRole("link", { name: "Jobs", exact: true }).click();
+    const row = page.locator('tr[data-job="ppo-cartpole-v1"]');
+    await row.waitFor();
+    t.match(await row.textContent(), /Running.*1\/2.*beijing/s);
+    const source = row.locator("a.source");
+    const href = await source.getAttribute("href");
+    const stored = await hub.store.get("Job", undefined, "ppo-cartpole-v1");
+    const revision = stored?.metadata.annotations?.["rlark.io/source-revision"];
+    t.match(revision, /^[0-9a-f]{40}$/);
+    t.equal(
+      href,
+      `https://github.com/lab/manifests/blob/${revision}/jobs/ppo-cartpole-v1.yaml#L2`,
+      "file and line in the repo's web view",
+    );
+    await page.getByLabel("Phase").selectOption("Succeeded");
+    await page.locator('tr[data-job="ppo-cartpole-v1"]').waitFor({ state: "detached" });
+    t.match(page.url(), /phase=Succeeded/, "the filter is in the address");
+    await page.getByLabel("Phase").selectOption("");
+    await page.getByLabel("Label").fill("env=cartpole");
+    await page.locator('tr[data-job="ppo-cartpole-v1"]').waitFor();
+    t.equal(
+      await page.getByLabel("Label").evaluate((e) => e === document.activeElement),
+      true,
+      "focus survives redraws",
+    );
+    await shot(page, "jobs");
+    await page.getByRole("link", { name: "ppo-cartpole-v1", exact: true }).click();
+    const task = page.locator('tr[data-task="actor-head"]');
+    await task.waitFor();
+    const text = (await task.textContent()) ?? "";
+    t.match(text, /gpu-node-01/, "node");
+    t.match(text, /172\.16\.3\.7/, "pod IP");
+    t.match(text, /10\.0\.1\.2/, "domain IP");
+    t.match(text, /137/, "exit code");
+    t.equal(
+      await task.getByRole("link", { name: "TensorBoard" }).getAttribute("href"),
+      "/api/v1/rlinf.io/v1alpha1/tasks/ppo-cartpole-v1-actor-head/tensorboard/",
+    );
+    t.match(await page.locator("main").textContent(), /HeadRunning/, "conditions on the timeline");
+    await shot(page, "job-detail");
+  });
+
+  await t.test("workflows: the DAG with each node's phase and run", async (t) => {
+    await page.getByRole("link", { name: "Workflows" }).click();
+    const train = page.locator('svg.dag g.dag-node[data-node="train"]');
+    await train.waitFor();
+    t.match(await train.textContent(), /train.*Running/s);
+    t.match((await train.getAttribute("class")) ?? "", /phase-Running/);
+    t.equal(await page.locator("svg.dag path.edge").count(), 2, "collect → train → deploy-to-robot");
+    await shot(page, "workflows");
+  });
+
+  await t.test("clusters: bars, disk warning, cordon, control plane apart, filters", async (t) => {
+    await page.getByRole("link", { name: "Clusters" }).click();
+    const node = page.locator('article[data-node="gpu-node-01"]');
+    await node.waitFor();
+    const gpu = node.getByRole("meter", { name: "GPU" });
+    t.equal(await gpu.getAttribute("value"), "6");
+    t.equal(await gpu.getAttribute("max"), "8");
+    t.match(
+      await node.locator('[data-resource="Disk"]').textContent(),
+      /disk nearly full/,
+      "95 % used warns",
+    );
+    t.notMatch(
+      await page.locator('article[data-node="gpu-node-02"] [data-resource="Disk"]').textContent(),
+      /nearly full/,
+    );
+    t.match(await page.locator('article[data-node="gpu-node-02"]').textContent(), /cordoned/);
+    t.match(await node.textContent(), /A100/, "GPU model");
+    t.match(await page.locator('article[data-node="edge-arm-01"]').textContent(), /Franka.*/, "device model");
+    t.equal(
+      await page.locator('article[data-node="master-01"]').count(),
+      0,
+      "control plane is not a worker card",
+    );
+    t.equal(await page.locator('[data-control-plane="master-01"]').count(), 1, "but is listed apart");
+    await shot(page, "clusters");
+    await page.getByLabel("Category").selectOption("robot");
+    await page.locator('article[data-node="gpu-node-01"]').waitFor({ state: "detached" });
+    t.equal(await page.locator('article[data-node="edge-arm-01"]').count(), 1);
+    await page.getByLabel("Category").selectOption("");
+    await page.getByLabel("City").selectOption("beijing");
+    await page.locator('article[data-node="edge-arm-01"]').waitFor({ state: "detached" });
+    t.equal(await page.locator('article[data-node="gpu-node-01"]').count(), 1);
+  });
+
+  await t.test("domains and addons", async (t) => {
+    await page.getByRole("link", { name: "Domains" }).click();
+    const domain = page.locator('section[data-domain="ppo-experiment-1"]');
+    await domain.waitFor();
+    t.match(await domain.textContent(), /10\.0\.1\.2.*ppo-cartpole-v1.*actor-head/s, "allocations");
+    t.match(await domain.textContent(), /beijing.*\/24.*ppo-cartpole-v1-actor-head-0/s, "peers per cluster");
+    t.notMatch(await page.content(), /KEY/, "no peer keys on the page");
+    await shot(page, "domains");
+    await page.getByRole("link", { name: "Addons" }).click();
+    const addon = page.locator('tr[data-addon="embodied-device-plugin"]');
+    await addon.waitFor();
+    t.match(await addon.textContent(), /shanghai-edge.*Ready.*0\.1\.0/s);
+    await shot(page, "addons");
+  });
+
+  await t.test("live: a store status update and a git push show up without a reload", async (t) => {
+    await page.getByRole("link", { name: "Jobs", exact: true }).click();
+    await page.getByLabel("Label").fill("");
+    await page.locator('tr[data-job="cartpole-local"]').waitFor();
+    const navigations: string[] = [];
+    page.on("framenavigated", (frame) => navigations.push(frame.url()));
+    const job = (await hub.store.get("Job", undefined, "cartpole-local"))!;
+    await hub.store.updateStatus({ ...job, status: { phase: "Failed", run: 2 } });
+    await page.locator('tr[data-job="cartpole-local"] .phase-Failed').waitFor();
+    const pushed = (await exampleFiles())["jobs/cartpole-local.yaml"]!.replace(
+      "name: cartpole-local",
+      "name: cartpole-pushed",
+    );
+    await git.commit({ "jobs/cartpole-pushed.yaml": pushed });
+    await page.locator('tr[data-job="cartpole-pushed"]').waitFor();
+    t.same(
+      navigations.filter((u) => !u.includes("#/jobs")),
+      [],
+      "no reload",
+    );
+    t.pass("both changes arrived live");
+  });
+
+  await t.test("a lost connection shows reconnecting and resumes", async (t) => {
+    await page.locator("#connection.live").waitFor();
+    const restarted = running.restart();
+    await page.locator("#connection.reconnecting").waitFor();
+    t.pass("reconnecting shown while the hub is away");
+    await restarted;
+    await page.locator("#connection.live").waitFor();
+    const job = (await running.hub.store.get("Job", undefined, "cartpole-local"))!;
+    await running.hub.store.updateStatus({ ...job, status: { phase: "Stopped", run: 2 } });
+    await page.locator('tr[data-job="cartpole-local"] .phase-Stopped').waitFor();
+    t.pass("the session survives the restart and changes flow again");
+  });
+
+  await t.test("the one-click admin URL logs in and leaves no token in the address", async (t) => {
+    const admin = await context.newPage();
+    await admin.goto(running.dashboard.loginUrl(running.hub.adminToken, running.hub.url));
+    await admin.waitForURL(/#\/overview$/);
+    t.notMatch(admin.url(), /adminToken/);
+    await admin.close();
+  });
+
+  await t.test("readable at phone width and in dark mode", async (t) => {
+    const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, colorScheme: "dark" });
+    const mobile = await phone.newPage();
+    await mobile.goto(running.dashboard.loginUrl(running.hub.adminToken, running.hub.url));
+    await mobile.waitForURL(/#\/overview$/);
+    await mobile.goto(`${running.hub.url}/#/clusters`);
+    await mobile.locator('article[data-node="gpu-node-01"]').waitFor();
+    const overflow = await mobile.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    t.ok(overflow <= 0, `no sideways scrolling of the page (${overflow}px)`);
+    const background = await mobile.evaluate(() => getComputedStyle(document.body).backgroundColor);
+    t.equal(background, "rgb(15, 19, 24)", "dark colours");
+    if (SCREENSHOTS) await mobile.screenshot({ path: path.join(SCREENSHOTS, "clusters-phone-dark.png") });
+    await phone.close();
+  });
+
+  t.same(errors, [], "no script errors");
+});
