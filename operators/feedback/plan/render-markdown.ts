@@ -16,6 +16,14 @@ function cell(text: string): string {
   return text.replaceAll("\\", "\\\\").replaceAll("|", "\\|").replace(/\r?\n/g, " ");
 }
 
+function html(text: string): string {
+  return text
+    .replaceAll("&", "&amp;")
+    .replaceAll("<", "&lt;")
+    .replaceAll(">", "&gt;")
+    .replaceAll('"', "&quot;");
+}
+
 function code(text: string): string {
   const ticks = text.includes("`") ? "``" : "`";
   return `${ticks}${text}${ticks}`;
@@ -86,12 +94,14 @@ function render(plan: Plan, options: MarkdownOptions, level: 0 | 1 | 2): string 
     out.push("", "#### Objects", "");
     if (level < 2) {
       for (const change of plan.changes) {
-        const ns = change.namespace ? ` in ${code(change.namespace)}` : "";
-        const from = change.file
-          ? ` · ${where(change.file.replace(/:\d+$/, ""), Number(change.file.match(/:(\d+)$/)?.[1] ?? 0))}`
-          : "";
-        const summary = `${ICON[change.action]} ${change.action} ${change.kind} ${code(change.name)}${ns}${from}`;
+        const [file = "", line = "0"] = change.file.split(/:(?=\d+$)/);
         if (level === 0 && change.diff) {
+          // GitHub renders no Markdown inside <summary>: it gets HTML.
+          const ns = change.namespace ? ` in <code>${html(change.namespace)}</code>` : "";
+          const url = file ? options.fileUrl?.(file, Number(line)) : undefined;
+          const label = html(change.file);
+          const from = file ? ` · ${url ? `<a href="${html(url)}">${label}</a>` : label}` : "";
+          const summary = `${ICON[change.action]} ${change.action} ${change.kind} <code>${html(change.name)}</code>${ns}${from}`;
           out.push(
             `<details><summary>${summary}</summary>`,
             "",
@@ -100,7 +110,11 @@ function render(plan: Plan, options: MarkdownOptions, level: 0 | 1 | 2): string 
             "</details>",
           );
         } else {
-          out.push(`- ${summary}`);
+          const ns = change.namespace ? ` in ${code(change.namespace)}` : "";
+          const from = file ? ` · ${where(file, Number(line))}` : "";
+          out.push(
+            `- ${ICON[change.action]} ${change.action} ${change.kind} ${code(change.name)}${ns}${from}`,
+          );
         }
       }
     } else {
