@@ -1,0 +1,101 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import t from "tap";
+import type { RenderedWorkload, WorkloadDryRunner } from "../../operators/feedback/plan/index.ts";
+import { FORK_DRY_RUN_NOTE, PLAN_CONTEXT } from "../../operators/feedback/pull-requests.ts";
+import { waitFor } from "../helpers/wait-for.ts";
+import { gpuJob, pullRequestPayload, setupFixture } from "./pull-requests-fixture.ts";
+
+function recordingRunner(
+  answer: (cluster: string, w: RenderedWorkload) => Awaited<ReturnType<WorkloadDryRunner["dryRun"]>>,
+) {
+  const calls: { cluster: string; workload: RenderedWorkload }[] = [];
+  const runner: WorkloadDryRunner = {
+    async dryRun(cluster, workload) {
+      calls.push({ cluster, workload });
+      return answer(cluster, workload);
+    },
+  };
+  return { runner, calls };
+}
+
+t.test(
+  "a fork's pull request is planned from the base repository's refs, with nothing sent to clusters",
+  async (t) => {
+    // Anything that talks to the fork's own URL is a leak: record every request there.
+    const forkRequests: string[] = [];
+    const fork = createServer((req, res) => {
+      forkRequests.push(`${req.method} ${req.url} ${req.headers.authorization ?? ""}`);
+      res.writeHead(404).end();
+    });
+    await new Promise<void>((resolve) => fork.listen(0, "127.0.0.1", resolve));
+    t.teardown(() => new Promise<void>((resolve) => fork.close(() => resolve())));
+    const forkUrl = `http://127.0.0.1:${(fork.address() as AddressInfo).port}/forker/Hello-World.git`;
+
+    const { runner, calls } = recordingRunner(() => ({ state: "passed" }));
+    const f = await setupFixture(t, { dryRunner: runner });
+    const sha = await f.pushPull(2, {
+      "jobs/train.yaml": gpuJob("train", 1),
+      // A fork may carry anything; the review reads manifests as data and runs none of it.
+      ".gitattributes": "*.yaml filter=evil diff=evil\n",
+      "hooks/post-checkout": "#!/bin/sh\ntouch /tmp/rlark-fork-ran\n",
+    });
+    const payload = pullRequestPayload("opened", sha);
+    Object.assign(payload.pull_request.head.repo, {
+      full_name: "forker/Hello-World",
+      clone_url: forkUrl,
+      git_url: forkUrl.replace("http:", "git:"),
+      html_url: forkUrl.replace(/\.git$/, ""),
+    });
+    t.equal((await f.deliver(payload)).status, 202);
+    const status = await waitFor("fork review", () => {
+      const s = f.github.status(sha, PLAN_CONTEXT);
+      return s && s.state !== "pending" ? s : undefined;
+    });
+    t.equal(status.state, "success");
+    t.same(forkRequests, [], "the fork's URL was never contacted");
+    t.equal(calls.length, 0, "no dry-run for a fork");
+    const body = [...f.github.comments.values()][0]?.body ?? "";
+    t.match(body, FORK_DRY_RUN_NOTE);
+    t.match(body, /\| train \| trainer \| beijing \|/, "the plan itself is still made");
+    t.same(f.github.violations, []);
+  },
+);
+
+t.test("a workload the target cluster's API server refuses fails the plan", async (t) => {
+  const { runner, calls } = recordingRunner(() => ({
+    state: "failed",
+    message: 'admission webhook "gpu-quota.example" denied the request: team quota exceeded',
+  }));
+  const f = await setupFixture(t, { dryRunner: runner, workloadNamespace: "rlark-work" });
+  const sha = await f.pushPull(2, { "jobs/train.yaml": gpuJob("train", 1) });
+  await f.deliver(pullRequestPayload("opened", sha));
+  const status = await waitFor("dry-run review", () => {
+    const s = f.github.status(sha, PLAN_CONTEXT);
+    return s && s.state !== "pending" ? s : undefined;
+  });
+  t.equal(status.state, "failure");
+  t.match(status.description, /dry-run failed for 1 workload/);
+  t.equal(calls.length, 1);
+  t.equal(calls[0]?.cluster, "beijing");
+  t.equal(calls[0]?.workload.kind, "Deployment");
+  t.equal(calls[0]?.workload.metadata.namespace, "rlark-work");
+  t.equal(calls[0]?.workload.metadata.name, "train-trainer");
+  const body = [...f.github.comments.values()][0]?.body ?? "";
+  t.match(body, /\| beijing \| `Deployment\/rlark-work\/train-trainer` \| ❌ admission webhook/);
+});
+
+t.test("a cluster whose agent is away is reported as not dry-run, without failing the plan", async (t) => {
+  const { runner } = recordingRunner(() => ({ state: "offline" }));
+  const f = await setupFixture(t, { dryRunner: runner });
+  const sha = await f.pushPull(2, { "jobs/train.yaml": gpuJob("train", 1) });
+  await f.deliver(pullRequestPayload("opened", sha));
+  const status = await waitFor("offline review", () => {
+    const s = f.github.status(sha, PLAN_CONTEXT);
+    return s && s.state !== "pending" ? s : undefined;
+  });
+  t.equal(status.state, "success");
+  const body = [...f.github.comments.values()][0]?.body ?? "";
+  t.match(body, /cluster offline, not dry-run/);
+  t.match(body, /1 cluster offline, not dry-run/);
+});
