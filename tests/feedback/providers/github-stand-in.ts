@@ -124,6 +124,8 @@ export interface GitHubStandIn {
   pulls: StandInPull[];
   /** The next `times` requests matching method and operation template answer `status` (e.g. 502). */
   fail(method: string, template: string, status: number, times?: number): void;
+  /** The host is back: no more injected failures. */
+  clearFaults(): void;
   /** Latest status per context for a sha. */
   status(sha: string, context: string): StoredStatus | undefined;
   close(): Promise<void>;
@@ -349,6 +351,9 @@ export async function startGitHubStandIn(options: { owner: string; repo: string 
     pulls: [],
     fail(method, template, status, times = 1) {
       faults.push({ method, template, status, times });
+    },
+    clearFaults() {
+      faults.length = 0;
     },
     status(sha, context) {
       return statuses.filter((s) => s.sha === sha && s.context === context).at(-1);
