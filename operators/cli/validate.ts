@@ -26,7 +26,11 @@ export function registerValidate(program: Command): void {
     .addHelpText("after", VALIDATE_HELP)
     .action(async (paths: string[], options: { format: ReportFormat; strict: boolean }) => {
       const { validatePaths } = await import("../api/validate/index.ts");
-      const result = await validatePaths(paths, { baseDir: process.cwd(), strict: options.strict });
+      const result = await validatePaths(paths, {
+        baseDir: process.cwd(),
+        strict: options.strict,
+        summarize: true,
+      });
       process.stdout.write(renderReport(result, options.format));
       const ioFailure = result.errors.some((e) => e.rule === "io/not-found");
       process.exitCode = ioFailure ? 2 : result.valid ? 0 : 1;

@@ -17,6 +17,11 @@ export interface LoadOptions {
   /** Larger files are refused unread (a manifest is never this big; a log or dataset is). */
   maxFileBytes?: number;
   limits?: ParseLimits;
+  /**
+   * Receives each document as soon as its file is parsed, in no particular order across files;
+   * the documents are then not kept in the result.
+   */
+  onDocument?: (document: ParsedDocument) => void;
 }
 
 export interface LoadResult {
@@ -44,7 +49,12 @@ export async function loadManifests(paths: string[], options: LoadOptions): Prom
   const worker = async () => {
     while (next < collected.files.length) {
       const index = next++;
-      perFile[index] = await loadFile(collected.files[index] as ManifestFile, maxFileBytes, limits);
+      const result = await loadFile(collected.files[index] as ManifestFile, maxFileBytes, limits);
+      if (options.onDocument) {
+        for (const document of result.documents) options.onDocument(document);
+        result.documents = [];
+      }
+      perFile[index] = result;
     }
   };
   await Promise.all(Array.from({ length: Math.min(READ_CONCURRENCY, collected.files.length) }, worker));
@@ -58,8 +68,13 @@ export async function loadManifests(paths: string[], options: LoadOptions): Prom
   return { documents, diagnostics, files: collected.files.length };
 }
 
-async function loadFile(file: ManifestFile, maxFileBytes: number, limits: ParseLimits) {
-  const whole = (rule: string, message: string) => ({
+interface FileResult {
+  documents: ParsedDocument[];
+  diagnostics: Diagnostic[];
+}
+
+async function loadFile(file: ManifestFile, maxFileBytes: number, limits: ParseLimits): Promise<FileResult> {
+  const whole = (rule: string, message: string): FileResult => ({
     documents: [],
     diagnostics: [{ file: file.display, line: 0, column: 0, kind: "", name: "", path: "", rule, message }],
   });
@@ -90,10 +105,17 @@ async function loadFile(file: ManifestFile, maxFileBytes: number, limits: ParseL
     return whole("io/not-utf8", `not valid UTF-8 (first bad byte at offset ${firstInvalidUtf8(bytes)})`);
   }
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
-  return parseManifestText(text, file.display, limits, () => rereadText(file.absolute, text.length));
+  return parseManifestText(text, file.display, limits, rereader(file.absolute, text.length));
 }
 
-/** The file's text again, for positions; "" if it changed meanwhile, so positions degrade, never lie. */
+/**
+ * The file's text again, for positions; "" if it changed meanwhile, so positions degrade, never
+ * lie. Made outside loadFile so the closure cannot keep the first copy of the text alive.
+ */
+function rereader(file: string, expectedLength: number): () => string {
+  return () => rereadText(file, expectedLength);
+}
+
 function rereadText(file: string, expectedLength: number): string {
   try {
     let text = readFileSync(file, "utf8");

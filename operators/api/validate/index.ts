@@ -15,6 +15,11 @@ export type { ManifestObject } from "./rule-context.ts";
 export interface ValidateOptions {
   /** Treat documents that are not RLark objects as errors instead of skipping them with a warning. */
   strict?: boolean;
+  /**
+   * Keep only what the cross-object rules read (no pod templates) in `objects`: for callers that
+   * report and do not apply, such as `rlark validate`.
+   */
+  summarize?: boolean;
   catalog?: AddonCatalog;
 }
 
@@ -49,8 +54,10 @@ export async function validatePaths(
   paths: string[],
   options: ValidateOptions & { baseDir: string },
 ): Promise<ValidationResult> {
-  const loaded = await loadManifests(paths, { baseDir: options.baseDir });
-  return validateDocuments(loaded.documents, loaded.diagnostics, options);
+  const checker = new SnapshotChecker(options);
+  // Documents are checked as they are read, so a summarised snapshot never holds every full object.
+  const loaded = await loadManifests(paths, { baseDir: options.baseDir, onDocument: (d) => checker.add(d) });
+  return checker.finish(loaded.diagnostics);
 }
 
 export function validateDocuments(
@@ -58,16 +65,29 @@ export function validateDocuments(
   loadErrors: Diagnostic[],
   options: ValidateOptions = {},
 ): ValidationResult {
-  const catalog = options.catalog ?? shippedCatalog();
-  const errors = [...loadErrors];
-  const warnings: Diagnostic[] = [];
-  const objects: ManifestObject[] = [];
+  const checker = new SnapshotChecker(options);
+  for (const document of documents) checker.add(document);
+  return checker.finish(loadErrors);
+}
 
-  for (const document of documents) {
-    const classified = classify(document, options.strict === true);
+/** Schema checks per document as it arrives, then the rules that need the whole snapshot. */
+class SnapshotChecker {
+  #options: ValidateOptions;
+  #errors: Diagnostic[] = [];
+  #warnings: Diagnostic[] = [];
+  #objects: ManifestObject[] = [];
+  #documents = 0;
+
+  constructor(options: ValidateOptions) {
+    this.#options = options;
+  }
+
+  add(document: ParsedDocument): void {
+    this.#documents++;
+    const classified = classify(document, this.#options.strict === true);
     if ("diagnostic" in classified) {
-      (classified.severity === "error" ? errors : warnings).push(classified.diagnostic);
-      continue;
+      (classified.severity === "error" ? this.#errors : this.#warnings).push(classified.diagnostic);
+      return;
     }
     const { object, kind } = classified;
     const metadata = isObject(object.metadata) ? object.metadata : {};
@@ -85,7 +105,7 @@ export function validateDocuments(
         violation.path,
         violation.rule === "schema/additional-property" ? "key" : "value",
       );
-      errors.push({
+      this.#errors.push({
         file: document.file,
         line: pos.line,
         column: pos.column,
@@ -96,35 +116,74 @@ export function validateDocuments(
         message: violation.message,
       });
     }
-    objects.push(manifest);
+    if (this.#options.summarize) {
+      // Through JSON: the parser's strings are slices of the file text and would keep all of it.
+      manifest.object = JSON.parse(JSON.stringify(summarize(kind, object)));
+      const copied = isObject(manifest.object.metadata) ? manifest.object.metadata : {};
+      manifest.name = stringAt(copied, "name") ?? "";
+      manifest.namespace = stringAt(copied, "namespace");
+      (document as { value: unknown }).value = manifest.object;
+    }
+    this.#objects.push(manifest);
   }
 
-  const report = (
-    target: ManifestObject,
-    pointer: string,
-    rule: string,
-    message: string,
-    at?: "value" | "key",
-  ) => {
-    const pos = target.document.locate(pointer, at);
-    errors.push({
-      file: target.document.file,
-      line: pos.line,
-      column: pos.column,
-      kind: target.kind,
-      name: target.name,
-      path: pointer,
-      rule,
-      message,
-    });
-  };
-  checkUniqueNames(objects, report);
-  const ctx = buildContext(objects, catalog, report);
-  for (const rule of CROSS_RULES) rule(ctx);
+  finish(loadErrors: Diagnostic[]): ValidationResult {
+    const errors = [...loadErrors, ...this.#errors];
+    const objects = this.#objects;
+    const report = (
+      target: ManifestObject,
+      pointer: string,
+      rule: string,
+      message: string,
+      at?: "value" | "key",
+    ) => {
+      const pos = target.document.locate(pointer, at);
+      errors.push({
+        file: target.document.file,
+        line: pos.line,
+        column: pos.column,
+        kind: target.kind,
+        name: target.name,
+        path: pointer,
+        rule,
+        message,
+      });
+    };
+    checkUniqueNames(objects, report);
+    const ctx = buildContext(objects, this.#options.catalog ?? shippedCatalog(), report);
+    for (const rule of CROSS_RULES) rule(ctx);
+    errors.sort(compareDiagnostics);
+    const warnings = this.#warnings.sort(compareDiagnostics);
+    return { valid: errors.length === 0, documents: this.#documents, errors, warnings, objects };
+  }
+}
 
-  errors.sort(compareDiagnostics);
-  warnings.sort(compareDiagnostics);
-  return { valid: errors.length === 0, documents: documents.length, errors, warnings, objects };
+/**
+ * What the cross-object rules read, without the bulk they never look at (pod templates): a
+ * checker that only reports (the CLI) keeps 10,000 manifests in a fraction of the memory.
+ */
+function summarize(kind: string, object: Record<string, unknown>): Record<string, unknown> {
+  const withoutTemplates = (tasks: unknown) =>
+    Array.isArray(tasks)
+      ? tasks.map((task) => {
+          if (!isObject(task) || !isObject(task.kubernetes)) return task;
+          const workload = isObject(task.kubernetes.workload)
+            ? { kind: task.kubernetes.workload.kind }
+            : undefined;
+          return { ...task, kubernetes: { workload } };
+        })
+      : tasks;
+  const spec = isObject(object.spec) ? object.spec : undefined;
+  if (kind === "Job" && spec) return { ...object, spec: { ...spec, tasks: withoutTemplates(spec.tasks) } };
+  if (kind === "Workflow" && spec && Array.isArray(spec.jobs)) {
+    const jobs = spec.jobs.map((job) =>
+      isObject(job) && isObject(job.template)
+        ? { ...job, template: { ...job.template, tasks: withoutTemplates(job.template.tasks) } }
+        : job,
+    );
+    return { ...object, spec: { ...spec, jobs } };
+  }
+  return object;
 }
 
 type Classified =

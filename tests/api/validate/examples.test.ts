@@ -48,3 +48,17 @@ t.test("the example Raw job's artifact checksum matches the shipped script", asy
     t.equal(createHash("sha256").update(bytes).digest("hex"), task.raw.artifact.sha256);
   }
 });
+
+t.test("a summarised check (what rlark validate runs) finds exactly what the full one finds", async (t) => {
+  const full = await validatePaths(["examples", "examples/invalid"], { baseDir: root });
+  const summarised = await validatePaths(["examples", "examples/invalid"], {
+    baseDir: root,
+    summarize: true,
+  });
+  t.ok(full.errors.length > 20);
+  t.same(summarised.errors, full.errors);
+  const job = summarised.objects.find((o) => o.name === "ppo-cartpole-v1")?.object as {
+    spec: { tasks: { kubernetes: { workload: Record<string, unknown> } }[] };
+  };
+  t.same(job.spec.tasks[0]?.kubernetes.workload, { kind: "Deployment" }, "pod templates are dropped");
+});
