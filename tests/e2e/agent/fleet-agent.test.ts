@@ -1,0 +1,144 @@
+// fleet/agent/ against a real kube-apiserver: every manifest passes a server-side dry-run apply,
+// and the RBAC it grants is enough for the kubernetes runtime (run as the agent's ServiceAccount
+// through impersonation) and no more than that.
+import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import {
+  ApiException,
+  CoreV1Api,
+  KubeConfig,
+  type KubernetesObject,
+  KubernetesObjectApi,
+  PatchStrategy,
+} from "@kubernetes/client-node";
+import t from "tap";
+import YAML from "yaml";
+import { repoRoot } from "../../../hack/kube/paths.ts";
+import { KubernetesRuntime } from "../../../operators/agent/runtimes/kubernetes/index.ts";
+import { kubeTask } from "../../agent/runtimes/kubernetes/tasks.ts";
+import { eventually, fleetCluster, testNamespace } from "../../helpers/fleet.ts";
+
+const { kubeConfig: kc } = fleetCluster(0);
+const objects = KubernetesObjectApi.makeApiClient(kc);
+const base = join(repoRoot, "fleet/agent");
+
+function manifests(): KubernetesObject[] {
+  const kustomization = YAML.parse(readFileSync(join(base, "kustomization.yaml"), "utf8")) as {
+    namespace?: string;
+    resources: string[];
+  };
+  return kustomization.resources.flatMap((file) =>
+    YAML.parseAllDocuments(readFileSync(join(base, file), "utf8")).map((d) => d.toJSON() as KubernetesObject),
+  );
+}
+
+const apply = (obj: KubernetesObject, dryRun?: string) =>
+  objects.patch(obj, undefined, dryRun, "rlark-fleet-test", true, PatchStrategy.ServerSideApply);
+
+const AGENT_USER = "system:serviceaccount:rlark-system:rlark-agent";
+
+function impersonating(user: string): KubeConfig {
+  const cluster = kc.getCurrentCluster();
+  const admin = kc.getCurrentUser();
+  if (!cluster || !admin) throw new Error("the fleet kubeconfig has no current cluster or user");
+  const out = new KubeConfig();
+  out.loadFromOptions({
+    clusters: [cluster],
+    users: [{ ...admin, name: "agent", impersonateUser: user }],
+    contexts: [{ name: "agent", cluster: cluster.name, user: "agent" }],
+    currentContext: "agent",
+  });
+  return out;
+}
+
+t.test("every agent manifest passes a server-side dry-run apply", async (t) => {
+  const all = manifests();
+  t.same(
+    all.map((o) => o.kind).sort(),
+    ["ClusterRole", "ClusterRoleBinding", "Deployment", "Namespace", "Role", "RoleBinding", "ServiceAccount"],
+    "namespace, identity, RBAC and the Deployment",
+  );
+  // namespaced objects are checked against their namespace: it must exist, not only in a dry run
+  await apply(all.find((o) => o.kind === "Namespace")!);
+  for (const obj of all) {
+    const result = await apply(obj, "All").catch((err: unknown) => {
+      const body = err instanceof ApiException ? String(err.body) : String(err);
+      t.fail(`${obj.kind}/${obj.metadata?.name}: ${body}`);
+      return undefined;
+    });
+    if (result)
+      t.equal(result.metadata?.name, obj.metadata?.name, `${obj.kind}/${obj.metadata?.name} is accepted`);
+  }
+  const deployment = all.find((o) => o.kind === "Deployment") as KubernetesObject & {
+    spec: { template: { spec: { containers: { image: string }[]; serviceAccountName: string } } };
+  };
+  const version = (JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { version: string })
+    .version;
+  t.same(
+    deployment.spec.template.spec.containers.map((c) => c.image),
+    [`rlark/rlark:${version}`],
+    "the one image, at this version",
+  );
+  t.equal(deployment.spec.template.spec.serviceAccountName, "rlark-agent");
+});
+
+t.test("the agent's RBAC lets the runtime do its work and nothing beyond it", async (t) => {
+  for (const obj of manifests().filter((o) => o.kind !== "Deployment")) await apply(obj);
+  const namespace = await testNamespace(t, kc, "fleet-rbac");
+  const agentKc = impersonating(AGENT_USER);
+  const warnings: string[] = [];
+  const runtime = await KubernetesRuntime.start({
+    kubeConfig: agentKc,
+    defaultNamespace: namespace,
+    instance: `t${randomBytes(4).toString("hex")}`,
+    retryIntervalMs: 500,
+    logger: {
+      info() {},
+      warn: (message, fields) => warnings.push(`${message} ${JSON.stringify(fields)}`),
+      error: (message, fields) => warnings.push(`${message} ${JSON.stringify(fields)}`),
+    },
+  });
+  t.teardown(() => runtime.stop());
+  t.teardown(() => {
+    if (warnings.length > 0) t.comment(`runtime warnings:\n${[...new Set(warnings)].join("\n")}`);
+  });
+  t.ok(runtime.observe().nodes.length > 0, "it lists and watches Nodes");
+  const task = kubeTask(
+    "rbac",
+    "web",
+    {
+      kind: "StatefulSet",
+      replicas: 1,
+      template: { spec: { containers: [{ name: "main", image: "x:1" }] } },
+    },
+    { annotations: { "rlinf.io/ray-role": "head", "rlinf.io/ray-total-nodes": "1" } },
+  );
+  await runtime.apply([task]);
+  await eventually("the Task's pod Running, seen as the agent", async () =>
+    runtime.observe().pods.some((p) => p.task === "rbac-web" && p.phase === "Running") ? true : undefined,
+  );
+  t.same(runtime.rejected, [], "nothing refused");
+  await runtime.applyNodeOverlays([]);
+  await runtime.apply([]);
+  await eventually("the Task pruned, as the agent", async () =>
+    runtime.observe().pods.some((p) => p.task === "rbac-web") ? undefined : true,
+  );
+  await eventually("the Services it made pruned too", async () => {
+    const services = await agentKc.makeApiClient(CoreV1Api).listNamespacedService({ namespace });
+    return services.items.length === 0 ? true : undefined;
+  });
+
+  const denied = await agentKc
+    .makeApiClient(CoreV1Api)
+    .listSecretForAllNamespaces()
+    .then(() => undefined)
+    .catch((err: unknown) => (err instanceof ApiException ? err.code : -1));
+  t.equal(denied, 403, "it cannot read Secrets across the cluster");
+  const ownSecrets = await agentKc
+    .makeApiClient(CoreV1Api)
+    .readNamespacedSecret({ name: "someone-elses", namespace: "rlark-system" })
+    .then(() => 200)
+    .catch((err: unknown) => (err instanceof ApiException ? err.code : -1));
+  t.equal(ownSecrets, 403, "in rlark-system only its own identity Secret");
+});
