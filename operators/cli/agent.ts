@@ -1,11 +1,7 @@
 import { hostname } from "node:os";
 import path from "node:path";
 import { type Command, InvalidArgumentError, Option } from "commander";
-import { startAgent } from "../agent/agent.ts";
-import { ProcessRuntime } from "../agent/runtimes/process/index.ts";
-import { jsonLogger } from "../hub/logger.ts";
-import { fileCredentialStore } from "../lib/tunnel/index.ts";
-import { untilSignal } from "./hub-options.ts";
+import { untilSignal } from "./until-signal.ts";
 
 export const AGENT_HELP = `
 Runs an agent: dials the hub's SSH endpoint (no inbound port is opened here), receives the
@@ -52,6 +48,15 @@ export function registerAgent(program: Command): void {
     .option("--label <key=value>", "a label on the reported node (repeatable)", collectLabel, {})
     .addHelpText("after", AGENT_HELP)
     .action(async (flags: AgentFlags) => {
+      // Loaded here, not at the top: every `rlark` invocation would otherwise pay for them.
+      const [{ startAgent }, { ProcessRuntime }, { jsonLogger }, { fileCredentialStore }] = await Promise.all(
+        [
+          import("../agent/agent.ts"),
+          import("../agent/runtimes/process/index.ts"),
+          import("../hub/logger.ts"),
+          import("../lib/tunnel/index.ts"),
+        ],
+      );
       const logger = jsonLogger("agent");
       const stateDir = path.resolve(flags.stateDir);
       const runtime = await ProcessRuntime.open({

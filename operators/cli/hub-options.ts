@@ -2,7 +2,6 @@
 import path from "node:path";
 import { type Command, Option } from "commander";
 import type { HubOptions } from "../hub/hub.ts";
-import { loadGitCredentials } from "../source/index.ts";
 import { parseDuration } from "./duration.ts";
 
 export interface CommonHubFlags {
@@ -47,6 +46,7 @@ export async function hubOptionsFrom(
   flags: CommonHubFlags,
   defaults: { intervalMs: number },
 ): Promise<HubOptions> {
+  const { loadGitCredentials } = await import("../source/git-auth.ts");
   const credentials = await loadGitCredentials({
     tokenFile: flags.gitTokenFile,
     sshKeyFile: flags.gitSshKeyFile,
@@ -63,17 +63,4 @@ export async function hubOptionsFrom(
     webhookSecretFile: flags.webhookSecretFile,
     statusBranch: flags.statusCommits ? flags.statusBranch : undefined,
   };
-}
-
-/** Resolves on SIGINT/SIGTERM, so a command can stop cleanly (flush status, close the store). */
-export function untilSignal(): Promise<NodeJS.Signals> {
-  return new Promise((resolve) => {
-    const done = (signal: NodeJS.Signals) => {
-      process.off("SIGINT", done);
-      process.off("SIGTERM", done);
-      resolve(signal);
-    };
-    process.on("SIGINT", done);
-    process.on("SIGTERM", done);
-  });
 }

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
-import { startHub } from "../hub/hub.ts";
-import { addCommonHubFlags, type CommonHubFlags, hubOptionsFrom, untilSignal } from "./hub-options.ts";
+import { addCommonHubFlags, type CommonHubFlags, hubOptionsFrom } from "./hub-options.ts";
+import { untilSignal } from "./until-signal.ts";
 
 export const HUB_HELP = `
 Runs the hub: follows a git repository of manifests, validates each new revision whole and
@@ -27,6 +27,7 @@ export function registerHub(program: Command): void {
       });
     }
     const options = await hubOptionsFrom(flags, { intervalMs: 60_000 });
+    const { startHub } = await import("../hub/hub.ts");
     const hub = await startHub(options);
     await untilSignal();
     await hub.stop();

@@ -1,7 +1,5 @@
 import { Command } from "commander";
 import packageJson from "../../package.json" with { type: "json" };
-import { openHubPki } from "../hub/tunnel-server.ts";
-import { openSqliteStore } from "../lib/store/index.ts";
 import { registerAgent } from "./agent.ts";
 import { registerCrds } from "./crds.ts";
 import { registerHub } from "./hub.ts";
@@ -26,8 +24,10 @@ export function buildProgram(): Command {
   registerStatus(program);
   registerAgent(program);
   registerToken(program, {
-    enrollment: ({ dataDir }) =>
-      openHubPki({ dataDir, clusterExists: (name) => clusterDeclared(dataDir, name) }).enrollment,
+    enrollment: async ({ dataDir }) => {
+      const { openHubPki } = await import("../hub/tunnel-server.ts");
+      return openHubPki({ dataDir, clusterExists: (name) => clusterDeclared(dataDir, name) }).enrollment;
+    },
   });
   registerCrds(program);
   return program;
@@ -35,6 +35,7 @@ export function buildProgram(): Command {
 
 /** Whether the hub in `dataDir` holds the Cluster (declared in git); read while the hub runs. */
 async function clusterDeclared(dataDir: string, name: string): Promise<boolean> {
+  const { openSqliteStore } = await import("../lib/store/index.ts");
   const store = openSqliteStore({ dataDir });
   try {
     return (await store.get("Cluster", undefined, name)) !== undefined;

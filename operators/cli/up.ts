@@ -1,9 +1,6 @@
 import type { Command } from "commander";
-import { startLocalAgent } from "../agent/local-agent.ts";
-import { startHub } from "../hub/hub.ts";
-import { jsonLogger } from "../hub/logger.ts";
-import { ensurePlayground } from "../hub/playground.ts";
-import { addCommonHubFlags, type CommonHubFlags, hubOptionsFrom, untilSignal } from "./hub-options.ts";
+import { addCommonHubFlags, type CommonHubFlags, hubOptionsFrom } from "./hub-options.ts";
+import { untilSignal } from "./until-signal.ts";
 
 /** The Cluster the local process agent serves; examples/clusters/local.yaml declares it. */
 const LOCAL_CLUSTER = "local";
@@ -26,6 +23,12 @@ export function registerUp(program: Command): void {
     .addHelpText("after", UP_HELP);
   addCommonHubFlags(command, { interval: "2s" }).action(async (flags: CommonHubFlags) => {
     const options = await hubOptionsFrom(flags, { intervalMs: 2_000 });
+    const [{ startLocalAgent }, { startHub }, { jsonLogger }, { ensurePlayground }] = await Promise.all([
+      import("../agent/local-agent.ts"),
+      import("../hub/hub.ts"),
+      import("../hub/logger.ts"),
+      import("../hub/playground.ts"),
+    ]);
     let playground: string | undefined;
     if (!options.repo) {
       const created = await ensurePlayground(options.dataDir, options.branch);
