@@ -56,6 +56,8 @@ export function createEventStream(options: EventStreamOptions): EventStream {
         "x-accel-buffering": "no",
       });
       res.socket?.setNoDelay(true);
+      // The newest status for the newcomer (and everyone, if it moved since the last poll).
+      this.pollSource();
       send(res, "retry: 2000\n\n");
       const lastId =
         (req.headers["last-event-id"] as string | undefined) ?? url.searchParams.get("lastEventId");

@@ -3,9 +3,9 @@
 // browser that lost its connection resumes from its last event instead of loading everything again.
 // One cache serves every browser: the store sees one watch per kind however many people look.
 
-import { redact } from "../hub/http/redact.ts";
 import type { Logger } from "../lib/controller/index.ts";
 import { type KubeObject, keyOf, type Store, type Watch, type WatchEvent } from "../lib/store/index.ts";
+import { objectView } from "./object-view.ts";
 
 /** Users are left out: the dashboard has no page for them and their hashes never leave the hub. */
 export const DASHBOARD_KINDS = [
@@ -51,7 +51,7 @@ export function createObjectCache(options: { store: Store; logger: Logger; logSi
   let stopped = false;
 
   function record(event: WatchEvent) {
-    const object = redact(event.object);
+    const object = objectView(event.object);
     const key = `${object.kind}/${keyOf(object)}`;
     if (event.type === "DELETED") objects.delete(key);
     else objects.set(key, object);
@@ -78,7 +78,7 @@ export function createObjectCache(options: { store: Store; logger: Logger; logSi
       const key = `${object.kind}/${keyOf(object)}`;
       seen.add(key);
       const held = objects.get(key);
-      if (!held) objects.set(key, redact(object));
+      if (!held) objects.set(key, objectView(object));
       else if (held.metadata.resourceVersion !== object.metadata.resourceVersion)
         record({ type: "MODIFIED", object });
     }

@@ -50,6 +50,7 @@ async function start(git: GitServer, dataDir: string, http: string, options: Das
   const hub = await startHub({
     dataDir,
     http,
+    ssh: "127.0.0.1:0",
     repo: git.fileUrl,
     branch: git.branch,
     intervalMs: 200,

@@ -68,7 +68,7 @@ function nodeCard(node: Node, state: State): Html {
   const cordoned = node.spec?.unschedulable === true;
   return html`<article class="node${cordoned ? " cordoned" : ""}" data-node="${node.metadata.name}" aria-label="Node ${node.metadata.name}">
     <h4>${node.metadata.name} ${phase(node.status?.phase ?? "Unknown")} ${cordoned ? html`<span class="badge cordon" title="cordoned: no new work lands here">cordoned</span>` : ""}</h4>
-    <p class="meta">${annotations["rlark.io/city"] ? html`<span>📍 ${annotations["rlark.io/city"]}</span>` : ""}
+    <p class="meta">${annotations["rlark.io/city"] ? html`<span>City: ${annotations["rlark.io/city"]}</span>` : ""}
       ${categories(node).map((c) => html`<span class="badge">${c}</span>`)}
       ${annotations["rlark.io/gpu-model"] ? html`<span>GPU: ${annotations["rlark.io/gpu-model"]}</span>` : ""}
       ${annotations["rlark.io/device-model"] ? html`<span>Device: ${annotations["rlark.io/device-model"]}</span>` : ""}</p>

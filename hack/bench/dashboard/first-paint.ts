@@ -1,0 +1,148 @@
+// `node hack/bench/dashboard/first-paint.ts [jobs]`: a hub whose store holds N Jobs (default
+// 10,000, each with the example's task templates and a status), the dashboard mounted, and Debian's
+// Chromium opening the Jobs page. Prints the snapshot size, the time from navigation to the first
+// rows on screen (median of 5 loads), and the time to page through the list and to apply a burst of
+// live updates. Asserts nothing: the issue's target is a first paint under 1 s on this machine.
+import { mkdtemp, readFile } from "node:fs/promises";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { chromium } from "playwright-core";
+import { parse } from "yaml";
+import { createDashboard, type Dashboard } from "../../../operators/dashboard/index.ts";
+import { startHub } from "../../../operators/hub/hub.ts";
+import { silentLogger } from "../../../operators/lib/controller/index.ts";
+import type { BatchOp, KubeObject } from "../../../operators/lib/store/index.ts";
+
+const count = Number(process.argv[2] ?? 10_000);
+const root = path.join(import.meta.dirname, "..", "..", "..");
+const example = parse(
+  await readFile(path.join(root, "examples/jobs/ppo-cartpole-v1.yaml"), "utf8"),
+) as KubeObject;
+const PHASES = ["Pending", "Running", "Succeeded", "Failed", "Stopped"];
+
+const dataDir = await mkdtemp(path.join(tmpdir(), "rlark-bench-dash-"));
+let dashboard: Dashboard | undefined;
+const hub = await startHub({
+  dataDir,
+  http: "127.0.0.1:0",
+  ssh: "127.0.0.1:0",
+  logger: silentLogger,
+  controllers: () => [],
+  extraRoutes: (req: IncomingMessage, res: ServerResponse, url: URL) =>
+    dashboard ? dashboard.routes(req, res, url) : false,
+});
+
+let t0 = performance.now();
+for (let start = 0; start < count; start += 500) {
+  const ops: BatchOp[] = [];
+  for (let i = start; i < Math.min(count, start + 500); i++) {
+    const name = `job-${String(i).padStart(5, "0")}`;
+    ops.push({
+      op: "create",
+      object: {
+        ...example,
+        metadata: { name, labels: { ...example.metadata.labels, shard: String(i % 10) } },
+        status: {
+          phase: PHASES[i % PHASES.length],
+          run: 1,
+          tasks: [
+            {
+              name: "actor-head",
+              taskName: `${name}-actor-head`,
+              cluster: `cluster-${i % 20}`,
+              phase: "Running",
+            },
+            { name: "rollout", taskName: `${name}-rollout`, cluster: `cluster-${i % 20}`, phase: "Running" },
+          ],
+        },
+      },
+    });
+  }
+  await hub.store.applyBatch(ops);
+}
+console.log(`store: ${count} jobs written in ${Math.round(performance.now() - t0)} ms`);
+
+t0 = performance.now();
+dashboard = await createDashboard({ store: hub.store, dataDir, sourceStatus: () => ({ state: "None" }) });
+console.log(`dashboard cache loaded in ${Math.round(performance.now() - t0)} ms`);
+
+const loginUrl = dashboard.loginUrl(hub.adminToken, hub.url);
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
+  args: [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+  ],
+});
+try {
+  const page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
+  let snapshotBytes = 0;
+  page.on("response", async (response) => {
+    if (response.url().includes("/api/v1/events"))
+      snapshotBytes = Number(response.headers()["content-length"] ?? 0);
+  });
+  await page.goto(loginUrl);
+  await page.waitForURL(/#\/overview$/);
+  const firstPaints: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    await page.goto(`${hub.url}/?load=${i}#/jobs`);
+    await page.locator("tr[data-job]").first().waitFor();
+    firstPaints.push(await page.evaluate(() => performance.now()));
+  }
+  firstPaints.sort((a, b) => a - b);
+  const size = await page.evaluate(async () => {
+    const session = JSON.parse(sessionStorage.getItem("rlark.session") ?? "{}") as { token: string };
+    const controller = new AbortController();
+    const response = await fetch(`/api/v1/events?token=${session.token}`, { signal: controller.signal });
+    const reader = response.body!.getReader();
+    let bytes = 0;
+    const text = new TextDecoder();
+    let buffered = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done || !value) break;
+      bytes += value.length;
+      buffered += text.decode(value, { stream: true });
+      if (buffered.includes("event: snapshot") && buffered.endsWith("\n\n")) break;
+    }
+    controller.abort();
+    return bytes;
+  });
+  console.log(`snapshot: ${(size / 1024 / 1024).toFixed(1)} MiB for ${count} jobs${snapshotBytes ? "" : ""}`);
+  console.log(
+    `first paint of the Jobs page (navigation → rows on screen): median ${Math.round(firstPaints[2]!)} ms, min ${Math.round(firstPaints[0]!)} ms, max ${Math.round(firstPaints[4]!)} ms`,
+  );
+
+  t0 = performance.now();
+  for (let i = 0; i < 20; i++) {
+    const before = await page.locator("tr[data-job]").first().getAttribute("data-job");
+    await page.getByRole("link", { name: "next →" }).click();
+    await page.waitForFunction(
+      (b) => document.querySelector("tr[data-job]")?.getAttribute("data-job") !== b,
+      before,
+    );
+  }
+  console.log(`paging: ${((performance.now() - t0) / 20).toFixed(0)} ms per page of 50 (click → new rows)`);
+
+  const jobs = (await hub.store.list("Job")).items.slice(0, 200);
+  t0 = performance.now();
+  for (const job of jobs)
+    await hub.store.updateStatus({ ...job, status: { ...(job.status as object), phase: "Failed" } });
+  const last = jobs.at(-1)!.metadata.name;
+  await page.goto(`${hub.url}/#/jobs/${last}`);
+  await page.locator("h1 .phase-Failed").waitFor();
+  console.log(
+    `live: 200 status updates written and the last one on screen after ${Math.round(performance.now() - t0)} ms`,
+  );
+} finally {
+  await browser.close();
+  dashboard.close();
+  await hub.stop();
+}
