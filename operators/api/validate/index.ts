@@ -129,7 +129,14 @@ class SnapshotChecker {
 
   finish(loadErrors: Diagnostic[]): ValidationResult {
     const errors = [...loadErrors, ...this.#errors];
-    const objects = this.#objects;
+    // Files may arrive in any order; rules report "the later of two" by file order, so sort first.
+    const objects = this.#objects.sort((a, b) =>
+      a.document.file === b.document.file
+        ? a.document.index - b.document.index
+        : a.document.file < b.document.file
+          ? -1
+          : 1,
+    );
     const report = (
       target: ManifestObject,
       pointer: string,
