@@ -39,12 +39,13 @@ function script(a: string[], b: string[]): Op[] {
     if (i < a.length && j < b.length && a[i] === b[j]) {
       ops.push({ type: " ", line: a[i] as string, a: i++, b: j++ });
     } else if (
-      j < b.length &&
-      (i === a.length || (table[i * width + j + 1] as number) >= (table[(i + 1) * width + j] as number))
+      i < a.length &&
+      (j === b.length || (table[(i + 1) * width + j] as number) >= (table[i * width + j + 1] as number))
     ) {
-      ops.push({ type: "+", line: b[j] as string, a: i, b: j++ });
-    } else {
+      // Removals before additions, as diff(1) prints them.
       ops.push({ type: "-", line: a[i] as string, a: i++, b: j });
+    } else {
+      ops.push({ type: "+", line: b[j] as string, a: i, b: j++ });
     }
   }
   return ops;
