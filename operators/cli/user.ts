@@ -1,0 +1,42 @@
+import type { Command } from "commander";
+import { DEFAULT_SCRYPT, hashPassword } from "../hub/auth/index.ts";
+
+export interface UserCommandDeps {
+  /** The password source; default: standard input (one line). */
+  readPassword?: () => Promise<string>;
+  stdout?: (text: string) => void;
+}
+
+export const HASH_PASSWORD_HELP = `
+Reads a password from standard input and prints its scrypt hash for a User's spec.passwordHash:
+
+  printf '%s' "$PASSWORD" | rlark user hash-password
+  # $scrypt$ln=15,r=8,p=1$<salt>$<key>
+
+Commit the hash, never the password. The dashboard's login verifies it (docs/dashboard.md).
+`;
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+export function registerUser(program: Command, deps: UserCommandDeps = {}): void {
+  const user = program.command("user").description("helpers for User objects in git");
+  user
+    .command("hash-password")
+    .description("print the scrypt hash of a password read from standard input")
+    .option("--cost <ln>", "log2 of scrypt's cost N", String(DEFAULT_SCRYPT.ln))
+    .addHelpText("after", HASH_PASSWORD_HELP)
+    .action(async (options: { cost: string }) => {
+      const ln = Number(options.cost);
+      if (!Number.isInteger(ln) || ln < 14 || ln > 20)
+        throw new Error("--cost must be an integer from 14 to 20");
+      // One trailing newline is the shell's, not the password's.
+      const password = (await (deps.readPassword ?? readStdin)()).replace(/\r?\n$/, "");
+      if (password.length === 0) throw new Error("no password on standard input");
+      const hash = await hashPassword(password, { ...DEFAULT_SCRYPT, ln });
+      (deps.stdout ?? ((text: string) => process.stdout.write(text)))(`${hash}\n`);
+    });
+}
