@@ -43,6 +43,8 @@ export class WatchedCollection<T extends KubernetesObject> {
   #markSynced: () => void = () => undefined;
   /** Lists done so far: the first, then one per relist. */
   lists = 0;
+  /** Watch connections that ended in 410 Gone. */
+  gone = 0;
 
   constructor(options: CollectionOptions) {
     this.#options = options;
@@ -73,6 +75,15 @@ export class WatchedCollection<T extends KubernetesObject> {
     this.#stopped = true;
     this.#abort?.abort();
     this.#wake?.();
+  }
+
+  /**
+   * Watches again from `resourceVersion`, as after a long disconnection; an expired one gets the
+   * server's 410 Gone and so a relist. For tests of that path.
+   */
+  rewatchFrom(resourceVersion: string): void {
+    this.#resourceVersion = resourceVersion;
+    this.#abort?.abort();
   }
 
   /** Relist now (tests use it to check that a relist changes nothing). */
@@ -210,7 +221,10 @@ export class WatchedCollection<T extends KubernetesObject> {
           this.#relistRequested = false;
           break;
         }
-        if (outcome === "gone") break;
+        if (outcome === "gone") {
+          this.gone += 1;
+          break;
+        }
         if (outcome === "error") {
           failures += 1;
           await this.#sleep(this.#backoff(failures));
