@@ -12,8 +12,8 @@ import type {
   TunnelClient,
 } from "../lib/tunnel/index.ts";
 import { ensureAgentCredentials } from "./enroll.ts";
-import { nodeObject, podObject, taskStatusObject } from "./report.ts";
-import type { Runtime, RuntimeTask } from "./runtimes/types.ts";
+import { lingeringTasks, nodeObject, podObject, taskStatusObject } from "./report.ts";
+import type { NodeOverlay, Runtime, RuntimeTask } from "./runtimes/types.ts";
 import { startAgentTunnel } from "./tunnel-client.ts";
 
 export interface AgentOptions {
@@ -60,6 +60,24 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       .map((o) => o as unknown as RuntimeTask)
       .filter((t) => runtime.agentTypes.includes(t.spec.agentType));
 
+  const nodeOverlays = (): NodeOverlay[] =>
+    [...desired.values()]
+      .filter((o) => o.kind === "Node")
+      .map((o) => {
+        const metadata = o.metadata as {
+          name: string;
+          labels?: Record<string, string>;
+          annotations?: Record<string, string>;
+        };
+        const spec = o.spec as { unschedulable?: boolean } | undefined;
+        return {
+          name: metadata.name,
+          labels: metadata.labels ?? {},
+          annotations: metadata.annotations ?? {},
+          ...(spec?.unschedulable === undefined ? {} : { unschedulable: spec.unschedulable }),
+        };
+      });
+
   const capabilities = (): Capability[] => [
     {
       name: `runtime/${options.runtimeKind}`,
@@ -79,6 +97,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     }
     try {
       await runtime.apply(tasks());
+      await runtime.applyNodeOverlays?.(nodeOverlays());
       applyError = undefined;
     } catch (error) {
       applyError = error instanceof Error ? error.message : String(error);
@@ -107,7 +126,10 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     tunnel.report({
       nodes: observed.nodes.map((n) => nodeObject(cluster, n, observed.pods)),
       pods: observed.pods.map((p) => podObject(cluster, p)),
-      tasks: tasks().map((t) => taskStatusObject(cluster, t, observed.pods)),
+      tasks: [
+        ...tasks().map((t) => taskStatusObject(cluster, t, observed)),
+        ...lingeringTasks(cluster, tasks(), observed),
+      ],
       capabilities: capabilities(),
     });
   };

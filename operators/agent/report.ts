@@ -1,7 +1,13 @@
 // What the agent tells the hub: the runtime's observations as Kubernetes-shaped Node, Pod and
 // Task-status objects in the cluster's `agent-<cluster>` namespace (seed 000 §4, §9).
 import type { KubeObject } from "../lib/tunnel/index.ts";
-import type { ObservedNode, ObservedPod, RuntimeTask } from "./runtimes/types.ts";
+import type {
+  ObservedNode,
+  ObservedPod,
+  ObservedWorkload,
+  RuntimeSnapshot,
+  RuntimeTask,
+} from "./runtimes/types.ts";
 
 const API_VERSION = "rlinf.io/v1alpha1";
 
@@ -98,8 +104,13 @@ export interface TaskStatus {
  * A Task's phase from its pods, as the Job controller expects it: Running when every replica is
  * ready, Succeeded when a run-to-completion task's replicas all exited 0, Failed when one failed.
  */
-export function taskStatus(task: RuntimeTask, pods: readonly ObservedPod[]): TaskStatus {
+export function taskStatus(
+  task: RuntimeTask,
+  pods: readonly ObservedPod[],
+  workload?: ObservedWorkload,
+): TaskStatus {
   const mine = pods.filter((p) => p.task === task.metadata.name && !p.terminating);
+  if (workload && !workload.terminating) return workloadStatus(task, mine, workload);
   const replicas = replicasOf(task);
   const runToCompletion = isRunToCompletion(task);
   const ready = mine.filter((p) => p.phase === "Running" && p.ready).length;
@@ -145,6 +156,43 @@ export function taskStatus(task: RuntimeTask, pods: readonly ObservedPod[]): Tas
   return { ...base, phase: "Pending", ...(waiting?.reason ? { reason: waiting.reason } : {}) };
 }
 
+/** With a native workload (kubernetes), its own counts and outcome say more than the pods. */
+function workloadStatus(
+  task: RuntimeTask,
+  pods: readonly ObservedPod[],
+  workload: ObservedWorkload,
+): TaskStatus {
+  const starts = pods
+    .map((p) => p.startTime)
+    .filter((s): s is string => s !== undefined)
+    .sort();
+  const base = {
+    replicas: workload.replicas,
+    readyReplicas: workload.readyReplicas,
+    observedNodes: [...new Set(pods.map((p) => p.node).filter((n) => n !== ""))].sort(),
+    ...(task.metadata.generation === undefined ? {} : { observedGeneration: task.metadata.generation }),
+    ...(starts[0] ? { startTime: starts[0] } : {}),
+  };
+  if (workload.finished === "Failed") {
+    return {
+      ...base,
+      phase: "Failed",
+      reason: workload.reason ?? "Failed",
+      message: workload.message ?? `job ${workload.name} failed`,
+      ...(workload.exitCode === undefined ? {} : { exitCode: workload.exitCode }),
+    };
+  }
+  if (workload.finished === "Complete")
+    return { ...base, phase: "Succeeded", exitCode: workload.exitCode ?? 0 };
+  if (workload.kind === "Job" && (workload.active ?? 0) > 0 && pods.some((p) => p.phase === "Running")) {
+    return { ...base, phase: "Running" };
+  }
+  if (workload.replicas > 0 && workload.readyReplicas >= workload.replicas)
+    return { ...base, phase: "Running" };
+  const waiting = pods.find((p) => p.reason);
+  return { ...base, phase: "Pending", ...(waiting?.reason ? { reason: waiting.reason } : {}) };
+}
+
 function replicasOf(task: RuntimeTask): number {
   if (task.spec.raw) return task.spec.raw.replicas ?? 1;
   const workload = (task.spec.kubernetes as { workload?: { replicas?: number } } | undefined)?.workload;
@@ -156,15 +204,42 @@ function isRunToCompletion(task: RuntimeTask): boolean {
   return (task.spec.kubernetes as { workload?: { kind?: string } } | undefined)?.workload?.kind === "Job";
 }
 
-export function taskStatusObject(
-  cluster: string,
-  task: RuntimeTask,
-  pods: readonly ObservedPod[],
-): KubeObject {
+export function taskStatusObject(cluster: string, task: RuntimeTask, observed: RuntimeSnapshot): KubeObject {
+  const workload = observed.workloads?.find((w) => w.task === task.metadata.name && !w.terminating);
   return {
     apiVersion: API_VERSION,
     kind: "Task",
     metadata: { name: task.metadata.name, namespace: agentNamespace(cluster) },
-    status: taskStatus(task, pods),
+    status: taskStatus(task, observed.pods, workload),
   };
+}
+
+/**
+ * Tasks no longer desired that still have something in the cluster (pods, workloads, volume
+ * claims): the hub keeps their cleanup finalizer until this list stops naming them.
+ */
+export function lingeringTasks(
+  cluster: string,
+  desired: readonly RuntimeTask[],
+  observed: RuntimeSnapshot,
+): KubeObject[] {
+  const wanted = new Set(desired.map((t) => t.metadata.name));
+  const present = new Set([
+    ...observed.pods.map((p) => p.task),
+    ...(observed.workloads ?? []).map((w) => w.task),
+    ...(observed.volumes ?? []).map((v) => v.task),
+  ]);
+  return [...present]
+    .filter((name) => !wanted.has(name))
+    .sort()
+    .map((name) => ({
+      apiVersion: API_VERSION,
+      kind: "Task",
+      metadata: { name, namespace: agentNamespace(cluster) },
+      status: {
+        phase: "Pending",
+        reason: "Terminating",
+        message: "workloads, pods or claims still being removed",
+      },
+    }));
 }

@@ -1,6 +1,7 @@
 import { hostname } from "node:os";
 import path from "node:path";
 import { type Command, InvalidArgumentError, Option } from "commander";
+import type { Runtime } from "../agent/runtimes/types.ts";
 import { untilSignal } from "./until-signal.ts";
 
 export const AGENT_HELP = `
@@ -13,6 +14,10 @@ in --state-dir (0600) and reused, so later starts need neither flag.
 
 Runtimes:
   process     Raw tasks as local processes; this machine is the cluster's one node.
+  kubernetes  Kubernetes tasks as Deployments, StatefulSets, DaemonSets and Jobs on the cluster
+              of --kubeconfig (or the in-cluster service account), by server-side apply with the
+              field manager rlark-agent; git's Node overlays are patched onto its nodes. See
+              docs/kubernetes-runtime.md and fleet/agent/ for running it inside the cluster.
 
 Examples:
   rlark agent --hub hub.example.com:2222 --token rlt.… --ca-hash sha256:… --state-dir /var/lib/rlark
@@ -24,7 +29,8 @@ interface AgentFlags {
   token?: string;
   caHash?: string;
   stateDir: string;
-  runtime: "process";
+  runtime: "process" | "kubernetes";
+  kubeconfig?: string;
   nodeName: string;
   label: Record<string, string>;
 }
@@ -43,7 +49,15 @@ export function registerAgent(program: Command): void {
     .option("--token <token>", "one-time bootstrap token (first start only)")
     .option("--ca-hash <sha256:hex>", "the hub CA's fingerprint to pin (first start only)")
     .option("--state-dir <dir>", "where the agent keeps its credentials and process state", ".rlark-agent")
-    .addOption(new Option("--runtime <runtime>", "how tasks run").choices(["process"]).default("process"))
+    .addOption(
+      new Option("--runtime <runtime>", "how tasks run")
+        .choices(["process", "kubernetes"])
+        .default("process"),
+    )
+    .option(
+      "--kubeconfig <file>",
+      "kubernetes runtime: the cluster to serve (default: in-cluster credentials)",
+    )
     .option("--node-name <name>", "the node name this machine reports", hostname())
     .option("--label <key=value>", "a label on the reported node (repeatable)", collectLabel, {})
     .addHelpText("after", AGENT_HELP)
@@ -59,12 +73,27 @@ export function registerAgent(program: Command): void {
       );
       const logger = jsonLogger("agent");
       const stateDir = path.resolve(flags.stateDir);
-      const runtime = await ProcessRuntime.open({
-        stateDir: path.join(stateDir, "runtime"),
-        nodeName: flags.nodeName,
-        nodeLabels: flags.label,
-        logger,
-      });
+      let kubeApiTarget: { host: string; port: number } | undefined;
+      let runtime: Runtime;
+      if (flags.runtime === "kubernetes") {
+        const [{ KubeConfig }, { KubernetesRuntime }] = await Promise.all([
+          import("@kubernetes/client-node"),
+          import("../agent/runtimes/kubernetes/index.ts"),
+        ]);
+        const kubeConfig = new KubeConfig();
+        if (flags.kubeconfig) kubeConfig.loadFromFile(flags.kubeconfig);
+        else kubeConfig.loadFromCluster();
+        const server = new URL(kubeConfig.getCurrentCluster()?.server ?? "https://kubernetes.default.svc");
+        kubeApiTarget = { host: server.hostname, port: Number(server.port || 443) };
+        runtime = await KubernetesRuntime.start({ kubeConfig, logger });
+      } else {
+        runtime = await ProcessRuntime.open({
+          stateDir: path.join(stateDir, "runtime"),
+          nodeName: flags.nodeName,
+          nodeLabels: flags.label,
+          logger,
+        });
+      }
       const agent = await startAgent({
         hub: flags.hub,
         credentials: fileCredentialStore(path.join(stateDir, "credentials.json")),
@@ -72,6 +101,7 @@ export function registerAgent(program: Command): void {
         ...(flags.caHash ? { caHash: flags.caHash } : {}),
         runtime,
         runtimeKind: flags.runtime,
+        ...(kubeApiTarget ? { kubeApiTarget } : {}),
         logger,
       });
       logger.info("agent started", { cluster: agent.cluster, hub: flags.hub });

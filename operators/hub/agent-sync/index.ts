@@ -190,7 +190,10 @@ class ClusterSession {
     if (message.type === "report") {
       await this.#serialise(async () => {
         await writeReport(this.#options.store, this.cluster, message, this.#options.logger);
-        await this.#releaseFinalizers(message.pods as unknown as KubeObject[]);
+        await this.#releaseFinalizers(
+          message.pods as unknown as KubeObject[],
+          message.tasks as unknown as KubeObject[],
+        );
         await setClusterStatus(this.#options.store, this.cluster, (status) => {
           status.capabilities = message.capabilities;
         });
@@ -210,11 +213,15 @@ class ClusterSession {
   }
 
   /** A deleted Task goes once the agent acknowledged its removal and reports none of its pods. */
-  async #releaseFinalizers(reportedPods: KubeObject[]): Promise<void> {
+  async #releaseFinalizers(reportedPods: KubeObject[], reportedTasks: KubeObject[]): Promise<void> {
     const store = this.#options.store;
     const acked = this.#session.ackedGeneration ?? 0;
     const namespace = agentNamespace(this.cluster);
-    const running = new Set(reportedPods.map((p) => (p.spec as { task?: string } | undefined)?.task));
+    // Anything the agent still names (a pod, or a Task whose workloads or claims linger) stays.
+    const running = new Set([
+      ...reportedPods.map((p) => (p.spec as { task?: string } | undefined)?.task),
+      ...reportedTasks.map((t) => t.metadata.name),
+    ]);
     for (const task of (await store.list("Task", { namespace })).items) {
       if (!task.metadata.deletionTimestamp || !hasCleanupFinalizer(task)) continue;
       const removedAt = this.#removedAt.get(key(task));
