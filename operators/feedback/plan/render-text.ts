@@ -71,7 +71,15 @@ export function renderPlanText(plan: Plan): string {
   return `${out.join("\n")}\n`;
 }
 
-/** Stable JSON: the Plan's fields are already sorted; keys come out in declaration order. */
+function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeys);
+  if (value === null || typeof value !== "object") return value;
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value).sort()) out[key] = sortKeys((value as Record<string, unknown>)[key]);
+  return out;
+}
+
+/** Stable JSON: keys sorted at every level, lists already in the plan's stable order. */
 export function renderPlanJson(plan: Plan): string {
-  return `${JSON.stringify({ ...plan, failed: planFailed(plan) }, null, 2)}\n`;
+  return `${JSON.stringify(sortKeys({ ...plan, failed: planFailed(plan) }), null, 2)}\n`;
 }
