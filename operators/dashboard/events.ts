@@ -43,6 +43,10 @@ export function createEventStream(options: EventStreamOptions): EventStream {
 
   return {
     async handle(req, res, url) {
+      if (req.method !== "GET") {
+        res.setHeader("Allow", "GET");
+        return sendStatus(res, 405, "MethodNotAllowed", "the event stream is read with GET");
+      }
       const token = url.searchParams.get("token") ?? bearerToken(req);
       const principal: Principal | undefined = token ? await options.authenticate(token) : undefined;
       if (!token || !principal) {

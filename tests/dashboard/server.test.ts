@@ -125,6 +125,8 @@ t.test("the event stream refuses a missing or wrong token", async (t) => {
   const none = await openEvents(hub, "");
   t.equal(none.status, 401);
   await none.close();
+  const post = await fetch(`${hub.url}/api/v1/events?token=${hub.adminToken}`, { method: "POST" });
+  t.equal(post.status, 405, "read-only");
   const wrong = await openEvents(hub, "?token=wrong");
   t.equal(wrong.status, 401);
   await wrong.close();

@@ -1,6 +1,6 @@
 // Clusters and their nodes (seed 000 §4): requested vs allocatable per resource, disk with a
 // warning at ≥ 90 % or DiskPressure, admin annotations, cordons; control-plane nodes apart.
-import type { Cluster, Node } from "../../api/index.ts";
+import type { Cluster, Node, Pod } from "../../api/index.ts";
 import { type Html, html } from "./html.ts";
 import { formatAmount, formatBytes, parseQuantity } from "./quantity.ts";
 import { sourceLink } from "./source-link.ts";
@@ -63,6 +63,20 @@ function nodeBars(node: Node): Html[] {
   return bars;
 }
 
+/** The pods on a node: which Job, which task, its IP and phase (seed 000 §4's node detail). */
+function workers(node: Node, state: State): Html {
+  const pods = state
+    .list<Pod>("Pod")
+    .filter((p) => p.metadata.namespace === node.metadata.namespace && p.spec.node === node.metadata.name);
+  if (pods.length === 0) return html``;
+  return html`<details class="workers"><summary>${pods.length} pod${pods.length === 1 ? "" : "s"}</summary><ul>${pods.map(
+    (p) => {
+      const job = p.spec.job ?? p.metadata.labels?.["rlinf.io/job"];
+      return html`<li>${job ? html`<a href="#/jobs/${encodeURIComponent(job)}">${job}</a> · ` : ""}${p.metadata.name} ${p.status?.podIP ? html`<code>${p.status.podIP}</code>` : ""} ${phase(p.status?.phase)}</li>`;
+    },
+  )}</ul></details>`;
+}
+
 function nodeCard(node: Node, state: State): Html {
   const annotations = node.metadata.annotations ?? {};
   const cordoned = node.spec?.unschedulable === true;
@@ -73,6 +87,7 @@ function nodeCard(node: Node, state: State): Html {
       ${annotations["rlark.io/gpu-model"] ? html`<span>GPU: ${annotations["rlark.io/gpu-model"]}</span>` : ""}
       ${annotations["rlark.io/device-model"] ? html`<span>Device: ${annotations["rlark.io/device-model"]}</span>` : ""}</p>
     ${nodeBars(node)}
+    ${workers(node, state)}
     <p class="muted small">${sourceLink(node, state.repoWeb)}</p>
   </article>`;
 }

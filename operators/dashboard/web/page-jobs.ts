@@ -1,4 +1,4 @@
-import type { Job, Pod, Task } from "../../api/index.ts";
+import type { Job, JobTaskStatus, Pod, Task } from "../../api/index.ts";
 import { type Html, html } from "./html.ts";
 import { sourceLink } from "./source-link.ts";
 import { clusterOf, type State } from "./state.ts";
@@ -85,7 +85,11 @@ export function jobPage(state: State, name: string): Html {
   <section><h2>Tasks</h2>
   ${table(
     ["Task", "Phase", "Cluster", "Node", "Pods", "IPs", "Restarts", "Exit code", ""],
-    (status?.tasks ?? []).map((entry) => {
+    // Before the Job controller has written status, the templates stand in as pending tasks.
+    (status?.tasks?.length
+      ? status.tasks
+      : job.spec.tasks.map((t) => ({ name: t.name, phase: "Pending" as const }) as JobTaskStatus)
+    ).map((entry) => {
       const task = tasks.find(
         (t) => t.metadata.name === entry.taskName && clusterOf(t.metadata.namespace) === entry.cluster,
       );

@@ -180,6 +180,11 @@ t.test("the dashboard in a browser", async (t) => {
     );
     t.match(await page.locator('article[data-node="gpu-node-02"]').textContent(), /cordoned/);
     t.match(await node.textContent(), /A100/, "GPU model");
+    t.match(
+      await node.locator("details.workers").textContent(),
+      /1 pod.*ppo-cartpole-v1.*172\.16\.3\.7/s,
+      "its workers",
+    );
     t.match(await page.locator('article[data-node="edge-arm-01"]').textContent(), /Franka.*/, "device model");
     t.equal(
       await page.locator('article[data-node="master-01"]').count(),
