@@ -389,3 +389,42 @@ t.test("node overlays cordon and label a node, and removing them reverts only th
   t.equal(node.metadata?.labels?.admin, "keep", "the admin's own label stays");
   t.equal(node.metadata?.annotations?.["admin-note"], "hands off", "the admin's own annotation stays");
 });
+
+t.test(
+  "a Job Task recreated under the same name runs afresh; stop with terminatePods removes it all",
+  async (t) => {
+    const namespace = await testNamespace(t, kc, "krt-rerun");
+    const { runtime } = await runtimeFor(t, namespace);
+    const first = kubeTask("nightly", "eval", {
+      kind: "Job",
+      replicas: 1,
+      template: { spec: { containers: [container()] } },
+    });
+    await runtime.apply([first]);
+    const done = await eventually("the first run to complete", async () => {
+      const w = runtime.observe().workloads?.find((x) => x.task === "nightly-eval");
+      return w?.finished === "Complete" ? w : undefined;
+    });
+    t.equal(done.taskUid, "uid-nightly-eval");
+
+    const second = { ...first, metadata: { ...first.metadata, uid: "uid-nightly-eval-run-2" } };
+    await runtime.apply([second]);
+    const rerun = await eventually("a Job of the new Task uid", async () => {
+      const job = await batch.readNamespacedJob({ name: "nightly-eval", namespace }).catch(() => undefined);
+      return job?.metadata?.annotations?.["rlark.io/task-uid"] === "uid-nightly-eval-run-2" ? job : undefined;
+    });
+    t.notOk(rerun.metadata?.deletionTimestamp, "the old Job was replaced, not patched");
+    await eventually("the new run's pod, and only it, in observe()", async () => {
+      const pods = podsOf(runtime.observe(), "nightly-eval");
+      return pods.length === 1 && pods[0]?.taskUid === "uid-nightly-eval-run-2" ? true : undefined;
+    });
+
+    await runtime.stop({ terminatePods: true });
+    await eventually("no Job and no pod left", async () => {
+      const jobs = await batch.listNamespacedJob({ namespace });
+      const pods = await core.listNamespacedPod({ namespace });
+      return jobs.items.length === 0 && pods.items.length === 0 ? true : undefined;
+    });
+    t.pass("stop({ terminatePods: true }) deleted the workload and its pods");
+  },
+);

@@ -316,6 +316,8 @@ export class KubernetesRuntime implements Runtime {
           await this.#delete(obj);
           return false;
         }
+        // the namespace was deleted behind our back: make it again on the retry
+        if (httpCode(err) === 404) this.#namespaces.delete(r.namespace);
         this.#logger.warn("apply failed", { task: r.task, object: objectKey(obj), error: errorMessage(err) });
         return false;
       }
