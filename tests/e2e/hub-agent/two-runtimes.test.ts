@@ -1,0 +1,172 @@
+// One Job, two clusters: a GPU task on a real Kubernetes control plane (hack/kube, kwok nodes)
+// through a kubernetes-runtime agent, and an environment process on a process-runtime agent. The
+// hub places each task, the agents run them, status flows back; a stop leaves nothing behind.
+import { randomBytes } from "node:crypto";
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { AppsV1Api } from "@kubernetes/client-node";
+import t from "tap";
+import { startAgent } from "../../../operators/agent/agent.ts";
+import { KubernetesRuntime } from "../../../operators/agent/runtimes/kubernetes/index.ts";
+import { ProcessRuntime } from "../../../operators/agent/runtimes/process/index.ts";
+import { startHub } from "../../../operators/hub/hub.ts";
+import { silentLogger } from "../../../operators/lib/controller/index.ts";
+import { fileCredentialStore } from "../../../operators/lib/tunnel/index.ts";
+import { eventually, fleetCluster, testNamespace } from "../../helpers/fleet.ts";
+import { createGitServer } from "../../helpers/git-server.ts";
+
+const { kubeConfig: kc } = fleetCluster(0);
+const apps = kc.makeApiClient(AppsV1Api);
+
+function repository(namespace: string, stopped: boolean): Record<string, string> {
+  return {
+    "clusters.yaml": `apiVersion: rlinf.io/v1alpha1
+kind: Cluster
+metadata:
+  name: gpu
+  labels: { role: training }
+spec:
+  runtime: kubernetes
+---
+apiVersion: rlinf.io/v1alpha1
+kind: Cluster
+metadata:
+  name: bench
+  labels: { role: environment }
+spec:
+  runtime: process
+`,
+    "job.yaml": `apiVersion: rlinf.io/v1alpha1
+kind: Job
+metadata:
+  name: mixed
+spec:
+  stopped: ${stopped}
+  tasks:
+    - name: trainer
+      role: Actor
+      agentType: Kubernetes
+      nodeSelector: { nvidia.com/gpu: "true" }
+      kubernetes:
+        workload:
+          kind: Deployment
+          replicas: 2
+          template:
+            namespace: ${namespace}
+            spec:
+              containers:
+                - name: trainer
+                  image: registry.local/rlark/trainer:1
+                  resources: { requests: { cpu: "1", nvidia.com/gpu: "1" }, limits: { nvidia.com/gpu: "1" } }
+    - name: env
+      role: Env
+      agentType: Raw
+      clusterSelector: { matchLabels: { role: environment } }
+      raw:
+        kind: Deployment
+        command: ["sh", "-c", "sleep 300; true"]
+`,
+  };
+}
+
+t.test(
+  "a Job with a Kubernetes task and a Raw task runs across two clusters and stops cleanly",
+  async (t) => {
+    const namespace = await testNamespace(t, kc, "two-runtimes");
+    const git = await createGitServer();
+    t.teardown(() => git.close());
+    await git.commit(repository(namespace, false));
+    const hub = await startHub({
+      dataDir: await mkdtemp(path.join(tmpdir(), "rlark-two-hub-")),
+      http: "127.0.0.1:0",
+      ssh: "127.0.0.1:0",
+      repo: git.fileUrl,
+      branch: git.branch,
+      intervalMs: 200,
+      logger: silentLogger,
+    });
+    t.teardown(() => hub.stop());
+    await eventually(
+      "clusters from git",
+      async () => (await hub.store.get("Cluster", undefined, "bench")) ?? undefined,
+    );
+
+    const enroll = async (cluster: string) => {
+      const dir = await mkdtemp(path.join(tmpdir(), `rlark-two-${cluster}-`));
+      const { token } = await hub.pki.enrollment.createToken({ cluster, ttlMs: 60_000 });
+      return { dir, credentials: fileCredentialStore(path.join(dir, "credentials.json")), token };
+    };
+    const gpu = await enroll("gpu");
+    const kubeRuntime = await KubernetesRuntime.start({
+      kubeConfig: kc,
+      defaultNamespace: namespace,
+      instance: `two${randomBytes(3).toString("hex")}`,
+      retryIntervalMs: 500,
+    });
+    const gpuAgent = await startAgent({
+      hub: hub.sshAddress,
+      credentials: gpu.credentials,
+      token: gpu.token,
+      caHash: hub.caFingerprint,
+      runtime: kubeRuntime,
+      runtimeKind: "kubernetes",
+      reportIntervalMs: 1_000,
+      logger: silentLogger,
+    });
+    t.teardown(() => gpuAgent.stop());
+    const bench = await enroll("bench");
+    const processRuntime = await ProcessRuntime.open({
+      stateDir: path.join(bench.dir, "runtime"),
+      logger: silentLogger,
+    });
+    const benchAgent = await startAgent({
+      hub: hub.sshAddress,
+      credentials: bench.credentials,
+      token: bench.token,
+      caHash: hub.caFingerprint,
+      runtime: processRuntime,
+      runtimeKind: "process",
+      reportIntervalMs: 1_000,
+      logger: silentLogger,
+    });
+    t.teardown(() => benchAgent.stop().then(() => processRuntime.stop({ terminatePods: true })));
+
+    const phase = async () =>
+      ((await hub.store.get("Job", undefined, "mixed"))?.status as { phase?: string })?.phase;
+    await eventually(
+      "the Job Running",
+      async () => ((await phase()) === "Running" ? true : undefined),
+      120_000,
+    );
+    t.ok(
+      await hub.store.get("Task", "agent-gpu", "mixed-trainer"),
+      "the GPU task went to the kubernetes cluster",
+    );
+    t.ok(
+      await hub.store.get("Task", "agent-bench", "mixed-env"),
+      "the environment went to the process cluster",
+    );
+    const deployment = await apps.readNamespacedDeployment({ name: "mixed-trainer", namespace });
+    t.equal(deployment.metadata?.labels?.["rlinf.io/job"], "mixed");
+    t.same(deployment.spec?.template.spec?.nodeSelector, { "nvidia.com/gpu": "true" });
+    const pods = await hub.store.list("Pod", { namespace: "agent-gpu" });
+    t.equal(pods.items.filter((p) => (p.spec as { task?: string }).task === "mixed-trainer").length, 2);
+    const nodes = await hub.store.list("Node", { namespace: "agent-gpu" });
+    t.ok(nodes.items.length > 0, "the kubernetes agent reports its nodes");
+
+    await git.commit(repository(namespace, true));
+    await eventually(
+      "the Job Stopped",
+      async () => ((await phase()) === "Stopped" ? true : undefined),
+      120_000,
+    );
+    const left = await apps.listNamespacedDeployment({ namespace });
+    t.same(
+      left.items.map((d) => d.metadata?.name),
+      [],
+      "no workload is left in the cluster",
+    );
+    t.same(processRuntime.observe().pods, [], "no process is left on the machine");
+  },
+);
