@@ -71,8 +71,9 @@ export function checkResponse(path: string, method: string, status: string, body
 }
 
 export function checkRequest(path: string, method: string, body: unknown): string[] {
-  const requestBody = operation(path, method).requestBody;
+  const requestBody = operation(path, method).requestBody as { required?: boolean } | undefined;
   if (!requestBody) return [];
+  if (body === undefined) return requestBody.required ? ["the request body is required"] : [];
   const v = validator(`req ${method} ${path}`, jsonContent(requestBody).schema);
   return v(body) ? [] : (v.errors ?? []).map((e) => `${e.instancePath || "/"} ${e.message}`);
 }
@@ -104,6 +105,8 @@ export interface StandInPull {
 }
 
 interface Route {
+  /** Outside /repos/{owner}/{repo}: App endpoints. */
+  global?: boolean;
   method: string;
   template: string;
   pattern: RegExp;
@@ -122,6 +125,8 @@ export interface GitHubStandIn {
   readonly reviews: { pull: number; body: Json }[];
   readonly checkRuns: Json[];
   pulls: StandInPull[];
+  /** What the installation-token endpoint hands out to a GitHub App. */
+  installationToken: string;
   /** The next `times` requests matching method and operation template answer `status` (e.g. 502). */
   fail(method: string, template: string, status: number, times?: number): void;
   /** The host is back: no more injected failures. */
@@ -155,6 +160,21 @@ export async function startGitHubStandIn(options: { owner: string; repo: string 
   };
 
   const routes: Route[] = [
+    {
+      global: true,
+      method: "POST",
+      template: "/app/installations/{installation_id}/access_tokens",
+      pattern: /^\/app\/installations\/(\d+)\/access_tokens$/,
+      status: "201",
+      handle: () => {
+        const example = exampleResponse("/app/installations/{installation_id}/access_tokens", "post", "201");
+        return {
+          ...example,
+          token: standIn.installationToken,
+          expires_at: new Date(Date.now() + 3_600_000).toISOString(),
+        };
+      },
+    },
     {
       method: "POST",
       template: "/repos/{owner}/{repo}/statuses/{sha}",
@@ -243,6 +263,17 @@ export async function startGitHubStandIn(options: { owner: string; repo: string 
       },
     },
     {
+      method: "PATCH",
+      template: "/repos/{owner}/{repo}/check-runs/{check_run_id}",
+      pattern: /^\/repos\/[^/]+\/[^/]+\/check-runs\/(\d+)$/,
+      status: "200",
+      handle: ([id], body) => {
+        checkRuns.push({ ...(body ?? {}), updates: Number(id) });
+        const example = exampleResponse("/repos/{owner}/{repo}/check-runs/{check_run_id}", "patch", "200");
+        return { ...example, id: Number(id) };
+      },
+    },
+    {
       method: "GET",
       template: "/repos/{owner}/{repo}/pulls",
       pattern: /^\/repos\/[^/]+\/[^/]+\/pulls$/,
@@ -296,7 +327,7 @@ export async function startGitHubStandIn(options: { owner: string; repo: string 
         });
         res.end(data);
       };
-      if (!route || !parsed.pathname.startsWith(base)) {
+      if (!route || (!route.global && !parsed.pathname.startsWith(base))) {
         violations.push(`unexpected request ${method} ${parsed.pathname}`);
         return send(404, { message: "Not Found", documentation_url: "https://docs.github.com/rest" });
       }
@@ -349,6 +380,7 @@ export async function startGitHubStandIn(options: { owner: string; repo: string 
     reviews,
     checkRuns,
     pulls: [],
+    installationToken: "ghs_installation0123456789",
     fail(method, template, status, times = 1) {
       faults.push({ method, template, status, times });
     },
