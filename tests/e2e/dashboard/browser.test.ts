@@ -78,7 +78,9 @@ t.test("the dashboard in a browser", async (t) => {
   await t.test("a wrong password is refused with a message", async (t) => {
     await page.getByLabel("User name").fill("carol");
     await page.getByLabel("Password", { exact: true }).fill("wrong");
+    const answer = page.waitForResponse((r) => r.url().endsWith("/api/v1/auth/login"));
     await page.getByRole("button", { name: "Log in" }).first().click();
+    t.equal((await answer).status(), 401);
     await page.getByRole("alert").filter({ hasText: "wrong user name or password" }).waitFor();
     t.match(page.url(), /#\/login$/, "still on the login page");
   });
@@ -128,8 +130,14 @@ t.test("the dashboard in a browser", async (t) => {
     await page.locator('tr[data-job="ppo-cartpole-v1"]').waitFor({ state: "detached" });
     t.match(page.url(), /phase=Succeeded/, "the filter is in the address");
     await page.getByLabel("Phase").selectOption("");
-    await page.getByLabel("Label").fill("env=cartpole");
+    // Redrawn with every filter: let it settle before typing into the next field.
     await page.locator('tr[data-job="ppo-cartpole-v1"]').waitFor();
+    await page.getByLabel("Label").fill("env=cartpole");
+    await page.waitForURL(/label=env%3Dcartpole/);
+    await page
+      .locator("#jobs-count")
+      .filter({ hasText: /^2 of / })
+      .waitFor();
     t.equal(
       await page.getByLabel("Label").evaluate((e) => e === document.activeElement),
       true,
