@@ -1,7 +1,7 @@
 // Resource amounts as integers in thousandths of a unit (cpu "500m" → 500, memory "1Ki" →
 // 1_024_000), so sums and differences stay exact where floating point would drift.
 
-import { parseQuantity } from "../../api/validate/kubernetes-syntax.ts";
+import { parseQuantity } from "../../lib/quantity.ts";
 
 /** Resource name → amount in thousandths of a unit. */
 export type Amounts = Readonly<Record<string, number>>;
