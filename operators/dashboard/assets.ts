@@ -23,7 +23,7 @@ export interface Assets {
 }
 
 const TYPES: Record<string, string> = {
-  ".ts": "text/javascript; charset=utf-8",
+  ".mts": "text/javascript; charset=utf-8",
   ".css": "text/css; charset=utf-8",
   ".svg": "image/svg+xml",
 };
@@ -35,7 +35,7 @@ export async function loadAssets(dir = WEB_DIR): Promise<Assets> {
     const type = TYPES[path.extname(name)];
     if (!type) continue;
     const source = await readFile(path.join(dir, name), "utf8");
-    const text = name.endsWith(".ts") ? stripTypes(source) : source;
+    const text = name.endsWith(".mts") ? stripTypes(source) : source;
     hash.update(name).update("\0").update(text);
     files.set(name, { body: Buffer.from(text), type });
   }

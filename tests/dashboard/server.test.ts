@@ -244,7 +244,7 @@ t.test(
     t.equal(index.headers.get("cache-control"), "no-cache");
     t.match(index.headers.get("content-security-policy"), "default-src 'self'");
     const html = await index.text();
-    const script = /src="(\/assets\/[0-9a-f]{16}\/main\.ts)"/.exec(html)?.[1];
+    const script = /src="(\/assets\/[0-9a-f]{16}\/main\.mts)"/.exec(html)?.[1];
     t.ok(script, "the entry point is under a content hash");
     const js = await fetch(`${hub.url}${script}`);
     t.equal(js.status, 200);
@@ -255,7 +255,7 @@ t.test(
     t.notMatch(code, /https?:\/\/(?!localhost)[a-z]+\.[a-z]+\/.*\.js/, "nothing loaded from a CDN");
     const css = /href="(\/assets\/[0-9a-f]{16}\/style\.css)"/.exec(html)?.[1];
     t.equal((await fetch(`${hub.url}${css}`)).status, 200);
-    t.equal((await fetch(`${hub.url}/assets/0000000000000000/main.ts`)).status, 404);
+    t.equal((await fetch(`${hub.url}/assets/0000000000000000/main.mts`)).status, 404);
     const secret = await stat(path.join(dataDir, "dashboard-jwt-secret"));
     t.equal(secret.mode & 0o777, 0o600, "the signing secret is private to the hub's user");
   },

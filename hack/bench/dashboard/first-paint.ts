@@ -124,9 +124,9 @@ try {
   for (let i = 0; i < 20; i++) {
     const before = await page.locator("tr[data-job]").first().getAttribute("data-job");
     await page.getByRole("link", { name: "next →" }).click();
+    // Strings, not functions: this file is type-checked without the DOM library.
     await page.waitForFunction(
-      (b) => document.querySelector("tr[data-job]")?.getAttribute("data-job") !== b,
-      before,
+      `document.querySelector("tr[data-job]")?.getAttribute("data-job") !== ${JSON.stringify(before)}`,
     );
   }
   console.log(`paging: ${((performance.now() - t0) / 20).toFixed(0)} ms per page of 50 (click → new rows)`);

@@ -139,7 +139,7 @@ t.test("the dashboard in a browser", async (t) => {
       .filter({ hasText: /^2 of / })
       .waitFor();
     t.equal(
-      await page.getByLabel("Label").evaluate((e) => e === document.activeElement),
+      await page.evaluate('document.activeElement?.id === "filter-label"'),
       true,
       "focus survives redraws",
     );
@@ -276,9 +276,12 @@ t.test("the dashboard in a browser", async (t) => {
     await mobile.waitForURL(/#\/overview$/);
     await mobile.goto(`${running.hub.url}/#/clusters`);
     await mobile.locator('article[data-node="gpu-node-01"]').waitFor();
-    const overflow = await mobile.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    // Strings, not functions: tests are type-checked without the DOM library.
+    const overflow = Number(
+      await mobile.evaluate("document.documentElement.scrollWidth - window.innerWidth"),
+    );
     t.ok(overflow <= 0, `no sideways scrolling of the page (${overflow}px)`);
-    const background = await mobile.evaluate(() => getComputedStyle(document.body).backgroundColor);
+    const background = await mobile.evaluate("getComputedStyle(document.body).backgroundColor");
     t.equal(background, "rgb(15, 19, 24)", "dark colours");
     if (SCREENSHOTS) await mobile.screenshot({ path: path.join(SCREENSHOTS, "clusters-phone-dark.png") });
     await phone.close();

@@ -1,9 +1,9 @@
 import type { Job, JobTaskStatus, Pod, Task } from "../../api/index.ts";
-import { type Html, html } from "./html.ts";
-import { sourceLink } from "./source-link.ts";
-import { clusterOf, type State } from "./state.ts";
-import { age } from "./time.ts";
-import { conditionsList, phase, select, table } from "./widgets.ts";
+import { type Html, html } from "./html.mts";
+import { sourceLink } from "./source-link.mts";
+import { clusterOf, type State } from "./state.mts";
+import { age } from "./time.mts";
+import { conditionsList, phase, select, table } from "./widgets.mts";
 
 const PAGE_SIZE = 50;
 const PHASES = ["Pending", "Running", "Succeeded", "Failed", "Stopping", "Stopped"];

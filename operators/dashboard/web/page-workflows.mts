@@ -1,10 +1,10 @@
 import type { Job, Workflow } from "../../api/index.ts";
-import { dagSvg } from "./dag.ts";
-import { type Html, html } from "./html.ts";
-import { sourceLink } from "./source-link.ts";
-import type { State } from "./state.ts";
-import { age } from "./time.ts";
-import { phase, table } from "./widgets.ts";
+import { dagSvg } from "./dag.mts";
+import { type Html, html } from "./html.mts";
+import { sourceLink } from "./source-link.mts";
+import type { State } from "./state.mts";
+import { age } from "./time.mts";
+import { phase, table } from "./widgets.mts";
 
 export function workflowsPage(state: State): Html {
   const workflows = state.list<Workflow>("Workflow");

@@ -1,8 +1,8 @@
 // Where an object comes from in git: `rlark.io/source-file` (path:line) at `rlark.io/source-revision`,
 // linked to the repository's web view when the hub knows one.
 import type { KubeObject } from "../../lib/store/types.ts";
-import { type Html, html } from "./html.ts";
-import type { RepoWeb } from "./state.ts";
+import { type Html, html } from "./html.mts";
+import type { RepoWeb } from "./state.mts";
 
 export function sourceLink(object: KubeObject, repoWeb: RepoWeb | null): Html {
   const file = object.metadata.annotations?.["rlark.io/source-file"];

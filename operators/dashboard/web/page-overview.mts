@@ -1,8 +1,8 @@
 import type { Cluster, Job } from "../../api/index.ts";
-import { type Html, html } from "./html.ts";
-import type { State } from "./state.ts";
-import { age } from "./time.ts";
-import { phase, table } from "./widgets.ts";
+import { type Html, html } from "./html.mts";
+import type { State } from "./state.mts";
+import { age } from "./time.mts";
+import { phase, table } from "./widgets.mts";
 
 const JOB_PHASES = ["Pending", "Running", "Succeeded", "Failed", "Stopping", "Stopped"] as const;
 

@@ -1,6 +1,6 @@
 // A Workflow's DAG as SVG: columns by depth (longest path from a root), edges from each
 // dependency to its dependent. Pure layout, so it draws the same in every browser.
-import { type Html, html } from "./html.ts";
+import { type Html, html } from "./html.mts";
 
 export interface DagNode {
   name: string;

@@ -1,7 +1,7 @@
 // The event stream: a snapshot, then changes. EventSource reconnects by itself with Last-Event-ID;
 // when it gives up (the server refused or was gone) a new one is built with the last id in the
 // query, so the hub sends only what was missed.
-import type { ChangeEvent, Snapshot, SourceStatus, State } from "./state.ts";
+import type { ChangeEvent, Snapshot, SourceStatus, State } from "./state.mts";
 
 export type Connection = "connecting" | "live" | "reconnecting";
 

@@ -1,12 +1,12 @@
 // Clusters and their nodes (seed 000 §4): requested vs allocatable per resource, disk with a
 // warning at ≥ 90 % or DiskPressure, admin annotations, cordons; control-plane nodes apart.
 import type { Cluster, Node, Pod } from "../../api/index.ts";
-import { type Html, html } from "./html.ts";
-import { formatAmount, formatBytes, parseQuantity } from "./quantity.ts";
-import { sourceLink } from "./source-link.ts";
-import { clusterOf, type State } from "./state.ts";
-import { age } from "./time.ts";
-import { bar, phase, select, table } from "./widgets.ts";
+import { type Html, html } from "./html.mts";
+import { formatAmount, formatBytes, parseQuantity } from "./quantity.mts";
+import { sourceLink } from "./source-link.mts";
+import { clusterOf, type State } from "./state.mts";
+import { age } from "./time.mts";
+import { bar, phase, select, table } from "./widgets.mts";
 
 const CATEGORY_PREFIX = "rlark.io/node-category-";
 const RESOURCES = [

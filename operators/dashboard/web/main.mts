@@ -1,15 +1,14 @@
-/// <reference lib="dom" />
 // The dashboard in the browser: hash routes, one render function per page, redrawn (at most once
 // a frame) when the event stream changes what it shows.
-import { type Html, html } from "./html.ts";
-import { type Connection, connect } from "./live.ts";
-import { clustersPage } from "./page-clusters.ts";
-import { addonsPage, domainsPage } from "./page-domains.ts";
-import { jobPage, jobsPage } from "./page-jobs.ts";
-import { overviewPage } from "./page-overview.ts";
-import { workflowsPage } from "./page-workflows.ts";
-import { currentSession, endSession, logIn } from "./session.ts";
-import { State } from "./state.ts";
+import { type Html, html } from "./html.mts";
+import { type Connection, connect } from "./live.mts";
+import { clustersPage } from "./page-clusters.mts";
+import { addonsPage, domainsPage } from "./page-domains.mts";
+import { jobPage, jobsPage } from "./page-jobs.mts";
+import { overviewPage } from "./page-overview.mts";
+import { workflowsPage } from "./page-workflows.mts";
+import { currentSession, endSession, logIn } from "./session.mts";
+import { State } from "./state.mts";
 
 const PAGES = [
   { path: "overview", title: "Overview" },

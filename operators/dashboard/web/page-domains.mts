@@ -1,8 +1,8 @@
 import type { Addon, Domain, DomainPeer } from "../../api/index.ts";
-import { type Html, html } from "./html.ts";
-import { sourceLink } from "./source-link.ts";
-import { clusterOf, type State } from "./state.ts";
-import { phase, table } from "./widgets.ts";
+import { type Html, html } from "./html.mts";
+import { sourceLink } from "./source-link.mts";
+import { clusterOf, type State } from "./state.mts";
+import { phase, table } from "./widgets.mts";
 
 export function domainsPage(state: State): Html {
   const peers = state.list<DomainPeer>("DomainPeer");

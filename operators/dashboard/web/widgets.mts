@@ -1,4 +1,4 @@
-import { type Html, html, type Part } from "./html.ts";
+import { type Html, html, type Part } from "./html.mts";
 
 export function phase(value: string | undefined): Html {
   const text = value ?? "Unknown";
