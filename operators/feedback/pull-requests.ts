@@ -6,17 +6,19 @@
 // Security: the head is fetched from the base repository's `refs/pull/N/head` (never from a
 // fork's URL), checked out with git plumbing only, and read as data: nothing in it runs, and for
 // a fork's pull request nothing is sent to a cluster (no dry-run).
-import { existsSync } from "node:fs";
+import { existsSync, realpathSync, statSync } from "node:fs";
 import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
-import { join } from "node:path";
+import { join, sep } from "node:path";
+import type { Diagnostic } from "../api/validate/index.ts";
 import { type Clock, systemClock, type TimerId } from "../lib/clock.ts";
 import type { Logger } from "../lib/controller/index.ts";
 import { silentLogger } from "../lib/controller/index.ts";
 import type { KubeObject } from "../lib/store/index.ts";
-import { type GitRepository, gitIn } from "../source/index.ts";
+import { type GitRepository, gitIn, normaliseSourcePath } from "../source/index.ts";
 import { diffLines, inDiff } from "./diff-lines.ts";
 import {
   checkoutRevision,
+  computePlan,
   type Plan,
   planFailed,
   planTree,
@@ -330,15 +332,23 @@ class Reviewer implements PullRequestReviewer {
     const tree = await checkoutRevision(this.#o.repository.dir, sha);
     let plan: Plan;
     try {
-      plan = await planTree({
-        dir: tree.dir,
-        paths: [this.#o.path ?? "."],
-        revision: sha,
-        live: await this.#o.live(),
-        against: this.#o.hubName ? `the live state of hub ${this.#o.hubName}` : "the hub's live state",
-        ...(pull.fork || !this.#o.dryRunner ? {} : { dryRunner: this.#o.dryRunner }),
-        ...(this.#o.workloadNamespace ? { workloadNamespace: this.#o.workloadNamespace } : {}),
-      });
+      const unreadable = manifestDirProblem(tree.dir, this.#o.path ?? ".", sha);
+      plan = unreadable
+        ? computePlan({
+            validation: { valid: false, documents: 0, errors: [unreadable], warnings: [], objects: [] },
+            live: [],
+            revision: sha,
+            against: "nothing: the manifests could not be read",
+          })
+        : await planTree({
+            dir: tree.dir,
+            paths: [this.#o.path ?? "."],
+            revision: sha,
+            live: await this.#o.live(),
+            against: this.#o.hubName ? `the live state of hub ${this.#o.hubName}` : "the hub's live state",
+            ...(pull.fork || !this.#o.dryRunner ? {} : { dryRunner: this.#o.dryRunner }),
+            ...(this.#o.workloadNamespace ? { workloadNamespace: this.#o.workloadNamespace } : {}),
+          });
       if (pull.fork && plan.valid) plan.dryRunNote = FORK_DRY_RUN_NOTE;
     } finally {
       await tree.remove();
@@ -462,4 +472,35 @@ class Reviewer implements PullRequestReviewer {
       );
     });
   }
+}
+
+/**
+ * The manifests' folder must exist in the head and stay inside it: a pull request could make it a
+ * symlink to anywhere on the hub, and whatever the plan reads ends up in a public comment.
+ */
+function manifestDirProblem(dir: string, path: string, revision: string): Diagnostic | undefined {
+  const diagnostic = (message: string): Diagnostic => ({
+    file: path,
+    line: 0,
+    column: 0,
+    kind: "",
+    name: "",
+    path: "",
+    rule: "source/path",
+    message,
+  });
+  let folder: string;
+  try {
+    folder = normaliseSourcePath(path);
+  } catch (error) {
+    return diagnostic(error instanceof Error ? error.message : String(error));
+  }
+  const manifests = join(dir, folder);
+  if (!existsSync(manifests) || !statSync(manifests).isDirectory())
+    return diagnostic(`directory ${folder} does not exist at revision ${revision}`);
+  const root = realpathSync(dir);
+  const real = realpathSync(manifests);
+  if (real !== root && !real.startsWith(`${root}${sep}`))
+    return diagnostic(`${folder} at revision ${revision} is a symlink out of the repository`);
+  return undefined;
 }

@@ -101,7 +101,12 @@ export interface Fixture {
   store: Store;
   github: GitHubStandIn;
   /** Commits `files` on top of the tracked branch and pushes them as `refs/pull/<n>/head`; returns the sha. */
-  pushPull(n: number, files: Record<string, string | null>, message?: string): Promise<string>;
+  pushPull(
+    n: number,
+    files: Record<string, string | null>,
+    message?: string,
+    edit?: (work: string) => Promise<void>,
+  ): Promise<string>;
   /** POSTs a signed webhook to the reviewer's handler; returns status and message. */
   deliver(
     payload: unknown,
@@ -184,7 +189,7 @@ export async function setupFixture(
     store,
     github,
     reviewer,
-    async pushPull(n, files, message = `pull request ${n}`) {
+    async pushPull(n, files, message = `pull request ${n}`, edit) {
       await runGit(git.work, ["checkout", "--quiet", "-B", `pr-${n}`, `origin/${BRANCH}`]).catch(async () => {
         await runGit(git.work, ["fetch", "--quiet", "origin"]);
         await runGit(git.work, ["checkout", "--quiet", "-B", `pr-${n}`, `origin/${BRANCH}`]);
@@ -210,6 +215,7 @@ export async function setupFixture(
           await writeFile(full, content);
         }
       }
+      await edit?.(git.work);
       await runGit(git.work, ["add", "--all"]);
       await runGit(git.work, ["commit", "--quiet", "--allow-empty", "-m", message]);
       await runGit(git.work, ["push", "--quiet", "--force", "origin", `HEAD:refs/pull/${n}/head`]);

@@ -1,3 +1,4 @@
+import { rm } from "node:fs/promises";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import t from "tap";
@@ -99,3 +100,26 @@ t.test("a cluster whose agent is away is reported as not dry-run, without failin
   t.match(body, /cluster offline, not dry-run/);
   t.match(body, /1 cluster offline, not dry-run/);
 });
+
+t.test(
+  "a manifests folder that a pull request turns into a symlink out of the repository is refused, unread",
+  async (t) => {
+    const f = await setupFixture(t, { path: "manifests" });
+    const { symlink } = await import("node:fs/promises");
+    const { join } = await import("node:path");
+    // A symlink committed to git: the hub's own files would be read and shown in a public comment.
+    const sha = await f.pushPull(2, {}, "point manifests at /etc", async (work) => {
+      await rm(join(work, "manifests"), { recursive: true, force: true });
+      await symlink("/etc", join(work, "manifests"));
+    });
+    await f.deliver(pullRequestPayload("synchronize", sha));
+    const status = await waitFor("review", () => {
+      const s = f.github.status(sha, PLAN_CONTEXT);
+      return s && s.state !== "pending" ? s : undefined;
+    });
+    t.equal(status.state, "failure");
+    const body = [...f.github.comments.values()][0]?.body ?? "";
+    t.match(body, /manifests at revision [0-9a-f]{40} is a symlink out of the repository/);
+    t.notMatch(body, /passwd|hostname/, "nothing under the link was read");
+  },
+);
