@@ -428,3 +428,27 @@ t.test(
     t.pass("stop({ terminatePods: true }) deleted the workload and its pods");
   },
 );
+
+t.test("a Task the API server refuses is reported in rejected while the others run", async (t) => {
+  const namespace = await testNamespace(t, kc, "krt-invalid");
+  const { runtime } = await runtimeFor(t, namespace);
+  // container names must be DNS labels: only the API server's validation catches this one
+  const bad = kubeTask("bad", "web", {
+    kind: "Deployment",
+    template: { spec: { containers: [container({ name: "Main_Container" })] } },
+  });
+  const good = kubeTask("good", "web", {
+    kind: "Deployment",
+    template: { spec: { containers: [container()] } },
+  });
+  await runtime.apply([bad, good]);
+  t.same(
+    runtime.rejected.map((r) => r.task),
+    ["bad-web"],
+    "the refused Task is listed",
+  );
+  t.match(runtime.rejected[0]?.message, /Deployment bad-web: .*Main_Container/, "with the server's reason");
+  await eventually("the good Task's pod Running", async () =>
+    podsOf(runtime.observe(), "good-web").some((p) => p.phase === "Running") ? true : undefined,
+  );
+});

@@ -265,7 +265,6 @@ export class KubernetesRuntime implements Runtime {
         rejected.push({ task: task.metadata.name, message: err.message });
       }
     }
-    this.#rejected = rejected;
     let retry = false;
 
     for (const namespace of new Set(rendered.map((r) => r.namespace))) {
@@ -289,18 +288,21 @@ export class KubernetesRuntime implements Runtime {
     const keep = new Set<string>();
     for (const r of rendered) {
       for (const obj of r.objects) keep.add(objectKey(obj));
-      if (!(await this.#applyTask(r))) retry = true;
+      const outcome = await this.#applyTask(r);
+      if (outcome === "retry") retry = true;
+      else if (outcome !== "applied") rejected.push({ task: r.task, message: outcome.invalid });
     }
-    // a Task that cannot be rendered keeps what it had: a bad edit must not wipe a running Task
+    this.#rejected = rejected;
+    // a Task that cannot run as given keeps what it had: a bad edit must not wipe a running Task
     const keepTasks = new Set(rejected.map((r) => r.task));
     if (!(await this.#prune(keep, keepTasks))) retry = true;
     if (retry) this.#scheduleRetry();
   }
 
-  /** Applies one Task's objects; false when something must be retried. */
-  async #applyTask(r: RenderedTask): Promise<boolean> {
+  /** Applies one Task's objects: done, to be retried, or refused by the API server as invalid. */
+  async #applyTask(r: RenderedTask): Promise<"applied" | "retry" | { invalid: string }> {
     for (const obj of r.objects) {
-      if (obj.kind === "Job" && !(await this.#jobReady(obj))) return false;
+      if (obj.kind === "Job" && !(await this.#jobReady(obj))) return "retry";
       try {
         await this.#objects.patch(
           obj,
@@ -311,18 +313,25 @@ export class KubernetesRuntime implements Runtime {
           PatchStrategy.ServerSideApply,
         );
       } catch (err) {
-        // a Job's pod template cannot change: replace the Job
-        if (obj.kind === "Job" && httpCode(err) === 422) {
-          await this.#delete(obj);
-          return false;
+        if (httpCode(err) === 422) {
+          // a Job's pod template cannot change: replace the Job; anything else is the Task's fault
+          const existing =
+            obj.kind === "Job"
+              ? this.#workloads.get("Job")?.get(obj.metadata?.namespace ?? "", obj.metadata?.name ?? "")
+              : undefined;
+          if (existing) {
+            await this.#delete(obj);
+            return "retry";
+          }
+          return { invalid: `${obj.kind} ${obj.metadata?.name}: ${errorMessage(err)}` };
         }
         // the namespace was deleted behind our back: make it again on the retry
         if (httpCode(err) === 404) this.#namespaces.delete(r.namespace);
         this.#logger.warn("apply failed", { task: r.task, object: objectKey(obj), error: errorMessage(err) });
-        return false;
+        return "retry";
       }
     }
-    return true;
+    return "applied";
   }
 
   /** A Job from an earlier Task under the same name (other uid) is deleted before the new one is made. */

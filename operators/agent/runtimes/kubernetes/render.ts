@@ -112,6 +112,15 @@ function readWorkload(task: RuntimeTask): Workload {
       name,
       "spec.kubernetes.workload.template.spec.containers needs at least one container",
     );
+  const restartPolicy = template.spec.restartPolicy;
+  if (restartPolicy !== undefined) {
+    const allowed = kind === "Job" ? ["Never", "OnFailure"] : ["Always"];
+    if (!allowed.includes(String(restartPolicy)))
+      throw new RenderError(
+        name,
+        `spec.kubernetes.workload.template.spec.restartPolicy must be ${allowed.join(" or ")} for a ${String(kind)}`,
+      );
+  }
   const replicas = workload.replicas ?? 1;
   if (typeof replicas !== "number" || !Number.isInteger(replicas) || replicas < 0)
     throw new RenderError(name, "spec.kubernetes.workload.replicas must be a whole number");

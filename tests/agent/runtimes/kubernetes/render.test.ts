@@ -264,6 +264,16 @@ t.test("a Task the runtime cannot run is refused with the field to fix", async (
   t.throws(() => renderTask(noContainers), /at least one container/);
   const badKind = kubeTask("x", "y", { kind: "CronJob", template: { spec: { containers: [trainer()] } } });
   t.throws(() => renderTask(badKind), /kind must be one of/);
+  const neverDeployment = kubeTask("x", "y", {
+    kind: "Deployment",
+    template: { spec: { restartPolicy: "Never", containers: [trainer()] } },
+  });
+  t.throws(() => renderTask(neverDeployment), /restartPolicy must be Always for a Deployment/);
+  const alwaysJob = kubeTask("x", "y", {
+    kind: "Job",
+    template: { spec: { restartPolicy: "Always", containers: [trainer()] } },
+  });
+  t.throws(() => renderTask(alwaysJob), /restartPolicy must be Never or OnFailure for a Job/);
   const worker = kubeTask(
     "x",
     "y",
