@@ -61,24 +61,38 @@ function render(): void {
     return;
   }
   const current = parts[0] ?? "overview";
-  nav.innerHTML = html`${PAGES.map(
-    (p) => html`<a href="#/${p.path}" ${p.path === current ? html`aria-current="page"` : ""}>${p.title}</a>`,
-  )}<button type="button" id="logout">Log out ${state.principal ? `(${state.principal.subject})` : ""}</button>`.text;
+  setHtml(
+    nav,
+    html`${PAGES.map(
+      (p) =>
+        html`<a href="#/${p.path}" ${p.path === current ? html`aria-current="page"` : ""}>${p.title}</a>`,
+    )}<button type="button" id="logout">Log out ${state.principal ? `(${state.principal.subject})` : ""}</button>`,
+  );
   if (!loaded) {
-    main.innerHTML = "<p>Loading…</p>";
+    setHtml(main, html`<p>Loading…</p>`);
     return;
   }
   // Redrawing replaces the elements: keep the focus and caret where the person left them.
   const active = document.activeElement as HTMLInputElement | null;
   const focusId = active && main.contains(active) ? active.id : "";
   const caret = focusId && typeof active?.selectionStart === "number" ? active.selectionStart : null;
-  main.innerHTML = page(parts, query).text;
+  if (!setHtml(main, page(parts, query))) return;
   document.title = `RLark · ${PAGES.find((p) => p.path === current)?.title ?? parts[0]}`;
   if (focusId) {
     const again = document.getElementById(focusId) as HTMLInputElement | null;
     again?.focus();
     if (again && caret !== null) again.setSelectionRange(caret, caret);
   }
+}
+
+// What each region shows now: a change that draws the same leaves the DOM (and focus, hover,
+// text selection, a half-typed filter) alone. The source status alone changes every poll.
+const drawn = new WeakMap<HTMLElement, string>();
+function setHtml(element: HTMLElement, content: Html): boolean {
+  if (drawn.get(element) === content.text) return false;
+  drawn.set(element, content.text);
+  element.innerHTML = content.text;
+  return true;
 }
 
 function schedule(): void {
@@ -116,7 +130,7 @@ function start(): void {
 }
 
 function renderLogin(query: URLSearchParams): void {
-  nav.innerHTML = "";
+  setHtml(nav, html``);
   connectionEl.textContent = "";
   const adminToken = query.get("adminToken");
   if (adminToken) {
@@ -125,7 +139,9 @@ function renderLogin(query: URLSearchParams): void {
     void submit({ adminToken });
     return;
   }
-  main.innerHTML = html`<section class="login"><h1>Log in to RLark</h1>
+  setHtml(
+    main,
+    html`<section class="login"><h1>Log in to RLark</h1>
     <form id="login-form">
       <label>User name <input name="username" id="username" autocomplete="username" required></label>
       <label>Password <input name="password" id="password" type="password" autocomplete="current-password" required></label>
@@ -136,7 +152,8 @@ function renderLogin(query: URLSearchParams): void {
       <form id="token-form"><label>Admin token <input name="adminToken" id="admin-token" type="password" autocomplete="off" required></label>
       <button type="submit">Log in</button></form>
       <p class="muted">It is in <code>&lt;data-dir&gt;/admin-token</code> on the hub.</p>
-    </details></section>`.text;
+    </details></section>`,
+  );
   document.getElementById("username")?.focus();
 }
 
@@ -177,7 +194,14 @@ const onFilter = (event: Event) => {
 document.addEventListener("change", onFilter);
 document.addEventListener("input", onFilter);
 document.addEventListener("click", (event) => {
-  if ((event.target as HTMLElement).id !== "logout") return;
+  const target = event.target as HTMLElement;
+  if (target.classList.contains("skip")) {
+    // The address holds the route: jump to the content without changing it.
+    event.preventDefault();
+    main.focus();
+    return;
+  }
+  if (target.id !== "logout") return;
   endSession();
   live?.close();
   live = undefined;

@@ -225,6 +225,26 @@ t.test("the dashboard in a browser", async (t) => {
     await shot(page, "addons");
   });
 
+  await t.test("keyboard: a skip link to the content, then the page's links in order", async (t) => {
+    await page.goto(`${hub.url}/#/workflows`);
+    await page.reload(); // start from the top of a fresh page, as a keyboard user arriving does
+    await page.locator("svg.dag").waitFor();
+    await page.keyboard.press("Tab");
+    t.equal(await page.evaluate("document.activeElement?.className"), "skip");
+    await page.keyboard.press("Enter");
+    t.equal(await page.evaluate("document.activeElement?.id"), "page", "focus on the content");
+    t.match(page.url(), /#\/workflows$/, "the route stays");
+    await page.keyboard.press("Tab");
+    t.match(
+      await page.evaluate("document.activeElement?.textContent"),
+      /workflows\/collect-train-deploy\.yaml/,
+    );
+    await page.keyboard.press("Tab");
+    await page.keyboard.press("Enter");
+    await page.waitForURL(/#\/jobs\/collect-train-deploy-collect$/);
+    t.pass("a Job reached and opened with the keyboard alone");
+  });
+
   await t.test("live: a store status update and a git push show up without a reload", async (t) => {
     await page.getByRole("link", { name: "Jobs", exact: true }).click();
     await page.getByLabel("Label").fill("");
