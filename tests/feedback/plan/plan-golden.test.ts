@@ -1,5 +1,6 @@
 // Golden tests of the plan: a fixed revision against a fixed live state gives byte-for-byte the
-// same Markdown, text and JSON. RLARK_UPDATE_GOLDEN=1 rewrites the files after a deliberate change.
+// same Markdown, text and JSON. RLARK_UPDATE_GOLDEN=1 rewrites the files after a deliberate change;
+// they end in .golden so formatters leave them byte for byte as rendered.
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import t, { type Test } from "tap";
@@ -153,13 +154,13 @@ t.test("the plan of a revision is the same Markdown, text and JSON every time", 
   t.same(first, second, "deterministic");
   await matchGolden(
     t,
-    "plan.md",
+    "plan.md.golden",
     renderPlanMarkdown(first, {
       fileUrl: (f, l) => `https://github.test/acme/fleet/blob/${REVISION}/${f}#L${l}`,
     }),
   );
-  await matchGolden(t, "plan.txt", renderPlanText(first));
-  await matchGolden(t, "plan.json", renderPlanJson(first));
+  await matchGolden(t, "plan.txt.golden", renderPlanText(first));
+  await matchGolden(t, "plan.json.golden", renderPlanJson(first));
 });
 
 t.test("the plan's content: changes, placement, pools, addons and dry-runs", async (t) => {
