@@ -43,7 +43,10 @@ t.test("forged, unsigned or unconfigured webhooks are refused with 401", async (
   t.equal(unsigned.status, 401);
   const none = await parsePullRequestWebhook(
     {
-      headers: { "x-github-event": "pull_request", "x-hub-signature-256": await sign("any", body.toString()) },
+      headers: {
+        "x-github-event": "pull_request",
+        "x-hub-signature-256": await sign("any", body.toString()),
+      },
       body,
     },
     { ...options, secrets: [] },
