@@ -125,6 +125,8 @@ export interface SseMessage {
 export class SseClient {
   readonly status: number;
   readonly messages: SseMessage[] = [];
+  /** True once the server ended the stream. */
+  ended = false;
   #controller: AbortController;
   #done: Promise<void>;
 
@@ -161,6 +163,7 @@ export class SseClient {
           end = buffer.indexOf("\n\n");
         }
       }
+      this.ended = true;
     } catch {
       // aborted
     }

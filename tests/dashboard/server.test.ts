@@ -94,6 +94,22 @@ t.test("a User removed from git loses its session at once", async (t) => {
   await waitFor(async () => (await get()).status === 401, "carol's session refused");
 });
 
+t.test("a session ends with its token: the stream closes and the API refuses it", async (t) => {
+  const git = await seeded(t);
+  const { hub } = await startDashboardHub(t, git, { sessionTtlSeconds: 2 });
+  await synced(hub);
+  const token = (await login(hub, { username: "carol", password: "correct horse" })).body.token as string;
+  const stream = await openEvents(hub, `?token=${token}`);
+  t.teardown(() => stream.close());
+  t.equal(stream.status, 200);
+  await waitFor(() => stream.ended, "the stream ended at expiry");
+  const api = await fetch(`${hub.url}/api/v1/source`, { headers: { authorization: `Bearer ${token}` } });
+  t.equal(api.status, 401);
+  const again = await openEvents(hub, `?token=${token}`);
+  t.equal(again.status, 401, "and cannot reopen it");
+  await again.close();
+});
+
 t.test("the admin token logs in, and the one-click URL keeps it in the fragment", async (t) => {
   const git = await seeded(t);
   const { hub, dashboard } = await startDashboardHub(t, git);
