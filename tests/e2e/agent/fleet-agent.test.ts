@@ -1,7 +1,7 @@
 // fleet/agent/ against a real kube-apiserver: every manifest passes a server-side dry-run apply,
 // and the RBAC it grants is enough for the kubernetes runtime (run as the agent's ServiceAccount
 // through impersonation) and no more than that.
-import { randomBytes } from "node:crypto";
+import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import {
@@ -15,7 +15,10 @@ import {
 import t from "tap";
 import YAML from "yaml";
 import { repoRoot } from "../../../hack/kube/paths.ts";
-import { KubernetesRuntime } from "../../../operators/agent/runtimes/kubernetes/index.ts";
+import {
+  KubernetesRuntime,
+  secretCredentialStore,
+} from "../../../operators/agent/runtimes/kubernetes/index.ts";
 import { kubeTask } from "../../agent/runtimes/kubernetes/tasks.ts";
 import { eventually, fleetCluster, testNamespace } from "../../helpers/fleet.ts";
 
@@ -141,4 +144,38 @@ t.test("the agent's RBAC lets the runtime do its work and nothing beyond it", as
     .then(() => 200)
     .catch((err: unknown) => (err instanceof ApiException ? err.code : -1));
   t.equal(ownSecrets, 403, "in rlark-system only its own identity Secret");
+});
+
+t.test("the agent keeps its identity in the Secret its Role allows, and reads it back", async (t) => {
+  for (const obj of manifests().filter((o) => o.kind !== "Deployment")) await apply(obj);
+  const core = kc.makeApiClient(CoreV1Api);
+  t.teardown(() =>
+    core
+      .deleteNamespacedSecret({ name: "rlark-agent-identity", namespace: "rlark-system" })
+      .catch(() => undefined),
+  );
+  await core
+    .deleteNamespacedSecret({ name: "rlark-agent-identity", namespace: "rlark-system" })
+    .catch(() => undefined);
+  const store = secretCredentialStore({ kubeConfig: impersonating(AGENT_USER) });
+  await eventually("the old Secret gone", async () =>
+    (await store.load()) === undefined ? true : undefined,
+  );
+  const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+  const credentials = {
+    cluster: "beijing",
+    privateKeyPem: privateKey.export({ type: "pkcs1", format: "pem" }).toString(),
+    certPem: "-----BEGIN CERTIFICATE-----\nMIIB1\n-----END CERTIFICATE-----\n",
+    caCertPem: "-----BEGIN CERTIFICATE-----\nMIIB2\n-----END CERTIFICATE-----\n",
+  };
+  await store.save(credentials);
+  t.same(await store.load(), credentials, "saved as the agent, read back as the agent");
+  const renewed = {
+    ...credentials,
+    certPem: "-----BEGIN CERTIFICATE-----\nMIIB3\n-----END CERTIFICATE-----\n",
+  };
+  await store.save(renewed);
+  t.same(await store.load(), renewed, "a renewal replaces the certificate");
+  const secret = await core.readNamespacedSecret({ name: "rlark-agent-identity", namespace: "rlark-system" });
+  t.equal(secret.type, "kubernetes.io/tls");
 });

@@ -60,6 +60,11 @@ import {
 } from "./render.ts";
 import { WatchedCollection } from "./watched-collection.ts";
 
+export {
+  IDENTITY_SECRET,
+  type SecretCredentialStoreOptions,
+  secretCredentialStore,
+} from "./credential-secret.ts";
 export type { Logger } from "./logger.ts";
 export { overlayPatch } from "./node-overlays.ts";
 export { requestedByNode } from "./observe.ts";

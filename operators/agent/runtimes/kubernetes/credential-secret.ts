@@ -1,0 +1,76 @@
+// The agent's enrolled identity for the kubernetes runtime: a Secret (default
+// rlark-system/rlark-agent-identity), so a rescheduled agent pod keeps its key and certificate
+// and never needs a new bootstrap token. The RBAC in fleet/agent/role.yaml allows exactly this
+// Secret. Written by server-side apply: one request whether or not it exists yet.
+import {
+  ApiException,
+  CoreV1Api,
+  type KubeConfig,
+  KubernetesObjectApi,
+  PatchStrategy,
+  type V1Secret,
+} from "@kubernetes/client-node";
+import { type AgentCredentials, type CredentialStore, parseCredentials } from "../../../lib/tunnel/index.ts";
+import { FIELD_MANAGER, LABEL_MANAGED_BY, MANAGED_BY } from "./labels.ts";
+import { DEFAULT_NAMESPACE } from "./render.ts";
+
+export const IDENTITY_SECRET = "rlark-agent-identity";
+
+export interface SecretCredentialStoreOptions {
+  kubeConfig: KubeConfig;
+  namespace?: string;
+  name?: string;
+}
+
+const b64 = (s: string): string => Buffer.from(s, "utf8").toString("base64");
+const unb64 = (s: string | undefined): string | undefined =>
+  s === undefined ? undefined : Buffer.from(s, "base64").toString("utf8");
+
+export function secretCredentialStore(options: SecretCredentialStoreOptions): CredentialStore {
+  const namespace = options.namespace ?? DEFAULT_NAMESPACE;
+  const name = options.name ?? IDENTITY_SECRET;
+  const core = options.kubeConfig.makeApiClient(CoreV1Api);
+  const objects = KubernetesObjectApi.makeApiClient(options.kubeConfig);
+  const where = `Secret ${namespace}/${name}`;
+  return {
+    async load(): Promise<AgentCredentials | undefined> {
+      let data: Record<string, string> | undefined;
+      try {
+        data = (await core.readNamespacedSecret({ name, namespace })).data;
+      } catch (err) {
+        if (err instanceof ApiException && err.code === 404) return undefined;
+        throw err;
+      }
+      return parseCredentials(
+        {
+          cluster: unb64(data?.cluster),
+          privateKeyPem: unb64(data?.["tls.key"]),
+          certPem: unb64(data?.["tls.crt"]),
+          caCertPem: unb64(data?.["ca.crt"]),
+        },
+        where,
+      );
+    },
+    async save(credentials: AgentCredentials): Promise<void> {
+      await objects.patch(
+        {
+          apiVersion: "v1",
+          kind: "Secret",
+          metadata: { name, namespace, labels: { [LABEL_MANAGED_BY]: MANAGED_BY } },
+          type: "kubernetes.io/tls",
+          data: {
+            cluster: b64(credentials.cluster),
+            "tls.key": b64(credentials.privateKeyPem),
+            "tls.crt": b64(credentials.certPem),
+            "ca.crt": b64(credentials.caCertPem),
+          },
+        } satisfies V1Secret,
+        undefined,
+        undefined,
+        FIELD_MANAGER,
+        true,
+        PatchStrategy.ServerSideApply,
+      );
+    },
+  };
+}
