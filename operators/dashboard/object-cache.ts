@@ -92,13 +92,12 @@ export function createObjectCache(options: { store: Store; logger: Logger; logSi
     void watch.closed.then((error) => {
       if (!error || stopped) return;
       logger.warn("dashboard watch ended, listing again", { kind, error: error.message });
-      setTimeout(
-        () =>
-          void follow(kind).catch((e: unknown) =>
-            logger.error("dashboard relist failed", { kind, error: String(e) }),
-          ),
-        500,
-      );
+      setTimeout(() => {
+        if (stopped) return;
+        follow(kind).catch((e: unknown) =>
+          logger.error("dashboard relist failed", { kind, error: String(e) }),
+        );
+      }, 500);
     });
   }
 
