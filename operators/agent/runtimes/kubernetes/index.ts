@@ -30,6 +30,7 @@ import type {
   StopOptions,
   WorkloadKind,
 } from "../types.ts";
+import { diskUsageFromSummary } from "./disk-usage.ts";
 import {
   ANNOTATION_TASK_UID,
   FIELD_MANAGER,
@@ -80,6 +81,11 @@ export interface KubernetesRuntimeOptions {
   logger?: Logger;
   /** See RenderOptions.instance: only for several runtimes on one cluster (tests). */
   instance?: string;
+  /**
+   * Poll every node's kubelet Stats Summary (through the API server's node proxy) this often for
+   * ObservedNode.disk. Off by default: it needs `nodes/proxy` get, which fleet/agent does not grant.
+   */
+  diskStatsIntervalMs?: number;
   /** How often each watch relists in full. Default 10 min. */
   relistIntervalMs?: number;
   /** How soon a failed apply, or a Job waiting to be replaced, is retried. Default 5 s. */
@@ -147,6 +153,8 @@ export class KubernetesRuntime implements Runtime {
   #reconciling: Promise<void> = Promise.resolve();
   #retry: NodeJS.Timeout | undefined;
   #overlayTimer: NodeJS.Timeout | undefined;
+  #diskTimer: NodeJS.Timeout | undefined;
+  readonly #disk = new Map<string, { usedBytes: number; totalBytes: number }>();
   #changePending = false;
   #snapshot: RuntimeSnapshot | undefined;
   #stopped = false;
@@ -212,6 +220,7 @@ export class KubernetesRuntime implements Runtime {
     const all = runtime.#collections();
     for (const c of all) c.start();
     await Promise.all(all.map((c) => c.synced));
+    if (options.diskStatsIntervalMs) runtime.#pollDisk(options.diskStatsIntervalMs);
     return runtime;
   }
 
@@ -459,7 +468,10 @@ export class KubernetesRuntime implements Runtime {
     const allPods = [...this.#pods.values()];
     const requested = requestedByNode(allPods);
     const nodes = [...this.#nodes.values()]
-      .map((n) => observeNode(n, requested.get(n.metadata?.name ?? ""), agentVersion))
+      .map((n) => {
+        const name = n.metadata?.name ?? "";
+        return observeNode(n, requested.get(name), agentVersion, this.#disk.get(name));
+      })
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 
     const byTask = new Map<string, V1Pod[]>();
@@ -501,6 +513,36 @@ export class KubernetesRuntime implements Runtime {
       .map(observeVolume)
       .sort((a, b) => (`${a.namespace}/${a.name}` < `${b.namespace}/${b.name}` ? -1 : 1));
     return { nodes, pods, workloads, volumes };
+  }
+
+  /** Reads every node's Stats Summary, then again after `intervalMs`; a node that fails keeps its last figures. */
+  #pollDisk(intervalMs: number): void {
+    const round = async () => {
+      const nodes = [...this.#nodes.values()];
+      const names = new Set(nodes.map((n) => n.metadata?.name ?? ""));
+      for (const name of this.#disk.keys()) if (!names.has(name)) this.#disk.delete(name);
+      for (const node of nodes) {
+        const name = node.metadata?.name ?? "";
+        if (this.#stopped) return;
+        try {
+          const text = await this.#core.connectGetNodeProxyWithPath({ name, path: "stats/summary" });
+          const usage = diskUsageFromSummary(typeof text === "string" ? JSON.parse(text) : text);
+          const before = this.#disk.get(name);
+          if (usage && (usage.usedBytes !== before?.usedBytes || usage.totalBytes !== before?.totalBytes)) {
+            this.#disk.set(name, usage);
+            this.#changed();
+          }
+        } catch (err) {
+          this.#logger.info("no stats summary", { node: name, error: errorMessage(err) });
+        }
+      }
+    };
+    const loop = () => {
+      void round().finally(() => {
+        if (!this.#stopped) this.#diskTimer = setTimeout(loop, intervalMs);
+      });
+    };
+    loop();
   }
 
   // ------------------------------------------------------------------------------------------
@@ -584,6 +626,7 @@ export class KubernetesRuntime implements Runtime {
     this.#stopped = true;
     clearTimeout(this.#retry);
     clearTimeout(this.#overlayTimer);
+    clearTimeout(this.#diskTimer);
     await this.#reconciling;
     for (const c of this.#collections()) c.stop();
     this.#listeners.clear();

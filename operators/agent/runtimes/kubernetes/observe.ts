@@ -97,6 +97,7 @@ export function observeNode(
   node: V1Node,
   requested: Record<string, string> | undefined,
   agentVersion: string,
+  disk?: { usedBytes: number; totalBytes: number },
 ): ObservedNode {
   const labels = { ...(node.metadata?.labels ?? {}) };
   const info = node.status?.nodeInfo;
@@ -127,6 +128,7 @@ export function observeNode(
       ...(info?.containerRuntimeVersion ? { containerRuntimeVersion: info.containerRuntimeVersion } : {}),
       ...(info?.kubeletVersion ? { kubeletVersion: info.kubeletVersion } : {}),
     },
+    ...(disk ? { disk } : {}),
     addresses,
     conditions,
     unschedulable: node.spec?.unschedulable === true,
