@@ -1,6 +1,7 @@
 import t from "tap";
 import { PLAN_MARKER } from "../../operators/feedback/plan-comment.ts";
 import { PLAN_CONTEXT } from "../../operators/feedback/pull-requests.ts";
+import { FakeClock } from "../../operators/lib/clock.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 import { gpuJob, pullRequestPayload, setupFixture, TOKEN } from "./pull-requests-fixture.ts";
 
@@ -169,4 +170,35 @@ t.test("open pull requests are polled when no webhook arrives", async (t) => {
     "a second poll of the same head does nothing",
   );
   t.same(f.github.violations, []);
+});
+
+t.test("a review that fails while GitHub is down is retried until it gets through", async (t) => {
+  const f = await setupFixture(t);
+  // More failures than octokit's own retries absorb: the first review attempt fails whole.
+  f.github.fail("POST", "/repos/{owner}/{repo}/statuses/{sha}", 502, 6);
+  const sha = await f.pushPull(2, { "jobs/train.yaml": gpuJob("train", 1) });
+  await f.deliver(pullRequestPayload("opened", sha));
+  await waitFor("review after the outage", () => f.github.status(sha, PLAN_CONTEXT)?.state === "success", {
+    attempts: 4000,
+  });
+  const statusCalls = f.github.requests.filter((r) => r.operation === "/repos/{owner}/{repo}/statuses/{sha}");
+  t.ok(statusCalls.length >= 8, "every failed call was made and retried");
+  t.equal(f.github.comments.size, 1);
+  t.same(f.github.violations, []);
+});
+
+t.test("start() polls open pull requests at once and again every interval", async (t) => {
+  const clock = new FakeClock();
+  const f = await setupFixture(t, { pollIntervalMs: 60_000, clock });
+  const first = await f.pushPull(2, { "jobs/train.yaml": gpuJob("train", 1) });
+  f.github.pulls = [{ number: 2, headSha: first, headRef: "changes", baseRef: "master" }];
+  f.reviewer.start();
+  await waitFor("first poll's review", () => f.github.status(first, PLAN_CONTEXT)?.state === "success");
+  const second = await f.pushPull(2, { "jobs/train.yaml": gpuJob("train", 2) });
+  f.github.pulls = [{ number: 2, headSha: second, headRef: "changes", baseRef: "master" }];
+  await waitFor("the next poll to be scheduled", () => clock.pending === 1 || undefined);
+  t.equal(f.github.status(second, PLAN_CONTEXT), undefined, "nothing before the interval");
+  clock.advance(60_000);
+  await waitFor("second poll's review", () => f.github.status(second, PLAN_CONTEXT)?.state === "success");
+  t.equal(f.github.comments.size, 1);
 });
