@@ -44,7 +44,13 @@ export async function desiredForCluster(
   for (const node of (await store.list("Node", { namespace })).items) {
     if (node.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY_GIT) out.push(nodeOverlay(node));
   }
-  return out.sort((a, b) => key(a).localeCompare(key(b)));
+  // Status is the hub's record of what agents reported; agents act on metadata and spec only.
+  return out.map(withoutStatus).sort((a, b) => key(a).localeCompare(key(b)));
+}
+
+function withoutStatus(object: KubeObject): KubeObject {
+  const { status: _status, ...rest } = object;
+  return rest as KubeObject;
 }
 
 export function key(object: Pick<KubeObject, "kind" | "metadata">): string {

@@ -109,7 +109,7 @@ class ClusterSession {
   #session: AgentSession;
   #options: AgentSyncOptions;
   #generation = 0;
-  /** What the agent was last sent, by object key → resourceVersion. */
+  /** What the agent was last sent, by object key → fingerprint (what the agent acts on). */
   #sent = new Map<string, string>();
   /** Task key → generation of the delta that removed it from the agent's set. */
   #removedAt = new Map<string, number>();
@@ -173,7 +173,7 @@ class ClusterSession {
       for (const k of this.#sent.keys()) if (!next.has(k)) this.#removedAt.set(k, generation);
       this.#session.send({ type: "snapshot", generation, objects: objects as unknown as WireObject[] });
     } else {
-      const upserts = objects.filter((o) => this.#sent.get(key(o)) !== o.metadata.resourceVersion);
+      const upserts = objects.filter((o) => this.#sent.get(key(o)) !== fingerprint(o));
       const deletes = [...this.#sent.keys()].filter((k) => !next.has(k)).map(parseKey);
       if (upserts.length === 0 && deletes.length === 0) {
         this.#generation--;
@@ -183,7 +183,7 @@ class ClusterSession {
         this.#removedAt.set(`${ref.kind}/${ref.namespace ?? ""}/${ref.name}`, generation);
       this.#session.send({ type: "delta", generation, upserts: upserts as unknown as WireObject[], deletes });
     }
-    this.#sent = new Map(objects.map((o) => [key(o), o.metadata.resourceVersion ?? ""]));
+    this.#sent = new Map(objects.map((o) => [key(o), fingerprint(o)]));
   }
 
   async #onMessage(message: AgentMessage): Promise<void> {
@@ -238,6 +238,15 @@ class ClusterSession {
       this.#removedAt.delete(key(task));
     }
   }
+}
+
+/**
+ * What an agent acts on, without what changes on every status write (resourceVersion): a Task
+ * whose status the hub just wrote from the agent's own report is not sent back to it.
+ */
+function fingerprint(object: KubeObject): string {
+  const { resourceVersion: _rv, ...metadata } = object.metadata;
+  return JSON.stringify({ metadata, spec: object.spec ?? null });
 }
 
 function parseKey(k: string): { kind: string; namespace?: string; name: string } {
