@@ -19,6 +19,7 @@ import {
   KubernetesRuntime,
   secretCredentialStore,
 } from "../../../operators/agent/runtimes/kubernetes/index.ts";
+import { buildProgram } from "../../../operators/cli/program.ts";
 import { kubeTask } from "../../agent/runtimes/kubernetes/tasks.ts";
 import { eventually, fleetCluster, testNamespace } from "../../helpers/fleet.ts";
 
@@ -84,6 +85,21 @@ t.test("every agent manifest passes a server-side dry-run apply", async (t) => {
     "the one image, at this version",
   );
   t.equal(deployment.spec.template.spec.serviceAccountName, "rlark-agent");
+});
+
+t.test("the Deployment's arguments are options `rlark agent` has", async (t) => {
+  const deployment = manifests().find((o) => o.kind === "Deployment") as KubernetesObject & {
+    spec: { template: { spec: { containers: { args: string[] }[] } } };
+  };
+  const [command, ...args] = deployment.spec.template.spec.containers[0]?.args ?? [];
+  t.equal(command, "agent");
+  const agent = buildProgram().commands.find((c) => c.name() === "agent");
+  const known = new Set(agent?.options.map((o) => o.long));
+  for (const arg of args) {
+    const flag = arg.split("=")[0] ?? "";
+    t.ok(known.has(flag), `${flag} is an option of rlark agent`);
+  }
+  t.ok(args.includes("--runtime=kubernetes"), "it runs the kubernetes runtime");
 });
 
 t.test("the agent's RBAC lets the runtime do its work and nothing beyond it", async (t) => {
