@@ -17,6 +17,7 @@ export interface CommonHubFlags {
   gitSshKeyFile?: string;
   statusBranch: string;
   statusCommits: boolean;
+  dashboard: boolean;
 }
 
 export function addCommonHubFlags(command: Command, defaults: { interval: string }): Command {
@@ -39,7 +40,8 @@ export function addCommonHubFlags(command: Command, defaults: { interval: string
     .option("--git-token-file <file>", "https token for the repository (or RLARK_GIT_TOKEN)")
     .option("--git-ssh-key-file <file>", "SSH deploy key for the repository")
     .option("--status-branch <name>", "branch the hub commits status/<kind>/<name>.yaml to", "rlark/status")
-    .option("--no-status-commits", "do not commit status back to git");
+    .option("--no-status-commits", "do not commit status back to git")
+    .option("--no-dashboard", "do not serve the read-only dashboard on --http");
 }
 
 export async function hubOptionsFrom(
@@ -62,5 +64,6 @@ export async function hubOptionsFrom(
     credentials,
     webhookSecretFile: flags.webhookSecretFile,
     statusBranch: flags.statusCommits ? flags.statusBranch : undefined,
+    dashboard: flags.dashboard,
   };
 }

@@ -6,6 +6,7 @@ import { registerHub } from "./hub.ts";
 import { registerStatus } from "./status.ts";
 import { registerToken } from "./token.ts";
 import { registerUp } from "./up.ts";
+import { registerUser } from "./user.ts";
 import { registerValidate } from "./validate.ts";
 
 /** Builds the `rlark` command tree; each subcommand registers itself from its own file. */
@@ -29,6 +30,7 @@ export function buildProgram(): Command {
       return openHubPki({ dataDir, clusterExists: (name) => clusterDeclared(dataDir, name) }).enrollment;
     },
   });
+  registerUser(program);
   registerCrds(program);
   return program;
 }

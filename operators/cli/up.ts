@@ -53,6 +53,8 @@ export function registerUp(program: Command): void {
         `    edit a manifest there and commit (git -C ${playground} commit -am "..."); the hub checks every ${(options.intervalMs ?? 2_000) / 1000}s\n`,
       );
     } else out.write(`  repository: ${hub.source?.repository.url} (branch ${options.branch})\n`);
+    if (hub.dashboard)
+      out.write(`  dashboard (one-click admin login): ${hub.dashboard.loginUrl(hub.adminToken, hub.url)}\n`);
     out.write(`  API: ${hub.url}/api/v1/rlinf.io/v1alpha1/jobs\n`);
     out.write(
       `    curl -H "Authorization: Bearer $(cat ${options.dataDir}/admin-token)" ${hub.url}/api/v1/source\n`,

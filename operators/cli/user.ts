@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { DEFAULT_SCRYPT, hashPassword } from "../hub/auth/index.ts";
+import { DEFAULT_SCRYPT } from "../hub/auth/password-hash.ts";
 
 export interface UserCommandDeps {
   /** The password source; default: standard input (one line). */
@@ -36,6 +36,7 @@ export function registerUser(program: Command, deps: UserCommandDeps = {}): void
       // One trailing newline is the shell's, not the password's.
       const password = (await (deps.readPassword ?? readStdin)()).replace(/\r?\n$/, "");
       if (password.length === 0) throw new Error("no password on standard input");
+      const { hashPassword } = await import("../hub/auth/password-hash.ts");
       const hash = await hashPassword(password, { ...DEFAULT_SCRYPT, ln });
       (deps.stdout ?? ((text: string) => process.stdout.write(text)))(`${hash}\n`);
     });

@@ -4,6 +4,7 @@ import { mkdir } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
+import { createDashboard, type Dashboard } from "../dashboard/index.ts";
 import { createStatusBranchWriter, type StatusBranchWriter } from "../feedback/index.ts";
 import { type Controller, type Logger, Manager } from "../lib/controller/index.ts";
 import { Registry } from "../lib/metrics/index.ts";
@@ -48,6 +49,8 @@ export interface HubOptions {
   extraRoutes?: HubHttpDependencies["extraRoutes"];
   /** Accepted on every authenticated route besides the admin token (the dashboard's user JWTs). */
   authenticate?: Authenticator;
+  /** Serve the read-only dashboard (and its login) on the HTTP address. */
+  dashboard?: boolean;
 }
 
 export interface Hub {
@@ -61,6 +64,8 @@ export interface Hub {
   url: string;
   /** host:port of the SSH endpoint agents dial. */
   sshAddress: string;
+  /** Present with `dashboard: true`. */
+  dashboard?: Dashboard;
   /** The CA's fingerprint agents pin at enrollment (`sha256:…`). */
   caFingerprint: string;
   pki: HubPki;
@@ -128,12 +133,22 @@ export async function startHub(options: HubOptions): Promise<Hub> {
     }
   }
 
+  const dashboard = options.dashboard
+    ? await createDashboard({
+        store,
+        dataDir: options.dataDir,
+        sourceStatus: () => source?.watcher.status() ?? { state: "None" },
+        ...(options.repo ? { repoUrl: options.repo } : {}),
+        logger,
+      })
+    : undefined;
+  const extraAuthenticators = [options.authenticate, dashboard?.authenticator].filter(
+    (a): a is Authenticator => a !== undefined,
+  );
   let started = false;
   const handler = createHubHttpHandler({
     store,
-    authenticate: options.authenticate
-      ? anyOf(adminTokenAuthenticator(adminToken), options.authenticate)
-      : adminTokenAuthenticator(adminToken),
+    authenticate: anyOf(adminTokenAuthenticator(adminToken), ...extraAuthenticators),
     sourceStatus: () => source?.watcher.status() ?? { state: "None", message: "no --repo configured" },
     metricsText: () => manager.metricsText(),
     ready: () => started,
@@ -147,7 +162,9 @@ export async function startHub(options: HubOptions): Promise<Hub> {
           logger,
         })
       : undefined,
-    extraRoutes: options.extraRoutes,
+    extraRoutes: async (req, res, url) =>
+      (options.extraRoutes ? await options.extraRoutes(req, res, url) : false) ||
+      (dashboard ? await dashboard.routes(req, res, url) : false),
   });
   const server = createServer(handler);
   const { host, port } = splitHostPort(options.http);
@@ -176,9 +193,11 @@ export async function startHub(options: HubOptions): Promise<Hub> {
     url,
     sshAddress: `${ssh.host === "0.0.0.0" ? "127.0.0.1" : ssh.host}:${sshPort}`,
     caFingerprint: tunnel.ca.fingerprint,
+    ...(dashboard ? { dashboard } : {}),
     pki: tunnel,
     async stop() {
       started = false;
+      dashboard?.close();
       await closeServer(server);
       await tunnel.server.close();
       agentSync.close();
