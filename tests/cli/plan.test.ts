@@ -179,3 +179,37 @@ t.test("--help explains the comparison and the exit status", async (t) => {
     /Exit status: 0 the plan is clean, 1 validation or a dry-run failed, 2 usage or I\/O error\./,
   );
 });
+
+t.test("an artifact whose SHA-256 does not match fails the plan, as the hub would refuse it", async (t) => {
+  const dir = await repo(t);
+  await writeFile(join(dir, "manifests/run.sh"), "echo hi\n");
+  const raw = (sha: string) => `apiVersion: rlinf.io/v1alpha1
+kind: Job
+metadata:
+  name: raw
+spec:
+  tasks:
+    - name: main
+      role: Actor
+      agentType: Raw
+      raw:
+        artifact:
+          url: run.sh
+          sha256: "${sha}"
+        command: ["sh", "run.sh"]
+`;
+  await writeFile(join(dir, "manifests/raw.yaml"), raw("0".repeat(64)));
+  const bad = await rlark(dir, ["plan", "manifests"]);
+  t.equal(bad.status, 1);
+  t.match(
+    bad.stdout,
+    /manifests\/raw\.yaml:12:16 Job raw \/spec\/tasks\/0\/raw\/artifact\/url: artifact "run\.sh" has SHA-256 [0-9a-f]{64}, not the 0{64}/,
+  );
+  const { createHash } = await import("node:crypto");
+  await writeFile(
+    join(dir, "manifests/raw.yaml"),
+    raw(createHash("sha256").update("echo hi\n").digest("hex")),
+  );
+  const good = await rlark(dir, ["plan", "manifests"]);
+  t.equal(good.status, 0, good.stdout);
+});

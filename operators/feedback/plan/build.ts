@@ -1,8 +1,9 @@
 // The I/O around computePlan: validate a checked-out revision, read the live state, dry-run.
 import path from "node:path";
 import type { Job } from "../../api/index.ts";
-import { validatePaths } from "../../api/validate/index.ts";
+import { compareDiagnostics, validatePaths } from "../../api/validate/index.ts";
 import type { KubeObject } from "../../lib/store/index.ts";
+import { checkArtifacts } from "./artifacts.ts";
 import { computePlan } from "./compute.ts";
 import { runDryRuns, type WorkloadDryRunner } from "./dry-run.ts";
 import { manifestAsObject } from "./object-diff.ts";
@@ -24,6 +25,16 @@ export interface PlanTreeOptions {
 export async function planTree(options: PlanTreeOptions): Promise<Plan> {
   const roots = (options.paths ?? ["."]).map((p) => path.resolve(options.dir, p));
   const validation = await validatePaths(roots, { baseDir: options.dir });
+  if (validation.valid) {
+    // The hub checks artifacts after validation, against the manifest folder: so does the plan.
+    const root = roots.length === 1 && roots[0] ? roots[0] : path.resolve(options.dir);
+    const artifactErrors = await checkArtifacts(validation.objects, root);
+    if (artifactErrors.length > 0) {
+      validation.errors.push(...artifactErrors);
+      validation.errors.sort(compareDiagnostics);
+      validation.valid = false;
+    }
+  }
   const plan = computePlan({
     validation,
     live: options.live,
