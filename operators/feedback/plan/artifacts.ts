@@ -37,7 +37,9 @@ function artifactRefs(objects: readonly ManifestObject[]): ArtifactRef[] {
       | undefined;
     if (object.kind === "Job") visit(object, spec?.tasks, "/spec/tasks");
     if (object.kind === "Workflow") {
-      spec?.jobs?.forEach((job, j) => visit(object, job.template?.tasks, `/spec/jobs/${j}/template/tasks`));
+      spec?.jobs?.forEach((job, j) => {
+        visit(object, job.template?.tasks, `/spec/jobs/${j}/template/tasks`);
+      });
     }
   }
   return refs;
