@@ -233,7 +233,7 @@ t.test("Ray head and worker Tasks render the scripts ConfigMap and the head Serv
   const endpoints = await eventually("the head Service to select the head pod", async () => {
     const slices = await kc
       .makeApiClient(CoreV1Api)
-      .listNamespacedPod({ namespace, labelSelector: "rlinf.io/task=rl-head" });
+      .listNamespacedPod({ namespace, labelSelector: "rlark.io/task=rl-head" });
     return slices.items.length === 1 ? slices.items[0] : undefined;
   });
   const main = (endpoints as V1Pod).spec?.containers[0];
@@ -290,10 +290,10 @@ t.test(
     const checkGone = async () => {
       if (gone || taskSeen(runtime.observe(), "ppo-data")) return;
       gone = true;
-      const pods = await core.listNamespacedPod({ namespace, labelSelector: "rlinf.io/task=ppo-data" });
+      const pods = await core.listNamespacedPod({ namespace, labelSelector: "rlark.io/task=ppo-data" });
       const pvcs = await core.listNamespacedPersistentVolumeClaim({
         namespace,
-        labelSelector: "rlinf.io/task=ppo-data",
+        labelSelector: "rlark.io/task=ppo-data",
       });
       if (pods.items.length > 0) violations.push(`${pods.items.length} pods left`);
       if (pvcs.items.length > 0) violations.push(`${pvcs.items.length} claims left`);

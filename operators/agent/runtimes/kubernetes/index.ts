@@ -36,7 +36,7 @@ import {
   FIELD_MANAGER,
   LABEL_INSTANCE,
   LABEL_MANAGED_BY,
-  LABEL_TASK,
+  LABEL_TASK_NAME,
   MANAGED_BY,
   MANAGED_SELECTOR,
 } from "./labels.ts";
@@ -412,7 +412,7 @@ export class KubernetesRuntime implements Runtime {
       }
     }
     for (const obj of candidates) {
-      const task = obj.metadata?.labels?.[LABEL_TASK] ?? "";
+      const task = obj.metadata?.labels?.[LABEL_TASK_NAME] ?? "";
       if (keep.has(objectKey(obj)) || keepTasks.has(task) || obj.metadata?.deletionTimestamp) continue;
       if (!(await this.#delete(obj))) ok = false;
     }
@@ -421,7 +421,7 @@ export class KubernetesRuntime implements Runtime {
     const desiredTaskNames = new Set<string>();
     for (const t of this.#desired ?? []) desiredTaskNames.add(t.metadata.name);
     for (const pvc of this.#volumes.values()) {
-      const task = pvc.metadata?.labels?.[LABEL_TASK] ?? "";
+      const task = pvc.metadata?.labels?.[LABEL_TASK_NAME] ?? "";
       if (desiredTaskNames.has(task) || pvc.metadata?.deletionTimestamp) continue;
       if (!(await this.#delete({ ...pvc, apiVersion: "v1", kind: "PersistentVolumeClaim" }))) ok = false;
     }
@@ -476,7 +476,7 @@ export class KubernetesRuntime implements Runtime {
 
     const byTask = new Map<string, V1Pod[]>();
     for (const pod of allPods) {
-      const task = pod.metadata?.labels?.[LABEL_TASK];
+      const task = pod.metadata?.labels?.[LABEL_TASK_NAME];
       if (!task || !this.#owns(pod)) continue;
       const key = `${pod.metadata?.namespace}/${task}`;
       let list = byTask.get(key);
@@ -491,7 +491,7 @@ export class KubernetesRuntime implements Runtime {
     const generations = new Map<string, number>();
     for (const [kind, collection] of this.#workloads) {
       for (const obj of collection.values()) {
-        const task = obj.metadata?.labels?.[LABEL_TASK] ?? "";
+        const task = obj.metadata?.labels?.[LABEL_TASK_NAME] ?? "";
         const key = `${obj.metadata?.namespace}/${task}`;
         const g = taskGeneration(obj);
         if (g !== undefined) generations.set(key, g);

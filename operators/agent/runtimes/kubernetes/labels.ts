@@ -4,7 +4,10 @@
 export const FIELD_MANAGER = "rlark-agent";
 
 export const LABEL_JOB = "rlinf.io/job";
+/** The task template's name within its Job, as on the hub's Task (the seeds' label). */
 export const LABEL_TASK = "rlinf.io/task";
+/** The Task object's name (`<job>-<task>`): what the runtime selects, groups and prunes by. */
+export const LABEL_TASK_NAME = "rlark.io/task";
 export const LABEL_MANAGED_BY = "rlark.io/managed-by";
 export const MANAGED_BY = "rlark-agent";
 /** Set only when several runtimes share a cluster (tests): each selects its own objects. */

@@ -30,7 +30,7 @@ import {
   ANNOTATION_TASK_NAMESPACE,
   ANNOTATION_TASK_UID,
   LABEL_JOB,
-  LABEL_TASK,
+  LABEL_TASK_NAME,
 } from "./labels.ts";
 import { addQuantity, formatQuantity } from "./quantity.ts";
 
@@ -173,7 +173,7 @@ export function observePod(pod: V1Pod, index: number, generation?: number): Obse
   return {
     name: pod.metadata?.name ?? "",
     namespace: pod.metadata?.namespace ?? "",
-    task: labels[LABEL_TASK] ?? "",
+    task: labels[LABEL_TASK_NAME] ?? "",
     taskUid: pod.metadata?.annotations?.[ANNOTATION_TASK_UID] ?? "",
     ...(generation !== undefined ? { generation } : {}),
     job: labels[LABEL_JOB] ?? "",
@@ -236,7 +236,7 @@ export function observeWorkload(kind: WorkloadKind, obj: Workload, pods: readonl
   const meta = obj.metadata ?? {};
   const generation = taskGeneration(obj);
   const base = {
-    task: meta.labels?.[LABEL_TASK] ?? "",
+    task: meta.labels?.[LABEL_TASK_NAME] ?? "",
     taskUid: meta.annotations?.[ANNOTATION_TASK_UID] ?? "",
     ...(generation !== undefined ? { generation } : {}),
     job: meta.labels?.[LABEL_JOB] ?? "",
@@ -302,7 +302,7 @@ export function observeVolume(pvc: V1PersistentVolumeClaim): ObservedVolume {
   return {
     name: pvc.metadata?.name ?? "",
     namespace: pvc.metadata?.namespace ?? "",
-    task: pvc.metadata?.labels?.[LABEL_TASK] ?? "",
+    task: pvc.metadata?.labels?.[LABEL_TASK_NAME] ?? "",
     ...(pvc.status?.phase ? { phase: pvc.status.phase } : {}),
     ...(pvc.metadata?.deletionTimestamp ? { terminating: true } : {}),
   };

@@ -16,6 +16,7 @@ import {
   LABEL_JOB,
   LABEL_MANAGED_BY,
   LABEL_TASK,
+  LABEL_TASK_NAME,
   MANAGED_BY,
 } from "./labels.ts";
 import {
@@ -147,8 +148,11 @@ export const jobOf = (task: RuntimeTask): string => task.spec.job ?? task.metada
 /** The labels every object of a Task carries; also the selector of its workload (without job). */
 export function taskLabels(task: RuntimeTask, instance?: string): Record<string, string> {
   const job = jobOf(task);
+  const name = task.metadata.name;
+  const template = task.spec.task ?? (job && name.startsWith(`${job}-`) ? name.slice(job.length + 1) : name);
   return {
-    [LABEL_TASK]: task.metadata.name,
+    [LABEL_TASK_NAME]: name,
+    [LABEL_TASK]: template,
     [LABEL_MANAGED_BY]: MANAGED_BY,
     ...(job ? { [LABEL_JOB]: job } : {}),
     ...(instance ? { [LABEL_INSTANCE]: instance } : {}),
@@ -156,7 +160,7 @@ export function taskLabels(task: RuntimeTask, instance?: string): Record<string,
 }
 
 const selectorLabels = (task: string): Record<string, string> => ({
-  [LABEL_TASK]: task,
+  [LABEL_TASK_NAME]: task,
   [LABEL_MANAGED_BY]: MANAGED_BY,
 });
 

@@ -17,7 +17,11 @@ const pod = (
   phase: string,
   spec: Partial<NonNullable<V1Pod["spec"]>> = {},
 ): V1Pod => ({
-  metadata: { name, namespace: "ns", labels: { "rlinf.io/task": "ppo-actor", "rlinf.io/job": "ppo" } },
+  metadata: {
+    name,
+    namespace: "ns",
+    labels: { "rlark.io/task": "ppo-actor", "rlinf.io/task": "actor", "rlinf.io/job": "ppo" },
+  },
   spec: {
     nodeName: node,
     containers: [{ name: "main", resources: { requests: { cpu: "500m", memory: "1Gi" } } }],
@@ -138,7 +142,7 @@ t.test("a failed Job reports the failing pod's exit code", async (t) => {
     metadata: {
       name: "ppo-eval",
       namespace: "ns",
-      labels: { "rlinf.io/task": "ppo-eval" },
+      labels: { "rlark.io/task": "ppo-eval" },
       annotations: { "rlark.io/task-uid": "u1", "rlark.io/task-generation": "2" },
     },
     spec: { parallelism: 2, template: {} },

@@ -74,14 +74,20 @@ t.test("a Deployment Task becomes a labelled Deployment with its nodeSelector an
   t.equal(deployment.spec?.replicas, 3);
   t.match(deployment.metadata?.labels, {
     "rlinf.io/job": "ppo",
-    "rlinf.io/task": "ppo-actor",
+    "rlinf.io/task": "actor",
+    "rlark.io/task": "ppo-actor",
     "rlark.io/managed-by": "rlark-agent",
   });
   const pod = deployment.spec?.template;
-  t.match(pod?.metadata?.labels, { app: "trainer", "rlinf.io/job": "ppo", "rlinf.io/task": "ppo-actor" });
+  t.match(pod?.metadata?.labels, {
+    app: "trainer",
+    "rlinf.io/job": "ppo",
+    "rlinf.io/task": "actor",
+    "rlark.io/task": "ppo-actor",
+  });
   t.same(deployment.spec?.selector.matchLabels, {
     "rlark.io/managed-by": "rlark-agent",
-    "rlinf.io/task": "ppo-actor",
+    "rlark.io/task": "ppo-actor",
   });
   t.same(
     pod?.spec?.nodeSelector,
@@ -140,7 +146,7 @@ t.test("a StatefulSet Task gets a headless Service named like it and keeps ephem
   );
   t.match(
     rendered?.ephemeral?.volumeClaimTemplate?.metadata?.labels,
-    { "rlinf.io/task": "ppo-rollout", "rlark.io/managed-by": "rlark-agent" },
+    { "rlark.io/task": "ppo-rollout", "rlinf.io/task": "rollout", "rlark.io/managed-by": "rlark-agent" },
     "the PVCs Kubernetes makes from it are labelled for the Task",
   );
 });
