@@ -18,6 +18,7 @@ import {
 import { openSqliteStore, type Store } from "../../operators/lib/store/index.ts";
 import { createGitRepository } from "../../operators/source/index.ts";
 import { createGitServer, type GitServer, runGit } from "../helpers/git-server.ts";
+import { waitFor } from "../helpers/wait-for.ts";
 import { type GitHubStandIn, startGitHubStandIn } from "./providers/github-stand-in.ts";
 
 const require = createRequire(import.meta.url);
@@ -243,4 +244,12 @@ export async function setupFixture(
       };
     },
   };
+}
+
+/**
+ * Bounded polling sized for a review: GitHub's write spacing (one write a second, which the
+ * throttling plugin keeps) makes one review take seconds, more on a loaded CI machine.
+ */
+export function settle<T>(what: string, check: () => T | undefined | false | Promise<T | undefined | false>) {
+  return waitFor(what, check, { attempts: 12_000, everyMs: 10 });
 }

@@ -4,8 +4,7 @@ import type { AddressInfo } from "node:net";
 import t from "tap";
 import type { RenderedWorkload, WorkloadDryRunner } from "../../operators/feedback/plan/index.ts";
 import { FORK_DRY_RUN_NOTE, PLAN_CONTEXT } from "../../operators/feedback/pull-requests.ts";
-import { waitFor } from "../helpers/wait-for.ts";
-import { gpuJob, pullRequestPayload, setupFixture } from "./pull-requests-fixture.ts";
+import { gpuJob, pullRequestPayload, settle, setupFixture } from "./pull-requests-fixture.ts";
 
 function recordingRunner(
   answer: (cluster: string, w: RenderedWorkload) => Awaited<ReturnType<WorkloadDryRunner["dryRun"]>>,
@@ -49,7 +48,7 @@ t.test(
       html_url: forkUrl.replace(/\.git$/, ""),
     });
     t.equal((await f.deliver(payload)).status, 202);
-    const status = await waitFor("fork review", () => {
+    const status = await settle("fork review", () => {
       const s = f.github.status(sha, PLAN_CONTEXT);
       return s && s.state !== "pending" ? s : undefined;
     });
@@ -71,7 +70,7 @@ t.test("a workload the target cluster's API server refuses fails the plan", asyn
   const f = await setupFixture(t, { dryRunner: runner, workloadNamespace: "rlark-work" });
   const sha = await f.pushPull(2, { "jobs/train.yaml": gpuJob("train", 1) });
   await f.deliver(pullRequestPayload("opened", sha));
-  const status = await waitFor("dry-run review", () => {
+  const status = await settle("dry-run review", () => {
     const s = f.github.status(sha, PLAN_CONTEXT);
     return s && s.state !== "pending" ? s : undefined;
   });
@@ -91,7 +90,7 @@ t.test("a cluster whose agent is away is reported as not dry-run, without failin
   const f = await setupFixture(t, { dryRunner: runner });
   const sha = await f.pushPull(2, { "jobs/train.yaml": gpuJob("train", 1) });
   await f.deliver(pullRequestPayload("opened", sha));
-  const status = await waitFor("offline review", () => {
+  const status = await settle("offline review", () => {
     const s = f.github.status(sha, PLAN_CONTEXT);
     return s && s.state !== "pending" ? s : undefined;
   });
@@ -113,7 +112,7 @@ t.test(
       await symlink("/etc", join(work, "manifests"));
     });
     await f.deliver(pullRequestPayload("synchronize", sha));
-    const status = await waitFor("review", () => {
+    const status = await settle("review", () => {
       const s = f.github.status(sha, PLAN_CONTEXT);
       return s && s.state !== "pending" ? s : undefined;
     });

@@ -2,8 +2,7 @@ import t from "tap";
 import { PLAN_MARKER } from "../../operators/feedback/plan-comment.ts";
 import { PLAN_CONTEXT } from "../../operators/feedback/pull-requests.ts";
 import { FakeClock } from "../../operators/lib/clock.ts";
-import { waitFor } from "../helpers/wait-for.ts";
-import { gpuJob, pullRequestPayload, setupFixture, TOKEN } from "./pull-requests-fixture.ts";
+import { gpuJob, pullRequestPayload, settle, setupFixture, TOKEN } from "./pull-requests-fixture.ts";
 
 const COMMENTS = "/repos/{owner}/{repo}/issues/{issue_number}/comments";
 
@@ -14,7 +13,7 @@ t.test(
     const sha = await f.pushPull(2, { "jobs/train.yaml": gpuJob("train", 2) });
     const answer = await f.deliver(pullRequestPayload("opened", sha));
     t.equal(answer.status, 202, answer.message);
-    const status = await waitFor("rlark/plan success", () => {
+    const status = await settle("rlark/plan success", () => {
       const s = f.github.status(sha, PLAN_CONTEXT);
       return s && s.state !== "pending" ? s : undefined;
     });
@@ -52,7 +51,7 @@ t.test("an invalid pull request gets its errors inline at file and line and a fa
   const bad = gpuJob("broken", 1).replace("  tasks:\n", "  retries: 3\n  tasks:\n");
   const sha = await f.pushPull(2, { "jobs/broken.yaml": bad });
   await f.deliver(pullRequestPayload("opened", sha));
-  const status = await waitFor("rlark/plan failure", () => {
+  const status = await settle("rlark/plan failure", () => {
     const s = f.github.status(sha, PLAN_CONTEXT);
     return s && s.state !== "pending" ? s : undefined;
   });
@@ -82,7 +81,7 @@ t.test("a pull request whose Job cannot be placed says why, per the placement co
   const f = await setupFixture(t);
   const sha = await f.pushPull(2, { "jobs/huge.yaml": gpuJob("huge", 64) });
   await f.deliver(pullRequestPayload("opened", sha));
-  const status = await waitFor("rlark/plan answered", () => {
+  const status = await settle("rlark/plan answered", () => {
     const s = f.github.status(sha, PLAN_CONTEXT);
     return s && s.state !== "pending" ? s : undefined;
   });
@@ -97,13 +96,13 @@ t.test("a second push edits the same comment instead of adding one", async (t) =
   const f = await setupFixture(t);
   const first = await f.pushPull(2, { "jobs/train.yaml": gpuJob("train", 1) });
   await f.deliver(pullRequestPayload("opened", first));
-  await waitFor("first review", () => f.github.status(first, PLAN_CONTEXT)?.state === "success");
+  await settle("first review", () => f.github.status(first, PLAN_CONTEXT)?.state === "success");
   const [comment] = [...f.github.comments.values()];
   t.ok(comment);
   const second = await f.pushPull(2, { "jobs/train.yaml": gpuJob("train", 4) });
   t.not(second, first);
   await f.deliver(pullRequestPayload("synchronize", second));
-  await waitFor("second review", () => f.github.status(second, PLAN_CONTEXT)?.state === "success");
+  await settle("second review", () => f.github.status(second, PLAN_CONTEXT)?.state === "success");
   t.equal(f.github.comments.size, 1, "still one comment");
   t.equal(f.github.requests.filter((r) => r.method === "POST" && r.operation === COMMENTS).length, 1);
   t.equal(f.github.requests.filter((r) => r.method === "PATCH").length, 1, "edited in place");
@@ -118,7 +117,7 @@ t.test("a 502 from GitHub is retried and the comment is made once", async (t) =>
   f.github.fail("POST", "/repos/{owner}/{repo}/statuses/{sha}", 502, 2);
   const sha = await f.pushPull(2, { "jobs/train.yaml": gpuJob("train", 1) });
   await f.deliver(pullRequestPayload("opened", sha));
-  await waitFor("success after retries", () => f.github.status(sha, PLAN_CONTEXT)?.state === "success");
+  await settle("success after retries", () => f.github.status(sha, PLAN_CONTEXT)?.state === "success");
   t.equal(
     f.github.requests.filter((r) => r.method === "POST" && r.operation === COMMENTS).length,
     2,
@@ -149,7 +148,7 @@ t.test("a duplicate delivery does no harm: one review, one comment", async (t) =
   t.match(again.message, /duplicate delivery/);
   // The same head under another delivery id (a redelivery from the settings page) is also one review.
   await f.deliver(payload, { delivery: "d-2" });
-  await waitFor("review", () => f.github.status(sha, PLAN_CONTEXT)?.state === "failure");
+  await settle("review", () => f.github.status(sha, PLAN_CONTEXT)?.state === "failure");
   await f.reviewer.idle();
   t.equal(f.github.comments.size, 1);
   t.equal(f.github.reviews.length, 1, "inline findings posted once");
@@ -161,7 +160,7 @@ t.test("open pull requests are polled when no webhook arrives", async (t) => {
   const sha = await f.pushPull(2, { "jobs/train.yaml": gpuJob("train", 1) });
   f.github.pulls = [{ number: 2, headSha: sha, headRef: "changes", baseRef: "master" }];
   await f.reviewer.poll();
-  await waitFor("polled review", () => f.github.status(sha, PLAN_CONTEXT)?.state === "success");
+  await settle("polled review", () => f.github.status(sha, PLAN_CONTEXT)?.state === "success");
   await f.reviewer.poll();
   await f.reviewer.idle();
   t.equal(
@@ -178,9 +177,7 @@ t.test("a review that fails while GitHub is down is retried until it gets throug
   f.github.fail("POST", "/repos/{owner}/{repo}/statuses/{sha}", 502, 6);
   const sha = await f.pushPull(2, { "jobs/train.yaml": gpuJob("train", 1) });
   await f.deliver(pullRequestPayload("opened", sha));
-  await waitFor("review after the outage", () => f.github.status(sha, PLAN_CONTEXT)?.state === "success", {
-    attempts: 4000,
-  });
+  await settle("review after the outage", () => f.github.status(sha, PLAN_CONTEXT)?.state === "success");
   const statusCalls = f.github.requests.filter((r) => r.operation === "/repos/{owner}/{repo}/statuses/{sha}");
   t.ok(statusCalls.length >= 8, "every failed call was made and retried");
   t.equal(f.github.comments.size, 1);
@@ -193,12 +190,12 @@ t.test("start() polls open pull requests at once and again every interval", asyn
   const first = await f.pushPull(2, { "jobs/train.yaml": gpuJob("train", 1) });
   f.github.pulls = [{ number: 2, headSha: first, headRef: "changes", baseRef: "master" }];
   f.reviewer.start();
-  await waitFor("first poll's review", () => f.github.status(first, PLAN_CONTEXT)?.state === "success");
+  await settle("first poll's review", () => f.github.status(first, PLAN_CONTEXT)?.state === "success");
   const second = await f.pushPull(2, { "jobs/train.yaml": gpuJob("train", 2) });
   f.github.pulls = [{ number: 2, headSha: second, headRef: "changes", baseRef: "master" }];
-  await waitFor("the next poll to be scheduled", () => clock.pending === 1 || undefined);
+  await settle("the next poll to be scheduled", () => clock.pending === 1 || undefined);
   t.equal(f.github.status(second, PLAN_CONTEXT), undefined, "nothing before the interval");
   clock.advance(60_000);
-  await waitFor("second poll's review", () => f.github.status(second, PLAN_CONTEXT)?.state === "success");
+  await settle("second poll's review", () => f.github.status(second, PLAN_CONTEXT)?.state === "success");
   t.equal(f.github.comments.size, 1);
 });
