@@ -32,7 +32,7 @@ export function nodeObject(cluster: string, node: ObservedNode, pods: readonly O
       addresses: node.addresses,
       capacity: node.capacity,
       allocatable: node.allocatable,
-      requested: requestedOn(node.name, pods),
+      requested: node.requested ?? requestedOn(node.name, pods),
       nodeInfo: node.nodeInfo,
       ...(node.disk ? { disk: node.disk } : {}),
       conditions: node.conditions,
@@ -40,7 +40,10 @@ export function nodeObject(cluster: string, node: ObservedNode, pods: readonly O
   };
 }
 
-/** Pods of Raw tasks declare no resources; count them so the hub sees the node is in use. */
+/**
+ * For runtimes that cannot sum requests (Raw processes declare none): count the pods, so the hub
+ * still sees the node is in use.
+ */
 function requestedOn(node: string, pods: readonly ObservedPod[]): Record<string, string> {
   const running = pods.filter((p) => p.node === node && (p.phase === "Running" || p.phase === "Pending"));
   return { pods: String(running.length) };

@@ -16,7 +16,8 @@ Runtimes:
   process     Raw tasks as local processes; this machine is the cluster's one node.
   kubernetes  Kubernetes tasks as Deployments, StatefulSets, DaemonSets and Jobs on the cluster
               of --kubeconfig (or the in-cluster service account), by server-side apply with the
-              field manager rlark-agent; git's Node overlays are patched onto its nodes. See
+              field manager rlark-agent; git's Node overlays are patched onto its nodes; the
+              identity is kept in the Secret rlark-system/rlark-agent-identity. See
               docs/kubernetes-runtime.md and fleet/agent/ for running it inside the cluster.
 
 Examples:
@@ -31,6 +32,8 @@ interface AgentFlags {
   stateDir: string;
   runtime: "process" | "kubernetes";
   kubeconfig?: string;
+  sidecarImage?: string;
+  sidecarArg: string[];
   nodeName: string;
   label: Record<string, string>;
 }
@@ -75,17 +78,25 @@ export function registerAgent(program: Command): void {
       const stateDir = path.resolve(flags.stateDir);
       let kubeApiTarget: { host: string; port: number } | undefined;
       let runtime: Runtime;
+      let credentials = fileCredentialStore(path.join(stateDir, "credentials.json"));
       if (flags.runtime === "kubernetes") {
-        const [{ KubeConfig }, { KubernetesRuntime }] = await Promise.all([
+        const [{ KubeConfig }, { KubernetesRuntime }, { secretCredentialStore }] = await Promise.all([
           import("@kubernetes/client-node"),
           import("../agent/runtimes/kubernetes/index.ts"),
+          import("../agent/runtimes/kubernetes/credential-secret.ts"),
         ]);
         const kubeConfig = new KubeConfig();
         if (flags.kubeconfig) kubeConfig.loadFromFile(flags.kubeconfig);
         else kubeConfig.loadFromCluster();
         const server = new URL(kubeConfig.getCurrentCluster()?.server ?? "https://kubernetes.default.svc");
         kubeApiTarget = { host: server.hostname, port: Number(server.port || 443) };
-        runtime = await KubernetesRuntime.start({ kubeConfig, logger });
+        runtime = await KubernetesRuntime.start({
+          kubeConfig,
+          logger,
+          ...(flags.sidecarImage ? { sidecar: { image: flags.sidecarImage, args: flags.sidecarArg } } : {}),
+        });
+        // In a cluster the identity lives in a Secret, so a rescheduled agent pod stays enrolled.
+        credentials = secretCredentialStore({ kubeConfig });
       } else {
         runtime = await ProcessRuntime.open({
           stateDir: path.join(stateDir, "runtime"),
@@ -96,7 +107,7 @@ export function registerAgent(program: Command): void {
       }
       const agent = await startAgent({
         hub: flags.hub,
-        credentials: fileCredentialStore(path.join(stateDir, "credentials.json")),
+        credentials,
         ...(flags.token ? { token: flags.token } : {}),
         ...(flags.caHash ? { caHash: flags.caHash } : {}),
         runtime,
