@@ -18,6 +18,15 @@ export interface CommonHubFlags {
   statusBranch: string;
   statusCommits: boolean;
   dashboard: boolean;
+  feedback?: "github" | "gitea";
+  feedbackApiUrl?: string;
+  feedbackTokenFile?: string;
+  githubAppId?: string;
+  githubAppKeyFile?: string;
+  githubInstallationId?: string;
+  hubName?: string;
+  dashboardUrl?: string;
+  prPollInterval?: number;
 }
 
 export function addCommonHubFlags(command: Command, defaults: { interval: string }): Command {
@@ -41,7 +50,28 @@ export function addCommonHubFlags(command: Command, defaults: { interval: string
     .option("--git-ssh-key-file <file>", "SSH deploy key for the repository")
     .option("--status-branch <name>", "branch the hub commits status/<kind>/<name>.yaml to", "rlark/status")
     .option("--no-status-commits", "do not commit status back to git")
-    .option("--no-dashboard", "do not serve the read-only dashboard on --http");
+    .option("--no-dashboard", "do not serve the read-only dashboard on --http")
+    .addOption(
+      new Option("--feedback <host>", "commit statuses and pull-request plans on this code host").choices([
+        "github",
+        "gitea",
+      ]),
+    )
+    .option(
+      "--feedback-api-url <url>",
+      "API root (GitHub Enterprise: https://host/api/v3; Gitea: https://host/api/v1)",
+    )
+    .option("--feedback-token-file <file>", "code host token (or RLARK_FEEDBACK_TOKEN)")
+    .option("--github-app-id <id>", "post as a GitHub App instead of a token")
+    .option("--github-app-key-file <file>", "the App's private key (or RLARK_GITHUB_APP_PRIVATE_KEY)")
+    .option("--github-installation-id <id>", "the App's installation on the repository's owner")
+    .option("--hub-name <name>", "names this hub in status contexts: rlark/sync (<name>)")
+    .option("--dashboard-url <url>", "link statuses and plan comments to this dashboard URL")
+    .addOption(
+      new Option("--pr-poll-interval <duration>", "poll open pull requests (without a webhook); 0 disables")
+        .argParser(parseDuration)
+        .default(60_000, "60s"),
+    );
 }
 
 export async function hubOptionsFrom(
@@ -65,5 +95,22 @@ export async function hubOptionsFrom(
     webhookSecretFile: flags.webhookSecretFile,
     statusBranch: flags.statusCommits ? flags.statusBranch : undefined,
     dashboard: flags.dashboard,
+    ...(flags.feedback
+      ? {
+          feedback: {
+            provider: {
+              kind: flags.feedback,
+              ...(flags.feedbackApiUrl ? { apiUrl: flags.feedbackApiUrl } : {}),
+              ...(flags.feedbackTokenFile ? { tokenFile: flags.feedbackTokenFile } : {}),
+              ...(flags.githubAppId ? { appId: flags.githubAppId } : {}),
+              ...(flags.githubAppKeyFile ? { appPrivateKeyFile: flags.githubAppKeyFile } : {}),
+              ...(flags.githubInstallationId ? { installationId: flags.githubInstallationId } : {}),
+            },
+            ...(flags.hubName ? { hubName: flags.hubName } : {}),
+            ...(flags.dashboardUrl ? { dashboardUrl: flags.dashboardUrl } : {}),
+            ...(flags.prPollInterval === undefined ? {} : { pollIntervalMs: flags.prPollInterval }),
+          },
+        }
+      : {}),
   };
 }

@@ -3,6 +3,7 @@ import packageJson from "../../package.json" with { type: "json" };
 import { registerAgent } from "./agent.ts";
 import { registerCrds } from "./crds.ts";
 import { registerHub } from "./hub.ts";
+import { registerPlan } from "./plan.ts";
 import { registerStatus } from "./status.ts";
 import { registerToken } from "./token.ts";
 import { registerUp } from "./up.ts";
@@ -22,6 +23,7 @@ export function buildProgram(): Command {
   registerUp(program);
   registerHub(program);
   registerValidate(program);
+  registerPlan(program);
   registerStatus(program);
   registerAgent(program);
   registerToken(program, {

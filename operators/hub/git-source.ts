@@ -2,8 +2,10 @@
 // the store in one transaction, or refused whole.
 import path from "node:path";
 import { validatePaths } from "../api/validate/index.ts";
+import type { CountingApplyRevision, SyncStatusReporter } from "../feedback/sync-status.ts";
 import type { Logger } from "../lib/controller/index.ts";
 import type { Store } from "../lib/store/index.ts";
+import type { ApplyRevision } from "../source/index.ts";
 import {
   createGitRepository,
   createGitWatcher,
@@ -23,12 +25,21 @@ export interface HubSourceOptions {
   path: string;
   intervalMs: number;
   credentials?: GitCredentials;
+  /** Reports `rlark/sync` commit statuses for every revision (feedback to the code host). */
+  syncStatus?: SyncStatusReporter;
   logger: Logger;
 }
 
 export interface HubSource {
   repository: GitRepository;
   watcher: GitWatcher;
+}
+
+function withSyncStatus(
+  reporter: SyncStatusReporter | undefined,
+  apply: CountingApplyRevision,
+): ApplyRevision {
+  return reporter ? reporter.wrap(apply) : apply;
 }
 
 export function createHubSource(options: HubSourceOptions): HubSource {
@@ -43,7 +54,7 @@ export function createHubSource(options: HubSourceOptions): HubSource {
     dataDir: options.dataDir,
     path: options.path,
     intervalMs: options.intervalMs,
-    applyRevision: async ({ revision, dir, path: manifestPath }) => {
+    applyRevision: withSyncStatus(options.syncStatus, async ({ revision, dir, path: manifestPath }) => {
       const root = path.join(dir, manifestPath);
       // Diagnostics name files relative to the repository root, as a person sees them in git.
       const result = await validatePaths([root], { baseDir: dir });
@@ -59,8 +70,8 @@ export function createHubSource(options: HubSourceOptions): HubSource {
       if (artifactErrors.length > 0) return { accepted: false, errors: artifactErrors };
       const changes = await applySnapshot(options.store, result.objects, revision);
       options.logger.info("revision applied", { revision, ...changes });
-      return { accepted: true, errors: [] };
-    },
+      return { accepted: true, errors: [], changes };
+    }),
   });
   return { repository, watcher };
 }

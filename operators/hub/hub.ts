@@ -6,6 +6,10 @@ import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { createDashboard, type Dashboard } from "../dashboard/index.ts";
 import { createStatusBranchWriter, type StatusBranchWriter } from "../feedback/index.ts";
+import { createTunnelDryRunner, liveFromStore } from "../feedback/plan/index.ts";
+import { loadFeedbackProvider, type ProviderConfig, repoRefFromUrl } from "../feedback/providers/index.ts";
+import { createPullRequestReviewer, routePullRequestEvents } from "../feedback/pull-requests.ts";
+import { createSyncStatusReporter } from "../feedback/sync-status.ts";
 import { type Controller, type Logger, Manager } from "../lib/controller/index.ts";
 import { Registry } from "../lib/metrics/index.ts";
 import { openSqliteStore, type Store, type Watch } from "../lib/store/index.ts";
@@ -51,6 +55,15 @@ export interface HubOptions {
   authenticate?: Authenticator;
   /** Serve the read-only dashboard (and its login) on the HTTP address. */
   dashboard?: boolean;
+  /** Commit statuses and pull-request plans on GitHub, GitHub Enterprise or Gitea. */
+  feedback?: {
+    provider: ProviderConfig;
+    /** Names this hub in status contexts when several hubs watch one repository. */
+    hubName?: string;
+    dashboardUrl?: string;
+    /** Poll open pull requests this often, for hubs without a webhook; 0 disables. */
+    pollIntervalMs?: number;
+  };
 }
 
 export interface Hub {
@@ -100,6 +113,22 @@ export async function startHub(options: HubOptions): Promise<Hub> {
       storeObjects.labels({ kind }).set(count);
   });
 
+  const provider =
+    options.repo && options.feedback
+      ? await loadFeedbackProvider(options.feedback.provider, { logger })
+      : undefined;
+  const repoRef = provider && options.repo ? repoRefFromUrl(options.repo) : undefined;
+  const syncStatus =
+    provider && repoRef
+      ? createSyncStatusReporter({
+          provider,
+          repo: repoRef,
+          ...(options.feedback?.hubName ? { hubName: options.feedback.hubName } : {}),
+          ...(options.feedback?.dashboardUrl ? { dashboardUrl: options.feedback.dashboardUrl } : {}),
+          logger,
+        })
+      : undefined;
+
   let source: HubSource | undefined;
   if (options.repo) {
     source = createHubSource({
@@ -110,10 +139,30 @@ export async function startHub(options: HubOptions): Promise<Hub> {
       path: options.path ?? ".",
       intervalMs: options.intervalMs ?? 60_000,
       credentials: options.credentials,
+      ...(syncStatus ? { syncStatus } : {}),
       logger,
     });
     registerGitSourceMetrics(registry, source.watcher);
   }
+
+  const reviewer =
+    provider && repoRef && source
+      ? createPullRequestReviewer({
+          provider,
+          repo: repoRef,
+          repository: source.repository,
+          path: options.path ?? ".",
+          live: () => liveFromStore(store),
+          secrets: () => loadWebhookSecrets({ file: options.webhookSecretFile }),
+          ...(options.feedback?.hubName ? { hubName: options.feedback.hubName } : {}),
+          ...(options.feedback?.dashboardUrl ? { dashboardUrl: options.feedback.dashboardUrl } : {}),
+          dryRunner: createTunnelDryRunner({
+            openStream: (cluster) => tunnel.server.openStream(cluster, { purpose: "kube-api" }),
+          }),
+          pollIntervalMs: options.feedback?.pollIntervalMs ?? 60_000,
+          logger,
+        })
+      : undefined;
 
   let statusWriter: StatusBranchWriter | undefined;
   const statusWatches: Watch[] = [];
@@ -145,6 +194,16 @@ export async function startHub(options: HubOptions): Promise<Hub> {
   const extraAuthenticators = [options.authenticate, dashboard?.authenticator].filter(
     (a): a is Authenticator => a !== undefined,
   );
+  const pushWebhook = source
+    ? createGitWebhookHttpHandler({
+        // Read per request so a rotated secret file takes effect at once; none configured refuses all.
+        secrets: () => loadWebhookSecrets({ file: options.webhookSecretFile }),
+        repoUrl: options.repo as string,
+        branch: options.branch ?? "main",
+        onTrigger: () => void source?.watcher.trigger(),
+        logger,
+      })
+    : undefined;
   let started = false;
   const handler = createHubHttpHandler({
     store,
@@ -152,16 +211,8 @@ export async function startHub(options: HubOptions): Promise<Hub> {
     sourceStatus: () => source?.watcher.status() ?? { state: "None", message: "no --repo configured" },
     metricsText: () => manager.metricsText(),
     ready: () => started,
-    gitWebhook: source
-      ? createGitWebhookHttpHandler({
-          // Read per request so a rotated secret file takes effect at once; none configured refuses all.
-          secrets: () => loadWebhookSecrets({ file: options.webhookSecretFile }),
-          repoUrl: options.repo as string,
-          branch: options.branch ?? "main",
-          onTrigger: () => void source?.watcher.trigger(),
-          logger,
-        })
-      : undefined,
+    gitWebhook:
+      pushWebhook && reviewer ? routePullRequestEvents(reviewer.httpHandler, pushWebhook) : pushWebhook,
     extraRoutes: async (req, res, url) =>
       (options.extraRoutes ? await options.extraRoutes(req, res, url) : false) ||
       (dashboard ? await dashboard.routes(req, res, url) : false),
@@ -180,6 +231,7 @@ export async function startHub(options: HubOptions): Promise<Hub> {
   const sshPort = (await tunnel.server.listen(ssh.port, ssh.host)).port;
   await manager.start();
   await source?.watcher.start();
+  reviewer?.start();
   started = true;
   logger.info("hub started", { url, dataDir: options.dataDir, repo: source?.repository.url });
 
@@ -204,6 +256,8 @@ export async function startHub(options: HubOptions): Promise<Hub> {
       await source?.watcher.stop();
       for (const watch of statusWatches) watch.stop();
       await statusWriter?.stop({ flush: true });
+      await reviewer?.stop();
+      syncStatus?.stop();
       await manager.stop();
       await store.close();
     },
