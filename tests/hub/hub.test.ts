@@ -179,3 +179,45 @@ t.test("status is committed to the status branch, never to the tracked one", asy
   const author = await git.gitBare("log", "-1", "--format=%an", "rlark/status");
   t.equal(author.trim(), "rlark-bot");
 });
+
+t.test(
+  "a revision whose repository artifact does not match its SHA-256 is refused at the field",
+  async (t) => {
+    const git = await createGitServer();
+    t.teardown(() => git.close());
+    const job = (sha: string) => `apiVersion: rlinf.io/v1alpha1
+kind: Job
+metadata:
+  name: raw
+spec:
+  tasks:
+    - name: main
+      role: Actor
+      agentType: Raw
+      raw:
+        artifact:
+          url: tool.sh
+          sha256: "${sha}"
+        command: ["./tool.sh"]
+`;
+    const bad = await git.commit({ "tool.sh": "hello\n", "job.yaml": job("0".repeat(64)) });
+    const hub = await withHub(t, git);
+    await waitFor(async () => (await api(hub, "/api/v1/source")).body.lastAttemptedRevision === bad, "tried");
+    await waitFor(async () => (await api(hub, "/api/v1/source")).body.state === "Invalid", "refused");
+    const { errors } = (await api(hub, "/api/v1/source")).body;
+    t.match(errors, [
+      {
+        file: "job.yaml",
+        line: 12,
+        column: 16,
+        path: "/spec/tasks/0/raw/artifact/url",
+        rule: "source/artifact",
+        message: /has SHA-256 [0-9a-f]{64}, not the 0{64} the manifest names/,
+      },
+    ]);
+    // The digest the hub computed is the file's: naming it fixes the revision.
+    const actual = /has SHA-256 ([0-9a-f]{64})/.exec(JSON.stringify(errors))?.[1] as string;
+    await git.commit({ "job.yaml": job(actual) });
+    await waitFor(async () => (await names(hub, "jobs")).join() === "raw", "fixed revision applied");
+  },
+);

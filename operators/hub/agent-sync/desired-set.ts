@@ -1,8 +1,9 @@
 // What a cluster's agent should hold: its Tasks, Addons, DomainPeers and Node overlays.
-import { isAbsolute } from "node:path";
+
 import { AGENT_CLEANUP_FINALIZER } from "../../controllers/labels.ts";
 import type { KubeObject, Store } from "../../lib/store/index.ts";
 import { matches } from "../../lib/store/index.ts";
+import { isRepositoryPath } from "../../source/repository-artifacts.ts";
 import { MANAGED_BY_GIT, MANAGED_BY_LABEL, OVERLAY_KEYS_ANNOTATION } from "../../source/snapshot-apply.ts";
 import { artifactUrl } from "./artifacts.ts";
 
@@ -87,7 +88,7 @@ function nodeOverlay(node: KubeObject): KubeObject {
 function withArtifactUrls(task: KubeObject, artifactDir: string): KubeObject {
   const raw = (task.spec as { raw?: { artifact?: { url: string; sha256: string } } } | undefined)?.raw;
   const artifact = raw?.artifact;
-  if (!artifact || /^[a-z][a-z0-9+.-]*:/i.test(artifact.url) || isAbsolute(artifact.url)) return task;
+  if (!artifact || !isRepositoryPath(artifact.url)) return task;
   const spec = task.spec as Record<string, unknown>;
   return {
     ...task,

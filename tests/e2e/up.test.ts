@@ -1,0 +1,56 @@
+// README's first command on a fresh data dir: `rlark up` seeds the playground from examples/,
+// enrolls the local process agent and runs the example Raw Job to completion.
+import { spawn } from "node:child_process";
+import { mkdtemp, readFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import t from "tap";
+import { waitFor } from "../helpers/git-server.ts";
+
+const cli = path.resolve(import.meta.dirname, "../../operators/cli/main.ts");
+
+t.test("rlark up runs the example Raw Job to Succeeded and stops cleanly on SIGINT", async (t) => {
+  const dataDir = await mkdtemp(path.join(tmpdir(), "rlark-up-"));
+  const up = spawn(
+    process.execPath,
+    [cli, "up", "--data-dir", dataDir, "--http", "127.0.0.1:0", "--ssh", "127.0.0.1:0"],
+    {
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
+  let stdout = "";
+  up.stdout.on("data", (chunk: Buffer) => {
+    stdout += chunk.toString();
+  });
+  up.stderr.resume();
+  const exited = new Promise<number | null>((resolve) => up.once("exit", (code) => resolve(code)));
+  t.teardown(() => {
+    up.kill("SIGKILL");
+  });
+
+  await waitFor(() => /API: (http:\/\/[^/\s]+)/.test(stdout), "rlark up to print its address", {
+    attempts: 1200,
+  });
+  const hub = /API: (http:\/\/[^/\s]+)/.exec(stdout)?.[1] as string;
+  t.match(stdout, /playground repository: .*\/repo/);
+  t.match(stdout, /dashboard \(one-click admin login\): http:\/\/.*#\/login\?adminToken=/);
+  t.match(stdout, /local agent: cluster "local"/);
+  const token = (await readFile(path.join(dataDir, "admin-token"), "utf8")).trim();
+  const job = async () => {
+    const response = await fetch(`${hub}/api/v1/rlinf.io/v1alpha1/jobs/cartpole-local`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    return response.ok ? ((await response.json()) as { status?: { phase?: string } }) : undefined;
+  };
+  await waitFor(async () => (await job())?.status?.phase === "Succeeded", "cartpole-local Succeeded", {
+    attempts: 2400,
+  });
+  const log = await readFile(
+    path.join(dataDir, "agent/runtime/pods/agent-local_cartpole-local-train-0/output.log"),
+    "utf8",
+  );
+  t.match(log, /done: best return \d+/, "the task's output is the cartpole run");
+
+  up.kill("SIGINT");
+  t.equal(await exited, 0, "Ctrl-C stops the hub and the agent cleanly");
+});
