@@ -3,16 +3,15 @@
 // reviews place comments with `new_position`, so those two go through this thin adapter. Gitea
 // has no check runs: findings are always review comments.
 import type { Logger } from "../../lib/controller/index.ts";
-import { call, toPullRequestRef } from "./github.ts";
+import { call, postCommitStatus, toPullRequestRef } from "./github.ts";
 import { createOctokit, type FeedbackOctokit } from "./octokit.ts";
-import {
-  type CommitStatus,
-  type FeedbackProvider,
-  fitDescription,
-  type InlineFinding,
-  type IssueComment,
-  type PullRequestRef,
-  type RepoRef,
+import type {
+  CommitStatus,
+  FeedbackProvider,
+  InlineFinding,
+  IssueComment,
+  PullRequestRef,
+  RepoRef,
 } from "./types.ts";
 
 export interface GiteaProviderOptions {
@@ -48,16 +47,7 @@ class GiteaProvider implements FeedbackProvider {
   }
 
   setCommitStatus(repo: RepoRef, sha: string, status: CommitStatus): Promise<void> {
-    return call("setting a commit status", repo, async () => {
-      await this.#octokit.request("POST /repos/{owner}/{repo}/statuses/{sha}", {
-        ...repo,
-        sha,
-        state: status.state,
-        context: status.context,
-        description: fitDescription(status.description),
-        ...(status.targetUrl ? { target_url: status.targetUrl } : {}),
-      });
-    });
+    return postCommitStatus(this.#octokit, repo, sha, status);
   }
 
   listComments(repo: RepoRef, pull: number): Promise<IssueComment[]> {

@@ -49,6 +49,25 @@ export function createGitHubProvider(options: GitHubProviderOptions): FeedbackPr
   return new GitHubProvider(options);
 }
 
+/** The statuses endpoint has the same shape on GitHub, GitHub Enterprise and Gitea. */
+export function postCommitStatus(
+  octokit: FeedbackOctokit,
+  repo: RepoRef,
+  sha: string,
+  status: CommitStatus,
+): Promise<void> {
+  return call("setting a commit status", repo, async () => {
+    await octokit.request("POST /repos/{owner}/{repo}/statuses/{sha}", {
+      ...repo,
+      sha,
+      state: status.state,
+      context: status.context,
+      description: fitDescription(status.description),
+      ...(status.targetUrl ? { target_url: status.targetUrl } : {}),
+    });
+  });
+}
+
 export async function call<T>(what: string, repo: RepoRef, run: () => Promise<T>): Promise<T> {
   try {
     return await run();
@@ -80,16 +99,7 @@ class GitHubProvider implements FeedbackProvider {
   }
 
   setCommitStatus(repo: RepoRef, sha: string, status: CommitStatus): Promise<void> {
-    return call("setting a commit status", repo, async () => {
-      await this.#octokit.request("POST /repos/{owner}/{repo}/statuses/{sha}", {
-        ...repo,
-        sha,
-        state: status.state,
-        context: status.context,
-        description: fitDescription(status.description),
-        ...(status.targetUrl ? { target_url: status.targetUrl } : {}),
-      });
-    });
+    return postCommitStatus(this.#octokit, repo, sha, status);
   }
 
   listComments(repo: RepoRef, pull: number): Promise<IssueComment[]> {
