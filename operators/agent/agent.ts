@@ -1,6 +1,7 @@
 // The agent: holds the desired set the hub hands over its tunnel, drives a runtime with it, and
 // reports what the runtime observes. One per cluster (kubernetes runtime) or machine (process).
 import { randomUUID } from "node:crypto";
+import { Duplex, Readable, Writable } from "node:stream";
 import packageJson from "../../package.json" with { type: "json" };
 import type { Logger } from "../lib/controller/index.ts";
 import type {
@@ -9,6 +10,7 @@ import type {
   Delta,
   KubeObject,
   Snapshot,
+  StreamHandler,
   TunnelClient,
 } from "../lib/tunnel/index.ts";
 import { ensureAgentCredentials } from "./enroll.ts";
@@ -37,6 +39,24 @@ export interface Agent {
   /** Objects the hub wants on this cluster, by kind/namespace/name. */
   desired(): KubeObject[];
   stop(): Promise<void>;
+}
+
+/** Longest log tail a stream hands out, so one request cannot pull a whole log file through the hub. */
+const MAX_LOG_LINES = 5_000;
+
+/** The `logs` stream purpose: the tail of one pod's output, then the stream ends. */
+function podLogStream(runtime: Runtime): StreamHandler {
+  return async (meta) => {
+    const name = typeof meta.name === "string" ? meta.name : "";
+    const namespace = typeof meta.namespace === "string" ? meta.namespace : "";
+    if (!name) throw new Error("a logs stream needs the pod's name");
+    const tail = Math.min(MAX_LOG_LINES, Math.max(1, Math.floor(Number(meta.tail) || 100)));
+    const text = await runtime.logs({ namespace, name }, { tail });
+    return Duplex.from({
+      readable: Readable.from([text]),
+      writable: new Writable({ write: (_chunk, _encoding, done) => done() }),
+    });
+  };
 }
 
 const keyOf = (o: { kind: string; metadata: { namespace?: string; name: string } }) =>
@@ -117,6 +137,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     },
     onDesired,
     capabilities,
+    streams: { logs: podLogStream(runtime) },
     ...(options.kubeApiTarget ? { kubeApiTarget: options.kubeApiTarget } : {}),
     logger,
   });

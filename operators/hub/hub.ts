@@ -210,6 +210,15 @@ export async function startHub(options: HubOptions): Promise<Hub> {
     authenticate: anyOf(adminTokenAuthenticator(adminToken), ...extraAuthenticators),
     sourceStatus: () => source?.watcher.status() ?? { state: "None", message: "no --repo configured" },
     metricsText: () => manager.metricsText(),
+    podLogs: async (namespace, name, tail) => {
+      const pod = await store.get("Pod", namespace, name);
+      const cluster = namespace.startsWith("agent-") ? namespace.slice("agent-".length) : "";
+      const stream = await tunnel.server.openStream(cluster, {
+        purpose: "logs",
+        meta: { name, namespace: (pod?.spec as { namespace?: string } | undefined)?.namespace ?? "", tail },
+      });
+      return readBounded(stream, MAX_LOG_BYTES);
+    },
     ready: () => started,
     gitWebhook:
       pushWebhook && reviewer ? routePullRequestEvents(reviewer.httpHandler, pushWebhook) : pushWebhook,
@@ -262,6 +271,27 @@ export async function startHub(options: HubOptions): Promise<Hub> {
       await store.close();
     },
   };
+}
+
+/** A pod log tail larger than this is cut: the hub relays it in memory. */
+const MAX_LOG_BYTES = 4 * 1024 * 1024;
+
+async function readBounded(
+  stream: NodeJS.ReadableStream & { destroy(): void },
+  limit: number,
+): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of stream) {
+    const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk);
+    size += buffer.length;
+    if (size > limit) {
+      stream.destroy();
+      break;
+    }
+    chunks.push(buffer);
+  }
+  return Buffer.concat(chunks).toString("utf8");
 }
 
 export function splitHostPort(value: string): { host: string; port: number } {

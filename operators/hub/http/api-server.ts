@@ -18,6 +18,8 @@ export interface HubHttpDependencies {
   ready: () => boolean;
   /** POST /hooks/git, when a webhook secret is configured. */
   gitWebhook?: RequestListener;
+  /** The tail of a mirrored pod's output, fetched from its cluster's agent. */
+  podLogs?: (namespace: string, name: string, tail: number) => Promise<string>;
   /** Extra authenticated routes (the dashboard, SSE, login), tried before the 404. */
   extraRoutes?: (req: IncomingMessage, res: ServerResponse, url: URL) => boolean | Promise<boolean>;
 }
@@ -63,7 +65,12 @@ async function handle(deps: HubHttpDependencies, req: IncomingMessage, res: Serv
     return;
   }
   if (path === "/api/v1/source") return sendJson(res, 200, deps.sourceStatus());
-  if (path.startsWith(API_PREFIX)) return serveObjects(deps.store, path.slice(API_PREFIX.length), url, res);
+  if (path.startsWith(API_PREFIX)) {
+    const rest = path.slice(API_PREFIX.length);
+    const log = /^pods\/([^/]+)\/log$/.exec(rest);
+    if (log) return servePodLog(deps, decodeURIComponent(log[1] as string), url, res);
+    return serveObjects(deps.store, rest, url, res);
+  }
   return sendStatus(res, 404, "NotFound", `no route for ${path}`);
 }
 
@@ -106,6 +113,30 @@ async function serveObjects(store: Store, rest: string, url: URL, res: ServerRes
   } catch (error) {
     if (isStoreError(error)) return sendStatus(res, error.status, error.code, error.message);
     throw error;
+  }
+}
+
+async function servePodLog(
+  deps: HubHttpDependencies,
+  name: string,
+  url: URL,
+  res: ServerResponse,
+): Promise<void> {
+  const namespace = url.searchParams.get("namespace");
+  if (!namespace)
+    return sendStatus(res, 400, "BadRequest", "Pod is namespaced: add ?namespace=agent-<cluster>");
+  if (!deps.podLogs) return sendStatus(res, 404, "NotFound", "this hub serves no pod logs");
+  const tail = Number(url.searchParams.get("tail") ?? 100);
+  if (!Number.isInteger(tail) || tail < 1)
+    return sendStatus(res, 400, "BadRequest", "tail must be a positive integer");
+  if (!(await deps.store.get("Pod", namespace, name))) {
+    return sendStatus(res, 404, "NotFound", `pods "${name}" not found in ${namespace}`);
+  }
+  try {
+    sendText(res, 200, await deps.podLogs(namespace, name, tail));
+  } catch (error) {
+    // The agent is away or refused: the pod's cluster, not the request, is at fault.
+    sendStatus(res, 503, "ServiceUnavailable", error instanceof Error ? error.message : String(error));
   }
 }
 

@@ -88,7 +88,7 @@ async function setup(t: Test, files: Record<string, string>) {
 
 t.test("Raw tasks run to completion: exit 0 succeeds, exit 3 fails with exit code 3", async (t) => {
   const { hub, stateDir, token } = await setup(t, {
-    "ok.yaml": rawJob("ok", "exit 0", "Job"),
+    "ok.yaml": rawJob("ok", "echo hello-from-the-task; exit 0", "Job"),
     "bad.yaml": rawJob("bad", "exit 3", "Job"),
   });
   t.teardown(() => hub.stop());
@@ -105,10 +105,19 @@ t.test("Raw tasks run to completion: exit 0 succeeds, exit 3 fails with exit cod
   const cl = await hub.store.get("Cluster", undefined, "local");
   t.match(cl?.status, { phase: "Online", runtime: "process" });
   const pods = await hub.store.list("Pod", { namespace: "agent-local" });
-  t.ok(
-    pods.items.some((p) => p.metadata.name.startsWith("ok-main")),
-    "pods are mirrored",
-  );
+  const okPod = pods.items.find((p) => p.metadata.name.startsWith("ok-main"));
+  t.ok(okPod, "pods are mirrored");
+
+  // The pod's output comes from the agent through its tunnel, behind the API's token.
+  const logUrl = `${hub.url}/api/v1/rlinf.io/v1alpha1/pods/${okPod?.metadata.name}/log?namespace=agent-local&tail=10`;
+  const log = await fetch(logUrl, { headers: { authorization: `Bearer ${hub.adminToken}` } });
+  t.equal(log.status, 200);
+  t.match(await log.text(), /hello-from-the-task/);
+  t.equal((await fetch(logUrl)).status, 401, "logs need the token too");
+  const missing = await fetch(`${hub.url}/api/v1/rlinf.io/v1alpha1/pods/nope/log?namespace=agent-local`, {
+    headers: { authorization: `Bearer ${hub.adminToken}` },
+  });
+  t.equal(missing.status, 404);
 });
 
 t.test(
