@@ -7,6 +7,7 @@ import { addonsPage, domainsPage } from "./page-domains.mts";
 import { jobPage, jobsPage } from "./page-jobs.mts";
 import { overviewPage } from "./page-overview.mts";
 import { workflowsPage } from "./page-workflows.mts";
+import { fetchPodLog } from "./pod-logs.mts";
 import { currentSession, endSession, logIn } from "./session.mts";
 import { State } from "./state.mts";
 
@@ -199,6 +200,12 @@ document.addEventListener("click", (event) => {
     // The address holds the route: jump to the content without changing it.
     event.preventDefault();
     main.focus();
+    return;
+  }
+  if (target.classList.contains("pod-log")) {
+    const token = currentSession()?.token;
+    const { namespace, pod } = target.dataset;
+    if (token && namespace && pod) void fetchPodLog(namespace, pod, token, schedule);
     return;
   }
   if (target.id !== "logout") return;

@@ -1,5 +1,6 @@
 import type { Job, JobTaskStatus, Pod, Task } from "../../api/index.ts";
 import { type Html, html } from "./html.mts";
+import { podLogView } from "./pod-logs.mts";
 import { sourceLink } from "./source-link.mts";
 import { clusterOf, type State } from "./state.mts";
 import { age } from "./time.mts";
@@ -110,7 +111,7 @@ export function jobPage(state: State, name: string): Html {
             .filter(Boolean)
             .join(", ")
         }</td>
-        <td>${taskPods.map((p) => html`<div>${p.metadata.name} ${phase(p.status?.phase)}</div>`)}</td>
+        <td>${taskPods.map((p) => html`<div>${p.metadata.name} ${phase(p.status?.phase)} ${podLogView(p.metadata.namespace ?? "", p.metadata.name)}</div>`)}</td>
         <td>${taskPods.map((p) => html`<div>${p.status?.podIP ?? ""}${p.status?.domainIP ? ` · domain ${p.status.domainIP}` : ""}</div>`)}</td>
         <td>${taskPods.length ? restarts : ""}</td><td>${[...new Set(exitCodes)].join(", ")}</td>
         <td>${tensorBoard ? html`<a href="${tensorBoard}" target="_blank" rel="noopener">TensorBoard</a>` : ""}</td></tr>`;

@@ -157,6 +157,14 @@ t.test("the dashboard in a browser", async (t) => {
       "/api/v1/rlinf.io/v1alpha1/tasks/ppo-cartpole-v1-actor-head/tensorboard/",
     );
     t.match(await page.locator("main").textContent(), /HeadRunning/, "conditions on the timeline");
+    // No agent serves this test's cluster: asking for a pod's log shows the hub's answer why.
+    await task.getByRole("button", { name: "show log" }).first().click();
+    await task.locator(".log-error").waitFor();
+    t.match(
+      await task.locator(".log-error").textContent(),
+      /no agent connected/,
+      "log request reached the hub",
+    );
     await shot(page, "job-detail");
   });
 
