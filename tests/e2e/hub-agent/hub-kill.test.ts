@@ -1,0 +1,158 @@
+// The hub killed with SIGKILL while an agent runs a task: restarted on the same data dir and
+// address, it gets the agent back (the agent reconnects by itself), keeps the Job Running and
+// starts nothing twice.
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtemp, readdir, readFile } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import t from "tap";
+import { createGitServer, waitFor } from "../../helpers/git-server.ts";
+
+const cli = path.resolve(import.meta.dirname, "../../../operators/cli/main.ts");
+const marker = `rlark-hubkill-${process.pid}`;
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function marked(): Promise<number> {
+  let count = 0;
+  for (const entry of await readdir("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    const cmdline = await readFile(`/proc/${entry}/cmdline`, "utf8").catch(() => "");
+    if (cmdline.includes(marker) && !cmdline.includes("node")) count++;
+  }
+  return count;
+}
+
+t.test("a hub killed with SIGKILL and restarted gets its agent back without duplicates", async (t) => {
+  const git = await createGitServer();
+  t.teardown(() => git.close());
+  await git.commit({
+    "cluster.yaml":
+      "apiVersion: rlinf.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: local\nspec:\n  runtime: process\n",
+    "job.yaml": `apiVersion: rlinf.io/v1alpha1
+kind: Job
+metadata:
+  name: svc
+spec:
+  tasks:
+    - name: main
+      role: Env
+      agentType: Raw
+      raw:
+        kind: Deployment
+        command: ["sh", "-c", "sleep 300; true # ${marker}"]
+`,
+  });
+  const dataDir = await mkdtemp(path.join(tmpdir(), "rlark-hubkill-"));
+  const [httpPort, sshPort] = [await freePort(), await freePort()];
+  const hubUrl = `http://127.0.0.1:${httpPort}`;
+  const children: ChildProcess[] = [];
+  t.teardown(() => {
+    for (const child of children) child.kill("SIGKILL");
+  });
+  const run = (args: string[]) => {
+    const child = spawn(process.execPath, [cli, ...args], { stdio: ["ignore", "ignore", "ignore"] });
+    children.push(child);
+    return child;
+  };
+  const startHubProcess = () =>
+    run([
+      "hub",
+      "--repo",
+      git.fileUrl,
+      "--branch",
+      git.branch,
+      "--interval",
+      "200ms",
+      "--data-dir",
+      dataDir,
+      "--http",
+      `127.0.0.1:${httpPort}`,
+      "--ssh",
+      `127.0.0.1:${sshPort}`,
+      "--no-status-commits",
+      "--no-dashboard",
+    ]);
+  const api = async (route: string) => {
+    const token = (await readFile(path.join(dataDir, "admin-token"), "utf8").catch(() => "")).trim();
+    const response = await fetch(`${hubUrl}${route}`, {
+      headers: { authorization: `Bearer ${token}` },
+    }).catch(() => undefined);
+    return response?.ok ? ((await response.json()) as { status?: Record<string, unknown> }) : undefined;
+  };
+  const clusterStatus = async () => (await api("/api/v1/rlinf.io/v1alpha1/clusters/local"))?.status;
+  const jobPhase = async () => (await api("/api/v1/rlinf.io/v1alpha1/jobs/svc"))?.status?.phase;
+
+  let hub = startHubProcess();
+  await waitFor(
+    async () => (await clusterStatus()) !== undefined || (await api("/api/v1/source")) !== undefined,
+    "hub up",
+    {
+      attempts: 1200,
+    },
+  );
+  await waitFor(
+    async () => (await api("/api/v1/rlinf.io/v1alpha1/clusters/local")) !== undefined,
+    "cluster applied",
+    {
+      attempts: 1200,
+    },
+  );
+  // The operator's way: `rlark token create` against the running hub's data dir.
+  const created = await new Promise<string>((resolve) => {
+    let out = "";
+    const create = spawn(process.execPath, [
+      cli,
+      "token",
+      "create",
+      "--cluster",
+      "local",
+      "--data-dir",
+      dataDir,
+    ]);
+    create.stdout.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+    });
+    create.on("exit", () => resolve(out));
+  });
+  const token = /token:\s+(\S+)/.exec(created)?.[1] as string;
+  const fingerprint = /ca-hash:\s+(\S+)/.exec(created)?.[1] as string;
+  const stateDir = await mkdtemp(path.join(tmpdir(), "rlark-hubkill-agent-"));
+  run([
+    "agent",
+    "--hub",
+    `127.0.0.1:${sshPort}`,
+    "--token",
+    token,
+    "--ca-hash",
+    fingerprint,
+    "--state-dir",
+    stateDir,
+  ]);
+  await waitFor(async () => (await jobPhase()) === "Running", "job Running", { attempts: 2400 });
+  const perReplica = await marked();
+  t.ok(perReplica > 0, "the task runs");
+
+  hub.kill("SIGKILL");
+  await new Promise((resolve) => hub.once("exit", resolve));
+  await waitFor(async () => (await api("/healthz")) === undefined, "hub gone");
+  hub = startHubProcess();
+  await waitFor(
+    async () => (await clusterStatus())?.phase === "Online" && (await jobPhase()) === "Running",
+    "agent back",
+    {
+      attempts: 2400,
+    },
+  );
+  t.equal(await marked(), perReplica, "the agent kept its process and started no second one");
+  const bootAfter = (await clusterStatus())?.bootId;
+  t.ok(bootAfter, "the reconnected agent said hello to the new hub");
+});
