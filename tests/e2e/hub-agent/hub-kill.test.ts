@@ -21,15 +21,17 @@ async function freePort(): Promise<number> {
   });
 }
 
-async function marked(): Promise<number> {
-  let count = 0;
+async function markedPids(): Promise<number[]> {
+  const pids: number[] = [];
   for (const entry of await readdir("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     const cmdline = await readFile(`/proc/${entry}/cmdline`, "utf8").catch(() => "");
-    if (cmdline.includes(marker) && !cmdline.includes("node")) count++;
+    if (cmdline.includes(marker) && !cmdline.includes("node")) pids.push(Number(entry));
   }
-  return count;
+  return pids;
 }
+
+const marked = async () => (await markedPids()).length;
 
 t.test("a hub killed with SIGKILL and restarted gets its agent back without duplicates", async (t) => {
   const git = await createGitServer();
@@ -55,8 +57,16 @@ spec:
   const [httpPort, sshPort] = [await freePort(), await freePort()];
   const hubUrl = `http://127.0.0.1:${httpPort}`;
   const children: ChildProcess[] = [];
-  t.teardown(() => {
+  t.teardown(async () => {
     for (const child of children) child.kill("SIGKILL");
+    // The agent leaves Deployment-kind processes running for its successor; this test has none.
+    for (const pid of await markedPids()) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
+    }
   });
   const run = (args: string[]) => {
     const child = spawn(process.execPath, [cli, ...args], { stdio: ["ignore", "ignore", "ignore"] });
