@@ -61,10 +61,13 @@ spec:
     for (const child of children) child.kill("SIGKILL");
     // The agent leaves Deployment-kind processes running for its successor; this test has none.
     for (const pid of await markedPids()) {
-      try {
-        process.kill(pid, "SIGKILL");
-      } catch {
-        // already gone
+      for (const target of [-pid, pid]) {
+        try {
+          // The runtime starts each pod as its own process group: the group takes the sleep too.
+          process.kill(target, "SIGKILL");
+        } catch {
+          // not a group leader, or already gone
+        }
       }
     }
   });
