@@ -16,7 +16,8 @@ export const SOURCE_FILE_ANNOTATION = "rlark.io/source-file";
 export const OVERLAY_KEYS_ANNOTATION = "rlark.io/overlay-keys";
 
 const GIT_KINDS = kinds.filter((k) => k.writtenBy === "git").map((k) => k.kind);
-const SOURCE_ANNOTATIONS = new Set([
+/** The source's own bookkeeping annotations. */
+export const SOURCE_ANNOTATIONS: ReadonlySet<string> = new Set([
   SOURCE_REVISION_ANNOTATION,
   SOURCE_FILE_ANNOTATION,
   OVERLAY_KEYS_ANNOTATION,
@@ -132,12 +133,13 @@ function sameContent(a: KubeObject, b: KubeObject): boolean {
   );
 }
 
-interface OverlayKeys {
+export interface OverlayKeys {
   labels: string[];
   annotations: string[];
 }
 
-function overlayKeys(object: KubeObject): OverlayKeys {
+/** The keys git's overlay set on a Node; none when the annotation is missing or hand-edited. */
+export function overlayKeys(object: KubeObject): OverlayKeys {
   try {
     const parsed = JSON.parse(
       object.metadata.annotations?.[OVERLAY_KEYS_ANNOTATION] ?? "{}",
@@ -190,4 +192,14 @@ function stripNodeOverlay(current: KubeObject): KubeObject {
   const spec = { ...((current.spec as Record<string, unknown> | undefined) ?? {}) };
   delete spec.unschedulable;
   return { ...current, metadata: { ...current.metadata, labels, annotations }, spec };
+}
+
+/** The entries of `source` named in `names` (missing ones left out). */
+export function pickKeys(
+  source: Record<string, string> | undefined,
+  names: readonly string[],
+): Record<string, string> {
+  return Object.fromEntries(
+    names.filter((n) => source?.[n] !== undefined).map((n) => [n, source?.[n] as string]),
+  );
 }

@@ -4,7 +4,7 @@ import { AGENT_CLEANUP_FINALIZER } from "../../controllers/labels.ts";
 import type { KubeObject, Store } from "../../lib/store/index.ts";
 import { matches } from "../../lib/store/index.ts";
 import { isRepositoryPath } from "../../source/repository-artifacts.ts";
-import { MANAGED_BY_GIT, MANAGED_BY_LABEL, OVERLAY_KEYS_ANNOTATION } from "../../source/snapshot-apply.ts";
+import { MANAGED_BY_GIT, MANAGED_BY_LABEL, overlayKeys, pickKeys } from "../../source/snapshot-apply.ts";
 import { artifactUrl } from "./artifacts.ts";
 
 export function agentNamespace(cluster: string): string {
@@ -60,25 +60,18 @@ export function key(object: Pick<KubeObject, "kind" | "metadata">): string {
 
 /** Only what git says about a node: the overlay's labels and annotations, and the cordon. */
 function nodeOverlay(node: KubeObject): KubeObject {
-  let keys = { labels: [] as string[], annotations: [] as string[] };
-  try {
-    keys = { ...keys, ...JSON.parse(node.metadata.annotations?.[OVERLAY_KEYS_ANNOTATION] ?? "{}") };
-  } catch {
-    // A hand-edited annotation: send no overlay keys rather than wrong ones.
-  }
-  const pick = (source: Record<string, string> | undefined, names: string[]) =>
-    Object.fromEntries(names.filter((n) => source?.[n] !== undefined).map((n) => [n, source?.[n] as string]));
+  const keys = overlayKeys(node);
   return {
     apiVersion: node.apiVersion,
     kind: "Node",
     metadata: {
       name: node.metadata.name,
       namespace: node.metadata.namespace,
-      labels: pick(
+      labels: pickKeys(
         node.metadata.labels,
         keys.labels.filter((k) => k !== MANAGED_BY_LABEL),
       ),
-      annotations: pick(node.metadata.annotations, keys.annotations),
+      annotations: pickKeys(node.metadata.annotations, keys.annotations),
     },
     spec: { unschedulable: (node.spec as { unschedulable?: boolean } | undefined)?.unschedulable ?? false },
   };

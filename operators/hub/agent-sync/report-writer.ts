@@ -5,7 +5,13 @@ import { checkSchema } from "../../api/index.ts";
 import type { Logger } from "../../lib/controller/index.ts";
 import { deepEqual, type KubeObject, type Store } from "../../lib/store/index.ts";
 import type { Report } from "../../lib/tunnel/index.ts";
-import { MANAGED_BY_GIT, MANAGED_BY_LABEL, OVERLAY_KEYS_ANNOTATION } from "../../source/snapshot-apply.ts";
+import {
+  MANAGED_BY_GIT,
+  MANAGED_BY_LABEL,
+  overlayKeys,
+  pickKeys,
+  SOURCE_ANNOTATIONS,
+} from "../../source/snapshot-apply.ts";
 import { agentNamespace } from "./desired-set.ts";
 
 export async function writeReport(
@@ -110,18 +116,9 @@ function stripServerFields(metadata: KubeObject["metadata"]): KubeObject["metada
  */
 function mergeObservedNode(current: KubeObject, reported: KubeObject): KubeObject {
   if (current.metadata.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY_GIT) return reported;
-  let keys = { labels: [] as string[], annotations: [] as string[] };
-  try {
-    keys = { ...keys, ...JSON.parse(current.metadata.annotations?.[OVERLAY_KEYS_ANNOTATION] ?? "{}") };
-  } catch {
-    // Keep the reported values.
-  }
-  const keep = (source: Record<string, string> | undefined, names: string[]) =>
-    Object.fromEntries(names.filter((n) => source?.[n] !== undefined).map((n) => [n, source?.[n] as string]));
+  const keys = overlayKeys(current);
   const gitAnnotations = Object.fromEntries(
-    Object.entries(current.metadata.annotations ?? {}).filter(
-      ([k]) => k.startsWith("rlark.io/source-") || k === OVERLAY_KEYS_ANNOTATION,
-    ),
+    Object.entries(current.metadata.annotations ?? {}).filter(([k]) => SOURCE_ANNOTATIONS.has(k)),
   );
   return {
     ...reported,
@@ -129,11 +126,11 @@ function mergeObservedNode(current: KubeObject, reported: KubeObject): KubeObjec
       ...reported.metadata,
       labels: {
         ...reported.metadata.labels,
-        ...keep(current.metadata.labels, [...keys.labels, MANAGED_BY_LABEL]),
+        ...pickKeys(current.metadata.labels, [...keys.labels, MANAGED_BY_LABEL]),
       },
       annotations: {
         ...reported.metadata.annotations,
-        ...keep(current.metadata.annotations, keys.annotations),
+        ...pickKeys(current.metadata.annotations, keys.annotations),
         ...gitAnnotations,
       },
     },
