@@ -7,12 +7,12 @@ import { mkdtemp, readFile } from "node:fs/promises";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { chromium } from "playwright-core";
 import { parse } from "yaml";
 import { createDashboard, type Dashboard } from "../../../operators/dashboard/index.ts";
 import { startHub } from "../../../operators/hub/hub.ts";
 import { silentLogger } from "../../../operators/lib/controller/index.ts";
 import type { BatchOp, KubeObject } from "../../../operators/lib/store/index.ts";
+import { launchChromium } from "../../../tests/helpers/chromium.ts";
 
 const count = Number(process.argv[2] ?? 10_000);
 const root = path.join(import.meta.dirname, "..", "..", "..");
@@ -68,19 +68,7 @@ dashboard = await createDashboard({ store: hub.store, dataDir, sourceStatus: () 
 console.log(`dashboard cache loaded in ${Math.round(performance.now() - t0)} ms`);
 
 const loginUrl = dashboard.loginUrl(hub.adminToken, hub.url);
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
-  args: [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-  ],
-});
+const browser = await launchChromium();
 try {
   const page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
   let snapshotBytes = 0;

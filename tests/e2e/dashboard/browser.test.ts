@@ -3,33 +3,17 @@
 // One browser for the whole file. RLARK_SCREENSHOTS=1 also saves a screenshot of every page under
 // docs/dashboard/.
 import path from "node:path";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import t from "tap";
 import { hashPassword } from "../../../operators/hub/auth/index.ts";
 import { exampleFiles, startDashboardHub, userYaml } from "../../dashboard/dashboard-hub.ts";
+import { launchChromium } from "../../helpers/chromium.ts";
 import { createGitServer, waitFor } from "../../helpers/git-server.ts";
 import { reportAgentState } from "./agent-state.ts";
 
 const SCREENSHOTS = process.env.RLARK_SCREENSHOTS
   ? path.join(import.meta.dirname, "..", "..", "..", "docs", "dashboard")
   : undefined;
-
-// playwright gives every launch a fresh temporary profile (--user-data-dir) of its own.
-export function launchChromium(): Promise<Browser> {
-  return chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
-}
 
 async function shot(page: Page, name: string) {
   if (SCREENSHOTS) await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`) });
