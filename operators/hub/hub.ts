@@ -103,16 +103,6 @@ export async function startHub(options: HubOptions): Promise<Hub> {
   const controllerDeps: ControllerDependencies = { dataDir: options.dataDir, ca: tunnel.ca };
   for (const controller of (options.controllers ?? hubControllers)(controllerDeps)) manager.add(controller);
 
-  const storeObjects = registry.gauge({
-    name: "rlark_store_objects",
-    help: "Objects in the hub's store, per kind.",
-    labelNames: ["kind"],
-  });
-  registry.onCollect(async () => {
-    for (const [kind, count] of Object.entries(await store.countByKind()))
-      storeObjects.labels({ kind }).set(count);
-  });
-
   const provider =
     options.repo && options.feedback
       ? await loadFeedbackProvider(options.feedback.provider, { logger })
