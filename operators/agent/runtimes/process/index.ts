@@ -1,13 +1,12 @@
 // The process runtime (the seeds' "Raw" agent type): every replica of a Raw Task is a local process
 // supervised by this agent, and this machine is the one Node. State lives under `stateDir`:
 //
-//   pods/<namespace>_<pod>/   pod.json, exit-code, output.log[.N]   (see pod-files.ts)
+//   pods/<namespace>_<pod>/   pod.json, exit-code, output.log[.1]   (see pod-files.ts)
 //   work/<namespace>_<task>/  default working directory of a Task's processes
 //   artifacts/<sha256>/<file> verified artifacts, shared by every Task naming the same digest
 //
 // A runtime opened on a state dir an earlier one used adopts the processes recorded there, so
 // an agent restart neither duplicates nor orphans anything.
-import { readdirSync, readFileSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import type {
@@ -21,19 +20,17 @@ import type {
 } from "../types.ts";
 import { ArtifactCache } from "./artifact-cache.ts";
 import { type BackoffPolicy, kubeletBackoff } from "./backoff.ts";
-import { wrapperScript } from "./launch.ts";
-import type { LogRotation } from "./log-file.ts";
+import { findLaunched, type Launched } from "./launch.ts";
 import { type Logger, silentLogger } from "./logger.ts";
 import { type Gpu, probeGpus, reportNode } from "./node-report.ts";
-import { loadPodRecords } from "./pod-files.ts";
-import { isSameProcessAlive, readProcStat, signalGroup } from "./proc.ts";
-import { Replica, type ReplicaContext } from "./replica.ts";
+import { loadPodRecords, PodFiles } from "./pod-files.ts";
+import { isSameProcessAlive, signalGroup } from "./proc.ts";
+import { type LaunchHooks, Replica, type ReplicaContext } from "./replica.ts";
 import { type DesiredPod, desiredPods, podKey, type RejectedTask } from "./spec.ts";
 import { StateLock } from "./state-lock.ts";
 
 export type { BackoffPolicy } from "./backoff.ts";
 export { kubeletBackoff } from "./backoff.ts";
-export type { LogRotation } from "./log-file.ts";
 export type { Logger } from "./logger.ts";
 export { desiredPods, podRevision } from "./spec.ts";
 
@@ -54,8 +51,12 @@ export interface ProcessRuntimeOptions {
   backoff?: Partial<BackoffPolicy>;
   /** How often adopted processes are checked for liveness. Default 1 s. */
   pollIntervalMs?: number;
-  /** Output log rotation. Default 10 MiB, 5 rotated files kept, checked every 10 s. */
-  logs?: Partial<LogRotation> & { checkIntervalMs?: number };
+  /**
+   * Output logs. Each pod keeps `output.log` and the one before, `output.log.1`, each at most
+   * `maxBytes` (default 10 MiB). A tail is at most `tailMaxLines` (10,000) lines and
+   * `tailMaxBytes` (1 MiB).
+   */
+  logs?: { maxBytes?: number; tailMaxLines?: number; tailMaxBytes?: number };
   /** The nvidia-smi executable. Default "nvidia-smi" on PATH. */
   nvidiaSmi?: string;
   /** How often the Node is re-probed (memory and disk pressure, GPUs). Default 60 s. */
@@ -66,6 +67,8 @@ export interface ProcessRuntimeOptions {
   artifactTimeoutMs?: number;
   clock?: { now(): number };
   logger?: Logger;
+  /** Tests only: called inside a launch, to crash the runtime at the worst moments. */
+  launchHooks?: LaunchHooks;
 }
 
 function defaultBaseEnv(): Record<string, string> {
@@ -121,12 +124,17 @@ export class ProcessRuntime implements Runtime {
       gracePeriodMs: options.terminationGracePeriodMs ?? 30_000,
       pollIntervalMs: options.pollIntervalMs ?? 1000,
       killWaitMs: 10_000,
-      rotation: { maxBytes: options.logs?.maxBytes ?? 10 * 1024 * 1024, keep: options.logs?.keep ?? 5 },
+      logMaxBytes: options.logs?.maxBytes ?? 10 * 1024 * 1024,
+      tail: {
+        ...(options.logs?.tailMaxLines ? { maxLines: options.logs.tailMaxLines } : {}),
+        ...(options.logs?.tailMaxBytes ? { maxBytes: options.logs.tailMaxBytes } : {}),
+      },
       baseEnv: options.baseEnv ?? defaultBaseEnv(),
       node: () => ({ name: this.#node.name, ip: this.#internalIP() }),
       now: () => clock.now(),
       logger: this.#logger,
       changed: () => this.#changed(),
+      ...(options.launchHooks ? { hooks: options.launchHooks } : {}),
     };
   }
 
@@ -170,55 +178,50 @@ export class ProcessRuntime implements Runtime {
   #adopt(): void {
     const { records, unreadable } = loadPodRecords(this.#ctx.podsDir);
     for (const dir of unreadable) this.#logger.warn("ignoring unreadable pod state", { dir });
+    const { wrappers, writers } = findLaunched(this.#ctx.podsDir);
     const known = new Set<number>();
+    const found = new Map<string, { wrapper?: Launched; writer?: Launched }>();
     for (const record of records) {
       if (record.pid !== undefined && isSameProcessAlive(record.pid, record.processStart))
         known.add(record.pid);
+      // A launch an earlier runtime began but never recorded: its processes carry its token.
+      const token = Replica.launchToken(record);
+      if (token === undefined) continue;
+      const files = new PodFiles(this.#ctx.podsDir, record.namespace, record.name);
+      const wrapper = wrappers.find((w) => w.token === token && w.file === files.exitCode);
+      const writer = writers.find((w) => w.token === token && w.file === files.log);
+      if (wrapper) known.add(wrapper.pid);
+      found.set(`${record.namespace}/${record.name}`, {
+        ...(wrapper ? { wrapper } : {}),
+        ...(writer ? { writer } : {}),
+      });
     }
     // Before adopting: adoption may start processes, which are in no record yet.
-    this.#reapStrays(known);
+    this.#reapStrays(wrappers, known);
     for (const record of records) {
-      const replica = Replica.adopt(record, this.#ctx);
+      const replica = Replica.adopt(record, this.#ctx, found.get(`${record.namespace}/${record.name}`));
       (replica.stopping ? this.#retiring : this.#replicas).set(replica.key, replica);
       if (replica.stopping) this.#whenGone(replica);
     }
   }
 
   /**
-   * Kills wrapper processes started under this state dir that no record accounts for (an agent
-   * killed between spawning a process and recording it): they would otherwise run unsupervised.
+   * Kills wrapper processes started under this state dir that no record accounts for (a record
+   * lost or removed while its process ran): they would otherwise run unsupervised. Their log
+   * writers end by themselves once the wrappers' groups are gone.
    */
-  #reapStrays(known: Set<number>): void {
-    const prefix = `${this.#ctx.podsDir}/`;
-    let entries: string[];
-    try {
-      entries = readdirSync("/proc");
-    } catch {
-      return;
-    }
-    for (const entry of entries) {
-      const pid = Number(entry);
-      if (!Number.isInteger(pid) || known.has(pid)) continue;
-      let argv: string[];
-      try {
-        argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
-      } catch {
-        continue;
-      }
-      if (argv[1] !== "-c" || argv[2] !== wrapperScript || !argv[3]?.startsWith(prefix)) continue;
-      const stat = readProcStat(pid);
-      if (!stat || stat.state === "Z" || stat.pgrp !== pid) continue;
-      this.#logger.warn("killing a process no pod record accounts for", { pid, exitCodeFile: argv[3] });
-      signalGroup(pid, "SIGKILL");
+  #reapStrays(wrappers: readonly Launched[], known: Set<number>): void {
+    for (const wrapper of wrappers) {
+      if (known.has(wrapper.pid)) continue;
+      this.#logger.warn("killing a process no pod record accounts for", {
+        pid: wrapper.pid,
+        exitCodeFile: wrapper.file,
+      });
+      signalGroup(wrapper.pid, "SIGKILL");
     }
   }
 
   #startTimers(nodeOptions: Parameters<typeof reportNode>[0]): void {
-    this.#timers.push(
-      setInterval(() => {
-        for (const replica of this.#replicas.values()) replica.rotateLog();
-      }, this.#options.logs?.checkIntervalMs ?? 10_000),
-    );
     this.#timers.push(
       setInterval(() => {
         void (async () => {

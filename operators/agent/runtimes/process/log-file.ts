@@ -1,77 +1,87 @@
-// Per-pod output files. The process writes straight to `output.log` (opened O_APPEND), never
-// through a pipe to the agent: a pipe would break, and kill the process with SIGPIPE, the
-// moment the agent restarts. Rotation is therefore copy-then-truncate (logrotate's
-// copytruncate): the writer keeps its descriptor and, appending, continues at the new end.
-import { copyFileSync, readFileSync, renameSync, statSync, truncateSync, unlinkSync } from "node:fs";
+// Reading a pod's output: the last lines of `output.log.1` + `output.log` (see log-writer.ts for
+// how they are written). A log may be many megabytes and the agent may be the hub's own process
+// (`rlark up`), so the tail is read backwards from the end, in bounded chunks, through
+// fs/promises (the thread pool, not the event loop), and never more than a byte cap.
+import { open } from "node:fs/promises";
 
-export interface LogRotation {
-  /** Rotate once the live file exceeds this many bytes. */
-  maxBytes: number;
-  /** Rotated files kept next to the live one: output.log.1 (newest) ... output.log.<keep>. */
-  keep: number;
+/** The slice of a FileHandle the reader uses; tests pass one that counts bytes. */
+export interface LogHandle {
+  stat(): Promise<{ size: number }>;
+  read(buffer: Buffer, offset: number, length: number, position: number): Promise<{ bytesRead: number }>;
+  close(): Promise<void>;
 }
 
-function sizeOf(path: string): number | undefined {
-  try {
-    return statSync(path).size;
-  } catch {
-    return undefined;
-  }
+export type OpenLog = (path: string) => Promise<LogHandle>;
+
+export interface TailOptions {
+  /** The last N lines; default (and at most) `maxLines`. */
+  tail?: number;
+  /** Default 10,000. */
+  maxLines?: number;
+  /** Default 1 MiB. */
+  maxBytes?: number;
+  open?: OpenLog;
 }
 
-/** Rotates `path` when it has grown past the limit. Returns true when it rotated. */
-export function rotateIfLarge(path: string, rotation: LogRotation): boolean {
-  const size = sizeOf(path);
-  if (size === undefined || size <= rotation.maxBytes) return false;
-  if (rotation.keep < 1) {
-    truncateSync(path, 0);
-    return true;
-  }
-  try {
-    unlinkSync(`${path}.${rotation.keep}`);
-  } catch {
-    // Not there yet.
-  }
-  for (let i = rotation.keep - 1; i >= 1; i--) {
+const CHUNK = 64 * 1024;
+const NEWLINE = 0x0a;
+
+const openForReading: OpenLog = (path) => open(path, "r");
+
+/** The last lines across the previous file and the live one, oldest first. */
+export async function readLogTail(path: string, options: TailOptions = {}): Promise<string> {
+  const maxLines = options.maxLines ?? 10_000;
+  const maxBytes = options.maxBytes ?? 1024 * 1024;
+  const wanted = Math.min(options.tail ?? maxLines, maxLines);
+  if (wanted <= 0) return "";
+  const opener = options.open ?? openForReading;
+  // Newest bytes first; each chunk is prepended.
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  let newlines = 0;
+  let truncated = false;
+  // One newline more than the lines wanted marks where the first wanted line starts.
+  const enough = () => newlines > wanted;
+  for (const file of [path, `${path}.1`]) {
+    if (enough()) break;
+    let handle: LogHandle;
     try {
-      renameSync(`${path}.${i}`, `${path}.${i + 1}`);
-    } catch {
-      // A gap in the sequence: nothing to shift.
+      handle = await opener(file);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") continue;
+      throw error;
     }
-  }
-  copyFileSync(path, `${path}.1`);
-  truncateSync(path, 0);
-  return true;
-}
-
-/** The last `tail` lines across the live file and its rotations, oldest first; all of it without `tail`. */
-export function readLog(path: string, keep: number, tail?: number): string {
-  const chunks: string[] = [];
-  let lines = 0;
-  // Newest first, stopping as soon as enough lines are collected.
-  for (let i = 0; i <= keep; i++) {
-    let text: string;
     try {
-      text = readFileSync(i === 0 ? path : `${path}.${i}`, "utf8");
-    } catch {
-      continue;
+      let position = (await handle.stat()).size;
+      while (position > 0 && !enough()) {
+        if (bytes >= maxBytes) {
+          truncated = true;
+          break;
+        }
+        const length = Math.min(CHUNK, position, maxBytes - bytes);
+        position -= length;
+        const chunk = Buffer.alloc(length);
+        const { bytesRead } = await handle.read(chunk, 0, length, position);
+        const got = chunk.subarray(0, bytesRead);
+        chunks.unshift(got);
+        bytes += bytesRead;
+        for (let i = got.indexOf(NEWLINE); i >= 0; i = got.indexOf(NEWLINE, i + 1)) newlines++;
+      }
+    } finally {
+      await handle.close();
     }
-    chunks.unshift(text);
-    lines += countLines(text);
-    if (tail !== undefined && lines > tail) break;
+    if (truncated) break;
   }
-  const all = chunks.join("");
-  if (tail === undefined) return all;
-  if (tail <= 0) return "";
-  const parts = all.split("\n");
-  const trailingNewline = all.endsWith("\n");
+  let all = Buffer.concat(chunks);
+  if (truncated) {
+    // The cap fell inside a line: start at the next whole one.
+    const first = all.indexOf(NEWLINE);
+    if (first >= 0) all = all.subarray(first + 1);
+  }
+  const text = all.toString("utf8");
+  const parts = text.split("\n");
+  const trailingNewline = text.endsWith("\n");
   if (trailingNewline) parts.pop();
-  const kept = parts.slice(-tail).join("\n");
+  const kept = parts.slice(-wanted).join("\n");
   return trailingNewline && kept ? `${kept}\n` : kept;
-}
-
-function countLines(text: string): number {
-  let n = 0;
-  for (let i = text.indexOf("\n"); i >= 0; i = text.indexOf("\n", i + 1)) n++;
-  return n;
 }

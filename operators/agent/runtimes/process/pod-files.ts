@@ -1,8 +1,19 @@
 // What survives an agent restart, per pod, under `<stateDir>/pods/<namespace>_<name>/`:
 // pod.json (identity, pid and start time, restart counters, terminal outcome), exit-code
-// (written by the wrapper shell as the process ends, so it is known even with no agent
-// watching), and output.log with its rotations.
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+// (written by the wrapper shell as the command starts and as it ends, so both are known even
+// with no agent watching), and output.log with the one before it, output.log.1.
+import {
+  closeSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeSync,
+} from "node:fs";
 import { join } from "node:path";
 import type { RuntimeTask } from "../types.ts";
 import type { RestartKind } from "./spec.ts";
@@ -25,10 +36,17 @@ export interface PodRecord {
   revision: string;
   /** Kept so a pod can be restarted, and reported, before the first desired set arrives. */
   task: RuntimeTask;
+  /**
+   * Written (and fsync'd) just before a run is spawned, cleared with the pid it got: a runtime
+   * that finds it knows a process may have started unrecorded, and looks for it by this token.
+   */
+  launching?: { token: string; at: number };
   /** Process group leader (the wrapper shell) of the current run. */
   pid?: number;
   /** Its start time in clock ticks after boot: with pid, one process for the life of the machine. */
   processStart?: number;
+  /** The current run's log writer; its output is complete only once it has exited. */
+  logWriter?: { pid: number; startTime?: number };
   startedAt?: number;
   finishedAt?: number;
   restarts: number;
@@ -46,6 +64,8 @@ export class PodFiles {
   readonly record: string;
   readonly exitCode: string;
   readonly log: string;
+  /** Where the output pipe is made, for the moment it takes to open both ends. */
+  readonly pipe: string;
 
   constructor(podsDir: string, namespace: string, name: string) {
     // DNS names contain no "_", so the pair maps back unambiguously.
@@ -53,16 +73,30 @@ export class PodFiles {
     this.record = join(this.dir, "pod.json");
     this.exitCode = join(this.dir, "exit-code");
     this.log = join(this.dir, "output.log");
+    this.pipe = join(this.dir, "output.pipe");
   }
 
+  /** Replaces pod.json atomically and durably: a launch must not be forgotten by a crash after it. */
   write(record: PodRecord): void {
     mkdirSync(this.dir, { recursive: true });
     const partial = `${this.record}.tmp`;
-    writeFileSync(partial, `${JSON.stringify(record, null, 2)}\n`, { mode: 0o600 });
+    const fd = openSync(partial, "w", 0o600);
+    try {
+      writeSync(fd, `${JSON.stringify(record, null, 2)}\n`);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
     renameSync(partial, this.record);
+    const dir = openSync(this.dir, "r");
+    try {
+      fsyncSync(dir);
+    } finally {
+      closeSync(dir);
+    }
   }
 
-  /** The code the wrapper recorded for the last run, if it got to record one. */
+  /** The code the wrapper recorded for the last run, if it got to record one ("running" is none). */
   readExitCode(): number | undefined {
     try {
       const code = Number.parseInt(readFileSync(this.exitCode, "utf8").trim(), 10);
@@ -70,6 +104,11 @@ export class PodFiles {
     } catch {
       return undefined;
     }
+  }
+
+  /** Whether the wrapper of the last run got as far as starting the command (or further). */
+  commandStarted(): boolean {
+    return existsSync(this.exitCode);
   }
 
   clearExitCode(): void {

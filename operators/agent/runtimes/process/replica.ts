@@ -6,15 +6,27 @@
 //
 // Every transition is written to pod.json first, so a new runtime on the same state dir resumes
 // exactly here: adopting the running process (pid + start time), or recording how it ended.
+// A spawn is bracketed the same way: a launching marker is made durable before it, and the pid
+// replaces the marker after it, so a crash in between can never run a Job a second time.
 import { type ChildProcess, spawn } from "node:child_process";
-import { closeSync, mkdirSync, openSync } from "node:fs";
+import { randomUUID } from "node:crypto";
+import { closeSync, mkdirSync } from "node:fs";
 import { constants } from "node:os";
 import { dirname, isAbsolute, join } from "node:path";
 import type { ContainerState, ObservedPod, PodPhase } from "../types.ts";
 import { type ArtifactCache, ArtifactError } from "./artifact-cache.ts";
 import { type BackoffPolicy, nextStreak, restartDelay } from "./backoff.ts";
-import { commandLine, jobOf, podEnv, signalFromStatus, wrapperArgs } from "./launch.ts";
-import { type LogRotation, readLog, rotateIfLarge } from "./log-file.ts";
+import {
+  commandLine,
+  jobOf,
+  type Launched,
+  openPipe,
+  podEnv,
+  signalFromStatus,
+  spawnLogWriter,
+  wrapperArgs,
+} from "./launch.ts";
+import { readLogTail, type TailOptions } from "./log-file.ts";
 import type { Logger } from "./logger.ts";
 import { type ExitInfo, PodFiles, type PodRecord } from "./pod-files.ts";
 import { isSameProcessAlive, mayOwnGroup, ownGroupMembers, readProcStat, signalGroup } from "./proc.ts";
@@ -32,13 +44,27 @@ export interface ReplicaContext {
   pollIntervalMs: number;
   /** After SIGKILL, how long to wait for the group to vanish before giving up on it. */
   killWaitMs: number;
-  rotation: LogRotation;
+  /** Each of output.log and output.log.1 stays within this. */
+  logMaxBytes: number;
+  tail: Omit<TailOptions, "tail">;
   baseEnv: Readonly<Record<string, string>>;
   node(): { name: string; ip: string };
   now(): number;
   logger: Logger;
   changed(): void;
+  hooks?: LaunchHooks;
 }
+
+/** Test-only: called at the two points of a launch where a crash is most telling. */
+export interface LaunchHooks {
+  /** The launching marker is on disk; nothing is spawned yet. */
+  afterMarker?(): void;
+  /** The processes are spawned; their pids are not recorded yet. */
+  afterSpawn?(): void;
+}
+
+/** After a run's main process ended, how long its log writer may take to write the rest. */
+const WRITER_DRAIN_MS = 5_000;
 
 type Status = "Pending" | "Running" | "BackOff" | "Terminated" | "Stopping" | "Gone";
 
@@ -89,11 +115,23 @@ export class Replica {
     return replica;
   }
 
-  /** Resumes a pod recorded by an earlier runtime on this state dir. */
-  static adopt(record: PodRecord, ctx: ReplicaContext): Replica {
+  /**
+   * Resumes a pod recorded by an earlier runtime on this state dir. `found` is what a /proc scan
+   * found for a launch the record has a marker for (see {@link Replica.launchToken}).
+   */
+  static adopt(
+    record: PodRecord,
+    ctx: ReplicaContext,
+    found: { wrapper?: Launched; writer?: Launched } = {},
+  ): Replica {
     const replica = new Replica(record, ctx);
-    replica.#resume();
+    replica.#resume(found);
     return replica;
+  }
+
+  /** The token of a launch that was begun but never recorded as started. */
+  static launchToken(record: PodRecord): string | undefined {
+    return record.pid === undefined ? record.launching?.token : undefined;
   }
 
   get revision(): string {
@@ -112,8 +150,9 @@ export class Replica {
     this.#ctx.changed();
   }
 
-  #resume(): void {
+  #resume(found: { wrapper?: Launched; writer?: Launched }): void {
     const r = this.#record;
+    if (r.launching && r.pid === undefined) this.#settleLaunch(found);
     if (r.terminating) {
       void this.terminate();
       return;
@@ -129,13 +168,50 @@ export class Replica {
         this.#ctx.logger.info("adopted running process", { pod: this.key, pid: r.pid });
       } else {
         // It ended while no agent was watching; the wrapper's file says how.
-        this.#exited(null, null);
+        this.#ended(null, null, false);
       }
+      return;
+    }
+    if (r.launching) {
+      // Its command started, and ended or was killed, with no agent watching: that was the run.
+      this.#recordStarted(undefined, undefined, r.launching.at);
+      this.#ended(null, null, false);
       return;
     }
     // Recorded between runs (backing off or fetching): carry on where it stopped.
     if (r.streak > 0) this.#scheduleRestart();
     else void this.#launch();
+  }
+
+  /**
+   * An earlier runtime died between writing the launching marker and recording the pid. The run
+   * is adopted when its wrapper is still there; it counts as having run when the wrapper got as
+   * far as its command (the exit-code file exists); only a run that never started is forgotten,
+   * to be launched again.
+   */
+  #settleLaunch(found: { wrapper?: Launched; writer?: Launched }): void {
+    const r = this.#record;
+    const at = r.launching?.at ?? this.#ctx.now();
+    if (found.writer) r.logWriter = { pid: found.writer.pid, startTime: found.writer.startTime };
+    if (found.wrapper) {
+      this.#recordStarted(found.wrapper.pid, found.wrapper.startTime, at);
+      this.#ctx.logger.info("found a process started by an agent that died", { pod: this.key, pid: r.pid });
+    } else if (!this.#files.commandStarted()) {
+      r.launching = undefined;
+    }
+    // Else the marker stays, telling #resume the run happened.
+    this.#persist();
+  }
+
+  /** Counters and identity of a run that started: restarts, start time, pid. */
+  #recordStarted(pid: number | undefined, processStart: number | undefined, at: number): void {
+    const r = this.#record;
+    if (r.startedAt !== undefined) r.restarts += 1;
+    r.pid = pid;
+    r.processStart = processStart;
+    r.startedAt = at;
+    r.finishedAt = undefined;
+    r.launching = undefined;
   }
 
   async #launch(): Promise<void> {
@@ -181,14 +257,18 @@ export class Replica {
         ? pod.raw.workingDir
         : join(taskDir, pod.raw.workingDir)
       : taskDir;
-    let logFd: number | undefined;
+    let pipe: { read: number; write: number } | undefined;
+    let writer: ChildProcess;
     let child: ChildProcess;
     let argv: string[] = [];
+    const token = randomUUID();
     try {
       mkdirSync(workingDir, { recursive: true });
       mkdirSync(this.#files.dir, { recursive: true });
       this.#files.clearExitCode();
-      logFd = openSync(this.#files.log, "a", 0o600);
+      this.#record.launching = { token, at: this.#ctx.now() };
+      this.#persist();
+      this.#ctx.hooks?.afterMarker?.();
       argv = commandLine(
         pod.raw.command,
         pod.raw.args ?? [],
@@ -201,25 +281,36 @@ export class Replica {
         podIP: ip,
         ...(artifactPath ? { artifactPath } : {}),
       });
+      pipe = openPipe(this.#files.pipe);
+      writer = spawnLogWriter(pipe.read, this.#files.log, this.#ctx.logMaxBytes, token);
+      if (writer.pid === undefined) throw new Error(`could not start the log writer ${process.execPath}`);
+      writer.on("error", (error) =>
+        this.#ctx.logger.warn("log writer error", { pod: this.key, error: error.message }),
+      );
       // detached: a new session and process group, so a stop reaches the command's children too,
-      // and the process survives the agent.
-      child = spawn("/bin/sh", wrapperArgs(this.#files.exitCode, argv), {
+      // and the process survives the agent. Its output goes into the log writer's pipe.
+      child = spawn("/bin/sh", wrapperArgs(this.#files.exitCode, token, argv), {
         cwd: workingDir,
         env,
         detached: true,
-        stdio: ["ignore", logFd, logFd],
+        stdio: ["ignore", pipe.write, pipe.write],
       });
     } catch (error) {
       this.#failStart((error as Error).message);
       return;
     } finally {
-      if (logFd !== undefined) closeSync(logFd);
+      // Only the pod and its writer hold the pipe now: the writer sees its end when the pod's do.
+      if (pipe) {
+        closeSync(pipe.read);
+        closeSync(pipe.write);
+      }
     }
     const pid = child.pid;
     if (pid === undefined) {
       child.once("error", (error) => this.#failStart(error.message));
       return;
     }
+    this.#ctx.hooks?.afterSpawn?.();
     this.#child = child;
     // An unhandled "error" event would take the whole agent down with it.
     child.on("error", (error) =>
@@ -227,20 +318,18 @@ export class Replica {
     );
     child.once("exit", (code, signal) => {
       if (this.#child === child) this.#child = undefined;
-      if (!this.#detached) this.#exited(code, signal);
+      if (!this.#detached) this.#ended(code, signal);
     });
     const r = this.#record;
-    if (r.startedAt !== undefined) r.restarts += 1;
-    r.pid = pid;
-    r.processStart = readProcStat(pid)?.startTime;
-    r.startedAt = this.#ctx.now();
-    r.finishedAt = undefined;
+    this.#recordStarted(pid, readProcStat(pid)?.startTime, this.#ctx.now());
+    r.logWriter = { pid: writer.pid as number, startTime: readProcStat(writer.pid as number)?.startTime };
     this.#persist();
     this.#setStatus("Running");
     this.#ctx.logger.info("started", { pod: this.key, pid, argv });
   }
 
   #failStart(message: string): void {
+    this.#record.launching = undefined;
     if (this.stopping || this.#detached) return;
     this.#ctx.logger.warn("could not start", { pod: this.key, error: message });
     this.#afterExit({ reason: "StartError", message, at: this.#ctx.now() });
@@ -253,23 +342,70 @@ export class Replica {
       if (isSameProcessAlive(pid, processStart)) return;
       clearInterval(this.#poll);
       this.#poll = undefined;
-      if (!this.#detached && this.#record.pid === pid) this.#exited(null, null);
+      if (!this.#detached && this.#record.pid === pid) this.#ended(null, null);
     }, this.#ctx.pollIntervalMs);
   }
 
-  /** The wrapper (group leader) ended. Works out how the command ended and applies the restart policy. */
+  /**
+   * The wrapper (group leader) ended. Like a container, the pod ends with its main process:
+   * nothing it left in its group keeps running. Then its log writer finishes the output, and the
+   * exit is settled. A run that ended before this runtime opened is settled at once, so its
+   * outcome is known before the first desired set: its writer has had all that time to finish.
+   */
+  #ended(code: number | null, signal: NodeJS.Signals | null, waitForLog = true): void {
+    const r = this.#record;
+    if (r.pid !== undefined && this.#status !== "Stopping" && mayOwnGroup(r.pid, r.processStart)) {
+      signalGroup(r.pid, "SIGKILL");
+    }
+    if (!waitForLog) r.logWriter = undefined;
+    if (this.#writerGone()) {
+      this.#exited(code, signal);
+      return;
+    }
+    void this.#writerDone().then(() => {
+      if (!this.#detached && this.#status !== "Gone") this.#exited(code, signal);
+    });
+  }
+
+  #writerGone(): boolean {
+    const writer = this.#record.logWriter;
+    if (writer && isSameProcessAlive(writer.pid, writer.startTime)) return false;
+    this.#record.logWriter = undefined;
+    return true;
+  }
+
+  /** Waits (bounded) for the current run's log writer to exit, then forgets it; SIGKILL if it lingers. */
+  async #writerDone(): Promise<void> {
+    const writer = this.#record.logWriter;
+    if (!writer) return;
+    const deadline = Date.now() + WRITER_DRAIN_MS;
+    while (isSameProcessAlive(writer.pid, writer.startTime)) {
+      if (Date.now() >= deadline) {
+        // A process that escaped the group (setsid) still holds the pipe: the run is over anyway.
+        this.#ctx.logger.warn("log writer still running after its pod ended; killing it", {
+          pod: this.key,
+          pid: writer.pid,
+        });
+        try {
+          process.kill(writer.pid, "SIGKILL");
+        } catch {
+          // Gone in the meantime.
+        }
+        break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    if (this.#record.logWriter === writer) this.#record.logWriter = undefined;
+  }
+
+  /** The run is over. Works out how the command ended and applies the restart policy. */
   #exited(code: number | null, signal: NodeJS.Signals | null): void {
     const r = this.#record;
-    const pgid = r.pid;
-    const leaderStart = r.processStart;
     r.pid = undefined;
     r.processStart = undefined;
+    r.launching = undefined;
     const at = this.#ctx.now();
     r.finishedAt = at;
-    // Like a container, the pod ends with its main process: nothing it left behind keeps running.
-    if (pgid !== undefined && this.#status !== "Stopping" && mayOwnGroup(pgid, leaderStart)) {
-      signalGroup(pgid, "SIGKILL");
-    }
     const status = this.#files.readExitCode() ?? code ?? undefined;
     let exit: ExitInfo;
     if (status !== undefined) {
@@ -368,6 +504,7 @@ export class Replica {
     this.#poll = undefined;
     this.#child?.removeAllListeners("exit");
     this.#child = undefined;
+    await this.#writerDone();
     this.#files.remove();
     this.#setStatus("Gone");
   }
@@ -400,18 +537,8 @@ export class Replica {
     this.#child = undefined;
   }
 
-  /** Rotates the output log when it has outgrown its limit. */
-  rotateLog(): void {
-    if (this.#status === "Gone") return;
-    try {
-      rotateIfLarge(this.#files.log, this.#ctx.rotation);
-    } catch (error) {
-      this.#ctx.logger.warn("log rotation failed", { pod: this.key, error: (error as Error).message });
-    }
-  }
-
-  logs(tail?: number): string {
-    return readLog(this.#files.log, this.#ctx.rotation.keep, tail);
+  logs(tail?: number): Promise<string> {
+    return readLogTail(this.#files.log, { ...this.#ctx.tail, ...(tail === undefined ? {} : { tail }) });
   }
 
   observe(): ObservedPod {

@@ -1,12 +1,13 @@
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import t from "tap";
 import { wrapperArgs } from "../../../../operators/agent/runtimes/process/launch.ts";
+import { readLogTail } from "../../../../operators/agent/runtimes/process/log-file.ts";
 import type { RuntimeTask } from "../../../../operators/agent/runtimes/types.ts";
 import { isAlive, processesWith, rawTask, tempDir, waitFor } from "./helpers.ts";
 import { openRuntime, pod, waitForPod } from "./runtime-helpers.ts";
@@ -29,6 +30,23 @@ async function runAgentAndKillIt(dir: string, tasks: RuntimeTask[]): Promise<voi
     agent.kill("SIGKILL");
     await exited;
   }
+}
+
+/** Runs an agent that SIGKILLs itself at `crashAt` in its first launch; resolves once it is dead. */
+async function runAgentUntilItCrashes(
+  dir: string,
+  tasks: RuntimeTask[],
+  crashAt: "afterMarker" | "afterSpawn",
+): Promise<void> {
+  const agent = spawn(process.execPath, [agentScript, dir, JSON.stringify(tasks)], {
+    stdio: ["ignore", "ignore", "inherit"],
+    env: { ...process.env, RLARK_TEST_CRASH_AT: crashAt },
+  });
+  const signal = await new Promise<NodeJS.Signals | null>((resolve) =>
+    agent.once("exit", (_code, signal) => resolve(signal)),
+  );
+  if (signal !== "SIGKILL")
+    throw new Error(`the agent was to crash at ${crashAt}, but it exited (${signal})`);
 }
 
 const forever = (marker: string) => ["sh", "-c", "while :; do sleep 1; done", marker];
@@ -141,7 +159,7 @@ t.test("a process started under the state dir that no record accounts for is kil
   const marker = `stray-${process.pid}`;
   const stray = spawn(
     "/bin/sh",
-    wrapperArgs(join(dir, "pods", "agent-local_lost-0", "exit-code"), forever(marker)),
+    wrapperArgs(join(dir, "pods", "agent-local_lost-0", "exit-code"), "lost-token", forever(marker)),
     {
       detached: true,
       stdio: "ignore",
@@ -248,4 +266,112 @@ t.test("an unreadable pod record is skipped with a warning, not fatal", async (t
   const { runtime } = await openRuntime(t, { stateDir: dir, logger });
   t.same(runtime.observe().pods, []);
   t.match(warnings, [/unreadable pod state/]);
+});
+
+/** Appends "run" to `runs` as it starts, then waits for `go` and exits with `code`. */
+const countedRun = (runs: string, go: string, code: number, marker: string) => [
+  "sh",
+  "-c",
+  `echo run >> ${runs}; while [ ! -f ${go} ]; do sleep 0.02; done; exit ${code}`,
+  marker,
+];
+
+t.test("a Job whose agent was killed right after spawning it is adopted, not run again", async (t) => {
+  const dir = tempDir(t);
+  const runs = join(dir, "runs");
+  const go = join(dir, "go");
+  const marker = `spawned-${process.pid}`;
+  const job = rawTask("once", { kind: "Job", command: countedRun(runs, go, 0, marker) });
+  await runAgentUntilItCrashes(join(dir, "state"), [job], "afterSpawn");
+  await waitFor("the first run to start", () => existsSync(runs));
+  const [first] = processesWith(marker);
+
+  const { runtime } = await openRuntime(t, { stateDir: join(dir, "state") });
+  await runtime.apply([job]);
+  t.match(pod(runtime, "once-0"), { state: "Running", restarts: 0 }, "the running process is adopted");
+  t.same(processesWith(marker), [first], "and is the only one");
+  writeFileSync(go, "");
+  await waitForPod(runtime, "once-0", "Succeeded", (p) => p.phase === "Succeeded");
+  t.equal(readFileSync(runs, "utf8"), "run\n", "the command ran exactly once");
+});
+
+t.test("a Job that ran to its end while its crashed agent was away keeps its exit code", async (t) => {
+  const dir = tempDir(t);
+  const runs = join(dir, "runs");
+  const go = join(dir, "go");
+  const marker = `ended-unrecorded-${process.pid}`;
+  writeFileSync(go, "");
+  const job = rawTask("once", { kind: "Job", command: countedRun(runs, go, 3, marker) });
+  await runAgentUntilItCrashes(join(dir, "state"), [job], "afterSpawn");
+  await waitFor("the run to end", () => existsSync(runs) && processesWith(marker).length === 0);
+  const exitCode = join(dir, "state", "pods", "agent-local_once-0", "exit-code");
+  await waitFor("its exit code to be written", () => readFileSync(exitCode, "utf8") === "3\n");
+
+  const { runtime } = await openRuntime(t, { stateDir: join(dir, "state") });
+  await runtime.apply([job]);
+  t.match(pod(runtime, "once-0"), { phase: "Failed", exitCode: 3 });
+  t.equal(readFileSync(runs, "utf8"), "run\n", "the command ran exactly once");
+});
+
+t.test("a Job whose agent was killed before spawning it runs once, under the next agent", async (t) => {
+  const dir = tempDir(t);
+  const runs = join(dir, "runs");
+  const go = join(dir, "go");
+  const marker = `never-spawned-${process.pid}`;
+  writeFileSync(go, "");
+  const job = rawTask("once", { kind: "Job", command: countedRun(runs, go, 0, marker) });
+  await runAgentUntilItCrashes(join(dir, "state"), [job], "afterMarker");
+  t.notOk(existsSync(runs), "the crashed agent started nothing");
+
+  const { runtime } = await openRuntime(t, { stateDir: join(dir, "state") });
+  await runtime.apply([job]);
+  await waitForPod(runtime, "once-0", "Succeeded", (p) => p.phase === "Succeeded");
+  t.equal(readFileSync(runs, "utf8"), "run\n", "the command ran exactly once");
+});
+
+t.test("an adopted pod's output stays bounded and keeps flowing after its agent is killed", async (t) => {
+  const dir = tempDir(t);
+  const state = join(dir, "state");
+  const maxBytes = 64 * 1024;
+  const marker = `chatty-${process.pid}`;
+  const counter = ["sh", "-c", 'i=0; while :; do i=$((i+1)); echo "line $i"; done', marker];
+  const task = rawTask("chatty", { kind: "Deployment", command: counter });
+  const agent = spawn(process.execPath, [agentScript, state, JSON.stringify([task])], {
+    stdio: ["ignore", "pipe", "inherit"],
+    env: { ...process.env, RLARK_TEST_LOG_MAX_BYTES: String(maxBytes) },
+  });
+  const exited = new Promise<void>((resolve) => agent.once("exit", () => resolve()));
+  let out = "";
+  agent.stdout.on("data", (chunk: Buffer) => {
+    out += chunk.toString();
+  });
+  try {
+    await waitFor("the agent's pod to run", () => out.includes("ready"));
+  } finally {
+    agent.kill("SIGKILL");
+    await exited;
+  }
+  const [writer] = processesWith(marker);
+  const log = join(state, "pods", "agent-local_chatty-0", "output.log");
+  const lastLine = async () => Number((await readLogTail(log, { tail: 1 })).replace("line ", ""));
+  const onDisk = () =>
+    [log, `${log}.1`].reduce((sum, f) => sum + (statSync(f, { throwIfNoEntry: false })?.size ?? 0), 0);
+  const atKill = await lastLine();
+  let most = 0;
+  // 200,000 lines are about 2 MB: thirty times the limit, all written with no agent.
+  await waitFor(
+    "200,000 more lines",
+    async () => {
+      most = Math.max(most, onDisk());
+      return (await lastLine()) > atKill + 200_000;
+    },
+    60_000,
+  );
+  t.ok(most <= 2 * maxBytes, `at most 2 × ${maxBytes} bytes on disk (saw ${most})`);
+  t.same(processesWith(marker), [writer], "the same process, not killed by a broken pipe");
+
+  const { runtime } = await openRuntime(t, { stateDir: state });
+  t.match(pod(runtime, "chatty-0"), { state: "Running", restarts: 0 });
+  const tail = (await runtime.logs({ namespace: "agent-local", name: "chatty-0" }, { tail: 2 })).split("\n");
+  t.match(tail, [/^line \d+$/, /^line \d+$/], "the tail reads whole lines");
 });

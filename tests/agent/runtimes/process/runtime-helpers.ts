@@ -14,7 +14,6 @@ export const fastOptions = {
   terminationGracePeriodMs: 2_000,
   backoff: { initialMs: 60, maxMs: 500, resetAfterMs: 60_000 },
   pollIntervalMs: 20,
-  logs: { checkIntervalMs: 20 },
 } satisfies Omit<ProcessRuntimeOptions, "stateDir">;
 
 export async function openRuntime(

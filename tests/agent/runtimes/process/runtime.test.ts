@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
@@ -21,6 +21,15 @@ t.test("a Raw Job that exits 0 ends Succeeded and is not restarted", async (t) =
   });
   t.ok(done.startTime && done.finishTime);
   t.equal(await runtime.logs({ namespace: "agent-local", name: "ok-0" }), "done\n");
+});
+
+t.test("a process can write to /dev/stdout and /dev/stderr, as in a container", async (t) => {
+  const { runtime } = await openRuntime(t);
+  const command = ["sh", "-c", "echo out > /dev/stdout && echo err > /dev/stderr"];
+  await runtime.apply([rawTask("devs", { kind: "Job", command })]);
+  const done = await waitForPod(runtime, "devs-0", "ended", (p) => p.state === "Terminated");
+  t.equal(await runtime.logs({ namespace: "agent-local", name: "devs-0" }), "out\nerr\n");
+  t.equal(done.exitCode, 0);
 });
 
 t.test("a Raw Job that exits 3 ends Failed with exit code 3", async (t) => {
@@ -236,30 +245,44 @@ t.test("a changed spec restarts the pods; scaling down stops only the surplus", 
   t.notOk(isAlive(first.pid!));
 });
 
-t.test("output logs rotate by size and the tail reads across rotations", async (t) => {
-  const { runtime, stateDir } = await openRuntime(t, {
-    logs: { maxBytes: 2000, keep: 2, checkIntervalMs: 10 },
-  });
-  await runtime.apply([
-    rawTask("chatty", {
-      command: ["sh", "-c", 'i=0; while :; do i=$((i+1)); echo "line $i"; sleep 0.001; done'],
-    }),
-  ]);
-  const logDir = join(stateDir, "pods", "agent-local_chatty-0");
-  await waitFor("two rotations", () => existsSync(join(logDir, "output.log.2")), 20_000);
-  t.notOk(existsSync(join(logDir, "output.log.3")), "only `keep` rotated files are kept");
-  const tail = (await runtime.logs({ namespace: "agent-local", name: "chatty-0" }, { tail: 5 }))
-    .trimEnd()
-    .split("\n");
-  t.equal(tail.length, 5);
-  const numbers = tail.map((l) => Number(l.replace("line ", "")));
-  t.same(
-    numbers,
-    numbers.map((_, i) => (numbers[0] ?? 0) + i),
-    "consecutive lines, newest last",
-  );
-  t.ok(readdirSync(logDir).includes("output.log.1"));
-});
+t.test(
+  "a pod writing far more than the log limit keeps at most two files of it; the tail is its end",
+  async (t) => {
+    const maxBytes = 256 * 1024;
+    const { runtime, stateDir } = await openRuntime(t, { logs: { maxBytes } });
+    // About 20 MB, as fast as seq writes it.
+    await runtime.apply([
+      rawTask("chatty", { kind: "Job", command: ["sh", "-c", "seq 1 2500000; echo END"] }),
+    ]);
+    const logDir = join(stateDir, "pods", "agent-local_chatty-0");
+    const onDisk = () =>
+      readdirSync(logDir)
+        .filter((name) => name.startsWith("output.log"))
+        .reduce((sum, name) => sum + (statSync(join(logDir, name), { throwIfNoEntry: false })?.size ?? 0), 0);
+    let most = 0;
+    await waitFor(
+      "the Job to succeed",
+      () => {
+        if (existsSync(logDir)) most = Math.max(most, onDisk());
+        return pod(runtime, "chatty-0")?.phase === "Succeeded";
+      },
+      60_000,
+    );
+    most = Math.max(most, onDisk());
+    t.ok(most <= 2 * maxBytes, `at most 2 × ${maxBytes} bytes on disk (saw ${most})`);
+    t.ok(most > maxBytes, "and the limit was reached");
+    t.same(
+      readdirSync(logDir)
+        .filter((n) => n.startsWith("output.log"))
+        .sort(),
+      ["output.log", "output.log.1"],
+    );
+    t.equal(
+      await runtime.logs({ namespace: "agent-local", name: "chatty-0" }, { tail: 3 }),
+      "2499999\n2500000\nEND\n",
+    );
+  },
+);
 
 t.test("the Node report carries the machine's capacity and the configured labels", async (t) => {
   const { runtime } = await openRuntime(t, { nodeLabels: { "rlark.io/node-category-edge": "true" } });
