@@ -70,7 +70,7 @@ export function podObject(cluster: string, pod: ObservedPod): KubeObject {
       ...(pod.message ? { message: pod.message } : {}),
       containerStatuses: [
         {
-          name: "main",
+          name: pod.container ?? templateName(pod),
           ready: pod.ready,
           restartCount: pod.restarts,
           state: pod.state,

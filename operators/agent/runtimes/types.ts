@@ -117,6 +117,8 @@ export interface ObservedPod {
   finishTime?: string;
   /** Process id of the pod's main process, for the process runtime. */
   pid?: number;
+  /** Its container's name when the runtime knows it; else the report uses the task template's name. */
+  container?: string;
 }
 
 export interface NodeAddress {

@@ -597,6 +597,8 @@ export class Replica {
     const finish = this.#status === "Running" ? undefined : iso(r.finishedAt);
     if (finish) pod.finishTime = finish;
     if (r.pid !== undefined) pod.pid = r.pid;
+    // A pod's one process stands for its one container, named as the template that made it.
+    if (r.task.spec.task) pod.container = r.task.spec.task;
     return pod;
   }
 

@@ -4,6 +4,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import t from "tap";
+import { podObject } from "../../../../operators/agent/report.ts";
 import { isAlive, processesWith, rawTask, script, tempDir, waitFor } from "./helpers.ts";
 import { openRuntime, pod, waitForPod } from "./runtime-helpers.ts";
 
@@ -30,6 +31,19 @@ t.test("a process can write to /dev/stdout and /dev/stderr, as in a container", 
   const done = await waitForPod(runtime, "devs-0", "ended", (p) => p.state === "Terminated");
   t.equal(await runtime.logs({ namespace: "agent-local", name: "devs-0" }), "out\nerr\n");
   t.equal(done.exitCode, 0);
+});
+
+t.test("a pod's one container is reported under its task template's name", async (t) => {
+  const { runtime } = await openRuntime(t);
+  const task = rawTask("train-policy", { kind: "Job", command: ["true"] }, { job: "train" });
+  task.spec.task = "policy";
+  await runtime.apply([task]);
+  const done = await waitForPod(runtime, "train-policy-0", "ended", (p) => p.state === "Terminated");
+  const status = podObject("edge", done).status as { containerStatuses: { name: string }[] };
+  t.same(
+    status.containerStatuses.map((c) => c.name),
+    ["policy"],
+  );
 });
 
 t.test("a Raw Job that exits 3 ends Failed with exit code 3", async (t) => {
