@@ -67,6 +67,9 @@ export function spawnLogWriter(read: number, log: string, maxBytes: number, toke
   const writer = spawn(process.execPath, [logWriterEntry, log, String(maxBytes), token], {
     detached: true,
     stdio: [read, "ignore", "ignore"],
+    // None of the agent's environment (it may hold the hub's secrets), no hold on its directory.
+    env: {},
+    cwd: "/",
   });
   writer.unref();
   return writer;
