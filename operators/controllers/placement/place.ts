@@ -4,7 +4,7 @@
 import { formatSelector, matches } from "../../lib/store/index.ts";
 import type { ClusterView, NodeView } from "./cluster-view.ts";
 import { type Amounts, fitCount, formatAmount, formatRequest, POD_COUNT, shortfall } from "./resources.ts";
-import { type PlacementTask, runtimesFor } from "./task-requirements.ts";
+import { describeRuntimes, type PlacementTask, runtimesFor } from "./task-requirements.ts";
 
 export interface NodeAssignment {
   node: string;
@@ -98,7 +98,7 @@ function matchesNodeSelector(node: NodeView, selector: Readonly<Record<string, s
 function clusterRefusal(task: PlacementTask, cluster: ClusterView): string | undefined {
   if (!cluster.online) return "Offline";
   if (!runtimesFor(task.agentType).includes(cluster.runtime)) {
-    return `runtime ${cluster.runtime || "unknown"} does not run ${task.agentType} tasks`;
+    return `its agent's runtime ${cluster.runtime || "unknown"} does not run ${task.agentType} tasks`;
   }
   if (task.clusterSelector && !matches(task.clusterSelector, cluster.labels)) {
     return "does not match the clusterSelector";
@@ -202,6 +202,9 @@ function unplaceable(task: PlacementTask, refusals: [string, string][]): string 
 }
 
 function candidates(task: PlacementTask, clusters: readonly ClusterView[], used: Used): Fit[] | string {
+  if (runtimesFor(task.agentType).length === 0) {
+    return `task ${task.name}: no agent runtime runs ${task.agentType} tasks yet (${describeRuntimes()})`;
+  }
   const fits: Fit[] = [];
   for (const cluster of clusters) {
     if (clusterRefusal(task, cluster)) continue;

@@ -5,7 +5,7 @@ import { FakeClock } from "../../../operators/lib/clock.ts";
 import { silentLogger } from "../../../operators/lib/controller/index.ts";
 import { modify } from "../../../operators/lib/store/index.ts";
 import { waitFor } from "../../helpers/wait-for.ts";
-import { cluster, job, k8sTask, node } from "../placement/fixtures.ts";
+import { cluster, job, k8sTask, node, rawTask, type TaskTemplate } from "../placement/fixtures.ts";
 import { getJob, phaseIs, report, running, startHub, tasksOf, waitForJob } from "./harness.ts";
 
 const gpu = (name: string, gpus = 1) =>
@@ -263,3 +263,49 @@ t.test(
     t.same(where, { local: "agent-shanghai", anywhere: "agent-beijing" });
   },
 );
+
+t.test(
+  "a Raw task waits for a process agent instead of going to a kubernetes cluster that would drop it",
+  async (t) => {
+    const hub = await startHub(t);
+    await hub.store.create(cluster("beijing", { runtime: "kubernetes" }));
+    await hub.store.create(node("beijing", "n1"));
+    await hub.store.create(job("bare", [rawTask("env")]));
+    const j = await waitForJob(hub.store, "bare", "Unschedulable", (x) => scheduled(x)?.status === "False");
+    t.equal(j.status?.phase, "Pending");
+    t.match(scheduled(j)?.message, /beijing: its agent's runtime kubernetes does not run Raw tasks/);
+    t.equal((await tasksOf(hub.store, "bare")).length, 0);
+
+    // A process agent connects: the Raw task goes there.
+    await hub.store.create(cluster("local", { runtime: "process" }));
+    await hub.store.create(node("local", "this-machine"));
+    const [task] = await waitFor("the Raw Task created", async () => {
+      const all = await tasksOf(hub.store, "bare");
+      return all.length === 1 ? all : undefined;
+    });
+    t.equal(task?.metadata.namespace, "agent-local");
+  },
+);
+
+t.test("a Docker task stays Pending with a condition saying no runtime runs Docker tasks", async (t) => {
+  const hub = await startHub(t);
+  await hub.store.create(cluster("beijing", { runtime: "kubernetes" }));
+  await hub.store.create(node("beijing", "n1"));
+  await hub.store.create(cluster("local", { runtime: "process" }));
+  await hub.store.create(node("local", "this-machine"));
+  const camera: TaskTemplate = {
+    name: "camera",
+    role: "Env",
+    agentType: "Docker",
+    docker: { image: "cam:1" },
+  };
+  await hub.store.create(job("docked", [rawTask("env"), camera]));
+  const j = await waitForJob(hub.store, "docked", "Unschedulable", (x) => scheduled(x)?.status === "False");
+  t.equal(j.status?.phase, "Pending");
+  t.match(scheduled(j), {
+    reason: "Unschedulable",
+    message:
+      "task camera: no agent runtime runs Docker tasks yet (kubernetes runs Kubernetes tasks, process runs Raw tasks)",
+  });
+  t.equal((await tasksOf(hub.store, "docked")).length, 0, "all or nothing: the Raw task waits too");
+});

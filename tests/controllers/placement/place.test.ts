@@ -134,7 +134,7 @@ t.test("clusterSelector narrows the clusters placement may choose", async (t) =>
   );
 });
 
-t.test("the runtime must fit the agentType and the cluster must be Online", async (t) => {
+t.test("a task goes only where the connected agent's runtime runs its agentType", async (t) => {
   const snapshot = pool(
     [
       cluster("k8s", { runtime: "kubernetes" }),
@@ -142,22 +142,58 @@ t.test("the runtime must fit the agentType and the cluster must be Online", asyn
       cluster("gone", { runtime: "kubernetes", online: false }),
     ],
     [
-      node("k8s", "n1"),
-      node("bare", "m1"),
+      node("k8s", "n1", { allocatable: { cpu: "999", memory: "999Gi" } }),
+      node("bare", "m1", { allocatable: { cpu: "1", memory: "1Gi" } }),
       node("gone", "g1", { allocatable: { cpu: "999", memory: "999Gi" } }),
     ],
   );
   t.same(clustersOf(place(snapshot, [k8sTask("a", { requests: { cpu: "1" } })])), { a: "k8s" });
-  const docker: TaskTemplate = { name: "cam", role: "Env", agentType: "Docker", docker: { image: "cam:1" } };
-  t.same(clustersOf(place(snapshot, [docker])), { cam: "bare" });
-  const raw = place(snapshot, [rawTask("r")]);
-  t.ok(raw.placed && ["k8s", "bare"].includes(raw.tasks[0]?.cluster ?? ""), "Raw runs on either runtime");
+  // The kubernetes runtime drops Raw tasks: a Raw task goes to a process agent even when the
+  // kubernetes cluster has far more room.
+  t.same(clustersOf(place(snapshot, [rawTask("r")])), { r: "bare" });
+  const onlyK8s = pool([cluster("k8s", { runtime: "kubernetes" })], [node("k8s", "n1")]);
+  const raw = place(onlyK8s, [rawTask("r")]);
+  t.notOk(raw.placed);
+  t.match(!raw.placed && raw.message, /k8s: its agent's runtime kubernetes does not run Raw tasks/);
   const onlyBare = pool([cluster("bare", { runtime: "process" })], [node("bare", "m1")]);
   const refused = place(onlyBare, [k8sTask("a")]);
-  t.match(!refused.placed && refused.message, /bare: runtime process does not run Kubernetes tasks/);
+  t.match(
+    !refused.placed && refused.message,
+    /bare: its agent's runtime process does not run Kubernetes tasks/,
+  );
   const onlyGone = pool([cluster("gone", { online: false })], [node("gone", "g1")]);
   const offline = place(onlyGone, [k8sTask("a")]);
   t.match(!offline.placed && offline.message, /gone: Offline/);
+});
+
+t.test("the runtime is the one the agent announced, not only the one git declares", async (t) => {
+  // Declared kubernetes in git, but the agent that connected runs processes.
+  const snapshot = pool(
+    [cluster("mixed", { runtime: "kubernetes", agentRuntime: "process" })],
+    [node("mixed", "m1")],
+  );
+  t.same(clustersOf(place(snapshot, [rawTask("r")])), { r: "mixed" });
+  t.notOk(place(snapshot, [k8sTask("a")]).placed);
+  // The agent reconnects as a kubernetes agent: the Cluster's status says so, and placement follows.
+  snapshot.setCluster(cluster("mixed", { runtime: "kubernetes", agentRuntime: "kubernetes" }));
+  t.same(clustersOf(place(snapshot, [k8sTask("a")])), { a: "mixed" });
+  t.notOk(place(snapshot, [rawTask("r")]).placed);
+});
+
+t.test("a Docker task is placed nowhere, and the message says no runtime runs Docker yet", async (t) => {
+  const snapshot = pool(
+    [cluster("k8s", { runtime: "kubernetes" }), cluster("bare", { runtime: "process" })],
+    [node("k8s", "n1"), node("bare", "m1")],
+  );
+  const docker: TaskTemplate = { name: "cam", role: "Env", agentType: "Docker", docker: { image: "cam:1" } };
+  const result = place(snapshot, [rawTask("r"), docker]);
+  t.notOk(result.placed);
+  if (result.placed) return;
+  t.equal(result.task, "cam");
+  t.equal(
+    result.message,
+    "task cam: no agent runtime runs Docker tasks yet (kubernetes runs Kubernetes tasks, process runs Raw tasks)",
+  );
 });
 
 t.test("ties go to the cluster with the most free resources, then to the first name", async (t) => {
