@@ -397,10 +397,22 @@ class JobReconcile {
     this.#rollUp(templates, current);
   }
 
-  /** Not-yet-running Tasks on a cluster Offline past the grace period are placed elsewhere. */
+  /**
+   * Not-yet-running Tasks on a cluster Offline past the grace period are placed elsewhere, unless
+   * the Job has no Domain and another of its tasks runs there.
+   */
   async #handleOfflineClusters(current: Map<string, Task>): Promise<void> {
     const { now, grace } = this.#d;
     const stranded: string[] = [];
+    // Without a Domain a task cannot leave the cluster where the rest of its Job runs.
+    const runningOn = new Map<string, string>();
+    if (!this.#job.spec.domain) {
+      for (const [template, task] of current) {
+        const cluster = clusterOfNamespace(task.metadata.namespace);
+        if (cluster && task.status?.phase === "Running" && !runningOn.has(cluster))
+          runningOn.set(cluster, template);
+      }
+    }
     for (const [template, task] of current) {
       const cluster = clusterOfNamespace(task.metadata.namespace) ?? "";
       const object = this.#d.snapshot.cluster(cluster);
@@ -415,6 +427,13 @@ class JobReconcile {
         continue;
       }
       if (started(task)) continue;
+      const anchor = runningOn.get(cluster);
+      if (anchor) {
+        stranded.push(
+          `task ${template} waits for cluster ${cluster}, which is ${state}: a Job without a Domain runs in one cluster, and task ${anchor} runs there`,
+        );
+        continue;
+      }
       const since = this.#offlineSince(cluster, object);
       const left = since + grace - now;
       if (left > 0) {
@@ -497,9 +516,19 @@ class JobReconcile {
         this.#unschedulable(error instanceof Error ? error.message : String(error));
         return;
       }
-      const result = placeJob({ tasks: wanted, clusters: snapshot.clusters() });
+      const span = Boolean(job.spec.domain);
+      // Without a Domain the rest of the run is already somewhere: the missing tasks join it.
+      const joined = span ? undefined : this.#runCluster(current, planned);
+      const clusters = joined
+        ? snapshot.clusters().filter((c) => c.name === joined.cluster)
+        : snapshot.clusters();
+      const result = placeJob({ tasks: wanted, clusters, spanClusters: span });
       if (!result.placed) {
-        this.#unschedulable(result.message);
+        this.#unschedulable(
+          joined
+            ? `${result.message}; a Job without a Domain runs in one cluster, and ${joined.tasks.join(", ")} ${joined.tasks.length === 1 ? "is" : "are"} in ${joined.cluster}`
+            : result.message,
+        );
         return;
       }
       for (const p of result.tasks) {
@@ -529,6 +558,25 @@ class JobReconcile {
       this.#creates.push({ template, cluster, object });
       current.set(template.name, object);
     }
+  }
+
+  /**
+   * The cluster a Job without a Domain already runs in: where its live Tasks of this run (or its
+   * held plans) are. Finished Tasks do not hold the Job there.
+   */
+  #runCluster(
+    current: Map<string, Task>,
+    planned: Map<string, string>,
+  ): { cluster: string; tasks: string[] } | undefined {
+    const where = new Map<string, string[]>();
+    const add = (cluster: string, task: string) => where.set(cluster, [...(where.get(cluster) ?? []), task]);
+    for (const [template, task] of current) {
+      const cluster = clusterOfNamespace(task.metadata.namespace);
+      if (cluster && !isTerminal(task.status?.phase)) add(cluster, template);
+    }
+    for (const [template, cluster] of planned) add(cluster, template);
+    const [first] = [...where].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return first ? { cluster: first[0], tasks: first[1].sort() } : undefined;
   }
 
   #holdPlan(template: TaskTemplate, cluster: string): void {

@@ -1,7 +1,7 @@
 import t from "tap";
 import type { Task } from "../../../operators/api/index.ts";
 import { waitFor } from "../../helpers/wait-for.ts";
-import { cluster, job, k8sTask, node } from "../placement/fixtures.ts";
+import { job as anyJob, cluster, k8sTask, node } from "../placement/fixtures.ts";
 import {
   getJob,
   type Hub,
@@ -31,6 +31,11 @@ async function pool(hub: Hub): Promise<void> {
     }),
   );
 }
+
+// The GPU task and the robot task live in different clusters: these Jobs have a Domain so they may
+// span them (a Job without one runs in one cluster).
+const job = (...[name, tasks, extra]: Parameters<typeof anyJob>) =>
+  anyJob(name, tasks, { domain: "lab", ...extra });
 
 const train = (kind: "Job" | "Deployment" = "Job") =>
   k8sTask("trainer", { kind, nodeSelector: { "nvidia.com/gpu": "true" }, limits: { "nvidia.com/gpu": "1" } });

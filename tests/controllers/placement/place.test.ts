@@ -21,8 +21,13 @@ function pool(clusters: Cluster[], nodes: Node[]): PlacementSnapshot {
   return snapshot;
 }
 
-function place(snapshot: PlacementSnapshot, templates: TaskTemplate[]): PlacementResult {
-  return placeJob({ tasks: templates.map(placementTask), clusters: snapshot.clusters() });
+/** `domain`: the Job has one, so its tasks may span clusters. */
+function place(snapshot: PlacementSnapshot, templates: TaskTemplate[], domain = false): PlacementResult {
+  return placeJob({
+    tasks: templates.map(placementTask),
+    clusters: snapshot.clusters(),
+    spanClusters: domain,
+  });
 }
 
 function clustersOf(result: PlacementResult): Record<string, string> {
@@ -42,25 +47,70 @@ const robotPolicy = () =>
     requests: { cpu: "2", memory: "4Gi" },
   });
 
+const beijingAndEdge = () =>
+  pool(
+    [cluster("beijing"), cluster("shanghai-edge", { labels: { "rlark.io/city": "shanghai" } })],
+    [
+      gpuNode("beijing", "gpu-node-01", "8"),
+      node("beijing", "cpu-node-01"),
+      node("shanghai-edge", "arm-01", {
+        labels: { "rlark.io/node-category-robot": "true" },
+        allocatable: { cpu: "8", memory: "16Gi" },
+      }),
+    ],
+  );
+
 t.test(
-  "a Job's tasks land in different clusters: the GPU task in beijing, the robot task at the edge",
+  "a Job with a Domain spans clusters: the GPU task in beijing, the robot task at the edge",
   async (t) => {
-    const snapshot = pool(
-      [cluster("beijing"), cluster("shanghai-edge", { labels: { "rlark.io/city": "shanghai" } })],
-      [
-        gpuNode("beijing", "gpu-node-01", "8"),
-        node("beijing", "cpu-node-01"),
-        node("shanghai-edge", "arm-01", {
-          labels: { "rlark.io/node-category-robot": "true" },
-          allocatable: { cpu: "8", memory: "16Gi" },
-        }),
-      ],
-    );
-    const result = place(snapshot, [gpuTraining(), robotPolicy()]);
+    const result = place(beijingAndEdge(), [gpuTraining(), robotPolicy()], true);
     t.same(clustersOf(result), { "actor-head": "beijing", policy: "shanghai-edge" });
     t.ok(result.placed && result.tasks[0]?.nodes.some((n) => n.node === "gpu-node-01"));
   },
 );
+
+t.test("a Job without a Domain is never split: every task in one cluster, or none placed", async (t) => {
+  const result = place(beijingAndEdge(), [gpuTraining(), robotPolicy()]);
+  t.equal(result.placed, false, "the GPU task and the robot task have no cluster in common");
+  if (result.placed) return;
+  t.equal(result.reason, "Unschedulable");
+  t.equal(
+    result.message,
+    "no single Online cluster has room for every task, and a Job without a Domain runs all its tasks in one cluster (beijing: task policy: none of 2 nodes match the nodeSelector; shanghai-edge: task actor-head: none of 1 nodes match the nodeSelector)",
+  );
+
+  // Two tasks that fit in either cluster go to the same one, even when each alone would pick
+  // the cluster with more room.
+  const snapshot = pool(
+    [cluster("big"), cluster("small")],
+    [node("big", "n", { allocatable: { cpu: "10" } }), node("small", "n", { allocatable: { cpu: "9" } })],
+  );
+  const two = [k8sTask("head", { requests: { cpu: "5" } }), k8sTask("worker", { requests: { cpu: "4" } })];
+  t.same(clustersOf(place(snapshot, two)), { head: "big", worker: "big" });
+  t.same(
+    clustersOf(place(snapshot, two, true)),
+    { head: "big", worker: "small" },
+    "with a Domain: most free",
+  );
+
+  // When the first choice cannot take the rest, the next cluster that takes them all is chosen.
+  const pinned = [
+    k8sTask("head", { requests: { cpu: "5" } }),
+    k8sTask("worker", { requests: { cpu: "5" }, clusterSelector: { matchLabels: { zone: "s" } } }),
+  ];
+  const labelled = pool(
+    [cluster("big"), cluster("small", { labels: { zone: "s" } })],
+    [node("big", "n", { allocatable: { cpu: "64" } }), node("small", "n", { allocatable: { cpu: "10" } })],
+  );
+  t.same(clustersOf(place(labelled, pinned)), { head: "small", worker: "small" });
+
+  // A task that fits nowhere at all is named as such, not as a single-cluster problem.
+  const nowhere = place(labelled, [k8sTask("huge", { requests: { cpu: "100" } }), k8sTask("x")]);
+  t.match(
+    !nowhere.placed && nowhere.message,
+    /^task huge: no Online cluster has a schedulable node with 100 cpu/,
+  );
+});
 
 t.test("gang refusal: when one task fits and the other does not, neither is placed", async (t) => {
   const snapshot = pool([cluster("beijing")], [gpuNode("beijing", "gpu-node-01", "8")]);
@@ -267,10 +317,14 @@ t.test("when the first choice for one task starves a later one, another choice i
     [cluster("x", { labels: { zone: "x" } }), cluster("y")],
     [node("x", "n", { allocatable: { cpu: "10" } }), node("y", "n", { allocatable: { cpu: "6" } })],
   );
-  const result = place(snapshot, [
-    k8sTask("big", { requests: { cpu: "6" } }),
-    k8sTask("only-x", { requests: { cpu: "6" }, clusterSelector: { matchLabels: { zone: "x" } } }),
-  ]);
+  const result = place(
+    snapshot,
+    [
+      k8sTask("big", { requests: { cpu: "6" } }),
+      k8sTask("only-x", { requests: { cpu: "6" }, clusterSelector: { matchLabels: { zone: "x" } } }),
+    ],
+    true,
+  );
   t.same(clustersOf(result), { big: "y", "only-x": "x" });
 });
 
