@@ -390,3 +390,42 @@ t.test(
     );
   },
 );
+
+t.test(
+  "without a Domain the rest of a run waits for the cluster its head is in, rather than going elsewhere",
+  async (t) => {
+    const clock = new FakeClock(Date.UTC(2026, 10, 29, 12, 0, 0));
+    const hub = await startHub(t, { clock, offlineGracePeriod: 300_000 });
+    await hub.store.create(cluster("alpha"));
+    await hub.store.create(node("alpha", "a1", { allocatable: { cpu: "64", memory: "256Gi" } }));
+    await hub.store.create(cluster("beta"));
+    await hub.store.create(node("beta", "b1", { allocatable: { cpu: "16", memory: "64Gi" } }));
+    const head = k8sTask("actor-head", { kind: "Deployment", requests: { cpu: "1" }, head: true });
+    const worker = k8sTask("worker", { kind: "Deployment", requests: { cpu: "1" } });
+    await hub.store.create(job("ray", [head, worker]));
+    await waitForJob(hub.store, "ray", "the worker planned on alpha", (x) =>
+      Boolean(
+        x.status?.tasks?.some((s) => s.name === "worker" && s.phase === "Scheduled" && s.cluster === "alpha"),
+      ),
+    );
+    // alpha drops before the head runs; within the grace period the head stays there.
+    await modify<Cluster>(
+      hub.store,
+      "Cluster",
+      "",
+      "alpha",
+      (c) => {
+        c.status = { phase: "Offline", lastTransitionTime: new Date(clock.now()).toISOString() };
+      },
+      { status: true },
+    );
+    const j = await waitForJob(hub.store, "ray", "the worker waits", (x) => scheduled(x)?.status === "False");
+    t.match(scheduled(j)?.message, /a Job without a Domain runs in one cluster, and actor-head is in alpha$/);
+    const tasks = await tasksOf(hub.store, "ray");
+    t.same(
+      tasks.map((x) => `${x.metadata.namespace}/${x.spec.task}`),
+      ["agent-alpha/actor-head"],
+      "nothing goes to beta",
+    );
+  },
+);
