@@ -45,6 +45,10 @@ export interface ClusterStatus {
   lastTransitionTime?: Time;
   /** Version of the connected agent. */
   agentVersion?: string;
+  /** The runtime the connected agent announced in its hello; placement sends a task only where it runs the task's agentType. */
+  runtime?: "kubernetes" | "process";
+  /** Identifies one start of the connected agent. */
+  bootId?: string;
   /** Kubernetes version, for runtime kubernetes. */
   kubernetesVersion?: string;
   /** When the last heartbeat arrived. */

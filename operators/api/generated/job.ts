@@ -96,7 +96,7 @@ export interface JobEvent {
   message: string;
 }
 
-/** The outcome of an earlier run, kept when a terminal Job is started again. */
+/** The outcome of an earlier run, kept when the Job starts a new run. */
 export interface JobRunRecord {
   /** Run number. */
   run: number;
@@ -106,6 +106,8 @@ export interface JobRunRecord {
   startTime?: Time;
   /** When that run ended. */
   completionTime?: Time;
+  /** Why that run ended and the next began: spec changed, the rlinf.io/run annotation changed, or started again after a stop. */
+  reason?: string;
   /** Final task states of that run. */
   tasks?: JobTaskStatus[];
 }
@@ -118,6 +120,8 @@ export interface JobStatus {
   run?: number;
   /** The rlinf.io/run annotation the current run answers; a change starts a fresh run. */
   runAnnotation?: string;
+  /** Digest of the task templates (with the Job's domain and sshPublicKey) the current run was started from; a change starts a fresh run. */
+  specHash?: string;
   /** When the current run started. */
   startTime?: Time;
   /** When the current run ended. */

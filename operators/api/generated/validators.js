@@ -3,7 +3,7 @@ import { createRequire } from "node:module";
 const require = createRequire(import.meta.url);
 
 export const Job = validate52;
-const schema19 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/job.schema.json","title":"Job","description":"One training run: task templates placed on clusters, a Domain for their network, and a stop switch. Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Job","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the name prefixes every Task name (`<job>-<task>`).","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Job name."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: Jobs are cluster-scoped."}}},"spec":{"$ref":"#/$defs/JobSpec","description":"Desired state."},"status":{"$ref":"#/$defs/JobStatus","description":"Observed state, written by the hub."}},"$defs":{"JobSpec":{"description":"What a Job runs.","type":"object","additionalProperties":false,"required":["tasks"],"properties":{"domain":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the Domain whose virtual network the Job's pods join."},"stopped":{"type":"boolean","default":false,"description":"true stops the Job (Tasks, workloads and task PVCs are removed, the Job stays); clearing it starts a fresh run."},"sshPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Public key injected into every task's workloads (a task's own sshPublicKey wins)."},"tasks":{"type":"array","minItems":1,"description":"Task templates; each becomes a Task named `<job>-<task>`.","items":{"$ref":"#/$defs/TaskTemplate"}}}},"TaskTemplate":{"description":"One role of a Job, instantiated as a Task on one cluster.","type":"object","additionalProperties":false,"required":["name","role","agentType"],"allOf":[{"$ref":"common.schema.json#/$defs/ExactlyOneRuntime"}],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Task name, unique in the Job."},"head":{"type":"boolean","default":false,"description":"true for the Job's main task (at most one)."},"role":{"$ref":"common.schema.json#/$defs/Role","description":"Training role."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"Runtime; selects the kubernetes, docker or raw section."},"nodeSelector":{"$ref":"common.schema.json#/$defs/NodeSelector","description":"Node labels required on the node the task runs on."},"clusterSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Selects the Clusters (by their labels) placement may choose from; default: any."},"annotations":{"$ref":"common.schema.json#/$defs/TaskAnnotations","description":"Annotations copied to the Task, including the Ray keys."},"sshPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Public key injected into this task's workloads."},"kubernetes":{"$ref":"common.schema.json#/$defs/KubernetesRuntime","description":"For agentType Kubernetes: the workload."},"raw":{"$ref":"common.schema.json#/$defs/RawRuntime","description":"For agentType Raw: the process."},"docker":{"$ref":"common.schema.json#/$defs/DockerRuntime","description":"For agentType Docker: the container."}}},"JobPhase":{"description":"Lifecycle phase of a Job.","enum":["Pending","Running","Succeeded","Failed","Stopping","Stopped"]},"JobTaskStatus":{"description":"Observed state of one task of a run.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Task template name."},"phase":{"enum":["Pending","Scheduled","Running","Succeeded","Failed","Stopping","Stopped","Unknown"],"description":"Phase of the task."},"cluster":{"type":"string","description":"Cluster the task was placed on."},"taskName":{"type":"string","description":"Name of the Task object (`<job>-<task>`)."},"replicas":{"type":"integer","minimum":0,"description":"Desired replicas."},"readyReplicas":{"type":"integer","minimum":0,"description":"Ready replicas."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task started running."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task finished."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code reported for a finished or failed task."}}},"JobEvent":{"description":"One lifecycle event of a Job, as a Kubernetes Event would record it.","type":"object","additionalProperties":false,"required":["time","type","reason","message"],"properties":{"time":{"$ref":"common.schema.json#/$defs/Time","description":"When it happened."},"type":{"enum":["Normal","Warning"],"description":"Warning when it needs attention."},"reason":{"type":"string","description":"Machine-readable CamelCase reason."},"run":{"type":"integer","minimum":0,"description":"The run it belongs to."},"message":{"type":"string","description":"Human-readable detail."}}},"JobRunRecord":{"description":"The outcome of an earlier run, kept when a terminal Job is started again.","type":"object","additionalProperties":false,"required":["run","phase"],"properties":{"run":{"type":"integer","minimum":1,"description":"Run number."},"phase":{"$ref":"#/$defs/JobPhase","description":"Final phase of that run."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When that run started."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When that run ended."},"tasks":{"type":"array","description":"Final task states of that run.","items":{"$ref":"#/$defs/JobTaskStatus"}}}},"JobStatus":{"description":"Observed state of a Job.","type":"object","additionalProperties":false,"properties":{"phase":{"$ref":"#/$defs/JobPhase","description":"Current phase."},"run":{"type":"integer","minimum":0,"description":"Number of the current run, counted from 1."},"runAnnotation":{"type":"string","description":"The rlinf.io/run annotation the current run answers; a change starts a fresh run."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run started."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run ended."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"tasks":{"type":"array","description":"State of each task of the current run.","items":{"$ref":"#/$defs/JobTaskStatus"}},"conditions":{"type":"array","description":"Conditions (Placed, Ready, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}},"history":{"type":"array","description":"Earlier runs, oldest first.","items":{"$ref":"#/$defs/JobRunRecord"}},"events":{"type":"array","description":"The latest lifecycle events (at most 20), oldest first: what happened and why.","items":{"$ref":"#/$defs/JobEvent"}}}}}};
+const schema19 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/job.schema.json","title":"Job","description":"One training run: task templates placed on clusters, a Domain for their network, and a stop switch. Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Job","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the name prefixes every Task name (`<job>-<task>`).","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Job name."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: Jobs are cluster-scoped."}}},"spec":{"$ref":"#/$defs/JobSpec","description":"Desired state."},"status":{"$ref":"#/$defs/JobStatus","description":"Observed state, written by the hub."}},"$defs":{"JobSpec":{"description":"What a Job runs.","type":"object","additionalProperties":false,"required":["tasks"],"properties":{"domain":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the Domain whose virtual network the Job's pods join."},"stopped":{"type":"boolean","default":false,"description":"true stops the Job (Tasks, workloads and task PVCs are removed, the Job stays); clearing it starts a fresh run."},"sshPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Public key injected into every task's workloads (a task's own sshPublicKey wins)."},"tasks":{"type":"array","minItems":1,"description":"Task templates; each becomes a Task named `<job>-<task>`.","items":{"$ref":"#/$defs/TaskTemplate"}}}},"TaskTemplate":{"description":"One role of a Job, instantiated as a Task on one cluster.","type":"object","additionalProperties":false,"required":["name","role","agentType"],"allOf":[{"$ref":"common.schema.json#/$defs/ExactlyOneRuntime"}],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Task name, unique in the Job."},"head":{"type":"boolean","default":false,"description":"true for the Job's main task (at most one)."},"role":{"$ref":"common.schema.json#/$defs/Role","description":"Training role."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"Runtime; selects the kubernetes, docker or raw section."},"nodeSelector":{"$ref":"common.schema.json#/$defs/NodeSelector","description":"Node labels required on the node the task runs on."},"clusterSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Selects the Clusters (by their labels) placement may choose from; default: any."},"annotations":{"$ref":"common.schema.json#/$defs/TaskAnnotations","description":"Annotations copied to the Task, including the Ray keys."},"sshPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Public key injected into this task's workloads."},"kubernetes":{"$ref":"common.schema.json#/$defs/KubernetesRuntime","description":"For agentType Kubernetes: the workload."},"raw":{"$ref":"common.schema.json#/$defs/RawRuntime","description":"For agentType Raw: the process."},"docker":{"$ref":"common.schema.json#/$defs/DockerRuntime","description":"For agentType Docker: the container."}}},"JobPhase":{"description":"Lifecycle phase of a Job.","enum":["Pending","Running","Succeeded","Failed","Stopping","Stopped"]},"JobTaskStatus":{"description":"Observed state of one task of a run.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Task template name."},"phase":{"enum":["Pending","Scheduled","Running","Succeeded","Failed","Stopping","Stopped","Unknown"],"description":"Phase of the task."},"cluster":{"type":"string","description":"Cluster the task was placed on."},"taskName":{"type":"string","description":"Name of the Task object (`<job>-<task>`)."},"replicas":{"type":"integer","minimum":0,"description":"Desired replicas."},"readyReplicas":{"type":"integer","minimum":0,"description":"Ready replicas."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task started running."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task finished."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code reported for a finished or failed task."}}},"JobEvent":{"description":"One lifecycle event of a Job, as a Kubernetes Event would record it.","type":"object","additionalProperties":false,"required":["time","type","reason","message"],"properties":{"time":{"$ref":"common.schema.json#/$defs/Time","description":"When it happened."},"type":{"enum":["Normal","Warning"],"description":"Warning when it needs attention."},"reason":{"type":"string","description":"Machine-readable CamelCase reason."},"run":{"type":"integer","minimum":0,"description":"The run it belongs to."},"message":{"type":"string","description":"Human-readable detail."}}},"JobRunRecord":{"description":"The outcome of an earlier run, kept when the Job starts a new run.","type":"object","additionalProperties":false,"required":["run","phase"],"properties":{"run":{"type":"integer","minimum":1,"description":"Run number."},"phase":{"$ref":"#/$defs/JobPhase","description":"Final phase of that run."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When that run started."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When that run ended."},"reason":{"type":"string","description":"Why that run ended and the next began: spec changed, the rlinf.io/run annotation changed, or started again after a stop."},"tasks":{"type":"array","description":"Final task states of that run.","items":{"$ref":"#/$defs/JobTaskStatus"}}}},"JobStatus":{"description":"Observed state of a Job.","type":"object","additionalProperties":false,"properties":{"phase":{"$ref":"#/$defs/JobPhase","description":"Current phase."},"run":{"type":"integer","minimum":0,"description":"Number of the current run, counted from 1."},"runAnnotation":{"type":"string","description":"The rlinf.io/run annotation the current run answers; a change starts a fresh run."},"specHash":{"type":"string","description":"Digest of the task templates (with the Job's domain and sshPublicKey) the current run was started from; a change starts a fresh run."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run started."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run ended."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"tasks":{"type":"array","description":"State of each task of the current run.","items":{"$ref":"#/$defs/JobTaskStatus"}},"conditions":{"type":"array","description":"Conditions (Placed, Ready, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}},"history":{"type":"array","description":"Earlier runs, oldest first.","items":{"$ref":"#/$defs/JobRunRecord"}},"events":{"type":"array","description":"The latest lifecycle events (at most 20), oldest first: what happened and why.","items":{"$ref":"#/$defs/JobEvent"}}}}}};
 const schema21 = {"description":"Standard object metadata. name, namespace, labels and annotations come from the manifest; the other fields are set by the store.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Name, unique per kind (and namespace for namespaced kinds)."},"namespace":{"type":"string","description":"Namespace; `agent-<cluster>` for objects placed on a cluster."},"labels":{"$ref":"#/$defs/Labels","description":"Identifying key/value pairs; selectors match them."},"annotations":{"$ref":"#/$defs/Annotations","description":"Non-identifying key/value metadata."},"uid":{"type":"string","description":"Unique id assigned by the store at creation."},"resourceVersion":{"type":"string","description":"Opaque version assigned by the store on every write, for optimistic concurrency."},"generation":{"type":"integer","minimum":0,"description":"Incremented by the store on every change of spec."},"creationTimestamp":{"$ref":"#/$defs/Time","description":"When the store created the object."},"deletionTimestamp":{"$ref":"#/$defs/Time","description":"When deletion was requested; the object goes once its finalizers are gone."},"ownerReferences":{"type":"array","description":"Objects this object belongs to (a Task's Job, a Job's Workflow).","items":{"$ref":"#/$defs/OwnerReference"}},"finalizers":{"type":"array","description":"Controllers that must clean up before the object is deleted.","items":{"type":"string","description":"A finalizer name."}},"managedFields":{"type":"array","description":"Field ownership recorded by a Kubernetes apiserver (the Kubernetes store backend); opaque to RLark.","items":{"type":"object","description":"One manager's fields.","x-rlark-free-form":true}}}};
 const func1 = Object.prototype.hasOwnProperty;
 const schema22 = {"description":"Labels: identifying key/value pairs that selectors match.","type":"object","propertyNames":{"$ref":"#/$defs/LabelKey"},"additionalProperties":{"$ref":"#/$defs/LabelValue"}};
@@ -2893,7 +2893,7 @@ return errors === 0;
 }
 validate74.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema47 = {"description":"Observed state of a Job.","type":"object","additionalProperties":false,"properties":{"phase":{"$ref":"#/$defs/JobPhase","description":"Current phase."},"run":{"type":"integer","minimum":0,"description":"Number of the current run, counted from 1."},"runAnnotation":{"type":"string","description":"The rlinf.io/run annotation the current run answers; a change starts a fresh run."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run started."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run ended."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"tasks":{"type":"array","description":"State of each task of the current run.","items":{"$ref":"#/$defs/JobTaskStatus"}},"conditions":{"type":"array","description":"Conditions (Placed, Ready, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}},"history":{"type":"array","description":"Earlier runs, oldest first.","items":{"$ref":"#/$defs/JobRunRecord"}},"events":{"type":"array","description":"The latest lifecycle events (at most 20), oldest first: what happened and why.","items":{"$ref":"#/$defs/JobEvent"}}}};
+const schema47 = {"description":"Observed state of a Job.","type":"object","additionalProperties":false,"properties":{"phase":{"$ref":"#/$defs/JobPhase","description":"Current phase."},"run":{"type":"integer","minimum":0,"description":"Number of the current run, counted from 1."},"runAnnotation":{"type":"string","description":"The rlinf.io/run annotation the current run answers; a change starts a fresh run."},"specHash":{"type":"string","description":"Digest of the task templates (with the Job's domain and sshPublicKey) the current run was started from; a change starts a fresh run."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run started."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run ended."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"tasks":{"type":"array","description":"State of each task of the current run.","items":{"$ref":"#/$defs/JobTaskStatus"}},"conditions":{"type":"array","description":"Conditions (Placed, Ready, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}},"history":{"type":"array","description":"Earlier runs, oldest first.","items":{"$ref":"#/$defs/JobRunRecord"}},"events":{"type":"array","description":"The latest lifecycle events (at most 20), oldest first: what happened and why.","items":{"$ref":"#/$defs/JobEvent"}}}};
 const schema48 = {"description":"Lifecycle phase of a Job.","enum":["Pending","Running","Succeeded","Failed","Stopping","Stopped"]};
 
 function validate120(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -3325,7 +3325,7 @@ return errors === 0;
 }
 validate129.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema52 = {"description":"The outcome of an earlier run, kept when a terminal Job is started again.","type":"object","additionalProperties":false,"required":["run","phase"],"properties":{"run":{"type":"integer","minimum":1,"description":"Run number."},"phase":{"$ref":"#/$defs/JobPhase","description":"Final phase of that run."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When that run started."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When that run ended."},"tasks":{"type":"array","description":"Final task states of that run.","items":{"$ref":"#/$defs/JobTaskStatus"}}}};
+const schema52 = {"description":"The outcome of an earlier run, kept when the Job starts a new run.","type":"object","additionalProperties":false,"required":["run","phase"],"properties":{"run":{"type":"integer","minimum":1,"description":"Run number."},"phase":{"$ref":"#/$defs/JobPhase","description":"Final phase of that run."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When that run started."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When that run ended."},"reason":{"type":"string","description":"Why that run ended and the next began: spec changed, the rlinf.io/run annotation changed, or started again after a stop."},"tasks":{"type":"array","description":"Final task states of that run.","items":{"$ref":"#/$defs/JobTaskStatus"}}}};
 
 function validate133(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -3359,7 +3359,7 @@ vErrors.push(err1);
 errors++;
 }
 for(const key0 in data){
-if(!(((((key0 === "run") || (key0 === "phase")) || (key0 === "startTime")) || (key0 === "completionTime")) || (key0 === "tasks"))){
+if(!((((((key0 === "run") || (key0 === "phase")) || (key0 === "startTime")) || (key0 === "completionTime")) || (key0 === "reason")) || (key0 === "tasks"))){
 const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema52,data};
 if(vErrors === null){
 vErrors = [err2];
@@ -3413,19 +3413,10 @@ vErrors = vErrors === null ? validate122.errors : vErrors.concat(validate122.err
 errors = vErrors.length;
 }
 }
-if(data.tasks !== undefined){
-let data4 = data.tasks;
-if(Array.isArray(data4)){
-const len0 = data4.length;
-for(let i0=0; i0<len0; i0++){
-if(!(validate125(data4[i0], {instancePath:instancePath+"/tasks/" + i0,parentData:data4,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate125.errors : vErrors.concat(validate125.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err5 = {instancePath:instancePath+"/tasks",schemaPath:"#/properties/tasks/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema52.properties.tasks.type,parentSchema:schema52.properties.tasks,data:data4};
+if(data.reason !== undefined){
+let data4 = data.reason;
+if(typeof data4 !== "string"){
+const err5 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema52.properties.reason.type,parentSchema:schema52.properties.reason,data:data4};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -3435,14 +3426,36 @@ vErrors.push(err5);
 errors++;
 }
 }
+if(data.tasks !== undefined){
+let data5 = data.tasks;
+if(Array.isArray(data5)){
+const len0 = data5.length;
+for(let i0=0; i0<len0; i0++){
+if(!(validate125(data5[i0], {instancePath:instancePath+"/tasks/" + i0,parentData:data5,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate125.errors : vErrors.concat(validate125.errors);
+errors = vErrors.length;
+}
+}
 }
 else {
-const err6 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema52.type,parentSchema:schema52,data};
+const err6 = {instancePath:instancePath+"/tasks",schemaPath:"#/properties/tasks/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema52.properties.tasks.type,parentSchema:schema52.properties.tasks,data:data5};
 if(vErrors === null){
 vErrors = [err6];
 }
 else {
 vErrors.push(err6);
+}
+errors++;
+}
+}
+}
+else {
+const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema52.type,parentSchema:schema52,data};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
 }
 errors++;
 }
@@ -3670,6 +3683,19 @@ vErrors.push(err3);
 errors++;
 }
 }
+if(data.specHash !== undefined){
+let data3 = data.specHash;
+if(typeof data3 !== "string"){
+const err4 = {instancePath:instancePath+"/specHash",schemaPath:"#/properties/specHash/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema47.properties.specHash.type,parentSchema:schema47.properties.specHash,data:data3};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
 if(data.startTime !== undefined){
 if(!(validate122(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate122.errors : vErrors.concat(validate122.errors);
@@ -3683,20 +3709,9 @@ errors = vErrors.length;
 }
 }
 if(data.observedGeneration !== undefined){
-let data5 = data.observedGeneration;
-if(!(((typeof data5 == "number") && (!(data5 % 1) && !isNaN(data5))) && (isFinite(data5)))){
-const err4 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema47.properties.observedGeneration.type,parentSchema:schema47.properties.observedGeneration,data:data5};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-if((typeof data5 == "number") && (isFinite(data5))){
-if(data5 < 0 || isNaN(data5)){
-const err5 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema47.properties.observedGeneration,data:data5};
+let data6 = data.observedGeneration;
+if(!(((typeof data6 == "number") && (!(data6 % 1) && !isNaN(data6))) && (isFinite(data6)))){
+const err5 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema47.properties.observedGeneration.type,parentSchema:schema47.properties.observedGeneration,data:data6};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -3705,21 +3720,9 @@ vErrors.push(err5);
 }
 errors++;
 }
-}
-}
-if(data.tasks !== undefined){
-let data6 = data.tasks;
-if(Array.isArray(data6)){
-const len0 = data6.length;
-for(let i0=0; i0<len0; i0++){
-if(!(validate125(data6[i0], {instancePath:instancePath+"/tasks/" + i0,parentData:data6,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate125.errors : vErrors.concat(validate125.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err6 = {instancePath:instancePath+"/tasks",schemaPath:"#/properties/tasks/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema47.properties.tasks.type,parentSchema:schema47.properties.tasks,data:data6};
+if((typeof data6 == "number") && (isFinite(data6))){
+if(data6 < 0 || isNaN(data6)){
+const err6 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema47.properties.observedGeneration,data:data6};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -3729,19 +3732,20 @@ vErrors.push(err6);
 errors++;
 }
 }
-if(data.conditions !== undefined){
-let data8 = data.conditions;
-if(Array.isArray(data8)){
-const len1 = data8.length;
-for(let i1=0; i1<len1; i1++){
-if(!(validate129(data8[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data8,parentDataProperty:i1,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate129.errors : vErrors.concat(validate129.errors);
+}
+if(data.tasks !== undefined){
+let data7 = data.tasks;
+if(Array.isArray(data7)){
+const len0 = data7.length;
+for(let i0=0; i0<len0; i0++){
+if(!(validate125(data7[i0], {instancePath:instancePath+"/tasks/" + i0,parentData:data7,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate125.errors : vErrors.concat(validate125.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err7 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema47.properties.conditions.type,parentSchema:schema47.properties.conditions,data:data8};
+const err7 = {instancePath:instancePath+"/tasks",schemaPath:"#/properties/tasks/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema47.properties.tasks.type,parentSchema:schema47.properties.tasks,data:data7};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -3751,19 +3755,19 @@ vErrors.push(err7);
 errors++;
 }
 }
-if(data.history !== undefined){
-let data10 = data.history;
-if(Array.isArray(data10)){
-const len2 = data10.length;
-for(let i2=0; i2<len2; i2++){
-if(!(validate133(data10[i2], {instancePath:instancePath+"/history/" + i2,parentData:data10,parentDataProperty:i2,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate133.errors : vErrors.concat(validate133.errors);
+if(data.conditions !== undefined){
+let data9 = data.conditions;
+if(Array.isArray(data9)){
+const len1 = data9.length;
+for(let i1=0; i1<len1; i1++){
+if(!(validate129(data9[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data9,parentDataProperty:i1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate129.errors : vErrors.concat(validate129.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err8 = {instancePath:instancePath+"/history",schemaPath:"#/properties/history/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema47.properties.history.type,parentSchema:schema47.properties.history,data:data10};
+const err8 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema47.properties.conditions.type,parentSchema:schema47.properties.conditions,data:data9};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -3773,19 +3777,19 @@ vErrors.push(err8);
 errors++;
 }
 }
-if(data.events !== undefined){
-let data12 = data.events;
-if(Array.isArray(data12)){
-const len3 = data12.length;
-for(let i3=0; i3<len3; i3++){
-if(!(validate139(data12[i3], {instancePath:instancePath+"/events/" + i3,parentData:data12,parentDataProperty:i3,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate139.errors : vErrors.concat(validate139.errors);
+if(data.history !== undefined){
+let data11 = data.history;
+if(Array.isArray(data11)){
+const len2 = data11.length;
+for(let i2=0; i2<len2; i2++){
+if(!(validate133(data11[i2], {instancePath:instancePath+"/history/" + i2,parentData:data11,parentDataProperty:i2,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate133.errors : vErrors.concat(validate133.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err9 = {instancePath:instancePath+"/events",schemaPath:"#/properties/events/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema47.properties.events.type,parentSchema:schema47.properties.events,data:data12};
+const err9 = {instancePath:instancePath+"/history",schemaPath:"#/properties/history/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema47.properties.history.type,parentSchema:schema47.properties.history,data:data11};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -3795,14 +3799,36 @@ vErrors.push(err9);
 errors++;
 }
 }
+if(data.events !== undefined){
+let data13 = data.events;
+if(Array.isArray(data13)){
+const len3 = data13.length;
+for(let i3=0; i3<len3; i3++){
+if(!(validate139(data13[i3], {instancePath:instancePath+"/events/" + i3,parentData:data13,parentDataProperty:i3,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate139.errors : vErrors.concat(validate139.errors);
+errors = vErrors.length;
+}
+}
 }
 else {
-const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema47.type,parentSchema:schema47,data};
+const err10 = {instancePath:instancePath+"/events",schemaPath:"#/properties/events/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema47.properties.events.type,parentSchema:schema47.properties.events,data:data13};
 if(vErrors === null){
 vErrors = [err10];
 }
 else {
 vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema47.type,parentSchema:schema47,data};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
 }
 errors++;
 }
@@ -7513,7 +7539,7 @@ return errors === 0;
 validate202.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const Cluster = validate232;
-const schema83 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/cluster.schema.json","title":"Cluster","description":"A registered cluster or bare machine whose agent connects to the hub; its labels (rlark.io/city, region, ...) are what clusterSelectors match. Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Cluster","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; labels such as rlark.io/city and region are matched by clusterSelectors.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","maxLength":57,"description":"Cluster name; the cluster's namespace is agent-<name>, so at most 57 characters."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: Clusters are cluster-scoped."}}},"spec":{"$ref":"#/$defs/ClusterSpec","description":"Desired state."},"status":{"$ref":"#/$defs/ClusterStatus","description":"Observed state, from the agent's heartbeats."}},"$defs":{"ClusterSpec":{"description":"How the cluster runs tasks.","type":"object","additionalProperties":false,"required":["runtime"],"properties":{"runtime":{"enum":["kubernetes","process"],"description":"kubernetes: tasks become workloads in a Kubernetes cluster; process: tasks run as local processes on the agent's machine."},"description":{"type":"string","description":"Free text for people."},"agentPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"The agent's SSH public key, pinned at enrollment; empty until the agent enrolls."}}},"Capability":{"description":"State of one component on the cluster, as reported in heartbeats.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Component name (runtime, nodeserver, device-plugin, ...)."},"process":{"enum":["STOPPED","STARTING","RUNNING","BACKOFF","FAILED"],"description":"Process state."},"health":{"enum":["STARTING","READY","DEGRADED","STOPPED","UNKNOWN"],"description":"Health state."},"message":{"type":"string","description":"Human-readable detail."}}},"ClusterStatus":{"description":"Observed state of a Cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Online","Offline"],"description":"Whether the agent's tunnel is up."},"lastTransitionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When phase last changed; Tasks not yet running on a cluster Offline longer than a grace period are placed elsewhere."},"agentVersion":{"type":"string","description":"Version of the connected agent."},"kubernetesVersion":{"type":"string","description":"Kubernetes version, for runtime kubernetes."},"lastHeartbeatTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the last heartbeat arrived."},"nodeCount":{"type":"integer","minimum":0,"description":"Nodes the agent reports."},"capabilities":{"type":"array","description":"Component states, sorted by name.","items":{"$ref":"#/$defs/Capability"}},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
+const schema83 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/cluster.schema.json","title":"Cluster","description":"A registered cluster or bare machine whose agent connects to the hub; its labels (rlark.io/city, region, ...) are what clusterSelectors match. Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Cluster","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; labels such as rlark.io/city and region are matched by clusterSelectors.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","maxLength":57,"description":"Cluster name; the cluster's namespace is agent-<name>, so at most 57 characters."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: Clusters are cluster-scoped."}}},"spec":{"$ref":"#/$defs/ClusterSpec","description":"Desired state."},"status":{"$ref":"#/$defs/ClusterStatus","description":"Observed state, from the agent's heartbeats."}},"$defs":{"ClusterSpec":{"description":"How the cluster runs tasks.","type":"object","additionalProperties":false,"required":["runtime"],"properties":{"runtime":{"enum":["kubernetes","process"],"description":"kubernetes: tasks become workloads in a Kubernetes cluster; process: tasks run as local processes on the agent's machine."},"description":{"type":"string","description":"Free text for people."},"agentPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"The agent's SSH public key, pinned at enrollment; empty until the agent enrolls."}}},"Capability":{"description":"State of one component on the cluster, as reported in heartbeats.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Component name (runtime, nodeserver, device-plugin, ...)."},"process":{"enum":["STOPPED","STARTING","RUNNING","BACKOFF","FAILED"],"description":"Process state."},"health":{"enum":["STARTING","READY","DEGRADED","STOPPED","UNKNOWN"],"description":"Health state."},"message":{"type":"string","description":"Human-readable detail."}}},"ClusterStatus":{"description":"Observed state of a Cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Online","Offline"],"description":"Whether the agent's tunnel is up."},"lastTransitionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When phase last changed; Tasks not yet running on a cluster Offline longer than a grace period are placed elsewhere."},"agentVersion":{"type":"string","description":"Version of the connected agent."},"runtime":{"enum":["kubernetes","process"],"description":"The runtime the connected agent announced in its hello; placement sends a task only where it runs the task's agentType."},"bootId":{"type":"string","description":"Identifies one start of the connected agent."},"kubernetesVersion":{"type":"string","description":"Kubernetes version, for runtime kubernetes."},"lastHeartbeatTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the last heartbeat arrived."},"nodeCount":{"type":"integer","minimum":0,"description":"Nodes the agent reports."},"capabilities":{"type":"array","description":"Component states, sorted by name.","items":{"$ref":"#/$defs/Capability"}},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
 
 function validate233(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -7962,7 +7988,7 @@ return errors === 0;
 }
 validate244.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema89 = {"description":"Observed state of a Cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Online","Offline"],"description":"Whether the agent's tunnel is up."},"lastTransitionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When phase last changed; Tasks not yet running on a cluster Offline longer than a grace period are placed elsewhere."},"agentVersion":{"type":"string","description":"Version of the connected agent."},"kubernetesVersion":{"type":"string","description":"Kubernetes version, for runtime kubernetes."},"lastHeartbeatTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the last heartbeat arrived."},"nodeCount":{"type":"integer","minimum":0,"description":"Nodes the agent reports."},"capabilities":{"type":"array","description":"Component states, sorted by name.","items":{"$ref":"#/$defs/Capability"}},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
+const schema89 = {"description":"Observed state of a Cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Online","Offline"],"description":"Whether the agent's tunnel is up."},"lastTransitionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When phase last changed; Tasks not yet running on a cluster Offline longer than a grace period are placed elsewhere."},"agentVersion":{"type":"string","description":"Version of the connected agent."},"runtime":{"enum":["kubernetes","process"],"description":"The runtime the connected agent announced in its hello; placement sends a task only where it runs the task's agentType."},"bootId":{"type":"string","description":"Identifies one start of the connected agent."},"kubernetesVersion":{"type":"string","description":"Kubernetes version, for runtime kubernetes."},"lastHeartbeatTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the last heartbeat arrived."},"nodeCount":{"type":"integer","minimum":0,"description":"Nodes the agent reports."},"capabilities":{"type":"array","description":"Component states, sorted by name.","items":{"$ref":"#/$defs/Capability"}},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
 
 function validate249(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -8321,15 +8347,41 @@ vErrors.push(err2);
 errors++;
 }
 }
-if(data.kubernetesVersion !== undefined){
-let data3 = data.kubernetesVersion;
-if(typeof data3 !== "string"){
-const err3 = {instancePath:instancePath+"/kubernetesVersion",schemaPath:"#/properties/kubernetesVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema89.properties.kubernetesVersion.type,parentSchema:schema89.properties.kubernetesVersion,data:data3};
+if(data.runtime !== undefined){
+let data3 = data.runtime;
+if(!((data3 === "kubernetes") || (data3 === "process"))){
+const err3 = {instancePath:instancePath+"/runtime",schemaPath:"#/properties/runtime/enum",keyword:"enum",params:{allowedValues: schema89.properties.runtime.enum},message:"must be equal to one of the allowed values",schema:schema89.properties.runtime.enum,parentSchema:schema89.properties.runtime,data:data3};
 if(vErrors === null){
 vErrors = [err3];
 }
 else {
 vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.bootId !== undefined){
+let data4 = data.bootId;
+if(typeof data4 !== "string"){
+const err4 = {instancePath:instancePath+"/bootId",schemaPath:"#/properties/bootId/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema89.properties.bootId.type,parentSchema:schema89.properties.bootId,data:data4};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.kubernetesVersion !== undefined){
+let data5 = data.kubernetesVersion;
+if(typeof data5 !== "string"){
+const err5 = {instancePath:instancePath+"/kubernetesVersion",schemaPath:"#/properties/kubernetesVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema89.properties.kubernetesVersion.type,parentSchema:schema89.properties.kubernetesVersion,data:data5};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
 }
 errors++;
 }
@@ -8341,43 +8393,9 @@ errors = vErrors.length;
 }
 }
 if(data.nodeCount !== undefined){
-let data5 = data.nodeCount;
-if(!(((typeof data5 == "number") && (!(data5 % 1) && !isNaN(data5))) && (isFinite(data5)))){
-const err4 = {instancePath:instancePath+"/nodeCount",schemaPath:"#/properties/nodeCount/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema89.properties.nodeCount.type,parentSchema:schema89.properties.nodeCount,data:data5};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-if((typeof data5 == "number") && (isFinite(data5))){
-if(data5 < 0 || isNaN(data5)){
-const err5 = {instancePath:instancePath+"/nodeCount",schemaPath:"#/properties/nodeCount/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema89.properties.nodeCount,data:data5};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-}
-if(data.capabilities !== undefined){
-let data6 = data.capabilities;
-if(Array.isArray(data6)){
-const len0 = data6.length;
-for(let i0=0; i0<len0; i0++){
-if(!(validate252(data6[i0], {instancePath:instancePath+"/capabilities/" + i0,parentData:data6,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate252.errors : vErrors.concat(validate252.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err6 = {instancePath:instancePath+"/capabilities",schemaPath:"#/properties/capabilities/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema89.properties.capabilities.type,parentSchema:schema89.properties.capabilities,data:data6};
+let data7 = data.nodeCount;
+if(!(((typeof data7 == "number") && (!(data7 % 1) && !isNaN(data7))) && (isFinite(data7)))){
+const err6 = {instancePath:instancePath+"/nodeCount",schemaPath:"#/properties/nodeCount/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema89.properties.nodeCount.type,parentSchema:schema89.properties.nodeCount,data:data7};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -8386,11 +8404,9 @@ vErrors.push(err6);
 }
 errors++;
 }
-}
-if(data.observedGeneration !== undefined){
-let data8 = data.observedGeneration;
-if(!(((typeof data8 == "number") && (!(data8 % 1) && !isNaN(data8))) && (isFinite(data8)))){
-const err7 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema89.properties.observedGeneration.type,parentSchema:schema89.properties.observedGeneration,data:data8};
+if((typeof data7 == "number") && (isFinite(data7))){
+if(data7 < 0 || isNaN(data7)){
+const err7 = {instancePath:instancePath+"/nodeCount",schemaPath:"#/properties/nodeCount/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema89.properties.nodeCount,data:data7};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -8399,9 +8415,21 @@ vErrors.push(err7);
 }
 errors++;
 }
-if((typeof data8 == "number") && (isFinite(data8))){
-if(data8 < 0 || isNaN(data8)){
-const err8 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema89.properties.observedGeneration,data:data8};
+}
+}
+if(data.capabilities !== undefined){
+let data8 = data.capabilities;
+if(Array.isArray(data8)){
+const len0 = data8.length;
+for(let i0=0; i0<len0; i0++){
+if(!(validate252(data8[i0], {instancePath:instancePath+"/capabilities/" + i0,parentData:data8,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate252.errors : vErrors.concat(validate252.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err8 = {instancePath:instancePath+"/capabilities",schemaPath:"#/properties/capabilities/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema89.properties.capabilities.type,parentSchema:schema89.properties.capabilities,data:data8};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -8411,20 +8439,10 @@ vErrors.push(err8);
 errors++;
 }
 }
-}
-if(data.conditions !== undefined){
-let data9 = data.conditions;
-if(Array.isArray(data9)){
-const len1 = data9.length;
-for(let i1=0; i1<len1; i1++){
-if(!(validate254(data9[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data9,parentDataProperty:i1,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate254.errors : vErrors.concat(validate254.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err9 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema89.properties.conditions.type,parentSchema:schema89.properties.conditions,data:data9};
+if(data.observedGeneration !== undefined){
+let data10 = data.observedGeneration;
+if(!(((typeof data10 == "number") && (!(data10 % 1) && !isNaN(data10))) && (isFinite(data10)))){
+const err9 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema89.properties.observedGeneration.type,parentSchema:schema89.properties.observedGeneration,data:data10};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -8433,15 +8451,49 @@ vErrors.push(err9);
 }
 errors++;
 }
-}
-}
-else {
-const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema89.type,parentSchema:schema89,data};
+if((typeof data10 == "number") && (isFinite(data10))){
+if(data10 < 0 || isNaN(data10)){
+const err10 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema89.properties.observedGeneration,data:data10};
 if(vErrors === null){
 vErrors = [err10];
 }
 else {
 vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+if(data.conditions !== undefined){
+let data11 = data.conditions;
+if(Array.isArray(data11)){
+const len1 = data11.length;
+for(let i1=0; i1<len1; i1++){
+if(!(validate254(data11[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data11,parentDataProperty:i1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate254.errors : vErrors.concat(validate254.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err11 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema89.properties.conditions.type,parentSchema:schema89.properties.conditions,data:data11};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+}
+else {
+const err12 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema89.type,parentSchema:schema89,data};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
 }
 errors++;
 }

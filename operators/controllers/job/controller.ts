@@ -3,7 +3,8 @@
 //
 //   (new) → Pending → Running → Succeeded | Failed
 //   any   → Stopping (Tasks deleted, waiting for the agents' cleanup) → Stopped
-//   Stopped + stopped cleared, or a changed rlinf.io/run annotation → Stopping → a fresh run
+//   Stopped + stopped cleared, a changed rlinf.io/run annotation, or changed task templates
+//     (spec.tasks, domain, sshPublicKey: status.specHash) → Stopping → a fresh run
 //
 // Level-triggered: every reconcile reads the Job and its Tasks and moves one step. Tasks are
 // found by label and owner uid, never remembered, so a controller killed between creating a
@@ -47,7 +48,8 @@ import {
 } from "../placement/index.ts";
 import { appendEvent, getCondition, setCondition, timestamp } from "./conditions.ts";
 import { failureMessage, type RunPhase, rollup, taskStatus } from "./rollup.ts";
-import { ownedBy, runOf, taskObject, taskSpec } from "./task-object.ts";
+import { specHash } from "./spec-hash.ts";
+import { ownedBy, runOf, taskObject } from "./task-object.ts";
 
 export interface JobControllerOptions {
   /** Default: the manager's clock. */
@@ -230,6 +232,8 @@ class JobReconcile {
       return this.#outcome;
     }
     this.#adopt();
+    // A run started before the hub recorded spec hashes answers the spec it finds.
+    if (this.#status.run && this.#status.specHash === undefined) this.#status.specHash = specHash(job);
     if (job.spec.stopped) {
       await this.#stop("Stopping", "spec.stopped is true");
     } else if (this.#restartWanted()) {
@@ -275,6 +279,7 @@ class JobReconcile {
     s.run = Math.max(...runs);
     s.phase ??= "Pending";
     s.runAnnotation = this.#runAnnotation();
+    s.specHash = specHash(this.#job);
     s.startTime ??= timestamp(this.#d.now);
   }
 
@@ -286,7 +291,23 @@ class JobReconcile {
     const s = this.#status;
     if (!s.run) return true;
     if (s.phase === "Stopped" || s.phase === "Stopping") return true;
-    return s.runAnnotation !== undefined && s.runAnnotation !== this.#runAnnotation();
+    return this.#changes().length > 0;
+  }
+
+  /** What changed since the current run started, in words. */
+  #changes(): string[] {
+    const s = this.#status;
+    const changes: string[] = [];
+    if (s.runAnnotation !== undefined && s.runAnnotation !== this.#runAnnotation()) {
+      changes.push(`the ${RUN_ANNOTATION} annotation changed to "${this.#runAnnotation()}"`);
+    }
+    if (s.specHash !== undefined && s.specHash !== specHash(this.#job)) changes.push("spec changed");
+    return changes;
+  }
+
+  /** Why the next run starts: what changed, or else a start after a stop. */
+  #restartReason(): string {
+    return this.#changes().join("; ") || "started again after a stop";
   }
 
   /** spec.stopped: delete the Tasks, wait for the agents' cleanup, then Stopped. */
@@ -318,11 +339,10 @@ class JobReconcile {
   async #cleanUp(reason: string): Promise<boolean> {
     if (this.#tasks.length === 0) return true;
     await this.#deleteTasks(this.#tasks);
-    const why =
-      this.#status.phase === "Stopped" || this.#status.phase === "Stopping"
-        ? "starting a fresh run"
-        : `the ${RUN_ANNOTATION} annotation changed to "${this.#runAnnotation()}"`;
-    this.#enterStopping(reason, `${why}; deleting the previous run's Tasks first`);
+    this.#enterStopping(
+      reason,
+      `${this.#restartReason()}: starting a fresh run; deleting the previous run's Tasks first`,
+    );
     return false;
   }
 
@@ -338,18 +358,21 @@ class JobReconcile {
 
   #startRun(): void {
     const s = this.#status;
+    const reason = s.run ? this.#restartReason() : undefined;
     if (s.run) {
       const record: JobRunRecord = {
         run: s.run,
         phase: this.#finalPhase(),
         ...(s.startTime ? { startTime: s.startTime } : {}),
         ...(s.completionTime ? { completionTime: s.completionTime } : {}),
+        ...(reason ? { reason } : {}),
         tasks: s.tasks ?? [],
       };
       s.history = [...(s.history ?? []), record].slice(-HISTORY_LIMIT);
     }
     s.run = (s.run ?? 0) + 1;
     s.runAnnotation = this.#runAnnotation();
+    s.specHash = specHash(this.#job);
     s.phase = "Pending";
     s.startTime = timestamp(this.#d.now);
     delete s.completionTime;
@@ -360,7 +383,7 @@ class JobReconcile {
       phase: "Pending",
     }));
     this.#releasePlans(this.#job.metadata.name);
-    this.#event("Normal", "RunStarted", `run ${s.run} started`);
+    this.#event("Normal", "RunStarted", reason ? `run ${s.run} started: ${reason}` : `run ${s.run} started`);
   }
 
   /** How the current run ended, for history: its outcome if it had one, else Stopped. */
@@ -391,16 +414,27 @@ class JobReconcile {
 
     if (!isTerminal(s.phase)) {
       await this.#handleOfflineClusters(current);
-      await this.#syncSpecs(templates, current, run);
       await this.#placeAndCreate(templates, current, run);
     }
     this.#rollUp(templates, current);
   }
 
-  /** Not-yet-running Tasks on a cluster Offline past the grace period are placed elsewhere. */
+  /**
+   * Not-yet-running Tasks on a cluster Offline past the grace period are placed elsewhere, unless
+   * the Job has no Domain and another of its tasks runs there.
+   */
   async #handleOfflineClusters(current: Map<string, Task>): Promise<void> {
     const { now, grace } = this.#d;
     const stranded: string[] = [];
+    // Without a Domain a task cannot leave the cluster where the rest of its Job runs.
+    const runningOn = new Map<string, string>();
+    if (!this.#job.spec.domain) {
+      for (const [template, task] of current) {
+        const cluster = clusterOfNamespace(task.metadata.namespace);
+        if (cluster && task.status?.phase === "Running" && !runningOn.has(cluster))
+          runningOn.set(cluster, template);
+      }
+    }
     for (const [template, task] of current) {
       const cluster = clusterOfNamespace(task.metadata.namespace) ?? "";
       const object = this.#d.snapshot.cluster(cluster);
@@ -415,6 +449,13 @@ class JobReconcile {
         continue;
       }
       if (started(task)) continue;
+      const anchor = runningOn.get(cluster);
+      if (anchor) {
+        stranded.push(
+          `task ${template} waits for cluster ${cluster}, which is ${state}: a Job without a Domain runs in one cluster, and task ${anchor} runs there`,
+        );
+        continue;
+      }
       const since = this.#offlineSince(cluster, object);
       const left = since + grace - now;
       if (left > 0) {
@@ -447,21 +488,6 @@ class JobReconcile {
     if (noticed !== undefined) return noticed;
     this.#d.offlineNoticed.set(name, this.#d.now);
     return this.#d.now;
-  }
-
-  /** A template edited in git reaches its existing Task (placement stays as it was). */
-  async #syncSpecs(
-    templates: readonly TaskTemplate[],
-    current: Map<string, Task>,
-    run: number,
-  ): Promise<void> {
-    for (const template of templates) {
-      const task = current.get(template.name);
-      if (!task) continue;
-      const spec = taskSpec(this.#job, template, run);
-      if (deepEqual(spec, task.spec)) continue;
-      current.set(template.name, await this.#d.store.update({ ...task, spec }));
-    }
   }
 
   async #placeAndCreate(
@@ -497,9 +523,19 @@ class JobReconcile {
         this.#unschedulable(error instanceof Error ? error.message : String(error));
         return;
       }
-      const result = placeJob({ tasks: wanted, clusters: snapshot.clusters() });
+      const span = Boolean(job.spec.domain);
+      // Without a Domain the rest of the run is already somewhere: the missing tasks join it.
+      const joined = span ? undefined : this.#runCluster(current, planned);
+      const clusters = joined
+        ? snapshot.clusters().filter((c) => c.name === joined.cluster)
+        : snapshot.clusters();
+      const result = placeJob({ tasks: wanted, clusters, spanClusters: span });
       if (!result.placed) {
-        this.#unschedulable(result.message);
+        this.#unschedulable(
+          joined
+            ? `${result.message}; a Job without a Domain runs in one cluster, and ${joined.tasks.join(", ")} ${joined.tasks.length === 1 ? "is" : "are"} in ${joined.cluster}`
+            : result.message,
+        );
         return;
       }
       for (const p of result.tasks) {
@@ -529,6 +565,25 @@ class JobReconcile {
       this.#creates.push({ template, cluster, object });
       current.set(template.name, object);
     }
+  }
+
+  /**
+   * The cluster a Job without a Domain already runs in: where its live Tasks of this run (or its
+   * held plans) are. Finished Tasks do not hold the Job there.
+   */
+  #runCluster(
+    current: Map<string, Task>,
+    planned: Map<string, string>,
+  ): { cluster: string; tasks: string[] } | undefined {
+    const where = new Map<string, string[]>();
+    const add = (cluster: string, task: string) => where.set(cluster, [...(where.get(cluster) ?? []), task]);
+    for (const [template, task] of current) {
+      const cluster = clusterOfNamespace(task.metadata.namespace);
+      if (cluster && !isTerminal(task.status?.phase)) add(cluster, template);
+    }
+    for (const [template, cluster] of planned) add(cluster, template);
+    const [first] = [...where].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return first ? { cluster: first[0], tasks: first[1].sort() } : undefined;
   }
 
   #holdPlan(template: TaskTemplate, cluster: string): void {

@@ -1,6 +1,7 @@
 // The Job controller: Tasks from a Job's templates, placed all-or-nothing across clusters, and
 // the phase machine of seed 000 §6-8 (Pending → Running → Succeeded | Failed; Stopping → Stopped;
-// fresh runs on un-stop or a changed rlinf.io/run annotation; history of earlier runs).
+// fresh runs on un-stop, a changed rlinf.io/run annotation or changed task templates; history of
+// earlier runs).
 //
 //   const jobs = createJobController({ offlineGracePeriod: 5 * 60_000 });
 //   manager.add(jobs);                 // watches Jobs, their Tasks, Nodes and Clusters

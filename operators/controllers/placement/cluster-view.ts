@@ -19,7 +19,7 @@ export interface NodeView {
 export interface ClusterView {
   readonly name: string;
   readonly labels: Readonly<Record<string, string>>;
-  /** spec.runtime: kubernetes | process. */
+  /** What the agent runs: the runtime it announced in its hello (status.runtime), else spec.runtime. */
   readonly runtime: string;
   readonly online: boolean;
   /** Sorted by name. */
@@ -44,6 +44,11 @@ export function nodeBase(node: Node): Omit<NodeView, "free"> & { unreserved: Amo
     allocatable,
     unreserved,
   };
+}
+
+/** The runtime the connected agent announced; until one has, the runtime git declares. */
+export function clusterRuntime(cluster: Cluster): string {
+  return cluster.status?.runtime ?? cluster.spec?.runtime ?? "";
 }
 
 /** Whether the cluster's agent is connected. */

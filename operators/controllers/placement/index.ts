@@ -15,6 +15,7 @@ export {
   type ClusterView,
   clusterOfNamespace,
   clusterOnline,
+  clusterRuntime,
   type NodeView,
   nodeBase,
   offlineSince,
@@ -28,4 +29,11 @@ export {
 } from "./place.ts";
 export { type Amounts, amounts, formatAmount, formatRequest, milli } from "./resources.ts";
 export { holdsReservation, PlacementSnapshot } from "./snapshot.ts";
-export { type PlacementTask, placementTask, podRequest, runtimesFor } from "./task-requirements.ts";
+export {
+  describeRuntimes,
+  type PlacementTask,
+  placementTask,
+  podRequest,
+  RUNTIME_AGENT_TYPES,
+  runtimesFor,
+} from "./task-requirements.ts";

@@ -4,7 +4,7 @@
 import { formatSelector, matches } from "../../lib/store/index.ts";
 import type { ClusterView, NodeView } from "./cluster-view.ts";
 import { type Amounts, fitCount, formatAmount, formatRequest, POD_COUNT, shortfall } from "./resources.ts";
-import { type PlacementTask, runtimesFor } from "./task-requirements.ts";
+import { describeRuntimes, type PlacementTask, runtimesFor } from "./task-requirements.ts";
 
 export interface NodeAssignment {
   node: string;
@@ -30,6 +30,11 @@ export interface PlaceJobInput {
   clusters: readonly ClusterView[];
   /** Search steps before giving up on finding a combination (default 10,000). */
   budget?: number;
+  /**
+   * Whether tasks may go to different clusters: only for a Job with a Domain, whose network
+   * reaches across clusters. Default false: every task goes to one cluster, or none is placed.
+   */
+  spanClusters?: boolean;
 }
 
 /** Job-local consumption on top of the views' free figures. */
@@ -98,7 +103,7 @@ function matchesNodeSelector(node: NodeView, selector: Readonly<Record<string, s
 function clusterRefusal(task: PlacementTask, cluster: ClusterView): string | undefined {
   if (!cluster.online) return "Offline";
   if (!runtimesFor(task.agentType).includes(cluster.runtime)) {
-    return `runtime ${cluster.runtime || "unknown"} does not run ${task.agentType} tasks`;
+    return `its agent's runtime ${cluster.runtime || "unknown"} does not run ${task.agentType} tasks`;
   }
   if (task.clusterSelector && !matches(task.clusterSelector, cluster.labels)) {
     return "does not match the clusterSelector";
@@ -202,6 +207,9 @@ function unplaceable(task: PlacementTask, refusals: [string, string][]): string 
 }
 
 function candidates(task: PlacementTask, clusters: readonly ClusterView[], used: Used): Fit[] | string {
+  if (runtimesFor(task.agentType).length === 0) {
+    return `task ${task.name}: no agent runtime runs ${task.agentType} tasks yet (${describeRuntimes()})`;
+  }
   const fits: Fit[] = [];
   for (const cluster of clusters) {
     if (clusterRefusal(task, cluster)) continue;
@@ -232,22 +240,50 @@ function candidates(task: PlacementTask, clusters: readonly ClusterView[], used:
   return unplaceable(task, refusals);
 }
 
-/**
- * A cluster for every task of one Job, or none. Each task goes to the cluster with the most
- * free resources that fits it (ties by name); when a later task fits nowhere because of the
- * choices for earlier ones, other choices are tried (depth first, within `budget` steps).
- */
-export function placeJob(input: PlaceJobInput): PlacementResult {
-  const clusters = [...input.clusters].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+/** Why one cluster cannot take every task of a Job: the first task it refuses, given the ones before. */
+function singleClusterRefusal(tasks: readonly PlacementTask[], cluster: ClusterView): string | undefined {
+  if (!cluster.online) return "Offline";
+  const used: Used = { nodes: new Map(), clusters: new Map() };
+  for (const task of tasks) {
+    const refusal = clusterRefusal(task, cluster);
+    if (refusal) return `task ${task.name}: ${refusal}`;
+    const fit = fitCluster(task, cluster, used, true);
+    if ("problems" in fit) return `task ${task.name}: ${fit.problems.slice(0, 4).join(", ") || "no room"}`;
+    consume(used, fit, task.request, 1);
+  }
+  return undefined;
+}
+
+function noSingleCluster(tasks: readonly PlacementTask[], clusters: readonly ClusterView[]): string {
+  const grouped = new Map<string, string[]>();
+  for (const cluster of clusters) {
+    const why = singleClusterRefusal(tasks, cluster) ?? "out of search budget";
+    grouped.set(why, [...(grouped.get(why) ?? []), cluster.name]);
+  }
+  const details = [...grouped]
+    .slice(0, MAX_DETAILS)
+    .map(([why, names]) =>
+      names.length === 1 ? `${names[0]}: ${why}` : `${names.length} clusters (${names[0]}, ...): ${why}`,
+    );
+  if (grouped.size > MAX_DETAILS) details.push(`${grouped.size - MAX_DETAILS} more reasons`);
+  return `no single Online cluster has room for every task, and a Job without a Domain runs all its tasks in one cluster (${details.join("; ")})`;
+}
+
+function search(
+  tasks: readonly PlacementTask[],
+  clusters: readonly ClusterView[],
+  together: boolean,
+  budget: number,
+): { chosen: Fit[] } | { task: string; message: string } {
   const used: Used = { nodes: new Map(), clusters: new Map() };
   const chosen: Fit[] = [];
-  let budget = input.budget ?? 10_000;
   let firstFailure: { task: string; message: string } | undefined;
 
-  const search = (i: number): boolean => {
-    const task = input.tasks[i];
+  const step = (i: number): boolean => {
+    const task = tasks[i];
     if (!task) return true;
-    const options = candidates(task, clusters, used);
+    // Together: the first task's cluster is every later task's only choice.
+    const options = candidates(task, together && chosen[0] ? [chosen[0].cluster] : clusters, used);
     budget--;
     if (typeof options === "string") {
       firstFailure ??= { task: task.name, message: options };
@@ -256,7 +292,7 @@ export function placeJob(input: PlaceJobInput): PlacementResult {
     for (const fit of options) {
       consume(used, fit, task.request, 1);
       chosen.push(fit);
-      if (search(i + 1)) return true;
+      if (step(i + 1)) return true;
       chosen.pop();
       consume(used, fit, task.request, -1);
       if (budget <= 0) return false;
@@ -264,10 +300,25 @@ export function placeJob(input: PlaceJobInput): PlacementResult {
     return false;
   };
 
-  if (search(0)) {
+  if (step(0)) return { chosen };
+  return firstFailure ?? { task: tasks[0]?.name ?? "", message: "no placement found" };
+}
+
+/**
+ * A cluster for every task of one Job, or none. Without `spanClusters` every task goes to the
+ * same cluster. Each task goes to the cluster with the most free resources that fits it (ties
+ * by name); when a later task fits nowhere because of the choices for earlier ones, other
+ * choices are tried (depth first, within `budget` steps).
+ */
+export function placeJob(input: PlaceJobInput): PlacementResult {
+  const clusters = [...input.clusters].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const budget = input.budget ?? 10_000;
+  const together = input.spanClusters !== true;
+  const result = search(input.tasks, clusters, together, budget);
+  if ("chosen" in result) {
     return {
       placed: true,
-      tasks: chosen.map((fit, i) => {
+      tasks: result.chosen.map((fit, i) => {
         const task = input.tasks[i] as PlacementTask;
         return {
           task: task.name,
@@ -278,6 +329,18 @@ export function placeJob(input: PlaceJobInput): PlacementResult {
       }),
     };
   }
-  const failure = firstFailure ?? { task: input.tasks[0]?.name ?? "", message: "no placement found" };
-  return { placed: false, task: failure.task, reason: "Unschedulable", ...{ message: failure.message } };
+  if (together && clusters.length > 0) {
+    // A task that fits nowhere even on its own says more than "no single cluster".
+    const spread = search(input.tasks, clusters, false, budget);
+    if ("chosen" in spread) {
+      return {
+        placed: false,
+        task: input.tasks[0]?.name ?? "",
+        reason: "Unschedulable",
+        message: noSingleCluster(input.tasks, clusters),
+      };
+    }
+    return { placed: false, reason: "Unschedulable", ...spread };
+  }
+  return { placed: false, reason: "Unschedulable", ...result };
 }

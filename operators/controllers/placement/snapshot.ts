@@ -9,7 +9,13 @@
 
 import type { Cluster, Node, Task } from "../../api/index.ts";
 import { deepEqual, type Store } from "../../lib/store/index.ts";
-import { type ClusterView, clusterOfNamespace, type NodeView, nodeBase } from "./cluster-view.ts";
+import {
+  type ClusterView,
+  clusterOfNamespace,
+  clusterRuntime,
+  type NodeView,
+  nodeBase,
+} from "./cluster-view.ts";
 import { type NodeAssignment, placeJob, type TaskPlacement } from "./place.ts";
 import type { Amounts } from "./resources.ts";
 import { placementTask } from "./task-requirements.ts";
@@ -86,7 +92,7 @@ export class PlacementSnapshot {
     this.#clusters.set(name, { object: cluster });
     const same =
       known !== undefined &&
-      known.spec?.runtime === cluster.spec?.runtime &&
+      clusterRuntime(known) === clusterRuntime(cluster) &&
       (known.status?.phase === "Online") === (cluster.status?.phase === "Online") &&
       deepEqual(known.metadata.labels ?? {}, cluster.metadata.labels ?? {});
     if (same) return false;
@@ -267,7 +273,7 @@ export class PlacementSnapshot {
     const view: ClusterView = {
       name,
       labels: cluster.metadata.labels ?? {},
-      runtime: cluster.spec?.runtime ?? "",
+      runtime: clusterRuntime(cluster),
       online: cluster.status?.phase === "Online",
       nodes: states.map(nodeView),
     };

@@ -83,14 +83,26 @@ export function placementTask(template: TaskTemplate): PlacementTask {
   };
 }
 
-/** Cluster runtimes that can run an agentType. */
+/**
+ * What each agent runtime runs, as its `agentTypes` says (operators/agent/runtimes/): an agent
+ * drops any other Task it is handed, so placement must never send one there. Docker has no
+ * runtime yet.
+ */
+export const RUNTIME_AGENT_TYPES: Readonly<Record<string, readonly AgentType[]>> = {
+  kubernetes: ["Kubernetes"],
+  process: ["Raw"],
+};
+
+/** Agent runtimes that run an agentType (none for Docker today). */
 export function runtimesFor(agentType: AgentType): readonly string[] {
-  switch (agentType) {
-    case "Kubernetes":
-      return ["kubernetes"];
-    case "Raw":
-      return ["process", "kubernetes"];
-    case "Docker":
-      return ["process"];
-  }
+  return Object.keys(RUNTIME_AGENT_TYPES).filter((runtime) =>
+    RUNTIME_AGENT_TYPES[runtime]?.includes(agentType),
+  );
+}
+
+/** "kubernetes runs Kubernetes tasks, process runs Raw tasks" */
+export function describeRuntimes(): string {
+  return Object.entries(RUNTIME_AGENT_TYPES)
+    .map(([runtime, types]) => `${runtime} runs ${types.join(" and ")} tasks`)
+    .join(", ");
 }

@@ -66,7 +66,7 @@ export function previewPlacement(input: PlacementPreviewInput): { placement: Job
       });
       continue;
     }
-    const result = placeJob({ tasks, clusters: snapshot.clusters() });
+    const result = placeJob({ tasks, clusters: snapshot.clusters(), spanClusters: Boolean(job.spec.domain) });
     if (!result.placed) {
       placement.push({ job: name, state: "unschedulable", tasks: [], message: result.message });
       continue;

@@ -1,7 +1,7 @@
 import t from "tap";
 import type { Task } from "../../../operators/api/index.ts";
 import { waitFor } from "../../helpers/wait-for.ts";
-import { cluster, job, k8sTask, node } from "../placement/fixtures.ts";
+import { job as anyJob, cluster, k8sTask, node } from "../placement/fixtures.ts";
 import {
   getJob,
   type Hub,
@@ -31,6 +31,11 @@ async function pool(hub: Hub): Promise<void> {
     }),
   );
 }
+
+// The GPU task and the robot task live in different clusters: these Jobs have a Domain so they may
+// span them (a Job without one runs in one cluster).
+const job = (...[name, tasks, extra]: Parameters<typeof anyJob>) =>
+  anyJob(name, tasks, { domain: "lab", ...extra });
 
 const train = (kind: "Job" | "Deployment" = "Job") =>
   k8sTask("trainer", { kind, nodeSelector: { "nvidia.com/gpu": "true" }, limits: { "nvidia.com/gpu": "1" } });
@@ -247,7 +252,7 @@ t.test(
     t.ok(fresh.every((x) => x.spec.run === 2 && x.metadata.uid !== terminating[0]?.metadata.uid));
     j = await waitForJob(hub.store, "stoppable", "run 2 Pending", (x) => x.status?.run === 2);
     t.equal(j.status?.phase, "Pending");
-    t.match(j.status?.history, [{ run: 1, phase: "Stopped" }]);
+    t.match(j.status?.history, [{ run: 1, phase: "Stopped", reason: "started again after a stop" }]);
   },
 );
 
@@ -279,12 +284,111 @@ t.test("a changed rlinf.io/run annotation restarts a Succeeded Job and keeps run
   );
   t.equal(j.status?.runAnnotation, "2");
   t.match(j.status?.history, [
-    { run: 1, phase: "Succeeded", tasks: [{ name: "trainer", phase: "Succeeded", exitCode: 0 }] },
+    {
+      run: 1,
+      phase: "Succeeded",
+      reason: 'the rlinf.io/run annotation changed to "2"',
+      tasks: [{ name: "trainer", phase: "Succeeded", exitCode: 0 }],
+    },
   ]);
   t.notOk(
     j.status?.conditions?.some((c) => c.type === "Complete"),
     "the new run starts without the old outcome",
   );
+});
+
+const withArgs = (template: ReturnType<typeof train>, args: string[]) => {
+  const copy = structuredClone(template);
+  const container = copy.kubernetes?.workload.template.spec.containers?.[0];
+  if (!container) throw new Error("fixture");
+  container.args = args;
+  return copy;
+};
+
+t.test("changing a task's args on a Succeeded Job starts a new run, recorded as spec changed", async (t) => {
+  const hub = await startHub(t);
+  await pool(hub);
+  await hub.store.create(job("tuned", [withArgs(train(), ["--lr", "0.1"])]));
+  const [task] = await waitForTasks(hub, "tuned", 1);
+  if (!task) throw new Error("no task");
+  await report(hub.store, task, succeeded);
+  const done = await waitForJob(hub.store, "tuned", "Succeeded", phaseIs("Succeeded"));
+  const firstHash = done.status?.specHash;
+  t.ok(firstHash, "the run records the templates it started from");
+
+  await modify(hub, "tuned", (spec) => {
+    spec.tasks = [withArgs(train(), ["--lr", "0.01"])];
+  });
+  await waitForJob(hub.store, "tuned", "Stopping for the new run", phaseIs("Stopping"));
+  const old = await waitFor("the old Task terminating", async () => {
+    const [x] = await tasksOf(hub.store, "tuned");
+    return x?.metadata.deletionTimestamp ? x : undefined;
+  });
+  await releaseCleanup(hub.store, old);
+  const [fresh] = await waitForTasks(hub, "tuned", 1, 2);
+  t.not(fresh?.metadata.uid, task.metadata.uid, "a new Task for the new run");
+  t.same(fresh?.spec.kubernetes?.workload.template.spec.containers?.[0]?.args, ["--lr", "0.01"]);
+  const j = await waitForJob(hub.store, "tuned", "run 2", (x) => x.status?.run === 2);
+  t.equal(j.status?.phase, "Pending");
+  t.not(j.status?.specHash, firstHash);
+  t.match(j.status?.history, [{ run: 1, phase: "Succeeded", reason: "spec changed" }]);
+  t.match(j.status?.events?.find((e) => e.reason === "RunStarted" && e.run === 2)?.message, "spec changed");
+});
+
+t.test("changing a running Job's template starts a new run instead of editing its Tasks", async (t) => {
+  const hub = await startHub(t);
+  await pool(hub);
+  await hub.store.create(job("live", [withArgs(train("Deployment"), ["--steps", "10"])]));
+  const [task] = await waitForTasks(hub, "live", 1);
+  if (!task) throw new Error("no task");
+  await report(hub.store, task, running);
+  await waitForJob(hub.store, "live", "Running", phaseIs("Running"));
+
+  await modify(hub, "live", (spec) => {
+    spec.tasks = [withArgs(train("Deployment"), ["--steps", "20"])];
+  });
+  const stopping = await waitForJob(hub.store, "live", "Stopping", phaseIs("Stopping"));
+  t.match(
+    stopping.status?.conditions?.find((c) => c.type === "Ready")?.message,
+    /^spec changed: starting a fresh run; deleting the previous run's Tasks first/,
+  );
+  const old = await waitFor("the running Task deleted, not edited", async () => {
+    const [x] = await tasksOf(hub.store, "live");
+    return x?.metadata.deletionTimestamp ? x : undefined;
+  });
+  t.same(
+    old.spec.kubernetes?.workload.template.spec.containers?.[0]?.args,
+    ["--steps", "10"],
+    "the old run's Task keeps the spec it ran with",
+  );
+  await releaseCleanup(hub.store, old);
+  const [fresh] = await waitForTasks(hub, "live", 1, 2);
+  t.same(fresh?.spec.kubernetes?.workload.template.spec.containers?.[0]?.args, ["--steps", "20"]);
+  t.equal(fresh?.spec.run, 2);
+  const j = await waitForJob(hub.store, "live", "run 2", (x) => x.status?.run === 2);
+  t.match(j.status?.history, [{ run: 1, phase: "Stopped", reason: "spec changed" }]);
+});
+
+t.test("label and annotation changes (other than rlinf.io/run) do not start a run", async (t) => {
+  const hub = await startHub(t);
+  await pool(hub);
+  await hub.store.create(job("steady", [train("Deployment")]));
+  const [task] = await waitForTasks(hub, "steady", 1);
+  if (!task) throw new Error("no task");
+  await report(hub.store, task, running);
+  await waitForJob(hub.store, "steady", "Running", phaseIs("Running"));
+  await modifyMeta(hub, "steady", (meta) => {
+    meta.labels = { team: "rl" };
+    meta.annotations = { note: "tuned on Tuesday" };
+  });
+  hub.poke("steady");
+  await waitFor("the change reconciled", async () => hub.manager.queueDepth("job") === 0);
+  const j = await getJob(hub.store, "steady");
+  t.equal(j?.status?.run, 1);
+  t.equal(j?.status?.phase, "Running");
+  const [same] = await tasksOf(hub.store, "steady");
+  t.equal(same?.metadata.uid, task.metadata.uid);
+  t.notOk(same?.metadata.deletionTimestamp);
 });
 
 t.test("a Job deleted from git is stopped first, then goes", async (t) => {

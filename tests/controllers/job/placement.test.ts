@@ -5,7 +5,7 @@ import { FakeClock } from "../../../operators/lib/clock.ts";
 import { silentLogger } from "../../../operators/lib/controller/index.ts";
 import { modify } from "../../../operators/lib/store/index.ts";
 import { waitFor } from "../../helpers/wait-for.ts";
-import { cluster, job, k8sTask, node } from "../placement/fixtures.ts";
+import { cluster, job, k8sTask, node, rawTask, type TaskTemplate } from "../placement/fixtures.ts";
 import { getJob, phaseIs, report, running, startHub, tasksOf, waitForJob } from "./harness.ts";
 
 const gpu = (name: string, gpus = 1) =>
@@ -94,7 +94,8 @@ t.test(
       node("beta", "b1", { allocatable: { cpu: "16", memory: "64Gi" }, unschedulable: true }),
     );
     const cpu = (name: string) => k8sTask(name, { kind: "Deployment", requests: { cpu: "1" } });
-    await hub.store.create(job("wanderer", [cpu("pending-one"), cpu("running-one")]));
+    // With a Domain, so its tasks may run in different clusters.
+    await hub.store.create(job("wanderer", [cpu("pending-one"), cpu("running-one")], { domain: "lab" }));
     const placed = await waitFor("both Tasks on alpha", async () => {
       const all = await tasksOf(hub.store, "wanderer");
       return all.length === 2 && all.every((x) => x.metadata.namespace === "agent-alpha") ? all : undefined;
@@ -154,7 +155,7 @@ t.test("a restart mid-reconcile does not duplicate Tasks: the next controller ad
   await hub.store.create(node("beijing", "n1", { allocatable: { cpu: "8", memory: "8Gi" } }));
   await hub.store.create(node("shanghai", "n1", { allocatable: { cpu: "8", memory: "8Gi" } }));
   const cpu = (name: string) => k8sTask(name, { kind: "Deployment", requests: { cpu: "6" } });
-  await hub.store.create(job("once", [cpu("a"), cpu("b")]));
+  await hub.store.create(job("once", [cpu("a"), cpu("b")], { domain: "lab" }));
   const before = await waitFor("two Tasks", async () => {
     const all = await tasksOf(hub.store, "once");
     return all.length === 2 ? all : undefined;
@@ -254,12 +255,177 @@ t.test(
       requests: { cpu: "1" },
       clusterSelector: { matchLabels: { "rlark.io/city": "shanghai" } },
     });
-    await hub.store.create(job("pinned", [local, k8sTask("anywhere", { requests: { cpu: "1" } })]));
+    await hub.store.create(
+      job("pinned", [local, k8sTask("anywhere", { requests: { cpu: "1" } })], { domain: "lab" }),
+    );
     const tasks = await waitFor("two Tasks", async () => {
       const all = await tasksOf(hub.store, "pinned");
       return all.length === 2 ? all : undefined;
     });
     const where = Object.fromEntries(tasks.map((x) => [x.spec.task, x.metadata.namespace]));
     t.same(where, { local: "agent-shanghai", anywhere: "agent-beijing" });
+  },
+);
+
+t.test(
+  "a Raw task waits for a process agent instead of going to a kubernetes cluster that would drop it",
+  async (t) => {
+    const hub = await startHub(t);
+    await hub.store.create(cluster("beijing", { runtime: "kubernetes" }));
+    await hub.store.create(node("beijing", "n1"));
+    await hub.store.create(job("bare", [rawTask("env")]));
+    const j = await waitForJob(hub.store, "bare", "Unschedulable", (x) => scheduled(x)?.status === "False");
+    t.equal(j.status?.phase, "Pending");
+    t.match(scheduled(j)?.message, /beijing: its agent's runtime kubernetes does not run Raw tasks/);
+    t.equal((await tasksOf(hub.store, "bare")).length, 0);
+
+    // A process agent connects: the Raw task goes there.
+    await hub.store.create(cluster("local", { runtime: "process" }));
+    await hub.store.create(node("local", "this-machine"));
+    const [task] = await waitFor("the Raw Task created", async () => {
+      const all = await tasksOf(hub.store, "bare");
+      return all.length === 1 ? all : undefined;
+    });
+    t.equal(task?.metadata.namespace, "agent-local");
+  },
+);
+
+t.test("a Docker task stays Pending with a condition saying no runtime runs Docker tasks", async (t) => {
+  const hub = await startHub(t);
+  await hub.store.create(cluster("beijing", { runtime: "kubernetes" }));
+  await hub.store.create(node("beijing", "n1"));
+  await hub.store.create(cluster("local", { runtime: "process" }));
+  await hub.store.create(node("local", "this-machine"));
+  const camera: TaskTemplate = {
+    name: "camera",
+    role: "Env",
+    agentType: "Docker",
+    docker: { image: "cam:1" },
+  };
+  await hub.store.create(job("docked", [rawTask("env"), camera]));
+  const j = await waitForJob(hub.store, "docked", "Unschedulable", (x) => scheduled(x)?.status === "False");
+  t.equal(j.status?.phase, "Pending");
+  t.match(scheduled(j), {
+    reason: "Unschedulable",
+    message:
+      "task camera: no agent runtime runs Docker tasks yet (kubernetes runs Kubernetes tasks, process runs Raw tasks)",
+  });
+  t.equal((await tasksOf(hub.store, "docked")).length, 0, "all or nothing: the Raw task waits too");
+});
+
+t.test("a Job without a Domain runs all its tasks in one cluster, or waits saying why", async (t) => {
+  const hub = await startHub(t);
+  await hub.store.create(cluster("beijing"));
+  await hub.store.create(node("beijing", "n1", { allocatable: { cpu: "8", memory: "8Gi" } }));
+  await hub.store.create(cluster("shanghai"));
+  await hub.store.create(node("shanghai", "n1", { allocatable: { cpu: "8", memory: "8Gi" } }));
+  const cpu = (name: string, n: string) => k8sTask(name, { kind: "Deployment", requests: { cpu: n } });
+
+  // Too big for either cluster together, though each task fits somewhere: nothing is created.
+  await hub.store.create(job("split", [cpu("a", "5"), cpu("b", "5")]));
+  const j = await waitForJob(hub.store, "split", "Unschedulable", (x) => scheduled(x)?.status === "False");
+  t.equal(j.status?.phase, "Pending");
+  t.match(
+    scheduled(j)?.message,
+    /^no single Online cluster has room for every task, and a Job without a Domain runs all its tasks in one cluster \(/,
+  );
+  t.equal((await tasksOf(hub.store, "split")).length, 0);
+
+  // Ray head and worker: each alone would take the emptier cluster; together they share one.
+  await hub.store.create(job("ray", [cpu("head", "2"), cpu("worker", "2")]));
+  const tasks = await waitFor("both Tasks", async () => {
+    const all = await tasksOf(hub.store, "ray");
+    return all.length === 2 ? all : undefined;
+  });
+  t.equal(new Set(tasks.map((x) => x.metadata.namespace)).size, 1, "one cluster for the whole Job");
+});
+
+t.test(
+  "without a Domain a Pending Task on an Offline cluster is not moved away from a running one",
+  async (t) => {
+    const clock = new FakeClock(Date.UTC(2026, 10, 29, 12, 0, 0));
+    const hub = await startHub(t, { clock, offlineGracePeriod: 300_000 });
+    await hub.store.create(cluster("alpha"));
+    await hub.store.create(node("alpha", "a1", { allocatable: { cpu: "64", memory: "256Gi" } }));
+    await hub.store.create(cluster("beta"));
+    await hub.store.create(node("beta", "b1", { allocatable: { cpu: "16", memory: "64Gi" } }));
+    const cpu = (name: string) => k8sTask(name, { kind: "Deployment", requests: { cpu: "1" } });
+    await hub.store.create(job("anchored", [cpu("pending-one"), cpu("running-one")]));
+    const placed = await waitFor("both Tasks on alpha", async () => {
+      const all = await tasksOf(hub.store, "anchored");
+      return all.length === 2 && all.every((x) => x.metadata.namespace === "agent-alpha") ? all : undefined;
+    });
+    await report(hub.store, placed.find((x) => x.spec.task === "running-one") as Task, running);
+    await modify<Cluster>(
+      hub.store,
+      "Cluster",
+      "",
+      "alpha",
+      (c) => {
+        c.status = { phase: "Offline", lastTransitionTime: new Date(clock.now()).toISOString() };
+      },
+      { status: true },
+    );
+    clock.advance(300_001);
+    hub.poke("anchored");
+    const j = await waitForJob(hub.store, "anchored", "says the pending task waits", (x) =>
+      Boolean(
+        x.status?.conditions?.some(
+          (c) =>
+            c.type === "ClusterOffline" && c.message?.includes("task pending-one waits for cluster alpha"),
+        ),
+      ),
+    );
+    t.match(
+      j.status?.conditions?.find((c) => c.type === "ClusterOffline")?.message,
+      "a Job without a Domain runs in one cluster, and task running-one runs there",
+    );
+    const now = await tasksOf(hub.store, "anchored");
+    t.same(
+      now
+        .map((x) => `${x.metadata.namespace}/${x.spec.task}/${Boolean(x.metadata.deletionTimestamp)}`)
+        .sort(),
+      ["agent-alpha/pending-one/false", "agent-alpha/running-one/false"],
+      "nothing moved to beta",
+    );
+  },
+);
+
+t.test(
+  "without a Domain the rest of a run waits for the cluster its head is in, rather than going elsewhere",
+  async (t) => {
+    const clock = new FakeClock(Date.UTC(2026, 10, 29, 12, 0, 0));
+    const hub = await startHub(t, { clock, offlineGracePeriod: 300_000 });
+    await hub.store.create(cluster("alpha"));
+    await hub.store.create(node("alpha", "a1", { allocatable: { cpu: "64", memory: "256Gi" } }));
+    await hub.store.create(cluster("beta"));
+    await hub.store.create(node("beta", "b1", { allocatable: { cpu: "16", memory: "64Gi" } }));
+    const head = k8sTask("actor-head", { kind: "Deployment", requests: { cpu: "1" }, head: true });
+    const worker = k8sTask("worker", { kind: "Deployment", requests: { cpu: "1" } });
+    await hub.store.create(job("ray", [head, worker]));
+    await waitForJob(hub.store, "ray", "the worker planned on alpha", (x) =>
+      Boolean(
+        x.status?.tasks?.some((s) => s.name === "worker" && s.phase === "Scheduled" && s.cluster === "alpha"),
+      ),
+    );
+    // alpha drops before the head runs; within the grace period the head stays there.
+    await modify<Cluster>(
+      hub.store,
+      "Cluster",
+      "",
+      "alpha",
+      (c) => {
+        c.status = { phase: "Offline", lastTransitionTime: new Date(clock.now()).toISOString() };
+      },
+      { status: true },
+    );
+    const j = await waitForJob(hub.store, "ray", "the worker waits", (x) => scheduled(x)?.status === "False");
+    t.match(scheduled(j)?.message, /a Job without a Domain runs in one cluster, and actor-head is in alpha$/);
+    const tasks = await tasksOf(hub.store, "ray");
+    t.same(
+      tasks.map((x) => `${x.metadata.namespace}/${x.spec.task}`),
+      ["agent-alpha/actor-head"],
+      "nothing goes to beta",
+    );
   },
 );

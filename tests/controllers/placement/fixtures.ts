@@ -7,6 +7,8 @@ export function cluster(
   name: string,
   options: {
     runtime?: "kubernetes" | "process";
+    /** The runtime its connected agent announced (status.runtime); default: spec.runtime. */
+    agentRuntime?: "kubernetes" | "process";
     online?: boolean;
     labels?: Record<string, string>;
     lastTransitionTime?: string;
@@ -19,6 +21,7 @@ export function cluster(
     spec: { runtime: options.runtime ?? "kubernetes" },
     status: {
       phase: options.online === false ? "Offline" : "Online",
+      runtime: options.agentRuntime ?? options.runtime ?? "kubernetes",
       ...(options.lastTransitionTime ? { lastTransitionTime: options.lastTransitionTime } : {}),
     },
   };

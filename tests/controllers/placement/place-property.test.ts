@@ -68,10 +68,11 @@ const tasksArb = fc
   .integer({ min: 1, max: 4 })
   .chain((n) => fc.tuple(...Array.from({ length: n }, (_, i) => taskArb(`t${i}`))));
 
+// What the agents' runtimes run (operators/agent/runtimes/*: agentTypes); nothing runs Docker.
 const runtimes: Record<string, string[]> = {
   Kubernetes: ["kubernetes"],
-  Raw: ["process", "kubernetes"],
-  Docker: ["process"],
+  Raw: ["process"],
+  Docker: [],
 };
 
 t.test("placement never counts more onto a node than it has free", async (t) => {
@@ -103,10 +104,12 @@ t.test("placement never counts more onto a node than it has free", async (t) => 
 
 t.test("placement is all-or-nothing and every placed task meets its constraints", async (t) => {
   fc.assert(
-    fc.property(clustersArb, tasksArb, (clusters, tasks) => {
-      const result = placeJob({ tasks, clusters });
+    fc.property(clustersArb, tasksArb, fc.boolean(), (clusters, tasks, spanClusters) => {
+      const result = placeJob({ tasks, clusters, spanClusters });
       if (!result.placed) return tasks.some((task) => task.name === result.task) && result.message.length > 0;
       if (result.tasks.map((p) => p.task).join() !== tasks.map((x) => x.name).join()) return false;
+      // Without a Domain, one cluster for the whole Job.
+      if (!spanClusters && new Set(result.tasks.map((p) => p.cluster)).size !== 1) return false;
       return result.tasks.every((p, i) => {
         const task = tasks[i] as PlacementTask;
         const cluster = clusters.find((c) => c.name === p.cluster);

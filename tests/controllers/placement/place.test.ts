@@ -21,8 +21,13 @@ function pool(clusters: Cluster[], nodes: Node[]): PlacementSnapshot {
   return snapshot;
 }
 
-function place(snapshot: PlacementSnapshot, templates: TaskTemplate[]): PlacementResult {
-  return placeJob({ tasks: templates.map(placementTask), clusters: snapshot.clusters() });
+/** `domain`: the Job has one, so its tasks may span clusters. */
+function place(snapshot: PlacementSnapshot, templates: TaskTemplate[], domain = false): PlacementResult {
+  return placeJob({
+    tasks: templates.map(placementTask),
+    clusters: snapshot.clusters(),
+    spanClusters: domain,
+  });
 }
 
 function clustersOf(result: PlacementResult): Record<string, string> {
@@ -42,25 +47,70 @@ const robotPolicy = () =>
     requests: { cpu: "2", memory: "4Gi" },
   });
 
+const beijingAndEdge = () =>
+  pool(
+    [cluster("beijing"), cluster("shanghai-edge", { labels: { "rlark.io/city": "shanghai" } })],
+    [
+      gpuNode("beijing", "gpu-node-01", "8"),
+      node("beijing", "cpu-node-01"),
+      node("shanghai-edge", "arm-01", {
+        labels: { "rlark.io/node-category-robot": "true" },
+        allocatable: { cpu: "8", memory: "16Gi" },
+      }),
+    ],
+  );
+
 t.test(
-  "a Job's tasks land in different clusters: the GPU task in beijing, the robot task at the edge",
+  "a Job with a Domain spans clusters: the GPU task in beijing, the robot task at the edge",
   async (t) => {
-    const snapshot = pool(
-      [cluster("beijing"), cluster("shanghai-edge", { labels: { "rlark.io/city": "shanghai" } })],
-      [
-        gpuNode("beijing", "gpu-node-01", "8"),
-        node("beijing", "cpu-node-01"),
-        node("shanghai-edge", "arm-01", {
-          labels: { "rlark.io/node-category-robot": "true" },
-          allocatable: { cpu: "8", memory: "16Gi" },
-        }),
-      ],
-    );
-    const result = place(snapshot, [gpuTraining(), robotPolicy()]);
+    const result = place(beijingAndEdge(), [gpuTraining(), robotPolicy()], true);
     t.same(clustersOf(result), { "actor-head": "beijing", policy: "shanghai-edge" });
     t.ok(result.placed && result.tasks[0]?.nodes.some((n) => n.node === "gpu-node-01"));
   },
 );
+
+t.test("a Job without a Domain is never split: every task in one cluster, or none placed", async (t) => {
+  const result = place(beijingAndEdge(), [gpuTraining(), robotPolicy()]);
+  t.equal(result.placed, false, "the GPU task and the robot task have no cluster in common");
+  if (result.placed) return;
+  t.equal(result.reason, "Unschedulable");
+  t.equal(
+    result.message,
+    "no single Online cluster has room for every task, and a Job without a Domain runs all its tasks in one cluster (beijing: task policy: none of 2 nodes match the nodeSelector; shanghai-edge: task actor-head: none of 1 nodes match the nodeSelector)",
+  );
+
+  // Two tasks that fit in either cluster go to the same one, even when each alone would pick
+  // the cluster with more room.
+  const snapshot = pool(
+    [cluster("big"), cluster("small")],
+    [node("big", "n", { allocatable: { cpu: "10" } }), node("small", "n", { allocatable: { cpu: "9" } })],
+  );
+  const two = [k8sTask("head", { requests: { cpu: "5" } }), k8sTask("worker", { requests: { cpu: "4" } })];
+  t.same(clustersOf(place(snapshot, two)), { head: "big", worker: "big" });
+  t.same(
+    clustersOf(place(snapshot, two, true)),
+    { head: "big", worker: "small" },
+    "with a Domain: most free",
+  );
+
+  // When the first choice cannot take the rest, the next cluster that takes them all is chosen.
+  const pinned = [
+    k8sTask("head", { requests: { cpu: "5" } }),
+    k8sTask("worker", { requests: { cpu: "5" }, clusterSelector: { matchLabels: { zone: "s" } } }),
+  ];
+  const labelled = pool(
+    [cluster("big"), cluster("small", { labels: { zone: "s" } })],
+    [node("big", "n", { allocatable: { cpu: "64" } }), node("small", "n", { allocatable: { cpu: "10" } })],
+  );
+  t.same(clustersOf(place(labelled, pinned)), { head: "small", worker: "small" });
+
+  // A task that fits nowhere at all is named as such, not as a single-cluster problem.
+  const nowhere = place(labelled, [k8sTask("huge", { requests: { cpu: "100" } }), k8sTask("x")]);
+  t.match(
+    !nowhere.placed && nowhere.message,
+    /^task huge: no Online cluster has a schedulable node with 100 cpu/,
+  );
+});
 
 t.test("gang refusal: when one task fits and the other does not, neither is placed", async (t) => {
   const snapshot = pool([cluster("beijing")], [gpuNode("beijing", "gpu-node-01", "8")]);
@@ -134,7 +184,7 @@ t.test("clusterSelector narrows the clusters placement may choose", async (t) =>
   );
 });
 
-t.test("the runtime must fit the agentType and the cluster must be Online", async (t) => {
+t.test("a task goes only where the connected agent's runtime runs its agentType", async (t) => {
   const snapshot = pool(
     [
       cluster("k8s", { runtime: "kubernetes" }),
@@ -142,22 +192,58 @@ t.test("the runtime must fit the agentType and the cluster must be Online", asyn
       cluster("gone", { runtime: "kubernetes", online: false }),
     ],
     [
-      node("k8s", "n1"),
-      node("bare", "m1"),
+      node("k8s", "n1", { allocatable: { cpu: "999", memory: "999Gi" } }),
+      node("bare", "m1", { allocatable: { cpu: "1", memory: "1Gi" } }),
       node("gone", "g1", { allocatable: { cpu: "999", memory: "999Gi" } }),
     ],
   );
   t.same(clustersOf(place(snapshot, [k8sTask("a", { requests: { cpu: "1" } })])), { a: "k8s" });
-  const docker: TaskTemplate = { name: "cam", role: "Env", agentType: "Docker", docker: { image: "cam:1" } };
-  t.same(clustersOf(place(snapshot, [docker])), { cam: "bare" });
-  const raw = place(snapshot, [rawTask("r")]);
-  t.ok(raw.placed && ["k8s", "bare"].includes(raw.tasks[0]?.cluster ?? ""), "Raw runs on either runtime");
+  // The kubernetes runtime drops Raw tasks: a Raw task goes to a process agent even when the
+  // kubernetes cluster has far more room.
+  t.same(clustersOf(place(snapshot, [rawTask("r")])), { r: "bare" });
+  const onlyK8s = pool([cluster("k8s", { runtime: "kubernetes" })], [node("k8s", "n1")]);
+  const raw = place(onlyK8s, [rawTask("r")]);
+  t.notOk(raw.placed);
+  t.match(!raw.placed && raw.message, /k8s: its agent's runtime kubernetes does not run Raw tasks/);
   const onlyBare = pool([cluster("bare", { runtime: "process" })], [node("bare", "m1")]);
   const refused = place(onlyBare, [k8sTask("a")]);
-  t.match(!refused.placed && refused.message, /bare: runtime process does not run Kubernetes tasks/);
+  t.match(
+    !refused.placed && refused.message,
+    /bare: its agent's runtime process does not run Kubernetes tasks/,
+  );
   const onlyGone = pool([cluster("gone", { online: false })], [node("gone", "g1")]);
   const offline = place(onlyGone, [k8sTask("a")]);
   t.match(!offline.placed && offline.message, /gone: Offline/);
+});
+
+t.test("the runtime is the one the agent announced, not only the one git declares", async (t) => {
+  // Declared kubernetes in git, but the agent that connected runs processes.
+  const snapshot = pool(
+    [cluster("mixed", { runtime: "kubernetes", agentRuntime: "process" })],
+    [node("mixed", "m1")],
+  );
+  t.same(clustersOf(place(snapshot, [rawTask("r")])), { r: "mixed" });
+  t.notOk(place(snapshot, [k8sTask("a")]).placed);
+  // The agent reconnects as a kubernetes agent: the Cluster's status says so, and placement follows.
+  snapshot.setCluster(cluster("mixed", { runtime: "kubernetes", agentRuntime: "kubernetes" }));
+  t.same(clustersOf(place(snapshot, [k8sTask("a")])), { a: "mixed" });
+  t.notOk(place(snapshot, [rawTask("r")]).placed);
+});
+
+t.test("a Docker task is placed nowhere, and the message says no runtime runs Docker yet", async (t) => {
+  const snapshot = pool(
+    [cluster("k8s", { runtime: "kubernetes" }), cluster("bare", { runtime: "process" })],
+    [node("k8s", "n1"), node("bare", "m1")],
+  );
+  const docker: TaskTemplate = { name: "cam", role: "Env", agentType: "Docker", docker: { image: "cam:1" } };
+  const result = place(snapshot, [rawTask("r"), docker]);
+  t.notOk(result.placed);
+  if (result.placed) return;
+  t.equal(result.task, "cam");
+  t.equal(
+    result.message,
+    "task cam: no agent runtime runs Docker tasks yet (kubernetes runs Kubernetes tasks, process runs Raw tasks)",
+  );
 });
 
 t.test("ties go to the cluster with the most free resources, then to the first name", async (t) => {
@@ -231,10 +317,14 @@ t.test("when the first choice for one task starves a later one, another choice i
     [cluster("x", { labels: { zone: "x" } }), cluster("y")],
     [node("x", "n", { allocatable: { cpu: "10" } }), node("y", "n", { allocatable: { cpu: "6" } })],
   );
-  const result = place(snapshot, [
-    k8sTask("big", { requests: { cpu: "6" } }),
-    k8sTask("only-x", { requests: { cpu: "6" }, clusterSelector: { matchLabels: { zone: "x" } } }),
-  ]);
+  const result = place(
+    snapshot,
+    [
+      k8sTask("big", { requests: { cpu: "6" } }),
+      k8sTask("only-x", { requests: { cpu: "6" }, clusterSelector: { matchLabels: { zone: "x" } } }),
+    ],
+    true,
+  );
   t.same(clustersOf(result), { big: "y", "only-x": "x" });
 });
 

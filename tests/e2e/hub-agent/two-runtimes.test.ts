@@ -37,11 +37,20 @@ metadata:
 spec:
   runtime: process
 `,
+    // The Domain lets the Job's tasks span the two clusters (without one a Job runs in one cluster).
+    "domain.yaml": `apiVersion: rlinf.io/v1alpha1
+kind: Domain
+metadata:
+  name: lab
+spec:
+  cidr: 10.0.9.0/24
+`,
     "job.yaml": `apiVersion: rlinf.io/v1alpha1
 kind: Job
 metadata:
   name: mixed
 spec:
+  domain: lab
   stopped: ${stopped}
   tasks:
     - name: trainer
