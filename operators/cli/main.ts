@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 // The `rlark` command: one file per subcommand under operators/cli/, wired in program.ts.
+import { CliError } from "./cli-error.ts";
 import { buildProgram } from "./program.ts";
 
 try {
@@ -10,5 +11,5 @@ try {
   const code = (error as NodeJS.ErrnoException).code;
   const hint = code === "EADDRINUSE" ? " (is another hub running? choose another --http or --ssh)" : "";
   process.stderr.write(`rlark: ${message}${hint}\n`);
-  process.exitCode = 1;
+  process.exitCode = error instanceof CliError ? error.exitCode : 1;
 }
