@@ -60,6 +60,18 @@ t.test("documents of other tools are skipped with a warning, and are errors unde
     strict.errors.map((e) => e.rule),
     ["strict/foreign-document", "strict/foreign-document"],
   );
+  t.same(
+    lenient.warnings.map((w) => w.message),
+    ["ConfigMap of v1 is not an RLark object; skipped", "has no apiVersion; not an RLark object, skipped"],
+  );
+  t.same(
+    strict.errors.map((e) => e.message),
+    [
+      "ConfigMap of v1 is not an RLark object; --strict allows only rlinf.io/v1alpha1 documents",
+      "has no apiVersion; not an RLark object; --strict allows only rlinf.io/v1alpha1 documents",
+    ],
+    "an error does not say the document was skipped",
+  );
 });
 
 t.test("an unserved rlinf.io version is an error, not a foreign document", async (t) => {
