@@ -199,16 +199,20 @@ type Classified =
 
 function classify(document: ParsedDocument, strict: boolean): Classified {
   const value = document.value;
-  const diagnostic = (rule: string, message: string, kind = "", path = ""): Diagnostic => ({
-    file: document.file,
-    line: document.start.line,
-    column: document.start.column,
-    kind,
-    name: isObject(value) ? (stringAt(value.metadata, "name") ?? "") : "",
-    path,
-    rule,
-    message,
-  });
+  const diagnostic = (rule: string, message: string, kind = "", path = ""): Diagnostic => {
+    // About a field (/kind, /apiVersion): its line; about the whole document: where it starts.
+    const at = path ? document.locate(path) : document.start;
+    return {
+      file: document.file,
+      line: at.line,
+      column: at.column,
+      kind,
+      name: isObject(value) ? (stringAt(value.metadata, "name") ?? "") : "",
+      path,
+      rule,
+      message,
+    };
+  };
   // Skipped with a warning, or (under --strict) an error that says why, not that it was skipped.
   const foreign = (what: string, skipped = "; skipped"): Classified =>
     strict
