@@ -136,12 +136,13 @@ function renderText(report: { source: unknown; jobs: Obj[]; tasks: Obj[]; cluste
   lines.push("", "Jobs:");
   lines.push(
     table([
-      ["NAME", "PHASE", "RUN", "TASKS"],
+      ["NAME", "PHASE", "RUN", "TASKS", "MESSAGE"],
       ...report.jobs.map((j) => [
         j.metadata.name,
         String(j.status?.phase ?? "-"),
         String(j.status?.run ?? "-"),
         String(Array.isArray(j.spec?.tasks) ? j.spec.tasks.length : 0),
+        jobMessage(j),
       ]),
     ]),
   );
@@ -169,4 +170,21 @@ function renderText(report: { source: unknown; jobs: Obj[]; tasks: Obj[]; cluste
     ]),
   );
   return `${lines.join("\n")}\n`;
+}
+
+type Condition = { type?: string; status?: string; message?: string };
+
+/** Why a Job is where it is: what keeps a Pending one from being placed, what failed a Failed one. */
+function jobMessage(job: Obj): string {
+  const conditions = (Array.isArray(job.status?.conditions) ? job.status.conditions : []) as Condition[];
+  const holding = (type: string, status: string) =>
+    conditions.find((c) => c.type === type && c.status === status && c.message)?.message;
+  const phase = job.status?.phase ?? "Pending";
+  const message =
+    phase === "Pending"
+      ? (holding("Scheduled", "False") ?? conditions.find((c) => c.status === "False" && c.message)?.message)
+      : phase === "Failed"
+        ? holding("Failed", "True")
+        : undefined;
+  return (message ?? "").replace(/\s+/g, " ");
 }
