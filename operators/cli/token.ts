@@ -43,7 +43,7 @@ export function registerToken(program: Command, deps: TokenCommandDeps): void {
       try {
         ttlMs = parseDuration(options.ttl);
       } catch (err) {
-        process.stderr.write(`${(err as Error).message}\n`);
+        process.stderr.write(`rlark token create: --ttl: ${(err as Error).message}\n`);
         process.exitCode = 2;
         return;
       }
