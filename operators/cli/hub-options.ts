@@ -2,6 +2,7 @@
 import path from "node:path";
 import { type Command, Option } from "commander";
 import type { HubOptions } from "../hub/hub.ts";
+import { usageError } from "./cli-error.ts";
 import { parseDuration } from "./duration.ts";
 
 export interface CommonHubFlags {
@@ -78,6 +79,9 @@ export async function hubOptionsFrom(
   flags: CommonHubFlags,
   defaults: { intervalMs: number },
 ): Promise<HubOptions> {
+  // Checked before anything is created or read, so a typo leaves no half-made data dir behind.
+  checkHostPort("--http", flags.http);
+  checkHostPort("--ssh", flags.ssh);
   const { loadGitCredentials } = await import("../source/git-auth.ts");
   const credentials = await loadGitCredentials({
     tokenFile: flags.gitTokenFile,
@@ -113,4 +117,11 @@ export async function hubOptionsFrom(
         }
       : {}),
   };
+}
+
+/** `host:port`, `[v6]:port` or `:port`, as the hub listens on it; port 0 picks a free one. */
+function checkHostPort(flag: string, value: string): void {
+  const match = /^(?:\[[^\]]+\]|[^:[\]]*):(\d+)$/.exec(value);
+  if (!match) throw usageError(`${flag}: expected host:port, got ${JSON.stringify(value)}`);
+  if (Number(match[1]) > 65_535) throw usageError(`${flag}: port ${match[1]} is not in 0-65535`);
 }

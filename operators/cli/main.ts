@@ -1,14 +1,25 @@
 #!/usr/bin/env node
 // The `rlark` command: one file per subcommand under operators/cli/, wired in program.ts.
+import type { Command } from "commander";
+import { CliError } from "./cli-error.ts";
 import { buildProgram } from "./program.ts";
 
+const program = buildProgram();
+let running = "rlark";
+program.hook("preAction", (_program, action: Command) => {
+  const names: string[] = [];
+  for (let c: Command | null = action; c; c = c.parent) names.unshift(c.name());
+  running = names.join(" ");
+});
+
 try {
-  await buildProgram().parseAsync(process.argv);
+  await program.parseAsync(process.argv);
 } catch (error) {
-  // Failures a user can act on (a port in use, an unreadable file) get one line, not a stack.
+  // Failures a user can act on (a port in use, an unreadable file) get one line each, not a stack
+  // and not the usage: commander prints that itself for the errors it detects in the command line.
   const message = error instanceof Error ? error.message : String(error);
   const code = (error as NodeJS.ErrnoException).code;
   const hint = code === "EADDRINUSE" ? " (is another hub running? choose another --http or --ssh)" : "";
-  process.stderr.write(`rlark: ${message}${hint}\n`);
-  process.exitCode = 1;
+  for (const line of `${message}${hint}`.split("\n")) process.stderr.write(`${running}: ${line}\n`);
+  process.exitCode = error instanceof CliError ? error.exitCode : 1;
 }

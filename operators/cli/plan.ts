@@ -1,6 +1,8 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { type Command, Option } from "commander";
+import { CliError, usageError } from "./cli-error.ts";
+import { requireExistingPaths } from "./existing-paths.ts";
 
 export const PLAN_FORMATS = ["text", "markdown", "json"] as const;
 export type PlanFormat = (typeof PLAN_FORMATS)[number];
@@ -58,17 +60,15 @@ export function registerPlan(program: Command): void {
       if (flags.hub && flags.base)
         command.error("error: --hub and --base are alternatives; pass one", { exitCode: 2 });
       const cwd = process.cwd();
+      requireExistingPaths(paths, cwd);
       let live: Awaited<ReturnType<typeof plan.liveFromHub>> = [];
       let against = "an empty state";
       let base: Awaited<ReturnType<typeof plan.checkoutRevision>> | undefined;
       try {
         if (flags.hub) {
           const token = await hubToken(flags);
-          if (!token)
-            command.error("error: --hub needs a token: --token, --token-file or RLARK_TOKEN", {
-              exitCode: 2,
-            });
-          live = await plan.liveFromHub({ hub: flags.hub, token: token as string });
+          if (!token) throw usageError("--hub needs a token: --token, --token-file or RLARK_TOKEN");
+          live = await plan.liveFromHub({ hub: flags.hub, token });
           against = `the live state of ${new URL(flags.hub).origin}`;
         } else if (flags.base) {
           const root = await plan.repositoryRoot(cwd);
@@ -85,7 +85,8 @@ export function registerPlan(program: Command): void {
         }
       } catch (error) {
         await base?.remove();
-        command.error(`error: ${error instanceof Error ? error.message : String(error)}`, { exitCode: 2 });
+        if (error instanceof CliError) throw error;
+        throw usageError(error instanceof Error ? error.message : String(error));
       }
       try {
         const result = await plan.planTree({ dir: cwd, paths, revision: "", live, against });

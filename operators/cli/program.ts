@@ -1,6 +1,9 @@
+import { existsSync } from "node:fs";
+import path from "node:path";
 import { Command } from "commander";
 import packageJson from "../../package.json" with { type: "json" };
 import { registerAgent } from "./agent.ts";
+import { CliError, usageError } from "./cli-error.ts";
 import { registerCrds } from "./crds.ts";
 import { registerHub } from "./hub.ts";
 import { registerPlan } from "./plan.ts";
@@ -28,6 +31,11 @@ export function buildProgram(): Command {
   registerAgent(program);
   registerToken(program, {
     enrollment: async ({ dataDir }) => {
+      // Opening the PKI or the store creates them: never in a directory that holds no hub.
+      if (!existsSync(path.join(dataDir, "store.db")))
+        throw usageError(
+          `no hub data in ${dataDir}: pass the --data-dir of a hub that has started (rlark up, rlark hub)`,
+        );
       const { openHubPki } = await import("../hub/tunnel-server.ts");
       return openHubPki({ dataDir, clusterExists: (name) => clusterDeclared(dataDir, name) }).enrollment;
     },
@@ -37,13 +45,22 @@ export function buildProgram(): Command {
   return program;
 }
 
-/** Whether the hub in `dataDir` holds the Cluster (declared in git); read while the hub runs. */
+/**
+ * Whether the hub in `dataDir` holds the Cluster (declared in git); read while the hub runs. A hub
+ * that has applied no revision yet holds nothing from git: that is not the repository's fault.
+ */
 async function clusterDeclared(dataDir: string, name: string): Promise<boolean> {
-  const { openSqliteStore } = await import("../lib/store/index.ts");
+  const [{ openSqliteStore }, { lastAppliedRevision }] = await Promise.all([
+    import("../lib/store/index.ts"),
+    import("../source/git-watcher.ts"),
+  ]);
   const store = openSqliteStore({ dataDir });
   try {
-    return (await store.get("Cluster", undefined, name)) !== undefined;
+    if ((await store.get("Cluster", undefined, name)) !== undefined) return true;
   } finally {
     await store.close();
   }
+  if ((await lastAppliedRevision(dataDir)) === null)
+    throw new CliError("the hub has not finished loading the repository; try again");
+  return false;
 }

@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { type Command, Option } from "commander";
+import { usageError } from "./cli-error.ts";
 
 export const STATUS_HELP = `
 Prints what a running hub is doing: the git revision it has applied (or why it refused the
@@ -36,46 +37,71 @@ export function registerStatus(program: Command): void {
     .option("--token-file <file>", "file holding the bearer token")
     .addOption(new Option("-o, --output <format>", "output format").choices(["text", "json"]).default("text"))
     .addHelpText("after", STATUS_HELP)
-    .action(async (flags: StatusFlags, command: Command) => {
-      const token = await resolveToken(flags).catch(() => undefined);
-      if (!token)
-        command.error("error: no token: pass --token, set RLARK_TOKEN, or point --data-dir at the hub's", {
-          exitCode: 2,
-        });
+    .action(async (flags: StatusFlags) => {
+      const token = await resolveToken(flags);
       const get = async (route: string) => {
-        const response = await fetch(new URL(route, flags.hub), {
-          headers: { authorization: `Bearer ${token}` },
-        });
-        if (!response.ok) throw new Error(`${route}: HTTP ${response.status} ${await response.text()}`);
+        const url = new URL(route, flags.hub);
+        const response = await fetch(url, { headers: { authorization: `Bearer ${token}` } }).catch(
+          (error: unknown) => {
+            const cause = (error as { cause?: unknown }).cause;
+            throw usageError(
+              `cannot reach ${new URL(flags.hub).href}: ${cause instanceof Error ? cause.message : String(error)}`,
+            );
+          },
+        );
+        if (!response.ok)
+          throw usageError(`GET ${url.pathname}: HTTP ${response.status} ${await errorMessage(response)}`);
         return response.json() as Promise<unknown>;
       };
-      try {
-        const [source, jobs, tasks, clusters] = await Promise.all([
-          get("/api/v1/source"),
-          get("/api/v1/rlinf.io/v1alpha1/jobs"),
-          get("/api/v1/rlinf.io/v1alpha1/tasks"),
-          get("/api/v1/rlinf.io/v1alpha1/clusters"),
-        ]);
-        const report = {
-          source,
-          jobs: (jobs as { items: Obj[] }).items,
-          tasks: (tasks as { items: Obj[] }).items,
-          clusters: (clusters as { items: Obj[] }).items,
-        };
-        process.stdout.write(
-          flags.output === "json" ? `${JSON.stringify(report, null, 2)}\n` : renderText(report),
-        );
-      } catch (error) {
-        command.error(`error: cannot read ${flags.hub}: ${(error as Error).message}`, { exitCode: 2 });
-      }
+      const [source, jobs, tasks, clusters] = await Promise.all([
+        get("/api/v1/source"),
+        get("/api/v1/rlinf.io/v1alpha1/jobs"),
+        get("/api/v1/rlinf.io/v1alpha1/tasks"),
+        get("/api/v1/rlinf.io/v1alpha1/clusters"),
+      ]);
+      const report = {
+        source,
+        jobs: (jobs as { items: Obj[] }).items,
+        tasks: (tasks as { items: Obj[] }).items,
+        clusters: (clusters as { items: Obj[] }).items,
+      };
+      process.stdout.write(
+        flags.output === "json" ? `${JSON.stringify(report, null, 2)}\n` : renderText(report),
+      );
     });
 }
 
-async function resolveToken(flags: StatusFlags): Promise<string | undefined> {
+/** The hub's Status message, or the start of a body that is not one (a proxy's page). */
+async function errorMessage(response: Response): Promise<string> {
+  const text = await response.text();
+  try {
+    const message = (JSON.parse(text) as { message?: unknown }).message;
+    if (typeof message === "string") return message;
+  } catch {
+    // not JSON
+  }
+  return text.slice(0, 200).replace(/\s+/g, " ").trim();
+}
+
+async function resolveToken(flags: StatusFlags): Promise<string> {
   if (flags.token) return flags.token;
   if (process.env.RLARK_TOKEN) return process.env.RLARK_TOKEN;
-  const file = flags.tokenFile ?? path.join(flags.dataDir, "admin-token");
-  return (await readFile(file, "utf8")).trim();
+  if (flags.tokenFile) {
+    const token = await readToken(flags.tokenFile);
+    if (!token) throw usageError(`--token-file ${flags.tokenFile} cannot be read or is empty`);
+    return token;
+  }
+  const file = path.join(flags.dataDir, "admin-token");
+  const token = await readToken(file);
+  if (!token)
+    throw usageError(
+      `no token: pass --token or --token-file, set RLARK_TOKEN, or point --data-dir at the data directory of the hub (it holds admin-token; found none at ${file})`,
+    );
+  return token;
+}
+
+async function readToken(file: string): Promise<string | undefined> {
+  return (await readFile(file, "utf8").catch(() => "")).trim() || undefined;
 }
 
 function table(rows: string[][]): string {
@@ -110,12 +136,13 @@ function renderText(report: { source: unknown; jobs: Obj[]; tasks: Obj[]; cluste
   lines.push("", "Jobs:");
   lines.push(
     table([
-      ["NAME", "PHASE", "RUN", "TASKS"],
+      ["NAME", "PHASE", "RUN", "TASKS", "MESSAGE"],
       ...report.jobs.map((j) => [
         j.metadata.name,
         String(j.status?.phase ?? "-"),
         String(j.status?.run ?? "-"),
         String(Array.isArray(j.spec?.tasks) ? j.spec.tasks.length : 0),
+        jobMessage(j),
       ]),
     ]),
   );
@@ -143,4 +170,21 @@ function renderText(report: { source: unknown; jobs: Obj[]; tasks: Obj[]; cluste
     ]),
   );
   return `${lines.join("\n")}\n`;
+}
+
+type Condition = { type?: string; status?: string; message?: string };
+
+/** Why a Job is where it is: what keeps a Pending one from being placed, what failed a Failed one. */
+function jobMessage(job: Obj): string {
+  const conditions = (Array.isArray(job.status?.conditions) ? job.status.conditions : []) as Condition[];
+  const holding = (type: string, status: string) =>
+    conditions.find((c) => c.type === type && c.status === status && c.message)?.message;
+  const phase = job.status?.phase ?? "Pending";
+  const message =
+    phase === "Pending"
+      ? (holding("Scheduled", "False") ?? conditions.find((c) => c.status === "False" && c.message)?.message)
+      : phase === "Failed"
+        ? holding("Failed", "True")
+        : undefined;
+  return (message ?? "").replace(/\s+/g, " ");
 }

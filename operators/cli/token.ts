@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import type { Enrollment } from "../hub/enrollment.ts";
+import { CliError } from "./cli-error.ts";
 import { parseDuration } from "./duration.ts";
 
 export interface TokenCommandDeps {
@@ -42,7 +43,7 @@ export function registerToken(program: Command, deps: TokenCommandDeps): void {
       try {
         ttlMs = parseDuration(options.ttl);
       } catch (err) {
-        process.stderr.write(`${(err as Error).message}\n`);
+        process.stderr.write(`rlark token create: --ttl: ${(err as Error).message}\n`);
         process.exitCode = 2;
         return;
       }
@@ -60,7 +61,7 @@ export function registerToken(program: Command, deps: TokenCommandDeps): void {
         );
       } catch (err) {
         process.stderr.write(`rlark token create: ${(err as Error).message}\n`);
-        process.exitCode = 1;
+        process.exitCode = err instanceof CliError ? err.exitCode : 1;
       }
     });
 }

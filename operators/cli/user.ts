@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { DEFAULT_SCRYPT } from "../hub/auth/password-hash.ts";
+import { usageError } from "./cli-error.ts";
 
 export interface UserCommandDeps {
   /** The password source; default: standard input (one line). */
@@ -32,10 +33,10 @@ export function registerUser(program: Command, deps: UserCommandDeps = {}): void
     .action(async (options: { cost: string }) => {
       const ln = Number(options.cost);
       if (!Number.isInteger(ln) || ln < 14 || ln > 20)
-        throw new Error("--cost must be an integer from 14 to 20");
+        throw usageError("--cost must be an integer from 14 to 20");
       // One trailing newline is the shell's, not the password's.
       const password = (await (deps.readPassword ?? readStdin)()).replace(/\r?\n$/, "");
-      if (password.length === 0) throw new Error("no password on standard input");
+      if (password.length === 0) throw usageError("no password on standard input");
       const { hashPassword } = await import("../hub/auth/password-hash.ts");
       const hash = await hashPassword(password, { ...DEFAULT_SCRYPT, ln });
       (deps.stdout ?? ((text: string) => process.stdout.write(text)))(`${hash}\n`);

@@ -1,5 +1,6 @@
 import { type Command, Option } from "commander";
 import { REPORT_FORMATS, type ReportFormat, renderReport } from "../api/validate/reporters.ts";
+import { requireExistingPaths } from "./existing-paths.ts";
 
 export const VALIDATE_HELP = `
 Loads every .yaml/.yml file under the paths (default: the current directory), validates each
@@ -25,6 +26,7 @@ export function registerValidate(program: Command): void {
     .option("--strict", "treat documents that are not RLark objects as errors", false)
     .addHelpText("after", VALIDATE_HELP)
     .action(async (paths: string[], options: { format: ReportFormat; strict: boolean }) => {
+      requireExistingPaths(paths, process.cwd());
       const { validatePaths } = await import("../api/validate/index.ts");
       const result = await validatePaths(paths, {
         baseDir: process.cwd(),

@@ -74,6 +74,20 @@ export function serveIndex(assets: Assets, res: ServerResponse, head: boolean): 
   res.end(head ? undefined : assets.index);
 }
 
+/**
+ * The icon at the address browsers ask for without being told (and without a token): the page
+ * links the hashed one, but a 401 here would be a console error on every page.
+ */
+export function serveFavicon(assets: Assets, res: ServerResponse, head: boolean): void {
+  const icon = assets.get("favicon.svg");
+  res.writeHead(icon ? 200 : 404, {
+    "content-type": icon ? icon.type : "text/plain; charset=utf-8",
+    "cache-control": "public, max-age=86400",
+    ...SECURITY_HEADERS,
+  });
+  res.end(head || !icon ? undefined : icon.body);
+}
+
 /** True when the path is under /assets/ (answered, 404 included). */
 export function serveAsset(assets: Assets, pathname: string, res: ServerResponse, head: boolean): boolean {
   if (!pathname.startsWith("/assets/")) return false;

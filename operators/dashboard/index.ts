@@ -12,7 +12,7 @@ import { createSessions, LOGIN_PATH, loadOrCreateJwtSecret, verifyJwt } from "..
 import { type Authenticator, adminTokenAuthenticator, anyOf } from "../hub/http/auth.ts";
 import { type Logger, silentLogger } from "../lib/controller/index.ts";
 import type { Store } from "../lib/store/index.ts";
-import { loadAssets, serveAsset, serveIndex } from "./assets.ts";
+import { loadAssets, serveAsset, serveFavicon, serveIndex } from "./assets.ts";
 import { createEventStream, EVENTS_PATH } from "./events.ts";
 import { createObjectCache } from "./object-cache.ts";
 import { repoWebUrl } from "./repo-web.ts";
@@ -89,6 +89,10 @@ export async function createDashboard(options: DashboardOptions): Promise<Dashbo
       if (req.method !== "GET" && !head) return false;
       if (path === "/" || path === "/index.html") {
         serveIndex(assets, res, head);
+        return true;
+      }
+      if (path === "/favicon.ico") {
+        serveFavicon(assets, res, head);
         return true;
       }
       return serveAsset(assets, path, res, head);

@@ -26,6 +26,7 @@ import { createHubSource, type HubSource } from "./git-source.ts";
 import { createHubHttpHandler, type HubHttpDependencies } from "./http/api-server.ts";
 import { type Authenticator, adminTokenAuthenticator, anyOf } from "./http/auth.ts";
 import { jsonLogger } from "./logger.ts";
+import { hubReadiness } from "./readiness.ts";
 import { STATUS_KINDS, statusDocuments } from "./status-documents.ts";
 import { createHubTunnel, type HubPki } from "./tunnel-server.ts";
 
@@ -209,7 +210,7 @@ export async function startHub(options: HubOptions): Promise<Hub> {
       });
       return readBounded(stream, MAX_LOG_BYTES);
     },
-    ready: () => started,
+    ready: () => hubReadiness(started, source?.watcher.status()),
     gitWebhook:
       pushWebhook && reviewer ? routePullRequestEvents(reviewer.httpHandler, pushWebhook) : pushWebhook,
     extraRoutes: async (req, res, url) =>

@@ -4,6 +4,19 @@ import type { KubeObject, Store } from "../lib/store/index.ts";
 /** The kinds whose status the hub writes back to git (issue: Jobs, Workflows, Domains, Addons, Clusters, Nodes). */
 export const STATUS_KINDS = ["Job", "Workflow", "Domain", "Addon", "Cluster", "Node"] as const;
 
+/**
+ * Heartbeats and gauges: they change every few seconds on an idle hub, so writing them to git
+ * would make a commit each time. They stay in the API (`rlark status`, the dashboard); the status
+ * branch records what a person would care about (phases, conditions, placements, versions).
+ */
+const GAUGES: readonly RegExp[] = [
+  /^status\.lastHeartbeatTime$/,
+  /^status\.disk$/,
+  /^status\.conditions\[\d+\]\.(lastHeartbeatTime|lastProbeTime)$/,
+];
+
+const isGauge = (_key: string, path: string) => GAUGES.some((gauge) => gauge.test(path));
+
 /** One `status/<kind>/<name>.yaml` per object that has a status: identity, source and status only. */
 export async function statusDocuments(store: Store): Promise<StatusDocument[]> {
   const documents: StatusDocument[] = [];
@@ -12,13 +25,12 @@ export async function statusDocuments(store: Store): Promise<StatusDocument[]> {
       if (object.status === undefined) continue;
       documents.push({
         path: statusDocumentPath(kind, object.metadata.name, object.metadata.namespace),
-        content: renderStatusYaml(statusView(object)),
+        content: renderStatusYaml(statusView(object), { dropKey: isGauge }),
       });
     }
   }
   return documents.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
-
 function statusView(object: KubeObject) {
   const { name, namespace, generation, annotations } = object.metadata;
   return {

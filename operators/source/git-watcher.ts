@@ -90,6 +90,23 @@ interface PersistedState {
   lastAppliedTime: string | null;
 }
 
+const SOURCE_STATE_FILE = "source-state.json";
+
+/**
+ * The revision the hub with this data dir last applied, read from its state file (other processes,
+ * such as `rlark token create`, ask); null when it has applied none yet.
+ */
+export async function lastAppliedRevision(dataDir: string): Promise<string | null> {
+  try {
+    const saved = JSON.parse(
+      await readFile(join(dataDir, SOURCE_STATE_FILE), "utf8"),
+    ) as Partial<PersistedState>;
+    return typeof saved.lastAppliedRevision === "string" ? saved.lastAppliedRevision : null;
+  } catch {
+    return null;
+  }
+}
+
 export function createGitWatcher(options: GitWatcherOptions): GitWatcher {
   return new Watcher(options);
 }
@@ -137,7 +154,7 @@ class Watcher extends EventEmitter<{ status: [SourceStatus] }> implements GitWat
     this.#initialBackoff = options.initialBackoffMs ?? 1_000;
     this.#maxBackoff = options.maxBackoffMs ?? 300_000;
     this.#reapply = options.reapplyOnStart ?? false;
-    this.#stateFile = join(options.dataDir, "source-state.json");
+    this.#stateFile = join(options.dataDir, SOURCE_STATE_FILE);
     this.#status = {
       url: options.repository.url,
       branch: options.repository.branch,

@@ -2,24 +2,16 @@ import { spawn } from "node:child_process";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path, { join } from "node:path";
-import { pathToFileURL } from "node:url";
 import t, { type Test } from "tap";
 import { startHub } from "../../operators/hub/hub.ts";
 import { runGit } from "../helpers/git-server.ts";
 
 const root = path.resolve(import.meta.dirname, "../..");
-// `rlark plan` as the command tree will run it: registerPlan on a program that exits 2 on usage errors.
-const driver = `
-import { Command } from ${JSON.stringify(pathToFileURL(join(root, "node_modules/commander/index.js")).href)};
-import { registerPlan } from ${JSON.stringify(pathToFileURL(join(root, "operators/cli/plan.ts")).href)};
-const program = new Command("rlark").exitOverride((e) => process.exit(e.exitCode === 0 ? 0 : 2));
-registerPlan(program);
-await program.parseAsync(process.argv.slice(1), { from: "user" });
-`;
+const cli = join(root, "operators/cli/main.ts");
 
 function rlark(cwd: string, args: string[], env: NodeJS.ProcessEnv = {}) {
   return new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn(process.execPath, ["--input-type=module", "-e", driver, ...args], {
+    const child = spawn(process.execPath, [cli, ...args], {
       cwd,
       env: { ...process.env, ...env },
     });
@@ -165,7 +157,7 @@ t.test("--hub plans against the hub's live state and its Node reports", async (t
   t.notMatch(run.stdout + run.stderr, hub.adminToken, "the token is never printed");
 
   const refused = await rlark(dir, ["plan", "--hub", hub.url, "manifests"], { RLARK_TOKEN: "wrong" });
-  t.equal(refused.status, 2);
+  t.equal(refused.status, 2, refused.stderr);
   t.match(refused.stderr, /HTTP 401/);
   t.notMatch(refused.stderr, "wrong");
 });

@@ -272,6 +272,16 @@ t.test(
     const css = /href="(\/assets\/[0-9a-f]{16}\/style\.css)"/.exec(html)?.[1];
     t.equal((await fetch(`${hub.url}${css}`)).status, 200);
     t.equal((await fetch(`${hub.url}/assets/0000000000000000/main.mts`)).status, 404);
+    // A browser asks for an icon on every page: never a 401 (a console error each time).
+    const icon = /<link rel="icon" href="(\/assets\/[0-9a-f]{16}\/favicon\.svg)"/.exec(html)?.[1];
+    t.ok(icon, "the page names its icon");
+    const linked = await fetch(`${hub.url}${icon}`);
+    t.equal(linked.status, 200);
+    t.match(linked.headers.get("content-type"), "image/svg+xml");
+    const legacy = await fetch(`${hub.url}/favicon.ico`);
+    t.equal(legacy.status, 200, "/favicon.ico needs no token either");
+    t.match(legacy.headers.get("content-type"), "image/svg+xml");
+    t.match(await legacy.text(), /^<svg /);
     const secret = await stat(path.join(dataDir, "dashboard-jwt-secret"));
     t.equal(secret.mode & 0o777, 0o600, "the signing secret is private to the hub's user");
   },

@@ -21,7 +21,7 @@ export interface ClusterSpec {
   runtime: "kubernetes" | "process";
   /** Free text for people. */
   description?: string;
-  /** The agent's SSH public key, pinned at enrollment; empty until the agent enrolls. */
+  /** Planned: the agent's SSH public key, to pin at enrollment. Not read yet: agents are pinned by the certificate the hub's CA issues when they enroll. */
   agentPublicKey?: SSHPublicKey;
 }
 

@@ -199,24 +199,35 @@ type Classified =
 
 function classify(document: ParsedDocument, strict: boolean): Classified {
   const value = document.value;
-  const diagnostic = (rule: string, message: string, kind = "", path = ""): Diagnostic => ({
-    file: document.file,
-    line: document.start.line,
-    column: document.start.column,
-    kind,
-    name: isObject(value) ? (stringAt(value.metadata, "name") ?? "") : "",
-    path,
-    rule,
-    message,
-  });
-  const foreign = (message: string): Classified => ({
-    diagnostic: diagnostic(strict ? "strict/foreign-document" : "foreign/skipped", message),
-    severity: strict ? "error" : "warning",
-  });
-  if (!isObject(value)) return foreign("not a Kubernetes-style object (no apiVersion and kind); skipped");
+  const diagnostic = (rule: string, message: string, kind = "", path = ""): Diagnostic => {
+    // About a field (/kind, /apiVersion): its line; about the whole document: where it starts.
+    const at = path ? document.locate(path) : document.start;
+    return {
+      file: document.file,
+      line: at.line,
+      column: at.column,
+      kind,
+      name: isObject(value) ? (stringAt(value.metadata, "name") ?? "") : "",
+      path,
+      rule,
+      message,
+    };
+  };
+  // Skipped with a warning, or (under --strict) an error that says why, not that it was skipped.
+  const foreign = (what: string, skipped = "; skipped"): Classified =>
+    strict
+      ? {
+          diagnostic: diagnostic(
+            "strict/foreign-document",
+            `${what}; --strict allows only ${API_VERSION} documents`,
+          ),
+          severity: "error",
+        }
+      : { diagnostic: diagnostic("foreign/skipped", `${what}${skipped}`), severity: "warning" };
+  if (!isObject(value)) return foreign("not a Kubernetes-style object (no apiVersion and kind)");
   const apiVersion = value.apiVersion;
   const kind = typeof value.kind === "string" ? value.kind : "";
-  if (typeof apiVersion !== "string") return foreign("has no apiVersion; not an RLark object, skipped");
+  if (typeof apiVersion !== "string") return foreign("has no apiVersion; not an RLark object", ", skipped");
   if (apiVersion !== API_VERSION) {
     if (apiVersion.startsWith("rlinf.io/")) {
       return {
@@ -229,7 +240,7 @@ function classify(document: ParsedDocument, strict: boolean): Classified {
         severity: "error",
       };
     }
-    return foreign(`${kind || "document"} of ${apiVersion} is not an RLark object; skipped`);
+    return foreign(`${kind || "document"} of ${apiVersion} is not an RLark object`);
   }
   const info = kindInfo(kind);
   if (!info) {

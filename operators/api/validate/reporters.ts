@@ -72,7 +72,10 @@ function escapeProperty(s: string): string {
   return escapeData(s).replaceAll(":", "%3A").replaceAll(",", "%2C");
 }
 
-/** JUnit XML: one test case per file with findings, each error a failure, for CI systems' test tabs. */
+/**
+ * JUnit XML: one test case per file with errors, failing once with every error of the file in its
+ * body, so `failures` counts failing files and never exceeds `tests` (CI test tabs rely on that).
+ */
 function renderJunit(report: Report): string {
   const byFile = new Map<string, Diagnostic[]>();
   for (const d of report.errors) {
@@ -80,20 +83,23 @@ function renderJunit(report: Report): string {
     byFile.get(d.file)?.push(d);
   }
   const cases = [...byFile.entries()].map(([file, errors]) => {
-    const failures = errors
-      .map(
-        (d) =>
-          `      <failure type="${xml(d.rule)}" message="${xml(d.message)}">${xml(formatDiagnostic(d))}</failure>`,
-      )
-      .join("\n");
-    return `    <testcase classname="rlark.validate" name="${xml(file)}">\n${failures}\n    </testcase>`;
+    const types = [...new Set(errors.map((d) => d.rule))].join(", ");
+    const message =
+      errors.length === 1 ? (errors[0]?.message ?? "") : `${errors.length} errors: ${errors[0]?.message}`;
+    const body = errors.map((d) => xml(formatDiagnostic(d))).join("\n");
+    return [
+      `    <testcase classname="rlark.validate" name="${xml(file)}">`,
+      `      <failure type="${xml(types)}" message="${xml(message)}">${body}</failure>`,
+      "    </testcase>",
+    ].join("\n");
   });
   if (cases.length === 0) cases.push(`    <testcase classname="rlark.validate" name="all documents"/>`);
-  const failures = report.errors.length;
+  const tests = Math.max(1, byFile.size);
+  const failures = byFile.size;
   return [
     `<?xml version="1.0" encoding="UTF-8"?>`,
-    `<testsuites name="rlark validate" tests="${Math.max(1, byFile.size)}" failures="${failures}">`,
-    `  <testsuite name="rlark validate" tests="${Math.max(1, byFile.size)}" failures="${failures}" errors="0" skipped="0">`,
+    `<testsuites name="rlark validate" tests="${tests}" failures="${failures}">`,
+    `  <testsuite name="rlark validate" tests="${tests}" failures="${failures}" errors="0" skipped="0">`,
     ...cases,
     "  </testsuite>",
     "</testsuites>",

@@ -19,7 +19,7 @@ export function bar(label: string, used: number, total: number, text: string, wa
 }
 
 export function table(headers: readonly string[], rows: readonly Part[], caption?: string): Html {
-  return html`<div class="scroll"><table>${caption ? html`<caption>${caption}</caption>` : ""}<thead><tr>${headers.map(
+  return html`<div class="scroll table-box"><table>${caption ? html`<caption>${caption}</caption>` : ""}<thead><tr>${headers.map(
     (h) => html`<th scope="col">${h}</th>`,
   )}</tr></thead><tbody>${rows.length ? rows : html`<tr><td colspan="${headers.length}" class="muted">none</td></tr>`}</tbody></table></div>`;
 }

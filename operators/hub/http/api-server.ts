@@ -14,8 +14,8 @@ export interface HubHttpDependencies {
   sourceStatus: () => unknown;
   /** Prometheus text exposition. */
   metricsText: () => Promise<string> | string;
-  /** True once the hub has started its controllers and applied (or tried) a revision. */
-  ready: () => boolean;
+  /** /readyz: ready (200) or not (503), with one line saying why (see readiness in hub.ts). */
+  ready: () => { ready: boolean; message: string };
   /** POST /hooks/git, when a webhook secret is configured. */
   gitWebhook?: RequestListener;
   /** The tail of a mirrored pod's output, fetched from its cluster's agent. */
@@ -41,8 +41,10 @@ async function handle(deps: HubHttpDependencies, req: IncomingMessage, res: Serv
   const url = new URL(req.url ?? "/", "http://hub.invalid");
   const path = url.pathname;
   if (path === "/healthz") return sendText(res, 200, "ok\n");
-  if (path === "/readyz")
-    return deps.ready() ? sendText(res, 200, "ok\n") : sendText(res, 503, "not ready\n");
+  if (path === "/readyz") {
+    const { ready, message } = deps.ready();
+    return sendText(res, ready ? 200 : 503, `${message}\n`);
+  }
   if (path === "/hooks/git") {
     if (!deps.gitWebhook)
       return sendStatus(res, 404, "NotFound", "no webhook secret is configured on this hub");

@@ -37,6 +37,28 @@ t.test("each file under examples/invalid fails for the reason its header names",
   }
 });
 
+t.test(
+  "validated together, the files under examples/invalid still each fail only for their own reason",
+  async (t) => {
+    const dir = path.join(root, "examples/invalid");
+    const result = await validatePaths([dir], { baseDir: root });
+    const byFile = new Map<string, Set<string>>();
+    for (const error of result.errors) {
+      if (!byFile.has(error.file)) byFile.set(error.file, new Set());
+      byFile.get(error.file)?.add(error.rule);
+    }
+    for (const file of (await readdir(dir)).filter((f) => f.endsWith(".yaml")).sort()) {
+      const expected = /^# expect: (\S+)$/m.exec(await readFile(path.join(dir, file), "utf8"))?.[1];
+      t.same([...(byFile.get(`examples/invalid/${file}`) ?? [])], [expected], `${file}: only ${expected}`);
+    }
+    t.same(
+      result.errors.filter((e) => e.message.includes(" is also defined at ") && !e.message.includes(e.file)),
+      [],
+      "no name is declared by two files",
+    );
+  },
+);
+
 t.test("the example Raw job's artifact checksum matches the shipped script", async (t) => {
   const { createHash } = await import("node:crypto");
   const result = await validatePaths(["examples/jobs/cartpole-local.yaml"], { baseDir: root });

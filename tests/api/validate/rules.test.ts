@@ -60,6 +60,27 @@ t.test("documents of other tools are skipped with a warning, and are errors unde
     strict.errors.map((e) => e.rule),
     ["strict/foreign-document", "strict/foreign-document"],
   );
+  t.same(
+    lenient.warnings.map((w) => w.message),
+    ["ConfigMap of v1 is not an RLark object; skipped", "has no apiVersion; not an RLark object, skipped"],
+  );
+  t.same(
+    strict.errors.map((e) => e.message),
+    [
+      "ConfigMap of v1 is not an RLark object; --strict allows only rlinf.io/v1alpha1 documents",
+      "has no apiVersion; not an RLark object; --strict allows only rlinf.io/v1alpha1 documents",
+    ],
+    "an error does not say the document was skipped",
+  );
+});
+
+t.test("errors about the kind point at the kind line, not at the document's start", async (t) => {
+  const unknown = validate("apiVersion: rlinf.io/v1alpha1\nmetadata: { name: w }\nkind: Workflw\n");
+  t.match(unknown.errors, [{ rule: "schema/unknown-kind", path: "/kind", line: 3, column: 7 }]);
+  const task = validate("apiVersion: rlinf.io/v1alpha1\n\nkind: Task\nmetadata: { name: t }\n");
+  t.match(task.errors, [{ rule: "cross/not-from-git", path: "/kind", line: 3, column: 7 }]);
+  const version = validate("# a comment\nkind: Job\napiVersion: rlinf.io/v1beta1\nmetadata: { name: j }\n");
+  t.match(version.errors, [{ rule: "schema/api-version", path: "/apiVersion", line: 3, column: 13 }]);
 });
 
 t.test("an unserved rlinf.io version is an error, not a foreign document", async (t) => {

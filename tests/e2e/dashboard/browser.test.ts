@@ -47,6 +47,15 @@ t.test("the dashboard in a browser", async (t) => {
   const page = await context.newPage();
   const errors: string[] = [];
   page.on("pageerror", (error) => errors.push(error.message));
+  // The page's own files (the favicon a browser asks for unprompted, assets) never fail: a 401
+  // there is a console error on every page. The API's refusals are tested on purpose below.
+  const failedFiles: string[] = [];
+  const watchFiles = (p: Page) =>
+    p.on("response", (response) => {
+      if (response.status() >= 400 && !new URL(response.url()).pathname.startsWith("/api/"))
+        failedFiles.push(`${response.status()} ${response.url()}`);
+    });
+  watchFiles(page);
 
   await t.test("without a session the page asks to log in, and the API refuses", async (t) => {
     await page.goto(hub.url);
@@ -278,12 +287,19 @@ t.test("the dashboard in a browser", async (t) => {
     await admin.goto(running.dashboard.loginUrl(running.hub.adminToken, running.hub.url));
     await admin.waitForURL(/#\/overview$/);
     t.notMatch(admin.url(), /adminToken/);
+    await admin.locator("#synced-revision").waitFor();
+    t.equal(
+      await admin.evaluate("getComputedStyle(document.querySelector('main')).outlineStyle"),
+      "none",
+      "no focus ring around the whole page after the login",
+    );
     await admin.close();
   });
 
   await t.test("readable at phone width and in dark mode", async (t) => {
-    const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, colorScheme: "dark" });
+    const phone = await browser.newContext({ viewport: { width: 375, height: 812 }, colorScheme: "dark" });
     const mobile = await phone.newPage();
+    watchFiles(mobile);
     await mobile.goto(running.dashboard.loginUrl(running.hub.adminToken, running.hub.url));
     await mobile.waitForURL(/#\/overview$/);
     await mobile.goto(`${running.hub.url}/#/clusters`);
@@ -296,8 +312,32 @@ t.test("the dashboard in a browser", async (t) => {
     const background = await mobile.evaluate("getComputedStyle(document.body).backgroundColor");
     t.equal(background, "rgb(15, 19, 24)", "dark colours");
     if (SCREENSHOTS) await mobile.screenshot({ path: path.join(SCREENSHOTS, "clusters-phone-dark.png") });
+
+    // The Jobs table is wider than a phone: it scrolls inside its box, the page does not.
+    await mobile.goto(`${running.hub.url}/#/jobs`);
+    await mobile.locator('tr[data-job="ppo-cartpole-v1"]').waitFor();
+    const box = JSON.parse(
+      String(
+        await mobile.evaluate(`(() => {
+          const box = document.querySelector("main .table-box");
+          const before = box.scrollWidth - box.clientWidth;
+          box.scrollLeft = box.scrollWidth;
+          const source = [...box.querySelectorAll("th")].at(-1).getBoundingClientRect();
+          return JSON.stringify({ overflowX: getComputedStyle(box).overflowX, more: before, scrolled: box.scrollLeft,
+            sourceRight: source.right, width: innerWidth, page: document.documentElement.scrollWidth - innerWidth });
+        })()`),
+      ),
+    ) as Record<string, number | string>;
+    t.equal(box.overflowX, "auto");
+    t.ok(
+      Number(box.more) > 0 && Number(box.scrolled) > 0,
+      `the table scrolls sideways (${JSON.stringify(box)})`,
+    );
+    t.ok(Number(box.sourceRight) <= Number(box.width), "scrolled, its last column comes into view");
+    t.ok(Number(box.page) <= 0, "the page itself does not scroll sideways");
     await phone.close();
   });
 
   t.same(errors, [], "no script errors");
+  t.same(failedFiles, [], "no request of the page's own fails (a favicon answering 401 did)");
 });
