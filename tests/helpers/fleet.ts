@@ -10,6 +10,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { type ClusterEntry, fleetDir, repoRoot } from "../../hack/kube/paths.ts";
+import { waitFor } from "./wait-for.ts";
 
 export interface FleetCluster extends ClusterEntry {
   /** A fresh admin KubeConfig (client certificate, system:masters) for this cluster. */
@@ -76,28 +77,17 @@ export async function testNamespace(t: Teardown, kc: KubeConfig, prefix = "test"
   return name;
 }
 
-/** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */
+/**
+ * wait-for.ts with the kube tests' bound: `check` every `intervalMs`, timeoutMs / intervalMs
+ * times at the most, until it returns a value other than undefined or false.
+ */
 export async function eventually<T>(
   what: string,
   check: () => Promise<T | undefined>,
   timeoutMs = 60_000,
   intervalMs = 250,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value !== undefined) return value;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) {
-      const why = last instanceof Error ? `: ${last.message}` : "";
-      throw new Error(`timed out after ${timeoutMs / 1000}s waiting for ${what}${why}`);
-    }
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
+  return waitFor(what, check, { attempts: Math.ceil(timeoutMs / intervalMs), everyMs: intervalMs });
 }
 
 /** `promise`, or a rejection naming `what` after `timeoutMs`; the timer never outlives it. */

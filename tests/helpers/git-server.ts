@@ -6,6 +6,7 @@ import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { waitFor as poll, type WaitOptions } from "./wait-for.ts";
 
 export interface GitServer {
   /** Temp dir holding everything; removed by close(). */
@@ -75,18 +76,17 @@ function canConnect(port: number): Promise<boolean> {
   });
 }
 
-/** Polls `check` until it holds, at most `attempts` times `everyMs` apart. */
+/**
+ * The one polling helper (wait-for.ts) in the argument order of this file's older callers
+ * (tests/hub, tests/source, tests/dashboard, tests/e2e), until they import wait-for.ts.
+ */
 export async function waitFor(
   check: () => boolean | Promise<boolean>,
   what: string,
   // Generous: the whole suite shares two cores with real git processes.
-  { attempts = 600, everyMs = 50 } = {},
+  { attempts = 600, everyMs = 50 }: WaitOptions = {},
 ): Promise<void> {
-  for (let i = 0; i < attempts; i++) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-  throw new Error(`timed out waiting for ${what}`);
+  await poll(what, check, { attempts, everyMs });
 }
 
 export async function createGitServer(options: { branch?: string; name?: string } = {}): Promise<GitServer> {

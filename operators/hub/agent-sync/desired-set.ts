@@ -1,8 +1,8 @@
 // What a cluster's agent should hold: its Tasks, Addons, DomainPeers and Node overlays.
 
 import { AGENT_CLEANUP_FINALIZER } from "../../controllers/labels.ts";
-import type { KubeObject, Store } from "../../lib/store/index.ts";
-import { matches } from "../../lib/store/index.ts";
+import type { KubeObject, LabelSelector, Store } from "../../lib/store/index.ts";
+import { compileLabelSelector, matches } from "../../lib/store/index.ts";
 import { isRepositoryPath } from "../../source/repository-artifacts.ts";
 import { MANAGED_BY_GIT, MANAGED_BY_LABEL, overlayKeys, pickKeys } from "../../source/snapshot-apply.ts";
 import { artifactUrl } from "./artifacts.ts";
@@ -33,13 +33,13 @@ export async function desiredForCluster(
   out.push(...(await store.list("DomainPeer", { namespace })).items);
   const clusterObject = await store.get("Cluster", undefined, cluster);
   for (const addon of (await store.list("Addon")).items) {
-    const selector = (addon.spec as { clusterSelector?: unknown } | undefined)?.clusterSelector;
+    const selector = (addon.spec as { clusterSelector?: LabelSelector } | undefined)?.clusterSelector;
     const placed = addon.metadata.namespace === namespace;
     const selected =
       !addon.metadata.namespace &&
       selector !== undefined &&
       clusterObject !== undefined &&
-      matches(selector as Parameters<typeof matches>[0], clusterObject.metadata.labels ?? {});
+      selects(selector, clusterObject.metadata.labels);
     if (placed || selected) out.push(addon);
   }
   for (const node of (await store.list("Node", { namespace })).items) {
@@ -47,6 +47,15 @@ export async function desiredForCluster(
   }
   // Status is the hub's record of what agents reported; agents act on metadata and spec only.
   return out.map(withoutStatus).sort((a, b) => key(a).localeCompare(key(b)));
+}
+
+/** Validation refuses a malformed selector; one in the store from before selects no cluster. */
+function selects(selector: LabelSelector, labels: Record<string, string> | undefined): boolean {
+  try {
+    return matches(compileLabelSelector(selector), labels);
+  } catch {
+    return false;
+  }
 }
 
 function withoutStatus(object: KubeObject): KubeObject {

@@ -8,12 +8,12 @@ import { silentLogger } from "../../../operators/lib/controller/index.ts";
 import { openCertificateAuthority, publicKeyPem } from "../../../operators/lib/pki/index.ts";
 import { modify, openSqliteStore } from "../../../operators/lib/store/index.ts";
 import { waitFor } from "../../helpers/wait-for.ts";
-import { allocations, domain, job, peers, pod, startHub, tempDataDir } from "./fixtures.ts";
+import { allocations, domain, job, peers, pod, startDomainHarness, tempDataDir } from "./fixtures.ts";
 
 const count = (o: Record<string, string>) => Object.keys(o).length;
 
 t.test("pods of the Domain's Jobs get addresses; one DomainPeer per cluster lists its pods", async (t) => {
-  const hub = await startHub(t, tempDataDir(t));
+  const hub = await startDomainHarness(t, tempDataDir(t));
   const { store } = hub;
   await store.create(domain("ppo", "10.0.1.0/24"));
   await store.create(job("train", "ppo"));
@@ -96,7 +96,7 @@ t.test("pods of the Domain's Jobs get addresses; one DomainPeer per cluster list
 
 t.test("the Domain certificate is signed by the hub CA; the key stays out of Domain status", async (t) => {
   const dataDir = tempDataDir(t);
-  const { store, pki } = await startHub(t, dataDir);
+  const { store, pki } = await startDomainHarness(t, dataDir);
   await store.create(domain("nav", "10.9.0.0/16"));
   await store.create(job("j", "nav"));
   await store.create(pod("beijing", "p-0", "j", "t"));
@@ -115,7 +115,7 @@ t.test("the Domain certificate is signed by the hub CA; the key stays out of Dom
 
 t.test("allocations and the certificate survive a restart of the hub on the same store", async (t) => {
   const dataDir = tempDataDir(t);
-  const first = await startHub(t, dataDir);
+  const first = await startDomainHarness(t, dataDir);
   await first.store.create(domain("ppo", "10.0.1.0/24"));
   await first.store.create(job("train", "ppo"));
   for (const n of ["c", "a", "b"]) await first.store.create(pod("beijing", `w-${n}`, "train", "worker"));
@@ -126,7 +126,7 @@ t.test("allocations and the certificate survive a restart of the hub on the same
   const certBefore = (await first.store.get<Domain>("Domain", "", "ppo"))?.status?.certificate;
   await first.stop();
 
-  const second = await startHub(t, dataDir);
+  const second = await startDomainHarness(t, dataDir);
   await second.store.create(pod("beijing", "w-0", "train", "worker"));
   const after = await waitFor("four allocations", async () => {
     const a = await allocations(second.store, "ppo");
@@ -140,7 +140,7 @@ t.test("allocations and the certificate survive a restart of the hub on the same
 t.test(
   "a pod re-created under the same name gets its address back; a deleted pod's address is reused",
   async (t) => {
-    const { store } = await startHub(t, tempDataDir(t));
+    const { store } = await startDomainHarness(t, tempDataDir(t));
     await store.create(domain("small", "10.0.0.0/29"));
     await store.create(job("j", "small"));
     await store.create(pod("beijing", "a", "j", "t"));
@@ -175,7 +175,7 @@ t.test(
 );
 
 t.test("a full range sets AddressPoolExhausted and recovers when a pod goes", async (t) => {
-  const { store } = await startHub(t, tempDataDir(t));
+  const { store } = await startDomainHarness(t, tempDataDir(t));
   await store.create(domain("tiny", "10.0.0.0/30"));
   await store.create(job("j", "tiny"));
   for (const n of ["a", "b", "c"]) await store.create(pod("beijing", n, "j", "t"));
@@ -224,7 +224,7 @@ t.test("a full range sets AddressPoolExhausted and recovers when a pod goes", as
 
 t.test("a Job moved to another Domain, and a deleted Domain, take their pods and peers along", async (t) => {
   const dataDir = tempDataDir(t);
-  const { store } = await startHub(t, dataDir);
+  const { store } = await startDomainHarness(t, dataDir);
   await store.create(domain("one", "10.1.0.0/24"));
   await store.create(domain("two", "10.2.0.0/24"));
   await store.create(job("j", "one"));
@@ -245,7 +245,7 @@ t.test("a Job moved to another Domain, and a deleted Domain, take their pods and
 
 t.test("a restarted hub that reconciles before its Job watch caught up keeps every address", async (t) => {
   const dataDir = tempDataDir(t);
-  const first = await startHub(t, dataDir);
+  const first = await startDomainHarness(t, dataDir);
   await first.store.create(domain("ppo", "10.0.1.0/24"));
   await first.store.create(job("train", "ppo"));
   for (const n of ["a", "b"]) await first.store.create(pod("beijing", n, "train", "t"));

@@ -5,7 +5,7 @@ import type { Domain, IPAllocation } from "../../../operators/api/index.ts";
 import { openCertificateAuthority } from "../../../operators/lib/pki/index.ts";
 import { openSqliteStore, type Store } from "../../../operators/lib/store/index.ts";
 import { waitFor } from "../../helpers/wait-for.ts";
-import { domain, job, peers, pod, startHub, tempDataDir } from "./fixtures.ts";
+import { domain, job, peers, pod, startDomainHarness, tempDataDir } from "./fixtures.ts";
 
 const child = new URL("./crash-hub.ts", import.meta.url).pathname;
 const DOMAINS = 12;
@@ -43,7 +43,7 @@ t.test("kill -9 of the hub mid-allocation: after restart the allocations are ide
   // What an uninterrupted hub allocates from the same objects.
   const referenceDir = tempDataDir(t);
   await seed(referenceDir);
-  const reference = await startHub(t, referenceDir);
+  const reference = await startDomainHarness(t, referenceDir);
   const expected = await waitFor("reference allocations", () => allAllocated(reference.store), {
     attempts: 4000,
   });
@@ -69,7 +69,7 @@ t.test("kill -9 of the hub mid-allocation: after restart the allocations are ide
     `killed part-way: ${seen.size} of ${DOMAINS} Domains allocated`,
   );
 
-  const restarted = await startHub(t, dataDir);
+  const restarted = await startDomainHarness(t, dataDir);
   const after = await waitFor("allocations after restart", () => allAllocated(restarted.store), {
     attempts: 4000,
   });

@@ -20,7 +20,7 @@ export function tempDataDir(t: Teardown): string {
   return dir;
 }
 
-export interface Hub {
+export interface DomainHarness {
   store: Store;
   pki: CertificateAuthority;
   manager: Manager;
@@ -29,7 +29,7 @@ export interface Hub {
 }
 
 /** Opens the store and CA in dataDir and runs the Domain controller, as the hub does. */
-export async function startHub(t: Teardown, dataDir: string): Promise<Hub> {
+export async function startDomainHarness(t: Teardown, dataDir: string): Promise<DomainHarness> {
   const store = openSqliteStore({ dataDir });
   const pki = openCertificateAuthority({ dataDir });
   const manager = new Manager({ store, resyncPeriod: 0 });

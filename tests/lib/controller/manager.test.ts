@@ -7,17 +7,12 @@ import {
   watchOwned,
 } from "../../../operators/lib/controller/index.ts";
 import { Registry } from "../../../operators/lib/metrics/index.ts";
+import { waitFor } from "../../helpers/wait-for.ts";
 import { parseExposition } from "../metrics/parse-exposition.ts";
 import { job, task, tempStore } from "../store/helpers.ts";
 
-/** Lets the event loop turn until cond holds; fails after many turns instead of waiting on time. */
-async function eventually(cond: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 2000; i++) {
-    if (cond()) return;
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-  throw new Error(`never happened: ${what}`);
-}
+/** The conditions here hang on the store and the event loop only: check often. */
+const often = { attempts: 2000, everyMs: 0 };
 
 function recording(name = "job", kind = "Job") {
   const calls: string[] = [];
@@ -44,11 +39,11 @@ t.test("existing objects are reconciled at start, and every change after", async
   m.add(c);
   await m.start();
   t.teardown(() => m.stop());
-  await eventually(() => c.calls.length === 1, "initial reconcile");
+  await waitFor("initial reconcile", () => c.calls.length === 1, often);
   t.same(c.calls, ["a"]);
   await store.create(job("b"));
   await store.delete("Job", "", "a");
-  await eventually(() => c.calls.length === 3, "reconciles of changes");
+  await waitFor("reconciles of changes", () => c.calls.length === 3, often);
   t.same(c.calls, ["a", "b", "a"]);
 });
 
@@ -78,13 +73,13 @@ t.test(
     });
     await m.start();
     t.teardown(() => m.stop());
-    await eventually(() => runs === 1, "first reconcile running");
+    await waitFor("first reconcile running", () => runs === 1, often);
     let o = a;
     for (let n = 1; n <= 5; n++) o = await store.update({ ...o, spec: { n } });
-    await eventually(() => m.queue("job").processing === 1 && m.queueDepth("job") === 0, "changes noted");
+    await waitFor("changes noted", () => m.queue("job").processing === 1 && m.queueDepth("job") === 0, often);
     t.equal(runs, 1, "no second reconcile while the first runs");
     release();
-    await eventually(() => runs === 2 && active === 0, "the key ran once more");
+    await waitFor("the key ran once more", () => runs === 2 && active === 0, often);
     for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
     t.equal(runs, 2, "five changes during a reconcile give one more reconcile");
     t.equal(maxActive, 1);
@@ -110,21 +105,25 @@ t.test("a failing reconcile is retried after 5, 10, 20 ms and the backoff resets
   t.teardown(() => m.stop());
   const delays: number[] = [];
   for (let i = 1; i <= 3; i++) {
-    await eventually(() => attempts === i && clock.pending === 1, `attempt ${i} failed and was scheduled`);
+    await waitFor(
+      `attempt ${i} failed and was scheduled`,
+      () => attempts === i && clock.pending === 1,
+      often,
+    );
     const [delay] = clock.pendingDelays();
     delays.push(delay!);
     clock.advance(delay! - 1);
     t.equal(attempts, i, "not retried before its delay");
     clock.advance(1);
   }
-  await eventually(() => attempts === 4 && m.queue("job").processing === 0, "fourth attempt succeeded");
+  await waitFor("fourth attempt succeeded", () => attempts === 4 && m.queue("job").processing === 0, often);
   t.same(delays, [5, 10, 20]);
   t.equal(m.queue("job").retries("a"), 0, "success resets the backoff");
   t.equal(clock.pending, 0);
   t.match(errors.join("\n"), /reconcile failed, will retry .*"key":"a".*"error":"boom 1"/);
   failUntil = 5;
   await store.update({ ...(await store.get("Job", "", "a"))!, spec: { again: true } });
-  await eventually(() => attempts === 5 && clock.pending === 1, "fails again");
+  await waitFor("fails again", () => attempts === 5 && clock.pending === 1, often);
   t.same(clock.pendingDelays(), [5], "backoff starts over at 5 ms");
   const metrics = parseExposition(await m.metricsText());
   t.equal(metrics.value("rlark_reconcile_errors_total", { controller: "job" }), 4);
@@ -146,12 +145,12 @@ t.test("requeueAfter reconciles the key again after the delay", async (t) => {
   });
   await m.start();
   t.teardown(() => m.stop());
-  await eventually(() => runs === 1 && clock.pending === 1, "first run scheduled a requeue");
+  await waitFor("first run scheduled a requeue", () => runs === 1 && clock.pending === 1, often);
   t.same(clock.pendingDelays(), [30_000]);
   clock.advance(29_999);
   t.equal(runs, 1);
   clock.advance(1);
-  await eventually(() => runs === 2, "requeued run");
+  await waitFor("requeued run", () => runs === 2, often);
   t.pass();
 });
 
@@ -164,11 +163,11 @@ t.test("resync queues every object of the primary kind each period", async (t) =
   m.add(c);
   await m.start();
   t.teardown(() => m.stop());
-  await eventually(() => c.calls.length === 2, "initial");
+  await waitFor("initial", () => c.calls.length === 2, often);
   clock.advance(60_000);
-  await eventually(() => c.calls.length === 4, "first resync");
+  await waitFor("first resync", () => c.calls.length === 4, often);
   clock.advance(60_000);
-  await eventually(() => c.calls.length === 6, "second resync");
+  await waitFor("second resync", () => c.calls.length === 6, often);
   t.same(c.calls, ["a", "b", "a", "b", "a", "b"]);
 });
 
@@ -187,11 +186,11 @@ t.test("a change to an owned object queues its owner", async (t) => {
   });
   await m.start();
   t.teardown(() => m.stop());
-  await eventually(() => calls.length === 1, "initial");
+  await waitFor("initial", () => calls.length === 1, often);
   const tk = await store.create(task("train-head", "agent-bj", owner));
-  await eventually(() => calls.length === 2, "task creation queues the job");
+  await waitFor("task creation queues the job", () => calls.length === 2, often);
   await store.updateStatus({ ...tk, status: { phase: "Running" } });
-  await eventually(() => calls.length === 3, "task status queues the job");
+  await waitFor("task status queues the job", () => calls.length === 3, often);
   await store.create(task("loner", "agent-bj"));
   for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
   t.same(calls, ["train", "train", "train"], "an unowned task queues nothing");
@@ -225,9 +224,10 @@ t.test("metrics text is valid exposition with queue depth, reconciles, latency a
   m.add(recording("task", "Task"));
   await m.start();
   t.teardown(() => m.stop());
-  await eventually(
-    () => m.queue("job").processing === 1 && m.queueDepth("job") === 1,
+  await waitFor(
     "one running, one queued",
+    () => m.queue("job").processing === 1 && m.queueDepth("job") === 1,
+    often,
   );
   let metrics = parseExposition(await m.metricsText());
   t.equal(metrics.value("rlark_workqueue_depth", { controller: "job" }), 1);
@@ -236,7 +236,7 @@ t.test("metrics text is valid exposition with queue depth, reconciles, latency a
   t.equal(metrics.value("rlark_source_revision_age_seconds", {}), 12);
   t.equal(metrics.value("rlark_reconcile_errors_total", { controller: "job" }), 0, "zero series exist");
   release();
-  await eventually(() => m.queue("job").processing === 0 && m.queueDepth("job") === 0, "drained");
+  await waitFor("drained", () => m.queue("job").processing === 0 && m.queueDepth("job") === 0, often);
   metrics = parseExposition(await m.metricsText());
   t.equal(metrics.types.rlark_reconcile_duration_seconds, "histogram");
   t.equal(metrics.value("rlark_reconcile_total", { controller: "job", result: "success" }), 2);
@@ -266,9 +266,10 @@ t.test("stop drains queued keys and then no more reconciles happen", async (t) =
     },
   });
   await m.start();
-  await eventually(
-    () => m.queue("job").processing === 1 && m.queueDepth("job") === 2,
+  await waitFor(
     "a running, b and c queued",
+    () => m.queue("job").processing === 1 && m.queueDepth("job") === 2,
+    often,
   );
   let stopped = false;
   const stopping = m.stop().then(() => {
@@ -318,9 +319,9 @@ t.test("a reconcile can queue other keys of its controller", async (t) => {
   });
   await m.start();
   t.teardown(() => m.stop());
-  await eventually(() => calls.length === 2, "b queued by a");
+  await waitFor("b queued by a", () => calls.length === 2, often);
   t.same(clock.pendingDelays(), [1000]);
   clock.advance(1000);
-  await eventually(() => calls.length === 3, "c after its delay");
+  await waitFor("c after its delay", () => calls.length === 3, often);
   t.same(calls, ["a", "b", "c"]);
 });

@@ -24,16 +24,10 @@ export async function tempDir(prefix = "rlark-tunnel-"): Promise<string> {
   return mkdtemp(join(tmpdir(), prefix));
 }
 
-/** Polls until `check` holds; fails with `what` after `timeoutMs`. No sleeping assertions. */
-export async function waitFor(what: string, check: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
+// tests/agent/tunnel-client.test.ts still imports the one polling helper from here.
+export { waitFor } from "../../helpers/wait-for.ts";
 
-export interface Hub {
+export interface TunnelHub {
   dataDir: string;
   ca: CertificateAuthority;
   host: HostIdentity;
@@ -45,11 +39,12 @@ export interface Hub {
   restart(): Promise<void>;
 }
 
-export async function startHub(
+/** A real tunnel server with its CA and host identity, recording the sessions it accepts. */
+export async function startTunnelHub(
   overrides: Partial<TunnelServerOptions> = {},
   dataDir?: string,
   port = 0,
-): Promise<Hub> {
+): Promise<TunnelHub> {
   const dir = dataDir ?? (await tempDir());
   const ca = openCertificateAuthority({ dataDir: dir });
   const host = openHostIdentity({ dataDir: dir, ca });
@@ -64,7 +59,7 @@ export async function startHub(
       onClusterState: (cluster, state) => states.push([cluster, state]),
       ...overrides,
     });
-  const hub: Hub = {
+  const hub: TunnelHub = {
     dataDir: dir,
     ca,
     host,
@@ -94,6 +89,9 @@ export async function startHub(
   hub.address = `127.0.0.1:${addr.port}`;
   return hub;
 }
+
+/** The old name, kept for tests/hub/enrollment.test.ts until it imports startTunnelHub. */
+export const startHub = startTunnelHub;
 
 export const helloInfo = {
   agentVersion: "0.1.0-test",

@@ -2,7 +2,8 @@ import { connect, createServer, type Socket } from "node:net";
 import t from "tap";
 import { FakeClock } from "../../../operators/lib/clock.ts";
 import { createTunnelClient } from "../../../operators/lib/tunnel/index.ts";
-import { helloInfo, startHub, waitFor } from "./fixture.ts";
+import { waitFor } from "../../helpers/wait-for.ts";
+import { helloInfo, startTunnelHub } from "./fixture.ts";
 
 /** A TCP relay whose existing connections can be frozen: open, but silent, like a dead NAT entry. */
 async function freezableProxy(targetPort: number) {
@@ -37,7 +38,7 @@ async function freezableProxy(targetPort: number) {
 }
 
 t.test("keepalive drops a half-open tunnel on both ends and the agent comes back", async (t) => {
-  const hub = await startHub({ keepaliveIntervalMs: 100, keepaliveCountMax: 2 });
+  const hub = await startTunnelHub({ keepaliveIntervalMs: 100, keepaliveCountMax: 2 });
   t.teardown(() => hub.server.close());
   const proxy = await freezableProxy(hub.server.address().port);
   t.teardown(() => proxy.close());
@@ -65,7 +66,7 @@ t.test("keepalive drops a half-open tunnel on both ends and the agent comes back
 });
 
 t.test("the agent renews its certificate on its own at about two thirds of its lifetime", async (t) => {
-  const hub = await startHub();
+  const hub = await startTunnelHub();
   t.teardown(() => hub.server.close());
   const clock = new FakeClock(Date.now());
   const creds = hub.credentialsFor("beijing", { ttlMs: 3_600_000 });
@@ -89,7 +90,7 @@ t.test("the agent renews its certificate on its own at about two thirds of its l
 });
 
 t.test("an agent may not ask for renewals back to back", async (t) => {
-  const hub = await startHub({ renewMinIntervalMs: 3_600_000 });
+  const hub = await startTunnelHub({ renewMinIntervalMs: 3_600_000 });
   t.teardown(() => hub.server.close());
   const creds = hub.credentialsFor("beijing");
   const client = createTunnelClient({
@@ -112,7 +113,7 @@ t.test("an agent may not ask for renewals back to back", async (t) => {
 
 t.test("a channel that never says hello is closed", async (t) => {
   const clock = new FakeClock(Date.now());
-  const hub = await startHub({ clock, helloTimeoutMs: 5000 });
+  const hub = await startTunnelHub({ clock, helloTimeoutMs: 5000 });
   t.teardown(() => hub.server.close());
   const creds = hub.credentialsFor("beijing");
   const ssh2 = (await import("ssh2")).default;

@@ -1,7 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { createServer, request } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { Duplex } from "node:stream";
 import ssh2 from "ssh2";
 import t from "tap";
 import { FakeClock } from "../../../operators/lib/clock.ts";
@@ -15,7 +14,8 @@ import {
   type TunnelClientOptions,
   tcpStreamHandler,
 } from "../../../operators/lib/tunnel/index.ts";
-import { HOUR, helloInfo, startHub, tempDir, waitFor } from "./fixture.ts";
+import { waitFor } from "../../helpers/wait-for.ts";
+import { HOUR, helloInfo, startTunnelHub, tempDir } from "./fixture.ts";
 
 const task = (name: string) => ({
   apiVersion: "rlinf.io/v1alpha1",
@@ -32,7 +32,7 @@ function agent(t: { teardown(fn: () => unknown): void }, options: TunnelClientOp
 }
 
 t.test("hello, snapshot, delta, ack, report and heartbeat flow over the rlark-agent channel", async (t) => {
-  const hub = await startHub({ heartbeatIntervalMs: 50 });
+  const hub = await startTunnelHub({ heartbeatIntervalMs: 50 });
   t.teardown(() => hub.server.close());
   const received: AgentMessage[] = [];
   const applied: Array<Snapshot | Delta> = [];
@@ -82,7 +82,7 @@ t.test("hello, snapshot, delta, ack, report and heartbeat flow over the rlark-ag
 });
 
 t.test("an agent certificate for cluster A cannot open a session as B", async (t) => {
-  const hub = await startHub();
+  const hub = await startTunnelHub();
   t.teardown(() => hub.server.close());
   const creds = { ...hub.credentialsFor("beijing"), cluster: "shanghai" };
   const errors: string[] = [];
@@ -96,19 +96,19 @@ t.test("an agent certificate for cluster A cannot open a session as B", async (t
 for (const [name, make] of [
   [
     "a forged certificate (signed by a self-made CA)",
-    async (hub: Awaited<ReturnType<typeof startHub>>) =>
+    async (hub: Awaited<ReturnType<typeof startTunnelHub>>) =>
       hub.credentialsFor("beijing", { ca: openCertificateAuthority({ dataDir: await tempDir() }) }),
   ],
   [
     "an expired certificate",
-    async (hub: Awaited<ReturnType<typeof startHub>>) => {
+    async (hub: Awaited<ReturnType<typeof startTunnelHub>>) => {
       const past = openCertificateAuthority({ dataDir: hub.dataDir, now: () => Date.now() - 3 * HOUR });
       return hub.credentialsFor("beijing", { ca: past });
     },
   ],
   [
     "a revoked certificate",
-    async (hub: Awaited<ReturnType<typeof startHub>>) => {
+    async (hub: Awaited<ReturnType<typeof startTunnelHub>>) => {
       const creds = hub.credentialsFor("beijing");
       hub.ca.revoke(hub.ca.verify(creds.certPem, { role: "agent" }).serial, "test");
       return creds;
@@ -116,14 +116,14 @@ for (const [name, make] of [
   ],
   [
     "a certificate presented with another key",
-    async (hub: Awaited<ReturnType<typeof startHub>>) => ({
+    async (hub: Awaited<ReturnType<typeof startTunnelHub>>) => ({
       ...hub.credentialsFor("beijing"),
       privateKeyPem: generateKeyPair().privateKeyPem,
     }),
   ],
 ] as const) {
   t.test(`${name} is refused at authentication`, async (t) => {
-    const hub = await startHub();
+    const hub = await startTunnelHub();
     t.teardown(() => hub.server.close());
     const refusals: Error[] = [];
     const client = agent(t, { hub: hub.address, credentials: await make(hub), hello: helloInfo });
@@ -137,7 +137,7 @@ for (const [name, make] of [
 
 t.test("a certificate revoked while its tunnel is open ends the tunnel", async (t) => {
   const clock = new FakeClock(Date.now());
-  const hub = await startHub({ clock, heartbeatIntervalMs: 1000 });
+  const hub = await startTunnelHub({ clock, heartbeatIntervalMs: 1000 });
   t.teardown(() => hub.server.close());
   const creds = hub.credentialsFor("beijing");
   agent(t, { hub: hub.address, credentials: creds, hello: helloInfo, heartbeatIntervalMs: 60_000 });
@@ -150,7 +150,7 @@ t.test("a certificate revoked while its tunnel is open ends the tunnel", async (
 
 t.test("three missed heartbeats mark the cluster Offline and the next one Online again", async (t) => {
   const clock = new FakeClock(Date.now());
-  const hub = await startHub({ clock, heartbeatIntervalMs: 1000 });
+  const hub = await startTunnelHub({ clock, heartbeatIntervalMs: 1000 });
   t.teardown(() => hub.server.close());
   const beats: AgentMessage[] = [];
   // The agent's own heartbeat timer is far away: the test sends heartbeats by hand.
@@ -179,7 +179,7 @@ t.test("three missed heartbeats mark the cluster Offline and the next one Online
 t.test(
   "the agent reconnects after the hub restarts, says hello again and gets a fresh snapshot",
   async (t) => {
-    const hub = await startHub();
+    const hub = await startTunnelHub();
     t.teardown(() => hub.server.close());
     const snapshots: number[] = [];
     let onSession = (s: (typeof hub.sessions)[number]) =>
@@ -216,7 +216,7 @@ t.test("a kube-api stream channel proxies an HTTP request to the agent's local t
   });
   await new Promise<void>((r) => api.listen(0, "127.0.0.1", r));
   t.teardown(() => api.close());
-  const hub = await startHub();
+  const hub = await startTunnelHub();
   t.teardown(() => hub.server.close());
   agent(t, {
     hub: hub.address,
@@ -230,14 +230,14 @@ t.test("a kube-api stream channel proxies an HTTP request to the agent's local t
   await waitFor("streams registered", () => {
     return hub.server.clusters.includes("beijing");
   });
-  let stream: Duplex | undefined;
-  for (let i = 0; i < 100 && !stream; i++) {
-    stream = await hub.server.openStream("beijing", { purpose: "kube-api" }).catch(async () => {
-      await new Promise((r) => setTimeout(r, 20));
-      return undefined;
-    });
-  }
-  t.ok(stream, "the stream opened");
+  const stream = await waitFor(
+    "the kube-api stream",
+    () => hub.server.openStream("beijing", { purpose: "kube-api" }),
+    {
+      attempts: 100,
+      everyMs: 20,
+    },
+  );
   const body = await new Promise<string>((resolve, reject) => {
     const req = request(
       {
@@ -260,7 +260,7 @@ t.test("a kube-api stream channel proxies an HTTP request to the agent's local t
 });
 
 t.test("the certificate is renewed over the open tunnel without reconnecting", async (t) => {
-  const hub = await startHub();
+  const hub = await startTunnelHub();
   t.teardown(() => hub.server.close());
   const dir = await tempDir();
   const { fileCredentialStore } = await import("../../../operators/lib/tunnel/index.ts");
@@ -281,7 +281,7 @@ t.test(
   "a slow agent pushes back through SSH flow control and the hub resyncs instead of buffering",
   async (t) => {
     const bound = 1024 * 1024;
-    const hub = await startHub({ maxQueuedBytes: bound });
+    const hub = await startTunnelHub({ maxQueuedBytes: bound });
     t.teardown(() => hub.server.close());
     let release: () => void = () => {};
     const blocked = new Promise<void>((r) => {
@@ -323,7 +323,10 @@ t.test(
       "a snapshot is accepted after",
     );
     release();
-    await waitFor("the snapshot acknowledged", () => session.ackedGeneration === generation, 30_000);
+    await waitFor("the snapshot acknowledged", () => session.ackedGeneration === generation, {
+      attempts: 3000,
+      everyMs: 10,
+    });
   },
 );
 
@@ -333,7 +336,7 @@ t.test(
   "a real OpenSSH client logging in with a password is refused",
   { skip: !hasSsh && "no ssh client" },
   async (t) => {
-    const hub = await startHub();
+    const hub = await startTunnelHub();
     t.teardown(() => hub.server.close());
     const port = hub.address.split(":")[1]!;
     const { spawn } = await import("node:child_process");
