@@ -15,6 +15,7 @@ import { Registry } from "../lib/metrics/index.ts";
 import { openSqliteStore, type Store, type Watch } from "../lib/store/index.ts";
 import {
   createGitWebhookHttpHandler,
+  createWebhookIntake,
   type GitCredentials,
   loadWebhookSecrets,
   registerGitSourceMetrics,
@@ -135,6 +136,8 @@ export async function startHub(options: HubOptions): Promise<Hub> {
     registerGitSourceMetrics(registry, source.watcher);
   }
 
+  // One body budget and one memory of deliveries for both kinds of webhook on /hooks/git.
+  const webhookIntake = createWebhookIntake();
   const reviewer =
     provider && repoRef && source
       ? createPullRequestReviewer({
@@ -144,6 +147,7 @@ export async function startHub(options: HubOptions): Promise<Hub> {
           path: options.path ?? ".",
           live: () => liveFromStore(store),
           secrets: () => loadWebhookSecrets({ file: options.webhookSecretFile }),
+          intake: webhookIntake,
           ...(options.feedback?.hubName ? { hubName: options.feedback.hubName } : {}),
           ...(options.feedback?.dashboardUrl ? { dashboardUrl: options.feedback.dashboardUrl } : {}),
           dryRunner: createTunnelDryRunner({
@@ -191,6 +195,7 @@ export async function startHub(options: HubOptions): Promise<Hub> {
         repoUrl: options.repo as string,
         branch: options.branch ?? "main",
         onTrigger: () => void source?.watcher.trigger(),
+        intake: webhookIntake,
         logger,
       })
     : undefined;
