@@ -160,8 +160,8 @@ export function createEventStream(options: EventStreamOptions): EventStream {
     async recheck() {
       await Promise.all(
         [...clients].map(async (client) => {
-          const now = await options.authenticate(client.token).catch(() => undefined);
-          if (now?.subject !== client.principal.subject || now.role !== client.principal.role)
+          const now = await Promise.resolve(options.authenticate(client.token)).catch(() => undefined);
+          if (!now || now.subject !== client.principal.subject || now.role !== client.principal.role)
             client.res.end();
         }),
       );
