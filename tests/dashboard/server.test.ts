@@ -369,6 +369,7 @@ t.test(
     t.equal(index.status, 200, "the page itself needs no token: the data does");
     t.equal(index.headers.get("cache-control"), "no-cache");
     t.match(index.headers.get("content-security-policy"), "default-src 'self'");
+    t.equal(index.headers.get("x-content-type-options"), "nosniff");
     const html = await index.text();
     const script = /src="(\/assets\/[0-9a-f]{16}\/main\.mts)"/.exec(html)?.[1];
     t.ok(script, "the entry point is under a content hash");
