@@ -16,6 +16,7 @@ export interface CommonHubFlags {
   webhookSecretFile?: string;
   gitTokenFile?: string;
   gitSshKeyFile?: string;
+  gitKnownHostsFile?: string;
   statusBranch: string;
   statusCommits: boolean;
   dashboard: boolean;
@@ -49,6 +50,10 @@ export function addCommonHubFlags(command: Command, defaults: { interval: string
     )
     .option("--git-token-file <file>", "https token for the repository (or RLARK_GIT_TOKEN)")
     .option("--git-ssh-key-file <file>", "SSH deploy key for the repository")
+    .option(
+      "--git-known-hosts-file <file>",
+      "known_hosts with the git server's SSH host key, checked strictly (default: trust on first use)",
+    )
     .option("--status-branch <name>", "branch the hub commits status/<kind>/<name>.yaml to", "rlark/status")
     .option("--no-status-commits", "do not commit status back to git")
     .option("--no-dashboard", "do not serve the read-only dashboard on --http")
@@ -86,6 +91,7 @@ export async function hubOptionsFrom(
   const credentials = await loadGitCredentials({
     tokenFile: flags.gitTokenFile,
     sshKeyFile: flags.gitSshKeyFile,
+    knownHostsFile: flags.gitKnownHostsFile,
   });
   return {
     dataDir: path.resolve(flags.dataDir),

@@ -11,8 +11,18 @@ import type { CachedEvent, ObjectCache } from "./object-cache.ts";
 
 export const EVENTS_PATH = "/api/v1/events";
 const HEARTBEAT_MS = 15_000;
-// A browser that stops reading is dropped rather than buffered without end; it resumes later.
-const MAX_BUFFERED = 32 * 1024 * 1024;
+
+export interface EventStreamLimits {
+  /** Open streams per principal (its subject); one more is answered 429. Default 8. */
+  perPrincipal?: number;
+  /** Open streams in all; one more is answered 503. Default 256. */
+  total?: number;
+  /**
+   * Output a client may leave unread before it is dropped (it reconnects and resumes from its last
+   * event); default 1 MiB. The first snapshot may exceed it once, until it has been taken.
+   */
+  maxPendingBytes?: number;
+}
 
 export interface EventStreamOptions {
   cache: ObjectCache;
@@ -23,22 +33,44 @@ export interface EventStreamOptions {
   config: Record<string, unknown>;
   /** Seconds since the epoch when a token expires, if it does; the stream ends then. */
   expiresAt?: (token: string) => number | undefined;
+  limits?: EventStreamLimits;
 }
 
 export interface EventStream {
   handle(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void>;
   /** Sends a `source` event to every stream when the status differs from the last one sent. */
   pollSource(): void;
+  /**
+   * Authenticates every open stream's token again and ends those it no longer admits, or admits
+   * with another role (a User deleted or demoted in git): the browser reconnects and is refused.
+   */
+  recheck(): Promise<void>;
   close(): void;
 }
 
+interface Client {
+  res: ServerResponse;
+  token: string;
+  principal: Principal;
+  /** Unread bytes allowed before the client is dropped. */
+  allowance: number;
+}
+
+const RETRY_AFTER_SECONDS = "10";
+
 export function createEventStream(options: EventStreamOptions): EventStream {
-  const clients = new Set<ServerResponse>();
+  const perPrincipal = options.limits?.perPrincipal ?? 8;
+  const total = options.limits?.total ?? 256;
+  const maxPending = options.limits?.maxPendingBytes ?? 1024 * 1024;
+  const clients = new Set<Client>();
+  const perSubject = new Map<string, number>();
   let lastSource = JSON.stringify(options.sourceStatus() ?? null);
 
-  const send = (res: ServerResponse, text: string) => {
-    res.write(text);
-    if (res.writableLength > MAX_BUFFERED) res.destroy();
+  // A browser that stops reading is dropped rather than buffered: its output is not kept.
+  const send = (client: Client, text: string) => {
+    if (client.res.destroyed) return;
+    client.res.write(text);
+    if (client.res.writableLength > client.allowance) client.res.destroy();
   };
 
   return {
@@ -53,6 +85,23 @@ export function createEventStream(options: EventStreamOptions): EventStream {
         res.setHeader("WWW-Authenticate", 'Bearer realm="rlark"');
         return sendStatus(res, 401, "Unauthorized", "log in first: a token is required (?token= or Bearer)");
       }
+      if (clients.size >= total) {
+        res.setHeader("Retry-After", RETRY_AFTER_SECONDS);
+        return sendStatus(res, 503, "ServiceUnavailable", `the hub serves at most ${total} event streams`);
+      }
+      const open = perSubject.get(principal.subject) ?? 0;
+      if (open >= perPrincipal) {
+        res.setHeader("Retry-After", RETRY_AFTER_SECONDS);
+        return sendStatus(
+          res,
+          429,
+          "TooManyRequests",
+          `${principal.subject} has ${open} event streams open, the most allowed: close a dashboard tab`,
+        );
+      }
+      const client: Client = { res, token, principal, allowance: maxPending };
+      clients.add(client);
+      perSubject.set(principal.subject, open + 1);
       res.writeHead(200, {
         "content-type": "text/event-stream; charset=utf-8",
         "cache-control": "no-store",
@@ -62,14 +111,21 @@ export function createEventStream(options: EventStreamOptions): EventStream {
       res.socket?.setNoDelay(true);
       // The newest status for the newcomer (and everyone, if it moved since the last poll).
       this.pollSource();
-      send(res, "retry: 2000\n\n");
+      send(client, "retry: 2000\n\n");
       const lastId =
         (req.headers["last-event-id"] as string | undefined) ?? url.searchParams.get("lastEventId");
       const missed = lastId ? options.cache.since(lastId) : undefined;
+      // What a newcomer is owed may be larger than the allowance: it may stay unread until taken.
+      const initial = (text: string) => {
+        client.allowance = maxPending + Buffer.byteLength(text);
+        if (res.write(text)) client.allowance = maxPending;
+        else res.once("drain", () => (client.allowance = maxPending));
+      };
       if (missed) {
-        send(res, `event: resume\ndata: ${JSON.stringify({ events: missed.length })}\n\n`);
-        for (const event of missed) send(res, frame(event));
-        send(res, `event: source\ndata: ${lastSource}\n\n`);
+        initial(
+          `event: resume\ndata: ${JSON.stringify({ events: missed.length })}\n\n${missed.map(frame).join("")}` +
+            `event: source\ndata: ${lastSource}\n\n`,
+        );
       } else {
         const { objects, cursor } = options.cache.snapshot();
         const body = {
@@ -78,16 +134,18 @@ export function createEventStream(options: EventStreamOptions): EventStream {
           config: options.config,
           principal,
         };
-        send(res, `id: ${cursor}\nevent: snapshot\ndata: ${JSON.stringify(body)}\n\n`);
+        initial(`id: ${cursor}\nevent: snapshot\ndata: ${JSON.stringify(body)}\n\n`);
       }
-      clients.add(res);
-      const unsubscribe = options.cache.subscribe((event) => send(res, frame(event)));
-      const heartbeat = setInterval(() => send(res, ": ping\n\n"), HEARTBEAT_MS);
+      const unsubscribe = options.cache.subscribe((event) => send(client, frame(event)));
+      const heartbeat = setInterval(() => send(client, ": ping\n\n"), HEARTBEAT_MS);
       const exp = options.expiresAt?.(token);
       // A session ends with its token: the browser reconnects, is refused, and shows the login.
       const expiry = exp ? setTimeout(() => res.end(), Math.max(0, exp * 1000 - Date.now())) : undefined;
       res.on("close", () => {
-        clients.delete(res);
+        clients.delete(client);
+        const left = (perSubject.get(principal.subject) ?? 1) - 1;
+        if (left > 0) perSubject.set(principal.subject, left);
+        else perSubject.delete(principal.subject);
         unsubscribe();
         clearInterval(heartbeat);
         if (expiry) clearTimeout(expiry);
@@ -97,11 +155,21 @@ export function createEventStream(options: EventStreamOptions): EventStream {
       const next = JSON.stringify(options.sourceStatus() ?? null);
       if (next === lastSource) return;
       lastSource = next;
-      for (const res of clients) send(res, `event: source\ndata: ${next}\n\n`);
+      for (const client of clients) send(client, `event: source\ndata: ${next}\n\n`);
+    },
+    async recheck() {
+      await Promise.all(
+        [...clients].map(async (client) => {
+          const now = await Promise.resolve(options.authenticate(client.token)).catch(() => undefined);
+          if (!now || now.subject !== client.principal.subject || now.role !== client.principal.role)
+            client.res.end();
+        }),
+      );
     },
     close() {
-      for (const res of clients) res.end();
+      for (const client of clients) client.res.end();
       clients.clear();
+      perSubject.clear();
     },
   };
 }

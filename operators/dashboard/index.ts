@@ -13,7 +13,7 @@ import { type Authenticator, adminTokenAuthenticator, anyOf } from "../hub/http/
 import { type Logger, silentLogger } from "../lib/controller/index.ts";
 import type { Store } from "../lib/store/index.ts";
 import { loadAssets, serveAsset, serveFavicon, serveIndex } from "./assets.ts";
-import { createEventStream, EVENTS_PATH } from "./events.ts";
+import { createEventStream, EVENTS_PATH, type EventStreamLimits } from "./events.ts";
 import { createObjectCache } from "./object-cache.ts";
 import { repoWebUrl } from "./repo-web.ts";
 
@@ -35,6 +35,13 @@ export interface DashboardOptions {
   loginLimit?: { max: number; windowMs: number };
   /** How often the source status is checked for changes to push; default 1 s. */
   sourcePollMs?: number;
+  /** Event streams per principal and in all, and the unread output a client may leave. */
+  streamLimits?: EventStreamLimits;
+  /**
+   * How often every open stream's principal is checked again besides on each change of a User;
+   * default 60 s (a backstop should the User watch be lost).
+   */
+  principalRecheckMs?: number;
 }
 
 export interface Dashboard {
@@ -70,9 +77,22 @@ export async function createDashboard(options: DashboardOptions): Promise<Dashbo
     sourceStatus: options.sourceStatus,
     config: { repoWeb: repoWebUrl(options.repoUrl) ?? null },
     expiresAt: (token) => verifyJwt(token, secret, Math.floor(Date.now() / 1000))?.exp,
+    ...(options.streamLimits ? { limits: options.streamLimits } : {}),
   });
   const poll = setInterval(() => events.pollSource(), options.sourcePollMs ?? 1000);
   poll.unref();
+  // A User deleted or demoted in git loses its open streams at once, not only its next request.
+  const recheck = () =>
+    void events
+      .recheck()
+      .catch((error: unknown) => logger.warn("event stream recheck failed", { error: String(error) }));
+  const users = await options.store.watch(
+    "User",
+    { resourceVersion: await options.store.resourceVersion() },
+    recheck,
+  );
+  const recheckTimer = setInterval(recheck, options.principalRecheckMs ?? 60_000);
+  recheckTimer.unref();
 
   return {
     async routes(req, res, url) {
@@ -103,6 +123,8 @@ export async function createDashboard(options: DashboardOptions): Promise<Dashbo
     },
     close() {
       clearInterval(poll);
+      clearInterval(recheckTimer);
+      users.stop();
       events.close();
       cache.stop();
     },

@@ -1,12 +1,17 @@
 // Pull-request webhooks from GitHub and Gitea/Forgejo, reduced to what a review needs. The
 // signature is checked (against every accepted secret, so secrets rotate) before the body is
 // parsed; nothing in the payload is trusted beyond naming the pull request to look at.
-import { createHmac, timingSafeEqual } from "node:crypto";
-import { verify } from "@octokit/webhooks-methods";
+import {
+  NO_SECRET,
+  NOT_A_WEBHOOK,
+  type WebhookHeaderMap,
+  webhookHeaders,
+  webhookSignatureValid,
+} from "../source/index.ts";
 import type { RepoRef } from "./providers/index.ts";
 
 export interface WebhookRequest {
-  headers: Readonly<Record<string, string | readonly string[] | undefined>>;
+  headers: WebhookHeaderMap;
   body: Buffer;
 }
 
@@ -30,31 +35,6 @@ export type WebhookVerdict =
 /** Actions after which the head may be new: GitHub's `synchronize`, Gitea's `synchronized`. */
 const REVIEWED_ACTIONS = new Set(["opened", "reopened", "synchronize", "synchronized"]);
 
-function header(headers: WebhookRequest["headers"], name: string): string | undefined {
-  for (const [key, value] of Object.entries(headers)) {
-    if (key.toLowerCase() !== name) continue;
-    return Array.isArray(value) ? (value[0] as string | undefined) : (value as string | undefined);
-  }
-  return undefined;
-}
-
-async function githubValid(secrets: readonly string[], body: Buffer, signature: string): Promise<boolean> {
-  let valid = false;
-  const text = body.toString("utf8");
-  for (const secret of secrets) if (await verify(secret, text, signature)) valid = true;
-  return valid;
-}
-
-function giteaValid(secrets: readonly string[], body: Buffer, signature: string): boolean {
-  const given = Buffer.from(signature.trim().replace(/^sha256=/, ""), "utf8");
-  let valid = false;
-  for (const secret of secrets) {
-    const expected = Buffer.from(createHmac("sha256", secret).update(body).digest("hex"), "utf8");
-    if (expected.length === given.length && timingSafeEqual(expected, given)) valid = true;
-  }
-  return valid;
-}
-
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
@@ -65,38 +45,20 @@ function str(value: unknown): string {
 
 /** Which event a webhook request carries, from its headers alone (to route before reading the body). */
 export function webhookEvent(headers: WebhookRequest["headers"]): string | undefined {
-  return (
-    header(headers, "x-gitea-event") ??
-    header(headers, "x-forgejo-event") ??
-    header(headers, "x-gogs-event") ??
-    header(headers, "x-github-event")
-  );
+  return webhookHeaders(headers)?.event;
 }
 
-export async function parsePullRequestWebhook(
+export function parsePullRequestWebhook(
   request: WebhookRequest,
   options: { secrets: readonly string[]; repo: RepoRef; branch: string },
-): Promise<WebhookVerdict> {
-  const gitea = header(request.headers, "x-gitea-event") ?? header(request.headers, "x-forgejo-event");
-  const github = header(request.headers, "x-github-event");
-  const event = gitea ?? github;
-  if (!event)
-    return { status: 400, message: "not a GitHub or Gitea webhook (no X-GitHub-Event or X-Gitea-Event)" };
+): WebhookVerdict {
+  const signed = webhookHeaders(request.headers);
+  if (!signed) return { status: 400, message: NOT_A_WEBHOOK };
   const secrets = options.secrets.filter((s) => s !== "");
-  if (secrets.length === 0)
-    return { status: 401, message: "no webhook secret is configured; refusing unsigned webhooks" };
-  if (gitea) {
-    const signature =
-      header(request.headers, "x-gitea-signature") ??
-      header(request.headers, "x-forgejo-signature") ??
-      header(request.headers, "x-hub-signature-256");
-    if (!signature || !giteaValid(secrets, request.body, signature))
-      return { status: 401, message: "X-Gitea-Signature is missing or does not match" };
-  } else {
-    const signature = header(request.headers, "x-hub-signature-256");
-    if (!signature || !(await githubValid(secrets, request.body, signature)))
-      return { status: 401, message: "X-Hub-Signature-256 is missing or does not match" };
-  }
+  if (secrets.length === 0) return { status: 401, message: NO_SECRET };
+  if (!webhookSignatureValid(signed, secrets, request.body))
+    return { status: 401, message: `${signed.signatureHeader} is missing or does not match` };
+  const { event } = signed;
   if (event === "ping") return { status: 204, message: "pong" };
   if (event !== "pull_request")
     return { status: 202, message: `ignored: ${event} is not a pull_request event` };
@@ -135,8 +97,7 @@ export async function parsePullRequestWebhook(
     status: 202,
     message: `pull request #${number} at ${headSha.slice(0, 7)}: review queued`,
     event: {
-      delivery:
-        header(request.headers, "x-github-delivery") ?? header(request.headers, "x-gitea-delivery") ?? "",
+      delivery: signed.delivery,
       number,
       headSha,
       headRef: str(head.ref),

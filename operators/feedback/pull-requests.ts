@@ -14,7 +14,14 @@ import { type Clock, systemClock, type TimerId } from "../lib/clock.ts";
 import type { Logger } from "../lib/controller/index.ts";
 import { silentLogger } from "../lib/controller/index.ts";
 import type { KubeObject } from "../lib/store/index.ts";
-import { type GitRepository, gitIn, normaliseSourcePath } from "../source/index.ts";
+import {
+  createWebhookIntake,
+  type GitRepository,
+  gitIn,
+  normaliseSourcePath,
+  replyWebhook,
+  type WebhookIntake,
+} from "../source/index.ts";
 import { diffLines, inDiff } from "./diff-lines.ts";
 import {
   checkoutRevision,
@@ -50,6 +57,8 @@ export interface PullRequestReviewerOptions {
   live: () => Promise<KubeObject[]>;
   /** Webhook secrets, read per request so a rotated file takes effect at once. */
   secrets?: () => readonly string[] | Promise<readonly string[]>;
+  /** Body limits, budget and remembered deliveries; the hub shares one with the push handler. */
+  intake?: WebhookIntake;
   /** Names the hub in the status context and comment marker when several hubs watch one repository. */
   hubName?: string;
   dashboardUrl?: string;
@@ -89,8 +98,6 @@ export interface PullRequestReviewer {
   on(listener: (outcome: ReviewOutcome) => void): void;
 }
 
-/** Deliveries remembered for deduplication; GitHub redelivers within hours, not thousands of events later. */
-const DELIVERIES_KEPT = 2048;
 const MAX_RETRY_MS = 300_000;
 
 export function createPullRequestReviewer(options: PullRequestReviewerOptions): PullRequestReviewer {
@@ -117,7 +124,7 @@ class Reviewer implements PullRequestReviewer {
   #clock: Clock;
   #marker: string;
   #context: string;
-  #deliveries = new Set<string>();
+  #intake: WebhookIntake;
   /** Last head reviewed (and answered) per pull request. */
   #reviewed = new Map<number, string>();
   /** Next head to review per pull request; one review per pull request runs at a time. */
@@ -133,6 +140,7 @@ class Reviewer implements PullRequestReviewer {
     this.#o = options;
     this.#log = options.logger ?? silentLogger;
     this.#clock = options.clock ?? systemClock;
+    this.#intake = options.intake ?? createWebhookIntake();
     this.#marker = planMarker(options.hubName);
     this.#context = options.hubName ? `${PLAN_CONTEXT} (${options.hubName})` : PLAN_CONTEXT;
     this.httpHandler = (req, res) => this.#serve(req, res);
@@ -143,23 +151,20 @@ class Reviewer implements PullRequestReviewer {
   }
 
   async handleWebhook(request: WebhookRequest): Promise<{ status: number; message: string }> {
-    const secrets = this.#o.secrets ? await this.#o.secrets() : [];
-    const verdict = await parsePullRequestWebhook(request, {
+    return this.#decide(request, this.#o.secrets ? await this.#o.secrets() : []);
+  }
+
+  #decide(request: WebhookRequest, secrets: readonly string[]): { status: number; message: string } {
+    const verdict = parsePullRequestWebhook(request, {
       secrets,
       repo: this.#o.repo,
       branch: this.#o.repository.branch,
     });
     if (verdict.status !== 202 || !("event" in verdict) || !verdict.event) return verdict;
     const event: PullRequestEvent = verdict.event;
-    if (event.delivery) {
-      if (this.#deliveries.has(event.delivery))
-        return { status: 202, message: `duplicate delivery ${event.delivery} ignored` };
-      this.#deliveries.add(event.delivery);
-      if (this.#deliveries.size > DELIVERIES_KEPT) {
-        const oldest = this.#deliveries.values().next().value;
-        if (oldest !== undefined) this.#deliveries.delete(oldest);
-      }
-    }
+    // A replay of a delivery (verified, so a forged one cannot spoil the id) does nothing.
+    if (event.delivery && !this.#intake.firstDelivery(event.delivery))
+      return { status: 200, message: `duplicate delivery ${event.delivery}: nothing done` };
     this.#enqueue(
       {
         number: event.number,
@@ -426,50 +431,16 @@ class Reviewer implements PullRequestReviewer {
   }
 
   #serve(req: IncomingMessage, res: ServerResponse): void {
-    const reply = (status: number, message: string) => {
-      if (status === 204) {
-        res.writeHead(204).end();
-        return;
-      }
-      const body = JSON.stringify({ message });
-      res.writeHead(status, {
-        "content-type": "application/json",
-        "content-length": Buffer.byteLength(body),
-      });
-      res.end(body);
+    const serve = async () => {
+      const received = await this.#intake.receive(req, res, this.#o.secrets ?? (() => []));
+      if (!received) return;
+      const result = this.#decide({ headers: req.headers, body: received.body }, received.secrets);
+      this.#log.info("pull request webhook", { status: result.status, message: result.message });
+      replyWebhook(res, result.status, result.message);
     };
-    if (req.method !== "POST") {
-      res.setHeader("allow", "POST");
-      reply(405, "use POST");
-      return;
-    }
-    const limit = 25 * 1024 * 1024;
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let refused = false;
-    req.on("data", (chunk: Buffer) => {
-      if (refused) return;
-      size += chunk.length;
-      if (size > limit) {
-        refused = true;
-        reply(413, `payload larger than ${limit} bytes`);
-        req.resume();
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on("end", () => {
-      if (refused) return;
-      this.handleWebhook({ headers: req.headers, body: Buffer.concat(chunks) }).then(
-        (result) => {
-          this.#log.info("pull request webhook", { status: result.status, message: result.message });
-          reply(result.status, result.message);
-        },
-        (error: unknown) => {
-          this.#log.warn("pull request webhook failed", { error: this.#message(error) });
-          if (!res.headersSent) reply(500, "internal error");
-        },
-      );
+    serve().catch((error: unknown) => {
+      this.#log.warn("pull request webhook failed", { error: this.#message(error) });
+      if (!res.headersSent) replyWebhook(res, 500, "internal error");
     });
   }
 }

@@ -15,6 +15,7 @@ import { Registry } from "../lib/metrics/index.ts";
 import { openSqliteStore, type Store, type Watch } from "../lib/store/index.ts";
 import {
   createGitWebhookHttpHandler,
+  createWebhookIntake,
   type GitCredentials,
   loadWebhookSecrets,
   registerGitSourceMetrics,
@@ -136,6 +137,8 @@ export async function startHub(options: HubOptions): Promise<Hub> {
     registerGitSourceMetrics(registry, source.watcher);
   }
 
+  // One body budget and one memory of deliveries for both kinds of webhook on /hooks/git.
+  const webhookIntake = createWebhookIntake();
   const reviewer =
     provider && repoRef && source
       ? createPullRequestReviewer({
@@ -145,6 +148,7 @@ export async function startHub(options: HubOptions): Promise<Hub> {
           path: options.path ?? ".",
           live: () => liveFromStore(store),
           secrets: () => loadWebhookSecrets({ file: options.webhookSecretFile }),
+          intake: webhookIntake,
           ...(options.feedback?.hubName ? { hubName: options.feedback.hubName } : {}),
           ...(options.feedback?.dashboardUrl ? { dashboardUrl: options.feedback.dashboardUrl } : {}),
           dryRunner: createTunnelDryRunner({
@@ -192,6 +196,7 @@ export async function startHub(options: HubOptions): Promise<Hub> {
         repoUrl: options.repo as string,
         branch: options.branch ?? "main",
         onTrigger: () => void source?.watcher.trigger(),
+        intake: webhookIntake,
         logger,
       })
     : undefined;

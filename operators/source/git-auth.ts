@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
-import { chmod, copyFile, mkdir, readFile } from "node:fs/promises";
+import { constants } from "node:fs";
+import { access, chmod, copyFile, mkdir, readFile } from "node:fs/promises";
 import { isAbsolute, join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 
@@ -11,7 +12,11 @@ export interface GitCredentials {
   username?: string;
   /** Path to an SSH private key (deploy key). Copied into the data dir with mode 0600. */
   sshKeyFile?: string;
-  /** known_hosts to check the server against; default `<dataDir>/git/known_hosts`, trusting on first use. */
+  /**
+   * `--git-known-hosts-file`: the only host keys trusted, strictly (an unlisted or changed key is
+   * refused, and the file is never written). Without it: `<dataDir>/git/known_hosts`, trusting the
+   * first key seen and pinning it.
+   */
   knownHostsFile?: string;
 }
 
@@ -29,10 +34,11 @@ export interface GitAuth {
 export interface LoadGitCredentialsOptions {
   tokenFile?: string;
   sshKeyFile?: string;
+  knownHostsFile?: string;
   env?: NodeJS.ProcessEnv;
 }
 
-/** Reads `--git-token-file` (or `RLARK_GIT_TOKEN`) and `--git-ssh-key-file`. */
+/** Reads `--git-token-file` (or `RLARK_GIT_TOKEN`), `--git-ssh-key-file` and `--git-known-hosts-file`. */
 export async function loadGitCredentials(options: LoadGitCredentialsOptions = {}): Promise<GitCredentials> {
   const env = options.env ?? process.env;
   const credentials: GitCredentials = {};
@@ -43,6 +49,16 @@ export async function loadGitCredentials(options: LoadGitCredentialsOptions = {}
     credentials.token = env.RLARK_GIT_TOKEN.trim();
   }
   if (options.sshKeyFile) credentials.sshKeyFile = options.sshKeyFile;
+  if (options.knownHostsFile) {
+    // Absolute: git runs ssh from the mirror's directory. Checked now, not at the first fetch.
+    const file = resolve(options.knownHostsFile);
+    await access(file, constants.R_OK).catch((error: NodeJS.ErrnoException) => {
+      const reason =
+        error.code === "ENOENT" ? "no such file" : error.code === "EACCES" ? "not readable" : error.message;
+      throw new Error(`--git-known-hosts-file ${file}: ${reason}`);
+    });
+    credentials.knownHostsFile = file;
+  }
   return credentials;
 }
 
@@ -137,24 +153,33 @@ export async function prepareGitAuth(options: {
   }
   if (token) secrets.add(token);
 
-  if (given.sshKeyFile) {
-    const keysDir = join(options.dataDir, "git", "keys");
-    await mkdir(keysDir, { recursive: true, mode: 0o700 });
-    const key = join(keysDir, `${repoKey(options.url)}.key`);
-    // Mounted secrets are often 0644; ssh refuses such keys, and they should not be readable anyway.
-    await copyFile(given.sshKeyFile, key);
-    await chmod(key, 0o600);
-    const knownHosts = given.knownHostsFile ?? join(options.dataDir, "git", "known_hosts");
-    env.GIT_SSH_COMMAND = [
-      "ssh",
-      "-i",
-      shellQuote(key),
-      "-o IdentitiesOnly=yes",
-      "-o BatchMode=yes",
-      "-o LogLevel=ERROR",
-      "-o StrictHostKeyChecking=accept-new",
-      `-o UserKnownHostsFile=${shellQuote(knownHosts)}`,
-    ].join(" ");
+  if (given.sshKeyFile || given.knownHostsFile) {
+    const command = ["ssh"];
+    if (given.sshKeyFile) {
+      const keysDir = join(options.dataDir, "git", "keys");
+      await mkdir(keysDir, { recursive: true, mode: 0o700 });
+      const key = join(keysDir, `${repoKey(options.url)}.key`);
+      // Mounted secrets are often 0644; ssh refuses such keys, and they should not be readable anyway.
+      await copyFile(given.sshKeyFile, key);
+      await chmod(key, 0o600);
+      command.push("-i", shellQuote(key), "-o IdentitiesOnly=yes");
+    }
+    command.push("-o BatchMode=yes", "-o LogLevel=ERROR");
+    if (given.knownHostsFile) {
+      // Exactly the keys given: no system-wide file widens them, and ssh never edits the file.
+      command.push(
+        "-o StrictHostKeyChecking=yes",
+        `-o UserKnownHostsFile=${shellQuote(given.knownHostsFile)}`,
+        "-o GlobalKnownHostsFile=/dev/null",
+        "-o UpdateHostKeys=no",
+      );
+    } else {
+      command.push(
+        "-o StrictHostKeyChecking=accept-new",
+        `-o UserKnownHostsFile=${shellQuote(join(options.dataDir, "git", "known_hosts"))}`,
+      );
+    }
+    env.GIT_SSH_COMMAND = command.join(" ");
   }
 
   const displayUrl = scrubUrl(options.url);

@@ -23,5 +23,21 @@ export type { GitWebhookOptions, GitWebhookRequest, GitWebhookResult } from "./w
 export { handleGitWebhook, normaliseRepoUrl } from "./webhook.ts";
 export type { GitWebhookHttpOptions } from "./webhook-http.ts";
 export { createGitWebhookHttpHandler } from "./webhook-http.ts";
+export type {
+  ReceivedWebhook,
+  SignedWebhookHeaders,
+  WebhookHeaderMap,
+  WebhookIntake,
+  WebhookIntakeOptions,
+  WebhookProvider,
+} from "./webhook-intake.ts";
+export {
+  createWebhookIntake,
+  NO_SECRET,
+  NOT_A_WEBHOOK,
+  replyWebhook,
+  webhookHeaders,
+  webhookSignatureValid,
+} from "./webhook-intake.ts";
 export type { LoadWebhookSecretsOptions } from "./webhook-secrets.ts";
 export { loadWebhookSecrets } from "./webhook-secrets.ts";

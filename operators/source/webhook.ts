@@ -1,8 +1,13 @@
-import { createHmac, timingSafeEqual } from "node:crypto";
-import { verify } from "@octokit/webhooks-methods";
+import {
+  NO_SECRET,
+  NOT_A_WEBHOOK,
+  type WebhookHeaderMap,
+  webhookHeaders,
+  webhookSignatureValid,
+} from "./webhook-intake.ts";
 
 export interface GitWebhookRequest {
-  headers: Readonly<Record<string, string | readonly string[] | undefined>>;
+  headers: WebhookHeaderMap;
   body: Buffer;
 }
 
@@ -19,42 +24,6 @@ export interface GitWebhookResult {
   message: string;
   /** True when the hub should fetch now. */
   trigger: boolean;
-}
-
-type Provider = "github" | "gitea";
-
-function header(headers: GitWebhookRequest["headers"], name: string): string | undefined {
-  const value = headers[name] ?? headers[name.toLowerCase()];
-  return Array.isArray(value) ? value[0] : (value as string | undefined);
-}
-
-/** Lower-cased header map, so callers may pass node's (already lower) or fetch-style names. */
-function lower(headers: GitWebhookRequest["headers"]): GitWebhookRequest["headers"] {
-  const out: Record<string, string | readonly string[] | undefined> = {};
-  for (const [key, value] of Object.entries(headers)) out[key.toLowerCase()] = value;
-  return out;
-}
-
-async function githubSignatureValid(
-  secrets: readonly string[],
-  body: string,
-  signature: string,
-): Promise<boolean> {
-  for (const secret of secrets) {
-    if (await verify(secret, body, signature)) return true;
-  }
-  return false;
-}
-
-function giteaSignatureValid(secrets: readonly string[], body: Buffer, signature: string): boolean {
-  const given = Buffer.from(signature.trim().replace(/^sha256=/, ""), "utf8");
-  let valid = false;
-  // Check every secret (no early exit) so timing does not tell which one matched.
-  for (const secret of secrets) {
-    const expected = Buffer.from(createHmac("sha256", secret).update(body).digest("hex"), "utf8");
-    if (expected.length === given.length && timingSafeEqual(expected, given)) valid = true;
-  }
-  return valid;
 }
 
 /**
@@ -108,48 +77,16 @@ function repositoryMatches(repository: PushRepository | undefined, repoUrl: stri
  * Decides what a push webhook means for the hub. Pure: no I/O besides hashing, so the
  * HTTP layer stays thin. The signature is checked before the body is even parsed.
  */
-export async function handleGitWebhook(
-  request: GitWebhookRequest,
-  options: GitWebhookOptions,
-): Promise<GitWebhookResult> {
-  const headers = lower(request.headers);
-  const giteaEvent =
-    header(headers, "x-gitea-event") ?? header(headers, "x-forgejo-event") ?? header(headers, "x-gogs-event");
-  const githubEvent = header(headers, "x-github-event");
-  const provider: Provider | undefined = giteaEvent ? "gitea" : githubEvent ? "github" : undefined;
-  const event = giteaEvent ?? githubEvent;
-  if (!provider || !event) {
-    return {
-      status: 400,
-      message: "not a GitHub or Gitea webhook (no X-GitHub-Event or X-Gitea-Event)",
-      trigger: false,
-    };
-  }
+export function handleGitWebhook(request: GitWebhookRequest, options: GitWebhookOptions): GitWebhookResult {
+  const signed = webhookHeaders(request.headers);
+  if (!signed) return { status: 400, message: NOT_A_WEBHOOK, trigger: false };
   const secrets = options.secrets.filter((s) => s !== "");
-  if (secrets.length === 0) {
-    return {
-      status: 401,
-      message: "no webhook secret is configured; refusing unsigned webhooks",
-      trigger: false,
-    };
-  }
+  if (secrets.length === 0) return { status: 401, message: NO_SECRET, trigger: false };
+  if (!signed.signature) return { status: 401, message: `missing ${signed.signatureHeader}`, trigger: false };
+  if (!webhookSignatureValid(signed, secrets, request.body))
+    return { status: 401, message: `${signed.signatureHeader} does not match`, trigger: false };
 
-  if (provider === "github") {
-    const signature = header(headers, "x-hub-signature-256");
-    if (!signature) return { status: 401, message: "missing X-Hub-Signature-256", trigger: false };
-    if (!(await githubSignatureValid(secrets, request.body.toString("utf8"), signature)))
-      return { status: 401, message: "X-Hub-Signature-256 does not match", trigger: false };
-  } else {
-    const signature =
-      header(headers, "x-gitea-signature") ??
-      header(headers, "x-forgejo-signature") ??
-      header(headers, "x-gogs-signature") ??
-      header(headers, "x-hub-signature-256");
-    if (!signature) return { status: 401, message: "missing X-Gitea-Signature", trigger: false };
-    if (!giteaSignatureValid(secrets, request.body, signature))
-      return { status: 401, message: "X-Gitea-Signature does not match", trigger: false };
-  }
-
+  const { event } = signed;
   if (event === "ping") return { status: 204, message: "pong", trigger: false };
   if (event !== "push")
     return { status: 202, message: `ignored: ${event} events do not move branches`, trigger: false };

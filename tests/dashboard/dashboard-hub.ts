@@ -43,6 +43,7 @@ export interface DashboardHubOptions {
   repoUrl?: string;
   loginLimit?: { max: number; windowMs: number };
   sessionTtlSeconds?: number;
+  streamLimits?: { perPrincipal?: number; total?: number; maxPendingBytes?: number };
 }
 
 async function start(git: GitServer, dataDir: string, http: string, options: DashboardHubOptions) {
@@ -71,6 +72,7 @@ async function start(git: GitServer, dataDir: string, http: string, options: Das
     loginLimit: options.loginLimit,
     sessionTtlSeconds: options.sessionTtlSeconds,
     sourcePollMs: 100,
+    ...(options.streamLimits ? { streamLimits: options.streamLimits } : {}),
   });
   return { hub, dashboard };
 }

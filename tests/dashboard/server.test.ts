@@ -1,6 +1,8 @@
 // The dashboard's server side on a real hub, real git and real HTTP: login, sessions on the API,
 // the live event stream and the static assets.
+import { once } from "node:events";
 import { stat } from "node:fs/promises";
+import { connect } from "node:net";
 import path from "node:path";
 import t, { type Test } from "tap";
 import { hashPassword } from "../../operators/hub/auth/index.ts";
@@ -108,6 +110,114 @@ t.test("a session ends with its token: the stream closes and the API refuses it"
   const again = await openEvents(hub, `?token=${token}`);
   t.equal(again.status, 401, "and cannot reopen it");
   await again.close();
+});
+
+t.test("an open event stream closes when its User is removed from git", async (t) => {
+  const git = await seeded(t);
+  const { hub } = await startDashboardHub(t, git, { sessionTtlSeconds: 3600 });
+  await synced(hub);
+  const token = (await login(hub, { username: "carol", password: "correct horse" })).body.token as string;
+  const carol = await openEvents(hub, `?token=${token}`);
+  const admin = await openEvents(hub, `?token=${hub.adminToken}`);
+  t.teardown(() => Promise.all([carol.close(), admin.close()]));
+  await waitFor(() => !!carol.find((m) => m.event === "snapshot"), "carol's snapshot");
+  await waitFor(() => !!admin.find((m) => m.event === "snapshot"), "the admin's snapshot");
+  await git.commit({ "users/carol.yaml": null });
+  await waitFor(() => carol.ended, "carol's stream ended by the hub");
+  const again = await openEvents(hub, `?token=${token}`);
+  t.equal(again.status, 401, "and cannot reopen it");
+  await again.close();
+  t.notOk(admin.ended, "other streams stay open");
+});
+
+t.test("event streams are capped per principal (429) and in all (503)", async (t) => {
+  const git = await seeded(t, {
+    "users/dave.yaml": userYaml("dave", "viewer", await hashPassword("battery staple", FAST)),
+  });
+  const { hub } = await startDashboardHub(t, git, { streamLimits: { perPrincipal: 2, total: 3 } });
+  await synced(hub);
+  const carol = (await login(hub, { username: "carol", password: "correct horse" })).body.token as string;
+  const dave = (await login(hub, { username: "dave", password: "battery staple" })).body.token as string;
+  const first = await openEvents(hub, `?token=${carol}`);
+  const second = await openEvents(hub, `?token=${carol}`);
+  t.teardown(() => Promise.all([first.close(), second.close()]));
+  t.equal(first.status, 200);
+  t.equal(second.status, 200);
+  const third = await fetch(`${hub.url}/api/v1/events?token=${carol}`);
+  t.equal(third.status, 429, "a third stream of one principal");
+  t.ok(Number(third.headers.get("retry-after")) > 0);
+  t.match(((await third.json()) as { message: string }).message, /carol has 2 event streams open/);
+  const daves = await openEvents(hub, `?token=${dave}`);
+  t.teardown(() => daves.close());
+  t.equal(daves.status, 200);
+  const full = await fetch(`${hub.url}/api/v1/events?token=${dave}`);
+  t.equal(full.status, 503, "the hub's total is reached");
+  t.ok(Number(full.headers.get("retry-after")) > 0);
+  await full.body?.cancel();
+  await first.close();
+  await waitFor(async () => {
+    const next = await openEvents(hub, `?token=${carol}`);
+    if (next.status === 200) t.teardown(() => next.close());
+    else await next.close();
+    return next.status === 200;
+  }, "a closed stream frees its place");
+});
+
+t.test("a client that stops reading is dropped while the others keep receiving", async (t) => {
+  const git = await seeded(t);
+  const { hub } = await startDashboardHub(t, git, { streamLimits: { perPrincipal: 1 } });
+  await synced(hub);
+  const carol = (await login(hub, { username: "carol", password: "correct horse" })).body.token as string;
+  const session = (await login(hub, { adminToken: hub.adminToken })).body.token as string;
+  const readers = [await openEvents(hub, `?token=${carol}`), await openEvents(hub, `?token=${session}`)];
+  t.teardown(() => Promise.all(readers.map((r) => r.close())));
+
+  // A raw socket that asks for the stream, and stops reading once the answer has begun.
+  const paused = connect(Number(new URL(hub.url).port), "127.0.0.1");
+  t.teardown(() => paused.destroy());
+  await once(paused, "connect");
+  paused.on("error", () => {});
+  const answered = new Promise<string>((resolve) =>
+    paused.once("data", (chunk: Buffer) => {
+      paused.pause();
+      resolve(chunk.toString("latin1"));
+    }),
+  );
+  paused.write(`GET /api/v1/events HTTP/1.1\r\nHost: hub\r\nAuthorization: Bearer ${hub.adminToken}\r\n\r\n`);
+  t.match(await answered, /^HTTP\/1\.1 200/);
+  /** Whether the admin token's one allowed stream is free, i.e. the paused client is gone. */
+  const adminSlotFree = async () => {
+    const probe = await fetch(`${hub.url}/api/v1/events`, {
+      headers: { authorization: `Bearer ${hub.adminToken}` },
+    });
+    await probe.body?.cancel();
+    return probe.status === 200;
+  };
+  await waitFor(async () => !(await adminSlotFree()), "the paused client holds its stream");
+
+  // 256 KiB per change; well under the 1 MiB allowance plus what the kernel buffers, the paused
+  // client is dropped, long before the 32 MiB it used to be allowed.
+  const job = (await hub.store.get("Job", undefined, "ppo-cartpole-v1"))!;
+  let dropped = false;
+  for (let i = 0; i < 100 && !dropped; i++) {
+    await hub.store.updateStatus({
+      ...(await hub.store.get("Job", undefined, job.metadata.name))!,
+      status: { phase: "Running", run: 1, message: `${i} ${"x".repeat(256 * 1024)}` },
+    });
+    if (i % 5 === 4) dropped = await adminSlotFree();
+  }
+  t.ok(dropped, "the paused client was dropped");
+  const last = await hub.store.updateStatus({
+    ...(await hub.store.get("Job", undefined, job.metadata.name))!,
+    status: { phase: "Succeeded", run: 1 },
+  });
+  for (const reader of readers) {
+    await waitFor(
+      () => !!reader.find((m) => m.id === last.metadata.resourceVersion),
+      "the reading clients got every change",
+    );
+    t.notOk(reader.ended);
+  }
 });
 
 t.test("the admin token logs in, and the one-click URL keeps it in the fragment", async (t) => {
@@ -259,6 +369,7 @@ t.test(
     t.equal(index.status, 200, "the page itself needs no token: the data does");
     t.equal(index.headers.get("cache-control"), "no-cache");
     t.match(index.headers.get("content-security-policy"), "default-src 'self'");
+    t.equal(index.headers.get("x-content-type-options"), "nosniff");
     const html = await index.text();
     const script = /src="(\/assets\/[0-9a-f]{16}\/main\.mts)"/.exec(html)?.[1];
     t.ok(script, "the entry point is under a content hash");

@@ -114,6 +114,8 @@ export interface Fixture {
     options?: { event?: string; delivery?: string; secret?: string },
   ): Promise<{ status: number; message: string }>;
   reviewer: ReturnType<typeof createPullRequestReviewer>;
+  /** Where the reviewer's handler listens. */
+  hookUrl: string;
 }
 
 export async function setupFixture(
@@ -190,6 +192,7 @@ export async function setupFixture(
     store,
     github,
     reviewer,
+    hookUrl,
     async pushPull(n, files, message = `pull request ${n}`, edit) {
       await runGit(git.work, ["checkout", "--quiet", "-B", `pr-${n}`, `origin/${BRANCH}`]).catch(async () => {
         await runGit(git.work, ["fetch", "--quiet", "origin"]);

@@ -1,9 +1,10 @@
 import { rm } from "node:fs/promises";
 import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
+import { type AddressInfo, connect } from "node:net";
 import t from "tap";
 import type { RenderedWorkload, WorkloadDryRunner } from "../../operators/feedback/plan/index.ts";
 import { FORK_DRY_RUN_NOTE, PLAN_CONTEXT } from "../../operators/feedback/pull-requests.ts";
+import { waitFor } from "../helpers/wait-for.ts";
 import { gpuJob, pullRequestPayload, settle, setupFixture } from "./pull-requests-fixture.ts";
 
 function recordingRunner(
@@ -122,3 +123,22 @@ t.test(
     t.notMatch(body, /passwd|hostname/, "nothing under the link was read");
   },
 );
+
+t.test("the reviewer refuses an unsigned pull_request before reading its body", async (t) => {
+  const f = await setupFixture(t);
+  const { port } = new URL(f.hookUrl);
+  const socket = connect(Number(port), "127.0.0.1");
+  t.teardown(() => socket.destroy());
+  let answer = "";
+  socket.on("data", (chunk: Buffer) => {
+    answer += chunk.toString();
+  });
+  // A large body announced and never sent: only the headers can be answered.
+  socket.write(
+    "POST /hooks/git HTTP/1.1\r\nHost: hub\r\nX-GitHub-Event: pull_request\r\nContent-Length: 10000000\r\n\r\n",
+  );
+  await waitFor("an answer without the body", () => answer.includes("\r\n\r\n"));
+  t.match(answer, /^HTTP\/1\.1 401/);
+  t.match(answer, /missing X-Hub-Signature-256/);
+  t.equal(f.github.requests.length, 0);
+});

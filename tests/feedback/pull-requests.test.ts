@@ -145,7 +145,8 @@ t.test("a duplicate delivery does no harm: one review, one comment", async (t) =
   const payload = pullRequestPayload("opened", sha);
   t.equal((await f.deliver(payload, { delivery: "d-1" })).status, 202);
   const again = await f.deliver(payload, { delivery: "d-1" });
-  t.match(again.message, /duplicate delivery/);
+  t.equal(again.status, 200, "a replay is answered 200 and does nothing");
+  t.match(again.message, /duplicate delivery d-1/);
   // The same head under another delivery id (a redelivery from the settings page) is also one review.
   await f.deliver(payload, { delivery: "d-2" });
   await settle("review", () => f.github.status(sha, PLAN_CONTEXT)?.state === "failure");

@@ -221,3 +221,36 @@ spec:
     await waitFor(async () => (await names(hub, "jobs")).join() === "raw", "fixed revision applied");
   },
 );
+
+t.test("malformed percent-encoding in an API path is 400; every response says nosniff", async (t) => {
+  const git = await createGitServer();
+  t.teardown(() => git.close());
+  await git.commit({ "u.yaml": user("carol") });
+  const hub = await withHub(t, git);
+  for (const route of [
+    "/api/v1/rlinf.io/v1alpha1/users/%E0%A4%A",
+    "/api/v1/rlinf.io/v1alpha1/%zz",
+    "/api/v1/rlinf.io/v1alpha1/pods/%/log?namespace=agent-a",
+  ]) {
+    const { status, body } = await api(hub, route);
+    t.equal(status, 400, route);
+    t.match(body, { kind: "Status", reason: "BadRequest", message: /malformed percent-encoding/ }, route);
+  }
+  for (const [route, token] of [
+    ["/healthz", ""],
+    ["/readyz", ""],
+    ["/api/v1/source", ""],
+    ["/api/v1/source", hub.adminToken],
+    ["/api/v1/rlinf.io/v1alpha1/users", hub.adminToken],
+    ["/api/v1/rlinf.io/v1alpha1/users/%zz", hub.adminToken],
+    ["/metrics", hub.adminToken],
+    ["/hooks/git", ""],
+    ["/nowhere", hub.adminToken],
+  ] as const) {
+    const response = await fetch(`${hub.url}${route}`, {
+      headers: token ? { authorization: `Bearer ${token}` } : {},
+    });
+    await response.arrayBuffer();
+    t.equal(response.headers.get("x-content-type-options"), "nosniff", route);
+  }
+});

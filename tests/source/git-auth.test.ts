@@ -1,4 +1,4 @@
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { timingSafeEqual } from "node:crypto";
 import { existsSync } from "node:fs";
 import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
@@ -107,7 +107,12 @@ async function sshGitServer(t: Test, root: string) {
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   t.teardown(() => new Promise<void>((r) => server.close(() => r())));
-  return { port: (server.address() as AddressInfo).port, clientKey: clientKey.private, accepted };
+  return {
+    port: (server.address() as AddressInfo).port,
+    clientKey: clientKey.private,
+    hostKey: hostKey.public,
+    accepted,
+  };
 }
 
 t.test("an SSH deploy key is used from a 0600 copy in the data dir, and never shown", async (t) => {
@@ -151,4 +156,80 @@ t.test("an SSH deploy key is used from a 0600 copy in the data dir, and never sh
   t.match(error, /Permission denied \(publickey\)/, "the error says what went wrong");
   t.notMatch(error, /PRIVATE KEY/);
   t.notOk(existsSync(join(dataDir, "git", "keys", "wrong-key")));
+});
+
+t.test(
+  "--git-known-hosts-file pins the host key strictly: another key, or none listed, is refused",
+  async (t) => {
+    const git = await createGitServer({ name: "o/r.git" });
+    const dataDir = await mkdtemp(join(tmpdir(), "rlark-data-"));
+    t.teardown(async () => {
+      await git.close();
+      await rm(dataDir, { recursive: true, force: true });
+    });
+    const sha = await git.commit({ "a.yaml": "a: 1\n" });
+    const ssh = await sshGitServer(t, join(git.root, "srv"));
+    const keyFile = join(git.root, "deploy-key");
+    await writeFile(keyFile, ssh.clientKey, { mode: 0o600 });
+    const url = `ssh://git@127.0.0.1:${ssh.port}/o/r.git`;
+    const hostLine = (key: string) =>
+      `[127.0.0.1]:${ssh.port} ${key.trim().split(" ").slice(0, 2).join(" ")}\n`;
+    const fetchWith = async (knownHosts: string, name: string) => {
+      const file = join(git.root, `${name}_known_hosts`);
+      await writeFile(file, knownHosts);
+      const credentials = await loadGitCredentials({ sshKeyFile: keyFile, knownHostsFile: file, env: {} });
+      const repo = createGitRepository({ url, branch: "main", dataDir: join(dataDir, name), credentials });
+      const outcome = await repo.fetch().then(
+        (fetched) => ({ fetched, error: "" }),
+        (e: Error) => ({ fetched: "", error: e.message }),
+      );
+      return { ...outcome, file, after: await readFile(file, "utf8") };
+    };
+
+    const pinned = await fetchWith(hostLine(ssh.hostKey), "pinned");
+    t.equal(pinned.fetched, sha, "the pinned host key is accepted");
+    t.equal(pinned.after, hostLine(ssh.hostKey), "the file is not written");
+
+    const impostor = await fetchWith(hostLine(ssh2.utils.generateKeyPairSync("ed25519").public), "other");
+    t.equal(impostor.fetched, "");
+    t.match(impostor.error, /Host key verification failed|REMOTE HOST IDENTIFICATION HAS CHANGED/);
+
+    const unlisted = await fetchWith("", "empty");
+    t.equal(unlisted.fetched, "", "a host the file does not list is not trusted on first use");
+    t.match(unlisted.error, /Host key verification failed/);
+    t.equal(unlisted.after, "", "nor added to the file");
+    t.notOk(existsSync(join(dataDir, "empty", "git", "known_hosts")), "nor pinned anywhere else");
+
+    await t.rejects(
+      loadGitCredentials({ knownHostsFile: join(git.root, "missing"), env: {} }),
+      /--git-known-hosts-file .*missing: no such file/,
+    );
+  },
+);
+
+t.test("rlark hub and rlark up take --git-known-hosts-file and name it when it cannot be read", async (t) => {
+  const cli = new URL("../../operators/cli/main.ts", import.meta.url).pathname;
+  const dir = t.testdir();
+  for (const command of ["hub", "up"]) {
+    const run = spawnSync(
+      process.execPath,
+      [
+        cli,
+        command,
+        "--repo",
+        "ssh://git@127.0.0.1:1/o/r.git",
+        "--data-dir",
+        join(dir, command),
+        "--http",
+        "127.0.0.1:0",
+        "--ssh",
+        "127.0.0.1:0",
+        "--git-known-hosts-file",
+        join(dir, "absent_known_hosts"),
+      ],
+      { encoding: "utf8", timeout: 120_000 },
+    );
+    t.not(run.status, 0, command);
+    t.match(run.stderr, `--git-known-hosts-file ${join(dir, "absent_known_hosts")}: no such file`, command);
+  }
 });

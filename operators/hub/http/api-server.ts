@@ -28,6 +28,8 @@ const API_PREFIX = `/api/v1/${API_VERSION}/`;
 
 export function createHubHttpHandler(deps: HubHttpDependencies): RequestListener {
   return (req, res) => {
+    // Every answer is what its content-type says: a browser must never guess HTML into it.
+    res.setHeader("X-Content-Type-Options", "nosniff");
     handle(deps, req, res).catch((error: unknown) => {
       if (!res.headersSent) sendStatus(res, 500, "InternalError", "internal error");
       else res.destroy();
@@ -37,9 +39,32 @@ export function createHubHttpHandler(deps: HubHttpDependencies): RequestListener
   };
 }
 
+/** True when every %XX of the path decodes (to UTF-8): then each of its segments does too. */
+function decodable(path: string): boolean {
+  try {
+    decodeURIComponent(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A path for a message: cut short, and only printable ASCII (it is echoed to the client). */
+function shownPath(path: string): string {
+  const shown = path.replace(/[^\x21-\x7e]/g, "?");
+  return shown.length > 200 ? `${shown.slice(0, 200)}…` : shown;
+}
+
 async function handle(deps: HubHttpDependencies, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const url = new URL(req.url ?? "/", "http://hub.invalid");
   const path = url.pathname;
+  if (!decodable(path))
+    return sendStatus(
+      res,
+      400,
+      "BadRequest",
+      `malformed percent-encoding in ${shownPath(path)}: each % must start a UTF-8 byte as %XX`,
+    );
   if (path === "/healthz") return sendText(res, 200, "ok\n");
   if (path === "/readyz") {
     const { ready, message } = deps.ready();
