@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { type Command, Option } from "commander";
+import { escapeControl, escapeStrings, terminalJson } from "../lib/terminal-text.ts";
 
 export const STATUS_HELP = `
 Prints what a running hub is doing: the git revision it has applied (or why it refused the
@@ -63,10 +64,12 @@ export function registerStatus(program: Command): void {
           clusters: (clusters as { items: Obj[] }).items,
         };
         process.stdout.write(
-          flags.output === "json" ? `${JSON.stringify(report, null, 2)}\n` : renderText(report),
+          flags.output === "json" ? `${terminalJson(report, 2)}\n` : renderText(escapeStrings(report)),
         );
       } catch (error) {
-        command.error(`error: cannot read ${flags.hub}: ${(error as Error).message}`, { exitCode: 2 });
+        command.error(`error: cannot read ${flags.hub}: ${escapeControl((error as Error).message)}`, {
+          exitCode: 2,
+        });
       }
     });
 }
