@@ -1,3 +1,4 @@
+import type { Dirent } from "node:fs";
 import { lstat, readdir, readFile, realpath, stat } from "node:fs/promises";
 import path from "node:path";
 import type { Diagnostic } from "../api/validate/diagnostic.ts";
@@ -57,7 +58,7 @@ export async function collectManifestFiles(paths: string[], baseDir: string): Pr
     const pending = [{ found: absolute, real: root }];
     while (pending.length > 0) {
       const dir = pending.pop() as { found: string; real: string };
-      let entries: import("node:fs").Dirent[];
+      let entries: Dirent[];
       try {
         entries = await readdir(dir.real, { withFileTypes: true });
       } catch (error) {
