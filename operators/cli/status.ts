@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { type Command, Option } from "commander";
+import { escapeControl, escapeStrings, terminalJson } from "../lib/terminal-text.ts";
 import { usageError } from "./cli-error.ts";
 
 export const STATUS_HELP = `
@@ -50,7 +51,9 @@ export function registerStatus(program: Command): void {
           },
         );
         if (!response.ok)
-          throw usageError(`GET ${url.pathname}: HTTP ${response.status} ${await errorMessage(response)}`);
+          throw usageError(
+            `GET ${url.pathname}: HTTP ${response.status} ${escapeControl(await errorMessage(response))}`,
+          );
         return response.json() as Promise<unknown>;
       };
       const [source, jobs, tasks, clusters] = await Promise.all([
@@ -66,7 +69,7 @@ export function registerStatus(program: Command): void {
         clusters: (clusters as { items: Obj[] }).items,
       };
       process.stdout.write(
-        flags.output === "json" ? `${JSON.stringify(report, null, 2)}\n` : renderText(report),
+        flags.output === "json" ? `${terminalJson(report, 2)}\n` : renderText(escapeStrings(report)),
       );
     });
 }

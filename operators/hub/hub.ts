@@ -1,6 +1,6 @@
 // Composes the hub process: store, controllers, git source, status feedback and the HTTP API.
 // Everything is built from options here; main (the CLI) only parses flags and calls startHub.
-import { mkdir } from "node:fs/promises";
+import { chmod, mkdir } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
@@ -90,6 +90,9 @@ export interface Hub {
 export async function startHub(options: HubOptions): Promise<Hub> {
   const logger = options.logger ?? jsonLogger("hub");
   await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
+  // Also when it already existed (`rlark up` makes it before the hub starts, or an older
+  // version made it 0755): it holds the CA key, the admin token and the artifacts.
+  await chmod(options.dataDir, 0o700);
   const adminToken = await loadOrCreateAdminToken(options.dataDir);
   const store = openSqliteStore({ dataDir: options.dataDir });
   const registry = new Registry();

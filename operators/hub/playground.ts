@@ -19,6 +19,8 @@ export interface Playground {
 export async function ensurePlayground(dataDir: string, branch = "main"): Promise<Playground> {
   const dir = path.join(dataDir, "repo");
   if (await exists(path.join(dir, ".git"))) return { dir, created: false };
+  // The data dir is the hub's, private (it holds the CA key); the hub also tightens it on start.
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
   await mkdir(dir, { recursive: true });
   await cp(EXAMPLES, dir, { recursive: true });
   await run("git", ["init", "--quiet", "--initial-branch", branch], { cwd: dir });

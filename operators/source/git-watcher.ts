@@ -1,10 +1,10 @@
 import { EventEmitter } from "node:events";
-import { existsSync, realpathSync, statSync } from "node:fs";
-import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
-import { join, posix, sep } from "node:path";
+import { mkdir, readFile, realpath, rename, stat, writeFile } from "node:fs/promises";
+import { join, posix } from "node:path";
 import type { Diagnostic } from "../api/validate/diagnostic.ts";
 import { type Clock, type GitLogger, silentLogger, systemClock, type TimerId } from "./git-clock.ts";
 import type { GitRepository } from "./git-repository.ts";
+import { resolveInside } from "./resolve-inside.ts";
 
 /** The validator's diagnostic: file:line:column, object, field, rule, message. */
 export type SourceDiagnostic = Diagnostic;
@@ -288,7 +288,7 @@ class Watcher extends EventEmitter<{ status: [SourceStatus] }> implements GitWat
     let result: ApplyRevisionResult;
     try {
       const dir = await this.#repo.materialise(revision);
-      const problem = checkManifestDir(dir, status.path, revision);
+      const problem = await checkManifestDir(dir, status.path, revision);
       if (problem) {
         result = { accepted: false, errors: [problem] };
       } else {
@@ -359,8 +359,16 @@ class Watcher extends EventEmitter<{ status: [SourceStatus] }> implements GitWat
   }
 }
 
-/** The manifests' directory must exist in the revision and stay inside it (a symlink could point anywhere). */
-function checkManifestDir(dir: string, path: string, revision: string): SourceDiagnostic | undefined {
+/**
+ * The manifests' directory must exist in the revision and stay inside it. A link is resolved
+ * inside the checkout only (resolve-inside.ts): whether a path outside exists is never looked at,
+ * so a repository cannot probe the hub's file system with it.
+ */
+async function checkManifestDir(
+  dir: string,
+  path: string,
+  revision: string,
+): Promise<SourceDiagnostic | undefined> {
   const diagnostic = (message: string): SourceDiagnostic => ({
     file: path,
     line: 0,
@@ -371,13 +379,12 @@ function checkManifestDir(dir: string, path: string, revision: string): SourceDi
     rule: "source/path",
     message,
   });
-  const manifests = join(dir, path);
-  if (!existsSync(manifests) || !statSync(manifests).isDirectory())
-    return diagnostic(`directory ${path} does not exist at revision ${revision}; check --path`);
-  const root = realpathSync(dir);
-  const real = realpathSync(manifests);
-  if (real !== root && !real.startsWith(`${root}${sep}`))
+  const resolved = await resolveInside(await realpath(dir), path);
+  if ("problem" in resolved && resolved.problem !== "missing")
     return diagnostic(`${path} at revision ${revision} is a symlink out of the repository`);
+  const info = "path" in resolved ? await stat(resolved.path).catch(() => undefined) : undefined;
+  if (!info?.isDirectory())
+    return diagnostic(`directory ${path} does not exist at revision ${revision}; check --path`);
   return undefined;
 }
 

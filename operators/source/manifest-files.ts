@@ -1,15 +1,17 @@
+import type { Dirent } from "node:fs";
 import { lstat, readdir, readFile, realpath, stat } from "node:fs/promises";
 import path from "node:path";
 import type { Diagnostic } from "../api/validate/diagnostic.ts";
+import { resolveInside } from "./resolve-inside.ts";
 
 const MANIFEST_EXTENSIONS = new Set([".yaml", ".yml"]);
 /** Folders that never hold manifests and can be huge. */
 const SKIPPED_DIRECTORIES = new Set([".git", "node_modules"]);
 
 export interface ManifestFile {
-  /** Absolute path of the file as found (not resolved through symlinks). */
+  /** Where the file really is (symlinks resolved, inside the tree): what is read. */
   absolute: string;
-  /** The same, relative to the reporting base directory. */
+  /** The path as found, through any links, relative to the reporting base directory. */
   display: string;
 }
 
@@ -24,8 +26,9 @@ function fileDiagnostic(display: string, rule: string, message: string): Diagnos
 
 /**
  * Lists the .yaml/.yml files under the given paths, sorted, each once.
- * A symlink is followed only while it stays inside the tree it was found in: one that leaves it is
- * an error, so a repository cannot make the hub read files outside its checkout.
+ * A symlink is followed only while it stays inside the tree it was found in (see resolve-inside.ts):
+ * one that leaves is an error that names no path outside and does not tell whether its target
+ * exists, so a repository can neither make the hub read its files nor probe for them.
  */
 export async function collectManifestFiles(paths: string[], baseDir: string): Promise<CollectResult> {
   const files = new Map<string, ManifestFile>();
@@ -46,60 +49,53 @@ export async function collectManifestFiles(paths: string[], baseDir: string): Pr
     const rootStat = await stat(root);
     if (rootStat.isFile()) {
       // A file named explicitly is read whatever its extension: the user asked for it.
-      files.set(absolute, { absolute, display: display(absolute) });
+      files.set(absolute, { absolute: root, display: display(absolute) });
       continue;
     }
     const ignored = await readIgnoreFile(root);
     const visited = new Set<string>([root]);
-    const pending = [absolute];
+    // Each folder as found (for display and ignore rules) and as resolved inside root (to read).
+    const pending = [{ found: absolute, real: root }];
     while (pending.length > 0) {
-      const dir = pending.pop() as string;
-      let entries: import("node:fs").Dirent[];
+      const dir = pending.pop() as { found: string; real: string };
+      let entries: Dirent[];
       try {
-        entries = await readdir(dir, { withFileTypes: true });
+        entries = await readdir(dir.real, { withFileTypes: true });
       } catch (error) {
         diagnostics.push(
-          fileDiagnostic(display(dir), "io/unreadable", `cannot read directory: ${errorCode(error)}`),
+          fileDiagnostic(display(dir.found), "io/unreadable", `cannot read directory: ${errorCode(error)}`),
         );
         continue;
       }
       for (const entry of entries) {
-        const full = path.join(dir, entry.name);
-        if (ignored(path.relative(absolute, full), entry.isDirectory())) continue;
+        const found = path.join(dir.found, entry.name);
+        let real = path.join(dir.real, entry.name);
+        if (ignored(path.relative(absolute, found), entry.isDirectory())) continue;
         if (entry.isDirectory()) {
-          if (!SKIPPED_DIRECTORIES.has(entry.name)) pending.push(full);
+          if (!SKIPPED_DIRECTORIES.has(entry.name)) pending.push({ found, real });
           continue;
         }
+        let isFile = entry.isFile();
         if (entry.isSymbolicLink()) {
-          const target = await realpath(full).catch(() => undefined);
-          if (target === undefined) {
-            if (isManifestName(entry.name)) {
-              diagnostics.push(fileDiagnostic(display(full), "io/broken-symlink", "symlink points nowhere"));
+          const resolved = await resolveInside(root, path.relative(root, real));
+          if ("problem" in resolved) {
+            if (resolved.problem === "missing" && !isManifestName(entry.name)) continue;
+            diagnostics.push(symlinkDiagnostic(display(found), resolved.problem));
+            continue;
+          }
+          real = resolved.path;
+          const target = await lstat(real);
+          if (target.isDirectory()) {
+            if (!visited.has(real)) {
+              visited.add(real);
+              pending.push({ found, real });
             }
             continue;
           }
-          if (target !== root && !target.startsWith(root + path.sep)) {
-            diagnostics.push(
-              fileDiagnostic(
-                display(full),
-                "io/symlink-outside-tree",
-                `symlink leaves the tree (points to ${target}); only links inside ${display(root)} are followed`,
-              ),
-            );
-            continue;
-          }
-          const targetStat = await lstat(target);
-          if (targetStat.isDirectory()) {
-            if (!visited.has(target)) {
-              visited.add(target);
-              pending.push(full);
-            }
-            continue;
-          }
+          isFile = target.isFile();
         }
-        if ((entry.isFile() || entry.isSymbolicLink()) && isManifestName(entry.name)) {
-          files.set(full, { absolute: full, display: display(full) });
-        }
+        if (isFile && isManifestName(entry.name))
+          files.set(found, { absolute: real, display: display(found) });
       }
     }
   }
@@ -107,6 +103,17 @@ export async function collectManifestFiles(paths: string[], baseDir: string): Pr
     a.display < b.display ? -1 : a.display > b.display ? 1 : 0,
   );
   return { files: sorted, diagnostics };
+}
+
+function symlinkDiagnostic(file: string, problem: "outside" | "missing" | "loop"): Diagnostic {
+  if (problem === "missing") return fileDiagnostic(file, "io/broken-symlink", "symlink points nowhere");
+  if (problem === "loop")
+    return fileDiagnostic(file, "io/symlink-loop", "symlinks point at each other in a loop");
+  return fileDiagnostic(
+    file,
+    "io/symlink-outside-tree",
+    "symlink leaves the manifest folder; only links that stay inside it are followed",
+  );
 }
 
 /** The name of the file, at the root of a manifest path, that lists what to skip (like Flux's .sourceignore). */

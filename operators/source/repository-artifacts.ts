@@ -1,11 +1,19 @@
 // Raw tasks may name an artifact by its path in the repository (scripts/cartpole.mjs). One set of
 // rules for the hub, which refuses a revision whose artifacts are wrong, and for plans, which
-// must not be greener than the hub: the path stays inside the manifest folder, names a regular
-// file (a symlink is never followed, so a pull request cannot make the hub hash its own files),
-// and the file's SHA-256 is the one the manifest names.
+// must not be greener than the hub. The path's text follows api/artifact-url.ts (also what
+// `rlark validate` checks); here the file itself: every component of the path, from the manifest
+// folder's real path down, is a real folder or, last, a regular file. No symlink is followed, not
+// even one that stays inside, so what is read is exactly what the path names, wherever the link
+// sits (`node_modules/`, ignored folders). The checkout is read rather than git's objects because
+// the plan also checks working trees that are not commits; the checkout is the hub's own, written
+// once by git, so it cannot change between this check and the copy.
+// A file that does not match is never hashed back to the author: its digest would let anyone who
+// can push learn a hash of any file the path can reach, and then name it.
 import { createHash } from "node:crypto";
-import { lstat, readFile } from "node:fs/promises";
+import { constants } from "node:fs";
+import { lstat, open, realpath } from "node:fs/promises";
 import path from "node:path";
+import { artifactSource } from "../api/artifact-url.ts";
 import type { Diagnostic, ManifestObject } from "../api/validate/index.ts";
 
 export interface RepositoryArtifact {
@@ -19,12 +27,13 @@ export interface RepositoryArtifact {
 
 export interface VerifiedArtifact {
   artifact: RepositoryArtifact;
-  bytes: Buffer;
+  /** The checked file's real path. */
+  file: string;
 }
 
-/** URLs with a scheme (https:, file:) and absolute paths are fetched by agents, not read here. */
+/** URLs with a scheme (https:, file:) are fetched by agents, not read here. */
 export function isRepositoryPath(url: string): boolean {
-  return !/^[a-z][a-z0-9+.-]*:/i.test(url) && !path.isAbsolute(url);
+  return artifactSource(url).kind === "repository";
 }
 
 export function repositoryArtifacts(objects: readonly ManifestObject[]): RepositoryArtifact[] {
@@ -34,7 +43,7 @@ export function repositoryArtifacts(objects: readonly ManifestObject[]): Reposit
     tasks.forEach((task, i) => {
       const artifact = (task as { raw?: { artifact?: { url?: unknown; sha256?: unknown } } })?.raw?.artifact;
       if (typeof artifact?.url !== "string" || typeof artifact.sha256 !== "string") return;
-      if (!isRepositoryPath(artifact.url)) return;
+      if (artifactSource(artifact.url).kind === "remote") return;
       found.push({
         url: artifact.url,
         sha256: artifact.sha256,
@@ -65,41 +74,74 @@ export async function verifyRepositoryArtifacts(
 ): Promise<{ verified: VerifiedArtifact[]; errors: Diagnostic[] }> {
   const verified: VerifiedArtifact[] = [];
   const errors: Diagnostic[] = [];
+  const root = await realpath(manifestRoot);
   for (const artifact of repositoryArtifacts(objects)) {
-    const fail = (message: string) => {
-      const pos = artifact.owner.document.locate(artifact.pointer);
-      errors.push({
-        file: artifact.owner.document.file,
-        line: pos.line,
-        column: pos.column,
-        kind: artifact.owner.kind,
-        name: artifact.owner.name,
-        path: artifact.pointer,
-        rule: "source/artifact",
-        message,
-      });
-    };
-    const file = path.resolve(manifestRoot, artifact.url);
-    if (!file.startsWith(manifestRoot + path.sep)) {
-      fail(`artifact path "${artifact.url}" leaves the manifest folder`);
+    const checked = await checkArtifact(root, artifact);
+    if ("file" in checked) {
+      verified.push({ artifact, file: checked.file });
       continue;
     }
-    const info = await lstat(file).catch(() => undefined);
-    if (!info?.isFile()) {
-      fail(
-        info?.isSymbolicLink()
-          ? `artifact "${artifact.url}" is a symlink; name the file itself`
-          : `artifact "${artifact.url}" is not in the repository`,
-      );
-      continue;
-    }
-    const bytes = await readFile(file);
-    const digest = createHash("sha256").update(bytes).digest("hex");
-    if (digest !== artifact.sha256) {
-      fail(`artifact "${artifact.url}" has SHA-256 ${digest}, not the ${artifact.sha256} the manifest names`);
-      continue;
-    }
-    verified.push({ artifact, bytes });
+    const pos = artifact.owner.document.locate(artifact.pointer);
+    errors.push({
+      file: artifact.owner.document.file,
+      line: pos.line,
+      column: pos.column,
+      kind: artifact.owner.kind,
+      name: artifact.owner.name,
+      path: artifact.pointer,
+      rule: "source/artifact",
+      message: checked.problem,
+    });
   }
   return { verified, errors };
+}
+
+/** The file, when it is the one its digest names; else why it cannot be used. */
+async function checkArtifact(
+  root: string,
+  artifact: RepositoryArtifact,
+): Promise<{ file: string } | { problem: string }> {
+  const source = artifactSource(artifact.url);
+  if (source.kind !== "repository")
+    return {
+      problem: `artifact url ${source.kind === "invalid" ? source.reason : "is not a repository path"}`,
+    };
+  const name = JSON.stringify(artifact.url);
+  const parts = source.path.split("/");
+  for (let i = 1; i <= parts.length; i++) {
+    const prefix = parts.slice(0, i).join("/");
+    const info = await lstat(path.join(root, prefix)).catch(() => undefined);
+    if (!info) return { problem: `artifact ${name} is not in the repository` };
+    if (info.isSymbolicLink()) {
+      return {
+        problem:
+          i === parts.length
+            ? `artifact ${name} is a symlink; name the file itself`
+            : `artifact ${name} goes through the symlink "${prefix}"; name the file by its real path`,
+      };
+    }
+    if (i < parts.length ? !info.isDirectory() : !info.isFile())
+      return { problem: `artifact ${name} is not a regular file in the repository` };
+  }
+  const file = path.join(root, source.path);
+  const digest = await sha256Of(file).catch(() => undefined);
+  if (digest === undefined) return { problem: `artifact ${name} cannot be read` };
+  if (digest !== artifact.sha256) {
+    return {
+      problem: `artifact ${name} does not match the declared sha256; write the file's SHA-256 (sha256sum ${source.path})`,
+    };
+  }
+  return { file };
+}
+
+/** Streamed, so a large artifact is never held in memory; O_NOFOLLOW: a link is never read. */
+export async function sha256Of(file: string): Promise<string> {
+  const handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW);
+  const hash = createHash("sha256");
+  try {
+    for await (const chunk of handle.createReadStream({ autoClose: false })) hash.update(chunk);
+  } finally {
+    await handle.close();
+  }
+  return hash.digest("hex");
 }

@@ -85,3 +85,40 @@ t.test("--help documents the command", async (t) => {
   t.equal(run.status, 0);
   t.match(run.stdout, /Exit status: 0 valid, 1 invalid, 2 usage or I\/O error/);
 });
+
+t.test(
+  "control characters from the manifests are shown escaped in text, github and json output",
+  async (t) => {
+    const { mkdtemp, writeFile } = await import("node:fs/promises");
+    const { tmpdir } = await import("node:os");
+    const dir = await mkdtemp(path.join(tmpdir(), "rlark-validate-"));
+    const file = path.join(dir, "evil.yaml");
+    // An unknown key that would retitle the terminal, clear the screen and (C1 CSI) recolour.
+    await writeFile(
+      file,
+      'apiVersion: rlinf.io/v1alpha1\nkind: Domain\nmetadata:\n  name: evil\nspec:\n  cidr: 10.0.0.0/24\n  "\\e]0;pwned\\a\\e[2J\\x9b31m\\x7f": 1\n',
+    );
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: what must not be printed
+    const raw = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/;
+    for (const format of ["text", "github"]) {
+      const run = spawnSync(process.execPath, [cli, "validate", "--format", format, file], {
+        cwd: dir,
+        encoding: "utf8",
+      });
+      t.equal(run.status, 1, format);
+      t.notMatch(run.stdout, raw, `${format}: no raw control character`);
+      t.match(run.stdout, "\\x1b]0;pwned\\x07\\x1b[2J\\x9b31m\\x7f", `${format}: shown escaped`);
+    }
+    const json = spawnSync(process.execPath, [cli, "validate", "--format", "json", file], {
+      cwd: dir,
+      encoding: "utf8",
+    });
+    t.notMatch(json.stdout.trimEnd(), raw, "json: no raw control character");
+    const report = JSON.parse(json.stdout);
+    t.equal(
+      report.errors[0].path,
+      "/spec/\u001b]0;pwned\u0007\u001b[2J\u009b31m\u007f",
+      "json: the exact text",
+    );
+  },
+);

@@ -1,7 +1,7 @@
 // README's first command on a fresh data dir: `rlark up` seeds the playground from examples/,
 // enrolls the local process agent and runs the example Raw Job to completion.
 import { spawn } from "node:child_process";
-import { mkdtemp, readFile } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import t from "tap";
@@ -10,7 +10,8 @@ import { waitFor } from "../helpers/git-server.ts";
 const cli = path.resolve(import.meta.dirname, "../../operators/cli/main.ts");
 
 t.test("rlark up runs the example Raw Job to Succeeded and stops cleanly on SIGINT", async (t) => {
-  const dataDir = await mkdtemp(path.join(tmpdir(), "rlark-up-"));
+  // Made by `rlark up` itself, as `.rlark` is on a first run.
+  const dataDir = path.join(await mkdtemp(path.join(tmpdir(), "rlark-up-")), ".rlark");
   const up = spawn(
     process.execPath,
     [cli, "up", "--data-dir", dataDir, "--http", "127.0.0.1:0", "--ssh", "127.0.0.1:0"],
@@ -50,6 +51,12 @@ t.test("rlark up runs the example Raw Job to Succeeded and stops cleanly on SIGI
     "utf8",
   );
   t.match(log, /done: best return \d+/, "the task's output is the cartpole run");
+  t.equal((await stat(dataDir)).mode & 0o777, 0o700, "the data dir (CA key, token, artifacts) is private");
+  const artifacts = path.join(dataDir, "artifacts");
+  for (const digest of await readdir(artifacts)) {
+    for (const file of await readdir(path.join(artifacts, digest)))
+      t.equal((await stat(path.join(artifacts, digest, file))).mode & 0o777, 0o644, `${file} is 0644`);
+  }
 
   up.kill("SIGINT");
   t.equal(await exited, 0, "Ctrl-C stops the hub and the agent cleanly");

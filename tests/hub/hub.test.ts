@@ -1,7 +1,7 @@
 // The hub end to end on real git: a bare repository the test pushes to, served over file:// and
 // `git daemon`, the real SQLite store and the real HTTP API.
-import { createHmac } from "node:crypto";
-import { mkdtemp, writeFile } from "node:fs/promises";
+import { createHash, createHmac } from "node:crypto";
+import { chmod, mkdir, mkdtemp, readdir, readFile, stat, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import t, { type Test } from "tap";
@@ -29,9 +29,15 @@ async function names(hub: Hub, plural: string): Promise<string[]> {
 async function withHub(
   t: Test,
   git: GitServer,
-  options: { repo?: string; statusBranch?: string; webhookSecretFile?: string; intervalMs?: number } = {},
+  options: {
+    repo?: string;
+    statusBranch?: string;
+    webhookSecretFile?: string;
+    intervalMs?: number;
+    dataDir?: string;
+  } = {},
 ): Promise<Hub> {
-  const dataDir = await mkdtemp(path.join(tmpdir(), "rlark-hub-"));
+  const dataDir = options.dataDir ?? (await mkdtemp(path.join(tmpdir(), "rlark-hub-")));
   const hub = await startHub({
     dataDir,
     http: "127.0.0.1:0",
@@ -180,12 +186,7 @@ t.test("status is committed to the status branch, never to the tracked one", asy
   t.equal(author.trim(), "rlark-bot");
 });
 
-t.test(
-  "a revision whose repository artifact does not match its SHA-256 is refused at the field",
-  async (t) => {
-    const git = await createGitServer();
-    t.teardown(() => git.close());
-    const job = (sha: string) => `apiVersion: rlinf.io/v1alpha1
+const rawJob = (url: string, sha: string) => `apiVersion: rlinf.io/v1alpha1
 kind: Job
 metadata:
   name: raw
@@ -196,11 +197,19 @@ spec:
       agentType: Raw
       raw:
         artifact:
-          url: tool.sh
+          url: ${url}
           sha256: "${sha}"
         command: ["./tool.sh"]
 `;
-    const bad = await git.commit({ "tool.sh": "hello\n", "job.yaml": job("0".repeat(64)) });
+
+const sha256 = (bytes: string | Buffer) => createHash("sha256").update(bytes).digest("hex");
+
+t.test(
+  "a revision whose repository artifact does not match its SHA-256 is refused at the field, without the file's digest",
+  async (t) => {
+    const git = await createGitServer();
+    t.teardown(() => git.close());
+    const bad = await git.commit({ "tool.sh": "hello\n", "job.yaml": rawJob("tool.sh", "0".repeat(64)) });
     const hub = await withHub(t, git);
     await waitFor(async () => (await api(hub, "/api/v1/source")).body.lastAttemptedRevision === bad, "tried");
     await waitFor(async () => (await api(hub, "/api/v1/source")).body.state === "Invalid", "refused");
@@ -212,12 +221,11 @@ spec:
         column: 16,
         path: "/spec/tasks/0/raw/artifact/url",
         rule: "source/artifact",
-        message: /has SHA-256 [0-9a-f]{64}, not the 0{64} the manifest names/,
+        message: /"tool.sh" does not match the declared sha256/,
       },
     ]);
-    // The digest the hub computed is the file's: naming it fixes the revision.
-    const actual = /has SHA-256 ([0-9a-f]{64})/.exec(JSON.stringify(errors))?.[1] as string;
-    await git.commit({ "job.yaml": job(actual) });
+    t.notMatch(JSON.stringify(errors), sha256("hello\n"), "the digest of what is there is not shown");
+    await git.commit({ "job.yaml": rawJob("tool.sh", sha256("hello\n")) });
     await waitFor(async () => (await names(hub, "jobs")).join() === "raw", "fixed revision applied");
   },
 );
@@ -254,3 +262,68 @@ t.test("malformed percent-encoding in an API path is 400; every response says no
     t.equal(response.headers.get("x-content-type-options"), "nosniff", route);
   }
 });
+
+t.test(
+  "an artifact reached through a symlinked folder into the hub's data dir is refused, its digest never shown, nothing copied",
+  async (t) => {
+    const git = await createGitServer();
+    t.teardown(() => git.close());
+    // As `rlark up` left it before: a data dir readable by everyone.
+    const dataDir = await mkdtemp(path.join(tmpdir(), "rlark-hub-"));
+    await chmod(dataDir, 0o755);
+    const first = await git.commit({ "d.yaml": domain("a", "10.9.0.0/24") });
+    const hub = await withHub(t, git, { dataDir });
+    await waitFor(async () => (await api(hub, "/api/v1/source")).body.lastAppliedRevision === first, "first");
+    t.equal((await stat(dataDir)).mode & 0o777, 0o700, "the hub makes its data dir private");
+    const caKey = await readFile(path.join(dataDir, "pki", "ca.key"));
+
+    // The attack: node_modules/ is never read for manifests, so the link went unnoticed.
+    await mkdir(path.join(git.work, "node_modules"));
+    await symlink(path.join(dataDir, "pki"), path.join(git.work, "node_modules", "p"));
+    await symlink(path.join(dataDir, "pki", "ca.key"), path.join(git.work, "node_modules", "k"));
+    const refused = async (url: string, sha: string) => {
+      const revision = await git.commit({ "job.yaml": rawJob(url, sha) });
+      await waitFor(async () => {
+        const { body } = await api(hub, "/api/v1/source");
+        // The attempted revision is recorded before it is checked: wait for its own errors.
+        return (
+          body.lastAttemptedRevision === revision &&
+          body.state === "Invalid" &&
+          JSON.stringify(body.errors).includes(url)
+        );
+      }, `${url} refused`);
+      return (await api(hub, "/api/v1/source")).body;
+    };
+    for (const [url, message] of [
+      ["node_modules/p/ca.key", /goes through the symlink "node_modules\/p"/],
+      ["node_modules/k", /is a symlink/],
+      ["node_modules/p/absent", /goes through the symlink "node_modules\/p"/],
+    ] as const) {
+      // With a made-up digest the refusal must not print the real one; with the real one (learnt
+      // elsewhere) the key must still not be copied.
+      for (const sha of ["0".repeat(64), sha256(caKey)]) {
+        const source = await refused(url, sha);
+        t.match(source.errors, [{ file: "job.yaml", rule: "source/artifact", message }], url);
+        const text = JSON.stringify(source);
+        if (sha !== sha256(caKey)) t.notMatch(text, sha256(caKey), "the key's digest is not shown");
+        t.notMatch(text, dataDir, "no hub path is shown");
+      }
+    }
+    const stored = await readdir(path.join(dataDir, "artifacts")).catch(() => []);
+    t.same(stored, [], "nothing was copied");
+    t.same(await names(hub, "jobs"), [], "no Job was applied");
+
+    // A real artifact is stored, private folder, file not world-writable nor executable.
+    const applied = await git.commit({
+      "tool.sh": "#!/bin/sh\necho hi\n",
+      "job.yaml": rawJob("tool.sh", sha256("#!/bin/sh\necho hi\n")),
+    });
+    await waitFor(
+      async () => (await api(hub, "/api/v1/source")).body.lastAppliedRevision === applied,
+      "applied",
+    );
+    const digest = sha256("#!/bin/sh\necho hi\n");
+    t.equal((await stat(path.join(dataDir, "artifacts", digest))).mode & 0o777, 0o700);
+    t.equal((await stat(path.join(dataDir, "artifacts", digest, "tool.sh"))).mode & 0o777, 0o644);
+  },
+);

@@ -245,6 +245,29 @@ t.test("a --path that is a symlink out of the repository is refused", async (t) 
   await watcher.stop();
 });
 
+t.test("a --path linked out of the repository does not tell whether its target exists", async (t) => {
+  const messages: string[] = [];
+  for (const target of ["/etc", "/no/such/dir-for-rlark", "/etc/hostname"]) {
+    const { server, dataDir, clock, repository } = await setup(t);
+    await symlink(target, join(server.work, "manifests"));
+    await server.commit({ "README.md": "x" });
+    const watcher = createGitWatcher({
+      repository,
+      applyRevision: recorder([]).apply,
+      dataDir,
+      clock,
+      path: "manifests",
+    });
+    await watcher.start();
+    const status = await watcher.trigger();
+    await watcher.stop();
+    t.equal(status.state, "Invalid", target);
+    messages.push(status.errors[0]?.message.replace(/revision [0-9a-f]+/, "revision R") ?? "");
+  }
+  t.equal(new Set(messages).size, 1, messages.join(" | "));
+  t.notMatch(messages[0], "/etc");
+});
+
 t.test("an apply that throws (store down) is retried with backoff, not refused", async (t) => {
   const { server, dataDir, clock, repository } = await setup(t);
   const sha = await server.commit({ "a.yaml": job("a") });

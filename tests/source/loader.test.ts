@@ -149,3 +149,40 @@ t.test("the fast path and the anchor-safe path put a field at the same place", a
   }
   t.same(fast?.start, careful?.start);
 });
+
+t.test(
+  "a link out of the tree names no outside path and does not tell whether its target exists",
+  async (t) => {
+    const outside = await tree({ "ca.key.yaml": "kind: Secret\n" });
+    const dir = await tree({ "real/job.yaml": "kind: Job\n", "real/deep/x.yaml": "kind: X\n" });
+    await symlink(path.join(outside, "ca.key.yaml"), path.join(dir, "exists.yaml"));
+    await symlink(path.join(outside, "absent.yaml"), path.join(dir, "absent.yaml"));
+    await symlink("../../../../../../../../../../../../etc/hostname.yaml", path.join(dir, "relative.yaml"));
+    // A link that looks inside but reaches out through another link.
+    await symlink(outside, path.join(dir, "real", "out"));
+    await symlink("real/out/ca.key.yaml", path.join(dir, "chained.yaml"));
+    await symlink("real/out/absent.yaml", path.join(dir, "chained-absent.yaml"));
+    await symlink("loop-b.yaml", path.join(dir, "loop-a.yaml"));
+    await symlink("loop-a.yaml", path.join(dir, "loop-b.yaml"));
+    const { documents, diagnostics } = await loadManifests([dir], { baseDir: dir });
+    t.same(documents.map((d) => d.file).sort(), ["real/deep/x.yaml", "real/job.yaml"]);
+    t.same(diagnostics.map((d) => [d.file, d.rule]).sort(), [
+      ["absent.yaml", "io/symlink-outside-tree"],
+      ["chained-absent.yaml", "io/symlink-outside-tree"],
+      ["chained.yaml", "io/symlink-outside-tree"],
+      ["exists.yaml", "io/symlink-outside-tree"],
+      ["loop-a.yaml", "io/symlink-loop"],
+      ["loop-b.yaml", "io/symlink-loop"],
+      ["real/out", "io/symlink-outside-tree"],
+      ["relative.yaml", "io/symlink-outside-tree"],
+    ]);
+    const messages = new Set(
+      diagnostics.filter((d) => d.rule === "io/symlink-outside-tree").map((d) => d.message),
+    );
+    t.equal(messages.size, 1, "one message whatever the target is");
+    for (const d of diagnostics) {
+      t.notMatch(d.message, outside, "no outside path");
+      t.notMatch(d.message, dir, "no absolute path at all");
+    }
+  },
+);

@@ -181,7 +181,7 @@ export interface KubernetesRuntime {
 
 /** A file downloaded before the process starts. */
 export interface Artifact {
-  /** http(s):// or file:// URL, or a path relative to the repository root. */
+  /** http(s):// or file:// URL, or the path of a file inside the manifest folder (no '..', no symlinks), which the hub serves to agents. */
   url: string;
   /** SHA-256 of the file; the agent refuses to run anything else. */
   sha256: string;

@@ -2,6 +2,7 @@ import { type AddonCatalog, loadAddonCatalog } from "../../controllers/addon/cat
 import { loadManifests, type ParsedDocument } from "../../source/loader.ts";
 import { API_VERSION, checkSchema, kindInfo, kinds } from "../index.ts";
 import { compareDiagnostics, type Diagnostic } from "./diagnostic.ts";
+import { sizeViolations } from "./object-size.ts";
 import { type CrossRule, isObject, type ManifestObject, type RuleContext, stringAt } from "./rule-context.ts";
 import { addonCatalogRules, clusterReferenceRules } from "./rules/cluster-references.ts";
 import { domainCidrRules } from "./rules/domain-cidrs.ts";
@@ -114,6 +115,18 @@ class SnapshotChecker {
         path: violation.path,
         rule: violation.rule,
         message: violation.message,
+      });
+    }
+    // Before summarising: the size is the whole object's.
+    for (const violation of sizeViolations(object)) {
+      const pos = document.locate(violation.path, "key");
+      this.#errors.push({
+        file: document.file,
+        line: pos.line,
+        column: pos.column,
+        kind,
+        name: manifest.name,
+        ...violation,
       });
     }
     if (this.#options.summarize) {

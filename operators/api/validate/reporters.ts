@@ -1,3 +1,4 @@
+import { escapeStrings, terminalJson } from "../../lib/terminal-text.ts";
 import { type Diagnostic, formatDiagnostic } from "./diagnostic.ts";
 
 export const REPORT_FORMATS = ["text", "json", "github", "junit"] as const;
@@ -15,18 +16,20 @@ const FIELDS = ["file", "line", "column", "kind", "name", "path", "rule", "messa
 export function renderReport(report: Report, format: ReportFormat): string {
   switch (format) {
     case "json":
-      return `${JSON.stringify({
+      return `${terminalJson({
         valid: report.valid,
         documents: report.documents,
         errors: report.errors.map(pick),
         warnings: report.warnings.map(pick),
       })}\n`;
+    // Text formats are read on terminals (GitHub shows its annotations in a log too): control
+    // characters from the manifests are shown escaped, never sent raw.
     case "github":
-      return renderGithub(report);
+      return renderGithub(escapeStrings(report));
     case "junit":
       return renderJunit(report);
     default:
-      return renderText(report);
+      return renderText(escapeStrings(report));
   }
 }
 

@@ -184,3 +184,83 @@ t.test("a few thousand malformed documents each end in a clean error, never a th
   );
   t.ok(invalid > 1000, `most generated documents are invalid (${invalid})`);
 });
+
+const rawJob = (
+  extra: { annotations?: string; url?: string; args?: string } = {},
+) => `apiVersion: rlinf.io/v1alpha1
+kind: Job
+metadata:
+  name: sized${extra.annotations ? `\n  annotations:\n${extra.annotations}` : ""}
+spec:
+  tasks:
+    - name: main
+      role: Actor
+      agentType: Raw
+      raw:${extra.url ? `\n        artifact: { url: "${extra.url}", sha256: "${"0".repeat(64)}" }` : ""}
+        command: ["./run"]${extra.args ? `\n        args: ${extra.args}` : ""}
+`;
+
+t.test("annotations are capped at 256 KiB of keys and values, as Kubernetes counts them", async (t) => {
+  // 256 KiB exactly is allowed: two annotations of 128 KiB, keys included.
+  const value = (bytes: number, key: string) => "x".repeat(bytes - key.length);
+  const exact = validate(
+    rawJob({ annotations: `    a: ${value(128 * 1024, "a")}\n    b: ${value(128 * 1024, "b")}` }),
+  );
+  t.same(exact.errors, [], "at the limit");
+  // Multi-byte characters count as their UTF-8 bytes.
+  const over = validate(
+    rawJob({ annotations: `    a: ${value(128 * 1024, "a")}\n    b: é${value(128 * 1024 - 1, "b")}` }),
+  );
+  t.match(over.errors, [
+    {
+      file: "repo.yaml",
+      line: 5,
+      path: "/metadata/annotations",
+      rule: "size/annotations",
+      message: /262145 bytes.*262144 bytes/,
+    },
+  ]);
+  t.equal(over.errors.length, 1);
+});
+
+t.test("a 7 MiB annotation is refused (the object cap too), naming file, line and field", async (t) => {
+  const result = validate(rawJob({ annotations: `    big: ${"x".repeat(7 * 1024 * 1024)}` }));
+  t.same(
+    result.errors.map((e) => [e.file, e.line, e.path, e.rule]),
+    [
+      ["repo.yaml", 1, "", "size/object"],
+      ["repo.yaml", 5, "/metadata/annotations", "size/annotations"],
+    ],
+  );
+});
+
+t.test("an object over 1 MiB as JSON is refused, whatever field holds the bulk", async (t) => {
+  const args = JSON.stringify(Array.from({ length: 20 }, () => "y".repeat(60 * 1024)));
+  const result = validate(rawJob({ args }));
+  t.match(result.errors, [{ line: 1, path: "", rule: "size/object", message: /over the 1\.00 MiB/ }]);
+  t.equal(result.errors.length, 1);
+  t.same(validate(rawJob({ args: JSON.stringify(["y".repeat(900 * 1024)]) })).errors, [], "under the cap");
+});
+
+t.test("artifact urls follow the hub's rules: no '..', no absolute path, fetched schemes only", async (t) => {
+  for (const url of [
+    "../pki/ca.key",
+    "scripts/../../x",
+    "/etc/passwd",
+    "C:\\\\x.exe",
+    "ftp://h/x",
+    "HTTPS://h/x",
+    "scripts/",
+    ".",
+  ]) {
+    const result = validate(rawJob({ url }));
+    t.match(
+      result.errors,
+      [{ line: 11, path: "/spec/tasks/0/raw/artifact/url", rule: "cross/artifact-url" }],
+      url,
+    );
+  }
+  for (const url of ["scripts/run.sh", "./run.sh", "https://example.com/run", "file:///opt/run"]) {
+    t.same(validate(rawJob({ url })).errors, [], url);
+  }
+});

@@ -1,4 +1,5 @@
 // Rules on Job specs, wherever one is written: a Job's spec, or a Workflow's job template.
+import { artifactSource } from "../../artifact-url.ts";
 import { closest } from "../../violations.ts";
 import { dns1123LabelError } from "../kubernetes-syntax.ts";
 import {
@@ -75,6 +76,11 @@ export const jobSpecRules: CrossRule = (ctx) => {
           "cross/task-name",
           `Task name "${fullName}" (<job>-<task>) ${nameError}`,
         );
+      }
+      const url = stringAt(objectAt(objectAt(task, "raw"), "artifact"), "url");
+      const source = url === undefined ? undefined : artifactSource(url);
+      if (source?.kind === "invalid") {
+        ctx.report(owner, `${at}/raw/artifact/url`, "cross/artifact-url", `artifact url ${source.reason}`);
       }
     });
   }
