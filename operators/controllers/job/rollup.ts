@@ -13,6 +13,17 @@ import { clusterOfNamespace } from "../placement/index.ts";
 
 export type RunPhase = "Pending" | "Running" | "Succeeded" | "Failed";
 
+/** A run or a task that has its outcome. */
+export function isTerminal(phase: string | undefined): phase is "Succeeded" | "Failed" {
+  return phase === "Succeeded" || phase === "Failed";
+}
+
+/** A Task whose workload has started: it runs or has run. */
+export function started(task: Task | undefined): boolean {
+  const phase = task?.status?.phase;
+  return phase === "Running" || isTerminal(phase);
+}
+
 /** Whether the task runs to completion (a batch Job, or a Raw process of kind Job). */
 export function finishes(template: TaskTemplate): boolean {
   switch (template.agentType) {

@@ -14,7 +14,7 @@ import { Manager } from "../../../operators/lib/controller/index.ts";
 import { modify, openSqliteStore, type Store } from "../../../operators/lib/store/index.ts";
 import { waitFor } from "../../helpers/wait-for.ts";
 
-export interface Hub {
+export interface JobHarness {
   store: Store;
   dir: string;
   /** The controller's clock (offline grace); the manager runs on real time. */
@@ -26,10 +26,10 @@ export interface Hub {
   stop(): Promise<void>;
 }
 
-export async function startHub(
+export async function startJobHarness(
   t: Test,
   options: { dir?: string; offlineGracePeriod?: number; clock?: FakeClock } = {},
-): Promise<Hub> {
+): Promise<JobHarness> {
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), "rlark-job-"));
   const store = openSqliteStore({ dataDir: dir });
   const clock = options.clock ?? new FakeClock(Date.UTC(2026, 10, 29, 12, 0, 0));

@@ -4,18 +4,18 @@ import { waitFor } from "../../helpers/wait-for.ts";
 import { job as anyJob, cluster, k8sTask, node } from "../placement/fixtures.ts";
 import {
   getJob,
-  type Hub,
+  type JobHarness,
   phaseIs,
   releaseCleanup,
   report,
   running,
-  startHub,
+  startJobHarness,
   succeeded,
   tasksOf,
   waitForJob,
 } from "./harness.ts";
 
-async function pool(hub: Hub): Promise<void> {
+async function pool(hub: JobHarness): Promise<void> {
   await hub.store.create(cluster("beijing"));
   await hub.store.create(
     node("beijing", "gpu-node-01", {
@@ -46,7 +46,7 @@ const policy = (kind: "Job" | "Deployment" = "Job") =>
     requests: { cpu: "1" },
   });
 
-async function waitForTasks(hub: Hub, name: string, n: number, run = 1): Promise<Task[]> {
+async function waitForTasks(hub: JobHarness, name: string, n: number, run = 1): Promise<Task[]> {
   return waitFor(`${n} Tasks of ${name} run ${run}`, async () => {
     const tasks = (await tasksOf(hub.store, name)).filter(
       (x) => x.metadata.labels?.["rlark.io/run"] === String(run) && !x.metadata.deletionTimestamp,
@@ -64,7 +64,7 @@ const byTask = (tasks: Task[], task: string) => {
 t.test(
   "a Job goes Pending → Running → Succeeded as its Tasks report, one Task per template across clusters",
   async (t) => {
-    const hub = await startHub(t);
+    const hub = await startJobHarness(t);
     await pool(hub);
     const created = await hub.store.create(job("ppo", [train(), policy()], { domain: "lab" }));
     const tasks = await waitForTasks(hub, "ppo", 2);
@@ -134,7 +134,7 @@ t.test(
 );
 
 t.test("a failed task fails the Job with its reason and exit code", async (t) => {
-  const hub = await startHub(t);
+  const hub = await startJobHarness(t);
   await pool(hub);
   await hub.store.create(job("bad", [train(), policy()]));
   const tasks = await waitForTasks(hub, "bad", 2);
@@ -157,7 +157,7 @@ t.test("a failed task fails the Job with its reason and exit code", async (t) =>
 });
 
 t.test("a Job whose tasks are all long-running stays Running", async (t) => {
-  const hub = await startHub(t);
+  const hub = await startJobHarness(t);
   await pool(hub);
   await hub.store.create(job("serve", [train("Deployment"), policy("Deployment")]));
   const tasks = await waitForTasks(hub, "serve", 2);
@@ -172,7 +172,7 @@ t.test("a Job whose tasks are all long-running stays Running", async (t) => {
 });
 
 t.test("the head task is created first, and the others once it runs", async (t) => {
-  const hub = await startHub(t);
+  const hub = await startJobHarness(t);
   await pool(hub);
   const head = {
     ...train("Deployment"),
@@ -205,7 +205,7 @@ t.test("the head task is created first, and the others once it runs", async (t) 
 t.test(
   "a stopped Job deletes its Tasks and waits for cleanup, then a fresh run starts when cleared",
   async (t) => {
-    const hub = await startHub(t);
+    const hub = await startJobHarness(t);
     await pool(hub);
     await hub.store.create(job("stoppable", [train("Deployment"), policy("Deployment")]));
     const tasks = await waitForTasks(hub, "stoppable", 2);
@@ -257,7 +257,7 @@ t.test(
 );
 
 t.test("a changed rlinf.io/run annotation restarts a Succeeded Job and keeps run 1's results", async (t) => {
-  const hub = await startHub(t);
+  const hub = await startJobHarness(t);
   await pool(hub);
   await hub.store.create(job("again", [train()]));
   const [task] = await waitForTasks(hub, "again", 1);
@@ -306,7 +306,7 @@ const withArgs = (template: ReturnType<typeof train>, args: string[]) => {
 };
 
 t.test("changing a task's args on a Succeeded Job starts a new run, recorded as spec changed", async (t) => {
-  const hub = await startHub(t);
+  const hub = await startJobHarness(t);
   await pool(hub);
   await hub.store.create(job("tuned", [withArgs(train(), ["--lr", "0.1"])]));
   const [task] = await waitForTasks(hub, "tuned", 1);
@@ -336,7 +336,7 @@ t.test("changing a task's args on a Succeeded Job starts a new run, recorded as 
 });
 
 t.test("changing a running Job's template starts a new run instead of editing its Tasks", async (t) => {
-  const hub = await startHub(t);
+  const hub = await startJobHarness(t);
   await pool(hub);
   await hub.store.create(job("live", [withArgs(train("Deployment"), ["--steps", "10"])]));
   const [task] = await waitForTasks(hub, "live", 1);
@@ -370,7 +370,7 @@ t.test("changing a running Job's template starts a new run instead of editing it
 });
 
 t.test("label and annotation changes (other than rlinf.io/run) do not start a run", async (t) => {
-  const hub = await startHub(t);
+  const hub = await startJobHarness(t);
   await pool(hub);
   await hub.store.create(job("steady", [train("Deployment")]));
   const [task] = await waitForTasks(hub, "steady", 1);
@@ -392,7 +392,7 @@ t.test("label and annotation changes (other than rlinf.io/run) do not start a ru
 });
 
 t.test("a Job deleted from git is stopped first, then goes", async (t) => {
-  const hub = await startHub(t);
+  const hub = await startJobHarness(t);
   await pool(hub);
   await hub.store.create(job("doomed", [train("Deployment")]));
   const [task] = await waitForTasks(hub, "doomed", 1);
@@ -413,7 +413,7 @@ t.test("a Job deleted from git is stopped first, then goes", async (t) => {
 });
 
 async function modify(
-  hub: Hub,
+  hub: JobHarness,
   name: string,
   change: (spec: NonNullable<Awaited<ReturnType<typeof getJob>>>["spec"]) => void,
 ) {
@@ -424,7 +424,7 @@ async function modify(
 }
 
 async function modifyMeta(
-  hub: Hub,
+  hub: JobHarness,
   name: string,
   change: (meta: NonNullable<Awaited<ReturnType<typeof getJob>>>["metadata"]) => void,
 ) {

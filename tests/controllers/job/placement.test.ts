@@ -6,7 +6,7 @@ import { silentLogger } from "../../../operators/lib/controller/index.ts";
 import { modify } from "../../../operators/lib/store/index.ts";
 import { waitFor } from "../../helpers/wait-for.ts";
 import { cluster, job, k8sTask, node, rawTask, type TaskTemplate } from "../placement/fixtures.ts";
-import { getJob, phaseIs, report, running, startHub, tasksOf, waitForJob } from "./harness.ts";
+import { getJob, phaseIs, report, running, startJobHarness, tasksOf, waitForJob } from "./harness.ts";
 
 const gpu = (name: string, gpus = 1) =>
   k8sTask(name, {
@@ -26,7 +26,7 @@ const scheduled = (j: Job) => j.status?.conditions?.find((c) => c.type === "Sche
 t.test(
   "gang refusal: one task fits, the other does not, so no Task is created until room appears",
   async (t) => {
-    const hub = await startHub(t);
+    const hub = await startJobHarness(t);
     await hub.store.create(cluster("beijing"));
     await hub.store.create(gpuNode("beijing", "gpu-node-01", "8"));
     await hub.store.create(gpuNode("beijing", "gpu-node-02", "8", { unschedulable: true }));
@@ -57,7 +57,7 @@ t.test(
 t.test(
   "a placed Task holds its GPUs until it runs: a second Job waits instead of double booking",
   async (t) => {
-    const hub = await startHub(t);
+    const hub = await startJobHarness(t);
     await hub.store.create(cluster("beijing"));
     await hub.store.create(gpuNode("beijing", "g1", "1"));
     await hub.store.create(job("first", [gpu("train")]));
@@ -85,7 +85,7 @@ t.test(
   "a Pending Task on a cluster Offline past the grace period is placed elsewhere; a Running one is not moved",
   async (t) => {
     const clock = new FakeClock(Date.UTC(2026, 10, 29, 12, 0, 0));
-    const hub = await startHub(t, { clock, offlineGracePeriod: 300_000 });
+    const hub = await startJobHarness(t, { clock, offlineGracePeriod: 300_000 });
     await hub.store.create(cluster("alpha"));
     await hub.store.create(node("alpha", "a1", { allocatable: { cpu: "64", memory: "256Gi" } }));
     await hub.store.create(cluster("beta"));
@@ -149,7 +149,7 @@ t.test(
 );
 
 t.test("a restart mid-reconcile does not duplicate Tasks: the next controller adopts them", async (t) => {
-  const hub = await startHub(t);
+  const hub = await startJobHarness(t);
   await hub.store.create(cluster("beijing"));
   await hub.store.create(cluster("shanghai"));
   await hub.store.create(node("beijing", "n1", { allocatable: { cpu: "8", memory: "8Gi" } }));
@@ -187,7 +187,7 @@ t.test("a restart mid-reconcile does not duplicate Tasks: the next controller ad
 });
 
 t.test("two Jobs placed by one controller never book the same room", async (t) => {
-  const hub = await startHub(t);
+  const hub = await startJobHarness(t);
   await hub.store.create(cluster("beijing"));
   await hub.store.create(gpuNode("beijing", "g1", "2"));
   for (const name of ["j1", "j2", "j3"]) await hub.store.create(job(name, [gpu("train")]));
@@ -206,7 +206,7 @@ t.test("two Jobs placed by one controller never book the same room", async (t) =
 t.test(
   "a leftover Task of the same name is never overwritten: the Job's Task appears once it is gone",
   async (t) => {
-    const hub = await startHub(t);
+    const hub = await startJobHarness(t);
     await hub.store.create(cluster("beijing"));
     await hub.store.create(node("beijing", "n1"));
     // Left by an earlier Job of the same name (another uid), its agent still cleaning up.
@@ -246,7 +246,7 @@ t.test(
 t.test(
   "clusterSelector keeps a task in the clusters it names, even when another has more room",
   async (t) => {
-    const hub = await startHub(t);
+    const hub = await startJobHarness(t);
     await hub.store.create(cluster("beijing", { labels: { "rlark.io/city": "beijing" } }));
     await hub.store.create(node("beijing", "big", { allocatable: { cpu: "256", memory: "1Ti" } }));
     await hub.store.create(cluster("shanghai", { labels: { "rlark.io/city": "shanghai" } }));
@@ -270,7 +270,7 @@ t.test(
 t.test(
   "a Raw task waits for a process agent instead of going to a kubernetes cluster that would drop it",
   async (t) => {
-    const hub = await startHub(t);
+    const hub = await startJobHarness(t);
     await hub.store.create(cluster("beijing", { runtime: "kubernetes" }));
     await hub.store.create(node("beijing", "n1"));
     await hub.store.create(job("bare", [rawTask("env")]));
@@ -291,7 +291,7 @@ t.test(
 );
 
 t.test("a Docker task stays Pending with a condition saying no runtime runs Docker tasks", async (t) => {
-  const hub = await startHub(t);
+  const hub = await startJobHarness(t);
   await hub.store.create(cluster("beijing", { runtime: "kubernetes" }));
   await hub.store.create(node("beijing", "n1"));
   await hub.store.create(cluster("local", { runtime: "process" }));
@@ -314,7 +314,7 @@ t.test("a Docker task stays Pending with a condition saying no runtime runs Dock
 });
 
 t.test("a Job without a Domain runs all its tasks in one cluster, or waits saying why", async (t) => {
-  const hub = await startHub(t);
+  const hub = await startJobHarness(t);
   await hub.store.create(cluster("beijing"));
   await hub.store.create(node("beijing", "n1", { allocatable: { cpu: "8", memory: "8Gi" } }));
   await hub.store.create(cluster("shanghai"));
@@ -344,7 +344,7 @@ t.test(
   "without a Domain a Pending Task on an Offline cluster is not moved away from a running one",
   async (t) => {
     const clock = new FakeClock(Date.UTC(2026, 10, 29, 12, 0, 0));
-    const hub = await startHub(t, { clock, offlineGracePeriod: 300_000 });
+    const hub = await startJobHarness(t, { clock, offlineGracePeriod: 300_000 });
     await hub.store.create(cluster("alpha"));
     await hub.store.create(node("alpha", "a1", { allocatable: { cpu: "64", memory: "256Gi" } }));
     await hub.store.create(cluster("beta"));
@@ -395,7 +395,7 @@ t.test(
   "without a Domain the rest of a run waits for the cluster its head is in, rather than going elsewhere",
   async (t) => {
     const clock = new FakeClock(Date.UTC(2026, 10, 29, 12, 0, 0));
-    const hub = await startHub(t, { clock, offlineGracePeriod: 300_000 });
+    const hub = await startJobHarness(t, { clock, offlineGracePeriod: 300_000 });
     await hub.store.create(cluster("alpha"));
     await hub.store.create(node("alpha", "a1", { allocatable: { cpu: "64", memory: "256Gi" } }));
     await hub.store.create(cluster("beta"));
