@@ -3,7 +3,7 @@ import { join } from "node:path";
 import t from "tap";
 import { createEnrollment } from "../../operators/hub/enrollment.ts";
 import { fileTokenStore, memoryTokenStore } from "../../operators/hub/enrollment-tokens.ts";
-import { openCertificateAuthority } from "../../operators/lib/pki/index.ts";
+import { certificateFingerprint, openCertificateAuthority } from "../../operators/lib/pki/index.ts";
 import { enrollAgent, fileCredentialStore } from "../../operators/lib/tunnel/index.ts";
 import { HOUR, startHub, tempDir } from "../lib/tunnel/fixture.ts";
 
@@ -75,6 +75,11 @@ t.test(
     t.equal(creds.cluster, "beijing");
     t.equal(ca.verify(creds.certPem, { role: "agent", cluster: "beijing" }).cluster, "beijing");
     t.equal(creds.caCertPem, ca.certPem);
+    t.equal(
+      certificateFingerprint(creds.hubCertPem ?? ""),
+      certificateFingerprint(hub.host.certPem),
+      "the hub's host-key certificate is pinned",
+    );
 
     const storePath = join(await tempDir(), "agent", "credentials.json");
     await fileCredentialStore(storePath).save(creds);
