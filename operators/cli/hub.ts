@@ -20,16 +20,18 @@ export function registerHub(program: Command): void {
     .command("hub")
     .description("run the hub: git source, controllers, status feedback and the API")
     .addHelpText("after", HUB_HELP);
-  addCommonHubFlags(command, { interval: "60s" }).action(async (flags: CommonHubFlags) => {
-    if (!flags.repo) {
-      command.error("error: --repo is required (use `rlark up` for a playground repository)", {
-        exitCode: 2,
-      });
-    }
-    const options = await hubOptionsFrom(flags, { intervalMs: 60_000 });
-    const { startHub } = await import("../hub/hub.ts");
-    const hub = await startHub(options);
-    await untilSignal();
-    await hub.stop();
-  });
+  addCommonHubFlags(command, { interval: "60s", ssh: "0.0.0.0:2222" }).action(
+    async (flags: CommonHubFlags) => {
+      if (!flags.repo) {
+        command.error("error: --repo is required (use `rlark up` for a playground repository)", {
+          exitCode: 2,
+        });
+      }
+      const options = await hubOptionsFrom(flags, { intervalMs: 60_000 });
+      const { startHub } = await import("../hub/hub.ts");
+      const hub = await startHub(options);
+      await untilSignal();
+      await hub.stop();
+    },
+  );
 }
