@@ -39,7 +39,7 @@ export interface TunnelClientOptions {
   onDesired?(message: Snapshot | Delta): Promise<void> | void;
   /** Capability states sent with every heartbeat. */
   capabilities?(): Capability[];
-  /** Stream purposes this agent serves (e.g. `kube-api`). */
+  /** Stream purposes this agent serves (e.g. `logs`, `dry-run`). */
   streams?: Record<string, StreamHandler>;
   clock?: Clock;
   random?: () => number;

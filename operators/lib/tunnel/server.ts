@@ -20,6 +20,7 @@ import {
   parseAgentMessage,
   parseEnrollRequest,
 } from "./protocol.ts";
+import { type RequestOptions, requestOverStream } from "./request-stream.ts";
 import {
   AGENT_SUBSYSTEM,
   CIPHERS,
@@ -261,7 +262,7 @@ export class TunnelServer {
   }
 
   /**
-   * Opens a stream channel to a cluster's agent for `purpose` (e.g. `kube-api`); resolves once
+   * Opens a stream channel to a cluster's agent for `purpose` (e.g. `logs`); resolves once
    * the agent has connected its end, with a Duplex carrying the raw bytes.
    */
   openStream(cluster: string, options: OpenStreamOptions): Promise<Duplex> {
@@ -300,6 +301,16 @@ export class TunnelServer {
         );
       });
     });
+  }
+
+  /** Sends one JSON request to a cluster's agent for `purpose`; resolves with its answer, unparsed. */
+  async request(
+    cluster: string,
+    purpose: string,
+    body: unknown,
+    options: RequestOptions = {},
+  ): Promise<unknown> {
+    return requestOverStream(await this.openStream(cluster, { purpose }), body, options);
   }
 
   #onConnection(conn: Connection, ip: string, port: number): void {
