@@ -5,7 +5,7 @@ import type { AddressInfo } from "node:net";
 import { Duplex, Readable, Writable } from "node:stream";
 import ssh2, { type Connection } from "ssh2";
 import t from "tap";
-import { generateKeyPair } from "../../../operators/lib/pki/index.ts";
+import { generateKeyPair, openCertificateAuthority } from "../../../operators/lib/pki/index.ts";
 import {
   type AgentCredentials,
   createTunnelClient,
@@ -47,10 +47,13 @@ interface Impostor {
  * a `logs` stream as soon as it can; with `welcomeWith` it answers the agent's subsystem with a
  * welcome carrying that (public) host-key certificate, else it stays silent.
  */
-async function startImpostor(welcomeWith?: string): Promise<Impostor> {
+async function startImpostor(
+  welcomeWith?: string,
+  hostKey = generateKeyPair().privateKeyPem,
+): Promise<Impostor> {
   const state = { logins: 0, refusedOpens: 0, servedBytes: 0 };
   const conns = new Set<Connection>();
-  const server = new ssh2.Server({ hostKeys: [generateKeyPair().privateKeyPem] }, (conn) => {
+  const server = new ssh2.Server({ hostKeys: [hostKey] }, (conn) => {
     conns.add(conn);
     conn.on("error", () => {});
     conn.on("close", () => conns.delete(conn));
@@ -164,6 +167,30 @@ t.test("a welcome replaying the real hub's certificate over another host key is 
   t.match(refusals[0]?.message, /does not certify the key of this SSH handshake/);
   t.equal(impostor.servedBytes, 0);
   t.equal(client.connected, false);
+});
+
+t.test("a host key certified by another CA is refused, pinned or not", async (t) => {
+  const hub = await startHub();
+  t.teardown(() => hub.server.close());
+  const otherCa = openCertificateAuthority({ dataDir: await tempDir() });
+  const hostKey = generateKeyPair().privateKeyPem;
+  const otherCert = otherCa.issue({ role: "hub", name: "hub", publicKey: hostKey, ttlMs: 3600_000 }).certPem;
+  const impostor = await startImpostor(otherCert, hostKey);
+  t.teardown(() => impostor.close());
+  for (const pinned of [undefined, otherCert]) {
+    const refusals: Error[] = [];
+    const credentials: AgentCredentials = {
+      ...hub.credentialsFor("beijing"),
+      ...(pinned ? { hubCertPem: pinned } : {}),
+    };
+    const client = agent(t, { hub: impostor.address, credentials, hello: helloInfo, streams: { logs } });
+    client.on("refused", (e) => refusals.push(e));
+    await waitFor("the refusal", () => refusals.length >= 2);
+    await client.stop();
+    t.match(refusals[0]?.message, /is not signed by this CA/, pinned ? "pinned" : "not pinned");
+    t.equal(client.connected, false);
+  }
+  t.equal(impostor.servedBytes, 0);
 });
 
 t.test(
