@@ -204,10 +204,6 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
     return new Promise<void>((resolve, reject) => {
       let failure: Error | undefined;
       let welcomeTimer: TimerId | undefined;
-      const refuse = (err: Error) => {
-        failure ??= err;
-        this.emit("refused", err);
-      };
       conn.on("error", (err: Error & { level?: string }) => {
         failure ??= err;
         if (err.level === "client-authentication") this.emit("refused", err);
@@ -282,7 +278,10 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
             });
             return true;
           } catch (err) {
-            refuse(new Error(`the SSH server at ${host}:${port} is not the hub: ${(err as Error).message}`));
+            failure = new Error(
+              `the SSH server at ${host}:${port} is not the hub: ${(err as Error).message}`,
+            );
+            this.emit("refused", failure);
             return false;
           }
         },
