@@ -27,6 +27,8 @@ export function requestHandler(
   const maxResponse = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
   return async () => {
     const [toChannel, local] = duplexPair();
+    // The hub hung up (timeout): nothing is left to answer.
+    local.on("error", () => {});
     void (async () => {
       let answer: unknown;
       try {
@@ -39,7 +41,7 @@ export function requestHandler(
       if (Buffer.byteLength(line) > maxResponse) {
         line = encodeLine({ error: `the answer is longer than ${maxResponse} bytes` });
       }
-      local.end(line);
+      if (!local.writableEnded && !toChannel.destroyed) local.end(line);
     })();
     return toChannel;
   };
@@ -57,11 +59,18 @@ export async function requestOverStream(
   options: RequestOptions = {},
 ): Promise<unknown> {
   const timeoutMs = options.timeoutMs ?? 30_000;
-  const timer = setTimeout(() => stream.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    stream.destroy();
+  }, timeoutMs);
   try {
     stream.write(encodeLine(request));
     const line = await readLine(stream, options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES);
     return JSON.parse(line) as unknown;
+  } catch (err) {
+    if (timedOut) throw new Error(`no answer within ${timeoutMs} ms`);
+    throw err;
   } finally {
     clearTimeout(timer);
     stream.destroy();

@@ -210,6 +210,8 @@ t.test("a request stream carries one bounded JSON request and one bounded answer
   const hub = await startHub();
   t.teardown(() => hub.server.close());
   const seen: unknown[] = [];
+  let releaseSlow: () => void = () => {};
+  let slowDone = false;
   agent(t, {
     hub: hub.address,
     credentials: hub.credentialsFor("beijing"),
@@ -223,6 +225,13 @@ t.test("a request stream carries one bounded JSON request and one bounded answer
         },
         { maxRequestBytes: 1024, maxResponseBytes: 4096 },
       ),
+      slow: requestHandler(async () => {
+        await new Promise<void>((r) => {
+          releaseSlow = r;
+        });
+        slowDone = true;
+        return { late: true };
+      }),
     },
   });
   await waitFor("the session", () => hub.sessions.length === 1);
@@ -251,6 +260,17 @@ t.test("a request stream carries one bounded JSON request and one bounded answer
     "the hub bounds what it reads too",
   );
   t.equal(seen.length, 3, "the oversized request never reached the handler");
+  await t.rejects(
+    hub.server.request("beijing", "slow", {}, { timeoutMs: 100 }),
+    /no answer within 100 ms/,
+    "the hub stops waiting",
+  );
+  releaseSlow();
+  await waitFor("the late answer given up", () => slowDone);
+  t.same(await hub.server.request("beijing", "echo", { again: true }), {
+    echoed: { again: true },
+    padding: "",
+  });
   await t.rejects(hub.server.request("beijing", "exec", {}), /serves no "exec" streams/);
   await t.rejects(hub.server.request("shanghai", "echo", {}), /no agent connected/);
 });
