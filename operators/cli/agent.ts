@@ -81,13 +81,12 @@ export function registerAgent(program: Command): void {
       let runtime: Runtime;
       let credentials = fileCredentialStore(path.join(stateDir, "credentials.json"));
       if (flags.runtime === "kubernetes") {
-        const [{ KubeConfig }, { KubernetesRuntime }, { secretCredentialStore }, { kubernetesDryRun }] =
-          await Promise.all([
-            import("@kubernetes/client-node"),
-            import("../agent/runtimes/kubernetes/index.ts"),
-            import("../agent/runtimes/kubernetes/credential-secret.ts"),
-            import("../agent/runtimes/kubernetes/dry-run.ts"),
-          ]);
+        const [{ KubeConfig }, { KubernetesRuntime }, { secretCredentialStore }] = await Promise.all([
+          import("@kubernetes/client-node"),
+          import("../agent/runtimes/kubernetes/index.ts"),
+          import("../agent/runtimes/kubernetes/credential-secret.ts"),
+        ]);
+        const { kubernetesDryRun } = await import("../agent/runtimes/kubernetes/dry-run.ts");
         const kubeConfig = new KubeConfig();
         if (flags.kubeconfig) kubeConfig.loadFromFile(flags.kubeconfig);
         else kubeConfig.loadFromCluster();

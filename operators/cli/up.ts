@@ -16,63 +16,61 @@ Examples:
   rlark up --repo ~/src/fleet --interval 5s # your own repository
 `;
 
+// Loopback SSH: the playground's agent runs in this process; remote agents need --ssh 0.0.0.0:2222.
+const UP_DEFAULTS = { interval: "2s", ssh: "127.0.0.1:2222" };
+
 export function registerUp(program: Command): void {
   const command = program
     .command("up")
     .description("run the hub, a local agent and the dashboard on a playground repository")
     .addHelpText("after", UP_HELP);
-  // Loopback: the playground's agent is in this process; remote agents need --ssh 0.0.0.0:2222.
-  addCommonHubFlags(command, { interval: "2s", ssh: "127.0.0.1:2222" }).action(
-    async (flags: CommonHubFlags) => {
-      const options = await hubOptionsFrom(flags, { intervalMs: 2_000 });
-      const [{ startLocalAgent }, { startHub }, { jsonLogger }, { ensurePlayground }] = await Promise.all([
-        import("../agent/local-agent.ts"),
-        import("../hub/hub.ts"),
-        import("../hub/logger.ts"),
-        import("../hub/playground.ts"),
-      ]);
-      let playground: string | undefined;
-      if (!options.repo) {
-        const created = await ensurePlayground(options.dataDir, options.branch);
-        playground = created.dir;
-        options.repo = created.dir;
-      }
-      const logger = jsonLogger("up");
-      const hub = await startHub({ ...options, logger });
-      const agent = await startLocalAgent({
-        cluster: LOCAL_CLUSTER,
-        dataDir: options.dataDir,
-        hub,
-        createToken: async (cluster) =>
-          (await hub.pki.enrollment.createToken({ cluster, ttlMs: 10 * 60_000 })).token,
-        logger,
-      });
-      const out = process.stdout;
-      out.write(`\nRLark is up.\n`);
-      if (playground) {
-        out.write(`  playground repository: ${playground}\n`);
-        out.write(
-          `    edit a manifest there and commit (git -C ${playground} commit -am "..."); the hub checks every ${(options.intervalMs ?? 2_000) / 1000}s\n`,
-        );
-      } else out.write(`  repository: ${hub.source?.repository.url} (branch ${options.branch})\n`);
-      if (hub.dashboard)
-        out.write(
-          `  dashboard (one-click admin login): ${hub.dashboard.loginUrl(hub.adminToken, hub.url)}\n`,
-        );
-      out.write(`  API: ${hub.url}/api/v1/rlinf.io/v1alpha1/jobs\n`);
+  addCommonHubFlags(command, UP_DEFAULTS).action(async (flags: CommonHubFlags) => {
+    const options = await hubOptionsFrom(flags, { intervalMs: 2_000 });
+    const [{ startLocalAgent }, { startHub }, { jsonLogger }, { ensurePlayground }] = await Promise.all([
+      import("../agent/local-agent.ts"),
+      import("../hub/hub.ts"),
+      import("../hub/logger.ts"),
+      import("../hub/playground.ts"),
+    ]);
+    let playground: string | undefined;
+    if (!options.repo) {
+      const created = await ensurePlayground(options.dataDir, options.branch);
+      playground = created.dir;
+      options.repo = created.dir;
+    }
+    const logger = jsonLogger("up");
+    const hub = await startHub({ ...options, logger });
+    const agent = await startLocalAgent({
+      cluster: LOCAL_CLUSTER,
+      dataDir: options.dataDir,
+      hub,
+      createToken: async (cluster) =>
+        (await hub.pki.enrollment.createToken({ cluster, ttlMs: 10 * 60_000 })).token,
+      logger,
+    });
+    const out = process.stdout;
+    out.write(`\nRLark is up.\n`);
+    if (playground) {
+      out.write(`  playground repository: ${playground}\n`);
       out.write(
-        `    curl -H "Authorization: Bearer $(cat ${options.dataDir}/admin-token)" ${hub.url}/api/v1/source\n`,
+        `    edit a manifest there and commit (git -C ${playground} commit -am "..."); the hub checks every ${(options.intervalMs ?? 2_000) / 1000}s\n`,
       );
-      out.write(`  status: rlark status --data-dir ${options.dataDir} --hub ${hub.url}\n`);
-      out.write(
-        agent
-          ? `  local agent: cluster "${LOCAL_CLUSTER}" (process runtime) runs Raw tasks on this machine\n`
-          : `  no Cluster "${LOCAL_CLUSTER}" in the repository: no local agent started\n`,
-      );
-      out.write(`  stop with Ctrl-C\n\n`);
-      await untilSignal();
-      await agent?.stop();
-      await hub.stop();
-    },
-  );
+    } else out.write(`  repository: ${hub.source?.repository.url} (branch ${options.branch})\n`);
+    if (hub.dashboard)
+      out.write(`  dashboard (one-click admin login): ${hub.dashboard.loginUrl(hub.adminToken, hub.url)}\n`);
+    out.write(`  API: ${hub.url}/api/v1/rlinf.io/v1alpha1/jobs\n`);
+    out.write(
+      `    curl -H "Authorization: Bearer $(cat ${options.dataDir}/admin-token)" ${hub.url}/api/v1/source\n`,
+    );
+    out.write(`  status: rlark status --data-dir ${options.dataDir} --hub ${hub.url}\n`);
+    out.write(
+      agent
+        ? `  local agent: cluster "${LOCAL_CLUSTER}" (process runtime) runs Raw tasks on this machine\n`
+        : `  no Cluster "${LOCAL_CLUSTER}" in the repository: no local agent started\n`,
+    );
+    out.write(`  stop with Ctrl-C\n\n`);
+    await untilSignal();
+    await agent?.stop();
+    await hub.stop();
+  });
 }
