@@ -4,14 +4,19 @@ import { randomUUID } from "node:crypto";
 import { Duplex, Readable, Writable } from "node:stream";
 import packageJson from "../../package.json" with { type: "json" };
 import type { Logger } from "../lib/controller/index.ts";
-import type {
-  Capability,
-  CredentialStore,
-  Delta,
-  KubeObject,
-  Snapshot,
-  StreamHandler,
-  TunnelClient,
+import {
+  type Capability,
+  type CredentialStore,
+  type Delta,
+  DRY_RUN_PURPOSE,
+  type DryRunAnswer,
+  type DryRunRequest,
+  type KubeObject,
+  parseDryRunRequest,
+  requestHandler,
+  type Snapshot,
+  type StreamHandler,
+  type TunnelClient,
 } from "../lib/tunnel/index.ts";
 import { ensureAgentCredentials } from "./enroll.ts";
 import { lingeringTasks, nodeObject, podObject, taskStatusObject } from "./report.ts";
@@ -29,7 +34,8 @@ export interface AgentOptions {
   runtimeKind: "process" | "kubernetes";
   /** How often to report even when nothing changed. */
   reportIntervalMs?: number;
-  kubeApiTarget?: { host: string; port: number };
+  /** Answers plans' `dry-run` requests (the kubernetes runtime: runtimes/kubernetes/dry-run.ts). */
+  dryRun?: (request: DryRunRequest) => Promise<DryRunAnswer>;
   logger: Logger;
 }
 
@@ -57,6 +63,14 @@ function podLogStream(runtime: Runtime): StreamHandler {
       writable: new Writable({ write: (_chunk, _encoding, done) => done() }),
     });
   };
+}
+
+function streamsFor(options: AgentOptions): Record<string, StreamHandler> {
+  const streams: Record<string, StreamHandler> = { logs: podLogStream(options.runtime) };
+  const dryRun = options.dryRun;
+  if (dryRun)
+    streams[DRY_RUN_PURPOSE] = requestHandler(async (request) => dryRun(parseDryRunRequest(request)));
+  return streams;
 }
 
 const keyOf = (o: { kind: string; metadata: { namespace?: string; name: string } }) =>
@@ -137,8 +151,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     },
     onDesired,
     capabilities,
-    streams: { logs: podLogStream(runtime) },
-    ...(options.kubeApiTarget ? { kubeApiTarget: options.kubeApiTarget } : {}),
+    streams: streamsFor(options),
     logger,
   });
 

@@ -1,10 +1,8 @@
 import {
   type CredentialStore,
   createTunnelClient,
-  type StreamHandler,
   type TunnelClient,
   type TunnelClientOptions,
-  tcpStreamHandler,
 } from "../lib/tunnel/index.ts";
 import { ensureAgentCredentials } from "./enroll.ts";
 
@@ -12,8 +10,6 @@ export type AgentTunnelOptions = Omit<TunnelClientOptions, "credentials" | "cred
   store: CredentialStore;
   token?: string;
   caHash?: string;
-  /** Where `kube-api` streams go: the cluster's API server for the kubernetes runtime. */
-  kubeApiTarget?: { host: string; port: number };
 };
 
 /**
@@ -21,16 +17,14 @@ export type AgentTunnelOptions = Omit<TunnelClientOptions, "credentials" | "cred
  * `onDesired`, `report()` and `capabilities`.
  */
 export async function startAgentTunnel(options: AgentTunnelOptions): Promise<TunnelClient> {
-  const { store, token, caHash, kubeApiTarget, ...rest } = options;
+  const { store, token, caHash, ...rest } = options;
   const credentials = await ensureAgentCredentials({
     store,
     hub: options.hub,
     ...(token ? { token } : {}),
     ...(caHash ? { caHash } : {}),
   });
-  const streams: Record<string, StreamHandler> = { ...(options.streams ?? {}) };
-  if (kubeApiTarget) streams["kube-api"] = tcpStreamHandler(kubeApiTarget);
-  const client = createTunnelClient({ ...rest, credentials, credentialStore: store, streams });
+  const client = createTunnelClient({ ...rest, credentials, credentialStore: store });
   client.start();
   return client;
 }

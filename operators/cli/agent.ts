@@ -1,6 +1,7 @@
 import { hostname } from "node:os";
 import path from "node:path";
 import { type Command, InvalidArgumentError, Option } from "commander";
+import type { AgentOptions } from "../agent/agent.ts";
 import type { Runtime } from "../agent/runtimes/types.ts";
 import { untilSignal } from "./until-signal.ts";
 
@@ -76,7 +77,7 @@ export function registerAgent(program: Command): void {
       );
       const logger = jsonLogger("agent");
       const stateDir = path.resolve(flags.stateDir);
-      let kubeApiTarget: { host: string; port: number } | undefined;
+      let dryRun: AgentOptions["dryRun"];
       let runtime: Runtime;
       let credentials = fileCredentialStore(path.join(stateDir, "credentials.json"));
       if (flags.runtime === "kubernetes") {
@@ -85,11 +86,12 @@ export function registerAgent(program: Command): void {
           import("../agent/runtimes/kubernetes/index.ts"),
           import("../agent/runtimes/kubernetes/credential-secret.ts"),
         ]);
+        const { kubernetesDryRun } = await import("../agent/runtimes/kubernetes/dry-run.ts");
         const kubeConfig = new KubeConfig();
         if (flags.kubeconfig) kubeConfig.loadFromFile(flags.kubeconfig);
         else kubeConfig.loadFromCluster();
-        const server = new URL(kubeConfig.getCurrentCluster()?.server ?? "https://kubernetes.default.svc");
-        kubeApiTarget = { host: server.hostname, port: Number(server.port || 443) };
+        // Plans' dry-runs go through the agent's own client: the hub never reaches the API server.
+        dryRun = kubernetesDryRun(kubeConfig);
         runtime = await KubernetesRuntime.start({
           kubeConfig,
           logger,
@@ -112,7 +114,7 @@ export function registerAgent(program: Command): void {
         ...(flags.caHash ? { caHash: flags.caHash } : {}),
         runtime,
         runtimeKind: flags.runtime,
-        ...(kubeApiTarget ? { kubeApiTarget } : {}),
+        ...(dryRun ? { dryRun } : {}),
         logger,
       });
       logger.info("agent started", { cluster: agent.cluster, hub: flags.hub });

@@ -31,11 +31,11 @@ export interface CommonHubFlags {
   prPollInterval?: number;
 }
 
-export function addCommonHubFlags(command: Command, defaults: { interval: string }): Command {
+export function addCommonHubFlags(command: Command, defaults: { interval: string; ssh: string }): Command {
   return command
     .option("--data-dir <dir>", "where the hub keeps its store, CA, admin token and git mirrors", ".rlark")
     .option("--http <host:port>", "address of the HTTP API and dashboard", "127.0.0.1:8080")
-    .option("--ssh <host:port>", "address of the SSH endpoint for agent tunnels", "0.0.0.0:2222")
+    .option("--ssh <host:port>", "address of the SSH endpoint for agent tunnels", defaults.ssh)
     .option("--repo <url-or-path>", "git repository of manifests (https, ssh, file URL or local path)")
     .option("--branch <name>", "branch to follow", "main")
     .option("--path <dir>", "folder of the repository that holds the manifests", ".")

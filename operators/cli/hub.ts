@@ -15,12 +15,14 @@ Examples:
             --webhook-secret-file /etc/rlark/webhook-secret --interval 5m
 `;
 
+const HUB_DEFAULTS = { interval: "60s", ssh: "0.0.0.0:2222" };
+
 export function registerHub(program: Command): void {
   const command = program
     .command("hub")
     .description("run the hub: git source, controllers, status feedback and the API")
     .addHelpText("after", HUB_HELP);
-  addCommonHubFlags(command, { interval: "60s" }).action(async (flags: CommonHubFlags) => {
+  addCommonHubFlags(command, HUB_DEFAULTS).action(async (flags: CommonHubFlags) => {
     if (!flags.repo) {
       command.error("error: --repo is required (use `rlark up` for a playground repository)", {
         exitCode: 2,

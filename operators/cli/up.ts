@@ -16,12 +16,15 @@ Examples:
   rlark up --repo ~/src/fleet --interval 5s # your own repository
 `;
 
+// Loopback SSH: the playground's agent runs in this process; remote agents need --ssh 0.0.0.0:2222.
+const UP_DEFAULTS = { interval: "2s", ssh: "127.0.0.1:2222" };
+
 export function registerUp(program: Command): void {
   const command = program
     .command("up")
     .description("run the hub, a local agent and the dashboard on a playground repository")
     .addHelpText("after", UP_HELP);
-  addCommonHubFlags(command, { interval: "2s" }).action(async (flags: CommonHubFlags) => {
+  addCommonHubFlags(command, UP_DEFAULTS).action(async (flags: CommonHubFlags) => {
     const options = await hubOptionsFrom(flags, { intervalMs: 2_000 });
     const [{ startLocalAgent }, { startHub }, { jsonLogger }, { ensurePlayground }] = await Promise.all([
       import("../agent/local-agent.ts"),

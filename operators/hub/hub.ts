@@ -13,6 +13,7 @@ import { createSyncStatusReporter } from "../feedback/sync-status.ts";
 import { type Controller, type Logger, Manager } from "../lib/controller/index.ts";
 import { Registry } from "../lib/metrics/index.ts";
 import { openSqliteStore, type Store, type Watch } from "../lib/store/index.ts";
+import { DRY_RUN_PURPOSE, type TunnelServer } from "../lib/tunnel/index.ts";
 import {
   createGitWebhookHttpHandler,
   createWebhookIntake,
@@ -84,6 +85,8 @@ export interface Hub {
   /** The CA's fingerprint agents pin at enrollment (`sha256:…`). */
   caFingerprint: string;
   pki: HubPki;
+  /** The SSH endpoint: agent sessions, and streams and requests to agents. */
+  tunnel: TunnelServer;
   stop(): Promise<void>;
 }
 
@@ -155,7 +158,7 @@ export async function startHub(options: HubOptions): Promise<Hub> {
           ...(options.feedback?.hubName ? { hubName: options.feedback.hubName } : {}),
           ...(options.feedback?.dashboardUrl ? { dashboardUrl: options.feedback.dashboardUrl } : {}),
           dryRunner: createTunnelDryRunner({
-            openStream: (cluster) => tunnel.server.openStream(cluster, { purpose: "kube-api" }),
+            request: (cluster, body) => tunnel.server.request(cluster, DRY_RUN_PURPOSE, body),
           }),
           pollIntervalMs: options.feedback?.pollIntervalMs ?? 60_000,
           logger,
@@ -255,6 +258,7 @@ export async function startHub(options: HubOptions): Promise<Hub> {
     caFingerprint: tunnel.ca.fingerprint,
     ...(dashboard ? { dashboard } : {}),
     pki: tunnel,
+    tunnel: tunnel.server,
     async stop() {
       started = false;
       dashboard?.close();

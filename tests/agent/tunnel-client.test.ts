@@ -3,7 +3,8 @@ import t from "tap";
 import { startAgentTunnel } from "../../operators/agent/tunnel-client.ts";
 import { createHubTunnel } from "../../operators/hub/tunnel-server.ts";
 import { fileCredentialStore } from "../../operators/lib/tunnel/index.ts";
-import { HOUR, helloInfo, tempDir, waitFor } from "../lib/tunnel/fixture.ts";
+import { waitFor } from "../helpers/wait-for.ts";
+import { HOUR, helloInfo, tempDir } from "../lib/tunnel/fixture.ts";
 
 t.test(
   "an agent enrolls once with its token and reconnects with stored credentials after a restart",

@@ -3,9 +3,9 @@ import { join } from "node:path";
 import t from "tap";
 import { createEnrollment } from "../../operators/hub/enrollment.ts";
 import { fileTokenStore, memoryTokenStore } from "../../operators/hub/enrollment-tokens.ts";
-import { openCertificateAuthority } from "../../operators/lib/pki/index.ts";
+import { certificateFingerprint, openCertificateAuthority } from "../../operators/lib/pki/index.ts";
 import { enrollAgent, fileCredentialStore } from "../../operators/lib/tunnel/index.ts";
-import { HOUR, startHub, tempDir } from "../lib/tunnel/fixture.ts";
+import { HOUR, startTunnelHub, tempDir } from "../lib/tunnel/fixture.ts";
 
 const declared = new Set(["beijing", "shanghai"]);
 const clusterExists = (name: string) => declared.has(name);
@@ -68,13 +68,18 @@ t.test(
     const hubDir = await tempDir();
     const ca = openCertificateAuthority({ dataDir: hubDir });
     const enrollment = createEnrollment({ ca, tokens: memoryTokenStore(), clusterExists });
-    const hub = await startHub({ enrollment }, hubDir);
+    const hub = await startTunnelHub({ enrollment }, hubDir);
     t.teardown(() => hub.server.close());
     const { token, caFingerprint } = await enrollment.createToken({ cluster: "beijing", ttlMs: HOUR });
     const creds = await enrollAgent({ hub: hub.address, token, caHash: caFingerprint });
     t.equal(creds.cluster, "beijing");
     t.equal(ca.verify(creds.certPem, { role: "agent", cluster: "beijing" }).cluster, "beijing");
     t.equal(creds.caCertPem, ca.certPem);
+    t.equal(
+      certificateFingerprint(creds.hubCertPem ?? ""),
+      certificateFingerprint(hub.host.certPem),
+      "the hub's host-key certificate is pinned",
+    );
 
     const storePath = join(await tempDir(), "agent", "credentials.json");
     await fileCredentialStore(storePath).save(creds);
@@ -101,7 +106,7 @@ t.test("with a wrong CA hash the agent hangs up before the hub ever sees the tok
     },
     issue: real.issue,
   };
-  const hub = await startHub({ enrollment: spy }, hubDir);
+  const hub = await startTunnelHub({ enrollment: spy }, hubDir);
   t.teardown(() => hub.server.close());
   const { token } = await real.createToken({ cluster: "beijing", ttlMs: HOUR });
   const impostorCa = openCertificateAuthority({ dataDir: await tempDir() });
@@ -121,11 +126,11 @@ t.test("a hub whose host key is not the certified one is refused even with the r
   const ca = openCertificateAuthority({ dataDir: hubDir });
   const enrollment = createEnrollment({ ca, tokens: memoryTokenStore(), clusterExists });
   const seen: string[] = [];
-  const genuine = await startHub({}, hubDir);
+  const genuine = await startTunnelHub({}, hubDir);
   await genuine.server.close();
   // An impostor that copied ca.crt and host.crt but not the host key.
   const { generateKeyPair } = await import("../../operators/lib/pki/index.ts");
-  const impostor = await startHub(
+  const impostor = await startTunnelHub(
     {
       hostKey: generateKeyPair().privateKeyPem,
       hostCert: genuine.host.certPem,

@@ -25,7 +25,11 @@ export interface WorkloadDryRunner {
 
 export const OFFLINE_MESSAGE = "cluster offline, not dry-run";
 
-/** The workload the Kubernetes runtime would create for a task template, as far as admission cares. */
+/**
+ * The workload the Kubernetes runtime would create for a task template, as far as admission
+ * cares: in the template's namespace (else `namespace`), with a pod template of the template's
+ * metadata and spec only, as the runtime's renderer builds it.
+ */
 export function renderWorkload(
   job: Job,
   template: TaskTemplate,
@@ -35,15 +39,19 @@ export function renderWorkload(
   if (template.agentType !== "Kubernetes" || !workload) return undefined;
   const name = `${job.metadata.name}-${template.name}`;
   const labels = { [JOB_LABEL]: job.metadata.name, [TASK_LABEL]: template.name };
-  const podTemplate = workload.template as { metadata?: { labels?: Record<string, string> } };
+  const podTemplate = workload.template as {
+    namespace?: string;
+    metadata?: { labels?: Record<string, string> };
+    spec?: unknown;
+  };
   const template_ = {
-    ...podTemplate,
     metadata: {
       ...(podTemplate.metadata ?? {}),
       labels: { ...(podTemplate.metadata?.labels ?? {}), ...labels },
     },
+    spec: podTemplate.spec,
   };
-  const metadata = { name, namespace, labels };
+  const metadata = { name, namespace: podTemplate.namespace || namespace, labels };
   switch (workload.kind) {
     case "Job":
       return {

@@ -2,6 +2,7 @@ import { EventEmitter } from "node:events";
 import ssh2 from "ssh2";
 import { type Clock, systemClock, type TimerId } from "../clock.ts";
 import {
+  certificateFingerprint,
   generateKeyPair,
   type KeyPair,
   renewalTime,
@@ -38,7 +39,7 @@ export interface TunnelClientOptions {
   onDesired?(message: Snapshot | Delta): Promise<void> | void;
   /** Capability states sent with every heartbeat. */
   capabilities?(): Capability[];
-  /** Stream purposes this agent serves (e.g. `kube-api`). */
+  /** Stream purposes this agent serves (e.g. `logs`, `dry-run`). */
   streams?: Record<string, StreamHandler>;
   clock?: Clock;
   random?: () => number;
@@ -202,20 +203,28 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
     const creds = this.#credentials;
     return new Promise<void>((resolve, reject) => {
       let failure: Error | undefined;
+      let welcomeTimer: TimerId | undefined;
       conn.on("error", (err: Error & { level?: string }) => {
         failure ??= err;
         if (err.level === "client-authentication") this.emit("refused", err);
       });
-      conn.on("close", () => (failure ? reject(failure) : resolve()));
+      conn.on("close", () => {
+        if (welcomeTimer) this.#clock.clearTimeout(welcomeTimer);
+        failure ? reject(failure) : resolve();
+      });
       conn.on("tcp connection", (info, accept, rejectStream) => {
-        if (info.destIP !== STREAM_BIND_ADDR) return rejectStream();
+        // Streams are asked for (forwardIn) only after the welcome proved the hub; this guards
+        // against a server that opens one anyway.
+        if (!this.#ready || this.#conn !== conn || info.destIP !== STREAM_BIND_ADDR) return rejectStream();
         void serveStream(accept(), this.#options.streams ?? {});
       });
       conn.on("ready", () => {
         if (!this.#running) return conn.end();
-        conn.forwardIn(STREAM_BIND_ADDR, 0, (err) => {
-          if (err) this.#log.warn("the hub refused stream forwarding", { error: err.message });
-        });
+        welcomeTimer = this.#clock.setTimeout(() => {
+          if (this.#ready) return;
+          failure ??= new Error(`the hub sent no welcome within ${timeout} ms`);
+          conn.end();
+        }, timeout);
         conn.subsys(AGENT_SUBSYSTEM, (err, stream) => {
           if (err) {
             failure = new Error(`the hub refused the ${AGENT_SUBSYSTEM} subsystem: ${err.message}`);
@@ -238,7 +247,7 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
           channel.on("close", () => conn.end());
           channel.on("message", (message) => {
             try {
-              this.#onMessage(channel, message, hostKey, creds);
+              this.#onMessage(conn, channel, message, hostKey, creds);
             } catch (e) {
               failure = e as Error;
               channel.close();
@@ -256,15 +265,32 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
         keepaliveInterval: this.#options.keepaliveIntervalMs ?? DEFAULT_KEEPALIVE_MS,
         keepaliveCountMax: this.#options.keepaliveCountMax ?? DEFAULT_KEEPALIVE_COUNT_MAX,
         hostVerifier: (key: Buffer) => {
-          // Recorded here, judged when the hub's welcome shows its host-key certificate.
           hostKey = Buffer.from(key);
-          return true;
+          // Credentials from before the hub's certificate was pinned have nothing to check here;
+          // such an agent still serves nothing until the welcome's certificate checks out.
+          if (!creds.hubCertPem) return true;
+          try {
+            checkHubIdentity({
+              caCertPem: creds.caCertPem,
+              hostCertPem: creds.hubCertPem,
+              handshakeHostKey: hostKey,
+              now: () => this.#clock.now(),
+            });
+            return true;
+          } catch (err) {
+            failure = new Error(
+              `the SSH server at ${host}:${port} is not the hub: ${(err as Error).message}`,
+            );
+            this.emit("refused", failure);
+            return false;
+          }
         },
       });
     });
   }
 
   #onMessage(
+    conn: InstanceType<typeof ssh2.Client>,
     channel: MessageChannel<HubMessage, AgentMessage>,
     message: HubMessage,
     hostKey: Buffer | undefined,
@@ -285,6 +311,13 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
         throw err;
       }
       this.#ready = true;
+      const pinned = this.#credentials.hubCertPem;
+      if (!pinned || certificateFingerprint(pinned) !== certificateFingerprint(message.hostCert)) {
+        this.#pinHubCertificate(message.hostCert);
+      }
+      conn.forwardIn(STREAM_BIND_ADDR, 0, (err) => {
+        if (err) this.#log.warn("the hub refused stream forwarding", { error: err.message });
+      });
       channel.send({ type: "hello", cluster: creds.cluster, ...this.#options.hello });
       if (this.#latestReport) channel.send(this.#latestReport);
       this.#startHeartbeat(this.#options.heartbeatIntervalMs ?? message.heartbeatIntervalMs);
@@ -326,6 +359,15 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
         this.emit("hub-error", message.message);
         return;
     }
+  }
+
+  /** Keeps the hub's newest verified certificate, so the next handshake is checked against it. */
+  #pinHubCertificate(hubCertPem: string): void {
+    const next: AgentCredentials = { ...this.#credentials, hubCertPem };
+    this.#credentials = next;
+    this.#options.credentialStore
+      ?.save(next)
+      .catch((err: Error) => this.#log.warn("saving the hub's certificate failed", { error: err.message }));
   }
 
   async #acceptRenewal(certPem: string): Promise<void> {

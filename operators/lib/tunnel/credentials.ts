@@ -1,13 +1,19 @@
 import { existsSync, readFileSync } from "node:fs";
 import { writeFileAtomic } from "../pki/index.ts";
 
-/** What an enrolled agent keeps: its key, its certificate and the CA it trusts. */
+/** What an enrolled agent keeps: its key, its certificate, the CA it trusts and the hub it met. */
 export interface AgentCredentials {
   cluster: string;
   /** PKCS#1 PEM. Never log it. */
   privateKeyPem: string;
   certPem: string;
   caCertPem: string;
+  /**
+   * The hub's host-key certificate, pinned at enrollment and replaced when the hub presents a
+   * renewed one: the agent checks the SSH handshake's host key against it before logging in.
+   * Missing in credentials from before it existed; the agent then pins the first verified one.
+   */
+  hubCertPem?: string;
 }
 
 /**
@@ -25,11 +31,16 @@ export function parseCredentials(value: unknown, where: string): AgentCredential
   if (typeof v !== "object" || v === null || fields.some((f) => typeof v[f] !== "string" || v[f] === "")) {
     throw new Error(`${where}: expected ${fields.join(", ")} as non-empty strings; re-enroll the agent`);
   }
+  const hubCertPem = (value as { hubCertPem?: unknown }).hubCertPem;
+  if (hubCertPem !== undefined && (typeof hubCertPem !== "string" || hubCertPem === "")) {
+    throw new Error(`${where}: hubCertPem must be a non-empty string when present; re-enroll the agent`);
+  }
   return {
     cluster: v.cluster as string,
     privateKeyPem: v.privateKeyPem as string,
     certPem: v.certPem as string,
     caCertPem: v.caCertPem as string,
+    ...(hubCertPem ? { hubCertPem } : {}),
   };
 }
 

@@ -40,6 +40,7 @@ export async function enrollAgent(options: EnrollOptions): Promise<AgentCredenti
   const client = new ssh2.Client();
   let handshakeKey: Buffer | undefined;
   let caCertPem: string | undefined;
+  let hubCertPem: string | undefined;
   let identityError: Error | undefined;
 
   const result = new Promise<AgentCredentials>((resolve, reject) => {
@@ -75,6 +76,7 @@ export async function enrollAgent(options: EnrollOptions): Promise<AgentCredenti
               privateKeyPem: keys.privateKeyPem,
               certPem: answer.cert,
               caCertPem: answer.caCert,
+              ...(hubCertPem ? { hubCertPem } : {}),
             });
           } catch (e) {
             fail(e as Error);
@@ -115,6 +117,7 @@ export async function enrollAgent(options: EnrollOptions): Promise<AgentCredenti
             }
             checkHubIdentity({ caCertPem: ca, hostCertPem: hostCert, handshakeHostKey: handshakeKey, now });
             caCertPem = ca;
+            hubCertPem = hostCert;
           } catch (err) {
             identityError = err as Error;
             client.end();

@@ -13,11 +13,30 @@ export {
   fileCredentialStore,
   parseCredentials,
 } from "./credentials.ts";
+export {
+  clipDryRunMessage,
+  DRY_RUN_KINDS,
+  DRY_RUN_PURPOSE,
+  type DryRunAnswer,
+  type DryRunObject,
+  type DryRunRequest,
+  MAX_DRY_RUN_MESSAGE,
+  parseDryRunAnswer,
+  parseDryRunRequest,
+} from "./dry-run.ts";
 export { type EnrollOptions, enrollAgent } from "./enroll-client.ts";
 export { checkHubIdentity, parseHubAddress } from "./hub-identity.ts";
 export { MessageChannel, type MessageChannelOptions } from "./message-channel.ts";
 export { encodeLine, LineSplitter, LineTooLongError } from "./ndjson.ts";
 export * from "./protocol.ts";
+export {
+  DEFAULT_MAX_REQUEST_BYTES,
+  DEFAULT_MAX_RESPONSE_BYTES,
+  type RequestHandlerOptions,
+  type RequestOptions,
+  requestHandler,
+  requestOverStream,
+} from "./request-stream.ts";
 export {
   type ClusterState,
   createTunnelServer,
@@ -27,4 +46,4 @@ export {
   type TunnelServerOptions,
 } from "./server.ts";
 export { AGENT_SUBSYSTEM, DEFAULT_HEARTBEAT_MS, type TunnelLogger } from "./ssh-options.ts";
-export { type StreamHandler, serveStream, tcpStreamHandler } from "./streams.ts";
+export { type StreamHandler, serveStream } from "./streams.ts";

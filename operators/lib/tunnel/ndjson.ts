@@ -90,7 +90,7 @@ export function readLine(stream: Readable, maxLineBytes: number): Promise<string
     };
     const onEnd = () => {
       cleanup();
-      reject(new Error("the stream ended before its header line"));
+      reject(new Error("the stream ended before a whole line"));
     };
     const onError = (err: Error) => {
       cleanup();

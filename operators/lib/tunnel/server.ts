@@ -20,6 +20,7 @@ import {
   parseAgentMessage,
   parseEnrollRequest,
 } from "./protocol.ts";
+import { type RequestOptions, requestOverStream } from "./request-stream.ts";
 import {
   AGENT_SUBSYSTEM,
   CIPHERS,
@@ -66,6 +67,13 @@ export interface TunnelServerOptions {
   renewMinIntervalMs?: number;
   /** An authenticated channel that does not say hello within this time is closed. */
   helloTimeoutMs?: number;
+  /** A connection that has not logged in within this time is closed (default 30 s). */
+  authTimeoutMs?: number;
+  /** Failed logins per connection; the next attempt ends it (default 6, as OpenSSH's MaxAuthTries). */
+  maxAuthTries?: number;
+  /** Connections not yet logged in, per source address (default 10) and in total (default 100). */
+  maxUnauthenticatedPerAddress?: number;
+  maxUnauthenticated?: number;
   clock?: Clock;
   logger?: TunnelLogger;
   heartbeatIntervalMs?: number;
@@ -91,7 +99,21 @@ interface EnrollAuth {
   cluster: string;
   used: boolean;
 }
-type ConnState = { auth?: AgentAuth | EnrollAuth; streams: boolean; agentChannel: boolean };
+type ConnState = {
+  auth?: AgentAuth | EnrollAuth;
+  streams: boolean;
+  agentChannel: boolean;
+  failedLogins: number;
+  preAuth: PreAuth | undefined;
+};
+
+/** A socket that has not logged in yet: it holds a slot until it does, closes, or times out. */
+interface PreAuth {
+  key: string;
+  socket: Socket;
+  ip: string;
+  timer: NodeJS.Timeout;
+}
 
 interface Liveness {
   lastSeen: number;
@@ -115,6 +137,10 @@ export class TunnelServer {
   #ssh: InstanceType<typeof ssh2.Server>;
   #net: NetServer;
   #sockets = new Set<Socket>();
+  /** By `ip:port`, the key ssh2's connection info lets us find again. */
+  #preAuth = new Map<string, PreAuth>();
+  #preAuthPerIp = new Map<string, number>();
+  #lastLimitWarning = Number.NEGATIVE_INFINITY;
   #sessions = new Map<string, AgentSession>();
   #streamConns = new Map<string, Connection>();
   #liveness = new Map<string, Liveness>();
@@ -136,16 +162,66 @@ export class TunnelServer {
         keepaliveCountMax: options.keepaliveCountMax ?? DEFAULT_KEEPALIVE_COUNT_MAX,
         ident: "rlark-hub",
       },
-      (conn, info) => this.#onConnection(conn, info.ip),
+      (conn, info) => this.#onConnection(conn, info.ip, info.port),
     );
     // Our own listener so every socket gets TCP_NODELAY: without it Nagle delays ssh2's window
     // adjustments and throughput drops from ~230 to ~40 MB/s (measured, ARCHITECTURE.md).
     this.#net = createServer((socket) => {
+      if (!this.#admit(socket)) return;
       socket.setNoDelay(true);
       this.#sockets.add(socket);
       socket.once("close", () => this.#sockets.delete(socket));
       this.#ssh.injectSocket(socket);
     });
+  }
+
+  /**
+   * Takes a pre-login slot for a new socket, or destroys it at once when its address or the
+   * whole endpoint holds too many: a flood of idle or half-handshake connections would
+   * otherwise hold file descriptors and memory without ever logging in.
+   */
+  #admit(socket: Socket): boolean {
+    const ip = socket.remoteAddress ?? "";
+    const key = `${ip}:${socket.remotePort}`;
+    const perIp = this.#preAuthPerIp.get(ip) ?? 0;
+    if (
+      perIp >= (this.#options.maxUnauthenticatedPerAddress ?? 10) ||
+      this.#preAuth.size >= (this.#options.maxUnauthenticated ?? 100)
+    ) {
+      socket.destroy();
+      // One line per 10 s at most: the refusals themselves must not flood the log.
+      const now = Date.now();
+      if (now - this.#lastLimitWarning > 10_000) {
+        this.#lastLimitWarning = now;
+        this.#log.warn("refusing connections: too many not logged in", {
+          ip,
+          fromAddress: perIp,
+          total: this.#preAuth.size,
+        });
+      }
+      return false;
+    }
+    const timeoutMs = this.#options.authTimeoutMs ?? 30_000;
+    const timer = setTimeout(() => {
+      this.#log.warn("closing a connection that did not log in in time", { ip, timeoutMs });
+      socket.destroy();
+    }, timeoutMs);
+    timer.unref();
+    this.#preAuth.set(key, { key, socket, ip, timer });
+    this.#preAuthPerIp.set(ip, perIp + 1);
+    socket.once("close", () => this.#leavePreAuth(key));
+    return true;
+  }
+
+  /** Frees a socket's pre-login slot: it logged in or went away. */
+  #leavePreAuth(key: string): void {
+    const entry = this.#preAuth.get(key);
+    if (!entry) return;
+    clearTimeout(entry.timer);
+    this.#preAuth.delete(key);
+    const left = (this.#preAuthPerIp.get(entry.ip) ?? 1) - 1;
+    if (left > 0) this.#preAuthPerIp.set(entry.ip, left);
+    else this.#preAuthPerIp.delete(entry.ip);
   }
 
   listen(port = 2222, host = "0.0.0.0"): Promise<AddressInfo> {
@@ -186,7 +262,7 @@ export class TunnelServer {
   }
 
   /**
-   * Opens a stream channel to a cluster's agent for `purpose` (e.g. `kube-api`); resolves once
+   * Opens a stream channel to a cluster's agent for `purpose` (e.g. `logs`); resolves once
    * the agent has connected its end, with a Duplex carrying the raw bytes.
    */
   openStream(cluster: string, options: OpenStreamOptions): Promise<Duplex> {
@@ -227,10 +303,26 @@ export class TunnelServer {
     });
   }
 
-  #onConnection(conn: Connection, ip: string): void {
-    const state: ConnState = { streams: false, agentChannel: false };
+  /** Sends one JSON request to a cluster's agent for `purpose`; resolves with its answer, unparsed. */
+  async request(
+    cluster: string,
+    purpose: string,
+    body: unknown,
+    options: RequestOptions = {},
+  ): Promise<unknown> {
+    return requestOverStream(await this.openStream(cluster, { purpose }), body, options);
+  }
+
+  #onConnection(conn: Connection, ip: string, port: number): void {
+    const preAuthKey = `${ip}:${port}`;
+    const state: ConnState = {
+      streams: false,
+      agentChannel: false,
+      failedLogins: 0,
+      preAuth: this.#preAuth.get(preAuthKey),
+    };
     conn.on("error", (err: Error) => this.#log.warn("ssh connection error", { ip, error: err.message }));
-    conn.on("authentication", (ctx) => this.#authenticate(ctx, state, ip));
+    conn.on("authentication", (ctx) => this.#authenticate(ctx, state, ip, conn));
     conn.on("session", (accept, reject) => {
       if (!state.auth) return reject();
       const session = accept();
@@ -275,15 +367,31 @@ export class TunnelServer {
     return this.#options.enrollment ? ["publickey", "keyboard-interactive"] : ["publickey"];
   }
 
-  #authenticate(ctx: AuthContext, state: ConnState, ip: string): void {
+  #authenticate(ctx: AuthContext, state: ConnState, ip: string, conn: Connection): void {
     if (this.#closed) {
       ctx.reject();
       return;
     }
+    if (state.failedLogins >= (this.#options.maxAuthTries ?? 6)) {
+      this.#log.warn("closing a connection after too many failed logins", { ip, failed: state.failedLogins });
+      conn.end();
+      state.preAuth?.socket.destroy();
+      return;
+    }
+    // "none" is how clients ask which methods exist; it is not a guess.
+    const reject = () => {
+      if (ctx.method !== "none") state.failedLogins++;
+      ctx.reject(this.#authMethods());
+    };
+    const accept = (auth: AgentAuth | EnrollAuth) => {
+      state.auth = auth;
+      if (state.preAuth) this.#leavePreAuth(state.preAuth.key);
+      ctx.accept();
+    };
     if (ctx.method === "publickey") {
       const certPem = certFromAgentUsername(ctx.username);
       if (!certPem) {
-        ctx.reject(this.#authMethods());
+        reject();
         return;
       }
       let identity: Identity;
@@ -295,7 +403,7 @@ export class TunnelServer {
         }
       } catch (err) {
         this.#log.warn("agent refused", { ip, reason: (err as Error).message });
-        ctx.reject(this.#authMethods());
+        reject();
         return;
       }
       if (!ctx.signature || !ctx.blob) {
@@ -305,11 +413,10 @@ export class TunnelServer {
       const key = ssh2.utils.parseKey(sshPublicKeyLine(identity.publicKeyPem));
       if (key instanceof Error || !key.verify(ctx.blob, ctx.signature, ctx.hashAlgo)) {
         this.#log.warn("agent refused: bad signature", { ip, cluster: identity.cluster });
-        ctx.reject(this.#authMethods());
+        reject();
         return;
       }
-      state.auth = { kind: "agent", identity, certPem };
-      ctx.accept();
+      accept({ kind: "agent", identity, certPem });
       return;
     }
     const enrollment = this.#options.enrollment;
@@ -324,27 +431,26 @@ export class TunnelServer {
         (answers) => {
           const token = Array.isArray(answers) ? answers[0] : undefined;
           if (typeof token !== "string" || token === "") {
-            ctx.reject(this.#authMethods());
+            reject();
             return;
           }
           Promise.resolve()
             .then(() => enrollment.redeem(token))
             .then(
               (cluster) => {
-                state.auth = { kind: "enroll", cluster, used: false };
                 this.#log.info("bootstrap token redeemed", { ip, cluster });
-                ctx.accept();
+                accept({ kind: "enroll", cluster, used: false });
               },
               (err: Error) => {
                 this.#log.warn("bootstrap token refused", { ip, reason: err.message });
-                ctx.reject(this.#authMethods());
+                reject();
               },
             );
         },
       );
       return;
     }
-    ctx.reject(this.#authMethods());
+    reject();
   }
 
   #agentChannel(stream: ServerChannel, conn: Connection, auth: AgentAuth): void {

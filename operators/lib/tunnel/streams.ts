@@ -1,4 +1,3 @@
-import { connect as netConnect } from "node:net";
 import type { Duplex } from "node:stream";
 import { encodeLine, readLine } from "./ndjson.ts";
 
@@ -6,20 +5,6 @@ import { encodeLine, readLine } from "./ndjson.ts";
 export type StreamHandler = (meta: Record<string, unknown>) => Promise<Duplex>;
 
 export const STREAM_HEADER_LIMIT = 64 * 1024;
-
-/** The `kube-api` purpose: a raw TCP pipe to the local API server (or anything at `target`). */
-export function tcpStreamHandler(target: { host: string; port: number }): StreamHandler {
-  return () =>
-    new Promise((resolve, reject) => {
-      const socket = netConnect(target);
-      socket.setNoDelay(true);
-      socket.once("connect", () => {
-        socket.off("error", reject);
-        resolve(socket);
-      });
-      socket.once("error", reject);
-    });
-}
 
 function parseHeader(line: string): { purpose: string; meta: Record<string, unknown> } {
   const header = JSON.parse(line) as { purpose?: unknown; meta?: unknown };

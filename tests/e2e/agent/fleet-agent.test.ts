@@ -183,6 +183,7 @@ t.test("the agent keeps its identity in the Secret its Role allows, and reads it
     privateKeyPem: privateKey.export({ type: "pkcs1", format: "pem" }).toString(),
     certPem: "-----BEGIN CERTIFICATE-----\nMIIB1\n-----END CERTIFICATE-----\n",
     caCertPem: "-----BEGIN CERTIFICATE-----\nMIIB2\n-----END CERTIFICATE-----\n",
+    hubCertPem: "-----BEGIN CERTIFICATE-----\nMIIB4\n-----END CERTIFICATE-----\n",
   };
   await store.save(credentials);
   t.same(await store.load(), credentials, "saved as the agent, read back as the agent");

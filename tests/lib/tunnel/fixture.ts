@@ -24,9 +24,6 @@ export async function tempDir(prefix = "rlark-tunnel-"): Promise<string> {
   return mkdtemp(join(tmpdir(), prefix));
 }
 
-// tests/agent/tunnel-client.test.ts still imports the one polling helper from here.
-export { waitFor } from "../../helpers/wait-for.ts";
-
 export interface TunnelHub {
   dataDir: string;
   ca: CertificateAuthority;
@@ -89,9 +86,6 @@ export async function startTunnelHub(
   hub.address = `127.0.0.1:${addr.port}`;
   return hub;
 }
-
-/** The old name, kept for tests/hub/enrollment.test.ts until it imports startTunnelHub. */
-export const startHub = startTunnelHub;
 
 export const helloInfo = {
   agentVersion: "0.1.0-test",

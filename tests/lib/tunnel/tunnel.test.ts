@@ -1,6 +1,4 @@
 import { spawnSync } from "node:child_process";
-import { createServer, request } from "node:http";
-import type { AddressInfo } from "node:net";
 import ssh2 from "ssh2";
 import t from "tap";
 import { FakeClock } from "../../../operators/lib/clock.ts";
@@ -9,10 +7,10 @@ import {
   type AgentMessage,
   createTunnelClient,
   type Delta,
+  requestHandler,
   type Snapshot,
   type TunnelClient,
   type TunnelClientOptions,
-  tcpStreamHandler,
 } from "../../../operators/lib/tunnel/index.ts";
 import { waitFor } from "../../helpers/wait-for.ts";
 import { HOUR, helloInfo, startTunnelHub, tempDir } from "./fixture.ts";
@@ -209,54 +207,73 @@ t.test(
   },
 );
 
-t.test("a kube-api stream channel proxies an HTTP request to the agent's local target", async (t) => {
-  const api = createServer((req, res) => {
-    res.setHeader("content-type", "application/json");
-    res.end(JSON.stringify({ path: req.url, via: "agent" }));
-  });
-  await new Promise<void>((r) => api.listen(0, "127.0.0.1", r));
-  t.teardown(() => api.close());
+t.test("a request stream carries one bounded JSON request and one bounded answer", async (t) => {
   const hub = await startTunnelHub();
   t.teardown(() => hub.server.close());
+  const seen: unknown[] = [];
+  let releaseSlow: () => void = () => {};
+  let slowDone = false;
   agent(t, {
     hub: hub.address,
     credentials: hub.credentialsFor("beijing"),
     hello: helloInfo,
     streams: {
-      "kube-api": tcpStreamHandler({ host: "127.0.0.1", port: (api.address() as AddressInfo).port }),
+      echo: requestHandler(
+        async (request) => {
+          seen.push(request);
+          const { size } = request as { size?: number };
+          return { echoed: request, padding: "x".repeat(size ?? 0) };
+        },
+        { maxRequestBytes: 1024, maxResponseBytes: 4096 },
+      ),
+      slow: requestHandler(async () => {
+        await new Promise<void>((r) => {
+          releaseSlow = r;
+        });
+        slowDone = true;
+        return { late: true };
+      }),
     },
   });
   await waitFor("the session", () => hub.sessions.length === 1);
-  await waitFor("streams registered", () => {
-    return hub.server.clusters.includes("beijing");
-  });
-  const stream = await waitFor(
-    "the kube-api stream",
-    () => hub.server.openStream("beijing", { purpose: "kube-api" }),
-    {
-      attempts: 100,
-      everyMs: 20,
-    },
+  let answer: unknown;
+  for (let i = 0; i < 100 && answer === undefined; i++) {
+    // Stream forwarding is requested right after the welcome; retry until it is registered.
+    answer = await hub.server.request("beijing", "echo", { hello: "agent" }).catch(async () => {
+      await new Promise((r) => setTimeout(r, 20));
+      return undefined;
+    });
+  }
+  t.same(answer, { echoed: { hello: "agent" }, padding: "" });
+  t.same(
+    await hub.server.request("beijing", "echo", { big: "y".repeat(2048) }),
+    { error: "a message line exceeded 1024 bytes" },
+    "a request over the bound is refused unread",
   );
-  const body = await new Promise<string>((resolve, reject) => {
-    const req = request(
-      {
-        path: "/api/v1/namespaces",
-        createConnection: () => stream as never,
-        headers: { connection: "close" },
-      },
-      (res) => {
-        let data = "";
-        res.on("data", (c) => (data += c));
-        res.on("end", () => resolve(data));
-      },
-    );
-    req.on("error", reject);
-    req.end();
+  t.same(
+    await hub.server.request("beijing", "echo", { size: 8192 }),
+    { error: "the answer is longer than 4096 bytes" },
+    "an answer over the bound is not sent",
+  );
+  await t.rejects(
+    hub.server.request("beijing", "echo", {}, { maxResponseBytes: 8 }),
+    /exceeded 8 bytes/,
+    "the hub bounds what it reads too",
+  );
+  t.equal(seen.length, 3, "the oversized request never reached the handler");
+  await t.rejects(
+    hub.server.request("beijing", "slow", {}, { timeoutMs: 100 }),
+    /no answer within 100 ms/,
+    "the hub stops waiting",
+  );
+  releaseSlow();
+  await waitFor("the late answer given up", () => slowDone);
+  t.same(await hub.server.request("beijing", "echo", { again: true }), {
+    echoed: { again: true },
+    padding: "",
   });
-  t.same(JSON.parse(body), { path: "/api/v1/namespaces", via: "agent" });
-  await t.rejects(hub.server.openStream("beijing", { purpose: "exec" }), /serves no "exec" streams/);
-  await t.rejects(hub.server.openStream("shanghai", { purpose: "kube-api" }), /no agent connected/);
+  await t.rejects(hub.server.request("beijing", "exec", {}), /serves no "exec" streams/);
+  await t.rejects(hub.server.request("shanghai", "echo", {}), /no agent connected/);
 });
 
 t.test("the certificate is renewed over the open tunnel without reconnecting", async (t) => {

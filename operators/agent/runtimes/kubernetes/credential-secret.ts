@@ -47,6 +47,7 @@ export function secretCredentialStore(options: SecretCredentialStoreOptions): Cr
           privateKeyPem: unb64(data?.["tls.key"]),
           certPem: unb64(data?.["tls.crt"]),
           caCertPem: unb64(data?.["ca.crt"]),
+          hubCertPem: unb64(data?.["hub.crt"]),
         },
         where,
       );
@@ -63,6 +64,7 @@ export function secretCredentialStore(options: SecretCredentialStoreOptions): Cr
             "tls.key": b64(credentials.privateKeyPem),
             "tls.crt": b64(credentials.certPem),
             "ca.crt": b64(credentials.caCertPem),
+            ...(credentials.hubCertPem ? { "hub.crt": b64(credentials.hubCertPem) } : {}),
           },
         } satisfies V1Secret,
         undefined,

@@ -1,0 +1,168 @@
+// A pull-request plan's server-side dry-run against a real kube-apiserver (hack/kube): the hub
+// asks the cluster's kubernetes-runtime agent over the tunnel, the agent applies each workload
+// with dryRun=All through its own client, and the API server's own verdict reaches the plan.
+import { randomBytes } from "node:crypto";
+import { mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { AppsV1Api } from "@kubernetes/client-node";
+import t from "tap";
+import { startAgent } from "../../../operators/agent/agent.ts";
+import { kubernetesDryRun } from "../../../operators/agent/runtimes/kubernetes/dry-run.ts";
+import { KubernetesRuntime } from "../../../operators/agent/runtimes/kubernetes/index.ts";
+import {
+  createTunnelDryRunner,
+  liveFromStore,
+  planTree,
+  renderPlanMarkdown,
+} from "../../../operators/feedback/plan/index.ts";
+import { startHub } from "../../../operators/hub/hub.ts";
+import { silentLogger } from "../../../operators/lib/controller/index.ts";
+import {
+  DRY_RUN_PURPOSE,
+  fileCredentialStore,
+  parseDryRunAnswer,
+} from "../../../operators/lib/tunnel/index.ts";
+import { eventually, fleetCluster, testNamespace } from "../../helpers/fleet.ts";
+import { createGitServer } from "../../helpers/git-server.ts";
+
+const { kubeConfig: kc } = fleetCluster(0);
+
+const CLUSTER = `apiVersion: rlinf.io/v1alpha1
+kind: Cluster
+metadata:
+  name: gpu
+spec:
+  runtime: kubernetes
+`;
+
+function job(name: string, namespace: string, resources: string): string {
+  return `apiVersion: rlinf.io/v1alpha1
+kind: Job
+metadata:
+  name: ${name}
+spec:
+  tasks:
+    - name: trainer
+      role: Actor
+      agentType: Kubernetes
+      kubernetes:
+        workload:
+          kind: Deployment
+          replicas: 1
+          template:
+            namespace: ${namespace}
+            spec:
+              containers:
+                - name: trainer
+                  image: registry.local/rlark/trainer:1
+                  resources: ${resources}
+`;
+}
+
+t.test("a plan dry-runs each workload on the cluster's API server through the agent", async (t) => {
+  const namespace = await testNamespace(t, kc, "plan-dry-run");
+  const git = await createGitServer();
+  t.teardown(() => git.close());
+  await git.commit({ "clusters.yaml": CLUSTER });
+  const hub = await startHub({
+    dataDir: await mkdtemp(path.join(tmpdir(), "rlark-plan-hub-")),
+    http: "127.0.0.1:0",
+    ssh: "127.0.0.1:0",
+    repo: git.fileUrl,
+    branch: git.branch,
+    intervalMs: 200,
+    logger: silentLogger,
+  });
+  t.teardown(() => hub.stop());
+  await eventually("the Cluster from git", async () => await hub.store.get("Cluster", undefined, "gpu"));
+
+  const agentDir = await mkdtemp(path.join(tmpdir(), "rlark-plan-agent-"));
+  const { token } = await hub.pki.enrollment.createToken({ cluster: "gpu", ttlMs: 60_000 });
+  const runtime = await KubernetesRuntime.start({
+    kubeConfig: kc,
+    defaultNamespace: namespace,
+    instance: `plan${randomBytes(3).toString("hex")}`,
+    retryIntervalMs: 500,
+  });
+  const agent = await startAgent({
+    hub: hub.sshAddress,
+    credentials: fileCredentialStore(path.join(agentDir, "credentials.json")),
+    token,
+    caHash: hub.caFingerprint,
+    runtime,
+    runtimeKind: "kubernetes",
+    dryRun: kubernetesDryRun(kc),
+    reportIntervalMs: 500,
+    logger: silentLogger,
+  });
+  t.teardown(() => agent.stop());
+  await eventually("the agent's nodes reported", async () => {
+    const nodes = await hub.store.list("Node", { namespace: "agent-gpu" });
+    const cluster = await hub.store.get("Cluster", undefined, "gpu");
+    return nodes.items.length > 0 && cluster?.status ? true : undefined;
+  });
+
+  // The revision under review: one valid workload, one the schema lets through but the API
+  // server refuses (a CPU request above its limit), one in a namespace the cluster does not have.
+  const revision = await mkdtemp(path.join(tmpdir(), "rlark-plan-rev-"));
+  await writeFile(path.join(revision, "clusters.yaml"), CLUSTER);
+  await writeFile(path.join(revision, "good.yaml"), job("good", namespace, `{ requests: { cpu: "250m" } }`));
+  await writeFile(
+    path.join(revision, "badqty.yaml"),
+    job("badqty", namespace, `{ requests: { cpu: "2" }, limits: { cpu: "1" } }`),
+  );
+  await writeFile(
+    path.join(revision, "nons.yaml"),
+    job("nons", `${namespace}-missing`, `{ requests: { cpu: "250m" } }`),
+  );
+  const dryRunner = createTunnelDryRunner({
+    request: (cluster, body) => hub.tunnel.request(cluster, DRY_RUN_PURPOSE, body),
+  });
+  const plan = await planTree({
+    dir: revision,
+    revision: "review",
+    live: await liveFromStore(hub.store),
+    against: "the live state",
+    dryRunner,
+    workloadNamespace: namespace,
+  });
+  t.ok(plan.valid, "the revision passes validation: only the API server can judge these");
+  const byJob = Object.fromEntries((plan.dryRun ?? []).map((r) => [r.job, r]));
+  t.same(Object.keys(byJob).sort(), ["badqty", "good", "nons"], "every placed workload was dry-run");
+  t.match(byJob.good, { cluster: "gpu", object: `Deployment/${namespace}/good-trainer`, state: "passed" });
+  t.equal(byJob.badqty?.state, "failed");
+  t.match(byJob.badqty?.message, /must be less than or equal to cpu limit/);
+  t.equal(byJob.nons?.state, "failed");
+  t.match(byJob.nons?.message, new RegExp(`namespaces "${namespace}-missing" not found`));
+  const comment = renderPlanMarkdown(plan);
+  t.match(comment, /must be less than or equal to cpu limit/, "the API server's words reach the comment");
+  t.match(comment, new RegExp(`namespaces \\\\?"${namespace}-missing\\\\?" not found`));
+
+  const apps = kc.makeApiClient(AppsV1Api);
+  const left = await apps.listNamespacedDeployment({ namespace });
+  t.same(
+    left.items.map((d) => d.metadata?.name),
+    [],
+    "a dry-run persists nothing",
+  );
+
+  const secret = parseDryRunAnswer(
+    await hub.tunnel.request("gpu", DRY_RUN_PURPOSE, {
+      object: { apiVersion: "v1", kind: "Secret", metadata: { name: "probe", namespace } },
+    }),
+  );
+  t.match(
+    secret,
+    { state: "error", message: /v1 Secret is not a workload this agent dry-runs/ },
+    "the agent refuses to dry-run anything but a plan's workloads",
+  );
+
+  const away = await dryRunner.dryRun("nowhere", {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name: "x", namespace, labels: {} },
+    spec: {},
+  });
+  t.match(away, { state: "offline", message: /^cluster offline, not dry-run/ });
+});
