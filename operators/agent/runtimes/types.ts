@@ -117,6 +117,27 @@ export interface ObservedPod {
   finishTime?: string;
   /** Process id of the pod's main process, for the process runtime. */
   pid?: number;
+  /**
+   * Each container as the cluster reports it, in the pod's order (runtimes with real containers);
+   * without it the pod is reported as one container named "main" with the fields above.
+   */
+  containers?: ObservedContainer[];
+}
+
+/** One container of a pod, with the fields of the Pod schema's containerStatuses. */
+export interface ObservedContainer {
+  name: string;
+  image?: string;
+  ready: boolean;
+  restartCount: number;
+  state: ContainerState;
+  reason?: string;
+  message?: string;
+  /** Of the current or, while restarting, the last termination. */
+  exitCode?: number;
+  /** RFC 3339. */
+  startedAt?: string;
+  finishedAt?: string;
 }
 
 export interface NodeAddress {
@@ -210,6 +231,8 @@ export interface RuntimeSnapshot {
    */
   workloads?: ObservedWorkload[];
   volumes?: ObservedVolume[];
+  /** The API server's gitVersion (kubernetes runtime), e.g. "v1.34.4". */
+  kubernetesVersion?: string;
 }
 
 /** Git's admin overlay for one node (the Node object's labels, annotations and spec.unschedulable). */
