@@ -54,6 +54,11 @@ export function binaries(versions: Versions = readVersions(), cache = kubeCacheD
   };
 }
 
+/** kubectl of the same Kubernetes version, built only by `hack/kube/build --kubectl`. */
+export function kubectlBinary(versions: Versions = readVersions(), cache = kubeCacheDir()): string {
+  return join(cache, `kubectl-${versions.k8s}`, "bin", "kubectl");
+}
+
 /** Runtime state of the local fleet: `$RLARK_FLEET_DIR` or `<checkout>/.cache/fleet`. */
 export function fleetDir(env: NodeJS.ProcessEnv = process.env): string {
   return resolve(env.RLARK_FLEET_DIR || join(repoRoot, ".cache/fleet"));

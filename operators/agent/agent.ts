@@ -165,6 +165,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
         ...lingeringTasks(cluster, tasks(), observed),
       ],
       capabilities: capabilities(),
+      ...(observed.kubernetesVersion ? { kubernetesVersion: observed.kubernetesVersion } : {}),
     });
   };
   // Changes come in bursts (a replica set starting): one report per burst is enough.

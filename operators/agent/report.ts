@@ -68,7 +68,7 @@ export function podObject(cluster: string, pod: ObservedPod): KubeObject {
       ...(pod.startTime ? { startTime: pod.startTime } : {}),
       ...(pod.reason ? { reason: pod.reason } : {}),
       ...(pod.message ? { message: pod.message } : {}),
-      containerStatuses: [
+      containerStatuses: pod.containers ?? [
         {
           name: pod.container ?? templateName(pod),
           ready: pod.ready,

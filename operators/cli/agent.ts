@@ -1,6 +1,7 @@
 import { hostname } from "node:os";
 import path from "node:path";
 import { type Command, InvalidArgumentError, Option } from "commander";
+import packageJson from "../../package.json" with { type: "json" };
 import type { AgentOptions } from "../agent/agent.ts";
 import type { Runtime } from "../agent/runtimes/types.ts";
 import { untilSignal } from "./until-signal.ts";
@@ -18,8 +19,9 @@ Runtimes:
   kubernetes  Kubernetes tasks as Deployments, StatefulSets, DaemonSets and Jobs on the cluster
               of --kubeconfig (or the in-cluster service account), by server-side apply with the
               field manager rlark-agent; git's Node overlays are patched onto its nodes; the
-              identity is kept in the Secret rlark-system/rlark-agent-identity. See
-              docs/kubernetes-runtime.md and fleet/agent/ for running it inside the cluster.
+              identity is kept in the Secret rlark-agent-identity of --namespace (rlark-system),
+              which is created when missing. See docs/kubernetes-runtime.md and fleet/agent/ for
+              running it inside the cluster.
 
 Examples:
   rlark agent --hub hub.example.com:2222 --token rlt.… --ca-hash sha256:… --state-dir /var/lib/rlark
@@ -33,10 +35,22 @@ interface AgentFlags {
   stateDir: string;
   runtime: "process" | "kubernetes";
   kubeconfig?: string;
+  namespace: string;
   sidecarImage?: string;
   sidecarArg: string[];
+  diskStatsInterval?: number;
   nodeName: string;
   label: Record<string, string>;
+}
+
+function collectArg(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+function seconds(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError(`"${value}" is not a number of seconds`);
+  return n;
 }
 
 function collectLabel(value: string, previous: Record<string, string>): Record<string, string> {
@@ -61,6 +75,23 @@ export function registerAgent(program: Command): void {
     .option(
       "--kubeconfig <file>",
       "kubernetes runtime: the cluster to serve (default: in-cluster credentials)",
+    )
+    .option(
+      "--namespace <name>",
+      "kubernetes runtime: the agent's namespace (identity Secret, Tasks that name none); created when missing",
+      "rlark-system",
+    )
+    .option("--sidecar-image <image>", "kubernetes runtime: the network sidecar for Tasks with a domain")
+    .option(
+      "--sidecar-arg <arg>",
+      "kubernetes runtime: an argument of the sidecar (repeatable)",
+      collectArg,
+      [],
+    )
+    .option(
+      "--disk-stats-interval <seconds>",
+      "kubernetes runtime: read each node's disk use from its kubelet this often (needs nodes/proxy get)",
+      seconds,
     )
     .option("--node-name <name>", "the node name this machine reports", hostname())
     .option("--label <key=value>", "a label on the reported node (repeatable)", collectLabel, {})
@@ -94,16 +125,20 @@ export function registerAgent(program: Command): void {
         dryRun = kubernetesDryRun(kubeConfig);
         runtime = await KubernetesRuntime.start({
           kubeConfig,
+          defaultNamespace: flags.namespace,
+          agentVersion: packageJson.version,
           logger,
           ...(flags.sidecarImage ? { sidecar: { image: flags.sidecarImage, args: flags.sidecarArg } } : {}),
+          ...(flags.diskStatsInterval ? { diskStatsIntervalMs: flags.diskStatsInterval * 1000 } : {}),
         });
         // In a cluster the identity lives in a Secret, so a rescheduled agent pod stays enrolled.
-        credentials = secretCredentialStore({ kubeConfig });
+        credentials = secretCredentialStore({ kubeConfig, namespace: flags.namespace });
       } else {
         runtime = await ProcessRuntime.open({
           stateDir: path.join(stateDir, "runtime"),
           nodeName: flags.nodeName,
           nodeLabels: flags.label,
+          agentVersion: packageJson.version,
           logger,
         });
       }
@@ -116,6 +151,10 @@ export function registerAgent(program: Command): void {
         runtimeKind: flags.runtime,
         ...(dryRun ? { dryRun } : {}),
         logger,
+      }).catch(async (error: unknown) => {
+        // the runtime's watches would keep the process alive after the error is printed
+        await runtime.stop();
+        throw error;
       });
       logger.info("agent started", { cluster: agent.cluster, hub: flags.hub });
       await untilSignal();

@@ -6,15 +6,23 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
-import { AppsV1Api, CoreV1Api, KubeConfig, type RequestContext } from "@kubernetes/client-node";
+import {
+  AppsV1Api,
+  CoreV1Api,
+  KubeConfig,
+  type KubernetesObject,
+  type RequestContext,
+} from "@kubernetes/client-node";
 import { stringify } from "yaml";
 import { type Agent, startAgent } from "../../../operators/agent/agent.ts";
-import { KubernetesRuntime } from "../../../operators/agent/runtimes/kubernetes/index.ts";
+import { KubernetesRuntime, renderTask } from "../../../operators/agent/runtimes/kubernetes/index.ts";
+import type { RuntimeTask } from "../../../operators/agent/runtimes/types.ts";
 import { type Hub, startHub } from "../../../operators/hub/hub.ts";
 import { silentLogger } from "../../../operators/lib/controller/index.ts";
 import { fileCredentialStore } from "../../../operators/lib/tunnel/index.ts";
 import { eventually } from "../../../tests/helpers/fleet.ts";
 import { createGitServer, type GitServer } from "../../../tests/helpers/git-server.ts";
+import { creationClock } from "./kubectl.ts";
 
 const API = "rlinf.io/v1alpha1";
 const CLUSTER = "bench";
@@ -63,6 +71,11 @@ export interface KubeResult {
   applies: number;
   /** Event-loop delay of this process (hub, agent and poller share it), ms. */
   loopDelay: { p50: number; p99: number; max: number };
+  /** From the push, by a watch on the namespace: the first and the last Deployment created. */
+  firstDeploymentMs?: number;
+  allDeploymentsMs?: number;
+  /** What the agent applied, rendered again from the hub's Tasks: the baseline applies the same. */
+  rendered: KubernetesObject[];
 }
 
 function task(name: string, role: string, namespace: string) {
@@ -196,9 +209,11 @@ export async function runKubeBench(options: KubeOptions): Promise<KubeResult> {
     loop.enable();
 
     const { files, jobs } = revision(expected, namespace);
+    const clock = await creationClock(kc, `/apis/apps/v1/namespaces/${namespace}/deployments`, expected);
     const commitStarted = performance.now();
     await git.commit(files, `${expected} tasks`);
     const pushed = performance.now();
+    clock.start();
 
     const stages: Array<{ what: string; expected: number; count: () => Promise<number> }> = [
       {
@@ -264,7 +279,18 @@ export async function runKubeBench(options: KubeOptions): Promise<KubeResult> {
       if (first < stages.length) await new Promise((r) => setTimeout(r, 250));
     }
     loop.disable();
+    clock.stop();
+    const placed = (await store.list("Task", { namespace: `agent-${CLUSTER}` }))
+      .items as unknown as RuntimeTask[];
+    const rendered = placed.flatMap(
+      (t) => renderTask(t, { defaultNamespace: namespace, desired: placed }).objects as KubernetesObject[],
+    );
+    const firstDeploymentMs = clock.firstMs();
+    const allDeploymentsMs = clock.allMs();
     return {
+      ...(firstDeploymentMs === undefined ? {} : { firstDeploymentMs }),
+      ...(allDeploymentsMs === undefined ? {} : { allDeploymentsMs }),
+      rendered,
       messages,
       upserts,
       applies: agentKc.applies - appliesBefore,

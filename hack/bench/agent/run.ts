@@ -11,9 +11,11 @@ import { randomBytes } from "node:crypto";
 import { cpus, loadavg } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
+import type { KubeConfig } from "@kubernetes/client-node";
 import { fleetCluster, fleetShape } from "../../../tests/helpers/fleet.ts";
 import { repoRoot } from "../../kube/paths.ts";
-import { deleteNamespace, runKubeBench } from "./kube.ts";
+import { deleteNamespace, type KubeResult, runKubeBench } from "./kube.ts";
+import { ensureKubectl, runKubectlBaseline } from "./kubectl.ts";
 import { type LatencyRow, percentile, reportBytes, runTunnelBench } from "./tunnel.ts";
 
 const { values, positionals } = parseArgs({
@@ -48,6 +50,7 @@ async function kubePart(): Promise<void> {
     });
   const up = fleetScript("up", ...fleetShape());
   if (up.status !== 0) throw new Error(`hack/kube/up failed (exit ${up.status ?? up.signal})`);
+  let baseline: { agent: KubeResult } | undefined;
   try {
     const cluster = fleetCluster(0);
     const namespace = `bench-agent-${randomBytes(3).toString("hex")}`;
@@ -77,12 +80,45 @@ async function kubePart(): Promise<void> {
       console.log(
         `event-loop delay of this process (hub + agent + poller): p50 ${p50.toFixed(0)} ms, p99 ${p99.toFixed(0)} ms, max ${max.toFixed(0)} ms`,
       );
+      baseline = { agent: result };
     } finally {
       const cleanup = await deleteNamespace(cluster.kubeConfig, namespace);
       console.log(`  ${"namespace deleted with everything in it".padEnd(48)} ${seconds(cleanup)}`);
     }
+    if (baseline) await kubectlPart(cluster.kubeconfig, cluster.kubeConfig, baseline.agent);
   } finally {
     fleetScript("down");
+  }
+}
+
+/** kubectl apply --server-side of what the agent applied, into a fresh namespace of the same API server. */
+async function kubectlPart(kubeconfigFile: string, kc: KubeConfig, agent: KubeResult): Promise<void> {
+  const kubectl = ensureKubectl();
+  const namespace = `bench-kubectl-${randomBytes(3).toString("hex")}`;
+  const deployments = agent.rendered.filter((o) => o.kind === "Deployment").length;
+  console.log(
+    `\n== baseline: kubectl apply --server-side of the same ${agent.rendered.length} objects (namespace ${namespace}) ==`,
+  );
+  try {
+    const k = await runKubectlBaseline({ kubectl, kubeconfigFile, namespace, objects: agent.rendered });
+    console.log(`${k.version}; one process, start to exit: ${seconds(k.wallMs)}`);
+    console.log(`  ${"kubectl: first Deployment created".padEnd(48)} ${seconds(k.firstMs)}`);
+    console.log(`  ${`kubectl: all ${deployments} Deployments created`.padEnd(48)} ${seconds(k.allMs)}`);
+    console.log(
+      `  ${"agent, from the push: first Deployment created".padEnd(48)} ${seconds(agent.firstDeploymentMs)}`,
+    );
+    console.log(
+      `  ${`agent, from the push: all ${deployments} created`.padEnd(48)} ${seconds(agent.allDeploymentsMs)}`,
+    );
+    const ratio = (a: number | undefined, b: number | undefined) =>
+      a === undefined || b === undefined ? "—" : `x${(a / b).toFixed(2)}`;
+    console.log(
+      `push → all ${deployments} applied / kubectl's time (start to exit): ${ratio(agent.allDeploymentsMs, k.wallMs)}; ` +
+        `push → first applied: ${seconds(agent.firstDeploymentMs)} (${ratio(agent.firstDeploymentMs, k.firstMs)} kubectl's first)`,
+    );
+  } finally {
+    const cleanup = await deleteNamespace(kc, namespace);
+    console.log(`  ${"namespace deleted with everything in it".padEnd(48)} ${seconds(cleanup)}`);
   }
 }
 

@@ -119,6 +119,27 @@ export interface ObservedPod {
   pid?: number;
   /** Its container's name when the runtime knows it; else the report uses the task template's name. */
   container?: string;
+  /**
+   * Each container as the cluster reports it, in the pod's order (runtimes with real containers);
+   * without it the pod is reported as one container, named `container`, with the fields above.
+   */
+  containers?: ObservedContainer[];
+}
+
+/** One container of a pod, with the fields of the Pod schema's containerStatuses. */
+export interface ObservedContainer {
+  name: string;
+  image?: string;
+  ready: boolean;
+  restartCount: number;
+  state: ContainerState;
+  reason?: string;
+  message?: string;
+  /** Of the current or, while restarting, the last termination. */
+  exitCode?: number;
+  /** RFC 3339. */
+  startedAt?: string;
+  finishedAt?: string;
 }
 
 export interface NodeAddress {
@@ -212,6 +233,8 @@ export interface RuntimeSnapshot {
    */
   workloads?: ObservedWorkload[];
   volumes?: ObservedVolume[];
+  /** The API server's gitVersion (kubernetes runtime), e.g. "v1.34.4". */
+  kubernetesVersion?: string;
 }
 
 /** Git's admin overlay for one node (the Node object's labels, annotations and spec.unschedulable). */

@@ -196,6 +196,8 @@ class ClusterSession {
         );
         await setClusterStatus(this.#options.store, this.cluster, (status) => {
           status.capabilities = message.capabilities;
+          status.nodeCount = message.nodes.length;
+          if (message.kubernetesVersion) status.kubernetesVersion = message.kubernetesVersion;
         });
       });
     } else if (message.type === "heartbeat") {

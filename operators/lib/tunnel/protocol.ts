@@ -50,6 +50,8 @@ export interface Report {
   pods: KubeObject[];
   tasks: KubeObject[];
   capabilities: Capability[];
+  /** The cluster's API server version (kubernetes runtime). */
+  kubernetesVersion?: string;
 }
 export interface Heartbeat {
   type: "heartbeat";
@@ -202,6 +204,9 @@ export function parseAgentMessage(v: unknown): AgentMessage {
         pods: list(v, "pods", where, parseKubeObject),
         tasks: list(v, "tasks", where, parseKubeObject),
         capabilities: list(v, "capabilities", where, parseCapability),
+        ...(v.kubernetesVersion === undefined
+          ? {}
+          : { kubernetesVersion: str(v, "kubernetesVersion", where, 128) }),
       };
     case "heartbeat": {
       const beat: Heartbeat = { type: "heartbeat" };

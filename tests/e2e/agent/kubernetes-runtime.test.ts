@@ -3,6 +3,7 @@
 // them with nodes and requests, prune waits for pods and claims, node overlays touch only their
 // keys, and a new runtime adopts what an earlier one made.
 import { randomBytes } from "node:crypto";
+import { get, type RequestOptions } from "node:https";
 import {
   AppsV1Api,
   BatchV1Api,
@@ -10,6 +11,7 @@ import {
   KubernetesObjectApi,
   PatchStrategy,
   type V1Pod,
+  VersionApi,
 } from "@kubernetes/client-node";
 import t, { type Test } from "tap";
 import { KubernetesRuntime } from "../../../operators/agent/runtimes/kubernetes/index.ts";
@@ -42,6 +44,32 @@ const container = (extra: Record<string, unknown> = {}) => ({
   resources: { requests: { cpu: "250m", memory: "64Mi" } },
   ...extra,
 });
+
+/** Node proxy requests the API server has served so far (its apiserver_request_total counter). */
+async function nodeProxyRequests(): Promise<number> {
+  const options: RequestOptions = {};
+  await kc.applyToHTTPSOptions(options);
+  const server = new URL(kc.getCurrentCluster()?.server ?? "");
+  const text = await new Promise<string>((resolve, reject) => {
+    get({ ...options, hostname: server.hostname, port: server.port, path: "/metrics" }, (res) => {
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (chunk: string) => {
+        body += chunk;
+        if (body.length > 64 << 20) res.destroy(new Error("/metrics is larger than 64 MiB"));
+      });
+      res.on("end", () => resolve(body));
+      res.on("error", reject);
+    }).on("error", reject);
+  });
+  let n = 0;
+  for (const line of text.split("\n")) {
+    if (!line.startsWith("apiserver_request_total{")) continue;
+    if (line.includes('resource="nodes"') && line.includes('subresource="proxy"'))
+      n += Number(line.slice(line.lastIndexOf(" ") + 1));
+  }
+  return n;
+}
 
 const podsOf = (snapshot: RuntimeSnapshot, task: string) => snapshot.pods.filter((p) => p.task === task);
 const taskSeen = (snapshot: RuntimeSnapshot, task: string): boolean =>
@@ -453,3 +481,84 @@ t.test("a Task the API server refuses is reported in rejected while the others r
     podsOf(runtime.observe(), "good-web").some((p) => p.phase === "Running") ? true : undefined,
   );
 });
+
+t.test(
+  "observe() reports the API server's version, every container by name, and no disk figures from kwok nodes, said once",
+  async (t) => {
+    const namespace = await testNamespace(t, kc, "krt-figures");
+    const logged: { message: string; node?: unknown }[] = [];
+    const log = (message: string, fields?: Record<string, unknown>) =>
+      logged.push({ message, node: fields?.node });
+    const runtime = await KubernetesRuntime.start({
+      kubeConfig: kc,
+      defaultNamespace: namespace,
+      instance: `t${randomBytes(4).toString("hex")}`,
+      diskStatsIntervalMs: 100,
+      logger: { info: log, warn: log, error: log },
+    });
+    t.teardown(() => runtime.stop());
+    const { gitVersion } = await kc.makeApiClient(VersionApi).getCode();
+    t.equal(runtime.observe().kubernetesVersion, gitVersion, "the API server's gitVersion");
+    const nodeNames = (await core.listNode()).items.map((n) => n.metadata?.name ?? "").sort();
+    t.same(
+      runtime
+        .observe()
+        .nodes.map((n) => n.name)
+        .sort(),
+      nodeNames,
+      "every node of the cluster",
+    );
+
+    await runtime.apply([
+      kubeTask("figures", "train", {
+        kind: "Deployment",
+        replicas: 1,
+        template: {
+          spec: {
+            containers: [
+              container({ name: "trainer" }),
+              container({ name: "shipper", image: "registry.local/s:2" }),
+            ],
+          },
+        },
+      }),
+    ]);
+    const pod = await eventually("the pod Running with both containers", async () => {
+      const p = podsOf(runtime.observe(), "figures-train").find((x) => x.phase === "Running");
+      return p?.containers?.every((c) => c.state === "Running") ? p : undefined;
+    });
+    t.same(
+      pod.containers?.map((c) => [c.name, c.image, c.state]),
+      [
+        ["trainer", "registry.local/rlark/test:1", "Running"],
+        ["shipper", "registry.local/s:2", "Running"],
+      ],
+      "the pod's own container names, images and states",
+    );
+
+    // kwok nodes have no kubelet: every node fails, is said once, and has no figures
+    const said = () => logged.filter((l) => /no disk figures/.test(l.message));
+    await eventually("each node's missing disk figures said", async () =>
+      new Set(said().map((l) => l.node)).size === nodeNames.length ? true : undefined,
+    );
+    const before = await nodeProxyRequests();
+    await eventually("three more rounds of stats reads", async () =>
+      (await nodeProxyRequests()) >= before + 3 * nodeNames.length ? true : undefined,
+    );
+    t.equal(said().length, nodeNames.length, "said once per node, not every round");
+    t.same(
+      runtime.observe().nodes.filter((n) => n.disk),
+      [],
+      "no node has disk figures",
+    );
+
+    // a runtime without an instance (a real agent) does not count a test runtime's objects as its own
+    const plain = await KubernetesRuntime.start({ kubeConfig: kc, defaultNamespace: namespace });
+    t.teardown(() => plain.stop());
+    t.same(podsOf(plain.observe(), "figures-train"), [], "not its pods");
+    t.notOk(
+      plain.observe().workloads?.some((w) => w.task === "figures-train"),
+      "not its workloads",
+    );
+  },
+);

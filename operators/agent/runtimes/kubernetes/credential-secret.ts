@@ -1,9 +1,10 @@
 // The agent's enrolled identity for the kubernetes runtime: a Secret (default
 // rlark-system/rlark-agent-identity), so a rescheduled agent pod keeps its key and certificate
 // and never needs a new bootstrap token. The RBAC in fleet/agent/role.yaml allows exactly this
-// Secret. Written by server-side apply: one request whether or not it exists yet.
+// Secret. Written by server-side apply: one request whether or not it exists yet. The namespace
+// is made when the Secret is not found, that is before enrollment: an agent that may not make it
+// refuses before its one-time token is spent.
 import {
-  ApiException,
   CoreV1Api,
   type KubeConfig,
   KubernetesObjectApi,
@@ -11,7 +12,9 @@ import {
   type V1Secret,
 } from "@kubernetes/client-node";
 import { type AgentCredentials, type CredentialStore, parseCredentials } from "../../../lib/tunnel/index.ts";
+import { apiErrorCode, KubeApiError } from "./api-error.ts";
 import { FIELD_MANAGER, LABEL_MANAGED_BY, MANAGED_BY } from "./labels.ts";
+import { ensureNamespace } from "./namespace.ts";
 import { DEFAULT_NAMESPACE } from "./render.ts";
 
 export const IDENTITY_SECRET = "rlark-agent-identity";
@@ -32,14 +35,36 @@ export function secretCredentialStore(options: SecretCredentialStoreOptions): Cr
   const core = options.kubeConfig.makeApiClient(CoreV1Api);
   const objects = KubernetesObjectApi.makeApiClient(options.kubeConfig);
   const where = `Secret ${namespace}/${name}`;
+  const write = (credentials: AgentCredentials) =>
+    objects.patch(
+      {
+        apiVersion: "v1",
+        kind: "Secret",
+        metadata: { name, namespace, labels: { [LABEL_MANAGED_BY]: MANAGED_BY } },
+        type: "kubernetes.io/tls",
+        data: {
+          cluster: b64(credentials.cluster),
+          "tls.key": b64(credentials.privateKeyPem),
+          "tls.crt": b64(credentials.certPem),
+          "ca.crt": b64(credentials.caCertPem),
+          ...(credentials.hubCertPem ? { "hub.crt": b64(credentials.hubCertPem) } : {}),
+        },
+      } satisfies V1Secret,
+      undefined,
+      undefined,
+      FIELD_MANAGER,
+      true,
+      PatchStrategy.ServerSideApply,
+    );
   return {
     async load(): Promise<AgentCredentials | undefined> {
       let data: Record<string, string> | undefined;
       try {
         data = (await core.readNamespacedSecret({ name, namespace })).data;
       } catch (err) {
-        if (err instanceof ApiException && err.code === 404) return undefined;
-        throw err;
+        if (apiErrorCode(err) !== 404) throw new KubeApiError(err, `reading ${where}`);
+        await ensureNamespace(core, namespace);
+        return undefined;
       }
       return parseCredentials(
         {
@@ -53,26 +78,16 @@ export function secretCredentialStore(options: SecretCredentialStoreOptions): Cr
       );
     },
     async save(credentials: AgentCredentials): Promise<void> {
-      await objects.patch(
-        {
-          apiVersion: "v1",
-          kind: "Secret",
-          metadata: { name, namespace, labels: { [LABEL_MANAGED_BY]: MANAGED_BY } },
-          type: "kubernetes.io/tls",
-          data: {
-            cluster: b64(credentials.cluster),
-            "tls.key": b64(credentials.privateKeyPem),
-            "tls.crt": b64(credentials.certPem),
-            "ca.crt": b64(credentials.caCertPem),
-            ...(credentials.hubCertPem ? { "hub.crt": b64(credentials.hubCertPem) } : {}),
-          },
-        } satisfies V1Secret,
-        undefined,
-        undefined,
-        FIELD_MANAGER,
-        true,
-        PatchStrategy.ServerSideApply,
-      );
+      try {
+        await write(credentials);
+      } catch (err) {
+        if (apiErrorCode(err) !== 404) throw new KubeApiError(err, `writing ${where}`);
+        // the namespace went away since load(): make it again, once
+        await ensureNamespace(core, namespace);
+        await write(credentials).catch((again: unknown) => {
+          throw new KubeApiError(again, `writing ${where}`);
+        });
+      }
     },
   };
 }

@@ -17,6 +17,7 @@ import {
   type V1PersistentVolumeClaim,
   type V1Pod,
   type V1StatefulSet,
+  VersionApi,
 } from "@kubernetes/client-node";
 import type {
   AgentType,
@@ -30,6 +31,7 @@ import type {
   StopOptions,
   WorkloadKind,
 } from "../types.ts";
+import { apiErrorCode, describeApiError, KubeApiError } from "./api-error.ts";
 import { diskUsageFromSummary } from "./disk-usage.ts";
 import {
   ANNOTATION_TASK_UID,
@@ -41,6 +43,7 @@ import {
   MANAGED_SELECTOR,
 } from "./labels.ts";
 import { type Logger, silentLogger } from "./logger.ts";
+import { ensureNamespace } from "./namespace.ts";
 import { hasOverlayRecord, type NodeFields, overlayPatch } from "./node-overlays.ts";
 import {
   fallbackIndexes,
@@ -119,25 +122,6 @@ const REAPPLY_AFTER_MS = 5 * 60_000;
 const objectKey = (o: KubernetesObject): string =>
   `${o.apiVersion}/${o.kind}/${o.metadata?.namespace ?? ""}/${o.metadata?.name ?? ""}`;
 
-const errorMessage = (err: unknown): string => {
-  if (typeof err === "object" && err !== null && "body" in err) {
-    const body = (err as { body?: unknown }).body;
-    if (typeof body === "string") {
-      try {
-        const parsed = JSON.parse(body) as { message?: string };
-        if (parsed.message) return parsed.message;
-      } catch {}
-      return body;
-    }
-  }
-  return err instanceof Error ? err.message : String(err);
-};
-
-const httpCode = (err: unknown): number | undefined =>
-  typeof err === "object" && err !== null && typeof (err as { code?: unknown }).code === "number"
-    ? (err as { code: number }).code
-    : undefined;
-
 /** Runs Kubernetes Tasks on one cluster. Create with {@link KubernetesRuntime.start}. */
 export class KubernetesRuntime implements Runtime {
   readonly agentTypes: readonly AgentType[] = ["Kubernetes"];
@@ -162,6 +146,10 @@ export class KubernetesRuntime implements Runtime {
   #overlayTimer: NodeJS.Timeout | undefined;
   #diskTimer: NodeJS.Timeout | undefined;
   readonly #disk = new Map<string, { usedBytes: number; totalBytes: number }>();
+  /** Nodes whose stats summary could not be read last time: said once, not every round. */
+  readonly #diskFailing = new Set<string>();
+  #kubernetesVersion: string | undefined;
+  #versionTimer: NodeJS.Timeout | undefined;
   #changePending = false;
   #snapshot: RuntimeSnapshot | undefined;
   #stopped = false;
@@ -172,9 +160,8 @@ export class KubernetesRuntime implements Runtime {
     const kc = options.kubeConfig;
     this.#objects = KubernetesObjectApi.makeApiClient(kc);
     this.#core = kc.makeApiClient(CoreV1Api);
-    this.#selector = options.instance
-      ? `${MANAGED_SELECTOR},${LABEL_INSTANCE}=${options.instance}`
-      : MANAGED_SELECTOR;
+    // without an instance, what an instance made (a test's runtime on a shared cluster) is not ours
+    this.#selector = `${MANAGED_SELECTOR},${options.instance ? `${LABEL_INSTANCE}=${options.instance}` : `!${LABEL_INSTANCE}`}`;
     const common = {
       kubeConfig: kc,
       logger: this.#logger,
@@ -226,9 +213,34 @@ export class KubernetesRuntime implements Runtime {
     const runtime = new KubernetesRuntime(options);
     const all = runtime.#collections();
     for (const c of all) c.start();
-    await Promise.all(all.map((c) => c.synced));
+    await Promise.all([...all.map((c) => c.synced), runtime.#readVersion()]);
+    runtime.#pollVersion(options.relistIntervalMs ?? 600_000);
     if (options.diskStatsIntervalMs) runtime.#pollDisk(options.diskStatsIntervalMs);
     return runtime;
+  }
+
+  /** The API server's gitVersion (/version, readable by every authenticated identity). */
+  async #readVersion(): Promise<void> {
+    try {
+      const { gitVersion } = await this.#options.kubeConfig.makeApiClient(VersionApi).getCode();
+      if (gitVersion !== this.#kubernetesVersion) {
+        this.#kubernetesVersion = gitVersion;
+        this.#changed();
+      }
+    } catch (err) {
+      this.#logger.warn("could not read the Kubernetes version", {
+        error: describeApiError(err, "/version"),
+      });
+    }
+  }
+
+  /** Again now and then: the control plane may be upgraded under a running agent. */
+  #pollVersion(intervalMs: number): void {
+    this.#versionTimer = setTimeout(() => {
+      void this.#readVersion().finally(() => {
+        if (!this.#stopped) this.#pollVersion(intervalMs);
+      });
+    }, intervalMs);
   }
 
   #collections(): WatchedCollection<KubernetesObject>[] {
@@ -260,7 +272,7 @@ export class KubernetesRuntime implements Runtime {
     this.#retry = setTimeout(() => {
       this.#retry = undefined;
       void this.#reconcile().catch((err) =>
-        this.#logger.warn("reconcile failed", { error: errorMessage(err) }),
+        this.#logger.warn("reconcile failed", { error: describeApiError(err) }),
       );
     }, this.#options.retryIntervalMs ?? 5000);
   }
@@ -291,17 +303,10 @@ export class KubernetesRuntime implements Runtime {
     for (const namespace of new Set(rendered.map((r) => r.namespace))) {
       if (this.#namespaces.has(namespace)) continue;
       try {
-        await this.#objects.patch(
-          { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } },
-          undefined,
-          undefined,
-          FIELD_MANAGER,
-          true,
-          PatchStrategy.ServerSideApply,
-        );
+        await ensureNamespace(this.#core, namespace);
         this.#namespaces.add(namespace);
       } catch (err) {
-        this.#logger.warn("could not create namespace", { namespace, error: errorMessage(err) });
+        this.#logger.warn("could not create namespace", { namespace, error: describeApiError(err) });
         retry = true;
       }
     }
@@ -364,7 +369,7 @@ export class KubernetesRuntime implements Runtime {
           PatchStrategy.ServerSideApply,
         );
       } catch (err) {
-        if (httpCode(err) === 422) {
+        if (apiErrorCode(err) === 422) {
           // a Job's pod template cannot change: replace the Job; anything else is the Task's fault
           const existing =
             obj.kind === "Job"
@@ -374,11 +379,15 @@ export class KubernetesRuntime implements Runtime {
             await this.#delete(obj);
             return "retry";
           }
-          return { invalid: `${obj.kind} ${obj.metadata?.name}: ${errorMessage(err)}` };
+          return { invalid: `${obj.kind} ${obj.metadata?.name}: ${describeApiError(err)}` };
         }
         // the namespace was deleted behind our back: make it again on the retry
-        if (httpCode(err) === 404) this.#namespaces.delete(r.namespace);
-        this.#logger.warn("apply failed", { task: r.task, object: objectKey(obj), error: errorMessage(err) });
+        if (apiErrorCode(err) === 404) this.#namespaces.delete(r.namespace);
+        this.#logger.warn("apply failed", {
+          task: r.task,
+          object: objectKey(obj),
+          error: describeApiError(err),
+        });
         return "retry";
       }
     }
@@ -416,8 +425,8 @@ export class KubernetesRuntime implements Runtime {
       );
       return true;
     } catch (err) {
-      if (httpCode(err) === 404) return true;
-      this.#logger.warn("delete failed", { object: objectKey(obj), error: errorMessage(err) });
+      if (apiErrorCode(err) === 404) return true;
+      this.#logger.warn("delete failed", { object: objectKey(obj), error: describeApiError(err) });
       return false;
     }
   }
@@ -444,7 +453,7 @@ export class KubernetesRuntime implements Runtime {
         );
         for (const obj of list.items) candidates.push({ ...obj, apiVersion: c.apiVersion, kind: c.kind });
       } catch (err) {
-        this.#logger.warn("list failed", { kind: c.kind, error: errorMessage(err) });
+        this.#logger.warn("list failed", { kind: c.kind, error: describeApiError(err) });
         ok = false;
       }
     }
@@ -471,7 +480,7 @@ export class KubernetesRuntime implements Runtime {
   #owns(obj: KubernetesObject): boolean {
     const labels = obj.metadata?.labels ?? {};
     if (labels[LABEL_MANAGED_BY] !== MANAGED_BY) return false;
-    return !this.#options.instance || labels[LABEL_INSTANCE] === this.#options.instance;
+    return (labels[LABEL_INSTANCE] ?? "") === (this.#options.instance ?? "");
   }
 
   #changed(): void {
@@ -484,7 +493,7 @@ export class KubernetesRuntime implements Runtime {
         try {
           listener();
         } catch (err) {
-          this.#logger.error("change listener failed", { error: errorMessage(err) });
+          this.#logger.error("change listener failed", { error: describeApiError(err) });
         }
       }
     });
@@ -549,28 +558,47 @@ export class KubernetesRuntime implements Runtime {
     const volumes = [...this.#volumes.values()]
       .map(observeVolume)
       .sort((a, b) => (`${a.namespace}/${a.name}` < `${b.namespace}/${b.name}` ? -1 : 1));
-    return { nodes, pods, workloads, volumes };
+    return {
+      nodes,
+      pods,
+      workloads,
+      volumes,
+      ...(this.#kubernetesVersion ? { kubernetesVersion: this.#kubernetesVersion } : {}),
+    };
   }
 
-  /** Reads every node's Stats Summary, then again after `intervalMs`; a node that fails keeps its last figures. */
+  /**
+   * Reads every node's Stats Summary, then again after `intervalMs`. A node that fails keeps its
+   * last figures, or has none (a node without a kubelet, kwok's, never has any); its failure is
+   * logged once, not every round, and its recovery once.
+   */
   #pollDisk(intervalMs: number): void {
     const round = async () => {
       const nodes = [...this.#nodes.values()];
       const names = new Set(nodes.map((n) => n.metadata?.name ?? ""));
       for (const name of this.#disk.keys()) if (!names.has(name)) this.#disk.delete(name);
+      for (const name of this.#diskFailing) if (!names.has(name)) this.#diskFailing.delete(name);
       for (const node of nodes) {
         const name = node.metadata?.name ?? "";
         if (this.#stopped) return;
         try {
           const text = await this.#core.connectGetNodeProxyWithPath({ name, path: "stats/summary" });
           const usage = diskUsageFromSummary(typeof text === "string" ? JSON.parse(text) : text);
+          if (!usage) throw new Error("the stats summary has no node filesystem figures");
+          if (this.#diskFailing.delete(name))
+            this.#logger.info("disk figures available again", { node: name });
           const before = this.#disk.get(name);
-          if (usage && (usage.usedBytes !== before?.usedBytes || usage.totalBytes !== before?.totalBytes)) {
+          if (usage.usedBytes !== before?.usedBytes || usage.totalBytes !== before?.totalBytes) {
             this.#disk.set(name, usage);
             this.#changed();
           }
         } catch (err) {
-          this.#logger.info("no stats summary", { node: name, error: errorMessage(err) });
+          if (this.#diskFailing.has(name)) continue;
+          this.#diskFailing.add(name);
+          this.#logger.info("no disk figures for this node (its kubelet stats summary cannot be read)", {
+            node: name,
+            error: describeApiError(err, `nodes/${name}/proxy/stats/summary`),
+          });
         }
       }
     };
@@ -596,7 +624,7 @@ export class KubernetesRuntime implements Runtime {
     this.#overlayTimer = setTimeout(() => {
       this.#overlayTimer = undefined;
       void this.#syncOverlays().catch((err) =>
-        this.#logger.warn("node overlays failed", { error: errorMessage(err) }),
+        this.#logger.warn("node overlays failed", { error: describeApiError(err) }),
       );
     }, 200);
   }
@@ -632,7 +660,7 @@ export class KubernetesRuntime implements Runtime {
           PatchStrategy.MergePatch,
         );
       } catch (err) {
-        failures.push(`${name}: ${errorMessage(err)}`);
+        failures.push(`${name}: ${describeApiError(err)}`);
       }
     }
     for (const name of wanted.keys()) {
@@ -647,12 +675,16 @@ export class KubernetesRuntime implements Runtime {
   async logs(pod: { namespace: string; name: string }, options: LogOptions = {}): Promise<string> {
     const cached = this.#pods.get(pod.namespace, pod.name);
     const container = cached?.spec?.containers[0]?.name;
-    return this.#core.readNamespacedPodLog({
-      name: pod.name,
-      namespace: pod.namespace,
-      ...(container ? { container } : {}),
-      ...(options.tail !== undefined ? { tailLines: options.tail } : {}),
-    });
+    try {
+      return await this.#core.readNamespacedPodLog({
+        name: pod.name,
+        namespace: pod.namespace,
+        ...(container ? { container } : {}),
+        ...(options.tail !== undefined ? { tailLines: options.tail } : {}),
+      });
+    } catch (err) {
+      throw new KubeApiError(err, `log of pod ${pod.namespace}/${pod.name}`);
+    }
   }
 
   async stop(options: StopOptions = {}): Promise<void> {
@@ -664,6 +696,7 @@ export class KubernetesRuntime implements Runtime {
     clearTimeout(this.#retry);
     clearTimeout(this.#overlayTimer);
     clearTimeout(this.#diskTimer);
+    clearTimeout(this.#versionTimer);
     await this.#reconciling;
     for (const c of this.#collections()) c.stop();
     this.#listeners.clear();

@@ -18,6 +18,7 @@ import type {
   ContainerState,
   NodeAddress,
   NodeCondition,
+  ObservedContainer,
   ObservedNode,
   ObservedPod,
   ObservedVolume,
@@ -145,6 +146,35 @@ function mainStatus(pod: V1Pod): V1ContainerStatus | undefined {
   return statuses.find((s) => s.name === main) ?? statuses[0];
 }
 
+const stateOf = (s: V1ContainerStatus | undefined): ContainerState =>
+  s?.state?.running ? "Running" : s?.state?.terminated ? "Terminated" : "Waiting";
+
+/** Every container of the pod spec, in its order, with what its status says (Waiting until it has one). */
+export function observeContainers(pod: V1Pod): ObservedContainer[] {
+  const statuses = new Map((pod.status?.containerStatuses ?? []).map((s) => [s.name, s]));
+  return (pod.spec?.containers ?? []).map((c) => {
+    const s = statuses.get(c.name);
+    const terminated = s?.state?.terminated ?? s?.lastState?.terminated;
+    const reason = s?.state?.waiting?.reason ?? s?.state?.terminated?.reason;
+    const message = s?.state?.waiting?.message ?? s?.state?.terminated?.message;
+    const startedAt = time(s?.state?.running?.startedAt ?? s?.state?.terminated?.startedAt);
+    const finishedAt = time(s?.state?.terminated?.finishedAt);
+    const image = s?.image || c.image;
+    return {
+      name: c.name,
+      ...(image ? { image } : {}),
+      ready: s?.ready ?? false,
+      restartCount: s?.restartCount ?? 0,
+      state: stateOf(s),
+      ...(reason ? { reason } : {}),
+      ...(message ? { message } : {}),
+      ...(terminated ? { exitCode: terminated.exitCode } : {}),
+      ...(startedAt ? { startedAt } : {}),
+      ...(finishedAt ? { finishedAt } : {}),
+    };
+  });
+}
+
 const PHASES = new Set(["Pending", "Running", "Succeeded", "Failed", "Unknown"]);
 
 /** `index`: the replica index when the pod has no index label of its own (Deployment, DaemonSet). */
@@ -152,11 +182,7 @@ export function observePod(pod: V1Pod, index: number, generation?: number): Obse
   const labels = pod.metadata?.labels ?? {};
   const main = mainStatus(pod);
   const terminated = main?.state?.terminated ?? main?.lastState?.terminated;
-  const state: ContainerState = main?.state?.running
-    ? "Running"
-    : main?.state?.terminated
-      ? "Terminated"
-      : "Waiting";
+  const state = stateOf(main);
   const phase = (PHASES.has(pod.status?.phase ?? "") ? pod.status?.phase : "Unknown") as PodPhase;
   const terminating = pod.metadata?.deletionTimestamp !== undefined;
   const ready =
@@ -196,6 +222,7 @@ export function observePod(pod: V1Pod, index: number, generation?: number): Obse
     ...(message ? { message } : {}),
     ...(startTime ? { startTime } : {}),
     ...(main?.state?.terminated?.finishedAt ? { finishTime: time(main.state.terminated.finishedAt) } : {}),
+    containers: observeContainers(pod),
   };
 }
 

@@ -5,6 +5,7 @@
 // 30 s inactivity timeout is the watchdog); backs off exponentially while the server fails; and
 // skips events whose object it already holds at that resourceVersion.
 import { type KubeConfig, type KubernetesObject, KubernetesObjectApi, Watch } from "@kubernetes/client-node";
+import { apiErrorCode, describeApiError } from "./api-error.ts";
 import type { Logger } from "./logger.ts";
 
 export interface CollectionOptions {
@@ -22,14 +23,6 @@ export interface CollectionOptions {
 }
 
 const key = (o: KubernetesObject): string => `${o.metadata?.namespace ?? ""}/${o.metadata?.name ?? ""}`;
-
-function statusCode(err: unknown): number | undefined {
-  if (typeof err !== "object" || err === null) return undefined;
-  const e = err as { statusCode?: unknown; code?: unknown };
-  if (typeof e.statusCode === "number") return e.statusCode;
-  if (typeof e.code === "number") return e.code;
-  return undefined;
-}
 
 export class WatchedCollection<T extends KubernetesObject> {
   readonly #options: CollectionOptions;
@@ -172,7 +165,7 @@ export class WatchedCollection<T extends KubernetesObject> {
       };
       const onDone = (err: unknown) => {
         if (err && outcome === "closed") {
-          const code = statusCode(err);
+          const code = apiErrorCode(err);
           const timeout = err instanceof Error && err.name === "TimeoutError";
           const aborted = err instanceof Error && err.name === "AbortError";
           if (code === 410) outcome = "gone";
@@ -180,7 +173,7 @@ export class WatchedCollection<T extends KubernetesObject> {
             outcome = "error";
             this.#options.logger.warn("watch failed", {
               kind: this.#options.kind,
-              error: err instanceof Error ? err.message : String(err),
+              error: describeApiError(err),
             });
           }
         }
@@ -208,7 +201,7 @@ export class WatchedCollection<T extends KubernetesObject> {
         failures += 1;
         this.#options.logger.warn("list failed", {
           kind: this.#options.kind,
-          error: err instanceof Error ? err.message : String(err),
+          error: describeApiError(err),
         });
         await this.#sleep(this.#backoff(failures));
         continue;

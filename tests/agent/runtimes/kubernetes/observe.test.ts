@@ -131,6 +131,59 @@ t.test("a pod being deleted is reported terminating and not ready", async (t) =>
   t.match(observePod(p, 0), { terminating: true, ready: false, reason: "Terminating" });
 });
 
+t.test("every container is reported under its own name and state, in the pod's order", async (t) => {
+  const p = pod("two", "n", "Running", {
+    containers: [
+      { name: "trainer", image: "registry.local/trainer:1" },
+      { name: "log-shipper", image: "registry.local/shipper:2" },
+      { name: "not-started", image: "registry.local/late:3" },
+    ],
+  });
+  p.status = {
+    phase: "Running",
+    containerStatuses: [
+      {
+        name: "log-shipper",
+        image: "registry.local/shipper:2",
+        imageID: "",
+        ready: false,
+        restartCount: 3,
+        state: { waiting: { reason: "CrashLoopBackOff", message: "back-off 40s" } },
+        lastState: { terminated: { exitCode: 2, finishedAt: new Date("2026-01-01T00:00:00Z") } },
+      },
+      {
+        name: "trainer",
+        image: "registry.local/trainer:1",
+        imageID: "",
+        ready: true,
+        restartCount: 0,
+        state: { running: { startedAt: new Date("2026-01-01T00:00:01Z") } },
+      },
+    ],
+  };
+  t.same(observePod(p, 0).containers, [
+    {
+      name: "trainer",
+      image: "registry.local/trainer:1",
+      ready: true,
+      restartCount: 0,
+      state: "Running",
+      startedAt: "2026-01-01T00:00:01.000Z",
+    },
+    {
+      name: "log-shipper",
+      image: "registry.local/shipper:2",
+      ready: false,
+      restartCount: 3,
+      state: "Waiting",
+      reason: "CrashLoopBackOff",
+      message: "back-off 40s",
+      exitCode: 2,
+    },
+    { name: "not-started", image: "registry.local/late:3", ready: false, restartCount: 0, state: "Waiting" },
+  ]);
+});
+
 t.test("a StatefulSet pod's ordinal wins over the fallback index", async (t) => {
   const p = pod("sts-3", "n", "Running");
   p.metadata!.labels = { ...p.metadata!.labels, "apps.kubernetes.io/pod-index": "3" };
