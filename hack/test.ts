@@ -1,6 +1,8 @@
 // `npm test`: every check a change must pass, in order, with progress lines.
-// Stops at the first failing step and exits with its code so CI is gated on it.
-import { spawnSync } from "node:child_process";
+// Stops at the first failing step and exits with its code so CI is gated on it. The last line is
+// always `N passed, N failed` (tap's count of tests; a failed check before tap counts as one
+// failure), which CI reads whatever the runner.
+import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 
 interface Step {
@@ -8,6 +10,8 @@ interface Step {
   command: string[];
   /** Skip the step when this file is absent (a later issue adds it). */
   needs?: string;
+  /** Read the test counts from the step's output (tap's closing `# { total, pass, fail }`). */
+  counts?: boolean;
 }
 
 const steps: Step[] = [
@@ -20,21 +24,53 @@ const steps: Step[] = [
   },
   { name: "typecheck (tsc)", command: ["npx", "tsc", "-p", "tsconfig.json"] },
   { name: "Kubernetes binaries", command: ["bash", "hack/kube/build"], needs: "hack/kube/build" },
-  { name: "tests (tap)", command: ["npx", "tap", ...process.argv.slice(2)] },
+  { name: "tests (tap)", command: ["npx", "tap", ...process.argv.slice(2)], counts: true },
 ];
 
+/** Runs one step with its output passed through; returns its exit code and tap's counts if asked. */
+function run(step: Step): Promise<{ code: number; passed?: number; failed?: number }> {
+  const [cmd, ...args] = step.command as [string, ...string[]];
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { stdio: ["inherit", step.counts ? "pipe" : "inherit", "inherit"] });
+    let tail = "";
+    let passed: number | undefined;
+    let failed: number | undefined;
+    child.stdout?.on("data", (chunk: Buffer) => {
+      process.stdout.write(chunk);
+      // Only whole lines are matched; the partial last line waits for the next chunk.
+      const lines = (tail + chunk.toString("utf8")).split("\n");
+      tail = lines.pop() ?? "";
+      for (const line of lines) {
+        const summary = /^# \{ total: (\d+)(?:, pass: (\d+))?(?:, fail: (\d+))?/.exec(line);
+        if (summary) {
+          passed = Number(summary[2] ?? 0);
+          failed = Number(summary[3] ?? 0);
+        }
+      }
+    });
+    child.once("error", () => resolve({ code: 127 }));
+    child.once("close", (code, signal) => resolve({ code: code ?? (signal ? 1 : 0), passed, failed }));
+  });
+}
+
 const started = Date.now();
+let passed = 0;
+let failed = 0;
 for (const [index, step] of steps.entries()) {
   if (step.needs && !existsSync(step.needs)) continue;
   const t0 = Date.now();
   console.log(`\n== [${index + 1}/${steps.length}] ${step.name}`);
-  const [cmd, ...args] = step.command as [string, ...string[]];
-  const run = spawnSync(cmd, args, { stdio: "inherit" });
+  const result = await run(step);
+  passed += result.passed ?? 0;
+  failed += result.failed ?? 0;
   const seconds = ((Date.now() - t0) / 1000).toFixed(1);
-  if (run.status !== 0) {
-    console.error(`== ${step.name}: FAILED after ${seconds}s (exit ${run.status ?? run.signal})`);
-    process.exit(run.status ?? 1);
+  if (result.code !== 0) {
+    console.error(`== ${step.name}: FAILED after ${seconds}s (exit ${result.code})`);
+    if (result.failed === undefined || result.failed === 0) failed += 1;
+    console.log(`${passed} passed, ${failed} failed`);
+    process.exit(result.code);
   }
   console.log(`== ${step.name}: ok in ${seconds}s`);
 }
 console.log(`\n== all checks passed in ${((Date.now() - started) / 1000).toFixed(0)}s`);
+console.log(`${passed} passed, ${failed} failed`);
