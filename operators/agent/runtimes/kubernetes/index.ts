@@ -5,10 +5,10 @@
 // observe() maps them to the runtime contract (observe.ts). Everything the runtime owns is found
 // again by label, so a new runtime on the same cluster adopts it: no state of its own.
 import {
-  CoreV1Api,
+  type CoreV1Api,
   type KubeConfig,
   type KubernetesObject,
-  KubernetesObjectApi,
+  type KubernetesObjectApi,
   PatchStrategy,
   type V1DaemonSet,
   type V1Deployment,
@@ -17,7 +17,6 @@ import {
   type V1PersistentVolumeClaim,
   type V1Pod,
   type V1StatefulSet,
-  VersionApi,
 } from "@kubernetes/client-node";
 import type {
   AgentType,
@@ -31,6 +30,7 @@ import type {
   StopOptions,
   WorkloadKind,
 } from "../types.ts";
+import { type ApiClients, apiClients } from "./api-clients.ts";
 import { apiErrorCode, describeApiError, KubeApiError } from "./api-error.ts";
 import { diskUsageFromSummary } from "./disk-usage.ts";
 import {
@@ -127,6 +127,7 @@ export class KubernetesRuntime implements Runtime {
   readonly agentTypes: readonly AgentType[] = ["Kubernetes"];
   readonly #options: KubernetesRuntimeOptions;
   readonly #logger: Logger;
+  readonly #clients: ApiClients;
   readonly #objects: KubernetesObjectApi;
   readonly #core: CoreV1Api;
   readonly #nodes: WatchedCollection<V1Node>;
@@ -158,8 +159,9 @@ export class KubernetesRuntime implements Runtime {
     this.#options = options;
     this.#logger = options.logger ?? silentLogger;
     const kc = options.kubeConfig;
-    this.#objects = KubernetesObjectApi.makeApiClient(kc);
-    this.#core = kc.makeApiClient(CoreV1Api);
+    this.#clients = apiClients(kc);
+    this.#objects = this.#clients.objects;
+    this.#core = this.#clients.core;
     // without an instance, what an instance made (a test's runtime on a shared cluster) is not ours
     this.#selector = `${MANAGED_SELECTOR},${options.instance ? `${LABEL_INSTANCE}=${options.instance}` : `!${LABEL_INSTANCE}`}`;
     const common = {
@@ -222,7 +224,7 @@ export class KubernetesRuntime implements Runtime {
   /** The API server's gitVersion (/version, readable by every authenticated identity). */
   async #readVersion(): Promise<void> {
     try {
-      const { gitVersion } = await this.#options.kubeConfig.makeApiClient(VersionApi).getCode();
+      const { gitVersion } = await this.#clients.version.getCode();
       if (gitVersion !== this.#kubernetesVersion) {
         this.#kubernetesVersion = gitVersion;
         this.#changed();
@@ -700,5 +702,6 @@ export class KubernetesRuntime implements Runtime {
     await this.#reconciling;
     for (const c of this.#collections()) c.stop();
     this.#listeners.clear();
+    await this.#clients.close();
   }
 }
