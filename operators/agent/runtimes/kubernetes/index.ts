@@ -114,8 +114,8 @@ const COMPANIONS = [
 
 type AnyWorkload = V1Deployment | V1StatefulSet | V1DaemonSet | V1Job;
 
-/** Server-side applies in flight at once. */
-const APPLY_CONCURRENCY = 8;
+/** Server-side applies in flight at once (docs/benchmarks/agent.md: 8 → 16 took 200 from 4.7 s to 2.7 s). */
+const APPLY_CONCURRENCY = 16;
 /** An unchanged Task is applied again after this long anyway, to undo drift made behind our back. */
 const REAPPLY_AFTER_MS = 5 * 60_000;
 
