@@ -149,6 +149,8 @@ export class KubernetesRuntime implements Runtime {
   readonly #disk = new Map<string, { usedBytes: number; totalBytes: number }>();
   /** Nodes whose stats summary could not be read last time: said once, not every round. */
   readonly #diskFailing = new Set<string>();
+  /** nodes/proxy is forbidden: one node is asked per round (to notice a grant), the rest are not. */
+  #diskForbidden = false;
   #kubernetesVersion: string | undefined;
   #versionTimer: NodeJS.Timeout | undefined;
   #changePending = false;
@@ -587,14 +589,26 @@ export class KubernetesRuntime implements Runtime {
           const text = await this.#core.connectGetNodeProxyWithPath({ name, path: "stats/summary" });
           const usage = diskUsageFromSummary(typeof text === "string" ? JSON.parse(text) : text);
           if (!usage) throw new Error("the stats summary has no node filesystem figures");
-          if (this.#diskFailing.delete(name))
+          if (this.#diskFailing.delete(name) || this.#diskForbidden)
             this.#logger.info("disk figures available again", { node: name });
+          this.#diskForbidden = false;
           const before = this.#disk.get(name);
           if (usage.usedBytes !== before?.usedBytes || usage.totalBytes !== before?.totalBytes) {
             this.#disk.set(name, usage);
             this.#changed();
           }
         } catch (err) {
+          if (apiErrorCode(err) === 403) {
+            if (!this.#diskForbidden)
+              this.#logger.info(
+                "no disk figures: this agent may not get nodes/proxy (grant it to see disk use)",
+                {
+                  error: describeApiError(err, `nodes/${name}/proxy/stats/summary`),
+                },
+              );
+            this.#diskForbidden = true;
+            return;
+          }
           if (this.#diskFailing.has(name)) continue;
           this.#diskFailing.add(name);
           this.#logger.info("no disk figures for this node (its kubelet stats summary cannot be read)", {
