@@ -11,6 +11,7 @@ import {
   type KubernetesObject,
   KubernetesObjectApi,
   PatchStrategy,
+  type RequestContext,
 } from "@kubernetes/client-node";
 import t from "tap";
 import YAML from "yaml";
@@ -195,4 +196,45 @@ t.test("the agent keeps its identity in the Secret its Role allows, and reads it
   t.same(await store.load(), renewed, "a renewal replaces the certificate");
   const secret = await core.readNamespacedSecret({ name: "rlark-agent-identity", namespace: "rlark-system" });
   t.equal(secret.type, "kubernetes.io/tls");
+});
+
+t.test("without nodes/proxy, disk figures are off: said once, one node asked per round", async (t) => {
+  // counts the runtime's node proxy requests: rounds, without waiting for a stretch of time
+  class Counting extends KubeConfig {
+    proxyRequests = 0;
+    override async applySecurityAuthentication(context: RequestContext): Promise<void> {
+      if (context.getUrl().includes("/proxy/")) this.proxyRequests++;
+      return super.applySecurityAuthentication(context);
+    }
+  }
+  const agentKc = new Counting();
+  const plain = impersonating(AGENT_USER);
+  agentKc.loadFromOptions({
+    clusters: plain.getClusters(),
+    users: plain.getUsers(),
+    contexts: plain.getContexts(),
+    currentContext: plain.getCurrentContext(),
+  });
+  const logged: string[] = [];
+  const log = (message: string) => logged.push(message);
+  const runtime = await KubernetesRuntime.start({
+    kubeConfig: agentKc,
+    instance: `t${randomBytes(4).toString("hex")}`,
+    diskStatsIntervalMs: 100,
+    logger: { info: log, warn: log, error: log },
+  });
+  t.teardown(() => runtime.stop());
+  const nodes = runtime.observe().nodes.length;
+  await eventually("four rounds of stats reads", async () => (agentKc.proxyRequests >= 4 ? true : undefined));
+  t.same(
+    logged.filter((m) => /disk figures/.test(m)),
+    ["no disk figures: this agent may not get nodes/proxy (grant it to see disk use)"],
+    `said once in ${agentKc.proxyRequests} requests on ${nodes} nodes, not once per node and round`,
+  );
+  t.ok(nodes > 1, "a cluster of several nodes");
+  t.same(
+    runtime.observe().nodes.filter((n) => n.disk),
+    [],
+    "no node has disk figures",
+  );
 });

@@ -3,7 +3,6 @@
 // them with nodes and requests, prune waits for pods and claims, node overlays touch only their
 // keys, and a new runtime adopts what an earlier one made.
 import { randomBytes } from "node:crypto";
-import { get, type RequestOptions } from "node:https";
 import {
   AppsV1Api,
   BatchV1Api,
@@ -18,6 +17,7 @@ import { KubernetesRuntime } from "../../../operators/agent/runtimes/kubernetes/
 import type { RuntimeSnapshot } from "../../../operators/agent/runtimes/types.ts";
 import { kubeTask, SSH_KEY } from "../../agent/runtimes/kubernetes/tasks.ts";
 import { eventually, fleetCluster, testNamespace } from "../../helpers/fleet.ts";
+import { nodeProxyRequests } from "./apiserver-metrics.ts";
 
 const { kubeConfig: kc } = fleetCluster(0);
 const core = kc.makeApiClient(CoreV1Api);
@@ -44,32 +44,6 @@ const container = (extra: Record<string, unknown> = {}) => ({
   resources: { requests: { cpu: "250m", memory: "64Mi" } },
   ...extra,
 });
-
-/** Node proxy requests the API server has served so far (its apiserver_request_total counter). */
-async function nodeProxyRequests(): Promise<number> {
-  const options: RequestOptions = {};
-  await kc.applyToHTTPSOptions(options);
-  const server = new URL(kc.getCurrentCluster()?.server ?? "");
-  const text = await new Promise<string>((resolve, reject) => {
-    get({ ...options, hostname: server.hostname, port: server.port, path: "/metrics" }, (res) => {
-      let body = "";
-      res.setEncoding("utf8");
-      res.on("data", (chunk: string) => {
-        body += chunk;
-        if (body.length > 64 << 20) res.destroy(new Error("/metrics is larger than 64 MiB"));
-      });
-      res.on("end", () => resolve(body));
-      res.on("error", reject);
-    }).on("error", reject);
-  });
-  let n = 0;
-  for (const line of text.split("\n")) {
-    if (!line.startsWith("apiserver_request_total{")) continue;
-    if (line.includes('resource="nodes"') && line.includes('subresource="proxy"'))
-      n += Number(line.slice(line.lastIndexOf(" ") + 1));
-  }
-  return n;
-}
 
 const podsOf = (snapshot: RuntimeSnapshot, task: string) => snapshot.pods.filter((p) => p.task === task);
 const taskSeen = (snapshot: RuntimeSnapshot, task: string): boolean =>
@@ -541,9 +515,9 @@ t.test(
     await eventually("each node's missing disk figures said", async () =>
       new Set(said().map((l) => l.node)).size === nodeNames.length ? true : undefined,
     );
-    const before = await nodeProxyRequests();
+    const before = await nodeProxyRequests(kc);
     await eventually("three more rounds of stats reads", async () =>
-      (await nodeProxyRequests()) >= before + 3 * nodeNames.length ? true : undefined,
+      (await nodeProxyRequests(kc)) >= before + 3 * nodeNames.length ? true : undefined,
     );
     t.equal(said().length, nodeNames.length, "said once per node, not every round");
     t.same(
