@@ -1,0 +1,92 @@
+// Keeps the Nodes as git's overlays say (node-overlays.ts makes each patch): on every
+// applyNodeOverlays, and again shortly after the Nodes change, so an admin's kubectl label does
+// not undo git's.
+import {
+  type KubernetesObject,
+  type KubernetesObjectApi,
+  PatchStrategy,
+  type V1Node,
+} from "@kubernetes/client-node";
+import type { NodeOverlay } from "../types.ts";
+import { describeApiError } from "./api-error.ts";
+import { FIELD_MANAGER } from "./labels.ts";
+import type { Logger } from "./logger.ts";
+import { hasOverlayRecord, type NodeFields, overlayPatch } from "./node-overlays.ts";
+import type { WatchedCollection } from "./watched-collection.ts";
+
+export class NodeOverlaySync {
+  readonly #objects: KubernetesObjectApi;
+  readonly #nodes: WatchedCollection<V1Node>;
+  readonly #logger: Logger;
+  #overlays: readonly NodeOverlay[] | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #stopped = false;
+
+  constructor(objects: KubernetesObjectApi, nodes: WatchedCollection<V1Node>, logger: Logger) {
+    this.#objects = objects;
+    this.#nodes = nodes;
+    this.#logger = logger;
+  }
+
+  async apply(overlays: readonly NodeOverlay[]): Promise<void> {
+    this.#overlays = overlays;
+    await this.#sync();
+  }
+
+  /** Node changes re-check the overlays (an admin's kubectl label must not undo git's). */
+  nodesChanged(): void {
+    if (!this.#overlays || this.#timer || this.#stopped) return;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      void this.#sync().catch((err) =>
+        this.#logger.warn("node overlays failed", { error: describeApiError(err) }),
+      );
+    }, 200);
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+  }
+
+  async #sync(): Promise<void> {
+    const overlays = this.#overlays ?? [];
+    const wanted = new Map(overlays.map((o) => [o.name, o]));
+    const failures: string[] = [];
+    for (const node of this.#nodes.values()) {
+      const name = node.metadata?.name ?? "";
+      const fields: NodeFields = {
+        labels: node.metadata?.labels ?? {},
+        annotations: node.metadata?.annotations ?? {},
+        unschedulable: node.spec?.unschedulable === true,
+      };
+      const overlay = wanted.get(name);
+      if (!overlay && !hasOverlayRecord(fields)) continue;
+      const patch = overlayPatch(fields, overlay);
+      if (!patch) continue;
+      try {
+        await this.#objects.patch(
+          // merge patch: null removes a key; the client's types do not know that
+          {
+            apiVersion: "v1",
+            kind: "Node",
+            ...patch,
+            metadata: { ...patch.metadata, name },
+          } as unknown as KubernetesObject,
+          undefined,
+          undefined,
+          FIELD_MANAGER,
+          undefined,
+          PatchStrategy.MergePatch,
+        );
+      } catch (err) {
+        failures.push(`${name}: ${describeApiError(err)}`);
+      }
+    }
+    for (const name of wanted.keys()) {
+      if (!this.#nodes.get("", name))
+        this.#logger.warn("node overlay for a node the cluster does not have", { node: name });
+    }
+    if (failures.length > 0) throw new Error(`node overlays: ${failures.join("; ")}`);
+  }
+}
