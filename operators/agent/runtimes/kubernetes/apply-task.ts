@@ -6,9 +6,9 @@ import { deleteObject } from "./delete-object.ts";
 import { ANNOTATION_TASK_UID, FIELD_MANAGER } from "./labels.ts";
 import type { Logger } from "./logger.ts";
 import { objectKey } from "./object-key.ts";
+import type { AnyWorkload } from "./observe.ts";
 import type { RenderedTask } from "./render.ts";
 import type { WatchedCollection } from "./watched-collection.ts";
-import type { AnyWorkload } from "./watches.ts";
 
 export interface ApplyTaskContext {
   objects: KubernetesObjectApi;

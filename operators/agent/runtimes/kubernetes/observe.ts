@@ -256,10 +256,15 @@ export const taskGeneration = (obj: KubernetesObject): number | undefined => {
   return Number.isInteger(g) ? g : undefined;
 };
 
-type Workload = V1Deployment | V1StatefulSet | V1DaemonSet | V1Job;
+/** One of the four workload kinds a Task renders to. */
+export type AnyWorkload = V1Deployment | V1StatefulSet | V1DaemonSet | V1Job;
 
 /** `pods`: the Task's pods, for a Job's exit code. */
-export function observeWorkload(kind: WorkloadKind, obj: Workload, pods: readonly V1Pod[]): ObservedWorkload {
+export function observeWorkload(
+  kind: WorkloadKind,
+  obj: AnyWorkload,
+  pods: readonly V1Pod[],
+): ObservedWorkload {
   const meta = obj.metadata ?? {};
   const generation = taskGeneration(obj);
   const base = {

@@ -3,16 +3,13 @@
 import type {
   KubeConfig,
   KubernetesObject,
-  V1DaemonSet,
-  V1Deployment,
-  V1Job,
   V1Node,
   V1PersistentVolumeClaim,
   V1Pod,
-  V1StatefulSet,
 } from "@kubernetes/client-node";
 import type { WorkloadKind } from "../types.ts";
 import type { Logger } from "./logger.ts";
+import type { AnyWorkload } from "./observe.ts";
 import { WatchedCollection } from "./watched-collection.ts";
 
 export const WORKLOADS: readonly { kind: WorkloadKind; apiVersion: string; path: string }[] = [
@@ -21,8 +18,6 @@ export const WORKLOADS: readonly { kind: WorkloadKind; apiVersion: string; path:
   { kind: "DaemonSet", apiVersion: "apps/v1", path: "/apis/apps/v1/daemonsets" },
   { kind: "Job", apiVersion: "batch/v1", path: "/apis/batch/v1/jobs" },
 ];
-
-export type AnyWorkload = V1Deployment | V1StatefulSet | V1DaemonSet | V1Job;
 
 export interface ClusterWatches {
   readonly nodes: WatchedCollection<V1Node>;
