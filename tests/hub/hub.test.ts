@@ -89,7 +89,8 @@ t.test(
 
     await git.commit({ "domains/overlap.yaml": null, "domains/a.yaml": null });
     await waitFor(async () => (await names(hub, "domains")).join() === "b,c", "fixed revision applied");
-    t.equal((await api(hub, "/api/v1/source")).body.state, "Synced");
+    // The objects are stored in the revision's transaction; the source's state follows it.
+    await waitFor(async () => (await api(hub, "/api/v1/source")).body.state === "Synced", "source Synced");
   },
 );
 
