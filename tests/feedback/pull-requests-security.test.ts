@@ -124,6 +124,29 @@ t.test(
   },
 );
 
+t.test(
+  "a manifests folder linked to a path outside the repository is refused without looking whether it exists there",
+  async (t) => {
+    const f = await setupFixture(t, { path: "manifests" });
+    const { symlink } = await import("node:fs/promises");
+    const { join } = await import("node:path");
+    // Were the link followed, "does not exist" here and "symlink out" for /etc would tell a pull
+    // request's author which paths exist on the hub.
+    const sha = await f.pushPull(2, {}, "point manifests at a path the hub does not have", async (work) => {
+      await rm(join(work, "manifests"), { recursive: true, force: true });
+      await symlink("/nonexistent-rlark-probe", join(work, "manifests"));
+    });
+    await f.deliver(pullRequestPayload("synchronize", sha));
+    const status = await settle("review", () => {
+      const s = f.github.status(sha, PLAN_CONTEXT);
+      return s && s.state !== "pending" ? s : undefined;
+    });
+    t.equal(status.state, "failure");
+    const body = [...f.github.comments.values()][0]?.body ?? "";
+    t.match(body, /manifests at revision [0-9a-f]{40} is a symlink out of the repository/);
+  },
+);
+
 t.test("the reviewer refuses an unsigned pull_request before reading its body", async (t) => {
   const f = await setupFixture(t);
   const { port } = new URL(f.hookUrl);
