@@ -54,11 +54,10 @@ export type {
 } from "./webhook-intake.ts";
 export {
   createWebhookIntake,
-  NO_SECRET,
-  NOT_A_WEBHOOK,
   replyWebhook,
+  verifyWebhook,
+  type WebhookCheck,
   webhookHeaders,
-  webhookSignatureValid,
 } from "./webhook-intake.ts";
 export type { LoadWebhookSecretsOptions } from "./webhook-secrets.ts";
 export { loadWebhookSecrets } from "./webhook-secrets.ts";
