@@ -1,3 +1,4 @@
+export * as plan from "./plan/index.ts";
 export { createTunnelDryRunner, liveFromStore } from "./plan/index.ts";
 export {
   type FeedbackProvider,
