@@ -11,7 +11,6 @@ export {
   createPullRequestReviewer,
   type PullRequestReviewer,
   type PullRequestReviewerOptions,
-  routePullRequestEvents,
 } from "./pull-requests.ts";
 export type {
   StatusBranchWriter,

@@ -1,7 +1,7 @@
 // Pull-request webhooks from GitHub and Gitea/Forgejo, reduced to what a review needs. The
 // signature is checked (against every accepted secret, so secrets rotate) before the body is
 // parsed; nothing in the payload is trusted beyond naming the pull request to look at.
-import { verifyWebhook, type WebhookHeaderMap, webhookHeaders } from "../source/index.ts";
+import { verifyWebhook, type WebhookHeaderMap } from "../source/index.ts";
 import type { RepoRef } from "./providers/index.ts";
 
 export interface WebhookRequest {
@@ -35,11 +35,6 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 
 function str(value: unknown): string {
   return typeof value === "string" ? value : "";
-}
-
-/** Which event a webhook request carries, from its headers alone (to route before reading the body). */
-export function webhookEvent(headers: WebhookRequest["headers"]): string | undefined {
-  return webhookHeaders(headers)?.event;
 }
 
 export function parsePullRequestWebhook(

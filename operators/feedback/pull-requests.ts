@@ -38,7 +38,6 @@ import {
   type PullRequestEvent,
   parsePullRequestWebhook,
   type WebhookRequest,
-  webhookEvent,
 } from "./pull-request-webhook.ts";
 
 export const PLAN_CONTEXT = "rlark/plan";
@@ -101,14 +100,6 @@ const MAX_RETRY_MS = 300_000;
 
 export function createPullRequestReviewer(options: PullRequestReviewerOptions): PullRequestReviewer {
   return new Reviewer(options);
-}
-
-/**
- * One listener for `/hooks/git`: pull_request events go to the reviewer, everything else (push,
- * ping) to the source's push handler. Routes on headers, so the body is read once, by the handler.
- */
-export function routePullRequestEvents(reviewer: RequestListener, push: RequestListener): RequestListener {
-  return (req, res) => (webhookEvent(req.headers) === "pull_request" ? reviewer(req, res) : push(req, res));
 }
 
 interface Pending {

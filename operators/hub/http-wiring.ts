@@ -3,7 +3,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createDashboard, type Dashboard, type DashboardSettings } from "../dashboard/index.ts";
-import { type PullRequestReviewer, routePullRequestEvents } from "../feedback/index.ts";
+import type { PullRequestReviewer } from "../feedback/index.ts";
 import type { Logger } from "../lib/controller/index.ts";
 import { adminTokenAuthenticator, anyOf } from "../lib/http/index.ts";
 import type { Store } from "../lib/store/index.ts";
@@ -66,6 +66,7 @@ export async function startHubHttp(options: HubHttpOptions): Promise<HubHttp> {
           branch: options.branch,
           onTrigger: () => void source.watcher.trigger(),
           intake: options.intake,
+          ...(options.reviewer ? { byEvent: { pull_request: options.reviewer.httpHandler } } : {}),
           logger,
         })
       : undefined;
@@ -76,10 +77,7 @@ export async function startHubHttp(options: HubHttpOptions): Promise<HubHttp> {
     metricsText: options.metricsText,
     podLogs: podLogsOverTunnel(options.store, options.tunnel),
     ready: options.ready,
-    gitWebhook:
-      pushWebhook && options.reviewer
-        ? routePullRequestEvents(options.reviewer.httpHandler, pushWebhook)
-        : pushWebhook,
+    gitWebhook: pushWebhook,
     ...(dashboard ? { extraRoutes: dashboard.routes } : {}),
   });
   const server = createServer(handler);
