@@ -1,7 +1,7 @@
 // The flags `rlark hub` and `rlark up` share, and their translation into HubOptions.
 import path from "node:path";
 import { type Command, Option } from "commander";
-import type { HubOptions } from "../hub/hub.ts";
+import type { HubOptions } from "../hub/index.ts";
 import { usageError } from "./cli-error.ts";
 import { parseDuration } from "./duration.ts";
 
@@ -87,7 +87,7 @@ export async function hubOptionsFrom(
   // Checked before anything is created or read, so a typo leaves no half-made data dir behind.
   checkHostPort("--http", flags.http);
   checkHostPort("--ssh", flags.ssh);
-  const { loadGitCredentials } = await import("../source/git-auth.ts");
+  const { loadGitCredentials } = await import("../source/index.ts");
   const credentials = await loadGitCredentials({
     tokenFile: flags.gitTokenFile,
     sshKeyFile: flags.gitSshKeyFile,

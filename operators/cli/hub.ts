@@ -29,7 +29,7 @@ export function registerHub(program: Command): void {
       });
     }
     const options = await hubOptionsFrom(flags, { intervalMs: 60_000 });
-    const { startHub } = await import("../hub/hub.ts");
+    const { startHub } = await import("../hub/index.ts");
     const hub = await startHub(options);
     await untilSignal();
     await hub.stop();

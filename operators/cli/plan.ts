@@ -56,7 +56,7 @@ export function registerPlan(program: Command): void {
     .addOption(new Option("-f, --format <format>", "output format").choices(PLAN_FORMATS).default("text"))
     .addHelpText("after", PLAN_HELP)
     .action(async (paths: string[], flags: PlanFlags, command: Command) => {
-      const plan = await import("../feedback/plan/index.ts");
+      const { plan } = await import("../feedback/index.ts");
       if (flags.hub && flags.base)
         command.error("error: --hub and --base are alternatives; pass one", { exitCode: 2 });
       const cwd = process.cwd();

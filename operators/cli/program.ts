@@ -36,7 +36,7 @@ export function buildProgram(): Command {
         throw usageError(
           `no hub data in ${dataDir}: pass the --data-dir of a hub that has started (rlark up, rlark hub)`,
         );
-      const { openHubPki } = await import("../hub/tunnel-server.ts");
+      const { openHubPki } = await import("../hub/index.ts");
       return openHubPki({ dataDir, clusterExists: (name) => clusterDeclared(dataDir, name) }).enrollment;
     },
   });
@@ -52,7 +52,7 @@ export function buildProgram(): Command {
 async function clusterDeclared(dataDir: string, name: string): Promise<boolean> {
   const [{ openSqliteStore }, { lastAppliedRevision }] = await Promise.all([
     import("../lib/store/index.ts"),
-    import("../source/git-watcher.ts"),
+    import("../source/index.ts"),
   ]);
   const store = openSqliteStore({ dataDir });
   try {

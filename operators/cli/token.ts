@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import type { Enrollment } from "../hub/enrollment.ts";
+import type { Enrollment } from "../hub/index.ts";
 import { CliError } from "./cli-error.ts";
 import { parseDuration } from "./duration.ts";
 

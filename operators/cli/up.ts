@@ -28,9 +28,9 @@ export function registerUp(program: Command): void {
     const options = await hubOptionsFrom(flags, { intervalMs: 2_000 });
     const [{ startLocalAgent }, { startHub }, { jsonLogger }, { ensurePlayground }] = await Promise.all([
       import("../agent/local-agent.ts"),
-      import("../hub/hub.ts"),
+      import("../hub/index.ts"),
       import("../hub/logger.ts"),
-      import("../hub/playground.ts"),
+      import("../hub/index.ts"),
     ]);
     let playground: string | undefined;
     if (!options.repo) {

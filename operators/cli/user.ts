@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { DEFAULT_SCRYPT } from "../hub/auth/password-hash.ts";
+import { DEFAULT_SCRYPT, hashPassword } from "../dashboard/index.ts";
 import { usageError } from "./cli-error.ts";
 
 export interface UserCommandDeps {
@@ -37,7 +37,6 @@ export function registerUser(program: Command, deps: UserCommandDeps = {}): void
       // One trailing newline is the shell's, not the password's.
       const password = (await (deps.readPassword ?? readStdin)()).replace(/\r?\n$/, "");
       if (password.length === 0) throw usageError("no password on standard input");
-      const { hashPassword } = await import("../hub/auth/password-hash.ts");
       const hash = await hashPassword(password, { ...DEFAULT_SCRYPT, ln });
       (deps.stdout ?? ((text: string) => process.stdout.write(text)))(`${hash}\n`);
     });

@@ -5,8 +5,7 @@
 // gets only what it missed, or a new snapshot when the cache no longer holds that far back.
 // EventSource cannot set headers, so the token may come as `?token=`.
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { sendStatus } from "../hub/http/api-server.ts";
-import { type Authenticator, bearerToken, type Principal } from "../hub/http/auth.ts";
+import { type Authenticator, bearerToken, type Principal, sendStatus } from "../lib/http/index.ts";
 import type { CachedEvent, ObjectCache } from "./object-cache.ts";
 
 export const EVENTS_PATH = "/api/v1/events";

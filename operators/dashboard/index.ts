@@ -1,34 +1,29 @@
 // The read-only status dashboard: the page and its assets, login, and the live event stream.
-// It reads the store and never writes; changes go through git.
+// It reads the store and never writes; changes go through git. The hub mounts it (startHub's
+// `dashboard` option) and passes in what it needs: the store, the source's status, the admin token.
 //
-//   const dashboard = await createDashboard({ store, dataDir, sourceStatus, repoUrl });
-//   const hub = await startHub({ ..., extraRoutes: dashboard.routes, authenticate: dashboard.authenticator });
-//   console.log(dashboard.loginUrl(hub.adminToken, hub.url));   // one click, logged in as admin
+//   const hub = await startHub({ ..., dashboard: { sessionTtlSeconds: 600 } });
+//   console.log(hub.dashboard?.loginUrl(hub.adminToken, hub.url));   // one click, logged in as admin
 //
 // See docs/dashboard.md.
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { loadOrCreateAdminToken } from "../hub/admin-token.ts";
-import { createSessions, LOGIN_PATH, loadOrCreateJwtSecret, verifyJwt } from "../hub/auth/index.ts";
-import { type Authenticator, adminTokenAuthenticator, anyOf } from "../hub/http/auth.ts";
 import { type Logger, silentLogger } from "../lib/controller/index.ts";
+import { type Authenticator, anyOf } from "../lib/http/index.ts";
 import type { Store } from "../lib/store/index.ts";
 import { loadAssets, serveAsset, serveFavicon, serveIndex } from "./assets.ts";
+import { createSessions, LOGIN_PATH, loadOrCreateJwtSecret, verifyJwt } from "./auth/index.ts";
 import { createEventStream, EVENTS_PATH, type EventStreamLimits } from "./events.ts";
 import { createObjectCache } from "./object-cache.ts";
 import { repoWebUrl } from "./repo-web.ts";
 
+export { DEFAULT_SCRYPT, hashPassword } from "./auth/index.ts";
 export { DASHBOARD_KINDS } from "./object-cache.ts";
 export { type RepoWeb, repoWebUrl } from "./repo-web.ts";
 
-export interface DashboardOptions {
-  store: Store;
-  /** The hub's data dir: the JWT secret is kept there, the admin token read from there. */
-  dataDir: string;
-  /** The git source's status, as GET /api/v1/source serves it. */
-  sourceStatus: () => unknown;
-  /** The manifests' repository; an https URL makes every object link to its file and line. */
+/** What the hub's operator may choose; the rest of DashboardOptions the hub passes in. */
+export interface DashboardSettings {
+  /** The manifests' repository as people browse it (default: the hub's --repo); an https URL makes every object link to its file and line. */
   repoUrl?: string;
-  logger?: Logger;
   /** Session lifetime; default 30 minutes. */
   sessionTtlSeconds?: number;
   /** Failed logins allowed per address and per user name per window; default 10 a minute. */
@@ -42,6 +37,17 @@ export interface DashboardOptions {
    * default 60 s (a backstop should the User watch be lost).
    */
   principalRecheckMs?: number;
+}
+
+export interface DashboardOptions extends DashboardSettings {
+  store: Store;
+  /** The hub's data dir: the JWT secret is kept there. */
+  dataDir: string;
+  /** Recognises the hub's admin token (logins with it, and event streams opened with it). */
+  adminToken: Authenticator;
+  /** The git source's status, as GET /api/v1/source serves it. */
+  sourceStatus: () => unknown;
+  logger?: Logger;
 }
 
 export interface Dashboard {
@@ -58,7 +64,7 @@ export async function createDashboard(options: DashboardOptions): Promise<Dashbo
   const secret = await loadOrCreateJwtSecret(options.dataDir);
   const sessions = createSessions({
     store: options.store,
-    dataDir: options.dataDir,
+    adminToken: options.adminToken,
     secret,
     ttlSeconds: options.sessionTtlSeconds,
     limit: options.loginLimit,
@@ -66,11 +72,7 @@ export async function createDashboard(options: DashboardOptions): Promise<Dashbo
   const assets = await loadAssets();
   const cache = createObjectCache({ store: options.store, logger });
   await cache.start();
-  let adminToken: Promise<Authenticator> | undefined;
-  const streamAuthenticator = anyOf(sessions.authenticator, async (token) => {
-    adminToken ??= loadOrCreateAdminToken(options.dataDir).then(adminTokenAuthenticator);
-    return (await adminToken)(token);
-  });
+  const streamAuthenticator = anyOf(sessions.authenticator, options.adminToken);
   const events = createEventStream({
     cache,
     authenticate: streamAuthenticator,

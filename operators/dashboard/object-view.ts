@@ -2,7 +2,7 @@
 // page shows and that would only weigh down the stream: workload templates (pod specs) of Jobs,
 // Workflows and Tasks, and certificates. With 10,000 Jobs this halves the first snapshot or better.
 // The full objects stay at GET /api/v1/rlinf.io/v1alpha1/<plural>/<name>.
-import { redact } from "../hub/http/redact.ts";
+import { redact } from "../lib/http/index.ts";
 import type { KubeObject } from "../lib/store/index.ts";
 
 type Json = Record<string, unknown>;

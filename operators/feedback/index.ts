@@ -1,3 +1,17 @@
+export * as plan from "./plan/index.ts";
+export { createTunnelDryRunner, liveFromStore } from "./plan/index.ts";
+export {
+  type FeedbackProvider,
+  loadFeedbackProvider,
+  type ProviderConfig,
+  type RepoRef,
+  repoRefFromUrl,
+} from "./providers/index.ts";
+export {
+  createPullRequestReviewer,
+  type PullRequestReviewer,
+  type PullRequestReviewerOptions,
+} from "./pull-requests.ts";
 export type {
   StatusBranchWriter,
   StatusBranchWriterOptions,
@@ -8,3 +22,4 @@ export type {
 export { createStatusBranchWriter, DEFAULT_STATUS_BRANCH } from "./status-branch.ts";
 export type { RenderStatusOptions } from "./status-yaml.ts";
 export { renderStatusYaml, statusDocumentPath } from "./status-yaml.ts";
+export { createSyncStatusReporter, type SyncStatusReporter } from "./sync-status.ts";

@@ -1,13 +1,7 @@
 // Pull-request webhooks from GitHub and Gitea/Forgejo, reduced to what a review needs. The
 // signature is checked (against every accepted secret, so secrets rotate) before the body is
 // parsed; nothing in the payload is trusted beyond naming the pull request to look at.
-import {
-  NO_SECRET,
-  NOT_A_WEBHOOK,
-  type WebhookHeaderMap,
-  webhookHeaders,
-  webhookSignatureValid,
-} from "../source/index.ts";
+import { verifyWebhook, type WebhookHeaderMap } from "../source/index.ts";
 import type { RepoRef } from "./providers/index.ts";
 
 export interface WebhookRequest {
@@ -43,23 +37,14 @@ function str(value: unknown): string {
   return typeof value === "string" ? value : "";
 }
 
-/** Which event a webhook request carries, from its headers alone (to route before reading the body). */
-export function webhookEvent(headers: WebhookRequest["headers"]): string | undefined {
-  return webhookHeaders(headers)?.event;
-}
-
 export function parsePullRequestWebhook(
   request: WebhookRequest,
   options: { secrets: readonly string[]; repo: RepoRef; branch: string },
 ): WebhookVerdict {
-  const signed = webhookHeaders(request.headers);
-  if (!signed) return { status: 400, message: NOT_A_WEBHOOK };
-  const secrets = options.secrets.filter((s) => s !== "");
-  if (secrets.length === 0) return { status: 401, message: NO_SECRET };
-  if (!webhookSignatureValid(signed, secrets, request.body))
-    return { status: 401, message: `${signed.signatureHeader} is missing or does not match` };
+  const checked = verifyWebhook(request, options.secrets);
+  if (!("signed" in checked)) return checked;
+  const { signed } = checked;
   const { event } = signed;
-  if (event === "ping") return { status: 204, message: "pong" };
   if (event !== "pull_request")
     return { status: 202, message: `ignored: ${event} is not a pull_request event` };
 

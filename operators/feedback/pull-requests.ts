@@ -6,19 +6,18 @@
 // Security: the head is fetched from the base repository's `refs/pull/N/head` (never from a
 // fork's URL), checked out with git plumbing only, and read as data: nothing in it runs, and for
 // a fork's pull request nothing is sent to a cluster (no dry-run).
-import { existsSync, realpathSync, statSync } from "node:fs";
+import { existsSync } from "node:fs";
 import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
-import { join, sep } from "node:path";
-import type { Diagnostic } from "../api/validate/index.ts";
+import { join } from "node:path";
 import { type Clock, systemClock, type TimerId } from "../lib/clock.ts";
 import type { Logger } from "../lib/controller/index.ts";
 import { silentLogger } from "../lib/controller/index.ts";
 import type { KubeObject } from "../lib/store/index.ts";
 import {
+  checkManifestDir,
   createWebhookIntake,
   type GitRepository,
   gitIn,
-  normaliseSourcePath,
   replyWebhook,
   type WebhookIntake,
 } from "../source/index.ts";
@@ -39,7 +38,6 @@ import {
   type PullRequestEvent,
   parsePullRequestWebhook,
   type WebhookRequest,
-  webhookEvent,
 } from "./pull-request-webhook.ts";
 
 export const PLAN_CONTEXT = "rlark/plan";
@@ -102,14 +100,6 @@ const MAX_RETRY_MS = 300_000;
 
 export function createPullRequestReviewer(options: PullRequestReviewerOptions): PullRequestReviewer {
   return new Reviewer(options);
-}
-
-/**
- * One listener for `/hooks/git`: pull_request events go to the reviewer, everything else (push,
- * ping) to the source's push handler. Routes on headers, so the body is read once, by the handler.
- */
-export function routePullRequestEvents(reviewer: RequestListener, push: RequestListener): RequestListener {
-  return (req, res) => (webhookEvent(req.headers) === "pull_request" ? reviewer(req, res) : push(req, res));
 }
 
 interface Pending {
@@ -337,7 +327,7 @@ class Reviewer implements PullRequestReviewer {
     const tree = await checkoutRevision(this.#o.repository.dir, sha);
     let plan: Plan;
     try {
-      const unreadable = manifestDirProblem(tree.dir, this.#o.path ?? ".", sha);
+      const unreadable = await checkManifestDir(tree.dir, this.#o.path ?? ".", sha);
       plan = unreadable
         ? computePlan({
             validation: { valid: false, documents: 0, errors: [unreadable], warnings: [], objects: [] },
@@ -443,35 +433,4 @@ class Reviewer implements PullRequestReviewer {
       if (!res.headersSent) replyWebhook(res, 500, "internal error");
     });
   }
-}
-
-/**
- * The manifests' folder must exist in the head and stay inside it: a pull request could make it a
- * symlink to anywhere on the hub, and whatever the plan reads ends up in a public comment.
- */
-function manifestDirProblem(dir: string, path: string, revision: string): Diagnostic | undefined {
-  const diagnostic = (message: string): Diagnostic => ({
-    file: path,
-    line: 0,
-    column: 0,
-    kind: "",
-    name: "",
-    path: "",
-    rule: "source/path",
-    message,
-  });
-  let folder: string;
-  try {
-    folder = normaliseSourcePath(path);
-  } catch (error) {
-    return diagnostic(error instanceof Error ? error.message : String(error));
-  }
-  const manifests = join(dir, folder);
-  if (!existsSync(manifests) || !statSync(manifests).isDirectory())
-    return diagnostic(`directory ${folder} does not exist at revision ${revision}`);
-  const root = realpathSync(dir);
-  const real = realpathSync(manifests);
-  if (real !== root && !real.startsWith(`${root}${sep}`))
-    return diagnostic(`${folder} at revision ${revision} is a symlink out of the repository`);
-  return undefined;
 }

@@ -6,8 +6,12 @@ import type { Diagnostic } from "../api/validate/index.ts";
 import { type Clock, systemClock, type TimerId } from "../lib/clock.ts";
 import type { Logger } from "../lib/controller/index.ts";
 import { silentLogger } from "../lib/controller/index.ts";
-import type { ApplyRevision, ApplyRevisionInput, ApplyRevisionResult } from "../source/index.ts";
-import type { SnapshotChanges } from "../source/snapshot-apply.ts";
+import type {
+  ApplyRevision,
+  ApplyRevisionInput,
+  ApplyRevisionResult,
+  SnapshotChanges,
+} from "../source/index.ts";
 import { type CommitStatus, type FeedbackProvider, fitDescription, type RepoRef } from "./providers/index.ts";
 
 export const SYNC_CONTEXT = "rlark/sync";

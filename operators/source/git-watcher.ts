@@ -1,10 +1,10 @@
 import { EventEmitter } from "node:events";
-import { mkdir, readFile, realpath, rename, stat, writeFile } from "node:fs/promises";
-import { join, posix } from "node:path";
+import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import type { Diagnostic } from "../api/validate/diagnostic.ts";
 import { type Clock, type GitLogger, silentLogger, systemClock, type TimerId } from "./git-clock.ts";
 import type { GitRepository } from "./git-repository.ts";
-import { resolveInside } from "./resolve-inside.ts";
+import { checkManifestDir, normaliseSourcePath } from "./manifest-dir.ts";
 
 /** The validator's diagnostic: file:line:column, object, field, rule, message. */
 export type SourceDiagnostic = Diagnostic;
@@ -109,16 +109,6 @@ export async function lastAppliedRevision(dataDir: string): Promise<string | nul
 
 export function createGitWatcher(options: GitWatcherOptions): GitWatcher {
   return new Watcher(options);
-}
-
-/** Repo-relative, no escaping the checkout; "." for the root. */
-export function normaliseSourcePath(path: string | undefined): string {
-  const cleaned = posix
-    .normalize((path ?? ".").replaceAll("\\", "/"))
-    .replace(/^\/+/, "")
-    .replace(/\/+$/, "");
-  if (cleaned === ".." || cleaned.startsWith("../")) throw new Error(`--path ${path} leaves the repository`);
-  return cleaned === "" ? "." : cleaned;
 }
 
 class Watcher extends EventEmitter<{ status: [SourceStatus] }> implements GitWatcher {
@@ -357,35 +347,6 @@ class Watcher extends EventEmitter<{ status: [SourceStatus] }> implements GitWat
     await writeFile(temp, `${JSON.stringify(state, null, 2)}\n`);
     await rename(temp, this.#stateFile);
   }
-}
-
-/**
- * The manifests' directory must exist in the revision and stay inside it. A link is resolved
- * inside the checkout only (resolve-inside.ts): whether a path outside exists is never looked at,
- * so a repository cannot probe the hub's file system with it.
- */
-async function checkManifestDir(
-  dir: string,
-  path: string,
-  revision: string,
-): Promise<SourceDiagnostic | undefined> {
-  const diagnostic = (message: string): SourceDiagnostic => ({
-    file: path,
-    line: 0,
-    column: 0,
-    kind: "",
-    name: "",
-    path: "",
-    rule: "source/path",
-    message,
-  });
-  const resolved = await resolveInside(await realpath(dir), path);
-  if ("problem" in resolved && resolved.problem !== "missing")
-    return diagnostic(`${path} at revision ${revision} is a symlink out of the repository`);
-  const info = "path" in resolved ? await stat(resolved.path).catch(() => undefined) : undefined;
-  if (!info?.isDirectory())
-    return diagnostic(`directory ${path} does not exist at revision ${revision}; check --path`);
-  return undefined;
 }
 
 function applyFailed(message: string): SourceDiagnostic {

@@ -1,3 +1,4 @@
+export { artifactUrl, storeArtifacts } from "./artifact-store.ts";
 export type { GitAuth, GitCredentials, LoadGitCredentialsOptions } from "./git-auth.ts";
 export { loadGitCredentials, prepareGitAuth, repoKey, scrubUrl } from "./git-auth.ts";
 export type { Clock, GitLogger, TimerId } from "./git-clock.ts";
@@ -18,7 +19,27 @@ export type {
   SourceState,
   SourceStatus,
 } from "./git-watcher.ts";
-export { createGitWatcher, normaliseSourcePath } from "./git-watcher.ts";
+export { createGitWatcher, lastAppliedRevision } from "./git-watcher.ts";
+export { checkManifestDir, normaliseSourcePath } from "./manifest-dir.ts";
+export { isRepositoryPath, verifyRepositoryArtifacts } from "./repository-artifacts.ts";
+export {
+  createRevisionApplier,
+  type RevisionApplier,
+  type RevisionApplierOptions,
+} from "./revision-apply.ts";
+export {
+  applySnapshot,
+  MANAGED_BY_GIT,
+  MANAGED_BY_LABEL,
+  OVERLAY_KEYS_ANNOTATION,
+  type OverlayKeys,
+  overlayKeys,
+  pickKeys,
+  type SnapshotChanges,
+  SOURCE_ANNOTATIONS,
+  SOURCE_FILE_ANNOTATION,
+  SOURCE_REVISION_ANNOTATION,
+} from "./snapshot-apply.ts";
 export type { GitWebhookOptions, GitWebhookRequest, GitWebhookResult } from "./webhook.ts";
 export { handleGitWebhook, normaliseRepoUrl } from "./webhook.ts";
 export type { GitWebhookHttpOptions } from "./webhook-http.ts";
@@ -33,11 +54,10 @@ export type {
 } from "./webhook-intake.ts";
 export {
   createWebhookIntake,
-  NO_SECRET,
-  NOT_A_WEBHOOK,
   replyWebhook,
+  verifyWebhook,
+  type WebhookCheck,
   webhookHeaders,
-  webhookSignatureValid,
 } from "./webhook-intake.ts";
 export type { LoadWebhookSecretsOptions } from "./webhook-secrets.ts";
 export { loadWebhookSecrets } from "./webhook-secrets.ts";

@@ -1,8 +1,8 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
 import type { GitLogger } from "./git-clock.ts";
 import { silentLogger } from "./git-clock.ts";
 import { handleGitWebhook } from "./webhook.ts";
-import { createWebhookIntake, replyWebhook, type WebhookIntake } from "./webhook-intake.ts";
+import { createWebhookIntake, replyWebhook, type WebhookIntake, webhookHeaders } from "./webhook-intake.ts";
 
 export interface GitWebhookHttpOptions {
   /** The accepted secrets; a function is called per request, so a rotated secret file takes effect at once. */
@@ -13,10 +13,18 @@ export interface GitWebhookHttpOptions {
   onTrigger: () => void;
   /** Body limits, budget and remembered deliveries; share one with the pull-request reviewer. */
   intake?: WebhookIntake;
+  /**
+   * Handlers of other events by name (`pull_request`: the reviewer's), given the request before
+   * its body is read; every other event (push, ping) is this handler's.
+   */
+  byEvent?: Readonly<Record<string, RequestListener>>;
   logger?: GitLogger;
 }
 
-/** `POST /hooks/git` as a node:http handler; the hub mounts it on its router. */
+/**
+ * `POST /hooks/git` as a node:http handler; the hub mounts it on its router. The one receiver of
+ * webhooks: routed by the event header, so each body is read once, by the handler of its event.
+ */
 export function createGitWebhookHttpHandler(
   options: GitWebhookHttpOptions,
 ): (req: IncomingMessage, res: ServerResponse) => void {
@@ -44,6 +52,9 @@ export function createGitWebhookHttpHandler(
   }
 
   return (req, res) => {
+    const event = webhookHeaders(req.headers)?.event;
+    const other = event === undefined ? undefined : options.byEvent?.[event];
+    if (other) return other(req, res);
     serve(req, res).catch((error: unknown) => {
       log.warn("git webhook failed", { error: error instanceof Error ? error.message : String(error) });
       if (!res.headersSent) replyWebhook(res, 500, "internal error");

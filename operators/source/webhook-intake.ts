@@ -103,6 +103,28 @@ export function webhookSignatureValid(
   return valid;
 }
 
+/** A webhook past its one check, or the answer it gets instead. */
+export type WebhookCheck = { signed: SignedWebhookHeaders } | { status: 204 | 400 | 401; message: string };
+
+/**
+ * The one check of a webhook, for push and pull_request alike, before its body is parsed: a
+ * GitHub or Gitea event, signed with one of the secrets. A verified ping is answered here.
+ */
+export function verifyWebhook(
+  request: { headers: WebhookHeaderMap; body: Buffer },
+  secrets: readonly string[],
+): WebhookCheck {
+  const signed = webhookHeaders(request.headers);
+  if (!signed) return { status: 400, message: NOT_A_WEBHOOK };
+  const accepted = secrets.filter((s) => s !== "");
+  if (accepted.length === 0) return { status: 401, message: NO_SECRET };
+  if (!signed.signature) return { status: 401, message: `missing ${signed.signatureHeader}` };
+  if (!webhookSignatureValid(signed, accepted, request.body))
+    return { status: 401, message: `${signed.signatureHeader} does not match` };
+  if (signed.event === "ping") return { status: 204, message: "pong" };
+  return { signed };
+}
+
 /** Answers a webhook with `{message}` (204 has no body). */
 export function replyWebhook(
   res: ServerResponse,

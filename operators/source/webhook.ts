@@ -1,10 +1,4 @@
-import {
-  NO_SECRET,
-  NOT_A_WEBHOOK,
-  type WebhookHeaderMap,
-  webhookHeaders,
-  webhookSignatureValid,
-} from "./webhook-intake.ts";
+import { verifyWebhook, type WebhookHeaderMap } from "./webhook-intake.ts";
 
 export interface GitWebhookRequest {
   headers: WebhookHeaderMap;
@@ -78,16 +72,9 @@ function repositoryMatches(repository: PushRepository | undefined, repoUrl: stri
  * HTTP layer stays thin. The signature is checked before the body is even parsed.
  */
 export function handleGitWebhook(request: GitWebhookRequest, options: GitWebhookOptions): GitWebhookResult {
-  const signed = webhookHeaders(request.headers);
-  if (!signed) return { status: 400, message: NOT_A_WEBHOOK, trigger: false };
-  const secrets = options.secrets.filter((s) => s !== "");
-  if (secrets.length === 0) return { status: 401, message: NO_SECRET, trigger: false };
-  if (!signed.signature) return { status: 401, message: `missing ${signed.signatureHeader}`, trigger: false };
-  if (!webhookSignatureValid(signed, secrets, request.body))
-    return { status: 401, message: `${signed.signatureHeader} does not match`, trigger: false };
-
-  const { event } = signed;
-  if (event === "ping") return { status: 204, message: "pong", trigger: false };
+  const checked = verifyWebhook(request, options.secrets);
+  if (!("signed" in checked)) return { ...checked, trigger: false };
+  const { event } = checked.signed;
   if (event !== "push")
     return { status: 202, message: `ignored: ${event} events do not move branches`, trigger: false };
 

@@ -8,7 +8,7 @@ import {
   signJwt,
   verifyJwt,
   verifyPassword,
-} from "../../operators/hub/auth/index.ts";
+} from "../../operators/dashboard/auth/index.ts";
 
 t.test("a scrypt hash verifies its password and nothing else", async (t) => {
   const hash = await hashPassword("s3cret", { ln: 10, r: 8, p: 1 });

@@ -1,13 +1,10 @@
-// A real hub on a real git repository seeded from examples/, with the dashboard mounted the way
-// the hub's main mounts it: the dashboard needs the hub's store, the hub needs the dashboard's
-// routes, so the routes and the authenticator are bound once both exist.
+// A real hub on a real git repository seeded from examples/, with the dashboard mounted by the
+// hub (its `dashboard` option), as `rlark hub --dashboard` mounts it.
 import { mkdtemp, readdir, readFile } from "node:fs/promises";
-import type { IncomingMessage, ServerResponse } from "node:http";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { Test } from "tap";
-import { createDashboard, type Dashboard } from "../../operators/dashboard/index.ts";
-import type { Principal } from "../../operators/hub/http/auth.ts";
+import type { Dashboard } from "../../operators/dashboard/index.ts";
 import { type Hub, startHub } from "../../operators/hub/hub.ts";
 import { silentLogger } from "../../operators/lib/controller/index.ts";
 import type { GitServer } from "../helpers/git-server.ts";
@@ -47,7 +44,6 @@ export interface DashboardHubOptions {
 }
 
 async function start(git: GitServer, dataDir: string, http: string, options: DashboardHubOptions) {
-  let dashboard: Dashboard | undefined;
   const hub = await startHub({
     dataDir,
     http,
@@ -58,23 +54,16 @@ async function start(git: GitServer, dataDir: string, http: string, options: Das
     logger: silentLogger,
     // The tests write what controllers and agents would, so nothing else may write it meanwhile.
     controllers: () => [],
-    extraRoutes: (req: IncomingMessage, res: ServerResponse, url: URL) =>
-      dashboard ? dashboard.routes(req, res, url) : false,
-    authenticate: (token: string): Promise<Principal | undefined> | undefined =>
-      dashboard ? Promise.resolve(dashboard.authenticator(token)) : undefined,
+    dashboard: {
+      ...(options.repoUrl ? { repoUrl: options.repoUrl } : {}),
+      ...(options.loginLimit ? { loginLimit: options.loginLimit } : {}),
+      ...(options.sessionTtlSeconds ? { sessionTtlSeconds: options.sessionTtlSeconds } : {}),
+      sourcePollMs: 100,
+      ...(options.streamLimits ? { streamLimits: options.streamLimits } : {}),
+    },
   });
-  dashboard = await createDashboard({
-    store: hub.store,
-    dataDir,
-    sourceStatus: () => hub.source?.watcher.status(),
-    repoUrl: options.repoUrl,
-    logger: silentLogger,
-    loginLimit: options.loginLimit,
-    sessionTtlSeconds: options.sessionTtlSeconds,
-    sourcePollMs: 100,
-    ...(options.streamLimits ? { streamLimits: options.streamLimits } : {}),
-  });
-  return { hub, dashboard };
+  if (!hub.dashboard) throw new Error("the hub mounted no dashboard");
+  return { hub, dashboard: hub.dashboard };
 }
 
 export async function startDashboardHub(
@@ -89,13 +78,11 @@ export async function startDashboardHub(
     dataDir,
     async restart() {
       const address = new URL(running.hub.url).host;
-      running.dashboard.close();
       await running.hub.stop();
       Object.assign(running, await start(git, dataDir, address, options));
     },
   };
   t.teardown(async () => {
-    running.dashboard.close();
     await running.hub.stop();
   });
   return running;

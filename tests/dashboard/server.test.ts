@@ -5,7 +5,7 @@ import { stat } from "node:fs/promises";
 import { connect } from "node:net";
 import path from "node:path";
 import t, { type Test } from "tap";
-import { hashPassword } from "../../operators/hub/auth/index.ts";
+import { hashPassword } from "../../operators/dashboard/auth/index.ts";
 import { createGitServer, waitFor } from "../helpers/git-server.ts";
 import { exampleFiles, login, openEvents, startDashboardHub, userYaml } from "./dashboard-hub.ts";
 

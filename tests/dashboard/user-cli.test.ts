@@ -1,7 +1,7 @@
 import { Command } from "commander";
 import t from "tap";
 import { registerUser } from "../../operators/cli/user.ts";
-import { verifyPassword } from "../../operators/hub/auth/index.ts";
+import { verifyPassword } from "../../operators/dashboard/auth/index.ts";
 
 t.test("rlark user hash-password prints a hash the login verifies", async (t) => {
   const out: string[] = [];

@@ -101,16 +101,25 @@ t.test("a cluster whose agent is away is reported as not dry-run, without failin
   t.match(body, /1 cluster offline, not dry-run/);
 });
 
-t.test(
-  "a manifests folder that a pull request turns into a symlink out of the repository is refused, unread",
-  async (t) => {
+// Were the link followed, "does not exist" for one target and "symlink out" for another would tell
+// a pull request's author which paths exist on the hub; and what /etc holds would be in a public comment.
+for (const [target, title] of [
+  [
+    "/etc",
+    "a manifests folder that a pull request turns into a symlink out of the repository is refused, unread",
+  ],
+  [
+    "/nonexistent-rlark-probe",
+    "a manifests folder linked to a path outside the repository is refused without looking whether it exists there",
+  ],
+] as const) {
+  t.test(title, async (t) => {
     const f = await setupFixture(t, { path: "manifests" });
     const { symlink } = await import("node:fs/promises");
     const { join } = await import("node:path");
-    // A symlink committed to git: the hub's own files would be read and shown in a public comment.
-    const sha = await f.pushPull(2, {}, "point manifests at /etc", async (work) => {
+    const sha = await f.pushPull(2, {}, `point manifests at ${target}`, async (work) => {
       await rm(join(work, "manifests"), { recursive: true, force: true });
-      await symlink("/etc", join(work, "manifests"));
+      await symlink(target, join(work, "manifests"));
     });
     await f.deliver(pullRequestPayload("synchronize", sha));
     const status = await settle("review", () => {
@@ -121,8 +130,8 @@ t.test(
     const body = [...f.github.comments.values()][0]?.body ?? "";
     t.match(body, /manifests at revision [0-9a-f]{40} is a symlink out of the repository/);
     t.notMatch(body, /passwd|hostname/, "nothing under the link was read");
-  },
-);
+  });
+}
 
 t.test("the reviewer refuses an unsigned pull_request before reading its body", async (t) => {
   const f = await setupFixture(t);

@@ -2,7 +2,7 @@
 // or do not match their SHA-256; the plan checks the same rules (one implementation, in the
 // source), read-only, so a green plan is not refused on merge.
 import type { Diagnostic, ManifestObject } from "../../api/validate/index.ts";
-import { verifyRepositoryArtifacts } from "../../source/repository-artifacts.ts";
+import { verifyRepositoryArtifacts } from "../../source/index.ts";
 
 export async function checkArtifacts(
   objects: readonly ManifestObject[],

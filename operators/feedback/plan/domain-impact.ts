@@ -2,7 +2,7 @@
 // what the live Domain has already handed out. One address per pod, as the Domain controller
 // allocates them.
 import type { Domain, Job } from "../../api/index.ts";
-import { ipToInt, parseCidr } from "../../controllers/domain/ipam.ts";
+import { ipToInt, parseCidr } from "../../controllers/domain/index.ts";
 import type { KubeObject } from "../../lib/store/index.ts";
 import type { DomainImpact, ObjectChange } from "./types.ts";
 

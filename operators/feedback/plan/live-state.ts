@@ -3,7 +3,7 @@
 import { API_VERSION, kinds } from "../../api/index.ts";
 import type { ManifestObject } from "../../api/validate/index.ts";
 import type { KubeObject, Store } from "../../lib/store/index.ts";
-import { MANAGED_BY_GIT, MANAGED_BY_LABEL } from "../../source/snapshot-apply.ts";
+import { MANAGED_BY_GIT, MANAGED_BY_LABEL } from "../../source/index.ts";
 import { manifestAsObject } from "./object-diff.ts";
 
 /** Kinds the plan reads: everything git writes, and the reports placement and dry-run need. */

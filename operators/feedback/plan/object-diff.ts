@@ -6,7 +6,7 @@ import { kinds } from "../../api/index.ts";
 import type { ManifestObject } from "../../api/validate/index.ts";
 import type { KubeObject } from "../../lib/store/index.ts";
 import { deepEqual } from "../../lib/store/index.ts";
-import { MANAGED_BY_GIT, MANAGED_BY_LABEL } from "../../source/snapshot-apply.ts";
+import { MANAGED_BY_GIT, MANAGED_BY_LABEL } from "../../source/index.ts";
 import { unifiedDiff } from "./line-diff.ts";
 import type { ObjectChange, PlanCounts } from "./types.ts";
 import { gitView, viewYaml } from "./yaml-view.ts";

@@ -8,7 +8,7 @@ import {
   OVERLAY_KEYS_ANNOTATION,
   SOURCE_FILE_ANNOTATION,
   SOURCE_REVISION_ANNOTATION,
-} from "../../source/snapshot-apply.ts";
+} from "../../source/index.ts";
 
 const BOOKKEEPING = new Set([
   MANAGED_BY_LABEL,

@@ -3,9 +3,14 @@
 import { AGENT_CLEANUP_FINALIZER } from "../../controllers/labels.ts";
 import type { KubeObject, LabelSelector, Store } from "../../lib/store/index.ts";
 import { compileLabelSelector, matches } from "../../lib/store/index.ts";
-import { isRepositoryPath } from "../../source/repository-artifacts.ts";
-import { MANAGED_BY_GIT, MANAGED_BY_LABEL, overlayKeys, pickKeys } from "../../source/snapshot-apply.ts";
-import { artifactUrl } from "./artifacts.ts";
+import {
+  artifactUrl,
+  isRepositoryPath,
+  MANAGED_BY_GIT,
+  MANAGED_BY_LABEL,
+  overlayKeys,
+  pickKeys,
+} from "../../source/index.ts";
 
 export function agentNamespace(cluster: string): string {
   return `agent-${cluster}`;

@@ -11,7 +11,7 @@ import {
   overlayKeys,
   pickKeys,
   SOURCE_ANNOTATIONS,
-} from "../../source/snapshot-apply.ts";
+} from "../../source/index.ts";
 import { agentNamespace } from "./desired-set.ts";
 
 export async function writeReport(

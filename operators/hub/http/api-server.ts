@@ -3,9 +3,15 @@
 // carries its own HMAC signature) needs a bearer token.
 import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
 import { API_VERSION, kindByPlural } from "../../api/index.ts";
+import {
+  type Authenticator,
+  bearerToken,
+  type Principal,
+  redact,
+  sendJson,
+  sendStatus,
+} from "../../lib/http/index.ts";
 import { isStoreError, type KubeObject, type Store } from "../../lib/store/index.ts";
-import { type Authenticator, bearerToken, type Principal } from "./auth.ts";
-import { redact } from "./redact.ts";
 
 export interface HubHttpDependencies {
   store: Store;
@@ -170,14 +176,4 @@ async function servePodLog(
 function sendText(res: ServerResponse, code: number, body: string) {
   res.writeHead(code, { "content-type": "text/plain; charset=utf-8" });
   res.end(body);
-}
-
-export function sendJson(res: ServerResponse, code: number, body: unknown) {
-  res.writeHead(code, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" });
-  res.end(JSON.stringify(body));
-}
-
-/** Errors in the shape Kubernetes clients know: a Status object. */
-export function sendStatus(res: ServerResponse, code: number, reason: string, message: string) {
-  sendJson(res, code, { apiVersion: "v1", kind: "Status", status: "Failure", reason, message, code });
 }

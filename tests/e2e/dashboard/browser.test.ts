@@ -5,7 +5,7 @@
 import path from "node:path";
 import type { Page } from "playwright-core";
 import t from "tap";
-import { hashPassword } from "../../../operators/hub/auth/index.ts";
+import { hashPassword } from "../../../operators/dashboard/auth/index.ts";
 import { exampleFiles, startDashboardHub, userYaml } from "../../dashboard/dashboard-hub.ts";
 import { launchChromium } from "../../helpers/chromium.ts";
 import { createGitServer, waitFor } from "../../helpers/git-server.ts";

@@ -3,10 +3,8 @@
 // a token back into a principal on every /api request.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { User } from "../../api/index.ts";
+import { type Authenticator, type Principal, sendJson, sendStatus } from "../../lib/http/index.ts";
 import type { Store } from "../../lib/store/index.ts";
-import { loadOrCreateAdminToken } from "../admin-token.ts";
-import { sendJson, sendStatus } from "../http/api-server.ts";
-import { type Authenticator, adminTokenAuthenticator, type Principal } from "../http/auth.ts";
 import { signJwt, verifyJwt } from "./jwt.ts";
 import { dummyPasswordHash, verifyPassword } from "./password-hash.ts";
 import { createRateLimiter, type RateLimiter } from "./rate-limiter.ts";
@@ -19,8 +17,8 @@ const MAX_BODY = 4096;
 
 export interface SessionsOptions {
   store: Store;
-  /** Holds `admin-token` (read when first needed: the hub writes it). */
-  dataDir: string;
+  /** Recognises the hub's admin token, which a login may present instead of a User's password. */
+  adminToken: Authenticator;
   secret: Buffer;
   /** Default 30 minutes. */
   ttlSeconds?: number;
@@ -55,17 +53,12 @@ export function createSessions(options: SessionsOptions): Sessions {
   const ttl = options.ttlSeconds ?? 30 * 60;
   const limit = options.limit ?? { max: 10, windowMs: 60_000 };
   const limiter: RateLimiter = createRateLimiter({ ...limit, now });
-  let adminToken: Promise<Authenticator> | undefined;
-  const adminAuthenticator = () => {
-    adminToken ??= loadOrCreateAdminToken(options.dataDir).then(adminTokenAuthenticator);
-    return adminToken;
-  };
 
   async function check(
     body: Record<string, unknown>,
   ): Promise<{ subject: string; role: Principal["role"] } | undefined> {
     if (typeof body.adminToken === "string") {
-      const principal = await (await adminAuthenticator())(body.adminToken);
+      const principal = await options.adminToken(body.adminToken);
       return principal ? { subject: ADMIN_TOKEN_SUBJECT, role: "admin" } : undefined;
     }
     const { username, password } = body;

@@ -1,4 +1,4 @@
-import type { KubeObject } from "../../lib/store/index.ts";
+import type { KubeObject } from "../store/index.ts";
 
 /**
  * Fields that never leave the hub: a User's password hash and a DomainPeer's private key. The API

@@ -1,7 +1,7 @@
 // HS256 JSON Web Tokens (RFC 7519) for dashboard sessions: only what the hub needs, no library.
 // The header is fixed, so a token claiming another algorithm ("none", RS256) never verifies.
 import { createHmac, timingSafeEqual } from "node:crypto";
-import type { Principal } from "../http/auth.ts";
+import type { Principal } from "../../lib/http/index.ts";
 
 export interface SessionClaims {
   sub: string;

@@ -1,0 +1,105 @@
+// The hub's HTTP address: the API, /hooks/git (push and pull_request events, one intake), and the
+// dashboard mounted as a sub-application with what it needs passed in.
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { createDashboard, type Dashboard, type DashboardSettings } from "../dashboard/index.ts";
+import type { PullRequestReviewer } from "../feedback/index.ts";
+import type { Logger } from "../lib/controller/index.ts";
+import { adminTokenAuthenticator, anyOf } from "../lib/http/index.ts";
+import type { Store } from "../lib/store/index.ts";
+import type { TunnelServer } from "../lib/tunnel/index.ts";
+import { createGitWebhookHttpHandler, loadWebhookSecrets, type WebhookIntake } from "../source/index.ts";
+import { splitHostPort } from "./host-port.ts";
+import { createHubHttpHandler } from "./http/api-server.ts";
+import { podLogsOverTunnel } from "./pod-logs.ts";
+import type { Readiness } from "./readiness.ts";
+import type { HubSource } from "./source-wiring.ts";
+
+export interface HubHttpOptions {
+  /** host:port; port 0 picks a free one. */
+  address: string;
+  store: Store;
+  dataDir: string;
+  adminToken: string;
+  /** The repository's URL and branch, as the push webhook checks them. */
+  repo?: string;
+  branch: string;
+  source?: HubSource;
+  reviewer?: PullRequestReviewer;
+  webhookSecretFile?: string;
+  intake: WebhookIntake;
+  dashboard?: boolean | DashboardSettings;
+  metricsText: () => Promise<string> | string;
+  ready: () => Readiness;
+  tunnel: TunnelServer;
+  logger: Logger;
+}
+
+export interface HubHttp {
+  /** http://host:port */
+  url: string;
+  dashboard?: Dashboard;
+  close(): Promise<void>;
+}
+
+export async function startHubHttp(options: HubHttpOptions): Promise<HubHttp> {
+  const { source, logger } = options;
+  const adminToken = adminTokenAuthenticator(options.adminToken);
+  const settings = options.dashboard === true ? {} : options.dashboard || undefined;
+  const dashboard = settings
+    ? await createDashboard({
+        ...settings,
+        store: options.store,
+        dataDir: options.dataDir,
+        adminToken,
+        sourceStatus: () => source?.watcher.status() ?? { state: "None" },
+        ...((settings.repoUrl ?? options.repo) ? { repoUrl: settings.repoUrl ?? options.repo } : {}),
+        logger,
+      })
+    : undefined;
+  const pushWebhook =
+    source && options.repo
+      ? createGitWebhookHttpHandler({
+          // Read per request so a rotated secret file takes effect at once; none configured refuses all.
+          secrets: () => loadWebhookSecrets({ file: options.webhookSecretFile }),
+          repoUrl: options.repo,
+          branch: options.branch,
+          onTrigger: () => void source.watcher.trigger(),
+          intake: options.intake,
+          ...(options.reviewer ? { byEvent: { pull_request: options.reviewer.httpHandler } } : {}),
+          logger,
+        })
+      : undefined;
+  const handler = createHubHttpHandler({
+    store: options.store,
+    authenticate: dashboard ? anyOf(adminToken, dashboard.authenticator) : anyOf(adminToken),
+    sourceStatus: () => source?.watcher.status() ?? { state: "None", message: "no --repo configured" },
+    metricsText: options.metricsText,
+    podLogs: podLogsOverTunnel(options.store, options.tunnel),
+    ready: options.ready,
+    gitWebhook: pushWebhook,
+    ...(dashboard ? { extraRoutes: dashboard.routes } : {}),
+  });
+  const server = createServer(handler);
+  const { host, port } = splitHostPort(options.address);
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+  return {
+    url: `http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}`,
+    ...(dashboard ? { dashboard } : {}),
+    async close() {
+      dashboard?.close();
+      await closeServer(server);
+    },
+  };
+}
+
+function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
+}

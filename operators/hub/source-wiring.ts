@@ -1,0 +1,59 @@
+// The hub's git source: a mirror of the repository and a watcher that hands every new revision to
+// source/'s one revision path (validate, store artifacts, apply or refuse whole).
+import path from "node:path";
+import type { SyncStatusReporter } from "../feedback/index.ts";
+import type { Logger } from "../lib/controller/index.ts";
+import type { Registry } from "../lib/metrics/index.ts";
+import type { Store } from "../lib/store/index.ts";
+import {
+  createGitRepository,
+  createGitWatcher,
+  createRevisionApplier,
+  type GitCredentials,
+  type GitRepository,
+  type GitWatcher,
+  registerGitSourceMetrics,
+} from "../source/index.ts";
+
+export interface HubSourceOptions {
+  store: Store;
+  dataDir: string;
+  repo: string;
+  branch: string;
+  /** Folder of the repository that holds the manifests. */
+  path: string;
+  intervalMs: number;
+  credentials?: GitCredentials;
+  /** Reports `rlark/sync` commit statuses for every revision (feedback to the code host). */
+  syncStatus?: SyncStatusReporter;
+  registry: Registry;
+  logger: Logger;
+}
+
+export interface HubSource {
+  repository: GitRepository;
+  watcher: GitWatcher;
+}
+
+export function createHubSource(options: HubSourceOptions): HubSource {
+  const repository = createGitRepository({
+    url: options.repo,
+    branch: options.branch,
+    dataDir: options.dataDir,
+    credentials: options.credentials,
+  });
+  const apply = createRevisionApplier({
+    store: options.store,
+    artifactDir: path.join(options.dataDir, "artifacts"),
+    logger: options.logger,
+  });
+  const watcher = createGitWatcher({
+    repository,
+    dataDir: options.dataDir,
+    path: options.path,
+    intervalMs: options.intervalMs,
+    applyRevision: options.syncStatus ? options.syncStatus.wrap(apply) : apply,
+  });
+  registerGitSourceMetrics(options.registry, watcher);
+  return { repository, watcher };
+}

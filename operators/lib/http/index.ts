@@ -1,0 +1,6 @@
+// What every HTTP surface of the hub shares: bearer-token authentication, the admin token kept in
+// the data dir, Kubernetes-shaped JSON answers, and the redaction of secret fields.
+export { ADMIN_TOKEN_FILE, loadOrCreateAdminToken } from "./admin-token.ts";
+export { type Authenticator, adminTokenAuthenticator, anyOf, bearerToken, type Principal } from "./auth.ts";
+export { redact } from "./redact.ts";
+export { sendJson, sendStatus } from "./respond.ts";
