@@ -8,7 +8,8 @@ import { repoRefFromUrl } from "../../operators/feedback/providers/index.ts";
 import { startHub } from "../../operators/hub/hub.ts";
 import { silentLogger } from "../../operators/lib/controller/index.ts";
 import { startGitHubStandIn } from "../feedback/providers/github-stand-in.ts";
-import { createGitServer, waitFor } from "../helpers/git-server.ts";
+import { createGitServer } from "../helpers/git-server.ts";
+import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 
 const domain = (name: string, cidr: string) =>
   `apiVersion: rlinf.io/v1alpha1\nkind: Domain\nmetadata:\n  name: ${name}\nspec:\n  cidr: ${cidr}\n`;
@@ -39,10 +40,18 @@ t.test(
     });
     t.teardown(() => hub.stop());
 
-    await waitFor(() => github.status(good, "rlark/sync (lab)")?.state === "success", "success status");
+    await waitFor(
+      "success status",
+      () => github.status(good, "rlark/sync (lab)")?.state === "success",
+      onRealServers,
+    );
     t.match(github.status(good, "rlark/sync (lab)")?.description, /applied: 1 created, 0 changed, 0 deleted/);
     const bad = await git.commit({ "b.yaml": domain("b", "10.0.1.0/25") });
-    await waitFor(() => github.status(bad, "rlark/sync (lab)")?.state === "failure", "failure status");
+    await waitFor(
+      "failure status",
+      () => github.status(bad, "rlark/sync (lab)")?.state === "failure",
+      onRealServers,
+    );
     t.match(
       github.status(bad, "rlark/sync (lab)")?.description,
       /b\.yaml:6 \/spec\/cidr: 10\.0\.1\.0\/25 overlaps/,

@@ -7,7 +7,8 @@ import path from "node:path";
 import t, { type Test } from "tap";
 import { type Hub, startHub } from "../../operators/hub/hub.ts";
 import { silentLogger } from "../../operators/lib/controller/index.ts";
-import { createGitServer, type GitServer, waitFor } from "../helpers/git-server.ts";
+import { createGitServer, type GitServer } from "../helpers/git-server.ts";
+import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 
 const domain = (name: string, cidr: string) =>
   `apiVersion: rlinf.io/v1alpha1\nkind: Domain\nmetadata:\n  name: ${name}\nspec:\n  cidr: ${cidr}\n`;
@@ -61,10 +62,10 @@ t.test(
     t.teardown(() => git.close());
     await git.commit({ "domains/a.yaml": domain("a", "10.0.1.0/24") });
     const hub = await withHub(t, git);
-    await waitFor(async () => (await names(hub, "domains")).join() === "a", "domain a");
+    await waitFor("domain a", async () => (await names(hub, "domains")).join() === "a", onRealServers);
 
     const good = await git.commit({ "domains/b.yaml": domain("b", "10.0.2.0/24") });
-    await waitFor(async () => (await names(hub, "domains")).join() === "a,b", "domain b");
+    await waitFor("domain b", async () => (await names(hub, "domains")).join() === "a,b", onRealServers);
     const { body: b } = await api(hub, "/api/v1/rlinf.io/v1alpha1/domains/b");
     const annotations = (b.metadata as { annotations: Record<string, string> }).annotations;
     t.equal(annotations["rlark.io/source-file"], "domains/b.yaml:1", "objects carry file:line");
@@ -75,10 +76,14 @@ t.test(
       "domains/c.yaml": domain("c", "10.0.3.0/24"),
       "domains/overlap.yaml": domain("overlap", "10.0.1.128/25"),
     });
-    await waitFor(async () => {
-      const { body } = await api(hub, "/api/v1/source");
-      return body.lastAttemptedRevision === bad && body.state === "Invalid";
-    }, "bad revision refused");
+    await waitFor(
+      "bad revision refused",
+      async () => {
+        const { body } = await api(hub, "/api/v1/source");
+        return body.lastAttemptedRevision === bad && body.state === "Invalid";
+      },
+      onRealServers,
+    );
     const { body: source } = await api(hub, "/api/v1/source");
     t.equal(source.state, "Invalid");
     t.equal(source.lastAppliedRevision, good, "the last good revision stays applied");
@@ -88,7 +93,11 @@ t.test(
     t.same(await names(hub, "domains"), ["a", "b"], "nothing of the bad revision was applied");
 
     await git.commit({ "domains/overlap.yaml": null, "domains/a.yaml": null });
-    await waitFor(async () => (await names(hub, "domains")).join() === "b,c", "fixed revision applied");
+    await waitFor(
+      "fixed revision applied",
+      async () => (await names(hub, "domains")).join() === "b,c",
+      onRealServers,
+    );
     t.equal((await api(hub, "/api/v1/source")).body.state, "Synced");
   },
 );
@@ -99,12 +108,16 @@ t.test("a force-push that rewrites history is followed, over git daemon", async 
   await git.commit({ "d.yaml": domain("first", "10.1.0.0/24") });
   await git.startDaemon();
   const hub = await withHub(t, git, { repo: git.daemonUrl });
-  await waitFor(async () => (await names(hub, "domains")).join() === "first", "first");
+  await waitFor("first", async () => (await names(hub, "domains")).join() === "first", onRealServers);
   await git.git("checkout", "--orphan", "rewritten");
   await git.git("rm", "-rfq", ".");
   await git.commit({ "d.yaml": domain("second", "10.2.0.0/24") }, "rewrite");
   await git.git("push", "--force", "origin", `rewritten:${git.branch}`);
-  await waitFor(async () => (await names(hub, "domains")).join() === "second", "rewritten history applied");
+  await waitFor(
+    "rewritten history applied",
+    async () => (await names(hub, "domains")).join() === "second",
+    onRealServers,
+  );
 });
 
 t.test("the API needs a token, is read-only, and never returns secrets", async (t) => {
@@ -112,7 +125,7 @@ t.test("the API needs a token, is read-only, and never returns secrets", async (
   t.teardown(() => git.close());
   await git.commit({ "u.yaml": user("carol") });
   const hub = await withHub(t, git);
-  await waitFor(async () => (await names(hub, "users")).join() === "carol", "user");
+  await waitFor("user", async () => (await names(hub, "users")).join() === "carol", onRealServers);
   t.equal((await api(hub, "/api/v1/rlinf.io/v1alpha1/users", "")).status, 401);
   t.equal((await api(hub, "/api/v1/rlinf.io/v1alpha1/users", "wrong-token")).status, 401);
   t.equal((await fetch(`${hub.url}/metrics`)).status, 401, "metrics need the token too");
@@ -140,7 +153,7 @@ t.test("a signed push webhook makes the hub fetch at once; a forged one is refus
   await writeFile(secretFile, "s3cret\n", { mode: 0o600 });
   // An interval of an hour: only the webhook can explain a fetch.
   const hub = await withHub(t, git, { webhookSecretFile: secretFile, intervalMs: 3_600_000 });
-  await waitFor(async () => (await names(hub, "domains")).join() === "one", "initial sync");
+  await waitFor("initial sync", async () => (await names(hub, "domains")).join() === "one", onRealServers);
   await git.commit({ "e.yaml": domain("two", "10.4.0.0/24") });
   const payload = JSON.stringify({
     ref: `refs/heads/${git.branch}`,
@@ -159,7 +172,11 @@ t.test("a signed push webhook makes the hub fetch at once; a forged one is refus
   t.equal((await send("sha256=0000")).status, 401, "a forged signature is refused");
   const signature = `sha256=${createHmac("sha256", "s3cret").update(payload).digest("hex")}`;
   t.equal((await send(signature)).status, 202);
-  await waitFor(async () => (await names(hub, "domains")).join() === "one,two", "webhook-triggered fetch");
+  await waitFor(
+    "webhook-triggered fetch",
+    async () => (await names(hub, "domains")).join() === "one,two",
+    onRealServers,
+  );
 });
 
 t.test("status is committed to the status branch, never to the tracked one", async (t) => {
@@ -170,13 +187,14 @@ t.test("status is committed to the status branch, never to the tracked one", asy
       "apiVersion: rlinf.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: lab\nspec:\n  runtime: process\n",
   });
   const hub = await withHub(t, git, { statusBranch: "rlark/status" });
-  await waitFor(async () => (await names(hub, "clusters")).join() === "lab", "cluster");
+  await waitFor("cluster", async () => (await names(hub, "clusters")).join() === "lab", onRealServers);
   const cluster = await hub.store.get("Cluster", undefined, "lab");
   if (!cluster) throw new Error("cluster missing");
   await hub.store.updateStatus({ ...cluster, status: { phase: "Online" } });
   await waitFor(
-    async () => (await git.gitBare("branch", "--list", "rlark/status")).includes("rlark/status"),
     "status branch pushed",
+    async () => (await git.gitBare("branch", "--list", "rlark/status")).includes("rlark/status"),
+    onRealServers,
   );
   const content = await git.gitBare("show", "rlark/status:status/cluster/lab.yaml");
   t.match(content, /phase: Online/);
@@ -211,8 +229,16 @@ t.test(
     t.teardown(() => git.close());
     const bad = await git.commit({ "tool.sh": "hello\n", "job.yaml": rawJob("tool.sh", "0".repeat(64)) });
     const hub = await withHub(t, git);
-    await waitFor(async () => (await api(hub, "/api/v1/source")).body.lastAttemptedRevision === bad, "tried");
-    await waitFor(async () => (await api(hub, "/api/v1/source")).body.state === "Invalid", "refused");
+    await waitFor(
+      "tried",
+      async () => (await api(hub, "/api/v1/source")).body.lastAttemptedRevision === bad,
+      onRealServers,
+    );
+    await waitFor(
+      "refused",
+      async () => (await api(hub, "/api/v1/source")).body.state === "Invalid",
+      onRealServers,
+    );
     const { errors } = (await api(hub, "/api/v1/source")).body;
     t.match(errors, [
       {
@@ -226,7 +252,11 @@ t.test(
     ]);
     t.notMatch(JSON.stringify(errors), sha256("hello\n"), "the digest of what is there is not shown");
     await git.commit({ "job.yaml": rawJob("tool.sh", sha256("hello\n")) });
-    await waitFor(async () => (await names(hub, "jobs")).join() === "raw", "fixed revision applied");
+    await waitFor(
+      "fixed revision applied",
+      async () => (await names(hub, "jobs")).join() === "raw",
+      onRealServers,
+    );
   },
 );
 
@@ -273,7 +303,11 @@ t.test(
     await chmod(dataDir, 0o755);
     const first = await git.commit({ "d.yaml": domain("a", "10.9.0.0/24") });
     const hub = await withHub(t, git, { dataDir });
-    await waitFor(async () => (await api(hub, "/api/v1/source")).body.lastAppliedRevision === first, "first");
+    await waitFor(
+      "first",
+      async () => (await api(hub, "/api/v1/source")).body.lastAppliedRevision === first,
+      onRealServers,
+    );
     t.equal((await stat(dataDir)).mode & 0o777, 0o700, "the hub makes its data dir private");
     const caKey = await readFile(path.join(dataDir, "pki", "ca.key"));
 
@@ -283,15 +317,19 @@ t.test(
     await symlink(path.join(dataDir, "pki", "ca.key"), path.join(git.work, "node_modules", "k"));
     const refused = async (url: string, sha: string) => {
       const revision = await git.commit({ "job.yaml": rawJob(url, sha) });
-      await waitFor(async () => {
-        const { body } = await api(hub, "/api/v1/source");
-        // The attempted revision is recorded before it is checked: wait for its own errors.
-        return (
-          body.lastAttemptedRevision === revision &&
-          body.state === "Invalid" &&
-          JSON.stringify(body.errors).includes(url)
-        );
-      }, `${url} refused`);
+      await waitFor(
+        `${url} refused`,
+        async () => {
+          const { body } = await api(hub, "/api/v1/source");
+          // The attempted revision is recorded before it is checked: wait for its own errors.
+          return (
+            body.lastAttemptedRevision === revision &&
+            body.state === "Invalid" &&
+            JSON.stringify(body.errors).includes(url)
+          );
+        },
+        onRealServers,
+      );
       return (await api(hub, "/api/v1/source")).body;
     };
     for (const [url, message] of [
@@ -319,8 +357,9 @@ t.test(
       "job.yaml": rawJob("tool.sh", sha256("#!/bin/sh\necho hi\n")),
     });
     await waitFor(
-      async () => (await api(hub, "/api/v1/source")).body.lastAppliedRevision === applied,
       "applied",
+      async () => (await api(hub, "/api/v1/source")).body.lastAppliedRevision === applied,
+      onRealServers,
     );
     const digest = sha256("#!/bin/sh\necho hi\n");
     t.equal((await stat(path.join(dataDir, "artifacts", digest))).mode & 0o777, 0o700);

@@ -15,8 +15,9 @@ import { repoRoot } from "../../../hack/kube/paths.ts";
 import { startHub } from "../../../operators/hub/hub.ts";
 import { silentLogger } from "../../../operators/lib/controller/index.ts";
 import packageJson from "../../../package.json" with { type: "json" };
-import { eventually, fleetCluster, within } from "../../helpers/fleet.ts";
+import { fleetCluster, within } from "../../helpers/fleet.ts";
 import { createGitServer } from "../../helpers/git-server.ts";
+import { onKube, waitFor } from "../../helpers/wait-for.ts";
 
 const cluster = fleetCluster(1);
 const kc = cluster.kubeConfig;
@@ -81,9 +82,10 @@ spec:
       logger: silentLogger,
     });
     t.teardown(() => hub.stop());
-    await eventually(
+    await waitFor(
       "the Cluster from git",
       async () => (await hub.store.get("Cluster", undefined, "fresh")) ?? undefined,
+      onKube,
     );
     const { token } = await hub.pki.enrollment.createToken({ cluster: "fresh", ttlMs: 120_000 });
 
@@ -103,23 +105,31 @@ spec:
       "--state-dir",
       await mkdtemp(path.join(tmpdir(), "rlark-agent-cli-state-")),
     ]);
-    const secret = await eventually("the identity Secret in the new namespace", async () => {
-      if (agent.child.exitCode !== null) throw new Error(`the agent exited: ${agent.output()}`);
-      return await core
-        .readNamespacedSecret({ name: "rlark-agent-identity", namespace })
-        .catch(() => undefined);
-    });
+    const secret = await waitFor(
+      "the identity Secret in the new namespace",
+      async () => {
+        if (agent.child.exitCode !== null) throw new Error(`the agent exited: ${agent.output()}`);
+        return await core
+          .readNamespacedSecret({ name: "rlark-agent-identity", namespace })
+          .catch(() => undefined);
+      },
+      onKube,
+    );
     t.equal(secret.type, "kubernetes.io/tls");
     t.equal(Buffer.from(secret.data?.cluster ?? "", "base64").toString(), "fresh");
 
     const { gitVersion } = await kc.makeApiClient(VersionApi).getCode();
     const nodes = (await core.listNode()).items.length;
-    const status = await eventually("the Cluster's status with the agent's figures", async () => {
-      const s = (await hub.store.get("Cluster", undefined, "fresh"))?.status as
-        | { agentVersion?: string; kubernetesVersion?: string; nodeCount?: number }
-        | undefined;
-      return s?.kubernetesVersion && s.nodeCount === nodes ? s : undefined;
-    });
+    const status = await waitFor(
+      "the Cluster's status with the agent's figures",
+      async () => {
+        const s = (await hub.store.get("Cluster", undefined, "fresh"))?.status as
+          | { agentVersion?: string; kubernetesVersion?: string; nodeCount?: number }
+          | undefined;
+        return s?.kubernetesVersion && s.nodeCount === nodes ? s : undefined;
+      },
+      onKube,
+    );
     t.equal(status.agentVersion, packageJson.version, "agentVersion is the package's version");
     t.equal(status.kubernetesVersion, gitVersion, "kubernetesVersion is the API server's gitVersion");
     t.equal(status.nodeCount, nodes, "nodeCount is the cluster's node count");
@@ -204,7 +214,10 @@ t.test("an agent that may not create its namespace refuses in one line and keeps
     .split("\n")
     .filter((l) => l.startsWith("rlark agent:"));
   t.equal(lines.length, 1, "one error line");
-  t.match(lines[0], `rlark agent: the Namespace ${namespace} does not exist and this agent may not create it`);
+  t.match(
+    lines[0],
+    `rlark agent: the Namespace ${namespace} does not exist and this agent may not create it`,
+  );
   t.match(lines[0], /403 Forbidden/);
   t.match(lines[0], `kubectl create namespace ${namespace}`);
   t.notMatch(agent.output(), /HTTP-Code|Headers|Body:/, "no raw HTTP dump");

@@ -8,7 +8,8 @@ import t from "tap";
 import { hashPassword } from "../../../operators/hub/auth/index.ts";
 import { exampleFiles, startDashboardHub, userYaml } from "../../dashboard/dashboard-hub.ts";
 import { launchChromium } from "../../helpers/chromium.ts";
-import { createGitServer, waitFor } from "../../helpers/git-server.ts";
+import { createGitServer } from "../../helpers/git-server.ts";
+import { onRealServers, waitFor } from "../../helpers/wait-for.ts";
 import { reportAgentState } from "./agent-state.ts";
 
 const SCREENSHOTS = process.env.RLARK_SCREENSHOTS
@@ -36,8 +37,9 @@ t.test("the dashboard in a browser", async (t) => {
   // Until the restart test; after it, running.hub is the new one.
   const { hub } = running;
   await waitFor(
-    async () => (await hub.store.get("Addon", "agent-shanghai-edge", "embodied-device-plugin")) !== undefined,
     "examples applied",
+    async () => (await hub.store.get("Addon", "agent-shanghai-edge", "embodied-device-plugin")) !== undefined,
+    onRealServers,
   );
   await reportAgentState(hub.store);
 
@@ -84,8 +86,9 @@ t.test("the dashboard in a browser", async (t) => {
     await page.locator("#synced-revision").waitFor();
     const revision = (await git.git("rev-parse", "HEAD")).trim();
     await waitFor(
-      async () => (await page.locator("#synced-revision").textContent()) === revision.slice(0, 12),
       "synced revision shown",
+      async () => (await page.locator("#synced-revision").textContent()) === revision.slice(0, 12),
+      onRealServers,
     );
     t.equal(await page.locator("#clusters-online").textContent(), "1");
     t.equal(

@@ -23,8 +23,9 @@ import {
   fileCredentialStore,
   parseDryRunAnswer,
 } from "../../../operators/lib/tunnel/index.ts";
-import { eventually, fleetCluster, testNamespace } from "../../helpers/fleet.ts";
+import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
 import { createGitServer } from "../../helpers/git-server.ts";
+import { onKube, waitFor } from "../../helpers/wait-for.ts";
 
 const { kubeConfig: kc } = fleetCluster(0);
 
@@ -75,7 +76,7 @@ t.test("a plan dry-runs each workload on the cluster's API server through the ag
     logger: silentLogger,
   });
   t.teardown(() => hub.stop());
-  await eventually("the Cluster from git", async () => await hub.store.get("Cluster", undefined, "gpu"));
+  await waitFor("the Cluster from git", async () => await hub.store.get("Cluster", undefined, "gpu"), onKube);
 
   const agentDir = await mkdtemp(path.join(tmpdir(), "rlark-plan-agent-"));
   const { token } = await hub.pki.enrollment.createToken({ cluster: "gpu", ttlMs: 60_000 });
@@ -97,11 +98,15 @@ t.test("a plan dry-runs each workload on the cluster's API server through the ag
     logger: silentLogger,
   });
   t.teardown(() => agent.stop());
-  await eventually("the agent's nodes reported", async () => {
-    const nodes = await hub.store.list("Node", { namespace: "agent-gpu" });
-    const cluster = await hub.store.get("Cluster", undefined, "gpu");
-    return nodes.items.length > 0 && cluster?.status ? true : undefined;
-  });
+  await waitFor(
+    "the agent's nodes reported",
+    async () => {
+      const nodes = await hub.store.list("Node", { namespace: "agent-gpu" });
+      const cluster = await hub.store.get("Cluster", undefined, "gpu");
+      return nodes.items.length > 0 && cluster?.status ? true : undefined;
+    },
+    onKube,
+  );
 
   // The revision under review: one valid workload, one the schema lets through but the API
   // server refuses (a CPU request above its limit), one in a namespace the cluster does not have.

@@ -8,7 +8,8 @@ import t, { type Test } from "tap";
 import { type Hub, startHub } from "../../../operators/hub/hub.ts";
 import { silentLogger } from "../../../operators/lib/controller/index.ts";
 import type { KubeObject } from "../../../operators/lib/store/index.ts";
-import { createGitServer, type GitServer, waitFor } from "../../helpers/git-server.ts";
+import { createGitServer, type GitServer } from "../../helpers/git-server.ts";
+import { onRealServers, waitFor } from "../../helpers/wait-for.ts";
 
 const cli = path.resolve(import.meta.dirname, "../../../operators/cli/main.ts");
 const marker = `rlark-e2e-${process.pid}`;
@@ -78,8 +79,9 @@ async function setup(t: Test, files: Record<string, string>) {
     });
   const hub = await start();
   await waitFor(
-    async () => (await hub.store.get("Cluster", undefined, "local")) !== undefined,
     "cluster from git",
+    async () => (await hub.store.get("Cluster", undefined, "local")) !== undefined,
+    onRealServers,
   );
   const { token } = await hub.pki.enrollment.createToken({ cluster: "local", ttlMs: 60_000 });
   const stateDir = await mkdtemp(path.join(tmpdir(), "rlark-e2e-agent-"));
@@ -94,10 +96,14 @@ t.test("Raw tasks run to completion: exit 0 succeeds, exit 3 fails with exit cod
   t.teardown(() => hub.stop());
   const agent = startAgentProcess(hub, stateDir, token);
   t.teardown(() => agent.kill("SIGKILL"));
-  await waitFor(async () => phaseOf(await job(hub, "ok")) === "Succeeded", "ok Succeeded", {
+  await waitFor("ok Succeeded", async () => phaseOf(await job(hub, "ok")) === "Succeeded", {
+    ...onRealServers,
     attempts: 1200,
   });
-  await waitFor(async () => phaseOf(await job(hub, "bad")) === "Failed", "bad Failed", { attempts: 1200 });
+  await waitFor("bad Failed", async () => phaseOf(await job(hub, "bad")) === "Failed", {
+    ...onRealServers,
+    attempts: 1200,
+  });
   const task = await hub.store.get("Task", "agent-local", "bad-main");
   t.match(task?.status, { phase: "Failed", exitCode: 3 });
   const conditions = (await job(hub, "bad"))?.status as { conditions?: { message?: string }[] };
@@ -136,7 +142,8 @@ t.test(
     t.teardown(() => hub.stop());
     let agent = startAgentProcess(hub, stateDir, token);
     t.teardown(() => agent.kill("SIGKILL"));
-    await waitFor(async () => phaseOf(await job(hub, "svc")) === "Running", "svc Running", {
+    await waitFor("svc Running", async () => phaseOf(await job(hub, "svc")) === "Running", {
+      ...onRealServers,
       attempts: 1200,
     });
     // The runtime's wrapper shell and the task's shell both carry the marker: count once, compare after.
@@ -147,10 +154,14 @@ t.test(
     agent.kill("SIGKILL");
     await new Promise((resolve) => agent.once("exit", resolve));
     agent = startAgentProcess(hub, stateDir);
-    await waitFor(async () => {
-      const cl = await hub.store.get("Cluster", undefined, "local");
-      return (cl?.status as { bootId?: string })?.bootId !== undefined;
-    }, "agent back");
+    await waitFor(
+      "agent back",
+      async () => {
+        const cl = await hub.store.get("Cluster", undefined, "local");
+        return (cl?.status as { bootId?: string })?.bootId !== undefined;
+      },
+      onRealServers,
+    );
     await new Promise((resolve) => setTimeout(resolve, 1500));
     t.equal((await markedProcesses()).length, perReplica, "no duplicate after an agent restart");
 
@@ -167,36 +178,40 @@ t.test(
       logger: silentLogger,
     });
     await waitFor(
-      async () => (await hub.store.get("Cluster", undefined, "local"))?.status !== undefined,
       "status",
+      async () => (await hub.store.get("Cluster", undefined, "local"))?.status !== undefined,
+      onRealServers,
     );
     await waitFor(
+      "agent reconnected to the restarted hub",
       async () =>
         ((await hub.store.get("Cluster", undefined, "local"))?.status as { phase?: string })?.phase ===
         "Online",
-      "agent reconnected to the restarted hub",
-      { attempts: 1200 },
+      { ...onRealServers, attempts: 1200 },
     );
     t.equal((await markedProcesses()).length, perReplica, "no duplicate after a hub restart");
 
     await git.commit({ "svc.yaml": rawJob("svc", "sleep 300; true", "Deployment", "  stopped: true\n") });
-    await waitFor(async () => phaseOf(await job(hub, "svc")) === "Stopped", "svc Stopped", {
+    await waitFor("svc Stopped", async () => phaseOf(await job(hub, "svc")) === "Stopped", {
+      ...onRealServers,
       attempts: 1200,
     });
     t.same(await markedProcesses(), [], "nothing is left running");
     t.same((await hub.store.list("Task", { namespace: "agent-local" })).items, [], "no Task is left");
 
     await git.commit({ "svc.yaml": rawJob("svc", "sleep 300; true", "Deployment") });
-    await waitFor(async () => phaseOf(await job(hub, "svc")) === "Running", "svc Running again", {
+    await waitFor("svc Running again", async () => phaseOf(await job(hub, "svc")) === "Running", {
+      ...onRealServers,
       attempts: 1200,
     });
     t.equal(((await job(hub, "svc"))?.status as { run?: number } | undefined)?.run, 2, "a fresh run");
     t.equal((await markedProcesses()).length, perReplica, "one replica again");
     await git.commit({ "svc.yaml": null });
     await waitFor(
-      async () => (await job(hub, "svc")) === undefined,
       "svc removed from git is stopped, then gone",
+      async () => (await job(hub, "svc")) === undefined,
       {
+        ...onRealServers,
         attempts: 1200,
       },
     );

@@ -13,8 +13,9 @@ import { ProcessRuntime } from "../../../operators/agent/runtimes/process/index.
 import { startHub } from "../../../operators/hub/hub.ts";
 import { silentLogger } from "../../../operators/lib/controller/index.ts";
 import { fileCredentialStore } from "../../../operators/lib/tunnel/index.ts";
-import { eventually, fleetCluster, testNamespace } from "../../helpers/fleet.ts";
+import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
 import { createGitServer } from "../../helpers/git-server.ts";
+import { onKube, waitFor } from "../../helpers/wait-for.ts";
 
 const { kubeConfig: kc } = fleetCluster(0);
 const apps = kc.makeApiClient(AppsV1Api);
@@ -96,9 +97,10 @@ t.test(
       logger: silentLogger,
     });
     t.teardown(() => hub.stop());
-    await eventually(
+    await waitFor(
       "clusters from git",
       async () => (await hub.store.get("Cluster", undefined, "bench")) ?? undefined,
+      onKube,
     );
 
     const enroll = async (cluster: string) => {
@@ -143,11 +145,10 @@ t.test(
 
     const phase = async () =>
       ((await hub.store.get("Job", undefined, "mixed"))?.status as { phase?: string })?.phase;
-    await eventually(
-      "the Job Running",
-      async () => ((await phase()) === "Running" ? true : undefined),
-      120_000,
-    );
+    await waitFor("the Job Running", async () => ((await phase()) === "Running" ? true : undefined), {
+      attempts: 480,
+      everyMs: 250,
+    });
     t.ok(
       await hub.store.get("Task", "agent-gpu", "mixed-trainer"),
       "the GPU task went to the kubernetes cluster",
@@ -165,11 +166,10 @@ t.test(
     t.ok(nodes.items.length > 0, "the kubernetes agent reports its nodes");
 
     await git.commit(repository(namespace, true));
-    await eventually(
-      "the Job Stopped",
-      async () => ((await phase()) === "Stopped" ? true : undefined),
-      120_000,
-    );
+    await waitFor("the Job Stopped", async () => ((await phase()) === "Stopped" ? true : undefined), {
+      attempts: 480,
+      everyMs: 250,
+    });
     const left = await apps.listNamespacedDeployment({ namespace });
     t.same(
       left.items.map((d) => d.metadata?.name),
