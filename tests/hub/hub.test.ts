@@ -4,10 +4,10 @@ import { createHash, createHmac } from "node:crypto";
 import { chmod, mkdir, mkdtemp, readdir, readFile, stat, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import t, { type Test } from "tap";
-import { type Hub, startHub } from "../../operators/hub/hub.ts";
-import { silentLogger } from "../../operators/lib/controller/index.ts";
-import { createGitServer, type GitServer } from "../helpers/git-server.ts";
+import t from "tap";
+import type { Hub } from "../../operators/hub/hub.ts";
+import { createGitServer } from "../helpers/git-server.ts";
+import { startHubOnGit } from "../helpers/hub-on-git.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 
 const domain = (name: string, cidr: string) =>
@@ -27,41 +27,16 @@ async function names(hub: Hub, plural: string): Promise<string[]> {
   return (body.items as { metadata: { name: string } }[]).map((i) => i.metadata.name).sort();
 }
 
-async function withHub(
-  t: Test,
-  git: GitServer,
-  options: {
-    repo?: string;
-    statusBranch?: string;
-    webhookSecretFile?: string;
-    intervalMs?: number;
-    dataDir?: string;
-  } = {},
-): Promise<Hub> {
-  const dataDir = options.dataDir ?? (await mkdtemp(path.join(tmpdir(), "rlark-hub-")));
-  const hub = await startHub({
-    dataDir,
-    http: "127.0.0.1:0",
-    ssh: "127.0.0.1:0",
-    repo: options.repo ?? git.fileUrl,
-    branch: git.branch,
-    intervalMs: options.intervalMs ?? 100,
-    statusBranch: options.statusBranch,
-    statusDebounceMs: 50,
-    webhookSecretFile: options.webhookSecretFile,
-    logger: silentLogger,
-  });
-  t.teardown(() => hub.stop());
-  return hub;
-}
+// Polls git often and writes status soon: the tests wait on both.
+const quick = { intervalMs: 100, statusDebounceMs: 50 };
 
 t.test(
   "pushed revisions appear in the API; an invalid one is refused whole and the last good stays",
   async (t) => {
-    const git = await createGitServer();
-    t.teardown(() => git.close());
-    await git.commit({ "domains/a.yaml": domain("a", "10.0.1.0/24") });
-    const hub = await withHub(t, git);
+    const { git, hub } = await startHubOnGit(t, {
+      ...quick,
+      files: { "domains/a.yaml": domain("a", "10.0.1.0/24") },
+    });
     await waitFor("domain a", async () => (await names(hub, "domains")).join() === "a", onRealServers);
 
     const good = await git.commit({ "domains/b.yaml": domain("b", "10.0.2.0/24") });
@@ -107,7 +82,7 @@ t.test("a force-push that rewrites history is followed, over git daemon", async 
   t.teardown(() => git.close());
   await git.commit({ "d.yaml": domain("first", "10.1.0.0/24") });
   await git.startDaemon();
-  const hub = await withHub(t, git, { repo: git.daemonUrl });
+  const { hub } = await startHubOnGit(t, { ...quick, git, repo: git.daemonUrl });
   await waitFor("first", async () => (await names(hub, "domains")).join() === "first", onRealServers);
   await git.git("checkout", "--orphan", "rewritten");
   await git.git("rm", "-rfq", ".");
@@ -121,10 +96,7 @@ t.test("a force-push that rewrites history is followed, over git daemon", async 
 });
 
 t.test("the API needs a token, is read-only, and never returns secrets", async (t) => {
-  const git = await createGitServer();
-  t.teardown(() => git.close());
-  await git.commit({ "u.yaml": user("carol") });
-  const hub = await withHub(t, git);
+  const { hub } = await startHubOnGit(t, { ...quick, files: { "u.yaml": user("carol") } });
   await waitFor("user", async () => (await names(hub, "users")).join() === "carol", onRealServers);
   t.equal((await api(hub, "/api/v1/rlinf.io/v1alpha1/users", "")).status, 401);
   t.equal((await api(hub, "/api/v1/rlinf.io/v1alpha1/users", "wrong-token")).status, 401);
@@ -146,13 +118,15 @@ t.test("the API needs a token, is read-only, and never returns secrets", async (
 });
 
 t.test("a signed push webhook makes the hub fetch at once; a forged one is refused", async (t) => {
-  const git = await createGitServer();
-  t.teardown(() => git.close());
-  await git.commit({ "d.yaml": domain("one", "10.3.0.0/24") });
   const secretFile = path.join(await mkdtemp(path.join(tmpdir(), "rlark-secret-")), "secret");
   await writeFile(secretFile, "s3cret\n", { mode: 0o600 });
-  // An interval of an hour: only the webhook can explain a fetch.
-  const hub = await withHub(t, git, { webhookSecretFile: secretFile, intervalMs: 3_600_000 });
+  const { git, hub } = await startHubOnGit(t, {
+    ...quick,
+    // An interval of an hour: only the webhook can explain a fetch.
+    intervalMs: 3_600_000,
+    webhookSecretFile: secretFile,
+    files: { "d.yaml": domain("one", "10.3.0.0/24") },
+  });
   await waitFor("initial sync", async () => (await names(hub, "domains")).join() === "one", onRealServers);
   await git.commit({ "e.yaml": domain("two", "10.4.0.0/24") });
   const payload = JSON.stringify({
@@ -180,13 +154,18 @@ t.test("a signed push webhook makes the hub fetch at once; a forged one is refus
 });
 
 t.test("status is committed to the status branch, never to the tracked one", async (t) => {
-  const git = await createGitServer();
-  t.teardown(() => git.close());
-  const tracked = await git.commit({
-    "c.yaml":
-      "apiVersion: rlinf.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: lab\nspec:\n  runtime: process\n",
+  const {
+    git,
+    hub,
+    revision: tracked,
+  } = await startHubOnGit(t, {
+    ...quick,
+    statusBranch: "rlark/status",
+    files: {
+      "c.yaml":
+        "apiVersion: rlinf.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: lab\nspec:\n  runtime: process\n",
+    },
   });
-  const hub = await withHub(t, git, { statusBranch: "rlark/status" });
   await waitFor("cluster", async () => (await names(hub, "clusters")).join() === "lab", onRealServers);
   const cluster = await hub.store.get("Cluster", undefined, "lab");
   if (!cluster) throw new Error("cluster missing");
@@ -225,10 +204,14 @@ const sha256 = (bytes: string | Buffer) => createHash("sha256").update(bytes).di
 t.test(
   "a revision whose repository artifact does not match its SHA-256 is refused at the field, without the file's digest",
   async (t) => {
-    const git = await createGitServer();
-    t.teardown(() => git.close());
-    const bad = await git.commit({ "tool.sh": "hello\n", "job.yaml": rawJob("tool.sh", "0".repeat(64)) });
-    const hub = await withHub(t, git);
+    const {
+      git,
+      hub,
+      revision: bad,
+    } = await startHubOnGit(t, {
+      ...quick,
+      files: { "tool.sh": "hello\n", "job.yaml": rawJob("tool.sh", "0".repeat(64)) },
+    });
     await waitFor(
       "tried",
       async () => (await api(hub, "/api/v1/source")).body.lastAttemptedRevision === bad,
@@ -261,10 +244,7 @@ t.test(
 );
 
 t.test("malformed percent-encoding in an API path is 400; every response says nosniff", async (t) => {
-  const git = await createGitServer();
-  t.teardown(() => git.close());
-  await git.commit({ "u.yaml": user("carol") });
-  const hub = await withHub(t, git);
+  const { hub } = await startHubOnGit(t, { ...quick, files: { "u.yaml": user("carol") } });
   for (const route of [
     "/api/v1/rlinf.io/v1alpha1/users/%E0%A4%A",
     "/api/v1/rlinf.io/v1alpha1/%zz",
@@ -296,13 +276,14 @@ t.test("malformed percent-encoding in an API path is 400; every response says no
 t.test(
   "an artifact reached through a symlinked folder into the hub's data dir is refused, its digest never shown, nothing copied",
   async (t) => {
-    const git = await createGitServer();
-    t.teardown(() => git.close());
     // As `rlark up` left it before: a data dir readable by everyone.
     const dataDir = await mkdtemp(path.join(tmpdir(), "rlark-hub-"));
     await chmod(dataDir, 0o755);
-    const first = await git.commit({ "d.yaml": domain("a", "10.9.0.0/24") });
-    const hub = await withHub(t, git, { dataDir });
+    const {
+      git,
+      hub,
+      revision: first,
+    } = await startHubOnGit(t, { ...quick, dataDir, files: { "d.yaml": domain("a", "10.9.0.0/24") } });
     await waitFor(
       "first",
       async () => (await api(hub, "/api/v1/source")).body.lastAppliedRevision === first,

@@ -12,11 +12,9 @@ import path from "node:path";
 import { CoreV1Api, KubeConfig, RbacAuthorizationV1Api, VersionApi } from "@kubernetes/client-node";
 import t, { type Test } from "tap";
 import { repoRoot } from "../../../hack/kube/paths.ts";
-import { startHub } from "../../../operators/hub/hub.ts";
-import { silentLogger } from "../../../operators/lib/controller/index.ts";
 import packageJson from "../../../package.json" with { type: "json" };
 import { fleetCluster, within } from "../../helpers/fleet.ts";
-import { createGitServer } from "../../helpers/git-server.ts";
+import { startHubOnGit } from "../../helpers/hub-on-git.ts";
 import { onKube, waitFor } from "../../helpers/wait-for.ts";
 
 const cluster = fleetCluster(1);
@@ -61,27 +59,17 @@ t.test(
   async (t) => {
     const namespace = `rlark-agent-cli-${randomBytes(4).toString("hex")}`;
     await deleteNamespaceAfter(t, namespace);
-    const git = await createGitServer();
-    t.teardown(() => git.close());
-    await git.commit({
-      "clusters.yaml": `apiVersion: rlinf.io/v1alpha1
+    const { hub } = await startHubOnGit(t, {
+      files: {
+        "clusters.yaml": `apiVersion: rlinf.io/v1alpha1
 kind: Cluster
 metadata:
   name: fresh
 spec:
   runtime: kubernetes
 `,
+      },
     });
-    const hub = await startHub({
-      dataDir: await mkdtemp(path.join(tmpdir(), "rlark-agent-cli-hub-")),
-      http: "127.0.0.1:0",
-      ssh: "127.0.0.1:0",
-      repo: git.fileUrl,
-      branch: git.branch,
-      intervalMs: 200,
-      logger: silentLogger,
-    });
-    t.teardown(() => hub.stop());
     await waitFor(
       "the Cluster from git",
       async () => (await hub.store.get("Cluster", undefined, "fresh")) ?? undefined,

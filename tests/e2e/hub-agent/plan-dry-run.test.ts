@@ -16,7 +16,6 @@ import {
   planTree,
   renderPlanMarkdown,
 } from "../../../operators/feedback/plan/index.ts";
-import { startHub } from "../../../operators/hub/hub.ts";
 import { silentLogger } from "../../../operators/lib/controller/index.ts";
 import {
   DRY_RUN_PURPOSE,
@@ -24,7 +23,7 @@ import {
   parseDryRunAnswer,
 } from "../../../operators/lib/tunnel/index.ts";
 import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
-import { createGitServer } from "../../helpers/git-server.ts";
+import { startHubOnGit } from "../../helpers/hub-on-git.ts";
 import { onKube, waitFor } from "../../helpers/wait-for.ts";
 
 const { kubeConfig: kc } = fleetCluster(0);
@@ -63,19 +62,7 @@ spec:
 
 t.test("a plan dry-runs each workload on the cluster's API server through the agent", async (t) => {
   const namespace = await testNamespace(t, kc, "plan-dry-run");
-  const git = await createGitServer();
-  t.teardown(() => git.close());
-  await git.commit({ "clusters.yaml": CLUSTER });
-  const hub = await startHub({
-    dataDir: await mkdtemp(path.join(tmpdir(), "rlark-plan-hub-")),
-    http: "127.0.0.1:0",
-    ssh: "127.0.0.1:0",
-    repo: git.fileUrl,
-    branch: git.branch,
-    intervalMs: 200,
-    logger: silentLogger,
-  });
-  t.teardown(() => hub.stop());
+  const { hub } = await startHubOnGit(t, { files: { "clusters.yaml": CLUSTER } });
   await waitFor("the Cluster from git", async () => await hub.store.get("Cluster", undefined, "gpu"), onKube);
 
   const agentDir = await mkdtemp(path.join(tmpdir(), "rlark-plan-agent-"));

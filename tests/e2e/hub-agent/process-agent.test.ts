@@ -5,10 +5,9 @@ import { mkdtemp, readdir, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import t, { type Test } from "tap";
-import { type Hub, startHub } from "../../../operators/hub/hub.ts";
-import { silentLogger } from "../../../operators/lib/controller/index.ts";
+import type { Hub } from "../../../operators/hub/hub.ts";
 import type { KubeObject } from "../../../operators/lib/store/index.ts";
-import { createGitServer, type GitServer } from "../../helpers/git-server.ts";
+import { startHubOnGit } from "../../helpers/hub-on-git.ts";
 import { onRealServers, waitFor } from "../../helpers/wait-for.ts";
 
 const cli = path.resolve(import.meta.dirname, "../../../operators/cli/main.ts");
@@ -63,21 +62,8 @@ function startAgentProcess(hub: Hub, stateDir: string, token?: string): ChildPro
 }
 
 async function setup(t: Test, files: Record<string, string>) {
-  const git: GitServer = await createGitServer();
-  t.teardown(() => git.close());
-  await git.commit({ "cluster.yaml": cluster, ...files });
-  const dataDir = await mkdtemp(path.join(tmpdir(), "rlark-e2e-hub-"));
-  const start = () =>
-    startHub({
-      dataDir,
-      http: "127.0.0.1:0",
-      ssh: "127.0.0.1:0",
-      repo: git.fileUrl,
-      branch: git.branch,
-      intervalMs: 200,
-      logger: silentLogger,
-    });
-  const hub = await start();
+  const running = await startHubOnGit(t, { files: { "cluster.yaml": cluster, ...files } });
+  const { hub } = running;
   await waitFor(
     "cluster from git",
     async () => (await hub.store.get("Cluster", undefined, "local")) !== undefined,
@@ -85,7 +71,7 @@ async function setup(t: Test, files: Record<string, string>) {
   );
   const { token } = await hub.pki.enrollment.createToken({ cluster: "local", ttlMs: 60_000 });
   const stateDir = await mkdtemp(path.join(tmpdir(), "rlark-e2e-agent-"));
-  return { git, hub, stateDir, token, dataDir };
+  return { running, hub, stateDir, token };
 }
 
 t.test("Raw tasks run to completion: exit 0 succeeds, exit 3 fails with exit code 3", async (t) => {
@@ -93,7 +79,6 @@ t.test("Raw tasks run to completion: exit 0 succeeds, exit 3 fails with exit cod
     "ok.yaml": rawJob("ok", "echo hello-from-the-task; exit 0", "Job"),
     "bad.yaml": rawJob("bad", "exit 3", "Job"),
   });
-  t.teardown(() => hub.stop());
   const agent = startAgentProcess(hub, stateDir, token);
   t.teardown(() => agent.kill("SIGKILL"));
   await waitFor("ok Succeeded", async () => phaseOf(await job(hub, "ok")) === "Succeeded", {
@@ -129,17 +114,11 @@ t.test("Raw tasks run to completion: exit 0 succeeds, exit 3 fails with exit cod
 t.test(
   "stop leaves nothing running; clearing stopped starts a fresh run; agent and hub restarts duplicate nothing",
   async (t) => {
-    const {
-      git,
-      hub: firstHub,
-      stateDir,
-      token,
-      dataDir,
-    } = await setup(t, {
+    const { running, stateDir, token } = await setup(t, {
       "svc.yaml": rawJob("svc", "sleep 300; true", "Deployment"),
     });
-    let hub = firstHub;
-    t.teardown(() => hub.stop());
+    const { git } = running;
+    let hub = running.hub;
     let agent = startAgentProcess(hub, stateDir, token);
     t.teardown(() => agent.kill("SIGKILL"));
     await waitFor("svc Running", async () => phaseOf(await job(hub, "svc")) === "Running", {
@@ -166,17 +145,7 @@ t.test(
     t.equal((await markedProcesses()).length, perReplica, "no duplicate after an agent restart");
 
     // The hub restarts on the same data dir: the agent reconnects and the Job stays Running.
-    await hub.stop();
-    const { startHub: restart } = await import("../../../operators/hub/hub.ts");
-    hub = await restart({
-      dataDir,
-      http: "127.0.0.1:0",
-      ssh: hub.sshAddress,
-      repo: git.fileUrl,
-      branch: git.branch,
-      intervalMs: 200,
-      logger: silentLogger,
-    });
+    hub = await running.restart({ ssh: hub.sshAddress });
     await waitFor(
       "status",
       async () => (await hub.store.get("Cluster", undefined, "local"))?.status !== undefined,

@@ -10,11 +10,10 @@ import t from "tap";
 import { startAgent } from "../../../operators/agent/agent.ts";
 import { KubernetesRuntime } from "../../../operators/agent/runtimes/kubernetes/index.ts";
 import { ProcessRuntime } from "../../../operators/agent/runtimes/process/index.ts";
-import { startHub } from "../../../operators/hub/hub.ts";
 import { silentLogger } from "../../../operators/lib/controller/index.ts";
 import { fileCredentialStore } from "../../../operators/lib/tunnel/index.ts";
 import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
-import { createGitServer } from "../../helpers/git-server.ts";
+import { startHubOnGit } from "../../helpers/hub-on-git.ts";
 import { onKube, waitFor } from "../../helpers/wait-for.ts";
 
 const { kubeConfig: kc } = fleetCluster(0);
@@ -84,19 +83,7 @@ t.test(
   "a Job with a Kubernetes task and a Raw task runs across two clusters and stops cleanly",
   async (t) => {
     const namespace = await testNamespace(t, kc, "two-runtimes");
-    const git = await createGitServer();
-    t.teardown(() => git.close());
-    await git.commit(repository(namespace, false));
-    const hub = await startHub({
-      dataDir: await mkdtemp(path.join(tmpdir(), "rlark-two-hub-")),
-      http: "127.0.0.1:0",
-      ssh: "127.0.0.1:0",
-      repo: git.fileUrl,
-      branch: git.branch,
-      intervalMs: 200,
-      logger: silentLogger,
-    });
-    t.teardown(() => hub.stop());
+    const { git, hub } = await startHubOnGit(t, { files: repository(namespace, false) });
     await waitFor(
       "clusters from git",
       async () => (await hub.store.get("Cluster", undefined, "bench")) ?? undefined,
