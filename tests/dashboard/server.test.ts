@@ -4,24 +4,10 @@ import { once } from "node:events";
 import { stat } from "node:fs/promises";
 import { connect } from "node:net";
 import path from "node:path";
-import t, { type Test } from "tap";
+import t from "tap";
 import { hashPassword } from "../../operators/hub/auth/index.ts";
-import { createGitServer } from "../helpers/git-server.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
-import { exampleFiles, login, openEvents, startDashboardHub, userYaml } from "./dashboard-hub.ts";
-
-const FAST = { ln: 10, r: 8, p: 1 };
-
-async function seeded(t: Test, extra: Record<string, string> = {}) {
-  const git = await createGitServer();
-  t.teardown(() => git.close());
-  await git.commit({
-    ...(await exampleFiles()),
-    "users/carol.yaml": userYaml("carol", "user", await hashPassword("correct horse", FAST)),
-    ...extra,
-  });
-  return git;
-}
+import { exampleRepository, FAST, login, openEvents, startDashboardHub, userYaml } from "./dashboard-hub.ts";
 
 async function synced(hub: { url: string; adminToken: string }) {
   await waitFor(
@@ -39,7 +25,7 @@ async function synced(hub: { url: string; adminToken: string }) {
 t.test(
   "a User from git logs in with its password; the session opens every /api route; a wrong one is refused",
   async (t) => {
-    const git = await seeded(t);
+    const git = await exampleRepository(t);
     const { hub } = await startDashboardHub(t, git, { sessionTtlSeconds: 600 });
     await synced(hub);
 
@@ -91,7 +77,7 @@ t.test(
 );
 
 t.test("a User removed from git loses its session at once", async (t) => {
-  const git = await seeded(t);
+  const git = await exampleRepository(t);
   const { hub } = await startDashboardHub(t, git);
   await synced(hub);
   const token = (await login(hub, { username: "carol", password: "correct horse" })).body.token as string;
@@ -102,7 +88,7 @@ t.test("a User removed from git loses its session at once", async (t) => {
 });
 
 t.test("a session ends with its token: the stream closes and the API refuses it", async (t) => {
-  const git = await seeded(t);
+  const git = await exampleRepository(t);
   const { hub } = await startDashboardHub(t, git, { sessionTtlSeconds: 2 });
   await synced(hub);
   const token = (await login(hub, { username: "carol", password: "correct horse" })).body.token as string;
@@ -118,7 +104,7 @@ t.test("a session ends with its token: the stream closes and the API refuses it"
 });
 
 t.test("an open event stream closes when its User is removed from git", async (t) => {
-  const git = await seeded(t);
+  const git = await exampleRepository(t);
   const { hub } = await startDashboardHub(t, git, { sessionTtlSeconds: 3600 });
   await synced(hub);
   const token = (await login(hub, { username: "carol", password: "correct horse" })).body.token as string;
@@ -136,7 +122,7 @@ t.test("an open event stream closes when its User is removed from git", async (t
 });
 
 t.test("event streams are capped per principal (429) and in all (503)", async (t) => {
-  const git = await seeded(t, {
+  const git = await exampleRepository(t, {
     "users/dave.yaml": userYaml("dave", "viewer", await hashPassword("battery staple", FAST)),
   });
   const { hub } = await startDashboardHub(t, git, { streamLimits: { perPrincipal: 2, total: 3 } });
@@ -173,7 +159,7 @@ t.test("event streams are capped per principal (429) and in all (503)", async (t
 });
 
 t.test("a client that stops reading is dropped while the others keep receiving", async (t) => {
-  const git = await seeded(t);
+  const git = await exampleRepository(t);
   const { hub } = await startDashboardHub(t, git, { streamLimits: { perPrincipal: 1 } });
   await synced(hub);
   const carol = (await login(hub, { username: "carol", password: "correct horse" })).body.token as string;
@@ -231,7 +217,7 @@ t.test("a client that stops reading is dropped while the others keep receiving",
 });
 
 t.test("the admin token logs in, and the one-click URL keeps it in the fragment", async (t) => {
-  const git = await seeded(t);
+  const git = await exampleRepository(t);
   const { hub, dashboard } = await startDashboardHub(t, git);
   const ok = await login(hub, { adminToken: hub.adminToken });
   t.equal(ok.status, 200);
@@ -245,7 +231,7 @@ t.test("the admin token logs in, and the one-click URL keeps it in the fragment"
 });
 
 t.test("failed logins are rate-limited with Retry-After", async (t) => {
-  const git = await seeded(t);
+  const git = await exampleRepository(t);
   const { hub } = await startDashboardHub(t, git, { loginLimit: { max: 3, windowMs: 60_000 } });
   await synced(hub);
   for (let i = 0; i < 3; i++)
@@ -256,7 +242,7 @@ t.test("failed logins are rate-limited with Retry-After", async (t) => {
 });
 
 t.test("the event stream refuses a missing or wrong token", async (t) => {
-  const git = await seeded(t);
+  const git = await exampleRepository(t);
   const { hub } = await startDashboardHub(t, git);
   const none = await openEvents(hub, "");
   t.equal(none.status, 401);
@@ -271,7 +257,7 @@ t.test("the event stream refuses a missing or wrong token", async (t) => {
 t.test(
   "the event stream sends a redacted snapshot, then a git push and a status update live; Last-Event-ID resumes",
   async (t) => {
-    const git = await seeded(t);
+    const git = await exampleRepository(t);
     const { hub } = await startDashboardHub(t, git, {
       repoUrl: "https://user:secret@github.com/lab/manifests.git",
     });
@@ -386,7 +372,7 @@ t.test(
 t.test(
   "the page is not cached, hashed assets are cached for good, and the code ships without types",
   async (t) => {
-    const git = await seeded(t);
+    const git = await exampleRepository(t);
     const { hub, dataDir } = await startDashboardHub(t, git);
     const index = await fetch(`${hub.url}/`);
     t.equal(index.status, 200, "the page itself needs no token: the data does");

@@ -5,10 +5,8 @@
 import path from "node:path";
 import type { Page } from "playwright-core";
 import t from "tap";
-import { hashPassword } from "../../../operators/hub/auth/index.ts";
-import { exampleFiles, startDashboardHub, userYaml } from "../../dashboard/dashboard-hub.ts";
+import { exampleFiles, exampleRepository, startDashboardHub } from "../../dashboard/dashboard-hub.ts";
 import { launchChromium } from "../../helpers/chromium.ts";
-import { createGitServer } from "../../helpers/git-server.ts";
 import { onRealServers, waitFor } from "../../helpers/wait-for.ts";
 import { reportAgentState } from "./agent-state.ts";
 
@@ -21,16 +19,7 @@ async function shot(page: Page, name: string) {
 }
 
 t.test("the dashboard in a browser", async (t) => {
-  const git = await createGitServer();
-  t.teardown(() => git.close());
-  await git.commit({
-    ...(await exampleFiles()),
-    "users/carol.yaml": userYaml(
-      "carol",
-      "user",
-      await hashPassword("correct horse", { ln: 10, r: 8, p: 1 }),
-    ),
-  });
+  const git = await exampleRepository(t);
   const running = await startDashboardHub(t, git, {
     repoUrl: "https://github.com/lab/manifests.git",
   });
