@@ -21,6 +21,7 @@ import { type Hub, startHub } from "../../../operators/hub/hub.ts";
 import { silentLogger } from "../../../operators/lib/controller/index.ts";
 import { fileCredentialStore } from "../../../operators/lib/tunnel/index.ts";
 import { createGitServer, type GitServer } from "../../../tests/helpers/git-server.ts";
+import { hubOptions } from "../../../tests/helpers/hub-on-git.ts";
 import { onKube, waitFor } from "../../../tests/helpers/wait-for.ts";
 import { creationClock } from "./kubectl.ts";
 
@@ -155,15 +156,7 @@ export async function runKubeBench(options: KubeOptions): Promise<KubeResult> {
   try {
     git = await createGitServer();
     await git.commit({ "clusters.yaml": clusterFile }, "the cluster");
-    hub = await startHub({
-      dataDir: path.join(work, "hub"),
-      http: "127.0.0.1:0",
-      ssh: "127.0.0.1:0",
-      repo: git.fileUrl,
-      branch: git.branch,
-      intervalMs: 200,
-      logger: silentLogger,
-    });
+    hub = await startHub(hubOptions(git, path.join(work, "hub")));
     const store = hub.store;
     await waitFor("the Cluster from git", async () => store.get("Cluster", undefined, CLUSTER), onKube);
     const { token } = await hub.pki.enrollment.createToken({ cluster: CLUSTER, ttlMs: 600_000 });
