@@ -1,29 +1,8 @@
-// `rlark status` as a process against a real hub on real git: a Pending Job says why; hostile
-// text from the repository is printed escaped.
-import { spawn } from "node:child_process";
-import path from "node:path";
 import t from "tap";
 import type { Job } from "../../operators/api/generated/job.ts";
 import { startHubOnGit } from "../helpers/hub-on-git.ts";
+import { rlark } from "../helpers/rlark-cli.ts";
 import { waitFor } from "../helpers/wait-for.ts";
-
-const cli = path.resolve(import.meta.dirname, "../../operators/cli/main.ts");
-
-function rlark(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [cli, ...args], { stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk: Buffer) => {
-      stdout += chunk;
-    });
-    child.stderr.on("data", (chunk: Buffer) => {
-      stderr += chunk;
-    });
-    child.once("error", reject);
-    child.once("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 const job = `apiVersion: rlinf.io/v1alpha1
 kind: Job

@@ -1,7 +1,3 @@
-// /readyz means the hub has loaded its repository: ready once the first revision is applied
-// (or refused: ready, but degraded), and `rlark token create` against a hub that has not loaded
-// says so instead of blaming git. The CLI runs as a real process against the hub's data dir.
-import { spawn } from "node:child_process";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -10,28 +6,11 @@ import t from "tap";
 import type { Hub } from "../../operators/hub/hub.ts";
 import { createGitServer, runGit } from "../helpers/git-server.ts";
 import { startHubOnGit } from "../helpers/hub-on-git.ts";
+import { rlark } from "../helpers/rlark-cli.ts";
 import { waitFor } from "../helpers/wait-for.ts";
-
-const cli = new URL("../../operators/cli/main.ts", import.meta.url).pathname;
 
 const beijing =
   "apiVersion: rlinf.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: beijing\nspec:\n  runtime: kubernetes\n";
-
-function rlark(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [cli, ...args], { stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk: Buffer) => {
-      stdout += chunk;
-    });
-    child.stderr.on("data", (chunk: Buffer) => {
-      stderr += chunk;
-    });
-    child.once("error", reject);
-    child.once("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 async function readyz(hub: Hub): Promise<{ status: number; body: string }> {
   const response = await fetch(`${hub.url}/readyz`);
