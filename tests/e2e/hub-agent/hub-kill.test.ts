@@ -2,12 +2,13 @@
 // address, it gets the agent back (the agent reconnects by itself), keeps the Job Running and
 // starts nothing twice.
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtemp, readdir, readFile } from "node:fs/promises";
+import { mkdtemp, readFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import t from "tap";
 import { createGitServer } from "../../helpers/git-server.ts";
+import { pidsMarked } from "../../helpers/marked-processes.ts";
 import { onRealServers, waitFor } from "../../helpers/wait-for.ts";
 
 const cli = path.resolve(import.meta.dirname, "../../../operators/cli/main.ts");
@@ -22,15 +23,7 @@ async function freePort(): Promise<number> {
   });
 }
 
-async function markedPids(): Promise<number[]> {
-  const pids: number[] = [];
-  for (const entry of await readdir("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    const cmdline = await readFile(`/proc/${entry}/cmdline`, "utf8").catch(() => "");
-    if (cmdline.includes(marker) && !cmdline.includes("node")) pids.push(Number(entry));
-  }
-  return pids;
-}
+const markedPids = () => pidsMarked(marker);
 
 const marked = async () => (await markedPids()).length;
 

@@ -1,13 +1,14 @@
 // Hub and a process-runtime agent end to end: a git repository, the real hub (store, controllers,
 // SSH tunnel) and `rlark agent` as its own process, enrolled with a bootstrap token.
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtemp, readdir, readFile } from "node:fs/promises";
+import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import t, { type Test } from "tap";
 import type { Hub } from "../../../operators/hub/hub.ts";
 import type { KubeObject } from "../../../operators/lib/store/index.ts";
 import { startHubOnGit } from "../../helpers/hub-on-git.ts";
+import { pidsMarked } from "../../helpers/marked-processes.ts";
 import { onRealServers, waitFor } from "../../helpers/wait-for.ts";
 
 const cli = path.resolve(import.meta.dirname, "../../../operators/cli/main.ts");
@@ -38,15 +39,7 @@ ${extra}  tasks:
 }
 
 /** Processes of this test run still alive, found by the marker in their command line. */
-async function markedProcesses(): Promise<number[]> {
-  const pids: number[] = [];
-  for (const entry of await readdir("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    const cmdline = await readFile(`/proc/${entry}/cmdline`, "utf8").catch(() => "");
-    if (cmdline.includes(marker) && !cmdline.includes("node")) pids.push(Number(entry));
-  }
-  return pids;
-}
+const markedProcesses = () => pidsMarked(marker);
 
 async function job(hub: Hub, name: string): Promise<KubeObject | undefined> {
   return hub.store.get("Job", undefined, name);
