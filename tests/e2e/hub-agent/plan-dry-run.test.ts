@@ -7,7 +7,6 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { AppsV1Api } from "@kubernetes/client-node";
 import t from "tap";
-import { startAgent } from "../../../operators/agent/agent.ts";
 import { kubernetesDryRun } from "../../../operators/agent/runtimes/kubernetes/dry-run.ts";
 import { KubernetesRuntime } from "../../../operators/agent/runtimes/kubernetes/index.ts";
 import {
@@ -16,12 +15,8 @@ import {
   planTree,
   renderPlanMarkdown,
 } from "../../../operators/feedback/plan/index.ts";
-import { silentLogger } from "../../../operators/lib/controller/index.ts";
-import {
-  DRY_RUN_PURPOSE,
-  fileCredentialStore,
-  parseDryRunAnswer,
-} from "../../../operators/lib/tunnel/index.ts";
+import { DRY_RUN_PURPOSE, parseDryRunAnswer } from "../../../operators/lib/tunnel/index.ts";
+import { startAgentOnHub } from "../../helpers/agent-on-hub.ts";
 import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
 import { startHubOnGit } from "../../helpers/hub-on-git.ts";
 import { onKube, waitFor } from "../../helpers/wait-for.ts";
@@ -65,26 +60,18 @@ t.test("a plan dry-runs each workload on the cluster's API server through the ag
   const { hub } = await startHubOnGit(t, { files: { "clusters.yaml": CLUSTER } });
   await waitFor("the Cluster from git", async () => await hub.store.get("Cluster", undefined, "gpu"), onKube);
 
-  const agentDir = await mkdtemp(path.join(tmpdir(), "rlark-plan-agent-"));
-  const { token } = await hub.pki.enrollment.createToken({ cluster: "gpu", ttlMs: 60_000 });
   const runtime = await KubernetesRuntime.start({
     kubeConfig: kc,
     defaultNamespace: namespace,
     instance: `plan${randomBytes(3).toString("hex")}`,
     retryIntervalMs: 500,
   });
-  const agent = await startAgent({
-    hub: hub.sshAddress,
-    credentials: fileCredentialStore(path.join(agentDir, "credentials.json")),
-    token,
-    caHash: hub.caFingerprint,
+  await startAgentOnHub(t, hub, "gpu", {
     runtime,
     runtimeKind: "kubernetes",
     dryRun: kubernetesDryRun(kc),
     reportIntervalMs: 500,
-    logger: silentLogger,
   });
-  t.teardown(() => agent.stop());
   await waitFor(
     "the agent's nodes reported",
     async () => {

@@ -7,11 +7,10 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { AppsV1Api } from "@kubernetes/client-node";
 import t from "tap";
-import { startAgent } from "../../../operators/agent/agent.ts";
 import { KubernetesRuntime } from "../../../operators/agent/runtimes/kubernetes/index.ts";
 import { ProcessRuntime } from "../../../operators/agent/runtimes/process/index.ts";
 import { silentLogger } from "../../../operators/lib/controller/index.ts";
-import { fileCredentialStore } from "../../../operators/lib/tunnel/index.ts";
+import { startAgentOnHub } from "../../helpers/agent-on-hub.ts";
 import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
 import { startHubOnGit } from "../../helpers/hub-on-git.ts";
 import { onKube, waitFor } from "../../helpers/wait-for.ts";
@@ -90,45 +89,28 @@ t.test(
       onKube,
     );
 
-    const enroll = async (cluster: string) => {
-      const dir = await mkdtemp(path.join(tmpdir(), `rlark-two-${cluster}-`));
-      const { token } = await hub.pki.enrollment.createToken({ cluster, ttlMs: 60_000 });
-      return { dir, credentials: fileCredentialStore(path.join(dir, "credentials.json")), token };
-    };
-    const gpu = await enroll("gpu");
     const kubeRuntime = await KubernetesRuntime.start({
       kubeConfig: kc,
       defaultNamespace: namespace,
       instance: `two${randomBytes(3).toString("hex")}`,
       retryIntervalMs: 500,
     });
-    const gpuAgent = await startAgent({
-      hub: hub.sshAddress,
-      credentials: gpu.credentials,
-      token: gpu.token,
-      caHash: hub.caFingerprint,
+    await startAgentOnHub(t, hub, "gpu", {
       runtime: kubeRuntime,
       runtimeKind: "kubernetes",
       reportIntervalMs: 1_000,
-      logger: silentLogger,
     });
-    t.teardown(() => gpuAgent.stop());
-    const bench = await enroll("bench");
     const processRuntime = await ProcessRuntime.open({
-      stateDir: path.join(bench.dir, "runtime"),
+      stateDir: path.join(await mkdtemp(path.join(tmpdir(), "rlark-two-bench-")), "runtime"),
       logger: silentLogger,
     });
-    const benchAgent = await startAgent({
-      hub: hub.sshAddress,
-      credentials: bench.credentials,
-      token: bench.token,
-      caHash: hub.caFingerprint,
+    // Registered before the agent's: teardowns run last-in, first-out, so the agent stops first.
+    t.teardown(() => processRuntime.stop({ terminatePods: true }));
+    await startAgentOnHub(t, hub, "bench", {
       runtime: processRuntime,
       runtimeKind: "process",
       reportIntervalMs: 1_000,
-      logger: silentLogger,
     });
-    t.teardown(() => benchAgent.stop().then(() => processRuntime.stop({ terminatePods: true })));
 
     const phase = async () =>
       ((await hub.store.get("Job", undefined, "mixed"))?.status as { phase?: string })?.phase;
