@@ -1,33 +1,8 @@
-// `rlark status` as a process against a real hub on real git: a Pending Job says why; hostile
-// text from the repository is printed escaped.
-import { spawn } from "node:child_process";
-import { mkdtemp } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import t from "tap";
 import type { Job } from "../../operators/api/generated/job.ts";
-import { startHub } from "../../operators/hub/hub.ts";
-import { silentLogger } from "../../operators/lib/controller/index.ts";
-import { createGitServer } from "../helpers/git-server.ts";
+import { startHubOnGit } from "../helpers/hub-on-git.ts";
+import { rlark } from "../helpers/rlark-cli.ts";
 import { waitFor } from "../helpers/wait-for.ts";
-
-const cli = path.resolve(import.meta.dirname, "../../operators/cli/main.ts");
-
-function rlark(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [cli, ...args], { stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk: Buffer) => {
-      stdout += chunk;
-    });
-    child.stderr.on("data", (chunk: Buffer) => {
-      stderr += chunk;
-    });
-    child.once("error", reject);
-    child.once("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 const job = `apiVersion: rlinf.io/v1alpha1
 kind: Job
@@ -42,19 +17,7 @@ spec:
 `;
 
 t.test("a Pending Job's row says why it is pending", async (t) => {
-  const git = await createGitServer();
-  t.teardown(() => git.close());
-  await git.commit({ "jobs/train.yaml": job });
-  const hub = await startHub({
-    dataDir: await mkdtemp(path.join(tmpdir(), "rlark-status-")),
-    http: "127.0.0.1:0",
-    ssh: "127.0.0.1:0",
-    repo: git.fileUrl,
-    branch: "main",
-    intervalMs: 100,
-    logger: silentLogger,
-  });
-  t.teardown(() => hub.stop());
+  const { hub } = await startHubOnGit(t, { intervalMs: 100, files: { "jobs/train.yaml": job } });
   const message = await waitFor("the Job unschedulable", async () => {
     const stored = await hub.store.get<Job>("Job", undefined, "train");
     const conditions = (stored?.status?.conditions ?? []) as {
@@ -72,23 +35,14 @@ t.test("a Pending Job's row says why it is pending", async (t) => {
   t.match(run.stdout, /NAME +PHASE +RUN +TASKS +MESSAGE/);
 });
 t.test("escape sequences from the repository are shown escaped, in text and in json", async (t) => {
-  const git = await createGitServer();
-  t.teardown(() => git.close());
-  // A key that would retitle the terminal and clear it, and a C1 CSI: the refusal names the key.
-  const revision = await git.commit({
-    "d.yaml":
-      'apiVersion: rlinf.io/v1alpha1\nkind: Domain\nmetadata:\n  name: evil\nspec:\n  cidr: 10.0.0.0/24\n  "\\e]0;pwned\\a\\e[2J\\x9b31m": 1\n',
-  });
-  const hub = await startHub({
-    dataDir: await mkdtemp(path.join(tmpdir(), "rlark-status-")),
-    http: "127.0.0.1:0",
-    ssh: "127.0.0.1:0",
-    repo: git.fileUrl,
-    branch: git.branch,
+  const { hub, revision } = await startHubOnGit(t, {
     intervalMs: 100,
-    logger: silentLogger,
+    files: {
+      // A key that would retitle the terminal and clear it, and a C1 CSI: the refusal names the key.
+      "d.yaml":
+        'apiVersion: rlinf.io/v1alpha1\nkind: Domain\nmetadata:\n  name: evil\nspec:\n  cidr: 10.0.0.0/24\n  "\\e]0;pwned\\a\\e[2J\\x9b31m": 1\n',
+    },
   });
-  t.teardown(() => hub.stop());
   await waitFor("revision refused", async () => {
     const response = await fetch(`${hub.url}/api/v1/source`, {
       headers: { authorization: `Bearer ${hub.adminToken}` },

@@ -4,10 +4,12 @@ import { mkdtemp, readdir, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { Test } from "tap";
+import { hashPassword } from "../../operators/dashboard/auth/index.ts";
 import type { Dashboard } from "../../operators/dashboard/index.ts";
 import { type Hub, startHub } from "../../operators/hub/hub.ts";
 import { silentLogger } from "../../operators/lib/controller/index.ts";
-import type { GitServer } from "../helpers/git-server.ts";
+import { createGitServer, type GitServer } from "../helpers/git-server.ts";
+import { hubOptions } from "../helpers/hub-on-git.ts";
 
 const EXAMPLES = path.join(import.meta.dirname, "..", "..", "examples");
 
@@ -22,6 +24,21 @@ export async function exampleFiles(): Promise<Record<string, string>> {
     files[relative] = await readFile(full, "utf8");
   }
   return files;
+}
+
+/** Cheap scrypt parameters: the tests hash passwords often. */
+export const FAST = { ln: 10, r: 8, p: 1 };
+
+/** A git server of the test's own holding examples/ and the User carol ("correct horse"), and `extra`. */
+export async function exampleRepository(t: Test, extra: Record<string, string> = {}): Promise<GitServer> {
+  const git = await createGitServer();
+  t.teardown(() => git.close());
+  await git.commit({
+    ...(await exampleFiles()),
+    "users/carol.yaml": userYaml("carol", "user", await hashPassword("correct horse", FAST)),
+    ...extra,
+  });
+  return git;
 }
 
 export function userYaml(name: string, role: string, passwordHash: string): string {
@@ -44,24 +61,20 @@ export interface DashboardHubOptions {
 }
 
 async function start(git: GitServer, dataDir: string, http: string, options: DashboardHubOptions) {
-  const hub = await startHub({
-    dataDir,
-    http,
-    ssh: "127.0.0.1:0",
-    repo: git.fileUrl,
-    branch: git.branch,
-    intervalMs: 200,
-    logger: silentLogger,
-    // The tests write what controllers and agents would, so nothing else may write it meanwhile.
-    controllers: () => [],
-    dashboard: {
-      ...(options.repoUrl ? { repoUrl: options.repoUrl } : {}),
-      ...(options.loginLimit ? { loginLimit: options.loginLimit } : {}),
-      ...(options.sessionTtlSeconds ? { sessionTtlSeconds: options.sessionTtlSeconds } : {}),
-      sourcePollMs: 100,
-      ...(options.streamLimits ? { streamLimits: options.streamLimits } : {}),
-    },
-  });
+  const hub = await startHub(
+    hubOptions(git, dataDir, {
+      http,
+      // The tests write what controllers and agents would, so nothing else may write it meanwhile.
+      controllers: () => [],
+      dashboard: {
+        ...(options.repoUrl ? { repoUrl: options.repoUrl } : {}),
+        ...(options.loginLimit ? { loginLimit: options.loginLimit } : {}),
+        ...(options.sessionTtlSeconds ? { sessionTtlSeconds: options.sessionTtlSeconds } : {}),
+        sourcePollMs: 100,
+        ...(options.streamLimits ? { streamLimits: options.streamLimits } : {}),
+      },
+    }),
+  );
   if (!hub.dashboard) throw new Error("the hub mounted no dashboard");
   return { hub, dashboard: hub.dashboard };
 }

@@ -4,37 +4,28 @@ import { once } from "node:events";
 import { stat } from "node:fs/promises";
 import { connect } from "node:net";
 import path from "node:path";
-import t, { type Test } from "tap";
+import t from "tap";
 import { hashPassword } from "../../operators/dashboard/auth/index.ts";
-import { createGitServer, waitFor } from "../helpers/git-server.ts";
-import { exampleFiles, login, openEvents, startDashboardHub, userYaml } from "./dashboard-hub.ts";
-
-const FAST = { ln: 10, r: 8, p: 1 };
-
-async function seeded(t: Test, extra: Record<string, string> = {}) {
-  const git = await createGitServer();
-  t.teardown(() => git.close());
-  await git.commit({
-    ...(await exampleFiles()),
-    "users/carol.yaml": userYaml("carol", "user", await hashPassword("correct horse", FAST)),
-    ...extra,
-  });
-  return git;
-}
+import { onRealServers, waitFor } from "../helpers/wait-for.ts";
+import { exampleRepository, FAST, login, openEvents, startDashboardHub, userYaml } from "./dashboard-hub.ts";
 
 async function synced(hub: { url: string; adminToken: string }) {
-  await waitFor(async () => {
-    const r = await fetch(`${hub.url}/api/v1/source`, {
-      headers: { authorization: `Bearer ${hub.adminToken}` },
-    });
-    return ((await r.json()) as { state: string }).state === "Synced";
-  }, "the example repo applied");
+  await waitFor(
+    "the example repo applied",
+    async () => {
+      const r = await fetch(`${hub.url}/api/v1/source`, {
+        headers: { authorization: `Bearer ${hub.adminToken}` },
+      });
+      return ((await r.json()) as { state: string }).state === "Synced";
+    },
+    onRealServers,
+  );
 }
 
 t.test(
   "a User from git logs in with its password; the session opens every /api route; a wrong one is refused",
   async (t) => {
-    const git = await seeded(t);
+    const git = await exampleRepository(t);
     const { hub } = await startDashboardHub(t, git, { sessionTtlSeconds: 600 });
     await synced(hub);
 
@@ -86,25 +77,25 @@ t.test(
 );
 
 t.test("a User removed from git loses its session at once", async (t) => {
-  const git = await seeded(t);
+  const git = await exampleRepository(t);
   const { hub } = await startDashboardHub(t, git);
   await synced(hub);
   const token = (await login(hub, { username: "carol", password: "correct horse" })).body.token as string;
   const get = () => fetch(`${hub.url}/api/v1/source`, { headers: { authorization: `Bearer ${token}` } });
   t.equal((await get()).status, 200);
   await git.commit({ "users/carol.yaml": null });
-  await waitFor(async () => (await get()).status === 401, "carol's session refused");
+  await waitFor("carol's session refused", async () => (await get()).status === 401, onRealServers);
 });
 
 t.test("a session ends with its token: the stream closes and the API refuses it", async (t) => {
-  const git = await seeded(t);
+  const git = await exampleRepository(t);
   const { hub } = await startDashboardHub(t, git, { sessionTtlSeconds: 2 });
   await synced(hub);
   const token = (await login(hub, { username: "carol", password: "correct horse" })).body.token as string;
   const stream = await openEvents(hub, `?token=${token}`);
   t.teardown(() => stream.close());
   t.equal(stream.status, 200);
-  await waitFor(() => stream.ended, "the stream ended at expiry");
+  await waitFor("the stream ended at expiry", () => stream.ended, onRealServers);
   const api = await fetch(`${hub.url}/api/v1/source`, { headers: { authorization: `Bearer ${token}` } });
   t.equal(api.status, 401);
   const again = await openEvents(hub, `?token=${token}`);
@@ -113,17 +104,17 @@ t.test("a session ends with its token: the stream closes and the API refuses it"
 });
 
 t.test("an open event stream closes when its User is removed from git", async (t) => {
-  const git = await seeded(t);
+  const git = await exampleRepository(t);
   const { hub } = await startDashboardHub(t, git, { sessionTtlSeconds: 3600 });
   await synced(hub);
   const token = (await login(hub, { username: "carol", password: "correct horse" })).body.token as string;
   const carol = await openEvents(hub, `?token=${token}`);
   const admin = await openEvents(hub, `?token=${hub.adminToken}`);
   t.teardown(() => Promise.all([carol.close(), admin.close()]));
-  await waitFor(() => !!carol.find((m) => m.event === "snapshot"), "carol's snapshot");
-  await waitFor(() => !!admin.find((m) => m.event === "snapshot"), "the admin's snapshot");
+  await waitFor("carol's snapshot", () => !!carol.find((m) => m.event === "snapshot"), onRealServers);
+  await waitFor("the admin's snapshot", () => !!admin.find((m) => m.event === "snapshot"), onRealServers);
   await git.commit({ "users/carol.yaml": null });
-  await waitFor(() => carol.ended, "carol's stream ended by the hub");
+  await waitFor("carol's stream ended by the hub", () => carol.ended, onRealServers);
   const again = await openEvents(hub, `?token=${token}`);
   t.equal(again.status, 401, "and cannot reopen it");
   await again.close();
@@ -131,7 +122,7 @@ t.test("an open event stream closes when its User is removed from git", async (t
 });
 
 t.test("event streams are capped per principal (429) and in all (503)", async (t) => {
-  const git = await seeded(t, {
+  const git = await exampleRepository(t, {
     "users/dave.yaml": userYaml("dave", "viewer", await hashPassword("battery staple", FAST)),
   });
   const { hub } = await startDashboardHub(t, git, { streamLimits: { perPrincipal: 2, total: 3 } });
@@ -155,16 +146,20 @@ t.test("event streams are capped per principal (429) and in all (503)", async (t
   t.ok(Number(full.headers.get("retry-after")) > 0);
   await full.body?.cancel();
   await first.close();
-  await waitFor(async () => {
-    const next = await openEvents(hub, `?token=${carol}`);
-    if (next.status === 200) t.teardown(() => next.close());
-    else await next.close();
-    return next.status === 200;
-  }, "a closed stream frees its place");
+  await waitFor(
+    "a closed stream frees its place",
+    async () => {
+      const next = await openEvents(hub, `?token=${carol}`);
+      if (next.status === 200) t.teardown(() => next.close());
+      else await next.close();
+      return next.status === 200;
+    },
+    onRealServers,
+  );
 });
 
 t.test("a client that stops reading is dropped while the others keep receiving", async (t) => {
-  const git = await seeded(t);
+  const git = await exampleRepository(t);
   const { hub } = await startDashboardHub(t, git, { streamLimits: { perPrincipal: 1 } });
   await synced(hub);
   const carol = (await login(hub, { username: "carol", password: "correct horse" })).body.token as string;
@@ -193,7 +188,7 @@ t.test("a client that stops reading is dropped while the others keep receiving",
     await probe.body?.cancel();
     return probe.status === 200;
   };
-  await waitFor(async () => !(await adminSlotFree()), "the paused client holds its stream");
+  await waitFor("the paused client holds its stream", async () => !(await adminSlotFree()), onRealServers);
 
   // 256 KiB per change; well under the 1 MiB allowance plus what the kernel buffers, the paused
   // client is dropped, long before the 32 MiB it used to be allowed.
@@ -213,15 +208,16 @@ t.test("a client that stops reading is dropped while the others keep receiving",
   });
   for (const reader of readers) {
     await waitFor(
-      () => !!reader.find((m) => m.id === last.metadata.resourceVersion),
       "the reading clients got every change",
+      () => !!reader.find((m) => m.id === last.metadata.resourceVersion),
+      onRealServers,
     );
     t.notOk(reader.ended);
   }
 });
 
 t.test("the admin token logs in, and the one-click URL keeps it in the fragment", async (t) => {
-  const git = await seeded(t);
+  const git = await exampleRepository(t);
   const { hub, dashboard } = await startDashboardHub(t, git);
   const ok = await login(hub, { adminToken: hub.adminToken });
   t.equal(ok.status, 200);
@@ -235,7 +231,7 @@ t.test("the admin token logs in, and the one-click URL keeps it in the fragment"
 });
 
 t.test("failed logins are rate-limited with Retry-After", async (t) => {
-  const git = await seeded(t);
+  const git = await exampleRepository(t);
   const { hub } = await startDashboardHub(t, git, { loginLimit: { max: 3, windowMs: 60_000 } });
   await synced(hub);
   for (let i = 0; i < 3; i++)
@@ -246,7 +242,7 @@ t.test("failed logins are rate-limited with Retry-After", async (t) => {
 });
 
 t.test("the event stream refuses a missing or wrong token", async (t) => {
-  const git = await seeded(t);
+  const git = await exampleRepository(t);
   const { hub } = await startDashboardHub(t, git);
   const none = await openEvents(hub, "");
   t.equal(none.status, 401);
@@ -261,17 +257,21 @@ t.test("the event stream refuses a missing or wrong token", async (t) => {
 t.test(
   "the event stream sends a redacted snapshot, then a git push and a status update live; Last-Event-ID resumes",
   async (t) => {
-    const git = await seeded(t);
+    const git = await exampleRepository(t);
     const { hub } = await startDashboardHub(t, git, {
       repoUrl: "https://user:secret@github.com/lab/manifests.git",
     });
     await synced(hub);
     const token = (await login(hub, { username: "carol", password: "correct horse" })).body.token as string;
-    await waitFor(async () => (await hub.store.list("Job")).items.length >= 2, "jobs in the store");
+    await waitFor(
+      "jobs in the store",
+      async () => (await hub.store.list("Job")).items.length >= 2,
+      onRealServers,
+    );
 
     const stream = await openEvents(hub, `?token=${token}`);
     t.teardown(() => stream.close());
-    await waitFor(() => !!stream.find((m) => m.event === "snapshot"), "snapshot");
+    await waitFor("snapshot", () => !!stream.find((m) => m.event === "snapshot"), onRealServers);
     const snapshot = stream.find((m) => m.event === "snapshot")!;
     const body = JSON.parse(snapshot.data) as {
       objects: { kind: string; metadata: { name: string }; spec?: Record<string, unknown> }[];
@@ -296,8 +296,9 @@ t.test(
     const job = (await hub.store.get("Job", undefined, "ppo-cartpole-v1"))!;
     const updated = await hub.store.updateStatus({ ...job, status: { phase: "Running", run: 1 } });
     await waitFor(
-      () => !!stream.find((m) => m.event === "change" && m.id === updated.metadata.resourceVersion),
       "status change",
+      () => !!stream.find((m) => m.event === "change" && m.id === updated.metadata.resourceVersion),
+      onRealServers,
     );
     const change = JSON.parse(stream.find((m) => m.id === updated.metadata.resourceVersion)!.data);
     t.equal(change.type, "MODIFIED");
@@ -310,7 +311,11 @@ t.test(
       metadata: { name: "robot-lab", namespace: "agent-beijing", labels: { "rlark.io/domain": "robot-lab" } },
       spec: { cert: "CERT", key: "PRIVATE KEY", prefixLen: 24, pods: [] },
     });
-    await waitFor(() => !!stream.find((m) => m.id === peer.metadata.resourceVersion), "peer event");
+    await waitFor(
+      "peer event",
+      () => !!stream.find((m) => m.id === peer.metadata.resourceVersion),
+      onRealServers,
+    );
     const peerEvent = stream.find((m) => m.id === peer.metadata.resourceVersion)!;
     t.notMatch(peerEvent.data, "PRIVATE KEY");
 
@@ -320,12 +325,14 @@ t.test(
         "apiVersion: rlinf.io/v1alpha1\nkind: Domain\nmetadata:\n  name: extra\nspec:\n  cidr: 10.77.0.0/24\n",
     });
     await waitFor(
-      () => !!stream.find((m) => m.event === "change" && m.data.includes('"name":"extra"')),
       "pushed domain",
+      () => !!stream.find((m) => m.event === "change" && m.data.includes('"name":"extra"')),
+      onRealServers,
     );
     await waitFor(
-      () => stream.messages.filter((m) => m.event === "source").length > 0,
       "source status pushed after the new revision",
+      () => stream.messages.filter((m) => m.event === "source").length > 0,
+      onRealServers,
     );
     await stream.close();
 
@@ -338,8 +345,9 @@ t.test(
     const resumed = await openEvents(hub, `?token=${token}`, { "last-event-id": lastId });
     t.teardown(() => resumed.close());
     await waitFor(
-      () => !!resumed.find((m) => m.id === missed.metadata.resourceVersion),
       "missed change replayed",
+      () => !!resumed.find((m) => m.id === missed.metadata.resourceVersion),
+      onRealServers,
     );
     t.notOk(
       resumed.find((m) => m.event === "snapshot"),
@@ -354,8 +362,9 @@ t.test(
     const unknown = await openEvents(hub, `?token=${token}&lastEventId=999999999`);
     t.teardown(() => unknown.close());
     await waitFor(
-      () => !!unknown.find((m) => m.event === "snapshot"),
       "an id it cannot resume from gets a snapshot",
+      () => !!unknown.find((m) => m.event === "snapshot"),
+      onRealServers,
     );
   },
 );
@@ -363,7 +372,7 @@ t.test(
 t.test(
   "the page is not cached, hashed assets are cached for good, and the code ships without types",
   async (t) => {
-    const git = await seeded(t);
+    const git = await exampleRepository(t);
     const { hub, dataDir } = await startDashboardHub(t, git);
     const index = await fetch(`${hub.url}/`);
     t.equal(index.status, 200, "the page itself needs no token: the data does");

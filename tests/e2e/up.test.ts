@@ -5,7 +5,7 @@ import { mkdtemp, readdir, readFile, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import t from "tap";
-import { waitFor } from "../helpers/git-server.ts";
+import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 
 const cli = path.resolve(import.meta.dirname, "../../operators/cli/main.ts");
 
@@ -29,7 +29,8 @@ t.test("rlark up runs the example Raw Job to Succeeded and stops cleanly on SIGI
     up.kill("SIGKILL");
   });
 
-  await waitFor(() => /API: (http:\/\/[^/\s]+)/.test(stdout), "rlark up to print its address", {
+  await waitFor("rlark up to print its address", () => /API: (http:\/\/[^/\s]+)/.test(stdout), {
+    ...onRealServers,
     attempts: 1200,
   });
   const hub = /API: (http:\/\/[^/\s]+)/.exec(stdout)?.[1] as string;
@@ -43,7 +44,8 @@ t.test("rlark up runs the example Raw Job to Succeeded and stops cleanly on SIGI
     });
     return response.ok ? ((await response.json()) as { status?: { phase?: string } }) : undefined;
   };
-  await waitFor(async () => (await job())?.status?.phase === "Succeeded", "cartpole-local Succeeded", {
+  await waitFor("cartpole-local Succeeded", async () => (await job())?.status?.phase === "Succeeded", {
+    ...onRealServers,
     attempts: 2400,
   });
   const log = await readFile(

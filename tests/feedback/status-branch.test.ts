@@ -10,7 +10,8 @@ import {
 } from "../../operators/feedback/index.ts";
 import { FakeClock } from "../../operators/lib/clock.ts";
 import { createGitRepository } from "../../operators/source/index.ts";
-import { createGitServer, runGit } from "../helpers/git-server.ts";
+import { runGit } from "../helpers/git-server.ts";
+import { repositoryOnGit } from "../helpers/repository-on-git.ts";
 
 const jobStatus = (name: string, phase: string): StatusDocument => ({
   path: `status/job/${name}.yaml`,
@@ -18,19 +19,8 @@ const jobStatus = (name: string, phase: string): StatusDocument => ({
 });
 
 async function setup(t: Test, options: { daemon?: boolean } = {}) {
-  const server = await createGitServer();
-  if (options.daemon) await server.startDaemon();
-  const dataDir = await mkdtemp(join(tmpdir(), "rlark-data-"));
-  t.teardown(async () => {
-    await server.close();
-    await rm(dataDir, { recursive: true, force: true });
-  });
+  const { server, dataDir, repository: remote } = await repositoryOnGit(t, options);
   const tracked = await server.commit({ "jobs/train.yaml": "kind: Job\n" });
-  const remote = createGitRepository({
-    url: options.daemon ? server.daemonUrl : server.fileUrl,
-    branch: "main",
-    dataDir,
-  });
   const clock = new FakeClock();
   let documents: StatusDocument[] = [];
   const writer = createStatusBranchWriter({ remote, dataDir, clock, documents: () => documents });

@@ -10,7 +10,6 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { type ClusterEntry, fleetDir, repoRoot } from "../../hack/kube/paths.ts";
-import { waitFor } from "./wait-for.ts";
 
 export interface FleetCluster extends ClusterEntry {
   /** A fresh admin KubeConfig (client certificate, system:masters) for this cluster. */
@@ -75,19 +74,6 @@ export async function testNamespace(t: Teardown, kc: KubeConfig, prefix = "test"
     await core.deleteNamespace({ name }).catch(() => undefined);
   });
   return name;
-}
-
-/**
- * wait-for.ts with the kube tests' bound: `check` every `intervalMs`, timeoutMs / intervalMs
- * times at the most, until it returns a value other than undefined or false.
- */
-export async function eventually<T>(
-  what: string,
-  check: () => Promise<T | undefined>,
-  timeoutMs = 60_000,
-  intervalMs = 250,
-): Promise<T> {
-  return waitFor(what, check, { attempts: Math.ceil(timeoutMs / intervalMs), everyMs: intervalMs });
 }
 
 /** `promise`, or a rejection naming `what` after `timeoutMs`; the timer never outlives it. */

@@ -6,7 +6,7 @@ import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { waitFor as poll, type WaitOptions } from "./wait-for.ts";
+import { onRealServers, waitFor } from "./wait-for.ts";
 
 export interface GitServer {
   /** Temp dir holding everything; removed by close(). */
@@ -76,19 +76,6 @@ function canConnect(port: number): Promise<boolean> {
   });
 }
 
-/**
- * The one polling helper (wait-for.ts) in the argument order of this file's older callers
- * (tests/hub, tests/source, tests/dashboard, tests/e2e), until they import wait-for.ts.
- */
-export async function waitFor(
-  check: () => boolean | Promise<boolean>,
-  what: string,
-  // Generous: the whole suite shares two cores with real git processes.
-  { attempts = 600, everyMs = 50 }: WaitOptions = {},
-): Promise<void> {
-  await poll(what, check, { attempts, everyMs });
-}
-
 export async function createGitServer(options: { branch?: string; name?: string } = {}): Promise<GitServer> {
   const branch = options.branch ?? "main";
   const name = options.name ?? "manifests.git";
@@ -148,7 +135,11 @@ export async function createGitServer(options: { branch?: string; name?: string 
         { env: testGitEnv, stdio: "ignore" },
       );
       daemon = child;
-      await waitFor(() => child.exitCode !== null || canConnect(port), `git daemon on port ${port}`);
+      await waitFor(
+        `git daemon on port ${port}`,
+        () => child.exitCode !== null || canConnect(port),
+        onRealServers,
+      );
       if (child.exitCode !== null) throw new Error(`git daemon exited with ${child.exitCode}`);
     },
     async stopDaemon() {
@@ -158,7 +149,11 @@ export async function createGitServer(options: { branch?: string; name?: string 
       const exited = new Promise((r) => child.once("exit", r));
       child.kill("SIGTERM");
       await exited;
-      await waitFor(async () => !(await canConnect(port)), `git daemon on port ${port} to stop`);
+      await waitFor(
+        `git daemon on port ${port} to stop`,
+        async () => !(await canConnect(port)),
+        onRealServers,
+      );
     },
     async close() {
       await server.stopDaemon();

@@ -28,3 +28,15 @@ export async function waitFor<T>(
   }
   throw new Error(`never happened: ${what}${last instanceof Error ? ` (last error: ${last.message})` : ""}`);
 }
+
+// Bounds for checks on things slower than the test's own process. Generous: the suite shares two
+// cores with real git, hubs, agents and control planes.
+
+/** A real hub, git repository or browser: 600 checks 50 ms apart. */
+export const onRealServers: WaitOptions = { attempts: 600, everyMs: 50 };
+
+/** Processes a runtime starts and stops: 600 checks 25 ms apart. */
+export const onProcesses: WaitOptions = { attempts: 600, everyMs: 25 };
+
+/** A Kubernetes control plane of the shared fleet: 240 checks 250 ms apart. */
+export const onKube: WaitOptions = { attempts: 240, everyMs: 250 };

@@ -5,10 +5,10 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import t from "tap";
 import { repoRefFromUrl } from "../../operators/feedback/providers/index.ts";
-import { startHub } from "../../operators/hub/hub.ts";
-import { silentLogger } from "../../operators/lib/controller/index.ts";
 import { startGitHubStandIn } from "../feedback/providers/github-stand-in.ts";
-import { createGitServer, waitFor } from "../helpers/git-server.ts";
+import { createGitServer } from "../helpers/git-server.ts";
+import { startHubOnGit } from "../helpers/hub-on-git.ts";
+import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 
 const domain = (name: string, cidr: string) =>
   `apiVersion: rlinf.io/v1alpha1\nkind: Domain\nmetadata:\n  name: ${name}\nspec:\n  cidr: ${cidr}\n`;
@@ -23,26 +23,27 @@ t.test(
     t.teardown(() => github.close());
     const tokenFile = path.join(await mkdtemp(path.join(tmpdir(), "rlark-feedback-")), "token");
     await writeFile(tokenFile, "ghs_feedbacktoken0123456789\n", { mode: 0o600 });
-    const hub = await startHub({
-      dataDir: await mkdtemp(path.join(tmpdir(), "rlark-hub-feedback-")),
-      http: "127.0.0.1:0",
-      ssh: "127.0.0.1:0",
-      repo: git.fileUrl,
-      branch: git.branch,
-      intervalMs: 200,
+    await startHubOnGit(t, {
+      git,
       feedback: {
         provider: { kind: "github", apiUrl: github.url, tokenFile },
         hubName: "lab",
         pollIntervalMs: 0,
       },
-      logger: silentLogger,
     });
-    t.teardown(() => hub.stop());
 
-    await waitFor(() => github.status(good, "rlark/sync (lab)")?.state === "success", "success status");
+    await waitFor(
+      "success status",
+      () => github.status(good, "rlark/sync (lab)")?.state === "success",
+      onRealServers,
+    );
     t.match(github.status(good, "rlark/sync (lab)")?.description, /applied: 1 created, 0 changed, 0 deleted/);
     const bad = await git.commit({ "b.yaml": domain("b", "10.0.1.0/25") });
-    await waitFor(() => github.status(bad, "rlark/sync (lab)")?.state === "failure", "failure status");
+    await waitFor(
+      "failure status",
+      () => github.status(bad, "rlark/sync (lab)")?.state === "failure",
+      onRealServers,
+    );
     t.match(
       github.status(bad, "rlark/sync (lab)")?.description,
       /b\.yaml:6 \/spec\/cidr: 10\.0\.1\.0\/25 overlaps/,

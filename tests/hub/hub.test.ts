@@ -4,10 +4,11 @@ import { createHash, createHmac } from "node:crypto";
 import { chmod, mkdir, mkdtemp, readdir, readFile, stat, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import t, { type Test } from "tap";
-import { type Hub, startHub } from "../../operators/hub/hub.ts";
-import { silentLogger } from "../../operators/lib/controller/index.ts";
-import { createGitServer, type GitServer, waitFor } from "../helpers/git-server.ts";
+import t from "tap";
+import type { Hub } from "../../operators/hub/hub.ts";
+import { createGitServer } from "../helpers/git-server.ts";
+import { startHubOnGit } from "../helpers/hub-on-git.ts";
+import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 
 const domain = (name: string, cidr: string) =>
   `apiVersion: rlinf.io/v1alpha1\nkind: Domain\nmetadata:\n  name: ${name}\nspec:\n  cidr: ${cidr}\n`;
@@ -26,45 +27,20 @@ async function names(hub: Hub, plural: string): Promise<string[]> {
   return (body.items as { metadata: { name: string } }[]).map((i) => i.metadata.name).sort();
 }
 
-async function withHub(
-  t: Test,
-  git: GitServer,
-  options: {
-    repo?: string;
-    statusBranch?: string;
-    webhookSecretFile?: string;
-    intervalMs?: number;
-    dataDir?: string;
-  } = {},
-): Promise<Hub> {
-  const dataDir = options.dataDir ?? (await mkdtemp(path.join(tmpdir(), "rlark-hub-")));
-  const hub = await startHub({
-    dataDir,
-    http: "127.0.0.1:0",
-    ssh: "127.0.0.1:0",
-    repo: options.repo ?? git.fileUrl,
-    branch: git.branch,
-    intervalMs: options.intervalMs ?? 100,
-    statusBranch: options.statusBranch,
-    statusDebounceMs: 50,
-    webhookSecretFile: options.webhookSecretFile,
-    logger: silentLogger,
-  });
-  t.teardown(() => hub.stop());
-  return hub;
-}
+// Polls git often and writes status soon: the tests wait on both.
+const quick = { intervalMs: 100, statusDebounceMs: 50 };
 
 t.test(
   "pushed revisions appear in the API; an invalid one is refused whole and the last good stays",
   async (t) => {
-    const git = await createGitServer();
-    t.teardown(() => git.close());
-    await git.commit({ "domains/a.yaml": domain("a", "10.0.1.0/24") });
-    const hub = await withHub(t, git);
-    await waitFor(async () => (await names(hub, "domains")).join() === "a", "domain a");
+    const { git, hub } = await startHubOnGit(t, {
+      ...quick,
+      files: { "domains/a.yaml": domain("a", "10.0.1.0/24") },
+    });
+    await waitFor("domain a", async () => (await names(hub, "domains")).join() === "a", onRealServers);
 
     const good = await git.commit({ "domains/b.yaml": domain("b", "10.0.2.0/24") });
-    await waitFor(async () => (await names(hub, "domains")).join() === "a,b", "domain b");
+    await waitFor("domain b", async () => (await names(hub, "domains")).join() === "a,b", onRealServers);
     const { body: b } = await api(hub, "/api/v1/rlinf.io/v1alpha1/domains/b");
     const annotations = (b.metadata as { annotations: Record<string, string> }).annotations;
     t.equal(annotations["rlark.io/source-file"], "domains/b.yaml:1", "objects carry file:line");
@@ -75,10 +51,14 @@ t.test(
       "domains/c.yaml": domain("c", "10.0.3.0/24"),
       "domains/overlap.yaml": domain("overlap", "10.0.1.128/25"),
     });
-    await waitFor(async () => {
-      const { body } = await api(hub, "/api/v1/source");
-      return body.lastAttemptedRevision === bad && body.state === "Invalid";
-    }, "bad revision refused");
+    await waitFor(
+      "bad revision refused",
+      async () => {
+        const { body } = await api(hub, "/api/v1/source");
+        return body.lastAttemptedRevision === bad && body.state === "Invalid";
+      },
+      onRealServers,
+    );
     const { body: source } = await api(hub, "/api/v1/source");
     t.equal(source.state, "Invalid");
     t.equal(source.lastAppliedRevision, good, "the last good revision stays applied");
@@ -88,9 +68,17 @@ t.test(
     t.same(await names(hub, "domains"), ["a", "b"], "nothing of the bad revision was applied");
 
     await git.commit({ "domains/overlap.yaml": null, "domains/a.yaml": null });
-    await waitFor(async () => (await names(hub, "domains")).join() === "b,c", "fixed revision applied");
+    await waitFor(
+      "fixed revision applied",
+      async () => (await names(hub, "domains")).join() === "b,c",
+      onRealServers,
+    );
     // The objects are stored in the revision's transaction; the source's state follows it.
-    await waitFor(async () => (await api(hub, "/api/v1/source")).body.state === "Synced", "source Synced");
+    await waitFor(
+      "source Synced",
+      async () => (await api(hub, "/api/v1/source")).body.state === "Synced",
+      onRealServers,
+    );
   },
 );
 
@@ -99,21 +87,22 @@ t.test("a force-push that rewrites history is followed, over git daemon", async 
   t.teardown(() => git.close());
   await git.commit({ "d.yaml": domain("first", "10.1.0.0/24") });
   await git.startDaemon();
-  const hub = await withHub(t, git, { repo: git.daemonUrl });
-  await waitFor(async () => (await names(hub, "domains")).join() === "first", "first");
+  const { hub } = await startHubOnGit(t, { ...quick, git, repo: git.daemonUrl });
+  await waitFor("first", async () => (await names(hub, "domains")).join() === "first", onRealServers);
   await git.git("checkout", "--orphan", "rewritten");
   await git.git("rm", "-rfq", ".");
   await git.commit({ "d.yaml": domain("second", "10.2.0.0/24") }, "rewrite");
   await git.git("push", "--force", "origin", `rewritten:${git.branch}`);
-  await waitFor(async () => (await names(hub, "domains")).join() === "second", "rewritten history applied");
+  await waitFor(
+    "rewritten history applied",
+    async () => (await names(hub, "domains")).join() === "second",
+    onRealServers,
+  );
 });
 
 t.test("the API needs a token, is read-only, and never returns secrets", async (t) => {
-  const git = await createGitServer();
-  t.teardown(() => git.close());
-  await git.commit({ "u.yaml": user("carol") });
-  const hub = await withHub(t, git);
-  await waitFor(async () => (await names(hub, "users")).join() === "carol", "user");
+  const { hub } = await startHubOnGit(t, { ...quick, files: { "u.yaml": user("carol") } });
+  await waitFor("user", async () => (await names(hub, "users")).join() === "carol", onRealServers);
   t.equal((await api(hub, "/api/v1/rlinf.io/v1alpha1/users", "")).status, 401);
   t.equal((await api(hub, "/api/v1/rlinf.io/v1alpha1/users", "wrong-token")).status, 401);
   t.equal((await fetch(`${hub.url}/metrics`)).status, 401, "metrics need the token too");
@@ -134,14 +123,16 @@ t.test("the API needs a token, is read-only, and never returns secrets", async (
 });
 
 t.test("a signed push webhook makes the hub fetch at once; a forged one is refused", async (t) => {
-  const git = await createGitServer();
-  t.teardown(() => git.close());
-  await git.commit({ "d.yaml": domain("one", "10.3.0.0/24") });
   const secretFile = path.join(await mkdtemp(path.join(tmpdir(), "rlark-secret-")), "secret");
   await writeFile(secretFile, "s3cret\n", { mode: 0o600 });
-  // An interval of an hour: only the webhook can explain a fetch.
-  const hub = await withHub(t, git, { webhookSecretFile: secretFile, intervalMs: 3_600_000 });
-  await waitFor(async () => (await names(hub, "domains")).join() === "one", "initial sync");
+  const { git, hub } = await startHubOnGit(t, {
+    ...quick,
+    // An interval of an hour: only the webhook can explain a fetch.
+    intervalMs: 3_600_000,
+    webhookSecretFile: secretFile,
+    files: { "d.yaml": domain("one", "10.3.0.0/24") },
+  });
+  await waitFor("initial sync", async () => (await names(hub, "domains")).join() === "one", onRealServers);
   await git.commit({ "e.yaml": domain("two", "10.4.0.0/24") });
   const payload = JSON.stringify({
     ref: `refs/heads/${git.branch}`,
@@ -160,24 +151,34 @@ t.test("a signed push webhook makes the hub fetch at once; a forged one is refus
   t.equal((await send("sha256=0000")).status, 401, "a forged signature is refused");
   const signature = `sha256=${createHmac("sha256", "s3cret").update(payload).digest("hex")}`;
   t.equal((await send(signature)).status, 202);
-  await waitFor(async () => (await names(hub, "domains")).join() === "one,two", "webhook-triggered fetch");
+  await waitFor(
+    "webhook-triggered fetch",
+    async () => (await names(hub, "domains")).join() === "one,two",
+    onRealServers,
+  );
 });
 
 t.test("status is committed to the status branch, never to the tracked one", async (t) => {
-  const git = await createGitServer();
-  t.teardown(() => git.close());
-  const tracked = await git.commit({
-    "c.yaml":
-      "apiVersion: rlinf.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: lab\nspec:\n  runtime: process\n",
+  const {
+    git,
+    hub,
+    revision: tracked,
+  } = await startHubOnGit(t, {
+    ...quick,
+    statusBranch: "rlark/status",
+    files: {
+      "c.yaml":
+        "apiVersion: rlinf.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: lab\nspec:\n  runtime: process\n",
+    },
   });
-  const hub = await withHub(t, git, { statusBranch: "rlark/status" });
-  await waitFor(async () => (await names(hub, "clusters")).join() === "lab", "cluster");
+  await waitFor("cluster", async () => (await names(hub, "clusters")).join() === "lab", onRealServers);
   const cluster = await hub.store.get("Cluster", undefined, "lab");
   if (!cluster) throw new Error("cluster missing");
   await hub.store.updateStatus({ ...cluster, status: { phase: "Online" } });
   await waitFor(
-    async () => (await git.gitBare("branch", "--list", "rlark/status")).includes("rlark/status"),
     "status branch pushed",
+    async () => (await git.gitBare("branch", "--list", "rlark/status")).includes("rlark/status"),
+    onRealServers,
   );
   const content = await git.gitBare("show", "rlark/status:status/cluster/lab.yaml");
   t.match(content, /phase: Online/);
@@ -208,12 +209,24 @@ const sha256 = (bytes: string | Buffer) => createHash("sha256").update(bytes).di
 t.test(
   "a revision whose repository artifact does not match its SHA-256 is refused at the field, without the file's digest",
   async (t) => {
-    const git = await createGitServer();
-    t.teardown(() => git.close());
-    const bad = await git.commit({ "tool.sh": "hello\n", "job.yaml": rawJob("tool.sh", "0".repeat(64)) });
-    const hub = await withHub(t, git);
-    await waitFor(async () => (await api(hub, "/api/v1/source")).body.lastAttemptedRevision === bad, "tried");
-    await waitFor(async () => (await api(hub, "/api/v1/source")).body.state === "Invalid", "refused");
+    const {
+      git,
+      hub,
+      revision: bad,
+    } = await startHubOnGit(t, {
+      ...quick,
+      files: { "tool.sh": "hello\n", "job.yaml": rawJob("tool.sh", "0".repeat(64)) },
+    });
+    await waitFor(
+      "tried",
+      async () => (await api(hub, "/api/v1/source")).body.lastAttemptedRevision === bad,
+      onRealServers,
+    );
+    await waitFor(
+      "refused",
+      async () => (await api(hub, "/api/v1/source")).body.state === "Invalid",
+      onRealServers,
+    );
     const { errors } = (await api(hub, "/api/v1/source")).body;
     t.match(errors, [
       {
@@ -227,15 +240,16 @@ t.test(
     ]);
     t.notMatch(JSON.stringify(errors), sha256("hello\n"), "the digest of what is there is not shown");
     await git.commit({ "job.yaml": rawJob("tool.sh", sha256("hello\n")) });
-    await waitFor(async () => (await names(hub, "jobs")).join() === "raw", "fixed revision applied");
+    await waitFor(
+      "fixed revision applied",
+      async () => (await names(hub, "jobs")).join() === "raw",
+      onRealServers,
+    );
   },
 );
 
 t.test("malformed percent-encoding in an API path is 400; every response says nosniff", async (t) => {
-  const git = await createGitServer();
-  t.teardown(() => git.close());
-  await git.commit({ "u.yaml": user("carol") });
-  const hub = await withHub(t, git);
+  const { hub } = await startHubOnGit(t, { ...quick, files: { "u.yaml": user("carol") } });
   for (const route of [
     "/api/v1/rlinf.io/v1alpha1/users/%E0%A4%A",
     "/api/v1/rlinf.io/v1alpha1/%zz",
@@ -267,14 +281,19 @@ t.test("malformed percent-encoding in an API path is 400; every response says no
 t.test(
   "an artifact reached through a symlinked folder into the hub's data dir is refused, its digest never shown, nothing copied",
   async (t) => {
-    const git = await createGitServer();
-    t.teardown(() => git.close());
     // As `rlark up` left it before: a data dir readable by everyone.
     const dataDir = await mkdtemp(path.join(tmpdir(), "rlark-hub-"));
     await chmod(dataDir, 0o755);
-    const first = await git.commit({ "d.yaml": domain("a", "10.9.0.0/24") });
-    const hub = await withHub(t, git, { dataDir });
-    await waitFor(async () => (await api(hub, "/api/v1/source")).body.lastAppliedRevision === first, "first");
+    const {
+      git,
+      hub,
+      revision: first,
+    } = await startHubOnGit(t, { ...quick, dataDir, files: { "d.yaml": domain("a", "10.9.0.0/24") } });
+    await waitFor(
+      "first",
+      async () => (await api(hub, "/api/v1/source")).body.lastAppliedRevision === first,
+      onRealServers,
+    );
     t.equal((await stat(dataDir)).mode & 0o777, 0o700, "the hub makes its data dir private");
     const caKey = await readFile(path.join(dataDir, "pki", "ca.key"));
 
@@ -284,15 +303,19 @@ t.test(
     await symlink(path.join(dataDir, "pki", "ca.key"), path.join(git.work, "node_modules", "k"));
     const refused = async (url: string, sha: string) => {
       const revision = await git.commit({ "job.yaml": rawJob(url, sha) });
-      await waitFor(async () => {
-        const { body } = await api(hub, "/api/v1/source");
-        // The attempted revision is recorded before it is checked: wait for its own errors.
-        return (
-          body.lastAttemptedRevision === revision &&
-          body.state === "Invalid" &&
-          JSON.stringify(body.errors).includes(url)
-        );
-      }, `${url} refused`);
+      await waitFor(
+        `${url} refused`,
+        async () => {
+          const { body } = await api(hub, "/api/v1/source");
+          // The attempted revision is recorded before it is checked: wait for its own errors.
+          return (
+            body.lastAttemptedRevision === revision &&
+            body.state === "Invalid" &&
+            JSON.stringify(body.errors).includes(url)
+          );
+        },
+        onRealServers,
+      );
       return (await api(hub, "/api/v1/source")).body;
     };
     for (const [url, message] of [
@@ -320,8 +343,9 @@ t.test(
       "job.yaml": rawJob("tool.sh", sha256("#!/bin/sh\necho hi\n")),
     });
     await waitFor(
-      async () => (await api(hub, "/api/v1/source")).body.lastAppliedRevision === applied,
       "applied",
+      async () => (await api(hub, "/api/v1/source")).body.lastAppliedRevision === applied,
+      onRealServers,
     );
     const digest = sha256("#!/bin/sh\necho hi\n");
     t.equal((await stat(path.join(dataDir, "artifacts", digest))).mode & 0o777, 0o700);

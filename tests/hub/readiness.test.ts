@@ -1,56 +1,20 @@
-// /readyz means the hub has loaded its repository: ready once the first revision is applied
-// (or refused: ready, but degraded), and `rlark token create` against a hub that has not loaded
-// says so instead of blaming git. The CLI runs as a real process against the hub's data dir.
-import { spawn } from "node:child_process";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import t, { type Test } from "tap";
-import { type Hub, startHub } from "../../operators/hub/hub.ts";
-import { silentLogger } from "../../operators/lib/controller/index.ts";
+import t from "tap";
+import type { Hub } from "../../operators/hub/hub.ts";
 import { createGitServer, runGit } from "../helpers/git-server.ts";
+import { startHubOnGit } from "../helpers/hub-on-git.ts";
+import { rlark } from "../helpers/rlark-cli.ts";
 import { waitFor } from "../helpers/wait-for.ts";
-
-const cli = new URL("../../operators/cli/main.ts", import.meta.url).pathname;
 
 const beijing =
   "apiVersion: rlinf.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: beijing\nspec:\n  runtime: kubernetes\n";
 
-function rlark(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [cli, ...args], { stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk: Buffer) => {
-      stdout += chunk;
-    });
-    child.stderr.on("data", (chunk: Buffer) => {
-      stderr += chunk;
-    });
-    child.once("error", reject);
-    child.once("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
 async function readyz(hub: Hub): Promise<{ status: number; body: string }> {
   const response = await fetch(`${hub.url}/readyz`);
   return { status: response.status, body: await response.text() };
-}
-
-async function hubOn(t: Test, repo: string): Promise<{ hub: Hub; dataDir: string }> {
-  const dataDir = await mkdtemp(path.join(tmpdir(), "rlark-ready-"));
-  const hub = await startHub({
-    dataDir,
-    http: "127.0.0.1:0",
-    ssh: "127.0.0.1:0",
-    repo,
-    branch: "main",
-    intervalMs: 100,
-    logger: silentLogger,
-  });
-  t.teardown(() => hub.stop());
-  return { hub, dataDir };
 }
 
 t.test("the hub is not ready, and token create says so, until its first revision is applied", async (t) => {
@@ -59,7 +23,11 @@ t.test("the hub is not ready, and token create says so, until its first revision
   await git.commit({ "clusters/beijing.yaml": beijing });
   // The repository is not there yet when the hub starts: nothing can be applied.
   const later = path.join(git.root, "later.git");
-  const { hub, dataDir } = await hubOn(t, pathToFileURL(later).toString());
+  const { hub, dataDir } = await startHubOnGit(t, {
+    git,
+    repo: pathToFileURL(later).toString(),
+    intervalMs: 100,
+  });
   await waitFor("a failed first fetch", () => hub.source?.watcher.status().state === "FetchFailed");
 
   const before = await readyz(hub);
@@ -85,10 +53,10 @@ t.test("the hub is not ready, and token create says so, until its first revision
 });
 
 t.test("a refused first revision makes the hub ready but degraded", async (t) => {
-  const git = await createGitServer();
-  t.teardown(() => git.close());
-  await git.commit({ "clusters/beijing.yaml": `${beijing}  colour: blue\n` });
-  const { hub } = await hubOn(t, git.fileUrl);
+  const { hub } = await startHubOnGit(t, {
+    intervalMs: 100,
+    files: { "clusters/beijing.yaml": `${beijing}  colour: blue\n` },
+  });
   const degraded = await waitFor("a decision on the first revision", async () => {
     const r = await readyz(hub);
     return r.status === 200 && r;

@@ -1,7 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
-import { mkdtemp, rm, symlink } from "node:fs/promises";
+import { symlink } from "node:fs/promises";
 import { createServer, type IncomingHttpHeaders } from "node:http";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t, { type Test } from "tap";
 import { FakeClock } from "../../operators/lib/clock.ts";
@@ -14,7 +13,7 @@ import {
   type SourceDiagnostic,
   type SourceStatus,
 } from "../../operators/source/index.ts";
-import { createGitServer } from "../helpers/git-server.ts";
+import { repositoryOnGit } from "../helpers/repository-on-git.ts";
 
 const job = (name: string) => `apiVersion: rlinf.io/v1alpha1\nkind: Job\nmetadata:\n  name: ${name}\n`;
 
@@ -46,20 +45,7 @@ function recorder(files: string[]): Recorder {
 }
 
 async function setup(t: Test, options: { daemon?: boolean } = {}) {
-  const server = await createGitServer();
-  if (options.daemon) await server.startDaemon();
-  const dataDir = await mkdtemp(join(tmpdir(), "rlark-data-"));
-  t.teardown(async () => {
-    await server.close();
-    await rm(dataDir, { recursive: true, force: true });
-  });
-  const clock = new FakeClock();
-  const repository = createGitRepository({
-    url: options.daemon ? server.daemonUrl : server.fileUrl,
-    branch: "main",
-    dataDir,
-  });
-  return { server, dataDir, clock, repository };
+  return { ...(await repositoryOnGit(t, options)), clock: new FakeClock() };
 }
 
 function nextStatus(watcher: { on: (e: "status", l: (s: SourceStatus) => void) => unknown }) {

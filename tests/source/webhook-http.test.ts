@@ -14,8 +14,8 @@ import {
   createWebhookIntake,
   type SourceStatus,
 } from "../../operators/source/index.ts";
-import { createGitServer, waitFor } from "../helpers/git-server.ts";
-import { waitFor as until } from "../helpers/wait-for.ts";
+import { createGitServer } from "../helpers/git-server.ts";
+import { onRealServers, waitFor as until, waitFor } from "../helpers/wait-for.ts";
 
 const secret = "webhook-test-secret";
 
@@ -93,7 +93,11 @@ t.test("a signed push webhook over HTTP makes the watcher fetch and apply at onc
   });
   t.equal(response.status, 202);
   t.match(((await response.json()) as { message: string }).message, /fetching/);
-  await waitFor(() => latest.lastAppliedRevision === pushed, "the pushed revision to be applied");
+  await waitFor(
+    "the pushed revision to be applied",
+    () => latest.lastAppliedRevision === pushed,
+    onRealServers,
+  );
   t.equal(applied.at(-1), pushed, "applied without waiting for the poll interval");
   t.equal(triggers, 1);
 

@@ -20,8 +20,9 @@ import type { RuntimeTask } from "../../../operators/agent/runtimes/types.ts";
 import { type Hub, startHub } from "../../../operators/hub/hub.ts";
 import { silentLogger } from "../../../operators/lib/controller/index.ts";
 import { fileCredentialStore } from "../../../operators/lib/tunnel/index.ts";
-import { eventually } from "../../../tests/helpers/fleet.ts";
 import { createGitServer, type GitServer } from "../../../tests/helpers/git-server.ts";
+import { hubOptions } from "../../../tests/helpers/hub-on-git.ts";
+import { onKube, waitFor } from "../../../tests/helpers/wait-for.ts";
 import { creationClock } from "./kubectl.ts";
 
 const API = "rlinf.io/v1alpha1";
@@ -155,17 +156,9 @@ export async function runKubeBench(options: KubeOptions): Promise<KubeResult> {
   try {
     git = await createGitServer();
     await git.commit({ "clusters.yaml": clusterFile }, "the cluster");
-    hub = await startHub({
-      dataDir: path.join(work, "hub"),
-      http: "127.0.0.1:0",
-      ssh: "127.0.0.1:0",
-      repo: git.fileUrl,
-      branch: git.branch,
-      intervalMs: 200,
-      logger: silentLogger,
-    });
+    hub = await startHub(hubOptions(git, path.join(work, "hub")));
     const store = hub.store;
-    await eventually("the Cluster from git", async () => store.get("Cluster", undefined, CLUSTER));
+    await waitFor("the Cluster from git", async () => store.get("Cluster", undefined, CLUSTER), onKube);
     const { token } = await hub.pki.enrollment.createToken({ cluster: CLUSTER, ttlMs: 600_000 });
     runtime = await KubernetesRuntime.start({
       kubeConfig: agentKc,
@@ -182,7 +175,7 @@ export async function runKubeBench(options: KubeOptions): Promise<KubeResult> {
       logger: silentLogger,
     });
     // Placement needs the cluster's nodes: the revision lands on a cluster that is ready.
-    const nodes = await eventually(
+    const nodes = await waitFor(
       "the agent's nodes on the hub",
       async () => {
         const cluster = await store.get("Cluster", undefined, CLUSTER);
@@ -191,7 +184,7 @@ export async function runKubeBench(options: KubeOptions): Promise<KubeResult> {
           ? listed.items.length
           : undefined;
       },
-      60_000,
+      onKube,
     );
 
     let messages = 0;

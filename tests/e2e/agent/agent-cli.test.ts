@@ -12,11 +12,10 @@ import path from "node:path";
 import { CoreV1Api, KubeConfig, RbacAuthorizationV1Api, VersionApi } from "@kubernetes/client-node";
 import t, { type Test } from "tap";
 import { repoRoot } from "../../../hack/kube/paths.ts";
-import { startHub } from "../../../operators/hub/hub.ts";
-import { silentLogger } from "../../../operators/lib/controller/index.ts";
 import packageJson from "../../../package.json" with { type: "json" };
-import { eventually, fleetCluster, within } from "../../helpers/fleet.ts";
-import { createGitServer } from "../../helpers/git-server.ts";
+import { fleetCluster, within } from "../../helpers/fleet.ts";
+import { startHubOnGit } from "../../helpers/hub-on-git.ts";
+import { onKube, waitFor } from "../../helpers/wait-for.ts";
 
 const cluster = fleetCluster(1);
 const kc = cluster.kubeConfig;
@@ -60,30 +59,21 @@ t.test(
   async (t) => {
     const namespace = `rlark-agent-cli-${randomBytes(4).toString("hex")}`;
     await deleteNamespaceAfter(t, namespace);
-    const git = await createGitServer();
-    t.teardown(() => git.close());
-    await git.commit({
-      "clusters.yaml": `apiVersion: rlinf.io/v1alpha1
+    const { hub } = await startHubOnGit(t, {
+      files: {
+        "clusters.yaml": `apiVersion: rlinf.io/v1alpha1
 kind: Cluster
 metadata:
   name: fresh
 spec:
   runtime: kubernetes
 `,
+      },
     });
-    const hub = await startHub({
-      dataDir: await mkdtemp(path.join(tmpdir(), "rlark-agent-cli-hub-")),
-      http: "127.0.0.1:0",
-      ssh: "127.0.0.1:0",
-      repo: git.fileUrl,
-      branch: git.branch,
-      intervalMs: 200,
-      logger: silentLogger,
-    });
-    t.teardown(() => hub.stop());
-    await eventually(
+    await waitFor(
       "the Cluster from git",
       async () => (await hub.store.get("Cluster", undefined, "fresh")) ?? undefined,
+      onKube,
     );
     const { token } = await hub.pki.enrollment.createToken({ cluster: "fresh", ttlMs: 120_000 });
 
@@ -103,23 +93,31 @@ spec:
       "--state-dir",
       await mkdtemp(path.join(tmpdir(), "rlark-agent-cli-state-")),
     ]);
-    const secret = await eventually("the identity Secret in the new namespace", async () => {
-      if (agent.child.exitCode !== null) throw new Error(`the agent exited: ${agent.output()}`);
-      return await core
-        .readNamespacedSecret({ name: "rlark-agent-identity", namespace })
-        .catch(() => undefined);
-    });
+    const secret = await waitFor(
+      "the identity Secret in the new namespace",
+      async () => {
+        if (agent.child.exitCode !== null) throw new Error(`the agent exited: ${agent.output()}`);
+        return await core
+          .readNamespacedSecret({ name: "rlark-agent-identity", namespace })
+          .catch(() => undefined);
+      },
+      onKube,
+    );
     t.equal(secret.type, "kubernetes.io/tls");
     t.equal(Buffer.from(secret.data?.cluster ?? "", "base64").toString(), "fresh");
 
     const { gitVersion } = await kc.makeApiClient(VersionApi).getCode();
     const nodes = (await core.listNode()).items.length;
-    const status = await eventually("the Cluster's status with the agent's figures", async () => {
-      const s = (await hub.store.get("Cluster", undefined, "fresh"))?.status as
-        | { agentVersion?: string; kubernetesVersion?: string; nodeCount?: number }
-        | undefined;
-      return s?.kubernetesVersion && s.nodeCount === nodes ? s : undefined;
-    });
+    const status = await waitFor(
+      "the Cluster's status with the agent's figures",
+      async () => {
+        const s = (await hub.store.get("Cluster", undefined, "fresh"))?.status as
+          | { agentVersion?: string; kubernetesVersion?: string; nodeCount?: number }
+          | undefined;
+        return s?.kubernetesVersion && s.nodeCount === nodes ? s : undefined;
+      },
+      onKube,
+    );
     t.equal(status.agentVersion, packageJson.version, "agentVersion is the package's version");
     t.equal(status.kubernetesVersion, gitVersion, "kubernetesVersion is the API server's gitVersion");
     t.equal(status.nodeCount, nodes, "nodeCount is the cluster's node count");

@@ -22,7 +22,8 @@ import {
 } from "../../../operators/agent/runtimes/kubernetes/index.ts";
 import { buildProgram } from "../../../operators/cli/program.ts";
 import { kubeTask } from "../../agent/runtimes/kubernetes/tasks.ts";
-import { eventually, fleetCluster, testNamespace } from "../../helpers/fleet.ts";
+import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
+import { onKube, waitFor } from "../../helpers/wait-for.ts";
 
 const { kubeConfig: kc } = fleetCluster(0);
 const objects = KubernetesObjectApi.makeApiClient(kc);
@@ -135,19 +136,28 @@ t.test("the agent's RBAC lets the runtime do its work and nothing beyond it", as
     { annotations: { "rlinf.io/ray-role": "head", "rlinf.io/ray-total-nodes": "1" } },
   );
   await runtime.apply([task]);
-  await eventually("the Task's pod Running, seen as the agent", async () =>
-    runtime.observe().pods.some((p) => p.task === "rbac-web" && p.phase === "Running") ? true : undefined,
+  await waitFor(
+    "the Task's pod Running, seen as the agent",
+    async () =>
+      runtime.observe().pods.some((p) => p.task === "rbac-web" && p.phase === "Running") ? true : undefined,
+    onKube,
   );
   t.same(runtime.rejected, [], "nothing refused");
   await runtime.applyNodeOverlays([]);
   await runtime.apply([]);
-  await eventually("the Task pruned, as the agent", async () =>
-    runtime.observe().pods.some((p) => p.task === "rbac-web") ? undefined : true,
+  await waitFor(
+    "the Task pruned, as the agent",
+    async () => (runtime.observe().pods.some((p) => p.task === "rbac-web") ? undefined : true),
+    onKube,
   );
-  await eventually("the Services it made pruned too", async () => {
-    const services = await agentKc.makeApiClient(CoreV1Api).listNamespacedService({ namespace });
-    return services.items.length === 0 ? true : undefined;
-  });
+  await waitFor(
+    "the Services it made pruned too",
+    async () => {
+      const services = await agentKc.makeApiClient(CoreV1Api).listNamespacedService({ namespace });
+      return services.items.length === 0 ? true : undefined;
+    },
+    onKube,
+  );
 
   const denied = await agentKc
     .makeApiClient(CoreV1Api)
@@ -175,8 +185,10 @@ t.test("the agent keeps its identity in the Secret its Role allows, and reads it
     .deleteNamespacedSecret({ name: "rlark-agent-identity", namespace: "rlark-system" })
     .catch(() => undefined);
   const store = secretCredentialStore({ kubeConfig: impersonating(AGENT_USER) });
-  await eventually("the old Secret gone", async () =>
-    (await store.load()) === undefined ? true : undefined,
+  await waitFor(
+    "the old Secret gone",
+    async () => ((await store.load()) === undefined ? true : undefined),
+    onKube,
   );
   const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
   const credentials = {
@@ -225,7 +237,11 @@ t.test("without nodes/proxy, disk figures are off: said once, one node asked per
   });
   t.teardown(() => runtime.stop());
   const nodes = runtime.observe().nodes.length;
-  await eventually("four rounds of stats reads", async () => (agentKc.proxyRequests >= 4 ? true : undefined));
+  await waitFor(
+    "four rounds of stats reads",
+    async () => (agentKc.proxyRequests >= 4 ? true : undefined),
+    onKube,
+  );
   t.same(
     logged.filter((m) => /disk figures/.test(m)),
     ["no disk figures: this agent may not get nodes/proxy (grant it to see disk use)"],

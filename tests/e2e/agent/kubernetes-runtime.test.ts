@@ -16,7 +16,8 @@ import t, { type Test } from "tap";
 import { KubernetesRuntime } from "../../../operators/agent/runtimes/kubernetes/index.ts";
 import type { RuntimeSnapshot } from "../../../operators/agent/runtimes/types.ts";
 import { kubeTask, SSH_KEY } from "../../agent/runtimes/kubernetes/tasks.ts";
-import { eventually, fleetCluster, testNamespace } from "../../helpers/fleet.ts";
+import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
+import { onKube, waitFor } from "../../helpers/wait-for.ts";
 import { nodeProxyRequests } from "./apiserver-metrics.ts";
 
 const { kubeConfig: kc } = fleetCluster(0);
@@ -61,10 +62,14 @@ t.test("a Deployment Task of 3 replicas on GPU nodes is reported as 3 Running po
     { nodeSelector: { "nvidia.com/gpu": "true" }, sshPublicKey: SSH_KEY },
   );
   await runtime.apply([task]);
-  const pods = await eventually("3 Running pods in observe()", async () => {
-    const running = podsOf(runtime.observe(), "ppo-actor").filter((p) => p.phase === "Running" && p.podIP);
-    return running.length === 3 ? running : undefined;
-  });
+  const pods = await waitFor(
+    "3 Running pods in observe()",
+    async () => {
+      const running = podsOf(runtime.observe(), "ppo-actor").filter((p) => p.phase === "Running" && p.podIP);
+      return running.length === 3 ? running : undefined;
+    },
+    onKube,
+  );
   const snapshot = runtime.observe();
   const gpuNodes = new Set(
     snapshot.nodes.filter((n) => n.labels["nvidia.com/gpu"] === "true").map((n) => n.name),
@@ -79,10 +84,14 @@ t.test("a Deployment Task of 3 replicas on GPU nodes is reported as 3 Running po
   }
   t.same(pods.map((p) => p.index).sort(), [0, 1, 2], "replica indexes 0..2");
   t.equal(new Set(pods.map((p) => p.podIP)).size, 3, "distinct pod IPs");
-  const workload = await eventually("the Deployment ready in observe()", async () => {
-    const w = runtime.observe().workloads?.find((x) => x.task === "ppo-actor");
-    return w?.readyReplicas === 3 ? w : undefined;
-  });
+  const workload = await waitFor(
+    "the Deployment ready in observe()",
+    async () => {
+      const w = runtime.observe().workloads?.find((x) => x.task === "ppo-actor");
+      return w?.readyReplicas === 3 ? w : undefined;
+    },
+    onKube,
+  );
   t.match(workload, { kind: "Deployment", replicas: 3, generation: 1, taskUid: "uid-ppo-actor" });
 
   const ssh = await core.readNamespacedConfigMap({ name: "ppo-actor-ssh", namespace });
@@ -102,20 +111,24 @@ t.test("a Deployment Task of 3 replicas on GPU nodes is reported as 3 Running po
   t.equal(node.controlPlane, false);
 
   // requested is the sum of the requests of the non-terminated pods on the node, whoever made them
-  const check = await eventually("requested to match the pods on the node", async () => {
-    const list = await core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${node.name}` });
-    let millis = 0;
-    for (const p of list.items) {
-      if (p.status?.phase === "Succeeded" || p.status?.phase === "Failed") continue;
-      for (const c of p.spec?.containers ?? []) {
-        const cpu = String(c.resources?.requests?.cpu ?? "0");
-        millis += cpu.endsWith("m") ? Number(cpu.slice(0, -1)) : Number(cpu) * 1000;
+  const check = await waitFor(
+    "requested to match the pods on the node",
+    async () => {
+      const list = await core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${node.name}` });
+      let millis = 0;
+      for (const p of list.items) {
+        if (p.status?.phase === "Succeeded" || p.status?.phase === "Failed") continue;
+        for (const c of p.spec?.containers ?? []) {
+          const cpu = String(c.resources?.requests?.cpu ?? "0");
+          millis += cpu.endsWith("m") ? Number(cpu.slice(0, -1)) : Number(cpu) * 1000;
+        }
       }
-    }
-    const reported = runtime.observe().nodes.find((n) => n.name === node.name)?.requested?.cpu ?? "0";
-    const reportedMillis = reported.endsWith("m") ? Number(reported.slice(0, -1)) : Number(reported) * 1000;
-    return reportedMillis === millis && millis > 0 ? { millis, reported } : undefined;
-  });
+      const reported = runtime.observe().nodes.find((n) => n.name === node.name)?.requested?.cpu ?? "0";
+      const reportedMillis = reported.endsWith("m") ? Number(reported.slice(0, -1)) : Number(reported) * 1000;
+      return reportedMillis === millis && millis > 0 ? { millis, reported } : undefined;
+    },
+    onKube,
+  );
   const mine = pods.filter((p) => p.node === node.name).length;
   t.ok(check.millis >= mine * 250, `requested cpu ${check.reported} counts our ${mine} pod(s) of 250m`);
 });
@@ -130,10 +143,14 @@ t.test("a restarted runtime adopts existing workloads without duplicates", async
     template: { spec: { containers: [container()] } },
   });
   await first.runtime.apply([task]);
-  const before = await eventually("2 Running pods", async () => {
-    const running = podsOf(first.runtime.observe(), "adopt-web").filter((p) => p.phase === "Running");
-    return running.length === 2 ? running.map((p) => p.name).sort() : undefined;
-  });
+  const before = await waitFor(
+    "2 Running pods",
+    async () => {
+      const running = podsOf(first.runtime.observe(), "adopt-web").filter((p) => p.phase === "Running");
+      return running.length === 2 ? running.map((p) => p.name).sort() : undefined;
+    },
+    onKube,
+  );
   await first.runtime.stop();
   t.equal((await apps.listNamespacedDeployment({ namespace })).items.length, 1, "stop() leaves the workload");
 
@@ -180,10 +197,14 @@ t.test("a StatefulSet Task gets its headless Service and ordinal pods; a Job Tas
     template: { spec: { containers: [container()] } },
   });
   await runtime.apply([sts, job]);
-  const stsPods = await eventually("2 Running StatefulSet pods", async () => {
-    const running = podsOf(runtime.observe(), "ppo-rollout").filter((p) => p.phase === "Running");
-    return running.length === 2 ? running : undefined;
-  });
+  const stsPods = await waitFor(
+    "2 Running StatefulSet pods",
+    async () => {
+      const running = podsOf(runtime.observe(), "ppo-rollout").filter((p) => p.phase === "Running");
+      return running.length === 2 ? running : undefined;
+    },
+    onKube,
+  );
   t.same(
     stsPods.map((p) => [p.name, p.index]).sort(),
     [
@@ -195,10 +216,14 @@ t.test("a StatefulSet Task gets its headless Service and ordinal pods; a Job Tas
   const service = await core.readNamespacedService({ name: "ppo-rollout", namespace });
   t.equal(service.spec?.clusterIP, "None", "the headless Service exists");
 
-  const finished = await eventually("the Job to complete in observe()", async () => {
-    const w = runtime.observe().workloads?.find((x) => x.task === "ppo-eval");
-    return w?.finished ? w : undefined;
-  });
+  const finished = await waitFor(
+    "the Job to complete in observe()",
+    async () => {
+      const w = runtime.observe().workloads?.find((x) => x.task === "ppo-eval");
+      return w?.finished ? w : undefined;
+    },
+    onKube,
+  );
   t.match(finished, { kind: "Job", finished: "Complete", succeeded: 1, failed: 0, exitCode: 0 });
   const jobPod = podsOf(runtime.observe(), "ppo-eval")[0];
   t.match(jobPod, { phase: "Succeeded", state: "Terminated", exitCode: 0, reason: "Completed" });
@@ -232,12 +257,16 @@ t.test("Ray head and worker Tasks render the scripts ConfigMap and the head Serv
   );
   const scripts = await core.readNamespacedConfigMap({ name: "rl-worker-ray", namespace });
   t.same(Object.keys(scripts.data ?? {}).sort(), ["ray_check.py", "ray_head.sh", "ray_worker.sh"]);
-  const endpoints = await eventually("the head Service to select the head pod", async () => {
-    const slices = await kc
-      .makeApiClient(CoreV1Api)
-      .listNamespacedPod({ namespace, labelSelector: "rlark.io/task=rl-head" });
-    return slices.items.length === 1 ? slices.items[0] : undefined;
-  });
+  const endpoints = await waitFor(
+    "the head Service to select the head pod",
+    async () => {
+      const slices = await kc
+        .makeApiClient(CoreV1Api)
+        .listNamespacedPod({ namespace, labelSelector: "rlark.io/task=rl-head" });
+      return slices.items.length === 1 ? slices.items[0] : undefined;
+    },
+    onKube,
+  );
   const main = (endpoints as V1Pod).spec?.containers[0];
   t.same(main?.command, ["bash", "/etc/rlark/ray/ray_head.sh"]);
   t.same(main?.args, ["python", "train.py"]);
@@ -278,13 +307,17 @@ t.test(
       template: { spec: { containers: [container()] } },
     });
     await runtime.apply([task, keep]);
-    await eventually("2 pods and 2 claims for the Task", async () => {
-      const s = runtime.observe();
-      return podsOf(s, "ppo-data").length === 2 &&
-        (s.volumes ?? []).filter((v) => v.task === "ppo-data").length === 2
-        ? true
-        : undefined;
-    });
+    await waitFor(
+      "2 pods and 2 claims for the Task",
+      async () => {
+        const s = runtime.observe();
+        return podsOf(s, "ppo-data").length === 2 &&
+          (s.volumes ?? []).filter((v) => v.task === "ppo-data").length === 2
+          ? true
+          : undefined;
+      },
+      onKube,
+    );
 
     // from here on, every snapshot that no longer names the Task must find the cluster empty of it
     const violations: string[] = [];
@@ -309,8 +342,10 @@ t.test(
       taskSeen(runtime.observe(), "ppo-data"),
       "right after the apply the Task is still there, being stopped",
     );
-    await eventually("observe() to drop the Task", async () =>
-      taskSeen(runtime.observe(), "ppo-data") ? undefined : true,
+    await waitFor(
+      "observe() to drop the Task",
+      async () => (taskSeen(runtime.observe(), "ppo-data") ? undefined : true),
+      onKube,
     );
     await checkGone();
     await Promise.all(checks);
@@ -339,8 +374,10 @@ t.test("node overlays cordon and label a node, and removing them reverts only th
     },
   });
   t.teardown(() => core.deleteNode({ name }).catch(() => undefined));
-  await eventually("the runtime to see the node", async () =>
-    runtime.observe().nodes.some((n) => n.name === name) ? true : undefined,
+  await waitFor(
+    "the runtime to see the node",
+    async () => (runtime.observe().nodes.some((n) => n.name === name) ? true : undefined),
+    onKube,
   );
   const read = () => core.readNode({ name });
 
@@ -379,8 +416,10 @@ t.test("node overlays cordon and label a node, and removing them reverts only th
     undefined,
     PatchStrategy.MergePatch,
   );
-  await eventually("the overlay's value to come back", async () =>
-    (await read()).metadata?.labels?.team === "robotics" ? true : undefined,
+  await waitFor(
+    "the overlay's value to come back",
+    async () => ((await read()).metadata?.labels?.team === "robotics" ? true : undefined),
+    onKube,
   );
 
   await runtime.applyNodeOverlays([]);
@@ -404,30 +443,48 @@ t.test(
       template: { spec: { containers: [container()] } },
     });
     await runtime.apply([first]);
-    const done = await eventually("the first run to complete", async () => {
-      const w = runtime.observe().workloads?.find((x) => x.task === "nightly-eval");
-      return w?.finished === "Complete" ? w : undefined;
-    });
+    const done = await waitFor(
+      "the first run to complete",
+      async () => {
+        const w = runtime.observe().workloads?.find((x) => x.task === "nightly-eval");
+        return w?.finished === "Complete" ? w : undefined;
+      },
+      onKube,
+    );
     t.equal(done.taskUid, "uid-nightly-eval");
 
     const second = { ...first, metadata: { ...first.metadata, uid: "uid-nightly-eval-run-2" } };
     await runtime.apply([second]);
-    const rerun = await eventually("a Job of the new Task uid", async () => {
-      const job = await batch.readNamespacedJob({ name: "nightly-eval", namespace }).catch(() => undefined);
-      return job?.metadata?.annotations?.["rlark.io/task-uid"] === "uid-nightly-eval-run-2" ? job : undefined;
-    });
+    const rerun = await waitFor(
+      "a Job of the new Task uid",
+      async () => {
+        const job = await batch.readNamespacedJob({ name: "nightly-eval", namespace }).catch(() => undefined);
+        return job?.metadata?.annotations?.["rlark.io/task-uid"] === "uid-nightly-eval-run-2"
+          ? job
+          : undefined;
+      },
+      onKube,
+    );
     t.notOk(rerun.metadata?.deletionTimestamp, "the old Job was replaced, not patched");
-    await eventually("the new run's pod, and only it, in observe()", async () => {
-      const pods = podsOf(runtime.observe(), "nightly-eval");
-      return pods.length === 1 && pods[0]?.taskUid === "uid-nightly-eval-run-2" ? true : undefined;
-    });
+    await waitFor(
+      "the new run's pod, and only it, in observe()",
+      async () => {
+        const pods = podsOf(runtime.observe(), "nightly-eval");
+        return pods.length === 1 && pods[0]?.taskUid === "uid-nightly-eval-run-2" ? true : undefined;
+      },
+      onKube,
+    );
 
     await runtime.stop({ terminatePods: true });
-    await eventually("no Job and no pod left", async () => {
-      const jobs = await batch.listNamespacedJob({ namespace });
-      const pods = await core.listNamespacedPod({ namespace });
-      return jobs.items.length === 0 && pods.items.length === 0 ? true : undefined;
-    });
+    await waitFor(
+      "no Job and no pod left",
+      async () => {
+        const jobs = await batch.listNamespacedJob({ namespace });
+        const pods = await core.listNamespacedPod({ namespace });
+        return jobs.items.length === 0 && pods.items.length === 0 ? true : undefined;
+      },
+      onKube,
+    );
     t.pass("stop({ terminatePods: true }) deleted the workload and its pods");
   },
 );
@@ -451,8 +508,10 @@ t.test("a Task the API server refuses is reported in rejected while the others r
     "the refused Task is listed",
   );
   t.match(runtime.rejected[0]?.message, /Deployment bad-web: .*Main_Container/, "with the server's reason");
-  await eventually("the good Task's pod Running", async () =>
-    podsOf(runtime.observe(), "good-web").some((p) => p.phase === "Running") ? true : undefined,
+  await waitFor(
+    "the good Task's pod Running",
+    async () => (podsOf(runtime.observe(), "good-web").some((p) => p.phase === "Running") ? true : undefined),
+    onKube,
   );
 });
 
@@ -497,10 +556,14 @@ t.test(
         },
       }),
     ]);
-    const pod = await eventually("the pod Running with both containers", async () => {
-      const p = podsOf(runtime.observe(), "figures-train").find((x) => x.phase === "Running");
-      return p?.containers?.every((c) => c.state === "Running") ? p : undefined;
-    });
+    const pod = await waitFor(
+      "the pod Running with both containers",
+      async () => {
+        const p = podsOf(runtime.observe(), "figures-train").find((x) => x.phase === "Running");
+        return p?.containers?.every((c) => c.state === "Running") ? p : undefined;
+      },
+      onKube,
+    );
     t.same(
       pod.containers?.map((c) => [c.name, c.image, c.state]),
       [
@@ -512,12 +575,16 @@ t.test(
 
     // kwok nodes have no kubelet: every node fails, is said once, and has no figures
     const said = () => logged.filter((l) => /no disk figures/.test(l.message));
-    await eventually("each node's missing disk figures said", async () =>
-      new Set(said().map((l) => l.node)).size === nodeNames.length ? true : undefined,
+    await waitFor(
+      "each node's missing disk figures said",
+      async () => (new Set(said().map((l) => l.node)).size === nodeNames.length ? true : undefined),
+      onKube,
     );
     const before = await nodeProxyRequests(kc);
-    await eventually("three more rounds of stats reads", async () =>
-      (await nodeProxyRequests(kc)) >= before + 3 * nodeNames.length ? true : undefined,
+    await waitFor(
+      "three more rounds of stats reads",
+      async () => ((await nodeProxyRequests(kc)) >= before + 3 * nodeNames.length ? true : undefined),
+      onKube,
     );
     t.equal(said().length, nodeNames.length, "said once per node, not every round");
     t.same(

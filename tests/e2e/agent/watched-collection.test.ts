@@ -12,7 +12,8 @@ import {
 import t, { type Test } from "tap";
 import { silentLogger } from "../../../operators/agent/runtimes/kubernetes/logger.ts";
 import { WatchedCollection } from "../../../operators/agent/runtimes/kubernetes/watched-collection.ts";
-import { eventually, fleetCluster, testNamespace } from "../../helpers/fleet.ts";
+import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
+import { onKube, waitFor } from "../../helpers/wait-for.ts";
 
 const { kubeConfig: kc } = fleetCluster(0);
 const core = kc.makeApiClient(CoreV1Api);
@@ -65,8 +66,10 @@ t.test("a watch resumed from an expired resourceVersion relists and keeps follow
   const namespace = await testNamespace(t, kc, "watch-gone");
   const ref = { group, version: "v1", namespace, plural: "gauges" };
   const gauge = (name: string) => ({ apiVersion: `${group}/v1`, kind: "Gauge", metadata: { name } });
-  await eventually("the first Gauge", () =>
-    custom.createNamespacedCustomObject({ ...ref, body: gauge("before") }),
+  await waitFor(
+    "the first Gauge",
+    () => custom.createNamespacedCustomObject({ ...ref, body: gauge("before") }),
+    onKube,
   );
 
   const { c } = await collection(t, {
@@ -76,19 +79,27 @@ t.test("a watch resumed from an expired resourceVersion relists and keeps follow
   });
   t.ok(c.get(namespace, "before"), "the first list has the existing object");
   const lists = c.lists;
-  await eventually("a 410 Gone", async () => {
-    c.rewatchFrom("1");
-    return c.gone > 0 ? true : undefined;
-  });
-  await eventually("the relist after it", async () => (c.lists > lists ? true : undefined));
+  await waitFor(
+    "a 410 Gone",
+    async () => {
+      c.rewatchFrom("1");
+      return c.gone > 0 ? true : undefined;
+    },
+    onKube,
+  );
+  await waitFor("the relist after it", async () => (c.lists > lists ? true : undefined), onKube);
   t.ok(c.get(namespace, "before"), "the relist keeps what exists");
   await custom.createNamespacedCustomObject({ ...ref, body: gauge("after") });
-  await eventually("the watch to deliver a new object", async () =>
-    c.get(namespace, "after") ? true : undefined,
+  await waitFor(
+    "the watch to deliver a new object",
+    async () => (c.get(namespace, "after") ? true : undefined),
+    onKube,
   );
   await custom.deleteNamespacedCustomObject({ ...ref, name: "before" });
-  await eventually("the watch to deliver a deletion", async () =>
-    c.get(namespace, "before") ? undefined : true,
+  await waitFor(
+    "the watch to deliver a deletion",
+    async () => (c.get(namespace, "before") ? undefined : true),
+    onKube,
   );
 });
 
@@ -108,12 +119,16 @@ t.test("a relist that finds nothing new fires no change", async (t) => {
   });
   const before = changes();
   const lists = c.lists;
-  await eventually("a relist", async () => {
-    c.relist();
-    return c.lists > lists ? true : undefined;
-  });
+  await waitFor(
+    "a relist",
+    async () => {
+      c.relist();
+      return c.lists > lists ? true : undefined;
+    },
+    onKube,
+  );
   t.equal(changes(), before, "unchanged objects are not reported again");
   await create("two");
-  await eventually("the change after the relist", async () => (changes() > before ? true : undefined));
+  await waitFor("the change after the relist", async () => (changes() > before ? true : undefined), onKube);
   t.ok(c.get(namespace, "two"));
 });

@@ -5,10 +5,9 @@
 import path from "node:path";
 import type { Page } from "playwright-core";
 import t from "tap";
-import { hashPassword } from "../../../operators/dashboard/auth/index.ts";
-import { exampleFiles, startDashboardHub, userYaml } from "../../dashboard/dashboard-hub.ts";
+import { exampleFiles, exampleRepository, startDashboardHub } from "../../dashboard/dashboard-hub.ts";
 import { launchChromium } from "../../helpers/chromium.ts";
-import { createGitServer, waitFor } from "../../helpers/git-server.ts";
+import { onRealServers, waitFor } from "../../helpers/wait-for.ts";
 import { reportAgentState } from "./agent-state.ts";
 
 const SCREENSHOTS = process.env.RLARK_SCREENSHOTS
@@ -20,24 +19,16 @@ async function shot(page: Page, name: string) {
 }
 
 t.test("the dashboard in a browser", async (t) => {
-  const git = await createGitServer();
-  t.teardown(() => git.close());
-  await git.commit({
-    ...(await exampleFiles()),
-    "users/carol.yaml": userYaml(
-      "carol",
-      "user",
-      await hashPassword("correct horse", { ln: 10, r: 8, p: 1 }),
-    ),
-  });
+  const git = await exampleRepository(t);
   const running = await startDashboardHub(t, git, {
     repoUrl: "https://github.com/lab/manifests.git",
   });
   // Until the restart test; after it, running.hub is the new one.
   const { hub } = running;
   await waitFor(
-    async () => (await hub.store.get("Addon", "agent-shanghai-edge", "embodied-device-plugin")) !== undefined,
     "examples applied",
+    async () => (await hub.store.get("Addon", "agent-shanghai-edge", "embodied-device-plugin")) !== undefined,
+    onRealServers,
   );
   await reportAgentState(hub.store);
 
@@ -84,8 +75,9 @@ t.test("the dashboard in a browser", async (t) => {
     await page.locator("#synced-revision").waitFor();
     const revision = (await git.git("rev-parse", "HEAD")).trim();
     await waitFor(
-      async () => (await page.locator("#synced-revision").textContent()) === revision.slice(0, 12),
       "synced revision shown",
+      async () => (await page.locator("#synced-revision").textContent()) === revision.slice(0, 12),
+      onRealServers,
     );
     t.equal(await page.locator("#clusters-online").textContent(), "1");
     t.equal(

@@ -2,12 +2,14 @@
 // address, it gets the agent back (the agent reconnects by itself), keeps the Job Running and
 // starts nothing twice.
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtemp, readdir, readFile } from "node:fs/promises";
+import { mkdtemp, readFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import t from "tap";
-import { createGitServer, waitFor } from "../../helpers/git-server.ts";
+import { createGitServer } from "../../helpers/git-server.ts";
+import { pidsMarked } from "../../helpers/marked-processes.ts";
+import { onRealServers, waitFor } from "../../helpers/wait-for.ts";
 
 const cli = path.resolve(import.meta.dirname, "../../../operators/cli/main.ts");
 const marker = `rlark-hubkill-${process.pid}`;
@@ -21,15 +23,7 @@ async function freePort(): Promise<number> {
   });
 }
 
-async function markedPids(): Promise<number[]> {
-  const pids: number[] = [];
-  for (const entry of await readdir("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    const cmdline = await readFile(`/proc/${entry}/cmdline`, "utf8").catch(() => "");
-    if (cmdline.includes(marker) && !cmdline.includes("node")) pids.push(Number(entry));
-  }
-  return pids;
-}
+const markedPids = () => pidsMarked(marker);
 
 const marked = async () => (await markedPids()).length;
 
@@ -106,16 +100,18 @@ spec:
 
   let hub = startHubProcess();
   await waitFor(
-    async () => (await clusterStatus()) !== undefined || (await api("/api/v1/source")) !== undefined,
     "hub up",
+    async () => (await clusterStatus()) !== undefined || (await api("/api/v1/source")) !== undefined,
     {
+      ...onRealServers,
       attempts: 1200,
     },
   );
   await waitFor(
-    async () => (await api("/api/v1/rlinf.io/v1alpha1/clusters/local")) !== undefined,
     "cluster applied",
+    async () => (await api("/api/v1/rlinf.io/v1alpha1/clusters/local")) !== undefined,
     {
+      ...onRealServers,
       attempts: 1200,
     },
   );
@@ -150,18 +146,22 @@ spec:
     "--state-dir",
     stateDir,
   ]);
-  await waitFor(async () => (await jobPhase()) === "Running", "job Running", { attempts: 2400 });
+  await waitFor("job Running", async () => (await jobPhase()) === "Running", {
+    ...onRealServers,
+    attempts: 2400,
+  });
   const perReplica = await marked();
   t.ok(perReplica > 0, "the task runs");
 
   hub.kill("SIGKILL");
   await new Promise((resolve) => hub.once("exit", resolve));
-  await waitFor(async () => (await api("/healthz")) === undefined, "hub gone");
+  await waitFor("hub gone", async () => (await api("/healthz")) === undefined, onRealServers);
   hub = startHubProcess();
   await waitFor(
-    async () => (await clusterStatus())?.phase === "Online" && (await jobPhase()) === "Running",
     "agent back",
+    async () => (await clusterStatus())?.phase === "Online" && (await jobPhase()) === "Running",
     {
+      ...onRealServers,
       attempts: 2400,
     },
   );

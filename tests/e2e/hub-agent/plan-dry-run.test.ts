@@ -7,7 +7,6 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { AppsV1Api } from "@kubernetes/client-node";
 import t from "tap";
-import { startAgent } from "../../../operators/agent/agent.ts";
 import { kubernetesDryRun } from "../../../operators/agent/runtimes/kubernetes/dry-run.ts";
 import { KubernetesRuntime } from "../../../operators/agent/runtimes/kubernetes/index.ts";
 import {
@@ -16,15 +15,11 @@ import {
   planTree,
   renderPlanMarkdown,
 } from "../../../operators/feedback/plan/index.ts";
-import { startHub } from "../../../operators/hub/hub.ts";
-import { silentLogger } from "../../../operators/lib/controller/index.ts";
-import {
-  DRY_RUN_PURPOSE,
-  fileCredentialStore,
-  parseDryRunAnswer,
-} from "../../../operators/lib/tunnel/index.ts";
-import { eventually, fleetCluster, testNamespace } from "../../helpers/fleet.ts";
-import { createGitServer } from "../../helpers/git-server.ts";
+import { DRY_RUN_PURPOSE, parseDryRunAnswer } from "../../../operators/lib/tunnel/index.ts";
+import { startAgentOnHub } from "../../helpers/agent-on-hub.ts";
+import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
+import { startHubOnGit } from "../../helpers/hub-on-git.ts";
+import { onKube, waitFor } from "../../helpers/wait-for.ts";
 
 const { kubeConfig: kc } = fleetCluster(0);
 
@@ -62,46 +57,30 @@ spec:
 
 t.test("a plan dry-runs each workload on the cluster's API server through the agent", async (t) => {
   const namespace = await testNamespace(t, kc, "plan-dry-run");
-  const git = await createGitServer();
-  t.teardown(() => git.close());
-  await git.commit({ "clusters.yaml": CLUSTER });
-  const hub = await startHub({
-    dataDir: await mkdtemp(path.join(tmpdir(), "rlark-plan-hub-")),
-    http: "127.0.0.1:0",
-    ssh: "127.0.0.1:0",
-    repo: git.fileUrl,
-    branch: git.branch,
-    intervalMs: 200,
-    logger: silentLogger,
-  });
-  t.teardown(() => hub.stop());
-  await eventually("the Cluster from git", async () => await hub.store.get("Cluster", undefined, "gpu"));
+  const { hub } = await startHubOnGit(t, { files: { "clusters.yaml": CLUSTER } });
+  await waitFor("the Cluster from git", async () => await hub.store.get("Cluster", undefined, "gpu"), onKube);
 
-  const agentDir = await mkdtemp(path.join(tmpdir(), "rlark-plan-agent-"));
-  const { token } = await hub.pki.enrollment.createToken({ cluster: "gpu", ttlMs: 60_000 });
   const runtime = await KubernetesRuntime.start({
     kubeConfig: kc,
     defaultNamespace: namespace,
     instance: `plan${randomBytes(3).toString("hex")}`,
     retryIntervalMs: 500,
   });
-  const agent = await startAgent({
-    hub: hub.sshAddress,
-    credentials: fileCredentialStore(path.join(agentDir, "credentials.json")),
-    token,
-    caHash: hub.caFingerprint,
+  await startAgentOnHub(t, hub, "gpu", {
     runtime,
     runtimeKind: "kubernetes",
     dryRun: kubernetesDryRun(kc),
     reportIntervalMs: 500,
-    logger: silentLogger,
   });
-  t.teardown(() => agent.stop());
-  await eventually("the agent's nodes reported", async () => {
-    const nodes = await hub.store.list("Node", { namespace: "agent-gpu" });
-    const cluster = await hub.store.get("Cluster", undefined, "gpu");
-    return nodes.items.length > 0 && cluster?.status ? true : undefined;
-  });
+  await waitFor(
+    "the agent's nodes reported",
+    async () => {
+      const nodes = await hub.store.list("Node", { namespace: "agent-gpu" });
+      const cluster = await hub.store.get("Cluster", undefined, "gpu");
+      return nodes.items.length > 0 && cluster?.status ? true : undefined;
+    },
+    onKube,
+  );
 
   // The revision under review: one valid workload, one the schema lets through but the API
   // server refuses (a CPU request above its limit), one in a namespace the cluster does not have.

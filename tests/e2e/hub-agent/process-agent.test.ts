@@ -1,14 +1,15 @@
 // Hub and a process-runtime agent end to end: a git repository, the real hub (store, controllers,
 // SSH tunnel) and `rlark agent` as its own process, enrolled with a bootstrap token.
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtemp, readdir, readFile } from "node:fs/promises";
+import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import t, { type Test } from "tap";
-import { type Hub, startHub } from "../../../operators/hub/hub.ts";
-import { silentLogger } from "../../../operators/lib/controller/index.ts";
+import type { Hub } from "../../../operators/hub/hub.ts";
 import type { KubeObject } from "../../../operators/lib/store/index.ts";
-import { createGitServer, type GitServer, waitFor } from "../../helpers/git-server.ts";
+import { startHubOnGit } from "../../helpers/hub-on-git.ts";
+import { pidsMarked } from "../../helpers/marked-processes.ts";
+import { onRealServers, waitFor } from "../../helpers/wait-for.ts";
 
 const cli = path.resolve(import.meta.dirname, "../../../operators/cli/main.ts");
 const marker = `rlark-e2e-${process.pid}`;
@@ -38,15 +39,7 @@ ${extra}  tasks:
 }
 
 /** Processes of this test run still alive, found by the marker in their command line. */
-async function markedProcesses(): Promise<number[]> {
-  const pids: number[] = [];
-  for (const entry of await readdir("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    const cmdline = await readFile(`/proc/${entry}/cmdline`, "utf8").catch(() => "");
-    if (cmdline.includes(marker) && !cmdline.includes("node")) pids.push(Number(entry));
-  }
-  return pids;
-}
+const markedProcesses = () => pidsMarked(marker);
 
 async function job(hub: Hub, name: string): Promise<KubeObject | undefined> {
   return hub.store.get("Job", undefined, name);
@@ -62,28 +55,16 @@ function startAgentProcess(hub: Hub, stateDir: string, token?: string): ChildPro
 }
 
 async function setup(t: Test, files: Record<string, string>) {
-  const git: GitServer = await createGitServer();
-  t.teardown(() => git.close());
-  await git.commit({ "cluster.yaml": cluster, ...files });
-  const dataDir = await mkdtemp(path.join(tmpdir(), "rlark-e2e-hub-"));
-  const start = () =>
-    startHub({
-      dataDir,
-      http: "127.0.0.1:0",
-      ssh: "127.0.0.1:0",
-      repo: git.fileUrl,
-      branch: git.branch,
-      intervalMs: 200,
-      logger: silentLogger,
-    });
-  const hub = await start();
+  const running = await startHubOnGit(t, { files: { "cluster.yaml": cluster, ...files } });
+  const { hub } = running;
   await waitFor(
-    async () => (await hub.store.get("Cluster", undefined, "local")) !== undefined,
     "cluster from git",
+    async () => (await hub.store.get("Cluster", undefined, "local")) !== undefined,
+    onRealServers,
   );
   const { token } = await hub.pki.enrollment.createToken({ cluster: "local", ttlMs: 60_000 });
   const stateDir = await mkdtemp(path.join(tmpdir(), "rlark-e2e-agent-"));
-  return { git, hub, stateDir, token, dataDir };
+  return { running, hub, stateDir, token };
 }
 
 t.test("Raw tasks run to completion: exit 0 succeeds, exit 3 fails with exit code 3", async (t) => {
@@ -91,13 +72,16 @@ t.test("Raw tasks run to completion: exit 0 succeeds, exit 3 fails with exit cod
     "ok.yaml": rawJob("ok", "echo hello-from-the-task; exit 0", "Job"),
     "bad.yaml": rawJob("bad", "exit 3", "Job"),
   });
-  t.teardown(() => hub.stop());
   const agent = startAgentProcess(hub, stateDir, token);
   t.teardown(() => agent.kill("SIGKILL"));
-  await waitFor(async () => phaseOf(await job(hub, "ok")) === "Succeeded", "ok Succeeded", {
+  await waitFor("ok Succeeded", async () => phaseOf(await job(hub, "ok")) === "Succeeded", {
+    ...onRealServers,
     attempts: 1200,
   });
-  await waitFor(async () => phaseOf(await job(hub, "bad")) === "Failed", "bad Failed", { attempts: 1200 });
+  await waitFor("bad Failed", async () => phaseOf(await job(hub, "bad")) === "Failed", {
+    ...onRealServers,
+    attempts: 1200,
+  });
   const task = await hub.store.get("Task", "agent-local", "bad-main");
   t.match(task?.status, { phase: "Failed", exitCode: 3 });
   const conditions = (await job(hub, "bad"))?.status as { conditions?: { message?: string }[] };
@@ -123,20 +107,15 @@ t.test("Raw tasks run to completion: exit 0 succeeds, exit 3 fails with exit cod
 t.test(
   "stop leaves nothing running; clearing stopped starts a fresh run; agent and hub restarts duplicate nothing",
   async (t) => {
-    const {
-      git,
-      hub: firstHub,
-      stateDir,
-      token,
-      dataDir,
-    } = await setup(t, {
+    const { running, stateDir, token } = await setup(t, {
       "svc.yaml": rawJob("svc", "sleep 300; true", "Deployment"),
     });
-    let hub = firstHub;
-    t.teardown(() => hub.stop());
+    const { git } = running;
+    let hub = running.hub;
     let agent = startAgentProcess(hub, stateDir, token);
     t.teardown(() => agent.kill("SIGKILL"));
-    await waitFor(async () => phaseOf(await job(hub, "svc")) === "Running", "svc Running", {
+    await waitFor("svc Running", async () => phaseOf(await job(hub, "svc")) === "Running", {
+      ...onRealServers,
       attempts: 1200,
     });
     // The runtime's wrapper shell and the task's shell both carry the marker: count once, compare after.
@@ -147,56 +126,54 @@ t.test(
     agent.kill("SIGKILL");
     await new Promise((resolve) => agent.once("exit", resolve));
     agent = startAgentProcess(hub, stateDir);
-    await waitFor(async () => {
-      const cl = await hub.store.get("Cluster", undefined, "local");
-      return (cl?.status as { bootId?: string })?.bootId !== undefined;
-    }, "agent back");
+    await waitFor(
+      "agent back",
+      async () => {
+        const cl = await hub.store.get("Cluster", undefined, "local");
+        return (cl?.status as { bootId?: string })?.bootId !== undefined;
+      },
+      onRealServers,
+    );
     await new Promise((resolve) => setTimeout(resolve, 1500));
     t.equal((await markedProcesses()).length, perReplica, "no duplicate after an agent restart");
 
     // The hub restarts on the same data dir: the agent reconnects and the Job stays Running.
-    await hub.stop();
-    const { startHub: restart } = await import("../../../operators/hub/hub.ts");
-    hub = await restart({
-      dataDir,
-      http: "127.0.0.1:0",
-      ssh: hub.sshAddress,
-      repo: git.fileUrl,
-      branch: git.branch,
-      intervalMs: 200,
-      logger: silentLogger,
-    });
+    hub = await running.restart({ ssh: hub.sshAddress });
     await waitFor(
-      async () => (await hub.store.get("Cluster", undefined, "local"))?.status !== undefined,
       "status",
+      async () => (await hub.store.get("Cluster", undefined, "local"))?.status !== undefined,
+      onRealServers,
     );
     await waitFor(
+      "agent reconnected to the restarted hub",
       async () =>
         ((await hub.store.get("Cluster", undefined, "local"))?.status as { phase?: string })?.phase ===
         "Online",
-      "agent reconnected to the restarted hub",
-      { attempts: 1200 },
+      { ...onRealServers, attempts: 1200 },
     );
     t.equal((await markedProcesses()).length, perReplica, "no duplicate after a hub restart");
 
     await git.commit({ "svc.yaml": rawJob("svc", "sleep 300; true", "Deployment", "  stopped: true\n") });
-    await waitFor(async () => phaseOf(await job(hub, "svc")) === "Stopped", "svc Stopped", {
+    await waitFor("svc Stopped", async () => phaseOf(await job(hub, "svc")) === "Stopped", {
+      ...onRealServers,
       attempts: 1200,
     });
     t.same(await markedProcesses(), [], "nothing is left running");
     t.same((await hub.store.list("Task", { namespace: "agent-local" })).items, [], "no Task is left");
 
     await git.commit({ "svc.yaml": rawJob("svc", "sleep 300; true", "Deployment") });
-    await waitFor(async () => phaseOf(await job(hub, "svc")) === "Running", "svc Running again", {
+    await waitFor("svc Running again", async () => phaseOf(await job(hub, "svc")) === "Running", {
+      ...onRealServers,
       attempts: 1200,
     });
     t.equal(((await job(hub, "svc"))?.status as { run?: number } | undefined)?.run, 2, "a fresh run");
     t.equal((await markedProcesses()).length, perReplica, "one replica again");
     await git.commit({ "svc.yaml": null });
     await waitFor(
-      async () => (await job(hub, "svc")) === undefined,
       "svc removed from git is stopped, then gone",
+      async () => (await job(hub, "svc")) === undefined,
       {
+        ...onRealServers,
         attempts: 1200,
       },
     );

@@ -7,14 +7,13 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { AppsV1Api } from "@kubernetes/client-node";
 import t from "tap";
-import { startAgent } from "../../../operators/agent/agent.ts";
 import { KubernetesRuntime } from "../../../operators/agent/runtimes/kubernetes/index.ts";
 import { ProcessRuntime } from "../../../operators/agent/runtimes/process/index.ts";
-import { startHub } from "../../../operators/hub/hub.ts";
 import { silentLogger } from "../../../operators/lib/controller/index.ts";
-import { fileCredentialStore } from "../../../operators/lib/tunnel/index.ts";
-import { eventually, fleetCluster, testNamespace } from "../../helpers/fleet.ts";
-import { createGitServer } from "../../helpers/git-server.ts";
+import { startAgentOnHub } from "../../helpers/agent-on-hub.ts";
+import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
+import { startHubOnGit } from "../../helpers/hub-on-git.ts";
+import { onKube, waitFor } from "../../helpers/wait-for.ts";
 
 const { kubeConfig: kc } = fleetCluster(0);
 const apps = kc.makeApiClient(AppsV1Api);
@@ -83,71 +82,42 @@ t.test(
   "a Job with a Kubernetes task and a Raw task runs across two clusters and stops cleanly",
   async (t) => {
     const namespace = await testNamespace(t, kc, "two-runtimes");
-    const git = await createGitServer();
-    t.teardown(() => git.close());
-    await git.commit(repository(namespace, false));
-    const hub = await startHub({
-      dataDir: await mkdtemp(path.join(tmpdir(), "rlark-two-hub-")),
-      http: "127.0.0.1:0",
-      ssh: "127.0.0.1:0",
-      repo: git.fileUrl,
-      branch: git.branch,
-      intervalMs: 200,
-      logger: silentLogger,
-    });
-    t.teardown(() => hub.stop());
-    await eventually(
+    const { git, hub } = await startHubOnGit(t, { files: repository(namespace, false) });
+    await waitFor(
       "clusters from git",
       async () => (await hub.store.get("Cluster", undefined, "bench")) ?? undefined,
+      onKube,
     );
 
-    const enroll = async (cluster: string) => {
-      const dir = await mkdtemp(path.join(tmpdir(), `rlark-two-${cluster}-`));
-      const { token } = await hub.pki.enrollment.createToken({ cluster, ttlMs: 60_000 });
-      return { dir, credentials: fileCredentialStore(path.join(dir, "credentials.json")), token };
-    };
-    const gpu = await enroll("gpu");
     const kubeRuntime = await KubernetesRuntime.start({
       kubeConfig: kc,
       defaultNamespace: namespace,
       instance: `two${randomBytes(3).toString("hex")}`,
       retryIntervalMs: 500,
     });
-    const gpuAgent = await startAgent({
-      hub: hub.sshAddress,
-      credentials: gpu.credentials,
-      token: gpu.token,
-      caHash: hub.caFingerprint,
+    await startAgentOnHub(t, hub, "gpu", {
       runtime: kubeRuntime,
       runtimeKind: "kubernetes",
       reportIntervalMs: 1_000,
-      logger: silentLogger,
     });
-    t.teardown(() => gpuAgent.stop());
-    const bench = await enroll("bench");
     const processRuntime = await ProcessRuntime.open({
-      stateDir: path.join(bench.dir, "runtime"),
+      stateDir: path.join(await mkdtemp(path.join(tmpdir(), "rlark-two-bench-")), "runtime"),
       logger: silentLogger,
     });
-    const benchAgent = await startAgent({
-      hub: hub.sshAddress,
-      credentials: bench.credentials,
-      token: bench.token,
-      caHash: hub.caFingerprint,
+    // Registered before the agent's: teardowns run last-in, first-out, so the agent stops first.
+    t.teardown(() => processRuntime.stop({ terminatePods: true }));
+    await startAgentOnHub(t, hub, "bench", {
       runtime: processRuntime,
       runtimeKind: "process",
       reportIntervalMs: 1_000,
-      logger: silentLogger,
     });
-    t.teardown(() => benchAgent.stop().then(() => processRuntime.stop({ terminatePods: true })));
 
     const phase = async () =>
       ((await hub.store.get("Job", undefined, "mixed"))?.status as { phase?: string })?.phase;
-    await eventually(
-      "the Job Running",
-      async () => ((await phase()) === "Running" ? true : undefined),
-      120_000,
-    );
+    await waitFor("the Job Running", async () => ((await phase()) === "Running" ? true : undefined), {
+      attempts: 480,
+      everyMs: 250,
+    });
     t.ok(
       await hub.store.get("Task", "agent-gpu", "mixed-trainer"),
       "the GPU task went to the kubernetes cluster",
@@ -165,11 +135,10 @@ t.test(
     t.ok(nodes.items.length > 0, "the kubernetes agent reports its nodes");
 
     await git.commit(repository(namespace, true));
-    await eventually(
-      "the Job Stopped",
-      async () => ((await phase()) === "Stopped" ? true : undefined),
-      120_000,
-    );
+    await waitFor("the Job Stopped", async () => ((await phase()) === "Stopped" ? true : undefined), {
+      attempts: 480,
+      everyMs: 250,
+    });
     const left = await apps.listNamespacedDeployment({ namespace });
     t.same(
       left.items.map((d) => d.metadata?.name),

@@ -13,7 +13,8 @@ import {
   Watch,
 } from "@kubernetes/client-node";
 import t from "tap";
-import { eventually, fleetCluster, testNamespace, within } from "../../helpers/fleet.ts";
+import { fleetCluster, testNamespace, within } from "../../helpers/fleet.ts";
+import { onKube, waitFor } from "../../helpers/wait-for.ts";
 
 const { kubeConfig: kc } = fleetCluster(0);
 const core = kc.makeApiClient(CoreV1Api);
@@ -156,8 +157,10 @@ t.test("a watch from a too-old resourceVersion is answered with 410 Gone", async
   const ref = { group, version: "v1", namespace, plural: "gauges" };
   const gauge = (name: string) => ({ apiVersion: `${group}/v1`, kind: "Gauge", metadata: { name } });
   // right after Established the new storage may still answer 429 "(re)initializing"
-  await eventually("the first Gauge", () =>
-    custom.createNamespacedCustomObject({ ...ref, body: gauge("x") }),
+  await waitFor(
+    "the first Gauge",
+    () => custom.createNamespacedCustomObject({ ...ref, body: gauge("x") }),
+    onKube,
   );
   const path = `/apis/${group}/v1/namespaces/${namespace}/gauges`;
 

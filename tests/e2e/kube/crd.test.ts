@@ -8,7 +8,8 @@ import {
   type V1CustomResourceDefinition,
 } from "@kubernetes/client-node";
 import t from "tap";
-import { eventually, fleetCluster, testNamespace } from "../../helpers/fleet.ts";
+import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
+import { onKube, waitFor } from "../../helpers/wait-for.ts";
 
 const { kubeConfig: kc } = fleetCluster(0);
 const ext = kc.makeApiClient(ApiextensionsV1Api);
@@ -59,25 +60,34 @@ t.test("a CRD installs, becomes Established and serves objects with a status sub
   await ext.createCustomResourceDefinition({ body: crd });
   t.teardown(() => ext.deleteCustomResourceDefinition({ name: crd.metadata!.name! }).catch(() => undefined));
 
-  const established = await eventually("the CRD to be Established", async () => {
-    const c = await ext.readCustomResourceDefinition({ name: crd.metadata!.name! });
-    return c.status?.conditions?.some((x) => x.type === "Established" && x.status === "True") ? c : undefined;
-  });
+  const established = await waitFor(
+    "the CRD to be Established",
+    async () => {
+      const c = await ext.readCustomResourceDefinition({ name: crd.metadata!.name! });
+      return c.status?.conditions?.some((x) => x.type === "Established" && x.status === "True")
+        ? c
+        : undefined;
+    },
+    onKube,
+  );
   t.same(established.status?.acceptedNames?.kind, "Widget", "its names are accepted");
 
   const namespace = await testNamespace(t, kc, "crd");
   const ref = { group, version, namespace, plural };
   // the discovery of a new CRD can lag a moment behind Established
-  const created = (await eventually("the first Widget to be created", () =>
-    custom.createNamespacedCustomObject({
-      ...ref,
-      body: {
-        apiVersion: `${group}/${version}`,
-        kind: "Widget",
-        metadata: { name: "w1" },
-        spec: { size: 2 },
-      },
-    }),
+  const created = (await waitFor(
+    "the first Widget to be created",
+    () =>
+      custom.createNamespacedCustomObject({
+        ...ref,
+        body: {
+          apiVersion: `${group}/${version}`,
+          kind: "Widget",
+          metadata: { name: "w1" },
+          spec: { size: 2 },
+        },
+      }),
+    onKube,
   )) as Widget;
   t.equal(created.spec.size, 2);
   t.notOk(created.status, "status is not set through the main resource");

@@ -3,7 +3,8 @@
 import { randomBytes } from "node:crypto";
 import { ApiException, AppsV1Api, CoreV1Api } from "@kubernetes/client-node";
 import t from "tap";
-import { eventually, fleetCluster } from "../../helpers/fleet.ts";
+import { fleetCluster } from "../../helpers/fleet.ts";
+import { onKube, waitFor } from "../../helpers/wait-for.ts";
 
 const { kubeConfig: kc } = fleetCluster(0);
 const core = kc.makeApiClient(CoreV1Api);
@@ -29,16 +30,20 @@ t.test("deleting a namespace removes its objects, then the namespace", async (t)
       },
     },
   });
-  await eventually("2 running pods", async () => {
-    const pods = await core.listNamespacedPod({ namespace });
-    return pods.items.filter((p) => p.status?.phase === "Running").length === 2 ? true : undefined;
-  });
+  await waitFor(
+    "2 running pods",
+    async () => {
+      const pods = await core.listNamespacedPod({ namespace });
+      return pods.items.filter((p) => p.status?.phase === "Running").length === 2 ? true : undefined;
+    },
+    onKube,
+  );
 
   await core.deleteNamespace({ name: namespace });
   const terminating = await core.readNamespace({ name: namespace });
   t.equal(terminating.status?.phase, "Terminating", "the namespace is Terminating first");
 
-  await eventually(
+  await waitFor(
     "the namespace to be gone",
     async () => {
       try {
@@ -48,7 +53,7 @@ t.test("deleting a namespace removes its objects, then the namespace", async (t)
         return err instanceof ApiException && err.code === 404 ? true : undefined;
       }
     },
-    120_000,
+    { attempts: 480, everyMs: 250 },
   );
   const [cms, secrets, pods, deployments, sas] = await Promise.all([
     core.listNamespacedConfigMap({ namespace }),

@@ -16,9 +16,9 @@ import {
 } from "../../../operators/feedback/plan/index.ts";
 import type { KubeObject } from "../../../operators/lib/store/index.ts";
 
-const here = import.meta.dirname;
-const repo = join(here, "fixtures/repo");
-const golden = join(here, "golden");
+const fixtures = join(import.meta.dirname, "../../fixtures/plan");
+const repo = join(fixtures, "repo");
+const golden = join(fixtures, "golden");
 const git = { "rlark.io/managed-by": "git" };
 const REVISION = "0123456789abcdef0123456789abcdef01234567";
 

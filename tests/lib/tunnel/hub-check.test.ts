@@ -217,16 +217,17 @@ t.test(
       streams: { logs },
     });
     await waitFor("connected", () => client.connected);
-    let stream: Duplex | undefined;
-    for (let i = 0; i < 100 && !stream; i++) {
-      stream = await hub.server.openStream("beijing", { purpose: "logs" }).catch(async () => {
-        await new Promise((r) => setTimeout(r, 20));
-        return undefined;
-      });
-    }
+    const stream = await waitFor(
+      "the logs stream",
+      () => hub.server.openStream("beijing", { purpose: "logs" }),
+      {
+        attempts: 100,
+        everyMs: 20,
+      },
+    );
     t.ok(stream, "the stream opened");
     let text = "";
-    for await (const chunk of stream!) text += chunk;
+    for await (const chunk of stream) text += chunk;
     t.equal(text, SECRET_LOG);
     await waitFor(
       "the hub's current certificate pinned",

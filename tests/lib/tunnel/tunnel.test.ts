@@ -236,14 +236,12 @@ t.test("a request stream carries one bounded JSON request and one bounded answer
     },
   });
   await waitFor("the session", () => hub.sessions.length === 1);
-  let answer: unknown;
-  for (let i = 0; i < 100 && answer === undefined; i++) {
-    // Stream forwarding is requested right after the welcome; retry until it is registered.
-    answer = await hub.server.request("beijing", "echo", { hello: "agent" }).catch(async () => {
-      await new Promise((r) => setTimeout(r, 20));
-      return undefined;
-    });
-  }
+  // Stream forwarding is requested right after the welcome; retry until it is registered.
+  const answer = await waitFor(
+    "an answer to echo",
+    () => hub.server.request("beijing", "echo", { hello: "agent" }),
+    { attempts: 100, everyMs: 20 },
+  );
   t.same(answer, { echoed: { hello: "agent" }, padding: "" });
   t.same(
     await hub.server.request("beijing", "echo", { big: "y".repeat(2048) }),

@@ -22,7 +22,7 @@ import {
 import type { RuntimeTask } from "../../../../operators/agent/runtimes/types.ts";
 import { kubeTask, SSH_KEY, trainer } from "./tasks.ts";
 
-const goldenDir = join(import.meta.dirname, "golden");
+const goldenDir = join(import.meta.dirname, "../../../fixtures/kubernetes-runtime/golden");
 
 function golden(t: Test, name: string, task: RuntimeTask, options: RenderOptions = {}): KubernetesObject[] {
   const rendered = renderTask(task, options);

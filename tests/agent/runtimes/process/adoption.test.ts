@@ -9,7 +9,8 @@ import t from "tap";
 import { wrapperArgs } from "../../../../operators/agent/runtimes/process/launch.ts";
 import { readLogTail } from "../../../../operators/agent/runtimes/process/log-file.ts";
 import type { RuntimeTask } from "../../../../operators/agent/runtimes/types.ts";
-import { isAlive, processesWith, rawTask, tempDir, waitFor } from "./helpers.ts";
+import { onProcesses, waitFor } from "../../../helpers/wait-for.ts";
+import { isAlive, processesWith, rawTask, tempDir } from "./helpers.ts";
 import { openRuntime, pod, waitForPod } from "./runtime-helpers.ts";
 
 const agentScript = fileURLToPath(new URL("./fixtures/agent.ts", import.meta.url));
@@ -25,7 +26,7 @@ async function runAgentAndKillIt(dir: string, tasks: RuntimeTask[]): Promise<voi
     out += chunk.toString();
   });
   try {
-    await waitFor("the agent's pods to run", () => out.includes("ready"));
+    await waitFor("the agent's pods to run", () => out.includes("ready"), onProcesses);
   } finally {
     agent.kill("SIGKILL");
     await exited;
@@ -68,7 +69,7 @@ t.test("a new runtime adopts the running processes: no duplicates, exits still s
     rawTask("batch", { kind: "Job", command: exitOnFile(go, 7, jobMarker) }),
   ];
   await runAgentAndKillIt(dir, tasks);
-  await waitFor("the pods' processes", () => processesWith(svcMarker).length === 2);
+  await waitFor("the pods' processes", () => processesWith(svcMarker).length === 2, onProcesses);
   const before = processesWith(svcMarker);
 
   const { runtime } = await openRuntime(t, { stateDir: dir });
@@ -95,16 +96,19 @@ t.test("a new runtime adopts the running processes: no duplicates, exits still s
 
   const [victim] = processesWith(svcMarker);
   process.kill(victim!, "SIGKILL");
-  await waitFor("the crashed adopted pod to be restarted", () =>
-    runtime
-      .observe()
-      .pods.some((p) => p.name.startsWith("svc-") && p.restarts === 1 && p.state === "Running"),
+  await waitFor(
+    "the crashed adopted pod to be restarted",
+    () =>
+      runtime
+        .observe()
+        .pods.some((p) => p.name.startsWith("svc-") && p.restarts === 1 && p.state === "Running"),
+    onProcesses,
   );
-  await waitFor("two service processes again", () => processesWith(svcMarker).length === 2);
+  await waitFor("two service processes again", () => processesWith(svcMarker).length === 2, onProcesses);
   t.notOk(isAlive(victim!));
 
   await runtime.apply([]);
-  await waitFor("everything to be stopped", () => runtime.observe().pods.length === 0);
+  await waitFor("everything to be stopped", () => runtime.observe().pods.length === 0, onProcesses);
   t.same(processesWith(svcMarker), []);
   t.same(readdirSync(join(dir, "pods")), [], "and forgotten");
 });
@@ -122,18 +126,27 @@ t.test("a new runtime reaps Tasks no longer desired and learns how processes end
   await waitFor(
     "all processes",
     () => processesWith(dropMarker).length === 2 && processesWith(endMarker).length === 1,
+    onProcesses,
   );
   const kept = processesWith(keepMarker);
 
   // The Job ends while no agent runs.
   writeFileSync(go, "");
-  await waitFor("the Job's process to end", () => processesWith(endMarker).length === 0);
+  await waitFor("the Job's process to end", () => processesWith(endMarker).length === 0, onProcesses);
 
   const { runtime } = await openRuntime(t, { stateDir: dir });
   t.match(pod(runtime, "ended-0"), { phase: "Failed", exitCode: 5 }, "its exit code survived the agent");
   await runtime.apply([keep, ended]);
-  await waitFor("the dropped Task's processes to be reaped", () => processesWith(dropMarker).length === 0);
-  await waitFor("its pods to be forgotten", () => !pod(runtime, "drop-0") && !pod(runtime, "drop-1"));
+  await waitFor(
+    "the dropped Task's processes to be reaped",
+    () => processesWith(dropMarker).length === 0,
+    onProcesses,
+  );
+  await waitFor(
+    "its pods to be forgotten",
+    () => !pod(runtime, "drop-0") && !pod(runtime, "drop-1"),
+    onProcesses,
+  );
   t.same(processesWith(keepMarker), kept, "the kept Task's process is the same one");
   t.equal(pod(runtime, "keep-0")?.restarts, 0);
 });
@@ -172,10 +185,14 @@ t.test("a process started under the state dir that no record accounts for is kil
       // Already gone, as it should be.
     }
   });
-  await waitFor("the stray process", () => processesWith(marker).length === 1);
+  await waitFor("the stray process", () => processesWith(marker).length === 1, onProcesses);
   await openRuntime(t, { stateDir: dir });
   // A killed process loses its command line before it turns zombie: wait for both.
-  await waitFor("the stray to be killed", () => processesWith(marker).length === 0 && !isAlive(stray.pid!));
+  await waitFor(
+    "the stray to be killed",
+    () => processesWith(marker).length === 0 && !isAlive(stray.pid!),
+    onProcesses,
+  );
   t.notOk(isAlive(stray.pid!));
 });
 
@@ -197,7 +214,7 @@ t.test("a second agent on a state dir in use is refused; a dead agent's lock is 
   holder.stdout.on("data", (chunk: Buffer) => {
     out += chunk.toString();
   });
-  await waitFor("the first agent to run", () => out.includes("ready"));
+  await waitFor("the first agent to run", () => out.includes("ready"), onProcesses);
   await t.rejects(
     openRuntime(t, { stateDir: dir }),
     new RegExp(`in use by the process runtime of pid ${holder.pid}`),
@@ -227,12 +244,12 @@ t.test("a pod caught mid-download by an agent restart starts once, under the new
 
   const first = await openRuntime(t, { stateDir: join(dir, "state") });
   await first.runtime.apply([task]);
-  await waitFor("the first download to hang", () => held.length === 1);
+  await waitFor("the first download to hang", () => held.length === 1, onProcesses);
   t.match(pod(first.runtime, "fetching-0"), { phase: "Pending", reason: "ArtifactDownloading" });
   await first.runtime.stop();
 
   const second = await openRuntime(t, { stateDir: join(dir, "state") });
-  await waitFor("the new runtime to ask again", () => held.length === 2);
+  await waitFor("the new runtime to ask again", () => held.length === 2, onProcesses);
   for (const res of held) res.end(tool);
   await waitForPod(second.runtime, "fetching-0", "Succeeded", (p) => p.phase === "Succeeded");
   t.equal(readFileSync(runs, "utf8"), "run\n", "the old runtime's download did not start it too");
@@ -247,7 +264,7 @@ t.test("stop() leaves pods running; the next runtime adopts them and sees how th
   await first.runtime.apply([task]);
   const running = await waitForPod(first.runtime, "worker-0", "running", (p) => p.state === "Running");
   await first.runtime.stop();
-  await waitFor("the process to exec", () => processesWith(marker).length === 1);
+  await waitFor("the process to exec", () => processesWith(marker).length === 1, onProcesses);
   t.ok(isAlive(running.pid!), "still running after the runtime stopped");
 
   const second = await openRuntime(t, { stateDir: join(dir, "state") });
@@ -283,7 +300,7 @@ t.test("a Job whose agent was killed right after spawning it is adopted, not run
   const marker = `spawned-${process.pid}`;
   const job = rawTask("once", { kind: "Job", command: countedRun(runs, go, 0, marker) });
   await runAgentUntilItCrashes(join(dir, "state"), [job], "afterSpawn");
-  await waitFor("the first run to start", () => existsSync(runs));
+  await waitFor("the first run to start", () => existsSync(runs), onProcesses);
   const [first] = processesWith(marker);
 
   const { runtime } = await openRuntime(t, { stateDir: join(dir, "state") });
@@ -303,9 +320,9 @@ t.test("a Job that ran to its end while its crashed agent was away keeps its exi
   writeFileSync(go, "");
   const job = rawTask("once", { kind: "Job", command: countedRun(runs, go, 3, marker) });
   await runAgentUntilItCrashes(join(dir, "state"), [job], "afterSpawn");
-  await waitFor("the run to end", () => existsSync(runs) && processesWith(marker).length === 0);
+  await waitFor("the run to end", () => existsSync(runs) && processesWith(marker).length === 0, onProcesses);
   const exitCode = join(dir, "state", "pods", "agent-local_once-0", "exit-code");
-  await waitFor("its exit code to be written", () => readFileSync(exitCode, "utf8") === "3\n");
+  await waitFor("its exit code to be written", () => readFileSync(exitCode, "utf8") === "3\n", onProcesses);
 
   const { runtime } = await openRuntime(t, { stateDir: join(dir, "state") });
   await runtime.apply([job]);
@@ -346,7 +363,7 @@ t.test("an adopted pod's output stays bounded and keeps flowing after its agent 
     out += chunk.toString();
   });
   try {
-    await waitFor("the agent's pod to run", () => out.includes("ready"));
+    await waitFor("the agent's pod to run", () => out.includes("ready"), onProcesses);
   } finally {
     agent.kill("SIGKILL");
     await exited;
@@ -365,7 +382,7 @@ t.test("an adopted pod's output stays bounded and keeps flowing after its agent 
       most = Math.max(most, onDisk());
       return (await lastLine()) > atKill + 200_000;
     },
-    60_000,
+    { attempts: 2400, everyMs: 25 },
   );
   t.ok(most <= 2 * maxBytes, `at most 2 × ${maxBytes} bytes on disk (saw ${most})`);
   t.same(processesWith(marker), [writer], "the same process, not killed by a broken pipe");

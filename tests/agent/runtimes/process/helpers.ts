@@ -1,4 +1,4 @@
-// Shared by the process runtime tests: real scripts on disk, bounded polling, /proc counting.
+// Shared by the process runtime tests: real scripts on disk, /proc counting.
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,28 +15,6 @@ export function tempDir(t: Test): string {
   const dir = mkdtempSync(join(tmpdir(), "rlark-process-test-"));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   return dir;
-}
-
-/** Polls until `check` returns a value other than undefined/false, or fails after `timeoutMs`. */
-export async function waitFor<T>(
-  what: string,
-  check: () => T | undefined | false | Promise<T | undefined | false>,
-  timeoutMs = 15_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value !== undefined && value !== false) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ""}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
 }
 
 let uid = 0;

@@ -5,7 +5,8 @@ import {
   type ProcessRuntimeOptions,
 } from "../../../../operators/agent/runtimes/process/index.ts";
 import type { ObservedPod } from "../../../../operators/agent/runtimes/types.ts";
-import { tempDir, waitFor } from "./helpers.ts";
+import { onProcesses, type WaitOptions, waitFor } from "../../../helpers/wait-for.ts";
+import { tempDir } from "./helpers.ts";
 
 export const fastOptions = {
   nodeName: "test-node",
@@ -35,7 +36,7 @@ export function waitForPod(
   name: string,
   what: string,
   predicate: (pod: ObservedPod) => boolean,
-  timeoutMs?: number,
+  options: WaitOptions = onProcesses,
 ): Promise<ObservedPod> {
   return waitFor(
     `${name} ${what}`,
@@ -43,6 +44,6 @@ export function waitForPod(
       const found = pod(runtime, name);
       return found && predicate(found) ? found : undefined;
     },
-    timeoutMs,
+    options,
   );
 }

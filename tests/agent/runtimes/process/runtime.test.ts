@@ -5,7 +5,8 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import t from "tap";
 import { podObject } from "../../../../operators/agent/report.ts";
-import { isAlive, processesWith, rawTask, script, tempDir, waitFor } from "./helpers.ts";
+import { onProcesses, waitFor } from "../../../helpers/wait-for.ts";
+import { isAlive, processesWith, rawTask, script, tempDir } from "./helpers.ts";
 import { openRuntime, pod, waitForPod } from "./runtime-helpers.ts";
 
 t.test("a Raw Job that exits 0 ends Succeeded and is not restarted", async (t) => {
@@ -80,6 +81,7 @@ t.test("a crashing Deployment is restarted with growing backoff and its restarts
   await waitFor(
     "the fourth run to be recorded",
     () => readFileSync(runs, "utf8").trim().split("\n").length >= 4,
+    onProcesses,
   );
   const starts = readFileSync(runs, "utf8").trim().split("\n").map(Number);
   const gaps = starts.slice(1).map((s, i) => s - (starts[i] ?? 0));
@@ -158,11 +160,11 @@ t.test("stopping a pod sends SIGTERM to its process group", async (t) => {
     `#!/bin/sh\nsh -c 'while :; do sleep 1; done' ${marker} &\ntrap 'echo TERM > ${got}; exit 0' TERM\nwhile :; do sleep 0.02; done\n`,
   );
   await runtime.apply([rawTask("svc", { command: [body] })]);
-  await waitFor("the service and its child", () => processesWith(marker).length === 1);
+  await waitFor("the service and its child", () => processesWith(marker).length === 1, onProcesses);
   const { pid } = await waitForPod(runtime, "svc-0", "running", (p) => p.state === "Running");
   await runtime.apply([]);
   t.equal(pod(runtime, "svc-0")?.terminating, true, "reported terminating until gone");
-  await waitFor("the pod to be forgotten", () => !pod(runtime, "svc-0"));
+  await waitFor("the pod to be forgotten", () => !pod(runtime, "svc-0"), onProcesses);
   t.equal(readFileSync(got, "utf8"), "TERM\n");
   t.notOk(isAlive(pid!));
   t.same(processesWith(marker), [], "the child left in the group is gone too");
@@ -177,19 +179,26 @@ t.test("a process that ignores SIGTERM is killed after the grace period", async 
   );
   const { runtime } = await openRuntime(t, { terminationGracePeriodMs: 400 });
   await runtime.apply([rawTask("stubborn", { command: [process.execPath, stubborn] })]);
-  await waitFor("it to start", async () => {
-    const out = await runtime.logs({ namespace: "agent-local", name: "stubborn-0" });
-    if (out !== "up\n") throw new Error(JSON.stringify(out.slice(0, 300)));
-    return true;
-  });
+  await waitFor(
+    "it to start",
+    async () => {
+      const out = await runtime.logs({ namespace: "agent-local", name: "stubborn-0" });
+      if (out !== "up\n") throw new Error(JSON.stringify(out.slice(0, 300)));
+      return true;
+    },
+    onProcesses,
+  );
   const { pid } = pod(runtime, "stubborn-0")!;
   const started = Date.now();
   await runtime.apply([]);
-  await waitFor("SIGTERM to be ignored", async () =>
-    (await runtime.logs({ namespace: "agent-local", name: "stubborn-0" })).includes("ignoring TERM"),
+  await waitFor(
+    "SIGTERM to be ignored",
+    async () =>
+      (await runtime.logs({ namespace: "agent-local", name: "stubborn-0" })).includes("ignoring TERM"),
+    onProcesses,
   );
   t.ok(isAlive(pid!), "still alive after SIGTERM");
-  await waitFor("the pod to be gone", () => !pod(runtime, "stubborn-0"));
+  await waitFor("the pod to be gone", () => !pod(runtime, "stubborn-0"), onProcesses);
   t.notOk(isAlive(pid!), "killed");
   t.ok(Date.now() - started >= 400, "not before the grace period ended");
 });
@@ -204,11 +213,12 @@ t.test("removing a Task stops its processes; other Tasks keep theirs", async (t)
   await waitFor(
     "three processes",
     () => processesWith(markerA).length === 1 && processesWith(markerB).length === 2,
+    onProcesses,
   );
   const keptPid = processesWith(markerA)[0];
   await runtime.apply([a]);
-  await waitFor("drop's processes to end", () => processesWith(markerB).length === 0);
-  await waitFor("drop's pods to be forgotten", () => runtime.observe().pods.length === 1);
+  await waitFor("drop's processes to end", () => processesWith(markerB).length === 0, onProcesses);
+  await waitFor("drop's pods to be forgotten", () => runtime.observe().pods.length === 1, onProcesses);
   t.same(processesWith(markerA), [keptPid], "the remaining Task's process was not touched");
 });
 
@@ -230,7 +240,7 @@ t.test("a changed spec restarts the pods; scaling down stops only the surplus", 
     { uid: "u1", generation: 2 },
   );
   await runtime.apply([scaled]);
-  await waitFor("svc-1 to go", () => !pod(runtime, "svc-1"));
+  await waitFor("svc-1 to go", () => !pod(runtime, "svc-1"), onProcesses);
   t.equal(pod(runtime, "svc-0")?.pid, first.pid, "svc-0 kept running through the scale-down");
   t.equal(pod(runtime, "svc-0")?.generation, 2);
 
@@ -254,6 +264,7 @@ t.test("a changed spec restarts the pods; scaling down stops only the surplus", 
   await waitFor(
     "the new process to exec",
     () => processesWith(marker).includes(second.pid ?? -1) || processesWith(marker).length === 1,
+    onProcesses,
   );
   t.equal(processesWith(marker).length, 1, "the old process is gone, no duplicate");
   t.notOk(isAlive(first.pid!));
@@ -280,7 +291,7 @@ t.test(
         if (existsSync(logDir)) most = Math.max(most, onDisk());
         return pod(runtime, "chatty-0")?.phase === "Succeeded";
       },
-      60_000,
+      { attempts: 2400, everyMs: 25 },
     );
     most = Math.max(most, onDisk());
     t.ok(most <= 2 * maxBytes, `at most 2 × ${maxBytes} bytes on disk (saw ${most})`);
@@ -317,7 +328,7 @@ t.test("stop({ terminatePods }) ends every process; a stopped runtime refuses wo
   await runtime.apply([
     rawTask("a", { replicas: 2, command: ["sh", "-c", "while :; do sleep 1; done", marker] }),
   ]);
-  await waitFor("two processes", () => processesWith(marker).length === 2);
+  await waitFor("two processes", () => processesWith(marker).length === 2, onProcesses);
   await runtime.stop({ terminatePods: true });
   t.same(processesWith(marker), []);
   await t.rejects(runtime.apply([]), /stopped/);
@@ -358,6 +369,6 @@ t.test("a Task's own termination grace period overrides the runtime's", async (t
   await runtime.apply([rawTask("quick", { command: [stubborn], terminationGracePeriodSeconds: 0.3 })]);
   const { pid } = await waitForPod(runtime, "quick-0", "running", (p) => p.state === "Running");
   await runtime.apply([]);
-  await waitFor("the pod to be killed", () => !pod(runtime, "quick-0"), 10_000);
+  await waitFor("the pod to be killed", () => !pod(runtime, "quick-0"), { attempts: 400, everyMs: 25 });
   t.notOk(isAlive(pid!));
 });
