@@ -4,6 +4,7 @@ import { chmod, mkdir } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
+import { clusterOf } from "../api/index.ts";
 import { createDashboard, type Dashboard } from "../dashboard/index.ts";
 import { createStatusBranchWriter, type StatusBranchWriter } from "../feedback/index.ts";
 import { createTunnelDryRunner, liveFromStore } from "../feedback/plan/index.ts";
@@ -214,7 +215,7 @@ export async function startHub(options: HubOptions): Promise<Hub> {
     metricsText: () => manager.metricsText(),
     podLogs: async (namespace, name, tail) => {
       const pod = await store.get("Pod", namespace, name);
-      const cluster = namespace.startsWith("agent-") ? namespace.slice("agent-".length) : "";
+      const cluster = clusterOf(namespace) ?? "";
       const stream = await tunnel.server.openStream(cluster, {
         purpose: "logs",
         meta: { name, namespace: (pod?.spec as { namespace?: string } | undefined)?.namespace ?? "", tail },

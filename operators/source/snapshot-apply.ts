@@ -1,19 +1,16 @@
 // Applies one validated git revision to the store: every object from git is created, updated or
 // deleted in one transaction, so controllers never see half a revision.
-import { kinds } from "../api/index.ts";
+import {
+  kinds,
+  MANAGED_BY_GIT,
+  MANAGED_BY_LABEL,
+  OVERLAY_KEYS_ANNOTATION,
+  SOURCE_FILE_ANNOTATION,
+  SOURCE_REVISION_ANNOTATION,
+} from "../api/index.ts";
 import type { ManifestObject } from "../api/validate/index.ts";
 import type { BatchOp, KubeObject, Store } from "../lib/store/index.ts";
 import { deepEqual } from "../lib/store/index.ts";
-
-/** On every object the source owns: lets the source find what it wrote last time. */
-export const MANAGED_BY_LABEL = "rlark.io/managed-by";
-export const MANAGED_BY_GIT = "git";
-/** The revision at which the object last changed in git. */
-export const SOURCE_REVISION_ANNOTATION = "rlark.io/source-revision";
-/** `path/in/repo.yaml:line` of the document the object comes from. */
-export const SOURCE_FILE_ANNOTATION = "rlark.io/source-file";
-/** On Nodes: the label and annotation keys the git overlay set, so removing one from git removes it. */
-export const OVERLAY_KEYS_ANNOTATION = "rlark.io/overlay-keys";
 
 const GIT_KINDS = kinds.filter((k) => k.writtenBy === "git").map((k) => k.kind);
 /** The source's own bookkeeping annotations. */

@@ -3,7 +3,7 @@
 // interface: the hub's runs through the agent tunnel (kube-dry-run.ts); tests and the CLI may
 // pass none, and the plan says so.
 import type { Job, TaskTemplate } from "../../api/index.ts";
-import { JOB_LABEL, TASK_LABEL } from "../../controllers/labels.ts";
+import { JOB_LABEL, TASK_LABEL } from "../../api/index.ts";
 import type { DryRunResult, JobPlacement } from "./types.ts";
 
 export interface RenderedWorkload {

@@ -2,11 +2,10 @@
 // by the same rules the hub applies a revision (operators/source/snapshot-apply.ts): objects are
 // keyed kind/namespace/name, only what git controls is compared, and only objects the source
 // owns are deleted.
-import { kinds } from "../../api/index.ts";
+import { kinds, MANAGED_BY_GIT, MANAGED_BY_LABEL } from "../../api/index.ts";
 import type { ManifestObject } from "../../api/validate/index.ts";
 import type { KubeObject } from "../../lib/store/index.ts";
 import { deepEqual } from "../../lib/store/index.ts";
-import { MANAGED_BY_GIT, MANAGED_BY_LABEL } from "../../source/snapshot-apply.ts";
 import { unifiedDiff } from "./line-diff.ts";
 import type { ObjectChange, PlanCounts } from "./types.ts";
 import { gitView, viewYaml } from "./yaml-view.ts";

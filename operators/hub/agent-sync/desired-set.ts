@@ -1,15 +1,11 @@
 // What a cluster's agent should hold: its Tasks, Addons, DomainPeers and Node overlays.
 
-import { AGENT_CLEANUP_FINALIZER } from "../../controllers/labels.ts";
+import { AGENT_CLEANUP_FINALIZER, MANAGED_BY_GIT, MANAGED_BY_LABEL, namespaceFor } from "../../api/index.ts";
 import type { KubeObject, LabelSelector, Store } from "../../lib/store/index.ts";
 import { compileLabelSelector, matches } from "../../lib/store/index.ts";
 import { isRepositoryPath } from "../../source/repository-artifacts.ts";
-import { MANAGED_BY_GIT, MANAGED_BY_LABEL, overlayKeys, pickKeys } from "../../source/snapshot-apply.ts";
+import { overlayKeys, pickKeys } from "../../source/snapshot-apply.ts";
 import { artifactUrl } from "./artifacts.ts";
-
-export function agentNamespace(cluster: string): string {
-  return `agent-${cluster}`;
-}
 
 export interface DesiredSetOptions {
   /** Where the hub keeps repository artifacts by SHA-256 (see artifacts.ts). */
@@ -25,7 +21,7 @@ export async function desiredForCluster(
   cluster: string,
   options: DesiredSetOptions,
 ): Promise<KubeObject[]> {
-  const namespace = agentNamespace(cluster);
+  const namespace = namespaceFor(cluster);
   const out: KubeObject[] = [];
   for (const task of (await store.list("Task", { namespace })).items) {
     if (!task.metadata.deletionTimestamp) out.push(withArtifactUrls(task, options.artifactDir));

@@ -2,7 +2,7 @@
 // snapshot on connect, then deltas as the store changes), writes its reports back into the store,
 // keeps Cluster status (Online/Offline, heartbeat, capabilities), and releases a deleted Task's
 // cleanup finalizer once the agent has acknowledged the removal and reports no pod of it.
-import { AGENT_CLEANUP_FINALIZER } from "../../controllers/labels.ts";
+import { AGENT_CLEANUP_FINALIZER, clusterOf, namespaceFor } from "../../api/index.ts";
 import type { Logger } from "../../lib/controller/index.ts";
 import type { KubeObject, Store, Watch } from "../../lib/store/index.ts";
 import { modify } from "../../lib/store/index.ts";
@@ -12,7 +12,7 @@ import type {
   ClusterState,
   KubeObject as WireObject,
 } from "../../lib/tunnel/index.ts";
-import { agentNamespace, desiredForCluster, hasCleanupFinalizer, key } from "./desired-set.ts";
+import { desiredForCluster, hasCleanupFinalizer, key } from "./desired-set.ts";
 import { writeReport } from "./report-writer.ts";
 
 export interface AgentSyncOptions {
@@ -47,7 +47,7 @@ export function createAgentSync(options: AgentSyncOptions): AgentSync {
       sessions.get(object.metadata.name)?.schedule();
       return;
     }
-    const cluster = namespace?.startsWith("agent-") ? namespace.slice("agent-".length) : undefined;
+    const cluster = clusterOf(namespace);
     if (cluster) sessions.get(cluster)?.schedule();
   };
 
@@ -218,7 +218,7 @@ class ClusterSession {
   async #releaseFinalizers(reportedPods: KubeObject[], reportedTasks: KubeObject[]): Promise<void> {
     const store = this.#options.store;
     const acked = this.#session.ackedGeneration ?? 0;
-    const namespace = agentNamespace(this.cluster);
+    const namespace = namespaceFor(this.cluster);
     // Anything the agent still names (a pod, or a Task whose workloads or claims linger) stays.
     const running = new Set([
       ...reportedPods.map((p) => (p.spec as { task?: string } | undefined)?.task),

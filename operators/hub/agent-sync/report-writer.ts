@@ -1,18 +1,11 @@
 // Writes an agent's report into the store: Nodes and Pods of its cluster mirrored, Task status
 // set, and objects the agent no longer reports removed. Every object is checked against its
 // schema first: a report crosses a process boundary.
-import { checkSchema } from "../../api/index.ts";
+import { checkSchema, MANAGED_BY_GIT, MANAGED_BY_LABEL, namespaceFor } from "../../api/index.ts";
 import type { Logger } from "../../lib/controller/index.ts";
 import { deepEqual, type KubeObject, type Store } from "../../lib/store/index.ts";
 import type { Report } from "../../lib/tunnel/index.ts";
-import {
-  MANAGED_BY_GIT,
-  MANAGED_BY_LABEL,
-  overlayKeys,
-  pickKeys,
-  SOURCE_ANNOTATIONS,
-} from "../../source/snapshot-apply.ts";
-import { agentNamespace } from "./desired-set.ts";
+import { overlayKeys, pickKeys, SOURCE_ANNOTATIONS } from "../../source/snapshot-apply.ts";
 
 export async function writeReport(
   store: Store,
@@ -20,7 +13,7 @@ export async function writeReport(
   report: Report,
   logger: Logger,
 ): Promise<void> {
-  const namespace = agentNamespace(cluster);
+  const namespace = namespaceFor(cluster);
   const valid = (object: KubeObject, kind: string): boolean => {
     if (object.kind !== kind || object.metadata.namespace !== namespace) {
       logger.warn("report object outside the agent's cluster ignored", { cluster, kind: object.kind });
