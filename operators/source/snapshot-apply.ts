@@ -9,7 +9,8 @@ import {
   SOURCE_REVISION_ANNOTATION,
 } from "../api/index.ts";
 import type { ManifestObject } from "../api/validate/index.ts";
-import type { BatchOp, KubeObject, Store } from "../lib/store/index.ts";
+import { type KubeObject, kindKeyOf } from "../lib/kube-object.ts";
+import type { BatchOp, Store } from "../lib/store/index.ts";
 import { deepEqual } from "../lib/store/index.ts";
 
 const GIT_KINDS = kinds.filter((k) => k.writtenBy === "git").map((k) => k.kind);
@@ -44,12 +45,12 @@ export async function applySnapshot(
   const desiredKeys = new Set<string>();
   const existing = new Map<string, KubeObject>();
   for (const kind of GIT_KINDS) {
-    for (const object of (await store.list(kind)).items) existing.set(keyOf(object), object);
+    for (const object of (await store.list(kind)).items) existing.set(kindKeyOf(object), object);
   }
 
   for (const manifest of objects) {
     const desired = toStoreObject(manifest, revision);
-    const key = keyOf(desired);
+    const key = kindKeyOf(desired);
     desiredKeys.add(key);
     const current = existing.get(key);
     if (!current) {
@@ -92,10 +93,6 @@ export async function applySnapshot(
   }
   if (ops.length > 0) await store.applyBatch(ops);
   return changes;
-}
-
-function keyOf(object: KubeObject): string {
-  return `${object.kind}/${object.metadata.namespace ?? ""}/${object.metadata.name}`;
 }
 
 function toStoreObject(manifest: ManifestObject, revision: string): KubeObject {

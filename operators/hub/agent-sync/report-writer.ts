@@ -19,7 +19,7 @@ export async function writeReport(
       logger.warn("report object outside the agent's cluster ignored", { cluster, kind: object.kind });
       return false;
     }
-    const violations = checkSchema(object as unknown as Record<string, unknown>);
+    const violations = checkSchema(object);
     if (violations.length > 0) {
       logger.warn("invalid object in agent report ignored", {
         cluster,
@@ -31,17 +31,17 @@ export async function writeReport(
     }
     return true;
   };
-  const nodes = (report.nodes as KubeObject[]).filter((n) => valid(n, "Node"));
-  const pods = (report.pods as KubeObject[]).filter((p) => valid(p, "Pod"));
+  const nodes = report.nodes.filter((n) => valid(n, "Node"));
+  const pods = report.pods.filter((p) => valid(p, "Pod"));
   await mirror(store, "Node", namespace, nodes, mergeObservedNode);
   await mirror(store, "Pod", namespace, pods, (_current, reported) => reported);
-  for (const reported of report.tasks as KubeObject[]) {
+  for (const reported of report.tasks) {
     if (reported.kind !== "Task" || reported.metadata.namespace !== namespace) continue;
     const task = await store.get("Task", namespace, reported.metadata.name);
     if (!task || task.metadata.deletionTimestamp || deepEqual(task.status ?? null, reported.status ?? null))
       continue;
     const candidate = { ...task, status: reported.status };
-    if (checkSchema(candidate as unknown as Record<string, unknown>).length > 0) {
+    if (checkSchema(candidate).length > 0) {
       logger.warn("invalid task status in agent report ignored", { cluster, task: task.metadata.name });
       continue;
     }
