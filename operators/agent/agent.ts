@@ -11,13 +11,13 @@ import {
   DRY_RUN_PURPOSE,
   type DryRunAnswer,
   type DryRunRequest,
-  type KubeObject,
   parseDryRunRequest,
   requestHandler,
   type Snapshot,
   type StreamHandler,
   type TunnelClient,
 } from "../lib/tunnel/index.ts";
+import { type DesiredObject, DesiredObjects } from "./desired-objects.ts";
 import { ensureAgentCredentials } from "./enroll.ts";
 import { lingeringTasks, nodeObject, podObject, taskStatusObject } from "./report.ts";
 import type { NodeOverlay, Runtime, RuntimeTask } from "./runtimes/types.ts";
@@ -42,8 +42,8 @@ export interface AgentOptions {
 export interface Agent {
   cluster: string;
   tunnel: TunnelClient;
-  /** Objects the hub wants on this cluster, by kind/namespace/name. */
-  desired(): KubeObject[];
+  /** Objects the hub wants on this cluster that passed their schema. */
+  desired(): DesiredObject[];
   stop(): Promise<void>;
 }
 
@@ -73,9 +73,6 @@ function streamsFor(options: AgentOptions): Record<string, StreamHandler> {
   return streams;
 }
 
-const keyOf = (o: { kind: string; metadata: { namespace?: string; name: string } }) =>
-  `${o.kind}/${o.metadata.namespace ?? ""}/${o.metadata.name}`;
-
 export async function startAgent(options: AgentOptions): Promise<Agent> {
   const credentials = await ensureAgentCredentials({
     store: options.credentials,
@@ -85,32 +82,19 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
   });
   const cluster = credentials.cluster;
   const { runtime, logger } = options;
-  const desired = new Map<string, KubeObject>();
+  const desired = new DesiredObjects(logger);
   let applyError: string | undefined;
 
   const tasks = (): RuntimeTask[] =>
-    [...desired.values()]
-      .filter((o) => o.kind === "Task")
-      .map((o) => o as unknown as RuntimeTask)
-      .filter((t) => runtime.agentTypes.includes(t.spec.agentType));
+    desired.tasks().filter((t) => runtime.agentTypes.includes(t.spec.agentType));
 
   const nodeOverlays = (): NodeOverlay[] =>
-    [...desired.values()]
-      .filter((o) => o.kind === "Node")
-      .map((o) => {
-        const metadata = o.metadata as {
-          name: string;
-          labels?: Record<string, string>;
-          annotations?: Record<string, string>;
-        };
-        const spec = o.spec as { unschedulable?: boolean } | undefined;
-        return {
-          name: metadata.name,
-          labels: metadata.labels ?? {},
-          annotations: metadata.annotations ?? {},
-          ...(spec?.unschedulable === undefined ? {} : { unschedulable: spec.unschedulable }),
-        };
-      });
+    desired.nodes().map(({ metadata, spec }) => ({
+      name: metadata.name,
+      labels: metadata.labels ?? {},
+      annotations: metadata.annotations ?? {},
+      ...(spec?.unschedulable === undefined ? {} : { unschedulable: spec.unschedulable }),
+    }));
 
   const capabilities = (): Capability[] => [
     {
@@ -122,13 +106,8 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
   ];
 
   const onDesired = async (message: Snapshot | Delta) => {
-    if (message.type === "snapshot") {
-      desired.clear();
-      for (const object of message.objects) desired.set(keyOf(object), object);
-    } else {
-      for (const ref of message.deletes) desired.delete(`${ref.kind}/${ref.namespace ?? ""}/${ref.name}`);
-      for (const object of message.upserts) desired.set(keyOf(object), object);
-    }
+    if (message.type === "snapshot") desired.replace(message.objects);
+    else desired.update(message.upserts, message.deletes);
     try {
       await runtime.apply(tasks());
       await runtime.applyNodeOverlays?.(nodeOverlays());
@@ -188,7 +167,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
   return {
     cluster,
     tunnel,
-    desired: () => [...desired.values()],
+    desired: () => desired.all(),
     async stop() {
       clearInterval(periodic);
       if (pending) clearTimeout(pending);

@@ -3,6 +3,7 @@
 import { mkdir } from "node:fs/promises";
 import { hostname } from "node:os";
 import path from "node:path";
+import { EDGE_NODE_LABEL } from "../api/index.ts";
 import type { Logger } from "../lib/controller/index.ts";
 import type { Store } from "../lib/store/index.ts";
 import { fileCredentialStore } from "../lib/tunnel/index.ts";
@@ -32,7 +33,7 @@ export async function startLocalAgent(options: LocalAgentOptions): Promise<Agent
   const runtime = await ProcessRuntime.open({
     stateDir: path.join(dir, "runtime"),
     nodeName: hostname(),
-    nodeLabels: { "rlark.io/node-category-edge": "true" },
+    nodeLabels: { [EDGE_NODE_LABEL]: "true" },
     logger: options.logger,
   });
   return startAgent({

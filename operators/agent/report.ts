@@ -1,5 +1,6 @@
 // What the agent tells the hub: the runtime's observations as Kubernetes-shaped Node, Pod and
 // Task-status objects in the cluster's `agent-<cluster>` namespace (seed 000 §4, §9).
+import { API_VERSION, JOB_LABEL, namespaceFor, TASK_LABEL } from "../api/index.ts";
 import type { KubeObject } from "../lib/tunnel/index.ts";
 import type {
   ObservedNode,
@@ -9,12 +10,6 @@ import type {
   RuntimeTask,
 } from "./runtimes/types.ts";
 
-const API_VERSION = "rlinf.io/v1alpha1";
-
-export function agentNamespace(cluster: string): string {
-  return `agent-${cluster}`;
-}
-
 export function nodeObject(cluster: string, node: ObservedNode, pods: readonly ObservedPod[]): KubeObject {
   const ready = node.conditions.find((c) => c.type === "Ready")?.status === "True";
   return {
@@ -22,7 +17,7 @@ export function nodeObject(cluster: string, node: ObservedNode, pods: readonly O
     kind: "Node",
     metadata: {
       name: node.name,
-      namespace: agentNamespace(cluster),
+      namespace: namespaceFor(cluster),
       labels: node.labels,
       annotations: node.annotations,
     },
@@ -55,9 +50,9 @@ export function podObject(cluster: string, pod: ObservedPod): KubeObject {
     kind: "Pod",
     metadata: {
       name: pod.name,
-      namespace: agentNamespace(cluster),
+      namespace: namespaceFor(cluster),
       // Like the Task's own label: the template name, not the `<job>-<task>` object name.
-      labels: { "rlinf.io/job": pod.job, "rlinf.io/task": templateName(pod) },
+      labels: { [JOB_LABEL]: pod.job, [TASK_LABEL]: templateName(pod) },
     },
     spec: { task: pod.task, job: pod.job, node: pod.node, namespace: pod.namespace, uid: pod.taskUid },
     status: {
@@ -212,7 +207,7 @@ export function taskStatusObject(cluster: string, task: RuntimeTask, observed: R
   return {
     apiVersion: API_VERSION,
     kind: "Task",
-    metadata: { name: task.metadata.name, namespace: agentNamespace(cluster) },
+    metadata: { name: task.metadata.name, namespace: namespaceFor(cluster) },
     status: taskStatus(task, observed.pods, workload),
   };
 }
@@ -238,7 +233,7 @@ export function lingeringTasks(
     .map((name) => ({
       apiVersion: API_VERSION,
       kind: "Task",
-      metadata: { name, namespace: agentNamespace(cluster) },
+      metadata: { name, namespace: namespaceFor(cluster) },
       status: {
         phase: "Pending",
         reason: "Terminating",

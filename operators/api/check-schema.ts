@@ -13,13 +13,13 @@ const validators: ReadonlyMap<string, ValidateFunction> = new Map(Object.entries
  * Checks one document against its kind's schema. Returns [] when valid. Never throws on bad
  * input: a non-object or an unknown kind is itself a violation.
  */
-export function checkSchema(doc: Record<string, unknown>): SchemaViolation[] {
-  const value: unknown = doc;
-  if (value === null || typeof value !== "object" || Array.isArray(value)) {
-    const got = value === null ? "null" : Array.isArray(value) ? "a list" : typeof value;
+export function checkSchema(doc: unknown): SchemaViolation[] {
+  if (doc === null || typeof doc !== "object" || Array.isArray(doc)) {
+    const got = doc === null ? "null" : Array.isArray(doc) ? "a list" : typeof doc;
     return [{ path: "", rule: "schema/type", message: `must be object (got ${got})` }];
   }
-  const kind = doc.kind;
+  const record = doc as Record<string, unknown>;
+  const kind = record.kind;
   const info = typeof kind === "string" ? kindInfo(kind) : undefined;
   const validate = info ? validators.get(info.kind) : undefined;
   if (!info || !validate) {
@@ -34,8 +34,8 @@ export function checkSchema(doc: Record<string, unknown>): SchemaViolation[] {
       },
     ];
   }
-  const valid = validate(doc);
-  const kubernetes = checkKubernetesParts(info, doc);
+  const valid = validate(record);
+  const kubernetes = checkKubernetesParts(info, record);
   if (valid && kubernetes.length === 0) return [];
-  return sortViolations([...(valid ? [] : toViolations(validate.errors ?? [], doc)), ...kubernetes]);
+  return sortViolations([...(valid ? [] : toViolations(validate.errors ?? [], record)), ...kubernetes]);
 }

@@ -5,3 +5,4 @@ export { checkSchema } from "./check-schema.ts";
 export * from "./generated/index.ts";
 export { API_VERSION, type KindInfo, kindByPlural, kindInfo, kinds } from "./kinds.ts";
 export type { SchemaViolation } from "./violations.ts";
+export * from "./well-known.ts";

@@ -4,7 +4,8 @@
 // One cache serves every browser: the store sees one watch per kind however many people look.
 
 import type { Logger } from "../lib/controller/index.ts";
-import { type KubeObject, keyOf, type Store, type Watch, type WatchEvent } from "../lib/store/index.ts";
+import { type KubeObject, kindKeyOf } from "../lib/kube-object.ts";
+import type { Store, Watch, WatchEvent } from "../lib/store/index.ts";
 import { objectView } from "./object-view.ts";
 
 /** Users are left out: the dashboard has no page for them and their hashes never leave the hub. */
@@ -52,7 +53,7 @@ export function createObjectCache(options: { store: Store; logger: Logger; logSi
 
   function record(event: WatchEvent) {
     const object = objectView(event.object);
-    const key = `${object.kind}/${keyOf(object)}`;
+    const key = kindKeyOf(object);
     if (event.type === "DELETED") objects.delete(key);
     else objects.set(key, object);
     const cached: CachedEvent = {
@@ -75,7 +76,7 @@ export function createObjectCache(options: { store: Store; logger: Logger; logSi
     const list = await store.list(kind);
     const seen = new Set<string>();
     for (const object of list.items) {
-      const key = `${object.kind}/${keyOf(object)}`;
+      const key = kindKeyOf(object);
       seen.add(key);
       const held = objects.get(key);
       if (!held) objects.set(key, objectView(object));

@@ -1,5 +1,6 @@
 // GET …/pods/<name>/log: the tail of a mirrored pod's output, fetched from its cluster's agent
 // over the tunnel and relayed in memory, so bounded.
+import { clusterOf } from "../api/index.ts";
 import type { Store } from "../lib/store/index.ts";
 import type { TunnelServer } from "../lib/tunnel/index.ts";
 
@@ -12,7 +13,7 @@ export function podLogsOverTunnel(
 ): (namespace: string, name: string, tail: number) => Promise<string> {
   return async (namespace, name, tail) => {
     const pod = await store.get("Pod", namespace, name);
-    const cluster = namespace.startsWith("agent-") ? namespace.slice("agent-".length) : "";
+    const cluster = clusterOf(namespace) ?? "";
     const stream = await tunnel.openStream(cluster, {
       purpose: "logs",
       meta: { name, namespace: (pod?.spec as { namespace?: string } | undefined)?.namespace ?? "", tail },

@@ -1,3 +1,4 @@
+import { SOURCE_FILE_ANNOTATION } from "../api/index.ts";
 import { renderStatusYaml, type StatusDocument, statusDocumentPath } from "../feedback/index.ts";
 import type { KubeObject, Store } from "../lib/store/index.ts";
 
@@ -40,7 +41,7 @@ function statusView(object: KubeObject) {
       name,
       ...(namespace ? { namespace } : {}),
       ...(generation ? { generation } : {}),
-      ...(annotations?.["rlark.io/source-file"] ? { source: annotations["rlark.io/source-file"] } : {}),
+      ...(annotations?.[SOURCE_FILE_ANNOTATION] ? { source: annotations[SOURCE_FILE_ANNOTATION] } : {}),
     },
     status: object.status,
   };

@@ -29,16 +29,11 @@ export {
 } from "./revision-apply.ts";
 export {
   applySnapshot,
-  MANAGED_BY_GIT,
-  MANAGED_BY_LABEL,
-  OVERLAY_KEYS_ANNOTATION,
   type OverlayKeys,
   overlayKeys,
   pickKeys,
   type SnapshotChanges,
   SOURCE_ANNOTATIONS,
-  SOURCE_FILE_ANNOTATION,
-  SOURCE_REVISION_ANNOTATION,
 } from "./snapshot-apply.ts";
 export type { GitWebhookOptions, GitWebhookRequest, GitWebhookResult } from "./webhook.ts";
 export { handleGitWebhook, normaliseRepoUrl } from "./webhook.ts";

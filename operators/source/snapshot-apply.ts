@@ -1,19 +1,17 @@
 // Applies one validated git revision to the store: every object from git is created, updated or
 // deleted in one transaction, so controllers never see half a revision.
-import { kinds } from "../api/index.ts";
+import {
+  kinds,
+  MANAGED_BY_GIT,
+  MANAGED_BY_LABEL,
+  OVERLAY_KEYS_ANNOTATION,
+  SOURCE_FILE_ANNOTATION,
+  SOURCE_REVISION_ANNOTATION,
+} from "../api/index.ts";
 import type { ManifestObject } from "../api/validate/index.ts";
-import type { BatchOp, KubeObject, Store } from "../lib/store/index.ts";
+import { type KubeObject, kindKeyOf } from "../lib/kube-object.ts";
+import type { BatchOp, Store } from "../lib/store/index.ts";
 import { deepEqual } from "../lib/store/index.ts";
-
-/** On every object the source owns: lets the source find what it wrote last time. */
-export const MANAGED_BY_LABEL = "rlark.io/managed-by";
-export const MANAGED_BY_GIT = "git";
-/** The revision at which the object last changed in git. */
-export const SOURCE_REVISION_ANNOTATION = "rlark.io/source-revision";
-/** `path/in/repo.yaml:line` of the document the object comes from. */
-export const SOURCE_FILE_ANNOTATION = "rlark.io/source-file";
-/** On Nodes: the label and annotation keys the git overlay set, so removing one from git removes it. */
-export const OVERLAY_KEYS_ANNOTATION = "rlark.io/overlay-keys";
 
 const GIT_KINDS = kinds.filter((k) => k.writtenBy === "git").map((k) => k.kind);
 /** The source's own bookkeeping annotations. */
@@ -47,12 +45,12 @@ export async function applySnapshot(
   const desiredKeys = new Set<string>();
   const existing = new Map<string, KubeObject>();
   for (const kind of GIT_KINDS) {
-    for (const object of (await store.list(kind)).items) existing.set(keyOf(object), object);
+    for (const object of (await store.list(kind)).items) existing.set(kindKeyOf(object), object);
   }
 
   for (const manifest of objects) {
     const desired = toStoreObject(manifest, revision);
-    const key = keyOf(desired);
+    const key = kindKeyOf(desired);
     desiredKeys.add(key);
     const current = existing.get(key);
     if (!current) {
@@ -95,10 +93,6 @@ export async function applySnapshot(
   }
   if (ops.length > 0) await store.applyBatch(ops);
   return changes;
-}
-
-function keyOf(object: KubeObject): string {
-  return `${object.kind}/${object.metadata.namespace ?? ""}/${object.metadata.name}`;
 }
 
 function toStoreObject(manifest: ManifestObject, revision: string): KubeObject {

@@ -7,7 +7,6 @@ import type { Test } from "tap";
 import { hashPassword } from "../../operators/dashboard/auth/index.ts";
 import type { Dashboard } from "../../operators/dashboard/index.ts";
 import { type Hub, startHub } from "../../operators/hub/hub.ts";
-import { silentLogger } from "../../operators/lib/controller/index.ts";
 import { createGitServer, type GitServer } from "../helpers/git-server.ts";
 import { hubOptions } from "../helpers/hub-on-git.ts";
 

@@ -12,6 +12,7 @@ import type {
   Job,
   Pod,
 } from "../../api/index.ts";
+import { DOMAIN_LABEL, JOB_LABEL } from "../../api/index.ts";
 import type {
   Controller,
   MapToKeys,
@@ -23,7 +24,6 @@ import type { CertificateAuthority } from "../../lib/pki/index.ts";
 import { deepEqual, isNotFound, type KubeObject, type Store } from "../../lib/store/index.ts";
 import { DomainCertificates } from "./certificates.ts";
 import { allocate, parseCidr } from "./ipam.ts";
-import { DOMAIN_LABEL, JOB_LABEL } from "./labels.ts";
 import { claimOf, peerSpecs, podJob } from "./members.ts";
 import { DomainMembership } from "./membership.ts";
 

@@ -28,5 +28,4 @@ export {
   parseCidr,
   type Range,
 } from "./ipam.ts";
-export { AGENT_NAMESPACE_PREFIX, DOMAIN_LABEL, JOB_LABEL, TASK_LABEL } from "./labels.ts";
-export { claimOf, clusterOf, peerSpecs, podJob } from "./members.ts";
+export { claimOf, peerSpecs, podJob } from "./members.ts";

@@ -1,19 +1,12 @@
 // Which pods belong to a Domain and what they claim, and the DomainPeers they imply. Pure.
 
 import type { DomainPeerPod, DomainPeerSpec, Pod } from "../../api/index.ts";
+import { clusterOf, JOB_LABEL, TASK_LABEL } from "../../api/index.ts";
 import { type Allocation, type Claim, claimKey, ipToInt } from "./ipam.ts";
-import { AGENT_NAMESPACE_PREFIX, JOB_LABEL, TASK_LABEL } from "./labels.ts";
 
 /** The Job a mirrored Pod belongs to: its rlinf.io/job label, else spec.job. */
 export function podJob(pod: Pod): string | undefined {
   return pod.metadata.labels?.[JOB_LABEL] ?? pod.spec.job;
-}
-
-/** The cluster of an `agent-<cluster>` namespace, or undefined for any other namespace. */
-export function clusterOf(namespace: string | undefined): string | undefined {
-  if (!namespace?.startsWith(AGENT_NAMESPACE_PREFIX)) return undefined;
-  const cluster = namespace.slice(AGENT_NAMESPACE_PREFIX.length);
-  return cluster === "" ? undefined : cluster;
 }
 
 /**

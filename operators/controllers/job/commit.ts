@@ -4,8 +4,8 @@
 // the batch; then each Task is created on its own and existing ones are adopted.
 
 import type { Job, JobStatus, Task, TaskTemplate } from "../../api/index.ts";
+import { JOB_STOP_FINALIZER } from "../../api/index.ts";
 import { type BatchOp, deepEqual, isAlreadyExists, type Store } from "../../lib/store/index.ts";
-import { JOB_STOP_FINALIZER } from "../labels.ts";
 import type { TaskToCreate } from "./place-tasks.ts";
 import type { JobPlans } from "./plans.ts";
 import { ownedBy, runOf } from "./task-object.ts";

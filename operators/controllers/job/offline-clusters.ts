@@ -4,7 +4,8 @@
 // placement snapshot; the caller deletes the Tasks it hands back.
 
 import type { Cluster, Job, Task } from "../../api/index.ts";
-import { clusterOfNamespace, offlineSince, type PlacementSnapshot } from "../placement/index.ts";
+import { clusterOf } from "../../api/index.ts";
+import { offlineSince, type PlacementSnapshot } from "../placement/index.ts";
 import { getCondition, timestamp } from "./conditions.ts";
 import { started } from "./rollup.ts";
 import type { StatusDraft } from "./status-draft.ts";
@@ -36,13 +37,13 @@ export class OfflineClusters {
     const runningOn = new Map<string, string>();
     if (!job.spec.domain) {
       for (const [template, task] of current) {
-        const cluster = clusterOfNamespace(task.metadata.namespace);
+        const cluster = clusterOf(task.metadata.namespace);
         if (cluster && task.status?.phase === "Running" && !runningOn.has(cluster))
           runningOn.set(cluster, template);
       }
     }
     for (const [template, task] of current) {
-      const cluster = clusterOfNamespace(task.metadata.namespace) ?? "";
+      const cluster = clusterOf(task.metadata.namespace) ?? "";
       const object = this.#snapshot.cluster(cluster);
       if (object?.status?.phase === "Online") {
         this.#noticed.delete(cluster);

@@ -3,13 +3,8 @@
 // the placement snapshot; the caller creates the Tasks it hands back.
 
 import type { Job, Task, TaskTemplate } from "../../api/index.ts";
-import {
-  clusterOfNamespace,
-  type PlacementSnapshot,
-  type PlacementTask,
-  placeJob,
-  placementTask,
-} from "../placement/index.ts";
+import { clusterOf } from "../../api/index.ts";
+import { type PlacementSnapshot, type PlacementTask, placeJob, placementTask } from "../placement/index.ts";
 import { getCondition } from "./conditions.ts";
 import type { JobPlans } from "./plans.ts";
 import { isTerminal, started } from "./rollup.ts";
@@ -120,7 +115,7 @@ function runCluster(
   const where = new Map<string, string[]>();
   const add = (cluster: string, task: string) => where.set(cluster, [...(where.get(cluster) ?? []), task]);
   for (const [template, task] of current) {
-    const cluster = clusterOfNamespace(task.metadata.namespace);
+    const cluster = clusterOf(task.metadata.namespace);
     if (cluster && !isTerminal(task.status?.phase)) add(cluster, template);
   }
   for (const [template, cluster] of planned) add(cluster, template);

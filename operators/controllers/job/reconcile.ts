@@ -7,8 +7,8 @@
 // creating another.
 
 import type { Job, Task } from "../../api/index.ts";
+import { JOB_LABEL, JOB_STOP_FINALIZER } from "../../api/index.ts";
 import { isNotFound, type Store } from "../../lib/store/index.ts";
-import { JOB_LABEL, JOB_STOP_FINALIZER } from "../labels.ts";
 import type { PlacementSnapshot } from "../placement/index.ts";
 import { commit, writeStatus } from "./commit.ts";
 import type { OfflineClusters } from "./offline-clusters.ts";

@@ -9,7 +9,7 @@
 // finish: a Job made only of them stays Running until it is stopped.
 
 import type { JobTaskStatus, Task, TaskTemplate } from "../../api/index.ts";
-import { clusterOfNamespace } from "../placement/index.ts";
+import { clusterOf } from "../../api/index.ts";
 
 export type RunPhase = "Pending" | "Running" | "Succeeded" | "Failed";
 
@@ -53,7 +53,7 @@ export function taskStatus(
     };
   }
   const s = task.status ?? {};
-  const cluster = clusterOfNamespace(task.metadata.namespace);
+  const cluster = clusterOf(task.metadata.namespace);
   return {
     name: template.name,
     taskName,

@@ -3,7 +3,7 @@
 // of either, or a start after a stop, makes the next run, and the finished one goes to history.
 
 import type { Job, JobRunRecord, JobStatus, Task } from "../../api/index.ts";
-import { RUN_ANNOTATION } from "../labels.ts";
+import { RUN_ANNOTATION } from "../../api/index.ts";
 import { getCondition, timestamp } from "./conditions.ts";
 import { isTerminal } from "./rollup.ts";
 import { specHash } from "./spec-hash.ts";

@@ -2,8 +2,14 @@
 // (`<job>-<task>` in `agent-<cluster>`), so creating one twice is an AlreadyExists, never a copy.
 
 import type { Job, Task, TaskSpec, TaskTemplate } from "../../api/index.ts";
-import { AGENT_CLEANUP_FINALIZER, JOB_LABEL, RUN_LABEL, TASK_LABEL, WORKFLOW_LABEL } from "../labels.ts";
-import { agentNamespace } from "../placement/index.ts";
+import {
+  AGENT_CLEANUP_FINALIZER,
+  JOB_LABEL,
+  namespaceFor,
+  RUN_LABEL,
+  TASK_LABEL,
+  WORKFLOW_LABEL,
+} from "../../api/index.ts";
 
 export function taskObjectName(job: string, task: string): string {
   return `${job}-${task}`;
@@ -36,7 +42,7 @@ export function taskObject(job: Job, template: TaskTemplate, cluster: string, ru
     kind: "Task",
     metadata: {
       name: taskObjectName(job.metadata.name, template.name),
-      namespace: agentNamespace(cluster),
+      namespace: namespaceFor(cluster),
       labels,
       // The seed's Ray integration reads these from the Task's own annotations.
       ...(template.annotations ? { annotations: definedValues(template.annotations) } : {}),

@@ -6,10 +6,10 @@
 //   Cluster  → the waiting Jobs and the Jobs with Tasks on that cluster (offline handling)
 
 import type { Cluster, Node, Task } from "../../api/index.ts";
+import { clusterOf, JOB_LABEL } from "../../api/index.ts";
 import { ownerKeys, type WatchSpec } from "../../lib/controller/index.ts";
 import type { KubeObject } from "../../lib/store/index.ts";
-import { JOB_LABEL } from "../labels.ts";
-import { clusterOfNamespace, type PlacementSnapshot } from "../placement/index.ts";
+import type { PlacementSnapshot } from "../placement/index.ts";
 import { taskKey } from "./plans.ts";
 
 export class JobWatchTable {
@@ -68,7 +68,7 @@ export class JobWatchTable {
   }
 
   #trackTask(task: KubeObject, deleted: boolean): void {
-    const cluster = clusterOfNamespace(task.metadata.namespace);
+    const cluster = clusterOf(task.metadata.namespace);
     const job = task.metadata.labels?.[JOB_LABEL];
     if (!cluster || !job) return;
     let jobs = this.#jobsOnCluster.get(cluster);

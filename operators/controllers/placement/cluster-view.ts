@@ -64,17 +64,3 @@ export function offlineSince(cluster: Cluster): number | undefined {
   const ms = Date.parse(at);
   return Number.isNaN(ms) ? undefined : ms;
 }
-
-export const AGENT_NAMESPACE_PREFIX = "agent-";
-
-/** The namespace that places objects on a cluster. */
-export function agentNamespace(cluster: string): string {
-  return `${AGENT_NAMESPACE_PREFIX}${cluster}`;
-}
-
-/** The cluster an `agent-<cluster>` namespace stands for, or undefined. */
-export function clusterOfNamespace(namespace: string | undefined): string | undefined {
-  return namespace?.startsWith(AGENT_NAMESPACE_PREFIX)
-    ? namespace.slice(AGENT_NAMESPACE_PREFIX.length)
-    : undefined;
-}

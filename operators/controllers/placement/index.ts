@@ -10,10 +10,7 @@
 // never counts more onto a node than the node's free figures allow.
 
 export {
-  AGENT_NAMESPACE_PREFIX,
-  agentNamespace,
   type ClusterView,
-  clusterOfNamespace,
   clusterOnline,
   clusterRuntime,
   type NodeView,

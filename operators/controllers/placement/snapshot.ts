@@ -8,14 +8,9 @@
 // book the same room.
 
 import type { Cluster, Node, Task } from "../../api/index.ts";
+import { clusterOf } from "../../api/index.ts";
 import { deepEqual, type Store } from "../../lib/store/index.ts";
-import {
-  type ClusterView,
-  clusterOfNamespace,
-  clusterRuntime,
-  type NodeView,
-  nodeBase,
-} from "./cluster-view.ts";
+import { type ClusterView, clusterRuntime, type NodeView, nodeBase } from "./cluster-view.ts";
 import { type NodeAssignment, placeJob, type TaskPlacement } from "./place.ts";
 import type { Amounts } from "./resources.ts";
 import { placementTask } from "./task-requirements.ts";
@@ -108,7 +103,7 @@ export class PlacementSnapshot {
 
   /** Records a Node report; true when what placement reads of it changed (heartbeats alone do not). */
   setNode(node: Node): boolean {
-    const cluster = clusterOfNamespace(node.metadata.namespace);
+    const cluster = clusterOf(node.metadata.namespace);
     if (!cluster) return false;
     let nodes = this.#nodes.get(cluster);
     if (!nodes) {
@@ -130,7 +125,7 @@ export class PlacementSnapshot {
   }
 
   deleteNode(namespace: string | undefined, name: string, resourceVersion = 0): void {
-    const cluster = clusterOfNamespace(namespace);
+    const cluster = clusterOf(namespace);
     if (!cluster) return;
     if (!this.#fresh(`Node/${namespace}/${name}`, resourceVersion)) return;
     this.#nodes.get(cluster)?.delete(name);
@@ -149,7 +144,7 @@ export class PlacementSnapshot {
       return;
     }
     if (this.#reservations.has(key)) return;
-    const cluster = clusterOfNamespace(task.metadata.namespace);
+    const cluster = clusterOf(task.metadata.namespace);
     if (!cluster) return;
     const view = this.#view(cluster);
     if (!view) return;

@@ -2,11 +2,16 @@
 // creates / stops / deletes Jobs, writes status. Level-triggered: every pass starts from the store.
 
 import type { Job, Workflow, WorkflowStatus } from "../../api/index.ts";
+import {
+  WORKFLOW_FINALIZER,
+  WORKFLOW_JOB_LABEL,
+  WORKFLOW_LABEL,
+  WORKFLOW_RUN_LABEL,
+} from "../../api/index.ts";
 import type { Controller, ReconcileContext, ReconcileRequest } from "../../lib/controller/index.ts";
 import { watchOwned } from "../../lib/controller/index.ts";
 import { isAlreadyExists, isNotFound, modify, type Store } from "../../lib/store/index.ts";
 import { decide, type NodeObservation } from "./dag.ts";
-import { WORKFLOW_FINALIZER, WORKFLOW_JOB_LABEL, WORKFLOW_LABEL, WORKFLOW_RUN_LABEL } from "./labels.ts";
 import { runStatus, stoppedStatus } from "./status.ts";
 
 export interface WorkflowControllerOptions {

@@ -22,4 +22,3 @@ export {
   type NodePhase,
   type WorkflowRunPhase,
 } from "./dag.ts";
-export { WORKFLOW_FINALIZER, WORKFLOW_JOB_LABEL, WORKFLOW_LABEL, WORKFLOW_RUN_LABEL } from "./labels.ts";

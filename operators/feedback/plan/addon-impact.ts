@@ -1,14 +1,15 @@
 // Addon installs, upgrades and removals per cluster. An Addon in `agent-<cluster>` targets that
 // cluster; a cluster-scoped Addon with a clusterSelector targets every Cluster whose labels match
 // (the planned Clusters, so a PR that adds a cluster shows what it will receive).
+
 import type { Addon, Cluster } from "../../api/index.ts";
-import { clusterOfNamespace } from "../../controllers/placement/index.ts";
+import { clusterOf } from "../../api/index.ts";
 import { compileLabelSelector, deepEqual, type KubeObject, matches } from "../../lib/store/index.ts";
 
 import type { AddonAction, AddonImpact } from "./types.ts";
 
 function targets(addon: Addon, clusters: readonly Cluster[]): string[] {
-  const own = clusterOfNamespace(addon.metadata.namespace);
+  const own = clusterOf(addon.metadata.namespace);
   if (own) return [own];
   if (!addon.spec.clusterSelector) return [];
   let selector: ReturnType<typeof compileLabelSelector>;

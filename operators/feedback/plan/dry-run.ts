@@ -3,7 +3,8 @@
 // interface: the hub's runs through the agent tunnel (kube-dry-run.ts); tests and the CLI may
 // pass none, and the plan says so.
 import type { Job, TaskTemplate } from "../../api/index.ts";
-import { JOB_LABEL, TASK_LABEL } from "../../controllers/labels.ts";
+import { JOB_LABEL, TASK_LABEL } from "../../api/index.ts";
+import { kindKeyOf } from "../../lib/kube-object.ts";
 import type { DryRunResult, JobPlacement } from "./types.ts";
 
 export interface RenderedWorkload {
@@ -98,7 +99,7 @@ export async function runDryRuns(input: {
       const template = job.spec.tasks.find((t) => t.name === task.task);
       const workload = template ? renderWorkload(job, template, input.namespace) : undefined;
       if (!workload) continue;
-      const object = `${workload.kind}/${workload.metadata.namespace}/${workload.metadata.name}`;
+      const object = kindKeyOf(workload);
       const outcome = await input.runner.dryRun(task.cluster, workload).catch(
         (error: unknown): DryRunOutcome => ({
           state: "offline",

@@ -2,21 +2,16 @@
 // by the same rules the hub applies a revision (operators/source/snapshot-apply.ts): objects are
 // keyed kind/namespace/name, only what git controls is compared, and only objects the source
 // owns are deleted.
-import { kinds } from "../../api/index.ts";
+import { kinds, MANAGED_BY_GIT, MANAGED_BY_LABEL } from "../../api/index.ts";
 import type { ManifestObject } from "../../api/validate/index.ts";
-import type { KubeObject } from "../../lib/store/index.ts";
+import { type KubeObject, kindKeyOf } from "../../lib/kube-object.ts";
 import { deepEqual } from "../../lib/store/index.ts";
-import { MANAGED_BY_GIT, MANAGED_BY_LABEL } from "../../source/index.ts";
 import { unifiedDiff } from "./line-diff.ts";
 import type { ObjectChange, PlanCounts } from "./types.ts";
 import { gitView, viewYaml } from "./yaml-view.ts";
 
 const GIT_KINDS = new Set(kinds.filter((k) => k.writtenBy === "git").map((k) => k.kind));
 const KIND_ORDER = [...GIT_KINDS];
-
-export function objectKey(kind: string, namespace: string | undefined, name: string): string {
-  return `${kind}/${namespace ?? ""}/${name}`;
-}
 
 /** A manifest in the shape the store would hold it (without the source's bookkeeping). */
 export function manifestAsObject(manifest: ManifestObject): KubeObject {
@@ -50,12 +45,12 @@ export function diffObjects(
   const existing = new Map<string, KubeObject>();
   for (const object of live) {
     if (!GIT_KINDS.has(object.kind)) continue;
-    existing.set(objectKey(object.kind, object.metadata.namespace, object.metadata.name), object);
+    existing.set(kindKeyOf(object), object);
   }
   const seen = new Set<string>();
   for (const manifest of desired) {
     const object = manifestAsObject(manifest);
-    const key = objectKey(object.kind, object.metadata.namespace, object.metadata.name);
+    const key = kindKeyOf(object);
     seen.add(key);
     const file = `${manifest.document.file}:${manifest.document.start.line}`;
     const after = gitView(object);

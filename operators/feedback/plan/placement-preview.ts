@@ -3,7 +3,7 @@
 // are placed one after the other in name order, each taking its room, as the hub would if the
 // revision were applied at once.
 import type { Cluster, Job, Node, Task } from "../../api/index.ts";
-import { JOB_LABEL } from "../../controllers/labels.ts";
+import { JOB_LABEL } from "../../api/index.ts";
 import { PlacementSnapshot, placeJob, placementTask } from "../../controllers/placement/index.ts";
 import type { KubeObject } from "../../lib/store/index.ts";
 import type { JobPlacement, ObjectChange } from "./types.ts";

@@ -2,13 +2,13 @@
 // diffs. The source's bookkeeping (managed-by label, revision and file annotations) is left out,
 // so moving a document inside a file, or a new commit, is not a change.
 import { stringify } from "yaml";
-import type { KubeObject } from "../../lib/store/index.ts";
 import {
   MANAGED_BY_LABEL,
   OVERLAY_KEYS_ANNOTATION,
   SOURCE_FILE_ANNOTATION,
   SOURCE_REVISION_ANNOTATION,
-} from "../../source/index.ts";
+} from "../../api/index.ts";
+import type { KubeObject } from "../../lib/store/index.ts";
 
 const BOOKKEEPING = new Set([
   MANAGED_BY_LABEL,

@@ -1,20 +1,10 @@
 // What a cluster's agent should hold: its Tasks, Addons, DomainPeers and Node overlays.
 
-import { AGENT_CLEANUP_FINALIZER } from "../../controllers/labels.ts";
-import type { KubeObject, LabelSelector, Store } from "../../lib/store/index.ts";
+import { AGENT_CLEANUP_FINALIZER, MANAGED_BY_GIT, MANAGED_BY_LABEL, namespaceFor } from "../../api/index.ts";
+import { type KubeObject, kindKeyOf } from "../../lib/kube-object.ts";
+import type { LabelSelector, Store } from "../../lib/store/index.ts";
 import { compileLabelSelector, matches } from "../../lib/store/index.ts";
-import {
-  artifactUrl,
-  isRepositoryPath,
-  MANAGED_BY_GIT,
-  MANAGED_BY_LABEL,
-  overlayKeys,
-  pickKeys,
-} from "../../source/index.ts";
-
-export function agentNamespace(cluster: string): string {
-  return `agent-${cluster}`;
-}
+import { artifactUrl, isRepositoryPath, overlayKeys, pickKeys } from "../../source/index.ts";
 
 export interface DesiredSetOptions {
   /** Where the hub keeps repository artifacts by SHA-256 (see artifacts.ts). */
@@ -30,7 +20,7 @@ export async function desiredForCluster(
   cluster: string,
   options: DesiredSetOptions,
 ): Promise<KubeObject[]> {
-  const namespace = agentNamespace(cluster);
+  const namespace = namespaceFor(cluster);
   const out: KubeObject[] = [];
   for (const task of (await store.list("Task", { namespace })).items) {
     if (!task.metadata.deletionTimestamp) out.push(withArtifactUrls(task, options.artifactDir));
@@ -51,7 +41,7 @@ export async function desiredForCluster(
     if (node.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY_GIT) out.push(nodeOverlay(node));
   }
   // Status is the hub's record of what agents reported; agents act on metadata and spec only.
-  return out.map(withoutStatus).sort((a, b) => key(a).localeCompare(key(b)));
+  return out.map(withoutStatus).sort((a, b) => kindKeyOf(a).localeCompare(kindKeyOf(b)));
 }
 
 /** Validation refuses a malformed selector; one in the store from before selects no cluster. */
@@ -66,10 +56,6 @@ function selects(selector: LabelSelector, labels: Record<string, string> | undef
 function withoutStatus(object: KubeObject): KubeObject {
   const { status: _status, ...rest } = object;
   return rest as KubeObject;
-}
-
-export function key(object: Pick<KubeObject, "kind" | "metadata">): string {
-  return `${object.kind}/${object.metadata.namespace ?? ""}/${object.metadata.name}`;
 }
 
 /** Only what git says about a node: the overlay's labels and annotations, and the cordon. */

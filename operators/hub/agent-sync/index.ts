@@ -2,17 +2,13 @@
 // snapshot on connect, then deltas as the store changes), writes its reports back into the store,
 // keeps Cluster status (Online/Offline, heartbeat, capabilities), and releases a deleted Task's
 // cleanup finalizer once the agent has acknowledged the removal and reports no pod of it.
-import { AGENT_CLEANUP_FINALIZER } from "../../controllers/labels.ts";
+import { AGENT_CLEANUP_FINALIZER, clusterOf, namespaceFor } from "../../api/index.ts";
 import type { Logger } from "../../lib/controller/index.ts";
-import type { KubeObject, Store, Watch } from "../../lib/store/index.ts";
+import { type KubeObject, kindKey, kindKeyOf, parseKindKey } from "../../lib/kube-object.ts";
+import type { Store, Watch } from "../../lib/store/index.ts";
 import { modify } from "../../lib/store/index.ts";
-import type {
-  AgentMessage,
-  AgentSession,
-  ClusterState,
-  KubeObject as WireObject,
-} from "../../lib/tunnel/index.ts";
-import { agentNamespace, desiredForCluster, hasCleanupFinalizer, key } from "./desired-set.ts";
+import type { AgentMessage, AgentSession, ClusterState } from "../../lib/tunnel/index.ts";
+import { desiredForCluster, hasCleanupFinalizer } from "./desired-set.ts";
 import { writeReport } from "./report-writer.ts";
 
 export interface AgentSyncOptions {
@@ -47,7 +43,7 @@ export function createAgentSync(options: AgentSyncOptions): AgentSync {
       sessions.get(object.metadata.name)?.schedule();
       return;
     }
-    const cluster = namespace?.startsWith("agent-") ? namespace.slice("agent-".length) : undefined;
+    const cluster = clusterOf(namespace);
     if (cluster) sessions.get(cluster)?.schedule();
   };
 
@@ -167,33 +163,29 @@ class ClusterSession {
     const objects = await desiredForCluster(this.#options.store, this.cluster, {
       artifactDir: this.#options.artifactDir,
     });
-    const next = new Map(objects.map((o) => [key(o), o]));
+    const next = new Map(objects.map((o) => [kindKeyOf(o), o]));
     const generation = ++this.#generation;
     if (full) {
       for (const k of this.#sent.keys()) if (!next.has(k)) this.#removedAt.set(k, generation);
-      this.#session.send({ type: "snapshot", generation, objects: objects as unknown as WireObject[] });
+      this.#session.send({ type: "snapshot", generation, objects });
     } else {
-      const upserts = objects.filter((o) => this.#sent.get(key(o)) !== fingerprint(o));
-      const deletes = [...this.#sent.keys()].filter((k) => !next.has(k)).map(parseKey);
+      const upserts = objects.filter((o) => this.#sent.get(kindKeyOf(o)) !== fingerprint(o));
+      const deletes = [...this.#sent.keys()].filter((k) => !next.has(k)).map(parseKindKey);
       if (upserts.length === 0 && deletes.length === 0) {
         this.#generation--;
         return;
       }
-      for (const ref of deletes)
-        this.#removedAt.set(`${ref.kind}/${ref.namespace ?? ""}/${ref.name}`, generation);
-      this.#session.send({ type: "delta", generation, upserts: upserts as unknown as WireObject[], deletes });
+      for (const ref of deletes) this.#removedAt.set(kindKey(ref.kind, ref.namespace, ref.name), generation);
+      this.#session.send({ type: "delta", generation, upserts, deletes });
     }
-    this.#sent = new Map(objects.map((o) => [key(o), fingerprint(o)]));
+    this.#sent = new Map(objects.map((o) => [kindKeyOf(o), fingerprint(o)]));
   }
 
   async #onMessage(message: AgentMessage): Promise<void> {
     if (message.type === "report") {
       await this.#serialise(async () => {
         await writeReport(this.#options.store, this.cluster, message, this.#options.logger);
-        await this.#releaseFinalizers(
-          message.pods as unknown as KubeObject[],
-          message.tasks as unknown as KubeObject[],
-        );
+        await this.#releaseFinalizers(message.pods, message.tasks);
         await setClusterStatus(this.#options.store, this.cluster, (status) => {
           status.capabilities = message.capabilities;
           status.nodeCount = message.nodes.length;
@@ -218,7 +210,7 @@ class ClusterSession {
   async #releaseFinalizers(reportedPods: KubeObject[], reportedTasks: KubeObject[]): Promise<void> {
     const store = this.#options.store;
     const acked = this.#session.ackedGeneration ?? 0;
-    const namespace = agentNamespace(this.cluster);
+    const namespace = namespaceFor(this.cluster);
     // Anything the agent still names (a pod, or a Task whose workloads or claims linger) stays.
     const running = new Set([
       ...reportedPods.map((p) => (p.spec as { task?: string } | undefined)?.task),
@@ -226,8 +218,8 @@ class ClusterSession {
     ]);
     for (const task of (await store.list("Task", { namespace })).items) {
       if (!task.metadata.deletionTimestamp || !hasCleanupFinalizer(task)) continue;
-      const removedAt = this.#removedAt.get(key(task));
-      const neverSent = removedAt === undefined && !this.#sent.has(key(task));
+      const removedAt = this.#removedAt.get(kindKeyOf(task));
+      const neverSent = removedAt === undefined && !this.#sent.has(kindKeyOf(task));
       if (!neverSent && (removedAt === undefined || acked < removedAt)) continue;
       if (running.has(task.metadata.name)) continue;
       await store.update({
@@ -237,7 +229,7 @@ class ClusterSession {
           finalizers: (task.metadata.finalizers ?? []).filter((f) => f !== AGENT_CLEANUP_FINALIZER),
         },
       });
-      this.#removedAt.delete(key(task));
+      this.#removedAt.delete(kindKeyOf(task));
     }
   }
 }
@@ -249,9 +241,4 @@ class ClusterSession {
 function fingerprint(object: KubeObject): string {
   const { resourceVersion: _rv, ...metadata } = object.metadata;
   return JSON.stringify({ metadata, spec: object.spec ?? null });
-}
-
-function parseKey(k: string): { kind: string; namespace?: string; name: string } {
-  const [kind = "", namespace = "", name = ""] = k.split("/");
-  return namespace ? { kind, namespace, name } : { kind, name };
 }

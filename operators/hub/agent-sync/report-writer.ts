@@ -1,18 +1,11 @@
 // Writes an agent's report into the store: Nodes and Pods of its cluster mirrored, Task status
 // set, and objects the agent no longer reports removed. Every object is checked against its
 // schema first: a report crosses a process boundary.
-import { checkSchema } from "../../api/index.ts";
+import { checkSchema, MANAGED_BY_GIT, MANAGED_BY_LABEL, namespaceFor } from "../../api/index.ts";
 import type { Logger } from "../../lib/controller/index.ts";
 import { deepEqual, type KubeObject, type Store } from "../../lib/store/index.ts";
 import type { Report } from "../../lib/tunnel/index.ts";
-import {
-  MANAGED_BY_GIT,
-  MANAGED_BY_LABEL,
-  overlayKeys,
-  pickKeys,
-  SOURCE_ANNOTATIONS,
-} from "../../source/index.ts";
-import { agentNamespace } from "./desired-set.ts";
+import { overlayKeys, pickKeys, SOURCE_ANNOTATIONS } from "../../source/index.ts";
 
 export async function writeReport(
   store: Store,
@@ -20,13 +13,13 @@ export async function writeReport(
   report: Report,
   logger: Logger,
 ): Promise<void> {
-  const namespace = agentNamespace(cluster);
+  const namespace = namespaceFor(cluster);
   const valid = (object: KubeObject, kind: string): boolean => {
     if (object.kind !== kind || object.metadata.namespace !== namespace) {
       logger.warn("report object outside the agent's cluster ignored", { cluster, kind: object.kind });
       return false;
     }
-    const violations = checkSchema(object as unknown as Record<string, unknown>);
+    const violations = checkSchema(object);
     if (violations.length > 0) {
       logger.warn("invalid object in agent report ignored", {
         cluster,
@@ -38,17 +31,17 @@ export async function writeReport(
     }
     return true;
   };
-  const nodes = (report.nodes as KubeObject[]).filter((n) => valid(n, "Node"));
-  const pods = (report.pods as KubeObject[]).filter((p) => valid(p, "Pod"));
+  const nodes = report.nodes.filter((n) => valid(n, "Node"));
+  const pods = report.pods.filter((p) => valid(p, "Pod"));
   await mirror(store, "Node", namespace, nodes, mergeObservedNode);
   await mirror(store, "Pod", namespace, pods, (_current, reported) => reported);
-  for (const reported of report.tasks as KubeObject[]) {
+  for (const reported of report.tasks) {
     if (reported.kind !== "Task" || reported.metadata.namespace !== namespace) continue;
     const task = await store.get("Task", namespace, reported.metadata.name);
     if (!task || task.metadata.deletionTimestamp || deepEqual(task.status ?? null, reported.status ?? null))
       continue;
     const candidate = { ...task, status: reported.status };
-    if (checkSchema(candidate as unknown as Record<string, unknown>).length > 0) {
+    if (checkSchema(candidate).length > 0) {
       logger.warn("invalid task status in agent report ignored", { cluster, task: task.metadata.name });
       continue;
     }

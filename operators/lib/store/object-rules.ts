@@ -148,12 +148,17 @@ function serverOwned(existing: KubeObject, meta: ObjectMeta): ObjectMeta {
   const out: ObjectMeta = { ...meta, name: existing.metadata.name };
   const e = existing.metadata;
   for (const key of ["namespace", "uid", "creationTimestamp", "deletionTimestamp", "generation"] as const) {
-    if (e[key] === undefined) delete out[key];
-    else (out as unknown as Record<string, unknown>)[key] = e[key];
+    copyField(out, e, key);
   }
   delete out.generateName;
   if (e.generateName) out.generateName = e.generateName;
   return out;
+}
+
+/** `to[key] = from[key]`, or no `key` at all where `from` has none. */
+function copyField<K extends keyof ObjectMeta>(to: ObjectMeta, from: ObjectMeta, key: K): void {
+  if (from[key] === undefined) delete to[key];
+  else to[key] = from[key];
 }
 
 function checkNewFinalizers(existing: KubeObject, next: ObjectMeta): void {

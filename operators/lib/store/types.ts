@@ -1,41 +1,10 @@
-// Kubernetes object shapes, generic over every kind. The per-kind types generated from
-// schemas/ narrow `spec` and `status`; the store only needs what every object shares.
+// The store's types: watches, lists and the store interface, over the object shape every process
+// shares (../kube-object.ts).
 
+import type { KubeObject } from "../kube-object.ts";
 import type { LabelSelector } from "./label-selector.ts";
 
-export interface OwnerReference {
-  apiVersion: string;
-  kind: string;
-  name: string;
-  uid: string;
-  controller?: boolean;
-  blockOwnerDeletion?: boolean;
-}
-
-export interface ObjectMeta {
-  name: string;
-  /** Absent or "" for cluster-scoped objects. */
-  namespace?: string;
-  /** Set by the store on create: `name` = generateName + 5 random characters. */
-  generateName?: string;
-  uid?: string;
-  resourceVersion?: string;
-  generation?: number;
-  labels?: Record<string, string>;
-  annotations?: Record<string, string>;
-  finalizers?: string[];
-  deletionTimestamp?: string;
-  creationTimestamp?: string;
-  ownerReferences?: OwnerReference[];
-}
-
-export interface KubeObject {
-  apiVersion: string;
-  kind: string;
-  metadata: ObjectMeta;
-  spec?: unknown;
-  status?: unknown;
-}
+export type { KubeObject, ObjectMeta, OwnerReference } from "../kube-object.ts";
 
 export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED";
 

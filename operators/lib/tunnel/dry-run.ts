@@ -55,7 +55,15 @@ export function parseDryRunRequest(value: unknown): DryRunRequest {
       "dry-run request: object.metadata.name and object.metadata.namespace must be non-empty strings",
     );
   }
-  return { object: object as unknown as DryRunObject };
+  const { apiVersion, kind } = object;
+  return {
+    object: {
+      ...object,
+      apiVersion,
+      kind,
+      metadata: { ...metadata, name: metadata.name, namespace: metadata.namespace },
+    },
+  };
 }
 
 export const clipDryRunMessage = (message: string): string =>

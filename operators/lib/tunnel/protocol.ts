@@ -1,20 +1,10 @@
 // Messages on the `rlark-agent` and `rlark-enroll` channels. Everything that arrives is
 // `unknown` until one of the parse functions below has checked it field by field.
 
-/** A Kubernetes-shaped object; the agent and hub validate kinds further where they use them. */
-export interface KubeObject {
-  apiVersion: string;
-  kind: string;
-  metadata: { name: string; namespace?: string; [key: string]: unknown };
-  [key: string]: unknown;
-}
+import type { KubeObject, ObjectRef } from "../kube-object.ts";
 
-export interface ObjectRef {
-  apiVersion?: string;
-  kind: string;
-  namespace?: string;
-  name: string;
-}
+/** Objects on the wire; the agent and hub check each against its kind's schema where they use it. */
+export type { KubeObject, ObjectRef };
 
 export const PROCESS_STATES = ["STOPPED", "STARTING", "RUNNING", "BACKOFF", "FAILED"] as const;
 export const HEALTH_STATES = ["STARTING", "READY", "DEGRADED", "STOPPED", "UNKNOWN"] as const;
@@ -141,13 +131,20 @@ function list<T>(o: Obj, key: string, where: string, item: (v: unknown, at: stri
 
 export function parseKubeObject(v: unknown, where: string): KubeObject {
   if (!isObj(v)) throw new ProtocolError(`${where}: must be an object`);
-  str(v, "apiVersion", where, 253);
-  str(v, "kind", where, 253);
+  const apiVersion = str(v, "apiVersion", where, 253);
+  const kind = str(v, "kind", where, 253);
   const meta = v.metadata;
   if (!isObj(meta)) throw new ProtocolError(`${where}: metadata must be an object`);
-  str(meta, "name", `${where}.metadata`, 253);
-  if (meta.namespace !== undefined) str(meta, "namespace", `${where}.metadata`, 253);
-  return v as KubeObject;
+  const name = str(meta, "name", `${where}.metadata`, 253);
+  const namespace =
+    meta.namespace === undefined ? undefined : str(meta, "namespace", `${where}.metadata`, 253);
+  // The envelope is checked here; the rest against the kind's schema where it is used.
+  return {
+    ...v,
+    apiVersion,
+    kind,
+    metadata: { ...meta, name, ...(namespace === undefined ? {} : { namespace }) },
+  };
 }
 
 function parseRef(v: unknown, where: string): ObjectRef {

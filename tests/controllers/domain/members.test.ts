@@ -1,5 +1,6 @@
 import t from "tap";
-import { claimOf, clusterOf, peerSpecs } from "../../../operators/controllers/domain/index.ts";
+import { clusterOf } from "../../../operators/api/index.ts";
+import { claimOf, peerSpecs } from "../../../operators/controllers/domain/index.ts";
 import { pod } from "./fixtures.ts";
 
 t.test("a pod's claim names its job, task template and name, and its cluster", async (t) => {

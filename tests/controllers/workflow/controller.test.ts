@@ -3,12 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t, { type Test } from "tap";
 import type { Job, JobPhase, Workflow, WorkflowJob } from "../../../operators/api/index.ts";
-import {
-  createWorkflowController,
-  WORKFLOW_JOB_LABEL,
-  WORKFLOW_LABEL,
-  WORKFLOW_RUN_LABEL,
-} from "../../../operators/controllers/workflow/index.ts";
+import { WORKFLOW_JOB_LABEL, WORKFLOW_LABEL, WORKFLOW_RUN_LABEL } from "../../../operators/api/index.ts";
+import { createWorkflowController } from "../../../operators/controllers/workflow/index.ts";
 import { Manager } from "../../../operators/lib/controller/index.ts";
 import { modify, openSqliteStore, type Store } from "../../../operators/lib/store/index.ts";
 import { waitFor } from "../../helpers/wait-for.ts";

@@ -3,12 +3,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
 import type { Job, Workflow, WorkflowJob } from "../../../operators/api/index.ts";
+import { JOB_STOP_FINALIZER, WORKFLOW_RUN_LABEL } from "../../../operators/api/index.ts";
 import { createJobController } from "../../../operators/controllers/job/index.ts";
-import { JOB_STOP_FINALIZER } from "../../../operators/controllers/labels.ts";
-import {
-  createWorkflowController,
-  WORKFLOW_RUN_LABEL,
-} from "../../../operators/controllers/workflow/index.ts";
+import { createWorkflowController } from "../../../operators/controllers/workflow/index.ts";
 import { Manager } from "../../../operators/lib/controller/index.ts";
 import { modify, openSqliteStore } from "../../../operators/lib/store/index.ts";
 import { waitFor } from "../../helpers/wait-for.ts";

@@ -4,13 +4,14 @@
 
 import { pathToFileURL } from "node:url";
 import t from "tap";
-import { desiredForCluster, key } from "../../../operators/hub/agent-sync/desired-set.ts";
+import { desiredForCluster } from "../../../operators/hub/agent-sync/desired-set.ts";
+import { kindKeyOf } from "../../../operators/lib/kube-object.ts";
 import type { KubeObject } from "../../../operators/lib/store/index.ts";
 import { tempStore } from "../../lib/store/helpers.ts";
 import { cluster, node, task } from "./fixtures.ts";
 
 const artifactDir = "/var/lib/rlark/artifacts";
-const keys = (objects: KubeObject[]) => objects.map(key);
+const keys = (objects: KubeObject[]) => objects.map(kindKeyOf);
 const artifactUrlOf = (task: KubeObject | undefined) =>
   (task?.spec as { raw: { artifact: { url: string } } } | undefined)?.raw.artifact.url;
 

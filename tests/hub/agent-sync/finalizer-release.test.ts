@@ -3,7 +3,7 @@
 // Real store, real agent-sync and AgentSession; the test plays the agent over an in-process stream.
 
 import t from "tap";
-import { AGENT_CLEANUP_FINALIZER } from "../../../operators/controllers/labels.ts";
+import { AGENT_CLEANUP_FINALIZER } from "../../../operators/api/index.ts";
 import { createAgentSync } from "../../../operators/hub/agent-sync/index.ts";
 import type { KubeObject, Store } from "../../../operators/lib/store/index.ts";
 import type { Delta, Snapshot } from "../../../operators/lib/tunnel/index.ts";

@@ -322,7 +322,7 @@ t.test(
       session.send({
         type: "delta",
         generation: ++generation,
-        upserts: [{ ...task(`t${i}`), big }],
+        upserts: [{ ...task(`t${i}`), spec: { big } }],
         deletes: [],
       });
       maxQueued = Math.max(maxQueued, session.queuedBytes);

@@ -13,13 +13,14 @@ import { closeSync, constants as fsConstants, openSync, readdirSync, readFileSyn
 import { constants } from "node:os";
 import { isAbsolute, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { JOB_LABEL } from "../../../api/index.ts";
 import type { RuntimeTask } from "../types.ts";
 import { readProcStat } from "./proc.ts";
 import type { DesiredPod } from "./spec.ts";
 
 /** The Job a Task belongs to: spec.job, else the rlinf.io/job label, else "". */
 export function jobOf(task: RuntimeTask): string {
-  return task.spec.job ?? task.metadata.labels?.["rlinf.io/job"] ?? "";
+  return task.spec.job ?? task.metadata.labels?.[JOB_LABEL] ?? "";
 }
 
 export const wrapperScript = `trap : TERM INT HUP

@@ -13,6 +13,7 @@ import {
   release,
   totalmem,
 } from "node:os";
+import { GPU_MODEL_ANNOTATION } from "../../../api/index.ts";
 import type { NodeAddress, NodeCondition, ObservedNode } from "../types.ts";
 
 export interface NodeReportOptions {
@@ -117,7 +118,7 @@ export async function reportNode(options: NodeReportOptions, gpus?: Gpu[]): Prom
   const annotations: Record<string, string> = {};
   if (found.length > 0) {
     capacity["nvidia.com/gpu"] = String(found.length);
-    annotations["rlark.io/gpu-model"] = [...new Set(found.map((g) => g.model))].join(",");
+    annotations[GPU_MODEL_ANNOTATION] = [...new Set(found.map((g) => g.model))].join(",");
   }
   const memoryPressure = freemem() / totalmem() < 0.05;
   const internalIP = options.internalIP ?? firstIPv4() ?? "127.0.0.1";

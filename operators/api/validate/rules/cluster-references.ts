@@ -1,18 +1,12 @@
+import { clusterOf } from "../../well-known.ts";
 import { type CrossRule, type ManifestObject, objectAt, stringAt } from "../rule-context.ts";
 import { suggest } from "./job-specs.ts";
-
-const AGENT_NAMESPACE = /^agent-(.+)$/;
-
-/** The cluster an `agent-<cluster>` namespace places an object on, or undefined. */
-export function clusterOfNamespace(namespace: string | undefined): string | undefined {
-  return namespace === undefined ? undefined : AGENT_NAMESPACE.exec(namespace)?.[1];
-}
 
 /** Node overlays and per-cluster Addons live in `agent-<cluster>`: that cluster must be declared. */
 export const clusterReferenceRules: CrossRule = (ctx) => {
   const clusters = ctx.names("Cluster");
   const check = (object: ManifestObject, required: boolean) => {
-    const cluster = clusterOfNamespace(object.namespace);
+    const cluster = clusterOf(object.namespace);
     if (cluster === undefined) {
       if (required) {
         ctx.report(

@@ -1,6 +1,8 @@
 // Rules on Job specs, wherever one is written: a Job's spec, or a Workflow's job template.
+
 import { artifactSource } from "../../artifact-url.ts";
 import { closest } from "../../violations.ts";
+import { RAY_HEAD_TASK_ANNOTATION, RAY_ROLE_ANNOTATION } from "../../well-known.ts";
 import { dns1123LabelError } from "../kubernetes-syntax.ts";
 import {
   arrayAt,
@@ -44,9 +46,6 @@ export function jobSpecSites(ctx: RuleContext): JobSpecSite[] {
   }
   return sites;
 }
-
-const RAY_ROLE = "rlinf.io/ray-role";
-const RAY_HEAD_TASK = "rlinf.io/ray-head-task-name";
 
 export const jobSpecRules: CrossRule = (ctx) => {
   const domains = ctx.names("Domain");
@@ -101,24 +100,29 @@ function checkHeads(ctx: RuleContext, site: JobSpecSite, tasks: JsonObject[]) {
 
 function checkRay(ctx: RuleContext, site: JobSpecSite, tasks: JsonObject[]) {
   const roleOf = new Map(
-    tasks.map((t) => [stringAt(t, "name"), stringAt(objectAt(t, "annotations"), RAY_ROLE)]),
+    tasks.map((t) => [stringAt(t, "name"), stringAt(objectAt(t, "annotations"), RAY_ROLE_ANNOTATION)]),
   );
   tasks.forEach((task, i) => {
     const annotations = objectAt(task, "annotations");
-    if (stringAt(annotations, RAY_ROLE) !== "worker") return;
-    const head = stringAt(annotations, RAY_HEAD_TASK);
-    const at = `${site.pointer}/tasks/${i}/annotations/${escapePointer(RAY_HEAD_TASK)}`;
+    if (stringAt(annotations, RAY_ROLE_ANNOTATION) !== "worker") return;
+    const head = stringAt(annotations, RAY_HEAD_TASK_ANNOTATION);
+    const at = `${site.pointer}/tasks/${i}/annotations/${escapePointer(RAY_HEAD_TASK_ANNOTATION)}`;
     if (head === undefined) {
       ctx.report(
         site.owner,
         `${site.pointer}/tasks/${i}/annotations`,
         "cross/ray-head",
-        `a Ray worker needs ${RAY_HEAD_TASK}`,
+        `a Ray worker needs ${RAY_HEAD_TASK_ANNOTATION}`,
       );
     } else if (!roleOf.has(head)) {
       ctx.report(site.owner, at, "cross/ray-head", `names task "${head}", which this Job does not have`);
     } else if (roleOf.get(head) !== "head") {
-      ctx.report(site.owner, at, "cross/ray-head", `task "${head}" is not a Ray head (${RAY_ROLE}: head)`);
+      ctx.report(
+        site.owner,
+        at,
+        "cross/ray-head",
+        `task "${head}" is not a Ray head (${RAY_ROLE_ANNOTATION}: head)`,
+      );
     }
   });
 }
