@@ -3,7 +3,7 @@
 import { randomUUID } from "node:crypto";
 import { Duplex, Readable, Writable } from "node:stream";
 import packageJson from "../../package.json" with { type: "json" };
-import type { Logger } from "../lib/controller/index.ts";
+import type { Logger } from "../lib/logger.ts";
 import {
   type Capability,
   type CredentialStore,

@@ -3,7 +3,7 @@
 import { mkdir } from "node:fs/promises";
 import { hostname } from "node:os";
 import path from "node:path";
-import type { Logger } from "../lib/controller/index.ts";
+import type { Logger } from "../lib/logger.ts";
 import type { Store } from "../lib/store/index.ts";
 import { fileCredentialStore } from "../lib/tunnel/index.ts";
 import { type Agent, startAgent } from "./agent.ts";

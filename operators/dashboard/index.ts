@@ -10,7 +10,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { loadOrCreateAdminToken } from "../hub/admin-token.ts";
 import { createSessions, LOGIN_PATH, loadOrCreateJwtSecret, verifyJwt } from "../hub/auth/index.ts";
 import { type Authenticator, adminTokenAuthenticator, anyOf } from "../hub/http/auth.ts";
-import { type Logger, silentLogger } from "../lib/controller/index.ts";
+import { type Logger, silentLogger } from "../lib/logger.ts";
 import type { Store } from "../lib/store/index.ts";
 import { loadAssets, serveAsset, serveFavicon, serveIndex } from "./assets.ts";
 import { createEventStream, EVENTS_PATH, type EventStreamLimits } from "./events.ts";

@@ -3,7 +3,7 @@
 // browser that lost its connection resumes from its last event instead of loading everything again.
 // One cache serves every browser: the store sees one watch per kind however many people look.
 
-import type { Logger } from "../lib/controller/index.ts";
+import type { Logger } from "../lib/logger.ts";
 import { type KubeObject, keyOf, type Store, type Watch, type WatchEvent } from "../lib/store/index.ts";
 import { objectView } from "./object-view.ts";
 

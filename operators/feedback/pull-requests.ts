@@ -11,8 +11,7 @@ import type { IncomingMessage, RequestListener, ServerResponse } from "node:http
 import { join, sep } from "node:path";
 import type { Diagnostic } from "../api/validate/index.ts";
 import { type Clock, systemClock, type TimerId } from "../lib/clock.ts";
-import type { Logger } from "../lib/controller/index.ts";
-import { silentLogger } from "../lib/controller/index.ts";
+import { type Logger, silentLogger } from "../lib/logger.ts";
 import type { KubeObject } from "../lib/store/index.ts";
 import {
   createWebhookIntake,

@@ -4,8 +4,7 @@
 // (latest state per revision wins) with backoff, so a code-host outage only delays them.
 import type { Diagnostic } from "../api/validate/index.ts";
 import { type Clock, systemClock, type TimerId } from "../lib/clock.ts";
-import type { Logger } from "../lib/controller/index.ts";
-import { silentLogger } from "../lib/controller/index.ts";
+import { type Logger, silentLogger } from "../lib/logger.ts";
 import type { ApplyRevision, ApplyRevisionInput, ApplyRevisionResult } from "../source/index.ts";
 import type { SnapshotChanges } from "../source/snapshot-apply.ts";
 import { type CommitStatus, type FeedbackProvider, fitDescription, type RepoRef } from "./providers/index.ts";

@@ -3,7 +3,7 @@
 import path from "node:path";
 import { validatePaths } from "../api/validate/index.ts";
 import type { CountingApplyRevision, SyncStatusReporter } from "../feedback/sync-status.ts";
-import type { Logger } from "../lib/controller/index.ts";
+import type { Logger } from "../lib/logger.ts";
 import type { Store } from "../lib/store/index.ts";
 import type { ApplyRevision } from "../source/index.ts";
 import {

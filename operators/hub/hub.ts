@@ -10,7 +10,8 @@ import { createTunnelDryRunner, liveFromStore } from "../feedback/plan/index.ts"
 import { loadFeedbackProvider, type ProviderConfig, repoRefFromUrl } from "../feedback/providers/index.ts";
 import { createPullRequestReviewer, routePullRequestEvents } from "../feedback/pull-requests.ts";
 import { createSyncStatusReporter } from "../feedback/sync-status.ts";
-import { type Controller, type Logger, Manager } from "../lib/controller/index.ts";
+import { type Controller, Manager } from "../lib/controller/index.ts";
+import { jsonLogger, type Logger } from "../lib/logger.ts";
 import { Registry } from "../lib/metrics/index.ts";
 import { openSqliteStore, type Store, type Watch } from "../lib/store/index.ts";
 import { DRY_RUN_PURPOSE, type TunnelServer } from "../lib/tunnel/index.ts";
@@ -27,7 +28,6 @@ import { type ControllerDependencies, hubControllers } from "./controllers.ts";
 import { createHubSource, type HubSource } from "./git-source.ts";
 import { createHubHttpHandler, type HubHttpDependencies } from "./http/api-server.ts";
 import { type Authenticator, adminTokenAuthenticator, anyOf } from "./http/auth.ts";
-import { jsonLogger } from "./logger.ts";
 import { hubReadiness } from "./readiness.ts";
 import { STATUS_KINDS, statusDocuments } from "./status-documents.ts";
 import { createHubTunnel, type HubPki } from "./tunnel-server.ts";

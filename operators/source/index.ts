@@ -1,7 +1,5 @@
 export type { GitAuth, GitCredentials, LoadGitCredentialsOptions } from "./git-auth.ts";
 export { loadGitCredentials, prepareGitAuth, repoKey, scrubUrl } from "./git-auth.ts";
-export type { Clock, GitLogger, TimerId } from "./git-clock.ts";
-export { silentLogger, systemClock } from "./git-clock.ts";
 export type { GitExecOptions } from "./git-exec.ts";
 export { gitIn } from "./git-exec.ts";
 export { registerGitSourceMetrics } from "./git-metrics.ts";

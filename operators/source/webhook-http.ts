@@ -1,6 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { GitLogger } from "./git-clock.ts";
-import { silentLogger } from "./git-clock.ts";
+import { type Logger, silentLogger } from "../lib/logger.ts";
 import { handleGitWebhook } from "./webhook.ts";
 import { createWebhookIntake, replyWebhook, type WebhookIntake } from "./webhook-intake.ts";
 
@@ -13,7 +12,7 @@ export interface GitWebhookHttpOptions {
   onTrigger: () => void;
   /** Body limits, budget and remembered deliveries; share one with the pull-request reviewer. */
   intake?: WebhookIntake;
-  logger?: GitLogger;
+  logger?: Logger;
 }
 
 /** `POST /hooks/git` as a node:http handler; the hub mounts it on its router. */

@@ -3,7 +3,7 @@
 // keeps Cluster status (Online/Offline, heartbeat, capabilities), and releases a deleted Task's
 // cleanup finalizer once the agent has acknowledged the removal and reports no pod of it.
 import { AGENT_CLEANUP_FINALIZER } from "../../controllers/labels.ts";
-import type { Logger } from "../../lib/controller/index.ts";
+import type { Logger } from "../../lib/logger.ts";
 import type { KubeObject, Store, Watch } from "../../lib/store/index.ts";
 import { modify } from "../../lib/store/index.ts";
 import type {

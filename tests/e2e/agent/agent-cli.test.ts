@@ -204,7 +204,10 @@ t.test("an agent that may not create its namespace refuses in one line and keeps
     .split("\n")
     .filter((l) => l.startsWith("rlark agent:"));
   t.equal(lines.length, 1, "one error line");
-  t.match(lines[0], `rlark agent: the Namespace ${namespace} does not exist and this agent may not create it`);
+  t.match(
+    lines[0],
+    `rlark agent: the Namespace ${namespace} does not exist and this agent may not create it`,
+  );
   t.match(lines[0], /403 Forbidden/);
   t.match(lines[0], `kubectl create namespace ${namespace}`);
   t.notMatch(agent.output(), /HTTP-Code|Headers|Body:/, "no raw HTTP dump");

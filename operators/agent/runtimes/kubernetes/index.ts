@@ -19,6 +19,7 @@ import {
   type V1StatefulSet,
   VersionApi,
 } from "@kubernetes/client-node";
+import { type Logger, silentLogger } from "../../../lib/logger.ts";
 import type {
   AgentType,
   LogOptions,
@@ -42,7 +43,6 @@ import {
   MANAGED_BY,
   MANAGED_SELECTOR,
 } from "./labels.ts";
-import { type Logger, silentLogger } from "./logger.ts";
 import { ensureNamespace } from "./namespace.ts";
 import { hasOverlayRecord, type NodeFields, overlayPatch } from "./node-overlays.ts";
 import {
@@ -69,7 +69,6 @@ export {
   type SecretCredentialStoreOptions,
   secretCredentialStore,
 } from "./credential-secret.ts";
-export type { Logger } from "./logger.ts";
 export { overlayPatch } from "./node-overlays.ts";
 export { requestedByNode } from "./observe.ts";
 export { DEFAULT_NAMESPACE, RenderError, renderTask, type SidecarOptions } from "./render.ts";

@@ -5,8 +5,8 @@
 // 30 s inactivity timeout is the watchdog); backs off exponentially while the server fails; and
 // skips events whose object it already holds at that resourceVersion.
 import { type KubeConfig, type KubernetesObject, KubernetesObjectApi, Watch } from "@kubernetes/client-node";
+import type { Logger } from "../../../lib/logger.ts";
 import { apiErrorCode, describeApiError } from "./api-error.ts";
-import type { Logger } from "./logger.ts";
 
 export interface CollectionOptions {
   kubeConfig: KubeConfig;

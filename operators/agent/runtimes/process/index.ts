@@ -9,6 +9,7 @@
 // an agent restart neither duplicates nor orphans anything.
 import { mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
+import { type Logger, silentLogger } from "../../../lib/logger.ts";
 import type {
   AgentType,
   LogOptions,
@@ -19,9 +20,8 @@ import type {
   StopOptions,
 } from "../types.ts";
 import { ArtifactCache } from "./artifact-cache.ts";
-import { type BackoffPolicy, kubeletBackoff } from "./backoff.ts";
+import { type BackoffPolicy, kubeletBackoff } from "./crash-loop-backoff.ts";
 import { findLaunched, type Launched } from "./launch.ts";
-import { type Logger, silentLogger } from "./logger.ts";
 import { type Gpu, probeGpus, reportNode } from "./node-report.ts";
 import { loadPodRecords, PodFiles } from "./pod-files.ts";
 import { isSameProcessAlive, signalGroup } from "./proc.ts";
@@ -29,9 +29,8 @@ import { type LaunchHooks, Replica, type ReplicaContext } from "./replica.ts";
 import { type DesiredPod, desiredPods, podKey, type RejectedTask } from "./spec.ts";
 import { StateLock } from "./state-lock.ts";
 
-export type { BackoffPolicy } from "./backoff.ts";
-export { kubeletBackoff } from "./backoff.ts";
-export type { Logger } from "./logger.ts";
+export type { BackoffPolicy } from "./crash-loop-backoff.ts";
+export { kubeletBackoff } from "./crash-loop-backoff.ts";
 export { desiredPods, podRevision } from "./spec.ts";
 
 export interface ProcessRuntimeOptions {

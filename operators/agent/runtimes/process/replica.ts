@@ -13,9 +13,10 @@ import { randomUUID } from "node:crypto";
 import { closeSync, mkdirSync } from "node:fs";
 import { constants } from "node:os";
 import { dirname, isAbsolute, join } from "node:path";
+import type { Logger } from "../../../lib/logger.ts";
 import type { ContainerState, ObservedPod, PodPhase } from "../types.ts";
 import { type ArtifactCache, ArtifactError } from "./artifact-cache.ts";
-import { type BackoffPolicy, nextStreak, restartDelay } from "./backoff.ts";
+import { type BackoffPolicy, nextStreak, restartDelay } from "./crash-loop-backoff.ts";
 import {
   commandLine,
   jobOf,
@@ -27,7 +28,6 @@ import {
   wrapperArgs,
 } from "./launch.ts";
 import { readLogTail, type TailOptions } from "./log-file.ts";
-import type { Logger } from "./logger.ts";
 import { type ExitInfo, PodFiles, type PodRecord } from "./pod-files.ts";
 import { isSameProcessAlive, mayOwnGroup, ownGroupMembers, readProcStat, signalGroup } from "./proc.ts";
 import { canonicalJson, type DesiredPod } from "./spec.ts";
