@@ -3,6 +3,7 @@
 import { randomUUID } from "node:crypto";
 import { Duplex, Readable, Writable } from "node:stream";
 import packageJson from "../../package.json" with { type: "json" };
+import { type Clock, systemClock, type TimerId } from "../lib/clock.ts";
 import type { Logger } from "../lib/logger.ts";
 import {
   type Capability,
@@ -37,6 +38,8 @@ export interface AgentOptions {
   /** Answers plans' `dry-run` requests (the kubernetes runtime: runtimes/kubernetes/dry-run.ts). */
   dryRun?: (request: DryRunRequest) => Promise<DryRunAnswer>;
   logger: Logger;
+  /** Drives the report timers and the tunnel's reconnect backoff; tests pass a FakeClock. */
+  clock?: Clock;
 }
 
 export interface Agent {
@@ -77,11 +80,13 @@ const keyOf = (o: { kind: string; metadata: { namespace?: string; name: string }
   `${o.kind}/${o.metadata.namespace ?? ""}/${o.metadata.name}`;
 
 export async function startAgent(options: AgentOptions): Promise<Agent> {
+  const clock = options.clock ?? systemClock;
   const credentials = await ensureAgentCredentials({
     store: options.credentials,
     hub: options.hub,
     ...(options.token ? { token: options.token } : {}),
     ...(options.caHash ? { caHash: options.caHash } : {}),
+    now: () => clock.now(),
   });
   const cluster = credentials.cluster;
   const { runtime, logger } = options;
@@ -153,6 +158,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     capabilities,
     streams: streamsFor(options),
     logger,
+    clock,
   });
 
   const report = () => {
@@ -169,10 +175,10 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     });
   };
   // Changes come in bursts (a replica set starting): one report per burst is enough.
-  let pending: NodeJS.Timeout | undefined;
+  let pending: TimerId | undefined;
   const scheduleReport = () => {
     if (pending) return;
-    pending = setTimeout(() => {
+    pending = clock.setTimeout(() => {
       pending = undefined;
       report();
     }, 100);
@@ -183,15 +189,21 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     scheduleReport();
   });
   tunnel.on("disconnected", (error) => logger.warn("tunnel lost; reconnecting", { error: error?.message }));
-  const periodic = setInterval(report, options.reportIntervalMs ?? 10_000);
+  const reportIntervalMs = options.reportIntervalMs ?? 10_000;
+  let periodic: TimerId;
+  const reportPeriodically = () => {
+    report();
+    periodic = clock.setTimeout(reportPeriodically, reportIntervalMs);
+  };
+  periodic = clock.setTimeout(reportPeriodically, reportIntervalMs);
 
   return {
     cluster,
     tunnel,
     desired: () => [...desired.values()],
     async stop() {
-      clearInterval(periodic);
-      if (pending) clearTimeout(pending);
+      clock.clearTimeout(periodic);
+      if (pending) clock.clearTimeout(pending);
       unsubscribe();
       await tunnel.stop();
       await runtime.stop();
