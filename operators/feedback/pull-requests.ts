@@ -9,7 +9,7 @@
 import { existsSync, realpathSync, statSync } from "node:fs";
 import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
 import { join, sep } from "node:path";
-import type { Diagnostic } from "../api/validate/index.ts";
+import type { Diagnostic } from "../api/index.ts";
 import { type Clock, systemClock, type TimerId } from "../lib/clock.ts";
 import { type Logger, silentLogger } from "../lib/logger.ts";
 import type { KubeObject } from "../lib/store/index.ts";

@@ -1,7 +1,6 @@
 // The hub's source: the git watcher whose every new revision is validated whole and applied to
 // the store in one transaction, or refused whole.
 import path from "node:path";
-import { validatePaths } from "../api/validate/index.ts";
 import type { CountingApplyRevision, SyncStatusReporter } from "../feedback/sync-status.ts";
 import type { Logger } from "../lib/logger.ts";
 import type { Store } from "../lib/store/index.ts";
@@ -12,6 +11,7 @@ import {
   type GitCredentials,
   type GitRepository,
   type GitWatcher,
+  validatePaths,
 } from "../source/index.ts";
 import { applySnapshot } from "../source/snapshot-apply.ts";
 import { storeArtifacts } from "./agent-sync/artifacts.ts";

@@ -1,7 +1,7 @@
 import { EventEmitter } from "node:events";
 import { mkdir, readFile, realpath, rename, stat, writeFile } from "node:fs/promises";
 import { join, posix } from "node:path";
-import type { Diagnostic } from "../api/validate/diagnostic.ts";
+import type { Diagnostic } from "../api/index.ts";
 import { type Clock, systemClock, type TimerId } from "../lib/clock.ts";
 import { type Logger, silentLogger } from "../lib/logger.ts";
 import type { GitRepository } from "./git-repository.ts";

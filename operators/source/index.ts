@@ -1,3 +1,4 @@
+export { loadAddonCatalog } from "./addon-catalog.ts";
 export type { GitAuth, GitCredentials, LoadGitCredentialsOptions } from "./git-auth.ts";
 export { loadGitCredentials, prepareGitAuth, repoKey, scrubUrl } from "./git-auth.ts";
 export type { GitExecOptions } from "./git-exec.ts";
@@ -17,6 +18,7 @@ export type {
   SourceStatus,
 } from "./git-watcher.ts";
 export { createGitWatcher, normaliseSourcePath } from "./git-watcher.ts";
+export { type ValidatePathsOptions, validatePaths } from "./validate-paths.ts";
 export type { GitWebhookOptions, GitWebhookRequest, GitWebhookResult } from "./webhook.ts";
 export { handleGitWebhook, normaliseRepoUrl } from "./webhook.ts";
 export type { GitWebhookHttpOptions } from "./webhook-http.ts";

@@ -1,7 +1,6 @@
 // Applies one validated git revision to the store: every object from git is created, updated or
 // deleted in one transaction, so controllers never see half a revision.
-import { kinds } from "../api/index.ts";
-import type { ManifestObject } from "../api/validate/index.ts";
+import { kinds, type ManifestObject } from "../api/index.ts";
 import type { BatchOp, KubeObject, Store } from "../lib/store/index.ts";
 import { deepEqual } from "../lib/store/index.ts";
 

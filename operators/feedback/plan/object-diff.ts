@@ -2,8 +2,9 @@
 // by the same rules the hub applies a revision (operators/source/snapshot-apply.ts): objects are
 // keyed kind/namespace/name, only what git controls is compared, and only objects the source
 // owns are deleted.
+
+import type { ManifestObject } from "../../api/index.ts";
 import { kinds } from "../../api/index.ts";
-import type { ManifestObject } from "../../api/validate/index.ts";
 import type { KubeObject } from "../../lib/store/index.ts";
 import { deepEqual } from "../../lib/store/index.ts";
 import { MANAGED_BY_GIT, MANAGED_BY_LABEL } from "../../source/snapshot-apply.ts";
