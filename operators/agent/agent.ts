@@ -3,7 +3,7 @@
 import { randomUUID } from "node:crypto";
 import { Duplex, Readable, Writable } from "node:stream";
 import packageJson from "../../package.json" with { type: "json" };
-import { type Clock, systemClock, type TimerId } from "../lib/clock.ts";
+import { type Clock, every, systemClock, type TimerId } from "../lib/clock.ts";
 import type { Logger } from "../lib/logger.ts";
 import {
   type Capability,
@@ -189,20 +189,14 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     scheduleReport();
   });
   tunnel.on("disconnected", (error) => logger.warn("tunnel lost; reconnecting", { error: error?.message }));
-  const reportIntervalMs = options.reportIntervalMs ?? 10_000;
-  let periodic: TimerId;
-  const reportPeriodically = () => {
-    report();
-    periodic = clock.setTimeout(reportPeriodically, reportIntervalMs);
-  };
-  periodic = clock.setTimeout(reportPeriodically, reportIntervalMs);
+  const stopReporting = every(clock, options.reportIntervalMs ?? 10_000, report);
 
   return {
     cluster,
     tunnel,
     desired: () => [...desired.values()],
     async stop() {
-      clock.clearTimeout(periodic);
+      stopReporting();
       if (pending) clock.clearTimeout(pending);
       unsubscribe();
       await tunnel.stop();
