@@ -9,6 +9,7 @@
 // an agent restart neither duplicates nor orphans anything.
 import { mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
+import { type Clock, systemClock } from "../../../lib/clock.ts";
 import { type Logger, silentLogger } from "../../../lib/logger.ts";
 import type {
   AgentType,
@@ -64,7 +65,8 @@ export interface ProcessRuntimeOptions {
   baseEnv?: Record<string, string>;
   /** Give up an artifact download after this long. Default 10 min. */
   artifactTimeoutMs?: number;
-  clock?: { now(): number };
+  /** Start and exit times and crash-loop restarts run on it; tests pass a FakeClock. */
+  clock?: Clock;
   logger?: Logger;
   /** Tests only: called inside a launch, to crash the runtime at the worst moments. */
   launchHooks?: LaunchHooks;
@@ -113,7 +115,6 @@ export class ProcessRuntime implements Runtime {
     this.#node = node;
     this.#gpus = gpus;
     this.#logger = options.logger ?? silentLogger;
-    const clock = options.clock ?? { now: () => Date.now() };
     const stateDir = resolve(options.stateDir);
     this.#ctx = {
       podsDir: join(stateDir, "pods"),
@@ -130,7 +131,7 @@ export class ProcessRuntime implements Runtime {
       },
       baseEnv: options.baseEnv ?? defaultBaseEnv(),
       node: () => ({ name: this.#node.name, ip: this.#internalIP() }),
-      now: () => clock.now(),
+      clock: options.clock ?? systemClock,
       logger: this.#logger,
       changed: () => this.#changed(),
       ...(options.launchHooks ? { hooks: options.launchHooks } : {}),
