@@ -1,37 +1,16 @@
 // The watched collection's backoff while the API server fails runs on the Clock it is given: the
 // next list comes when the clock has moved by the backoff. A real HTTP server answers 503.
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
-import { KubeConfig } from "@kubernetes/client-node";
 import t from "tap";
 import { WatchedCollection } from "../../../../operators/agent/runtimes/kubernetes/watched-collection.ts";
 import { FakeClock } from "../../../../operators/lib/clock.ts";
 import { silentLogger } from "../../../../operators/lib/logger.ts";
 import { waitFor } from "../../../helpers/wait-for.ts";
+import { apiServer } from "./api-server.ts";
 
 t.test("a failing list is retried after each backoff on the collection's clock", async (t) => {
   let requests = 0;
-  const server = createServer((_req, res) => {
-    requests++;
-    res.writeHead(503, { "content-type": "application/json" });
-    res.end(JSON.stringify({ kind: "Status", status: "Failure", code: 503, message: "down for a test" }));
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  t.teardown(() => server.close());
-  const kubeConfig = new KubeConfig();
-  kubeConfig.loadFromOptions({
-    clusters: [
-      // Plain HTTP is allowed by client-node only with skipTLSVerify.
-      {
-        name: "down",
-        server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-        skipTLSVerify: true,
-      },
-    ],
-    users: [{ name: "nobody" }],
-    contexts: [{ name: "down", cluster: "down", user: "nobody" }],
-    currentContext: "down",
-  });
+  const status = { kind: "Status", status: "Failure", code: 503, message: "down for a test" };
+  const kubeConfig = await apiServer(t, 503, JSON.stringify(status), () => requests++);
   const clock = new FakeClock(Date.now());
   const collection = new WatchedCollection({
     kubeConfig,
