@@ -3,6 +3,7 @@
 import type { AddonCatalog } from "../addon-catalog.ts";
 import { checkSchema } from "../check-schema.ts";
 import { API_VERSION, kindInfo, kinds } from "../kinds.ts";
+import type { SchemaViolation } from "../violations.ts";
 import { compareDiagnostics, type Diagnostic } from "./diagnostic.ts";
 import { sizeViolations } from "./object-size.ts";
 import type { ParsedDocument } from "./parsed-document.ts";
@@ -90,35 +91,25 @@ export class SnapshotChecker {
       document,
       schemaValid: true,
     };
+    const report = ({ path, rule, message }: SchemaViolation, at: "value" | "key") => {
+      const pos = document.locate(path, at);
+      this.#errors.push({
+        file: document.file,
+        line: pos.line,
+        column: pos.column,
+        kind,
+        name: manifest.name,
+        path,
+        rule,
+        message,
+      });
+    };
     for (const violation of checkSchema(object)) {
       manifest.schemaValid = false;
-      const pos = document.locate(
-        violation.path,
-        violation.rule === "schema/additional-property" ? "key" : "value",
-      );
-      this.#errors.push({
-        file: document.file,
-        line: pos.line,
-        column: pos.column,
-        kind,
-        name: manifest.name,
-        path: violation.path,
-        rule: violation.rule,
-        message: violation.message,
-      });
+      report(violation, violation.rule === "schema/additional-property" ? "key" : "value");
     }
     // Before summarising: the size is the whole object's.
-    for (const violation of sizeViolations(object)) {
-      const pos = document.locate(violation.path, "key");
-      this.#errors.push({
-        file: document.file,
-        line: pos.line,
-        column: pos.column,
-        kind,
-        name: manifest.name,
-        ...violation,
-      });
-    }
+    for (const violation of sizeViolations(object)) report(violation, "key");
     if (this.#options.summarize) {
       // Through JSON: the parser's strings are slices of the file text and would keep all of it.
       manifest.object = JSON.parse(JSON.stringify(summarize(kind, object)));
