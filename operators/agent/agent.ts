@@ -3,7 +3,8 @@
 import { randomUUID } from "node:crypto";
 import { Duplex, Readable, Writable } from "node:stream";
 import packageJson from "../../package.json" with { type: "json" };
-import type { Logger } from "../lib/controller/index.ts";
+import { type Clock, every, systemClock, type TimerId } from "../lib/clock.ts";
+import type { Logger } from "../lib/logger.ts";
 import {
   type Capability,
   type CredentialStore,
@@ -37,6 +38,8 @@ export interface AgentOptions {
   /** Answers plans' `dry-run` requests (the kubernetes runtime: runtimes/kubernetes/dry-run.ts). */
   dryRun?: (request: DryRunRequest) => Promise<DryRunAnswer>;
   logger: Logger;
+  /** Drives the report timers and the tunnel's reconnect backoff; tests pass a FakeClock. */
+  clock?: Clock;
 }
 
 export interface Agent {
@@ -74,11 +77,13 @@ function streamsFor(options: AgentOptions): Record<string, StreamHandler> {
 }
 
 export async function startAgent(options: AgentOptions): Promise<Agent> {
+  const clock = options.clock ?? systemClock;
   const credentials = await ensureAgentCredentials({
     store: options.credentials,
     hub: options.hub,
     ...(options.token ? { token: options.token } : {}),
     ...(options.caHash ? { caHash: options.caHash } : {}),
+    now: () => clock.now(),
   });
   const cluster = credentials.cluster;
   const { runtime, logger } = options;
@@ -132,6 +137,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     capabilities,
     streams: streamsFor(options),
     logger,
+    clock,
   });
 
   const report = () => {
@@ -148,10 +154,10 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     });
   };
   // Changes come in bursts (a replica set starting): one report per burst is enough.
-  let pending: NodeJS.Timeout | undefined;
+  let pending: TimerId | undefined;
   const scheduleReport = () => {
     if (pending) return;
-    pending = setTimeout(() => {
+    pending = clock.setTimeout(() => {
       pending = undefined;
       report();
     }, 100);
@@ -162,15 +168,15 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     scheduleReport();
   });
   tunnel.on("disconnected", (error) => logger.warn("tunnel lost; reconnecting", { error: error?.message }));
-  const periodic = setInterval(report, options.reportIntervalMs ?? 10_000);
+  const stopReporting = every(clock, options.reportIntervalMs ?? 10_000, report);
 
   return {
     cluster,
     tunnel,
     desired: () => desired.all(),
     async stop() {
-      clearInterval(periodic);
-      if (pending) clearTimeout(pending);
+      stopReporting();
+      if (pending) clock.clearTimeout(pending);
       unsubscribe();
       await tunnel.stop();
       await runtime.stop();

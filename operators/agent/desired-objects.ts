@@ -3,8 +3,8 @@
 // is validated there). A refused object is logged naming the object and the field; the agent keeps
 // what it held for that object before, so a bad update disturbs nothing already running.
 import { type Addon, checkSchema, type DomainPeer, type Node, type Task } from "../api/index.ts";
-import type { Logger } from "../lib/controller/index.ts";
 import { type KubeObject, kindKey, kindKeyOf, type ObjectRef } from "../lib/kube-object.ts";
+import type { Logger } from "../lib/logger.ts";
 
 export type DesiredObject = Task | DomainPeer | Node | Addon;
 

@@ -4,7 +4,8 @@ import { mkdir } from "node:fs/promises";
 import { hostname } from "node:os";
 import path from "node:path";
 import { EDGE_NODE_LABEL } from "../api/index.ts";
-import type { Logger } from "../lib/controller/index.ts";
+import { type Clock, systemClock } from "../lib/clock.ts";
+import type { Logger } from "../lib/logger.ts";
 import type { Store } from "../lib/store/index.ts";
 import { fileCredentialStore } from "../lib/tunnel/index.ts";
 import { type Agent, startAgent } from "./agent.ts";
@@ -18,13 +19,15 @@ export interface LocalAgentOptions {
   logger: Logger;
   /** How long to wait for the Cluster to appear from git. */
   waitMs?: number;
+  clock?: Clock;
 }
 
 export async function startLocalAgent(options: LocalAgentOptions): Promise<Agent | undefined> {
-  const deadline = Date.now() + (options.waitMs ?? 30_000);
+  const clock = options.clock ?? systemClock;
+  const deadline = clock.now() + (options.waitMs ?? 30_000);
   while (!(await options.hub.store.get("Cluster", undefined, options.cluster))) {
-    if (Date.now() > deadline) return undefined;
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    if (clock.now() > deadline) return undefined;
+    await new Promise<void>((resolve) => clock.setTimeout(resolve, 200));
   }
   const dir = path.join(options.dataDir, "agent");
   await mkdir(dir, { recursive: true, mode: 0o700 });
@@ -45,5 +48,6 @@ export async function startLocalAgent(options: LocalAgentOptions): Promise<Agent
     runtime,
     runtimeKind: "process",
     logger: options.logger,
+    clock,
   });
 }

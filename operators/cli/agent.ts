@@ -102,7 +102,7 @@ export function registerAgent(program: Command): void {
         [
           import("../agent/agent.ts"),
           import("../agent/runtimes/process/index.ts"),
-          import("../hub/logger.ts"),
+          import("../lib/logger.ts"),
           import("../lib/tunnel/index.ts"),
         ],
       );

@@ -1,5 +1,5 @@
 import { type Command, Option } from "commander";
-import type { KindInfo } from "../api/kinds.ts";
+import type { KindInfo } from "../api/index.ts";
 
 export const CRDS_HELP = `
 Prints an apiextensions.k8s.io/v1 CustomResourceDefinition for every rlinf.io/v1alpha1 kind

@@ -73,7 +73,7 @@ export function registerPlan(program: Command): void {
         } else if (flags.base) {
           const root = await plan.repositoryRoot(cwd);
           base = await plan.checkoutRevision(root, flags.base);
-          const { validatePaths } = await import("../api/validate/index.ts");
+          const { validatePaths } = await import("../source/index.ts");
           const basePaths = paths.map((p) =>
             path.join(base?.dir ?? "", path.relative(root, path.resolve(cwd, p))),
           );

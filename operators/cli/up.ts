@@ -29,7 +29,7 @@ export function registerUp(program: Command): void {
     const [{ startLocalAgent }, { startHub }, { jsonLogger }, { ensurePlayground }] = await Promise.all([
       import("../agent/local-agent.ts"),
       import("../hub/index.ts"),
-      import("../hub/logger.ts"),
+      import("../lib/logger.ts"),
       import("../hub/index.ts"),
     ]);
     let playground: string | undefined;

@@ -1,4 +1,5 @@
 import { type Command, Option } from "commander";
+// Only the reporters: the CLI registers every command at start-up, the validator loads on use.
 import { REPORT_FORMATS, type ReportFormat, renderReport } from "../api/validate/reporters.ts";
 import { requireExistingPaths } from "./existing-paths.ts";
 
@@ -27,7 +28,7 @@ export function registerValidate(program: Command): void {
     .addHelpText("after", VALIDATE_HELP)
     .action(async (paths: string[], options: { format: ReportFormat; strict: boolean }) => {
       requireExistingPaths(paths, process.cwd());
-      const { validatePaths } = await import("../api/validate/index.ts");
+      const { validatePaths } = await import("../source/index.ts");
       const result = await validatePaths(paths, {
         baseDir: process.cwd(),
         strict: options.strict,

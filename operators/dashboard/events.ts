@@ -5,6 +5,7 @@
 // gets only what it missed, or a new snapshot when the cache no longer holds that far back.
 // EventSource cannot set headers, so the token may come as `?token=`.
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { type Clock, every, systemClock } from "../lib/clock.ts";
 import { type Authenticator, bearerToken, type Principal, sendStatus } from "../lib/http/index.ts";
 import type { CachedEvent, ObjectCache } from "./object-cache.ts";
 
@@ -33,6 +34,8 @@ export interface EventStreamOptions {
   /** Seconds since the epoch when a token expires, if it does; the stream ends then. */
   expiresAt?: (token: string) => number | undefined;
   limits?: EventStreamLimits;
+  /** Drives heartbeats and token expiry; tests pass a FakeClock. */
+  clock?: Clock;
 }
 
 export interface EventStream {
@@ -61,13 +64,15 @@ export function createEventStream(options: EventStreamOptions): EventStream {
   const perPrincipal = options.limits?.perPrincipal ?? 8;
   const total = options.limits?.total ?? 256;
   const maxPending = options.limits?.maxPendingBytes ?? 1024 * 1024;
+  const clock = options.clock ?? systemClock;
   const clients = new Set<Client>();
   const perSubject = new Map<string, number>();
   let lastSource = JSON.stringify(options.sourceStatus() ?? null);
 
   // A browser that stops reading is dropped rather than buffered: its output is not kept.
   const send = (client: Client, text: string) => {
-    if (client.res.destroyed) return;
+    // Ended at the token's expiry, a heartbeat due at the same moment must not write after it.
+    if (client.res.destroyed || client.res.writableEnded) return;
     client.res.write(text);
     if (client.res.writableLength > client.allowance) client.res.destroy();
   };
@@ -136,18 +141,20 @@ export function createEventStream(options: EventStreamOptions): EventStream {
         initial(`id: ${cursor}\nevent: snapshot\ndata: ${JSON.stringify(body)}\n\n`);
       }
       const unsubscribe = options.cache.subscribe((event) => send(client, frame(event)));
-      const heartbeat = setInterval(() => send(client, ": ping\n\n"), HEARTBEAT_MS);
+      const stopHeartbeat = every(clock, HEARTBEAT_MS, () => send(client, ": ping\n\n"));
       const exp = options.expiresAt?.(token);
       // A session ends with its token: the browser reconnects, is refused, and shows the login.
-      const expiry = exp ? setTimeout(() => res.end(), Math.max(0, exp * 1000 - Date.now())) : undefined;
+      const expiry = exp
+        ? clock.setTimeout(() => res.end(), Math.max(0, exp * 1000 - clock.now()))
+        : undefined;
       res.on("close", () => {
         clients.delete(client);
         const left = (perSubject.get(principal.subject) ?? 1) - 1;
         if (left > 0) perSubject.set(principal.subject, left);
         else perSubject.delete(principal.subject);
         unsubscribe();
-        clearInterval(heartbeat);
-        if (expiry) clearTimeout(expiry);
+        stopHeartbeat();
+        if (expiry) clock.clearTimeout(expiry);
       });
     },
     pollSource() {

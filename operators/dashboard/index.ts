@@ -7,8 +7,9 @@
 //
 // See docs/dashboard.md.
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { type Logger, silentLogger } from "../lib/controller/index.ts";
+import { type Clock, every, systemClock } from "../lib/clock.ts";
 import { type Authenticator, anyOf } from "../lib/http/index.ts";
+import { type Logger, silentLogger } from "../lib/logger.ts";
 import type { Store } from "../lib/store/index.ts";
 import { loadAssets, serveAsset, serveFavicon, serveIndex } from "./assets.ts";
 import { createSessions, LOGIN_PATH, loadOrCreateJwtSecret, verifyJwt } from "./auth/index.ts";
@@ -37,6 +38,8 @@ export interface DashboardSettings {
    * default 60 s (a backstop should the User watch be lost).
    */
   principalRecheckMs?: number;
+  /** Drives polls, rechecks, heartbeats, relists and session times; tests pass a FakeClock. */
+  clock?: Clock;
 }
 
 export interface DashboardOptions extends DashboardSettings {
@@ -61,6 +64,7 @@ export interface Dashboard {
 
 export async function createDashboard(options: DashboardOptions): Promise<Dashboard> {
   const logger = options.logger ?? silentLogger;
+  const clock = options.clock ?? systemClock;
   const secret = await loadOrCreateJwtSecret(options.dataDir);
   const sessions = createSessions({
     store: options.store,
@@ -68,9 +72,10 @@ export async function createDashboard(options: DashboardOptions): Promise<Dashbo
     secret,
     ttlSeconds: options.sessionTtlSeconds,
     limit: options.loginLimit,
+    now: () => clock.now(),
   });
   const assets = await loadAssets();
-  const cache = createObjectCache({ store: options.store, logger });
+  const cache = createObjectCache({ store: options.store, logger, clock });
   await cache.start();
   const streamAuthenticator = anyOf(sessions.authenticator, options.adminToken);
   const events = createEventStream({
@@ -78,11 +83,11 @@ export async function createDashboard(options: DashboardOptions): Promise<Dashbo
     authenticate: streamAuthenticator,
     sourceStatus: options.sourceStatus,
     config: { repoWeb: repoWebUrl(options.repoUrl) ?? null },
-    expiresAt: (token) => verifyJwt(token, secret, Math.floor(Date.now() / 1000))?.exp,
+    expiresAt: (token) => verifyJwt(token, secret, Math.floor(clock.now() / 1000))?.exp,
     ...(options.streamLimits ? { limits: options.streamLimits } : {}),
+    clock,
   });
-  const poll = setInterval(() => events.pollSource(), options.sourcePollMs ?? 1000);
-  poll.unref();
+  const stopPolling = every(clock, options.sourcePollMs ?? 1000, () => events.pollSource());
   // A User deleted or demoted in git loses its open streams at once, not only its next request.
   const recheck = () =>
     void events
@@ -93,8 +98,7 @@ export async function createDashboard(options: DashboardOptions): Promise<Dashbo
     { resourceVersion: await options.store.resourceVersion() },
     recheck,
   );
-  const recheckTimer = setInterval(recheck, options.principalRecheckMs ?? 60_000);
-  recheckTimer.unref();
+  const stopRechecking = every(clock, options.principalRecheckMs ?? 60_000, recheck);
 
   return {
     async routes(req, res, url) {
@@ -124,8 +128,8 @@ export async function createDashboard(options: DashboardOptions): Promise<Dashbo
       return `${hubUrl.replace(/\/+$/, "")}/#/login?adminToken=${encodeURIComponent(token)}`;
     },
     close() {
-      clearInterval(poll);
-      clearInterval(recheckTimer);
+      stopPolling();
+      stopRechecking();
       users.stop();
       events.close();
       cache.stop();

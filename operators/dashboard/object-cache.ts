@@ -3,8 +3,9 @@
 // browser that lost its connection resumes from its last event instead of loading everything again.
 // One cache serves every browser: the store sees one watch per kind however many people look.
 
-import type { Logger } from "../lib/controller/index.ts";
+import { type Clock, systemClock } from "../lib/clock.ts";
 import { type KubeObject, kindKeyOf } from "../lib/kube-object.ts";
+import type { Logger } from "../lib/logger.ts";
 import type { Store, Watch, WatchEvent } from "../lib/store/index.ts";
 import { objectView } from "./object-view.ts";
 
@@ -37,8 +38,15 @@ export interface ObjectCache {
   stop(): void;
 }
 
-export function createObjectCache(options: { store: Store; logger: Logger; logSize?: number }): ObjectCache {
+export function createObjectCache(options: {
+  store: Store;
+  logger: Logger;
+  logSize?: number;
+  /** Drives the wait before a lost watch is listed again. */
+  clock?: Clock;
+}): ObjectCache {
   const { store, logger } = options;
+  const clock = options.clock ?? systemClock;
   const logSize = options.logSize ?? 20_000;
   const objects = new Map<string, KubeObject>();
   const listeners = new Set<(event: CachedEvent) => void>();
@@ -93,7 +101,7 @@ export function createObjectCache(options: { store: Store; logger: Logger; logSi
     void watch.closed.then((error) => {
       if (!error || stopped) return;
       logger.warn("dashboard watch ended, listing again", { kind, error: error.message });
-      setTimeout(() => {
+      clock.setTimeout(() => {
         if (stopped) return;
         follow(kind).catch((e: unknown) =>
           logger.error("dashboard relist failed", { kind, error: String(e) }),

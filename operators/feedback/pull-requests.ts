@@ -10,8 +10,7 @@ import { existsSync } from "node:fs";
 import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
 import { join } from "node:path";
 import { type Clock, systemClock, type TimerId } from "../lib/clock.ts";
-import type { Logger } from "../lib/controller/index.ts";
-import { silentLogger } from "../lib/controller/index.ts";
+import { type Logger, silentLogger } from "../lib/logger.ts";
 import type { KubeObject } from "../lib/store/index.ts";
 import {
   checkManifestDir,

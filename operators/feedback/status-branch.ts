@@ -3,16 +3,9 @@ import { EventEmitter } from "node:events";
 import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import {
-  type Clock,
-  type GitAuth,
-  type GitLogger,
-  gitIn,
-  repoKey,
-  silentLogger,
-  systemClock,
-  type TimerId,
-} from "../source/index.ts";
+import { type Clock, systemClock, type TimerId } from "../lib/clock.ts";
+import { type Logger, silentLogger } from "../lib/logger.ts";
+import { type GitAuth, gitIn, repoKey } from "../source/index.ts";
 
 /** One file of the status branch. */
 export interface StatusDocument {
@@ -45,7 +38,7 @@ export interface StatusBranchWriterOptions {
   maxAttempts?: number;
   author?: { name: string; email: string };
   clock?: Clock;
-  logger?: GitLogger;
+  logger?: Logger;
   timeoutMs?: number;
 }
 
@@ -115,7 +108,7 @@ class Writer extends EventEmitter implements StatusBranchWriter {
   #maxAttempts: number;
   #author: { name: string; email: string };
   #clock: Clock;
-  #log: GitLogger;
+  #log: Logger;
   #timeoutMs: number | undefined;
   #timer: TimerId | undefined;
   #running: Promise<StatusCommitResult> | undefined;

@@ -2,10 +2,9 @@
 // pending when it starts applying, success with the counts, or failure with the first errors.
 // Reporting never blocks reconciliation: calls return at once, statuses go out from an outbox
 // (latest state per revision wins) with backoff, so a code-host outage only delays them.
-import type { Diagnostic } from "../api/validate/index.ts";
+import type { Diagnostic } from "../api/index.ts";
 import { type Clock, systemClock, type TimerId } from "../lib/clock.ts";
-import type { Logger } from "../lib/controller/index.ts";
-import { silentLogger } from "../lib/controller/index.ts";
+import { type Logger, silentLogger } from "../lib/logger.ts";
 import type {
   ApplyRevision,
   ApplyRevisionInput,

@@ -16,7 +16,7 @@ import {
   type StatusBranchWriter,
   type SyncStatusReporter,
 } from "../feedback/index.ts";
-import type { Logger } from "../lib/controller/index.ts";
+import type { Logger } from "../lib/logger.ts";
 import type { Store, Watch } from "../lib/store/index.ts";
 import { DRY_RUN_PURPOSE, type TunnelServer } from "../lib/tunnel/index.ts";
 import { loadWebhookSecrets, type WebhookIntake } from "../source/index.ts";

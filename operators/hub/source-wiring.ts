@@ -2,7 +2,7 @@
 // source/'s one revision path (validate, store artifacts, apply or refuse whole).
 import path from "node:path";
 import type { SyncStatusReporter } from "../feedback/index.ts";
-import type { Logger } from "../lib/controller/index.ts";
+import type { Logger } from "../lib/logger.ts";
 import type { Registry } from "../lib/metrics/index.ts";
 import type { Store } from "../lib/store/index.ts";
 import {

@@ -84,3 +84,17 @@ export class FakeClock implements Clock {
     this.#now = target;
   }
 }
+
+/**
+ * Calls `callback` every `ms` on `clock` (as setInterval: the next call is armed before this one
+ * runs, so a throwing callback does not end the loop) until the returned function is called.
+ */
+export function every(clock: Clock, ms: number, callback: () => void): () => void {
+  let timer: TimerId;
+  const tick = () => {
+    timer = clock.setTimeout(tick, ms);
+    callback();
+  };
+  timer = clock.setTimeout(tick, ms);
+  return () => clock.clearTimeout(timer);
+}

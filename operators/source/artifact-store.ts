@@ -5,7 +5,7 @@
 import { chmod, copyFile, mkdir, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import type { Diagnostic, ManifestObject } from "../api/validate/index.ts";
+import type { Diagnostic, ManifestObject } from "../api/index.ts";
 import { sha256Of, verifyRepositoryArtifacts } from "./repository-artifacts.ts";
 
 /** Kept under its own file name, so a `./name` command and the file's shebang work on the agent. */

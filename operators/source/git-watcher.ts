@@ -1,8 +1,9 @@
 import { EventEmitter } from "node:events";
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { Diagnostic } from "../api/validate/diagnostic.ts";
-import { type Clock, type GitLogger, silentLogger, systemClock, type TimerId } from "./git-clock.ts";
+import type { Diagnostic } from "../api/index.ts";
+import { type Clock, systemClock, type TimerId } from "../lib/clock.ts";
+import { type Logger, silentLogger } from "../lib/logger.ts";
 import type { GitRepository } from "./git-repository.ts";
 import { checkManifestDir, normaliseSourcePath } from "./manifest-dir.ts";
 
@@ -58,7 +59,7 @@ export interface GitWatcherOptions {
   /** Apply the persisted last revision again on start (for stores that do not survive a restart). */
   reapplyOnStart?: boolean;
   clock?: Clock;
-  logger?: GitLogger;
+  logger?: Logger;
 }
 
 export interface GitWatcherMetrics {
@@ -115,7 +116,7 @@ class Watcher extends EventEmitter<{ status: [SourceStatus] }> implements GitWat
   #repo: GitRepository;
   #apply: ApplyRevision;
   #clock: Clock;
-  #log: GitLogger;
+  #log: Logger;
   #interval: number;
   #initialBackoff: number;
   #maxBackoff: number;

@@ -1,8 +1,7 @@
+export { loadAddonCatalog } from "./addon-catalog.ts";
 export { artifactUrl, storeArtifacts } from "./artifact-store.ts";
 export type { GitAuth, GitCredentials, LoadGitCredentialsOptions } from "./git-auth.ts";
 export { loadGitCredentials, prepareGitAuth, repoKey, scrubUrl } from "./git-auth.ts";
-export type { Clock, GitLogger, TimerId } from "./git-clock.ts";
-export { silentLogger, systemClock } from "./git-clock.ts";
 export type { GitExecOptions } from "./git-exec.ts";
 export { gitIn } from "./git-exec.ts";
 export { registerGitSourceMetrics } from "./git-metrics.ts";
@@ -35,6 +34,7 @@ export {
   type SnapshotChanges,
   SOURCE_ANNOTATIONS,
 } from "./snapshot-apply.ts";
+export { type ValidatePathsOptions, validatePaths } from "./validate-paths.ts";
 export type { GitWebhookOptions, GitWebhookRequest, GitWebhookResult } from "./webhook.ts";
 export { handleGitWebhook, normaliseRepoUrl } from "./webhook.ts";
 export type { GitWebhookHttpOptions } from "./webhook-http.ts";

@@ -1,4 +1,4 @@
-import { unescapePointerToken } from "../api/json-pointer.ts";
+import { unescapePointerToken } from "../api/index.ts";
 
 /** Decodes a JSON pointer (RFC 6901) into its segments: "/a~1b/0" → ["a/b", "0"]. */
 export function pointerSegments(pointer: string): string[] {

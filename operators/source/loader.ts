@@ -1,14 +1,7 @@
 import { closeSync, fstatSync, openSync, readFileSync } from "node:fs";
-import type { Diagnostic } from "../api/validate/diagnostic.ts";
+import type { Diagnostic, ParsedDocument } from "../api/index.ts";
 import { collectManifestFiles, errorCode, type ManifestFile } from "./manifest-files.ts";
-import {
-  DEFAULT_PARSE_LIMITS,
-  type ParsedDocument,
-  type ParseLimits,
-  parseManifestText,
-} from "./manifest-parser.ts";
-
-export type { ParsedDocument, Position } from "./manifest-parser.ts";
+import { DEFAULT_PARSE_LIMITS, type ParseLimits, parseManifestText } from "./manifest-parser.ts";
 
 export interface LoadOptions {
   /** Paths in diagnostics are relative to this directory. */

@@ -1,7 +1,7 @@
 import type { Dirent } from "node:fs";
 import { lstat, readdir, readFile, realpath, stat } from "node:fs/promises";
 import path from "node:path";
-import type { Diagnostic } from "../api/validate/diagnostic.ts";
+import type { Diagnostic } from "../api/index.ts";
 import { resolveInside } from "./resolve-inside.ts";
 
 const MANIFEST_EXTENSIONS = new Set([".yaml", ".yml"]);

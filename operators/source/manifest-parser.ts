@@ -9,7 +9,7 @@ import {
   type Node,
   parseAllDocuments,
 } from "yaml";
-import type { Diagnostic } from "../api/validate/diagnostic.ts";
+import type { Diagnostic, ParsedDocument, Position } from "../api/index.ts";
 import { documentOffsets } from "./event-locator.ts";
 import { pointerSegments } from "./json-pointer-segments.ts";
 
@@ -22,27 +22,6 @@ export interface ParseLimits {
 }
 
 export const DEFAULT_PARSE_LIMITS: ParseLimits = { maxAliasCount: 100, maxDepth: 200 };
-
-export interface Position {
-  line: number;
-  column: number;
-}
-
-/** One YAML document of a manifest file, with what is needed to point back into the source. */
-export interface ParsedDocument {
-  file: string;
-  /** 0-based index of the document in its file. */
-  index: number;
-  value: unknown;
-  /** Where the document's content starts. */
-  start: Position;
-  /**
-   * Where the field at a JSON pointer is written. For a field that does not exist (a missing
-   * required field) this is its closest existing parent. `key` asks for the key's position
-   * (unknown-field errors point at the key, not its value).
-   */
-  locate(pointer: string, target?: "value" | "key"): Position;
-}
 
 export interface ParseResult {
   documents: ParsedDocument[];

@@ -13,8 +13,7 @@ import { createHash } from "node:crypto";
 import { constants } from "node:fs";
 import { lstat, open, realpath } from "node:fs/promises";
 import path from "node:path";
-import { artifactSource } from "../api/artifact-url.ts";
-import type { Diagnostic, ManifestObject } from "../api/validate/index.ts";
+import { artifactSource, type Diagnostic, type ManifestObject } from "../api/index.ts";
 
 export interface RepositoryArtifact {
   /** The path as the manifest writes it, relative to the manifest folder. */

@@ -2,12 +2,12 @@
 // hub's content-addressed store, then applied in one transaction; or refused whole, the store
 // untouched.
 import path from "node:path";
-import { validatePaths } from "../api/validate/index.ts";
-import type { Logger } from "../lib/controller/index.ts";
+import type { Logger } from "../lib/logger.ts";
 import type { Store } from "../lib/store/index.ts";
 import { storeArtifacts } from "./artifact-store.ts";
 import type { ApplyRevisionInput, ApplyRevisionResult } from "./git-watcher.ts";
 import { applySnapshot, type SnapshotChanges } from "./snapshot-apply.ts";
+import { validatePaths } from "./validate-paths.ts";
 
 export interface RevisionApplierOptions {
   store: Store;

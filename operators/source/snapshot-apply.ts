@@ -4,11 +4,11 @@ import {
   kinds,
   MANAGED_BY_GIT,
   MANAGED_BY_LABEL,
+  type ManifestObject,
   OVERLAY_KEYS_ANNOTATION,
   SOURCE_FILE_ANNOTATION,
   SOURCE_REVISION_ANNOTATION,
 } from "../api/index.ts";
-import type { ManifestObject } from "../api/validate/index.ts";
 import { type KubeObject, kindKeyOf } from "../lib/kube-object.ts";
 import type { BatchOp, Store } from "../lib/store/index.ts";
 import { deepEqual } from "../lib/store/index.ts";

@@ -1,6 +1,5 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
-import type { GitLogger } from "./git-clock.ts";
-import { silentLogger } from "./git-clock.ts";
+import { type Logger, silentLogger } from "../lib/logger.ts";
 import { handleGitWebhook } from "./webhook.ts";
 import { createWebhookIntake, replyWebhook, type WebhookIntake, webhookHeaders } from "./webhook-intake.ts";
 
@@ -18,7 +17,7 @@ export interface GitWebhookHttpOptions {
    * its body is read; every other event (push, ping) is this handler's.
    */
   byEvent?: Readonly<Record<string, RequestListener>>;
-  logger?: GitLogger;
+  logger?: Logger;
 }
 
 /**

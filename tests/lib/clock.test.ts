@@ -1,5 +1,5 @@
 import t from "tap";
-import { FakeClock, systemClock } from "../../operators/lib/clock.ts";
+import { every, FakeClock, systemClock } from "../../operators/lib/clock.ts";
 
 t.test("the system clock fires timers and cancels them", async (t) => {
   const fired: string[] = [];
@@ -33,5 +33,22 @@ t.test("a fake clock fires due timers in order when advanced, and only then", as
   clock.advance(11);
   t.same(fired, ["a", "d", "b", "e (set while firing)"]);
   t.equal(clock.now(), 1020);
+  t.equal(clock.pending, 0);
+});
+
+t.test("every repeats on its clock, survives a throwing callback and stops when told", async (t) => {
+  const clock = new FakeClock(0);
+  const at: number[] = [];
+  const stop = every(clock, 10, () => {
+    at.push(clock.now());
+    if (at.length === 2) throw new Error("a bad tick");
+  });
+  clock.advance(10);
+  t.throws(() => clock.advance(10), /a bad tick/);
+  clock.advance(10);
+  t.same(at, [10, 20, 30]);
+  stop();
+  clock.advance(100);
+  t.same(at, [10, 20, 30]);
   t.equal(clock.pending, 0);
 });

@@ -1,8 +1,12 @@
-import { type AddonCatalog, loadAddonCatalog } from "../../controllers/addon/catalog.ts";
-import { loadManifests, type ParsedDocument } from "../../source/loader.ts";
-import { API_VERSION, checkSchema, kindInfo, kinds } from "../index.ts";
+// Validation of a whole snapshot of manifests, pure: the documents and the addon catalog come
+// from the caller (source/validate-paths.ts reads them from disk).
+import type { AddonCatalog } from "../addon-catalog.ts";
+import { checkSchema } from "../check-schema.ts";
+import { API_VERSION, kindInfo, kinds } from "../kinds.ts";
+import type { SchemaViolation } from "../violations.ts";
 import { compareDiagnostics, type Diagnostic } from "./diagnostic.ts";
 import { sizeViolations } from "./object-size.ts";
+import type { ParsedDocument } from "./parsed-document.ts";
 import { type CrossRule, isObject, type ManifestObject, type RuleContext, stringAt } from "./rule-context.ts";
 import { addonCatalogRules, clusterReferenceRules } from "./rules/cluster-references.ts";
 import { domainCidrRules } from "./rules/domain-cidrs.ts";
@@ -11,6 +15,8 @@ import { workflowDagRules } from "./rules/workflow-dag.ts";
 
 export type { Diagnostic } from "./diagnostic.ts";
 export { compareDiagnostics, formatDiagnostic } from "./diagnostic.ts";
+export type { ParsedDocument, Position } from "./parsed-document.ts";
+export { REPORT_FORMATS, type ReportFormat, renderReport } from "./reporters.ts";
 export type { ManifestObject } from "./rule-context.ts";
 
 export interface ValidateOptions {
@@ -21,7 +27,8 @@ export interface ValidateOptions {
    * report and do not apply, such as `rlark validate`.
    */
   summarize?: boolean;
-  catalog?: AddonCatalog;
+  /** What Addons are checked against (source/addon-catalog.ts reads the shipped one). */
+  catalog: AddonCatalog;
 }
 
 export interface ValidationResult {
@@ -42,37 +49,21 @@ const CROSS_RULES: CrossRule[] = [
   addonCatalogRules,
 ];
 
-let cachedCatalog: AddonCatalog | undefined;
-
-/** The catalog in the package, read once per process. */
-function shippedCatalog(): AddonCatalog {
-  if (!cachedCatalog) cachedCatalog = loadAddonCatalog();
-  return cachedCatalog;
-}
-
-/** Loads every manifest under `paths` and validates the whole set: what `rlark validate` and the git source run. */
-export async function validatePaths(
-  paths: string[],
-  options: ValidateOptions & { baseDir: string },
-): Promise<ValidationResult> {
-  const checker = new SnapshotChecker(options);
-  // Documents are checked as they are read, so a summarised snapshot never holds every full object.
-  const loaded = await loadManifests(paths, { baseDir: options.baseDir, onDocument: (d) => checker.add(d) });
-  return checker.finish(loaded.diagnostics);
-}
-
 export function validateDocuments(
   documents: ParsedDocument[],
   loadErrors: Diagnostic[],
-  options: ValidateOptions = {},
+  options: ValidateOptions,
 ): ValidationResult {
   const checker = new SnapshotChecker(options);
   for (const document of documents) checker.add(document);
   return checker.finish(loadErrors);
 }
 
-/** Schema checks per document as it arrives, then the rules that need the whole snapshot. */
-class SnapshotChecker {
+/**
+ * Schema checks per document as it arrives, then the rules that need the whole snapshot: a
+ * reader that streams documents never holds every full object.
+ */
+export class SnapshotChecker {
   #options: ValidateOptions;
   #errors: Diagnostic[] = [];
   #warnings: Diagnostic[] = [];
@@ -100,35 +91,25 @@ class SnapshotChecker {
       document,
       schemaValid: true,
     };
+    const report = ({ path, rule, message }: SchemaViolation, at: "value" | "key") => {
+      const pos = document.locate(path, at);
+      this.#errors.push({
+        file: document.file,
+        line: pos.line,
+        column: pos.column,
+        kind,
+        name: manifest.name,
+        path,
+        rule,
+        message,
+      });
+    };
     for (const violation of checkSchema(object)) {
       manifest.schemaValid = false;
-      const pos = document.locate(
-        violation.path,
-        violation.rule === "schema/additional-property" ? "key" : "value",
-      );
-      this.#errors.push({
-        file: document.file,
-        line: pos.line,
-        column: pos.column,
-        kind,
-        name: manifest.name,
-        path: violation.path,
-        rule: violation.rule,
-        message: violation.message,
-      });
+      report(violation, violation.rule === "schema/additional-property" ? "key" : "value");
     }
     // Before summarising: the size is the whole object's.
-    for (const violation of sizeViolations(object)) {
-      const pos = document.locate(violation.path, "key");
-      this.#errors.push({
-        file: document.file,
-        line: pos.line,
-        column: pos.column,
-        kind,
-        name: manifest.name,
-        ...violation,
-      });
-    }
+    for (const violation of sizeViolations(object)) report(violation, "key");
     if (this.#options.summarize) {
       // Through JSON: the parser's strings are slices of the file text and would keep all of it.
       manifest.object = JSON.parse(JSON.stringify(summarize(kind, object)));
@@ -170,7 +151,7 @@ class SnapshotChecker {
       });
     };
     checkUniqueNames(objects, report);
-    const ctx = buildContext(objects, this.#options.catalog ?? shippedCatalog(), report);
+    const ctx = buildContext(objects, this.#options.catalog, report);
     for (const rule of CROSS_RULES) rule(ctx);
     errors.sort(compareDiagnostics);
     const warnings = this.#warnings.sort(compareDiagnostics);

@@ -1,6 +1,7 @@
 // Size caps on one object, as Kubernetes enforces them, so a revision the hub accepts cannot hold
 // objects that bloat the store, every API response and every watch event, or that a cluster
 // would refuse when the object (or its annotations) reaches it.
+import type { SchemaViolation } from "../violations.ts";
 import { isObject } from "./rule-context.ts";
 
 /** Kubernetes' TotalAnnotationSizeLimitB: the bytes of every key and value together. */
@@ -11,14 +12,8 @@ export const MAX_ANNOTATION_BYTES = 256 * 1024;
  */
 export const MAX_OBJECT_BYTES = 1024 * 1024;
 
-export interface SizeViolation {
-  path: string;
-  rule: string;
-  message: string;
-}
-
-export function sizeViolations(object: Record<string, unknown>): SizeViolation[] {
-  const violations: SizeViolation[] = [];
+export function sizeViolations(object: Record<string, unknown>): SchemaViolation[] {
+  const violations: SchemaViolation[] = [];
   const annotations = isObject(object.metadata) ? object.metadata.annotations : undefined;
   if (isObject(annotations)) {
     // Counted as ValidateAnnotationsSize counts: UTF-8 bytes of each key plus its value.

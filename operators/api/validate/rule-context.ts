@@ -1,5 +1,5 @@
-import type { AddonCatalog } from "../../controllers/addon/catalog.ts";
-import type { ParsedDocument } from "../../source/loader.ts";
+import type { AddonCatalog } from "../addon-catalog.ts";
+import type { ParsedDocument } from "./parsed-document.ts";
 
 /** A document that is an RLark object (apiVersion rlinf.io/v1alpha1 and a known kind). */
 export interface ManifestObject {

@@ -1,8 +1,8 @@
 // The I/O around computePlan: validate a checked-out revision, read the live state, dry-run.
 import path from "node:path";
-import type { Job } from "../../api/index.ts";
-import { compareDiagnostics, validatePaths } from "../../api/validate/index.ts";
+import { compareDiagnostics, type Job } from "../../api/index.ts";
 import type { KubeObject } from "../../lib/store/index.ts";
+import { validatePaths } from "../../source/index.ts";
 import { checkArtifacts } from "./artifacts.ts";
 import { computePlan } from "./compute.ts";
 import { runDryRuns, type WorkloadDryRunner } from "./dry-run.ts";

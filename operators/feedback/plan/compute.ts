@@ -1,7 +1,6 @@
 // The plan as a function of a validated revision and the live state. Pure: no I/O, no clock,
 // the same inputs give the same Plan (sorted everywhere), so it is golden-tested.
-import type { Addon, Cluster, Domain, Job } from "../../api/index.ts";
-import type { ManifestObject, ValidationResult } from "../../api/validate/index.ts";
+import type { Addon, Cluster, Domain, Job, ManifestObject, ValidationResult } from "../../api/index.ts";
 import type { KubeObject } from "../../lib/store/index.ts";
 import { addonImpact } from "./addon-impact.ts";
 import { domainImpact } from "./domain-impact.ts";

@@ -1,7 +1,12 @@
 // Where the plan's "before" comes from: the hub's store (in the hub), the hub's read-only HTTP API
 // (`rlark plan --hub`), the manifests of a base revision (`rlark plan --base`), or nothing.
-import { API_VERSION, kinds, MANAGED_BY_GIT, MANAGED_BY_LABEL } from "../../api/index.ts";
-import type { ManifestObject } from "../../api/validate/index.ts";
+import {
+  API_VERSION,
+  kinds,
+  MANAGED_BY_GIT,
+  MANAGED_BY_LABEL,
+  type ManifestObject,
+} from "../../api/index.ts";
 import type { KubeObject, Store } from "../../lib/store/index.ts";
 import { manifestAsObject } from "./object-diff.ts";
 

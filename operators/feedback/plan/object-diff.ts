@@ -2,8 +2,7 @@
 // by the same rules the hub applies a revision (operators/source/snapshot-apply.ts): objects are
 // keyed kind/namespace/name, only what git controls is compared, and only objects the source
 // owns are deleted.
-import { kinds, MANAGED_BY_GIT, MANAGED_BY_LABEL } from "../../api/index.ts";
-import type { ManifestObject } from "../../api/validate/index.ts";
+import { kinds, MANAGED_BY_GIT, MANAGED_BY_LABEL, type ManifestObject } from "../../api/index.ts";
 import { type KubeObject, kindKeyOf } from "../../lib/kube-object.ts";
 import { deepEqual } from "../../lib/store/index.ts";
 import { unifiedDiff } from "./line-diff.ts";

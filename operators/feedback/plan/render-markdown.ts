@@ -1,6 +1,6 @@
 // The plan as GitHub/Gitea-flavoured Markdown: a verdict, a summary table, then collapsible
 // details per object. Pure; long plans drop their diffs (then their tables) to fit a comment.
-import { formatDiagnostic } from "../../api/validate/index.ts";
+import { formatDiagnostic } from "../../api/index.ts";
 import { type Plan, planConcerns, planFailed } from "./types.ts";
 
 export interface MarkdownOptions {

@@ -1,5 +1,5 @@
 // The plan for a terminal or a CI log.
-import { formatDiagnostic } from "../../api/validate/index.ts";
+import { formatDiagnostic } from "../../api/index.ts";
 import { planVerdict } from "./render-markdown.ts";
 import { type Plan, planConcerns, planFailed } from "./types.ts";
 

@@ -1,6 +1,6 @@
 // The plan of a pull request (or of `rlark plan`): what merging it would do to the hub's live
 // state. Plain data, sorted, so the JSON form is stable and renderers are pure functions of it.
-import type { Diagnostic } from "../../api/validate/index.ts";
+import type { Diagnostic } from "../../api/index.ts";
 
 export type ChangeAction = "create" | "change" | "delete";
 

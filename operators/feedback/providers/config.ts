@@ -25,7 +25,7 @@ export interface ProviderConfig {
 export interface ProviderRuntimeOptions {
   retryBaseMs?: number;
   fetch?: typeof fetch;
-  logger?: import("../../lib/controller/index.ts").Logger;
+  logger?: import("../../lib/logger.ts").Logger;
 }
 
 /** Reads the credentials and builds the provider. Throws (without the secret) when none is found. */

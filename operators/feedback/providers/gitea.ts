@@ -2,7 +2,7 @@
 // serves them (base URL https://<host>/api/v1); pull-request listing pages with `limit`, and
 // reviews place comments with `new_position`, so those two go through this thin adapter. Gitea
 // has no check runs: findings are always review comments.
-import type { Logger } from "../../lib/controller/index.ts";
+import type { Logger } from "../../lib/logger.ts";
 import { call, postCommitStatus, toPullRequestRef } from "./github.ts";
 import { createOctokit, type FeedbackOctokit } from "./octokit.ts";
 import type {

@@ -1,6 +1,6 @@
 // GitHub and GitHub Enterprise: the REST endpoints for statuses, issue comments, reviews,
 // check runs and pull requests.
-import type { Logger } from "../../lib/controller/index.ts";
+import type { Logger } from "../../lib/logger.ts";
 import { createOctokit, type FeedbackOctokit, type ProviderAuth, requestStatus } from "./octokit.ts";
 import {
   type CommitStatus,

@@ -5,8 +5,7 @@ import { createAppAuth } from "@octokit/auth-app";
 import { Octokit } from "@octokit/core";
 import { retry } from "@octokit/plugin-retry";
 import { throttling } from "@octokit/plugin-throttling";
-import type { Logger } from "../../lib/controller/index.ts";
-import { silentLogger } from "../../lib/controller/index.ts";
+import { type Logger, silentLogger } from "../../lib/logger.ts";
 
 export type ProviderAuth =
   | { token: string }

@@ -3,8 +3,9 @@
 // keeps Cluster status (Online/Offline, heartbeat, capabilities), and releases a deleted Task's
 // cleanup finalizer once the agent has acknowledged the removal and reports no pod of it.
 import { AGENT_CLEANUP_FINALIZER, clusterOf, namespaceFor } from "../../api/index.ts";
-import type { Logger } from "../../lib/controller/index.ts";
+import { type Clock, systemClock, type TimerId } from "../../lib/clock.ts";
 import { type KubeObject, kindKey, kindKeyOf, parseKindKey } from "../../lib/kube-object.ts";
+import type { Logger } from "../../lib/logger.ts";
 import type { Store, Watch } from "../../lib/store/index.ts";
 import { modify } from "../../lib/store/index.ts";
 import type { AgentMessage, AgentSession, ClusterState } from "../../lib/tunnel/index.ts";
@@ -17,6 +18,8 @@ export interface AgentSyncOptions {
   logger: Logger;
   /** Quiet time before a burst of store changes becomes one delta. */
   debounceMs?: number;
+  /** Drives the delta debounce and the status timestamps; tests pass a FakeClock. */
+  clock?: Clock;
 }
 
 export interface AgentSync {
@@ -30,6 +33,7 @@ const WATCHED_KINDS = ["Task", "DomainPeer", "Addon", "Node", "Cluster"] as cons
 
 export function createAgentSync(options: AgentSyncOptions): AgentSync {
   const { store, logger } = options;
+  const clock = options.clock ?? systemClock;
   const sessions = new Map<string, ClusterSession>();
   const watches: Watch[] = [];
 
@@ -56,7 +60,7 @@ export function createAgentSync(options: AgentSyncOptions): AgentSync {
     },
     onAgentSession(session) {
       sessions.get(session.cluster)?.dispose();
-      const cluster = new ClusterSession(session, options);
+      const cluster = new ClusterSession(session, options, clock);
       sessions.set(session.cluster, cluster);
       session.on("close", () => {
         if (sessions.get(session.cluster) === cluster) sessions.delete(session.cluster);
@@ -66,7 +70,7 @@ export function createAgentSync(options: AgentSyncOptions): AgentSync {
     },
     onClusterState(cluster, state) {
       void setClusterStatus(store, cluster, (status) => {
-        if (status.phase !== state) status.lastTransitionTime = new Date().toISOString();
+        if (status.phase !== state) status.lastTransitionTime = new Date(clock.now()).toISOString();
         status.phase = state;
       }).catch((error: unknown) =>
         logger.warn("cluster status not written", { cluster, error: String(error) }),
@@ -109,14 +113,16 @@ class ClusterSession {
   #sent = new Map<string, string>();
   /** Task key → generation of the delta that removed it from the agent's set. */
   #removedAt = new Map<string, number>();
-  #timer: NodeJS.Timeout | undefined;
+  #clock: Clock;
+  #timer: TimerId | undefined;
   #running: Promise<void> = Promise.resolve();
   #disposed = false;
   #lastHeartbeatWrite = 0;
 
-  constructor(session: AgentSession, options: AgentSyncOptions) {
+  constructor(session: AgentSession, options: AgentSyncOptions, clock: Clock) {
     this.#session = session;
     this.#options = options;
+    this.#clock = clock;
     session.on("message", (message) => void this.#onMessage(message));
     session.on("resync", () => void this.#serialise(() => this.#send(true)));
   }
@@ -132,14 +138,14 @@ class ClusterSession {
       status.runtime = hello.runtime;
       status.bootId = hello.bootId;
       status.capabilities = hello.capabilities;
-      status.lastHeartbeatTime = new Date().toISOString();
+      status.lastHeartbeatTime = new Date(this.#clock.now()).toISOString();
     }).catch(() => {});
     await this.#serialise(() => this.#send(true));
   }
 
   schedule(): void {
     if (this.#disposed || this.#timer) return;
-    this.#timer = setTimeout(() => {
+    this.#timer = this.#clock.setTimeout(() => {
       this.#timer = undefined;
       void this.#serialise(() => this.#send(false));
     }, this.#options.debounceMs ?? 50);
@@ -147,7 +153,7 @@ class ClusterSession {
 
   dispose(): void {
     this.#disposed = true;
-    if (this.#timer) clearTimeout(this.#timer);
+    if (this.#timer) this.#clock.clearTimeout(this.#timer);
   }
 
   /** One send or report at a time, in order, so generations and finalizer checks never interleave. */
@@ -194,7 +200,7 @@ class ClusterSession {
       });
     } else if (message.type === "heartbeat") {
       // Heartbeats arrive every 10 s per agent: write at most one per 30 s to spare the store.
-      const now = Date.now();
+      const now = this.#clock.now();
       if (now - this.#lastHeartbeatWrite < 30_000) return;
       this.#lastHeartbeatWrite = now;
       await setClusterStatus(this.#options.store, this.cluster, (status) => {

@@ -1,10 +1,11 @@
 // Starts controllers against one Store and owns the process's controller metrics.
 
 import { type Clock, systemClock } from "../clock.ts";
+import { type Logger, silentLogger } from "../logger.ts";
 import { Registry } from "../metrics/index.ts";
 import type { Store } from "../store/index.ts";
 import { type ControllerMetrics, ControllerRunner } from "./runner.ts";
-import { type Controller, type Logger, silentLogger } from "./types.ts";
+import type { Controller } from "./types.ts";
 
 export interface ManagerOptions {
   store: Store;

@@ -3,10 +3,11 @@
 // are re-established from the last seen resourceVersion (relisting when it expired).
 
 import type { Clock, TimerId } from "../clock.ts";
+import type { Logger } from "../logger.ts";
 import type { Counter, Gauge, Histogram } from "../metrics/index.ts";
 import { isExpired, keyOf, parseKey, type Store, type Watch } from "../store/index.ts";
 import { ExponentialFailureRateLimiter } from "./rate-limiter.ts";
-import type { Controller, Logger, MapToKeys, ReconcileContext, WatchSpec } from "./types.ts";
+import type { Controller, MapToKeys, ReconcileContext, WatchSpec } from "./types.ts";
 import { WorkQueue } from "./work-queue.ts";
 
 export interface ControllerMetrics {

@@ -2,6 +2,7 @@
 // the other kinds whose changes map to keys of that kind.
 
 import type { Clock } from "../clock.ts";
+import type { Logger } from "../logger.ts";
 import type { KubeObject, SelectorInput, Store, WatchEventType } from "../store/index.ts";
 
 /** Which object to reconcile. `key` is "namespace/name", or "name" when cluster-scoped. */
@@ -18,14 +19,6 @@ export interface ReconcileResult {
 
 // biome-ignore lint/suspicious/noConfusingVoidType: a reconcile that returns nothing is `() => void` / `Promise<void>`.
 export type ReconcileOutcome = ReconcileResult | undefined | void;
-
-export interface Logger {
-  info(message: string, fields?: Record<string, unknown>): void;
-  warn(message: string, fields?: Record<string, unknown>): void;
-  error(message: string, fields?: Record<string, unknown>): void;
-}
-
-export const silentLogger: Logger = { info() {}, warn() {}, error() {} };
 
 export interface ReconcileContext {
   store: Store;

@@ -1,6 +1,7 @@
 import { EventEmitter } from "node:events";
 import ssh2 from "ssh2";
 import { type Clock, systemClock, type TimerId } from "../clock.ts";
+import { type Logger, silentLogger } from "../logger.ts";
 import {
   certificateFingerprint,
   generateKeyPair,
@@ -9,13 +10,13 @@ import {
   sshPublicKeyBlob,
   verifyCertificate,
 } from "../pki/index.ts";
-import { type BackoffOptions, backoffDelay } from "./backoff.ts";
 import { dialNoDelay } from "./connect.ts";
 import type { AgentCredentials, CredentialStore } from "./credentials.ts";
 import { checkHubIdentity, parseHubAddress } from "./hub-identity.ts";
 import { MessageChannel } from "./message-channel.ts";
 import type { AgentMessage, Capability, Delta, Hello, HubMessage, Report, Snapshot } from "./protocol.ts";
 import { parseHubMessage } from "./protocol.ts";
+import { type BackoffOptions, backoffDelay } from "./reconnect-delay.ts";
 import {
   AGENT_SUBSYSTEM,
   agentUsername,
@@ -23,8 +24,6 @@ import {
   DEFAULT_KEEPALIVE_COUNT_MAX,
   DEFAULT_KEEPALIVE_MS,
   STREAM_BIND_ADDR,
-  silentLogger,
-  type TunnelLogger,
 } from "./ssh-options.ts";
 import { type StreamHandler, serveStream } from "./streams.ts";
 
@@ -43,7 +42,7 @@ export interface TunnelClientOptions {
   streams?: Record<string, StreamHandler>;
   clock?: Clock;
   random?: () => number;
-  logger?: TunnelLogger;
+  logger?: Logger;
   /** Defaults to the interval the hub announces in its welcome. */
   heartbeatIntervalMs?: number;
   backoff?: BackoffOptions;
@@ -84,7 +83,7 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
   #credentials: AgentCredentials;
   #clock: Clock;
   #random: () => number;
-  #log: TunnelLogger;
+  #log: Logger;
   #running = false;
   #attempt = 0;
   #sleep: { timer: TimerId; wake: () => void } | undefined;

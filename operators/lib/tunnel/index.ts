@@ -1,6 +1,5 @@
 // The SSH tunnel between hub and agents: transport, framing, protocol and enrollment.
 export { AgentSession, type AgentSessionEvents } from "./agent-session.ts";
-export { type BackoffOptions, backoffDelay } from "./backoff.ts";
 export {
   createTunnelClient,
   TunnelClient,
@@ -29,6 +28,7 @@ export { checkHubIdentity, parseHubAddress } from "./hub-identity.ts";
 export { MessageChannel, type MessageChannelOptions } from "./message-channel.ts";
 export { encodeLine, LineSplitter, LineTooLongError } from "./ndjson.ts";
 export * from "./protocol.ts";
+export { type BackoffOptions, backoffDelay } from "./reconnect-delay.ts";
 export {
   DEFAULT_MAX_REQUEST_BYTES,
   DEFAULT_MAX_RESPONSE_BYTES,
@@ -45,5 +45,5 @@ export {
   TunnelServer,
   type TunnelServerOptions,
 } from "./server.ts";
-export { AGENT_SUBSYSTEM, DEFAULT_HEARTBEAT_MS, type TunnelLogger } from "./ssh-options.ts";
+export { AGENT_SUBSYSTEM, DEFAULT_HEARTBEAT_MS } from "./ssh-options.ts";
 export { type StreamHandler, serveStream } from "./streams.ts";

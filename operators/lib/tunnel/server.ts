@@ -2,6 +2,7 @@ import { type AddressInfo, createServer, type Server as NetServer, type Socket }
 import type { Duplex } from "node:stream";
 import ssh2, { type AuthContext, type Connection, type ServerChannel } from "ssh2";
 import { type Clock, systemClock, type TimerId } from "../clock.ts";
+import { type Logger, silentLogger } from "../logger.ts";
 import {
   type CertificateAuthority,
   type Identity,
@@ -34,8 +35,6 @@ import {
   IDENTITY_MARKER,
   STREAM_BIND_ADDR,
   STREAM_BIND_PORT,
-  silentLogger,
-  type TunnelLogger,
 } from "./ssh-options.ts";
 import { STREAM_HEADER_LIMIT } from "./streams.ts";
 
@@ -75,7 +74,7 @@ export interface TunnelServerOptions {
   maxUnauthenticatedPerAddress?: number;
   maxUnauthenticated?: number;
   clock?: Clock;
-  logger?: TunnelLogger;
+  logger?: Logger;
   heartbeatIntervalMs?: number;
   missedHeartbeats?: number;
   keepaliveIntervalMs?: number;
@@ -131,7 +130,7 @@ export class TunnelServer {
   #options: TunnelServerOptions;
   #verify: CertificateAuthority["verify"];
   #clock: Clock;
-  #log: TunnelLogger;
+  #log: Logger;
   #heartbeatMs: number;
   #missed: number;
   #ssh: InstanceType<typeof ssh2.Server>;

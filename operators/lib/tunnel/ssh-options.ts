@@ -42,10 +42,3 @@ export function certFromAgentUsername(username: string): string | undefined {
 export function pemCertificates(text: string): string[] {
   return text.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
 }
-
-export interface TunnelLogger {
-  info(message: string, fields?: Record<string, unknown>): void;
-  warn(message: string, fields?: Record<string, unknown>): void;
-}
-
-export const silentLogger: TunnelLogger = { info() {}, warn() {} };

@@ -1,7 +1,7 @@
 import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import t from "tap";
-import { validatePaths } from "../../../operators/api/validate/index.ts";
+import { validatePaths } from "../../../operators/source/index.ts";
 
 const root = path.resolve(import.meta.dirname, "../../..");
 

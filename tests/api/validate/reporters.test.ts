@@ -1,11 +1,12 @@
 import t from "tap";
 import { type Diagnostic, validateDocuments } from "../../../operators/api/validate/index.ts";
 import { renderReport } from "../../../operators/api/validate/reporters.ts";
+import { loadAddonCatalog } from "../../../operators/source/addon-catalog.ts";
 import { parseManifestText } from "../../../operators/source/manifest-parser.ts";
 
 function errorsOf(file: string, text: string): Diagnostic[] {
   const parsed = parseManifestText(text, file);
-  return validateDocuments(parsed.documents, parsed.diagnostics).errors;
+  return validateDocuments(parsed.documents, parsed.diagnostics, { catalog: loadAddonCatalog() }).errors;
 }
 
 t.test(

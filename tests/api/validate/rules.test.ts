@@ -3,11 +3,14 @@ import t from "tap";
 import { validateDocuments } from "../../../operators/api/validate/index.ts";
 import { cidrsOverlap, parseCidr } from "../../../operators/api/validate/rules/domain-cidrs.ts";
 import { findCycle } from "../../../operators/api/validate/rules/workflow-dag.ts";
+import { loadAddonCatalog } from "../../../operators/source/addon-catalog.ts";
 import { parseManifestText } from "../../../operators/source/manifest-parser.ts";
+
+const catalog = loadAddonCatalog();
 
 function validate(text: string, strict = false) {
   const parsed = parseManifestText(text, "repo.yaml");
-  return validateDocuments(parsed.documents, parsed.diagnostics, { strict });
+  return validateDocuments(parsed.documents, parsed.diagnostics, { strict, catalog });
 }
 
 t.test(

@@ -10,8 +10,8 @@ import {
   type V1ConfigMap,
 } from "@kubernetes/client-node";
 import t, { type Test } from "tap";
-import { silentLogger } from "../../../operators/agent/runtimes/kubernetes/logger.ts";
 import { WatchedCollection } from "../../../operators/agent/runtimes/kubernetes/watched-collection.ts";
+import { silentLogger } from "../../../operators/lib/logger.ts";
 import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
 import { onKube, waitFor } from "../../helpers/wait-for.ts";
 

@@ -1,10 +1,10 @@
 // Server-side applies one rendered Task's objects, replacing a Job whose pod template cannot
 // change in place.
 import { type KubernetesObject, type KubernetesObjectApi, PatchStrategy } from "@kubernetes/client-node";
+import type { Logger } from "../../../lib/logger.ts";
 import { apiErrorCode, describeApiError } from "./api-error.ts";
 import { deleteObject } from "./delete-object.ts";
 import { ANNOTATION_TASK_UID, FIELD_MANAGER } from "./labels.ts";
-import type { Logger } from "./logger.ts";
 import { objectKey } from "./object-key.ts";
 import type { AnyWorkload } from "./observe.ts";
 import type { RenderedTask } from "./render.ts";

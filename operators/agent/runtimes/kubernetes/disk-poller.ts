@@ -1,9 +1,9 @@
 // ObservedNode.disk: every node's kubelet Stats Summary, read through the API server's node proxy
 // (it needs `nodes/proxy` get, which fleet/agent does not grant), round after round.
 import type { CoreV1Api, V1Node } from "@kubernetes/client-node";
+import type { Logger } from "../../../lib/logger.ts";
 import { apiErrorCode, describeApiError } from "./api-error.ts";
 import { diskUsageFromSummary } from "./disk-usage.ts";
-import type { Logger } from "./logger.ts";
 import type { WatchedCollection } from "./watched-collection.ts";
 
 export interface DiskFigures {

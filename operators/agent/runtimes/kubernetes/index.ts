@@ -8,6 +8,7 @@
 // runtime owns is found again by label, so a new runtime on the same cluster adopts it: no state
 // of its own.
 import type { KubeConfig } from "@kubernetes/client-node";
+import { type Logger, silentLogger } from "../../../lib/logger.ts";
 import type {
   AgentType,
   LogOptions,
@@ -23,7 +24,6 @@ import { ChangeFeed } from "./change-feed.ts";
 import { DiskPoller } from "./disk-poller.ts";
 import { KubernetesVersion } from "./kubernetes-version.ts";
 import { LABEL_INSTANCE, MANAGED_SELECTOR } from "./labels.ts";
-import { type Logger, silentLogger } from "./logger.ts";
 import { NodeOverlaySync } from "./node-overlay-sync.ts";
 import { type RejectedTask, WorkloadReconciler } from "./reconciler.ts";
 import type { SidecarOptions } from "./render.ts";
@@ -35,7 +35,6 @@ export {
   type SecretCredentialStoreOptions,
   secretCredentialStore,
 } from "./credential-secret.ts";
-export type { Logger } from "./logger.ts";
 export { overlayPatch } from "./node-overlays.ts";
 export { requestedByNode } from "./observe.ts";
 export type { RejectedTask } from "./reconciler.ts";

@@ -1,8 +1,8 @@
 // The API server's gitVersion (/version, readable by every authenticated identity), read at
 // start and again now and then: the control plane may be upgraded under a running agent.
 import type { VersionApi } from "@kubernetes/client-node";
+import type { Logger } from "../../../lib/logger.ts";
 import { describeApiError } from "./api-error.ts";
-import type { Logger } from "./logger.ts";
 
 export class KubernetesVersion {
   readonly #api: VersionApi;

@@ -7,10 +7,10 @@ import {
   PatchStrategy,
   type V1Node,
 } from "@kubernetes/client-node";
+import type { Logger } from "../../../lib/logger.ts";
 import type { NodeOverlay } from "../types.ts";
 import { describeApiError } from "./api-error.ts";
 import { FIELD_MANAGER } from "./labels.ts";
-import type { Logger } from "./logger.ts";
 import { hasOverlayRecord, type NodeFields, overlayPatch } from "./node-overlays.ts";
 import type { WatchedCollection } from "./watched-collection.ts";
 

@@ -1,11 +1,11 @@
 // Deletes what carries this runtime's labels but is no longer desired: workloads (from the
 // watches), their companions (listed each time) and the claims of Tasks that are gone.
 import type { KubernetesObject, KubernetesObjectApi } from "@kubernetes/client-node";
+import type { Logger } from "../../../lib/logger.ts";
 import type { RuntimeTask } from "../types.ts";
 import { describeApiError } from "./api-error.ts";
 import { deleteObject } from "./delete-object.ts";
 import { LABEL_TASK_NAME } from "./labels.ts";
-import type { Logger } from "./logger.ts";
 import { objectKey } from "./object-key.ts";
 import { type ClusterWatches, WORKLOADS } from "./watches.ts";
 

@@ -2,10 +2,10 @@
 // Tasks at a time, then prunes what is no longer desired. One reconcile runs at a time, each from
 // the latest desired set; failures are retried after a while.
 import type { CoreV1Api, KubernetesObjectApi } from "@kubernetes/client-node";
+import type { Logger } from "../../../lib/logger.ts";
 import type { RuntimeTask, WorkloadKind } from "../types.ts";
 import { describeApiError } from "./api-error.ts";
 import { applyTask } from "./apply-task.ts";
-import type { Logger } from "./logger.ts";
 import { ensureNamespace } from "./namespace.ts";
 import { objectKey } from "./object-key.ts";
 import { prune } from "./prune.ts";

@@ -5,8 +5,9 @@
 // 30 s inactivity timeout is the watchdog); backs off exponentially while the server fails; and
 // skips events whose object it already holds at that resourceVersion.
 import { type KubeConfig, type KubernetesObject, KubernetesObjectApi, Watch } from "@kubernetes/client-node";
+import { type Clock, systemClock } from "../../../lib/clock.ts";
+import type { Logger } from "../../../lib/logger.ts";
 import { apiErrorCode, describeApiError } from "./api-error.ts";
-import type { Logger } from "./logger.ts";
 
 export interface CollectionOptions {
   kubeConfig: KubeConfig;
@@ -20,12 +21,15 @@ export interface CollectionOptions {
   logger: Logger;
   relistIntervalMs?: number;
   backoff?: { initialMs: number; maxMs: number };
+  /** Drives the backoff, the relist interval and the busy-loop guard; tests pass a FakeClock. */
+  clock?: Clock;
 }
 
 const key = (o: KubernetesObject): string => `${o.metadata?.namespace ?? ""}/${o.metadata?.name ?? ""}`;
 
 export class WatchedCollection<T extends KubernetesObject> {
   readonly #options: CollectionOptions;
+  readonly #clock: Clock;
   readonly #objects: KubernetesObjectApi;
   readonly #items = new Map<string, T>();
   #resourceVersion = "";
@@ -41,6 +45,7 @@ export class WatchedCollection<T extends KubernetesObject> {
 
   constructor(options: CollectionOptions) {
     this.#options = options;
+    this.#clock = options.clock ?? systemClock;
     this.#objects = KubernetesObjectApi.makeApiClient(options.kubeConfig);
     this.#synced = new Promise((resolve) => {
       this.#markSynced = resolve;
@@ -87,9 +92,9 @@ export class WatchedCollection<T extends KubernetesObject> {
 
   #sleep(ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const timer = setTimeout(resolve, ms);
+      const timer = this.#clock.setTimeout(resolve, ms);
       this.#wake = () => {
-        clearTimeout(timer);
+        this.#clock.clearTimeout(timer);
         resolve();
       };
     });
@@ -206,9 +211,9 @@ export class WatchedCollection<T extends KubernetesObject> {
         await this.#sleep(this.#backoff(failures));
         continue;
       }
-      const relistAt = Date.now() + interval * (0.9 + Math.random() * 0.2);
-      while (!this.#stopped && Date.now() < relistAt) {
-        const began = Date.now();
+      const relistAt = this.#clock.now() + interval * (0.9 + Math.random() * 0.2);
+      while (!this.#stopped && this.#clock.now() < relistAt) {
+        const began = this.#clock.now();
         const outcome = await this.#watch();
         if (this.#relistRequested) {
           this.#relistRequested = false;
@@ -225,7 +230,7 @@ export class WatchedCollection<T extends KubernetesObject> {
         }
         failures = 0;
         // a server that closes watches at once must not turn this loop into a busy one
-        if (Date.now() - began < 1000) await this.#sleep(1000);
+        if (this.#clock.now() - began < 1000) await this.#sleep(1000);
       }
     }
   }

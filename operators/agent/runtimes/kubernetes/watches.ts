@@ -7,8 +7,8 @@ import type {
   V1PersistentVolumeClaim,
   V1Pod,
 } from "@kubernetes/client-node";
+import type { Logger } from "../../../lib/logger.ts";
 import type { WorkloadKind } from "../types.ts";
-import type { Logger } from "./logger.ts";
 import type { AnyWorkload } from "./observe.ts";
 import { WatchedCollection } from "./watched-collection.ts";
 

@@ -9,6 +9,8 @@
 // an agent restart neither duplicates nor orphans anything.
 import { mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
+import { type Clock, systemClock } from "../../../lib/clock.ts";
+import { type Logger, silentLogger } from "../../../lib/logger.ts";
 import type {
   AgentType,
   LogOptions,
@@ -19,9 +21,8 @@ import type {
   StopOptions,
 } from "../types.ts";
 import { ArtifactCache } from "./artifact-cache.ts";
-import { type BackoffPolicy, kubeletBackoff } from "./backoff.ts";
+import { type BackoffPolicy, kubeletBackoff } from "./crash-loop-backoff.ts";
 import { findLaunched, type Launched } from "./launch.ts";
-import { type Logger, silentLogger } from "./logger.ts";
 import { type Gpu, probeGpus, reportNode } from "./node-report.ts";
 import { loadPodRecords, PodFiles } from "./pod-files.ts";
 import { isSameProcessAlive, signalGroup } from "./proc.ts";
@@ -29,9 +30,8 @@ import { type LaunchHooks, Replica, type ReplicaContext } from "./replica.ts";
 import { type DesiredPod, desiredPods, podKey, type RejectedTask } from "./spec.ts";
 import { StateLock } from "./state-lock.ts";
 
-export type { BackoffPolicy } from "./backoff.ts";
-export { kubeletBackoff } from "./backoff.ts";
-export type { Logger } from "./logger.ts";
+export type { BackoffPolicy } from "./crash-loop-backoff.ts";
+export { kubeletBackoff } from "./crash-loop-backoff.ts";
 export { desiredPods, podRevision } from "./spec.ts";
 
 export interface ProcessRuntimeOptions {
@@ -65,7 +65,8 @@ export interface ProcessRuntimeOptions {
   baseEnv?: Record<string, string>;
   /** Give up an artifact download after this long. Default 10 min. */
   artifactTimeoutMs?: number;
-  clock?: { now(): number };
+  /** Start and exit times and crash-loop restarts run on it; tests pass a FakeClock. */
+  clock?: Clock;
   logger?: Logger;
   /** Tests only: called inside a launch, to crash the runtime at the worst moments. */
   launchHooks?: LaunchHooks;
@@ -114,7 +115,6 @@ export class ProcessRuntime implements Runtime {
     this.#node = node;
     this.#gpus = gpus;
     this.#logger = options.logger ?? silentLogger;
-    const clock = options.clock ?? { now: () => Date.now() };
     const stateDir = resolve(options.stateDir);
     this.#ctx = {
       podsDir: join(stateDir, "pods"),
@@ -131,7 +131,7 @@ export class ProcessRuntime implements Runtime {
       },
       baseEnv: options.baseEnv ?? defaultBaseEnv(),
       node: () => ({ name: this.#node.name, ip: this.#internalIP() }),
-      now: () => clock.now(),
+      clock: options.clock ?? systemClock,
       logger: this.#logger,
       changed: () => this.#changed(),
       ...(options.launchHooks ? { hooks: options.launchHooks } : {}),

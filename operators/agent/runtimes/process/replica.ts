@@ -13,9 +13,11 @@ import { randomUUID } from "node:crypto";
 import { closeSync, mkdirSync } from "node:fs";
 import { constants } from "node:os";
 import { dirname, isAbsolute, join } from "node:path";
+import type { Clock, TimerId } from "../../../lib/clock.ts";
+import type { Logger } from "../../../lib/logger.ts";
 import type { ContainerState, ObservedPod, PodPhase } from "../types.ts";
 import { type ArtifactCache, ArtifactError } from "./artifact-cache.ts";
-import { type BackoffPolicy, nextStreak, restartDelay } from "./backoff.ts";
+import { type BackoffPolicy, nextStreak, restartDelay } from "./crash-loop-backoff.ts";
 import {
   commandLine,
   jobOf,
@@ -27,7 +29,6 @@ import {
   wrapperArgs,
 } from "./launch.ts";
 import { readLogTail, type TailOptions } from "./log-file.ts";
-import type { Logger } from "./logger.ts";
 import { type ExitInfo, PodFiles, type PodRecord } from "./pod-files.ts";
 import { isSameProcessAlive, mayOwnGroup, ownGroupMembers, readProcStat, signalGroup } from "./proc.ts";
 import { canonicalJson, type DesiredPod } from "./spec.ts";
@@ -49,7 +50,8 @@ export interface ReplicaContext {
   tail: Omit<TailOptions, "tail">;
   baseEnv: Readonly<Record<string, string>>;
   node(): { name: string; ip: string };
-  now(): number;
+  /** Start and exit times, and the crash-loop restart timer. */
+  clock: Clock;
   logger: Logger;
   changed(): void;
   hooks?: LaunchHooks;
@@ -81,7 +83,7 @@ export class Replica {
   #message: string | undefined;
   #child: ChildProcess | undefined;
   #poll: NodeJS.Timeout | undefined;
-  #timer: NodeJS.Timeout | undefined;
+  #timer: TimerId | undefined;
   #stopping: Promise<void> | undefined;
   #detached = false;
   #launching = false;
@@ -191,7 +193,7 @@ export class Replica {
    */
   #settleLaunch(found: { wrapper?: Launched; writer?: Launched }): void {
     const r = this.#record;
-    const at = r.launching?.at ?? this.#ctx.now();
+    const at = r.launching?.at ?? this.#ctx.clock.now();
     if (found.writer) r.logWriter = { pid: found.writer.pid, startTime: found.writer.startTime };
     if (found.wrapper) {
       this.#recordStarted(found.wrapper.pid, found.wrapper.startTime, at);
@@ -266,7 +268,7 @@ export class Replica {
       mkdirSync(workingDir, { recursive: true });
       mkdirSync(this.#files.dir, { recursive: true });
       this.#files.clearExitCode();
-      this.#record.launching = { token, at: this.#ctx.now() };
+      this.#record.launching = { token, at: this.#ctx.clock.now() };
       this.#persist();
       this.#ctx.hooks?.afterMarker?.();
       argv = commandLine(
@@ -321,7 +323,7 @@ export class Replica {
       if (!this.#detached) this.#ended(code, signal);
     });
     const r = this.#record;
-    this.#recordStarted(pid, readProcStat(pid)?.startTime, this.#ctx.now());
+    this.#recordStarted(pid, readProcStat(pid)?.startTime, this.#ctx.clock.now());
     r.logWriter = { pid: writer.pid as number, startTime: readProcStat(writer.pid as number)?.startTime };
     this.#persist();
     this.#setStatus("Running");
@@ -332,7 +334,7 @@ export class Replica {
     this.#record.launching = undefined;
     if (this.stopping || this.#detached) return;
     this.#ctx.logger.warn("could not start", { pod: this.key, error: message });
-    this.#afterExit({ reason: "StartError", message, at: this.#ctx.now() });
+    this.#afterExit({ reason: "StartError", message, at: this.#ctx.clock.now() });
   }
 
   /** Polls an adopted process: it is not our child, so no exit event will come. */
@@ -404,7 +406,7 @@ export class Replica {
     r.pid = undefined;
     r.processStart = undefined;
     r.launching = undefined;
-    const at = this.#ctx.now();
+    const at = this.#ctx.clock.now();
     r.finishedAt = at;
     const status = this.#files.readExitCode() ?? code ?? undefined;
     let exit: ExitInfo;
@@ -453,11 +455,16 @@ export class Replica {
   #scheduleRestart(reason = "CrashLoopBackOff", message?: string): void {
     const delay = restartDelay(this.#ctx.backoff, Math.max(1, this.#record.streak));
     this.#setStatus("BackOff", reason, message ?? `back-off ${delay} ms restarting ${this.key}`);
-    clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => {
+    this.#clearRestart();
+    this.#timer = this.#ctx.clock.setTimeout(() => {
       this.#timer = undefined;
       void this.#launch();
     }, delay);
+  }
+
+  #clearRestart(): void {
+    if (this.#timer) this.#ctx.clock.clearTimeout(this.#timer);
+    this.#timer = undefined;
   }
 
   #terminate(phase: "Succeeded" | "Failed", reason: string, message?: string): void {
@@ -472,8 +479,7 @@ export class Replica {
    */
   terminate(gracePeriodMs?: number): Promise<void> {
     if (this.#stopping) return this.#stopping;
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
+    this.#clearRestart();
     this.#record.terminating = true;
     this.#persist();
     this.#setStatus("Stopping", "Terminating");
@@ -528,9 +534,8 @@ export class Replica {
   /** Stops supervising and leaves the process running, for the next runtime to adopt. */
   detach(): void {
     this.#detached = true;
-    clearTimeout(this.#timer);
+    this.#clearRestart();
     clearInterval(this.#poll);
-    this.#timer = undefined;
     this.#poll = undefined;
     this.#child?.removeAllListeners("exit");
     this.#child?.unref();

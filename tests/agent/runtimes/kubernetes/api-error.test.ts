@@ -1,38 +1,14 @@
 // A failed API call is one line: the client's ApiException (status, body and every header in its
 // message) never reaches a user or a log as it is. A real HTTP server answers as an API server
 // does, with a Status body and headers, so the error is the client's own.
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
-import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
-import t, { type Test } from "tap";
+import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
+import t from "tap";
 import {
   apiErrorCode,
   describeApiError,
   KubeApiError,
 } from "../../../../operators/agent/runtimes/kubernetes/api-error.ts";
-
-async function apiServer(t: Test, status: number, body: string | undefined): Promise<KubeConfig> {
-  const server = createServer((_req, res) => {
-    res.writeHead(status, { "content-type": "application/json", "audit-id": "0f3c-secret-ish-header" });
-    res.end(body);
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [
-      {
-        name: "c",
-        server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-        skipTLSVerify: true,
-      },
-    ],
-    users: [{ name: "u" }],
-    contexts: [{ name: "x", cluster: "c", user: "u" }],
-    currentContext: "x",
-  });
-  return kc;
-}
+import { apiServer } from "./api-server.ts";
 
 async function failure(kc: KubeConfig): Promise<unknown> {
   try {

@@ -3,7 +3,7 @@ import {
   kubeletBackoff,
   nextStreak,
   restartDelay,
-} from "../../../../operators/agent/runtimes/process/backoff.ts";
+} from "../../../../operators/agent/runtimes/process/crash-loop-backoff.ts";
 
 t.test("restarts back off like the kubelet: 10 s doubling, capped at 5 min", async (t) => {
   const delays = [1, 2, 3, 4, 5, 6, 7, 100].map((n) => restartDelay(kubeletBackoff, n));

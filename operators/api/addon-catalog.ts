@@ -1,8 +1,6 @@
-import { readdirSync, readFileSync } from "node:fs";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
+// What the validator knows about the addon catalog: its entries and their values schemas. Pure:
+// the caller reads the catalog (source/addon-catalog.ts) and passes it in.
 import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
-import { parse } from "yaml";
 
 /** One installable version of a catalog component. */
 export interface CatalogEntry {
@@ -28,19 +26,8 @@ export interface AddonCatalog {
   checkValues(entry: CatalogEntry, values: unknown): ValuesViolation[];
 }
 
-const DEFAULT_CATALOG_DIR = fileURLToPath(new URL("../../../fleet/addons/", import.meta.url));
-
-/** Reads the catalog that ships with the package: fleet/addons/<name>/<version>/. */
-export function loadAddonCatalog(dir = DEFAULT_CATALOG_DIR): AddonCatalog {
-  const entries: CatalogEntry[] = [];
-  for (const name of readdirSync(dir).sort()) {
-    for (const version of readdirSync(path.join(dir, name)).sort()) {
-      const entryDir = path.join(dir, name, version);
-      const meta = parse(readFileSync(path.join(entryDir, "addon.yaml"), "utf8")) as Record<string, string>;
-      const valuesSchema = JSON.parse(readFileSync(path.join(entryDir, "values.schema.json"), "utf8"));
-      entries.push({ name, version, description: meta.description ?? "", valuesSchema, dir: entryDir });
-    }
-  }
+/** A catalog over `entries`; each values schema is compiled the first time it is used. */
+export function addonCatalog(entries: CatalogEntry[]): AddonCatalog {
   const ajv = new Ajv2020({ allErrors: true, strict: false });
   const compiled = new Map<CatalogEntry, ValidateFunction>();
   return {
