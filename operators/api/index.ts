@@ -1,10 +1,11 @@
-// The public face of the API: the kind registry, schema validation, manifest validation, the
-// addon catalog's shape and the generated types.
+// The public face of the API: the kind registry, schema validation, manifest validation, CRDs,
+// the addon catalog's shape, well-known names and the generated types.
 
 export { type AddonCatalog, addonCatalog, type CatalogEntry, type ValuesViolation } from "./addon-catalog.ts";
 export { type ArtifactSource, artifactSource } from "./artifact-url.ts";
 export { bundleSchema } from "./bundle.ts";
 export { checkSchema } from "./check-schema.ts";
+export { customResourceDefinitions, renderCrdsJson, renderCrdsYaml } from "./crd.ts";
 export * from "./generated/index.ts";
 export { unescapePointerToken } from "./json-pointer.ts";
 export { API_VERSION, type KindInfo, kindByPlural, kindInfo, kinds } from "./kinds.ts";

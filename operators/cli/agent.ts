@@ -2,8 +2,7 @@ import { hostname } from "node:os";
 import path from "node:path";
 import { type Command, InvalidArgumentError, Option } from "commander";
 import packageJson from "../../package.json" with { type: "json" };
-import type { AgentOptions } from "../agent/agent.ts";
-import type { Runtime } from "../agent/runtimes/types.ts";
+import type { AgentOptions, Runtime } from "../agent/index.ts";
 import { untilSignal } from "./until-signal.ts";
 
 export const AGENT_HELP = `
@@ -100,7 +99,7 @@ export function registerAgent(program: Command): void {
       // Loaded here, not at the top: every `rlark` invocation would otherwise pay for them.
       const [{ startAgent }, { ProcessRuntime }, { jsonLogger }, { fileCredentialStore }] = await Promise.all(
         [
-          import("../agent/agent.ts"),
+          import("../agent/index.ts"),
           import("../agent/runtimes/process/index.ts"),
           import("../lib/logger.ts"),
           import("../lib/tunnel/index.ts"),
@@ -112,12 +111,11 @@ export function registerAgent(program: Command): void {
       let runtime: Runtime;
       let credentials = fileCredentialStore(path.join(stateDir, "credentials.json"));
       if (flags.runtime === "kubernetes") {
-        const [{ KubeConfig }, { KubernetesRuntime }, { secretCredentialStore }] = await Promise.all([
-          import("@kubernetes/client-node"),
-          import("../agent/runtimes/kubernetes/index.ts"),
-          import("../agent/runtimes/kubernetes/credential-secret.ts"),
-        ]);
-        const { kubernetesDryRun } = await import("../agent/runtimes/kubernetes/dry-run.ts");
+        const [{ KubeConfig }, { KubernetesRuntime, kubernetesDryRun, secretCredentialStore }] =
+          await Promise.all([
+            import("@kubernetes/client-node"),
+            import("../agent/runtimes/kubernetes/index.ts"),
+          ]);
         const kubeConfig = new KubeConfig();
         if (flags.kubeconfig) kubeConfig.loadFromFile(flags.kubeconfig);
         else kubeConfig.loadFromCluster();

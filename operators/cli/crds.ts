@@ -24,8 +24,9 @@ export function registerCrds(program: Command): void {
     .addOption(new Option("-f, --format <format>", "output format").choices(FORMATS).default("yaml"))
     .addHelpText("after", CRDS_HELP)
     .action(async (names: string[], options: { format: (typeof FORMATS)[number] }) => {
-      const { kindByPlural, kindInfo, kinds } = await import("../api/kinds.ts");
-      const { renderCrdsJson, renderCrdsYaml } = await import("../api/crd.ts");
+      const { kindByPlural, kindInfo, kinds, renderCrdsJson, renderCrdsYaml } = await import(
+        "../api/index.ts"
+      );
       const selected: KindInfo[] = [];
       for (const name of names) {
         const info = kindInfo(name) ?? kindByPlural(name.toLowerCase());

@@ -26,11 +26,10 @@ export function registerUp(program: Command): void {
     .addHelpText("after", UP_HELP);
   addCommonHubFlags(command, UP_DEFAULTS).action(async (flags: CommonHubFlags) => {
     const options = await hubOptionsFrom(flags, { intervalMs: 2_000 });
-    const [{ startLocalAgent }, { startHub }, { jsonLogger }, { ensurePlayground }] = await Promise.all([
-      import("../agent/local-agent.ts"),
+    const [{ startLocalAgent }, { ensurePlayground, startHub }, { jsonLogger }] = await Promise.all([
+      import("../agent/index.ts"),
       import("../hub/index.ts"),
       import("../lib/logger.ts"),
-      import("../hub/index.ts"),
     ]);
     let playground: string | undefined;
     if (!options.repo) {

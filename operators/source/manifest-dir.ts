@@ -2,7 +2,7 @@
 // folder that stays inside the checkout, for the watcher's revisions and the pull requests' heads.
 import { realpath, stat } from "node:fs/promises";
 import { posix } from "node:path";
-import type { Diagnostic } from "../api/validate/diagnostic.ts";
+import type { Diagnostic } from "../api/index.ts";
 import { resolveInside } from "./resolve-inside.ts";
 
 /** Repo-relative, no escaping the checkout; "." for the root. */

@@ -1,6 +1,6 @@
 // Where an object comes from in git: `rlark.io/source-file` (path:line) at `rlark.io/source-revision`,
 // linked to the repository's web view when the hub knows one.
-import type { KubeObject } from "../../lib/store/types.ts";
+import type { KubeObject } from "../../lib/kube-object.ts";
 import { type Html, html } from "./html.mts";
 import type { RepoWeb } from "./state.mts";
 

@@ -1,5 +1,5 @@
 // The browser's copy of the hub's objects, kept by the event stream.
-import type { KubeObject } from "../../lib/store/types.ts";
+import type { KubeObject } from "../../lib/kube-object.ts";
 
 export interface RepoWeb {
   base: string;

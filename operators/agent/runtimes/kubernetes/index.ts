@@ -35,6 +35,7 @@ export {
   type SecretCredentialStoreOptions,
   secretCredentialStore,
 } from "./credential-secret.ts";
+export { kubernetesDryRun } from "./dry-run.ts";
 export { overlayPatch } from "./node-overlays.ts";
 export { requestedByNode } from "./observe.ts";
 export type { RejectedTask } from "./reconciler.ts";

@@ -1,0 +1,6 @@
+// The agent's public face: the tunnel-driven agent, the playground's local agent and the runtime
+// contract. The runtimes are entered through their own index.ts, so a process agent never loads
+// the Kubernetes client.
+export { type Agent, type AgentOptions, startAgent } from "./agent.ts";
+export { type LocalAgentOptions, startLocalAgent } from "./local-agent.ts";
+export type { NodeOverlay, Runtime, RuntimeTask } from "./runtimes/types.ts";
