@@ -89,6 +89,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
   const { runtime, logger } = options;
   const desired = new DesiredObjects(logger);
   let applyError: string | undefined;
+  let applied = false;
 
   const tasks = (): RuntimeTask[] =>
     desired.tasks().filter((t) => runtime.agentTypes.includes(t.spec.agentType));
@@ -101,11 +102,13 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       ...(spec?.unschedulable === undefined ? {} : { unschedulable: spec.unschedulable }),
     }));
 
+  // The runtime is STARTING until it has acted on a desired set from the hub: an agent that has
+  // only connected has not shown that it can apply anything yet.
   const capabilities = (): Capability[] => [
     {
       name: `runtime/${options.runtimeKind}`,
-      process: "RUNNING",
-      health: applyError ? "DEGRADED" : "READY",
+      process: applied || applyError ? "RUNNING" : "STARTING",
+      health: applyError ? "DEGRADED" : applied ? "READY" : "STARTING",
       ...(applyError ? { message: applyError } : {}),
     },
   ];
@@ -117,6 +120,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       await runtime.apply(tasks());
       await runtime.applyNodeOverlays?.(nodeOverlays());
       applyError = undefined;
+      applied = true;
     } catch (error) {
       applyError = error instanceof Error ? error.message : String(error);
       logger.error("applying the desired set failed", { error: applyError });

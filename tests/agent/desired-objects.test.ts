@@ -1,7 +1,8 @@
 // The agent checks every object the hub hands it against its kind's schema where it crosses the
 // tunnel: a real hub tunnel sends snapshots and deltas to a real agent (process runtime). A bad
 // object is refused with an error naming the object and the field; what the agent held for it
-// before stays, so a bad update disturbs nothing already running.
+// before stays, so a bad update disturbs nothing already running. The runtime's capability state
+// follows what the agent has done with them.
 
 import { join } from "node:path";
 import t, { type Test } from "tap";
@@ -136,3 +137,22 @@ t.test("objects of a kind the agent does not take are refused", async (t) => {
   t.same(names(agent.desired()), ["good"]);
   t.match(refusals(logger)[0]?.fields, { kind: "Job", name: "job1", field: "/kind" });
 });
+
+t.test(
+  "the runtime capability is STARTING until a desired set is applied, then RUNNING and READY",
+  async (t) => {
+    const { session } = await agentOnHub(t);
+    t.match(session.hello.capabilities, [
+      { name: "runtime/process", process: "STARTING", health: "STARTING" },
+    ]);
+    const states: unknown[] = [];
+    session.on("message", (message) => {
+      if (message.type === "report" || message.type === "heartbeat") states.push(message.capabilities);
+    });
+    session.send({ type: "snapshot", generation: 1, objects: [task("good")] });
+    await waitFor("a report after the snapshot", () =>
+      states.some((c) => JSON.stringify(c).includes('"RUNNING"')),
+    );
+    t.match(states.at(-1), [{ name: "runtime/process", process: "RUNNING", health: "READY" }]);
+  },
+);
