@@ -3,7 +3,14 @@
 // in the npm cache, Node 22; then the GitHub Action's and the GitLab template's scripts, run with
 // bash and sh in a temporary repository with a fake CI environment, against that tarball.
 // Installs use the warm npm cache (--prefer-offline) so the test does not hammer the registry.
-import { type ExecFileOptions, execFile, type SpawnSyncOptions, spawn, spawnSync } from "node:child_process";
+import {
+  type ExecFileOptions,
+  execFile,
+  type SpawnOptions,
+  type SpawnSyncOptions,
+  spawn,
+  spawnSync,
+} from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -34,6 +41,23 @@ function env(node: string, ...bins: string[]): NodeJS.ProcessEnv {
 function run(command: string, args: string[], options: SpawnSyncOptions) {
   const result = spawnSync(command, args, { encoding: "utf8", ...options });
   return { status: result.status, stdout: String(result.stdout), stderr: String(result.stderr) };
+}
+
+/** run(), without blocking the event loop: for steps that run while others do. */
+function runAsync(command: string, args: string[], options: SpawnOptions) {
+  const child = spawn(command, args, { ...options, stdio: ["ignore", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  child.stdout?.on("data", (chunk: Buffer) => {
+    stdout += chunk.toString();
+  });
+  child.stderr?.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  return new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+    child.once("error", reject);
+    child.once("close", (status) => resolve({ status, stdout, stderr }));
+  });
 }
 
 function mustRun(command: string, args: string[], options: SpawnSyncOptions): string {
@@ -290,11 +314,12 @@ const action = parse(readFileSync(path.join(root, ".github/actions/rlark/action.
  * through env, GITHUB_PATH and GITHUB_OUTPUT honoured, later steps skipped after a failure);
  * `uses:` steps (setup-node) are skipped: the test's own node stands in.
  */
-function runAction(
+async function runAction(
   repo: string,
   inputs: Record<string, string>,
-  temp = mkdtempSync(path.join(work, "runner-")),
+  rerun?: { temp: string; from: string },
 ) {
+  const temp = rerun?.temp ?? mkdtempSync(path.join(work, "runner-"));
   const value = (name: string) => inputs[name] ?? action.inputs[name]?.default ?? "";
   const expand = (text: string) =>
     text.replace(/\$\{\{\s*([\w.-]+)\s*\}\}/g, (_, expr: string) => {
@@ -313,7 +338,7 @@ function runAction(
     GITHUB_STEP_SUMMARY: path.join(temp, "summary.md"),
     GITHUB_EVENT_PATH: path.join(temp, "event.json"),
   };
-  writeFileSync(files.GITHUB_PATH, "");
+  if (!rerun) writeFileSync(files.GITHUB_PATH, "");
   writeFileSync(files.GITHUB_STEP_SUMMARY, "");
   writeFileSync(
     files.GITHUB_EVENT_PATH,
@@ -323,7 +348,10 @@ function runAction(
   let stdout = "";
   let status = 0;
   const ran: string[] = [];
+  let skipping = rerun !== undefined;
   for (const [index, step] of action.runs.steps.entries()) {
+    if (skipping && step.name !== rerun?.from) continue;
+    skipping = false;
     if (!condition(step.if)) continue;
     if (step.uses) continue;
     const output = path.join(temp, `output-${index}`);
@@ -345,7 +373,7 @@ function runAction(
       ...files,
       ...Object.fromEntries(Object.entries(step.env ?? {}).map(([k, v]) => [k, expand(v)])),
     };
-    const result = run("bash", ["--noprofile", "--norc", "-eo", "pipefail", script], {
+    const result = await runAsync("bash", ["--noprofile", "--norc", "-eo", "pipefail", script], {
       cwd: repo,
       env: stepEnv,
     });
@@ -364,85 +392,108 @@ function runAction(
   return { status, stdout, ran, outputs, summary: readFileSync(files.GITHUB_STEP_SUMMARY, "utf8"), temp };
 }
 
-t.test("the GitHub Action", async (t) => {
-  t.equal(action.runs.using, "composite");
-  t.equal(action.inputs.package?.default, `rlark@${version}`, "the default package is this version, pinned");
-  for (const step of action.runs.steps)
-    t.notMatch(
-      step.run ?? "",
-      /\$\{\{/,
-      `${step.name ?? step.uses}: inputs reach the script through env only`,
+// The two pipelines install the package: at once, as users' CI would on two runners.
+t.test("CI for users' repositories", { jobs: 2 }, async (t) => {
+  t.test("the GitHub Action", { buffered: true }, async (t) => {
+    t.equal(action.runs.using, "composite");
+    t.equal(
+      action.inputs.package?.default,
+      `rlark@${version}`,
+      "the default package is this version, pinned",
+    );
+    for (const step of action.runs.steps)
+      t.notMatch(
+        step.run ?? "",
+        /\$\{\{/,
+        `${step.name ?? step.uses}: inputs reach the script through env only`,
+      );
+
+    const { repo, commit } = pullRequest("action");
+    commit("jobs/extra.yaml", path.join(root, "examples/jobs/ppo-cartpole-v1.yaml"));
+    // A second Job of the same name would be a duplicate: rename the copy.
+    const extra = path.join(repo, "jobs/extra.yaml");
+    writeFileSync(
+      extra,
+      readFileSync(extra, "utf8").replace("name: ppo-cartpole-v1", "name: ppo-cartpole-v2"),
+    );
+    mustRun(
+      "git",
+      ["-c", "user.name=u", "-c", "user.email=u@example.com", "commit", "--quiet", "-am", "v2"],
+      {
+        cwd: repo,
+      },
     );
 
-  const { repo, commit } = pullRequest("action");
-  commit("jobs/extra.yaml", path.join(root, "examples/jobs/ppo-cartpole-v1.yaml"));
-  // A second Job of the same name would be a duplicate: rename the copy.
-  const extra = path.join(repo, "jobs/extra.yaml");
-  writeFileSync(extra, readFileSync(extra, "utf8").replace("name: ppo-cartpole-v1", "name: ppo-cartpole-v2"));
-  mustRun("git", ["-c", "user.name=u", "-c", "user.email=u@example.com", "commit", "--quiet", "-am", "v2"], {
-    cwd: repo,
+    const clean = await runAction(repo, { package: tarball, junit: "rlark-junit.xml" });
+    t.equal(clean.status, 0, clean.stdout);
+    t.same(clean.ran, ["Install rlark", "rlark validate", "rlark plan"]);
+    t.match(clean.stdout, `${version}\n`, "the pinned package ran");
+    t.match(clean.summary, /against FETCH_HEAD/, "the plan compares with the pull request's base");
+    t.match(clean.summary, /RLark plan: 1 to create, 0 to change, 0 to delete/, "only the new Job is new");
+    t.match(clean.summary, /create Job <code>ppo-cartpole-v2<\/code> · jobs\/extra\.yaml:2/);
+    t.equal(clean.outputs["plan.plan-file"], path.join(clean.temp, "rlark-plan.md"));
+    t.match(readFileSync(path.join(repo, "rlark-junit.xml"), "utf8"), /<testsuites/);
+
+    commit("jobs/typo.yaml", path.join(root, "examples/invalid/schema-enum.yaml"));
+    // A re-run on the same runner from the validation (the install takes half a minute).
+    const broken = await runAction(
+      repo,
+      { package: tarball, junit: "rlark-junit.xml" },
+      { temp: clean.temp, from: "rlark validate" },
+    );
+    t.equal(broken.status, 1, "an invalid manifest fails the job");
+    t.same(broken.ran, ["rlark validate"], "no plan for an invalid revision");
+    t.match(broken.stdout, /^::error file=jobs\/typo\.yaml,line=14,col=17,title=[^:]*::/m);
+    t.match(readFileSync(path.join(repo, "rlark-junit.xml"), "utf8"), /<failure/);
   });
 
-  const clean = runAction(repo, { package: tarball, junit: "rlark-junit.xml" });
-  t.equal(clean.status, 0, clean.stdout);
-  t.same(clean.ran, ["Install rlark", "rlark validate", "rlark plan"]);
-  t.match(clean.stdout, `${version}\n`, "the pinned package ran");
-  t.match(clean.summary, /against FETCH_HEAD/, "the plan compares with the pull request's base");
-  t.match(clean.summary, /RLark plan: 1 to create, 0 to change, 0 to delete/, "only the new Job is new");
-  t.match(clean.summary, /create Job <code>ppo-cartpole-v2<\/code> · jobs\/extra\.yaml:2/);
-  t.equal(clean.outputs["plan.plan-file"], path.join(clean.temp, "rlark-plan.md"));
-  t.match(readFileSync(path.join(repo, "rlark-junit.xml"), "utf8"), /<testsuites/);
+  t.test("the GitLab CI template", { buffered: true }, async (t) => {
+    const template = parse(readFileSync(path.join(root, "ci/gitlab/rlark.gitlab-ci.yml"), "utf8")) as Record<
+      string,
+      { before_script?: string[]; script?: string[] } & Record<string, unknown>
+    > & { variables: Record<string, string> };
+    t.equal(
+      template.variables.RLARK_PACKAGE,
+      `rlark@${version}`,
+      "the default package is this version, pinned",
+    );
+    const hidden = template[".rlark"];
+    const { repo, commit } = pullRequest("gitlab");
+    // `sh -e`, as the runner runs before_script and a job's script in one shell.
+    // The second job runs where the first installed the package (an install takes half a minute).
+    let installed = false;
+    const job = (name: string) => {
+      const before = (hidden?.before_script ?? []).filter(
+        (line) => !installed || !line.startsWith("npm install"),
+      );
+      installed = true;
+      const lines = [...before, ...(template[name]?.script ?? [])];
+      const script = path.join(work, `gitlab-${name}.sh`);
+      writeFileSync(script, `${lines.join("\n")}\n`);
+      return runAsync("sh", ["-e", script], {
+        cwd: repo,
+        env: {
+          ...env(node24),
+          ...template.variables,
+          RLARK_PACKAGE: tarball,
+          RLARK_PREFIX: path.join(work, "gitlab-cli"),
+          CI: "true",
+          GITLAB_CI: "true",
+          CI_PROJECT_DIR: repo,
+          CI_PIPELINE_SOURCE: "merge_request_event",
+          CI_MERGE_REQUEST_TARGET_BRANCH_NAME: "main",
+        },
+      });
+    };
+    t.ok(existsSync(repo));
+    const plan = await job("rlark-plan");
+    t.equal(plan.status, 0, plan.stderr);
+    t.match(readFileSync(path.join(repo, "rlark-plan.md"), "utf8"), /against FETCH_HEAD/);
 
-  commit("jobs/typo.yaml", path.join(root, "examples/invalid/schema-enum.yaml"));
-  // On the same runner: the second install finds the package in place.
-  const broken = runAction(repo, { package: tarball, junit: "rlark-junit.xml" }, clean.temp);
-  t.equal(broken.status, 1, "an invalid manifest fails the job");
-  t.same(broken.ran, ["Install rlark", "rlark validate"], "no plan for an invalid revision");
-  t.match(broken.stdout, /^::error file=jobs\/typo\.yaml,line=14,col=17,title=[^:]*::/m);
-  t.match(readFileSync(path.join(repo, "rlark-junit.xml"), "utf8"), /<failure/);
-});
-
-t.test("the GitLab CI template", async (t) => {
-  const template = parse(readFileSync(path.join(root, "ci/gitlab/rlark.gitlab-ci.yml"), "utf8")) as Record<
-    string,
-    { before_script?: string[]; script?: string[] } & Record<string, unknown>
-  > & { variables: Record<string, string> };
-  t.equal(
-    template.variables.RLARK_PACKAGE,
-    `rlark@${version}`,
-    "the default package is this version, pinned",
-  );
-  const hidden = template[".rlark"];
-  const { repo, commit } = pullRequest("gitlab");
-  // `sh -e`, as the runner runs before_script and a job's script in one shell.
-  const job = (name: string) => {
-    const lines = [...(hidden?.before_script ?? []), ...(template[name]?.script ?? [])];
-    const script = path.join(work, `gitlab-${name}.sh`);
-    writeFileSync(script, `${lines.join("\n")}\n`);
-    return run("sh", ["-e", script], {
-      cwd: repo,
-      env: {
-        ...env(node24),
-        ...template.variables,
-        RLARK_PACKAGE: tarball,
-        // The global install above: the template's install line then finds it in place.
-        RLARK_PREFIX: prefix,
-        CI: "true",
-        GITLAB_CI: "true",
-        CI_PROJECT_DIR: repo,
-        CI_PIPELINE_SOURCE: "merge_request_event",
-        CI_MERGE_REQUEST_TARGET_BRANCH_NAME: "main",
-      },
-    });
-  };
-  t.ok(existsSync(repo));
-  const plan = job("rlark-plan");
-  t.equal(plan.status, 0, plan.stderr);
-  t.match(readFileSync(path.join(repo, "rlark-plan.md"), "utf8"), /against FETCH_HEAD/);
-
-  commit("jobs/typo.yaml", path.join(root, "examples/invalid/schema-enum.yaml"));
-  const validate = job("rlark-validate");
-  t.equal(validate.status, 1, "an invalid manifest fails the job");
-  t.match(validate.stdout, "error: jobs/typo.yaml:14:17 Job typo-kind");
-  t.match(readFileSync(path.join(repo, "rlark-junit.xml"), "utf8"), /<failure[^>]*>[^<]*jobs\/typo\.yaml/);
+    commit("jobs/typo.yaml", path.join(root, "examples/invalid/schema-enum.yaml"));
+    const validate = await job("rlark-validate");
+    t.equal(validate.status, 1, "an invalid manifest fails the job");
+    t.match(validate.stdout, "error: jobs/typo.yaml:14:17 Job typo-kind");
+    t.match(readFileSync(path.join(repo, "rlark-junit.xml"), "utf8"), /<failure[^>]*>[^<]*jobs\/typo\.yaml/);
+  });
 });
