@@ -192,70 +192,75 @@ t.test(
   },
 );
 
-t.test(
-  "the installed rlark up seeds the playground, serves the dashboard and runs the example Job",
-  async (t) => {
-    const dataDir = path.join(work, "up");
-    const up = spawn(
-      "rlark",
-      ["up", "--data-dir", dataDir, "--http", "127.0.0.1:0", "--ssh", "127.0.0.1:0"],
-      {
-        cwd: work,
-        env: env(node24, path.join(prefix, "bin")),
-        stdio: ["ignore", "pipe", "pipe"],
-      },
-    );
-    let stdout = "";
-    up.stdout.on("data", (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    up.stderr.resume();
-    const exited = new Promise<number | null>((resolve) => up.once("exit", (code) => resolve(code)));
-    t.teardown(() => {
-      up.kill("SIGKILL");
-    });
-    const hub = await waitFor(
-      "rlark up to print its address",
-      () => /API: (http:\/\/[^/\s]+)/.exec(stdout)?.[1],
-      {
-        attempts: 1200,
-        everyMs: 50,
-      },
-    );
-    const token = readFileSync(path.join(dataDir, "admin-token"), "utf8").trim();
-
-    const index = await (await fetch(`${hub}/`)).text();
-    const script = /src="(\/assets\/[0-9a-f]+\/main\.mts)"/.exec(index)?.[1];
-    t.ok(script, "the dashboard page links its scripts");
-    const asset = await fetch(`${hub}${script}`);
-    t.equal(asset.status, 200);
-    t.match(asset.headers.get("content-type"), /text\/javascript/);
-
-    const phase = async () => {
-      const response = await fetch(`${hub}/api/v1/rlinf.io/v1alpha1/jobs/cartpole-local`, {
-        headers: { authorization: `Bearer ${token}` },
+for (const [name, node] of [
+  ["24", node24],
+  ["22", node22],
+] as const)
+  t.test(
+    `the installed rlark up seeds the playground, serves the dashboard and runs the example Job on Node ${name}`,
+    { skip: !node && "node@22 is not in the npm cache" },
+    async (t) => {
+      const dataDir = path.join(work, `up-${name}`);
+      const up = spawn(
+        "rlark",
+        ["up", "--data-dir", dataDir, "--http", "127.0.0.1:0", "--ssh", "127.0.0.1:0"],
+        {
+          cwd: work,
+          env: env(node, path.join(prefix, "bin")),
+          stdio: ["ignore", "pipe", "pipe"],
+        },
+      );
+      let stdout = "";
+      up.stdout.on("data", (chunk: Buffer) => {
+        stdout += chunk.toString();
       });
-      return response.ok
-        ? ((await response.json()) as { status?: { phase?: string } }).status?.phase
-        : undefined;
-    };
-    await waitFor(
-      "cartpole-local Succeeded (the process runtime's log writer is found)",
-      async () => (await phase()) === "Succeeded",
-      {
-        attempts: 2400,
-        everyMs: 50,
-      },
-    );
-    const log = readFileSync(
-      path.join(dataDir, "agent/runtime/pods/agent-local_cartpole-local-train-0/output.log"),
-      "utf8",
-    );
-    t.match(log, /done: best return \d+/, "the task's output reached its log (the log writer ran)");
-    up.kill("SIGINT");
-    t.equal(await exited, 0);
-  },
-);
+      up.stderr.resume();
+      const exited = new Promise<number | null>((resolve) => up.once("exit", (code) => resolve(code)));
+      t.teardown(() => {
+        up.kill("SIGKILL");
+      });
+      const hub = await waitFor(
+        "rlark up to print its address",
+        () => /API: (http:\/\/[^/\s]+)/.exec(stdout)?.[1],
+        {
+          attempts: 1200,
+          everyMs: 50,
+        },
+      );
+      const token = readFileSync(path.join(dataDir, "admin-token"), "utf8").trim();
+
+      const index = await (await fetch(`${hub}/`)).text();
+      const script = /src="(\/assets\/[0-9a-f]+\/main\.mts)"/.exec(index)?.[1];
+      t.ok(script, "the dashboard page links its scripts");
+      const asset = await fetch(`${hub}${script}`);
+      t.equal(asset.status, 200);
+      t.match(asset.headers.get("content-type"), /text\/javascript/);
+
+      const phase = async () => {
+        const response = await fetch(`${hub}/api/v1/rlinf.io/v1alpha1/jobs/cartpole-local`, {
+          headers: { authorization: `Bearer ${token}` },
+        });
+        return response.ok
+          ? ((await response.json()) as { status?: { phase?: string } }).status?.phase
+          : undefined;
+      };
+      await waitFor(
+        "cartpole-local Succeeded (the process runtime's log writer is found)",
+        async () => (await phase()) === "Succeeded",
+        {
+          attempts: 2400,
+          everyMs: 50,
+        },
+      );
+      const log = readFileSync(
+        path.join(dataDir, "agent/runtime/pods/agent-local_cartpole-local-train-0/output.log"),
+        "utf8",
+      );
+      t.match(log, /done: best return \d+/, "the task's output reached its log (the log writer ran)");
+      up.kill("SIGINT");
+      t.equal(await exited, 0);
+    },
+  );
 
 t.test(
   "as a devDependency, `npx rlark validate --format github .` works in the user's repository",
