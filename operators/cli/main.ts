@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 // The `rlark` command: one file per subcommand under operators/cli/, wired in program.ts.
+import "./quiet-warnings.ts";
 import type { Command } from "commander";
 import { CliError } from "./cli-error.ts";
 import { buildProgram } from "./program.ts";

@@ -11,7 +11,7 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { closeSync, constants as fsConstants, openSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { constants } from "node:os";
-import { isAbsolute, resolve } from "node:path";
+import { extname, isAbsolute, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { JOB_LABEL } from "../../../api/index.ts";
 import type { RuntimeTask } from "../types.ts";
@@ -36,7 +36,10 @@ export function wrapperArgs(exitCodeFile: string, token: string, argv: readonly 
   return ["-c", wrapperScript, exitCodeFile, token, ...argv];
 }
 
-export const logWriterEntry = fileURLToPath(new URL("./log-writer-main.ts", import.meta.url));
+// Next to this module under its own extension: .ts in the checkout, .js in the built package.
+export const logWriterEntry = fileURLToPath(
+  new URL(`./log-writer-main${extname(import.meta.url)}`, import.meta.url),
+);
 
 /**
  * Both ends of a new pipe, made as a fifo at `path` and unlinked at once. A real pipe, not the
