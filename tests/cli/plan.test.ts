@@ -4,7 +4,7 @@ import { join } from "node:path";
 import t, { type Test } from "tap";
 import { startHub } from "../../operators/hub/hub.ts";
 import { runGit } from "../helpers/git-server.ts";
-import { rawJobYaml } from "../helpers/raw-job-yaml.ts";
+import { rawJobYaml } from "../helpers/job-yaml.ts";
 import { rlark } from "../helpers/rlark-cli.ts";
 
 const cluster = (name: string, runtime = "kubernetes") =>

@@ -1,7 +1,7 @@
 import t from "tap";
 import type { Job } from "../../operators/api/generated/job.ts";
 import { startHubOnGit } from "../helpers/hub-on-git.ts";
-import { rawJobYaml } from "../helpers/raw-job-yaml.ts";
+import { rawJobYaml } from "../helpers/job-yaml.ts";
 import { rlark } from "../helpers/rlark-cli.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 

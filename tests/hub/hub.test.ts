@@ -8,7 +8,7 @@ import t from "tap";
 import type { Hub } from "../../operators/hub/hub.ts";
 import { createGitServer } from "../helpers/git-server.ts";
 import { startHubOnGit } from "../helpers/hub-on-git.ts";
-import { rawJobYaml } from "../helpers/raw-job-yaml.ts";
+import { rawJobYaml } from "../helpers/job-yaml.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 
 const domain = (name: string, cidr: string) =>
