@@ -1,18 +1,11 @@
-import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import t from "tap";
 import { parseAllDocuments } from "yaml";
-
-const root = new URL("../../", import.meta.url).pathname;
-const cli = `${root}operators/cli/main.ts`;
-
-function rlark(...args: string[]): { status: number | null; stdout: string; stderr: string } {
-  return spawnSync(process.execPath, [cli, ...args], { encoding: "utf8" });
-}
+import { rlark, repoRoot as root } from "../helpers/rlark-cli.ts";
 
 t.test("rlark crds prints one CRD per kind, the same as the committed schemas/crds", async (t) => {
-  const run = rlark("crds");
-  t.equal(run.status, 0, run.stderr);
+  const run = await rlark(["crds"]);
+  t.equal(run.code, 0, run.stderr);
   const crds = parseAllDocuments(run.stdout).map(
     (d) => d.toJS() as { kind: string; metadata: { name: string } },
   );
@@ -37,8 +30,8 @@ t.test("rlark crds prints one CRD per kind, the same as the committed schemas/cr
 });
 
 t.test("rlark crds takes kinds or plurals and prints only those", async (t) => {
-  const run = rlark("crds", "Task", "domainpeers", "--format", "json");
-  t.equal(run.status, 0, run.stderr);
+  const run = await rlark(["crds", "Task", "domainpeers", "--format", "json"]);
+  t.equal(run.code, 0, run.stderr);
   const list = JSON.parse(run.stdout) as { kind: string; items: Array<{ metadata: { name: string } }> };
   t.equal(list.kind, "List");
   t.same(
@@ -48,15 +41,15 @@ t.test("rlark crds takes kinds or plurals and prints only those", async (t) => {
 });
 
 t.test("an unknown kind is a usage error naming the known kinds", async (t) => {
-  const run = rlark("crds", "Robot");
-  t.equal(run.status, 2);
+  const run = await rlark(["crds", "Robot"]);
+  t.equal(run.code, 2);
   t.equal(run.stdout, "");
   t.match(run.stderr, 'unknown kind "Robot"; known: Job, Workflow');
 });
 
 t.test("rlark crds --help explains the command", async (t) => {
-  const run = rlark("crds", "--help");
-  t.equal(run.status, 0);
+  const run = await rlark(["crds", "--help"]);
+  t.equal(run.code, 0);
   t.match(run.stdout, "CustomResourceDefinition");
   t.match(run.stdout, "--format <format>");
   t.match(run.stdout, "rlark crds | kubectl apply");

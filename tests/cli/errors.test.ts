@@ -1,37 +1,30 @@
 // How the real `rlark` process fails: one line naming what is wrong, exit 2 for usage and I/O
 // errors and 1 for the rest; the usage text only when the command line itself is wrong.
-import { spawnSync } from "node:child_process";
 import { mkdtemp } from "node:fs/promises";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import t from "tap";
+import { type RlarkOptions, rlark as run } from "../helpers/rlark-cli.ts";
 
-const root = path.resolve(import.meta.dirname, "../..");
-const cli = path.join(root, "operators/cli/main.ts");
-const rlark = (args: string[], options: { cwd?: string; input?: string } = {}) =>
-  spawnSync(process.execPath, [cli, ...args], {
-    cwd: options.cwd ?? root,
-    encoding: "utf8",
-    timeout: 120_000,
-    input: options.input ?? "",
-    env: { ...process.env, RLARK_TOKEN: "" },
-  });
+// No token from the environment this runs in: the errors below are about its absence.
+const rlark = (args: string[], options: RlarkOptions = {}) =>
+  run(args, { ...options, env: { RLARK_TOKEN: "", ...options.env } });
 
 const lines = (text: string) => text.split("\n").filter(Boolean);
 
 t.test("plan of a path that does not exist: exit 2 with one clear line and no plan", async (t) => {
-  const run = rlark(["plan", "/nonexistent"], { cwd: tmpdir() });
-  t.equal(run.status, 2);
+  const run = await rlark(["plan", "/nonexistent"], { cwd: tmpdir() });
+  t.equal(run.code, 2);
   t.equal(run.stdout, "", "no plan is printed");
   t.same(lines(run.stderr), ["rlark plan: /nonexistent: no such file or directory"]);
 });
 
 t.test("validate prints a missing path as the user typed it", async (t) => {
   const cwd = await mkdtemp(path.join(tmpdir(), "rlark-cli-"));
-  const run = rlark(["validate", "/nonexistent/foo", "missing.yaml"], { cwd });
-  t.equal(run.status, 2);
+  const run = await rlark(["validate", "/nonexistent/foo", "missing.yaml"], { cwd });
+  t.equal(run.code, 2);
   t.same(lines(run.stderr), [
     "rlark validate: /nonexistent/foo: no such file or directory",
     "rlark validate: missing.yaml: no such file or directory",
@@ -41,8 +34,8 @@ t.test("validate prints a missing path as the user typed it", async (t) => {
 
 t.test("status without a token says where a token comes from, in a whole sentence", async (t) => {
   const dataDir = await mkdtemp(path.join(tmpdir(), "rlark-cli-"));
-  const run = rlark(["status", "--data-dir", dataDir]);
-  t.equal(run.status, 2);
+  const run = await rlark(["status", "--data-dir", dataDir]);
+  t.equal(run.code, 2);
   t.same(lines(run.stderr), [
     `rlark status: no token: pass --token or --token-file, set RLARK_TOKEN, or point --data-dir at the data directory of the hub (it holds admin-token; found none at ${path.join(dataDir, "admin-token")})`,
   ]);
@@ -54,8 +47,8 @@ t.test("a runtime error prints one line, not the usage", async (t) => {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
   await new Promise<void>((resolve) => server.close(() => resolve()));
-  const run = rlark(["status", "--hub", `http://127.0.0.1:${port}`, "--token", "x"]);
-  t.equal(run.status, 2, "an unreachable hub is an I/O error");
+  const run = await rlark(["status", "--hub", `http://127.0.0.1:${port}`, "--token", "x"]);
+  t.equal(run.code, 2, "an unreachable hub is an I/O error");
   t.equal(lines(run.stderr).length, 1, run.stderr);
   t.match(run.stderr, new RegExp(`^rlark status: cannot reach http://127\\.0\\.0\\.1:${port}/`));
   t.notMatch(run.stderr, /Usage:/);
@@ -63,21 +56,21 @@ t.test("a runtime error prints one line, not the usage", async (t) => {
 
 t.test("a bad flag value is a usage error: exit 2, one line", async (t) => {
   const dataDir = path.join(await mkdtemp(path.join(tmpdir(), "rlark-cli-")), "data");
-  const up = rlark(["up", "--http", "notaport", "--data-dir", dataDir]);
-  t.equal(up.status, 2);
+  const up = await rlark(["up", "--http", "notaport", "--data-dir", dataDir]);
+  t.equal(up.code, 2);
   t.same(lines(up.stderr), ['rlark up: --http: expected host:port, got "notaport"']);
-  const ssh = rlark(["hub", "--repo", dataDir, "--ssh", "host:99999", "--data-dir", dataDir]);
-  t.equal(ssh.status, 2);
+  const ssh = await rlark(["hub", "--repo", dataDir, "--ssh", "host:99999", "--data-dir", dataDir]);
+  t.equal(ssh.code, 2);
   t.match(ssh.stderr, /^rlark hub: --ssh: port 99999 is not in 0-65535\n$/);
   const { existsSync } = await import("node:fs");
   t.notOk(existsSync(dataDir), "nothing is created before the flags are checked");
 });
 
 t.test("user hash-password without a password or with a bad cost is a usage error", async (t) => {
-  const empty = rlark(["user", "hash-password"]);
-  t.equal(empty.status, 2);
+  const empty = await rlark(["user", "hash-password"]);
+  t.equal(empty.code, 2);
   t.same(lines(empty.stderr), ["rlark user hash-password: no password on standard input"]);
-  const cost = rlark(["user", "hash-password", "--cost", "3"], { input: "pw\n" });
-  t.equal(cost.status, 2);
+  const cost = await rlark(["user", "hash-password", "--cost", "3"], { input: "pw\n" });
+  t.equal(cost.code, 2);
   t.same(lines(cost.stderr), ["rlark user hash-password: --cost must be an integer from 14 to 20"]);
 });

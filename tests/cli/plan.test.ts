@@ -1,31 +1,11 @@
-import { spawn } from "node:child_process";
 import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import path, { join } from "node:path";
+import { join } from "node:path";
 import t, { type Test } from "tap";
 import { startHub } from "../../operators/hub/hub.ts";
 import { runGit } from "../helpers/git-server.ts";
-
-const root = path.resolve(import.meta.dirname, "../..");
-const cli = join(root, "operators/cli/main.ts");
-
-function rlark(cwd: string, args: string[], env: NodeJS.ProcessEnv = {}) {
-  return new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn(process.execPath, [cli, ...args], {
-      cwd,
-      env: { ...process.env, ...env },
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => {
-      stdout += d.toString();
-    });
-    child.stderr.on("data", (d: Buffer) => {
-      stderr += d.toString();
-    });
-    child.on("close", (status) => resolve({ status, stdout, stderr }));
-  });
-}
+import { rawJobYaml } from "../helpers/job-yaml.ts";
+import { rlark } from "../helpers/rlark-cli.ts";
 
 const cluster = (name: string, runtime = "kubernetes") =>
   `apiVersion: rlinf.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: ${name}\nspec:\n  runtime: ${runtime}\n`;
@@ -65,8 +45,8 @@ async function repo(t: Test) {
 t.test("against an empty state everything is created and the plan exits 0", async (t) => {
   const dir = await repo(t);
   await writeFile(join(dir, "manifests/a.yaml"), cluster("a"));
-  const run = await rlark(dir, ["plan", "manifests"]);
-  t.equal(run.status, 0, run.stderr);
+  const run = await rlark(["plan", "manifests"], { cwd: dir });
+  t.equal(run.code, 0, run.stderr);
   t.match(run.stdout, /against an empty state: 1 to create, 0 to change, 0 to delete/);
   t.match(run.stdout, /\+ Cluster a \(manifests\/a\.yaml:1\)/);
   t.match(run.stdout, /dry-run unavailable/);
@@ -84,8 +64,8 @@ t.test(
     await writeFile(join(dir, "manifests/a.yaml"), cluster("a", "process"));
     await rm(join(dir, "manifests/b.yaml"));
     await writeFile(join(dir, "manifests/c.yaml"), cluster("c"));
-    const run = await rlark(dir, ["plan", "--base", "HEAD", "manifests"]);
-    t.equal(run.status, 0, run.stderr);
+    const run = await rlark(["plan", "--base", "HEAD", "manifests"], { cwd: dir });
+    t.equal(run.code, 0, run.stderr);
     t.match(run.stdout, /against HEAD \([0-9a-f]{7}\): 1 to create, 1 to change, 1 to delete/);
     t.match(
       run.stdout,
@@ -104,8 +84,8 @@ t.test(
 t.test("an invalid manifest fails the plan: exit 1 with file:line errors", async (t) => {
   const dir = await repo(t);
   await writeFile(join(dir, "manifests/a.yaml"), cluster("a", "warp-drive"));
-  const run = await rlark(dir, ["plan", "--format", "json", "manifests"]);
-  t.equal(run.status, 1);
+  const run = await rlark(["plan", "--format", "json", "manifests"], { cwd: dir });
+  t.equal(run.code, 1);
   const plan = JSON.parse(run.stdout) as {
     valid: boolean;
     failed: boolean;
@@ -149,22 +129,28 @@ t.test("--hub plans against the hub's live state and its Node reports", async (t
   const dir = await repo(t);
   await writeFile(join(dir, "manifests/beijing.yaml"), cluster("beijing"));
   await writeFile(join(dir, "manifests/train.yaml"), job);
-  const run = await rlark(dir, ["plan", "--hub", hub.url, "manifests"], { RLARK_TOKEN: hub.adminToken });
-  t.equal(run.status, 0, run.stderr);
+  const run = await rlark(["plan", "--hub", hub.url, "manifests"], {
+    cwd: dir,
+    env: { RLARK_TOKEN: hub.adminToken },
+  });
+  t.equal(run.code, 0, run.stderr);
   t.match(run.stdout, /1 to create, 0 to change, 1 to delete \(1 unchanged\)/);
   t.match(run.stdout, /- Cluster old/);
   t.match(run.stdout, /Job train task worker → beijing \(n1×2\)/);
   t.notMatch(run.stdout + run.stderr, hub.adminToken, "the token is never printed");
 
-  const refused = await rlark(dir, ["plan", "--hub", hub.url, "manifests"], { RLARK_TOKEN: "wrong" });
-  t.equal(refused.status, 2, refused.stderr);
+  const refused = await rlark(["plan", "--hub", hub.url, "manifests"], {
+    cwd: dir,
+    env: { RLARK_TOKEN: "wrong" },
+  });
+  t.equal(refused.code, 2, refused.stderr);
   t.match(refused.stderr, /HTTP 401/);
   t.notMatch(refused.stderr, "wrong");
 });
 
 t.test("--help explains the comparison and the exit status", async (t) => {
-  const run = await rlark(root, ["plan", "--help"]);
-  t.equal(run.status, 0);
+  const run = await rlark(["plan", "--help"]);
+  t.equal(run.code, 0);
   t.match(run.stdout, /--base <ref>/);
   t.match(
     run.stdout,
@@ -175,24 +161,11 @@ t.test("--help explains the comparison and the exit status", async (t) => {
 t.test("an artifact whose SHA-256 does not match fails the plan, as the hub would refuse it", async (t) => {
   const dir = await repo(t);
   await writeFile(join(dir, "manifests/run.sh"), "echo hi\n");
-  const raw = (sha: string) => `apiVersion: rlinf.io/v1alpha1
-kind: Job
-metadata:
-  name: raw
-spec:
-  tasks:
-    - name: main
-      role: Actor
-      agentType: Raw
-      raw:
-        artifact:
-          url: run.sh
-          sha256: "${sha}"
-        command: ["sh", "run.sh"]
-`;
+  const raw = (sha256: string) =>
+    rawJobYaml({ name: "raw", command: ["sh", "run.sh"], artifact: { url: "run.sh", sha256 } });
   await writeFile(join(dir, "manifests/raw.yaml"), raw("0".repeat(64)));
-  const bad = await rlark(dir, ["plan", "manifests"]);
-  t.equal(bad.status, 1);
+  const bad = await rlark(["plan", "manifests"], { cwd: dir });
+  t.equal(bad.code, 1);
   t.match(
     bad.stdout,
     /manifests\/raw\.yaml:12:16 Job raw \/spec\/tasks\/0\/raw\/artifact\/url: artifact "run\.sh" does not match the declared sha256/,
@@ -203,8 +176,8 @@ spec:
     join(dir, "manifests/raw.yaml"),
     raw(createHash("sha256").update("echo hi\n").digest("hex")),
   );
-  const good = await rlark(dir, ["plan", "manifests"]);
-  t.equal(good.status, 0, good.stdout);
+  const good = await rlark(["plan", "manifests"], { cwd: dir });
+  t.equal(good.code, 0, good.stdout);
 });
 
 t.test(
@@ -220,24 +193,14 @@ t.test(
     const digest = createHash("sha256").update("secret\n").digest("hex");
     await writeFile(
       join(dir, "manifests/raw.yaml"),
-      `apiVersion: rlinf.io/v1alpha1
-kind: Job
-metadata:
-  name: raw
-spec:
-  tasks:
-    - name: main
-      role: Actor
-      agentType: Raw
-      raw:
-        artifact:
-          url: node_modules/p/ca.key
-          sha256: "${digest}"
-        command: ["./ca.key"]
-`,
+      rawJobYaml({
+        name: "raw",
+        command: ["./ca.key"],
+        artifact: { url: "node_modules/p/ca.key", sha256: digest },
+      }),
     );
-    const run = await rlark(dir, ["plan", "manifests"]);
-    t.equal(run.status, 1);
+    const run = await rlark(["plan", "manifests"], { cwd: dir });
+    t.equal(run.code, 1);
     t.match(run.stdout, /artifact "node_modules\/p\/ca\.key" goes through the symlink "node_modules\/p"/);
     t.notMatch(run.stdout, outside, "no path outside the repository");
   },

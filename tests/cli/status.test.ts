@@ -1,20 +1,11 @@
 import t from "tap";
 import type { Job } from "../../operators/api/generated/job.ts";
 import { startHubOnGit } from "../helpers/hub-on-git.ts";
+import { rawJobYaml } from "../helpers/job-yaml.ts";
 import { rlark } from "../helpers/rlark-cli.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 
-const job = `apiVersion: rlinf.io/v1alpha1
-kind: Job
-metadata:
-  name: train
-spec:
-  tasks:
-    - name: actor
-      role: Actor
-      agentType: Raw
-      raw: { command: ["true"] }
-`;
+const job = rawJobYaml({ name: "train", task: "actor", command: ["true"] });
 
 t.test("a Pending Job's row says why it is pending", async (t) => {
   const { hub } = await startHubOnGit(t, { intervalMs: 100, files: { "jobs/train.yaml": job } });

@@ -1,21 +1,16 @@
-import { spawnSync } from "node:child_process";
 import path from "node:path";
 import t from "tap";
-
-const root = path.resolve(import.meta.dirname, "../..");
-const cli = path.join(root, "operators/cli/main.ts");
-const rlark = (...args: string[]) =>
-  spawnSync(process.execPath, [cli, ...args], { cwd: root, encoding: "utf8" });
+import { rlark } from "../helpers/rlark-cli.ts";
 
 t.test("a valid repository exits 0", async (t) => {
-  const run = rlark("validate", "examples");
-  t.equal(run.status, 0, run.stderr);
+  const run = await rlark(["validate", "examples"]);
+  t.equal(run.code, 0, run.stderr);
   t.match(run.stdout, /^\d+ documents valid\n$/);
 });
 
 t.test("an invalid repository exits 1 with file:line:col errors", async (t) => {
-  const run = rlark("validate", "examples/invalid/schema-enum.yaml");
-  t.equal(run.status, 1);
+  const run = await rlark(["validate", "examples/invalid/schema-enum.yaml"]);
+  t.equal(run.code, 1);
   t.match(
     run.stdout,
     'error: examples/invalid/schema-enum.yaml:14:17 Job typo-kind /spec/tasks/0/kubernetes/workload/kind: must be one of Deployment, StatefulSet, DaemonSet, Job (got "Deploymnet")',
@@ -23,15 +18,15 @@ t.test("an invalid repository exits 1 with file:line:col errors", async (t) => {
 });
 
 t.test("a missing path and a bad option are usage or I/O errors: exit 2", async (t) => {
-  t.equal(rlark("validate", "no/such/dir").status, 2);
-  const bad = rlark("validate", "--format", "xml", "examples");
-  t.equal(bad.status, 2);
+  t.equal((await rlark(["validate", "no/such/dir"])).code, 2);
+  const bad = await rlark(["validate", "--format", "xml", "examples"]);
+  t.equal(bad.code, 2);
   t.match(bad.stderr, /Allowed choices are text, json, github, junit/);
 });
 
 t.test("--format json is exactly the documented shape", async (t) => {
-  const run = rlark("validate", "--format", "json", "examples/invalid/missing-domain.yaml");
-  t.equal(run.status, 1);
+  const run = await rlark(["validate", "--format", "json", "examples/invalid/missing-domain.yaml"]);
+  t.equal(run.code, 1);
   const report = JSON.parse(run.stdout);
   t.same(Object.keys(report), ["valid", "documents", "errors", "warnings"]);
   t.same(report, {
@@ -54,8 +49,8 @@ t.test("--format json is exactly the documented shape", async (t) => {
 });
 
 t.test("--format github prints workflow-command annotations", async (t) => {
-  const run = rlark("validate", "--format", "github", "examples/invalid/cidr-overlap.yaml");
-  t.equal(run.status, 1);
+  const run = await rlark(["validate", "--format", "github", "examples/invalid/cidr-overlap.yaml"]);
+  t.equal(run.code, 1);
   t.match(
     run.stdout,
     /^::error file=examples\/invalid\/cidr-overlap\.yaml,line=15,col=9,title=cross\/cidr-overlap Domain narrow::\/spec\/cidr: 10\.7\.3\.0\/24 overlaps/m,
@@ -63,14 +58,14 @@ t.test("--format github prints workflow-command annotations", async (t) => {
 });
 
 t.test("--format junit prints one failing test case per file", async (t) => {
-  const run = rlark(
+  const run = await rlark([
     "validate",
     "--format",
     "junit",
     "examples/invalid/two-heads.yaml",
     "examples/invalid/bad-cidr.yaml",
-  );
-  t.equal(run.status, 1);
+  ]);
+  t.equal(run.code, 1);
   t.match(
     run.stdout,
     /^<\?xml version="1\.0" encoding="UTF-8"\?>\n<testsuites name="rlark validate" tests="2" failures="2">/,
@@ -81,8 +76,8 @@ t.test("--format junit prints one failing test case per file", async (t) => {
 });
 
 t.test("--help documents the command", async (t) => {
-  const run = rlark("validate", "--help");
-  t.equal(run.status, 0);
+  const run = await rlark(["validate", "--help"]);
+  t.equal(run.code, 0);
   t.match(run.stdout, /Exit status: 0 valid, 1 invalid, 2 usage or I\/O error/);
 });
 
@@ -101,18 +96,12 @@ t.test(
     // biome-ignore lint/suspicious/noControlCharactersInRegex: what must not be printed
     const raw = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/;
     for (const format of ["text", "github"]) {
-      const run = spawnSync(process.execPath, [cli, "validate", "--format", format, file], {
-        cwd: dir,
-        encoding: "utf8",
-      });
-      t.equal(run.status, 1, format);
+      const run = await rlark(["validate", "--format", format, file], { cwd: dir });
+      t.equal(run.code, 1, format);
       t.notMatch(run.stdout, raw, `${format}: no raw control character`);
       t.match(run.stdout, "\\x1b]0;pwned\\x07\\x1b[2J\\x9b31m\\x7f", `${format}: shown escaped`);
     }
-    const json = spawnSync(process.execPath, [cli, "validate", "--format", "json", file], {
-      cwd: dir,
-      encoding: "utf8",
-    });
+    const json = await rlark(["validate", "--format", "json", file], { cwd: dir });
     t.notMatch(json.stdout.trimEnd(), raw, "json: no raw control character");
     const report = JSON.parse(json.stdout);
     t.equal(

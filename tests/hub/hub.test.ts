@@ -8,6 +8,7 @@ import t from "tap";
 import type { Hub } from "../../operators/hub/hub.ts";
 import { createGitServer } from "../helpers/git-server.ts";
 import { startHubOnGit } from "../helpers/hub-on-git.ts";
+import { rawJobYaml } from "../helpers/job-yaml.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 
 const domain = (name: string, cidr: string) =>
@@ -188,21 +189,8 @@ t.test("status is committed to the status branch, never to the tracked one", asy
   t.equal(author.trim(), "rlark-bot");
 });
 
-const rawJob = (url: string, sha: string) => `apiVersion: rlinf.io/v1alpha1
-kind: Job
-metadata:
-  name: raw
-spec:
-  tasks:
-    - name: main
-      role: Actor
-      agentType: Raw
-      raw:
-        artifact:
-          url: ${url}
-          sha256: "${sha}"
-        command: ["./tool.sh"]
-`;
+const rawJob = (url: string, sha256: string) =>
+  rawJobYaml({ name: "raw", command: ["./tool.sh"], artifact: { url, sha256 } });
 
 const sha256 = (bytes: string | Buffer) => createHash("sha256").update(bytes).digest("hex");
 

@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { timingSafeEqual } from "node:crypto";
 import { existsSync } from "node:fs";
 import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
@@ -15,6 +15,7 @@ import {
   scrubUrl,
 } from "../../operators/source/index.ts";
 import { createGitServer } from "../helpers/git-server.ts";
+import { rlark } from "../helpers/rlark-cli.ts";
 
 t.test("scrubUrl drops http userinfo but keeps the harmless ssh user", async (t) => {
   t.equal(scrubUrl("https://user:tok@github.com/o/r.git"), "https://github.com/o/r.git");
@@ -63,10 +64,19 @@ t.test("credentials load from a token file, else RLARK_GIT_TOKEN", async (t) => 
   t.same(await loadGitCredentials({ sshKeyFile: "/k", env: {} }), { sshKeyFile: "/k" });
 });
 
+/** An ed25519 key pair that ssh2 reads back: its own parser refuses about one in 200 it generates. */
+function ed25519KeyPair() {
+  for (let attempt = 0; attempt < 10; attempt++) {
+    const pair = ssh2.utils.generateKeyPairSync("ed25519");
+    if (!(ssh2.utils.parseKey(pair.private) instanceof Error)) return pair;
+  }
+  throw new Error("ssh2 could not read back any of 10 ed25519 keys it generated");
+}
+
 /** A real SSH git server (ssh2) that accepts one public key and runs git-upload-pack. */
 async function sshGitServer(t: Test, root: string) {
-  const hostKey = ssh2.utils.generateKeyPairSync("ed25519");
-  const clientKey = ssh2.utils.generateKeyPairSync("ed25519");
+  const hostKey = ed25519KeyPair();
+  const clientKey = ed25519KeyPair();
   const allowed = ssh2.utils.parseKey(clientKey.public);
   if (allowed instanceof Error) throw allowed;
   const accepted: string[] = [];
@@ -115,7 +125,11 @@ async function sshGitServer(t: Test, root: string) {
   };
 }
 
-t.test("an SSH deploy key is used from a 0600 copy in the data dir, and never shown", async (t) => {
+/**
+ * One commit in o/r.git, served over SSH; the deploy key the server accepts written with `keyMode`,
+ * and a data dir for the hub's copy of it. All removed when the test ends.
+ */
+async function repositoryOverSsh(t: Test, keyMode: number) {
   const git = await createGitServer({ name: "o/r.git" });
   const dataDir = await mkdtemp(join(tmpdir(), "rlark-data-"));
   t.teardown(async () => {
@@ -125,9 +139,14 @@ t.test("an SSH deploy key is used from a 0600 copy in the data dir, and never sh
   const sha = await git.commit({ "a.yaml": "a: 1\n" });
   const ssh = await sshGitServer(t, join(git.root, "srv"));
   const keyFile = join(git.root, "deploy-key");
-  await writeFile(keyFile, ssh.clientKey, { mode: 0o644 });
+  await writeFile(keyFile, ssh.clientKey, { mode: keyMode });
+  return { git, dataDir, sha, ssh, keyFile, url: `ssh://git@127.0.0.1:${ssh.port}/o/r.git` };
+}
 
-  const url = `ssh://git@127.0.0.1:${ssh.port}/o/r.git`;
+t.test("an SSH deploy key is used from a 0600 copy in the data dir, and never shown", async (t) => {
+  // Readable by others: the hub copies it to a private file rather than refusing it.
+  const { git, dataDir, sha, ssh, keyFile, url } = await repositoryOverSsh(t, 0o644);
+
   const repo = createGitRepository({ url, branch: "main", dataDir, credentials: { sshKeyFile: keyFile } });
   t.equal(await repo.fetch(), sha, "fetched over SSH with the deploy key");
   t.same(ssh.accepted, ["git"]);
@@ -161,17 +180,7 @@ t.test("an SSH deploy key is used from a 0600 copy in the data dir, and never sh
 t.test(
   "--git-known-hosts-file pins the host key strictly: another key, or none listed, is refused",
   async (t) => {
-    const git = await createGitServer({ name: "o/r.git" });
-    const dataDir = await mkdtemp(join(tmpdir(), "rlark-data-"));
-    t.teardown(async () => {
-      await git.close();
-      await rm(dataDir, { recursive: true, force: true });
-    });
-    const sha = await git.commit({ "a.yaml": "a: 1\n" });
-    const ssh = await sshGitServer(t, join(git.root, "srv"));
-    const keyFile = join(git.root, "deploy-key");
-    await writeFile(keyFile, ssh.clientKey, { mode: 0o600 });
-    const url = `ssh://git@127.0.0.1:${ssh.port}/o/r.git`;
+    const { git, dataDir, sha, ssh, keyFile, url } = await repositoryOverSsh(t, 0o600);
     const hostLine = (key: string) =>
       `[127.0.0.1]:${ssh.port} ${key.trim().split(" ").slice(0, 2).join(" ")}\n`;
     const fetchWith = async (knownHosts: string, name: string) => {
@@ -208,28 +217,22 @@ t.test(
 );
 
 t.test("rlark hub and rlark up take --git-known-hosts-file and name it when it cannot be read", async (t) => {
-  const cli = new URL("../../operators/cli/main.ts", import.meta.url).pathname;
   const dir = t.testdir();
   for (const command of ["hub", "up"]) {
-    const run = spawnSync(
-      process.execPath,
-      [
-        cli,
-        command,
-        "--repo",
-        "ssh://git@127.0.0.1:1/o/r.git",
-        "--data-dir",
-        join(dir, command),
-        "--http",
-        "127.0.0.1:0",
-        "--ssh",
-        "127.0.0.1:0",
-        "--git-known-hosts-file",
-        join(dir, "absent_known_hosts"),
-      ],
-      { encoding: "utf8", timeout: 120_000 },
-    );
-    t.not(run.status, 0, command);
+    const run = await rlark([
+      command,
+      "--repo",
+      "ssh://git@127.0.0.1:1/o/r.git",
+      "--data-dir",
+      join(dir, command),
+      "--http",
+      "127.0.0.1:0",
+      "--ssh",
+      "127.0.0.1:0",
+      "--git-known-hosts-file",
+      join(dir, "absent_known_hosts"),
+    ]);
+    t.not(run.code, 0, command);
     t.match(run.stderr, `--git-known-hosts-file ${join(dir, "absent_known_hosts")}: no such file`, command);
   }
 });

@@ -1,17 +1,18 @@
 import { once } from "node:events";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer } from "node:http";
-import { connect } from "node:net";
+import { type AddressInfo, connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sign } from "@octokit/webhooks-methods";
-import t from "tap";
+import t, { type Test } from "tap";
 import { FakeClock } from "../../operators/lib/clock.ts";
 import {
   createGitRepository,
   createGitWatcher,
   createGitWebhookHttpHandler,
   createWebhookIntake,
+  type GitWebhookHttpOptions,
   type SourceStatus,
 } from "../../operators/source/index.ts";
 import { createGitServer } from "../helpers/git-server.ts";
@@ -19,12 +20,23 @@ import { onRealServers, waitFor as until, waitFor } from "../helpers/wait-for.ts
 
 const secret = "webhook-test-secret";
 
-async function listen(handler: Parameters<typeof createServer>[1]) {
-  const server = createServer(handler);
+/**
+ * The webhook endpoint for `secret` and the main branch of rlark/manifests on 127.0.0.1, closed
+ * when the test ends; a push it verifies fails the test unless `options` say what to do. Its base URL.
+ */
+async function serveWebhook(t: Test, options: Partial<GitWebhookHttpOptions> = {}): Promise<string> {
+  const server = createServer(
+    createGitWebhookHttpHandler({
+      secrets: [secret],
+      repoUrl: "https://github.com/rlark/manifests.git",
+      branch: "main",
+      onTrigger: () => t.fail("must not trigger"),
+      ...options,
+    }),
+  );
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const address = server.address();
-  const port = typeof address === "object" && address ? address.port : 0;
-  return { server, base: `http://127.0.0.1:${port}` };
+  t.teardown(() => new Promise<void>((r) => server.close(() => r())));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
 function pushPayload(ref: string, fullName = "rlark/manifests") {
@@ -66,19 +78,15 @@ t.test("a signed push webhook over HTTP makes the watcher fetch and apply at onc
   });
 
   let triggers = 0;
-  const { server, base } = await listen(
-    createGitWebhookHttpHandler({
-      secrets: () => [secret],
-      // The repository is local here; the payload names it by owner/name.
-      repoUrl: git.bare,
-      branch: "main",
-      onTrigger: () => {
-        triggers++;
-        void watcher.trigger();
-      },
-    }),
-  );
-  t.teardown(() => new Promise<void>((r) => server.close(() => r())));
+  const base = await serveWebhook(t, {
+    secrets: () => [secret],
+    // The repository is local here; the payload names it by owner/name.
+    repoUrl: git.bare,
+    onTrigger: () => {
+      triggers++;
+      void watcher.trigger();
+    },
+  });
 
   const pushed = await git.commit({ "b.yaml": "b: 2\n" });
   const body = pushPayload("refs/heads/main");
@@ -125,16 +133,9 @@ t.test("a signed push webhook over HTTP makes the watcher fetch and apply at onc
 });
 
 t.test("the HTTP adapter refuses other methods and oversized bodies", async (t) => {
-  const { server, base } = await listen(
-    createGitWebhookHttpHandler({
-      secrets: [secret],
-      repoUrl: "https://github.com/rlark/manifests.git",
-      branch: "main",
-      onTrigger: () => t.fail("must not trigger"),
-      intake: createWebhookIntake({ maxBodyBytes: 1024 }),
-    }),
-  );
-  t.teardown(() => new Promise<void>((r) => server.close(() => r())));
+  const base = await serveWebhook(t, {
+    intake: createWebhookIntake({ maxBodyBytes: 1024 }),
+  });
   const get = await fetch(`${base}/hooks/git`);
   t.equal(get.status, 405);
   const big = "x".repeat(4096);
@@ -191,15 +192,7 @@ function pushHead(length: number | "chunked", extra = "") {
 }
 
 t.test("a webhook without event or signature headers is refused before its body is read", async (t) => {
-  const { server, base } = await listen(
-    createGitWebhookHttpHandler({
-      secrets: [secret],
-      repoUrl: "https://github.com/rlark/manifests.git",
-      branch: "main",
-      onTrigger: () => t.fail("must not trigger"),
-    }),
-  );
-  t.teardown(() => new Promise<void>((r) => server.close(() => r())));
+  const base = await serveWebhook(t);
   // Each announces a large body and never sends it: an answer can only come from the headers.
   const anonymous = await rawClient(base, "POST /hooks/git HTTP/1.1\nHost: hub\nContent-Length: 1000000");
   const unsigned = await rawClient(
@@ -224,15 +217,9 @@ t.test("a webhook without event or signature headers is refused before its body 
   await until("refused connections closed", () => anonymous.closed() && unsigned.closed());
 
   // Nothing configured to check against: refused before reading too.
-  const { server: none, base: noneBase } = await listen(
-    createGitWebhookHttpHandler({
-      secrets: [],
-      repoUrl: "https://github.com/rlark/manifests.git",
-      branch: "main",
-      onTrigger: () => t.fail("must not trigger"),
-    }),
-  );
-  t.teardown(() => new Promise<void>((r) => none.close(() => r())));
+  const noneBase = await serveWebhook(t, {
+    secrets: [],
+  });
   const signed = await rawClient(noneBase, pushHead(1_000_000));
   t.teardown(() => signed.socket.destroy());
   t.equal(await until("an answer without reading", () => signed.status()), 401);
@@ -250,16 +237,10 @@ t.test(
       budgetBytes: 64 * 1024,
       bodyTimeoutMs: 600_000,
     });
-    const { server, base } = await listen(
-      createGitWebhookHttpHandler({
-        secrets: [secret],
-        repoUrl: "https://github.com/rlark/manifests.git",
-        branch: "main",
-        onTrigger: () => {},
-        intake,
-      }),
-    );
-    t.teardown(() => new Promise<void>((r) => server.close(() => r())));
+    const base = await serveWebhook(t, {
+      onTrigger: () => {},
+      intake,
+    });
     // Two bodies of 30 kB announced, a little of each sent: the budget holds both...
     const first = await rawClient(base, pushHead(30_000), "x".repeat(1000));
     const second = await rawClient(base, pushHead(30_000), "x".repeat(1000));
@@ -301,16 +282,10 @@ t.test(
 
 t.test("a body that does not arrive within the body timeout is answered 408 and closed", async (t) => {
   const intake = createWebhookIntake({ bodyTimeoutMs: 200 });
-  const { server, base } = await listen(
-    createGitWebhookHttpHandler({
-      secrets: [secret],
-      repoUrl: "https://github.com/rlark/manifests.git",
-      branch: "main",
-      onTrigger: () => {},
-      intake,
-    }),
-  );
-  t.teardown(() => new Promise<void>((r) => server.close(() => r())));
+  const base = await serveWebhook(t, {
+    onTrigger: () => {},
+    intake,
+  });
   const slow = await rawClient(base, pushHead(30_000), "x".repeat(1000));
   t.teardown(() => slow.socket.destroy());
   t.equal(await until("the body timed out", () => slow.status()), 408);
@@ -323,17 +298,11 @@ t.test(
   "a replayed delivery is answered 200 and does nothing; a forged one does not spoil its id",
   async (t) => {
     let triggers = 0;
-    const { server, base } = await listen(
-      createGitWebhookHttpHandler({
-        secrets: [secret],
-        repoUrl: "https://github.com/rlark/manifests.git",
-        branch: "main",
-        onTrigger: () => {
-          triggers++;
-        },
-      }),
-    );
-    t.teardown(() => new Promise<void>((r) => server.close(() => r())));
+    const base = await serveWebhook(t, {
+      onTrigger: () => {
+        triggers++;
+      },
+    });
     const body = pushPayload("refs/heads/main");
     const deliver = async (delivery: string, key = secret) =>
       fetch(`${base}/hooks/git`, {

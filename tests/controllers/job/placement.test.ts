@@ -1,4 +1,4 @@
-import t from "tap";
+import t, { type Test } from "tap";
 import type { Cluster, Job, Task } from "../../../operators/api/index.ts";
 import { createJobController } from "../../../operators/controllers/job/index.ts";
 import { FakeClock } from "../../../operators/lib/clock.ts";
@@ -6,7 +6,16 @@ import { silentLogger } from "../../../operators/lib/controller/index.ts";
 import { modify } from "../../../operators/lib/store/index.ts";
 import { waitFor } from "../../helpers/wait-for.ts";
 import { cluster, job, k8sTask, node, rawTask, type TaskTemplate } from "../placement/fixtures.ts";
-import { getJob, phaseIs, report, running, startJobHarness, tasksOf, waitForJob } from "./harness.ts";
+import {
+  getJob,
+  type JobHarness,
+  phaseIs,
+  report,
+  running,
+  startJobHarness,
+  tasksOf,
+  waitForJob,
+} from "./harness.ts";
 
 const gpu = (name: string, gpus = 1) =>
   k8sTask(name, {
@@ -22,6 +31,32 @@ const gpuNode = (c: string, name: string, gpus: string, extra: Parameters<typeof
   });
 
 const scheduled = (j: Job) => j.status?.conditions?.find((c) => c.type === "Scheduled");
+
+/** Two clusters, alpha four times beta's size, with an offline grace period of five minutes. */
+async function alphaAndBeta(t: Test, { betaCordoned = false } = {}) {
+  const hub = await startJobHarness(t, { offlineGracePeriod: 300_000 });
+  await hub.store.create(cluster("alpha"));
+  await hub.store.create(node("alpha", "a1", { allocatable: { cpu: "64", memory: "256Gi" } }));
+  await hub.store.create(cluster("beta"));
+  await hub.store.create(
+    node("beta", "b1", { allocatable: { cpu: "16", memory: "64Gi" }, unschedulable: betaCordoned }),
+  );
+  return hub;
+}
+
+/** Cluster `name` Offline from now on, by the harness's clock (as when its agent's tunnel drops). */
+async function goOffline(hub: JobHarness, name: string) {
+  await modify<Cluster>(
+    hub.store,
+    "Cluster",
+    "",
+    name,
+    (c) => {
+      c.status = { phase: "Offline", lastTransitionTime: new Date(hub.clock.now()).toISOString() };
+    },
+    { status: true },
+  );
+}
 
 t.test(
   "gang refusal: one task fits, the other does not, so no Task is created until room appears",
@@ -84,15 +119,8 @@ t.test(
 t.test(
   "a Pending Task on a cluster Offline past the grace period is placed elsewhere; a Running one is not moved",
   async (t) => {
-    const clock = new FakeClock(Date.UTC(2026, 10, 29, 12, 0, 0));
-    const hub = await startJobHarness(t, { clock, offlineGracePeriod: 300_000 });
-    await hub.store.create(cluster("alpha"));
-    await hub.store.create(node("alpha", "a1", { allocatable: { cpu: "64", memory: "256Gi" } }));
-    await hub.store.create(cluster("beta"));
     // beta is cordoned at first, so both Tasks start on alpha.
-    await hub.store.create(
-      node("beta", "b1", { allocatable: { cpu: "16", memory: "64Gi" }, unschedulable: true }),
-    );
+    const hub = await alphaAndBeta(t, { betaCordoned: true });
     const cpu = (name: string) => k8sTask(name, { kind: "Deployment", requests: { cpu: "1" } });
     // With a Domain, so its tasks may run in different clusters.
     await hub.store.create(job("wanderer", [cpu("pending-one"), cpu("running-one")], { domain: "lab" }));
@@ -106,16 +134,7 @@ t.test(
     const runningOne = placed.find((x) => x.spec.task === "running-one") as Task;
     await report(hub.store, runningOne, running);
 
-    await modify<Cluster>(
-      hub.store,
-      "Cluster",
-      "",
-      "alpha",
-      (c) => {
-        c.status = { phase: "Offline", lastTransitionTime: new Date(clock.now()).toISOString() };
-      },
-      { status: true },
-    );
+    await goOffline(hub, "alpha");
     const offline = await waitForJob(hub.store, "wanderer", "ClusterOffline", (x) =>
       Boolean(x.status?.conditions?.some((c) => c.type === "ClusterOffline" && c.status === "True")),
     );
@@ -128,7 +147,7 @@ t.test(
       "within the grace period nothing moves",
     );
 
-    clock.advance(300_001);
+    hub.clock.advance(300_001);
     hub.poke("wanderer");
     const moved = await waitFor("pending-one re-placed on beta", async () => {
       const all = await tasksOf(hub.store, "wanderer");
@@ -343,12 +362,7 @@ t.test("a Job without a Domain runs all its tasks in one cluster, or waits sayin
 t.test(
   "without a Domain a Pending Task on an Offline cluster is not moved away from a running one",
   async (t) => {
-    const clock = new FakeClock(Date.UTC(2026, 10, 29, 12, 0, 0));
-    const hub = await startJobHarness(t, { clock, offlineGracePeriod: 300_000 });
-    await hub.store.create(cluster("alpha"));
-    await hub.store.create(node("alpha", "a1", { allocatable: { cpu: "64", memory: "256Gi" } }));
-    await hub.store.create(cluster("beta"));
-    await hub.store.create(node("beta", "b1", { allocatable: { cpu: "16", memory: "64Gi" } }));
+    const hub = await alphaAndBeta(t);
     const cpu = (name: string) => k8sTask(name, { kind: "Deployment", requests: { cpu: "1" } });
     await hub.store.create(job("anchored", [cpu("pending-one"), cpu("running-one")]));
     const placed = await waitFor("both Tasks on alpha", async () => {
@@ -356,17 +370,8 @@ t.test(
       return all.length === 2 && all.every((x) => x.metadata.namespace === "agent-alpha") ? all : undefined;
     });
     await report(hub.store, placed.find((x) => x.spec.task === "running-one") as Task, running);
-    await modify<Cluster>(
-      hub.store,
-      "Cluster",
-      "",
-      "alpha",
-      (c) => {
-        c.status = { phase: "Offline", lastTransitionTime: new Date(clock.now()).toISOString() };
-      },
-      { status: true },
-    );
-    clock.advance(300_001);
+    await goOffline(hub, "alpha");
+    hub.clock.advance(300_001);
     hub.poke("anchored");
     const j = await waitForJob(hub.store, "anchored", "says the pending task waits", (x) =>
       Boolean(
@@ -394,12 +399,7 @@ t.test(
 t.test(
   "without a Domain the rest of a run waits for the cluster its head is in, rather than going elsewhere",
   async (t) => {
-    const clock = new FakeClock(Date.UTC(2026, 10, 29, 12, 0, 0));
-    const hub = await startJobHarness(t, { clock, offlineGracePeriod: 300_000 });
-    await hub.store.create(cluster("alpha"));
-    await hub.store.create(node("alpha", "a1", { allocatable: { cpu: "64", memory: "256Gi" } }));
-    await hub.store.create(cluster("beta"));
-    await hub.store.create(node("beta", "b1", { allocatable: { cpu: "16", memory: "64Gi" } }));
+    const hub = await alphaAndBeta(t);
     const head = k8sTask("actor-head", { kind: "Deployment", requests: { cpu: "1" }, head: true });
     const worker = k8sTask("worker", { kind: "Deployment", requests: { cpu: "1" } });
     await hub.store.create(job("ray", [head, worker]));
@@ -409,16 +409,7 @@ t.test(
       ),
     );
     // alpha drops before the head runs; within the grace period the head stays there.
-    await modify<Cluster>(
-      hub.store,
-      "Cluster",
-      "",
-      "alpha",
-      (c) => {
-        c.status = { phase: "Offline", lastTransitionTime: new Date(clock.now()).toISOString() };
-      },
-      { status: true },
-    );
+    await goOffline(hub, "alpha");
     const j = await waitForJob(hub.store, "ray", "the worker waits", (x) => scheduled(x)?.status === "False");
     t.match(scheduled(j)?.message, /a Job without a Domain runs in one cluster, and actor-head is in alpha$/);
     const tasks = await tasksOf(hub.store, "ray");

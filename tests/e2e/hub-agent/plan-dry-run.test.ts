@@ -1,14 +1,12 @@
 // A pull-request plan's server-side dry-run against a real kube-apiserver (hack/kube): the hub
 // asks the cluster's kubernetes-runtime agent over the tunnel, the agent applies each workload
 // with dryRun=All through its own client, and the API server's own verdict reaches the plan.
-import { randomBytes } from "node:crypto";
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { AppsV1Api } from "@kubernetes/client-node";
 import t from "tap";
 import { kubernetesDryRun } from "../../../operators/agent/runtimes/kubernetes/dry-run.ts";
-import { KubernetesRuntime } from "../../../operators/agent/runtimes/kubernetes/index.ts";
 import {
   createTunnelDryRunner,
   liveFromStore,
@@ -16,9 +14,10 @@ import {
   renderPlanMarkdown,
 } from "../../../operators/feedback/plan/index.ts";
 import { DRY_RUN_PURPOSE, parseDryRunAnswer } from "../../../operators/lib/tunnel/index.ts";
-import { startAgentOnHub } from "../../helpers/agent-on-hub.ts";
 import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
 import { startHubOnGit } from "../../helpers/hub-on-git.ts";
+import { jobYaml, trainerTaskYaml } from "../../helpers/job-yaml.ts";
+import { startKubernetesAgentOnHub } from "../../helpers/kubernetes-agent-on-hub.ts";
 import { onKube, waitFor } from "../../helpers/wait-for.ts";
 
 const { kubeConfig: kc } = fleetCluster(0);
@@ -32,27 +31,7 @@ spec:
 `;
 
 function job(name: string, namespace: string, resources: string): string {
-  return `apiVersion: rlinf.io/v1alpha1
-kind: Job
-metadata:
-  name: ${name}
-spec:
-  tasks:
-    - name: trainer
-      role: Actor
-      agentType: Kubernetes
-      kubernetes:
-        workload:
-          kind: Deployment
-          replicas: 1
-          template:
-            namespace: ${namespace}
-            spec:
-              containers:
-                - name: trainer
-                  image: registry.local/rlark/trainer:1
-                  resources: ${resources}
-`;
+  return jobYaml(name, [trainerTaskYaml({ namespace, replicas: 1, resources })]);
 }
 
 t.test("a plan dry-runs each workload on the cluster's API server through the agent", async (t) => {
@@ -60,15 +39,9 @@ t.test("a plan dry-runs each workload on the cluster's API server through the ag
   const { hub } = await startHubOnGit(t, { files: { "clusters.yaml": CLUSTER } });
   await waitFor("the Cluster from git", async () => await hub.store.get("Cluster", undefined, "gpu"), onKube);
 
-  const runtime = await KubernetesRuntime.start({
+  await startKubernetesAgentOnHub(t, hub, "gpu", {
     kubeConfig: kc,
-    defaultNamespace: namespace,
-    instance: `plan${randomBytes(3).toString("hex")}`,
-    retryIntervalMs: 500,
-  });
-  await startAgentOnHub(t, hub, "gpu", {
-    runtime,
-    runtimeKind: "kubernetes",
+    namespace,
     dryRun: kubernetesDryRun(kc),
     reportIntervalMs: 500,
   });

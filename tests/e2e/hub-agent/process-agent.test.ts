@@ -44,6 +44,11 @@ const markedProcesses = () => pidsMarked(marker);
 async function job(hub: Hub, name: string): Promise<KubeObject | undefined> {
   return hub.store.get("Job", undefined, name);
 }
+type ClusterStatus = { bootId?: string; capabilities?: { name: string; process: string }[] };
+
+async function clusterStatus(hub: Hub): Promise<ClusterStatus> {
+  return ((await hub.store.get("Cluster", undefined, "local"))?.status as ClusterStatus | undefined) ?? {};
+}
 const phaseOf = (o: KubeObject | undefined) => (o?.status as { phase?: string } | undefined)?.phase;
 
 function startAgentProcess(hub: Hub, stateDir: string, token?: string): ChildProcess {
@@ -123,18 +128,24 @@ t.test(
     t.ok(perReplica > 0, "the replica runs");
 
     // The agent dies hard and comes back: it adopts the process instead of starting a second one.
+    const killed = (await clusterStatus(hub)).bootId;
     agent.kill("SIGKILL");
     await new Promise((resolve) => agent.once("exit", resolve));
     agent = startAgentProcess(hub, stateDir);
+    // The restarted agent has applied the hub's desired set (its runtime RUNNING) and reported the
+    // replica Running: one it had not adopted would have been started, so the count below is final.
     await waitFor(
-      "agent back",
+      "the restarted agent reports the replica Running",
       async () => {
-        const cl = await hub.store.get("Cluster", undefined, "local");
-        return (cl?.status as { bootId?: string })?.bootId !== undefined;
+        const status = await clusterStatus(hub);
+        const runtime = status.capabilities?.find((c) => c.name === "runtime/process");
+        if (status.bootId === killed || runtime?.process !== "RUNNING") return false;
+        const pods = (await hub.store.list("Pod", { namespace: "agent-local" })).items;
+        const svc = pods.filter((p) => p.metadata.name.startsWith("svc-"));
+        return svc.length > 0 && svc.every((p) => (p.status as { phase?: string })?.phase === "Running");
       },
       onRealServers,
     );
-    await new Promise((resolve) => setTimeout(resolve, 1500));
     t.equal((await markedProcesses()).length, perReplica, "no duplicate after an agent restart");
 
     // The hub restarts on the same data dir: the agent reconnects and the Job stays Running.

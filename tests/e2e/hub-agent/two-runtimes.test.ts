@@ -1,18 +1,18 @@
 // One Job, two clusters: a GPU task on a real Kubernetes control plane (hack/kube, kwok nodes)
 // through a kubernetes-runtime agent, and an environment process on a process-runtime agent. The
 // hub places each task, the agents run them, status flows back; a stop leaves nothing behind.
-import { randomBytes } from "node:crypto";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { AppsV1Api } from "@kubernetes/client-node";
 import t from "tap";
-import { KubernetesRuntime } from "../../../operators/agent/runtimes/kubernetes/index.ts";
 import { ProcessRuntime } from "../../../operators/agent/runtimes/process/index.ts";
 import { silentLogger } from "../../../operators/lib/controller/index.ts";
 import { startAgentOnHub } from "../../helpers/agent-on-hub.ts";
 import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
 import { startHubOnGit } from "../../helpers/hub-on-git.ts";
+import { jobYaml, trainerTaskYaml } from "../../helpers/job-yaml.ts";
+import { startKubernetesAgentOnHub } from "../../helpers/kubernetes-agent-on-hub.ts";
 import { onKube, waitFor } from "../../helpers/wait-for.ts";
 
 const { kubeConfig: kc } = fleetCluster(0);
@@ -44,30 +44,16 @@ metadata:
 spec:
   cidr: 10.0.9.0/24
 `,
-    "job.yaml": `apiVersion: rlinf.io/v1alpha1
-kind: Job
-metadata:
-  name: mixed
-spec:
-  domain: lab
-  stopped: ${stopped}
-  tasks:
-    - name: trainer
-      role: Actor
-      agentType: Kubernetes
-      nodeSelector: { nvidia.com/gpu: "true" }
-      kubernetes:
-        workload:
-          kind: Deployment
-          replicas: 2
-          template:
-            namespace: ${namespace}
-            spec:
-              containers:
-                - name: trainer
-                  image: registry.local/rlark/trainer:1
-                  resources: { requests: { cpu: "1", nvidia.com/gpu: "1" }, limits: { nvidia.com/gpu: "1" } }
-    - name: env
+    "job.yaml": jobYaml(
+      "mixed",
+      [
+        trainerTaskYaml({
+          namespace,
+          replicas: 2,
+          resources: `{ requests: { cpu: "1", nvidia.com/gpu: "1" }, limits: { nvidia.com/gpu: "1" } }`,
+          nodeSelector: `{ nvidia.com/gpu: "true" }`,
+        }),
+        `    - name: env
       role: Env
       agentType: Raw
       clusterSelector: { matchLabels: { role: environment } }
@@ -75,6 +61,9 @@ spec:
         kind: Deployment
         command: ["sh", "-c", "sleep 300; true"]
 `,
+      ],
+      { domain: "lab", stopped },
+    ),
   };
 }
 
@@ -89,15 +78,9 @@ t.test(
       onKube,
     );
 
-    const kubeRuntime = await KubernetesRuntime.start({
+    await startKubernetesAgentOnHub(t, hub, "gpu", {
       kubeConfig: kc,
-      defaultNamespace: namespace,
-      instance: `two${randomBytes(3).toString("hex")}`,
-      retryIntervalMs: 500,
-    });
-    await startAgentOnHub(t, hub, "gpu", {
-      runtime: kubeRuntime,
-      runtimeKind: "kubernetes",
+      namespace,
       reportIntervalMs: 1_000,
     });
     const processRuntime = await ProcessRuntime.open({

@@ -114,12 +114,16 @@ function watchEvents(
 
 t.test("a watch receives ADDED, MODIFIED and DELETED", async (t) => {
   const namespace = await testNamespace(t, kc, "watch");
-  const { ready, done } = watchEvents(`/api/v1/namespaces/${namespace}/configmaps`, {}, (events) =>
-    events.some((e) => e.type === "DELETED"),
+  // From the list's resourceVersion: every write after it is delivered, however late the watch
+  // is registered on the server.
+  const resourceVersion = (await core.listNamespacedConfigMap({ namespace })).metadata?.resourceVersion;
+  if (!resourceVersion) throw new Error("the ConfigMap list carries no resourceVersion");
+  const { ready, done } = watchEvents(
+    `/api/v1/namespaces/${namespace}/configmaps`,
+    { resourceVersion },
+    (events) => events.some((e) => e.type === "DELETED"),
   );
   await ready;
-  // give the watch a moment to be registered before the first write
-  await new Promise((r) => setTimeout(r, 200));
   await core.createNamespacedConfigMap({ namespace, body: { metadata: { name: "w" }, data: { a: "1" } } });
   const current = await core.readNamespacedConfigMap({ name: "w", namespace });
   await core.replaceNamespacedConfigMap({ name: "w", namespace, body: { ...current, data: { a: "2" } } });

@@ -2,11 +2,10 @@
 // KubeConfig made a new connection pool for every request, so every server-side apply paid a
 // TCP and TLS handshake. A real TLS server on 127.0.0.1 with its own CA counts the handshakes.
 import { createServer } from "node:https";
-import type { AddressInfo } from "node:net";
-import { KubeConfig } from "@kubernetes/client-node";
 import t from "tap";
 import { makeCa, makeLeaf } from "../../../../hack/kube/pki.ts";
 import { apiClients } from "../../../../operators/agent/runtimes/kubernetes/api-clients.ts";
+import { kubeConfigFor, listenUntilTeardown } from "./api-server.ts";
 
 t.test("sequential and concurrent requests share pooled connections", async (t) => {
   const ca = makeCa("rlark-test-ca");
@@ -27,27 +26,14 @@ t.test("sequential and concurrent requests share pooled connections", async (t) 
     },
   );
   server.on("secureConnection", () => handshakes++);
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [
-      {
-        name: "c",
-        server: `https://127.0.0.1:${(server.address() as AddressInfo).port}`,
-        caData: Buffer.from(ca.certPem).toString("base64"),
-      },
-    ],
-    users: [
-      {
-        name: "u",
-        certData: Buffer.from(client.certPem).toString("base64"),
-        keyData: Buffer.from(client.keyPem).toString("base64"),
-      },
-    ],
-    contexts: [{ name: "x", cluster: "c", user: "u" }],
-    currentContext: "x",
-  });
+  const port = await listenUntilTeardown(t, server);
+  const kc = kubeConfigFor(
+    { server: `https://127.0.0.1:${port}`, caData: Buffer.from(ca.certPem).toString("base64") },
+    {
+      certData: Buffer.from(client.certPem).toString("base64"),
+      keyData: Buffer.from(client.keyPem).toString("base64"),
+    },
+  );
   const clients = apiClients(kc);
   t.teardown(() => clients.close());
 

@@ -57,6 +57,9 @@ t.test("ray_check.py returns once the head's port answers", { skip: !python && "
   const waiting = run(["address", `127.0.0.1:${port}`, "--timeout", "30", "--interval", "0.1"]);
   const head = createServer((socket) => socket.end());
   t.teardown(() => head.close());
+  // A refused probe leaves no trace to wait for, so the worker gets a few of its 0.1 s probes before
+  // the head listens. Not a race: were the head up before the first probe, the test would still
+  // pass, only without showing the wait.
   await new Promise((r) => setTimeout(r, 300));
   await listen(head, port);
   const { code, stderr } = await waiting;
