@@ -14,10 +14,16 @@ import { ProcessRuntime } from "./runtimes/process/index.ts";
 export interface LocalAgentOptions {
   cluster: string;
   dataDir: string;
-  hub: { sshAddress: string; caFingerprint: string; store: Store };
+  hub: {
+    sshAddress: string;
+    caFingerprint: string;
+    store: Store;
+    /** The hub's git source: once it has applied a revision, the Cluster is there or is not declared. */
+    source?: { watcher: { status(): { lastAppliedRevision: string | null } } };
+  };
   createToken(cluster: string): Promise<string>;
   logger: Logger;
-  /** How long to wait for the Cluster to appear from git. */
+  /** How long to wait for the Cluster to appear from git while no revision is applied yet. */
   waitMs?: number;
   clock?: Clock;
 }
@@ -25,7 +31,16 @@ export interface LocalAgentOptions {
 export async function startLocalAgent(options: LocalAgentOptions): Promise<Agent | undefined> {
   const clock = options.clock ?? systemClock;
   const deadline = clock.now() + (options.waitMs ?? 30_000);
-  while (!(await options.hub.store.get("Cluster", undefined, options.cluster))) {
+  for (;;) {
+    // Read before the store: a revision applied in between is then seen with its Cluster.
+    const applied = options.hub.source?.watcher.status().lastAppliedRevision;
+    if (await options.hub.store.get("Cluster", undefined, options.cluster)) break;
+    if (applied) {
+      options.logger.info(
+        `revision ${applied.slice(0, 12)} declares no Cluster "${options.cluster}": no local agent started`,
+      );
+      return undefined;
+    }
     if (clock.now() > deadline) return undefined;
     await new Promise<void>((resolve) => clock.setTimeout(resolve, 200));
   }

@@ -11,7 +11,7 @@ export type ArtifactSource =
   | { kind: "invalid"; reason: string };
 
 const SCHEME = /^[a-z][a-z0-9+.-]*:/i;
-/** The schemes the agents fetch (operators/agent/runtimes/process/spec.ts). */
+/** The schemes the agents fetch (operators/agent/runtimes/process/artifact-cache.ts). */
 const FETCHED = /^(https?|file):/;
 // C0, DEL and C1: never part of a file name anyone means to write.
 // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import {
   type CertificateAuthority,
   generateKeyPair,
+  lfPem,
   publicKeyPem,
   renewalTime,
   writeFileAtomic,
@@ -62,7 +63,7 @@ export class DomainCertificates {
     if (!existsSync(keyPath)) writeFileAtomic(keyPath, generateKeyPair().privateKeyPem, 0o600);
     const keyPem = readFileSync(keyPath, "utf8");
     const certPath = this.certPath(domain);
-    let certPem = existsSync(certPath) ? readFileSync(certPath, "utf8") : undefined;
+    let certPem = existsSync(certPath) ? lfPem(readFileSync(certPath, "utf8")) : undefined;
     let window = certPem ? this.#check(domain, certPem, keyPem) : undefined;
     if (!certPem || !window || this.#now() >= renewalTime(window.notBefore, window.notAfter, () => 0.5)) {
       const issued = this.#pki.issue({

@@ -6,6 +6,7 @@ import { validatePaths } from "../../source/index.ts";
 import { checkArtifacts } from "./artifacts.ts";
 import { computePlan } from "./compute.ts";
 import { runDryRuns, type WorkloadDryRunner } from "./dry-run.ts";
+import { manifestFolder } from "./manifest-folder.ts";
 import { manifestAsObject } from "./object-diff.ts";
 import type { Plan } from "./types.ts";
 
@@ -27,8 +28,7 @@ export async function planTree(options: PlanTreeOptions): Promise<Plan> {
   const validation = await validatePaths(roots, { baseDir: options.dir });
   if (validation.valid) {
     // The hub checks artifacts after validation, against the manifest folder: so does the plan.
-    const root = roots.length === 1 && roots[0] ? roots[0] : path.resolve(options.dir);
-    const artifactErrors = await checkArtifacts(validation.objects, root);
+    const artifactErrors = await checkArtifacts(validation.objects, await manifestFolder(roots));
     if (artifactErrors.length > 0) {
       validation.errors.push(...artifactErrors);
       validation.errors.sort(compareDiagnostics);

@@ -1,6 +1,10 @@
 // The plan as GitHub/Gitea-flavoured Markdown: a verdict, a summary table, then collapsible
 // details per object. Pure; long plans drop their diffs (then their tables) to fit a comment.
+// The plan's strings are escaped first (escape-plan.ts): with no line break or other control
+// character left in them, nothing from the repository can end a table row, a list item or an
+// HTML block, and code spans are fenced by more backticks than they hold.
 import { formatDiagnostic } from "../../api/index.ts";
+import { escapePlan } from "./escape-plan.ts";
 import { type Plan, planConcerns, planFailed } from "./types.ts";
 
 export interface MarkdownOptions {
@@ -13,7 +17,7 @@ export interface MarkdownOptions {
 const ICON = { create: "➕", change: "✏️", delete: "➖" } as const;
 
 function cell(text: string): string {
-  return text.replaceAll("\\", "\\\\").replaceAll("|", "\\|").replace(/\r?\n/g, " ");
+  return text.replaceAll("\\", "\\\\").replaceAll("|", "\\|");
 }
 
 function html(text: string): string {
@@ -24,9 +28,17 @@ function html(text: string): string {
     .replaceAll('"', "&quot;");
 }
 
+/** A code span: fenced by a backtick run longer than any inside, padded when the text starts or ends with one. */
 function code(text: string): string {
-  const ticks = text.includes("`") ? "``" : "`";
-  return `${ticks}${text}${ticks}`;
+  const longest = Math.max(0, ...(text.match(/`+/g) ?? []).map((run) => run.length));
+  const ticks = "`".repeat(longest + 1);
+  const pad = text.startsWith("`") || text.endsWith("`") ? " " : "";
+  return `${ticks}${pad}${text}${pad}${ticks}`;
+}
+
+/** A code span inside a table: GFM splits cells at `|` even in code, unless escaped. */
+function cellCode(text: string): string {
+  return code(text).replaceAll("|", "\\|");
 }
 
 function fence(text: string, lang: string): string {
@@ -76,7 +88,7 @@ function render(plan: Plan, options: MarkdownOptions, level: 0 | 1 | 2): string 
     for (const e of plan.errors) {
       const object = e.kind ? `${e.kind}${e.name ? ` ${e.name}` : ""}` : "";
       out.push(
-        `| ${where(e.file, e.line)} | ${cell(object)} | ${e.path ? code(e.path) : ""} | ${cell(e.message)} (${code(e.rule)}) |`,
+        `| ${where(e.file, e.line)} | ${cell(object)} | ${e.path ? cellCode(e.path) : ""} | ${cell(e.message)} (${cellCode(e.rule)}) |`,
       );
     }
   }
@@ -151,7 +163,7 @@ function render(plan: Plan, options: MarkdownOptions, level: 0 | 1 | 2): string 
       const free = d.free < 0 ? `⚠️ ${d.free}` : String(d.free);
       const moved = d.outOfRange > 0 ? ` (${d.outOfRange} allocated outside the new CIDR)` : "";
       out.push(
-        `| ${cell(d.domain)} | ${code(d.cidr)} | ${d.usable} | ${d.allocated} | ${d.requested} | ${free}${moved} |`,
+        `| ${cell(d.domain)} | ${cellCode(d.cidr)} | ${d.usable} | ${d.allocated} | ${d.requested} | ${free}${moved} |`,
       );
     }
   }
@@ -175,13 +187,14 @@ function render(plan: Plan, options: MarkdownOptions, level: 0 | 1 | 2): string 
           : d.state === "failed"
             ? `❌ ${cell(d.message)}`
             : `⏸️ ${cell(d.message)}`;
-      out.push(`| ${cell(d.cluster)} | ${code(d.object)} | ${result} |`);
+      out.push(`| ${cell(d.cluster)} | ${cellCode(d.object)} | ${result} |`);
     }
   }
   return `${out.join("\n")}\n`;
 }
 
-export function renderPlanMarkdown(plan: Plan, options: MarkdownOptions = {}): string {
+export function renderPlanMarkdown(raw: Plan, options: MarkdownOptions = {}): string {
+  const plan = escapePlan(raw);
   const max = options.maxLength ?? 60_000;
   for (const level of [0, 1, 2] as const) {
     const text = render(plan, options, level);

@@ -1,5 +1,7 @@
 // The plan for a terminal or a CI log.
 import { formatDiagnostic } from "../../api/index.ts";
+import { terminalJson } from "../../lib/terminal-text.ts";
+import { escapePlan } from "./escape-plan.ts";
 import { planVerdict } from "./render-markdown.ts";
 import { type Plan, planConcerns, planFailed } from "./types.ts";
 
@@ -13,7 +15,8 @@ function indent(text: string, by = "    "): string {
     .join("\n");
 }
 
-export function renderPlanText(plan: Plan): string {
+export function renderPlanText(raw: Plan): string {
+  const plan = escapePlan(raw);
   const out: string[] = [];
   const revision = plan.revision ? plan.revision.slice(0, 12) : "working tree";
   out.push(
@@ -79,7 +82,10 @@ function sortKeys(value: unknown): unknown {
   return out;
 }
 
-/** Stable JSON: keys sorted at every level, lists already in the plan's stable order. */
+/**
+ * Stable JSON: keys sorted at every level, lists already in the plan's stable order. Strings keep
+ * their exact text; no control character is written raw.
+ */
 export function renderPlanJson(plan: Plan): string {
-  return `${JSON.stringify(sortKeys({ ...plan, failed: planFailed(plan) }), null, 2)}\n`;
+  return `${terminalJson(sortKeys({ ...plan, failed: planFailed(plan) }), 2)}\n`;
 }

@@ -7,6 +7,7 @@ import { writeFileAtomic } from "./files.ts";
 import { certificateFingerprint } from "./fingerprint.ts";
 import type { Expectation, Identity } from "./identity.ts";
 import { generateKeyPair, publicKeyPem } from "./keys.ts";
+import { lfPem } from "./pem.ts";
 import { RevocationList } from "./revocation.ts";
 import { checkName, isRole, type Role } from "./roles.ts";
 import { verifyCertificate } from "./verify.ts";
@@ -77,7 +78,7 @@ function selfSignedCa(keyPem: string, commonName: string, now: number, lifetimeM
     { name: "subjectKeyIdentifier" },
   ]);
   cert.sign(key, forge.md.sha256.create());
-  return forge.pki.certificateToPem(cert);
+  return lfPem(forge.pki.certificateToPem(cert));
 }
 
 /**
@@ -101,7 +102,7 @@ export function openCertificateAuthority(options: OpenCaOptions): CertificateAut
     writeFileAtomic(certPath, certPem, 0o644);
   }
   const keyPem = readFileSync(keyPath, "utf8");
-  const certPem = readFileSync(certPath, "utf8");
+  const certPem = lfPem(readFileSync(certPath, "utf8"));
   const caKey = forge.pki.privateKeyFromPem(keyPem);
   const caCert = forge.pki.certificateFromPem(certPem);
   const revoked = new RevocationList(join(dir, "revoked.json"));
@@ -142,7 +143,7 @@ export function openCertificateAuthority(options: OpenCaOptions): CertificateAut
       cert.sign(caKey, forge.md.sha256.create());
       // X.509 times have second precision; report what the certificate actually says.
       return {
-        certPem: forge.pki.certificateToPem(cert),
+        certPem: lfPem(forge.pki.certificateToPem(cert)),
         serial,
         notBefore: cert.validity.notBefore.getTime(),
         notAfter: cert.validity.notAfter.getTime(),

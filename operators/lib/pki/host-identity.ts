@@ -3,6 +3,7 @@ import { join } from "node:path";
 import type { CertificateAuthority } from "./ca.ts";
 import { writeFileAtomic } from "./files.ts";
 import { generateKeyPair } from "./keys.ts";
+import { lfPem } from "./pem.ts";
 import { renewalTime } from "./renewal.ts";
 
 export interface HostIdentity {
@@ -32,7 +33,7 @@ export function openHostIdentity(options: {
   const certPath = join(dir, "host.crt");
   if (!existsSync(keyPath)) writeFileAtomic(keyPath, generateKeyPair().privateKeyPem, 0o600);
   const privateKeyPem = readFileSync(keyPath, "utf8");
-  let certPem = existsSync(certPath) ? readFileSync(certPath, "utf8") : "";
+  let certPem = existsSync(certPath) ? lfPem(readFileSync(certPath, "utf8")) : "";
   let fresh = false;
   if (certPem) {
     try {

@@ -12,6 +12,7 @@ export { certificateFingerprint, fingerprintsEqual } from "./fingerprint.ts";
 export { type HostIdentity, openHostIdentity } from "./host-identity.ts";
 export type { Expectation, Identity } from "./identity.ts";
 export { generateKeyPair, type KeyPair, publicKeyPem, sshPublicKeyBlob, sshPublicKeyLine } from "./keys.ts";
+export { lfPem } from "./pem.ts";
 export { renewalTime } from "./renewal.ts";
 export { RevocationList, type RevokedEntry } from "./revocation.ts";
 export { isRole, ROLES, type Role } from "./roles.ts";

@@ -107,12 +107,20 @@ export class KubernetesRuntime implements Runtime {
     this.#version = new KubernetesVersion(this.#clients.version, logger, changed);
   }
 
-  /** Starts the watches and resolves once every cache has its first list. */
+  /**
+   * Starts the watches and resolves once every cache has its first list. Fails, with every watch
+   * stopped, when RBAC forbids one of those lists; other failures are retried with backoff.
+   */
   static async start(options: KubernetesRuntimeOptions): Promise<KubernetesRuntime> {
     const runtime = new KubernetesRuntime(options);
     const all = runtime.#watches.all;
     for (const c of all) c.start();
-    await Promise.all([...all.map((c) => c.synced), runtime.#version.read()]);
+    try {
+      await Promise.all([...all.map((c) => c.synced), runtime.#version.read()]);
+    } catch (err) {
+      await runtime.stop();
+      throw err;
+    }
     runtime.#version.poll(options.relistIntervalMs ?? 600_000);
     if (options.diskStatsIntervalMs) runtime.#disk.poll(options.diskStatsIntervalMs);
     return runtime;

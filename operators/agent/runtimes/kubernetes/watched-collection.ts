@@ -3,7 +3,8 @@
 // resourceVersion with bookmarks; relists on 410 Gone and every `relistIntervalMs` (jittered);
 // re-watches from the last seen resourceVersion after a dropped or silent connection (the Watch's
 // 30 s inactivity timeout is the watchdog); backs off exponentially while the server fails; and
-// skips events whose object it already holds at that resourceVersion.
+// skips events whose object it already holds at that resourceVersion. A 403 on the first list is
+// the one failure not retried: RBAC does not grant the list, and waiting will not grant it.
 import { type KubeConfig, type KubernetesObject, KubernetesObjectApi, Watch } from "@kubernetes/client-node";
 import { type Clock, systemClock } from "../../../lib/clock.ts";
 import type { Logger } from "../../../lib/logger.ts";
@@ -25,6 +26,17 @@ export interface CollectionOptions {
   clock?: Clock;
 }
 
+/** `nodes` for /api/v1/nodes, `deployments.apps` for /apis/apps/v1/deployments: as RBAC names them. */
+function resourceOf(path: string): string {
+  const parts = path.split("/").filter(Boolean);
+  const resource = parts.at(-1) ?? path;
+  return parts[0] === "apis" && parts[1] ? `${resource}.${parts[1]}` : resource;
+}
+
+function forbiddenMessage(path: string, err: unknown): string {
+  return `the agent may not list ${resourceOf(path)} (${describeApiError(err)}): grant it fleet/agent's ClusterRole rlark-agent (kubectl apply -k fleet/agent, or bind that ClusterRole to the agent's identity)`;
+}
+
 const key = (o: KubernetesObject): string => `${o.metadata?.namespace ?? ""}/${o.metadata?.name ?? ""}`;
 
 export class WatchedCollection<T extends KubernetesObject> {
@@ -38,6 +50,8 @@ export class WatchedCollection<T extends KubernetesObject> {
   #wake: (() => void) | undefined;
   #synced: Promise<void>;
   #markSynced: () => void = () => undefined;
+  #failSynced: (err: Error) => void = () => undefined;
+  #hasSynced = false;
   /** Lists done so far: the first, then one per relist. */
   lists = 0;
   /** Watch connections that ended in 410 Gone. */
@@ -47,12 +61,15 @@ export class WatchedCollection<T extends KubernetesObject> {
     this.#options = options;
     this.#clock = options.clock ?? systemClock;
     this.#objects = KubernetesObjectApi.makeApiClient(options.kubeConfig);
-    this.#synced = new Promise((resolve) => {
+    this.#synced = new Promise((resolve, reject) => {
       this.#markSynced = resolve;
+      this.#failSynced = reject;
     });
+    // rejected only for whoever waits for it; nobody waiting is no crash
+    this.#synced.catch(() => undefined);
   }
 
-  /** Resolves once the first list is in. */
+  /** Resolves once the first list is in; rejects when RBAC forbids that list (the collection stops). */
   get synced(): Promise<void> {
     return this.#synced;
   }
@@ -200,9 +217,15 @@ export class WatchedCollection<T extends KubernetesObject> {
     while (!this.#stopped) {
       try {
         await this.#list();
+        this.#hasSynced = true;
         this.#markSynced();
         failures = 0;
       } catch (err) {
+        if (!this.#hasSynced && apiErrorCode(err) === 403) {
+          this.#stopped = true;
+          this.#failSynced(new Error(forbiddenMessage(this.#options.path, err)));
+          return;
+        }
         failures += 1;
         this.#options.logger.warn("list failed", {
           kind: this.#options.kind,

@@ -1,6 +1,7 @@
 // From desired Tasks to desired pods: pure, so naming, replica counts and the change detection
 // that decides restarts are tested without processes.
 import { createHash } from "node:crypto";
+import { artifactSource } from "../../../api/index.ts";
 import type { RawWorkload, RuntimeTask } from "../types.ts";
 
 export type RestartKind = "Deployment" | "StatefulSet" | "Job";
@@ -70,8 +71,11 @@ function validate(task: RuntimeTask): string | undefined {
     return "spec.raw.replicas must be a non-negative integer";
   if (raw.artifact && !/^[0-9a-f]{64}$/i.test(raw.artifact.sha256))
     return "spec.raw.artifact.sha256 must be 64 hex digits";
-  if (raw.artifact && !/^(https?|file):/.test(raw.artifact.url))
-    return "spec.raw.artifact.url must be an https://, http:// or file:// URL";
+  const source = raw.artifact ? artifactSource(raw.artifact.url) : undefined;
+  if (source?.kind === "invalid") return `spec.raw.artifact.url ${source.reason}`;
+  // The hub turns repository paths into URLs of its artifact store before the agent sees them.
+  if (source?.kind === "repository")
+    return "spec.raw.artifact.url is a repository path the hub did not resolve; give a URL";
   return undefined;
 }
 
