@@ -65,7 +65,9 @@ export function registerUp(program: Command): void {
     out.write(
       agent
         ? `  local agent: cluster "${LOCAL_CLUSTER}" (process runtime) runs Raw tasks on this machine\n`
-        : `  no Cluster "${LOCAL_CLUSTER}" in the repository: no local agent started\n`,
+        : hub.source?.watcher.status().lastAppliedRevision
+          ? `  no Cluster "${LOCAL_CLUSTER}" in the repository: no local agent started\n`
+          : `  the repository is not loaded yet (see rlark status): no local agent started; restart rlark up once it is\n`,
     );
     out.write(`  stop with Ctrl-C\n\n`);
     await untilSignal();
