@@ -61,6 +61,16 @@ export function registerAgent(program: Command): void {
       "--kubeconfig <file>",
       "kubernetes runtime: the cluster to serve (default: in-cluster credentials)",
     )
+    .option(
+      "--sidecar-image <image>",
+      "kubernetes runtime: the network sidecar for pods of Tasks with a domain",
+    )
+    .option(
+      "--sidecar-arg <arg>",
+      "kubernetes runtime: an argument of the sidecar (repeatable)",
+      (value: string, previous: string[]) => [...previous, value],
+      [] as string[],
+    )
     .option("--node-name <name>", "the node name this machine reports", hostname())
     .option("--label <key=value>", "a label on the reported node (repeatable)", collectLabel, {})
     .addHelpText("after", AGENT_HELP)
