@@ -4,11 +4,6 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 import { repoRoot } from "../kube/paths.ts";
 
-export interface Tools {
-  helm: string;
-  kustomize: string;
-}
-
 function pins(file: string): Map<string, string> {
   const vars = new Map<string, string>();
   for (const line of readFileSync(file, "utf8").split("\n")) {
@@ -18,18 +13,15 @@ function pins(file: string): Map<string, string> {
   return vars;
 }
 
-/** The pinned tools in `${RLARK_CACHE:-$HOME/.cache/rlark}/tools`; throws when one is not built. */
-export function tools(env: NodeJS.ProcessEnv = process.env): Tools {
+const PIN = { helm: "HELM_VERSION", kustomize: "KUSTOMIZE_VERSION" } as const;
+
+/** The pinned tool in `${RLARK_CACHE:-$HOME/.cache/rlark}/tools`; throws when it is not built. */
+export function toolPath(name: keyof typeof PIN, env: NodeJS.ProcessEnv = process.env): string {
   const file = join(repoRoot, "hack/tools/versions.env");
-  const vars = pins(file);
+  const version = pins(file).get(PIN[name]);
+  if (!version) throw new Error(`${file}: ${PIN[name]} is not set`);
   const cache = join(env.RLARK_CACHE || join(env.HOME || homedir(), ".cache/rlark"), "tools");
-  const path = (name: string, key: string): string => {
-    const version = vars.get(key);
-    if (!version) throw new Error(`${file}: ${key} is not set`);
-    const bin = join(cache, `${name}-${version}`, "bin", name);
-    if (!existsSync(bin))
-      throw new Error(`${name} ${version} is missing at ${bin}: run bash hack/tools/build`);
-    return bin;
-  };
-  return { helm: path("helm", "HELM_VERSION"), kustomize: path("kustomize", "KUSTOMIZE_VERSION") };
+  const bin = join(cache, `${name}-${version}`, "bin", name);
+  if (!existsSync(bin)) throw new Error(`${name} ${version} is missing at ${bin}: run bash hack/tools/build`);
+  return bin;
 }
