@@ -91,9 +91,9 @@ t.test("both bases roll out on kwok nodes after server-side apply", async (t) =>
   const objects = [...build("hub"), ...build("agent")];
   const secrets = operatorSecrets();
   const pv = await volumeForClaim(kc, "rlark-system", "rlark-hub-data");
-  const applied = await applyAll(kc, [...objects, ...secrets]);
-  const own = applied.filter((o) => !sharedWithOtherTests(o));
+  const own = [...objects, ...secrets].filter((o) => !sharedWithOtherTests(o));
   t.teardown(() => deleteAll(kc, [...own, pv]));
+  await applyAll(kc, [...objects, ...secrets]);
   t.ok(await deploymentAvailable(kc, "rlark-system", "rlark-hub"), "the hub's Deployment is available");
   t.ok(await deploymentAvailable(kc, "rlark-system", "rlark-agent"), "the agent's Deployment is available");
 });
