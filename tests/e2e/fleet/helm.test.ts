@@ -3,10 +3,11 @@
 // kubernetes runtime does and no more, the values schema refuses mistakes, and the CA and admin
 // token the chart makes are ones the hub's own code opens. Runs on cluster 1 (kustomize.test.ts
 // uses 0: both install into rlark-system under the same names).
+import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { KubernetesObject } from "@kubernetes/client-node";
+import { CoreV1Api, type KubernetesObject } from "@kubernetes/client-node";
 import t from "tap";
 import YAML from "yaml";
 import { repoRoot } from "../../../hack/kube/paths.ts";
@@ -31,7 +32,7 @@ import {
   volumeForClaim,
 } from "../../helpers/install.ts";
 
-const { kubeConfig: kc } = fleetCluster(1);
+const { kubeConfig: kc, kubeconfig } = fleetCluster(1);
 const helm = toolPath("helm");
 const chart = join(repoRoot, "fleet/helm/rlark");
 const version = (JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { version: string })
@@ -150,6 +151,11 @@ t.test("values.schema.json and the templates refuse mistakes with the field name
   );
   t.match(helmTemplate(VALUES, "default").error, /rlark-system/, "another namespace");
   t.equal(helmTemplate(["hub.enabled=false"]).error, undefined, "nothing enabled is fine");
+  t.equal(
+    helmTemplate(VALUES.slice(0, 1), "elsewhere").error,
+    undefined,
+    "the hub alone in another namespace",
+  );
 });
 
 t.test("the CA and admin token the chart makes are ones the hub opens as they are", async (t) => {
@@ -212,4 +218,34 @@ t.test("the chart's agent ServiceAccount may do what the kubernetes runtime does
   for (const access of RUNTIME_ACCESS) t.ok(await allowed(agent, access), `allowed: ${describe(access)}`);
   for (const access of FORBIDDEN_ACCESS)
     t.notOk(await allowed(agent, access), `refused: ${describe(access)}`);
+});
+
+t.test("helm install, then upgrade, keeps the hub's CA, admin token and webhook secret", async (t) => {
+  // a namespace and release of its own (the hub alone may live anywhere), so nothing is shared
+  const namespace = `rlark-test-${randomBytes(4).toString("hex")}`;
+  const release = `rlark-${randomBytes(3).toString("hex")}`;
+  const pv = await volumeForClaim(kc, namespace, "rlark-hub-data");
+  t.teardown(async () => {
+    await deleteAll(kc, [{ apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } }, pv]);
+  });
+  const helmRun = (...args: string[]) =>
+    run(helm, [...args, "--kubeconfig", kubeconfig, "--namespace", namespace], helmEnv);
+  const secrets = async () => {
+    const core = kc.makeApiClient(CoreV1Api);
+    const read = async (name: string) => (await core.readNamespacedSecret({ name, namespace })).data;
+    return {
+      admin: await read("rlark-hub-admin-token"),
+      ca: await read("rlark-hub-ca"),
+      webhook: await read("rlark-hub-webhook"),
+    };
+  };
+  const chartArgs = [release, chart, "--set", "hub.repo=https://git.example.com/acme/fleet.git"];
+  helmRun("install", ...chartArgs, "--create-namespace");
+  t.ok(await deploymentAvailable(kc, namespace, "rlark-hub"), "installed: the hub's Deployment is available");
+  const first = await secrets();
+  t.ok(first.ca?.["ca.key"], "the chart made a CA");
+  helmRun("upgrade", ...chartArgs, "--set", "hub.interval=5m");
+  t.same(await secrets(), first, "an upgrade keeps them: enrolled agents still trust the hub");
+  helmRun("uninstall", release);
+  t.same(await secrets(), first, "an uninstall keeps them too (helm.sh/resource-policy: keep)");
 });

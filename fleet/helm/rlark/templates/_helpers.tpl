@@ -11,10 +11,10 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 
-{{/* The agent's identity Secret is rlark-system/rlark-agent-identity, so the release lives there. */}}
+{{/* The agent keeps its identity in rlark-system/rlark-agent-identity, so an agent release lives there. */}}
 {{- define "rlark.checkNamespace" -}}
 {{- if ne .Release.Namespace "rlark-system" -}}
-{{- fail (printf "install the rlark chart into the namespace rlark-system (helm install --namespace rlark-system --create-namespace), not %q" .Release.Namespace) -}}
+{{- fail (printf "install the rlark chart with the agent into the namespace rlark-system (helm install --namespace rlark-system --create-namespace), not %q" .Release.Namespace) -}}
 {{- end -}}
 {{- end -}}
 
