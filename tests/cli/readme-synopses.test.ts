@@ -25,3 +25,25 @@ for (const command of ["hub", "agent", "up"]) {
     for (const flag of flags) t.ok(known.has(flag), `${flag} is an option of rlark ${command}`);
   });
 }
+
+t.test(
+  "the hub takes its CA from --ca-dir, or RLARK_CA_DIR (a Kubernetes Secret), else the data dir",
+  async (t) => {
+    const { hubOptionsFrom } = await import("../../operators/cli/hub-options.ts");
+    const flags = {
+      dataDir: "/var/lib/rlark",
+      http: "0.0.0.0:8080",
+      ssh: "0.0.0.0:2222",
+      branch: "main",
+      path: ".",
+      statusBranch: "rlark/status",
+      statusCommits: true,
+      dashboard: true,
+    };
+    const from = (extra: object, env: NodeJS.ProcessEnv) =>
+      hubOptionsFrom({ ...flags, ...extra }, { intervalMs: 1 }, env);
+    t.equal((await from({ caDir: "/etc/rlark/ca" }, { RLARK_CA_DIR: "/x" })).caDir, "/etc/rlark/ca");
+    t.equal((await from({}, { RLARK_CA_DIR: "/etc/rlark/ca" })).caDir, "/etc/rlark/ca");
+    t.equal((await from({}, {})).caDir, undefined);
+  },
+);

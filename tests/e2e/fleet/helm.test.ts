@@ -165,16 +165,25 @@ t.test("the CA and admin token the chart makes are ones the hub opens as they ar
   const decode = (b64: string | undefined) => Buffer.from(b64 ?? "", "base64").toString("utf8");
   const dataDir = mkdtempSync(join(tmpdir(), "rlark-helm-hub-"));
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
-  // the Deployment mounts these Secrets over the same paths in the data dir
-  mkdirSync(join(dataDir, "pki"));
+  // laid out as the Deployment mounts them: the token over its file in the data dir, the CA in
+  // a folder of its own that the Deployment names in RLARK_CA_DIR
+  const deployment = find(objects, "Deployment", "rlark-hub") as unknown as {
+    spec: { template: { spec: { containers: { env: { name: string; value?: string }[] }[] } } };
+  };
+  const caMount = deployment.spec.template.spec.containers[0]?.env.find(
+    (e) => e.name === "RLARK_CA_DIR",
+  )?.value;
+  t.equal(caMount, "/etc/rlark/ca", "the hub reads its CA from the Secret's folder");
+  const caDir = join(dataDir, "ca-secret");
+  mkdirSync(caDir);
   const ca = data("rlark-hub-ca");
-  writeFileSync(join(dataDir, "pki/ca.crt"), decode(ca["ca.crt"]));
-  writeFileSync(join(dataDir, "pki/ca.key"), decode(ca["ca.key"]));
+  writeFileSync(join(caDir, "ca.crt"), decode(ca["ca.crt"]));
+  writeFileSync(join(caDir, "ca.key"), decode(ca["ca.key"]));
   const token = decode(data("rlark-hub-admin-token")["admin-token"]);
   writeFileSync(join(dataDir, "admin-token"), token);
 
   t.equal(await loadOrCreateAdminToken(dataDir), token, "the admin token is used, not replaced");
-  const pki = openHubPki({ dataDir, clusterExists: () => true });
+  const pki = openHubPki({ dataDir, caDir, clusterExists: () => true });
   t.equal(pki.ca.fingerprint, certificateFingerprint(decode(ca["ca.crt"])), "the CA is used, not replaced");
   t.equal(
     pki.ca.verify(pki.host.certPem, { role: "hub" }).name.length > 0,
