@@ -7,6 +7,7 @@ import { parseDuration } from "./duration.ts";
 
 export interface CommonHubFlags {
   dataDir: string;
+  caDir?: string;
   http: string;
   ssh: string;
   repo?: string;
@@ -34,6 +35,10 @@ export interface CommonHubFlags {
 export function addCommonHubFlags(command: Command, defaults: { interval: string; ssh: string }): Command {
   return command
     .option("--data-dir <dir>", "where the hub keeps its store, CA, admin token and git mirrors", ".rlark")
+    .option(
+      "--ca-dir <dir>",
+      "read the CA's ca.crt and ca.key from here, e.g. a mounted Secret (or RLARK_CA_DIR; default <data-dir>/pki)",
+    )
     .option("--http <host:port>", "address of the HTTP API and dashboard", "127.0.0.1:8080")
     .option("--ssh <host:port>", "address of the SSH endpoint for agent tunnels", defaults.ssh)
     .option("--repo <url-or-path>", "git repository of manifests (https, ssh, file URL or local path)")
@@ -83,6 +88,7 @@ export function addCommonHubFlags(command: Command, defaults: { interval: string
 export async function hubOptionsFrom(
   flags: CommonHubFlags,
   defaults: { intervalMs: number },
+  env: NodeJS.ProcessEnv = process.env,
 ): Promise<HubOptions> {
   // Checked before anything is created or read, so a typo leaves no half-made data dir behind.
   checkHostPort("--http", flags.http);
@@ -93,8 +99,10 @@ export async function hubOptionsFrom(
     sshKeyFile: flags.gitSshKeyFile,
     knownHostsFile: flags.gitKnownHostsFile,
   });
+  const caDir = flags.caDir ?? (env.RLARK_CA_DIR || undefined);
   return {
     dataDir: path.resolve(flags.dataDir),
+    ...(caDir ? { caDir: path.resolve(caDir) } : {}),
     http: flags.http,
     ssh: flags.ssh,
     repo: flags.repo,

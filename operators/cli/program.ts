@@ -37,7 +37,13 @@ export function buildProgram(): Command {
           `no hub data in ${dataDir}: pass the --data-dir of a hub that has started (rlark up, rlark hub)`,
         );
       const { openHubPki } = await import("../hub/index.ts");
-      return openHubPki({ dataDir, clusterExists: (name) => clusterDeclared(dataDir, name) }).enrollment;
+      // RLARK_CA_DIR as `rlark hub` reads it: `kubectl exec` into the hub's pod inherits it
+      const caDir = process.env.RLARK_CA_DIR || undefined;
+      return openHubPki({
+        dataDir,
+        ...(caDir ? { caDir: path.resolve(caDir) } : {}),
+        clusterExists: (name) => clusterDeclared(dataDir, name),
+      }).enrollment;
     },
   });
   registerUser(program);

@@ -25,6 +25,8 @@ export type { HubSource } from "./source-wiring.ts";
 
 export interface HubOptions {
   dataDir: string;
+  /** The CA's read-only folder (ca.crt, ca.key), e.g. a mounted Secret; default `<dataDir>/pki`. */
+  caDir?: string;
   /** host:port for the HTTP API; port 0 picks a free one. */
   http: string;
   /** Git source; without it the hub serves what its store already holds. */
@@ -83,6 +85,7 @@ export async function startHub(options: HubOptions): Promise<Hub> {
   const agentSync = createAgentSync({ store, artifactDir: path.join(options.dataDir, "artifacts"), logger });
   const tunnel = createHubTunnel({
     dataDir: options.dataDir,
+    ...(options.caDir ? { caDir: options.caDir } : {}),
     clusterExists: async (name) => (await store.get("Cluster", undefined, name)) !== undefined,
     onAgentSession: (session) => agentSync.onAgentSession(session),
     onClusterState: (cluster, state) => agentSync.onClusterState(cluster, state),

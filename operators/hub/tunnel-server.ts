@@ -22,13 +22,19 @@ export interface HubPki {
  */
 export function openHubPki(options: {
   dataDir: string;
+  /** The CA's read-only folder (`--ca-dir`); default `<dataDir>/pki`. */
+  caDir?: string;
   clusterExists(name: string): boolean | Promise<boolean>;
   hostName?: string;
   now?: () => number;
   agentCertificateTtlMs?: number;
 }): HubPki {
   const now = options.now ?? Date.now;
-  const ca = openCertificateAuthority({ dataDir: options.dataDir, now });
+  const ca = openCertificateAuthority({
+    dataDir: options.dataDir,
+    ...(options.caDir ? { caDir: options.caDir } : {}),
+    now,
+  });
   const host = openHostIdentity({
     dataDir: options.dataDir,
     ca,
@@ -47,15 +53,21 @@ export function openHubPki(options: {
 
 export type HubTunnelOptions = Omit<TunnelServerOptions, "hostKey" | "hostCert" | "ca" | "enrollment"> & {
   dataDir: string;
+  caDir?: string;
   clusterExists(name: string): boolean | Promise<boolean>;
   clock?: Clock;
 };
 
 /** The hub's SSH endpoint with its PKI wired in; the composition calls `listen(2222)`. */
 export function createHubTunnel(options: HubTunnelOptions): HubPki & { server: TunnelServer } {
-  const { dataDir, clusterExists, ...rest } = options;
+  const { dataDir, caDir, clusterExists, ...rest } = options;
   const clock = options.clock;
-  const pki = openHubPki({ dataDir, clusterExists, ...(clock ? { now: () => clock.now() } : {}) });
+  const pki = openHubPki({
+    dataDir,
+    ...(caDir ? { caDir } : {}),
+    clusterExists,
+    ...(clock ? { now: () => clock.now() } : {}),
+  });
   const server = createTunnelServer({
     ...rest,
     hostKey: pki.host.privateKeyPem,

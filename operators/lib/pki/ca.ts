@@ -47,6 +47,11 @@ export interface CertificateAuthority {
 export interface OpenCaOptions {
   /** The CA lives in `<dataDir>/pki/`. */
   dataDir: string;
+  /**
+   * Where `ca.crt` and `ca.key` are, read-only (a mounted Kubernetes Secret): never created or
+   * written there. Default: `<dataDir>/pki`, where they are made on first start.
+   */
+  caDir?: string;
   now?: () => number;
   commonName?: string;
   lifetimeMs?: number;
@@ -88,9 +93,16 @@ function selfSignedCa(keyPem: string, commonName: string, now: number, lifetimeM
 export function openCertificateAuthority(options: OpenCaOptions): CertificateAuthority {
   const now = options.now ?? Date.now;
   const dir = join(options.dataDir, "pki");
-  const keyPath = join(dir, "ca.key");
-  const certPath = join(dir, "ca.crt");
-  if (!existsSync(keyPath) || !existsSync(certPath)) {
+  const caDir = options.caDir ?? dir;
+  const keyPath = join(caDir, "ca.key");
+  const certPath = join(caDir, "ca.crt");
+  const present = existsSync(keyPath) && existsSync(certPath);
+  if (!present && options.caDir !== undefined) {
+    throw new Error(
+      `${existsSync(certPath) ? keyPath : certPath}: no such file: the CA folder ${caDir} must hold ca.crt and ca.key (PEM)`,
+    );
+  }
+  if (!present) {
     const pair = generateKeyPair();
     const certPem = selfSignedCa(
       pair.privateKeyPem,

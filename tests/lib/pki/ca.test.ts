@@ -1,4 +1,4 @@
-import { statSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -168,4 +168,34 @@ t.test("the hub host identity is created once and certified by the CA for role h
   const second = openHostIdentity({ dataDir: dir, ca });
   t.equal(second.privateKeyPem, first.privateKeyPem);
   t.equal(second.certPem, first.certPem, "a fresh certificate is not re-issued");
+});
+
+t.test(
+  "a CA in caDir (a mounted Secret) is used as it is; the data dir keeps only the revocations",
+  async (t) => {
+    const made = await dataDir();
+    const original = openCertificateAuthority({ dataDir: made });
+    const dir = await dataDir();
+    const ca = openCertificateAuthority({ dataDir: dir, caDir: join(made, "pki") });
+    t.equal(ca.fingerprint, original.fingerprint, "the given CA, not a new one");
+    t.notOk(existsSync(join(dir, "pki", "ca.key")), "no CA is made in the data dir");
+    const issued = ca.issue({
+      role: "agent",
+      name: "beijing",
+      publicKey: generateKeyPair().publicKeyPem,
+      ttlMs: HOUR,
+    });
+    ca.revoke(issued.serial, "test");
+    t.ok(existsSync(join(dir, "pki", "revoked.json")), "revocations are written to the data dir");
+    t.notOk(existsSync(join(made, "pki", "revoked.json")), "never to the CA's folder");
+  },
+);
+
+t.test("a caDir without ca.crt and ca.key is an error naming the file, and nothing is made", async (t) => {
+  const empty = await dataDir();
+  const dir = await dataDir();
+  t.throws(() => openCertificateAuthority({ dataDir: dir, caDir: empty }), {
+    message: new RegExp(`${join(empty, "ca.crt")}.*ca.crt and ca.key`),
+  });
+  t.notOk(existsSync(join(empty, "ca.key")), "no key is made in the CA's folder");
 });

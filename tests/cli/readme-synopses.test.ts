@@ -1,0 +1,49 @@
+// The README's synopsis of each long-running command promises flags: every one must be an
+// option of that command, so a user copying the synopsis never meets "unknown option".
+import { readFileSync } from "node:fs";
+import t from "tap";
+import { repoRoot } from "../../hack/kube/paths.ts";
+import { buildProgram } from "../../operators/cli/program.ts";
+
+const readme = readFileSync(`${repoRoot}/README.md`, "utf8");
+
+/** The flags in the first code block after the `### rlark <command>` heading. */
+function synopsisFlags(command: string): string[] {
+  const section = readme.split(`\n### rlark ${command}\n`)[1];
+  const block = section && /```\n([\s\S]*?)```/.exec(section)?.[1];
+  if (!block) throw new Error(`README.md has no synopsis under "### rlark ${command}"`);
+  return [...new Set(block.match(/--[a-z][a-z-]*/g) ?? [])];
+}
+
+for (const command of ["hub", "agent", "up"]) {
+  t.test(`every flag in README's rlark ${command} synopsis is an option of rlark ${command}`, async (t) => {
+    const cmd = buildProgram().commands.find((c) => c.name() === command);
+    if (!cmd) throw new Error(`rlark has no ${command} command`);
+    const known = new Set(cmd.options.map((o) => o.long));
+    const flags = synopsisFlags(command);
+    t.ok(flags.length > 0, "the synopsis names flags");
+    for (const flag of flags) t.ok(known.has(flag), `${flag} is an option of rlark ${command}`);
+  });
+}
+
+t.test(
+  "the hub takes its CA from --ca-dir, or RLARK_CA_DIR (a Kubernetes Secret), else the data dir",
+  async (t) => {
+    const { hubOptionsFrom } = await import("../../operators/cli/hub-options.ts");
+    const flags = {
+      dataDir: "/var/lib/rlark",
+      http: "0.0.0.0:8080",
+      ssh: "0.0.0.0:2222",
+      branch: "main",
+      path: ".",
+      statusBranch: "rlark/status",
+      statusCommits: true,
+      dashboard: true,
+    };
+    const from = (extra: object, env: NodeJS.ProcessEnv) =>
+      hubOptionsFrom({ ...flags, ...extra }, { intervalMs: 1 }, env);
+    t.equal((await from({ caDir: "/etc/rlark/ca" }, { RLARK_CA_DIR: "/x" })).caDir, "/etc/rlark/ca");
+    t.equal((await from({}, { RLARK_CA_DIR: "/etc/rlark/ca" })).caDir, "/etc/rlark/ca");
+    t.equal((await from({}, {})).caDir, undefined);
+  },
+);

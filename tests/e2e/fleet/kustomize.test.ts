@@ -1,0 +1,110 @@
+// fleet/hub and fleet/agent, built with the pinned kustomize, applied by server-side apply to a
+// fleet cluster: both Deployments roll out on the kwok nodes, and the agent's ServiceAccount may
+// do what the kubernetes runtime does and nothing more. Runs on cluster 0 (helm.test.ts uses 1:
+// both install into rlark-system under the same names).
+import { randomBytes } from "node:crypto";
+import { join } from "node:path";
+import type { KubernetesObject } from "@kubernetes/client-node";
+import t from "tap";
+import { repoRoot } from "../../../hack/kube/paths.ts";
+import { toolPath } from "../../../hack/tools/paths.ts";
+import { buildProgram } from "../../../operators/cli/program.ts";
+import { fleetCluster } from "../../helpers/fleet.ts";
+import {
+  AGENT_USER,
+  allowed,
+  applyAll,
+  deleteAll,
+  deploymentAvailable,
+  describe,
+  FORBIDDEN_ACCESS,
+  impersonating,
+  parseObjects,
+  RUNTIME_ACCESS,
+  run,
+  volumeForClaim,
+} from "../../helpers/install.ts";
+
+const { kubeConfig: kc } = fleetCluster(0);
+const kustomize = toolPath("kustomize");
+const build = (dir: string): KubernetesObject[] =>
+  parseObjects(run(kustomize, ["build", join(repoRoot, "fleet", dir)]));
+
+type Container = { name: string; image: string; args: string[] };
+type Workload = KubernetesObject & { spec: { template: { spec: { containers: Container[] } } } };
+const container = (objects: KubernetesObject[], name: string): Container => {
+  const d = objects.find((o) => o.kind === "Deployment" && o.metadata?.name === name) as Workload | undefined;
+  const c = d?.spec.template.spec.containers[0];
+  if (!c) throw new Error(`no Deployment ${name} with a container`);
+  return c;
+};
+
+/** rlark-system and the agent's identity and RBAC, which fleet-agent.test.ts applies too: they stay. */
+const sharedWithOtherTests = (o: KubernetesObject): boolean =>
+  o.kind === "Namespace" || (o.metadata?.name === "rlark-agent" && o.kind !== "Deployment");
+
+/** The Secrets docs/install.md has an operator create before applying fleet/hub and fleet/agent. */
+function operatorSecrets(): KubernetesObject[] {
+  const secret = (name: string, stringData: Record<string, string>) =>
+    ({
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name, namespace: "rlark-system" },
+      stringData,
+    }) as KubernetesObject;
+  return [
+    secret("rlark-hub-admin-token", { "admin-token": randomBytes(32).toString("base64url") }),
+    secret("rlark-hub-ca", { "ca.crt": "test", "ca.key": "test" }),
+    secret("rlark-hub-webhook", { "webhook-secret": randomBytes(20).toString("hex") }),
+    secret("rlark-agent-bootstrap", {
+      hub: "hub.example.com:2222",
+      token: "rlt.test",
+      "ca-hash": "sha256:00",
+    }),
+  ];
+}
+
+t.test("kustomize builds the hub and the agent with the one image and options rlark has", async (t) => {
+  const version = (await import("../../../package.json", { with: { type: "json" } })).default.version;
+  const program = buildProgram();
+  for (const [dir, name, command] of [
+    ["hub", "rlark-hub", "hub"],
+    ["agent", "rlark-agent", "agent"],
+  ] as const) {
+    const c = container(build(dir), name);
+    t.equal(c.image, `rlark/rlark:${version}`, `${name}: rlark/rlark at this version`);
+    const [sub, ...args] = c.args;
+    t.equal(sub, command);
+    const known = new Set(program.commands.find((cmd) => cmd.name() === command)?.options.map((o) => o.long));
+    for (const arg of args)
+      t.ok(known.has(arg.split("=")[0]), `${name}: ${arg.split("=")[0]} is an option of rlark ${command}`);
+  }
+  const hub = build("hub");
+  t.same(
+    hub.map((o) => o.kind).sort(),
+    ["ConfigMap", "Deployment", "Namespace", "PersistentVolumeClaim", "Service", "ServiceAccount"],
+    "the hub: its configuration, data volume, Service and Deployment (the Secrets are the operator's)",
+  );
+});
+
+t.test("both bases roll out on kwok nodes after server-side apply", async (t) => {
+  const objects = [...build("hub"), ...build("agent")];
+  const secrets = operatorSecrets();
+  const pv = await volumeForClaim(kc, "rlark-system", "rlark-hub-data");
+  const own = [...objects, ...secrets].filter((o) => !sharedWithOtherTests(o));
+  t.teardown(() => deleteAll(kc, [...own, pv]));
+  await applyAll(kc, [...objects, ...secrets]);
+  t.ok(await deploymentAvailable(kc, "rlark-system", "rlark-hub"), "the hub's Deployment is available");
+  t.ok(await deploymentAvailable(kc, "rlark-system", "rlark-agent"), "the agent's Deployment is available");
+});
+
+t.test("the agent's ServiceAccount may do what the kubernetes runtime does, and no more", async (t) => {
+  await applyAll(
+    kc,
+    build("agent").filter((o) => o.kind !== "Deployment"),
+  );
+  const agent = impersonating(kc, AGENT_USER);
+  for (const access of RUNTIME_ACCESS) t.ok(await allowed(agent, access), `allowed: ${describe(access)}`);
+  for (const access of FORBIDDEN_ACCESS)
+    t.notOk(await allowed(agent, access), `refused: ${describe(access)}`);
+});

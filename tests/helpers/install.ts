@@ -1,0 +1,206 @@
+// What the install tests (tests/e2e/fleet/) share: rendered manifests applied to a fleet cluster
+// by server-side apply, rollouts on kwok nodes, and the agent's RBAC checked as its ServiceAccount.
+import { spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import {
+  ApiException,
+  AppsV1Api,
+  AuthorizationV1Api,
+  CoreV1Api,
+  KubeConfig,
+  type KubernetesObject,
+  KubernetesObjectApi,
+  PatchStrategy,
+} from "@kubernetes/client-node";
+import YAML from "yaml";
+import { waitFor } from "./wait-for.ts";
+
+export const AGENT_USER = "system:serviceaccount:rlark-system:rlark-agent";
+const FIELD_MANAGER = "rlark-install-test";
+
+/** Runs a tool to completion; its stdout, or an error with its stderr. */
+export function run(command: string, args: string[], env: NodeJS.ProcessEnv = process.env): string {
+  const out = spawnSync(command, args, { encoding: "utf8", env, maxBuffer: 16 * 1024 * 1024 });
+  if (out.status !== 0) {
+    throw new Error(`${command} ${args.join(" ")} failed (exit ${out.status ?? out.signal}):\n${out.stderr}`);
+  }
+  return out.stdout;
+}
+
+/** The objects of a multi-document YAML stream (empty documents dropped). */
+export function parseObjects(text: string): KubernetesObject[] {
+  return YAML.parseAllDocuments(text)
+    .map((d) => d.toJSON() as KubernetesObject | null)
+    .filter((o): o is KubernetesObject => o !== null && typeof o === "object" && "kind" in o);
+}
+
+export function applyAll(kc: KubeConfig, objects: KubernetesObject[]): Promise<KubernetesObject[]> {
+  const api = KubernetesObjectApi.makeApiClient(kc);
+  // Namespaces first so the namespaced objects after them have somewhere to go.
+  const ordered = [...objects].sort(
+    (a, b) => Number(b.kind === "Namespace") - Number(a.kind === "Namespace"),
+  );
+  return ordered.reduce<Promise<KubernetesObject[]>>(async (done, obj) => {
+    const list = await done;
+    const applied = await api
+      .patch(obj, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply)
+      .catch((err: unknown) => {
+        const body = err instanceof ApiException ? String(err.body) : String(err);
+        throw new Error(`server-side apply of ${obj.kind}/${obj.metadata?.name}: ${body}`);
+      });
+    return [...list, applied];
+  }, Promise.resolve([]));
+}
+
+/** Deletes objects (the test's own: never Namespaces or cluster-wide RBAC other tests share). */
+export async function deleteAll(kc: KubeConfig, objects: KubernetesObject[]): Promise<void> {
+  const api = KubernetesObjectApi.makeApiClient(kc);
+  for (const obj of objects) await api.delete(obj).catch(() => undefined);
+}
+
+/** Waits until a Deployment's current generation has all its replicas available. */
+export function deploymentAvailable(kc: KubeConfig, namespace: string, name: string): Promise<true> {
+  const apps = kc.makeApiClient(AppsV1Api);
+  return waitFor(
+    `Deployment ${namespace}/${name} available`,
+    async () => {
+      const d = await apps.readNamespacedDeployment({ name, namespace });
+      const available = d.status?.conditions?.some((c) => c.type === "Available" && c.status === "True");
+      const current = (d.status?.observedGeneration ?? 0) >= (d.metadata?.generation ?? 1);
+      return available && current && d.status?.availableReplicas === d.spec?.replicas ? true : undefined;
+    },
+    { attempts: 480, everyMs: 250 },
+  );
+}
+
+/**
+ * The cluster has no storage provisioner: a PersistentVolume bound ahead to the hub's claim
+ * stands in for one, so the hub's pod can be scheduled. Returns it for deletion.
+ */
+export async function volumeForClaim(
+  kc: KubeConfig,
+  namespace: string,
+  claim: string,
+): Promise<KubernetesObject> {
+  const pv = {
+    apiVersion: "v1",
+    kind: "PersistentVolume",
+    metadata: { name: `rlark-test-${randomBytes(4).toString("hex")}`, labels: { "rlark.io/test": "true" } },
+    spec: {
+      capacity: { storage: "100Gi" },
+      accessModes: ["ReadWriteOnce"],
+      persistentVolumeReclaimPolicy: "Retain",
+      storageClassName: "",
+      claimRef: { namespace, name: claim },
+      hostPath: { path: "/tmp/rlark-test-volume" },
+    },
+  };
+  await kc.makeApiClient(CoreV1Api).createPersistentVolume({ body: pv });
+  return pv;
+}
+
+/** The same cluster, seen as `user` through impersonation. */
+export function impersonating(kc: KubeConfig, user: string): KubeConfig {
+  const cluster = kc.getCurrentCluster();
+  const admin = kc.getCurrentUser();
+  if (!cluster || !admin) throw new Error("the fleet kubeconfig has no current cluster or user");
+  const out = new KubeConfig();
+  out.loadFromOptions({
+    clusters: [cluster],
+    users: [{ ...admin, name: "impersonated", impersonateUser: user }],
+    contexts: [{ name: "impersonated", cluster: cluster.name, user: "impersonated" }],
+    currentContext: "impersonated",
+  });
+  return out;
+}
+
+export interface Access {
+  verb: string;
+  resource: string;
+  group?: string;
+  subresource?: string;
+  namespace?: string;
+  name?: string;
+}
+
+/** "verb group/resource[/sub] [ns/name]", for messages. */
+export function describe(a: Access): string {
+  const what = `${a.group ? `${a.group}/` : ""}${a.resource}${a.subresource ? `/${a.subresource}` : ""}`;
+  const where = [a.namespace, a.name].filter(Boolean).join("/");
+  return `${a.verb} ${what}${where ? ` ${where}` : ""}`;
+}
+
+/** Asks the API server, as the impersonated user, whether it may do `a`. */
+export async function allowed(kc: KubeConfig, a: Access): Promise<boolean> {
+  const review = await kc.makeApiClient(AuthorizationV1Api).createSelfSubjectAccessReview({
+    body: {
+      apiVersion: "authorization.k8s.io/v1",
+      kind: "SelfSubjectAccessReview",
+      spec: { resourceAttributes: { ...a, group: a.group ?? "" } },
+    },
+  });
+  return review.status?.allowed === true;
+}
+
+/** A namespace name like the Tasks' (any a Task template names), unique to this run. */
+const taskNamespace = `team-${randomBytes(3).toString("hex")}`;
+
+/** What the kubernetes runtime does (operators/agent/runtimes/kubernetes): all must be allowed. */
+export const RUNTIME_ACCESS: Access[] = [
+  ...["deployments", "statefulsets", "daemonsets"].flatMap((resource) =>
+    ["create", "patch", "get", "list", "watch", "delete"].map((verb) => ({
+      verb,
+      resource,
+      group: "apps",
+      namespace: taskNamespace,
+    })),
+  ),
+  ...["create", "patch", "watch", "delete"].map((verb) => ({
+    verb,
+    resource: "jobs",
+    group: "batch",
+    namespace: taskNamespace,
+  })),
+  ...["services", "configmaps"].flatMap((resource) =>
+    ["create", "patch", "list", "delete"].map((verb) => ({ verb, resource, namespace: taskNamespace })),
+  ),
+  { verb: "watch", resource: "persistentvolumeclaims", namespace: taskNamespace },
+  { verb: "delete", resource: "persistentvolumeclaims", namespace: taskNamespace },
+  { verb: "watch", resource: "pods" },
+  { verb: "get", resource: "pods", subresource: "log", namespace: taskNamespace },
+  { verb: "watch", resource: "nodes" },
+  { verb: "patch", resource: "nodes", name: "worker-1" },
+  { verb: "create", resource: "namespaces" },
+  { verb: "patch", resource: "namespaces", name: taskNamespace },
+  { verb: "create", resource: "secrets", namespace: "rlark-system" },
+  { verb: "get", resource: "secrets", namespace: "rlark-system", name: "rlark-agent-identity" },
+  { verb: "update", resource: "secrets", namespace: "rlark-system", name: "rlark-agent-identity" },
+];
+
+/** What the runtime never does: all must be refused. */
+export const FORBIDDEN_ACCESS: Access[] = [
+  { verb: "get", resource: "secrets", namespace: taskNamespace, name: "db-password" },
+  { verb: "list", resource: "secrets" },
+  { verb: "create", resource: "secrets", namespace: taskNamespace },
+  { verb: "get", resource: "secrets", namespace: "rlark-system", name: "rlark-hub-admin-token" },
+  { verb: "update", resource: "secrets", namespace: "rlark-system", name: "rlark-agent-bootstrap" },
+  { verb: "delete", resource: "secrets", namespace: "rlark-system", name: "rlark-agent-identity" },
+  { verb: "create", resource: "clusterroles", group: "rbac.authorization.k8s.io" },
+  { verb: "create", resource: "clusterrolebindings", group: "rbac.authorization.k8s.io" },
+  { verb: "create", resource: "rolebindings", group: "rbac.authorization.k8s.io", namespace: taskNamespace },
+  { verb: "escalate", resource: "clusterroles", group: "rbac.authorization.k8s.io", name: "rlark-agent" },
+  { verb: "delete", resource: "namespaces", name: taskNamespace },
+  { verb: "delete", resource: "nodes", name: "worker-1" },
+  { verb: "create", resource: "pods", namespace: taskNamespace },
+  { verb: "create", resource: "pods", subresource: "exec", namespace: taskNamespace },
+  {
+    verb: "create",
+    resource: "serviceaccounts",
+    subresource: "token",
+    namespace: "rlark-system",
+    name: "rlark-agent",
+  },
+  { verb: "create", resource: "persistentvolumeclaims", namespace: taskNamespace },
+  { verb: "create", resource: "customresourcedefinitions", group: "apiextensions.k8s.io" },
+  { verb: "impersonate", resource: "users" },
+];
