@@ -68,7 +68,7 @@ if (!canBuild) {
     const file = path.join(
       process.env.RLARK_CACHE ?? path.join(process.env.HOME ?? "/root", ".cache/rlark"),
       "images",
-      `rlark-${component}-${version}.oci.tar`,
+      component === "rlark" ? `rlark-${version}.oci.tar` : `rlark-${component}-${version}.oci.tar`,
     );
     return file;
   };
@@ -108,17 +108,17 @@ if (!canBuild) {
   ];
 
   t.test("the build writes both archives (or keeps them) and says what dominates their size", async (t) => {
-    t.match(build, /rlark-agent-.*\.oci\.tar\t\d+ MB/);
+    t.match(build, /rlark-[\d.]+\.oci\.tar\t\d+ MB/);
     t.match(build, /rlark-hub-.*\.oci\.tar\t\d+ MB/);
     // A cold build says "built", a warm one that it kept the archives; both say what dominates.
-    t.match(build, /built rlark\/agent|inputs unchanged/);
+    t.match(build, /built rlark\/rlark|inputs unchanged/);
     t.match(build, /node binary \(stripped\)\s+\d+/);
-    t.ok(existsSync(archive("agent")) && existsSync(archive("hub")));
+    t.ok(existsSync(archive("rlark")) && existsSync(archive("hub")));
     t.comment(build.trim());
   });
 
-  t.test("agent: non-root, labelled, no shell, runs rlark", async (t) => {
-    const { rootfs, config } = open("agent");
+  t.test("rlark/rlark (the agent's image): non-root, labelled, no shell, runs rlark", async (t) => {
+    const { rootfs, config } = open("rlark");
     t.equal(config.User, `${UID}:${UID}`);
     t.same(config.Entrypoint, ENTRY);
     t.same(config.Cmd, ["agent"]);
