@@ -143,6 +143,7 @@ if (!canBuild) {
   t.test("hub: non-root, git and ssh inside, answers /readyz for a repository in its rootfs", async (t) => {
     const { rootfs, config } = open("hub");
     t.equal(config.User, `${UID}:${UID}`);
+    t.same(config.Entrypoint, ENTRY, "inherited from rlark/rlark");
     t.same(config.Cmd, ["hub"]);
     t.equal(config.Labels["org.opencontainers.image.version"], version);
     t.match(config.Labels["io.rlinf.debian-packages"], /git=.*openssh-client=/);
