@@ -89,7 +89,7 @@ const container = (objects: KubernetesObject[], name: string): Container =>
     }
   ).spec.template.spec.containers[0] as Container;
 
-t.test("the chart is at the package's version and runs rlark/rlark with options rlark has", async (t) => {
+t.test("the chart is at the package's version and runs rlark/hub and rlark/rlark with options rlark has", async (t) => {
   const meta = YAML.parse(readFileSync(join(chart, "Chart.yaml"), "utf8")) as {
     version: string;
     appVersion: string;
@@ -107,7 +107,8 @@ t.test("the chart is at the package's version and runs rlark/rlark with options 
     ["rlark-agent", "agent"],
   ] as const) {
     const c = container(objects, name);
-    t.equal(c.image, `rlark/rlark:${version}`, `${name}: rlark/rlark at this version`);
+    const image = command === "hub" ? "rlark/hub" : "rlark/rlark";
+    t.equal(c.image, `${image}:${version}`, `${name}: ${image} at this version`);
     const [sub, ...args] = c.args;
     t.equal(sub, command);
     const known = new Set(program.commands.find((cmd) => cmd.name() === command)?.options.map((o) => o.long));

@@ -64,7 +64,7 @@ function operatorSecrets(): KubernetesObject[] {
   ];
 }
 
-t.test("kustomize builds the hub and the agent with the one image and options rlark has", async (t) => {
+t.test("kustomize builds the hub (rlark/hub) and the agent (rlark/rlark) with options rlark has", async (t) => {
   const version = (await import("../../../package.json", { with: { type: "json" } })).default.version;
   const program = buildProgram();
   for (const [dir, name, command] of [
@@ -72,7 +72,8 @@ t.test("kustomize builds the hub and the agent with the one image and options rl
     ["agent", "rlark-agent", "agent"],
   ] as const) {
     const c = container(build(dir), name);
-    t.equal(c.image, `rlark/rlark:${version}`, `${name}: rlark/rlark at this version`);
+    const image = command === "hub" ? "rlark/hub" : "rlark/rlark";
+    t.equal(c.image, `${image}:${version}`, `${name}: ${image} at this version`);
     const [sub, ...args] = c.args;
     t.equal(sub, command);
     const known = new Set(program.commands.find((cmd) => cmd.name() === command)?.options.map((o) => o.long));

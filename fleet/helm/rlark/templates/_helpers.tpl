@@ -1,6 +1,10 @@
-{{/* The one image: the hub and the agent are entrypoints of rlark/rlark. */}}
+{{/* The agent's image (no shell, git or ssh) and the hub's (the same layers plus git and ssh): docs/adr/0006-images.md. */}}
 {{- define "rlark.image" -}}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+
+{{- define "rlark.hubImage" -}}
+{{ .Values.image.hubRepository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end -}}
 
 {{- define "rlark.labels" -}}

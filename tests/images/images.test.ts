@@ -1,0 +1,217 @@
+// The container images as a cluster runs them, without a container runtime (podman run is refused
+// here: crun cannot set rlimits): hack/images/build writes the OCI archives (or keeps them when
+// their inputs are unchanged), each is opened with buildah in a private storage root and mounted,
+// and its entrypoint runs under chroot as the image's non-root user. The hub follows a file://
+// repository inside its own rootfs and must answer /readyz. Needs root and buildah.
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import t from "tap";
+import { waitFor } from "../helpers/wait-for.ts";
+
+const root = path.resolve(import.meta.dirname, "../..");
+const version = (JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")) as { version: string })
+  .version;
+const UID = 65532;
+// By path: the environment given to the image's processes has no /usr/sbin on PATH.
+const CHROOT = "/usr/sbin/chroot";
+const ENV = "/usr/bin/env";
+const ENTRY = ["/usr/local/bin/node", "/usr/local/lib/rlark/node_modules/rlark/bin/rlark.js"];
+
+function run(command: string, args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}) {
+  const result = spawnSync(command, args, { encoding: "utf8", maxBuffer: 16 * 1024 * 1024, ...options });
+  return { status: result.status, stdout: String(result.stdout), stderr: String(result.stderr) };
+}
+
+function mustRun(command: string, args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}) {
+  const result = run(command, args, options);
+  if (result.status !== 0)
+    throw new Error(`${command} ${args.join(" ")}: exit ${result.status}\n${result.stdout}${result.stderr}`);
+  return result.stdout;
+}
+
+const canBuild = process.getuid?.() === 0 && run("buildah", ["--version"]).status === 0;
+if (!canBuild) {
+  // Not a skip: CI runs as root and .ci/run installs buildah, so a missing one is a broken set-up.
+  t.fail("building and mounting images needs root and buildah (apt-get install buildah)");
+} else {
+  const work = mkdtempSync(path.join(tmpdir(), "rlark-images-"));
+  const storage = [
+    "--root",
+    path.join(work, "root"),
+    "--runroot",
+    path.join(work, "run"),
+    "--storage-driver",
+    "vfs",
+  ];
+  const buildah = (...args: string[]) => mustRun("buildah", [...storage, ...args]).trim();
+  const containers: string[] = [];
+  const children: ChildProcess[] = [];
+  t.teardown(async () => {
+    for (const child of children) {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill("SIGKILL");
+        await new Promise((resolve) => child.once("close", resolve));
+      }
+    }
+    for (const container of containers) {
+      run("buildah", [...storage, "umount", container]);
+      run("buildah", [...storage, "rm", container]);
+    }
+    run("buildah", [...storage, "rmi", "--all", "--force"]);
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  const build = mustRun(path.join(root, "hack/images/build"), []);
+  const archive = (component: string) => {
+    const file = path.join(
+      process.env.RLARK_CACHE ?? path.join(process.env.HOME ?? "/root", ".cache/rlark"),
+      "images",
+      component === "rlark" ? `rlark-${version}.oci.tar` : `rlark-${component}-${version}.oci.tar`,
+    );
+    return file;
+  };
+
+  /** The image's config (OCI) and its rootfs, mounted; the rootfs gets the device nodes a runtime gives. */
+  const open = (component: string) => {
+    const container = buildah("from", "--quiet", `oci-archive:${archive(component)}`);
+    containers.push(container);
+    const rootfs = buildah("mount", container);
+    const inspect = JSON.parse(buildah("inspect", container)) as {
+      OCIv1: {
+        config: { User: string; Labels: Record<string, string>; Entrypoint: string[]; Cmd: string[] };
+      };
+    };
+    mkdirSync(path.join(rootfs, "dev"), { recursive: true });
+    for (const [name, minor] of [
+      ["null", 3],
+      ["zero", 5],
+      ["random", 8],
+      ["urandom", 9],
+    ] as const) {
+      mustRun("mknod", ["-m", "666", path.join(rootfs, "dev", name), "c", "1", String(minor)]);
+    }
+    return { rootfs, config: inspect.OCIv1.config };
+  };
+
+  // `env -i`: tap adds NODE_OPTIONS (its coverage hooks, from the checkout) to every child's
+  // environment, which the node inside the image cannot load.
+  const chroot = (rootfs: string, ...args: string[]) => [
+    "-i",
+    "HOME=/home/rlark",
+    "PATH=/usr/local/bin:/usr/bin",
+    CHROOT,
+    `--userspec=${UID}:${UID}`,
+    rootfs,
+    ...args,
+  ];
+
+  t.test("the build writes both archives (or keeps them) and says what dominates their size", async (t) => {
+    t.match(build, /rlark-[\d.]+\.oci\.tar\t\d+ MB/);
+    t.match(build, /rlark-hub-.*\.oci\.tar\t\d+ MB/);
+    // A cold build says "built", a warm one that it kept the archives; both say what dominates.
+    t.match(build, /built rlark\/rlark|inputs unchanged/);
+    t.match(build, /node binary \(stripped\)\s+\d+/);
+    t.ok(existsSync(archive("rlark")) && existsSync(archive("hub")));
+    t.comment(build.trim());
+  });
+
+  t.test("rlark/rlark (the agent's image): non-root, labelled, no shell, runs rlark", async (t) => {
+    const { rootfs, config } = open("rlark");
+    t.equal(config.User, `${UID}:${UID}`);
+    t.same(config.Entrypoint, ENTRY);
+    t.same(config.Cmd, ["agent"]);
+    t.equal(config.Labels["org.opencontainers.image.version"], version);
+    t.equal(config.Labels["org.opencontainers.image.source"], "https://github.com/rlinf/rlark");
+    const revision = config.Labels["org.opencontainers.image.revision"] ?? "";
+    t.match(revision, /^[0-9a-f]{40}$/);
+    t.equal(
+      run("git", ["cat-file", "-e", `${revision}^{commit}`], { cwd: root }).status,
+      0,
+      "a commit of this repository",
+    );
+    t.match(config.Labels["io.rlinf.debian-packages"], /libc6=/);
+    for (const shell of ["usr/bin/sh", "usr/bin/dash", "usr/bin/bash", "usr/bin/git", "usr/bin/ssh"]) {
+      t.notOk(existsSync(path.join(rootfs, shell)), `no ${shell}`);
+    }
+    t.match(mustRun(ENV, chroot(rootfs, "/usr/local/bin/node", "--version")), /^v24\./);
+    t.equal(mustRun(ENV, chroot(rootfs, ...ENTRY, "--version")).trim(), version);
+    t.match(mustRun(ENV, chroot(rootfs, ...ENTRY, "agent", "--help")), /--runtime/);
+  });
+
+  t.test("hub: non-root, git and ssh inside, answers /readyz for a repository in its rootfs", async (t) => {
+    const { rootfs, config } = open("hub");
+    t.equal(config.User, `${UID}:${UID}`);
+    t.same(config.Entrypoint, ENTRY, "inherited from rlark/rlark");
+    t.same(config.Cmd, ["hub"]);
+    t.equal(config.Labels["org.opencontainers.image.version"], version);
+    t.match(config.Labels["io.rlinf.debian-packages"], /git=.*openssh-client=/);
+    t.match(mustRun(ENV, chroot(rootfs, "/usr/bin/git", "--version")), /^git version/);
+    t.match(run(ENV, chroot(rootfs, "/usr/bin/ssh", "-V")).stderr, /OpenSSH/);
+
+    // The repository, owned by the hub's user (git refuses a repository of another owner).
+    const repo = path.join(rootfs, "tmp/repo");
+    cpSync(path.join(root, "examples"), repo, { recursive: true });
+    rmSync(path.join(repo, "invalid"), { recursive: true });
+    const git = (...args: string[]) =>
+      mustRun("git", ["-c", "user.name=u", "-c", "user.email=u@example.com", ...args], { cwd: repo });
+    git("init", "--quiet", "--initial-branch", "main");
+    git("add", "--all");
+    git("commit", "--quiet", "-m", "fleet");
+    mustRun("chown", ["-R", `${UID}:${UID}`, repo]);
+
+    const [http, ssh] = [await freePort(), await freePort()];
+    const hub = spawn(
+      ENV,
+      chroot(
+        rootfs,
+        ...ENTRY,
+        "hub",
+        "--repo",
+        "file:///tmp/repo",
+        "--data-dir",
+        "/tmp/data",
+        "--http",
+        `127.0.0.1:${http}`,
+        "--ssh",
+        `127.0.0.1:${ssh}`,
+      ),
+      { stdio: ["ignore", "pipe", "pipe"] },
+    );
+    children.push(hub);
+    let output = "";
+    const keep = (chunk: Buffer) => {
+      output = (output + chunk.toString()).slice(-16_384);
+    };
+    hub.stdout?.on("data", keep);
+    hub.stderr?.on("data", keep);
+    const ready = await waitFor(
+      "the hub in the image answers /readyz with 200",
+      async () => {
+        if (hub.exitCode !== null) throw new Error(`the hub exited ${hub.exitCode}:\n${output}`);
+        const response = await fetch(`http://127.0.0.1:${http}/readyz`);
+        return response.status === 200 && (await response.text());
+      },
+      { attempts: 600, everyMs: 100 },
+    ).catch((error: Error) => {
+      throw new Error(`${error.message}\n${output}`);
+    });
+    t.ok(ready);
+    hub.kill("SIGTERM");
+    const code = await new Promise((resolve) => hub.once("close", resolve));
+    t.equal(code, 0, "stops cleanly on SIGTERM");
+  });
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
+    });
+  });
+}
