@@ -89,37 +89,42 @@ const container = (objects: KubernetesObject[], name: string): Container =>
     }
   ).spec.template.spec.containers[0] as Container;
 
-t.test("the chart is at the package's version and runs rlark/hub and rlark/rlark with options rlark has", async (t) => {
-  const meta = YAML.parse(readFileSync(join(chart, "Chart.yaml"), "utf8")) as {
-    version: string;
-    appVersion: string;
-  };
-  t.equal(meta.version, version, "Chart.yaml version");
-  t.equal(meta.appVersion, version, "Chart.yaml appVersion");
-  const objects = rendered([
-    ...VALUES,
-    "agent.sidecar.image=rlark/sidecar:1",
-    "agent.sidecar.args[0]=--mtu=1400",
-  ]);
-  const program = buildProgram();
-  for (const [name, command] of [
-    ["rlark-hub", "hub"],
-    ["rlark-agent", "agent"],
-  ] as const) {
-    const c = container(objects, name);
-    const image = command === "hub" ? "rlark/hub" : "rlark/rlark";
-    t.equal(c.image, `${image}:${version}`, `${name}: ${image} at this version`);
-    const [sub, ...args] = c.args;
-    t.equal(sub, command);
-    const known = new Set(program.commands.find((cmd) => cmd.name() === command)?.options.map((o) => o.long));
-    for (const arg of args)
-      t.ok(known.has(arg.split("=")[0]), `${name}: ${arg.split("=")[0]} is an option of rlark ${command}`);
-  }
-  t.ok(
-    container(objects, "rlark-agent").args.includes("--sidecar-image=rlark/sidecar:1"),
-    "the sidecar reaches the agent",
-  );
-});
+t.test(
+  "the chart is at the package's version and runs rlark/hub and rlark/rlark with options rlark has",
+  async (t) => {
+    const meta = YAML.parse(readFileSync(join(chart, "Chart.yaml"), "utf8")) as {
+      version: string;
+      appVersion: string;
+    };
+    t.equal(meta.version, version, "Chart.yaml version");
+    t.equal(meta.appVersion, version, "Chart.yaml appVersion");
+    const objects = rendered([
+      ...VALUES,
+      "agent.sidecar.image=rlark/sidecar:1",
+      "agent.sidecar.args[0]=--mtu=1400",
+    ]);
+    const program = buildProgram();
+    for (const [name, command] of [
+      ["rlark-hub", "hub"],
+      ["rlark-agent", "agent"],
+    ] as const) {
+      const c = container(objects, name);
+      const image = command === "hub" ? "rlark/hub" : "rlark/rlark";
+      t.equal(c.image, `${image}:${version}`, `${name}: ${image} at this version`);
+      const [sub, ...args] = c.args;
+      t.equal(sub, command);
+      const known = new Set(
+        program.commands.find((cmd) => cmd.name() === command)?.options.map((o) => o.long),
+      );
+      for (const arg of args)
+        t.ok(known.has(arg.split("=")[0]), `${name}: ${arg.split("=")[0]} is an option of rlark ${command}`);
+    }
+    t.ok(
+      container(objects, "rlark-agent").args.includes("--sidecar-image=rlark/sidecar:1"),
+      "the sidecar reaches the agent",
+    );
+  },
+);
 
 t.test("the chart's agent RBAC is fleet/agent's", async (t) => {
   const objects = rendered();

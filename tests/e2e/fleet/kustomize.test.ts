@@ -64,29 +64,34 @@ function operatorSecrets(): KubernetesObject[] {
   ];
 }
 
-t.test("kustomize builds the hub (rlark/hub) and the agent (rlark/rlark) with options rlark has", async (t) => {
-  const version = (await import("../../../package.json", { with: { type: "json" } })).default.version;
-  const program = buildProgram();
-  for (const [dir, name, command] of [
-    ["hub", "rlark-hub", "hub"],
-    ["agent", "rlark-agent", "agent"],
-  ] as const) {
-    const c = container(build(dir), name);
-    const image = command === "hub" ? "rlark/hub" : "rlark/rlark";
-    t.equal(c.image, `${image}:${version}`, `${name}: ${image} at this version`);
-    const [sub, ...args] = c.args;
-    t.equal(sub, command);
-    const known = new Set(program.commands.find((cmd) => cmd.name() === command)?.options.map((o) => o.long));
-    for (const arg of args)
-      t.ok(known.has(arg.split("=")[0]), `${name}: ${arg.split("=")[0]} is an option of rlark ${command}`);
-  }
-  const hub = build("hub");
-  t.same(
-    hub.map((o) => o.kind).sort(),
-    ["ConfigMap", "Deployment", "Namespace", "PersistentVolumeClaim", "Service", "ServiceAccount"],
-    "the hub: its configuration, data volume, Service and Deployment (the Secrets are the operator's)",
-  );
-});
+t.test(
+  "kustomize builds the hub (rlark/hub) and the agent (rlark/rlark) with options rlark has",
+  async (t) => {
+    const version = (await import("../../../package.json", { with: { type: "json" } })).default.version;
+    const program = buildProgram();
+    for (const [dir, name, command] of [
+      ["hub", "rlark-hub", "hub"],
+      ["agent", "rlark-agent", "agent"],
+    ] as const) {
+      const c = container(build(dir), name);
+      const image = command === "hub" ? "rlark/hub" : "rlark/rlark";
+      t.equal(c.image, `${image}:${version}`, `${name}: ${image} at this version`);
+      const [sub, ...args] = c.args;
+      t.equal(sub, command);
+      const known = new Set(
+        program.commands.find((cmd) => cmd.name() === command)?.options.map((o) => o.long),
+      );
+      for (const arg of args)
+        t.ok(known.has(arg.split("=")[0]), `${name}: ${arg.split("=")[0]} is an option of rlark ${command}`);
+    }
+    const hub = build("hub");
+    t.same(
+      hub.map((o) => o.kind).sort(),
+      ["ConfigMap", "Deployment", "Namespace", "PersistentVolumeClaim", "Service", "ServiceAccount"],
+      "the hub: its configuration, data volume, Service and Deployment (the Secrets are the operator's)",
+    );
+  },
+);
 
 t.test("both bases roll out on kwok nodes after server-side apply", async (t) => {
   const objects = [...build("hub"), ...build("agent")];
