@@ -6,7 +6,12 @@ import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import t from "tap";
-import { type Plan, renderPlanMarkdown, renderPlanText } from "../../../operators/feedback/plan/index.ts";
+import {
+  computePlan,
+  type Plan,
+  renderPlanMarkdown,
+  renderPlanText,
+} from "../../../operators/feedback/plan/index.ts";
 
 const cli = path.resolve(import.meta.dirname, "../../../operators/cli/main.ts");
 // biome-ignore lint/suspicious/noControlCharactersInRegex: what must not be printed
@@ -32,32 +37,36 @@ t.test("rlark plan shows control characters from the manifests escaped in text a
   }
 });
 
+// An invalid revision's plan, as computePlan makes it, with one schema error and one change
+// carrying repository text.
 function planWith(name: string, diff: string, pointer: string): Plan {
-  return {
+  const plan = computePlan({
+    validation: {
+      valid: false,
+      documents: 1,
+      errors: [
+        {
+          file: "evil.yaml",
+          line: 3,
+          column: 1,
+          kind: "Job",
+          name,
+          path: pointer,
+          rule: "schema",
+          message: "bad",
+        },
+      ],
+      warnings: [],
+      objects: [],
+    },
+    live: [],
     revision: "",
     against: "an empty state",
-    valid: false,
-    errors: [
-      {
-        file: "evil.yaml",
-        line: 3,
-        column: 1,
-        kind: "Job",
-        name,
-        path: pointer,
-        rule: "schema",
-        message: "bad",
-      },
-    ],
-    warnings: [],
+  });
+  return {
+    ...plan,
     counts: { create: 0, change: 1, delete: 0, unchanged: 0 },
     changes: [{ action: "change", kind: "Job", name, namespace: "ns", file: "evil.yaml:3", diff }],
-    placement: [],
-    placementNote: "",
-    domains: [],
-    addons: [],
-    dryRun: [],
-    dryRunNote: "",
   };
 }
 
