@@ -1,5 +1,6 @@
 // What the install tests (tests/e2e/fleet/) share: rendered manifests applied to a fleet cluster
-// by server-side apply, rollouts on kwok nodes, and the agent's RBAC checked as its ServiceAccount.
+// by server-side apply, rollouts on kwok nodes, and the agent's RBAC checked as its ServiceAccount
+// (the impersonation tests/e2e/agent/ uses too).
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import {
@@ -114,7 +115,7 @@ export function impersonating(kc: KubeConfig, user: string): KubeConfig {
   return out;
 }
 
-export interface Access {
+interface Access {
   verb: string;
   resource: string;
   group?: string;
@@ -124,14 +125,14 @@ export interface Access {
 }
 
 /** "verb group/resource[/sub] [ns/name]", for messages. */
-export function describe(a: Access): string {
+function describe(a: Access): string {
   const what = `${a.group ? `${a.group}/` : ""}${a.resource}${a.subresource ? `/${a.subresource}` : ""}`;
   const where = [a.namespace, a.name].filter(Boolean).join("/");
   return `${a.verb} ${what}${where ? ` ${where}` : ""}`;
 }
 
 /** Asks the API server, as the impersonated user, whether it may do `a`. */
-export async function allowed(kc: KubeConfig, a: Access): Promise<boolean> {
+async function allowed(kc: KubeConfig, a: Access): Promise<boolean> {
   const review = await kc.makeApiClient(AuthorizationV1Api).createSelfSubjectAccessReview({
     body: {
       apiVersion: "authorization.k8s.io/v1",
@@ -146,7 +147,7 @@ export async function allowed(kc: KubeConfig, a: Access): Promise<boolean> {
 const taskNamespace = `team-${randomBytes(3).toString("hex")}`;
 
 /** What the kubernetes runtime does (operators/agent/runtimes/kubernetes): all must be allowed. */
-export const RUNTIME_ACCESS: Access[] = [
+const RUNTIME_ACCESS: Access[] = [
   ...["deployments", "statefulsets", "daemonsets"].flatMap((resource) =>
     ["create", "patch", "get", "list", "watch", "delete"].map((verb) => ({
       verb,
@@ -178,7 +179,7 @@ export const RUNTIME_ACCESS: Access[] = [
 ];
 
 /** What the runtime never does: all must be refused. */
-export const FORBIDDEN_ACCESS: Access[] = [
+const FORBIDDEN_ACCESS: Access[] = [
   { verb: "get", resource: "secrets", namespace: taskNamespace, name: "db-password" },
   { verb: "list", resource: "secrets" },
   { verb: "create", resource: "secrets", namespace: taskNamespace },
@@ -204,3 +205,22 @@ export const FORBIDDEN_ACCESS: Access[] = [
   { verb: "create", resource: "customresourcedefinitions", group: "apiextensions.k8s.io" },
   { verb: "impersonate", resource: "users" },
 ];
+
+interface Asserts {
+  ok(value: unknown, message: string): void;
+  notOk(value: unknown, message: string): void;
+}
+
+/** As the agent's ServiceAccount: all of RUNTIME_ACCESS is allowed and all of FORBIDDEN_ACCESS refused. */
+export async function checkAgentAccess(t: Asserts, kc: KubeConfig): Promise<void> {
+  const agent = impersonating(kc, AGENT_USER);
+  for (const access of RUNTIME_ACCESS) t.ok(await allowed(agent, access), `allowed: ${describe(access)}`);
+  for (const access of FORBIDDEN_ACCESS)
+    t.notOk(await allowed(agent, access), `refused: ${describe(access)}`);
+}
+
+/** The hub's and the agent's Deployments in rlark-system both become available. */
+export async function checkRolledOut(t: Asserts, kc: KubeConfig): Promise<void> {
+  t.ok(await deploymentAvailable(kc, "rlark-system", "rlark-hub"), "the hub's Deployment is available");
+  t.ok(await deploymentAvailable(kc, "rlark-system", "rlark-agent"), "the agent's Deployment is available");
+}

@@ -23,6 +23,7 @@ import {
 import { buildProgram } from "../../../operators/cli/program.ts";
 import { kubeTask } from "../../agent/runtimes/kubernetes/tasks.ts";
 import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
+import { AGENT_USER, impersonating } from "../../helpers/install.ts";
 import { onKube, waitFor } from "../../helpers/wait-for.ts";
 
 const { kubeConfig: kc } = fleetCluster(0);
@@ -41,22 +42,6 @@ function manifests(): KubernetesObject[] {
 
 const apply = (obj: KubernetesObject, dryRun?: string) =>
   objects.patch(obj, undefined, dryRun, "rlark-fleet-test", true, PatchStrategy.ServerSideApply);
-
-const AGENT_USER = "system:serviceaccount:rlark-system:rlark-agent";
-
-function impersonating(user: string): KubeConfig {
-  const cluster = kc.getCurrentCluster();
-  const admin = kc.getCurrentUser();
-  if (!cluster || !admin) throw new Error("the fleet kubeconfig has no current cluster or user");
-  const out = new KubeConfig();
-  out.loadFromOptions({
-    clusters: [cluster],
-    users: [{ ...admin, name: "agent", impersonateUser: user }],
-    contexts: [{ name: "agent", cluster: cluster.name, user: "agent" }],
-    currentContext: "agent",
-  });
-  return out;
-}
 
 t.test("every agent manifest passes a server-side dry-run apply", async (t) => {
   const all = manifests();
@@ -107,7 +92,7 @@ t.test("the Deployment's arguments are options `rlark agent` has", async (t) => 
 t.test("the agent's RBAC lets the runtime do its work and nothing beyond it", async (t) => {
   for (const obj of manifests().filter((o) => o.kind !== "Deployment")) await apply(obj);
   const namespace = await testNamespace(t, kc, "fleet-rbac");
-  const agentKc = impersonating(AGENT_USER);
+  const agentKc = impersonating(kc, AGENT_USER);
   const warnings: string[] = [];
   const runtime = await KubernetesRuntime.start({
     kubeConfig: agentKc,
@@ -184,7 +169,7 @@ t.test("the agent keeps its identity in the Secret its Role allows, and reads it
   await core
     .deleteNamespacedSecret({ name: "rlark-agent-identity", namespace: "rlark-system" })
     .catch(() => undefined);
-  const store = secretCredentialStore({ kubeConfig: impersonating(AGENT_USER) });
+  const store = secretCredentialStore({ kubeConfig: impersonating(kc, AGENT_USER) });
   await waitFor(
     "the old Secret gone",
     async () => ((await store.load()) === undefined ? true : undefined),
@@ -220,7 +205,7 @@ t.test("without nodes/proxy, disk figures are off: said once, one node asked per
     }
   }
   const agentKc = new Counting();
-  const plain = impersonating(AGENT_USER);
+  const plain = impersonating(kc, AGENT_USER);
   agentKc.loadFromOptions({
     clusters: plain.getClusters(),
     users: plain.getUsers(),

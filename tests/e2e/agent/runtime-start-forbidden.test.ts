@@ -4,34 +4,16 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import {
-  KubeConfig,
-  type KubernetesObject,
-  KubernetesObjectApi,
-  type V1PolicyRule,
-} from "@kubernetes/client-node";
+import { type KubernetesObject, KubernetesObjectApi, type V1PolicyRule } from "@kubernetes/client-node";
 import t from "tap";
 import YAML from "yaml";
 import { repoRoot } from "../../../hack/kube/paths.ts";
 import { KubernetesRuntime } from "../../../operators/agent/runtimes/kubernetes/index.ts";
 import { fleetCluster, within } from "../../helpers/fleet.ts";
+import { impersonating } from "../../helpers/install.ts";
 
 const { kubeConfig: kc } = fleetCluster(0);
 const objects = KubernetesObjectApi.makeApiClient(kc);
-
-function impersonating(user: string): KubeConfig {
-  const cluster = kc.getCurrentCluster();
-  const admin = kc.getCurrentUser();
-  if (!cluster || !admin) throw new Error("the fleet kubeconfig has no current cluster or user");
-  const out = new KubeConfig();
-  out.loadFromOptions({
-    clusters: [cluster],
-    users: [{ ...admin, name: "agent", impersonateUser: user }],
-    contexts: [{ name: "agent", cluster: cluster.name, user: "agent" }],
-    currentContext: "agent",
-  });
-  return out;
-}
 
 t.test("an identity that may not list Nodes fails start with the missing permission", async (t) => {
   const name = `rlark-test-no-nodes-${randomBytes(4).toString("hex")}`;
@@ -61,7 +43,7 @@ t.test("an identity that may not list Nodes fails start with the missing permiss
   const error = await within(
     "start to fail",
     KubernetesRuntime.start({
-      kubeConfig: impersonating(name),
+      kubeConfig: impersonating(kc, name),
       instance: `t${randomBytes(4).toString("hex")}`,
       logger: { info() {}, warn: (message) => warnings.push(message), error() {} },
     }).then(
