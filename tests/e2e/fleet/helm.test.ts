@@ -18,16 +18,12 @@ import { loadOrCreateAdminToken } from "../../../operators/lib/http/index.ts";
 import { certificateFingerprint, generateKeyPair } from "../../../operators/lib/pki/index.ts";
 import { fleetCluster } from "../../helpers/fleet.ts";
 import {
-  AGENT_USER,
-  allowed,
   applyAll,
+  checkAgentAccess,
+  checkRolledOut,
   deleteAll,
   deploymentAvailable,
-  describe,
-  FORBIDDEN_ACCESS,
-  impersonating,
   parseObjects,
-  RUNTIME_ACCESS,
   run,
   volumeForClaim,
 } from "../../helpers/install.ts";
@@ -219,8 +215,7 @@ t.test("helm template output rolls out on kwok nodes after server-side apply", a
   const pv = await volumeForClaim(kc, "rlark-system", "rlark-hub-data");
   t.teardown(() => deleteAll(kc, [...own, pv]));
   await applyAll(kc, [namespace, ...objects]);
-  t.ok(await deploymentAvailable(kc, "rlark-system", "rlark-hub"), "the hub's Deployment is available");
-  t.ok(await deploymentAvailable(kc, "rlark-system", "rlark-agent"), "the agent's Deployment is available");
+  await checkRolledOut(t, kc);
 });
 
 t.test("the chart's agent ServiceAccount may do what the kubernetes runtime does, and no more", async (t) => {
@@ -229,10 +224,7 @@ t.test("the chart's agent ServiceAccount may do what the kubernetes runtime does
     { apiVersion: "v1", kind: "Namespace", metadata: { name: "rlark-system" } },
     ...rendered().filter((o) => rbac.includes(o.kind ?? "") && o.metadata?.name === "rlark-agent"),
   ]);
-  const agent = impersonating(kc, AGENT_USER);
-  for (const access of RUNTIME_ACCESS) t.ok(await allowed(agent, access), `allowed: ${describe(access)}`);
-  for (const access of FORBIDDEN_ACCESS)
-    t.notOk(await allowed(agent, access), `refused: ${describe(access)}`);
+  await checkAgentAccess(t, kc);
 });
 
 t.test("helm install, then upgrade, keeps the hub's CA, admin token and webhook secret", async (t) => {

@@ -11,16 +11,11 @@ import { toolPath } from "../../../hack/tools/paths.ts";
 import { buildProgram } from "../../../operators/cli/program.ts";
 import { fleetCluster } from "../../helpers/fleet.ts";
 import {
-  AGENT_USER,
-  allowed,
   applyAll,
+  checkAgentAccess,
+  checkRolledOut,
   deleteAll,
-  deploymentAvailable,
-  describe,
-  FORBIDDEN_ACCESS,
-  impersonating,
   parseObjects,
-  RUNTIME_ACCESS,
   run,
   volumeForClaim,
 } from "../../helpers/install.ts";
@@ -100,8 +95,7 @@ t.test("both bases roll out on kwok nodes after server-side apply", async (t) =>
   const own = [...objects, ...secrets].filter((o) => !sharedWithOtherTests(o));
   t.teardown(() => deleteAll(kc, [...own, pv]));
   await applyAll(kc, [...objects, ...secrets]);
-  t.ok(await deploymentAvailable(kc, "rlark-system", "rlark-hub"), "the hub's Deployment is available");
-  t.ok(await deploymentAvailable(kc, "rlark-system", "rlark-agent"), "the agent's Deployment is available");
+  await checkRolledOut(t, kc);
 });
 
 t.test("the agent's ServiceAccount may do what the kubernetes runtime does, and no more", async (t) => {
@@ -109,8 +103,5 @@ t.test("the agent's ServiceAccount may do what the kubernetes runtime does, and 
     kc,
     build("agent").filter((o) => o.kind !== "Deployment"),
   );
-  const agent = impersonating(kc, AGENT_USER);
-  for (const access of RUNTIME_ACCESS) t.ok(await allowed(agent, access), `allowed: ${describe(access)}`);
-  for (const access of FORBIDDEN_ACCESS)
-    t.notOk(await allowed(agent, access), `refused: ${describe(access)}`);
+  await checkAgentAccess(t, kc);
 });
