@@ -1,10 +1,10 @@
 // README's first command on a fresh data dir: `rlark up` seeds the playground from examples/,
 // enrolls the local process agent and runs the example Raw Job to completion.
-import { spawn } from "node:child_process";
 import { mkdtemp, readdir, readFile, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import t from "tap";
+import { startLongRunning } from "../helpers/long-running.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 
 const cli = path.resolve(import.meta.dirname, "../../operators/cli/main.ts");
@@ -12,31 +12,25 @@ const cli = path.resolve(import.meta.dirname, "../../operators/cli/main.ts");
 t.test("rlark up runs the example Raw Job to Succeeded and stops cleanly on SIGINT", async (t) => {
   // Made by `rlark up` itself, as `.rlark` is on a first run.
   const dataDir = path.join(await mkdtemp(path.join(tmpdir(), "rlark-up-")), ".rlark");
-  const up = spawn(
-    process.execPath,
-    [cli, "up", "--data-dir", dataDir, "--http", "127.0.0.1:0", "--ssh", "127.0.0.1:0"],
-    {
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
-  let stdout = "";
-  up.stdout.on("data", (chunk: Buffer) => {
-    stdout += chunk.toString();
-  });
-  up.stderr.resume();
-  const exited = new Promise<number | null>((resolve) => up.once("exit", (code) => resolve(code)));
-  t.teardown(() => {
-    up.kill("SIGKILL");
-  });
+  const up = startLongRunning(t, process.execPath, [
+    cli,
+    "up",
+    "--data-dir",
+    dataDir,
+    "--http",
+    "127.0.0.1:0",
+    "--ssh",
+    "127.0.0.1:0",
+  ]);
 
-  await waitFor("rlark up to print its address", () => /API: (http:\/\/[^/\s]+)/.test(stdout), {
+  await waitFor("rlark up to print its address", () => /API: (http:\/\/[^/\s]+)/.test(up.stdout()), {
     ...onRealServers,
     attempts: 1200,
   });
-  const hub = /API: (http:\/\/[^/\s]+)/.exec(stdout)?.[1] as string;
-  t.match(stdout, /playground repository: .*\/repo/);
-  t.match(stdout, /dashboard \(one-click admin login\): http:\/\/.*#\/login\?adminToken=/);
-  t.match(stdout, /local agent: cluster "local"/);
+  const hub = /API: (http:\/\/[^/\s]+)/.exec(up.stdout())?.[1] as string;
+  t.match(up.stdout(), /playground repository: .*\/repo/);
+  t.match(up.stdout(), /dashboard \(one-click admin login\): http:\/\/.*#\/login\?adminToken=/);
+  t.match(up.stdout(), /local agent: cluster "local"/);
   const token = (await readFile(path.join(dataDir, "admin-token"), "utf8")).trim();
   const job = async () => {
     const response = await fetch(`${hub}/api/v1/rlinf.io/v1alpha1/jobs/cartpole-local`, {
@@ -61,5 +55,5 @@ t.test("rlark up runs the example Raw Job to Succeeded and stops cleanly on SIGI
   }
 
   up.kill("SIGINT");
-  t.equal(await exited, 0, "Ctrl-C stops the hub and the agent cleanly");
+  t.equal(await up.exited, 0, "Ctrl-C stops the hub and the agent cleanly");
 });

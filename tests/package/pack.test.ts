@@ -17,6 +17,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import t from "tap";
 import { parse } from "yaml";
+import { startLongRunning } from "../helpers/long-running.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 
 const root = path.resolve(import.meta.dirname, "../..");
@@ -201,27 +202,15 @@ for (const [name, node] of [
     { skip: !node && "node@22 is not in the npm cache" },
     async (t) => {
       const dataDir = path.join(work, `up-${name}`);
-      const up = spawn(
+      const up = startLongRunning(
+        t,
         "rlark",
         ["up", "--data-dir", dataDir, "--http", "127.0.0.1:0", "--ssh", "127.0.0.1:0"],
-        {
-          cwd: work,
-          env: env(node, path.join(prefix, "bin")),
-          stdio: ["ignore", "pipe", "pipe"],
-        },
+        { cwd: work, env: env(node, path.join(prefix, "bin")) },
       );
-      let stdout = "";
-      up.stdout.on("data", (chunk: Buffer) => {
-        stdout += chunk.toString();
-      });
-      up.stderr.resume();
-      const exited = new Promise<number | null>((resolve) => up.once("exit", (code) => resolve(code)));
-      t.teardown(() => {
-        up.kill("SIGKILL");
-      });
       const hub = await waitFor(
         "rlark up to print its address",
-        () => /API: (http:\/\/[^/\s]+)/.exec(stdout)?.[1],
+        () => /API: (http:\/\/[^/\s]+)/.exec(up.stdout())?.[1],
         {
           attempts: 1200,
           everyMs: 50,
@@ -258,7 +247,7 @@ for (const [name, node] of [
       );
       t.match(log, /done: best return \d+/, "the task's output reached its log (the log writer ran)");
       up.kill("SIGINT");
-      t.equal(await exited, 0);
+      t.equal(await up.exited, 0);
     },
   );
 
