@@ -13,7 +13,9 @@ import {
   KubernetesObjectApi,
   PatchStrategy,
 } from "@kubernetes/client-node";
+import type { Test } from "tap";
 import YAML from "yaml";
+import { buildProgram } from "../../operators/cli/program.ts";
 import { waitFor } from "./wait-for.ts";
 
 export const AGENT_USER = "system:serviceaccount:rlark-system:rlark-agent";
@@ -206,13 +208,34 @@ const FORBIDDEN_ACCESS: Access[] = [
   { verb: "impersonate", resource: "users" },
 ];
 
-interface Asserts {
-  ok(value: unknown, message: string): void;
-  notOk(value: unknown, message: string): void;
+export type Container = { image: string; args: string[] };
+
+/**
+ * Deployment `name`'s container runs `rlark <command>` from rlark/hub (the hub) or rlark/rlark
+ * at this version, with only options `rlark <command>` has.
+ */
+export function checkRunsRlark(
+  t: Test,
+  name: string,
+  command: "hub" | "agent",
+  c: Container,
+  version: string,
+): void {
+  const image = command === "hub" ? "rlark/hub" : "rlark/rlark";
+  t.equal(c.image, `${image}:${version}`, `${name}: ${image} at this version`);
+  const [sub, ...args] = c.args;
+  t.equal(sub, command);
+  const known = new Set(
+    buildProgram()
+      .commands.find((cmd) => cmd.name() === command)
+      ?.options.map((o) => o.long),
+  );
+  for (const arg of args)
+    t.ok(known.has(arg.split("=")[0]), `${name}: ${arg.split("=")[0]} is an option of rlark ${command}`);
 }
 
 /** As the agent's ServiceAccount: all of RUNTIME_ACCESS is allowed and all of FORBIDDEN_ACCESS refused. */
-export async function checkAgentAccess(t: Asserts, kc: KubeConfig): Promise<void> {
+export async function checkAgentAccess(t: Test, kc: KubeConfig): Promise<void> {
   const agent = impersonating(kc, AGENT_USER);
   for (const access of RUNTIME_ACCESS) t.ok(await allowed(agent, access), `allowed: ${describe(access)}`);
   for (const access of FORBIDDEN_ACCESS)
@@ -220,7 +243,7 @@ export async function checkAgentAccess(t: Asserts, kc: KubeConfig): Promise<void
 }
 
 /** The hub's and the agent's Deployments in rlark-system both become available. */
-export async function checkRolledOut(t: Asserts, kc: KubeConfig): Promise<void> {
+export async function checkRolledOut(t: Test, kc: KubeConfig): Promise<void> {
   t.ok(await deploymentAvailable(kc, "rlark-system", "rlark-hub"), "the hub's Deployment is available");
   t.ok(await deploymentAvailable(kc, "rlark-system", "rlark-agent"), "the agent's Deployment is available");
 }

@@ -12,15 +12,16 @@ import t from "tap";
 import YAML from "yaml";
 import { repoRoot } from "../../../hack/kube/paths.ts";
 import { toolPath } from "../../../hack/tools/paths.ts";
-import { buildProgram } from "../../../operators/cli/program.ts";
 import { openHubPki } from "../../../operators/hub/tunnel-server.ts";
 import { loadOrCreateAdminToken } from "../../../operators/lib/http/index.ts";
 import { certificateFingerprint, generateKeyPair } from "../../../operators/lib/pki/index.ts";
 import { fleetCluster } from "../../helpers/fleet.ts";
 import {
   applyAll,
+  type Container,
   checkAgentAccess,
   checkRolledOut,
+  checkRunsRlark,
   deleteAll,
   deploymentAvailable,
   parseObjects,
@@ -77,7 +78,6 @@ const find = (
   return o as KubernetesObject & Record<string, unknown>;
 };
 
-type Container = { image: string; args: string[] };
 const container = (objects: KubernetesObject[], name: string): Container =>
   (
     find(objects, "Deployment", name) as unknown as {
@@ -99,21 +99,11 @@ t.test(
       "agent.sidecar.image=rlark/sidecar:1",
       "agent.sidecar.args[0]=--mtu=1400",
     ]);
-    const program = buildProgram();
     for (const [name, command] of [
       ["rlark-hub", "hub"],
       ["rlark-agent", "agent"],
     ] as const) {
-      const c = container(objects, name);
-      const image = command === "hub" ? "rlark/hub" : "rlark/rlark";
-      t.equal(c.image, `${image}:${version}`, `${name}: ${image} at this version`);
-      const [sub, ...args] = c.args;
-      t.equal(sub, command);
-      const known = new Set(
-        program.commands.find((cmd) => cmd.name() === command)?.options.map((o) => o.long),
-      );
-      for (const arg of args)
-        t.ok(known.has(arg.split("=")[0]), `${name}: ${arg.split("=")[0]} is an option of rlark ${command}`);
+      checkRunsRlark(t, name, command, container(objects, name), version);
     }
     t.ok(
       container(objects, "rlark-agent").args.includes("--sidecar-image=rlark/sidecar:1"),

@@ -8,12 +8,12 @@ import type { KubernetesObject } from "@kubernetes/client-node";
 import t from "tap";
 import { repoRoot } from "../../../hack/kube/paths.ts";
 import { toolPath } from "../../../hack/tools/paths.ts";
-import { buildProgram } from "../../../operators/cli/program.ts";
 import { fleetCluster } from "../../helpers/fleet.ts";
 import {
   applyAll,
   checkAgentAccess,
   checkRolledOut,
+  checkRunsRlark,
   deleteAll,
   parseObjects,
   run,
@@ -63,21 +63,11 @@ t.test(
   "kustomize builds the hub (rlark/hub) and the agent (rlark/rlark) with options rlark has",
   async (t) => {
     const version = (await import("../../../package.json", { with: { type: "json" } })).default.version;
-    const program = buildProgram();
     for (const [dir, name, command] of [
       ["hub", "rlark-hub", "hub"],
       ["agent", "rlark-agent", "agent"],
     ] as const) {
-      const c = container(build(dir), name);
-      const image = command === "hub" ? "rlark/hub" : "rlark/rlark";
-      t.equal(c.image, `${image}:${version}`, `${name}: ${image} at this version`);
-      const [sub, ...args] = c.args;
-      t.equal(sub, command);
-      const known = new Set(
-        program.commands.find((cmd) => cmd.name() === command)?.options.map((o) => o.long),
-      );
-      for (const arg of args)
-        t.ok(known.has(arg.split("=")[0]), `${name}: ${arg.split("=")[0]} is an option of rlark ${command}`);
+      checkRunsRlark(t, name, command, container(build(dir), name), version);
     }
     const hub = build("hub");
     t.same(
