@@ -1,10 +1,10 @@
 // Server-side applies one rendered Task's objects, replacing a Job whose pod template cannot
 // change in place.
 import { type KubernetesObject, type KubernetesObjectApi, PatchStrategy } from "@kubernetes/client-node";
+import { AGENT_FIELD_MANAGER, TASK_UID_ANNOTATION } from "../../../api/index.ts";
 import type { Logger } from "../../../lib/logger.ts";
 import { apiErrorCode, describeApiError } from "./api-error.ts";
 import { deleteObject } from "./delete-object.ts";
-import { ANNOTATION_TASK_UID, FIELD_MANAGER } from "./labels.ts";
 import { objectKey } from "./object-key.ts";
 import type { AnyWorkload } from "./observe.ts";
 import type { RenderedTask } from "./render.ts";
@@ -27,7 +27,14 @@ export async function applyTask(context: ApplyTaskContext, r: RenderedTask): Pro
   for (const obj of r.objects) {
     if (obj.kind === "Job" && !(await jobReady(context, obj))) return "retry";
     try {
-      await objects.patch(obj, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
+      await objects.patch(
+        obj,
+        undefined,
+        undefined,
+        AGENT_FIELD_MANAGER,
+        true,
+        PatchStrategy.ServerSideApply,
+      );
     } catch (err) {
       if (apiErrorCode(err) === 422) {
         // a Job's pod template cannot change: replace the Job; anything else is the Task's fault
@@ -57,8 +64,8 @@ async function jobReady(context: ApplyTaskContext, obj: KubernetesObject): Promi
   const existing = context.jobs?.get(obj.metadata?.namespace ?? "", obj.metadata?.name ?? "");
   if (!existing) return true;
   if (existing.metadata?.deletionTimestamp) return false;
-  const uid = obj.metadata?.annotations?.[ANNOTATION_TASK_UID];
-  const had = existing.metadata?.annotations?.[ANNOTATION_TASK_UID];
+  const uid = obj.metadata?.annotations?.[TASK_UID_ANNOTATION];
+  const had = existing.metadata?.annotations?.[TASK_UID_ANNOTATION];
   if (uid && had && uid !== had) {
     await deleteObject(context.objects, context.logger, existing);
     return false;

@@ -11,9 +11,9 @@ import {
   PatchStrategy,
   type V1Secret,
 } from "@kubernetes/client-node";
+import { AGENT_FIELD_MANAGER, MANAGED_BY_AGENT, MANAGED_BY_LABEL } from "../../../api/index.ts";
 import { type AgentCredentials, type CredentialStore, parseCredentials } from "../../../lib/tunnel/index.ts";
 import { apiErrorCode, KubeApiError } from "./api-error.ts";
-import { FIELD_MANAGER, LABEL_MANAGED_BY, MANAGED_BY } from "./labels.ts";
 import { ensureNamespace } from "./namespace.ts";
 import { DEFAULT_NAMESPACE } from "./render.ts";
 
@@ -40,7 +40,7 @@ export function secretCredentialStore(options: SecretCredentialStoreOptions): Cr
       {
         apiVersion: "v1",
         kind: "Secret",
-        metadata: { name, namespace, labels: { [LABEL_MANAGED_BY]: MANAGED_BY } },
+        metadata: { name, namespace, labels: { [MANAGED_BY_LABEL]: MANAGED_BY_AGENT } },
         type: "kubernetes.io/tls",
         data: {
           cluster: b64(credentials.cluster),
@@ -52,7 +52,7 @@ export function secretCredentialStore(options: SecretCredentialStoreOptions): Cr
       } satisfies V1Secret,
       undefined,
       undefined,
-      FIELD_MANAGER,
+      AGENT_FIELD_MANAGER,
       true,
       PatchStrategy.ServerSideApply,
     );

@@ -2,8 +2,8 @@
 // the agent's own field manager and credentials. The API server validates and admits the object
 // as it would for real and persists nothing; its refusal message goes back to the plan as is.
 import { ApiException, type KubeConfig, KubernetesObjectApi, PatchStrategy } from "@kubernetes/client-node";
+import { AGENT_FIELD_MANAGER } from "../../../api/index.ts";
 import { clipDryRunMessage, type DryRunAnswer, type DryRunRequest } from "../../../lib/tunnel/index.ts";
-import { FIELD_MANAGER } from "./labels.ts";
 
 /** The `message` of the Status the API server answered with (the client hands over its text). */
 function messageOf(body: unknown): string | undefined {
@@ -23,7 +23,7 @@ export function kubernetesDryRun(kubeConfig: KubeConfig): (request: DryRunReques
   const objects = KubernetesObjectApi.makeApiClient(kubeConfig);
   return async ({ object }) => {
     try {
-      await objects.patch(object, undefined, "All", FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
+      await objects.patch(object, undefined, "All", AGENT_FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
       return { state: "passed" };
     } catch (err) {
       // 4xx is the API server judging the object (invalid, namespace missing, denied by

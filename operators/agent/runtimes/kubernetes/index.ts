@@ -8,6 +8,7 @@
 // runtime owns is found again by label, so a new runtime on the same cluster adopts it: no state
 // of its own.
 import type { KubeConfig } from "@kubernetes/client-node";
+import { AGENT_INSTANCE_LABEL } from "../../../api/index.ts";
 import { type Logger, silentLogger } from "../../../lib/logger.ts";
 import type {
   AgentType,
@@ -23,7 +24,7 @@ import { KubeApiError } from "./api-error.ts";
 import { ChangeFeed } from "./change-feed.ts";
 import { DiskPoller } from "./disk-poller.ts";
 import { KubernetesVersion } from "./kubernetes-version.ts";
-import { LABEL_INSTANCE, MANAGED_SELECTOR } from "./labels.ts";
+import { MANAGED_SELECTOR } from "./labels.ts";
 import { NodeOverlaySync } from "./node-overlay-sync.ts";
 import { type RejectedTask, WorkloadReconciler } from "./reconciler.ts";
 import type { SidecarOptions } from "./render.ts";
@@ -82,7 +83,7 @@ export class KubernetesRuntime implements Runtime {
     this.#feed = new ChangeFeed(logger);
     const changed = () => this.#feed.changed();
     // without an instance, what an instance made (a test's runtime on a shared cluster) is not ours
-    const selector = `${MANAGED_SELECTOR},${options.instance ? `${LABEL_INSTANCE}=${options.instance}` : `!${LABEL_INSTANCE}`}`;
+    const selector = `${MANAGED_SELECTOR},${options.instance ? `${AGENT_INSTANCE_LABEL}=${options.instance}` : `!${AGENT_INSTANCE_LABEL}`}`;
     this.#watches = watchCluster({
       kubeConfig: options.kubeConfig,
       logger,

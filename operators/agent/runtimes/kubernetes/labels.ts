@@ -1,25 +1,6 @@
-// The well-known names the kubernetes runtime writes and selects on, under the names this runtime
-// uses; the names themselves are defined once, in api/well-known.ts.
-
+// What the kubernetes runtime selects its own objects by; the label and value themselves are
+// well-known names (api/well-known.ts).
 import { MANAGED_BY_AGENT, MANAGED_BY_LABEL } from "../../../api/index.ts";
-
-export {
-  AGENT_FIELD_MANAGER as FIELD_MANAGER,
-  AGENT_INSTANCE_LABEL as LABEL_INSTANCE,
-  COMPONENT_LABEL as LABEL_COMPONENT,
-  JOB_LABEL as LABEL_JOB,
-  MANAGED_BY_AGENT as MANAGED_BY,
-  MANAGED_BY_LABEL as LABEL_MANAGED_BY,
-  OVERLAY_KEYS_ANNOTATION as ANNOTATION_OVERLAY_KEYS,
-  RAY_HEAD_TASK_ANNOTATION as ANNOTATION_RAY_HEAD_TASK,
-  RAY_ROLE_ANNOTATION as ANNOTATION_RAY_ROLE,
-  RAY_TOTAL_NODES_ANNOTATION as ANNOTATION_RAY_TOTAL_NODES,
-  TASK_GENERATION_ANNOTATION as ANNOTATION_TASK_GENERATION,
-  TASK_LABEL as LABEL_TASK,
-  TASK_NAME_LABEL as LABEL_TASK_NAME,
-  TASK_NAMESPACE_ANNOTATION as ANNOTATION_TASK_NAMESPACE,
-  TASK_UID_ANNOTATION as ANNOTATION_TASK_UID,
-} from "../../../api/index.ts";
 
 /** Selects every object this runtime manages. */
 export const MANAGED_SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY_AGENT}`;

@@ -7,10 +7,10 @@ import {
   PatchStrategy,
   type V1Node,
 } from "@kubernetes/client-node";
+import { AGENT_FIELD_MANAGER } from "../../../api/index.ts";
 import type { Logger } from "../../../lib/logger.ts";
 import type { NodeOverlay } from "../types.ts";
 import { describeApiError } from "./api-error.ts";
-import { FIELD_MANAGER } from "./labels.ts";
 import { hasOverlayRecord, type NodeFields, overlayPatch } from "./node-overlays.ts";
 import type { WatchedCollection } from "./watched-collection.ts";
 
@@ -75,7 +75,7 @@ export class NodeOverlaySync {
           } as unknown as KubernetesObject,
           undefined,
           undefined,
-          FIELD_MANAGER,
+          AGENT_FIELD_MANAGER,
           undefined,
           PatchStrategy.MergePatch,
         );

@@ -1,9 +1,10 @@
 // Git's Node overlays (admin labels, annotations, cordon) → JSON merge patches for the real
 // nodes, without I/O. A patch names only the overlay's keys, so every other field of the node,
 // whoever set it, is left alone. The keys an overlay set are recorded on the node
-// (ANNOTATION_OVERLAY_KEYS), so a key the next overlay drops is removed, and only such a key.
+// (OVERLAY_KEYS_ANNOTATION), so a key the next overlay drops is removed, and only such a key.
+
+import { OVERLAY_KEYS_ANNOTATION } from "../../../api/index.ts";
 import type { NodeOverlay } from "../types.ts";
-import { ANNOTATION_OVERLAY_KEYS } from "./labels.ts";
 
 export interface NodeFields {
   labels: Record<string, string>;
@@ -23,7 +24,7 @@ export interface NodePatch {
 }
 
 function recorded(node: NodeFields): Recorded {
-  const raw = node.annotations[ANNOTATION_OVERLAY_KEYS];
+  const raw = node.annotations[OVERLAY_KEYS_ANNOTATION];
   const none: Recorded = { labels: [], annotations: [], unschedulable: false };
   if (!raw) return none;
   try {
@@ -63,7 +64,7 @@ export function overlayPatch(node: NodeFields, overlay: NodeOverlay | undefined)
   const before = recorded(node);
   const labels = overlay?.labels ?? {};
   const annotations = { ...(overlay?.annotations ?? {}) };
-  delete annotations[ANNOTATION_OVERLAY_KEYS];
+  delete annotations[OVERLAY_KEYS_ANNOTATION];
   const labelPatch = mapPatch(node.labels, labels, before.labels);
   const annotationPatch = mapPatch(node.annotations, annotations, before.annotations);
 
@@ -80,8 +81,8 @@ export function overlayPatch(node: NodeFields, overlay: NodeOverlay | undefined)
         labels: next.labels,
         unschedulable: next.unschedulable,
       });
-  const current = node.annotations[ANNOTATION_OVERLAY_KEYS] ?? null;
-  if (record !== current) annotationPatch[ANNOTATION_OVERLAY_KEYS] = record;
+  const current = node.annotations[OVERLAY_KEYS_ANNOTATION] ?? null;
+  if (record !== current) annotationPatch[OVERLAY_KEYS_ANNOTATION] = record;
 
   let spec: NodePatch["spec"];
   if (overlay?.unschedulable !== undefined) {
@@ -102,4 +103,4 @@ export function overlayPatch(node: NodeFields, overlay: NodeOverlay | undefined)
 }
 
 /** Whether earlier overlays left keys on this node (so it needs a patch even without an overlay now). */
-export const hasOverlayRecord = (node: NodeFields): boolean => ANNOTATION_OVERLAY_KEYS in node.annotations;
+export const hasOverlayRecord = (node: NodeFields): boolean => OVERLAY_KEYS_ANNOTATION in node.annotations;

@@ -14,6 +14,13 @@ import type {
   V1Pod,
   V1StatefulSet,
 } from "@kubernetes/client-node";
+import {
+  JOB_LABEL,
+  TASK_GENERATION_ANNOTATION,
+  TASK_NAME_LABEL,
+  TASK_NAMESPACE_ANNOTATION,
+  TASK_UID_ANNOTATION,
+} from "../../../api/index.ts";
 import type {
   ContainerState,
   NodeAddress,
@@ -26,13 +33,6 @@ import type {
   PodPhase,
   WorkloadKind,
 } from "../types.ts";
-import {
-  ANNOTATION_TASK_GENERATION,
-  ANNOTATION_TASK_NAMESPACE,
-  ANNOTATION_TASK_UID,
-  LABEL_JOB,
-  LABEL_TASK_NAME,
-} from "./labels.ts";
 import { addQuantity, formatQuantity } from "./quantity.ts";
 
 const CONTROL_PLANE_LABELS = ["node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master"];
@@ -199,10 +199,10 @@ export function observePod(pod: V1Pod, index: number, generation?: number): Obse
   return {
     name: pod.metadata?.name ?? "",
     namespace: pod.metadata?.namespace ?? "",
-    task: labels[LABEL_TASK_NAME] ?? "",
-    taskUid: pod.metadata?.annotations?.[ANNOTATION_TASK_UID] ?? "",
+    task: labels[TASK_NAME_LABEL] ?? "",
+    taskUid: pod.metadata?.annotations?.[TASK_UID_ANNOTATION] ?? "",
     ...(generation !== undefined ? { generation } : {}),
-    job: labels[LABEL_JOB] ?? "",
+    job: labels[JOB_LABEL] ?? "",
     node: pod.spec?.nodeName ?? "",
     index: podIndex(pod) ?? index,
     phase,
@@ -252,7 +252,7 @@ export function fallbackIndexes(pods: readonly V1Pod[]): Map<V1Pod, number> {
 }
 
 export const taskGeneration = (obj: KubernetesObject): number | undefined => {
-  const g = Number(obj.metadata?.annotations?.[ANNOTATION_TASK_GENERATION]);
+  const g = Number(obj.metadata?.annotations?.[TASK_GENERATION_ANNOTATION]);
   return Number.isInteger(g) ? g : undefined;
 };
 
@@ -268,10 +268,10 @@ export function observeWorkload(
   const meta = obj.metadata ?? {};
   const generation = taskGeneration(obj);
   const base = {
-    task: meta.labels?.[LABEL_TASK_NAME] ?? "",
-    taskUid: meta.annotations?.[ANNOTATION_TASK_UID] ?? "",
+    task: meta.labels?.[TASK_NAME_LABEL] ?? "",
+    taskUid: meta.annotations?.[TASK_UID_ANNOTATION] ?? "",
     ...(generation !== undefined ? { generation } : {}),
-    job: meta.labels?.[LABEL_JOB] ?? "",
+    job: meta.labels?.[JOB_LABEL] ?? "",
     kind,
     namespace: meta.namespace ?? "",
     name: meta.name ?? "",
@@ -334,11 +334,11 @@ export function observeVolume(pvc: V1PersistentVolumeClaim): ObservedVolume {
   return {
     name: pvc.metadata?.name ?? "",
     namespace: pvc.metadata?.namespace ?? "",
-    task: pvc.metadata?.labels?.[LABEL_TASK_NAME] ?? "",
+    task: pvc.metadata?.labels?.[TASK_NAME_LABEL] ?? "",
     ...(pvc.status?.phase ? { phase: pvc.status.phase } : {}),
     ...(pvc.metadata?.deletionTimestamp ? { terminating: true } : {}),
   };
 }
 
 export const hubNamespace = (obj: KubernetesObject): string | undefined =>
-  obj.metadata?.annotations?.[ANNOTATION_TASK_NAMESPACE];
+  obj.metadata?.annotations?.[TASK_NAMESPACE_ANNOTATION];

@@ -1,11 +1,11 @@
 // Deletes what carries this runtime's labels but is no longer desired: workloads (from the
 // watches), their companions (listed each time) and the claims of Tasks that are gone.
 import type { KubernetesObject, KubernetesObjectApi } from "@kubernetes/client-node";
+import { TASK_NAME_LABEL } from "../../../api/index.ts";
 import type { Logger } from "../../../lib/logger.ts";
 import type { RuntimeTask } from "../types.ts";
 import { describeApiError } from "./api-error.ts";
 import { deleteObject } from "./delete-object.ts";
-import { LABEL_TASK_NAME } from "./labels.ts";
 import { objectKey } from "./object-key.ts";
 import { type ClusterWatches, WORKLOADS } from "./watches.ts";
 
@@ -57,7 +57,7 @@ export async function prune(
     }
   }
   for (const obj of candidates) {
-    const task = obj.metadata?.labels?.[LABEL_TASK_NAME] ?? "";
+    const task = obj.metadata?.labels?.[TASK_NAME_LABEL] ?? "";
     if (keep.has(objectKey(obj)) || keepTasks.has(task) || obj.metadata?.deletionTimestamp) continue;
     if (!(await deleteObject(objects, logger, obj))) ok = false;
   }
@@ -66,7 +66,7 @@ export async function prune(
   const desiredTaskNames = new Set<string>();
   for (const t of context.desired() ?? []) desiredTaskNames.add(t.metadata.name);
   for (const pvc of watches.volumes.values()) {
-    const task = pvc.metadata?.labels?.[LABEL_TASK_NAME] ?? "";
+    const task = pvc.metadata?.labels?.[TASK_NAME_LABEL] ?? "";
     if (desiredTaskNames.has(task) || pvc.metadata?.deletionTimestamp) continue;
     if (!(await deleteObject(objects, logger, { ...pvc, apiVersion: "v1", kind: "PersistentVolumeClaim" })))
       ok = false;

@@ -3,22 +3,22 @@
 // ConfigMap and the head Service. Every object carries the rlark labels that the runtime's
 // prune and watches select on, and comes out with sorted keys, so a re-render is byte-identical.
 import type { KubernetesObject } from "@kubernetes/client-node";
-import type { RuntimeTask, WorkloadKind } from "../types.ts";
 import {
-  ANNOTATION_RAY_HEAD_TASK,
-  ANNOTATION_RAY_ROLE,
-  ANNOTATION_RAY_TOTAL_NODES,
-  ANNOTATION_TASK_GENERATION,
-  ANNOTATION_TASK_NAMESPACE,
-  ANNOTATION_TASK_UID,
-  LABEL_COMPONENT,
-  LABEL_INSTANCE,
-  LABEL_JOB,
-  LABEL_MANAGED_BY,
-  LABEL_TASK,
-  LABEL_TASK_NAME,
-  MANAGED_BY,
-} from "./labels.ts";
+  AGENT_INSTANCE_LABEL,
+  COMPONENT_LABEL,
+  JOB_LABEL,
+  MANAGED_BY_AGENT,
+  MANAGED_BY_LABEL,
+  RAY_HEAD_TASK_ANNOTATION,
+  RAY_ROLE_ANNOTATION,
+  RAY_TOTAL_NODES_ANNOTATION,
+  TASK_GENERATION_ANNOTATION,
+  TASK_LABEL,
+  TASK_NAME_LABEL,
+  TASK_NAMESPACE_ANNOTATION,
+  TASK_UID_ANNOTATION,
+} from "../../../api/index.ts";
+import type { RuntimeTask, WorkloadKind } from "../types.ts";
 import {
   dnsLabel,
   headlessServiceName,
@@ -143,7 +143,7 @@ export function taskNamespace(task: RuntimeTask, defaultNamespace = DEFAULT_NAME
   return typeof ns === "string" && ns !== "" ? ns : defaultNamespace;
 }
 
-export const jobOf = (task: RuntimeTask): string => task.spec.job ?? task.metadata.labels?.[LABEL_JOB] ?? "";
+export const jobOf = (task: RuntimeTask): string => task.spec.job ?? task.metadata.labels?.[JOB_LABEL] ?? "";
 
 /** The labels every object of a Task carries; also the selector of its workload (without job). */
 export function taskLabels(task: RuntimeTask, instance?: string): Record<string, string> {
@@ -151,29 +151,29 @@ export function taskLabels(task: RuntimeTask, instance?: string): Record<string,
   const name = task.metadata.name;
   const template = task.spec.task ?? (job && name.startsWith(`${job}-`) ? name.slice(job.length + 1) : name);
   return {
-    [LABEL_TASK_NAME]: name,
-    [LABEL_TASK]: template,
-    [LABEL_MANAGED_BY]: MANAGED_BY,
-    ...(job ? { [LABEL_JOB]: job } : {}),
-    ...(instance ? { [LABEL_INSTANCE]: instance } : {}),
+    [TASK_NAME_LABEL]: name,
+    [TASK_LABEL]: template,
+    [MANAGED_BY_LABEL]: MANAGED_BY_AGENT,
+    ...(job ? { [JOB_LABEL]: job } : {}),
+    ...(instance ? { [AGENT_INSTANCE_LABEL]: instance } : {}),
   };
 }
 
 const selectorLabels = (task: string): Record<string, string> => ({
-  [LABEL_TASK_NAME]: task,
-  [LABEL_MANAGED_BY]: MANAGED_BY,
+  [TASK_NAME_LABEL]: task,
+  [MANAGED_BY_LABEL]: MANAGED_BY_AGENT,
 });
 
 function meta(task: RuntimeTask, name: string, namespace: string, component: string, instance?: string): Obj {
   const annotations: Record<string, string> = {};
-  if (task.metadata.uid) annotations[ANNOTATION_TASK_UID] = task.metadata.uid;
+  if (task.metadata.uid) annotations[TASK_UID_ANNOTATION] = task.metadata.uid;
   if (task.metadata.generation !== undefined)
-    annotations[ANNOTATION_TASK_GENERATION] = String(task.metadata.generation);
-  if (task.metadata.namespace) annotations[ANNOTATION_TASK_NAMESPACE] = task.metadata.namespace;
+    annotations[TASK_GENERATION_ANNOTATION] = String(task.metadata.generation);
+  if (task.metadata.namespace) annotations[TASK_NAMESPACE_ANNOTATION] = task.metadata.namespace;
   return {
     name,
     namespace,
-    labels: { ...taskLabels(task, instance), [LABEL_COMPONENT]: component },
+    labels: { ...taskLabels(task, instance), [COMPONENT_LABEL]: component },
     ...(Object.keys(annotations).length > 0 ? { annotations } : {}),
   };
 }
@@ -211,7 +211,7 @@ type RayRole = "head" | "worker";
 
 function rayRole(task: RuntimeTask): RayRole | undefined {
   const role =
-    task.spec.annotations?.[ANNOTATION_RAY_ROLE] ?? task.metadata.annotations?.[ANNOTATION_RAY_ROLE];
+    task.spec.annotations?.[RAY_ROLE_ANNOTATION] ?? task.metadata.annotations?.[RAY_ROLE_ANNOTATION];
   return role === "head" || role === "worker" ? role : undefined;
 }
 
@@ -220,11 +220,11 @@ const annotation = (task: RuntimeTask, key: string): string | undefined =>
 
 /** The head Task's metadata.name for a worker: `<job>-<rlinf.io/ray-head-task-name>`. */
 function rayHeadTask(task: RuntimeTask): string {
-  const head = annotation(task, ANNOTATION_RAY_HEAD_TASK);
+  const head = annotation(task, RAY_HEAD_TASK_ANNOTATION);
   if (!head)
     throw new RenderError(
       task.metadata.name,
-      `a Ray worker needs the annotation ${ANNOTATION_RAY_HEAD_TASK}`,
+      `a Ray worker needs the annotation ${RAY_HEAD_TASK_ANNOTATION}`,
     );
   const job = jobOf(task);
   return job ? dnsLabel(job, head) : head;
@@ -249,7 +249,7 @@ export function renderTask(task: RuntimeTask, options: RenderOptions = {}): Rend
     ? { ...workload.metadata.annotations }
     : {};
   // a Task recreated under the same name (new uid) rolls its pods even with an identical spec
-  if (task.metadata.uid) podAnnotations[ANNOTATION_TASK_UID] = task.metadata.uid;
+  if (task.metadata.uid) podAnnotations[TASK_UID_ANNOTATION] = task.metadata.uid;
 
   if (task.spec.nodeSelector && Object.keys(task.spec.nodeSelector).length > 0) {
     podSpec.nodeSelector = {
@@ -326,7 +326,7 @@ export function renderTask(task: RuntimeTask, options: RenderOptions = {}): Rend
     if (role === "head") {
       rayEnv.push({
         name: "RLARK_RAY_TOTAL_NODES",
-        value: annotation(task, ANNOTATION_RAY_TOTAL_NODES) ?? "1",
+        value: annotation(task, RAY_TOTAL_NODES_ANNOTATION) ?? "1",
       });
     } else {
       rayEnv.push({ name: "RLARK_RAY_HEAD_TASK", value: headTask });

@@ -1,9 +1,14 @@
 // What the caches hold, mapped to the runtime contract (observe.ts maps each object): nodes with
 // what is requested on them, this runtime's workloads, their pods and the Tasks' volume claims.
 import type { KubernetesObject, V1Pod } from "@kubernetes/client-node";
+import {
+  AGENT_INSTANCE_LABEL,
+  MANAGED_BY_AGENT,
+  MANAGED_BY_LABEL,
+  TASK_NAME_LABEL,
+} from "../../../api/index.ts";
 import type { ObservedPod, ObservedWorkload, RuntimeSnapshot } from "../types.ts";
 import type { DiskFigures } from "./disk-poller.ts";
-import { LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_TASK_NAME, MANAGED_BY } from "./labels.ts";
 import {
   fallbackIndexes,
   observeNode,
@@ -38,7 +43,7 @@ export function buildSnapshot(input: SnapshotInput): RuntimeSnapshot {
 
   const byTask = new Map<string, V1Pod[]>();
   for (const pod of allPods) {
-    const task = pod.metadata?.labels?.[LABEL_TASK_NAME];
+    const task = pod.metadata?.labels?.[TASK_NAME_LABEL];
     if (!task || !owns(pod, input.instance)) continue;
     const key = `${pod.metadata?.namespace}/${task}`;
     let list = byTask.get(key);
@@ -53,7 +58,7 @@ export function buildSnapshot(input: SnapshotInput): RuntimeSnapshot {
   const generations = new Map<string, number>();
   for (const [kind, collection] of watches.workloads) {
     for (const obj of collection.values()) {
-      const task = obj.metadata?.labels?.[LABEL_TASK_NAME] ?? "";
+      const task = obj.metadata?.labels?.[TASK_NAME_LABEL] ?? "";
       const key = `${obj.metadata?.namespace}/${task}`;
       const g = taskGeneration(obj);
       if (g !== undefined) generations.set(key, g);
@@ -85,6 +90,6 @@ export function buildSnapshot(input: SnapshotInput): RuntimeSnapshot {
 
 function owns(obj: KubernetesObject, instance: string | undefined): boolean {
   const labels = obj.metadata?.labels ?? {};
-  if (labels[LABEL_MANAGED_BY] !== MANAGED_BY) return false;
-  return (labels[LABEL_INSTANCE] ?? "") === (instance ?? "");
+  if (labels[MANAGED_BY_LABEL] !== MANAGED_BY_AGENT) return false;
+  return (labels[AGENT_INSTANCE_LABEL] ?? "") === (instance ?? "");
 }
