@@ -6,7 +6,7 @@ import path from "node:path";
 import type { Test } from "tap";
 import { type Agent, type AgentOptions, startAgent } from "../../operators/agent/agent.ts";
 import type { Hub } from "../../operators/hub/hub.ts";
-import { silentLogger } from "../../operators/lib/controller/index.ts";
+import { silentLogger } from "../../operators/lib/logger.ts";
 import { fileCredentialStore } from "../../operators/lib/tunnel/index.ts";
 
 export type AgentOnHubOptions = Pick<AgentOptions, "runtime" | "runtimeKind"> &

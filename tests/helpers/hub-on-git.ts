@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import type { Test } from "tap";
 import { type Hub, type HubOptions, startHub } from "../../operators/hub/hub.ts";
-import { silentLogger } from "../../operators/lib/controller/index.ts";
+import { silentLogger } from "../../operators/lib/logger.ts";
 import { createGitServer, type GitServer } from "./git-server.ts";
 
 export interface HubOnGit {

@@ -18,7 +18,7 @@ import { type Agent, startAgent } from "../../../operators/agent/agent.ts";
 import { KubernetesRuntime, renderTask } from "../../../operators/agent/runtimes/kubernetes/index.ts";
 import type { RuntimeTask } from "../../../operators/agent/runtimes/types.ts";
 import { type Hub, startHub } from "../../../operators/hub/hub.ts";
-import { silentLogger } from "../../../operators/lib/controller/index.ts";
+import { silentLogger } from "../../../operators/lib/logger.ts";
 import { fileCredentialStore } from "../../../operators/lib/tunnel/index.ts";
 import { createGitServer, type GitServer } from "../../../tests/helpers/git-server.ts";
 import { hubOptions } from "../../../tests/helpers/hub-on-git.ts";

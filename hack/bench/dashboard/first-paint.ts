@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { parse } from "yaml";
 import { startHub } from "../../../operators/hub/index.ts";
-import { silentLogger } from "../../../operators/lib/controller/index.ts";
+import { silentLogger } from "../../../operators/lib/logger.ts";
 import type { BatchOp, KubeObject } from "../../../operators/lib/store/index.ts";
 import { launchChromium } from "../../../tests/helpers/chromium.ts";
 

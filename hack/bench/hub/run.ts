@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { stringify } from "yaml";
 import { startHub } from "../../../operators/hub/hub.ts";
-import { silentLogger } from "../../../operators/lib/controller/index.ts";
+import { silentLogger } from "../../../operators/lib/logger.ts";
 import { openSqliteStore } from "../../../operators/lib/store/index.ts";
 
 const jobs = Number(process.argv[2] ?? 10_000);

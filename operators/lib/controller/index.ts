@@ -23,8 +23,6 @@
 // the key after 5 ms, 10 ms, 20 ms ... up to 1000 s, reset by the next success; every object of
 // the primary kind is queued again every resyncPeriod (default 10 min).
 
-// The logger a reconcile is handed, re-exported so controller code needs one import.
-export { type Logger, silentLogger } from "../logger.ts";
 export { Manager, type ManagerOptions } from "./manager.ts";
 export { type OwnerOptions, ownerKeys, watchOwned } from "./owners.ts";
 export { ExponentialFailureRateLimiter, type RateLimiter } from "./rate-limiter.ts";

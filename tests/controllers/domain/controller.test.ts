@@ -4,7 +4,7 @@ import t from "tap";
 import type { Domain, DomainPeer, Pod } from "../../../operators/api/index.ts";
 import { createDomainController } from "../../../operators/controllers/domain/index.ts";
 import { systemClock } from "../../../operators/lib/clock.ts";
-import { silentLogger } from "../../../operators/lib/controller/index.ts";
+import { silentLogger } from "../../../operators/lib/logger.ts";
 import { openCertificateAuthority, publicKeyPem } from "../../../operators/lib/pki/index.ts";
 import { modify, openSqliteStore } from "../../../operators/lib/store/index.ts";
 import { waitFor } from "../../helpers/wait-for.ts";

@@ -2,7 +2,7 @@ import t, { type Test } from "tap";
 import type { Cluster, Job, Task } from "../../../operators/api/index.ts";
 import { createJobController } from "../../../operators/controllers/job/index.ts";
 import { FakeClock } from "../../../operators/lib/clock.ts";
-import { silentLogger } from "../../../operators/lib/controller/index.ts";
+import { silentLogger } from "../../../operators/lib/logger.ts";
 import { modify } from "../../../operators/lib/store/index.ts";
 import { waitFor } from "../../helpers/wait-for.ts";
 import { cluster, job, k8sTask, node, rawTask, type TaskTemplate } from "../placement/fixtures.ts";

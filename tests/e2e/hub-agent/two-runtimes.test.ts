@@ -7,7 +7,7 @@ import path from "node:path";
 import { AppsV1Api } from "@kubernetes/client-node";
 import t from "tap";
 import { ProcessRuntime } from "../../../operators/agent/runtimes/process/index.ts";
-import { silentLogger } from "../../../operators/lib/controller/index.ts";
+import { silentLogger } from "../../../operators/lib/logger.ts";
 import { startAgentOnHub } from "../../helpers/agent-on-hub.ts";
 import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
 import { startHubOnGit } from "../../helpers/hub-on-git.ts";

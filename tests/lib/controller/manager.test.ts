@@ -1,11 +1,11 @@
 import t from "tap";
 import {
   type Controller,
-  type Logger,
   Manager,
   type ReconcileRequest,
   watchOwned,
 } from "../../../operators/lib/controller/index.ts";
+import type { Logger } from "../../../operators/lib/logger.ts";
 import { Registry } from "../../../operators/lib/metrics/index.ts";
 import { waitFor } from "../../helpers/wait-for.ts";
 import { parseExposition } from "../metrics/parse-exposition.ts";
