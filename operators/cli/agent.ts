@@ -111,14 +111,10 @@ export function registerAgent(program: Command): void {
       let runtime: Runtime;
       let credentials = fileCredentialStore(path.join(stateDir, "credentials.json"));
       if (flags.runtime === "kubernetes") {
-        const [{ KubeConfig }, { KubernetesRuntime, kubernetesDryRun, secretCredentialStore }] =
-          await Promise.all([
-            import("@kubernetes/client-node"),
-            import("../agent/runtimes/kubernetes/index.ts"),
-          ]);
-        const kubeConfig = new KubeConfig();
-        if (flags.kubeconfig) kubeConfig.loadFromFile(flags.kubeconfig);
-        else kubeConfig.loadFromCluster();
+        const { KubernetesRuntime, kubernetesDryRun, loadKubeConfig, secretCredentialStore } = await import(
+          "../agent/runtimes/kubernetes/index.ts"
+        );
+        const kubeConfig = loadKubeConfig(flags.kubeconfig);
         // Plans' dry-runs go through the agent's own client: the hub never reaches the API server.
         dryRun = kubernetesDryRun(kubeConfig);
         runtime = await KubernetesRuntime.start({

@@ -5,6 +5,12 @@ import type { Command } from "commander";
 import { CliError } from "./cli-error.ts";
 import { buildProgram } from "./program.ts";
 
+// `rlark crds | head`: a reader that stops early is not an error of ours; end quietly, as cat does.
+process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+  if (error.code !== "EPIPE") throw error;
+  process.exit(0);
+});
+
 const program = buildProgram();
 let running = "rlark";
 program.hook("preAction", (_program, action: Command) => {

@@ -6,7 +6,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import t from "tap";
-import { type RlarkOptions, rlark as run } from "../helpers/rlark-cli.ts";
+import { type RlarkOptions, repoRoot, rlark as run } from "../helpers/rlark-cli.ts";
 
 // No token from the environment this runs in: the errors below are about its absence.
 const rlark = (args: string[], options: RlarkOptions = {}) =>
@@ -73,4 +73,17 @@ t.test("user hash-password without a password or with a bad cost is a usage erro
   const cost = await rlark(["user", "hash-password", "--cost", "3"], { input: "pw\n" });
   t.equal(cost.code, 2);
   t.same(lines(cost.stderr), ["rlark user hash-password: --cost must be an integer from 14 to 20"]);
+});
+
+t.test("a reader that stops early (rlark crds | head): exit 0, no stack", async (t) => {
+  const { spawnSync } = await import("node:child_process");
+  // A real shell pipe, as a user types it: head exits after 100 bytes of the ~100 KB crds writes.
+  const main = path.join(repoRoot, "operators/cli/main.ts");
+  const run = spawnSync(
+    "bash",
+    ["-c", 'set -o pipefail; "$0" "$1" crds | head -c 100 >/dev/null', process.execPath, main],
+    { encoding: "utf8" },
+  );
+  t.equal(run.stderr, "", "no EPIPE stack");
+  t.equal(run.status, 0);
 });

@@ -139,6 +139,21 @@ if (!canBuild) {
     t.match(mustRun(ENV, chroot(rootfs, "/usr/local/bin/node", "--version")), /^v24\./);
     t.equal(mustRun(ENV, chroot(rootfs, ...ENTRY, "--version")).trim(), version);
     t.match(mustRun(ENV, chroot(rootfs, ...ENTRY, "agent", "--help")), /--runtime/);
+    // The dependencies are esbuild bundles (hack/images/bundle-deps.ts): these load ajv, both YAML
+    // parsers, the generated validators' runtime requires and the CRD emitter through them.
+    const examples = "/usr/local/lib/rlark/node_modules/rlark/examples";
+    t.match(
+      mustRun(ENV, chroot(rootfs, ...ENTRY, "validate", `${examples}/jobs`, `${examples}/domains`)),
+      /valid/,
+    );
+    t.match(mustRun(ENV, chroot(rootfs, ...ENTRY, "crds")), /kind: CustomResourceDefinition/);
+    t.notOk(
+      existsSync(path.join(rootfs, "usr/local/lib/rlark/node_modules/@kubernetes/client-node/dist")),
+      "client-node is one bundle, not its 25 MB of files",
+    );
+    // Issue 14's budget, on the unpacked root filesystem (what a node stores), not the gzipped download.
+    const megabytes = Number(mustRun("du", ["-sb", rootfs]).split("\t")[0]) / 1e6;
+    t.ok(megabytes < 120, `the agent image unpacks to ${megabytes.toFixed(1)} MB (< 120 MB)`);
   });
 
   t.test("hub: non-root, git and ssh inside, answers /readyz for a repository in its rootfs", async (t) => {

@@ -37,6 +37,7 @@ export {
   secretCredentialStore,
 } from "./credential-secret.ts";
 export { kubernetesDryRun } from "./dry-run.ts";
+export { loadKubeConfig } from "./kube-config.ts";
 export { overlayPatch } from "./node-overlays.ts";
 export { requestedByNode } from "./observe.ts";
 export type { RejectedTask } from "./reconciler.ts";
