@@ -61,4 +61,4 @@ export const DEVICE_PLUGIN_SOCKET = "rlark-device.sock";
  * Host directory where each embodied-runtime component writes `<component>.json`, its capability
  * state ({ name, process, health, message? }); the local agent reads it (`--capability-dir`).
  */
-export const CAPABILITY_DIR = "/var/run/rlark/capabilities";
+export { CAPABILITY_DIR } from "../lib/capability-status.ts";
