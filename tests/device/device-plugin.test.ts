@@ -3,7 +3,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import t from "tap";
+import t, { type Test } from "tap";
 import { DevicePlugin } from "../../operators/device/plugin/device-plugin.ts";
 import type { ListAndWatchResponse } from "../../operators/device/plugin/proto.ts";
 import { silentLogger } from "../../operators/lib/logger.ts";
@@ -11,7 +11,7 @@ import type { Capability } from "../../operators/lib/tunnel/index.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 import { call, dialPlugin, startKubeletRegistration } from "./kubelet-side.ts";
 
-function layout(t: Tap.Test) {
+function layout(t: Test) {
   const root = mkdtempSync(path.join(tmpdir(), "rlark-devplugin-"));
   t.teardown(() => rmSync(root, { recursive: true, force: true }));
   const dirs = {
@@ -25,7 +25,7 @@ function layout(t: Tap.Test) {
   return { ...dirs, robotConfig: path.join(dirs.configDir, "robots.yaml") };
 }
 
-async function startPlugin(t: Tap.Test, dirs: ReturnType<typeof layout>, capabilities: Capability[] = []) {
+async function startPlugin(t: Test, dirs: ReturnType<typeof layout>, capabilities: Capability[] = []) {
   const plugin = await DevicePlugin.start({
     ...dirs,
     logger: silentLogger,
@@ -36,7 +36,7 @@ async function startPlugin(t: Tap.Test, dirs: ReturnType<typeof layout>, capabil
 }
 
 /** The lists ListAndWatch has sent, as sorted `id:health` strings each. */
-function watchLists(t: Tap.Test, dir: string) {
+function watchLists(t: Test, dir: string) {
   const client = dialPlugin(dir, "rlark-device.sock");
   const lists: string[][] = [];
   const stream = client.ListAndWatch({});
@@ -196,12 +196,12 @@ t.test("Allocate mounts the controllers' sockets and the CLIs and names the devi
   await t.rejects(
     call(client.Allocate, client, { container_requests: [{ devices_ids: ["camera-video9"] }] }),
     {
-      details: 'device "camera-video9" is not on this node',
+      message: /device "camera-video9" is not on this node/,
     },
   );
   // The robots' controllers are not listening: PreStartContainer refuses rather than start blind.
   await t.rejects(call(client.PreStartContainer, client, { devices_ids: ["robot-arm-left"] }), {
-    details: "devices not healthy on this node: robot-arm-left",
+    message: /devices not healthy on this node: robot-arm-left/,
   });
   t.same(await call(client.PreStartContainer, client, { devices_ids: ["camera-video1"] }), {});
   const preferred = await call(client.GetPreferredAllocation, client, {
