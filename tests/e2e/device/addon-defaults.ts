@@ -1,7 +1,8 @@
 // The embodied-runtime catalog entry with its default values put in, for tests, until the addons
 // renderer (CONTRACTS §A) lands: a plain textual substitution of `{{ values.x.y }}` and
 // `{{ addon.* }}` by the defaults of values.schema.json. A scalar that is exactly one reference
-// takes the value's own type (written as JSON, which YAML reads as a flow node), as the contract says.
+// takes the value's own type (written as JSON, which YAML reads as a flow node), and a document
+// whose `rlark.io/render-if` is false is dropped, as the contract says.
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import type { KubernetesObject } from "@kubernetes/client-node";
@@ -46,7 +47,16 @@ export function renderWithDefaults(namespace: string): { file: string; object: K
       .replace(/\{\{ addon\.(\w+) \}\}/g, (_m, key: string) => addon[key] ?? `{{ addon.${key} }}`);
     for (const doc of YAML.parseAllDocuments(text)) {
       const object = doc.toJSON() as KubernetesObject | null;
-      if (object) out.push({ file, object });
+      if (!object) continue;
+      // `rlark.io/render-if` switches the document off when false and is not itself rendered.
+      const annotations = object.metadata?.annotations as Record<string, unknown> | undefined;
+      if (annotations && "rlark.io/render-if" in annotations) {
+        const keep = annotations["rlark.io/render-if"];
+        delete annotations["rlark.io/render-if"];
+        if (Object.keys(annotations).length === 0) delete object.metadata?.annotations;
+        if (keep === false) continue;
+      }
+      out.push({ file, object });
     }
   }
   return out;
