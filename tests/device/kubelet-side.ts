@@ -70,7 +70,7 @@ export function dialPlugin(dir: string, endpoint: string): DevicePluginClient {
   return new Client(
     `unix://${path.join(dir, endpoint)}`,
     grpc.credentials.createInsecure(),
-  ) as DevicePluginClient;
+  ) as unknown as DevicePluginClient;
 }
 
 /** Calls a unary method as a promise. */
