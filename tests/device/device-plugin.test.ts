@@ -247,3 +247,17 @@ t.test("no kubelet yet: STARTING until kubelet.sock appears, then registered", a
   await waitFor("a registration", () => kubelet.registrations.length === 1);
   await waitFor("READY", () => last(capabilities)?.health === "READY");
 });
+
+t.test(
+  "a plugin directory it cannot serve in is an error at start, and nothing is left running",
+  async (t) => {
+    const dirs = layout(t);
+    rmSync(dirs.pluginDir, { recursive: true });
+    const capabilities: Capability[] = [];
+    await t.rejects(
+      DevicePlugin.start({ ...dirs, logger: silentLogger, onCapability: (c) => capabilities.push(c) }),
+      /rlark-device\.sock/,
+    );
+    t.match(last(capabilities), { process: "STOPPED", health: "STOPPED" });
+  },
+);

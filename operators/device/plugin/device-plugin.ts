@@ -53,6 +53,7 @@ export class DevicePlugin {
   #registeredKubelet: number | undefined;
   #registerError: string | undefined;
   #configError: string | undefined;
+  #serveError: string | undefined;
   #lastCapability = "";
   #settle: TimerId | undefined;
   #tick: TimerId | undefined;
@@ -72,7 +73,12 @@ export class DevicePlugin {
     plugin.#devices = discoverDevices(options);
     plugin.#report();
     plugin.#watchAll();
-    await plugin.#reconcile();
+    try {
+      await plugin.#reconcile();
+    } catch (error) {
+      await plugin.stop();
+      throw error;
+    }
     plugin.#scheduleTick();
     return plugin;
   }
@@ -85,6 +91,8 @@ export class DevicePlugin {
     const healthy = this.#devices.filter((d) => d.health === HEALTHY).length;
     const counts = `${healthy}/${this.#devices.length} devices healthy`;
     if (this.#stopped) return { name: "device-plugin", process: "STOPPED", health: "STOPPED" };
+    if (this.#serveError)
+      return { name: "device-plugin", process: "BACKOFF", health: "DEGRADED", message: this.#serveError };
     if (!this.#server) return { name: "device-plugin", process: "STARTING", health: "STARTING" };
     const problem = this.#registerError ?? this.#configError;
     if (problem)
@@ -143,28 +151,35 @@ export class DevicePlugin {
     if (this.#settle || this.#stopped) return;
     this.#settle = this.#clock.setTimeout(() => {
       this.#settle = undefined;
-      void this.#reconcile();
+      this.#reconcile().catch(() => undefined);
     }, SETTLE_MS);
   }
 
   #scheduleTick(): void {
     if (this.#stopped) return;
     this.#tick = this.#clock.setTimeout(async () => {
-      await this.#reconcile();
+      await this.#reconcile().catch(() => undefined);
       this.#scheduleTick();
     }, this.#options.rescanMs ?? 5_000);
   }
 
   /** One pass, never two at once: rescan, serve if our socket is gone, register with a new kubelet. */
   #reconcile(): Promise<void> {
-    this.#busy = this.#busy.then(async () => {
+    const pass = this.#busy.then(async () => {
       if (this.#stopped) return;
       this.#rescan();
       if (!this.#server || !existsSync(this.#socket)) await this.#serve();
+      this.#serveError = undefined;
       await this.#registerIfNeeded();
       this.#report();
     });
-    return this.#busy;
+    // A failed pass (the socket cannot be bound) is reported and retried by the next one.
+    this.#busy = pass.catch((error: Error) => {
+      this.#serveError = `cannot serve ${this.#socket}: ${error.message}`;
+      this.#options.logger.error("cannot serve the device plugin API; retrying", { error: error.message });
+      this.#report();
+    });
+    return pass;
   }
 
   #rescan(): void {
