@@ -18,8 +18,10 @@ const LAYERS: Record<string, number> = {
   hub: 4,
   cli: 5,
 };
-/** The agent runs in clusters without the hub's code: it may import only these. */
-const AGENT_MAY_IMPORT = new Set(["lib", "api"]);
+/** Processes that run in clusters without the hub's code (the agent, the embodied runtime's device
+ * plugin, webhook and controllers): they may import only these, and only the cli starts them. */
+const IN_CLUSTER = new Set(["agent", "device"]);
+const IN_CLUSTER_MAY_IMPORT = new Set(["lib", "api"]);
 
 interface Import {
   from: string;
@@ -70,10 +72,10 @@ function componentOf(path: string): string {
 function layeringProblem({ from, to }: Import): string | undefined {
   const [a, b] = [layerOf(from), layerOf(to)];
   if (a !== b) {
-    if (a === "agent") {
-      if (!AGENT_MAY_IMPORT.has(b)) return `the agent imports ${b}/ (it may import only lib/ and api/)`;
-    } else if (b === "agent") {
-      if (a !== "cli") return `${a}/ imports the agent (only the cli starts it)`;
+    if (IN_CLUSTER.has(a)) {
+      if (!IN_CLUSTER_MAY_IMPORT.has(b)) return `${a}/ imports ${b}/ (it may import only lib/ and api/)`;
+    } else if (IN_CLUSTER.has(b)) {
+      if (a !== "cli") return `${a}/ imports ${b}/ (only the cli starts it)`;
     } else if ((LAYERS[b] ?? Number.POSITIVE_INFINITY) >= (LAYERS[a] ?? Number.NEGATIVE_INFINITY)) {
       return `${a}/ imports ${b}/, which is not below it (lib < api < source, controllers < feedback, dashboard < hub < cli)`;
     }
@@ -99,8 +101,12 @@ t.test("the rules catch what they are for", async (t) => {
     [{ from: "api/validate/index.ts", to: "source/loader.ts" }, /not below it/],
     [{ from: "dashboard/index.ts", to: "hub/http/auth.ts" }, /not below it/],
     [{ from: "feedback/plan/x.ts", to: "dashboard/index.ts" }, /not below it/],
-    [{ from: "agent/agent.ts", to: "hub/index.ts" }, /the agent imports hub/],
-    [{ from: "hub/hub.ts", to: "agent/index.ts" }, /imports the agent/],
+    [{ from: "agent/agent.ts", to: "hub/index.ts" }, /agent\/ imports hub/],
+    [{ from: "hub/hub.ts", to: "agent/index.ts" }, /imports agent\/ \(only the cli/],
+    [{ from: "device/plugin/x.ts", to: "source/index.ts" }, /device\/ imports source/],
+    [{ from: "device/plugin/x.ts", to: "agent/index.ts" }, /device\/ imports agent/],
+    [{ from: "hub/hub.ts", to: "device/index.ts" }, /imports device\/ \(only the cli/],
+    [{ from: "cli/device-plugin.ts", to: "device/index.ts" }, undefined],
     [{ from: "hub/hub.ts", to: "source/snapshot-apply.ts" }, /skips the index.ts of source/],
     [{ from: "controllers/job/a.ts", to: "controllers/placement/place.ts" }, /controllers\/placement/],
     [{ from: "cli/up.ts", to: "hub/index.ts" }, undefined],

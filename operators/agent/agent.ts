@@ -3,6 +3,7 @@
 import { randomUUID } from "node:crypto";
 import { Duplex, Readable, Writable } from "node:stream";
 import packageJson from "../../package.json" with { type: "json" };
+import { readCapabilityStatuses } from "../lib/capability-status.ts";
 import { type Clock, every, systemClock, type TimerId } from "../lib/clock.ts";
 import type { Logger } from "../lib/logger.ts";
 import {
@@ -38,6 +39,11 @@ export interface AgentOptions {
   /** Answers plans' `dry-run` requests (the kubernetes runtime: runtimes/kubernetes/dry-run.ts). */
   dryRun?: (request: DryRunRequest) => Promise<DryRunAnswer>;
   logger: Logger;
+  /**
+   * Where this machine's components (device plugin, controllers) write their capability states
+   * (lib/capability-status.ts); each report carries them after the runtime's own.
+   */
+  capabilityDir?: string;
   /** Drives the report timers and the tunnel's reconnect backoff; tests pass a FakeClock. */
   clock?: Clock;
 }
@@ -111,7 +117,22 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       health: applyError ? "DEGRADED" : applied ? "READY" : "STARTING",
       ...(applyError ? { message: applyError } : {}),
     },
+    ...componentCapabilities(),
   ];
+  const componentCapabilities = (): Capability[] => {
+    if (!options.capabilityDir) return [];
+    try {
+      return readCapabilityStatuses(options.capabilityDir, clock.now());
+    } catch (error) {
+      return [
+        {
+          name: "components",
+          health: "UNKNOWN",
+          message: `${options.capabilityDir}: ${(error as Error).message}`,
+        },
+      ];
+    }
+  };
 
   const onDesired = async (message: Snapshot | Delta) => {
     if (message.type === "snapshot") desired.replace(message.objects);

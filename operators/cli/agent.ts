@@ -40,6 +40,7 @@ interface AgentFlags {
   diskStatsInterval?: number;
   nodeName: string;
   label: Record<string, string>;
+  capabilityDir: string;
 }
 
 function collectArg(value: string, previous: string[]): string[] {
@@ -94,6 +95,11 @@ export function registerAgent(program: Command): void {
     )
     .option("--node-name <name>", "the node name this machine reports", hostname())
     .option("--label <key=value>", "a label on the reported node (repeatable)", collectLabel, {})
+    .option(
+      "--capability-dir <dir>",
+      "where this machine's components (device plugin, controllers) write their capability states",
+      "/var/run/rlark/capabilities",
+    )
     .addHelpText("after", AGENT_HELP)
     .action(async (flags: AgentFlags) => {
       // Loaded here, not at the top: every `rlark` invocation would otherwise pay for them.
@@ -143,6 +149,7 @@ export function registerAgent(program: Command): void {
         ...(flags.caHash ? { caHash: flags.caHash } : {}),
         runtime,
         runtimeKind: flags.runtime,
+        capabilityDir: path.resolve(flags.capabilityDir),
         ...(dryRun ? { dryRun } : {}),
         logger,
       }).catch(async (error: unknown) => {

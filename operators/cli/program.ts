@@ -5,6 +5,9 @@ import packageJson from "../../package.json" with { type: "json" };
 import { registerAgent } from "./agent.ts";
 import { CliError, usageError } from "./cli-error.ts";
 import { registerCrds } from "./crds.ts";
+import { registerDevicePlugin } from "./device-plugin.ts";
+import { registerDeviceWebhook } from "./device-webhook.ts";
+import { registerDevinit } from "./devinit.ts";
 import { registerHub } from "./hub.ts";
 import { registerPlan } from "./plan.ts";
 import { registerStatus } from "./status.ts";
@@ -48,6 +51,9 @@ export function buildProgram(): Command {
   });
   registerUser(program);
   registerCrds(program);
+  registerDevicePlugin(program);
+  registerDeviceWebhook(program);
+  registerDevinit(program);
   return program;
 }
 

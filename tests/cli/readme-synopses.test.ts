@@ -15,7 +15,7 @@ function synopsisFlags(command: string): string[] {
   return [...new Set(block.match(/--[a-z][a-z-]*/g) ?? [])];
 }
 
-for (const command of ["hub", "agent", "up"]) {
+for (const command of ["hub", "agent", "up", "device-plugin", "device-webhook"]) {
   t.test(`every flag in README's rlark ${command} synopsis is an option of rlark ${command}`, async (t) => {
     const cmd = buildProgram().commands.find((c) => c.name() === command);
     if (!cmd) throw new Error(`rlark has no ${command} command`);

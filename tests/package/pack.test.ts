@@ -127,7 +127,9 @@ t.test("the tarball holds the built CLI, the schemas and what the CLI reads at r
     "package/schemas/crds/jobs.rlinf.io.yaml",
     "package/examples/.rlarkignore",
     "package/examples/jobs/cartpole-local.yaml",
-    "package/fleet/addons/embodied-runtime-device-plugin/0.1.0/values.schema.json",
+    "package/fleet/addons/embodied-runtime/0.1.0/values.schema.json",
+    "package/fleet/addons/embodied-runtime/0.1.0/manifests/20-device-plugin.yaml",
+    "package/dist/device/plugin/api.proto",
   ])
     t.ok(files.includes(file), file);
   t.same(

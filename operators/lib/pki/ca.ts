@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
+import { isIP } from "node:net";
 import { join } from "node:path";
 import forge from "node-forge";
 import { PkiError } from "./errors.ts";
@@ -25,6 +26,11 @@ export interface IssueRequest {
   /** Any RSA public key form node:crypto reads. */
   publicKey: string;
   ttlMs: number;
+  /**
+   * DNS names and IP addresses the certificate serves (subjectAltName; TLS clients ignore the CN).
+   * Given, the certificate is also good for serverAuth.
+   */
+  serverNames?: string[];
 }
 
 export interface IssuedCertificate {
@@ -84,6 +90,17 @@ function selfSignedCa(keyPem: string, commonName: string, now: number, lifetimeM
   ]);
   cert.sign(key, forge.md.sha256.create());
   return lfPem(forge.pki.certificateToPem(cert));
+}
+
+/** A subjectAltName entry: type 7 (iPAddress) for an IP, 2 (dNSName) for a checked DNS name. */
+function altName(name: string): { type: 2; value: string } | { type: 7; ip: string } {
+  if (isIP(name)) return { type: 7, ip: name };
+  if (!/^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(name))
+    throw new PkiError(
+      "invalid-request",
+      `server name ${JSON.stringify(name)} is neither an IP address nor a DNS name`,
+    );
+  return { type: 2, value: name };
 }
 
 /**
@@ -146,11 +163,17 @@ export function openCertificateAuthority(options: OpenCaOptions): CertificateAut
       if (cluster !== undefined) subject.push({ shortName: "OU", value: cluster });
       cert.setSubject(subject);
       cert.setIssuer(caCert.subject.attributes);
+      const serverNames = request.serverNames ?? [];
       cert.setExtensions([
         { name: "basicConstraints", cA: false, critical: true },
         { name: "keyUsage", digitalSignature: true, keyEncipherment: true, critical: true },
-        { name: "extKeyUsage", clientAuth: true, serverAuth: request.role === "hub" },
+        {
+          name: "extKeyUsage",
+          clientAuth: true,
+          serverAuth: request.role === "hub" || serverNames.length > 0,
+        },
         { name: "subjectKeyIdentifier" },
+        ...(serverNames.length > 0 ? [{ name: "subjectAltName", altNames: serverNames.map(altName) }] : []),
       ]);
       cert.sign(caKey, forge.md.sha256.create());
       // X.509 times have second precision; report what the certificate actually says.

@@ -1,7 +1,10 @@
 import { PkiError } from "./errors.ts";
 
-/** Every identity the hub CA vouches for. `hub` certifies the hub's own SSH host key. */
-export const ROLES = ["agent", "domain", "ssh-guest", "admin", "hub"] as const;
+/**
+ * Every identity the hub CA vouches for. `hub` certifies the hub's own SSH host key; `webhook` an
+ * admission webhook's TLS serving certificate (the embodied runtime's device webhook).
+ */
+export const ROLES = ["agent", "domain", "ssh-guest", "admin", "hub", "webhook"] as const;
 export type Role = (typeof ROLES)[number];
 
 export function isRole(value: unknown): value is Role {

@@ -155,7 +155,8 @@ function parseRef(v: unknown, where: string): ObjectRef {
   return ref;
 }
 
-function parseCapability(v: unknown, where: string): Capability {
+/** One capability entry, from the wire or a component's status file. */
+export function parseCapability(v: unknown, where: string): Capability {
   if (!isObj(v)) throw new ProtocolError(`${where}: must be an object`);
   const cap: Capability = { name: str(v, "name", where, 253) };
   if (v.process !== undefined) {

@@ -154,7 +154,7 @@ export async function reportAgentState(store: Store): Promise<void> {
       pods: [{ name: "ppo-cartpole-v1-actor-head-0", ip: "10.0.1.2", node: "gpu-node-01" }],
     },
   });
-  await status(store, "Addon", "agent-shanghai-edge", "embodied-device-plugin", {
+  await status(store, "Addon", "agent-shanghai-edge", "embodied-runtime", {
     phase: "Ready",
     version: "0.1.0",
     clusters: [{ cluster: "shanghai-edge", phase: "Ready", version: "0.1.0" }],

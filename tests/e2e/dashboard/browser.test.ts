@@ -27,7 +27,7 @@ t.test("the dashboard in a browser", async (t) => {
   const { hub } = running;
   await waitFor(
     "examples applied",
-    async () => (await hub.store.get("Addon", "agent-shanghai-edge", "embodied-device-plugin")) !== undefined,
+    async () => (await hub.store.get("Addon", "agent-shanghai-edge", "embodied-runtime")) !== undefined,
     onRealServers,
   );
   await reportAgentState(hub.store);
@@ -212,7 +212,7 @@ t.test("the dashboard in a browser", async (t) => {
     t.notMatch(await page.content(), /KEY/, "no peer keys on the page");
     await shot(page, "domains");
     await page.getByRole("link", { name: "Addons" }).click();
-    const addon = page.locator('tr[data-addon="embodied-device-plugin"]');
+    const addon = page.locator('tr[data-addon="embodied-runtime"]');
     await addon.waitFor();
     t.match(await addon.textContent(), /shanghai-edge.*Ready.*0\.1\.0/s);
     await shot(page, "addons");

@@ -107,7 +107,7 @@ const live: KubeObject[] = [
     apiVersion: "rlinf.io/v1alpha1",
     kind: "Addon",
     metadata: { name: "device-plugin", namespace: "agent-beijing", labels: git },
-    spec: { addonName: "embodied-runtime-device-plugin", version: "0.0.9", values: { image: "old" } },
+    spec: { addonName: "embodied-runtime", version: "0.0.9", values: { image: "old" } },
   },
   {
     apiVersion: "rlinf.io/v1alpha1",
@@ -186,14 +186,14 @@ t.test("the plan's content: changes, placement, pools, addons and dry-runs", asy
   ]);
   t.same(p.addons, [
     {
-      addon: "embodied-runtime-device-plugin",
+      addon: "embodied-runtime",
       cluster: "beijing",
       action: "upgrade",
       from: "0.0.9",
       to: "0.1.0",
     },
     {
-      addon: "embodied-runtime-device-plugin",
+      addon: "embodied-runtime",
       cluster: "shanghai",
       action: "install",
       from: "",

@@ -1,3 +1,4 @@
+import { X509Certificate } from "node:crypto";
 import { existsSync, statSync } from "node:fs";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -199,3 +200,36 @@ t.test("a caDir without ca.crt and ca.key is an error naming the file, and nothi
   });
   t.notOk(existsSync(join(empty, "ca.key")), "no key is made in the CA's folder");
 });
+
+t.test(
+  "a serving certificate names its DNS names and IPs and is good for serverAuth; other names are refused",
+  async (t) => {
+    const ca = openCertificateAuthority({ dataDir: await dataDir() });
+    const { publicKeyPem } = generateKeyPair();
+    const issued = ca.issue({
+      role: "webhook",
+      name: "rlark-device-webhook.rlark-system.svc",
+      publicKey: publicKeyPem,
+      ttlMs: HOUR,
+      serverNames: ["rlark-device-webhook.rlark-system.svc", "127.0.0.1"],
+    });
+    const x509 = new X509Certificate(issued.certPem);
+    t.equal(x509.subjectAltName, "DNS:rlark-device-webhook.rlark-system.svc, IP Address:127.0.0.1");
+    t.ok(x509.checkHost("rlark-device-webhook.rlark-system.svc"));
+    t.ok(x509.checkIP("127.0.0.1"));
+    t.ok(x509.toLegacyObject().ext_key_usage?.includes("1.3.6.1.5.5.7.3.1"), "serverAuth");
+    t.equal(ca.verify(issued.certPem, { role: "webhook" }).role, "webhook");
+    const agent = new X509Certificate(
+      ca.issue({ role: "agent", name: "a", publicKey: publicKeyPem, ttlMs: HOUR }).certPem,
+    );
+    t.equal(agent.subjectAltName, undefined, "no SANs unless asked for");
+    for (const bad of ["Bad_Name", "a..b", "x,DNS:evil.example", ""])
+      t.equal(
+        codeOf(() =>
+          ca.issue({ role: "webhook", name: "w", publicKey: publicKeyPem, ttlMs: HOUR, serverNames: [bad] }),
+        ),
+        "invalid-request",
+        `server name ${JSON.stringify(bad)} is refused`,
+      );
+  },
+);
