@@ -13,13 +13,15 @@ const LAYERS: Record<string, number> = {
   api: 1,
   source: 2,
   controllers: 2,
+  network: 2,
   feedback: 3,
   dashboard: 3,
   hub: 4,
   cli: 5,
 };
-/** The agent runs in clusters without the hub's code: it may import only these. */
+/** The agent and the nodeserver run in clusters without the hub's code: they may import only these. */
 const AGENT_MAY_IMPORT = new Set(["lib", "api"]);
+const IN_CLUSTER = new Set(["agent", "network"]);
 
 interface Import {
   from: string;
@@ -70,8 +72,9 @@ function componentOf(path: string): string {
 function layeringProblem({ from, to }: Import): string | undefined {
   const [a, b] = [layerOf(from), layerOf(to)];
   if (a !== b) {
-    if (a === "agent") {
-      if (!AGENT_MAY_IMPORT.has(b)) return `the agent imports ${b}/ (it may import only lib/ and api/)`;
+    if (IN_CLUSTER.has(a)) {
+      if (!AGENT_MAY_IMPORT.has(b))
+        return `${a === "agent" ? "the agent" : `${a}/`} imports ${b}/ (it may import only lib/ and api/)`;
     } else if (b === "agent") {
       if (a !== "cli") return `${a}/ imports the agent (only the cli starts it)`;
     } else if ((LAYERS[b] ?? Number.POSITIVE_INFINITY) >= (LAYERS[a] ?? Number.NEGATIVE_INFINITY)) {

@@ -20,8 +20,8 @@ import {
 } from "../lib/tunnel/index.ts";
 import { type DesiredObject, DesiredObjects } from "./desired-objects.ts";
 import { ensureAgentCredentials } from "./enroll.ts";
-import { lingeringTasks, nodeObject, podObject, taskStatusObject } from "./report.ts";
-import type { NodeOverlay, Runtime, RuntimeTask } from "./runtimes/types.ts";
+import { domainIPs, lingeringTasks, nodeObject, podObject, taskStatusObject } from "./report.ts";
+import type { NodeOverlay, Runtime, RuntimeDomainPeer, RuntimeTask } from "./runtimes/types.ts";
 import { startAgentTunnel } from "./tunnel-client.ts";
 
 export interface AgentOptions {
@@ -113,11 +113,15 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     },
   ];
 
+  const domainPeers = (): RuntimeDomainPeer[] =>
+    desired.domainPeers().map((p) => ({ domain: p.metadata.name, spec: p.spec }));
+
   const onDesired = async (message: Snapshot | Delta) => {
     if (message.type === "snapshot") desired.replace(message.objects);
     else desired.update(message.upserts, message.deletes);
     try {
-      await runtime.apply(tasks());
+      // the nodeservers' routes do not wait for a large desired set to be applied
+      await Promise.all([runtime.apply(tasks()), runtime.applyDomainPeers?.(domainPeers())]);
       await runtime.applyNodeOverlays?.(nodeOverlays());
       applyError = undefined;
       applied = true;
@@ -146,9 +150,10 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
 
   const report = () => {
     const observed = runtime.observe();
+    const addresses = domainIPs(cluster, desired.domainPeers());
     tunnel.report({
       nodes: observed.nodes.map((n) => nodeObject(cluster, n, observed.pods)),
-      pods: observed.pods.map((p) => podObject(cluster, p)),
+      pods: observed.pods.map((p) => podObject(cluster, p, addresses)),
       tasks: [
         ...tasks().map((t) => taskStatusObject(cluster, t, observed)),
         ...lingeringTasks(cluster, tasks(), observed),

@@ -35,15 +35,10 @@ interface AgentFlags {
   runtime: "process" | "kubernetes";
   kubeconfig?: string;
   namespace: string;
-  sidecarImage?: string;
-  sidecarArg: string[];
+  sidecarImage: string;
   diskStatsInterval?: number;
   nodeName: string;
   label: Record<string, string>;
-}
-
-function collectArg(value: string, previous: string[]): string[] {
-  return [...previous, value];
 }
 
 function seconds(value: string): number {
@@ -80,12 +75,10 @@ export function registerAgent(program: Command): void {
       "kubernetes runtime: the agent's namespace (identity Secret, Tasks that name none); created when missing",
       "rlark-system",
     )
-    .option("--sidecar-image <image>", "kubernetes runtime: the network sidecar for Tasks with a domain")
     .option(
-      "--sidecar-arg <arg>",
-      "kubernetes runtime: an argument of the sidecar (repeatable)",
-      collectArg,
-      [],
+      "--sidecar-image <image>",
+      "kubernetes runtime: the image of the network init container and sidecar injected into pods of Tasks with a domain",
+      `rlark/rlark:${packageJson.version}`,
     )
     .option(
       "--disk-stats-interval <seconds>",
@@ -126,7 +119,7 @@ export function registerAgent(program: Command): void {
           defaultNamespace: flags.namespace,
           agentVersion: packageJson.version,
           logger,
-          ...(flags.sidecarImage ? { sidecar: { image: flags.sidecarImage, args: flags.sidecarArg } } : {}),
+          sidecar: { image: flags.sidecarImage },
           ...(flags.diskStatsInterval ? { diskStatsIntervalMs: flags.diskStatsInterval * 1000 } : {}),
         });
         // In a cluster the identity lives in a Secret, so a rescheduled agent pod stays enrolled.
