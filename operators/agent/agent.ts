@@ -20,7 +20,15 @@ import {
 } from "../lib/tunnel/index.ts";
 import { type DesiredObject, DesiredObjects } from "./desired-objects.ts";
 import { ensureAgentCredentials } from "./enroll.ts";
-import { domainIPs, lingeringTasks, nodeObject, podObject, taskStatusObject } from "./report.ts";
+import { StatsPoller } from "./nodeserver-stats.ts";
+import {
+  domainIPs,
+  lingeringTasks,
+  nodeObject,
+  podObject,
+  taskStatusObject,
+  trafficObjects,
+} from "./report.ts";
 import type { NodeOverlay, Runtime, RuntimeDomainPeer, RuntimeTask } from "./runtimes/types.ts";
 import { startAgentTunnel } from "./tunnel-client.ts";
 
@@ -40,6 +48,13 @@ export interface AgentOptions {
   logger: Logger;
   /** Drives the report timers and the tunnel's reconnect backoff; tests pass a FakeClock. */
   clock?: Clock;
+  /**
+   * Unix sockets of the nodeservers whose GET /stats give the Domain page its live figures (the
+   * process runtime's own nodeserver). None by default.
+   */
+  nodeserverSockets?: readonly string[];
+  /** How often those are read. Default 5 s. */
+  statsIntervalMs?: number;
 }
 
 export interface Agent {
@@ -150,7 +165,8 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
 
   const report = () => {
     const observed = runtime.observe();
-    const addresses = domainIPs(cluster, desired.domainPeers());
+    const peers = desired.domainPeers();
+    const addresses = domainIPs(cluster, peers);
     tunnel.report({
       nodes: observed.nodes.map((n) => nodeObject(cluster, n, observed.pods)),
       pods: observed.pods.map((p) => podObject(cluster, p, addresses)),
@@ -158,6 +174,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
         ...tasks().map((t) => taskStatusObject(cluster, t, observed)),
         ...lingeringTasks(cluster, tasks(), observed),
       ],
+      ...(stats ? { domainPeers: trafficObjects(cluster, peers, stats) } : {}),
       capabilities: capabilities(),
       ...(observed.kubernetesVersion ? { kubernetesVersion: observed.kubernetesVersion } : {}),
     });
@@ -172,6 +189,16 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     }, 100);
   };
   const unsubscribe = runtime.onChange(scheduleReport);
+  const stats = options.nodeserverSockets?.length
+    ? new StatsPoller({
+        sockets: options.nodeserverSockets,
+        intervalMs: options.statsIntervalMs ?? 5_000,
+        clock,
+        logger,
+        onChange: scheduleReport,
+      })
+    : undefined;
+  stats?.start();
   tunnel.on("connected", () => {
     logger.info("connected to the hub", { hub: options.hub, cluster });
     scheduleReport();
@@ -185,6 +212,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     desired: () => desired.all(),
     async stop() {
       stopReporting();
+      stats?.stop();
       if (pending) clock.clearTimeout(pending);
       unsubscribe();
       await tunnel.stop();

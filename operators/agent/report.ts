@@ -1,6 +1,13 @@
 // What the agent tells the hub: the runtime's observations as Kubernetes-shaped Node, Pod and
 // Task-status objects in the cluster's `agent-<cluster>` namespace (seed 000 §4, §9).
-import { API_VERSION, type DomainPeer, JOB_LABEL, namespaceFor, TASK_LABEL } from "../api/index.ts";
+import {
+  API_VERSION,
+  type DomainPeer,
+  type DomainTraffic,
+  JOB_LABEL,
+  namespaceFor,
+  TASK_LABEL,
+} from "../api/index.ts";
 import type { KubeObject } from "../lib/tunnel/index.ts";
 import type {
   ObservedNode,
@@ -59,6 +66,27 @@ export function domainIPs(cluster: string, peers: readonly DomainPeer[]): Map<st
       if (!pod.globalNamespace || pod.globalNamespace === here)
         ips.set(podKey(pod.namespace, pod.name), pod.ip);
   return ips;
+}
+
+/** The held DomainPeers' live figures, as DomainPeers carrying only status.traffic. */
+export function trafficObjects(
+  cluster: string,
+  peers: readonly DomainPeer[],
+  stats: { traffic(domain: string): DomainTraffic | undefined },
+): KubeObject[] {
+  return peers.flatMap((peer) => {
+    const traffic = stats.traffic(peer.metadata.name);
+    return traffic
+      ? [
+          {
+            apiVersion: API_VERSION,
+            kind: "DomainPeer",
+            metadata: { name: peer.metadata.name, namespace: namespaceFor(cluster) },
+            status: { traffic },
+          },
+        ]
+      : [];
+  });
 }
 
 export function podObject(

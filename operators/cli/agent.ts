@@ -36,9 +36,14 @@ interface AgentFlags {
   kubeconfig?: string;
   namespace: string;
   sidecarImage: string;
+  nodeserverSocket: string[];
   diskStatsInterval?: number;
   nodeName: string;
   label: Record<string, string>;
+}
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
 }
 
 function seconds(value: string): number {
@@ -79,6 +84,12 @@ export function registerAgent(program: Command): void {
       "--sidecar-image <image>",
       "kubernetes runtime: the image of the network init container and sidecar injected into pods of Tasks with a domain",
       `rlark/rlark:${packageJson.version}`,
+    )
+    .option(
+      "--nodeserver-socket <path>",
+      "a nodeserver's unix socket whose GET /stats the hub's Domain page shows (repeatable)",
+      collect,
+      [],
     )
     .option(
       "--disk-stats-interval <seconds>",
@@ -141,6 +152,7 @@ export function registerAgent(program: Command): void {
         runtime,
         runtimeKind: flags.runtime,
         ...(dryRun ? { dryRun } : {}),
+        nodeserverSockets: flags.nodeserverSocket.map((p) => path.resolve(p)),
         logger,
       }).catch(async (error: unknown) => {
         // the runtime's watches would keep the process alive after the error is printed
