@@ -19,7 +19,7 @@ const pair = (source: string, target: string, activeStreams: number, bytes: numb
   activeStreams,
   bytesSent: bytes,
   bytesReceived: 0,
-  path: "local",
+  path: "local" as const,
 });
 
 t.test("GET /stats is read over the socket and checked", async (t) => {
