@@ -4,7 +4,8 @@
 // server-side applies the result with field manager rlark-agent and prunes what carries our
 // labels but is no longer desired; node-overlay-sync.ts keeps git's node overlays; snapshot.ts
 // maps the caches to the runtime contract (observe.ts), change-feed.ts tells the agent, and
-// disk-poller.ts and kubernetes-version.ts add what the watches do not see. Everything the
+// disk-poller.ts and kubernetes-version.ts add what the watches do not see; domain-peers-secret.ts
+// keeps the nodeservers' Secret rlark-domain-peers. Everything the
 // runtime owns is found again by label, so a new runtime on the same cluster adopts it: no state
 // of its own.
 import type { KubeConfig } from "@kubernetes/client-node";
