@@ -184,9 +184,11 @@ export class StatsPoller {
     }
     const observedAt = new Date(clock.now()).toISOString().replace(/\.\d{3}Z$/, "Z");
     const next = new Map([...byDomain].map(([domain, stats]) => [domain, domainTraffic(stats, observedAt)]));
-    const changed = JSON.stringify(stripTimes(next)) !== JSON.stringify(stripTimes(this.#traffic));
-    this.#traffic = next;
-    if (changed) this.#options.onChange();
+    // unchanged figures keep their time: the hub is not written to for a new timestamp alone
+    if (JSON.stringify(stripTimes(next)) !== JSON.stringify(stripTimes(this.#traffic))) {
+      this.#traffic = next;
+      this.#options.onChange();
+    }
     if (!this.#stopped) this.#timer = clock.setTimeout(() => void this.#poll(), this.#options.intervalMs);
   }
 }

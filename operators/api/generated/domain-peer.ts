@@ -47,7 +47,7 @@ export interface DomainPeerPod {
 
 /** The Domain's live traffic through this cluster's nodeservers, as the agent last read their GET /stats. */
 export interface DomainTraffic {
-  /** When the agent read the figures. */
+  /** When the agent first read these figures (they have not changed since). */
   observedAt: Time;
   /** Connections of the Domain's pool to the hub, summed over the nodeservers. */
   poolConnections: number;

@@ -59,7 +59,7 @@ function trafficTable(peers: readonly DomainPeer[]): Html {
     const traffic = p.status?.traffic;
     if (!traffic) return [];
     const cluster = clusterOf(p.metadata.namespace);
-    const pool = html`<tr data-pool="${cluster}"><td>${cluster}</td><td colspan="3">pool: ${traffic.poolConnections} connection${traffic.poolConnections === 1 ? "" : "s"} to the hub${traffic.omittedPairs ? `, ${traffic.omittedPairs} quieter pairs not shown` : ""}</td><td colspan="3" class="muted">as of ${traffic.observedAt}</td></tr>`;
+    const pool = html`<tr data-pool="${cluster}"><td>${cluster}</td><td colspan="3">pool: ${traffic.poolConnections} connection${traffic.poolConnections === 1 ? "" : "s"} to the hub${traffic.omittedPairs ? `, ${traffic.omittedPairs} quieter pairs not shown` : ""}</td><td colspan="3" class="muted">figures since ${traffic.observedAt}</td></tr>`;
     return [
       pool,
       ...traffic.pairs.map(
