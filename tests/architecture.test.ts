@@ -13,14 +13,16 @@ const LAYERS: Record<string, number> = {
   api: 1,
   source: 2,
   controllers: 2,
+  network: 2,
   feedback: 3,
   dashboard: 3,
   hub: 4,
   cli: 5,
 };
-/** Processes that run in clusters without the hub's code (the agent, the embodied runtime's device
- * plugin, webhook and controllers): they may import only these, and only the cli starts them. */
-const IN_CLUSTER = new Set(["agent", "device"]);
+/** Processes that run in clusters without the hub's code (the agent, the nodeserver and sidecar,
+ * the embodied runtime's device plugin, webhook and controllers): they may import only these, and
+ * only the cli starts them. */
+const IN_CLUSTER = new Set(["agent", "device", "network"]);
 const IN_CLUSTER_MAY_IMPORT = new Set(["lib", "api"]);
 
 interface Import {

@@ -21,8 +21,16 @@ import {
 } from "../lib/tunnel/index.ts";
 import { type DesiredObject, DesiredObjects } from "./desired-objects.ts";
 import { ensureAgentCredentials } from "./enroll.ts";
-import { lingeringTasks, nodeObject, podObject, taskStatusObject } from "./report.ts";
-import type { NodeOverlay, Runtime, RuntimeTask } from "./runtimes/types.ts";
+import { StatsPoller } from "./nodeserver-stats.ts";
+import {
+  domainIPs,
+  lingeringTasks,
+  nodeObject,
+  podObject,
+  taskStatusObject,
+  trafficObjects,
+} from "./report.ts";
+import type { NodeOverlay, Runtime, RuntimeDomainPeer, RuntimeTask } from "./runtimes/types.ts";
 import { startAgentTunnel } from "./tunnel-client.ts";
 
 export interface AgentOptions {
@@ -46,6 +54,13 @@ export interface AgentOptions {
   capabilityDir?: string;
   /** Drives the report timers and the tunnel's reconnect backoff; tests pass a FakeClock. */
   clock?: Clock;
+  /**
+   * Unix sockets of the nodeservers whose GET /stats give the Domain page its live figures (the
+   * process runtime's own nodeserver). None by default.
+   */
+  nodeserverSockets?: readonly string[];
+  /** How often those are read. Default 5 s. */
+  statsIntervalMs?: number;
 }
 
 export interface Agent {
@@ -134,11 +149,15 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     }
   };
 
+  const domainPeers = (): RuntimeDomainPeer[] =>
+    desired.domainPeers().map((p) => ({ domain: p.metadata.name, spec: p.spec }));
+
   const onDesired = async (message: Snapshot | Delta) => {
     if (message.type === "snapshot") desired.replace(message.objects);
     else desired.update(message.upserts, message.deletes);
     try {
-      await runtime.apply(tasks());
+      // the nodeservers' routes do not wait for a large desired set to be applied
+      await Promise.all([runtime.apply(tasks()), runtime.applyDomainPeers?.(domainPeers())]);
       await runtime.applyNodeOverlays?.(nodeOverlays());
       applyError = undefined;
       applied = true;
@@ -167,13 +186,16 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
 
   const report = () => {
     const observed = runtime.observe();
+    const peers = desired.domainPeers();
+    const addresses = domainIPs(cluster, peers);
     tunnel.report({
       nodes: observed.nodes.map((n) => nodeObject(cluster, n, observed.pods)),
-      pods: observed.pods.map((p) => podObject(cluster, p)),
+      pods: observed.pods.map((p) => podObject(cluster, p, addresses)),
       tasks: [
         ...tasks().map((t) => taskStatusObject(cluster, t, observed)),
         ...lingeringTasks(cluster, tasks(), observed),
       ],
+      ...(stats ? { domainPeers: trafficObjects(cluster, peers, stats) } : {}),
       capabilities: capabilities(),
       ...(observed.kubernetesVersion ? { kubernetesVersion: observed.kubernetesVersion } : {}),
     });
@@ -188,6 +210,16 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     }, 100);
   };
   const unsubscribe = runtime.onChange(scheduleReport);
+  const stats = options.nodeserverSockets?.length
+    ? new StatsPoller({
+        sockets: options.nodeserverSockets,
+        intervalMs: options.statsIntervalMs ?? 5_000,
+        clock,
+        logger,
+        onChange: scheduleReport,
+      })
+    : undefined;
+  stats?.start();
   tunnel.on("connected", () => {
     logger.info("connected to the hub", { hub: options.hub, cluster });
     scheduleReport();
@@ -201,6 +233,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     desired: () => desired.all(),
     async stop() {
       stopReporting();
+      stats?.stop();
       if (pending) clock.clearTimeout(pending);
       unsubscribe();
       await tunnel.stop();

@@ -48,6 +48,10 @@ export class DesiredObjects {
     return this.all().filter((o): o is Task => o.kind === "Task");
   }
 
+  domainPeers(): DomainPeer[] {
+    return this.all().filter((o): o is DomainPeer => o.kind === "DomainPeer");
+  }
+
   nodes(): Node[] {
     return this.all().filter((o): o is Node => o.kind === "Node");
   }

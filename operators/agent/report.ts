@@ -1,6 +1,13 @@
 // What the agent tells the hub: the runtime's observations as Kubernetes-shaped Node, Pod and
 // Task-status objects in the cluster's `agent-<cluster>` namespace (seed 000 §4, §9).
-import { API_VERSION, JOB_LABEL, namespaceFor, TASK_LABEL } from "../api/index.ts";
+import {
+  API_VERSION,
+  type DomainPeer,
+  type DomainTraffic,
+  JOB_LABEL,
+  namespaceFor,
+  TASK_LABEL,
+} from "../api/index.ts";
 import type { KubeObject } from "../lib/tunnel/index.ts";
 import type {
   ObservedNode,
@@ -44,7 +51,50 @@ function requestedOn(node: string, pods: readonly ObservedPod[]): Record<string,
   return { pods: String(running.length) };
 }
 
-export function podObject(cluster: string, pod: ObservedPod): KubeObject {
+/** `<namespace>/<name>` of a pod in this cluster, as {@link domainIPs} keys it. */
+const podKey = (namespace: string | undefined, name: string): string => `${namespace ?? ""}/${name}`;
+
+/**
+ * The virtual IP each of this cluster's pods holds, by {@link podKey}, from the DomainPeers the
+ * hub handed over (the Domain controller's allocation, seed 000 §2).
+ */
+export function domainIPs(cluster: string, peers: readonly DomainPeer[]): Map<string, string> {
+  const here = namespaceFor(cluster);
+  const ips = new Map<string, string>();
+  for (const peer of peers)
+    for (const pod of peer.spec.pods ?? [])
+      if (!pod.globalNamespace || pod.globalNamespace === here)
+        ips.set(podKey(pod.namespace, pod.name), pod.ip);
+  return ips;
+}
+
+/** The held DomainPeers' live figures, as DomainPeers carrying only status.traffic. */
+export function trafficObjects(
+  cluster: string,
+  peers: readonly DomainPeer[],
+  stats: { traffic(domain: string): DomainTraffic | undefined },
+): KubeObject[] {
+  return peers.flatMap((peer) => {
+    const traffic = stats.traffic(peer.metadata.name);
+    return traffic
+      ? [
+          {
+            apiVersion: API_VERSION,
+            kind: "DomainPeer",
+            metadata: { name: peer.metadata.name, namespace: namespaceFor(cluster) },
+            status: { traffic },
+          },
+        ]
+      : [];
+  });
+}
+
+export function podObject(
+  cluster: string,
+  pod: ObservedPod,
+  domainIPs: ReadonlyMap<string, string> = new Map(),
+): KubeObject {
+  const domainIP = domainIPs.get(podKey(pod.namespace, pod.name));
   return {
     apiVersion: API_VERSION,
     kind: "Pod",
@@ -59,6 +109,7 @@ export function podObject(cluster: string, pod: ObservedPod): KubeObject {
       phase: pod.phase,
       ...(pod.podIP ? { podIP: pod.podIP } : {}),
       ...(pod.hostIP ? { hostIP: pod.hostIP } : {}),
+      ...(domainIP ? { domainIP } : {}),
       restarts: pod.restarts,
       ...(pod.startTime ? { startTime: pod.startTime } : {}),
       ...(pod.reason ? { reason: pod.reason } : {}),

@@ -35,15 +35,15 @@ interface AgentFlags {
   runtime: "process" | "kubernetes";
   kubeconfig?: string;
   namespace: string;
-  sidecarImage?: string;
-  sidecarArg: string[];
+  sidecarImage: string;
+  nodeserverSocket: string[];
   diskStatsInterval?: number;
   nodeName: string;
   label: Record<string, string>;
   capabilityDir: string;
 }
 
-function collectArg(value: string, previous: string[]): string[] {
+function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
 }
 
@@ -81,11 +81,15 @@ export function registerAgent(program: Command): void {
       "kubernetes runtime: the agent's namespace (identity Secret, Tasks that name none); created when missing",
       "rlark-system",
     )
-    .option("--sidecar-image <image>", "kubernetes runtime: the network sidecar for Tasks with a domain")
     .option(
-      "--sidecar-arg <arg>",
-      "kubernetes runtime: an argument of the sidecar (repeatable)",
-      collectArg,
+      "--sidecar-image <image>",
+      "kubernetes runtime: the image of the network init container and sidecar injected into pods of Tasks with a domain",
+      `rlark/rlark:${packageJson.version}`,
+    )
+    .option(
+      "--nodeserver-socket <path>",
+      "a nodeserver's unix socket whose GET /stats the hub's Domain page shows (repeatable)",
+      collect,
       [],
     )
     .option(
@@ -128,7 +132,7 @@ export function registerAgent(program: Command): void {
           defaultNamespace: flags.namespace,
           agentVersion: packageJson.version,
           logger,
-          ...(flags.sidecarImage ? { sidecar: { image: flags.sidecarImage, args: flags.sidecarArg } } : {}),
+          sidecar: { image: flags.sidecarImage },
           ...(flags.diskStatsInterval ? { diskStatsIntervalMs: flags.diskStatsInterval * 1000 } : {}),
         });
         // In a cluster the identity lives in a Secret, so a rescheduled agent pod stays enrolled.
@@ -151,6 +155,7 @@ export function registerAgent(program: Command): void {
         runtimeKind: flags.runtime,
         capabilityDir: path.resolve(flags.capabilityDir),
         ...(dryRun ? { dryRun } : {}),
+        nodeserverSockets: flags.nodeserverSocket.map((p) => path.resolve(p)),
         logger,
       }).catch(async (error: unknown) => {
         // the runtime's watches would keep the process alive after the error is printed

@@ -117,7 +117,7 @@ export function impersonating(kc: KubeConfig, user: string): KubeConfig {
   return out;
 }
 
-interface Access {
+export interface Access {
   verb: string;
   resource: string;
   group?: string;
@@ -134,7 +134,7 @@ function describe(a: Access): string {
 }
 
 /** Asks the API server, as the impersonated user, whether it may do `a`. */
-async function allowed(kc: KubeConfig, a: Access): Promise<boolean> {
+export async function allowed(kc: KubeConfig, a: Access): Promise<boolean> {
   const review = await kc.makeApiClient(AuthorizationV1Api).createSelfSubjectAccessReview({
     body: {
       apiVersion: "authorization.k8s.io/v1",
@@ -178,6 +178,7 @@ const RUNTIME_ACCESS: Access[] = [
   { verb: "create", resource: "secrets", namespace: "rlark-system" },
   { verb: "get", resource: "secrets", namespace: "rlark-system", name: "rlark-agent-identity" },
   { verb: "update", resource: "secrets", namespace: "rlark-system", name: "rlark-agent-identity" },
+  { verb: "patch", resource: "secrets", namespace: "rlark-system", name: "rlark-domain-peers" },
 ];
 
 /** What the runtime never does: all must be refused. */
@@ -188,6 +189,8 @@ const FORBIDDEN_ACCESS: Access[] = [
   { verb: "get", resource: "secrets", namespace: "rlark-system", name: "rlark-hub-admin-token" },
   { verb: "update", resource: "secrets", namespace: "rlark-system", name: "rlark-agent-bootstrap" },
   { verb: "delete", resource: "secrets", namespace: "rlark-system", name: "rlark-agent-identity" },
+  { verb: "delete", resource: "secrets", namespace: "rlark-system", name: "rlark-domain-peers" },
+  { verb: "patch", resource: "secrets", namespace: taskNamespace, name: "rlark-domain-peers" },
   { verb: "create", resource: "clusterroles", group: "rbac.authorization.k8s.io" },
   { verb: "create", resource: "clusterrolebindings", group: "rbac.authorization.k8s.io" },
   { verb: "create", resource: "rolebindings", group: "rbac.authorization.k8s.io", namespace: taskNamespace },

@@ -2,6 +2,7 @@
 // loop hands a runtime the full desired set; its push loop reads back one Node view and the Pods.
 // Kept free of Kubernetes client types so a process runtime, the kubernetes runtime and a future
 // Docker runtime all fit behind it.
+import type { DomainPeerSpec } from "../../api/index.ts";
 
 /** The workload kinds a Task can ask for; they decide the restart policy. */
 export type WorkloadKind = "Deployment" | "StatefulSet" | "DaemonSet" | "Job";
@@ -63,6 +64,8 @@ export interface RuntimeTask {
     head?: boolean;
     agentType: AgentType;
     domain?: string;
+    /** The Domain's CIDR, set with domain by the hub. */
+    domainCIDR?: string;
     /** Task annotations, including the Ray keys (rlinf.io/ray-role, ...). */
     annotations?: Record<string, string | undefined>;
     /** An OpenSSH public key line made available to the workload. */
@@ -246,6 +249,12 @@ export interface NodeOverlay {
   unschedulable?: boolean;
 }
 
+/** One Domain's DomainPeer for this cluster: its certificate and the routes of its pods here. */
+export interface RuntimeDomainPeer {
+  domain: string;
+  spec: DomainPeerSpec;
+}
+
 export interface LogOptions {
   /** Only the last N lines. */
   tail?: number;
@@ -281,6 +290,11 @@ export interface Runtime {
    * time; keys an earlier overlay set and this one drops are removed, nothing else is touched.
    */
   applyNodeOverlays?(overlays: readonly NodeOverlay[]): Promise<void>;
+  /**
+   * Hands the cluster's nodeservers the complete set of the agent's DomainPeers each time (the
+   * kubernetes runtime writes the Secret rlark-domain-peers). Resolves once they have it.
+   */
+  applyDomainPeers?(peers: readonly RuntimeDomainPeer[]): Promise<void>;
   /** Stops supervising. By default leaves workloads running, to be adopted by the next runtime. */
   stop(options?: StopOptions): Promise<void>;
 }

@@ -31,6 +31,8 @@ export interface TaskSpec {
   agentType: AgentType;
   /** Domain whose virtual network the pods join. */
   domain?: DNS1123Label;
+  /** The Domain's CIDR when the Task was created: what the pods' network init container redirects to their sidecar. */
+  domainCIDR?: string;
   /** Node labels required on the node. */
   nodeSelector?: NodeSelector;
   /** Annotations, including the Ray keys. */

@@ -275,16 +275,22 @@ function domainWatches(membership: DomainMembership): WatchSpec[] {
     const domain = job === undefined ? undefined : membership.domainOf(job);
     return domain === undefined ? [] : [domain];
   };
+  // the agents' traffic figures change the status every few seconds: only the rest counts here
+  const peerFingerprint = new Map<string, string>();
+  const peers: MapToKeys = (peer, type) => {
+    const key = `${peer.metadata.namespace}/${peer.metadata.name}`;
+    const { uid, labels, deletionTimestamp, finalizers } = peer.metadata;
+    const fingerprint = JSON.stringify([uid, labels, deletionTimestamp, finalizers, peer.spec]);
+    if (type === "DELETED") peerFingerprint.delete(key);
+    else if (peerFingerprint.get(key) === fingerprint) return [];
+    else peerFingerprint.set(key, fingerprint);
+    const domain = peer.metadata.labels?.[DOMAIN_LABEL];
+    return domain ? [domain] : [];
+  };
   return [
     { kind: "Job", mapToKeys: jobs },
     { kind: "Pod", mapToKeys: pods },
-    {
-      kind: "DomainPeer",
-      mapToKeys: (peer) => {
-        const domain = peer.metadata.labels?.[DOMAIN_LABEL];
-        return domain ? [domain] : [];
-      },
-    },
+    { kind: "DomainPeer", mapToKeys: peers },
   ];
 }
 

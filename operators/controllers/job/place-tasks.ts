@@ -19,6 +19,8 @@ export interface PlaceInput {
   plans: JobPlans;
   /** The run's live Tasks by template name; the Tasks to create are added. */
   current: Map<string, Task>;
+  /** The CIDR of the Job's Domain, copied into the Tasks created. */
+  domainCIDR?: string;
 }
 
 /** A Task to create, its room already moved from its plan to it. */
@@ -96,7 +98,7 @@ export function placeTasks(input: PlaceInput): Placed {
   for (const template of headStarted ? missing : missing.filter((t) => t === head)) {
     const cluster = planned.get(template.name);
     if (!cluster) continue;
-    const object = taskObject(job, template, cluster, run);
+    const object = taskObject(job, template, cluster, run, input.domainCIDR);
     plans.toTask(template, object);
     creates.push({ template, object });
     current.set(template.name, object);

@@ -6,7 +6,7 @@
 // killed between creating a Task and writing status adopts that Task on restart instead of
 // creating another.
 
-import type { Job, Task } from "../../api/index.ts";
+import type { Domain, Job, Task } from "../../api/index.ts";
 import { JOB_LABEL, JOB_STOP_FINALIZER } from "../../api/index.ts";
 import { isNotFound, type Store } from "../../lib/store/index.ts";
 import type { PlacementSnapshot } from "../placement/index.ts";
@@ -164,7 +164,19 @@ class JobReconcile {
       await this.#deleteTasks([...offline.replace.values()]);
       for (const template of offline.replace.keys()) current.delete(template);
 
-      const placed = placeTasks({ draft, job, run, snapshot: this.#d.snapshot, plans: this.#plans, current });
+      // The pods' network init container needs the Domain's CIDR, which the Task carries.
+      const domain = job.spec.domain
+        ? await this.#d.store.get<Domain>("Domain", undefined, job.spec.domain)
+        : undefined;
+      const placed = placeTasks({
+        draft,
+        job,
+        run,
+        snapshot: this.#d.snapshot,
+        plans: this.#plans,
+        current,
+        ...(domain ? { domainCIDR: domain.spec.cidr } : {}),
+      });
       if (placed.unschedulable) this.#outcome.unschedulable = true;
       this.#creates = placed.creates;
     }

@@ -15,8 +15,8 @@ export function taskObjectName(job: string, task: string): string {
   return `${job}-${task}`;
 }
 
-/** The Task's spec: the template's fields plus job, task, run and domain. */
-export function taskSpec(job: Job, template: TaskTemplate, run: number): TaskSpec {
+/** The Task's spec: the template's fields plus job, task, run, domain and the Domain's CIDR. */
+export function taskSpec(job: Job, template: TaskTemplate, run: number, domainCIDR?: string): TaskSpec {
   const { name, clusterSelector: _placementOnly, sshPublicKey, ...rest } = template;
   const key = sshPublicKey ?? job.spec.sshPublicKey;
   return {
@@ -25,11 +25,18 @@ export function taskSpec(job: Job, template: TaskTemplate, run: number): TaskSpe
     task: name,
     run,
     ...(job.spec.domain ? { domain: job.spec.domain } : {}),
+    ...(job.spec.domain && domainCIDR ? { domainCIDR } : {}),
     ...(key ? { sshPublicKey: key } : {}),
   };
 }
 
-export function taskObject(job: Job, template: TaskTemplate, cluster: string, run: number): Task {
+export function taskObject(
+  job: Job,
+  template: TaskTemplate,
+  cluster: string,
+  run: number,
+  domainCIDR?: string,
+): Task {
   const labels: Record<string, string> = {
     [JOB_LABEL]: job.metadata.name,
     [TASK_LABEL]: template.name,
@@ -58,7 +65,7 @@ export function taskObject(job: Job, template: TaskTemplate, cluster: string, ru
       ],
       finalizers: [AGENT_CLEANUP_FINALIZER],
     },
-    spec: taskSpec(job, template, run),
+    spec: taskSpec(job, template, run, domainCIDR),
   };
 }
 

@@ -24,15 +24,51 @@ export function domainsPage(state: State): Html {
         "Allocations",
       )}
       ${table(
-        ["Cluster", "Prefix", "Pods"],
-        mine.map(
-          (p) => html`<tr><td>${clusterOf(p.metadata.namespace)}</td><td>/${p.spec.prefixLen}</td>
-            <td>${(p.spec.pods ?? []).map((pod) => html`<div>${pod.name} <code>${pod.ip}</code>${pod.node ? ` on ${pod.node}` : ""}</div>`)}</td></tr>`,
+        ["Cluster", "Pod", "Virtual IP", "Node"],
+        mine.flatMap((p) =>
+          (p.spec.pods ?? []).map(
+            (pod) =>
+              html`<tr data-member="${pod.name}"><td>${clusterOf(p.metadata.namespace)}</td><td>${pod.name}</td><td><code>${pod.ip}</code>/${p.spec.prefixLen}</td><td>${pod.node ?? ""}</td></tr>`,
+          ),
         ),
-        "Peers per cluster",
+        "Members",
       )}
+      ${trafficTable(mine)}
     </section>`;
   })}`;
+}
+
+/** Bytes as B, KiB, MiB, GiB. */
+function bytes(n: number): string {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let value = n;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return `${unit === 0 ? value : value.toFixed(1)} ${units[unit]}`;
+}
+
+/** The live figures the agents report from their nodeservers: pool connections and peer pairs. */
+function trafficTable(peers: readonly DomainPeer[]): Html {
+  const podOf = new Map(peers.flatMap((p) => (p.spec.pods ?? []).map((pod) => [pod.ip, pod.name] as const)));
+  const who = (ip: string) =>
+    html`<code>${ip}</code>${podOf.has(ip) ? html` <span class="muted">${podOf.get(ip)}</span>` : ""}`;
+  const rows = peers.flatMap((p) => {
+    const traffic = p.status?.traffic;
+    if (!traffic) return [];
+    const cluster = clusterOf(p.metadata.namespace);
+    const pool = html`<tr data-pool="${cluster}"><td>${cluster}</td><td colspan="3">pool: ${traffic.poolConnections} connection${traffic.poolConnections === 1 ? "" : "s"} to the hub${traffic.omittedPairs ? `, ${traffic.omittedPairs} quieter pairs not shown` : ""}</td><td colspan="3" class="muted">figures since ${traffic.observedAt}</td></tr>`;
+    return [
+      pool,
+      ...traffic.pairs.map(
+        (pair) =>
+          html`<tr data-pair="${pair.source}>${pair.target}"><td>${cluster}</td><td>${who(pair.source)}</td><td>${who(pair.target)}</td><td>${pair.path ?? ""}</td><td>${pair.activeStreams}</td><td>${bytes(pair.bytesSent)}</td><td>${bytes(pair.bytesReceived)}</td></tr>`,
+      ),
+    ];
+  });
+  return table(["Cluster", "From", "To", "Path", "Open", "Sent", "Received"], rows, "Connections");
 }
 
 export function addonsPage(state: State): Html {

@@ -35,6 +35,7 @@ export async function writeReport(
   const pods = report.pods.filter((p) => valid(p, "Pod"));
   await mirror(store, "Node", namespace, nodes, mergeObservedNode);
   await mirror(store, "Pod", namespace, pods, (_current, reported) => reported);
+  for (const reported of report.domainPeers ?? []) await writeTraffic(store, namespace, reported, logger);
   for (const reported of report.tasks) {
     if (reported.kind !== "Task" || reported.metadata.namespace !== namespace) continue;
     const task = await store.get("Task", namespace, reported.metadata.name);
@@ -50,6 +51,34 @@ export async function writeReport(
       logger.warn("task status not written", { task: task.metadata.name, error: String(error) });
     });
   }
+}
+
+/** A DomainPeer's status.traffic as the agent reports it; the rest of its status stays. */
+async function writeTraffic(
+  store: Store,
+  namespace: string,
+  reported: KubeObject,
+  logger: Logger,
+): Promise<void> {
+  if (reported.kind !== "DomainPeer" || reported.metadata.namespace !== namespace) return;
+  const peer = await store.get("DomainPeer", namespace, reported.metadata.name);
+  const traffic = (reported.status as { traffic?: unknown } | undefined)?.traffic;
+  const current = (peer?.status ?? {}) as Record<string, unknown>;
+  if (!peer || peer.metadata.deletionTimestamp || deepEqual(current.traffic ?? null, traffic ?? null)) return;
+  const { traffic: _old, ...rest } = current;
+  const candidate = { ...peer, status: { ...rest, ...(traffic === undefined ? {} : { traffic }) } };
+  const [problem] = checkSchema(candidate);
+  if (problem) {
+    logger.warn("invalid Domain traffic in agent report ignored", {
+      domainPeer: `${namespace}/${peer.metadata.name}`,
+      problem: `${problem.path}: ${problem.message}`,
+    });
+    return;
+  }
+  await store.updateStatus(candidate).catch((error: unknown) => {
+    // a concurrent write (the Domain controller's) wins; the next report carries the figures again
+    logger.warn("Domain traffic not written", { domainPeer: peer.metadata.name, error: String(error) });
+  });
 }
 
 /**

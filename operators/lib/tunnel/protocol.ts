@@ -39,6 +39,8 @@ export interface Report {
   nodes: KubeObject[];
   pods: KubeObject[];
   tasks: KubeObject[];
+  /** DomainPeers with only status.traffic: the live figures of the cluster's nodeservers. */
+  domainPeers?: KubeObject[];
   capabilities: Capability[];
   /** The cluster's API server version (kubernetes runtime). */
   kubernetesVersion?: string;
@@ -201,6 +203,9 @@ export function parseAgentMessage(v: unknown): AgentMessage {
         nodes: list(v, "nodes", where, parseKubeObject),
         pods: list(v, "pods", where, parseKubeObject),
         tasks: list(v, "tasks", where, parseKubeObject),
+        ...(v.domainPeers === undefined
+          ? {}
+          : { domainPeers: list(v, "domainPeers", where, parseKubeObject) }),
         capabilities: list(v, "capabilities", where, parseCapability),
         ...(v.kubernetesVersion === undefined
           ? {}

@@ -154,6 +154,23 @@ export async function reportAgentState(store: Store): Promise<void> {
       pods: [{ name: "ppo-cartpole-v1-actor-head-0", ip: "10.0.1.2", node: "gpu-node-01" }],
     },
   });
+  // what the agent reports from its nodeserver's GET /stats (agent/nodeserver-stats.ts)
+  await status(store, "DomainPeer", "agent-beijing", "ppo-experiment-1", {
+    traffic: {
+      observedAt: "2026-03-01T10:00:00Z",
+      poolConnections: 2,
+      pairs: [
+        {
+          source: "10.0.1.2",
+          target: "10.0.1.7",
+          activeStreams: 3,
+          bytesSent: 104857600,
+          bytesReceived: 2048,
+          path: "hub",
+        },
+      ],
+    },
+  });
   await status(store, "Addon", "agent-shanghai-edge", "embodied-runtime", {
     phase: "Ready",
     version: "0.1.0",

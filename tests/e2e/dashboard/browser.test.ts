@@ -208,7 +208,21 @@ t.test("the dashboard in a browser", async (t) => {
     const domain = page.locator('section[data-domain="ppo-experiment-1"]');
     await domain.waitFor();
     t.match(await domain.textContent(), /10\.0\.1\.2.*ppo-cartpole-v1.*actor-head/s, "allocations");
-    t.match(await domain.textContent(), /beijing.*\/24.*ppo-cartpole-v1-actor-head-0/s, "peers per cluster");
+    t.match(
+      await domain.locator('tr[data-member="ppo-cartpole-v1-actor-head-0"]').textContent(),
+      /beijing.*ppo-cartpole-v1-actor-head-0.*10\.0\.1\.2\/24.*gpu-node-01/s,
+      "members with cluster, pod, virtual IP and node",
+    );
+    t.match(
+      await domain.locator('tr[data-pool="beijing"]').textContent(),
+      /pool: 2 connections to the hub/,
+      "the pool's connections of the cluster",
+    );
+    t.match(
+      await domain.locator('tr[data-pair="10.0.1.2>10.0.1.7"]').textContent(),
+      /10\.0\.1\.2 ppo-cartpole-v1-actor-head-0.*10\.0\.1\.7.*hub.*3.*100\.0 MiB.*2\.0 KiB/s,
+      "a peer pair's open connections and bytes, the pod named by its virtual IP",
+    );
     t.notMatch(await page.content(), /KEY/, "no peer keys on the page");
     await shot(page, "domains");
     await page.getByRole("link", { name: "Addons" }).click();

@@ -94,11 +94,7 @@ t.test(
     };
     t.equal(meta.version, version, "Chart.yaml version");
     t.equal(meta.appVersion, version, "Chart.yaml appVersion");
-    const objects = rendered([
-      ...VALUES,
-      "agent.sidecar.image=rlark/sidecar:1",
-      "agent.sidecar.args[0]=--mtu=1400",
-    ]);
+    const objects = rendered([...VALUES, "agent.sidecar.image=rlark/sidecar:1"]);
     for (const [name, command] of [
       ["rlark-hub", "hub"],
       ["rlark-agent", "agent"],

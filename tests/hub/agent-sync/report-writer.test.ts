@@ -159,3 +159,53 @@ t.test("what the agent no longer reports goes; git's Node overlays stay", async 
   t.same(await names(store, "Pod", "agent-east"), []);
   t.same(logger.lines, []);
 });
+
+t.test(
+  "Domain traffic: set on the cluster's own DomainPeer only, checked, the rest of status kept",
+  async (t) => {
+    const { store } = tempStore(t);
+    const logger = recordingLogger();
+    const peer = (cluster: string): KubeObject => ({
+      apiVersion: "rlinf.io/v1alpha1",
+      kind: "DomainPeer",
+      metadata: { name: "lab", namespace: `agent-${cluster}` },
+      spec: { cert: "C", key: "K", prefixLen: 24 },
+    });
+    for (const cluster of ["east", "west"]) {
+      const created = await store.create(peer(cluster));
+      await store.updateStatus({ ...created, status: { observedGeneration: 1 } });
+    }
+    const pair = {
+      source: "10.0.1.2",
+      target: "10.0.1.3",
+      activeStreams: 1,
+      bytesSent: 10,
+      bytesReceived: 2,
+    };
+    const traffic = { observedAt: "2026-03-01T10:00:00Z", poolConnections: 1, pairs: [pair] };
+    const withTraffic = (cluster: string, value: unknown) =>
+      ({ ...peer(cluster), spec: undefined, status: { traffic: value } }) as unknown as WireObject;
+    await writeReport(
+      store,
+      "east",
+      { ...report({}), domainPeers: [withTraffic("east", traffic), withTraffic("west", traffic)] },
+      logger,
+    );
+    t.same((await store.get("DomainPeer", "agent-east", "lab"))?.status, { observedGeneration: 1, traffic });
+    t.same(
+      (await store.get("DomainPeer", "agent-west", "lab"))?.status,
+      { observedGeneration: 1 },
+      "another cluster's DomainPeer is untouched",
+    );
+
+    const tooMany = { ...traffic, pairs: Array.from({ length: 65 }, () => pair) };
+    await writeReport(store, "east", { ...report({}), domainPeers: [withTraffic("east", tooMany)] }, logger);
+    t.same(
+      (await store.get("DomainPeer", "agent-east", "lab"))?.status,
+      { observedGeneration: 1, traffic },
+      "figures beyond the schema's bounds are refused",
+    );
+    const refused = logger.lines.find((l) => l.message === "invalid Domain traffic in agent report ignored");
+    t.match(refused?.fields?.problem, /pairs/, "logged, naming the field");
+  },
+);

@@ -4,7 +4,8 @@
 // server-side applies the result with field manager rlark-agent and prunes what carries our
 // labels but is no longer desired; node-overlay-sync.ts keeps git's node overlays; snapshot.ts
 // maps the caches to the runtime contract (observe.ts), change-feed.ts tells the agent, and
-// disk-poller.ts and kubernetes-version.ts add what the watches do not see. Everything the
+// disk-poller.ts and kubernetes-version.ts add what the watches do not see; domain-peers-secret.ts
+// keeps the nodeservers' Secret rlark-domain-peers. Everything the
 // runtime owns is found again by label, so a new runtime on the same cluster adopts it: no state
 // of its own.
 import type { KubeConfig } from "@kubernetes/client-node";
@@ -15,6 +16,7 @@ import type {
   LogOptions,
   NodeOverlay,
   Runtime,
+  RuntimeDomainPeer,
   RuntimeSnapshot,
   RuntimeTask,
   StopOptions,
@@ -23,11 +25,12 @@ import { type ApiClients, apiClients } from "./api-clients.ts";
 import { KubeApiError } from "./api-error.ts";
 import { ChangeFeed } from "./change-feed.ts";
 import { DiskPoller } from "./disk-poller.ts";
+import { DomainPeersWriter } from "./domain-peers-secret.ts";
 import { KubernetesVersion } from "./kubernetes-version.ts";
 import { MANAGED_SELECTOR } from "./labels.ts";
 import { NodeOverlaySync } from "./node-overlay-sync.ts";
 import { type RejectedTask, WorkloadReconciler } from "./reconciler.ts";
-import type { SidecarOptions } from "./render.ts";
+import { DEFAULT_NAMESPACE, type SidecarOptions } from "./render.ts";
 import { buildSnapshot } from "./snapshot.ts";
 import { type ClusterWatches, watchCluster } from "./watches.ts";
 
@@ -36,18 +39,33 @@ export {
   type SecretCredentialStoreOptions,
   secretCredentialStore,
 } from "./credential-secret.ts";
+export {
+  DOMAIN_PEERS_KEY,
+  DOMAIN_PEERS_SECRET,
+  type DomainPeersData,
+  domainPeersSecret,
+} from "./domain-peers-secret.ts";
 export { kubernetesDryRun } from "./dry-run.ts";
 export { loadKubeConfig } from "./kube-config.ts";
 export { overlayPatch } from "./node-overlays.ts";
 export { requestedByNode } from "./observe.ts";
 export type { RejectedTask } from "./reconciler.ts";
-export { DEFAULT_NAMESPACE, RenderError, renderTask, type SidecarOptions } from "./render.ts";
+export {
+  DEFAULT_NAMESPACE,
+  DEFAULT_SIDECAR_IMAGE,
+  RenderError,
+  renderTask,
+  type SidecarOptions,
+} from "./render.ts";
 
 export interface KubernetesRuntimeOptions {
   kubeConfig: KubeConfig;
-  /** Namespace for Tasks whose template names none; created when missing. Default rlark-system. */
+  /**
+   * The agent's namespace: Tasks whose template names none, and the Secret rlark-domain-peers.
+   * Created when missing. Default rlark-system.
+   */
   defaultNamespace?: string;
-  /** The network sidecar injected into pods of Tasks with a domain; none when unset. */
+  /** The image of the network init container and sidecar injected into pods of Tasks with a domain. */
   sidecar?: SidecarOptions;
   agentVersion?: string;
   logger?: Logger;
@@ -75,6 +93,7 @@ export class KubernetesRuntime implements Runtime {
   readonly #overlays: NodeOverlaySync;
   readonly #disk: DiskPoller;
   readonly #version: KubernetesVersion;
+  readonly #peers: DomainPeersWriter;
 
   private constructor(options: KubernetesRuntimeOptions) {
     this.#options = options;
@@ -107,6 +126,14 @@ export class KubernetesRuntime implements Runtime {
     this.#overlays = new NodeOverlaySync(objects, this.#watches.nodes, logger);
     this.#disk = new DiskPoller(core, this.#watches.nodes, logger, changed);
     this.#version = new KubernetesVersion(this.#clients.version, logger, changed);
+    this.#peers = new DomainPeersWriter({
+      objects,
+      core,
+      namespace: options.defaultNamespace ?? DEFAULT_NAMESPACE,
+      instance: options.instance,
+      logger,
+      retryIntervalMs: options.retryIntervalMs,
+    });
   }
 
   /**
@@ -139,6 +166,10 @@ export class KubernetesRuntime implements Runtime {
 
   applyNodeOverlays(overlays: readonly NodeOverlay[]): Promise<void> {
     return this.#overlays.apply(overlays);
+  }
+
+  applyDomainPeers(peers: readonly RuntimeDomainPeer[]): Promise<void> {
+    return this.#peers.write(peers);
   }
 
   onChange(listener: () => void): () => void {
@@ -179,6 +210,7 @@ export class KubernetesRuntime implements Runtime {
     this.#disk.stop();
     this.#version.stop();
     this.#feed.stop();
+    await this.#peers.stop();
     await this.#reconciler.settled;
     for (const c of this.#watches.all) c.stop();
     this.#feed.clearListeners();

@@ -3,6 +3,7 @@
 // ConfigMap and the head Service. Every object carries the rlark labels that the runtime's
 // prune and watches select on, and comes out with sorted keys, so a re-render is byte-identical.
 import type { KubernetesObject } from "@kubernetes/client-node";
+import packageJson from "../../../../package.json" with { type: "json" };
 import {
   AGENT_INSTANCE_LABEL,
   COMPONENT_LABEL,
@@ -39,22 +40,26 @@ import {
 import { sortKeys } from "./sort-keys.ts";
 
 export const DEFAULT_NAMESPACE = "rlark-system";
+/** The one image of every component (hack/images/build), at this package's version. */
+export const DEFAULT_SIDECAR_IMAGE = `rlark/rlark:${packageJson.version}`;
 export const SSH_DIR = "/etc/rlark/ssh";
 export const SIDECAR_NAME = "rlark-sidecar";
+export const NET_INIT_NAME = "rlark-net-init";
+/** The sidecar's and nodeserver's host directory (docs/networking-kubernetes.md). */
+export const NODESERVER_DIR = "/var/run/rlark";
+const SIDECAR_UID = 1337;
+const OUTBOUND_PORT = 15001;
+const INBOUND_PORT = 5700;
 
-/** The network sidecar injected into the pods of a Task that has a domain (agent configuration). */
+/** The image of the network init container and sidecar injected into pods of Tasks with a domain. */
 export interface SidecarOptions {
   image: string;
-  args?: string[];
-  /** Extra environment, on top of RLARK_DOMAIN, RLARK_TASK, RLARK_JOB, RLARK_POD_NAME, RLARK_POD_IP. */
-  env?: Record<string, string>;
-  /** Linux capabilities the sidecar needs to set up routes and tunnels. Default NET_ADMIN. */
-  capabilities?: string[];
 }
 
 export interface RenderOptions {
   /** Where a Task whose template names no namespace goes. Default rlark-system. */
   defaultNamespace?: string;
+  /** Default: the image {@link DEFAULT_SIDECAR_IMAGE}. */
   sidecar?: SidecarOptions;
   /**
    * Labels everything rlark.io/agent-instance=<instance>, so several runtimes (test runs) can
@@ -362,32 +367,8 @@ export function renderTask(task: RuntimeTask, options: RenderOptions = {}): Rend
     }
   }
 
-  if (task.spec.domain && options.sidecar) {
-    const sidecar = options.sidecar;
-    const env: EnvEntry[] = [
-      { name: "RLARK_DOMAIN", value: task.spec.domain },
-      { name: "RLARK_TASK", value: name },
-      { name: "RLARK_JOB", value: jobOf(task) },
-      fieldEnv("RLARK_POD_NAME", "metadata.name"),
-      fieldEnv("RLARK_POD_IP", "status.podIP"),
-      ...Object.entries(sidecar.env ?? {})
-        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-        .map(([n, value]) => ({ name: n, value })),
-    ];
-    const initContainers = Array.isArray(podSpec.initContainers) ? (podSpec.initContainers as Obj[]) : [];
-    // a native sidecar (an init container that keeps running): it starts before the Task's
-    // containers and does not keep a finished Job's pod alive
-    podSpec.initContainers = [
-      ...initContainers.filter((c) => c.name !== SIDECAR_NAME),
-      {
-        name: SIDECAR_NAME,
-        image: sidecar.image,
-        restartPolicy: "Always",
-        ...(sidecar.args && sidecar.args.length > 0 ? { args: sidecar.args } : {}),
-        env: env.filter((e, i) => env.findIndex((o) => o.name === e.name) === i),
-        securityContext: { capabilities: { add: sidecar.capabilities ?? ["NET_ADMIN"] } },
-      },
-    ];
+  if (task.spec.domain) {
+    addDomainNetwork(podSpec, task, options.sidecar?.image ?? DEFAULT_SIDECAR_IMAGE);
   }
 
   const template = {
@@ -460,4 +441,70 @@ export function renderTask(task: RuntimeTask, options: RenderOptions = {}): Rend
     kind: workload.kind,
     objects: objects.map((o) => sortKeys(o) as KubernetesObject),
   };
+}
+
+/**
+ * The Domain's data path in the pod (docs/networking-kubernetes.md): an init container that, with
+ * NET_ADMIN only, redirects TCP to the Domain's CIDR to the sidecar, and the sidecar itself,
+ * unprivileged. The sidecar is a native one (an init container with restartPolicy Always): it is
+ * up before the Task's containers start and does not keep a finished Job's pod alive.
+ */
+function addDomainNetwork(podSpec: Obj, task: RuntimeTask, image: string): void {
+  const cidr = task.spec.domainCIDR;
+  if (!cidr)
+    throw new RenderError(
+      task.metadata.name,
+      `spec.domainCIDR is missing: the hub did not know Domain ${task.spec.domain}'s CIDR when it created the Task`,
+    );
+  const ports = [
+    { name: "RLARK_OUTBOUND_PORT", value: String(OUTBOUND_PORT) },
+    { name: "RLARK_INBOUND_PORT", value: String(INBOUND_PORT) },
+  ];
+  const init = {
+    name: NET_INIT_NAME,
+    image,
+    command: ["rlark-net", "init"],
+    env: [
+      { name: "RLARK_DOMAIN_CIDR", value: cidr },
+      { name: "RLARK_SIDECAR_UID", value: String(SIDECAR_UID) },
+      ...ports,
+    ],
+    securityContext: {
+      runAsUser: 0,
+      runAsNonRoot: false,
+      capabilities: { add: ["NET_ADMIN", "NET_RAW"], drop: ["ALL"] },
+    },
+  };
+  const sidecar = {
+    name: SIDECAR_NAME,
+    image,
+    restartPolicy: "Always",
+    command: ["rlark", "sidecar"],
+    env: [
+      { name: "RLARK_DOMAIN", value: task.spec.domain },
+      fieldEnv("RLARK_POD_NAME", "metadata.name"),
+      fieldEnv("RLARK_POD_NAMESPACE", "metadata.namespace"),
+      { name: "RLARK_NODESERVER_SOCKET", value: `${NODESERVER_DIR}/nodeserver.sock` },
+      ...ports,
+    ],
+    ports: [{ containerPort: INBOUND_PORT, name: "rlark-inbound", protocol: "TCP" }],
+    securityContext: {
+      runAsUser: SIDECAR_UID,
+      runAsNonRoot: true,
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ["ALL"] },
+    },
+    volumeMounts: [{ name: "rlark-nodeserver", mountPath: NODESERVER_DIR }],
+  };
+  const own = Array.isArray(podSpec.initContainers) ? (podSpec.initContainers as Obj[]) : [];
+  // ours first: the redirect is in place before any of the Task's own containers runs
+  podSpec.initContainers = [
+    init,
+    sidecar,
+    ...own.filter((c) => c.name !== NET_INIT_NAME && c.name !== SIDECAR_NAME),
+  ];
+  addVolume(podSpec, {
+    name: "rlark-nodeserver",
+    hostPath: { path: NODESERVER_DIR, type: "DirectoryOrCreate" },
+  });
 }

@@ -20,6 +20,7 @@ import {
   renderTask,
 } from "../../../../operators/agent/runtimes/kubernetes/render.ts";
 import type { RuntimeTask } from "../../../../operators/agent/runtimes/types.ts";
+import packageJson from "../../../../package.json" with { type: "json" };
 import { kubeTask, SSH_KEY, trainer } from "./tasks.ts";
 
 const goldenDir = join(import.meta.dirname, "../../../fixtures/kubernetes-runtime/golden");
@@ -151,41 +152,94 @@ t.test("a StatefulSet Task gets a headless Service named like it and keeps ephem
   );
 });
 
-t.test("a Job Task runs once, and a Task with a domain gets the network sidecar", async (t) => {
-  const task = kubeTask(
-    "eval",
-    "bench",
-    {
-      kind: "Job",
-      replicas: 2,
-      template: { spec: { containers: [trainer({ command: ["python", "eval.py"] })] } },
-    },
-    { domain: "ppo-experiment-1" },
-  );
-  const options = { sidecar: { image: "rlark/rlark:0.1.0", args: ["sidecar", "--hub", "hub:2222"] } };
-  const objects = golden(t, "job-with-sidecar", task, options);
-  const job = find<V1Job>(objects, "Job", "eval-bench");
-  t.equal(job.spec?.parallelism, 2);
-  t.equal(job.spec?.completions, 2);
-  t.equal(job.spec?.backoffLimit, 0, "the cluster does not retry a Task");
-  t.equal(job.spec?.template.spec?.restartPolicy, "Never");
-  const sidecar = job.spec?.template.spec?.initContainers?.[0];
-  t.equal(sidecar?.name, "rlark-sidecar");
-  t.equal(sidecar?.image, "rlark/rlark:0.1.0");
-  t.equal(sidecar?.restartPolicy, "Always", "a native sidecar, so a finished Job's pod ends");
-  t.same(sidecar?.args, ["sidecar", "--hub", "hub:2222"]);
-  t.ok(sidecar?.env?.some((e) => e.name === "RLARK_DOMAIN" && e.value === "ppo-experiment-1"));
-  const plain = renderTask(task, {});
-  t.notOk(
-    find<V1Job>(plain.objects, "Job").spec?.template.spec?.initContainers,
-    "no sidecar without agent configuration",
-  );
-  const noDomain = renderTask({ ...task, spec: { ...task.spec, domain: undefined } }, options);
-  t.notOk(
-    find<V1Job>(noDomain.objects, "Job").spec?.template.spec?.initContainers,
-    "no sidecar without a domain",
-  );
-});
+t.test(
+  "a Job Task runs once, and a Task with a domain gets the network init container and sidecar",
+  async (t) => {
+    const task = kubeTask(
+      "eval",
+      "bench",
+      {
+        kind: "Job",
+        replicas: 2,
+        template: {
+          spec: {
+            containers: [trainer({ command: ["python", "eval.py"] })],
+            initContainers: [{ name: "fetch", image: "busybox" }],
+          },
+        },
+      },
+      { domain: "ppo-experiment-1", domainCIDR: "10.0.1.0/24" },
+    );
+    const options = { sidecar: { image: "rlark/rlark:0.1.0" } };
+    const objects = golden(t, "job-with-sidecar", task, options);
+    const job = find<V1Job>(objects, "Job", "eval-bench");
+    t.equal(job.spec?.parallelism, 2);
+    t.equal(job.spec?.completions, 2);
+    t.equal(job.spec?.backoffLimit, 0, "the cluster does not retry a Task");
+    t.equal(job.spec?.template.spec?.restartPolicy, "Never");
+    const pod = job.spec?.template.spec;
+    t.same(
+      pod?.initContainers?.map((c) => c.name),
+      ["rlark-net-init", "rlark-sidecar", "fetch"],
+      "the redirect and the sidecar come before the Task's own init containers",
+    );
+    const [init, sidecar] = pod?.initContainers ?? [];
+    const env = (c: typeof init) =>
+      Object.fromEntries((c?.env ?? []).map((e) => [e.name, e.value ?? e.valueFrom]));
+    t.equal(init?.image, "rlark/rlark:0.1.0");
+    t.same(init?.command, ["rlark-net", "init"]);
+    t.same(init?.securityContext, {
+      runAsUser: 0,
+      runAsNonRoot: false,
+      capabilities: { add: ["NET_ADMIN", "NET_RAW"], drop: ["ALL"] },
+    });
+    t.same(env(init), {
+      RLARK_DOMAIN_CIDR: "10.0.1.0/24",
+      RLARK_SIDECAR_UID: "1337",
+      RLARK_OUTBOUND_PORT: "15001",
+      RLARK_INBOUND_PORT: "5700",
+    });
+    t.equal(sidecar?.image, "rlark/rlark:0.1.0");
+    t.same(sidecar?.command, ["rlark", "sidecar"]);
+    t.equal(sidecar?.restartPolicy, "Always", "a native sidecar, so a finished Job's pod ends");
+    t.same(sidecar?.securityContext, {
+      runAsUser: 1337,
+      runAsNonRoot: true,
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ["ALL"] },
+    });
+    t.same(env(sidecar), {
+      RLARK_DOMAIN: "ppo-experiment-1",
+      RLARK_POD_NAME: { fieldRef: { fieldPath: "metadata.name" } },
+      RLARK_POD_NAMESPACE: { fieldRef: { fieldPath: "metadata.namespace" } },
+      RLARK_NODESERVER_SOCKET: "/var/run/rlark/nodeserver.sock",
+      RLARK_OUTBOUND_PORT: "15001",
+      RLARK_INBOUND_PORT: "5700",
+    });
+    t.same(sidecar?.ports, [{ containerPort: 5700, name: "rlark-inbound", protocol: "TCP" }]);
+    t.same(sidecar?.volumeMounts, [{ mountPath: "/var/run/rlark", name: "rlark-nodeserver" }]);
+    t.same(pod?.volumes, [
+      { hostPath: { path: "/var/run/rlark", type: "DirectoryOrCreate" }, name: "rlark-nodeserver" },
+    ]);
+    const defaulted = renderTask(task, {});
+    t.equal(
+      find<V1Job>(defaulted.objects, "Job").spec?.template.spec?.initContainers?.[0]?.image,
+      `rlark/rlark:${packageJson.version}`,
+      "without --sidecar-image: the image of this version",
+    );
+    const noDomain = renderTask({ ...task, spec: { ...task.spec, domain: undefined } }, options);
+    t.same(
+      find<V1Job>(noDomain.objects, "Job").spec?.template.spec?.initContainers?.map((c) => c.name),
+      ["fetch"],
+      "no sidecar without a domain",
+    );
+    t.throws(
+      () => renderTask({ ...task, spec: { ...task.spec, domainCIDR: undefined } }, options),
+      /Task eval-bench: spec.domainCIDR is missing/,
+      "a domain without its CIDR is refused, saying why",
+    );
+  },
+);
 
 t.test("a DaemonSet Task renders without replicas", async (t) => {
   const task = kubeTask("edge", "camera", {

@@ -1,0 +1,197 @@
+// The live figures of the Domain page: the agent reads its nodeserver's GET /stats (contract B,
+// on the nodeserver's unix socket) and reports them, bounded, as each DomainPeer's status.traffic.
+// The response is capped in size and checked field by field before anything of it is kept.
+import { request } from "node:http";
+import type { DomainPeerPair, DomainTraffic } from "../api/index.ts";
+import type { Clock } from "../lib/clock.ts";
+import type { Logger } from "../lib/logger.ts";
+
+/** Largest /stats body read: far more than 64 pairs of every Domain need. */
+const MAX_STATS_BYTES = 4 * 1024 * 1024;
+/** Pairs kept per Domain, the busiest first (the schema's maxItems). */
+export const MAX_PAIRS = 64;
+
+/** One Domain's figures as the nodeserver serves them. */
+export interface NodeserverDomainStats {
+  connections: { activeStreams: number }[];
+  peers: DomainPeerPair[];
+}
+
+/** GET /stats on `socketPath`; rejects on a non-200, an oversized or malformed body, or after `timeoutMs`. */
+export function readNodeserverStats(
+  socketPath: string,
+  timeoutMs = 5_000,
+): Promise<Record<string, NodeserverDomainStats>> {
+  return new Promise((resolve, reject) => {
+    const req = request({ socketPath, path: "/stats", method: "GET", timeout: timeoutMs }, (res) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on("data", (chunk: Buffer) => {
+        size += chunk.length;
+        if (size > MAX_STATS_BYTES) {
+          req.destroy(new Error(`GET /stats: the body is larger than ${MAX_STATS_BYTES} bytes`));
+          return;
+        }
+        chunks.push(chunk);
+      });
+      res.on("end", () => {
+        if (res.statusCode !== 200) return reject(new Error(`GET /stats: HTTP ${res.statusCode}`));
+        try {
+          resolve(parseStats(JSON.parse(Buffer.concat(chunks).toString("utf8"))));
+        } catch (err) {
+          reject(err);
+        }
+      });
+      res.on("error", reject);
+    });
+    req.on("timeout", () => req.destroy(new Error(`GET /stats: no answer within ${timeoutMs} ms`)));
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+const isCount = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
+const IPV4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** The body of GET /stats, checked; throws naming the Domain and field that is wrong. */
+export function parseStats(body: unknown): Record<string, NodeserverDomainStats> {
+  if (!isObject(body)) throw new Error("GET /stats: the body must be an object of Domains");
+  const out: Record<string, NodeserverDomainStats> = {};
+  for (const [domain, value] of Object.entries(body)) {
+    const where = `GET /stats: Domain ${JSON.stringify(domain)}`;
+    if (!isObject(value) || !Array.isArray(value.connections) || !Array.isArray(value.peers))
+      throw new Error(`${where}: needs connections and peers lists`);
+    const connections = value.connections.map((c, i) => {
+      if (!isObject(c) || !isCount(c.activeStreams))
+        throw new Error(`${where}: connections[${i}].activeStreams must be a count`);
+      return { activeStreams: c.activeStreams };
+    });
+    const peers = value.peers.map((p, i): DomainPeerPair => {
+      const field = `${where}: peers[${i}]`;
+      if (!isObject(p)) throw new Error(`${field} must be an object`);
+      for (const key of ["source", "target"] as const)
+        if (typeof p[key] !== "string" || !IPV4.test(p[key]))
+          throw new Error(`${field}.${key} must be an IPv4 address`);
+      for (const key of ["activeStreams", "bytesSent", "bytesReceived"] as const)
+        if (!isCount(p[key])) throw new Error(`${field}.${key} must be a count`);
+      if (p.path !== undefined && p.path !== "local" && p.path !== "hub")
+        throw new Error(`${field}.path must be local or hub`);
+      return {
+        source: p.source as string,
+        target: p.target as string,
+        activeStreams: p.activeStreams as number,
+        bytesSent: p.bytesSent as number,
+        bytesReceived: p.bytesReceived as number,
+        ...(p.path ? { path: p.path as "local" | "hub" } : {}),
+      };
+    });
+    out[domain] = { connections, peers };
+  }
+  return out;
+}
+
+/** One Domain's status.traffic from the figures of every nodeserver read: summed, then bounded. */
+export function domainTraffic(stats: readonly NodeserverDomainStats[], observedAt: string): DomainTraffic {
+  const pairs = new Map<string, DomainPeerPair>();
+  let poolConnections = 0;
+  for (const s of stats) {
+    poolConnections += s.connections.length;
+    for (const p of s.peers) {
+      const key = `${p.source}>${p.target}`;
+      const had = pairs.get(key);
+      pairs.set(
+        key,
+        had
+          ? {
+              ...had,
+              activeStreams: had.activeStreams + p.activeStreams,
+              bytesSent: had.bytesSent + p.bytesSent,
+              bytesReceived: had.bytesReceived + p.bytesReceived,
+            }
+          : { ...p },
+      );
+    }
+  }
+  const busiest = [...pairs.values()].sort(
+    (a, b) =>
+      b.activeStreams - a.activeStreams ||
+      b.bytesSent + b.bytesReceived - (a.bytesSent + a.bytesReceived) ||
+      (a.source + a.target < b.source + b.target ? -1 : 1),
+  );
+  return {
+    observedAt,
+    poolConnections,
+    pairs: busiest.slice(0, MAX_PAIRS),
+    ...(busiest.length > MAX_PAIRS ? { omittedPairs: busiest.length - MAX_PAIRS } : {}),
+  };
+}
+
+export interface StatsPollerOptions {
+  /** The nodeservers' unix sockets (the process runtime: its one local nodeserver). */
+  sockets: readonly string[];
+  intervalMs: number;
+  clock: Clock;
+  logger: Logger;
+  /** After each poll that changed the figures. */
+  onChange: () => void;
+}
+
+/**
+ * Reads every socket's /stats each interval and keeps the latest traffic per Domain. A socket
+ * that does not answer counts as no traffic, logged once until it answers again.
+ */
+export class StatsPoller {
+  readonly #options: StatsPollerOptions;
+  #traffic = new Map<string, DomainTraffic>();
+  #failing = new Set<string>();
+  #timer: ReturnType<Clock["setTimeout"]> | undefined;
+  #stopped = false;
+
+  constructor(options: StatsPollerOptions) {
+    this.#options = options;
+  }
+
+  /** The latest figures of `domain`, if a nodeserver reported it. */
+  traffic(domain: string): DomainTraffic | undefined {
+    return this.#traffic.get(domain);
+  }
+
+  start(): void {
+    void this.#poll();
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    if (this.#timer) this.#options.clock.clearTimeout(this.#timer);
+  }
+
+  async #poll(): Promise<void> {
+    const { sockets, logger, clock } = this.#options;
+    const byDomain = new Map<string, NodeserverDomainStats[]>();
+    for (const socket of sockets) {
+      try {
+        const stats = await readNodeserverStats(socket);
+        if (this.#failing.delete(socket)) logger.info("the nodeserver answers /stats again", { socket });
+        for (const [domain, s] of Object.entries(stats))
+          byDomain.set(domain, [...(byDomain.get(domain) ?? []), s]);
+      } catch (err) {
+        if (!this.#failing.has(socket))
+          logger.warn("could not read the nodeserver's /stats", { socket, error: (err as Error).message });
+        this.#failing.add(socket);
+      }
+    }
+    const observedAt = new Date(clock.now()).toISOString().replace(/\.\d{3}Z$/, "Z");
+    const next = new Map([...byDomain].map(([domain, stats]) => [domain, domainTraffic(stats, observedAt)]));
+    // unchanged figures keep their time: the hub is not written to for a new timestamp alone
+    if (JSON.stringify(stripTimes(next)) !== JSON.stringify(stripTimes(this.#traffic))) {
+      this.#traffic = next;
+      this.#options.onChange();
+    }
+    if (!this.#stopped) this.#timer = clock.setTimeout(() => void this.#poll(), this.#options.intervalMs);
+  }
+}
+
+const stripTimes = (m: ReadonlyMap<string, DomainTraffic>) =>
+  [...m].map(([domain, { observedAt: _at, ...rest }]) => [domain, rest]);

@@ -1,0 +1,181 @@
+// The nodeserver's second source of the peers state (`rlark nodeserver --peers-secret <ns>/<name>`):
+// the Secret rlark-domain-peers that the kubernetes agent writes from its DomainPeers (docs/
+// networking-kubernetes.md), watched through the API server with the pod's service account (or a
+// kubeconfig). Yields the whole state at the first list and after every change; the Secret's
+// absence is the empty state. A Secret whose content fails the DomainPeer schema is logged,
+// naming the Domain and the field, and skipped: the nodeserver keeps the last good state.
+import { setTimeout as sleep } from "node:timers/promises";
+import { CoreV1Api, type KubeConfig, Watch } from "@kubernetes/client-node";
+import { checkSchema, type DomainPeerSpec } from "../api/index.ts";
+import { type Logger, silentLogger } from "../lib/logger.ts";
+
+/** The Secret's key and the shape of its value (operators/agent/runtimes/kubernetes/domain-peers-secret.ts). */
+export const PEERS_SECRET_KEY = "peers.json";
+/** Each Domain's DomainPeer spec for this cluster, by Domain name. */
+export type SecretPeersState = Record<string, DomainPeerSpec>;
+
+/** Largest peers.json taken: a Secret is at most 1 MiB anyway. */
+const MAX_PEERS_BYTES = 1024 * 1024;
+
+export class PeersSecretError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "PeersSecretError";
+  }
+}
+
+/** `<namespace>/<name>` → its parts; a clear error otherwise. */
+export function parseSecretRef(ref: string): { namespace: string; name: string } {
+  const match = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)\/([a-z0-9]([-.a-z0-9]*[a-z0-9])?)$/.exec(ref);
+  if (!match) throw new PeersSecretError(`--peers-secret must be <namespace>/<name> (got "${ref}")`);
+  return { namespace: match[1] as string, name: match[3] as string };
+}
+
+/** The state a Secret's data holds; throws naming the Domain and field that is wrong. */
+export function parsePeersSecret(data: Record<string, string> | undefined): SecretPeersState {
+  const encoded = data?.[PEERS_SECRET_KEY];
+  if (encoded === undefined) return {};
+  const text = Buffer.from(encoded, "base64");
+  if (text.length > MAX_PEERS_BYTES)
+    throw new PeersSecretError(`${PEERS_SECRET_KEY} is larger than ${MAX_PEERS_BYTES} bytes`);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text.toString("utf8"));
+  } catch (err) {
+    throw new PeersSecretError(`${PEERS_SECRET_KEY} is not JSON: ${(err as Error).message}`);
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))
+    throw new PeersSecretError(`${PEERS_SECRET_KEY} must be an object of DomainPeer specs by Domain name`);
+  const state: SecretPeersState = {};
+  for (const [domain, spec] of Object.entries(parsed)) {
+    // checked as the DomainPeer it came from; the placeholder namespace only satisfies metadata
+    const violations = checkSchema({
+      apiVersion: "rlinf.io/v1alpha1",
+      kind: "DomainPeer",
+      metadata: { name: domain, namespace: "agent-peers" },
+      spec,
+    });
+    const [first] = violations;
+    if (first)
+      throw new PeersSecretError(
+        `${PEERS_SECRET_KEY}: Domain ${JSON.stringify(domain)}: ${first.path === "/metadata/name" ? "the name" : first.path.replace(/^\/spec/, "spec")} ${first.message}`,
+      );
+    state[domain] = spec as DomainPeerSpec;
+  }
+  return state;
+}
+
+export interface PeersFromSecretOptions {
+  kubeConfig: KubeConfig;
+  namespace: string;
+  name: string;
+  logger?: Logger;
+  /** Ends the iteration. */
+  signal?: AbortSignal;
+  /** Wait before watching again after the watch ended with an error. Default 1 s, doubling to 30 s. */
+  retryMs?: number;
+}
+
+interface SecretEvent {
+  data?: Record<string, string>;
+}
+
+/**
+ * The peers state from the Secret, as it changes: the current state first (once the watch has
+ * listed), then every different state. Ends when `signal` aborts.
+ */
+export async function* peersFromSecret(options: PeersFromSecretOptions): AsyncGenerator<SecretPeersState> {
+  const logger = options.logger ?? silentLogger;
+  const watch = new Watch(options.kubeConfig);
+  const where = `Secret ${options.namespace}/${options.name}`;
+  const queue: SecretPeersState[] = [];
+  let wake: (() => void) | undefined;
+  const push = (state: SecretPeersState) => {
+    queue.push(state);
+    wake?.();
+  };
+  let last: string | undefined;
+  const take = (data: Record<string, string> | undefined) => {
+    let state: SecretPeersState;
+    try {
+      state = parsePeersSecret(data);
+    } catch (err) {
+      logger.error("ignored the peers Secret: keeping the last good state", {
+        secret: where,
+        error: (err as Error).message,
+      });
+      return;
+    }
+    const text = JSON.stringify(state);
+    if (text === last) return;
+    last = text;
+    push(state);
+  };
+
+  let stopped = false;
+  let controller: AbortController | undefined;
+  const halt = new AbortController();
+  const onAbort = () => {
+    stopped = true;
+    controller?.abort();
+    halt.abort();
+    wake?.();
+  };
+  options.signal?.addEventListener("abort", onAbort, { once: true });
+  const core = options.kubeConfig.makeApiClient(CoreV1Api);
+  const fieldSelector = `metadata.name=${options.name}`;
+  const loop = async () => {
+    let backoff = options.retryMs ?? 1000;
+    while (!stopped) {
+      // a list, then a watch from its resourceVersion: nothing between the two is missed, and an
+      // absent Secret is the empty state at once
+      const err = await (async () => {
+        const list = await core.listNamespacedSecret({ namespace: options.namespace, fieldSelector });
+        take(list.items[0]?.data);
+        backoff = options.retryMs ?? 1000;
+        return new Promise<unknown>((resolve, reject) => {
+          watch
+            .watch(
+              `/api/v1/namespaces/${options.namespace}/secrets`,
+              { fieldSelector, resourceVersion: list.metadata?.resourceVersion },
+              (phase, object: SecretEvent) => {
+                if (phase === "ADDED" || phase === "MODIFIED") take(object.data);
+                else if (phase === "DELETED") take(undefined);
+              },
+              resolve,
+            )
+            .then((c) => {
+              controller = c;
+              if (stopped) c.abort();
+            }, reject);
+        });
+      })().catch((e: unknown) => e);
+      if (stopped) break;
+      // a watch the API server ends after its timeout is normal: list and watch again at once
+      if (!err) continue;
+      logger.warn("watching the peers Secret failed; trying again", { secret: where, error: String(err) });
+      await sleep(backoff, undefined, { signal: halt.signal }).catch(() => undefined);
+      backoff = Math.min(backoff * 2, 30_000);
+    }
+  };
+  const running = loop();
+  try {
+    while (!stopped) {
+      const next = queue.shift();
+      if (next) {
+        yield next;
+        continue;
+      }
+      await new Promise<void>((resolve) => {
+        wake = resolve;
+      });
+      wake = undefined;
+    }
+  } finally {
+    stopped = true;
+    controller?.abort();
+    halt.abort();
+    options.signal?.removeEventListener("abort", onAbort);
+    await running.catch(() => undefined);
+  }
+}

@@ -1,0 +1,153 @@
+// A Domain on a kubernetes-runtime agent, with a real hub and a real control plane (hack/kube, kwok
+// nodes): the pods of a Job in the Domain get contract B's init container and sidecar (applied by
+// server-side apply, so the API server validated them) and run on the kwok nodes; a Job outside
+// the Domain gets neither; the hub's Pod mirrors carry the virtual IPs of the Domain's DomainPeer;
+// the Secret rlark-domain-peers follows the DomainPeer, and the nodeserver's --peers-secret source
+// (network/peers-from-secret.ts) sees each change.
+import { CoreV1Api, type V1Pod } from "@kubernetes/client-node";
+import t from "tap";
+import {
+  type DomainPeer,
+  type DomainPeerSpec,
+  type Pod,
+  TASK_NAME_LABEL,
+} from "../../../operators/api/index.ts";
+import { peersFromSecret, type SecretPeersState } from "../../../operators/network/peers-from-secret.ts";
+import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
+import { startHubOnGit } from "../../helpers/hub-on-git.ts";
+import { jobYaml, trainerTaskYaml } from "../../helpers/job-yaml.ts";
+import { startKubernetesAgentOnHub } from "../../helpers/kubernetes-agent-on-hub.ts";
+import { onKube, waitFor } from "../../helpers/wait-for.ts";
+
+const { kubeConfig: kc } = fleetCluster(0);
+const core = kc.makeApiClient(CoreV1Api);
+const CIDR = "10.0.7.0/24";
+
+function repository(namespace: string, replicas: number): Record<string, string> {
+  const trainer = trainerTaskYaml({ namespace, replicas, resources: `{ requests: { cpu: "100m" } }` });
+  return {
+    "clusters.yaml": `apiVersion: rlinf.io/v1alpha1
+kind: Cluster
+metadata:
+  name: gpu
+spec:
+  runtime: kubernetes
+`,
+    "domain.yaml": `apiVersion: rlinf.io/v1alpha1
+kind: Domain
+metadata:
+  name: lab
+spec:
+  cidr: ${CIDR}
+`,
+    "net.yaml": jobYaml("net", [trainer], { domain: "lab" }),
+    "solo.yaml": jobYaml("solo", [
+      trainerTaskYaml({ namespace, replicas: 1, resources: `{ requests: { cpu: "100m" } }` }),
+    ]),
+  };
+}
+
+const running = async (namespace: string, task: string, count: number): Promise<V1Pod[] | undefined> => {
+  const { items } = await core.listNamespacedPod({ namespace, labelSelector: `${TASK_NAME_LABEL}=${task}` });
+  const up = items.filter((p) => p.status?.phase === "Running" && !p.metadata?.deletionTimestamp);
+  return up.length === count ? up : undefined;
+};
+
+/** The state the next `iterator.next()` yields that satisfies `check`. */
+async function nextState(
+  iterator: AsyncIterator<SecretPeersState>,
+  check: (s: SecretPeersState) => boolean,
+): Promise<SecretPeersState> {
+  for (let i = 0; i < 50; i++) {
+    const { value, done } = await iterator.next();
+    if (done) throw new Error("the peers source ended");
+    if (check(value)) return value;
+  }
+  throw new Error("the peers source never yielded the state");
+}
+
+t.test("a Domain's pods get the sidecar and their virtual IPs; the peers Secret follows", async (t) => {
+  const namespace = await testNamespace(t, kc, "domain-kube");
+  const { git, hub } = await startHubOnGit(t, { files: repository(namespace, 2) });
+  await waitFor(
+    "the Domain from git",
+    async () => (await hub.store.get("Domain", undefined, "lab")) ?? undefined,
+    onKube,
+  );
+  await startKubernetesAgentOnHub(t, hub, "gpu", { kubeConfig: kc, namespace, reportIntervalMs: 1_000 });
+
+  const netPods = await waitFor(
+    "2 Running pods of net-trainer on kwok nodes",
+    () => running(namespace, "net-trainer", 2),
+    onKube,
+  );
+  for (const pod of netPods) {
+    const inits = pod.spec?.initContainers ?? [];
+    t.same(
+      inits.map((c) => c.name),
+      ["rlark-net-init", "rlark-sidecar"],
+      `${pod.metadata?.name}: the init container and the sidecar`,
+    );
+    t.same(
+      inits[0]?.env?.find((e) => e.name === "RLARK_DOMAIN_CIDR")?.value,
+      CIDR,
+      "the init container redirects the Domain's CIDR",
+    );
+    t.equal(inits[1]?.restartPolicy, "Always", "the sidecar runs alongside the Task's container");
+    t.same(pod.spec?.volumes?.find((v) => v.name === "rlark-nodeserver")?.hostPath, {
+      path: "/var/run/rlark",
+      type: "DirectoryOrCreate",
+    });
+  }
+  const [solo] = await waitFor("the solo pod Running", () => running(namespace, "solo-trainer", 1), onKube);
+  t.same(solo?.spec?.initContainers ?? [], [], "a pod outside any Domain gets no sidecar");
+
+  // the Domain controller allocates, the DomainPeer reaches the agent, the mirrors carry the IPs
+  const peerPods = async (count: number) => {
+    const peer = await hub.store.get<DomainPeer>("DomainPeer", "agent-gpu", "lab");
+    return peer?.spec.pods?.length === count ? peer.spec : undefined;
+  };
+  const spec = await waitFor("a DomainPeer with 2 pods", () => peerPods(2), onKube);
+  const mirrors = await waitFor(
+    "both Pod mirrors with their domainIP",
+    async () => {
+      const { items } = await hub.store.list<Pod>("Pod", { namespace: "agent-gpu" });
+      const withIP = items.filter((p) => p.spec.task === "net-trainer" && p.status?.domainIP);
+      return withIP.length === 2 ? withIP : undefined;
+    },
+    onKube,
+  );
+  for (const mirror of mirrors) {
+    const route = spec.pods?.find((p) => p.name === mirror.metadata.name);
+    t.equal(mirror.status?.domainIP, route?.ip, `${mirror.metadata.name}: the IP its DomainPeer gives it`);
+    t.match(mirror.status?.domainIP, /^10\.0\.7\./);
+  }
+  const soloMirror = await hub.store.list<Pod>("Pod", { namespace: "agent-gpu" });
+  t.notOk(
+    soloMirror.items.find((p) => p.spec.task === "solo-trainer")?.status?.domainIP,
+    "the solo pod has no virtual IP",
+  );
+
+  // the nodeserver's source, through the API server as the DaemonSet would read it
+  const abort = new AbortController();
+  t.teardown(() => abort.abort());
+  const states = peersFromSecret({
+    kubeConfig: kc,
+    namespace,
+    name: "rlark-domain-peers",
+    signal: abort.signal,
+  });
+  const iterator = states[Symbol.asyncIterator]();
+  const sameAs = (want: DomainPeerSpec) => (s: SecretPeersState) =>
+    JSON.stringify(s.lab) === JSON.stringify(want);
+  const first = await nextState(iterator, sameAs(spec));
+  t.same(Object.keys(first), ["lab"], "the Secret holds the Domain's DomainPeer spec");
+  t.equal(first.lab?.key, spec.key, "with the Domain's key, which is why it is a Secret");
+
+  await git.commit(repository(namespace, 3));
+  const grown = await waitFor("a DomainPeer with 3 pods", () => peerPods(3), onKube);
+  const seen = await nextState(iterator, sameAs(grown));
+  t.equal(seen.lab?.pods?.length, 3, "the --peers-secret source sees the third pod's route");
+  abort.abort();
+  t.same(await iterator.next(), { value: undefined, done: true }, "the source ends when aborted");
+});
