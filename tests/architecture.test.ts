@@ -18,8 +18,12 @@ const LAYERS: Record<string, number> = {
   hub: 4,
   cli: 5,
 };
-/** The agent runs in clusters without the hub's code: it may import only these. */
-const AGENT_MAY_IMPORT = new Set(["lib", "api"]);
+/**
+ * The agent and the device side (plugin, webhook, controllers) run in clusters without the hub's
+ * code: they may import only these, and only the cli starts them.
+ */
+const IN_CLUSTER = new Set(["agent", "device"]);
+const IN_CLUSTER_MAY_IMPORT = new Set(["lib", "api"]);
 
 interface Import {
   from: string;
@@ -54,13 +58,15 @@ function operatorImports(root = operators): Import[] {
 const layerOf = (path: string): string => path.split(sep)[0] ?? "";
 
 /**
- * The component a file belongs to: its top-level folder, except in lib/ and controllers/, whose
- * folders are components each (lib/store, controllers/job) and whose loose files are their own
- * (lib/clock.ts, controllers/labels.ts).
+ * The component a file belongs to: its top-level folder, except in lib/, controllers/ and device/,
+ * whose folders are components each (lib/store, controllers/job, device/controllers) and whose
+ * loose files are their own (lib/clock.ts, controllers/labels.ts, device/socket-env.ts).
  */
+const SPLIT = new Set(["lib", "controllers", "device"]);
+
 function componentOf(path: string): string {
   const parts = path.split(sep);
-  if ((parts[0] === "lib" || parts[0] === "controllers") && parts.length > 1) {
+  if (SPLIT.has(parts[0] ?? "") && parts.length > 1) {
     return parts.length > 2 ? parts.slice(0, 2).join("/") : path;
   }
   return parts[0] ?? "";
@@ -70,10 +76,10 @@ function componentOf(path: string): string {
 function layeringProblem({ from, to }: Import): string | undefined {
   const [a, b] = [layerOf(from), layerOf(to)];
   if (a !== b) {
-    if (a === "agent") {
-      if (!AGENT_MAY_IMPORT.has(b)) return `the agent imports ${b}/ (it may import only lib/ and api/)`;
-    } else if (b === "agent") {
-      if (a !== "cli") return `${a}/ imports the agent (only the cli starts it)`;
+    if (IN_CLUSTER.has(a)) {
+      if (!IN_CLUSTER_MAY_IMPORT.has(b)) return `${a}/ imports ${b}/ (it may import only lib/ and api/)`;
+    } else if (IN_CLUSTER.has(b)) {
+      if (a !== "cli") return `${a}/ imports ${b}/ (only the cli starts it)`;
     } else if ((LAYERS[b] ?? Number.POSITIVE_INFINITY) >= (LAYERS[a] ?? Number.NEGATIVE_INFINITY)) {
       return `${a}/ imports ${b}/, which is not below it (lib < api < source, controllers < feedback, dashboard < hub < cli)`;
     }
@@ -99,8 +105,17 @@ t.test("the rules catch what they are for", async (t) => {
     [{ from: "api/validate/index.ts", to: "source/loader.ts" }, /not below it/],
     [{ from: "dashboard/index.ts", to: "hub/http/auth.ts" }, /not below it/],
     [{ from: "feedback/plan/x.ts", to: "dashboard/index.ts" }, /not below it/],
-    [{ from: "agent/agent.ts", to: "hub/index.ts" }, /the agent imports hub/],
-    [{ from: "hub/hub.ts", to: "agent/index.ts" }, /imports the agent/],
+    [{ from: "agent/agent.ts", to: "hub/index.ts" }, /agent\/ imports hub/],
+    [{ from: "hub/hub.ts", to: "agent/index.ts" }, /only the cli starts it/],
+    [{ from: "device/controllers/grpc.ts", to: "source/index.ts" }, /device\/ imports source/],
+    [{ from: "device/cli/rosctr.ts", to: "cli/cli-error.ts" }, /device\/ imports cli/],
+    [{ from: "hub/hub.ts", to: "device/controllers/index.ts" }, /only the cli starts it/],
+    [
+      { from: "cli/x.ts", to: "device/controllers/camera/camera.ts" },
+      /skips the index.ts of device\/controllers/,
+    ],
+    [{ from: "cli/x.ts", to: "device/controllers/index.ts" }, undefined],
+    [{ from: "device/cli/camctr.ts", to: "device/socket-env.ts" }, undefined],
     [{ from: "hub/hub.ts", to: "source/snapshot-apply.ts" }, /skips the index.ts of source/],
     [{ from: "controllers/job/a.ts", to: "controllers/placement/place.ts" }, /controllers\/placement/],
     [{ from: "cli/up.ts", to: "hub/index.ts" }, undefined],

@@ -21,9 +21,14 @@ const compiled = spawnSync(process.execPath, [tsc, "-p", path.join(root, "tsconf
 if (compiled.status !== 0) process.exit(compiled.status ?? 1);
 
 // Files tsc does not emit but the code loads at run time from next to itself: the generated
-// validators (JavaScript with a .d.ts) and the dashboard's browser code, which assets.ts serves
-// with its types stripped on the fly (from a string, so node_modules does not matter).
-const copies = [path.join("api", "generated", "validators.js"), path.join("dashboard", "web")];
+// validators (JavaScript with a .d.ts), the dashboard's browser code, which assets.ts serves
+// with its types stripped on the fly (from a string, so node_modules does not matter), and the
+// device controllers' .proto files, which @grpc/proto-loader reads when they start.
+const copies = [
+  path.join("api", "generated", "validators.js"),
+  path.join("dashboard", "web"),
+  path.join("device", "proto"),
+];
 for (const relative of copies) {
   cpSync(path.join(root, "operators", relative), path.join(dist, relative), {
     recursive: true,

@@ -5,6 +5,7 @@ import packageJson from "../../package.json" with { type: "json" };
 import { registerAgent } from "./agent.ts";
 import { CliError, usageError } from "./cli-error.ts";
 import { registerCrds } from "./crds.ts";
+import { registerDeviceControllers } from "./device-controllers.ts";
 import { registerHub } from "./hub.ts";
 import { registerPlan } from "./plan.ts";
 import { registerStatus } from "./status.ts";
@@ -48,6 +49,7 @@ export function buildProgram(): Command {
   });
   registerUser(program);
   registerCrds(program);
+  registerDeviceControllers(program);
   return program;
 }
 
