@@ -49,6 +49,7 @@ export class Camera {
   readonly #stderr = new LogRing({ maxLines: STDERR_LINES, maxLineBytes: 1024 });
   readonly #clock: Clock | undefined;
   readonly #unavailable: string | undefined;
+  readonly #onChange: () => void;
   #frames = 0;
   #fps = 0;
   #lastFrameAt = 0;
@@ -58,6 +59,7 @@ export class Camera {
     this.config = config;
     this.#settings = settings;
     this.#clock = clock;
+    this.#onChange = onChange;
     if (config.source.type === "realsense") {
       // RealSense depth and colour need librealsense; ffmpeg alone cannot open the camera.
       this.#unavailable = librealsensePresent()
@@ -72,7 +74,7 @@ export class Camera {
       ...settings.restart,
       maxLineBytes: 4096,
       onLine: (stream, line) =>
-        stream === "stdout" ? this.#progress(line, onChange) : this.#stderr.push("ffmpeg", stream, line),
+        stream === "stdout" ? this.#progress(line) : this.#stderr.push("ffmpeg", stream, line),
       onChange: () => {
         if (this.#supervisor?.state === "STARTING") {
           this.#frames = 0;
@@ -86,7 +88,10 @@ export class Camera {
 
   async start(): Promise<void> {
     this.#requested = true;
-    if (!this.#supervisor) return;
+    if (!this.#supervisor) {
+      this.#onChange();
+      return;
+    }
     mkdirSync(this.#settings.stateDir, { recursive: true, mode: 0o750 });
     // A frame left from an earlier run must not pass for this one's.
     if (this.#supervisor.state === "STOPPED" || this.#supervisor.state === "FAILED")
@@ -97,10 +102,11 @@ export class Camera {
 
   async stop(): Promise<void> {
     this.#requested = false;
-    await this.#supervisor?.stop();
+    if (this.#supervisor) await this.#supervisor.stop();
+    else this.#onChange();
   }
 
-  #progress(line: string, onChange: () => void): void {
+  #progress(line: string): void {
     const eq = line.indexOf("=");
     const key = line.slice(0, eq);
     const value = line.slice(eq + 1);
@@ -110,7 +116,7 @@ export class Camera {
         const first = this.#frames === 0;
         this.#frames = frames;
         this.#lastFrameAt = this.#now();
-        if (first) onChange();
+        if (first) this.#onChange();
       }
     } else if (key === "fps") {
       const fps = Number(value);
