@@ -130,6 +130,7 @@ export class Fields {
   /** A command as a list of strings (argv, no shell). */
   command(key: string, fallback?: readonly string[]): string[] {
     const v = this.#value[key] ?? fallback;
+    if (v === undefined) throw this.fail(key, "is required");
     if (!Array.isArray(v) || v.length === 0 || !v.every((a) => typeof a === "string") || v[0] === "")
       throw this.fail(key, "must be a non-empty list of strings (argv; no shell)");
     return [...(v as string[])];
