@@ -30,15 +30,6 @@ export async function startCameraController(options: CameraControllerOptions): P
   const cameras = new Map(
     config.cameras.map((c) => [c.name, new Camera(c, config, () => reporter?.changed())] as const),
   );
-  reporter = new CapabilityReporter({
-    dir: options.capabilityDir,
-    intervalMs: options.reportIntervalMs ?? 10_000,
-    logger,
-    states: () =>
-      new Map<string, CapabilityState>(
-        [...cameras].map(([name, camera]) => [`camera-${name}`, camera.capability()]),
-      ),
-  });
 
   const named = (call: Call, callback: Callback): Camera | undefined => {
     const camera = cameras.get(call.request.name ?? "");
@@ -94,6 +85,17 @@ export async function startCameraController(options: CameraControllerOptions): P
       }
     },
   });
+  // After the socket is ours: a controller that cannot serve writes no state, and its heartbeat
+  // timer does not keep the failed process alive.
+  reporter = new CapabilityReporter({
+    dir: options.capabilityDir,
+    intervalMs: options.reportIntervalMs ?? 10_000,
+    logger,
+    states: () =>
+      new Map<string, CapabilityState>(
+        [...cameras].map(([name, camera]) => [`camera-${name}`, camera.capability()]),
+      ),
+  });
   logger.info("camera controller serving", { socket: options.socket, cameras: [...cameras.keys()] });
   for (const camera of cameras.values()) if (camera.config.autostart) await camera.start();
 
@@ -102,7 +104,7 @@ export async function startCameraController(options: CameraControllerOptions): P
     close: async () => {
       await server.close();
       await Promise.all([...cameras.values()].map((c) => c.stop()));
-      reporter.close();
+      reporter?.close();
     },
   };
 }

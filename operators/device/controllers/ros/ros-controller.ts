@@ -37,15 +37,6 @@ export async function startRosController(options: RosControllerOptions): Promise
   const name = rosCapabilityName(config.flavor);
   let reporter: CapabilityReporter | undefined;
   const robot = new Robot(config, () => reporter?.changed());
-  reporter = new CapabilityReporter({
-    dir: options.capabilityDir,
-    intervalMs: options.reportIntervalMs ?? 10_000,
-    logger,
-    states: () => {
-      const { process, health, message } = robot.status();
-      return new Map([[name, { process, health, message }]]);
-    },
-  });
 
   const act = (what: string, action: () => Promise<void>) => (_call: unknown, callback: Callback) => {
     action().then(
@@ -63,6 +54,17 @@ export async function startRosController(options: RosControllerOptions): Promise
     Restart: act("restarted", () => robot.restart()),
     Status: (_call: unknown, callback: Callback) => callback(null, robot.status()),
     Logs: (call: LogsCall) => streamLogs(robot, call),
+  });
+  // After the socket is ours: a controller that cannot serve writes no state, and its heartbeat
+  // timer does not keep the failed process alive.
+  reporter = new CapabilityReporter({
+    dir: options.capabilityDir,
+    intervalMs: options.reportIntervalMs ?? 10_000,
+    logger,
+    states: () => {
+      const { process, health, message } = robot.status();
+      return new Map([[name, { process, health, message }]]);
+    },
   });
   logger.info("ros controller serving", { socket: options.socket, flavor: config.flavor });
   if (config.autostart) await robot.start();
