@@ -71,15 +71,19 @@ function withCommonOptions(command: Command, kind: "camera" | "ros"): Command {
 export function registerDeviceControllers(program: Command): void {
   withCommonOptions(program.command("camera-controller"), "camera")
     .description("run the node's camera controller (gRPC over a unix socket, ffmpeg transcoding)")
-    .option("--state-dir <dir>", "where the cameras' latest frames are kept", "/var/run/rlark/camera")
+    .option(
+      "--state-dir <dir>",
+      "where the cameras' latest frames are kept (default: the file's stateDir, else /var/run/rlark/camera)",
+    )
     .addHelpText("after", CAMERA_HELP)
     .action(async (flags: ControllerFlags) => {
       const logger = jsonLogger("camera-controller");
       await serve("camera-controller", async () =>
         startCameraController({
-          config: readCameraConfig(flags.config, {
-            stateDir: path.resolve(flags.stateDir ?? "/var/run/rlark/camera"),
-          }),
+          config: readCameraConfig(
+            flags.config,
+            flags.stateDir ? { stateDir: path.resolve(flags.stateDir) } : {},
+          ),
           socket: path.resolve(flags.socket ?? controllerSocket("camera").path),
           capabilityDir: path.resolve(flags.capabilityDir ?? capabilityDir()),
           logger,

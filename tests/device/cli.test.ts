@@ -60,6 +60,8 @@ async function controllerProcess(
   t.teardown(async () => {
     child.kill("SIGTERM");
     await exited;
+    // Its last capability write may come after an earlier teardown removed the directory.
+    rmSync(dir, { recursive: true, force: true });
   });
   await waitFor(
     `${args[0]} serves ${socket} (${stderr})`,

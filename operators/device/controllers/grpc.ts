@@ -96,7 +96,8 @@ function answers(socket: string): Promise<boolean> {
 export function serviceClient(name: ServiceName, socket: string): grpc.Client {
   const Constructor = clientConstructor(name);
   return new Constructor(`unix:${socket}`, grpc.credentials.createInsecure(), {
-    "grpc.max_receive_message_length": 16 * 1024 * 1024,
+    // The largest snapshot (16 MiB) and its envelope.
+    "grpc.max_receive_message_length": 17 * 1024 * 1024,
   });
 }
 

@@ -187,7 +187,7 @@ restart: { startSeconds: 0.2, backoffInitialSeconds: 0.1 }
       () => cam.capability("pattern").process === "STOPPED",
       onProcesses,
     );
-    await t.rejects(unaryCall(cam.client, "Snapshot", { name: "pattern" }), { details: /not running/ });
+    await t.rejects(unaryCall(cam.client, "Snapshot", { name: "pattern" }), { message: /not running/ });
   },
 );
 
@@ -320,7 +320,7 @@ t.test("a RealSense camera is accepted and reports FAILED without librealsense",
   const started = await unaryCall<object, CameraStatus>(cam.client, "Start", { name: "depth" });
   t.match(started, { process: "FAILED", health: "DEGRADED", message: "librealsense not available" });
   t.match(cam.capability("depth"), { process: "FAILED", message: "librealsense not available" });
-  await t.rejects(unaryCall(cam.client, "Snapshot", { name: "depth" }), { details: /not running/ });
+  await t.rejects(unaryCall(cam.client, "Snapshot", { name: "depth" }), { message: /not running/ });
 });
 
 t.test("unknown cameras are NOT_FOUND and name the configured ones", async (t) => {

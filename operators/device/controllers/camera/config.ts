@@ -44,13 +44,19 @@ const NAME = /^[a-z0-9]([a-z0-9-]{0,40}[a-z0-9])?$/;
 const SOURCE_TYPES = ["v4l2", "rtsp", "udp", "file", "testsrc", "realsense"] as const;
 const OUTPUT_TYPES = ["udp", "rtsp", "hls", "none"] as const;
 
-export function readCameraConfig(file: string, defaults: { stateDir: string }): CameraControllerConfig {
-  return parseCameraConfig(ConfigSource.read(file), defaults);
+export const DEFAULT_STATE_DIR = "/var/run/rlark/camera";
+
+/** `overrides.stateDir` (the --state-dir flag) wins over the file's stateDir. */
+export function readCameraConfig(
+  file: string,
+  overrides: { stateDir?: string } = {},
+): CameraControllerConfig {
+  return parseCameraConfig(ConfigSource.read(file), overrides);
 }
 
 export function parseCameraConfig(
   source: ConfigSource,
-  defaults: { stateDir: string },
+  overrides: { stateDir?: string } = {},
 ): CameraControllerConfig {
   const top = new Fields(source, [], source.root, [
     "cameras",
@@ -71,7 +77,7 @@ export function parseCameraConfig(
   });
   return {
     cameras,
-    stateDir: top.string("stateDir", defaults.stateDir),
+    stateDir: overrides.stateDir ?? top.string("stateDir", DEFAULT_STATE_DIR),
     snapshotFps: snapshot.number("fps", 1, 0.1, 30),
     snapshotMaxBytes: snapshot.number("maxBytes", 4 * 1024 * 1024, 1024, 16 * 1024 * 1024),
     stallMs: top.number("stallSeconds", 10, 1, 3600) * 1000,
