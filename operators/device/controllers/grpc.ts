@@ -39,6 +39,12 @@ export function serviceDefinition(name: ServiceName): grpc.ServiceDefinition {
   return clientConstructor(name).service;
 }
 
+/** A controller serving its socket, until closed (which stops what it runs). */
+export interface RunningController {
+  socket: string;
+  close(): Promise<void>;
+}
+
 export interface UnixServer {
   readonly socket: string;
   close(): Promise<void>;

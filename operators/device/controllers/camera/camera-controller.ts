@@ -3,7 +3,7 @@
 import type { Logger } from "../../../lib/logger.ts";
 import type { CapabilityState } from "../../capability-file.ts";
 import { CapabilityReporter } from "../capability-reporter.ts";
-import { grpc, serveOnUnixSocket } from "../grpc.ts";
+import { grpc, type RunningController, serveOnUnixSocket } from "../grpc.ts";
 import { Camera, SnapshotError } from "./camera.ts";
 import type { CameraControllerConfig } from "./config.ts";
 
@@ -14,11 +14,6 @@ export interface CameraControllerOptions {
   logger: Logger;
   /** How often the capability files are rewritten even without a change. */
   reportIntervalMs?: number;
-}
-
-export interface RunningController {
-  socket: string;
-  close(): Promise<void>;
 }
 
 type Callback = grpc.sendUnaryData<unknown>;
@@ -36,7 +31,7 @@ export async function startCameraController(options: CameraControllerOptions): P
     if (!camera)
       callback({
         code: grpc.status.NOT_FOUND,
-        details: `no camera "${call.request.name ?? ""}" is configured (configured: ${[...cameras.keys()].join(", ") || "none"})`,
+        details: `no camera ${JSON.stringify((call.request.name ?? "").slice(0, 64))} is configured (configured: ${[...cameras.keys()].join(", ") || "none"})`,
       });
     return camera;
   };

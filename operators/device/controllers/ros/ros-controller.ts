@@ -2,7 +2,7 @@
 // unix socket, reporting its capability (ros-controller or ros2-controller).
 import type { Logger } from "../../../lib/logger.ts";
 import { CapabilityReporter } from "../capability-reporter.ts";
-import { grpc, serveOnUnixSocket } from "../grpc.ts";
+import { grpc, type RunningController, serveOnUnixSocket } from "../grpc.ts";
 import type { LogLine } from "../log-ring.ts";
 import type { RosControllerConfig } from "./config.ts";
 import { Robot } from "./robot.ts";
@@ -15,13 +15,8 @@ export interface RosControllerOptions {
   reportIntervalMs?: number;
 }
 
-export interface RunningController {
-  socket: string;
-  close(): Promise<void>;
-}
-
 /** The capability a flavor reports: ros-controller (ROS 1) or ros2-controller. */
-export function rosCapabilityName(flavor: RosControllerConfig["flavor"]): string {
+function rosCapabilityName(flavor: RosControllerConfig["flavor"]): string {
   return flavor === "ros1" ? "ros-controller" : "ros2-controller";
 }
 
