@@ -58,13 +58,15 @@ function operatorImports(root = operators): Import[] {
 const layerOf = (path: string): string => path.split(sep)[0] ?? "";
 
 /**
- * The component a file belongs to: its top-level folder, except in lib/ and controllers/, whose
- * folders are components each (lib/store, controllers/job) and whose loose files are their own
- * (lib/clock.ts, controllers/labels.ts).
+ * The component a file belongs to: its top-level folder, except in lib/, controllers/ and device/,
+ * whose folders are components each (lib/store, controllers/job, device/controllers) and whose
+ * loose files are their own (lib/clock.ts, controllers/labels.ts, device/socket-env.ts).
  */
+const SPLIT = new Set(["lib", "controllers", "device"]);
+
 function componentOf(path: string): string {
   const parts = path.split(sep);
-  if ((parts[0] === "lib" || parts[0] === "controllers") && parts.length > 1) {
+  if (SPLIT.has(parts[0] ?? "") && parts.length > 1) {
     return parts.length > 2 ? parts.slice(0, 2).join("/") : path;
   }
   return parts[0] ?? "";
@@ -109,6 +111,16 @@ t.test("the rules catch what they are for", async (t) => {
     [{ from: "device/plugin/x.ts", to: "agent/index.ts" }, /device\/ imports agent/],
     [{ from: "hub/hub.ts", to: "device/index.ts" }, /imports device\/ \(only the cli/],
     [{ from: "cli/device-plugin.ts", to: "device/index.ts" }, undefined],
+    [{ from: "hub/hub.ts", to: "agent/index.ts" }, /only the cli starts it/],
+    [{ from: "device/controllers/grpc.ts", to: "source/index.ts" }, /device\/ imports source/],
+    [{ from: "device/cli/rosctr.ts", to: "cli/cli-error.ts" }, /device\/ imports cli/],
+    [{ from: "hub/hub.ts", to: "device/controllers/index.ts" }, /only the cli starts it/],
+    [
+      { from: "cli/x.ts", to: "device/controllers/camera/camera.ts" },
+      /skips the index.ts of device\/controllers/,
+    ],
+    [{ from: "cli/x.ts", to: "device/controllers/index.ts" }, undefined],
+    [{ from: "device/cli/camctr.ts", to: "device/socket-env.ts" }, undefined],
     [{ from: "hub/hub.ts", to: "source/snapshot-apply.ts" }, /skips the index.ts of source/],
     [{ from: "controllers/job/a.ts", to: "controllers/placement/place.ts" }, /controllers\/placement/],
     [{ from: "cli/up.ts", to: "hub/index.ts" }, undefined],

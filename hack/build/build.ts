@@ -21,13 +21,15 @@ const compiled = spawnSync(process.execPath, [tsc, "-p", path.join(root, "tsconf
 if (compiled.status !== 0) process.exit(compiled.status ?? 1);
 
 // Files tsc does not emit but the code loads at run time from next to itself: the generated
-// validators (JavaScript with a .d.ts) and the dashboard's browser code, which assets.ts serves
-// with its types stripped on the fly (from a string, so node_modules does not matter).
-// The device plugin's vendored kubelet proto is loaded from next to its code at run time too.
+// validators (JavaScript with a .d.ts), the dashboard's browser code, which assets.ts serves
+// with its types stripped on the fly (from a string, so node_modules does not matter), and the
+// .proto files @grpc/proto-loader reads at run time: the device plugin's vendored kubelet API and
+// the device controllers' own.
 const copies = [
   path.join("api", "generated", "validators.js"),
   path.join("dashboard", "web"),
   path.join("device", "plugin", "api.proto"),
+  path.join("device", "proto"),
 ];
 for (const relative of copies) {
   cpSync(path.join(root, "operators", relative), path.join(dist, relative), {

@@ -5,6 +5,7 @@ import packageJson from "../../package.json" with { type: "json" };
 import { registerAgent } from "./agent.ts";
 import { CliError, usageError } from "./cli-error.ts";
 import { registerCrds } from "./crds.ts";
+import { registerDeviceControllers } from "./device-controllers.ts";
 import { registerDevicePlugin } from "./device-plugin.ts";
 import { registerDeviceWebhook } from "./device-webhook.ts";
 import { registerDevinit } from "./devinit.ts";
@@ -54,6 +55,7 @@ export function buildProgram(): Command {
   registerDevicePlugin(program);
   registerDeviceWebhook(program);
   registerDevinit(program);
+  registerDeviceControllers(program);
   return program;
 }
 

@@ -118,7 +118,13 @@ t.test("the tarball holds the built CLI, the schemas and what the CLI reads at r
   const files = mustRun("tar", ["tzf", tarball], {}).split("\n");
   for (const file of [
     "package/bin/rlark.js",
+    "package/bin/rosctr.js",
+    "package/bin/camctr.js",
     "package/dist/cli/main.js",
+    "package/dist/device/cli/rosctr-main.js",
+    "package/dist/device/cli/camctr-main.js",
+    "package/dist/device/proto/camera.proto",
+    "package/dist/device/proto/ros.proto",
     "package/dist/api/generated/validators.js",
     "package/dist/agent/runtimes/process/log-writer-main.js",
     "package/dist/dashboard/web/index.html",
@@ -170,6 +176,28 @@ for (const [name, node] of [
       t.equal(plan.status, 0, plan.stderr);
       t.match(plan.stdout, /against an empty state: \d+ to create/);
       t.equal(plan.stderr, "", "no warnings on stderr (Node 22 calls node:sqlite experimental)");
+
+      // The CLIs the device plugin mounts into pods: the proto loads from dist/ (a socket nobody
+      // answers on gets past the client's construction to the connection).
+      const stale = path.join(repo, "stale.sock");
+      run(
+        node,
+        [
+          "-e",
+          `require("node:net").createServer().listen(${JSON.stringify(stale)}, () => process.kill(process.pid, "SIGKILL"))`,
+        ],
+        {},
+      );
+      const camctr = run("camctr", ["status"], {
+        cwd: repo,
+        env: { ...env(node, path.join(prefix, "bin")), RLARK_CAMERA_SOCKET: stale },
+      });
+      t.equal(camctr.status, 1);
+      t.match(camctr.stderr, `camctr: the camera controller at ${stale} does not answer`);
+      t.match(
+        run("rosctr", ["--help"], { cwd: repo, env: env(node, path.join(prefix, "bin")) }).stdout,
+        /^Usage: rosctr /,
+      );
 
       const up = rlark("up", "--help");
       t.equal(up.status, 0);
