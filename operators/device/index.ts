@@ -4,7 +4,5 @@
 
 export { devinit, devinitConfig } from "./devinit.ts";
 export * from "./paths.ts";
-export { DevicePlugin, type DevicePluginOptions } from "./plugin/device-plugin.ts";
-export { keepCaBundle, syncCaBundle } from "./webhook/ca-bundle.ts";
-export { type DevinitSettings, devinitPatch, requestsDevice } from "./webhook/mutate.ts";
-export { type DeviceWebhook, startDeviceWebhook } from "./webhook/webhook-server.ts";
+export * from "./plugin/index.ts";
+export * from "./webhook/index.ts";
