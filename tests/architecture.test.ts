@@ -15,6 +15,7 @@ const LAYERS: Record<string, number> = {
   controllers: 2,
   feedback: 3,
   dashboard: 3,
+  access: 3,
   hub: 4,
   cli: 5,
 };

@@ -246,6 +246,12 @@ export interface NodeOverlay {
   unschedulable?: boolean;
 }
 
+/** A running local pod as an access session sees it: its working directory and environment. */
+export interface AccessEnvironment {
+  cwd: string;
+  env: Record<string, string>;
+}
+
 export interface LogOptions {
   /** Only the last N lines. */
   tail?: number;
@@ -281,6 +287,11 @@ export interface Runtime {
    * time; keys an earlier overlay set and this one drops are removed, nothing else is touched.
    */
   applyNodeOverlays?(overlays: readonly NodeOverlay[]): Promise<void>;
+  /**
+   * Runtimes that run pods as local processes (process) say where an access session into a pod
+   * runs: undefined when the pod is not on this agent or not running (the agent's last check).
+   */
+  accessEnvironment?(pod: { namespace: string; name: string }): AccessEnvironment | undefined;
   /** Stops supervising. By default leaves workloads running, to be adopted by the next runtime. */
   stop(options?: StopOptions): Promise<void>;
 }
