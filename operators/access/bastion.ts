@@ -405,7 +405,15 @@ export class Bastion implements UserLogins {
     const agent = stream;
     live.onClose = () => agent.destroy();
     relayBytes(channel, agent, (n) => live.count("in", n));
-    relayBytes(agent, channel, (n) => live.count("out", n));
+    relayBytes(
+      agent,
+      channel,
+      (n) => live.count("out", n),
+      () => {
+        // A subsystem ends like OpenSSH's, with status 0 before EOF (scp fails without one).
+        if (verb === "files") channel.exit(0);
+      },
+    );
     channel.on("close", () => live.end("ok"));
     agent.on("error", (error: Error) => live.end("error", error.message));
     agent.on("close", () => {
@@ -535,7 +543,7 @@ interface TrackedAccess extends LiveAccess {
 }
 
 /** Copies bytes with backpressure: a slow reader pauses its own writer, nobody else. */
-function relayBytes(from: Readable, to: Writable, count: (n: number) => void): void {
+function relayBytes(from: Readable, to: Writable, count: (n: number) => void, beforeEnd = () => {}): void {
   from.on("data", (chunk: Buffer) => {
     count(chunk.length);
     if (!to.write(chunk)) {
@@ -543,7 +551,10 @@ function relayBytes(from: Readable, to: Writable, count: (n: number) => void): v
       to.once("drain", () => from.resume());
     }
   });
-  from.on("end", () => to.end());
+  from.on("end", () => {
+    beforeEnd();
+    to.end();
+  });
 }
 
 /** Tells the client why its session ends, then closes the channel (it may be half gone already). */

@@ -66,10 +66,10 @@ t.test("interactive sessions", async (t) => {
   await t.test("the window size and its changes reach the program", async (t) => {
     const term = terminal(t, b, "alice", `alice+${POD}`);
     term.type("stty size; echo size-$((1+1))\n");
-    await seen(term, /24 80\r?\n[^]*size-2/);
+    await seen(term, /24 80\r?\n[\s\S]*size-2/);
     term.resize(120, 40);
     term.type("stty size; echo size-$((2+1))\n");
-    await seen(term, /40 120\r?\n[^]*size-3/);
+    await seen(term, /40 120\r?\n[\s\S]*size-3/);
     term.type("exit 5\n");
     t.equal(await term.exited, 5);
   });

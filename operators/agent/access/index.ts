@@ -4,6 +4,7 @@
 import { connect } from "node:net";
 import type { Duplex } from "node:stream";
 import {
+  ACCESS_FILES_PURPOSE,
   ACCESS_FORWARD_PURPOSE,
   ACCESS_SESSION_PURPOSE,
   type AccessPodRef,
@@ -12,9 +13,10 @@ import {
 } from "../../lib/access-stream/index.ts";
 import type { StreamHandler } from "../../lib/tunnel/index.ts";
 import type { AccessEnvironment, Runtime } from "../runtimes/types.ts";
+import { type FilesOptions, startFiles } from "./files.ts";
 import { type SessionOptions, startSession } from "./session.ts";
 
-export type AccessOptions = SessionOptions;
+export type AccessOptions = SessionOptions & FilesOptions;
 
 function lastCheck(runtime: Runtime, pod: AccessPodRef): AccessEnvironment {
   if (!runtime.accessEnvironment) throw new Error("this agent's runtime does not serve access sessions");
@@ -29,6 +31,10 @@ export function accessStreams(runtime: Runtime, options: AccessOptions = {}): Re
     [ACCESS_SESSION_PURPOSE]: async (meta) => {
       const request = parseAccessSessionRequest(meta);
       return startSession(request, lastCheck(runtime, request), options);
+    },
+    [ACCESS_FILES_PURPOSE]: async (meta) => {
+      const request = parseAccessSessionRequest(meta);
+      return startFiles(lastCheck(runtime, request).cwd, options);
     },
     [ACCESS_FORWARD_PURPOSE]: async (meta) => {
       const request = parseAccessForwardRequest(meta);
