@@ -166,6 +166,7 @@ export async function startHub(options: HubOptions): Promise<Hub> {
     metricsText: () => manager.metricsText(),
     ready: () => hubReadiness(started, source?.watcher.status()),
     tunnel: tunnel.server,
+    accessAudit: (limit) => audit.recent(limit),
     logger,
   });
 
