@@ -176,12 +176,7 @@ async function servePodLog(
   }
 }
 
-function serveAccessAudit(
-  deps: HubHttpDependencies,
-  principal: Principal,
-  url: URL,
-  res: ServerResponse,
-): void {
+function serveAccessAudit(deps: HubHttpDependencies, principal: Principal, url: URL, res: ServerResponse) {
   // Who reached which pod when is itself sensitive: admins only.
   if (principal.role !== "admin") return sendStatus(res, 403, "Forbidden", "the access audit is for admins");
   if (!deps.accessAudit) return sendStatus(res, 404, "NotFound", "this hub keeps no access audit");
