@@ -16,6 +16,7 @@ const LAYERS: Record<string, number> = {
   network: 2,
   feedback: 3,
   dashboard: 3,
+  access: 3,
   hub: 4,
   cli: 5,
 };

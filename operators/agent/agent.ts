@@ -19,6 +19,7 @@ import {
   type StreamHandler,
   type TunnelClient,
 } from "../lib/tunnel/index.ts";
+import { accessStreams } from "./access/index.ts";
 import { type DesiredObject, DesiredObjects } from "./desired-objects.ts";
 import { ensureAgentCredentials } from "./enroll.ts";
 import { StatsPoller } from "./nodeserver-stats.ts";
@@ -90,7 +91,10 @@ function podLogStream(runtime: Runtime): StreamHandler {
 }
 
 function streamsFor(options: AgentOptions): Record<string, StreamHandler> {
-  const streams: Record<string, StreamHandler> = { logs: podLogStream(options.runtime) };
+  const streams: Record<string, StreamHandler> = {
+    logs: podLogStream(options.runtime),
+    ...accessStreams(options.runtime),
+  };
   const dryRun = options.dryRun;
   if (dryRun)
     streams[DRY_RUN_PURPOSE] = requestHandler(async (request) => dryRun(parseDryRunRequest(request)));

@@ -51,6 +51,13 @@ const sources: readonly KindSource[] = [
   // Git holds the admin overlay of a Node; the agent writes its status.
   { kind: "Node", plural: "nodes", namespaced: true, writtenBy: "git", schemaFile: "node.schema.json" },
   { kind: "User", plural: "users", namespaced: false, writtenBy: "git", schemaFile: "user.schema.json" },
+  {
+    kind: "AccessPolicy",
+    plural: "accesspolicies",
+    namespaced: false,
+    writtenBy: "git",
+    schemaFile: "access-policy.schema.json",
+  },
   { kind: "Task", plural: "tasks", namespaced: true, writtenBy: "hub", schemaFile: "task.schema.json" },
   {
     kind: "DomainPeer",

@@ -1,5 +1,6 @@
 // The hand-written schemas under schemas/, keyed by file name. Everything else (types, CRDs,
 // bundled schemas, validators) derives from these.
+import accessPolicy from "../../schemas/access-policy.schema.json" with { type: "json" };
 import addon from "../../schemas/addon.schema.json" with { type: "json" };
 import cluster from "../../schemas/cluster.schema.json" with { type: "json" };
 import common from "../../schemas/common.schema.json" with { type: "json" };
@@ -24,6 +25,7 @@ export const sourceSchemas: ReadonlyMap<string, JsonSchema> = new Map<string, Js
   ["cluster.schema.json", cluster],
   ["node.schema.json", node],
   ["user.schema.json", user],
+  ["access-policy.schema.json", accessPolicy],
   ["task.schema.json", task],
   ["domain-peer.schema.json", domainPeer],
   ["pod.schema.json", pod],

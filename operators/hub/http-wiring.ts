@@ -29,6 +29,8 @@ export interface HubHttpOptions {
   webhookSecretFile?: string;
   intake: WebhookIntake;
   dashboard?: boolean | DashboardSettings;
+  /** The newest access audit records, for admins. */
+  accessAudit?: (limit: number) => unknown[];
   metricsText: () => Promise<string> | string;
   ready: () => Readiness;
   tunnel: TunnelServer;
@@ -76,6 +78,7 @@ export async function startHubHttp(options: HubHttpOptions): Promise<HubHttp> {
     sourceStatus: () => source?.watcher.status() ?? { state: "None", message: "no --repo configured" },
     metricsText: options.metricsText,
     podLogs: podLogsOverTunnel(options.store, options.tunnel),
+    ...(options.accessAudit ? { accessAudit: options.accessAudit } : {}),
     ready: options.ready,
     gitWebhook: pushWebhook,
     ...(dashboard ? { extraRoutes: dashboard.routes } : {}),

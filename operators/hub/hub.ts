@@ -3,6 +3,7 @@
 // own file. Everything is built from options here; main (the CLI) only parses flags and calls startHub.
 import { chmod, mkdir } from "node:fs/promises";
 import path from "node:path";
+import { AccessControl, AuditLog, Bastion, type BastionOptions, knownHostsLine } from "../access/index.ts";
 import type { Dashboard, DashboardSettings } from "../dashboard/index.ts";
 import type { StatusBranchWriter } from "../feedback/index.ts";
 import { type Controller, Manager } from "../lib/controller/index.ts";
@@ -49,6 +50,8 @@ export interface HubOptions {
   dashboard?: boolean | DashboardSettings;
   /** Commit statuses and pull-request plans on GitHub, GitHub Enterprise or Gitea. */
   feedback?: CodeHostSettings;
+  /** Limits of the SSH bastion (docs/access.md). */
+  access?: Pick<BastionOptions, "maxSessionsPerUser" | "idleTimeoutMs">;
 }
 
 export interface Hub {
@@ -67,8 +70,13 @@ export interface Hub {
   /** The CA's fingerprint agents pin at enrollment (`sha256:…`). */
   caFingerprint: string;
   pki: HubPki;
-  /** The SSH endpoint: agent sessions, and streams and requests to agents. */
+  /** The SSH endpoint: agent sessions, user sessions, and streams and requests to agents. */
   tunnel: TunnelServer;
+  /** This hub's line for an SSH client's known_hosts (`[host]:port ssh-rsa …`), for sshAddress. */
+  knownHosts: string;
+  /** The user role of the SSH endpoint and its audit trail. */
+  bastion: Bastion;
+  audit: AuditLog;
   stop(): Promise<void>;
 }
 
@@ -83,12 +91,22 @@ export async function startHub(options: HubOptions): Promise<Hub> {
   const registry = new Registry();
   const manager = new Manager({ store, registry, logger });
   const agentSync = createAgentSync({ store, artifactDir: path.join(options.dataDir, "artifacts"), logger });
+  const access = new AccessControl(store);
+  const audit = new AuditLog({ path: path.join(options.dataDir, "audit", "access.jsonl") });
+  const bastion = new Bastion({
+    access,
+    audit,
+    openStream: (cluster, streamOptions) => tunnel.server.openStream(cluster, streamOptions),
+    logger,
+    ...options.access,
+  });
   const tunnel = createHubTunnel({
     dataDir: options.dataDir,
     ...(options.caDir ? { caDir: options.caDir } : {}),
     clusterExists: async (name) => (await store.get("Cluster", undefined, name)) !== undefined,
     onAgentSession: (session) => agentSync.onAgentSession(session),
     onClusterState: (cluster, state) => agentSync.onClusterState(cluster, state),
+    users: bastion,
     logger,
   });
   const controllerDeps: ControllerDependencies = { dataDir: options.dataDir, ca: tunnel.ca };
@@ -148,12 +166,15 @@ export async function startHub(options: HubOptions): Promise<Hub> {
     metricsText: () => manager.metricsText(),
     ready: () => hubReadiness(started, source?.watcher.status()),
     tunnel: tunnel.server,
+    accessAudit: (limit) => audit.recent(limit),
     logger,
   });
 
   const ssh = splitHostPort(options.ssh ?? "0.0.0.0:2222");
   await agentSync.start();
+  await bastion.start();
   const sshPort = (await tunnel.server.listen(ssh.port, ssh.host)).port;
+  const sshHost = ssh.host === "0.0.0.0" ? "127.0.0.1" : ssh.host;
   await manager.start();
   await source?.watcher.start();
   feedback?.start();
@@ -168,14 +189,18 @@ export async function startHub(options: HubOptions): Promise<Hub> {
     statusWriter: feedback?.statusWriter,
     adminToken,
     url: http.url,
-    sshAddress: `${ssh.host === "0.0.0.0" ? "127.0.0.1" : ssh.host}:${sshPort}`,
+    sshAddress: `${sshHost}:${sshPort}`,
     caFingerprint: tunnel.ca.fingerprint,
     ...(http.dashboard ? { dashboard: http.dashboard } : {}),
     pki: tunnel,
     tunnel: tunnel.server,
+    bastion,
+    audit,
+    knownHosts: knownHostsLine(sshHost, sshPort, tunnel.host.privateKeyPem),
     async stop() {
       started = false;
       await http.close();
+      bastion.stop();
       await tunnel.server.close();
       agentSync.close();
       await source?.watcher.stop();

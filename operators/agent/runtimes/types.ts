@@ -255,6 +255,12 @@ export interface RuntimeDomainPeer {
   spec: DomainPeerSpec;
 }
 
+/** A running local pod as an access session sees it: its working directory and environment. */
+export interface AccessEnvironment {
+  cwd: string;
+  env: Record<string, string>;
+}
+
 export interface LogOptions {
   /** Only the last N lines. */
   tail?: number;
@@ -295,6 +301,13 @@ export interface Runtime {
    * kubernetes runtime writes the Secret rlark-domain-peers). Resolves once they have it.
    */
   applyDomainPeers?(peers: readonly RuntimeDomainPeer[]): Promise<void>;
+
+  /**
+   * Runtimes that run pods as local processes (process) say where an access session into a pod
+   * runs: undefined when the pod is not on this agent or not running (the agent's last check).
+   */
+  accessEnvironment?(pod: { namespace: string; name: string }): AccessEnvironment | undefined;
+
   /** Stops supervising. By default leaves workloads running, to be adopted by the next runtime. */
   stop(options?: StopOptions): Promise<void>;
 }

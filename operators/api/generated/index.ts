@@ -7,6 +7,7 @@ import type { Addon } from "./addon.ts";
 import type { Cluster } from "./cluster.ts";
 import type { Node } from "./node.ts";
 import type { User } from "./user.ts";
+import type { AccessPolicy } from "./access-policy.ts";
 import type { Task } from "./task.ts";
 import type { DomainPeer } from "./domain-peer.ts";
 import type { Pod } from "./pod.ts";
@@ -19,9 +20,10 @@ export type * from "./addon.ts";
 export type * from "./cluster.ts";
 export type * from "./node.ts";
 export type * from "./user.ts";
+export type * from "./access-policy.ts";
 export type * from "./task.ts";
 export type * from "./domain-peer.ts";
 export type * from "./pod.ts";
 
 /** Any object of the rlinf.io/v1alpha1 API. */
-export type ApiObject = Job | Workflow | Domain | Addon | Cluster | Node | User | Task | DomainPeer | Pod;
+export type ApiObject = Job | Workflow | Domain | Addon | Cluster | Node | User | AccessPolicy | Task | DomainPeer | Pod;

@@ -8,6 +8,7 @@ import { compareDiagnostics, type Diagnostic } from "./diagnostic.ts";
 import { sizeViolations } from "./object-size.ts";
 import type { ParsedDocument } from "./parsed-document.ts";
 import { type CrossRule, isObject, type ManifestObject, type RuleContext, stringAt } from "./rule-context.ts";
+import { accessPolicyRules } from "./rules/access-policies.ts";
 import { addonCatalogRules, clusterReferenceRules } from "./rules/cluster-references.ts";
 import { domainCidrRules } from "./rules/domain-cidrs.ts";
 import { jobSpecRules, suggest } from "./rules/job-specs.ts";
@@ -47,6 +48,7 @@ const CROSS_RULES: CrossRule[] = [
   domainCidrRules,
   clusterReferenceRules,
   addonCatalogRules,
+  accessPolicyRules,
 ];
 
 export function validateDocuments(

@@ -26,6 +26,8 @@ export interface HubHttpDependencies {
   gitWebhook?: RequestListener;
   /** The tail of a mirrored pod's output, fetched from its cluster's agent. */
   podLogs?: (namespace: string, name: string, tail: number) => Promise<string>;
+  /** The newest access audit records (operators/access), served to admins at /api/v1/access/audit. */
+  accessAudit?: (limit: number) => unknown[];
   /** Extra authenticated routes (the dashboard, SSE, login), tried before the 404. */
   extraRoutes?: (req: IncomingMessage, res: ServerResponse, url: URL) => boolean | Promise<boolean>;
 }
@@ -98,6 +100,7 @@ async function handle(deps: HubHttpDependencies, req: IncomingMessage, res: Serv
     return;
   }
   if (path === "/api/v1/source") return sendJson(res, 200, deps.sourceStatus());
+  if (path === "/api/v1/access/audit") return serveAccessAudit(deps, principal, url, res);
   if (path.startsWith(API_PREFIX)) {
     const rest = path.slice(API_PREFIX.length);
     const log = /^pods\/([^/]+)\/log$/.exec(rest);
@@ -171,6 +174,16 @@ async function servePodLog(
     // The agent is away or refused: the pod's cluster, not the request, is at fault.
     sendStatus(res, 503, "ServiceUnavailable", error instanceof Error ? error.message : String(error));
   }
+}
+
+function serveAccessAudit(deps: HubHttpDependencies, principal: Principal, url: URL, res: ServerResponse) {
+  // Who reached which pod when is itself sensitive: admins only.
+  if (principal.role !== "admin") return sendStatus(res, 403, "Forbidden", "the access audit is for admins");
+  if (!deps.accessAudit) return sendStatus(res, 404, "NotFound", "this hub keeps no access audit");
+  const limit = Number(url.searchParams.get("limit") ?? 200);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 5000)
+    return sendStatus(res, 400, "BadRequest", "limit must be an integer from 1 to 5000");
+  return sendJson(res, 200, { items: deps.accessAudit(limit) });
 }
 
 function sendText(res: ServerResponse, code: number, body: string) {

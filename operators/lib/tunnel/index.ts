@@ -44,6 +44,7 @@ export {
   type OpenStreamOptions,
   TunnelServer,
   type TunnelServerOptions,
+  type UserLogins,
 } from "./server.ts";
 export { AGENT_SUBSYSTEM, DEFAULT_HEARTBEAT_MS } from "./ssh-options.ts";
 export { type StreamHandler, serveStream } from "./streams.ts";

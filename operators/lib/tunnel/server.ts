@@ -1,6 +1,6 @@
 import { type AddressInfo, createServer, type Server as NetServer, type Socket } from "node:net";
 import type { Duplex } from "node:stream";
-import ssh2, { type AuthContext, type Connection, type ServerChannel } from "ssh2";
+import ssh2, { type AuthContext, type Connection, type PublicKeyAuthContext, type ServerChannel } from "ssh2";
 import { type Clock, systemClock, type TimerId } from "../clock.ts";
 import { type Logger, silentLogger } from "../logger.ts";
 import {
@@ -24,6 +24,7 @@ import {
 import { type RequestOptions, requestOverStream } from "./request-stream.ts";
 import {
   AGENT_SUBSYSTEM,
+  AGENT_USER_PREFIX,
   CIPHERS,
   certFromAgentUsername,
   DEFAULT_HEARTBEAT_MS,
@@ -48,6 +49,18 @@ export interface EnrollmentHandler {
   issue(cluster: string, publicKeyPem: string): Promise<string> | string;
 }
 
+/**
+ * The user role of the endpoint (the SSH bastion, operators/access): logins that are neither an
+ * agent's certificate nor enrollment. Agents keep their own namespace: a login with the agent
+ * prefix never reaches this handler.
+ */
+export interface UserLogins {
+  /** Whether `login` may log in with this public key (SSH wire format). */
+  acceptsKey(login: string, key: { algo: string; data: Buffer }): Promise<boolean> | boolean;
+  /** A user has logged in: from now on the handler serves the connection's channels and requests. */
+  onConnection(conn: Connection, login: string, ip: string): void;
+}
+
 export interface TunnelServerOptions {
   /** PKCS#1 PEM of the SSH host key. */
   hostKey: string;
@@ -60,6 +73,7 @@ export interface TunnelServerOptions {
   onAgentSession(session: AgentSession): void;
   onClusterState?(cluster: string, state: ClusterState): void;
   enrollment?: EnrollmentHandler;
+  users?: UserLogins;
   /** Lifetime of certificates issued on renewal. */
   renewTtlMs?: number;
   /** At most one renewal per session in this interval: signing is CPU the agent must not burn. */
@@ -93,13 +107,17 @@ interface AgentAuth {
   identity: Identity;
   certPem: string;
 }
+interface UserAuth {
+  kind: "user";
+  login: string;
+}
 interface EnrollAuth {
   kind: "enroll";
   cluster: string;
   used: boolean;
 }
 type ConnState = {
-  auth?: AgentAuth | EnrollAuth;
+  auth?: AgentAuth | EnrollAuth | UserAuth;
   streams: boolean;
   agentChannel: boolean;
   failedLogins: number;
@@ -324,6 +342,7 @@ export class TunnelServer {
     conn.on("authentication", (ctx) => this.#authenticate(ctx, state, ip, conn));
     conn.on("session", (accept, reject) => {
       if (!state.auth) return reject();
+      if (state.auth.kind === "user") return; // the user role's handler answers
       const session = accept();
       session.on("subsystem", (acceptSub, rejectSub, info) => {
         const auth = state.auth;
@@ -341,6 +360,7 @@ export class TunnelServer {
     });
     conn.on("request", (accept, reject, name, info) => {
       const auth = state.auth;
+      if (auth?.kind === "user") return; // the user role's handler answers
       const isStreams =
         name === "tcpip-forward" &&
         auth?.kind === "agent" &&
@@ -382,15 +402,21 @@ export class TunnelServer {
       if (ctx.method !== "none") state.failedLogins++;
       ctx.reject(this.#authMethods());
     };
-    const accept = (auth: AgentAuth | EnrollAuth) => {
+    const accept = (auth: AgentAuth | EnrollAuth | UserAuth) => {
       state.auth = auth;
+      const users = this.#options.users;
+      if (auth.kind === "user" && users) conn.once("ready", () => users.onConnection(conn, auth.login, ip));
       if (state.preAuth) this.#leavePreAuth(state.preAuth.key);
       ctx.accept();
     };
     if (ctx.method === "publickey") {
       const certPem = certFromAgentUsername(ctx.username);
       if (!certPem) {
-        reject();
+        if (this.#options.users && !ctx.username.startsWith(AGENT_USER_PREFIX)) {
+          this.#authenticateUser(ctx, this.#options.users, ip, reject, accept);
+        } else {
+          reject();
+        }
         return;
       }
       let identity: Identity;
@@ -450,6 +476,43 @@ export class TunnelServer {
       return;
     }
     reject();
+  }
+
+  #authenticateUser(
+    ctx: PublicKeyAuthContext,
+    users: UserLogins,
+    ip: string,
+    reject: () => void,
+    accept: (auth: UserAuth) => void,
+  ): void {
+    const login = ctx.username;
+    Promise.resolve()
+      .then(() => users.acceptsKey(login, ctx.key))
+      .then(
+        (known) => {
+          if (!known) {
+            this.#log.warn("user refused: key not listed for this user", { ip, login });
+            reject();
+            return;
+          }
+          if (!ctx.signature || !ctx.blob) {
+            ctx.accept(); // key probe: "would you accept this key?"
+            return;
+          }
+          const type = keyType(ctx.key.data);
+          const key = type ? ssh2.utils.parseKey(`${type} ${ctx.key.data.toString("base64")}`) : undefined;
+          if (!key || key instanceof Error || !key.verify(ctx.blob, ctx.signature, ctx.hashAlgo)) {
+            this.#log.warn("user refused: bad signature", { ip, login });
+            reject();
+            return;
+          }
+          accept({ kind: "user", login });
+        },
+        (err: Error) => {
+          this.#log.warn("user refused", { ip, login, reason: err.message });
+          reject();
+        },
+      );
   }
 
   #agentChannel(stream: ServerChannel, conn: Connection, auth: AgentAuth): void {
@@ -618,4 +681,12 @@ export class TunnelServer {
 
 export function createTunnelServer(options: TunnelServerOptions): TunnelServer {
   return new TunnelServer(options);
+}
+
+/** The key type a public key blob names first (SSH wire format), or undefined when malformed. */
+function keyType(blob: Buffer): string | undefined {
+  if (blob.length < 4) return undefined;
+  const length = blob.readUInt32BE(0);
+  if (length === 0 || length > 64 || blob.length < 4 + length) return undefined;
+  return blob.subarray(4, 4 + length).toString("latin1");
 }

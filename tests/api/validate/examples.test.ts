@@ -11,7 +11,16 @@ t.test("the example repository is valid", async (t) => {
   t.same(result.warnings, []);
   t.equal(result.valid, true);
   const kinds = new Set(result.objects.map((o) => o.kind));
-  t.same([...kinds].sort(), ["Addon", "Cluster", "Domain", "Job", "Node", "User", "Workflow"]);
+  t.same([...kinds].sort(), [
+    "AccessPolicy",
+    "Addon",
+    "Cluster",
+    "Domain",
+    "Job",
+    "Node",
+    "User",
+    "Workflow",
+  ]);
 });
 
 t.test("each file under examples/invalid fails for the reason its header names", async (t) => {

@@ -12,6 +12,7 @@ import { join, resolve } from "node:path";
 import { type Clock, systemClock } from "../../../lib/clock.ts";
 import { type Logger, silentLogger } from "../../../lib/logger.ts";
 import type {
+  AccessEnvironment,
   AgentType,
   LogOptions,
   ObservedNode,
@@ -326,6 +327,10 @@ export class ProcessRuntime implements Runtime {
     const replica = this.#replicas.get(key) ?? this.#retiring.get(key);
     if (!replica) throw new Error(`no pod ${key} on node ${this.#node.name}`);
     return replica.logs(options.tail);
+  }
+
+  accessEnvironment(pod: { namespace: string; name: string }): AccessEnvironment | undefined {
+    return this.#replicas.get(podKey(pod.namespace, pod.name))?.accessEnvironment();
   }
 
   async stop(options: StopOptions = {}): Promise<void> {

@@ -15,7 +15,7 @@ import { constants } from "node:os";
 import { dirname, isAbsolute, join } from "node:path";
 import type { Clock, TimerId } from "../../../lib/clock.ts";
 import type { Logger } from "../../../lib/logger.ts";
-import type { ContainerState, ObservedPod, PodPhase } from "../types.ts";
+import type { AccessEnvironment, ContainerState, ObservedPod, PodPhase } from "../types.ts";
 import { type ArtifactCache, ArtifactError } from "./artifact-cache.ts";
 import { type BackoffPolicy, nextStreak, restartDelay } from "./crash-loop-backoff.ts";
 import {
@@ -253,12 +253,7 @@ export class Replica {
     // process (and none will start) or the process.
     if (this.stopping || this.#detached) return;
     const { name: nodeName, ip } = this.#ctx.node();
-    const taskDir = join(this.#ctx.workDir, `${pod.namespace}_${pod.task.metadata.name}`);
-    const workingDir = pod.raw.workingDir
-      ? isAbsolute(pod.raw.workingDir)
-        ? pod.raw.workingDir
-        : join(taskDir, pod.raw.workingDir)
-      : taskDir;
+    const workingDir = this.#workingDir(pod);
     let pipe: { read: number; write: number } | undefined;
     let writer: ChildProcess;
     let child: ChildProcess;
@@ -540,6 +535,26 @@ export class Replica {
     this.#child?.removeAllListeners("exit");
     this.#child?.unref();
     this.#child = undefined;
+  }
+
+  #workingDir(pod: DesiredPod): string {
+    const taskDir = join(this.#ctx.workDir, `${pod.namespace}_${pod.task.metadata.name}`);
+    if (!pod.raw.workingDir) return taskDir;
+    return isAbsolute(pod.raw.workingDir) ? pod.raw.workingDir : join(taskDir, pod.raw.workingDir);
+  }
+
+  /**
+   * Where an access session into this pod runs: the pod's working directory and environment
+   * (without RLARK_ARTIFACT, which only a launch resolves). Undefined unless the pod is running.
+   */
+  accessEnvironment(): AccessEnvironment | undefined {
+    if (this.#status !== "Running" || this.stopping) return undefined;
+    const pod = this.#desired();
+    const { name: nodeName, ip } = this.#ctx.node();
+    return {
+      cwd: this.#workingDir(pod),
+      env: podEnv({ base: this.#ctx.baseEnv, pod, nodeName, podIP: ip }),
+    };
   }
 
   logs(tail?: number): Promise<string> {

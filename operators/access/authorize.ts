@@ -1,0 +1,98 @@
+// Who may do what to which running pod, decided from the AccessPolicy objects in git alone:
+// pure, so the SSH bastion, the logs and proxy routes and the tests all ask the same question.
+import type { AccessPolicy } from "../api/index.ts";
+import { compileLabelSelector, matches } from "../lib/store/index.ts";
+
+export type AccessVerb = "shell" | "exec" | "files" | "logs" | "forward" | "proxy";
+export const ACCESS_VERBS: readonly AccessVerb[] = ["shell", "exec", "files", "logs", "forward", "proxy"];
+
+/** The person asking: a User's name and roles as git declares them now. */
+export interface Principal {
+  user: string;
+  roles: readonly string[];
+}
+
+/** The pod asked for, with what the policies match on. */
+export interface AccessTarget {
+  cluster: string;
+  /** The pod's namespace inside its cluster. */
+  namespace: string;
+  pod: string;
+  /** The pod's Job, its labels and its Domain, when the pod belongs to one. */
+  job?: string;
+  jobLabels?: Readonly<Record<string, string>>;
+  domain?: string;
+}
+
+export interface AccessDecision {
+  allowed: boolean;
+  /** Why: the granting policy's name, or what was missing. Safe to show the user and to audit. */
+  reason: string;
+}
+
+/** Characters that would let an allowlisted prefix smuggle a second command into a shell. */
+const SHELL_SYNTAX = /[;&|<>$`\\"'(){}[\]*?~!#\n\r]/;
+
+/** Splits an exec command line into argv; undefined when it uses shell syntax (exec runs no shell). */
+export function execArgv(command: string): string[] | undefined {
+  if (SHELL_SYNTAX.test(command)) return undefined;
+  const argv = command.trim().split(/[ \t]+/);
+  return argv[0] ? argv : undefined;
+}
+
+/** `command` equals an entry, or an entry `prefix *` and the command starts with `prefix `. */
+export function commandAllowed(allowlist: readonly string[], command: string): boolean {
+  const normalized = (execArgv(command) ?? []).join(" ");
+  if (!normalized) return false;
+  return allowlist.some((entry) =>
+    entry.endsWith(" *") ? normalized.startsWith(entry.slice(0, -1)) : normalized === entry,
+  );
+}
+
+function namesSubject(policy: AccessPolicy, principal: Principal): boolean {
+  const { users = [], roles = [] } = policy.spec.subjects;
+  return users.includes(principal.user) || roles.some((role) => principal.roles.includes(role));
+}
+
+function matchesTarget(policy: AccessPolicy, target: AccessTarget): boolean {
+  const targets = policy.spec.targets;
+  if (!targets) return true;
+  if (targets.clusters && !targets.clusters.includes(target.cluster)) return false;
+  if (targets.namespaces && !targets.namespaces.includes(target.namespace)) return false;
+  if (targets.domains && !(target.domain && targets.domains.includes(target.domain))) return false;
+  if (targets.jobSelector) {
+    // A selector names Jobs: a pod of no Job never matches one, not even an empty selector.
+    if (!target.job) return false;
+    if (!matches(compileLabelSelector(targets.jobSelector), target.jobLabels ?? {})) return false;
+  }
+  return true;
+}
+
+/**
+ * Whether `principal` may `verb` the `target` pod (for exec, run `command`). Allowed only when
+ * some policy names the user or one of its roles, matches the target and lists the verb (and
+ * for exec, the command); no role, not even admin, has any verb by itself.
+ */
+export function authorize(
+  policies: readonly AccessPolicy[],
+  principal: Principal,
+  verb: AccessVerb,
+  target: AccessTarget,
+  command?: string,
+): AccessDecision {
+  if (verb === "exec" && (command === undefined || !execArgv(command))) {
+    return { allowed: false, reason: "exec runs one command without a shell: no shell syntax allowed" };
+  }
+  const sorted = [...policies].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+  let verbGranted = false;
+  for (const policy of sorted) {
+    if (!namesSubject(policy, principal) || !matchesTarget(policy, target)) continue;
+    if (!policy.spec.verbs.includes(verb)) continue;
+    verbGranted = true;
+    if (verb === "exec" && !commandAllowed(policy.spec.commands ?? [], command ?? "")) continue;
+    return { allowed: true, reason: `granted by AccessPolicy ${policy.metadata.name}` };
+  }
+  const where = `${target.cluster}/${target.namespace}/${target.pod}`;
+  if (verbGranted) return { allowed: false, reason: `command not in the exec allowlist for ${where}` };
+  return { allowed: false, reason: `no AccessPolicy grants ${principal.user} ${verb} on ${where}` };
+}

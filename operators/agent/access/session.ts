@@ -1,0 +1,135 @@
+// The agent's end of a shell or exec session into a process-runtime pod: the program runs in the
+// pod's working directory with its environment, under a pty (Python's pty module) when the
+// client asked for a terminal, or on pipes otherwise. Frames in (input, resize, signal, EOF),
+// frames out (output, exit status); see lib/access-stream.
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { Duplex, type Writable } from "node:stream";
+import {
+  type AccessSessionRequest,
+  encodeFrame,
+  FrameDecoder,
+  FrameType,
+  parseResize,
+} from "../../lib/access-stream/index.ts";
+import type { AccessEnvironment } from "../runtimes/types.ts";
+import { PTY_HELPER } from "./pty-helper.ts";
+
+const SIGNALS = new Set(["INT", "TERM", "HUP", "QUIT", "KILL", "USR1", "USR2", "WINCH", "TSTP", "CONT"]);
+
+export interface SessionOptions {
+  /** The Python interpreter that runs the pty helper. Default "python3" on PATH. */
+  python?: string;
+}
+
+function loginShell(env: Record<string, string>): string {
+  const shell = env.SHELL;
+  if (shell && existsSync(shell)) return shell;
+  return existsSync("/bin/bash") ? "/bin/bash" : "/bin/sh";
+}
+
+/** Starts the session's program and returns the Duplex the tunnel stream is piped to. */
+export function startSession(
+  request: AccessSessionRequest,
+  target: AccessEnvironment,
+  options: SessionOptions = {},
+): Duplex {
+  const env = { ...target.env, ...(request.pty ? { TERM: request.pty.term } : {}) };
+  const argv = request.command ?? [loginShell(env)];
+  let child: ChildProcess;
+  let control: Writable | undefined;
+  if (request.pty) {
+    child = spawn(
+      options.python ?? "python3",
+      ["-c", PTY_HELPER, String(request.pty.cols), String(request.pty.rows), ...argv],
+      { cwd: target.cwd, env, stdio: ["pipe", "pipe", "inherit", "pipe"] },
+    );
+    control = child.stdio[3] as Writable;
+  } else {
+    // A group of its own, so a signal reaches the command's children too.
+    child = spawn(argv[0] as string, argv.slice(1), {
+      cwd: target.cwd,
+      env,
+      detached: true,
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+  }
+  const decoder = new FrameDecoder();
+  let exited = false;
+  const duplex = new Duplex({
+    write(chunk: Buffer, _encoding, done) {
+      let frames: ReturnType<FrameDecoder["push"]>;
+      try {
+        frames = decoder.push(chunk);
+      } catch (error) {
+        done(error as Error);
+        return;
+      }
+      let waiting = false;
+      for (const frame of frames) {
+        if (frame.type === FrameType.Stdin && child.stdin?.writable) {
+          if (!child.stdin.write(frame.payload)) waiting = true;
+        } else if (frame.type === FrameType.Eof) {
+          // A terminal has no half-close: the program sees the user's ^D instead.
+          if (!request.pty) child.stdin?.end();
+        } else if (frame.type === FrameType.Resize) {
+          const size = parseResize(frame.payload);
+          if (size && control?.writable) control.write(`resize ${size.cols} ${size.rows}\n`);
+        } else if (frame.type === FrameType.Signal) {
+          signal(frame.payload.toString("utf8"));
+        }
+      }
+      // Input waits for the program to read it: a client typing faster is held back by SSH windows.
+      if (waiting) child.stdin?.once("drain", () => done());
+      else done();
+    },
+    read() {
+      child.stdout?.resume();
+      child.stderr?.resume();
+    },
+    destroy(error, done) {
+      if (!exited) signal("HUP");
+      done(error);
+    },
+  });
+  const signal = (name: string) => {
+    if (!SIGNALS.has(name) || exited || child.pid === undefined) return;
+    if (control?.writable) control.write(`signal ${name}\n`);
+    else {
+      try {
+        process.kill(-child.pid, `SIG${name}` as NodeJS.Signals);
+      } catch {
+        // Already gone.
+      }
+    }
+  };
+  const forward = (stream: NodeJS.ReadableStream | null, type: FrameType) => {
+    if (!stream) return;
+    stream.on("data", (chunk: Buffer) => {
+      if (!duplex.push(encodeFrame(type, chunk))) stream.pause();
+    });
+  };
+  forward(child.stdout, FrameType.Stdout);
+  forward(child.stderr, FrameType.Stderr);
+  child.stdin?.on("error", () => {});
+  control?.on("error", () => {});
+  const outputDone = Promise.all(
+    [child.stdout, child.stderr].map((s) => (s ? new Promise((r) => s.once("close", r)) : undefined)),
+  );
+  child.once("error", (error) => {
+    exited = true;
+    duplex.push(encodeFrame(FrameType.Stderr, `${argv[0]}: ${error.message}\r\n`));
+    duplex.push(encodeFrame(FrameType.Exit, JSON.stringify({ code: 127 })));
+    duplex.push(null);
+  });
+  child.once("exit", (code, sig) => {
+    exited = true;
+    void outputDone.then(() => {
+      duplex.push(
+        encodeFrame(FrameType.Exit, JSON.stringify(sig ? { signal: sig.replace(/^SIG/, "") } : { code })),
+      );
+      duplex.push(null);
+    });
+  });
+  return duplex;
+}

@@ -1,0 +1,147 @@
+// The path policy of SFTP into a process-runtime pod: every path a request names must resolve
+// (symlinks followed) inside the pod's directory, and writes stay under a size limit. Requests
+// are checked before OpenSSH's sftp-server sees them; a refused one is answered here.
+import { realpathSync } from "node:fs";
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
+
+export const SFTP = {
+  INIT: 1,
+  OPEN: 3,
+  WRITE: 6,
+  LSTAT: 7,
+  SETSTAT: 9,
+  OPENDIR: 11,
+  REMOVE: 13,
+  MKDIR: 14,
+  RMDIR: 15,
+  REALPATH: 16,
+  STAT: 17,
+  RENAME: 18,
+  READLINK: 19,
+  SYMLINK: 20,
+  STATUS: 101,
+  EXTENDED: 200,
+} as const;
+
+/** Requests that carry only a handle (or nothing): the handle came from a checked open. */
+const HANDLE_ONLY = new Set([4, 5, 8, 10, 12]);
+/** Requests whose last path component is followed if it is a symlink. */
+const FOLLOWS = new Set<number>([SFTP.OPEN, SFTP.SETSTAT, SFTP.OPENDIR, SFTP.REALPATH, SFTP.STAT]);
+const EXTENSIONS_WITH_PATHS: Record<string, number> = {
+  "posix-rename@openssh.com": 2,
+  "statvfs@openssh.com": 1,
+  // scp's SFTP mode resolves remote paths with it; "~" (the agent's home) is refused below.
+  "expand-path@openssh.com": 1,
+};
+const EXTENSIONS_WITHOUT_PATHS = new Set(["fstatvfs@openssh.com", "fsync@openssh.com", "limits@openssh.com"]);
+
+function readString(packet: Buffer, at: number): { value: Buffer; next: number } {
+  if (at + 4 > packet.length) throw new Error("truncated");
+  const length = packet.readUInt32BE(at);
+  if (at + 4 + length > packet.length) throw new Error("truncated");
+  return { value: packet.subarray(at + 4, at + 4 + length), next: at + 4 + length };
+}
+
+export interface PolicyOptions {
+  root: string;
+  /** Largest offset + length a write may reach. */
+  maxFileBytes: number;
+}
+
+/**
+ * Checks one request packet (type byte onwards, without the length). Returns undefined when it
+ * may pass, or the reason it is refused.
+ */
+export function checkRequest(packet: Buffer, options: PolicyOptions): string | undefined {
+  const type = packet[0] ?? 0;
+  if (type === SFTP.INIT || HANDLE_ONLY.has(type)) return undefined;
+  try {
+    if (type === SFTP.WRITE) {
+      const handle = readString(packet, 5);
+      const offset = packet.readBigUInt64BE(handle.next);
+      const data = readString(packet, handle.next + 8);
+      const end = offset + BigInt(data.value.length);
+      return end > BigInt(options.maxFileBytes)
+        ? `files are limited to ${options.maxFileBytes} bytes`
+        : undefined;
+    }
+    let paths: string[];
+    let follows = FOLLOWS.has(type);
+    if (type === SFTP.RENAME) {
+      const first = readString(packet, 5);
+      paths = [first.value.toString(), readString(packet, first.next).value.toString()];
+    } else if (type === SFTP.EXTENDED) {
+      const name = readString(packet, 5);
+      const extension = name.value.toString();
+      if (EXTENSIONS_WITHOUT_PATHS.has(extension)) return undefined;
+      const count = EXTENSIONS_WITH_PATHS[extension];
+      if (count === undefined) return `${extension} is not served`;
+      paths = [];
+      let at = name.next;
+      for (let i = 0; i < count; i++) {
+        const path = readString(packet, at);
+        paths.push(path.value.toString());
+        at = path.next;
+      }
+      follows = extension !== "posix-rename@openssh.com";
+      if (extension === "expand-path@openssh.com" && paths[0]?.startsWith("~"))
+        return "~ is outside the pod's directory";
+    } else if (
+      [
+        SFTP.OPEN,
+        SFTP.LSTAT,
+        SFTP.SETSTAT,
+        SFTP.OPENDIR,
+        SFTP.REMOVE,
+        SFTP.MKDIR,
+        SFTP.RMDIR,
+        SFTP.REALPATH,
+        SFTP.STAT,
+        SFTP.READLINK,
+      ].includes(type as 3)
+    ) {
+      paths = [readString(packet, 5).value.toString()];
+    } else {
+      return "this request is not served";
+    }
+    for (const path of paths) {
+      if (!inside(options.root, path, follows)) return `${path} is outside the pod's directory`;
+    }
+    return undefined;
+  } catch {
+    return "malformed request";
+  }
+}
+
+/** The real location of `path`: its deepest existing ancestor resolved, the rest appended. */
+function realLocation(path: string): string {
+  let existing = path;
+  const rest: string[] = [];
+  for (;;) {
+    try {
+      return resolve(realpathSync(existing), ...rest.reverse());
+    } catch {
+      const parent = dirname(existing);
+      if (parent === existing) return path;
+      rest.push(existing.slice(parent.length).replace(/^\//, ""));
+      existing = parent;
+    }
+  }
+}
+
+function within(root: string, path: string): boolean {
+  const r = relative(root, path);
+  return r === "" || (!r.startsWith(`..${sep}`) && r !== ".." && !isAbsolute(r));
+}
+
+/** Whether `path` (relative paths are the pod directory's) stays inside `root`. */
+export function inside(root: string, path: string, followLast: boolean): boolean {
+  const realRoot = realLocation(resolve(root));
+  const absolute = resolve(realRoot, path);
+  // The last component of a request that does not follow it (lstat, remove, rename) may itself
+  // be a symlink pointing out: that is harmless, only where it sits matters.
+  const location = followLast
+    ? realLocation(absolute)
+    : join(realLocation(dirname(absolute)), basename(absolute));
+  return within(realRoot, location);
+}

@@ -1,0 +1,194 @@
+// A hub on git with Users (keys generated here), AccessPolicies and a running Raw pod, a
+// process-runtime agent in this process, and the real OpenSSH client pointed at the hub.
+import { execFileSync, type SpawnOptions, spawn } from "node:child_process";
+import { mkdtemp, readFile, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import type { Test } from "tap";
+import type { AuditRecord } from "../../operators/access/index.ts";
+import { ProcessRuntime } from "../../operators/agent/runtimes/process/index.ts";
+import { startAgentOnHub } from "../helpers/agent-on-hub.ts";
+import { type HubOnGit, startHubOnGit } from "../helpers/hub-on-git.ts";
+import { onRealServers, waitFor } from "../helpers/wait-for.ts";
+
+export const clusterYaml = `apiVersion: rlinf.io/v1alpha1
+kind: Cluster
+metadata:
+  name: local
+spec:
+  runtime: process
+`;
+
+export function userYaml(name: string, roles: string[], keys: string[]): string {
+  return `apiVersion: rlinf.io/v1alpha1
+kind: User
+metadata:
+  name: ${name}
+spec:
+  roles: [${roles.join(", ")}]
+  sshPublicKeys:
+${keys.map((k) => `    - ${JSON.stringify(k)}\n`).join("")}`;
+}
+
+export function policyYaml(name: string, spec: string): string {
+  return `apiVersion: rlinf.io/v1alpha1
+kind: AccessPolicy
+metadata:
+  name: ${name}
+spec:
+${spec}`;
+}
+
+/** A long-running Raw pod `<name>-main-0` whose working directory holds `marker.txt`. */
+export function podJobYaml(name: string, labels = "    team: vision\n"): string {
+  return `apiVersion: rlinf.io/v1alpha1
+kind: Job
+metadata:
+  name: ${name}
+  labels:
+${labels}spec:
+  tasks:
+    - name: main
+      role: Actor
+      agentType: Raw
+      raw:
+        kind: Deployment
+        command: ["sh", "-c", "echo here > marker.txt; exec sleep 3600"]
+        env:
+          - name: POD_SECRET_HINT
+            value: from-the-pod
+`;
+}
+
+export interface Bastion {
+  running: HubOnGit;
+  dir: string;
+  /** Private key files by user. */
+  keys: Record<string, string>;
+  knownHosts: string;
+  port: number;
+  /** ssh arguments before the destination, for `user`. */
+  sshArgs(user: string): string[];
+  audit(): Promise<AuditRecord[]>;
+  /** Commits `files` and waits until the hub has applied the revision. */
+  commit(files: Record<string, string | null>): Promise<void>;
+}
+
+export function keygen(dir: string, name: string): { file: string; line: string } {
+  const file = path.join(dir, name);
+  execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", `${name}@test`, "-f", file]);
+  return { file, line: execFileSync("ssh-keygen", ["-y", "-f", file]).toString().trim() };
+}
+
+export async function startBastion(
+  t: Test,
+  options: {
+    users: string[];
+    files: (keys: Record<string, string>) => Record<string, string>;
+    pods?: string[];
+  },
+): Promise<Bastion> {
+  const dir = await mkdtemp(path.join(tmpdir(), "rlark-bastion-"));
+  const keys: Record<string, string> = {};
+  const lines: Record<string, string> = {};
+  for (const user of options.users) {
+    const key = keygen(dir, user);
+    keys[user] = key.file;
+    lines[user] = key.line;
+  }
+  const running = await startHubOnGit(t, {
+    files: { "cluster.yaml": clusterYaml, ...options.files(lines) },
+  });
+  const { hub } = running;
+  await waitFor(
+    "the repository applied",
+    async () => {
+      const errors = hub.source?.watcher.status().errors ?? [];
+      if (errors.length > 0) throw new Error(JSON.stringify(errors));
+      return (await hub.store.get("Cluster", undefined, "local")) !== undefined;
+    },
+    { ...onRealServers, attempts: 1200 },
+  );
+  const runtime = await ProcessRuntime.open({
+    stateDir: path.join(dir, "state"),
+    nodeName: "bastion-test-node",
+    terminationGracePeriodMs: 2_000,
+  });
+  t.teardown(() => runtime.stop({ terminatePods: true }));
+  await startAgentOnHub(t, hub, "local", { runtime, runtimeKind: "process" });
+  for (const pod of options.pods ?? []) {
+    await waitFor(
+      `pod ${pod} running`,
+      async () => {
+        const object = await hub.store.get("Pod", "agent-local", pod);
+        return (object?.status as { phase?: string } | undefined)?.phase === "Running";
+      },
+      { ...onRealServers, attempts: 1200 },
+    );
+  }
+  const knownHosts = path.join(dir, "known_hosts");
+  await writeFile(knownHosts, `${hub.knownHosts}\n`);
+  const port = Number(hub.sshAddress.split(":")[1]);
+  return {
+    running,
+    dir,
+    keys,
+    knownHosts,
+    port,
+    sshArgs: (user) => [
+      "-F",
+      "/dev/null",
+      "-o",
+      `UserKnownHostsFile=${knownHosts}`,
+      "-o",
+      "StrictHostKeyChecking=yes",
+      "-o",
+      "BatchMode=yes",
+      "-o",
+      "IdentitiesOnly=yes",
+      "-o",
+      "LogLevel=ERROR",
+      "-i",
+      keys[user] as string,
+      "-p",
+      String(port),
+    ],
+    audit: async () =>
+      (await readFile(hub.audit.path, "utf8").catch(() => ""))
+        .split("\n")
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as AuditRecord),
+    async commit(files) {
+      const revision = await running.git.commit(files);
+      await waitFor(
+        `revision ${revision} applied`,
+        () => running.hub.source?.watcher.status().lastAppliedRevision === revision,
+        { ...onRealServers, attempts: 1200 },
+      );
+    },
+  };
+}
+
+export interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a client program to its end with `input` on stdin (bounded output). */
+export function run(command: string, args: string[], input = "", options: SpawnOptions = {}): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { ...options, stdio: ["pipe", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout?.on("data", (d: Buffer) => {
+      if (stdout.length < 1_000_000) stdout += d.toString();
+    });
+    child.stderr?.on("data", (d: Buffer) => {
+      if (stderr.length < 1_000_000) stderr += d.toString();
+    });
+    child.once("error", reject);
+    child.once("close", (code) => resolve({ code, stdout, stderr }));
+    child.stdin?.end(input);
+  });
+}
