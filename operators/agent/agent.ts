@@ -20,7 +20,7 @@ import {
 } from "../lib/tunnel/index.ts";
 import { type DesiredObject, DesiredObjects } from "./desired-objects.ts";
 import { ensureAgentCredentials } from "./enroll.ts";
-import { lingeringTasks, nodeObject, podObject, taskStatusObject } from "./report.ts";
+import { addonStatusObjects, lingeringTasks, nodeObject, podObject, taskStatusObject } from "./report.ts";
 import type { NodeOverlay, Runtime, RuntimeTask } from "./runtimes/types.ts";
 import { startAgentTunnel } from "./tunnel-client.ts";
 
@@ -119,6 +119,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     try {
       await runtime.apply(tasks());
       await runtime.applyNodeOverlays?.(nodeOverlays());
+      await runtime.applyAddons?.(desired.addons());
       applyError = undefined;
       applied = true;
     } catch (error) {
@@ -153,6 +154,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
         ...tasks().map((t) => taskStatusObject(cluster, t, observed)),
         ...lingeringTasks(cluster, tasks(), observed),
       ],
+      addons: addonStatusObjects(cluster, desired.addons(), observed, runtime.applyAddons !== undefined),
       capabilities: capabilities(),
       ...(observed.kubernetesVersion ? { kubernetesVersion: observed.kubernetesVersion } : {}),
     });

@@ -1,6 +1,7 @@
 // The hand-written schemas under schemas/, keyed by file name. Everything else (types, CRDs,
 // bundled schemas, validators) derives from these.
 import addon from "../../schemas/addon.schema.json" with { type: "json" };
+import addonRelease from "../../schemas/addon-release.schema.json" with { type: "json" };
 import cluster from "../../schemas/cluster.schema.json" with { type: "json" };
 import common from "../../schemas/common.schema.json" with { type: "json" };
 import domain from "../../schemas/domain.schema.json" with { type: "json" };
@@ -26,6 +27,7 @@ export const sourceSchemas: ReadonlyMap<string, JsonSchema> = new Map<string, Js
   ["user.schema.json", user],
   ["task.schema.json", task],
   ["domain-peer.schema.json", domainPeer],
+  ["addon-release.schema.json", addonRelease],
   ["pod.schema.json", pod],
 ]);
 

@@ -3,6 +3,7 @@
 // own file. Everything is built from options here; main (the CLI) only parses flags and calls startHub.
 import { chmod, mkdir } from "node:fs/promises";
 import path from "node:path";
+import { AddonCatalogHolder } from "../controllers/addon/index.ts";
 import type { Dashboard, DashboardSettings } from "../dashboard/index.ts";
 import type { StatusBranchWriter } from "../feedback/index.ts";
 import { type Controller, Manager } from "../lib/controller/index.ts";
@@ -91,7 +92,8 @@ export async function startHub(options: HubOptions): Promise<Hub> {
     onClusterState: (cluster, state) => agentSync.onClusterState(cluster, state),
     logger,
   });
-  const controllerDeps: ControllerDependencies = { dataDir: options.dataDir, ca: tunnel.ca };
+  const addonCatalog = new AddonCatalogHolder();
+  const controllerDeps: ControllerDependencies = { dataDir: options.dataDir, ca: tunnel.ca, addonCatalog };
   for (const controller of (options.controllers ?? hubControllers)(controllerDeps)) manager.add(controller);
 
   const sourcePath = options.path ?? ".";
@@ -109,6 +111,7 @@ export async function startHub(options: HubOptions): Promise<Hub> {
         path: sourcePath,
         intervalMs: options.intervalMs ?? 60_000,
         credentials: options.credentials,
+        onCatalog: (catalog) => addonCatalog.set(catalog),
         ...(codeHost ? { syncStatus: codeHost.syncStatus } : {}),
         registry,
         logger,

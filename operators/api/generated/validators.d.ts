@@ -10,4 +10,5 @@ export declare const Node: ValidateFunction;
 export declare const User: ValidateFunction;
 export declare const Task: ValidateFunction;
 export declare const DomainPeer: ValidateFunction;
+export declare const AddonRelease: ValidateFunction;
 export declare const Pod: ValidateFunction;

@@ -39,6 +39,8 @@ export interface Report {
   nodes: KubeObject[];
   pods: KubeObject[];
   tasks: KubeObject[];
+  /** AddonRelease status objects: each Addon desired or still being uninstalled on the cluster. */
+  addons?: KubeObject[];
   capabilities: Capability[];
   /** The cluster's API server version (kubernetes runtime). */
   kubernetesVersion?: string;
@@ -200,6 +202,7 @@ export function parseAgentMessage(v: unknown): AgentMessage {
         nodes: list(v, "nodes", where, parseKubeObject),
         pods: list(v, "pods", where, parseKubeObject),
         tasks: list(v, "tasks", where, parseKubeObject),
+        ...(v.addons === undefined ? {} : { addons: list(v, "addons", where, parseKubeObject) }),
         capabilities: list(v, "capabilities", where, parseCapability),
         ...(v.kubernetesVersion === undefined
           ? {}

@@ -15,10 +15,12 @@ import type {
   LogOptions,
   NodeOverlay,
   Runtime,
+  RuntimeAddon,
   RuntimeSnapshot,
   RuntimeTask,
   StopOptions,
 } from "../types.ts";
+import { AddonInstaller } from "./addon-installer.ts";
 import { type ApiClients, apiClients } from "./api-clients.ts";
 import { KubeApiError } from "./api-error.ts";
 import { ChangeFeed } from "./change-feed.ts";
@@ -27,7 +29,7 @@ import { KubernetesVersion } from "./kubernetes-version.ts";
 import { MANAGED_SELECTOR } from "./labels.ts";
 import { NodeOverlaySync } from "./node-overlay-sync.ts";
 import { type RejectedTask, WorkloadReconciler } from "./reconciler.ts";
-import type { SidecarOptions } from "./render.ts";
+import { DEFAULT_NAMESPACE, type SidecarOptions } from "./render.ts";
 import { buildSnapshot } from "./snapshot.ts";
 import { type ClusterWatches, watchCluster } from "./watches.ts";
 
@@ -61,6 +63,8 @@ export interface KubernetesRuntimeOptions {
   relistIntervalMs?: number;
   /** How soon a failed apply, or a Job waiting to be replaced, is retried. Default 5 s. */
   retryIntervalMs?: number;
+  /** How often an Addon that is not Ready yet is looked at again. Default 2 s. */
+  addonPollIntervalMs?: number;
 }
 
 /** Runs Kubernetes Tasks on one cluster. Create with {@link KubernetesRuntime.start}. */
@@ -74,6 +78,7 @@ export class KubernetesRuntime implements Runtime {
   readonly #overlays: NodeOverlaySync;
   readonly #disk: DiskPoller;
   readonly #version: KubernetesVersion;
+  readonly #addons: AddonInstaller;
 
   private constructor(options: KubernetesRuntimeOptions) {
     this.#options = options;
@@ -106,6 +111,16 @@ export class KubernetesRuntime implements Runtime {
     this.#overlays = new NodeOverlaySync(objects, this.#watches.nodes, logger);
     this.#disk = new DiskPoller(core, this.#watches.nodes, logger, changed);
     this.#version = new KubernetesVersion(this.#clients.version, logger, changed);
+    this.#addons = new AddonInstaller({
+      objects,
+      core,
+      namespace: options.defaultNamespace ?? DEFAULT_NAMESPACE,
+      instance: options.instance,
+      logger,
+      kubernetesVersion: () => this.#version.current,
+      onChange: changed,
+      pollIntervalMs: options.addonPollIntervalMs,
+    });
   }
 
   /**
@@ -140,20 +155,25 @@ export class KubernetesRuntime implements Runtime {
     return this.#overlays.apply(overlays);
   }
 
+  applyAddons(addons: readonly RuntimeAddon[]): Promise<void> {
+    return this.#addons.apply(addons);
+  }
+
   onChange(listener: () => void): () => void {
     return this.#feed.onChange(listener);
   }
 
   observe(): RuntimeSnapshot {
-    return this.#feed.snapshot(() =>
-      buildSnapshot({
+    return this.#feed.snapshot(() => ({
+      ...buildSnapshot({
         watches: this.#watches,
         disk: this.#disk.figures,
         kubernetesVersion: this.#version.current,
         agentVersion: this.#options.agentVersion ?? "0.0.0",
         instance: this.#options.instance,
       }),
-    );
+      addons: this.#addons.observe(),
+    }));
   }
 
   async logs(pod: { namespace: string; name: string }, options: LogOptions = {}): Promise<string> {
@@ -177,6 +197,7 @@ export class KubernetesRuntime implements Runtime {
     this.#overlays.stop();
     this.#disk.stop();
     this.#version.stop();
+    await this.#addons.stop();
     this.#feed.stop();
     await this.#reconciler.settled;
     for (const c of this.#watches.all) c.stop();
