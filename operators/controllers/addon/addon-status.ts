@@ -16,6 +16,8 @@ export function addonStatus(input: {
   previous: AddonStatus | undefined;
   /** Why nothing could be rendered (a catalog problem), if so. */
   error?: string;
+  /** Why nothing is rendered yet (no catalog since the hub started), if so. */
+  waiting?: string;
 }): AddonStatus {
   const { releases, previous } = input;
   if (input.error) {
@@ -23,6 +25,14 @@ export function addonStatus(input: {
       ...keepVersion(previous),
       phase: "Failed",
       message: input.error,
+      observedGeneration: input.generation,
+    };
+  }
+  if (input.waiting && releases.length === 0) {
+    return {
+      ...keepVersion(previous),
+      phase: "Pending",
+      message: input.waiting,
       observedGeneration: input.generation,
     };
   }

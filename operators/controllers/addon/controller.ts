@@ -164,11 +164,8 @@ export function createAddonController(options: AddonControllerOptions): Controll
       // Clusters it is leaving show Uninstalling until their agent is done.
       releases: current,
       previous: addon.status,
-      ...(error
-        ? { error }
-        : !spec
-          ? { error: "waiting for the addon catalog (the next applied revision)" }
-          : {}),
+      ...(error ? { error } : {}),
+      ...(spec ? {} : { waiting: "waiting for the addon catalog (the next applied revision)" }),
     });
     if (deepEqual(addon.status ?? null, status)) return;
     try {
