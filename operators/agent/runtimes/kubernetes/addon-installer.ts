@@ -178,6 +178,16 @@ export class AddonInstaller {
         ...(rolling ? { rolling } : {}),
       });
       this.#appliedAt.set(name, Date.now());
+      // A change was just applied: the workload controllers have not looked at it yet. Say so
+      // once (the next pass reads the rollout) rather than trust a status from before the change.
+      if (!current) {
+        return {
+          ...base,
+          phase: rolling ?? "Installing",
+          version: addon.spec.version,
+          message: "applied; waiting for the rollout",
+        };
+      }
     }
     const problems: string[] = [];
     for (const object of objects) {
