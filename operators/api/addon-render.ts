@@ -62,6 +62,8 @@ export class AddonRenderError extends Error {
   }
 }
 
+/** As the manifest loader's limit (source/manifest-parser.ts). */
+const MAX_DEPTH = 200;
 const REFERENCE = /\{\{\s*([A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)*)\s*\}\}/g;
 const WHOLE = /^\{\{\s*([A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)*)\s*\}\}$/;
 
@@ -101,8 +103,10 @@ export function renderAddon(
         }
         return value;
       };
-      const toJS = (node: Node | null, path: string): unknown => {
+      const toJS = (node: Node | null, path: string, depth = 0): unknown => {
         if (node === null) return null;
+        // A repository's catalog is input like any manifest: no nesting deep enough to exhaust the stack.
+        if (depth > MAX_DEPTH) fail(node, path, `nesting deeper than ${MAX_DEPTH} levels`);
         if (isMap(node)) {
           const object: Record<string, unknown> = {};
           for (const pair of node.items) {
@@ -110,11 +114,12 @@ export function renderAddon(
             if (typeof key !== "string" && typeof key !== "number")
               fail(pair.key as Node, path, "keys must be plain strings");
             const name = String(key);
-            object[name] = toJS(pair.value as Node | null, `${path}/${escapeToken(name)}`);
+            object[name] = toJS(pair.value as Node | null, `${path}/${escapeToken(name)}`, depth + 1);
           }
           return object;
         }
-        if (isSeq(node)) return node.items.map((item, i) => toJS(item as Node | null, `${path}/${i}`));
+        if (isSeq(node))
+          return node.items.map((item, i) => toJS(item as Node | null, `${path}/${i}`, depth + 1));
         if (isScalar(node)) {
           if (typeof node.value !== "string") return node.value;
           const whole = WHOLE.exec(node.value);

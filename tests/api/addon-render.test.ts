@@ -126,6 +126,10 @@ t.test("render errors name the file, line and field", async (t) => {
       "broken/1.0.0/manifests/00-a.yaml:1: /metadata/annotations/rlark.io~1render-if: must be a boolean",
     ],
     ["a: [1, 2\n", "broken/1.0.0/manifests/00-a.yaml:2: /: "],
+    [
+      `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  x: ${"[".repeat(300)}${"]".repeat(300)}\n`,
+      "broken/1.0.0/manifests/00-a.yaml:6: /data/x/0/0/0",
+    ],
   ];
   for (const [manifest, expected] of cases) {
     const error = t.throws(() => renderAddon(entryWith(manifest), { map: { a: 1 } }, identity)) as unknown;

@@ -101,7 +101,7 @@ t.test("with the catalog, each cluster's entry lists the exact objects its agent
     "DaemonSet tools/demo-node",
     "Deployment tools/demo-controller",
   ]);
-  t.match(install?.manifest, /kind: Deployment\n[^]*replicas: 2\n/);
+  t.match(install?.manifest, /kind: Deployment\n[\s\S]*replicas: 2\n/);
   t.same([uninstall?.action, uninstall?.objects, uninstall?.manifest], ["uninstall", [], ""]);
 });
 
