@@ -1,7 +1,28 @@
 // Fails (exit 1, naming the files) when a generated file differs from what the schemas give.
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { ADDON_BASES_DIR, HELM_ADDON_PREFIX, HELM_TEMPLATES_DIR } from "./addon-bases.ts";
 import { CRDS_DIR, generatedFiles, TYPES_DIR } from "./outputs.ts";
+
+/** Generated files no schema or catalog entry gives any more. */
+export function strayFiles(files: ReadonlyMap<string, string>): string[] {
+  const list = (dir: string) => {
+    try {
+      return readdirSync(dir, { recursive: true, encoding: "utf8" }).map((name) => join(dir, name));
+    } catch {
+      return [];
+    }
+  };
+  const generatedDirs = new Set([...files.keys()].map((p) => p.slice(0, p.lastIndexOf("/"))));
+  return [
+    ...list(TYPES_DIR),
+    ...list(CRDS_DIR),
+    ...list(ADDON_BASES_DIR).filter((p) => p.endsWith(".yaml") || !generatedDirs.has(p)),
+    ...list(HELM_TEMPLATES_DIR).filter((p) =>
+      p.slice(HELM_TEMPLATES_DIR.length + 1).startsWith(HELM_ADDON_PREFIX),
+    ),
+  ].filter((p) => !files.has(p));
+}
 
 export function staleFiles(): string[] {
   const files = generatedFiles();
@@ -15,16 +36,7 @@ export function staleFiles(): string[] {
     }
     if (current !== content) stale.push(current === undefined ? `${path} (missing)` : path);
   }
-  for (const dir of [TYPES_DIR, CRDS_DIR]) {
-    let names: string[] = [];
-    try {
-      names = readdirSync(dir);
-    } catch {
-      names = [];
-    }
-    for (const name of names)
-      if (!files.has(join(dir, name))) stale.push(`${join(dir, name)} (not generated)`);
-  }
+  for (const path of strayFiles(files)) stale.push(`${path} (not generated)`);
   return stale.sort();
 }
 

@@ -1,17 +1,13 @@
-// `npm run gen`: regenerates the TypeScript types and CRDs from schemas/*.schema.json.
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
-import { CRDS_DIR, generatedFiles, TYPES_DIR } from "./outputs.ts";
+// `npm run gen`: regenerates the TypeScript types and CRDs from schemas/*.schema.json, and the
+// kustomize bases and Helm templates of the shipped addon catalog (addon-bases.ts).
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
+import { strayFiles } from "./check.ts";
+import { generatedFiles } from "./outputs.ts";
 
 const files = generatedFiles();
-// Files of removed kinds would otherwise linger; the generated directories hold nothing else.
-for (const dir of [TYPES_DIR, CRDS_DIR]) {
-  mkdirSync(dir, { recursive: true });
-  for (const name of readdirSync(dir)) {
-    const path = join(dir, name);
-    if (!files.has(path)) rmSync(path);
-  }
-}
+// Files of removed kinds and catalog entries would otherwise linger.
+for (const path of strayFiles(files)) rmSync(path, { recursive: true, force: true });
 let written = 0;
 for (const [path, content] of files) {
   mkdirSync(dirname(path), { recursive: true });

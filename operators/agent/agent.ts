@@ -24,6 +24,7 @@ import { type DesiredObject, DesiredObjects } from "./desired-objects.ts";
 import { ensureAgentCredentials } from "./enroll.ts";
 import { StatsPoller } from "./nodeserver-stats.ts";
 import {
+  addonStatusObjects,
   domainIPs,
   lingeringTasks,
   nodeObject,
@@ -163,6 +164,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       // the nodeservers' routes do not wait for a large desired set to be applied
       await Promise.all([runtime.apply(tasks()), runtime.applyDomainPeers?.(domainPeers())]);
       await runtime.applyNodeOverlays?.(nodeOverlays());
+      await runtime.applyAddons?.(desired.addons());
       applyError = undefined;
       applied = true;
     } catch (error) {
@@ -200,6 +202,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
         ...lingeringTasks(cluster, tasks(), observed),
       ],
       ...(stats ? { domainPeers: trafficObjects(cluster, peers, stats) } : {}),
+      addons: addonStatusObjects(cluster, desired.addons(), observed, runtime.applyAddons !== undefined),
       capabilities: capabilities(),
       ...(observed.kubernetesVersion ? { kubernetesVersion: observed.kubernetesVersion } : {}),
     });

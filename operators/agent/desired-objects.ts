@@ -1,14 +1,15 @@
-// What the agent takes from the hub: Tasks, DomainPeers, Node overlays and Addons, each checked
+// What the agent takes from the hub: Tasks, DomainPeers, Node overlays and AddonReleases (Addons
+// the hub rendered for this cluster), each checked
 // against its kind's schema where it crosses the tunnel (every object crossing a process boundary
 // is validated there). A refused object is logged naming the object and the field; the agent keeps
 // what it held for that object before, so a bad update disturbs nothing already running.
-import { type Addon, checkSchema, type DomainPeer, type Node, type Task } from "../api/index.ts";
+import { type AddonRelease, checkSchema, type DomainPeer, type Node, type Task } from "../api/index.ts";
 import { type KubeObject, kindKey, kindKeyOf, type ObjectRef } from "../lib/kube-object.ts";
 import type { Logger } from "../lib/logger.ts";
 
-export type DesiredObject = Task | DomainPeer | Node | Addon;
+export type DesiredObject = Task | DomainPeer | Node | AddonRelease;
 
-const DESIRED_KINDS: ReadonlySet<string> = new Set(["Task", "DomainPeer", "Node", "Addon"]);
+const DESIRED_KINDS: ReadonlySet<string> = new Set(["Task", "DomainPeer", "Node", "AddonRelease"]);
 
 /** The first problem that makes the agent refuse `object`, as the field and what is wrong with it. */
 export function refusal(object: KubeObject): { field: string; problem: string } | undefined {
@@ -54,6 +55,10 @@ export class DesiredObjects {
 
   nodes(): Node[] {
     return this.all().filter((o): o is Node => o.kind === "Node");
+  }
+
+  addons(): AddonRelease[] {
+    return this.all().filter((o): o is AddonRelease => o.kind === "AddonRelease");
   }
 
   #take(into: Map<string, DesiredObject>, object: KubeObject): void {

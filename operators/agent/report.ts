@@ -13,6 +13,7 @@ import type {
   ObservedNode,
   ObservedPod,
   ObservedWorkload,
+  RuntimeAddon,
   RuntimeSnapshot,
   RuntimeTask,
 } from "./runtimes/types.ts";
@@ -291,4 +292,59 @@ export function lingeringTasks(
         message: "workloads, pods or claims still being removed",
       },
     }));
+}
+
+/**
+ * Each Addon's status on this cluster, as AddonRelease status objects: the desired ones and
+ * those still being uninstalled (the hub keeps a deleted release until this list stops naming
+ * it). A runtime that cannot install Addons reports every one Failed, saying why.
+ */
+export function addonStatusObjects(
+  cluster: string,
+  desired: readonly RuntimeAddon[],
+  observed: RuntimeSnapshot,
+  installs: boolean,
+): KubeObject[] {
+  const object = (name: string, status: Record<string, unknown>): KubeObject => ({
+    apiVersion: API_VERSION,
+    kind: "AddonRelease",
+    metadata: { name, namespace: namespaceFor(cluster) },
+    status,
+  });
+  if (!installs) {
+    return desired.map((addon) =>
+      object(addon.metadata.name, {
+        phase: "Failed",
+        message:
+          "this agent runs the process runtime, which has no Kubernetes API to install into; Addons need a cluster whose agent runs the kubernetes runtime",
+        ...(addon.metadata.generation === undefined ? {} : { observedGeneration: addon.metadata.generation }),
+      }),
+    );
+  }
+  const seen = new Map((observed.addons ?? []).map((a) => [a.name, a]));
+  const out: KubeObject[] = [];
+  for (const addon of desired) {
+    const state = seen.get(addon.metadata.name);
+    // Not looked at yet: Pending, for the generation handed over.
+    const generation = state?.generation ?? addon.metadata.generation;
+    out.push(
+      object(addon.metadata.name, {
+        phase: state?.phase ?? "Pending",
+        ...(state?.version ? { version: state.version } : {}),
+        ...(state?.message ? { message: state.message } : {}),
+        ...(generation === undefined ? {} : { observedGeneration: generation }),
+      }),
+    );
+    seen.delete(addon.metadata.name);
+  }
+  for (const gone of seen.values()) {
+    out.push(
+      object(gone.name, {
+        phase: gone.phase,
+        ...(gone.version ? { version: gone.version } : {}),
+        ...(gone.message ? { message: gone.message } : {}),
+      }),
+    );
+  }
+  return out;
 }

@@ -1,16 +1,29 @@
-// What the validator knows about the addon catalog: its entries and their values schemas. Pure:
-// the caller reads the catalog (source/addon-catalog.ts) and passes it in.
+// What the validator and the hub know about the addon catalog: its entries, their values schemas
+// and manifests. Pure: the caller reads the catalog (source/addon-catalog.ts) and passes it in.
 import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
 
-/** One installable version of a catalog component. */
+/** One manifest file of a catalog entry, as text: rendered by addon-render.ts. */
+export interface CatalogManifest {
+  /** Path shown in errors (relative to the repository or package root). */
+  file: string;
+  text: string;
+}
+
+/** One installable version of a catalog component (docs/addons.md, contract A). */
 export interface CatalogEntry {
   name: string;
   version: string;
   description: string;
-  /** JSON Schema the Addon's spec.values must satisfy. */
+  /** "major.minor": the cluster's API server must be at least this version. */
+  minKubernetesVersion?: string;
+  /** May an Addon move from a higher version to this one. */
+  allowDowngrade: boolean;
+  /** JSON Schema the Addon's spec.values must satisfy; its "default" keywords give defaults. */
   valuesSchema: Record<string, unknown>;
-  /** Folder holding addon.yaml, values.schema.json and the manifests to render. */
+  /** Folder holding addon.yaml, values.schema.json and manifests/ (shown in errors). */
   dir: string;
+  /** manifests/*.yaml in file-name order. */
+  manifests: CatalogManifest[];
 }
 
 export interface ValuesViolation {
@@ -24,12 +37,17 @@ export interface AddonCatalog {
   get(name: string, version: string): CatalogEntry | undefined;
   versions(name: string): string[];
   checkValues(entry: CatalogEntry, values: unknown): ValuesViolation[];
+  /** `values` with the values schema's defaults filled in (a copy; values must pass checkValues). */
+  withDefaults(entry: CatalogEntry, values: unknown): Record<string, unknown>;
 }
 
 /** A catalog over `entries`; each values schema is compiled the first time it is used. */
 export function addonCatalog(entries: CatalogEntry[]): AddonCatalog {
   const ajv = new Ajv2020({ allErrors: true, strict: false });
+  // A second instance fills in defaults: checking must not change what the user wrote.
+  const defaulting = new Ajv2020({ strict: false, useDefaults: true });
   const compiled = new Map<CatalogEntry, ValidateFunction>();
+  const compiledDefaults = new Map<CatalogEntry, ValidateFunction>();
   return {
     entries: () => entries,
     get: (name, version) => entries.find((e) => e.name === name && e.version === version),
@@ -52,7 +70,36 @@ export function addonCatalog(entries: CatalogEntry[]): AddonCatalog {
         return [{ path: at, message: describe(e) }];
       });
     },
+    withDefaults(entry, values) {
+      let fill = compiledDefaults.get(entry);
+      if (!fill) {
+        fill = defaulting.compile(entry.valuesSchema);
+        compiledDefaults.set(entry, fill);
+      }
+      const copy = structuredClone((values ?? {}) as Record<string, unknown>);
+      fill(copy);
+      return copy;
+    },
   };
+}
+
+/** Compares two versions ("1.2.3", "1.30", "v1.34.4+k3s1"): numeric parts by number. */
+export function compareVersions(a: string, b: string): number {
+  const parts = (v: string) =>
+    v
+      .replace(/^v/, "")
+      .split(/[.+-]/)
+      .map((p) => (/^\d+$/.test(p) ? Number(p) : p));
+  const x = parts(a);
+  const y = parts(b);
+  for (let i = 0; i < Math.max(x.length, y.length); i++) {
+    const p = x[i] ?? 0;
+    const q = y[i] ?? 0;
+    if (p === q) continue;
+    if (typeof p === "number" && typeof q === "number") return p - q;
+    return String(p) < String(q) ? -1 : 1;
+  }
+  return 0;
 }
 
 function isLeafError(e: ErrorObject): boolean {

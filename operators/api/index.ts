@@ -1,7 +1,21 @@
 // The public face of the API: the kind registry, schema validation, manifest validation, CRDs,
 // the addon catalog's shape, well-known names and the generated types.
 
-export { type AddonCatalog, addonCatalog, type CatalogEntry, type ValuesViolation } from "./addon-catalog.ts";
+export {
+  type AddonCatalog,
+  addonCatalog,
+  type CatalogEntry,
+  type CatalogManifest,
+  compareVersions,
+  type ValuesViolation,
+} from "./addon-catalog.ts";
+export {
+  type AddonIdentity,
+  AddonRenderError,
+  DEFAULT_ADDON_NAMESPACE,
+  RENDER_IF_ANNOTATION,
+  renderAddon,
+} from "./addon-render.ts";
 export { type ArtifactSource, artifactSource } from "./artifact-url.ts";
 export { bundleSchema } from "./bundle.ts";
 export { checkSchema } from "./check-schema.ts";

@@ -66,6 +66,13 @@ const sources: readonly KindSource[] = [
     writtenBy: "hub",
     schemaFile: "domain-peer.schema.json",
   },
+  {
+    kind: "AddonRelease",
+    plural: "addonreleases",
+    namespaced: true,
+    writtenBy: "hub",
+    schemaFile: "addon-release.schema.json",
+  },
   { kind: "Pod", plural: "pods", namespaced: true, writtenBy: "agent", schemaFile: "pod.schema.json" },
 ];
 

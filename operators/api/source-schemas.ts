@@ -2,6 +2,7 @@
 // bundled schemas, validators) derives from these.
 import accessPolicy from "../../schemas/access-policy.schema.json" with { type: "json" };
 import addon from "../../schemas/addon.schema.json" with { type: "json" };
+import addonRelease from "../../schemas/addon-release.schema.json" with { type: "json" };
 import cluster from "../../schemas/cluster.schema.json" with { type: "json" };
 import common from "../../schemas/common.schema.json" with { type: "json" };
 import domain from "../../schemas/domain.schema.json" with { type: "json" };
@@ -28,6 +29,7 @@ export const sourceSchemas: ReadonlyMap<string, JsonSchema> = new Map<string, Js
   ["access-policy.schema.json", accessPolicy],
   ["task.schema.json", task],
   ["domain-peer.schema.json", domainPeer],
+  ["addon-release.schema.json", addonRelease],
   ["pod.schema.json", pod],
 ]);
 

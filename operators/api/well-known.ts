@@ -83,3 +83,12 @@ export const WORKFLOW_FINALIZER = "rlark.io/workflow-jobs";
 
 /** The field manager the agent applies to its cluster with. */
 export const AGENT_FIELD_MANAGER = "rlark-agent";
+/** The field manager the kubernetes agent applies Addons' objects with. */
+export const ADDON_FIELD_MANAGER = "rlark-addon";
+
+// Addons (docs/addons.md).
+
+/** On every object an Addon installs in a cluster: managed-by value of those objects. */
+export const MANAGED_BY_ADDON = "rlark-addon";
+/** On every object an Addon installs, and on its AddonRelease in the hub: the Addon's name. */
+export const ADDON_LABEL = "rlark.io/addon";

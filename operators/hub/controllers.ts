@@ -1,3 +1,4 @@
+import { type AddonCatalogHolder, createAddonController } from "../controllers/addon/index.ts";
 import { createDomainController } from "../controllers/domain/index.ts";
 import { createJobController } from "../controllers/job/index.ts";
 import { createWorkflowController } from "../controllers/workflow/index.ts";
@@ -9,6 +10,8 @@ export interface ControllerDependencies {
   ca: CertificateAuthority;
   /** How long a cluster may be Offline before its not-yet-running Tasks move (ms). */
   offlineGracePeriod?: number;
+  /** The addon catalog of the last accepted revision (the revision path sets it). */
+  addonCatalog: AddonCatalogHolder;
 }
 
 /** Every controller a hub runs. */
@@ -19,5 +22,6 @@ export function hubControllers(deps: ControllerDependencies): Controller[] {
     ),
     createWorkflowController(),
     createDomainController({ pki: deps.ca, dataDir: deps.dataDir }),
+    createAddonController({ catalog: deps.addonCatalog }),
   ];
 }

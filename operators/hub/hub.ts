@@ -4,6 +4,7 @@
 import { chmod, mkdir } from "node:fs/promises";
 import path from "node:path";
 import { AccessControl, AuditLog, Bastion, type BastionOptions, knownHostsLine } from "../access/index.ts";
+import { AddonCatalogHolder } from "../controllers/addon/index.ts";
 import type { Dashboard, DashboardSettings } from "../dashboard/index.ts";
 import type { StatusBranchWriter } from "../feedback/index.ts";
 import { type Controller, Manager } from "../lib/controller/index.ts";
@@ -109,7 +110,8 @@ export async function startHub(options: HubOptions): Promise<Hub> {
     users: bastion,
     logger,
   });
-  const controllerDeps: ControllerDependencies = { dataDir: options.dataDir, ca: tunnel.ca };
+  const addonCatalog = new AddonCatalogHolder();
+  const controllerDeps: ControllerDependencies = { dataDir: options.dataDir, ca: tunnel.ca, addonCatalog };
   for (const controller of (options.controllers ?? hubControllers)(controllerDeps)) manager.add(controller);
 
   const sourcePath = options.path ?? ".";
@@ -127,6 +129,7 @@ export async function startHub(options: HubOptions): Promise<Hub> {
         path: sourcePath,
         intervalMs: options.intervalMs ?? 60_000,
         credentials: options.credentials,
+        onCatalog: (catalog) => addonCatalog.set(catalog),
         ...(codeHost ? { syncStatus: codeHost.syncStatus } : {}),
         registry,
         logger,

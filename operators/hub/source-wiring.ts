@@ -1,6 +1,7 @@
 // The hub's git source: a mirror of the repository and a watcher that hands every new revision to
 // source/'s one revision path (validate, store artifacts, apply or refuse whole).
 import path from "node:path";
+import type { AddonCatalog } from "../api/index.ts";
 import type { SyncStatusReporter } from "../feedback/index.ts";
 import type { Logger } from "../lib/logger.ts";
 import type { Registry } from "../lib/metrics/index.ts";
@@ -28,6 +29,8 @@ export interface HubSourceOptions {
   syncStatus?: SyncStatusReporter;
   registry: Registry;
   logger: Logger;
+  /** Told the addon catalog each accepted revision was validated with. */
+  onCatalog?: (catalog: AddonCatalog) => void;
 }
 
 export interface HubSource {
@@ -46,6 +49,7 @@ export function createHubSource(options: HubSourceOptions): HubSource {
     store: options.store,
     artifactDir: path.join(options.dataDir, "artifacts"),
     logger: options.logger,
+    ...(options.onCatalog ? { onCatalog: options.onCatalog } : {}),
   });
   const watcher = createGitWatcher({
     repository,

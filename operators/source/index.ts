@@ -1,4 +1,11 @@
-export { loadAddonCatalog } from "./addon-catalog.ts";
+export {
+  catalogFor,
+  type LoadedCatalog,
+  loadAddonCatalog,
+  PACKAGE_CATALOG_DIR,
+  REPOSITORY_CATALOG_DIR,
+  readAddonCatalogs,
+} from "./addon-catalog.ts";
 export { artifactUrl, storeArtifacts } from "./artifact-store.ts";
 export type { GitAuth, GitCredentials, LoadGitCredentialsOptions } from "./git-auth.ts";
 export { loadGitCredentials, prepareGitAuth, repoKey, scrubUrl } from "./git-auth.ts";
@@ -34,7 +41,7 @@ export {
   type SnapshotChanges,
   SOURCE_ANNOTATIONS,
 } from "./snapshot-apply.ts";
-export { type ValidatePathsOptions, validatePaths } from "./validate-paths.ts";
+export { type PathsValidation, type ValidatePathsOptions, validatePaths } from "./validate-paths.ts";
 export type { GitWebhookOptions, GitWebhookRequest, GitWebhookResult } from "./webhook.ts";
 export { handleGitWebhook, normaliseRepoUrl } from "./webhook.ts";
 export type { GitWebhookHttpOptions } from "./webhook-http.ts";

@@ -6,7 +6,8 @@ import { resolveInside } from "./resolve-inside.ts";
 
 const MANIFEST_EXTENSIONS = new Set([".yaml", ".yml"]);
 /** Folders that never hold manifests and can be huge. */
-const SKIPPED_DIRECTORIES = new Set([".git", "node_modules"]);
+// `.rlark` holds the repository's addon catalog (addon-catalog.ts): not manifests.
+const SKIPPED_DIRECTORIES = new Set([".git", "node_modules", ".rlark"]);
 
 export interface ManifestFile {
   /** Where the file really is (symlinks resolved, inside the tree): what is read. */

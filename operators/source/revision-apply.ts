@@ -2,6 +2,7 @@
 // hub's content-addressed store, then applied in one transaction; or refused whole, the store
 // untouched.
 import path from "node:path";
+import { type AddonCatalog, compareVersions } from "../api/index.ts";
 import type { Logger } from "../lib/logger.ts";
 import type { Store } from "../lib/store/index.ts";
 import { storeArtifacts } from "./artifact-store.ts";
@@ -14,6 +15,12 @@ export interface RevisionApplierOptions {
   /** Where repository artifacts are kept for agents to fetch (`<data-dir>/artifacts`). */
   artifactDir: string;
   logger: Logger;
+  /**
+   * Told the catalog an accepted revision was validated with (the package's plus the
+   * repository's `.rlark/addons/`), before its objects reach the store: the Addon controller
+   * renders from it.
+   */
+  onCatalog?: (catalog: AddonCatalog) => void;
 }
 
 /** An ApplyRevision for the git watcher whose result also says what changed. */
@@ -25,15 +32,36 @@ export function createRevisionApplier(options: RevisionApplierOptions): Revision
   return async ({ revision, dir, path: manifestPath }) => {
     const root = path.join(dir, manifestPath);
     // Diagnostics name files relative to the repository root, as a person sees them in git.
-    const result = await validatePaths([root], { baseDir: dir });
+    const result = await validatePaths([root], {
+      baseDir: dir,
+      installedAddons: await installedAddons(options.store),
+    });
     if (!result.valid) {
       options.logger.warn("revision refused", { revision, errors: result.errors.length });
       return { accepted: false, errors: result.errors };
     }
     const artifactErrors = await storeArtifacts(result.objects, root, options.artifactDir);
     if (artifactErrors.length > 0) return { accepted: false, errors: artifactErrors };
+    options.onCatalog?.(result.catalog);
     const changes = await applySnapshot(options.store, result.objects, revision);
     options.logger.info("revision applied", { revision, ...changes });
     return { accepted: true, errors: [], changes };
   };
+}
+
+/**
+ * The version each Addon runs now, from its status: the highest of its clusters' (a downgrade is
+ * judged against what is really installed, not what git said last).
+ */
+export async function installedAddons(store: Store): Promise<Map<string, string>> {
+  const installed = new Map<string, string>();
+  for (const addon of (await store.list("Addon")).items) {
+    const status = addon.status as { version?: string; clusters?: { version?: string }[] } | undefined;
+    const versions = [status?.version, ...(status?.clusters ?? []).map((c) => c.version)].filter(
+      (v): v is string => typeof v === "string" && v !== "",
+    );
+    const highest = versions.sort(compareVersions).at(-1);
+    if (highest) installed.set(`${addon.metadata.namespace ?? ""}/${addon.metadata.name}`, highest);
+  }
+  return installed;
 }

@@ -3,7 +3,7 @@ import t from "tap";
 import { API_VERSION, kindByPlural, kindInfo, kinds } from "../../operators/api/index.ts";
 import { sourceSchemas } from "../../operators/api/source-schemas.ts";
 
-t.test("the registry holds the eleven kinds of the architecture with their scope and writer", async (t) => {
+t.test("the registry holds the kinds of the architecture with their scope and writer", async (t) => {
   t.equal(API_VERSION, "rlinf.io/v1alpha1");
   t.same(
     kinds.map((k) => [k.kind, k.plural, k.singular, k.namespaced, k.writtenBy]),
@@ -18,6 +18,7 @@ t.test("the registry holds the eleven kinds of the architecture with their scope
       ["AccessPolicy", "accesspolicies", "accesspolicy", false, "git"],
       ["Task", "tasks", "task", true, "hub"],
       ["DomainPeer", "domainpeers", "domainpeer", true, "hub"],
+      ["AddonRelease", "addonreleases", "addonrelease", true, "hub"],
       ["Pod", "pods", "pod", true, "agent"],
     ],
   );

@@ -21,6 +21,7 @@ t.test("rlark crds prints one CRD per kind, the same as the committed schemas/cr
       "users",
       "tasks",
       "domainpeers",
+      "addonreleases",
       "pods",
     ].map((p) => `${p}.rlinf.io`),
   );

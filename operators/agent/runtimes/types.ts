@@ -227,6 +227,35 @@ export interface ObservedVolume {
   terminating?: boolean;
 }
 
+/** An Addon rendered for this cluster: the part of an AddonRelease a runtime needs. */
+export interface RuntimeAddon {
+  metadata: { name: string; generation?: number };
+  spec: {
+    version: string;
+    /** In-cluster namespace of the Addon's namespaced objects (created when missing). */
+    namespace: string;
+    /** "major.minor" the cluster must run at least. */
+    minKubernetesVersion?: string;
+    /** The rendered objects, in apply order. */
+    objects: ReadonlyArray<Record<string, unknown>>;
+  };
+}
+
+export type AddonPhase = "Pending" | "Installing" | "Ready" | "Failed" | "Upgrading" | "Uninstalling";
+
+/** An Addon's installation on this cluster as the runtime sees it. */
+export interface ObservedAddon {
+  /** The release's (the Addon's) name. */
+  name: string;
+  /** The release generation the phase is about; absent while uninstalling. */
+  generation?: number;
+  phase: AddonPhase;
+  /** The version the objects in the cluster come from. */
+  version?: string;
+  /** What is not ready, or why it failed. */
+  message?: string;
+}
+
 export interface RuntimeSnapshot {
   nodes: ObservedNode[];
   pods: ObservedPod[];
@@ -238,6 +267,8 @@ export interface RuntimeSnapshot {
   volumes?: ObservedVolume[];
   /** The API server's gitVersion (kubernetes runtime), e.g. "v1.34.4". */
   kubernetesVersion?: string;
+  /** Runtimes that install Addons (kubernetes): each one desired or still being uninstalled. */
+  addons?: ObservedAddon[];
 }
 
 /** Git's admin overlay for one node (the Node object's labels, annotations and spec.unschedulable). */
@@ -308,6 +339,12 @@ export interface Runtime {
    */
   accessEnvironment?(pod: { namespace: string; name: string }): AccessEnvironment | undefined;
 
+  /**
+   * Runtimes on Kubernetes install Addons: the complete set each time; an Addon no longer listed
+   * is uninstalled. Converges in the background; observe().addons reports progress. A runtime
+   * without it reports each Addon Failed (agent.ts).
+   */
+  applyAddons?(addons: readonly RuntimeAddon[]): Promise<void>;
   /** Stops supervising. By default leaves workloads running, to be adopted by the next runtime. */
   stop(options?: StopOptions): Promise<void>;
 }

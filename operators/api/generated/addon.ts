@@ -23,6 +23,8 @@ export interface AddonSpec {
   version: string;
   /** Install into every Cluster whose labels match; only when metadata.namespace is not set. */
   clusterSelector?: LabelSelector;
+  /** Namespace in the cluster the Addon's objects go into (default rlark-system). */
+  namespace?: DNS1123Label;
   /** Configuration values, checked against the catalog entry's values schema. */
   values?: {
     [key: string]: unknown;
@@ -30,7 +32,7 @@ export interface AddonSpec {
 }
 
 /** Installation phase. */
-export type AddonPhase = "Pending" | "Installing" | "Ready" | "Failed" | "Upgrading";
+export type AddonPhase = "Pending" | "Installing" | "Ready" | "Failed" | "Upgrading" | "Uninstalling";
 
 /** The installation in one cluster. */
 export interface AddonClusterStatus {

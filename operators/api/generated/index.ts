@@ -10,6 +10,7 @@ import type { User } from "./user.ts";
 import type { AccessPolicy } from "./access-policy.ts";
 import type { Task } from "./task.ts";
 import type { DomainPeer } from "./domain-peer.ts";
+import type { AddonRelease } from "./addon-release.ts";
 import type { Pod } from "./pod.ts";
 
 export type * from "./common.ts";
@@ -23,7 +24,8 @@ export type * from "./user.ts";
 export type * from "./access-policy.ts";
 export type * from "./task.ts";
 export type * from "./domain-peer.ts";
+export type * from "./addon-release.ts";
 export type * from "./pod.ts";
 
 /** Any object of the rlinf.io/v1alpha1 API. */
-export type ApiObject = Job | Workflow | Domain | Addon | Cluster | Node | User | AccessPolicy | Task | DomainPeer | Pod;
+export type ApiObject = Job | Workflow | Domain | Addon | Cluster | Node | User | AccessPolicy | Task | DomainPeer | AddonRelease | Pod;

@@ -11,4 +11,5 @@ export declare const User: ValidateFunction;
 export declare const AccessPolicy: ValidateFunction;
 export declare const Task: ValidateFunction;
 export declare const DomainPeer: ValidateFunction;
+export declare const AddonRelease: ValidateFunction;
 export declare const Pod: ValidateFunction;

@@ -30,6 +30,11 @@ export interface ValidateOptions {
   summarize?: boolean;
   /** What Addons are checked against (source/addon-catalog.ts reads the shipped one). */
   catalog: AddonCatalog;
+  /**
+   * The version each Addon (`<namespace>/<name>`, namespace "" when cluster-wide) runs now, from
+   * its status: moving below it is a downgrade, refused unless the target version allows it.
+   */
+  installedAddons?: ReadonlyMap<string, string>;
 }
 
 export interface ValidationResult {
@@ -153,7 +158,7 @@ export class SnapshotChecker {
       });
     };
     checkUniqueNames(objects, report);
-    const ctx = buildContext(objects, this.#options.catalog, report);
+    const ctx = buildContext(objects, this.#options.catalog, this.#options.installedAddons, report);
     for (const rule of CROSS_RULES) rule(ctx);
     errors.sort(compareDiagnostics);
     const warnings = this.#warnings.sort(compareDiagnostics);
@@ -289,6 +294,7 @@ function checkUniqueNames(objects: ManifestObject[], report: RuleContext["report
 function buildContext(
   objects: ManifestObject[],
   catalog: AddonCatalog,
+  installedAddons: ReadonlyMap<string, string> | undefined,
   report: RuleContext["report"],
 ): RuleContext {
   const valid = new Map<string, ManifestObject[]>();
@@ -305,6 +311,7 @@ function buildContext(
     ofKind: (kind) => valid.get(kind) ?? [],
     names: (kind) => names.get(kind) ?? new Set(),
     catalog,
+    installedAddons: installedAddons ?? new Map(),
     report,
   };
 }

@@ -19,6 +19,8 @@ export interface RuleContext {
   /** Every object of a kind by name, schema-valid or not (a reference to a broken object is not "missing"). */
   names(kind: string): Set<string>;
   readonly catalog: AddonCatalog;
+  /** `<namespace>/<name>` → the version an Addon runs now (ValidateOptions.installedAddons). */
+  readonly installedAddons: ReadonlyMap<string, string>;
   report(target: ManifestObject, pointer: string, rule: string, message: string, at?: "value" | "key"): void;
 }
 

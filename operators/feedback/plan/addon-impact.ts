@@ -2,8 +2,10 @@
 // cluster; a cluster-scoped Addon with a clusterSelector targets every Cluster whose labels match
 // (the planned Clusters, so a PR that adds a cluster shows what it will receive).
 
-import type { Addon, Cluster } from "../../api/index.ts";
-import { clusterOf } from "../../api/index.ts";
+import { stringify } from "yaml";
+import type { Addon, AddonCatalog, Cluster } from "../../api/index.ts";
+import { clusterOf, compareVersions } from "../../api/index.ts";
+import { releaseSpec } from "../../controllers/addon/index.ts";
 import { compileLabelSelector, deepEqual, type KubeObject, matches } from "../../lib/store/index.ts";
 
 import type { AddonAction, AddonImpact } from "./types.ts";
@@ -21,28 +23,29 @@ function targets(addon: Addon, clusters: readonly Cluster[]): string[] {
   return clusters.filter((c) => matches(selector, c.metadata.labels ?? {})).map((c) => c.metadata.name);
 }
 
-function compareVersions(a: string, b: string): number {
-  const parts = (v: string) =>
-    v
-      .replace(/^v/, "")
-      .split(/[.+-]/)
-      .map((p) => (/^\d+$/.test(p) ? Number(p) : p));
-  const x = parts(a);
-  const y = parts(b);
-  for (let i = 0; i < Math.max(x.length, y.length); i++) {
-    const p = x[i] ?? 0;
-    const q = y[i] ?? 0;
-    if (p === q) continue;
-    if (typeof p === "number" && typeof q === "number") return p - q;
-    return String(p) < String(q) ? -1 : 1;
-  }
-  return 0;
+/** What an Addon renders to (the same in every cluster), as the plan shows it. */
+function rendered(
+  addon: Addon,
+  catalog: AddonCatalog | undefined,
+): Pick<AddonImpact, "objects" | "manifest"> {
+  if (!catalog) return { objects: [], manifest: "" };
+  const result = releaseSpec(addon, catalog);
+  if ("error" in result) return { objects: [], manifest: "" };
+  const objects = result.spec.objects as unknown as KubeObject[];
+  return {
+    objects: objects.map(
+      (o) => `${o.kind} ${o.metadata.namespace ? `${o.metadata.namespace}/` : ""}${o.metadata.name}`,
+    ),
+    manifest: objects.map((o) => stringify(o)).join("---\n"),
+  };
 }
 
 export function addonImpact(input: {
   planned: readonly Addon[];
   plannedClusters: readonly Cluster[];
   live: readonly KubeObject[];
+  /** The catalog the revision was validated with; without it no objects are shown. */
+  catalog?: AddonCatalog;
 }): AddonImpact[] {
   const liveAddons = input.live.filter((o): o is Addon => o.kind === "Addon");
   const liveClusters = input.live.filter((o): o is Cluster => o.kind === "Cluster");
@@ -55,12 +58,13 @@ export function addonImpact(input: {
       });
     }
   }
-  const planned = new Map<string, { version: string; values: unknown }>();
+  const planned = new Map<string, { version: string; values: unknown; addon: Addon }>();
   for (const addon of input.planned) {
     for (const cluster of targets(addon, input.plannedClusters)) {
       planned.set(`${addon.spec.addonName}\0${cluster}`, {
         version: addon.spec.version,
         values: addon.spec.values,
+        addon,
       });
     }
   }
@@ -79,7 +83,14 @@ export function addonImpact(input: {
       else if (!deepEqual(before.values ?? null, after.values ?? null)) action = "reconfigure";
     }
     if (!action) continue;
-    impacts.push({ addon, cluster, action, from: before?.version ?? "", to: after?.version ?? "" });
+    impacts.push({
+      addon,
+      cluster,
+      action,
+      from: before?.version ?? "",
+      to: after?.version ?? "",
+      ...(after ? rendered(after.addon, input.catalog) : { objects: [], manifest: "" }),
+    });
   }
   return impacts.sort((a, b) =>
     a.cluster !== b.cluster

@@ -37,6 +37,7 @@ export async function planTree(options: PlanTreeOptions): Promise<Plan> {
   }
   const plan = computePlan({
     validation,
+    catalog: validation.catalog,
     live: options.live,
     revision: options.revision,
     against: options.against,

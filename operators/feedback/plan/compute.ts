@@ -1,6 +1,14 @@
 // The plan as a function of a validated revision and the live state. Pure: no I/O, no clock,
 // the same inputs give the same Plan (sorted everywhere), so it is golden-tested.
-import type { Addon, Cluster, Domain, Job, ManifestObject, ValidationResult } from "../../api/index.ts";
+import type {
+  Addon,
+  AddonCatalog,
+  Cluster,
+  Domain,
+  Job,
+  ManifestObject,
+  ValidationResult,
+} from "../../api/index.ts";
 import type { KubeObject } from "../../lib/store/index.ts";
 import { addonImpact } from "./addon-impact.ts";
 import { domainImpact } from "./domain-impact.ts";
@@ -10,6 +18,8 @@ import type { Plan } from "./types.ts";
 
 export interface ComputePlanInput {
   validation: ValidationResult;
+  /** The catalog the revision was validated with: Addons' rendered objects are shown from it. */
+  catalog?: AddonCatalog;
   live: readonly KubeObject[];
   revision: string;
   against: string;
@@ -57,6 +67,7 @@ export function computePlan(input: ComputePlanInput): Plan {
     planned: objects.filter((o): o is Addon => o.kind === "Addon"),
     plannedClusters: plannedClusters(objects, live),
     live,
+    ...(input.catalog ? { catalog: input.catalog } : {}),
   });
   plan.dryRunNote = DRY_RUN_UNAVAILABLE;
   return plan;

@@ -173,6 +173,17 @@ function render(plan: Plan, options: MarkdownOptions, level: 0 | 1 | 2): string 
     out.push("| Cluster | Addon | Action | From | To |", "|---|---|---|---|---|");
     for (const a of plan.addons)
       out.push(`| ${cell(a.cluster)} | ${cell(a.addon)} | ${a.action} | ${cell(a.from)} | ${cell(a.to)} |`);
+    for (const a of plan.addons) {
+      if (!a.manifest) continue;
+      out.push(
+        "",
+        `<details><summary>${cell(a.addon)} ${cell(a.to)} in ${cell(a.cluster)}: ${a.objects.length} objects</summary>`,
+        "",
+        fence(a.manifest, "yaml"),
+        "",
+        "</details>",
+      );
+    }
   }
 
   out.push("", "#### Server-side dry-run", "");

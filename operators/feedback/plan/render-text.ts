@@ -64,6 +64,7 @@ export function renderPlanText(raw: Plan): string {
       out.push(
         `  ${a.cluster}: ${a.action} ${a.addon}${a.from ? ` ${a.from}` : ""}${a.from && a.to ? " →" : ""}${a.to ? ` ${a.to}` : ""}`,
       );
+      for (const object of a.objects) out.push(`    ${object}`);
     }
   }
   out.push("", "Dry-run:");

@@ -58,6 +58,10 @@ export interface AddonImpact {
   from: string;
   /** Version planned; "" for an uninstall. */
   to: string;
+  /** The rendered objects the cluster's agent would apply, as `Kind namespace/name`; [] for an uninstall. */
+  objects: string[];
+  /** Those objects as multi-document YAML, exactly as rendered; "" for an uninstall. */
+  manifest: string;
 }
 
 export type DryRunState = "passed" | "failed" | "offline" | "skipped";

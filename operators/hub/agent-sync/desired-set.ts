@@ -1,9 +1,8 @@
-// What a cluster's agent should hold: its Tasks, Addons, DomainPeers and Node overlays.
+// What a cluster's agent should hold: its Tasks, AddonReleases, DomainPeers and Node overlays.
 
 import { AGENT_CLEANUP_FINALIZER, MANAGED_BY_GIT, MANAGED_BY_LABEL, namespaceFor } from "../../api/index.ts";
 import { type KubeObject, kindKeyOf } from "../../lib/kube-object.ts";
-import type { LabelSelector, Store } from "../../lib/store/index.ts";
-import { compileLabelSelector, matches } from "../../lib/store/index.ts";
+import type { Store } from "../../lib/store/index.ts";
 import { artifactUrl, isRepositoryPath, overlayKeys, pickKeys } from "../../source/index.ts";
 
 export interface DesiredSetOptions {
@@ -26,31 +25,16 @@ export async function desiredForCluster(
     if (!task.metadata.deletionTimestamp) out.push(withArtifactUrls(task, options.artifactDir));
   }
   out.push(...(await store.list("DomainPeer", { namespace })).items);
-  const clusterObject = await store.get("Cluster", undefined, cluster);
-  for (const addon of (await store.list("Addon")).items) {
-    const selector = (addon.spec as { clusterSelector?: LabelSelector } | undefined)?.clusterSelector;
-    const placed = addon.metadata.namespace === namespace;
-    const selected =
-      !addon.metadata.namespace &&
-      selector !== undefined &&
-      clusterObject !== undefined &&
-      selects(selector, clusterObject.metadata.labels);
-    if (placed || selected) out.push(addon);
+  // Addons reach the agent rendered, as the AddonReleases the Addon controller wrote for this
+  // cluster; one being deleted is left out, so the agent uninstalls it.
+  for (const release of (await store.list("AddonRelease", { namespace })).items) {
+    if (!release.metadata.deletionTimestamp) out.push(release);
   }
   for (const node of (await store.list("Node", { namespace })).items) {
     if (node.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY_GIT) out.push(nodeOverlay(node));
   }
   // Status is the hub's record of what agents reported; agents act on metadata and spec only.
   return out.map(withoutStatus).sort((a, b) => kindKeyOf(a).localeCompare(kindKeyOf(b)));
-}
-
-/** Validation refuses a malformed selector; one in the store from before selects no cluster. */
-function selects(selector: LabelSelector, labels: Record<string, string> | undefined): boolean {
-  try {
-    return matches(compileLabelSelector(selector), labels);
-  } catch {
-    return false;
-  }
 }
 
 function withoutStatus(object: KubeObject): KubeObject {

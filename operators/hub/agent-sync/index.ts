@@ -1,7 +1,8 @@
 // The hub's side of the agent tunnels: hands each connected agent its cluster's desired set (a
 // snapshot on connect, then deltas as the store changes), writes its reports back into the store,
-// keeps Cluster status (Online/Offline, heartbeat, capabilities), and releases a deleted Task's
-// cleanup finalizer once the agent has acknowledged the removal and reports no pod of it.
+// keeps Cluster status (Online/Offline, heartbeat, capabilities), and releases the cleanup
+// finalizer of a deleted Task (or AddonRelease) once the agent has acknowledged the removal and
+// reports nothing of it any more.
 import { AGENT_CLEANUP_FINALIZER, clusterOf, namespaceFor } from "../../api/index.ts";
 import { type Clock, systemClock, type TimerId } from "../../lib/clock.ts";
 import { type KubeObject, kindKey, kindKeyOf, parseKindKey } from "../../lib/kube-object.ts";
@@ -29,7 +30,7 @@ export interface AgentSync {
   close(): void;
 }
 
-const WATCHED_KINDS = ["Task", "DomainPeer", "Addon", "Node", "Cluster"] as const;
+const WATCHED_KINDS = ["Task", "DomainPeer", "AddonRelease", "Node"] as const;
 
 export function createAgentSync(options: AgentSyncOptions): AgentSync {
   const { store, logger } = options;
@@ -38,16 +39,7 @@ export function createAgentSync(options: AgentSyncOptions): AgentSync {
   const watches: Watch[] = [];
 
   const changed = (object: KubeObject) => {
-    const namespace = object.metadata.namespace;
-    if (object.kind === "Addon" && !namespace) {
-      for (const session of sessions.values()) session.schedule();
-      return;
-    }
-    if (object.kind === "Cluster") {
-      sessions.get(object.metadata.name)?.schedule();
-      return;
-    }
-    const cluster = clusterOf(namespace);
+    const cluster = clusterOf(object.metadata.namespace);
     if (cluster) sessions.get(cluster)?.schedule();
   };
 
@@ -192,6 +184,7 @@ class ClusterSession {
       await this.#serialise(async () => {
         await writeReport(this.#options.store, this.cluster, message, this.#options.logger);
         await this.#releaseFinalizers(message.pods, message.tasks);
+        await this.#releaseAddonFinalizers(message.addons ?? []);
         await setClusterStatus(this.#options.store, this.cluster, (status) => {
           status.capabilities = message.capabilities;
           status.nodeCount = message.nodes.length;
@@ -224,9 +217,7 @@ class ClusterSession {
     ]);
     for (const task of (await store.list("Task", { namespace })).items) {
       if (!task.metadata.deletionTimestamp || !hasCleanupFinalizer(task)) continue;
-      const removedAt = this.#removedAt.get(kindKeyOf(task));
-      const neverSent = removedAt === undefined && !this.#sent.has(kindKeyOf(task));
-      if (!neverSent && (removedAt === undefined || acked < removedAt)) continue;
+      if (!this.#removalAcknowledged(task, acked)) continue;
       if (running.has(task.metadata.name)) continue;
       await store.update({
         ...task,
@@ -237,6 +228,33 @@ class ClusterSession {
       });
       this.#removedAt.delete(kindKeyOf(task));
     }
+  }
+
+  /** A deleted AddonRelease goes once the agent acknowledged its removal and no longer reports it. */
+  async #releaseAddonFinalizers(reported: KubeObject[]): Promise<void> {
+    const store = this.#options.store;
+    const acked = this.#session.ackedGeneration ?? 0;
+    const present = new Set(reported.map((r) => r.metadata.name));
+    for (const release of (await store.list("AddonRelease", { namespace: namespaceFor(this.cluster) }))
+      .items) {
+      if (!release.metadata.deletionTimestamp || !hasCleanupFinalizer(release)) continue;
+      if (!this.#removalAcknowledged(release, acked) || present.has(release.metadata.name)) continue;
+      await store.update({
+        ...release,
+        metadata: {
+          ...release.metadata,
+          finalizers: (release.metadata.finalizers ?? []).filter((f) => f !== AGENT_CLEANUP_FINALIZER),
+        },
+      });
+      this.#removedAt.delete(kindKeyOf(release));
+    }
+  }
+
+  /** The agent was never sent `object`, or has acknowledged the delta that took it away. */
+  #removalAcknowledged(object: KubeObject, acked: number): boolean {
+    const removedAt = this.#removedAt.get(kindKeyOf(object));
+    const neverSent = removedAt === undefined && !this.#sent.has(kindKeyOf(object));
+    return neverSent || (removedAt !== undefined && acked >= removedAt);
   }
 }
 

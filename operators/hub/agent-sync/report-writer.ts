@@ -1,5 +1,5 @@
-// Writes an agent's report into the store: Nodes and Pods of its cluster mirrored, Task status
-// set, and objects the agent no longer reports removed. Every object is checked against its
+// Writes an agent's report into the store: Nodes and Pods of its cluster mirrored, Task and
+// AddonRelease status set, and objects the agent no longer reports removed. Every object is checked against its
 // schema first: a report crosses a process boundary.
 import { checkSchema, MANAGED_BY_GIT, MANAGED_BY_LABEL, namespaceFor } from "../../api/index.ts";
 import type { Logger } from "../../lib/logger.ts";
@@ -49,6 +49,20 @@ export async function writeReport(
     await store.updateStatus(candidate).catch((error: unknown) => {
       // A concurrent write wins; the next report carries the status again.
       logger.warn("task status not written", { task: task.metadata.name, error: String(error) });
+    });
+  }
+  // Releases being uninstalled are deleted already but still take their status (Uninstalling).
+  for (const reported of report.addons ?? []) {
+    if (reported.kind !== "AddonRelease" || reported.metadata.namespace !== namespace) continue;
+    const release = await store.get("AddonRelease", namespace, reported.metadata.name);
+    if (!release || deepEqual(release.status ?? null, reported.status ?? null)) continue;
+    const candidate = { ...release, status: reported.status };
+    if (checkSchema(candidate).length > 0) {
+      logger.warn("invalid addon status in agent report ignored", { cluster, addon: release.metadata.name });
+      continue;
+    }
+    await store.updateStatus(candidate).catch((error: unknown) => {
+      logger.warn("addon status not written", { addon: release.metadata.name, error: String(error) });
     });
   }
 }

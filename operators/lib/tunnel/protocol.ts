@@ -41,6 +41,8 @@ export interface Report {
   tasks: KubeObject[];
   /** DomainPeers with only status.traffic: the live figures of the cluster's nodeservers. */
   domainPeers?: KubeObject[];
+  /** AddonRelease status objects: each Addon desired or still being uninstalled on the cluster. */
+  addons?: KubeObject[];
   capabilities: Capability[];
   /** The cluster's API server version (kubernetes runtime). */
   kubernetesVersion?: string;
@@ -206,6 +208,7 @@ export function parseAgentMessage(v: unknown): AgentMessage {
         ...(v.domainPeers === undefined
           ? {}
           : { domainPeers: list(v, "domainPeers", where, parseKubeObject) }),
+        ...(v.addons === undefined ? {} : { addons: list(v, "addons", where, parseKubeObject) }),
         capabilities: list(v, "capabilities", where, parseCapability),
         ...(v.kubernetesVersion === undefined
           ? {}

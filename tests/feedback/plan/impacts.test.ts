@@ -1,8 +1,10 @@
+import path from "node:path";
 import t from "tap";
 import type { Addon, Cluster, Domain, Job } from "../../../operators/api/index.ts";
 import { addonImpact } from "../../../operators/feedback/plan/addon-impact.ts";
 import { domainImpact } from "../../../operators/feedback/plan/domain-impact.ts";
 import type { ObjectChange } from "../../../operators/feedback/plan/index.ts";
+import { readAddonCatalogs } from "../../../operators/source/index.ts";
 
 const cluster = (name: string, labels: Record<string, string>): Cluster =>
   ({
@@ -37,8 +39,24 @@ t.test(
       live,
     });
     t.same(impacts, [
-      { addon: "metrics", cluster: "a", action: "upgrade", from: "1.2.0", to: "1.10.0" },
-      { addon: "metrics", cluster: "c", action: "install", from: "", to: "1.10.0" },
+      {
+        addon: "metrics",
+        cluster: "a",
+        action: "upgrade",
+        from: "1.2.0",
+        to: "1.10.0",
+        objects: [],
+        manifest: "",
+      },
+      {
+        addon: "metrics",
+        cluster: "c",
+        action: "install",
+        from: "",
+        to: "1.10.0",
+        objects: [],
+        manifest: "",
+      },
     ]);
   },
 );
@@ -65,6 +83,27 @@ t.test(
     );
   },
 );
+
+t.test("with the catalog, each cluster's entry lists the exact objects its agent would apply", async (t) => {
+  const root = path.resolve(import.meta.dirname, "../../..");
+  const { catalog } = readAddonCatalogs([path.join(root, "tests/fixtures/addon-catalog")], root);
+  const [install, uninstall] = addonImpact({
+    planned: [addon("demo", "1.1.0", { namespace: "tools", values: { replicas: 2 } }, "agent-x")],
+    plannedClusters: [],
+    live: [addon("gone", "1.0.0", {}, "agent-y")],
+    catalog,
+  });
+  t.same(install?.objects, [
+    "ServiceAccount tools/demo",
+    "ClusterRole tools-demo",
+    "ClusterRoleBinding tools-demo",
+    "ConfigMap tools/demo-config",
+    "DaemonSet tools/demo-node",
+    "Deployment tools/demo-controller",
+  ]);
+  t.match(install?.manifest, /kind: Deployment\n[\s\S]*replicas: 2\n/);
+  t.same([uninstall?.action, uninstall?.objects, uninstall?.manifest], ["uninstall", [], ""]);
+});
 
 t.test("a narrower CIDR counts the allocations it no longer holds", async (t) => {
   const live: Domain = {

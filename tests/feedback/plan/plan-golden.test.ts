@@ -191,6 +191,9 @@ t.test("the plan's content: changes, placement, pools, addons and dry-runs", asy
       action: "upgrade",
       from: "0.0.9",
       to: "0.1.0",
+      // The shipped entry has no manifests yet: it renders no objects.
+      objects: [],
+      manifest: "",
     },
     {
       addon: "embodied-runtime",
@@ -198,6 +201,8 @@ t.test("the plan's content: changes, placement, pools, addons and dry-runs", asy
       action: "install",
       from: "",
       to: "0.1.0",
+      objects: [],
+      manifest: "",
     },
   ]);
   t.same(

@@ -1,6 +1,6 @@
 // What the hub hands a cluster's agent, read from a real store: the cluster's own Tasks (not
-// those being deleted, not other clusters'), its DomainPeers, the Addons placed on it or
-// selecting it, and git's overlay of its Nodes; never status.
+// those being deleted, not other clusters'), its DomainPeers, the AddonReleases the Addon
+// controller rendered for it, and git's overlay of its Nodes; never status.
 
 import { pathToFileURL } from "node:url";
 import t from "tap";
@@ -17,6 +17,15 @@ const artifactUrlOf = (task: KubeObject | undefined) =>
 
 function addon(name: string, namespace: string | undefined, spec: Record<string, unknown>): KubeObject {
   return { apiVersion: "rlinf.io/v1alpha1", kind: "Addon", metadata: { name, namespace }, spec };
+}
+
+function release(clusterName: string, name: string): KubeObject {
+  return {
+    apiVersion: "rlinf.io/v1alpha1",
+    kind: "AddonRelease",
+    metadata: { name, namespace: `agent-${clusterName}` },
+    spec: { addonName: "demo", version: "1.0.0", namespace: "rlark-system", addonGeneration: 1, objects: [] },
+  };
 }
 
 function domainPeer(clusterName: string, name: string): KubeObject {
@@ -67,30 +76,17 @@ t.test("status stays on the hub: the agent is handed metadata and spec only", as
   t.equal(sent?.metadata.uid, created.metadata.uid);
 });
 
-t.test("Addons: placed in the cluster's namespace or selecting its labels; not others", async (t) => {
+t.test("AddonReleases: the cluster's own, not one being uninstalled, never the Addons", async (t) => {
   const { store } = tempStore(t);
-  await store.create(cluster("east", { region: "eu", gpu: "a100" }));
-  await store.create(addon("placed", "agent-east", {}));
-  await store.create(addon("elsewhere", "agent-west", {}));
-  await store.create(addon("eu-wide", undefined, { clusterSelector: { matchLabels: { region: "eu" } } }));
-  await store.create(addon("us-wide", undefined, { clusterSelector: { matchLabels: { region: "us" } } }));
-  await store.create(addon("no-selector", undefined, {}));
-  t.same(keys(await desiredForCluster(store, "east", { artifactDir })), [
-    "Addon//eu-wide",
-    "Addon/agent-east/placed",
-  ]);
-});
-
-t.test("a selecting Addon reaches no cluster the store does not know", async (t) => {
-  const { store } = tempStore(t);
-  await store.create(addon("all", undefined, { clusterSelector: {} }));
-  t.same(keys(await desiredForCluster(store, "ghost", { artifactDir })), []);
-  await store.create(cluster("ghost"));
-  t.same(
-    keys(await desiredForCluster(store, "ghost", { artifactDir })),
-    ["Addon//all"],
-    "an empty selector selects every cluster",
-  );
+  await store.create(addon("placed", "agent-east", { addonName: "demo", version: "1.0.0" }));
+  await store.create(release("east", "placed"));
+  await store.create(release("west", "placed"));
+  await store.create({
+    ...release("east", "leaving"),
+    metadata: { name: "leaving", namespace: "agent-east", finalizers: ["rlark.io/agent-cleanup"] },
+  });
+  await store.delete("AddonRelease", "agent-east", "leaving");
+  t.same(keys(await desiredForCluster(store, "east", { artifactDir })), ["AddonRelease/agent-east/placed"]);
 });
 
 t.test("Nodes: only git's overlay (its keys and the cordon), never what the agent reported", async (t) => {

@@ -76,6 +76,17 @@ t.test("agent and hub messages are validated field by field", async (t) => {
       parseAgentMessage({ type: "report", nodes: [{ kind: "Node" }], pods: [], tasks: [], capabilities: [] }),
     /apiVersion/,
   );
+  const report = { type: "report", nodes: [], pods: [], tasks: [], capabilities: [] };
+  const addon = {
+    apiVersion: "rlinf.io/v1alpha1",
+    kind: "AddonRelease",
+    metadata: { name: "demo", namespace: "agent-x" },
+    status: { phase: "Ready" },
+  };
+  t.same(parseAgentMessage({ ...report, addons: [addon] }), { ...report, addons: [addon] });
+  t.same(parseAgentMessage(report), report, "an older agent sends no addons");
+  t.throws(() => parseAgentMessage({ ...report, addons: {} }), /addons must be an array/);
+  t.throws(() => parseAgentMessage({ ...report, addons: [{ kind: "AddonRelease" }] }), /apiVersion/);
   t.throws(() => parseAgentMessage({ type: "shell", command: "rm -rf /" }), /unknown agent message type/);
   t.throws(() => parseAgentMessage([]), ProtocolError);
   const delta = {

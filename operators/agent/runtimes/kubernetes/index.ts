@@ -16,11 +16,13 @@ import type {
   LogOptions,
   NodeOverlay,
   Runtime,
+  RuntimeAddon,
   RuntimeDomainPeer,
   RuntimeSnapshot,
   RuntimeTask,
   StopOptions,
 } from "../types.ts";
+import { AddonInstaller } from "./addon-installer.ts";
 import { type ApiClients, apiClients } from "./api-clients.ts";
 import { KubeApiError } from "./api-error.ts";
 import { ChangeFeed } from "./change-feed.ts";
@@ -80,6 +82,8 @@ export interface KubernetesRuntimeOptions {
   relistIntervalMs?: number;
   /** How soon a failed apply, or a Job waiting to be replaced, is retried. Default 5 s. */
   retryIntervalMs?: number;
+  /** How often an Addon that is not Ready yet is looked at again. Default 2 s. */
+  addonPollIntervalMs?: number;
 }
 
 /** Runs Kubernetes Tasks on one cluster. Create with {@link KubernetesRuntime.start}. */
@@ -94,6 +98,7 @@ export class KubernetesRuntime implements Runtime {
   readonly #disk: DiskPoller;
   readonly #version: KubernetesVersion;
   readonly #peers: DomainPeersWriter;
+  readonly #addons: AddonInstaller;
 
   private constructor(options: KubernetesRuntimeOptions) {
     this.#options = options;
@@ -134,6 +139,16 @@ export class KubernetesRuntime implements Runtime {
       logger,
       retryIntervalMs: options.retryIntervalMs,
     });
+    this.#addons = new AddonInstaller({
+      objects,
+      core,
+      namespace: options.defaultNamespace ?? DEFAULT_NAMESPACE,
+      instance: options.instance,
+      logger,
+      kubernetesVersion: () => this.#version.current,
+      onChange: changed,
+      pollIntervalMs: options.addonPollIntervalMs,
+    });
   }
 
   /**
@@ -172,20 +187,25 @@ export class KubernetesRuntime implements Runtime {
     return this.#peers.write(peers);
   }
 
+  applyAddons(addons: readonly RuntimeAddon[]): Promise<void> {
+    return this.#addons.apply(addons);
+  }
+
   onChange(listener: () => void): () => void {
     return this.#feed.onChange(listener);
   }
 
   observe(): RuntimeSnapshot {
-    return this.#feed.snapshot(() =>
-      buildSnapshot({
+    return this.#feed.snapshot(() => ({
+      ...buildSnapshot({
         watches: this.#watches,
         disk: this.#disk.figures,
         kubernetesVersion: this.#version.current,
         agentVersion: this.#options.agentVersion ?? "0.0.0",
         instance: this.#options.instance,
       }),
-    );
+      addons: this.#addons.observe(),
+    }));
   }
 
   async logs(pod: { namespace: string; name: string }, options: LogOptions = {}): Promise<string> {
@@ -209,6 +229,7 @@ export class KubernetesRuntime implements Runtime {
     this.#overlays.stop();
     this.#disk.stop();
     this.#version.stop();
+    await this.#addons.stop();
     this.#feed.stop();
     await this.#peers.stop();
     await this.#reconciler.settled;

@@ -1,3 +1,5 @@
+import { compareVersions } from "../../addon-catalog.ts";
+import { AddonRenderError, DEFAULT_ADDON_NAMESPACE, renderAddon } from "../../addon-render.ts";
 import { clusterOf } from "../../well-known.ts";
 import { type CrossRule, type ManifestObject, objectAt, stringAt } from "../rule-context.ts";
 import { suggest } from "./job-specs.ts";
@@ -71,8 +73,31 @@ export const addonCatalogRules: CrossRule = (ctx) => {
       );
       continue;
     }
-    for (const violation of ctx.catalog.checkValues(entry, spec?.values)) {
+    const violations = ctx.catalog.checkValues(entry, spec?.values);
+    for (const violation of violations) {
       ctx.report(addon, `/spec/values${violation.path}`, "cross/addon-values", violation.message);
+    }
+    const installed = ctx.installedAddons.get(`${addon.namespace ?? ""}/${addon.name}`);
+    if (installed !== undefined && compareVersions(version, installed) < 0 && !entry.allowDowngrade) {
+      ctx.report(
+        addon,
+        "/spec/version",
+        "cross/addon-downgrade",
+        `${name} runs ${installed}; moving down to ${version} is refused (its addon.yaml does not set allowDowngrade: true)`,
+      );
+    }
+    if (violations.length > 0) continue;
+    // The values fit the schema; they must also render (a manifest may reference a value the
+    // schema leaves optional and without a default).
+    try {
+      renderAddon(entry, ctx.catalog.withDefaults(entry, spec?.values), {
+        name: addon.name,
+        version,
+        namespace: stringAt(spec, "namespace") ?? DEFAULT_ADDON_NAMESPACE,
+      });
+    } catch (error) {
+      if (!(error instanceof AddonRenderError)) throw error;
+      ctx.report(addon, "/spec/values", "cross/addon-render", `renders no objects: ${error.message}`);
     }
   }
 };
