@@ -12,7 +12,7 @@ import {
   startCameraController,
   startRosController,
 } from "../device/controllers/index.ts";
-import { controllerSocket } from "../device/socket-env.ts";
+import { type ControllerKind, controllerSocket } from "../device/socket-env.ts";
 import { jsonLogger } from "../lib/logger.ts";
 import { usageError } from "./cli-error.ts";
 import { untilSignal } from "./until-signal.ts";
@@ -57,7 +57,7 @@ async function serve(name: string, start: () => Promise<RunningController>): Pro
   await controller.close();
 }
 
-function withCommonOptions(command: Command, kind: "camera" | "ros"): Command {
+function withCommonOptions(command: Command, kind: ControllerKind): Command {
   const { env, path: fallback } = controllerSocket(kind, {});
   return command
     .requiredOption("--config <file>", "the controller's configuration (YAML or JSON)")
@@ -95,7 +95,7 @@ export function registerDeviceControllers(program: Command): void {
     ["ros-controller", undefined],
     ["ros2-controller", "ros2"],
   ] as const) {
-    const command = withCommonOptions(program.command(name), "ros")
+    const command = withCommonOptions(program.command(name), flavor ?? "ros")
       .description(
         flavor
           ? "run the node's ROS 2 controller (ros-controller --flavor ros2)"
@@ -111,14 +111,17 @@ export function registerDeviceControllers(program: Command): void {
       );
     command.action(async (flags: ControllerFlags) => {
       const logger = jsonLogger(name);
-      await serve(name, async () =>
-        startRosController({
-          config: readRosConfig(flags.config, flavor ?? flags.flavor),
-          socket: path.resolve(flags.socket ?? controllerSocket("ros").path),
+      await serve(name, async () => {
+        const config = readRosConfig(flags.config, flavor ?? flags.flavor);
+        // Each flavor has its own socket, as the device plugin mounts them (ROS 2: RLARK_ROS2_SOCKET).
+        const socket = flags.socket ?? controllerSocket(config.flavor === "ros2" ? "ros2" : "ros").path;
+        return startRosController({
+          config,
+          socket: path.resolve(socket),
           capabilityDir: path.resolve(flags.capabilityDir ?? capabilityDir()),
           logger,
-        }),
-      );
+        });
+      });
     });
   }
 

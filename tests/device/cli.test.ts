@@ -194,6 +194,19 @@ t.test("without a controller the CLIs name the socket and the variable", async (
     `rosctr: no ROS controller socket at ${absent} (the socket comes from --socket or $RLARK_ROS_SOCKET;`,
   );
 
+  const ros2 = await runBin("rosctr", ["status"], { RLARK_ROS_SOCKET: "", RLARK_ROS2_SOCKET: absent });
+  t.match(
+    ros2.stderr,
+    `no ROS controller socket at ${absent} (the socket comes from --socket or $RLARK_ROS2_SOCKET;`,
+    "a pod given a ROS 2 robot has only RLARK_ROS2_SOCKET",
+  );
+  const neither = await runBin("rosctr", ["status"], { RLARK_ROS_SOCKET: "", RLARK_ROS2_SOCKET: "" });
+  t.match(
+    neither.stderr,
+    "no ROS controller socket at /var/run/rlark/devices/ros-controller.sock",
+    "the default path",
+  );
+
   // A socket file nobody listens on any more: a controller killed without cleaning up.
   const stale = path.join(dir, "stale.sock");
   const holder = spawn(process.execPath, [

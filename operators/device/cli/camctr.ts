@@ -1,7 +1,10 @@
 // camctr: the camera controller's command line, mounted into pods that were allocated a camera.
 import { writeFileSync } from "node:fs";
 import { Command } from "commander";
-import { CAMERA_SOCKET_ENV, DEFAULT_CAMERA_SOCKET } from "../socket-env.ts";
+import { SOCKETS } from "../socket-env.ts";
+
+const { env: CAMERA_SOCKET_ENV, path: DEFAULT_CAMERA_SOCKET } = SOCKETS.camera;
+
 import { callController, targetOf } from "./controller-client.ts";
 import { table } from "./format.ts";
 

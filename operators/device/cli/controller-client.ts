@@ -3,7 +3,7 @@
 // socket and the variable when nobody is there.
 import { existsSync } from "node:fs";
 import { grpc, type ServiceName, serviceClient, unaryCall } from "../controllers/index.ts";
-import { type ControllerKind, controllerSocket } from "../socket-env.ts";
+import { controllerSocket, rosSocket } from "../socket-env.ts";
 
 /** An error the CLIs print as one line and exit with. */
 export class CtlError extends Error {
@@ -15,19 +15,19 @@ export class CtlError extends Error {
 }
 
 export interface ControllerTarget {
-  kind: ControllerKind;
+  kind: ServiceName;
   socket: string;
   env: string;
 }
 
-const TITLE: Record<ControllerKind, string> = { camera: "camera controller", ros: "ROS controller" };
+const TITLE: Record<ServiceName, string> = { camera: "camera controller", ros: "ROS controller" };
 
 export function targetOf(
-  kind: ControllerKind,
+  kind: ServiceName,
   socketFlag: string | undefined,
   env = process.env,
 ): ControllerTarget {
-  const location = controllerSocket(kind, env);
+  const location = kind === "ros" ? rosSocket(env) : controllerSocket(kind, env);
   return { kind, socket: socketFlag || location.path, env: location.env };
 }
 
@@ -41,7 +41,7 @@ function unreachable(target: ControllerTarget, detail: string): CtlError {
 export function clientFor(target: ControllerTarget): grpc.Client {
   if (!existsSync(target.socket))
     throw unreachable(target, `no ${TITLE[target.kind]} socket at ${target.socket}`);
-  return serviceClient(target.kind satisfies ServiceName, target.socket);
+  return serviceClient(target.kind, target.socket);
 }
 
 /** A gRPC error as a sentence: unreachable sockets name the path and the variable. */

@@ -1,7 +1,10 @@
 // rosctr: the ROS controller's command line, mounted into pods that were allocated the robot.
 import { Command, InvalidArgumentError } from "commander";
 import type { LogLine } from "../controllers/index.ts";
-import { DEFAULT_ROS_SOCKET, ROS_SOCKET_ENV } from "../socket-env.ts";
+import { SOCKETS } from "../socket-env.ts";
+
+const { ros, ros2 } = SOCKETS;
+
 import { callController, clientFor, describeError, targetOf } from "./controller-client.ts";
 import { table } from "./format.ts";
 
@@ -21,9 +24,9 @@ interface RosStatus {
 }
 
 const HELP = `
-Talks to the node's ROS controller over its unix socket: $${ROS_SOCKET_ENV}
-(default ${DEFAULT_ROS_SOCKET}), which the device plugin mounts into pods that request
-rlinf.io/device. The commands it runs (roscore + roslaunch, or ros2 launch) are configured on
+Talks to the node's ROS controller over its unix socket: $${ros.env} (ROS 1) or
+$${ros2.env} (ROS 2), which the device plugin sets in pods that request rlinf.io/device and
+mounts the socket for; with neither, ${ros.path}. The commands it runs (roscore + roslaunch, or ros2 launch) are configured on
 the node; rosctr starts, stops and watches them.
 
 Examples:
@@ -60,10 +63,7 @@ function count(value: string): number {
 export function buildRosctr(name = "rosctr"): Command {
   const program = new Command(name)
     .description("start, stop, restart and watch the robot software (ROS 1 or ROS 2) on this node")
-    .option(
-      "--socket <path>",
-      `the controller's socket (default: $${ROS_SOCKET_ENV} or ${DEFAULT_ROS_SOCKET})`,
-    )
+    .option("--socket <path>", `the controller's socket (default: $${ros.env}, $${ros2.env} or ${ros.path})`)
     .addHelpText("after", HELP)
     .showHelpAfterError()
     // As rlark: 2 for usage errors (commander has printed them), 0 after --help.
