@@ -2,6 +2,7 @@
 // a frame) when the event stream changes what it shows.
 import { type Html, html } from "./html.mts";
 import { type Connection, connect } from "./live.mts";
+import { accessPage, fetchAccessAudit } from "./page-access.mts";
 import { clustersPage } from "./page-clusters.mts";
 import { addonsPage, domainsPage } from "./page-domains.mts";
 import { jobPage, jobsPage } from "./page-jobs.mts";
@@ -18,6 +19,7 @@ const PAGES = [
   { path: "clusters", title: "Clusters" },
   { path: "domains", title: "Domains" },
   { path: "addons", title: "Addons" },
+  { path: "access", title: "Access" },
 ] as const;
 
 const state = new State();
@@ -49,6 +51,8 @@ function page(parts: string[], query: URLSearchParams): Html {
       return domainsPage(state);
     case "addons":
       return addonsPage(state);
+    case "access":
+      return accessPage();
     default:
       return overviewPage(state);
   }
@@ -64,7 +68,7 @@ function render(): void {
   const current = parts[0] ?? "overview";
   setHtml(
     nav,
-    html`${PAGES.map(
+    html`${PAGES.filter((p) => p.path !== "access" || state.principal?.role === "admin").map(
       (p) =>
         html`<a href="#/${p.path}" ${p.path === current ? html`aria-current="page"` : ""}>${p.title}</a>`,
     )}<button type="button" id="logout">Log out ${state.principal ? `(${state.principal.subject})` : ""}</button>`,
@@ -206,6 +210,11 @@ document.addEventListener("click", (event) => {
     const token = currentSession()?.token;
     const { namespace, pod } = target.dataset;
     if (token && namespace && pod) void fetchPodLog(namespace, pod, token, schedule);
+    return;
+  }
+  if (target.classList.contains("access-audit")) {
+    const token = currentSession()?.token;
+    if (token) void fetchAccessAudit(token, schedule);
     return;
   }
   if (target.id !== "logout") return;

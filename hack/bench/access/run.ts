@@ -1,0 +1,280 @@
+// `node hack/bench/access/run.ts [bytes=1073741824]`: SFTP download and `ssh -L` throughput
+// through the hub's bastion and a process-runtime agent, against Debian's own sshd on this
+// machine in the same run, with the same client, file and cipher (aes128-gcm). Prints MB/s and
+// the ratio. Needs root (sshd) and /usr/sbin/sshd. Asserts nothing.
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { createHash } from "node:crypto";
+import { createReadStream, mkdirSync, openSync, writeFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { type AddressInfo, connect, createServer, type Server } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { startAgent } from "../../../operators/agent/agent.ts";
+import { ProcessRuntime } from "../../../operators/agent/runtimes/process/index.ts";
+import { startHub } from "../../../operators/hub/hub.ts";
+import { silentLogger } from "../../../operators/lib/logger.ts";
+import { fileCredentialStore } from "../../../operators/lib/tunnel/index.ts";
+
+const BYTES = Number(process.argv[2] ?? 1024 ** 3);
+const CIPHER = "aes128-gcm@openssh.com";
+const POD = "bench-main-0";
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+async function until<T>(what: string, check: () => Promise<T | undefined> | T | undefined): Promise<T> {
+  for (let i = 0; i < 1200; i++) {
+    const value = await check();
+    if (value !== undefined) return value;
+    await sleep(100);
+  }
+  throw new Error(`never happened: ${what}`);
+}
+
+async function sha256(file: string): Promise<string> {
+  const hash = createHash("sha256");
+  for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer);
+  return hash.digest("hex");
+}
+
+/** Runs a client to its end, asynchronously: the hub and agent share this process's event loop. */
+function timed(command: string, args: string[]): Promise<number> {
+  const start = process.hrtime.bigint();
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { stdio: ["ignore", "ignore", "inherit"] });
+    child.once("error", reject);
+    child.once("exit", (code) =>
+      code === 0
+        ? resolve(Number(process.hrtime.bigint() - start) / 1e9)
+        : reject(new Error(`${command} exited ${code}`)),
+    );
+  });
+}
+
+const dir = await mkdtemp(path.join(tmpdir(), "rlark-bench-access-"));
+const children: ChildProcess[] = [];
+const servers: Server[] = [];
+try {
+  execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", path.join(dir, "user")]);
+  const userKey = execFileSync("ssh-keygen", ["-y", "-f", path.join(dir, "user")])
+    .toString()
+    .trim();
+
+  // A repository: the local cluster, a user, a grant and a long-running pod.
+  const repo = path.join(dir, "repo");
+  mkdirSync(repo);
+  writeFileSync(
+    path.join(repo, "all.yaml"),
+    `apiVersion: rlinf.io/v1alpha1
+kind: Cluster
+metadata: { name: local }
+spec: { runtime: process }
+---
+apiVersion: rlinf.io/v1alpha1
+kind: User
+metadata: { name: bench }
+spec: { roles: [user], sshPublicKeys: [${JSON.stringify(userKey)}] }
+---
+apiVersion: rlinf.io/v1alpha1
+kind: AccessPolicy
+metadata: { name: bench }
+spec: { subjects: { users: [bench] }, verbs: [files, forward] }
+---
+apiVersion: rlinf.io/v1alpha1
+kind: Job
+metadata: { name: bench }
+spec:
+  tasks:
+    - name: main
+      role: Actor
+      agentType: Raw
+      raw: { kind: Deployment, command: ["sleep", "36000"] }
+`,
+  );
+  const git = (...args: string[]) => execFileSync("git", ["-C", repo, ...args], { stdio: "ignore" });
+  git("init", "-q", "-b", "main");
+  git("-c", "user.name=bench", "-c", "user.email=bench@localhost", "add", ".");
+  git("-c", "user.name=bench", "-c", "user.email=bench@localhost", "commit", "-qm", "bench");
+
+  const hub = await startHub({
+    dataDir: path.join(dir, "hub"),
+    http: "127.0.0.1:0",
+    ssh: "127.0.0.1:0",
+    repo: `file://${repo}`,
+    branch: "main",
+    intervalMs: 500,
+    logger: silentLogger,
+  });
+  await until(
+    "cluster declared",
+    async () => (await hub.store.get("Cluster", undefined, "local")) ?? undefined,
+  );
+  const runtime = await ProcessRuntime.open({
+    stateDir: path.join(dir, "state"),
+    terminationGracePeriodMs: 1000,
+  });
+  const { token } = await hub.pki.enrollment.createToken({ cluster: "local", ttlMs: 60_000 });
+  const agent = await startAgent({
+    hub: hub.sshAddress,
+    credentials: fileCredentialStore(path.join(dir, "agent.json")),
+    token,
+    caHash: hub.caFingerprint,
+    runtime,
+    runtimeKind: "process",
+    logger: silentLogger,
+  });
+  await until("pod running", async () => {
+    const pod = await hub.store.get("Pod", "agent-local", POD);
+    return (pod?.status as { phase?: string } | undefined)?.phase === "Running" ? true : undefined;
+  });
+  const podDir = path.join(dir, "state", "work", "agent-local_bench-main");
+  const file = path.join(podDir, "big.bin");
+  execFileSync("head", ["-c", String(BYTES), "/dev/urandom"], {
+    stdio: ["ignore", openSync(file, "w"), "inherit"],
+  });
+
+  // Debian's sshd on this machine, for the same client, key and file.
+  execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", path.join(dir, "sshd_host")]);
+  writeFileSync(path.join(dir, "authorized_keys"), `${userKey}\n`);
+  const sshdPort = await freePort();
+  writeFileSync(
+    path.join(dir, "sshd_config"),
+    [
+      `Port ${sshdPort}`,
+      "ListenAddress 127.0.0.1",
+      `HostKey ${path.join(dir, "sshd_host")}`,
+      `AuthorizedKeysFile ${path.join(dir, "authorized_keys")}`,
+      "StrictModes no",
+      "UsePAM no",
+      "PidFile none",
+      "Subsystem sftp /usr/lib/openssh/sftp-server",
+    ].join("\n"),
+  );
+  mkdirSync("/run/sshd", { recursive: true });
+  const sshd = spawn("/usr/sbin/sshd", ["-D", "-e", "-f", path.join(dir, "sshd_config")], {
+    stdio: "ignore",
+  });
+  children.push(sshd);
+  await until("sshd listening", () => probe(sshdPort));
+
+  const common = [
+    "-F",
+    "/dev/null",
+    "-o",
+    "StrictHostKeyChecking=no",
+    "-o",
+    `UserKnownHostsFile=${path.join(dir, "kh")}`,
+    "-o",
+    "BatchMode=yes",
+    "-o",
+    "LogLevel=ERROR",
+    "-i",
+    path.join(dir, "user"),
+    "-c",
+    CIPHER,
+  ];
+  const hubPort = Number(hub.sshAddress.split(":")[1]);
+  const sftp = (port: number, login: string, remote: string, local: string) => {
+    const batch = path.join(dir, "batch");
+    writeFileSync(batch, `get ${remote} ${local}\n`);
+    return timed("sftp", [...common, "-P", String(port), "-b", batch, `${login}@127.0.0.1`]);
+  };
+  const mb = BYTES / 1e6;
+  const want = await sha256(file);
+  const viaHub = await sftp(hubPort, `bench+${POD}`, "big.bin", path.join(dir, "via-hub.bin"));
+  const viaSshd = await sftp(sshdPort, "root", file, path.join(dir, "via-sshd.bin"));
+  const intact =
+    (await sha256(path.join(dir, "via-hub.bin"))) === want &&
+    (await sha256(path.join(dir, "via-sshd.bin"))) === want;
+  console.log(`== SFTP download of ${mb.toFixed(0)} MB (${CIPHER}) ==`);
+  console.log(`hub+agent  ${(mb / viaHub).toFixed(1)} MB/s`);
+  console.log(`sshd       ${(mb / viaSshd).toFixed(1)} MB/s`);
+  console.log(`ratio      ${(viaSshd / viaHub).toFixed(2)}x   (sha256 intact both ways: ${intact})`);
+
+  // ssh -L: a pod port that sends BYTES to whoever connects.
+  const source = createServer((socket) => {
+    socket.on("error", () => {});
+    const chunk = Buffer.alloc(1024 * 1024, 7);
+    let left = BYTES;
+    const pump = () => {
+      while (left > 0) {
+        const n = Math.min(left, chunk.length);
+        left -= n;
+        if (!socket.write(chunk.subarray(0, n))) return void socket.once("drain", pump);
+      }
+      socket.end();
+    };
+    pump();
+  });
+  servers.push(source);
+  await new Promise<void>((resolve) => source.listen(0, "127.0.0.1", resolve));
+  const podPort = (source.address() as AddressInfo).port;
+  const forward = async (port: number, login: string, target: string) => {
+    const local = await freePort();
+    const child = spawn(
+      "ssh",
+      [
+        ...common,
+        "-N",
+        "-o",
+        "ExitOnForwardFailure=yes",
+        "-p",
+        String(port),
+        "-L",
+        `${local}:${target}:${podPort}`,
+        `${login}@127.0.0.1`,
+      ],
+      { stdio: "ignore" },
+    );
+    children.push(child);
+    await until("forward listening", () => probe(local));
+    const start = process.hrtime.bigint();
+    const received = await new Promise<number>((resolve, reject) => {
+      let n = 0;
+      const socket = connect(local, "127.0.0.1");
+      socket.setNoDelay(true);
+      socket.on("data", (d: Buffer) => {
+        n += d.length;
+      });
+      socket.once("end", () => resolve(n));
+      socket.once("error", reject);
+    });
+    const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+    child.kill();
+    if (received !== BYTES) throw new Error(`forward received ${received} of ${BYTES} bytes`);
+    return seconds;
+  };
+  const fwdHub = await forward(hubPort, "bench", POD);
+  const fwdSshd = await forward(sshdPort, "root", "127.0.0.1");
+  console.log(`== ssh -L, ${mb.toFixed(0)} MB through one connection (${CIPHER}) ==`);
+  console.log(`hub+agent  ${(mb / fwdHub).toFixed(1)} MB/s`);
+  console.log(`sshd       ${(mb / fwdSshd).toFixed(1)} MB/s`);
+  console.log(`ratio      ${(fwdSshd / fwdHub).toFixed(2)}x`);
+
+  await agent.stop();
+  await runtime.stop({ terminatePods: true });
+  await hub.stop();
+} finally {
+  for (const child of children) child.kill();
+  for (const server of servers) server.close();
+  await rm(dir, { recursive: true, force: true });
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function probe(port: number): Promise<true | undefined> {
+  return new Promise((resolve) => {
+    const socket = connect(port, "127.0.0.1");
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(undefined));
+  });
+}
