@@ -15,6 +15,7 @@ const LAYERS: Record<string, number> = {
   controllers: 2,
   feedback: 3,
   dashboard: 3,
+  access: 3,
   hub: 4,
   cli: 5,
 };
@@ -75,7 +76,7 @@ function layeringProblem({ from, to }: Import): string | undefined {
     } else if (b === "agent") {
       if (a !== "cli") return `${a}/ imports the agent (only the cli starts it)`;
     } else if ((LAYERS[b] ?? Number.POSITIVE_INFINITY) >= (LAYERS[a] ?? Number.NEGATIVE_INFINITY)) {
-      return `${a}/ imports ${b}/, which is not below it (lib < api < source, controllers < feedback, dashboard < hub < cli)`;
+      return `${a}/ imports ${b}/, which is not below it (lib < api < source, controllers < feedback, dashboard, access < hub < cli)`;
     }
   }
   const [ca, cb] = [componentOf(from), componentOf(to)];

@@ -6,6 +6,7 @@ import { registerAgent } from "./agent.ts";
 import { CliError, usageError } from "./cli-error.ts";
 import { registerCrds } from "./crds.ts";
 import { registerHub } from "./hub.ts";
+import { registerLogs } from "./logs.ts";
 import { registerPlan } from "./plan.ts";
 import { registerStatus } from "./status.ts";
 import { registerToken } from "./token.ts";
@@ -28,6 +29,7 @@ export function buildProgram(): Command {
   registerValidate(program);
   registerPlan(program);
   registerStatus(program);
+  registerLogs(program);
   registerAgent(program);
   registerToken(program, {
     enrollment: async ({ dataDir }) => {

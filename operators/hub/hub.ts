@@ -3,6 +3,7 @@
 // own file. Everything is built from options here; main (the CLI) only parses flags and calls startHub.
 import { chmod, mkdir } from "node:fs/promises";
 import path from "node:path";
+import type { AccessCheck, AuditSink } from "../access/index.ts";
 import type { Dashboard, DashboardSettings } from "../dashboard/index.ts";
 import type { StatusBranchWriter } from "../feedback/index.ts";
 import { type Controller, Manager } from "../lib/controller/index.ts";
@@ -49,6 +50,10 @@ export interface HubOptions {
   dashboard?: boolean | DashboardSettings;
   /** Commit statuses and pull-request plans on GitHub, GitHub Enterprise or Gitea. */
   feedback?: CodeHostSettings;
+  /** Who may read pod logs; default any authenticated principal (see operators/access/hooks.ts). */
+  authorize?: AccessCheck;
+  /** Where each access (a log read) is recorded; default a structured `access` line in the log. */
+  audit?: AuditSink;
 }
 
 export interface Hub {
@@ -149,6 +154,8 @@ export async function startHub(options: HubOptions): Promise<Hub> {
     ready: () => hubReadiness(started, source?.watcher.status()),
     tunnel: tunnel.server,
     logger,
+    ...(options.authorize ? { authorize: options.authorize } : {}),
+    ...(options.audit ? { audit: options.audit } : {}),
   });
 
   const ssh = splitHostPort(options.ssh ?? "0.0.0.0:2222");

@@ -2,6 +2,7 @@
 // health, metrics and the git webhook. Everything except the health probes and the webhook (which
 // carries its own HMAC signature) needs a bearer token.
 import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
+import type { PodLogRoute } from "../../access/index.ts";
 import { API_VERSION, kindByPlural } from "../../api/index.ts";
 import {
   type Authenticator,
@@ -24,8 +25,8 @@ export interface HubHttpDependencies {
   ready: () => { ready: boolean; message: string };
   /** POST /hooks/git, when a webhook secret is configured. */
   gitWebhook?: RequestListener;
-  /** The tail of a mirrored pod's output, fetched from its cluster's agent. */
-  podLogs?: (namespace: string, name: string, tail: number) => Promise<string>;
+  /** A mirrored pod's output, streamed from its cluster's agent (operators/access/logs). */
+  podLog?: PodLogRoute;
   /** Extra authenticated routes (the dashboard, SSE, login), tried before the 404. */
   extraRoutes?: (req: IncomingMessage, res: ServerResponse, url: URL) => boolean | Promise<boolean>;
 }
@@ -101,7 +102,7 @@ async function handle(deps: HubHttpDependencies, req: IncomingMessage, res: Serv
   if (path.startsWith(API_PREFIX)) {
     const rest = path.slice(API_PREFIX.length);
     const log = /^pods\/([^/]+)\/log$/.exec(rest);
-    if (log) return servePodLog(deps, decodeURIComponent(log[1] as string), url, res);
+    if (log) return servePodLog(deps, principal, decodeURIComponent(log[1] as string), url, res);
     return serveObjects(deps.store, rest, url, res);
   }
   return sendStatus(res, 404, "NotFound", `no route for ${path}`);
@@ -151,6 +152,7 @@ async function serveObjects(store: Store, rest: string, url: URL, res: ServerRes
 
 async function servePodLog(
   deps: HubHttpDependencies,
+  principal: Principal,
   name: string,
   url: URL,
   res: ServerResponse,
@@ -158,19 +160,8 @@ async function servePodLog(
   const namespace = url.searchParams.get("namespace");
   if (!namespace)
     return sendStatus(res, 400, "BadRequest", "Pod is namespaced: add ?namespace=agent-<cluster>");
-  if (!deps.podLogs) return sendStatus(res, 404, "NotFound", "this hub serves no pod logs");
-  const tail = Number(url.searchParams.get("tail") ?? 100);
-  if (!Number.isInteger(tail) || tail < 1)
-    return sendStatus(res, 400, "BadRequest", "tail must be a positive integer");
-  if (!(await deps.store.get("Pod", namespace, name))) {
-    return sendStatus(res, 404, "NotFound", `pods "${name}" not found in ${namespace}`);
-  }
-  try {
-    sendText(res, 200, await deps.podLogs(namespace, name, tail));
-  } catch (error) {
-    // The agent is away or refused: the pod's cluster, not the request, is at fault.
-    sendStatus(res, 503, "ServiceUnavailable", error instanceof Error ? error.message : String(error));
-  }
+  if (!deps.podLog) return sendStatus(res, 404, "NotFound", "this hub serves no pod logs");
+  return deps.podLog({ principal, namespace, name, params: url.searchParams }, res);
 }
 
 function sendText(res: ServerResponse, code: number, body: string) {

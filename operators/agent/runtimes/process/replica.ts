@@ -13,9 +13,10 @@ import { randomUUID } from "node:crypto";
 import { closeSync, mkdirSync } from "node:fs";
 import { constants } from "node:os";
 import { dirname, isAbsolute, join } from "node:path";
+import type { Readable } from "node:stream";
 import type { Clock, TimerId } from "../../../lib/clock.ts";
 import type { Logger } from "../../../lib/logger.ts";
-import type { ContainerState, ObservedPod, PodPhase } from "../types.ts";
+import type { ContainerState, LogStreamOptions, ObservedPod, PodPhase } from "../types.ts";
 import { type ArtifactCache, ArtifactError } from "./artifact-cache.ts";
 import { type BackoffPolicy, nextStreak, restartDelay } from "./crash-loop-backoff.ts";
 import {
@@ -29,6 +30,7 @@ import {
   wrapperArgs,
 } from "./launch.ts";
 import { readLogTail, type TailOptions } from "./log-file.ts";
+import { logStream } from "./log-follow.ts";
 import { type ExitInfo, PodFiles, type PodRecord } from "./pod-files.ts";
 import { isSameProcessAlive, mayOwnGroup, ownGroupMembers, readProcStat, signalGroup } from "./proc.ts";
 import { canonicalJson, type DesiredPod } from "./spec.ts";
@@ -540,6 +542,28 @@ export class Replica {
     this.#child?.removeAllListeners("exit");
     this.#child?.unref();
     this.#child = undefined;
+  }
+
+  /**
+   * The output as a stream. One file holds every run's output without times, so what needs a
+   * time or a run boundary (since, timestamps, previous) is refused rather than approximated.
+   */
+  logStream(options: LogStreamOptions): Readable {
+    const unsupported = (["previous", "timestamps", "sinceSeconds"] as const).filter((o) => options[o]);
+    if (unsupported.length > 0)
+      throw new Error(
+        `the process runtime keeps no times or run boundaries in its logs: ${unsupported.join(", ")} cannot be served`,
+      );
+    const container = this.#record.task.spec.task;
+    if (options.container && options.container !== container)
+      throw new Error(
+        `pod ${this.#record.name} has no container ${JSON.stringify(options.container)}${container ? ` (it has ${container})` : ""}`,
+      );
+    return logStream(this.#files.log, this.#ctx.tail, {
+      ...(options.tail === undefined ? {} : { tail: options.tail }),
+      ...(options.limitBytes === undefined ? {} : { limitBytes: options.limitBytes }),
+      ...(options.follow ? { follow: true } : {}),
+    });
   }
 
   logs(tail?: number): Promise<string> {
