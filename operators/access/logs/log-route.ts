@@ -149,17 +149,25 @@ async function stream(
   });
   res.flushHeaders();
   const counted = counter();
-  try {
-    await pipeline(channel, counted, res);
-    record("ok", { bytesOut: counted.bytes, lines: counted.lines });
-  } catch (error) {
-    // A client that leaves ends a follow: that is how a follow ends, not a failure.
-    const left = res.destroyed && !res.writableFinished;
-    record(left ? "ok" : "error", {
-      bytesOut: counted.bytes,
-      lines: counted.lines,
-      ...(left ? {} : { error: error instanceof Error ? error.message : String(error) }),
-    });
+  // The response's close is the end of the access: a snapshot finished, or a client that left (how
+  // a follow ends). The pipeline's own promise is not waited for: an ssh2 channel the hub closes
+  // emits nothing more once the agent has gone, though the agent does stop reading at once.
+  const closed = new Promise<void>((resolve) => res.once("close", resolve));
+  let failure: unknown;
+  pipeline(channel, counted, res).catch((error: unknown) => {
+    failure = error;
+  });
+  await closed;
+  if (!res.writableFinished) {
     channel.destroy();
+    channel.resume();
   }
+  // The client leaving (a premature close) is how a follow ends, not a failure.
+  const broken =
+    failure !== undefined && (failure as NodeJS.ErrnoException).code !== "ERR_STREAM_PREMATURE_CLOSE";
+  record(broken ? "error" : "ok", {
+    bytesOut: counted.bytes,
+    lines: counted.lines,
+    ...(broken ? { error: failure instanceof Error ? failure.message : String(failure) } : {}),
+  });
 }

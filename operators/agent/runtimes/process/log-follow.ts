@@ -85,9 +85,6 @@ async function* chunks(
     const tail = await readLogTail(path, {
       ...tailDefaults,
       ...(options.tail === undefined ? {} : { tail: options.tail }),
-      ...(options.limitBytes === undefined
-        ? {}
-        : { maxBytes: Math.min(options.limitBytes, tailDefaults.maxBytes ?? options.limitBytes) }),
       open: async (file) => {
         if (file !== path || !fixed) return open(file, "r");
         return {
