@@ -11,3 +11,4 @@ export {
   loggingAuditSink,
 } from "./hooks.ts";
 export { type PodLogRequest, type PodLogRoute, podLogRoute } from "./logs/log-route.ts";
+export { type PodProxyRequest, type PodProxyRoute, podProxyRoute } from "./proxy/pod-proxy.ts";

@@ -20,6 +20,7 @@ import {
 import { type DesiredObject, DesiredObjects } from "./desired-objects.ts";
 import { ensureAgentCredentials } from "./enroll.ts";
 import { podLogStream } from "./pod-log-stream.ts";
+import { PROXY_PURPOSE, podPortStream } from "./pod-port-stream.ts";
 import { lingeringTasks, nodeObject, podObject, taskStatusObject } from "./report.ts";
 import type { NodeOverlay, Runtime, RuntimeTask } from "./runtimes/types.ts";
 import { startAgentTunnel } from "./tunnel-client.ts";
@@ -51,7 +52,10 @@ export interface Agent {
 }
 
 function streamsFor(options: AgentOptions): Record<string, StreamHandler> {
-  const streams: Record<string, StreamHandler> = { logs: podLogStream(options.runtime) };
+  const streams: Record<string, StreamHandler> = {
+    logs: podLogStream(options.runtime),
+    [PROXY_PURPOSE]: podPortStream(options.runtime),
+  };
   const dryRun = options.dryRun;
   if (dryRun)
     streams[DRY_RUN_PURPOSE] = requestHandler(async (request) => dryRun(parseDryRunRequest(request)));

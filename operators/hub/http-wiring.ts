@@ -8,6 +8,7 @@ import {
   authenticatedMayAccess,
   loggingAuditSink,
   podLogRoute,
+  podProxyRoute,
 } from "../access/index.ts";
 import { createDashboard, type Dashboard, type DashboardSettings } from "../dashboard/index.ts";
 import type { PullRequestReviewer } from "../feedback/index.ts";
@@ -80,17 +81,19 @@ export async function startHubHttp(options: HubHttpOptions): Promise<HubHttp> {
           logger,
         })
       : undefined;
+  const access = {
+    store: options.store,
+    tunnel: options.tunnel,
+    authorize: options.authorize ?? authenticatedMayAccess,
+    audit: options.audit ?? loggingAuditSink(logger),
+  };
   const handler = createHubHttpHandler({
     store: options.store,
     authenticate: dashboard ? anyOf(adminToken, dashboard.authenticator) : anyOf(adminToken),
     sourceStatus: () => source?.watcher.status() ?? { state: "None", message: "no --repo configured" },
     metricsText: options.metricsText,
-    podLog: podLogRoute({
-      store: options.store,
-      tunnel: options.tunnel,
-      authorize: options.authorize ?? authenticatedMayAccess,
-      audit: options.audit ?? loggingAuditSink(logger),
-    }),
+    podLog: podLogRoute(access),
+    podProxy: podProxyRoute(access),
     ready: options.ready,
     gitWebhook: pushWebhook,
     ...(dashboard ? { extraRoutes: dashboard.routes } : {}),

@@ -2,7 +2,7 @@
 // loop hands a runtime the full desired set; its push loop reads back one Node view and the Pods.
 // Kept free of Kubernetes client types so a process runtime, the kubernetes runtime and a future
 // Docker runtime all fit behind it.
-import type { Readable } from "node:stream";
+import type { Duplex, Readable } from "node:stream";
 
 /** The workload kinds a Task can ask for; they decide the restart policy. */
 export type WorkloadKind = "Deployment" | "StatefulSet" | "DaemonSet" | "Job";
@@ -296,6 +296,11 @@ export interface Runtime {
    * when the reader destroys it. Rejects options the runtime cannot honour, saying which.
    */
   logStream(pod: { namespace: string; name: string }, options: LogStreamOptions): Promise<Readable>;
+  /**
+   * A TCP connection to one of the pod's ports, for the hub's HTTP proxies; rejects a pod that is
+   * not running here or a port none of its processes listens on. Absent: this runtime has none.
+   */
+  connect?(pod: { namespace: string; name: string }, port: number): Promise<Duplex>;
   /**
    * Runtimes that manage real nodes (kubernetes) take git's Node overlays: the complete set each
    * time; keys an earlier overlay set and this one drops are removed, nothing else is touched.

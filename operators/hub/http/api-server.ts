@@ -2,7 +2,7 @@
 // health, metrics and the git webhook. Everything except the health probes and the webhook (which
 // carries its own HMAC signature) needs a bearer token.
 import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
-import type { PodLogRoute } from "../../access/index.ts";
+import type { PodLogRoute, PodProxyRoute } from "../../access/index.ts";
 import { API_VERSION, kindByPlural } from "../../api/index.ts";
 import {
   type Authenticator,
@@ -25,6 +25,8 @@ export interface HubHttpDependencies {
   ready: () => { ready: boolean; message: string };
   /** POST /hooks/git, when a webhook secret is configured. */
   gitWebhook?: RequestListener;
+  /** HTTP to a pod's port through its agent (operators/access/proxy). */
+  podProxy?: PodProxyRoute;
   /** A mirrored pod's output, streamed from its cluster's agent (operators/access/logs). */
   podLog?: PodLogRoute;
   /** Extra authenticated routes (the dashboard, SSE, login), tried before the 404. */
@@ -88,6 +90,28 @@ async function handle(deps: HubHttpDependencies, req: IncomingMessage, res: Serv
   if (!principal) {
     res.setHeader("WWW-Authenticate", 'Bearer realm="rlark"');
     return sendStatus(res, 401, "Unauthorized", "a bearer token is required (see <data-dir>/admin-token)");
+  }
+  // Before the read-only rule: a proxied request may be a POST to the pod.
+  const proxy = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/proxy\/(\d{1,5})(\/.*)?$/.exec(path);
+  if (proxy) {
+    const [, namespace, name, port] = proxy as unknown as [string, string, string, string];
+    if (!deps.podProxy) return sendStatus(res, 404, "NotFound", "this hub proxies to no pods");
+    const number = Number(port);
+    if (number < 1 || number > 65535) return sendStatus(res, 400, "BadRequest", "port must be 1 to 65535");
+    const prefix = `/api/v1/namespaces/${namespace}/pods/${name}/proxy/${port}`;
+    const rest = `${path.slice(prefix.length) || "/"}${url.search}`;
+    return deps.podProxy(
+      {
+        principal,
+        namespace: decodeURIComponent(namespace),
+        name: decodeURIComponent(name),
+        port: number,
+        path: rest.startsWith("/") ? rest : `/${rest}`,
+        prefix,
+      },
+      req,
+      res,
+    );
   }
   if (req.method !== "GET" && req.method !== "HEAD") {
     res.setHeader("Allow", "GET, HEAD");

@@ -9,7 +9,7 @@
 // an agent restart neither duplicates nor orphans anything.
 import { mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import type { Readable } from "node:stream";
+import type { Duplex, Readable } from "node:stream";
 import { type Clock, systemClock } from "../../../lib/clock.ts";
 import { type Logger, silentLogger } from "../../../lib/logger.ts";
 import type {
@@ -328,6 +328,13 @@ export class ProcessRuntime implements Runtime {
     const replica = this.#replicas.get(key) ?? this.#retiring.get(key);
     if (!replica) throw new Error(`no pod ${key} on node ${this.#node.name}`);
     return replica.logs(options.tail);
+  }
+
+  async connect(pod: { namespace: string; name: string }, port: number): Promise<Duplex> {
+    const key = podKey(pod.namespace, pod.name);
+    const replica = this.#replicas.get(key);
+    if (!replica) throw new Error(`no pod ${key} on node ${this.#node.name}`);
+    return replica.connect(port);
   }
 
   async logStream(pod: { namespace: string; name: string }, options: LogStreamOptions): Promise<Readable> {

@@ -10,10 +10,12 @@
 // replaces the marker after it, so a crash in between can never run a Job a second time.
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
+import { once } from "node:events";
 import { closeSync, mkdirSync } from "node:fs";
+import { connect as connectTcp } from "node:net";
 import { constants } from "node:os";
 import { dirname, isAbsolute, join } from "node:path";
-import type { Readable } from "node:stream";
+import type { Duplex, Readable } from "node:stream";
 import type { Clock, TimerId } from "../../../lib/clock.ts";
 import type { Logger } from "../../../lib/logger.ts";
 import type { ContainerState, LogStreamOptions, ObservedPod, PodPhase } from "../types.ts";
@@ -29,6 +31,7 @@ import {
   spawnLogWriter,
   wrapperArgs,
 } from "./launch.ts";
+import { pidsListenOn } from "./listening-port.ts";
 import { readLogTail, type TailOptions } from "./log-file.ts";
 import { logStream } from "./log-follow.ts";
 import { type ExitInfo, PodFiles, type PodRecord } from "./pod-files.ts";
@@ -564,6 +567,17 @@ export class Replica {
       ...(options.limitBytes === undefined ? {} : { limitBytes: options.limitBytes }),
       ...(options.follow ? { follow: true } : {}),
     });
+  }
+
+  /** A connection to `port` when one of this pod's running processes listens on it. */
+  async connect(port: number): Promise<Duplex> {
+    const pgid = this.#record.pid;
+    if (this.#status !== "Running" || pgid === undefined) throw new Error(`pod ${this.key} is not running`);
+    const pids = ownGroupMembers(pgid, this.#record.processStart);
+    if (!(await pidsListenOn(pids, port))) throw new Error(`pod ${this.key} does not listen on port ${port}`);
+    const socket = connectTcp(port, "127.0.0.1");
+    await once(socket, "connect");
+    return socket;
   }
 
   logs(tail?: number): Promise<string> {
