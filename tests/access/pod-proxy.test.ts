@@ -125,6 +125,19 @@ spec:
 
   t.equal((await fetch(`${base}/${port}/x`)).status, 401, "no token, no proxy");
 
+  // The Task's route reaches its first ready pod; its prefix is the Task's.
+  const taskBase = `${hub.url}/api/v1/namespaces/agent-local/tasks/web-main/proxy/${port}`;
+  const byTask = await fetch(`${taskBase}/via-task`, { headers });
+  t.equal(byTask.status, 200);
+  t.match(await byTask.json(), {
+    path: "/via-task",
+    headers: { "x-forwarded-prefix": "/api/v1/namespaces/agent-local/tasks/web-main/proxy/" + port },
+  });
+  const noTask = await fetch(`${hub.url}/api/v1/namespaces/agent-local/tasks/nope/proxy/${port}/`, {
+    headers,
+  });
+  t.equal(noTask.status, 404);
+
   await waitFor("audit records", () => audit.filter((r) => r.verb === "proxy").length >= 4, onRealServers);
   t.match(
     audit.find((r) => r.detail?.method === "POST"),

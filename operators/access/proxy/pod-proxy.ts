@@ -7,7 +7,7 @@ import { Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { clusterOf, JOB_LABEL, TASK_LABEL } from "../../api/index.ts";
 import { type Principal, sendStatus } from "../../lib/http/index.ts";
-import type { Store } from "../../lib/store/index.ts";
+import type { KubeObject, Store } from "../../lib/store/index.ts";
 import type { TunnelServer } from "../../lib/tunnel/index.ts";
 import type { AccessCheck, AccessTarget, AuditRecord, AuditSink } from "../hooks.ts";
 import { requestHeaders, responseHeaders } from "./headers.ts";
@@ -15,6 +15,8 @@ import { requestHeaders, responseHeaders } from "./headers.ts";
 export interface PodProxyRequest {
   principal: Principal;
   namespace: string;
+  /** A pod, or a Task (object name), whose first ready pod is used. */
+  kind: "pod" | "task";
   name: string;
   port: number;
   /** The path after the port, from its `/`, with the query. */
@@ -43,6 +45,20 @@ export interface PodProxyOptions {
 
 class TooLarge extends Error {}
 
+type PodStatus = { phase?: string; containerStatuses?: { ready?: boolean }[] };
+
+/** The Task's first pod by name that is Running with every container ready. */
+async function firstReadyPod(store: Store, namespace: string, task: string): Promise<KubeObject | undefined> {
+  const { items } = await store.list("Pod", { namespace });
+  return items
+    .filter((p) => (p.spec as { task?: string } | undefined)?.task === task)
+    .filter((p) => {
+      const status = p.status as PodStatus | undefined;
+      return status?.phase === "Running" && (status.containerStatuses ?? []).every((c) => c.ready === true);
+    })
+    .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name))[0];
+}
+
 function limited(max: number): Transform & { bytes: number } {
   const t = new Transform({
     transform(chunk: Buffer, _encoding, done) {
@@ -59,9 +75,21 @@ export function podProxyRoute(options: PodProxyOptions): PodProxyRoute {
   const now = options.now ?? Date.now;
   const maxRequestBytes = options.maxRequestBytes ?? 16 * 1024 * 1024;
   const timeoutMs = options.responseTimeoutMs ?? 30_000;
-  return async ({ principal, namespace, name, port, path, prefix }, req, res) => {
-    const pod = await options.store.get("Pod", namespace, name);
-    if (!pod) return sendStatus(res, 404, "NotFound", `pods "${name}" not found in ${namespace}`);
+  return async ({ principal, namespace, kind, name: asked, port, path, prefix }, req, res) => {
+    const pod =
+      kind === "pod"
+        ? await options.store.get("Pod", namespace, asked)
+        : await firstReadyPod(options.store, namespace, asked);
+    if (!pod)
+      return sendStatus(
+        res,
+        404,
+        "NotFound",
+        kind === "pod"
+          ? `pods "${asked}" not found in ${namespace}`
+          : `task "${asked}" has no ready pod in ${namespace}`,
+      );
+    const name = pod.metadata.name;
     const labels = pod.metadata.labels ?? {};
     const target: AccessTarget = {
       cluster: clusterOf(namespace) ?? "",

@@ -92,18 +92,19 @@ async function handle(deps: HubHttpDependencies, req: IncomingMessage, res: Serv
     return sendStatus(res, 401, "Unauthorized", "a bearer token is required (see <data-dir>/admin-token)");
   }
   // Before the read-only rule: a proxied request may be a POST to the pod.
-  const proxy = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/proxy\/(\d{1,5})(\/.*)?$/.exec(path);
+  const proxy = /^\/api\/v1\/namespaces\/([^/]+)\/(pods|tasks)\/([^/]+)\/proxy\/(\d{1,5})(\/.*)?$/.exec(path);
   if (proxy) {
-    const [, namespace, name, port] = proxy as unknown as [string, string, string, string];
+    const [, namespace, plural, name, port] = proxy as unknown as [string, string, string, string, string];
     if (!deps.podProxy) return sendStatus(res, 404, "NotFound", "this hub proxies to no pods");
     const number = Number(port);
     if (number < 1 || number > 65535) return sendStatus(res, 400, "BadRequest", "port must be 1 to 65535");
-    const prefix = `/api/v1/namespaces/${namespace}/pods/${name}/proxy/${port}`;
+    const prefix = `/api/v1/namespaces/${namespace}/${plural}/${name}/proxy/${port}`;
     const rest = `${path.slice(prefix.length) || "/"}${url.search}`;
     return deps.podProxy(
       {
         principal,
         namespace: decodeURIComponent(namespace),
+        kind: plural === "tasks" ? "task" : "pod",
         name: decodeURIComponent(name),
         port: number,
         path: rest.startsWith("/") ? rest : `/${rest}`,
