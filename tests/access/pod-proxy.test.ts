@@ -131,7 +131,7 @@ spec:
   t.equal(byTask.status, 200);
   t.match(await byTask.json(), {
     path: "/via-task",
-    headers: { "x-forwarded-prefix": "/api/v1/namespaces/agent-local/tasks/web-main/proxy/" + port },
+    headers: { "x-forwarded-prefix": `/api/v1/namespaces/agent-local/tasks/web-main/proxy/${port}` },
   });
   const noTask = await fetch(`${hub.url}/api/v1/namespaces/agent-local/tasks/nope/proxy/${port}/`, {
     headers,
