@@ -2,7 +2,7 @@
 // an in-process agent on its SSH tunnel and a real process whose log rotates every few hundred
 // lines. Snapshot options, a follow that outlives rotations, refusals, and one audit record each.
 import { spawn } from "node:child_process";
-import { mkdtemp } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import t, { type Test } from "tap";
@@ -14,6 +14,13 @@ import { startAgentOnHub } from "../helpers/agent-on-hub.ts";
 import { startHubOnGit } from "../helpers/hub-on-git.ts";
 import { rlark } from "../helpers/rlark-cli.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
+
+/** A temp dir removed after the test (teardowns run last-in, first-out: after the runtime's stop). */
+async function stateRoot(t: Test, prefix: string): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), prefix));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
 
 const cli = new URL("../../operators/cli/main.ts", import.meta.url).pathname;
 
@@ -50,12 +57,14 @@ async function setup(t: Test, authorize?: AccessCheck) {
   });
   await waitFor("cluster from git", async () => hub.store.get("Cluster", undefined, "local"), onRealServers);
   const runtime = await ProcessRuntime.open({
-    stateDir: path.join(await mkdtemp(path.join(tmpdir(), "rlark-logs-test-")), "runtime"),
+    stateDir: path.join(await stateRoot(t, "rlark-logs-test-"), "runtime"),
     logger: silentLogger,
     logs: { maxBytes: 2048 },
   });
-  t.teardown(() => runtime.stop({ terminatePods: true }));
   await startAgentOnHub(t, hub, "local", { runtime, runtimeKind: "process", reportIntervalMs: 500 });
+  // Registered after the agent's, so it runs first: agent.stop() stops the runtime leaving its
+  // pods running (for the next agent to adopt), after which terminatePods would find nothing.
+  t.teardown(() => runtime.stop({ terminatePods: true }));
   const pod = await waitFor(
     "the ticker pod Running",
     async () =>

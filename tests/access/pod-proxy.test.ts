@@ -3,17 +3,24 @@
 // and an in-process agent. Paths, queries, bodies, redirects; the hub's credentials and
 // hop-by-hop headers stay behind; a port the pod does not listen on is refused; each request is
 // audited.
-import { mkdtemp } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import t from "tap";
+import t, { type Test } from "tap";
 import type { AuditRecord } from "../../operators/access/index.ts";
 import { ProcessRuntime } from "../../operators/agent/runtimes/process/index.ts";
 import { silentLogger } from "../../operators/lib/logger.ts";
 import { startAgentOnHub } from "../helpers/agent-on-hub.ts";
 import { startHubOnGit } from "../helpers/hub-on-git.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
+
+/** A temp dir removed after the test (teardowns run last-in, first-out: after the runtime's stop). */
+async function stateRoot(t: Test, prefix: string): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), prefix));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
 
 /** A port free right now (the pod binds it a moment later). */
 async function freePort(): Promise<number> {
@@ -67,11 +74,13 @@ spec:
   });
   await waitFor("cluster from git", async () => hub.store.get("Cluster", undefined, "local"), onRealServers);
   const runtime = await ProcessRuntime.open({
-    stateDir: path.join(await mkdtemp(path.join(tmpdir(), "rlark-proxy-test-")), "runtime"),
+    stateDir: path.join(await stateRoot(t, "rlark-proxy-test-"), "runtime"),
     logger: silentLogger,
   });
-  t.teardown(() => runtime.stop({ terminatePods: true }));
   await startAgentOnHub(t, hub, "local", { runtime, runtimeKind: "process", reportIntervalMs: 500 });
+  // Registered after the agent's, so it runs first: agent.stop() stops the runtime leaving its
+  // pods running (for the next agent to adopt), after which terminatePods would find nothing.
+  t.teardown(() => runtime.stop({ terminatePods: true }));
   const pod = await waitFor(
     "the web pod Running",
     async () =>

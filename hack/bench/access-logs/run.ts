@@ -126,6 +126,8 @@ try {
   console.log(
     `ratio 2 GB / 2 MB (median): ${((medians[2] ?? 0) / (medians[0] || 1)).toFixed(2)}x (target < 50 ms, flat)`,
   );
+  // The runtime first: agent.stop() stops it leaving its pods running, for the next agent.
+  await runtime.stop({ terminatePods: true });
   await agent.stop();
 } finally {
   await runtime.stop({ terminatePods: true });
