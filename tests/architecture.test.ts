@@ -82,7 +82,7 @@ function layeringProblem({ from, to }: Import): string | undefined {
     } else if (IN_CLUSTER.has(b)) {
       if (a !== "cli") return `${a}/ imports ${b}/ (only the cli starts it)`;
     } else if ((LAYERS[b] ?? Number.POSITIVE_INFINITY) >= (LAYERS[a] ?? Number.NEGATIVE_INFINITY)) {
-      return `${a}/ imports ${b}/, which is not below it (lib < api < source, controllers < feedback, dashboard < hub < cli)`;
+      return `${a}/ imports ${b}/, which is not below it (lib < api < source, controllers < feedback, dashboard, access < hub < cli)`;
     }
   }
   const [ca, cb] = [componentOf(from), componentOf(to)];

@@ -86,6 +86,13 @@ export class AccessControl {
     };
   }
 
+  /** The target of the pod mirrored as `name` in `agent-<cluster>` (the hub API's addressing). */
+  async mirroredTarget(mirrorNamespace: string, name: string): Promise<AccessTarget | undefined> {
+    const pod = await this.#store.get<Pod>("Pod", mirrorNamespace, name);
+    const found = pod ? resolved(pod) : undefined;
+    return found ? this.target(found) : undefined;
+  }
+
   /** authorize() with the User and the AccessPolicies the store holds now. */
   async decide(
     user: string,

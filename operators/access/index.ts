@@ -1,5 +1,6 @@
 // Controlled access to running work: authorization from git (AccessPolicy), the SSH bastion
-// (shell, exec, SFTP, port forwarding through agent tunnels) and the audit trail.
+// (shell, exec, SFTP, port forwarding through agent tunnels), pod logs and HTTP proxies over the
+// hub's API, and the audit trail.
 export { AccessControl, AccessDenied, type ResolvedPod } from "./access-control.ts";
 export { AuditLog, type AuditLogOptions, type AuditRecord, type AuditResult } from "./audit.ts";
 export {
@@ -13,5 +14,16 @@ export {
   type Principal,
 } from "./authorize.ts";
 export { Bastion, type BastionOptions } from "./bastion.ts";
+export {
+  type AccessCheck,
+  type AuditSink,
+  authenticatedMayAccess,
+  type HttpAccessTarget,
+  type HttpAuditRecord,
+  loggingAuditSink,
+} from "./hooks.ts";
+export { httpAccessCheck, httpAuditSink } from "./http-access.ts";
 export { knownHostsLine } from "./known-hosts.ts";
 export { type LoginName, type PodSelector, parseLoginName, parsePodSelector } from "./login-name.ts";
+export { type PodLogRequest, type PodLogRoute, podLogRoute } from "./logs/log-route.ts";
+export { type PodProxyRequest, type PodProxyRoute, podProxyRoute } from "./proxy/pod-proxy.ts";

@@ -1,7 +1,6 @@
 // The agent: holds the desired set the hub hands over its tunnel, drives a runtime with it, and
 // reports what the runtime observes. One per cluster (kubernetes runtime) or machine (process).
 import { randomUUID } from "node:crypto";
-import { Duplex, Readable, Writable } from "node:stream";
 import packageJson from "../../package.json" with { type: "json" };
 import { readCapabilityStatuses } from "../lib/capability-status.ts";
 import { type Clock, every, systemClock, type TimerId } from "../lib/clock.ts";
@@ -23,6 +22,8 @@ import { accessStreams } from "./access/index.ts";
 import { type DesiredObject, DesiredObjects } from "./desired-objects.ts";
 import { ensureAgentCredentials } from "./enroll.ts";
 import { StatsPoller } from "./nodeserver-stats.ts";
+import { podLogStream } from "./pod-log-stream.ts";
+import { PROXY_PURPOSE, podPortStream } from "./pod-port-stream.ts";
 import {
   addonStatusObjects,
   domainIPs,
@@ -73,28 +74,11 @@ export interface Agent {
   stop(): Promise<void>;
 }
 
-/** Longest log tail a stream hands out, so one request cannot pull a whole log file through the hub. */
-const MAX_LOG_LINES = 5_000;
-
-/** The `logs` stream purpose: the tail of one pod's output, then the stream ends. */
-function podLogStream(runtime: Runtime): StreamHandler {
-  return async (meta) => {
-    const name = typeof meta.name === "string" ? meta.name : "";
-    const namespace = typeof meta.namespace === "string" ? meta.namespace : "";
-    if (!name) throw new Error("a logs stream needs the pod's name");
-    const tail = Math.min(MAX_LOG_LINES, Math.max(1, Math.floor(Number(meta.tail) || 100)));
-    const text = await runtime.logs({ namespace, name }, { tail });
-    return Duplex.from({
-      readable: Readable.from([text]),
-      writable: new Writable({ write: (_chunk, _encoding, done) => done() }),
-    });
-  };
-}
-
 function streamsFor(options: AgentOptions): Record<string, StreamHandler> {
   const streams: Record<string, StreamHandler> = {
     logs: podLogStream(options.runtime),
     ...accessStreams(options.runtime),
+    [PROXY_PURPOSE]: podPortStream(options.runtime),
   };
   const dryRun = options.dryRun;
   if (dryRun)

@@ -10,6 +10,7 @@ import { registerDevicePlugin } from "./device-plugin.ts";
 import { registerDeviceWebhook } from "./device-webhook.ts";
 import { registerDevinit } from "./devinit.ts";
 import { registerHub } from "./hub.ts";
+import { registerLogs } from "./logs.ts";
 import { registerPlan } from "./plan.ts";
 import { registerStatus } from "./status.ts";
 import { registerToken } from "./token.ts";
@@ -32,6 +33,7 @@ export function buildProgram(): Command {
   registerValidate(program);
   registerPlan(program);
   registerStatus(program);
+  registerLogs(program);
   registerAgent(program);
   registerToken(program, {
     enrollment: async ({ dataDir }) => {

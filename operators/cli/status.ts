@@ -1,8 +1,7 @@
-import { readFile } from "node:fs/promises";
-import path from "node:path";
 import { type Command, Option } from "commander";
 import { escapeControl, escapeStrings, terminalJson } from "../lib/terminal-text.ts";
 import { usageError } from "./cli-error.ts";
+import { errorMessage, resolveToken } from "./hub-token.ts";
 
 export const STATUS_HELP = `
 Prints what a running hub is doing: the git revision it has applied (or why it refused the
@@ -72,39 +71,6 @@ export function registerStatus(program: Command): void {
         flags.output === "json" ? `${terminalJson(report, 2)}\n` : renderText(escapeStrings(report)),
       );
     });
-}
-
-/** The hub's Status message, or the start of a body that is not one (a proxy's page). */
-async function errorMessage(response: Response): Promise<string> {
-  const text = await response.text();
-  try {
-    const message = (JSON.parse(text) as { message?: unknown }).message;
-    if (typeof message === "string") return message;
-  } catch {
-    // not JSON
-  }
-  return text.slice(0, 200).replace(/\s+/g, " ").trim();
-}
-
-async function resolveToken(flags: StatusFlags): Promise<string> {
-  if (flags.token) return flags.token;
-  if (process.env.RLARK_TOKEN) return process.env.RLARK_TOKEN;
-  if (flags.tokenFile) {
-    const token = await readToken(flags.tokenFile);
-    if (!token) throw usageError(`--token-file ${flags.tokenFile} cannot be read or is empty`);
-    return token;
-  }
-  const file = path.join(flags.dataDir, "admin-token");
-  const token = await readToken(file);
-  if (!token)
-    throw usageError(
-      `no token: pass --token or --token-file, set RLARK_TOKEN, or point --data-dir at the data directory of the hub (it holds admin-token; found none at ${file})`,
-    );
-  return token;
-}
-
-async function readToken(file: string): Promise<string | undefined> {
-  return (await readFile(file, "utf8").catch(() => "")).trim() || undefined;
 }
 
 function table(rows: string[][]): string {

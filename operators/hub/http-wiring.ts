@@ -2,6 +2,14 @@
 // dashboard mounted as a sub-application with what it needs passed in.
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import {
+  type AccessCheck,
+  type AuditSink,
+  authenticatedMayAccess,
+  loggingAuditSink,
+  podLogRoute,
+  podProxyRoute,
+} from "../access/index.ts";
 import { createDashboard, type Dashboard, type DashboardSettings } from "../dashboard/index.ts";
 import type { PullRequestReviewer } from "../feedback/index.ts";
 import { adminTokenAuthenticator, anyOf } from "../lib/http/index.ts";
@@ -11,7 +19,6 @@ import type { TunnelServer } from "../lib/tunnel/index.ts";
 import { createGitWebhookHttpHandler, loadWebhookSecrets, type WebhookIntake } from "../source/index.ts";
 import { splitHostPort } from "./host-port.ts";
 import { createHubHttpHandler } from "./http/api-server.ts";
-import { podLogsOverTunnel } from "./pod-logs.ts";
 import type { Readiness } from "./readiness.ts";
 import type { HubSource } from "./source-wiring.ts";
 
@@ -35,6 +42,10 @@ export interface HubHttpOptions {
   ready: () => Readiness;
   tunnel: TunnelServer;
   logger: Logger;
+  /** Who may read logs (and, later, open proxies): today any authenticated principal. */
+  authorize?: AccessCheck;
+  /** Where each access is recorded: today a structured line in the hub's log. */
+  audit?: AuditSink;
 }
 
 export interface HubHttp {
@@ -72,12 +83,19 @@ export async function startHubHttp(options: HubHttpOptions): Promise<HubHttp> {
           logger,
         })
       : undefined;
+  const access = {
+    store: options.store,
+    tunnel: options.tunnel,
+    authorize: options.authorize ?? authenticatedMayAccess,
+    audit: options.audit ?? loggingAuditSink(logger),
+  };
   const handler = createHubHttpHandler({
     store: options.store,
     authenticate: dashboard ? anyOf(adminToken, dashboard.authenticator) : anyOf(adminToken),
     sourceStatus: () => source?.watcher.status() ?? { state: "None", message: "no --repo configured" },
     metricsText: options.metricsText,
-    podLogs: podLogsOverTunnel(options.store, options.tunnel),
+    podLog: podLogRoute(access),
+    podProxy: podProxyRoute(access),
     ...(options.accessAudit ? { accessAudit: options.accessAudit } : {}),
     ready: options.ready,
     gitWebhook: pushWebhook,

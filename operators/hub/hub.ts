@@ -3,7 +3,17 @@
 // own file. Everything is built from options here; main (the CLI) only parses flags and calls startHub.
 import { chmod, mkdir } from "node:fs/promises";
 import path from "node:path";
-import { AccessControl, AuditLog, Bastion, type BastionOptions, knownHostsLine } from "../access/index.ts";
+import {
+  type AccessCheck,
+  AccessControl,
+  AuditLog,
+  type AuditSink,
+  Bastion,
+  type BastionOptions,
+  httpAccessCheck,
+  httpAuditSink,
+  knownHostsLine,
+} from "../access/index.ts";
 import { AddonCatalogHolder } from "../controllers/addon/index.ts";
 import type { Dashboard, DashboardSettings } from "../dashboard/index.ts";
 import type { StatusBranchWriter } from "../feedback/index.ts";
@@ -53,6 +63,10 @@ export interface HubOptions {
   feedback?: CodeHostSettings;
   /** Limits of the SSH bastion (docs/access.md). */
   access?: Pick<BastionOptions, "maxSessionsPerUser" | "idleTimeoutMs">;
+  /** Who may read pod logs and proxy to pods; default the AccessPolicies from git (docs/access.md). */
+  authorize?: AccessCheck;
+  /** Where each log read and proxied request is recorded; default the access audit log. */
+  audit?: AuditSink;
 }
 
 export interface Hub {
@@ -171,6 +185,8 @@ export async function startHub(options: HubOptions): Promise<Hub> {
     tunnel: tunnel.server,
     accessAudit: (limit) => audit.recent(limit),
     logger,
+    authorize: options.authorize ?? httpAccessCheck(access),
+    audit: options.audit ?? httpAuditSink(audit),
   });
 
   const ssh = splitHostPort(options.ssh ?? "0.0.0.0:2222");

@@ -2,6 +2,7 @@
 // loop hands a runtime the full desired set; its push loop reads back one Node view and the Pods.
 // Kept free of Kubernetes client types so a process runtime, the kubernetes runtime and a future
 // Docker runtime all fit behind it.
+import type { Duplex, Readable } from "node:stream";
 import type { DomainPeerSpec } from "../../api/index.ts";
 
 /** The workload kinds a Task can ask for; they decide the restart policy. */
@@ -297,6 +298,22 @@ export interface LogOptions {
   tail?: number;
 }
 
+/** What a log stream asks for (the Kubernetes logs API's options; the hub validates them). */
+export interface LogStreamOptions extends LogOptions {
+  /** Keep streaming what the pod writes until the reader stops. */
+  follow?: boolean;
+  /** Stop after this many bytes. */
+  limitBytes?: number;
+  /** Only lines newer than this many seconds. */
+  sinceSeconds?: number;
+  /** The output of the container's previous run. */
+  previous?: boolean;
+  /** Prefix each line with its RFC 3339 time. */
+  timestamps?: boolean;
+  /** The container (default: the pod's first). */
+  container?: string;
+}
+
 export interface StopOptions {
   /** Also stop every pod (SIGTERM, then SIGKILL after the grace period). Default false: pods keep running for the next agent to adopt. */
   terminatePods?: boolean;
@@ -320,8 +337,16 @@ export interface Runtime {
   observe(): RuntimeSnapshot;
   /** Called (coalesced) after anything observe() returns has changed. Returns an unsubscribe function. */
   onChange(listener: () => void): () => void;
-  /** The pod's recent output (stdout and stderr interleaved). */
-  logs(pod: { namespace: string; name: string }, options?: LogOptions): Promise<string>;
+  /**
+   * The pod's output as a byte stream, read only as fast as it is consumed; with `follow` it ends
+   * when the reader destroys it. Rejects options the runtime cannot honour, saying which.
+   */
+  logStream(pod: { namespace: string; name: string }, options: LogStreamOptions): Promise<Readable>;
+  /**
+   * A TCP connection to one of the pod's ports, for the hub's HTTP proxies; rejects a pod that is
+   * not running here or a port none of its processes listens on. Absent: this runtime has none.
+   */
+  connect?(pod: { namespace: string; name: string }, port: number): Promise<Duplex>;
   /**
    * Runtimes that manage real nodes (kubernetes) take git's Node overlays: the complete set each
    * time; keys an earlier overlay set and this one drops are removed, nothing else is touched.

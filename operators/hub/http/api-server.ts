@@ -2,6 +2,7 @@
 // health, metrics and the git webhook. Everything except the health probes and the webhook (which
 // carries its own HMAC signature) needs a bearer token.
 import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
+import type { PodLogRoute, PodProxyRoute } from "../../access/index.ts";
 import { API_VERSION, kindByPlural } from "../../api/index.ts";
 import {
   type Authenticator,
@@ -24,8 +25,10 @@ export interface HubHttpDependencies {
   ready: () => { ready: boolean; message: string };
   /** POST /hooks/git, when a webhook secret is configured. */
   gitWebhook?: RequestListener;
-  /** The tail of a mirrored pod's output, fetched from its cluster's agent. */
-  podLogs?: (namespace: string, name: string, tail: number) => Promise<string>;
+  /** HTTP to a pod's port through its agent (operators/access/proxy). */
+  podProxy?: PodProxyRoute;
+  /** A mirrored pod's output, streamed from its cluster's agent (operators/access/logs). */
+  podLog?: PodLogRoute;
   /** The newest access audit records (operators/access), served to admins at /api/v1/access/audit. */
   accessAudit?: (limit: number) => unknown[];
   /** Extra authenticated routes (the dashboard, SSE, login), tried before the 404. */
@@ -90,6 +93,29 @@ async function handle(deps: HubHttpDependencies, req: IncomingMessage, res: Serv
     res.setHeader("WWW-Authenticate", 'Bearer realm="rlark"');
     return sendStatus(res, 401, "Unauthorized", "a bearer token is required (see <data-dir>/admin-token)");
   }
+  // Before the read-only rule: a proxied request may be a POST to the pod.
+  const proxy = /^\/api\/v1\/namespaces\/([^/]+)\/(pods|tasks)\/([^/]+)\/proxy\/(\d{1,5})(\/.*)?$/.exec(path);
+  if (proxy) {
+    const [, namespace, plural, name, port] = proxy as unknown as [string, string, string, string, string];
+    if (!deps.podProxy) return sendStatus(res, 404, "NotFound", "this hub proxies to no pods");
+    const number = Number(port);
+    if (number < 1 || number > 65535) return sendStatus(res, 400, "BadRequest", "port must be 1 to 65535");
+    const prefix = `/api/v1/namespaces/${namespace}/${plural}/${name}/proxy/${port}`;
+    const rest = `${path.slice(prefix.length) || "/"}${url.search}`;
+    return deps.podProxy(
+      {
+        principal,
+        namespace: decodeURIComponent(namespace),
+        kind: plural === "tasks" ? "task" : "pod",
+        name: decodeURIComponent(name),
+        port: number,
+        path: rest.startsWith("/") ? rest : `/${rest}`,
+        prefix,
+      },
+      req,
+      res,
+    );
+  }
   if (req.method !== "GET" && req.method !== "HEAD") {
     res.setHeader("Allow", "GET, HEAD");
     return sendStatus(res, 405, "MethodNotAllowed", "the API is read-only: change objects through git");
@@ -104,7 +130,7 @@ async function handle(deps: HubHttpDependencies, req: IncomingMessage, res: Serv
   if (path.startsWith(API_PREFIX)) {
     const rest = path.slice(API_PREFIX.length);
     const log = /^pods\/([^/]+)\/log$/.exec(rest);
-    if (log) return servePodLog(deps, decodeURIComponent(log[1] as string), url, res);
+    if (log) return servePodLog(deps, principal, decodeURIComponent(log[1] as string), url, res);
     return serveObjects(deps.store, rest, url, res);
   }
   return sendStatus(res, 404, "NotFound", `no route for ${path}`);
@@ -154,6 +180,7 @@ async function serveObjects(store: Store, rest: string, url: URL, res: ServerRes
 
 async function servePodLog(
   deps: HubHttpDependencies,
+  principal: Principal,
   name: string,
   url: URL,
   res: ServerResponse,
@@ -161,19 +188,8 @@ async function servePodLog(
   const namespace = url.searchParams.get("namespace");
   if (!namespace)
     return sendStatus(res, 400, "BadRequest", "Pod is namespaced: add ?namespace=agent-<cluster>");
-  if (!deps.podLogs) return sendStatus(res, 404, "NotFound", "this hub serves no pod logs");
-  const tail = Number(url.searchParams.get("tail") ?? 100);
-  if (!Number.isInteger(tail) || tail < 1)
-    return sendStatus(res, 400, "BadRequest", "tail must be a positive integer");
-  if (!(await deps.store.get("Pod", namespace, name))) {
-    return sendStatus(res, 404, "NotFound", `pods "${name}" not found in ${namespace}`);
-  }
-  try {
-    sendText(res, 200, await deps.podLogs(namespace, name, tail));
-  } catch (error) {
-    // The agent is away or refused: the pod's cluster, not the request, is at fault.
-    sendStatus(res, 503, "ServiceUnavailable", error instanceof Error ? error.message : String(error));
-  }
+  if (!deps.podLog) return sendStatus(res, 404, "NotFound", "this hub serves no pod logs");
+  return deps.podLog({ principal, namespace, name, params: url.searchParams }, res);
 }
 
 function serveAccessAudit(deps: HubHttpDependencies, principal: Principal, url: URL, res: ServerResponse) {

@@ -8,12 +8,14 @@
 // keeps the nodeservers' Secret rlark-domain-peers. Everything the
 // runtime owns is found again by label, so a new runtime on the same cluster adopts it: no state
 // of its own.
-import type { KubeConfig } from "@kubernetes/client-node";
+
+import { PassThrough, type Readable } from "node:stream";
+import { type KubeConfig, Log } from "@kubernetes/client-node";
 import { AGENT_INSTANCE_LABEL } from "../../../api/index.ts";
 import { type Logger, silentLogger } from "../../../lib/logger.ts";
 import type {
   AgentType,
-  LogOptions,
+  LogStreamOptions,
   NodeOverlay,
   Runtime,
   RuntimeAddon,
@@ -208,19 +210,29 @@ export class KubernetesRuntime implements Runtime {
     }));
   }
 
-  async logs(pod: { namespace: string; name: string }, options: LogOptions = {}): Promise<string> {
-    const cached = this.#watches.pods.get(pod.namespace, pod.name);
-    const container = cached?.spec?.containers[0]?.name;
+  /**
+   * The logs API through this agent's own credentials, streamed: the response body is piped (with
+   * its backpressure) into what the caller reads, and destroying that aborts the request.
+   */
+  async logStream(pod: { namespace: string; name: string }, options: LogStreamOptions): Promise<Readable> {
+    const container =
+      options.container ?? this.#watches.pods.get(pod.namespace, pod.name)?.spec?.containers[0]?.name;
+    if (!container) throw new Error(`pod ${pod.namespace}/${pod.name} is not known to this agent`);
+    const out = new PassThrough();
     try {
-      return await this.#clients.core.readNamespacedPodLog({
-        name: pod.name,
-        namespace: pod.namespace,
-        ...(container ? { container } : {}),
+      const request = await new Log(this.#options.kubeConfig).log(pod.namespace, pod.name, container, out, {
+        ...(options.follow ? { follow: true } : {}),
         ...(options.tail !== undefined ? { tailLines: options.tail } : {}),
+        ...(options.limitBytes !== undefined ? { limitBytes: options.limitBytes } : {}),
+        ...(options.sinceSeconds !== undefined ? { sinceSeconds: options.sinceSeconds } : {}),
+        ...(options.previous ? { previous: true } : {}),
+        ...(options.timestamps ? { timestamps: true } : {}),
       });
+      out.once("close", () => request.abort());
     } catch (err) {
       throw new KubeApiError(err, `log of pod ${pod.namespace}/${pod.name}`);
     }
+    return out;
   }
 
   async stop(options: StopOptions = {}): Promise<void> {

@@ -9,12 +9,14 @@
 // an agent restart neither duplicates nor orphans anything.
 import { mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
+import type { Duplex, Readable } from "node:stream";
 import { type Clock, systemClock } from "../../../lib/clock.ts";
 import { type Logger, silentLogger } from "../../../lib/logger.ts";
 import type {
   AccessEnvironment,
   AgentType,
   LogOptions,
+  LogStreamOptions,
   ObservedNode,
   Runtime,
   RuntimeSnapshot,
@@ -331,6 +333,20 @@ export class ProcessRuntime implements Runtime {
 
   accessEnvironment(pod: { namespace: string; name: string }): AccessEnvironment | undefined {
     return this.#replicas.get(podKey(pod.namespace, pod.name))?.accessEnvironment();
+  }
+
+  async connect(pod: { namespace: string; name: string }, port: number): Promise<Duplex> {
+    const key = podKey(pod.namespace, pod.name);
+    const replica = this.#replicas.get(key);
+    if (!replica) throw new Error(`no pod ${key} on node ${this.#node.name}`);
+    return replica.connect(port);
+  }
+
+  async logStream(pod: { namespace: string; name: string }, options: LogStreamOptions): Promise<Readable> {
+    const key = podKey(pod.namespace, pod.name);
+    const replica = this.#replicas.get(key) ?? this.#retiring.get(key);
+    if (!replica) throw new Error(`no pod ${key} on node ${this.#node.name}`);
+    return replica.logStream(options);
   }
 
   async stop(options: StopOptions = {}): Promise<void> {

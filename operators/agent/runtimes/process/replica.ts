@@ -10,12 +10,15 @@
 // replaces the marker after it, so a crash in between can never run a Job a second time.
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
+import { once } from "node:events";
 import { closeSync, mkdirSync } from "node:fs";
+import { connect as connectTcp } from "node:net";
 import { constants } from "node:os";
 import { dirname, isAbsolute, join } from "node:path";
+import type { Duplex, Readable } from "node:stream";
 import type { Clock, TimerId } from "../../../lib/clock.ts";
 import type { Logger } from "../../../lib/logger.ts";
-import type { AccessEnvironment, ContainerState, ObservedPod, PodPhase } from "../types.ts";
+import type { AccessEnvironment, ContainerState, LogStreamOptions, ObservedPod, PodPhase } from "../types.ts";
 import { type ArtifactCache, ArtifactError } from "./artifact-cache.ts";
 import { type BackoffPolicy, nextStreak, restartDelay } from "./crash-loop-backoff.ts";
 import {
@@ -28,7 +31,9 @@ import {
   spawnLogWriter,
   wrapperArgs,
 } from "./launch.ts";
+import { pidsListenOn } from "./listening-port.ts";
 import { readLogTail, type TailOptions } from "./log-file.ts";
+import { logStream } from "./log-follow.ts";
 import { type ExitInfo, PodFiles, type PodRecord } from "./pod-files.ts";
 import { isSameProcessAlive, mayOwnGroup, ownGroupMembers, readProcStat, signalGroup } from "./proc.ts";
 import { canonicalJson, type DesiredPod } from "./spec.ts";
@@ -555,6 +560,39 @@ export class Replica {
       cwd: this.#workingDir(pod),
       env: podEnv({ base: this.#ctx.baseEnv, pod, nodeName, podIP: ip }),
     };
+  }
+
+  /**
+   * The output as a stream. One file holds every run's output without times, so what needs a
+   * time or a run boundary (since, timestamps, previous) is refused rather than approximated.
+   */
+  logStream(options: LogStreamOptions): Readable {
+    const unsupported = (["previous", "timestamps", "sinceSeconds"] as const).filter((o) => options[o]);
+    if (unsupported.length > 0)
+      throw new Error(
+        `the process runtime keeps no times or run boundaries in its logs: ${unsupported.join(", ")} cannot be served`,
+      );
+    const container = this.#record.task.spec.task;
+    if (options.container && options.container !== container)
+      throw new Error(
+        `pod ${this.#record.name} has no container ${JSON.stringify(options.container)}${container ? ` (it has ${container})` : ""}`,
+      );
+    return logStream(this.#files.log, this.#ctx.tail, {
+      ...(options.tail === undefined ? {} : { tail: options.tail }),
+      ...(options.limitBytes === undefined ? {} : { limitBytes: options.limitBytes }),
+      ...(options.follow ? { follow: true } : {}),
+    });
+  }
+
+  /** A connection to `port` when one of this pod's running processes listens on it. */
+  async connect(port: number): Promise<Duplex> {
+    const pgid = this.#record.pid;
+    if (this.#status !== "Running" || pgid === undefined) throw new Error(`pod ${this.key} is not running`);
+    const pids = ownGroupMembers(pgid, this.#record.processStart);
+    if (!(await pidsListenOn(pids, port))) throw new Error(`pod ${this.key} does not listen on port ${port}`);
+    const socket = connectTcp(port, "127.0.0.1");
+    await once(socket, "connect");
+    return socket;
   }
 
   logs(tail?: number): Promise<string> {

@@ -1,0 +1,63 @@
+// The two seams access paths (logs, proxies) take from outside: who may do what, and where a
+// record of each access goes. Both are injected so authorization from git and the audit log can
+// be wired in without these paths knowing how they work.
+import type { Principal } from "../lib/http/index.ts";
+import type { Logger } from "../lib/logger.ts";
+import type { AccessDecision } from "./authorize.ts";
+
+/** The verbs served over the hub's HTTP API (the bastion serves the others). */
+export type HttpAccessVerb = "logs" | "proxy";
+
+/** What is reached: a pod on a cluster (its mirrored namespace `agent-<cluster>`), maybe one port. */
+export interface HttpAccessTarget {
+  cluster: string;
+  namespace: string;
+  pod: string;
+  container?: string;
+  port?: number;
+  /** The Job and Task the pod belongs to, for grants by Job label. */
+  job?: string;
+  task?: string;
+}
+
+export type AccessCheck = (
+  principal: Principal,
+  verb: HttpAccessVerb,
+  target: HttpAccessTarget,
+) => AccessDecision | Promise<AccessDecision>;
+
+/**
+ * Today's rule, until grants from git decide: every authenticated principal may read what the API
+ * shows it, and the API shows every pod to every role (viewer included).
+ */
+export const authenticatedMayAccess: AccessCheck = (principal) => ({
+  allowed: true,
+  reason: `${principal.subject} is authenticated (${principal.role}); no per-target grants yet`,
+});
+
+/** One access, once it has ended. Never contents, tokens or passwords. */
+export interface HttpAuditRecord {
+  actor: string;
+  role: Principal["role"];
+  verb: HttpAccessVerb;
+  target: HttpAccessTarget;
+  /** ISO times. */
+  start: string;
+  end: string;
+  /** Bytes sent to the client, and received from it (a proxied request's body). */
+  bytesOut: number;
+  bytesIn: number;
+  /** Lines sent (logs). */
+  lines?: number;
+  result: "ok" | "denied" | "error";
+  error?: string;
+  /** What was asked (the log options, a proxied method and status), without contents. */
+  detail?: Record<string, string | number | boolean>;
+}
+
+export type AuditSink = (record: HttpAuditRecord) => void;
+
+/** Until the audit log exists: one structured line per access in the hub's log. */
+export function loggingAuditSink(logger: Logger): AuditSink {
+  return (record) => logger.info("access", { ...record });
+}

@@ -1,0 +1,41 @@
+// The hub API's access paths (pod logs, HTTP proxies) under the same rules as the bastion: the
+// AccessPolicies git holds now decide, and each access lands in the one audit log.
+import type { AccessControl } from "./access-control.ts";
+import type { AuditLog } from "./audit.ts";
+import type { AccessCheck, AuditSink, HttpAuditRecord } from "./hooks.ts";
+
+/** The hub's own admin token (lib/http/auth.ts): the operator's key to the hub, not a person in git. */
+const ADMIN_TOKEN_SUBJECT = "admin-token";
+
+/**
+ * AccessPolicies decide for people (a User in git, by name and roles); the admin token may do
+ * everything, as it may on every other route of the API.
+ */
+export function httpAccessCheck(control: AccessControl): AccessCheck {
+  return async (principal, verb, target) => {
+    if (principal.subject === ADMIN_TOKEN_SUBJECT && principal.role === "admin")
+      return { allowed: true, reason: "the hub's admin token" };
+    const resolved = await control.mirroredTarget(target.namespace, target.pod);
+    if (!resolved) return { allowed: false, reason: `no pod ${target.namespace}/${target.pod}` };
+    return control.decide(principal.subject, verb, resolved);
+  };
+}
+
+/** Writes the API's access records into the bastion's audit log (via "http"). */
+export function httpAuditSink(log: AuditLog): AuditSink {
+  return (record: HttpAuditRecord) => {
+    const { cluster, namespace, pod, container, port } = record.target;
+    log.write({
+      actor: record.actor,
+      verb: record.verb,
+      target: `${cluster}/${namespace}/${pod}${container ? `/${container}` : ""}${port ? `:${port}` : ""}`,
+      via: "http",
+      start: record.start,
+      end: record.end,
+      bytesIn: record.bytesIn,
+      bytesOut: record.bytesOut,
+      result: record.result,
+      ...(record.error ? { error: record.error } : {}),
+    });
+  };
+}

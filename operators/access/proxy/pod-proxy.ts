@@ -1,0 +1,186 @@
+// /api/v1/namespaces/<ns>/pods/<name>/proxy/<port>/<path>: one HTTP request to a pod's port, over
+// a `proxy` stream to the pod's agent (which connects only to a port the pod itself listens on).
+// One tunnel stream per request, the bodies streamed both ways with backpressure; the request body
+// is capped, the pod must answer within a time limit, and the hub's credentials stay behind.
+import { type IncomingMessage, request, type ServerResponse } from "node:http";
+import { Transform } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { clusterOf, JOB_LABEL, TASK_LABEL } from "../../api/index.ts";
+import { type Principal, sendStatus } from "../../lib/http/index.ts";
+import type { KubeObject, Store } from "../../lib/store/index.ts";
+import type { TunnelServer } from "../../lib/tunnel/index.ts";
+import type { AccessCheck, AuditSink, HttpAccessTarget, HttpAuditRecord } from "../hooks.ts";
+import { requestHeaders, responseHeaders } from "./headers.ts";
+
+export interface PodProxyRequest {
+  principal: Principal;
+  namespace: string;
+  /** A pod, or a Task (object name), whose first ready pod is used. */
+  kind: "pod" | "task";
+  name: string;
+  port: number;
+  /** The path after the port, from its `/`, with the query. */
+  path: string;
+  /** Where the pod's root appears to the client (for Location and X-Forwarded-Prefix). */
+  prefix: string;
+}
+
+export type PodProxyRoute = (
+  request: PodProxyRequest,
+  req: IncomingMessage,
+  res: ServerResponse,
+) => Promise<void>;
+
+export interface PodProxyOptions {
+  store: Store;
+  tunnel: Pick<TunnelServer, "openStream">;
+  authorize: AccessCheck;
+  audit: AuditSink;
+  /** Largest request body passed on. Default 16 MiB. */
+  maxRequestBytes?: number;
+  /** How long the pod has to answer with headers. Default 30 s. */
+  responseTimeoutMs?: number;
+  now?: () => number;
+}
+
+class TooLarge extends Error {}
+
+type PodStatus = { phase?: string; containerStatuses?: { ready?: boolean }[] };
+
+/** The Task's first pod by name that is Running with every container ready. */
+async function firstReadyPod(store: Store, namespace: string, task: string): Promise<KubeObject | undefined> {
+  const { items } = await store.list("Pod", { namespace });
+  return items
+    .filter((p) => (p.spec as { task?: string } | undefined)?.task === task)
+    .filter((p) => {
+      const status = p.status as PodStatus | undefined;
+      return status?.phase === "Running" && (status.containerStatuses ?? []).every((c) => c.ready === true);
+    })
+    .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name))[0];
+}
+
+function limited(max: number): Transform & { bytes: number } {
+  const t = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      t.bytes += chunk.length;
+      if (t.bytes > max) done(new TooLarge(`the request body is over ${max} bytes`));
+      else done(null, chunk);
+    },
+  }) as Transform & { bytes: number };
+  t.bytes = 0;
+  return t;
+}
+
+export function podProxyRoute(options: PodProxyOptions): PodProxyRoute {
+  const now = options.now ?? Date.now;
+  const maxRequestBytes = options.maxRequestBytes ?? 16 * 1024 * 1024;
+  const timeoutMs = options.responseTimeoutMs ?? 30_000;
+  return async ({ principal, namespace, kind, name: asked, port, path, prefix }, req, res) => {
+    const pod =
+      kind === "pod"
+        ? await options.store.get("Pod", namespace, asked)
+        : await firstReadyPod(options.store, namespace, asked);
+    if (!pod)
+      return sendStatus(
+        res,
+        404,
+        "NotFound",
+        kind === "pod"
+          ? `pods "${asked}" not found in ${namespace}`
+          : `task "${asked}" has no ready pod in ${namespace}`,
+      );
+    const name = pod.metadata.name;
+    const labels = pod.metadata.labels ?? {};
+    const target: HttpAccessTarget = {
+      cluster: clusterOf(namespace) ?? "",
+      namespace,
+      pod: name,
+      port,
+      ...(labels[JOB_LABEL] ? { job: labels[JOB_LABEL] } : {}),
+      ...(labels[TASK_LABEL] ? { task: labels[TASK_LABEL] } : {}),
+    };
+    const start = new Date(now()).toISOString();
+    let status = 0;
+    const record = (result: HttpAuditRecord["result"], rest: Partial<HttpAuditRecord> = {}) =>
+      options.audit({
+        actor: principal.subject,
+        role: principal.role,
+        verb: "proxy",
+        target,
+        start,
+        end: new Date(now()).toISOString(),
+        bytesOut: 0,
+        bytesIn: 0,
+        result,
+        detail: { method: req.method ?? "GET", status },
+        ...rest,
+      });
+    const decision = await options.authorize(principal, "proxy", target);
+    if (!decision.allowed) {
+      status = 403;
+      record("denied", { error: decision.reason });
+      return sendStatus(res, 403, "Forbidden", `proxy to ${namespace}/${name}:${port}: ${decision.reason}`);
+    }
+    let channel: Awaited<ReturnType<TunnelServer["openStream"]>>;
+    try {
+      channel = await options.tunnel.openStream(target.cluster, {
+        purpose: "proxy",
+        meta: { name, namespace: (pod.spec as { namespace?: string } | undefined)?.namespace ?? "", port },
+      });
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      const refused = / could not open proxy: /.test(message);
+      status = refused ? 502 : 503;
+      record("error", { error: message });
+      return sendStatus(res, status, refused ? "BadGateway" : "ServiceUnavailable", message);
+    }
+    const body = limited(maxRequestBytes);
+    let bytesOut = 0;
+    const upstream = request({
+      method: req.method ?? "GET",
+      path,
+      headers: requestHeaders(req.headers, port, prefix),
+      createConnection: () => channel,
+    });
+    // The stream header was read in paused mode; the HTTP parser listens for 'data', which does
+    // not restart a paused stream.
+    upstream.once("socket", () => channel.resume());
+    const answered = new Promise<void>((resolve, reject) => {
+      // ssh2 channels have no setTimeout: a timer of our own bounds the wait for the answer.
+      const timer = setTimeout(
+        () => upstream.destroy(new Error(`the pod did not answer within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
+      timer.unref();
+      upstream.once("error", reject);
+      upstream.once("response", (response) => {
+        clearTimeout(timer);
+        status = response.statusCode ?? 502;
+        res.writeHead(status, responseHeaders(response.headers, prefix));
+        const counted = new Transform({
+          transform(chunk: Buffer, _encoding, done) {
+            bytesOut += chunk.length;
+            done(null, chunk);
+          },
+        });
+        pipeline(response, counted, res).then(resolve, reject);
+      });
+    });
+    try {
+      await Promise.all([pipeline(req, body, upstream), answered]);
+      record("ok", { bytesIn: body.bytes, bytesOut });
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      upstream.destroy();
+      if (!res.headersSent) {
+        status = error instanceof TooLarge ? 413 : /did not answer/.test(message) ? 504 : 502;
+        sendStatus(res, status, status === 413 ? "RequestEntityTooLarge" : "BadGateway", message);
+      } else res.destroy();
+      record("error", { bytesIn: body.bytes, bytesOut, error: message });
+    } finally {
+      // See logs/log-route.ts: the channel is closed and drained, not waited for.
+      channel.destroy();
+      channel.resume();
+    }
+  };
+}

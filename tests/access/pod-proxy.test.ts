@@ -1,0 +1,160 @@
+// The pod proxy end to end: a real HTTP server (Python's http.server) as a process-runtime pod,
+// reached through the hub's /api/v1/namespaces/<ns>/pods/<pod>/proxy/<port>/…, its SSH tunnel
+// and an in-process agent. Paths, queries, bodies, redirects; the hub's credentials and
+// hop-by-hop headers stay behind; a port the pod does not listen on is refused; each request is
+// audited.
+import { mkdtemp, rm } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import t, { type Test } from "tap";
+import type { HttpAuditRecord } from "../../operators/access/index.ts";
+import { ProcessRuntime } from "../../operators/agent/runtimes/process/index.ts";
+import { silentLogger } from "../../operators/lib/logger.ts";
+import { startAgentOnHub } from "../helpers/agent-on-hub.ts";
+import { startHubOnGit } from "../helpers/hub-on-git.ts";
+import { onRealServers, waitFor } from "../helpers/wait-for.ts";
+
+/** A temp dir removed after the test (teardowns run last-in, first-out: after the runtime's stop). */
+async function stateRoot(t: Test, prefix: string): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), prefix));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** A port free right now (the pod binds it a moment later). */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+const echoServer = (port: number) => `
+import json, http.server
+class H(http.server.BaseHTTPRequestHandler):
+    def answer(self):
+        if self.path == "/redirect":
+            self.send_response(302); self.send_header("Location", "/landed"); self.end_headers(); return
+        n = int(self.headers.get("content-length") or 0)
+        body = self.rfile.read(n) if n else b""
+        out = json.dumps({"method": self.command, "path": self.path, "headers": dict(self.headers), "body": body.decode()}).encode()
+        self.send_response(200); self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(out))); self.send_header("x-pod", "yes"); self.end_headers()
+        self.wfile.write(out)
+    do_GET = answer
+    do_POST = answer
+    def log_message(self, *a): pass
+http.server.HTTPServer(("127.0.0.1", ${port}), H).serve_forever()
+`;
+
+t.test("HTTP through the hub to a pod's port", async (t) => {
+  const port = await freePort();
+  const audit: HttpAuditRecord[] = [];
+  const { hub } = await startHubOnGit(t, {
+    audit: (record) => audit.push(record),
+    files: {
+      "cluster.yaml":
+        "apiVersion: rlinf.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: local\nspec:\n  runtime: process\n",
+      "web.yaml": `apiVersion: rlinf.io/v1alpha1
+kind: Job
+metadata:
+  name: web
+spec:
+  tasks:
+    - name: main
+      role: Actor
+      agentType: Raw
+      raw:
+        kind: Deployment
+        command: ["python3", "-c", ${JSON.stringify(echoServer(port))}]
+`,
+    },
+  });
+  await waitFor("cluster from git", async () => hub.store.get("Cluster", undefined, "local"), onRealServers);
+  const runtime = await ProcessRuntime.open({
+    stateDir: path.join(await stateRoot(t, "rlark-proxy-test-"), "runtime"),
+    logger: silentLogger,
+  });
+  await startAgentOnHub(t, hub, "local", { runtime, runtimeKind: "process", reportIntervalMs: 500 });
+  // Registered after the agent's, so it runs first: agent.stop() stops the runtime leaving its
+  // pods running (for the next agent to adopt), after which terminatePods would find nothing.
+  t.teardown(() => runtime.stop({ terminatePods: true }));
+  const pod = await waitFor(
+    "the web pod Running",
+    async () =>
+      (await hub.store.list("Pod", { namespace: "agent-local" })).items.find(
+        (p) => (p.status as { phase?: string }).phase === "Running",
+      )?.metadata.name,
+    onRealServers,
+  );
+  const base = `${hub.url}/api/v1/namespaces/agent-local/pods/${pod}/proxy`;
+  const headers = {
+    authorization: `Bearer ${hub.adminToken}`,
+    cookie: "session=hub-secret",
+    "x-custom": "kept",
+  };
+
+  const answer = await waitFor(
+    "the pod's server answering",
+    async () => {
+      const response = await fetch(`${base}/${port}/some/path?q=1&r=two`, { headers });
+      return response.status === 200 ? response : undefined;
+    },
+    onRealServers,
+  );
+  t.equal(answer.headers.get("x-pod"), "yes", "the pod's headers come back");
+  const echoed = (await answer.json()) as { path: string; headers: Record<string, string> };
+  t.equal(echoed.path, "/some/path?q=1&r=two", "path and query reach the pod unchanged");
+  t.equal(echoed.headers["x-custom"], "kept");
+  t.notOk(
+    echoed.headers.Authorization ?? echoed.headers.authorization,
+    "the hub's token does not reach the pod",
+  );
+  t.notOk(echoed.headers.Cookie ?? echoed.headers.cookie, "nor the client's cookies");
+  t.equal(echoed.headers["x-forwarded-prefix"], `/api/v1/namespaces/agent-local/pods/${pod}/proxy/${port}`);
+
+  const posted = await fetch(`${base}/${port}/form`, { method: "POST", headers, body: "a=1&b=2" });
+  t.match(await posted.json(), { method: "POST", path: "/form", body: "a=1&b=2" }, "a body is passed on");
+
+  const redirect = await fetch(`${base}/${port}/redirect`, { headers, redirect: "manual" });
+  t.equal(redirect.status, 302);
+  t.equal(
+    redirect.headers.get("location"),
+    `/api/v1/namespaces/agent-local/pods/${pod}/proxy/${port}/landed`,
+    "a redirect to the pod's root stays under the proxy",
+  );
+
+  // The hub's own HTTP port is on the same machine, but not the pod's: refused by the agent.
+  const hubPort = new URL(hub.url).port;
+  const refused = await fetch(`${base}/${hubPort}/metrics`, { headers });
+  t.equal(refused.status, 502);
+  t.match(await refused.json(), { message: new RegExp(`does not listen on port ${hubPort}`) });
+
+  t.equal((await fetch(`${base}/${port}/x`)).status, 401, "no token, no proxy");
+
+  // The Task's route reaches its first ready pod; its prefix is the Task's.
+  const taskBase = `${hub.url}/api/v1/namespaces/agent-local/tasks/web-main/proxy/${port}`;
+  const byTask = await fetch(`${taskBase}/via-task`, { headers });
+  t.equal(byTask.status, 200);
+  t.match(await byTask.json(), {
+    path: "/via-task",
+    headers: { "x-forwarded-prefix": `/api/v1/namespaces/agent-local/tasks/web-main/proxy/${port}` },
+  });
+  const noTask = await fetch(`${hub.url}/api/v1/namespaces/agent-local/tasks/nope/proxy/${port}/`, {
+    headers,
+  });
+  t.equal(noTask.status, 404);
+
+  await waitFor("audit records", () => audit.filter((r) => r.verb === "proxy").length >= 4, onRealServers);
+  t.match(
+    audit.find((r) => r.detail?.method === "POST"),
+    { actor: "admin-token", verb: "proxy", target: { pod, port, job: "web" }, result: "ok", bytesIn: 7 },
+  );
+  t.match(
+    audit.find((r) => r.target.port === Number(hubPort)),
+    { result: "error" },
+  );
+  t.notOk(JSON.stringify(audit).includes("hub-secret"), "no cookies or contents in the audit");
+});
