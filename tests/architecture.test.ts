@@ -13,6 +13,8 @@ const LAYERS: Record<string, number> = {
   api: 1,
   source: 2,
   controllers: 2,
+  // Runs in clusters (nodeserver, sidecar): below everything but lib and api.
+  network: 2,
   feedback: 3,
   dashboard: 3,
   hub: 4,

@@ -6,6 +6,7 @@ import { registerAgent } from "./agent.ts";
 import { CliError, usageError } from "./cli-error.ts";
 import { registerCrds } from "./crds.ts";
 import { registerHub } from "./hub.ts";
+import { registerNodeserver, registerSidecar } from "./network.ts";
 import { registerPlan } from "./plan.ts";
 import { registerStatus } from "./status.ts";
 import { registerToken } from "./token.ts";
@@ -48,6 +49,8 @@ export function buildProgram(): Command {
   });
   registerUser(program);
   registerCrds(program);
+  registerNodeserver(program);
+  registerSidecar(program);
   return program;
 }
 

@@ -14,6 +14,7 @@ import type { TunnelServer } from "../lib/tunnel/index.ts";
 import { createWebhookIntake, type GitCredentials } from "../source/index.ts";
 import { createAgentSync } from "./agent-sync/index.ts";
 import { type ControllerDependencies, hubControllers } from "./controllers.ts";
+import { createDomainRelay, type DomainRelay } from "./domain-relay/index.ts";
 import { type CodeHostSettings, connectCodeHost, createHubFeedback } from "./feedback-wiring.ts";
 import { splitHostPort } from "./host-port.ts";
 import { startHubHttp } from "./http-wiring.ts";
@@ -42,6 +43,11 @@ export interface HubOptions {
   statusDebounceMs?: number;
   /** host:port of the SSH endpoint for agent tunnels; port 0 picks a free one. Default 0.0.0.0:2222. */
   ssh?: string;
+  /**
+   * host:port of the domain relay (mutual TLS; nodeservers carry cross-cluster Domain traffic
+   * through it); port 0 picks a free one. Off when unset.
+   */
+  domainRelay?: string;
   /** Controllers to run; default: the Job, Workflow and Domain controllers. */
   controllers?: (deps: ControllerDependencies) => Controller[];
   logger?: Logger;
@@ -69,6 +75,9 @@ export interface Hub {
   pki: HubPki;
   /** The SSH endpoint: agent sessions, and streams and requests to agents. */
   tunnel: TunnelServer;
+  /** With the `domainRelay` option: the relay and the host:port nodeservers dial. */
+  domainRelay?: DomainRelay;
+  domainRelayAddress?: string;
   stop(): Promise<void>;
 }
 
@@ -154,6 +163,14 @@ export async function startHub(options: HubOptions): Promise<Hub> {
   const ssh = splitHostPort(options.ssh ?? "0.0.0.0:2222");
   await agentSync.start();
   const sshPort = (await tunnel.server.listen(ssh.port, ssh.host)).port;
+  let domainRelay: DomainRelay | undefined;
+  let domainRelayAddress: string | undefined;
+  if (options.domainRelay) {
+    const relayAt = splitHostPort(options.domainRelay);
+    domainRelay = createDomainRelay({ store, ca: tunnel.ca, dataDir: options.dataDir, registry, logger });
+    const port = await domainRelay.listen(relayAt.port, relayAt.host);
+    domainRelayAddress = `${relayAt.host === "0.0.0.0" ? "127.0.0.1" : relayAt.host}:${port}`;
+  }
   await manager.start();
   await source?.watcher.start();
   feedback?.start();
@@ -173,9 +190,11 @@ export async function startHub(options: HubOptions): Promise<Hub> {
     ...(http.dashboard ? { dashboard: http.dashboard } : {}),
     pki: tunnel,
     tunnel: tunnel.server,
+    ...(domainRelay && domainRelayAddress ? { domainRelay, domainRelayAddress } : {}),
     async stop() {
       started = false;
       await http.close();
+      await domainRelay?.close();
       await tunnel.server.close();
       agentSync.close();
       await source?.watcher.stop();
