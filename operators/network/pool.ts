@@ -61,7 +61,12 @@ export class ConnectionPool<C extends PooledConnection> {
     return this.#connections;
   }
 
-  /** The connection a new stream should use, dialling one when the pool is empty or saturated. */
+  /**
+   * The connection a new stream should use: an idle one; else, below `max`, a new one (waiting on
+   * the dial in flight, if any, with every other caller); else the least-loaded one. When the
+   * dial fails, a busy connection still serves; with none, the caller gets the error, and callers
+   * until the backoff has passed fail at once.
+   */
   async acquire(): Promise<C> {
     if (this.#closed) throw new Error("the connection pool is closed");
     const live = this.#connections.filter((c) => !c.closed);
@@ -72,16 +77,17 @@ export class ConnectionPool<C extends PooledConnection> {
       undefined,
     );
     if (live.length >= this.#max && leastLoaded) return leastLoaded;
-    // Every connection is busy: grow, but a busy connection beats waiting on a dial that fails.
-    if (leastLoaded) {
-      if (!this.#dialing && this.#clock.now() >= this.#retryAt) this.#startDial().catch(() => {});
-      return leastLoaded;
-    }
-    if (this.#dialing) return this.#dialing;
     const wait = this.#retryAt - this.#clock.now();
-    if (wait > 0)
+    if (!this.#dialing && wait > 0) {
+      if (leastLoaded) return leastLoaded;
       throw new BackoffError(`the hub is unreachable; next attempt in ${Math.ceil(wait / 1000)} s`);
-    return this.#startDial();
+    }
+    try {
+      return await (this.#dialing ?? this.#startDial());
+    } catch (error) {
+      if (leastLoaded && !leastLoaded.closed) return leastLoaded;
+      throw error;
+    }
   }
 
   #startDial(): Promise<C> {
