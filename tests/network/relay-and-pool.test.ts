@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import type { ServerHttp2Stream } from "node:http2";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import t from "tap";
+import t, { type Test } from "tap";
 import type { Domain, DomainPeer } from "../../operators/api/index.ts";
 import { DomainCertificates } from "../../operators/controllers/domain/index.ts";
 import { startHub } from "../../operators/hub/index.ts";
@@ -18,7 +18,7 @@ import { waitFor } from "../helpers/wait-for.ts";
 const A = "100.97.0.10";
 const B = "100.97.0.20";
 
-async function relayBed(t: Tap.Test) {
+async function relayBed(t: Test) {
   const dir = mkdtempSync(path.join(tmpdir(), "rlark-relay-"));
   const hub = await startHub({
     dataDir: path.join(dir, "hub"),
@@ -99,15 +99,19 @@ t.test("the relay forwards members' streams and refuses everyone else, counting 
   const refusedBefore = hub.domainRelay?.stats().refused ?? 0;
   await t.rejects(
     connection.open(`${B}:6379`, "100.97.0.99"),
-    { status: 403 },
+    { name: "Error", status: 403 } as Error,
     "a source outside the Domain",
   );
-  await t.rejects(connection.open("100.97.1.10:80", A), { status: 403 }, "a target in another Domain");
+  await t.rejects(
+    connection.open("100.97.1.10:80", A),
+    { name: "Error", status: 403 } as Error,
+    "a target in another Domain",
+  );
   const otherConnection = await HubConnection.dial(otherCreds, systemClock);
   t.teardown(() => otherConnection.close());
   await t.rejects(
     otherConnection.open(`${B}:6379`, "100.97.1.10"),
-    { status: 403 },
+    { name: "Error", status: 403 } as Error,
     "another Domain's certificate cannot reach this Domain's pods",
   );
   t.equal(hub.domainRelay?.stats().refused, refusedBefore + 3, "three refusals counted");
