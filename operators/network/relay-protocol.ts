@@ -1,4 +1,4 @@
-// The wire between nodeservers and the hub's domain relay (docs/adr/0012-domain-data-path.md):
+// The wire between nodeservers and the hub's domain relay (docs/adr/0007-domain-data-path.md):
 // mutual TLS (the client presents its Domain's certificate, role `domain`; the hub presents a
 // certificate of role `hub`), HTTP/2 inside. ALPN says who opens streams:
 //   `h2`            the nodeserver opens a CONNECT stream per pod connection it sends out;
@@ -16,8 +16,8 @@ export const SOURCE_HEADER = "rlark-source";
 export const REASON_HEADER = "rlark-reason";
 export const MAX_HELLO_BYTES = 4096;
 
-// Node's HTTP/2 defaults (64 KiB windows, 16 KiB frames) hold a stream far below what the link
-// carries (ADR 0012, measured): large windows and frames let one stream fill it.
+// Node's HTTP/2 defaults (64 KiB windows) cap a stream at one window per round trip: fine on
+// loopback (ADR 0007 measured tuned ≈ default there), not between a cluster and a distant hub.
 const SETTINGS: Settings = { initialWindowSize: 16 * 1024 * 1024, maxFrameSize: 1024 * 1024 };
 export const SESSION_WINDOW = 64 * 1024 * 1024;
 export const clientSessionOptions: ClientSessionOptions = { settings: SETTINGS, maxSessionMemory: 64 };

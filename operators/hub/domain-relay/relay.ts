@@ -1,4 +1,4 @@
-// The hub's domain relay (docs/networking.md, ADR 0012): a mutual-TLS port where nodeservers
+// The hub's domain relay (docs/networking.md, ADR 0007): a mutual-TLS port where nodeservers
 // present their Domain's certificate (role `domain`, signed by the hub CA). A nodeserver's
 // CONNECT stream to a virtual IP is forwarded, after checkHostInDomain has placed both the
 // source and the target in that Domain, on the reverse link of the target's cluster. Every

@@ -1,4 +1,4 @@
-// rlark-net: the one piece of the Domain data path that Node cannot do (seed 001 §4.3, ADR 0012).
+// rlark-net: the one piece of the Domain data path that Node cannot do (seed 001 §4.3, ADR 0007).
 //
 //	rlark-net init      installs, in the pod's network namespace, a nat REDIRECT of every TCP
 //	                    connection to RLARK_DOMAIN_CIDR (except those of uid RLARK_SIDECAR_UID) to
