@@ -3,6 +3,7 @@
 import { randomUUID } from "node:crypto";
 import { Duplex, Readable, Writable } from "node:stream";
 import packageJson from "../../package.json" with { type: "json" };
+import type { DomainPeer } from "../api/index.ts";
 import { type Clock, every, systemClock, type TimerId } from "../lib/clock.ts";
 import type { Logger } from "../lib/logger.ts";
 import {
@@ -40,6 +41,11 @@ export interface AgentOptions {
   logger: Logger;
   /** Drives the report timers and the tunnel's reconnect backoff; tests pass a FakeClock. */
   clock?: Clock;
+  /**
+   * Called with this cluster's DomainPeers (and the hub CA the agent pinned) on every desired-set
+   * change: the process runtime writes the nodeserver's peers state from them.
+   */
+  onDomainPeers?: (peers: DomainPeer[], hub: { cluster: string; caCertPem: string }) => void;
 }
 
 export interface Agent {
@@ -117,6 +123,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     if (message.type === "snapshot") desired.replace(message.objects);
     else desired.update(message.upserts, message.deletes);
     try {
+      options.onDomainPeers?.(desired.domainPeers(), { cluster, caCertPem: credentials.caCertPem });
       await runtime.apply(tasks());
       await runtime.applyNodeOverlays?.(nodeOverlays());
       applyError = undefined;

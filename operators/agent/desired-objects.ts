@@ -52,6 +52,10 @@ export class DesiredObjects {
     return this.all().filter((o): o is Node => o.kind === "Node");
   }
 
+  domainPeers(): DomainPeer[] {
+    return this.all().filter((o): o is DomainPeer => o.kind === "DomainPeer");
+  }
+
   #take(into: Map<string, DesiredObject>, object: KubeObject): void {
     const key = kindKeyOf(object);
     const refused = refusal(object);

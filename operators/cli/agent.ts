@@ -40,6 +40,8 @@ interface AgentFlags {
   diskStatsInterval?: number;
   nodeName: string;
   label: Record<string, string>;
+  nodeserverDir?: string;
+  domainRelay?: string;
 }
 
 function collectArg(value: string, previous: string[]): string[] {
@@ -93,6 +95,11 @@ export function registerAgent(program: Command): void {
       seconds,
     )
     .option("--node-name <name>", "the node name this machine reports", hostname())
+    .option("--nodeserver-dir <dir>", "process runtime: run this machine's nodeserver on DIR/nodeserver.sock")
+    .option(
+      "--domain-relay <host:port>",
+      "the hub's domain relay, for the nodeserver's cross-cluster traffic",
+    )
     .option("--label <key=value>", "a label on the reported node (repeatable)", collectLabel, {})
     .addHelpText("after", AGENT_HELP)
     .action(async (flags: AgentFlags) => {
@@ -140,6 +147,15 @@ export function registerAgent(program: Command): void {
           logger,
         });
       }
+      const network =
+        flags.runtime === "process" && flags.nodeserverDir
+          ? await (await import("./agent-network.ts")).startAgentNodeserver({
+              dir: path.resolve(flags.nodeserverDir),
+              node: flags.nodeName,
+              logger,
+              ...(flags.domainRelay ? { domainRelay: flags.domainRelay } : {}),
+            })
+          : undefined;
       const agent = await startAgent({
         hub: flags.hub,
         credentials,
@@ -148,14 +164,17 @@ export function registerAgent(program: Command): void {
         runtime,
         runtimeKind: flags.runtime,
         ...(dryRun ? { dryRun } : {}),
+        ...(network ? { onDomainPeers: network.onDomainPeers } : {}),
         logger,
       }).catch(async (error: unknown) => {
         // the runtime's watches would keep the process alive after the error is printed
         await runtime.stop();
+        await network?.stop();
         throw error;
       });
       logger.info("agent started", { cluster: agent.cluster, hub: flags.hub });
       await untilSignal();
       await agent.stop();
+      await network?.stop();
     });
 }

@@ -16,13 +16,14 @@ export {
   SOCKET_NAME,
   startNodeserver,
 } from "./nodeserver.ts";
-export { watchPeersFile } from "./peers-file.ts";
+export { watchPeersFile, writePeersFile } from "./peers-file.ts";
 export {
   type DomainPeersEntry,
   isIpv4,
   PEERS_FILE,
   type PeersState,
   parsePeersState,
+  peersStateFrom,
 } from "./peers-state.ts";
 export { BackoffError, ConnectionPool, type PooledConnection, type PoolOptions } from "./pool.ts";
 export { formatProxyHeader, type ProxyHeader, parseProxyLine, readProxyHeader } from "./proxy-header.ts";

@@ -2,7 +2,7 @@
 // atomically (write a temporary file, rename). Watched; a file that does not parse is logged and
 // the last good state kept, so a bad write never tears down routes that work.
 
-import { watch } from "node:fs";
+import { renameSync, watch, writeFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "../lib/logger.ts";
@@ -54,4 +54,12 @@ export function watchPeersFile(
   });
   void load();
   return { close: () => watcher.close() };
+}
+
+/** Replaces `<dir>/peers.json` atomically (temporary file, rename), 0600: it holds Domain keys. */
+export function writePeersFile(dir: string, state: PeersState): void {
+  const path = join(dir, PEERS_FILE);
+  const temporary = `${path}.${process.pid}.tmp`;
+  writeFileSync(temporary, `${JSON.stringify(state)}\n`, { mode: 0o600 });
+  renameSync(temporary, path);
 }

@@ -3,7 +3,7 @@
 // agent from its DomainPeers (process runtime: the file `peers.json` in the socket dir, replaced
 // atomically; kubernetes runtime: the Secret source netkube adds), read by the nodeserver.
 
-import type { DomainPeerPod, DomainPeerSpec } from "../api/generated/domain-peer.ts";
+import type { DomainPeer, DomainPeerPod, DomainPeerSpec } from "../api/generated/domain-peer.ts";
 
 /** The file the file source reads, in the nodeserver's `--socket-dir`. */
 export const PEERS_FILE = "peers.json";
@@ -101,4 +101,20 @@ export function parsePeersState(text: string, source: string): PeersState {
     state.domains.push(entry);
   });
   return state;
+}
+
+/** The peers state of one cluster from the DomainPeers its agent holds. */
+export function peersStateFrom(
+  peers: readonly DomainPeer[],
+  globalNamespace: string,
+  hub?: PeersState["hub"],
+): PeersState {
+  return {
+    globalNamespace,
+    ...(hub ? { hub } : {}),
+    domains: peers
+      .filter((p) => p.metadata.namespace === globalNamespace)
+      .map((p) => ({ domain: p.metadata.name, ...p.spec }))
+      .sort((a, b) => a.domain.localeCompare(b.domain)),
+  };
 }

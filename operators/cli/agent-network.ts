@@ -1,0 +1,42 @@
+// `rlark agent --nodeserver-dir DIR --domain-relay HOST:PORT` (process runtime): the agent runs
+// this machine's nodeserver in its own process and rewrites its peers state (DIR/peers.json) from
+// the DomainPeers the hub hands over, at once on every change (docs/networking.md).
+
+import { mkdirSync } from "node:fs";
+import type { AgentOptions } from "../agent/index.ts";
+import { namespaceFor } from "../api/index.ts";
+import type { Logger } from "../lib/logger.ts";
+import { peersStateFrom, startNodeserver, watchPeersFile, writePeersFile } from "../network/index.ts";
+
+export async function startAgentNodeserver(options: {
+  dir: string;
+  domainRelay?: string;
+  node: string;
+  logger: Logger;
+}): Promise<{ onDomainPeers: NonNullable<AgentOptions["onDomainPeers"]>; stop(): Promise<void> }> {
+  mkdirSync(options.dir, { recursive: true, mode: 0o755 });
+  const server = await startNodeserver({
+    socketDir: options.dir,
+    node: options.node,
+    logger: options.logger,
+  });
+  const watcher = watchPeersFile(options.dir, (state) => server.setState(state), options.logger);
+  let last = "";
+  return {
+    onDomainPeers(peers, { cluster, caCertPem }) {
+      const state = peersStateFrom(
+        peers,
+        namespaceFor(cluster),
+        options.domainRelay ? { address: options.domainRelay, caPem: caCertPem } : undefined,
+      );
+      const text = JSON.stringify(state);
+      if (text === last) return;
+      last = text;
+      writePeersFile(options.dir, state);
+    },
+    async stop() {
+      watcher.close();
+      await server.close();
+    },
+  };
+}
