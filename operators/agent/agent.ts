@@ -2,6 +2,7 @@
 // reports what the runtime observes. One per cluster (kubernetes runtime) or machine (process).
 import { randomUUID } from "node:crypto";
 import packageJson from "../../package.json" with { type: "json" };
+import type { DomainPeer } from "../api/index.ts";
 import { readCapabilityStatuses } from "../lib/capability-status.ts";
 import { type Clock, every, systemClock, type TimerId } from "../lib/clock.ts";
 import type { Logger } from "../lib/logger.ts";
@@ -64,6 +65,11 @@ export interface AgentOptions {
   nodeserverSockets?: readonly string[];
   /** How often those are read. Default 5 s. */
   statsIntervalMs?: number;
+  /**
+   * Called with this cluster's DomainPeers (and the hub CA the agent pinned) on every desired-set
+   * change: the process runtime writes the nodeserver's peers state from them.
+   */
+  onDomainPeers?: (peers: DomainPeer[], hub: { cluster: string; caCertPem: string }) => void;
 }
 
 export interface Agent {
@@ -145,6 +151,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     if (message.type === "snapshot") desired.replace(message.objects);
     else desired.update(message.upserts, message.deletes);
     try {
+      options.onDomainPeers?.(desired.domainPeers(), { cluster, caCertPem: credentials.caCertPem });
       // the nodeservers' routes do not wait for a large desired set to be applied
       await Promise.all([runtime.apply(tasks()), runtime.applyDomainPeers?.(domainPeers())]);
       await runtime.applyNodeOverlays?.(nodeOverlays());

@@ -41,6 +41,8 @@ interface AgentFlags {
   nodeName: string;
   label: Record<string, string>;
   capabilityDir: string;
+  nodeserverDir?: string;
+  domainRelay?: string;
 }
 
 function collect(value: string, previous: string[]): string[] {
@@ -98,6 +100,11 @@ export function registerAgent(program: Command): void {
       seconds,
     )
     .option("--node-name <name>", "the node name this machine reports", hostname())
+    .option("--nodeserver-dir <dir>", "process runtime: run this machine's nodeserver on DIR/nodeserver.sock")
+    .option(
+      "--domain-relay <host:port>",
+      "the hub's domain relay, for the nodeserver's cross-cluster traffic",
+    )
     .option("--label <key=value>", "a label on the reported node (repeatable)", collectLabel, {})
     .option(
       "--capability-dir <dir>",
@@ -146,6 +153,15 @@ export function registerAgent(program: Command): void {
           logger,
         });
       }
+      const network =
+        flags.runtime === "process" && flags.nodeserverDir
+          ? await (await import("./agent-network.ts")).startAgentNodeserver({
+              dir: path.resolve(flags.nodeserverDir),
+              node: flags.nodeName,
+              logger,
+              ...(flags.domainRelay ? { domainRelay: flags.domainRelay } : {}),
+            })
+          : undefined;
       const agent = await startAgent({
         hub: flags.hub,
         credentials,
@@ -155,15 +171,22 @@ export function registerAgent(program: Command): void {
         runtimeKind: flags.runtime,
         capabilityDir: path.resolve(flags.capabilityDir),
         ...(dryRun ? { dryRun } : {}),
-        nodeserverSockets: flags.nodeserverSocket.map((p) => path.resolve(p)),
+        // the agent's own nodeserver gives the Domain page its figures too
+        nodeserverSockets: [
+          ...flags.nodeserverSocket.map((p) => path.resolve(p)),
+          ...(network ? [network.socket] : []),
+        ],
+        ...(network ? { onDomainPeers: network.onDomainPeers } : {}),
         logger,
       }).catch(async (error: unknown) => {
         // the runtime's watches would keep the process alive after the error is printed
         await runtime.stop();
+        await network?.stop();
         throw error;
       });
       logger.info("agent started", { cluster: agent.cluster, hub: flags.hub });
       await untilSignal();
       await agent.stop();
+      await network?.stop();
     });
 }

@@ -10,6 +10,7 @@ export interface CommonHubFlags {
   caDir?: string;
   http: string;
   ssh: string;
+  domainRelay?: string;
   repo?: string;
   branch: string;
   path: string;
@@ -41,6 +42,10 @@ export function addCommonHubFlags(command: Command, defaults: { interval: string
     )
     .option("--http <host:port>", "address of the HTTP API and dashboard", "127.0.0.1:8080")
     .option("--ssh <host:port>", "address of the SSH endpoint for agent tunnels", defaults.ssh)
+    .option(
+      "--domain-relay <host:port>",
+      "serve the domain relay (mutual TLS) that carries cross-cluster Domain traffic here, e.g. 0.0.0.0:2223",
+    )
     .option("--repo <url-or-path>", "git repository of manifests (https, ssh, file URL or local path)")
     .option("--branch <name>", "branch to follow", "main")
     .option("--path <dir>", "folder of the repository that holds the manifests", ".")
@@ -93,6 +98,7 @@ export async function hubOptionsFrom(
   // Checked before anything is created or read, so a typo leaves no half-made data dir behind.
   checkHostPort("--http", flags.http);
   checkHostPort("--ssh", flags.ssh);
+  if (flags.domainRelay !== undefined) checkHostPort("--domain-relay", flags.domainRelay);
   const { loadGitCredentials } = await import("../source/index.ts");
   const credentials = await loadGitCredentials({
     tokenFile: flags.gitTokenFile,
@@ -105,6 +111,7 @@ export async function hubOptionsFrom(
     ...(caDir ? { caDir: path.resolve(caDir) } : {}),
     http: flags.http,
     ssh: flags.ssh,
+    ...(flags.domainRelay ? { domainRelay: flags.domainRelay } : {}),
     repo: flags.repo,
     branch: flags.branch,
     path: flags.path,

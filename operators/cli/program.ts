@@ -11,6 +11,7 @@ import { registerDeviceWebhook } from "./device-webhook.ts";
 import { registerDevinit } from "./devinit.ts";
 import { registerHub } from "./hub.ts";
 import { registerLogs } from "./logs.ts";
+import { registerNodeserver, registerSidecar } from "./network.ts";
 import { registerPlan } from "./plan.ts";
 import { registerStatus } from "./status.ts";
 import { registerToken } from "./token.ts";
@@ -58,6 +59,8 @@ export function buildProgram(): Command {
   registerDeviceWebhook(program);
   registerDevinit(program);
   registerDeviceControllers(program);
+  registerNodeserver(program);
+  registerSidecar(program);
   return program;
 }
 

@@ -26,6 +26,7 @@ import type { TunnelServer } from "../lib/tunnel/index.ts";
 import { createWebhookIntake, type GitCredentials } from "../source/index.ts";
 import { createAgentSync } from "./agent-sync/index.ts";
 import { type ControllerDependencies, hubControllers } from "./controllers.ts";
+import { createDomainRelay, type DomainRelay } from "./domain-relay/index.ts";
 import { type CodeHostSettings, connectCodeHost, createHubFeedback } from "./feedback-wiring.ts";
 import { splitHostPort } from "./host-port.ts";
 import { startHubHttp } from "./http-wiring.ts";
@@ -54,6 +55,11 @@ export interface HubOptions {
   statusDebounceMs?: number;
   /** host:port of the SSH endpoint for agent tunnels; port 0 picks a free one. Default 0.0.0.0:2222. */
   ssh?: string;
+  /**
+   * host:port of the domain relay (mutual TLS; nodeservers carry cross-cluster Domain traffic
+   * through it); port 0 picks a free one. Off when unset.
+   */
+  domainRelay?: string;
   /** Controllers to run; default: the Job, Workflow and Domain controllers. */
   controllers?: (deps: ControllerDependencies) => Controller[];
   logger?: Logger;
@@ -92,6 +98,9 @@ export interface Hub {
   /** The user role of the SSH endpoint and its audit trail. */
   bastion: Bastion;
   audit: AuditLog;
+  /** With the `domainRelay` option: the relay and the host:port nodeservers dial. */
+  domainRelay?: DomainRelay;
+  domainRelayAddress?: string;
   stop(): Promise<void>;
 }
 
@@ -194,6 +203,14 @@ export async function startHub(options: HubOptions): Promise<Hub> {
   await bastion.start();
   const sshPort = (await tunnel.server.listen(ssh.port, ssh.host)).port;
   const sshHost = ssh.host === "0.0.0.0" ? "127.0.0.1" : ssh.host;
+  let domainRelay: DomainRelay | undefined;
+  let domainRelayAddress: string | undefined;
+  if (options.domainRelay) {
+    const relayAt = splitHostPort(options.domainRelay);
+    domainRelay = createDomainRelay({ store, ca: tunnel.ca, dataDir: options.dataDir, registry, logger });
+    const port = await domainRelay.listen(relayAt.port, relayAt.host);
+    domainRelayAddress = `${relayAt.host === "0.0.0.0" ? "127.0.0.1" : relayAt.host}:${port}`;
+  }
   await manager.start();
   await source?.watcher.start();
   feedback?.start();
@@ -216,9 +233,11 @@ export async function startHub(options: HubOptions): Promise<Hub> {
     bastion,
     audit,
     knownHosts: knownHostsLine(sshHost, sshPort, tunnel.host.privateKeyPem),
+    ...(domainRelay && domainRelayAddress ? { domainRelay, domainRelayAddress } : {}),
     async stop() {
       started = false;
       await http.close();
+      await domainRelay?.close();
       bastion.stop();
       await tunnel.server.close();
       agentSync.close();

@@ -1,0 +1,192 @@
+// Domain pod networking, in one run (as root): TCP throughput (iperf3, one stream) and connect
+// latency (connect + one-byte echo, Python client) between two network namespaces over
+//   1. direct TCP on a veth,
+//   2. OpenSSH `ssh -L`, one hop, aes128-gcm (Debian sshd on a loopback port with a temp config),
+//   3. our full path: sidecar -> nodeserver -> hub relay -> nodeserver -> sidecar (two clusters),
+//   4. our same-cluster path: sidecar -> nodeserver -> sidecar.
+// Prints MB/s, connect p50/p99 and the ratio of each to OpenSSH -L.
+//
+//   node_modules/.bin/node hack/bench/network/run.ts [seconds=5] [connects=300]
+import { type ChildProcess, execFileSync } from "node:child_process";
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { type BedPod, DomainBed } from "../../../tests/helpers/domain-net.ts";
+import { waitFor } from "../../../tests/helpers/wait-for.ts";
+
+const seconds = Number(process.argv[2] ?? 5);
+const connects = Number(process.argv[3] ?? 300);
+
+const ECHO = `import socket,threading
+s=socket.socket();s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1);s.bind(("0.0.0.0",7000));s.listen(512)
+def serve(c):
+  with c:
+    while True:
+      d=c.recv(65536)
+      if not d: return
+      c.sendall(d)
+while True:
+  c,_=s.accept();threading.Thread(target=serve,args=(c,),daemon=True).start()`;
+const CONNECT = `import socket,sys,time
+ip,port,n=sys.argv[1],int(sys.argv[2]),int(sys.argv[3])
+ts=[]
+for i in range(n):
+  t=time.perf_counter();c=socket.create_connection((ip,port));c.setsockopt(socket.IPPROTO_TCP,socket.TCP_NODELAY,1);c.sendall(b"x");c.recv(1);ts.append((time.perf_counter()-t)*1000);c.close()
+ts.sort();print(ts[len(ts)//2],ts[min(len(ts)-1,int(len(ts)*0.99))])`;
+
+interface Row {
+  path: string;
+  mbps: number;
+  p50: number;
+  p99: number;
+}
+
+async function measure(
+  name: string,
+  client: BedPod,
+  ip: string,
+  iperfPort: number,
+  echoPort: number,
+): Promise<Row> {
+  const json = JSON.parse(
+    await client.run("iperf3", ["-c", ip, "-p", String(iperfPort), "-t", String(seconds), "-J"]),
+  );
+  const mbps = json.end.sum_received.bytes / json.end.sum_received.seconds / 1e6;
+  const [p50, p99] = (await client.run("python3", ["-c", CONNECT, ip, String(echoPort), String(connects)]))
+    .trim()
+    .split(" ")
+    .map(Number) as [number, number];
+  const row = { path: name, mbps, p50, p99 };
+  console.error(
+    `${name}: ${mbps.toFixed(0)} MB/s, connect p50 ${p50.toFixed(2)} ms, p99 ${p99.toFixed(2)} ms`,
+  );
+  return row;
+}
+
+function listening(pod: BedPod, port: number) {
+  return waitFor(
+    `:${port} in ${pod.name}`,
+    () => pod.exec("ss", ["-Htln", `sport = :${port}`]).includes(`:${port}`),
+    {
+      attempts: 400,
+      everyMs: 25,
+    },
+  );
+}
+
+async function main(): Promise<void> {
+  const bed = new DomainBed();
+  const sshDir = mkdtempSync(path.join(tmpdir(), "rlark-bench-ssh-"));
+  const servers: ChildProcess[] = [];
+  try {
+    await bed.start();
+    await bed.domain("bench", "100.96.0.0/24");
+    bed.startNodeserver("c1");
+    bed.startNodeserver("c2");
+    const a = await bed.pod("a", "c1", "bench", "100.96.0.10");
+    const b = await bed.pod("b", "c2", "bench", "100.96.0.20");
+    const c = await bed.pod("c", "c1", "bench", "100.96.0.30");
+    await bed.publish();
+    for (const pod of [a, b, c]) bed.startSidecar(pod);
+    await bed.ready();
+    for (const pod of [b, c]) {
+      servers.push(pod.spawn("iperf3", ["-s", "-p", "5201"]), pod.spawn("python3", ["-c", ECHO]));
+      await listening(pod, 5201);
+      await listening(pod, 7000);
+    }
+
+    // A veth pair straight between A's and B's namespaces: the direct path, and the hop ssh -L takes.
+    const [ifA, ifB] = [`${bed.prefix}da`, `${bed.prefix}db`];
+    const [ipA, ipB] = ["192.168.250.1", "192.168.250.2"];
+    execFileSync("ip", [
+      "link",
+      "add",
+      ifA,
+      "netns",
+      a.netns,
+      "type",
+      "veth",
+      "peer",
+      "name",
+      ifB,
+      "netns",
+      b.netns,
+    ]);
+    a.exec("ip", ["addr", "add", `${ipA}/30`, "dev", ifA]);
+    b.exec("ip", ["addr", "add", `${ipB}/30`, "dev", ifB]);
+    a.exec("ip", ["link", "set", ifA, "up"]);
+    b.exec("ip", ["link", "set", ifB, "up"]);
+
+    // OpenSSH: sshd in B's namespace, `ssh -L` from A's to it over the veth.
+    chmodSync(sshDir, 0o700);
+    execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", path.join(sshDir, "host")]);
+    execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", path.join(sshDir, "user")]);
+    execFileSync("cp", [path.join(sshDir, "user.pub"), path.join(sshDir, "authorized_keys")]);
+    writeFileSync(
+      path.join(sshDir, "sshd_config"),
+      [
+        `HostKey ${path.join(sshDir, "host")}`,
+        `AuthorizedKeysFile ${path.join(sshDir, "authorized_keys")}`,
+        "ListenAddress 0.0.0.0:2290",
+        "PasswordAuthentication no",
+        "PermitRootLogin prohibit-password",
+        "AllowTcpForwarding yes",
+        "Ciphers aes128-gcm@openssh.com",
+        `PidFile ${path.join(sshDir, "sshd.pid")}`,
+        "StrictModes no",
+        "UsePAM no",
+      ].join("\n"),
+    );
+    execFileSync("mkdir", ["-p", "/run/sshd"]);
+    servers.push(b.spawn("/usr/sbin/sshd", ["-D", "-e", "-f", path.join(sshDir, "sshd_config")]));
+    await listening(b, 2290);
+    const sshArgs = [
+      "-N",
+      "-i",
+      path.join(sshDir, "user"),
+      "-o",
+      "StrictHostKeyChecking=no",
+      "-o",
+      "UserKnownHostsFile=/dev/null",
+      "-o",
+      "Ciphers=aes128-gcm@openssh.com",
+      "-o",
+      "LogLevel=ERROR",
+      "-p",
+      "2290",
+    ];
+    servers.push(
+      a.spawn("ssh", [
+        ...sshArgs,
+        "-L",
+        "127.0.0.1:15201:127.0.0.1:5201",
+        "-L",
+        "127.0.0.1:17000:127.0.0.1:7000",
+        `root@${ipB}`,
+      ]),
+    );
+    await listening(a, 15201);
+    await listening(a, 17000);
+
+    const rows = [
+      await measure("direct TCP (veth)", a, ipB, 5201, 7000),
+      await measure("OpenSSH ssh -L, aes128-gcm", a, "127.0.0.1", 15201, 17000),
+      await measure("rlark cross-cluster (via hub relay)", a, b.vip as string, 5201, 7000),
+      await measure("rlark same-cluster", a, c.vip as string, 5201, 7000),
+    ];
+    const ssh = rows[1] as Row;
+    console.log(`\n${seconds} s of one TCP stream each; ${connects} connects (connect + 1-byte echo)\n`);
+    console.log("| path | MB/s | × OpenSSH -L | connect p50 ms | connect p99 ms |");
+    console.log("|---|---|---|---|---|");
+    for (const r of rows)
+      console.log(
+        `| ${r.path} | ${r.mbps.toFixed(0)} | ${(r.mbps / ssh.mbps).toFixed(2)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} |`,
+      );
+  } finally {
+    for (const s of servers) s.kill();
+    await bed.close();
+    rmSync(sshDir, { recursive: true, force: true });
+  }
+}
+
+await main();

@@ -1,0 +1,9 @@
+// The hub's domain relay: cross-cluster Domain traffic between nodeservers, mutual TLS with the
+// Domain's certificate, membership checked per stream (docs/networking.md).
+export { checkHostInDomain } from "./check-host.ts";
+export {
+  createDomainRelay,
+  type DomainRelay,
+  type DomainRelayOptions,
+  type DomainRelayStats,
+} from "./relay.ts";

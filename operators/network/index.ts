@@ -1,0 +1,44 @@
+// Domain pod networking (seed 001 §4.2-4.5; docs/networking.md): the nodeserver that routes a
+// pod's connections (locally, or through the hub's relay on a per-Domain pool), the sidecar in
+// each pod, and the peers state the agent writes for the nodeserver. Runs in clusters: imports
+// only lib and api.
+//
+//   const ns = await startNodeserver({ socketDir: "/var/run/rlark" });
+//   const watcher = watchPeersFile("/var/run/rlark", (s) => ns.setState(s), logger);
+
+export { acceptFromHub, dialHub, HubConnection, type HubLinkCredentials, RefusedError } from "./hub-link.ts";
+export {
+  type DomainStats,
+  INBOUND_PORT,
+  type Nodeserver,
+  type NodeserverOptions,
+  POD_HEADER,
+  SOCKET_NAME,
+  startNodeserver,
+} from "./nodeserver.ts";
+export { watchPeersFile, writePeersFile } from "./peers-file.ts";
+export {
+  type DomainPeersEntry,
+  isIpv4,
+  PEERS_FILE,
+  type PeersState,
+  parsePeersState,
+  peersStateFrom,
+} from "./peers-state.ts";
+export { BackoffError, ConnectionPool, type PooledConnection, type PoolOptions } from "./pool.ts";
+export { formatProxyHeader, type ProxyHeader, parseProxyLine, readProxyHeader } from "./proxy-header.ts";
+export {
+  type AcceptHello,
+  ALPN_ACCEPT,
+  ALPN_DIAL,
+  clientSessionOptions,
+  MAX_HELLO_BYTES,
+  REASON_HEADER,
+  SESSION_WINDOW,
+  SOURCE_HEADER,
+  serverSessionOptions,
+  splitTarget,
+} from "./relay-protocol.ts";
+export { rlarkNetPath } from "./rlark-net-path.ts";
+export { type Sidecar, type SidecarOptions, startSidecar } from "./sidecar.ts";
+export { splice } from "./splice.ts";

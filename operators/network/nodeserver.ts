@@ -1,0 +1,424 @@
+// The nodeserver (seed 001 §4.3-4.4): one per node. On `<socket dir>/nodeserver.sock` it serves
+// the sidecars of the node's pods: GET /get_ip, GET /stats, and CONNECT <virtual ip>:<port> for
+// each connection a pod opens into its Domain. A target in this cluster is dialled directly at
+// <localIP>:5700 (its sidecar); any other address of the Domain goes through the hub's relay on
+// the Domain's connection pool. For each Domain it also keeps a reverse link on which the hub
+// opens the streams other clusters send to this cluster's pods.
+
+import { chmodSync, rmSync } from "node:fs";
+import http, { type IncomingMessage } from "node:http";
+import type { ServerHttp2Stream } from "node:http2";
+import net from "node:net";
+import { join } from "node:path";
+import type { Duplex } from "node:stream";
+import type { DomainPeerPod } from "../api/generated/domain-peer.ts";
+import { type Clock, systemClock, type TimerId } from "../lib/clock.ts";
+import { type Logger, silentLogger } from "../lib/logger.ts";
+import { acceptFromHub, HubConnection, type HubLinkCredentials, RefusedError } from "./hub-link.ts";
+import type { DomainPeersEntry, PeersState } from "./peers-state.ts";
+import { ConnectionPool, MAX_BACKOFF_MS, MIN_BACKOFF_MS } from "./pool.ts";
+import { formatProxyHeader } from "./proxy-header.ts";
+import { REASON_HEADER, splitTarget } from "./relay-protocol.ts";
+import { splice } from "./splice.ts";
+
+export const SOCKET_NAME = "nodeserver.sock";
+export const INBOUND_PORT = 5700;
+/** Header naming the pod (`<namespace>/<name>`) a sidecar speaks for. */
+export const POD_HEADER = "rlark-pod";
+
+export interface NodeserverOptions {
+  socketDir: string;
+  /** This node's name, announced to the hub with the reverse link. */
+  node?: string;
+  /** Idle time after which a pooled hub connection is closed. Default 24 h. */
+  idleMs?: number;
+  clock?: Clock;
+  logger?: Logger;
+  /** Port of the sidecars' inbound proxy. Default 5700. */
+  inboundPort?: number;
+}
+
+interface PairStats {
+  activeStreams: number;
+  bytesSent: number;
+  bytesReceived: number;
+  path: "local" | "hub";
+}
+
+export interface DomainStats {
+  connections: { activeStreams: number; lastActive: string }[];
+  reverseLink: boolean;
+  peers: ({ source: string; target: string } & PairStats)[];
+}
+
+export interface Nodeserver {
+  socketPath: string;
+  setState(state: PeersState): void;
+  stats(): Record<string, DomainStats>;
+  close(): Promise<void>;
+}
+
+const MAX_PAIRS = 4096;
+
+function ipInt(ip: string): number {
+  return ip.split(".").reduce((n, o) => n * 256 + Number(o), 0);
+}
+
+function sameNetwork(a: string, b: string, prefixLen: number): boolean {
+  const shift = 32 - prefixLen;
+  return Math.floor(ipInt(a) / 2 ** shift) === Math.floor(ipInt(b) / 2 ** shift);
+}
+
+class DomainRuntime {
+  entry: DomainPeersEntry;
+  pool: ConnectionPool<HubConnection> | undefined;
+  pairs = new Map<string, PairStats>();
+  reverse: { close(): void } | undefined;
+  reverseTimer: TimerId | undefined;
+  #stopped = false;
+  #credsKey: string;
+
+  readonly owner: NodeserverImpl;
+
+  constructor(entry: DomainPeersEntry, owner: NodeserverImpl) {
+    this.owner = owner;
+    this.entry = entry;
+    this.#credsKey = "";
+  }
+
+  update(entry: DomainPeersEntry, hub: PeersState["hub"]): void {
+    this.entry = entry;
+    const key = JSON.stringify([hub?.address, hub?.caPem, entry.cert, entry.key]);
+    if (key === this.#credsKey) return;
+    this.#credsKey = key;
+    this.#teardown();
+    if (!hub) return;
+    const creds: HubLinkCredentials = { ...hub, certPem: entry.cert, keyPem: entry.key };
+    const { clock } = this.owner;
+    this.pool = new ConnectionPool({
+      dial: () => HubConnection.dial(creds, clock),
+      clock,
+      ...(this.owner.options.idleMs !== undefined ? { idleMs: this.owner.options.idleMs } : {}),
+    });
+    this.#stopped = false;
+    this.#runReverse(creds, 0);
+  }
+
+  #runReverse(creds: HubLinkCredentials, failures: number): void {
+    if (this.#stopped) return;
+    const { clock, logger } = this.owner;
+    const retry = (n: number) => {
+      const delay = Math.min(MAX_BACKOFF_MS, MIN_BACKOFF_MS * 2 ** Math.min(n, 16));
+      this.reverseTimer = clock.setTimeout(() => this.#runReverse(creds, n + 1), n === 0 ? 0 : delay);
+    };
+    const hello = {
+      globalNamespace: this.owner.state.globalNamespace,
+      ...(this.owner.options.node ? { node: this.owner.options.node } : {}),
+    };
+    acceptFromHub(creds, hello, (stream, target, source) =>
+      this.owner.fromHub(this, stream, target, source),
+    ).then(
+      (link) => {
+        if (this.#stopped) return link.close();
+        this.reverse = link;
+        logger.info("reverse link to the hub up", { domain: this.entry.domain });
+        void link.closed.then(() => {
+          this.reverse = undefined;
+          if (this.#stopped) return;
+          logger.warn("reverse link to the hub lost", { domain: this.entry.domain });
+          retry(0);
+        });
+      },
+      (error: unknown) => {
+        if (failures === 0)
+          logger.warn("reverse link to the hub failed", { domain: this.entry.domain, error: String(error) });
+        retry(Math.max(1, failures));
+      },
+    );
+  }
+
+  #teardown(): void {
+    this.#stopped = true;
+    if (this.reverseTimer) this.owner.clock.clearTimeout(this.reverseTimer);
+    this.reverse?.close();
+    this.reverse = undefined;
+    this.pool?.close();
+    this.pool = undefined;
+  }
+
+  close(): void {
+    this.#teardown();
+  }
+
+  pair(source: string, target: string, path: "local" | "hub"): PairStats {
+    const key = `${source}>${target}`;
+    let stats = this.pairs.get(key);
+    if (!stats) {
+      if (this.pairs.size >= MAX_PAIRS) {
+        for (const [k, v] of this.pairs) if (v.activeStreams === 0) this.pairs.delete(k);
+      }
+      stats = { activeStreams: 0, bytesSent: 0, bytesReceived: 0, path };
+      this.pairs.set(key, stats);
+    }
+    return stats;
+  }
+
+  isLocal(pod: DomainPeerPod): boolean {
+    return pod.globalNamespace === undefined || pod.globalNamespace === this.owner.state.globalNamespace;
+  }
+
+  localPod(ip: string): DomainPeerPod | undefined {
+    return this.entry.pods?.find((p) => p.ip === ip && this.isLocal(p));
+  }
+}
+
+function refuse(socket: Duplex, status: number, reason: string): void {
+  const text =
+    { 403: "Forbidden", 404: "Not Found", 502: "Bad Gateway", 503: "Service Unavailable" }[status] ?? "Error";
+  socket.end(`HTTP/1.1 ${status} ${text}\r\n${REASON_HEADER}: ${reason}\r\nconnection: close\r\n\r\n`);
+}
+
+function dialSidecar(pod: DomainPeerPod, port: number, header: string): Promise<net.Socket> {
+  return new Promise((resolve, reject) => {
+    if (!pod.localIP) {
+      reject(new Error(`pod ${pod.name} has no local IP yet`));
+      return;
+    }
+    const socket = net.connect({ host: pod.localIP, port, noDelay: true });
+    socket.setTimeout(10_000, () => socket.destroy(new Error("connect timed out")));
+    socket.once("connect", () => {
+      socket.setTimeout(0);
+      socket.write(header);
+      resolve(socket);
+    });
+    socket.once("error", reject);
+  });
+}
+
+class NodeserverImpl implements Nodeserver {
+  state: PeersState = { globalNamespace: "", domains: [] };
+  domains = new Map<string, DomainRuntime>();
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly socketPath: string;
+  readonly server: http.Server;
+  readonly #sockets = new Set<Duplex>();
+
+  readonly options: NodeserverOptions;
+
+  constructor(options: NodeserverOptions) {
+    this.options = options;
+    this.clock = options.clock ?? systemClock;
+    this.logger = options.logger ?? silentLogger;
+    this.socketPath = join(options.socketDir, SOCKET_NAME);
+    this.server = http.createServer((req, res) => {
+      const url = new URL(req.url ?? "/", "http://nodeserver");
+      const reply = (status: number, body: unknown) => {
+        res.writeHead(status, { "content-type": "application/json" });
+        res.end(`${JSON.stringify(body)}\n`);
+      };
+      if (req.method === "GET" && url.pathname === "/get_ip") {
+        const found = this.findPod(url.searchParams.get("pod") ?? "");
+        if (!found)
+          return reply(404, { error: `no pod ${url.searchParams.get("pod")} in any Domain on this node` });
+        return reply(200, {
+          ip: found.pod.ip,
+          prefixLength: found.domain.entry.prefixLen,
+          domain: found.domain.entry.domain,
+        });
+      }
+      if (req.method === "GET" && url.pathname === "/stats") return reply(200, this.stats());
+      reply(404, { error: "not found: GET /get_ip?pod=<namespace>/<name>, GET /stats, CONNECT <ip>:<port>" });
+    });
+    this.server.on("connect", (req, socket, head) => this.fromSidecar(req, socket, head));
+  }
+
+  async listen(): Promise<void> {
+    rmSync(this.socketPath, { force: true });
+    await new Promise<void>((resolve, reject) => {
+      this.server.once("error", reject);
+      this.server.listen(this.socketPath, () => resolve());
+    });
+    // Sidecars run as uid 1337; the directory (a hostPath) is what limits who reaches the socket.
+    chmodSync(this.socketPath, 0o666);
+  }
+
+  setState(state: PeersState): void {
+    this.state = state;
+    const names = new Set(state.domains.map((d) => d.domain));
+    for (const [name, runtime] of this.domains) {
+      if (!names.has(name)) {
+        runtime.close();
+        this.domains.delete(name);
+      }
+    }
+    for (const entry of state.domains) {
+      let runtime = this.domains.get(entry.domain);
+      if (!runtime) {
+        runtime = new DomainRuntime(entry, this);
+        this.domains.set(entry.domain, runtime);
+      }
+      runtime.update(entry, state.hub);
+    }
+    this.logger.info("peers state applied", {
+      domains: state.domains.map((d) => ({ domain: d.domain, pods: d.pods?.length ?? 0 })),
+    });
+  }
+
+  findPod(key: string): { domain: DomainRuntime; pod: DomainPeerPod } | undefined {
+    const slash = key.indexOf("/");
+    const [namespace, name] = slash < 0 ? ["", key] : [key.slice(0, slash), key.slice(slash + 1)];
+    for (const domain of this.domains.values()) {
+      const pod = domain.entry.pods?.find(
+        (p) => p.name === name && (p.namespace ?? "") === namespace && domain.isLocal(p),
+      );
+      if (pod) return { domain, pod };
+    }
+    return undefined;
+  }
+
+  stats(): Record<string, DomainStats> {
+    const out: Record<string, DomainStats> = {};
+    for (const [name, d] of this.domains) {
+      out[name] = {
+        connections: (d.pool?.connections ?? []).map((c) => ({
+          activeStreams: c.activeStreams,
+          lastActive: new Date(c.lastActive).toISOString(),
+        })),
+        reverseLink: d.reverse !== undefined,
+        peers: [...d.pairs].map(([key, s]) => {
+          const [source = "", target = ""] = key.split(">");
+          return { source, target, ...s };
+        }),
+      };
+    }
+    return out;
+  }
+
+  #track(socket: Duplex): void {
+    this.#sockets.add(socket);
+    socket.once("close", () => this.#sockets.delete(socket));
+  }
+
+  async fromSidecar(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    this.#track(socket);
+    socket.on("error", () => {});
+    const podKey = String(req.headers[POD_HEADER] ?? "");
+    const target = splitTarget(req.url ?? "");
+    const found = this.findPod(podKey);
+    if (!target) return refuse(socket, 403, `bad target ${JSON.stringify(req.url)}`);
+    if (!found) return refuse(socket, 403, `pod ${JSON.stringify(podKey)} is in no Domain on this node`);
+    const { domain, pod } = found;
+    if (!sameNetwork(pod.ip, target.ip, domain.entry.prefixLen))
+      return refuse(socket, 403, `${target.ip} is not in Domain ${domain.entry.domain}`);
+    const local = domain.localPod(target.ip);
+    const stats = domain.pair(pod.ip, target.ip, local ? "local" : "hub");
+    let upstream: Duplex;
+    try {
+      if (local) {
+        upstream = await dialSidecar(
+          local,
+          this.options.inboundPort ?? 5700,
+          formatProxyHeader({ src: pod.ip, dst: target.ip, srcPort: 0, dstPort: target.port }),
+        );
+      } else {
+        if (!domain.pool) return refuse(socket, 503, "no hub relay configured");
+        const connection = await domain.pool.acquire();
+        upstream = await connection.open(`${target.ip}:${target.port}`, pod.ip);
+        const touch = () => connection.touch();
+        upstream.on("data", touch);
+        socket.on("data", touch);
+      }
+    } catch (error) {
+      const status = error instanceof RefusedError ? error.status : 502;
+      this.logger.warn("connection refused", {
+        domain: domain.entry.domain,
+        source: pod.ip,
+        target: req.url,
+        status,
+        error: (error as Error).message,
+      });
+      return refuse(socket, status, (error as Error).message);
+    }
+    if (socket.destroyed) {
+      upstream.destroy();
+      return;
+    }
+    this.#track(upstream);
+    socket.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+    if (head.length > 0) upstream.write(head);
+    stats.activeStreams++;
+    splice(
+      socket,
+      upstream,
+      (fromSidecar, n) => {
+        if (fromSidecar) stats.bytesSent += n;
+        else stats.bytesReceived += n;
+      },
+      () => stats.activeStreams--,
+    );
+  }
+
+  async fromHub(
+    domain: DomainRuntime,
+    stream: ServerHttp2Stream,
+    target: string,
+    source: string,
+  ): Promise<void> {
+    this.#track(stream);
+    const parsed = splitTarget(target);
+    const pod = parsed && domain.localPod(parsed.ip);
+    if (!parsed || !pod) {
+      stream.respond(
+        { ":status": 403, [REASON_HEADER]: `${target} is no pod of ${domain.entry.domain} here` },
+        { endStream: true },
+      );
+      return;
+    }
+    let socket: net.Socket;
+    try {
+      socket = await dialSidecar(
+        pod,
+        this.options.inboundPort ?? 5700,
+        formatProxyHeader({ src: source, dst: parsed.ip, srcPort: 0, dstPort: parsed.port }),
+      );
+    } catch (error) {
+      if (!stream.destroyed)
+        stream.respond({ ":status": 502, [REASON_HEADER]: (error as Error).message }, { endStream: true });
+      return;
+    }
+    if (stream.destroyed) {
+      socket.destroy();
+      return;
+    }
+    this.#track(socket);
+    stream.respond({ ":status": 200 });
+    const stats = domain.pair(source, parsed.ip, "hub");
+    stats.activeStreams++;
+    splice(
+      stream,
+      socket,
+      (fromHub, n) => {
+        if (fromHub) stats.bytesReceived += n;
+        else stats.bytesSent += n;
+      },
+      () => stats.activeStreams--,
+    );
+  }
+
+  async close(): Promise<void> {
+    for (const d of this.domains.values()) d.close();
+    this.domains.clear();
+    for (const s of this.#sockets) s.destroy();
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    this.server.closeAllConnections();
+    await closed;
+    rmSync(this.socketPath, { force: true });
+  }
+}
+
+export async function startNodeserver(options: NodeserverOptions): Promise<Nodeserver> {
+  const server = new NodeserverImpl(options);
+  await server.listen();
+  return server;
+}

@@ -1,0 +1,120 @@
+// The nodeserver's "peers state": which Domains have pods in this cluster, where those pods
+// really are, the Domain's certificate, and where the hub's domain relay listens. Written by the
+// agent from its DomainPeers (process runtime: the file `peers.json` in the socket dir, replaced
+// atomically; kubernetes runtime: the Secret source netkube adds), read by the nodeserver.
+
+import type { DomainPeer, DomainPeerPod, DomainPeerSpec } from "../api/generated/domain-peer.ts";
+
+/** The file the file source reads, in the nodeserver's `--socket-dir`. */
+export const PEERS_FILE = "peers.json";
+
+/** One Domain's view in this cluster: DomainPeer.spec plus the Domain's name. */
+export interface DomainPeersEntry extends DomainPeerSpec {
+  /** The Domain's name (DomainPeer.metadata.name). */
+  domain: string;
+  /** The Domain's CIDR as `a.b.c.d/len`, for sidecars' /get_ip. */
+  cidr?: string;
+}
+
+export interface PeersState {
+  /** `agent-<cluster>` of this nodeserver's cluster: pods with another globalNamespace are remote. */
+  globalNamespace: string;
+  /** The hub's domain relay (`host:port`, mutual TLS) and the hub CA that vouches for it (PEM). */
+  hub?: { address: string; caPem: string };
+  domains: DomainPeersEntry[];
+}
+
+const MAX_BYTES = 16 * 1024 * 1024;
+
+function fail(source: string, field: string, message: string): never {
+  throw new Error(`${source}: ${field}: ${message}`);
+}
+
+function str(source: string, field: string, value: unknown, optional = false): string | undefined {
+  if (value === undefined && optional) return undefined;
+  if (typeof value !== "string" || value === "") fail(source, field, "must be a non-empty string");
+  return value;
+}
+
+const IPV4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;
+export function isIpv4(value: string): boolean {
+  const m = IPV4.exec(value);
+  return m?.slice(1).every((o) => Number(o) <= 255) ?? false;
+}
+
+function pod(source: string, field: string, value: unknown): DomainPeerPod {
+  if (typeof value !== "object" || value === null) fail(source, field, "must be an object");
+  const v = value as Record<string, unknown>;
+  const ip = str(source, `${field}.ip`, v.ip) as string;
+  if (!isIpv4(ip)) fail(source, `${field}.ip`, `${JSON.stringify(ip)} is not an IPv4 address`);
+  const out: DomainPeerPod = { name: str(source, `${field}.name`, v.name) as string, ip };
+  for (const key of ["namespace", "uid", "localIP", "node", "globalNamespace"] as const) {
+    const s = str(source, `${field}.${key}`, v[key], true);
+    if (s !== undefined) out[key] = s;
+  }
+  if (out.localIP !== undefined && !isIpv4(out.localIP))
+    fail(source, `${field}.localIP`, `${JSON.stringify(out.localIP)} is not an IPv4 address`);
+  return out;
+}
+
+/** Validates a peers state read from `source` (a file name, for errors). */
+export function parsePeersState(text: string, source: string): PeersState {
+  if (text.length > MAX_BYTES) fail(source, "(file)", `larger than ${MAX_BYTES} bytes`);
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (error) {
+    fail(source, "(file)", `not JSON: ${(error as Error).message}`);
+  }
+  if (typeof raw !== "object" || raw === null) fail(source, "(file)", "must be a JSON object");
+  const r = raw as Record<string, unknown>;
+  const state: PeersState = {
+    globalNamespace: str(source, "globalNamespace", r.globalNamespace) as string,
+    domains: [],
+  };
+  if (r.hub !== undefined) {
+    const hub = r.hub as Record<string, unknown>;
+    state.hub = {
+      address: str(source, "hub.address", hub?.address) as string,
+      caPem: str(source, "hub.caPem", hub?.caPem) as string,
+    };
+  }
+  if (!Array.isArray(r.domains)) fail(source, "domains", "must be an array");
+  r.domains.forEach((d: unknown, i: number) => {
+    const field = `domains[${i}]`;
+    if (typeof d !== "object" || d === null) fail(source, field, "must be an object");
+    const v = d as Record<string, unknown>;
+    const prefixLen = v.prefixLen;
+    if (typeof prefixLen !== "number" || !Number.isInteger(prefixLen) || prefixLen < 8 || prefixLen > 30)
+      fail(source, `${field}.prefixLen`, "must be an integer from 8 to 30");
+    const pods = v.pods === undefined ? [] : v.pods;
+    if (!Array.isArray(pods)) fail(source, `${field}.pods`, "must be an array");
+    const entry: DomainPeersEntry = {
+      domain: str(source, `${field}.domain`, v.domain) as string,
+      cert: str(source, `${field}.cert`, v.cert) as string,
+      key: str(source, `${field}.key`, v.key) as string,
+      prefixLen,
+      pods: pods.map((p, j) => pod(source, `${field}.pods[${j}]`, p)),
+    };
+    const cidr = str(source, `${field}.cidr`, v.cidr, true);
+    if (cidr !== undefined) entry.cidr = cidr;
+    state.domains.push(entry);
+  });
+  return state;
+}
+
+/** The peers state of one cluster from the DomainPeers its agent holds. */
+export function peersStateFrom(
+  peers: readonly DomainPeer[],
+  globalNamespace: string,
+  hub?: PeersState["hub"],
+): PeersState {
+  return {
+    globalNamespace,
+    ...(hub ? { hub } : {}),
+    domains: peers
+      .filter((p) => p.metadata.namespace === globalNamespace)
+      .map((p) => ({ domain: p.metadata.name, ...p.spec }))
+      .sort((a, b) => a.domain.localeCompare(b.domain)),
+  };
+}

@@ -1,0 +1,3 @@
+module rlark.io/rlark-net
+
+go 1.22
