@@ -7,6 +7,7 @@ import path from "node:path";
 import type { Test } from "tap";
 import type { AuditRecord } from "../../operators/access/index.ts";
 import { ProcessRuntime } from "../../operators/agent/runtimes/process/index.ts";
+import type { HubOptions } from "../../operators/hub/hub.ts";
 import { startAgentOnHub } from "../helpers/agent-on-hub.ts";
 import { type HubOnGit, startHubOnGit } from "../helpers/hub-on-git.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
@@ -97,6 +98,7 @@ export async function startBastion(
     lines[user] = key.line;
   }
   const running = await startHubOnGit(t, {
+    ...options.hub,
     files: { "cluster.yaml": clusterYaml, ...options.files(lines) },
   });
   const { hub } = running;
