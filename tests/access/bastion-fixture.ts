@@ -87,6 +87,8 @@ export async function startBastion(
     users: string[];
     files: (keys: Record<string, string>) => Record<string, string>;
     pods?: string[];
+    /** Changes to the hub's options (e.g. access limits). */
+    hub?: Partial<HubOptions>;
   },
 ): Promise<Bastion> {
   const dir = await mkdtemp(path.join(tmpdir(), "rlark-bastion-"));
