@@ -7,6 +7,8 @@ import path from "node:path";
 import type { Test } from "tap";
 import type { AuditRecord } from "../../operators/access/index.ts";
 import { ProcessRuntime } from "../../operators/agent/runtimes/process/index.ts";
+import type { Runtime } from "../../operators/agent/runtimes/types.ts";
+import type { HubOptions } from "../../operators/hub/hub.ts";
 import { startAgentOnHub } from "../helpers/agent-on-hub.ts";
 import { type HubOnGit, startHubOnGit } from "../helpers/hub-on-git.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
@@ -86,6 +88,8 @@ export async function startBastion(
     users: string[];
     files: (keys: Record<string, string>) => Record<string, string>;
     pods?: string[];
+    /** Changes to the hub's options (e.g. access limits). */
+    hub?: Partial<HubOptions>;
   },
 ): Promise<Bastion> {
   const dir = await mkdtemp(path.join(tmpdir(), "rlark-bastion-"));
@@ -97,6 +101,7 @@ export async function startBastion(
     lines[user] = key.line;
   }
   const running = await startHubOnGit(t, {
+    ...options.hub,
     files: { "cluster.yaml": clusterYaml, ...options.files(lines) },
   });
   const { hub } = running;
@@ -114,8 +119,16 @@ export async function startBastion(
     nodeName: "bastion-test-node",
     terminationGracePeriodMs: 2_000,
   });
+  // The agent stops its runtime at teardown: make that stop end the test's pods too.
+  const stopping: Runtime = new Proxy(runtime, {
+    get(target, property) {
+      if (property === "stop") return () => target.stop({ terminatePods: true });
+      const value = Reflect.get(target, property, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
   t.teardown(() => runtime.stop({ terminatePods: true }));
-  await startAgentOnHub(t, hub, "local", { runtime, runtimeKind: "process" });
+  await startAgentOnHub(t, hub, "local", { runtime: stopping, runtimeKind: "process" });
   for (const pod of options.pods ?? []) {
     await waitFor(
       `pod ${pod} running`,

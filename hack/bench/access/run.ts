@@ -249,8 +249,9 @@ spec:
   console.log(`sshd       ${(mb / fwdSshd).toFixed(1)} MB/s`);
   console.log(`ratio      ${(fwdSshd / fwdHub).toFixed(2)}x`);
 
-  await agent.stop();
+  // Pods first: the agent's stop also stops the runtime, leaving its pods to a next agent.
   await runtime.stop({ terminatePods: true });
+  await agent.stop();
   await hub.stop();
 } finally {
   for (const child of children) child.kill();
