@@ -91,10 +91,8 @@ export function registerDeviceWebhook(program: Command): void {
       });
       let stopBundle = () => {};
       if (flags.webhookConfig) {
-        const { KubeConfig } = await import("@kubernetes/client-node");
-        const kubeConfig = new KubeConfig();
-        if (flags.kubeconfig) kubeConfig.loadFromFile(flags.kubeconfig);
-        else kubeConfig.loadFromCluster();
+        const { loadKubeConfig } = await import("../lib/kube-config.ts");
+        const kubeConfig = loadKubeConfig(flags.kubeconfig);
         stopBundle = keepCaBundle({
           kubeConfig,
           name: flags.webhookConfig,

@@ -1,12 +1,11 @@
 // Connections from a nodeserver to the hub's domain relay: mutual TLS with the Domain's
-// certificate, HTTP/2 inside (relay-protocol.ts). A HubConnection carries the streams this node
+// certificate, HTTP/2 inside (lib/relay/protocol.ts). A HubConnection carries the streams this node
 // sends out and is what the pool holds; acceptFromHub keeps the reverse link the hub opens
 // streams on.
 
 import http2, { type ClientHttp2Session, type ClientHttp2Stream, type ServerHttp2Stream } from "node:http2";
 import tls, { type TLSSocket } from "node:tls";
 import type { Clock } from "../lib/clock.ts";
-import type { PooledConnection } from "./pool.ts";
 import {
   type AcceptHello,
   ALPN_ACCEPT,
@@ -16,7 +15,8 @@ import {
   SESSION_WINDOW,
   SOURCE_HEADER,
   serverSessionOptions,
-} from "./relay-protocol.ts";
+} from "../lib/relay/index.ts";
+import type { PooledConnection } from "./pool.ts";
 
 export interface HubLinkCredentials {
   address: string;

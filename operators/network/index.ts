@@ -27,18 +27,5 @@ export {
 } from "./peers-state.ts";
 export { BackoffError, ConnectionPool, type PooledConnection, type PoolOptions } from "./pool.ts";
 export { formatProxyHeader, type ProxyHeader, parseProxyLine, readProxyHeader } from "./proxy-header.ts";
-export {
-  type AcceptHello,
-  ALPN_ACCEPT,
-  ALPN_DIAL,
-  clientSessionOptions,
-  MAX_HELLO_BYTES,
-  REASON_HEADER,
-  SESSION_WINDOW,
-  SOURCE_HEADER,
-  serverSessionOptions,
-  splitTarget,
-} from "./relay-protocol.ts";
 export { rlarkNetPath } from "./rlark-net-path.ts";
 export { type Sidecar, type SidecarOptions, startSidecar } from "./sidecar.ts";
-export { splice } from "./splice.ts";

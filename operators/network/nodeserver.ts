@@ -14,12 +14,11 @@ import type { Duplex } from "node:stream";
 import type { DomainPeerPod } from "../api/generated/domain-peer.ts";
 import { type Clock, systemClock, type TimerId } from "../lib/clock.ts";
 import { type Logger, silentLogger } from "../lib/logger.ts";
+import { REASON_HEADER, splice, splitTarget } from "../lib/relay/index.ts";
 import { acceptFromHub, HubConnection, type HubLinkCredentials, RefusedError } from "./hub-link.ts";
 import type { DomainPeersEntry, PeersState } from "./peers-state.ts";
 import { ConnectionPool, MAX_BACKOFF_MS, MIN_BACKOFF_MS } from "./pool.ts";
 import { formatProxyHeader } from "./proxy-header.ts";
-import { REASON_HEADER, splitTarget } from "./relay-protocol.ts";
-import { splice } from "./splice.ts";
 
 export const SOCKET_NAME = "nodeserver.sock";
 export const INBOUND_PORT = 5700;

@@ -13,10 +13,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Duplex } from "node:stream";
 import { type Logger, silentLogger } from "../lib/logger.ts";
+import { REASON_HEADER, splice } from "../lib/relay/index.ts";
 import { POD_HEADER } from "./nodeserver.ts";
 import { readProxyHeader } from "./proxy-header.ts";
-import { REASON_HEADER } from "./relay-protocol.ts";
-import { splice } from "./splice.ts";
 
 export interface SidecarOptions {
   /** `<namespace>/<name>` of this pod, as the nodeserver's peers state lists it. */

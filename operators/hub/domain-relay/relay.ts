@@ -19,7 +19,6 @@ import {
   publicKeyPem,
   writeFileAtomic,
 } from "../../lib/pki/index.ts";
-import type { Store } from "../../lib/store/index.ts";
 import {
   type AcceptHello,
   ALPN_ACCEPT,
@@ -32,7 +31,8 @@ import {
   serverSessionOptions,
   splice,
   splitTarget,
-} from "../../network/index.ts";
+} from "../../lib/relay/index.ts";
+import type { Store } from "../../lib/store/index.ts";
 import { checkHostInDomain } from "./check-host.ts";
 
 export interface DomainRelayOptions {

@@ -38,6 +38,7 @@ import { DEFAULT_NAMESPACE, type SidecarOptions } from "./render.ts";
 import { buildSnapshot } from "./snapshot.ts";
 import { type ClusterWatches, watchCluster } from "./watches.ts";
 
+export { loadKubeConfig } from "../../../lib/kube-config.ts";
 export {
   IDENTITY_SECRET,
   type SecretCredentialStoreOptions,
@@ -50,7 +51,6 @@ export {
   domainPeersSecret,
 } from "./domain-peers-secret.ts";
 export { kubernetesDryRun } from "./dry-run.ts";
-export { loadKubeConfig } from "./kube-config.ts";
 export { overlayPatch } from "./node-overlays.ts";
 export { requestedByNode } from "./observe.ts";
 export type { RejectedTask } from "./reconciler.ts";
