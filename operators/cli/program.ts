@@ -56,11 +56,11 @@ export function buildProgram(): Command {
  * that has applied no revision yet holds nothing from git: that is not the repository's fault.
  */
 async function clusterDeclared(dataDir: string, name: string): Promise<boolean> {
-  const [{ openSqliteStore }, { lastAppliedRevision }] = await Promise.all([
-    import("../lib/store/index.ts"),
+  const [{ openStoreOfDataDir }, { lastAppliedRevision }] = await Promise.all([
+    import("../hub/store-wiring.ts"),
     import("../source/index.ts"),
   ]);
-  const store = openSqliteStore({ dataDir });
+  const store = await openStoreOfDataDir(dataDir);
   try {
     if ((await store.get("Cluster", undefined, name)) !== undefined) return true;
   } finally {

@@ -6,8 +6,8 @@ import { randomBytes } from "node:crypto";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Test } from "tap";
 import { API_VERSION, customResourceDefinition, kinds } from "../../operators/api/index.ts";
+import { KubeHttp } from "../../operators/lib/kube-http.ts";
 import { type KubernetesStore, openKubernetesStore } from "../../operators/lib/store/index.ts";
-import { KubeHttp } from "../../operators/lib/store/kube-http.ts";
 import { fleetCluster } from "./fleet.ts";
 import { onKube, waitFor } from "./wait-for.ts";
 

@@ -3,6 +3,7 @@
 // (rlinf.io); a different one lets several stores (tests, tenants) share one apiserver with
 // CRDs of their own group.
 
+import { KubeHttpError } from "../kube-http.ts";
 import {
   AlreadyExistsError,
   ConflictError,
@@ -11,7 +12,6 @@ import {
   InvalidError,
   NotFoundError,
 } from "./errors.ts";
-import { KubeHttpError } from "./kube-http.ts";
 import type { KubeObject } from "./types.ts";
 
 export interface KubernetesResource {

@@ -8,6 +8,7 @@
 // created on first use.
 
 import type { KubeConfig } from "@kubernetes/client-node";
+import { KubeHttp, KubeHttpError } from "../kube-http.ts";
 import {
   AlreadyExistsError,
   ConflictError,
@@ -16,7 +17,6 @@ import {
   NotFoundError,
   StoreError,
 } from "./errors.ts";
-import { KubeHttp, KubeHttpError } from "./kube-http.ts";
 import { type KubernetesResource, ResourceMap, storeErrorOf } from "./kubernetes-resources.ts";
 import { startKubeWatch } from "./kubernetes-watch.ts";
 import { formatSelector, toSelector } from "./label-selector.ts";
@@ -233,14 +233,24 @@ export class KubernetesStore implements Store {
     const served = this.resources.toServed(object);
     const ns = namespaceOf(served);
     const subject = { kind: object.kind, namespace: ns, name: object.metadata.name };
-    if (!served.metadata.resourceVersion) delete served.metadata.resourceVersion;
-    try {
-      const out = await this.#http.request<KubeObject>("PUT", `${this.#itemOf(served)}${subresource}`, {
-        body: served,
-      });
-      return this.resources.fromServed(out);
-    } catch (error) {
-      throw storeErrorOf(error, subject);
+    const path = `${this.#itemOf(served)}${subresource}`;
+    const unconditional = !served.metadata.resourceVersion;
+    for (let attempt = 1; ; attempt++) {
+      // The status subresource refuses updates without a resourceVersion: an unconditional one
+      // is the current resourceVersion, read again if another write slips in between.
+      if (unconditional) {
+        const current = await this.get(object.kind, ns, object.metadata.name);
+        if (!current)
+          throw new NotFoundError(`${describe(object.kind, ns, object.metadata.name)} not found`, subject);
+        served.metadata.resourceVersion = current.metadata.resourceVersion;
+      }
+      try {
+        return this.resources.fromServed(await this.#http.request<KubeObject>("PUT", path, { body: served }));
+      } catch (error) {
+        const mapped = storeErrorOf(error, subject);
+        const retry = unconditional && mapped instanceof StoreError && mapped.code === "Conflict";
+        if (!retry || attempt >= this.#applyAttempts) throw mapped;
+      }
     }
   }
 

@@ -4,9 +4,9 @@
 // (the resourceVersion was compacted away) ends the store watch with ExpiredError: the client
 // relists, as with the SQLite event log.
 
+import type { KubeHttp, KubeStatus, Query } from "../kube-http.ts";
+import { KubeHttpError } from "../kube-http.ts";
 import { ExpiredError } from "./errors.ts";
-import type { KubeHttp, KubeStatus, Query } from "./kube-http.ts";
-import { KubeHttpError } from "./kube-http.ts";
 import type { ResourceMap } from "./kubernetes-resources.ts";
 import { storeErrorOf } from "./kubernetes-resources.ts";
 import { everything } from "./label-selector.ts";
