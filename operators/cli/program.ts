@@ -32,7 +32,7 @@ export function buildProgram(): Command {
   registerToken(program, {
     enrollment: async ({ dataDir }) => {
       // Opening the PKI or the store creates them: never in a directory that holds no hub.
-      if (!existsSync(path.join(dataDir, "store.db")))
+      if (!["store.db", "store.json"].some((file) => existsSync(path.join(dataDir, file))))
         throw usageError(
           `no hub data in ${dataDir}: pass the --data-dir of a hub that has started (rlark up, rlark hub)`,
         );
