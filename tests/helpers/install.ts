@@ -117,7 +117,7 @@ export function impersonating(kc: KubeConfig, user: string): KubeConfig {
   return out;
 }
 
-interface Access {
+export interface Access {
   verb: string;
   resource: string;
   group?: string;
@@ -134,7 +134,7 @@ function describe(a: Access): string {
 }
 
 /** Asks the API server, as the impersonated user, whether it may do `a`. */
-async function allowed(kc: KubeConfig, a: Access): Promise<boolean> {
+export async function allowed(kc: KubeConfig, a: Access): Promise<boolean> {
   const review = await kc.makeApiClient(AuthorizationV1Api).createSelfSubjectAccessReview({
     body: {
       apiVersion: "authorization.k8s.io/v1",
