@@ -57,7 +57,7 @@ export function buildProgram(): Command {
  */
 async function clusterDeclared(dataDir: string, name: string): Promise<boolean> {
   const [{ openStoreOfDataDir }, { lastAppliedRevision }] = await Promise.all([
-    import("../hub/store-wiring.ts"),
+    import("../hub/index.ts"),
     import("../source/index.ts"),
   ]);
   const store = await openStoreOfDataDir(dataDir);
