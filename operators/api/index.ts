@@ -19,7 +19,12 @@ export {
 export { type ArtifactSource, artifactSource } from "./artifact-url.ts";
 export { bundleSchema } from "./bundle.ts";
 export { checkSchema } from "./check-schema.ts";
-export { customResourceDefinitions, renderCrdsJson, renderCrdsYaml } from "./crd.ts";
+export {
+  customResourceDefinition,
+  customResourceDefinitions,
+  renderCrdsJson,
+  renderCrdsYaml,
+} from "./crd.ts";
 export * from "./generated/index.ts";
 export { unescapePointerToken } from "./json-pointer.ts";
 export { API_VERSION, type KindInfo, kindByPlural, kindInfo, kinds } from "./kinds.ts";

@@ -65,7 +65,10 @@ export function registerAgent(program: Command): void {
   program
     .command("agent")
     .description("run an agent that serves one cluster or machine for the hub")
-    .requiredOption("--hub <host:port>", "the hub's SSH endpoint")
+    .requiredOption(
+      "--hub <host:port>",
+      "the hub's SSH endpoint; several hubs (one leads) comma-separated: a:2222,b:2222",
+    )
     .option("--token <token>", "one-time bootstrap token (first start only)")
     .option("--ca-hash <sha256:hex>", "the hub CA's fingerprint to pin (first start only)")
     .option("--state-dir <dir>", "where the agent keeps its credentials and process state", ".rlark-agent")

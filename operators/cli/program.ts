@@ -39,7 +39,7 @@ export function buildProgram(): Command {
   registerToken(program, {
     enrollment: async ({ dataDir }) => {
       // Opening the PKI or the store creates them: never in a directory that holds no hub.
-      if (!existsSync(path.join(dataDir, "store.db")))
+      if (!["store.db", "store.json"].some((file) => existsSync(path.join(dataDir, file))))
         throw usageError(
           `no hub data in ${dataDir}: pass the --data-dir of a hub that has started (rlark up, rlark hub)`,
         );
@@ -69,11 +69,11 @@ export function buildProgram(): Command {
  * that has applied no revision yet holds nothing from git: that is not the repository's fault.
  */
 async function clusterDeclared(dataDir: string, name: string): Promise<boolean> {
-  const [{ openSqliteStore }, { lastAppliedRevision }] = await Promise.all([
-    import("../lib/store/index.ts"),
+  const [{ openStoreOfDataDir }, { lastAppliedRevision }] = await Promise.all([
+    import("../hub/index.ts"),
     import("../source/index.ts"),
   ]);
-  const store = openSqliteStore({ dataDir });
+  const store = await openStoreOfDataDir(dataDir);
   try {
     if ((await store.get("Cluster", undefined, name)) !== undefined) return true;
   } finally {

@@ -19,9 +19,10 @@ import type { Dashboard, DashboardSettings } from "../dashboard/index.ts";
 import type { StatusBranchWriter } from "../feedback/index.ts";
 import { type Controller, Manager } from "../lib/controller/index.ts";
 import { loadOrCreateAdminToken } from "../lib/http/index.ts";
+import { LeaderElection } from "../lib/leader-election.ts";
 import { jsonLogger, type Logger } from "../lib/logger.ts";
 import { Registry } from "../lib/metrics/index.ts";
-import { openSqliteStore, type Store } from "../lib/store/index.ts";
+import type { Store } from "../lib/store/index.ts";
 import type { TunnelServer } from "../lib/tunnel/index.ts";
 import { createWebhookIntake, type GitCredentials } from "../source/index.ts";
 import { createAgentSync } from "./agent-sync/index.ts";
@@ -32,6 +33,7 @@ import { splitHostPort } from "./host-port.ts";
 import { startHubHttp } from "./http-wiring.ts";
 import { hubReadiness } from "./readiness.ts";
 import { createHubSource, type HubSource } from "./source-wiring.ts";
+import { loadKubeConfig, openHubStore, type StoreSettings } from "./store-wiring.ts";
 import { createHubTunnel, type HubPki } from "./tunnel-server.ts";
 
 export type { HubSource } from "./source-wiring.ts";
@@ -73,6 +75,21 @@ export interface HubOptions {
   authorize?: AccessCheck;
   /** Where each log read and proxied request is recorded; default the access audit log. */
   audit?: AuditSink;
+  /** Default: SQLite in dataDir. On Kubernetes the hub leads by a Lease (docs/ha.md). */
+  store?: StoreSettings;
+  leaderElection?: LeaderElectionSettings;
+}
+
+export interface LeaderElectionSettings {
+  /** The Lease's name in the store's namespace. Default "rlark-hub". */
+  leaseName?: string;
+  leaseMs?: number;
+  renewDeadlineMs?: number;
+  retryMs?: number;
+  /** This hub among the candidates; default hostname-pid. */
+  identity?: string;
+  /** Called when this hub lost the Lease: it must stop at once (the CLI exits). */
+  onLost?: () => void;
 }
 
 export interface Hub {
@@ -101,6 +118,8 @@ export interface Hub {
   /** With the `domainRelay` option: the relay and the host:port nodeservers dial. */
   domainRelay?: DomainRelay;
   domainRelayAddress?: string;
+  /** This hub leads (always, on SQLite): it runs controllers, the source, feedback and the tunnel. */
+  leading(): boolean;
   stop(): Promise<void>;
 }
 
@@ -111,7 +130,9 @@ export async function startHub(options: HubOptions): Promise<Hub> {
   // version made it 0755): it holds the CA key, the admin token and the artifacts.
   await chmod(options.dataDir, 0o700);
   const adminToken = await loadOrCreateAdminToken(options.dataDir);
-  const store = openSqliteStore({ dataDir: options.dataDir });
+  const settings = options.store ?? { backend: "sqlite" };
+  const kubeConfig = settings.backend === "kubernetes" ? loadKubeConfig(settings.kubeconfig) : undefined;
+  const store = await openHubStore(settings, options.dataDir, kubeConfig);
   const registry = new Registry();
   const manager = new Manager({ store, registry, logger });
   const agentSync = createAgentSync({ store, artifactDir: path.join(options.dataDir, "artifacts"), logger });
@@ -190,7 +211,10 @@ export async function startHub(options: HubOptions): Promise<Hub> {
     intake: webhookIntake,
     ...(options.dashboard ? { dashboard: options.dashboard } : {}),
     metricsText: () => manager.metricsText(),
-    ready: () => hubReadiness(started, source?.watcher.status()),
+    ready: () =>
+      election && !election.leading
+        ? { ready: false, message: "not ready: standby (another hub leads; this one serves reads)" }
+        : hubReadiness(started, source?.watcher.status()),
     tunnel: tunnel.server,
     accessAudit: (limit) => audit.recent(limit),
     logger,
@@ -199,23 +223,51 @@ export async function startHub(options: HubOptions): Promise<Hub> {
   });
 
   const ssh = splitHostPort(options.ssh ?? "0.0.0.0:2222");
-  await agentSync.start();
-  await bastion.start();
-  const sshPort = (await tunnel.server.listen(ssh.port, ssh.host)).port;
+  let sshPort = ssh.port;
   const sshHost = ssh.host === "0.0.0.0" ? "127.0.0.1" : ssh.host;
   let domainRelay: DomainRelay | undefined;
   let domainRelayAddress: string | undefined;
-  if (options.domainRelay) {
-    const relayAt = splitHostPort(options.domainRelay);
-    domainRelay = createDomainRelay({ store, ca: tunnel.ca, dataDir: options.dataDir, registry, logger });
-    const port = await domainRelay.listen(relayAt.port, relayAt.host);
-    domainRelayAddress = `${relayAt.host === "0.0.0.0" ? "127.0.0.1" : relayAt.host}:${port}`;
-  }
-  await manager.start();
-  await source?.watcher.start();
-  feedback?.start();
-  started = true;
-  logger.info("hub started", { url: http.url, dataDir: options.dataDir, repo: source?.repository.url });
+  // Only the leader writes: controllers, the git source, status commits, code-host feedback, the
+  // agent tunnel with the bastion, and the domain relay. A standby serves the read API and the
+  // dashboard from the same store.
+  const lead = async () => {
+    await agentSync.start();
+    await bastion.start();
+    sshPort = (await tunnel.server.listen(ssh.port, ssh.host)).port;
+    if (options.domainRelay) {
+      const relayAt = splitHostPort(options.domainRelay);
+      domainRelay = createDomainRelay({ store, ca: tunnel.ca, dataDir: options.dataDir, registry, logger });
+      const port = await domainRelay.listen(relayAt.port, relayAt.host);
+      domainRelayAddress = `${relayAt.host === "0.0.0.0" ? "127.0.0.1" : relayAt.host}:${port}`;
+    }
+    await manager.start();
+    await source?.watcher.start();
+    feedback?.start();
+    started = true;
+    logger.info("hub started", { url: http.url, dataDir: options.dataDir, repo: source?.repository.url });
+  };
+  let election: LeaderElection | undefined;
+  if (settings.backend === "kubernetes" && kubeConfig) {
+    const le = options.leaderElection ?? {};
+    election = new LeaderElection({
+      kubeConfig,
+      namespace: settings.namespace,
+      name: le.leaseName ?? "rlark-hub",
+      ...(le.identity ? { identity: le.identity } : {}),
+      ...(le.leaseMs ? { leaseMs: le.leaseMs } : {}),
+      ...(le.renewDeadlineMs ? { renewDeadlineMs: le.renewDeadlineMs } : {}),
+      ...(le.retryMs ? { retryMs: le.retryMs } : {}),
+      logger,
+      onStartedLeading: lead,
+      onStoppedLeading: () => {
+        started = false;
+        logger.error("this hub lost its lease and stops leading", {});
+        (le.onLost ?? (() => process.exit(1)))();
+      },
+    });
+    logger.info("hub started as a candidate", { url: http.url, identity: election.identity });
+    election.start();
+  } else await lead();
 
   return {
     store,
@@ -225,15 +277,25 @@ export async function startHub(options: HubOptions): Promise<Hub> {
     statusWriter: feedback?.statusWriter,
     adminToken,
     url: http.url,
-    sshAddress: `${sshHost}:${sshPort}`,
+    get sshAddress() {
+      return `${sshHost}:${sshPort}`;
+    },
     caFingerprint: tunnel.ca.fingerprint,
     ...(http.dashboard ? { dashboard: http.dashboard } : {}),
     pki: tunnel,
     tunnel: tunnel.server,
     bastion,
     audit,
-    knownHosts: knownHostsLine(sshHost, sshPort, tunnel.host.privateKeyPem),
-    ...(domainRelay && domainRelayAddress ? { domainRelay, domainRelayAddress } : {}),
+    get knownHosts() {
+      return knownHostsLine(sshHost, sshPort, tunnel.host.privateKeyPem);
+    },
+    get domainRelay() {
+      return domainRelay;
+    },
+    get domainRelayAddress() {
+      return domainRelayAddress;
+    },
+    leading: () => (election ? election.leading : true),
     async stop() {
       started = false;
       await http.close();
@@ -244,6 +306,8 @@ export async function startHub(options: HubOptions): Promise<Hub> {
       await source?.watcher.stop();
       await feedback?.stop();
       await manager.stop();
+      // Released only now that nothing of this hub writes any more: a standby leads at once.
+      await election?.stop();
       await store.close();
     },
   };

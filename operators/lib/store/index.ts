@@ -41,6 +41,12 @@ export {
 } from "./errors.ts";
 export { keyOf, objectKey, parseKey } from "./keys.ts";
 export {
+  type KubernetesResource,
+  KubernetesStore,
+  type KubernetesStoreOptions,
+  openKubernetesStore,
+} from "./kubernetes-store.ts";
+export {
   compileLabelSelector,
   everything,
   formatSelector,

@@ -12,7 +12,7 @@ import {
 } from "../pki/index.ts";
 import { dialNoDelay } from "./connect.ts";
 import type { AgentCredentials, CredentialStore } from "./credentials.ts";
-import { checkHubIdentity, parseHubAddress } from "./hub-identity.ts";
+import { checkHubIdentity, parseHubAddresses } from "./hub-identity.ts";
 import { MessageChannel } from "./message-channel.ts";
 import type { AgentMessage, Capability, Delta, Hello, HubMessage, Report, Snapshot } from "./protocol.ts";
 import { parseHubMessage } from "./protocol.ts";
@@ -97,6 +97,7 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
   #desiredChain: Promise<void> = Promise.resolve();
   #loop: Promise<void> | undefined;
   #connections = 0;
+  #addressIndex = 0;
   #pendingDesired = 0;
 
   constructor(options: TunnelClientOptions) {
@@ -192,7 +193,10 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
   }
 
   async #connectOnce(): Promise<void> {
-    const { host, port } = parseHubAddress(this.#options.hub);
+    // Every attempt after a failure or a drop goes to the next address: a standby hub refuses
+    // agents (it does not listen), the leader among them accepts.
+    const addresses = parseHubAddresses(this.#options.hub);
+    const { host, port } = addresses[this.#addressIndex++ % addresses.length]!;
     const timeout = this.#options.connectTimeoutMs ?? 20_000;
     const sock = await dialNoDelay(host, port, timeout);
     const conn = new ssh2.Client();

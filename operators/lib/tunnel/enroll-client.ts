@@ -10,7 +10,7 @@ import {
 } from "../pki/index.ts";
 import { dialNoDelay } from "./connect.ts";
 import type { AgentCredentials } from "./credentials.ts";
-import { checkHubIdentity, parseHubAddress } from "./hub-identity.ts";
+import { checkHubIdentity, parseHubAddresses } from "./hub-identity.ts";
 import { MessageChannel } from "./message-channel.ts";
 import { type EnrollRequest, type EnrollResponse, parseEnrollResponse } from "./protocol.ts";
 import { CIPHERS, ENROLL_SUBSYSTEM, ENROLL_USER, IDENTITY_MARKER, pemCertificates } from "./ssh-options.ts";
@@ -34,7 +34,8 @@ export interface EnrollOptions {
 export async function enrollAgent(options: EnrollOptions): Promise<AgentCredentials> {
   const now = options.now ?? Date.now;
   const timeoutMs = options.timeoutMs ?? 30_000;
-  const { host, port } = parseHubAddress(options.hub);
+  // Enrollment goes to the first of several hub addresses (it is retried by the caller).
+  const { host, port } = parseHubAddresses(options.hub)[0]!;
   const keys = options.keyPair ?? generateKeyPair();
   const sock = await dialNoDelay(host, port, timeoutMs);
   const client = new ssh2.Client();

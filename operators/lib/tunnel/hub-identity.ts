@@ -24,6 +24,14 @@ export function checkHubIdentity(options: {
   }
 }
 
+/**
+ * `--hub a:2222,b:2222`: the addresses of several hubs (replicas of which one leads and accepts
+ * agents). The agent tries them in turn, moving on whenever a connection fails or drops.
+ */
+export function parseHubAddresses(hub: string, defaultPort = 2222): { host: string; port: number }[] {
+  return hub.split(",").map((one) => parseHubAddress(one, defaultPort));
+}
+
 export function parseHubAddress(hub: string, defaultPort = 2222): { host: string; port: number } {
   const m = /^(?:\[([^\]]+)\]|([^:]+))(?::(\d+))?$/.exec(hub.trim());
   const host = m?.[1] ?? m?.[2];

@@ -5,7 +5,7 @@ import { tempDir } from "./helpers.ts";
 
 for (const durability of ["pipelined", "inline"] as const) {
   storeContract(t, `sqlite (${durability})`, async (t) => {
-    const store = openSqliteStore({ dataDir: tempDir(t), durability });
+    const store = openSqliteStore({ dataDir: tempDir(t), durability, eventRetention: 16 });
     t.teardown(() => store.close());
     return store;
   });
