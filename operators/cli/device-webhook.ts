@@ -1,6 +1,7 @@
 import path from "node:path";
 import { type Command, InvalidArgumentError } from "commander";
 import packageJson from "../../package.json" with { type: "json" };
+import { usageError } from "./cli-error.ts";
 
 export const DEVICE_WEBHOOK_HELP = `
 Runs the embodied runtime's mutating admission webhook (docs/devices.md): every pod whose
@@ -61,7 +62,7 @@ export function registerDeviceWebhook(program: Command): void {
     .addHelpText("after", DEVICE_WEBHOOK_HELP)
     .action(async (flags: WebhookFlags) => {
       const { host, port } = hostPort(flags.listen);
-      if (flags.serverName.length === 0) throw new InvalidArgumentError("give at least one --server-name");
+      if (flags.serverName.length === 0) throw usageError("give at least one --server-name");
       const [
         { startDeviceWebhook, keepCaBundle },
         { openCertificateAuthority },
