@@ -22,6 +22,8 @@ export interface KubeStatus {
 export class KubeHttpError extends Error {
   readonly code: number;
   readonly reason: string;
+  /** The Retry-After the apiserver sent with it (429, 503), in milliseconds. */
+  retryAfterMs?: number;
 
   constructor(code: number, status: KubeStatus | undefined, fallback: string) {
     super(status?.message ?? fallback);
@@ -30,6 +32,9 @@ export class KubeHttpError extends Error {
     this.reason = status?.reason ?? "";
   }
 }
+
+/** Sends of one request that the apiserver answered 429 before that is the answer. */
+const MAX_ATTEMPTS_ON_429 = 5;
 
 export type Query = Record<string, string | number | boolean | undefined>;
 
@@ -73,11 +78,32 @@ export class KubeHttp {
     return options;
   }
 
-  /** The parsed JSON answer; a non-2xx status rejects with KubeHttpError. */
+  /**
+   * The parsed JSON answer; a non-2xx status rejects with KubeHttpError. A 429 (the apiserver's
+   * "storage is (re)initializing" for a resource whose cache is being built, or its priority and
+   * fairness) was not processed, so it is sent again after the Retry-After it names, as client-go
+   * does, a few times before it is an error.
+   */
   async request<T>(
     method: string,
     path: string,
     options: { query?: Query; body?: unknown; contentType?: string } = {},
+  ): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.#requestOnce<T>(method, path, options);
+      } catch (error) {
+        if (!(error instanceof KubeHttpError) || error.code !== 429 || attempt >= MAX_ATTEMPTS_ON_429)
+          throw error;
+        await new Promise((resolve) => setTimeout(resolve, Math.min(error.retryAfterMs ?? 1000, 5000)));
+      }
+    }
+  }
+
+  async #requestOnce<T>(
+    method: string,
+    path: string,
+    options: { query?: Query; body?: unknown; contentType?: string },
   ): Promise<T> {
     const request = await this.#options(method, path, options.query ?? {});
     const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
@@ -111,10 +137,16 @@ export class KubeHttp {
           }
           const code = res.statusCode ?? 0;
           if (code >= 200 && code < 300) resolve(json as T);
-          else
-            reject(
-              new KubeHttpError(code, json as KubeStatus | undefined, `${method} ${path}: HTTP ${code}`),
+          else {
+            const error = new KubeHttpError(
+              code,
+              json as KubeStatus | undefined,
+              `${method} ${path}: HTTP ${code}`,
             );
+            const retryAfter = Number(res.headers["retry-after"]);
+            if (Number.isFinite(retryAfter) && retryAfter >= 0) error.retryAfterMs = retryAfter * 1000;
+            reject(error);
+          }
         });
       });
       req.on("error", reject);

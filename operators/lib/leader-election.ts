@@ -116,7 +116,13 @@ export class LeaderElection {
           lease: `${this.#o.namespace}/${this.#o.name}`,
           identity: this.identity,
         });
-        await this.#o.onStartedLeading();
+        try {
+          await this.#o.onStartedLeading();
+        } catch (error) {
+          // A leader that holds the Lease but did not start would keep every standby out while
+          // doing nothing: it gives the lead up instead (the hub exits and is restarted).
+          this.#lose(`starting to lead failed: ${error instanceof Error ? error.message : String(error)}`);
+        }
       } else if (!held && this.#leading) this.#lose("another candidate holds the lease");
     } catch (error) {
       this.#o.logger.warn("leader election: the lease could not be read or written", {

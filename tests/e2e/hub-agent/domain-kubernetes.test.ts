@@ -6,12 +6,7 @@
 // (network/peers-from-secret.ts) sees each change.
 import { CoreV1Api, type V1Pod } from "@kubernetes/client-node";
 import t from "tap";
-import {
-  type DomainPeer,
-  type DomainPeerSpec,
-  type Pod,
-  TASK_NAME_LABEL,
-} from "../../../operators/api/index.ts";
+import { type DomainPeer, type Pod, TASK_NAME_LABEL } from "../../../operators/api/index.ts";
 import { peersFromSecret, type SecretPeersState } from "../../../operators/network/peers-from-secret.ts";
 import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
 import { startHubOnGit } from "../../helpers/hub-on-git.ts";
@@ -54,16 +49,28 @@ const running = async (namespace: string, task: string, count: number): Promise<
 };
 
 /** The state the next `iterator.next()` yields that satisfies `check`. */
+/**
+ * The first state the source yields for which `check` holds. Bounded: a source that stops
+ * yielding fails the test with a reason instead of holding it until tap's timeout.
+ */
 async function nextState(
   iterator: AsyncIterator<SecretPeersState>,
-  check: (s: SecretPeersState) => boolean,
+  check: (s: SecretPeersState) => Promise<boolean>,
+  within = 120_000,
 ): Promise<SecretPeersState> {
-  for (let i = 0; i < 50; i++) {
-    const { value, done } = await iterator.next();
+  const deadline = Date.now() + within;
+  for (;;) {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`the peers source yielded no matching state in ${within} ms`)),
+        Math.max(0, deadline - Date.now()),
+      );
+    });
+    const { value, done } = await Promise.race([iterator.next(), timeout]).finally(() => clearTimeout(timer));
     if (done) throw new Error("the peers source ended");
-    if (check(value)) return value;
+    if (await check(value)) return value;
   }
-  throw new Error("the peers source never yielded the state");
 }
 
 t.test("a Domain's pods get the sidecar and their virtual IPs; the peers Secret follows", async (t) => {
@@ -138,15 +145,19 @@ t.test("a Domain's pods get the sidecar and their virtual IPs; the peers Secret 
     signal: abort.signal,
   });
   const iterator = states[Symbol.asyncIterator]();
-  const sameAs = (want: DomainPeerSpec) => (s: SecretPeersState) =>
-    JSON.stringify(s.lab) === JSON.stringify(want);
-  const first = await nextState(iterator, sameAs(spec));
+  // The DomainPeer as the store holds it when the state arrives: its spec may have moved on since
+  // the 2 pods were first seen (a pod's route filled in), and the Secret follows the newest one.
+  const sameAsStore = (pods: number) => async (s: SecretPeersState) => {
+    const current = await peerPods(pods);
+    return current !== undefined && JSON.stringify(s.lab) === JSON.stringify(current);
+  };
+  const first = await nextState(iterator, sameAsStore(2));
   t.same(Object.keys(first), ["lab"], "the Secret holds the Domain's DomainPeer spec");
   t.equal(first.lab?.key, spec.key, "with the Domain's key, which is why it is a Secret");
 
   await git.commit(repository(namespace, 3));
-  const grown = await waitFor("a DomainPeer with 3 pods", () => peerPods(3), onKube);
-  const seen = await nextState(iterator, sameAs(grown));
+  await waitFor("a DomainPeer with 3 pods", () => peerPods(3), onKube);
+  const seen = await nextState(iterator, sameAsStore(3));
   t.equal(seen.lab?.pods?.length, 3, "the --peers-secret source sees the third pod's route");
   abort.abort();
   t.same(await iterator.next(), { value: undefined, done: true }, "the source ends when aborted");

@@ -184,27 +184,47 @@ t.test("the plan's content: changes, placement, pools, addons and dry-runs", asy
   t.same(p.domains, [
     { domain: "lab", cidr: "10.0.1.0/29", usable: 6, allocated: 2, requested: 3, free: 1, outOfRange: 0 },
   ]);
-  t.same(p.addons, [
-    {
-      addon: "embodied-runtime",
-      cluster: "beijing",
-      action: "upgrade",
-      from: "0.0.9",
-      to: "0.1.0",
-      // The shipped entry has no manifests yet: it renders no objects.
-      objects: [],
-      manifest: "",
-    },
-    {
-      addon: "embodied-runtime",
-      cluster: "shanghai",
-      action: "install",
-      from: "",
-      to: "0.1.0",
-      objects: [],
-      manifest: "",
-    },
-  ]);
+  // The shipped embodied-runtime entry, rendered with its defaults: the exact objects each cluster gets.
+  const rendered = [
+    "ServiceAccount rlark-system/rlark-device-plugin",
+    "ServiceAccount rlark-system/rlark-device-webhook",
+    "ClusterRole rlark-device-webhook",
+    "ClusterRoleBinding rlark-device-webhook",
+    "ConfigMap rlark-system/rlark-robots",
+    "DaemonSet rlark-system/rlark-device-plugin",
+    "DaemonSet rlark-system/rlark-device-controllers",
+    "Deployment rlark-system/rlark-device-webhook",
+    "Service rlark-system/rlark-device-webhook",
+    "MutatingWebhookConfiguration rlark-device-webhook",
+  ];
+  t.same(
+    p.addons.map(({ manifest, ...rest }) => rest),
+    [
+      {
+        addon: "embodied-runtime",
+        cluster: "beijing",
+        action: "upgrade",
+        from: "0.0.9",
+        to: "0.1.0",
+        objects: rendered,
+      },
+      {
+        addon: "embodied-runtime",
+        cluster: "shanghai",
+        action: "install",
+        from: "",
+        to: "0.1.0",
+        objects: rendered,
+      },
+    ],
+  );
+  for (const addon of p.addons) {
+    t.match(
+      addon.manifest,
+      /kind: MutatingWebhookConfiguration/,
+      `${addon.cluster}: the manifest is the rendered YAML`,
+    );
+  }
   t.same(
     p.dryRun.map((d) => [d.cluster, d.object, d.state]),
     [["beijing", "Deployment/default/train-trainer", "failed"]],
