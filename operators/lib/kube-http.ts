@@ -164,6 +164,24 @@ export class KubeHttp {
     onLine: (value: unknown) => void,
     done: (error: Error | undefined) => void,
   ): Promise<() => void> {
+    // A 429 comes before any event (a watch of a resource whose cache is being built): as request().
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.#streamOnce(path, query, onLine, done);
+      } catch (error) {
+        if (!(error instanceof KubeHttpError) || error.code !== 429 || attempt >= MAX_ATTEMPTS_ON_429)
+          throw error;
+        await new Promise((resolve) => setTimeout(resolve, Math.min(error.retryAfterMs ?? 1000, 5000)));
+      }
+    }
+  }
+
+  async #streamOnce(
+    path: string,
+    query: Query,
+    onLine: (value: unknown) => void,
+    done: (error: Error | undefined) => void,
+  ): Promise<() => void> {
     // A watch holds its connection for minutes: it must not take a keep-alive socket that
     // requests need, so it gets one of its own.
     const request = { ...(await this.#options("GET", path, query)), agent: false as const };
@@ -184,7 +202,10 @@ export class KubeHttp {
             try {
               status = JSON.parse(Buffer.concat(chunks).toString("utf8")) as KubeStatus;
             } catch {}
-            reject(new KubeHttpError(code, status, `watch ${path}: HTTP ${code}`));
+            const error = new KubeHttpError(code, status, `watch ${path}: HTTP ${code}`);
+            const retryAfter = Number(res.headers["retry-after"]);
+            if (Number.isFinite(retryAfter) && retryAfter >= 0) error.retryAfterMs = retryAfter * 1000;
+            reject(error);
           });
           return;
         }
