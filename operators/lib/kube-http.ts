@@ -2,7 +2,7 @@
 // agent, bounded response bodies, and a line-delimited stream for watches. The generated
 // client-node APIs would need one method per scope and verb; the store only needs paths.
 
-import http from "node:http";
+import http, { type IncomingHttpHeaders } from "node:http";
 import https from "node:https";
 import type { KubeConfig } from "@kubernetes/client-node";
 
@@ -35,6 +35,35 @@ export class KubeHttpError extends Error {
 
 /** Sends of one request that the apiserver answered 429 before that is the answer. */
 const MAX_ATTEMPTS_ON_429 = 5;
+
+/**
+ * `send()` again while the apiserver answers 429 (not processed: its "storage is
+ * (re)initializing" or priority and fairness), after the Retry-After it names, as client-go does.
+ */
+async function resendOn429<T>(send: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await send();
+    } catch (error) {
+      if (!(error instanceof KubeHttpError) || error.code !== 429 || attempt >= MAX_ATTEMPTS_ON_429)
+        throw error;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(error.retryAfterMs ?? 1000, 5000)));
+    }
+  }
+}
+
+/** A KubeHttpError for a non-2xx answer, with the Retry-After its headers name. */
+function answerError(
+  code: number,
+  status: KubeStatus | undefined,
+  fallback: string,
+  headers: IncomingHttpHeaders,
+): KubeHttpError {
+  const error = new KubeHttpError(code, status, fallback);
+  const retryAfter = Number(headers["retry-after"]);
+  if (Number.isFinite(retryAfter) && retryAfter >= 0) error.retryAfterMs = retryAfter * 1000;
+  return error;
+}
 
 export type Query = Record<string, string | number | boolean | undefined>;
 
@@ -89,15 +118,7 @@ export class KubeHttp {
     path: string,
     options: { query?: Query; body?: unknown; contentType?: string } = {},
   ): Promise<T> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.#requestOnce<T>(method, path, options);
-      } catch (error) {
-        if (!(error instanceof KubeHttpError) || error.code !== 429 || attempt >= MAX_ATTEMPTS_ON_429)
-          throw error;
-        await new Promise((resolve) => setTimeout(resolve, Math.min(error.retryAfterMs ?? 1000, 5000)));
-      }
-    }
+    return resendOn429(() => this.#requestOnce<T>(method, path, options));
   }
 
   async #requestOnce<T>(
@@ -138,14 +159,14 @@ export class KubeHttp {
           const code = res.statusCode ?? 0;
           if (code >= 200 && code < 300) resolve(json as T);
           else {
-            const error = new KubeHttpError(
-              code,
-              json as KubeStatus | undefined,
-              `${method} ${path}: HTTP ${code}`,
+            reject(
+              answerError(
+                code,
+                json as KubeStatus | undefined,
+                `${method} ${path}: HTTP ${code}`,
+                res.headers,
+              ),
             );
-            const retryAfter = Number(res.headers["retry-after"]);
-            if (Number.isFinite(retryAfter) && retryAfter >= 0) error.retryAfterMs = retryAfter * 1000;
-            reject(error);
           }
         });
       });
@@ -165,15 +186,7 @@ export class KubeHttp {
     done: (error: Error | undefined) => void,
   ): Promise<() => void> {
     // A 429 comes before any event (a watch of a resource whose cache is being built): as request().
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.#streamOnce(path, query, onLine, done);
-      } catch (error) {
-        if (!(error instanceof KubeHttpError) || error.code !== 429 || attempt >= MAX_ATTEMPTS_ON_429)
-          throw error;
-        await new Promise((resolve) => setTimeout(resolve, Math.min(error.retryAfterMs ?? 1000, 5000)));
-      }
-    }
+    return resendOn429(() => this.#streamOnce(path, query, onLine, done));
   }
 
   async #streamOnce(
@@ -202,10 +215,7 @@ export class KubeHttp {
             try {
               status = JSON.parse(Buffer.concat(chunks).toString("utf8")) as KubeStatus;
             } catch {}
-            const error = new KubeHttpError(code, status, `watch ${path}: HTTP ${code}`);
-            const retryAfter = Number(res.headers["retry-after"]);
-            if (Number.isFinite(retryAfter) && retryAfter >= 0) error.retryAfterMs = retryAfter * 1000;
-            reject(error);
+            reject(answerError(code, status, `watch ${path}: HTTP ${code}`, res.headers));
           });
           return;
         }
