@@ -1,6 +1,7 @@
 // The two seams access paths (logs, proxies) take from outside: who may do what, and where a
 // record of each access goes. Both are injected so authorization from git and the audit log can
 // be wired in without these paths knowing how they work.
+import { clusterOf, JOB_LABEL, TASK_LABEL } from "../api/index.ts";
 import type { Principal } from "../lib/http/index.ts";
 import type { Logger } from "../lib/logger.ts";
 import type { AccessDecision } from "./authorize.ts";
@@ -18,6 +19,24 @@ export interface HttpAccessTarget {
   /** The Job and Task the pod belongs to, for grants by Job label. */
   job?: string;
   task?: string;
+}
+
+/** A pod mirrored in `namespace` (agent-<cluster>) as a target: its Job and Task from its labels. */
+export function podAccessTarget(
+  namespace: string,
+  pod: { metadata: { name: string; labels?: Record<string, string> } },
+  reach: { container?: string; port?: number } = {},
+): HttpAccessTarget {
+  const labels = pod.metadata.labels ?? {};
+  return {
+    cluster: clusterOf(namespace) ?? "",
+    namespace,
+    pod: pod.metadata.name,
+    ...(reach.container ? { container: reach.container } : {}),
+    ...(reach.port !== undefined ? { port: reach.port } : {}),
+    ...(labels[JOB_LABEL] ? { job: labels[JOB_LABEL] } : {}),
+    ...(labels[TASK_LABEL] ? { task: labels[TASK_LABEL] } : {}),
+  };
 }
 
 export type AccessCheck = (

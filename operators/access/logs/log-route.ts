@@ -5,11 +5,16 @@
 import type { ServerResponse } from "node:http";
 import { Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { clusterOf, JOB_LABEL, TASK_LABEL } from "../../api/index.ts";
 import { type Principal, sendStatus } from "../../lib/http/index.ts";
 import type { Store } from "../../lib/store/index.ts";
 import type { TunnelServer } from "../../lib/tunnel/index.ts";
-import type { AccessCheck, AuditSink, HttpAccessTarget, HttpAuditRecord } from "../hooks.ts";
+import {
+  type AccessCheck,
+  type AuditSink,
+  type HttpAccessTarget,
+  type HttpAuditRecord,
+  podAccessTarget,
+} from "../hooks.ts";
 import { type LogQuery, LogQueryError, parseLogQuery } from "./log-query.ts";
 
 export interface PodLogRequest {
@@ -69,15 +74,7 @@ export function podLogRoute(options: PodLogRouteOptions): PodLogRoute {
     }
     const pod = await options.store.get("Pod", namespace, name);
     if (!pod) return sendStatus(res, 404, "NotFound", `pods "${name}" not found in ${namespace}`);
-    const labels = pod.metadata.labels ?? {};
-    const target: HttpAccessTarget = {
-      cluster: clusterOf(namespace) ?? "",
-      namespace,
-      pod: name,
-      ...(query.container ? { container: query.container } : {}),
-      ...(labels[JOB_LABEL] ? { job: labels[JOB_LABEL] } : {}),
-      ...(labels[TASK_LABEL] ? { task: labels[TASK_LABEL] } : {}),
-    };
+    const target = podAccessTarget(namespace, pod, query.container ? { container: query.container } : {});
     const start = new Date(now()).toISOString();
     const record = (result: HttpAuditRecord["result"], rest: Partial<HttpAuditRecord> = {}) =>
       options.audit({

@@ -5,11 +5,10 @@
 import { type IncomingMessage, request, type ServerResponse } from "node:http";
 import { Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { clusterOf, JOB_LABEL, TASK_LABEL } from "../../api/index.ts";
 import { type Principal, sendStatus } from "../../lib/http/index.ts";
 import type { KubeObject, Store } from "../../lib/store/index.ts";
 import type { TunnelServer } from "../../lib/tunnel/index.ts";
-import type { AccessCheck, AuditSink, HttpAccessTarget, HttpAuditRecord } from "../hooks.ts";
+import { type AccessCheck, type AuditSink, type HttpAuditRecord, podAccessTarget } from "../hooks.ts";
 import { requestHeaders, responseHeaders } from "./headers.ts";
 
 export interface PodProxyRequest {
@@ -90,15 +89,7 @@ export function podProxyRoute(options: PodProxyOptions): PodProxyRoute {
           : `task "${asked}" has no ready pod in ${namespace}`,
       );
     const name = pod.metadata.name;
-    const labels = pod.metadata.labels ?? {};
-    const target: HttpAccessTarget = {
-      cluster: clusterOf(namespace) ?? "",
-      namespace,
-      pod: name,
-      port,
-      ...(labels[JOB_LABEL] ? { job: labels[JOB_LABEL] } : {}),
-      ...(labels[TASK_LABEL] ? { task: labels[TASK_LABEL] } : {}),
-    };
+    const target = podAccessTarget(namespace, pod, { port });
     const start = new Date(now()).toISOString();
     let status = 0;
     const record = (result: HttpAuditRecord["result"], rest: Partial<HttpAuditRecord> = {}) =>
