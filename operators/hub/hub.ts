@@ -14,6 +14,7 @@ import {
   httpAuditSink,
   knownHostsLine,
 } from "../access/index.ts";
+import { hubOpens } from "../api/index.ts";
 import { AddonCatalogHolder } from "../controllers/addon/index.ts";
 import type { Dashboard, DashboardSettings } from "../dashboard/index.ts";
 import type { StatusBranchWriter } from "../feedback/index.ts";
@@ -134,6 +135,7 @@ export async function startHub(options: HubOptions): Promise<Hub> {
   await chmod(options.dataDir, 0o700);
   const adminToken = await loadOrCreateAdminToken(options.dataDir);
   const sealKeys = await SealKeyring.open(path.join(options.dataDir, "seal"));
+  const sealCheck = hubOpens(sealKeys);
   const settings = options.store ?? { backend: "sqlite" };
   const kubeConfig = settings.backend === "kubernetes" ? loadKubeConfig(settings.kubeconfig) : undefined;
   const store = await openHubStore(settings, options.dataDir, kubeConfig);
@@ -178,6 +180,7 @@ export async function startHub(options: HubOptions): Promise<Hub> {
         intervalMs: options.intervalMs ?? 60_000,
         credentials: options.credentials,
         onCatalog: (catalog) => addonCatalog.set(catalog),
+        sealCheck,
         ...(codeHost ? { syncStatus: codeHost.syncStatus } : {}),
         registry,
         logger,
@@ -197,6 +200,7 @@ export async function startHub(options: HubOptions): Promise<Hub> {
         webhookSecretFile: options.webhookSecretFile,
         intake: webhookIntake,
         tunnel: tunnel.server,
+        sealCheck,
         logger,
       })
     : undefined;

@@ -12020,8 +12020,8 @@ return errors === 0;
 }
 validate320.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const Task = validate347;
-const schema124 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/task.schema.json","title":"Task","description":"One role of a Job placed on one cluster, created by the hub's Job controller; the agent of its namespace runs it.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Task","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the object belongs to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"<job>-<task>; labelled rlinf.io/job=<job>."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/TaskSpec","description":"Desired state."},"status":{"$ref":"#/$defs/TaskStatus","description":"Observed state, reported by the agent."}},"$defs":{"TaskSpec":{"description":"The Job's task template, resolved for one cluster.","type":"object","additionalProperties":false,"required":["job","role","agentType"],"allOf":[{"$ref":"common.schema.json#/$defs/ExactlyOneRuntime"}],"properties":{"job":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the owning Job."},"task":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the task template in the Job."},"run":{"type":"integer","minimum":1,"description":"The Job run this Task belongs to."},"head":{"type":"boolean","default":false,"description":"true for the Job's main task."},"role":{"$ref":"common.schema.json#/$defs/Role","description":"Training role."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"Runtime; selects the kubernetes, docker or raw section."},"domain":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Domain whose virtual network the pods join."},"domainCIDR":{"type":"string","description":"The Domain's CIDR when the Task was created: what the pods' network init container redirects to their sidecar."},"nodeSelector":{"$ref":"common.schema.json#/$defs/NodeSelector","description":"Node labels required on the node."},"annotations":{"$ref":"common.schema.json#/$defs/TaskAnnotations","description":"Annotations, including the Ray keys."},"sshPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Public key injected into the workloads."},"kubernetes":{"$ref":"common.schema.json#/$defs/KubernetesRuntime","description":"For agentType Kubernetes: the workload."},"raw":{"$ref":"common.schema.json#/$defs/RawRuntime","description":"For agentType Raw: the process."},"docker":{"$ref":"common.schema.json#/$defs/DockerRuntime","description":"For agentType Docker: the container."}}},"TaskStatus":{"description":"Observed state of a Task.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Stopping","Stopped","Unknown"],"description":"Current phase."},"observedNodes":{"type":"array","description":"Nodes the task's pods or processes run on.","items":{"type":"string","description":"A node name."}},"replicas":{"type":"integer","minimum":0,"description":"Desired replicas."},"readyReplicas":{"type":"integer","minimum":0,"description":"Ready replicas."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task started running."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task finished."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the container or process that decided a Succeeded or Failed phase."},"conditions":{"type":"array","description":"Conditions (Ready, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
+export const SealedSecret = validate347;
+const schema124 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/sealed-secret.schema.json","title":"SealedSecret","description":"A Kubernetes Secret whose values are sealed to the hub's key (`rlark seal`), so it can live in git: the hub opens the values only to hand the Secret to the agents of its clusters, which apply it as an Opaque Secret. Written in git (docs/secrets.md).","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"SealedSecret","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the name is the Secret's name in the clusters.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Name of the Secret in the clusters."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>: deliver to that one cluster. Omit it to use spec.clusterSelector instead."}}},"spec":{"$ref":"#/$defs/SealedSecretSpec","description":"Desired state."}},"allOf":[{"if":{"required":["metadata"],"properties":{"metadata":{"type":"object","not":{"required":["namespace"]}}}},"then":{"properties":{"spec":{"required":["clusterSelector"]}}},"x-rlark-rule":"schema/sealed-secret-target","x-rlark-message":"a SealedSecret needs its clusters: set metadata.namespace to agent-<cluster> or set spec.clusterSelector"},{"if":{"required":["metadata"],"properties":{"metadata":{"type":"object","required":["namespace"]}}},"then":{"properties":{"spec":{"properties":{"clusterSelector":false}}}},"x-rlark-rule":"schema/sealed-secret-target","x-rlark-message":"a SealedSecret names its clusters once: metadata.namespace or spec.clusterSelector, not both"}],"$defs":{"SealedSecretSpec":{"description":"Where the Secret goes and its sealed values.","type":"object","additionalProperties":false,"required":["namespace","encryptedData"],"properties":{"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Namespace of the Secret in the clusters (created when missing)."},"clusterSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Deliver to every Cluster whose labels match; only when metadata.namespace is not set."},"encryptedData":{"type":"object","description":"The Secret's keys, each with its value sealed by `rlark seal` for the context secret/<spec.namespace>/<metadata.name>/<key>.","minProperties":1,"maxProperties":256,"propertyNames":{"type":"string","maxLength":253,"pattern":"^[-._a-zA-Z0-9]+$","x-rlark-message":"must be a Secret key: letters, digits, '-', '_' and '.'"},"additionalProperties":{"type":"string","pattern":"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$","x-rlark-message":"must be a sealed value (rlark-sealed:v1:<key id>:<payload>) made by `rlark seal`, never a plain value","x-rlark-sensitive":true,"description":"A sealed value."}}}}}};
 
 function validate348(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -12265,8 +12265,8 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(typeof data === "string"){
-if(func2(data) > 63){
-const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema28,data};
+if(func2(data) > 253){
+const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema95,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -12276,7 +12276,7 @@ vErrors.push(err0);
 errors++;
 }
 if(func2(data) < 1){
-const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema28,data};
+const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema95,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -12285,8 +12285,8 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(!pattern5.test(data)){
-const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema28,data};
+if(!pattern19.test(data)){
+const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema95,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -12297,7 +12297,7 @@ errors++;
 }
 }
 else {
-const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema28.type,parentSchema:schema28,data};
+const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema95.type,parentSchema:schema95,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -12359,12 +12359,1010 @@ return errors === 0;
 }
 validate357.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema128 = {"description":"The Job's task template, resolved for one cluster.","type":"object","additionalProperties":false,"required":["job","role","agentType"],"allOf":[{"$ref":"common.schema.json#/$defs/ExactlyOneRuntime"}],"properties":{"job":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the owning Job."},"task":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the task template in the Job."},"run":{"type":"integer","minimum":1,"description":"The Job run this Task belongs to."},"head":{"type":"boolean","default":false,"description":"true for the Job's main task."},"role":{"$ref":"common.schema.json#/$defs/Role","description":"Training role."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"Runtime; selects the kubernetes, docker or raw section."},"domain":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Domain whose virtual network the pods join."},"domainCIDR":{"type":"string","description":"The Domain's CIDR when the Task was created: what the pods' network init container redirects to their sidecar."},"nodeSelector":{"$ref":"common.schema.json#/$defs/NodeSelector","description":"Node labels required on the node."},"annotations":{"$ref":"common.schema.json#/$defs/TaskAnnotations","description":"Annotations, including the Ray keys."},"sshPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Public key injected into the workloads."},"kubernetes":{"$ref":"common.schema.json#/$defs/KubernetesRuntime","description":"For agentType Kubernetes: the workload."},"raw":{"$ref":"common.schema.json#/$defs/RawRuntime","description":"For agentType Raw: the process."},"docker":{"$ref":"common.schema.json#/$defs/DockerRuntime","description":"For agentType Docker: the container."}}};
+const schema128 = {"description":"Where the Secret goes and its sealed values.","type":"object","additionalProperties":false,"required":["namespace","encryptedData"],"properties":{"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Namespace of the Secret in the clusters (created when missing)."},"clusterSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Deliver to every Cluster whose labels match; only when metadata.namespace is not set."},"encryptedData":{"type":"object","description":"The Secret's keys, each with its value sealed by `rlark seal` for the context secret/<spec.namespace>/<metadata.name>/<key>.","minProperties":1,"maxProperties":256,"propertyNames":{"type":"string","maxLength":253,"pattern":"^[-._a-zA-Z0-9]+$","x-rlark-message":"must be a Secret key: letters, digits, '-', '_' and '.'"},"additionalProperties":{"type":"string","pattern":"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$","x-rlark-message":"must be a sealed value (rlark-sealed:v1:<key id>:<payload>) made by `rlark seal`, never a plain value","x-rlark-sensitive":true,"description":"A sealed value."}}}};
 
 function validate360(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate360.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data === "string"){
+if(func2(data) > 63){
+const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema28,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(func2(data) < 1){
+const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema28,data};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(!pattern5.test(data)){
+const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema28,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+else {
+const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema28.type,parentSchema:schema28,data};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+validate360.errors = vErrors;
+return errors === 0;
+}
+validate360.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate362(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate362.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+for(const key0 in data){
+if(!((key0 === "matchLabels") || (key0 === "matchExpressions"))){
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema37,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(data.matchLabels !== undefined){
+if(!(validate55(data.matchLabels, {instancePath:instancePath+"/matchLabels",parentData:data,parentDataProperty:"matchLabels",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate55.errors : vErrors.concat(validate55.errors);
+errors = vErrors.length;
+}
+}
+if(data.matchExpressions !== undefined){
+let data1 = data.matchExpressions;
+if(Array.isArray(data1)){
+const len0 = data1.length;
+for(let i0=0; i0<len0; i0++){
+if(!(validate92(data1[i0], {instancePath:instancePath+"/matchExpressions/" + i0,parentData:data1,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate92.errors : vErrors.concat(validate92.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath:instancePath+"/matchExpressions",schemaPath:"#/properties/matchExpressions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema37.properties.matchExpressions.type,parentSchema:schema37.properties.matchExpressions,data:data1};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema37.type,parentSchema:schema37,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+validate362.errors = vErrors;
+return errors === 0;
+}
+validate362.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+const pattern30 = new RegExp("^[-._a-zA-Z0-9]+$", "u");
+const pattern31 = new RegExp("^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$", "u");
+
+function validate359(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate359.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.namespace === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema128.required,parentSchema:schema128,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.encryptedData === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "encryptedData"},message:"must have required property '"+"encryptedData"+"'",schema:schema128.required,parentSchema:schema128,data};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "namespace") || (key0 === "clusterSelector")) || (key0 === "encryptedData"))){
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema128,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.namespace !== undefined){
+if(!(validate360(data.namespace, {instancePath:instancePath+"/namespace",parentData:data,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate360.errors : vErrors.concat(validate360.errors);
+errors = vErrors.length;
+}
+}
+if(data.clusterSelector !== undefined){
+if(!(validate362(data.clusterSelector, {instancePath:instancePath+"/clusterSelector",parentData:data,parentDataProperty:"clusterSelector",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate362.errors : vErrors.concat(validate362.errors);
+errors = vErrors.length;
+}
+}
+if(data.encryptedData !== undefined){
+let data2 = data.encryptedData;
+if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
+if(Object.keys(data2).length > 256){
+const err3 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/maxProperties",keyword:"maxProperties",params:{limit: 256},message:"must NOT have more than 256 properties",schema:256,parentSchema:schema128.properties.encryptedData,data:data2};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(Object.keys(data2).length < 1){
+const err4 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties",schema:1,parentSchema:schema128.properties.encryptedData,data:data2};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+for(const key1 in data2){
+const _errs6 = errors;
+if(typeof key1 === "string"){
+if(func2(key1) > 253){
+const err5 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/propertyNames/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema128.properties.encryptedData.propertyNames,data:key1,propertyName:key1};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(!pattern30.test(key1)){
+const err6 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[-._a-zA-Z0-9]+$"},message:"must match pattern \""+"^[-._a-zA-Z0-9]+$"+"\"",schema:"^[-._a-zA-Z0-9]+$",parentSchema:schema128.properties.encryptedData.propertyNames,data:key1,propertyName:key1};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+else {
+const err7 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/propertyNames/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema128.properties.encryptedData.propertyNames.type,parentSchema:schema128.properties.encryptedData.propertyNames,data:key1,propertyName:key1};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+var valid1 = _errs6 === errors;
+if(!valid1){
+const err8 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/propertyNames",keyword:"propertyNames",params:{propertyName: key1},message:"property name must be valid",schema:schema128.properties.encryptedData.propertyNames,parentSchema:schema128.properties.encryptedData,data:data2};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+for(const key2 in data2){
+let data3 = data2[key2];
+if(typeof data3 === "string"){
+if(!pattern31.test(data3)){
+const err9 = {instancePath:instancePath+"/encryptedData/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/encryptedData/additionalProperties/pattern",keyword:"pattern",params:{pattern: "^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$"},message:"must match pattern \""+"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$"+"\"",schema:"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$",parentSchema:schema128.properties.encryptedData.additionalProperties,data:data3};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+else {
+const err10 = {instancePath:instancePath+"/encryptedData/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/encryptedData/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema128.properties.encryptedData.additionalProperties.type,parentSchema:schema128.properties.encryptedData.additionalProperties,data:data3};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema128.properties.encryptedData.type,parentSchema:schema128.properties.encryptedData,data:data2};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+}
+else {
+const err12 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema128.type,parentSchema:schema128,data};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+validate359.errors = vErrors;
+return errors === 0;
+}
+validate359.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+
+function validate347(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://rlinf.io/schemas/v1alpha1/sealed-secret.schema.json" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate347.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+const _errs2 = errors;
+let valid1 = true;
+const _errs3 = errors;
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.metadata === undefined) && (missing0 = "metadata")){
+const err0 = {};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+else {
+if(data.metadata !== undefined){
+let data0 = data.metadata;
+if(!(data0 && typeof data0 == "object" && !Array.isArray(data0))){
+const err1 = {};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+const _errs6 = errors;
+const _errs7 = errors;
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+let missing1;
+if((data0.namespace === undefined) && (missing1 = "namespace")){
+const err2 = {};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+var valid3 = _errs7 === errors;
+if(valid3){
+const err3 = {};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+else {
+errors = _errs6;
+if(vErrors !== null){
+if(_errs6){
+vErrors.length = _errs6;
+}
+else {
+vErrors = null;
+}
+}
+}
+}
+}
+}
+var _valid0 = _errs3 === errors;
+errors = _errs2;
+if(vErrors !== null){
+if(_errs2){
+vErrors.length = _errs2;
+}
+else {
+vErrors = null;
+}
+}
+if(_valid0){
+const _errs8 = errors;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.spec !== undefined){
+let data1 = data.spec;
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.clusterSelector === undefined){
+const err4 = {instancePath:instancePath+"/spec",schemaPath:"#/allOf/0/then/properties/spec/required",keyword:"required",params:{missingProperty: "clusterSelector"},message:"must have required property '"+"clusterSelector"+"'",schema:schema124.allOf[0].then.properties.spec.required,parentSchema:schema124.allOf[0].then.properties.spec,data:data1};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+}
+}
+var _valid0 = _errs8 === errors;
+valid1 = _valid0;
+if(valid1){
+var props0 = {};
+props0.spec = true;
+props0.metadata = true;
+}
+}
+if(!valid1){
+const err5 = {instancePath,schemaPath:"#/allOf/0/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema",schema:schema124.allOf[0].if,parentSchema:schema124.allOf[0],data};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+const _errs11 = errors;
+let valid5 = true;
+const _errs12 = errors;
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing2;
+if((data.metadata === undefined) && (missing2 = "metadata")){
+const err6 = {};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+else {
+if(data.metadata !== undefined){
+let data2 = data.metadata;
+const _errs13 = errors;
+if(errors === _errs13){
+if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
+let missing3;
+if((data2.namespace === undefined) && (missing3 = "namespace")){
+const err7 = {};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+else {
+const err8 = {};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+}
+}
+}
+var _valid1 = _errs12 === errors;
+errors = _errs11;
+if(vErrors !== null){
+if(_errs11){
+vErrors.length = _errs11;
+}
+else {
+vErrors = null;
+}
+}
+if(_valid1){
+const _errs15 = errors;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.spec !== undefined){
+let data3 = data.spec;
+if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
+if(data3.clusterSelector !== undefined){
+const err9 = {instancePath:instancePath+"/spec/clusterSelector",schemaPath:"#/allOf/1/then/properties/spec/properties/clusterSelector/false schema",keyword:"false schema",params:{},message:"boolean schema is false",schema:false,parentSchema:schema124.allOf[1].then.properties.spec.properties.clusterSelector,data:data3.clusterSelector};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+}
+}
+var _valid1 = _errs15 === errors;
+valid5 = _valid1;
+if(valid5){
+var props1 = {};
+props1.spec = true;
+props1.metadata = true;
+}
+}
+if(!valid5){
+const err10 = {instancePath,schemaPath:"#/allOf/1/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema",schema:schema124.allOf[1].if,parentSchema:schema124.allOf[1],data};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(props0 !== true && props1 !== undefined){
+if(props1 === true){
+props0 = true;
+}
+else {
+props0 = props0 || {};
+Object.assign(props0, props1);
+}
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.apiVersion === undefined){
+const err11 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema124.required,parentSchema:schema124,data};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+if(data.kind === undefined){
+const err12 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema124.required,parentSchema:schema124,data};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+if(data.metadata === undefined){
+const err13 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema124.required,parentSchema:schema124,data};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+if(data.spec === undefined){
+const err14 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema124.required,parentSchema:schema124,data};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "metadata")) || (key0 === "spec"))){
+const err15 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema124,data};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+if(data.apiVersion !== undefined){
+let data5 = data.apiVersion;
+if("rlinf.io/v1alpha1" !== data5){
+const err16 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema124.properties.apiVersion,data:data5};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+if(data.kind !== undefined){
+let data6 = data.kind;
+if("SealedSecret" !== data6){
+const err17 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "SealedSecret"},message:"must be equal to constant",schema:"SealedSecret",parentSchema:schema124.properties.kind,data:data6};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+if(data.metadata !== undefined){
+let data7 = data.metadata;
+if(!(validate348(data7, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate348.errors : vErrors.concat(validate348.errors);
+errors = vErrors.length;
+}
+if(data7 && typeof data7 == "object" && !Array.isArray(data7)){
+if(data7.name !== undefined){
+if(!(validate355(data7.name, {instancePath:instancePath+"/metadata/name",parentData:data7,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate355.errors : vErrors.concat(validate355.errors);
+errors = vErrors.length;
+}
+}
+if(data7.namespace !== undefined){
+if(!(validate357(data7.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data7,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate357.errors : vErrors.concat(validate357.errors);
+errors = vErrors.length;
+}
+}
+}
+}
+if(data.spec !== undefined){
+if(!(validate359(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate359.errors : vErrors.concat(validate359.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err18 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema124.type,parentSchema:schema124,data};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+validate347.errors = vErrors;
+return errors === 0;
+}
+validate347.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const Task = validate367;
+const schema131 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/task.schema.json","title":"Task","description":"One role of a Job placed on one cluster, created by the hub's Job controller; the agent of its namespace runs it.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Task","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the object belongs to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"<job>-<task>; labelled rlinf.io/job=<job>."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/TaskSpec","description":"Desired state."},"status":{"$ref":"#/$defs/TaskStatus","description":"Observed state, reported by the agent."}},"$defs":{"TaskSpec":{"description":"The Job's task template, resolved for one cluster.","type":"object","additionalProperties":false,"required":["job","role","agentType"],"allOf":[{"$ref":"common.schema.json#/$defs/ExactlyOneRuntime"}],"properties":{"job":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the owning Job."},"task":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the task template in the Job."},"run":{"type":"integer","minimum":1,"description":"The Job run this Task belongs to."},"head":{"type":"boolean","default":false,"description":"true for the Job's main task."},"role":{"$ref":"common.schema.json#/$defs/Role","description":"Training role."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"Runtime; selects the kubernetes, docker or raw section."},"domain":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Domain whose virtual network the pods join."},"domainCIDR":{"type":"string","description":"The Domain's CIDR when the Task was created: what the pods' network init container redirects to their sidecar."},"nodeSelector":{"$ref":"common.schema.json#/$defs/NodeSelector","description":"Node labels required on the node."},"annotations":{"$ref":"common.schema.json#/$defs/TaskAnnotations","description":"Annotations, including the Ray keys."},"sshPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Public key injected into the workloads."},"kubernetes":{"$ref":"common.schema.json#/$defs/KubernetesRuntime","description":"For agentType Kubernetes: the workload."},"raw":{"$ref":"common.schema.json#/$defs/RawRuntime","description":"For agentType Raw: the process."},"docker":{"$ref":"common.schema.json#/$defs/DockerRuntime","description":"For agentType Docker: the container."}}},"TaskStatus":{"description":"Observed state of a Task.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Stopping","Stopped","Unknown"],"description":"Current phase."},"observedNodes":{"type":"array","description":"Nodes the task's pods or processes run on.","items":{"type":"string","description":"A node name."}},"replicas":{"type":"integer","minimum":0,"description":"Desired replicas."},"readyReplicas":{"type":"integer","minimum":0,"description":"Ready replicas."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task started running."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task finished."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the container or process that decided a Succeeded or Failed phase."},"conditions":{"type":"array","description":"Conditions (Ready, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
+
+function validate368(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate368.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.name === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema21.required,parentSchema:schema21,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(func1.call(schema21.properties, key0))){
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema21,data};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.name !== undefined){
+let data0 = data.name;
+if(typeof data0 !== "string"){
+const err2 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema21.properties.name.type,parentSchema:schema21.properties.name,data:data0};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.namespace !== undefined){
+let data1 = data.namespace;
+if(typeof data1 !== "string"){
+const err3 = {instancePath:instancePath+"/namespace",schemaPath:"#/properties/namespace/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema21.properties.namespace.type,parentSchema:schema21.properties.namespace,data:data1};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.labels !== undefined){
+if(!(validate55(data.labels, {instancePath:instancePath+"/labels",parentData:data,parentDataProperty:"labels",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate55.errors : vErrors.concat(validate55.errors);
+errors = vErrors.length;
+}
+}
+if(data.annotations !== undefined){
+if(!(validate61(data.annotations, {instancePath:instancePath+"/annotations",parentData:data,parentDataProperty:"annotations",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate61.errors : vErrors.concat(validate61.errors);
+errors = vErrors.length;
+}
+}
+if(data.uid !== undefined){
+let data4 = data.uid;
+if(typeof data4 !== "string"){
+const err4 = {instancePath:instancePath+"/uid",schemaPath:"#/properties/uid/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema21.properties.uid.type,parentSchema:schema21.properties.uid,data:data4};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.resourceVersion !== undefined){
+let data5 = data.resourceVersion;
+if(typeof data5 !== "string"){
+const err5 = {instancePath:instancePath+"/resourceVersion",schemaPath:"#/properties/resourceVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema21.properties.resourceVersion.type,parentSchema:schema21.properties.resourceVersion,data:data5};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.generation !== undefined){
+let data6 = data.generation;
+if(!(((typeof data6 == "number") && (!(data6 % 1) && !isNaN(data6))) && (isFinite(data6)))){
+const err6 = {instancePath:instancePath+"/generation",schemaPath:"#/properties/generation/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema21.properties.generation.type,parentSchema:schema21.properties.generation,data:data6};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if((typeof data6 == "number") && (isFinite(data6))){
+if(data6 < 0 || isNaN(data6)){
+const err7 = {instancePath:instancePath+"/generation",schemaPath:"#/properties/generation/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema21.properties.generation,data:data6};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+if(data.creationTimestamp !== undefined){
+if(!(validate64(data.creationTimestamp, {instancePath:instancePath+"/creationTimestamp",parentData:data,parentDataProperty:"creationTimestamp",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate64.errors : vErrors.concat(validate64.errors);
+errors = vErrors.length;
+}
+}
+if(data.deletionTimestamp !== undefined){
+if(!(validate64(data.deletionTimestamp, {instancePath:instancePath+"/deletionTimestamp",parentData:data,parentDataProperty:"deletionTimestamp",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate64.errors : vErrors.concat(validate64.errors);
+errors = vErrors.length;
+}
+}
+if(data.ownerReferences !== undefined){
+let data9 = data.ownerReferences;
+if(Array.isArray(data9)){
+const len0 = data9.length;
+for(let i0=0; i0<len0; i0++){
+if(!(validate67(data9[i0], {instancePath:instancePath+"/ownerReferences/" + i0,parentData:data9,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate67.errors : vErrors.concat(validate67.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err8 = {instancePath:instancePath+"/ownerReferences",schemaPath:"#/properties/ownerReferences/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema21.properties.ownerReferences.type,parentSchema:schema21.properties.ownerReferences,data:data9};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+if(data.finalizers !== undefined){
+let data11 = data.finalizers;
+if(Array.isArray(data11)){
+const len1 = data11.length;
+for(let i1=0; i1<len1; i1++){
+let data12 = data11[i1];
+if(typeof data12 !== "string"){
+const err9 = {instancePath:instancePath+"/finalizers/" + i1,schemaPath:"#/properties/finalizers/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema21.properties.finalizers.items.type,parentSchema:schema21.properties.finalizers.items,data:data12};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+}
+else {
+const err10 = {instancePath:instancePath+"/finalizers",schemaPath:"#/properties/finalizers/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema21.properties.finalizers.type,parentSchema:schema21.properties.finalizers,data:data11};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+if(data.managedFields !== undefined){
+let data13 = data.managedFields;
+if(Array.isArray(data13)){
+const len2 = data13.length;
+for(let i2=0; i2<len2; i2++){
+let data14 = data13[i2];
+if(!(data14 && typeof data14 == "object" && !Array.isArray(data14))){
+const err11 = {instancePath:instancePath+"/managedFields/" + i2,schemaPath:"#/properties/managedFields/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.properties.managedFields.items.type,parentSchema:schema21.properties.managedFields.items,data:data14};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/managedFields",schemaPath:"#/properties/managedFields/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema21.properties.managedFields.type,parentSchema:schema21.properties.managedFields,data:data13};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+}
+else {
+const err13 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.type,parentSchema:schema21,data};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+validate368.errors = vErrors;
+return errors === 0;
+}
+validate368.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+
+function validate375(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate375.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data === "string"){
+if(func2(data) > 63){
+const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema28,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(func2(data) < 1){
+const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema28,data};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(!pattern5.test(data)){
+const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema28,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+else {
+const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema28.type,parentSchema:schema28,data};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+validate375.errors = vErrors;
+return errors === 0;
+}
+validate375.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate377(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate377.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data === "string"){
+if(func2(data) > 63){
+const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema76,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(!pattern15.test(data)){
+const err1 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema76,data};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema76.type,parentSchema:schema76,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+validate377.errors = vErrors;
+return errors === 0;
+}
+validate377.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+const schema135 = {"description":"The Job's task template, resolved for one cluster.","type":"object","additionalProperties":false,"required":["job","role","agentType"],"allOf":[{"$ref":"common.schema.json#/$defs/ExactlyOneRuntime"}],"properties":{"job":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the owning Job."},"task":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the task template in the Job."},"run":{"type":"integer","minimum":1,"description":"The Job run this Task belongs to."},"head":{"type":"boolean","default":false,"description":"true for the Job's main task."},"role":{"$ref":"common.schema.json#/$defs/Role","description":"Training role."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"Runtime; selects the kubernetes, docker or raw section."},"domain":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Domain whose virtual network the pods join."},"domainCIDR":{"type":"string","description":"The Domain's CIDR when the Task was created: what the pods' network init container redirects to their sidecar."},"nodeSelector":{"$ref":"common.schema.json#/$defs/NodeSelector","description":"Node labels required on the node."},"annotations":{"$ref":"common.schema.json#/$defs/TaskAnnotations","description":"Annotations, including the Ray keys."},"sshPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Public key injected into the workloads."},"kubernetes":{"$ref":"common.schema.json#/$defs/KubernetesRuntime","description":"For agentType Kubernetes: the workload."},"raw":{"$ref":"common.schema.json#/$defs/RawRuntime","description":"For agentType Raw: the process."},"docker":{"$ref":"common.schema.json#/$defs/DockerRuntime","description":"For agentType Docker: the container."}}};
+
+function validate380(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate380.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12668,17 +13666,17 @@ props0 = props0 || {};
 Object.assign(props0, props2);
 }
 }
-validate360.errors = vErrors;
+validate380.errors = vErrors;
 evaluated0.props = props0;
 return errors === 0;
 }
-validate360.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate380.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
 
-function validate364(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate384(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate364.evaluated;
+const evaluated0 = validate384.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12695,16 +13693,16 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate364.errors = vErrors;
+validate384.errors = vErrors;
 return errors === 0;
 }
-validate364.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate384.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate366(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate386(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate366.evaluated;
+const evaluated0 = validate386.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12721,16 +13719,16 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate366.errors = vErrors;
+validate386.errors = vErrors;
 return errors === 0;
 }
-validate366.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate386.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate369(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate389(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate369.evaluated;
+const evaluated0 = validate389.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12773,16 +13771,16 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate369.errors = vErrors;
+validate389.errors = vErrors;
 return errors === 0;
 }
-validate369.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate389.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate373(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate393(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate373.evaluated;
+const evaluated0 = validate393.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13152,16 +14150,16 @@ vErrors.push(err20);
 }
 errors++;
 }
-validate373.errors = vErrors;
+validate393.errors = vErrors;
 return errors === 0;
 }
-validate373.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate393.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate377(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate397(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate377.evaluated;
+const evaluated0 = validate397.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13190,16 +14188,16 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate377.errors = vErrors;
+validate397.errors = vErrors;
 return errors === 0;
 }
-validate377.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate397.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate379(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate399(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate379.evaluated;
+const evaluated0 = validate399.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13331,16 +14329,16 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate379.errors = vErrors;
+validate399.errors = vErrors;
 return errors === 0;
 }
-validate379.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate399.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate382(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate402(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate382.evaluated;
+const evaluated0 = validate402.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13553,16 +14551,16 @@ vErrors.push(err14);
 }
 errors++;
 }
-validate382.errors = vErrors;
+validate402.errors = vErrors;
 return errors === 0;
 }
-validate382.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate402.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate386(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate406(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate386.evaluated;
+const evaluated0 = validate406.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13708,29 +14706,29 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate386.errors = vErrors;
+validate406.errors = vErrors;
 return errors === 0;
 }
-validate386.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate406.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate359(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate379(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate359.evaluated;
+const evaluated0 = validate379.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate360(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate360.errors : vErrors.concat(validate360.errors);
+if(!(validate380(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate380.errors : vErrors.concat(validate380.errors);
 errors = vErrors.length;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.job === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "job"},message:"must have required property '"+"job"+"'",schema:schema128.required,parentSchema:schema128,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "job"},message:"must have required property '"+"job"+"'",schema:schema135.required,parentSchema:schema135,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -13740,7 +14738,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.role === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'",schema:schema128.required,parentSchema:schema128,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'",schema:schema135.required,parentSchema:schema135,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -13750,7 +14748,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.agentType === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "agentType"},message:"must have required property '"+"agentType"+"'",schema:schema128.required,parentSchema:schema128,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "agentType"},message:"must have required property '"+"agentType"+"'",schema:schema135.required,parentSchema:schema135,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -13760,8 +14758,8 @@ vErrors.push(err2);
 errors++;
 }
 for(const key0 in data){
-if(!(func1.call(schema128.properties, key0))){
-const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema128,data};
+if(!(func1.call(schema135.properties, key0))){
+const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema135,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -13772,21 +14770,21 @@ errors++;
 }
 }
 if(data.job !== undefined){
-if(!(validate355(data.job, {instancePath:instancePath+"/job",parentData:data,parentDataProperty:"job",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate355.errors : vErrors.concat(validate355.errors);
+if(!(validate375(data.job, {instancePath:instancePath+"/job",parentData:data,parentDataProperty:"job",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate375.errors : vErrors.concat(validate375.errors);
 errors = vErrors.length;
 }
 }
 if(data.task !== undefined){
-if(!(validate355(data.task, {instancePath:instancePath+"/task",parentData:data,parentDataProperty:"task",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate355.errors : vErrors.concat(validate355.errors);
+if(!(validate375(data.task, {instancePath:instancePath+"/task",parentData:data,parentDataProperty:"task",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate375.errors : vErrors.concat(validate375.errors);
 errors = vErrors.length;
 }
 }
 if(data.run !== undefined){
 let data2 = data.run;
 if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err4 = {instancePath:instancePath+"/run",schemaPath:"#/properties/run/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema128.properties.run.type,parentSchema:schema128.properties.run,data:data2};
+const err4 = {instancePath:instancePath+"/run",schemaPath:"#/properties/run/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema135.properties.run.type,parentSchema:schema135.properties.run,data:data2};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -13797,7 +14795,7 @@ errors++;
 }
 if((typeof data2 == "number") && (isFinite(data2))){
 if(data2 < 1 || isNaN(data2)){
-const err5 = {instancePath:instancePath+"/run",schemaPath:"#/properties/run/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema128.properties.run,data:data2};
+const err5 = {instancePath:instancePath+"/run",schemaPath:"#/properties/run/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema135.properties.run,data:data2};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -13811,7 +14809,7 @@ errors++;
 if(data.head !== undefined){
 let data3 = data.head;
 if(typeof data3 !== "boolean"){
-const err6 = {instancePath:instancePath+"/head",schemaPath:"#/properties/head/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema128.properties.head.type,parentSchema:schema128.properties.head,data:data3};
+const err6 = {instancePath:instancePath+"/head",schemaPath:"#/properties/head/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema135.properties.head.type,parentSchema:schema135.properties.head,data:data3};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -13822,27 +14820,27 @@ errors++;
 }
 }
 if(data.role !== undefined){
-if(!(validate364(data.role, {instancePath:instancePath+"/role",parentData:data,parentDataProperty:"role",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate364.errors : vErrors.concat(validate364.errors);
+if(!(validate384(data.role, {instancePath:instancePath+"/role",parentData:data,parentDataProperty:"role",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate384.errors : vErrors.concat(validate384.errors);
 errors = vErrors.length;
 }
 }
 if(data.agentType !== undefined){
-if(!(validate366(data.agentType, {instancePath:instancePath+"/agentType",parentData:data,parentDataProperty:"agentType",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate366.errors : vErrors.concat(validate366.errors);
+if(!(validate386(data.agentType, {instancePath:instancePath+"/agentType",parentData:data,parentDataProperty:"agentType",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate386.errors : vErrors.concat(validate386.errors);
 errors = vErrors.length;
 }
 }
 if(data.domain !== undefined){
-if(!(validate355(data.domain, {instancePath:instancePath+"/domain",parentData:data,parentDataProperty:"domain",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate355.errors : vErrors.concat(validate355.errors);
+if(!(validate375(data.domain, {instancePath:instancePath+"/domain",parentData:data,parentDataProperty:"domain",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate375.errors : vErrors.concat(validate375.errors);
 errors = vErrors.length;
 }
 }
 if(data.domainCIDR !== undefined){
 let data7 = data.domainCIDR;
 if(typeof data7 !== "string"){
-const err7 = {instancePath:instancePath+"/domainCIDR",schemaPath:"#/properties/domainCIDR/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema128.properties.domainCIDR.type,parentSchema:schema128.properties.domainCIDR,data:data7};
+const err7 = {instancePath:instancePath+"/domainCIDR",schemaPath:"#/properties/domainCIDR/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema135.properties.domainCIDR.type,parentSchema:schema135.properties.domainCIDR,data:data7};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -13853,44 +14851,44 @@ errors++;
 }
 }
 if(data.nodeSelector !== undefined){
-if(!(validate369(data.nodeSelector, {instancePath:instancePath+"/nodeSelector",parentData:data,parentDataProperty:"nodeSelector",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate369.errors : vErrors.concat(validate369.errors);
+if(!(validate389(data.nodeSelector, {instancePath:instancePath+"/nodeSelector",parentData:data,parentDataProperty:"nodeSelector",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate389.errors : vErrors.concat(validate389.errors);
 errors = vErrors.length;
 }
 }
 if(data.annotations !== undefined){
-if(!(validate373(data.annotations, {instancePath:instancePath+"/annotations",parentData:data,parentDataProperty:"annotations",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate373.errors : vErrors.concat(validate373.errors);
+if(!(validate393(data.annotations, {instancePath:instancePath+"/annotations",parentData:data,parentDataProperty:"annotations",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate393.errors : vErrors.concat(validate393.errors);
 errors = vErrors.length;
 }
 }
 if(data.sshPublicKey !== undefined){
-if(!(validate377(data.sshPublicKey, {instancePath:instancePath+"/sshPublicKey",parentData:data,parentDataProperty:"sshPublicKey",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate377.errors : vErrors.concat(validate377.errors);
+if(!(validate397(data.sshPublicKey, {instancePath:instancePath+"/sshPublicKey",parentData:data,parentDataProperty:"sshPublicKey",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate397.errors : vErrors.concat(validate397.errors);
 errors = vErrors.length;
 }
 }
 if(data.kubernetes !== undefined){
-if(!(validate379(data.kubernetes, {instancePath:instancePath+"/kubernetes",parentData:data,parentDataProperty:"kubernetes",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate379.errors : vErrors.concat(validate379.errors);
+if(!(validate399(data.kubernetes, {instancePath:instancePath+"/kubernetes",parentData:data,parentDataProperty:"kubernetes",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate399.errors : vErrors.concat(validate399.errors);
 errors = vErrors.length;
 }
 }
 if(data.raw !== undefined){
-if(!(validate382(data.raw, {instancePath:instancePath+"/raw",parentData:data,parentDataProperty:"raw",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate382.errors : vErrors.concat(validate382.errors);
+if(!(validate402(data.raw, {instancePath:instancePath+"/raw",parentData:data,parentDataProperty:"raw",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate402.errors : vErrors.concat(validate402.errors);
 errors = vErrors.length;
 }
 }
 if(data.docker !== undefined){
-if(!(validate386(data.docker, {instancePath:instancePath+"/docker",parentData:data,parentDataProperty:"docker",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate386.errors : vErrors.concat(validate386.errors);
+if(!(validate406(data.docker, {instancePath:instancePath+"/docker",parentData:data,parentDataProperty:"docker",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate406.errors : vErrors.concat(validate406.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema128.type,parentSchema:schema128,data};
+const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema135.type,parentSchema:schema135,data};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -13899,17 +14897,17 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate359.errors = vErrors;
+validate379.errors = vErrors;
 return errors === 0;
 }
-validate359.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate379.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema138 = {"description":"Observed state of a Task.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Stopping","Stopped","Unknown"],"description":"Current phase."},"observedNodes":{"type":"array","description":"Nodes the task's pods or processes run on.","items":{"type":"string","description":"A node name."}},"replicas":{"type":"integer","minimum":0,"description":"Desired replicas."},"readyReplicas":{"type":"integer","minimum":0,"description":"Ready replicas."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task started running."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task finished."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the container or process that decided a Succeeded or Failed phase."},"conditions":{"type":"array","description":"Conditions (Ready, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
+const schema145 = {"description":"Observed state of a Task.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Stopping","Stopped","Unknown"],"description":"Current phase."},"observedNodes":{"type":"array","description":"Nodes the task's pods or processes run on.","items":{"type":"string","description":"A node name."}},"replicas":{"type":"integer","minimum":0,"description":"Desired replicas."},"readyReplicas":{"type":"integer","minimum":0,"description":"Ready replicas."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task started running."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task finished."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the container or process that decided a Succeeded or Failed phase."},"conditions":{"type":"array","description":"Conditions (Ready, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
 
-function validate391(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate411(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate391.evaluated;
+const evaluated0 = validate411.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13938,16 +14936,16 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate391.errors = vErrors;
+validate411.errors = vErrors;
 return errors === 0;
 }
-validate391.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate411.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate394(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate414(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate394.evaluated;
+const evaluated0 = validate414.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14099,16 +15097,16 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate394.errors = vErrors;
+validate414.errors = vErrors;
 return errors === 0;
 }
-validate394.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate414.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate390(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate410(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate390.evaluated;
+const evaluated0 = validate410.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14117,8 +15115,8 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
-if(!(func1.call(schema138.properties, key0))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema138,data};
+if(!(func1.call(schema145.properties, key0))){
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema145,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -14131,7 +15129,7 @@ errors++;
 if(data.phase !== undefined){
 let data0 = data.phase;
 if(!(((((((data0 === "Pending") || (data0 === "Running")) || (data0 === "Succeeded")) || (data0 === "Failed")) || (data0 === "Stopping")) || (data0 === "Stopped")) || (data0 === "Unknown"))){
-const err1 = {instancePath:instancePath+"/phase",schemaPath:"#/properties/phase/enum",keyword:"enum",params:{allowedValues: schema138.properties.phase.enum},message:"must be equal to one of the allowed values",schema:schema138.properties.phase.enum,parentSchema:schema138.properties.phase,data:data0};
+const err1 = {instancePath:instancePath+"/phase",schemaPath:"#/properties/phase/enum",keyword:"enum",params:{allowedValues: schema145.properties.phase.enum},message:"must be equal to one of the allowed values",schema:schema145.properties.phase.enum,parentSchema:schema145.properties.phase,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -14148,7 +15146,7 @@ const len0 = data1.length;
 for(let i0=0; i0<len0; i0++){
 let data2 = data1[i0];
 if(typeof data2 !== "string"){
-const err2 = {instancePath:instancePath+"/observedNodes/" + i0,schemaPath:"#/properties/observedNodes/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema138.properties.observedNodes.items.type,parentSchema:schema138.properties.observedNodes.items,data:data2};
+const err2 = {instancePath:instancePath+"/observedNodes/" + i0,schemaPath:"#/properties/observedNodes/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema145.properties.observedNodes.items.type,parentSchema:schema145.properties.observedNodes.items,data:data2};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -14160,7 +15158,7 @@ errors++;
 }
 }
 else {
-const err3 = {instancePath:instancePath+"/observedNodes",schemaPath:"#/properties/observedNodes/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema138.properties.observedNodes.type,parentSchema:schema138.properties.observedNodes,data:data1};
+const err3 = {instancePath:instancePath+"/observedNodes",schemaPath:"#/properties/observedNodes/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema145.properties.observedNodes.type,parentSchema:schema145.properties.observedNodes,data:data1};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -14173,7 +15171,7 @@ errors++;
 if(data.replicas !== undefined){
 let data3 = data.replicas;
 if(!(((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3))) && (isFinite(data3)))){
-const err4 = {instancePath:instancePath+"/replicas",schemaPath:"#/properties/replicas/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema138.properties.replicas.type,parentSchema:schema138.properties.replicas,data:data3};
+const err4 = {instancePath:instancePath+"/replicas",schemaPath:"#/properties/replicas/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema145.properties.replicas.type,parentSchema:schema145.properties.replicas,data:data3};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -14184,7 +15182,7 @@ errors++;
 }
 if((typeof data3 == "number") && (isFinite(data3))){
 if(data3 < 0 || isNaN(data3)){
-const err5 = {instancePath:instancePath+"/replicas",schemaPath:"#/properties/replicas/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema138.properties.replicas,data:data3};
+const err5 = {instancePath:instancePath+"/replicas",schemaPath:"#/properties/replicas/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema145.properties.replicas,data:data3};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -14198,7 +15196,7 @@ errors++;
 if(data.readyReplicas !== undefined){
 let data4 = data.readyReplicas;
 if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
-const err6 = {instancePath:instancePath+"/readyReplicas",schemaPath:"#/properties/readyReplicas/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema138.properties.readyReplicas.type,parentSchema:schema138.properties.readyReplicas,data:data4};
+const err6 = {instancePath:instancePath+"/readyReplicas",schemaPath:"#/properties/readyReplicas/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema145.properties.readyReplicas.type,parentSchema:schema145.properties.readyReplicas,data:data4};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -14209,7 +15207,7 @@ errors++;
 }
 if((typeof data4 == "number") && (isFinite(data4))){
 if(data4 < 0 || isNaN(data4)){
-const err7 = {instancePath:instancePath+"/readyReplicas",schemaPath:"#/properties/readyReplicas/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema138.properties.readyReplicas,data:data4};
+const err7 = {instancePath:instancePath+"/readyReplicas",schemaPath:"#/properties/readyReplicas/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema145.properties.readyReplicas,data:data4};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -14221,21 +15219,21 @@ errors++;
 }
 }
 if(data.startTime !== undefined){
-if(!(validate391(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate391.errors : vErrors.concat(validate391.errors);
+if(!(validate411(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate411.errors : vErrors.concat(validate411.errors);
 errors = vErrors.length;
 }
 }
 if(data.completionTime !== undefined){
-if(!(validate391(data.completionTime, {instancePath:instancePath+"/completionTime",parentData:data,parentDataProperty:"completionTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate391.errors : vErrors.concat(validate391.errors);
+if(!(validate411(data.completionTime, {instancePath:instancePath+"/completionTime",parentData:data,parentDataProperty:"completionTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate411.errors : vErrors.concat(validate411.errors);
 errors = vErrors.length;
 }
 }
 if(data.observedGeneration !== undefined){
 let data7 = data.observedGeneration;
 if(!(((typeof data7 == "number") && (!(data7 % 1) && !isNaN(data7))) && (isFinite(data7)))){
-const err8 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema138.properties.observedGeneration.type,parentSchema:schema138.properties.observedGeneration,data:data7};
+const err8 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema145.properties.observedGeneration.type,parentSchema:schema145.properties.observedGeneration,data:data7};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -14246,7 +15244,7 @@ errors++;
 }
 if((typeof data7 == "number") && (isFinite(data7))){
 if(data7 < 0 || isNaN(data7)){
-const err9 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema138.properties.observedGeneration,data:data7};
+const err9 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema145.properties.observedGeneration,data:data7};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -14260,7 +15258,7 @@ errors++;
 if(data.reason !== undefined){
 let data8 = data.reason;
 if(typeof data8 !== "string"){
-const err10 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema138.properties.reason.type,parentSchema:schema138.properties.reason,data:data8};
+const err10 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema145.properties.reason.type,parentSchema:schema145.properties.reason,data:data8};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -14273,7 +15271,7 @@ errors++;
 if(data.message !== undefined){
 let data9 = data.message;
 if(typeof data9 !== "string"){
-const err11 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema138.properties.message.type,parentSchema:schema138.properties.message,data:data9};
+const err11 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema145.properties.message.type,parentSchema:schema145.properties.message,data:data9};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -14286,7 +15284,7 @@ errors++;
 if(data.exitCode !== undefined){
 let data10 = data.exitCode;
 if(!(((typeof data10 == "number") && (!(data10 % 1) && !isNaN(data10))) && (isFinite(data10)))){
-const err12 = {instancePath:instancePath+"/exitCode",schemaPath:"#/properties/exitCode/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema138.properties.exitCode.type,parentSchema:schema138.properties.exitCode,data:data10};
+const err12 = {instancePath:instancePath+"/exitCode",schemaPath:"#/properties/exitCode/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema145.properties.exitCode.type,parentSchema:schema145.properties.exitCode,data:data10};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -14301,14 +15299,14 @@ let data11 = data.conditions;
 if(Array.isArray(data11)){
 const len1 = data11.length;
 for(let i1=0; i1<len1; i1++){
-if(!(validate394(data11[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data11,parentDataProperty:i1,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate394.errors : vErrors.concat(validate394.errors);
+if(!(validate414(data11[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data11,parentDataProperty:i1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate414.errors : vErrors.concat(validate414.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err13 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema138.properties.conditions.type,parentSchema:schema138.properties.conditions,data:data11};
+const err13 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema145.properties.conditions.type,parentSchema:schema145.properties.conditions,data:data11};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -14320,7 +15318,7 @@ errors++;
 }
 }
 else {
-const err14 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema138.type,parentSchema:schema138,data};
+const err14 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema145.type,parentSchema:schema145,data};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -14329,17 +15327,17 @@ vErrors.push(err14);
 }
 errors++;
 }
-validate390.errors = vErrors;
+validate410.errors = vErrors;
 return errors === 0;
 }
-validate390.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate410.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate347(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate367(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/task.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate347.evaluated;
+const evaluated0 = validate367.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14348,7 +15346,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.apiVersion === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema124.required,parentSchema:schema124,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema131.required,parentSchema:schema131,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -14358,7 +15356,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.kind === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema124.required,parentSchema:schema124,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema131.required,parentSchema:schema131,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -14368,7 +15366,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.metadata === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema124.required,parentSchema:schema124,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema131.required,parentSchema:schema131,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -14378,7 +15376,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.spec === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema124.required,parentSchema:schema124,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema131.required,parentSchema:schema131,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -14389,7 +15387,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "metadata")) || (key0 === "spec")) || (key0 === "status"))){
-const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema124,data};
+const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema131,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -14402,7 +15400,7 @@ errors++;
 if(data.apiVersion !== undefined){
 let data0 = data.apiVersion;
 if("rlinf.io/v1alpha1" !== data0){
-const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema124.properties.apiVersion,data:data0};
+const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema131.properties.apiVersion,data:data0};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -14415,7 +15413,7 @@ errors++;
 if(data.kind !== undefined){
 let data1 = data.kind;
 if("Task" !== data1){
-const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "Task"},message:"must be equal to constant",schema:"Task",parentSchema:schema124.properties.kind,data:data1};
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "Task"},message:"must be equal to constant",schema:"Task",parentSchema:schema131.properties.kind,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -14427,13 +15425,13 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate348(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate348.errors : vErrors.concat(validate348.errors);
+if(!(validate368(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate368.errors : vErrors.concat(validate368.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.name === undefined){
-const err7 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema124.properties.metadata.required,parentSchema:schema124.properties.metadata,data:data2};
+const err7 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema131.properties.metadata.required,parentSchema:schema131.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -14443,7 +15441,7 @@ vErrors.push(err7);
 errors++;
 }
 if(data2.namespace === undefined){
-const err8 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema124.properties.metadata.required,parentSchema:schema124.properties.metadata,data:data2};
+const err8 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema131.properties.metadata.required,parentSchema:schema131.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -14453,34 +15451,34 @@ vErrors.push(err8);
 errors++;
 }
 if(data2.name !== undefined){
-if(!(validate355(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate355.errors : vErrors.concat(validate355.errors);
+if(!(validate375(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate375.errors : vErrors.concat(validate375.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate357(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate357.errors : vErrors.concat(validate357.errors);
+if(!(validate377(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate377.errors : vErrors.concat(validate377.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate359(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate359.errors : vErrors.concat(validate359.errors);
+if(!(validate379(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate379.errors : vErrors.concat(validate379.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate390(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate390.errors : vErrors.concat(validate390.errors);
+if(!(validate410(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate410.errors : vErrors.concat(validate410.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema124.type,parentSchema:schema124,data};
+const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema131.type,parentSchema:schema131,data};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -14489,18 +15487,18 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate347.errors = vErrors;
+validate367.errors = vErrors;
 return errors === 0;
 }
-validate347.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate367.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const DomainPeer = validate399;
-const schema141 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/domain-peer.schema.json","title":"DomainPeer","description":"A Domain's view in one cluster, created by the hub's Domain controller: its certificate and the routing table of its pods.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"DomainPeer","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the object belongs to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"The Domain's name."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/DomainPeerSpec","description":"Desired state."},"status":{"$ref":"#/$defs/DomainPeerStatus","description":"Observed state, reported by the agent."}},"$defs":{"DomainPeerSpec":{"description":"Certificate and routing table.","type":"object","additionalProperties":false,"required":["cert","key","prefixLen"],"properties":{"cert":{"type":"string","description":"The Domain's X.509 certificate, PEM."},"key":{"type":"string","description":"The Domain's private key, PEM."},"prefixLen":{"type":"integer","minimum":8,"maximum":30,"description":"Prefix length of the Domain's CIDR."},"pods":{"type":"array","description":"The Domain's pods in this cluster, ordered by ip (traffic to the Domain's other addresses goes through the hub).","items":{"$ref":"#/$defs/DomainPeerPod"}}}},"DomainPeerPod":{"description":"One pod of the Domain and where it really is.","type":"object","additionalProperties":false,"required":["name","ip"],"properties":{"name":{"type":"string","description":"Pod name."},"namespace":{"type":"string","description":"Pod namespace in its cluster."},"uid":{"type":"string","description":"Pod UID."},"ip":{"type":"string","format":"ipv4","description":"The pod's virtual IP in the Domain."},"localIP":{"type":"string","description":"The pod's real IP inside its cluster."},"node":{"type":"string","description":"Node the pod runs on."},"globalNamespace":{"type":"string","description":"agent-<cluster> of the cluster the pod runs in."}}},"DomainTraffic":{"description":"The Domain's live traffic through this cluster's nodeservers, as the agent last read their GET /stats.","type":"object","additionalProperties":false,"required":["observedAt","poolConnections","pairs"],"properties":{"observedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent first read these figures (they have not changed since)."},"poolConnections":{"type":"integer","minimum":0,"description":"Connections of the Domain's pool to the hub, summed over the nodeservers."},"pairs":{"type":"array","maxItems":64,"description":"Per peer pair (virtual IPs), the busiest first; at most 64.","items":{"$ref":"#/$defs/DomainPeerPair"}},"omittedPairs":{"type":"integer","minimum":1,"description":"Pairs left out of pairs to keep the status bounded."}}},"DomainPeerPair":{"description":"Connections from one virtual IP to another.","type":"object","additionalProperties":false,"required":["source","target","activeStreams","bytesSent","bytesReceived"],"properties":{"source":{"type":"string","format":"ipv4","description":"Virtual IP of the connecting pod."},"target":{"type":"string","format":"ipv4","description":"Virtual IP it connects to."},"activeStreams":{"type":"integer","minimum":0,"description":"Connections open now."},"bytesSent":{"type":"integer","minimum":0,"description":"Bytes from source to target so far."},"bytesReceived":{"type":"integer","minimum":0,"description":"Bytes from target to source so far."},"path":{"enum":["local","hub"],"description":"local: inside the cluster; hub: through the hub to another cluster."}}},"DomainPeerStatus":{"description":"Observed state of a DomainPeer.","type":"object","additionalProperties":false,"properties":{"traffic":{"$ref":"#/$defs/DomainTraffic","description":"Live traffic, reported by the agent."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions (RoutesProgrammed, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
+export const DomainPeer = validate419;
+const schema148 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/domain-peer.schema.json","title":"DomainPeer","description":"A Domain's view in one cluster, created by the hub's Domain controller: its certificate and the routing table of its pods.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"DomainPeer","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the object belongs to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"The Domain's name."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/DomainPeerSpec","description":"Desired state."},"status":{"$ref":"#/$defs/DomainPeerStatus","description":"Observed state, reported by the agent."}},"$defs":{"DomainPeerSpec":{"description":"Certificate and routing table.","type":"object","additionalProperties":false,"required":["cert","key","prefixLen"],"properties":{"cert":{"type":"string","description":"The Domain's X.509 certificate, PEM."},"key":{"type":"string","description":"The Domain's private key, PEM."},"prefixLen":{"type":"integer","minimum":8,"maximum":30,"description":"Prefix length of the Domain's CIDR."},"pods":{"type":"array","description":"The Domain's pods in this cluster, ordered by ip (traffic to the Domain's other addresses goes through the hub).","items":{"$ref":"#/$defs/DomainPeerPod"}}}},"DomainPeerPod":{"description":"One pod of the Domain and where it really is.","type":"object","additionalProperties":false,"required":["name","ip"],"properties":{"name":{"type":"string","description":"Pod name."},"namespace":{"type":"string","description":"Pod namespace in its cluster."},"uid":{"type":"string","description":"Pod UID."},"ip":{"type":"string","format":"ipv4","description":"The pod's virtual IP in the Domain."},"localIP":{"type":"string","description":"The pod's real IP inside its cluster."},"node":{"type":"string","description":"Node the pod runs on."},"globalNamespace":{"type":"string","description":"agent-<cluster> of the cluster the pod runs in."}}},"DomainTraffic":{"description":"The Domain's live traffic through this cluster's nodeservers, as the agent last read their GET /stats.","type":"object","additionalProperties":false,"required":["observedAt","poolConnections","pairs"],"properties":{"observedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent first read these figures (they have not changed since)."},"poolConnections":{"type":"integer","minimum":0,"description":"Connections of the Domain's pool to the hub, summed over the nodeservers."},"pairs":{"type":"array","maxItems":64,"description":"Per peer pair (virtual IPs), the busiest first; at most 64.","items":{"$ref":"#/$defs/DomainPeerPair"}},"omittedPairs":{"type":"integer","minimum":1,"description":"Pairs left out of pairs to keep the status bounded."}}},"DomainPeerPair":{"description":"Connections from one virtual IP to another.","type":"object","additionalProperties":false,"required":["source","target","activeStreams","bytesSent","bytesReceived"],"properties":{"source":{"type":"string","format":"ipv4","description":"Virtual IP of the connecting pod."},"target":{"type":"string","format":"ipv4","description":"Virtual IP it connects to."},"activeStreams":{"type":"integer","minimum":0,"description":"Connections open now."},"bytesSent":{"type":"integer","minimum":0,"description":"Bytes from source to target so far."},"bytesReceived":{"type":"integer","minimum":0,"description":"Bytes from target to source so far."},"path":{"enum":["local","hub"],"description":"local: inside the cluster; hub: through the hub to another cluster."}}},"DomainPeerStatus":{"description":"Observed state of a DomainPeer.","type":"object","additionalProperties":false,"properties":{"traffic":{"$ref":"#/$defs/DomainTraffic","description":"Live traffic, reported by the agent."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions (RoutesProgrammed, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
 
-function validate400(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate420(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate400.evaluated;
+const evaluated0 = validate420.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14722,16 +15720,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate400.errors = vErrors;
+validate420.errors = vErrors;
 return errors === 0;
 }
-validate400.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate420.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate407(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate427(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate407.evaluated;
+const evaluated0 = validate427.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14780,16 +15778,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate407.errors = vErrors;
+validate427.errors = vErrors;
 return errors === 0;
 }
-validate407.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate427.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate409(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate429(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate409.evaluated;
+const evaluated0 = validate429.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14828,18 +15826,18 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate409.errors = vErrors;
+validate429.errors = vErrors;
 return errors === 0;
 }
-validate409.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate429.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema145 = {"description":"Certificate and routing table.","type":"object","additionalProperties":false,"required":["cert","key","prefixLen"],"properties":{"cert":{"type":"string","description":"The Domain's X.509 certificate, PEM."},"key":{"type":"string","description":"The Domain's private key, PEM."},"prefixLen":{"type":"integer","minimum":8,"maximum":30,"description":"Prefix length of the Domain's CIDR."},"pods":{"type":"array","description":"The Domain's pods in this cluster, ordered by ip (traffic to the Domain's other addresses goes through the hub).","items":{"$ref":"#/$defs/DomainPeerPod"}}}};
-const schema146 = {"description":"One pod of the Domain and where it really is.","type":"object","additionalProperties":false,"required":["name","ip"],"properties":{"name":{"type":"string","description":"Pod name."},"namespace":{"type":"string","description":"Pod namespace in its cluster."},"uid":{"type":"string","description":"Pod UID."},"ip":{"type":"string","format":"ipv4","description":"The pod's virtual IP in the Domain."},"localIP":{"type":"string","description":"The pod's real IP inside its cluster."},"node":{"type":"string","description":"Node the pod runs on."},"globalNamespace":{"type":"string","description":"agent-<cluster> of the cluster the pod runs in."}}};
+const schema152 = {"description":"Certificate and routing table.","type":"object","additionalProperties":false,"required":["cert","key","prefixLen"],"properties":{"cert":{"type":"string","description":"The Domain's X.509 certificate, PEM."},"key":{"type":"string","description":"The Domain's private key, PEM."},"prefixLen":{"type":"integer","minimum":8,"maximum":30,"description":"Prefix length of the Domain's CIDR."},"pods":{"type":"array","description":"The Domain's pods in this cluster, ordered by ip (traffic to the Domain's other addresses goes through the hub).","items":{"$ref":"#/$defs/DomainPeerPod"}}}};
+const schema153 = {"description":"One pod of the Domain and where it really is.","type":"object","additionalProperties":false,"required":["name","ip"],"properties":{"name":{"type":"string","description":"Pod name."},"namespace":{"type":"string","description":"Pod namespace in its cluster."},"uid":{"type":"string","description":"Pod UID."},"ip":{"type":"string","format":"ipv4","description":"The pod's virtual IP in the Domain."},"localIP":{"type":"string","description":"The pod's real IP inside its cluster."},"node":{"type":"string","description":"Node the pod runs on."},"globalNamespace":{"type":"string","description":"agent-<cluster> of the cluster the pod runs in."}}};
 
-function validate412(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate432(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate412.evaluated;
+const evaluated0 = validate432.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14848,7 +15846,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.name === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema146.required,parentSchema:schema146,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema153.required,parentSchema:schema153,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -14858,7 +15856,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.ip === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "ip"},message:"must have required property '"+"ip"+"'",schema:schema146.required,parentSchema:schema146,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "ip"},message:"must have required property '"+"ip"+"'",schema:schema153.required,parentSchema:schema153,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -14869,7 +15867,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((((key0 === "name") || (key0 === "namespace")) || (key0 === "uid")) || (key0 === "ip")) || (key0 === "localIP")) || (key0 === "node")) || (key0 === "globalNamespace"))){
-const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema146,data};
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema153,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -14882,7 +15880,7 @@ errors++;
 if(data.name !== undefined){
 let data0 = data.name;
 if(typeof data0 !== "string"){
-const err3 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema146.properties.name.type,parentSchema:schema146.properties.name,data:data0};
+const err3 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema153.properties.name.type,parentSchema:schema153.properties.name,data:data0};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -14895,7 +15893,7 @@ errors++;
 if(data.namespace !== undefined){
 let data1 = data.namespace;
 if(typeof data1 !== "string"){
-const err4 = {instancePath:instancePath+"/namespace",schemaPath:"#/properties/namespace/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema146.properties.namespace.type,parentSchema:schema146.properties.namespace,data:data1};
+const err4 = {instancePath:instancePath+"/namespace",schemaPath:"#/properties/namespace/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema153.properties.namespace.type,parentSchema:schema153.properties.namespace,data:data1};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -14908,7 +15906,7 @@ errors++;
 if(data.uid !== undefined){
 let data2 = data.uid;
 if(typeof data2 !== "string"){
-const err5 = {instancePath:instancePath+"/uid",schemaPath:"#/properties/uid/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema146.properties.uid.type,parentSchema:schema146.properties.uid,data:data2};
+const err5 = {instancePath:instancePath+"/uid",schemaPath:"#/properties/uid/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema153.properties.uid.type,parentSchema:schema153.properties.uid,data:data2};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -14922,7 +15920,7 @@ if(data.ip !== undefined){
 let data3 = data.ip;
 if(typeof data3 === "string"){
 if(!(formats6.test(data3))){
-const err6 = {instancePath:instancePath+"/ip",schemaPath:"#/properties/ip/format",keyword:"format",params:{format: "ipv4"},message:"must match format \""+"ipv4"+"\"",schema:"ipv4",parentSchema:schema146.properties.ip,data:data3};
+const err6 = {instancePath:instancePath+"/ip",schemaPath:"#/properties/ip/format",keyword:"format",params:{format: "ipv4"},message:"must match format \""+"ipv4"+"\"",schema:"ipv4",parentSchema:schema153.properties.ip,data:data3};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -14933,7 +15931,7 @@ errors++;
 }
 }
 else {
-const err7 = {instancePath:instancePath+"/ip",schemaPath:"#/properties/ip/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema146.properties.ip.type,parentSchema:schema146.properties.ip,data:data3};
+const err7 = {instancePath:instancePath+"/ip",schemaPath:"#/properties/ip/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema153.properties.ip.type,parentSchema:schema153.properties.ip,data:data3};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -14946,7 +15944,7 @@ errors++;
 if(data.localIP !== undefined){
 let data4 = data.localIP;
 if(typeof data4 !== "string"){
-const err8 = {instancePath:instancePath+"/localIP",schemaPath:"#/properties/localIP/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema146.properties.localIP.type,parentSchema:schema146.properties.localIP,data:data4};
+const err8 = {instancePath:instancePath+"/localIP",schemaPath:"#/properties/localIP/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema153.properties.localIP.type,parentSchema:schema153.properties.localIP,data:data4};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -14959,7 +15957,7 @@ errors++;
 if(data.node !== undefined){
 let data5 = data.node;
 if(typeof data5 !== "string"){
-const err9 = {instancePath:instancePath+"/node",schemaPath:"#/properties/node/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema146.properties.node.type,parentSchema:schema146.properties.node,data:data5};
+const err9 = {instancePath:instancePath+"/node",schemaPath:"#/properties/node/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema153.properties.node.type,parentSchema:schema153.properties.node,data:data5};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -14972,7 +15970,7 @@ errors++;
 if(data.globalNamespace !== undefined){
 let data6 = data.globalNamespace;
 if(typeof data6 !== "string"){
-const err10 = {instancePath:instancePath+"/globalNamespace",schemaPath:"#/properties/globalNamespace/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema146.properties.globalNamespace.type,parentSchema:schema146.properties.globalNamespace,data:data6};
+const err10 = {instancePath:instancePath+"/globalNamespace",schemaPath:"#/properties/globalNamespace/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema153.properties.globalNamespace.type,parentSchema:schema153.properties.globalNamespace,data:data6};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -14984,7 +15982,7 @@ errors++;
 }
 }
 else {
-const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema146.type,parentSchema:schema146,data};
+const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema153.type,parentSchema:schema153,data};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -14993,16 +15991,16 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate412.errors = vErrors;
+validate432.errors = vErrors;
 return errors === 0;
 }
-validate412.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate432.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate411(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate431(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate411.evaluated;
+const evaluated0 = validate431.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15011,7 +16009,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.cert === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "cert"},message:"must have required property '"+"cert"+"'",schema:schema145.required,parentSchema:schema145,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "cert"},message:"must have required property '"+"cert"+"'",schema:schema152.required,parentSchema:schema152,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -15021,7 +16019,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.key === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "key"},message:"must have required property '"+"key"+"'",schema:schema145.required,parentSchema:schema145,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "key"},message:"must have required property '"+"key"+"'",schema:schema152.required,parentSchema:schema152,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -15031,7 +16029,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.prefixLen === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "prefixLen"},message:"must have required property '"+"prefixLen"+"'",schema:schema145.required,parentSchema:schema145,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "prefixLen"},message:"must have required property '"+"prefixLen"+"'",schema:schema152.required,parentSchema:schema152,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -15042,7 +16040,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((((key0 === "cert") || (key0 === "key")) || (key0 === "prefixLen")) || (key0 === "pods"))){
-const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema145,data};
+const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema152,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -15055,7 +16053,7 @@ errors++;
 if(data.cert !== undefined){
 let data0 = data.cert;
 if(typeof data0 !== "string"){
-const err4 = {instancePath:instancePath+"/cert",schemaPath:"#/properties/cert/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema145.properties.cert.type,parentSchema:schema145.properties.cert,data:data0};
+const err4 = {instancePath:instancePath+"/cert",schemaPath:"#/properties/cert/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema152.properties.cert.type,parentSchema:schema152.properties.cert,data:data0};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -15068,7 +16066,7 @@ errors++;
 if(data.key !== undefined){
 let data1 = data.key;
 if(typeof data1 !== "string"){
-const err5 = {instancePath:instancePath+"/key",schemaPath:"#/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema145.properties.key.type,parentSchema:schema145.properties.key,data:data1};
+const err5 = {instancePath:instancePath+"/key",schemaPath:"#/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema152.properties.key.type,parentSchema:schema152.properties.key,data:data1};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -15081,7 +16079,7 @@ errors++;
 if(data.prefixLen !== undefined){
 let data2 = data.prefixLen;
 if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err6 = {instancePath:instancePath+"/prefixLen",schemaPath:"#/properties/prefixLen/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema145.properties.prefixLen.type,parentSchema:schema145.properties.prefixLen,data:data2};
+const err6 = {instancePath:instancePath+"/prefixLen",schemaPath:"#/properties/prefixLen/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema152.properties.prefixLen.type,parentSchema:schema152.properties.prefixLen,data:data2};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -15092,7 +16090,7 @@ errors++;
 }
 if((typeof data2 == "number") && (isFinite(data2))){
 if(data2 > 30 || isNaN(data2)){
-const err7 = {instancePath:instancePath+"/prefixLen",schemaPath:"#/properties/prefixLen/maximum",keyword:"maximum",params:{comparison: "<=", limit: 30},message:"must be <= 30",schema:30,parentSchema:schema145.properties.prefixLen,data:data2};
+const err7 = {instancePath:instancePath+"/prefixLen",schemaPath:"#/properties/prefixLen/maximum",keyword:"maximum",params:{comparison: "<=", limit: 30},message:"must be <= 30",schema:30,parentSchema:schema152.properties.prefixLen,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -15102,7 +16100,7 @@ vErrors.push(err7);
 errors++;
 }
 if(data2 < 8 || isNaN(data2)){
-const err8 = {instancePath:instancePath+"/prefixLen",schemaPath:"#/properties/prefixLen/minimum",keyword:"minimum",params:{comparison: ">=", limit: 8},message:"must be >= 8",schema:8,parentSchema:schema145.properties.prefixLen,data:data2};
+const err8 = {instancePath:instancePath+"/prefixLen",schemaPath:"#/properties/prefixLen/minimum",keyword:"minimum",params:{comparison: ">=", limit: 8},message:"must be >= 8",schema:8,parentSchema:schema152.properties.prefixLen,data:data2};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -15118,14 +16116,14 @@ let data3 = data.pods;
 if(Array.isArray(data3)){
 const len0 = data3.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate412(data3[i0], {instancePath:instancePath+"/pods/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate412.errors : vErrors.concat(validate412.errors);
+if(!(validate432(data3[i0], {instancePath:instancePath+"/pods/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate432.errors : vErrors.concat(validate432.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err9 = {instancePath:instancePath+"/pods",schemaPath:"#/properties/pods/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema145.properties.pods.type,parentSchema:schema145.properties.pods,data:data3};
+const err9 = {instancePath:instancePath+"/pods",schemaPath:"#/properties/pods/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema152.properties.pods.type,parentSchema:schema152.properties.pods,data:data3};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -15137,7 +16135,7 @@ errors++;
 }
 }
 else {
-const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema145.type,parentSchema:schema145,data};
+const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema152.type,parentSchema:schema152,data};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -15146,18 +16144,18 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate411.errors = vErrors;
+validate431.errors = vErrors;
 return errors === 0;
 }
-validate411.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate431.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema147 = {"description":"Observed state of a DomainPeer.","type":"object","additionalProperties":false,"properties":{"traffic":{"$ref":"#/$defs/DomainTraffic","description":"Live traffic, reported by the agent."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions (RoutesProgrammed, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
-const schema148 = {"description":"The Domain's live traffic through this cluster's nodeservers, as the agent last read their GET /stats.","type":"object","additionalProperties":false,"required":["observedAt","poolConnections","pairs"],"properties":{"observedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent first read these figures (they have not changed since)."},"poolConnections":{"type":"integer","minimum":0,"description":"Connections of the Domain's pool to the hub, summed over the nodeservers."},"pairs":{"type":"array","maxItems":64,"description":"Per peer pair (virtual IPs), the busiest first; at most 64.","items":{"$ref":"#/$defs/DomainPeerPair"}},"omittedPairs":{"type":"integer","minimum":1,"description":"Pairs left out of pairs to keep the status bounded."}}};
+const schema154 = {"description":"Observed state of a DomainPeer.","type":"object","additionalProperties":false,"properties":{"traffic":{"$ref":"#/$defs/DomainTraffic","description":"Live traffic, reported by the agent."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions (RoutesProgrammed, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
+const schema155 = {"description":"The Domain's live traffic through this cluster's nodeservers, as the agent last read their GET /stats.","type":"object","additionalProperties":false,"required":["observedAt","poolConnections","pairs"],"properties":{"observedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent first read these figures (they have not changed since)."},"poolConnections":{"type":"integer","minimum":0,"description":"Connections of the Domain's pool to the hub, summed over the nodeservers."},"pairs":{"type":"array","maxItems":64,"description":"Per peer pair (virtual IPs), the busiest first; at most 64.","items":{"$ref":"#/$defs/DomainPeerPair"}},"omittedPairs":{"type":"integer","minimum":1,"description":"Pairs left out of pairs to keep the status bounded."}}};
 
-function validate417(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate437(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate417.evaluated;
+const evaluated0 = validate437.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15186,17 +16184,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate417.errors = vErrors;
+validate437.errors = vErrors;
 return errors === 0;
 }
-validate417.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate437.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema150 = {"description":"Connections from one virtual IP to another.","type":"object","additionalProperties":false,"required":["source","target","activeStreams","bytesSent","bytesReceived"],"properties":{"source":{"type":"string","format":"ipv4","description":"Virtual IP of the connecting pod."},"target":{"type":"string","format":"ipv4","description":"Virtual IP it connects to."},"activeStreams":{"type":"integer","minimum":0,"description":"Connections open now."},"bytesSent":{"type":"integer","minimum":0,"description":"Bytes from source to target so far."},"bytesReceived":{"type":"integer","minimum":0,"description":"Bytes from target to source so far."},"path":{"enum":["local","hub"],"description":"local: inside the cluster; hub: through the hub to another cluster."}}};
+const schema157 = {"description":"Connections from one virtual IP to another.","type":"object","additionalProperties":false,"required":["source","target","activeStreams","bytesSent","bytesReceived"],"properties":{"source":{"type":"string","format":"ipv4","description":"Virtual IP of the connecting pod."},"target":{"type":"string","format":"ipv4","description":"Virtual IP it connects to."},"activeStreams":{"type":"integer","minimum":0,"description":"Connections open now."},"bytesSent":{"type":"integer","minimum":0,"description":"Bytes from source to target so far."},"bytesReceived":{"type":"integer","minimum":0,"description":"Bytes from target to source so far."},"path":{"enum":["local","hub"],"description":"local: inside the cluster; hub: through the hub to another cluster."}}};
 
-function validate419(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate439(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate419.evaluated;
+const evaluated0 = validate439.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15205,7 +16203,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.source === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "source"},message:"must have required property '"+"source"+"'",schema:schema150.required,parentSchema:schema150,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "source"},message:"must have required property '"+"source"+"'",schema:schema157.required,parentSchema:schema157,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -15215,7 +16213,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.target === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "target"},message:"must have required property '"+"target"+"'",schema:schema150.required,parentSchema:schema150,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "target"},message:"must have required property '"+"target"+"'",schema:schema157.required,parentSchema:schema157,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -15225,7 +16223,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.activeStreams === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "activeStreams"},message:"must have required property '"+"activeStreams"+"'",schema:schema150.required,parentSchema:schema150,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "activeStreams"},message:"must have required property '"+"activeStreams"+"'",schema:schema157.required,parentSchema:schema157,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -15235,7 +16233,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.bytesSent === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "bytesSent"},message:"must have required property '"+"bytesSent"+"'",schema:schema150.required,parentSchema:schema150,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "bytesSent"},message:"must have required property '"+"bytesSent"+"'",schema:schema157.required,parentSchema:schema157,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -15245,7 +16243,7 @@ vErrors.push(err3);
 errors++;
 }
 if(data.bytesReceived === undefined){
-const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "bytesReceived"},message:"must have required property '"+"bytesReceived"+"'",schema:schema150.required,parentSchema:schema150,data};
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "bytesReceived"},message:"must have required property '"+"bytesReceived"+"'",schema:schema157.required,parentSchema:schema157,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -15256,7 +16254,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((((((key0 === "source") || (key0 === "target")) || (key0 === "activeStreams")) || (key0 === "bytesSent")) || (key0 === "bytesReceived")) || (key0 === "path"))){
-const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema150,data};
+const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema157,data};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -15270,7 +16268,7 @@ if(data.source !== undefined){
 let data0 = data.source;
 if(typeof data0 === "string"){
 if(!(formats6.test(data0))){
-const err6 = {instancePath:instancePath+"/source",schemaPath:"#/properties/source/format",keyword:"format",params:{format: "ipv4"},message:"must match format \""+"ipv4"+"\"",schema:"ipv4",parentSchema:schema150.properties.source,data:data0};
+const err6 = {instancePath:instancePath+"/source",schemaPath:"#/properties/source/format",keyword:"format",params:{format: "ipv4"},message:"must match format \""+"ipv4"+"\"",schema:"ipv4",parentSchema:schema157.properties.source,data:data0};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -15281,7 +16279,7 @@ errors++;
 }
 }
 else {
-const err7 = {instancePath:instancePath+"/source",schemaPath:"#/properties/source/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema150.properties.source.type,parentSchema:schema150.properties.source,data:data0};
+const err7 = {instancePath:instancePath+"/source",schemaPath:"#/properties/source/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema157.properties.source.type,parentSchema:schema157.properties.source,data:data0};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -15295,7 +16293,7 @@ if(data.target !== undefined){
 let data1 = data.target;
 if(typeof data1 === "string"){
 if(!(formats6.test(data1))){
-const err8 = {instancePath:instancePath+"/target",schemaPath:"#/properties/target/format",keyword:"format",params:{format: "ipv4"},message:"must match format \""+"ipv4"+"\"",schema:"ipv4",parentSchema:schema150.properties.target,data:data1};
+const err8 = {instancePath:instancePath+"/target",schemaPath:"#/properties/target/format",keyword:"format",params:{format: "ipv4"},message:"must match format \""+"ipv4"+"\"",schema:"ipv4",parentSchema:schema157.properties.target,data:data1};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -15306,7 +16304,7 @@ errors++;
 }
 }
 else {
-const err9 = {instancePath:instancePath+"/target",schemaPath:"#/properties/target/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema150.properties.target.type,parentSchema:schema150.properties.target,data:data1};
+const err9 = {instancePath:instancePath+"/target",schemaPath:"#/properties/target/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema157.properties.target.type,parentSchema:schema157.properties.target,data:data1};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -15319,7 +16317,7 @@ errors++;
 if(data.activeStreams !== undefined){
 let data2 = data.activeStreams;
 if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err10 = {instancePath:instancePath+"/activeStreams",schemaPath:"#/properties/activeStreams/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema150.properties.activeStreams.type,parentSchema:schema150.properties.activeStreams,data:data2};
+const err10 = {instancePath:instancePath+"/activeStreams",schemaPath:"#/properties/activeStreams/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema157.properties.activeStreams.type,parentSchema:schema157.properties.activeStreams,data:data2};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -15330,7 +16328,7 @@ errors++;
 }
 if((typeof data2 == "number") && (isFinite(data2))){
 if(data2 < 0 || isNaN(data2)){
-const err11 = {instancePath:instancePath+"/activeStreams",schemaPath:"#/properties/activeStreams/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema150.properties.activeStreams,data:data2};
+const err11 = {instancePath:instancePath+"/activeStreams",schemaPath:"#/properties/activeStreams/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema157.properties.activeStreams,data:data2};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -15344,7 +16342,7 @@ errors++;
 if(data.bytesSent !== undefined){
 let data3 = data.bytesSent;
 if(!(((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3))) && (isFinite(data3)))){
-const err12 = {instancePath:instancePath+"/bytesSent",schemaPath:"#/properties/bytesSent/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema150.properties.bytesSent.type,parentSchema:schema150.properties.bytesSent,data:data3};
+const err12 = {instancePath:instancePath+"/bytesSent",schemaPath:"#/properties/bytesSent/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema157.properties.bytesSent.type,parentSchema:schema157.properties.bytesSent,data:data3};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -15355,7 +16353,7 @@ errors++;
 }
 if((typeof data3 == "number") && (isFinite(data3))){
 if(data3 < 0 || isNaN(data3)){
-const err13 = {instancePath:instancePath+"/bytesSent",schemaPath:"#/properties/bytesSent/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema150.properties.bytesSent,data:data3};
+const err13 = {instancePath:instancePath+"/bytesSent",schemaPath:"#/properties/bytesSent/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema157.properties.bytesSent,data:data3};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -15369,7 +16367,7 @@ errors++;
 if(data.bytesReceived !== undefined){
 let data4 = data.bytesReceived;
 if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
-const err14 = {instancePath:instancePath+"/bytesReceived",schemaPath:"#/properties/bytesReceived/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema150.properties.bytesReceived.type,parentSchema:schema150.properties.bytesReceived,data:data4};
+const err14 = {instancePath:instancePath+"/bytesReceived",schemaPath:"#/properties/bytesReceived/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema157.properties.bytesReceived.type,parentSchema:schema157.properties.bytesReceived,data:data4};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -15380,7 +16378,7 @@ errors++;
 }
 if((typeof data4 == "number") && (isFinite(data4))){
 if(data4 < 0 || isNaN(data4)){
-const err15 = {instancePath:instancePath+"/bytesReceived",schemaPath:"#/properties/bytesReceived/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema150.properties.bytesReceived,data:data4};
+const err15 = {instancePath:instancePath+"/bytesReceived",schemaPath:"#/properties/bytesReceived/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema157.properties.bytesReceived,data:data4};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -15394,7 +16392,7 @@ errors++;
 if(data.path !== undefined){
 let data5 = data.path;
 if(!((data5 === "local") || (data5 === "hub"))){
-const err16 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/enum",keyword:"enum",params:{allowedValues: schema150.properties.path.enum},message:"must be equal to one of the allowed values",schema:schema150.properties.path.enum,parentSchema:schema150.properties.path,data:data5};
+const err16 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/enum",keyword:"enum",params:{allowedValues: schema157.properties.path.enum},message:"must be equal to one of the allowed values",schema:schema157.properties.path.enum,parentSchema:schema157.properties.path,data:data5};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -15406,7 +16404,7 @@ errors++;
 }
 }
 else {
-const err17 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema150.type,parentSchema:schema150,data};
+const err17 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema157.type,parentSchema:schema157,data};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -15415,16 +16413,16 @@ vErrors.push(err17);
 }
 errors++;
 }
-validate419.errors = vErrors;
+validate439.errors = vErrors;
 return errors === 0;
 }
-validate419.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate439.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate416(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate436(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate416.evaluated;
+const evaluated0 = validate436.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15433,7 +16431,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.observedAt === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "observedAt"},message:"must have required property '"+"observedAt"+"'",schema:schema148.required,parentSchema:schema148,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "observedAt"},message:"must have required property '"+"observedAt"+"'",schema:schema155.required,parentSchema:schema155,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -15443,7 +16441,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.poolConnections === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "poolConnections"},message:"must have required property '"+"poolConnections"+"'",schema:schema148.required,parentSchema:schema148,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "poolConnections"},message:"must have required property '"+"poolConnections"+"'",schema:schema155.required,parentSchema:schema155,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -15453,7 +16451,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.pairs === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "pairs"},message:"must have required property '"+"pairs"+"'",schema:schema148.required,parentSchema:schema148,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "pairs"},message:"must have required property '"+"pairs"+"'",schema:schema155.required,parentSchema:schema155,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -15464,7 +16462,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((((key0 === "observedAt") || (key0 === "poolConnections")) || (key0 === "pairs")) || (key0 === "omittedPairs"))){
-const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema148,data};
+const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema155,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -15475,15 +16473,15 @@ errors++;
 }
 }
 if(data.observedAt !== undefined){
-if(!(validate417(data.observedAt, {instancePath:instancePath+"/observedAt",parentData:data,parentDataProperty:"observedAt",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate417.errors : vErrors.concat(validate417.errors);
+if(!(validate437(data.observedAt, {instancePath:instancePath+"/observedAt",parentData:data,parentDataProperty:"observedAt",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate437.errors : vErrors.concat(validate437.errors);
 errors = vErrors.length;
 }
 }
 if(data.poolConnections !== undefined){
 let data1 = data.poolConnections;
 if(!(((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1))) && (isFinite(data1)))){
-const err4 = {instancePath:instancePath+"/poolConnections",schemaPath:"#/properties/poolConnections/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema148.properties.poolConnections.type,parentSchema:schema148.properties.poolConnections,data:data1};
+const err4 = {instancePath:instancePath+"/poolConnections",schemaPath:"#/properties/poolConnections/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema155.properties.poolConnections.type,parentSchema:schema155.properties.poolConnections,data:data1};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -15494,7 +16492,7 @@ errors++;
 }
 if((typeof data1 == "number") && (isFinite(data1))){
 if(data1 < 0 || isNaN(data1)){
-const err5 = {instancePath:instancePath+"/poolConnections",schemaPath:"#/properties/poolConnections/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema148.properties.poolConnections,data:data1};
+const err5 = {instancePath:instancePath+"/poolConnections",schemaPath:"#/properties/poolConnections/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema155.properties.poolConnections,data:data1};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -15509,7 +16507,7 @@ if(data.pairs !== undefined){
 let data2 = data.pairs;
 if(Array.isArray(data2)){
 if(data2.length > 64){
-const err6 = {instancePath:instancePath+"/pairs",schemaPath:"#/properties/pairs/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items",schema:64,parentSchema:schema148.properties.pairs,data:data2};
+const err6 = {instancePath:instancePath+"/pairs",schemaPath:"#/properties/pairs/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items",schema:64,parentSchema:schema155.properties.pairs,data:data2};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -15520,14 +16518,14 @@ errors++;
 }
 const len0 = data2.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate419(data2[i0], {instancePath:instancePath+"/pairs/" + i0,parentData:data2,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate419.errors : vErrors.concat(validate419.errors);
+if(!(validate439(data2[i0], {instancePath:instancePath+"/pairs/" + i0,parentData:data2,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate439.errors : vErrors.concat(validate439.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err7 = {instancePath:instancePath+"/pairs",schemaPath:"#/properties/pairs/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema148.properties.pairs.type,parentSchema:schema148.properties.pairs,data:data2};
+const err7 = {instancePath:instancePath+"/pairs",schemaPath:"#/properties/pairs/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema155.properties.pairs.type,parentSchema:schema155.properties.pairs,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -15540,7 +16538,7 @@ errors++;
 if(data.omittedPairs !== undefined){
 let data4 = data.omittedPairs;
 if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
-const err8 = {instancePath:instancePath+"/omittedPairs",schemaPath:"#/properties/omittedPairs/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema148.properties.omittedPairs.type,parentSchema:schema148.properties.omittedPairs,data:data4};
+const err8 = {instancePath:instancePath+"/omittedPairs",schemaPath:"#/properties/omittedPairs/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema155.properties.omittedPairs.type,parentSchema:schema155.properties.omittedPairs,data:data4};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -15551,7 +16549,7 @@ errors++;
 }
 if((typeof data4 == "number") && (isFinite(data4))){
 if(data4 < 1 || isNaN(data4)){
-const err9 = {instancePath:instancePath+"/omittedPairs",schemaPath:"#/properties/omittedPairs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema148.properties.omittedPairs,data:data4};
+const err9 = {instancePath:instancePath+"/omittedPairs",schemaPath:"#/properties/omittedPairs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema155.properties.omittedPairs,data:data4};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -15564,7 +16562,7 @@ errors++;
 }
 }
 else {
-const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema148.type,parentSchema:schema148,data};
+const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema155.type,parentSchema:schema155,data};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -15573,16 +16571,16 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate416.errors = vErrors;
+validate436.errors = vErrors;
 return errors === 0;
 }
-validate416.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate436.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate422(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate442(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate422.evaluated;
+const evaluated0 = validate442.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15734,16 +16732,16 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate422.errors = vErrors;
+validate442.errors = vErrors;
 return errors === 0;
 }
-validate422.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate442.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate415(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate435(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate415.evaluated;
+const evaluated0 = validate435.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15753,7 +16751,7 @@ evaluated0.items = undefined;
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
 if(!(((key0 === "traffic") || (key0 === "observedGeneration")) || (key0 === "conditions"))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema147,data};
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema154,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -15764,15 +16762,15 @@ errors++;
 }
 }
 if(data.traffic !== undefined){
-if(!(validate416(data.traffic, {instancePath:instancePath+"/traffic",parentData:data,parentDataProperty:"traffic",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate416.errors : vErrors.concat(validate416.errors);
+if(!(validate436(data.traffic, {instancePath:instancePath+"/traffic",parentData:data,parentDataProperty:"traffic",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate436.errors : vErrors.concat(validate436.errors);
 errors = vErrors.length;
 }
 }
 if(data.observedGeneration !== undefined){
 let data1 = data.observedGeneration;
 if(!(((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1))) && (isFinite(data1)))){
-const err1 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema147.properties.observedGeneration.type,parentSchema:schema147.properties.observedGeneration,data:data1};
+const err1 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema154.properties.observedGeneration.type,parentSchema:schema154.properties.observedGeneration,data:data1};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -15783,7 +16781,7 @@ errors++;
 }
 if((typeof data1 == "number") && (isFinite(data1))){
 if(data1 < 0 || isNaN(data1)){
-const err2 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema147.properties.observedGeneration,data:data1};
+const err2 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema154.properties.observedGeneration,data:data1};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -15799,14 +16797,14 @@ let data2 = data.conditions;
 if(Array.isArray(data2)){
 const len0 = data2.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate422(data2[i0], {instancePath:instancePath+"/conditions/" + i0,parentData:data2,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate422.errors : vErrors.concat(validate422.errors);
+if(!(validate442(data2[i0], {instancePath:instancePath+"/conditions/" + i0,parentData:data2,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate442.errors : vErrors.concat(validate442.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err3 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema147.properties.conditions.type,parentSchema:schema147.properties.conditions,data:data2};
+const err3 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema154.properties.conditions.type,parentSchema:schema154.properties.conditions,data:data2};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -15818,7 +16816,7 @@ errors++;
 }
 }
 else {
-const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema147.type,parentSchema:schema147,data};
+const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema154.type,parentSchema:schema154,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -15827,17 +16825,17 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate415.errors = vErrors;
+validate435.errors = vErrors;
 return errors === 0;
 }
-validate415.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate435.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate399(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate419(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/domain-peer.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate399.evaluated;
+const evaluated0 = validate419.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15846,7 +16844,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.apiVersion === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema141.required,parentSchema:schema141,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema148.required,parentSchema:schema148,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -15856,7 +16854,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.kind === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema141.required,parentSchema:schema141,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema148.required,parentSchema:schema148,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -15866,7 +16864,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.metadata === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema141.required,parentSchema:schema141,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema148.required,parentSchema:schema148,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -15876,7 +16874,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.spec === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema141.required,parentSchema:schema141,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema148.required,parentSchema:schema148,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -15887,7 +16885,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "metadata")) || (key0 === "spec")) || (key0 === "status"))){
-const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema141,data};
+const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema148,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -15900,7 +16898,7 @@ errors++;
 if(data.apiVersion !== undefined){
 let data0 = data.apiVersion;
 if("rlinf.io/v1alpha1" !== data0){
-const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema141.properties.apiVersion,data:data0};
+const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema148.properties.apiVersion,data:data0};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -15913,7 +16911,7 @@ errors++;
 if(data.kind !== undefined){
 let data1 = data.kind;
 if("DomainPeer" !== data1){
-const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "DomainPeer"},message:"must be equal to constant",schema:"DomainPeer",parentSchema:schema141.properties.kind,data:data1};
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "DomainPeer"},message:"must be equal to constant",schema:"DomainPeer",parentSchema:schema148.properties.kind,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -15925,13 +16923,13 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate400(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate400.errors : vErrors.concat(validate400.errors);
+if(!(validate420(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate420.errors : vErrors.concat(validate420.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.name === undefined){
-const err7 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema141.properties.metadata.required,parentSchema:schema141.properties.metadata,data:data2};
+const err7 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema148.properties.metadata.required,parentSchema:schema148.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -15941,7 +16939,7 @@ vErrors.push(err7);
 errors++;
 }
 if(data2.namespace === undefined){
-const err8 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema141.properties.metadata.required,parentSchema:schema141.properties.metadata,data:data2};
+const err8 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema148.properties.metadata.required,parentSchema:schema148.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -15951,34 +16949,34 @@ vErrors.push(err8);
 errors++;
 }
 if(data2.name !== undefined){
-if(!(validate407(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate407.errors : vErrors.concat(validate407.errors);
+if(!(validate427(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate427.errors : vErrors.concat(validate427.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate409(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate409.errors : vErrors.concat(validate409.errors);
+if(!(validate429(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate429.errors : vErrors.concat(validate429.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate411(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate411.errors : vErrors.concat(validate411.errors);
+if(!(validate431(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate431.errors : vErrors.concat(validate431.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate415(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate415.errors : vErrors.concat(validate415.errors);
+if(!(validate435(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate435.errors : vErrors.concat(validate435.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema141.type,parentSchema:schema141,data};
+const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema148.type,parentSchema:schema148,data};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -15987,18 +16985,18 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate399.errors = vErrors;
+validate419.errors = vErrors;
 return errors === 0;
 }
-validate399.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate419.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const AddonRelease = validate427;
-const schema152 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/addon-release.schema.json","title":"AddonRelease","description":"One Addon rendered for one cluster, created by the hub's Addon controller in agent-<cluster>: the exact Kubernetes objects that cluster's agent applies. Its status is the installation there, reported by the agent.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"AddonRelease","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the release is installed in.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"The Addon's name."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/AddonReleaseSpec","description":"Desired state."},"status":{"$ref":"#/$defs/AddonReleaseStatus","description":"Observed state, reported by the agent."}},"$defs":{"AddonReleaseSpec":{"description":"The catalog entry, the Addon it comes from and the rendered objects.","type":"object","additionalProperties":false,"required":["addonName","version","namespace","addonGeneration","objects"],"properties":{"addonName":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Catalog entry name."},"version":{"type":"string","maxLength":128,"description":"Catalog entry version."},"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"In-cluster namespace the objects go into (created when missing)."},"clusterWide":{"type":"boolean","description":"True when the Addon is cluster-wide (placed by clusterSelector), false when it lives in agent-<cluster>."},"addonGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the Addon this release was rendered from."},"minKubernetesVersion":{"type":"string","pattern":"^[0-9]+\\.[0-9]+$","description":"The cluster's API server must be at least this \"major.minor\"."},"objects":{"type":"array","maxItems":500,"description":"The rendered Kubernetes objects, in apply order.","items":{"type":"object","required":["apiVersion","kind","metadata"],"description":"One Kubernetes object.","x-rlark-free-form":true}}}},"AddonReleaseStatus":{"description":"The installation in this cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"description":"Installation phase.","enum":["Pending","Installing","Ready","Failed","Upgrading","Uninstalling"]},"version":{"type":"string","maxLength":128,"description":"Version the objects in the cluster come from."},"message":{"type":"string","maxLength":4096,"description":"What is not ready, or why it failed."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the release this status reflects."}}}}};
+export const AddonRelease = validate447;
+const schema159 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/addon-release.schema.json","title":"AddonRelease","description":"One Addon rendered for one cluster, created by the hub's Addon controller in agent-<cluster>: the exact Kubernetes objects that cluster's agent applies. Its status is the installation there, reported by the agent.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"AddonRelease","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the release is installed in.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"The Addon's name."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/AddonReleaseSpec","description":"Desired state."},"status":{"$ref":"#/$defs/AddonReleaseStatus","description":"Observed state, reported by the agent."}},"$defs":{"AddonReleaseSpec":{"description":"The catalog entry, the Addon it comes from and the rendered objects.","type":"object","additionalProperties":false,"required":["addonName","version","namespace","addonGeneration","objects"],"properties":{"addonName":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Catalog entry name."},"version":{"type":"string","maxLength":128,"description":"Catalog entry version."},"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"In-cluster namespace the objects go into (created when missing)."},"clusterWide":{"type":"boolean","description":"True when the Addon is cluster-wide (placed by clusterSelector), false when it lives in agent-<cluster>."},"addonGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the Addon this release was rendered from."},"minKubernetesVersion":{"type":"string","pattern":"^[0-9]+\\.[0-9]+$","description":"The cluster's API server must be at least this \"major.minor\"."},"objects":{"type":"array","maxItems":500,"description":"The rendered Kubernetes objects, in apply order.","items":{"type":"object","required":["apiVersion","kind","metadata"],"description":"One Kubernetes object.","x-rlark-free-form":true}}}},"AddonReleaseStatus":{"description":"The installation in this cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"description":"Installation phase.","enum":["Pending","Installing","Ready","Failed","Upgrading","Uninstalling"]},"version":{"type":"string","maxLength":128,"description":"Version the objects in the cluster come from."},"message":{"type":"string","maxLength":4096,"description":"What is not ready, or why it failed."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the release this status reflects."}}}}};
 
-function validate428(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate448(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate428.evaluated;
+const evaluated0 = validate448.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16220,16 +17218,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate428.errors = vErrors;
+validate448.errors = vErrors;
 return errors === 0;
 }
-validate428.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate448.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate435(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate455(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate435.evaluated;
+const evaluated0 = validate455.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16278,16 +17276,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate435.errors = vErrors;
+validate455.errors = vErrors;
 return errors === 0;
 }
-validate435.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate455.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate437(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate457(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate437.evaluated;
+const evaluated0 = validate457.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16326,18 +17324,18 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate437.errors = vErrors;
+validate457.errors = vErrors;
 return errors === 0;
 }
-validate437.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate457.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema156 = {"description":"The catalog entry, the Addon it comes from and the rendered objects.","type":"object","additionalProperties":false,"required":["addonName","version","namespace","addonGeneration","objects"],"properties":{"addonName":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Catalog entry name."},"version":{"type":"string","maxLength":128,"description":"Catalog entry version."},"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"In-cluster namespace the objects go into (created when missing)."},"clusterWide":{"type":"boolean","description":"True when the Addon is cluster-wide (placed by clusterSelector), false when it lives in agent-<cluster>."},"addonGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the Addon this release was rendered from."},"minKubernetesVersion":{"type":"string","pattern":"^[0-9]+\\.[0-9]+$","description":"The cluster's API server must be at least this \"major.minor\"."},"objects":{"type":"array","maxItems":500,"description":"The rendered Kubernetes objects, in apply order.","items":{"type":"object","required":["apiVersion","kind","metadata"],"description":"One Kubernetes object.","x-rlark-free-form":true}}}};
-const pattern35 = new RegExp("^[0-9]+\\.[0-9]+$", "u");
+const schema163 = {"description":"The catalog entry, the Addon it comes from and the rendered objects.","type":"object","additionalProperties":false,"required":["addonName","version","namespace","addonGeneration","objects"],"properties":{"addonName":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Catalog entry name."},"version":{"type":"string","maxLength":128,"description":"Catalog entry version."},"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"In-cluster namespace the objects go into (created when missing)."},"clusterWide":{"type":"boolean","description":"True when the Addon is cluster-wide (placed by clusterSelector), false when it lives in agent-<cluster>."},"addonGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the Addon this release was rendered from."},"minKubernetesVersion":{"type":"string","pattern":"^[0-9]+\\.[0-9]+$","description":"The cluster's API server must be at least this \"major.minor\"."},"objects":{"type":"array","maxItems":500,"description":"The rendered Kubernetes objects, in apply order.","items":{"type":"object","required":["apiVersion","kind","metadata"],"description":"One Kubernetes object.","x-rlark-free-form":true}}}};
+const pattern40 = new RegExp("^[0-9]+\\.[0-9]+$", "u");
 
-function validate439(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate459(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate439.evaluated;
+const evaluated0 = validate459.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16346,7 +17344,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.addonName === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "addonName"},message:"must have required property '"+"addonName"+"'",schema:schema156.required,parentSchema:schema156,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "addonName"},message:"must have required property '"+"addonName"+"'",schema:schema163.required,parentSchema:schema163,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -16356,7 +17354,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.version === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'",schema:schema156.required,parentSchema:schema156,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'",schema:schema163.required,parentSchema:schema163,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -16366,7 +17364,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.namespace === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema156.required,parentSchema:schema156,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema163.required,parentSchema:schema163,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -16376,7 +17374,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.addonGeneration === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "addonGeneration"},message:"must have required property '"+"addonGeneration"+"'",schema:schema156.required,parentSchema:schema156,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "addonGeneration"},message:"must have required property '"+"addonGeneration"+"'",schema:schema163.required,parentSchema:schema163,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -16386,7 +17384,7 @@ vErrors.push(err3);
 errors++;
 }
 if(data.objects === undefined){
-const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "objects"},message:"must have required property '"+"objects"+"'",schema:schema156.required,parentSchema:schema156,data};
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "objects"},message:"must have required property '"+"objects"+"'",schema:schema163.required,parentSchema:schema163,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -16397,7 +17395,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((((key0 === "addonName") || (key0 === "version")) || (key0 === "namespace")) || (key0 === "clusterWide")) || (key0 === "addonGeneration")) || (key0 === "minKubernetesVersion")) || (key0 === "objects"))){
-const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema156,data};
+const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema163,data};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -16408,8 +17406,8 @@ errors++;
 }
 }
 if(data.addonName !== undefined){
-if(!(validate435(data.addonName, {instancePath:instancePath+"/addonName",parentData:data,parentDataProperty:"addonName",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate435.errors : vErrors.concat(validate435.errors);
+if(!(validate455(data.addonName, {instancePath:instancePath+"/addonName",parentData:data,parentDataProperty:"addonName",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate455.errors : vErrors.concat(validate455.errors);
 errors = vErrors.length;
 }
 }
@@ -16417,7 +17415,7 @@ if(data.version !== undefined){
 let data1 = data.version;
 if(typeof data1 === "string"){
 if(func2(data1) > 128){
-const err6 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters",schema:128,parentSchema:schema156.properties.version,data:data1};
+const err6 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters",schema:128,parentSchema:schema163.properties.version,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -16428,7 +17426,7 @@ errors++;
 }
 }
 else {
-const err7 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema156.properties.version.type,parentSchema:schema156.properties.version,data:data1};
+const err7 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema163.properties.version.type,parentSchema:schema163.properties.version,data:data1};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -16439,15 +17437,15 @@ errors++;
 }
 }
 if(data.namespace !== undefined){
-if(!(validate435(data.namespace, {instancePath:instancePath+"/namespace",parentData:data,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate435.errors : vErrors.concat(validate435.errors);
+if(!(validate455(data.namespace, {instancePath:instancePath+"/namespace",parentData:data,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate455.errors : vErrors.concat(validate455.errors);
 errors = vErrors.length;
 }
 }
 if(data.clusterWide !== undefined){
 let data3 = data.clusterWide;
 if(typeof data3 !== "boolean"){
-const err8 = {instancePath:instancePath+"/clusterWide",schemaPath:"#/properties/clusterWide/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema156.properties.clusterWide.type,parentSchema:schema156.properties.clusterWide,data:data3};
+const err8 = {instancePath:instancePath+"/clusterWide",schemaPath:"#/properties/clusterWide/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema163.properties.clusterWide.type,parentSchema:schema163.properties.clusterWide,data:data3};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -16460,7 +17458,7 @@ errors++;
 if(data.addonGeneration !== undefined){
 let data4 = data.addonGeneration;
 if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
-const err9 = {instancePath:instancePath+"/addonGeneration",schemaPath:"#/properties/addonGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema156.properties.addonGeneration.type,parentSchema:schema156.properties.addonGeneration,data:data4};
+const err9 = {instancePath:instancePath+"/addonGeneration",schemaPath:"#/properties/addonGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema163.properties.addonGeneration.type,parentSchema:schema163.properties.addonGeneration,data:data4};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -16471,7 +17469,7 @@ errors++;
 }
 if((typeof data4 == "number") && (isFinite(data4))){
 if(data4 < 0 || isNaN(data4)){
-const err10 = {instancePath:instancePath+"/addonGeneration",schemaPath:"#/properties/addonGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema156.properties.addonGeneration,data:data4};
+const err10 = {instancePath:instancePath+"/addonGeneration",schemaPath:"#/properties/addonGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema163.properties.addonGeneration,data:data4};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -16485,8 +17483,8 @@ errors++;
 if(data.minKubernetesVersion !== undefined){
 let data5 = data.minKubernetesVersion;
 if(typeof data5 === "string"){
-if(!pattern35.test(data5)){
-const err11 = {instancePath:instancePath+"/minKubernetesVersion",schemaPath:"#/properties/minKubernetesVersion/pattern",keyword:"pattern",params:{pattern: "^[0-9]+\\.[0-9]+$"},message:"must match pattern \""+"^[0-9]+\\.[0-9]+$"+"\"",schema:"^[0-9]+\\.[0-9]+$",parentSchema:schema156.properties.minKubernetesVersion,data:data5};
+if(!pattern40.test(data5)){
+const err11 = {instancePath:instancePath+"/minKubernetesVersion",schemaPath:"#/properties/minKubernetesVersion/pattern",keyword:"pattern",params:{pattern: "^[0-9]+\\.[0-9]+$"},message:"must match pattern \""+"^[0-9]+\\.[0-9]+$"+"\"",schema:"^[0-9]+\\.[0-9]+$",parentSchema:schema163.properties.minKubernetesVersion,data:data5};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -16497,7 +17495,7 @@ errors++;
 }
 }
 else {
-const err12 = {instancePath:instancePath+"/minKubernetesVersion",schemaPath:"#/properties/minKubernetesVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema156.properties.minKubernetesVersion.type,parentSchema:schema156.properties.minKubernetesVersion,data:data5};
+const err12 = {instancePath:instancePath+"/minKubernetesVersion",schemaPath:"#/properties/minKubernetesVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema163.properties.minKubernetesVersion.type,parentSchema:schema163.properties.minKubernetesVersion,data:data5};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -16511,7 +17509,7 @@ if(data.objects !== undefined){
 let data6 = data.objects;
 if(Array.isArray(data6)){
 if(data6.length > 500){
-const err13 = {instancePath:instancePath+"/objects",schemaPath:"#/properties/objects/maxItems",keyword:"maxItems",params:{limit: 500},message:"must NOT have more than 500 items",schema:500,parentSchema:schema156.properties.objects,data:data6};
+const err13 = {instancePath:instancePath+"/objects",schemaPath:"#/properties/objects/maxItems",keyword:"maxItems",params:{limit: 500},message:"must NOT have more than 500 items",schema:500,parentSchema:schema163.properties.objects,data:data6};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -16525,7 +17523,7 @@ for(let i0=0; i0<len0; i0++){
 let data7 = data6[i0];
 if(data7 && typeof data7 == "object" && !Array.isArray(data7)){
 if(data7.apiVersion === undefined){
-const err14 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema156.properties.objects.items.required,parentSchema:schema156.properties.objects.items,data:data7};
+const err14 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema163.properties.objects.items.required,parentSchema:schema163.properties.objects.items,data:data7};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -16535,7 +17533,7 @@ vErrors.push(err14);
 errors++;
 }
 if(data7.kind === undefined){
-const err15 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema156.properties.objects.items.required,parentSchema:schema156.properties.objects.items,data:data7};
+const err15 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema163.properties.objects.items.required,parentSchema:schema163.properties.objects.items,data:data7};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -16545,7 +17543,7 @@ vErrors.push(err15);
 errors++;
 }
 if(data7.metadata === undefined){
-const err16 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema156.properties.objects.items.required,parentSchema:schema156.properties.objects.items,data:data7};
+const err16 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema163.properties.objects.items.required,parentSchema:schema163.properties.objects.items,data:data7};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -16556,7 +17554,7 @@ errors++;
 }
 }
 else {
-const err17 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema156.properties.objects.items.type,parentSchema:schema156.properties.objects.items,data:data7};
+const err17 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema163.properties.objects.items.type,parentSchema:schema163.properties.objects.items,data:data7};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -16568,7 +17566,7 @@ errors++;
 }
 }
 else {
-const err18 = {instancePath:instancePath+"/objects",schemaPath:"#/properties/objects/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema156.properties.objects.type,parentSchema:schema156.properties.objects,data:data6};
+const err18 = {instancePath:instancePath+"/objects",schemaPath:"#/properties/objects/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema163.properties.objects.type,parentSchema:schema163.properties.objects,data:data6};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -16580,7 +17578,7 @@ errors++;
 }
 }
 else {
-const err19 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema156.type,parentSchema:schema156,data};
+const err19 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema163.type,parentSchema:schema163,data};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -16589,17 +17587,17 @@ vErrors.push(err19);
 }
 errors++;
 }
-validate439.errors = vErrors;
+validate459.errors = vErrors;
 return errors === 0;
 }
-validate439.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate459.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema157 = {"description":"The installation in this cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"description":"Installation phase.","enum":["Pending","Installing","Ready","Failed","Upgrading","Uninstalling"]},"version":{"type":"string","maxLength":128,"description":"Version the objects in the cluster come from."},"message":{"type":"string","maxLength":4096,"description":"What is not ready, or why it failed."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the release this status reflects."}}};
+const schema164 = {"description":"The installation in this cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"description":"Installation phase.","enum":["Pending","Installing","Ready","Failed","Upgrading","Uninstalling"]},"version":{"type":"string","maxLength":128,"description":"Version the objects in the cluster come from."},"message":{"type":"string","maxLength":4096,"description":"What is not ready, or why it failed."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the release this status reflects."}}};
 
-function validate443(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate463(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate443.evaluated;
+const evaluated0 = validate463.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16609,7 +17607,7 @@ evaluated0.items = undefined;
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
 if(!((((key0 === "phase") || (key0 === "version")) || (key0 === "message")) || (key0 === "observedGeneration"))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema157,data};
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema164,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -16622,7 +17620,7 @@ errors++;
 if(data.phase !== undefined){
 let data0 = data.phase;
 if(!((((((data0 === "Pending") || (data0 === "Installing")) || (data0 === "Ready")) || (data0 === "Failed")) || (data0 === "Upgrading")) || (data0 === "Uninstalling"))){
-const err1 = {instancePath:instancePath+"/phase",schemaPath:"#/properties/phase/enum",keyword:"enum",params:{allowedValues: schema157.properties.phase.enum},message:"must be equal to one of the allowed values",schema:schema157.properties.phase.enum,parentSchema:schema157.properties.phase,data:data0};
+const err1 = {instancePath:instancePath+"/phase",schemaPath:"#/properties/phase/enum",keyword:"enum",params:{allowedValues: schema164.properties.phase.enum},message:"must be equal to one of the allowed values",schema:schema164.properties.phase.enum,parentSchema:schema164.properties.phase,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -16636,7 +17634,7 @@ if(data.version !== undefined){
 let data1 = data.version;
 if(typeof data1 === "string"){
 if(func2(data1) > 128){
-const err2 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters",schema:128,parentSchema:schema157.properties.version,data:data1};
+const err2 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters",schema:128,parentSchema:schema164.properties.version,data:data1};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -16647,7 +17645,7 @@ errors++;
 }
 }
 else {
-const err3 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema157.properties.version.type,parentSchema:schema157.properties.version,data:data1};
+const err3 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema164.properties.version.type,parentSchema:schema164.properties.version,data:data1};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -16661,7 +17659,7 @@ if(data.message !== undefined){
 let data2 = data.message;
 if(typeof data2 === "string"){
 if(func2(data2) > 4096){
-const err4 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters",schema:4096,parentSchema:schema157.properties.message,data:data2};
+const err4 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters",schema:4096,parentSchema:schema164.properties.message,data:data2};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -16672,7 +17670,7 @@ errors++;
 }
 }
 else {
-const err5 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema157.properties.message.type,parentSchema:schema157.properties.message,data:data2};
+const err5 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema164.properties.message.type,parentSchema:schema164.properties.message,data:data2};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -16685,7 +17683,7 @@ errors++;
 if(data.observedGeneration !== undefined){
 let data3 = data.observedGeneration;
 if(!(((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3))) && (isFinite(data3)))){
-const err6 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema157.properties.observedGeneration.type,parentSchema:schema157.properties.observedGeneration,data:data3};
+const err6 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema164.properties.observedGeneration.type,parentSchema:schema164.properties.observedGeneration,data:data3};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -16696,7 +17694,7 @@ errors++;
 }
 if((typeof data3 == "number") && (isFinite(data3))){
 if(data3 < 0 || isNaN(data3)){
-const err7 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema157.properties.observedGeneration,data:data3};
+const err7 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema164.properties.observedGeneration,data:data3};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -16709,7 +17707,7 @@ errors++;
 }
 }
 else {
-const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema157.type,parentSchema:schema157,data};
+const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema164.type,parentSchema:schema164,data};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -16718,17 +17716,17 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate443.errors = vErrors;
+validate463.errors = vErrors;
 return errors === 0;
 }
-validate443.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate463.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate427(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate447(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/addon-release.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate427.evaluated;
+const evaluated0 = validate447.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16737,7 +17735,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.apiVersion === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema152.required,parentSchema:schema152,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema159.required,parentSchema:schema159,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -16747,7 +17745,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.kind === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema152.required,parentSchema:schema152,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema159.required,parentSchema:schema159,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -16757,7 +17755,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.metadata === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema152.required,parentSchema:schema152,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema159.required,parentSchema:schema159,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -16767,7 +17765,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.spec === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema152.required,parentSchema:schema152,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema159.required,parentSchema:schema159,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -16778,7 +17776,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "metadata")) || (key0 === "spec")) || (key0 === "status"))){
-const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema152,data};
+const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema159,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -16791,7 +17789,7 @@ errors++;
 if(data.apiVersion !== undefined){
 let data0 = data.apiVersion;
 if("rlinf.io/v1alpha1" !== data0){
-const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema152.properties.apiVersion,data:data0};
+const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema159.properties.apiVersion,data:data0};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -16804,7 +17802,7 @@ errors++;
 if(data.kind !== undefined){
 let data1 = data.kind;
 if("AddonRelease" !== data1){
-const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "AddonRelease"},message:"must be equal to constant",schema:"AddonRelease",parentSchema:schema152.properties.kind,data:data1};
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "AddonRelease"},message:"must be equal to constant",schema:"AddonRelease",parentSchema:schema159.properties.kind,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -16816,13 +17814,13 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate428(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate428.errors : vErrors.concat(validate428.errors);
+if(!(validate448(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate448.errors : vErrors.concat(validate448.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.name === undefined){
-const err7 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema152.properties.metadata.required,parentSchema:schema152.properties.metadata,data:data2};
+const err7 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema159.properties.metadata.required,parentSchema:schema159.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -16832,7 +17830,7 @@ vErrors.push(err7);
 errors++;
 }
 if(data2.namespace === undefined){
-const err8 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema152.properties.metadata.required,parentSchema:schema152.properties.metadata,data:data2};
+const err8 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema159.properties.metadata.required,parentSchema:schema159.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -16842,34 +17840,34 @@ vErrors.push(err8);
 errors++;
 }
 if(data2.name !== undefined){
-if(!(validate435(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate435.errors : vErrors.concat(validate435.errors);
+if(!(validate455(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate455.errors : vErrors.concat(validate455.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate437(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate437.errors : vErrors.concat(validate437.errors);
+if(!(validate457(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate457.errors : vErrors.concat(validate457.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate439(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate439.errors : vErrors.concat(validate439.errors);
+if(!(validate459(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate459.errors : vErrors.concat(validate459.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate443(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate443.errors : vErrors.concat(validate443.errors);
+if(!(validate463(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate463.errors : vErrors.concat(validate463.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema152.type,parentSchema:schema152,data};
+const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema159.type,parentSchema:schema159,data};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -16878,18 +17876,18 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate427.errors = vErrors;
+validate447.errors = vErrors;
 return errors === 0;
 }
-validate427.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate447.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const Pod = validate445;
-const schema158 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/pod.schema.json","title":"Pod","description":"The hub's mirror of a data-plane pod or process, pushed by the agent; used for its logs, the dashboard and Domain addresses (exec and proxies through it are planned).","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Pod","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the object belongs to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Pod name, as in the cluster."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/PodMirrorSpec","description":"Identity of the mirrored pod."},"status":{"$ref":"#/$defs/PodMirrorStatus","description":"Observed state."}},"$defs":{"PodMirrorSpec":{"description":"Which pod this is and what it belongs to.","type":"object","additionalProperties":false,"properties":{"task":{"type":"string","description":"Name of the Task the pod runs."},"job":{"type":"string","description":"Name of the Job."},"node":{"type":"string","description":"Node the pod runs on."},"namespace":{"type":"string","description":"The pod's namespace inside its cluster."},"uid":{"type":"string","description":"The pod's UID inside its cluster."},"containers":{"type":"array","description":"Containers (or processes) of the pod.","items":{"$ref":"#/$defs/PodMirrorContainer"}}}},"PodMirrorContainer":{"description":"One container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image, or the command for a process."}}},"ContainerStatus":{"description":"Observed state of one container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image running."},"ready":{"type":"boolean","description":"Passing its readiness probe."},"restartCount":{"type":"integer","minimum":0,"description":"Restarts so far."},"state":{"enum":["Waiting","Running","Terminated"],"description":"Current state."},"reason":{"type":"string","description":"Why it is waiting or terminated (CrashLoopBackOff, Completed, ...)."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the current or, while restarting, last termination."},"startedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run started."},"finishedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When it terminated."}}},"PodMirrorStatus":{"description":"Observed state of the pod.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Unknown"],"description":"Pod phase."},"podIP":{"type":"string","description":"The pod's IP inside its cluster."},"hostIP":{"type":"string","description":"IP of the node."},"domainIP":{"type":"string","description":"The pod's virtual IP in its Job's Domain."},"restarts":{"type":"integer","minimum":0,"description":"Restarts of all containers."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the pod started."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"containerStatuses":{"type":"array","description":"Per container, with exit codes.","items":{"$ref":"#/$defs/ContainerStatus"}},"conditions":{"type":"array","description":"Pod conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
+export const Pod = validate465;
+const schema165 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/pod.schema.json","title":"Pod","description":"The hub's mirror of a data-plane pod or process, pushed by the agent; used for its logs, the dashboard and Domain addresses (exec and proxies through it are planned).","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Pod","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the object belongs to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Pod name, as in the cluster."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/PodMirrorSpec","description":"Identity of the mirrored pod."},"status":{"$ref":"#/$defs/PodMirrorStatus","description":"Observed state."}},"$defs":{"PodMirrorSpec":{"description":"Which pod this is and what it belongs to.","type":"object","additionalProperties":false,"properties":{"task":{"type":"string","description":"Name of the Task the pod runs."},"job":{"type":"string","description":"Name of the Job."},"node":{"type":"string","description":"Node the pod runs on."},"namespace":{"type":"string","description":"The pod's namespace inside its cluster."},"uid":{"type":"string","description":"The pod's UID inside its cluster."},"containers":{"type":"array","description":"Containers (or processes) of the pod.","items":{"$ref":"#/$defs/PodMirrorContainer"}}}},"PodMirrorContainer":{"description":"One container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image, or the command for a process."}}},"ContainerStatus":{"description":"Observed state of one container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image running."},"ready":{"type":"boolean","description":"Passing its readiness probe."},"restartCount":{"type":"integer","minimum":0,"description":"Restarts so far."},"state":{"enum":["Waiting","Running","Terminated"],"description":"Current state."},"reason":{"type":"string","description":"Why it is waiting or terminated (CrashLoopBackOff, Completed, ...)."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the current or, while restarting, last termination."},"startedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run started."},"finishedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When it terminated."}}},"PodMirrorStatus":{"description":"Observed state of the pod.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Unknown"],"description":"Pod phase."},"podIP":{"type":"string","description":"The pod's IP inside its cluster."},"hostIP":{"type":"string","description":"IP of the node."},"domainIP":{"type":"string","description":"The pod's virtual IP in its Job's Domain."},"restarts":{"type":"integer","minimum":0,"description":"Restarts of all containers."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the pod started."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"containerStatuses":{"type":"array","description":"Per container, with exit codes.","items":{"$ref":"#/$defs/ContainerStatus"}},"conditions":{"type":"array","description":"Pod conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
 
-function validate446(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate466(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate446.evaluated;
+const evaluated0 = validate466.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17111,16 +18109,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate446.errors = vErrors;
+validate466.errors = vErrors;
 return errors === 0;
 }
-validate446.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate466.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate453(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate473(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate453.evaluated;
+const evaluated0 = validate473.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17169,16 +18167,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate453.errors = vErrors;
+validate473.errors = vErrors;
 return errors === 0;
 }
-validate453.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate473.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate455(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate475(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate455.evaluated;
+const evaluated0 = validate475.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17217,18 +18215,18 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate455.errors = vErrors;
+validate475.errors = vErrors;
 return errors === 0;
 }
-validate455.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate475.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema162 = {"description":"Which pod this is and what it belongs to.","type":"object","additionalProperties":false,"properties":{"task":{"type":"string","description":"Name of the Task the pod runs."},"job":{"type":"string","description":"Name of the Job."},"node":{"type":"string","description":"Node the pod runs on."},"namespace":{"type":"string","description":"The pod's namespace inside its cluster."},"uid":{"type":"string","description":"The pod's UID inside its cluster."},"containers":{"type":"array","description":"Containers (or processes) of the pod.","items":{"$ref":"#/$defs/PodMirrorContainer"}}}};
-const schema163 = {"description":"One container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image, or the command for a process."}}};
+const schema169 = {"description":"Which pod this is and what it belongs to.","type":"object","additionalProperties":false,"properties":{"task":{"type":"string","description":"Name of the Task the pod runs."},"job":{"type":"string","description":"Name of the Job."},"node":{"type":"string","description":"Node the pod runs on."},"namespace":{"type":"string","description":"The pod's namespace inside its cluster."},"uid":{"type":"string","description":"The pod's UID inside its cluster."},"containers":{"type":"array","description":"Containers (or processes) of the pod.","items":{"$ref":"#/$defs/PodMirrorContainer"}}}};
+const schema170 = {"description":"One container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image, or the command for a process."}}};
 
-function validate458(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate478(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate458.evaluated;
+const evaluated0 = validate478.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17237,7 +18235,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.name === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema163.required,parentSchema:schema163,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema170.required,parentSchema:schema170,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -17248,7 +18246,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((key0 === "name") || (key0 === "image"))){
-const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema163,data};
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema170,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -17261,7 +18259,7 @@ errors++;
 if(data.name !== undefined){
 let data0 = data.name;
 if(typeof data0 !== "string"){
-const err2 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema163.properties.name.type,parentSchema:schema163.properties.name,data:data0};
+const err2 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema170.properties.name.type,parentSchema:schema170.properties.name,data:data0};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -17274,7 +18272,7 @@ errors++;
 if(data.image !== undefined){
 let data1 = data.image;
 if(typeof data1 !== "string"){
-const err3 = {instancePath:instancePath+"/image",schemaPath:"#/properties/image/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema163.properties.image.type,parentSchema:schema163.properties.image,data:data1};
+const err3 = {instancePath:instancePath+"/image",schemaPath:"#/properties/image/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema170.properties.image.type,parentSchema:schema170.properties.image,data:data1};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -17286,7 +18284,7 @@ errors++;
 }
 }
 else {
-const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema163.type,parentSchema:schema163,data};
+const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema170.type,parentSchema:schema170,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -17295,16 +18293,16 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate458.errors = vErrors;
+validate478.errors = vErrors;
 return errors === 0;
 }
-validate458.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate478.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate457(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate477(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate457.evaluated;
+const evaluated0 = validate477.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17314,7 +18312,7 @@ evaluated0.items = undefined;
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
 if(!((((((key0 === "task") || (key0 === "job")) || (key0 === "node")) || (key0 === "namespace")) || (key0 === "uid")) || (key0 === "containers"))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema162,data};
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema169,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -17327,7 +18325,7 @@ errors++;
 if(data.task !== undefined){
 let data0 = data.task;
 if(typeof data0 !== "string"){
-const err1 = {instancePath:instancePath+"/task",schemaPath:"#/properties/task/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema162.properties.task.type,parentSchema:schema162.properties.task,data:data0};
+const err1 = {instancePath:instancePath+"/task",schemaPath:"#/properties/task/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema169.properties.task.type,parentSchema:schema169.properties.task,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -17340,7 +18338,7 @@ errors++;
 if(data.job !== undefined){
 let data1 = data.job;
 if(typeof data1 !== "string"){
-const err2 = {instancePath:instancePath+"/job",schemaPath:"#/properties/job/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema162.properties.job.type,parentSchema:schema162.properties.job,data:data1};
+const err2 = {instancePath:instancePath+"/job",schemaPath:"#/properties/job/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema169.properties.job.type,parentSchema:schema169.properties.job,data:data1};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -17353,7 +18351,7 @@ errors++;
 if(data.node !== undefined){
 let data2 = data.node;
 if(typeof data2 !== "string"){
-const err3 = {instancePath:instancePath+"/node",schemaPath:"#/properties/node/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema162.properties.node.type,parentSchema:schema162.properties.node,data:data2};
+const err3 = {instancePath:instancePath+"/node",schemaPath:"#/properties/node/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema169.properties.node.type,parentSchema:schema169.properties.node,data:data2};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -17366,7 +18364,7 @@ errors++;
 if(data.namespace !== undefined){
 let data3 = data.namespace;
 if(typeof data3 !== "string"){
-const err4 = {instancePath:instancePath+"/namespace",schemaPath:"#/properties/namespace/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema162.properties.namespace.type,parentSchema:schema162.properties.namespace,data:data3};
+const err4 = {instancePath:instancePath+"/namespace",schemaPath:"#/properties/namespace/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema169.properties.namespace.type,parentSchema:schema169.properties.namespace,data:data3};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -17379,7 +18377,7 @@ errors++;
 if(data.uid !== undefined){
 let data4 = data.uid;
 if(typeof data4 !== "string"){
-const err5 = {instancePath:instancePath+"/uid",schemaPath:"#/properties/uid/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema162.properties.uid.type,parentSchema:schema162.properties.uid,data:data4};
+const err5 = {instancePath:instancePath+"/uid",schemaPath:"#/properties/uid/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema169.properties.uid.type,parentSchema:schema169.properties.uid,data:data4};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -17394,14 +18392,14 @@ let data5 = data.containers;
 if(Array.isArray(data5)){
 const len0 = data5.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate458(data5[i0], {instancePath:instancePath+"/containers/" + i0,parentData:data5,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate458.errors : vErrors.concat(validate458.errors);
+if(!(validate478(data5[i0], {instancePath:instancePath+"/containers/" + i0,parentData:data5,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate478.errors : vErrors.concat(validate478.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err6 = {instancePath:instancePath+"/containers",schemaPath:"#/properties/containers/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema162.properties.containers.type,parentSchema:schema162.properties.containers,data:data5};
+const err6 = {instancePath:instancePath+"/containers",schemaPath:"#/properties/containers/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema169.properties.containers.type,parentSchema:schema169.properties.containers,data:data5};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -17413,7 +18411,7 @@ errors++;
 }
 }
 else {
-const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema162.type,parentSchema:schema162,data};
+const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema169.type,parentSchema:schema169,data};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -17422,17 +18420,17 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate457.errors = vErrors;
+validate477.errors = vErrors;
 return errors === 0;
 }
-validate457.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate477.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema164 = {"description":"Observed state of the pod.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Unknown"],"description":"Pod phase."},"podIP":{"type":"string","description":"The pod's IP inside its cluster."},"hostIP":{"type":"string","description":"IP of the node."},"domainIP":{"type":"string","description":"The pod's virtual IP in its Job's Domain."},"restarts":{"type":"integer","minimum":0,"description":"Restarts of all containers."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the pod started."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"containerStatuses":{"type":"array","description":"Per container, with exit codes.","items":{"$ref":"#/$defs/ContainerStatus"}},"conditions":{"type":"array","description":"Pod conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
+const schema171 = {"description":"Observed state of the pod.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Unknown"],"description":"Pod phase."},"podIP":{"type":"string","description":"The pod's IP inside its cluster."},"hostIP":{"type":"string","description":"IP of the node."},"domainIP":{"type":"string","description":"The pod's virtual IP in its Job's Domain."},"restarts":{"type":"integer","minimum":0,"description":"Restarts of all containers."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the pod started."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"containerStatuses":{"type":"array","description":"Per container, with exit codes.","items":{"$ref":"#/$defs/ContainerStatus"}},"conditions":{"type":"array","description":"Pod conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
 
-function validate462(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate482(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate462.evaluated;
+const evaluated0 = validate482.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17461,17 +18459,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate462.errors = vErrors;
+validate482.errors = vErrors;
 return errors === 0;
 }
-validate462.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate482.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema166 = {"description":"Observed state of one container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image running."},"ready":{"type":"boolean","description":"Passing its readiness probe."},"restartCount":{"type":"integer","minimum":0,"description":"Restarts so far."},"state":{"enum":["Waiting","Running","Terminated"],"description":"Current state."},"reason":{"type":"string","description":"Why it is waiting or terminated (CrashLoopBackOff, Completed, ...)."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the current or, while restarting, last termination."},"startedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run started."},"finishedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When it terminated."}}};
+const schema173 = {"description":"Observed state of one container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image running."},"ready":{"type":"boolean","description":"Passing its readiness probe."},"restartCount":{"type":"integer","minimum":0,"description":"Restarts so far."},"state":{"enum":["Waiting","Running","Terminated"],"description":"Current state."},"reason":{"type":"string","description":"Why it is waiting or terminated (CrashLoopBackOff, Completed, ...)."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the current or, while restarting, last termination."},"startedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run started."},"finishedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When it terminated."}}};
 
-function validate464(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate484(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate464.evaluated;
+const evaluated0 = validate484.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17480,7 +18478,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.name === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema166.required,parentSchema:schema166,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema173.required,parentSchema:schema173,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -17490,8 +18488,8 @@ vErrors.push(err0);
 errors++;
 }
 for(const key0 in data){
-if(!(func1.call(schema166.properties, key0))){
-const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema166,data};
+if(!(func1.call(schema173.properties, key0))){
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema173,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -17504,7 +18502,7 @@ errors++;
 if(data.name !== undefined){
 let data0 = data.name;
 if(typeof data0 !== "string"){
-const err2 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema166.properties.name.type,parentSchema:schema166.properties.name,data:data0};
+const err2 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema173.properties.name.type,parentSchema:schema173.properties.name,data:data0};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -17517,7 +18515,7 @@ errors++;
 if(data.image !== undefined){
 let data1 = data.image;
 if(typeof data1 !== "string"){
-const err3 = {instancePath:instancePath+"/image",schemaPath:"#/properties/image/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema166.properties.image.type,parentSchema:schema166.properties.image,data:data1};
+const err3 = {instancePath:instancePath+"/image",schemaPath:"#/properties/image/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema173.properties.image.type,parentSchema:schema173.properties.image,data:data1};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -17530,7 +18528,7 @@ errors++;
 if(data.ready !== undefined){
 let data2 = data.ready;
 if(typeof data2 !== "boolean"){
-const err4 = {instancePath:instancePath+"/ready",schemaPath:"#/properties/ready/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema166.properties.ready.type,parentSchema:schema166.properties.ready,data:data2};
+const err4 = {instancePath:instancePath+"/ready",schemaPath:"#/properties/ready/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema173.properties.ready.type,parentSchema:schema173.properties.ready,data:data2};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -17543,7 +18541,7 @@ errors++;
 if(data.restartCount !== undefined){
 let data3 = data.restartCount;
 if(!(((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3))) && (isFinite(data3)))){
-const err5 = {instancePath:instancePath+"/restartCount",schemaPath:"#/properties/restartCount/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema166.properties.restartCount.type,parentSchema:schema166.properties.restartCount,data:data3};
+const err5 = {instancePath:instancePath+"/restartCount",schemaPath:"#/properties/restartCount/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema173.properties.restartCount.type,parentSchema:schema173.properties.restartCount,data:data3};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -17554,7 +18552,7 @@ errors++;
 }
 if((typeof data3 == "number") && (isFinite(data3))){
 if(data3 < 0 || isNaN(data3)){
-const err6 = {instancePath:instancePath+"/restartCount",schemaPath:"#/properties/restartCount/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema166.properties.restartCount,data:data3};
+const err6 = {instancePath:instancePath+"/restartCount",schemaPath:"#/properties/restartCount/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema173.properties.restartCount,data:data3};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -17568,7 +18566,7 @@ errors++;
 if(data.state !== undefined){
 let data4 = data.state;
 if(!(((data4 === "Waiting") || (data4 === "Running")) || (data4 === "Terminated"))){
-const err7 = {instancePath:instancePath+"/state",schemaPath:"#/properties/state/enum",keyword:"enum",params:{allowedValues: schema166.properties.state.enum},message:"must be equal to one of the allowed values",schema:schema166.properties.state.enum,parentSchema:schema166.properties.state,data:data4};
+const err7 = {instancePath:instancePath+"/state",schemaPath:"#/properties/state/enum",keyword:"enum",params:{allowedValues: schema173.properties.state.enum},message:"must be equal to one of the allowed values",schema:schema173.properties.state.enum,parentSchema:schema173.properties.state,data:data4};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -17581,7 +18579,7 @@ errors++;
 if(data.reason !== undefined){
 let data5 = data.reason;
 if(typeof data5 !== "string"){
-const err8 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema166.properties.reason.type,parentSchema:schema166.properties.reason,data:data5};
+const err8 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema173.properties.reason.type,parentSchema:schema173.properties.reason,data:data5};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -17594,7 +18592,7 @@ errors++;
 if(data.message !== undefined){
 let data6 = data.message;
 if(typeof data6 !== "string"){
-const err9 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema166.properties.message.type,parentSchema:schema166.properties.message,data:data6};
+const err9 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema173.properties.message.type,parentSchema:schema173.properties.message,data:data6};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -17607,7 +18605,7 @@ errors++;
 if(data.exitCode !== undefined){
 let data7 = data.exitCode;
 if(!(((typeof data7 == "number") && (!(data7 % 1) && !isNaN(data7))) && (isFinite(data7)))){
-const err10 = {instancePath:instancePath+"/exitCode",schemaPath:"#/properties/exitCode/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema166.properties.exitCode.type,parentSchema:schema166.properties.exitCode,data:data7};
+const err10 = {instancePath:instancePath+"/exitCode",schemaPath:"#/properties/exitCode/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema173.properties.exitCode.type,parentSchema:schema173.properties.exitCode,data:data7};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -17618,20 +18616,20 @@ errors++;
 }
 }
 if(data.startedAt !== undefined){
-if(!(validate462(data.startedAt, {instancePath:instancePath+"/startedAt",parentData:data,parentDataProperty:"startedAt",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate462.errors : vErrors.concat(validate462.errors);
+if(!(validate482(data.startedAt, {instancePath:instancePath+"/startedAt",parentData:data,parentDataProperty:"startedAt",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate482.errors : vErrors.concat(validate482.errors);
 errors = vErrors.length;
 }
 }
 if(data.finishedAt !== undefined){
-if(!(validate462(data.finishedAt, {instancePath:instancePath+"/finishedAt",parentData:data,parentDataProperty:"finishedAt",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate462.errors : vErrors.concat(validate462.errors);
+if(!(validate482(data.finishedAt, {instancePath:instancePath+"/finishedAt",parentData:data,parentDataProperty:"finishedAt",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate482.errors : vErrors.concat(validate482.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema166.type,parentSchema:schema166,data};
+const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema173.type,parentSchema:schema173,data};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -17640,16 +18638,16 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate464.errors = vErrors;
+validate484.errors = vErrors;
 return errors === 0;
 }
-validate464.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate484.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate468(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate488(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate468.evaluated;
+const evaluated0 = validate488.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17801,16 +18799,16 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate468.errors = vErrors;
+validate488.errors = vErrors;
 return errors === 0;
 }
-validate468.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate488.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate461(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate481(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate461.evaluated;
+const evaluated0 = validate481.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17819,8 +18817,8 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
-if(!(func1.call(schema164.properties, key0))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema164,data};
+if(!(func1.call(schema171.properties, key0))){
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema171,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -17833,7 +18831,7 @@ errors++;
 if(data.phase !== undefined){
 let data0 = data.phase;
 if(!(((((data0 === "Pending") || (data0 === "Running")) || (data0 === "Succeeded")) || (data0 === "Failed")) || (data0 === "Unknown"))){
-const err1 = {instancePath:instancePath+"/phase",schemaPath:"#/properties/phase/enum",keyword:"enum",params:{allowedValues: schema164.properties.phase.enum},message:"must be equal to one of the allowed values",schema:schema164.properties.phase.enum,parentSchema:schema164.properties.phase,data:data0};
+const err1 = {instancePath:instancePath+"/phase",schemaPath:"#/properties/phase/enum",keyword:"enum",params:{allowedValues: schema171.properties.phase.enum},message:"must be equal to one of the allowed values",schema:schema171.properties.phase.enum,parentSchema:schema171.properties.phase,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -17846,7 +18844,7 @@ errors++;
 if(data.podIP !== undefined){
 let data1 = data.podIP;
 if(typeof data1 !== "string"){
-const err2 = {instancePath:instancePath+"/podIP",schemaPath:"#/properties/podIP/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema164.properties.podIP.type,parentSchema:schema164.properties.podIP,data:data1};
+const err2 = {instancePath:instancePath+"/podIP",schemaPath:"#/properties/podIP/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema171.properties.podIP.type,parentSchema:schema171.properties.podIP,data:data1};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -17859,7 +18857,7 @@ errors++;
 if(data.hostIP !== undefined){
 let data2 = data.hostIP;
 if(typeof data2 !== "string"){
-const err3 = {instancePath:instancePath+"/hostIP",schemaPath:"#/properties/hostIP/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema164.properties.hostIP.type,parentSchema:schema164.properties.hostIP,data:data2};
+const err3 = {instancePath:instancePath+"/hostIP",schemaPath:"#/properties/hostIP/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema171.properties.hostIP.type,parentSchema:schema171.properties.hostIP,data:data2};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -17872,7 +18870,7 @@ errors++;
 if(data.domainIP !== undefined){
 let data3 = data.domainIP;
 if(typeof data3 !== "string"){
-const err4 = {instancePath:instancePath+"/domainIP",schemaPath:"#/properties/domainIP/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema164.properties.domainIP.type,parentSchema:schema164.properties.domainIP,data:data3};
+const err4 = {instancePath:instancePath+"/domainIP",schemaPath:"#/properties/domainIP/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema171.properties.domainIP.type,parentSchema:schema171.properties.domainIP,data:data3};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -17885,7 +18883,7 @@ errors++;
 if(data.restarts !== undefined){
 let data4 = data.restarts;
 if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
-const err5 = {instancePath:instancePath+"/restarts",schemaPath:"#/properties/restarts/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema164.properties.restarts.type,parentSchema:schema164.properties.restarts,data:data4};
+const err5 = {instancePath:instancePath+"/restarts",schemaPath:"#/properties/restarts/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema171.properties.restarts.type,parentSchema:schema171.properties.restarts,data:data4};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -17896,7 +18894,7 @@ errors++;
 }
 if((typeof data4 == "number") && (isFinite(data4))){
 if(data4 < 0 || isNaN(data4)){
-const err6 = {instancePath:instancePath+"/restarts",schemaPath:"#/properties/restarts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema164.properties.restarts,data:data4};
+const err6 = {instancePath:instancePath+"/restarts",schemaPath:"#/properties/restarts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema171.properties.restarts,data:data4};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -17908,15 +18906,15 @@ errors++;
 }
 }
 if(data.startTime !== undefined){
-if(!(validate462(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate462.errors : vErrors.concat(validate462.errors);
+if(!(validate482(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate482.errors : vErrors.concat(validate482.errors);
 errors = vErrors.length;
 }
 }
 if(data.reason !== undefined){
 let data6 = data.reason;
 if(typeof data6 !== "string"){
-const err7 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema164.properties.reason.type,parentSchema:schema164.properties.reason,data:data6};
+const err7 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema171.properties.reason.type,parentSchema:schema171.properties.reason,data:data6};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -17929,7 +18927,7 @@ errors++;
 if(data.message !== undefined){
 let data7 = data.message;
 if(typeof data7 !== "string"){
-const err8 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema164.properties.message.type,parentSchema:schema164.properties.message,data:data7};
+const err8 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema171.properties.message.type,parentSchema:schema171.properties.message,data:data7};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -17944,14 +18942,14 @@ let data8 = data.containerStatuses;
 if(Array.isArray(data8)){
 const len0 = data8.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate464(data8[i0], {instancePath:instancePath+"/containerStatuses/" + i0,parentData:data8,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate464.errors : vErrors.concat(validate464.errors);
+if(!(validate484(data8[i0], {instancePath:instancePath+"/containerStatuses/" + i0,parentData:data8,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate484.errors : vErrors.concat(validate484.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err9 = {instancePath:instancePath+"/containerStatuses",schemaPath:"#/properties/containerStatuses/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema164.properties.containerStatuses.type,parentSchema:schema164.properties.containerStatuses,data:data8};
+const err9 = {instancePath:instancePath+"/containerStatuses",schemaPath:"#/properties/containerStatuses/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema171.properties.containerStatuses.type,parentSchema:schema171.properties.containerStatuses,data:data8};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -17966,14 +18964,14 @@ let data10 = data.conditions;
 if(Array.isArray(data10)){
 const len1 = data10.length;
 for(let i1=0; i1<len1; i1++){
-if(!(validate468(data10[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data10,parentDataProperty:i1,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate468.errors : vErrors.concat(validate468.errors);
+if(!(validate488(data10[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data10,parentDataProperty:i1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate488.errors : vErrors.concat(validate488.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err10 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema164.properties.conditions.type,parentSchema:schema164.properties.conditions,data:data10};
+const err10 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema171.properties.conditions.type,parentSchema:schema171.properties.conditions,data:data10};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -17985,7 +18983,7 @@ errors++;
 }
 }
 else {
-const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema164.type,parentSchema:schema164,data};
+const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema171.type,parentSchema:schema171,data};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -17994,17 +18992,17 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate461.errors = vErrors;
+validate481.errors = vErrors;
 return errors === 0;
 }
-validate461.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate481.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate445(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate465(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/pod.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate445.evaluated;
+const evaluated0 = validate465.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18013,7 +19011,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.apiVersion === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema158.required,parentSchema:schema158,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema165.required,parentSchema:schema165,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -18023,7 +19021,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.kind === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema158.required,parentSchema:schema158,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema165.required,parentSchema:schema165,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -18033,7 +19031,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.metadata === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema158.required,parentSchema:schema158,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema165.required,parentSchema:schema165,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -18043,7 +19041,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.spec === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema158.required,parentSchema:schema158,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema165.required,parentSchema:schema165,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -18054,7 +19052,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "metadata")) || (key0 === "spec")) || (key0 === "status"))){
-const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema158,data};
+const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema165,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -18067,7 +19065,7 @@ errors++;
 if(data.apiVersion !== undefined){
 let data0 = data.apiVersion;
 if("rlinf.io/v1alpha1" !== data0){
-const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema158.properties.apiVersion,data:data0};
+const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema165.properties.apiVersion,data:data0};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -18080,7 +19078,7 @@ errors++;
 if(data.kind !== undefined){
 let data1 = data.kind;
 if("Pod" !== data1){
-const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "Pod"},message:"must be equal to constant",schema:"Pod",parentSchema:schema158.properties.kind,data:data1};
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "Pod"},message:"must be equal to constant",schema:"Pod",parentSchema:schema165.properties.kind,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -18092,13 +19090,13 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate446(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate446.errors : vErrors.concat(validate446.errors);
+if(!(validate466(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate466.errors : vErrors.concat(validate466.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.name === undefined){
-const err7 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema158.properties.metadata.required,parentSchema:schema158.properties.metadata,data:data2};
+const err7 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema165.properties.metadata.required,parentSchema:schema165.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -18108,7 +19106,7 @@ vErrors.push(err7);
 errors++;
 }
 if(data2.namespace === undefined){
-const err8 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema158.properties.metadata.required,parentSchema:schema158.properties.metadata,data:data2};
+const err8 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema165.properties.metadata.required,parentSchema:schema165.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -18118,34 +19116,34 @@ vErrors.push(err8);
 errors++;
 }
 if(data2.name !== undefined){
-if(!(validate453(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate453.errors : vErrors.concat(validate453.errors);
+if(!(validate473(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate473.errors : vErrors.concat(validate473.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate455(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate455.errors : vErrors.concat(validate455.errors);
+if(!(validate475(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate475.errors : vErrors.concat(validate475.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate457(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate457.errors : vErrors.concat(validate457.errors);
+if(!(validate477(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate477.errors : vErrors.concat(validate477.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate461(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate461.errors : vErrors.concat(validate461.errors);
+if(!(validate481(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate481.errors : vErrors.concat(validate481.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema158.type,parentSchema:schema158,data};
+const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema165.type,parentSchema:schema165,data};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -18154,8 +19152,8 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate445.errors = vErrors;
+validate465.errors = vErrors;
 return errors === 0;
 }
-validate445.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate465.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
