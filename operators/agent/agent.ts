@@ -196,6 +196,8 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       addons: addonStatusObjects(cluster, desired.addons(), observed, runtime.applyAddons !== undefined),
       capabilities: capabilities(),
       ...(observed.kubernetesVersion ? { kubernetesVersion: observed.kubernetesVersion } : {}),
+      // a runtime without an API of its own (process) is this machine: reporting is its test
+      lastTest: observed.lastTest ?? { testedAt: new Date(clock.now()).toISOString(), ok: true },
     });
   };
   // Changes come in bursts (a replica set starting): one report per burst is enough.

@@ -268,8 +268,19 @@ export interface RuntimeSnapshot {
   volumes?: ObservedVolume[];
   /** The API server's gitVersion (kubernetes runtime), e.g. "v1.34.4". */
   kubernetesVersion?: string;
+  /** The runtime's last try of its cluster's API (kubernetes: the Version API); absent: none of its own. */
+  lastTest?: ConnectivityTest;
   /** Runtimes that install Addons (kubernetes): each one desired or still being uninstalled. */
   addons?: ObservedAddon[];
+}
+
+/** One try of a cluster's API. */
+export interface ConnectivityTest {
+  /** RFC 3339. */
+  testedAt: string;
+  ok: boolean;
+  /** Why it failed (one line, no credentials); absent when ok. */
+  message?: string;
 }
 
 /** Git's admin overlay for one node (the Node object's labels, annotations and spec.unschedulable). */

@@ -80,6 +80,8 @@ export interface KubernetesRuntimeOptions {
    * ObservedNode.disk. Off by default: it needs `nodes/proxy` get, which fleet/agent does not grant.
    */
   diskStatsIntervalMs?: number;
+  /** How often the Version API is read: the cluster's periodic connectivity test. Default 60 s. */
+  versionIntervalMs?: number;
   /** How often each watch relists in full. Default 10 min. */
   relistIntervalMs?: number;
   /** How soon a failed apply, or a Job waiting to be replaced, is retried. Default 5 s. */
@@ -167,7 +169,7 @@ export class KubernetesRuntime implements Runtime {
       await runtime.stop();
       throw err;
     }
-    runtime.#version.poll(options.relistIntervalMs ?? 600_000);
+    runtime.#version.poll(options.versionIntervalMs ?? 60_000);
     if (options.diskStatsIntervalMs) runtime.#disk.poll(options.diskStatsIntervalMs);
     return runtime;
   }
@@ -207,6 +209,7 @@ export class KubernetesRuntime implements Runtime {
         instance: this.#options.instance,
       }),
       addons: this.#addons.observe(),
+      ...(this.#version.lastTest ? { lastTest: this.#version.lastTest } : {}),
     }));
   }
 
