@@ -96,6 +96,7 @@ export async function startHubHttp(options: HubHttpOptions): Promise<HubHttp> {
     metricsText: options.metricsText,
     podLog: podLogRoute(access),
     podProxy: podProxyRoute(access),
+    browse: options.tunnel,
     ...(options.accessAudit ? { accessAudit: options.accessAudit } : {}),
     ready: options.ready,
     gitWebhook: pushWebhook,

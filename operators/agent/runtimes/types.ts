@@ -4,6 +4,7 @@
 // Docker runtime all fit behind it.
 import type { Duplex, Readable } from "node:stream";
 import type { DomainPeerSpec } from "../../api/index.ts";
+import type { BrowseAnswer, BrowseRequest } from "../../lib/tunnel/index.ts";
 
 /** The workload kinds a Task can ask for; they decide the restart policy. */
 export type WorkloadKind = "Deployment" | "StatefulSet" | "DaemonSet" | "Job";
@@ -381,6 +382,11 @@ export interface Runtime {
    * without it reports each Addon Failed (agent.ts).
    */
   applyAddons?(addons: readonly RuntimeAddon[]): Promise<void>;
+  /**
+   * Runtimes with a cluster API (kubernetes) answer the hub's read-only browsing: one page of one
+   * resource, projected (lib/tunnel/browse.ts: a Secret is its key names). Absent: nothing to browse.
+   */
+  browse?(request: BrowseRequest): Promise<BrowseAnswer>;
   /** Stops supervising. By default leaves workloads running, to be adopted by the next runtime. */
   stop(options?: StopOptions): Promise<void>;
 }

@@ -13,6 +13,7 @@ import { PassThrough, type Readable } from "node:stream";
 import { type KubeConfig, Log } from "@kubernetes/client-node";
 import { AGENT_INSTANCE_LABEL } from "../../../api/index.ts";
 import { type Logger, silentLogger } from "../../../lib/logger.ts";
+import type { BrowseAnswer, BrowseRequest } from "../../../lib/tunnel/index.ts";
 import type {
   AgentType,
   LogStreamOptions,
@@ -27,6 +28,7 @@ import type {
 import { AddonInstaller } from "./addon-installer.ts";
 import { type ApiClients, apiClients } from "./api-clients.ts";
 import { KubeApiError } from "./api-error.ts";
+import { kubernetesBrowse } from "./browse.ts";
 import { ChangeFeed } from "./change-feed.ts";
 import { DiskPoller } from "./disk-poller.ts";
 import { DomainPeersWriter } from "./domain-peers-secret.ts";
@@ -193,6 +195,10 @@ export class KubernetesRuntime implements Runtime {
 
   applyAddons(addons: readonly RuntimeAddon[]): Promise<void> {
     return this.#addons.apply(addons);
+  }
+
+  browse(request: BrowseRequest): Promise<BrowseAnswer> {
+    return kubernetesBrowse(this.#clients.core, this.#clients.apps)(request);
   }
 
   onChange(listener: () => void): () => void {
