@@ -14,6 +14,7 @@ import { createDashboard, type Dashboard, type DashboardSettings } from "../dash
 import type { PullRequestReviewer } from "../feedback/index.ts";
 import { adminTokenAuthenticator, anyOf } from "../lib/http/index.ts";
 import type { Logger } from "../lib/logger.ts";
+import type { SealKeyring } from "../lib/seal/index.ts";
 import type { Store } from "../lib/store/index.ts";
 import type { TunnelServer } from "../lib/tunnel/index.ts";
 import { createGitWebhookHttpHandler, loadWebhookSecrets, type WebhookIntake } from "../source/index.ts";
@@ -39,6 +40,8 @@ export interface HubHttpOptions {
   /** The newest access audit records, for admins. */
   accessAudit?: (limit: number) => unknown[];
   metricsText: () => Promise<string> | string;
+  /** Served at /api/v1/seal-key (public key) and rotated at /api/v1/seal-key/rotate (admins). */
+  sealKeys: SealKeyring;
   ready: () => Readiness;
   tunnel: TunnelServer;
   logger: Logger;
@@ -94,6 +97,15 @@ export async function startHubHttp(options: HubHttpOptions): Promise<HubHttp> {
     authenticate: dashboard ? anyOf(adminToken, dashboard.authenticator) : anyOf(adminToken),
     sourceStatus: () => source?.watcher.status() ?? { state: "None", message: "no --repo configured" },
     metricsText: options.metricsText,
+    sealKeys: {
+      currentPublicKeyPem: () => options.sealKeys.currentPublicKeyPem(),
+      keyIds: () => options.sealKeys.keyIds(),
+      rotate: async () => {
+        const keyId = await options.sealKeys.rotate();
+        logger.info("sealing key rotated", { keyId });
+        return keyId;
+      },
+    },
     podLog: podLogRoute(access),
     podProxy: podProxyRoute(access),
     browse: options.tunnel,

@@ -22,6 +22,7 @@ import { loadOrCreateAdminToken } from "../lib/http/index.ts";
 import { LeaderElection } from "../lib/leader-election.ts";
 import { jsonLogger, type Logger } from "../lib/logger.ts";
 import { Registry } from "../lib/metrics/index.ts";
+import { SealKeyring } from "../lib/seal/index.ts";
 import type { Store } from "../lib/store/index.ts";
 import type { TunnelServer } from "../lib/tunnel/index.ts";
 import { createWebhookIntake, type GitCredentials } from "../source/index.ts";
@@ -107,6 +108,8 @@ export interface Hub {
   dashboard?: Dashboard;
   /** The CA's fingerprint agents pin at enrollment (`sha256:…`). */
   caFingerprint: string;
+  /** The keys sealed values in git are sealed to (`<data-dir>/seal/`, docs/secrets.md). */
+  sealKeys: SealKeyring;
   pki: HubPki;
   /** The SSH endpoint: agent sessions, user sessions, and streams and requests to agents. */
   tunnel: TunnelServer;
@@ -130,6 +133,7 @@ export async function startHub(options: HubOptions): Promise<Hub> {
   // version made it 0755): it holds the CA key, the admin token and the artifacts.
   await chmod(options.dataDir, 0o700);
   const adminToken = await loadOrCreateAdminToken(options.dataDir);
+  const sealKeys = await SealKeyring.open(path.join(options.dataDir, "seal"));
   const settings = options.store ?? { backend: "sqlite" };
   const kubeConfig = settings.backend === "kubernetes" ? loadKubeConfig(settings.kubeconfig) : undefined;
   const store = await openHubStore(settings, options.dataDir, kubeConfig);
@@ -211,6 +215,7 @@ export async function startHub(options: HubOptions): Promise<Hub> {
     intake: webhookIntake,
     ...(options.dashboard ? { dashboard: options.dashboard } : {}),
     metricsText: () => manager.metricsText(),
+    sealKeys,
     ready: () =>
       election && !election.leading
         ? { ready: false, message: "not ready: standby (another hub leads; this one serves reads)" }
@@ -281,6 +286,7 @@ export async function startHub(options: HubOptions): Promise<Hub> {
       return `${sshHost}:${sshPort}`;
     },
     caFingerprint: tunnel.ca.fingerprint,
+    sealKeys,
     ...(http.dashboard ? { dashboard: http.dashboard } : {}),
     pki: tunnel,
     tunnel: tunnel.server,

@@ -12,9 +12,11 @@ import {
   sendJson,
   sendStatus,
 } from "../../lib/http/index.ts";
+import type { SealKeyring } from "../../lib/seal/index.ts";
 import { isStoreError, type KubeObject, type Store } from "../../lib/store/index.ts";
 import type { TunnelServer } from "../../lib/tunnel/index.ts";
 import { BROWSE_ROUTE, serveBrowse } from "./browse-route.ts";
+import { serveSealKey, serveSealKeyRotate } from "./seal-key.ts";
 
 export interface HubHttpDependencies {
   store: Store;
@@ -23,6 +25,8 @@ export interface HubHttpDependencies {
   sourceStatus: () => unknown;
   /** Prometheus text exposition. */
   metricsText: () => Promise<string> | string;
+  /** The hub's sealing keys: the public one at /api/v1/seal-key, rotation for admins. */
+  sealKeys?: Pick<SealKeyring, "currentPublicKeyPem" | "keyIds" | "rotate">;
   /** /readyz: ready (200) or not (503), with one line saying why (see readiness in hub.ts). */
   ready: () => { ready: boolean; message: string };
   /** POST /hooks/git, when a webhook secret is configured. */
@@ -120,6 +124,8 @@ async function handle(deps: HubHttpDependencies, req: IncomingMessage, res: Serv
       res,
     );
   }
+  if (path === "/api/v1/seal-key/rotate" && deps.sealKeys)
+    return serveSealKeyRotate(deps.sealKeys, principal, req, res);
   if (req.method !== "GET" && req.method !== "HEAD") {
     res.setHeader("Allow", "GET, HEAD");
     return sendStatus(res, 405, "MethodNotAllowed", "the API is read-only: change objects through git");
@@ -130,6 +136,7 @@ async function handle(deps: HubHttpDependencies, req: IncomingMessage, res: Serv
     return;
   }
   if (path === "/api/v1/source") return sendJson(res, 200, deps.sourceStatus());
+  if (path === "/api/v1/seal-key" && deps.sealKeys) return serveSealKey(deps.sealKeys, res);
   if (path === "/api/v1/access/audit") return serveAccessAudit(deps, principal, url, res);
   const browse = BROWSE_ROUTE.exec(path);
   if (browse) {
