@@ -7,12 +7,15 @@ import { readCapabilityStatuses } from "../lib/capability-status.ts";
 import { type Clock, every, systemClock, type TimerId } from "../lib/clock.ts";
 import type { Logger } from "../lib/logger.ts";
 import {
+  BROWSE_PURPOSE,
   type Capability,
   type CredentialStore,
   type Delta,
   DRY_RUN_PURPOSE,
   type DryRunAnswer,
   type DryRunRequest,
+  MAX_BROWSE_ANSWER_BYTES,
+  parseBrowseRequest,
   parseDryRunRequest,
   requestHandler,
   type Snapshot,
@@ -86,6 +89,14 @@ function streamsFor(options: AgentOptions): Record<string, StreamHandler> {
     ...accessStreams(options.runtime),
     [PROXY_PURPOSE]: podPortStream(options.runtime),
   };
+  const runtime = options.runtime;
+  if (runtime.browse) {
+    // the request is checked here, on the agent, whatever the hub sent (lib/tunnel/browse.ts)
+    streams[BROWSE_PURPOSE] = requestHandler(
+      async (request) => runtime.browse?.(parseBrowseRequest(request)),
+      { maxRequestBytes: 8192, maxResponseBytes: MAX_BROWSE_ANSWER_BYTES },
+    );
+  }
   const dryRun = options.dryRun;
   if (dryRun)
     streams[DRY_RUN_PURPOSE] = requestHandler(async (request) => dryRun(parseDryRunRequest(request)));
@@ -196,6 +207,8 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       addons: addonStatusObjects(cluster, desired.addons(), observed, runtime.applyAddons !== undefined),
       capabilities: capabilities(),
       ...(observed.kubernetesVersion ? { kubernetesVersion: observed.kubernetesVersion } : {}),
+      // a runtime without an API of its own (process) is this machine: reporting is its test
+      lastTest: observed.lastTest ?? { testedAt: new Date(clock.now()).toISOString(), ok: true },
     });
   };
   // Changes come in bursts (a replica set starting): one report per burst is enough.

@@ -108,6 +108,7 @@ export async function startHubHttp(options: HubHttpOptions): Promise<HubHttp> {
     },
     podLog: podLogRoute(access),
     podProxy: podProxyRoute(access),
+    browse: options.tunnel,
     ...(options.accessAudit ? { accessAudit: options.accessAudit } : {}),
     ready: options.ready,
     gitWebhook: pushWebhook,

@@ -12,6 +12,7 @@ export const STATUS_KINDS = ["Job", "Workflow", "Domain", "Addon", "Cluster", "N
  */
 const GAUGES: readonly RegExp[] = [
   /^status\.lastHeartbeatTime$/,
+  /^status\.lastTestedAt$/,
   /^status\.disk$/,
   /^status\.conditions\[\d+\]\.(lastHeartbeatTime|lastProbeTime)$/,
 ];

@@ -4,6 +4,7 @@
 // Docker runtime all fit behind it.
 import type { Duplex, Readable } from "node:stream";
 import type { DomainPeerSpec } from "../../api/index.ts";
+import type { BrowseAnswer, BrowseRequest } from "../../lib/tunnel/index.ts";
 
 /** The workload kinds a Task can ask for; they decide the restart policy. */
 export type WorkloadKind = "Deployment" | "StatefulSet" | "DaemonSet" | "Job";
@@ -268,8 +269,19 @@ export interface RuntimeSnapshot {
   volumes?: ObservedVolume[];
   /** The API server's gitVersion (kubernetes runtime), e.g. "v1.34.4". */
   kubernetesVersion?: string;
+  /** The runtime's last try of its cluster's API (kubernetes: the Version API); absent: none of its own. */
+  lastTest?: ConnectivityTest;
   /** Runtimes that install Addons (kubernetes): each one desired or still being uninstalled. */
   addons?: ObservedAddon[];
+}
+
+/** One try of a cluster's API. */
+export interface ConnectivityTest {
+  /** RFC 3339. */
+  testedAt: string;
+  ok: boolean;
+  /** Why it failed (one line, no credentials); absent when ok. */
+  message?: string;
 }
 
 /** Git's admin overlay for one node (the Node object's labels, annotations and spec.unschedulable). */
@@ -370,6 +382,11 @@ export interface Runtime {
    * without it reports each Addon Failed (agent.ts).
    */
   applyAddons?(addons: readonly RuntimeAddon[]): Promise<void>;
+  /**
+   * Runtimes with a cluster API (kubernetes) answer the hub's read-only browsing: one page of one
+   * resource, projected (lib/tunnel/browse.ts: a Secret is its key names). Absent: nothing to browse.
+   */
+  browse?(request: BrowseRequest): Promise<BrowseAnswer>;
   /** Stops supervising. By default leaves workloads running, to be adopted by the next runtime. */
   stop(options?: StopOptions): Promise<void>;
 }

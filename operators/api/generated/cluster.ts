@@ -55,6 +55,12 @@ export interface ClusterStatus {
   lastHeartbeatTime?: Time;
   /** Nodes the agent reports. */
   nodeCount?: number;
+  /** When the cluster's API was last tried (the Version API, for runtime kubernetes; the agent's own report, for runtime process). */
+  lastTestedAt?: Time;
+  /** Whether that try succeeded. */
+  lastTestOk?: boolean;
+  /** Why the last try failed; absent when it succeeded. Never carries credentials. */
+  lastTestMessage?: string;
   /** Component states, sorted by name. */
   capabilities?: Capability[];
   /** metadata.generation this status reflects. */

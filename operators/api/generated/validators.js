@@ -7545,7 +7545,7 @@ return errors === 0;
 validate202.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const Cluster = validate233;
-const schema83 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/cluster.schema.json","title":"Cluster","description":"A registered cluster or bare machine whose agent connects to the hub; its labels (rlark.io/city, region, ...) are what clusterSelectors match. Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Cluster","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; labels such as rlark.io/city and region are matched by clusterSelectors.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","maxLength":57,"description":"Cluster name; the cluster's namespace is agent-<name>, so at most 57 characters."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: Clusters are cluster-scoped."}}},"spec":{"$ref":"#/$defs/ClusterSpec","description":"Desired state."},"status":{"$ref":"#/$defs/ClusterStatus","description":"Observed state, from the agent's heartbeats."}},"$defs":{"ClusterSpec":{"description":"How the cluster runs tasks.","type":"object","additionalProperties":false,"required":["runtime"],"properties":{"runtime":{"enum":["kubernetes","process"],"description":"kubernetes: tasks become workloads in a Kubernetes cluster; process: tasks run as local processes on the agent's machine."},"description":{"type":"string","description":"Free text for people."},"agentPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Planned: the agent's SSH public key, to pin at enrollment. Not read yet: agents are pinned by the certificate the hub's CA issues when they enroll."}}},"Capability":{"description":"State of one component on the cluster, as reported in heartbeats.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Component name (runtime, nodeserver, device-plugin, ...)."},"process":{"enum":["STOPPED","STARTING","RUNNING","BACKOFF","FAILED"],"description":"Process state."},"health":{"enum":["STARTING","READY","DEGRADED","STOPPED","UNKNOWN"],"description":"Health state."},"message":{"type":"string","description":"Human-readable detail."}}},"ClusterStatus":{"description":"Observed state of a Cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Online","Offline"],"description":"Whether the agent's tunnel is up."},"lastTransitionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When phase last changed; Tasks not yet running on a cluster Offline longer than a grace period are placed elsewhere."},"agentVersion":{"type":"string","description":"Version of the connected agent."},"runtime":{"enum":["kubernetes","process"],"description":"The runtime the connected agent announced in its hello; placement sends a task only where it runs the task's agentType."},"bootId":{"type":"string","description":"Identifies one start of the connected agent."},"kubernetesVersion":{"type":"string","description":"Kubernetes version, for runtime kubernetes."},"lastHeartbeatTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the last heartbeat arrived."},"nodeCount":{"type":"integer","minimum":0,"description":"Nodes the agent reports."},"capabilities":{"type":"array","description":"Component states, sorted by name.","items":{"$ref":"#/$defs/Capability"}},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
+const schema83 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/cluster.schema.json","title":"Cluster","description":"A registered cluster or bare machine whose agent connects to the hub; its labels (rlark.io/city, region, ...) are what clusterSelectors match. Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Cluster","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; labels such as rlark.io/city and region are matched by clusterSelectors.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","maxLength":57,"description":"Cluster name; the cluster's namespace is agent-<name>, so at most 57 characters."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: Clusters are cluster-scoped."}}},"spec":{"$ref":"#/$defs/ClusterSpec","description":"Desired state."},"status":{"$ref":"#/$defs/ClusterStatus","description":"Observed state, from the agent's heartbeats."}},"$defs":{"ClusterSpec":{"description":"How the cluster runs tasks.","type":"object","additionalProperties":false,"required":["runtime"],"properties":{"runtime":{"enum":["kubernetes","process"],"description":"kubernetes: tasks become workloads in a Kubernetes cluster; process: tasks run as local processes on the agent's machine."},"description":{"type":"string","description":"Free text for people."},"agentPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Planned: the agent's SSH public key, to pin at enrollment. Not read yet: agents are pinned by the certificate the hub's CA issues when they enroll."}}},"Capability":{"description":"State of one component on the cluster, as reported in heartbeats.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Component name (runtime, nodeserver, device-plugin, ...)."},"process":{"enum":["STOPPED","STARTING","RUNNING","BACKOFF","FAILED"],"description":"Process state."},"health":{"enum":["STARTING","READY","DEGRADED","STOPPED","UNKNOWN"],"description":"Health state."},"message":{"type":"string","description":"Human-readable detail."}}},"ClusterStatus":{"description":"Observed state of a Cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Online","Offline"],"description":"Whether the agent's tunnel is up."},"lastTransitionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When phase last changed; Tasks not yet running on a cluster Offline longer than a grace period are placed elsewhere."},"agentVersion":{"type":"string","description":"Version of the connected agent."},"runtime":{"enum":["kubernetes","process"],"description":"The runtime the connected agent announced in its hello; placement sends a task only where it runs the task's agentType."},"bootId":{"type":"string","description":"Identifies one start of the connected agent."},"kubernetesVersion":{"type":"string","description":"Kubernetes version, for runtime kubernetes."},"lastHeartbeatTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the last heartbeat arrived."},"nodeCount":{"type":"integer","minimum":0,"description":"Nodes the agent reports."},"lastTestedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the cluster's API was last tried (the Version API, for runtime kubernetes; the agent's own report, for runtime process)."},"lastTestOk":{"type":"boolean","description":"Whether that try succeeded."},"lastTestMessage":{"type":"string","maxLength":1024,"description":"Why the last try failed; absent when it succeeded. Never carries credentials."},"capabilities":{"type":"array","description":"Component states, sorted by name.","items":{"$ref":"#/$defs/Capability"}},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
 
 function validate234(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -7994,7 +7994,7 @@ return errors === 0;
 }
 validate245.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema89 = {"description":"Observed state of a Cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Online","Offline"],"description":"Whether the agent's tunnel is up."},"lastTransitionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When phase last changed; Tasks not yet running on a cluster Offline longer than a grace period are placed elsewhere."},"agentVersion":{"type":"string","description":"Version of the connected agent."},"runtime":{"enum":["kubernetes","process"],"description":"The runtime the connected agent announced in its hello; placement sends a task only where it runs the task's agentType."},"bootId":{"type":"string","description":"Identifies one start of the connected agent."},"kubernetesVersion":{"type":"string","description":"Kubernetes version, for runtime kubernetes."},"lastHeartbeatTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the last heartbeat arrived."},"nodeCount":{"type":"integer","minimum":0,"description":"Nodes the agent reports."},"capabilities":{"type":"array","description":"Component states, sorted by name.","items":{"$ref":"#/$defs/Capability"}},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
+const schema89 = {"description":"Observed state of a Cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Online","Offline"],"description":"Whether the agent's tunnel is up."},"lastTransitionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When phase last changed; Tasks not yet running on a cluster Offline longer than a grace period are placed elsewhere."},"agentVersion":{"type":"string","description":"Version of the connected agent."},"runtime":{"enum":["kubernetes","process"],"description":"The runtime the connected agent announced in its hello; placement sends a task only where it runs the task's agentType."},"bootId":{"type":"string","description":"Identifies one start of the connected agent."},"kubernetesVersion":{"type":"string","description":"Kubernetes version, for runtime kubernetes."},"lastHeartbeatTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the last heartbeat arrived."},"nodeCount":{"type":"integer","minimum":0,"description":"Nodes the agent reports."},"lastTestedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the cluster's API was last tried (the Version API, for runtime kubernetes; the agent's own report, for runtime process)."},"lastTestOk":{"type":"boolean","description":"Whether that try succeeded."},"lastTestMessage":{"type":"string","maxLength":1024,"description":"Why the last try failed; absent when it succeeded. Never carries credentials."},"capabilities":{"type":"array","description":"Component states, sorted by name.","items":{"$ref":"#/$defs/Capability"}},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
 
 function validate250(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -8035,10 +8035,10 @@ validate250.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema91 = {"description":"State of one component on the cluster, as reported in heartbeats.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Component name (runtime, nodeserver, device-plugin, ...)."},"process":{"enum":["STOPPED","STARTING","RUNNING","BACKOFF","FAILED"],"description":"Process state."},"health":{"enum":["STARTING","READY","DEGRADED","STOPPED","UNKNOWN"],"description":"Health state."},"message":{"type":"string","description":"Human-readable detail."}}};
 
-function validate253(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate254(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate253.evaluated;
+const evaluated0 = validate254.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8131,16 +8131,16 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate253.errors = vErrors;
+validate254.errors = vErrors;
 return errors === 0;
 }
-validate253.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate254.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate255(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate256(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate255.evaluated;
+const evaluated0 = validate256.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8292,10 +8292,10 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate255.errors = vErrors;
+validate256.errors = vErrors;
 return errors === 0;
 }
-validate255.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate256.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
 function validate249(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -8423,19 +8423,16 @@ errors++;
 }
 }
 }
-if(data.capabilities !== undefined){
-let data8 = data.capabilities;
-if(Array.isArray(data8)){
-const len0 = data8.length;
-for(let i0=0; i0<len0; i0++){
-if(!(validate253(data8[i0], {instancePath:instancePath+"/capabilities/" + i0,parentData:data8,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate253.errors : vErrors.concat(validate253.errors);
+if(data.lastTestedAt !== undefined){
+if(!(validate250(data.lastTestedAt, {instancePath:instancePath+"/lastTestedAt",parentData:data,parentDataProperty:"lastTestedAt",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate250.errors : vErrors.concat(validate250.errors);
 errors = vErrors.length;
 }
 }
-}
-else {
-const err8 = {instancePath:instancePath+"/capabilities",schemaPath:"#/properties/capabilities/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema89.properties.capabilities.type,parentSchema:schema89.properties.capabilities,data:data8};
+if(data.lastTestOk !== undefined){
+let data9 = data.lastTestOk;
+if(typeof data9 !== "boolean"){
+const err8 = {instancePath:instancePath+"/lastTestOk",schemaPath:"#/properties/lastTestOk/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema89.properties.lastTestOk.type,parentSchema:schema89.properties.lastTestOk,data:data9};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -8445,10 +8442,11 @@ vErrors.push(err8);
 errors++;
 }
 }
-if(data.observedGeneration !== undefined){
-let data10 = data.observedGeneration;
-if(!(((typeof data10 == "number") && (!(data10 % 1) && !isNaN(data10))) && (isFinite(data10)))){
-const err9 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema89.properties.observedGeneration.type,parentSchema:schema89.properties.observedGeneration,data:data10};
+if(data.lastTestMessage !== undefined){
+let data10 = data.lastTestMessage;
+if(typeof data10 === "string"){
+if(func2(data10) > 1024){
+const err9 = {instancePath:instancePath+"/lastTestMessage",schemaPath:"#/properties/lastTestMessage/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters",schema:1024,parentSchema:schema89.properties.lastTestMessage,data:data10};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -8457,9 +8455,9 @@ vErrors.push(err9);
 }
 errors++;
 }
-if((typeof data10 == "number") && (isFinite(data10))){
-if(data10 < 0 || isNaN(data10)){
-const err10 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema89.properties.observedGeneration,data:data10};
+}
+else {
+const err10 = {instancePath:instancePath+"/lastTestMessage",schemaPath:"#/properties/lastTestMessage/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema89.properties.lastTestMessage.type,parentSchema:schema89.properties.lastTestMessage,data:data10};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -8469,20 +8467,19 @@ vErrors.push(err10);
 errors++;
 }
 }
-}
-if(data.conditions !== undefined){
-let data11 = data.conditions;
+if(data.capabilities !== undefined){
+let data11 = data.capabilities;
 if(Array.isArray(data11)){
-const len1 = data11.length;
-for(let i1=0; i1<len1; i1++){
-if(!(validate255(data11[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data11,parentDataProperty:i1,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate255.errors : vErrors.concat(validate255.errors);
+const len0 = data11.length;
+for(let i0=0; i0<len0; i0++){
+if(!(validate254(data11[i0], {instancePath:instancePath+"/capabilities/" + i0,parentData:data11,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate254.errors : vErrors.concat(validate254.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err11 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema89.properties.conditions.type,parentSchema:schema89.properties.conditions,data:data11};
+const err11 = {instancePath:instancePath+"/capabilities",schemaPath:"#/properties/capabilities/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema89.properties.capabilities.type,parentSchema:schema89.properties.capabilities,data:data11};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -8492,14 +8489,61 @@ vErrors.push(err11);
 errors++;
 }
 }
-}
-else {
-const err12 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema89.type,parentSchema:schema89,data};
+if(data.observedGeneration !== undefined){
+let data13 = data.observedGeneration;
+if(!(((typeof data13 == "number") && (!(data13 % 1) && !isNaN(data13))) && (isFinite(data13)))){
+const err12 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema89.properties.observedGeneration.type,parentSchema:schema89.properties.observedGeneration,data:data13};
 if(vErrors === null){
 vErrors = [err12];
 }
 else {
 vErrors.push(err12);
+}
+errors++;
+}
+if((typeof data13 == "number") && (isFinite(data13))){
+if(data13 < 0 || isNaN(data13)){
+const err13 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema89.properties.observedGeneration,data:data13};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+}
+if(data.conditions !== undefined){
+let data14 = data.conditions;
+if(Array.isArray(data14)){
+const len1 = data14.length;
+for(let i1=0; i1<len1; i1++){
+if(!(validate256(data14[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data14,parentDataProperty:i1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate256.errors : vErrors.concat(validate256.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err14 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema89.properties.conditions.type,parentSchema:schema89.properties.conditions,data:data14};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+}
+else {
+const err15 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema89.type,parentSchema:schema89,data};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
 }
 errors++;
 }
@@ -8661,13 +8705,13 @@ return errors === 0;
 }
 validate233.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const Node = validate260;
+export const Node = validate261;
 const schema93 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/node.schema.json","title":"Node","description":"A machine of a cluster. Git holds an admin overlay (labels, annotations, cordon); the agent reports the status.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Node","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the object belongs to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Node name, as in the cluster."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."},"labels":{"$ref":"common.schema.json#/$defs/Labels","description":"Labels, synced to the cluster's node; the rlark.io/node-category-* labels classify it.","properties":{"rlark.io/node-category-cloud":{"const":"true","description":"A cloud compute node."},"rlark.io/node-category-edge":{"const":"true","description":"An edge compute node."},"rlark.io/node-category-robot":{"const":"true","description":"A robot (embodied device) node."}}},"annotations":{"$ref":"common.schema.json#/$defs/Annotations","description":"Annotations; the admin keys are kept when the agent refreshes the node.","properties":{"rlark.io/city":{"type":"string","description":"Physical location, maintained by admins."},"rlark.io/gpu-model":{"type":"string","description":"GPU model of a cloud node."},"rlark.io/device-model":{"type":"string","description":"Embodied device model of an edge or robot node."}}}}},"spec":{"$ref":"#/$defs/NodeSpec","description":"Desired state (the admin overlay)."},"status":{"$ref":"#/$defs/NodeStatus","description":"Observed state, reported by the agent."}},"$defs":{"NodeSpec":{"description":"Admin settings for the node.","type":"object","additionalProperties":false,"properties":{"unschedulable":{"type":"boolean","default":false,"description":"true cordons the node: no new work is placed on it (kubectl cordon)."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"How the node runs tasks."}}},"NodeAddress":{"description":"One address of the node.","type":"object","additionalProperties":false,"required":["type","address"],"properties":{"type":{"enum":["InternalIP","ExternalIP","Hostname","InternalDNS","ExternalDNS"],"description":"Address type."},"address":{"type":"string","description":"The address."}}},"NodeInfo":{"description":"Software facts about the node.","type":"object","additionalProperties":false,"properties":{"architecture":{"type":"string","description":"CPU architecture (amd64, arm64)."},"operatingSystem":{"type":"string","description":"Operating system (linux)."},"osImage":{"type":"string","description":"Distribution (Ubuntu 22.04.4 LTS)."},"kernelVersion":{"type":"string","description":"Kernel version."},"containerRuntimeVersion":{"type":"string","description":"Container runtime and version."},"kubeletVersion":{"type":"string","description":"Kubelet version, for Kubernetes nodes."},"agentVersion":{"type":"string","description":"Version of the RLark agent."}}},"DiskUsage":{"description":"Disk use from the kubelet stats summary (nodefs plus a separate imagefs, counted once when shared).","type":"object","additionalProperties":false,"properties":{"usedBytes":{"type":"integer","minimum":0,"description":"Bytes in use."},"totalBytes":{"type":"integer","minimum":0,"description":"Capacity in bytes."}}},"NodeStatus":{"description":"Observed state of a Node.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Online","Offline","Unknown"],"description":"Whether the node is reachable and ready."},"addresses":{"type":"array","description":"Addresses of the node.","items":{"$ref":"#/$defs/NodeAddress"}},"capacity":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Total resources."},"allocatable":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Resources available to workloads."},"requested":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Sum of resources.requests of the workers running on the node (reserved, not measured use)."},"nodeInfo":{"$ref":"#/$defs/NodeInfo","description":"Software facts."},"disk":{"$ref":"#/$defs/DiskUsage","description":"Disk use."},"lastHeartbeatTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent last reported the node."},"conditions":{"type":"array","description":"Kubernetes node conditions (Ready, DiskPressure, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
 
-function validate261(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate262(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate261.evaluated;
+const evaluated0 = validate262.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8889,18 +8933,18 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate261.errors = vErrors;
+validate262.errors = vErrors;
 return errors === 0;
 }
-validate261.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate262.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const schema95 = {"description":"A DNS-1123 subdomain: dot-separated DNS-1123 labels, at most 253 characters.","type":"string","minLength":1,"maxLength":253,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$","x-rlark-message":"must be a DNS-1123 subdomain: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"};
 const pattern19 = new RegExp("^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$", "u");
 
-function validate268(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate269(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate268.evaluated;
+const evaluated0 = validate269.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8949,16 +8993,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate268.errors = vErrors;
+validate269.errors = vErrors;
 return errors === 0;
 }
-validate268.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate269.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate270(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate271(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate270.evaluated;
+const evaluated0 = validate271.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8997,16 +9041,16 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate270.errors = vErrors;
+validate271.errors = vErrors;
 return errors === 0;
 }
-validate270.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate271.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate272(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate273(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate272.evaluated;
+const evaluated0 = validate273.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9049,16 +9093,16 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate272.errors = vErrors;
+validate273.errors = vErrors;
 return errors === 0;
 }
-validate272.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate273.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate276(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate277(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate276.evaluated;
+const evaluated0 = validate277.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9108,17 +9152,17 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate276.errors = vErrors;
+validate277.errors = vErrors;
 return errors === 0;
 }
-validate276.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate277.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const schema99 = {"description":"Admin settings for the node.","type":"object","additionalProperties":false,"properties":{"unschedulable":{"type":"boolean","default":false,"description":"true cordons the node: no new work is placed on it (kubectl cordon)."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"How the node runs tasks."}}};
 
-function validate280(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate281(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate280.evaluated;
+const evaluated0 = validate281.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9135,16 +9179,16 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate280.errors = vErrors;
+validate281.errors = vErrors;
 return errors === 0;
 }
-validate280.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate281.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate279(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate280(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate279.evaluated;
+const evaluated0 = validate280.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9178,8 +9222,8 @@ errors++;
 }
 }
 if(data.agentType !== undefined){
-if(!(validate280(data.agentType, {instancePath:instancePath+"/agentType",parentData:data,parentDataProperty:"agentType",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate280.errors : vErrors.concat(validate280.errors);
+if(!(validate281(data.agentType, {instancePath:instancePath+"/agentType",parentData:data,parentDataProperty:"agentType",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate281.errors : vErrors.concat(validate281.errors);
 errors = vErrors.length;
 }
 }
@@ -9194,18 +9238,18 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate279.errors = vErrors;
+validate280.errors = vErrors;
 return errors === 0;
 }
-validate279.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate280.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const schema101 = {"description":"Observed state of a Node.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Online","Offline","Unknown"],"description":"Whether the node is reachable and ready."},"addresses":{"type":"array","description":"Addresses of the node.","items":{"$ref":"#/$defs/NodeAddress"}},"capacity":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Total resources."},"allocatable":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Resources available to workloads."},"requested":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Sum of resources.requests of the workers running on the node (reserved, not measured use)."},"nodeInfo":{"$ref":"#/$defs/NodeInfo","description":"Software facts."},"disk":{"$ref":"#/$defs/DiskUsage","description":"Disk use."},"lastHeartbeatTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent last reported the node."},"conditions":{"type":"array","description":"Kubernetes node conditions (Ready, DiskPressure, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
 const schema102 = {"description":"One address of the node.","type":"object","additionalProperties":false,"required":["type","address"],"properties":{"type":{"enum":["InternalIP","ExternalIP","Hostname","InternalDNS","ExternalDNS"],"description":"Address type."},"address":{"type":"string","description":"The address."}}};
 
-function validate284(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate285(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate284.evaluated;
+const evaluated0 = validate285.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9282,19 +9326,19 @@ vErrors.push(err5);
 }
 errors++;
 }
-validate284.errors = vErrors;
+validate285.errors = vErrors;
 return errors === 0;
 }
-validate284.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate285.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const schema103 = {"description":"Resource name (cpu, memory, nvidia.com/gpu, ...) to quantity.","type":"object","propertyNames":{"$ref":"#/$defs/LabelKey"},"additionalProperties":{"$ref":"#/$defs/Quantity"}};
 const schema104 = {"description":"A Kubernetes resource quantity, e.g. 500m, 2Gi, 8.","type":"string","pattern":"^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$","x-rlark-message":"must be a Kubernetes quantity such as 500m, 2Gi or 8"};
 const pattern21 = new RegExp("^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$", "u");
 
-function validate288(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate289(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate288.evaluated;
+const evaluated0 = validate289.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9323,16 +9367,16 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate288.errors = vErrors;
+validate289.errors = vErrors;
 return errors === 0;
 }
-validate288.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate289.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate286(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate287(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate286.evaluated;
+const evaluated0 = validate287.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9359,8 +9403,8 @@ errors++;
 }
 }
 for(const key1 in data){
-if(!(validate288(data[key1], {instancePath:instancePath+"/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),parentData:data,parentDataProperty:key1,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate288.errors : vErrors.concat(validate288.errors);
+if(!(validate289(data[key1], {instancePath:instancePath+"/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),parentData:data,parentDataProperty:key1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate289.errors : vErrors.concat(validate289.errors);
 errors = vErrors.length;
 }
 }
@@ -9375,17 +9419,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate286.errors = vErrors;
+validate287.errors = vErrors;
 return errors === 0;
 }
-validate286.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate287.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const schema105 = {"description":"Software facts about the node.","type":"object","additionalProperties":false,"properties":{"architecture":{"type":"string","description":"CPU architecture (amd64, arm64)."},"operatingSystem":{"type":"string","description":"Operating system (linux)."},"osImage":{"type":"string","description":"Distribution (Ubuntu 22.04.4 LTS)."},"kernelVersion":{"type":"string","description":"Kernel version."},"containerRuntimeVersion":{"type":"string","description":"Container runtime and version."},"kubeletVersion":{"type":"string","description":"Kubelet version, for Kubernetes nodes."},"agentVersion":{"type":"string","description":"Version of the RLark agent."}}};
 
-function validate293(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate294(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate293.evaluated;
+const evaluated0 = validate294.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9507,17 +9551,17 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate293.errors = vErrors;
+validate294.errors = vErrors;
 return errors === 0;
 }
-validate293.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate294.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const schema106 = {"description":"Disk use from the kubelet stats summary (nodefs plus a separate imagefs, counted once when shared).","type":"object","additionalProperties":false,"properties":{"usedBytes":{"type":"integer","minimum":0,"description":"Bytes in use."},"totalBytes":{"type":"integer","minimum":0,"description":"Capacity in bytes."}}};
 
-function validate295(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate296(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate295.evaluated;
+const evaluated0 = validate296.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9598,16 +9642,16 @@ vErrors.push(err5);
 }
 errors++;
 }
-validate295.errors = vErrors;
+validate296.errors = vErrors;
 return errors === 0;
 }
-validate295.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate296.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate297(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate298(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate297.evaluated;
+const evaluated0 = validate298.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9636,16 +9680,16 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate297.errors = vErrors;
+validate298.errors = vErrors;
 return errors === 0;
 }
-validate297.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate298.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate299(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate300(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate299.evaluated;
+const evaluated0 = validate300.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9797,16 +9841,16 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate299.errors = vErrors;
+validate300.errors = vErrors;
 return errors === 0;
 }
-validate299.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate300.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate283(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate284(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate283.evaluated;
+const evaluated0 = validate284.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9844,8 +9888,8 @@ let data1 = data.addresses;
 if(Array.isArray(data1)){
 const len0 = data1.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate284(data1[i0], {instancePath:instancePath+"/addresses/" + i0,parentData:data1,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate284.errors : vErrors.concat(validate284.errors);
+if(!(validate285(data1[i0], {instancePath:instancePath+"/addresses/" + i0,parentData:data1,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate285.errors : vErrors.concat(validate285.errors);
 errors = vErrors.length;
 }
 }
@@ -9862,38 +9906,38 @@ errors++;
 }
 }
 if(data.capacity !== undefined){
-if(!(validate286(data.capacity, {instancePath:instancePath+"/capacity",parentData:data,parentDataProperty:"capacity",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate286.errors : vErrors.concat(validate286.errors);
+if(!(validate287(data.capacity, {instancePath:instancePath+"/capacity",parentData:data,parentDataProperty:"capacity",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate287.errors : vErrors.concat(validate287.errors);
 errors = vErrors.length;
 }
 }
 if(data.allocatable !== undefined){
-if(!(validate286(data.allocatable, {instancePath:instancePath+"/allocatable",parentData:data,parentDataProperty:"allocatable",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate286.errors : vErrors.concat(validate286.errors);
+if(!(validate287(data.allocatable, {instancePath:instancePath+"/allocatable",parentData:data,parentDataProperty:"allocatable",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate287.errors : vErrors.concat(validate287.errors);
 errors = vErrors.length;
 }
 }
 if(data.requested !== undefined){
-if(!(validate286(data.requested, {instancePath:instancePath+"/requested",parentData:data,parentDataProperty:"requested",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate286.errors : vErrors.concat(validate286.errors);
+if(!(validate287(data.requested, {instancePath:instancePath+"/requested",parentData:data,parentDataProperty:"requested",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate287.errors : vErrors.concat(validate287.errors);
 errors = vErrors.length;
 }
 }
 if(data.nodeInfo !== undefined){
-if(!(validate293(data.nodeInfo, {instancePath:instancePath+"/nodeInfo",parentData:data,parentDataProperty:"nodeInfo",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate293.errors : vErrors.concat(validate293.errors);
+if(!(validate294(data.nodeInfo, {instancePath:instancePath+"/nodeInfo",parentData:data,parentDataProperty:"nodeInfo",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate294.errors : vErrors.concat(validate294.errors);
 errors = vErrors.length;
 }
 }
 if(data.disk !== undefined){
-if(!(validate295(data.disk, {instancePath:instancePath+"/disk",parentData:data,parentDataProperty:"disk",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate295.errors : vErrors.concat(validate295.errors);
+if(!(validate296(data.disk, {instancePath:instancePath+"/disk",parentData:data,parentDataProperty:"disk",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate296.errors : vErrors.concat(validate296.errors);
 errors = vErrors.length;
 }
 }
 if(data.lastHeartbeatTime !== undefined){
-if(!(validate297(data.lastHeartbeatTime, {instancePath:instancePath+"/lastHeartbeatTime",parentData:data,parentDataProperty:"lastHeartbeatTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate297.errors : vErrors.concat(validate297.errors);
+if(!(validate298(data.lastHeartbeatTime, {instancePath:instancePath+"/lastHeartbeatTime",parentData:data,parentDataProperty:"lastHeartbeatTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate298.errors : vErrors.concat(validate298.errors);
 errors = vErrors.length;
 }
 }
@@ -9902,8 +9946,8 @@ let data9 = data.conditions;
 if(Array.isArray(data9)){
 const len1 = data9.length;
 for(let i1=0; i1<len1; i1++){
-if(!(validate299(data9[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data9,parentDataProperty:i1,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate299.errors : vErrors.concat(validate299.errors);
+if(!(validate300(data9[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data9,parentDataProperty:i1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate300.errors : vErrors.concat(validate300.errors);
 errors = vErrors.length;
 }
 }
@@ -9930,17 +9974,17 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate283.errors = vErrors;
+validate284.errors = vErrors;
 return errors === 0;
 }
-validate283.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate284.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate260(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate261(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/node.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate260.evaluated;
+const evaluated0 = validate261.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10018,8 +10062,8 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate261(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate261.errors : vErrors.concat(validate261.errors);
+if(!(validate262(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate262.errors : vErrors.concat(validate262.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
@@ -10044,21 +10088,21 @@ vErrors.push(err7);
 errors++;
 }
 if(data2.name !== undefined){
-if(!(validate268(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate268.errors : vErrors.concat(validate268.errors);
+if(!(validate269(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate269.errors : vErrors.concat(validate269.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate270(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate270.errors : vErrors.concat(validate270.errors);
+if(!(validate271(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate271.errors : vErrors.concat(validate271.errors);
 errors = vErrors.length;
 }
 }
 if(data2.labels !== undefined){
 let data5 = data2.labels;
-if(!(validate272(data5, {instancePath:instancePath+"/metadata/labels",parentData:data2,parentDataProperty:"labels",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate272.errors : vErrors.concat(validate272.errors);
+if(!(validate273(data5, {instancePath:instancePath+"/metadata/labels",parentData:data2,parentDataProperty:"labels",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate273.errors : vErrors.concat(validate273.errors);
 errors = vErrors.length;
 }
 if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
@@ -10105,8 +10149,8 @@ errors++;
 }
 if(data2.annotations !== undefined){
 let data9 = data2.annotations;
-if(!(validate276(data9, {instancePath:instancePath+"/metadata/annotations",parentData:data2,parentDataProperty:"annotations",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate276.errors : vErrors.concat(validate276.errors);
+if(!(validate277(data9, {instancePath:instancePath+"/metadata/annotations",parentData:data2,parentDataProperty:"annotations",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate277.errors : vErrors.concat(validate277.errors);
 errors = vErrors.length;
 }
 if(data9 && typeof data9 == "object" && !Array.isArray(data9)){
@@ -10154,14 +10198,14 @@ errors++;
 }
 }
 if(data.spec !== undefined){
-if(!(validate279(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate279.errors : vErrors.concat(validate279.errors);
+if(!(validate280(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate280.errors : vErrors.concat(validate280.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate283(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate283.errors : vErrors.concat(validate283.errors);
+if(!(validate284(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate284.errors : vErrors.concat(validate284.errors);
 errors = vErrors.length;
 }
 }
@@ -10176,18 +10220,18 @@ vErrors.push(err14);
 }
 errors++;
 }
-validate260.errors = vErrors;
+validate261.errors = vErrors;
 return errors === 0;
 }
-validate260.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate261.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const User = validate304;
+export const User = validate305;
 const schema109 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/user.schema.json","title":"User","description":"A person: roles and a password for the dashboard and API, SSH keys for the bastion. Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"User","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the name is the login name.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Login name."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: Users are cluster-scoped."}}},"spec":{"$ref":"#/$defs/UserSpec","description":"Desired state."}},"$defs":{"UserSpec":{"description":"Credentials and roles.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"displayName":{"type":"string","description":"Name shown in the dashboard."},"email":{"type":"string","format":"email","description":"Contact address."},"roles":{"type":"array","minItems":1,"uniqueItems":true,"description":"Every role reads the read-only API and dashboard (changes go through git). Planned: user will also manage Jobs, Workflows, Tasks and Pods; admin also clusters, nodes, Domains and Addons.","items":{"enum":["viewer","user","admin"],"description":"A role."}},"sshPublicKeys":{"type":"array","uniqueItems":true,"description":"Keys the hub's SSH bastion accepts for this user (docs/access.md); what the user may reach is granted by AccessPolicy objects.","items":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"An OpenSSH public key line."}},"passwordHash":{"type":"string","pattern":"^\\$[A-Za-z0-9-]+\\$","x-rlark-message":"must be a crypt-style hash such as $scrypt$... or $2b$..., never a plain password","description":"Dashboard password as a crypt-style hash; never a plain password."}}}}};
 
-function validate305(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate306(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate305.evaluated;
+const evaluated0 = validate306.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10409,16 +10453,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate305.errors = vErrors;
+validate306.errors = vErrors;
 return errors === 0;
 }
-validate305.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate306.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate312(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate313(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate312.evaluated;
+const evaluated0 = validate313.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10467,16 +10511,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate312.errors = vErrors;
+validate313.errors = vErrors;
 return errors === 0;
 }
-validate312.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate313.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate314(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate315(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate314.evaluated;
+const evaluated0 = validate315.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10505,18 +10549,18 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate314.errors = vErrors;
+validate315.errors = vErrors;
 return errors === 0;
 }
-validate314.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate315.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema113 = {"description":"Credentials and roles.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"displayName":{"type":"string","description":"Name shown in the dashboard."},"email":{"type":"string","format":"email","description":"Contact address."},"roles":{"type":"array","minItems":1,"uniqueItems":true,"description":"Every role reads the read-only API and dashboard (changes go through git). Planned: user will also manage Jobs, Workflows, Tasks and Pods; admin also clusters, nodes, Domains and Addons.","items":{"enum":["viewer","user","admin"],"description":"A role."}},"sshPublicKeys":{"type":"array","uniqueItems":true,"description":"Keys the hub's SSH bastion accepts for this user (docs/access.md); what the user may reach is granted by AccessPolicy objects.","items":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"An OpenSSH public key line."}},"passwordHash":{"type":"string","pattern":"^\\$[A-Za-z0-9-]+\\$","x-rlark-message":"must be a crypt-style hash such as $scrypt$... or $2b$..., never a plain password","description":"Dashboard password as a crypt-style hash; never a plain password."}}};
 const formats12 = /^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/i;
 
-function validate317(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate318(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate317.evaluated;
+const evaluated0 = validate318.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10545,17 +10589,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate317.errors = vErrors;
+validate318.errors = vErrors;
 return errors === 0;
 }
-validate317.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate318.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const pattern24 = new RegExp("^\\$[A-Za-z0-9-]+\\$", "u");
 
-function validate316(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate317(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate316.evaluated;
+const evaluated0 = validate317.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10687,8 +10731,8 @@ let data4 = data.sshPublicKeys;
 if(Array.isArray(data4)){
 const len1 = data4.length;
 for(let i2=0; i2<len1; i2++){
-if(!(validate317(data4[i2], {instancePath:instancePath+"/sshPublicKeys/" + i2,parentData:data4,parentDataProperty:i2,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate317.errors : vErrors.concat(validate317.errors);
+if(!(validate318(data4[i2], {instancePath:instancePath+"/sshPublicKeys/" + i2,parentData:data4,parentDataProperty:i2,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate318.errors : vErrors.concat(validate318.errors);
 errors = vErrors.length;
 }
 }
@@ -10760,17 +10804,17 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate316.errors = vErrors;
+validate317.errors = vErrors;
 return errors === 0;
 }
-validate316.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate317.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate304(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate305(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/user.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate304.evaluated;
+const evaluated0 = validate305.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10858,28 +10902,28 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate305(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate305.errors : vErrors.concat(validate305.errors);
+if(!(validate306(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate306.errors : vErrors.concat(validate306.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.name !== undefined){
-if(!(validate312(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate312.errors : vErrors.concat(validate312.errors);
+if(!(validate313(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate313.errors : vErrors.concat(validate313.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate314(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate314.errors : vErrors.concat(validate314.errors);
+if(!(validate315(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate315.errors : vErrors.concat(validate315.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate316(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate316.errors : vErrors.concat(validate316.errors);
+if(!(validate317(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate317.errors : vErrors.concat(validate317.errors);
 errors = vErrors.length;
 }
 }
@@ -10894,18 +10938,18 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate304.errors = vErrors;
+validate305.errors = vErrors;
 return errors === 0;
 }
-validate304.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate305.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const AccessPolicy = validate320;
+export const AccessPolicy = validate321;
 const schema115 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/access-policy.schema.json","title":"AccessPolicy","description":"A grant of access to running work (shell, exec, files, logs, port forwarding, HTTP proxies) for some users or roles on some targets. Nothing is reachable that no AccessPolicy grants. Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"AccessPolicy","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Policy name."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: AccessPolicies are cluster-scoped."}}},"spec":{"$ref":"#/$defs/AccessPolicySpec","description":"Who may do what, where."}},"$defs":{"AccessPolicySpec":{"description":"Subjects, targets and verbs. A request is allowed when some policy names its user (or one of the user's roles), matches its target and lists its verb.","type":"object","additionalProperties":false,"required":["subjects","verbs"],"properties":{"subjects":{"$ref":"#/$defs/AccessSubjects","description":"Who the grant is for."},"targets":{"$ref":"#/$defs/AccessTargets","description":"Which pods the grant reaches; every field given must match. Omitted: every pod."},"verbs":{"type":"array","minItems":1,"uniqueItems":true,"description":"What the subjects may do: shell (interactive terminal), exec (one command, only those in commands), files (SFTP), logs, forward (TCP port forwarding), proxy (HTTP proxies).","items":{"enum":["shell","exec","files","logs","forward","proxy"],"description":"A verb."}},"commands":{"type":"array","uniqueItems":true,"maxItems":256,"description":"The exec allowlist: a command is allowed when it equals an entry, or an entry ending in ` *` is a prefix of it (`nvidia-smi *`). Required with the exec verb.","items":{"type":"string","minLength":1,"maxLength":1024,"description":"A command line or prefix."}}}},"AccessSubjects":{"description":"Users by name and roles; a user matches if named or holding a listed role.","type":"object","additionalProperties":false,"minProperties":1,"properties":{"users":{"type":"array","uniqueItems":true,"description":"User names (metadata.name of User objects).","items":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"A user."}},"roles":{"type":"array","uniqueItems":true,"description":"Roles (User spec.roles).","items":{"enum":["viewer","user","admin"],"description":"A role."}}}},"AccessTargets":{"description":"Target filters; each list matches any of its entries, and every field given must match.","type":"object","additionalProperties":false,"properties":{"clusters":{"type":"array","uniqueItems":true,"description":"Cluster names.","items":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"A Cluster."}},"namespaces":{"type":"array","uniqueItems":true,"description":"The pods' namespaces inside their cluster.","items":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"A namespace."}},"domains":{"type":"array","uniqueItems":true,"description":"Domains whose Jobs' pods are reachable.","items":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"A Domain."}},"jobSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Matches the labels of the pod's Job."}}}}};
 
-function validate321(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate322(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate321.evaluated;
+const evaluated0 = validate322.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11127,16 +11171,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate321.errors = vErrors;
+validate322.errors = vErrors;
 return errors === 0;
 }
-validate321.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate322.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate328(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate329(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate328.evaluated;
+const evaluated0 = validate329.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11185,16 +11229,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate328.errors = vErrors;
+validate329.errors = vErrors;
 return errors === 0;
 }
-validate328.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate329.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate330(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate331(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate330.evaluated;
+const evaluated0 = validate331.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11223,18 +11267,18 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate330.errors = vErrors;
+validate331.errors = vErrors;
 return errors === 0;
 }
-validate330.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate331.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema119 = {"description":"Subjects, targets and verbs. A request is allowed when some policy names its user (or one of the user's roles), matches its target and lists its verb.","type":"object","additionalProperties":false,"required":["subjects","verbs"],"properties":{"subjects":{"$ref":"#/$defs/AccessSubjects","description":"Who the grant is for."},"targets":{"$ref":"#/$defs/AccessTargets","description":"Which pods the grant reaches; every field given must match. Omitted: every pod."},"verbs":{"type":"array","minItems":1,"uniqueItems":true,"description":"What the subjects may do: shell (interactive terminal), exec (one command, only those in commands), files (SFTP), logs, forward (TCP port forwarding), proxy (HTTP proxies).","items":{"enum":["shell","exec","files","logs","forward","proxy"],"description":"A verb."}},"commands":{"type":"array","uniqueItems":true,"maxItems":256,"description":"The exec allowlist: a command is allowed when it equals an entry, or an entry ending in ` *` is a prefix of it (`nvidia-smi *`). Required with the exec verb.","items":{"type":"string","minLength":1,"maxLength":1024,"description":"A command line or prefix."}}}};
 const schema120 = {"description":"Users by name and roles; a user matches if named or holding a listed role.","type":"object","additionalProperties":false,"minProperties":1,"properties":{"users":{"type":"array","uniqueItems":true,"description":"User names (metadata.name of User objects).","items":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"A user."}},"roles":{"type":"array","uniqueItems":true,"description":"Roles (User spec.roles).","items":{"enum":["viewer","user","admin"],"description":"A role."}}}};
 
-function validate333(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate334(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate333.evaluated;
+const evaluated0 = validate334.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11269,8 +11313,8 @@ let data0 = data.users;
 if(Array.isArray(data0)){
 const len0 = data0.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate328(data0[i0], {instancePath:instancePath+"/users/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate328.errors : vErrors.concat(validate328.errors);
+if(!(validate329(data0[i0], {instancePath:instancePath+"/users/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate329.errors : vErrors.concat(validate329.errors);
 errors = vErrors.length;
 }
 }
@@ -11366,17 +11410,17 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate333.errors = vErrors;
+validate334.errors = vErrors;
 return errors === 0;
 }
-validate333.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate334.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const schema121 = {"description":"Target filters; each list matches any of its entries, and every field given must match.","type":"object","additionalProperties":false,"properties":{"clusters":{"type":"array","uniqueItems":true,"description":"Cluster names.","items":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"A Cluster."}},"namespaces":{"type":"array","uniqueItems":true,"description":"The pods' namespaces inside their cluster.","items":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"A namespace."}},"domains":{"type":"array","uniqueItems":true,"description":"Domains whose Jobs' pods are reachable.","items":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"A Domain."}},"jobSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Matches the labels of the pod's Job."}}};
 
-function validate337(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate338(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate337.evaluated;
+const evaluated0 = validate338.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11425,16 +11469,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate337.errors = vErrors;
+validate338.errors = vErrors;
 return errors === 0;
 }
-validate337.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate338.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate341(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate342(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate341.evaluated;
+const evaluated0 = validate342.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11493,16 +11537,16 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate341.errors = vErrors;
+validate342.errors = vErrors;
 return errors === 0;
 }
-validate341.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate342.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate336(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate337(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate336.evaluated;
+const evaluated0 = validate337.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11527,8 +11571,8 @@ let data0 = data.clusters;
 if(Array.isArray(data0)){
 const len0 = data0.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate337(data0[i0], {instancePath:instancePath+"/clusters/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate337.errors : vErrors.concat(validate337.errors);
+if(!(validate338(data0[i0], {instancePath:instancePath+"/clusters/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate338.errors : vErrors.concat(validate338.errors);
 errors = vErrors.length;
 }
 }
@@ -11569,8 +11613,8 @@ let data2 = data.namespaces;
 if(Array.isArray(data2)){
 const len1 = data2.length;
 for(let i2=0; i2<len1; i2++){
-if(!(validate337(data2[i2], {instancePath:instancePath+"/namespaces/" + i2,parentData:data2,parentDataProperty:i2,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate337.errors : vErrors.concat(validate337.errors);
+if(!(validate338(data2[i2], {instancePath:instancePath+"/namespaces/" + i2,parentData:data2,parentDataProperty:i2,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate338.errors : vErrors.concat(validate338.errors);
 errors = vErrors.length;
 }
 }
@@ -11611,8 +11655,8 @@ let data4 = data.domains;
 if(Array.isArray(data4)){
 const len2 = data4.length;
 for(let i4=0; i4<len2; i4++){
-if(!(validate328(data4[i4], {instancePath:instancePath+"/domains/" + i4,parentData:data4,parentDataProperty:i4,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate328.errors : vErrors.concat(validate328.errors);
+if(!(validate329(data4[i4], {instancePath:instancePath+"/domains/" + i4,parentData:data4,parentDataProperty:i4,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate329.errors : vErrors.concat(validate329.errors);
 errors = vErrors.length;
 }
 }
@@ -11649,8 +11693,8 @@ errors++;
 }
 }
 if(data.jobSelector !== undefined){
-if(!(validate341(data.jobSelector, {instancePath:instancePath+"/jobSelector",parentData:data,parentDataProperty:"jobSelector",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate341.errors : vErrors.concat(validate341.errors);
+if(!(validate342(data.jobSelector, {instancePath:instancePath+"/jobSelector",parentData:data,parentDataProperty:"jobSelector",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate342.errors : vErrors.concat(validate342.errors);
 errors = vErrors.length;
 }
 }
@@ -11665,16 +11709,16 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate336.errors = vErrors;
+validate337.errors = vErrors;
 return errors === 0;
 }
-validate336.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate337.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate332(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate333(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate332.evaluated;
+const evaluated0 = validate333.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11715,14 +11759,14 @@ errors++;
 }
 }
 if(data.subjects !== undefined){
-if(!(validate333(data.subjects, {instancePath:instancePath+"/subjects",parentData:data,parentDataProperty:"subjects",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate333.errors : vErrors.concat(validate333.errors);
+if(!(validate334(data.subjects, {instancePath:instancePath+"/subjects",parentData:data,parentDataProperty:"subjects",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate334.errors : vErrors.concat(validate334.errors);
 errors = vErrors.length;
 }
 }
 if(data.targets !== undefined){
-if(!(validate336(data.targets, {instancePath:instancePath+"/targets",parentData:data,parentDataProperty:"targets",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate336.errors : vErrors.concat(validate336.errors);
+if(!(validate337(data.targets, {instancePath:instancePath+"/targets",parentData:data,parentDataProperty:"targets",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate337.errors : vErrors.concat(validate337.errors);
 errors = vErrors.length;
 }
 }
@@ -11881,17 +11925,17 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate332.errors = vErrors;
+validate333.errors = vErrors;
 return errors === 0;
 }
-validate332.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate333.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate320(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate321(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/access-policy.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate320.evaluated;
+const evaluated0 = validate321.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11979,28 +12023,28 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate321(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate321.errors : vErrors.concat(validate321.errors);
+if(!(validate322(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate322.errors : vErrors.concat(validate322.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.name !== undefined){
-if(!(validate328(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate328.errors : vErrors.concat(validate328.errors);
+if(!(validate329(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate329.errors : vErrors.concat(validate329.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate330(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate330.errors : vErrors.concat(validate330.errors);
+if(!(validate331(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate331.errors : vErrors.concat(validate331.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate332(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate332.errors : vErrors.concat(validate332.errors);
+if(!(validate333(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate333.errors : vErrors.concat(validate333.errors);
 errors = vErrors.length;
 }
 }
@@ -12015,18 +12059,18 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate320.errors = vErrors;
+validate321.errors = vErrors;
 return errors === 0;
 }
-validate320.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate321.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const SealedSecret = validate347;
+export const SealedSecret = validate348;
 const schema124 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/sealed-secret.schema.json","title":"SealedSecret","description":"A Kubernetes Secret whose values are sealed to the hub's key (`rlark seal`), so it can live in git: the hub opens the values only to hand the Secret to the agents of its clusters, which apply it as an Opaque Secret. Written in git (docs/secrets.md).","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"SealedSecret","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the name is the Secret's name in the clusters.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Name of the Secret in the clusters."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>: deliver to that one cluster. Omit it to use spec.clusterSelector instead."}}},"spec":{"$ref":"#/$defs/SealedSecretSpec","description":"Desired state."}},"allOf":[{"if":{"required":["metadata"],"properties":{"metadata":{"type":"object","not":{"required":["namespace"]}}}},"then":{"properties":{"spec":{"required":["clusterSelector"]}}},"x-rlark-rule":"schema/sealed-secret-target","x-rlark-message":"a SealedSecret needs its clusters: set metadata.namespace to agent-<cluster> or set spec.clusterSelector"},{"if":{"required":["metadata"],"properties":{"metadata":{"type":"object","required":["namespace"]}}},"then":{"properties":{"spec":{"properties":{"clusterSelector":false}}}},"x-rlark-rule":"schema/sealed-secret-target","x-rlark-message":"a SealedSecret names its clusters once: metadata.namespace or spec.clusterSelector, not both"}],"$defs":{"SealedSecretSpec":{"description":"Where the Secret goes and its sealed values.","type":"object","additionalProperties":false,"required":["namespace","encryptedData"],"properties":{"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Namespace of the Secret in the clusters (created when missing)."},"clusterSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Deliver to every Cluster whose labels match; only when metadata.namespace is not set."},"encryptedData":{"type":"object","description":"The Secret's keys, each with its value sealed by `rlark seal` for the context secret/<spec.namespace>/<metadata.name>/<key>.","minProperties":1,"maxProperties":256,"propertyNames":{"type":"string","maxLength":253,"pattern":"^[-._a-zA-Z0-9]+$","x-rlark-message":"must be a Secret key: letters, digits, '-', '_' and '.'"},"additionalProperties":{"type":"string","pattern":"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$","x-rlark-message":"must be a sealed value (rlark-sealed:v1:<key id>:<payload>) made by `rlark seal`, never a plain value","x-rlark-sensitive":true,"description":"A sealed value."}}}}}};
 
-function validate348(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate349(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate348.evaluated;
+const evaluated0 = validate349.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12248,16 +12292,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate348.errors = vErrors;
+validate349.errors = vErrors;
 return errors === 0;
 }
-validate348.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate349.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate355(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate356(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate355.evaluated;
+const evaluated0 = validate356.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12306,16 +12350,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate355.errors = vErrors;
+validate356.errors = vErrors;
 return errors === 0;
 }
-validate355.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate356.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate357(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate358(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate357.evaluated;
+const evaluated0 = validate358.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12354,17 +12398,17 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate357.errors = vErrors;
+validate358.errors = vErrors;
 return errors === 0;
 }
-validate357.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate358.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema128 = {"description":"Where the Secret goes and its sealed values.","type":"object","additionalProperties":false,"required":["namespace","encryptedData"],"properties":{"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Namespace of the Secret in the clusters (created when missing)."},"clusterSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Deliver to every Cluster whose labels match; only when metadata.namespace is not set."},"encryptedData":{"type":"object","description":"The Secret's keys, each with its value sealed by `rlark seal` for the context secret/<spec.namespace>/<metadata.name>/<key>.","minProperties":1,"maxProperties":256,"propertyNames":{"type":"string","maxLength":253,"pattern":"^[-._a-zA-Z0-9]+$","x-rlark-message":"must be a Secret key: letters, digits, '-', '_' and '.'"},"additionalProperties":{"type":"string","pattern":"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$","x-rlark-message":"must be a sealed value (rlark-sealed:v1:<key id>:<payload>) made by `rlark seal`, never a plain value","x-rlark-sensitive":true,"description":"A sealed value."}}}};
 
-function validate360(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate361(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate360.evaluated;
+const evaluated0 = validate361.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12413,16 +12457,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate360.errors = vErrors;
+validate361.errors = vErrors;
 return errors === 0;
 }
-validate360.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate361.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate362(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate363(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate362.evaluated;
+const evaluated0 = validate363.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12481,18 +12525,18 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate362.errors = vErrors;
+validate363.errors = vErrors;
 return errors === 0;
 }
-validate362.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate363.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const pattern30 = new RegExp("^[-._a-zA-Z0-9]+$", "u");
 const pattern31 = new RegExp("^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$", "u");
 
-function validate359(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate360(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate359.evaluated;
+const evaluated0 = validate360.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12533,14 +12577,14 @@ errors++;
 }
 }
 if(data.namespace !== undefined){
-if(!(validate360(data.namespace, {instancePath:instancePath+"/namespace",parentData:data,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate360.errors : vErrors.concat(validate360.errors);
+if(!(validate361(data.namespace, {instancePath:instancePath+"/namespace",parentData:data,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate361.errors : vErrors.concat(validate361.errors);
 errors = vErrors.length;
 }
 }
 if(data.clusterSelector !== undefined){
-if(!(validate362(data.clusterSelector, {instancePath:instancePath+"/clusterSelector",parentData:data,parentDataProperty:"clusterSelector",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate362.errors : vErrors.concat(validate362.errors);
+if(!(validate363(data.clusterSelector, {instancePath:instancePath+"/clusterSelector",parentData:data,parentDataProperty:"clusterSelector",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate363.errors : vErrors.concat(validate363.errors);
 errors = vErrors.length;
 }
 }
@@ -12661,17 +12705,17 @@ vErrors.push(err12);
 }
 errors++;
 }
-validate359.errors = vErrors;
+validate360.errors = vErrors;
 return errors === 0;
 }
-validate359.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate360.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate347(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate348(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/sealed-secret.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate347.evaluated;
+const evaluated0 = validate348.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12977,28 +13021,28 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data7 = data.metadata;
-if(!(validate348(data7, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate348.errors : vErrors.concat(validate348.errors);
+if(!(validate349(data7, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate349.errors : vErrors.concat(validate349.errors);
 errors = vErrors.length;
 }
 if(data7 && typeof data7 == "object" && !Array.isArray(data7)){
 if(data7.name !== undefined){
-if(!(validate355(data7.name, {instancePath:instancePath+"/metadata/name",parentData:data7,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate355.errors : vErrors.concat(validate355.errors);
+if(!(validate356(data7.name, {instancePath:instancePath+"/metadata/name",parentData:data7,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate356.errors : vErrors.concat(validate356.errors);
 errors = vErrors.length;
 }
 }
 if(data7.namespace !== undefined){
-if(!(validate357(data7.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data7,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate357.errors : vErrors.concat(validate357.errors);
+if(!(validate358(data7.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data7,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate358.errors : vErrors.concat(validate358.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate359(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate359.errors : vErrors.concat(validate359.errors);
+if(!(validate360(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate360.errors : vErrors.concat(validate360.errors);
 errors = vErrors.length;
 }
 }
@@ -13013,18 +13057,18 @@ vErrors.push(err18);
 }
 errors++;
 }
-validate347.errors = vErrors;
+validate348.errors = vErrors;
 return errors === 0;
 }
-validate347.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate348.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const Task = validate367;
+export const Task = validate368;
 const schema131 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/task.schema.json","title":"Task","description":"One role of a Job placed on one cluster, created by the hub's Job controller; the agent of its namespace runs it.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Task","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the object belongs to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"<job>-<task>; labelled rlinf.io/job=<job>."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/TaskSpec","description":"Desired state."},"status":{"$ref":"#/$defs/TaskStatus","description":"Observed state, reported by the agent."}},"$defs":{"TaskSpec":{"description":"The Job's task template, resolved for one cluster.","type":"object","additionalProperties":false,"required":["job","role","agentType"],"allOf":[{"$ref":"common.schema.json#/$defs/ExactlyOneRuntime"}],"properties":{"job":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the owning Job."},"task":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the task template in the Job."},"run":{"type":"integer","minimum":1,"description":"The Job run this Task belongs to."},"head":{"type":"boolean","default":false,"description":"true for the Job's main task."},"role":{"$ref":"common.schema.json#/$defs/Role","description":"Training role."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"Runtime; selects the kubernetes, docker or raw section."},"domain":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Domain whose virtual network the pods join."},"domainCIDR":{"type":"string","description":"The Domain's CIDR when the Task was created: what the pods' network init container redirects to their sidecar."},"nodeSelector":{"$ref":"common.schema.json#/$defs/NodeSelector","description":"Node labels required on the node."},"annotations":{"$ref":"common.schema.json#/$defs/TaskAnnotations","description":"Annotations, including the Ray keys."},"sshPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Public key injected into the workloads."},"kubernetes":{"$ref":"common.schema.json#/$defs/KubernetesRuntime","description":"For agentType Kubernetes: the workload."},"raw":{"$ref":"common.schema.json#/$defs/RawRuntime","description":"For agentType Raw: the process."},"docker":{"$ref":"common.schema.json#/$defs/DockerRuntime","description":"For agentType Docker: the container."}}},"TaskStatus":{"description":"Observed state of a Task.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Stopping","Stopped","Unknown"],"description":"Current phase."},"observedNodes":{"type":"array","description":"Nodes the task's pods or processes run on.","items":{"type":"string","description":"A node name."}},"replicas":{"type":"integer","minimum":0,"description":"Desired replicas."},"readyReplicas":{"type":"integer","minimum":0,"description":"Ready replicas."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task started running."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task finished."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the container or process that decided a Succeeded or Failed phase."},"conditions":{"type":"array","description":"Conditions (Ready, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
 
-function validate368(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate369(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate368.evaluated;
+const evaluated0 = validate369.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13246,16 +13290,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate368.errors = vErrors;
+validate369.errors = vErrors;
 return errors === 0;
 }
-validate368.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate369.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate375(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate376(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate375.evaluated;
+const evaluated0 = validate376.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13304,16 +13348,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate375.errors = vErrors;
+validate376.errors = vErrors;
 return errors === 0;
 }
-validate375.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate376.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate377(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate378(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate377.evaluated;
+const evaluated0 = validate378.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13352,17 +13396,17 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate377.errors = vErrors;
+validate378.errors = vErrors;
 return errors === 0;
 }
-validate377.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate378.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema135 = {"description":"The Job's task template, resolved for one cluster.","type":"object","additionalProperties":false,"required":["job","role","agentType"],"allOf":[{"$ref":"common.schema.json#/$defs/ExactlyOneRuntime"}],"properties":{"job":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the owning Job."},"task":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the task template in the Job."},"run":{"type":"integer","minimum":1,"description":"The Job run this Task belongs to."},"head":{"type":"boolean","default":false,"description":"true for the Job's main task."},"role":{"$ref":"common.schema.json#/$defs/Role","description":"Training role."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"Runtime; selects the kubernetes, docker or raw section."},"domain":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Domain whose virtual network the pods join."},"domainCIDR":{"type":"string","description":"The Domain's CIDR when the Task was created: what the pods' network init container redirects to their sidecar."},"nodeSelector":{"$ref":"common.schema.json#/$defs/NodeSelector","description":"Node labels required on the node."},"annotations":{"$ref":"common.schema.json#/$defs/TaskAnnotations","description":"Annotations, including the Ray keys."},"sshPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Public key injected into the workloads."},"kubernetes":{"$ref":"common.schema.json#/$defs/KubernetesRuntime","description":"For agentType Kubernetes: the workload."},"raw":{"$ref":"common.schema.json#/$defs/RawRuntime","description":"For agentType Raw: the process."},"docker":{"$ref":"common.schema.json#/$defs/DockerRuntime","description":"For agentType Docker: the container."}}};
 
-function validate380(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate381(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate380.evaluated;
+const evaluated0 = validate381.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13666,17 +13710,17 @@ props0 = props0 || {};
 Object.assign(props0, props2);
 }
 }
-validate380.errors = vErrors;
+validate381.errors = vErrors;
 evaluated0.props = props0;
 return errors === 0;
 }
-validate380.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate381.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
 
-function validate384(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate385(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate384.evaluated;
+const evaluated0 = validate385.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13693,16 +13737,16 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate384.errors = vErrors;
+validate385.errors = vErrors;
 return errors === 0;
 }
-validate384.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate385.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate386(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate387(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate386.evaluated;
+const evaluated0 = validate387.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13719,16 +13763,16 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate386.errors = vErrors;
+validate387.errors = vErrors;
 return errors === 0;
 }
-validate386.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate387.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate389(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate390(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate389.evaluated;
+const evaluated0 = validate390.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13771,16 +13815,16 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate389.errors = vErrors;
+validate390.errors = vErrors;
 return errors === 0;
 }
-validate389.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate390.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate393(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate394(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate393.evaluated;
+const evaluated0 = validate394.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14150,16 +14194,16 @@ vErrors.push(err20);
 }
 errors++;
 }
-validate393.errors = vErrors;
+validate394.errors = vErrors;
 return errors === 0;
 }
-validate393.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate394.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate397(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate398(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate397.evaluated;
+const evaluated0 = validate398.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14188,16 +14232,16 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate397.errors = vErrors;
+validate398.errors = vErrors;
 return errors === 0;
 }
-validate397.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate398.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate399(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate400(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate399.evaluated;
+const evaluated0 = validate400.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14329,16 +14373,16 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate399.errors = vErrors;
+validate400.errors = vErrors;
 return errors === 0;
 }
-validate399.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate400.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate402(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate403(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate402.evaluated;
+const evaluated0 = validate403.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14551,16 +14595,16 @@ vErrors.push(err14);
 }
 errors++;
 }
-validate402.errors = vErrors;
+validate403.errors = vErrors;
 return errors === 0;
 }
-validate402.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate403.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate406(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate407(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate406.evaluated;
+const evaluated0 = validate407.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14706,24 +14750,24 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate406.errors = vErrors;
+validate407.errors = vErrors;
 return errors === 0;
 }
-validate406.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate407.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate379(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate380(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate379.evaluated;
+const evaluated0 = validate380.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate380(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate380.errors : vErrors.concat(validate380.errors);
+if(!(validate381(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate381.errors : vErrors.concat(validate381.errors);
 errors = vErrors.length;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -14770,14 +14814,14 @@ errors++;
 }
 }
 if(data.job !== undefined){
-if(!(validate375(data.job, {instancePath:instancePath+"/job",parentData:data,parentDataProperty:"job",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate375.errors : vErrors.concat(validate375.errors);
+if(!(validate376(data.job, {instancePath:instancePath+"/job",parentData:data,parentDataProperty:"job",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate376.errors : vErrors.concat(validate376.errors);
 errors = vErrors.length;
 }
 }
 if(data.task !== undefined){
-if(!(validate375(data.task, {instancePath:instancePath+"/task",parentData:data,parentDataProperty:"task",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate375.errors : vErrors.concat(validate375.errors);
+if(!(validate376(data.task, {instancePath:instancePath+"/task",parentData:data,parentDataProperty:"task",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate376.errors : vErrors.concat(validate376.errors);
 errors = vErrors.length;
 }
 }
@@ -14820,20 +14864,20 @@ errors++;
 }
 }
 if(data.role !== undefined){
-if(!(validate384(data.role, {instancePath:instancePath+"/role",parentData:data,parentDataProperty:"role",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate384.errors : vErrors.concat(validate384.errors);
+if(!(validate385(data.role, {instancePath:instancePath+"/role",parentData:data,parentDataProperty:"role",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate385.errors : vErrors.concat(validate385.errors);
 errors = vErrors.length;
 }
 }
 if(data.agentType !== undefined){
-if(!(validate386(data.agentType, {instancePath:instancePath+"/agentType",parentData:data,parentDataProperty:"agentType",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate386.errors : vErrors.concat(validate386.errors);
+if(!(validate387(data.agentType, {instancePath:instancePath+"/agentType",parentData:data,parentDataProperty:"agentType",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate387.errors : vErrors.concat(validate387.errors);
 errors = vErrors.length;
 }
 }
 if(data.domain !== undefined){
-if(!(validate375(data.domain, {instancePath:instancePath+"/domain",parentData:data,parentDataProperty:"domain",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate375.errors : vErrors.concat(validate375.errors);
+if(!(validate376(data.domain, {instancePath:instancePath+"/domain",parentData:data,parentDataProperty:"domain",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate376.errors : vErrors.concat(validate376.errors);
 errors = vErrors.length;
 }
 }
@@ -14851,38 +14895,38 @@ errors++;
 }
 }
 if(data.nodeSelector !== undefined){
-if(!(validate389(data.nodeSelector, {instancePath:instancePath+"/nodeSelector",parentData:data,parentDataProperty:"nodeSelector",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate389.errors : vErrors.concat(validate389.errors);
+if(!(validate390(data.nodeSelector, {instancePath:instancePath+"/nodeSelector",parentData:data,parentDataProperty:"nodeSelector",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate390.errors : vErrors.concat(validate390.errors);
 errors = vErrors.length;
 }
 }
 if(data.annotations !== undefined){
-if(!(validate393(data.annotations, {instancePath:instancePath+"/annotations",parentData:data,parentDataProperty:"annotations",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate393.errors : vErrors.concat(validate393.errors);
+if(!(validate394(data.annotations, {instancePath:instancePath+"/annotations",parentData:data,parentDataProperty:"annotations",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate394.errors : vErrors.concat(validate394.errors);
 errors = vErrors.length;
 }
 }
 if(data.sshPublicKey !== undefined){
-if(!(validate397(data.sshPublicKey, {instancePath:instancePath+"/sshPublicKey",parentData:data,parentDataProperty:"sshPublicKey",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate397.errors : vErrors.concat(validate397.errors);
+if(!(validate398(data.sshPublicKey, {instancePath:instancePath+"/sshPublicKey",parentData:data,parentDataProperty:"sshPublicKey",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate398.errors : vErrors.concat(validate398.errors);
 errors = vErrors.length;
 }
 }
 if(data.kubernetes !== undefined){
-if(!(validate399(data.kubernetes, {instancePath:instancePath+"/kubernetes",parentData:data,parentDataProperty:"kubernetes",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate399.errors : vErrors.concat(validate399.errors);
+if(!(validate400(data.kubernetes, {instancePath:instancePath+"/kubernetes",parentData:data,parentDataProperty:"kubernetes",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate400.errors : vErrors.concat(validate400.errors);
 errors = vErrors.length;
 }
 }
 if(data.raw !== undefined){
-if(!(validate402(data.raw, {instancePath:instancePath+"/raw",parentData:data,parentDataProperty:"raw",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate402.errors : vErrors.concat(validate402.errors);
+if(!(validate403(data.raw, {instancePath:instancePath+"/raw",parentData:data,parentDataProperty:"raw",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate403.errors : vErrors.concat(validate403.errors);
 errors = vErrors.length;
 }
 }
 if(data.docker !== undefined){
-if(!(validate406(data.docker, {instancePath:instancePath+"/docker",parentData:data,parentDataProperty:"docker",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate406.errors : vErrors.concat(validate406.errors);
+if(!(validate407(data.docker, {instancePath:instancePath+"/docker",parentData:data,parentDataProperty:"docker",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate407.errors : vErrors.concat(validate407.errors);
 errors = vErrors.length;
 }
 }
@@ -14897,17 +14941,17 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate379.errors = vErrors;
+validate380.errors = vErrors;
 return errors === 0;
 }
-validate379.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate380.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const schema145 = {"description":"Observed state of a Task.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Stopping","Stopped","Unknown"],"description":"Current phase."},"observedNodes":{"type":"array","description":"Nodes the task's pods or processes run on.","items":{"type":"string","description":"A node name."}},"replicas":{"type":"integer","minimum":0,"description":"Desired replicas."},"readyReplicas":{"type":"integer","minimum":0,"description":"Ready replicas."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task started running."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task finished."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the container or process that decided a Succeeded or Failed phase."},"conditions":{"type":"array","description":"Conditions (Ready, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
 
-function validate411(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate412(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate411.evaluated;
+const evaluated0 = validate412.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14936,16 +14980,16 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate411.errors = vErrors;
+validate412.errors = vErrors;
 return errors === 0;
 }
-validate411.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate412.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate414(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate415(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate414.evaluated;
+const evaluated0 = validate415.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15097,16 +15141,16 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate414.errors = vErrors;
+validate415.errors = vErrors;
 return errors === 0;
 }
-validate414.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate415.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate410(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate411(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate410.evaluated;
+const evaluated0 = validate411.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15219,14 +15263,14 @@ errors++;
 }
 }
 if(data.startTime !== undefined){
-if(!(validate411(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate411.errors : vErrors.concat(validate411.errors);
+if(!(validate412(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate412.errors : vErrors.concat(validate412.errors);
 errors = vErrors.length;
 }
 }
 if(data.completionTime !== undefined){
-if(!(validate411(data.completionTime, {instancePath:instancePath+"/completionTime",parentData:data,parentDataProperty:"completionTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate411.errors : vErrors.concat(validate411.errors);
+if(!(validate412(data.completionTime, {instancePath:instancePath+"/completionTime",parentData:data,parentDataProperty:"completionTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate412.errors : vErrors.concat(validate412.errors);
 errors = vErrors.length;
 }
 }
@@ -15299,8 +15343,8 @@ let data11 = data.conditions;
 if(Array.isArray(data11)){
 const len1 = data11.length;
 for(let i1=0; i1<len1; i1++){
-if(!(validate414(data11[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data11,parentDataProperty:i1,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate414.errors : vErrors.concat(validate414.errors);
+if(!(validate415(data11[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data11,parentDataProperty:i1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate415.errors : vErrors.concat(validate415.errors);
 errors = vErrors.length;
 }
 }
@@ -15327,17 +15371,17 @@ vErrors.push(err14);
 }
 errors++;
 }
-validate410.errors = vErrors;
+validate411.errors = vErrors;
 return errors === 0;
 }
-validate410.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate411.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate367(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate368(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/task.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate367.evaluated;
+const evaluated0 = validate368.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15425,8 +15469,8 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate368(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate368.errors : vErrors.concat(validate368.errors);
+if(!(validate369(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate369.errors : vErrors.concat(validate369.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
@@ -15451,28 +15495,28 @@ vErrors.push(err8);
 errors++;
 }
 if(data2.name !== undefined){
-if(!(validate375(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate375.errors : vErrors.concat(validate375.errors);
+if(!(validate376(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate376.errors : vErrors.concat(validate376.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate377(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate377.errors : vErrors.concat(validate377.errors);
+if(!(validate378(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate378.errors : vErrors.concat(validate378.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate379(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate379.errors : vErrors.concat(validate379.errors);
+if(!(validate380(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate380.errors : vErrors.concat(validate380.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate410(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate410.errors : vErrors.concat(validate410.errors);
+if(!(validate411(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate411.errors : vErrors.concat(validate411.errors);
 errors = vErrors.length;
 }
 }
@@ -15487,18 +15531,18 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate367.errors = vErrors;
+validate368.errors = vErrors;
 return errors === 0;
 }
-validate367.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate368.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const DomainPeer = validate419;
+export const DomainPeer = validate420;
 const schema148 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/domain-peer.schema.json","title":"DomainPeer","description":"A Domain's view in one cluster, created by the hub's Domain controller: its certificate and the routing table of its pods.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"DomainPeer","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the object belongs to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"The Domain's name."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/DomainPeerSpec","description":"Desired state."},"status":{"$ref":"#/$defs/DomainPeerStatus","description":"Observed state, reported by the agent."}},"$defs":{"DomainPeerSpec":{"description":"Certificate and routing table.","type":"object","additionalProperties":false,"required":["cert","key","prefixLen"],"properties":{"cert":{"type":"string","description":"The Domain's X.509 certificate, PEM."},"key":{"type":"string","description":"The Domain's private key, PEM."},"prefixLen":{"type":"integer","minimum":8,"maximum":30,"description":"Prefix length of the Domain's CIDR."},"pods":{"type":"array","description":"The Domain's pods in this cluster, ordered by ip (traffic to the Domain's other addresses goes through the hub).","items":{"$ref":"#/$defs/DomainPeerPod"}}}},"DomainPeerPod":{"description":"One pod of the Domain and where it really is.","type":"object","additionalProperties":false,"required":["name","ip"],"properties":{"name":{"type":"string","description":"Pod name."},"namespace":{"type":"string","description":"Pod namespace in its cluster."},"uid":{"type":"string","description":"Pod UID."},"ip":{"type":"string","format":"ipv4","description":"The pod's virtual IP in the Domain."},"localIP":{"type":"string","description":"The pod's real IP inside its cluster."},"node":{"type":"string","description":"Node the pod runs on."},"globalNamespace":{"type":"string","description":"agent-<cluster> of the cluster the pod runs in."}}},"DomainTraffic":{"description":"The Domain's live traffic through this cluster's nodeservers, as the agent last read their GET /stats.","type":"object","additionalProperties":false,"required":["observedAt","poolConnections","pairs"],"properties":{"observedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent first read these figures (they have not changed since)."},"poolConnections":{"type":"integer","minimum":0,"description":"Connections of the Domain's pool to the hub, summed over the nodeservers."},"pairs":{"type":"array","maxItems":64,"description":"Per peer pair (virtual IPs), the busiest first; at most 64.","items":{"$ref":"#/$defs/DomainPeerPair"}},"omittedPairs":{"type":"integer","minimum":1,"description":"Pairs left out of pairs to keep the status bounded."}}},"DomainPeerPair":{"description":"Connections from one virtual IP to another.","type":"object","additionalProperties":false,"required":["source","target","activeStreams","bytesSent","bytesReceived"],"properties":{"source":{"type":"string","format":"ipv4","description":"Virtual IP of the connecting pod."},"target":{"type":"string","format":"ipv4","description":"Virtual IP it connects to."},"activeStreams":{"type":"integer","minimum":0,"description":"Connections open now."},"bytesSent":{"type":"integer","minimum":0,"description":"Bytes from source to target so far."},"bytesReceived":{"type":"integer","minimum":0,"description":"Bytes from target to source so far."},"path":{"enum":["local","hub"],"description":"local: inside the cluster; hub: through the hub to another cluster."}}},"DomainPeerStatus":{"description":"Observed state of a DomainPeer.","type":"object","additionalProperties":false,"properties":{"traffic":{"$ref":"#/$defs/DomainTraffic","description":"Live traffic, reported by the agent."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions (RoutesProgrammed, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
 
-function validate420(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate421(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate420.evaluated;
+const evaluated0 = validate421.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15720,16 +15764,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate420.errors = vErrors;
+validate421.errors = vErrors;
 return errors === 0;
 }
-validate420.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate421.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate427(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate428(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate427.evaluated;
+const evaluated0 = validate428.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15778,16 +15822,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate427.errors = vErrors;
+validate428.errors = vErrors;
 return errors === 0;
 }
-validate427.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate428.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate429(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate430(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate429.evaluated;
+const evaluated0 = validate430.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15826,18 +15870,18 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate429.errors = vErrors;
+validate430.errors = vErrors;
 return errors === 0;
 }
-validate429.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate430.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema152 = {"description":"Certificate and routing table.","type":"object","additionalProperties":false,"required":["cert","key","prefixLen"],"properties":{"cert":{"type":"string","description":"The Domain's X.509 certificate, PEM."},"key":{"type":"string","description":"The Domain's private key, PEM."},"prefixLen":{"type":"integer","minimum":8,"maximum":30,"description":"Prefix length of the Domain's CIDR."},"pods":{"type":"array","description":"The Domain's pods in this cluster, ordered by ip (traffic to the Domain's other addresses goes through the hub).","items":{"$ref":"#/$defs/DomainPeerPod"}}}};
 const schema153 = {"description":"One pod of the Domain and where it really is.","type":"object","additionalProperties":false,"required":["name","ip"],"properties":{"name":{"type":"string","description":"Pod name."},"namespace":{"type":"string","description":"Pod namespace in its cluster."},"uid":{"type":"string","description":"Pod UID."},"ip":{"type":"string","format":"ipv4","description":"The pod's virtual IP in the Domain."},"localIP":{"type":"string","description":"The pod's real IP inside its cluster."},"node":{"type":"string","description":"Node the pod runs on."},"globalNamespace":{"type":"string","description":"agent-<cluster> of the cluster the pod runs in."}}};
 
-function validate432(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate433(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate432.evaluated;
+const evaluated0 = validate433.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15991,16 +16035,16 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate432.errors = vErrors;
+validate433.errors = vErrors;
 return errors === 0;
 }
-validate432.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate433.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate431(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate432(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate431.evaluated;
+const evaluated0 = validate432.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16116,8 +16160,8 @@ let data3 = data.pods;
 if(Array.isArray(data3)){
 const len0 = data3.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate432(data3[i0], {instancePath:instancePath+"/pods/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate432.errors : vErrors.concat(validate432.errors);
+if(!(validate433(data3[i0], {instancePath:instancePath+"/pods/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate433.errors : vErrors.concat(validate433.errors);
 errors = vErrors.length;
 }
 }
@@ -16144,18 +16188,18 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate431.errors = vErrors;
+validate432.errors = vErrors;
 return errors === 0;
 }
-validate431.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate432.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const schema154 = {"description":"Observed state of a DomainPeer.","type":"object","additionalProperties":false,"properties":{"traffic":{"$ref":"#/$defs/DomainTraffic","description":"Live traffic, reported by the agent."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions (RoutesProgrammed, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
 const schema155 = {"description":"The Domain's live traffic through this cluster's nodeservers, as the agent last read their GET /stats.","type":"object","additionalProperties":false,"required":["observedAt","poolConnections","pairs"],"properties":{"observedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent first read these figures (they have not changed since)."},"poolConnections":{"type":"integer","minimum":0,"description":"Connections of the Domain's pool to the hub, summed over the nodeservers."},"pairs":{"type":"array","maxItems":64,"description":"Per peer pair (virtual IPs), the busiest first; at most 64.","items":{"$ref":"#/$defs/DomainPeerPair"}},"omittedPairs":{"type":"integer","minimum":1,"description":"Pairs left out of pairs to keep the status bounded."}}};
 
-function validate437(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate438(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate437.evaluated;
+const evaluated0 = validate438.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16184,17 +16228,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate437.errors = vErrors;
+validate438.errors = vErrors;
 return errors === 0;
 }
-validate437.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate438.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema157 = {"description":"Connections from one virtual IP to another.","type":"object","additionalProperties":false,"required":["source","target","activeStreams","bytesSent","bytesReceived"],"properties":{"source":{"type":"string","format":"ipv4","description":"Virtual IP of the connecting pod."},"target":{"type":"string","format":"ipv4","description":"Virtual IP it connects to."},"activeStreams":{"type":"integer","minimum":0,"description":"Connections open now."},"bytesSent":{"type":"integer","minimum":0,"description":"Bytes from source to target so far."},"bytesReceived":{"type":"integer","minimum":0,"description":"Bytes from target to source so far."},"path":{"enum":["local","hub"],"description":"local: inside the cluster; hub: through the hub to another cluster."}}};
 
-function validate439(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate440(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate439.evaluated;
+const evaluated0 = validate440.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16413,16 +16457,16 @@ vErrors.push(err17);
 }
 errors++;
 }
-validate439.errors = vErrors;
+validate440.errors = vErrors;
 return errors === 0;
 }
-validate439.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate440.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate436(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate437(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate436.evaluated;
+const evaluated0 = validate437.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16473,8 +16517,8 @@ errors++;
 }
 }
 if(data.observedAt !== undefined){
-if(!(validate437(data.observedAt, {instancePath:instancePath+"/observedAt",parentData:data,parentDataProperty:"observedAt",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate437.errors : vErrors.concat(validate437.errors);
+if(!(validate438(data.observedAt, {instancePath:instancePath+"/observedAt",parentData:data,parentDataProperty:"observedAt",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate438.errors : vErrors.concat(validate438.errors);
 errors = vErrors.length;
 }
 }
@@ -16518,8 +16562,8 @@ errors++;
 }
 const len0 = data2.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate439(data2[i0], {instancePath:instancePath+"/pairs/" + i0,parentData:data2,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate439.errors : vErrors.concat(validate439.errors);
+if(!(validate440(data2[i0], {instancePath:instancePath+"/pairs/" + i0,parentData:data2,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate440.errors : vErrors.concat(validate440.errors);
 errors = vErrors.length;
 }
 }
@@ -16571,16 +16615,16 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate436.errors = vErrors;
+validate437.errors = vErrors;
 return errors === 0;
 }
-validate436.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate437.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate442(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate443(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate442.evaluated;
+const evaluated0 = validate443.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16732,16 +16776,16 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate442.errors = vErrors;
+validate443.errors = vErrors;
 return errors === 0;
 }
-validate442.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate443.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate435(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate436(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate435.evaluated;
+const evaluated0 = validate436.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16762,8 +16806,8 @@ errors++;
 }
 }
 if(data.traffic !== undefined){
-if(!(validate436(data.traffic, {instancePath:instancePath+"/traffic",parentData:data,parentDataProperty:"traffic",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate436.errors : vErrors.concat(validate436.errors);
+if(!(validate437(data.traffic, {instancePath:instancePath+"/traffic",parentData:data,parentDataProperty:"traffic",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate437.errors : vErrors.concat(validate437.errors);
 errors = vErrors.length;
 }
 }
@@ -16797,8 +16841,8 @@ let data2 = data.conditions;
 if(Array.isArray(data2)){
 const len0 = data2.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate442(data2[i0], {instancePath:instancePath+"/conditions/" + i0,parentData:data2,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate442.errors : vErrors.concat(validate442.errors);
+if(!(validate443(data2[i0], {instancePath:instancePath+"/conditions/" + i0,parentData:data2,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate443.errors : vErrors.concat(validate443.errors);
 errors = vErrors.length;
 }
 }
@@ -16825,17 +16869,17 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate435.errors = vErrors;
+validate436.errors = vErrors;
 return errors === 0;
 }
-validate435.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate436.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate419(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate420(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/domain-peer.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate419.evaluated;
+const evaluated0 = validate420.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16923,8 +16967,8 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate420(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate420.errors : vErrors.concat(validate420.errors);
+if(!(validate421(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate421.errors : vErrors.concat(validate421.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
@@ -16949,28 +16993,28 @@ vErrors.push(err8);
 errors++;
 }
 if(data2.name !== undefined){
-if(!(validate427(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate427.errors : vErrors.concat(validate427.errors);
+if(!(validate428(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate428.errors : vErrors.concat(validate428.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate429(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate429.errors : vErrors.concat(validate429.errors);
+if(!(validate430(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate430.errors : vErrors.concat(validate430.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate431(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate431.errors : vErrors.concat(validate431.errors);
+if(!(validate432(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate432.errors : vErrors.concat(validate432.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate435(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate435.errors : vErrors.concat(validate435.errors);
+if(!(validate436(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate436.errors : vErrors.concat(validate436.errors);
 errors = vErrors.length;
 }
 }
@@ -16985,18 +17029,18 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate419.errors = vErrors;
+validate420.errors = vErrors;
 return errors === 0;
 }
-validate419.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate420.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const AddonRelease = validate447;
+export const AddonRelease = validate448;
 const schema159 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/addon-release.schema.json","title":"AddonRelease","description":"One Addon rendered for one cluster, created by the hub's Addon controller in agent-<cluster>: the exact Kubernetes objects that cluster's agent applies. Its status is the installation there, reported by the agent.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"AddonRelease","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the release is installed in.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"The Addon's name."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/AddonReleaseSpec","description":"Desired state."},"status":{"$ref":"#/$defs/AddonReleaseStatus","description":"Observed state, reported by the agent."}},"$defs":{"AddonReleaseSpec":{"description":"The catalog entry, the Addon it comes from and the rendered objects.","type":"object","additionalProperties":false,"required":["addonName","version","namespace","addonGeneration","objects"],"properties":{"addonName":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Catalog entry name."},"version":{"type":"string","maxLength":128,"description":"Catalog entry version."},"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"In-cluster namespace the objects go into (created when missing)."},"clusterWide":{"type":"boolean","description":"True when the Addon is cluster-wide (placed by clusterSelector), false when it lives in agent-<cluster>."},"addonGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the Addon this release was rendered from."},"minKubernetesVersion":{"type":"string","pattern":"^[0-9]+\\.[0-9]+$","description":"The cluster's API server must be at least this \"major.minor\"."},"objects":{"type":"array","maxItems":500,"description":"The rendered Kubernetes objects, in apply order.","items":{"type":"object","required":["apiVersion","kind","metadata"],"description":"One Kubernetes object.","x-rlark-free-form":true}}}},"AddonReleaseStatus":{"description":"The installation in this cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"description":"Installation phase.","enum":["Pending","Installing","Ready","Failed","Upgrading","Uninstalling"]},"version":{"type":"string","maxLength":128,"description":"Version the objects in the cluster come from."},"message":{"type":"string","maxLength":4096,"description":"What is not ready, or why it failed."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the release this status reflects."}}}}};
 
-function validate448(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate449(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate448.evaluated;
+const evaluated0 = validate449.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17218,16 +17262,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate448.errors = vErrors;
+validate449.errors = vErrors;
 return errors === 0;
 }
-validate448.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate449.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate455(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate456(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate455.evaluated;
+const evaluated0 = validate456.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17276,16 +17320,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate455.errors = vErrors;
+validate456.errors = vErrors;
 return errors === 0;
 }
-validate455.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate456.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate457(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate458(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate457.evaluated;
+const evaluated0 = validate458.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17324,18 +17368,18 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate457.errors = vErrors;
+validate458.errors = vErrors;
 return errors === 0;
 }
-validate457.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate458.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema163 = {"description":"The catalog entry, the Addon it comes from and the rendered objects.","type":"object","additionalProperties":false,"required":["addonName","version","namespace","addonGeneration","objects"],"properties":{"addonName":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Catalog entry name."},"version":{"type":"string","maxLength":128,"description":"Catalog entry version."},"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"In-cluster namespace the objects go into (created when missing)."},"clusterWide":{"type":"boolean","description":"True when the Addon is cluster-wide (placed by clusterSelector), false when it lives in agent-<cluster>."},"addonGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the Addon this release was rendered from."},"minKubernetesVersion":{"type":"string","pattern":"^[0-9]+\\.[0-9]+$","description":"The cluster's API server must be at least this \"major.minor\"."},"objects":{"type":"array","maxItems":500,"description":"The rendered Kubernetes objects, in apply order.","items":{"type":"object","required":["apiVersion","kind","metadata"],"description":"One Kubernetes object.","x-rlark-free-form":true}}}};
 const pattern40 = new RegExp("^[0-9]+\\.[0-9]+$", "u");
 
-function validate459(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate460(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate459.evaluated;
+const evaluated0 = validate460.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17406,8 +17450,8 @@ errors++;
 }
 }
 if(data.addonName !== undefined){
-if(!(validate455(data.addonName, {instancePath:instancePath+"/addonName",parentData:data,parentDataProperty:"addonName",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate455.errors : vErrors.concat(validate455.errors);
+if(!(validate456(data.addonName, {instancePath:instancePath+"/addonName",parentData:data,parentDataProperty:"addonName",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate456.errors : vErrors.concat(validate456.errors);
 errors = vErrors.length;
 }
 }
@@ -17437,8 +17481,8 @@ errors++;
 }
 }
 if(data.namespace !== undefined){
-if(!(validate455(data.namespace, {instancePath:instancePath+"/namespace",parentData:data,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate455.errors : vErrors.concat(validate455.errors);
+if(!(validate456(data.namespace, {instancePath:instancePath+"/namespace",parentData:data,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate456.errors : vErrors.concat(validate456.errors);
 errors = vErrors.length;
 }
 }
@@ -17587,17 +17631,17 @@ vErrors.push(err19);
 }
 errors++;
 }
-validate459.errors = vErrors;
+validate460.errors = vErrors;
 return errors === 0;
 }
-validate459.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate460.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const schema164 = {"description":"The installation in this cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"description":"Installation phase.","enum":["Pending","Installing","Ready","Failed","Upgrading","Uninstalling"]},"version":{"type":"string","maxLength":128,"description":"Version the objects in the cluster come from."},"message":{"type":"string","maxLength":4096,"description":"What is not ready, or why it failed."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the release this status reflects."}}};
 
-function validate463(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate464(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate463.evaluated;
+const evaluated0 = validate464.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17716,17 +17760,17 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate463.errors = vErrors;
+validate464.errors = vErrors;
 return errors === 0;
 }
-validate463.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate464.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate447(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate448(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/addon-release.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate447.evaluated;
+const evaluated0 = validate448.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17814,8 +17858,8 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate448(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate448.errors : vErrors.concat(validate448.errors);
+if(!(validate449(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate449.errors : vErrors.concat(validate449.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
@@ -17840,28 +17884,28 @@ vErrors.push(err8);
 errors++;
 }
 if(data2.name !== undefined){
-if(!(validate455(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate455.errors : vErrors.concat(validate455.errors);
+if(!(validate456(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate456.errors : vErrors.concat(validate456.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate457(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate457.errors : vErrors.concat(validate457.errors);
+if(!(validate458(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate458.errors : vErrors.concat(validate458.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate459(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate459.errors : vErrors.concat(validate459.errors);
+if(!(validate460(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate460.errors : vErrors.concat(validate460.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate463(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate463.errors : vErrors.concat(validate463.errors);
+if(!(validate464(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate464.errors : vErrors.concat(validate464.errors);
 errors = vErrors.length;
 }
 }
@@ -17876,18 +17920,18 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate447.errors = vErrors;
+validate448.errors = vErrors;
 return errors === 0;
 }
-validate447.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate448.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const Pod = validate465;
+export const Pod = validate466;
 const schema165 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/pod.schema.json","title":"Pod","description":"The hub's mirror of a data-plane pod or process, pushed by the agent; used for its logs, the dashboard and Domain addresses (exec and proxies through it are planned).","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Pod","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the object belongs to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Pod name, as in the cluster."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/PodMirrorSpec","description":"Identity of the mirrored pod."},"status":{"$ref":"#/$defs/PodMirrorStatus","description":"Observed state."}},"$defs":{"PodMirrorSpec":{"description":"Which pod this is and what it belongs to.","type":"object","additionalProperties":false,"properties":{"task":{"type":"string","description":"Name of the Task the pod runs."},"job":{"type":"string","description":"Name of the Job."},"node":{"type":"string","description":"Node the pod runs on."},"namespace":{"type":"string","description":"The pod's namespace inside its cluster."},"uid":{"type":"string","description":"The pod's UID inside its cluster."},"containers":{"type":"array","description":"Containers (or processes) of the pod.","items":{"$ref":"#/$defs/PodMirrorContainer"}}}},"PodMirrorContainer":{"description":"One container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image, or the command for a process."}}},"ContainerStatus":{"description":"Observed state of one container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image running."},"ready":{"type":"boolean","description":"Passing its readiness probe."},"restartCount":{"type":"integer","minimum":0,"description":"Restarts so far."},"state":{"enum":["Waiting","Running","Terminated"],"description":"Current state."},"reason":{"type":"string","description":"Why it is waiting or terminated (CrashLoopBackOff, Completed, ...)."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the current or, while restarting, last termination."},"startedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run started."},"finishedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When it terminated."}}},"PodMirrorStatus":{"description":"Observed state of the pod.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Unknown"],"description":"Pod phase."},"podIP":{"type":"string","description":"The pod's IP inside its cluster."},"hostIP":{"type":"string","description":"IP of the node."},"domainIP":{"type":"string","description":"The pod's virtual IP in its Job's Domain."},"restarts":{"type":"integer","minimum":0,"description":"Restarts of all containers."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the pod started."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"containerStatuses":{"type":"array","description":"Per container, with exit codes.","items":{"$ref":"#/$defs/ContainerStatus"}},"conditions":{"type":"array","description":"Pod conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
 
-function validate466(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate467(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate466.evaluated;
+const evaluated0 = validate467.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18109,16 +18153,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate466.errors = vErrors;
+validate467.errors = vErrors;
 return errors === 0;
 }
-validate466.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate467.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate473(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate474(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate473.evaluated;
+const evaluated0 = validate474.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18167,16 +18211,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate473.errors = vErrors;
+validate474.errors = vErrors;
 return errors === 0;
 }
-validate473.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate474.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate475(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate476(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate475.evaluated;
+const evaluated0 = validate476.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18215,18 +18259,18 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate475.errors = vErrors;
+validate476.errors = vErrors;
 return errors === 0;
 }
-validate475.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate476.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema169 = {"description":"Which pod this is and what it belongs to.","type":"object","additionalProperties":false,"properties":{"task":{"type":"string","description":"Name of the Task the pod runs."},"job":{"type":"string","description":"Name of the Job."},"node":{"type":"string","description":"Node the pod runs on."},"namespace":{"type":"string","description":"The pod's namespace inside its cluster."},"uid":{"type":"string","description":"The pod's UID inside its cluster."},"containers":{"type":"array","description":"Containers (or processes) of the pod.","items":{"$ref":"#/$defs/PodMirrorContainer"}}}};
 const schema170 = {"description":"One container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image, or the command for a process."}}};
 
-function validate478(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate479(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate478.evaluated;
+const evaluated0 = validate479.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18293,16 +18337,16 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate478.errors = vErrors;
+validate479.errors = vErrors;
 return errors === 0;
 }
-validate478.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate479.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate477(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate478(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate477.evaluated;
+const evaluated0 = validate478.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18392,8 +18436,8 @@ let data5 = data.containers;
 if(Array.isArray(data5)){
 const len0 = data5.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate478(data5[i0], {instancePath:instancePath+"/containers/" + i0,parentData:data5,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate478.errors : vErrors.concat(validate478.errors);
+if(!(validate479(data5[i0], {instancePath:instancePath+"/containers/" + i0,parentData:data5,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate479.errors : vErrors.concat(validate479.errors);
 errors = vErrors.length;
 }
 }
@@ -18420,17 +18464,17 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate477.errors = vErrors;
+validate478.errors = vErrors;
 return errors === 0;
 }
-validate477.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate478.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const schema171 = {"description":"Observed state of the pod.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Unknown"],"description":"Pod phase."},"podIP":{"type":"string","description":"The pod's IP inside its cluster."},"hostIP":{"type":"string","description":"IP of the node."},"domainIP":{"type":"string","description":"The pod's virtual IP in its Job's Domain."},"restarts":{"type":"integer","minimum":0,"description":"Restarts of all containers."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the pod started."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"containerStatuses":{"type":"array","description":"Per container, with exit codes.","items":{"$ref":"#/$defs/ContainerStatus"}},"conditions":{"type":"array","description":"Pod conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
 
-function validate482(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate483(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate482.evaluated;
+const evaluated0 = validate483.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18459,17 +18503,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate482.errors = vErrors;
+validate483.errors = vErrors;
 return errors === 0;
 }
-validate482.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate483.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema173 = {"description":"Observed state of one container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image running."},"ready":{"type":"boolean","description":"Passing its readiness probe."},"restartCount":{"type":"integer","minimum":0,"description":"Restarts so far."},"state":{"enum":["Waiting","Running","Terminated"],"description":"Current state."},"reason":{"type":"string","description":"Why it is waiting or terminated (CrashLoopBackOff, Completed, ...)."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the current or, while restarting, last termination."},"startedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run started."},"finishedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When it terminated."}}};
 
-function validate484(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate485(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate484.evaluated;
+const evaluated0 = validate485.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18616,14 +18660,14 @@ errors++;
 }
 }
 if(data.startedAt !== undefined){
-if(!(validate482(data.startedAt, {instancePath:instancePath+"/startedAt",parentData:data,parentDataProperty:"startedAt",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate482.errors : vErrors.concat(validate482.errors);
+if(!(validate483(data.startedAt, {instancePath:instancePath+"/startedAt",parentData:data,parentDataProperty:"startedAt",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate483.errors : vErrors.concat(validate483.errors);
 errors = vErrors.length;
 }
 }
 if(data.finishedAt !== undefined){
-if(!(validate482(data.finishedAt, {instancePath:instancePath+"/finishedAt",parentData:data,parentDataProperty:"finishedAt",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate482.errors : vErrors.concat(validate482.errors);
+if(!(validate483(data.finishedAt, {instancePath:instancePath+"/finishedAt",parentData:data,parentDataProperty:"finishedAt",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate483.errors : vErrors.concat(validate483.errors);
 errors = vErrors.length;
 }
 }
@@ -18638,16 +18682,16 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate484.errors = vErrors;
+validate485.errors = vErrors;
 return errors === 0;
 }
-validate484.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate485.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate488(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate489(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate488.evaluated;
+const evaluated0 = validate489.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18799,16 +18843,16 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate488.errors = vErrors;
+validate489.errors = vErrors;
 return errors === 0;
 }
-validate488.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate489.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate481(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate482(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate481.evaluated;
+const evaluated0 = validate482.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18906,8 +18950,8 @@ errors++;
 }
 }
 if(data.startTime !== undefined){
-if(!(validate482(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate482.errors : vErrors.concat(validate482.errors);
+if(!(validate483(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate483.errors : vErrors.concat(validate483.errors);
 errors = vErrors.length;
 }
 }
@@ -18942,8 +18986,8 @@ let data8 = data.containerStatuses;
 if(Array.isArray(data8)){
 const len0 = data8.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate484(data8[i0], {instancePath:instancePath+"/containerStatuses/" + i0,parentData:data8,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate484.errors : vErrors.concat(validate484.errors);
+if(!(validate485(data8[i0], {instancePath:instancePath+"/containerStatuses/" + i0,parentData:data8,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate485.errors : vErrors.concat(validate485.errors);
 errors = vErrors.length;
 }
 }
@@ -18964,8 +19008,8 @@ let data10 = data.conditions;
 if(Array.isArray(data10)){
 const len1 = data10.length;
 for(let i1=0; i1<len1; i1++){
-if(!(validate488(data10[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data10,parentDataProperty:i1,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate488.errors : vErrors.concat(validate488.errors);
+if(!(validate489(data10[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data10,parentDataProperty:i1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate489.errors : vErrors.concat(validate489.errors);
 errors = vErrors.length;
 }
 }
@@ -18992,17 +19036,17 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate481.errors = vErrors;
+validate482.errors = vErrors;
 return errors === 0;
 }
-validate481.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate482.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate465(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate466(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/pod.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate465.evaluated;
+const evaluated0 = validate466.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -19090,8 +19134,8 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate466(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate466.errors : vErrors.concat(validate466.errors);
+if(!(validate467(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate467.errors : vErrors.concat(validate467.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
@@ -19116,28 +19160,28 @@ vErrors.push(err8);
 errors++;
 }
 if(data2.name !== undefined){
-if(!(validate473(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate473.errors : vErrors.concat(validate473.errors);
+if(!(validate474(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate474.errors : vErrors.concat(validate474.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate475(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate475.errors : vErrors.concat(validate475.errors);
+if(!(validate476(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate476.errors : vErrors.concat(validate476.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate477(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate477.errors : vErrors.concat(validate477.errors);
+if(!(validate478(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate478.errors : vErrors.concat(validate478.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate481(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate481.errors : vErrors.concat(validate481.errors);
+if(!(validate482(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate482.errors : vErrors.concat(validate482.errors);
 errors = vErrors.length;
 }
 }
@@ -19152,8 +19196,8 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate465.errors = vErrors;
+validate466.errors = vErrors;
 return errors === 0;
 }
-validate465.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate466.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 

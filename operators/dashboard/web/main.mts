@@ -3,6 +3,7 @@
 import { type Html, html } from "./html.mts";
 import { type Connection, connect } from "./live.mts";
 import { accessPage, fetchAccessAudit } from "./page-access.mts";
+import { clusterBrowsePage, fetchBrowsePage, forgetBrowsePages } from "./page-cluster-browse.mts";
 import { clustersPage } from "./page-clusters.mts";
 import { addonsPage, domainsPage } from "./page-domains.mts";
 import { jobPage, jobsPage } from "./page-jobs.mts";
@@ -45,8 +46,15 @@ function page(parts: string[], query: URLSearchParams): Html {
       return parts[1] ? jobPage(state, parts[1]) : jobsPage(state, query);
     case "workflows":
       return workflowsPage(state);
-    case "clusters":
+    case "clusters": {
+      const cluster = parts[1];
+      if (cluster && parts[2] === "browse")
+        return clusterBrowsePage(cluster, query, (resource, namespace) => {
+          const token = currentSession()?.token;
+          if (token) void fetchBrowsePage(cluster, resource, namespace, token, schedule);
+        });
       return clustersPage(state, query);
+    }
     case "domains":
       return domainsPage(state);
     case "addons":
@@ -210,6 +218,19 @@ document.addEventListener("click", (event) => {
     const token = currentSession()?.token;
     const { namespace, pod } = target.dataset;
     if (token && namespace && pod) void fetchPodLog(namespace, pod, token, schedule);
+    return;
+  }
+  if (target.classList.contains("browse-more")) {
+    const token = currentSession()?.token;
+    const { cluster, resource, namespace } = target.dataset;
+    if (token && cluster && resource && namespace)
+      void fetchBrowsePage(cluster, resource, namespace, token, schedule, true);
+    return;
+  }
+  if (target.classList.contains("browse-refresh")) {
+    const { cluster } = target.dataset;
+    if (cluster) forgetBrowsePages(cluster);
+    schedule();
     return;
   }
   if (target.classList.contains("access-audit")) {

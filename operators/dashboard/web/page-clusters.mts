@@ -92,6 +92,18 @@ function nodeCard(node: Node, state: State): Html {
   </article>`;
 }
 
+/** The last connectivity test (the Version API, or the process agent's report), version and node count. */
+function connectivity(cluster: Cluster): Html {
+  const status = cluster.status;
+  if (!status?.lastTestedAt) return html``;
+  return html`<p class="connectivity" data-test-ok="${String(status.lastTestOk === true)}">
+    ${status.lastTestOk ? html`<span class="badge ok">reachable</span>` : html`<span class="badge warn" title="${status.lastTestMessage ?? ""}">unreachable</span>`}
+    tested ${age(status.lastTestedAt)} ago
+    ${status.kubernetesVersion ? html` · Kubernetes <code>${status.kubernetesVersion}</code>` : ""}
+    ${status.nodeCount !== undefined ? ` · ${status.nodeCount} node${status.nodeCount === 1 ? "" : "s"}` : ""}
+    ${!status.lastTestOk && status.lastTestMessage ? html`<br><span class="muted small">${status.lastTestMessage}</span>` : ""}</p>`;
+}
+
 export function clustersPage(state: State, query: URLSearchParams): Html {
   const categoryFilter = query.get("category") ?? "";
   const cityFilter = query.get("city") ?? "";
@@ -118,10 +130,12 @@ export function clustersPage(state: State, query: URLSearchParams): Html {
     const control = mine.filter(isControlPlane);
     const caps = cluster.status?.capabilities ?? [];
     return html`<section class="cluster" data-cluster="${name}">
-      <h2>${name} ${phase(cluster.status?.phase ?? "Offline")} <span class="muted small">${cluster.spec.runtime}</span></h2>
+      <h2>${name} ${phase(cluster.status?.phase ?? "Offline")} <span class="muted small">${cluster.spec.runtime}</span>
+        ${cluster.spec.runtime === "kubernetes" ? html`<a class="small browse-link" href="#/clusters/${encodeURIComponent(name)}/browse">browse</a>` : ""}</h2>
       <p class="muted">${cluster.metadata.labels?.["rlark.io/city"] ? `${cluster.metadata.labels["rlark.io/city"]} · ` : ""}${cluster.spec.description ?? ""}
         ${cluster.status?.lastHeartbeatTime ? ` · heartbeat ${age(cluster.status.lastHeartbeatTime)} ago` : ""}
         ${cluster.status?.agentVersion ? ` · agent ${cluster.status.agentVersion}` : ""} · ${sourceLink(cluster, state.repoWeb)}</p>
+      ${connectivity(cluster)}
       ${caps.length ? html`<p class="caps">${caps.map((c) => html`<span class="badge">${c.name}: ${phase(c.health ?? c.process)}</span>`)}</p>` : ""}
       <div class="nodes">${shown.length ? shown.map((n) => nodeCard(n, state)) : html`<p class="muted">no worker nodes${categoryFilter || cityFilter ? " match" : " reported"}</p>`}</div>
       ${

@@ -9,7 +9,7 @@ import { type KubeObject, kindKey, kindKeyOf, parseKindKey } from "../../lib/kub
 import type { Logger } from "../../lib/logger.ts";
 import type { Store, Watch } from "../../lib/store/index.ts";
 import { modify } from "../../lib/store/index.ts";
-import type { AgentMessage, AgentSession, ClusterState } from "../../lib/tunnel/index.ts";
+import type { AgentMessage, AgentSession, ClusterState, ConnectivityTest } from "../../lib/tunnel/index.ts";
 import { desiredForCluster, hasCleanupFinalizer } from "./desired-set.ts";
 import { writeReport } from "./report-writer.ts";
 
@@ -95,6 +95,14 @@ async function setClusterStatus(
     },
     { status: true },
   );
+}
+
+/** Cluster status.lastTestedAt / lastTestOk / lastTestMessage from one connectivity test. */
+export function setLastTest(status: Record<string, unknown>, test: ConnectivityTest): void {
+  status.lastTestedAt = test.testedAt;
+  status.lastTestOk = test.ok;
+  if (test.message === undefined) delete status.lastTestMessage;
+  else status.lastTestMessage = test.message;
 }
 
 class ClusterSession {
@@ -189,6 +197,7 @@ class ClusterSession {
           status.capabilities = message.capabilities;
           status.nodeCount = message.nodes.length;
           if (message.kubernetesVersion) status.kubernetesVersion = message.kubernetesVersion;
+          if (message.lastTest) setLastTest(status, message.lastTest);
         });
       });
     } else if (message.type === "heartbeat") {

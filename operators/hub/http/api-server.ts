@@ -14,6 +14,8 @@ import {
 } from "../../lib/http/index.ts";
 import type { SealKeyring } from "../../lib/seal/index.ts";
 import { isStoreError, type KubeObject, type Store } from "../../lib/store/index.ts";
+import type { TunnelServer } from "../../lib/tunnel/index.ts";
+import { BROWSE_ROUTE, serveBrowse } from "./browse-route.ts";
 import { serveSealKey, serveSealKeyRotate } from "./seal-key.ts";
 
 export interface HubHttpDependencies {
@@ -35,6 +37,8 @@ export interface HubHttpDependencies {
   podLog?: PodLogRoute;
   /** The newest access audit records (operators/access), served to admins at /api/v1/access/audit. */
   accessAudit?: (limit: number) => unknown[];
+  /** Read-only browsing of clusters through their agents (browse-route.ts). */
+  browse?: Pick<TunnelServer, "request">;
   /** Extra authenticated routes (the dashboard, SSE, login), tried before the 404. */
   extraRoutes?: (req: IncomingMessage, res: ServerResponse, url: URL) => boolean | Promise<boolean>;
 }
@@ -134,6 +138,19 @@ async function handle(deps: HubHttpDependencies, req: IncomingMessage, res: Serv
   if (path === "/api/v1/source") return sendJson(res, 200, deps.sourceStatus());
   if (path === "/api/v1/seal-key" && deps.sealKeys) return serveSealKey(deps.sealKeys, res);
   if (path === "/api/v1/access/audit") return serveAccessAudit(deps, principal, url, res);
+  const browse = BROWSE_ROUTE.exec(path);
+  if (browse) {
+    if (!deps.browse) return sendStatus(res, 404, "NotFound", "this hub browses no clusters");
+    const [, cluster, resource] = browse as unknown as [string, string, string];
+    const tunnel = deps.browse;
+    return serveBrowse(
+      { store: deps.store, tunnel },
+      decodeURIComponent(cluster),
+      decodeURIComponent(resource),
+      url.searchParams,
+      res,
+    );
+  }
   if (path.startsWith(API_PREFIX)) {
     const rest = path.slice(API_PREFIX.length);
     const log = /^pods\/([^/]+)\/log$/.exec(rest);

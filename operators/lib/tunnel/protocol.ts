@@ -46,6 +46,15 @@ export interface Report {
   capabilities: Capability[];
   /** The cluster's API server version (kubernetes runtime). */
   kubernetesVersion?: string;
+  /** The runtime's last try of its cluster's API (the Version API, for kubernetes). */
+  lastTest?: ConnectivityTest;
+}
+export interface ConnectivityTest {
+  /** RFC 3339. */
+  testedAt: string;
+  ok: boolean;
+  /** Why it failed; absent when ok. */
+  message?: string;
 }
 export interface Heartbeat {
   type: "heartbeat";
@@ -159,6 +168,19 @@ function parseRef(v: unknown, where: string): ObjectRef {
   return ref;
 }
 
+function parseConnectivityTest(v: unknown, where: string): ConnectivityTest {
+  if (!isObj(v)) throw new ProtocolError(`${where}: must be an object`);
+  const testedAt = str(v, "testedAt", where, 64);
+  if (Number.isNaN(Date.parse(testedAt)))
+    throw new ProtocolError(`${where}: testedAt must be an RFC 3339 time`);
+  if (typeof v.ok !== "boolean") throw new ProtocolError(`${where}: ok must be a boolean`);
+  return {
+    testedAt,
+    ok: v.ok,
+    ...(v.message === undefined ? {} : { message: str(v, "message", where, 1024) }),
+  };
+}
+
 /** One capability entry, from the wire or a component's status file. */
 export function parseCapability(v: unknown, where: string): Capability {
   if (!isObj(v)) throw new ProtocolError(`${where}: must be an object`);
@@ -213,6 +235,9 @@ export function parseAgentMessage(v: unknown): AgentMessage {
         ...(v.kubernetesVersion === undefined
           ? {}
           : { kubernetesVersion: str(v, "kubernetesVersion", where, 128) }),
+        ...(v.lastTest === undefined
+          ? {}
+          : { lastTest: parseConnectivityTest(v.lastTest, `${where} lastTest`) }),
       };
     case "heartbeat": {
       const beat: Heartbeat = { type: "heartbeat" };

@@ -5,6 +5,7 @@
 // requests go through one Agent with keep-alive, renewed every few minutes so that rotated
 // client certificates and CAs are picked up.
 import {
+  AppsV1Api,
   CoreV1Api,
   createConfiguration,
   type KubeConfig,
@@ -58,6 +59,7 @@ class PooledAuthentication implements SecurityAuthentication {
 
 export interface ApiClients {
   core: CoreV1Api;
+  apps: AppsV1Api;
   objects: KubernetesObjectApi;
   version: VersionApi;
   /** Closes the pooled connections once their requests are done. */
@@ -74,6 +76,7 @@ export function apiClients(kubeConfig: KubeConfig): ApiClients {
   });
   return {
     core: new CoreV1Api(configuration),
+    apps: new AppsV1Api(configuration),
     // every object the runtime sends names its namespace: the client's default is never used
     objects: new KubernetesObjectApi(configuration),
     version: new VersionApi(configuration),

@@ -13,6 +13,7 @@ import { PassThrough, type Readable } from "node:stream";
 import { type KubeConfig, Log } from "@kubernetes/client-node";
 import { AGENT_INSTANCE_LABEL } from "../../../api/index.ts";
 import { type Logger, silentLogger } from "../../../lib/logger.ts";
+import type { BrowseAnswer, BrowseRequest } from "../../../lib/tunnel/index.ts";
 import type {
   AgentType,
   LogStreamOptions,
@@ -27,6 +28,7 @@ import type {
 import { AddonInstaller } from "./addon-installer.ts";
 import { type ApiClients, apiClients } from "./api-clients.ts";
 import { KubeApiError } from "./api-error.ts";
+import { kubernetesBrowse } from "./browse.ts";
 import { ChangeFeed } from "./change-feed.ts";
 import { DiskPoller } from "./disk-poller.ts";
 import { DomainPeersWriter } from "./domain-peers-secret.ts";
@@ -80,6 +82,8 @@ export interface KubernetesRuntimeOptions {
    * ObservedNode.disk. Off by default: it needs `nodes/proxy` get, which fleet/agent does not grant.
    */
   diskStatsIntervalMs?: number;
+  /** How often the Version API is read: the cluster's periodic connectivity test. Default 60 s. */
+  versionIntervalMs?: number;
   /** How often each watch relists in full. Default 10 min. */
   relistIntervalMs?: number;
   /** How soon a failed apply, or a Job waiting to be replaced, is retried. Default 5 s. */
@@ -167,7 +171,7 @@ export class KubernetesRuntime implements Runtime {
       await runtime.stop();
       throw err;
     }
-    runtime.#version.poll(options.relistIntervalMs ?? 600_000);
+    runtime.#version.poll(options.versionIntervalMs ?? 60_000);
     if (options.diskStatsIntervalMs) runtime.#disk.poll(options.diskStatsIntervalMs);
     return runtime;
   }
@@ -193,6 +197,10 @@ export class KubernetesRuntime implements Runtime {
     return this.#addons.apply(addons);
   }
 
+  browse(request: BrowseRequest): Promise<BrowseAnswer> {
+    return kubernetesBrowse(this.#clients.core, this.#clients.apps)(request);
+  }
+
   onChange(listener: () => void): () => void {
     return this.#feed.onChange(listener);
   }
@@ -207,6 +215,7 @@ export class KubernetesRuntime implements Runtime {
         instance: this.#options.instance,
       }),
       addons: this.#addons.observe(),
+      ...(this.#version.lastTest ? { lastTest: this.#version.lastTest } : {}),
     }));
   }
 
