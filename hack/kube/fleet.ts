@@ -30,6 +30,7 @@ import { createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import YAML from "yaml";
+import { KWOK_DEBUGGING_KINDS, kwokDebuggingCrds } from "./kwok-debugging.ts";
 import {
   type Binaries,
   binaries,
@@ -70,6 +71,8 @@ interface State {
   ready: boolean;
   /** null: started by hand, stopped only by a plain `down`. */
   holders: Holder[] | null;
+  /** kwok serves exec, logs and port-forward from its CRDs (an older fleet is started again). */
+  kwokDebugging?: boolean;
 }
 
 function procStat(pid: number): { state: string; start: string } | undefined {
@@ -339,6 +342,9 @@ export function nodeObjects(cluster: number, count: number): object[] {
         addresses: [
           { type: "InternalIP", address: ip },
           { type: "Hostname", address: name },
+          // where the kube-apiserver reaches this node's kubelet (the one kwok, on loopback) for
+          // exec, logs and port-forward: --kubelet-preferred-address-types picks it
+          { type: "ExternalIP", address: "127.0.0.1" },
         ],
       },
     });
@@ -374,6 +380,11 @@ async function startCluster(fleet: Fleet, bins: Binaries, etcdUrl: string, plan:
   const admin = makeLeaf(ca, { commonName: "rlark-admin", organizations: ["system:masters"], client: true });
   const kcm = makeLeaf(ca, { commonName: "system:kube-controller-manager", client: true });
   const sched = makeLeaf(ca, { commonName: "system:kube-scheduler", client: true });
+  // the kube-apiserver speaks only HTTPS to kubelets (it does not verify them without a CA flag)
+  const kwokServing = makeLeaf(ca, {
+    commonName: "kwok",
+    server: { dnsNames: ["localhost"], ips: ["127.0.0.1"] },
+  });
   // the front proxy (aggregation layer) has a CA of its own, as in kubeadm
   const frontProxyCa = makeCa(`${name}-front-proxy-ca`);
   const frontProxy = makeLeaf(frontProxyCa, { commonName: "front-proxy-client", client: true });
@@ -386,6 +397,8 @@ async function startCluster(fleet: Fleet, bins: Binaries, etcdUrl: string, plan:
   const frontProxyCaFile = file("pki/front-proxy-ca.crt", frontProxyCa.certPem);
   const frontProxyCert = file("pki/front-proxy-client.crt", frontProxy.certPem);
   const frontProxyKey = file("pki/front-proxy-client.key", frontProxy.keyPem);
+  const kwokCert = file("pki/kwok.crt", kwokServing.certPem);
+  const kwokKey = file("pki/kwok.key", kwokServing.keyPem);
 
   const server = `https://127.0.0.1:${plan.apiPort}`;
   const adminKubeconfig = file(
@@ -439,12 +452,25 @@ async function startCluster(fleet: Fleet, bins: Binaries, etcdUrl: string, plan:
     "--allow-privileged=true",
     // the `kubernetes` Service would get a loopback endpoint, which validation forbids
     "--endpoint-reconciler-type=none",
+    "--kubelet-preferred-address-types=ExternalIP",
     "--profiling=false",
     `--cert-dir=${pki}`,
   ]);
   await fleet.waitFor(`${name} /readyz`, [apiserver], async () => {
     const r = await api("/readyz");
     return r.status === 200;
+  });
+  for (const crd of kwokDebuggingCrds()) {
+    const r = await api("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", {
+      method: "POST",
+      body: crd,
+    });
+    if (r.status !== 201 && r.status !== 409)
+      throw new Error(`${name}: creating a kwok CRD: ${r.status} ${r.body}`);
+  }
+  await fleet.waitFor(`${name}: kwok CRDs served`, [apiserver], async () => {
+    const r = await api("/apis/kwok.x-k8s.io/v1alpha1");
+    return r.status === 200 && KWOK_DEBUGGING_KINDS.every((kind) => r.body.includes(`"kind":"${kind}"`));
   });
   log(`${name}: kube-apiserver ready; starting controller-manager, scheduler, kwok`);
 
@@ -490,6 +516,9 @@ async function startCluster(fleet: Fleet, bins: Binaries, etcdUrl: string, plan:
       "--node-ip=127.0.0.1",
       `--node-port=${plan.kwokPort}`,
       `--server-address=127.0.0.1:${plan.kwokPort}`,
+      `--tls-cert-file=${kwokCert}`,
+      `--tls-private-key-file=${kwokKey}`,
+      `--enable-crds=${KWOK_DEBUGGING_KINDS.join(",")}`,
       "--node-lease-duration-seconds=40",
       "--cidr=10.245.0.1/16",
     ],
@@ -594,7 +623,10 @@ async function up(dir: string, clusters: number, nodes: number, by: Holder | und
   const previous = readState(dir);
   if (previous) {
     const same =
-      previous.clusters === clusters && previous.nodes === nodes && previous.versions.k8s === versions.k8s;
+      previous.clusters === clusters &&
+      previous.nodes === nodes &&
+      previous.versions.k8s === versions.k8s &&
+      previous.kwokDebugging === true;
     if (same && (await healthyFleet(previous))) {
       if (by && previous.holders) {
         previous.holders = previous.holders.filter((h) => isAlive(h) && h.pid !== by.pid).concat(by);
@@ -624,6 +656,7 @@ async function up(dir: string, clusters: number, nodes: number, by: Holder | und
     entries: [],
     ready: false,
     holders: by ? [by] : null,
+    kwokDebugging: true,
   };
   const fleet = new Fleet(dir, state);
   fleet.save();

@@ -1,6 +1,8 @@
 // The agent's side of the access service: shell and exec sessions, port forwarding and files
 // for pods this agent runs, each after the agent's own last check that the pod is here and
-// running. The hub has authorized the user before it opens any of these streams.
+// running. The hub has authorized the user before it opens any of these streams. Process-runtime
+// pods are local: sessions run here (session.ts) and ports are loopback ports. A runtime with
+// openSession and connect (kubernetes) serves sessions and forwards itself, with its own check.
 import { connect } from "node:net";
 import type { Duplex } from "node:stream";
 import {
@@ -30,14 +32,18 @@ export function accessStreams(runtime: Runtime, options: AccessOptions = {}): Re
   return {
     [ACCESS_SESSION_PURPOSE]: async (meta) => {
       const request = parseAccessSessionRequest(meta);
+      if (!runtime.accessEnvironment && runtime.openSession) return runtime.openSession(request);
       return startSession(request, lastCheck(runtime, request), options);
     },
     [ACCESS_FILES_PURPOSE]: async (meta) => {
       const request = parseAccessSessionRequest(meta);
+      if (!runtime.accessEnvironment)
+        throw new Error("this agent's runtime serves no files (SFTP) of its pods");
       return startFiles(lastCheck(runtime, request).cwd, options);
     },
     [ACCESS_FORWARD_PURPOSE]: async (meta) => {
       const request = parseAccessForwardRequest(meta);
+      if (!runtime.accessEnvironment && runtime.connect) return runtime.connect(request, request.port);
       lastCheck(runtime, request);
       // Process runtime: the pod's ports are this machine's loopback ports.
       return new Promise<Duplex>((resolve, reject) => {

@@ -4,6 +4,7 @@
 // Docker runtime all fit behind it.
 import type { Duplex, Readable } from "node:stream";
 import type { DomainPeerSpec } from "../../api/index.ts";
+import type { AccessSessionRequest } from "../../lib/access-stream/index.ts";
 import type { BrowseAnswer, BrowseRequest } from "../../lib/tunnel/index.ts";
 
 /** The workload kinds a Task can ask for; they decide the restart policy. */
@@ -375,6 +376,12 @@ export interface Runtime {
    * runs: undefined when the pod is not on this agent or not running (the agent's last check).
    */
   accessEnvironment?(pod: { namespace: string; name: string }): AccessEnvironment | undefined;
+  /**
+   * Runtimes whose pods are not local processes (kubernetes) run an access session themselves,
+   * after their own last check: the same frames a process-runtime session speaks
+   * (lib/access-stream), so the hub cannot tell them apart.
+   */
+  openSession?(request: AccessSessionRequest): Promise<Duplex>;
 
   /**
    * Runtimes on Kubernetes install Addons: the complete set each time; an Addon no longer listed

@@ -9,9 +9,10 @@
 // runtime owns is found again by label, so a new runtime on the same cluster adopts it: no state
 // of its own.
 
-import { PassThrough, type Readable } from "node:stream";
-import { type KubeConfig, Log } from "@kubernetes/client-node";
+import type { Duplex, Readable } from "node:stream";
+import type { KubeConfig } from "@kubernetes/client-node";
 import { AGENT_INSTANCE_LABEL } from "../../../api/index.ts";
+import type { AccessSessionRequest } from "../../../lib/access-stream/index.ts";
 import { type Logger, silentLogger } from "../../../lib/logger.ts";
 import type { BrowseAnswer, BrowseRequest } from "../../../lib/tunnel/index.ts";
 import type {
@@ -35,6 +36,10 @@ import { DomainPeersWriter } from "./domain-peers-secret.ts";
 import { KubernetesVersion } from "./kubernetes-version.ts";
 import { MANAGED_SELECTOR } from "./labels.ts";
 import { NodeOverlaySync } from "./node-overlay-sync.ts";
+import { checkPodAccess } from "./pod-access.ts";
+import { startPodExec } from "./pod-exec.ts";
+import { podLogStream } from "./pod-logs.ts";
+import { podPortForward } from "./pod-port-forward.ts";
 import { type RejectedTask, WorkloadReconciler } from "./reconciler.ts";
 import { DEFAULT_NAMESPACE, type SidecarOptions } from "./render.ts";
 import { buildSnapshot } from "./snapshot.ts";
@@ -220,28 +225,32 @@ export class KubernetesRuntime implements Runtime {
   }
 
   /**
-   * The logs API through this agent's own credentials, streamed: the response body is piped (with
-   * its backpressure) into what the caller reads, and destroying that aborts the request.
+   * The logs API through this agent's own credentials, for pods of its Tasks (pod-logs.ts):
+   * streamed, read as fast as the caller reads, and ended by destroying what it returns.
    */
   async logStream(pod: { namespace: string; name: string }, options: LogStreamOptions): Promise<Readable> {
-    const container =
-      options.container ?? this.#watches.pods.get(pod.namespace, pod.name)?.spec?.containers[0]?.name;
-    if (!container) throw new Error(`pod ${pod.namespace}/${pod.name} is not known to this agent`);
-    const out = new PassThrough();
-    try {
-      const request = await new Log(this.#options.kubeConfig).log(pod.namespace, pod.name, container, out, {
-        ...(options.follow ? { follow: true } : {}),
-        ...(options.tail !== undefined ? { tailLines: options.tail } : {}),
-        ...(options.limitBytes !== undefined ? { limitBytes: options.limitBytes } : {}),
-        ...(options.sinceSeconds !== undefined ? { sinceSeconds: options.sinceSeconds } : {}),
-        ...(options.previous ? { previous: true } : {}),
-        ...(options.timestamps ? { timestamps: true } : {}),
-      });
-      out.once("close", () => request.abort());
-    } catch (err) {
-      throw new KubeApiError(err, `log of pod ${pod.namespace}/${pod.name}`);
-    }
-    return out;
+    const container = checkPodAccess(
+      this.#watches.pods,
+      { ...pod, ...(options.container ? { container: options.container } : {}) },
+      "logs",
+    );
+    return podLogStream(this.#options.kubeConfig, { ...pod, container }, options);
+  }
+
+  /** A shell or command in a running pod of this agent's Tasks, through pods/exec (pod-exec.ts). */
+  async openSession(request: AccessSessionRequest): Promise<Duplex> {
+    const container = checkPodAccess(this.#watches.pods, request, "session");
+    return startPodExec(
+      this.#options.kubeConfig,
+      { namespace: request.namespace, name: request.name, container },
+      request,
+    );
+  }
+
+  /** A connection to a port of a running pod of this agent's Tasks, through pods/portforward. */
+  async connect(pod: { namespace: string; name: string }, port: number): Promise<Duplex> {
+    checkPodAccess(this.#watches.pods, pod, "forward");
+    return podPortForward(this.#options.kubeConfig, pod, port);
   }
 
   async stop(options: StopOptions = {}): Promise<void> {
