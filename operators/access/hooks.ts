@@ -54,6 +54,20 @@ export const authenticatedMayAccess: AccessCheck = (principal) => ({
   reason: `${principal.subject} is authenticated (${principal.role}); no per-target grants yet`,
 });
 
+/**
+ * Keeps an open access (a log follow, a proxied connection, a terminal) under watch while it
+ * lasts: `end` is called, with why, once git no longer grants it. Resolves to the release.
+ */
+export type AccessHold = (
+  principal: Principal,
+  verb: HttpAccessVerb,
+  target: HttpAccessTarget,
+  end: (reason: string) => void,
+) => Promise<() => void>;
+
+/** For a hub without grants from git: nothing is ever revoked. */
+export const holdNothing: AccessHold = async () => () => {};
+
 /** One access, once it has ended. Never contents, tokens or passwords. */
 export interface HttpAuditRecord {
   actor: string;

@@ -2,7 +2,8 @@
 // AccessPolicies git holds now decide, and each access lands in the one audit log.
 import type { AccessControl } from "./access-control.ts";
 import type { AuditLog } from "./audit.ts";
-import type { AccessCheck, AuditSink, HttpAuditRecord } from "./hooks.ts";
+import type { AccessCheck, AccessHold, AuditSink, HttpAuditRecord } from "./hooks.ts";
+import type { AccessSessions } from "./sessions.ts";
 
 /** The hub's own admin token (lib/http/auth.ts): the operator's key to the hub, not a person in git. */
 const ADMIN_TOKEN_SUBJECT = "admin-token";
@@ -18,6 +19,29 @@ export function httpAccessCheck(control: AccessControl): AccessCheck {
     const resolved = await control.mirroredTarget(target.namespace, target.pod);
     if (!resolved) return { allowed: false, reason: `no pod ${target.namespace}/${target.pod}` };
     return control.decide(principal.subject, verb, resolved);
+  };
+}
+
+/**
+ * Holds the API's open accesses in the session service's one set, so a User, role or
+ * AccessPolicy removed in git ends them as it ends SSH sessions (each route audits its own).
+ */
+export function httpAccessHold(sessions: AccessSessions): AccessHold {
+  return async (principal, verb, target, end) => {
+    if (principal.subject === ADMIN_TOKEN_SUBJECT && principal.role === "admin") return () => {};
+    const resolved = await sessions.access.mirroredTarget(target.namespace, target.pod);
+    if (!resolved) {
+      end(`no pod ${target.namespace}/${target.pod}`);
+      return () => {};
+    }
+    const live = sessions.track(
+      { user: principal.subject, ip: "", via: "http" },
+      verb,
+      resolved,
+      (_result, error) => end(error),
+      { idles: false, audited: false },
+    );
+    return () => live.end("ok");
   };
 }
 

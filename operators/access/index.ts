@@ -16,14 +16,25 @@ export {
 export { Bastion, type BastionOptions } from "./bastion.ts";
 export {
   type AccessCheck,
+  type AccessHold,
   type AuditSink,
   authenticatedMayAccess,
   type HttpAccessTarget,
   type HttpAuditRecord,
+  holdNothing,
   loggingAuditSink,
 } from "./hooks.ts";
-export { httpAccessCheck, httpAuditSink } from "./http-access.ts";
+export { httpAccessCheck, httpAccessHold, httpAuditSink } from "./http-access.ts";
 export { knownHostsLine } from "./known-hosts.ts";
 export { type LoginName, type PodSelector, parseLoginName, parsePodSelector } from "./login-name.ts";
 export { type PodLogRequest, type PodLogRoute, podLogRoute } from "./logs/log-route.ts";
 export { type PodProxyRequest, type PodProxyRoute, podProxyRoute } from "./proxy/pod-proxy.ts";
+export {
+  AccessSessions,
+  type AccessSessionsOptions,
+  type AccessVia,
+  type LiveAccess,
+  type Requester,
+  type SessionControl,
+  type SessionSink,
+} from "./sessions.ts";

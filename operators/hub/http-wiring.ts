@@ -4,8 +4,10 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import {
   type AccessCheck,
+  type AccessHold,
   type AuditSink,
   authenticatedMayAccess,
+  holdNothing,
   loggingAuditSink,
   podLogRoute,
   podProxyRoute,
@@ -49,6 +51,8 @@ export interface HubHttpOptions {
   authorize?: AccessCheck;
   /** Where each access is recorded: today a structured line in the hub's log. */
   audit?: AuditSink;
+  /** Keeps open accesses under watch so a revocation in git cuts them. */
+  hold?: AccessHold;
 }
 
 export interface HubHttp {
@@ -91,6 +95,7 @@ export async function startHubHttp(options: HubHttpOptions): Promise<HubHttp> {
     tunnel: options.tunnel,
     authorize: options.authorize ?? authenticatedMayAccess,
     audit: options.audit ?? loggingAuditSink(logger),
+    hold: options.hold ?? holdNothing,
   };
   const handler = createHubHttpHandler({
     store: options.store,

@@ -6,11 +6,13 @@ import path from "node:path";
 import {
   type AccessCheck,
   AccessControl,
+  AccessSessions,
+  type AccessSessionsOptions,
   AuditLog,
   type AuditSink,
   Bastion,
-  type BastionOptions,
   httpAccessCheck,
+  httpAccessHold,
   httpAuditSink,
   knownHostsLine,
 } from "../access/index.ts";
@@ -72,7 +74,7 @@ export interface HubOptions {
   /** Commit statuses and pull-request plans on GitHub, GitHub Enterprise or Gitea. */
   feedback?: CodeHostSettings;
   /** Limits of the SSH bastion (docs/access.md). */
-  access?: Pick<BastionOptions, "maxSessionsPerUser" | "idleTimeoutMs">;
+  access?: Pick<AccessSessionsOptions, "maxSessionsPerUser" | "idleTimeoutMs">;
   /** Who may read pod logs and proxy to pods; default the AccessPolicies from git (docs/access.md). */
   authorize?: AccessCheck;
   /** Where each log read and proxied request is recorded; default the access audit log. */
@@ -144,13 +146,14 @@ export async function startHub(options: HubOptions): Promise<Hub> {
   const agentSync = createAgentSync({ store, artifactDir: path.join(options.dataDir, "artifacts"), logger });
   const access = new AccessControl(store);
   const audit = new AuditLog({ path: path.join(options.dataDir, "audit", "access.jsonl") });
-  const bastion = new Bastion({
+  const sessions = new AccessSessions({
     access,
     audit,
     openStream: (cluster, streamOptions) => tunnel.server.openStream(cluster, streamOptions),
     logger,
     ...options.access,
   });
+  const bastion = new Bastion({ sessions });
   const tunnel = createHubTunnel({
     dataDir: options.dataDir,
     ...(options.caDir ? { caDir: options.caDir } : {}),
@@ -228,6 +231,8 @@ export async function startHub(options: HubOptions): Promise<Hub> {
     accessAudit: (limit) => audit.recent(limit),
     logger,
     authorize: options.authorize ?? httpAccessCheck(access),
+    // Injected checks decide alone (tests, `rlark up` without grants); git's grants also revoke.
+    ...(options.authorize ? {} : { hold: httpAccessHold(sessions) }),
     audit: options.audit ?? httpAuditSink(audit),
   });
 
@@ -241,7 +246,7 @@ export async function startHub(options: HubOptions): Promise<Hub> {
   // dashboard from the same store.
   const lead = async () => {
     await agentSync.start();
-    await bastion.start();
+    await sessions.start();
     sshPort = (await tunnel.server.listen(ssh.port, ssh.host)).port;
     if (options.domainRelay) {
       const relayAt = splitHostPort(options.domainRelay);
@@ -310,7 +315,7 @@ export async function startHub(options: HubOptions): Promise<Hub> {
       started = false;
       await http.close();
       await domainRelay?.close();
-      bastion.stop();
+      sessions.stop();
       await tunnel.server.close();
       agentSync.close();
       await source?.watcher.stop();

@@ -10,9 +10,11 @@ import type { Store } from "../../lib/store/index.ts";
 import type { TunnelServer } from "../../lib/tunnel/index.ts";
 import {
   type AccessCheck,
+  type AccessHold,
   type AuditSink,
   type HttpAccessTarget,
   type HttpAuditRecord,
+  holdNothing,
   podAccessTarget,
 } from "../hooks.ts";
 import { type LogQuery, LogQueryError, parseLogQuery } from "./log-query.ts";
@@ -31,6 +33,8 @@ export interface PodLogRouteOptions {
   tunnel: Pick<TunnelServer, "openStream">;
   authorize: AccessCheck;
   audit: AuditSink;
+  /** Keeps a stream under watch: it ends when git no longer grants it (default: never). */
+  hold?: AccessHold;
   /** Open log streams one principal may hold at once (follows are long-lived). Default 8. */
   maxStreamsPerSubject?: number;
   now?: () => number;
@@ -107,7 +111,15 @@ export function podLogRoute(options: PodLogRouteOptions): PodLogRoute {
     }
     open.set(principal.subject, held + 1);
     try {
-      await stream(options, pod.spec as { namespace?: string } | undefined, target, query, res, record);
+      await stream(
+        options,
+        principal,
+        pod.spec as { namespace?: string } | undefined,
+        target,
+        query,
+        res,
+        record,
+      );
     } finally {
       const left = (open.get(principal.subject) ?? 1) - 1;
       if (left > 0) open.set(principal.subject, left);
@@ -118,6 +130,7 @@ export function podLogRoute(options: PodLogRouteOptions): PodLogRoute {
 
 async function stream(
   options: PodLogRouteOptions,
+  principal: Principal,
   spec: { namespace?: string } | undefined,
   target: HttpAccessTarget,
   query: LogQuery,
@@ -151,10 +164,17 @@ async function stream(
   // emits nothing more once the agent has gone, though the agent does stop reading at once.
   const closed = new Promise<void>((resolve) => res.once("close", resolve));
   let failure: unknown;
+  // Cut, not ended: the client must not take a revoked follow for the end of the log.
+  let revoked: string | undefined;
+  const release = await (options.hold ?? holdNothing)(principal, "logs", target, (reason) => {
+    revoked = reason;
+    res.destroy();
+  });
   pipeline(channel, counted, res).catch((error: unknown) => {
     failure = error;
   });
   await closed;
+  release();
   if (!res.writableFinished) {
     channel.destroy();
     channel.resume();
@@ -162,9 +182,11 @@ async function stream(
   // The client leaving (a premature close) is how a follow ends, not a failure.
   const broken =
     failure !== undefined && (failure as NodeJS.ErrnoException).code !== "ERR_STREAM_PREMATURE_CLOSE";
-  record(broken ? "error" : "ok", {
+  const error =
+    revoked ?? (broken ? (failure instanceof Error ? failure.message : String(failure)) : undefined);
+  record(error === undefined ? "ok" : "error", {
     bytesOut: counted.bytes,
     lines: counted.lines,
-    ...(broken ? { error: failure instanceof Error ? failure.message : String(failure) } : {}),
+    ...(error === undefined ? {} : { error }),
   });
 }

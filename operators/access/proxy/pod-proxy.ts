@@ -8,7 +8,14 @@ import { pipeline } from "node:stream/promises";
 import { type Principal, sendStatus } from "../../lib/http/index.ts";
 import type { KubeObject, Store } from "../../lib/store/index.ts";
 import type { TunnelServer } from "../../lib/tunnel/index.ts";
-import { type AccessCheck, type AuditSink, type HttpAuditRecord, podAccessTarget } from "../hooks.ts";
+import {
+  type AccessCheck,
+  type AccessHold,
+  type AuditSink,
+  type HttpAuditRecord,
+  holdNothing,
+  podAccessTarget,
+} from "../hooks.ts";
 import { requestHeaders, responseHeaders } from "./headers.ts";
 
 export interface PodProxyRequest {
@@ -35,6 +42,8 @@ export interface PodProxyOptions {
   tunnel: Pick<TunnelServer, "openStream">;
   authorize: AccessCheck;
   audit: AuditSink;
+  /** Keeps a request under watch: it is cut when git no longer grants it (default: never). */
+  hold?: AccessHold;
   /** Largest request body passed on. Default 16 MiB. */
   maxRequestBytes?: number;
   /** How long the pod has to answer with headers. Default 30 s. */
@@ -127,12 +136,22 @@ export function podProxyRoute(options: PodProxyOptions): PodProxyRoute {
     }
     const body = limited(maxRequestBytes);
     let bytesOut = 0;
+    let revoked: string | undefined;
+    let cut = (_reason: string) => {};
+    const release = await (options.hold ?? holdNothing)(principal, "proxy", target, (reason) => {
+      revoked = reason;
+      cut(reason);
+      res.destroy();
+    });
     const upstream = request({
       method: req.method ?? "GET",
       path,
       headers: requestHeaders(req.headers, port, prefix),
       createConnection: () => channel,
     });
+    // A request cut by a revocation fails like one the pod broke off.
+    if (revoked !== undefined) upstream.destroy(new Error(revoked));
+    cut = (reason) => upstream.destroy(new Error(reason));
     // The stream header was read in paused mode; the HTTP parser listens for 'data', which does
     // not restart a paused stream.
     upstream.once("socket", () => channel.resume());
@@ -161,7 +180,7 @@ export function podProxyRoute(options: PodProxyOptions): PodProxyRoute {
       await Promise.all([pipeline(req, body, upstream), answered]);
       record("ok", { bytesIn: body.bytes, bytesOut });
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
+      const message = revoked ?? (error instanceof Error ? error.message : String(error));
       upstream.destroy();
       if (!res.headersSent) {
         status = error instanceof TooLarge ? 413 : /did not answer/.test(message) ? 504 : 502;
@@ -169,6 +188,7 @@ export function podProxyRoute(options: PodProxyOptions): PodProxyRoute {
       } else res.destroy();
       record("error", { bytesIn: body.bytes, bytesOut, error: message });
     } finally {
+      release();
       // See logs/log-route.ts: the channel is closed and drained, not waited for.
       channel.destroy();
       channel.resume();

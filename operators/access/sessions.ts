@@ -1,0 +1,414 @@
+// The session service every entry point shares (the SSH bastion, the web terminal, the API's log
+// follows and proxies): it admits an access (the pod resolved, the per-user limit, git's
+// AccessPolicies), keeps every open access in one set, ends those git no longer grants the moment
+// a User, an AccessPolicy, a Job or a Pod changes, ends idle ones, and writes one audit line each.
+// It also runs shells and commands on an agent: the framed stream to the agent stays here, the
+// client side (an SSH channel, a WebSocket) is the caller's.
+import type { Duplex } from "node:stream";
+import {
+  ACCESS_SESSION_PURPOSE,
+  type ExitStatus,
+  encodeFrame,
+  FrameDecoder,
+  FrameType,
+  parseExit,
+} from "../lib/access-stream/index.ts";
+import { type Logger, silentLogger } from "../lib/logger.ts";
+import { type AccessControl, AccessDenied, type ResolvedPod } from "./access-control.ts";
+import type { AuditLog, AuditRecord, AuditResult } from "./audit.ts";
+import { type AccessTarget, type AccessVerb, execArgv } from "./authorize.ts";
+import type { PodSelector } from "./login-name.ts";
+
+export interface AccessSessionsOptions {
+  access: AccessControl;
+  audit: AuditLog;
+  /** Opens a stream to a cluster's agent (TunnelServer.openStream). */
+  openStream(cluster: string, options: { purpose: string; meta: Record<string, unknown> }): Promise<Duplex>;
+  logger?: Logger;
+  /** Open sessions, forwards and terminals per user; the next is refused. Default 16. */
+  maxSessionsPerUser?: number;
+  /** A session, forward or terminal with no bytes either way for this long is closed. Default 30 min. */
+  idleTimeoutMs?: number;
+}
+
+export type AccessVia = AuditRecord["via"];
+
+/** Who asks, from where, through which entry point. */
+export interface Requester {
+  user: string;
+  ip: string;
+  via: AccessVia;
+}
+
+/** One open access, from its admission to its audit line. */
+export interface LiveAccess {
+  readonly user: string;
+  readonly verb: AccessVerb;
+  readonly target: AccessTarget;
+  readonly ended: boolean;
+  /** Why it ended, when it did not end by itself. */
+  readonly error: string | undefined;
+  /** Bytes from the client (in) and to it (out); counts as activity for the idle timeout. */
+  count(direction: "in" | "out", n: number): void;
+  /** Ends the access once (later calls do nothing) and writes its audit line. */
+  end(result: AuditResult, error?: string, exitCode?: number): void;
+  /** Called once when the access ends for any reason. */
+  onEnd(listener: (result: AuditResult, error: string | undefined) => void): void;
+}
+
+interface TrackedAccess extends LiveAccess {
+  command?: string;
+  lastActivity: number;
+  /** A log follow is quiet when its pod is: only sessions the client drives idle out. */
+  idles: boolean;
+}
+
+/** The program's side of a running session, as the client side sees it. */
+export interface SessionSink {
+  /** Program output; false asks the service to stop reading until `resume()`. */
+  output(kind: "stdout" | "stderr", data: Buffer): boolean;
+  /** The program exited: the last thing a session reports. */
+  exit(status: ExitStatus): void;
+  /** The session ended without an exit status: revoked, idle, the agent gone (`error` says which). */
+  broken(error: string): void;
+}
+
+/** The client's side of a running session. */
+export interface SessionControl {
+  /** Input for the program; false: wait for `drained`. */
+  input(data: Buffer): boolean;
+  drained(listener: () => void): void;
+  eof(): void;
+  resize(cols: number, rows: number): void;
+  signal(name: string): void;
+  /** Resumes reading program output after `output` returned false. */
+  resume(): void;
+  /** The client went away. */
+  close(): void;
+}
+
+export interface SessionRequest extends Requester {
+  verb: "shell" | "exec";
+  pod: ResolvedPod;
+  target: AccessTarget;
+  container?: string;
+  command?: string;
+  pty?: { term: string; cols: number; rows: number };
+}
+
+export type Admission = { pod: ResolvedPod; target: AccessTarget } | { denied: string };
+
+export class AccessSessions {
+  readonly #options: AccessSessionsOptions;
+  readonly #log: Logger;
+  readonly #live = new Set<TrackedAccess>();
+  #idleTimer: NodeJS.Timeout | undefined;
+  #stopWatching: (() => void) | undefined;
+  #rechecking: Promise<void> | undefined;
+  #recheckAgain = false;
+
+  constructor(options: AccessSessionsOptions) {
+    this.#options = options;
+    this.#log = options.logger ?? silentLogger;
+  }
+
+  get access(): AccessControl {
+    return this.#options.access;
+  }
+
+  /** Starts watching git's objects (revocations end accesses) and idle accesses. */
+  async start(): Promise<void> {
+    if (this.#stopWatching) return;
+    this.#stopWatching = await this.#options.access.onChange(() => this.#scheduleRecheck());
+    const idle = this.#options.idleTimeoutMs ?? 30 * 60_000;
+    this.#idleTimer = setInterval(
+      () => {
+        const now = Date.now();
+        for (const live of this.#live) {
+          if (live.idles && now - live.lastActivity > idle)
+            live.end("error", `idle for more than ${Math.round(idle / 1000)} s`);
+        }
+      },
+      Math.min(10_000, Math.max(100, idle / 4)),
+    );
+    this.#idleTimer.unref();
+  }
+
+  stop(): void {
+    this.#stopWatching?.();
+    this.#stopWatching = undefined;
+    if (this.#idleTimer) clearInterval(this.#idleTimer);
+    for (const live of this.#live) live.end("error", "the hub is stopping");
+  }
+
+  /** A stream to a cluster's agent, for what the caller relays itself (files, forwards). */
+  openStream(cluster: string, options: { purpose: string; meta: Record<string, unknown> }): Promise<Duplex> {
+    return this.#options.openStream(cluster, options);
+  }
+
+  /** Open accesses now, in all or of one user (for limits, tests and metrics). */
+  open(user?: string): number {
+    if (user === undefined) return this.#live.size;
+    let n = 0;
+    for (const live of this.#live) if (live.user === user) n++;
+    return n;
+  }
+
+  /**
+   * Resolves and authorizes a pod (named by a selector, or already resolved) for `verb`; a refusal
+   * is audited and says why in words fit for the user.
+   */
+  async admit(
+    who: Requester,
+    verb: AccessVerb,
+    pod: PodSelector | ResolvedPod | undefined,
+    command?: string,
+  ): Promise<Admission> {
+    const start = new Date().toISOString();
+    const deny = (message: string, target: string): Admission => {
+      this.audit(who, { verb, target, start, result: "denied", error: message, command });
+      return { denied: message };
+    };
+    if (!pod) return deny("name a pod in the login: <user>+<pod>[+<container>]", "");
+    const open = this.open(who.user);
+    if (open >= (this.#options.maxSessionsPerUser ?? 16))
+      return deny(`too many open sessions (${open}); close one first`, describePod(pod));
+    let resolved: ResolvedPod;
+    let target: AccessTarget;
+    try {
+      resolved = "cluster" in pod ? pod : await this.#options.access.resolvePod(pod);
+      target = await this.#options.access.target(resolved);
+    } catch (error) {
+      if (!(error instanceof AccessDenied))
+        this.#log.warn("resolving an access target failed", { error: (error as Error).message });
+      return deny((error as Error).message, describePod(pod));
+    }
+    const decision = await this.#options.access.decide(who.user, verb, target, command);
+    if (!decision.allowed) return deny(`access denied: ${decision.reason}`, targetName(target));
+    return { pod: resolved, target };
+  }
+
+  /**
+   * Keeps an admitted access in the set until it ends: `close` is called when the service ends it
+   * (revoked in git, idle, the hub stopping). `container` and `port` only name it in the audit.
+   */
+  track(
+    who: Requester,
+    verb: AccessVerb,
+    target: AccessTarget,
+    close: (result: AuditResult, error: string) => void,
+    extra: {
+      container?: string;
+      port?: number;
+      command?: string;
+      /** False: never ended for idleness (a log follow is quiet when its pod is). */
+      idles?: boolean;
+      /** False: the caller writes its own, richer audit line (the API's routes). */
+      audited?: boolean;
+    } = {},
+  ): LiveAccess {
+    const start = new Date().toISOString();
+    const listeners: ((result: AuditResult, error: string | undefined) => void)[] = [];
+    let error: string | undefined;
+    let ended = false;
+    let bytesIn = 0;
+    let bytesOut = 0;
+    const live: TrackedAccess = {
+      user: who.user,
+      verb,
+      target,
+      ...(extra.command === undefined ? {} : { command: extra.command }),
+      lastActivity: Date.now(),
+      idles: extra.idles ?? true,
+      get ended() {
+        return ended;
+      },
+      get error() {
+        return error;
+      },
+      count: (direction, n) => {
+        live.lastActivity = Date.now();
+        if (direction === "in") bytesIn += n;
+        else bytesOut += n;
+      },
+      onEnd: (listener) => listeners.push(listener),
+      end: (result, why, exitCode) => {
+        if (ended) return;
+        ended = true;
+        error = why;
+        this.#live.delete(live);
+        const where = `${targetName(target)}${extra.container ? `/${extra.container}` : ""}`;
+        if (extra.audited !== false)
+          this.audit(who, {
+            verb,
+            target: extra.port === undefined ? where : `${where}:${extra.port}`,
+            command: extra.command,
+            start,
+            result,
+            bytesIn,
+            bytesOut,
+            ...(exitCode === undefined ? {} : { exitCode }),
+            ...(why ? { error: why } : {}),
+          });
+        if (result !== "ok") close(result, why ?? result);
+        for (const listener of listeners) listener(result, why);
+      },
+    };
+    this.#live.add(live);
+    return live;
+  }
+
+  /**
+   * Runs an admitted shell or command on the pod's agent: output goes to `sink`, the returned
+   * control carries the client's input, window size and signals. Undefined when the agent could
+   * not be reached (then `sink.broken` has said why).
+   */
+  async runSession(request: SessionRequest, sink: SessionSink): Promise<SessionControl | undefined> {
+    const { pod, target, container, command, pty } = request;
+    const argv = command === undefined ? undefined : execArgv(command);
+    let stream: Duplex | undefined;
+    let exited = false;
+    const live = this.track(
+      request,
+      request.verb,
+      target,
+      (_result, error) => {
+        if (!exited) sink.broken(error);
+        stream?.destroy();
+      },
+      { ...(container ? { container } : {}), ...(command === undefined ? {} : { command }) },
+    );
+    try {
+      stream = await this.#options.openStream(pod.cluster, {
+        purpose: ACCESS_SESSION_PURPOSE,
+        meta: {
+          namespace: pod.namespace,
+          name: pod.name,
+          ...(container ? { container } : {}),
+          ...(argv ? { command: argv } : {}),
+          ...(pty ? { pty } : {}),
+        },
+      });
+    } catch (error) {
+      live.end("error", (error as Error).message);
+      return undefined;
+    }
+    const agent = stream;
+    if (live.ended) {
+      agent.destroy();
+      return undefined;
+    }
+    const decoder = new FrameDecoder();
+    agent.on("data", (chunk: Buffer) => {
+      let frames: ReturnType<FrameDecoder["push"]>;
+      try {
+        frames = decoder.push(chunk);
+      } catch (error) {
+        live.end("error", (error as Error).message);
+        return;
+      }
+      for (const frame of frames) {
+        if (frame.type === FrameType.Stdout || frame.type === FrameType.Stderr) {
+          live.count("out", frame.payload.length);
+          if (!sink.output(frame.type === FrameType.Stdout ? "stdout" : "stderr", frame.payload))
+            agent.pause();
+        } else if (frame.type === FrameType.Exit) {
+          exited = true;
+          const status = parseExit(frame.payload);
+          sink.exit(status);
+          live.end("ok", undefined, status.code);
+        }
+      }
+    });
+    agent.on("error", () => {});
+    agent.on("close", () => {
+      if (!exited) live.end("error", "the agent ended the session");
+    });
+    const send = (type: FrameType, payload?: Buffer | string) =>
+      !agent.destroyed && agent.write(encodeFrame(type, payload));
+    return {
+      input: (data) => {
+        live.count("in", data.length);
+        return send(FrameType.Stdin, data) !== false;
+      },
+      drained: (listener) => agent.once("drain", listener),
+      eof: () => send(FrameType.Eof),
+      resize: (cols, rows) => send(FrameType.Resize, JSON.stringify({ cols, rows })),
+      signal: (name) => send(FrameType.Signal, name),
+      resume: () => agent.resume(),
+      close: () => {
+        live.end("ok");
+        agent.destroy();
+      },
+    };
+  }
+
+  /** One audit line (never contents: an exec's program name, not its arguments). */
+  audit(
+    who: Requester,
+    entry: {
+      verb: AccessVerb;
+      target: string;
+      command?: string | undefined;
+      start: string;
+      result: AuditResult;
+      bytesIn?: number;
+      bytesOut?: number;
+      exitCode?: number;
+      error?: string;
+    },
+  ): void {
+    const { command, ...rest } = entry;
+    const record: AuditRecord = {
+      actor: who.user,
+      ip: who.ip,
+      ...rest,
+      ...(command ? { program: execArgv(command)?.[0] ?? command.split(/\s/)[0] ?? "" } : {}),
+      via: who.via,
+      end: new Date().toISOString(),
+      bytesIn: entry.bytesIn ?? 0,
+      bytesOut: entry.bytesOut ?? 0,
+    };
+    try {
+      this.#options.audit.write(record);
+    } catch (error) {
+      this.#log.error("writing the access audit failed", { error: (error as Error).message });
+    }
+  }
+
+  #scheduleRecheck(): void {
+    if (this.#rechecking) {
+      this.#recheckAgain = true;
+      return;
+    }
+    this.#rechecking = this.#recheck().finally(() => {
+      this.#rechecking = undefined;
+      if (this.#recheckAgain) {
+        this.#recheckAgain = false;
+        this.#scheduleRecheck();
+      }
+    });
+  }
+
+  /** Asks again for every open access; what git no longer grants ends now. */
+  async #recheck(): Promise<void> {
+    for (const live of [...this.#live]) {
+      try {
+        const decision = await this.#options.access.decide(live.user, live.verb, live.target, live.command);
+        if (!decision.allowed) live.end("revoked", `access revoked: ${decision.reason}`);
+      } catch (error) {
+        this.#log.warn("re-checking an access failed", { error: (error as Error).message });
+      }
+    }
+  }
+}
+
+export function targetName(target: AccessTarget): string {
+  return `${target.cluster}/${target.namespace}/${target.pod}`;
+}
+
+export function describePod(pod: PodSelector | ResolvedPod): string {
+  if ("cluster" in pod) return `${pod.cluster}/${pod.namespace}/${pod.name}`;
+  if (pod.kind === "task") return `task/${pod.task}`;
+  return pod.namespace ? `${pod.namespace}/${pod.name}` : pod.name;
+}
