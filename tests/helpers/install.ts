@@ -102,6 +102,38 @@ export async function volumeForClaim(
   return pv;
 }
 
+/**
+ * The agent's RBAC objects (fleet/agent, the chart's agent-*rbac.yaml): cluster-wide and shared
+ * with other tests on the cluster, so they are applied but never deleted.
+ */
+export function isSharedAgentRbac(o: KubernetesObject): boolean {
+  return ["rlark-agent", "rlark-agent-addons"].includes(o.metadata?.name ?? "") && o.kind !== "Deployment";
+}
+
+/**
+ * The same cluster, seen as the agent's ServiceAccount through a token of its own (TokenRequest,
+ * as the kubelet gets one for the agent's pod): its real identity and groups, not impersonation.
+ */
+export async function asAgentServiceAccount(kc: KubeConfig): Promise<KubeConfig> {
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) throw new Error("the fleet kubeconfig has no current cluster");
+  const request = await kc.makeApiClient(CoreV1Api).createNamespacedServiceAccountToken({
+    name: "rlark-agent",
+    namespace: "rlark-system",
+    body: { spec: { audiences: [], expirationSeconds: 3600 } },
+  });
+  const token = request.status?.token;
+  if (!token) throw new Error("the API server issued no token for rlark-system/rlark-agent");
+  const out = new KubeConfig();
+  out.loadFromOptions({
+    clusters: [cluster],
+    users: [{ name: "rlark-agent", token }],
+    contexts: [{ name: "rlark-agent", cluster: cluster.name, user: "rlark-agent" }],
+    currentContext: "rlark-agent",
+  });
+  return out;
+}
+
 /** The same cluster, seen as `user` through impersonation. */
 export function impersonating(kc: KubeConfig, user: string): KubeConfig {
   const cluster = kc.getCurrentCluster();
@@ -181,6 +213,37 @@ const RUNTIME_ACCESS: Access[] = [
   { verb: "patch", resource: "secrets", namespace: "rlark-system", name: "rlark-domain-peers" },
 ];
 
+const RBAC = "rbac.authorization.k8s.io";
+const ADMISSION = "admissionregistration.k8s.io";
+
+/** What installing Addons needs (addon-cluster-role.yaml): all must be allowed. */
+const ADDON_ACCESS: Access[] = [
+  ...["roles", "rolebindings"].flatMap((resource) =>
+    ["get", "create", "patch", "delete"].map((verb) => ({
+      verb,
+      resource,
+      group: RBAC,
+      namespace: taskNamespace,
+    })),
+  ),
+  ...["clusterroles", "clusterrolebindings"].flatMap((resource) =>
+    ["get", "create", "patch", "delete"].map((verb) => ({ verb, resource, group: RBAC })),
+  ),
+  ...["get", "create", "patch", "delete"].map((verb) => ({
+    verb,
+    resource: "serviceaccounts",
+    namespace: taskNamespace,
+  })),
+  ...["get", "create", "patch", "update", "delete"].map((verb) => ({
+    verb,
+    resource: "mutatingwebhookconfigurations",
+    group: ADMISSION,
+    name: "rlark-device-webhook",
+  })),
+  { verb: "list", resource: "secrets", namespace: "rlark-system", name: "rlark-domain-peers" },
+  { verb: "patch", resource: "nodes", subresource: "status", name: "worker-1" },
+];
+
 /** What the runtime never does: all must be refused. */
 const FORBIDDEN_ACCESS: Access[] = [
   { verb: "get", resource: "secrets", namespace: taskNamespace, name: "db-password" },
@@ -191,10 +254,29 @@ const FORBIDDEN_ACCESS: Access[] = [
   { verb: "delete", resource: "secrets", namespace: "rlark-system", name: "rlark-agent-identity" },
   { verb: "delete", resource: "secrets", namespace: "rlark-system", name: "rlark-domain-peers" },
   { verb: "patch", resource: "secrets", namespace: taskNamespace, name: "rlark-domain-peers" },
-  { verb: "create", resource: "clusterroles", group: "rbac.authorization.k8s.io" },
-  { verb: "create", resource: "clusterrolebindings", group: "rbac.authorization.k8s.io" },
-  { verb: "create", resource: "rolebindings", group: "rbac.authorization.k8s.io", namespace: taskNamespace },
-  { verb: "escalate", resource: "clusterroles", group: "rbac.authorization.k8s.io", name: "rlark-agent" },
+  // granting is bounded by what the agent holds: never escalate nor bind
+  { verb: "escalate", resource: "clusterroles", group: RBAC, name: "rlark-agent" },
+  { verb: "escalate", resource: "roles", group: RBAC, namespace: taskNamespace },
+  { verb: "bind", resource: "clusterroles", group: RBAC, name: "cluster-admin" },
+  { verb: "bind", resource: "roles", group: RBAC, namespace: taskNamespace },
+  { verb: "list", resource: "clusterroles", group: RBAC },
+  { verb: "create", resource: "mutatingwebhookconfigurations", group: ADMISSION, name: "someone-elses" },
+  { verb: "patch", resource: "mutatingwebhookconfigurations", group: ADMISSION, name: "someone-elses" },
+  { verb: "create", resource: "validatingwebhookconfigurations", group: ADMISSION },
+  { verb: "delete", resource: "validatingadmissionpolicies", group: ADMISSION, name: "rlark-agent-addons" },
+  {
+    verb: "delete",
+    resource: "validatingadmissionpolicybindings",
+    group: ADMISSION,
+    name: "rlark-agent-addons",
+  },
+  {
+    verb: "create",
+    resource: "serviceaccounts",
+    subresource: "token",
+    namespace: taskNamespace,
+    name: "default",
+  },
   { verb: "delete", resource: "namespaces", name: taskNamespace },
   { verb: "delete", resource: "nodes", name: "worker-1" },
   { verb: "create", resource: "pods", namespace: taskNamespace },
@@ -237,10 +319,14 @@ export function checkRunsRlark(
     t.ok(known.has(arg.split("=")[0]), `${name}: ${arg.split("=")[0]} is an option of rlark ${command}`);
 }
 
-/** As the agent's ServiceAccount: all of RUNTIME_ACCESS is allowed and all of FORBIDDEN_ACCESS refused. */
+/**
+ * As the agent's ServiceAccount: all of RUNTIME_ACCESS and ADDON_ACCESS is allowed and all of
+ * FORBIDDEN_ACCESS refused.
+ */
 export async function checkAgentAccess(t: Test, kc: KubeConfig): Promise<void> {
   const agent = impersonating(kc, AGENT_USER);
-  for (const access of RUNTIME_ACCESS) t.ok(await allowed(agent, access), `allowed: ${describe(access)}`);
+  for (const access of [...RUNTIME_ACCESS, ...ADDON_ACCESS])
+    t.ok(await allowed(agent, access), `allowed: ${describe(access)}`);
   for (const access of FORBIDDEN_ACCESS)
     t.notOk(await allowed(agent, access), `refused: ${describe(access)}`);
 }

@@ -47,8 +47,20 @@ t.test("every agent manifest passes a server-side dry-run apply", async (t) => {
   const all = manifests();
   t.same(
     all.map((o) => o.kind).sort(),
-    ["ClusterRole", "ClusterRoleBinding", "Deployment", "Namespace", "Role", "RoleBinding", "ServiceAccount"],
-    "namespace, identity, RBAC and the Deployment",
+    [
+      "ClusterRole",
+      "ClusterRole",
+      "ClusterRoleBinding",
+      "ClusterRoleBinding",
+      "Deployment",
+      "Namespace",
+      "Role",
+      "RoleBinding",
+      "ServiceAccount",
+      "ValidatingAdmissionPolicy",
+      "ValidatingAdmissionPolicyBinding",
+    ],
+    "namespace, identity, RBAC (the runtime's and the addons'), its admission policy and the Deployment",
   );
   // namespaced objects are checked against their namespace: it must exist, not only in a dry run
   await apply(all.find((o) => o.kind === "Namespace")!);

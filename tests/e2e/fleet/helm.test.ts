@@ -24,6 +24,7 @@ import {
   checkRunsRlark,
   deleteAll,
   deploymentAvailable,
+  isSharedAgentRbac,
   parseObjects,
   run,
   volumeForClaim,
@@ -117,6 +118,20 @@ t.test("the chart's agent RBAC is fleet/agent's", async (t) => {
     const base = YAML.parse(readFileSync(join(repoRoot, "fleet/agent", file), "utf8")) as { rules: unknown };
     t.same(find(objects, kind, "rlark-agent").rules, base.rules, `${kind} rlark-agent: the same rules`);
   }
+  const addonRbac = ["addon-cluster-role.yaml", "addon-admission-policy.yaml"].flatMap((file) =>
+    parseObjects(readFileSync(join(repoRoot, "fleet/agent", file), "utf8")),
+  );
+  for (const base of addonRbac) {
+    const { apiVersion, kind, metadata, ...content } = base as KubernetesObject & Record<string, unknown>;
+    const chart = find(objects, kind ?? "", metadata?.name ?? "");
+    const { metadata: _m, ...chartContent } = chart;
+    t.same(chartContent, { apiVersion, kind, ...content }, `${kind} ${metadata?.name}: the same`);
+  }
+  const without = rendered([...VALUES, "agent.installAddons=false"]);
+  t.notOk(
+    without.some((o) => o.metadata?.name === "rlark-agent-addons"),
+    "agent.installAddons=false leaves the addon rights out",
+  );
 });
 
 t.test("values.schema.json and the templates refuse mistakes with the field named", async (t) => {
@@ -197,7 +212,7 @@ t.test("helm template output rolls out on kwok nodes after server-side apply", a
   const namespace = { apiVersion: "v1", kind: "Namespace", metadata: { name: "rlark-system" } };
   const objects = rendered();
   // rlark-system and the agent's RBAC may be shared with other tests on this cluster: they stay
-  const own = objects.filter((o) => !(o.metadata?.name === "rlark-agent" && o.kind !== "Deployment"));
+  const own = objects.filter((o) => !isSharedAgentRbac(o));
   const pv = await volumeForClaim(kc, "rlark-system", "rlark-hub-data");
   t.teardown(() => deleteAll(kc, [...own, pv]));
   await applyAll(kc, [namespace, ...objects]);
@@ -205,10 +220,9 @@ t.test("helm template output rolls out on kwok nodes after server-side apply", a
 });
 
 t.test("the chart's agent ServiceAccount may do what the kubernetes runtime does, and no more", async (t) => {
-  const rbac = ["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"];
   await applyAll(kc, [
     { apiVersion: "v1", kind: "Namespace", metadata: { name: "rlark-system" } },
-    ...rendered().filter((o) => rbac.includes(o.kind ?? "") && o.metadata?.name === "rlark-agent"),
+    ...rendered().filter(isSharedAgentRbac),
   ]);
   await checkAgentAccess(t, kc);
 });

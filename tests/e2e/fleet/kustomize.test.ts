@@ -15,6 +15,7 @@ import {
   checkRolledOut,
   checkRunsRlark,
   deleteAll,
+  isSharedAgentRbac,
   parseObjects,
   run,
   volumeForClaim,
@@ -35,8 +36,7 @@ const container = (objects: KubernetesObject[], name: string): Container => {
 };
 
 /** rlark-system and the agent's identity and RBAC, which fleet-agent.test.ts applies too: they stay. */
-const sharedWithOtherTests = (o: KubernetesObject): boolean =>
-  o.kind === "Namespace" || (o.metadata?.name === "rlark-agent" && o.kind !== "Deployment");
+const sharedWithOtherTests = (o: KubernetesObject): boolean => o.kind === "Namespace" || isSharedAgentRbac(o);
 
 /** The Secrets docs/install.md has an operator create before applying fleet/hub and fleet/agent. */
 function operatorSecrets(): KubernetesObject[] {

@@ -5,7 +5,6 @@
 // downgrade refused or allowed as the catalog says, bad values and unknown versions refused at
 // validation with file:line, a too-old cluster Failed, uninstall leaving nothing behind, and a
 // process-runtime agent reporting the Addon Failed.
-import { readdirSync, readFileSync, statSync } from "node:fs";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -14,6 +13,7 @@ import t from "tap";
 import { ProcessRuntime } from "../../../operators/agent/runtimes/process/index.ts";
 import type { Addon, AddonRelease } from "../../../operators/api/index.ts";
 import { silentLogger } from "../../../operators/lib/logger.ts";
+import { catalogFiles } from "../../helpers/addon-catalog-files.ts";
 import { startAgentOnHub } from "../../helpers/agent-on-hub.ts";
 import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
 import { startHubOnGit } from "../../helpers/hub-on-git.ts";
@@ -24,19 +24,6 @@ const { kubeConfig: kc } = fleetCluster(0);
 const core = kc.makeApiClient(CoreV1Api);
 const apps = kc.makeApiClient(AppsV1Api);
 const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
-
-const fixtures = path.resolve(import.meta.dirname, "../../fixtures/addon-catalog");
-
-/** The fixture catalog as repository files under .rlark/addons/. */
-function catalogFiles(dir = fixtures, prefix = ".rlark/addons"): Record<string, string> {
-  const files: Record<string, string> = {};
-  for (const name of readdirSync(dir)) {
-    const full = path.join(dir, name);
-    if (statSync(full).isDirectory()) Object.assign(files, catalogFiles(full, `${prefix}/${name}`));
-    else files[`${prefix}/${name}`] = readFileSync(full, "utf8");
-  }
-  return files;
-}
 
 const CLUSTERS = `apiVersion: rlinf.io/v1alpha1
 kind: Cluster
