@@ -1,6 +1,7 @@
-// `rlark agent --nodeserver-dir DIR --domain-relay HOST:PORT` (process runtime): the agent runs
-// this machine's nodeserver in its own process and rewrites its peers state (DIR/peers.json) from
-// the DomainPeers the hub hands over, at once on every change (docs/networking.md).
+// The process runtime's Domain networking (docs/networking.md): the agent runs this machine's
+// nodeserver in its own process, started when the first DomainPeer arrives (an agent with no
+// Domain pods opens no socket), and rewrites its peers state (DIR/peers.json) from the
+// DomainPeers the hub hands over, at once on every change.
 
 import { mkdirSync } from "node:fs";
 import path from "node:path";
@@ -8,6 +9,7 @@ import type { AgentOptions } from "../agent/index.ts";
 import { namespaceFor } from "../api/index.ts";
 import type { Logger } from "../lib/logger.ts";
 import {
+  type Nodeserver,
   peersStateFrom,
   SOCKET_NAME,
   startNodeserver,
@@ -15,27 +17,38 @@ import {
   writePeersFile,
 } from "../network/index.ts";
 
-export async function startAgentNodeserver(options: {
-  dir: string;
-  domainRelay?: string;
-  node: string;
-  logger: Logger;
-}): Promise<{
+export interface AgentNodeserver {
   onDomainPeers: NonNullable<AgentOptions["onDomainPeers"]>;
   /** The nodeserver's unix socket (its GET /stats feeds the Domain page). */
   socket: string;
   stop(): Promise<void>;
-}> {
-  mkdirSync(options.dir, { recursive: true, mode: 0o755 });
-  const server = await startNodeserver({
-    socketDir: options.dir,
-    node: options.node,
-    logger: options.logger,
-  });
-  const watcher = watchPeersFile(options.dir, (state) => server.setState(state), options.logger);
+}
+
+export function agentNodeserver(options: {
+  dir: string;
+  domainRelay?: string;
+  node: string;
+  logger: Logger;
+}): AgentNodeserver {
+  const { dir, logger } = options;
   let last = "";
+  let started: Promise<{ server: Nodeserver; watcher: { close(): void } } | undefined> | undefined;
+  const start = () => {
+    started ??= (async () => {
+      const server = await startNodeserver({ socketDir: dir, node: options.node, logger });
+      const watcher = watchPeersFile(dir, (state) => server.setState(state), logger);
+      logger.info("nodeserver listening", { socket: server.socketPath });
+      return { server, watcher };
+    })().catch((error: unknown) => {
+      logger.error("could not start the nodeserver; Domain pods have no data path", {
+        dir,
+        error: (error as Error).message,
+      });
+      return undefined;
+    });
+  };
   return {
-    socket: path.join(options.dir, SOCKET_NAME),
+    socket: path.join(dir, SOCKET_NAME),
     onDomainPeers(peers, { cluster, caCertPem }) {
       const state = peersStateFrom(
         peers,
@@ -44,12 +57,21 @@ export async function startAgentNodeserver(options: {
       );
       const text = JSON.stringify(state);
       if (text === last) return;
-      last = text;
-      writePeersFile(options.dir, state);
+      if (!started && state.domains.length === 0) return;
+      try {
+        mkdirSync(dir, { recursive: true, mode: 0o755 });
+        writePeersFile(dir, state);
+        last = text;
+      } catch (error) {
+        logger.error("could not write the peers state", { dir, error: (error as Error).message });
+        return;
+      }
+      start();
     },
     async stop() {
-      watcher.close();
-      await server.close();
+      const running = await started;
+      running?.watcher.close();
+      await running?.server.close();
     },
   };
 }

@@ -41,8 +41,11 @@ interface AgentFlags {
   nodeName: string;
   label: Record<string, string>;
   capabilityDir: string;
-  nodeserverDir?: string;
+  nodeserverDir: string;
   domainRelay?: string;
+  domainNetwork: boolean;
+  podLinkCidr: string;
+  sidecarUid: number;
 }
 
 function collect(value: string, previous: string[]): string[] {
@@ -52,6 +55,13 @@ function collect(value: string, previous: string[]): string[] {
 function seconds(value: string): number {
   const n = Number(value);
   if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError(`"${value}" is not a number of seconds`);
+  return n;
+}
+
+function uid(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 2 ** 31 - 1)
+    throw new InvalidArgumentError(`"${value}" is not a uid above 0`);
   return n;
 }
 
@@ -103,10 +113,29 @@ export function registerAgent(program: Command): void {
       seconds,
     )
     .option("--node-name <name>", "the node name this machine reports", hostname())
-    .option("--nodeserver-dir <dir>", "process runtime: run this machine's nodeserver on DIR/nodeserver.sock")
+    .option(
+      "--nodeserver-dir <dir>",
+      "process runtime: where this machine's nodeserver serves DIR/nodeserver.sock (started with the first DomainPeer)",
+      "/var/run/rlark",
+    )
     .option(
       "--domain-relay <host:port>",
       "the hub's domain relay, for the nodeserver's cross-cluster traffic",
+    )
+    .option(
+      "--no-domain-network",
+      "process runtime: run pods of Tasks in a Domain on the machine's network, without namespace, sidecar or nodeserver",
+    )
+    .option(
+      "--pod-link-cidr <cidr>",
+      "process runtime: the range each Domain pod's /30 veth link to the host is cut from",
+      "10.213.0.0/16",
+    )
+    .option(
+      "--sidecar-uid <uid>",
+      "process runtime: the uid (and gid) Domain pods' sidecars run as",
+      uid,
+      1337,
     )
     .option("--label <key=value>", "a label on the reported node (repeatable)", collectLabel, {})
     .option(
@@ -154,11 +183,23 @@ export function registerAgent(program: Command): void {
           nodeLabels: flags.label,
           agentVersion: packageJson.version,
           logger,
+          ...(flags.domainNetwork
+            ? {
+                podNetwork: {
+                  linkCidr: flags.podLinkCidr,
+                  rlarkNet: (await import("../network/index.ts")).rlarkNetPath(),
+                  // this same program, as the sidecar's uid runs it
+                  rlark: [process.execPath, ...(process.argv[1] ? [process.argv[1]] : [])],
+                  runDir: path.resolve(flags.nodeserverDir),
+                  sidecarUid: flags.sidecarUid,
+                },
+              }
+            : {}),
         });
       }
       const network =
-        flags.runtime === "process" && flags.nodeserverDir
-          ? await (await import("./agent-network.ts")).startAgentNodeserver({
+        flags.runtime === "process" && flags.domainNetwork
+          ? (await import("./agent-network.ts")).agentNodeserver({
               dir: path.resolve(flags.nodeserverDir),
               node: flags.nodeName,
               logger,

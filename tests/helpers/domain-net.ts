@@ -60,7 +60,6 @@ export class DomainBed {
   hub!: Hub;
   readonly pods: BedPod[] = [];
   readonly domains = new Map<string, BedDomain>();
-  readonly nodeservers = new Map<string, ChildProcess>();
   /** A copy the sidecars (uid 1337) can run: $HOME/.cache may be closed to them. */
   readonly rlarkNet = path.join(this.dir, "rlark-net");
   #certificates!: DomainCertificates;
@@ -87,24 +86,6 @@ export class DomainBed {
 
   socketDir(cluster: string): string {
     return path.join(this.dir, `ns-${cluster}`);
-  }
-
-  /** The hub's relay address: a restarted hub takes the same port. */
-  relayAddress(): string {
-    return this.hub.domainRelayAddress as string;
-  }
-
-  async restartHub(): Promise<void> {
-    const address = this.relayAddress();
-    await this.hub.stop();
-    this.hub = await startHub({
-      dataDir: path.join(this.dir, "hub"),
-      http: "127.0.0.1:0",
-      ssh: "127.0.0.1:0",
-      domainRelay: address,
-      controllers: () => [],
-      logger: silentLogger,
-    });
   }
 
   async domain(name: string, cidr: string): Promise<BedDomain> {
@@ -134,16 +115,7 @@ export class DomainBed {
     );
     this.#children.add(child);
     child.once("exit", () => this.#children.delete(child));
-    this.nodeservers.set(cluster, child);
     return child;
-  }
-
-  async stopNodeserver(cluster: string): Promise<void> {
-    const child = this.nodeservers.get(cluster);
-    if (!child || child.exitCode !== null) return;
-    const exited = new Promise((r) => child.once("exit", r));
-    child.kill("SIGTERM");
-    await exited;
   }
 
   /** A pod: a namespace with a veth to the host; with a domain, the REDIRECT and a sidecar. */
@@ -298,7 +270,7 @@ export class DomainBed {
   writePeers(cluster: string): void {
     const state: PeersState = {
       globalNamespace: namespaceFor(cluster),
-      hub: { address: this.relayAddress(), caPem: this.hub.pki.ca.certPem },
+      hub: { address: this.hub.domainRelayAddress as string, caPem: this.hub.pki.ca.certPem },
       domains: [...this.domains.values()]
         .filter((d) => this.pods.some((p) => p.domain === d.name && p.cluster === cluster))
         .map((d) => ({

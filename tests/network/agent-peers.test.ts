@@ -1,5 +1,5 @@
-// A process-runtime agent started with --nodeserver-dir runs this machine's nodeserver and keeps
-// its peers state in step with the DomainPeers the hub hands over.
+// A process-runtime agent runs this machine's nodeserver (started with the first DomainPeer) and
+// keeps its peers state in step with the DomainPeers the hub hands over.
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import http from "node:http";
 import { tmpdir } from "node:os";
@@ -7,7 +7,7 @@ import path from "node:path";
 import t from "tap";
 import { ProcessRuntime } from "../../operators/agent/runtimes/process/index.ts";
 import type { DomainPeer } from "../../operators/api/index.ts";
-import { startAgentNodeserver } from "../../operators/cli/agent-network.ts";
+import { agentNodeserver } from "../../operators/cli/agent-network.ts";
 import { DomainCertificates } from "../../operators/controllers/domain/index.ts";
 import { startHub } from "../../operators/hub/index.ts";
 import { silentLogger } from "../../operators/lib/logger.ts";
@@ -41,7 +41,7 @@ t.test("the agent writes its DomainPeers into the nodeserver's peers state on ev
   });
   t.teardown(() => runtime.stop());
   const socketDir = path.join(dir, "run");
-  const network = await startAgentNodeserver({
+  const network = agentNodeserver({
     dir: socketDir,
     node: "edge-1",
     domainRelay: hub.domainRelayAddress as string,
@@ -54,6 +54,10 @@ t.test("the agent writes its DomainPeers into the nodeserver's peers state on ev
     onDomainPeers: network.onDomainPeers,
   });
 
+  t.notOk(
+    existsSync(path.join(socketDir, "nodeserver.sock")),
+    "no nodeserver runs before the agent holds a DomainPeer",
+  );
   const creds = new DomainCertificates({ pki: hub.pki.ca, dataDir: path.join(dir, "hub") }).ensure("train");
   const pod = {
     name: "p0",

@@ -1,12 +1,17 @@
-// The Domain data path end to end on real network namespaces (as root): pods in two "clusters"
+// The Domain data path end to end on the real runtime path (as root): two process-runtime
+// agents (two "clusters" on this machine) run the pods of Jobs in Domains, each in a network
+// namespace of its own with the REDIRECT and an unprivileged sidecar, and their nodeservers; pods
 // reach each other by virtual IP through sidecar -> nodeserver -> hub relay -> nodeserver ->
 // sidecar, with unmodified programs (curl, Python, redis).
+import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
-import { createReadStream, writeFileSync } from "node:fs";
+import { createReadStream, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { promisify } from "node:util";
 import t from "tap";
-import { DomainBed } from "../helpers/domain-net.ts";
-import { waitFor } from "../helpers/wait-for.ts";
+import { DomainClusters, domainYaml, podTaskYaml } from "../helpers/domain-clusters.ts";
+import { jobYaml } from "../helpers/job-yaml.ts";
+import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 
 const sha256 = (file: string) =>
   new Promise<string>((resolve, reject) => {
@@ -18,59 +23,65 @@ const sha256 = (file: string) =>
   });
 
 t.test("pods of one Domain in two clusters talk by virtual IP; others are refused", async (t) => {
-  const bed = new DomainBed();
-  t.teardown(() => bed.close());
-  await bed.start();
-  const net = `100.${64 + (bed.subnet % 60)}`;
-  await bed.domain("train", `${net}.0.0/24`);
-  await bed.domain("other", `${net}.1.0/24`);
-  bed.startNodeserver("c1");
-  bed.startNodeserver("c2");
-  const a = await bed.pod("a", "c1", "train", `${net}.0.10`);
-  const b = await bed.pod("b", "c2", "train", `${net}.0.20`);
-  const c = await bed.pod("c", "c1", "train", `${net}.0.30`);
-  const x = await bed.pod("x", "c1", "other", `${net}.1.10`);
-  const loner = await bed.pod("loner", "c1");
-  await bed.publish();
-  for (const pod of [a, b, c, x]) bed.startSidecar(pod);
-  await bed.ready();
+  const id = Math.floor(Math.random() * 60);
+  const net = `100.${64 + id}`;
+  const payloadDir = `/tmp/rlark-cross-cluster-${process.pid}-${id}`;
+  const m = (pod: string) => `rlark-xc-${process.pid}-${id}-${pod}`;
+  const serve = (port: number) => `python3 -m http.server ${port} --bind 0.0.0.0 --directory ${payloadDir}`;
+  const files = {
+    "domains.yaml": `${domainYaml("train", `${net}.0.0/24`)}---\n${domainYaml("other", `${net}.1.0/24`)}`,
+    "train.yaml": jobYaml(
+      "train",
+      [
+        podTaskYaml("a", "c1", "sleep 3600", m("a")),
+        podTaskYaml(
+          "b",
+          "c2",
+          `${serve(8000)} & redis-server --port 6379 --save '' --appendonly no --protected-mode no & wait`,
+          m("b"),
+        ),
+        podTaskYaml("c", "c1", `${serve(8001)} & wait`, m("c")),
+      ],
+      { domain: "train" },
+    ),
+    "x.yaml": jobYaml("x", [podTaskYaml("x", "c1", "sleep 3600", m("x"))], { domain: "other" }),
+  };
+  mkdirSync(payloadDir, { recursive: true });
+  t.teardown(() => rmSync(payloadDir, { recursive: true, force: true }));
+  const bed = await DomainClusters.start(t, ["c1", "c2"], files);
+  const vipB = await bed.vip("c2", m("b"));
+  const vipC = await bed.vip("c1", m("c"));
 
-  const file = path.join(bed.dir, "payload.bin");
-  b.exec("dd", ["if=/dev/urandom", `of=${file}`, "bs=1M", "count=100", "status=none"]);
+  const file = path.join(payloadDir, "payload.bin");
+  await bed.run(m("b"), "dd", ["if=/dev/urandom", `of=${file}`, "bs=1M", "count=100", "status=none"]);
+  writeFileSync(path.join(payloadDir, "small.txt"), "local bytes\n".repeat(1000));
   const want = await sha256(file);
-  const web = b.spawn("python3", ["-m", "http.server", "8000", "--bind", "0.0.0.0", "--directory", bed.dir]);
-  const redis = b.spawn("redis-server", [
-    "--port",
-    "6379",
-    "--save",
-    "",
-    "--appendonly",
-    "no",
-    "--protected-mode",
-    "no",
-  ]);
-  t.teardown(() => {
-    web.kill();
-    redis.kill();
-  });
   await waitFor(
-    "B's servers listening",
-    () => b.exec("ss", ["-Htln"]).includes(":8000") && b.exec("ss", ["-Htln"]).includes(":6379"),
-    { attempts: 200, everyMs: 50 },
+    "B reachable from A by its virtual IP",
+    async () =>
+      (await bed
+        .run(m("a"), "curl", ["-sSf", "--max-time", "5", `http://${vipB}:8000/small.txt`])
+        .catch(() => "")) !== "",
+    onRealServers,
   );
 
   await t.test("100 MB A (c1) -> B (c2) with curl, byte for byte", async (t) => {
-    const out = path.join(bed.dir, "curl.bin");
-    await a.run("curl", ["-sSf", "-o", out, `http://${b.vip}:8000/payload.bin`]);
+    const before = bed.hub.domainRelay?.stats().relayedBytes ?? 0;
+    const out = path.join(payloadDir, "curl.bin");
+    await bed.run(m("a"), "curl", ["-sSf", "-o", out, `http://${vipB}:8000/payload.bin`]);
     t.equal(await sha256(out), want, "sha256 matches");
-    t.ok((bed.hub.domainRelay?.stats().relayedBytes ?? 0) >= 100 * 1024 * 1024, "the hub relayed it");
+    rmSync(out);
+    t.ok(
+      (bed.hub.domainRelay?.stats().relayedBytes ?? 0) - before >= 100 * 1024 * 1024,
+      "the hub relayed it",
+    );
   });
 
   await t.test("100 MB A -> B with a Python client", async (t) => {
     const digest = (
-      await a.run("python3", [
+      await bed.run(m("a"), "python3", [
         "-c",
-        `import hashlib,urllib.request\nh=hashlib.sha256()\nr=urllib.request.urlopen("http://${b.vip}:8000/payload.bin")\nwhile True:\n  c=r.read(1<<20)\n  if not c: break\n  h.update(c)\nprint(h.hexdigest())`,
+        `import hashlib,urllib.request\nh=hashlib.sha256()\nr=urllib.request.urlopen("http://${vipB}:8000/payload.bin")\nwhile True:\n  c=r.read(1<<20)\n  if not c: break\n  h.update(c)\nprint(h.hexdigest())`,
       ])
     ).trim();
     t.equal(digest, want, "sha256 matches");
@@ -78,45 +89,30 @@ t.test("pods of one Domain in two clusters talk by virtual IP; others are refuse
 
   await t.test("an unmodified redis-cli reaches redis-server across clusters", async (t) => {
     t.equal(
-      (await a.run("redis-cli", ["-h", b.vip as string, "-p", "6379", "set", "greeting", "hello"])).trim(),
+      (await bed.run(m("a"), "redis-cli", ["-h", vipB, "-p", "6379", "set", "greeting", "hello"])).trim(),
       "OK",
     );
     t.equal(
-      (await a.run("redis-cli", ["-h", b.vip as string, "-p", "6379", "get", "greeting"])).trim(),
+      (await bed.run(m("a"), "redis-cli", ["-h", vipB, "-p", "6379", "get", "greeting"])).trim(),
       "hello",
     );
   });
 
   await t.test("same-cluster traffic stays local: the hub relays nothing", async (t) => {
-    const small = path.join(bed.dir, "small.txt");
-    writeFileSync(small, "local bytes\n".repeat(1000));
-    const cweb = c.spawn("python3", [
-      "-m",
-      "http.server",
-      "8001",
-      "--bind",
-      "0.0.0.0",
-      "--directory",
-      bed.dir,
-    ]);
-    t.teardown(() => cweb.kill());
-    await waitFor("C listening", () => c.exec("ss", ["-Htln"]).includes(":8001"), {
-      attempts: 200,
-      everyMs: 50,
-    });
     const before = bed.hub.domainRelay?.stats().relayedBytes;
-    const body = await a.run("curl", ["-sSf", `http://${c.vip}:8001/small.txt`]);
+    const body = await bed.run(m("a"), "curl", ["-sSf", "--max-time", "10", `http://${vipC}:8001/small.txt`]);
     t.equal(body, "local bytes\n".repeat(1000));
     t.equal(bed.hub.domainRelay?.stats().relayedBytes, before, "relayed bytes unchanged");
   });
 
-  await t.test("a pod of another Domain and a pod in no Domain cannot reach B", async (t) => {
+  await t.test("a pod of another Domain and a process in no Domain cannot reach B", async (t) => {
     await t.rejects(
-      x.run("curl", ["-sSf", "--max-time", "5", `http://${b.vip}:8000/small.txt`]),
+      bed.run(m("x"), "curl", ["-sSf", "--max-time", "5", `http://${vipB}:8000/small.txt`]),
       "other Domain refused",
     );
+    // a pod of no Domain shares the machine's network, where the virtual IPs lead nowhere
     await t.rejects(
-      loner.run("curl", ["-sSf", "--max-time", "5", `http://${b.vip}:8000/small.txt`]),
+      promisify(execFile)("curl", ["-sSf", "--max-time", "5", `http://${vipB}:8000/small.txt`]),
       "no Domain refused",
     );
   });

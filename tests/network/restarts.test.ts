@@ -1,10 +1,15 @@
-// The data path survives the loss of what it talks to: a nodeserver restart and a hub restart
-// each break the streams that crossed them cleanly (the pod's program sees an error, not a
-// hang), new connections succeed within seconds, and nothing leaks (fd counts).
-import { execFileSync } from "node:child_process";
-import { readdirSync } from "node:fs";
+// The data path survives the loss of what it talks to, on the real runtime path: two
+// process-runtime agent processes (each running its cluster's nodeserver) and a hub. Restarting
+// the target's agent, the source's agent, or the hub each breaks the streams that crossed it
+// cleanly (the pod's program sees an error, not a hang), new connections succeed within seconds,
+// and the processes that stayed hold as many fds as before.
+import { mkdtempSync, readdirSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import t, { type Test } from "tap";
-import { type BedPod, DomainBed } from "../helpers/domain-net.ts";
+import { readNodeserverStats } from "../../operators/agent/nodeserver-stats.ts";
+import { DomainClusters, domainYaml, podTaskYaml } from "../helpers/domain-clusters.ts";
+import { jobYaml } from "../helpers/job-yaml.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 
 const ECHO = `import socket,threading
@@ -35,81 +40,101 @@ const ROUND_TRIP = `import socket,sys
 c=socket.create_connection((sys.argv[1],7000),timeout=5);c.sendall(b"hi");print(c.recv(2).decode())`;
 
 const fds = (pid: number | undefined) => readdirSync(`/proc/${pid}/fd`).length;
-
-async function roundTrip(a: BedPod, ip: string): Promise<boolean> {
-  return (await a.run("python3", ["-c", ROUND_TRIP, ip]).catch(() => "")).trim() === "hi";
-}
-
-async function brokenBy(t: Test, a: BedPod, ip: string, disrupt: () => Promise<void>): Promise<void> {
-  const stream = a.spawn("python3", ["-c", STREAM, ip]);
-  let out = "";
-  stream.stdout?.on("data", (c: Buffer) => {
-    out += c.toString();
+const listFds = (pid: number | undefined) =>
+  readdirSync(`/proc/${pid}/fd`).map((f) => {
+    try {
+      return readlinkSync(`/proc/${pid}/fd/${f}`);
+    } catch {
+      return "?";
+    }
   });
-  await waitFor("the stream flowing", () => out.includes("streaming"), { attempts: 400, everyMs: 25 });
-  const exited = new Promise<number | null>((resolve) => stream.once("exit", resolve));
-  await disrupt();
-  t.equal(await exited, 3, "the pod's program saw its stream break");
-  t.match(out, /broken/);
-}
 
-t.test("nodeserver and hub restarts mid-stream", async (t) => {
-  const bed = new DomainBed();
-  t.teardown(() => bed.close());
-  await bed.start();
-  const net = `100.${64 + (bed.subnet % 60)}`;
-  await bed.domain("train", `${net}.0.0/24`);
-  bed.startNodeserver("c1");
-  bed.startNodeserver("c2");
-  const a = await bed.pod("a", "c1", "train", `${net}.0.10`);
-  const b = await bed.pod("b", "c2", "train", `${net}.0.20`);
-  await bed.publish();
-  for (const pod of [a, b]) bed.startSidecar(pod);
-  await bed.ready();
-  const echo = b.spawn("python3", ["-c", ECHO]);
-  t.teardown(() => echo.kill());
-  const vip = b.vip as string;
-  await waitFor("B reachable", () => roundTrip(a, vip), { attempts: 100, everyMs: 100 });
-  const c1 = bed.nodeservers.get("c1")?.pid;
-  const settled = () =>
+t.test("agent, hub and nodeserver restarts mid-stream", async (t) => {
+  const id = Math.floor(Math.random() * 60);
+  const m = (pod: string) => `rlark-rs-${process.pid}-${id}-${pod}`;
+  const echo = path.join(mkdtempSync(path.join(tmpdir(), "rlark-restarts-")), "echo.py");
+  writeFileSync(echo, ECHO);
+  t.teardown(() => rmSync(path.dirname(echo), { recursive: true, force: true }));
+  const bed = await DomainClusters.start(t, ["c1", "c2"], {
+    "domain.yaml": domainYaml("train", `100.${64 + id}.0.0/24`),
+    "train.yaml": jobYaml(
+      "train",
+      [podTaskYaml("a", "c1", "sleep 3600", m("a")), podTaskYaml("b", "c2", `python3 ${echo}`, m("b"))],
+      { domain: "train" },
+    ),
+  });
+  const vip = await bed.vip("c2", m("b"));
+  const roundTrip = async () =>
+    (await bed.run(m("a"), "python3", ["-c", ROUND_TRIP, vip]).catch(() => "")).trim() === "hi";
+  const recovered = () => waitFor("a new connection succeeds", roundTrip, { attempts: 300, everyMs: 100 });
+  await recovered();
+
+  async function brokenBy(t: Test, disrupt: () => Promise<void>): Promise<void> {
+    const stream = await bed.spawn(m("a"), "python3", ["-c", STREAM, vip]);
+    let out = "";
+    stream.stdout?.on("data", (c: Buffer) => {
+      out += c.toString();
+    });
+    await waitFor("the stream flowing", () => out.includes("streaming"), { attempts: 400, everyMs: 25 });
+    const exited = new Promise<number | null>((resolve) => stream.once("exit", resolve));
+    await disrupt();
+    t.equal(await exited, 3, "the pod's program saw its stream break");
+    t.match(out, /broken/);
+    await recovered();
+    t.pass("new connections succeed");
+  }
+
+  // No stream left on a cluster's nodeserver, whose fds are then compared.
+  const settled = (cluster: string) =>
     waitFor(
-      "no stream left on c1's nodeserver",
+      `no stream left on ${cluster}'s nodeserver`,
       async () => {
-        const stats = JSON.parse(
-          execFileSync(
-            "curl",
-            ["-s", "--unix-socket", `${bed.socketDir("c1")}/nodeserver.sock`, "http://nodeserver/stats"],
-            {
-              encoding: "utf8",
-            },
-          ),
-        ) as Record<string, { peers: { activeStreams: number }[] }>;
+        const stats = await readNodeserverStats(`${bed.agents.get(cluster)?.runDir}/nodeserver.sock`);
         return stats.train?.peers.every((p) => p.activeStreams === 0);
       },
       { attempts: 200, everyMs: 50 },
     );
-  await settled();
-  const before = fds(c1);
+  const agentPid = (cluster: string) => bed.agents.get(cluster)?.child.pid;
+  const sameFds = async (t: Test, cluster: string, before: number) => {
+    await settled(cluster);
+    await waitFor(`${cluster}'s agent back to its fd count`, () => fds(agentPid(cluster)) === before, {
+      attempts: 200,
+      everyMs: 50,
+    }).catch(() => undefined);
+    const after = fds(agentPid(cluster));
+    t.equal(after, before, `${cluster}'s agent holds as many fds as before`);
+    if (after !== before)
+      t.comment(`${cluster}'s agent's fds now: ${JSON.stringify(listFds(agentPid(cluster)))}`);
+  };
 
-  await t.test("the target cluster's nodeserver restarts", async (t) => {
-    await brokenBy(t, a, vip, async () => {
-      await bed.stopNodeserver("c2");
-      bed.startNodeserver("c2");
+  await t.test("the target cluster's agent (and its nodeserver) restarts", async (t) => {
+    await settled("c1");
+    const before = fds(agentPid("c1"));
+    await brokenBy(t, async () => {
+      await bed.stopAgent("c2");
+      bed.startAgent("c2");
     });
-    await waitFor("a new connection succeeds", () => roundTrip(a, vip), { attempts: 100, everyMs: 100 });
-    t.pass("new connections succeed");
+    await sameFds(t, "c1", before);
+  });
+
+  await t.test("the source cluster's agent (and its nodeserver) restarts", async (t) => {
+    await settled("c2");
+    const before = fds(agentPid("c2"));
+    await brokenBy(t, async () => {
+      await bed.stopAgent("c1");
+      bed.startAgent("c1");
+    });
+    await sameFds(t, "c2", before);
   });
 
   await t.test("the hub restarts", async (t) => {
-    await brokenBy(t, a, vip, () => bed.restartHub());
-    await waitFor("a new connection succeeds", () => roundTrip(a, vip), { attempts: 150, everyMs: 100 });
-    t.pass("new connections succeed");
+    await settled("c1");
+    await settled("c2");
+    const before = { c1: fds(agentPid("c1")), c2: fds(agentPid("c2")) };
+    await brokenBy(t, async () => {
+      await bed.running.restart({ domainRelay: bed.relay });
+    });
+    await sameFds(t, "c1", before.c1);
+    await sameFds(t, "c2", before.c2);
   });
-
-  await settled();
-  await waitFor("c1's nodeserver back to its fd count", () => fds(c1) === before, {
-    attempts: 200,
-    everyMs: 50,
-  }).catch(() => undefined);
-  t.equal(fds(c1), before, "c1's nodeserver holds as many fds as before");
 });

@@ -28,6 +28,7 @@ import { type BackoffPolicy, kubeletBackoff } from "./crash-loop-backoff.ts";
 import { findLaunched, type Launched } from "./launch.ts";
 import { type Gpu, probeGpus, reportNode } from "./node-report.ts";
 import { loadPodRecords, PodFiles } from "./pod-files.ts";
+import { type PodNetwork, type PodNetworkOptions, PodNetworks } from "./pod-network.ts";
 import { isSameProcessAlive, signalGroup } from "./proc.ts";
 import { type LaunchHooks, Replica, type ReplicaContext } from "./replica.ts";
 import { type DesiredPod, desiredPods, podKey, type RejectedTask } from "./spec.ts";
@@ -35,6 +36,7 @@ import { StateLock } from "./state-lock.ts";
 
 export type { BackoffPolicy } from "./crash-loop-backoff.ts";
 export { kubeletBackoff } from "./crash-loop-backoff.ts";
+export type { PodNetworkOptions } from "./pod-network.ts";
 export { desiredPods, podRevision } from "./spec.ts";
 
 export interface ProcessRuntimeOptions {
@@ -73,6 +75,11 @@ export interface ProcessRuntimeOptions {
   logger?: Logger;
   /** Tests only: called inside a launch, to crash the runtime at the worst moments. */
   launchHooks?: LaunchHooks;
+  /**
+   * Gives each pod of a Task in a Domain its own network namespace, REDIRECT and sidecar (needs
+   * root; docs/networking.md). Without it such pods share the machine's network.
+   */
+  podNetwork?: PodNetworkOptions;
 }
 
 function defaultBaseEnv(): Record<string, string> {
@@ -112,6 +119,7 @@ export class ProcessRuntime implements Runtime {
     gpus: Gpu[],
     artifacts: ArtifactCache,
     lock: StateLock,
+    network: PodNetworks | undefined,
   ) {
     this.#options = options;
     this.#lock = lock;
@@ -138,6 +146,7 @@ export class ProcessRuntime implements Runtime {
       logger: this.#logger,
       changed: () => this.#changed(),
       ...(options.launchHooks ? { hooks: options.launchHooks } : {}),
+      ...(network ? { network } : {}),
     };
   }
 
@@ -145,6 +154,8 @@ export class ProcessRuntime implements Runtime {
   static async open(options: ProcessRuntimeOptions): Promise<ProcessRuntime> {
     const stateDir = resolve(options.stateDir);
     await mkdir(join(stateDir, "pods"), { recursive: true, mode: 0o700 });
+    // before the lock: a bad link range is refused with nothing to undo
+    const network = options.podNetwork ? new PodNetworks(options.podNetwork, stateDir) : undefined;
     const lock = StateLock.acquire(join(stateDir, "runtime.lock"), stateDir);
     const nodeOptions = {
       agentVersion: options.agentVersion ?? "0.0.0",
@@ -168,7 +179,7 @@ export class ProcessRuntime implements Runtime {
       dir: join(stateDir, "artifacts"),
       ...(options.artifactTimeoutMs ? { timeoutMs: options.artifactTimeoutMs } : {}),
     });
-    const runtime = new ProcessRuntime(options, node, gpus, artifacts, lock);
+    const runtime = new ProcessRuntime(options, node, gpus, artifacts, lock, network);
     runtime.#adopt();
     runtime.#startTimers(nodeOptions);
     return runtime;
@@ -201,6 +212,7 @@ export class ProcessRuntime implements Runtime {
     }
     // Before adopting: adoption may start processes, which are in no record yet.
     this.#reapStrays(wrappers, known);
+    this.#sweepNetworks(records.flatMap((r) => (r.network ? [r.network] : [])));
     for (const record of records) {
       const replica = Replica.adopt(record, this.#ctx, found.get(`${record.namespace}/${record.name}`));
       (replica.stopping ? this.#retiring : this.#replicas).set(replica.key, replica);
@@ -221,6 +233,18 @@ export class ProcessRuntime implements Runtime {
         exitCodeFile: wrapper.file,
       });
       signalGroup(wrapper.pid, "SIGKILL");
+    }
+  }
+
+  /** Removes pod networks a crashed runtime left with no pod record (namespaces, veths, their rules). */
+  #sweepNetworks(kept: PodNetwork[]): void {
+    if (!this.#ctx.network) return;
+    try {
+      const removed = this.#ctx.network.sweep(kept);
+      if (removed.netns.length + removed.links.length > 0)
+        this.#logger.warn("removed pod networks no pod record accounts for", removed);
+    } catch (error) {
+      this.#logger.error("could not sweep pod networks", { error: (error as Error).message });
     }
   }
 

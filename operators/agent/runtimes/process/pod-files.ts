@@ -16,6 +16,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import type { RuntimeTask } from "../types.ts";
+import type { PodNetwork } from "./pod-network.ts";
 import type { RestartKind } from "./spec.ts";
 
 export interface ExitInfo {
@@ -57,6 +58,8 @@ export interface PodRecord {
   terminal?: { phase: "Succeeded" | "Failed"; reason: string; message?: string };
   /** Set once a stop has begun, so an agent restart mid-stop finishes it. */
   terminating?: boolean;
+  /** A Domain pod's own network namespace (pod-network.ts), kept across its restarts. */
+  network?: PodNetwork;
 }
 
 export class PodFiles {

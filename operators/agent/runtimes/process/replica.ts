@@ -35,6 +35,7 @@ import { pidsListenOn } from "./listening-port.ts";
 import { readLogTail, type TailOptions } from "./log-file.ts";
 import { logStream } from "./log-follow.ts";
 import { type ExitInfo, PodFiles, type PodRecord } from "./pod-files.ts";
+import type { PodNetwork, PodNetworks } from "./pod-network.ts";
 import { isSameProcessAlive, mayOwnGroup, ownGroupMembers, readProcStat, signalGroup } from "./proc.ts";
 import { canonicalJson, type DesiredPod } from "./spec.ts";
 
@@ -60,6 +61,8 @@ export interface ReplicaContext {
   logger: Logger;
   changed(): void;
   hooks?: LaunchHooks;
+  /** Gives pods of Tasks in a Domain their own network; without it they share the host's. */
+  network?: PodNetworks;
 }
 
 /** Test-only: called at the two points of a launch where a crash is most telling. */
@@ -268,6 +271,7 @@ export class Replica {
       mkdirSync(workingDir, { recursive: true });
       mkdirSync(this.#files.dir, { recursive: true });
       this.#files.clearExitCode();
+      const network = this.#network(pod);
       this.#record.launching = { token, at: this.#ctx.clock.now() };
       this.#persist();
       this.#ctx.hooks?.afterMarker?.();
@@ -280,9 +284,10 @@ export class Replica {
         base: this.#ctx.baseEnv,
         pod,
         nodeName,
-        podIP: ip,
+        podIP: network?.localIP ?? ip,
         ...(artifactPath ? { artifactPath } : {}),
       });
+      if (network && this.#ctx.network) argv = this.#ctx.network.podCommand(pod, argv);
       pipe = openPipe(this.#files.pipe);
       writer = spawnLogWriter(pipe.read, this.#files.log, this.#ctx.logMaxBytes, token);
       if (writer.pid === undefined) throw new Error(`could not start the log writer ${process.execPath}`);
@@ -291,7 +296,13 @@ export class Replica {
       );
       // detached: a new session and process group, so a stop reaches the command's children too,
       // and the process survives the agent. Its output goes into the log writer's pipe.
-      child = spawn("/bin/sh", wrapperArgs(this.#files.exitCode, token, argv), {
+      // nsenter execs the wrapper: its pid, and so the process group, stay the same.
+      const [program, ...args] = [
+        ...(network && this.#ctx.network ? this.#ctx.network.enter(network) : []),
+        "/bin/sh",
+        ...wrapperArgs(this.#files.exitCode, token, argv),
+      ] as [string, ...string[]];
+      child = spawn(program, args, {
         cwd: workingDir,
         env,
         detached: true,
@@ -328,6 +339,19 @@ export class Replica {
     this.#persist();
     this.#setStatus("Running");
     this.#ctx.logger.info("started", { pod: this.key, pid, argv });
+  }
+
+  /** The pod's own network when its Task is in a Domain and the runtime has pod networks. */
+  #network(pod: DesiredPod): PodNetwork | undefined {
+    const networks = this.#ctx.network;
+    if (!networks || !pod.task.spec.domain) return undefined;
+    const cidr = pod.task.spec.domainCIDR;
+    if (!cidr)
+      throw new Error(
+        `spec.domainCIDR is missing: the hub did not know Domain ${pod.task.spec.domain}'s CIDR when it created the Task`,
+      );
+    this.#record.network = networks.ensure(this.key, cidr, this.#record.network);
+    return this.#record.network;
   }
 
   #failStart(message: string): void {
@@ -511,6 +535,7 @@ export class Replica {
     this.#child?.removeAllListeners("exit");
     this.#child = undefined;
     await this.#writerDone();
+    if (this.#record.network) this.#ctx.network?.release(this.#record.network);
     this.#files.remove();
     this.#setStatus("Gone");
   }
@@ -558,7 +583,7 @@ export class Replica {
     const { name: nodeName, ip } = this.#ctx.node();
     return {
       cwd: this.#workingDir(pod),
-      env: podEnv({ base: this.#ctx.baseEnv, pod, nodeName, podIP: ip }),
+      env: podEnv({ base: this.#ctx.baseEnv, pod, nodeName, podIP: this.#record.network?.localIP ?? ip }),
     };
   }
 
@@ -590,7 +615,8 @@ export class Replica {
     if (this.#status !== "Running" || pgid === undefined) throw new Error(`pod ${this.key} is not running`);
     const pids = ownGroupMembers(pgid, this.#record.processStart);
     if (!(await pidsListenOn(pids, port))) throw new Error(`pod ${this.key} does not listen on port ${port}`);
-    const socket = connectTcp(port, "127.0.0.1");
+    // A pod of its own network is reached on its end of the veth.
+    const socket = connectTcp(port, this.#record.network?.localIP ?? "127.0.0.1");
     await once(socket, "connect");
     return socket;
   }
@@ -635,7 +661,7 @@ export class Replica {
       phase,
       state,
       ready: this.#status === "Running",
-      podIP: ip,
+      podIP: r.network?.localIP ?? ip,
       hostIP: ip,
       restarts: r.restarts,
     };
