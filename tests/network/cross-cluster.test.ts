@@ -2,7 +2,7 @@
 // reach each other by virtual IP through sidecar -> nodeserver -> hub relay -> nodeserver ->
 // sidecar, with unmodified programs (curl, Python, redis).
 import { createHash } from "node:crypto";
-import { createReadStream, writeFileSync } from "node:fs";
+import { createReadStream, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import t from "tap";
 import { DomainBed } from "../helpers/domain-net.ts";
@@ -111,6 +111,20 @@ t.test("pods of one Domain in two clusters talk by virtual IP; others are refuse
   });
 
   await t.test("a pod of another Domain and a pod in no Domain cannot reach B", async (t) => {
+    const fds = () => readdirSync(`/proc/${bed.nodeservers.get("c1")?.pid}/fd`).length;
+    const before = fds();
+    await t.rejects(
+      x.run("python3", [
+        "-c",
+        `import socket\nc=socket.create_connection(("${b.vip}",8000))\nc.sendall(b"GET /")\nassert c.recv(1)`,
+      ]),
+      "other Domain refused, the request sent ahead of the answer dropped",
+    );
+    // A refused connection is closed on the nodeserver's side too, not left open unread.
+    await waitFor("c1's nodeserver back to its fd count", () => fds() <= before, {
+      attempts: 100,
+      everyMs: 50,
+    });
     await t.rejects(
       x.run("curl", ["-sSf", "--max-time", "5", `http://${b.vip}:8000/small.txt`]),
       "other Domain refused",

@@ -107,9 +107,10 @@ t.test("nodeserver and hub restarts mid-stream", async (t) => {
   });
 
   await settled();
-  await waitFor("c1's nodeserver back to its fd count", () => fds(c1) === before, {
+  // At most as many: the hub's restart may leave the pool one connection smaller than before.
+  await waitFor("c1's nodeserver back to its fd count", () => fds(c1) <= before, {
     attempts: 200,
     everyMs: 50,
   }).catch(() => undefined);
-  t.equal(fds(c1), before, "c1's nodeserver holds as many fds as before");
+  t.ok(fds(c1) <= before, `c1's nodeserver holds no more fds than before (${fds(c1)} <= ${before})`);
 });
