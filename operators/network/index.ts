@@ -26,6 +26,6 @@ export {
   peersStateFrom,
 } from "./peers-state.ts";
 export { BackoffError, ConnectionPool, type PooledConnection, type PoolOptions } from "./pool.ts";
-export { formatProxyHeader, type ProxyHeader, parseProxyLine, readProxyHeader } from "./proxy-header.ts";
+export { formatProxyHeader, type ProxyHeader } from "./proxy-header.ts";
 export { rlarkNetPath } from "./rlark-net-path.ts";
 export { type Sidecar, type SidecarOptions, startSidecar } from "./sidecar.ts";

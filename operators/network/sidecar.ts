@@ -1,21 +1,14 @@
-// The sidecar of a Domain pod (seed 001 §4.2), unprivileged (uid 1337):
-//   outbound: starts `rlark-net outbound`, which takes the connections the init container's
-//     REDIRECT captured and hands each one over a unix socket in a private directory with a PROXY line naming its original destination; the sidecar asks the
-//     nodeserver for a stream to it (CONNECT over the nodeserver's unix socket) and joins the two.
+// The sidecar of a Domain pod (seed 001 §4.2), unprivileged (uid 1337): learns the pod's virtual
+// IP from the nodeserver, then runs `rlark-net sidecar`, which carries every byte of the pod's
+// Domain traffic (Go, splice(2); ADR 0007 measured Node hops as what bounds throughput):
+//   outbound: the connections the init container's REDIRECT captured, each sent to the
+//     nodeserver as CONNECT <original destination> with this pod's name;
 //   inbound: :5700 takes the streams nodeservers bring (a PROXY line, then bytes) and connects to
 //     the pod's own port: 127.0.0.1 first, the pod's virtual IP when nothing listens there.
 
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
 import http from "node:http";
-import net from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import type { Duplex } from "node:stream";
 import { type Logger, silentLogger } from "../lib/logger.ts";
-import { REASON_HEADER, splice } from "../lib/relay/index.ts";
-import { POD_HEADER } from "./nodeserver.ts";
-import { readProxyHeader } from "./proxy-header.ts";
 
 export interface SidecarOptions {
   /** `<namespace>/<name>` of this pod, as the nodeserver's peers state lists it. */
@@ -38,7 +31,12 @@ export interface Sidecar {
 async function getIp(options: SidecarOptions): Promise<{ ip: string; prefixLength: number; domain: string }> {
   return new Promise((resolve, reject) => {
     const req = http.get(
-      { socketPath: options.nodeserverSocket, path: `/get_ip?pod=${encodeURIComponent(options.pod)}` },
+      // agent: false: a one-off request; a kept-alive socket would sit idle in the nodeserver.
+      {
+        socketPath: options.nodeserverSocket,
+        path: `/get_ip?pod=${encodeURIComponent(options.pod)}`,
+        agent: false,
+      },
       (res) => {
         let body = "";
         res.setEncoding("utf8");
@@ -55,49 +53,6 @@ async function getIp(options: SidecarOptions): Promise<{ ip: string; prefixLengt
   });
 }
 
-/** Asks the nodeserver for a stream to `target`; resolves with the joined socket. */
-function connectVia(options: SidecarOptions, target: string): Promise<Duplex> {
-  return new Promise((resolve, reject) => {
-    const req = http.request({
-      socketPath: options.nodeserverSocket,
-      method: "CONNECT",
-      path: target,
-      headers: { [POD_HEADER]: options.pod },
-    });
-    req.on("connect", (res, socket, head) => {
-      if (res.statusCode !== 200) {
-        socket.destroy();
-        reject(new Error(`${target}: ${res.statusCode} ${res.headers[REASON_HEADER] ?? ""}`));
-        return;
-      }
-      if (head.length > 0) socket.unshift(head);
-      resolve(socket);
-    });
-    req.on("response", (res) => {
-      res.resume();
-      reject(new Error(`${target}: ${res.statusCode} ${res.headers[REASON_HEADER] ?? ""}`));
-    });
-    req.on("error", reject);
-    req.end();
-  });
-}
-
-function dialLocal(port: number, ip: string): Promise<net.Socket> {
-  const attempt = (host: string) =>
-    new Promise<net.Socket>((resolve, reject) => {
-      const s = net.connect({ host, port, noDelay: true });
-      s.once("connect", () => {
-        s.off("error", reject);
-        resolve(s);
-      });
-      s.once("error", reject);
-    });
-  return attempt("127.0.0.1").catch((error: NodeJS.ErrnoException) => {
-    if (error.code !== "ECONNREFUSED") throw error;
-    return attempt(ip);
-  });
-}
-
 export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
   const logger = options.logger ?? silentLogger;
   let identity: Awaited<ReturnType<typeof getIp>> | undefined;
@@ -111,63 +66,20 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
       await new Promise((r) => setTimeout(r, 250));
     }
   }
-  const { ip } = identity;
-  const sockets = new Set<Duplex>();
-  const track = (s: Duplex) => {
-    sockets.add(s);
-    s.on("error", () => {});
-    s.once("close", () => sockets.delete(s));
-  };
-
-  const inbound = net.createServer({ noDelay: true }, async (socket) => {
-    track(socket);
-    try {
-      const header = await readProxyHeader(socket);
-      const app = await dialLocal(header.dstPort, ip);
-      track(app);
-      splice(socket, app);
-    } catch (error) {
-      logger.warn("inbound connection dropped", { error: (error as Error).message });
-      socket.destroy();
-    }
-  });
-  await new Promise<void>((resolve, reject) => {
-    inbound.once("error", reject);
-    inbound.listen(options.inboundPort, "0.0.0.0", () => resolve());
-  });
-
-  // A private directory (0700, this uid) holds the hand-off socket: only rlark-net, which runs as
-  // the same user, can write PROXY lines into it.
-  const handoffDir = mkdtempSync(join(tmpdir(), "rlark-sidecar-"));
-  const handoff = join(handoffDir, "outbound.sock");
-  const outbound = net.createServer(async (socket) => {
-    track(socket);
-    try {
-      const header = await readProxyHeader(socket);
-      const upstream = await connectVia(options, `${header.dst}:${header.dstPort}`);
-      track(upstream);
-      splice(socket, upstream);
-    } catch (error) {
-      logger.warn("outbound connection refused", { error: (error as Error).message });
-      socket.destroy();
-    }
-  });
-  await new Promise<void>((resolve, reject) => {
-    outbound.once("error", reject);
-    outbound.listen(handoff, () => resolve());
-  });
-
-  const helper: ChildProcess = spawn(options.rlarkNet, ["outbound"], {
+  const helper: ChildProcess = spawn(options.rlarkNet, ["sidecar"], {
     env: {
       ...process.env,
       RLARK_OUTBOUND_PORT: String(options.outboundPort),
-      RLARK_SIDECAR_SOCKET: handoff,
+      RLARK_INBOUND_PORT: String(options.inboundPort),
+      RLARK_NODESERVER_SOCKET: options.nodeserverSocket,
+      RLARK_POD: options.pod,
+      RLARK_POD_IP: identity.ip,
     },
     stdio: ["ignore", "pipe", "inherit"],
   });
   await new Promise<void>((resolve, reject) => {
     helper.once("error", reject);
-    helper.once("exit", (code) => reject(new Error(`rlark-net outbound exited (${code}) before listening`)));
+    helper.once("exit", (code) => reject(new Error(`rlark-net sidecar exited (${code}) before listening`)));
     helper.stdout?.once("data", () => resolve());
   });
   helper.removeAllListeners("exit");
@@ -175,7 +87,7 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
   let closing = false;
   const exited = new Promise<void>((resolve) => helper.once("exit", () => resolve()));
   helper.once("exit", (code) => {
-    if (!closing) logger.error("rlark-net outbound exited", { code });
+    if (!closing) logger.error("rlark-net sidecar exited", { code });
   });
   logger.info("sidecar ready", { ...identity, pod: options.pod });
 
@@ -185,9 +97,6 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
       closing = true;
       helper.kill();
       await exited;
-      for (const s of sockets) s.destroy();
-      await Promise.all([inbound, outbound].map((s) => new Promise((r) => s.close(() => r(undefined)))));
-      rmSync(handoffDir, { recursive: true, force: true });
     },
   };
 }

@@ -3,15 +3,21 @@
 //	rlark-net init      installs, in the pod's network namespace, a nat REDIRECT of every TCP
 //	                    connection to RLARK_DOMAIN_CIDR (except those of uid RLARK_SIDECAR_UID) to
 //	                    127.0.0.1:RLARK_OUTBOUND_PORT, then exits. Needs NET_ADMIN (and NET_RAW).
-//	rlark-net outbound  listens on 127.0.0.1:RLARK_OUTBOUND_PORT, reads each redirected
-//	                    connection's original destination (SO_ORIGINAL_DST) and hands the connection
-//	                    to the sidecar's unix socket (RLARK_SIDECAR_SOCKET) preceded by a PROXY
-//	                    protocol v1 line: "PROXY TCP4 <src> <dst> <sport> <dport>\r\n". Unprivileged.
+//	rlark-net sidecar   the pod's data path, started by the sidecar (uid RLARK_SIDECAR_UID, no
+//	                    capabilities). Outbound: listens on 127.0.0.1:RLARK_OUTBOUND_PORT, reads each
+//	                    redirected connection's original destination (SO_ORIGINAL_DST) and sends
+//	                    "CONNECT <ip>:<port>" with header "rlark-pod: RLARK_POD" to the nodeserver's
+//	                    unix socket (RLARK_NODESERVER_SOCKET). Inbound: listens on
+//	                    0.0.0.0:RLARK_INBOUND_PORT for streams a nodeserver brings, each preceded by
+//	                    a PROXY protocol v1 line ("PROXY TCP4 <src> <dst> <sport> <dport>\r\n"), and
+//	                    connects to that port on 127.0.0.1, else on RLARK_POD_IP.
 //
 // Go standard library only: gVisor and tun2socks are not reachable from this build machine.
 package main
 
 import (
+	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -20,6 +26,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 	"unsafe"
 )
 
@@ -110,6 +117,9 @@ func originalDst(conn *net.TCPConn) (*net.TCPAddr, error) {
 
 type closeWriter interface{ CloseWrite() error }
 
+// pipe copies src to dst until src ends, then half-closes dst. Between TCP and unix stream sockets
+// io.Copy moves the bytes with splice(2) (TCPConn.ReadFrom and TCPConn.WriteTo): they never enter
+// this process, which is why both directions of the pod's data path run here and not in Node.
 func pipe(dst, src net.Conn, done chan<- struct{}) {
 	io.Copy(dst, src)
 	if cw, ok := dst.(closeWriter); ok {
@@ -118,63 +128,232 @@ func pipe(dst, src net.Conn, done chan<- struct{}) {
 	done <- struct{}{}
 }
 
-func handle(conn *net.TCPConn, socket string) {
-	defer conn.Close()
+// join pipes a and b both ways, then closes both.
+func join(a, b net.Conn) {
+	done := make(chan struct{}, 2)
+	go pipe(a, b, done)
+	go pipe(b, a, done)
+	<-done
+	<-done
+	a.Close()
+	b.Close()
+}
+
+// bufferedTo writes what r read past the header into dst: those bytes are the stream's first.
+func bufferedTo(dst net.Conn, r *bufio.Reader) error {
+	if n := r.Buffered(); n > 0 {
+		rest, _ := r.Peek(n)
+		_, err := dst.Write(rest)
+		return err
+	}
+	return nil
+}
+
+const (
+	dialTimeout   = 10 * time.Second
+	headerTimeout = 10 * time.Second
+	// A PROXY v1 line is at most 107 bytes; the nodeserver's answers are one short header block.
+	maxProxyLine   = 107
+	maxAnswerBytes = 4096
+)
+
+// readAnswer reads the nodeserver's answer to CONNECT (status line and headers, at most
+// maxAnswerBytes) and returns the status and the rlark-reason header.
+func readAnswer(r *bufio.Reader) (int, string, error) {
+	status, reason, total := 0, "", 0
+	for first := true; ; first = false {
+		line, err := r.ReadSlice('\n')
+		total += len(line)
+		if err != nil || total > maxAnswerBytes {
+			return 0, "", fmt.Errorf("bad answer from the nodeserver (%d bytes): %v", total, err)
+		}
+		text := strings.TrimRight(string(line), "\r\n")
+		if first {
+			fields := strings.SplitN(text, " ", 3)
+			if len(fields) < 2 || !strings.HasPrefix(fields[0], "HTTP/1.") {
+				return 0, "", fmt.Errorf("bad status line from the nodeserver %q", text)
+			}
+			if status, err = strconv.Atoi(fields[1]); err != nil {
+				return 0, "", fmt.Errorf("bad status line from the nodeserver %q", text)
+			}
+			continue
+		}
+		if text == "" {
+			return status, reason, nil
+		}
+		if name, value, ok := strings.Cut(text, ":"); ok && strings.EqualFold(name, "rlark-reason") {
+			reason = strings.TrimSpace(value)
+		}
+	}
+}
+
+// outbound asks the nodeserver for a stream to the connection's original destination, as the
+// pod `pod`, and joins the two. The program's first bytes go right behind the request (the
+// nodeserver holds them until the stream is up), saving a round trip on every connect.
+func outbound(conn *net.TCPConn, nodeserver, pod string) {
 	dst, err := originalDst(conn)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "rlark-net: %v\n", err)
+		conn.Close()
 		return
 	}
-	src := conn.RemoteAddr().(*net.TCPAddr)
-	up, err := net.Dial("unix", socket)
+	raw, err := net.DialTimeout("unix", nodeserver, dialTimeout)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "rlark-net: sidecar %s: %v\n", socket, err)
+		fmt.Fprintf(os.Stderr, "rlark-net: nodeserver %s: %v\n", nodeserver, err)
+		conn.Close()
 		return
 	}
-	defer up.Close()
-	if _, err := fmt.Fprintf(up, "PROXY TCP4 %s %s %d %d\r\n", src.IP, dst.IP, src.Port, dst.Port); err != nil {
+	up := raw.(*net.UnixConn)
+	target := net.JoinHostPort(dst.IP.String(), strconv.Itoa(dst.Port))
+	if _, err := fmt.Fprintf(up, "CONNECT %s HTTP/1.1\r\nhost: %s\r\nrlark-pod: %s\r\n\r\n", target, target, pod); err != nil {
+		conn.Close()
+		up.Close()
 		return
 	}
-	done := make(chan struct{}, 2)
-	go pipe(up, conn, done)
-	go pipe(conn, up, done)
-	<-done
-	<-done
+	sent := make(chan struct{}, 1)
+	go pipe(up, conn, sent)
+	up.SetReadDeadline(time.Now().Add(headerTimeout))
+	r := bufio.NewReaderSize(up, maxAnswerBytes)
+	status, reason, err := readAnswer(r)
+	if err == nil && status != 200 {
+		err = fmt.Errorf("%s refused (%d): %s", target, status, reason)
+	}
+	if err == nil {
+		up.SetReadDeadline(time.Time{})
+		err = bufferedTo(conn, r)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "rlark-net: %v\n", err)
+		conn.Close()
+		up.Close()
+		<-sent
+		return
+	}
+	received := make(chan struct{}, 1)
+	go pipe(conn, up, received)
+	<-sent
+	<-received
+	conn.Close()
+	up.Close()
 }
 
-func runOutbound() {
-	port := env("RLARK_OUTBOUND_PORT", "15001")
-	socket := os.Getenv("RLARK_SIDECAR_SOCKET")
-	if socket == "" {
-		fail("RLARK_SIDECAR_SOCKET is not set")
+// inbound reads the PROXY line a nodeserver sends first and connects to the named port of this
+// pod: on 127.0.0.1, or on the pod's virtual IP when nothing listens on loopback.
+func inbound(conn *net.TCPConn, podIP string) {
+	conn.SetReadDeadline(time.Now().Add(headerTimeout))
+	r := bufio.NewReaderSize(conn, maxProxyLine+1)
+	line, err := r.ReadSlice('\n')
+	var port int
+	if err == nil {
+		port, err = proxyPort(string(line))
 	}
-	listener, err := net.Listen("tcp4", "127.0.0.1:"+port)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "rlark-net: inbound from %s: %v\n", conn.RemoteAddr(), err)
+		conn.Close()
+		return
+	}
+	conn.SetReadDeadline(time.Time{})
+	app, err := dialLocal(podIP, port)
+	if err == nil {
+		err = bufferedTo(app, r)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "rlark-net: inbound to port %d: %v\n", port, err)
+		conn.Close()
+		if app != nil {
+			app.Close()
+		}
+		return
+	}
+	join(conn, app)
+}
+
+// proxyPort checks a PROXY v1 line ("PROXY TCP4 <src> <dst> <sport> <dport>\r\n") and returns
+// its destination port.
+func proxyPort(line string) (int, error) {
+	fields := strings.Split(strings.TrimSuffix(line, "\r\n"), " ")
+	if len(fields) != 6 || fields[0] != "PROXY" || fields[1] != "TCP4" {
+		return 0, fmt.Errorf("bad PROXY header %q", line)
+	}
+	for _, ip := range fields[2:4] {
+		if parsed := net.ParseIP(ip); parsed == nil || parsed.To4() == nil || strings.Contains(ip, ":") {
+			return 0, fmt.Errorf("bad PROXY header address %q", ip)
+		}
+	}
+	if _, err := strconv.ParseUint(fields[4], 10, 16); err != nil {
+		return 0, fmt.Errorf("bad PROXY header port %q", fields[4])
+	}
+	port, err := strconv.ParseUint(fields[5], 10, 16)
+	if err != nil || port == 0 {
+		return 0, fmt.Errorf("bad PROXY header port %q", fields[5])
+	}
+	return int(port), nil
+}
+
+func dialLocal(podIP string, port int) (*net.TCPConn, error) {
+	p := strconv.Itoa(port)
+	c, err := net.DialTimeout("tcp4", net.JoinHostPort("127.0.0.1", p), dialTimeout)
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		c, err = net.DialTimeout("tcp4", net.JoinHostPort(podIP, p), dialTimeout)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return c.(*net.TCPConn), nil
+}
+
+func listen(address string) net.Listener {
+	listener, err := net.Listen("tcp4", address)
 	if err != nil {
 		fail("listen: %v", err)
 	}
-	// The sidecar reads this line to know the listener is up.
-	fmt.Printf("rlark-net: outbound listening on %s\n", listener.Addr())
+	return listener
+}
+
+func serve(listener net.Listener, handle func(*net.TCPConn)) {
 	for {
 		conn, err := listener.Accept()
 		if err != nil {
 			fail("accept: %v", err)
 		}
-		go handle(conn.(*net.TCPConn), socket)
+		conn.(*net.TCPConn).SetNoDelay(true)
+		go handle(conn.(*net.TCPConn))
 	}
+}
+
+func runSidecar() {
+	nodeserver := os.Getenv("RLARK_NODESERVER_SOCKET")
+	pod := os.Getenv("RLARK_POD")
+	podIP := net.ParseIP(os.Getenv("RLARK_POD_IP"))
+	if nodeserver == "" {
+		fail("RLARK_NODESERVER_SOCKET is not set")
+	}
+	if pod == "" || strings.ContainsAny(pod, "\r\n") {
+		fail("RLARK_POD=%q is not <namespace>/<name>", pod)
+	}
+	if podIP == nil || podIP.To4() == nil {
+		fail("RLARK_POD_IP=%q is not an IPv4 address", os.Getenv("RLARK_POD_IP"))
+	}
+	out := listen("127.0.0.1:" + env("RLARK_OUTBOUND_PORT", "15001"))
+	in := listen("0.0.0.0:" + env("RLARK_INBOUND_PORT", "5700"))
+	// The sidecar reads this line to know both listeners are up.
+	fmt.Printf("rlark-net: outbound on %s, inbound on %s\n", out.Addr(), in.Addr())
+	go serve(out, func(c *net.TCPConn) { outbound(c, nodeserver, pod) })
+	serve(in, func(c *net.TCPConn) { inbound(c, podIP.String()) })
 }
 
 func main() {
 	if len(os.Args) < 2 {
-		fail("usage: rlark-net init | outbound")
+		fail("usage: rlark-net init | sidecar")
 	}
 	switch os.Args[1] {
 	case "init":
 		runInit()
-	case "outbound":
-		runOutbound()
+	case "sidecar":
+		runSidecar()
 	case "-h", "--help", "help":
-		fmt.Println("usage: rlark-net init | outbound (see operators/network/rlark-net/main.go)")
+		fmt.Println("usage: rlark-net init | sidecar (see operators/network/rlark-net/main.go)")
 	default:
-		fail("unknown command %q: use init or outbound", os.Args[1])
+		fail("unknown command %q: use init or sidecar", os.Args[1])
 	}
 }
