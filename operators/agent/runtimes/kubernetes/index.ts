@@ -28,7 +28,6 @@ import type {
 } from "../types.ts";
 import { AddonInstaller } from "./addon-installer.ts";
 import { type ApiClients, apiClients } from "./api-clients.ts";
-import { KubeApiError } from "./api-error.ts";
 import { kubernetesBrowse } from "./browse.ts";
 import { ChangeFeed } from "./change-feed.ts";
 import { DiskPoller } from "./disk-poller.ts";
