@@ -28,6 +28,7 @@ export {
 export * from "./generated/index.ts";
 export { unescapePointerToken } from "./json-pointer.ts";
 export { API_VERSION, type KindInfo, kindByPlural, kindInfo, kinds } from "./kinds.ts";
+export { HIDDEN_VALUE, shownSealedSecretSpec } from "./sealed-secret-view.ts";
 export * from "./validate/index.ts";
 export type { SchemaViolation } from "./violations.ts";
 export * from "./well-known.ts";

@@ -143,7 +143,12 @@ export async function startHub(options: HubOptions): Promise<Hub> {
   const store = await openHubStore(settings, options.dataDir, kubeConfig);
   const registry = new Registry();
   const manager = new Manager({ store, registry, logger });
-  const agentSync = createAgentSync({ store, artifactDir: path.join(options.dataDir, "artifacts"), logger });
+  const agentSync = createAgentSync({
+    store,
+    artifactDir: path.join(options.dataDir, "artifacts"),
+    sealKeys,
+    logger,
+  });
   const access = new AccessControl(store);
   const audit = new AuditLog({ path: path.join(options.dataDir, "audit", "access.jsonl") });
   const sessions = new AccessSessions({

@@ -2,7 +2,13 @@
 // by the same rules the hub applies a revision (operators/source/snapshot-apply.ts): objects are
 // keyed kind/namespace/name, only what git controls is compared, and only objects the source
 // owns are deleted.
-import { kinds, MANAGED_BY_GIT, MANAGED_BY_LABEL, type ManifestObject } from "../../api/index.ts";
+import {
+  kinds,
+  MANAGED_BY_GIT,
+  MANAGED_BY_LABEL,
+  type ManifestObject,
+  shownSealedSecretSpec,
+} from "../../api/index.ts";
 import { type KubeObject, kindKeyOf } from "../../lib/kube-object.ts";
 import { deepEqual } from "../../lib/store/index.ts";
 import { unifiedDiff } from "./line-diff.ts";
@@ -24,7 +30,9 @@ export function manifestAsObject(manifest: ManifestObject): KubeObject {
       ...(source.metadata?.labels ? { labels: source.metadata.labels } : {}),
       ...(source.metadata?.annotations ? { annotations: source.metadata.annotations } : {}),
     },
-    ...(source.spec === undefined ? {} : { spec: source.spec }),
+    ...(source.spec === undefined
+      ? {}
+      : { spec: manifest.kind === "SealedSecret" ? shownSealedSecretSpec(source.spec) : source.spec }),
   };
 }
 
