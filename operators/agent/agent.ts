@@ -164,7 +164,13 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     try {
       options.onDomainPeers?.(desired.domainPeers(), { cluster, caCertPem: credentials.caCertPem });
       // the nodeservers' routes do not wait for a large desired set to be applied
-      await Promise.all([runtime.apply(tasks()), runtime.applyDomainPeers?.(domainPeers())]);
+      // Secrets beside the Tasks, not before: one Secret that cannot be written holds up no Task
+      // (a pod that mounts a Secret waits for it by itself).
+      await Promise.all([
+        runtime.apply(tasks()),
+        runtime.applyDomainPeers?.(domainPeers()),
+        runtime.applySecrets?.(desired.secrets()),
+      ]);
       await runtime.applyNodeOverlays?.(nodeOverlays());
       await runtime.applyAddons?.(desired.addons());
       applyError = undefined;

@@ -1,18 +1,20 @@
-// What the agent takes from the hub: Tasks, DomainPeers, Node overlays and AddonReleases (Addons
-// the hub rendered for this cluster), each checked
+// What the agent takes from the hub: Tasks, DomainPeers, Node overlays, AddonReleases (Addons
+// the hub rendered for this cluster) and Secrets (opened from SealedSecrets), each checked
 // against its kind's schema where it crosses the tunnel (every object crossing a process boundary
 // is validated there). A refused object is logged naming the object and the field; the agent keeps
 // what it held for that object before, so a bad update disturbs nothing already running.
 import { type AddonRelease, checkSchema, type DomainPeer, type Node, type Task } from "../api/index.ts";
 import { type KubeObject, kindKey, kindKeyOf, type ObjectRef } from "../lib/kube-object.ts";
 import type { Logger } from "../lib/logger.ts";
+import { type DesiredSecret, secretRefusal } from "./desired-secret.ts";
 
-export type DesiredObject = Task | DomainPeer | Node | AddonRelease;
+export type DesiredObject = Task | DomainPeer | Node | AddonRelease | DesiredSecret;
 
 const DESIRED_KINDS: ReadonlySet<string> = new Set(["Task", "DomainPeer", "Node", "AddonRelease"]);
 
 /** The first problem that makes the agent refuse `object`, as the field and what is wrong with it. */
 export function refusal(object: KubeObject): { field: string; problem: string } | undefined {
+  if (object.kind === "Secret" && object.apiVersion === "v1") return secretRefusal(object);
   if (!DESIRED_KINDS.has(object.kind))
     return { field: "/kind", problem: `${object.kind} is not a kind the agent takes from the hub` };
   const [first] = checkSchema(object);
@@ -59,6 +61,10 @@ export class DesiredObjects {
 
   addons(): AddonRelease[] {
     return this.all().filter((o): o is AddonRelease => o.kind === "AddonRelease");
+  }
+
+  secrets(): DesiredSecret[] {
+    return this.all().filter((o): o is DesiredSecret => o.kind === "Secret");
   }
 
   #take(into: Map<string, DesiredObject>, object: KubeObject): void {

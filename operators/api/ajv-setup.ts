@@ -18,6 +18,7 @@ export const ANNOTATION_KEYWORDS = [
   "x-rlark-free-form",
   "x-rlark-kubernetes",
   "x-rlark-kubernetes-type",
+  "x-rlark-sensitive",
 ] as const;
 
 export function createAjv(options: { standalone?: boolean } = {}): Ajv2020 {

@@ -58,6 +58,13 @@ const sources: readonly KindSource[] = [
     writtenBy: "git",
     schemaFile: "access-policy.schema.json",
   },
+  {
+    kind: "SealedSecret",
+    plural: "sealedsecrets",
+    namespaced: true,
+    writtenBy: "git",
+    schemaFile: "sealed-secret.schema.json",
+  },
   { kind: "Task", plural: "tasks", namespaced: true, writtenBy: "hub", schemaFile: "task.schema.json" },
   {
     kind: "DomainPeer",

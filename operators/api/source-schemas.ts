@@ -10,6 +10,7 @@ import domainPeer from "../../schemas/domain-peer.schema.json" with { type: "jso
 import job from "../../schemas/job.schema.json" with { type: "json" };
 import node from "../../schemas/node.schema.json" with { type: "json" };
 import pod from "../../schemas/pod.schema.json" with { type: "json" };
+import sealedSecret from "../../schemas/sealed-secret.schema.json" with { type: "json" };
 import task from "../../schemas/task.schema.json" with { type: "json" };
 import user from "../../schemas/user.schema.json" with { type: "json" };
 import workflow from "../../schemas/workflow.schema.json" with { type: "json" };
@@ -27,6 +28,7 @@ export const sourceSchemas: ReadonlyMap<string, JsonSchema> = new Map<string, Js
   ["node.schema.json", node],
   ["user.schema.json", user],
   ["access-policy.schema.json", accessPolicy],
+  ["sealed-secret.schema.json", sealedSecret],
   ["task.schema.json", task],
   ["domain-peer.schema.json", domainPeer],
   ["addon-release.schema.json", addonRelease],

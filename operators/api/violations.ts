@@ -18,6 +18,8 @@ type AjvError = ErrorObject;
 
 const RULE_KEYWORD = "x-rlark-rule";
 const MESSAGE_KEYWORD = "x-rlark-message";
+/** A field whose value may be a secret (a plain value where a sealed one belongs): never echoed. */
+const SENSITIVE_KEYWORD = "x-rlark-sensitive";
 
 const ruleNames: Record<string, string> = {
   additionalProperties: "additional-property",
@@ -92,7 +94,9 @@ function runtimeMessage(task: unknown): string {
 }
 
 function translate(error: AjvError, root: unknown): SchemaViolation {
-  const got = (): string => describeValue(valueAt(root, error.instancePath));
+  const sensitive = (error.parentSchema as Record<string, unknown> | undefined)?.[SENSITIVE_KEYWORD] === true;
+  const got = (): string =>
+    sensitive ? "a value not shown here" : describeValue(valueAt(root, error.instancePath));
   const custom = schemaString(error.parentSchema, MESSAGE_KEYWORD);
   const params = error.params as Record<string, unknown>;
   const path = error.instancePath;

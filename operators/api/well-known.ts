@@ -92,3 +92,8 @@ export const ADDON_FIELD_MANAGER = "rlark-addon";
 export const MANAGED_BY_ADDON = "rlark-addon";
 /** On every object an Addon installs, and on its AddonRelease in the hub: the Addon's name. */
 export const ADDON_LABEL = "rlark.io/addon";
+
+// SealedSecrets (docs/secrets.md).
+
+/** On every Secret the kubernetes agent applies from a SealedSecret: what its prune selects. */
+export const SEALED_SECRET_LABEL = "rlark.io/sealed-secret";

@@ -13,6 +13,8 @@ import { registerHub } from "./hub.ts";
 import { registerLogs } from "./logs.ts";
 import { registerNodeserver, registerSidecar } from "./network.ts";
 import { registerPlan } from "./plan.ts";
+import { registerSeal } from "./seal.ts";
+import { registerSealKey } from "./seal-key.ts";
 import { registerStatus } from "./status.ts";
 import { registerToken } from "./token.ts";
 import { registerUp } from "./up.ts";
@@ -54,6 +56,8 @@ export function buildProgram(): Command {
     },
   });
   registerUser(program);
+  registerSeal(program);
+  registerSealKey(program);
   registerCrds(program);
   registerDevicePlugin(program);
   registerDeviceWebhook(program);

@@ -1,13 +1,24 @@
 import { type Command, Option } from "commander";
 import type { ReportFormat } from "../api/index.ts";
 import { requireExistingPaths } from "./existing-paths.ts";
+import { loadHubKey } from "./hub-key.ts";
+import type { TokenFlags } from "./hub-token.ts";
+
+interface ValidateFlags extends TokenFlags {
+  format: ReportFormat;
+  strict: boolean;
+  hubKey?: string;
+}
 
 export const VALIDATE_HELP = `
 Loads every .yaml/.yml file under the paths (default: the current directory), validates each
 rlinf.io/v1alpha1 document against its kind's JSON Schema, then checks the rules that span
 objects: unique names, Job domains, head and Ray tasks, Workflow DAGs, Domain CIDR overlaps,
 Addon catalog entries and values, Task name lengths, label and quantity syntax, Node overlays'
-clusters. Documents of other apiVersions are skipped with a warning (errors with --strict).
+clusters, and that every SealedSecret value is a well-formed sealed value. With --hub-key (a PEM
+file from \`rlark seal-key show\`, or the hub's URL with a token), each value must also be sealed
+to one of that hub's keys. Documents of other apiVersions are skipped with a warning (errors
+with --strict).
 
 Exit status: 0 valid, 1 invalid, 2 usage or I/O error.
 
@@ -15,6 +26,7 @@ Examples:
   rlark validate examples
   rlark validate --format github .          # annotations in a GitHub Actions job
   rlark validate --format junit . > rlark.xml
+  rlark validate --hub-key hub-seal.pem .   # SealedSecrets sealed to this hub's key
 `;
 
 /**
@@ -33,17 +45,23 @@ export function registerValidate(program: Command): void {
       new Option("-f, --format <format>", "output format").choices(Object.keys(FORMATS)).default("text"),
     )
     .option("--strict", "treat documents that are not RLark objects as errors", false)
+    .option("--hub-key <pem file|hub url>", "check SealedSecret values are sealed to this hub's key")
+    .option("--data-dir <dir>", "where to find admin-token when --hub-key is a URL", ".rlark")
+    .option("--token <token>", "bearer token (or RLARK_TOKEN) when --hub-key is a URL")
+    .option("--token-file <file>", "file holding the bearer token")
     .addHelpText("after", VALIDATE_HELP)
-    .action(async (paths: string[], options: { format: ReportFormat; strict: boolean }) => {
+    .action(async (paths: string[], options: ValidateFlags) => {
       requireExistingPaths(paths, process.cwd());
-      const [{ renderReport }, { validatePaths }] = await Promise.all([
+      const [{ keyIdAmong, renderReport }, { validatePaths }] = await Promise.all([
         import("../api/index.ts"),
         import("../source/index.ts"),
       ]);
+      const hubKey = options.hubKey ? await loadHubKey({ ...options, hubKey: options.hubKey }) : undefined;
       const result = await validatePaths(paths, {
         baseDir: process.cwd(),
         strict: options.strict,
         summarize: true,
+        ...(hubKey ? { sealCheck: keyIdAmong(hubKey.keyIds) } : {}),
       });
       process.stdout.write(renderReport(result, options.format));
       const ioFailure = result.errors.some((e) => e.rule === "io/not-found");

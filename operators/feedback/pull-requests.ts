@@ -6,9 +6,11 @@
 // Security: the head is fetched from the base repository's `refs/pull/N/head` (never from a
 // fork's URL), checked out with git plumbing only, and read as data: nothing in it runs, and for
 // a fork's pull request nothing is sent to a cluster (no dry-run).
+
 import { existsSync } from "node:fs";
 import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
 import { join } from "node:path";
+import type { SealCheck } from "../api/index.ts";
 import { type Clock, systemClock, type TimerId } from "../lib/clock.ts";
 import { type Logger, silentLogger } from "../lib/logger.ts";
 import type { KubeObject } from "../lib/store/index.ts";
@@ -61,6 +63,8 @@ export interface PullRequestReviewerOptions {
   dashboardUrl?: string;
   dryRunner?: WorkloadDryRunner;
   workloadNamespace?: string;
+  /** PlanTreeOptions.sealCheck. */
+  sealCheck?: SealCheck;
   /** Poll open pull requests this often (a fallback when no webhook is configured); 0 disables. */
   pollIntervalMs?: number;
   /** First retry delay of a review that failed (host or git down); doubles up to 5 minutes. */
@@ -342,6 +346,7 @@ class Reviewer implements PullRequestReviewer {
             against: this.#o.hubName ? `the live state of hub ${this.#o.hubName}` : "the hub's live state",
             ...(pull.fork || !this.#o.dryRunner ? {} : { dryRunner: this.#o.dryRunner }),
             ...(this.#o.workloadNamespace ? { workloadNamespace: this.#o.workloadNamespace } : {}),
+            ...(this.#o.sealCheck ? { sealCheck: this.#o.sealCheck } : {}),
           });
       if (pull.fork && plan.valid) plan.dryRunNote = FORK_DRY_RUN_NOTE;
     } finally {

@@ -1,6 +1,7 @@
 // The hub's feedback: commit statuses and pull-request plans on the code host, and the status
 // branch. Built in two steps because the source needs the sync-status reporter (it wraps every
 // revision) and the reviewer and the status branch need the source's repository.
+import type { SealCheck } from "../api/index.ts";
 import {
   createPullRequestReviewer,
   createStatusBranchWriter,
@@ -72,6 +73,8 @@ export interface HubFeedbackOptions {
   intake: WebhookIntake;
   tunnel: TunnelServer;
   logger: Logger;
+  /** Plans check SealedSecret values as the hub's revisions are checked. */
+  sealCheck?: SealCheck;
 }
 
 export interface HubFeedback {
@@ -98,6 +101,7 @@ export async function createHubFeedback(options: HubFeedbackOptions): Promise<Hu
           request: (cluster, body) => options.tunnel.request(cluster, DRY_RUN_PURPOSE, body),
         }),
         pollIntervalMs: codeHost.settings.pollIntervalMs ?? 60_000,
+        ...(options.sealCheck ? { sealCheck: options.sealCheck } : {}),
         logger,
       })
     : undefined;

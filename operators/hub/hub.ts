@@ -14,6 +14,7 @@ import {
   httpAuditSink,
   knownHostsLine,
 } from "../access/index.ts";
+import { hubOpens } from "../api/index.ts";
 import { AddonCatalogHolder } from "../controllers/addon/index.ts";
 import type { Dashboard, DashboardSettings } from "../dashboard/index.ts";
 import type { StatusBranchWriter } from "../feedback/index.ts";
@@ -134,12 +135,18 @@ export async function startHub(options: HubOptions): Promise<Hub> {
   await chmod(options.dataDir, 0o700);
   const adminToken = await loadOrCreateAdminToken(options.dataDir);
   const sealKeys = await SealKeyring.open(path.join(options.dataDir, "seal"));
+  const sealCheck = hubOpens(sealKeys);
   const settings = options.store ?? { backend: "sqlite" };
   const kubeConfig = settings.backend === "kubernetes" ? loadKubeConfig(settings.kubeconfig) : undefined;
   const store = await openHubStore(settings, options.dataDir, kubeConfig);
   const registry = new Registry();
   const manager = new Manager({ store, registry, logger });
-  const agentSync = createAgentSync({ store, artifactDir: path.join(options.dataDir, "artifacts"), logger });
+  const agentSync = createAgentSync({
+    store,
+    artifactDir: path.join(options.dataDir, "artifacts"),
+    sealKeys,
+    logger,
+  });
   const access = new AccessControl(store);
   const audit = new AuditLog({ path: path.join(options.dataDir, "audit", "access.jsonl") });
   const bastion = new Bastion({
@@ -178,6 +185,7 @@ export async function startHub(options: HubOptions): Promise<Hub> {
         intervalMs: options.intervalMs ?? 60_000,
         credentials: options.credentials,
         onCatalog: (catalog) => addonCatalog.set(catalog),
+        sealCheck,
         ...(codeHost ? { syncStatus: codeHost.syncStatus } : {}),
         registry,
         logger,
@@ -197,6 +205,7 @@ export async function startHub(options: HubOptions): Promise<Hub> {
         webhookSecretFile: options.webhookSecretFile,
         intake: webhookIntake,
         tunnel: tunnel.server,
+        sealCheck,
         logger,
       })
     : undefined;

@@ -1,7 +1,7 @@
 // The hub's git source: a mirror of the repository and a watcher that hands every new revision to
 // source/'s one revision path (validate, store artifacts, apply or refuse whole).
 import path from "node:path";
-import type { AddonCatalog } from "../api/index.ts";
+import type { AddonCatalog, SealCheck } from "../api/index.ts";
 import type { SyncStatusReporter } from "../feedback/index.ts";
 import type { Logger } from "../lib/logger.ts";
 import type { Registry } from "../lib/metrics/index.ts";
@@ -31,6 +31,8 @@ export interface HubSourceOptions {
   logger: Logger;
   /** Told the addon catalog each accepted revision was validated with. */
   onCatalog?: (catalog: AddonCatalog) => void;
+  /** Every SealedSecret value must open with the hub's keys. */
+  sealCheck?: SealCheck;
 }
 
 export interface HubSource {
@@ -50,6 +52,7 @@ export function createHubSource(options: HubSourceOptions): HubSource {
     artifactDir: path.join(options.dataDir, "artifacts"),
     logger: options.logger,
     ...(options.onCatalog ? { onCatalog: options.onCatalog } : {}),
+    ...(options.sealCheck ? { sealCheck: options.sealCheck } : {}),
   });
   const watcher = createGitWatcher({
     repository,

@@ -2,7 +2,7 @@
 // hub's content-addressed store, then applied in one transaction; or refused whole, the store
 // untouched.
 import path from "node:path";
-import { type AddonCatalog, compareVersions } from "../api/index.ts";
+import { type AddonCatalog, compareVersions, type SealCheck } from "../api/index.ts";
 import type { Logger } from "../lib/logger.ts";
 import type { Store } from "../lib/store/index.ts";
 import { storeArtifacts } from "./artifact-store.ts";
@@ -21,6 +21,8 @@ export interface RevisionApplierOptions {
    * renders from it.
    */
   onCatalog?: (catalog: AddonCatalog) => void;
+  /** The hub's check that it opens every SealedSecret value (api/validate). */
+  sealCheck?: SealCheck;
 }
 
 /** An ApplyRevision for the git watcher whose result also says what changed. */
@@ -35,6 +37,7 @@ export function createRevisionApplier(options: RevisionApplierOptions): Revision
     const result = await validatePaths([root], {
       baseDir: dir,
       installedAddons: await installedAddons(options.store),
+      ...(options.sealCheck ? { sealCheck: options.sealCheck } : {}),
     });
     if (!result.valid) {
       options.logger.warn("revision refused", { revision, errors: result.errors.length });

@@ -103,7 +103,7 @@ t.test("a bad update keeps what the agent held; a delete still removes it", asyn
   await waitFor("the refusal is logged", () => refusals(logger).length === 1);
   const held = agent.desired().find((o) => o.metadata.name === "a");
   t.equal(
-    (held?.spec as { agentType?: unknown } | undefined)?.agentType,
+    (held as { spec?: { agentType?: unknown } } | undefined)?.spec?.agentType,
     "Kubernetes",
     "the valid Task stays",
   );

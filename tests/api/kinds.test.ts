@@ -16,6 +16,7 @@ t.test("the registry holds the kinds of the architecture with their scope and wr
       ["Node", "nodes", "node", true, "git"],
       ["User", "users", "user", false, "git"],
       ["AccessPolicy", "accesspolicies", "accesspolicy", false, "git"],
+      ["SealedSecret", "sealedsecrets", "sealedsecret", true, "git"],
       ["Task", "tasks", "task", true, "hub"],
       ["DomainPeer", "domainpeers", "domainpeer", true, "hub"],
       ["AddonRelease", "addonreleases", "addonrelease", true, "hub"],

@@ -20,6 +20,7 @@ t.test("rlark crds prints one CRD per kind, the same as the committed schemas/cr
       "nodes",
       "users",
       "accesspolicies",
+      "sealedsecrets",
       "tasks",
       "domainpeers",
       "addonreleases",

@@ -229,6 +229,12 @@ export interface ObservedVolume {
   terminating?: boolean;
 }
 
+/** A Secret opened from a SealedSecret: its place and its data (key to base64). Never log data. */
+export interface RuntimeSecret {
+  metadata: { name: string; namespace: string };
+  data: Record<string, string>;
+}
+
 /** An Addon rendered for this cluster: the part of an AddonRelease a runtime needs. */
 export interface RuntimeAddon {
   metadata: { name: string; generation?: number };
@@ -387,6 +393,12 @@ export interface Runtime {
    * resource, projected (lib/tunnel/browse.ts: a Secret is its key names). Absent: nothing to browse.
    */
   browse?(request: BrowseRequest): Promise<BrowseAnswer>;
+  /**
+   * The complete set of Secrets opened from SealedSecrets for this cluster each time: applies
+   * them as Opaque Secrets and deletes the ones it made that are no longer in the set. The hub
+   * sends Secrets only to kubernetes agents (docs/secrets.md).
+   */
+  applySecrets?(secrets: readonly RuntimeSecret[]): Promise<void>;
   /** Stops supervising. By default leaves workloads running, to be adopted by the next runtime. */
   stop(options?: StopOptions): Promise<void>;
 }

@@ -8,6 +8,7 @@ import type { Cluster } from "./cluster.ts";
 import type { Node } from "./node.ts";
 import type { User } from "./user.ts";
 import type { AccessPolicy } from "./access-policy.ts";
+import type { SealedSecret } from "./sealed-secret.ts";
 import type { Task } from "./task.ts";
 import type { DomainPeer } from "./domain-peer.ts";
 import type { AddonRelease } from "./addon-release.ts";
@@ -22,10 +23,11 @@ export type * from "./cluster.ts";
 export type * from "./node.ts";
 export type * from "./user.ts";
 export type * from "./access-policy.ts";
+export type * from "./sealed-secret.ts";
 export type * from "./task.ts";
 export type * from "./domain-peer.ts";
 export type * from "./addon-release.ts";
 export type * from "./pod.ts";
 
 /** Any object of the rlinf.io/v1alpha1 API. */
-export type ApiObject = Job | Workflow | Domain | Addon | Cluster | Node | User | AccessPolicy | Task | DomainPeer | AddonRelease | Pod;
+export type ApiObject = Job | Workflow | Domain | Addon | Cluster | Node | User | AccessPolicy | SealedSecret | Task | DomainPeer | AddonRelease | Pod;

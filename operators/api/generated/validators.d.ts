@@ -9,6 +9,7 @@ export declare const Cluster: ValidateFunction;
 export declare const Node: ValidateFunction;
 export declare const User: ValidateFunction;
 export declare const AccessPolicy: ValidateFunction;
+export declare const SealedSecret: ValidateFunction;
 export declare const Task: ValidateFunction;
 export declare const DomainPeer: ValidateFunction;
 export declare const AddonRelease: ValidateFunction;

@@ -12,6 +12,7 @@ import { accessPolicyRules } from "./rules/access-policies.ts";
 import { addonCatalogRules, clusterReferenceRules } from "./rules/cluster-references.ts";
 import { domainCidrRules } from "./rules/domain-cidrs.ts";
 import { jobSpecRules, suggest } from "./rules/job-specs.ts";
+import { type SealCheck, sealedSecretRules } from "./rules/sealed-secrets.ts";
 import { workflowDagRules } from "./rules/workflow-dag.ts";
 
 export type { Diagnostic } from "./diagnostic.ts";
@@ -19,6 +20,7 @@ export { compareDiagnostics, formatDiagnostic } from "./diagnostic.ts";
 export type { ParsedDocument, Position } from "./parsed-document.ts";
 export { REPORT_FORMATS, type ReportFormat, renderReport } from "./reporters.ts";
 export type { ManifestObject } from "./rule-context.ts";
+export { hubOpens, keyIdAmong, type SealCheck } from "./rules/sealed-secrets.ts";
 
 export interface ValidateOptions {
   /** Treat documents that are not RLark objects as errors instead of skipping them with a warning. */
@@ -35,6 +37,11 @@ export interface ValidateOptions {
    * its status: moving below it is a downgrade, refused unless the target version allows it.
    */
   installedAddons?: ReadonlyMap<string, string>;
+  /**
+   * How far a SealedSecret's values are checked beyond their form: the hub opens each one,
+   * `rlark validate --hub-key` checks its key id is one of the hub's. Without it, the form only.
+   */
+  sealCheck?: SealCheck;
 }
 
 export interface ValidationResult {
@@ -54,6 +61,7 @@ const CROSS_RULES: CrossRule[] = [
   clusterReferenceRules,
   addonCatalogRules,
   accessPolicyRules,
+  sealedSecretRules,
 ];
 
 export function validateDocuments(
@@ -158,7 +166,7 @@ export class SnapshotChecker {
       });
     };
     checkUniqueNames(objects, report);
-    const ctx = buildContext(objects, this.#options.catalog, this.#options.installedAddons, report);
+    const ctx = buildContext(objects, this.#options, report);
     for (const rule of CROSS_RULES) rule(ctx);
     errors.sort(compareDiagnostics);
     const warnings = this.#warnings.sort(compareDiagnostics);
@@ -293,8 +301,7 @@ function checkUniqueNames(objects: ManifestObject[], report: RuleContext["report
 
 function buildContext(
   objects: ManifestObject[],
-  catalog: AddonCatalog,
-  installedAddons: ReadonlyMap<string, string> | undefined,
+  options: ValidateOptions,
   report: RuleContext["report"],
 ): RuleContext {
   const valid = new Map<string, ManifestObject[]>();
@@ -310,8 +317,9 @@ function buildContext(
     objects,
     ofKind: (kind) => valid.get(kind) ?? [],
     names: (kind) => names.get(kind) ?? new Set(),
-    catalog,
-    installedAddons: installedAddons ?? new Map(),
+    catalog: options.catalog,
+    installedAddons: options.installedAddons ?? new Map(),
+    ...(options.sealCheck ? { sealCheck: options.sealCheck } : {}),
     report,
   };
 }

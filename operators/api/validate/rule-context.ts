@@ -1,5 +1,6 @@
 import type { AddonCatalog } from "../addon-catalog.ts";
 import type { ParsedDocument } from "./parsed-document.ts";
+import type { SealCheck } from "./rules/sealed-secrets.ts";
 
 /** A document that is an RLark object (apiVersion rlinf.io/v1alpha1 and a known kind). */
 export interface ManifestObject {
@@ -21,6 +22,8 @@ export interface RuleContext {
   readonly catalog: AddonCatalog;
   /** `<namespace>/<name>` → the version an Addon runs now (ValidateOptions.installedAddons). */
   readonly installedAddons: ReadonlyMap<string, string>;
+  /** ValidateOptions.sealCheck. */
+  readonly sealCheck?: SealCheck;
   report(target: ManifestObject, pointer: string, rule: string, message: string, at?: "value" | "key"): void;
 }
 

@@ -1,6 +1,6 @@
 // The I/O around computePlan: validate a checked-out revision, read the live state, dry-run.
 import path from "node:path";
-import { compareDiagnostics, type Job } from "../../api/index.ts";
+import { compareDiagnostics, type Job, type SealCheck } from "../../api/index.ts";
 import type { KubeObject } from "../../lib/store/index.ts";
 import { validatePaths } from "../../source/index.ts";
 import { checkArtifacts } from "./artifacts.ts";
@@ -21,11 +21,16 @@ export interface PlanTreeOptions {
   dryRunner?: WorkloadDryRunner;
   /** Namespace the Kubernetes runtime puts workloads in (for dry-runs). Default "default". */
   workloadNamespace?: string;
+  /** The hub's check of SealedSecret values (api/validate): a value it cannot open fails the plan. */
+  sealCheck?: SealCheck;
 }
 
 export async function planTree(options: PlanTreeOptions): Promise<Plan> {
   const roots = (options.paths ?? ["."]).map((p) => path.resolve(options.dir, p));
-  const validation = await validatePaths(roots, { baseDir: options.dir });
+  const validation = await validatePaths(roots, {
+    baseDir: options.dir,
+    ...(options.sealCheck ? { sealCheck: options.sealCheck } : {}),
+  });
   if (validation.valid) {
     // The hub checks artifacts after validation, against the manifest folder: so does the plan.
     const artifactErrors = await checkArtifacts(validation.objects, await manifestFolder(roots));

@@ -3,15 +3,18 @@
 // keeps Cluster status (Online/Offline, heartbeat, capabilities), and releases the cleanup
 // finalizer of a deleted Task (or AddonRelease) once the agent has acknowledged the removal and
 // reports nothing of it any more.
+import { createHash } from "node:crypto";
 import { AGENT_CLEANUP_FINALIZER, clusterOf, namespaceFor } from "../../api/index.ts";
 import { type Clock, systemClock, type TimerId } from "../../lib/clock.ts";
 import { type KubeObject, kindKey, kindKeyOf, parseKindKey } from "../../lib/kube-object.ts";
 import type { Logger } from "../../lib/logger.ts";
+import type { SealKeyring } from "../../lib/seal/index.ts";
 import type { Store, Watch } from "../../lib/store/index.ts";
 import { modify } from "../../lib/store/index.ts";
 import type { AgentMessage, AgentSession, ClusterState, ConnectivityTest } from "../../lib/tunnel/index.ts";
 import { desiredForCluster, hasCleanupFinalizer } from "./desired-set.ts";
 import { writeReport } from "./report-writer.ts";
+import { secretsForCluster } from "./sealed-secrets.ts";
 
 export interface AgentSyncOptions {
   store: Store;
@@ -21,6 +24,11 @@ export interface AgentSyncOptions {
   debounceMs?: number;
   /** Drives the delta debounce and the status timestamps; tests pass a FakeClock. */
   clock?: Clock;
+  /**
+   * Opens SealedSecrets into the Secrets sent to kubernetes agents; without it none are sent.
+   * Process agents get none either way (docs/secrets.md).
+   */
+  sealKeys?: Pick<SealKeyring, "unseal">;
 }
 
 export interface AgentSync {
@@ -32,6 +40,9 @@ export interface AgentSync {
 
 const WATCHED_KINDS = ["Task", "DomainPeer", "AddonRelease", "Node"] as const;
 
+/** Only the kubernetes runtime applies Secrets: other agents are never sent a plain value. */
+const SENT_SECRETS_RUNTIME = "kubernetes";
+
 export function createAgentSync(options: AgentSyncOptions): AgentSync {
   const { store, logger } = options;
   const clock = options.clock ?? systemClock;
@@ -42,12 +53,29 @@ export function createAgentSync(options: AgentSyncOptions): AgentSync {
     const cluster = clusterOf(object.metadata.namespace);
     if (cluster) sessions.get(cluster)?.schedule();
   };
+  // A cluster-wide SealedSecret may reach any cluster; a Cluster's labels decide which.
+  const clusterLabels = new Map<string, string>();
+  const sealedChanged = (object: KubeObject) => {
+    const cluster = clusterOf(object.metadata.namespace);
+    if (cluster) sessions.get(cluster)?.schedule();
+    else for (const session of sessions.values()) session.schedule();
+  };
+  const clusterChanged = (object: KubeObject) => {
+    const labels = JSON.stringify(object.metadata.labels ?? {});
+    if (clusterLabels.get(object.metadata.name) === labels) return;
+    clusterLabels.set(object.metadata.name, labels);
+    sessions.get(object.metadata.name)?.schedule();
+  };
 
   return {
     async start() {
       const resourceVersion = await store.resourceVersion();
       for (const kind of WATCHED_KINDS) {
         watches.push(await store.watch(kind, { resourceVersion }, (event) => changed(event.object)));
+      }
+      if (options.sealKeys) {
+        watches.push(await store.watch("SealedSecret", { resourceVersion }, (e) => sealedChanged(e.object)));
+        watches.push(await store.watch("Cluster", { resourceVersion }, (e) => clusterChanged(e.object)));
       }
     },
     onAgentSession(session) {
@@ -169,6 +197,15 @@ class ClusterSession {
     const objects = await desiredForCluster(this.#options.store, this.cluster, {
       artifactDir: this.#options.artifactDir,
     });
+    const { sealKeys } = this.#options;
+    if (sealKeys && this.#session.hello.runtime === SENT_SECRETS_RUNTIME) {
+      objects.push(
+        ...(await secretsForCluster(this.#options.store, this.cluster, {
+          keys: sealKeys,
+          logger: this.#options.logger,
+        })),
+      );
+    }
     const next = new Map(objects.map((o) => [kindKeyOf(o), o]));
     const generation = ++this.#generation;
     if (full) {
@@ -269,9 +306,13 @@ class ClusterSession {
 
 /**
  * What an agent acts on, without what changes on every status write (resourceVersion): a Task
- * whose status the hub just wrote from the agent's own report is not sent back to it.
+ * whose status the hub just wrote from the agent's own report is not sent back to it. A digest,
+ * so the memory of what was sent holds no Secret's data.
  */
 function fingerprint(object: KubeObject): string {
   const { resourceVersion: _rv, ...metadata } = object.metadata;
-  return JSON.stringify({ metadata, spec: object.spec ?? null });
+  const { data } = object as { data?: unknown };
+  return createHash("sha256")
+    .update(JSON.stringify({ metadata, spec: object.spec ?? null, data: data ?? null }))
+    .digest("base64");
 }

@@ -5,4 +5,4 @@ export { SealError } from "./errors.ts";
 export { SealKeyring } from "./keyring.ts";
 export { sealValue } from "./seal-value.ts";
 export { MAX_SEALED_PLAIN_BYTES, parseSealed, SEALED_PREFIX, sealedKeyId } from "./sealed-text.ts";
-export { publicKeyPemId } from "./x25519.ts";
+export { publicKeyPemId, x25519PublicKey } from "./x25519.ts";

@@ -5,7 +5,8 @@
 // labels but is no longer desired; node-overlay-sync.ts keeps git's node overlays; snapshot.ts
 // maps the caches to the runtime contract (observe.ts), change-feed.ts tells the agent, and
 // disk-poller.ts and kubernetes-version.ts add what the watches do not see; domain-peers-secret.ts
-// keeps the nodeservers' Secret rlark-domain-peers. Everything the
+// keeps the nodeservers' Secret rlark-domain-peers; sealed-secrets.ts the Secrets opened from
+// SealedSecrets. Everything the
 // runtime owns is found again by label, so a new runtime on the same cluster adopts it: no state
 // of its own.
 
@@ -21,6 +22,7 @@ import type {
   Runtime,
   RuntimeAddon,
   RuntimeDomainPeer,
+  RuntimeSecret,
   RuntimeSnapshot,
   RuntimeTask,
   StopOptions,
@@ -37,6 +39,7 @@ import { MANAGED_SELECTOR } from "./labels.ts";
 import { NodeOverlaySync } from "./node-overlay-sync.ts";
 import { type RejectedTask, WorkloadReconciler } from "./reconciler.ts";
 import { DEFAULT_NAMESPACE, type SidecarOptions } from "./render.ts";
+import { SealedSecretsWriter } from "./sealed-secrets.ts";
 import { buildSnapshot } from "./snapshot.ts";
 import { type ClusterWatches, watchCluster } from "./watches.ts";
 
@@ -105,6 +108,7 @@ export class KubernetesRuntime implements Runtime {
   readonly #version: KubernetesVersion;
   readonly #peers: DomainPeersWriter;
   readonly #addons: AddonInstaller;
+  readonly #secrets: SealedSecretsWriter;
 
   private constructor(options: KubernetesRuntimeOptions) {
     this.#options = options;
@@ -155,6 +159,14 @@ export class KubernetesRuntime implements Runtime {
       onChange: changed,
       pollIntervalMs: options.addonPollIntervalMs,
     });
+    this.#secrets = new SealedSecretsWriter({
+      objects,
+      core,
+      selector,
+      instance: options.instance,
+      logger,
+      retryIntervalMs: options.retryIntervalMs,
+    });
   }
 
   /**
@@ -199,6 +211,10 @@ export class KubernetesRuntime implements Runtime {
 
   browse(request: BrowseRequest): Promise<BrowseAnswer> {
     return kubernetesBrowse(this.#clients.core, this.#clients.apps)(request);
+  }
+
+  applySecrets(secrets: readonly RuntimeSecret[]): Promise<void> {
+    return this.#secrets.apply(secrets);
   }
 
   onChange(listener: () => void): () => void {
@@ -253,6 +269,7 @@ export class KubernetesRuntime implements Runtime {
     await this.#addons.stop();
     this.#feed.stop();
     await this.#peers.stop();
+    await this.#secrets.stop();
     await this.#reconciler.settled;
     for (const c of this.#watches.all) c.stop();
     this.#feed.clearListeners();

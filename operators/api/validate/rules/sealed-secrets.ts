@@ -1,0 +1,52 @@
+import { parseSealed, type SealKeyring, secretValueContext } from "../../../lib/seal/index.ts";
+import { type CrossRule, escapePointer, objectAt, stringAt } from "../rule-context.ts";
+
+/** What is wrong with one sealed value for `context`, or undefined when it passes. */
+export type SealCheck = (sealed: string, context: string) => string | undefined;
+
+/** The hub's check: the value opens with its keys for exactly this place. */
+export function hubOpens(keys: Pick<SealKeyring, "unseal">): SealCheck {
+  return (sealed, context) => {
+    try {
+      keys.unseal(sealed, context);
+      return undefined;
+    } catch (error) {
+      return `does not open on this hub: ${(error as Error).message}`;
+    }
+  };
+}
+
+/** CI's check without the private key: the value is sealed to one of the hub's key ids. */
+export function keyIdAmong(keyIds: readonly string[]): SealCheck {
+  return (sealed) => {
+    const { kid } = parseSealed(sealed);
+    return keyIds.includes(kid)
+      ? undefined
+      : `is sealed to key ${kid}, which is not one of the hub's (${keyIds.join(", ")}): seal it again with \`rlark seal\``;
+  };
+}
+
+/**
+ * Each sealed value is well formed (the schema checks the characters; this the structure) and,
+ * with a check, one the hub can open for this Secret's namespace, name and key: a value copied
+ * from another Secret or key is refused before it reaches the store.
+ */
+export const sealedSecretRules: CrossRule = (ctx) => {
+  for (const sealed of ctx.ofKind("SealedSecret")) {
+    const spec = objectAt(sealed.object, "spec");
+    const namespace = stringAt(spec, "namespace") ?? "";
+    for (const [key, value] of Object.entries(objectAt(spec, "encryptedData") ?? {})) {
+      if (typeof value !== "string") continue;
+      const pointer = `/spec/encryptedData/${escapePointer(key)}`;
+      let problem: string | undefined;
+      try {
+        parseSealed(value);
+      } catch (error) {
+        problem = `is malformed: ${(error as Error).message}`;
+      }
+      problem ??= ctx.sealCheck?.(value, secretValueContext(namespace, sealed.name, key));
+      if (problem)
+        ctx.report(sealed, pointer, "cross/sealed-value", `the sealed value of "${key}" ${problem}`);
+    }
+  }
+};
