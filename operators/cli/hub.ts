@@ -1,6 +1,7 @@
 import path from "node:path";
 import { type Command, Option } from "commander";
 import type { HubOptions } from "../hub/index.ts";
+import { runAgentlessClusters } from "./agentless.ts";
 import { parseDuration } from "./duration.ts";
 import { addCommonHubFlags, type CommonHubFlags, hubOptionsFrom } from "./hub-options.ts";
 import { untilSignal } from "./until-signal.ts";
@@ -125,9 +126,14 @@ export function registerHub(program: Command): void {
         );
       }
       const options = { ...(await hubOptionsFrom(flags, { intervalMs: 60_000 })), ...storeOptions(flags) };
-      const { startHub } = await import("../hub/index.ts");
+      const [{ startHub }, { jsonLogger }] = await Promise.all([
+        import("../hub/index.ts"),
+        import("../lib/logger.ts"),
+      ]);
       const hub = await startHub(options);
+      const agentless = await runAgentlessClusters(hub, options.dataDir, jsonLogger("agentless"));
       await untilSignal();
+      await agentless.stop();
       await hub.stop();
     },
   );

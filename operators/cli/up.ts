@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { runAgentlessClusters } from "./agentless.ts";
 import { addCommonHubFlags, type CommonHubFlags, hubOptionsFrom } from "./hub-options.ts";
 import { untilSignal } from "./until-signal.ts";
 
@@ -47,6 +48,7 @@ export function registerUp(program: Command): void {
         (await hub.pki.enrollment.createToken({ cluster, ttlMs: 10 * 60_000 })).token,
       logger,
     });
+    const agentless = await runAgentlessClusters(hub, options.dataDir, logger);
     const out = process.stdout;
     out.write(`\nRLark is up.\n`);
     if (playground) {
@@ -72,6 +74,7 @@ export function registerUp(program: Command): void {
     out.write(`  stop with Ctrl-C\n\n`);
     await untilSignal();
     await agent?.stop();
+    await agentless.stop();
     await hub.stop();
   });
 }

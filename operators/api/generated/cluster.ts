@@ -21,8 +21,22 @@ export interface ClusterSpec {
   runtime: "kubernetes" | "process";
   /** Free text for people. */
   description?: string;
+  /** agent (default): an agent on the cluster connects to the hub. kubeconfig: no agent is installed; the hub drives the cluster itself with the sealed kubeconfig in spec.kubeconfig (runtime kubernetes only; docs/clusters.md). */
+  access?: "agent" | "kubeconfig";
+  /** For access: kubeconfig. */
+  kubeconfig?: ClusterKubeconfig;
   /** Planned: the agent's SSH public key, to pin at enrollment. Not read yet: agents are pinned by the certificate the hub's CA issues when they enroll. */
   agentPublicKey?: SSHPublicKey;
+}
+
+/** How the hub reaches an agentless cluster. Only this hub can open the sealed kubeconfig; it is never served, logged or written back. */
+export interface ClusterKubeconfig {
+  /** The kubeconfig sealed to the hub's key with context cluster/<name>/kubeconfig: `rlark seal --kubeconfig FILE --cluster NAME`. Its current context is used. */
+  sealed: string;
+  /** The API server address the hub dials, instead of the current context's server (a kubeconfig that says 127.0.0.1 where the hub needs another address). */
+  server?: string;
+  /** Do not verify the API server's certificate. Only for labs with self-signed servers: anyone on the path can then read the credentials. */
+  insecureSkipTLSVerify?: boolean;
 }
 
 /** State of one component on the cluster, as reported in heartbeats. */

@@ -1,0 +1,234 @@
+// Agentless clusters (Cluster spec.access: kubeconfig, seed 003): the hub's machine runs, for each
+// one, the same agent and kubernetes runtime a cluster would run itself, with the kubeconfig
+// sealed in git opened by the hub's keyring. Each in-process agent enrolls and connects to the
+// hub's own SSH endpoint like any other (docs/adr/0010-agentless-clusters.md), so desired sets,
+// reports, status, browsing and logs take the one path every cluster takes. Started by the cli
+// next to the hub: the hub may not import the agent.
+import { mkdir, rm } from "node:fs/promises";
+import path from "node:path";
+import { VersionApi } from "@kubernetes/client-node";
+import packageJson from "../../../package.json" with { type: "json" };
+import type { Cluster } from "../../api/index.ts";
+import type { Logger } from "../../lib/logger.ts";
+import { clusterKubeconfigContext, type SealKeyring } from "../../lib/seal/index.ts";
+import { modify, type Store, type Watch } from "../../lib/store/index.ts";
+import { type CredentialStore, fileCredentialStore } from "../../lib/tunnel/index.ts";
+import { type Agent, startAgent } from "../agent.ts";
+import { describeApiError } from "../runtimes/kubernetes/api-error.ts";
+import { KubernetesRuntime, type KubernetesRuntimeOptions } from "../runtimes/kubernetes/index.ts";
+import type { ConnectivityTest } from "../runtimes/types.ts";
+import { KubeconfigError, kubeConfigFrom } from "./kubeconfig.ts";
+
+export { KubeconfigError, kubeConfigFrom } from "./kubeconfig.ts";
+
+export interface AgentlessOptions {
+  /** The hub's store: Clusters are read from it and their status written to it. */
+  store: Store;
+  /** The hub's sealing keyring (`<data-dir>/seal/`). */
+  keyring: Pick<SealKeyring, "unseal">;
+  /** The hub's SSH endpoint and CA fingerprint, as an agent enrolls with them. */
+  hub: { sshAddress: string; caFingerprint: string };
+  /** A bootstrap token for `cluster` (the hub's enrollment). */
+  createToken(cluster: string): Promise<string>;
+  /** Each cluster's agent credentials go under `<dir>/<cluster>/`. */
+  dir: string;
+  logger: Logger;
+  /** How often a cluster that could not be driven is tried again. Default 60 s. */
+  retryIntervalMs?: number;
+  /** Extra runtime options (tests: instance, defaultNamespace, retryIntervalMs). */
+  runtime?: Partial<Omit<KubernetesRuntimeOptions, "kubeConfig" | "logger">>;
+  /** The agents' report interval. */
+  reportIntervalMs?: number;
+}
+
+interface Driven {
+  /** What the driver was started from: a change restarts it. */
+  fingerprint: string;
+  agent?: Agent;
+  /** Could not be driven: the next retry tick tries again. */
+  failed?: boolean;
+}
+
+const fingerprintOf = (cluster: Cluster): string => JSON.stringify(cluster.spec.kubeconfig ?? null);
+
+export class AgentlessClusters {
+  readonly #options: AgentlessOptions;
+  readonly #driven = new Map<string, Driven>();
+  #watch: Watch | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<void> = Promise.resolve();
+  #again = false;
+  #stopped = false;
+
+  constructor(options: AgentlessOptions) {
+    this.#options = options;
+  }
+
+  /** Clusters driven from here now, sorted. */
+  get clusters(): string[] {
+    return [...this.#driven.entries()]
+      .filter(([, d]) => d.agent)
+      .map(([name]) => name)
+      .sort();
+  }
+
+  async start(): Promise<void> {
+    const { store } = this.#options;
+    const resourceVersion = await store.resourceVersion();
+    this.#watch = await store.watch("Cluster", { resourceVersion }, () => this.#schedule());
+    await this.#reconcile();
+    this.#tick();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    this.#watch?.stop();
+    await this.#running;
+    await Promise.all([...this.#driven.values()].map((d) => d.agent?.stop()));
+    this.#driven.clear();
+  }
+
+  #tick(): void {
+    this.#timer = setTimeout(() => {
+      // a cluster that failed is started again: drop its entry so the next pass retries
+      for (const [name, driven] of this.#driven) if (driven.failed) this.#driven.delete(name);
+      this.#schedule();
+      if (!this.#stopped) this.#tick();
+    }, this.#options.retryIntervalMs ?? 60_000);
+  }
+
+  /** One pass at a time; changes during a pass make one more. */
+  #schedule(): void {
+    if (this.#stopped) return;
+    if (this.#again) return;
+    this.#again = true;
+    this.#running = this.#running.then(async () => {
+      this.#again = false;
+      await this.#reconcile();
+    });
+  }
+
+  async #reconcile(): Promise<void> {
+    if (this.#stopped) return;
+    const { store, logger } = this.#options;
+    const wanted = new Map<string, Cluster>();
+    for (const object of (await store.list("Cluster")).items) {
+      const cluster = object as unknown as Cluster;
+      if (
+        cluster.spec?.access === "kubeconfig" &&
+        cluster.spec.kubeconfig &&
+        !cluster.metadata.deletionTimestamp
+      )
+        wanted.set(cluster.metadata.name, cluster);
+    }
+    for (const [name, driven] of [...this.#driven]) {
+      const cluster = wanted.get(name);
+      if (cluster && fingerprintOf(cluster) === driven.fingerprint) continue;
+      this.#driven.delete(name);
+      logger.info("stopping the agent of an agentless cluster", { cluster: name });
+      await driven.agent?.stop();
+      if (!cluster) {
+        // its identity goes with it: a Cluster of that name registered later enrolls afresh
+        await rm(path.join(this.#options.dir, name), { recursive: true, force: true });
+        logger.info("agentless cluster no longer driven", { cluster: name });
+      }
+    }
+    for (const [name, cluster] of wanted) {
+      if (this.#driven.has(name)) continue;
+      const driven: Driven = { fingerprint: fingerprintOf(cluster) };
+      this.#driven.set(name, driven);
+      try {
+        driven.agent = await this.#drive(cluster);
+        logger.info("driving agentless cluster", { cluster: name });
+      } catch (error) {
+        driven.failed = true;
+        const message = error instanceof Error ? error.message : String(error);
+        logger.warn("agentless cluster not driven; trying again later", { cluster: name, error: message });
+      }
+    }
+  }
+
+  /** Opens the kubeconfig, tests it (the Version API), and starts the runtime and its agent. */
+  async #drive(cluster: Cluster): Promise<Agent> {
+    const name = cluster.metadata.name;
+    const spec = cluster.spec.kubeconfig;
+    if (!spec) throw new Error("no spec.kubeconfig");
+    const fail = async (message: string) => {
+      await this.#writeTest(name, { testedAt: new Date().toISOString(), ok: false, message });
+      return new Error(message);
+    };
+    let kubeConfig: ReturnType<typeof kubeConfigFrom>;
+    try {
+      const plain = this.#options.keyring.unseal(spec.sealed, clusterKubeconfigContext(name));
+      kubeConfig = kubeConfigFrom(plain.toString("utf8"), {
+        ...(spec.server ? { server: spec.server } : {}),
+        ...(spec.insecureSkipTLSVerify ? { insecureSkipTLSVerify: true } : {}),
+      });
+    } catch (error) {
+      // SealError and KubeconfigError say what is wrong without quoting the content
+      const reason = error instanceof KubeconfigError ? error.message : (error as Error).message;
+      throw await fail(
+        error instanceof KubeconfigError
+          ? reason
+          : `spec.kubeconfig.sealed does not open with this hub's keys: ${reason}`,
+      );
+    }
+    try {
+      const { gitVersion } = await kubeConfig.makeApiClient(VersionApi).getCode();
+      await this.#writeTest(name, { testedAt: new Date().toISOString(), ok: true }, gitVersion);
+    } catch (error) {
+      throw await fail(describeApiError(error, "/version"));
+    }
+    const runtime = await KubernetesRuntime.start({
+      ...this.#options.runtime,
+      kubeConfig,
+      agentVersion: packageJson.version,
+      logger: this.#options.logger,
+    });
+    try {
+      await mkdir(path.join(this.#options.dir, name), { recursive: true, mode: 0o700 });
+      const credentials = this.#credentials(name);
+      const enrolled = (await credentials.load()) !== undefined;
+      return await startAgent({
+        hub: this.#options.hub.sshAddress,
+        credentials,
+        ...(enrolled
+          ? {}
+          : { token: await this.#options.createToken(name), caHash: this.#options.hub.caFingerprint }),
+        runtime,
+        runtimeKind: "kubernetes",
+        logger: this.#options.logger,
+        ...(this.#options.reportIntervalMs ? { reportIntervalMs: this.#options.reportIntervalMs } : {}),
+      });
+    } catch (error) {
+      await runtime.stop();
+      throw error;
+    }
+  }
+
+  #credentials(cluster: string): CredentialStore {
+    return fileCredentialStore(path.join(this.#options.dir, cluster, "credentials.json"));
+  }
+
+  async #writeTest(cluster: string, test: ConnectivityTest, kubernetesVersion?: string): Promise<void> {
+    await modify(
+      this.#options.store,
+      "Cluster",
+      undefined,
+      cluster,
+      (object) => {
+        const status = { ...((object.status as Record<string, unknown> | undefined) ?? {}) };
+        status.lastTestedAt = test.testedAt;
+        status.lastTestOk = test.ok;
+        if (test.message === undefined) delete status.lastTestMessage;
+        else status.lastTestMessage = test.message.slice(0, 1024);
+        if (kubernetesVersion) status.kubernetesVersion = kubernetesVersion;
+        object.status = status;
+      },
+      { status: true },
+    ).catch((error: unknown) =>
+      this.#options.logger.warn("cluster status not written", { cluster, error: String(error) }),
+    );
+  }
+}

@@ -1,0 +1,37 @@
+// Runs the hub's agentless clusters (operators/agent/agentless) next to it once it leads: only
+// the leader serves the agent tunnel the in-process agents connect to. Composed here because the
+// hub may not import the agent (docs/adr/0010-agentless-clusters.md).
+import path from "node:path";
+import type { Hub } from "../hub/index.ts";
+import type { Logger } from "../lib/logger.ts";
+
+export interface AgentlessRun {
+  stop(): Promise<void>;
+}
+
+export async function runAgentlessClusters(hub: Hub, dataDir: string, logger: Logger): Promise<AgentlessRun> {
+  const { AgentlessClusters } = await import("../agent/agentless/index.ts");
+  const clusters = new AgentlessClusters({
+    store: hub.store,
+    keyring: hub.sealKeys,
+    hub,
+    createToken: async (cluster) =>
+      (await hub.pki.enrollment.createToken({ cluster, ttlMs: 10 * 60_000 })).token,
+    dir: path.join(dataDir, "agentless"),
+    logger,
+  });
+  let started: Promise<void> | undefined;
+  const startWhenLeading = () => {
+    if (!started && hub.leading()) started = clusters.start();
+  };
+  startWhenLeading();
+  // a standby starts them when it takes over (losing the lead ends the process)
+  const poll = setInterval(startWhenLeading, 1_000);
+  return {
+    async stop() {
+      clearInterval(poll);
+      await started?.catch(() => undefined);
+      await clusters.stop();
+    },
+  };
+}

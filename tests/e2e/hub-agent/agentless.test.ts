@@ -1,0 +1,214 @@
+// An agentless cluster (spec.access: kubeconfig): a hack/kube cluster's kubeconfig, with a
+// ServiceAccount token of its own, sealed to the hub's key and committed as a Cluster; the hub's
+// AgentlessClusters drive it with the kubernetes runtime in-process. A Job runs there without any
+// agent installed, its Task reaches Running on kwok, the Cluster's connectivity status is set, and
+// neither the kubeconfig nor its token appears in a response, a log line or git. Removing the
+// Cluster stops driving it.
+
+import path from "node:path";
+import { PassThrough } from "node:stream";
+import { CoreV1Api, RbacAuthorizationV1Api } from "@kubernetes/client-node";
+import t, { type Test } from "tap";
+import { AgentlessClusters } from "../../../operators/agent/agentless/index.ts";
+import { jsonLogger } from "../../../operators/lib/logger.ts";
+import { clusterKubeconfigContext, sealValue } from "../../../operators/lib/seal/index.ts";
+import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
+import { startHubOnGit } from "../../helpers/hub-on-git.ts";
+import { jobYaml, trainerTaskYaml } from "../../helpers/job-yaml.ts";
+import { onKube, waitFor } from "../../helpers/wait-for.ts";
+
+const fleet = fleetCluster(0);
+const kc = fleet.kubeConfig;
+const core = kc.makeApiClient(CoreV1Api);
+const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
+
+/** A token of a ServiceAccount bound to cluster-admin: the credential the test must never see again. */
+async function serviceAccountToken(t: Test, namespace: string): Promise<string> {
+  await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: "hub" } } });
+  const binding = `${namespace}-hub`;
+  await rbac.createClusterRoleBinding({
+    body: {
+      metadata: { name: binding, labels: { "rlark.io/test": "true" } },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "cluster-admin" },
+      subjects: [{ kind: "ServiceAccount", name: "hub", namespace }],
+    },
+  });
+  t.teardown(() => rbac.deleteClusterRoleBinding({ name: binding }).catch(() => undefined));
+  const request = await core.createNamespacedServiceAccountToken({
+    name: "hub",
+    namespace,
+    body: { spec: { audiences: [], expirationSeconds: 3600 } },
+  });
+  const token = request.status?.token;
+  if (!token) throw new Error("no token");
+  return token;
+}
+
+/** A kubeconfig whose server is wrong on purpose: spec.kubeconfig.server points the hub right. */
+function kubeconfigText(token: string): string {
+  const caData = kc.getCurrentCluster()?.caData;
+  return `apiVersion: v1
+kind: Config
+clusters:
+  - name: lab
+    cluster:
+      server: https://127.0.0.1:1
+      certificate-authority-data: ${caData}
+users:
+  - name: lab-hub
+    user:
+      token: ${token}
+contexts:
+  - name: lab
+    context: { cluster: lab, user: lab-hub }
+current-context: lab
+`;
+}
+
+function clusterYaml(name: string, sealed: string): string {
+  return `apiVersion: rlinf.io/v1alpha1
+kind: Cluster
+metadata:
+  name: ${name}
+  labels: { access: kubeconfig }
+spec:
+  runtime: kubernetes
+  access: kubeconfig
+  kubeconfig:
+    sealed: "${sealed}"
+    server: ${fleet.server}
+`;
+}
+
+const PLACEHOLDER = {
+  "clusters/bench.yaml": `apiVersion: rlinf.io/v1alpha1
+kind: Cluster
+metadata: { name: bench }
+spec: { runtime: process }
+`,
+};
+
+t.test("a sealed kubeconfig lets the hub run a Job on a cluster without an agent", async (t) => {
+  const namespace = await testNamespace(t, kc, "agentless");
+  const token = await serviceAccountToken(t, namespace);
+  const kubeconfig = kubeconfigText(token);
+  const { git, hub, dataDir } = await startHubOnGit(t, {
+    files: PLACEHOLDER,
+    dashboard: true,
+    statusBranch: "rlark-status",
+    statusDebounceMs: 200,
+  });
+  const logged = new PassThrough();
+  const lines: string[] = [];
+  logged.on("data", (chunk: Buffer) => lines.push(chunk.toString()));
+  const clusters = new AgentlessClusters({
+    store: hub.store,
+    keyring: hub.sealKeys,
+    hub,
+    createToken: async (cluster) => (await hub.pki.enrollment.createToken({ cluster, ttlMs: 60_000 })).token,
+    dir: path.join(dataDir, "agentless"),
+    logger: jsonLogger("agentless", logged),
+    retryIntervalMs: 500,
+    reportIntervalMs: 500,
+    runtime: { instance: `lab${namespace.slice(-8)}`, defaultNamespace: namespace, retryIntervalMs: 500 },
+  });
+  await clusters.start();
+  t.teardown(() => clusters.stop());
+
+  const sealed = sealValue(kubeconfig, hub.sealKeys.currentPublicKeyPem(), clusterKubeconfigContext("lab"));
+  // the same kubeconfig sealed for another Cluster: copied here, it must not open
+  const misplaced = sealValue(
+    kubeconfig,
+    hub.sealKeys.currentPublicKeyPem(),
+    clusterKubeconfigContext("other"),
+  );
+  await git.commit({
+    "clusters/lab.yaml": clusterYaml("lab", sealed),
+    "clusters/copied.yaml": clusterYaml("copied", misplaced),
+    "jobs/train.yaml": jobYaml("train", [
+      trainerTaskYaml({
+        namespace,
+        replicas: 1,
+        resources: `{ requests: { cpu: "1" } }`,
+      }),
+    ]),
+  });
+
+  const status = async (name: string) =>
+    (await hub.store.get("Cluster", undefined, name))?.status as Record<string, unknown> | undefined;
+  const running = await waitFor(
+    "the Task Running on the agentless cluster",
+    async () => {
+      const task = await hub.store.get("Task", "agent-lab", "train-trainer");
+      return (task?.status as { phase?: string } | undefined)?.phase === "Running" ? task : undefined;
+    },
+    { attempts: 480, everyMs: 250 },
+  );
+  t.ok(running, "the hub ran the Job there with no agent installed");
+  const lab = await waitFor(
+    "the cluster's status",
+    async () => {
+      const s = await status("lab");
+      return s?.phase === "Online" && s.lastTestOk === true && s.nodeCount !== undefined ? s : undefined;
+    },
+    onKube,
+  );
+  t.match(lab.kubernetesVersion, /^v1\./, "the Version API answered");
+  t.equal(lab.nodeCount, (await core.listNode()).items.length);
+  const copied = await waitFor(
+    "the copied Cluster's failed test",
+    async () => {
+      const s = await status("copied");
+      return s?.lastTestOk === false ? s : undefined;
+    },
+    onKube,
+  );
+  t.match(copied.lastTestMessage, /does not open with this hub's keys/);
+  t.same(clusters.clusters, ["lab"], "only the Cluster whose kubeconfig opens is driven");
+
+  // Nothing of the kubeconfig, anywhere
+  const responses: string[] = [];
+  for (const route of [
+    "/api/v1/rlinf.io/v1alpha1/clusters",
+    "/api/v1/rlinf.io/v1alpha1/clusters/lab",
+    "/api/v1/rlinf.io/v1alpha1/tasks?namespace=agent-lab",
+    `/api/v1/clusters/lab/browse/secrets?namespace=${namespace}`,
+    `/api/v1/clusters/lab/browse/deployments?namespace=${namespace}`,
+  ]) {
+    const res = await fetch(`${hub.url}${route}`, { headers: { authorization: `Bearer ${hub.adminToken}` } });
+    t.equal(res.status, 200, route);
+    responses.push(await res.text());
+  }
+  await waitFor(
+    "the agentless cluster's status on the status branch",
+    async () =>
+      (await git.gitBare("log", "rlark-status", "-p").catch(() => "")).includes("kubernetesVersion") ||
+      undefined,
+    onKube,
+  );
+  const history = await git.gitBare("log", "--all", "-p");
+  const tokenPart = token.split(".")[2] ?? token;
+  for (const [where, text] of [
+    ["API responses", responses.join("\n")],
+    ["logs", lines.join("")],
+    ["git (main and status branches)", history],
+  ] as const) {
+    t.notOk(text.includes(tokenPart), `no token in the ${where}`);
+    t.notOk(text.includes("current-context"), `no kubeconfig in the ${where}`);
+  }
+  t.ok(lines.length > 0, "the scan read log lines");
+
+  // Removing the Cluster (and what ran there) stops driving it
+  await git.commit({ "clusters/lab.yaml": null, "jobs/train.yaml": null });
+  await waitFor(
+    "the cluster no longer driven",
+    async () => clusters.clusters.length === 0 || undefined,
+    onKube,
+  );
+  await waitFor(
+    "its tunnel closed",
+    async () => (hub.tunnel.session("lab") === undefined ? true : undefined),
+    onKube,
+  );
+  t.notOk(lines.join("").includes(tokenPart), "no token in the logs after removal either");
+});
