@@ -221,6 +221,7 @@ export class KubernetesRuntime implements Runtime {
   async logStream(pod: { namespace: string; name: string }, options: LogStreamOptions): Promise<Readable> {
     const container = checkPodAccess(
       this.#watches.pods,
+      this.#options.instance,
       { ...pod, ...(options.container ? { container: options.container } : {}) },
       "logs",
     );
@@ -229,7 +230,7 @@ export class KubernetesRuntime implements Runtime {
 
   /** A shell or command in a running pod of this agent's Tasks, through pods/exec (pod-exec.ts). */
   async openSession(request: AccessSessionRequest): Promise<Duplex> {
-    const container = checkPodAccess(this.#watches.pods, request, "session");
+    const container = checkPodAccess(this.#watches.pods, this.#options.instance, request, "session");
     return startPodExec(
       this.#options.kubeConfig,
       { namespace: request.namespace, name: request.name, container },
@@ -239,7 +240,7 @@ export class KubernetesRuntime implements Runtime {
 
   /** A connection to a port of a running pod of this agent's Tasks, through pods/portforward. */
   async connect(pod: { namespace: string; name: string }, port: number): Promise<Duplex> {
-    checkPodAccess(this.#watches.pods, pod, "forward");
+    checkPodAccess(this.#watches.pods, this.#options.instance, pod, "forward");
     return podPortForward(this.#options.kubeConfig, pod, port);
   }
 
