@@ -246,6 +246,7 @@ export class KubernetesRuntime implements Runtime {
   async logStream(pod: { namespace: string; name: string }, options: LogStreamOptions): Promise<Readable> {
     const container = checkPodAccess(
       this.#watches.pods,
+      this.#options.instance,
       { ...pod, ...(options.container ? { container: options.container } : {}) },
       "logs",
     );
@@ -254,7 +255,7 @@ export class KubernetesRuntime implements Runtime {
 
   /** A shell or command in a running pod of this agent's Tasks, through pods/exec (pod-exec.ts). */
   async openSession(request: AccessSessionRequest): Promise<Duplex> {
-    const container = checkPodAccess(this.#watches.pods, request, "session");
+    const container = checkPodAccess(this.#watches.pods, this.#options.instance, request, "session");
     return startPodExec(
       this.#options.kubeConfig,
       { namespace: request.namespace, name: request.name, container },
@@ -264,7 +265,7 @@ export class KubernetesRuntime implements Runtime {
 
   /** A connection to a port of a running pod of this agent's Tasks, through pods/portforward. */
   async connect(pod: { namespace: string; name: string }, port: number): Promise<Duplex> {
-    checkPodAccess(this.#watches.pods, pod, "forward");
+    checkPodAccess(this.#watches.pods, this.#options.instance, pod, "forward");
     return podPortForward(this.#options.kubeConfig, pod, port);
   }
 

@@ -1,8 +1,9 @@
 // The agent's last check before it opens a pod's exec, port-forward or logs (seed 002): the hub
 // has authorized the user, but only the agent knows whether the pod is one of its Tasks' pods
-// (its watch holds only those) and whether it runs. A pod of another agent, or of nobody, in the
-// same cluster is refused even though the agent's RBAC could reach it.
+// (the labels it reports pods by) and whether it runs. A pod of another agent, or of nobody, in
+// the same cluster is refused even though the agent's RBAC could reach it.
 import type { V1Pod } from "@kubernetes/client-node";
+import { owns } from "./snapshot.ts";
 
 export type PodVerb = "session" | "forward" | "logs";
 
@@ -13,12 +14,13 @@ export interface PodLookup {
 /** The container the request names, or the pod's first; throws saying why it cannot be served. */
 export function checkPodAccess(
   pods: PodLookup,
+  instance: string | undefined,
   pod: { namespace: string; name: string; container?: string },
   verb: PodVerb,
 ): string {
   const key = `${pod.namespace}/${pod.name}`;
   const found = pods.get(pod.namespace, pod.name);
-  if (!found) throw new Error(`pod ${key} is not one of this agent's pods`);
+  if (!found || !owns(found, instance)) throw new Error(`pod ${key} is not one of this agent's pods`);
   const containers = found.spec?.containers ?? [];
   const container = pod.container ?? containers[0]?.name;
   if (!container || !containers.some((c) => c.name === container))

@@ -88,7 +88,8 @@ export function buildSnapshot(input: SnapshotInput): RuntimeSnapshot {
   };
 }
 
-function owns(obj: KubernetesObject, instance: string | undefined): boolean {
+/** Whether this runtime (this instance) made the object: what it reports and serves access to. */
+export function owns(obj: KubernetesObject, instance: string | undefined): boolean {
   const labels = obj.metadata?.labels ?? {};
   if (labels[MANAGED_BY_LABEL] !== MANAGED_BY_AGENT) return false;
   return (labels[AGENT_INSTANCE_LABEL] ?? "") === (instance ?? "");

@@ -1,0 +1,340 @@
+// Access to kubernetes-runtime pods end to end: real OpenSSH and `rlark logs` against a hub on
+// git, a kubernetes agent on a hack/kube cluster, and kwok serving exec, logs and port-forward for
+// its fake pods through the real kube-apiserver (ClusterExec runs commands here in a test
+// directory, ClusterLogs reads a CRI log file, ClusterPortForward forwards to a test server).
+// The hub only opens agent streams; the agent reaches the pod with its own credentials.
+import { type ChildProcess, spawn } from "node:child_process";
+import { createHash, randomBytes } from "node:crypto";
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import type { AddressInfo } from "node:net";
+import { connect, createServer } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { CoreV1Api, KubernetesObjectApi } from "@kubernetes/client-node";
+import t from "tap";
+import type { AuditRecord } from "../../../operators/access/index.ts";
+import { KubernetesRuntime } from "../../../operators/agent/runtimes/kubernetes/index.ts";
+import {
+  encodeFrame,
+  FrameDecoder,
+  FrameType,
+  parseExit,
+} from "../../../operators/lib/access-stream/index.ts";
+import { keygen, policyYaml, run, userYaml } from "../../access/bastion-fixture.ts";
+import { startAgentOnHub } from "../../helpers/agent-on-hub.ts";
+import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
+import { startHubOnGit } from "../../helpers/hub-on-git.ts";
+import { jobYaml, trainerTaskYaml } from "../../helpers/job-yaml.ts";
+import { onKube, onRealServers, waitFor } from "../../helpers/wait-for.ts";
+
+const { kubeConfig: kc } = fleetCluster(0);
+const cli = new URL("../../../operators/cli/main.ts", import.meta.url).pathname;
+const FORWARD_BYTES = 20 * 1024 * 1024;
+const POD_PORT = 8080;
+
+/** One line of a CRI log file, as kwok's ClusterLogs reads it. */
+const criLine = (text: string) => `${new Date().toISOString()} stdout F ${text}\n`;
+
+/** kwok's rules for every pod of `namespace`: run commands in `dir`, read `log`, forward to `port`. */
+function kwokRules(namespace: string, dir: string, log: string, port: number): object[] {
+  const selector = { matchNamespaces: [namespace] };
+  const meta = { name: namespace };
+  return [
+    {
+      apiVersion: "kwok.x-k8s.io/v1alpha1",
+      kind: "ClusterExec",
+      metadata: meta,
+      spec: {
+        selector,
+        execs: [{ local: { workDir: dir, envs: [{ name: "POD_HINT", value: "kube-pod" }] } }],
+      },
+    },
+    {
+      apiVersion: "kwok.x-k8s.io/v1alpha1",
+      kind: "ClusterLogs",
+      metadata: meta,
+      spec: { selector, logs: [{ logsFile: log, follow: true }] },
+    },
+    {
+      apiVersion: "kwok.x-k8s.io/v1alpha1",
+      kind: "ClusterPortForward",
+      metadata: meta,
+      spec: { selector, forwards: [{ ports: [POD_PORT], target: { port, address: "127.0.0.1" } }] },
+    },
+  ];
+}
+
+/** Output of an ssh child so far, and a way to wait for some of it. */
+function collect(child: ChildProcess): { text(): string } {
+  let out = "";
+  const add = (d: Buffer) => {
+    if (out.length < 1_000_000) out += d.toString();
+  };
+  child.stdout?.on("data", add);
+  child.stderr?.on("data", add);
+  return { text: () => out };
+}
+
+const sha256 = (data: Buffer) => createHash("sha256").update(data).digest("hex");
+
+t.test("ssh shell, exec and -L and rlark logs -f reach a kubernetes pod through hub and agent", async (t) => {
+  const namespace = await testNamespace(t, kc, "kube-access");
+  const dir = mkdtempSync(path.join(tmpdir(), "rlark-kube-access-"));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const podDir = path.join(dir, "pod");
+  const logFile = path.join(dir, "pod.log");
+  mkdirSync(podDir);
+  writeFileSync(path.join(podDir, "marker.txt"), "here\n");
+  writeFileSync(logFile, criLine("first line") + criLine("second line"));
+
+  // The pod's port 8080: 20 MB of random bytes to each connection, then the end.
+  const payload = randomBytes(FORWARD_BYTES);
+  const server = createServer((socket) => {
+    socket.on("error", () => {});
+    socket.end(payload);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  t.teardown(() => server.close());
+  const rules = kwokRules(namespace, podDir, logFile, (server.address() as AddressInfo).port);
+  const objects = KubernetesObjectApi.makeApiClient(kc);
+  for (const rule of rules) await objects.create(rule);
+  t.teardown(async () => {
+    for (const rule of rules) await objects.delete(rule).catch(() => undefined);
+  });
+
+  const alice = keygen(dir, "alice");
+  const bob = keygen(dir, "bob");
+  const { hub } = await startHubOnGit(t, {
+    files: {
+      "cluster.yaml":
+        "apiVersion: rlinf.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: gpu\nspec:\n  runtime: kubernetes\n",
+      "users.yaml": [userYaml("alice", ["user"], [alice.line]), userYaml("bob", ["user"], [bob.line])].join(
+        "---\n",
+      ),
+      "policies.yaml": policyYaml(
+        "alice-gpu",
+        '  subjects:\n    users: [alice]\n  targets:\n    clusters: [gpu]\n  verbs: [shell, exec, forward, logs]\n  commands: ["cat marker.txt", "ls *"]\n',
+      ),
+      "job.yaml": jobYaml("train", [
+        trainerTaskYaml({ namespace, replicas: 1, resources: `{ requests: { cpu: "1" } }` }),
+      ]),
+    },
+  });
+  await waitFor("the cluster from git", async () => hub.store.get("Cluster", undefined, "gpu"), onKube);
+  const runtime = await KubernetesRuntime.start({
+    kubeConfig: kc,
+    defaultNamespace: namespace,
+    instance: `gpu${randomBytes(3).toString("hex")}`,
+    retryIntervalMs: 500,
+  });
+  await startAgentOnHub(t, hub, "gpu", { runtime, runtimeKind: "kubernetes", reportIntervalMs: 500 });
+  const pod = await waitFor(
+    "the trainer pod Running on the hub",
+    async () =>
+      (await hub.store.list("Pod", { namespace: "agent-gpu" })).items.find(
+        (p) => (p.status as { phase?: string }).phase === "Running",
+      )?.metadata.name,
+    onKube,
+  );
+
+  const knownHosts = path.join(dir, "known_hosts");
+  writeFileSync(knownHosts, `${hub.knownHosts}\n`);
+  const sshArgs = (key: string) => [
+    "-F",
+    "/dev/null",
+    "-o",
+    `UserKnownHostsFile=${knownHosts}`,
+    "-o",
+    "StrictHostKeyChecking=yes",
+    "-o",
+    "BatchMode=yes",
+    "-o",
+    "IdentitiesOnly=yes",
+    "-o",
+    "LogLevel=ERROR",
+    "-i",
+    key,
+    "-p",
+    hub.sshAddress.split(":")[1] as string,
+  ];
+  const audit = async (): Promise<AuditRecord[]> =>
+    (await readFile(hub.audit.path, "utf8").catch(() => ""))
+      .split("\n")
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as AuditRecord);
+
+  await t.test("a shell with a pty runs in the pod; its exit status is ssh's", async (t) => {
+    const ssh = spawn("ssh", [...sshArgs(alice.file), "-tt", `alice+${pod}@127.0.0.1`], {
+      env: { ...process.env, TERM: "xterm-256color" },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    t.teardown(() => ssh.kill());
+    const output = collect(ssh);
+    const exited = new Promise<number | null>((resolve) => ssh.once("close", resolve));
+    ssh.stdin?.write('echo "$((6*7)):$PWD:$POD_HINT:$TERM"\n');
+    // kwok drops what a terminal program writes just before it exits: look before the exit
+    await waitFor(
+      "the shell's answer",
+      () => output.text().includes(`42:${podDir}:kube-pod:xterm-256color`),
+      onKube,
+    );
+    ssh.stdin?.write("exit 3\n");
+    t.equal(await exited, 3, output.text());
+  });
+
+  await t.test("exec runs an allowlisted command; its output and exit status come back", async (t) => {
+    const ok = await run("ssh", [...sshArgs(alice.file), `alice+${pod}@127.0.0.1`, "cat marker.txt"]);
+    t.equal(ok.code, 0, ok.stderr);
+    t.equal(ok.stdout, "here\n");
+    const failing = await run("ssh", [...sshArgs(alice.file), `alice+${pod}@127.0.0.1`, "ls no-such-file"]);
+    t.equal(failing.code, 2, "ls's own exit status");
+    t.match(failing.stderr, /no-such-file/);
+  });
+
+  await t.test(`ssh -L moves ${FORWARD_BYTES} bytes from the pod's port intact`, async (t) => {
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+    const localPort = (probe.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => probe.close(() => resolve()));
+    const forward = spawn(
+      "ssh",
+      [
+        ...sshArgs(alice.file),
+        "-N",
+        "-o",
+        "ExitOnForwardFailure=yes",
+        "-L",
+        `${localPort}:${pod}:${POD_PORT}`,
+        "alice@127.0.0.1",
+      ],
+      { stdio: "ignore" },
+    );
+    t.teardown(() => forward.kill());
+    // kwok keeps a forwarded connection open until its client closes it (it cannot see a
+    // half-close through the apiserver), so the client reads the known length and closes
+    const received = await waitFor(
+      "the whole payload through the forward",
+      () =>
+        new Promise<Buffer | undefined>((resolve) => {
+          const chunks: Buffer[] = [];
+          let length = 0;
+          const socket = connect(localPort, "127.0.0.1");
+          socket.on("data", (chunk: Buffer) => {
+            chunks.push(chunk);
+            length += chunk.length;
+            if (length >= FORWARD_BYTES) {
+              socket.destroy();
+              resolve(Buffer.concat(chunks));
+            }
+          });
+          socket.on("error", () => resolve(undefined));
+          socket.on("close", () => resolve(undefined));
+        }),
+      onKube,
+    );
+    t.equal(received.length, FORWARD_BYTES);
+    t.equal(sha256(received), sha256(payload), "the same bytes");
+    forward.kill();
+  });
+
+  await t.test("rlark logs -f prints the pod's log and follows new lines", async (t) => {
+    const follow = spawn(
+      process.execPath,
+      [cli, "logs", pod, "-f", "--tail", "1", "--hub", hub.url, "--token", hub.adminToken],
+      { stdio: ["ignore", "pipe", "pipe"] },
+    );
+    t.teardown(() => follow.kill());
+    const output = collect(follow);
+    await waitFor("the last line of the log", () => output.text().includes("second line"), onKube);
+    t.notMatch(output.text(), /first line/, "--tail 1");
+    appendFileSync(logFile, criLine("a new line"));
+    await waitFor("the new line followed", () => output.text().includes("a new line"), onKube);
+    follow.kill();
+  });
+
+  await t.test("a user without a grant gets nothing; every access left an audit line", async (t) => {
+    const shell = await run("ssh", [...sshArgs(bob.file), "-tt", `bob+${pod}@127.0.0.1`], "exit 0\n");
+    t.equal(shell.code, 1);
+    t.match(shell.stderr, /no AccessPolicy grants bob shell/);
+    const exec = await run("ssh", [...sshArgs(bob.file), `bob+${pod}@127.0.0.1`, "cat marker.txt"]);
+    t.equal(exec.code, 1);
+    t.equal(exec.stdout, "");
+
+    const lines = await waitFor(
+      "the audit lines",
+      async () => {
+        const all = await audit();
+        const done =
+          all.some((l) => l.verb === "forward" && l.result === "ok") && all.some((l) => l.verb === "logs");
+        return done ? all : undefined;
+      },
+      onRealServers,
+    );
+    const target = `gpu/${namespace}/${pod}`;
+    const shellLine = lines.find((l) => l.actor === "alice" && l.verb === "shell");
+    t.match(shellLine, { target, result: "ok", exitCode: 3 }, "the shell");
+    t.match(
+      lines.find((l) => l.actor === "alice" && l.verb === "exec" && l.exitCode === 0),
+      { target, program: "cat" },
+    );
+    const forwarded = lines.find((l) => l.actor === "alice" && l.verb === "forward" && l.result === "ok");
+    t.ok((forwarded?.bytesOut ?? 0) >= FORWARD_BYTES, "the forward counted its bytes");
+    t.ok(
+      lines.some((l) => l.verb === "logs" && l.target.includes(pod)),
+      "the log read",
+    );
+    t.equal(lines.filter((l) => l.actor === "bob" && l.result === "denied").length, 2, "both refusals");
+  });
+
+  await t.test(
+    "the agent's last check: a pod of no Task of this agent is refused, resize reaches the pty",
+    async (t) => {
+      const core = kc.makeApiClient(CoreV1Api);
+      const stranger = "stranger";
+      await core.createNamespacedPod({
+        namespace,
+        body: {
+          metadata: { name: stranger },
+          spec: { nodeName: "gpu-0", containers: [{ name: "main", image: "registry.local/x:1" }] },
+        },
+      });
+      await waitFor(
+        "the stranger pod Running",
+        async () => (await core.readNamespacedPod({ name: stranger, namespace })).status?.phase === "Running",
+        onKube,
+      );
+      await t.rejects(runtime.openSession({ namespace, name: stranger }), /not one of this agent's pods/);
+      await t.rejects(
+        runtime.connect({ namespace, name: stranger }, POD_PORT),
+        /not one of this agent's pods/,
+      );
+      await t.rejects(runtime.logStream({ namespace, name: stranger }, {}), /not one of this agent's pods/);
+      await t.rejects(
+        runtime.openSession({ namespace, name: pod, container: "sidecar" }),
+        /has no container sidecar/,
+      );
+
+      const session = await runtime.openSession({
+        namespace,
+        name: pod,
+        pty: { term: "xterm", cols: 80, rows: 24 },
+      });
+      const decoder = new FrameDecoder();
+      let text = "";
+      let exit: ReturnType<typeof parseExit> | undefined;
+      session.on("data", (chunk: Buffer) => {
+        for (const frame of decoder.push(chunk)) {
+          if (frame.type === FrameType.Stdout) text += frame.payload.toString();
+          if (frame.type === FrameType.Exit) exit = parseExit(frame.payload);
+        }
+      });
+      session.write(encodeFrame(FrameType.Resize, JSON.stringify({ cols: 132, rows: 43 })));
+      session.write(encodeFrame(FrameType.Stdin, "stty size\n"));
+      await waitFor("the new size", () => text.includes("43 132"), onKube);
+      session.write(encodeFrame(FrameType.Stdin, "exit 7\n"));
+      await waitFor("the exit frame", () => exit, onKube);
+      t.same(exit, { code: 7 });
+    },
+  );
+});
