@@ -3,7 +3,7 @@
 // At most 107 bytes (the protocol's own limit), so a peer cannot make us buffer more.
 
 import type { Duplex } from "node:stream";
-import { isIpv4 } from "./peers-state.ts";
+import { isIpv4 } from "../api/index.ts";
 
 export interface ProxyHeader {
   src: string;

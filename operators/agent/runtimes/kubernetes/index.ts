@@ -11,7 +11,7 @@
 
 import { PassThrough, type Readable } from "node:stream";
 import { type KubeConfig, Log } from "@kubernetes/client-node";
-import { AGENT_INSTANCE_LABEL } from "../../../api/index.ts";
+import { AGENT_INSTANCE_LABEL, type PeersState } from "../../../api/index.ts";
 import { type Logger, silentLogger } from "../../../lib/logger.ts";
 import type {
   AgentType,
@@ -19,7 +19,6 @@ import type {
   NodeOverlay,
   Runtime,
   RuntimeAddon,
-  RuntimeDomainPeer,
   RuntimeSnapshot,
   RuntimeTask,
   StopOptions,
@@ -47,7 +46,6 @@ export {
 export {
   DOMAIN_PEERS_KEY,
   DOMAIN_PEERS_SECRET,
-  type DomainPeersData,
   domainPeersSecret,
 } from "./domain-peers-secret.ts";
 export { kubernetesDryRun } from "./dry-run.ts";
@@ -185,8 +183,8 @@ export class KubernetesRuntime implements Runtime {
     return this.#overlays.apply(overlays);
   }
 
-  applyDomainPeers(peers: readonly RuntimeDomainPeer[]): Promise<void> {
-    return this.#peers.write(peers);
+  applyPeersState(state: PeersState): Promise<void> {
+    return this.#peers.write(state);
   }
 
   applyAddons(addons: readonly RuntimeAddon[]): Promise<void> {
