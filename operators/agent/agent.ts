@@ -2,7 +2,7 @@
 // reports what the runtime observes. One per cluster (kubernetes runtime) or machine (process).
 import { randomUUID } from "node:crypto";
 import packageJson from "../../package.json" with { type: "json" };
-import type { DomainPeer } from "../api/index.ts";
+import { namespaceFor, type PeersState, peersStateFrom } from "../api/index.ts";
 import { readCapabilityStatuses } from "../lib/capability-status.ts";
 import { type Clock, every, systemClock, type TimerId } from "../lib/clock.ts";
 import type { Logger } from "../lib/logger.ts";
@@ -37,7 +37,7 @@ import {
   taskStatusObject,
   trafficObjects,
 } from "./report.ts";
-import type { NodeOverlay, Runtime, RuntimeDomainPeer, RuntimeTask } from "./runtimes/types.ts";
+import type { NodeOverlay, Runtime, RuntimeTask } from "./runtimes/types.ts";
 import { startAgentTunnel } from "./tunnel-client.ts";
 
 export interface AgentOptions {
@@ -69,10 +69,15 @@ export interface AgentOptions {
   /** How often those are read. Default 5 s. */
   statsIntervalMs?: number;
   /**
-   * Called with this cluster's DomainPeers (and the hub CA the agent pinned) on every desired-set
-   * change: the process runtime writes the nodeserver's peers state from them.
+   * The hub's domain relay (`host:port`), which the nodeservers dial with the Domains'
+   * certificates; with it the peers state names the relay and the hub CA the agent pinned.
    */
-  onDomainPeers?: (peers: DomainPeer[], hub: { cluster: string; caCertPem: string }) => void;
+  domainRelay?: string;
+  /**
+   * Called with the nodeservers' peers state on every desired-set change: the process runtime's
+   * agent writes its nodeserver's peers.json from it.
+   */
+  onPeersState?: (state: PeersState) => void;
 }
 
 export interface Agent {
@@ -155,20 +160,26 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     }
   };
 
-  const domainPeers = (): RuntimeDomainPeer[] =>
-    desired.domainPeers().map((p) => ({ domain: p.metadata.name, spec: p.spec }));
+  // One shape for every nodeserver, whichever way it gets it (file or Secret).
+  const peersState = (): PeersState =>
+    peersStateFrom(
+      desired.domainPeers().map((p) => ({ domain: p.metadata.name, spec: p.spec })),
+      namespaceFor(cluster),
+      options.domainRelay ? { address: options.domainRelay, caPem: credentials.caCertPem } : undefined,
+    );
 
   const onDesired = async (message: Snapshot | Delta) => {
     if (message.type === "snapshot") desired.replace(message.objects);
     else desired.update(message.upserts, message.deletes);
     try {
-      options.onDomainPeers?.(desired.domainPeers(), { cluster, caCertPem: credentials.caCertPem });
+      const state = peersState();
+      options.onPeersState?.(state);
       // the nodeservers' routes do not wait for a large desired set to be applied
       // Secrets beside the Tasks, not before: one Secret that cannot be written holds up no Task
       // (a pod that mounts a Secret waits for it by itself).
       await Promise.all([
         runtime.apply(tasks()),
-        runtime.applyDomainPeers?.(domainPeers()),
+        runtime.applyPeersState?.(state),
         runtime.applySecrets?.(desired.secrets()),
       ]);
       await runtime.applyNodeOverlays?.(nodeOverlays());

@@ -29,6 +29,13 @@ export * from "./generated/index.ts";
 export { unescapePointerToken } from "./json-pointer.ts";
 export { API_VERSION, type KindInfo, kindByPlural, kindInfo, kinds } from "./kinds.ts";
 export { HIDDEN_VALUE, shownSealedSecretSpec } from "./sealed-secret-view.ts";
+export {
+  type DomainPeersEntry,
+  isIpv4,
+  type PeersState,
+  parsePeersState,
+  peersStateFrom,
+} from "./peers-state.ts";
 export * from "./validate/index.ts";
 export type { SchemaViolation } from "./violations.ts";
 export * from "./well-known.ts";

@@ -6,11 +6,9 @@
 import { mkdirSync } from "node:fs";
 import path from "node:path";
 import type { AgentOptions } from "../agent/index.ts";
-import { namespaceFor } from "../api/index.ts";
 import type { Logger } from "../lib/logger.ts";
 import {
   type Nodeserver,
-  peersStateFrom,
   SOCKET_NAME,
   startNodeserver,
   watchPeersFile,
@@ -18,18 +16,13 @@ import {
 } from "../network/index.ts";
 
 export interface AgentNodeserver {
-  onDomainPeers: NonNullable<AgentOptions["onDomainPeers"]>;
+  onPeersState: NonNullable<AgentOptions["onPeersState"]>;
   /** The nodeserver's unix socket (its GET /stats feeds the Domain page). */
   socket: string;
   stop(): Promise<void>;
 }
 
-export function agentNodeserver(options: {
-  dir: string;
-  domainRelay?: string;
-  node: string;
-  logger: Logger;
-}): AgentNodeserver {
+export function agentNodeserver(options: { dir: string; node: string; logger: Logger }): AgentNodeserver {
   const { dir, logger } = options;
   let last = "";
   let started: Promise<{ server: Nodeserver; watcher: { close(): void } } | undefined> | undefined;
@@ -49,12 +42,7 @@ export function agentNodeserver(options: {
   };
   return {
     socket: path.join(dir, SOCKET_NAME),
-    onDomainPeers(peers, { cluster, caCertPem }) {
-      const state = peersStateFrom(
-        peers,
-        namespaceFor(cluster),
-        options.domainRelay ? { address: options.domainRelay, caPem: caCertPem } : undefined,
-      );
+    onPeersState(state) {
       const text = JSON.stringify(state);
       if (text === last) return;
       if (!started && state.domains.length === 0) return;

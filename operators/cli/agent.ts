@@ -120,7 +120,7 @@ export function registerAgent(program: Command): void {
     )
     .option(
       "--domain-relay <host:port>",
-      "the hub's domain relay, for the nodeserver's cross-cluster traffic",
+      "the hub's domain relay, named in the nodeservers' peers state for their cross-cluster traffic",
     )
     .option(
       "--no-domain-network",
@@ -203,7 +203,6 @@ export function registerAgent(program: Command): void {
               dir: path.resolve(flags.nodeserverDir),
               node: flags.nodeName,
               logger,
-              ...(flags.domainRelay ? { domainRelay: flags.domainRelay } : {}),
             })
           : undefined;
       const agent = await startAgent({
@@ -220,7 +219,8 @@ export function registerAgent(program: Command): void {
           ...flags.nodeserverSocket.map((p) => path.resolve(p)),
           ...(network ? [network.socket] : []),
         ],
-        ...(network ? { onDomainPeers: network.onDomainPeers } : {}),
+        ...(network ? { onPeersState: network.onPeersState } : {}),
+        ...(flags.domainRelay ? { domainRelay: flags.domainRelay } : {}),
         logger,
       }).catch(async (error: unknown) => {
         // the runtime's watches would keep the process alive after the error is printed

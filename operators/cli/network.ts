@@ -4,7 +4,15 @@
 import { mkdirSync } from "node:fs";
 import type { Command } from "commander";
 import { jsonLogger } from "../lib/logger.ts";
-import { rlarkNetPath, startNodeserver, startSidecar, watchPeersFile } from "../network/index.ts";
+import {
+  type Nodeserver,
+  parseSecretRef,
+  peersFromSecret,
+  rlarkNetPath,
+  startNodeserver,
+  startSidecar,
+  watchPeersFile,
+} from "../network/index.ts";
 import { usageError } from "./cli-error.ts";
 import { parseDuration } from "./duration.ts";
 import { untilSignal } from "./until-signal.ts";
@@ -21,7 +29,15 @@ export function registerNodeserver(program: Command): void {
   program
     .command("nodeserver")
     .description("route the Domain traffic of this node's pods (one per node; see docs/networking.md)")
-    .requiredOption("--socket-dir <dir>", "where nodeserver.sock is served and peers.json is read")
+    .requiredOption(
+      "--socket-dir <dir>",
+      "where nodeserver.sock is served (and peers.json is read, without --peers-secret)",
+    )
+    .option(
+      "--peers-secret <namespace/name>",
+      "read the peers state from this Secret (the kubernetes agent's rlark-domain-peers), watched through the API server",
+    )
+    .option("--kubeconfig <file>", "with --peers-secret: the API server (default: in-cluster credentials)")
     .option("--node <name>", "this node's name, told to the hub", process.env.RLARK_NODE_NAME)
     .option(
       "--idle-timeout <duration>",
@@ -29,21 +45,66 @@ export function registerNodeserver(program: Command): void {
       parseDuration,
       86_400_000,
     )
-    .action(async (options: { socketDir: string; node?: string; idleTimeout: number }) => {
-      const logger = jsonLogger("nodeserver");
-      mkdirSync(options.socketDir, { recursive: true, mode: 0o755 });
-      const server = await startNodeserver({
-        socketDir: options.socketDir,
-        idleMs: options.idleTimeout,
-        logger,
-        ...(options.node ? { node: options.node } : {}),
-      });
-      const watcher = watchPeersFile(options.socketDir, (state) => server.setState(state), logger);
-      logger.info("nodeserver listening", { socket: server.socketPath });
-      await untilSignal();
-      watcher.close();
-      await server.close();
-    });
+    .action(
+      async (options: {
+        socketDir: string;
+        node?: string;
+        idleTimeout: number;
+        peersSecret?: string;
+        kubeconfig?: string;
+      }) => {
+        const logger = jsonLogger("nodeserver");
+        const secret = options.peersSecret ? secretRef(options.peersSecret) : undefined;
+        mkdirSync(options.socketDir, { recursive: true, mode: 0o755 });
+        const server = await startNodeserver({
+          socketDir: options.socketDir,
+          idleMs: options.idleTimeout,
+          logger,
+          ...(options.node ? { node: options.node } : {}),
+        });
+        const source = secret
+          ? await watchPeersSecret(server, secret, options.kubeconfig, logger)
+          : watchPeersFile(options.socketDir, (state) => server.setState(state), logger);
+        logger.info("nodeserver listening", { socket: server.socketPath });
+        await untilSignal();
+        await source.close();
+        await server.close();
+      },
+    );
+}
+
+function secretRef(value: string): { namespace: string; name: string } {
+  try {
+    return parseSecretRef(value);
+  } catch (error) {
+    throw usageError((error as Error).message);
+  }
+}
+
+async function watchPeersSecret(
+  server: Nodeserver,
+  secret: { namespace: string; name: string },
+  kubeconfig: string | undefined,
+  logger: ReturnType<typeof jsonLogger>,
+): Promise<{ close(): Promise<void> }> {
+  // loaded only here: the sidecar and the file source never load the Kubernetes client
+  const { loadKubeConfig } = await import("../lib/kube-config.ts");
+  const abort = new AbortController();
+  const states = peersFromSecret({
+    kubeConfig: loadKubeConfig(kubeconfig),
+    ...secret,
+    logger,
+    signal: abort.signal,
+  });
+  const running = (async () => {
+    for await (const state of states) server.setState(state);
+  })().catch((error: unknown) => logger.error("the peers Secret source ended", { error: String(error) }));
+  return {
+    async close() {
+      abort.abort();
+      await running;
+    },
+  };
 }
 
 export function registerSidecar(program: Command): void {

@@ -16,15 +16,8 @@ export {
   SOCKET_NAME,
   startNodeserver,
 } from "./nodeserver.ts";
-export { watchPeersFile, writePeersFile } from "./peers-file.ts";
-export {
-  type DomainPeersEntry,
-  isIpv4,
-  PEERS_FILE,
-  type PeersState,
-  parsePeersState,
-  peersStateFrom,
-} from "./peers-state.ts";
+export { PEERS_FILE, watchPeersFile, writePeersFile } from "./peers-file.ts";
+export { parseSecretRef, peersFromSecret } from "./peers-from-secret.ts";
 export { BackoffError, ConnectionPool, type PooledConnection, type PoolOptions } from "./pool.ts";
 export { formatProxyHeader, type ProxyHeader } from "./proxy-header.ts";
 export { rlarkNetPath } from "./rlark-net-path.ts";

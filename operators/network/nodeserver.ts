@@ -12,11 +12,11 @@ import net from "node:net";
 import { join } from "node:path";
 import type { Duplex } from "node:stream";
 import type { DomainPeerPod } from "../api/generated/domain-peer.ts";
+import type { DomainPeersEntry, PeersState } from "../api/index.ts";
 import { type Clock, systemClock, type TimerId } from "../lib/clock.ts";
 import { type Logger, silentLogger } from "../lib/logger.ts";
 import { REASON_HEADER, splice, splitTarget } from "../lib/relay/index.ts";
 import { acceptFromHub, HubConnection, type HubLinkCredentials, RefusedError } from "./hub-link.ts";
-import type { DomainPeersEntry, PeersState } from "./peers-state.ts";
 import { ConnectionPool, MAX_BACKOFF_MS, MIN_BACKOFF_MS } from "./pool.ts";
 import { formatProxyHeader } from "./proxy-header.ts";
 

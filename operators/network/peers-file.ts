@@ -6,7 +6,11 @@ import { renameSync, watch, writeFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "../lib/logger.ts";
-import { PEERS_FILE, type PeersState, parsePeersState } from "./peers-state.ts";
+
+/** The file the file source reads, in the nodeserver's `--socket-dir`. */
+export const PEERS_FILE = "peers.json";
+
+import { type PeersState, parsePeersState } from "../api/index.ts";
 
 export function watchPeersFile(
   dir: string,

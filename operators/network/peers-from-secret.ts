@@ -1,21 +1,23 @@
 // The nodeserver's second source of the peers state (`rlark nodeserver --peers-secret <ns>/<name>`):
 // the Secret rlark-domain-peers that the kubernetes agent writes from its DomainPeers (docs/
 // networking-kubernetes.md), watched through the API server with the pod's service account (or a
-// kubeconfig). Yields the whole state at the first list and after every change; the Secret's
-// absence is the empty state. A Secret whose content fails the DomainPeer schema is logged,
-// naming the Domain and the field, and skipped: the nodeserver keeps the last good state.
+// kubeconfig). Its key peers.json holds the same PeersState (api/peers-state.ts) as the process
+// runtime's peers.json file. Yields the whole state at the first list and after every change; the
+// Secret's absence is the empty state. A Secret whose content is not a valid state is logged,
+// naming the field, and skipped: the nodeserver keeps the last good state.
 import { setTimeout as sleep } from "node:timers/promises";
-import { CoreV1Api, type KubeConfig, Watch } from "@kubernetes/client-node";
-import { checkSchema, type DomainPeerSpec } from "../api/index.ts";
+import type { KubeConfig } from "@kubernetes/client-node";
+import { type PeersState, parsePeersState } from "../api/index.ts";
 import { type Logger, silentLogger } from "../lib/logger.ts";
 
-/** The Secret's key and the shape of its value (operators/agent/runtimes/kubernetes/domain-peers-secret.ts). */
+/** The Secret's key (operators/agent/runtimes/kubernetes/domain-peers-secret.ts). */
 export const PEERS_SECRET_KEY = "peers.json";
-/** Each Domain's DomainPeer spec for this cluster, by Domain name. */
-export type SecretPeersState = Record<string, DomainPeerSpec>;
 
 /** Largest peers.json taken: a Secret is at most 1 MiB anyway. */
 const MAX_PEERS_BYTES = 1024 * 1024;
+
+/** No Secret: no Domains, no routes. */
+export const EMPTY_PEERS_STATE: PeersState = { globalNamespace: "", domains: [] };
 
 export class PeersSecretError extends Error {
   constructor(message: string) {
@@ -31,38 +33,18 @@ export function parseSecretRef(ref: string): { namespace: string; name: string }
   return { namespace: match[1] as string, name: match[3] as string };
 }
 
-/** The state a Secret's data holds; throws naming the Domain and field that is wrong. */
-export function parsePeersSecret(data: Record<string, string> | undefined): SecretPeersState {
+/** The state a Secret's data holds; throws naming the field that is wrong. */
+export function parsePeersSecret(data: Record<string, string> | undefined): PeersState {
   const encoded = data?.[PEERS_SECRET_KEY];
-  if (encoded === undefined) return {};
+  if (encoded === undefined) return EMPTY_PEERS_STATE;
   const text = Buffer.from(encoded, "base64");
   if (text.length > MAX_PEERS_BYTES)
     throw new PeersSecretError(`${PEERS_SECRET_KEY} is larger than ${MAX_PEERS_BYTES} bytes`);
-  let parsed: unknown;
   try {
-    parsed = JSON.parse(text.toString("utf8"));
+    return parsePeersState(text.toString("utf8"), PEERS_SECRET_KEY);
   } catch (err) {
-    throw new PeersSecretError(`${PEERS_SECRET_KEY} is not JSON: ${(err as Error).message}`);
+    throw new PeersSecretError((err as Error).message);
   }
-  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))
-    throw new PeersSecretError(`${PEERS_SECRET_KEY} must be an object of DomainPeer specs by Domain name`);
-  const state: SecretPeersState = {};
-  for (const [domain, spec] of Object.entries(parsed)) {
-    // checked as the DomainPeer it came from; the placeholder namespace only satisfies metadata
-    const violations = checkSchema({
-      apiVersion: "rlinf.io/v1alpha1",
-      kind: "DomainPeer",
-      metadata: { name: domain, namespace: "agent-peers" },
-      spec,
-    });
-    const [first] = violations;
-    if (first)
-      throw new PeersSecretError(
-        `${PEERS_SECRET_KEY}: Domain ${JSON.stringify(domain)}: ${first.path === "/metadata/name" ? "the name" : first.path.replace(/^\/spec/, "spec")} ${first.message}`,
-      );
-    state[domain] = spec as DomainPeerSpec;
-  }
-  return state;
 }
 
 export interface PeersFromSecretOptions {
@@ -84,19 +66,21 @@ interface SecretEvent {
  * The peers state from the Secret, as it changes: the current state first (once the watch has
  * listed), then every different state. Ends when `signal` aborts.
  */
-export async function* peersFromSecret(options: PeersFromSecretOptions): AsyncGenerator<SecretPeersState> {
+export async function* peersFromSecret(options: PeersFromSecretOptions): AsyncGenerator<PeersState> {
+  // loaded here: the sidecar, which imports this module's package too, never pays for it
+  const { CoreV1Api, Watch } = await import("@kubernetes/client-node");
   const logger = options.logger ?? silentLogger;
   const watch = new Watch(options.kubeConfig);
   const where = `Secret ${options.namespace}/${options.name}`;
-  const queue: SecretPeersState[] = [];
+  const queue: PeersState[] = [];
   let wake: (() => void) | undefined;
-  const push = (state: SecretPeersState) => {
+  const push = (state: PeersState) => {
     queue.push(state);
     wake?.();
   };
   let last: string | undefined;
   const take = (data: Record<string, string> | undefined) => {
-    let state: SecretPeersState;
+    let state: PeersState;
     try {
       state = parsePeersSecret(data);
     } catch (err) {

@@ -9,12 +9,11 @@ import { chmodSync, copyFileSync, mkdtempSync, renameSync, rmSync, writeFileSync
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import type { Domain, DomainPeer } from "../../operators/api/index.ts";
+import type { Domain, DomainPeer, PeersState } from "../../operators/api/index.ts";
 import { namespaceFor } from "../../operators/api/index.ts";
 import { DomainCertificates } from "../../operators/controllers/domain/index.ts";
 import { type Hub, startHub } from "../../operators/hub/index.ts";
 import { silentLogger } from "../../operators/lib/logger.ts";
-import type { PeersState } from "../../operators/network/index.ts";
 import { waitFor } from "./wait-for.ts";
 
 const execFileAsync = promisify(execFile);

@@ -6,12 +6,11 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import t from "tap";
 import { ProcessRuntime } from "../../operators/agent/runtimes/process/index.ts";
-import type { DomainPeer } from "../../operators/api/index.ts";
+import type { DomainPeer, PeersState } from "../../operators/api/index.ts";
 import { agentNodeserver } from "../../operators/cli/agent-network.ts";
 import { DomainCertificates } from "../../operators/controllers/domain/index.ts";
 import { startHub } from "../../operators/hub/index.ts";
 import { silentLogger } from "../../operators/lib/logger.ts";
-import type { PeersState } from "../../operators/network/index.ts";
 import { startAgentOnHub } from "../helpers/agent-on-hub.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 
@@ -44,14 +43,14 @@ t.test("the agent writes its DomainPeers into the nodeserver's peers state on ev
   const network = agentNodeserver({
     dir: socketDir,
     node: "edge-1",
-    domainRelay: hub.domainRelayAddress as string,
     logger: silentLogger,
   });
   t.teardown(() => network.stop());
   await startAgentOnHub(t, hub, "edge", {
     runtime,
     runtimeKind: "process",
-    onDomainPeers: network.onDomainPeers,
+    onPeersState: network.onPeersState,
+    domainRelay: hub.domainRelayAddress as string,
   });
 
   t.notOk(

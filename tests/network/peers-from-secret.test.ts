@@ -1,9 +1,14 @@
 // The Secret rlark-domain-peers as the agent writes it and as `--peers-secret` reads it back: the
-// same state, and content that is not a valid state refused naming the Domain and field. (The
+// nodeserver's own PeersState, and content that is not a valid state refused naming the field. (The
 // watch through a real API server: tests/e2e/hub-agent/domain-kubernetes.test.ts.)
 import t from "tap";
 import { domainPeersSecret } from "../../operators/agent/runtimes/kubernetes/index.ts";
-import type { DomainPeerSpec } from "../../operators/api/index.ts";
+import {
+  type DomainPeerSpec,
+  type PeersState,
+  parsePeersState,
+  peersStateFrom,
+} from "../../operators/api/index.ts";
 import { parsePeersSecret, parseSecretRef } from "../../operators/network/peers-from-secret.ts";
 
 const spec = (ip: string): DomainPeerSpec => ({
@@ -14,37 +19,56 @@ const spec = (ip: string): DomainPeerSpec => ({
 });
 const encode = (value: unknown) => ({ "peers.json": Buffer.from(JSON.stringify(value)).toString("base64") });
 
-t.test("what the agent writes is what the nodeserver reads, Domains in name order", async (t) => {
-  const secret = domainPeersSecret("rlark-system", [
-    { domain: "zeta", spec: spec("10.0.2.2") },
-    { domain: "alpha", spec: spec("10.0.1.2") },
-  ]);
+const state = (...domains: string[]): PeersState => ({
+  globalNamespace: "agent-gpu",
+  hub: { address: "hub.example:2223", caPem: "CA" },
+  domains: domains.map((domain, i) => ({ domain, ...spec(`10.0.${i}.2`) })),
+});
+
+t.test("what the agent writes is what the nodeserver reads: the one PeersState shape", async (t) => {
+  const written = peersStateFrom(
+    [
+      { domain: "zeta", spec: spec("10.0.2.2") },
+      { domain: "alpha", spec: spec("10.0.1.2") },
+    ],
+    "agent-gpu",
+    { address: "hub.example:2223", caPem: "CA" },
+  );
+  t.same(
+    written.domains.map((d) => d.domain),
+    ["alpha", "zeta"],
+    "Domains in name order",
+  );
+  const secret = domainPeersSecret("rlark-system", written);
   t.equal(secret.metadata?.name, "rlark-domain-peers");
   t.equal(secret.metadata?.namespace, "rlark-system");
   t.same(Object.keys(secret.data ?? {}), ["peers.json"]);
-  const state = parsePeersSecret(secret.data);
-  t.same(Object.keys(state), ["alpha", "zeta"]);
-  t.same(state.alpha, spec("10.0.1.2"));
-  t.same(parsePeersSecret(undefined), {}, "no Secret: no Domains");
+  t.same(parsePeersSecret(secret.data), written, "read back as written, relay and CA included");
+  t.same(
+    parsePeersState(Buffer.from(secret.data?.["peers.json"] ?? "", "base64").toString(), "peers.json"),
+    written,
+    "the same text a process runtime's peers.json file holds",
+  );
+  t.same(parsePeersSecret(undefined).domains, [], "no Secret: no Domains");
 });
 
-t.test("a bad Secret is refused with the Domain and field named", async (t) => {
+t.test("a bad Secret is refused with the field named", async (t) => {
   t.throws(
     () => parsePeersSecret({ "peers.json": Buffer.from("{").toString("base64") }),
-    /peers\.json is not JSON/,
+    /peers\.json: \(file\): not JSON/,
   );
-  t.throws(() => parsePeersSecret(encode([])), /must be an object of DomainPeer specs/);
+  t.throws(() => parsePeersSecret(encode([])), /globalNamespace: must be a non-empty string/);
+  const lab = state("lab");
   t.throws(
-    () => parsePeersSecret(encode({ lab: { ...spec("10.0.1.2"), prefixLen: 40 } })),
-    /Domain "lab": spec\/prefixLen/,
-  );
-  t.throws(
-    () => parsePeersSecret(encode({ lab: { ...spec("10.0.1.2"), pods: [{ name: "a", ip: "nope" }] } })),
-    /Domain "lab": spec\/pods\/0\/ip/,
+    () => parsePeersSecret(encode({ ...lab, domains: [{ ...lab.domains[0], prefixLen: 40 }] })),
+    /domains\[0\]\.prefixLen: must be an integer from 8 to 30/,
   );
   t.throws(
-    () => parsePeersSecret(encode({ "Not A Name": spec("10.0.1.2") })),
-    /Domain "Not A Name": the name/,
+    () =>
+      parsePeersSecret(
+        encode({ ...lab, domains: [{ ...lab.domains[0], pods: [{ name: "a", ip: "nope" }] }] }),
+      ),
+    /domains\[0\]\.pods\[0\]\.ip: "nope" is not an IPv4 address/,
   );
   t.throws(
     () => parsePeersSecret({ "peers.json": Buffer.alloc(1024 * 1024 + 1, 32).toString("base64") }),

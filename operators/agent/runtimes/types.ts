@@ -3,7 +3,7 @@
 // Kept free of Kubernetes client types so a process runtime, the kubernetes runtime and a future
 // Docker runtime all fit behind it.
 import type { Duplex, Readable } from "node:stream";
-import type { DomainPeerSpec } from "../../api/index.ts";
+import type { PeersState } from "../../api/index.ts";
 import type { AccessSessionRequest } from "../../lib/access-stream/index.ts";
 import type { BrowseAnswer, BrowseRequest } from "../../lib/tunnel/index.ts";
 
@@ -300,12 +300,6 @@ export interface NodeOverlay {
   unschedulable?: boolean;
 }
 
-/** One Domain's DomainPeer for this cluster: its certificate and the routes of its pods here. */
-export interface RuntimeDomainPeer {
-  domain: string;
-  spec: DomainPeerSpec;
-}
-
 /** A running local pod as an access session sees it: its working directory and environment. */
 export interface AccessEnvironment {
   cwd: string;
@@ -372,10 +366,10 @@ export interface Runtime {
    */
   applyNodeOverlays?(overlays: readonly NodeOverlay[]): Promise<void>;
   /**
-   * Hands the cluster's nodeservers the complete set of the agent's DomainPeers each time (the
-   * kubernetes runtime writes the Secret rlark-domain-peers). Resolves once they have it.
+   * Hands the cluster's nodeservers their peers state, made from the agent's DomainPeers, each
+   * time (the kubernetes runtime writes the Secret rlark-domain-peers). Resolves once they have it.
    */
-  applyDomainPeers?(peers: readonly RuntimeDomainPeer[]): Promise<void>;
+  applyPeersState?(state: PeersState): Promise<void>;
 
   /**
    * Runtimes that run pods as local processes (process) say where an access session into a pod

@@ -2,21 +2,29 @@
 // nodes): the pods of a Job in the Domain get contract B's init container and sidecar (applied by
 // server-side apply, so the API server validated them) and run on the kwok nodes; a Job outside
 // the Domain gets neither; the hub's Pod mirrors carry the virtual IPs of the Domain's DomainPeer;
-// the Secret rlark-domain-peers follows the DomainPeer, and the nodeserver's --peers-secret source
-// (network/peers-from-secret.ts) sees each change.
+// the Secret rlark-domain-peers follows the DomainPeer in the nodeserver's own PeersState shape,
+// the nodeserver's --peers-secret source (network/peers-from-secret.ts) sees each change, and a
+// real `rlark nodeserver --peers-secret` process answers /get_ip from it.
+import { execFile, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { isDeepStrictEqual, promisify } from "node:util";
 import { CoreV1Api, type V1Pod } from "@kubernetes/client-node";
 import t from "tap";
-import { type DomainPeer, type Pod, TASK_NAME_LABEL } from "../../../operators/api/index.ts";
-import { peersFromSecret, type SecretPeersState } from "../../../operators/network/peers-from-secret.ts";
+import { type DomainPeer, type PeersState, type Pod, TASK_NAME_LABEL } from "../../../operators/api/index.ts";
+import { peersFromSecret } from "../../../operators/network/index.ts";
 import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
 import { startHubOnGit } from "../../helpers/hub-on-git.ts";
 import { jobYaml, trainerTaskYaml } from "../../helpers/job-yaml.ts";
 import { startKubernetesAgentOnHub } from "../../helpers/kubernetes-agent-on-hub.ts";
 import { onKube, waitFor } from "../../helpers/wait-for.ts";
 
-const { kubeConfig: kc } = fleetCluster(0);
+const { kubeConfig: kc, kubeconfig: kubeconfigFile } = fleetCluster(0);
 const core = kc.makeApiClient(CoreV1Api);
 const CIDR = "10.0.7.0/24";
+const cli = path.resolve(import.meta.dirname, "../../../operators/cli/main.ts");
+const execFileAsync = promisify(execFile);
 
 function repository(namespace: string, replicas: number): Record<string, string> {
   const trainer = trainerTaskYaml({ namespace, replicas, resources: `{ requests: { cpu: "100m" } }` });
@@ -54,10 +62,10 @@ const running = async (namespace: string, task: string, count: number): Promise<
  * yielding fails the test with a reason instead of holding it until tap's timeout.
  */
 async function nextState(
-  iterator: AsyncIterator<SecretPeersState>,
-  check: (s: SecretPeersState) => Promise<boolean>,
+  iterator: AsyncIterator<PeersState>,
+  check: (s: PeersState) => Promise<boolean>,
   within = 120_000,
-): Promise<SecretPeersState> {
+): Promise<PeersState> {
   const deadline = Date.now() + within;
   for (;;) {
     let timer: NodeJS.Timeout | undefined;
@@ -147,18 +155,77 @@ t.test("a Domain's pods get the sidecar and their virtual IPs; the peers Secret 
   const iterator = states[Symbol.asyncIterator]();
   // The DomainPeer as the store holds it when the state arrives: its spec may have moved on since
   // the 2 pods were first seen (a pod's route filled in), and the Secret follows the newest one.
-  const sameAsStore = (pods: number) => async (s: SecretPeersState) => {
+  const sameAsStore = (pods: number) => async (s: PeersState) => {
     const current = await peerPods(pods);
-    return current !== undefined && JSON.stringify(s.lab) === JSON.stringify(current);
+    return current !== undefined && isDeepStrictEqual(s.domains, [{ domain: "lab", ...current }]);
   };
   const first = await nextState(iterator, sameAsStore(2));
-  t.same(Object.keys(first), ["lab"], "the Secret holds the Domain's DomainPeer spec");
-  t.equal(first.lab?.key, spec.key, "with the Domain's key, which is why it is a Secret");
+  t.equal(first.globalNamespace, "agent-gpu", "the Secret holds the cluster's peers state");
+  t.same(
+    first.domains.map((d) => d.domain),
+    ["lab"],
+    "with the Domain's DomainPeer spec",
+  );
+  t.equal(first.domains[0]?.key, spec.key, "and the Domain's key, which is why it is a Secret");
+
+  // the nodeserver itself, as the DaemonSet runs it, reading the same Secret
+  const socketDir = mkdtempSync(path.join(tmpdir(), "rlark-ns-secret-"));
+  const nodeserver = spawn(
+    process.execPath,
+    [
+      cli,
+      "nodeserver",
+      "--socket-dir",
+      socketDir,
+      "--peers-secret",
+      `${namespace}/rlark-domain-peers`,
+      "--kubeconfig",
+      kubeconfigFile,
+    ],
+    { env: { PATH: process.env.PATH, HOME: process.env.HOME }, stdio: ["ignore", "ignore", "pipe"] },
+  );
+  nodeserver.stderr?.resume();
+  t.teardown(async () => {
+    const exited = new Promise((resolve) => nodeserver.once("exit", resolve));
+    nodeserver.kill("SIGTERM");
+    await exited;
+    rmSync(socketDir, { recursive: true, force: true });
+  });
+  const route = first.domains[0]?.pods?.[0];
+  const answer = await waitFor(
+    "the nodeserver answers /get_ip from the Secret",
+    async () => {
+      const { stdout } = await execFileAsync("curl", [
+        "-s",
+        "--unix-socket",
+        path.join(socketDir, "nodeserver.sock"),
+        `http://nodeserver/get_ip?pod=${route?.namespace}/${route?.name}`,
+      ]).catch(() => ({ stdout: "" }));
+      return stdout.includes('"ip"') && (JSON.parse(stdout) as { ip: string; domain: string });
+    },
+    onKube,
+  );
+  t.same(answer, { ip: route?.ip, prefixLength: 24, domain: "lab" }, "the pod's virtual IP");
 
   await git.commit(repository(namespace, 3));
   await waitFor("a DomainPeer with 3 pods", () => peerPods(3), onKube);
   const seen = await nextState(iterator, sameAsStore(3));
-  t.equal(seen.lab?.pods?.length, 3, "the --peers-secret source sees the third pod's route");
+  t.equal(seen.domains[0]?.pods?.length, 3, "the --peers-secret source sees the third pod's route");
+  const third = seen.domains[0]?.pods?.find((p) => !first.domains[0]?.pods?.some((q) => q.name === p.name));
+  await waitFor(
+    "the nodeserver process knows the third pod",
+    async () =>
+      (
+        await execFileAsync("curl", [
+          "-s",
+          "--unix-socket",
+          path.join(socketDir, "nodeserver.sock"),
+          `http://nodeserver/get_ip?pod=${third?.namespace}/${third?.name}`,
+        ]).catch(() => ({ stdout: "" }))
+      ).stdout.includes(`"${third?.ip}"`),
+    onKube,
+  );
+  t.pass("the nodeserver process follows the Secret");
   abort.abort();
   t.same(await iterator.next(), { value: undefined, done: true }, "the source ends when aborted");
 });

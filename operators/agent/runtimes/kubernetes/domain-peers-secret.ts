@@ -3,8 +3,9 @@
 // Secret, not a ConfigMap: each DomainPeer carries its Domain's private key. The nodeserver reads
 // it with `rlark nodeserver --peers-secret <ns>/rlark-domain-peers` (network/peers-from-secret.ts).
 //
-// Data: one key, peers.json, whose value is the JSON of { <domain>: <DomainPeer spec> } with the
-// Domains in name order, so an unchanged set is byte-identical and is not written again.
+// Data: one key, peers.json, whose value is the JSON of the nodeserver's PeersState (api/
+// peers-state.ts, the same the process runtime's peers.json file holds), Domains in name order,
+// so an unchanged set is byte-identical and is not written again.
 import {
   type CoreV1Api,
   type KubernetesObjectApi,
@@ -14,30 +15,19 @@ import {
 import {
   AGENT_FIELD_MANAGER,
   AGENT_INSTANCE_LABEL,
-  type DomainPeerSpec,
   MANAGED_BY_AGENT,
   MANAGED_BY_LABEL,
+  type PeersState,
 } from "../../../api/index.ts";
 import type { Logger } from "../../../lib/logger.ts";
-import type { RuntimeDomainPeer } from "../types.ts";
 import { describeApiError } from "./api-error.ts";
 import { ensureNamespace } from "./namespace.ts";
 
 export const DOMAIN_PEERS_SECRET = "rlark-domain-peers";
 export const DOMAIN_PEERS_KEY = "peers.json";
 
-/** The value of peers.json: each Domain's DomainPeer spec for this cluster, by Domain name. */
-export type DomainPeersData = Record<string, DomainPeerSpec>;
-
-/** The Secret for `peers`, in `namespace`. */
-export function domainPeersSecret(
-  namespace: string,
-  peers: readonly RuntimeDomainPeer[],
-  instance?: string,
-): V1Secret {
-  const data: DomainPeersData = {};
-  for (const peer of [...peers].sort((a, b) => (a.domain < b.domain ? -1 : a.domain > b.domain ? 1 : 0)))
-    data[peer.domain] = peer.spec;
+/** The Secret holding `state`, in `namespace`. */
+export function domainPeersSecret(namespace: string, state: PeersState, instance?: string): V1Secret {
   return {
     apiVersion: "v1",
     kind: "Secret",
@@ -50,7 +40,7 @@ export function domainPeersSecret(
       },
     },
     type: "Opaque",
-    data: { [DOMAIN_PEERS_KEY]: Buffer.from(JSON.stringify(data)).toString("base64") },
+    data: { [DOMAIN_PEERS_KEY]: Buffer.from(JSON.stringify(state)).toString("base64") },
   };
 }
 
@@ -80,9 +70,9 @@ export class DomainPeersWriter {
     this.#options = options;
   }
 
-  /** Resolves once the Secret holds `peers` (or the write failed and a retry is scheduled). */
-  write(peers: readonly RuntimeDomainPeer[]): Promise<void> {
-    const secret = domainPeersSecret(this.#options.namespace, peers, this.#options.instance);
+  /** Resolves once the Secret holds `state` (or the write failed and a retry is scheduled). */
+  write(state: PeersState): Promise<void> {
+    const secret = domainPeersSecret(this.#options.namespace, state, this.#options.instance);
     this.#wantedSecret = secret;
     this.#wanted = secret.data?.[DOMAIN_PEERS_KEY];
     const next = this.#writing.then(() => this.#writeOnce());

@@ -12,7 +12,7 @@
 
 import type { Duplex, Readable } from "node:stream";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { AGENT_INSTANCE_LABEL } from "../../../api/index.ts";
+import { AGENT_INSTANCE_LABEL, type PeersState } from "../../../api/index.ts";
 import type { AccessSessionRequest } from "../../../lib/access-stream/index.ts";
 import { type Logger, silentLogger } from "../../../lib/logger.ts";
 import type { BrowseAnswer, BrowseRequest } from "../../../lib/tunnel/index.ts";
@@ -22,7 +22,6 @@ import type {
   NodeOverlay,
   Runtime,
   RuntimeAddon,
-  RuntimeDomainPeer,
   RuntimeSecret,
   RuntimeSnapshot,
   RuntimeTask,
@@ -56,7 +55,6 @@ export {
 export {
   DOMAIN_PEERS_KEY,
   DOMAIN_PEERS_SECRET,
-  type DomainPeersData,
   domainPeersSecret,
 } from "./domain-peers-secret.ts";
 export { kubernetesDryRun } from "./dry-run.ts";
@@ -205,8 +203,8 @@ export class KubernetesRuntime implements Runtime {
     return this.#overlays.apply(overlays);
   }
 
-  applyDomainPeers(peers: readonly RuntimeDomainPeer[]): Promise<void> {
-    return this.#peers.write(peers);
+  applyPeersState(state: PeersState): Promise<void> {
+    return this.#peers.write(state);
   }
 
   applyAddons(addons: readonly RuntimeAddon[]): Promise<void> {

@@ -1,12 +1,11 @@
 // The nodeserver's "peers state": which Domains have pods in this cluster, where those pods
-// really are, the Domain's certificate, and where the hub's domain relay listens. Written by the
-// agent from its DomainPeers (process runtime: the file `peers.json` in the socket dir, replaced
-// atomically; kubernetes runtime: the Secret source netkube adds), read by the nodeserver.
+// really are, the Domain's certificate, and where the hub's domain relay listens. The agent makes
+// it from its DomainPeers and hands it over in one shape whatever its runtime (process runtime:
+// the file `peers.json` in the nodeserver's socket dir; kubernetes runtime: the key `peers.json`
+// of the Secret rlark-domain-peers); the nodeserver reads either (docs/networking.md). Pure: the
+// agent and the nodeserver both import it.
 
-import type { DomainPeer, DomainPeerPod, DomainPeerSpec } from "../api/generated/domain-peer.ts";
-
-/** The file the file source reads, in the nodeserver's `--socket-dir`. */
-export const PEERS_FILE = "peers.json";
+import type { DomainPeerPod, DomainPeerSpec } from "./generated/domain-peer.ts";
 
 /** One Domain's view in this cluster: DomainPeer.spec plus the Domain's name. */
 export interface DomainPeersEntry extends DomainPeerSpec {
@@ -103,9 +102,12 @@ export function parsePeersState(text: string, source: string): PeersState {
   return state;
 }
 
-/** The peers state of one cluster from the DomainPeers its agent holds. */
+/**
+ * The peers state of one cluster (`globalNamespace`, its agent's namespace on the hub) from the
+ * DomainPeers its agent holds, Domains in name order: an unchanged set gives the same JSON.
+ */
 export function peersStateFrom(
-  peers: readonly DomainPeer[],
+  peers: readonly { domain: string; spec: DomainPeerSpec }[],
   globalNamespace: string,
   hub?: PeersState["hub"],
 ): PeersState {
@@ -113,8 +115,7 @@ export function peersStateFrom(
     globalNamespace,
     ...(hub ? { hub } : {}),
     domains: peers
-      .filter((p) => p.metadata.namespace === globalNamespace)
-      .map((p) => ({ domain: p.metadata.name, ...p.spec }))
-      .sort((a, b) => a.domain.localeCompare(b.domain)),
+      .map((p) => ({ domain: p.domain, ...p.spec }))
+      .sort((a, b) => (a.domain < b.domain ? -1 : a.domain > b.domain ? 1 : 0)),
   };
 }
