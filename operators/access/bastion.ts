@@ -306,7 +306,10 @@ export class Bastion implements UserLogins {
     channel.on("close", () => live.end("ok"));
     agent.on("error", (error: Error) => live.end("error", error.message));
     agent.on("close", () => {
-      channel.close();
+      // After a clean end the channel may still hold bytes waiting for the client's window:
+      // closing it now would drop them, so it closes once they are all written.
+      if (channel.writableEnded && !channel.writableFinished) channel.once("finish", () => channel.close());
+      else channel.close();
       live.end("ok");
     });
   }

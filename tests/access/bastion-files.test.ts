@@ -1,10 +1,11 @@
 // SFTP, scp (SFTP mode) and TCP forwarding through the bastion with the real OpenSSH clients:
 // files move in and out of a process-runtime pod's directory and nowhere else, ports are
 // forwarded to the pod, and only with the verb granted.
+import { spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { createReadStream, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
+import { type AddressInfo, connect, createServer as createNetServer, type Socket } from "node:net";
 import path from "node:path";
 import t from "tap";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
@@ -170,6 +171,66 @@ t.test("files and forwarding through hub and agent", async (t) => {
       onRealServers,
     );
     denied.kill();
+  });
+
+  await t.test("ssh -L delivers every byte a pod's port sends before it closes", async (t) => {
+    // More than the 2 MiB SSH channel windows: when the pod's end of the stream closes, the agent
+    // and the hub still hold bytes for the next hop and must write them all before closing.
+    const size = 6 * 1024 * 1024;
+    let sent = false;
+    const server = createNetServer((socket) => {
+      socket.on("error", () => {});
+      socket.once("close", () => {
+        sent = true;
+      });
+      socket.end(randomBytes(size));
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    t.teardown(() => server.close());
+    const podPort = (server.address() as AddressInfo).port;
+    const localPort = await new Promise<number>((resolve) => {
+      const probe = createNetServer();
+      probe.listen(0, "127.0.0.1", () => {
+        const { port } = probe.address() as AddressInfo;
+        probe.close(() => resolve(port));
+      });
+    });
+    const forward = spawn(
+      "ssh",
+      [
+        ...b.sshArgs("alice"),
+        "-N",
+        "-o",
+        "ExitOnForwardFailure=yes",
+        "-L",
+        `${localPort}:${POD}:${podPort}`,
+        "alice@127.0.0.1",
+      ],
+      { stdio: "ignore" },
+    );
+    t.teardown(() => forward.kill());
+    const socket = await waitFor(
+      "the forwarded port listening",
+      () =>
+        new Promise<Socket | undefined>((resolve) => {
+          const s = connect(localPort, "127.0.0.1");
+          s.once("connect", () => resolve(s));
+          s.once("error", () => resolve(undefined));
+        }),
+      onRealServers,
+    );
+    // The client reads nothing until the agent has read everything from the pod's port and closed it.
+    socket.pause();
+    let received = 0;
+    socket.on("data", (chunk: Buffer) => {
+      received += chunk.length;
+    });
+    await waitFor("the pod's port done sending", () => sent, onRealServers);
+    const ended = new Promise((resolve) => socket.once("close", resolve));
+    socket.resume();
+    await ended;
+    t.equal(received, size, "every byte arrived");
+    forward.kill();
   });
 
   await t.test("each transfer and forward is audited with its bytes", async (t) => {

@@ -108,7 +108,12 @@ export class DomainBed {
       node,
       [main, "nodeserver", "--socket-dir", dir, "--node", `${this.prefix}-${cluster}`],
       {
-        env: { PATH: process.env.PATH, HOME: process.env.HOME },
+        // RLARK_BED_NODE_OPTIONS profiles the nodeservers (e.g. "--cpu-prof --cpu-prof-dir=DIR").
+        env: {
+          PATH: process.env.PATH,
+          HOME: process.env.HOME,
+          NODE_OPTIONS: process.env.RLARK_BED_NODE_OPTIONS ?? "",
+        },
         stdio: ["ignore", "ignore", process.env.RLARK_BED_LOGS ? "inherit" : "ignore"],
       },
     );

@@ -49,7 +49,12 @@ export async function serveStream(channel: Duplex, handlers: Record<string, Stre
       channel.destroy();
       resolve();
     };
-    target.once("close", done);
+    // After a clean end the channel may still hold bytes waiting for the hub's window:
+    // destroying it now would drop them, so it goes once they are all written.
+    target.once("close", () => {
+      if (channel.writableEnded && !channel.writableFinished) channel.once("finish", done);
+      else done();
+    });
     channel.once("close", done);
     target.once("error", done);
     channel.once("error", done);

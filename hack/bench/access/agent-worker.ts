@@ -1,0 +1,36 @@
+// The bench's agent on its own thread: in production the agent is its own process, so its
+// event loop must not share the hub's (hack/bench/access/run.ts). Started with the enrollment
+// in workerData; posts "ready" once connected; on "stop" stops the pods, then the agent.
+import { parentPort, workerData } from "node:worker_threads";
+import { startAgent } from "../../../operators/agent/agent.ts";
+import { ProcessRuntime } from "../../../operators/agent/runtimes/process/index.ts";
+import { silentLogger } from "../../../operators/lib/logger.ts";
+import { fileCredentialStore } from "../../../operators/lib/tunnel/index.ts";
+
+interface AgentWorkerData {
+  hub: string;
+  token: string;
+  caHash: string;
+  stateDir: string;
+  credentials: string;
+}
+
+const data = workerData as AgentWorkerData;
+const runtime = await ProcessRuntime.open({ stateDir: data.stateDir, terminationGracePeriodMs: 1000 });
+const agent = await startAgent({
+  hub: data.hub,
+  credentials: fileCredentialStore(data.credentials),
+  token: data.token,
+  caHash: data.caHash,
+  runtime,
+  runtimeKind: "process",
+  logger: silentLogger,
+});
+parentPort?.postMessage("ready");
+parentPort?.once("message", async () => {
+  // Pods first: the agent's stop also stops the runtime, leaving its pods to a next agent.
+  await runtime.stop({ terminatePods: true });
+  await agent.stop();
+  parentPort?.postMessage("stopped");
+  parentPort?.close();
+});
