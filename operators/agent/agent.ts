@@ -3,6 +3,7 @@
 import { randomUUID } from "node:crypto";
 import packageJson from "../../package.json" with { type: "json" };
 import { namespaceFor, type PeersState, peersStateFrom } from "../api/index.ts";
+import { capabilityFromCondition } from "../lib/capability-condition.ts";
 import { readCapabilityStatuses } from "../lib/capability-status.ts";
 import { type Clock, every, systemClock, type TimerId } from "../lib/clock.ts";
 import type { Logger } from "../lib/logger.ts";
@@ -144,7 +145,17 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       ...(applyError ? { message: applyError } : {}),
     },
     ...componentCapabilities(),
+    ...nodeCapabilities(),
   ];
+  // Published on the Nodes by their device plugins (kubernetes runtime): "<node>/<component>".
+  const nodeCapabilities = (): Capability[] =>
+    runtime.observe().nodes.flatMap((node) =>
+      (node.capabilityConditions ?? []).flatMap((condition) => {
+        const capability = capabilityFromCondition(condition, clock.now());
+        // the hub refuses a report with a name over 253 characters: cut rather than lose it
+        return capability ? [{ ...capability, name: `${node.name}/${capability.name}`.slice(0, 253) }] : [];
+      }),
+    );
   const componentCapabilities = (): Capability[] => {
     if (!options.capabilityDir) return [];
     try {

@@ -28,7 +28,6 @@ export {
 export * from "./generated/index.ts";
 export { unescapePointerToken } from "./json-pointer.ts";
 export { API_VERSION, type KindInfo, kindByPlural, kindInfo, kinds } from "./kinds.ts";
-export { HIDDEN_VALUE, shownSealedSecretSpec } from "./sealed-secret-view.ts";
 export {
   type DomainPeersEntry,
   isIpv4,
@@ -36,6 +35,7 @@ export {
   parsePeersState,
   peersStateFrom,
 } from "./peers-state.ts";
+export { HIDDEN_VALUE, shownSealedSecretSpec } from "./sealed-secret-view.ts";
 export * from "./validate/index.ts";
 export type { SchemaViolation } from "./violations.ts";
 export * from "./well-known.ts";

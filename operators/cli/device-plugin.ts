@@ -10,7 +10,11 @@ rosctr/camctr CLIs from --cli-dir, and env RLARK_DEVICE_IDS, RLARK_CAMERA_SOCKET
 RLARK_ROS2_SOCKET, RLARK_CAMERA_DEVICES, RLARK_ROBOTS.
 
 It re-registers when kubelet restarts, sends kubelet the full list on every change, and writes its
-capability state to --capability-dir/device-plugin.json for the local agent. A robot config error
+capability state to --capability-dir/device-plugin.json for the local agent. With --node-name (the
+DaemonSet passes its node's name), it also publishes every capability file of --capability-dir
+(its own and the controllers') as conditions capability.rlinf.io/<component> on that Node, which
+the kubernetes agent reports to the hub; it needs patch on nodes/status (in-cluster credentials,
+or --kubeconfig). A robot config error
 at start exits 1 naming file:line; later, the last good list stays and the state is DEGRADED.
 
 Robot config (YAML):
@@ -29,6 +33,8 @@ interface DevicePluginFlags {
   socketDir: string;
   cliDir: string;
   capabilityDir: string;
+  nodeName?: string;
+  kubeconfig?: string;
 }
 
 export function registerDevicePlugin(program: Command): void {
@@ -46,15 +52,25 @@ export function registerDevicePlugin(program: Command): void {
       "where to write the capability state for the agent",
       "/var/run/rlark/capabilities",
     )
+    .option("--node-name <name>", "publish the capability states as conditions on this Node")
+    .option("--kubeconfig <file>", "with --node-name: the API server (default: in-cluster)")
     .addHelpText("after", DEVICE_PLUGIN_HELP)
     .action(async (flags: DevicePluginFlags) => {
-      const [{ DevicePlugin }, { jsonLogger }, { writeCapabilityStatus, REFRESH_MS }, { untilSignal }] =
-        await Promise.all([
-          import("../device/index.ts"),
-          import("../lib/logger.ts"),
-          import("../lib/capability-status.ts"),
-          import("./until-signal.ts"),
-        ]);
+      const [
+        { DevicePlugin, publishNodeCapabilities },
+        { jsonLogger },
+        { writeCapabilityStatus, REFRESH_MS },
+        { untilSignal },
+        { loadKubeConfig },
+        { systemClock },
+      ] = await Promise.all([
+        import("../device/index.ts"),
+        import("../lib/logger.ts"),
+        import("../lib/capability-status.ts"),
+        import("./until-signal.ts"),
+        import("../lib/kube-config.ts"),
+        import("../lib/clock.ts"),
+      ]);
       const logger = jsonLogger("device-plugin");
       const capabilityDir = path.resolve(flags.capabilityDir);
       const write = (capability: Parameters<typeof writeCapabilityStatus>[1]) => {
@@ -75,8 +91,19 @@ export function registerDevicePlugin(program: Command): void {
       });
       // Rewritten while alive, so the agent can tell a dead plugin from a quiet one.
       const refresh = setInterval(() => write(plugin.capability()), REFRESH_MS);
+      const stopPublishing = flags.nodeName
+        ? publishNodeCapabilities({
+            kubeConfig: loadKubeConfig(flags.kubeconfig),
+            nodeName: flags.nodeName,
+            capabilityDir,
+            intervalMs: REFRESH_MS,
+            clock: systemClock,
+            logger,
+          })
+        : undefined;
       await untilSignal();
       clearInterval(refresh);
       await plugin.stop();
+      await stopPublishing?.();
     });
 }

@@ -3,6 +3,7 @@
 // paths both share with the controllers and their CLIs.
 
 export { devinit, devinitConfig } from "./devinit.ts";
+export { type NodeCapabilityOptions, publishNodeCapabilities } from "./node-capabilities.ts";
 export * from "./paths.ts";
 export * from "./plugin/index.ts";
 export * from "./webhook/index.ts";

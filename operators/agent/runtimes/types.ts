@@ -182,6 +182,11 @@ export interface ObservedNode {
   disk?: { usedBytes: number; totalBytes: number };
   addresses: NodeAddress[];
   conditions: NodeCondition[];
+  /**
+   * Capability states the node's components publish as conditions (lib/capability-condition.ts),
+   * kept apart from `conditions`, with their heartbeat so the agent can tell a stale one.
+   */
+  capabilityConditions?: { type: string; reason?: string; message?: string; lastHeartbeatTime?: string }[];
   unschedulable?: boolean;
   /** Sum of resources.requests of the non-terminated pods bound to the node (reserved, not measured use). */
   requested?: Record<string, string>;

@@ -26,6 +26,9 @@ t.test(
       rendered.map((r) => `${r.file} ${r.object.kind}/${r.object.metadata?.name}`),
       [
         "00-rbac.yaml ServiceAccount/rlark-device-plugin",
+        "00-rbac.yaml ServiceAccount/rlark-device-controllers",
+        "00-rbac.yaml ClusterRole/rlark-device-plugin",
+        "00-rbac.yaml ClusterRoleBinding/rlark-device-plugin",
         "00-rbac.yaml ServiceAccount/rlark-device-webhook",
         "00-rbac.yaml ClusterRole/rlark-device-webhook",
         "00-rbac.yaml ClusterRoleBinding/rlark-device-webhook",

@@ -187,6 +187,9 @@ t.test("the plan's content: changes, placement, pools, addons and dry-runs", asy
   // The shipped embodied-runtime entry, rendered with its defaults: the exact objects each cluster gets.
   const rendered = [
     "ServiceAccount rlark-system/rlark-device-plugin",
+    "ServiceAccount rlark-system/rlark-device-controllers",
+    "ClusterRole rlark-device-plugin",
+    "ClusterRoleBinding rlark-device-plugin",
     "ServiceAccount rlark-system/rlark-device-webhook",
     "ClusterRole rlark-device-webhook",
     "ClusterRoleBinding rlark-device-webhook",

@@ -21,6 +21,7 @@ import {
   TASK_NAMESPACE_ANNOTATION,
   TASK_UID_ANNOTATION,
 } from "../../../api/index.ts";
+import { CAPABILITY_CONDITION_PREFIX } from "../../../lib/capability-condition.ts";
 import type {
   ContainerState,
   NodeAddress,
@@ -105,8 +106,15 @@ export function observeNode(
   const addresses: NodeAddress[] = (node.status?.addresses ?? [])
     .filter((a) => ADDRESS_TYPES.has(a.type))
     .map((a) => ({ type: a.type as NodeAddress["type"], address: a.address }));
+  const isCapability = (c: { type: string }) => c.type.startsWith(CAPABILITY_CONDITION_PREFIX);
+  const capabilityConditions = (node.status?.conditions ?? []).filter(isCapability).map((c) => ({
+    type: c.type,
+    ...(c.reason ? { reason: c.reason } : {}),
+    ...(c.message ? { message: c.message } : {}),
+    ...(c.lastHeartbeatTime ? { lastHeartbeatTime: time(c.lastHeartbeatTime) } : {}),
+  }));
   const conditions: NodeCondition[] = (node.status?.conditions ?? [])
-    .filter((c) => CONDITION_STATUS.has(c.status))
+    .filter((c) => CONDITION_STATUS.has(c.status) && !isCapability(c))
     .map((c) => ({
       type: c.type,
       status: c.status as NodeCondition["status"],
@@ -132,6 +140,7 @@ export function observeNode(
     ...(disk ? { disk } : {}),
     addresses,
     conditions,
+    ...(capabilityConditions.length > 0 ? { capabilityConditions } : {}),
     unschedulable: node.spec?.unschedulable === true,
     requested: requested ?? {},
     controlPlane: CONTROL_PLANE_LABELS.some((l) => l in labels),
