@@ -7,6 +7,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
+import { createServer as createHttpServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -40,12 +41,23 @@ const { kubeConfig: kc } = fleetCluster(0);
 const cli = new URL("../../../operators/cli/main.ts", import.meta.url).pathname;
 const FORWARD_BYTES = 20 * 1024 * 1024;
 const POD_PORT = 8080;
+const HTTP_PORT = 8081;
 
 /** One line of a CRI log file, as kwok's ClusterLogs reads it. */
-const criLine = (text: string) => `${new Date().toISOString()} stdout F ${text}\n`;
+const criLine = (text: string, time = new Date()) => `${time.toISOString()} stdout F ${text}\n`;
 
-/** kwok's rules for every pod of `namespace`: run commands in `dir`, read `log`, forward to `port`. */
-function kwokRules(namespace: string, dir: string, log: string, port: number): object[] {
+/**
+ * kwok's rules for every pod of `namespace`: run commands in `dir`, read `log` (`previous` for
+ * the run before), forward port 8080 to `port` and 8081 to `httpPort`.
+ */
+function kwokRules(
+  namespace: string,
+  dir: string,
+  log: string,
+  previous: string,
+  port: number,
+  httpPort: number,
+): object[] {
   const selector = { matchNamespaces: [namespace] };
   const meta = { name: namespace };
   return [
@@ -62,13 +74,19 @@ function kwokRules(namespace: string, dir: string, log: string, port: number): o
       apiVersion: "kwok.x-k8s.io/v1alpha1",
       kind: "ClusterLogs",
       metadata: meta,
-      spec: { selector, logs: [{ logsFile: log, follow: true }] },
+      spec: { selector, logs: [{ logsFile: log, previousLogsFile: previous, follow: true }] },
     },
     {
       apiVersion: "kwok.x-k8s.io/v1alpha1",
       kind: "ClusterPortForward",
       metadata: meta,
-      spec: { selector, forwards: [{ ports: [POD_PORT], target: { port, address: "127.0.0.1" } }] },
+      spec: {
+        selector,
+        forwards: [
+          { ports: [POD_PORT], target: { port, address: "127.0.0.1" } },
+          { ports: [HTTP_PORT], target: { port: httpPort, address: "127.0.0.1" } },
+        ],
+      },
     },
   ];
 }
@@ -140,7 +158,10 @@ t.test("ssh shell, exec and -L and rlark logs -f reach a kubernetes pod through 
   const logFile = path.join(dir, "pod.log");
   mkdirSync(podDir);
   writeFileSync(path.join(podDir, "marker.txt"), "here\n");
-  writeFileSync(logFile, criLine("first line") + criLine("second line"));
+  // the first line is old: sinceSeconds leaves it out
+  writeFileSync(logFile, criLine("first line", new Date("2020-01-01T00:00:00Z")) + criLine("second line"));
+  const previousLog = path.join(dir, "previous.log");
+  writeFileSync(previousLog, criLine("the run before"));
 
   // The pod's port 8080: 20 MB of random bytes to each connection, then the end.
   const payload = randomBytes(FORWARD_BYTES);
@@ -150,7 +171,18 @@ t.test("ssh shell, exec and -L and rlark logs -f reach a kubernetes pod through 
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   t.teardown(() => server.close());
-  const rules = kwokRules(namespace, podDir, logFile, (server.address() as AddressInfo).port);
+  // The pod's port 8081: an HTTP server, for the hub's pod proxy.
+  const web = createHttpServer((req, res) => res.end(`from the kube pod ${req.url}\n`));
+  await new Promise<void>((resolve) => web.listen(0, "127.0.0.1", resolve));
+  t.teardown(() => web.close());
+  const rules = kwokRules(
+    namespace,
+    podDir,
+    logFile,
+    previousLog,
+    (server.address() as AddressInfo).port,
+    (web.address() as AddressInfo).port,
+  );
   const objects = KubernetesObjectApi.makeApiClient(kc);
   for (const rule of rules) await objects.create(rule);
   t.teardown(async () => {
@@ -290,6 +322,35 @@ t.test("ssh shell, exec and -L and rlark logs -f reach a kubernetes pod through 
     t.equal(received.length, FORWARD_BYTES);
     t.equal(sha256(received), sha256(payload), "the same bytes");
     forward.kill();
+  });
+
+  await t.test("the log API's options reach the kube-apiserver; a wrong container is refused", async (t) => {
+    const log = async (query: string) => {
+      const response = await fetch(
+        `${hub.url}/api/v1/rlinf.io/v1alpha1/pods/${pod}/log?namespace=agent-gpu&${query}`,
+        { headers: { authorization: `Bearer ${hub.adminToken}` } },
+      );
+      return { status: response.status, text: await response.text() };
+    };
+    t.same(await log("tailLines=1"), { status: 200, text: "second line\n" });
+    t.match((await log("tailLines=1&timestamps=true")).text, /^\d{4}-\d\d-\d\dT[\d:.]+Z second line\n$/);
+    t.same(await log("limitBytes=5"), { status: 200, text: "first" });
+    t.same(await log("sinceSeconds=3600"), { status: 200, text: "second line\n" });
+    t.same(await log("previous=true"), { status: 200, text: "the run before\n" });
+    const wrong = await log("container=sidecar");
+    t.equal(wrong.status, 400);
+    t.match(wrong.text, /has no container sidecar/);
+  });
+
+  await t.test("the hub's HTTP proxy reaches a kube pod's port", async (t) => {
+    const response = await fetch(
+      `${hub.url}/api/v1/namespaces/agent-gpu/pods/${pod}/proxy/${HTTP_PORT}/hello?x=1`,
+      {
+        headers: { authorization: `Bearer ${hub.adminToken}` },
+      },
+    );
+    t.equal(response.status, 200);
+    t.equal(await response.text(), "from the kube pod /hello?x=1\n");
   });
 
   await t.test("rlark logs -f prints the pod's log and follows new lines", async (t) => {
