@@ -42,13 +42,14 @@ const cli = new URL("../../../operators/cli/main.ts", import.meta.url).pathname;
 const FORWARD_BYTES = 20 * 1024 * 1024;
 const POD_PORT = 8080;
 const HTTP_PORT = 8081;
+const FLOOD_PORT = 8082;
 
 /** One line of a CRI log file, as kwok's ClusterLogs reads it. */
 const criLine = (text: string, time = new Date()) => `${time.toISOString()} stdout F ${text}\n`;
 
 /**
  * kwok's rules for every pod of `namespace`: run commands in `dir`, read `log` (`previous` for
- * the run before), forward port 8080 to `port` and 8081 to `httpPort`.
+ * the run before), forward port 8080 to `port`, 8081 to `httpPort` and 8082 to `floodPort`.
  */
 function kwokRules(
   namespace: string,
@@ -57,6 +58,7 @@ function kwokRules(
   previous: string,
   port: number,
   httpPort: number,
+  floodPort: number,
 ): object[] {
   const selector = { matchNamespaces: [namespace] };
   const meta = { name: namespace };
@@ -85,6 +87,7 @@ function kwokRules(
         forwards: [
           { ports: [POD_PORT], target: { port, address: "127.0.0.1" } },
           { ports: [HTTP_PORT], target: { port: httpPort, address: "127.0.0.1" } },
+          { ports: [FLOOD_PORT], target: { port: floodPort, address: "127.0.0.1" } },
         ],
       },
     },
@@ -148,6 +151,42 @@ async function fleetAgentIdentity(t: Test, namespace: string): Promise<string> {
   return name;
 }
 
+/**
+ * The pod's port 8082: writes to each connection as fast as it is taken, up to 1 GiB. `stalled()`
+ * is true once a write waits for the reader and nothing moved since the last call.
+ */
+function floodServer() {
+  let written = 0;
+  let waiting = false;
+  let seen = -1;
+  const chunk = randomBytes(64 * 1024);
+  const server = createServer((socket) => {
+    socket.on("error", () => {});
+    const pump = () => {
+      waiting = false;
+      while (written < 1024 ** 3) {
+        written += chunk.length;
+        if (!socket.write(chunk)) {
+          waiting = true;
+          socket.once("drain", pump);
+          return;
+        }
+      }
+      socket.end();
+    };
+    pump();
+  });
+  return {
+    server,
+    written: () => written,
+    stalled() {
+      const still = waiting && written === seen;
+      seen = written;
+      return still;
+    },
+  };
+}
+
 const sha256 = (data: Buffer) => createHash("sha256").update(data).digest("hex");
 
 t.test("ssh shell, exec and -L and rlark logs -f reach a kubernetes pod through hub and agent", async (t) => {
@@ -172,6 +211,9 @@ t.test("ssh shell, exec and -L and rlark logs -f reach a kubernetes pod through 
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   t.teardown(() => server.close());
   // The pod's port 8081: an HTTP server, for the hub's pod proxy.
+  const flood = floodServer();
+  await new Promise<void>((resolve) => flood.server.listen(0, "127.0.0.1", resolve));
+  t.teardown(() => flood.server.close());
   const web = createHttpServer((req, res) => res.end(`from the kube pod ${req.url}\n`));
   await new Promise<void>((resolve) => web.listen(0, "127.0.0.1", resolve));
   t.teardown(() => web.close());
@@ -182,6 +224,7 @@ t.test("ssh shell, exec and -L and rlark logs -f reach a kubernetes pod through 
     previousLog,
     (server.address() as AddressInfo).port,
     (web.address() as AddressInfo).port,
+    (flood.server.address() as AddressInfo).port,
   );
   const objects = KubernetesObjectApi.makeApiClient(kc);
   for (const rule of rules) await objects.create(rule);
@@ -402,6 +445,16 @@ t.test("ssh shell, exec and -L and rlark logs -f reach a kubernetes pod through 
     t.equal(lines.filter((l) => l.actor === "bob" && l.result === "denied").length, 2, "both refusals");
   });
 
+  await t.test("a forward nobody reads holds its pod's writer back and no other session", async (t) => {
+    const stalled = await runtime.connect({ namespace, name: pod }, FLOOD_PORT);
+    t.teardown(() => stalled.destroy());
+    await waitFor("the pod's writer held back", () => flood.stalled(), onKube);
+    t.ok(stalled.readableLength <= 2 * 1024 * 1024, `${stalled.readableLength} bytes wait in the agent`);
+    t.ok(flood.written() < 1024 ** 3, "the writer did not run to its end");
+    const other = await run("ssh", [...sshArgs(alice.file), `alice+${pod}@127.0.0.1`, "cat marker.txt"]);
+    t.equal(other.stdout, "here\n", "another session through the same agent still works");
+  });
+
   await t.test(
     "the agent's last check: a pod of no Task of this agent is refused, resize reaches the pty",
     async (t) => {
@@ -447,7 +500,14 @@ t.test("ssh shell, exec and -L and rlark logs -f reach a kubernetes pod through 
       session.write(encodeFrame(FrameType.Resize, JSON.stringify({ cols: 132, rows: 43 })));
       session.write(encodeFrame(FrameType.Stdin, "stty size\n"));
       await waitFor("the new size", () => text.includes("43 132"), onKube);
-      session.write(encodeFrame(FrameType.Stdin, "exit 7\n"));
+      // An INT signal is the terminal's ^C key: with the line discipline's signals and echo off,
+      // `cat -v` shows the byte it got
+      session.write(encodeFrame(FrameType.Stdin, "stty -isig -echo; cat -v\n"));
+      await waitFor("stty done", () => text.includes("cat -v"), onKube);
+      session.write(encodeFrame(FrameType.Signal, "INT"));
+      session.write(encodeFrame(FrameType.Stdin, "\n\x04"));
+      await waitFor("^C read by cat", () => /\^C\r?\n/.test(text.slice(text.lastIndexOf("cat -v"))), onKube);
+      session.write(encodeFrame(FrameType.Stdin, "stty sane; exit 7\n"));
       await waitFor("the exit frame", () => exit, onKube);
       t.same(exit, { code: 7 });
     },
