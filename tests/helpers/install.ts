@@ -203,6 +203,15 @@ const RUNTIME_ACCESS: Access[] = [
   { verb: "delete", resource: "persistentvolumeclaims", namespace: taskNamespace },
   { verb: "watch", resource: "pods" },
   { verb: "get", resource: "pods", subresource: "log", namespace: taskNamespace },
+  // access sessions and forwards (docs/access.md); the agent refuses pods that are not its Tasks'
+  ...["get", "create"].flatMap((verb) =>
+    ["exec", "portforward"].map((subresource) => ({
+      verb,
+      resource: "pods",
+      subresource,
+      namespace: taskNamespace,
+    })),
+  ),
   { verb: "watch", resource: "nodes" },
   { verb: "patch", resource: "nodes", name: "worker-1" },
   { verb: "create", resource: "namespaces" },
@@ -280,7 +289,6 @@ const FORBIDDEN_ACCESS: Access[] = [
   { verb: "delete", resource: "namespaces", name: taskNamespace },
   { verb: "delete", resource: "nodes", name: "worker-1" },
   { verb: "create", resource: "pods", namespace: taskNamespace },
-  { verb: "create", resource: "pods", subresource: "exec", namespace: taskNamespace },
   {
     verb: "create",
     resource: "serviceaccounts",

@@ -5,14 +5,22 @@
 // The hub only opens agent streams; the agent reaches the pod with its own credentials.
 import { type ChildProcess, spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
+import { createServer as createHttpServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { CoreV1Api, KubernetesObjectApi } from "@kubernetes/client-node";
-import t from "tap";
+import {
+  CoreV1Api,
+  type KubernetesObject,
+  KubernetesObjectApi,
+  type V1PolicyRule,
+} from "@kubernetes/client-node";
+import t, { type Test } from "tap";
+import YAML from "yaml";
+import { repoRoot } from "../../../hack/kube/paths.ts";
 import type { AuditRecord } from "../../../operators/access/index.ts";
 import { KubernetesRuntime } from "../../../operators/agent/runtimes/kubernetes/index.ts";
 import {
@@ -25,6 +33,7 @@ import { keygen, policyYaml, run, userYaml } from "../../access/bastion-fixture.
 import { startAgentOnHub } from "../../helpers/agent-on-hub.ts";
 import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
 import { startHubOnGit } from "../../helpers/hub-on-git.ts";
+import { impersonating } from "../../helpers/install.ts";
 import { jobYaml, trainerTaskYaml } from "../../helpers/job-yaml.ts";
 import { onKube, onRealServers, waitFor } from "../../helpers/wait-for.ts";
 
@@ -32,12 +41,25 @@ const { kubeConfig: kc } = fleetCluster(0);
 const cli = new URL("../../../operators/cli/main.ts", import.meta.url).pathname;
 const FORWARD_BYTES = 20 * 1024 * 1024;
 const POD_PORT = 8080;
+const HTTP_PORT = 8081;
+const FLOOD_PORT = 8082;
 
 /** One line of a CRI log file, as kwok's ClusterLogs reads it. */
-const criLine = (text: string) => `${new Date().toISOString()} stdout F ${text}\n`;
+const criLine = (text: string, time = new Date()) => `${time.toISOString()} stdout F ${text}\n`;
 
-/** kwok's rules for every pod of `namespace`: run commands in `dir`, read `log`, forward to `port`. */
-function kwokRules(namespace: string, dir: string, log: string, port: number): object[] {
+/**
+ * kwok's rules for every pod of `namespace`: run commands in `dir`, read `log` (`previous` for
+ * the run before), forward port 8080 to `port`, 8081 to `httpPort` and 8082 to `floodPort`.
+ */
+function kwokRules(
+  namespace: string,
+  dir: string,
+  log: string,
+  previous: string,
+  port: number,
+  httpPort: number,
+  floodPort: number,
+): object[] {
   const selector = { matchNamespaces: [namespace] };
   const meta = { name: namespace };
   return [
@@ -54,13 +76,20 @@ function kwokRules(namespace: string, dir: string, log: string, port: number): o
       apiVersion: "kwok.x-k8s.io/v1alpha1",
       kind: "ClusterLogs",
       metadata: meta,
-      spec: { selector, logs: [{ logsFile: log, follow: true }] },
+      spec: { selector, logs: [{ logsFile: log, previousLogsFile: previous, follow: true }] },
     },
     {
       apiVersion: "kwok.x-k8s.io/v1alpha1",
       kind: "ClusterPortForward",
       metadata: meta,
-      spec: { selector, forwards: [{ ports: [POD_PORT], target: { port, address: "127.0.0.1" } }] },
+      spec: {
+        selector,
+        forwards: [
+          { ports: [POD_PORT], target: { port, address: "127.0.0.1" } },
+          { ports: [HTTP_PORT], target: { port: httpPort, address: "127.0.0.1" } },
+          { ports: [FLOOD_PORT], target: { port: floodPort, address: "127.0.0.1" } },
+        ],
+      },
     },
   ];
 }
@@ -76,6 +105,88 @@ function collect(child: ChildProcess): { text(): string } {
   return { text: () => out };
 }
 
+/**
+ * A user bound to fleet/agent's rules (its ClusterRole, and its Role in `namespace`): the agent's
+ * runtime runs as it, so every access path is tried with exactly the RBAC the agent is installed with.
+ */
+async function fleetAgentIdentity(t: Test, namespace: string): Promise<string> {
+  const name = `rlark-test-agent-${randomBytes(4).toString("hex")}`;
+  const rules = (file: string) =>
+    (YAML.parse(readFileSync(path.join(repoRoot, "fleet/agent", file), "utf8")) as { rules: V1PolicyRule[] })
+      .rules;
+  const subjects = [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name }];
+  const grants: KubernetesObject[] = [
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRole",
+      metadata: { name },
+      rules: rules("cluster-role.yaml"),
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: { name },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name },
+      subjects,
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "Role",
+      metadata: { name, namespace },
+      rules: rules("role.yaml"),
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      metadata: { name, namespace },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name },
+      subjects,
+    },
+  ] as KubernetesObject[];
+  const objects = KubernetesObjectApi.makeApiClient(kc);
+  for (const grant of grants) await objects.create(grant);
+  t.teardown(async () => {
+    for (const grant of grants.reverse()) await objects.delete(grant).catch(() => undefined);
+  });
+  return name;
+}
+
+/**
+ * The pod's port 8082: writes to each connection as fast as it is taken, up to 1 GiB. `stalled()`
+ * is true once a write waits for the reader and nothing moved since the last call.
+ */
+function floodServer() {
+  let written = 0;
+  let waiting = false;
+  let seen = -1;
+  const chunk = randomBytes(64 * 1024);
+  const server = createServer((socket) => {
+    socket.on("error", () => {});
+    const pump = () => {
+      waiting = false;
+      while (written < 1024 ** 3) {
+        written += chunk.length;
+        if (!socket.write(chunk)) {
+          waiting = true;
+          socket.once("drain", pump);
+          return;
+        }
+      }
+      socket.end();
+    };
+    pump();
+  });
+  return {
+    server,
+    written: () => written,
+    stalled() {
+      const still = waiting && written === seen;
+      seen = written;
+      return still;
+    },
+  };
+}
+
 const sha256 = (data: Buffer) => createHash("sha256").update(data).digest("hex");
 
 t.test("ssh shell, exec and -L and rlark logs -f reach a kubernetes pod through hub and agent", async (t) => {
@@ -86,7 +197,10 @@ t.test("ssh shell, exec and -L and rlark logs -f reach a kubernetes pod through 
   const logFile = path.join(dir, "pod.log");
   mkdirSync(podDir);
   writeFileSync(path.join(podDir, "marker.txt"), "here\n");
-  writeFileSync(logFile, criLine("first line") + criLine("second line"));
+  // the first line is old: sinceSeconds leaves it out
+  writeFileSync(logFile, criLine("first line", new Date("2020-01-01T00:00:00Z")) + criLine("second line"));
+  const previousLog = path.join(dir, "previous.log");
+  writeFileSync(previousLog, criLine("the run before"));
 
   // The pod's port 8080: 20 MB of random bytes to each connection, then the end.
   const payload = randomBytes(FORWARD_BYTES);
@@ -96,7 +210,22 @@ t.test("ssh shell, exec and -L and rlark logs -f reach a kubernetes pod through 
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   t.teardown(() => server.close());
-  const rules = kwokRules(namespace, podDir, logFile, (server.address() as AddressInfo).port);
+  // The pod's port 8081: an HTTP server, for the hub's pod proxy.
+  const flood = floodServer();
+  await new Promise<void>((resolve) => flood.server.listen(0, "127.0.0.1", resolve));
+  t.teardown(() => flood.server.close());
+  const web = createHttpServer((req, res) => res.end(`from the kube pod ${req.url}\n`));
+  await new Promise<void>((resolve) => web.listen(0, "127.0.0.1", resolve));
+  t.teardown(() => web.close());
+  const rules = kwokRules(
+    namespace,
+    podDir,
+    logFile,
+    previousLog,
+    (server.address() as AddressInfo).port,
+    (web.address() as AddressInfo).port,
+    (flood.server.address() as AddressInfo).port,
+  );
   const objects = KubernetesObjectApi.makeApiClient(kc);
   for (const rule of rules) await objects.create(rule);
   t.teardown(async () => {
@@ -123,7 +252,7 @@ t.test("ssh shell, exec and -L and rlark logs -f reach a kubernetes pod through 
   });
   await waitFor("the cluster from git", async () => hub.store.get("Cluster", undefined, "gpu"), onKube);
   const runtime = await KubernetesRuntime.start({
-    kubeConfig: kc,
+    kubeConfig: impersonating(kc, await fleetAgentIdentity(t, namespace)),
     defaultNamespace: namespace,
     instance: `gpu${randomBytes(3).toString("hex")}`,
     retryIntervalMs: 500,
@@ -238,6 +367,35 @@ t.test("ssh shell, exec and -L and rlark logs -f reach a kubernetes pod through 
     forward.kill();
   });
 
+  await t.test("the log API's options reach the kube-apiserver; a wrong container is refused", async (t) => {
+    const log = async (query: string) => {
+      const response = await fetch(
+        `${hub.url}/api/v1/rlinf.io/v1alpha1/pods/${pod}/log?namespace=agent-gpu&${query}`,
+        { headers: { authorization: `Bearer ${hub.adminToken}` } },
+      );
+      return { status: response.status, text: await response.text() };
+    };
+    t.same(await log("tailLines=1"), { status: 200, text: "second line\n" });
+    t.match((await log("tailLines=1&timestamps=true")).text, /^\d{4}-\d\d-\d\dT[\d:.]+Z second line\n$/);
+    t.same(await log("limitBytes=5"), { status: 200, text: "first" });
+    t.same(await log("sinceSeconds=3600"), { status: 200, text: "second line\n" });
+    t.same(await log("previous=true"), { status: 200, text: "the run before\n" });
+    const wrong = await log("container=sidecar");
+    t.equal(wrong.status, 400);
+    t.match(wrong.text, /has no container sidecar/);
+  });
+
+  await t.test("the hub's HTTP proxy reaches a kube pod's port", async (t) => {
+    const response = await fetch(
+      `${hub.url}/api/v1/namespaces/agent-gpu/pods/${pod}/proxy/${HTTP_PORT}/hello?x=1`,
+      {
+        headers: { authorization: `Bearer ${hub.adminToken}` },
+      },
+    );
+    t.equal(response.status, 200);
+    t.equal(await response.text(), "from the kube pod /hello?x=1\n");
+  });
+
   await t.test("rlark logs -f prints the pod's log and follows new lines", async (t) => {
     const follow = spawn(
       process.execPath,
@@ -287,6 +445,16 @@ t.test("ssh shell, exec and -L and rlark logs -f reach a kubernetes pod through 
     t.equal(lines.filter((l) => l.actor === "bob" && l.result === "denied").length, 2, "both refusals");
   });
 
+  await t.test("a forward nobody reads holds its pod's writer back and no other session", async (t) => {
+    const stalled = await runtime.connect({ namespace, name: pod }, FLOOD_PORT);
+    t.teardown(() => stalled.destroy());
+    await waitFor("the pod's writer held back", () => flood.stalled(), onKube);
+    t.ok(stalled.readableLength <= 2 * 1024 * 1024, `${stalled.readableLength} bytes wait in the agent`);
+    t.ok(flood.written() < 1024 ** 3, "the writer did not run to its end");
+    const other = await run("ssh", [...sshArgs(alice.file), `alice+${pod}@127.0.0.1`, "cat marker.txt"]);
+    t.equal(other.stdout, "here\n", "another session through the same agent still works");
+  });
+
   await t.test(
     "the agent's last check: a pod of no Task of this agent is refused, resize reaches the pty",
     async (t) => {
@@ -332,7 +500,14 @@ t.test("ssh shell, exec and -L and rlark logs -f reach a kubernetes pod through 
       session.write(encodeFrame(FrameType.Resize, JSON.stringify({ cols: 132, rows: 43 })));
       session.write(encodeFrame(FrameType.Stdin, "stty size\n"));
       await waitFor("the new size", () => text.includes("43 132"), onKube);
-      session.write(encodeFrame(FrameType.Stdin, "exit 7\n"));
+      // An INT signal is the terminal's ^C key: with the line discipline's signals and echo off,
+      // `cat -v` shows the byte it got
+      session.write(encodeFrame(FrameType.Stdin, "stty -isig -echo; cat -v\n"));
+      await waitFor("stty done", () => text.includes("cat -v"), onKube);
+      session.write(encodeFrame(FrameType.Signal, "INT"));
+      session.write(encodeFrame(FrameType.Stdin, "\n\x04"));
+      await waitFor("^C read by cat", () => /\^C\r?\n/.test(text.slice(text.lastIndexOf("cat -v"))), onKube);
+      session.write(encodeFrame(FrameType.Stdin, "stty sane; exit 7\n"));
       await waitFor("the exit frame", () => exit, onKube);
       t.same(exit, { code: 7 });
     },

@@ -14,6 +14,8 @@ const MAX_MESSAGE = 1024 * 1024;
 const MAX_REFUSAL_BODY = 4096;
 /** Bytes queued for the apiserver before a writer is told to wait. */
 const HIGH_WATER = 256 * 1024;
+/** An apiserver that has not answered the upgrade by then is not going to. */
+const HANDSHAKE_TIMEOUT_MS = 30_000;
 
 export interface ChannelSocket {
   /** The subprotocol the apiserver chose (v5.channel.k8s.io can half-close stdin). */
@@ -59,7 +61,11 @@ export async function openChannelSocket(
 ): Promise<ChannelSocket> {
   const cluster = kubeConfig.getCurrentCluster();
   if (!cluster) throw new Error("the kubeconfig has no current cluster");
-  const options: WebSocket.ClientOptions = { maxPayload: MAX_MESSAGE, perMessageDeflate: false };
+  const options: WebSocket.ClientOptions = {
+    maxPayload: MAX_MESSAGE,
+    perMessageDeflate: false,
+    handshakeTimeout: HANDSHAKE_TIMEOUT_MS,
+  };
   await kubeConfig.applyToHTTPSOptions(options);
   const url = `${cluster.server.replace(/^http/, "ws").replace(/\/$/, "")}${path}`;
   const ws = new WebSocket(url, protocols, options);

@@ -187,7 +187,9 @@ export async function startPodExec(
       closed: finish,
     },
   );
-  if (request.pty) {
+  // the hub gave up (its client left) while the apiserver was answering
+  if (duplex.destroyed) socket.close();
+  else if (request.pty) {
     socket.send(RESIZE, Buffer.from(JSON.stringify({ Width: request.pty.cols, Height: request.pty.rows })));
   }
   return duplex;

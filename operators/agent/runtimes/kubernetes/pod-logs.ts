@@ -10,6 +10,8 @@ import type { LogStreamOptions } from "../types.ts";
 
 /** How much of a refusal's body (a Status JSON) is read for its message. */
 const MAX_REFUSAL_BODY = 4096;
+/** How long the apiserver may take to answer before the request is given up. */
+const HEADERS_TIMEOUT_MS = 30_000;
 
 export async function podLogStream(
   kubeConfig: KubeConfig,
@@ -46,6 +48,8 @@ export async function podLogStream(
   const transport = url.protocol === "https:" ? https : http;
   return new Promise((resolve, reject) => {
     const req = transport.request(request, (res) => {
+      // a follow may then be quiet for as long as the pod is
+      req.setTimeout(0);
       if (res.statusCode === 200) return resolve(res);
       let body = "";
       res.setEncoding("utf8");
@@ -63,6 +67,7 @@ export async function podLogStream(
         reject(new Error(`${what}: the kube-apiserver answered ${res.statusCode}: ${message}`));
       });
     });
+    req.setTimeout(HEADERS_TIMEOUT_MS, () => req.destroy(new Error("no answer from the kube-apiserver")));
     req.on("error", (error) => reject(new Error(`${what}: ${error.message}`)));
     req.end();
   });

@@ -60,5 +60,7 @@ export async function podPortForward(
       else duplex.push(null);
     },
   });
+  // the hub gave up (its client left) while the apiserver was answering
+  if (duplex.destroyed) socket.close();
   return duplex;
 }
