@@ -11,6 +11,7 @@ import {
 } from "../lib/seal/index.ts";
 import { usageError } from "./cli-error.ts";
 import { type HubKeyFlags, loadHubKey } from "./hub-key.ts";
+import { resealFiles } from "./reseal.ts";
 
 export const SEAL_HELP = `
 Encrypts values to the hub's public key so they can be committed to git; only that hub opens
@@ -33,6 +34,10 @@ Three forms:
 
 --from-literal key=value also works, but puts the value on the command line (shell history,
 ps): prefer --from-file.
+
+After \`rlark seal-key rotate\`, seal what is in git again to the new key (admin token; the hub
+opens each value and seals it again, the files are rewritten in place):
+    rlark seal --hub-key https://rlark.example.com --reseal secrets/*.yaml
 `;
 
 interface SealFlags extends HubKeyFlags {
@@ -45,6 +50,7 @@ interface SealFlags extends HubKeyFlags {
   fromLiteral: string[];
   fromFile: string[];
   kubeconfig?: string;
+  reseal?: string[];
 }
 
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -76,6 +82,10 @@ export function registerSeal(program: Command): void {
     )
     .option("--kubeconfig <file>", "seal this kubeconfig for the agentless Cluster --cluster")
     .option(
+      "--reseal <files...>",
+      "after a key rotation: seal the SealedSecrets in these files again, in place",
+    )
+    .option(
       "--data-dir <dir>",
       "where to find admin-token when --hub-key is a URL and no token is given",
       ".rlark",
@@ -85,9 +95,17 @@ export function registerSeal(program: Command): void {
     .addHelpText("after", SEAL_HELP)
     .action(async (flags: SealFlags) => {
       const secret = flags.secret ?? flags.name;
-      const forms = [flags.context !== undefined, secret !== undefined, flags.kubeconfig !== undefined];
+      const forms = [
+        flags.context !== undefined,
+        secret !== undefined,
+        flags.kubeconfig !== undefined,
+        flags.reseal !== undefined,
+      ];
       if (forms.filter(Boolean).length !== 1)
-        throw usageError("give exactly one of --context (stdin), --secret (a SealedSecret) or --kubeconfig");
+        throw usageError(
+          "give exactly one of --context (stdin), --secret (a SealedSecret), --kubeconfig or --reseal",
+        );
+      if (flags.reseal) return resealFiles(flags.reseal, flags);
       if (flags.secret && flags.name && flags.secret !== flags.name)
         throw usageError("--secret and --name are the same flag: give one");
       // Checked before the key is fetched, so a mistake costs no request to the hub.

@@ -105,6 +105,7 @@ export async function startHubHttp(options: HubHttpOptions): Promise<HubHttp> {
     sealKeys: {
       currentPublicKeyPem: () => options.sealKeys.currentPublicKeyPem(),
       keyIds: () => options.sealKeys.keyIds(),
+      unseal: (sealed, context) => options.sealKeys.unseal(sealed, context),
       rotate: async () => {
         const keyId = await options.sealKeys.rotate();
         logger.info("sealing key rotated", { keyId });

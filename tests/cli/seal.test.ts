@@ -1,6 +1,6 @@
 // `rlark seal`, `rlark seal-key` and `rlark validate --hub-key` as a user runs them, against a
 // real hub (its key by URL and token) and a PEM file; the plain values never reach the output.
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import t from "tap";
 import { parse } from "yaml";
@@ -228,3 +228,45 @@ t.test(
     t.equal(formOnly.code, 0, "without --hub-key only the form is checked");
   },
 );
+
+t.test("rlark seal --reseal seals a file's old values again to the current key, in place", async (t) => {
+  const { hub } = await startHubOnGit(t);
+  const token = { env: { RLARK_TOKEN: hub.adminToken } };
+  const dir = t.testdir({ "v.txt": "reseal-plain" });
+  const made = await rlark(
+    [
+      "seal",
+      "--hub-key",
+      hub.url,
+      "--secret",
+      "db",
+      "--namespace",
+      "ml",
+      "--cluster",
+      "a",
+      "--from-file",
+      `k=${path.join(dir, "v.txt")}`,
+    ],
+    token,
+  );
+  const file = path.join(dir, "db.yaml");
+  writeFileSync(file, `# the database password\n${made.stdout}`);
+  const oldKid = hub.sealKeys.currentKeyId();
+  t.equal((await rlark(["seal-key", "rotate", "--hub", hub.url], token)).code, 0);
+
+  const run = await rlark(["seal", "--hub-key", hub.url, "--reseal", file], token);
+  t.equal(run.code, 0, run.stderr);
+  t.match(run.stderr, new RegExp(`1 value sealed again to key ${hub.sealKeys.currentKeyId()}`));
+  const text = readFileSync(file, "utf8");
+  t.match(text, /^# the database password\n/, "comments are kept");
+  const sealed = (parse(text) as SealedSecretYaml).spec.encryptedData.k as string;
+  t.notMatch(sealed, new RegExp(oldKid), "no longer sealed to the old key");
+  t.equal(hub.sealKeys.unseal(sealed, secretValueContext("ml", "db", "k")).toString(), "reseal-plain");
+  t.notMatch(run.stdout + run.stderr, /reseal-plain/);
+
+  const again = await rlark(["seal", "--hub-key", hub.url, "--reseal", file], token);
+  t.match(again.stderr, /every value is sealed to the current key/);
+  const byFile = await rlark(["seal", "--hub-key", "package.json", "--reseal", file]);
+  t.equal(byFile.code, 2);
+  t.match(byFile.stderr, /--reseal needs --hub-key <hub url>/);
+});

@@ -79,4 +79,37 @@ t.test("only admins rotate the sealing key; viewers read the public key", async 
   const refused = await get(`${url}/rotate`, "viewer", "POST");
   t.equal(refused.status, 403);
   t.equal(keys.keyIds().length, 1, "nothing rotated");
+  t.equal((await get(`${url}/reseal`, "viewer", "POST")).status, 403, "re-sealing is for admins too");
+});
+
+t.test("re-sealing answers sealed values only: each opened for its context, or why not", async (t) => {
+  const { hub } = await startHubOnGit(t);
+  const oldPem = hub.sealKeys.currentPublicKeyPem();
+  const context = "secret/ml/db/password";
+  const old = sealValue("reseal-me", oldPem, context);
+  await hub.sealKeys.rotate();
+  const post = (body: string) =>
+    fetch(`${hub.url}/api/v1/seal-key/reseal`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${hub.adminToken}` },
+      body,
+    });
+  const answer = await post(
+    JSON.stringify({
+      items: [
+        { sealed: old, context },
+        { sealed: old, context: "secret/ml/db/user" },
+      ],
+    }),
+  );
+  t.equal(answer.status, 200);
+  const text = await answer.text();
+  t.notMatch(text, /reseal-me/);
+  const { items } = JSON.parse(text) as { items: Array<{ sealed?: string; error?: string }> };
+  t.equal(hub.sealKeys.unseal(items[0]?.sealed as string, context).toString(), "reseal-me");
+  t.match(items[0]?.sealed, new RegExp(`^rlark-sealed:v1:${hub.sealKeys.currentKeyId()}:`));
+  t.match(items[1], { error: /does not open for "secret\/ml\/db\/user"/ });
+  t.equal((await post("not json")).status, 400);
+  t.equal((await post(JSON.stringify({ items: [{ sealed: old }] }))).status, 400);
+  t.equal((await post("x".repeat(16 * 1024 * 1024 + 1)).catch(() => ({ status: 413 }))).status, 413);
 });

@@ -16,7 +16,7 @@ import type { SealKeyring } from "../../lib/seal/index.ts";
 import { isStoreError, type KubeObject, type Store } from "../../lib/store/index.ts";
 import type { TunnelServer } from "../../lib/tunnel/index.ts";
 import { BROWSE_ROUTE, serveBrowse } from "./browse-route.ts";
-import { serveSealKey, serveSealKeyRotate } from "./seal-key.ts";
+import { serveReseal, serveSealKey, serveSealKeyRotate } from "./seal-key.ts";
 
 export interface HubHttpDependencies {
   store: Store;
@@ -26,7 +26,7 @@ export interface HubHttpDependencies {
   /** Prometheus text exposition. */
   metricsText: () => Promise<string> | string;
   /** The hub's sealing keys: the public one at /api/v1/seal-key, rotation for admins. */
-  sealKeys?: Pick<SealKeyring, "currentPublicKeyPem" | "keyIds" | "rotate">;
+  sealKeys?: Pick<SealKeyring, "currentPublicKeyPem" | "keyIds" | "rotate" | "unseal">;
   /** /readyz: ready (200) or not (503), with one line saying why (see readiness in hub.ts). */
   ready: () => { ready: boolean; message: string };
   /** POST /hooks/git, when a webhook secret is configured. */
@@ -126,6 +126,8 @@ async function handle(deps: HubHttpDependencies, req: IncomingMessage, res: Serv
   }
   if (path === "/api/v1/seal-key/rotate" && deps.sealKeys)
     return serveSealKeyRotate(deps.sealKeys, principal, req, res);
+  if (path === "/api/v1/seal-key/reseal" && deps.sealKeys)
+    return serveReseal(deps.sealKeys, principal, req, res);
   if (req.method !== "GET" && req.method !== "HEAD") {
     res.setHeader("Allow", "GET, HEAD");
     return sendStatus(res, 405, "MethodNotAllowed", "the API is read-only: change objects through git");

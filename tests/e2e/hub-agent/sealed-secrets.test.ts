@@ -154,19 +154,27 @@ t.test("a SealedSecret from git becomes a kube Secret, and its plain value leaks
     "the process agent is sent no Secret (its runtime takes none)",
   );
 
-  // A changed value is applied; a Secret the agent did not make is left alone.
+  // The key is rotated: the value changed after it is sealed to the new key and applied, the one
+  // sealed before (shared) still opens and stays; a Secret the agent did not make is left alone.
+  const rotated = await fetch(`${hub.url}/api/v1/seal-key/rotate`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${hub.adminToken}` },
+  });
+  t.equal(rotated.status, 200);
+  const newPem = hub.sealKeys.currentPublicKeyPem();
+  t.not(newPem, pem, "new seals use the new key");
   await core.createNamespacedSecret({
     namespace,
     body: { metadata: { name: "hand-made" }, stringData: { keep: "me" } },
   });
   await git.commit({
     "secrets/db.yaml": sealedSecretYaml(
-      pem,
+      newPem,
       { name: "db", namespace, cluster: "edge" },
       { password: `${canary}-v2` },
     ),
     "secrets/hand.yaml": sealedSecretYaml(
-      pem,
+      newPem,
       { name: "hand-made", namespace, cluster: "edge" },
       { keep: canary },
     ),
@@ -182,6 +190,11 @@ t.test("a SealedSecret from git becomes a kube Secret, and its plain value leaks
     onKube,
   );
   t.equal(decoded(await readSecret("hand-made", namespace), "keep"), "me", "not taken over");
+  t.equal(
+    decoded(await readSecret("shared", namespace), "token"),
+    canary2,
+    "the value sealed to the old key still opens after the rotation",
+  );
 
   // Removed from git: the Secret is pruned; the other stays.
   await git.commit({ "secrets/db.yaml": null, "secrets/hand.yaml": null });
