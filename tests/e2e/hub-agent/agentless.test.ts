@@ -5,6 +5,8 @@
 // neither the kubeconfig nor its token appears in a response, a log line or git. Removing the
 // Cluster stops driving it.
 
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { PassThrough } from "node:stream";
 import { CoreV1Api, RbacAuthorizationV1Api } from "@kubernetes/client-node";
@@ -15,6 +17,7 @@ import { clusterKubeconfigContext, sealValue } from "../../../operators/lib/seal
 import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
 import { startHubOnGit } from "../../helpers/hub-on-git.ts";
 import { jobYaml, trainerTaskYaml } from "../../helpers/job-yaml.ts";
+import { rlark } from "../../helpers/rlark-cli.ts";
 import { onKube, waitFor } from "../../helpers/wait-for.ts";
 
 const fleet = fleetCluster(0);
@@ -115,7 +118,24 @@ t.test("a sealed kubeconfig lets the hub run a Job on a cluster without an agent
   await clusters.start();
   t.teardown(() => clusters.stop());
 
-  const sealed = sealValue(kubeconfig, hub.sealKeys.currentPublicKeyPem(), clusterKubeconfigContext("lab"));
+  // sealed as a user does: rlark seal, with the public key fetched from the hub
+  const dir = await mkdtemp(path.join(tmpdir(), "rlark-agentless-"));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  await writeFile(path.join(dir, "lab.kubeconfig"), kubeconfig, { mode: 0o600 });
+  const seal = await rlark([
+    "seal",
+    "--hub-key",
+    hub.url,
+    "--token",
+    hub.adminToken,
+    "--kubeconfig",
+    path.join(dir, "lab.kubeconfig"),
+    "--cluster",
+    "lab",
+  ]);
+  t.equal(seal.code, 0, seal.stderr);
+  const sealed = seal.stdout.trim();
+  t.notOk(seal.stdout.includes(token.split(".")[2] ?? token), "the sealed text holds no token");
   // the same kubeconfig sealed for another Cluster: copied here, it must not open
   const misplaced = sealValue(
     kubeconfig,
