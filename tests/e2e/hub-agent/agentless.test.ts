@@ -26,19 +26,19 @@ const core = kc.makeApiClient(CoreV1Api);
 const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
 
 /** A token of a ServiceAccount bound to cluster-admin: the credential the test must never see again. */
-async function serviceAccountToken(t: Test, namespace: string): Promise<string> {
-  await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: "hub" } } });
-  const binding = `${namespace}-hub`;
+async function serviceAccountToken(t: Test, namespace: string, name = "hub"): Promise<string> {
+  await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
+  const binding = `${namespace}-${name}`;
   await rbac.createClusterRoleBinding({
     body: {
       metadata: { name: binding, labels: { "rlark.io/test": "true" } },
       roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "cluster-admin" },
-      subjects: [{ kind: "ServiceAccount", name: "hub", namespace }],
+      subjects: [{ kind: "ServiceAccount", name, namespace }],
     },
   });
   t.teardown(() => rbac.deleteClusterRoleBinding({ name: binding }).catch(() => undefined));
   const request = await core.createNamespacedServiceAccountToken({
-    name: "hub",
+    name,
     namespace,
     body: { spec: { audiences: [], expirationSeconds: 3600 } },
   });
@@ -217,6 +217,45 @@ t.test("a sealed kubeconfig lets the hub run a Job on a cluster without an agent
     t.notOk(text.includes("current-context"), `no kubeconfig in the ${where}`);
   }
   t.ok(lines.length > 0, "the scan read log lines");
+
+  // A rotated kubeconfig is tested on change: a revoked token fails the test and stops the
+  // driving; the new one is driven again
+  const revoked = kubeconfigText(`${token.slice(0, -4)}AAAA`);
+  await git.commit({
+    "clusters/lab.yaml": clusterYaml(
+      "lab",
+      sealValue(revoked, hub.sealKeys.currentPublicKeyPem(), clusterKubeconfigContext("lab")),
+    ),
+  });
+  const refused = await waitFor(
+    "the changed kubeconfig tested",
+    async () => {
+      const s = await status("lab");
+      return s?.lastTestOk === false ? s : undefined;
+    },
+    onKube,
+  );
+  t.match(refused.lastTestMessage, /^\/version: 401/, "the API server's refusal, in one line");
+  t.same(clusters.clusters, [], "a kubeconfig that fails its test is not driven");
+  const rotated = await serviceAccountToken(t, namespace, "hub-rotated");
+  await git.commit({
+    "clusters/lab.yaml": clusterYaml(
+      "lab",
+      sealValue(kubeconfigText(rotated), hub.sealKeys.currentPublicKeyPem(), clusterKubeconfigContext("lab")),
+    ),
+  });
+  await waitFor(
+    "driven again with the new kubeconfig",
+    async () => clusters.clusters.includes("lab") || undefined,
+    onKube,
+  );
+  await waitFor(
+    "the new kubeconfig tested",
+    async () => ((await status("lab"))?.lastTestOk === true ? true : undefined),
+    onKube,
+  );
+  for (const secret of [token, rotated].map((x) => x.split(".")[2] ?? x))
+    t.notOk(lines.join("").includes(secret), "no token in the logs after the rotation");
 
   // Removing the Cluster (and what ran there) stops driving it
   await git.commit({ "clusters/lab.yaml": null, "jobs/train.yaml": null });
