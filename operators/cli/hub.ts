@@ -24,6 +24,10 @@ in-cluster credentials): install the CRDs first with \`rlark crds | kubectl appl
 Several hubs may then run at once: one leads by the Lease rlark-hub in --namespace and runs the
 controllers, the git source, status commits, code-host feedback and the agent tunnel; the others
 serve the read API and the dashboard and answer 503 on /readyz until they lead (docs/ha.md).
+
+Clusters with spec.access: kubeconfig have no agent: the leading hub opens their sealed
+kubeconfig with its keys (<data-dir>/seal) and drives them itself, which needs network reach to
+their API servers (docs/clusters.md).
 `;
 
 interface StoreFlags {

@@ -138,6 +138,14 @@ async function kubeconfigForm(flags: SealFlags, file: string): Promise<Build> {
   if (flags.fromLiteral.length || flags.fromFile.length || flags.namespace || flags.clusterSelector)
     throw usageError("--kubeconfig takes only --cluster (and --hub-key)");
   const plain = await readFileBounded(file, "--kubeconfig");
+  // what the hub would refuse (plugins, file paths, no inline credentials) is refused here first
+  const { KubeconfigError, kubeConfigFrom } = await import("../agent/agentless/index.ts");
+  try {
+    kubeConfigFrom(plain.toString("utf8"));
+  } catch (error) {
+    if (error instanceof KubeconfigError) throw usageError(`--kubeconfig ${file}: ${error.message}`);
+    throw error;
+  }
   const cluster = flags.cluster;
   return (pem) => `${sealValue(plain, pem, clusterKubeconfigContext(cluster))}\n`;
 }

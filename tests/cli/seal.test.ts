@@ -13,13 +13,22 @@ interface SealedSecretYaml {
   spec: { namespace: string; clusterSelector?: unknown; encryptedData: Record<string, string> };
 }
 
+/** The least a kubeconfig needs for the hub to take it: a current context with inline credentials. */
+const KUBECONFIG = `apiVersion: v1
+kind: Config
+clusters: [{ name: c, cluster: { server: "https://10.0.0.1:6443" } }]
+users: [{ name: u, user: { token: kube-token-plain } }]
+contexts: [{ name: x, context: { cluster: c, user: u } }]
+current-context: x
+`;
+
 t.test(
   "rlark seal prints sealed values and SealedSecrets the hub opens, and never a plain value",
   async (t) => {
     const { hub } = await startHubOnGit(t);
     const dir = t.testdir({
       "password.txt": "pa55-w0rd-plain\n",
-      "kube.yaml": "apiVersion: v1\nkind: Config\n",
+      "kube.yaml": KUBECONFIG,
     });
     const pem = path.join(dir, "hub.pem");
     const token = { env: { RLARK_TOKEN: hub.adminToken } };
@@ -113,7 +122,7 @@ t.test(
     t.equal(kubeconfig.code, 0, kubeconfig.stderr);
     t.equal(
       hub.sealKeys.unseal(kubeconfig.stdout.trim(), clusterKubeconfigContext("gpu-b")).toString(),
-      "apiVersion: v1\nkind: Config\n",
+      KUBECONFIG,
     );
   },
 );

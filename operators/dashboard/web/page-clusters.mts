@@ -130,7 +130,7 @@ export function clustersPage(state: State, query: URLSearchParams): Html {
     const control = mine.filter(isControlPlane);
     const caps = cluster.status?.capabilities ?? [];
     return html`<section class="cluster" data-cluster="${name}">
-      <h2>${name} ${phase(cluster.status?.phase ?? "Offline")} <span class="muted small">${cluster.spec.runtime}</span>
+      <h2>${name} ${phase(cluster.status?.phase ?? "Offline")} <span class="muted small">${cluster.spec.runtime}${cluster.spec.access === "kubeconfig" ? " · agentless (kubeconfig)" : ""}</span>
         ${cluster.spec.runtime === "kubernetes" ? html`<a class="small browse-link" href="#/clusters/${encodeURIComponent(name)}/browse">browse</a>` : ""}</h2>
       <p class="muted">${cluster.metadata.labels?.["rlark.io/city"] ? `${cluster.metadata.labels["rlark.io/city"]} · ` : ""}${cluster.spec.description ?? ""}
         ${cluster.status?.lastHeartbeatTime ? ` · heartbeat ${age(cluster.status.lastHeartbeatTime)} ago` : ""}

@@ -1,8 +1,12 @@
 // The unsealed kubeconfig of an agentless cluster is written by whoever may commit a Cluster: it
 // may use only inline credentials (no plugin runs on the hub, no file of the hub's is read), and
 // an error names the field, never a value.
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import t from "tap";
 import { KubeconfigError, kubeConfigFrom } from "../../../operators/agent/agentless/index.ts";
+import { rlark } from "../../helpers/rlark-cli.ts";
 
 const SECRET = "tok-abcdef0123456789";
 
@@ -78,3 +82,70 @@ t.test("plugins, files and broken input are refused without quoting the content"
     t.notOk((error as Error).message.includes(SECRET), "no value in the message");
   }
 });
+
+t.test("rlark seal --kubeconfig refuses what the hub would refuse, before fetching any key", async (t) => {
+  const dir = await mkdtemp(path.join(tmpdir(), "rlark-seal-kubeconfig-"));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const file = path.join(dir, "exec.kubeconfig");
+  await writeFile(
+    file,
+    kubeconfig(`exec: { command: /bin/sh, apiVersion: client.authentication.k8s.io/v1 }`),
+  );
+  const run = await rlark([
+    "seal",
+    "--hub-key",
+    path.join(dir, "missing.pem"),
+    "--kubeconfig",
+    file,
+    "--cluster",
+    "lab",
+  ]);
+  t.equal(run.code, 2);
+  t.match(run.stderr, /exec\.kubeconfig: the kubeconfig's user uses "exec"/);
+  t.equal(run.stdout, "");
+});
+
+t.test(
+  "rlark validate names file:line for agentless Clusters and never echoes a plain kubeconfig",
+  async (t) => {
+    const dir = await mkdtemp(path.join(tmpdir(), "rlark-validate-agentless-"));
+    t.teardown(() => rm(dir, { recursive: true, force: true }));
+    await writeFile(
+      path.join(dir, "clusters.yaml"),
+      `apiVersion: rlinf.io/v1alpha1
+kind: Cluster
+metadata: { name: a }
+spec:
+  runtime: process
+  access: kubeconfig
+  kubeconfig: { sealed: "rlark-sealed:v1:0123456789abcdef:AAAA" }
+---
+apiVersion: rlinf.io/v1alpha1
+kind: Cluster
+metadata: { name: b }
+spec:
+  runtime: kubernetes
+  access: kubeconfig
+---
+apiVersion: rlinf.io/v1alpha1
+kind: Cluster
+metadata: { name: c }
+spec:
+  runtime: kubernetes
+  access: kubeconfig
+  kubeconfig:
+    sealed: "token: ${SECRET}"
+`,
+    );
+    const run = await rlark(["validate", dir]);
+    t.equal(run.code, 1);
+    const output = run.stdout + run.stderr;
+    t.match(output, /clusters\.yaml:5:\d+ Cluster a \/spec\/runtime: must be "kubernetes"/);
+    t.match(output, /clusters\.yaml:13:\d+ Cluster b \/spec: missing required field "kubeconfig"/);
+    t.match(
+      output,
+      /clusters\.yaml:23:\d+ Cluster c \/spec\/kubeconfig\/sealed: must be a sealed kubeconfig/,
+    );
+    t.notOk(output.includes(SECRET), "the plain value is not echoed");
+  },
+);

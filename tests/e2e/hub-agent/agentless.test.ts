@@ -5,6 +5,8 @@
 // neither the kubeconfig nor its token appears in a response, a log line or git. Removing the
 // Cluster stops driving it.
 
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { PassThrough } from "node:stream";
 import { CoreV1Api, RbacAuthorizationV1Api } from "@kubernetes/client-node";
@@ -15,6 +17,7 @@ import { clusterKubeconfigContext, sealValue } from "../../../operators/lib/seal
 import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
 import { startHubOnGit } from "../../helpers/hub-on-git.ts";
 import { jobYaml, trainerTaskYaml } from "../../helpers/job-yaml.ts";
+import { rlark } from "../../helpers/rlark-cli.ts";
 import { onKube, waitFor } from "../../helpers/wait-for.ts";
 
 const fleet = fleetCluster(0);
@@ -23,19 +26,19 @@ const core = kc.makeApiClient(CoreV1Api);
 const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
 
 /** A token of a ServiceAccount bound to cluster-admin: the credential the test must never see again. */
-async function serviceAccountToken(t: Test, namespace: string): Promise<string> {
-  await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: "hub" } } });
-  const binding = `${namespace}-hub`;
+async function serviceAccountToken(t: Test, namespace: string, name = "hub"): Promise<string> {
+  await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
+  const binding = `${namespace}-${name}`;
   await rbac.createClusterRoleBinding({
     body: {
       metadata: { name: binding, labels: { "rlark.io/test": "true" } },
       roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "cluster-admin" },
-      subjects: [{ kind: "ServiceAccount", name: "hub", namespace }],
+      subjects: [{ kind: "ServiceAccount", name, namespace }],
     },
   });
   t.teardown(() => rbac.deleteClusterRoleBinding({ name: binding }).catch(() => undefined));
   const request = await core.createNamespacedServiceAccountToken({
-    name: "hub",
+    name,
     namespace,
     body: { spec: { audiences: [], expirationSeconds: 3600 } },
   });
@@ -115,7 +118,24 @@ t.test("a sealed kubeconfig lets the hub run a Job on a cluster without an agent
   await clusters.start();
   t.teardown(() => clusters.stop());
 
-  const sealed = sealValue(kubeconfig, hub.sealKeys.currentPublicKeyPem(), clusterKubeconfigContext("lab"));
+  // sealed as a user does: rlark seal, with the public key fetched from the hub
+  const dir = await mkdtemp(path.join(tmpdir(), "rlark-agentless-"));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  await writeFile(path.join(dir, "lab.kubeconfig"), kubeconfig, { mode: 0o600 });
+  const seal = await rlark([
+    "seal",
+    "--hub-key",
+    hub.url,
+    "--token",
+    hub.adminToken,
+    "--kubeconfig",
+    path.join(dir, "lab.kubeconfig"),
+    "--cluster",
+    "lab",
+  ]);
+  t.equal(seal.code, 0, seal.stderr);
+  const sealed = seal.stdout.trim();
+  t.notOk(seal.stdout.includes(token.split(".")[2] ?? token), "the sealed text holds no token");
   // the same kubeconfig sealed for another Cluster: copied here, it must not open
   const misplaced = sealValue(
     kubeconfig,
@@ -197,6 +217,45 @@ t.test("a sealed kubeconfig lets the hub run a Job on a cluster without an agent
     t.notOk(text.includes("current-context"), `no kubeconfig in the ${where}`);
   }
   t.ok(lines.length > 0, "the scan read log lines");
+
+  // A rotated kubeconfig is tested on change: a revoked token fails the test and stops the
+  // driving; the new one is driven again
+  const revoked = kubeconfigText(`${token.slice(0, -4)}AAAA`);
+  await git.commit({
+    "clusters/lab.yaml": clusterYaml(
+      "lab",
+      sealValue(revoked, hub.sealKeys.currentPublicKeyPem(), clusterKubeconfigContext("lab")),
+    ),
+  });
+  const refused = await waitFor(
+    "the changed kubeconfig tested",
+    async () => {
+      const s = await status("lab");
+      return s?.lastTestOk === false ? s : undefined;
+    },
+    onKube,
+  );
+  t.match(refused.lastTestMessage, /^\/version: 401/, "the API server's refusal, in one line");
+  t.same(clusters.clusters, [], "a kubeconfig that fails its test is not driven");
+  const rotated = await serviceAccountToken(t, namespace, "hub-rotated");
+  await git.commit({
+    "clusters/lab.yaml": clusterYaml(
+      "lab",
+      sealValue(kubeconfigText(rotated), hub.sealKeys.currentPublicKeyPem(), clusterKubeconfigContext("lab")),
+    ),
+  });
+  await waitFor(
+    "driven again with the new kubeconfig",
+    async () => clusters.clusters.includes("lab") || undefined,
+    onKube,
+  );
+  await waitFor(
+    "the new kubeconfig tested",
+    async () => ((await status("lab"))?.lastTestOk === true ? true : undefined),
+    onKube,
+  );
+  for (const secret of [token, rotated].map((x) => x.split(".")[2] ?? x))
+    t.notOk(lines.join("").includes(secret), "no token in the logs after the rotation");
 
   // Removing the Cluster (and what ran there) stops driving it
   await git.commit({ "clusters/lab.yaml": null, "jobs/train.yaml": null });
