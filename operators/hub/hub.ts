@@ -132,7 +132,7 @@ export async function startHub(options: HubOptions): Promise<Hub> {
   const adminToken = await loadOrCreateAdminToken(options.dataDir);
   const settings = options.store ?? { backend: "sqlite" };
   const kubeConfig = settings.backend === "kubernetes" ? loadKubeConfig(settings.kubeconfig) : undefined;
-  const store = await openHubStore(settings, options.dataDir, kubeConfig);
+  const store = await openHubStore(settings, options.dataDir, kubeConfig, logger);
   const registry = new Registry();
   const manager = new Manager({ store, registry, logger });
   const agentSync = createAgentSync({ store, artifactDir: path.join(options.dataDir, "artifacts"), logger });
