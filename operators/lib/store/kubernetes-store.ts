@@ -484,6 +484,15 @@ export class KubernetesStore implements Store {
   ): Promise<Watch> {
     this.#open();
     const labelSelector = selectorString(options);
+    // A handler that reads what an event names must find it: the event is delivered once the
+    // kind's cache has seen it (the watch and the cache are two streams, either may lead).
+    const cached = this.#useCache ? this.#cacheOf(kind) : undefined;
+    const deliver: WatchHandler<KubeObject> = cached
+      ? async (event) => {
+          await cached.fresh(revision(event.object.metadata.resourceVersion), this.#cacheWaitMs);
+          return (handler as WatchHandler<KubeObject>)(event);
+        }
+      : (handler as WatchHandler<KubeObject>);
     const watcher = await startKubeWatch(
       {
         http: this.#http,
@@ -495,7 +504,7 @@ export class KubernetesStore implements Store {
         list: () => this.list(kind, options),
       },
       options.resourceVersion,
-      handler as WatchHandler<KubeObject>,
+      deliver,
       (w) => this.#watches.delete(w),
     );
     this.#watches.add(watcher);
