@@ -1,6 +1,7 @@
 import path from "node:path";
 import { type Command, Option } from "commander";
 import type { HubOptions } from "../hub/index.ts";
+import { leaderElectionDefaults } from "../lib/leader-election.ts";
 import { runAgentlessClusters } from "./agentless.ts";
 import { parseDuration } from "./duration.ts";
 import { addCommonHubFlags, type CommonHubFlags, hubOptionsFrom } from "./hub-options.ts";
@@ -64,24 +65,24 @@ function addStoreFlags(command: Command): Command {
       duration(
         "--leader-elect-lease-duration <duration>",
         "how long an unrenewed lease stays its holder's",
-        15_000,
-        "15s",
+        leaderElectionDefaults.leaseMs,
+        `${leaderElectionDefaults.leaseMs / 1000}s`,
       ),
     )
     .addOption(
       duration(
         "--leader-elect-renew-deadline <duration>",
         "the leader stops leading when it could not renew for this long",
-        10_000,
-        "10s",
+        leaderElectionDefaults.renewDeadlineMs,
+        `${leaderElectionDefaults.renewDeadlineMs / 1000}s`,
       ),
     )
     .addOption(
       duration(
         "--leader-elect-retry-period <duration>",
         "how often candidates try to acquire and the leader renews",
-        2_000,
-        "2s",
+        leaderElectionDefaults.retryMs,
+        `${leaderElectionDefaults.retryMs / 1000}s`,
       ),
     );
 }

@@ -140,7 +140,7 @@ export async function startHub(options: HubOptions): Promise<Hub> {
   const sealCheck = hubOpens(sealKeys);
   const settings = options.store ?? { backend: "sqlite" };
   const kubeConfig = settings.backend === "kubernetes" ? loadKubeConfig(settings.kubeconfig) : undefined;
-  const store = await openHubStore(settings, options.dataDir, kubeConfig);
+  const store = await openHubStore(settings, options.dataDir, kubeConfig, logger);
   const registry = new Registry();
   const manager = new Manager({ store, registry, logger });
   const agentSync = createAgentSync({

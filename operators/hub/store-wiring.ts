@@ -7,6 +7,7 @@ import path from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
 import { API_VERSION, customResourceDefinitions, kinds } from "../api/index.ts";
 import { KubeHttp, KubeHttpError } from "../lib/kube-http.ts";
+import type { Logger } from "../lib/logger.ts";
 import { deepEqual, openKubernetesStore, openSqliteStore, type Store } from "../lib/store/index.ts";
 
 export interface KubernetesStoreSettings {
@@ -33,13 +34,21 @@ export async function openHubStore(
   settings: StoreSettings,
   dataDir: string,
   kubeConfig: KubeConfig | undefined,
+  logger?: Logger,
 ): Promise<Store> {
   // Recorded so that the CLI beside the hub (`rlark token create --data-dir`) reads the same store.
   await writeFile(settingsFile(dataDir), `${JSON.stringify(settings)}\n`, { mode: 0o600 });
   if (settings.backend === "sqlite") return openSqliteStore({ dataDir });
   if (!kubeConfig) throw new Error("the kubernetes store needs a kubeconfig");
   await checkCrds(kubeConfig, settings.servedGroup);
-  return openKubernetesStore(kubernetesStoreOptions(kubeConfig, settings));
+  const store = openKubernetesStore({
+    ...kubernetesStoreOptions(kubeConfig, settings),
+    ...(logger ? { logger } : {}),
+  });
+  // Every hub, leader or standby, lists and watches every kind from the start: a standby that
+  // takes the lead starts its controllers on a full cache, and serves reads from it meanwhile.
+  store.warm();
+  return store;
 }
 
 /** The store of the hub that runs (or ran) on `dataDir`. */

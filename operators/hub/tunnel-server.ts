@@ -1,4 +1,5 @@
-import { join } from "node:path";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
 import type { Clock } from "../lib/clock.ts";
 import {
   type CertificateAuthority,
@@ -35,6 +36,7 @@ export function openHubPki(options: {
     ...(options.caDir ? { caDir: options.caDir } : {}),
     now,
   });
+  if (options.caDir) shareHostKey(options.caDir, options.dataDir);
   const host = openHostIdentity({
     dataDir: options.dataDir,
     ca,
@@ -49,6 +51,25 @@ export function openHubPki(options: {
     ...(options.agentCertificateTtlMs ? { certificateTtlMs: options.agentCertificateTtlMs } : {}),
   });
   return { ca, host, enrollment };
+}
+
+/**
+ * Replicas of one hub (docs/ha.md) must also share the SSH host key: an agent pins the hub's
+ * certificate and accepts only the key it certifies, so a standby with a key of its own would be
+ * refused when it takes the lead. A `host.key` in the CA's folder (the mounted Secret) is that
+ * shared key: it replaces the data dir's. Without one, each hub keeps its own (one hub).
+ */
+function shareHostKey(caDir: string, dataDir: string): void {
+  const pki = join(dataDir, "pki");
+  const shared = join(caDir, "host.key");
+  if (resolve(caDir) === resolve(pki) || !existsSync(shared)) return;
+  const key = readFileSync(shared, "utf8");
+  const own = join(pki, "host.key");
+  if (existsSync(own) && readFileSync(own, "utf8") === key) return;
+  mkdirSync(pki, { recursive: true, mode: 0o700 });
+  // The certificate over the old key is re-issued over this one by openHostIdentity.
+  writeFileSync(own, key, { mode: 0o600 });
+  writeFileSync(join(pki, "host.crt"), "", { mode: 0o644 });
 }
 
 export type HubTunnelOptions = Omit<TunnelServerOptions, "hostKey" | "hostCert" | "ca" | "enrollment"> & {

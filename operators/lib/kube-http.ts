@@ -67,6 +67,14 @@ function answerError(
 
 export type Query = Record<string, string | number | boolean | undefined>;
 
+export interface RequestOptions {
+  query?: Query;
+  body?: unknown;
+  contentType?: string;
+  /** Abort (reject) when the whole answer has not come within this long. Default: no limit. */
+  timeoutMs?: number;
+}
+
 export interface KubeHttpOptions {
   kubeConfig: KubeConfig;
   /** Concurrent connections to the apiserver. Default 32. */
@@ -75,6 +83,8 @@ export interface KubeHttpOptions {
 
 export class KubeHttp {
   readonly server: URL;
+  /** Requests sent, by verb (WATCH for a watch stream), 429 resends included: for benchmarks and tests. */
+  readonly sent: Record<string, number> = {};
   #kc: KubeConfig;
   #agent: http.Agent;
   #transport: typeof http | typeof https;
@@ -113,19 +123,12 @@ export class KubeHttp {
    * fairness) was not processed, so it is sent again after the Retry-After it names, as client-go
    * does, a few times before it is an error.
    */
-  async request<T>(
-    method: string,
-    path: string,
-    options: { query?: Query; body?: unknown; contentType?: string } = {},
-  ): Promise<T> {
+  async request<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
     return resendOn429(() => this.#requestOnce<T>(method, path, options));
   }
 
-  async #requestOnce<T>(
-    method: string,
-    path: string,
-    options: { query?: Query; body?: unknown; contentType?: string },
-  ): Promise<T> {
+  async #requestOnce<T>(method: string, path: string, options: RequestOptions): Promise<T> {
+    this.#count(method);
     const request = await this.#options(method, path, options.query ?? {});
     const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
     if (payload !== undefined) {
@@ -171,6 +174,14 @@ export class KubeHttp {
         });
       });
       req.on("error", reject);
+      if (options.timeoutMs !== undefined) {
+        const timeoutMs = options.timeoutMs;
+        const timer = setTimeout(
+          () => req.destroy(new Error(`${method} ${path}: no answer within ${timeoutMs} ms`)),
+          timeoutMs,
+        );
+        req.on("close", () => clearTimeout(timer));
+      }
       req.end(payload);
     });
   }
@@ -197,6 +208,7 @@ export class KubeHttp {
   ): Promise<() => void> {
     // A watch holds its connection for minutes: it must not take a keep-alive socket that
     // requests need, so it gets one of its own.
+    this.#count("WATCH");
     const request = { ...(await this.#options("GET", path, query)), agent: false as const };
     return new Promise((resolve, reject) => {
       let ended = false;
@@ -257,6 +269,10 @@ export class KubeHttp {
       });
       req.end();
     });
+  }
+
+  #count(verb: string): void {
+    this.sent[verb] = (this.sent[verb] ?? 0) + 1;
   }
 
   close(): void {

@@ -6,9 +6,15 @@
 // against the current state first, then applies them in order (docs/adr/0008-kubernetes-store.md
 // says why that is enough for the revision apply). Namespaced kinds live in real namespaces,
 // created on first use.
+//
+// Reads (get, list, countByKind) are served from a shared informer cache per kind
+// (kubernetes-cache.ts), once it has seen this store's last write of that kind: read-your-writes
+// holds, and a controller's read costs no request. Until the cache is there (or when it lags
+// past a bound) reads go to the apiserver, with paginated lists.
 
 import type { KubeConfig } from "@kubernetes/client-node";
 import { KubeHttp, KubeHttpError } from "../kube-http.ts";
+import { type Logger, silentLogger } from "../logger.ts";
 import {
   AlreadyExistsError,
   ConflictError,
@@ -17,9 +23,10 @@ import {
   NotFoundError,
   StoreError,
 } from "./errors.ts";
+import { KindCache, revision } from "./kubernetes-cache.ts";
 import { type KubernetesResource, ResourceMap, storeErrorOf } from "./kubernetes-resources.ts";
 import { startKubeWatch } from "./kubernetes-watch.ts";
-import { formatSelector, toSelector } from "./label-selector.ts";
+import { formatSelector, type Selector, toSelector } from "./label-selector.ts";
 import { checkObject, namespaceOf } from "./object-rules.ts";
 import type {
   BatchOp,
@@ -50,6 +57,11 @@ export interface KubernetesStoreOptions {
   watchStreamSeconds?: number;
   /** Attempts of a read-modify-write (batch `apply`) that meets Conflicts. Default 5. */
   applyAttempts?: number;
+  /** Serve reads from an informer cache per kind (default true); false: every read is a request. */
+  cache?: boolean;
+  /** How long a read waits for the cache to catch up before it asks the apiserver. Default 5 s. */
+  cacheWaitMs?: number;
+  logger?: Logger;
 }
 
 interface ServedList {
@@ -68,6 +80,12 @@ export class KubernetesStore implements Store {
   #watches = new Set<Watcher>();
   #knownNamespaces = new Set<string>();
   #closed = false;
+  #useCache: boolean;
+  #cacheWaitMs: number;
+  #logger: Logger;
+  #caches = new Map<string, KindCache>();
+  /** Per kind, the highest resourceVersion this store wrote: reads wait for the cache to see it. */
+  #written = new Map<string, bigint>();
 
   constructor(options: KubernetesStoreOptions) {
     this.resources = new ResourceMap(options.resources, options.apiVersion, options.servedGroup);
@@ -75,10 +93,18 @@ export class KubernetesStore implements Store {
     this.#pageSize = options.pageSize ?? 500;
     this.#streamSeconds = options.watchStreamSeconds ?? 300;
     this.#applyAttempts = options.applyAttempts ?? 5;
+    this.#useCache = options.cache ?? true;
+    this.#cacheWaitMs = options.cacheWaitMs ?? 5_000;
+    this.#logger = options.logger ?? silentLogger;
   }
 
   get server(): string {
     return this.#http.server.href;
+  }
+
+  /** Requests this store sent to the apiserver, by verb (WATCH: watch streams). */
+  get requestsSent(): Readonly<Record<string, number>> {
+    return this.#http.sent;
   }
 
   // ---- reads -------------------------------------------------------------------------------
@@ -89,6 +115,19 @@ export class KubernetesStore implements Store {
     name: string,
   ): Promise<T | undefined> {
     this.#open();
+    const cache = await this.#freshCache(kind);
+    if (cache) {
+      this.resources.item(kind, namespace, name); // a namespaced kind without namespace is Invalid
+      return cache.get(this.#namespaceFor(kind, namespace), name) as T | undefined;
+    }
+    return this.#getDirect(kind, namespace, name);
+  }
+
+  async #getDirect<T extends KubeObject = KubeObject>(
+    kind: string,
+    namespace: string | undefined,
+    name: string,
+  ): Promise<T | undefined> {
     try {
       const object = await this.#http.request<T>("GET", this.resources.item(kind, namespace, name));
       return this.resources.fromServed(object);
@@ -104,6 +143,15 @@ export class KubernetesStore implements Store {
   ): Promise<ListResult<T>> {
     this.#open();
     const labelSelector = selectorString(options);
+    const cache = await this.#freshCache(kind);
+    if (cache) {
+      const namespace = this.resources.resource(kind).namespaced ? options.namespace : undefined;
+      const selector: Selector = toSelector(options.labelSelector);
+      // Read with the items, no event in between: a watch from it misses and repeats nothing.
+      const resourceVersion = cache.resourceVersion;
+      const items = cache.list(namespace, selector) as T[];
+      return { items: items.sort(byNamespaceAndName), resourceVersion };
+    }
     const path = this.resources.collection(kind, options.namespace);
     const items: T[] = [];
     let resourceVersion = "";
@@ -135,6 +183,11 @@ export class KubernetesStore implements Store {
     this.#open();
     const counts: Record<string, number> = {};
     for (const { kind } of this.resources.resources) {
+      const cache = await this.#freshCache(kind);
+      if (cache) {
+        if (cache.size > 0) counts[kind] = cache.size;
+        continue;
+      }
       const page = await this.#http.request<ServedList>("GET", this.resources.collection(kind, undefined), {
         query: { limit: 1 },
       });
@@ -177,6 +230,7 @@ export class KubernetesStore implements Store {
     }
     // The status subresource ignores status on create; the contract keeps it, so it is a
     // second write (the object exists with no status for a moment).
+    this.#wrote(created);
     if (status !== undefined) {
       created.status = status;
       try {
@@ -186,6 +240,7 @@ export class KubernetesStore implements Store {
       } catch (error) {
         throw storeErrorOf(error, subject);
       }
+      this.#wrote(created);
     }
     return this.resources.fromServed(created) as T & KubeObject;
   }
@@ -237,15 +292,24 @@ export class KubernetesStore implements Store {
     const unconditional = !served.metadata.resourceVersion;
     for (let attempt = 1; ; attempt++) {
       // The status subresource refuses updates without a resourceVersion: an unconditional one
-      // is the current resourceVersion, read again if another write slips in between.
+      // is the current resourceVersion, read again (from the apiserver: the cache may lag
+      // another writer) if another write slips in between.
       if (unconditional) {
-        const current = await this.get(object.kind, ns, object.metadata.name);
+        const current =
+          attempt === 1
+            ? await this.get(object.kind, ns, object.metadata.name)
+            : await this.#getDirect(object.kind, ns, object.metadata.name);
         if (!current)
           throw new NotFoundError(`${describe(object.kind, ns, object.metadata.name)} not found`, subject);
         served.metadata.resourceVersion = current.metadata.resourceVersion;
       }
       try {
-        return this.resources.fromServed(await this.#http.request<KubeObject>("PUT", path, { body: served }));
+        const written = await this.#http.request<KubeObject>("PUT", path, { body: served });
+        // Removing the last finalizer of a deleted object deletes it, and the answer carries the
+        // object as it was, not the deletion's resourceVersion.
+        if (served.metadata.deletionTimestamp) await this.#wroteNow(object.kind);
+        else this.#wrote(written);
+        return this.resources.fromServed(written);
       } catch (error) {
         const mapped = storeErrorOf(error, subject);
         const retry = unconditional && mapped instanceof StoreError && mapped.code === "Conflict";
@@ -280,6 +344,8 @@ export class KubernetesStore implements Store {
           },
         },
       );
+      // The answer carries the object as it was before, not the deletion's resourceVersion.
+      await this.#wroteNow(kind);
       if (out.kind === "Status") {
         return {
           apiVersion: this.resources.apiVersion,
@@ -382,7 +448,11 @@ export class KubernetesStore implements Store {
   /** The batch `apply`: create, or replace spec, labels and annotations keeping the rest. */
   async #upsert(input: KubeObject): Promise<KubeObject> {
     for (let attempt = 1; ; attempt++) {
-      const current = await this.get(input.kind, input.metadata.namespace, input.metadata.name);
+      // A retry reads the apiserver: the cache may not have seen another writer's change yet.
+      const current =
+        attempt === 1
+          ? await this.get(input.kind, input.metadata.namespace, input.metadata.name)
+          : await this.#getDirect(input.kind, input.metadata.namespace, input.metadata.name);
       try {
         if (!current) {
           const fresh = { ...input, metadata: { ...input.metadata } };
@@ -414,6 +484,15 @@ export class KubernetesStore implements Store {
   ): Promise<Watch> {
     this.#open();
     const labelSelector = selectorString(options);
+    // A handler that reads what an event names must find it: the event is delivered once the
+    // kind's cache has seen it (the watch and the cache are two streams, either may lead).
+    const cached = this.#useCache ? this.#cacheOf(kind) : undefined;
+    const deliver: WatchHandler<KubeObject> = cached
+      ? async (event) => {
+          await cached.fresh(revision(event.object.metadata.resourceVersion), this.#cacheWaitMs);
+          return (handler as WatchHandler<KubeObject>)(event);
+        }
+      : (handler as WatchHandler<KubeObject>);
     const watcher = await startKubeWatch(
       {
         http: this.#http,
@@ -425,7 +504,7 @@ export class KubernetesStore implements Store {
         list: () => this.list(kind, options),
       },
       options.resourceVersion,
-      handler as WatchHandler<KubeObject>,
+      deliver,
       (w) => this.#watches.delete(w),
     );
     this.#watches.add(watcher);
@@ -438,7 +517,60 @@ export class KubernetesStore implements Store {
     if (this.#closed) return;
     this.#closed = true;
     for (const watch of [...this.#watches]) watch.stop();
+    for (const cache of this.#caches.values()) cache.stop();
     this.#http.close();
+  }
+
+  /** Starts the informer cache of every kind now (a standby's warm start), without waiting. */
+  warm(): void {
+    if (!this.#useCache) return;
+    for (const { kind } of this.resources.resources) this.#cacheOf(kind);
+  }
+
+  #cacheOf(kind: string): KindCache {
+    let cache = this.#caches.get(kind);
+    if (!cache) {
+      this.resources.resource(kind);
+      cache = new KindCache({
+        http: this.#http,
+        resources: this.resources,
+        kind,
+        pageSize: this.#pageSize,
+        streamSeconds: this.#streamSeconds,
+        logger: this.#logger,
+      });
+      this.#caches.set(kind, cache);
+    }
+    return cache;
+  }
+
+  /** The kind's cache once it has seen this store's last write of the kind; else undefined. */
+  async #freshCache(kind: string): Promise<KindCache | undefined> {
+    if (!this.#useCache) return undefined;
+    const cache = this.#cacheOf(kind);
+    const fresh = await cache.fresh(this.#written.get(kind) ?? 0n, this.#cacheWaitMs);
+    return fresh && !this.#closed ? cache : undefined;
+  }
+
+  /** Reads of `written.kind` wait until the cache has seen this write. */
+  #wrote(written: KubeObject): void {
+    const rv = revision(written.metadata.resourceVersion);
+    const kind = written.kind;
+    if (rv > (this.#written.get(kind) ?? 0n)) this.#written.set(kind, rv);
+  }
+
+  /** Reads of `kind` wait until the cache has seen the current resourceVersion (one request). */
+  async #wroteNow(kind: string): Promise<void> {
+    if (!this.#useCache) return;
+    this.#wrote({
+      apiVersion: "",
+      kind,
+      metadata: { name: "", resourceVersion: await this.resourceVersion() },
+    });
+  }
+
+  #namespaceFor(kind: string, namespace: string | undefined): string | undefined {
+    return this.resources.resource(kind).namespaced ? namespace : undefined;
   }
 
   #open(): void {

@@ -171,6 +171,11 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
       this.#teardown();
       this.emit("disconnected", error);
       if (!this.#running) break;
+      // With several hubs (replicas, one leading), a refusal by one is no reason to wait: the
+      // next is tried at once, and the backoff grows per round over all of them, so a standby
+      // that took the lead is found within one round, not after a backoff grown on its sibling.
+      const addresses = parseHubAddresses(this.#options.hub).length;
+      if (this.#addressIndex % addresses !== 0) continue;
       const delay = backoffDelay(this.#attempt++, this.#options.backoff, this.#random);
       this.#log.info("reconnecting to the hub", { delayMs: delay, error: error?.message });
       await new Promise<void>((wake) => {

@@ -1,4 +1,4 @@
-import { connect, createServer, type Socket } from "node:net";
+import { type AddressInfo, connect, createServer, type Socket } from "node:net";
 import t from "tap";
 import { FakeClock } from "../../../operators/lib/clock.ts";
 import { createTunnelClient } from "../../../operators/lib/tunnel/index.ts";
@@ -138,3 +138,30 @@ t.test("a channel that never says hello is closed", async (t) => {
   await closed;
   t.equal(hub.sessions.length, 0);
 });
+
+t.test(
+  "with several hub addresses, a refusing one is passed over at once, not after a backoff",
+  async (t) => {
+    const hub = await startTunnelHub();
+    t.teardown(() => hub.server.close());
+    const closed = await new Promise<number>((resolve) => {
+      const server = createServer().listen(0, "127.0.0.1", () => {
+        const { port } = server.address() as AddressInfo;
+        server.close(() => resolve(port));
+      });
+    });
+    // A clock that never moves: any wait on the backoff would last forever.
+    const clock = new FakeClock(Date.now());
+    const client = createTunnelClient({
+      hub: `127.0.0.1:${closed},${hub.address}`,
+      credentials: hub.credentialsFor("beijing"),
+      hello: helloInfo,
+      clock,
+    });
+    t.teardown(() => client.stop());
+    client.start();
+    await waitFor("connected to the second address", () => client.connected);
+    await waitFor("the hub to have the agent", () => hub.server.clusters.includes("beijing"));
+    t.equal(client.connections, 1);
+  },
+);

@@ -1,0 +1,264 @@
+// A shared informer cache of one kind on a kube-apiserver: one paginated list, then one watch
+// (with bookmarks) resumed stream after stream, keeping every object of the kind in memory with
+// indexes by namespace and by label. The store serves get and list from it, so the hub's
+// controllers, which read on every reconcile, send no request per read.
+//
+// Freshness: `resourceVersion` is the last one the cache has seen (list, event or bookmark); it
+// is etcd's revision, one counter across kinds, so it compares as a number. A reader that needs
+// its own writes waits (`fresh`) until the cache has seen the resourceVersion of its last write
+// of this kind: that write's own watch event brings it there. A 410 (the watch's resourceVersion
+// was compacted) relists; a lost connection resumes after a pause, meanwhile `fresh` waits and
+// the store falls back to the apiserver after a bound.
+
+import type { KubeHttp, KubeStatus } from "../kube-http.ts";
+import type { Logger } from "../logger.ts";
+import type { ResourceMap } from "./kubernetes-resources.ts";
+import { indexableRequirement, matches, type Selector } from "./label-selector.ts";
+import type { KubeObject, WatchEventType } from "./types.ts";
+
+interface RawEvent {
+  type: WatchEventType | "BOOKMARK" | "ERROR";
+  object: KubeObject & KubeStatus;
+}
+
+interface ServedList {
+  metadata: { resourceVersion: string; continue?: string };
+  items: KubeObject[];
+}
+
+export interface KindCacheOptions {
+  http: KubeHttp;
+  resources: ResourceMap;
+  kind: string;
+  pageSize: number;
+  streamSeconds: number;
+  logger: Logger;
+  /** Pause before a lost list or watch is tried again. */
+  retryMs?: number;
+}
+
+const keyOf = (namespace: string | undefined, name: string) => `${namespace ?? ""}/${name}`;
+
+/** A resourceVersion as a number; "" and non-numbers count as 0 (never fresher than anything). */
+export function revision(resourceVersion: string | undefined): bigint {
+  return resourceVersion && /^\d+$/.test(resourceVersion) ? BigInt(resourceVersion) : 0n;
+}
+
+export class KindCache {
+  readonly kind: string;
+  #o: KindCacheOptions;
+  #objects = new Map<string, KubeObject>();
+  #byNamespace = new Map<string, Set<string>>();
+  /** `key=value` → object keys, for every label of every object. */
+  #byLabel = new Map<string, Set<string>>();
+  #resourceVersion = 0n;
+  #synced = false;
+  #waiters = new Set<{ rv: bigint; resolve: (fresh: boolean) => void }>();
+  #stopStream: (() => void) | undefined;
+  #retry: NodeJS.Timeout | undefined;
+  #stopped = false;
+
+  constructor(options: KindCacheOptions) {
+    this.kind = options.kind;
+    this.#o = options;
+    void this.#relist();
+  }
+
+  get resourceVersion(): string {
+    return String(this.#resourceVersion);
+  }
+
+  get size(): number {
+    return this.#objects.size;
+  }
+
+  /**
+   * Resolves true once the cache is listed and has seen `rv` (or later), false if that did not
+   * happen within `timeoutMs` (the apiserver unreachable, the watch being re-established).
+   */
+  fresh(rv: bigint, timeoutMs: number): Promise<boolean> {
+    if (this.#synced && this.#resourceVersion >= rv) return Promise.resolve(true);
+    if (this.#stopped) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const waiter = {
+        rv,
+        resolve: (fresh: boolean) => {
+          clearTimeout(timer);
+          this.#waiters.delete(waiter);
+          resolve(fresh);
+        },
+      };
+      const timer = setTimeout(() => waiter.resolve(false), timeoutMs);
+      this.#waiters.add(waiter);
+    });
+  }
+
+  /** A copy of the object (the caller's to mutate), or undefined. */
+  get(namespace: string | undefined, name: string): KubeObject | undefined {
+    const object = this.#objects.get(keyOf(namespace, name));
+    return object && structuredClone(object);
+  }
+
+  /** Copies of the matching objects, unsorted. */
+  list(namespace: string | undefined, selector: Selector): KubeObject[] {
+    let keys: Iterable<string>;
+    const indexed = indexableRequirement(selector);
+    if (indexed) {
+      const union = new Set<string>();
+      for (const value of indexed.values) {
+        for (const key of this.#byLabel.get(`${indexed.key}=${value}`) ?? []) union.add(key);
+      }
+      keys = union;
+    } else if (namespace !== undefined) keys = this.#byNamespace.get(namespace) ?? [];
+    else keys = this.#objects.keys();
+    const out: KubeObject[] = [];
+    for (const key of keys) {
+      const object = this.#objects.get(key);
+      if (!object) continue;
+      if (namespace !== undefined && (object.metadata.namespace ?? "") !== namespace) continue;
+      if (!matches(selector, object.metadata.labels)) continue;
+      out.push(structuredClone(object));
+    }
+    return out;
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    clearTimeout(this.#retry);
+    this.#stopStream?.();
+    for (const waiter of [...this.#waiters]) waiter.resolve(false);
+  }
+
+  // ---- list and watch ------------------------------------------------------------------------
+
+  async #relist(): Promise<void> {
+    if (this.#stopped) return;
+    const path = this.#o.resources.collection(this.kind, undefined);
+    try {
+      const objects: KubeObject[] = [];
+      let resourceVersion = "";
+      let next: string | undefined;
+      do {
+        const page = await this.#o.http.request<ServedList>("GET", path, {
+          query: { limit: this.#o.pageSize, continue: next },
+        });
+        // Every page of a paginated list is read at the first page's resourceVersion.
+        if (resourceVersion === "") resourceVersion = page.metadata.resourceVersion;
+        for (const item of page.items) {
+          item.kind ??= this.kind;
+          objects.push(this.#o.resources.fromServed(item));
+        }
+        next = page.metadata.continue || undefined;
+      } while (next);
+      if (this.#stopped) return;
+      this.#objects.clear();
+      this.#byNamespace.clear();
+      this.#byLabel.clear();
+      for (const object of objects) this.#put(object);
+      this.#synced = true;
+      this.#advance(revision(resourceVersion));
+      await this.#watch();
+    } catch (error) {
+      this.#again(error, () => this.#relist());
+    }
+  }
+
+  async #watch(): Promise<void> {
+    if (this.#stopped) return;
+    const path = this.#o.resources.collection(this.kind, undefined);
+    this.#stopStream = await this.#o.http.stream(
+      path,
+      {
+        watch: true,
+        allowWatchBookmarks: true,
+        resourceVersion: this.resourceVersion,
+        timeoutSeconds: this.#o.streamSeconds,
+      },
+      (value) => {
+        const event = value as RawEvent;
+        if (event.type === "ERROR") {
+          if (event.object.code !== 410) {
+            throw new Error(event.object.message ?? `watch error ${event.object.code}`);
+          }
+          // The resourceVersion was compacted away and events were missed: list again. (A
+          // stream stopped from here does not call its end callback.)
+          this.#stopStream?.();
+          void this.#relist();
+          return;
+        }
+        if (event.type !== "BOOKMARK") {
+          const object = this.#o.resources.fromServed(event.object);
+          object.kind ??= this.kind;
+          if (event.type === "DELETED") this.#remove(object);
+          else this.#put(object);
+        }
+        this.#advance(revision(event.object.metadata?.resourceVersion));
+      },
+      (error) => {
+        if (this.#stopped) return;
+        if (error) this.#again(error, () => this.#watch());
+        // The apiserver ended the stream (timeoutSeconds): resume where it stopped.
+        else void this.#watch().catch((e: unknown) => this.#again(e, () => this.#watch()));
+      },
+    );
+    if (this.#stopped) this.#stopStream();
+  }
+
+  #again(error: unknown, then: () => Promise<void>): void {
+    if (this.#stopped) return;
+    this.#o.logger.warn("store cache: list or watch failed; trying again", {
+      kind: this.kind,
+      error: error instanceof Error ? error.message : String(error),
+    });
+    this.#retry = setTimeout(() => {
+      then().catch((e: unknown) => this.#again(e, then));
+    }, this.#o.retryMs ?? 1000);
+  }
+
+  #advance(rv: bigint): void {
+    if (rv > this.#resourceVersion) this.#resourceVersion = rv;
+    if (!this.#synced) return;
+    for (const waiter of [...this.#waiters]) {
+      if (this.#resourceVersion >= waiter.rv) waiter.resolve(true);
+    }
+  }
+
+  #put(object: KubeObject): void {
+    const key = keyOf(object.metadata.namespace, object.metadata.name);
+    const old = this.#objects.get(key);
+    if (old) this.#unindex(key, old);
+    this.#objects.set(key, object);
+    const ns = object.metadata.namespace ?? "";
+    addTo(this.#byNamespace, ns, key);
+    for (const [label, value] of Object.entries(object.metadata.labels ?? {})) {
+      addTo(this.#byLabel, `${label}=${value}`, key);
+    }
+  }
+
+  #remove(object: KubeObject): void {
+    const key = keyOf(object.metadata.namespace, object.metadata.name);
+    const old = this.#objects.get(key);
+    if (!old) return;
+    this.#unindex(key, old);
+    this.#objects.delete(key);
+  }
+
+  #unindex(key: string, object: KubeObject): void {
+    const ns = object.metadata.namespace ?? "";
+    const names = this.#byNamespace.get(ns);
+    names?.delete(key);
+    if (names?.size === 0) this.#byNamespace.delete(ns);
+    for (const [label, value] of Object.entries(object.metadata.labels ?? {})) {
+      const entry = `${label}=${value}`;
+      const keys = this.#byLabel.get(entry);
+      keys?.delete(key);
+      if (keys?.size === 0) this.#byLabel.delete(entry);
+    }
+  }
+}
+
+function addTo(index: Map<string, Set<string>>, entry: string, key: string): void {
+  const keys = index.get(entry);
+  if (keys) keys.add(key);
+  else index.set(entry, new Set([key]));
+}

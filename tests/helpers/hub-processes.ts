@@ -1,0 +1,185 @@
+// Hubs and an agent as real `rlark` processes on a git server, for the tests that kill a hub
+// (hub-kill: SIGKILL and restart on SQLite; hub-failover: kill -9 of the leader on the kubernetes
+// store). Every process, and every task process the agent started (found by `marker` in its
+// command line), is killed when the test ends. Each hub's log lines are kept with the time they
+// came, so a test can say when a hub started to lead.
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtemp, readFile } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import type { Test } from "tap";
+import { createGitServer, type GitServer } from "./git-server.ts";
+import { pidsMarked } from "./marked-processes.ts";
+
+const cli = path.resolve(import.meta.dirname, "../../operators/cli/main.ts");
+
+export interface HubProcess {
+  name: string;
+  dataDir: string;
+  http: number;
+  ssh: number;
+  child?: ChildProcess;
+  /** Log lines of the current process, with Date.now() when each came. */
+  lines: { at: number; text: string }[];
+}
+
+export interface HubProcesses {
+  git: GitServer;
+  /** A hub's ports and data dir (nothing started). */
+  hub(name: string): Promise<HubProcess>;
+  /** Starts (or restarts) `hub` with the common flags and `extra`. */
+  start(hub: HubProcess, extra?: string[]): ChildProcess;
+  /** The JSON answer of an authenticated GET, or undefined (down, not 2xx). */
+  api(hub: HubProcess, route: string): Promise<ApiObject | undefined>;
+  /** The HTTP status of an authenticated GET, or undefined when the hub does not answer. */
+  status(hub: HubProcess, route: string): Promise<number | undefined>;
+  /** `rlark token create` against `hub`'s data dir, then `rlark agent` on the hubs' SSH ports. */
+  startAgent(tokenFrom: HubProcess, hubs: HubProcess[]): Promise<void>;
+  /** Task processes the agent runs (their command line holds the marker). */
+  taskProcesses(): Promise<number>;
+  /** The first time (Date.now()) `hub` logged a line holding `text` since `after`. */
+  loggedAt(hub: HubProcess, text: string, after: number): number | undefined;
+}
+
+export interface ApiObject {
+  status?: Record<string, unknown>;
+  items?: unknown[];
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** A Job whose one task runs `sleep 300` as a Deployment, its command line marked. */
+export function sleepingJob(name: string, marker: string): string {
+  return `apiVersion: rlinf.io/v1alpha1
+kind: Job
+metadata:
+  name: ${name}
+spec:
+  tasks:
+    - name: main
+      role: Env
+      agentType: Raw
+      raw:
+        kind: Deployment
+        command: ["sh", "-c", "sleep 300; true # ${marker}"]
+`;
+}
+
+/** A git server with the process Cluster "local" and the Job "svc"; hubs started with `common`. */
+export async function hubProcesses(t: Test, marker: string, common: string[]): Promise<HubProcesses> {
+  const git = await createGitServer();
+  t.teardown(() => git.close());
+  await git.commit({
+    "cluster.yaml":
+      "apiVersion: rlinf.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: local\nspec:\n  runtime: process\n",
+    "job.yaml": sleepingJob("svc", marker),
+  });
+  const children: ChildProcess[] = [];
+  t.teardown(async () => {
+    for (const child of children) child.kill("SIGKILL");
+    // The agent leaves Deployment-kind processes running for its successor: the test kills them.
+    for (const pid of await pidsMarked(marker)) {
+      for (const target of [-pid, pid]) {
+        try {
+          // The runtime starts each pod as its own process group: the group takes the sleep too.
+          process.kill(target, "SIGKILL");
+        } catch {
+          // not a group leader, or already gone
+        }
+      }
+    }
+  });
+  const run = (label: string, args: string[], lines?: HubProcess["lines"]) => {
+    const child = spawn(process.execPath, [cli, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+    const keep = (chunk: Buffer) => {
+      const at = Date.now();
+      for (const text of chunk.toString().split("\n")) {
+        if (text === "") continue;
+        lines?.push({ at, text });
+        // TAP comments, so a failure shows what the processes said.
+        process.stderr.write(`[${label}] ${text}\n`);
+      }
+    };
+    child.stdout?.on("data", keep);
+    child.stderr?.on("data", keep);
+    children.push(child);
+    return child;
+  };
+  const get = async (hub: HubProcess, route: string) => {
+    const token = (await readFile(path.join(hub.dataDir, "admin-token"), "utf8").catch(() => "")).trim();
+    return fetch(`http://127.0.0.1:${hub.http}${route}`, {
+      headers: { authorization: `Bearer ${token}` },
+    }).catch(() => undefined);
+  };
+  return {
+    git,
+    async hub(name) {
+      return {
+        name,
+        dataDir: await mkdtemp(path.join(tmpdir(), `${marker}-${name}-`)),
+        http: await freePort(),
+        ssh: await freePort(),
+        lines: [],
+      };
+    },
+    start(hub, extra = []) {
+      hub.lines = [];
+      hub.child = run(
+        `hub ${hub.name}`,
+        [
+          "hub",
+          ...["--repo", git.fileUrl, "--branch", git.branch, "--interval", "200ms"],
+          ...["--data-dir", hub.dataDir, "--http", `127.0.0.1:${hub.http}`, "--ssh", `127.0.0.1:${hub.ssh}`],
+          ...common,
+          ...extra,
+        ],
+        hub.lines,
+      );
+      return hub.child;
+    },
+    async api(hub, route) {
+      const response = await get(hub, route);
+      return response?.ok ? ((await response.json()) as ApiObject) : undefined;
+    },
+    async status(hub, route) {
+      return (await get(hub, route))?.status;
+    },
+    async startAgent(tokenFrom, hubs) {
+      // The operator's way: `rlark token create` against the running hub's data dir.
+      const created = await new Promise<string>((resolve) => {
+        let out = "";
+        const create = spawn(process.execPath, [
+          cli,
+          ...["token", "create", "--cluster", "local", "--data-dir", tokenFrom.dataDir],
+        ]);
+        create.stdout.on("data", (chunk: Buffer) => {
+          out += chunk.toString();
+        });
+        create.on("exit", () => resolve(out));
+      });
+      const token = /token:\s+(\S+)/.exec(created)?.[1];
+      const fingerprint = /ca-hash:\s+(\S+)/.exec(created)?.[1];
+      if (!token || !fingerprint) throw new Error(`rlark token create printed no token: ${created}`);
+      const stateDir = await mkdtemp(path.join(tmpdir(), `${marker}-agent-`));
+      run("agent", [
+        "agent",
+        ...["--hub", hubs.map((h) => `127.0.0.1:${h.ssh}`).join(",")],
+        ...["--token", token, "--ca-hash", fingerprint, "--state-dir", stateDir],
+      ]);
+    },
+    async taskProcesses() {
+      return (await pidsMarked(marker)).length;
+    },
+    loggedAt(hub, text, after) {
+      return hub.lines.find((line) => line.at >= after && line.text.includes(text))?.at;
+    },
+  };
+}
