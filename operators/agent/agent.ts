@@ -1,6 +1,6 @@
 // The agent: holds the desired set the hub hands over its tunnel, drives a runtime with it, and
 // reports what the runtime observes. One per cluster (kubernetes runtime) or machine (process).
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import packageJson from "../../package.json" with { type: "json" };
 import { namespaceFor, type PeersState, peersStateFrom } from "../api/index.ts";
 import { capabilityFromCondition } from "../lib/capability-condition.ts";
@@ -69,6 +69,12 @@ export interface AgentOptions {
   nodeserverSockets?: readonly string[];
   /** How often those are read. Default 5 s. */
   statsIntervalMs?: number;
+  /**
+   * Kubernetes runtime: the port every node's nodeserver serves GET /stats on over TCP
+   * (`rlark nodeserver --stats-listen`). The agent polls each node's InternalIP there with a
+   * bearer token of its own making, which it hands the nodeservers in the peers state.
+   */
+  nodeserverStatsPort?: number;
   /**
    * The hub's domain relay (`host:port`), which the nodeservers dial with the Domains'
    * certificates; with it the peers state names the relay and the hub CA the agent pinned.
@@ -171,12 +177,15 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     }
   };
 
+  // New at every start: only the nodeservers that read this agent's peers state learn it.
+  const statsToken = options.nodeserverStatsPort ? randomBytes(32).toString("base64url") : undefined;
   // One shape for every nodeserver, whichever way it gets it (file or Secret).
   const peersState = (): PeersState =>
     peersStateFrom(
       desired.domainPeers().map((p) => ({ domain: p.metadata.name, spec: p.spec })),
       namespaceFor(cluster),
       options.domainRelay ? { address: options.domainRelay, caPem: credentials.caCertPem } : undefined,
+      statsToken,
     );
 
   const onDesired = async (message: Snapshot | Delta) => {
@@ -249,15 +258,30 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     }, 100);
   };
   const unsubscribe = runtime.onChange(scheduleReport);
-  const stats = options.nodeserverSockets?.length
-    ? new StatsPoller({
-        sockets: options.nodeserverSockets,
-        intervalMs: options.statsIntervalMs ?? 5_000,
-        clock,
-        logger,
-        onChange: scheduleReport,
-      })
-    : undefined;
+  const stats =
+    options.nodeserverSockets?.length || statsToken
+      ? new StatsPoller({
+          sockets: options.nodeserverSockets ?? [],
+          ...(options.nodeserverStatsPort && statsToken
+            ? {
+                http: {
+                  port: options.nodeserverStatsPort,
+                  token: statsToken,
+                  hosts: () =>
+                    runtime
+                      .observe()
+                      .nodes.flatMap((n) =>
+                        n.addresses.filter((a) => a.type === "InternalIP").map((a) => a.address),
+                      ),
+                },
+              }
+            : {}),
+          intervalMs: options.statsIntervalMs ?? 5_000,
+          clock,
+          logger,
+          onChange: scheduleReport,
+        })
+      : undefined;
   stats?.start();
   tunnel.on("connected", () => {
     logger.info("connected to the hub", { hub: options.hub, cluster });

@@ -1,6 +1,8 @@
-// The live figures of the Domain page: the agent reads its nodeserver's GET /stats (contract B,
-// on the nodeserver's unix socket) and reports them, bounded, as each DomainPeer's status.traffic.
-// The response is capped in size and checked field by field before anything of it is kept.
+// The live figures of the Domain page: the agent reads its nodeservers' GET /stats (contract B:
+// the process runtime's on its unix socket; the kubernetes runtime's on every node's InternalIP
+// over TCP, with the bearer token it hands them in the peers state) and reports them, bounded, as
+// each DomainPeer's status.traffic. The response is capped in size and checked field by field
+// before anything of it is kept.
 import { request } from "node:http";
 import type { DomainPeerPair, DomainTraffic } from "../api/index.ts";
 import type { Clock } from "../lib/clock.ts";
@@ -17,13 +19,20 @@ export interface NodeserverDomainStats {
   peers: DomainPeerPair[];
 }
 
-/** GET /stats on `socketPath`; rejects on a non-200, an oversized or malformed body, or after `timeoutMs`. */
+/** Where a nodeserver serves GET /stats: its unix socket, or a TCP address with the bearer token. */
+export type StatsTarget = string | { host: string; port: number; token: string };
+
+/** GET /stats of `target`; rejects on a non-200, an oversized or malformed body, or after `timeoutMs`. */
 export function readNodeserverStats(
-  socketPath: string,
+  target: StatsTarget,
   timeoutMs = 5_000,
 ): Promise<Record<string, NodeserverDomainStats>> {
+  const where =
+    typeof target === "string"
+      ? { socketPath: target }
+      : { host: target.host, port: target.port, headers: { authorization: `Bearer ${target.token}` } };
   return new Promise((resolve, reject) => {
-    const req = request({ socketPath, path: "/stats", method: "GET", timeout: timeoutMs }, (res) => {
+    const req = request({ ...where, path: "/stats", method: "GET", timeout: timeoutMs }, (res) => {
       const chunks: Buffer[] = [];
       let size = 0;
       res.on("data", (chunk: Buffer) => {
@@ -131,6 +140,8 @@ export function domainTraffic(stats: readonly NodeserverDomainStats[], observedA
 export interface StatsPollerOptions {
   /** The nodeservers' unix sockets (the process runtime: its one local nodeserver). */
   sockets: readonly string[];
+  /** Nodeservers over TCP (the kubernetes runtime: one per node, at the nodes' addresses now). */
+  http?: { port: number; token: string; hosts(): readonly string[] };
   intervalMs: number;
   clock: Clock;
   logger: Logger;
@@ -168,20 +179,33 @@ export class StatsPoller {
   }
 
   async #poll(): Promise<void> {
-    const { sockets, logger, clock } = this.#options;
+    const { sockets, http, logger, clock } = this.#options;
     const byDomain = new Map<string, NodeserverDomainStats[]>();
-    for (const socket of sockets) {
-      try {
-        const stats = await readNodeserverStats(socket);
-        if (this.#failing.delete(socket)) logger.info("the nodeserver answers /stats again", { socket });
-        for (const [domain, s] of Object.entries(stats))
+    const targets: [string, StatsTarget][] = [
+      ...sockets.map((s): [string, StatsTarget] => [s, s]),
+      ...(http?.hosts() ?? []).map((host): [string, StatsTarget] => [
+        `${host}:${http?.port}`,
+        { host, port: http?.port ?? 0, token: http?.token ?? "" },
+      ]),
+    ];
+    // all at once: one node that does not answer does not hold the others' figures back
+    const answers = await Promise.allSettled(targets.map(([, target]) => readNodeserverStats(target)));
+    answers.forEach((answer, i) => {
+      const name = targets[i]?.[0] ?? "";
+      if (answer.status === "fulfilled") {
+        if (this.#failing.delete(name))
+          logger.info("the nodeserver answers /stats again", { nodeserver: name });
+        for (const [domain, s] of Object.entries(answer.value))
           byDomain.set(domain, [...(byDomain.get(domain) ?? []), s]);
-      } catch (err) {
-        if (!this.#failing.has(socket))
-          logger.warn("could not read the nodeserver's /stats", { socket, error: (err as Error).message });
-        this.#failing.add(socket);
+      } else {
+        if (!this.#failing.has(name))
+          logger.warn("could not read the nodeserver's /stats", {
+            nodeserver: name,
+            error: (answer.reason as Error).message,
+          });
+        this.#failing.add(name);
       }
-    }
+    });
     const observedAt = new Date(clock.now()).toISOString().replace(/\.\d{3}Z$/, "Z");
     const next = new Map([...byDomain].map(([domain, stats]) => [domain, domainTraffic(stats, observedAt)]));
     // unchanged figures keep their time: the hub is not written to for a new timestamp alone

@@ -20,6 +20,11 @@ export interface PeersState {
   globalNamespace: string;
   /** The hub's domain relay (`host:port`, mutual TLS) and the hub CA that vouches for it (PEM). */
   hub?: { address: string; caPem: string };
+  /**
+   * The bearer token a nodeserver's TCP GET /stats asks for (kubernetes runtime: the agent polls
+   * its nodeservers with it; it reaches them only through the peers Secret).
+   */
+  statsToken?: string;
   domains: DomainPeersEntry[];
 }
 
@@ -78,6 +83,8 @@ export function parsePeersState(text: string, source: string): PeersState {
       caPem: str(source, "hub.caPem", hub?.caPem) as string,
     };
   }
+  const statsToken = str(source, "statsToken", r.statsToken, true);
+  if (statsToken !== undefined) state.statsToken = statsToken;
   if (!Array.isArray(r.domains)) fail(source, "domains", "must be an array");
   r.domains.forEach((d: unknown, i: number) => {
     const field = `domains[${i}]`;
@@ -110,10 +117,12 @@ export function peersStateFrom(
   peers: readonly { domain: string; spec: DomainPeerSpec }[],
   globalNamespace: string,
   hub?: PeersState["hub"],
+  statsToken?: string,
 ): PeersState {
   return {
     globalNamespace,
     ...(hub ? { hub } : {}),
+    ...(statsToken ? { statsToken } : {}),
     domains: peers
       .map((p) => ({ domain: p.domain, ...p.spec }))
       .sort((a, b) => (a.domain < b.domain ? -1 : a.domain > b.domain ? 1 : 0)),

@@ -37,6 +37,7 @@ interface AgentFlags {
   namespace: string;
   sidecarImage: string;
   nodeserverSocket: string[];
+  nodeserverStatsPort?: number;
   diskStatsInterval?: number;
   nodeName: string;
   label: Record<string, string>;
@@ -62,6 +63,12 @@ function uid(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1 || n > 2 ** 31 - 1)
     throw new InvalidArgumentError(`"${value}" is not a uid above 0`);
+  return n;
+}
+
+function port(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError(`"${value}" is not a port`);
   return n;
 }
 
@@ -106,6 +113,11 @@ export function registerAgent(program: Command): void {
       "a nodeserver's unix socket whose GET /stats the hub's Domain page shows (repeatable)",
       collect,
       [],
+    )
+    .option(
+      "--nodeserver-stats-port <port>",
+      "kubernetes runtime: poll GET /stats of the nodeserver on every node's InternalIP at this port (its --stats-listen), with a token handed over in the peers Secret; 0: never (default 5701)",
+      port,
     )
     .option(
       "--disk-stats-interval <seconds>",
@@ -220,6 +232,9 @@ export function registerAgent(program: Command): void {
           ...(network ? [network.socket] : []),
         ],
         ...(network ? { onPeersState: network.onPeersState } : {}),
+        ...(flags.runtime === "kubernetes" && (flags.nodeserverStatsPort ?? 5701) > 0
+          ? { nodeserverStatsPort: flags.nodeserverStatsPort ?? 5701 }
+          : {}),
         ...(flags.domainRelay ? { domainRelay: flags.domainRelay } : {}),
         logger,
       }).catch(async (error: unknown) => {

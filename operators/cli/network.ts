@@ -3,9 +3,10 @@
 
 import { mkdirSync } from "node:fs";
 import type { Command } from "commander";
+import type { PeersState } from "../api/index.ts";
 import { jsonLogger } from "../lib/logger.ts";
 import {
-  type Nodeserver,
+  listenStats,
   parseSecretRef,
   peersFromSecret,
   rlarkNetPath,
@@ -40,6 +41,10 @@ export function registerNodeserver(program: Command): void {
     .option("--kubeconfig <file>", "with --peers-secret: the API server (default: in-cluster credentials)")
     .option("--node <name>", "this node's name, told to the hub", process.env.RLARK_NODE_NAME)
     .option(
+      "--stats-listen <host:port>",
+      "also serve GET /stats over TCP, to the bearer of the peers state's statsToken (the kubernetes agent polls it)",
+    )
+    .option(
       "--idle-timeout <duration>",
       "close a pooled hub connection idle this long",
       parseDuration,
@@ -52,6 +57,7 @@ export function registerNodeserver(program: Command): void {
         idleTimeout: number;
         peersSecret?: string;
         kubeconfig?: string;
+        statsListen?: string;
       }) => {
         const logger = jsonLogger("nodeserver");
         const secret = options.peersSecret ? secretRef(options.peersSecret) : undefined;
@@ -62,12 +68,26 @@ export function registerNodeserver(program: Command): void {
           logger,
           ...(options.node ? { node: options.node } : {}),
         });
+        let token: string | undefined;
+        const apply = (state: PeersState) => {
+          token = state.statsToken;
+          server.setState(state);
+        };
+        const stats = options.statsListen
+          ? await listenStats({
+              listen: options.statsListen,
+              stats: () => server.stats(),
+              token: () => token,
+              logger,
+            })
+          : undefined;
         const source = secret
-          ? await watchPeersSecret(server, secret, options.kubeconfig, logger)
-          : watchPeersFile(options.socketDir, (state) => server.setState(state), logger);
-        logger.info("nodeserver listening", { socket: server.socketPath });
+          ? await watchPeersSecret(apply, secret, options.kubeconfig, logger)
+          : watchPeersFile(options.socketDir, apply, logger);
+        logger.info("nodeserver listening", { socket: server.socketPath, stats: stats?.address });
         await untilSignal();
         await source.close();
+        await stats?.close();
         await server.close();
       },
     );
@@ -82,7 +102,7 @@ function secretRef(value: string): { namespace: string; name: string } {
 }
 
 async function watchPeersSecret(
-  server: Nodeserver,
+  apply: (state: PeersState) => void,
   secret: { namespace: string; name: string },
   kubeconfig: string | undefined,
   logger: ReturnType<typeof jsonLogger>,
@@ -97,7 +117,7 @@ async function watchPeersSecret(
     signal: abort.signal,
   });
   const running = (async () => {
-    for await (const state of states) server.setState(state);
+    for await (const state of states) apply(state);
   })().catch((error: unknown) => logger.error("the peers Secret source ended", { error: String(error) }));
   return {
     async close() {

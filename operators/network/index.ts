@@ -22,3 +22,4 @@ export { BackoffError, ConnectionPool, type PooledConnection, type PoolOptions }
 export { formatProxyHeader, type ProxyHeader } from "./proxy-header.ts";
 export { rlarkNetPath } from "./rlark-net-path.ts";
 export { type Sidecar, type SidecarOptions, startSidecar } from "./sidecar.ts";
+export { listenStats } from "./stats-listener.ts";

@@ -85,15 +85,19 @@ t.test("agent, hub and nodeserver restarts mid-stream", async (t) => {
   }
 
   // No stream left on a cluster's nodeserver, whose fds are then compared.
+  let last = "";
   const settled = (cluster: string) =>
     waitFor(
       `no stream left on ${cluster}'s nodeserver`,
       async () => {
         const stats = await readNodeserverStats(`${bed.agents.get(cluster)?.runDir}/nodeserver.sock`);
+        last = JSON.stringify(stats.train);
         return stats.train?.peers.every((p) => p.activeStreams === 0);
       },
-      { attempts: 200, everyMs: 50 },
-    );
+      { attempts: 300, everyMs: 100 },
+    ).catch((error: Error) => {
+      throw new Error(`${error.message}; its /stats: ${last}`);
+    });
   const agentPid = (cluster: string) => bed.agents.get(cluster)?.child.pid;
   const sameFds = async (t: Test, cluster: string, before: number) => {
     await settled(cluster);

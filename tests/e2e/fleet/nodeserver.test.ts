@@ -81,6 +81,7 @@ t.test("the catalog entry with its defaults is the kustomize base", async (t) =>
     "nodeserver",
     "--socket-dir=/var/run/rlark",
     "--peers-secret=rlark-system/rlark-domain-peers",
+    "--stats-listen=0.0.0.0:5701",
   ]);
 });
 

@@ -10,6 +10,7 @@
 import { mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import type { Duplex, Readable } from "node:stream";
+import type { PeersState } from "../../../api/index.ts";
 import { type Clock, systemClock } from "../../../lib/clock.ts";
 import { type Logger, silentLogger } from "../../../lib/logger.ts";
 import type {
@@ -104,6 +105,8 @@ export class ProcessRuntime implements Runtime {
   /** Pods being stopped; a replacement under the same key waits until its predecessor is gone. */
   readonly #retiring = new Map<string, Replica>();
   readonly #listeners = new Set<() => void>();
+  /** Virtual IPs of this machine's Domain pods by pod key, from the last peers state. */
+  readonly #virtualIPs = new Map<string, string>();
   readonly #timers: NodeJS.Timeout[] = [];
   #desired: DesiredPod[] | undefined;
   #rejected: RejectedTask[] = [];
@@ -147,6 +150,7 @@ export class ProcessRuntime implements Runtime {
       changed: () => this.#changed(),
       ...(options.launchHooks ? { hooks: options.launchHooks } : {}),
       ...(network ? { network } : {}),
+      virtualIP: (key) => this.#virtualIPs.get(key),
     };
   }
 
@@ -284,6 +288,34 @@ export class ProcessRuntime implements Runtime {
     this.#rejected = rejected;
     this.#desired = pods;
     this.#reconcile();
+  }
+
+  /**
+   * Gives each Domain pod with a network of its own its virtual IP, on its loopback: a program may
+   * bind it or advertise it (Ray's node IP), and the sidecar reaches what listens only there.
+   */
+  async applyPeersState(state: PeersState): Promise<void> {
+    const networks = this.#ctx.network;
+    if (!networks || this.#stopped) return;
+    const ips = this.#virtualIPs;
+    ips.clear();
+    for (const domain of state.domains)
+      for (const pod of domain.pods ?? [])
+        if (!pod.globalNamespace || pod.globalNamespace === state.globalNamespace)
+          ips.set(podKey(pod.namespace ?? "", pod.name), pod.ip);
+    for (const replica of this.#replicas.values()) {
+      const ip = ips.get(replica.key);
+      if (!ip) continue;
+      try {
+        replica.assignVirtualIP(ip, networks);
+      } catch (error) {
+        this.#logger.warn("could not give a pod its virtual IP", {
+          pod: replica.key,
+          ip,
+          error: (error as Error).message,
+        });
+      }
+    }
   }
 
   #reconcile(): void {

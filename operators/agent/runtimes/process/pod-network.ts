@@ -34,6 +34,8 @@ export interface PodNetwork {
   hostIf: string;
   hostIP: string;
   localIP: string;
+  /** The pod's virtual IP in its Domain, on its loopback once the agent knows it. */
+  virtualIP?: string;
 }
 
 const OUTBOUND_PORT = 15001;
@@ -168,6 +170,13 @@ export class PodNetworks {
       throw error;
     }
     return network;
+  }
+
+  /** Puts the pod's virtual IP on its loopback (replacing the one it had, if another). */
+  assignVirtualIP(network: PodNetwork, ip: string): void {
+    if (network.virtualIP)
+      tryRun("ip", ["-n", network.netns, "addr", "del", `${network.virtualIP}/32`, "dev", "lo"]);
+    run("ip", ["-n", network.netns, "addr", "replace", `${ip}/32`, "dev", "lo"]);
   }
 
   /** Ends whatever still runs in the pod's namespace and removes it with its veth pair. */

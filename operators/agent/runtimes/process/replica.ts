@@ -63,6 +63,8 @@ export interface ReplicaContext {
   hooks?: LaunchHooks;
   /** Gives pods of Tasks in a Domain their own network; without it they share the host's. */
   network?: PodNetworks;
+  /** The pod's virtual IP, when the last peers state gave it one. */
+  virtualIP(key: string): string | undefined;
 }
 
 /** Test-only: called at the two points of a launch where a crash is most telling. */
@@ -350,8 +352,15 @@ export class Replica {
       throw new Error(
         `spec.domainCIDR is missing: the hub did not know Domain ${pod.task.spec.domain}'s CIDR when it created the Task`,
       );
-    this.#record.network = networks.ensure(this.key, cidr, this.#record.network);
-    return this.#record.network;
+    const network = networks.ensure(this.key, cidr, this.#record.network);
+    this.#record.network = network;
+    // a namespace made again (after a reboot) gets the address its pod already holds
+    const ip = this.#ctx.virtualIP(this.key);
+    if (ip && network.virtualIP !== ip) {
+      networks.assignVirtualIP(network, ip);
+      network.virtualIP = ip;
+    }
+    return network;
   }
 
   #failStart(message: string): void {
@@ -607,6 +616,15 @@ export class Replica {
       ...(options.limitBytes === undefined ? {} : { limitBytes: options.limitBytes }),
       ...(options.follow ? { follow: true } : {}),
     });
+  }
+
+  /** Puts `ip` on the loopback of the pod's own network, once per address (a no-op without one). */
+  assignVirtualIP(ip: string, networks: PodNetworks): void {
+    const network = this.#record.network;
+    if (!network || this.stopping || network.virtualIP === ip) return;
+    networks.assignVirtualIP(network, ip);
+    network.virtualIP = ip;
+    this.#persist();
   }
 
   /** A connection to `port` when one of this pod's running processes listens on it. */

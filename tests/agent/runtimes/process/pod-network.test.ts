@@ -10,6 +10,7 @@ import t from "tap";
 import type { PodNetworkOptions } from "../../../../operators/agent/runtimes/process/index.ts";
 import type { PodRecord } from "../../../../operators/agent/runtimes/process/pod-files.ts";
 import type { RuntimeTask } from "../../../../operators/agent/runtimes/types.ts";
+import type { PeersState } from "../../../../operators/api/index.ts";
 import { silentLogger } from "../../../../operators/lib/logger.ts";
 import { rlarkNetPath, startNodeserver } from "../../../../operators/network/index.ts";
 import { rlarkNetBinary } from "../../../helpers/domain-net.ts";
@@ -69,7 +70,7 @@ t.test("a Domain pod runs in its own namespace with the REDIRECT and an unprivil
   );
 
   // The sidecar learns its IP from the nodeserver; until then the command waits.
-  nodeserver.setState({
+  const state: PeersState = {
     globalNamespace: "agent-local",
     domains: [
       {
@@ -81,7 +82,9 @@ t.test("a Domain pod runs in its own namespace with the REDIRECT and an unprivil
         pods: [{ name: "web-0", namespace: running.namespace, ip: "100.99.0.5", localIP: network.localIP }],
       },
     ],
-  });
+  };
+  nodeserver.setState(state);
+  await runtime.applyPeersState(state);
   const [command] = await waitFor(
     "the command started",
     () => {
@@ -104,6 +107,11 @@ t.test("a Domain pod runs in its own namespace with the REDIRECT and an unprivil
   t.ok(sidecar, "the sidecar runs in it");
   t.match(readFileSync(`/proc/${sidecar}/status`, "utf8"), /\nUid:\t1337\t1337\t1337\t1337\n/, "as uid 1337");
   t.match(sh("ip", ["netns", "exec", network.netns, "ss", "-Htln"]), /:5700\b/, "its inbound port listens");
+  t.match(
+    sh("ip", ["-n", network.netns, "-4", "-o", "addr", "show", "dev", "lo"]),
+    / 100\.99\.0\.5\/32 /,
+    "its virtual IP is on its loopback, for programs that bind or advertise it",
+  );
 
   await runtime.apply([]);
   await waitFor("the pod gone", () => runtime.observe().pods.length === 0, onProcesses);
