@@ -24,6 +24,11 @@ export const SOCKET_NAME = "nodeserver.sock";
 export const INBOUND_PORT = 5700;
 /** Header naming the pod (`<namespace>/<name>`) a sidecar speaks for. */
 export const POD_HEADER = "rlark-pod";
+/**
+ * On CONNECT, `1`: the caller can dial a same-cluster target itself. On the answer: the target's
+ * `<local ip>:<inbound port>` to dial, with a PROXY line, instead of a stream.
+ */
+export const DIRECT_HEADER = "rlark-direct";
 
 export interface NodeserverOptions {
   socketDir: string;
@@ -39,6 +44,8 @@ export interface NodeserverOptions {
 
 interface PairStats {
   activeStreams: number;
+  /** Same-cluster connections handed to the pods to make directly (their bytes pass no nodeserver). */
+  directConnections: number;
   bytesSent: number;
   bytesReceived: number;
   path: "local" | "hub";
@@ -156,7 +163,7 @@ class DomainRuntime {
       if (this.pairs.size >= MAX_PAIRS) {
         for (const [k, v] of this.pairs) if (v.activeStreams === 0) this.pairs.delete(k);
       }
-      stats = { activeStreams: 0, bytesSent: 0, bytesReceived: 0, path };
+      stats = { activeStreams: 0, directConnections: 0, bytesSent: 0, bytesReceived: 0, path };
       this.pairs.set(key, stats);
     }
     return stats;
@@ -315,6 +322,16 @@ class NodeserverImpl implements Nodeserver {
       return refuse(socket, 403, `${target.ip} is not in Domain ${domain.entry.domain}`);
     const local = domain.localPod(target.ip);
     const stats = domain.pair(pod.ip, target.ip, local ? "local" : "hub");
+    if (local?.localIP && req.headers[DIRECT_HEADER] === "1") {
+      // The pods reach each other: the caller dials the target's inbound port itself, with no
+      // Node process between them (rlark-net falls back to a plain CONNECT if it cannot).
+      stats.directConnections++;
+      socket.resume();
+      socket.end(
+        `HTTP/1.1 200 Direct\r\n${DIRECT_HEADER}: ${local.localIP}:${this.options.inboundPort ?? INBOUND_PORT}\r\nconnection: close\r\n\r\n`,
+      );
+      return;
+    }
     let upstream: Duplex;
     try {
       if (local) {

@@ -161,6 +161,10 @@ export class DomainBed {
     pod.exec("ip", ["link", "set", "lo", "up"]);
     pod.exec("ip", ["addr", "add", `${localIP}/30`, "dev", podIf]);
     pod.exec("ip", ["link", "set", podIf, "up"]);
+    // Pods reach each other's local IPs through the host, as in a Kubernetes pod network:
+    // forwarding on this pod's host-side veth only (the host's global setting is left alone).
+    sh("sysctl", ["-qw", `net.ipv4.conf.${hostIf}.forwarding=1`]);
+    pod.exec("ip", ["route", "add", `10.${this.subnet}.0.0/16`, "via", hostIP]);
     if (!domainName || !vip) return pod;
     const domain = this.domains.get(domainName) as BedDomain;
     pod.domain = domainName;

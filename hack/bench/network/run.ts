@@ -4,11 +4,12 @@
 //   2. OpenSSH `ssh -L`, one hop, aes128-gcm (Debian sshd on a loopback port with a temp config),
 //   3. our full path: sidecar -> nodeserver -> hub relay -> nodeserver -> sidecar (two clusters),
 //   4. our same-cluster path: sidecar -> nodeserver -> sidecar.
-// Prints MB/s, connect p50/p99 and the ratio of each to OpenSSH -L.
+// Prints MB/s, connect p50/p99 and the ratio of each to OpenSSH -L, then the CPU seconds each
+// process of a path spent per GB moved during its iperf3 run.
 //
 //   node_modules/.bin/node hack/bench/network/run.ts [seconds=5] [connects=300]
 import { type ChildProcess, execFileSync } from "node:child_process";
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { type BedPod, DomainBed } from "../../../tests/helpers/domain-net.ts";
@@ -39,6 +40,33 @@ interface Row {
   mbps: number;
   p50: number;
   p99: number;
+  /** CPU seconds per GB moved during the iperf3 run, per process of the path. */
+  cpu: Record<string, number>;
+}
+
+/** utime + stime of a process, in seconds (clock ticks are 1/100 s on Linux). */
+function cpuSeconds(pid: number): number {
+  try {
+    const fields = (readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1] ?? "").split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return 0;
+  }
+}
+
+/** The processes named `comm` in a pod's network namespace. */
+function podProcesses(pod: BedPod, comm: string): number[] {
+  return execFileSync("ip", ["netns", "pids", pod.netns], { encoding: "utf8" })
+    .split("\n")
+    .filter(Boolean)
+    .map(Number)
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/comm`, "utf8").trim() === comm;
+      } catch {
+        return false;
+      }
+    });
 }
 
 async function measure(
@@ -47,16 +75,29 @@ async function measure(
   ip: string,
   iperfPort: number,
   echoPort: number,
+  processes: () => Record<string, number[]> = () => ({}),
 ): Promise<Row> {
-  const json = JSON.parse(
-    await client.run("iperf3", ["-c", ip, "-p", String(iperfPort), "-t", String(seconds), "-J"]),
+  const running = client.run("iperf3", ["-c", ip, "-p", String(iperfPort), "-t", String(seconds), "-J"]);
+  // Sampled once the stream is up, so per-connection processes (sshd's child) exist.
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const pids = processes();
+  const before = Object.fromEntries(
+    Object.entries(pids).map(([k, list]) => [k, list.reduce((n, p) => n + cpuSeconds(p), 0)]),
   );
-  const mbps = json.end.sum_received.bytes / json.end.sum_received.seconds / 1e6;
+  const json = JSON.parse(await running);
+  const bytes = json.end.sum_received.bytes;
+  const mbps = bytes / json.end.sum_received.seconds / 1e6;
+  const cpu = Object.fromEntries(
+    Object.entries(pids).map(([k, list]) => [
+      k,
+      (list.reduce((n, p) => n + cpuSeconds(p), 0) - (before[k] ?? 0)) / (bytes / 1e9),
+    ]),
+  );
   const [p50, p99] = (await client.run("python3", ["-c", CONNECT, ip, String(echoPort), String(connects)]))
     .trim()
     .split(" ")
     .map(Number) as [number, number];
-  const row = { path: name, mbps, p50, p99 };
+  const row = { path: name, mbps, p50, p99, cpu };
   console.error(
     `${name}: ${mbps.toFixed(0)} MB/s, connect p50 ${p50.toFixed(2)} ms, p99 ${p99.toFixed(2)} ms`,
   );
@@ -168,11 +209,25 @@ async function main(): Promise<void> {
     await listening(a, 15201);
     await listening(a, 17000);
 
+    const nodeserver = (cluster: string) => [bed.nodeservers.get(cluster)?.pid as number];
     const rows = [
       await measure("direct TCP (veth)", a, ipB, 5201, 7000),
-      await measure("OpenSSH ssh -L, aes128-gcm", a, "127.0.0.1", 15201, 17000),
-      await measure("rlark cross-cluster (via hub relay)", a, b.vip as string, 5201, 7000),
-      await measure("rlark same-cluster", a, c.vip as string, 5201, 7000),
+      await measure("OpenSSH ssh -L, aes128-gcm", a, "127.0.0.1", 15201, 17000, () => ({
+        ssh: podProcesses(a, "ssh"),
+        sshd: podProcesses(b, "sshd"),
+      })),
+      await measure("rlark cross-cluster (via hub relay)", a, b.vip as string, 5201, 7000, () => ({
+        "rlark-net (source)": podProcesses(a, "rlark-net"),
+        "nodeserver c1": nodeserver("c1"),
+        "hub (this process)": [process.pid],
+        "nodeserver c2": nodeserver("c2"),
+        "rlark-net (target)": podProcesses(b, "rlark-net"),
+      })),
+      await measure("rlark same-cluster", a, c.vip as string, 5201, 7000, () => ({
+        "rlark-net (source)": podProcesses(a, "rlark-net"),
+        "nodeserver c1": nodeserver("c1"),
+        "rlark-net (target)": podProcesses(c, "rlark-net"),
+      })),
     ];
     const ssh = rows[1] as Row;
     console.log(`\n${seconds} s of one TCP stream each; ${connects} connects (connect + 1-byte echo)\n`);
@@ -182,6 +237,15 @@ async function main(): Promise<void> {
       console.log(
         `| ${r.path} | ${r.mbps.toFixed(0)} | ${(r.mbps / ssh.mbps).toFixed(2)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} |`,
       );
+    // On shared cores each process of a path gets a share of CPU: throughput follows the CPU a
+    // byte costs along the whole path (docs/adr/0007-domain-data-path.md).
+    console.log("\n| path | CPU seconds per GB moved, by process | total |");
+    console.log("|---|---|---|");
+    for (const r of rows.filter((row) => Object.keys(row.cpu).length > 0)) {
+      const parts = Object.entries(r.cpu).map(([k, v]) => `${k} ${v.toFixed(2)}`);
+      const total = Object.values(r.cpu).reduce((n, v) => n + v, 0);
+      console.log(`| ${r.path} | ${parts.join(", ")} | ${total.toFixed(2)} |`);
+    }
   } finally {
     for (const s of servers) s.kill();
     await bed.close();

@@ -7,7 +7,8 @@
 //	                    capabilities). Outbound: listens on 127.0.0.1:RLARK_OUTBOUND_PORT, reads each
 //	                    redirected connection's original destination (SO_ORIGINAL_DST) and sends
 //	                    "CONNECT <ip>:<port>" with header "rlark-pod: RLARK_POD" to the nodeserver's
-//	                    unix socket (RLARK_NODESERVER_SOCKET). Inbound: listens on
+//	                    unix socket (RLARK_NODESERVER_SOCKET); for a same-cluster target the answer
+//	                    may name the target's inbound port to dial directly. Inbound: listens on
 //	                    0.0.0.0:RLARK_INBOUND_PORT for streams a nodeserver brings, each preceded by
 //	                    a PROXY protocol v1 line ("PROXY TCP4 <src> <dst> <sport> <dport>\r\n"), and
 //	                    connects to that port on 127.0.0.1, else on RLARK_POD_IP.
@@ -158,83 +159,113 @@ const (
 )
 
 // readAnswer reads the nodeserver's answer to CONNECT (status line and headers, at most
-// maxAnswerBytes) and returns the status and the rlark-reason header.
-func readAnswer(r *bufio.Reader) (int, string, error) {
-	status, reason, total := 0, "", 0
+// maxAnswerBytes) and returns the status, the rlark-reason header and the rlark-direct header.
+func readAnswer(r *bufio.Reader) (status int, reason, direct string, err error) {
+	total := 0
 	for first := true; ; first = false {
 		line, err := r.ReadSlice('\n')
 		total += len(line)
 		if err != nil || total > maxAnswerBytes {
-			return 0, "", fmt.Errorf("bad answer from the nodeserver (%d bytes): %v", total, err)
+			return 0, "", "", fmt.Errorf("bad answer from the nodeserver (%d bytes): %v", total, err)
 		}
 		text := strings.TrimRight(string(line), "\r\n")
 		if first {
 			fields := strings.SplitN(text, " ", 3)
 			if len(fields) < 2 || !strings.HasPrefix(fields[0], "HTTP/1.") {
-				return 0, "", fmt.Errorf("bad status line from the nodeserver %q", text)
+				return 0, "", "", fmt.Errorf("bad status line from the nodeserver %q", text)
 			}
 			if status, err = strconv.Atoi(fields[1]); err != nil {
-				return 0, "", fmt.Errorf("bad status line from the nodeserver %q", text)
+				return 0, "", "", fmt.Errorf("bad status line from the nodeserver %q", text)
 			}
 			continue
 		}
 		if text == "" {
-			return status, reason, nil
+			return status, reason, direct, nil
 		}
-		if name, value, ok := strings.Cut(text, ":"); ok && strings.EqualFold(name, "rlark-reason") {
+		name, value, _ := strings.Cut(text, ":")
+		switch strings.ToLower(name) {
+		case "rlark-reason":
 			reason = strings.TrimSpace(value)
+		case "rlark-direct":
+			direct = strings.TrimSpace(value)
 		}
 	}
 }
 
-// outbound asks the nodeserver for a stream to the connection's original destination, as the
-// pod `pod`, and joins the two. The program's first bytes go right behind the request (the
-// nodeserver holds them until the stream is up), saving a round trip on every connect.
-func outbound(conn *net.TCPConn, nodeserver, pod string) {
-	dst, err := originalDst(conn)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "rlark-net: %v\n", err)
-		conn.Close()
-		return
-	}
+// ask sends CONNECT for target to the nodeserver as the pod `pod` and reads the answer. With
+// direct, the nodeserver may answer with the address of a same-cluster target's inbound port
+// instead of carrying the stream itself (rlark-direct); up is then already closed.
+func ask(nodeserver, pod, target string, direct bool) (up *net.UnixConn, r *bufio.Reader, to string, err error) {
 	raw, err := net.DialTimeout("unix", nodeserver, dialTimeout)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "rlark-net: nodeserver %s: %v\n", nodeserver, err)
-		conn.Close()
-		return
+		return nil, nil, "", fmt.Errorf("nodeserver %s: %v", nodeserver, err)
 	}
-	up := raw.(*net.UnixConn)
-	target := net.JoinHostPort(dst.IP.String(), strconv.Itoa(dst.Port))
-	if _, err := fmt.Fprintf(up, "CONNECT %s HTTP/1.1\r\nhost: %s\r\nrlark-pod: %s\r\n\r\n", target, target, pod); err != nil {
-		conn.Close()
+	up = raw.(*net.UnixConn)
+	offer := ""
+	if direct {
+		offer = "rlark-direct: 1\r\n"
+	}
+	up.SetDeadline(time.Now().Add(headerTimeout))
+	if _, err := fmt.Fprintf(up, "CONNECT %s HTTP/1.1\r\nhost: %s\r\nrlark-pod: %s\r\n%s\r\n", target, target, pod, offer); err != nil {
 		up.Close()
-		return
+		return nil, nil, "", err
 	}
-	sent := make(chan struct{}, 1)
-	go pipe(up, conn, sent)
-	up.SetReadDeadline(time.Now().Add(headerTimeout))
-	r := bufio.NewReaderSize(up, maxAnswerBytes)
-	status, reason, err := readAnswer(r)
+	r = bufio.NewReaderSize(up, maxAnswerBytes)
+	status, reason, to, err := readAnswer(r)
 	if err == nil && status != 200 {
 		err = fmt.Errorf("%s refused (%d): %s", target, status, reason)
 	}
-	if err == nil {
-		up.SetReadDeadline(time.Time{})
-		err = bufferedTo(conn, r)
+	if err != nil || (direct && to != "") {
+		up.Close()
+		return nil, nil, to, err
 	}
-	if err != nil {
+	up.SetDeadline(time.Time{})
+	return up, r, "", nil
+}
+
+// outbound carries a redirected connection to its original destination. The nodeserver decides
+// (pod identity, same Domain); a target in this cluster is then dialled straight at its inbound
+// port, which keeps every Node process off the same-cluster data path. When that dial fails (a
+// network policy between pods, say), the nodeserver carries the stream as for any other target.
+func outbound(conn *net.TCPConn, nodeserver, pod, podIP string) {
+	fail := func(err error) {
 		fmt.Fprintf(os.Stderr, "rlark-net: %v\n", err)
 		conn.Close()
-		up.Close()
-		<-sent
+	}
+	dst, err := originalDst(conn)
+	if err != nil {
+		fail(err)
 		return
 	}
-	received := make(chan struct{}, 1)
-	go pipe(conn, up, received)
-	<-sent
-	<-received
-	conn.Close()
-	up.Close()
+	target := net.JoinHostPort(dst.IP.String(), strconv.Itoa(dst.Port))
+	up, r, to, err := ask(nodeserver, pod, target, true)
+	if err != nil {
+		fail(err)
+		return
+	}
+	if to != "" {
+		peer, err := net.DialTimeout("tcp4", to, dialTimeout)
+		if err == nil {
+			src := conn.RemoteAddr().(*net.TCPAddr)
+			_, err = fmt.Fprintf(peer, "PROXY TCP4 %s %s %d %d\r\n", podIP, dst.IP, src.Port, dst.Port)
+			if err == nil {
+				join(conn, peer.(*net.TCPConn))
+				return
+			}
+			peer.Close()
+		}
+		fmt.Fprintf(os.Stderr, "rlark-net: %s at %s: %v; through the nodeserver instead\n", target, to, err)
+		if up, r, _, err = ask(nodeserver, pod, target, false); err != nil {
+			fail(err)
+			return
+		}
+	}
+	if err := bufferedTo(conn, r); err != nil {
+		fail(err)
+		up.Close()
+		return
+	}
+	join(conn, up)
 }
 
 // inbound reads the PROXY line a nodeserver sends first and connects to the named port of this
@@ -338,7 +369,7 @@ func runSidecar() {
 	in := listen("0.0.0.0:" + env("RLARK_INBOUND_PORT", "5700"))
 	// The sidecar reads this line to know both listeners are up.
 	fmt.Printf("rlark-net: outbound on %s, inbound on %s\n", out.Addr(), in.Addr())
-	go serve(out, func(c *net.TCPConn) { outbound(c, nodeserver, pod) })
+	go serve(out, func(c *net.TCPConn) { outbound(c, nodeserver, pod, podIP.String()) })
 	serve(in, func(c *net.TCPConn) { inbound(c, podIP.String()) })
 }
 
