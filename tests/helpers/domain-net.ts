@@ -59,6 +59,8 @@ export class DomainBed {
   hub!: Hub;
   readonly pods: BedPod[] = [];
   readonly domains = new Map<string, BedDomain>();
+  /** Per cluster: the nodeserver process (the network bench reads its CPU time). */
+  readonly nodeservers = new Map<string, ChildProcess>();
   /** A copy the sidecars (uid 1337) can run: $HOME/.cache may be closed to them. */
   readonly rlarkNet = path.join(this.dir, "rlark-net");
   #certificates!: DomainCertificates;
@@ -119,6 +121,7 @@ export class DomainBed {
     );
     this.#children.add(child);
     child.once("exit", () => this.#children.delete(child));
+    this.nodeservers.set(cluster, child);
     return child;
   }
 

@@ -142,7 +142,7 @@ async function fleetAgentIdentity(t: Test, namespace: string): Promise<string> {
       roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name },
       subjects,
     },
-  ] as KubernetesObject[];
+  ] as (KubernetesObject & Record<string, unknown>)[];
   const objects = KubernetesObjectApi.makeApiClient(kc);
   for (const grant of grants) await objects.create(grant);
   t.teardown(async () => {
