@@ -160,7 +160,7 @@ t.test("the key directory is 0700 with 0600 keys, and a second open loads the sa
   const ring = await SealKeyring.open(dir);
   t.equal(statSync(dir).mode & 0o777, 0o700);
   const files = readdirSync(dir).sort();
-  t.same(files, [`${ring.currentKeyId()}.key`, "current"]);
+  t.same(files, [`${ring.currentKeyId()}.key`, "current"].sort());
   for (const file of files) t.equal(statSync(join(dir, file)).mode & 0o777, 0o600, file);
   t.match(readFileSync(join(dir, `${ring.currentKeyId()}.key`), "utf8"), /BEGIN PRIVATE KEY/);
   const again = await SealKeyring.open(dir);
