@@ -8,6 +8,7 @@ import { parseDuration } from "./duration.ts";
 export interface CommonHubFlags {
   dataDir: string;
   caDir?: string;
+  sealDir?: string;
   http: string;
   ssh: string;
   domainRelay?: string;
@@ -39,6 +40,10 @@ export function addCommonHubFlags(command: Command, defaults: { interval: string
     .option(
       "--ca-dir <dir>",
       "read the CA's ca.crt and ca.key from here, e.g. a mounted Secret (or RLARK_CA_DIR; default <data-dir>/pki)",
+    )
+    .option(
+      "--seal-dir <dir>",
+      "the sealing keys for SealedSecrets, e.g. a Secret shared by several hubs (or RLARK_SEAL_DIR; default <data-dir>/seal)",
     )
     .option("--http <host:port>", "address of the HTTP API and dashboard", "127.0.0.1:8080")
     .option("--ssh <host:port>", "address of the SSH endpoint for agent tunnels", defaults.ssh)
@@ -106,9 +111,11 @@ export async function hubOptionsFrom(
     knownHostsFile: flags.gitKnownHostsFile,
   });
   const caDir = flags.caDir ?? (env.RLARK_CA_DIR || undefined);
+  const sealDir = flags.sealDir ?? (env.RLARK_SEAL_DIR || undefined);
   return {
     dataDir: path.resolve(flags.dataDir),
     ...(caDir ? { caDir: path.resolve(caDir) } : {}),
+    ...(sealDir ? { sealDir: path.resolve(sealDir) } : {}),
     http: flags.http,
     ssh: flags.ssh,
     ...(flags.domainRelay ? { domainRelay: flags.domainRelay } : {}),

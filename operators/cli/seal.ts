@@ -76,7 +76,7 @@ export function registerSeal(program: Command): void {
     .option("--from-literal <key=value>", "with --secret: a key and its value (repeatable)", collect, [])
     .option(
       "--from-file <[key=]path>",
-      "with --secret: a key and the file holding its value (repeatable)",
+      "with --secret: a key and the file holding its value, - for stdin (repeatable)",
       collect,
       [],
     )

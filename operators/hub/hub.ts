@@ -46,6 +46,11 @@ export interface HubOptions {
   dataDir: string;
   /** The CA's read-only folder (ca.crt, ca.key), e.g. a mounted Secret; default `<dataDir>/pki`. */
   caDir?: string;
+  /**
+   * The sealing keys (docs/secrets.md); default `<dataDir>/seal`. Hubs sharing one store must share
+   * them: a read-only mount (a Secret) is loaded as it is and cannot be rotated.
+   */
+  sealDir?: string;
   /** host:port for the HTTP API; port 0 picks a free one. */
   http: string;
   /** Git source; without it the hub serves what its store already holds. */
@@ -136,7 +141,7 @@ export async function startHub(options: HubOptions): Promise<Hub> {
   // version made it 0755): it holds the CA key, the admin token and the artifacts.
   await chmod(options.dataDir, 0o700);
   const adminToken = await loadOrCreateAdminToken(options.dataDir);
-  const sealKeys = await SealKeyring.open(path.join(options.dataDir, "seal"));
+  const sealKeys = await SealKeyring.open(options.sealDir ?? path.join(options.dataDir, "seal"));
   const sealCheck = hubOpens(sealKeys);
   const settings = options.store ?? { backend: "sqlite" };
   const kubeConfig = settings.backend === "kubernetes" ? loadKubeConfig(settings.kubeconfig) : undefined;

@@ -113,3 +113,33 @@ t.test("re-sealing answers sealed values only: each opened for its context, or w
   t.equal((await post(JSON.stringify({ items: [{ sealed: old }] }))).status, 400);
   t.equal((await post("x".repeat(16 * 1024 * 1024 + 1)).catch(() => ({ status: 413 }))).status, 413);
 });
+
+t.test(
+  "--seal-dir (or RLARK_SEAL_DIR) puts the sealing keys where several hubs can share them",
+  async (t) => {
+    const { hubOptionsFrom } = await import("../../operators/cli/hub-options.ts");
+    const flags = {
+      dataDir: "/var/lib/rlark",
+      http: "0.0.0.0:8080",
+      ssh: "0.0.0.0:2222",
+      branch: "main",
+      path: ".",
+      statusBranch: "rlark/status",
+      statusCommits: true,
+      dashboard: true,
+    };
+    const from = (extra: object, env: NodeJS.ProcessEnv) =>
+      hubOptionsFrom({ ...flags, ...extra }, { intervalMs: 1 }, env);
+    t.equal(
+      (await from({ sealDir: "/etc/rlark/seal" }, { RLARK_SEAL_DIR: "/x" })).sealDir,
+      "/etc/rlark/seal",
+    );
+    t.equal((await from({}, { RLARK_SEAL_DIR: "/etc/rlark/seal" })).sealDir, "/etc/rlark/seal");
+    t.equal((await from({}, {})).sealDir, undefined);
+
+    const shared = path.join(t.testdir(), "shared-seal");
+    const keys = await SealKeyring.open(shared);
+    const { hub } = await startHubOnGit(t, { sealDir: shared });
+    t.equal(hub.sealKeys.currentKeyId(), keys.currentKeyId(), "the hub opens with the shared keys");
+  },
+);

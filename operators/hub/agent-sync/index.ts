@@ -14,7 +14,7 @@ import { modify } from "../../lib/store/index.ts";
 import type { AgentMessage, AgentSession, ClusterState, ConnectivityTest } from "../../lib/tunnel/index.ts";
 import { desiredForCluster, hasCleanupFinalizer } from "./desired-set.ts";
 import { writeReport } from "./report-writer.ts";
-import { secretsForCluster } from "./sealed-secrets.ts";
+import { sealedSecretsFor, secretsForCluster } from "./sealed-secrets.ts";
 
 export interface AgentSyncOptions {
   store: Store;
@@ -146,6 +146,8 @@ class ClusterSession {
   #running: Promise<void> = Promise.resolve();
   #disposed = false;
   #lastHeartbeatWrite = 0;
+  /** The SealedSecrets last said not to reach this (non-kubernetes) agent, so it is said once. */
+  #undelivered = "";
 
   constructor(session: AgentSession, options: AgentSyncOptions, clock: Clock) {
     this.#session = session;
@@ -205,7 +207,7 @@ class ClusterSession {
           logger: this.#options.logger,
         })),
       );
-    }
+    } else if (sealKeys) await this.#sayUndelivered();
     const next = new Map(objects.map((o) => [kindKeyOf(o), o]));
     const generation = ++this.#generation;
     if (full) {
@@ -222,6 +224,24 @@ class ClusterSession {
       this.#session.send({ type: "delta", generation, upserts, deletes });
     }
     this.#sent = new Map(objects.map((o) => [kindKeyOf(o), fingerprint(o)]));
+  }
+
+  async #sayUndelivered(): Promise<void> {
+    const names = (await sealedSecretsFor(this.#options.store, this.cluster))
+      .map((s) => `${s.metadata.namespace ?? ""}/${s.metadata.name}`)
+      .sort()
+      .join(", ");
+    if (names === this.#undelivered) return;
+    this.#undelivered = names;
+    if (names)
+      this.#options.logger.warn(
+        "SealedSecrets are not delivered to this cluster: its runtime takes no Secrets",
+        {
+          cluster: this.cluster,
+          runtime: this.#session.hello.runtime,
+          sealedSecrets: names,
+        },
+      );
   }
 
   async #onMessage(message: AgentMessage): Promise<void> {

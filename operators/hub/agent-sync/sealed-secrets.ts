@@ -13,15 +13,10 @@ export interface OpenSecretsOptions {
 }
 
 /**
- * The v1 Secrets for `cluster`: from SealedSecrets in agent-<cluster>, and from cluster-wide ones
- * whose clusterSelector matches the Cluster's labels (a namespaced one of the same target wins).
- * A SealedSecret with a value that does not open is left out whole and logged without values.
+ * The SealedSecrets for `cluster`: those in agent-<cluster>, and cluster-wide ones whose
+ * clusterSelector matches the Cluster's labels (a namespaced one of the same target wins).
  */
-export async function secretsForCluster(
-  store: Store,
-  cluster: string,
-  options: OpenSecretsOptions,
-): Promise<KubeObject[]> {
+export async function sealedSecretsFor(store: Store, cluster: string): Promise<SealedSecret[]> {
   const own = (await store.list<SealedSecret>("SealedSecret", { namespace: namespaceFor(cluster) })).items;
   const labels = (await store.get<Cluster>("Cluster", undefined, cluster))?.metadata.labels;
   const wide = (await store.list<SealedSecret>("SealedSecret")).items.filter(
@@ -30,9 +25,20 @@ export async function secretsForCluster(
   const byTarget = new Map<string, SealedSecret>();
   for (const sealed of [...wide, ...own])
     byTarget.set(`${sealed.spec.namespace}/${sealed.metadata.name}`, sealed);
+  return [...byTarget.values()].filter((sealed) => !sealed.metadata.deletionTimestamp);
+}
+
+/**
+ * The v1 Secrets for `cluster`, opened from {@link sealedSecretsFor}. A SealedSecret with a value
+ * that does not open is left out whole and logged without values.
+ */
+export async function secretsForCluster(
+  store: Store,
+  cluster: string,
+  options: OpenSecretsOptions,
+): Promise<KubeObject[]> {
   const out: KubeObject[] = [];
-  for (const sealed of byTarget.values()) {
-    if (sealed.metadata.deletionTimestamp) continue;
+  for (const sealed of await sealedSecretsFor(store, cluster)) {
     const secret = openSecret(sealed, options);
     if (secret) out.push(secret);
   }

@@ -22,6 +22,13 @@ interface SealKey {
 const CURRENT = "current";
 const KEY_FILE = /^([0-9a-f]{16})\.key$/;
 
+/** Tightens a mode where it can; a read-only mount (a Kubernetes Secret) is taken as it is. */
+async function tighten(path: string, mode: number): Promise<void> {
+  await chmod(path, mode).catch((error: NodeJS.ErrnoException) => {
+    if (error.code !== "EROFS") throw error;
+  });
+}
+
 async function writeAtomic(path: string, data: string, mode: number): Promise<void> {
   const tmp = `${path}.${randomBytes(6).toString("hex")}.tmp`;
   await writeFile(tmp, data, { mode });
@@ -66,7 +73,7 @@ export class SealKeyring {
   /** Opens (or creates, 0700) the directory and loads every key; creates the first key if none. */
   static async open(dir: string): Promise<SealKeyring> {
     await mkdir(dir, { recursive: true, mode: 0o700 });
-    await chmod(dir, 0o700);
+    await tighten(dir, 0o700);
     const keys: SealKey[] = [];
     for (const name of (await readdir(dir)).sort()) {
       const match = KEY_FILE.exec(name);
@@ -75,7 +82,7 @@ export class SealKeyring {
       const key = keyFromPem(await readFile(path, "utf8"), path);
       if (key.kid !== match[1])
         throw new SealError(`${path}: holds key ${key.kid}, not the key its name says`);
-      await chmod(path, 0o600);
+      await tighten(path, 0o600);
       keys.push(key);
     }
     const currentKid = await readFile(join(dir, CURRENT), "utf8").then(

@@ -153,6 +153,17 @@ t.test("a SealedSecret from git becomes a kube Secret, and its plain value leaks
     bench.desired().some((o) => o.kind === "Secret"),
     "the process agent is sent no Secret (its runtime takes none)",
   );
+  await waitFor(
+    "the hub says why",
+    () =>
+      hubLines.some(
+        (l) =>
+          l.includes("not delivered to this cluster") &&
+          l.includes('"cluster":"bench"') &&
+          l.includes("/shared"),
+      ),
+    onKube,
+  );
 
   // The key is rotated: the value changed after it is sealed to the new key and applied, the one
   // sealed before (shared) still opens and stays; a Secret the agent did not make is left alone.

@@ -1,8 +1,10 @@
+import { execFile } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
-import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import fc from "fast-check";
 import t from "tap";
 import {
@@ -218,4 +220,38 @@ t.test("property: any bytes round-trip under any context, and open under no othe
     { numRuns: 200 },
   );
   t.pass("held");
+});
+
+t.test("a read-only key directory (a Secret volume) is loaded as it is, and cannot be rotated", async (t) => {
+  const dir = await keyDir();
+  const ring = await SealKeyring.open(dir);
+  const sealed = sealValue("ro", ring.currentPublicKeyPem(), "c");
+  chmodSync(join(dir, `${ring.currentKeyId()}.key`), 0o644);
+  // A read-only bind mount of the directory in a mount namespace of its own: gone with the process.
+  const check = `
+    const { SealKeyring } = await import(${JSON.stringify(new URL("../../../operators/lib/seal/index.ts", import.meta.url).href)});
+    const ring = await SealKeyring.open(process.argv[1]);
+    const opened = ring.unseal(process.argv[2], "c").toString();
+    const rotation = await ring.rotate().then(() => "rotated", (error) => error.code);
+    process.stdout.write(JSON.stringify({ opened, rotation, kid: ring.currentKeyId() }));
+  `;
+  const { stdout } = await promisify(execFile)("unshare", [
+    "--mount",
+    "--propagation",
+    "private",
+    "sh",
+    "-c",
+    'mount --bind "$1" "$1" && mount -o remount,ro,bind "$1" "$1" && exec "$2" --input-type=module -e "$3" "$1" "$4"',
+    "sh",
+    dir,
+    process.execPath,
+    check,
+    sealed,
+  ]);
+  t.same(JSON.parse(stdout), { opened: "ro", rotation: "EROFS", kid: ring.currentKeyId() });
+  t.equal(
+    statSync(join(dir, `${ring.currentKeyId()}.key`)).mode & 0o777,
+    0o644,
+    "its modes were left as mounted",
+  );
 });
