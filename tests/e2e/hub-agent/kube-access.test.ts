@@ -12,12 +12,7 @@ import type { AddressInfo } from "node:net";
 import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import {
-  CoreV1Api,
-  type KubernetesObject,
-  KubernetesObjectApi,
-  type V1PolicyRule,
-} from "@kubernetes/client-node";
+import { CoreV1Api, KubernetesObjectApi, type V1PolicyRule } from "@kubernetes/client-node";
 import t, { type Test } from "tap";
 import YAML from "yaml";
 import { repoRoot } from "../../../hack/kube/paths.ts";
@@ -115,7 +110,7 @@ async function fleetAgentIdentity(t: Test, namespace: string): Promise<string> {
     (YAML.parse(readFileSync(path.join(repoRoot, "fleet/agent", file), "utf8")) as { rules: V1PolicyRule[] })
       .rules;
   const subjects = [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name }];
-  const grants: KubernetesObject[] = [
+  const grants = [
     {
       apiVersion: "rbac.authorization.k8s.io/v1",
       kind: "ClusterRole",
@@ -142,7 +137,7 @@ async function fleetAgentIdentity(t: Test, namespace: string): Promise<string> {
       roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name },
       subjects,
     },
-  ] as KubernetesObject[];
+  ];
   const objects = KubernetesObjectApi.makeApiClient(kc);
   for (const grant of grants) await objects.create(grant);
   t.teardown(async () => {
