@@ -437,6 +437,10 @@ t.test("ssh shell, exec and -L and rlark logs -f reach a kubernetes pod through 
       lines.some((l) => l.verb === "logs" && l.target.includes(pod)),
       "the log read",
     );
+    t.ok(
+      lines.some((l) => l.verb === "proxy" && l.target.includes(pod)),
+      "the proxied request",
+    );
     t.equal(lines.filter((l) => l.actor === "bob" && l.result === "denied").length, 2, "both refusals");
   });
 
