@@ -238,7 +238,7 @@ t.test("ssh shell, exec and -L and rlark logs -f reach a kubernetes pod through 
       ),
       "policies.yaml": policyYaml(
         "alice-gpu",
-        '  subjects:\n    users: [alice]\n  targets:\n    clusters: [gpu]\n  verbs: [shell, exec, forward, logs]\n  commands: ["cat marker.txt", "ls *"]\n',
+        '  subjects:\n    users: [alice]\n  targets:\n    clusters: [gpu]\n  verbs: [shell, exec, forward, logs, files]\n  commands: ["cat marker.txt", "ls *"]\n',
       ),
       "job.yaml": jobYaml("train", [
         trainerTaskYaml({ namespace, replicas: 1, resources: `{ requests: { cpu: "1" } }` }),
@@ -314,6 +314,13 @@ t.test("ssh shell, exec and -L and rlark logs -f reach a kubernetes pod through 
     const failing = await run("ssh", [...sshArgs(alice.file), `alice+${pod}@127.0.0.1`, "ls no-such-file"]);
     t.equal(failing.code, 2, "ls's own exit status");
     t.match(failing.stderr, /no-such-file/);
+  });
+
+  await t.test("files (SFTP) are refused for a kube pod, saying why", async (t) => {
+    const args = sshArgs(alice.file).map((a) => (a === "-p" ? "-P" : a));
+    const result = await run("sftp", [...args, "-b", "-", `alice+${pod}@127.0.0.1`], "ls\n");
+    t.not(result.code, 0);
+    t.match(result.stderr, /serves no files/);
   });
 
   await t.test(`ssh -L moves ${FORWARD_BYTES} bytes from the pod's port intact`, async (t) => {
