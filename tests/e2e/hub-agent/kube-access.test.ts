@@ -12,12 +12,7 @@ import type { AddressInfo } from "node:net";
 import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import {
-  CoreV1Api,
-  type KubernetesObject,
-  KubernetesObjectApi,
-  type V1PolicyRule,
-} from "@kubernetes/client-node";
+import { CoreV1Api, KubernetesObjectApi, type V1PolicyRule } from "@kubernetes/client-node";
 import t, { type Test } from "tap";
 import YAML from "yaml";
 import { repoRoot } from "../../../hack/kube/paths.ts";
@@ -115,7 +110,7 @@ async function fleetAgentIdentity(t: Test, namespace: string): Promise<string> {
     (YAML.parse(readFileSync(path.join(repoRoot, "fleet/agent", file), "utf8")) as { rules: V1PolicyRule[] })
       .rules;
   const subjects = [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name }];
-  const grants: KubernetesObject[] = [
+  const grants = [
     {
       apiVersion: "rbac.authorization.k8s.io/v1",
       kind: "ClusterRole",
@@ -142,7 +137,7 @@ async function fleetAgentIdentity(t: Test, namespace: string): Promise<string> {
       roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name },
       subjects,
     },
-  ] as (KubernetesObject & Record<string, unknown>)[];
+  ];
   const objects = KubernetesObjectApi.makeApiClient(kc);
   for (const grant of grants) await objects.create(grant);
   t.teardown(async () => {
@@ -243,7 +238,7 @@ t.test("ssh shell, exec and -L and rlark logs -f reach a kubernetes pod through 
       ),
       "policies.yaml": policyYaml(
         "alice-gpu",
-        '  subjects:\n    users: [alice]\n  targets:\n    clusters: [gpu]\n  verbs: [shell, exec, forward, logs]\n  commands: ["cat marker.txt", "ls *"]\n',
+        '  subjects:\n    users: [alice]\n  targets:\n    clusters: [gpu]\n  verbs: [shell, exec, forward, logs, files]\n  commands: ["cat marker.txt", "ls *"]\n',
       ),
       "job.yaml": jobYaml("train", [
         trainerTaskYaml({ namespace, replicas: 1, resources: `{ requests: { cpu: "1" } }` }),
@@ -319,6 +314,13 @@ t.test("ssh shell, exec and -L and rlark logs -f reach a kubernetes pod through 
     const failing = await run("ssh", [...sshArgs(alice.file), `alice+${pod}@127.0.0.1`, "ls no-such-file"]);
     t.equal(failing.code, 2, "ls's own exit status");
     t.match(failing.stderr, /no-such-file/);
+  });
+
+  await t.test("files (SFTP) are refused for a kube pod, saying why", async (t) => {
+    const args = sshArgs(alice.file).map((a) => (a === "-p" ? "-P" : a));
+    const result = await run("sftp", [...args, "-b", "-", `alice+${pod}@127.0.0.1`], "ls\n");
+    t.not(result.code, 0);
+    t.match(result.stderr, /serves no files/);
   });
 
   await t.test(`ssh -L moves ${FORWARD_BYTES} bytes from the pod's port intact`, async (t) => {
@@ -441,6 +443,10 @@ t.test("ssh shell, exec and -L and rlark logs -f reach a kubernetes pod through 
     t.ok(
       lines.some((l) => l.verb === "logs" && l.target.includes(pod)),
       "the log read",
+    );
+    t.ok(
+      lines.some((l) => l.verb === "proxy" && l.target.includes(pod)),
+      "the proxied request",
     );
     t.equal(lines.filter((l) => l.actor === "bob" && l.result === "denied").length, 2, "both refusals");
   });
