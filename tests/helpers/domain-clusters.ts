@@ -5,7 +5,7 @@
 // nsenter. Needs root. Everything is stopped and removed at teardown.
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { chmodSync, mkdtempSync, openSync, readFileSync, rmSync, statSync } from "node:fs";
+import { chmodSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -17,7 +17,6 @@ import type { Hub } from "../../operators/hub/index.ts";
 import { rlarkNetPath } from "../../operators/network/index.ts";
 import { rlarkNetBinary } from "./domain-net.ts";
 import { type HubOnGit, startHubOnGit } from "./hub-on-git.ts";
-import { pidsMarked } from "./marked-processes.ts";
 import { onRealServers, waitFor } from "./wait-for.ts";
 
 const execFileAsync = promisify(execFile);
@@ -177,17 +176,22 @@ export class DomainClusters {
     const ours = statSync("/proc/self/ns/net").ino;
     return waitFor(
       `the pod of ${marker} running in its own network`,
-      async () =>
-        (await pidsMarked(marker)).find((pid) => {
-          try {
-            return (
-              readFileSync(`/proc/${pid}/cmdline`, "utf8").startsWith("sh\0-c\0") &&
-              statSync(`/proc/${pid}/ns/net`).ino !== ours
-            );
-          } catch {
-            return false;
-          }
-        }),
+      () =>
+        readdirSync("/proc")
+          .filter((entry) => /^\d+$/.test(entry))
+          .map(Number)
+          .find((pid) => {
+            try {
+              const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8");
+              return (
+                cmdline.startsWith("sh\0-c\0") &&
+                cmdline.includes(marker) &&
+                statSync(`/proc/${pid}/ns/net`).ino !== ours
+              );
+            } catch {
+              return false;
+            }
+          }),
       onRealServers,
     );
   }
