@@ -13,8 +13,8 @@ import { mkdirSync, rmSync } from "node:fs";
 import { homedir } from "node:os";
 import path from "node:path";
 import type { Test } from "tap";
-import { DomainClusters, domainYaml, podTaskYaml } from "../../../tests/helpers/domain-clusters.ts";
-import { jobYaml } from "../../../tests/helpers/job-yaml.ts";
+import { DomainClusters, podTaskYaml } from "../../../tests/helpers/domain-clusters.ts";
+import { domainYaml, jobYaml } from "../../../tests/helpers/job-yaml.ts";
 
 const venv = path.join(process.env.RLARK_CACHE ?? path.join(homedir(), ".cache/rlark"), "tools/ray-venv/bin");
 const cidr = "100.120.0.0/24";

@@ -10,17 +10,8 @@ import type { Job, Task } from "../../../operators/api/index.ts";
 import { silentLogger } from "../../../operators/lib/logger.ts";
 import { startAgentOnHub } from "../../helpers/agent-on-hub.ts";
 import { startHubOnGit } from "../../helpers/hub-on-git.ts";
-import { jobYaml } from "../../helpers/job-yaml.ts";
+import { clusterYaml, jobYaml } from "../../helpers/job-yaml.ts";
 import { onRealServers, waitFor } from "../../helpers/wait-for.ts";
-
-const cluster = (name: string) => `apiVersion: rlinf.io/v1alpha1
-kind: Cluster
-metadata:
-  name: ${name}
-  labels: { region: ${name} }
-spec:
-  runtime: process
-`;
 
 /** A Raw task that sleeps, optionally held to one region. */
 const task = (name: string, region?: string) => `    - name: ${name}
@@ -32,7 +23,7 @@ ${region ? `      clusterSelector: { matchLabels: { region: ${region} } }\n` : "
 `;
 
 const files = {
-  "clusters.yaml": `${cluster("east")}---\n${cluster("west")}`,
+  "clusters.yaml": `${clusterYaml("east")}---\n${clusterYaml("west")}`,
   "domain.yaml": `apiVersion: rlinf.io/v1alpha1
 kind: Domain
 metadata:
