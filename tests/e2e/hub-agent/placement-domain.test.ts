@@ -52,9 +52,10 @@ t.test("a Job without a Domain stays in one cluster; a Job in a Domain may span 
       nodeName: `${name}-node`,
       logger: silentLogger,
     });
-    // before the agent's own teardown: teardowns run last-in, first-out, so the agent stops first
-    t.teardown(() => runtime.stop({ terminatePods: true }));
     await startAgentOnHub(t, hub, name, { runtime, runtimeKind: "process", reportIntervalMs: 1_000 });
+    // after the agent's own teardown, so it runs first (last-in, first-out): the agent's stop
+    // stops the runtime too, leaving the pods to a next agent, and this would then do nothing
+    t.teardown(() => runtime.stop({ terminatePods: true }));
   }
 
   const phase = async (name: string) => (await hub.store.get<Job>("Job", undefined, name))?.status?.phase;
