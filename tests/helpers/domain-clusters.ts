@@ -5,7 +5,7 @@
 // nsenter. Needs root. Everything is stopped and removed at teardown.
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { chmodSync, mkdtempSync, openSync, readFileSync, rmSync, statSync } from "node:fs";
+import { chmodSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -17,28 +17,11 @@ import type { Hub } from "../../operators/hub/index.ts";
 import { rlarkNetPath } from "../../operators/network/index.ts";
 import { rlarkNetBinary } from "./domain-net.ts";
 import { type HubOnGit, startHubOnGit } from "./hub-on-git.ts";
-import { pidsMarked } from "./marked-processes.ts";
+import { clusterYaml } from "./job-yaml.ts";
 import { onRealServers, waitFor } from "./wait-for.ts";
 
 const execFileAsync = promisify(execFile);
 const main = path.resolve(import.meta.dirname, "../../operators/cli/main.ts");
-
-export const clusterYaml = (name: string) => `apiVersion: rlinf.io/v1alpha1
-kind: Cluster
-metadata:
-  name: ${name}
-  labels: { region: ${name} }
-spec:
-  runtime: process
-`;
-
-export const domainYaml = (name: string, cidr: string) => `apiVersion: rlinf.io/v1alpha1
-kind: Domain
-metadata:
-  name: ${name}
-spec:
-  cidr: ${cidr}
-`;
 
 /** A Raw Deployment task held to `cluster`, running `script` under sh; `marker` finds its pod. */
 export const podTaskYaml = (
@@ -88,7 +71,7 @@ export class DomainClusters {
     t.teardown(() => bed.close());
     // The sidecars (uid 1337) reach the nodeserver sockets under it.
     chmodSync(bed.dir, 0o755);
-    const all = { "clusters.yaml": clusters.map(clusterYaml).join("---\n"), ...files };
+    const all = { "clusters.yaml": clusters.map((c) => clusterYaml(c)).join("---\n"), ...files };
     bed.running = await startHubOnGit(t, { files: all, domainRelay: "127.0.0.1:0" });
     bed.relay = bed.hub.domainRelayAddress as string;
     for (const cluster of clusters)
@@ -177,17 +160,22 @@ export class DomainClusters {
     const ours = statSync("/proc/self/ns/net").ino;
     return waitFor(
       `the pod of ${marker} running in its own network`,
-      async () =>
-        (await pidsMarked(marker)).find((pid) => {
-          try {
-            return (
-              readFileSync(`/proc/${pid}/cmdline`, "utf8").startsWith("sh\0-c\0") &&
-              statSync(`/proc/${pid}/ns/net`).ino !== ours
-            );
-          } catch {
-            return false;
-          }
-        }),
+      () =>
+        readdirSync("/proc")
+          .filter((entry) => /^\d+$/.test(entry))
+          .map(Number)
+          .find((pid) => {
+            try {
+              const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8");
+              return (
+                cmdline.startsWith("sh\0-c\0") &&
+                cmdline.includes(marker) &&
+                statSync(`/proc/${pid}/ns/net`).ino !== ours
+              );
+            } catch {
+              return false;
+            }
+          }),
       onRealServers,
     );
   }

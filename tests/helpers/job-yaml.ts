@@ -66,3 +66,24 @@ ${nodeSelector ? `      nodeSelector: ${nodeSelector}\n` : ""}      kubernetes:
                   resources: ${resources}
 `;
 }
+
+/** A Cluster labelled `region: <name>` (for clusterSelectors), of the process runtime unless told. */
+export const clusterYaml = (
+  name: string,
+  runtime: "process" | "kubernetes" = "process",
+) => `apiVersion: rlinf.io/v1alpha1
+kind: Cluster
+metadata:
+  name: ${name}
+  labels: { region: ${name} }
+spec:
+  runtime: ${runtime}
+`;
+
+export const domainYaml = (name: string, cidr: string) => `apiVersion: rlinf.io/v1alpha1
+kind: Domain
+metadata:
+  name: ${name}
+spec:
+  cidr: ${cidr}
+`;

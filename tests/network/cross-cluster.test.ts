@@ -9,8 +9,8 @@ import { createReadStream, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
 import t from "tap";
-import { DomainClusters, domainYaml, podTaskYaml } from "../helpers/domain-clusters.ts";
-import { jobYaml } from "../helpers/job-yaml.ts";
+import { DomainClusters, podTaskYaml } from "../helpers/domain-clusters.ts";
+import { domainYaml, jobYaml } from "../helpers/job-yaml.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 
 const sha256 = (file: string) =>

@@ -8,8 +8,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import t, { type Test } from "tap";
 import { readNodeserverStats } from "../../operators/agent/nodeserver-stats.ts";
-import { DomainClusters, domainYaml, podTaskYaml } from "../helpers/domain-clusters.ts";
-import { jobYaml } from "../helpers/job-yaml.ts";
+import { DomainClusters, podTaskYaml } from "../helpers/domain-clusters.ts";
+import { domainYaml, jobYaml } from "../helpers/job-yaml.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 
 const ECHO = `import socket,threading

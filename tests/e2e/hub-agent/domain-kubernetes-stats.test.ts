@@ -14,7 +14,7 @@ import t from "tap";
 import type { DomainPeer } from "../../../operators/api/index.ts";
 import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
 import { startHubOnGit } from "../../helpers/hub-on-git.ts";
-import { jobYaml, trainerTaskYaml } from "../../helpers/job-yaml.ts";
+import { clusterYaml, domainYaml, jobYaml, trainerTaskYaml } from "../../helpers/job-yaml.ts";
 import { startKubernetesAgentOnHub } from "../../helpers/kubernetes-agent-on-hub.ts";
 import { onKube, waitFor } from "../../helpers/wait-for.ts";
 
@@ -24,20 +24,8 @@ const sh = (cmd: string, args: string[]) => execFileSync(cmd, args, { encoding: 
 
 function repository(namespace: string): Record<string, string> {
   return {
-    "clusters.yaml": `apiVersion: rlinf.io/v1alpha1
-kind: Cluster
-metadata:
-  name: gpu
-spec:
-  runtime: kubernetes
-`,
-    "domain.yaml": `apiVersion: rlinf.io/v1alpha1
-kind: Domain
-metadata:
-  name: lab
-spec:
-  cidr: 10.0.9.0/24
-`,
+    "clusters.yaml": clusterYaml("gpu", "kubernetes"),
+    "domain.yaml": domainYaml("lab", "10.0.9.0/24"),
     "net.yaml": jobYaml(
       "net",
       [trainerTaskYaml({ namespace, replicas: 1, resources: `{ requests: { cpu: "100m" } }` })],

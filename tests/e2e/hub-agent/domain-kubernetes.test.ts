@@ -16,7 +16,7 @@ import { type DomainPeer, type PeersState, type Pod, TASK_NAME_LABEL } from "../
 import { peersFromSecret } from "../../../operators/network/index.ts";
 import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
 import { startHubOnGit } from "../../helpers/hub-on-git.ts";
-import { jobYaml, trainerTaskYaml } from "../../helpers/job-yaml.ts";
+import { clusterYaml, domainYaml, jobYaml, trainerTaskYaml } from "../../helpers/job-yaml.ts";
 import { startKubernetesAgentOnHub } from "../../helpers/kubernetes-agent-on-hub.ts";
 import { onKube, waitFor } from "../../helpers/wait-for.ts";
 
@@ -29,20 +29,8 @@ const execFileAsync = promisify(execFile);
 function repository(namespace: string, replicas: number): Record<string, string> {
   const trainer = trainerTaskYaml({ namespace, replicas, resources: `{ requests: { cpu: "100m" } }` });
   return {
-    "clusters.yaml": `apiVersion: rlinf.io/v1alpha1
-kind: Cluster
-metadata:
-  name: gpu
-spec:
-  runtime: kubernetes
-`,
-    "domain.yaml": `apiVersion: rlinf.io/v1alpha1
-kind: Domain
-metadata:
-  name: lab
-spec:
-  cidr: ${CIDR}
-`,
+    "clusters.yaml": clusterYaml("gpu", "kubernetes"),
+    "domain.yaml": domainYaml("lab", CIDR),
     "net.yaml": jobYaml("net", [trainer], { domain: "lab" }),
     "solo.yaml": jobYaml("solo", [
       trainerTaskYaml({ namespace, replicas: 1, resources: `{ requests: { cpu: "100m" } }` }),

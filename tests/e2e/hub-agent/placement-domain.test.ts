@@ -10,17 +10,8 @@ import type { Job, Task } from "../../../operators/api/index.ts";
 import { silentLogger } from "../../../operators/lib/logger.ts";
 import { startAgentOnHub } from "../../helpers/agent-on-hub.ts";
 import { startHubOnGit } from "../../helpers/hub-on-git.ts";
-import { jobYaml } from "../../helpers/job-yaml.ts";
+import { clusterYaml, jobYaml } from "../../helpers/job-yaml.ts";
 import { onRealServers, waitFor } from "../../helpers/wait-for.ts";
-
-const cluster = (name: string) => `apiVersion: rlinf.io/v1alpha1
-kind: Cluster
-metadata:
-  name: ${name}
-  labels: { region: ${name} }
-spec:
-  runtime: process
-`;
 
 /** A Raw task that sleeps, optionally held to one region. */
 const task = (name: string, region?: string) => `    - name: ${name}
@@ -32,7 +23,7 @@ ${region ? `      clusterSelector: { matchLabels: { region: ${region} } }\n` : "
 `;
 
 const files = {
-  "clusters.yaml": `${cluster("east")}---\n${cluster("west")}`,
+  "clusters.yaml": `${clusterYaml("east")}---\n${clusterYaml("west")}`,
   "domain.yaml": `apiVersion: rlinf.io/v1alpha1
 kind: Domain
 metadata:
@@ -61,9 +52,10 @@ t.test("a Job without a Domain stays in one cluster; a Job in a Domain may span 
       nodeName: `${name}-node`,
       logger: silentLogger,
     });
-    // before the agent's own teardown: teardowns run last-in, first-out, so the agent stops first
-    t.teardown(() => runtime.stop({ terminatePods: true }));
     await startAgentOnHub(t, hub, name, { runtime, runtimeKind: "process", reportIntervalMs: 1_000 });
+    // after the agent's own teardown, so it runs first (last-in, first-out): the agent's stop
+    // stops the runtime too, leaving the pods to a next agent, and this would then do nothing
+    t.teardown(() => runtime.stop({ terminatePods: true }));
   }
 
   const phase = async (name: string) => (await hub.store.get<Job>("Job", undefined, name))?.status?.phase;
