@@ -11,7 +11,7 @@ import path from "node:path";
 import { PassThrough } from "node:stream";
 import { CoreV1Api, RbacAuthorizationV1Api } from "@kubernetes/client-node";
 import t, { type Test } from "tap";
-import { AgentlessClusters } from "../../../operators/agent/agentless/index.ts";
+import { runAgentlessClusters } from "../../../operators/cli/agentless.ts";
 import { jsonLogger } from "../../../operators/lib/logger.ts";
 import { clusterKubeconfigContext, sealValue } from "../../../operators/lib/seal/index.ts";
 import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
@@ -104,19 +104,13 @@ t.test("a sealed kubeconfig lets the hub run a Job on a cluster without an agent
   const logged = new PassThrough();
   const lines: string[] = [];
   logged.on("data", (chunk: Buffer) => lines.push(chunk.toString()));
-  const clusters = new AgentlessClusters({
-    store: hub.store,
-    keyring: hub.sealKeys,
-    hub,
-    createToken: async (cluster) => (await hub.pki.enrollment.createToken({ cluster, ttlMs: 60_000 })).token,
-    dir: path.join(dataDir, "agentless"),
-    logger: jsonLogger("agentless", logged),
+  // composed with the hub as rlark hub and rlark up compose it
+  const run = await runAgentlessClusters(hub, dataDir, jsonLogger("agentless", logged), {
     retryIntervalMs: 500,
     reportIntervalMs: 500,
     runtime: { instance: `lab${namespace.slice(-8)}`, defaultNamespace: namespace, retryIntervalMs: 500 },
   });
-  await clusters.start();
-  t.teardown(() => clusters.stop());
+  t.teardown(() => run.stop());
 
   // sealed as a user does: rlark seal, with the public key fetched from the hub
   const dir = await mkdtemp(path.join(tmpdir(), "rlark-agentless-"));
@@ -184,7 +178,7 @@ t.test("a sealed kubeconfig lets the hub run a Job on a cluster without an agent
     onKube,
   );
   t.match(copied.lastTestMessage, /does not open with this hub's keys/);
-  t.same(clusters.clusters, ["lab"], "only the Cluster whose kubeconfig opens is driven");
+  t.same(run.clusters(), ["lab"], "only the Cluster whose kubeconfig opens is driven");
 
   // Nothing of the kubeconfig, anywhere
   const responses: string[] = [];
@@ -236,7 +230,7 @@ t.test("a sealed kubeconfig lets the hub run a Job on a cluster without an agent
     onKube,
   );
   t.match(refused.lastTestMessage, /^\/version: 401/, "the API server's refusal, in one line");
-  t.same(clusters.clusters, [], "a kubeconfig that fails its test is not driven");
+  t.same(run.clusters(), [], "a kubeconfig that fails its test is not driven");
   const rotated = await serviceAccountToken(t, namespace, "hub-rotated");
   await git.commit({
     "clusters/lab.yaml": clusterYaml(
@@ -246,7 +240,7 @@ t.test("a sealed kubeconfig lets the hub run a Job on a cluster without an agent
   });
   await waitFor(
     "driven again with the new kubeconfig",
-    async () => clusters.clusters.includes("lab") || undefined,
+    async () => run.clusters().includes("lab") || undefined,
     onKube,
   );
   await waitFor(
@@ -259,11 +253,7 @@ t.test("a sealed kubeconfig lets the hub run a Job on a cluster without an agent
 
   // Removing the Cluster (and what ran there) stops driving it
   await git.commit({ "clusters/lab.yaml": null, "jobs/train.yaml": null });
-  await waitFor(
-    "the cluster no longer driven",
-    async () => clusters.clusters.length === 0 || undefined,
-    onKube,
-  );
+  await waitFor("the cluster no longer driven", async () => run.clusters().length === 0 || undefined, onKube);
   await waitFor(
     "its tunnel closed",
     async () => (hub.tunnel.session("lab") === undefined ? true : undefined),
