@@ -25,9 +25,21 @@ const kc = fleet.kubeConfig;
 const core = kc.makeApiClient(CoreV1Api);
 const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
 
-/** A token of a ServiceAccount bound to cluster-admin: the credential the test must never see again. */
-async function serviceAccountToken(t: Test, namespace: string, name = "hub"): Promise<string> {
+/** A ServiceAccount token (bound to cluster-admin unless `bound` is false): a credential the test must never see again. */
+async function serviceAccountToken(t: Test, namespace: string, name = "hub", bound = true): Promise<string> {
   await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
+  if (bound) await bindClusterAdmin(t, namespace, name);
+  const request = await core.createNamespacedServiceAccountToken({
+    name,
+    namespace,
+    body: { spec: { audiences: [], expirationSeconds: 3600 } },
+  });
+  const token = request.status?.token;
+  if (!token) throw new Error("no token");
+  return token;
+}
+
+async function bindClusterAdmin(t: Test, namespace: string, name: string): Promise<void> {
   const binding = `${namespace}-${name}`;
   await rbac.createClusterRoleBinding({
     body: {
@@ -37,14 +49,6 @@ async function serviceAccountToken(t: Test, namespace: string, name = "hub"): Pr
     },
   });
   t.teardown(() => rbac.deleteClusterRoleBinding({ name: binding }).catch(() => undefined));
-  const request = await core.createNamespacedServiceAccountToken({
-    name,
-    namespace,
-    body: { spec: { audiences: [], expirationSeconds: 3600 } },
-  });
-  const token = request.status?.token;
-  if (!token) throw new Error("no token");
-  return token;
 }
 
 /** A kubeconfig whose server is wrong on purpose: spec.kubeconfig.server points the hub right. */
@@ -136,9 +140,18 @@ t.test("a sealed kubeconfig lets the hub run a Job on a cluster without an agent
     hub.sealKeys.currentPublicKeyPem(),
     clusterKubeconfigContext("other"),
   );
+  const noRights = await serviceAccountToken(t, namespace, "norights", false);
   await git.commit({
     "clusters/lab.yaml": clusterYaml("lab", sealed),
     "clusters/copied.yaml": clusterYaml("copied", misplaced),
+    "clusters/norights.yaml": clusterYaml(
+      "norights",
+      sealValue(
+        kubeconfigText(noRights),
+        hub.sealKeys.currentPublicKeyPem(),
+        clusterKubeconfigContext("norights"),
+      ),
+    ),
     "jobs/train.yaml": jobYaml("train", [
       trainerTaskYaml({
         namespace,
@@ -178,6 +191,15 @@ t.test("a sealed kubeconfig lets the hub run a Job on a cluster without an agent
     onKube,
   );
   t.match(copied.lastTestMessage, /does not open with this hub's keys/);
+  const norights = await waitFor(
+    "the test of a Cluster whose user has no rights",
+    async () => {
+      const s = await status("norights");
+      return s?.lastTestOk === false ? s : undefined;
+    },
+    onKube,
+  );
+  t.match(norights.lastTestMessage, /cannot be driven: .*forbidden/i, "RBAC's refusal, said");
   t.same(run.clusters(), ["lab"], "only the Cluster whose kubeconfig opens is driven");
 
   // Nothing of the kubeconfig, anywhere
@@ -202,12 +224,13 @@ t.test("a sealed kubeconfig lets the hub run a Job on a cluster without an agent
   );
   const history = await git.gitBare("log", "--all", "-p");
   const tokenPart = token.split(".")[2] ?? token;
+  const noRightsPart = noRights.split(".")[2] ?? noRights;
   for (const [where, text] of [
     ["API responses", responses.join("\n")],
     ["logs", lines.join("")],
     ["git (main and status branches)", history],
   ] as const) {
-    t.notOk(text.includes(tokenPart), `no token in the ${where}`);
+    t.notOk(text.includes(tokenPart) || text.includes(noRightsPart), `no token in the ${where}`);
     t.notOk(text.includes("current-context"), `no kubeconfig in the ${where}`);
   }
   t.ok(lines.length > 0, "the scan read log lines");
