@@ -2,6 +2,7 @@
 // the leader serves the agent tunnel the in-process agents connect to. Composed here because the
 // hub may not import the agent (docs/adr/0010-agentless-clusters.md).
 import path from "node:path";
+import type { AgentlessOptions } from "../agent/agentless/index.ts";
 import type { Hub } from "../hub/index.ts";
 import type { Logger } from "../lib/logger.ts";
 
@@ -9,7 +10,13 @@ export interface AgentlessRun {
   stop(): Promise<void>;
 }
 
-export async function runAgentlessClusters(hub: Hub, dataDir: string, logger: Logger): Promise<AgentlessRun> {
+/** `tuning`: shorter retries and a runtime instance, for tests on a shared cluster. */
+export async function runAgentlessClusters(
+  hub: Hub,
+  dataDir: string,
+  logger: Logger,
+  tuning: Pick<AgentlessOptions, "retryIntervalMs" | "reportIntervalMs" | "runtime"> = {},
+): Promise<AgentlessRun & { clusters(): string[] }> {
   const { AgentlessClusters } = await import("../agent/agentless/index.ts");
   const clusters = new AgentlessClusters({
     store: hub.store,
@@ -19,6 +26,7 @@ export async function runAgentlessClusters(hub: Hub, dataDir: string, logger: Lo
       (await hub.pki.enrollment.createToken({ cluster, ttlMs: 10 * 60_000 })).token,
     dir: path.join(dataDir, "agentless"),
     logger,
+    ...tuning,
   });
   let started: Promise<void> | undefined;
   const startWhenLeading = () => {
@@ -28,6 +36,7 @@ export async function runAgentlessClusters(hub: Hub, dataDir: string, logger: Lo
   // a standby starts them when it takes over (losing the lead ends the process)
   const poll = setInterval(startWhenLeading, 1_000);
   return {
+    clusters: () => clusters.clusters,
     async stop() {
       clearInterval(poll);
       await started?.catch(() => undefined);

@@ -180,12 +180,18 @@ export class AgentlessClusters {
     } catch (error) {
       throw await fail(describeApiError(error, "/version"));
     }
-    const runtime = await KubernetesRuntime.start({
-      ...this.#options.runtime,
-      kubeConfig,
-      agentVersion: packageJson.version,
-      logger: this.#options.logger,
-    });
+    let runtime: KubernetesRuntime;
+    try {
+      runtime = await KubernetesRuntime.start({
+        ...this.#options.runtime,
+        kubeConfig,
+        agentVersion: packageJson.version,
+        logger: this.#options.logger,
+      });
+    } catch (error) {
+      // reachable, but the kubeconfig's user may not do what an agent does (RBAC)
+      throw await fail(`the cluster answers but cannot be driven: ${(error as Error).message}`);
+    }
     try {
       await mkdir(path.join(this.#options.dir, name), { recursive: true, mode: 0o700 });
       const credentials = this.#credentials(name);

@@ -11,7 +11,7 @@ import path from "node:path";
 import { PassThrough } from "node:stream";
 import { CoreV1Api, RbacAuthorizationV1Api } from "@kubernetes/client-node";
 import t, { type Test } from "tap";
-import { AgentlessClusters } from "../../../operators/agent/agentless/index.ts";
+import { runAgentlessClusters } from "../../../operators/cli/agentless.ts";
 import { jsonLogger } from "../../../operators/lib/logger.ts";
 import { clusterKubeconfigContext, sealValue } from "../../../operators/lib/seal/index.ts";
 import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
@@ -25,9 +25,21 @@ const kc = fleet.kubeConfig;
 const core = kc.makeApiClient(CoreV1Api);
 const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
 
-/** A token of a ServiceAccount bound to cluster-admin: the credential the test must never see again. */
-async function serviceAccountToken(t: Test, namespace: string, name = "hub"): Promise<string> {
+/** A ServiceAccount token (bound to cluster-admin unless `bound` is false): a credential the test must never see again. */
+async function serviceAccountToken(t: Test, namespace: string, name = "hub", bound = true): Promise<string> {
   await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
+  if (bound) await bindClusterAdmin(t, namespace, name);
+  const request = await core.createNamespacedServiceAccountToken({
+    name,
+    namespace,
+    body: { spec: { audiences: [], expirationSeconds: 3600 } },
+  });
+  const token = request.status?.token;
+  if (!token) throw new Error("no token");
+  return token;
+}
+
+async function bindClusterAdmin(t: Test, namespace: string, name: string): Promise<void> {
   const binding = `${namespace}-${name}`;
   await rbac.createClusterRoleBinding({
     body: {
@@ -37,14 +49,6 @@ async function serviceAccountToken(t: Test, namespace: string, name = "hub"): Pr
     },
   });
   t.teardown(() => rbac.deleteClusterRoleBinding({ name: binding }).catch(() => undefined));
-  const request = await core.createNamespacedServiceAccountToken({
-    name,
-    namespace,
-    body: { spec: { audiences: [], expirationSeconds: 3600 } },
-  });
-  const token = request.status?.token;
-  if (!token) throw new Error("no token");
-  return token;
 }
 
 /** A kubeconfig whose server is wrong on purpose: spec.kubeconfig.server points the hub right. */
@@ -104,19 +108,13 @@ t.test("a sealed kubeconfig lets the hub run a Job on a cluster without an agent
   const logged = new PassThrough();
   const lines: string[] = [];
   logged.on("data", (chunk: Buffer) => lines.push(chunk.toString()));
-  const clusters = new AgentlessClusters({
-    store: hub.store,
-    keyring: hub.sealKeys,
-    hub,
-    createToken: async (cluster) => (await hub.pki.enrollment.createToken({ cluster, ttlMs: 60_000 })).token,
-    dir: path.join(dataDir, "agentless"),
-    logger: jsonLogger("agentless", logged),
+  // composed with the hub as rlark hub and rlark up compose it
+  const run = await runAgentlessClusters(hub, dataDir, jsonLogger("agentless", logged), {
     retryIntervalMs: 500,
     reportIntervalMs: 500,
     runtime: { instance: `lab${namespace.slice(-8)}`, defaultNamespace: namespace, retryIntervalMs: 500 },
   });
-  await clusters.start();
-  t.teardown(() => clusters.stop());
+  t.teardown(() => run.stop());
 
   // sealed as a user does: rlark seal, with the public key fetched from the hub
   const dir = await mkdtemp(path.join(tmpdir(), "rlark-agentless-"));
@@ -142,9 +140,18 @@ t.test("a sealed kubeconfig lets the hub run a Job on a cluster without an agent
     hub.sealKeys.currentPublicKeyPem(),
     clusterKubeconfigContext("other"),
   );
+  const noRights = await serviceAccountToken(t, namespace, "norights", false);
   await git.commit({
     "clusters/lab.yaml": clusterYaml("lab", sealed),
     "clusters/copied.yaml": clusterYaml("copied", misplaced),
+    "clusters/norights.yaml": clusterYaml(
+      "norights",
+      sealValue(
+        kubeconfigText(noRights),
+        hub.sealKeys.currentPublicKeyPem(),
+        clusterKubeconfigContext("norights"),
+      ),
+    ),
     "jobs/train.yaml": jobYaml("train", [
       trainerTaskYaml({
         namespace,
@@ -184,7 +191,16 @@ t.test("a sealed kubeconfig lets the hub run a Job on a cluster without an agent
     onKube,
   );
   t.match(copied.lastTestMessage, /does not open with this hub's keys/);
-  t.same(clusters.clusters, ["lab"], "only the Cluster whose kubeconfig opens is driven");
+  const norights = await waitFor(
+    "the test of a Cluster whose user has no rights",
+    async () => {
+      const s = await status("norights");
+      return s?.lastTestOk === false ? s : undefined;
+    },
+    onKube,
+  );
+  t.match(norights.lastTestMessage, /cannot be driven: .*forbidden/i, "RBAC's refusal, said");
+  t.same(run.clusters(), ["lab"], "only the Cluster whose kubeconfig opens is driven");
 
   // Nothing of the kubeconfig, anywhere
   const responses: string[] = [];
@@ -208,12 +224,13 @@ t.test("a sealed kubeconfig lets the hub run a Job on a cluster without an agent
   );
   const history = await git.gitBare("log", "--all", "-p");
   const tokenPart = token.split(".")[2] ?? token;
+  const noRightsPart = noRights.split(".")[2] ?? noRights;
   for (const [where, text] of [
     ["API responses", responses.join("\n")],
     ["logs", lines.join("")],
     ["git (main and status branches)", history],
   ] as const) {
-    t.notOk(text.includes(tokenPart), `no token in the ${where}`);
+    t.notOk(text.includes(tokenPart) || text.includes(noRightsPart), `no token in the ${where}`);
     t.notOk(text.includes("current-context"), `no kubeconfig in the ${where}`);
   }
   t.ok(lines.length > 0, "the scan read log lines");
@@ -236,7 +253,7 @@ t.test("a sealed kubeconfig lets the hub run a Job on a cluster without an agent
     onKube,
   );
   t.match(refused.lastTestMessage, /^\/version: 401/, "the API server's refusal, in one line");
-  t.same(clusters.clusters, [], "a kubeconfig that fails its test is not driven");
+  t.same(run.clusters(), [], "a kubeconfig that fails its test is not driven");
   const rotated = await serviceAccountToken(t, namespace, "hub-rotated");
   await git.commit({
     "clusters/lab.yaml": clusterYaml(
@@ -246,7 +263,7 @@ t.test("a sealed kubeconfig lets the hub run a Job on a cluster without an agent
   });
   await waitFor(
     "driven again with the new kubeconfig",
-    async () => clusters.clusters.includes("lab") || undefined,
+    async () => run.clusters().includes("lab") || undefined,
     onKube,
   );
   await waitFor(
@@ -259,11 +276,7 @@ t.test("a sealed kubeconfig lets the hub run a Job on a cluster without an agent
 
   // Removing the Cluster (and what ran there) stops driving it
   await git.commit({ "clusters/lab.yaml": null, "jobs/train.yaml": null });
-  await waitFor(
-    "the cluster no longer driven",
-    async () => clusters.clusters.length === 0 || undefined,
-    onKube,
-  );
+  await waitFor("the cluster no longer driven", async () => run.clusters().length === 0 || undefined, onKube);
   await waitFor(
     "its tunnel closed",
     async () => (hub.tunnel.session("lab") === undefined ? true : undefined),

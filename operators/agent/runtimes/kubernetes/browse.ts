@@ -112,9 +112,17 @@ export function podItem(p: V1Pod): PodItem {
   };
 }
 
+/** What one ConfigMap may show in all: a page of large ones still fits an answer. */
+const CONFIGMAP_BUDGET = 64 * 1024;
+
 export function configMapItem(c: V1ConfigMap): ConfigMapItem {
   const data: Record<string, string> = {};
-  for (const key of Object.keys(c.data ?? {}).sort()) data[key] = clipValue(c.data?.[key] ?? "");
+  let left = CONFIGMAP_BUDGET;
+  for (const key of Object.keys(c.data ?? {}).sort()) {
+    const value = clipValue(c.data?.[key] ?? "");
+    data[key] = value.length <= left ? value : "(not shown: the ConfigMap is over 64 KiB)";
+    left = Math.max(0, left - value.length);
+  }
   for (const key of Object.keys(c.binaryData ?? {}).sort()) data[key] = "(binary)";
   return { name: c.metadata?.name ?? "", data };
 }
