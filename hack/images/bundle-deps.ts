@@ -198,7 +198,7 @@ for (const [specifier, use] of uses) {
 
 // Only now that every original has been loaded and bundled: replace them.
 for (const entry of readdirSync(modules)) {
-  if (entry === "rlark" || entry === ".bin") continue;
+  if (entry === "rlark" || entry === ".bin" || entry === "@xterm") continue; // the dashboard serves xterm's files
   rmSync(path.join(modules, entry), { recursive: true, force: true });
 }
 rmSync(path.join(modules, ".bin"), { recursive: true, force: true });

@@ -86,10 +86,15 @@ export class AccessControl {
     };
   }
 
-  /** The target of the pod mirrored as `name` in `agent-<cluster>` (the hub API's addressing). */
-  async mirroredTarget(mirrorNamespace: string, name: string): Promise<AccessTarget | undefined> {
+  /** The pod mirrored as `name` in `agent-<cluster>` (the hub API's addressing). */
+  async mirroredPod(mirrorNamespace: string, name: string): Promise<ResolvedPod | undefined> {
     const pod = await this.#store.get<Pod>("Pod", mirrorNamespace, name);
-    const found = pod ? resolved(pod) : undefined;
+    return pod ? resolved(pod) : undefined;
+  }
+
+  /** The target of the pod mirrored as `name` in `agent-<cluster>`. */
+  async mirroredTarget(mirrorNamespace: string, name: string): Promise<AccessTarget | undefined> {
+    const found = await this.mirroredPod(mirrorNamespace, name);
     return found ? this.target(found) : undefined;
   }
 

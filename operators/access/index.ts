@@ -38,3 +38,4 @@ export {
   type SessionControl,
   type SessionSink,
 } from "./sessions.ts";
+export { TERMINAL_PROTOCOL, type WebTerminalOptions, webTerminalRoute } from "./terminal/web-terminal.ts";

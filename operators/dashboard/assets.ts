@@ -5,7 +5,7 @@
 import { createHash } from "node:crypto";
 import { readdir, readFile } from "node:fs/promises";
 import type { ServerResponse } from "node:http";
-import { stripTypeScriptTypes } from "node:module";
+import { createRequire, stripTypeScriptTypes } from "node:module";
 import path from "node:path";
 
 export const WEB_DIR = path.join(import.meta.dirname, "web");
@@ -24,18 +24,43 @@ export interface Assets {
 
 const TYPES: Record<string, string> = {
   ".mts": "text/javascript; charset=utf-8",
+  ".mjs": "text/javascript; charset=utf-8",
   ".css": "text/css; charset=utf-8",
   ".svg": "image/svg+xml",
 };
 
+/**
+ * The web terminal's xterm.js, served from the installed npm packages as they ship (ES modules and
+ * a stylesheet) beside the page's own files. The image keeps these packages whole
+ * (hack/images/bundle-deps.ts).
+ */
+const VENDOR: Record<string, string> = {
+  "xterm.mjs": "@xterm/xterm/lib/xterm.mjs",
+  "xterm.css": "@xterm/xterm/css/xterm.css",
+  "addon-fit.mjs": "@xterm/addon-fit/lib/addon-fit.mjs",
+};
+
+function vendorFile(specifier: string): string {
+  const [scope, name, ...rest] = specifier.split("/");
+  const manifest = createRequire(import.meta.url).resolve(`${scope}/${name}/package.json`);
+  return path.join(path.dirname(manifest), ...rest);
+}
+
 export async function loadAssets(dir = WEB_DIR): Promise<Assets> {
   const files = new Map<string, Asset>();
   const hash = createHash("sha256");
+  const sources: [string, string][] = [];
   for (const name of (await readdir(dir)).sort()) {
-    const type = TYPES[path.extname(name)];
-    if (!type) continue;
-    const source = await readFile(path.join(dir, name), "utf8");
-    const text = name.endsWith(".mts") ? stripTypes(source) : source;
+    if (TYPES[path.extname(name)]) sources.push([name, path.join(dir, name)]);
+  }
+  for (const [name, specifier] of Object.entries(VENDOR)) sources.push([name, vendorFile(specifier)]);
+  for (const [name, file] of sources) {
+    const type = TYPES[path.extname(name)] as string;
+    const source = await readFile(file, "utf8");
+    // The source maps are not served: a browser would ask for them in vain.
+    const text = name.endsWith(".mts")
+      ? stripTypes(source)
+      : source.replace(/\n\/[/*]# sourceMappingURL=\S+(?: \*\/)?\s*$/, "\n");
     hash.update(name).update("\0").update(text);
     files.set(name, { body: Buffer.from(text), type });
   }

@@ -14,7 +14,12 @@ import {
 } from "../access/index.ts";
 import { createDashboard, type Dashboard, type DashboardSettings } from "../dashboard/index.ts";
 import type { PullRequestReviewer } from "../feedback/index.ts";
-import { adminTokenAuthenticator, anyOf } from "../lib/http/index.ts";
+import {
+  adminTokenAuthenticator,
+  anyOf,
+  createUpgradeHandler,
+  type UpgradeRoute,
+} from "../lib/http/index.ts";
 import type { Logger } from "../lib/logger.ts";
 import type { SealKeyring } from "../lib/seal/index.ts";
 import type { Store } from "../lib/store/index.ts";
@@ -53,6 +58,8 @@ export interface HubHttpOptions {
   audit?: AuditSink;
   /** Keeps open accesses under watch so a revocation in git cuts them. */
   hold?: AccessHold;
+  /** WebSocket routes (the web terminal), behind the one authenticated upgrade handler. */
+  upgrades?: UpgradeRoute[];
 }
 
 export interface HubHttp {
@@ -97,9 +104,10 @@ export async function startHubHttp(options: HubHttpOptions): Promise<HubHttp> {
     audit: options.audit ?? loggingAuditSink(logger),
     hold: options.hold ?? holdNothing,
   };
+  const authenticate = dashboard ? anyOf(adminToken, dashboard.authenticator) : anyOf(adminToken);
   const handler = createHubHttpHandler({
     store: options.store,
-    authenticate: dashboard ? anyOf(adminToken, dashboard.authenticator) : anyOf(adminToken),
+    authenticate,
     sourceStatus: () => source?.watcher.status() ?? { state: "None", message: "no --repo configured" },
     metricsText: options.metricsText,
     sealKeys: {
@@ -121,6 +129,7 @@ export async function startHubHttp(options: HubHttpOptions): Promise<HubHttp> {
     ...(dashboard ? { extraRoutes: dashboard.routes } : {}),
   });
   const server = createServer(handler);
+  server.on("upgrade", createUpgradeHandler({ authenticate, routes: options.upgrades ?? [] }));
   const { host, port } = splitHostPort(options.address);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);

@@ -15,6 +15,8 @@ import {
   httpAccessHold,
   httpAuditSink,
   knownHostsLine,
+  type WebTerminalOptions,
+  webTerminalRoute,
 } from "../access/index.ts";
 import { hubOpens } from "../api/index.ts";
 import { AddonCatalogHolder } from "../controllers/addon/index.ts";
@@ -80,6 +82,8 @@ export interface HubOptions {
   feedback?: CodeHostSettings;
   /** Limits of the SSH bastion (docs/access.md). */
   access?: Pick<AccessSessionsOptions, "maxSessionsPerUser" | "idleTimeoutMs">;
+  /** Limits of the web terminal's WebSocket (docs/access.md). */
+  webTerminal?: Omit<WebTerminalOptions, "sessions">;
   /** Who may read pod logs and proxy to pods; default the AccessPolicies from git (docs/access.md). */
   authorize?: AccessCheck;
   /** Where each log read and proxied request is recorded; default the access audit log. */
@@ -164,6 +168,7 @@ export async function startHub(options: HubOptions): Promise<Hub> {
     ...options.access,
   });
   const bastion = new Bastion({ sessions });
+  const terminal = webTerminalRoute({ sessions, ...options.webTerminal });
   const tunnel = createHubTunnel({
     dataDir: options.dataDir,
     ...(options.caDir ? { caDir: options.caDir } : {}),
@@ -244,6 +249,7 @@ export async function startHub(options: HubOptions): Promise<Hub> {
     // Injected checks decide alone (tests, `rlark up` without grants); git's grants also revoke.
     ...(options.authorize ? {} : { hold: httpAccessHold(sessions) }),
     audit: options.audit ?? httpAuditSink(audit),
+    upgrades: [terminal],
   });
 
   const ssh = splitHostPort(options.ssh ?? "0.0.0.0:2222");
@@ -323,6 +329,7 @@ export async function startHub(options: HubOptions): Promise<Hub> {
     leading: () => (election ? election.leading : true),
     async stop() {
       started = false;
+      terminal.close();
       await http.close();
       await domainRelay?.close();
       sessions.stop();

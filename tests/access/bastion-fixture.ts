@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import type { Test } from "tap";
 import type { AuditRecord } from "../../operators/access/index.ts";
+import type { Agent } from "../../operators/agent/agent.ts";
 import { ProcessRuntime } from "../../operators/agent/runtimes/process/index.ts";
 import type { Runtime } from "../../operators/agent/runtimes/types.ts";
 import type { HubOptions } from "../../operators/hub/hub.ts";
@@ -64,6 +65,8 @@ ${labels}spec:
 
 export interface Bastion {
   running: HubOnGit;
+  /** The in-process agent of cluster `local` (stopping it cuts its tunnel). */
+  agent: Agent;
   dir: string;
   /** Private key files by user. */
   keys: Record<string, string>;
@@ -128,7 +131,7 @@ export async function startBastion(
     },
   });
   t.teardown(() => runtime.stop({ terminatePods: true }));
-  await startAgentOnHub(t, hub, "local", { runtime: stopping, runtimeKind: "process" });
+  const agent = await startAgentOnHub(t, hub, "local", { runtime: stopping, runtimeKind: "process" });
   for (const pod of options.pods ?? []) {
     await waitFor(
       `pod ${pod} running`,
@@ -144,6 +147,7 @@ export async function startBastion(
   const port = Number(hub.sshAddress.split(":")[1]);
   return {
     running,
+    agent,
     dir,
     keys,
     knownHosts,

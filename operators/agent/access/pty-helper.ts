@@ -43,7 +43,11 @@ while master in fds:
                     if words[0] == "resize":
                         size(int(words[1]), int(words[2]))
                     elif words[0] == "signal":
-                        os.killpg(os.tcgetpgrp(master), getattr(signal, "SIG" + words[1]))
+                        # The terminal's foreground group; when it reads as none (0), the
+                        # program's own group (it leads its session): killpg(0) would signal
+                        # this helper's group, which is the agent's.
+                        group = os.tcgetpgrp(master)
+                        os.killpg(group if group > 0 else pid, getattr(signal, "SIG" + words[1]))
                 except Exception:
                     pass
 status = os.waitpid(pid, 0)[1]

@@ -12,6 +12,7 @@ import { workflowsPage } from "./page-workflows.mts";
 import { fetchPodLog } from "./pod-logs.mts";
 import { currentSession, endSession, logIn } from "./session.mts";
 import { State } from "./state.mts";
+import { mountTerminal, terminalPage, unmountTerminal } from "./terminal.mts";
 
 const PAGES = [
   { path: "overview", title: "Overview" },
@@ -61,6 +62,8 @@ function page(parts: string[], query: URLSearchParams): Html {
       return addonsPage(state);
     case "access":
       return accessPage();
+    case "terminal":
+      return terminalPage(parts[1] ?? "", parts[2] ?? "");
     default:
       return overviewPage(state);
   }
@@ -89,7 +92,11 @@ function render(): void {
   const active = document.activeElement as HTMLInputElement | null;
   const focusId = active && main.contains(active) ? active.id : "";
   const caret = focusId && typeof active?.selectionStart === "number" ? active.selectionStart : null;
-  if (!setHtml(main, page(parts, query))) return;
+  const changed = setHtml(main, page(parts, query));
+  const token = currentSession()?.token;
+  if (current === "terminal" && parts[1] && parts[2] && token) void mountTerminal(parts[1], parts[2], token);
+  else unmountTerminal();
+  if (!changed) return;
   document.title = `RLark · ${PAGES.find((p) => p.path === current)?.title ?? parts[0]}`;
   if (focusId) {
     const again = document.getElementById(focusId) as HTMLInputElement | null;
@@ -239,6 +246,7 @@ document.addEventListener("click", (event) => {
     return;
   }
   if (target.id !== "logout") return;
+  unmountTerminal();
   endSession();
   live?.close();
   live = undefined;

@@ -67,6 +67,13 @@ export function jobsPage(state: State, query: URLSearchParams): Html {
   </nav>`;
 }
 
+/** The pod's terminal tab, while it runs. */
+function terminalLink(pod: Pod): Html | string {
+  if (pod.status?.phase !== "Running") return "";
+  const where = `${encodeURIComponent(pod.metadata.namespace ?? "")}/${encodeURIComponent(pod.metadata.name)}`;
+  return html`<a class="pod-terminal" href="#/terminal/${where}">terminal</a>`;
+}
+
 export function jobPage(state: State, name: string): Html {
   const job = state.get<Job>("Job", undefined, name);
   if (!job) return html`<h1>Job ${name}</h1><p>No such job (yet). <a href="#/jobs">All jobs</a></p>`;
@@ -111,7 +118,7 @@ export function jobPage(state: State, name: string): Html {
             .filter(Boolean)
             .join(", ")
         }</td>
-        <td>${taskPods.map((p) => html`<div>${p.metadata.name} ${phase(p.status?.phase)} ${podLogView(p.metadata.namespace ?? "", p.metadata.name)}</div>`)}</td>
+        <td>${taskPods.map((p) => html`<div>${p.metadata.name} ${phase(p.status?.phase)} ${podLogView(p.metadata.namespace ?? "", p.metadata.name)} ${terminalLink(p)}</div>`)}</td>
         <td>${taskPods.map((p) => html`<div>${p.status?.podIP ?? ""}${p.status?.domainIP ? ` · domain ${p.status.domainIP}` : ""}</div>`)}</td>
         <td>${taskPods.length ? restarts : ""}</td><td>${[...new Set(exitCodes)].join(", ")}</td>
         <td>${tensorBoard ? html`<a href="${tensorBoard}" target="_blank" rel="noopener">TensorBoard</a>` : ""}</td></tr>`;

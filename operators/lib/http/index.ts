@@ -1,6 +1,17 @@
 // What every HTTP surface of the hub shares: bearer-token authentication, the admin token kept in
-// the data dir, Kubernetes-shaped JSON answers, and the redaction of secret fields.
+// the data dir, Kubernetes-shaped JSON answers, the redaction of secret fields, and the one
+// authenticated entrance for WebSocket upgrades.
 export { ADMIN_TOKEN_FILE, loadOrCreateAdminToken } from "./admin-token.ts";
 export { type Authenticator, adminTokenAuthenticator, anyOf, bearerToken, type Principal } from "./auth.ts";
 export { redact } from "./redact.ts";
 export { sendJson, sendStatus } from "./respond.ts";
+export {
+  createUpgradeHandler,
+  offeredProtocols,
+  refuseUpgrade,
+  requestedProtocols,
+  TOKEN_PROTOCOL_PREFIX,
+  type UpgradeOptions,
+  type UpgradeRequest,
+  type UpgradeRoute,
+} from "./upgrade.ts";

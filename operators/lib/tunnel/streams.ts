@@ -34,11 +34,24 @@ export async function serveStream(channel: Duplex, handlers: Record<string, Stre
     refuse(`this agent serves no ${JSON.stringify(header.purpose)} streams`);
     return;
   }
+  // The hub may give up while the target opens (its client left): then the target must not
+  // outlive it (a shell would run on with nobody attached).
+  let gone = false;
+  const leave = () => {
+    gone = true;
+  };
+  channel.once("close", leave);
   let target: Duplex;
   try {
     target = await handler(header.meta);
   } catch (err) {
+    channel.off("close", leave);
     refuse((err as Error).message);
+    return;
+  }
+  channel.off("close", leave);
+  if (gone || channel.destroyed) {
+    target.destroy();
     return;
   }
   channel.write(encodeLine({ ok: true }));

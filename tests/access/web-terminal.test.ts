@@ -1,0 +1,208 @@
+// The dashboard's web terminal in a real Chromium against a real hub, a process-runtime agent and
+// a real pod: a full-screen program (vim) in and out, a resize reaching the program, `exit 3`
+// shown as 3, a user without `shell` refused before any upgrade, and a killed agent shown as a
+// broken connection, never as an exit status. The WebSocket's own guards (token, Origin, frame
+// size, sessions per user) are checked with the `ws` client.
+import type { Page } from "playwright-core";
+import t from "tap";
+import WebSocket from "ws";
+import { TERMINAL_PROTOCOL } from "../../operators/access/index.ts";
+import { hashPassword } from "../../operators/dashboard/index.ts";
+import { FAST, login } from "../dashboard/dashboard-hub.ts";
+import { launchChromium } from "../helpers/chromium.ts";
+import { onRealServers, waitFor } from "../helpers/wait-for.ts";
+import { podJobYaml, policyYaml, startBastion } from "./bastion-fixture.ts";
+
+const POD = "vision-main-0";
+
+function passwordUserYaml(name: string, roles: string[], hash: string): string {
+  return `apiVersion: rlinf.io/v1alpha1\nkind: User\nmetadata:\n  name: ${name}\nspec:\n  roles: [${roles.join(", ")}]\n  passwordHash: "${hash}"\n`;
+}
+
+/** What the terminal shows now, row by row (xterm's DOM renderer). */
+const screen = (page: Page) =>
+  page
+    .locator(".xterm-rows > div")
+    .evaluateAll((rows) => rows.map((row) => row.textContent ?? "").join("\n"));
+
+async function shows(page: Page, pattern: RegExp): Promise<void> {
+  await waitFor(
+    `the terminal shows ${pattern}`,
+    async () => pattern.test(await screen(page)),
+    onRealServers,
+  ).catch(async (error: Error) => {
+    throw new Error(`${error.message}; it shows ${JSON.stringify((await screen(page)).slice(-800))}`);
+  });
+}
+
+async function statusIs(page: Page, pattern: RegExp): Promise<string> {
+  return waitFor(
+    `the terminal status shows ${pattern}`,
+    async () => {
+      const text = (await page.locator("#terminal-status").textContent()) ?? "";
+      return pattern.test(text) ? text : undefined;
+    },
+    onRealServers,
+  );
+}
+
+async function logIn(page: Page, url: string, user: string, password: string): Promise<void> {
+  await page.goto(url);
+  await page.getByLabel("User name").fill(user);
+  await page.getByLabel("Password", { exact: true }).fill(password);
+  await page.getByLabel("Password", { exact: true }).press("Enter");
+  await page.locator("#nav a").first().waitFor();
+}
+
+/** Opens a WebSocket to the terminal route with the `ws` client; resolves on open or refusal. */
+function connect(
+  url: string,
+  options: { token?: string; origin?: string; protocols?: string[] },
+): Promise<{ ws?: WebSocket; status?: number; body?: string }> {
+  return new Promise((resolve) => {
+    const ws = new WebSocket(url, options.protocols ?? [TERMINAL_PROTOCOL], {
+      headers: {
+        ...(options.token ? { authorization: `Bearer ${options.token}` } : {}),
+        ...(options.origin ? { origin: options.origin } : {}),
+      },
+    });
+    ws.once("open", () => resolve({ ws }));
+    ws.once("unexpected-response", (_req, res) => {
+      let body = "";
+      res.on("data", (d: Buffer) => (body += d.toString()));
+      res.on("end", () => resolve({ status: res.statusCode, body }));
+    });
+    ws.once("error", () => resolve({}));
+  });
+}
+
+t.test("the web terminal", async (t) => {
+  const [alicePw, bobPw] = await Promise.all([hashPassword("alice pw", FAST), hashPassword("bob pw", FAST)]);
+  const b = await startBastion(t, {
+    users: [],
+    pods: [POD],
+    hub: { dashboard: true, access: { maxSessionsPerUser: 3 } },
+    files: () => ({
+      "users.yaml": [
+        passwordUserYaml("alice", ["user"], alicePw),
+        passwordUserYaml("bob", ["user"], bobPw),
+      ].join("---\n"),
+      "job.yaml": podJobYaml("vision"),
+      "policy.yaml": policyYaml("alice-shell", "  subjects:\n    users: [alice]\n  verbs: [shell]\n"),
+    }),
+  });
+  const { hub } = b.running;
+  const browser = await launchChromium();
+  t.teardown(() => browser.close());
+  const terminalUrl = `${hub.url}/#/terminal/agent-local/${POD}`;
+  const wsUrl = `${hub.url.replace(/^http/, "ws")}/api/v1/namespaces/agent-local/pods/${POD}/terminal`;
+
+  await t.test("a full-screen program, a resize and `exit 3` through the browser", async (t) => {
+    const context = await browser.newContext({ viewport: { width: 1200, height: 800 } });
+    t.teardown(() => context.close());
+    const page = await context.newPage();
+    const errors: string[] = [];
+    page.on("pageerror", (error) => errors.push(error.message));
+    await logIn(page, hub.url, "alice", "alice pw");
+    await page.goto(terminalUrl);
+    await statusIs(page, /^connected$/);
+    await page.keyboard.type("echo hi-$((6*7))\n");
+    await shows(page, /hi-42/);
+
+    await page.keyboard.type("vim -u NONE\n");
+    await shows(page, /~\s*\n\s*~/);
+    await page.keyboard.type("ihello from vim");
+    await shows(page, /hello from vim/);
+    await page.keyboard.press("Escape");
+    await page.keyboard.type(":q!\n");
+    await page.keyboard.type("echo back-$((2+3))\n");
+    await shows(page, /back-5/);
+    t.notMatch(await screen(page), /hello from vim/, "vim's screen is gone: it ran on the alternate screen");
+
+    await page.keyboard.type("clear; stty size; echo size-one\n");
+    await shows(page, /\d+ \d+\s*\n\s*size-one/);
+    const before = /(\d+) (\d+)\s*\n\s*size-one/.exec(await screen(page));
+    await page.setViewportSize({ width: 700, height: 500 });
+    await page.keyboard.type("clear; stty size; echo size-two\n");
+    await shows(page, /\d+ \d+\s*\n\s*size-two/);
+    const after = /(\d+) (\d+)\s*\n\s*size-two/.exec(await screen(page));
+    t.ok(before && after, "stty printed the sizes");
+    t.ok(
+      Number(after?.[2]) < Number(before?.[2]),
+      `the program sees fewer columns (${before?.[2]} -> ${after?.[2]})`,
+    );
+
+    await page.keyboard.type("exit 3\n");
+    t.equal(await statusIs(page, /exited/), "exited with code 3");
+    t.same(errors, [], "no script errors");
+    const line = await waitFor(
+      "the audit line",
+      async () => (await b.audit()).find((r) => r.actor === "alice" && r.via === "web" && r.result === "ok"),
+      onRealServers,
+    );
+    t.match(line, { verb: "shell", target: `local/agent-local/${POD}`, exitCode: 3 });
+    t.ok(line.bytesIn > 0 && line.bytesOut > 0, "bytes counted both ways");
+  });
+
+  await t.test("refusals happen before the upgrade", async (t) => {
+    const alice = (await login(hub, { username: "alice", password: "alice pw" })).body.token as string;
+    const bob = (await login(hub, { username: "bob", password: "bob pw" })).body.token as string;
+    t.match(await connect(wsUrl, {}), { status: 401 }, "no token");
+    t.match(
+      await connect(wsUrl, { token: alice, origin: "http://evil.example" }),
+      { status: 403 },
+      "another origin",
+    );
+    t.match(await connect(wsUrl, { token: hub.adminToken }), { status: 403 }, "the admin token is no User");
+    const refused = await connect(wsUrl, { token: bob });
+    t.match(refused, { status: 403, body: /no AccessPolicy grants bob shell/ }, "bob has no shell grant");
+    t.ok(
+      (await b.audit()).some((r) => r.actor === "bob" && r.via === "web" && r.result === "denied"),
+      "the refusal is audited",
+    );
+
+    await t.test("a browser shows the refusal, not an exit status", async (t) => {
+      const context = await browser.newContext();
+      t.teardown(() => context.close());
+      const page = await context.newPage();
+      await logIn(page, hub.url, "bob", "bob pw");
+      await page.goto(terminalUrl);
+      t.match(await statusIs(page, /refused|lost/), /refused/);
+    });
+
+    await t.test("messages are bounded and sessions per user are limited", async (t) => {
+      const open = await connect(wsUrl, { token: alice, origin: new URL(hub.url).origin });
+      t.ok(open.ws, "same origin and a token: open");
+      const closed = new Promise<number>((resolve) => open.ws?.once("close", (code) => resolve(code)));
+      open.ws?.send(Buffer.alloc(65 * 1024), { binary: true });
+      t.equal(await closed, 1009, "a message over 64 KiB closes the socket (message too big)");
+      const held: Awaited<ReturnType<typeof connect>>[] = [];
+      for (let i = 0; i < 3; i++) held.push(await connect(wsUrl, { token: alice }));
+      t.teardown(async () => {
+        for (const h of held) h.ws?.terminate();
+        await waitFor("the terminals closed on the hub", () => hub.bastion.open === 0, onRealServers);
+      });
+      t.ok(
+        held.every((h) => h.ws),
+        "three terminals open",
+      );
+      const fourth = await connect(wsUrl, { token: alice });
+      t.match(fourth, { status: 403, body: /too many open sessions/ });
+    });
+  });
+
+  await t.test("a killed agent is a broken connection, not an exit", async (t) => {
+    const context = await browser.newContext();
+    t.teardown(() => context.close());
+    const page = await context.newPage();
+    await logIn(page, hub.url, "alice", "alice pw");
+    await page.goto(terminalUrl);
+    await statusIs(page, /^connected$/);
+    await page.keyboard.type("echo up-$((1+1))\n");
+    await shows(page, /up-2/);
+    await b.agent.stop();
+    const status = await statusIs(page, /lost/);
+    t.match(status, /connection lost: the agent ended the session/);
+    t.notMatch(status, /exit/);
+  });
+});
