@@ -6,8 +6,9 @@
 //
 // The defaults are shorter than client-go's 15 s / 10 s / 2 s so that a standby leads within
 // 15 s of a leader's kill -9: the takeover comes at most lease + 2 × retry after the last renewal
-// (the standby sees a renewal up to one retry late, and checks once per retry), 10 s here. The
-// price is one Lease write per second, nothing for etcd. Safety does not rest on the tick: the
+// (the standby sees a renewal up to one retry late, and checks once per retry), 12 s here. The
+// price is one Lease write per second, nothing for etcd. The renew deadline stays long (7 s): a
+// leader on a busy machine and apiserver (the hub bench) lost its lease with 5 s. Safety does not rest on the tick: the
 // leader's deadline runs from when its last successful renewal was *sent*, on a timer of its own,
 // and every Lease request times out, so a hung apiserver cannot keep a leader leading past it.
 
@@ -23,9 +24,9 @@ export interface LeaderElectionOptions {
   name: string;
   /** This candidate, unique among them (default: hostname and pid). */
   identity?: string;
-  /** How long a Lease not renewed stays the holder's. Default 8 s. */
+  /** How long a Lease not renewed stays the holder's. Default 10 s. */
   leaseMs?: number;
-  /** How long the leader keeps trying to renew before it stops leading. Default 5 s. */
+  /** How long the leader keeps trying to renew before it stops leading. Default 7 s. */
   renewDeadlineMs?: number;
   /** How often candidates try to acquire and the leader renews. Default 1 s. */
   retryMs?: number;
@@ -51,7 +52,7 @@ interface Lease {
 const microTime = (ms: number) => new Date(ms).toISOString().replace("Z", "000Z");
 
 /** Lease duration, renew deadline and retry period when none are given (see the top comment). */
-export const leaderElectionDefaults = { leaseMs: 8_000, renewDeadlineMs: 5_000, retryMs: 1_000 } as const;
+export const leaderElectionDefaults = { leaseMs: 10_000, renewDeadlineMs: 7_000, retryMs: 1_000 } as const;
 
 export class LeaderElection {
   readonly identity: string;
@@ -65,6 +66,8 @@ export class LeaderElection {
   /** The last Lease record seen, and when (by this process's clock) it was first seen. */
   #observed: { key: string; at: number } | undefined;
   #lastRenew = 0;
+  /** The Lease as this candidate last wrote it. */
+  #held: Lease | undefined;
 
   constructor(options: LeaderElectionOptions) {
     this.identity = options.identity ?? `${hostname()}-${process.pid}`;
@@ -183,12 +186,19 @@ export class LeaderElection {
 
   async #tryAcquireOrRenew(): Promise<boolean> {
     const now = Date.now();
-    const lease = await this.#read();
     const spec = {
       holderIdentity: this.identity,
       leaseDurationSeconds: Math.ceil(this.#o.leaseMs / 1000),
       renewTime: microTime(now),
     };
+    // The leader renews with one write of the Lease as it last wrote it (as client-go does): a
+    // busy apiserver answers one request sooner than two. A Conflict means someone else wrote
+    // it: read it then, as a candidate does.
+    const held = this.#leading ? this.#held : undefined;
+    if (held && (await this.#write("PUT", this.#path(), { ...held, spec: { ...held.spec, ...spec } }))) {
+      return true;
+    }
+    const lease = await this.#read();
     if (!lease) {
       const body: Lease = {
         apiVersion: "coordination.k8s.io/v1",
@@ -224,9 +234,13 @@ export class LeaderElection {
   /** true when the write won; a Conflict means another candidate wrote first. */
   async #write(method: "POST" | "PUT", path: string, lease: Lease): Promise<boolean> {
     try {
-      await this.#http.request(method, path, { body: lease, timeoutMs: this.#requestTimeoutMs() });
+      this.#held = await this.#http.request<Lease>(method, path, {
+        body: lease,
+        timeoutMs: this.#requestTimeoutMs(),
+      });
       return true;
     } catch (error) {
+      this.#held = undefined;
       if (error instanceof KubeHttpError && error.code === 409) return false;
       throw error;
     }

@@ -232,7 +232,14 @@ async function runHub(settings: StoreSettings, dataDir: string): Promise<Figures
     intervalMs: 3_600_000,
     logger,
     store: settings,
-    leaderElection: { leaseName: `bench-${randomBytes(3).toString("hex")}` },
+    // One hub, so nobody to fail over to: durations that a machine busy with the bench itself
+    // cannot run out (it measures throughput, not takeover).
+    leaderElection: {
+      leaseName: `bench-${randomBytes(3).toString("hex")}`,
+      leaseMs: 120_000,
+      renewDeadlineMs: 90_000,
+      retryMs: 5_000,
+    },
   });
   try {
     while (!hub.leading()) await new Promise((resolve) => setTimeout(resolve, 100));

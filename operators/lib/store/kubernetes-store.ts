@@ -55,6 +55,8 @@ export interface KubernetesStoreOptions {
   pageSize?: number;
   /** Seconds before the apiserver ends a watch stream and the store resumes it. Default 300. */
   watchStreamSeconds?: number;
+  /** Operations of a batch in flight at once (each a request). Default 16. */
+  batchConcurrency?: number;
   /** Attempts of a read-modify-write (batch `apply`) that meets Conflicts. Default 5. */
   applyAttempts?: number;
   /** Serve reads from an informer cache per kind (default true); false: every read is a request. */
@@ -77,6 +79,7 @@ export class KubernetesStore implements Store {
   #pageSize: number;
   #streamSeconds: number;
   #applyAttempts: number;
+  #batchConcurrency: number;
   #watches = new Set<Watcher>();
   #knownNamespaces = new Set<string>();
   #closed = false;
@@ -93,6 +96,7 @@ export class KubernetesStore implements Store {
     this.#pageSize = options.pageSize ?? 500;
     this.#streamSeconds = options.watchStreamSeconds ?? 300;
     this.#applyAttempts = options.applyAttempts ?? 5;
+    this.#batchConcurrency = options.batchConcurrency ?? 16;
     this.#useCache = options.cache ?? true;
     this.#cacheWaitMs = options.cacheWaitMs ?? 5_000;
     this.#logger = options.logger ?? silentLogger;
@@ -362,21 +366,41 @@ export class KubernetesStore implements Store {
   /**
    * Not a transaction: every operation is first checked against the current objects (and the
    * batch's own earlier operations), so a batch that would fail on a missing or existing object
-   * or a stale resourceVersion changes nothing; then the operations are applied in order. A
-   * concurrent writer or a crash between the check and the last write can leave a prefix
-   * applied: callers must be idempotent and resumable (the git source's revision apply is).
+   * or a stale resourceVersion changes nothing; then the operations are applied, several at once
+   * (`batchConcurrency`), in order for any one object. A concurrent writer or a crash between the
+   * check and the last write can leave part of it applied: callers must be idempotent and
+   * resumable (the git source's revision apply is). The first failure stops the batch: nothing
+   * more is started, and it rejects once what was in flight has ended.
    */
   async applyBatch(ops: readonly BatchOp[]): Promise<KubeObject[]> {
     this.#open();
     await this.#check(ops);
-    const out: KubeObject[] = [];
+    // One lane per object, in batch order; lanes run concurrently.
+    const lanes = new Map<string, number[]>();
     for (const [index, op] of ops.entries()) {
-      try {
-        out.push(await this.#applyOne(op));
-      } catch (error) {
-        throw inBatch(error, index, op);
-      }
+      const key = op.op === "delete" ? `${op.kind}/${op.namespace ?? ""}/${op.name}` : objectLane(op.object);
+      const lane = lanes.get(key);
+      if (lane) lane.push(index);
+      else lanes.set(key, [index]);
     }
+    const out: KubeObject[] = new Array(ops.length);
+    const pending = [...lanes.values()];
+    let failure: unknown;
+    const worker = async () => {
+      for (let lane = pending.shift(); lane && failure === undefined; lane = pending.shift()) {
+        for (const index of lane) {
+          if (failure !== undefined) return;
+          const op = ops[index]!;
+          try {
+            out[index] = await this.#applyOne(op);
+          } catch (error) {
+            failure ??= inBatch(error, index, op);
+          }
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(this.#batchConcurrency, lanes.size) }, worker));
+    if (failure !== undefined) throw failure;
     return out;
   }
 
@@ -593,6 +617,10 @@ function byNamespaceAndName(a: KubeObject, b: KubeObject): number {
   const bn = b.metadata.namespace ?? "";
   if (an !== bn) return an < bn ? -1 : 1;
   return a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0;
+}
+
+function objectLane(object: KubeObject): string {
+  return `${object.kind}/${object.metadata.namespace ?? ""}/${object.metadata.name}`;
 }
 
 function inBatch(error: unknown, index: number, op: BatchOp): unknown {
