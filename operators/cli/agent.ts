@@ -106,7 +106,7 @@ export function registerAgent(program: Command): void {
     .option(
       "--sidecar-image <image>",
       "kubernetes runtime: the image of the network init container and sidecar injected into pods of Tasks with a domain",
-      `rlark/rlark:${packageJson.version}`,
+      `rlark/sidecar:${packageJson.version}`,
     )
     .option(
       "--nodeserver-socket <path>",

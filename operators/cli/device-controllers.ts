@@ -3,7 +3,7 @@
 import path from "node:path";
 import { type Command, Option } from "commander";
 import { capabilityDir } from "../device/capability-file.ts";
-import { buildCamctr, buildRosctr } from "../device/cli/index.ts";
+import { buildCamctr, buildRosctr, installClis } from "../device/cli/index.ts";
 import {
   type Flavor,
   type RunningController,
@@ -38,6 +38,18 @@ ROS 2). See docs/devices.md for the configuration file.
 
 Example:
   rlark ros-controller --flavor ros1 --config /etc/rlark/robot.yaml
+`;
+
+const INSTALL_CLIS_HELP = `
+Run by the embodied-runtime controllers' DaemonSet as an init container (the image has no
+shell): writes <dir>/rosctr and <dir>/camctr, /bin/sh launchers, and <dir>/runtime with this node
+binary, the shared libraries and dynamic loader it runs with, and this installed package. The
+device plugin mounts the launchers at /usr/local/bin and the runtime at /opt/rlark/cli, so the
+CLIs run in task images that have a shell but no node (or an older libc). Only from an installed
+package (the rlark image), not a checkout.
+
+Example:
+  rlark install-clis --to /var/lib/rlark/bin
 `;
 
 interface ControllerFlags {
@@ -127,4 +139,21 @@ export function registerDeviceControllers(program: Command): void {
 
   program.addCommand(buildCamctr("camctr"));
   program.addCommand(buildRosctr("rosctr"));
+
+  program
+    .command("install-clis")
+    .description(
+      "install rosctr and camctr, with the node they run on, for the device plugin to mount into pods",
+    )
+    .requiredOption("--to <dir>", "the host folder the device plugin mounts the CLIs from (its --cli-dir)")
+    .addHelpText("after", INSTALL_CLIS_HELP)
+    .action((flags: { to: string }) => {
+      const packageRoot = path.resolve(import.meta.dirname, "../..");
+      try {
+        const { clis, runtime } = installClis({ to: path.resolve(flags.to), packageRoot });
+        jsonLogger("install-clis").info("installed", { clis, runtime });
+      } catch (error) {
+        throw usageError((error as Error).message);
+      }
+    });
 }

@@ -56,7 +56,11 @@ export function registerDeviceWebhook(program: Command): void {
     )
     .option("--webhook-config <name>", "the MutatingWebhookConfiguration whose caBundle to keep current")
     .option("--kubeconfig <file>", "with --webhook-config: the cluster (default: in-cluster credentials)")
-    .option("--image <image>", "the image of the devinit container", `rlark/rlark:${packageJson.version}`)
+    .option(
+      "--image <image>",
+      "the image of the devinit container (it runs iproute2's ip: rlark/sidecar has it)",
+      `rlark/sidecar:${packageJson.version}`,
+    )
     .option("--macvlan-master <ifname>", "the pod interface devinit's macvlan hangs off", "eth0")
     .option("--macvlan-mode <mode>", "macvlan mode: bridge, private, vepa, passthru, source", "bridge")
     .addHelpText("after", DEVICE_WEBHOOK_HELP)

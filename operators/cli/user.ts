@@ -1,6 +1,11 @@
 import type { Command } from "commander";
-import { DEFAULT_SCRYPT, hashPassword } from "../dashboard/index.ts";
 import { usageError } from "./cli-error.ts";
+
+/**
+ * DEFAULT_SCRYPT.ln of dashboard/auth, written out: the dashboard is loaded only when the command
+ * runs, so that `rlark` starts without the hub's code (the agent's image does not carry it).
+ */
+export const DEFAULT_COST = 15;
 
 export interface UserCommandDeps {
   /** The password source; default: standard input (one line). */
@@ -28,7 +33,7 @@ export function registerUser(program: Command, deps: UserCommandDeps = {}): void
   user
     .command("hash-password")
     .description("print the scrypt hash of a password read from standard input")
-    .option("--cost <ln>", "log2 of scrypt's cost N", String(DEFAULT_SCRYPT.ln))
+    .option("--cost <ln>", "log2 of scrypt's cost N", String(DEFAULT_COST))
     .addHelpText("after", HASH_PASSWORD_HELP)
     .action(async (options: { cost: string }) => {
       const ln = Number(options.cost);
@@ -37,6 +42,7 @@ export function registerUser(program: Command, deps: UserCommandDeps = {}): void
       // One trailing newline is the shell's, not the password's.
       const password = (await (deps.readPassword ?? readStdin)()).replace(/\r?\n$/, "");
       if (password.length === 0) throw usageError("no password on standard input");
+      const { DEFAULT_SCRYPT, hashPassword } = await import("../dashboard/index.ts");
       const hash = await hashPassword(password, { ...DEFAULT_SCRYPT, ln });
       (deps.stdout ?? ((text: string) => process.stdout.write(text)))(`${hash}\n`);
     });

@@ -55,10 +55,10 @@ export function publishNodeCapabilities(options: NodeCapabilityOptions): () => P
         });
       failing = true;
     }
-    if (stopped) return;
-    timer = options.clock.setTimeout(() => {
-      running = round();
-    }, options.intervalMs);
+    if (!stopped)
+      timer = options.clock.setTimeout(() => {
+        running = round();
+      }, options.intervalMs);
   };
   let running = round();
   return async () => {

@@ -23,6 +23,8 @@ export const CLI_HOST_DIR = "/var/lib/rlark/bin";
 /** Where Allocate mounts the CLIs inside the container (read-only, one file each). */
 export const CLI_CONTAINER_DIR = "/usr/local/bin";
 export const CLIS = ["rosctr", "camctr"] as const;
+/** Where Allocate mounts the CLIs' runtime (`<cli dir>/runtime`: node, its libraries, rlark) in the container. */
+export const CLI_RUNTIME_CONTAINER_DIR = "/opt/rlark/cli";
 export type CliName = (typeof CLIS)[number];
 
 /** Which controller and CLI serve a kind of device. */

@@ -1,7 +1,14 @@
 import { Command } from "commander";
 import t from "tap";
-import { registerUser } from "../../operators/cli/user.ts";
-import { verifyPassword } from "../../operators/dashboard/auth/index.ts";
+import { DEFAULT_COST, registerUser } from "../../operators/cli/user.ts";
+import { DEFAULT_SCRYPT, verifyPassword } from "../../operators/dashboard/auth/index.ts";
+
+t.test(
+  "the CLI's default cost is the dashboard's (written out so `rlark` starts without the hub's code)",
+  async (t) => {
+    t.equal(DEFAULT_COST, DEFAULT_SCRYPT.ln);
+  },
+);
 
 t.test("rlark user hash-password prints a hash the login verifies", async (t) => {
   const out: string[] = [];

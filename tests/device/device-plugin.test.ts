@@ -181,6 +181,11 @@ t.test("Allocate mounts the controllers' sockets and the CLIs and names the devi
         container_path: "/usr/local/bin/rosctr",
         read_only: true,
       },
+      {
+        host_path: path.join(dirs.cliDir, "runtime"),
+        container_path: "/opt/rlark/cli",
+        read_only: true,
+      },
     ],
     devices: [
       { host_path: path.join(dirs.devDir, "video1"), container_path: "/dev/video1", permissions: "rw" },

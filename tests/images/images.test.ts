@@ -4,7 +4,7 @@
 // and its entrypoint runs under chroot as the image's non-root user. The hub follows a file://
 // repository inside its own rootfs and must answer /readyz. Needs root and buildah.
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -18,6 +18,8 @@ const UID = 65532;
 // By path: the environment given to the image's processes has no /usr/sbin on PATH.
 const CHROOT = "/usr/sbin/chroot";
 const ENV = "/usr/bin/env";
+/** rlark/rlark unpacked: issue 14's target, 0.2 MB above today's 119.8 (ADR 0006). */
+const CEILING_MB = 120;
 const ENTRY = ["/usr/local/bin/node", "/usr/local/lib/rlark/node_modules/rlark/bin/rlark.js"];
 
 function run(command: string, args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}) {
@@ -108,13 +110,14 @@ if (!canBuild) {
     ...args,
   ];
 
-  t.test("the build writes both archives (or keeps them) and says what dominates their size", async (t) => {
+  t.test("the build writes the archives (or keeps them) and says what dominates their size", async (t) => {
     t.match(build, /rlark-[\d.]+\.oci\.tar\t\d+ MB/);
+    t.match(build, /rlark-sidecar-.*\.oci\.tar\t\d+ MB/);
     t.match(build, /rlark-hub-.*\.oci\.tar\t\d+ MB/);
     // A cold build says "built", a warm one that it kept the archives; both say what dominates.
     t.match(build, /built rlark\/rlark|inputs unchanged/);
     t.match(build, /node binary \(stripped\)\s+\d+/);
-    t.ok(existsSync(archive("rlark")) && existsSync(archive("hub")));
+    t.ok(existsSync(archive("rlark")) && existsSync(archive("sidecar")) && existsSync(archive("hub")));
     t.comment(build.trim());
   });
 
@@ -136,6 +139,8 @@ if (!canBuild) {
     for (const shell of ["usr/bin/sh", "usr/bin/dash", "usr/bin/bash", "usr/bin/git", "usr/bin/ssh"]) {
       t.notOk(existsSync(path.join(rootfs, shell)), `no ${shell}`);
     }
+    for (const tool of ["usr/local/bin/rlark-net", "usr/sbin/iptables"])
+      t.notOk(existsSync(path.join(rootfs, tool)), `no ${tool}: only rlark/sidecar has the data path`);
     t.match(mustRun(ENV, chroot(rootfs, "/usr/local/bin/node", "--version")), /^v24\./);
     t.equal(mustRun(ENV, chroot(rootfs, ...ENTRY, "--version")).trim(), version);
     t.match(mustRun(ENV, chroot(rootfs, ...ENTRY, "agent", "--help")), /--runtime/);
@@ -152,11 +157,84 @@ if (!canBuild) {
       "client-node is one bundle, not its 25 MB of files",
     );
     // The unpacked root filesystem (what a node stores), not the gzipped download. Issue 14 aims at
-    // 120 MB: node and its libraries are 113 of it, the package and its bundles 5.5, and the Domain
-    // data path's rlark-net and iptables 4.7 more (ADR 0006). This holds today's size so a
-    // dependency imported whole, or a new tool, does not slip in unnoticed.
+    // 120 MB: node and its libraries are 113 of it, the package and its bundles the rest; the
+    // Domain data path (rlark-net, iptables) lives in rlark/sidecar (ADR 0006). CEILING_MB holds
+    // today's size so a dependency imported whole, or a new tool, does not slip in unnoticed.
     const megabytes = Number(mustRun("du", ["-sb", rootfs]).split("\t")[0]) / 1e6;
-    t.ok(megabytes < 125, `the agent image unpacks to ${megabytes.toFixed(1)} MB (< 125 MB)`);
+    t.ok(
+      megabytes < CEILING_MB,
+      `the agent image unpacks to ${megabytes.toFixed(1)} MB (< ${CEILING_MB} MB)`,
+    );
+  });
+
+  t.test("install-clis: rosctr and camctr run in a task image with a shell but no node", async (t) => {
+    const { rootfs } = open("rlark");
+    // as the controllers' DaemonSet runs it: root (the host folder is root's), no shell in the image,
+    // and /proc, which a container runtime mounts (it reads node's libraries from /proc/self/maps)
+    mkdirSync(path.join(rootfs, "proc"), { recursive: true });
+    mustRun("mount", ["-t", "proc", "proc", path.join(rootfs, "proc")]);
+    t.teardown(() => run("umount", [path.join(rootfs, "proc")]));
+    mustRun(ENV, [
+      "-i",
+      "HOME=/root",
+      "PATH=/usr/local/bin:/usr/bin",
+      CHROOT,
+      rootfs,
+      ...ENTRY,
+      "install-clis",
+      "--to",
+      "/tmp/clis",
+    ]);
+    const installed = path.join(rootfs, "tmp/clis");
+    const megabytes = Number(mustRun("du", ["-sb", path.join(installed, "runtime")]).split("\t")[0]) / 1e6;
+    t.comment(
+      `the CLIs' runtime (node, its libraries, rlark) takes ${megabytes.toFixed(1)} MB on the host, once per node`,
+    );
+    // A task image: dash as /bin/sh with its own libraries, nothing else; the device plugin's mounts.
+    const pod = path.join(work, "pod");
+    for (const file of [
+      "/usr/bin/dash",
+      ...mustRun("ldd", ["/usr/bin/dash"])
+        .split("\n")
+        .flatMap((l) => l.match(/(\/\S+)/g) ?? []),
+    ]) {
+      mkdirSync(path.join(pod, path.dirname(file)), { recursive: true });
+      copyFileSync(file, path.join(pod, file));
+    }
+    mkdirSync(path.join(pod, "bin"), { recursive: true });
+    copyFileSync("/usr/bin/dash", path.join(pod, "bin/sh"));
+    cpSync(path.join(installed, "runtime"), path.join(pod, "opt/rlark/cli"), {
+      recursive: true,
+      verbatimSymlinks: true,
+    });
+    for (const cli of ["rosctr", "camctr"])
+      cpSync(path.join(installed, cli), path.join(pod, "usr/local/bin", cli));
+    t.notOk(existsSync(path.join(pod, "usr/local/bin/node")), "the task image has no node");
+    const inPod = (...args: string[]) =>
+      run(ENV, ["-i", "PATH=/usr/local/bin:/usr/bin:/bin", CHROOT, `--userspec=${UID}:${UID}`, pod, ...args]);
+    t.match(inPod("/usr/local/bin/rosctr", "--help").stdout, /rosctr/);
+    t.match(inPod("/usr/local/bin/camctr", "--help").stdout, /camctr/);
+    const absent = inPod("/usr/local/bin/rosctr", "status");
+    t.not(absent.status, 0, "no controller socket: an error");
+    t.match(absent.stderr, /ros-controller\.sock/, "naming the socket it looked for");
+  });
+
+  t.test("rlark/sidecar: rlark/rlark plus rlark-net, iptables and ip", async (t) => {
+    const { rootfs, config } = open("sidecar");
+    t.equal(config.User, `${UID}:${UID}`);
+    t.same(config.Entrypoint, ENTRY, "inherited from rlark/rlark");
+    t.same(config.Cmd, ["sidecar"]);
+    t.equal(config.Labels["org.opencontainers.image.version"], version);
+    t.match(config.Labels["io.rlinf.debian-packages"], /iptables=/);
+    t.match(mustRun(ENV, chroot(rootfs, "/usr/local/bin/rlark-net", "--help")), /usage: rlark-net init/);
+    // the init container's iptables (nft backend) loads with its libraries and extensions
+    t.match(
+      mustRun(ENV, chroot(rootfs, "/usr/sbin/iptables", "--version")),
+      /iptables v[\d.]+ \(nf_tables\)/,
+    );
+    t.match(mustRun(ENV, chroot(rootfs, ...ENTRY, "sidecar", "--help")), /--/);
+    // devinit (the device pods' init container) sets its macvlan up with iproute2's ip
+    t.match(mustRun(ENV, chroot(rootfs, "/usr/bin/ip", "-V")), /ip utility/);
   });
 
   t.test("hub: non-root, git and ssh inside, answers /readyz for a repository in its rootfs", async (t) => {

@@ -2,4 +2,5 @@
 // reachable as `rlark rosctr` and `rlark camctr`.
 export { buildCamctr } from "./camctr.ts";
 export { runCli } from "./controller-client.ts";
+export { installClis } from "./install-clis.ts";
 export { buildRosctr } from "./rosctr.ts";

@@ -5,6 +5,7 @@
 import path from "node:path";
 import {
   CLI_CONTAINER_DIR,
+  CLI_RUNTIME_CONTAINER_DIR,
   type CliName,
   type ControllerName,
   controllerSocket,
@@ -59,6 +60,16 @@ export function allocateContainer(
       container_path: path.posix.join(CLI_CONTAINER_DIR, cli),
       read_only: true,
     })),
+    // what the CLIs run on (rlark install-clis): node, its libraries and the package
+    ...(clis.size > 0
+      ? [
+          {
+            host_path: path.join(host.cliDir, "runtime"),
+            container_path: CLI_RUNTIME_CONTAINER_DIR,
+            read_only: true,
+          },
+        ]
+      : []),
   ];
   const envs: Record<string, string> = { [ENV.DEVICE_IDS]: chosen.map((d) => d.id).join(",") };
   const cameras = chosen.filter((d) => d.kind === "camera");

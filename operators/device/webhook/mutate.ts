@@ -52,7 +52,8 @@ export function devinitPatch(pod: Pod, settings: DevinitSettings): PatchOperatio
   const container = {
     name: DEVINIT,
     image: settings.image,
-    command: ["rlark", "devinit"],
+    // the image's entrypoint is node with rlark.js; it has no /usr/bin/env for rlark's shebang
+    args: ["devinit"],
     env,
     // An init container's device request does not add to the pod's (the pod takes the larger of
     // its init and app requests), and kubelet hands the same devices on to the app containers.

@@ -95,7 +95,7 @@ t.test(
       {
         name: "devinit",
         image: "rlark/rlark:test",
-        command: ["rlark", "devinit"],
+        args: ["devinit"],
         env: [
           { name: "RLARK_MACVLAN_MASTER", value: "eth0" },
           { name: "RLARK_MACVLAN_MODE", value: "bridge" },

@@ -33,6 +33,7 @@ t.test(
         "00-rbac.yaml ClusterRole/rlark-device-webhook",
         "00-rbac.yaml ClusterRoleBinding/rlark-device-webhook",
         "10-robot-config.yaml ConfigMap/rlark-robots",
+        "10-robot-config.yaml ConfigMap/rlark-device-controllers",
         "20-device-plugin.yaml DaemonSet/rlark-device-plugin",
         "21-controllers.yaml DaemonSet/rlark-device-controllers",
         "30-webhook.yaml Deployment/rlark-device-webhook",

@@ -97,7 +97,7 @@ function start(t: Test, args: string[]): ChildProcess {
   });
   t.teardown(() => {
     child.kill("SIGKILL");
-    if (child.exitCode !== 0 && stderr) t.comment(`device-plugin stderr:\n${stderr}`);
+    if (!t.passing() && stderr) t.comment(`device-plugin stderr:\n${stderr}`);
   });
   return child;
 }

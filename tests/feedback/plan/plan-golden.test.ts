@@ -194,6 +194,7 @@ t.test("the plan's content: changes, placement, pools, addons and dry-runs", asy
     "ClusterRole rlark-device-webhook",
     "ClusterRoleBinding rlark-device-webhook",
     "ConfigMap rlark-system/rlark-robots",
+    "ConfigMap rlark-system/rlark-device-controllers",
     "DaemonSet rlark-system/rlark-device-plugin",
     "DaemonSet rlark-system/rlark-device-controllers",
     "Deployment rlark-system/rlark-device-webhook",

@@ -40,8 +40,8 @@ import {
 import { sortKeys } from "./sort-keys.ts";
 
 export const DEFAULT_NAMESPACE = "rlark-system";
-/** The one image of every component (hack/images/build), at this package's version. */
-export const DEFAULT_SIDECAR_IMAGE = `rlark/rlark:${packageJson.version}`;
+/** The image with the Domain data path (rlark-net, iptables: hack/images/build), at this package's version. */
+export const DEFAULT_SIDECAR_IMAGE = `rlark/sidecar:${packageJson.version}`;
 export const SSH_DIR = "/etc/rlark/ssh";
 export const SIDECAR_NAME = "rlark-sidecar";
 export const NET_INIT_NAME = "rlark-net-init";
@@ -479,7 +479,8 @@ function addDomainNetwork(podSpec: Obj, task: RuntimeTask, image: string): void 
     name: SIDECAR_NAME,
     image,
     restartPolicy: "Always",
-    command: ["rlark", "sidecar"],
+    // the image's entrypoint is node with rlark.js; it has no /usr/bin/env for rlark's shebang
+    args: ["sidecar"],
     env: [
       { name: "RLARK_DOMAIN", value: task.spec.domain },
       fieldEnv("RLARK_POD_NAME", "metadata.name"),

@@ -200,7 +200,7 @@ t.test(
       RLARK_INBOUND_PORT: "5700",
     });
     t.equal(sidecar?.image, "rlark/rlark:0.1.0");
-    t.same(sidecar?.command, ["rlark", "sidecar"]);
+    t.same(sidecar?.args, ["sidecar"], "args for the image's entrypoint (node rlark.js)");
     t.equal(sidecar?.restartPolicy, "Always", "a native sidecar, so a finished Job's pod ends");
     t.same(sidecar?.securityContext, {
       runAsUser: 1337,
@@ -224,8 +224,8 @@ t.test(
     const defaulted = renderTask(task, {});
     t.equal(
       find<V1Job>(defaulted.objects, "Job").spec?.template.spec?.initContainers?.[0]?.image,
-      `rlark/rlark:${packageJson.version}`,
-      "without --sidecar-image: the image of this version",
+      `rlark/sidecar:${packageJson.version}`,
+      "without --sidecar-image: rlark/sidecar (rlark-net, iptables) of this version",
     );
     const noDomain = renderTask({ ...task, spec: { ...task.spec, domain: undefined } }, options);
     t.same(
