@@ -29,6 +29,7 @@ export { knownHostsLine } from "./known-hosts.ts";
 export { type LoginName, type PodSelector, parseLoginName, parsePodSelector } from "./login-name.ts";
 export { type PodLogRequest, type PodLogRoute, podLogRoute } from "./logs/log-route.ts";
 export { type PodProxyRequest, type PodProxyRoute, podProxyRoute } from "./proxy/pod-proxy.ts";
+export { type WebSocketProxyOptions, webSocketProxyRoute } from "./proxy/websocket-proxy.ts";
 export {
   AccessSessions,
   type AccessSessionsOptions,

@@ -11,6 +11,7 @@ import {
   loggingAuditSink,
   podLogRoute,
   podProxyRoute,
+  webSocketProxyRoute,
 } from "../access/index.ts";
 import { createDashboard, type Dashboard, type DashboardSettings } from "../dashboard/index.ts";
 import type { PullRequestReviewer } from "../feedback/index.ts";
@@ -128,8 +129,12 @@ export async function startHubHttp(options: HubHttpOptions): Promise<HubHttp> {
     gitWebhook: pushWebhook,
     ...(dashboard ? { extraRoutes: dashboard.routes } : {}),
   });
+  const websocketProxy = webSocketProxyRoute(access);
   const server = createServer(handler);
-  server.on("upgrade", createUpgradeHandler({ authenticate, routes: options.upgrades ?? [] }));
+  server.on(
+    "upgrade",
+    createUpgradeHandler({ authenticate, routes: [...(options.upgrades ?? []), websocketProxy] }),
+  );
   const { host, port } = splitHostPort(options.address);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -141,6 +146,7 @@ export async function startHubHttp(options: HubHttpOptions): Promise<HubHttp> {
     ...(dashboard ? { dashboard } : {}),
     async close() {
       dashboard?.close();
+      websocketProxy.close();
       await closeServer(server);
     },
   };

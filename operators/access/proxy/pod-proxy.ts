@@ -56,7 +56,11 @@ class TooLarge extends Error {}
 type PodStatus = { phase?: string; containerStatuses?: { ready?: boolean }[] };
 
 /** The Task's first pod by name that is Running with every container ready. */
-async function firstReadyPod(store: Store, namespace: string, task: string): Promise<KubeObject | undefined> {
+export async function firstReadyPod(
+  store: Store,
+  namespace: string,
+  task: string,
+): Promise<KubeObject | undefined> {
   const { items } = await store.list("Pod", { namespace });
   return items
     .filter((p) => (p.spec as { task?: string } | undefined)?.task === task)

@@ -15,6 +15,7 @@ import {
 import type { AccessEnvironment } from "../runtimes/types.ts";
 import { PTY_HELPER } from "./pty-helper.ts";
 
+const HANGUP_GRACE_MS = 2000;
 const SIGNALS = new Set(["INT", "TERM", "HUP", "QUIT", "KILL", "USR1", "USR2", "WINCH", "TSTP", "CONT"]);
 
 export interface SessionOptions {
@@ -88,7 +89,19 @@ export function startSession(
       child.stderr?.resume();
     },
     destroy(error, done) {
-      if (!exited) signal("HUP");
+      if (!exited) {
+        signal("HUP");
+        // A program that ignores the hangup goes with its terminal: killing the pty helper closes
+        // the pty, and the kernel hangs up the program's session.
+        setTimeout(() => {
+          if (!exited) child.kill("SIGKILL");
+        }, HANGUP_GRACE_MS);
+      }
+      // Nobody reads the output any more: let it drain away, or the pipes (and the helper
+      // blocked writing to them) would outlive the session.
+      child.stdout?.resume();
+      child.stderr?.resume();
+      child.stdin?.end();
       done(error);
     },
   });
@@ -106,7 +119,7 @@ export function startSession(
   const forward = (stream: NodeJS.ReadableStream | null, type: FrameType) => {
     if (!stream) return;
     stream.on("data", (chunk: Buffer) => {
-      if (!duplex.push(encodeFrame(type, chunk))) stream.pause();
+      if (!duplex.destroyed && !duplex.push(encodeFrame(type, chunk))) stream.pause();
     });
   };
   forward(child.stdout, FrameType.Stdout);

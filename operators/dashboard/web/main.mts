@@ -9,7 +9,7 @@ import { addonsPage, domainsPage } from "./page-domains.mts";
 import { jobPage, jobsPage } from "./page-jobs.mts";
 import { overviewPage } from "./page-overview.mts";
 import { workflowsPage } from "./page-workflows.mts";
-import { fetchPodLog } from "./pod-logs.mts";
+import { fetchPodLog, followPodLog, stopFollowing } from "./pod-logs.mts";
 import { currentSession, endSession, logIn } from "./session.mts";
 import { State } from "./state.mts";
 import { mountTerminal, terminalPage, unmountTerminal } from "./terminal.mts";
@@ -221,10 +221,14 @@ document.addEventListener("click", (event) => {
     main.focus();
     return;
   }
-  if (target.classList.contains("pod-log")) {
+  const logAction = ["pod-log", "pod-log-follow", "pod-log-stop"].find((c) => target.classList.contains(c));
+  if (logAction) {
     const token = currentSession()?.token;
     const { namespace, pod } = target.dataset;
-    if (token && namespace && pod) void fetchPodLog(namespace, pod, token, schedule);
+    if (!token || !namespace || !pod) return;
+    if (logAction === "pod-log") void fetchPodLog(namespace, pod, token, schedule);
+    else if (logAction === "pod-log-follow") void followPodLog(namespace, pod, token, schedule);
+    else stopFollowing(namespace, pod);
     return;
   }
   if (target.classList.contains("browse-more")) {
