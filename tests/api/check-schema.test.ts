@@ -376,7 +376,7 @@ t.test("a document of an unknown kind, or no kind, is one violation, never an ex
       path: "/kind",
       rule: "schema/unknown-kind",
       message:
-        'must be one of Job, Workflow, Domain, Addon, Cluster, Node, User, AccessPolicy, Task, DomainPeer, AddonRelease, Pod (got "Robot")',
+        'must be one of Job, Workflow, Domain, Addon, Cluster, Node, User, AccessPolicy, SealedSecret, Task, DomainPeer, AddonRelease, Pod (got "Robot")',
     },
   ]);
   t.same(checkSchema({ apiVersion: "rlinf.io/v1alpha1" }), [
@@ -387,7 +387,7 @@ t.test("a document of an unknown kind, or no kind, is one violation, never an ex
       path: "/kind",
       rule: "schema/unknown-kind",
       message:
-        "must be one of Job, Workflow, Domain, Addon, Cluster, Node, User, AccessPolicy, Task, DomainPeer, AddonRelease, Pod (got an object)",
+        "must be one of Job, Workflow, Domain, Addon, Cluster, Node, User, AccessPolicy, SealedSecret, Task, DomainPeer, AddonRelease, Pod (got an object)",
     },
   ]);
   t.same(checkSchema([] as unknown as Doc), [

@@ -127,6 +127,20 @@ t.test("the chart's agent RBAC is fleet/agent's", async (t) => {
     const { metadata: _m, ...chartContent } = chart;
     t.same(chartContent, { apiVersion, kind, ...content }, `${kind} ${metadata?.name}: the same`);
   }
+  const sealedRbac = parseObjects(
+    readFileSync(join(repoRoot, "fleet/agent-sealed-secrets/sealed-secrets-rbac.yaml"), "utf8"),
+  );
+  const withSealed = rendered([...VALUES, "agent.sealedSecrets=true"]);
+  for (const base of sealedRbac) {
+    const { apiVersion, kind, metadata, ...content } = base as KubernetesObject & Record<string, unknown>;
+    const chart = find(withSealed, kind ?? "", metadata?.name ?? "");
+    const { metadata: _m, ...chartContent } = chart;
+    t.same(chartContent, { apiVersion, kind, ...content }, `${kind} ${metadata?.name}: the same`);
+  }
+  t.notOk(
+    objects.some((o) => o.metadata?.name === "rlark-agent-sealed-secrets"),
+    "SealedSecret delivery is off by default",
+  );
   const without = rendered([...VALUES, "agent.installAddons=false"]);
   t.notOk(
     without.some((o) => o.metadata?.name === "rlark-agent-addons"),
