@@ -39,7 +39,7 @@ async function dashboardPage(t: Test, hub: Hub, errors: string[]): Promise<Page>
 
 t.test("the dashboard shows real capabilities, virtual IPs and Domain traffic", async (t) => {
   const id = Math.floor(Math.random() * 60);
-  const m = (pod: string) => `rlark-rs-${process.pid}-${id}-${pod}`;
+  const m = (pod: string) => `rlark-dash-rs-${process.pid}-${id}-${pod}`;
   const payloadDir = `/tmp/rlark-real-state-${process.pid}-${id}`;
   mkdirSync(payloadDir, { recursive: true });
   t.teardown(() => rmSync(payloadDir, { recursive: true, force: true }));
