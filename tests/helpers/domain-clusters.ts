@@ -13,7 +13,7 @@ import type { Test } from "tap";
 import { type PodNetworkOptions, ProcessRuntime } from "../../operators/agent/runtimes/process/index.ts";
 import type { Pod } from "../../operators/api/index.ts";
 import { namespaceFor } from "../../operators/api/index.ts";
-import type { Hub } from "../../operators/hub/index.ts";
+import type { Hub, HubOptions } from "../../operators/hub/index.ts";
 import { rlarkNetPath } from "../../operators/network/index.ts";
 import { rlarkNetBinary } from "./domain-net.ts";
 import { type HubOnGit, startHubOnGit } from "./hub-on-git.ts";
@@ -47,6 +47,13 @@ export interface ClusterAgent {
   linkCidr: string;
 }
 
+export interface DomainClustersOptions {
+  /** More hub options (a dashboard, say). */
+  hub?: Partial<HubOptions>;
+  /** More command-line arguments of a cluster's agent, by cluster. */
+  agentArgs?: Record<string, string[]>;
+}
+
 export class DomainClusters {
   /** Random per run: markers, node names and link ranges of parallel runs never meet. */
   readonly id = randomBytes(3).toString("hex");
@@ -56,6 +63,7 @@ export class DomainClusters {
   relay = "";
   readonly #linkBase = 200 + ((randomBytes(1)[0] ?? 0) % 50);
   readonly #token = new Map<string, string>();
+  #agentArgs: Record<string, string[]> = {};
 
   get hub(): Hub {
     return this.running.hub;
@@ -65,14 +73,20 @@ export class DomainClusters {
     return `rlark-dc-${this.id}-${pod}`;
   }
 
-  static async start(t: Test, clusters: string[], files: Record<string, string>): Promise<DomainClusters> {
+  static async start(
+    t: Test,
+    clusters: string[],
+    files: Record<string, string>,
+    options: DomainClustersOptions = {},
+  ): Promise<DomainClusters> {
     rlarkNetBinary();
     const bed = new DomainClusters();
+    bed.#agentArgs = options.agentArgs ?? {};
     t.teardown(() => bed.close());
     // The sidecars (uid 1337) reach the nodeserver sockets under it.
     chmodSync(bed.dir, 0o755);
     const all = { "clusters.yaml": clusters.map((c) => clusterYaml(c)).join("---\n"), ...files };
-    bed.running = await startHubOnGit(t, { files: all, domainRelay: "127.0.0.1:0" });
+    bed.running = await startHubOnGit(t, { ...options.hub, files: all, domainRelay: "127.0.0.1:0" });
     bed.relay = bed.hub.domainRelayAddress as string;
     for (const cluster of clusters)
       await waitFor(
@@ -111,6 +125,7 @@ export class DomainClusters {
       this.relay,
       "--pod-link-cidr",
       linkCidr,
+      ...(this.#agentArgs[cluster] ?? []),
     ];
     const token = this.#token.get(cluster);
     if (token && !this.agents.has(cluster)) args.push("--token", token, "--ca-hash", this.hub.caFingerprint);

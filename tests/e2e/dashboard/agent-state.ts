@@ -1,6 +1,11 @@
-// What agents and controllers would have written by now for the example repository: cluster
-// heartbeats and capabilities, node capacity and disk, the Job's Tasks and Pods, Domain allocations,
-// Addon and Workflow status. Written straight into the store, as the agent glue writes it.
+// What agents and controllers would have written by now for the example repository, written
+// straight into the store (the hub of browser.test.ts runs no controllers): GPU nodes (capacity,
+// requests, disk), which cannot run here, the Tasks and Pods of Jobs on them, the Job and Workflow
+// runs, Domain allocations, and a Task's TensorBoard link (no product code sets
+// status.tensorBoardProxy yet). What real parts produce here is shown from real agents instead, by
+// tests/e2e/dashboard/real-state.test.ts: capabilities from a capability directory (one stale),
+// Pods' virtual IPs, DomainPeer members and their live traffic, an Addon a kubernetes agent
+// installed Ready.
 import type { KubeObject, Store } from "../../../operators/lib/store/index.ts";
 
 const now = () => new Date().toISOString();
@@ -28,10 +33,6 @@ export async function reportAgentState(store: Store): Promise<void> {
     phase: "Online",
     agentVersion: "0.1.0",
     lastHeartbeatTime: t,
-    capabilities: [
-      { name: "tunnel", process: "RUNNING", health: "READY" },
-      { name: "device-plugin", process: "BACKOFF", health: "DEGRADED", message: "restarting after a crash" },
-    ],
   });
   await status(store, "Cluster", undefined, "shanghai-edge", { phase: "Offline", lastHeartbeatTime: t });
   const gpuNode = (requested: string) => ({
@@ -100,7 +101,6 @@ export async function reportAgentState(store: Store): Promise<void> {
     status: {
       phase: "Running",
       podIP: "172.16.3.7",
-      domainIP: "10.0.1.2",
       restarts: 2,
       containerStatuses: [{ name: "trainer", restartCount: 2, state: "Running", exitCode: 137 }],
     },
@@ -138,42 +138,5 @@ export async function reportAgentState(store: Store): Promise<void> {
         cluster: "beijing",
       },
     ],
-  });
-  await create(store, {
-    apiVersion: "rlinf.io/v1alpha1",
-    kind: "DomainPeer",
-    metadata: {
-      name: "ppo-experiment-1",
-      namespace: "agent-beijing",
-      labels: { "rlark.io/domain": "ppo-experiment-1" },
-    },
-    spec: {
-      cert: "CERT",
-      key: "KEY",
-      prefixLen: 24,
-      pods: [{ name: "ppo-cartpole-v1-actor-head-0", ip: "10.0.1.2", node: "gpu-node-01" }],
-    },
-  });
-  // what the agent reports from its nodeserver's GET /stats (agent/nodeserver-stats.ts)
-  await status(store, "DomainPeer", "agent-beijing", "ppo-experiment-1", {
-    traffic: {
-      observedAt: "2026-03-01T10:00:00Z",
-      poolConnections: 2,
-      pairs: [
-        {
-          source: "10.0.1.2",
-          target: "10.0.1.7",
-          activeStreams: 3,
-          bytesSent: 104857600,
-          bytesReceived: 2048,
-          path: "hub",
-        },
-      ],
-    },
-  });
-  await status(store, "Addon", "agent-shanghai-edge", "embodied-runtime", {
-    phase: "Ready",
-    version: "0.1.0",
-    clusters: [{ cluster: "shanghai-edge", phase: "Ready", version: "0.1.0" }],
   });
 }
