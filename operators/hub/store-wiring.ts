@@ -56,7 +56,11 @@ export async function openStoreOfDataDir(dataDir: string): Promise<Store> {
   const text = await readFile(settingsFile(dataDir), "utf8").catch(() => undefined);
   const settings = text === undefined ? { backend: "sqlite" as const } : (JSON.parse(text) as StoreSettings);
   if (settings.backend === "sqlite") return openSqliteStore({ dataDir });
-  return openKubernetesStore(kubernetesStoreOptions(loadKubeConfig(settings.kubeconfig), settings));
+  // A one-shot reader (the CLI): a cache would list and watch a whole kind for one read.
+  return openKubernetesStore({
+    ...kubernetesStoreOptions(loadKubeConfig(settings.kubeconfig), settings),
+    cache: false,
+  });
 }
 
 function kubernetesStoreOptions(kubeConfig: KubeConfig, settings: KubernetesStoreSettings) {
