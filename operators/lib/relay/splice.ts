@@ -21,9 +21,12 @@ export function splice(
   b.on("error", fail);
   a.once("close", closeOne);
   b.once("close", closeOne);
-  // A peer that closes before ending cleanly must not leave the other side half open.
-  a.once("close", () => b.destroyed || b.writableEnded || b.destroy());
-  b.once("close", () => a.destroyed || a.writableEnded || a.destroy());
+  // Once one side is closed, what the other still has to read can go nowhere: unless it has
+  // ended too (a clean half-close both ways, only its writes left to flush), it goes. Waiting for
+  // its end instead hangs when the side died mid-stream (an HTTP/2 stream whose session's socket
+  // went still emits "end") and the other's peer, blocked writing, never sends its own.
+  a.once("close", () => b.readableEnded || b.destroy());
+  b.once("close", () => a.readableEnded || a.destroy());
   if (onBytes) {
     a.on("data", (chunk: Buffer) => onBytes(true, chunk.length));
     b.on("data", (chunk: Buffer) => onBytes(false, chunk.length));
