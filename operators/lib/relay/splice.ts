@@ -3,6 +3,8 @@
 
 import type { Duplex } from "node:stream";
 
+const reset = (side: Duplex) => side.errored !== null || ((side as { rstCode?: number }).rstCode ?? 0) !== 0;
+
 export function splice(
   a: Duplex,
   b: Duplex,
@@ -21,12 +23,12 @@ export function splice(
   b.on("error", fail);
   a.once("close", closeOne);
   b.once("close", closeOne);
-  // Once one side is closed, what the other still has to read can go nowhere: unless it has
-  // ended too (a clean half-close both ways, only its writes left to flush), it goes. Waiting for
-  // its end instead hangs when the side died mid-stream (an HTTP/2 stream whose session's socket
-  // went still emits "end") and the other's peer, blocked writing, never sends its own.
-  a.once("close", () => b.readableEnded || b.destroy());
-  b.once("close", () => a.readableEnded || a.destroy());
+  // A side that closes with its ends sent and received leaves the other to flush what it still
+  // has to write. A side that was reset (an HTTP/2 stream whose session's socket died still emits
+  // "end", then closes with a non-zero rstCode) takes the other with it: waiting for the other's
+  // end hangs when its peer is blocked writing and never sends one.
+  a.once("close", () => b.destroyed || (!reset(a) && b.writableEnded) || b.destroy());
+  b.once("close", () => a.destroyed || (!reset(b) && a.writableEnded) || a.destroy());
   if (onBytes) {
     a.on("data", (chunk: Buffer) => onBytes(true, chunk.length));
     b.on("data", (chunk: Buffer) => onBytes(false, chunk.length));

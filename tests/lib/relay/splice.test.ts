@@ -80,3 +80,35 @@ t.test("a side that dies mid-stream closes the other, whose peer sends on and ne
   t.ok(socket.destroyed, "the socket to the far peer is gone");
   socket.destroy();
 });
+
+t.test("a side that ends and closes cleanly leaves the other to flush what it still writes", async (t) => {
+  // The far server answers 8 MB and closes (as python's http.server does); the HTTP/2 client never
+  // ends its side: every byte of the answer still reaches it.
+  const size = 8 * 1024 * 1024;
+  const far = net.createServer((socket) => {
+    socket.on("error", () => {});
+    socket.resume();
+    socket.end(Buffer.alloc(size, 121));
+  });
+  const farPort = await listen(far);
+  t.teardown(() => far.close());
+  const h2 = http2.createServer();
+  h2.on("stream", (stream) => {
+    stream.on("error", () => {});
+    stream.respond({ ":status": 200 });
+    const socket = net.connect(farPort, "127.0.0.1");
+    socket.on("error", () => {});
+    splice(stream, socket);
+  });
+  const h2Port = await listen(h2);
+  t.teardown(() => h2.close());
+  const session = http2.connect(`http://127.0.0.1:${h2Port}`);
+  t.teardown(() => session.destroy());
+  const stream = session.request({ ":method": "CONNECT", ":authority": "far:80" }, { endStream: false });
+  let got = 0;
+  stream.on("data", (chunk: Buffer) => {
+    got += chunk.length;
+  });
+  await new Promise((resolve) => stream.once("end", resolve));
+  t.equal(got, size, "the whole answer");
+});
