@@ -27,8 +27,11 @@ export function splice(
   // has to write. A side that was reset (an HTTP/2 stream whose session's socket died still emits
   // "end", then closes with a non-zero rstCode) takes the other with it: waiting for the other's
   // end hangs when its peer is blocked writing and never sends one.
-  a.once("close", () => b.destroyed || (!reset(a) && b.writableEnded) || b.destroy());
-  b.once("close", () => a.destroyed || (!reset(b) && a.writableEnded) || a.destroy());
+  // Cut off, the other side is reset in turn (with an error: an HTTP/2 stream then sends a
+  // non-zero RST_STREAM, so the reset crosses the hub instead of reading as a clean end).
+  const cut = new Error("the other side of the stream was reset");
+  a.once("close", () => b.destroyed || (!reset(a) && b.writableEnded) || b.destroy(cut));
+  b.once("close", () => a.destroyed || (!reset(b) && a.writableEnded) || a.destroy(cut));
   if (onBytes) {
     a.on("data", (chunk: Buffer) => onBytes(true, chunk.length));
     b.on("data", (chunk: Buffer) => onBytes(false, chunk.length));
