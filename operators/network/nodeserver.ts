@@ -5,7 +5,7 @@
 // the Domain's connection pool. For each Domain it also keeps a reverse link on which the hub
 // opens the streams other clusters send to this cluster's pods.
 
-import { chmodSync, rmSync } from "node:fs";
+import { chmodSync, readFileSync, rmSync } from "node:fs";
 import http, { type IncomingMessage } from "node:http";
 import type { ServerHttp2Stream } from "node:http2";
 import net from "node:net";
@@ -187,6 +187,19 @@ function refuse(socket: Duplex, status: number, reason: string): void {
   socket.end(`HTTP/1.1 ${status} ${text}\r\n${REASON_HEADER}: ${reason}\r\nconnection: close\r\n\r\n`);
 }
 
+/**
+ * Whether this host routes between its pods' links. Without it a direct dial is dropped unanswered
+ * and waits out rlark-net's 10 s connect timeout before falling back; read per connection because
+ * an administrator may turn it on or off while pods run.
+ */
+function hostForwards(): boolean {
+  try {
+    return readFileSync("/proc/sys/net/ipv4/ip_forward", "utf8").trim() === "1";
+  } catch {
+    return false;
+  }
+}
+
 function dialSidecar(pod: DomainPeerPod, port: number, header: string): Promise<net.Socket> {
   return new Promise((resolve, reject) => {
     if (!pod.localIP) {
@@ -322,7 +335,7 @@ class NodeserverImpl implements Nodeserver {
       return refuse(socket, 403, `${target.ip} is not in Domain ${domain.entry.domain}`);
     const local = domain.localPod(target.ip);
     const stats = domain.pair(pod.ip, target.ip, local ? "local" : "hub");
-    if (local?.localIP && req.headers[DIRECT_HEADER] === "1") {
+    if (local?.localIP && req.headers[DIRECT_HEADER] === "1" && hostForwards()) {
       // The pods reach each other: the caller dials the target's inbound port itself, with no
       // Node process between them (rlark-net falls back to a plain CONNECT if it cannot).
       stats.directConnections++;

@@ -5,7 +5,8 @@
 // sidecar, with unmodified programs (curl, Python, redis).
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
-import { createReadStream, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { createReadStream, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { connect } from "node:net";
 import path from "node:path";
 import { promisify } from "node:util";
 import t from "tap";
@@ -98,14 +99,81 @@ t.test("pods of one Domain in two clusters talk by virtual IP; others are refuse
     );
   });
 
-  await t.test("same-cluster traffic stays local: the hub relays nothing", async (t) => {
+  await t.test("same-cluster traffic stays local: A dials C itself, the hub relays nothing", async (t) => {
+    const vipA = await bed.vip("c1", m("a"));
+    // The pair's figures on c1's nodeserver (it runs in c1's agent), as its /stats serves them.
+    const pair = async () => {
+      const { stdout } = await promisify(execFile)("curl", [
+        "-sSf",
+        "--unix-socket",
+        `${bed.agents.get("c1")?.runDir}/nodeserver.sock`,
+        "http://nodeserver/stats",
+      ]);
+      const stats = JSON.parse(stdout) as Record<
+        string,
+        { peers: { source: string; target: string; directConnections: number; bytesSent: number }[] }
+      >;
+      return stats.train?.peers.find((p) => p.source === vipA && p.target === vipC);
+    };
+    const local = () =>
+      bed.run(m("a"), "curl", ["-sSf", "--max-time", "10", `http://${vipC}:8001/small.txt`]);
     const before = bed.hub.domainRelay?.stats().relayedBytes;
-    const body = await bed.run(m("a"), "curl", ["-sSf", "--max-time", "10", `http://${vipC}:8001/small.txt`]);
-    t.equal(body, "local bytes\n".repeat(1000));
+    t.equal(await local(), "local bytes\n".repeat(1000));
     t.equal(bed.hub.domainRelay?.stats().relayedBytes, before, "relayed bytes unchanged");
+    // Pods reach each other only through a host that forwards; else the nodeserver carries it.
+    if (readFileSync("/proc/sys/net/ipv4/ip_forward", "utf8").trim() !== "1") {
+      t.equal((await pair())?.directConnections, 0, "no direct hand-off on a host that does not forward");
+      t.ok(((await pair())?.bytesSent ?? 0) > 0, "the nodeserver carried it");
+      return;
+    }
+    t.ok(((await pair())?.directConnections ?? 0) >= 1, "A dialled C itself");
+    t.equal((await pair())?.bytesSent, 0, "no byte went through the nodeserver");
+
+    // Without a route from A to C's end of its link, the nodeserver carries the connection instead.
+    const route = ["prohibit", `${await bed.linkIP(m("c"))}/32`];
+    await bed.run(m("a"), "ip", ["route", "add", ...route]);
+    t.teardown(() => bed.run(m("a"), "ip", ["route", "del", ...route]).catch(() => ""));
+    t.equal(await local(), "local bytes\n".repeat(1000));
+    t.ok(((await pair())?.bytesSent ?? 0) > 0, "the nodeserver carried it");
+    t.equal(bed.hub.domainRelay?.stats().relayedBytes, before, "still nothing through the hub");
   });
 
   await t.test("a pod of another Domain and a process in no Domain cannot reach B", async (t) => {
+    // c1's nodeserver runs in c1's agent: its fds are the agent's.
+    const fds = () => readdirSync(`/proc/${bed.agents.get("c1")?.child.pid}/fd`).length;
+    const before = fds();
+    await t.rejects(
+      bed.run(m("x"), "python3", [
+        "-c",
+        `import socket\nc=socket.create_connection(("${vipB}",8000),timeout=5)\nc.sendall(b"GET /")\nassert c.recv(1)`,
+      ]),
+      "other Domain refused to a program that writes first",
+    );
+    // rlark-net asks before it sends, so a CONNECT with bytes written ahead of the answer comes
+    // only from another client of the socket: refused, it is read on and closed all the same.
+    const socketPath = `${bed.agents.get("c1")?.runDir}/nodeserver.sock`;
+    const answer = await new Promise<string>((resolve, reject) => {
+      const client = connect(socketPath);
+      let got = "";
+      client.on("data", (chunk: Buffer) => {
+        got += chunk.toString();
+      });
+      client.on("error", reject);
+      // Its answer read, the client goes without flushing the rest (which nobody may ever read).
+      client.on("end", () => {
+        client.destroy();
+        resolve(got);
+      });
+      client.write(`CONNECT ${vipB}:8000 HTTP/1.1\r\nrlark-pod: nowhere/x\r\n\r\n`);
+      client.write(Buffer.alloc(256 * 1024, 120));
+    });
+    t.match(answer, /^HTTP\/1\.1 403/, "a CONNECT with bytes ahead, for a pod in no Domain: refused");
+    // A refused connection is closed on the nodeserver's side too, not left open unread.
+    await waitFor("c1's nodeserver back to its fd count", () => fds() <= before, {
+      attempts: 100,
+      everyMs: 50,
+    }).catch(() => undefined);
+    t.ok(fds() <= before, `c1's nodeserver holds no more fds than before (${before})`);
     await t.rejects(
       bed.run(m("x"), "curl", ["-sSf", "--max-time", "5", `http://${vipB}:8000/small.txt`]),
       "other Domain refused",

@@ -3,7 +3,7 @@
 // the target's agent, the source's agent, or the hub each breaks the streams that crossed it
 // cleanly (the pod's program sees an error, not a hang), new connections succeed within seconds,
 // and the processes that stayed hold as many fds as before.
-import { mkdtempSync, readdirSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import t, { type Test } from "tap";
@@ -131,13 +131,37 @@ t.test("agent, hub and nodeserver restarts mid-stream", async (t) => {
     await sameFds(t, "c2", before);
   });
 
+  // How often the agent of `cluster` has said `text` in its log.
+  const logged = (cluster: string, text: string) =>
+    readFileSync(bed.agents.get(cluster)?.log as string, "utf8").split(text).length - 1;
+  const connects = (cluster: string) => [
+    logged(cluster, "connected to the hub"),
+    logged(cluster, "reverse link to the hub up"),
+  ];
+
   await t.test("the hub restarts", async (t) => {
     await settled("c1");
     await settled("c2");
     const before = { c1: fds(agentPid("c1")), c2: fds(agentPid("c2")) };
+    const was = { c1: connects("c1"), c2: connects("c2") };
     await brokenBy(t, async () => {
-      await bed.running.restart({ domainRelay: bed.relay });
+      // On the addresses the agents know: a hub that came back on another SSH port would leave
+      // them retrying the old one forever, one fd short of before.
+      await bed.running.restart({ domainRelay: bed.relay, ssh: bed.hub.sshAddress });
     });
+    // Both of an agent's links to the hub (its tunnel, its nodeserver's reverse link) went with it
+    // and come back on their own backoff: its fds are compared once it holds both again.
+    for (const cluster of ["c1", "c2"] as const)
+      await waitFor(
+        `${cluster}'s agent back on the new hub (its tunnel and its reverse link)`,
+        () => connects(cluster).every((n, i) => n > (was[cluster][i] ?? 0)),
+        { attempts: 600, everyMs: 100 },
+      ).catch((error: Error) => {
+        const log = readFileSync(bed.agents.get(cluster)?.log as string, "utf8");
+        throw new Error(
+          `${error.message}: [tunnel, reverse link] ups ${JSON.stringify(was[cluster])} before, ${JSON.stringify(connects(cluster))} now; its log ends: ${log.slice(-3000)}`,
+        );
+      });
     await sameFds(t, "c1", before.c1);
     await sameFds(t, "c2", before.c2);
   });

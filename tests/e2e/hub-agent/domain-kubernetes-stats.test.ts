@@ -16,10 +16,10 @@ import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
 import { startHubOnGit } from "../../helpers/hub-on-git.ts";
 import { clusterYaml, domainYaml, jobYaml, trainerTaskYaml } from "../../helpers/job-yaml.ts";
 import { startKubernetesAgentOnHub } from "../../helpers/kubernetes-agent-on-hub.ts";
+import { startSecretNodeserver } from "../../helpers/nodeserver-process.ts";
 import { onKube, waitFor } from "../../helpers/wait-for.ts";
 
 const { kubeConfig: kc, kubeconfig: kubeconfigFile, server } = fleetCluster(0);
-const cli = path.resolve(import.meta.dirname, "../../../operators/cli/main.ts");
 const sh = (cmd: string, args: string[]) => execFileSync(cmd, args, { encoding: "utf8", stdio: "pipe" });
 
 function repository(namespace: string): Record<string, string> {
@@ -98,22 +98,13 @@ t.test("the kubernetes agent reads its nodeservers' /stats by node IP with its t
     `UNIX-CONNECT:${bridge}`,
   ]);
   const socketDir = path.join(dir, "run");
-  spawnQuiet("ip", [
-    "netns",
-    "exec",
-    netns,
-    process.execPath,
-    cli,
-    "nodeserver",
-    "--socket-dir",
+  startSecretNodeserver(t, {
     socketDir,
-    "--peers-secret",
-    `${namespace}/rlark-domain-peers`,
-    "--kubeconfig",
-    kubeconfigFile,
-    "--stats-listen",
-    `0.0.0.0:${statsPort}`,
-  ]);
+    namespace,
+    kubeconfig: kubeconfigFile,
+    statsListen: `0.0.0.0:${statsPort}`,
+    netns,
+  });
 
   const { hub } = await startHubOnGit(t, { files: repository(namespace) });
   await waitFor(

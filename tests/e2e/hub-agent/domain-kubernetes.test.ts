@@ -5,7 +5,7 @@
 // the Secret rlark-domain-peers follows the DomainPeer in the nodeserver's own PeersState shape,
 // the nodeserver's --peers-secret source (network/peers-from-secret.ts) sees each change, and a
 // real `rlark nodeserver --peers-secret` process answers /get_ip from it.
-import { execFile, spawn } from "node:child_process";
+import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -18,12 +18,12 @@ import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
 import { startHubOnGit } from "../../helpers/hub-on-git.ts";
 import { clusterYaml, domainYaml, jobYaml, trainerTaskYaml } from "../../helpers/job-yaml.ts";
 import { startKubernetesAgentOnHub } from "../../helpers/kubernetes-agent-on-hub.ts";
+import { startSecretNodeserver } from "../../helpers/nodeserver-process.ts";
 import { onKube, waitFor } from "../../helpers/wait-for.ts";
 
 const { kubeConfig: kc, kubeconfig: kubeconfigFile } = fleetCluster(0);
 const core = kc.makeApiClient(CoreV1Api);
 const CIDR = "10.0.7.0/24";
-const cli = path.resolve(import.meta.dirname, "../../../operators/cli/main.ts");
 const execFileAsync = promisify(execFile);
 
 function repository(namespace: string, replicas: number): Record<string, string> {
@@ -158,27 +158,8 @@ t.test("a Domain's pods get the sidecar and their virtual IPs; the peers Secret 
 
   // the nodeserver itself, as the DaemonSet runs it, reading the same Secret
   const socketDir = mkdtempSync(path.join(tmpdir(), "rlark-ns-secret-"));
-  const nodeserver = spawn(
-    process.execPath,
-    [
-      cli,
-      "nodeserver",
-      "--socket-dir",
-      socketDir,
-      "--peers-secret",
-      `${namespace}/rlark-domain-peers`,
-      "--kubeconfig",
-      kubeconfigFile,
-    ],
-    { env: { PATH: process.env.PATH, HOME: process.env.HOME }, stdio: ["ignore", "ignore", "pipe"] },
-  );
-  nodeserver.stderr?.resume();
-  t.teardown(async () => {
-    const exited = new Promise((resolve) => nodeserver.once("exit", resolve));
-    nodeserver.kill("SIGTERM");
-    await exited;
-    rmSync(socketDir, { recursive: true, force: true });
-  });
+  startSecretNodeserver(t, { socketDir, namespace, kubeconfig: kubeconfigFile });
+  t.teardown(() => rmSync(socketDir, { recursive: true, force: true }));
   const route = first.domains[0]?.pods?.[0];
   const answer = await waitFor(
     "the nodeserver answers /get_ip from the Secret",

@@ -1,0 +1,49 @@
+// `rlark nodeserver` as the kubernetes runtime's DaemonSet runs it: a process of its own reading
+// its cluster's peers Secret through a kubeconfig, optionally in a network namespace (the node's)
+// and serving /stats on TCP. SIGTERM, and its exit awaited, at teardown.
+import { type ChildProcess, spawn } from "node:child_process";
+import path from "node:path";
+import type { Test } from "tap";
+
+const cli = path.resolve(import.meta.dirname, "../../operators/cli/main.ts");
+
+export interface SecretNodeserverOptions {
+  socketDir: string;
+  /** Namespace of the `rlark-domain-peers` Secret. */
+  namespace: string;
+  kubeconfig: string;
+  /** `--stats-listen` address. */
+  statsListen?: string;
+  /** Network namespace to run it in (`ip netns exec`). */
+  netns?: string;
+}
+
+export function startSecretNodeserver(t: Test, options: SecretNodeserverOptions): ChildProcess {
+  const args = [
+    cli,
+    "nodeserver",
+    "--socket-dir",
+    options.socketDir,
+    "--peers-secret",
+    `${options.namespace}/rlark-domain-peers`,
+    "--kubeconfig",
+    options.kubeconfig,
+    ...(options.statsListen ? ["--stats-listen", options.statsListen] : []),
+  ];
+  const [cmd, argv] = options.netns
+    ? ["ip", ["netns", "exec", options.netns, process.execPath, ...args]]
+    : [process.execPath, args];
+  // Not the test's environment: tap's NODE_OPTIONS would make it write into .tap/.
+  const child = spawn(cmd, argv, {
+    env: { PATH: process.env.PATH, HOME: process.env.HOME },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  child.stderr?.resume();
+  t.teardown(async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    child.kill("SIGTERM");
+    await exited;
+  });
+  return child;
+}
