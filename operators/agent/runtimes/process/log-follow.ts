@@ -114,6 +114,9 @@ async function* chunks(
         // At the end of what we hold: a rotation gives `path` a new file; a trim empties this one.
         const [current, own] = [await inodeOf(path), await live.stat()];
         if (current !== undefined && current !== own.ino) {
+          // Bytes the writer appended between our last read and its rename are still ours to read
+          // (the size is taken after the inode, so it holds everything written before the rename).
+          if (own.size > position) continue;
           await live.close();
           // Rotated twice since the last look: the file in between is `.1` now; read it first.
           const previous = await openLive(`${path}.1`);

@@ -54,9 +54,14 @@ t.test("a follow carries on across rotations: nothing lost, nothing repeated", a
   const out = collect(stream);
   await waitFor("the tail", () => out.text() === "line-3\nline-4\n");
   // Each 200-byte file holds ~25 lines: 200 lines rotate about eight times, while the follower reads.
+  // Each batch waits for the follower, so at most one rotation falls between two of its looks
+  // (a follower slower than two whole files loses the oldest by design: the disk is bounded).
   for (let i = 5; i < 205; i += 10) {
     writer.write(Buffer.from(numbered(i, i + 10)));
-    await new Promise((resolve) => setTimeout(resolve, 2));
+    await waitFor("the follower caught up", () => out.text().includes(`line-${i + 9}\n`), {
+      attempts: 2000,
+      everyMs: 2,
+    });
   }
   writer.close();
   await waitFor("every line", () => out.text().includes("line-204\n"), { attempts: 2000 });
