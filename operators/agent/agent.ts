@@ -191,23 +191,33 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
   const onDesired = async (message: Snapshot | Delta) => {
     if (message.type === "snapshot") desired.replace(message.objects);
     else desired.update(message.upserts, message.deletes);
-    try {
-      const state = peersState();
-      options.onPeersState?.(state);
-      // the nodeservers' routes do not wait for a large desired set to be applied
-      // Secrets beside the Tasks, not before: one Secret that cannot be written holds up no Task
-      // (a pod that mounts a Secret waits for it by itself).
-      await Promise.all([
-        runtime.apply(tasks()),
-        runtime.applyPeersState?.(state),
-        runtime.applySecrets?.(desired.secrets()),
-      ]);
-      await runtime.applyNodeOverlays?.(nodeOverlays());
-      await runtime.applyAddons?.(desired.addons());
+    // Each part of the desired set is applied even when another fails: a Secret the agent may not
+    // write (fleet/agent-sealed-secrets not installed) holds up no Task, node overlay or Addon.
+    // The nodeservers' routes and the Secrets go beside the Tasks, not before them (a pod that
+    // mounts a Secret waits for it by itself); node overlays and Addons follow the Tasks.
+    const failures: string[] = [];
+    // thunks, so that a step that throws before it returns a promise fails alone too
+    const settle = async (...steps: (() => Promise<void> | undefined)[]) => {
+      for (const result of await Promise.allSettled(steps.map((step) => Promise.resolve().then(step))))
+        if (result.status === "rejected")
+          failures.push(result.reason instanceof Error ? result.reason.message : String(result.reason));
+    };
+    await settle(
+      () => runtime.apply(tasks()),
+      () => {
+        const state = peersState();
+        options.onPeersState?.(state);
+        return runtime.applyPeersState?.(state);
+      },
+      () => runtime.applySecrets?.(desired.secrets()),
+    );
+    await settle(() => runtime.applyNodeOverlays?.(nodeOverlays()));
+    await settle(() => runtime.applyAddons?.(desired.addons()));
+    if (failures.length === 0) {
       applyError = undefined;
       applied = true;
-    } catch (error) {
-      applyError = error instanceof Error ? error.message : String(error);
+    } else {
+      applyError = failures.join("; ");
       logger.error("applying the desired set failed", { error: applyError });
     }
     scheduleReport();

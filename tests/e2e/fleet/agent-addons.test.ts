@@ -18,7 +18,7 @@ import {
 import t from "tap";
 import YAML from "yaml";
 import { repoRoot } from "../../../hack/kube/paths.ts";
-import type { Addon } from "../../../operators/api/index.ts";
+import type { Addon, Cluster } from "../../../operators/api/index.ts";
 import { catalogFiles } from "../../helpers/addon-catalog-files.ts";
 import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
 import { startHubOnGit } from "../../helpers/hub-on-git.ts";
@@ -106,6 +106,21 @@ t.test("an Addon with RBAC installs and uninstalls under the agent's own rights"
     "bound to its ServiceAccount",
   );
   await kc.makeApiClient(CoreV1Api).readNamespacedServiceAccount({ name: "demo", namespace });
+  // Without fleet/agent-sealed-secrets the agent may not list Secrets; with no SealedSecret for
+  // the cluster that is no fault of its runtime.
+  const runtime = await waitFor(
+    "the agent's runtime capability reported",
+    async () =>
+      (await hub.store.get<Cluster>("Cluster", undefined, "edge"))?.status?.capabilities?.find(
+        (c) => c.name === "runtime/kubernetes" && c.health !== "STARTING",
+      ),
+    onKube,
+  );
+  t.equal(
+    runtime.health,
+    "READY",
+    `the runtime is READY under the agent's own rights: ${runtime.message ?? ""}`,
+  );
 
   await git.commit({ "addon.yaml": null });
   await hub.source?.watcher.trigger();
