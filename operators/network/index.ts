@@ -17,9 +17,9 @@ export {
   startNodeserver,
 } from "./nodeserver.ts";
 export { PEERS_FILE, watchPeersFile, writePeersFile } from "./peers-file.ts";
-export { parseSecretRef, peersFromSecret } from "./peers-from-secret.ts";
 export { BackoffError, ConnectionPool, type PooledConnection, type PoolOptions } from "./pool.ts";
 export { formatProxyHeader, type ProxyHeader } from "./proxy-header.ts";
 export { rlarkNetPath } from "./rlark-net-path.ts";
+export { parseSecretRef } from "./secret-ref.ts";
 export { type Sidecar, type SidecarOptions, startSidecar } from "./sidecar.ts";
 export { listenStats } from "./stats-listener.ts";

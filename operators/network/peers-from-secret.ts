@@ -6,7 +6,7 @@
 // Secret's absence is the empty state. A Secret whose content is not a valid state is logged,
 // naming the field, and skipped: the nodeserver keeps the last good state.
 import { setTimeout as sleep } from "node:timers/promises";
-import type { KubeConfig } from "@kubernetes/client-node";
+import { CoreV1Api, type KubeConfig, Watch } from "@kubernetes/client-node";
 import { type PeersState, parsePeersState } from "../api/index.ts";
 import { type Logger, silentLogger } from "../lib/logger.ts";
 
@@ -24,13 +24,6 @@ export class PeersSecretError extends Error {
     super(message);
     this.name = "PeersSecretError";
   }
-}
-
-/** `<namespace>/<name>` → its parts; a clear error otherwise. */
-export function parseSecretRef(ref: string): { namespace: string; name: string } {
-  const match = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)\/([a-z0-9]([-.a-z0-9]*[a-z0-9])?)$/.exec(ref);
-  if (!match) throw new PeersSecretError(`--peers-secret must be <namespace>/<name> (got "${ref}")`);
-  return { namespace: match[1] as string, name: match[3] as string };
 }
 
 /** The state a Secret's data holds; throws naming the field that is wrong. */
@@ -67,8 +60,6 @@ interface SecretEvent {
  * listed), then every different state. Ends when `signal` aborts.
  */
 export async function* peersFromSecret(options: PeersFromSecretOptions): AsyncGenerator<PeersState> {
-  // loaded here: the sidecar, which imports this module's package too, never pays for it
-  const { CoreV1Api, Watch } = await import("@kubernetes/client-node");
   const logger = options.logger ?? silentLogger;
   const watch = new Watch(options.kubeConfig);
   const where = `Secret ${options.namespace}/${options.name}`;

@@ -9,7 +9,8 @@ import {
   parsePeersState,
   peersStateFrom,
 } from "../../operators/api/index.ts";
-import { parsePeersSecret, parseSecretRef } from "../../operators/network/peers-from-secret.ts";
+import { parsePeersSecret } from "../../operators/network/peers-from-secret.ts";
+import { parseSecretRef } from "../../operators/network/secret-ref.ts";
 
 const spec = (ip: string): DomainPeerSpec => ({
   cert: "CERT",

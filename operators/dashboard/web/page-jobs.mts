@@ -92,7 +92,7 @@ export function jobPage(state: State, name: string): Html {
   <p>Run ${status?.run ?? 0}${status?.startTime ? ` · started ${age(status.startTime)} ago` : ""}${job.spec.stopped ? " · stopped in git" : ""} · ${sourceLink(job, state.repoWeb)}</p>
   <section><h2>Tasks</h2>
   ${table(
-    ["Task", "Phase", "Cluster", "Node", "Pods", "IPs", "Restarts", "Exit code", ""],
+    ["Task", "Phase", "Cluster", "Node", "Pods", "IPs", "Restarts", "Exit code"],
     // Before the Job controller has written status, the templates stand in as pending tasks.
     (status?.tasks?.length
       ? status.tasks
@@ -102,7 +102,6 @@ export function jobPage(state: State, name: string): Html {
         (t) => t.metadata.name === entry.taskName && clusterOf(t.metadata.namespace) === entry.cluster,
       );
       const taskPods = task ? podsOf(task) : [];
-      const tensorBoard = (task?.status as { tensorBoardProxy?: string } | undefined)?.tensorBoardProxy;
       const restarts = taskPods.reduce((n, p) => n + (p.status?.restarts ?? 0), 0);
       const exitCodes = [
         entry.exitCode,
@@ -120,8 +119,7 @@ export function jobPage(state: State, name: string): Html {
         }</td>
         <td>${taskPods.map((p) => html`<div>${p.metadata.name} ${phase(p.status?.phase)} ${podLogView(p.metadata.namespace ?? "", p.metadata.name)} ${terminalLink(p)}</div>`)}</td>
         <td>${taskPods.map((p) => html`<div>${p.status?.podIP ?? ""}${p.status?.domainIP ? ` · domain ${p.status.domainIP}` : ""}</div>`)}</td>
-        <td>${taskPods.length ? restarts : ""}</td><td>${[...new Set(exitCodes)].join(", ")}</td>
-        <td>${tensorBoard ? html`<a href="${tensorBoard}" target="_blank" rel="noopener">TensorBoard</a>` : ""}</td></tr>`;
+        <td>${taskPods.length ? restarts : ""}</td><td>${[...new Set(exitCodes)].join(", ")}</td></tr>`;
     }),
   )}</section>
   <section><h2>Timeline</h2>${conditionsList(status?.conditions)}

@@ -1,8 +1,7 @@
 // What agents and controllers would have written by now for the example repository, written
 // straight into the store (the hub of browser.test.ts runs no controllers): GPU nodes (capacity,
 // requests, disk), which cannot run here, the Tasks and Pods of Jobs on them, the Job and Workflow
-// runs, Domain allocations, and a Task's TensorBoard link (no product code sets
-// status.tensorBoardProxy yet). What real parts produce here is shown from real agents instead, by
+// runs and Domain allocations. What real parts produce here is shown from real agents instead, by
 // tests/e2e/dashboard/real-state.test.ts: capabilities from a capability directory (one stale),
 // Pods' virtual IPs, DomainPeer members and their live traffic, an Addon a kubernetes agent
 // installed Ready.
@@ -86,7 +85,6 @@ export async function reportAgentState(store: Store): Promise<void> {
       phase: "Running",
       observedNodes: ["gpu-node-01"],
       startTime: t,
-      tensorBoardProxy: "/api/v1/rlinf.io/v1alpha1/tasks/ppo-cartpole-v1-actor-head/tensorboard/",
     },
   });
   await create(store, {

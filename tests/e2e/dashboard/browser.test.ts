@@ -136,10 +136,6 @@ t.test("the dashboard in a browser", async (t) => {
     t.match(text, /gpu-node-01/, "node");
     t.match(text, /172\.16\.3\.7/, "pod IP");
     t.match(text, /137/, "exit code");
-    t.equal(
-      await task.getByRole("link", { name: "TensorBoard" }).getAttribute("href"),
-      "/api/v1/rlinf.io/v1alpha1/tasks/ppo-cartpole-v1-actor-head/tensorboard/",
-    );
     t.match(await page.locator("main").textContent(), /HeadRunning/, "conditions on the timeline");
     // No agent serves this test's cluster: asking for a pod's log shows the hub's answer why.
     await task.getByRole("button", { name: "show log" }).first().click();

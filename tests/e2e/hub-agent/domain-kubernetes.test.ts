@@ -13,7 +13,7 @@ import { isDeepStrictEqual, promisify } from "node:util";
 import { CoreV1Api, type V1Pod } from "@kubernetes/client-node";
 import t from "tap";
 import { type DomainPeer, type PeersState, type Pod, TASK_NAME_LABEL } from "../../../operators/api/index.ts";
-import { peersFromSecret } from "../../../operators/network/index.ts";
+import { peersFromSecret } from "../../../operators/network/peers-from-secret.ts";
 import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
 import { startHubOnGit } from "../../helpers/hub-on-git.ts";
 import { clusterYaml, domainYaml, jobYaml, trainerTaskYaml } from "../../helpers/job-yaml.ts";
