@@ -8,6 +8,7 @@ import { jsonLogger } from "../lib/logger.ts";
 import {
   listenStats,
   parseSecretRef,
+  peersFromSecret,
   rlarkNetPath,
   startNodeserver,
   startSidecar,
@@ -108,7 +109,6 @@ async function watchPeersSecret(
 ): Promise<{ close(): Promise<void> }> {
   // loaded only here: the sidecar and the file source never load the Kubernetes client
   const { loadKubeConfig } = await import("../lib/kube-config.ts");
-  const { peersFromSecret } = await import("../network/peers-from-secret.ts");
   const abort = new AbortController();
   const states = peersFromSecret({
     kubeConfig: loadKubeConfig(kubeconfig),

@@ -6,7 +6,7 @@
 // Secret's absence is the empty state. A Secret whose content is not a valid state is logged,
 // naming the field, and skipped: the nodeserver keeps the last good state.
 import { setTimeout as sleep } from "node:timers/promises";
-import { CoreV1Api, type KubeConfig, Watch } from "@kubernetes/client-node";
+import type { KubeConfig } from "@kubernetes/client-node";
 import { type PeersState, parsePeersState } from "../api/index.ts";
 import { type Logger, silentLogger } from "../lib/logger.ts";
 
@@ -60,6 +60,7 @@ interface SecretEvent {
  * listed), then every different state. Ends when `signal` aborts.
  */
 export async function* peersFromSecret(options: PeersFromSecretOptions): AsyncGenerator<PeersState> {
+  const { CoreV1Api, Watch } = await import("./kube-client.ts");
   const logger = options.logger ?? silentLogger;
   const watch = new Watch(options.kubeConfig);
   const where = `Secret ${options.namespace}/${options.name}`;
