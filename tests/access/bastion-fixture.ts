@@ -14,6 +14,33 @@ import { startAgentOnHub } from "../helpers/agent-on-hub.ts";
 import { type HubOnGit, startHubOnGit } from "../helpers/hub-on-git.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 
+/** OpenSSH client options for the hub's SSH port: no user config, the hub's host key pinned, one key. */
+export const openSshArgs = (knownHosts: string, key: string, port: string | number): string[] => [
+  "-F",
+  "/dev/null",
+  "-o",
+  `UserKnownHostsFile=${knownHosts}`,
+  "-o",
+  "StrictHostKeyChecking=yes",
+  "-o",
+  "BatchMode=yes",
+  "-o",
+  "IdentitiesOnly=yes",
+  "-o",
+  "LogLevel=ERROR",
+  "-i",
+  key,
+  "-p",
+  String(port),
+];
+
+/** The hub's audit lines so far (none before the first). */
+export const readAudit = async (file: string): Promise<AuditRecord[]> =>
+  (await readFile(file, "utf8").catch(() => ""))
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as AuditRecord);
+
 export const clusterYaml = `apiVersion: rlinf.io/v1alpha1
 kind: Cluster
 metadata:
@@ -152,29 +179,8 @@ export async function startBastion(
     keys,
     knownHosts,
     port,
-    sshArgs: (user) => [
-      "-F",
-      "/dev/null",
-      "-o",
-      `UserKnownHostsFile=${knownHosts}`,
-      "-o",
-      "StrictHostKeyChecking=yes",
-      "-o",
-      "BatchMode=yes",
-      "-o",
-      "IdentitiesOnly=yes",
-      "-o",
-      "LogLevel=ERROR",
-      "-i",
-      keys[user] as string,
-      "-p",
-      String(port),
-    ],
-    audit: async () =>
-      (await readFile(hub.audit.path, "utf8").catch(() => ""))
-        .split("\n")
-        .filter(Boolean)
-        .map((line) => JSON.parse(line) as AuditRecord),
+    sshArgs: (user) => openSshArgs(knownHosts, keys[user] as string, port),
+    audit: () => readAudit(hub.audit.path),
     async commit(files) {
       const revision = await running.git.commit(files);
       await waitFor(

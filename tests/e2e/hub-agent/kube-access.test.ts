@@ -6,7 +6,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { readFile } from "node:fs/promises";
 import { createServer as createHttpServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { connect, createServer } from "node:net";
@@ -16,7 +15,6 @@ import { CoreV1Api, KubernetesObjectApi, type V1PolicyRule } from "@kubernetes/c
 import t, { type Test } from "tap";
 import YAML from "yaml";
 import { repoRoot } from "../../../hack/kube/paths.ts";
-import type { AuditRecord } from "../../../operators/access/index.ts";
 import { KubernetesRuntime } from "../../../operators/agent/runtimes/kubernetes/index.ts";
 import {
   encodeFrame,
@@ -24,7 +22,7 @@ import {
   FrameType,
   parseExit,
 } from "../../../operators/lib/access-stream/index.ts";
-import { keygen, policyYaml, run, userYaml } from "../../access/bastion-fixture.ts";
+import { keygen, openSshArgs, policyYaml, readAudit, run, userYaml } from "../../access/bastion-fixture.ts";
 import { startAgentOnHub } from "../../helpers/agent-on-hub.ts";
 import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
 import { startHubOnGit } from "../../helpers/hub-on-git.ts";
@@ -264,29 +262,8 @@ t.test("ssh shell, exec and -L and rlark logs -f reach a kubernetes pod through 
 
   const knownHosts = path.join(dir, "known_hosts");
   writeFileSync(knownHosts, `${hub.knownHosts}\n`);
-  const sshArgs = (key: string) => [
-    "-F",
-    "/dev/null",
-    "-o",
-    `UserKnownHostsFile=${knownHosts}`,
-    "-o",
-    "StrictHostKeyChecking=yes",
-    "-o",
-    "BatchMode=yes",
-    "-o",
-    "IdentitiesOnly=yes",
-    "-o",
-    "LogLevel=ERROR",
-    "-i",
-    key,
-    "-p",
-    hub.sshAddress.split(":")[1] as string,
-  ];
-  const audit = async (): Promise<AuditRecord[]> =>
-    (await readFile(hub.audit.path, "utf8").catch(() => ""))
-      .split("\n")
-      .filter(Boolean)
-      .map((line) => JSON.parse(line) as AuditRecord);
+  const sshArgs = (key: string) => openSshArgs(knownHosts, key, hub.sshAddress.split(":")[1] as string);
+  const audit = () => readAudit(hub.audit.path);
 
   await t.test("a shell with a pty runs in the pod; its exit status is ssh's", async (t) => {
     const ssh = spawn("ssh", [...sshArgs(alice.file), "-tt", `alice+${pod}@127.0.0.1`], {
