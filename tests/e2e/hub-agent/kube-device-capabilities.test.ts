@@ -8,7 +8,15 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { CoreV1Api, type KubeConfig, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
+import {
+  ApiException,
+  CoreV1Api,
+  KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1NodeCondition,
+  type V1Pod,
+} from "@kubernetes/client-node";
 import t, { type Test } from "tap";
 import YAML from "yaml";
 import { repoRoot } from "../../../hack/kube/paths.ts";
@@ -48,30 +56,85 @@ function join(relative: string): string {
   return path.join(repoRoot, relative);
 }
 
-/** A kubeconfig file with a token of rlark-system/rlark-device-plugin, as its pod would have. */
-async function devicePluginKubeconfig(dir: string): Promise<string> {
+/** A token of rlark-system/rlark-device-plugin; bound to `pod`, as the kubelet gives its pod one. */
+async function devicePluginToken(pod?: V1Pod): Promise<string> {
+  const boundObjectRef = pod && {
+    apiVersion: "v1",
+    kind: "Pod",
+    name: pod.metadata?.name,
+    uid: pod.metadata?.uid,
+  };
   const request = await core.createNamespacedServiceAccountToken({
     name: "rlark-device-plugin",
     namespace: "rlark-system",
-    body: { spec: { audiences: [], expirationSeconds: 3600 } },
+    body: { spec: { audiences: [], expirationSeconds: 3600, boundObjectRef } },
   });
-  const cluster = kc.getCurrentCluster();
-  const file = path.join(dir, "device-plugin.kubeconfig");
-  writeFileSync(
-    file,
-    YAML.stringify({
-      apiVersion: "v1",
-      kind: "Config",
-      clusters: [
-        { name: "c", cluster: { server: cluster?.server, "certificate-authority-data": cluster?.caData } },
-      ],
-      users: [{ name: "u", user: { token: request.status?.token } }],
-      contexts: [{ name: "x", context: { cluster: "c", user: "u" } }],
-      "current-context": "x",
+  const token = request.status?.token;
+  if (!token) throw new Error("the API server returned no token");
+  return token;
+}
+
+/** The device plugin's pod on `node` (kwok runs it), whose bound token carries the node's name. */
+async function devicePluginPod(t: Test, node: string): Promise<V1Pod> {
+  const pod = await core.createNamespacedPod({
+    namespace: "rlark-system",
+    body: {
+      metadata: { generateName: "rlark-device-plugin-" },
+      spec: {
+        nodeName: node,
+        serviceAccountName: "rlark-device-plugin",
+        automountServiceAccountToken: false,
+        tolerations: [{ operator: "Exists" }],
+        containers: [{ name: "device-plugin", image: "rlark/rlark:0.1.0" }],
+      },
+    },
+  });
+  t.teardown(() =>
+    core.deleteNamespacedPod({
+      name: pod.metadata?.name ?? "",
+      namespace: "rlark-system",
+      gracePeriodSeconds: 0,
     }),
-    { mode: 0o600 },
   );
-  return file;
+  return pod;
+}
+
+function kubeconfigWithToken(token: string): { file: (dir: string) => string; kubeConfig: KubeConfig } {
+  const cluster = kc.getCurrentCluster();
+  const text = YAML.stringify({
+    apiVersion: "v1",
+    kind: "Config",
+    clusters: [
+      { name: "c", cluster: { server: cluster?.server, "certificate-authority-data": cluster?.caData } },
+    ],
+    users: [{ name: "u", user: { token } }],
+    contexts: [{ name: "x", context: { cluster: "c", user: "u" } }],
+    "current-context": "x",
+  });
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromString(text);
+  return {
+    kubeConfig,
+    file: (dir) => {
+      const file = path.join(dir, "device-plugin.kubeconfig");
+      writeFileSync(file, text, { mode: 0o600 });
+      return file;
+    },
+  };
+}
+
+/** What the API server answers to a strategic-merge patch of `node`'s conditions. */
+async function patchConditions(as: KubeConfig, node: string, conditions: V1NodeCondition[]): Promise<string> {
+  return as
+    .makeApiClient(CoreV1Api)
+    .patchNodeStatus(
+      { name: node, body: { status: { conditions } } },
+      setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch),
+    )
+    .then(
+      () => "allowed",
+      (err: unknown) => (err instanceof ApiException ? `${err.code} ${String(err.body)}` : String(err)),
+    );
 }
 
 /** Removes the capability conditions from `node`, so other tests' agents do not see them. */
@@ -141,6 +204,7 @@ t.test("a device plugin's node capabilities reach the hub through the kubernetes
     return d;
   };
   const [pluginDir, devDir, capabilityDir] = ["plugins", "dev", "caps"].map(dir) as [string, string, string];
+  const devicePlugin = kubeconfigWithToken(await devicePluginToken(await devicePluginPod(t, node)));
   writeFileSync(path.join(devDir, "video0"), "");
   // a controller on the same node, through the shared directory
   writeCapabilityStatus(capabilityDir, { name: "camera-controller", process: "RUNNING", health: "READY" });
@@ -162,7 +226,7 @@ t.test("a device plugin's node capabilities reach the hub through the kubernetes
     "--node-name",
     node,
     "--kubeconfig",
-    await devicePluginKubeconfig(root),
+    devicePlugin.file(root),
   ]);
   const waiting = await waitFor(
     "device-plugin STARTING (no kubelet yet)",
@@ -202,4 +266,57 @@ t.test("a device plugin's node capabilities reach the hub through the kubernetes
     onKube,
   );
   t.not(stopped.health, "FAILED", "a stopped plugin is not a failed one");
+});
+
+// fleet/agent/addon-admission-policy.yaml: RBAC lets the device plugin patch every Node's status;
+// the policy confines it to its own Node's capability conditions.
+t.test("a device plugin's token writes only its own node's capability conditions", async (t) => {
+  await applyAll(kc, rbacObjects());
+  const nodes = (await core.listNode()).items.map((n) => n.metadata?.name ?? "");
+  const [own, other] = nodes;
+  if (!own || !other) throw new Error("the fleet cluster needs two nodes");
+  t.teardown(() => Promise.all([own, other].map((n) => clearCapabilityConditions(kc, n))));
+  const bound = kubeconfigWithToken(await devicePluginToken(await devicePluginPod(t, own))).kubeConfig;
+  const unbound = kubeconfigWithToken(await devicePluginToken()).kubeConfig;
+  const now = new Date();
+  const capabilityCondition: V1NodeCondition = {
+    type: `${CAPABILITY_CONDITION_PREFIX}attack-check`,
+    status: "True",
+    reason: "Ready",
+    message: "{}",
+    lastHeartbeatTime: now,
+    lastTransitionTime: now,
+  };
+  // a new policy takes a moment to be enforced
+  const refusedElsewhere = await waitFor(
+    "the policy refuses another node's status",
+    async () => {
+      const answer = await patchConditions(bound, other, [capabilityCondition]);
+      return answer !== "allowed" && answer;
+    },
+    onKube,
+  );
+  t.match(refusedElsewhere, /^403 .*writes only the status of the node its pod runs on/);
+  t.equal(await patchConditions(bound, own, [capabilityCondition]), "allowed", "its own node's capability");
+  t.match(
+    await patchConditions(bound, own, [
+      {
+        type: "Ready",
+        status: "False",
+        reason: "Taken",
+        message: "x",
+        lastHeartbeatTime: now,
+        lastTransitionTime: now,
+      },
+    ]),
+    /^403 .*changes only capability\.rlinf\.io\/\* conditions/,
+    "not the node's Ready condition",
+  );
+  t.match(
+    await patchConditions(unbound, own, [capabilityCondition]),
+    /^403 .*the token must be bound to a pod on that node/,
+    "a token bound to no pod writes nothing",
+  );
+  const live = await core.readNode({ name: own });
+  t.equal(live.status?.conditions?.find((c) => c.type === "Ready")?.status, "True", "Ready untouched");
 });
