@@ -6,6 +6,8 @@
 //      against OpenSSH `ssh -L` → sshd → the same source
 //   B  ssh2 server ← ssh2 client ← local TCP source         (the agent tunnel alone: the server
 //      opens a stream channel, the client on its own thread pipes the source into it)
+//   C  OpenSSH `ssh -L` → ssh2 server → ssh2 client → source (both hops as hub and agent relay
+//      them, with none of our code in between: the best an ssh2-based path can do)
 //
 // Each is run with ssh2's sockets as they were (one write per packet) and with writes coalesced
 // per tick (operators/lib/tunnel/coalesce-writes.ts). The source and the sink are socat processes,
@@ -121,6 +123,7 @@ try {
   /** An ssh2 server limited to one suite; `tcpip` to the source, stream channels to its client. */
   const ssh2Server = async (suite: { cipher: CipherAlgorithm; mac: MacAlgorithm }, coalesce: boolean) => {
     let agent: Connection | undefined;
+    const relay = { on: false };
     let agentReady: () => void = () => {};
     const ready = new Promise<void>((resolve) => {
       agentReady = resolve;
@@ -131,6 +134,16 @@ try {
         conn.on("error", () => {});
         conn.on("authentication", (ctx) => ctx.accept());
         conn.on("tcpip", (accept, reject, info) => {
+          // Hop C: through the connected ssh2 client, as the hub relays a forward to an agent.
+          if (agent && relay.on) {
+            agent.forwardOut("bench", 1, "127.0.0.1", 0, (err, up) => {
+              if (err) return reject();
+              const channel = accept();
+              up.pipe(channel).pipe(up);
+              channel.on("close", () => up.destroy());
+            });
+            return;
+          }
           const target = connect(info.destPort, "127.0.0.1");
           target.setNoDelay(true);
           target.once("error", () => reject());
@@ -161,6 +174,7 @@ try {
     await new Promise<void>((resolve) => net.listen(0, "127.0.0.1", resolve));
     return {
       port: (net.address() as AddressInfo).port,
+      relay,
       /** Hop B: one stream channel to the connected ssh2 client, read to its end. */
       async pull(): Promise<number> {
         await ready;
@@ -216,19 +230,19 @@ try {
     }
   };
 
-  const hopA: Record<string, { sshd: number[]; plain: number[]; coalesced: number[] }> = {};
-  const hopB: Record<string, { plain: number[]; coalesced: number[] }> = {};
+  const columns = ["sshd", "A", "A+c", "B", "B+c", "C", "C+c"] as const;
+  type Column = (typeof columns)[number];
+  const results: Record<string, Record<Column, number[]>> = {};
   for (let round = 0; round < ROUNDS; round++) {
     const order = round % 2 === 0 ? SUITES : [...SUITES].reverse();
     for (const suite of order) {
       const key = label(suite);
-      hopA[key] ??= { sshd: [], plain: [], coalesced: [] };
-      hopB[key] ??= { plain: [], coalesced: [] };
-      const a = hopA[key];
-      const b = hopB[key];
+      results[key] ??= { sshd: [], A: [], "A+c": [], B: [], "B+c": [], C: [], "C+c": [] };
+      const row = results[key];
       for (const coalesce of round % 2 === 0 ? [false, true] : [true, false]) {
+        const c = coalesce ? "+c" : "";
         const server = await ssh2Server(suite, coalesce);
-        (coalesce ? a.coalesced : a.plain).push(MB / (await forward(server.port, suite)));
+        row[`A${c}` as Column].push(MB / (await forward(server.port, suite)));
         const worker = new Worker(new URL("./hop-client-worker.ts", import.meta.url), {
           workerData: { port: server.port, sourcePort, ...suite, coalesce, privateKey: clientKey },
         });
@@ -236,37 +250,33 @@ try {
           worker.once("message", resolve);
           worker.once("error", reject);
         });
-        (coalesce ? b.coalesced : b.plain).push(MB / (await server.pull()));
+        row[`B${c}` as Column].push(MB / (await server.pull()));
+        server.relay.on = true;
+        row[`C${c}` as Column].push(MB / (await forward(server.port, suite)));
         worker.postMessage("stop");
         await worker.terminate();
         await server.close();
       }
-      a.sshd.push(MB / (await forward(sshdPort, suite)));
+      row.sshd.push(MB / (await forward(sshdPort, suite)));
     }
   }
 
   const best = (xs: number[]) => Math.max(...xs);
-  const fmt = (x: number) => x.toFixed(0).padStart(5);
-  console.log(`== per-hop upper bounds, ${MB.toFixed(0)} MB per run, best of ${ROUNDS} (MB/s) ==`);
-  console.log("A: OpenSSH ssh -L → ssh2 server → TCP   (ratio to sshd with the same suite)");
-  console.log(`${"suite".padEnd(52)} sshd  ssh2  ×      ssh2+coalesced  ×`);
-  for (const [key, a] of Object.entries(hopA)) {
-    const sshd = best(a.sshd);
-    console.log(
-      `${key.padEnd(52)}${fmt(sshd)} ${fmt(best(a.plain))}  ${(best(a.plain) / sshd).toFixed(2)}` +
-        `  ${fmt(best(a.coalesced))}          ${(best(a.coalesced) / sshd).toFixed(2)}`,
+  const cell = (x: number, sshd: number) => `${x.toFixed(0)} (${(x / sshd).toFixed(2)})`;
+  console.log(`== ssh2 hops alone, ${MB.toFixed(0)} MB per run, best of ${ROUNDS}: MB/s (ratio to sshd) ==`);
+  console.log("A    OpenSSH ssh -L → ssh2 server → TCP              (the hub's user side, no agent)");
+  console.log("B    ssh2 client → ssh2 server, one stream channel    (the agent tunnel alone)");
+  console.log("C    OpenSSH ssh -L → ssh2 server → ssh2 client → TCP (both hops, none of our code)");
+  console.log("+c   ssh2's socket writes coalesced per tick;   sshd: OpenSSH ssh -L → sshd → TCP");
+  console.log(`${"suite".padEnd(42)}${columns.map((c) => c.padStart(12)).join("")}`);
+  for (const [key, row] of Object.entries(results)) {
+    const sshd = best(row.sshd);
+    const cells = columns.map((c) =>
+      (c === "sshd" ? sshd.toFixed(0) : cell(best(row[c]), sshd)).padStart(12),
     );
+    console.log(`${key.padEnd(42)}${cells.join("")}`);
   }
-  console.log("B: ssh2 client → ssh2 server, one stream channel   (ratio to sshd -L, same suite)");
-  console.log(`${"suite".padEnd(52)} ssh2  ×      ssh2+coalesced  ×`);
-  for (const [key, b] of Object.entries(hopB)) {
-    const sshd = best(hopA[key]?.sshd ?? [1]);
-    console.log(
-      `${key.padEnd(52)}${fmt(best(b.plain))}  ${(best(b.plain) / sshd).toFixed(2)}` +
-        `  ${fmt(best(b.coalesced))}          ${(best(b.coalesced) / sshd).toFixed(2)}`,
-    );
-  }
-  console.log(`all runs: ${JSON.stringify({ hopA, hopB })}`);
+  console.log(`all runs: ${JSON.stringify(results)}`);
 } finally {
   for (const child of children) child.kill();
   for (const server of servers) if (server.listening) server.close();

@@ -1,9 +1,12 @@
 // `node hack/bench/access/run.ts [bytes=1073741824]`: SFTP download and `ssh -L` throughput
 // through the hub's bastion and a process-runtime agent, against Debian's own sshd on this
-// machine in the same run, with the same client, file and cipher (aes128-gcm). Prints MB/s and
-// the ratio. Needs root (sshd) and /usr/sbin/sshd. Asserts nothing. The agent runs on its own
-// thread (agent-worker.ts), as it runs in its own process when deployed; the hub polls git at its
-// default interval (a 500 ms poll spawned git often enough to take 14 % of the hub's loop).
+// machine in the same run, with the same client and file: once with aes128-gcm forced on both,
+// once with the client's default offer (each server then picks its own match). Prints MB/s and
+// the ratio. Needs root (sshd), /usr/sbin/sshd and socat. Asserts nothing. The agent runs on its
+// own thread (agent-worker.ts), as it runs in its own process when deployed; the -L source and
+// reader are socat processes, off the hub's event loop; the hub polls git at its default
+// interval (a 500 ms poll spawned git often enough to take 14 % of the hub's loop).
+// The upper bound of each ssh2 hop alone is hops.ts.
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { createReadStream, mkdirSync, openSync, writeFileSync } from "node:fs";
