@@ -5,6 +5,7 @@
 import { spawn } from "node:child_process";
 import { realpathSync } from "node:fs";
 import { Duplex } from "node:stream";
+import { ResponsePassage } from "./sftp-passage.ts";
 import { checkRequest, SFTP } from "./sftp-policy.ts";
 
 export interface FilesOptions {
@@ -62,7 +63,7 @@ export function startFiles(root: string, options: FilesOptions = {}): Duplex {
     { cwd: realRoot, stdio: ["pipe", "pipe", "ignore"] },
   );
   const requests = new PacketSplitter();
-  const responses = new PacketSplitter();
+  const responses = new ResponsePassage((chunk) => duplex.push(chunk), MAX_PACKET);
   const duplex = new Duplex({
     write(chunk: Buffer, _encoding, done) {
       let packets: Buffer[];
@@ -78,7 +79,7 @@ export function startFiles(root: string, options: FilesOptions = {}): Duplex {
         if (refusal === undefined) {
           if (!server.stdin.write(packet)) full = true;
         } else {
-          duplex.push(statusPacket(packet.length >= 9 ? packet.readUInt32BE(5) : 0, refusal));
+          responses.refuse(statusPacket(packet.length >= 9 ? packet.readUInt32BE(5) : 0, refusal));
         }
       }
       if (full) server.stdin.once("drain", () => done());
@@ -97,15 +98,10 @@ export function startFiles(root: string, options: FilesOptions = {}): Duplex {
     },
   });
   server.stdout.on("data", (chunk: Buffer) => {
-    let packets: Buffer[];
     try {
-      packets = responses.push(chunk);
+      if (!responses.write(chunk)) server.stdout.pause();
     } catch (error) {
       duplex.destroy(error as Error);
-      return;
-    }
-    for (const packet of packets) {
-      if (!duplex.push(packet)) server.stdout.pause();
     }
   });
   server.stdout.once("end", () => duplex.push(null));

@@ -10,6 +10,7 @@ import {
   sshPublicKeyBlob,
   verifyCertificate,
 } from "../pki/index.ts";
+import { coalesceWrites } from "./coalesce-writes.ts";
 import { dialNoDelay } from "./connect.ts";
 import type { AgentCredentials, CredentialStore } from "./credentials.ts";
 import { checkHubIdentity, parseHubAddresses } from "./hub-identity.ts";
@@ -23,6 +24,7 @@ import {
   CIPHERS,
   DEFAULT_KEEPALIVE_COUNT_MAX,
   DEFAULT_KEEPALIVE_MS,
+  MACS,
   STREAM_BIND_ADDR,
 } from "./ssh-options.ts";
 import { type StreamHandler, serveStream } from "./streams.ts";
@@ -204,6 +206,7 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
     const { host, port } = addresses[this.#addressIndex++ % addresses.length]!;
     const timeout = this.#options.connectTimeoutMs ?? 20_000;
     const sock = await dialNoDelay(host, port, timeout);
+    coalesceWrites(sock);
     const conn = new ssh2.Client();
     this.#conn = conn;
     this.#connections++;
@@ -269,7 +272,7 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
         privateKey: creds.privateKeyPem,
         authHandler: ["publickey"],
         readyTimeout: timeout,
-        algorithms: { cipher: CIPHERS },
+        algorithms: { cipher: CIPHERS, hmac: MACS },
         keepaliveInterval: this.#options.keepaliveIntervalMs ?? DEFAULT_KEEPALIVE_MS,
         keepaliveCountMax: this.#options.keepaliveCountMax ?? DEFAULT_KEEPALIVE_COUNT_MAX,
         hostVerifier: (key: Buffer) => {

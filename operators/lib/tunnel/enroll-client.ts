@@ -13,7 +13,14 @@ import type { AgentCredentials } from "./credentials.ts";
 import { checkHubIdentity, parseHubAddresses } from "./hub-identity.ts";
 import { MessageChannel } from "./message-channel.ts";
 import { type EnrollRequest, type EnrollResponse, parseEnrollResponse } from "./protocol.ts";
-import { CIPHERS, ENROLL_SUBSYSTEM, ENROLL_USER, IDENTITY_MARKER, pemCertificates } from "./ssh-options.ts";
+import {
+  CIPHERS,
+  ENROLL_SUBSYSTEM,
+  ENROLL_USER,
+  IDENTITY_MARKER,
+  MACS,
+  pemCertificates,
+} from "./ssh-options.ts";
 
 export interface EnrollOptions {
   /** `host:port` of the hub's SSH endpoint. */
@@ -92,7 +99,7 @@ export async function enrollAgent(options: EnrollOptions): Promise<AgentCredenti
     sock,
     username: ENROLL_USER,
     readyTimeout: timeoutMs,
-    algorithms: { cipher: CIPHERS },
+    algorithms: { cipher: CIPHERS, hmac: MACS },
     hostVerifier: (key: Buffer) => {
       handshakeKey = Buffer.from(key);
       return true;

@@ -11,6 +11,7 @@ import {
   sshPublicKeyLine,
 } from "../pki/index.ts";
 import { AgentSession } from "./agent-session.ts";
+import { coalesceWrites } from "./coalesce-writes.ts";
 import { MessageChannel } from "./message-channel.ts";
 import { encodeLine, readLine } from "./ndjson.ts";
 import {
@@ -34,6 +35,7 @@ import {
   ENROLL_SUBSYSTEM,
   ENROLL_USER,
   IDENTITY_MARKER,
+  MACS,
   STREAM_BIND_ADDR,
   STREAM_BIND_PORT,
 } from "./ssh-options.ts";
@@ -174,7 +176,7 @@ export class TunnelServer {
     this.#ssh = new ssh2.Server(
       {
         hostKeys: [options.hostKey],
-        algorithms: { cipher: CIPHERS },
+        algorithms: { cipher: CIPHERS, hmac: MACS },
         keepaliveInterval: options.keepaliveIntervalMs ?? DEFAULT_KEEPALIVE_MS,
         keepaliveCountMax: options.keepaliveCountMax ?? DEFAULT_KEEPALIVE_COUNT_MAX,
         ident: "rlark-hub",
@@ -186,6 +188,7 @@ export class TunnelServer {
     this.#net = createServer((socket) => {
       if (!this.#admit(socket)) return;
       socket.setNoDelay(true);
+      coalesceWrites(socket);
       this.#sockets.add(socket);
       socket.once("close", () => this.#sockets.delete(socket));
       this.#ssh.injectSocket(socket);

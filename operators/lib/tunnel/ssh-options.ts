@@ -1,12 +1,15 @@
 import type { Algorithms } from "ssh2";
 
-/** Measured on this machine: aes128-gcm is the fastest cipher ssh2 offers (docs/tunnel.md). */
-export const CIPHERS: Algorithms["cipher"] = [
-  "aes128-gcm@openssh.com",
-  "aes256-gcm@openssh.com",
-  "aes128-ctr",
-  "aes256-ctr",
-];
+/**
+ * AES-GCM only, on the hub (for agents and OpenSSH users alike) and in the agent. In SSH the
+ * client's order decides, and OpenSSH's default order puts chacha20-poly1305 and aes-ctr first:
+ * offered, they would be chosen, and ssh2 runs them at half AES-GCM's speed or less
+ * (hack/bench/access/hops.ts; docs/tunnel.md, "Throughput"). Clients need AES-GCM: OpenSSH 6.2+,
+ * PuTTY 0.76+, Paramiko 3.5+, Go's x/crypto/ssh.
+ */
+export const CIPHERS: Algorithms["cipher"] = ["aes128-gcm@openssh.com", "aes256-gcm@openssh.com"];
+/** Unused with AES-GCM (an AEAD), but always negotiated: encrypt-then-MAC SHA-2 only. */
+export const MACS: Algorithms["hmac"] = ["hmac-sha2-256-etm@openssh.com", "hmac-sha2-512-etm@openssh.com"];
 
 export const AGENT_SUBSYSTEM = "rlark-agent";
 export const ENROLL_SUBSYSTEM = "rlark-enroll";
