@@ -4,9 +4,11 @@
 // reports the headers it gets; a real Chromium logs in to the dashboard, follows the Job page's
 // TensorBoard link and finds the scalar's tag on the page that loaded its scripts behind the prefix.
 import { execFileSync } from "node:child_process";
+import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import type { Page } from "playwright-core";
 import t from "tap";
+import WebSocket from "ws";
 import { tensorBoardPython } from "../../hack/tools/paths.ts";
 import { PROXY_COOKIE } from "../../operators/access/index.ts";
 import { hashPassword } from "../../operators/dashboard/index.ts";
@@ -57,7 +59,26 @@ class Handler(http.server.BaseHTTPRequestHandler):
 http.server.HTTPServer(("127.0.0.1", ${port}), Handler).serve_forever()
 `;
 
-function jobYaml(name: string, python: string, script: string, annotations = ""): string {
+/** A WebSocket server that answers each message with the path and cookie it was opened with. */
+const socketMain = (port: number) => `
+const { WebSocketServer } = require(${JSON.stringify(createRequire(import.meta.url).resolve("ws"))});
+new WebSocketServer({ host: "127.0.0.1", port: ${port} }).on("connection", (ws, req) =>
+  ws.on("message", (data) => ws.send(JSON.stringify({ path: req.url, text: data.toString(),
+    cookie: req.headers.cookie ?? null }))));
+`;
+
+/** Opens a WebSocket; resolves with it once open, or with the status it was refused with. */
+function open(url: string, headers: Record<string, string>) {
+  return new Promise<{ ws?: WebSocket; status?: number }>((resolve) => {
+    const ws = new WebSocket(url, { headers });
+    ws.once("open", () => resolve({ ws }));
+    ws.once("unexpected-response", (_req, res) => resolve({ status: res.statusCode }));
+    ws.once("error", () => resolve({}));
+  });
+}
+
+/** A Job of one Raw task running `script` with python (-c) or node (-e). */
+function jobYaml(name: string, program: string, script: string, annotations = ""): string {
   return `apiVersion: rlinf.io/v1alpha1
 kind: Job
 metadata:
@@ -71,7 +92,7 @@ spec:
       agentType: Raw
 ${annotations}      raw:
         kind: Deployment
-        command: [${JSON.stringify(python)}, "-c", ${JSON.stringify(script)}]
+        command: [${JSON.stringify(program)}, ${program === process.execPath ? '"-e"' : '"-c"'}, ${JSON.stringify(script)}]
 `;
 }
 
@@ -89,7 +110,7 @@ async function logIn(page: Page, url: string, user: string, password: string): P
 
 t.test("TensorBoard at its Task's route, opened from the dashboard", async (t) => {
   const python = tensorBoardPython();
-  const [boardPort, headersPort] = [await freePort(), await freePort()];
+  const [boardPort, headersPort, socketPort] = [await freePort(), await freePort(), await freePort()];
   const [alicePw, bobPw] = await Promise.all([hashPassword("alice pw", FAST), hashPassword("bob pw", FAST)]);
   const b = await startBastion(t, {
     users: [],
@@ -107,6 +128,12 @@ t.test("TensorBoard at its Task's route, opened from the dashboard", async (t) =
         "headers",
         execFileSync("which", ["python3"]).toString().trim(),
         headersMain(headersPort),
+      ),
+      "socket.yaml": jobYaml(
+        "socket",
+        process.execPath,
+        socketMain(socketPort),
+        `      annotations:\n        rlark.io/tensorboard-port: "${socketPort}"\n`,
       ),
     }),
   });
@@ -215,6 +242,19 @@ t.test("TensorBoard at its Task's route, opened from the dashboard", async (t) =
       "the pod's cookie is kept to the pod's prefix",
     );
 
+    const post = (origin: string) =>
+      fetch(`${hub.url}${headersRoute}form`, {
+        method: "POST",
+        headers: { cookie: podCookie, origin, "content-type": "text/plain" },
+        body: "a=1",
+      });
+    t.equal(
+      (await post("http://elsewhere.example:8080")).status,
+      401,
+      "a change from another origin is refused",
+    );
+    t.equal((await post(new URL(hub.url).origin)).status, 501, "one from the hub's origin reaches the pod");
+
     const bobCookie = (await mint(bob, new URL(board).pathname)).headers
       .get("set-cookie")
       ?.split(";")[0] as string;
@@ -236,6 +276,38 @@ t.test("TensorBoard at its Task's route, opened from the dashboard", async (t) =
       ),
       "alice's reads are audited as hers",
     );
+  });
+
+  await t.test("a WebSocket on the route, opened with the cookie", async (t) => {
+    const route = "/api/v1/rlinf.io/v1alpha1/tasks/socket-main/tensorboard/";
+    const url = `${hub.url.replace(/^http/, "ws")}${route}feed?x=1`;
+    const origin = new URL(hub.url).origin;
+    const cookie = (await mint(alice, route)).headers.get("set-cookie")?.split(";")[0] as string;
+    const opened = await waitFor(
+      "the socket pod answering",
+      async () => (await open(url, { cookie: `${cookie}; mine=1`, origin })).ws,
+      { ...onRealServers, attempts: 1200 },
+    );
+    t.teardown(() => opened.terminate());
+    const reply = new Promise<string>((resolve) =>
+      opened.once("message", (data: Buffer) => resolve(data.toString())),
+    );
+    opened.send("hi");
+    t.same(
+      JSON.parse(await reply),
+      { path: "/feed?x=1", text: "hi", cookie: "mine=1" },
+      "prefix off, hub's cookie off",
+    );
+    t.match(await open(url, { origin }), { status: 401 }, "no cookie");
+    t.match(
+      await open(url, { cookie, origin: "http://elsewhere.example" }),
+      { status: 403 },
+      "another origin",
+    );
+    const boardCookie = (await mint(alice, new URL(board).pathname)).headers
+      .get("set-cookie")
+      ?.split(";")[0] as string;
+    t.match(await open(url, { cookie: boardCookie, origin }), { status: 401 }, "another route's cookie");
   });
 
   await t.test("in Chromium", async (t) => {
@@ -331,5 +403,18 @@ t.test("TensorBoard at its Task's route, opened from the dashboard", async (t) =
         "bob sees the refusal",
       );
     });
+  });
+
+  await t.test("a grant or a User removed in git: the cookie opens nothing", async (t) => {
+    const cookie = (await mint(alice, new URL(board).pathname)).headers
+      .get("set-cookie")
+      ?.split(";")[0] as string;
+    t.equal((await fetch(board, { headers: { cookie } })).status, 200, "open before");
+    await b.commit({ "policy.yaml": null });
+    const refused = await fetch(board, { headers: { cookie } });
+    t.equal(refused.status, 403, "the grant is gone");
+    t.match(await refused.text(), /no AccessPolicy grants alice proxy/);
+    await b.commit({ "users.yaml": passwordUserYaml("bob", bobPw) });
+    t.equal((await fetch(board, { headers: { cookie } })).status, 401, "the User is gone");
   });
 });

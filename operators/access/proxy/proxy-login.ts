@@ -8,7 +8,7 @@
 // pod (headers.ts) and opens nothing but proxy routes under its own prefix.
 import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { type Principal, sendJson, sendStatus } from "../../lib/http/index.ts";
+import { type Principal, sameOrigin, sendJson, sendStatus } from "../../lib/http/index.ts";
 
 export const PROXY_COOKIE = "rlark-proxy";
 export const PROXY_LOGIN_PATH = "/api/v1/proxy-login";
@@ -138,6 +138,9 @@ export function createProxyLogin(options: ProxyLoginOptions = {}): ProxyLogin {
       sendJson(res, 200, { path: prefix, expiresAt: new Date(expiresAt).toISOString() });
     },
     tokenFor(req, path) {
+      // SameSite counts another port of the same host as the same site: a change must also come
+      // from the hub's own origin (a browser always names its origin on one).
+      if (req.method !== "GET" && req.method !== "HEAD" && !sameOrigin(req)) return undefined;
       const at = now();
       for (const id of cookieValues(req.headers.cookie, PROXY_COOKIE)) {
         const ticket = tickets.get(id);

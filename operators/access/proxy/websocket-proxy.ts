@@ -15,6 +15,7 @@ import type { Store } from "../../lib/store/index.ts";
 import type { TunnelServer } from "../../lib/tunnel/index.ts";
 import { type AccessCheck, type AccessHold, type AuditSink, holdNothing, podAccessTarget } from "../hooks.ts";
 import { TENSORBOARD_ROUTE, tensorBoardTarget } from "../tensorboard/tensorboard-route.ts";
+import { podCookies } from "./headers.ts";
 import { firstReadyPod } from "./pod-proxy.ts";
 
 const PATH = /^\/api\/v1\/namespaces\/([^/]+)\/(pods|tasks)\/([^/]+)\/proxy\/(\d{1,5})(\/.*)?$/;
@@ -154,6 +155,8 @@ export function webSocketProxyRoute(
       return true;
     }
     const protocols = offeredProtocols(req);
+    // The pod's own cookies go along; the hub's login cookie never does.
+    const cookie = podCookies(req.headers.cookie);
     const upstream = new WebSocket(`ws://127.0.0.1:${port}${rest ?? "/"}${url.search}`, protocols, {
       createConnection: () => {
         channel.resume();
@@ -164,6 +167,7 @@ export function webSocketProxyRoute(
       headers: {
         "x-forwarded-prefix": prefix,
         ...(req.headers.host ? { "x-forwarded-host": req.headers.host } : {}),
+        ...(cookie ? { cookie } : {}),
       },
     });
     upstream.once("unexpected-response", (_request, response) => {

@@ -53,7 +53,7 @@ export function refuseUpgrade(socket: Duplex, status: number, reason: string, me
 }
 
 /** A browser's Origin names the hub itself (the Host it asked): scheme-less compare of host:port. */
-function sameOrigin(req: IncomingMessage): boolean {
+export function sameOrigin(req: IncomingMessage): boolean {
   const origin = req.headers.origin;
   if (origin === undefined) return true; // not a browser: it proves itself with its token alone
   try {
