@@ -3,10 +3,11 @@
 // the last on a real HTTP server on 127.0.0.1.
 import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
+import { brotliCompressSync, gzipSync } from "node:zlib";
 import t from "tap";
 import { podCookies, podSetCookie } from "../../operators/access/proxy/headers.ts";
 import { createProxyLogin } from "../../operators/access/proxy/proxy-login.ts";
-import { rewriteRootPaths } from "../../operators/access/proxy/rewrite.ts";
+import { decodeBody, rewriteRootPaths } from "../../operators/access/proxy/rewrite.ts";
 
 const PREFIX = "/api/v1/rlinf.io/v1alpha1/tasks/t/tensorboard";
 
@@ -33,6 +34,19 @@ t.test("root paths move under the prefix; nothing else does", async (t) => {
     `data-src="/not-an-attribute-we-know"`,
   ])
     t.ok(out.includes(kept), `kept: ${kept}`);
+});
+
+t.test("compressed pages are decoded within the bound", async (t) => {
+  const page = Buffer.from("<style>a{background:url(/x.png)}</style>");
+  t.same(await decodeBody(gzipSync(page), "gzip", 1024), page);
+  t.same(await decodeBody(brotliCompressSync(page), "br", 1024), page);
+  t.same(await decodeBody(page, undefined, 1024), page);
+  await t.rejects(
+    decodeBody(gzipSync(Buffer.alloc(50 * 1024 * 1024)), "gzip", 1024 * 1024),
+    /over 1048576 bytes decoded/,
+  );
+  await t.rejects(decodeBody(page, "zstd", 1024), /zstd content-encoding cannot be rewritten/);
+  await t.rejects(decodeBody(page, "gzip", 1024), /does not decode/);
 });
 
 t.test("cookies across the proxy", async (t) => {

@@ -189,7 +189,13 @@ export function podProxyRoute(options: PodProxyOptions): PodProxyRoute {
         clearTimeout(timer);
         status = response.statusCode ?? 502;
         const headers = responseHeaders(response.headers, prefix);
-        if (rewrite && req.method !== "HEAD" && rewritable(response.headers)) {
+        if (
+          rewrite &&
+          req.method !== "HEAD" &&
+          status !== 204 &&
+          status !== 304 &&
+          rewritable(response.headers)
+        ) {
           readAll(response, maxRewriteBytes)
             .then((raw) => decodeBody(raw, response.headers["content-encoding"], maxRewriteBytes))
             .then((decoded) => {

@@ -12,11 +12,12 @@ export function rewritable(headers: IncomingHttpHeaders): boolean {
   return /^\s*text\/(html|css)\b/i.test(headers["content-type"] ?? "");
 }
 
-const DECODE: Record<string, (body: Buffer) => Promise<Buffer>> = {
-  gzip: promisify(gunzip),
-  "x-gzip": promisify(gunzip),
-  deflate: promisify(inflate),
-  br: promisify(brotliDecompress),
+type Decode = (body: Buffer, options: { maxOutputLength: number }) => Promise<Buffer>;
+const DECODE: Record<string, Decode> = {
+  gzip: promisify(gunzip) as Decode,
+  "x-gzip": promisify(gunzip) as Decode,
+  deflate: promisify(inflate) as Decode,
+  br: promisify(brotliDecompress) as Decode,
 };
 
 /**
@@ -32,9 +33,12 @@ export async function decodeBody(
   if (name === "" || name === "identity") return body;
   const decode = DECODE[name];
   if (!decode) throw new Error(`the pod's ${name} content-encoding cannot be rewritten`);
-  const decoded = await decode(body);
-  if (decoded.length > maxBytes) throw new Error(`the pod's page is over ${maxBytes} bytes decoded`);
-  return decoded;
+  // zlib stops at the bound itself: a small bomb never inflates in the hub's memory.
+  return decode(body, { maxOutputLength: maxBytes }).catch((error: unknown) => {
+    throw error instanceof RangeError
+      ? new Error(`the pod's page is over ${maxBytes} bytes decoded`)
+      : new Error(`the pod's ${name} page does not decode: ${(error as Error).message}`);
+  });
 }
 
 // src="/x", href='/x', action=/x (but never //host, a scheme-relative URL to another site).
