@@ -5,7 +5,7 @@ import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
 import { brotliCompressSync, gzipSync } from "node:zlib";
 import t from "tap";
-import { podCookies, podSetCookie } from "../../operators/access/proxy/headers.ts";
+import { podCookies, podSetCookie, responseHeaders } from "../../operators/access/proxy/headers.ts";
 import { createProxyLogin } from "../../operators/access/proxy/proxy-login.ts";
 import { decodeBody, rewriteRootPaths } from "../../operators/access/proxy/rewrite.ts";
 
@@ -66,6 +66,20 @@ t.test("cookies across the proxy", async (t) => {
   );
   t.equal(podSetCookie("rlark-proxy=forged; Path=/", prefix), undefined, "the hub's cookie name is refused");
   t.equal(podSetCookie("__Host-s=1; Path=/; Secure", prefix), undefined, "a __Host- cookie cannot move");
+  t.same(
+    responseHeaders(
+      {
+        "content-type": "text/javascript",
+        "service-worker-allowed": "/",
+        "clear-site-data": '"*"',
+        location: "/next",
+        "set-cookie": ["s=1; Path=/", "rlark-proxy=forged"],
+      },
+      prefix,
+    ),
+    { "content-type": "text/javascript", location: `${prefix}/next`, "set-cookie": [`s=1; Path=${prefix}/`] },
+    "no service worker above the prefix, no clearing the hub's origin",
+  );
 });
 
 t.test("the proxy login's tickets", async (t) => {

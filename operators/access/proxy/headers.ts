@@ -16,6 +16,13 @@ const HOP_BY_HOP = new Set([
   "upgrade",
 ]);
 
+/**
+ * Answers that would reach past the pod's prefix into the hub's whole origin: a service worker
+ * allowed a scope above its own path (it could then serve the dashboard's pages), or the origin's
+ * storage and cookies cleared. A pod's page stays inside its prefix.
+ */
+const ORIGIN_WIDE = new Set(["service-worker-allowed", "clear-site-data"]);
+
 /** What the hub's client proved itself with: for the hub, not for the pod. */
 const CREDENTIALS = new Set(["authorization"]);
 
@@ -89,12 +96,15 @@ export function requestHeaders(
   return out;
 }
 
-/** The pod's response headers as the client gets them; a Location on the pod's root moves under the prefix. */
+/**
+ * The pod's response headers as the client gets them: a Location on the pod's root and its
+ * cookies' paths move under the prefix; nothing that acts on the hub's whole origin passes.
+ */
 export function responseHeaders(headers: IncomingHttpHeaders, prefix: string): OutgoingHttpHeaders {
   const dropped = named(headers.connection);
   const out: OutgoingHttpHeaders = {};
   for (const [key, value] of Object.entries(headers)) {
-    if (value === undefined || HOP_BY_HOP.has(key) || dropped.has(key)) continue;
+    if (value === undefined || HOP_BY_HOP.has(key) || ORIGIN_WIDE.has(key) || dropped.has(key)) continue;
     out[key] = value;
   }
   const cookies = (headers["set-cookie"] ?? [])
