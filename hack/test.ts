@@ -24,7 +24,11 @@ const steps: Step[] = [
   },
   { name: "typecheck (tsc)", command: ["npx", "tsc", "-p", "tsconfig.json"] },
   { name: "Kubernetes binaries", command: ["bash", "hack/kube/build"], needs: "hack/kube/build" },
-  { name: "helm and kustomize", command: ["bash", "hack/tools/build"], needs: "hack/tools/build" },
+  {
+    name: "helm, kustomize and TensorBoard",
+    command: ["bash", "hack/tools/build"],
+    needs: "hack/tools/build",
+  },
   { name: "tests (tap)", command: ["npx", "tap", ...process.argv.slice(2)], counts: true },
 ];
 

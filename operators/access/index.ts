@@ -29,6 +29,13 @@ export { knownHostsLine } from "./known-hosts.ts";
 export { type LoginName, type PodSelector, parseLoginName, parsePodSelector } from "./login-name.ts";
 export { type PodLogRequest, type PodLogRoute, podLogRoute } from "./logs/log-route.ts";
 export { type PodProxyRequest, type PodProxyRoute, podProxyRoute } from "./proxy/pod-proxy.ts";
+export {
+  createProxyLogin,
+  PROXY_COOKIE,
+  PROXY_LOGIN_PATH,
+  type ProxyLogin,
+  type ProxyLoginOptions,
+} from "./proxy/proxy-login.ts";
 export { type WebSocketProxyOptions, webSocketProxyRoute } from "./proxy/websocket-proxy.ts";
 export {
   AccessSessions,
@@ -39,4 +46,10 @@ export {
   type SessionControl,
   type SessionSink,
 } from "./sessions.ts";
+export {
+  TENSORBOARD_ROUTE,
+  type TensorBoardRoute,
+  tensorBoardRoute,
+  tensorBoardTarget,
+} from "./tensorboard/tensorboard-route.ts";
 export { TERMINAL_PROTOCOL, type WebTerminalOptions, webTerminalRoute } from "./terminal/web-terminal.ts";

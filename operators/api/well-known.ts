@@ -57,6 +57,22 @@ export const RUN_ANNOTATION = "rlinf.io/run";
 export const RAY_ROLE_ANNOTATION = "rlinf.io/ray-role";
 export const RAY_TOTAL_NODES_ANNOTATION = "rlinf.io/ray-total-nodes";
 export const RAY_HEAD_TASK_ANNOTATION = "rlinf.io/ray-head-task-name";
+/** On task templates and Tasks: the port the task's pods serve TensorBoard on (docs/access.md). */
+export const TENSORBOARD_PORT_ANNOTATION = "rlark.io/tensorboard-port";
+
+/** The port a Task declares its TensorBoard on; undefined when it declares none. */
+export function tensorBoardPort(task: {
+  spec?: { annotations?: Record<string, string> };
+}): number | undefined {
+  const value = task.spec?.annotations?.[TENSORBOARD_PORT_ANNOTATION];
+  const port = value === undefined ? Number.NaN : Number(value);
+  return Number.isInteger(port) && port >= 1 && port <= 65535 ? port : undefined;
+}
+
+/** Where the hub serves a Task's TensorBoard (seed 000 §19); the trailing slash is part of it. */
+export function tensorBoardPath(task: string): string {
+  return `/api/v1/rlinf.io/v1alpha1/tasks/${encodeURIComponent(task)}/tensorboard/`;
+}
 /** On workloads: the uid, generation and hub namespace of the Task they run. */
 export const TASK_UID_ANNOTATION = "rlark.io/task-uid";
 export const TASK_GENERATION_ANNOTATION = "rlark.io/task-generation";

@@ -7,10 +7,12 @@ import {
   type AccessHold,
   type AuditSink,
   authenticatedMayAccess,
+  createProxyLogin,
   holdNothing,
   loggingAuditSink,
   podLogRoute,
   podProxyRoute,
+  tensorBoardRoute,
   webSocketProxyRoute,
 } from "../access/index.ts";
 import { createDashboard, type Dashboard, type DashboardSettings } from "../dashboard/index.ts";
@@ -106,6 +108,8 @@ export async function startHubHttp(options: HubHttpOptions): Promise<HubHttp> {
     hold: options.hold ?? holdNothing,
   };
   const authenticate = dashboard ? anyOf(adminToken, dashboard.authenticator) : anyOf(adminToken);
+  const podProxy = podProxyRoute(access);
+  const proxyLogin = createProxyLogin();
   const handler = createHubHttpHandler({
     store: options.store,
     authenticate,
@@ -122,7 +126,9 @@ export async function startHubHttp(options: HubHttpOptions): Promise<HubHttp> {
       },
     },
     podLog: podLogRoute(access),
-    podProxy: podProxyRoute(access),
+    podProxy,
+    tensorBoard: tensorBoardRoute({ store: options.store, proxy: podProxy }),
+    proxyLogin,
     browse: options.tunnel,
     ...(options.accessAudit ? { accessAudit: options.accessAudit } : {}),
     ready: options.ready,
@@ -133,7 +139,13 @@ export async function startHubHttp(options: HubHttpOptions): Promise<HubHttp> {
   const server = createServer(handler);
   server.on(
     "upgrade",
-    createUpgradeHandler({ authenticate, routes: [...(options.upgrades ?? []), websocketProxy] }),
+    createUpgradeHandler({
+      authenticate,
+      routes: [...(options.upgrades ?? []), websocketProxy],
+      // Only the proxies' WebSockets: the login cookie opens nothing else.
+      fallbackToken: (req, url) =>
+        websocketProxy.serves(url) ? proxyLogin.tokenFor(req, url.pathname) : undefined,
+    }),
   );
   const { host, port } = splitHostPort(options.address);
   await new Promise<void>((resolve, reject) => {

@@ -92,7 +92,7 @@ spec:
   const base = `${hub.url}/api/v1/namespaces/agent-local/pods/${pod}/proxy`;
   const headers = {
     authorization: `Bearer ${hub.adminToken}`,
-    cookie: "session=hub-secret",
+    cookie: "session=the-pods-own; rlark-proxy=a-hub-ticket",
     "x-custom": "kept",
   };
 
@@ -112,7 +112,11 @@ spec:
     echoed.headers.Authorization ?? echoed.headers.authorization,
     "the hub's token does not reach the pod",
   );
-  t.notOk(echoed.headers.Cookie ?? echoed.headers.cookie, "nor the client's cookies");
+  t.equal(
+    echoed.headers.Cookie ?? echoed.headers.cookie,
+    "session=the-pods-own",
+    "nor the hub's login cookie; the pod's own cookies pass",
+  );
   t.equal(echoed.headers["x-forwarded-prefix"], `/api/v1/namespaces/agent-local/pods/${pod}/proxy/${port}`);
 
   const posted = await fetch(`${base}/${port}/form`, { method: "POST", headers, body: "a=1&b=2" });

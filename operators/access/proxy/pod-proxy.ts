@@ -17,6 +17,7 @@ import {
   podAccessTarget,
 } from "../hooks.ts";
 import { requestHeaders, responseHeaders } from "./headers.ts";
+import { decodeBody, rewritable, rewriteRootPaths } from "./rewrite.ts";
 
 export interface PodProxyRequest {
   principal: Principal;
@@ -29,6 +30,8 @@ export interface PodProxyRequest {
   path: string;
   /** Where the pod's root appears to the client (for Location and X-Forwarded-Prefix). */
   prefix: string;
+  /** Move root-relative URLs in HTML and CSS answers under the prefix (rewrite.ts). */
+  rewrite?: boolean;
 }
 
 export type PodProxyRoute = (
@@ -46,12 +49,26 @@ export interface PodProxyOptions {
   hold?: AccessHold;
   /** Largest request body passed on. Default 16 MiB. */
   maxRequestBytes?: number;
+  /** Largest HTML or CSS answer rewritten (as sent and decoded); a larger one is a 502. Default 16 MiB. */
+  maxRewriteBytes?: number;
   /** How long the pod has to answer with headers. Default 30 s. */
   responseTimeoutMs?: number;
   now?: () => number;
 }
 
 class TooLarge extends Error {}
+
+/** The whole of a response body, refused beyond `max` bytes. */
+async function readAll(body: AsyncIterable<Buffer>, max: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += chunk.length;
+    if (size > max) throw new Error(`the pod's page is over ${max} bytes`);
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
+}
 
 type PodStatus = { phase?: string; containerStatuses?: { ready?: boolean }[] };
 
@@ -86,8 +103,9 @@ function limited(max: number): Transform & { bytes: number } {
 export function podProxyRoute(options: PodProxyOptions): PodProxyRoute {
   const now = options.now ?? Date.now;
   const maxRequestBytes = options.maxRequestBytes ?? 16 * 1024 * 1024;
+  const maxRewriteBytes = options.maxRewriteBytes ?? 16 * 1024 * 1024;
   const timeoutMs = options.responseTimeoutMs ?? 30_000;
-  return async ({ principal, namespace, kind, name: asked, port, path, prefix }, req, res) => {
+  return async ({ principal, namespace, kind, name: asked, port, path, prefix, rewrite }, req, res) => {
     const pod =
       kind === "pod"
         ? await options.store.get("Pod", namespace, asked)
@@ -170,7 +188,28 @@ export function podProxyRoute(options: PodProxyOptions): PodProxyRoute {
       upstream.once("response", (response) => {
         clearTimeout(timer);
         status = response.statusCode ?? 502;
-        res.writeHead(status, responseHeaders(response.headers, prefix));
+        const headers = responseHeaders(response.headers, prefix);
+        if (
+          rewrite &&
+          req.method !== "HEAD" &&
+          status !== 204 &&
+          status !== 304 &&
+          rewritable(response.headers)
+        ) {
+          readAll(response, maxRewriteBytes)
+            .then((raw) => decodeBody(raw, response.headers["content-encoding"], maxRewriteBytes))
+            .then((decoded) => {
+              const body = Buffer.from(rewriteRootPaths(decoded.toString("utf8"), prefix));
+              delete headers["content-encoding"];
+              headers["content-length"] = body.length;
+              bytesOut = body.length;
+              res.writeHead(status, headers);
+              res.end(body, resolve);
+            })
+            .catch(reject);
+          return;
+        }
+        res.writeHead(status, headers);
         const counted = new Transform({
           transform(chunk: Buffer, _encoding, done) {
             bytesOut += chunk.length;

@@ -1,5 +1,6 @@
 // WebSockets through the pod and task proxies: an upgrade to
-// /api/v1/namespaces/<ns>/(pods|tasks)/<name>/proxy/<port>/<path> (authenticated by the hub's
+// /api/v1/namespaces/<ns>/(pods|tasks)/<name>/proxy/<port>/<path>, or to a Task's TensorBoard
+// route (tensorboard/tensorboard-route.ts), (authenticated by the hub's
 // upgrade entrance) is authorized for `proxy`, then opened to the pod's port over one tunnel
 // stream; only once the pod has accepted it is the client's upgrade completed, with the
 // subprotocol the pod chose. Messages are relayed whole, bounded in size both ways, with
@@ -13,6 +14,8 @@ import { offeredProtocols, refuseUpgrade, type UpgradeRoute } from "../../lib/ht
 import type { Store } from "../../lib/store/index.ts";
 import type { TunnelServer } from "../../lib/tunnel/index.ts";
 import { type AccessCheck, type AccessHold, type AuditSink, holdNothing, podAccessTarget } from "../hooks.ts";
+import { TENSORBOARD_ROUTE, tensorBoardTarget } from "../tensorboard/tensorboard-route.ts";
+import { podCookies } from "./headers.ts";
 import { firstReadyPod } from "./pod-proxy.ts";
 
 const PATH = /^\/api\/v1\/namespaces\/([^/]+)\/(pods|tasks)\/([^/]+)\/proxy\/(\d{1,5})(\/.*)?$/;
@@ -31,7 +34,9 @@ export interface WebSocketProxyOptions {
   now?: () => number;
 }
 
-export function webSocketProxyRoute(options: WebSocketProxyOptions): UpgradeRoute & { close(): void } {
+export function webSocketProxyRoute(
+  options: WebSocketProxyOptions,
+): UpgradeRoute & { serves(url: URL): boolean; close(): void } {
   const now = options.now ?? Date.now;
   const maxPayload = options.maxMessageBytes ?? 16 * 1024 * 1024;
   const server = new WebSocketServer({
@@ -46,15 +51,45 @@ export function webSocketProxyRoute(options: WebSocketProxyOptions): UpgradeRout
   });
   const route: UpgradeRoute = async ({ principal, url, req, socket, head }) => {
     const match = PATH.exec(url.pathname);
-    if (!match) return false;
-    const [, ns, plural, asked, portText, rest] = match as unknown as [
-      string,
-      string,
-      string,
-      string,
-      string,
-      string?,
-    ];
+    const board = match ? undefined : TENSORBOARD_ROUTE.exec(url.pathname);
+    if (!match && !board) return false;
+    let ns: string;
+    let plural: string;
+    let asked: string;
+    let portText: string;
+    let rest: string | undefined;
+    let prefix: string;
+    if (match) {
+      [, ns, plural, asked, portText, rest] = match as unknown as [
+        string,
+        string,
+        string,
+        string,
+        string,
+        string?,
+      ];
+      prefix = `/api/v1/namespaces/${ns}/${plural}/${asked}/proxy/${portText}`;
+    } else {
+      const [, task, path] = board as unknown as [string, string, string?];
+      const target = await tensorBoardTarget(options.store, decodeURIComponent(task));
+      if ("status" in target) {
+        refuseUpgrade(
+          socket,
+          target.status,
+          target.status === 404 ? "Not Found" : "Conflict",
+          target.message,
+        );
+        return true;
+      }
+      [ns, plural, asked, portText, rest, prefix] = [
+        encodeURIComponent(target.namespace),
+        "tasks",
+        task,
+        String(target.port),
+        path,
+        target.prefix,
+      ];
+    }
     const namespace = decodeURIComponent(ns);
     const port = Number(portText);
     if (port < 1 || port > 65535) {
@@ -119,8 +154,9 @@ export function webSocketProxyRoute(options: WebSocketProxyOptions): UpgradeRout
       refuseUpgrade(socket, 502, "Bad Gateway", message);
       return true;
     }
-    const prefix = `/api/v1/namespaces/${ns}/${plural}/${asked}/proxy/${portText}`;
     const protocols = offeredProtocols(req);
+    // The pod's own cookies go along; the hub's login cookie never does.
+    const cookie = podCookies(req.headers.cookie);
     const upstream = new WebSocket(`ws://127.0.0.1:${port}${rest ?? "/"}${url.search}`, protocols, {
       createConnection: () => {
         channel.resume();
@@ -131,6 +167,7 @@ export function webSocketProxyRoute(options: WebSocketProxyOptions): UpgradeRout
       headers: {
         "x-forwarded-prefix": prefix,
         ...(req.headers.host ? { "x-forwarded-host": req.headers.host } : {}),
+        ...(cookie ? { cookie } : {}),
       },
     });
     upstream.once("unexpected-response", (_request, response) => {
@@ -159,6 +196,7 @@ export function webSocketProxyRoute(options: WebSocketProxyOptions): UpgradeRout
     return true;
   };
   return Object.assign(route, {
+    serves: (url: URL) => PATH.test(url.pathname) || TENSORBOARD_ROUTE.test(url.pathname),
     close: () => {
       for (const client of server.clients) client.terminate();
       server.close();

@@ -145,7 +145,7 @@ export type Role = "Actor" | "Rollout" | "Env";
 /** How the task runs: Kubernetes (a native workload), Docker (containers through the Docker API), Raw (a downloaded artifact run as a process). */
 export type AgentType = "Kubernetes" | "Docker" | "Raw";
 
-/** Task annotations. The Ray keys declare a Ray cluster: rlinf.io/ray-role (head | worker), rlinf.io/ray-total-nodes (head only), rlinf.io/ray-head-task-name (worker only). */
+/** Task annotations. The Ray keys declare a Ray cluster: rlinf.io/ray-role (head | worker), rlinf.io/ray-total-nodes (head only), rlinf.io/ray-head-task-name (worker only). rlark.io/tensorboard-port declares the TensorBoard the task serves. */
 export interface TaskAnnotations {
   /** This task's role in its Ray cluster. */
   "rlinf.io/ray-role"?: "head" | "worker";
@@ -153,6 +153,8 @@ export interface TaskAnnotations {
   "rlinf.io/ray-total-nodes"?: string;
   /** Worker only: the name of the head task of the same Job that this worker joins. */
   "rlinf.io/ray-head-task-name"?: DNS1123Label;
+  /** The port the task's pods serve TensorBoard on (TensorBoard's own default is 6006): the hub then proxies /api/v1/rlinf.io/v1alpha1/tasks/<task>/tensorboard/ to it. */
+  "rlark.io/tensorboard-port"?: string;
   [key: string]: string | undefined;
 }
 

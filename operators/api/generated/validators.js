@@ -1384,7 +1384,7 @@ return errors === 0;
 }
 validate90.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema39 = {"description":"Task annotations. The Ray keys declare a Ray cluster: rlinf.io/ray-role (head | worker), rlinf.io/ray-total-nodes (head only), rlinf.io/ray-head-task-name (worker only).","type":"object","propertyNames":{"$ref":"#/$defs/LabelKey"},"properties":{"rlinf.io/ray-role":{"enum":["head","worker"],"description":"This task's role in its Ray cluster."},"rlinf.io/ray-total-nodes":{"type":"string","pattern":"^[1-9][0-9]*$","x-rlark-message":"must be a whole number of at least 1, written as a string such as \"5\"","description":"Head only: how many Ray nodes (head included) the head waits for."},"rlinf.io/ray-head-task-name":{"$ref":"#/$defs/DNS1123Label","description":"Worker only: the name of the head task of the same Job that this worker joins."}},"additionalProperties":{"type":"string","description":"Any other annotation."},"allOf":[{"if":{"properties":{"rlinf.io/ray-role":{"const":"head"}},"required":["rlinf.io/ray-role"]},"then":{"required":["rlinf.io/ray-total-nodes"],"properties":{"rlinf.io/ray-head-task-name":false}},"x-rlark-rule":"schema/ray-annotations","x-rlark-message":"a Ray head (rlinf.io/ray-role: head) needs rlinf.io/ray-total-nodes and takes no rlinf.io/ray-head-task-name"},{"if":{"properties":{"rlinf.io/ray-role":{"const":"worker"}},"required":["rlinf.io/ray-role"]},"then":{"required":["rlinf.io/ray-head-task-name"],"properties":{"rlinf.io/ray-total-nodes":false}},"x-rlark-rule":"schema/ray-annotations","x-rlark-message":"a Ray worker (rlinf.io/ray-role: worker) needs rlinf.io/ray-head-task-name and takes no rlinf.io/ray-total-nodes"},{"if":{"not":{"required":["rlinf.io/ray-role"]}},"then":{"properties":{"rlinf.io/ray-total-nodes":false,"rlinf.io/ray-head-task-name":false}},"x-rlark-rule":"schema/ray-annotations","x-rlark-message":"rlinf.io/ray-total-nodes and rlinf.io/ray-head-task-name need rlinf.io/ray-role"}]};
+const schema39 = {"description":"Task annotations. The Ray keys declare a Ray cluster: rlinf.io/ray-role (head | worker), rlinf.io/ray-total-nodes (head only), rlinf.io/ray-head-task-name (worker only). rlark.io/tensorboard-port declares the TensorBoard the task serves.","type":"object","propertyNames":{"$ref":"#/$defs/LabelKey"},"properties":{"rlinf.io/ray-role":{"enum":["head","worker"],"description":"This task's role in its Ray cluster."},"rlinf.io/ray-total-nodes":{"type":"string","pattern":"^[1-9][0-9]*$","x-rlark-message":"must be a whole number of at least 1, written as a string such as \"5\"","description":"Head only: how many Ray nodes (head included) the head waits for."},"rlinf.io/ray-head-task-name":{"$ref":"#/$defs/DNS1123Label","description":"Worker only: the name of the head task of the same Job that this worker joins."},"rlark.io/tensorboard-port":{"type":"string","pattern":"^([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])$","x-rlark-message":"must be a port from 1 to 65535 written as a string such as \"6006\"","description":"The port the task's pods serve TensorBoard on (TensorBoard's own default is 6006): the hub then proxies /api/v1/rlinf.io/v1alpha1/tasks/<task>/tensorboard/ to it."}},"additionalProperties":{"type":"string","description":"Any other annotation."},"allOf":[{"if":{"properties":{"rlinf.io/ray-role":{"const":"head"}},"required":["rlinf.io/ray-role"]},"then":{"required":["rlinf.io/ray-total-nodes"],"properties":{"rlinf.io/ray-head-task-name":false}},"x-rlark-rule":"schema/ray-annotations","x-rlark-message":"a Ray head (rlinf.io/ray-role: head) needs rlinf.io/ray-total-nodes and takes no rlinf.io/ray-head-task-name"},{"if":{"properties":{"rlinf.io/ray-role":{"const":"worker"}},"required":["rlinf.io/ray-role"]},"then":{"required":["rlinf.io/ray-head-task-name"],"properties":{"rlinf.io/ray-total-nodes":false}},"x-rlark-rule":"schema/ray-annotations","x-rlark-message":"a Ray worker (rlinf.io/ray-role: worker) needs rlinf.io/ray-head-task-name and takes no rlinf.io/ray-total-nodes"},{"if":{"not":{"required":["rlinf.io/ray-role"]}},"then":{"properties":{"rlinf.io/ray-total-nodes":false,"rlinf.io/ray-head-task-name":false}},"x-rlark-rule":"schema/ray-annotations","x-rlark-message":"rlinf.io/ray-total-nodes and rlinf.io/ray-head-task-name need rlinf.io/ray-role"}]};
 
 function validate99(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -1444,6 +1444,7 @@ return errors === 0;
 validate99.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const pattern7 = new RegExp("^[1-9][0-9]*$", "u");
+const pattern9 = new RegExp("^([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])$", "u");
 
 function validate97(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -1749,7 +1750,7 @@ errors++;
 }
 }
 for(const key1 in data){
-if(!(((key1 === "rlinf.io/ray-role") || (key1 === "rlinf.io/ray-total-nodes")) || (key1 === "rlinf.io/ray-head-task-name"))){
+if(!((((key1 === "rlinf.io/ray-role") || (key1 === "rlinf.io/ray-total-nodes")) || (key1 === "rlinf.io/ray-head-task-name")) || (key1 === "rlark.io/tensorboard-port"))){
 let data6 = data[key1];
 if(typeof data6 !== "string"){
 const err16 = {instancePath:instancePath+"/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema39.additionalProperties.type,parentSchema:schema39.additionalProperties,data:data6};
@@ -1807,14 +1808,39 @@ vErrors = vErrors === null ? validate99.errors : vErrors.concat(validate99.error
 errors = vErrors.length;
 }
 }
-}
-else {
-const err20 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema39.type,parentSchema:schema39,data};
+if(data["rlark.io/tensorboard-port"] !== undefined){
+let data10 = data["rlark.io/tensorboard-port"];
+if(typeof data10 === "string"){
+if(!pattern9.test(data10)){
+const err20 = {instancePath:instancePath+"/rlark.io~1tensorboard-port",schemaPath:"#/properties/rlark.io~1tensorboard-port/pattern",keyword:"pattern",params:{pattern: "^([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])$"},message:"must match pattern \""+"^([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])$"+"\"",schema:"^([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])$",parentSchema:schema39.properties["rlark.io/tensorboard-port"],data:data10};
 if(vErrors === null){
 vErrors = [err20];
 }
 else {
 vErrors.push(err20);
+}
+errors++;
+}
+}
+else {
+const err21 = {instancePath:instancePath+"/rlark.io~1tensorboard-port",schemaPath:"#/properties/rlark.io~1tensorboard-port/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema39.properties["rlark.io/tensorboard-port"].type,parentSchema:schema39.properties["rlark.io/tensorboard-port"],data:data10};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+}
+else {
+const err22 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema39.type,parentSchema:schema39,data};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
 }
 errors++;
 }
@@ -2050,7 +2076,7 @@ validate103.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false}
 
 const schema43 = {"description":"Runtime section of an agentType Raw task: processes run directly on the machine.","type":"object","additionalProperties":false,"required":["command"],"properties":{"artifact":{"$ref":"#/$defs/Artifact","description":"What to download before running."},"command":{"type":"array","minItems":1,"description":"Executable and leading arguments.","items":{"type":"string","description":"One argv element."}},"args":{"type":"array","description":"Further arguments appended to command.","items":{"type":"string","description":"One argv element."}},"env":{"type":"array","description":"Environment variables for the process.","items":{"$ref":"#/$defs/EnvVar"}},"workingDir":{"type":"string","description":"Working directory; default: the task's own directory."},"replicas":{"type":"integer","minimum":0,"description":"How many copies of the process to run (default 1)."},"terminationGracePeriodSeconds":{"type":"integer","minimum":0,"description":"Seconds between SIGTERM and SIGKILL when a process is stopped; default: the runtime's."},"kind":{"enum":["Deployment","StatefulSet","Job"],"default":"Job","description":"Restart semantics, as the Kubernetes kind of that name: Job runs to completion (restart on failure), Deployment and StatefulSet restart always."}}};
 const schema44 = {"description":"A file downloaded before the process starts.","type":"object","additionalProperties":false,"required":["url","sha256"],"properties":{"url":{"type":"string","minLength":1,"description":"http(s):// or file:// URL, or the path of a file inside the manifest folder (no '..', no symlinks), which the hub serves to agents."},"sha256":{"type":"string","pattern":"^[a-f0-9]{64}$","x-rlark-message":"must be 64 lowercase hexadecimal digits","description":"SHA-256 of the file; the agent refuses to run anything else."}}};
-const pattern9 = new RegExp("^[a-f0-9]{64}$", "u");
+const pattern10 = new RegExp("^[a-f0-9]{64}$", "u");
 
 function validate109(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -2123,7 +2149,7 @@ errors++;
 if(data.sha256 !== undefined){
 let data1 = data.sha256;
 if(typeof data1 === "string"){
-if(!pattern9.test(data1)){
+if(!pattern10.test(data1)){
 const err5 = {instancePath:instancePath+"/sha256",schemaPath:"#/properties/sha256/pattern",keyword:"pattern",params:{pattern: "^[a-f0-9]{64}$"},message:"must match pattern \""+"^[a-f0-9]{64}$"+"\"",schema:"^[a-f0-9]{64}$",parentSchema:schema44.properties.sha256,data:data1};
 if(vErrors === null){
 vErrors = [err5];
@@ -2162,7 +2188,7 @@ return errors === 0;
 validate109.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const schema45 = {"description":"An environment variable for a process or container.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","minLength":1,"pattern":"^[-._a-zA-Z][-._a-zA-Z0-9]*$","x-rlark-message":"must be an environment variable name: letters, digits, '_', '-' or '.', not starting with a digit","description":"Variable name."},"value":{"type":"string","description":"Variable value; empty when omitted."}}};
-const pattern10 = new RegExp("^[-._a-zA-Z][-._a-zA-Z0-9]*$", "u");
+const pattern11 = new RegExp("^[-._a-zA-Z][-._a-zA-Z0-9]*$", "u");
 
 function validate111(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -2210,7 +2236,7 @@ vErrors.push(err2);
 }
 errors++;
 }
-if(!pattern10.test(data0)){
+if(!pattern11.test(data0)){
 const err3 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/pattern",keyword:"pattern",params:{pattern: "^[-._a-zA-Z][-._a-zA-Z0-9]*$"},message:"must match pattern \""+"^[-._a-zA-Z][-._a-zA-Z0-9]*$"+"\"",schema:"^[-._a-zA-Z][-._a-zA-Z0-9]*$",parentSchema:schema45.properties.name,data:data0};
 if(vErrors === null){
 vErrors = [err3];
@@ -5582,7 +5608,7 @@ return errors === 0;
 validate189.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema69 = {"description":"The Domain's address space.","type":"object","additionalProperties":false,"required":["cidr"],"properties":{"cidr":{"type":"string","pattern":"^((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])/([89]|[12][0-9]|30)$","x-rlark-message":"must be an IPv4 CIDR with a prefix length from 8 to 30, such as 10.0.1.0/24","description":"IPv4 subnet the Domain's virtual IPs come from, prefix length 8 to 30."}}};
-const pattern13 = new RegExp("^((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])/([89]|[12][0-9]|30)$", "u");
+const pattern14 = new RegExp("^((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])/([89]|[12][0-9]|30)$", "u");
 
 function validate191(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -5620,7 +5646,7 @@ errors++;
 if(data.cidr !== undefined){
 let data0 = data.cidr;
 if(typeof data0 === "string"){
-if(!pattern13.test(data0)){
+if(!pattern14.test(data0)){
 const err2 = {instancePath:instancePath+"/cidr",schemaPath:"#/properties/cidr/pattern",keyword:"pattern",params:{pattern: "^((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])/([89]|[12][0-9]|30)$"},message:"must match pattern \""+"^((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])/([89]|[12][0-9]|30)$"+"\"",schema:"^((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])/([89]|[12][0-9]|30)$",parentSchema:schema69.properties.cidr,data:data0};
 if(vErrors === null){
 vErrors = [err2];
@@ -6525,7 +6551,7 @@ return errors === 0;
 validate210.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema76 = {"description":"The workspace namespace of one cluster's agent, `agent-<cluster>`; putting an object there hands it to that cluster.","type":"string","maxLength":63,"pattern":"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$","x-rlark-message":"must be agent-<cluster>, where <cluster> is a Cluster name"};
-const pattern15 = new RegExp("^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$", "u");
+const pattern16 = new RegExp("^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$", "u");
 
 function validate212(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -6548,7 +6574,7 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(!pattern15.test(data)){
+if(!pattern16.test(data)){
 const err1 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema76,data};
 if(vErrors === null){
 vErrors = [err1];
@@ -6643,7 +6669,7 @@ return errors === 0;
 }
 validate216.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const pattern16 = new RegExp("^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?(\\+[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$", "u");
+const pattern17 = new RegExp("^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?(\\+[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$", "u");
 
 function validate214(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -6697,7 +6723,7 @@ errors = vErrors.length;
 if(data.version !== undefined){
 let data1 = data.version;
 if(typeof data1 === "string"){
-if(!pattern16.test(data1)){
+if(!pattern17.test(data1)){
 const err3 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?(\\+[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},message:"must match pattern \""+"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?(\\+[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"+"\"",schema:"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?(\\+[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$",parentSchema:schema77.properties.version,data:data1};
 if(vErrors === null){
 vErrors = [err3];
@@ -7875,8 +7901,8 @@ validate243.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema87 = {"description":"How the cluster runs tasks.","type":"object","additionalProperties":false,"required":["runtime"],"if":{"properties":{"access":{"const":"kubeconfig"}},"required":["access"]},"then":{"required":["kubeconfig"],"properties":{"runtime":{"const":"kubernetes"}}},"else":{"properties":{"kubeconfig":false}},"properties":{"runtime":{"enum":["kubernetes","process"],"description":"kubernetes: tasks become workloads in a Kubernetes cluster; process: tasks run as local processes on the agent's machine."},"description":{"type":"string","description":"Free text for people."},"access":{"enum":["agent","kubeconfig"],"default":"agent","description":"agent (default): an agent on the cluster connects to the hub. kubeconfig: no agent is installed; the hub drives the cluster itself with the sealed kubeconfig in spec.kubeconfig (runtime kubernetes only; docs/clusters.md)."},"kubeconfig":{"$ref":"#/$defs/ClusterKubeconfig","description":"For access: kubeconfig."},"agentPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Planned: the agent's SSH public key, to pin at enrollment. Not read yet: agents are pinned by the certificate the hub's CA issues when they enroll."}}};
 const schema88 = {"description":"How the hub reaches an agentless cluster. Only this hub can open the sealed kubeconfig; it is never served, logged or written back.","type":"object","additionalProperties":false,"required":["sealed"],"properties":{"sealed":{"type":"string","pattern":"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$","maxLength":262144,"x-rlark-message":"must be a sealed kubeconfig (rlark-sealed:v1:<key id>:<payload>) made by `rlark seal --kubeconfig FILE --cluster NAME`, never a plain kubeconfig","x-rlark-sensitive":true,"description":"The kubeconfig sealed to the hub's key with context cluster/<name>/kubeconfig: `rlark seal --kubeconfig FILE --cluster NAME`. Its current context is used."},"server":{"type":"string","pattern":"^https?://[^\\s/]+(/.*)?$","maxLength":2048,"description":"The API server address the hub dials, instead of the current context's server (a kubeconfig that says 127.0.0.1 where the hub needs another address)."},"insecureSkipTLSVerify":{"type":"boolean","default":false,"description":"Do not verify the API server's certificate. Only for labs with self-signed servers: anyone on the path can then read the credentials."}}};
-const pattern18 = new RegExp("^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$", "u");
-const pattern19 = new RegExp("^https?://[^\\s/]+(/.*)?$", "u");
+const pattern19 = new RegExp("^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$", "u");
+const pattern20 = new RegExp("^https?://[^\\s/]+(/.*)?$", "u");
 
 function validate246(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -7924,7 +7950,7 @@ vErrors.push(err2);
 }
 errors++;
 }
-if(!pattern18.test(data0)){
+if(!pattern19.test(data0)){
 const err3 = {instancePath:instancePath+"/sealed",schemaPath:"#/properties/sealed/pattern",keyword:"pattern",params:{pattern: "^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$"},message:"must match pattern \""+"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$"+"\"",schema:"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$",parentSchema:schema88.properties.sealed,data:data0};
 if(vErrors === null){
 vErrors = [err3];
@@ -7959,7 +7985,7 @@ vErrors.push(err5);
 }
 errors++;
 }
-if(!pattern19.test(data1)){
+if(!pattern20.test(data1)){
 const err6 = {instancePath:instancePath+"/server",schemaPath:"#/properties/server/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s/]+(/.*)?$"},message:"must match pattern \""+"^https?://[^\\s/]+(/.*)?$"+"\"",schema:"^https?://[^\\s/]+(/.*)?$",parentSchema:schema88.properties.server,data:data1};
 if(vErrors === null){
 vErrors = [err6];
@@ -9205,7 +9231,7 @@ return errors === 0;
 validate264.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const schema96 = {"description":"A DNS-1123 subdomain: dot-separated DNS-1123 labels, at most 253 characters.","type":"string","minLength":1,"maxLength":253,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$","x-rlark-message":"must be a DNS-1123 subdomain: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"};
-const pattern21 = new RegExp("^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$", "u");
+const pattern22 = new RegExp("^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$", "u");
 
 function validate271(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -9238,7 +9264,7 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(!pattern21.test(data)){
+if(!pattern22.test(data)){
 const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema96,data};
 if(vErrors === null){
 vErrors = [err2];
@@ -9286,7 +9312,7 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(!pattern15.test(data)){
+if(!pattern16.test(data)){
 const err1 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema76,data};
 if(vErrors === null){
 vErrors = [err1];
@@ -9599,7 +9625,7 @@ validate287.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false}
 
 const schema104 = {"description":"Resource name (cpu, memory, nvidia.com/gpu, ...) to quantity.","type":"object","propertyNames":{"$ref":"#/$defs/LabelKey"},"additionalProperties":{"$ref":"#/$defs/Quantity"}};
 const schema105 = {"description":"A Kubernetes resource quantity, e.g. 500m, 2Gi, 8.","type":"string","pattern":"^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$","x-rlark-message":"must be a Kubernetes quantity such as 500m, 2Gi or 8"};
-const pattern23 = new RegExp("^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$", "u");
+const pattern24 = new RegExp("^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$", "u");
 
 function validate291(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -9612,7 +9638,7 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(typeof data === "string"){
-if(!pattern23.test(data)){
+if(!pattern24.test(data)){
 const err0 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$"},message:"must match pattern \""+"^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$"+"\"",schema:"^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$",parentSchema:schema105,data};
 if(vErrors === null){
 vErrors = [err0];
@@ -10756,7 +10782,7 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(!pattern21.test(data)){
+if(!pattern22.test(data)){
 const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema96,data};
 if(vErrors === null){
 vErrors = [err2];
@@ -10860,7 +10886,7 @@ return errors === 0;
 }
 validate320.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const pattern26 = new RegExp("^\\$[A-Za-z0-9-]+\\$", "u");
+const pattern27 = new RegExp("^\\$[A-Za-z0-9-]+\\$", "u");
 
 function validate319(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -11037,7 +11063,7 @@ errors++;
 if(data.passwordHash !== undefined){
 let data6 = data.passwordHash;
 if(typeof data6 === "string"){
-if(!pattern26.test(data6)){
+if(!pattern27.test(data6)){
 const err11 = {instancePath:instancePath+"/passwordHash",schemaPath:"#/properties/passwordHash/pattern",keyword:"pattern",params:{pattern: "^\\$[A-Za-z0-9-]+\\$"},message:"must match pattern \""+"^\\$[A-Za-z0-9-]+\\$"+"\"",schema:"^\\$[A-Za-z0-9-]+\\$",parentSchema:schema114.properties.passwordHash,data:data6};
 if(vErrors === null){
 vErrors = [err11];
@@ -11474,7 +11500,7 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(!pattern21.test(data)){
+if(!pattern22.test(data)){
 const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema96,data};
 if(vErrors === null){
 vErrors = [err2];
@@ -12595,7 +12621,7 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(!pattern21.test(data)){
+if(!pattern22.test(data)){
 const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema96,data};
 if(vErrors === null){
 vErrors = [err2];
@@ -12643,7 +12669,7 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(!pattern15.test(data)){
+if(!pattern16.test(data)){
 const err1 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema76,data};
 if(vErrors === null){
 vErrors = [err1];
@@ -12796,7 +12822,7 @@ return errors === 0;
 }
 validate365.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const pattern32 = new RegExp("^[-._a-zA-Z0-9]+$", "u");
+const pattern33 = new RegExp("^[-._a-zA-Z0-9]+$", "u");
 
 function validate362(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -12889,7 +12915,7 @@ vErrors.push(err5);
 }
 errors++;
 }
-if(!pattern32.test(key1)){
+if(!pattern33.test(key1)){
 const err6 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[-._a-zA-Z0-9]+$"},message:"must match pattern \""+"^[-._a-zA-Z0-9]+$"+"\"",schema:"^[-._a-zA-Z0-9]+$",parentSchema:schema129.properties.encryptedData.propertyNames,data:key1,propertyName:key1};
 if(vErrors === null){
 vErrors = [err6];
@@ -12925,7 +12951,7 @@ errors++;
 for(const key2 in data2){
 let data3 = data2[key2];
 if(typeof data3 === "string"){
-if(!pattern18.test(data3)){
+if(!pattern19.test(data3)){
 const err9 = {instancePath:instancePath+"/encryptedData/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/encryptedData/additionalProperties/pattern",keyword:"pattern",params:{pattern: "^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$"},message:"must match pattern \""+"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$"+"\"",schema:"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$",parentSchema:schema129.properties.encryptedData.additionalProperties,data:data3};
 if(vErrors === null){
 vErrors = [err9];
@@ -13640,7 +13666,7 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(!pattern15.test(data)){
+if(!pattern16.test(data)){
 const err1 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema76,data};
 if(vErrors === null){
 vErrors = [err1];
@@ -14390,7 +14416,7 @@ errors++;
 }
 }
 for(const key1 in data){
-if(!(((key1 === "rlinf.io/ray-role") || (key1 === "rlinf.io/ray-total-nodes")) || (key1 === "rlinf.io/ray-head-task-name"))){
+if(!((((key1 === "rlinf.io/ray-role") || (key1 === "rlinf.io/ray-total-nodes")) || (key1 === "rlinf.io/ray-head-task-name")) || (key1 === "rlark.io/tensorboard-port"))){
 let data6 = data[key1];
 if(typeof data6 !== "string"){
 const err16 = {instancePath:instancePath+"/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema39.additionalProperties.type,parentSchema:schema39.additionalProperties,data:data6};
@@ -14448,14 +14474,39 @@ vErrors = vErrors === null ? validate99.errors : vErrors.concat(validate99.error
 errors = vErrors.length;
 }
 }
-}
-else {
-const err20 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema39.type,parentSchema:schema39,data};
+if(data["rlark.io/tensorboard-port"] !== undefined){
+let data10 = data["rlark.io/tensorboard-port"];
+if(typeof data10 === "string"){
+if(!pattern9.test(data10)){
+const err20 = {instancePath:instancePath+"/rlark.io~1tensorboard-port",schemaPath:"#/properties/rlark.io~1tensorboard-port/pattern",keyword:"pattern",params:{pattern: "^([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])$"},message:"must match pattern \""+"^([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])$"+"\"",schema:"^([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])$",parentSchema:schema39.properties["rlark.io/tensorboard-port"],data:data10};
 if(vErrors === null){
 vErrors = [err20];
 }
 else {
 vErrors.push(err20);
+}
+errors++;
+}
+}
+else {
+const err21 = {instancePath:instancePath+"/rlark.io~1tensorboard-port",schemaPath:"#/properties/rlark.io~1tensorboard-port/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema39.properties["rlark.io/tensorboard-port"].type,parentSchema:schema39.properties["rlark.io/tensorboard-port"],data:data10};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+}
+else {
+const err22 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema39.type,parentSchema:schema39,data};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
 }
 errors++;
 }
@@ -16114,7 +16165,7 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(!pattern15.test(data)){
+if(!pattern16.test(data)){
 const err1 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema76,data};
 if(vErrors === null){
 vErrors = [err1];
@@ -17612,7 +17663,7 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(!pattern15.test(data)){
+if(!pattern16.test(data)){
 const err1 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema76,data};
 if(vErrors === null){
 vErrors = [err1];
@@ -17639,7 +17690,7 @@ return errors === 0;
 validate460.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema164 = {"description":"The catalog entry, the Addon it comes from and the rendered objects.","type":"object","additionalProperties":false,"required":["addonName","version","namespace","addonGeneration","objects"],"properties":{"addonName":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Catalog entry name."},"version":{"type":"string","maxLength":128,"description":"Catalog entry version."},"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"In-cluster namespace the objects go into (created when missing)."},"clusterWide":{"type":"boolean","description":"True when the Addon is cluster-wide (placed by clusterSelector), false when it lives in agent-<cluster>."},"addonGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the Addon this release was rendered from."},"minKubernetesVersion":{"type":"string","pattern":"^[0-9]+\\.[0-9]+$","description":"The cluster's API server must be at least this \"major.minor\"."},"objects":{"type":"array","maxItems":500,"description":"The rendered Kubernetes objects, in apply order.","items":{"type":"object","required":["apiVersion","kind","metadata"],"description":"One Kubernetes object.","x-rlark-free-form":true}}}};
-const pattern42 = new RegExp("^[0-9]+\\.[0-9]+$", "u");
+const pattern44 = new RegExp("^[0-9]+\\.[0-9]+$", "u");
 
 function validate462(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -17792,7 +17843,7 @@ errors++;
 if(data.minKubernetesVersion !== undefined){
 let data5 = data.minKubernetesVersion;
 if(typeof data5 === "string"){
-if(!pattern42.test(data5)){
+if(!pattern44.test(data5)){
 const err11 = {instancePath:instancePath+"/minKubernetesVersion",schemaPath:"#/properties/minKubernetesVersion/pattern",keyword:"pattern",params:{pattern: "^[0-9]+\\.[0-9]+$"},message:"must match pattern \""+"^[0-9]+\\.[0-9]+$"+"\"",schema:"^[0-9]+\\.[0-9]+$",parentSchema:schema164.properties.minKubernetesVersion,data:data5};
 if(vErrors === null){
 vErrors = [err11];
@@ -18455,7 +18506,7 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(!pattern21.test(data)){
+if(!pattern22.test(data)){
 const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema96,data};
 if(vErrors === null){
 vErrors = [err2];
@@ -18503,7 +18554,7 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(!pattern15.test(data)){
+if(!pattern16.test(data)){
 const err1 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema76,data};
 if(vErrors === null){
 vErrors = [err1];

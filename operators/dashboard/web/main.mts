@@ -10,6 +10,7 @@ import { jobPage, jobsPage } from "./page-jobs.mts";
 import { overviewPage } from "./page-overview.mts";
 import { workflowsPage } from "./page-workflows.mts";
 import { fetchPodLog, followPodLog, stopFollowing } from "./pod-logs.mts";
+import { openProxyLink } from "./proxy-link.mts";
 import { currentSession, endSession, logIn } from "./session.mts";
 import { State } from "./state.mts";
 import { mountTerminal, terminalPage, unmountTerminal } from "./terminal.mts";
@@ -242,6 +243,13 @@ document.addEventListener("click", (event) => {
     const { cluster } = target.dataset;
     if (cluster) forgetBrowsePages(cluster);
     schedule();
+    return;
+  }
+  if (target.classList.contains("proxy-link")) {
+    const token = currentSession()?.token;
+    if (!token) return;
+    event.preventDefault();
+    void openProxyLink(target, token);
     return;
   }
   if (target.classList.contains("access-audit")) {

@@ -1,6 +1,7 @@
 import type { Job, JobTaskStatus, Pod, Task } from "../../api/index.ts";
 import { type Html, html } from "./html.mts";
 import { podLogView } from "./pod-logs.mts";
+import { tensorBoardLink } from "./proxy-link.mts";
 import { sourceLink } from "./source-link.mts";
 import { clusterOf, type State } from "./state.mts";
 import { age } from "./time.mts";
@@ -92,7 +93,7 @@ export function jobPage(state: State, name: string): Html {
   <p>Run ${status?.run ?? 0}${status?.startTime ? ` · started ${age(status.startTime)} ago` : ""}${job.spec.stopped ? " · stopped in git" : ""} · ${sourceLink(job, state.repoWeb)}</p>
   <section><h2>Tasks</h2>
   ${table(
-    ["Task", "Phase", "Cluster", "Node", "Pods", "IPs", "Restarts", "Exit code"],
+    ["Task", "Phase", "Cluster", "Node", "Pods", "IPs", "Restarts", "Exit code", ""],
     // Before the Job controller has written status, the templates stand in as pending tasks.
     (status?.tasks?.length
       ? status.tasks
@@ -119,7 +120,8 @@ export function jobPage(state: State, name: string): Html {
         }</td>
         <td>${taskPods.map((p) => html`<div>${p.metadata.name} ${phase(p.status?.phase)} ${podLogView(p.metadata.namespace ?? "", p.metadata.name)} ${terminalLink(p)}</div>`)}</td>
         <td>${taskPods.map((p) => html`<div>${p.status?.podIP ?? ""}${p.status?.domainIP ? ` · domain ${p.status.domainIP}` : ""}</div>`)}</td>
-        <td>${taskPods.length ? restarts : ""}</td><td>${[...new Set(exitCodes)].join(", ")}</td></tr>`;
+        <td>${taskPods.length ? restarts : ""}</td><td>${[...new Set(exitCodes)].join(", ")}</td>
+        <td>${tensorBoardLink(task, taskPods)}</td></tr>`;
     }),
   )}</section>
   <section><h2>Timeline</h2>${conditionsList(status?.conditions)}

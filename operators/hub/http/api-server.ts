@@ -2,8 +2,15 @@
 // health, metrics and the git webhook. Everything except the health probes and the webhook (which
 // carries its own HMAC signature) needs a bearer token.
 import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
-import type { PodLogRoute, PodProxyRoute } from "../../access/index.ts";
-import { API_VERSION, kindByPlural } from "../../api/index.ts";
+import {
+  type PodLogRoute,
+  type PodProxyRoute,
+  PROXY_LOGIN_PATH,
+  type ProxyLogin,
+  TENSORBOARD_ROUTE,
+  type TensorBoardRoute,
+} from "../../access/index.ts";
+import { API_VERSION, kindByPlural, tensorBoardPath, tensorBoardPort } from "../../api/index.ts";
 import {
   type Authenticator,
   bearerToken,
@@ -33,6 +40,10 @@ export interface HubHttpDependencies {
   gitWebhook?: RequestListener;
   /** HTTP to a pod's port through its agent (operators/access/proxy). */
   podProxy?: PodProxyRoute;
+  /** A Task's TensorBoard behind its prefix (operators/access/tensorboard). */
+  tensorBoard?: TensorBoardRoute;
+  /** Cookies that let a browser open a proxy URL (operators/access/proxy/proxy-login.ts). */
+  proxyLogin?: ProxyLogin;
   /** A mirrored pod's output, streamed from its cluster's agent (operators/access/logs). */
   podLog?: PodLogRoute;
   /** The newest access audit records (operators/access), served to admins at /api/v1/access/audit. */
@@ -44,6 +55,8 @@ export interface HubHttpDependencies {
 }
 
 const API_PREFIX = `/api/v1/${API_VERSION}/`;
+/** The pod and task proxies; with the TensorBoard route, what a proxy login cookie may open. */
+const PROXY_PATH = /^\/api\/v1\/namespaces\/([^/]+)\/(pods|tasks)\/([^/]+)\/proxy\/(\d{1,5})(\/.*)?$/;
 
 export function createHubHttpHandler(deps: HubHttpDependencies): RequestListener {
   return (req, res) => {
@@ -95,14 +108,40 @@ async function handle(deps: HubHttpDependencies, req: IncomingMessage, res: Serv
     return deps.gitWebhook(req, res);
   }
   if (deps.extraRoutes && (await deps.extraRoutes(req, res, url))) return;
+  const tensorBoard = TENSORBOARD_ROUTE.exec(path);
+  // Its pages load what they need relative to the page: the route's root is its slash form.
+  if (tensorBoard && !tensorBoard[2]) {
+    res.writeHead(301, { location: `${path}/${url.search}` });
+    res.end();
+    return;
+  }
 
-  const principal = await authenticate(deps, req);
+  const principal = await authenticate(deps, req, path);
   if (!principal) {
     res.setHeader("WWW-Authenticate", 'Bearer realm="rlark"');
-    return sendStatus(res, 401, "Unauthorized", "a bearer token is required (see <data-dir>/admin-token)");
+    return sendStatus(
+      res,
+      401,
+      "Unauthorized",
+      "a bearer token is required (see <data-dir>/admin-token); a browser opens proxy URLs from the dashboard's links",
+    );
+  }
+  if (path === PROXY_LOGIN_PATH) {
+    const token = bearerToken(req);
+    if (!deps.proxyLogin || !token) return sendStatus(res, 404, "NotFound", "this hub has no proxy login");
+    return deps.proxyLogin.handle(req, res, token, principal);
   }
   // Before the read-only rule: a proxied request may be a POST to the pod.
-  const proxy = /^\/api\/v1\/namespaces\/([^/]+)\/(pods|tasks)\/([^/]+)\/proxy\/(\d{1,5})(\/.*)?$/.exec(path);
+  if (tensorBoard) {
+    if (!deps.tensorBoard) return sendStatus(res, 404, "NotFound", "this hub proxies to no TensorBoard");
+    const [, task, rest] = tensorBoard as unknown as [string, string, string];
+    return deps.tensorBoard(
+      { principal, task: decodeURIComponent(task), path: `${rest}${url.search}` },
+      req,
+      res,
+    );
+  }
+  const proxy = PROXY_PATH.exec(path);
   if (proxy) {
     const [, namespace, plural, name, port] = proxy as unknown as [string, string, string, string, string];
     if (!deps.podProxy) return sendStatus(res, 404, "NotFound", "this hub proxies to no pods");
@@ -162,8 +201,16 @@ async function handle(deps: HubHttpDependencies, req: IncomingMessage, res: Serv
   return sendStatus(res, 404, "NotFound", `no route for ${path}`);
 }
 
-async function authenticate(deps: HubHttpDependencies, req: IncomingMessage): Promise<Principal | undefined> {
-  const token = bearerToken(req);
+async function authenticate(
+  deps: HubHttpDependencies,
+  req: IncomingMessage,
+  path: string,
+): Promise<Principal | undefined> {
+  const token =
+    bearerToken(req) ??
+    (PROXY_PATH.test(path) || TENSORBOARD_ROUTE.test(path)
+      ? deps.proxyLogin?.tokenFor(req, path)
+      : undefined);
   return token ? deps.authenticate(token) : undefined;
 }
 
@@ -185,7 +232,7 @@ async function serveObjects(store: Store, rest: string, url: URL, res: ServerRes
       }
       const object = await store.get(info.kind, info.namespaced ? namespace : undefined, name);
       if (!object) return sendStatus(res, 404, "NotFound", `${info.plural} "${name}" not found`);
-      return sendJson(res, 200, redact(object));
+      return sendJson(res, 200, withTensorBoard(redact(object)));
     }
     const labelSelector = url.searchParams.get("labelSelector") ?? undefined;
     const list = await store.list(info.kind, {
@@ -196,12 +243,23 @@ async function serveObjects(store: Store, rest: string, url: URL, res: ServerRes
       apiVersion: API_VERSION,
       kind: `${info.kind}List`,
       metadata: { resourceVersion: list.resourceVersion },
-      items: list.items.map((o: KubeObject) => redact(o)),
+      items: list.items.map((o: KubeObject) => withTensorBoard(redact(o))),
     });
   } catch (error) {
     if (isStoreError(error)) return sendStatus(res, error.status, error.code, error.message);
     throw error;
   }
+}
+
+/** A Task that declares a TensorBoard answers with where the hub serves it (seed 000 §19). */
+function withTensorBoard(object: KubeObject): KubeObject {
+  if (
+    object.kind !== "Task" ||
+    tensorBoardPort(object as { spec?: { annotations?: Record<string, string> } }) === undefined
+  )
+    return object;
+  const status = (object.status ?? {}) as Record<string, unknown>;
+  return { ...object, status: { ...status, tensorBoardProxy: tensorBoardPath(object.metadata.name) } };
 }
 
 async function servePodLog(

@@ -10,6 +10,7 @@ export {
   offeredProtocols,
   refuseUpgrade,
   requestedProtocols,
+  sameOrigin,
   TOKEN_PROTOCOL_PREFIX,
   type UpgradeOptions,
   type UpgradeRequest,

@@ -25,6 +25,8 @@ export type UpgradeRoute = (request: UpgradeRequest) => boolean | Promise<boolea
 export interface UpgradeOptions {
   authenticate: Authenticator;
   routes: UpgradeRoute[];
+  /** A token the request carries some other way (a proxy login cookie), tried last. */
+  fallbackToken?: (req: IncomingMessage, url: URL) => string | undefined;
 }
 
 /** The requested subprotocols, in order (Sec-WebSocket-Protocol is a comma-separated list). */
@@ -51,7 +53,7 @@ export function refuseUpgrade(socket: Duplex, status: number, reason: string, me
 }
 
 /** A browser's Origin names the hub itself (the Host it asked): scheme-less compare of host:port. */
-function sameOrigin(req: IncomingMessage): boolean {
+export function sameOrigin(req: IncomingMessage): boolean {
   const origin = req.headers.origin;
   if (origin === undefined) return true; // not a browser: it proves itself with its token alone
   try {
@@ -84,7 +86,7 @@ async function handle(options: UpgradeOptions, req: IncomingMessage, socket: Dup
   if (!sameOrigin(req))
     return refuseUpgrade(socket, 403, "Forbidden", "a WebSocket from another origin is refused");
   const url = new URL(req.url ?? "/", "http://hub.invalid");
-  const token = tokenOf(req);
+  const token = tokenOf(req) ?? options.fallbackToken?.(req, url);
   const principal = token ? await options.authenticate(token) : undefined;
   if (!principal)
     return refuseUpgrade(
