@@ -1,8 +1,10 @@
-// The path policy of SFTP into a process-runtime pod: every path a request names must resolve
-// (symlinks followed) inside the pod's directory, and writes stay under a size limit. Requests
-// are checked before OpenSSH's sftp-server sees them; a refused one is answered here.
+// The path policy of SFTP into a pod: every path a request names must stay inside the policy
+// root, and writes stay under a size limit. Requests are checked before OpenSSH's sftp-server
+// sees them; a refused one is answered here. Where the pod's files are on this machine (process
+// runtime) a path is resolved, symlinks followed (insideLocal); where they are in a container the
+// agent cannot see (kubernetes), a path is judged by its name (insideNamed), see docs/access.md.
 import { realpathSync } from "node:fs";
-import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
+import { basename, dirname, isAbsolute, join, posix, relative, resolve, sep } from "node:path";
 
 export const SFTP = {
   INIT: 1,
@@ -43,7 +45,14 @@ function readString(packet: Buffer, at: number): { value: Buffer; next: number }
 }
 
 export interface PolicyOptions {
-  root: string;
+  /** What the root is, for refusals: "the pod's directory", "/workspace". */
+  place: string;
+  /**
+   * Whether `path` (relative paths are the root's) stays inside the root; `followLast` when the
+   * request follows its last component if that is a symlink. `named` for realpath requests, which
+   * only name a path: resolving one touches nothing.
+   */
+  inside(path: string, followLast: boolean, named: boolean): boolean;
   /** Largest offset + length a write may reach. */
   maxFileBytes: number;
 }
@@ -67,6 +76,7 @@ export function checkRequest(packet: Buffer, options: PolicyOptions): string | u
     }
     let paths: string[];
     let follows = FOLLOWS.has(type);
+    let named = type === SFTP.REALPATH;
     if (type === SFTP.RENAME) {
       const first = readString(packet, 5);
       paths = [first.value.toString(), readString(packet, first.next).value.toString()];
@@ -84,8 +94,8 @@ export function checkRequest(packet: Buffer, options: PolicyOptions): string | u
         at = path.next;
       }
       follows = extension !== "posix-rename@openssh.com";
-      if (extension === "expand-path@openssh.com" && paths[0]?.startsWith("~"))
-        return "~ is outside the pod's directory";
+      named = extension === "expand-path@openssh.com";
+      if (named && paths[0]?.startsWith("~")) return `~ is outside ${options.place}`;
     } else if (
       [
         SFTP.OPEN,
@@ -105,7 +115,7 @@ export function checkRequest(packet: Buffer, options: PolicyOptions): string | u
       return "this request is not served";
     }
     for (const path of paths) {
-      if (!inside(options.root, path, follows)) return `${path} is outside the pod's directory`;
+      if (!options.inside(path, follows, named)) return `${path} is outside ${options.place}`;
     }
     return undefined;
   } catch {
@@ -134,8 +144,8 @@ function within(root: string, path: string): boolean {
   return r === "" || (!r.startsWith(`..${sep}`) && r !== ".." && !isAbsolute(r));
 }
 
-/** Whether `path` (relative paths are the pod directory's) stays inside `root`. */
-export function inside(root: string, path: string, followLast: boolean): boolean {
+/** Whether `path` (relative paths are the pod directory's) stays inside `root` on this machine. */
+export function insideLocal(root: string, path: string, followLast: boolean): boolean {
   const realRoot = realLocation(resolve(root));
   const absolute = resolve(realRoot, path);
   // The last component of a request that does not follow it (lstat, remove, rename) may itself
@@ -144,4 +154,17 @@ export function inside(root: string, path: string, followLast: boolean): boolean
     ? realLocation(absolute)
     : join(realLocation(dirname(absolute)), basename(absolute));
   return within(realRoot, location);
+}
+
+/**
+ * Whether `path` (relative paths are the root's) names a place inside `root`, an absolute POSIX
+ * path in a filesystem this process cannot look at: judged by the name alone. `..` is refused
+ * outright except in a realpath request (`named`, as `cd ..` sends): after a symlink, `..` is
+ * the symlink target's parent, which no name tells, while a realpath request only asks where a
+ * name leads. Symlinks already there are followed by the server; see docs/access.md.
+ */
+export function insideNamed(root: string, path: string, named: boolean): boolean {
+  if (!named && path.split("/").includes("..")) return false;
+  const r = posix.relative(root, posix.resolve(root, path));
+  return r === "" || (r !== ".." && !r.startsWith("../") && !posix.isAbsolute(r));
 }

@@ -1,0 +1,141 @@
+// The SFTP path policy and size limit with OpenSSH's real sftp-server behind the packet filter,
+// spoken to packet by packet: the container policy (paths judged by name, as for kubernetes pods,
+// whose files the agent cannot see) and the local one (process pods) refuse the same escapes.
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { Duplex } from "node:stream";
+import t from "tap";
+import { containerPolicy, startFiles } from "../../operators/agent/access/files.ts";
+import { filterSftp, SERVED_REQUESTS } from "../../operators/agent/access/sftp-filter.ts";
+import { insideNamed } from "../../operators/agent/access/sftp-policy.ts";
+
+const SERVER = "/usr/lib/openssh/sftp-server";
+const OK = 0;
+const DENIED = 3;
+
+/** A minimal SFTP v3 client: one request at a time, answers by id. */
+function client(stream: Duplex) {
+  let pending = Buffer.alloc(0);
+  let waiting: ((packet: Buffer) => void) | undefined;
+  stream.on("data", (chunk: Buffer) => {
+    pending = Buffer.concat([pending, chunk]);
+    while (pending.length >= 4 && pending.length >= 4 + pending.readUInt32BE(0)) {
+      const packet = pending.subarray(4, 4 + pending.readUInt32BE(0));
+      pending = pending.subarray(4 + packet.length);
+      waiting?.(packet);
+    }
+  });
+  let id = 0;
+  const str = (s: string | Buffer) => {
+    const b = Buffer.from(s);
+    const l = Buffer.alloc(4);
+    l.writeUInt32BE(b.length);
+    return Buffer.concat([l, b]);
+  };
+  const u32 = (n: number) => {
+    const b = Buffer.alloc(4);
+    b.writeUInt32BE(n);
+    return b;
+  };
+  const send = (type: number, ...parts: Buffer[]): Promise<Buffer> => {
+    const body = Buffer.concat([Buffer.from([type]), ...(type === 1 ? [] : [u32(++id)]), ...parts]);
+    const answer = new Promise<Buffer>((resolve) => {
+      waiting = resolve;
+    });
+    stream.write(Buffer.concat([u32(body.length), body]));
+    return answer;
+  };
+  /** The status code of a STATUS answer, or -1 for any other answer. */
+  const status = (packet: Buffer) => (packet[0] === 101 ? packet.readUInt32BE(5) : -1);
+  return {
+    init: () => send(1, u32(3)),
+    open: async (file: string) => {
+      const answer = await send(3, str(file), u32(0x02 | 0x08 | 0x10), u32(0));
+      return answer[0] === 102 ? answer.subarray(9, 9 + answer.readUInt32BE(5)) : status(answer);
+    },
+    write: async (handle: Buffer, offset: number, data: Buffer) => {
+      const at = Buffer.alloc(8);
+      at.writeBigUInt64BE(BigInt(offset));
+      return status(await send(6, str(handle), at, str(data)));
+    },
+    close: async (handle: Buffer) => status(await send(4, str(handle))),
+    /** "attrs" when the file was found, or the status code. */
+    stat: async (file: string) => {
+      const answer = await send(17, str(file));
+      return answer[0] === 105 ? "attrs" : status(answer);
+    },
+    realpath: async (file: string) => {
+      const answer = await send(16, str(file));
+      return answer[0] === 104 ? answer.subarray(13, 13 + answer.readUInt32BE(9)).toString() : status(answer);
+    },
+    mkdir: async (file: string) => status(await send(14, str(file), u32(0))),
+    symlink: async (target: string, link: string) => status(await send(20, str(target), str(link))),
+  };
+}
+
+t.test("insideNamed judges a path by its name against the root", async (t) => {
+  t.ok(insideNamed("/work", "a/b", false));
+  t.ok(insideNamed("/work", "/work/a", false));
+  t.ok(insideNamed("/work", "", false));
+  t.notOk(insideNamed("/work", "/etc/passwd", false));
+  t.notOk(insideNamed("/work", "/workshop", false), "a sibling sharing the prefix");
+  t.notOk(insideNamed("/work", "a/../b", false), ".. is refused outside realpath: a symlink would change it");
+  t.ok(insideNamed("/work", "a/../b", true), "realpath only asks where a name leads");
+  t.notOk(insideNamed("/work", "..", true));
+  t.ok(insideNamed("/", "/etc/passwd", false), "the root / holds everything");
+});
+
+t.test("the container policy in front of a real sftp-server", async (t) => {
+  const dir = mkdtempSync(path.join(tmpdir(), "rlark-sftp-policy-"));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const root = path.join(dir, "root");
+  mkdirSync(path.join(root, "sub"), { recursive: true });
+  symlinkSync("/etc", path.join(root, "etc-link"));
+  const child = spawn(SERVER, ["-p", SERVED_REQUESTS, "-l", "ERROR"], {
+    cwd: root,
+    stdio: ["pipe", "pipe", "ignore"],
+  });
+  const server = Duplex.from({ writable: child.stdin, readable: child.stdout });
+  const stream = filterSftp(server, containerPolicy(root, { maxFileBytes: 10 }));
+  t.teardown(() => stream.destroy());
+  const sftp = client(stream);
+  t.equal((await sftp.init())[0], 2, "VERSION");
+
+  const handle = await sftp.open("data.bin");
+  if (!Buffer.isBuffer(handle)) throw new Error(`open answered ${handle}`);
+  t.equal(await sftp.write(handle, 0, Buffer.from("0123456789")), OK, "up to the limit");
+  t.equal(await sftp.write(handle, 5, Buffer.from("567890")), DENIED, "past the limit");
+  t.equal(await sftp.close(handle), OK);
+  t.equal(readFileSync(path.join(root, "data.bin"), "utf8"), "0123456789");
+
+  t.equal(await sftp.open("../escaped"), DENIED);
+  t.equal(await sftp.open(path.join(dir, "escaped")), DENIED);
+  t.equal(await sftp.stat("sub/../../root"), DENIED, ".. outside realpath");
+  t.equal(await sftp.mkdir("/tmp/rlark-sftp-policy-escape"), DENIED);
+  t.equal(await sftp.symlink("/etc", "link"), DENIED, "no links are made");
+  t.equal(await sftp.realpath(".."), DENIED);
+  t.equal(await sftp.realpath("sub/.."), root, "cd .. inside the root");
+  t.equal(
+    await sftp.stat("etc-link/hostname"),
+    "attrs",
+    "a symlink already there is followed: the container is the boundary",
+  );
+  t.throws(() => statSync(path.join(dir, "escaped")));
+});
+
+t.test("the local policy follows symlinks on this machine", async (t) => {
+  const dir = mkdtempSync(path.join(tmpdir(), "rlark-sftp-policy-"));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  symlinkSync("/etc", path.join(dir, "etc-link"));
+  const stream = startFiles(dir, { maxFileBytes: 10 });
+  t.teardown(() => stream.destroy());
+  const sftp = client(stream);
+  await sftp.init();
+  t.equal(await sftp.stat("etc-link/hostname"), DENIED);
+  const handle = await sftp.open("data.bin");
+  if (!Buffer.isBuffer(handle)) throw new Error(`open answered ${handle}`);
+  t.equal(await sftp.write(handle, 8, Buffer.from("abc")), DENIED, "past the limit");
+  t.equal(await sftp.close(handle), OK);
+});
