@@ -1,6 +1,7 @@
 // The SFTP path policy and size limit with OpenSSH's real sftp-server behind the packet filter,
-// spoken to packet by packet: the container policy (paths judged by name, as for kubernetes pods,
-// whose files the agent cannot see) and the local one (process pods) refuse the same escapes.
+// spoken to packet by packet: the container policy (paths judged by name, then resolved by the
+// server itself, as for kubernetes pods whose files the agent cannot see) and the local one
+// (process pods, resolved on this machine) refuse the same escapes.
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -70,6 +71,11 @@ function client(stream: Duplex) {
       const answer = await send(16, str(file));
       return answer[0] === 104 ? answer.subarray(13, 13 + answer.readUInt32BE(9)).toString() : status(answer);
     },
+    lstat: async (file: string) => {
+      const answer = await send(7, str(file));
+      return answer[0] === 105 ? "attrs" : status(answer);
+    },
+    remove: async (file: string) => status(await send(13, str(file))),
     mkdir: async (file: string) => status(await send(14, str(file), u32(0))),
     symlink: async (target: string, link: string) => status(await send(20, str(target), str(link))),
   };
@@ -93,6 +99,7 @@ t.test("the container policy in front of a real sftp-server", async (t) => {
   const root = path.join(dir, "root");
   mkdirSync(path.join(root, "sub"), { recursive: true });
   symlinkSync("/etc", path.join(root, "etc-link"));
+  symlinkSync("sub", path.join(root, "sub-link"));
   const child = spawn(SERVER, ["-p", SERVED_REQUESTS, "-l", "ERROR"], {
     cwd: root,
     stdio: ["pipe", "pipe", "ignore"],
@@ -119,9 +126,22 @@ t.test("the container policy in front of a real sftp-server", async (t) => {
   t.equal(await sftp.realpath("sub/.."), root, "cd .. inside the root");
   t.equal(
     await sftp.stat("etc-link/hostname"),
-    "attrs",
-    "a symlink already there is followed: the container is the boundary",
+    DENIED,
+    "a symlink there pointing out: resolved by the server",
   );
+  t.equal(await sftp.stat("etc-link"), DENIED);
+  t.equal(await sftp.lstat("etc-link"), "attrs", "the link itself is inside");
+  t.equal(await sftp.stat("sub-link"), "attrs", "a symlink pointing inside");
+  t.equal(await sftp.mkdir("sub-link/made"), OK);
+  t.ok(statSync(path.join(root, "sub/made")).isDirectory());
+  t.equal(await sftp.mkdir("etc-link/made"), DENIED, "a parent leading out");
+  t.equal(
+    await sftp.stat("missing/deeper"),
+    2,
+    "a path that does not resolve fails in the server: no such file",
+  );
+  t.equal(await sftp.remove("etc-link"), OK, "removing the link removes no target");
+  t.ok(statSync("/etc").isDirectory());
   t.throws(() => statSync(path.join(dir, "escaped")));
 });
 

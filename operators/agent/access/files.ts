@@ -40,6 +40,7 @@ export function containerPolicy(root: string, options: FilesOptions = {}): Polic
   return {
     place: root,
     inside: (path, _followLast, named) => insideNamed(root, path, named),
+    resolvedInside: (resolved) => insideNamed(root, resolved, true),
     maxFileBytes: options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES,
   };
 }

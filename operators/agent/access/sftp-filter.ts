@@ -3,8 +3,12 @@
 // framed both ways, every request passes the path policy first (sftp-policy.ts), and a refusal
 // is answered between the server's own packets, never inside one. Both directions keep their
 // backpressure: a request waits for the server to take the one before, a response for the client.
+// Where the policy only judges names (a container's files), the filter also asks the server itself
+// where each path leads (a realpath request of its own, before the client's request goes on), so
+// a symlink in the container pointing out of the root is refused too.
+import { posix } from "node:path";
 import { Duplex } from "node:stream";
-import { checkRequest, type PolicyOptions, SFTP } from "./sftp-policy.ts";
+import { checkRequest, type PolicyOptions, type RequestPath, SFTP, type Verdict } from "./sftp-policy.ts";
 
 /** sftp-server's own packet limit is 256 KiB; a little more for the header. */
 const MAX_PACKET = 256 * 1024 + 1024;
@@ -32,6 +36,69 @@ class PacketSplitter {
   }
 }
 
+const VERSION = 2;
+const NAME = 104;
+
+/**
+ * Request ids as the server sees them: the client's are renumbered, and renumbered back in the
+ * answers, so the filter's own requests never share an id with one of the client's.
+ */
+class Renumbering {
+  #next = 0;
+  readonly #owners = new Map<number, number | ((answer: Buffer | undefined) => void)>();
+
+  #take(owner: number | ((answer: Buffer | undefined) => void)): number {
+    const id = this.#next;
+    this.#next = (this.#next + 1) >>> 0;
+    this.#owners.set(id, owner);
+    return id;
+  }
+
+  /** Renumbers a request of the client's, in place. */
+  outgoing(packet: Buffer): void {
+    packet.writeUInt32BE(this.#take(packet.readUInt32BE(5)), 5);
+  }
+
+  /** A realpath request of the filter's own; `answered` gets the answer (undefined: none came). */
+  realpath(path: string, answered: (answer: Buffer | undefined) => void): Buffer {
+    const name = Buffer.from(path);
+    const packet = Buffer.alloc(4 + 1 + 4 + 4 + name.length);
+    packet.writeUInt32BE(packet.length - 4, 0);
+    packet.writeUInt8(SFTP.REALPATH, 4);
+    packet.writeUInt32BE(this.#take(answered), 5);
+    packet.writeUInt32BE(name.length, 9);
+    name.copy(packet, 13);
+    return packet;
+  }
+
+  /** Renumbers an answer back, in place: false when it answers the filter's own request. */
+  incoming(packet: Buffer): boolean {
+    if (packet[4] === VERSION || packet.length < 9) return true;
+    const id = packet.readUInt32BE(5);
+    const owner = this.#owners.get(id);
+    this.#owners.delete(id);
+    if (typeof owner === "function") {
+      owner(packet);
+      return false;
+    }
+    if (owner !== undefined) packet.writeUInt32BE(owner, 5);
+    return true;
+  }
+
+  /** The server is gone: no answer will come. */
+  close(): void {
+    for (const owner of this.#owners.values()) if (typeof owner === "function") owner(undefined);
+    this.#owners.clear();
+  }
+}
+
+/** The path of a realpath answer (NAME with one entry), or undefined for an error status. */
+function answeredPath(answer: Buffer | undefined): string | undefined {
+  if (!answer || answer[4] !== NAME || answer.length < 17) return undefined;
+  const length = answer.readUInt32BE(13);
+  return answer.length < 17 + length ? undefined : answer.subarray(17, 17 + length).toString();
+}
+
 function statusPacket(id: number, message: string): Buffer {
   const text = Buffer.from(message);
   const body = Buffer.alloc(1 + 4 + 4 + 4 + text.length + 4);
@@ -53,6 +120,50 @@ function statusPacket(id: number, message: string): Buffer {
 export function filterSftp(server: Duplex, policy: PolicyOptions): Duplex {
   const requests = new PacketSplitter();
   const responses = new PacketSplitter();
+  const { resolvedInside } = policy;
+  const renumbering = resolvedInside ? new Renumbering() : undefined;
+
+  const ask = (renumber: Renumbering, path: string) =>
+    new Promise<string | undefined>((resolve) => {
+      server.write(renumber.realpath(path, (answer) => resolve(answeredPath(answer))));
+    });
+  // Where each path really leads, asked of the server; a path it cannot resolve (missing, not a
+  // directory, not searchable) passes, as the request itself fails there for the same reason.
+  const resolve = async (renumber: Renumbering, paths: RequestPath[]): Promise<Verdict> => {
+    for (const { path, followLast } of paths) {
+      const resolved = await ask(renumber, followLast ? path : posix.dirname(path));
+      if (resolved === undefined) continue;
+      const location = followLast ? resolved : posix.join(resolved, posix.basename(path));
+      if (!resolvedInside?.(location)) return { refusal: `${path} leads outside ${policy.place}` };
+    }
+    return { paths: [] };
+  };
+
+  const pass = async (packets: Buffer[]) => {
+    let full = false;
+    for (const packet of packets) {
+      let verdict = checkRequest(packet.subarray(4), policy);
+      if (renumbering && "paths" in verdict && verdict.paths.length > 0)
+        verdict = await resolve(renumbering, verdict.paths);
+      if ("refusal" in verdict) {
+        duplex.push(statusPacket(packet.length >= 9 ? packet.readUInt32BE(5) : 0, verdict.refusal));
+        continue;
+      }
+      if (renumbering && packet[4] !== SFTP.INIT) renumbering.outgoing(packet);
+      if (!server.write(packet)) full = true;
+    }
+    if (!full) return;
+    await new Promise<void>((go) => {
+      const wake = () => {
+        server.off("drain", wake);
+        server.off("close", wake);
+        go();
+      };
+      server.on("drain", wake);
+      server.on("close", wake);
+    });
+  };
+
   const duplex = new Duplex({
     write(chunk: Buffer, _encoding, done) {
       let packets: Buffer[];
@@ -62,23 +173,7 @@ export function filterSftp(server: Duplex, policy: PolicyOptions): Duplex {
         done(error as Error);
         return;
       }
-      let full = false;
-      for (const packet of packets) {
-        const refusal = checkRequest(packet.subarray(4), policy);
-        if (refusal === undefined) {
-          if (!server.write(packet)) full = true;
-        } else {
-          duplex.push(statusPacket(packet.length >= 9 ? packet.readUInt32BE(5) : 0, refusal));
-        }
-      }
-      if (!full) return done();
-      const go = () => {
-        server.off("drain", go);
-        server.off("close", go);
-        done();
-      };
-      server.on("drain", go);
-      server.on("close", go);
+      pass(packets).then(() => done(), done);
     },
     final(done) {
       server.end();
@@ -101,9 +196,11 @@ export function filterSftp(server: Duplex, policy: PolicyOptions): Duplex {
       return;
     }
     for (const packet of packets) {
+      if (renumbering && !renumbering.incoming(packet)) continue;
       if (!duplex.push(packet)) server.pause();
     }
   });
+  server.once("close", () => renumbering?.close());
   server.once("end", () => duplex.push(null));
   server.once("error", (error) => duplex.destroy(error));
   return duplex;

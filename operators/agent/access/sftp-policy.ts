@@ -55,15 +55,30 @@ export interface PolicyOptions {
   inside(path: string, followLast: boolean, named: boolean): boolean;
   /** Largest offset + length a write may reach. */
   maxFileBytes: number;
+  /**
+   * Set where `inside` only judges names (the files are in a container): the filter then asks
+   * the server where each path really leads (its realpath, symlinks followed in the container)
+   * and this says whether that absolute, resolved path is inside the root.
+   */
+  resolvedInside?(resolved: string): boolean;
 }
 
-/**
- * Checks one request packet (type byte onwards, without the length). Returns undefined when it
- * may pass, or the reason it is refused.
- */
-export function checkRequest(packet: Buffer, options: PolicyOptions): string | undefined {
+/** A path a passed request acts on, for a policy that resolves paths in the server. */
+export interface RequestPath {
+  path: string;
+  /** The request follows the last component if it is a symlink (open, stat), or acts on it (lstat, remove). */
+  followLast: boolean;
+}
+
+/** A refusal, or the paths the request acts on (none for handle requests and realpath). */
+export type Verdict = { refusal: string } | { paths: RequestPath[] };
+
+const PASS: Verdict = { paths: [] };
+
+/** Checks one request packet (type byte onwards, without the length). */
+export function checkRequest(packet: Buffer, options: PolicyOptions): Verdict {
   const type = packet[0] ?? 0;
-  if (type === SFTP.INIT || HANDLE_ONLY.has(type)) return undefined;
+  if (type === SFTP.INIT || HANDLE_ONLY.has(type)) return PASS;
   try {
     if (type === SFTP.WRITE) {
       const handle = readString(packet, 5);
@@ -71,8 +86,8 @@ export function checkRequest(packet: Buffer, options: PolicyOptions): string | u
       const data = readString(packet, handle.next + 8);
       const end = offset + BigInt(data.value.length);
       return end > BigInt(options.maxFileBytes)
-        ? `files are limited to ${options.maxFileBytes} bytes`
-        : undefined;
+        ? { refusal: `files are limited to ${options.maxFileBytes} bytes` }
+        : PASS;
     }
     let paths: string[];
     let follows = FOLLOWS.has(type);
@@ -83,9 +98,9 @@ export function checkRequest(packet: Buffer, options: PolicyOptions): string | u
     } else if (type === SFTP.EXTENDED) {
       const name = readString(packet, 5);
       const extension = name.value.toString();
-      if (EXTENSIONS_WITHOUT_PATHS.has(extension)) return undefined;
+      if (EXTENSIONS_WITHOUT_PATHS.has(extension)) return PASS;
       const count = EXTENSIONS_WITH_PATHS[extension];
-      if (count === undefined) return `${extension} is not served`;
+      if (count === undefined) return { refusal: `${extension} is not served` };
       paths = [];
       let at = name.next;
       for (let i = 0; i < count; i++) {
@@ -95,7 +110,7 @@ export function checkRequest(packet: Buffer, options: PolicyOptions): string | u
       }
       follows = extension !== "posix-rename@openssh.com";
       named = extension === "expand-path@openssh.com";
-      if (named && paths[0]?.startsWith("~")) return `~ is outside ${options.place}`;
+      if (named && paths[0]?.startsWith("~")) return { refusal: `~ is outside ${options.place}` };
     } else if (
       [
         SFTP.OPEN,
@@ -112,14 +127,15 @@ export function checkRequest(packet: Buffer, options: PolicyOptions): string | u
     ) {
       paths = [readString(packet, 5).value.toString()];
     } else {
-      return "this request is not served";
+      return { refusal: "this request is not served" };
     }
     for (const path of paths) {
-      if (!options.inside(path, follows, named)) return `${path} is outside ${options.place}`;
+      if (!options.inside(path, follows, named)) return { refusal: `${path} is outside ${options.place}` };
     }
-    return undefined;
+    // a realpath request only asks where a name leads: nothing is read or written there
+    return named ? PASS : { paths: paths.map((path) => ({ path, followLast: follows })) };
   } catch {
-    return "malformed request";
+    return { refusal: "malformed request" };
   }
 }
 

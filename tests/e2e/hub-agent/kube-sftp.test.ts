@@ -12,6 +12,7 @@ import {
   readFileSync,
   readlinkSync,
   rmSync,
+  symlinkSync,
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
@@ -130,11 +131,13 @@ t.test("OpenSSH sftp and scp reach a kubernetes pod's container through hub and 
   writeFileSync(knownHosts, `${hub.knownHosts}\n`);
   const sshArgs = (key: string) =>
     openSshArgs(knownHosts, key, hub.sshAddress.split(":")[1] as string).map((a) => (a === "-p" ? "-P" : a));
-  const sftp = (user: "alice" | "bob", batch: string) => {
+  const sftp = (user: "alice" | "bob", batch: string, container = "") => {
     const file = path.join(dir, `batch-${randomBytes(4).toString("hex")}`);
     writeFileSync(file, batch);
     const key = user === "alice" ? alice.file : bob.file;
-    return run("sftp", [...sshArgs(key), "-b", file, `${user}+${pod}@127.0.0.1`], "", { cwd: local });
+    return run("sftp", [...sshArgs(key), "-b", file, `${user}+${pod}${container}@127.0.0.1`], "", {
+      cwd: local,
+    });
   };
   const payload = randomBytes(FILE_BYTES);
   writeFileSync(path.join(local, "big.bin"), payload);
@@ -180,28 +183,34 @@ t.test("OpenSSH sftp and scp reach a kubernetes pod's container through hub and 
     t.equal(sha256(readFileSync(path.join(local, "scp-back.bin"))), sha256(payload));
   });
 
-  await t.test("paths outside the policy root are refused; no links are made", async (t) => {
-    const escaped = path.join(tmpdir(), `rlark-kube-sftp-escaped-${randomBytes(4).toString("hex")}`);
-    for (const batch of [
-      `get ${outside}/secret.txt`,
-      "get ../outside/secret.txt",
-      "get results/../../outside/secret.txt",
-      "get /etc/hostname",
-      "ls /",
-      "cd ..",
-      `put marker.txt ${escaped}`,
-      "symlink marker.txt link",
-      "ln marker.txt hardlink",
-    ]) {
-      const result = await sftp("alice", `${batch}\n`);
-      t.not(result.code, 0, `${batch} fails`);
-    }
-    t.notOk(existsSync(path.join(local, "secret.txt")), "nothing came out");
-    t.notOk(existsSync(path.join(local, "hostname")), "nothing came out");
-    t.notOk(existsSync(escaped), "nothing went in");
-    t.notOk(existsSync(path.join(podDir, "link")), "no symlink");
-    t.notOk(existsSync(path.join(podDir, "hardlink")), "no hard link");
-  });
+  await t.test(
+    "paths outside the policy root are refused, by name and through symlinks; no links are made",
+    async (t) => {
+      symlinkSync(outside, path.join(podDir, "out-link"));
+      const escaped = path.join(tmpdir(), `rlark-kube-sftp-escaped-${randomBytes(4).toString("hex")}`);
+      for (const batch of [
+        `get ${outside}/secret.txt`,
+        "get ../outside/secret.txt",
+        "get results/../../outside/secret.txt",
+        "get /etc/hostname",
+        "get out-link/secret.txt",
+        "cd out-link",
+        "ls /",
+        "cd ..",
+        `put marker.txt ${escaped}`,
+        "symlink marker.txt link",
+        "ln marker.txt hardlink",
+      ]) {
+        const result = await sftp("alice", `${batch}\n`);
+        t.not(result.code, 0, `${batch} fails`);
+      }
+      t.notOk(existsSync(path.join(local, "secret.txt")), "nothing came out");
+      t.notOk(existsSync(path.join(local, "hostname")), "nothing came out");
+      t.notOk(existsSync(escaped), "nothing went in");
+      t.notOk(existsSync(path.join(podDir, "link")), "no symlink");
+      t.notOk(existsSync(path.join(podDir, "hardlink")), "no hard link");
+    },
+  );
 
   await t.test("a user without the files grant is refused", async (t) => {
     const result = await sftp("bob", "ls\n");
@@ -210,6 +219,9 @@ t.test("OpenSSH sftp and scp reach a kubernetes pod's container through hub and 
   });
 
   await t.test("the agent refuses what it cannot serve, naming the container", async (t) => {
+    const wrong = await sftp("alice", "ls\n", "+sidecar");
+    t.not(wrong.code, 0);
+    t.match(wrong.stderr, /has no container sidecar/, "the agent's reason reaches the client");
     await t.rejects(
       runtime.openFiles({ namespace, name: pod, container: "sidecar" }),
       /has no container sidecar/,
