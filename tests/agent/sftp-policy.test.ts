@@ -16,6 +16,10 @@ const SERVER = "/usr/lib/openssh/sftp-server";
 const OK = 0;
 const DENIED = 3;
 
+/** `dir/` and a name of one byte that is not UTF-8 (0xff), then `rest`; just the name without dir. */
+const notUtf8 = (dir: string, rest = "") =>
+  Buffer.concat([Buffer.from(dir ? `${dir}/` : ""), Buffer.from([0xff]), Buffer.from(rest)]);
+
 /** A minimal SFTP v3 client: one request at a time, answers by id. */
 function client(stream: Duplex) {
   let pending = Buffer.alloc(0);
@@ -63,7 +67,7 @@ function client(stream: Duplex) {
     },
     close: async (handle: Buffer) => status(await send(4, str(handle))),
     /** "attrs" when the file was found, or the status code. */
-    stat: async (file: string) => {
+    stat: async (file: string | Buffer) => {
       const answer = await send(17, str(file));
       return answer[0] === 105 ? "attrs" : status(answer);
     },
@@ -100,6 +104,7 @@ t.test("the container policy in front of a real sftp-server", async (t) => {
   mkdirSync(path.join(root, "sub"), { recursive: true });
   symlinkSync("/etc", path.join(root, "etc-link"));
   symlinkSync("sub", path.join(root, "sub-link"));
+  symlinkSync("/etc", notUtf8(root));
   const child = spawn(SERVER, ["-p", SERVED_REQUESTS, "-l", "ERROR"], {
     cwd: root,
     stdio: ["pipe", "pipe", "ignore"],
@@ -141,6 +146,7 @@ t.test("the container policy in front of a real sftp-server", async (t) => {
     "a path that does not resolve fails in the server: no such file",
   );
   t.equal(await sftp.remove("etc-link"), OK, "removing the link removes no target");
+  t.equal(await sftp.stat(notUtf8("", "/hostname")), DENIED, "a name that is not UTF-8");
   t.ok(statSync("/etc").isDirectory());
   t.throws(() => statSync(path.join(dir, "escaped")));
 });
@@ -149,11 +155,13 @@ t.test("the local policy follows symlinks on this machine", async (t) => {
   const dir = mkdtempSync(path.join(tmpdir(), "rlark-sftp-policy-"));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   symlinkSync("/etc", path.join(dir, "etc-link"));
+  symlinkSync("/etc", notUtf8(dir));
   const stream = startFiles(dir, { maxFileBytes: 10 });
   t.teardown(() => stream.destroy());
   const sftp = client(stream);
   await sftp.init();
   t.equal(await sftp.stat("etc-link/hostname"), DENIED);
+  t.equal(await sftp.stat(notUtf8("", "/hostname")), DENIED, "a name that is not UTF-8");
   const handle = await sftp.open("data.bin");
   if (!Buffer.isBuffer(handle)) throw new Error(`open answered ${handle}`);
   t.equal(await sftp.write(handle, 8, Buffer.from("abc")), DENIED, "past the limit");

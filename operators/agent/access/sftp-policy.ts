@@ -3,6 +3,7 @@
 // sees them; a refused one is answered here. Where the pod's files are on this machine (process
 // runtime) a path is resolved, symlinks followed (insideLocal); where they are in a container the
 // agent cannot see (kubernetes), a path is judged by its name (insideNamed), see docs/access.md.
+import { isUtf8 } from "node:buffer";
 import { realpathSync } from "node:fs";
 import { basename, dirname, isAbsolute, join, posix, relative, resolve, sep } from "node:path";
 
@@ -36,6 +37,18 @@ const EXTENSIONS_WITH_PATHS: Record<string, number> = {
   "expand-path@openssh.com": 1,
 };
 const EXTENSIONS_WITHOUT_PATHS = new Set(["fstatvfs@openssh.com", "fsync@openssh.com", "limits@openssh.com"]);
+
+/**
+ * A path's bytes as text. Names that are not UTF-8 are refused: the policy would judge the
+ * decoded text (invalid bytes become U+FFFD) while the server opens the bytes, so a symlink named
+ * with such bytes would not be the path the policy looked at.
+ */
+function pathText(bytes: Buffer): string {
+  if (!isUtf8(bytes)) throw new PolicyRefusal("names that are not UTF-8 are not served");
+  return bytes.toString("utf8");
+}
+
+class PolicyRefusal extends Error {}
 
 function readString(packet: Buffer, at: number): { value: Buffer; next: number } {
   if (at + 4 > packet.length) throw new Error("truncated");
@@ -94,7 +107,7 @@ export function checkRequest(packet: Buffer, options: PolicyOptions): Verdict {
     let named = type === SFTP.REALPATH;
     if (type === SFTP.RENAME) {
       const first = readString(packet, 5);
-      paths = [first.value.toString(), readString(packet, first.next).value.toString()];
+      paths = [pathText(first.value), pathText(readString(packet, first.next).value)];
     } else if (type === SFTP.EXTENDED) {
       const name = readString(packet, 5);
       const extension = name.value.toString();
@@ -105,7 +118,7 @@ export function checkRequest(packet: Buffer, options: PolicyOptions): Verdict {
       let at = name.next;
       for (let i = 0; i < count; i++) {
         const path = readString(packet, at);
-        paths.push(path.value.toString());
+        paths.push(pathText(path.value));
         at = path.next;
       }
       follows = extension !== "posix-rename@openssh.com";
@@ -125,7 +138,7 @@ export function checkRequest(packet: Buffer, options: PolicyOptions): Verdict {
         SFTP.READLINK,
       ].includes(type as 3)
     ) {
-      paths = [readString(packet, 5).value.toString()];
+      paths = [pathText(readString(packet, 5).value)];
     } else {
       return { refusal: "this request is not served" };
     }
@@ -134,8 +147,8 @@ export function checkRequest(packet: Buffer, options: PolicyOptions): Verdict {
     }
     // a realpath request only asks where a name leads: nothing is read or written there
     return named ? PASS : { paths: paths.map((path) => ({ path, followLast: follows })) };
-  } catch {
-    return { refusal: "malformed request" };
+  } catch (error) {
+    return { refusal: error instanceof PolicyRefusal ? error.message : "malformed request" };
   }
 }
 
