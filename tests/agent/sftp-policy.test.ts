@@ -11,6 +11,7 @@ import t from "tap";
 import { containerPolicy, startFiles } from "../../operators/agent/access/files.ts";
 import { filterSftp, SERVED_REQUESTS } from "../../operators/agent/access/sftp-filter.ts";
 import { insideNamed } from "../../operators/agent/access/sftp-policy.ts";
+import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 
 const SERVER = "/usr/lib/openssh/sftp-server";
 const OK = 0;
@@ -166,4 +167,34 @@ t.test("the local policy follows symlinks on this machine", async (t) => {
   if (!Buffer.isBuffer(handle)) throw new Error(`open answered ${handle}`);
   t.equal(await sftp.write(handle, 8, Buffer.from("abc")), DENIED, "past the limit");
   t.equal(await sftp.close(handle), OK);
+});
+
+t.test("refusals wait for the client to read them, as the server's answers do", async (t) => {
+  const dir = mkdtempSync(path.join(tmpdir(), "rlark-sftp-policy-"));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const stream = startFiles(dir);
+  t.teardown(() => stream.destroy());
+  const name = Buffer.from("/etc");
+  const one = Buffer.alloc(4 + 1 + 4 + 4 + name.length);
+  one.writeUInt32BE(one.length - 4, 0);
+  one.writeUInt8(17, 4); // STAT
+  one.writeUInt32BE(name.length, 9);
+  name.copy(one, 13);
+  const count = 20_000;
+  let taken = false;
+  stream.write(Buffer.concat(Array.from({ length: count }, () => one)), () => {
+    taken = true;
+  });
+  await waitFor(
+    "the answers buffered",
+    () => stream.readableLength >= stream.readableHighWaterMark,
+    onRealServers,
+  );
+  t.notOk(taken, "the rest waits");
+  t.ok(stream.readableLength < 2 * stream.readableHighWaterMark, `${stream.readableLength} bytes held`);
+  let answers = 0;
+  stream.on("data", (chunk: Buffer) => {
+    answers += chunk.length;
+  });
+  await waitFor("every refusal answered", () => taken && answers >= count * 50, onRealServers);
 });

@@ -139,6 +139,15 @@ export function filterSftp(server: Duplex, policy: PolicyOptions): Duplex {
     return { paths: [] };
   };
 
+  // a refusal is answered here: while the client does not read them, it sends nothing more
+  let wakeReader: (() => void) | undefined;
+  const answer = async (packet: Buffer) => {
+    if (duplex.push(packet)) return;
+    await new Promise<void>((go) => {
+      wakeReader = go;
+    });
+  };
+
   const pass = async (packets: Buffer[]) => {
     let full = false;
     for (const packet of packets) {
@@ -146,7 +155,7 @@ export function filterSftp(server: Duplex, policy: PolicyOptions): Duplex {
       if (renumbering && "paths" in verdict && verdict.paths.length > 0)
         verdict = await resolve(renumbering, verdict.paths);
       if ("refusal" in verdict) {
-        duplex.push(statusPacket(packet.length >= 9 ? packet.readUInt32BE(5) : 0, verdict.refusal));
+        await answer(statusPacket(packet.length >= 9 ? packet.readUInt32BE(5) : 0, verdict.refusal));
         continue;
       }
       if (renumbering && packet[4] !== SFTP.INIT) renumbering.outgoing(packet);
@@ -180,6 +189,9 @@ export function filterSftp(server: Duplex, policy: PolicyOptions): Duplex {
       done();
     },
     read() {
+      const wake = wakeReader;
+      wakeReader = undefined;
+      wake?.();
       server.resume();
     },
     destroy(error, done) {

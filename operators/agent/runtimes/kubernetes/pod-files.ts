@@ -82,6 +82,8 @@ async function killServer(kubeConfig: KubeConfig, pod: PodExecTarget, pid: numbe
       String(pid),
     ],
   });
+  // nothing to hear from it: a failure leaves the server to the container's runtime
+  session.on("error", () => {});
   session.resume();
   session.end();
 }
@@ -194,7 +196,7 @@ export async function startPodFiles(
     if (root === undefined) failed(refusal(pod, options, exit, stderr));
     else server.push(null);
   });
-  session.once("error", (error) => {
+  session.on("error", (error) => {
     if (root === undefined) failed(error);
     else server.destroy(error);
   });
