@@ -31,7 +31,8 @@ import { jobYaml } from "../../helpers/job-yaml.ts";
 import { onKube, onRealServers, waitFor } from "../../helpers/wait-for.ts";
 
 const { kubeConfig: kc } = fleetCluster(0);
-const FILE_BYTES = 4 * 1024 * 1024;
+/** The transfers' size; RLARK_KUBE_SFTP_TEST_BYTES for a larger run. */
+const FILE_BYTES = Number(process.env.RLARK_KUBE_SFTP_TEST_BYTES ?? 4 * 1024 * 1024);
 
 const sha256 = (data: Buffer) => createHash("sha256").update(data).digest("hex");
 
