@@ -214,6 +214,6 @@ export function filterSftp(server: Duplex, policy: PolicyOptions): Duplex {
   });
   server.once("close", () => renumbering?.close());
   server.once("end", () => duplex.push(null));
-  server.once("error", (error) => duplex.destroy(error));
+  server.on("error", (error) => duplex.destroy(error));
   return duplex;
 }
