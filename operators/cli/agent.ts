@@ -39,6 +39,8 @@ interface AgentFlags {
   nodeserverSocket: string[];
   nodeserverStatsPort?: number;
   diskStatsInterval?: number;
+  filesRoot?: string;
+  sftpServer?: string;
   nodeName: string;
   label: Record<string, string>;
   capabilityDir: string;
@@ -51,6 +53,12 @@ interface AgentFlags {
 
 function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
+}
+
+function absolutePath(value: string): string {
+  if (!value.startsWith("/") || value.split("/").includes(".."))
+    throw new InvalidArgumentError(`"${value}" is not an absolute path without ..`);
+  return value;
 }
 
 function seconds(value: string): number {
@@ -124,6 +132,16 @@ export function registerAgent(program: Command): void {
       "kubernetes runtime: read each node's disk use from its kubelet this often (needs nodes/proxy get)",
       seconds,
     )
+    .option(
+      "--files-root <dir>",
+      "kubernetes runtime: the SFTP policy root in every container, an absolute path (default: the container's workingDir, or /)",
+      absolutePath,
+    )
+    .option(
+      "--sftp-server <path>",
+      "kubernetes runtime: where OpenSSH's sftp-server is in the images, tried before the usual paths",
+      absolutePath,
+    )
     .option("--node-name <name>", "the node name this machine reports", hostname())
     .option(
       "--nodeserver-dir <dir>",
@@ -185,6 +203,10 @@ export function registerAgent(program: Command): void {
           logger,
           sidecar: { image: flags.sidecarImage },
           ...(flags.diskStatsInterval ? { diskStatsIntervalMs: flags.diskStatsInterval * 1000 } : {}),
+          files: {
+            ...(flags.filesRoot ? { root: flags.filesRoot } : {}),
+            ...(flags.sftpServer ? { sftpServer: flags.sftpServer } : {}),
+          },
         });
         // In a cluster the identity lives in a Secret, so a rescheduled agent pod stays enrolled.
         credentials = secretCredentialStore({ kubeConfig, namespace: flags.namespace });

@@ -2,7 +2,8 @@
 // for pods this agent runs, each after the agent's own last check that the pod is here and
 // running. The hub has authorized the user before it opens any of these streams. Process-runtime
 // pods are local: sessions run here (session.ts) and ports are loopback ports. A runtime with
-// openSession and connect (kubernetes) serves sessions and forwards itself, with its own check.
+// openSession, openFiles and connect (kubernetes) serves sessions, forwards and the sftp-server
+// itself, with its own check; the SFTP path policy stays here, the same for both.
 import { connect } from "node:net";
 import type { Duplex } from "node:stream";
 import {
@@ -15,8 +16,9 @@ import {
 } from "../../lib/access-stream/index.ts";
 import type { StreamHandler } from "../../lib/tunnel/index.ts";
 import type { AccessEnvironment, Runtime } from "../runtimes/types.ts";
-import { type FilesOptions, startFiles } from "./files.ts";
+import { containerPolicy, type FilesOptions, startFiles } from "./files.ts";
 import { type SessionOptions, startSession } from "./session.ts";
+import { filterSftp } from "./sftp-filter.ts";
 
 export type AccessOptions = SessionOptions & FilesOptions;
 
@@ -37,6 +39,10 @@ export function accessStreams(runtime: Runtime, options: AccessOptions = {}): Re
     },
     [ACCESS_FILES_PURPOSE]: async (meta) => {
       const request = parseAccessSessionRequest(meta);
+      if (!runtime.accessEnvironment && runtime.openFiles) {
+        const files = await runtime.openFiles(request);
+        return filterSftp(files.server, containerPolicy(files.root, options));
+      }
       if (!runtime.accessEnvironment)
         throw new Error("this agent's runtime serves no files (SFTP) of its pods");
       return startFiles(lastCheck(runtime, request).cwd, options);

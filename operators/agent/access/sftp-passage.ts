@@ -18,10 +18,15 @@ export class ResponsePassage {
     this.#maxPacket = maxPacket;
   }
 
-  /** A refusal now, or at the end of the packet on its way. */
-  refuse(packet: Buffer): void {
-    if (this.#left === 0 && this.#prefixHave === 0) this.#push(packet);
-    else this.#refusals.push(packet);
+  /**
+   * A refusal now, or at the end of the packet on its way. False when the caller should wait for
+   * the reader before the next one: it did not take this one, or it is held behind a packet (so
+   * a client whose requests are all refused cannot pile refusals up while it reads nothing).
+   */
+  refuse(packet: Buffer): boolean {
+    if (this.#left === 0 && this.#prefixHave === 0) return this.#push(packet);
+    this.#refusals.push(packet);
+    return false;
   }
 
   /** Forwards a chunk of sftp-server's output; false once the reader wants no more for now. */

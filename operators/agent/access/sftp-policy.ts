@@ -1,8 +1,11 @@
-// The path policy of SFTP into a process-runtime pod: every path a request names must resolve
-// (symlinks followed) inside the pod's directory, and writes stay under a size limit. Requests
-// are checked before OpenSSH's sftp-server sees them; a refused one is answered here.
+// The path policy of SFTP into a pod: every path a request names must stay inside the policy
+// root, and writes stay under a size limit. Requests are checked before OpenSSH's sftp-server
+// sees them; a refused one is answered here. Where the pod's files are on this machine (process
+// runtime) a path is resolved, symlinks followed (insideLocal); where they are in a container the
+// agent cannot see (kubernetes), a path is judged by its name (insideNamed), see docs/access.md.
+import { isUtf8 } from "node:buffer";
 import { realpathSync } from "node:fs";
-import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
+import { basename, dirname, isAbsolute, join, posix, relative, resolve, sep } from "node:path";
 
 export const SFTP = {
   INIT: 1,
@@ -35,6 +38,18 @@ const EXTENSIONS_WITH_PATHS: Record<string, number> = {
 };
 const EXTENSIONS_WITHOUT_PATHS = new Set(["fstatvfs@openssh.com", "fsync@openssh.com", "limits@openssh.com"]);
 
+/**
+ * A path's bytes as text. Names that are not UTF-8 are refused: the policy would judge the
+ * decoded text (invalid bytes become U+FFFD) while the server opens the bytes, so a symlink named
+ * with such bytes would not be the path the policy looked at.
+ */
+function pathText(bytes: Buffer): string {
+  if (!isUtf8(bytes)) throw new PolicyRefusal("names that are not UTF-8 are not served");
+  return bytes.toString("utf8");
+}
+
+class PolicyRefusal extends Error {}
+
 function readString(packet: Buffer, at: number): { value: Buffer; next: number } {
   if (at + 4 > packet.length) throw new Error("truncated");
   const length = packet.readUInt32BE(at);
@@ -43,18 +58,40 @@ function readString(packet: Buffer, at: number): { value: Buffer; next: number }
 }
 
 export interface PolicyOptions {
-  root: string;
+  /** What the root is, for refusals: "the pod's directory", "/workspace". */
+  place: string;
+  /**
+   * Whether `path` (relative paths are the root's) stays inside the root; `followLast` when the
+   * request follows its last component if that is a symlink. `named` for realpath requests, which
+   * only name a path: resolving one touches nothing.
+   */
+  inside(path: string, followLast: boolean, named: boolean): boolean;
   /** Largest offset + length a write may reach. */
   maxFileBytes: number;
+  /**
+   * Set where `inside` only judges names (the files are in a container): the filter then asks
+   * the server where each path really leads (its realpath, symlinks followed in the container)
+   * and this says whether that absolute, resolved path is inside the root.
+   */
+  resolvedInside?(resolved: string): boolean;
 }
 
-/**
- * Checks one request packet (type byte onwards, without the length). Returns undefined when it
- * may pass, or the reason it is refused.
- */
-export function checkRequest(packet: Buffer, options: PolicyOptions): string | undefined {
+/** A path a passed request acts on, for a policy that resolves paths in the server. */
+export interface RequestPath {
+  path: string;
+  /** The request follows the last component if it is a symlink (open, stat), or acts on it (lstat, remove). */
+  followLast: boolean;
+}
+
+/** A refusal, or the paths the request acts on (none for handle requests and realpath). */
+export type Verdict = { refusal: string } | { paths: RequestPath[] };
+
+const PASS: Verdict = { paths: [] };
+
+/** Checks one request packet (type byte onwards, without the length). */
+export function checkRequest(packet: Buffer, options: PolicyOptions): Verdict {
   const type = packet[0] ?? 0;
-  if (type === SFTP.INIT || HANDLE_ONLY.has(type)) return undefined;
+  if (type === SFTP.INIT || HANDLE_ONLY.has(type)) return PASS;
   try {
     if (type === SFTP.WRITE) {
       const handle = readString(packet, 5);
@@ -62,30 +99,31 @@ export function checkRequest(packet: Buffer, options: PolicyOptions): string | u
       const data = readString(packet, handle.next + 8);
       const end = offset + BigInt(data.value.length);
       return end > BigInt(options.maxFileBytes)
-        ? `files are limited to ${options.maxFileBytes} bytes`
-        : undefined;
+        ? { refusal: `files are limited to ${options.maxFileBytes} bytes` }
+        : PASS;
     }
     let paths: string[];
     let follows = FOLLOWS.has(type);
+    let named = type === SFTP.REALPATH;
     if (type === SFTP.RENAME) {
       const first = readString(packet, 5);
-      paths = [first.value.toString(), readString(packet, first.next).value.toString()];
+      paths = [pathText(first.value), pathText(readString(packet, first.next).value)];
     } else if (type === SFTP.EXTENDED) {
       const name = readString(packet, 5);
       const extension = name.value.toString();
-      if (EXTENSIONS_WITHOUT_PATHS.has(extension)) return undefined;
+      if (EXTENSIONS_WITHOUT_PATHS.has(extension)) return PASS;
       const count = EXTENSIONS_WITH_PATHS[extension];
-      if (count === undefined) return `${extension} is not served`;
+      if (count === undefined) return { refusal: `${extension} is not served` };
       paths = [];
       let at = name.next;
       for (let i = 0; i < count; i++) {
         const path = readString(packet, at);
-        paths.push(path.value.toString());
+        paths.push(pathText(path.value));
         at = path.next;
       }
       follows = extension !== "posix-rename@openssh.com";
-      if (extension === "expand-path@openssh.com" && paths[0]?.startsWith("~"))
-        return "~ is outside the pod's directory";
+      named = extension === "expand-path@openssh.com";
+      if (named && paths[0]?.startsWith("~")) return { refusal: `~ is outside ${options.place}` };
     } else if (
       [
         SFTP.OPEN,
@@ -100,16 +138,17 @@ export function checkRequest(packet: Buffer, options: PolicyOptions): string | u
         SFTP.READLINK,
       ].includes(type as 3)
     ) {
-      paths = [readString(packet, 5).value.toString()];
+      paths = [pathText(readString(packet, 5).value)];
     } else {
-      return "this request is not served";
+      return { refusal: "this request is not served" };
     }
     for (const path of paths) {
-      if (!inside(options.root, path, follows)) return `${path} is outside the pod's directory`;
+      if (!options.inside(path, follows, named)) return { refusal: `${path} is outside ${options.place}` };
     }
-    return undefined;
-  } catch {
-    return "malformed request";
+    // a realpath request only asks where a name leads: nothing is read or written there
+    return named ? PASS : { paths: paths.map((path) => ({ path, followLast: follows })) };
+  } catch (error) {
+    return { refusal: error instanceof PolicyRefusal ? error.message : "malformed request" };
   }
 }
 
@@ -134,8 +173,8 @@ function within(root: string, path: string): boolean {
   return r === "" || (!r.startsWith(`..${sep}`) && r !== ".." && !isAbsolute(r));
 }
 
-/** Whether `path` (relative paths are the pod directory's) stays inside `root`. */
-export function inside(root: string, path: string, followLast: boolean): boolean {
+/** Whether `path` (relative paths are the pod directory's) stays inside `root` on this machine. */
+export function insideLocal(root: string, path: string, followLast: boolean): boolean {
   const realRoot = realLocation(resolve(root));
   const absolute = resolve(realRoot, path);
   // The last component of a request that does not follow it (lstat, remove, rename) may itself
@@ -144,4 +183,17 @@ export function inside(root: string, path: string, followLast: boolean): boolean
     ? realLocation(absolute)
     : join(realLocation(dirname(absolute)), basename(absolute));
   return within(realRoot, location);
+}
+
+/**
+ * Whether `path` (relative paths are the root's) names a place inside `root`, an absolute POSIX
+ * path in a filesystem this process cannot look at: judged by the name alone. `..` is refused
+ * outright except in a realpath request (`named`, as `cd ..` sends): after a symlink, `..` is
+ * the symlink target's parent, which no name tells, while a realpath request only asks where a
+ * name leads. Symlinks already there are followed by the server; see docs/access.md.
+ */
+export function insideNamed(root: string, path: string, named: boolean): boolean {
+  if (!named && path.split("/").includes("..")) return false;
+  const r = posix.relative(root, posix.resolve(root, path));
+  return r === "" || (r !== ".." && !r.startsWith("../") && !posix.isAbsolute(r));
 }

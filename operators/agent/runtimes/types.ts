@@ -4,7 +4,7 @@
 // Docker runtime all fit behind it.
 import type { Duplex, Readable } from "node:stream";
 import type { PeersState } from "../../api/index.ts";
-import type { AccessSessionRequest } from "../../lib/access-stream/index.ts";
+import type { AccessPodRef, AccessSessionRequest } from "../../lib/access-stream/index.ts";
 import type { BrowseAnswer, BrowseRequest } from "../../lib/tunnel/index.ts";
 
 /** The workload kinds a Task can ask for; they decide the restart policy. */
@@ -337,6 +337,14 @@ export interface StopOptions {
   terminatePods?: boolean;
 }
 
+/** An sftp-server running in a container, and the policy root it was started in. */
+export interface ContainerFiles {
+  /** The server's stdin and stdout, as one byte stream. */
+  server: Duplex;
+  /** An absolute path inside the container, symlinks resolved there: the server's working directory. */
+  root: string;
+}
+
 /**
  * One cluster's (or machine's) workload runner. Level-triggered: apply() is handed the complete
  * desired set each time and converges towards it in the background; observe() and the "change"
@@ -387,6 +395,12 @@ export interface Runtime {
    * (lib/access-stream), so the hub cannot tell them apart.
    */
   openSession?(request: AccessSessionRequest): Promise<Duplex>;
+  /**
+   * Runtimes whose pods are not local processes (kubernetes) start OpenSSH's sftp-server in the
+   * pod themselves, after their own last check; the agent puts the SFTP path policy in front of
+   * it (access/sftp-filter.ts). Rejects, saying why, a container without an sftp-server.
+   */
+  openFiles?(request: AccessPodRef): Promise<ContainerFiles>;
 
   /**
    * Runtimes on Kubernetes install Addons: the complete set each time; an Addon no longer listed

@@ -293,13 +293,6 @@ t.test("ssh shell, exec and -L and rlark logs -f reach a kubernetes pod through 
     t.match(failing.stderr, /no-such-file/);
   });
 
-  await t.test("files (SFTP) are refused for a kube pod, saying why", async (t) => {
-    const args = sshArgs(alice.file).map((a) => (a === "-p" ? "-P" : a));
-    const result = await run("sftp", [...args, "-b", "-", `alice+${pod}@127.0.0.1`], "ls\n");
-    t.not(result.code, 0);
-    t.match(result.stderr, /serves no files/);
-  });
-
   await t.test(`ssh -L moves ${FORWARD_BYTES} bytes from the pod's port intact`, async (t) => {
     const probe = createServer();
     await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));

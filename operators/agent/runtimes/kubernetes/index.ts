@@ -13,11 +13,12 @@
 import type { Duplex, Readable } from "node:stream";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { AGENT_INSTANCE_LABEL, type PeersState } from "../../../api/index.ts";
-import type { AccessSessionRequest } from "../../../lib/access-stream/index.ts";
+import type { AccessPodRef, AccessSessionRequest } from "../../../lib/access-stream/index.ts";
 import { type Logger, silentLogger } from "../../../lib/logger.ts";
 import type { BrowseAnswer, BrowseRequest } from "../../../lib/tunnel/index.ts";
 import type {
   AgentType,
+  ContainerFiles,
   LogStreamOptions,
   NodeOverlay,
   Runtime,
@@ -38,6 +39,7 @@ import { MANAGED_SELECTOR } from "./labels.ts";
 import { NodeOverlaySync } from "./node-overlay-sync.ts";
 import { checkPodAccess } from "./pod-access.ts";
 import { startPodExec } from "./pod-exec.ts";
+import { SFTP_SERVER_PATHS, startPodFiles } from "./pod-files.ts";
 import { podLogStream } from "./pod-logs.ts";
 import { podPortForward } from "./pod-port-forward.ts";
 import { type RejectedTask, WorkloadReconciler } from "./reconciler.ts";
@@ -95,6 +97,16 @@ export interface KubernetesRuntimeOptions {
   retryIntervalMs?: number;
   /** How often an Addon that is not Ready yet is looked at again. Default 2 s. */
   addonPollIntervalMs?: number;
+  /** SFTP into pods (pod-files.ts). */
+  files?: {
+    /**
+     * The policy root in every container: an absolute path. Default the container's
+     * `workingDir`, or `/` when its spec sets none.
+     */
+    root?: string;
+    /** Where sftp-server is in the images, tried before the usual paths. */
+    sftpServer?: string;
+  };
 }
 
 /** Runs Kubernetes Tasks on one cluster. Create with {@link KubernetesRuntime.start}. */
@@ -258,6 +270,23 @@ export class KubernetesRuntime implements Runtime {
       this.#options.kubeConfig,
       { namespace: request.namespace, name: request.name, container },
       request,
+    );
+  }
+
+  /** OpenSSH's sftp-server in a running container of this agent's Tasks, through pods/exec. */
+  async openFiles(request: AccessPodRef): Promise<ContainerFiles> {
+    const container = checkPodAccess(this.#watches.pods, this.#options.instance, request, "files");
+    const { root, sftpServer } = this.#options.files ?? {};
+    const spec = this.#watches.pods
+      .get(request.namespace, request.name)
+      ?.spec?.containers.find((c) => c.name === container);
+    return startPodFiles(
+      this.#options.kubeConfig,
+      { namespace: request.namespace, name: request.name, container },
+      {
+        root: root ?? spec?.workingDir ?? "/",
+        servers: [...(sftpServer ? [sftpServer] : []), ...SFTP_SERVER_PATHS],
+      },
     );
   }
 

@@ -1,11 +1,11 @@
-// The agent's last check before it opens a pod's exec, port-forward or logs (seed 002): the hub
+// The agent's last check before it opens a pod's exec (sessions, files), port-forward or logs (seed 002): the hub
 // has authorized the user, but only the agent knows whether the pod is one of its Tasks' pods
 // (the labels it reports pods by) and whether it runs. A pod of another agent, or of nobody, in
 // the same cluster is refused even though the agent's RBAC could reach it.
 import type { V1Pod } from "@kubernetes/client-node";
 import { owns } from "./snapshot.ts";
 
-export type PodVerb = "session" | "forward" | "logs";
+export type PodVerb = "session" | "files" | "forward" | "logs";
 
 export interface PodLookup {
   get(namespace: string, name: string): V1Pod | undefined;
@@ -30,7 +30,7 @@ export function checkPodAccess(
   const phase = found.status?.phase ?? "Unknown";
   if (found.metadata?.deletionTimestamp || phase !== "Running")
     throw new Error(`pod ${key} is not running (${phase})`);
-  if (verb === "session") {
+  if (verb === "session" || verb === "files") {
     const state = found.status?.containerStatuses?.find((s) => s.name === container)?.state;
     if (!state?.running) throw new Error(`container ${container} of pod ${key} is not running`);
   }

@@ -1,0 +1,227 @@
+// The packet-level filter between an SFTP client (the tunnel stream) and OpenSSH's sftp-server,
+// wherever that runs (a child of the agent, or in a container through pods/exec): packets are
+// framed both ways, every request passes the path policy first (sftp-policy.ts), and a refusal
+// is answered between the server's own packets, never inside one. Both directions keep their
+// backpressure: a request waits for the server to take the one before, a response for the client.
+// Where the policy only judges names (a container's files), the filter also asks the server itself
+// where each path leads (a realpath request of its own, before the client's request goes on), so
+// a symlink in the container pointing out of the root is refused too.
+import { posix } from "node:path";
+import { Duplex } from "node:stream";
+import { ResponsePassage } from "./sftp-passage.ts";
+import { checkRequest, type PolicyOptions, type RequestPath, SFTP, type Verdict } from "./sftp-policy.ts";
+
+/** sftp-server's own packet limit is 256 KiB; a little more for the header. */
+const MAX_PACKET = 256 * 1024 + 1024;
+
+/** The requests the server is started with (its -p list): no symlink or hardlink creation. */
+export const SERVED_REQUESTS =
+  "open,close,read,write,lstat,fstat,setstat,fsetstat,opendir,readdir,remove,mkdir,rmdir,realpath,stat,rename,readlink,posix-rename,statvfs,fstatvfs,fsync,limits,expand-path";
+
+/** Splits SFTP's length-prefixed packets out of a byte stream, holding at most one partial packet. */
+class PacketSplitter {
+  #pending = Buffer.alloc(0);
+
+  push(chunk: Buffer): Buffer[] {
+    let data = this.#pending.length > 0 ? Buffer.concat([this.#pending, chunk]) : chunk;
+    const packets: Buffer[] = [];
+    while (data.length >= 4) {
+      const length = data.readUInt32BE(0);
+      if (length === 0 || length > MAX_PACKET) throw new Error(`an SFTP packet of ${length} bytes`);
+      if (data.length < 4 + length) break;
+      packets.push(data.subarray(0, 4 + length));
+      data = data.subarray(4 + length);
+    }
+    this.#pending = data.length > 0 ? Buffer.from(data) : Buffer.alloc(0);
+    return packets;
+  }
+}
+
+const VERSION = 2;
+const NAME = 104;
+
+/**
+ * Request ids as the server sees them: the client's are renumbered, and renumbered back in the
+ * answers, so the filter's own requests never share an id with one of the client's.
+ */
+class Renumbering {
+  #next = 0;
+  readonly #owners = new Map<number, number | ((answer: Buffer | undefined) => void)>();
+
+  #take(owner: number | ((answer: Buffer | undefined) => void)): number {
+    const id = this.#next;
+    this.#next = (this.#next + 1) >>> 0;
+    this.#owners.set(id, owner);
+    return id;
+  }
+
+  /** Renumbers a request of the client's, in place. */
+  outgoing(packet: Buffer): void {
+    packet.writeUInt32BE(this.#take(packet.readUInt32BE(5)), 5);
+  }
+
+  /** A realpath request of the filter's own; `answered` gets the answer (undefined: none came). */
+  realpath(path: string, answered: (answer: Buffer | undefined) => void): Buffer {
+    const name = Buffer.from(path);
+    const packet = Buffer.alloc(4 + 1 + 4 + 4 + name.length);
+    packet.writeUInt32BE(packet.length - 4, 0);
+    packet.writeUInt8(SFTP.REALPATH, 4);
+    packet.writeUInt32BE(this.#take(answered), 5);
+    packet.writeUInt32BE(name.length, 9);
+    name.copy(packet, 13);
+    return packet;
+  }
+
+  /** Renumbers an answer back, in place: false when it answers the filter's own request. */
+  incoming(packet: Buffer): boolean {
+    if (packet[4] === VERSION || packet.length < 9) return true;
+    const id = packet.readUInt32BE(5);
+    const owner = this.#owners.get(id);
+    this.#owners.delete(id);
+    if (typeof owner === "function") {
+      owner(packet);
+      return false;
+    }
+    if (owner !== undefined) packet.writeUInt32BE(owner, 5);
+    return true;
+  }
+
+  /** The server is gone: no answer will come. */
+  close(): void {
+    for (const owner of this.#owners.values()) if (typeof owner === "function") owner(undefined);
+    this.#owners.clear();
+  }
+}
+
+/** The path of a realpath answer (NAME with one entry), or undefined for an error status. */
+function answeredPath(answer: Buffer | undefined): string | undefined {
+  if (!answer || answer[4] !== NAME || answer.length < 17) return undefined;
+  const length = answer.readUInt32BE(13);
+  return answer.length < 17 + length ? undefined : answer.subarray(17, 17 + length).toString();
+}
+
+function statusPacket(id: number, message: string): Buffer {
+  const text = Buffer.from(message);
+  const body = Buffer.alloc(1 + 4 + 4 + 4 + text.length + 4);
+  let at = body.writeUInt8(SFTP.STATUS, 0);
+  at = body.writeUInt32BE(id, at);
+  at = body.writeUInt32BE(3, at); // SSH_FX_PERMISSION_DENIED
+  at = body.writeUInt32BE(text.length, at);
+  at += text.copy(body, at);
+  body.writeUInt32BE(0, at); // language tag
+  const length = Buffer.alloc(4);
+  length.writeUInt32BE(body.length);
+  return Buffer.concat([length, body]);
+}
+
+/**
+ * Puts the policy in front of `server` (the sftp-server's stdin and stdout as one byte stream);
+ * returns the Duplex the tunnel stream is piped to. Destroying it destroys the server's stream.
+ */
+export function filterSftp(server: Duplex, policy: PolicyOptions): Duplex {
+  const requests = new PacketSplitter();
+  const { resolvedInside } = policy;
+  const renumbering = resolvedInside ? new Renumbering() : undefined;
+  // Answers are split into packets only where ids are renumbered; otherwise they pass uncut and
+  // uncopied (sftp-passage.ts says why that matters for throughput).
+  const responses = renumbering ? new PacketSplitter() : undefined;
+  const passage = renumbering ? undefined : new ResponsePassage((chunk) => duplex.push(chunk), MAX_PACKET);
+
+  const ask = (renumber: Renumbering, path: string) =>
+    new Promise<string | undefined>((resolve) => {
+      server.write(renumber.realpath(path, (answer) => resolve(answeredPath(answer))));
+    });
+  // Where each path really leads, asked of the server; a path it cannot resolve (missing, not a
+  // directory, not searchable) passes, as the request itself fails there for the same reason.
+  const resolve = async (renumber: Renumbering, paths: RequestPath[]): Promise<Verdict> => {
+    for (const { path, followLast } of paths) {
+      const resolved = await ask(renumber, followLast ? path : posix.dirname(path));
+      if (resolved === undefined) continue;
+      const location = followLast ? resolved : posix.join(resolved, posix.basename(path));
+      if (!resolvedInside?.(location)) return { refusal: `${path} leads outside ${policy.place}` };
+    }
+    return { paths: [] };
+  };
+
+  // a refusal is answered here: while the client does not read them, it sends nothing more
+  let wakeReader: (() => void) | undefined;
+  const answer = async (packet: Buffer) => {
+    if (passage ? passage.refuse(packet) : duplex.push(packet)) return;
+    await new Promise<void>((go) => {
+      wakeReader = go;
+    });
+  };
+
+  const pass = async (packets: Buffer[]) => {
+    let full = false;
+    for (const packet of packets) {
+      let verdict = checkRequest(packet.subarray(4), policy);
+      if (renumbering && "paths" in verdict && verdict.paths.length > 0)
+        verdict = await resolve(renumbering, verdict.paths);
+      if ("refusal" in verdict) {
+        await answer(statusPacket(packet.length >= 9 ? packet.readUInt32BE(5) : 0, verdict.refusal));
+        continue;
+      }
+      if (renumbering && packet[4] !== SFTP.INIT) renumbering.outgoing(packet);
+      if (!server.write(packet)) full = true;
+    }
+    if (!full) return;
+    await new Promise<void>((go) => {
+      const wake = () => {
+        server.off("drain", wake);
+        server.off("close", wake);
+        go();
+      };
+      server.on("drain", wake);
+      server.on("close", wake);
+    });
+  };
+
+  const duplex = new Duplex({
+    write(chunk: Buffer, _encoding, done) {
+      let packets: Buffer[];
+      try {
+        packets = requests.push(chunk);
+      } catch (error) {
+        done(error as Error);
+        return;
+      }
+      pass(packets).then(() => done(), done);
+    },
+    final(done) {
+      server.end();
+      done();
+    },
+    read() {
+      const wake = wakeReader;
+      wakeReader = undefined;
+      wake?.();
+      server.resume();
+    },
+    destroy(error, done) {
+      server.destroy();
+      done(error);
+    },
+  });
+  server.on("data", (chunk: Buffer) => {
+    let packets: Buffer[];
+    try {
+      if (passage) {
+        if (!passage.write(chunk)) server.pause();
+        return;
+      }
+      packets = responses?.push(chunk) ?? [];
+    } catch (error) {
+      duplex.destroy(error as Error);
+      return;
+    }
+    for (const packet of packets) {
+      if (renumbering && !renumbering.incoming(packet)) continue;
+      if (!duplex.push(packet)) server.pause();
+    }
+  });
+  server.once("close", () => renumbering?.close());
+  server.once("end", () => duplex.push(null));
+  server.on("error", (error) => duplex.destroy(error));
+  return duplex;
+}

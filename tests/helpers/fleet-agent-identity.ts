@@ -1,0 +1,32 @@
+// A Kubernetes user bound to fleet/agent's rules (its ClusterRole, and its Role in one namespace):
+// a test's kubernetes runtime runs as it (impersonated), so every path is tried with exactly the
+// RBAC the agent is installed with.
+import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { type KubeConfig, KubernetesObjectApi, type V1PolicyRule } from "@kubernetes/client-node";
+import type { Test } from "tap";
+import YAML from "yaml";
+import { repoRoot } from "../../hack/kube/paths.ts";
+
+/** Creates the user's grants (removed at teardown) and returns its name. */
+export async function fleetAgentIdentity(t: Test, kc: KubeConfig, namespace: string): Promise<string> {
+  const name = `rlark-test-agent-${randomBytes(4).toString("hex")}`;
+  const rules = (file: string) =>
+    (YAML.parse(readFileSync(path.join(repoRoot, "fleet/agent", file), "utf8")) as { rules: V1PolicyRule[] })
+      .rules;
+  const subjects = [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name }];
+  const roleRef = (kind: string) => ({ apiGroup: "rbac.authorization.k8s.io", kind, name });
+  const grants = [
+    { kind: "ClusterRole", metadata: { name }, rules: rules("cluster-role.yaml") },
+    { kind: "ClusterRoleBinding", metadata: { name }, roleRef: roleRef("ClusterRole"), subjects },
+    { kind: "Role", metadata: { name, namespace }, rules: rules("role.yaml") },
+    { kind: "RoleBinding", metadata: { name, namespace }, roleRef: roleRef("Role"), subjects },
+  ].map((grant) => ({ apiVersion: "rbac.authorization.k8s.io/v1", ...grant }));
+  const objects = KubernetesObjectApi.makeApiClient(kc);
+  for (const grant of grants) await objects.create(grant);
+  t.teardown(async () => {
+    for (const grant of grants.reverse()) await objects.delete(grant).catch(() => undefined);
+  });
+  return name;
+}
