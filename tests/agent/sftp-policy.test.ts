@@ -57,6 +57,14 @@ function client(stream: Duplex) {
   const status = (packet: Buffer) => (packet[0] === 101 ? packet.readUInt32BE(5) : -1);
   return {
     init: () => send(1, u32(3)),
+    /** The status code answering a packet of `body` as it is (no id added). */
+    raw: async (body: Buffer) => {
+      const answer = new Promise<Buffer>((resolve) => {
+        waiting = resolve;
+      });
+      stream.write(Buffer.concat([u32(body.length), body]));
+      return status(await answer);
+    },
     open: async (file: string) => {
       const answer = await send(3, str(file), u32(0x02 | 0x08 | 0x10), u32(0));
       return answer[0] === 102 ? answer.subarray(9, 9 + answer.readUInt32BE(5)) : status(answer);
@@ -148,6 +156,8 @@ t.test("the container policy in front of a real sftp-server", async (t) => {
   );
   t.equal(await sftp.remove("etc-link"), OK, "removing the link removes no target");
   t.equal(await sftp.stat(notUtf8("", "/hostname")), DENIED, "a name that is not UTF-8");
+  t.equal(await sftp.raw(Buffer.from([4])), DENIED, "a CLOSE without an id");
+  t.equal(await sftp.stat("sub"), "attrs", "the session goes on");
   t.ok(statSync("/etc").isDirectory());
   t.throws(() => statSync(path.join(dir, "escaped")));
 });

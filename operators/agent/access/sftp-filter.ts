@@ -155,7 +155,11 @@ export function filterSftp(server: Duplex, policy: PolicyOptions): Duplex {
   const pass = async (packets: Buffer[]) => {
     let full = false;
     for (const packet of packets) {
-      let verdict = checkRequest(packet.subarray(4), policy);
+      // every request but INIT carries an id after its type
+      let verdict: Verdict =
+        packet.length < 9 && packet[4] !== SFTP.INIT
+          ? { refusal: "malformed request" }
+          : checkRequest(packet.subarray(4), policy);
       if (renumbering && "paths" in verdict && verdict.paths.length > 0)
         verdict = await resolve(renumbering, verdict.paths);
       if ("refusal" in verdict) {
