@@ -5,16 +5,14 @@
 // The hub only opens agent streams; the agent reaches the pod with its own credentials.
 import { type ChildProcess, spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer as createHttpServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { CoreV1Api, KubernetesObjectApi, type V1PolicyRule } from "@kubernetes/client-node";
-import t, { type Test } from "tap";
-import YAML from "yaml";
-import { repoRoot } from "../../../hack/kube/paths.ts";
+import { CoreV1Api, KubernetesObjectApi } from "@kubernetes/client-node";
+import t from "tap";
 import { KubernetesRuntime } from "../../../operators/agent/runtimes/kubernetes/index.ts";
 import {
   encodeFrame,
@@ -25,6 +23,7 @@ import {
 import { keygen, openSshArgs, policyYaml, readAudit, run, userYaml } from "../../access/bastion-fixture.ts";
 import { startAgentOnHub } from "../../helpers/agent-on-hub.ts";
 import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
+import { fleetAgentIdentity } from "../../helpers/fleet-agent-identity.ts";
 import { startHubOnGit } from "../../helpers/hub-on-git.ts";
 import { impersonating } from "../../helpers/install.ts";
 import { jobYaml, trainerTaskYaml } from "../../helpers/job-yaml.ts";
@@ -96,52 +95,6 @@ function collect(child: ChildProcess): { text(): string } {
   child.stdout?.on("data", add);
   child.stderr?.on("data", add);
   return { text: () => out };
-}
-
-/**
- * A user bound to fleet/agent's rules (its ClusterRole, and its Role in `namespace`): the agent's
- * runtime runs as it, so every access path is tried with exactly the RBAC the agent is installed with.
- */
-async function fleetAgentIdentity(t: Test, namespace: string): Promise<string> {
-  const name = `rlark-test-agent-${randomBytes(4).toString("hex")}`;
-  const rules = (file: string) =>
-    (YAML.parse(readFileSync(path.join(repoRoot, "fleet/agent", file), "utf8")) as { rules: V1PolicyRule[] })
-      .rules;
-  const subjects = [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name }];
-  const grants = [
-    {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "ClusterRole",
-      metadata: { name },
-      rules: rules("cluster-role.yaml"),
-    },
-    {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "ClusterRoleBinding",
-      metadata: { name },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name },
-      subjects,
-    },
-    {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "Role",
-      metadata: { name, namespace },
-      rules: rules("role.yaml"),
-    },
-    {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "RoleBinding",
-      metadata: { name, namespace },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name },
-      subjects,
-    },
-  ];
-  const objects = KubernetesObjectApi.makeApiClient(kc);
-  for (const grant of grants) await objects.create(grant);
-  t.teardown(async () => {
-    for (const grant of grants.reverse()) await objects.delete(grant).catch(() => undefined);
-  });
-  return name;
 }
 
 /**
@@ -245,7 +198,7 @@ t.test("ssh shell, exec and -L and rlark logs -f reach a kubernetes pod through 
   });
   await waitFor("the cluster from git", async () => hub.store.get("Cluster", undefined, "gpu"), onKube);
   const runtime = await KubernetesRuntime.start({
-    kubeConfig: impersonating(kc, await fleetAgentIdentity(t, namespace)),
+    kubeConfig: impersonating(kc, await fleetAgentIdentity(t, kc, namespace)),
     defaultNamespace: namespace,
     instance: `gpu${randomBytes(3).toString("hex")}`,
     retryIntervalMs: 500,
