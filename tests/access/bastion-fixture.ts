@@ -1,7 +1,7 @@
 // A hub on git with Users (keys generated here), AccessPolicies and a running Raw pod, a
 // process-runtime agent in this process, and the real OpenSSH client pointed at the hub.
 import { execFileSync, type SpawnOptions, spawn } from "node:child_process";
-import { mkdtemp, readFile, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { Test } from "tap";
@@ -123,6 +123,8 @@ export async function startBastion(
   },
 ): Promise<Bastion> {
   const dir = await mkdtemp(path.join(tmpdir(), "rlark-bastion-"));
+  // teardowns run last-added first: this one after the runtime and the hub have stopped
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
   const keys: Record<string, string> = {};
   const lines: Record<string, string> = {};
   for (const user of options.users) {
@@ -146,6 +148,9 @@ export async function startBastion(
   );
   const runtime = await ProcessRuntime.open({
     stateDir: path.join(dir, "state"),
+    // HOME is the test's own: a login shell in a pod must not read this machine's ~/.bashrc
+    // (a stale pyenv lock there once held every interactive bash for 60 s)
+    baseEnv: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir, LANG: "C.UTF-8" },
     nodeName: "bastion-test-node",
     terminationGracePeriodMs: 2_000,
   });
