@@ -47,6 +47,7 @@ interface AgentFlags {
   domainNetwork: boolean;
   podLinkCidr: string;
   sidecarUid: number;
+  podUid: number;
 }
 
 function collect(value: string, previous: string[]): string[] {
@@ -149,6 +150,12 @@ export function registerAgent(program: Command): void {
       uid,
       1337,
     )
+    .option(
+      "--pod-uid <uid>",
+      "process runtime, as root: the uid (and gid) the programs of Domain pods (and access sessions into them) run as; not the sidecar's",
+      uid,
+      1338,
+    )
     .option("--label <key=value>", "a label on the reported node (repeatable)", collectLabel, {})
     .option(
       "--capability-dir <dir>",
@@ -204,6 +211,8 @@ export function registerAgent(program: Command): void {
                   rlark: [process.execPath, ...(process.argv[1] ? [process.argv[1]] : [])],
                   runDir: path.resolve(flags.nodeserverDir),
                   sidecarUid: flags.sidecarUid,
+                  // An agent that is not root cannot give its pods another user.
+                  ...(process.getuid?.() === 0 ? { podUid: flags.podUid } : {}),
                 },
               }
             : {}),

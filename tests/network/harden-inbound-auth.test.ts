@@ -3,12 +3,17 @@
 // attacker is another namespace on the same pod network that reaches the pods' local IPs: a bare
 // PROXY line, a forged ticket, a genuine ticket replayed (to the same pod, another pod, another
 // port) and an expired one are all closed before a byte reaches the pod's program, and counted in
-// the sidecar's log. Pod-to-pod traffic through the nodeserver keeps working. Needs root.
-import { readFileSync, writeFileSync } from "node:fs";
+// the sidecar's log. The nodeserver runs in a namespace of its own where IP forwarding is on (it is
+// per namespace), so it hands same-cluster connections to the pods (rlark-direct, with a ticket):
+// pod-to-pod traffic on that path keeps working, and its ticket is good once too. Needs root.
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { connect as connectUnix } from "node:net";
 import path from "node:path";
 import t from "tap";
 import { domainInboundKey, inboundPreamble, podInboundKey } from "../../operators/network/inbound-auth.ts";
-import { type BedPod, DomainBed } from "../helpers/domain-net.ts";
+import type { DomainStats } from "../../operators/network/index.ts";
+import { type BedPod, DomainBed, sh } from "../helpers/domain-net.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 
 // Connects from `from`'s namespace, sends `payload` (hex), prints what came back (hex) until the
@@ -57,7 +62,34 @@ t.test("a pod's :5700 takes only streams with a valid, fresh, unused ticket for 
   const d = await bed.pod("d", "c1", "train", vip.d);
   // Not in the Domain: only a namespace on the same pod network, as any pod of the cluster is.
   const evil = await bed.pod("evil", "c1");
-  bed.startNodeserver("c1");
+  // c1's nodeserver, in a namespace that forwards: it offers pods the direct path. It has no way
+  // to the hub, which a same-cluster connection never needs.
+  const nodeserverNs = `${bed.prefix}-nsd`;
+  sh("ip", ["netns", "add", nodeserverNs]);
+  t.teardown(() => sh("ip", ["netns", "del", nodeserverNs]));
+  sh("ip", ["netns", "exec", nodeserverNs, "sysctl", "-qw", "net.ipv4.ip_forward=1"]);
+  mkdirSync(bed.socketDir("c1"), { recursive: true });
+  const socket = path.join(bed.socketDir("c1"), "nodeserver.sock");
+  const nodeserver: ChildProcess = spawn(
+    "ip",
+    [
+      "netns",
+      "exec",
+      nodeserverNs,
+      path.resolve(import.meta.dirname, "../../node_modules/.bin/node"),
+      path.resolve(import.meta.dirname, "../../operators/cli/main.ts"),
+      "nodeserver",
+      "--socket-dir",
+      bed.socketDir("c1"),
+    ],
+    { env: { PATH: process.env.PATH, HOME: process.env.HOME }, stdio: "ignore" },
+  );
+  t.teardown(async () => {
+    if (nodeserver.exitCode !== null || nodeserver.signalCode !== null) return;
+    const exited = new Promise((resolve) => nodeserver.once("exit", resolve));
+    nodeserver.kill("SIGTERM");
+    await exited;
+  });
   const sidecarLog = (pod: BedPod) => path.join(bed.dir, `sidecar-${pod.name}.log`);
   for (const pod of [a, c, d]) bed.startSidecar(pod, sidecarLog(pod));
   const accepted = (pod: BedPod) => {
@@ -76,7 +108,14 @@ t.test("a pod's :5700 takes only streams with a valid, fresh, unused ticket for 
     pod.spawn("python3", [script]);
   }
   await bed.publish();
-  await bed.ready();
+  for (const pod of [a, c, d])
+    await waitFor(`the sidecar of ${pod.name} listening`, () => {
+      try {
+        return pod.exec("ss", ["-Htln", "sport = :5700"]).includes("5700");
+      } catch {
+        return false;
+      }
+    });
 
   const connect = async (from: BedPod, ip: string, port: number) =>
     (
@@ -102,12 +141,19 @@ t.test("a pod's :5700 takes only streams with a valid, fresh, unused ticket for 
     ).toString();
 
   await waitFor(
-    "A reaches C by its virtual IP (through the nodeserver, with a ticket)",
+    "A reaches C by its virtual IP (directly, with the nodeserver's ticket)",
     async () => (await connect(a, vip.c, 8001).catch(() => "")) === "hello from c",
     { attempts: 100, everyMs: 100 },
   );
   const legit = accepted(c);
   t.equal(legit, 1, "C's program saw the pod-to-pod connection");
+  const stats = JSON.parse(
+    sh("curl", ["-sSf", "--unix-socket", socket, "http://nodeserver/stats"]),
+  ) as Record<string, DomainStats>;
+  const pair = stats.train?.peers.find((p) => p.source === vip.a && p.target === vip.c);
+  // At least once: an attempt before C's program listened was handed over too.
+  t.ok((pair?.directConnections ?? 0) >= 1, "handed to the pods: no nodeserver carried it", { pair });
+  t.equal(pair?.bytesSent, 0, "the nodeserver moved none of its bytes");
 
   const cKey = podInboundKey(domainInboundKey("train", train.keyPem), {
     namespace: "default",
@@ -141,6 +187,28 @@ t.test("a pod's :5700 takes only streams with a valid, fresh, unused ticket for 
     );
     t.equal(await attack(c, `${line(vip.c, 8002)}${ticket}\r\n`), "");
   });
+  await t.test("the ticket of a direct answer is good once", async (t) => {
+    // What pod A's rlark-net asks; the answer's ticket is for the line with source port 0.
+    const answer = await new Promise<string>((resolve, reject) => {
+      let text = "";
+      const s = connectUnix(socket, () =>
+        s.write(
+          `CONNECT ${vip.c}:8001 HTTP/1.1\r\nhost: ${vip.c}:8001\r\nrlark-pod: default/a\r\nrlark-direct: 1\r\n\r\n`,
+        ),
+      );
+      s.on("data", (chunk: Buffer) => {
+        text += chunk.toString();
+      });
+      s.on("end", () => resolve(text));
+      s.on("error", reject);
+    });
+    t.match(answer, `rlark-direct: ${c.localIP}:5700`);
+    const ticket = /rlark-ticket: (.*)\r\n/.exec(answer)?.[1];
+    t.ok(ticket, "with a ticket");
+    const preamble = `${line(vip.c, 8001)}RLARK-AUTH v1 ${ticket}\r\n`;
+    t.equal(await attack(c, preamble), "hello from c\n", "it opens one stream");
+    t.equal(await attack(c, preamble), "", "not two");
+  });
   await t.test("refused: a ticket minted a minute ago", async (t) => {
     const old = inboundPreamble(
       cKey,
@@ -150,7 +218,11 @@ t.test("a pod's :5700 takes only streams with a valid, fresh, unused ticket for 
     t.equal(await attack(c, old), "");
   });
 
-  t.equal(accepted(c), legit + 1, "C's program accepted only the pod-to-pod stream and the genuine ticket");
+  t.equal(
+    accepted(c),
+    legit + 2,
+    "C's program accepted only the pod-to-pod stream and the two genuine tickets",
+  );
   t.equal(accepted(d), 0, "D's program accepted nothing");
   await waitFor("the refusals in C's sidecar log", () =>
     readFileSync(sidecarLog(c), "utf8").includes("refused so far"),
@@ -164,7 +236,7 @@ t.test("a pod's :5700 takes only streams with a valid, fresh, unused ticket for 
     "ticket expired",
   ])
     t.match(log, reason, `C's sidecar logged: ${reason}`);
-  t.match(log, /inbound from 10\.\d+\.\d+\.\d+:\d+ refused \(5 refused so far/, "and counted them");
+  t.match(log, /inbound from 10\.\d+\.\d+\.\d+:\d+ refused \(6 refused so far/, "and counted them");
   t.match(readFileSync(sidecarLog(d), "utf8"), "another destination", "D's sidecar logged its refusals");
   t.notMatch(log, cKey.toString("hex"), "the key is in no log");
 

@@ -14,6 +14,10 @@
 //	                    protocol v1 line ("PROXY TCP4 <src> <dst> <sport> <dport>\r\n") and a
 //	                    ticket line (inbound-auth.go); checks the ticket and connects to that port
 //	                    on 127.0.0.1, else on RLARK_POD_IP. Anything else is closed unanswered.
+//	rlark-net connect <host:port>
+//	                    relays stdin and stdout to a TCP connection (the agent runs it in a
+//	                    process pod's namespace for an access port-forward to the pod's own
+//	                    loopback): "connected" on stderr once connected, else the error and exit 1.
 //
 // Go standard library only: gVisor and tun2socks are not reachable from this build machine.
 package main
@@ -420,18 +424,40 @@ func runSidecar() {
 	serve(in, func(c *net.TCPConn) { inbound(c, podIP.String(), auth, pending) })
 }
 
+func runConnect(address string) {
+	conn, err := net.DialTimeout("tcp", address, dialTimeout)
+	if err != nil {
+		fail("%v", err)
+	}
+	fmt.Fprintln(os.Stderr, "connected")
+	done := make(chan struct{}, 1)
+	go func() {
+		io.Copy(conn, os.Stdin)
+		conn.(*net.TCPConn).CloseWrite()
+		done <- struct{}{}
+	}()
+	io.Copy(os.Stdout, conn)
+	os.Stdout.Close()
+	<-done
+}
+
 func main() {
 	if len(os.Args) < 2 {
-		fail("usage: rlark-net init | sidecar")
+		fail("usage: rlark-net init | sidecar | connect <host:port>")
 	}
 	switch os.Args[1] {
 	case "init":
 		runInit()
 	case "sidecar":
 		runSidecar()
+	case "connect":
+		if len(os.Args) != 3 {
+			fail("usage: rlark-net connect <host:port>")
+		}
+		runConnect(os.Args[2])
 	case "-h", "--help", "help":
-		fmt.Println("usage: rlark-net init | sidecar (see operators/network/rlark-net/main.go)")
+		fmt.Println("usage: rlark-net init | sidecar | connect <host:port> (see operators/network/rlark-net/main.go)")
 	default:
-		fail("unknown command %q: use init or sidecar", os.Args[1])
+		fail("unknown command %q: use init, sidecar or connect", os.Args[1])
 	}
 }
