@@ -67,6 +67,13 @@ function uid(value: string): number {
   return n;
 }
 
+function podUid(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 2 ** 31 - 1)
+    throw new InvalidArgumentError(`"${value}" is not a uid`);
+  return n;
+}
+
 function port(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError(`"${value}" is not a port`);
@@ -152,8 +159,8 @@ export function registerAgent(program: Command): void {
     )
     .option(
       "--pod-uid <uid>",
-      "process runtime, as root: the uid (and gid) the programs of Domain pods (and access sessions into them) run as; not the sidecar's",
-      uid,
+      "process runtime, as root: the uid (and gid) the programs of Domain pods (and access sessions into them) run as; not the sidecar's; 0 runs them as root, unconfined",
+      podUid,
       1338,
     )
     .option("--label <key=value>", "a label on the reported node (repeatable)", collectLabel, {})
@@ -212,7 +219,7 @@ export function registerAgent(program: Command): void {
                   runDir: path.resolve(flags.nodeserverDir),
                   sidecarUid: flags.sidecarUid,
                   // An agent that is not root cannot give its pods another user.
-                  ...(process.getuid?.() === 0 ? { podUid: flags.podUid } : {}),
+                  ...(process.getuid?.() === 0 && flags.podUid !== 0 ? { podUid: flags.podUid } : {}),
                 },
               }
             : {}),
