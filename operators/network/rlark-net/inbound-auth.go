@@ -97,12 +97,13 @@ func (a *inboundAuth) fetch() error {
 	var answer struct {
 		Key string `json:"key"`
 	}
-	key, err := []byte(nil), json.Unmarshal(body, &answer)
-	if err == nil {
-		key, err = hex.DecodeString(answer.Key)
+	bad := fmt.Errorf("inbound key: bad answer from the nodeserver")
+	if json.Unmarshal(body, &answer) != nil {
+		return bad
 	}
+	key, err := hex.DecodeString(answer.Key)
 	if err != nil || len(key) != 32 {
-		return fmt.Errorf("inbound key: bad answer from the nodeserver")
+		return bad
 	}
 	id := keyID(key)
 	a.mu.Lock()

@@ -245,7 +245,8 @@ export class PodNetworks {
     const uid = this.#options.podUid;
     const rel = relative(workDir, dir);
     if (uid === undefined || rel === "" || rel.startsWith("..") || rel.startsWith("/")) return;
-    if (statSync(dir).uid !== uid) run("chown", ["-R", "--", `${uid}:${uid}`, dir]);
+    // -h: a link the pod left there is changed itself, never what it points to.
+    if (statSync(dir).uid !== uid) run("chown", ["-hR", "--", `${uid}:${uid}`, dir]);
   }
 
   /**

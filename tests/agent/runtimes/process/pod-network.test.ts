@@ -4,7 +4,7 @@
 // crash removes what no pod record accounts for.
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
 import type { PodNetworkOptions } from "../../../../operators/agent/runtimes/process/index.ts";
@@ -189,7 +189,11 @@ t.test(
     const outside = join(dir, "elsewhere");
     mkdirSync(inside, { recursive: true });
     mkdirSync(outside);
+    const secret = join(dir, "secret");
+    writeFileSync(secret, "root's\n", { mode: 0o600 });
+    symlinkSync(secret, join(inside, "link"));
     networks.ownWorkingDir(inside, work);
+    t.equal(statSync(secret).uid, 0, "a link in it is not followed");
     networks.ownWorkingDir(outside, work);
     networks.ownWorkingDir(work, work);
     t.equal(statSync(inside).uid, 1338, "a working dir in work/ is the pods'");
