@@ -23,24 +23,26 @@ export function domainInboundKey(domain: string, keyPem: string): Buffer {
   return createHmac("sha256", keyPem).update(`rlark-inbound domain ${domain}`).digest();
 }
 
+/** A pod's key, and its id: names the key without revealing it (the sidecar fetches its key again on an unknown id). */
+export interface PodInboundKey {
+  key: Buffer;
+  id: string;
+}
+
 export function podInboundKey(
   domainKey: Buffer,
   pod: { namespace?: string | undefined; name: string; ip: string },
-): Buffer {
-  return createHmac("sha256", domainKey)
+): PodInboundKey {
+  const key = createHmac("sha256", domainKey)
     .update(`pod ${pod.namespace ?? ""}/${pod.name} ${pod.ip}`)
     .digest();
-}
-
-/** Names a pod key without revealing it: the sidecar fetches its key again on an unknown id. */
-export function inboundKeyId(podKey: Buffer): string {
-  return createHash("sha256").update(podKey).digest("hex").slice(0, 8);
+  return { key, id: createHash("sha256").update(key).digest("hex").slice(0, 8) };
 }
 
 /** `<kid> <unix ms> <nonce> <mac>` for `proxyLine` (with its CRLF). */
-export function inboundTicket(podKey: Buffer, proxyLine: string, now = Date.now()): string {
-  const signed = `${inboundKeyId(podKey)} ${now} ${randomBytes(16).toString("hex")}`;
-  const mac = createHmac("sha256", podKey)
+export function inboundTicket(podKey: PodInboundKey, proxyLine: string, now = Date.now()): string {
+  const signed = `${podKey.id} ${now} ${randomBytes(16).toString("hex")}`;
+  const mac = createHmac("sha256", podKey.key)
     .update(`rlark-inbound v1\n${proxyLine}${signed}`)
     .digest("hex")
     .slice(0, 32);
@@ -48,7 +50,7 @@ export function inboundTicket(podKey: Buffer, proxyLine: string, now = Date.now(
 }
 
 /** The PROXY line and its ticket: what a nodeserver writes first on a stream to a sidecar. */
-export function inboundPreamble(podKey: Buffer, header: ProxyHeader, now?: number): string {
+export function inboundPreamble(podKey: PodInboundKey, header: ProxyHeader, now?: number): string {
   const line = formatProxyHeader(header);
   return `${line}RLARK-AUTH v1 ${inboundTicket(podKey, line, now)}\r\n`;
 }

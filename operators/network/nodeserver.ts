@@ -17,7 +17,13 @@ import { type Clock, systemClock, type TimerId } from "../lib/clock.ts";
 import { type Logger, silentLogger } from "../lib/logger.ts";
 import { REASON_HEADER, splice, splitTarget } from "../lib/relay/index.ts";
 import { acceptFromHub, HubConnection, type HubLinkCredentials, RefusedError } from "./hub-link.ts";
-import { domainInboundKey, inboundPreamble, inboundTicket, podInboundKey } from "./inbound-auth.ts";
+import {
+  domainInboundKey,
+  inboundPreamble,
+  inboundTicket,
+  type PodInboundKey,
+  podInboundKey,
+} from "./inbound-auth.ts";
 import { ConnectionPool, MAX_BACKOFF_MS, MIN_BACKOFF_MS } from "./pool.ts";
 import { formatProxyHeader, type ProxyHeader } from "./proxy-header.ts";
 
@@ -82,6 +88,8 @@ class DomainRuntime {
   entry: DomainPeersEntry;
   /** Mints the tickets of this Domain's pods' :5700 (inbound-auth.ts). */
   inboundKey: Buffer;
+  /** Pod keys made so far (two HMACs and a hash each), until the entry changes. */
+  #podKeys = new Map<string, PodInboundKey>();
   pool: ConnectionPool<HubConnection> | undefined;
   pairs = new Map<string, PairStats>();
   reverse: { close(): void } | undefined;
@@ -101,6 +109,7 @@ class DomainRuntime {
   update(entry: DomainPeersEntry, hub: PeersState["hub"]): void {
     this.entry = entry;
     this.inboundKey = domainInboundKey(entry.domain, entry.key);
+    this.#podKeys.clear();
     const key = JSON.stringify([hub?.address, hub?.caPem, entry.cert, entry.key]);
     if (key === this.#credsKey) return;
     this.#credsKey = key;
@@ -184,8 +193,14 @@ class DomainRuntime {
     return this.entry.pods?.find((p) => p.ip === ip && this.isLocal(p));
   }
 
-  podKey(pod: DomainPeerPod): Buffer {
-    return podInboundKey(this.inboundKey, pod);
+  podKey(pod: DomainPeerPod): PodInboundKey {
+    const name = `${pod.namespace ?? ""}/${pod.name} ${pod.ip}`;
+    let key = this.#podKeys.get(name);
+    if (!key) {
+      key = podInboundKey(this.inboundKey, pod);
+      this.#podKeys.set(name, key);
+    }
+    return key;
   }
 }
 
@@ -216,7 +231,7 @@ function dialSidecar(
   pod: DomainPeerPod,
   port: number,
   header: ProxyHeader,
-  podKey: Buffer,
+  podKey: PodInboundKey,
 ): Promise<net.Socket> {
   return new Promise((resolve, reject) => {
     if (!pod.localIP) {
@@ -271,7 +286,7 @@ class NodeserverImpl implements Nodeserver {
         const found = this.findPod(url.searchParams.get("pod") ?? "");
         if (!found)
           return reply(404, { error: `no pod ${url.searchParams.get("pod")} in any Domain on this node` });
-        return reply(200, { key: found.domain.podKey(found.pod).toString("hex") });
+        return reply(200, { key: found.domain.podKey(found.pod).key.toString("hex") });
       }
       if (req.method === "GET" && url.pathname === "/stats") return reply(200, this.stats());
       reply(404, {
