@@ -2,8 +2,8 @@
 // "Privileges"): a real `rlark agent` (as root) runs their programs as the pods' uid, not root,
 // so a pod cannot flush its REDIRECT, enter the host's network namespace or reach the
 // nodeserver's socket, while its Domain traffic is still intercepted. Access sessions through
-// the hub with the real OpenSSH client run in the pod's namespace as that uid, and `ssh -L`
-// reaches a port bound to the pod's own loopback. Needs root.
+// the hub with the real OpenSSH client run in the pod's namespace as that uid, and `ssh -L` (and
+// the hub's pod proxy) reach a port bound to the pod's own loopback. Needs root.
 import { execFile, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
@@ -175,5 +175,14 @@ t.test("Domain pods of a root agent run unprivileged, and so do sessions into th
       onRealServers,
     );
     t.equal(body.trim(), POD_UID, "pod A's own 127.0.0.1:8123 answered");
+  });
+
+  await t.test("the hub's pod proxy reaches it there too", async (t) => {
+    const response = await fetch(
+      `${bed.hub.url}/api/v1/namespaces/${namespaceFor("c1")}/pods/${podName}/proxy/8123/uid.txt`,
+      { headers: { authorization: `Bearer ${bed.hub.adminToken}` } },
+    );
+    const body = (await response.text()).trim();
+    t.same({ status: response.status, body }, { status: 200, body: POD_UID }, "pod A's own 127.0.0.1:8123");
   });
 });

@@ -645,8 +645,10 @@ export class Replica {
     if (this.#status !== "Running" || pgid === undefined) throw new Error(`pod ${this.key} is not running`);
     const pids = ownGroupMembers(pgid, this.#record.processStart);
     if (!(await pidsListenOn(pids, port))) throw new Error(`pod ${this.key} does not listen on port ${port}`);
-    // A pod of its own network is reached on its end of the veth.
-    const socket = connectTcp(port, this.#record.network?.localIP ?? "127.0.0.1");
+    // A pod of its own network is reached inside it, on its own loopback, as an access port-forward.
+    const network = this.#record.network;
+    if (network && this.#ctx.network) return this.#ctx.network.connect(network, port);
+    const socket = connectTcp(port, "127.0.0.1");
     await once(socket, "connect");
     return socket;
   }
