@@ -49,6 +49,7 @@ interface AgentFlags {
   domainNetwork: boolean;
   podLinkCidr: string;
   sidecarUid: number;
+  podUid: number;
 }
 
 function collect(value: string, previous: string[]): string[] {
@@ -71,6 +72,13 @@ function uid(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1 || n > 2 ** 31 - 1)
     throw new InvalidArgumentError(`"${value}" is not a uid above 0`);
+  return n;
+}
+
+function podUid(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 2 ** 31 - 1)
+    throw new InvalidArgumentError(`"${value}" is not a uid`);
   return n;
 }
 
@@ -167,6 +175,12 @@ export function registerAgent(program: Command): void {
       uid,
       1337,
     )
+    .option(
+      "--pod-uid <uid>",
+      "process runtime, as root: the uid (and gid) the programs of Domain pods (and access sessions into them) run as; not the sidecar's; 0 runs them as root, unconfined",
+      podUid,
+      1338,
+    )
     .option("--label <key=value>", "a label on the reported node (repeatable)", collectLabel, {})
     .option(
       "--capability-dir <dir>",
@@ -226,6 +240,8 @@ export function registerAgent(program: Command): void {
                   rlark: [process.execPath, ...(process.argv[1] ? [process.argv[1]] : [])],
                   runDir: path.resolve(flags.nodeserverDir),
                   sidecarUid: flags.sidecarUid,
+                  // An agent that is not root cannot give its pods another user.
+                  ...(process.getuid?.() === 0 && flags.podUid !== 0 ? { podUid: flags.podUid } : {}),
                 },
               }
             : {}),

@@ -17,8 +17,15 @@ import { type Clock, systemClock, type TimerId } from "../lib/clock.ts";
 import { type Logger, silentLogger } from "../lib/logger.ts";
 import { REASON_HEADER, splice, splitTarget } from "../lib/relay/index.ts";
 import { acceptFromHub, HubConnection, type HubLinkCredentials, RefusedError } from "./hub-link.ts";
+import {
+  domainInboundKey,
+  inboundPreamble,
+  inboundTicket,
+  type PodInboundKey,
+  podInboundKey,
+} from "./inbound-auth.ts";
 import { ConnectionPool, MAX_BACKOFF_MS, MIN_BACKOFF_MS } from "./pool.ts";
-import { formatProxyHeader } from "./proxy-header.ts";
+import { formatProxyHeader, type ProxyHeader } from "./proxy-header.ts";
 
 export const SOCKET_NAME = "nodeserver.sock";
 export const INBOUND_PORT = 5700;
@@ -29,6 +36,8 @@ export const POD_HEADER = "rlark-pod";
  * `<local ip>:<inbound port>` to dial, with a PROXY line, instead of a stream.
  */
 export const DIRECT_HEADER = "rlark-direct";
+/** With rlark-direct on the answer: the ticket (inbound-auth.ts) for the PROXY line with source port 0. */
+export const TICKET_HEADER = "rlark-ticket";
 
 export interface NodeserverOptions {
   socketDir: string;
@@ -77,6 +86,10 @@ function sameNetwork(a: string, b: string, prefixLen: number): boolean {
 
 class DomainRuntime {
   entry: DomainPeersEntry;
+  /** Mints the tickets of this Domain's pods' :5700 (inbound-auth.ts). */
+  inboundKey: Buffer;
+  /** Pod keys made so far (two HMACs and a hash each), until the entry changes. */
+  #podKeys = new Map<string, PodInboundKey>();
   pool: ConnectionPool<HubConnection> | undefined;
   pairs = new Map<string, PairStats>();
   reverse: { close(): void } | undefined;
@@ -89,11 +102,14 @@ class DomainRuntime {
   constructor(entry: DomainPeersEntry, owner: NodeserverImpl) {
     this.owner = owner;
     this.entry = entry;
+    this.inboundKey = domainInboundKey(entry.domain, entry.key);
     this.#credsKey = "";
   }
 
   update(entry: DomainPeersEntry, hub: PeersState["hub"]): void {
     this.entry = entry;
+    this.inboundKey = domainInboundKey(entry.domain, entry.key);
+    this.#podKeys.clear();
     const key = JSON.stringify([hub?.address, hub?.caPem, entry.cert, entry.key]);
     if (key === this.#credsKey) return;
     this.#credsKey = key;
@@ -176,6 +192,16 @@ class DomainRuntime {
   localPod(ip: string): DomainPeerPod | undefined {
     return this.entry.pods?.find((p) => p.ip === ip && this.isLocal(p));
   }
+
+  podKey(pod: DomainPeerPod): PodInboundKey {
+    const name = `${pod.namespace ?? ""}/${pod.name} ${pod.ip}`;
+    let key = this.#podKeys.get(name);
+    if (!key) {
+      key = podInboundKey(this.inboundKey, pod);
+      this.#podKeys.set(name, key);
+    }
+    return key;
+  }
 }
 
 function refuse(socket: Duplex, status: number, reason: string): void {
@@ -200,7 +226,13 @@ function hostForwards(): boolean {
   }
 }
 
-function dialSidecar(pod: DomainPeerPod, port: number, header: string): Promise<net.Socket> {
+/** Connects to `pod`'s :5700 and sends the PROXY line with a ticket minted at connect time. */
+function dialSidecar(
+  pod: DomainPeerPod,
+  port: number,
+  header: ProxyHeader,
+  podKey: PodInboundKey,
+): Promise<net.Socket> {
   return new Promise((resolve, reject) => {
     if (!pod.localIP) {
       reject(new Error(`pod ${pod.name} has no local IP yet`));
@@ -210,7 +242,7 @@ function dialSidecar(pod: DomainPeerPod, port: number, header: string): Promise<
     socket.setTimeout(10_000, () => socket.destroy(new Error("connect timed out")));
     socket.once("connect", () => {
       socket.setTimeout(0);
-      socket.write(header);
+      socket.write(inboundPreamble(podKey, header));
       resolve(socket);
     });
     socket.once("error", reject);
@@ -249,8 +281,18 @@ class NodeserverImpl implements Nodeserver {
           domain: found.domain.entry.domain,
         });
       }
+      if (req.method === "GET" && url.pathname === "/inbound_key") {
+        // The pod's own key, for its rlark-net to check the tickets on its :5700 (never logged).
+        const found = this.findPod(url.searchParams.get("pod") ?? "");
+        if (!found)
+          return reply(404, { error: `no pod ${url.searchParams.get("pod")} in any Domain on this node` });
+        return reply(200, { key: found.domain.podKey(found.pod).key.toString("hex") });
+      }
       if (req.method === "GET" && url.pathname === "/stats") return reply(200, this.stats());
-      reply(404, { error: "not found: GET /get_ip?pod=<namespace>/<name>, GET /stats, CONNECT <ip>:<port>" });
+      reply(404, {
+        error:
+          "not found: GET /get_ip?pod=<namespace>/<name>, GET /inbound_key?pod=<namespace>/<name>, GET /stats, CONNECT <ip>:<port>",
+      });
     });
     this.server.on("connect", (req, socket, head) => this.fromSidecar(req, socket, head));
   }
@@ -339,9 +381,10 @@ class NodeserverImpl implements Nodeserver {
       // The pods reach each other: the caller dials the target's inbound port itself, with no
       // Node process between them (rlark-net falls back to a plain CONNECT if it cannot).
       stats.directConnections++;
+      const line = formatProxyHeader({ src: pod.ip, dst: target.ip, srcPort: 0, dstPort: target.port });
       socket.resume();
       socket.end(
-        `HTTP/1.1 200 Direct\r\n${DIRECT_HEADER}: ${local.localIP}:${this.options.inboundPort ?? INBOUND_PORT}\r\nconnection: close\r\n\r\n`,
+        `HTTP/1.1 200 Direct\r\n${DIRECT_HEADER}: ${local.localIP}:${this.options.inboundPort ?? INBOUND_PORT}\r\n${TICKET_HEADER}: ${inboundTicket(domain.podKey(local), line)}\r\nconnection: close\r\n\r\n`,
       );
       return;
     }
@@ -350,8 +393,9 @@ class NodeserverImpl implements Nodeserver {
       if (local) {
         upstream = await dialSidecar(
           local,
-          this.options.inboundPort ?? 5700,
-          formatProxyHeader({ src: pod.ip, dst: target.ip, srcPort: 0, dstPort: target.port }),
+          this.options.inboundPort ?? INBOUND_PORT,
+          { src: pod.ip, dst: target.ip, srcPort: 0, dstPort: target.port },
+          domain.podKey(local),
         );
       } else {
         if (!domain.pool) return refuse(socket, 503, "no hub relay configured");
@@ -411,8 +455,9 @@ class NodeserverImpl implements Nodeserver {
     try {
       socket = await dialSidecar(
         pod,
-        this.options.inboundPort ?? 5700,
-        formatProxyHeader({ src: source, dst: parsed.ip, srcPort: 0, dstPort: parsed.port }),
+        this.options.inboundPort ?? INBOUND_PORT,
+        { src: source, dst: parsed.ip, srcPort: 0, dstPort: parsed.port },
+        domain.podKey(pod),
       );
     } catch (error) {
       if (!stream.destroyed)

@@ -132,7 +132,8 @@ export class DomainClusters {
     const out = openSync(log, "a");
     // Not the test's environment: tap's NODE_OPTIONS would make the agent write into .tap/.
     const child = spawn(process.execPath, args, {
-      env: { PATH: process.env.PATH, HOME: process.env.HOME },
+      // The rlark-net this run built (RLARK_CACHE may point at another than the agent would find).
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, RLARK_NET_BIN: rlarkNetBinary() },
       stdio: ["ignore", out, out],
     });
     const agent = { cluster, stateDir, runDir, log, child, linkCidr };

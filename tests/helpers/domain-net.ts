@@ -5,7 +5,16 @@
 
 import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { chmodSync, copyFileSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  closeSync,
+  copyFileSync,
+  mkdtempSync,
+  openSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -53,7 +62,8 @@ export interface BedDomain {
 }
 
 export class DomainBed {
-  readonly prefix = `rn${randomBytes(2).toString("hex")}`;
+  /** Names of namespaces and links: `<namePrefix><4 hex>` (rn unless a test asks for its own). */
+  readonly prefix: string;
   readonly dir = mkdtempSync(path.join(tmpdir(), "rlark-domain-net-"));
   readonly subnet = 16 + ((randomBytes(1)[0] ?? 0) % 200);
   hub!: Hub;
@@ -66,6 +76,10 @@ export class DomainBed {
   #certificates!: DomainCertificates;
   #children = new Set<ChildProcess>();
   #podIndex = 0;
+
+  constructor(namePrefix = "rn") {
+    this.prefix = `${namePrefix}${randomBytes(2).toString("hex")}`;
+  }
 
   async start(): Promise<void> {
     // The sidecars (uid 1337) reach the nodeserver sockets under it.
@@ -188,7 +202,9 @@ export class DomainBed {
     return pod;
   }
 
-  startSidecar(pod: BedPod): ChildProcess {
+  /** The pod's sidecar; its output (rlark-net's refusals among it) goes to `log` when given. */
+  startSidecar(pod: BedPod, log?: string): ChildProcess {
+    const out = log ? openSync(log, "a") : undefined;
     const child = spawn(
       "ip",
       [
@@ -217,9 +233,10 @@ export class DomainBed {
           RLARK_OUTBOUND_PORT: "15001",
           RLARK_INBOUND_PORT: "5700",
         },
-        stdio: ["ignore", "ignore", process.env.RLARK_BED_LOGS ? "inherit" : "ignore"],
+        stdio: ["ignore", "ignore", out ?? (process.env.RLARK_BED_LOGS ? "inherit" : "ignore")],
       },
     );
+    if (out !== undefined) closeSync(out);
     this.#children.add(child);
     child.once("exit", () => this.#children.delete(child));
     pod.sidecar = child;

@@ -3,7 +3,15 @@
 // the target's agent, the source's agent, or the hub each breaks the streams that crossed it
 // cleanly (the pod's program sees an error, not a hang), new connections succeed within seconds,
 // and the processes that stayed hold as many fds as before.
-import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import t, { type Test } from "tap";
@@ -54,6 +62,8 @@ t.test("agent, hub and nodeserver restarts mid-stream", async (t) => {
   const m = (pod: string) => `rlark-rs-${process.pid}-${id}-${pod}`;
   const echo = path.join(mkdtempSync(path.join(tmpdir(), "rlark-restarts-")), "echo.py");
   writeFileSync(echo, ECHO);
+  // Pod B's program runs as the pods' uid (not root): mkdtemp's 0700 would keep it out.
+  chmodSync(path.dirname(echo), 0o755);
   t.teardown(() => rmSync(path.dirname(echo), { recursive: true, force: true }));
   const bed = await DomainClusters.start(t, ["c1", "c2"], {
     "domain.yaml": domainYaml("train", `100.${64 + id}.0.0/24`),

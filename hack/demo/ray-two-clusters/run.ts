@@ -126,7 +126,12 @@ async function main(): Promise<boolean> {
   process.once("SIGTERM", interrupted);
   let bed: DomainClusters | undefined;
   try {
-    bed = await DomainClusters.start(teardowns as unknown as Test, ["c1", "c2"], files);
+    // Root pods (--pod-uid 0): Ray's venv lies in the rlark cache under root's home, and its
+    // temp dirs in a 0700 directory, which the pods' own uid could not reach.
+    const rootPods = ["--pod-uid", "0"];
+    bed = await DomainClusters.start(teardowns as unknown as Test, ["c1", "c2"], files, {
+      agentArgs: { c1: rootPods, c2: rootPods },
+    });
     console.log(`hub up, agents c1 and c2 started (logs under ${bed.dir})`);
     const clusters = bed;
     const retry = <T>(what: string, get: () => Promise<T | undefined>) => waitFor<T>(what, get, slowly);

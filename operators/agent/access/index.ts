@@ -1,9 +1,10 @@
 // The agent's side of the access service: shell and exec sessions, port forwarding and files
 // for pods this agent runs, each after the agent's own last check that the pod is here and
 // running. The hub has authorized the user before it opens any of these streams. Process-runtime
-// pods are local: sessions run here (session.ts) and ports are loopback ports. A runtime with
-// openSession, openFiles and connect (kubernetes) serves sessions, forwards and the sftp-server
-// itself, with its own check; the SFTP path policy stays here, the same for both.
+// pods are local: sessions run here (session.ts) and ports are loopback ports (the pod's own, in
+// its namespace, when it has a network of its own). A runtime with openSession, openFiles and
+// connect (kubernetes) serves sessions, forwards and the sftp-server itself, with its own check;
+// the SFTP path policy stays here, the same for both.
 import { connect } from "node:net";
 import type { Duplex } from "node:stream";
 import {
@@ -50,7 +51,11 @@ export function accessStreams(runtime: Runtime, options: AccessOptions = {}): Re
     [ACCESS_FORWARD_PURPOSE]: async (meta) => {
       const request = parseAccessForwardRequest(meta);
       if (!runtime.accessEnvironment && runtime.connect) return runtime.connect(request, request.port);
-      lastCheck(runtime, request);
+      const target = lastCheck(runtime, request);
+      if (target.enter)
+        return target.enter.connect(request.port).catch((error: Error) => {
+          throw new Error(`pod ${request.name} ${error.message}`);
+        });
       // Process runtime: the pod's ports are this machine's loopback ports.
       return new Promise<Duplex>((resolve, reject) => {
         const socket = connect({ host: "127.0.0.1", port: request.port });

@@ -1,5 +1,6 @@
 // The agent's end of a shell or exec session into a process-runtime pod: the program runs in the
-// pod's working directory with its environment, under a pty (Python's pty module) when the
+// pod's working directory with its environment (and, for a pod with a network of its own, in its
+// namespace and as its user), under a pty (Python's pty module) when the
 // client asked for a terminal, or on pipes otherwise. Frames in (input, resize, signal, EOF),
 // frames out (output, exit status); see lib/access-stream.
 import { type ChildProcess, spawn } from "node:child_process";
@@ -37,18 +38,26 @@ export function startSession(
 ): Duplex {
   const env = { ...target.env, ...(request.pty ? { TERM: request.pty.term } : {}) };
   const argv = request.command ?? [loginShell(env)];
+  // nsenter and setpriv exec what follows: the pid (and group) spawned is the program's.
+  const prefix = target.enter?.prefix ?? [];
   let child: ChildProcess;
   let control: Writable | undefined;
   if (request.pty) {
-    child = spawn(
+    const [program, ...args] = [
+      ...prefix,
       options.python ?? "python3",
-      ["-c", PTY_HELPER, String(request.pty.cols), String(request.pty.rows), ...argv],
-      { cwd: target.cwd, env, stdio: ["pipe", "pipe", "inherit", "pipe"] },
-    );
+      "-c",
+      PTY_HELPER,
+      String(request.pty.cols),
+      String(request.pty.rows),
+      ...argv,
+    ] as [string, ...string[]];
+    child = spawn(program, args, { cwd: target.cwd, env, stdio: ["pipe", "pipe", "inherit", "pipe"] });
     control = child.stdio[3] as Writable;
   } else {
+    const [program, ...args] = [...prefix, ...argv] as [string, ...string[]];
     // A group of its own, so a signal reaches the command's children too.
-    child = spawn(argv[0] as string, argv.slice(1), {
+    child = spawn(program, args, {
       cwd: target.cwd,
       env,
       detached: true,

@@ -309,6 +309,11 @@ export interface NodeOverlay {
 export interface AccessEnvironment {
   cwd: string;
   env: Record<string, string>;
+  /**
+   * A pod with a network of its own: the command that runs a session's program in it (its
+   * namespace, its user), and how a port-forward reaches a port on its own loopback.
+   */
+  enter?: { prefix: string[]; connect(port: number): Promise<Duplex> };
 }
 
 export interface LogOptions {

@@ -9,9 +9,15 @@
 //	                    "CONNECT <ip>:<port>" with header "rlark-pod: RLARK_POD" to the nodeserver's
 //	                    unix socket (RLARK_NODESERVER_SOCKET); for a same-cluster target the answer
 //	                    may name the target's inbound port to dial directly. Inbound: listens on
-//	                    0.0.0.0:RLARK_INBOUND_PORT for streams a nodeserver brings, each preceded by
-//	                    a PROXY protocol v1 line ("PROXY TCP4 <src> <dst> <sport> <dport>\r\n"), and
-//	                    connects to that port on 127.0.0.1, else on RLARK_POD_IP.
+//	                    0.0.0.0:RLARK_INBOUND_PORT for streams a nodeserver (or a same-cluster pod's
+//	                    rlark-net, with the nodeserver's ticket) brings, each preceded by a PROXY
+//	                    protocol v1 line ("PROXY TCP4 <src> <dst> <sport> <dport>\r\n") and a
+//	                    ticket line (inbound-auth.go); checks the ticket and connects to that port
+//	                    on 127.0.0.1, else on RLARK_POD_IP. Anything else is closed unanswered.
+//	rlark-net connect <host:port>
+//	                    relays stdin and stdout to a TCP connection (the agent runs it in a
+//	                    process pod's namespace for an access port-forward to the pod's own
+//	                    loopback): "connected" on stderr once connected, else the error and exit 1.
 //
 // Go standard library only: gVisor and tun2socks are not reachable from this build machine.
 package main
@@ -38,6 +44,10 @@ func env(name, fallback string) string {
 		return v
 	}
 	return fallback
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "rlark-net: "+format+"\n", args...)
 }
 
 func fail(format string, args ...any) {
@@ -156,31 +166,34 @@ const (
 	// A PROXY v1 line is at most 107 bytes; the nodeserver's answers are one short header block.
 	maxProxyLine   = 107
 	maxAnswerBytes = 4096
+	// Streams on :5700 that have not yet shown a valid ticket; more are closed at once, so a
+	// flood of idle connections cannot hold the sidecar's memory.
+	maxPendingInbound = 256
 )
 
 // readAnswer reads the nodeserver's answer to CONNECT (status line and headers, at most
-// maxAnswerBytes) and returns the status, the rlark-reason header and the rlark-direct header.
-func readAnswer(r *bufio.Reader) (status int, reason, direct string, err error) {
+// maxAnswerBytes) and returns the status and the rlark-reason, rlark-direct and rlark-ticket headers.
+func readAnswer(r *bufio.Reader) (status int, reason, direct, ticket string, err error) {
 	total := 0
 	for first := true; ; first = false {
 		line, err := r.ReadSlice('\n')
 		total += len(line)
 		if err != nil || total > maxAnswerBytes {
-			return 0, "", "", fmt.Errorf("bad answer from the nodeserver (%d bytes): %v", total, err)
+			return 0, "", "", "", fmt.Errorf("bad answer from the nodeserver (%d bytes): %v", total, err)
 		}
 		text := strings.TrimRight(string(line), "\r\n")
 		if first {
 			fields := strings.SplitN(text, " ", 3)
 			if len(fields) < 2 || !strings.HasPrefix(fields[0], "HTTP/1.") {
-				return 0, "", "", fmt.Errorf("bad status line from the nodeserver %q", text)
+				return 0, "", "", "", fmt.Errorf("bad status line from the nodeserver %q", text)
 			}
 			if status, err = strconv.Atoi(fields[1]); err != nil {
-				return 0, "", "", fmt.Errorf("bad status line from the nodeserver %q", text)
+				return 0, "", "", "", fmt.Errorf("bad status line from the nodeserver %q", text)
 			}
 			continue
 		}
 		if text == "" {
-			return status, reason, direct, nil
+			return status, reason, direct, ticket, nil
 		}
 		name, value, _ := strings.Cut(text, ":")
 		switch strings.ToLower(name) {
@@ -188,17 +201,20 @@ func readAnswer(r *bufio.Reader) (status int, reason, direct string, err error) 
 			reason = strings.TrimSpace(value)
 		case "rlark-direct":
 			direct = strings.TrimSpace(value)
+		case "rlark-ticket":
+			ticket = strings.TrimSpace(value)
 		}
 	}
 }
 
 // ask sends CONNECT for target to the nodeserver as the pod `pod` and reads the answer. With
 // direct, the nodeserver may answer with the address of a same-cluster target's inbound port
-// instead of carrying the stream itself (rlark-direct); up is then already closed.
-func ask(nodeserver, pod, target string, direct bool) (up *net.UnixConn, r *bufio.Reader, to string, err error) {
+// instead of carrying the stream itself (rlark-direct, with the ticket for the target's :5700);
+// up is then already closed.
+func ask(nodeserver, pod, target string, direct bool) (up *net.UnixConn, r *bufio.Reader, to, ticket string, err error) {
 	raw, err := net.DialTimeout("unix", nodeserver, dialTimeout)
 	if err != nil {
-		return nil, nil, "", fmt.Errorf("nodeserver %s: %v", nodeserver, err)
+		return nil, nil, "", "", fmt.Errorf("nodeserver %s: %v", nodeserver, err)
 	}
 	up = raw.(*net.UnixConn)
 	offer := ""
@@ -208,19 +224,22 @@ func ask(nodeserver, pod, target string, direct bool) (up *net.UnixConn, r *bufi
 	up.SetDeadline(time.Now().Add(headerTimeout))
 	if _, err := fmt.Fprintf(up, "CONNECT %s HTTP/1.1\r\nhost: %s\r\nrlark-pod: %s\r\n%s\r\n", target, target, pod, offer); err != nil {
 		up.Close()
-		return nil, nil, "", err
+		return nil, nil, "", "", err
 	}
 	r = bufio.NewReaderSize(up, maxAnswerBytes)
-	status, reason, to, err := readAnswer(r)
+	status, reason, to, ticket, err := readAnswer(r)
 	if err == nil && status != 200 {
 		err = fmt.Errorf("%s refused (%d): %s", target, status, reason)
 	}
+	if err == nil && to != "" && ticket == "" {
+		err = fmt.Errorf("%s: the nodeserver's direct answer has no ticket", target)
+	}
 	if err != nil || (direct && to != "") {
 		up.Close()
-		return nil, nil, to, err
+		return nil, nil, to, ticket, err
 	}
 	up.SetDeadline(time.Time{})
-	return up, r, "", nil
+	return up, r, "", "", nil
 }
 
 // outbound carries a redirected connection to its original destination. The nodeserver decides
@@ -238,7 +257,7 @@ func outbound(conn *net.TCPConn, nodeserver, pod, podIP string) {
 		return
 	}
 	target := net.JoinHostPort(dst.IP.String(), strconv.Itoa(dst.Port))
-	up, r, to, err := ask(nodeserver, pod, target, true)
+	up, r, to, ticket, err := ask(nodeserver, pod, target, true)
 	if err != nil {
 		fail(err)
 		return
@@ -246,8 +265,8 @@ func outbound(conn *net.TCPConn, nodeserver, pod, podIP string) {
 	if to != "" {
 		peer, err := net.DialTimeout("tcp4", to, dialTimeout)
 		if err == nil {
-			src := conn.RemoteAddr().(*net.TCPAddr)
-			_, err = fmt.Fprintf(peer, "PROXY TCP4 %s %s %d %d\r\n", podIP, dst.IP, src.Port, dst.Port)
+			// Source port 0: the line the nodeserver signed (the target sees 127.0.0.1 anyway).
+			_, err = fmt.Fprintf(peer, "PROXY TCP4 %s %s 0 %d\r\nRLARK-AUTH v1 %s\r\n", podIP, dst.IP, dst.Port, ticket)
 			if err == nil {
 				join(conn, peer.(*net.TCPConn))
 				return
@@ -255,7 +274,7 @@ func outbound(conn *net.TCPConn, nodeserver, pod, podIP string) {
 			peer.Close()
 		}
 		fmt.Fprintf(os.Stderr, "rlark-net: %s at %s: %v; through the nodeserver instead\n", target, to, err)
-		if up, r, _, err = ask(nodeserver, pod, target, false); err != nil {
+		if up, r, _, _, err = ask(nodeserver, pod, target, false); err != nil {
 			fail(err)
 			return
 		}
@@ -268,18 +287,44 @@ func outbound(conn *net.TCPConn, nodeserver, pod, podIP string) {
 	join(conn, up)
 }
 
-// inbound reads the PROXY line a nodeserver sends first and connects to the named port of this
-// pod: on 127.0.0.1, or on the pod's virtual IP when nothing listens on loopback.
-func inbound(conn *net.TCPConn, podIP string) {
-	conn.SetReadDeadline(time.Now().Add(headerTimeout))
-	r := bufio.NewReaderSize(conn, maxProxyLine+1)
+// readLine reads one CRLF-ended line of at most max bytes.
+func readLine(r *bufio.Reader, max int) (string, error) {
 	line, err := r.ReadSlice('\n')
+	if err != nil || len(line) > max || !strings.HasSuffix(string(line), "\r\n") {
+		return "", fmt.Errorf("no header line of at most %d bytes (%d read): %v", max, len(line), err)
+	}
+	return string(line), nil
+}
+
+// inbound reads the PROXY line and the ticket a nodeserver (or a pod it vouched for) sends first
+// and, only when the ticket holds, connects to the named port of this pod: on 127.0.0.1, or on the
+// pod's virtual IP when nothing listens on loopback. Nothing the caller sent reaches the pod
+// before that.
+func inbound(conn *net.TCPConn, podIP string, auth *inboundAuth, pending chan struct{}) {
+	select {
+	case pending <- struct{}{}:
+	default:
+		auth.refuse(conn.RemoteAddr(), fmt.Errorf("%d streams already wait for their ticket", maxPendingInbound))
+		conn.Close()
+		return
+	}
+	conn.SetReadDeadline(time.Now().Add(headerTimeout))
+	r := bufio.NewReaderSize(conn, maxProxyLine+maxAuthLine)
+	line, err := readLine(r, maxProxyLine)
 	var port int
 	if err == nil {
-		port, err = proxyPort(string(line))
+		port, err = proxyPort(line)
 	}
+	var ticket string
+	if err == nil {
+		ticket, err = readLine(r, maxAuthLine)
+	}
+	if err == nil {
+		err = auth.check(line, ticket)
+	}
+	<-pending
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "rlark-net: inbound from %s: %v\n", conn.RemoteAddr(), err)
+		auth.refuse(conn.RemoteAddr(), err)
 		conn.Close()
 		return
 	}
@@ -365,26 +410,54 @@ func runSidecar() {
 	if podIP == nil || podIP.To4() == nil {
 		fail("RLARK_POD_IP=%q is not an IPv4 address", os.Getenv("RLARK_POD_IP"))
 	}
+	auth := newInboundAuth(nodeserver, pod, podIP.String())
+	if err := auth.fetch(); err != nil {
+		// Not fatal: the first ticket fetches it again.
+		logf("%v", err)
+	}
 	out := listen("127.0.0.1:" + env("RLARK_OUTBOUND_PORT", "15001"))
 	in := listen("0.0.0.0:" + env("RLARK_INBOUND_PORT", "5700"))
 	// The sidecar reads this line to know both listeners are up.
 	fmt.Printf("rlark-net: outbound on %s, inbound on %s\n", out.Addr(), in.Addr())
 	go serve(out, func(c *net.TCPConn) { outbound(c, nodeserver, pod, podIP.String()) })
-	serve(in, func(c *net.TCPConn) { inbound(c, podIP.String()) })
+	pending := make(chan struct{}, maxPendingInbound)
+	serve(in, func(c *net.TCPConn) { inbound(c, podIP.String(), auth, pending) })
+}
+
+func runConnect(address string) {
+	conn, err := net.DialTimeout("tcp", address, dialTimeout)
+	if err != nil {
+		fail("%v", err)
+	}
+	fmt.Fprintln(os.Stderr, "connected")
+	done := make(chan struct{}, 1)
+	go func() {
+		io.Copy(conn, os.Stdin)
+		conn.(*net.TCPConn).CloseWrite()
+		done <- struct{}{}
+	}()
+	io.Copy(os.Stdout, conn)
+	os.Stdout.Close()
+	<-done
 }
 
 func main() {
 	if len(os.Args) < 2 {
-		fail("usage: rlark-net init | sidecar")
+		fail("usage: rlark-net init | sidecar | connect <host:port>")
 	}
 	switch os.Args[1] {
 	case "init":
 		runInit()
 	case "sidecar":
 		runSidecar()
+	case "connect":
+		if len(os.Args) != 3 {
+			fail("usage: rlark-net connect <host:port>")
+		}
+		runConnect(os.Args[2])
 	case "-h", "--help", "help":
-		fmt.Println("usage: rlark-net init | sidecar (see operators/network/rlark-net/main.go)")
+		fmt.Println("usage: rlark-net init | sidecar | connect <host:port> (see operators/network/rlark-net/main.go)")
 	default:
-		fail("unknown command %q: use init or sidecar", os.Args[1])
+		fail("unknown command %q: use init, sidecar or connect", os.Args[1])
 	}
 }

@@ -183,6 +183,9 @@ export class ProcessRuntime implements Runtime {
       dir: join(stateDir, "artifacts"),
       ...(options.artifactTimeoutMs ? { timeoutMs: options.artifactTimeoutMs } : {}),
     });
+    // Domain pods run as their own user: their working and artifact directories must be reachable.
+    network?.openToPods(join(stateDir, "work"));
+    network?.openToPods(join(stateDir, "artifacts"));
     const runtime = new ProcessRuntime(options, node, gpus, artifacts, lock, network);
     runtime.#adopt();
     runtime.#startTimers(nodeOptions);

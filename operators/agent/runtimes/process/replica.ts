@@ -274,6 +274,7 @@ export class Replica {
       mkdirSync(this.#files.dir, { recursive: true });
       this.#files.clearExitCode();
       const network = this.#network(pod);
+      if (network) this.#ctx.network?.ownWorkingDir(workingDir, this.#ctx.workDir);
       this.#record.launching = { token, at: this.#ctx.clock.now() };
       this.#persist();
       this.#ctx.hooks?.afterMarker?.();
@@ -584,15 +585,26 @@ export class Replica {
 
   /**
    * Where an access session into this pod runs: the pod's working directory and environment
-   * (without RLARK_ARTIFACT, which only a launch resolves). Undefined unless the pod is running.
+   * (without RLARK_ARTIFACT, which only a launch resolves), and for a pod with its own network,
+   * its namespace and user. Undefined unless the pod is running.
    */
   accessEnvironment(): AccessEnvironment | undefined {
     if (this.#status !== "Running" || this.stopping) return undefined;
     const pod = this.#desired();
     const { name: nodeName, ip } = this.#ctx.node();
+    const network = this.#record.network;
+    const networks = this.#ctx.network;
     return {
       cwd: this.#workingDir(pod),
-      env: podEnv({ base: this.#ctx.baseEnv, pod, nodeName, podIP: this.#record.network?.localIP ?? ip }),
+      env: podEnv({ base: this.#ctx.baseEnv, pod, nodeName, podIP: network?.localIP ?? ip }),
+      ...(network && networks
+        ? {
+            enter: {
+              prefix: networks.sessionPrefix(network),
+              connect: (port: number) => networks.connect(network, port),
+            },
+          }
+        : {}),
     };
   }
 
@@ -633,8 +645,10 @@ export class Replica {
     if (this.#status !== "Running" || pgid === undefined) throw new Error(`pod ${this.key} is not running`);
     const pids = ownGroupMembers(pgid, this.#record.processStart);
     if (!(await pidsListenOn(pids, port))) throw new Error(`pod ${this.key} does not listen on port ${port}`);
-    // A pod of its own network is reached on its end of the veth.
-    const socket = connectTcp(port, this.#record.network?.localIP ?? "127.0.0.1");
+    // A pod of its own network is reached inside it, on its own loopback, as an access port-forward.
+    const network = this.#record.network;
+    if (network && this.#ctx.network) return this.#ctx.network.connect(network, port);
+    const socket = connectTcp(port, "127.0.0.1");
     await once(socket, "connect");
     return socket;
   }
