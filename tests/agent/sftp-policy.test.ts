@@ -208,3 +208,21 @@ t.test("refusals wait for the client to read them, as the server's answers do", 
   });
   await waitFor("every refusal answered", () => taken && answers >= count * 50, onRealServers);
 });
+
+// sftp-server exits at once when it cannot start (as for a uid with no passwd entry): the
+// stream must end and close, or the client waits for its version answer for ever.
+t.test("a server that exits before answering closes the stream", async (t) => {
+  const dir = mkdtempSync(path.join(tmpdir(), "rlark-sftp-exit-"));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const stream = startFiles(dir, { sftpServer: "/bin/false" });
+  let closed = false;
+  stream.once("close", () => {
+    closed = true;
+  });
+  stream.on("error", () => {});
+  stream.resume();
+  const init = Buffer.from([0, 0, 0, 5, 1, 0, 0, 0, 3]);
+  stream.write(init);
+  await waitFor("the stream closed", () => closed, onRealServers);
+  t.ok(closed);
+});

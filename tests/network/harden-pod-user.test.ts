@@ -5,7 +5,7 @@
 // the hub with the real OpenSSH client run in the pod's namespace as that uid, and `ssh -L` (and
 // the hub's pod proxy) reach a port bound to the pod's own loopback. Needs root.
 import { execFile, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -58,7 +58,7 @@ t.test("Domain pods of a root agent run unprivileged, and so do sessions into th
     "users.yaml": userYaml("alice", ["user"], [alice.line]),
     "policy.yaml": policyYaml(
       "alice",
-      '  subjects:\n    users: [alice]\n  verbs: [shell, exec, forward]\n  commands: ["id -u", "ip -o link", "iptables -t nat -F", "curl *"]\n',
+      '  subjects:\n    users: [alice]\n  verbs: [shell, exec, forward, files]\n  commands: ["id -u", "ip -o link", "iptables -t nat -F", "curl *"]\n',
     ),
   });
   const marker = (pod: string) => `hh-pod-${pod}`;
@@ -175,6 +175,20 @@ t.test("Domain pods of a root agent run unprivileged, and so do sessions into th
       onRealServers,
     );
     t.equal(body.trim(), POD_UID, "pod A's own 127.0.0.1:8123 answered");
+  });
+
+  await t.test("SFTP runs as the pod's user: an upload is the pod's file", async (t) => {
+    writeFileSync(path.join(keysDir, "up.txt"), "from sftp\n");
+    const batch = path.join(keysDir, "batch");
+    writeFileSync(batch, `put ${path.join(keysDir, "up.txt")} sftp-up.txt\n`);
+    const args = openSshArgs(knownHosts, alice.file, port).map((a) => (a === "-p" ? "-P" : a));
+    await execFileAsync("sftp", [...args, "-b", batch, `alice+${podName}@127.0.0.1`], {
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+    const uploaded = statSync(path.join(dirA, "sftp-up.txt"));
+    t.equal(String(uploaded.uid), POD_UID, "owned by the pods' uid, not the agent's root");
+    t.equal(readFileSync(path.join(dirA, "sftp-up.txt"), "utf8"), "from sftp\n");
   });
 
   await t.test("the hub's pod proxy reaches it there too", async (t) => {

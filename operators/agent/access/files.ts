@@ -16,14 +16,24 @@ export interface FilesOptions {
 
 export const DEFAULT_MAX_FILE_BYTES = 64 * 1024 ** 3;
 
-/** Starts an SFTP server confined to `root`; returns the Duplex the tunnel stream is piped to. */
-export function startFiles(root: string, options: FilesOptions = {}): Duplex {
+/**
+ * Starts an SFTP server confined to `root`; returns the Duplex the tunnel stream is piped to.
+ * `prefix` runs it as the pod's sessions run (its namespace and user, AccessEnvironment.enter),
+ * so files are written with the pod's uid and read with its rights.
+ */
+export function startFiles(root: string, options: FilesOptions = {}, prefix: string[] = []): Duplex {
   const realRoot = realpathSync(root);
-  const child = spawn(
+  const [program, ...args] = [
+    ...prefix,
     options.sftpServer ?? "/usr/lib/openssh/sftp-server",
-    ["-d", realRoot, "-p", SERVED_REQUESTS, "-l", "ERROR"],
-    { cwd: realRoot, stdio: ["pipe", "pipe", "ignore"] },
-  );
+    "-d",
+    realRoot,
+    "-p",
+    SERVED_REQUESTS,
+    "-l",
+    "ERROR",
+  ] as [string, ...string[]];
+  const child = spawn(program, args, { cwd: realRoot, stdio: ["pipe", "pipe", "ignore"] });
   child.stdin.on("error", () => {});
   const server = Duplex.from({ writable: child.stdin, readable: child.stdout });
   server.once("close", () => child.kill());

@@ -46,7 +46,8 @@ export function accessStreams(runtime: Runtime, options: AccessOptions = {}): Re
       }
       if (!runtime.accessEnvironment)
         throw new Error("this agent's runtime serves no files (SFTP) of its pods");
-      return startFiles(lastCheck(runtime, request).cwd, options);
+      const target = lastCheck(runtime, request);
+      return startFiles(target.cwd, options, target.enter?.prefix);
     },
     [ACCESS_FORWARD_PURPOSE]: async (meta) => {
       const request = parseAccessForwardRequest(meta);

@@ -15,6 +15,7 @@ import { createHash } from "node:crypto";
 import { chmodSync, chownSync, copyFileSync, mkdirSync, renameSync, statSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { Duplex } from "node:stream";
+import { ensurePodAccount } from "./pod-account.ts";
 
 export interface PodNetworkOptions {
   /** IPv4 range the pods' /30 links are cut from, e.g. 10.213.0.0/16: it must not be routed here. */
@@ -110,6 +111,7 @@ export class PodNetworks {
       throw new Error(
         `the pods' uid ${options.podUid} is the sidecar's: its traffic would bypass the REDIRECT`,
       );
+    if (options.podUid !== undefined && options.podUid !== 0) ensurePodAccount(options.podUid);
     this.#options = options;
     this.#range = parseLinkCidr(options.linkCidr);
     this.#tag = hash(stateDir, 4);

@@ -1,0 +1,50 @@
+// OpenSSH's sftp-server, like `id -un` and shells' prompts, looks its uid up in the passwd
+// database, and refuses to start for a uid that has no entry ("No user found for uid 1338"). A
+// root agent that runs Domain pods as --pod-uid therefore gives that uid a system account — no
+// home, no login shell, a group of the same id — as a Debian package does for its daemon.
+import { execFileSync } from "node:child_process";
+
+const NAME = "rlark-pod";
+
+function lookup(database: "passwd" | "group", key: string): string | undefined {
+  try {
+    return execFileSync("getent", [database, key], { encoding: "utf8" }).split(":")[0] || undefined;
+  } catch {
+    return undefined; // getent exits 2 for "not found"
+  }
+}
+
+/** The account name of `uid`, created (with its group `uid`) when the uid has none. */
+export function ensurePodAccount(uid: number): string {
+  const existing = lookup("passwd", String(uid));
+  if (existing) return existing;
+  const name = lookup("passwd", NAME) ? `${NAME}-${uid}` : NAME;
+  try {
+    if (!lookup("group", String(uid)))
+      execFileSync("groupadd", ["--system", "--gid", String(uid), name], { stdio: "pipe" });
+    execFileSync(
+      "useradd",
+      [
+        "--system",
+        "--uid",
+        String(uid),
+        "--gid",
+        String(uid),
+        "--no-create-home",
+        "--home-dir",
+        "/nonexistent",
+        "--shell",
+        "/usr/sbin/nologin",
+        name,
+      ],
+      { stdio: "pipe" },
+    );
+  } catch (error) {
+    const stderr = (error as { stderr?: Buffer }).stderr?.toString().trim();
+    throw new Error(
+      `the pods' uid ${uid} has no passwd entry and making one failed (${stderr || (error as Error).message}); ` +
+        `create it (useradd --system --uid ${uid} ${NAME}) or choose an existing account's uid with --pod-uid`,
+    );
+  }
+  return name;
+}
