@@ -4,8 +4,8 @@
 // connect + 1-byte echo from a client on A's port to a server behind B. Printed per candidate,
 // in alternating rounds: MB/s, × OpenSSH, connect p50/p99, and the CPU seconds per GB each
 // process spent during the iperf3 run.
-//   h2         today: mutual TLS + HTTP/2 to the hub, a CONNECT stream per connection
-//              (the real HubConnection / acceptFromHub, the hub as relay.ts does it)
+//   h2         the path before ADR 0007's second decision: mutual TLS + HTTP/2 to the hub, a
+//              CONNECT stream per connection carrying its bytes (16 MiB stream windows)
 //   tls        one mutual-TLS connection to the hub per stream, taken from connections each
 //              nodeserver keeps open ahead; the hub reads a header line and pipes TLS <-> TLS
 //   e2e        the hub moves ciphertext only: raw TCP to the hub (pre-opened), a header line,
@@ -22,22 +22,18 @@ import path from "node:path";
 import type { Duplex } from "node:stream";
 import tls, { type TLSSocket } from "node:tls";
 import { promisify } from "node:util";
-import { systemClock } from "../../../operators/lib/clock.ts";
 import { generateKeyPair, openCertificateAuthority, publicKeyPem } from "../../../operators/lib/pki/index.ts";
-import {
-  ALPN_ACCEPT,
-  ALPN_DIAL,
-  clientSessionOptions,
-  SESSION_WINDOW,
-  serverSessionOptions,
-  splice,
-} from "../../../operators/lib/relay/index.ts";
-import { acceptFromHub, HubConnection } from "../../../operators/network/hub-link.ts";
+import { splice } from "../../../operators/lib/relay/index.ts";
 
 const run = promisify(execFile);
 const IPERF = 25201;
 const ECHO = 27000;
 const SPARES = 4;
+const H2_SETTINGS = {
+  settings: { initialWindowSize: 16 * 1024 * 1024, maxFrameSize: 1024 * 1024 },
+  maxSessionMemory: 64,
+};
+const SESSION_WINDOW = 64 * 1024 * 1024;
 
 interface Creds {
   ca: string;
@@ -165,7 +161,7 @@ function toTarget(port: number): Promise<net.Socket> {
 async function roleHub(kind: string, c: Creds): Promise<number> {
   if (kind === "h2") {
     let reverse: http2.ClientHttp2Session | undefined;
-    const h2 = http2.createServer(serverSessionOptions);
+    const h2 = http2.createServer(H2_SETTINGS);
     h2.on("session", (s) => s.once("connect", () => s.setLocalWindowSize(SESSION_WINDOW)));
     h2.on("stream", (stream, headers) => {
       stream.on("error", () => {});
@@ -179,13 +175,13 @@ async function roleHub(kind: string, c: Creds): Promise<number> {
         splice(stream, out);
       });
     });
-    const server = tls.createServer(hubTlsOptions(c, [ALPN_DIAL, ALPN_ACCEPT]), (socket) => {
+    const server = tls.createServer(hubTlsOptions(c, ["h2", "accept"]), (socket) => {
       socket.setNoDelay(true);
       socket.on("error", () => {});
-      if (socket.alpnProtocol === ALPN_ACCEPT) {
+      if (socket.alpnProtocol === "accept") {
         void readLine(socket).then(() => {
           const session = http2.connect("https://b", {
-            ...clientSessionOptions,
+            ...H2_SETTINGS,
             createConnection: () => socket,
           });
           session.once("connect", () => session.setLocalWindowSize(SESSION_WINDOW));
@@ -229,14 +225,17 @@ function listen(server: net.Server): Promise<number> {
 }
 
 async function roleA(kind: string, c: Creds, hub: number): Promise<number[]> {
-  const creds = { address: `127.0.0.1:${hub}`, caPem: c.ca, certPem: c.cert, keyPem: c.key };
   if (kind === "h2") {
-    const conn = await HubConnection.dial(creds, systemClock);
+    const socket = await dialTls(c, hub, "h2");
+    const session = http2.connect("https://hub", { ...H2_SETTINGS, createConnection: () => socket });
+    session.once("connect", () => session.setLocalWindowSize(SESSION_WINDOW));
     return listenPorts((client, target) => {
-      conn.open(`10.0.0.1:${target}`, "10.0.0.2").then(
-        (stream) => splice(client, stream),
-        () => client.destroy(),
+      const stream = session.request(
+        { ":method": "CONNECT", ":authority": `10.0.0.1:${target}` },
+        { endStream: false },
       );
+      stream.on("error", () => client.destroy());
+      stream.once("response", () => splice(client, stream));
     });
   }
   let session: Buffer | undefined;
@@ -286,15 +285,19 @@ async function roleA(kind: string, c: Creds, hub: number): Promise<number[]> {
 }
 
 async function roleB(kind: string, c: Creds, hub: number): Promise<void> {
-  const creds = { address: `127.0.0.1:${hub}`, caPem: c.ca, certPem: c.cert, keyPem: c.key };
   if (kind === "h2") {
-    await acceptFromHub(creds, { globalNamespace: "b" }, (stream, target) => {
-      const port = Number(target.split(":")[1]);
-      toTarget(port).then((s) => {
+    const socket = await dialTls(c, hub, "accept");
+    socket.write("b\n");
+    const server = http2.createServer(H2_SETTINGS);
+    server.on("session", (s) => s.once("connect", () => s.setLocalWindowSize(SESSION_WINDOW)));
+    server.on("stream", (stream, headers) => {
+      stream.on("error", () => {});
+      toTarget(Number(String(headers[":authority"]).split(":")[1])).then((s) => {
         stream.respond({ ":status": 200 });
         splice(stream, s);
       });
     });
+    server.emit("connection", socket);
     return;
   }
   // One context for every stream: its session-ticket keys let A resume instead of a full handshake.

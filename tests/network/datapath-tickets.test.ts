@@ -1,0 +1,172 @@
+// The relay's data plane (ADR 0007): a stream's bytes cross the hub on a connection it joins by
+// single-use tickets, as TLS between the two nodeservers. What crosses the wire to the hub is
+// ciphertext; a ticket nobody was given, or one already spent, gets nothing and is counted.
+import { mkdtempSync, rmSync } from "node:fs";
+import http2 from "node:http2";
+import net from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import t, { type Test } from "tap";
+import type { Domain, DomainPeer } from "../../operators/api/index.ts";
+import { DomainCertificates } from "../../operators/controllers/domain/index.ts";
+import { startHub } from "../../operators/hub/index.ts";
+import { systemClock } from "../../operators/lib/clock.ts";
+import { silentLogger } from "../../operators/lib/logger.ts";
+import { ALPN_DIAL, SOURCE_HEADER, TICKET_HEADER } from "../../operators/lib/relay/index.ts";
+import { acceptFromHub, dialHub, HubConnection, type InboundStream } from "../../operators/network/index.ts";
+import { waitFor } from "../helpers/wait-for.ts";
+
+const A = "100.98.0.10";
+const B = "100.98.0.20";
+
+/** A hub with Domain "train" (A in c1, B in c2) and c2's nodeserver side echoing every stream. */
+async function bed(t: Test) {
+  const dir = mkdtempSync(path.join(tmpdir(), "rlark-datapath-"));
+  const hub = await startHub({
+    dataDir: path.join(dir, "hub"),
+    http: "127.0.0.1:0",
+    ssh: "127.0.0.1:0",
+    domainRelay: "127.0.0.1:0",
+    controllers: () => [],
+    logger: silentLogger,
+  });
+  t.teardown(async () => {
+    await hub.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const domain = await hub.store.create<Domain>({
+    apiVersion: "rlinf.io/v1alpha1",
+    kind: "Domain",
+    metadata: { name: "train" },
+    spec: { cidr: "100.98.0.0/24" },
+  } as Domain);
+  await hub.store.updateStatus<Domain>({
+    ...domain,
+    status: {
+      ipAllocations: [
+        { ip: A, cluster: "c1" },
+        { ip: B, cluster: "c2" },
+      ],
+    },
+  });
+  const train = new DomainCertificates({ pki: hub.pki.ca, dataDir: path.join(dir, "hub") }).ensure("train");
+  await hub.store.create<DomainPeer>({
+    apiVersion: "rlinf.io/v1alpha1",
+    kind: "DomainPeer",
+    metadata: { name: "train", namespace: "agent-c2" },
+    spec: { cert: train.certPem, key: train.keyPem, prefixLen: 24, pods: [] },
+  });
+  const creds = {
+    address: hub.domainRelayAddress as string,
+    caPem: hub.pki.ca.certPem,
+    certPem: train.certPem,
+    keyPem: train.keyPem,
+  };
+  // (A data connection cut before its handshake rejects accept(): nothing to echo then.)
+  const echo = (stream: InboundStream) =>
+    void stream.accept().then(
+      (data) => data.pipe(data),
+      () => {},
+    );
+  const link = await acceptFromHub(creds, { globalNamespace: "agent-c2" }, echo);
+  t.teardown(() => link.close());
+  await waitFor("the reverse link registered", () => hub.domainRelay?.stats().reverseLinks.length === 1);
+  return { hub, creds };
+}
+
+/** A TCP proxy in front of the relay port that keeps every byte the client sends through it. */
+async function recordingProxy(t: Test, target: string): Promise<{ address: string; sent: () => Buffer }> {
+  const chunks: Buffer[] = [];
+  const [host, port] = [
+    target.slice(0, target.lastIndexOf(":")),
+    Number(target.slice(target.lastIndexOf(":") + 1)),
+  ];
+  const server = net.createServer((client) => {
+    const upstream = net.connect({ host, port });
+    client.on("data", (chunk: Buffer) => chunks.push(chunk));
+    client.pipe(upstream).pipe(client);
+    client.on("error", () => upstream.destroy());
+    upstream.on("error", () => client.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  t.teardown(() => {
+    server.close();
+    server.unref();
+  });
+  return {
+    address: `127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+    sent: () => Buffer.concat(chunks),
+  };
+}
+
+/** Asks the relay for a stream A -> B over a raw HTTP/2 session; resolves with the ticket it hands out. */
+async function ticketFor(creds: Parameters<typeof dialHub>[0]): Promise<{ ticket: string; close(): void }> {
+  const socket = await dialHub(creds, ALPN_DIAL);
+  const session = http2.connect(`https://${creds.address}`, { createConnection: () => socket });
+  session.on("error", () => {});
+  const stream = session.request(
+    { ":method": "CONNECT", ":authority": `${B}:7000`, [SOURCE_HEADER]: A },
+    { endStream: false },
+  );
+  stream.on("error", () => {});
+  const headers = await new Promise<http2.IncomingHttpHeaders>((resolve) => stream.once("response", resolve));
+  return { ticket: String(headers[TICKET_HEADER]), close: () => session.destroy() };
+}
+
+/** Sends `line` on a plain connection to the relay port; resolves once the hub closes it. */
+function present(address: string, line: string): Promise<net.Socket> {
+  const colon = address.lastIndexOf(":");
+  const socket = net.connect({ host: address.slice(0, colon), port: Number(address.slice(colon + 1)) });
+  socket.on("error", () => {});
+  socket.once("connect", () => socket.write(line));
+  return Promise.resolve(socket);
+}
+
+t.test("a stream's bytes cross the hub's port as ciphertext only", async (t) => {
+  const { creds } = await bed(t);
+  const proxy = await recordingProxy(t, creds.address);
+  const connection = await HubConnection.dial({ ...creds, address: proxy.address }, systemClock);
+  t.teardown(() => connection.close());
+  const marker = "plaintext-marker-".repeat(64);
+  const data = await connection.open(`${B}:7000`, A);
+  data.write(marker);
+  let echoed = "";
+  data.on("data", (chunk: Buffer) => {
+    echoed += chunk.toString();
+  });
+  await waitFor("the echo", () => echoed.length >= marker.length);
+  t.equal(echoed, marker, "the bytes came back intact");
+  data.destroy();
+  const sent = proxy.sent();
+  t.ok(sent.length > marker.length, "the bytes went through the recorded port");
+  t.equal(sent.indexOf("plaintext-marker"), -1, "none of them in the clear");
+});
+
+t.test("a ticket nobody was given, or one already spent, gets nothing and is counted", async (t) => {
+  const { hub, creds } = await bed(t);
+  const refused = () => hub.domainRelay?.stats().refused ?? 0;
+  const before = refused();
+
+  const forged = await present(creds.address, `${"ab".repeat(16)}\n`);
+  await waitFor("the forged ticket's connection closed", () => forged.closed);
+  t.equal(refused(), before + 1, "a made-up ticket is refused");
+
+  const garbage = await present(creds.address, "GET / HTTP/1.1\r\nhost: hub\r\n\r\n");
+  await waitFor("the garbage connection closed", () => garbage.closed);
+  t.equal(refused(), before + 2, "anything that is not a ticket is refused");
+
+  const { ticket, close } = await ticketFor(creds);
+  t.teardown(close);
+  t.match(ticket, /^[0-9a-f]{32}$/, "the relay answered the stream with a ticket");
+  const first = await present(creds.address, `${ticket}\n`);
+  const second = await present(creds.address, `${ticket}\n`);
+  await waitFor("the reused ticket's connection closed", () => second.closed);
+  t.notOk(first.closed, "the first use is held for its join");
+  t.equal(refused(), before + 3, "the second use is refused");
+  first.destroy();
+  t.match(
+    await hub.manager.metricsText(),
+    /rlark_domain_relay_refused_total\{reason="ticket"\} 3/,
+    "exported as a metric",
+  );
+});
