@@ -67,8 +67,11 @@ class EndToEnd {
       : new Error(`the peer's certificate is not Domain ${this.domain}'s`);
   }
 
-  /** The source's end: TLS client over `raw`, resolved once the target's nodeserver is verified. */
-  connect(raw: net.Socket, target: string): Promise<TLSSocket> {
+  /**
+   * The source's end: TLS client over `raw`, resolved once the target's nodeserver is verified;
+   * `cut` destroys it before that.
+   */
+  connect(raw: net.Socket, target: string, cut: (destroy: () => void) => void): Promise<TLSSocket> {
     const session = this.#sessions.get(target);
     return new Promise((resolve, reject) => {
       const socket = tls.connect({
@@ -92,6 +95,7 @@ class EndToEnd {
         resolve(socket);
       });
       socket.once("error", reject);
+      cut(() => socket.destroy(new Error("cut off before the handshake completed")));
     });
   }
 
@@ -246,8 +250,8 @@ export class HubConnection implements PooledConnection {
 
   /**
    * Opens a stream to `target` (`ip:port`) for the pod `source`: once the hub says 200, joins
-   * its data connection and resolves with the end-to-end TLS socket to the target's nodeserver.
-   * The stream counts as active until that socket closes.
+   * its data connection and resolves with the end-to-end TLS socket to the target's nodeserver,
+   * verified. The stream counts as active until that socket closes.
    */
   async open(target: string, source: string): Promise<TLSSocket> {
     const stream = this.#session.request(
@@ -274,7 +278,25 @@ export class HubConnection implements PooledConnection {
       stream.once("close", () => reject(new Error("the hub closed the stream")));
     });
     try {
-      const data = await endToEndFor(this.#creds).connect(await dialData(this.#creds, ticket), target);
+      const raw = await dialData(this.#creds, ticket);
+      // The hub closes the stream when the target's nodeserver does not take it: the handshake
+      // waiting at the hub for the other end is then cut short.
+      const notTaken = (why: string) =>
+        new RefusedError(502, `the target's nodeserver did not take the connection (${why})`);
+      if (stream.closed) {
+        raw.destroy();
+        throw notTaken("the hub closed the stream");
+      }
+      let refused = () => {};
+      stream.once("close", () => refused());
+      const data = await endToEndFor(this.#creds)
+        .connect(raw, target, (destroy) => {
+          refused = destroy;
+        })
+        .catch((error: Error) => {
+          throw stream.closed ? notTaken(error.message) : error;
+        });
+      refused = () => {};
       tie(data, stream);
       data.on("data", () => {
         this.lastActive = this.#clock.now();

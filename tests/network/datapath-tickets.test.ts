@@ -62,12 +62,15 @@ async function bed(t: Test) {
     certPem: train.certPem,
     keyPem: train.keyPem,
   };
-  // (A data connection cut before its handshake rejects accept(): nothing to echo then.)
+  // Port 9 is refused, as a nodeserver refuses a target that is no pod of its own. (A data
+  // connection cut before its handshake rejects accept(): nothing to echo then.)
   const echo = (stream: InboundStream) =>
-    void stream.accept().then(
-      (data) => data.pipe(data),
-      () => {},
-    );
+    stream.target.endsWith(":9")
+      ? stream.refuse(502, "nothing listens on 9")
+      : void stream.accept().then(
+          (data) => data.pipe(data),
+          () => {},
+        );
   const link = await acceptFromHub(creds, { globalNamespace: "agent-c2" }, echo);
   t.teardown(() => link.close());
   await waitFor("the reverse link registered", () => hub.domainRelay?.stats().reverseLinks.length === 1);
@@ -170,3 +173,24 @@ t.test("a ticket nobody was given, or one already spent, gets nothing and is cou
     "exported as a metric",
   );
 });
+
+t.test(
+  "a stream the target's nodeserver refuses fails at the source, and the connection carries on",
+  async (t) => {
+    const { hub, creds } = await bed(t);
+    const connection = await HubConnection.dial(creds, systemClock);
+    t.teardown(() => connection.close());
+    await t.rejects(
+      connection.open(`${B}:9`, A),
+      /did not take the connection/,
+      "the source sees the refusal",
+    );
+    await waitFor("the stream no longer active", () => connection.activeStreams === 0);
+    const echoed = await connection.open(`${B}:7000`, A);
+    echoed.write("again");
+    await new Promise((resolve) => echoed.once("data", resolve));
+    echoed.destroy();
+    t.pass("the next stream on the same connection works");
+    t.equal(hub.domainRelay?.stats().streams, 2, "both streams were the hub's to join");
+  },
+);

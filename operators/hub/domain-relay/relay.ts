@@ -53,10 +53,12 @@ export interface DomainRelayOptions {
 }
 
 export interface DomainRelayStats {
-  /** Bytes forwarded, both directions, since start. */
+  /** Bytes forwarded (TLS records between nodeservers), both directions, since start. */
   relayedBytes: number;
   refused: number;
   streams: number;
+  /** Joined data connections open now. */
+  joined: number;
   reverseLinks: { domain: string; globalNamespace: string; node?: string }[];
 }
 
@@ -111,7 +113,7 @@ export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
     help: "Bytes the domain relay forwarded between clusters, by Domain.",
     labelNames: ["domain"],
   });
-  const counters = { relayedBytes: 0, refused: 0, streams: 0 };
+  const counters = { relayedBytes: 0, refused: 0, streams: 0, joined: 0 };
   /** Reverse links by Domain, then by the agent namespace of their cluster. */
   const links = new Map<string, Map<string, ReverseLink[]>>();
   const sockets = new Set<net.Socket>();
@@ -182,20 +184,14 @@ export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
       { endStream: false },
     );
     out.on("error", () => {});
+    // The source gets its ticket now, not after the target's answer: its connection and
+    // handshake start while the target's nodeserver dials the pod, and wait at the hub for the
+    // join. A target that does not take the stream closes it, which ends the join and the
+    // source's stream (openJoin).
     openJoin(domain, tickets, stream, out);
-    const status = await new Promise<number>((resolve) => {
-      out.once("response", (h) => resolve(Number(h[":status"])));
-      out.once("close", () => resolve(502));
+    out.once("response", (headers) => {
+      if (Number(headers[":status"]) !== 200) out.close();
     });
-    if (stream.destroyed) return void out.destroy();
-    if (status !== 200) {
-      out.destroy();
-      stream.respond(
-        { ":status": status, [REASON_HEADER]: `the target's nodeserver answered ${status}` },
-        { endStream: true },
-      );
-      return;
-    }
     stream.respond({ ":status": 200, [TICKET_HEADER]: tickets[0] });
     counters.streams++;
   }
@@ -226,6 +222,7 @@ export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
         // to the other end.
         for (const s of streams) s.off("close", join.close);
         const bytes = bytesTotal.labels({ domain });
+        counters.joined++;
         splice(
           a,
           b,
@@ -233,7 +230,10 @@ export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
             counters.relayedBytes += n;
             bytes.inc(n);
           },
-          join.close,
+          () => {
+            counters.joined--;
+            join.close();
+          },
         );
       },
     };
