@@ -1,6 +1,7 @@
 // The relay's data plane (ADR 0007): a stream's bytes cross the hub on a connection it joins by
-// single-use tickets, as TLS between the two nodeservers. What crosses the wire to the hub is
-// ciphertext; a ticket nobody was given, or one already spent, gets nothing and is counted.
+// single-use tickets, as TLS between the two nodeservers: the hub passes their ciphertext on
+// unchanged. A ticket nobody was given, or one already spent, gets nothing and is counted; a
+// stream the target's nodeserver refuses fails at the source.
 import { mkdtempSync, rmSync } from "node:fs";
 import http2 from "node:http2";
 import net from "node:net";
@@ -19,8 +20,11 @@ import { waitFor } from "../helpers/wait-for.ts";
 const A = "100.98.0.10";
 const B = "100.98.0.20";
 
-/** A hub with Domain "train" (A in c1, B in c2) and c2's nodeserver side echoing every stream. */
-async function bed(t: Test) {
+/**
+ * A hub with Domain "train" (A in c1, B in c2) and c2's nodeserver side echoing every stream,
+ * reaching the relay at `viaB(relay address)` if given.
+ */
+async function bed(t: Test, viaB?: (relay: string) => Promise<string>) {
   const dir = mkdtempSync(path.join(tmpdir(), "rlark-datapath-"));
   const hub = await startHub({
     dataDir: path.join(dir, "hub"),
@@ -71,22 +75,31 @@ async function bed(t: Test) {
           (data) => data.pipe(data),
           () => {},
         );
-  const link = await acceptFromHub(creds, { globalNamespace: "agent-c2" }, echo);
+  const bAddress = viaB ? await viaB(creds.address) : creds.address;
+  const link = await acceptFromHub({ ...creds, address: bAddress }, { globalNamespace: "agent-c2" }, echo);
   t.teardown(() => link.close());
   await waitFor("the reverse link registered", () => hub.domainRelay?.stats().reverseLinks.length === 1);
   return { hub, creds };
 }
 
-/** A TCP proxy in front of the relay port that keeps every byte the client sends through it. */
-async function recordingProxy(t: Test, target: string): Promise<{ address: string; sent: () => Buffer }> {
-  const chunks: Buffer[] = [];
-  const [host, port] = [
-    target.slice(0, target.lastIndexOf(":")),
-    Number(target.slice(target.lastIndexOf(":") + 1)),
-  ];
+interface Recorded {
+  sent: Buffer[];
+  received: Buffer[];
+}
+
+/** A TCP proxy in front of the relay port that keeps every byte of every connection, both ways. */
+async function recordingProxy(
+  t: Test,
+  target: string,
+): Promise<{ address: string; connections: Recorded[] }> {
+  const connections: Recorded[] = [];
+  const colon = target.lastIndexOf(":");
   const server = net.createServer((client) => {
-    const upstream = net.connect({ host, port });
-    client.on("data", (chunk: Buffer) => chunks.push(chunk));
+    const recorded: Recorded = { sent: [], received: [] };
+    connections.push(recorded);
+    const upstream = net.connect({ host: target.slice(0, colon), port: Number(target.slice(colon + 1)) });
+    client.on("data", (chunk: Buffer) => recorded.sent.push(chunk));
+    upstream.on("data", (chunk: Buffer) => recorded.received.push(chunk));
     client.pipe(upstream).pipe(client);
     client.on("error", () => upstream.destroy());
     upstream.on("error", () => client.destroy());
@@ -96,10 +109,14 @@ async function recordingProxy(t: Test, target: string): Promise<{ address: strin
     server.close();
     server.unref();
   });
-  return {
-    address: `127.0.0.1:${(server.address() as net.AddressInfo).port}`,
-    sent: () => Buffer.concat(chunks),
-  };
+  return { address: `127.0.0.1:${(server.address() as net.AddressInfo).port}`, connections };
+}
+
+/** The data connection among `connections` (the one that began with a ticket), ticket line cut. */
+function dataConnection(connections: Recorded[]): { sent: Buffer; received: Buffer } {
+  const found = connections.find((c) => c.sent[0] && c.sent[0][0] !== 0x16);
+  const sent = Buffer.concat(found?.sent ?? []);
+  return { sent: sent.subarray(sent.indexOf(10) + 1), received: Buffer.concat(found?.received ?? []) };
 }
 
 /** Asks the relay for a stream A -> B over a raw HTTP/2 session; resolves with the ticket it hands out. */
@@ -125,10 +142,14 @@ function present(address: string, line: string): Promise<net.Socket> {
   return Promise.resolve(socket);
 }
 
-t.test("a stream's bytes cross the hub's port as ciphertext only", async (t) => {
-  const { creds } = await bed(t);
-  const proxy = await recordingProxy(t, creds.address);
-  const connection = await HubConnection.dial({ ...creds, address: proxy.address }, systemClock);
+t.test("a stream's bytes cross the hub as the two nodeservers' ciphertext, unchanged", async (t) => {
+  let proxyB: Awaited<ReturnType<typeof recordingProxy>> | undefined;
+  const { hub, creds } = await bed(t, async (relay) => {
+    proxyB = await recordingProxy(t, relay);
+    return proxyB.address;
+  });
+  const proxyA = await recordingProxy(t, creds.address);
+  const connection = await HubConnection.dial({ ...creds, address: proxyA.address }, systemClock);
   t.teardown(() => connection.close());
   const marker = "plaintext-marker-".repeat(64);
   const data = await connection.open(`${B}:7000`, A);
@@ -139,10 +160,19 @@ t.test("a stream's bytes cross the hub's port as ciphertext only", async (t) => 
   });
   await waitFor("the echo", () => echoed.length >= marker.length);
   t.equal(echoed, marker, "the bytes came back intact");
-  data.destroy();
-  const sent = proxy.sent();
-  t.ok(sent.length > marker.length, "the bytes went through the recorded port");
-  t.equal(sent.indexOf("plaintext-marker"), -1, "none of them in the clear");
+  data.end();
+  await waitFor("the connection closed at the hub", () => hub.domainRelay?.stats().joined === 0);
+  const fromA = () => dataConnection(proxyA.connections);
+  const toB = () => dataConnection(proxyB?.connections ?? []);
+  t.ok(fromA().sent.length > marker.length, "the source's bytes went through the recorded port");
+  t.equal(fromA().sent.indexOf("plaintext-marker"), -1, "none of them in the clear");
+  // (The proxies may still be handing on the last bytes when the hub has closed.)
+  await waitFor(
+    "the target's nodeserver got exactly what the source sent, and the other way: the hub re-encrypted nothing",
+    () => fromA().sent.equals(toB().received) && toB().sent.equals(fromA().received),
+    { attempts: 200, everyMs: 10 },
+  );
+  t.pass("the hub passed the nodeservers' ciphertext on unchanged");
 });
 
 t.test("a ticket nobody was given, or one already spent, gets nothing and is counted", async (t) => {
