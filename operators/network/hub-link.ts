@@ -95,6 +95,7 @@ class EndToEnd {
         resolve(socket);
       });
       socket.once("error", reject);
+      socket.once("close", () => reject(new Error("closed before the handshake completed")));
       cut(() => socket.destroy(new Error("cut off before the handshake completed")));
     });
   }
@@ -117,6 +118,9 @@ class EndToEnd {
         } else resolve(socket);
       });
       socket.once("error", reject);
+      // The hub ends a join whose source never came: a server socket closed mid-handshake may
+      // say nothing else.
+      socket.once("close", () => reject(new Error("closed before the handshake completed")));
     });
   }
 }

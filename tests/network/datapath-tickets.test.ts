@@ -67,19 +67,20 @@ async function bed(t: Test, viaB?: (relay: string) => Promise<string>) {
     keyPem: train.keyPem,
   };
   // Port 9 is refused, as a nodeserver refuses a target that is no pod of its own. (A data
-  // connection cut before its handshake rejects accept(): nothing to echo then.)
+  // connection cut before its handshake rejects accept(), counted.)
+  const accepts = { failed: 0 };
   const echo = (stream: InboundStream) =>
     stream.target.endsWith(":9")
       ? stream.refuse(502, "nothing listens on 9")
       : void stream.accept().then(
           (data) => data.pipe(data),
-          () => {},
+          () => accepts.failed++,
         );
   const bAddress = viaB ? await viaB(creds.address) : creds.address;
   const link = await acceptFromHub({ ...creds, address: bAddress }, { globalNamespace: "agent-c2" }, echo);
   t.teardown(() => link.close());
   await waitFor("the reverse link registered", () => hub.domainRelay?.stats().reverseLinks.length === 1);
-  return { hub, creds };
+  return { hub, creds, accepts };
 }
 
 interface Recorded {
@@ -224,3 +225,19 @@ t.test(
     t.equal(hub.domainRelay?.stats().streams, 2, "both streams were the hub's to join");
   },
 );
+
+t.test("a join whose source never comes ends when its ticket expires, on both sides", async (t) => {
+  const { hub, creds, accepts } = await bed(t);
+  const { close } = await ticketFor(creds);
+  t.teardown(close);
+  await waitFor("the ticket expired at the hub", () => (hub.domainRelay?.stats().refused ?? 0) === 1, {
+    attempts: 300,
+    everyMs: 100,
+  });
+  await waitFor("the target's side gave up its handshake", () => accepts.failed === 1);
+  t.match(
+    await hub.manager.metricsText(),
+    /rlark_domain_relay_refused_total\{reason="ticket-expired"\} 1/,
+    "counted as an expired ticket",
+  );
+});

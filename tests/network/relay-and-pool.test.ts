@@ -68,10 +68,13 @@ async function relayBed(t: Test) {
   const trainCreds = { ...base, certPem: train.certPem, keyPem: train.keyPem };
   // Cluster c2's side: every stream the hub opens is answered and echoed.
   const opened: string[] = [];
-  const echo = async (stream: InboundStream) => {
+  // (A stream its source closes before the handshake is done rejects accept(): nothing to echo.)
+  const echo = (stream: InboundStream) => {
     opened.push(`${stream.source}>${stream.target}`);
-    const data = await stream.accept();
-    data.pipe(data);
+    stream.accept().then(
+      (data) => data.pipe(data),
+      () => {},
+    );
   };
   const link = await acceptFromHub(trainCreds, { globalNamespace: "agent-c2" }, echo);
   t.teardown(() => link.close());

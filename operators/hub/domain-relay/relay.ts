@@ -389,7 +389,10 @@ export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
   const server = net.createServer({ noDelay: true }, (socket) => {
     track(socket);
     socket.on("error", () => {});
+    // A connection that says nothing holds an fd: it gets as long as a ticket lives.
+    socket.setTimeout(TICKET_TTL_MS, () => socket.destroy());
     socket.once("data", (first: Buffer) => {
+      socket.setTimeout(0);
       if (first[0] !== TLS_HANDSHAKE) return acceptData(socket, first);
       socket.pause();
       socket.unshift(first);
