@@ -9,7 +9,8 @@
 //   tls        one mutual-TLS connection to the hub per stream, taken from connections each
 //              nodeserver keeps open ahead; the hub reads a header line and pipes TLS <-> TLS
 //   e2e        the hub moves ciphertext only: raw TCP to the hub (pre-opened), a header line,
-//              then mutual TLS between the two nodeservers through it (session resumption)
+//              then mutual TLS between the two nodeservers through it (session resumption);
+//              the real path took this (its tickets come over the HTTP/2 control streams)
 //   e2e-full   as e2e with a full TLS handshake (no resumption) per stream
 //
 //   node_modules/.bin/node hack/bench/network/data-paths.ts [seconds=4] [rounds=2] [connects=200] [candidates=h2,tls,e2e]
