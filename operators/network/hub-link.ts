@@ -1,20 +1,23 @@
 // Connections from a nodeserver to the hub's domain relay: mutual TLS with the Domain's
 // certificate, HTTP/2 inside (lib/relay/protocol.ts). A HubConnection carries the streams this node
 // sends out and is what the pool holds; acceptFromHub keeps the reverse link the hub opens
-// streams on.
+// streams on. A stream's bytes go on their own connection, mutual TLS end to end between the
+// two nodeservers, that the hub joins with the tickets it hands out on the streams.
 
-import http2, { type ClientHttp2Session, type ClientHttp2Stream, type ServerHttp2Stream } from "node:http2";
-import tls, { type TLSSocket } from "node:tls";
+import { X509Certificate } from "node:crypto";
+import http2, { type ClientHttp2Session, type Http2Stream, type ServerHttp2Stream } from "node:http2";
+import net from "node:net";
+import type { Duplex } from "node:stream";
+import tls, { type PeerCertificate, type SecureContext, type TLSSocket } from "node:tls";
 import type { Clock } from "../lib/clock.ts";
 import {
   type AcceptHello,
   ALPN_ACCEPT,
   ALPN_DIAL,
-  clientSessionOptions,
   REASON_HEADER,
-  SESSION_WINDOW,
   SOURCE_HEADER,
-  serverSessionOptions,
+  TICKET_HEADER,
+  TICKET_TTL_MS,
 } from "../lib/relay/index.ts";
 import type { PooledConnection } from "./pool.ts";
 
@@ -25,15 +28,142 @@ export interface HubLinkCredentials {
   keyPem: string;
 }
 
+function hostPort(address: string): { host: string; port: number } {
+  const colon = address.lastIndexOf(":");
+  return { host: address.slice(0, colon), port: Number(address.slice(colon + 1)) };
+}
+
+/** Sessions kept to resume end-to-end TLS with, at most (by target address). */
+const MAX_SESSIONS = 1024;
+
+/**
+ * End-to-end TLS between the nodeservers of one Domain: each accepts only a certificate of role
+ * `domain` for its own Domain, signed by the hub CA. One per credentials: the server context (its
+ * session-ticket keys are what lets a peer resume instead of a full handshake) and the sessions
+ * this node resumes, by target address.
+ */
+class EndToEnd {
+  readonly domain: string;
+  readonly context: SecureContext;
+  readonly #creds: HubLinkCredentials;
+  readonly #sessions = new Map<string, Buffer>();
+
+  constructor(creds: HubLinkCredentials) {
+    this.#creds = creds;
+    const cn = new X509Certificate(creds.certPem).subject.split("\n").find((l) => l.startsWith("CN="));
+    this.domain = cn?.slice(3) ?? "";
+    this.context = tls.createSecureContext({
+      key: creds.keyPem,
+      cert: creds.certPem,
+      ca: creds.caPem,
+      minVersion: "TLSv1.3",
+      sessionIdContext: "rlark-domain",
+    });
+  }
+
+  #refusal(cert: PeerCertificate | undefined): Error | undefined {
+    return cert?.subject?.O === "domain" && cert.subject.CN === this.domain
+      ? undefined
+      : new Error(`the peer's certificate is not Domain ${this.domain}'s`);
+  }
+
+  /**
+   * The source's end: TLS client over `raw`, resolved once the target's nodeserver is verified;
+   * `cut` destroys it before that.
+   */
+  connect(raw: net.Socket, target: string, cut: (destroy: () => void) => void): Promise<TLSSocket> {
+    const session = this.#sessions.get(target);
+    return new Promise((resolve, reject) => {
+      const socket = tls.connect({
+        socket: raw,
+        ca: this.#creds.caPem,
+        cert: this.#creds.certPem,
+        key: this.#creds.keyPem,
+        minVersion: "TLSv1.3",
+        servername: `${this.domain}.domain`,
+        checkServerIdentity: (_host, cert) => this.#refusal(cert),
+        ...(session ? { session } : {}),
+      });
+      socket.on("session", (next: Buffer) => {
+        this.#sessions.delete(target);
+        if (this.#sessions.size >= MAX_SESSIONS)
+          this.#sessions.delete(this.#sessions.keys().next().value ?? "");
+        this.#sessions.set(target, next);
+      });
+      socket.once("secureConnect", () => {
+        socket.off("error", reject);
+        resolve(socket);
+      });
+      socket.once("error", reject);
+      socket.once("close", () => reject(new Error("closed before the handshake completed")));
+      cut(() => socket.destroy(new Error("cut off before the handshake completed")));
+    });
+  }
+
+  /** The target's end: TLS server over `raw`, resolved once the source's nodeserver is verified. */
+  serve(raw: net.Socket): Promise<TLSSocket> {
+    const socket = new tls.TLSSocket(raw, {
+      isServer: true,
+      secureContext: this.context,
+      requestCert: true,
+      rejectUnauthorized: true,
+    });
+    return new Promise((resolve, reject) => {
+      socket.once("secure", () => {
+        socket.off("error", reject);
+        const refusal = this.#refusal(socket.getPeerCertificate());
+        if (refusal) {
+          socket.destroy();
+          reject(refusal);
+        } else resolve(socket);
+      });
+      socket.once("error", reject);
+      // The hub ends a join whose source never came: a server socket closed mid-handshake may
+      // say nothing else.
+      socket.once("close", () => reject(new Error("closed before the handshake completed")));
+    });
+  }
+}
+
+const endToEnd = new WeakMap<HubLinkCredentials, EndToEnd>();
+function endToEndFor(creds: HubLinkCredentials): EndToEnd {
+  let e = endToEnd.get(creds);
+  if (!e) {
+    e = new EndToEnd(creds);
+    endToEnd.set(creds, e);
+  }
+  return e;
+}
+
+/** A plain connection to the relay port that has presented `ticket`: the hub joins it. */
+function dialData(creds: HubLinkCredentials, ticket: string): Promise<net.Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect({ ...hostPort(creds.address), noDelay: true });
+    socket.setTimeout(TICKET_TTL_MS, () =>
+      socket.destroy(new Error(`hub relay ${creds.address}: timed out`)),
+    );
+    socket.once("connect", () => {
+      socket.setTimeout(0);
+      socket.off("error", reject);
+      socket.write(`${ticket}\n`);
+      resolve(socket);
+    });
+    socket.once("error", reject);
+  });
+}
+
+/** A stream's control stream lives as long as its data connection (the pool counts on it). */
+function tie(data: Duplex, control: Http2Stream): void {
+  data.once("close", () => {
+    if (!control.destroyed) control.close();
+  });
+}
+
 /** A TLS socket to the hub whose certificate the hub CA signed with role `hub`. */
 export function dialHub(creds: HubLinkCredentials, alpn: string, timeoutMs = 10_000): Promise<TLSSocket> {
-  const colon = creds.address.lastIndexOf(":");
-  const host = creds.address.slice(0, colon);
-  const port = Number(creds.address.slice(colon + 1));
   return new Promise((resolve, reject) => {
     const socket = tls.connect({
-      host,
-      port,
+      ...hostPort(creds.address),
       ca: creds.caPem,
       cert: creds.certPem,
       key: creds.keyPem,
@@ -78,11 +208,13 @@ export class HubConnection implements PooledConnection {
   lastActive: number;
   readonly #session: ClientHttp2Session;
   readonly #clock: Clock;
+  readonly #creds: HubLinkCredentials;
   #closeCallbacks: (() => void)[] = [];
 
-  private constructor(session: ClientHttp2Session, clock: Clock) {
+  private constructor(session: ClientHttp2Session, clock: Clock, creds: HubLinkCredentials) {
     this.#session = session;
     this.#clock = clock;
+    this.#creds = creds;
     this.lastActive = clock.now();
     session.on("error", () => {});
     session.once("close", () => {
@@ -93,15 +225,13 @@ export class HubConnection implements PooledConnection {
   static async dial(creds: HubLinkCredentials, clock: Clock): Promise<HubConnection> {
     const socket = await dialHub(creds, ALPN_DIAL);
     const session = http2.connect(`https://${creds.address}`, {
-      ...clientSessionOptions,
       createConnection: () => socket,
     });
     await new Promise<void>((resolve, reject) => {
       session.once("connect", () => resolve());
       session.once("error", reject);
     });
-    session.setLocalWindowSize(SESSION_WINDOW);
-    return new HubConnection(session, clock);
+    return new HubConnection(session, clock, creds);
   }
 
   get closed(): boolean {
@@ -122,8 +252,12 @@ export class HubConnection implements PooledConnection {
     this.lastActive = this.#clock.now();
   }
 
-  /** Opens a stream to `target` (`ip:port`) for the pod `source`; resolves once the hub says 200. */
-  open(target: string, source: string): Promise<ClientHttp2Stream> {
+  /**
+   * Opens a stream to `target` (`ip:port`) for the pod `source`: once the hub says 200, joins
+   * its data connection and resolves with the end-to-end TLS socket to the target's nodeserver,
+   * verified. The stream counts as active until that socket closes.
+   */
+  async open(target: string, source: string): Promise<TLSSocket> {
     const stream = this.#session.request(
       { ":method": "CONNECT", ":authority": target, [SOURCE_HEADER]: source },
       { endStream: false },
@@ -134,13 +268,11 @@ export class HubConnection implements PooledConnection {
       this.activeStreams--;
       this.touch();
     });
-    stream.on("data", () => {
-      this.lastActive = this.#clock.now();
-    });
-    return new Promise((resolve, reject) => {
+    const ticket = await new Promise<string>((resolve, reject) => {
       stream.once("response", (headers) => {
         const status = Number(headers[":status"]);
-        if (status === 200) resolve(stream);
+        const ticket = headers[TICKET_HEADER];
+        if (status === 200 && typeof ticket === "string") resolve(ticket);
         else {
           stream.destroy();
           reject(new RefusedError(status, String(headers[REASON_HEADER] ?? `status ${status}`)));
@@ -149,7 +281,50 @@ export class HubConnection implements PooledConnection {
       stream.once("error", (error) => reject(error));
       stream.once("close", () => reject(new Error("the hub closed the stream")));
     });
+    try {
+      const raw = await dialData(this.#creds, ticket);
+      // The hub closes the stream when the target's nodeserver does not take it: the handshake
+      // waiting at the hub for the other end is then cut short.
+      const notTaken = (why: string) =>
+        new RefusedError(502, `the target's nodeserver did not take the connection (${why})`);
+      if (stream.closed) {
+        raw.destroy();
+        throw notTaken("the hub closed the stream");
+      }
+      let refused = () => {};
+      stream.once("close", () => refused());
+      const data = await endToEndFor(this.#creds)
+        .connect(raw, target, (destroy) => {
+          refused = destroy;
+        })
+        .catch((error: Error) => {
+          throw stream.closed ? notTaken(error.message) : error;
+        });
+      refused = () => {};
+      tie(data, stream);
+      data.on("data", () => {
+        this.lastActive = this.#clock.now();
+      });
+      return data;
+    } catch (error) {
+      stream.close();
+      throw error;
+    }
   }
+}
+
+/** A stream the hub opens to a pod of this node: accept it (after checking) or refuse it. */
+export interface InboundStream {
+  /** `<virtual ip>:<port>` of the pod, as the hub checked it. */
+  readonly target: string;
+  /** The sending pod's virtual IP, as the hub checked it. */
+  readonly source: string;
+  /**
+   * Joins the stream's data connection, answers 200, and resolves with the end-to-end TLS
+   * socket once the source's nodeserver is verified: nothing is written to it before.
+   */
+  accept(): Promise<TLSSocket>;
+  refuse(status: number, reason: string): void;
 }
 
 /**
@@ -160,7 +335,7 @@ export class HubConnection implements PooledConnection {
 export async function acceptFromHub(
   creds: HubLinkCredentials,
   hello: AcceptHello,
-  onStream: (stream: ServerHttp2Stream, target: string, source: string) => void,
+  onStream: (stream: InboundStream) => void,
 ): Promise<{ close(): void; closed: Promise<void> }> {
   const socket = await dialHub(creds, ALPN_ACCEPT);
   // HTTP/2 takes the socket over only once the hello is written: a write still in flight when
@@ -168,15 +343,36 @@ export async function acceptFromHub(
   await new Promise<void>((resolve, reject) =>
     socket.write(`${JSON.stringify(hello)}\n`, (error) => (error ? reject(error) : resolve())),
   );
-  const server = http2.createServer(serverSessionOptions);
+  const server = http2.createServer();
   const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
-  server.on("session", (session) => {
-    session.on("error", () => {});
-    session.once("connect", () => session.setLocalWindowSize(SESSION_WINDOW));
-  });
-  server.on("stream", (stream, headers) => {
+  server.on("session", (session) => session.on("error", () => {}));
+  server.on("stream", (stream: ServerHttp2Stream, headers) => {
     stream.on("error", () => {});
-    onStream(stream, String(headers[":authority"] ?? ""), String(headers[SOURCE_HEADER] ?? ""));
+    const ticket = String(headers[TICKET_HEADER] ?? "");
+    onStream({
+      target: String(headers[":authority"] ?? ""),
+      source: String(headers[SOURCE_HEADER] ?? ""),
+      async accept() {
+        const raw = await dialData(creds, ticket);
+        if (stream.destroyed) {
+          raw.destroy();
+          throw new Error("the hub closed the stream");
+        }
+        stream.respond({ ":status": 200 });
+        const data = await endToEndFor(creds)
+          .serve(raw)
+          .catch((error: unknown) => {
+            stream.close();
+            throw error;
+          });
+        tie(data, stream);
+        return data;
+      },
+      refuse(status, reason) {
+        if (!stream.destroyed)
+          stream.respond({ ":status": status, [REASON_HEADER]: reason }, { endStream: true });
+      },
+    });
   });
   server.emit("connection", socket);
   return { close: () => socket.destroy(), closed };

@@ -6,7 +6,14 @@
 //   const ns = await startNodeserver({ socketDir: "/var/run/rlark" });
 //   const watcher = watchPeersFile("/var/run/rlark", (s) => ns.setState(s), logger);
 
-export { acceptFromHub, dialHub, HubConnection, type HubLinkCredentials, RefusedError } from "./hub-link.ts";
+export {
+  acceptFromHub,
+  dialHub,
+  HubConnection,
+  type HubLinkCredentials,
+  type InboundStream,
+  RefusedError,
+} from "./hub-link.ts";
 export {
   type DomainStats,
   INBOUND_PORT,

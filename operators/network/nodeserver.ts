@@ -3,11 +3,11 @@
 // each connection a pod opens into its Domain. A target in this cluster is dialled directly at
 // <localIP>:5700 (its sidecar); any other address of the Domain goes through the hub's relay on
 // the Domain's connection pool. For each Domain it also keeps a reverse link on which the hub
-// opens the streams other clusters send to this cluster's pods.
+// opens the streams other clusters send to this cluster's pods. Between clusters the bytes go on
+// end-to-end TLS between the two nodeservers, which the hub joins without decrypting.
 
 import { chmodSync, readFileSync, rmSync } from "node:fs";
 import http, { type IncomingMessage } from "node:http";
-import type { ServerHttp2Stream } from "node:http2";
 import net from "node:net";
 import { join } from "node:path";
 import type { Duplex } from "node:stream";
@@ -16,7 +16,13 @@ import type { DomainPeersEntry, PeersState } from "../api/index.ts";
 import { type Clock, systemClock, type TimerId } from "../lib/clock.ts";
 import { type Logger, silentLogger } from "../lib/logger.ts";
 import { REASON_HEADER, splice, splitTarget } from "../lib/relay/index.ts";
-import { acceptFromHub, HubConnection, type HubLinkCredentials, RefusedError } from "./hub-link.ts";
+import {
+  acceptFromHub,
+  HubConnection,
+  type HubLinkCredentials,
+  type InboundStream,
+  RefusedError,
+} from "./hub-link.ts";
 import {
   domainInboundKey,
   inboundPreamble,
@@ -137,9 +143,7 @@ class DomainRuntime {
       globalNamespace: this.owner.state.globalNamespace,
       ...(this.owner.options.node ? { node: this.owner.options.node } : {}),
     };
-    acceptFromHub(creds, hello, (stream, target, source) =>
-      this.owner.fromHub(this, stream, target, source),
-    ).then(
+    acceptFromHub(creds, hello, (stream) => this.owner.fromHub(this, stream)).then(
       (link) => {
         if (this.#stopped) return link.close();
         this.reverse = link;
@@ -435,22 +439,11 @@ class NodeserverImpl implements Nodeserver {
     );
   }
 
-  async fromHub(
-    domain: DomainRuntime,
-    stream: ServerHttp2Stream,
-    target: string,
-    source: string,
-  ): Promise<void> {
-    this.#track(stream);
+  async fromHub(domain: DomainRuntime, stream: InboundStream): Promise<void> {
+    const { target, source } = stream;
     const parsed = splitTarget(target);
     const pod = parsed && domain.localPod(parsed.ip);
-    if (!parsed || !pod) {
-      stream.respond(
-        { ":status": 403, [REASON_HEADER]: `${target} is no pod of ${domain.entry.domain} here` },
-        { endStream: true },
-      );
-      return;
-    }
+    if (!parsed || !pod) return stream.refuse(403, `${target} is no pod of ${domain.entry.domain} here`);
     let socket: net.Socket;
     try {
       socket = await dialSidecar(
@@ -460,20 +453,28 @@ class NodeserverImpl implements Nodeserver {
         domain.podKey(pod),
       );
     } catch (error) {
-      if (!stream.destroyed)
-        stream.respond({ ":status": 502, [REASON_HEADER]: (error as Error).message }, { endStream: true });
-      return;
-    }
-    if (stream.destroyed) {
-      socket.destroy();
-      return;
+      return stream.refuse(502, (error as Error).message);
     }
     this.#track(socket);
-    stream.respond({ ":status": 200 });
+    socket.on("error", () => {});
+    let data: Duplex;
+    try {
+      data = await stream.accept();
+    } catch (error) {
+      socket.destroy();
+      this.logger.warn("connection from the hub failed", {
+        domain: domain.entry.domain,
+        source,
+        target,
+        error: (error as Error).message,
+      });
+      return;
+    }
+    this.#track(data);
     const stats = domain.pair(source, parsed.ip, "hub");
     stats.activeStreams++;
     splice(
-      stream,
+      data,
       socket,
       (fromHub, n) => {
         if (fromHub) stats.bytesReceived += n;

@@ -2,7 +2,8 @@
 // latency (connect + one-byte echo, Python client) between two network namespaces over
 //   1. direct TCP on a veth,
 //   2. OpenSSH `ssh -L`, one hop, aes128-gcm (Debian sshd on a loopback port with a temp config),
-//   3. our full path: sidecar -> nodeserver -> hub relay -> nodeserver -> sidecar (two clusters),
+//   3. our full path: sidecar -> nodeserver -> hub relay -> nodeserver -> sidecar (two clusters;
+//      TLS between the two nodeservers, the hub joining it: ADR 0007),
 //   4. our same-cluster path: sidecar -> nodeserver -> sidecar.
 // Prints MB/s, connect p50/p99 and the ratio of each to OpenSSH -L, then the CPU seconds each
 // process of a path spent per GB moved during its iperf3 run.

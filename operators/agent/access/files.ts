@@ -23,17 +23,10 @@ export const DEFAULT_MAX_FILE_BYTES = 64 * 1024 ** 3;
  */
 export function startFiles(root: string, options: FilesOptions = {}, prefix: string[] = []): Duplex {
   const realRoot = realpathSync(root);
-  const [program, ...args] = [
-    ...prefix,
-    options.sftpServer ?? "/usr/lib/openssh/sftp-server",
-    "-d",
-    realRoot,
-    "-p",
-    SERVED_REQUESTS,
-    "-l",
-    "ERROR",
-  ] as [string, ...string[]];
-  const child = spawn(program, args, { cwd: realRoot, stdio: ["pipe", "pipe", "ignore"] });
+  const sftpServer = options.sftpServer ?? "/usr/lib/openssh/sftp-server";
+  const argv = [sftpServer, "-d", realRoot, "-p", SERVED_REQUESTS, "-l", "ERROR"];
+  const [program, ...args] = prefix.length > 0 ? [...prefix, ...argv] : argv;
+  const child = spawn(program as string, args, { cwd: realRoot, stdio: ["pipe", "pipe", "ignore"] });
   child.stdin.on("error", () => {});
   const server = Duplex.from({ writable: child.stdin, readable: child.stdout });
   server.once("close", () => child.kill());

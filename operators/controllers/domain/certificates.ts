@@ -2,6 +2,7 @@
 // into the store's Domain (which the API serves): it lives in `<dataDir>/pki/domains/<name>.key`
 // (0600) and reaches only the DomainPeers of clusters where the Domain has pods.
 
+import { X509Certificate } from "node:crypto";
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import {
@@ -14,6 +15,7 @@ import {
 } from "../../lib/pki/index.ts";
 
 const DAY = 24 * 60 * 60 * 1000;
+const SERVER_AUTH = "1.3.6.1.5.5.7.3.1";
 
 export interface DomainCredentials {
   certPem: string;
@@ -71,6 +73,8 @@ export class DomainCertificates {
         name: domain,
         publicKey: publicKeyPem(keyPem),
         ttlMs: this.#ttlMs,
+        // Nodeservers of the Domain also serve each other end-to-end TLS through the hub's relay.
+        serverNames: [`${domain}.domain`],
       });
       certPem = issued.certPem;
       writeFileAtomic(certPath, certPem, 0o644);
@@ -101,6 +105,8 @@ export class DomainCertificates {
     try {
       const identity = this.#pki.verify(certPem, { role: "domain" });
       if (identity.name !== domain || identity.publicKeyPem !== publicKeyPem(keyPem)) return undefined;
+      // Issued before the relay carried end-to-end TLS: not good for serverAuth, so re-issued.
+      if (!new X509Certificate(certPem).keyUsage?.includes(SERVER_AUTH)) return undefined;
       return { notBefore: identity.notBefore, notAfter: identity.notAfter };
     } catch {
       return undefined;

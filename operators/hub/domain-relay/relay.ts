@@ -1,13 +1,21 @@
 // The hub's domain relay (docs/networking.md, ADR 0007): a mutual-TLS port where nodeservers
 // present their Domain's certificate (role `domain`, signed by the hub CA). A nodeserver's
 // CONNECT stream to a virtual IP is forwarded, after checkHostInDomain has placed both the
-// source and the target in that Domain, on the reverse link of the target's cluster. Every
-// refusal is logged (`domain relay refused`) and counted (rlark_domain_relay_refused_total).
+// source and the target in that Domain, on the reverse link of the target's cluster; when the
+// target's nodeserver accepts, each end gets a single-use ticket, and the two plain TCP
+// connections that present them on the same port are joined: the nodeservers' end-to-end TLS
+// crosses the hub as ciphertext. Every refusal is logged (`domain relay refused`) and counted
+// (rlark_domain_relay_refused_total).
 
-import { X509Certificate } from "node:crypto";
+import { randomBytes, X509Certificate } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
-import http2, { type ClientHttp2Session, type Http2Session, type ServerHttp2Stream } from "node:http2";
-import type { AddressInfo } from "node:net";
+import http2, {
+  type ClientHttp2Session,
+  type ClientHttp2Stream,
+  type Http2Session,
+  type ServerHttp2Stream,
+} from "node:http2";
+import net, { type AddressInfo } from "node:net";
 import { join } from "node:path";
 import tls, { type TLSSocket } from "node:tls";
 import { namespaceFor } from "../../api/index.ts";
@@ -23,14 +31,15 @@ import {
   type AcceptHello,
   ALPN_ACCEPT,
   ALPN_DIAL,
-  clientSessionOptions,
+  isTicket,
   MAX_HELLO_BYTES,
   REASON_HEADER,
-  SESSION_WINDOW,
   SOURCE_HEADER,
-  serverSessionOptions,
   splice,
   splitTarget,
+  TICKET_HEADER,
+  TICKET_LINE_BYTES,
+  TICKET_TTL_MS,
 } from "../../lib/relay/index.ts";
 import type { Store } from "../../lib/store/index.ts";
 import { checkHostInDomain } from "./check-host.ts";
@@ -44,10 +53,12 @@ export interface DomainRelayOptions {
 }
 
 export interface DomainRelayStats {
-  /** Bytes forwarded, both directions, since start. */
+  /** Bytes forwarded (TLS records between nodeservers), both directions, since start. */
   relayedBytes: number;
   refused: number;
   streams: number;
+  /** Joined data connections open now. */
+  joined: number;
   reverseLinks: { domain: string; globalNamespace: string; node?: string }[];
 }
 
@@ -58,6 +69,10 @@ export interface DomainRelay {
 }
 
 const DAY = 24 * 60 * 60 * 1000;
+/** Joins waiting for their tickets, at most: each holds sockets until TICKET_TTL_MS. */
+const MAX_PENDING_JOINS = 4096;
+/** The TLS record type of a handshake: the first byte of every TLS connection. */
+const TLS_HANDSHAKE = 0x16;
 
 /** The relay's own key and a fresh `hub` certificate for it (re-issued on every start). */
 function relayCredentials(ca: CertificateAuthority, dataDir: string): { key: string; cert: string } {
@@ -78,6 +93,14 @@ interface ReverseLink {
   hello: AcceptHello;
 }
 
+/** The two data connections of one stream, joined once both tickets are in. */
+interface Join {
+  sides: [net.Socket | undefined, net.Socket | undefined];
+  /** Ends the join: its data connections and both control streams. */
+  close(): void;
+  onJoined(a: net.Socket, b: net.Socket): void;
+}
+
 export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
   const { store, ca, logger } = options;
   const refusedTotal = options.registry.counter({
@@ -90,10 +113,14 @@ export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
     help: "Bytes the domain relay forwarded between clusters, by Domain.",
     labelNames: ["domain"],
   });
-  const counters = { relayedBytes: 0, refused: 0, streams: 0 };
+  const counters = { relayedBytes: 0, refused: 0, streams: 0, joined: 0 };
   /** Reverse links by Domain, then by the agent namespace of their cluster. */
   const links = new Map<string, Map<string, ReverseLink[]>>();
-  const sockets = new Set<TLSSocket>();
+  const sockets = new Set<net.Socket>();
+  const track = (socket: net.Socket) => {
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+  };
 
   const refuse = (reason: string, fields: Record<string, unknown>) => {
     counters.refused++;
@@ -102,7 +129,7 @@ export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
   };
 
   const creds = relayCredentials(ca, options.dataDir);
-  const h2 = http2.createServer(serverSessionOptions);
+  const h2 = http2.createServer();
   // The Domain a session's certificate speaks for: emit("connection") creates the session
   // synchronously, so `connecting` names it while the "session" event runs.
   const domainOf = new WeakMap<Http2Session, string>();
@@ -110,7 +137,6 @@ export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
   h2.on("session", (session) => {
     domainOf.set(session, connecting);
     session.on("error", () => {});
-    session.once("connect", () => session.setLocalWindowSize(SESSION_WINDOW));
   });
   h2.on("stream", (stream, headers) => {
     stream.on("error", () => {});
@@ -150,31 +176,125 @@ export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
     const link = candidates.find((l) => !l.session.closed && !l.session.destroyed);
     if (!link)
       return deny(503, `no nodeserver of cluster ${at.cluster} is connected`, "target-cluster-offline");
+    if (joins.size >= MAX_PENDING_JOINS)
+      return deny(503, "too many connections being set up", "too-many-pending");
+    const tickets = [randomBytes(16).toString("hex"), randomBytes(16).toString("hex")] as const;
     const out = link.session.request(
-      { ":method": "CONNECT", ":authority": target, [SOURCE_HEADER]: source },
+      { ":method": "CONNECT", ":authority": target, [SOURCE_HEADER]: source, [TICKET_HEADER]: tickets[1] },
       { endStream: false },
     );
     out.on("error", () => {});
-    const status = await new Promise<number>((resolve) => {
-      out.once("response", (h) => resolve(Number(h[":status"])));
-      out.once("close", () => resolve(502));
+    // The source gets its ticket now, not after the target's answer: its connection and
+    // handshake start while the target's nodeserver dials the pod, and wait at the hub for the
+    // join. A target that does not take the stream closes it, which ends the join and the
+    // source's stream (openJoin).
+    openJoin(domain, tickets, stream, out);
+    out.once("response", (headers) => {
+      if (Number(headers[":status"]) !== 200) out.close();
     });
-    if (stream.destroyed) return void out.destroy();
-    if (status !== 200) {
-      out.destroy();
-      stream.respond(
-        { ":status": status, [REASON_HEADER]: `the target's nodeserver answered ${status}` },
-        { endStream: true },
-      );
-      return;
-    }
-    stream.respond({ ":status": 200 });
+    stream.respond({ ":status": 200, [TICKET_HEADER]: tickets[0] });
     counters.streams++;
-    const bytes = bytesTotal.labels({ domain });
-    splice(stream, out, (_fromSource, n) => {
-      counters.relayedBytes += n;
-      bytes.inc(n);
-    });
+  }
+
+  /** Tickets of joins not yet complete: each names its join and its side (0 source, 1 target). */
+  const joins = new Map<string, { join: Join; side: 0 | 1 }>();
+
+  function openJoin(
+    domain: string,
+    tickets: readonly [string, string],
+    ...streams: (ServerHttp2Stream | ClientHttp2Stream)[]
+  ): void {
+    const forget = () => {
+      for (const t of tickets) joins.delete(t);
+    };
+    const join: Join = {
+      sides: [undefined, undefined],
+      close: () => {
+        clearTimeout(timer);
+        forget();
+        for (const s of join.sides) s?.destroy();
+        for (const s of streams) if (!s.destroyed) s.close(http2.constants.NGHTTP2_CANCEL);
+      },
+      onJoined: (a, b) => {
+        clearTimeout(timer);
+        // From now on the data connections say when the stream ends: a nodeserver closes its
+        // control stream once its own end is closed, maybe before the hub has flushed its bytes
+        // to the other end.
+        for (const s of streams) s.off("close", join.close);
+        const bytes = bytesTotal.labels({ domain });
+        counters.joined++;
+        splice(
+          a,
+          b,
+          (_fromSource, n) => {
+            counters.relayedBytes += n;
+            bytes.inc(n);
+          },
+          () => {
+            counters.joined--;
+            join.close();
+          },
+        );
+      },
+    };
+    const timer = setTimeout(() => {
+      if (join.sides[0] && join.sides[1]) return;
+      refuse("ticket-expired", { domain });
+      join.close();
+    }, TICKET_TTL_MS);
+    timer.unref();
+    // Either control stream gone before the join (a nodeserver, its session or the hub's link to
+    // it died) ends it and spends both tickets.
+    for (const s of streams) s.once("close", join.close);
+    joins.set(tickets[0], { join, side: 0 });
+    joins.set(tickets[1], { join, side: 1 });
+  }
+
+  /** A plain connection on the relay port: one ticket line, then the bytes of a joined stream. */
+  function acceptData(socket: net.Socket, first: Buffer): void {
+    let buffered = first;
+    const timer = setTimeout(() => {
+      refuse("ticket-timeout", { remote: socket.remoteAddress });
+      socket.destroy();
+    }, TICKET_TTL_MS);
+    const onLine = () => {
+      const end = buffered.indexOf(10);
+      if (end < 0) {
+        if (buffered.length >= TICKET_LINE_BYTES) {
+          clearTimeout(timer);
+          refuse("ticket", { remote: socket.remoteAddress });
+          socket.destroy();
+        }
+        return;
+      }
+      clearTimeout(timer);
+      socket.off("data", onData);
+      socket.pause();
+      const ticket = buffered.subarray(0, end).toString("latin1");
+      const found = isTicket(ticket) ? joins.get(ticket) : undefined;
+      if (!found) {
+        refuse("ticket", { remote: socket.remoteAddress });
+        socket.destroy();
+        return;
+      }
+      // Single use: the ticket is spent whatever happens next.
+      joins.delete(ticket);
+      const rest = buffered.subarray(end + 1);
+      if (rest.length > 0) socket.unshift(rest);
+      const { join, side } = found;
+      join.sides[side] = socket;
+      socket.once("close", () => {
+        if (!(join.sides[0] && join.sides[1])) join.close();
+      });
+      const [a, b] = join.sides;
+      if (a && b) join.onJoined(a, b);
+    };
+    const onData = (chunk: Buffer) => {
+      buffered = Buffer.concat([buffered, chunk]);
+      onLine();
+    };
+    socket.on("data", onData);
+    onLine();
   }
 
   function acceptLink(socket: TLSSocket, domain: string): void {
@@ -217,11 +337,9 @@ export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
     }
     if (rest.length > 0) socket.unshift(rest);
     const session = http2.connect(`https://${domain}.domain`, {
-      ...clientSessionOptions,
       createConnection: () => socket,
     });
     session.on("error", () => {});
-    session.once("connect", () => session.setLocalWindowSize(SESSION_WINDOW));
     const byCluster = links.get(domain) ?? new Map<string, ReverseLink[]>();
     links.set(domain, byCluster);
     const list = byCluster.get(hello.globalNamespace) ?? [];
@@ -236,7 +354,7 @@ export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
     logger.info("domain relay: reverse link up", { domain, ...hello });
   }
 
-  const server = tls.createServer({
+  const tlsServer = tls.createServer({
     key: creds.key,
     cert: creds.cert,
     ca: ca.certPem,
@@ -245,14 +363,12 @@ export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
     minVersion: "TLSv1.3",
     ALPNProtocols: [ALPN_DIAL, ALPN_ACCEPT],
   });
-  server.on("tlsClientError", (error, socket) => {
+  tlsServer.on("tlsClientError", (error, socket) => {
     refuse("tls", { remote: socket.remoteAddress, error: error.message });
   });
-  server.on("secureConnection", (socket: TLSSocket) => {
-    sockets.add(socket);
-    socket.once("close", () => sockets.delete(socket));
+  tlsServer.on("secureConnection", (socket: TLSSocket) => {
+    track(socket);
     socket.on("error", () => {});
-    socket.setNoDelay(true);
     const raw = socket.getPeerCertificate(false)?.raw;
     let domain: string;
     try {
@@ -268,6 +384,20 @@ export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
     connecting = domain;
     h2.emit("connection", socket);
     connecting = "";
+  });
+  // One port for both: a TLS handshake goes to the control plane, a ticket line to the data plane.
+  const server = net.createServer({ noDelay: true }, (socket) => {
+    track(socket);
+    socket.on("error", () => {});
+    // A connection that says nothing holds an fd: it gets as long as a ticket lives.
+    socket.setTimeout(TICKET_TTL_MS, () => socket.destroy());
+    socket.once("data", (first: Buffer) => {
+      socket.setTimeout(0);
+      if (first[0] !== TLS_HANDSHAKE) return acceptData(socket, first);
+      socket.pause();
+      socket.unshift(first);
+      tlsServer.emit("connection", socket);
+    });
   });
 
   return {
@@ -287,6 +417,7 @@ export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
     },
     async close() {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const { join } of [...joins.values()]) join.close();
       for (const s of sockets) s.destroy();
       await closed;
     },

@@ -4,12 +4,13 @@ export {
   type AcceptHello,
   ALPN_ACCEPT,
   ALPN_DIAL,
-  clientSessionOptions,
+  isTicket,
   MAX_HELLO_BYTES,
   REASON_HEADER,
-  SESSION_WINDOW,
   SOURCE_HEADER,
-  serverSessionOptions,
   splitTarget,
+  TICKET_HEADER,
+  TICKET_LINE_BYTES,
+  TICKET_TTL_MS,
 } from "./protocol.ts";
 export { splice } from "./splice.ts";

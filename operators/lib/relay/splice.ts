@@ -3,8 +3,6 @@
 
 import type { Duplex } from "node:stream";
 
-const reset = (side: Duplex) => side.errored !== null || ((side as { rstCode?: number }).rstCode ?? 0) !== 0;
-
 export function splice(
   a: Duplex,
   b: Duplex,
@@ -21,17 +19,31 @@ export function splice(
   };
   a.on("error", fail);
   b.on("error", fail);
-  a.once("close", closeOne);
-  b.once("close", closeOne);
-  // A side that closes with its ends sent and received leaves the other to flush what it still
-  // has to write. A side that was reset (an HTTP/2 stream whose session's socket died still emits
-  // "end", then closes with a non-zero rstCode) takes the other with it: waiting for the other's
-  // end hangs when its peer is blocked writing and never sends one.
-  // Cut off, the other side is reset in turn (with an error: an HTTP/2 stream then sends a
-  // non-zero RST_STREAM, so the reset crosses the hub instead of reading as a clean end).
+  // A side may have closed already while its caller awaited the other (a TLS socket whose
+  // connection to the hub died right after its handshake): it would never say so again.
+  for (const side of [a, b]) {
+    if (side.closed) closeOne();
+    else side.once("close", closeOne);
+  }
+  if (a.destroyed || b.destroyed) {
+    fail();
+    return;
+  }
+  // A side that closes after a clean end leaves the other to flush what it still has to write,
+  // and reads on what the other still sends (it has nowhere to go): the other's peer may be
+  // blocked writing to it and would otherwise never read the end it was sent (a TLS socket whose
+  // connection to the hub died ends as cleanly as one whose peer ended). A side closed by an
+  // error takes the other with it, reset in turn.
   const cut = new Error("the other side of the stream was reset");
-  a.once("close", () => b.destroyed || (!reset(a) && b.writableEnded) || b.destroy(cut));
-  b.once("close", () => a.destroyed || (!reset(b) && a.writableEnded) || a.destroy(cut));
+  const afterClose = (from: Duplex, to: Duplex) => {
+    if (to.destroyed) return;
+    if (from.errored !== null || !to.writableEnded) return void to.destroy(cut);
+    to.unpipe();
+    to.on("data", () => {});
+    to.resume();
+  };
+  a.once("close", () => afterClose(a, b));
+  b.once("close", () => afterClose(b, a));
   if (onBytes) {
     a.on("data", (chunk: Buffer) => onBytes(true, chunk.length));
     b.on("data", (chunk: Buffer) => onBytes(false, chunk.length));

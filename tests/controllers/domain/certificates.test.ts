@@ -73,3 +73,24 @@ t.test("removing a Domain's credentials deletes its files", async (t) => {
   t.notOk(existsSync(certs.keyPath("gone")));
   t.notOk(existsSync(certs.certPath("gone")));
 });
+
+t.test("a certificate not good for serverAuth (issued before end-to-end TLS) is re-issued", async (t) => {
+  const { pki, open } = setup(t);
+  const certs = open();
+  const first = certs.ensure("e2e");
+  const SERVER_AUTH = "1.3.6.1.5.5.7.3.1";
+  t.ok(new X509Certificate(first.certPem).keyUsage?.includes(SERVER_AUTH), "issued for serverAuth");
+  // What the hub issued before: clientAuth only.
+  const old = pki.issue({
+    role: "domain",
+    name: "e2e",
+    publicKey: publicKeyPem(first.keyPem),
+    ttlMs: 90 * DAY,
+  });
+  t.notOk(new X509Certificate(old.certPem).keyUsage?.includes(SERVER_AUTH));
+  writeFileSync(certs.certPath("e2e"), old.certPem);
+  const reissued = open().ensure("e2e");
+  t.not(reissued.certPem, old.certPem, "a hub start re-issues it");
+  t.equal(reissued.keyPem, first.keyPem, "for the same key");
+  t.ok(new X509Certificate(reissued.certPem).keyUsage?.includes(SERVER_AUTH));
+});
