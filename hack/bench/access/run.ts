@@ -191,15 +191,20 @@ spec:
   const mb = BYTES / 1e6;
   /** Runs hub and sshd ROUNDS times, alternating which goes first; MB/s of each run. */
   const rounds = async (hub: () => Promise<number>, sshd: () => Promise<number>) => {
-    const out = { hub: [] as number[], sshd: [] as number[] };
+    const out = { hub: [] as number[], sshd: [] as number[], hubCpu: [] as number[] };
     for (let round = 0; round < ROUNDS; round++) {
       for (const side of round % 2 === 0 ? (["hub", "sshd"] as const) : (["sshd", "hub"] as const)) {
+        const before = process.cpuUsage();
         out[side].push(mb / (await (side === "hub" ? hub() : sshd())));
+        const used = process.cpuUsage(before);
+        // This process is the hub and the agent's thread; clients, sshd, socat and sftp-server are
+        // other processes. CPU per GB hardly moves with other work on the machine, unlike MB/s.
+        if (side === "hub") out.hubCpu.push((used.user + used.system) / 1e6 / (mb / 1000));
       }
     }
     return out;
   };
-  const report = (title: string, result: { hub: number[]; sshd: number[] }, note = "") => {
+  const report = (title: string, result: { hub: number[]; sshd: number[]; hubCpu: number[] }, note = "") => {
     const best = { hub: Math.max(...result.hub), sshd: Math.max(...result.sshd) };
     const each = result.hub.map((h, i) => (h / (result.sshd[i] ?? h)).toFixed(2)).join(" ");
     console.log(`== ${title} ==`);
@@ -210,6 +215,8 @@ spec:
       `sshd       ${best.sshd.toFixed(1)} MB/s   (runs: ${result.sshd.map((x) => x.toFixed(1)).join(" ")})`,
     );
     console.log(`ratio      ${(best.hub / best.sshd).toFixed(2)}x   (per round: ${each}) ${note}`);
+    const cpu = [...result.hubCpu].sort((x, y) => x - y)[Math.floor(result.hubCpu.length / 2)] ?? 0;
+    console.log(`hub+agent CPU ${cpu.toFixed(2)} s/GB, median of ${result.hubCpu.length}`);
   };
   const want = await sha256(file);
   const copy = path.join(dir, "copy.bin");
