@@ -190,7 +190,11 @@ spec:
   };
   const mb = BYTES / 1e6;
   /** Runs hub and sshd ROUNDS times, alternating which goes first; MB/s of each run. */
-  const rounds = async (hub: () => Promise<number>, sshd: () => Promise<number>) => {
+  const rounds = async (
+    hub: () => Promise<number>,
+    sshd: () => Promise<number>,
+    after: () => Promise<void> = async () => {},
+  ) => {
     const out = { hub: [] as number[], sshd: [] as number[], hubCpu: [] as number[] };
     for (let round = 0; round < ROUNDS; round++) {
       for (const side of round % 2 === 0 ? (["hub", "sshd"] as const) : (["sshd", "hub"] as const)) {
@@ -200,6 +204,7 @@ spec:
         // This process is the hub and the agent's thread; clients, sshd, socat and sftp-server are
         // other processes. CPU per GB hardly moves with other work on the machine, unlike MB/s.
         if (side === "hub") out.hubCpu.push((used.user + used.system) / 1e6 / (mb / 1000));
+        await after();
       }
     }
     return out;
@@ -219,6 +224,11 @@ spec:
     console.log(`hub+agent CPU ${cpu.toFixed(2)} s/GB, median of ${result.hubCpu.length}`);
   };
   const want = await sha256(file);
+  // What the hub and agent spend with nothing to carry: it is in every CPU-per-GB figure too.
+  const rest = process.cpuUsage();
+  await sleep(5000);
+  const restUsed = process.cpuUsage(rest);
+  console.log(`hub+agent at rest: ${((restUsed.user + restUsed.system) / 5e4).toFixed(1)} % of a core`);
   const copy = path.join(dir, "copy.bin");
   const intact = async () => {
     const same = (await sha256(copy)) === want;
@@ -228,15 +238,10 @@ spec:
   for (const [name, cipher] of suites) {
     let intactAll = true;
     const result = await rounds(
+      () => sftp(hubPort, `bench+${POD}`, "big.bin", copy, cipher),
+      () => sftp(sshdPort, "root", file, copy, cipher),
       async () => {
-        const seconds = await sftp(hubPort, `bench+${POD}`, "big.bin", copy, cipher);
         intactAll &&= await intact();
-        return seconds;
-      },
-      async () => {
-        const seconds = await sftp(sshdPort, "root", file, copy, cipher);
-        intactAll &&= await intact();
-        return seconds;
       },
     );
     report(`SFTP download of ${mb.toFixed(0)} MB (${name})`, result, `(sha256 intact: ${intactAll})`);
