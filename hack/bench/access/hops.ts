@@ -233,16 +233,27 @@ try {
   const columns = ["sshd", "A", "A+c", "B", "B+c", "C", "C+c"] as const;
   type Column = (typeof columns)[number];
   const results: Record<string, Record<Column, number[]>> = {};
+  // CPU seconds of this process (every ssh2 thread in it, nothing else) per GB moved: unlike
+  // MB/s, hardly moved by other work on the machine.
+  const cpu: Record<string, Record<Column, number[]>> = {};
+  const measured = async (row: number[], cpuRow: number[], run: () => Promise<number>) => {
+    const before = process.cpuUsage();
+    row.push(MB / (await run()));
+    const used = process.cpuUsage(before);
+    cpuRow.push((used.user + used.system) / 1e6 / (MB / 1000));
+  };
   for (let round = 0; round < ROUNDS; round++) {
     const order = round % 2 === 0 ? SUITES : [...SUITES].reverse();
     for (const suite of order) {
       const key = label(suite);
       results[key] ??= { sshd: [], A: [], "A+c": [], B: [], "B+c": [], C: [], "C+c": [] };
       const row = results[key];
+      cpu[key] ??= { sshd: [], A: [], "A+c": [], B: [], "B+c": [], C: [], "C+c": [] };
+      const cpuRow = cpu[key];
       for (const coalesce of round % 2 === 0 ? [false, true] : [true, false]) {
         const c = coalesce ? "+c" : "";
         const server = await ssh2Server(suite, coalesce);
-        row[`A${c}` as Column].push(MB / (await forward(server.port, suite)));
+        await measured(row[`A${c}` as Column], cpuRow[`A${c}` as Column], () => forward(server.port, suite));
         const worker = new Worker(new URL("./hop-client-worker.ts", import.meta.url), {
           workerData: { port: server.port, sourcePort, ...suite, coalesce, privateKey: clientKey },
         });
@@ -250,9 +261,9 @@ try {
           worker.once("message", resolve);
           worker.once("error", reject);
         });
-        row[`B${c}` as Column].push(MB / (await server.pull()));
+        await measured(row[`B${c}` as Column], cpuRow[`B${c}` as Column], () => server.pull());
         server.relay.on = true;
-        row[`C${c}` as Column].push(MB / (await forward(server.port, suite)));
+        await measured(row[`C${c}` as Column], cpuRow[`C${c}` as Column], () => forward(server.port, suite));
         worker.postMessage("stop");
         await worker.terminate();
         await server.close();
@@ -276,7 +287,19 @@ try {
     );
     console.log(`${key.padEnd(42)}${cells.join("")}`);
   }
-  console.log(`all runs: ${JSON.stringify(results)}`);
+  const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)] ?? 0;
+  console.log("CPU seconds of the ssh2 threads per GB moved, median (A: server; B, C: server and client)");
+  console.log(
+    `${"suite".padEnd(42)}${columns
+      .slice(1)
+      .map((c) => c.padStart(8))
+      .join("")}`,
+  );
+  for (const [key, row] of Object.entries(cpu)) {
+    const cells = columns.slice(1).map((c) => median(row[c]).toFixed(2).padStart(8));
+    console.log(`${key.padEnd(42)}${cells.join("")}`);
+  }
+  console.log(`all runs: ${JSON.stringify({ results, cpu })}`);
 } finally {
   for (const child of children) child.kill();
   for (const server of servers) if (server.listening) server.close();

@@ -1,8 +1,9 @@
 /**
- * Passes sftp-server's responses on as they arrive, neither copied nor cut at packet ends: a
- * 32 KiB read answer is 13 bytes longer than an SSH packet, so one push per SFTP packet sent a
- * 13-byte SSH packet after every full one, each paying a cipher set-up on both hops
- * (hack/bench/access). It only follows where packets end, so a refusal goes in at such an end.
+ * Passes sftp-server's responses on as they arrive, neither copied nor cut at packet ends: one
+ * push per SFTP packet ends an SSH packet short at each of them (a 32 KiB read answer, as older
+ * clients ask, is 13 bytes longer than an SSH packet: a 13-byte packet after every full one,
+ * each paying a cipher set-up on both hops). It only follows where packets end, so a refusal
+ * goes in at such an end.
  */
 export class ResponsePassage {
   /** Bytes of the current packet still to come, its length prefix included. */
