@@ -8,7 +8,7 @@
 // pod (headers.ts) and opens nothing but proxy routes under its own prefix.
 import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { type Principal, sameOrigin, sendJson, sendStatus } from "../../lib/http/index.ts";
+import { type Principal, readJsonObject, sameOrigin, sendJson, sendStatus } from "../../lib/http/index.ts";
 
 export const PROXY_COOKIE = "rlark-proxy";
 export const PROXY_LOGIN_PATH = "/api/v1/proxy-login";
@@ -63,23 +63,6 @@ export function cookieValues(header: string | undefined, name: string): string[]
     .map((pair) => pair.slice(name.length + 1));
 }
 
-async function readPath(req: IncomingMessage): Promise<string | undefined> {
-  if (!/^application\/json\b/i.test(req.headers["content-type"] ?? "")) return undefined;
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_BODY) return undefined;
-    chunks.push(chunk as Buffer);
-  }
-  try {
-    const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { path?: unknown };
-    return typeof body.path === "string" ? body.path : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 export function createProxyLogin(options: ProxyLoginOptions = {}): ProxyLogin {
   const now = options.now ?? Date.now;
   const ttl = options.ttlSeconds ?? 3600;
@@ -105,7 +88,8 @@ export function createProxyLogin(options: ProxyLoginOptions = {}): ProxyLogin {
         res.setHeader("Allow", "POST");
         return sendStatus(res, 405, "MethodNotAllowed", 'POST a JSON body {"path": "<proxy URL path>"}');
       }
-      const asked = await readPath(req);
+      const body = await readJsonObject(req, MAX_BODY);
+      const asked = typeof body?.path === "string" ? body.path : undefined;
       if (asked === undefined)
         return sendStatus(res, 400, "BadRequest", 'send JSON {"path": "<proxy URL path>"} (at most 4 KiB)');
       let path: string;

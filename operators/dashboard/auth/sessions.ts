@@ -3,7 +3,13 @@
 // a token back into a principal on every /api request.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { User } from "../../api/index.ts";
-import { type Authenticator, type Principal, sendJson, sendStatus } from "../../lib/http/index.ts";
+import {
+  type Authenticator,
+  type Principal,
+  readJsonObject,
+  sendJson,
+  sendStatus,
+} from "../../lib/http/index.ts";
 import type { Store } from "../../lib/store/index.ts";
 import { signJwt, verifyJwt } from "./jwt.ts";
 import { dummyPasswordHash, verifyPassword } from "./password-hash.ts";
@@ -81,7 +87,7 @@ export function createSessions(options: SessionsOptions): Sessions {
         res.setHeader("Allow", "POST");
         return sendStatus(res, 405, "MethodNotAllowed", "log in with POST");
       }
-      const body = await readJson(req);
+      const body = await readJsonObject(req, MAX_BODY);
       if (!body)
         return sendStatus(res, 400, "BadRequest", 'expected JSON {"username", "password"} or {"adminToken"}');
       const keys = [`addr:${req.socket.remoteAddress ?? ""}`];
@@ -119,23 +125,4 @@ export function createSessions(options: SessionsOptions): Sessions {
       return { subject: claims.sub, role };
     },
   };
-}
-
-async function readJson(req: IncomingMessage): Promise<Record<string, unknown> | undefined> {
-  if (!/^application\/json\b/i.test(req.headers["content-type"] ?? "")) return undefined;
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_BODY) return undefined;
-    chunks.push(chunk as Buffer);
-  }
-  try {
-    const value: unknown = JSON.parse(Buffer.concat(chunks).toString("utf8"));
-    return typeof value === "object" && value !== null && !Array.isArray(value)
-      ? (value as Record<string, unknown>)
-      : undefined;
-  } catch {
-    return undefined;
-  }
 }

@@ -3,6 +3,7 @@
 // authenticated entrance for WebSocket upgrades.
 export { ADMIN_TOKEN_FILE, loadOrCreateAdminToken } from "./admin-token.ts";
 export { type Authenticator, adminTokenAuthenticator, anyOf, bearerToken, type Principal } from "./auth.ts";
+export { readJsonObject } from "./json-body.ts";
 export { redact } from "./redact.ts";
 export { sendJson, sendStatus } from "./respond.ts";
 export {
