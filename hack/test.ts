@@ -29,6 +29,11 @@ const steps: Step[] = [
     command: ["bash", "hack/tools/build"],
     needs: "hack/tools/build",
   },
+  {
+    // the package test installs rlark on the oldest Node it supports, from the npm cache
+    name: "Node.js 22 in the npm cache",
+    command: ["npx", "--yes", "--package", "node@22", "node", "--version"],
+  },
   { name: "tests (tap)", command: ["npx", "tap", ...process.argv.slice(2)], counts: true },
 ];
 

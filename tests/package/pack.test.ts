@@ -78,11 +78,13 @@ async function mustRunAsync(command: string, args: string[], options: ExecFileOp
 }
 
 const node24 = process.execPath;
-// Node 22 from the npm cache only (`npx -y -p node@22 node --version` puts it there once).
+// Node 22 from the npm cache only: `npm test` puts it there first (hack/test.ts); a run of this
+// file alone needs `npx -y -p node@22 node --version` once.
 const node22 = run("npx", ["--offline", "--yes", "--package", "node@22", "node", "-p", "process.execPath"], {
   cwd: work,
   env: env(node24),
 }).stdout.trim();
+if (!node22) throw new Error("node@22 is not in the npm cache: run `npx -y -p node@22 node --version` once");
 
 const tarball = path.join(work, `rlark-${version}.tgz`);
 mustRun("npm", ["pack", "--silent", "--pack-destination", work], { cwd: root, env: env(node24) });
@@ -149,66 +151,62 @@ for (const [name, node] of [
   ["24", node24],
   ["22", node22],
 ] as const) {
-  t.test(
-    `npm install -g: rlark runs from any folder on Node ${name}`,
-    { skip: !node && "node@22 is not in the npm cache" },
-    async (t) => {
-      t.match(mustRun(node, ["--version"], {}), new RegExp(`^v${name}\\.`));
-      const repo = userRepository(`global-${name}`);
-      const rlark = (...args: string[]) =>
-        run("rlark", args, { cwd: repo, env: env(node, path.join(prefix, "bin")) });
+  t.test(`npm install -g: rlark runs from any folder on Node ${name}`, async (t) => {
+    t.match(mustRun(node, ["--version"], {}), new RegExp(`^v${name}\\.`));
+    const repo = userRepository(`global-${name}`);
+    const rlark = (...args: string[]) =>
+      run("rlark", args, { cwd: repo, env: env(node, path.join(prefix, "bin")) });
 
-      const printed = rlark("--version");
-      t.equal(printed.stdout, `${version}\n`, "--version is the package's version");
+    const printed = rlark("--version");
+    t.equal(printed.stdout, `${version}\n`, "--version is the package's version");
 
-      const valid = rlark("validate", ".");
-      t.equal(valid.status, 0, valid.stderr);
-      t.match(valid.stdout, /^\d+ documents valid\n$/);
-      t.equal(valid.stderr, "", "no warnings on stderr");
+    const valid = rlark("validate", ".");
+    t.equal(valid.status, 0, valid.stderr);
+    t.match(valid.stdout, /^\d+ documents valid\n$/);
+    t.equal(valid.stderr, "", "no warnings on stderr");
 
-      cpSync(path.join(root, "examples/invalid/schema-enum.yaml"), path.join(repo, "jobs/typo.yaml"));
-      const invalid = rlark("validate", ".");
-      t.equal(invalid.status, 1);
-      t.match(invalid.stdout, "error: jobs/typo.yaml:14:17 Job typo-kind");
-      rmSync(path.join(repo, "jobs/typo.yaml"));
+    cpSync(path.join(root, "examples/invalid/schema-enum.yaml"), path.join(repo, "jobs/typo.yaml"));
+    const invalid = rlark("validate", ".");
+    t.equal(invalid.status, 1);
+    t.match(invalid.stdout, "error: jobs/typo.yaml:14:17 Job typo-kind");
+    rmSync(path.join(repo, "jobs/typo.yaml"));
 
-      const plan = rlark("plan");
-      t.equal(plan.status, 0, plan.stderr);
-      t.match(plan.stdout, /against an empty state: \d+ to create/);
-      t.equal(plan.stderr, "", "no warnings on stderr (Node 22 calls node:sqlite experimental)");
+    const plan = rlark("plan");
+    t.equal(plan.status, 0, plan.stderr);
+    t.match(plan.stdout, /against an empty state: \d+ to create/);
+    t.equal(plan.stderr, "", "no warnings on stderr (Node 22 calls node:sqlite experimental)");
 
-      // The CLIs the device plugin mounts into pods: the proto loads from dist/ (a socket nobody
-      // answers on gets past the client's construction to the connection).
-      const stale = path.join(repo, "stale.sock");
-      run(
-        node,
-        [
-          "-e",
-          `require("node:net").createServer().listen(${JSON.stringify(stale)}, () => process.kill(process.pid, "SIGKILL"))`,
-        ],
-        {},
-      );
-      const camctr = run("camctr", ["status"], {
-        cwd: repo,
-        env: { ...env(node, path.join(prefix, "bin")), RLARK_CAMERA_SOCKET: stale },
-      });
-      t.equal(camctr.status, 1);
-      t.match(camctr.stderr, `camctr: the camera controller at ${stale} does not answer`);
-      t.match(
-        run("rosctr", ["--help"], { cwd: repo, env: env(node, path.join(prefix, "bin")) }).stdout,
-        /^Usage: rosctr /,
-      );
+    // The CLIs the device plugin mounts into pods: the proto loads from dist/ (a socket nobody
+    // answers on gets past the client's construction to the connection).
+    const stale = path.join(repo, "stale.sock");
+    run(
+      node,
+      [
+        "-e",
+        `require("node:net").createServer().listen(${JSON.stringify(stale)}, () => process.kill(process.pid, "SIGKILL"))`,
+      ],
+      {},
+    );
+    const camctr = run("camctr", ["status"], {
+      cwd: repo,
+      env: { ...env(node, path.join(prefix, "bin")), RLARK_CAMERA_SOCKET: stale },
+    });
+    t.equal(camctr.status, 1);
+    t.match(camctr.stderr, `camctr: the camera controller at ${stale} does not answer`);
+    t.match(
+      run("rosctr", ["--help"], { cwd: repo, env: env(node, path.join(prefix, "bin")) }).stdout,
+      /^Usage: rosctr /,
+    );
 
-      const up = rlark("up", "--help");
-      t.equal(up.status, 0);
-      t.match(up.stdout, /Usage: rlark up/);
+    const up = rlark("up", "--help");
+    t.equal(up.status, 0);
+    t.match(up.stdout, /Usage: rlark up/);
 
-      const crds = rlark("crds", "Job");
-      t.equal(crds.status, 0, crds.stderr);
-      const committed = readFileSync(path.join(installed, "schemas/crds/jobs.rlinf.io.yaml"), "utf8");
-      t.equal(crds.stdout, committed.replace(/^#.*\n/, ""), "the CRD the package ships");
-    },
-  );
+    const crds = rlark("crds", "Job");
+    t.equal(crds.status, 0, crds.stderr);
+    const committed = readFileSync(path.join(installed, "schemas/crds/jobs.rlinf.io.yaml"), "utf8");
+    t.equal(crds.stdout, committed.replace(/^#.*\n/, ""), "the CRD the package ships");
+  });
 }
 
 const oldNode = "/usr/bin/node";
@@ -229,7 +227,6 @@ for (const [name, node] of [
 ] as const)
   t.test(
     `the installed rlark up seeds the playground, serves the dashboard and runs the example Job on Node ${name}`,
-    { skip: !node && "node@22 is not in the npm cache" },
     async (t) => {
       const dataDir = path.join(work, `up-${name}`);
       const up = startLongRunning(
