@@ -58,9 +58,11 @@ t.test("every agent manifest passes a server-side dry-run apply", async (t) => {
       "RoleBinding",
       "ServiceAccount",
       "ValidatingAdmissionPolicy",
+      "ValidatingAdmissionPolicy",
+      "ValidatingAdmissionPolicyBinding",
       "ValidatingAdmissionPolicyBinding",
     ],
-    "namespace, identity, RBAC (the runtime's and the addons'), its admission policy and the Deployment",
+    "namespace, identity, RBAC (the runtime's and the addons'), the admission policies (the agent's, the device plugin's) and the Deployment",
   );
   // namespaced objects are checked against their namespace: it must exist, not only in a dry run
   await apply(all.find((o) => o.kind === "Namespace")!);
