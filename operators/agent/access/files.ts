@@ -4,7 +4,7 @@
 import { spawn } from "node:child_process";
 import { realpathSync } from "node:fs";
 import { Duplex } from "node:stream";
-import { filterSftp, SERVED_REQUESTS, serverVersion } from "./sftp-filter.ts";
+import { filterSftp, SERVED_REQUESTS, SERVER_ENDED, serverVersion } from "./sftp-filter.ts";
 import { insideLocal, insideNamed, type PolicyOptions } from "./sftp-policy.ts";
 
 export interface FilesOptions {
@@ -52,8 +52,10 @@ export async function startFiles(
   try {
     version = await serverVersion(server);
   } catch (error) {
+    // One that closed its output is exiting already (its status stands); one silent goes now.
     child.kill("SIGKILL");
-    const how = [...new Set([(error as Error).message, await ended])].join(", ");
+    const exit = await ended;
+    const how = (error as Error).message === SERVER_ENDED ? exit : (error as Error).message;
     const words = printable(said.toString("utf8"));
     throw new Error(`sftp-server could not start (${how})${words ? `: ${words}` : ""}`);
   }

@@ -117,6 +117,8 @@ function statusPacket(id: number, message: string): Buffer {
 /** The INIT of SFTP version 3, the only version OpenSSH's sftp-server and clients speak. */
 const INIT_V3 = Buffer.from([0, 0, 0, 5, SFTP.INIT, 0, 0, 0, 3]);
 const VERSION_WAIT_MS = 30_000;
+/** serverVersion's rejection when the server's stream ended, closed or failed before the answer. */
+export const SERVER_ENDED = "it ended before answering";
 
 /**
  * Asks `server` for its VERSION before a client is attached, and resolves with that packet. A
@@ -132,15 +134,14 @@ export function serverVersion(server: Duplex): Promise<Buffer> {
       server.off("data", onData);
       server.off("end", onEnd);
       server.off("close", onEnd);
-      server.off("error", onError);
+      server.off("error", onEnd);
       if (error === undefined) return;
       // Destroying a Duplex.from pair reports an abort of its own: the reason is told below.
       server.on("error", () => {});
       server.destroy();
       reject(new Error(error));
     };
-    const onEnd = () => settle("it exited before answering");
-    const onError = (error: Error) => settle(error.message);
+    const onEnd = () => settle(SERVER_ENDED);
     const onData = (chunk: Buffer) => {
       got = Buffer.concat([got, chunk]);
       if (got.length < 4) return;
@@ -158,7 +159,7 @@ export function serverVersion(server: Duplex): Promise<Buffer> {
     server.on("data", onData);
     server.once("end", onEnd);
     server.once("close", onEnd);
-    server.once("error", onError);
+    server.once("error", onEnd);
     server.write(INIT_V3);
   });
 }
