@@ -23,7 +23,7 @@ import {
   type StreamHandler,
   type TunnelClient,
 } from "../lib/tunnel/index.ts";
-import { accessStreams } from "./access/index.ts";
+import { type AccessOptions, accessStreams } from "./access/index.ts";
 import { type DesiredObject, DesiredObjects } from "./desired-objects.ts";
 import { ensureAgentCredentials } from "./enroll.ts";
 import { StatsPoller } from "./nodeserver-stats.ts";
@@ -85,6 +85,8 @@ export interface AgentOptions {
    * agent writes its nodeserver's peers.json from it.
    */
   onPeersState?: (state: PeersState) => void;
+  /** The programs access sessions run (sftp-server, the pty helper's Python). Defaults: the system's. */
+  access?: AccessOptions;
 }
 
 export interface Agent {
@@ -98,7 +100,7 @@ export interface Agent {
 function streamsFor(options: AgentOptions): Record<string, StreamHandler> {
   const streams: Record<string, StreamHandler> = {
     logs: podLogStream(options.runtime),
-    ...accessStreams(options.runtime),
+    ...accessStreams(options.runtime, options.access),
     [PROXY_PURPOSE]: podPortStream(options.runtime),
   };
   const runtime = options.runtime;

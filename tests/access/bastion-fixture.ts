@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import type { Test } from "tap";
 import type { AuditRecord } from "../../operators/access/index.ts";
+import type { AccessOptions } from "../../operators/agent/access/index.ts";
 import type { Agent } from "../../operators/agent/agent.ts";
 import { ProcessRuntime } from "../../operators/agent/runtimes/process/index.ts";
 import type { Runtime } from "../../operators/agent/runtimes/types.ts";
@@ -120,6 +121,8 @@ export async function startBastion(
     pods?: string[];
     /** Changes to the hub's options (e.g. access limits). */
     hub?: Partial<HubOptions>;
+    /** The agent's access programs (e.g. an sftp-server that cannot start). */
+    access?: AccessOptions;
   },
 ): Promise<Bastion> {
   const dir = await mkdtemp(path.join(tmpdir(), "rlark-bastion-"));
@@ -163,7 +166,11 @@ export async function startBastion(
     },
   });
   t.teardown(() => runtime.stop({ terminatePods: true }));
-  const agent = await startAgentOnHub(t, hub, "local", { runtime: stopping, runtimeKind: "process" });
+  const agent = await startAgentOnHub(t, hub, "local", {
+    runtime: stopping,
+    runtimeKind: "process",
+    ...(options.access ? { access: options.access } : {}),
+  });
   for (const pod of options.pods ?? []) {
     await waitFor(
       `pod ${pod} running`,

@@ -167,7 +167,7 @@ t.test("the local policy follows symlinks on this machine", async (t) => {
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   symlinkSync("/etc", path.join(dir, "etc-link"));
   symlinkSync("/etc", notUtf8(dir));
-  const stream = startFiles(dir, { maxFileBytes: 10 });
+  const stream = await startFiles(dir, { maxFileBytes: 10 });
   t.teardown(() => stream.destroy());
   const sftp = client(stream);
   await sftp.init();
@@ -182,7 +182,7 @@ t.test("the local policy follows symlinks on this machine", async (t) => {
 t.test("refusals wait for the client to read them, as the server's answers do", async (t) => {
   const dir = mkdtempSync(path.join(tmpdir(), "rlark-sftp-policy-"));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const stream = startFiles(dir);
+  const stream = await startFiles(dir);
   t.teardown(() => stream.destroy());
   const name = Buffer.from("/etc");
   const one = Buffer.alloc(4 + 1 + 4 + 4 + name.length);
@@ -209,20 +209,15 @@ t.test("refusals wait for the client to read them, as the server's answers do", 
   await waitFor("every refusal answered", () => taken && answers >= count * 50, onRealServers);
 });
 
-// sftp-server exits at once when it cannot start (as for a uid with no passwd entry): the
-// stream must end and close, or the client waits for its version answer for ever.
-t.test("a server that exits before answering closes the stream", async (t) => {
+// sftp-server exits at once when it cannot start (as for a uid with no passwd entry): the start
+// fails with why, before any client is attached, and nothing is left running.
+t.test("a server that exits before answering fails to start, with its exit", async (t) => {
   const dir = mkdtempSync(path.join(tmpdir(), "rlark-sftp-exit-"));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const stream = startFiles(dir, { sftpServer: "/bin/false" });
-  let closed = false;
-  stream.once("close", () => {
-    closed = true;
+  await t.rejects(startFiles(dir, { sftpServer: "/bin/false" }), {
+    message: /^sftp-server could not start \(exit status 1\)$/,
   });
-  stream.on("error", () => {});
-  stream.resume();
-  const init = Buffer.from([0, 0, 0, 5, 1, 0, 0, 0, 3]);
-  stream.write(init);
-  await waitFor("the stream closed", () => closed, onRealServers);
-  t.ok(closed);
+  await t.rejects(startFiles(dir, { sftpServer: path.join(dir, "missing") }), {
+    message: /^sftp-server could not start \(.*ENOENT.*\)$/,
+  });
 });

@@ -52,7 +52,8 @@ export function startSession(
       String(request.pty.rows),
       ...argv,
     ] as [string, ...string[]];
-    child = spawn(program, args, { cwd: target.cwd, env, stdio: ["pipe", "pipe", "inherit", "pipe"] });
+    // The program's stderr is the pty; the helper's own (a Python too old, say) goes to the user.
+    child = spawn(program, args, { cwd: target.cwd, env, stdio: ["pipe", "pipe", "pipe", "pipe"] });
     control = child.stdio[3] as Writable;
   } else {
     const [program, ...args] = [...prefix, ...argv] as [string, ...string[]];
@@ -140,7 +141,8 @@ export function startSession(
   );
   child.once("error", (error) => {
     exited = true;
-    duplex.push(encodeFrame(FrameType.Stderr, `${argv[0]}: ${error.message}\r\n`));
+    const what = request.pty ? `a terminal for ${argv[0]} (its helper runs Python 3)` : argv[0];
+    duplex.push(encodeFrame(FrameType.Stderr, `rlark: could not start ${what}: ${error.message}\r\n`));
     duplex.push(encodeFrame(FrameType.Exit, JSON.stringify({ code: 127 })));
     duplex.push(null);
   });

@@ -114,11 +114,63 @@ function statusPacket(id: number, message: string): Buffer {
   return Buffer.concat([length, body]);
 }
 
+/** The INIT of SFTP version 3, the only version OpenSSH's sftp-server and clients speak. */
+const INIT_V3 = Buffer.from([0, 0, 0, 5, SFTP.INIT, 0, 0, 0, 3]);
+const VERSION_WAIT_MS = 30_000;
+/** serverVersion's rejection when the server's stream ended, closed or failed before the answer. */
+export const SERVER_ENDED = "it ended before answering";
+
+/**
+ * Asks `server` for its VERSION before a client is attached, and resolves with that packet. A
+ * server that cannot start (no account for its uid, a missing program) ends here, before the
+ * tunnel stream is answered, so the hub can tell the user why; afterwards it could only close
+ * the stream without a word. Rejects on an end, an error, a non-VERSION answer or silence.
+ */
+export function serverVersion(server: Duplex): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    let got = Buffer.alloc(0);
+    const settle = (error?: string) => {
+      clearTimeout(timer);
+      server.off("data", onData);
+      server.off("end", onEnd);
+      server.off("close", onEnd);
+      server.off("error", onEnd);
+      if (error === undefined) return;
+      // Destroying a Duplex.from pair reports an abort of its own: the reason is told below.
+      server.on("error", () => {});
+      server.destroy();
+      reject(new Error(error));
+    };
+    const onEnd = () => settle(SERVER_ENDED);
+    const onData = (chunk: Buffer) => {
+      got = Buffer.concat([got, chunk]);
+      if (got.length < 4) return;
+      const length = got.readUInt32BE(0);
+      if (length === 0 || length > MAX_PACKET || (got.length > 4 && got[4] !== VERSION))
+        return settle("it answered with no SFTP version");
+      if (got.length < 4 + length) return;
+      settle();
+      server.pause();
+      // The server says nothing more until asked: anything after the VERSION is for the filter.
+      if (got.length > 4 + length) server.unshift(got.subarray(4 + length));
+      resolve(got.subarray(0, 4 + length));
+    };
+    const timer = setTimeout(() => settle(`no answer within ${VERSION_WAIT_MS / 1000} s`), VERSION_WAIT_MS);
+    server.on("data", onData);
+    server.once("end", onEnd);
+    server.once("close", onEnd);
+    server.once("error", onEnd);
+    server.write(INIT_V3);
+  });
+}
+
 /**
  * Puts the policy in front of `server` (the sftp-server's stdin and stdout as one byte stream);
  * returns the Duplex the tunnel stream is piped to. Destroying it destroys the server's stream.
+ * With `version` (serverVersion's answer), the server has been initialized already: the client's
+ * INIT is answered with it and never reaches the server.
  */
-export function filterSftp(server: Duplex, policy: PolicyOptions): Duplex {
+export function filterSftp(server: Duplex, policy: PolicyOptions, version?: Buffer): Duplex {
   const requests = new PacketSplitter();
   const { resolvedInside } = policy;
   const renumbering = resolvedInside ? new Renumbering() : undefined;
@@ -155,6 +207,10 @@ export function filterSftp(server: Duplex, policy: PolicyOptions): Duplex {
   const pass = async (packets: Buffer[]) => {
     let full = false;
     for (const packet of packets) {
+      if (version && packet[4] === SFTP.INIT) {
+        await answer(Buffer.from(version));
+        continue;
+      }
       // every request but INIT carries an id after its type
       let verdict: Verdict =
         packet.length < 9 && packet[4] !== SFTP.INIT
