@@ -210,6 +210,8 @@ export class Bastion implements UserLogins {
       () =>
         this.#sessions.openStream(pod.cluster, {
           purpose: ACCESS_FILES_PURPOSE,
+          // Bulk bytes: the agent data link when it can (docs/tunnel.md).
+          dataLink: true,
           meta: {
             namespace: pod.namespace,
             name: pod.name,
@@ -243,6 +245,7 @@ export class Bastion implements UserLogins {
     try {
       stream = await this.#sessions.openStream(pod.cluster, {
         purpose: ACCESS_FORWARD_PURPOSE,
+        dataLink: true,
         meta: { namespace: pod.namespace, name: pod.name, port },
       });
     } catch (error) {
