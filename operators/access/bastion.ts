@@ -322,15 +322,30 @@ export class Bastion implements UserLogins {
   }
 }
 
-/** Copies bytes with backpressure: a slow reader pauses its own writer, nobody else. */
+/**
+ * Copies bytes with backpressure: a slow reader pauses its own writer, nobody else. Read in
+ * paused mode, so what arrived together leaves in one write: a TLS data link hands over 16 KiB
+ * records one by one, and written one by one each would become an SSH packet of its own.
+ */
 function relayBytes(from: Readable, to: Writable, count: (n: number) => void, beforeEnd = () => {}): void {
-  from.on("data", (chunk: Buffer) => {
-    count(chunk.length);
-    if (!to.write(chunk)) {
-      from.pause();
-      to.once("drain", () => from.resume());
+  let waiting = false;
+  const flow = () => {
+    if (waiting) return;
+    for (;;) {
+      const chunk = from.read() as Buffer | null;
+      if (chunk === null) return;
+      count(chunk.length);
+      if (!to.write(chunk)) {
+        waiting = true;
+        to.once("drain", () => {
+          waiting = false;
+          flow();
+        });
+        return;
+      }
     }
-  });
+  };
+  from.on("readable", flow);
   from.on("end", () => {
     beforeEnd();
     to.end();
