@@ -322,15 +322,29 @@ export class Bastion implements UserLogins {
   }
 }
 
+/** An OpenSSH client's SSH packet: a write smaller than this becomes a packet short of full. */
+const SSH_PACKET_BYTES = 32 * 1024;
+
 /**
  * Copies bytes with backpressure: a slow reader pauses its own writer, nobody else. Read in
- * paused mode, so what arrived together leaves in one write: a TLS data link hands over 16 KiB
- * records one by one, and written one by one each would become an SSH packet of its own.
+ * paused mode, so what arrived together leaves in one write; and when less than an SSH packet is
+ * waiting, the copy waits one turn of the event loop for more: a TLS data link hands over 16 KiB
+ * records one by one, and each written alone would become an SSH packet of its own, which ssh2
+ * pays for per packet. An interactive byte is held back by one turn at most.
  */
 function relayBytes(from: Readable, to: Writable, count: (n: number) => void, beforeEnd = () => {}): void {
   let waiting = false;
-  const flow = () => {
-    if (waiting) return;
+  let deferred = false;
+  const flow = (now = false) => {
+    if (waiting || (deferred && !now)) return;
+    if (!now && from.readableLength < SSH_PACKET_BYTES) {
+      deferred = true;
+      setImmediate(() => {
+        deferred = false;
+        flow(true);
+      });
+      return;
+    }
     for (;;) {
       const chunk = from.read() as Buffer | null;
       if (chunk === null) return;
@@ -339,13 +353,13 @@ function relayBytes(from: Readable, to: Writable, count: (n: number) => void, be
         waiting = true;
         to.once("drain", () => {
           waiting = false;
-          flow();
+          flow(true);
         });
         return;
       }
     }
   };
-  from.on("readable", flow);
+  from.on("readable", () => flow());
   from.on("end", () => {
     beforeEnd();
     to.end();
