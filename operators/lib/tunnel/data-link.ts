@@ -12,6 +12,7 @@ import type { AddressInfo } from "node:net";
 import tls, { type TLSSocket } from "node:tls";
 import { type Clock, systemClock, type TimerId } from "../clock.ts";
 import { type Logger, silentLogger } from "../logger.ts";
+import { coalesceWrites } from "./coalesce-writes.ts";
 import { encodeLine, readLine } from "./ndjson.ts";
 
 /** How long a ticket waits for its connection, and a connection for its ticket. */
@@ -210,6 +211,10 @@ export class DataLinkServer {
         this.#claimed++;
         this.#verified++;
         socket.once("close", () => this.#verified--);
+        // An SFTP client's requests and the agent's answers come as many small writes: one TLS
+        // record and one syscall per tick instead of one each.
+        socket.setNoDelay(true);
+        coalesceWrites(socket);
         entry.resolve(socket);
       },
       (error: Error) => {
@@ -256,6 +261,7 @@ export function dialDataLink(options: DialDataLinkOptions): Promise<TLSSocket> {
     socket.once("secureConnect", () => {
       clearTimeout(timer);
       socket.setNoDelay(true);
+      coalesceWrites(socket);
       socket.write(encodeLine({ ticket: options.offer.ticket, cluster: options.cluster }));
       resolve(socket);
     });
