@@ -210,8 +210,6 @@ export class Bastion implements UserLogins {
       () =>
         this.#sessions.openStream(pod.cluster, {
           purpose: ACCESS_FILES_PURPOSE,
-          // Bulk bytes: the agent data link when it can (docs/tunnel.md).
-          dataLink: true,
           meta: {
             namespace: pod.namespace,
             name: pod.name,
@@ -245,7 +243,6 @@ export class Bastion implements UserLogins {
     try {
       stream = await this.#sessions.openStream(pod.cluster, {
         purpose: ACCESS_FORWARD_PURPOSE,
-        dataLink: true,
         meta: { namespace: pod.namespace, name: pod.name, port },
       });
     } catch (error) {
@@ -322,44 +319,15 @@ export class Bastion implements UserLogins {
   }
 }
 
-/** An OpenSSH client's SSH packet: a write smaller than this becomes a packet short of full. */
-const SSH_PACKET_BYTES = 32 * 1024;
-
-/**
- * Copies bytes with backpressure: a slow reader pauses its own writer, nobody else. Read in
- * paused mode, so what arrived together leaves in one write; and when less than an SSH packet is
- * waiting, the copy waits one turn of the event loop for more: a TLS data link hands over 16 KiB
- * records one by one, and each written alone would become an SSH packet of its own, which ssh2
- * pays for per packet. An interactive byte is held back by one turn at most.
- */
+/** Copies bytes with backpressure: a slow reader pauses its own writer, nobody else. */
 function relayBytes(from: Readable, to: Writable, count: (n: number) => void, beforeEnd = () => {}): void {
-  let waiting = false;
-  let deferred = false;
-  const flow = (now = false) => {
-    if (waiting || (deferred && !now)) return;
-    if (!now && from.readableLength < SSH_PACKET_BYTES) {
-      deferred = true;
-      setImmediate(() => {
-        deferred = false;
-        flow(true);
-      });
-      return;
+  from.on("data", (chunk: Buffer) => {
+    count(chunk.length);
+    if (!to.write(chunk)) {
+      from.pause();
+      to.once("drain", () => from.resume());
     }
-    for (;;) {
-      const chunk = from.read() as Buffer | null;
-      if (chunk === null) return;
-      count(chunk.length);
-      if (!to.write(chunk)) {
-        waiting = true;
-        to.once("drain", () => {
-          waiting = false;
-          flow(true);
-        });
-        return;
-      }
-    }
-  };
-  from.on("readable", () => flow());
+  });
   from.on("end", () => {
     beforeEnd();
     to.end();

@@ -23,10 +23,7 @@ export interface AccessSessionsOptions {
   access: AccessControl;
   audit: AuditLog;
   /** Opens a stream to a cluster's agent (TunnelServer.openStream). */
-  openStream(
-    cluster: string,
-    options: { purpose: string; meta: Record<string, unknown>; dataLink?: boolean },
-  ): Promise<Duplex>;
+  openStream(cluster: string, options: { purpose: string; meta: Record<string, unknown> }): Promise<Duplex>;
   logger?: Logger;
   /** Open sessions, forwards and terminals per user; the next is refused. Default 16. */
   maxSessionsPerUser?: number;
@@ -145,10 +142,7 @@ export class AccessSessions {
   }
 
   /** A stream to a cluster's agent, for what the caller relays itself (files, forwards). */
-  openStream(
-    cluster: string,
-    options: { purpose: string; meta: Record<string, unknown>; dataLink?: boolean },
-  ): Promise<Duplex> {
+  openStream(cluster: string, options: { purpose: string; meta: Record<string, unknown> }): Promise<Duplex> {
     return this.#options.openStream(cluster, options);
   }
 

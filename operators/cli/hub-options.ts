@@ -12,7 +12,6 @@ export interface CommonHubFlags {
   http: string;
   ssh: string;
   domainRelay?: string;
-  agentDataPort?: string;
   repo?: string;
   branch: string;
   path: string;
@@ -51,11 +50,6 @@ export function addCommonHubFlags(command: Command, defaults: { interval: string
     .option(
       "--domain-relay <host:port>",
       "serve the domain relay (mutual TLS) that carries cross-cluster Domain traffic here, e.g. 0.0.0.0:2223",
-    )
-    .option(
-      "--agent-data-port <port|off>",
-      "port of the agent data link on the --ssh host (port forwards and SFTP bytes); 0 picks a free one",
-      "0",
     )
     .option("--repo <url-or-path>", "git repository of manifests (https, ssh, file URL or local path)")
     .option("--branch <name>", "branch to follow", "main")
@@ -110,7 +104,6 @@ export async function hubOptionsFrom(
   checkHostPort("--http", flags.http);
   checkHostPort("--ssh", flags.ssh);
   if (flags.domainRelay !== undefined) checkHostPort("--domain-relay", flags.domainRelay);
-  const agentDataPort = parseAgentDataPort(flags.agentDataPort ?? "0");
   const { loadGitCredentials } = await import("../source/index.ts");
   const credentials = await loadGitCredentials({
     tokenFile: flags.gitTokenFile,
@@ -126,7 +119,6 @@ export async function hubOptionsFrom(
     http: flags.http,
     ssh: flags.ssh,
     ...(flags.domainRelay ? { domainRelay: flags.domainRelay } : {}),
-    agentDataPort,
     repo: flags.repo,
     branch: flags.branch,
     path: flags.path,
@@ -160,12 +152,4 @@ function checkHostPort(flag: string, value: string): void {
   const match = /^(?:\[[^\]]+\]|[^:[\]]*):(\d+)$/.exec(value);
   if (!match) throw usageError(`${flag}: expected host:port, got ${JSON.stringify(value)}`);
   if (Number(match[1]) > 65_535) throw usageError(`${flag}: port ${match[1]} is not in 0-65535`);
-}
-
-function parseAgentDataPort(value: string): number | false {
-  if (value === "off") return false;
-  const port = Number(value);
-  if (!/^\d+$/.test(value) || port > 65535)
-    throw new Error(`--agent-data-port ${JSON.stringify(value)}: expected a port (0-65535) or off`);
-  return port;
 }

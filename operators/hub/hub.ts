@@ -73,12 +73,6 @@ export interface HubOptions {
    * through it); port 0 picks a free one. Off when unset.
    */
   domainRelay?: string;
-  /**
-   * Port of the agent data link, on the SSH endpoint's host (docs/tunnel.md): port forwards and
-   * SFTP bytes take it instead of the agent's SSH tunnel. 0 (the default) picks a free one;
-   * false turns it off (those streams then stay on the tunnel).
-   */
-  agentDataPort?: number | false;
   /** Controllers to run; default: the Job, Workflow and Domain controllers. */
   controllers?: (deps: ControllerDependencies) => Controller[];
   logger?: Logger;
@@ -183,7 +177,6 @@ export async function startHub(options: HubOptions): Promise<Hub> {
     onClusterState: (cluster, state) => agentSync.onClusterState(cluster, state),
     users: bastion,
     logger,
-    ...(options.agentDataPort === undefined ? {} : { dataLinkPort: options.agentDataPort }),
   });
   const addonCatalog = new AddonCatalogHolder();
   const controllerDeps: ControllerDependencies = { dataDir: options.dataDir, ca: tunnel.ca, addonCatalog };

@@ -8,8 +8,7 @@
 // own thread (agent-worker.ts), as it runs in its own process when deployed; the -L source and
 // reader are socat processes, off the hub's event loop; the hub polls git at its default
 // interval (a 500 ms poll spawned git often enough to take 14 % of the hub's loop).
-// The upper bound of each ssh2 hop alone is hops.ts. RLARK_BENCH_DATA_LINK=off keeps the bytes on
-// the agent's SSH tunnel (no agent data link), for before/after runs in alternation.
+// The upper bound of each ssh2 hop alone is hops.ts.
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { createReadStream, mkdirSync, openSync, writeFileSync } from "node:fs";
@@ -105,7 +104,6 @@ spec:
     dataDir: path.join(dir, "hub"),
     http: "127.0.0.1:0",
     ssh: "127.0.0.1:0",
-    ...(process.env.RLARK_BENCH_DATA_LINK === "off" ? { agentDataPort: false as const } : {}),
     repo: `file://${repo}`,
     branch: "main",
     logger: silentLogger,
@@ -224,8 +222,6 @@ spec:
     console.log(`ratio      ${(best.hub / best.sshd).toFixed(2)}x   (per round: ${each}) ${note}`);
     const cpu = [...result.hubCpu].sort((x, y) => x - y)[Math.floor(result.hubCpu.length / 2)] ?? 0;
     console.log(`hub+agent CPU ${cpu.toFixed(2)} s/GB, median of ${result.hubCpu.length}`);
-    const link = hub.tunnel.dataLink?.stats();
-    console.log(link ? `agent data link: ${link.claimed} streams so far` : "agent data link: off");
   };
   const want = await sha256(file);
   // What the hub and agent spend with nothing to carry: it is in every CPU-per-GB figure too.

@@ -1,5 +1,4 @@
 import { EventEmitter } from "node:events";
-import type { Duplex } from "node:stream";
 import ssh2 from "ssh2";
 import { type Clock, systemClock, type TimerId } from "../clock.ts";
 import { type Logger, silentLogger } from "../logger.ts";
@@ -14,7 +13,6 @@ import {
 import { coalesceWrites } from "./coalesce-writes.ts";
 import { dialNoDelay } from "./connect.ts";
 import type { AgentCredentials, CredentialStore } from "./credentials.ts";
-import { type DataLinkOffer, dialDataLink } from "./data-link.ts";
 import { checkHubIdentity, parseHubAddresses } from "./hub-identity.ts";
 import { MessageChannel } from "./message-channel.ts";
 import type { AgentMessage, Capability, Delta, Hello, HubMessage, Report, Snapshot } from "./protocol.ts";
@@ -229,13 +227,7 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
         // Streams are asked for (forwardIn) only after the welcome proved the hub; this guards
         // against a server that opens one anyway.
         if (!this.#ready || this.#conn !== conn || info.destIP !== STREAM_BIND_ADDR) return rejectStream();
-        void serveStream(
-          accept(),
-          this.#options.streams ?? {},
-          (offer) => this.#dialDataLink(host, offer),
-          (error) =>
-            this.#log.warn("the data link failed; the stream stays on SSH", { error: error.message }),
-        );
+        void serveStream(accept(), this.#options.streams ?? {});
       });
       conn.on("ready", () => {
         if (!this.#running) return conn.end();
@@ -378,13 +370,6 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
         this.emit("hub-error", message.message);
         return;
     }
-  }
-
-  /** The data link of one stream, to the hub this tunnel proved (its pinned certificate). */
-  #dialDataLink(host: string, offer: DataLinkOffer): Promise<Duplex> {
-    const { caCertPem, hubCertPem, cluster } = this.#credentials;
-    if (!hubCertPem) return Promise.reject(new Error("no pinned hub certificate"));
-    return dialDataLink({ host, offer, cluster, caCertPem, hubCertPem });
   }
 
   /** Keeps the hub's newest verified certificate, so the next handshake is checked against it. */

@@ -14,13 +14,6 @@ export {
   parseCredentials,
 } from "./credentials.ts";
 export {
-  DATA_LINK_TICKET_TTL_MS,
-  type DataLinkOffer,
-  DataLinkServer,
-  type DataLinkStats,
-  dialDataLink,
-} from "./data-link.ts";
-export {
   clipDryRunMessage,
   DRY_RUN_KINDS,
   DRY_RUN_PURPOSE,

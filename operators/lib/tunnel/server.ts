@@ -12,7 +12,6 @@ import {
 } from "../pki/index.ts";
 import { AgentSession } from "./agent-session.ts";
 import { coalesceWrites } from "./coalesce-writes.ts";
-import { DataLinkServer } from "./data-link.ts";
 import { MessageChannel } from "./message-channel.ts";
 import { encodeLine, readLine } from "./ndjson.ts";
 import {
@@ -98,18 +97,11 @@ export interface TunnelServerOptions {
   keepaliveCountMax?: number;
   maxLineBytes?: number;
   maxQueuedBytes?: number;
-  /**
-   * Port of the agent data link (docs/tunnel.md), on the SSH endpoint's host; 0 picks a free
-   * one (the default), false turns it off: streams asked with `dataLink` then stay on SSH.
-   */
-  dataLinkPort?: number | false;
 }
 
 export interface OpenStreamOptions {
   purpose: string;
   meta?: Record<string, unknown>;
-  /** Bulk bytes: offer the agent the data link; it falls back to the SSH channel when unusable. */
-  dataLink?: boolean;
 }
 
 interface AgentAuth {
@@ -173,7 +165,6 @@ export class TunnelServer {
   #liveness = new Map<string, Liveness>();
   #tick: TimerId | undefined;
   #closed = false;
-  #dataLink: DataLinkServer | undefined;
 
   constructor(options: TunnelServerOptions) {
     this.#options = options;
@@ -253,17 +244,7 @@ export class TunnelServer {
     else this.#preAuthPerIp.delete(entry.ip);
   }
 
-  async listen(port = 2222, host = "0.0.0.0"): Promise<AddressInfo> {
-    const dataLinkPort = this.#options.dataLinkPort ?? 0;
-    if (dataLinkPort !== false && !this.#dataLink) {
-      this.#dataLink = new DataLinkServer({
-        key: this.#options.hostKey,
-        cert: this.#options.hostCert,
-        clock: this.#clock,
-        logger: this.#log,
-      });
-      await this.#dataLink.listen(dataLinkPort, host);
-    }
+  listen(port = 2222, host = "0.0.0.0"): Promise<AddressInfo> {
     return new Promise((resolve, reject) => {
       this.#net.once("error", reject);
       this.#net.listen(port, host, () => {
@@ -272,11 +253,6 @@ export class TunnelServer {
         resolve(this.#net.address() as AddressInfo);
       });
     });
-  }
-
-  /** The agent data link's endpoint, when it listens. */
-  get dataLink(): DataLinkServer | undefined {
-    return this.#dataLink;
   }
 
   address(): AddressInfo {
@@ -302,7 +278,6 @@ export class TunnelServer {
     if (this.#tick) this.#clock.clearTimeout(this.#tick);
     for (const session of this.#sessions.values()) session.close();
     for (const socket of this.#sockets) socket.destroy();
-    await this.#dataLink?.close();
     await new Promise<void>((resolve) => this.#net.close(() => resolve()));
   }
 
@@ -313,48 +288,27 @@ export class TunnelServer {
   openStream(cluster: string, options: OpenStreamOptions): Promise<Duplex> {
     const conn = this.#streamConns.get(cluster);
     if (!conn) return Promise.reject(new Error(`cluster ${cluster} has no agent connected for streams`));
-    const ticket = options.dataLink ? this.#dataLink?.issue(cluster) : undefined;
     return new Promise((resolve, reject) => {
-      const fail = (error: Error) => {
-        ticket?.cancel();
-        reject(error);
-      };
       conn.forwardOut(STREAM_BIND_ADDR, STREAM_BIND_PORT, options.purpose, 0, (err, channel) => {
         if (err) {
-          fail(new Error(`agent of ${cluster} refused a ${options.purpose} stream: ${err.message}`));
+          reject(new Error(`agent of ${cluster} refused a ${options.purpose} stream: ${err.message}`));
           return;
         }
-        channel.write(
-          encodeLine({
-            purpose: options.purpose,
-            meta: options.meta ?? {},
-            ...(ticket ? { link: ticket.offer } : {}),
-          }),
-        );
+        channel.write(encodeLine({ purpose: options.purpose, meta: options.meta ?? {} }));
         readLine(channel, STREAM_HEADER_LIMIT).then(
           (line) => {
-            let answer: { ok?: unknown; error?: unknown; link?: unknown } | undefined;
+            let answer: { ok?: unknown; error?: unknown } | undefined;
             try {
-              answer = JSON.parse(line) as { ok?: unknown; error?: unknown; link?: unknown };
+              answer = JSON.parse(line) as { ok?: unknown; error?: unknown };
             } catch {
               answer = undefined;
             }
-            if (answer?.ok === true && answer.link === true && ticket) {
-              // The agent has presented the ticket on the data endpoint (or is about to): the
-              // channel only carried the request.
-              channel.destroy();
-              ticket.claimed.then(resolve, (e: Error) =>
-                reject(new Error(`agent of ${cluster}: ${options.purpose} data link: ${e.message}`)),
-              );
-              return;
-            }
             if (answer?.ok === true) {
-              ticket?.cancel();
               resolve(channel);
               return;
             }
             channel.destroy();
-            fail(
+            reject(
               new Error(
                 `agent of ${cluster} could not open ${options.purpose}: ${String(answer?.error ?? "bad answer")}`,
               ),
@@ -362,7 +316,7 @@ export class TunnelServer {
           },
           (e: Error) => {
             channel.destroy();
-            fail(new Error(`agent of ${cluster} closed the ${options.purpose} stream: ${e.message}`));
+            reject(new Error(`agent of ${cluster} closed the ${options.purpose} stream: ${e.message}`));
           },
         );
       });

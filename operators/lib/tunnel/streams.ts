@@ -1,5 +1,4 @@
 import type { Duplex } from "node:stream";
-import { type DataLinkOffer, parseDataLinkOffer } from "./data-link.ts";
 import { encodeLine, readLine } from "./ndjson.ts";
 
 /** Opens the agent-side end of a stream the hub asked for; resolves once it is connected. */
@@ -7,39 +6,23 @@ export type StreamHandler = (meta: Record<string, unknown>) => Promise<Duplex>;
 
 export const STREAM_HEADER_LIMIT = 64 * 1024;
 
-/** Dials the hub's data endpoint for an offered ticket (TunnelClient: dialDataLink). */
-export type DataLinkDialer = (offer: DataLinkOffer) => Promise<Duplex>;
-
-interface StreamHeader {
-  purpose: string;
-  meta: Record<string, unknown>;
-  link: DataLinkOffer | undefined;
-}
-
-function parseHeader(line: string): StreamHeader {
-  const header = JSON.parse(line) as { purpose?: unknown; meta?: unknown; link?: unknown };
+function parseHeader(line: string): { purpose: string; meta: Record<string, unknown> } {
+  const header = JSON.parse(line) as { purpose?: unknown; meta?: unknown };
   const purpose = typeof header?.purpose === "string" ? header.purpose : "";
   const meta =
     typeof header?.meta === "object" && header.meta !== null ? (header.meta as Record<string, unknown>) : {};
-  return { purpose, meta, link: parseDataLinkOffer(header?.link) };
+  return { purpose, meta };
 }
 
 /**
  * Agent side of a stream channel: reads the hub's one-line header `{purpose, meta}`, opens the
  * target through the handler for that purpose, answers `{ok}` and then pipes bytes both ways.
- * When the header offers a data link and `dial` connects it, the bytes take that connection
- * instead (answer `{ok, link: true}`); when it does not, they stay on the channel.
  */
-export async function serveStream(
-  channel: Duplex,
-  handlers: Record<string, StreamHandler>,
-  dial?: DataLinkDialer,
-  onLinkFailure?: (error: Error) => void,
-): Promise<void> {
+export async function serveStream(channel: Duplex, handlers: Record<string, StreamHandler>): Promise<void> {
   const refuse = (error: string) => {
     channel.end(encodeLine({ ok: false, error }));
   };
-  let header: StreamHeader;
+  let header: { purpose: string; meta: Record<string, unknown> };
   try {
     header = parseHeader(await readLine(channel, STREAM_HEADER_LIMIT));
   } catch (err) {
@@ -71,47 +54,22 @@ export async function serveStream(
     target.destroy();
     return;
   }
-  let carrier = channel;
-  if (header.link && dial) {
-    try {
-      carrier = await dial(header.link);
-    } catch (err) {
-      onLinkFailure?.(err as Error);
-    }
-    if (channel.destroyed) {
-      target.destroy();
-      if (carrier !== channel) carrier.destroy();
-      return;
-    }
-  }
-  if (carrier !== channel) {
-    // The channel only carried the request: from here the hub reads the data connection.
-    channel.end(encodeLine({ ok: true, link: true }));
-    channel.on("error", () => {});
-    await pipeBoth(target, carrier);
-    return;
-  }
   channel.write(encodeLine({ ok: true }));
-  await pipeBoth(target, channel);
-}
-
-/** Pipes the target and its carrier both ways until either closes. */
-async function pipeBoth(target: Duplex, carrier: Duplex): Promise<void> {
-  carrier.pipe(target).pipe(carrier);
+  channel.pipe(target).pipe(channel);
   await new Promise<void>((resolve) => {
     const done = () => {
       target.destroy();
-      carrier.destroy();
+      channel.destroy();
       resolve();
     };
-    // After a clean end the carrier may still hold bytes waiting for the hub's window:
+    // After a clean end the channel may still hold bytes waiting for the hub's window:
     // destroying it now would drop them, so it goes once they are all written.
     target.once("close", () => {
-      if (carrier.writableEnded && !carrier.writableFinished) carrier.once("finish", done);
+      if (channel.writableEnded && !channel.writableFinished) channel.once("finish", done);
       else done();
     });
-    carrier.once("close", done);
+    channel.once("close", done);
     target.once("error", done);
-    carrier.once("error", done);
+    channel.once("error", done);
   });
 }
