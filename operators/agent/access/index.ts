@@ -19,7 +19,7 @@ import type { StreamHandler } from "../../lib/tunnel/index.ts";
 import type { AccessEnvironment, Runtime } from "../runtimes/types.ts";
 import { containerPolicy, type FilesOptions, startFiles } from "./files.ts";
 import { type SessionOptions, startSession } from "./session.ts";
-import { filterSftp } from "./sftp-filter.ts";
+import { filterSftp, serverVersion } from "./sftp-filter.ts";
 
 export type AccessOptions = SessionOptions & FilesOptions;
 
@@ -42,7 +42,10 @@ export function accessStreams(runtime: Runtime, options: AccessOptions = {}): Re
       const request = parseAccessSessionRequest(meta);
       if (!runtime.accessEnvironment && runtime.openFiles) {
         const files = await runtime.openFiles(request);
-        return filterSftp(files.server, containerPolicy(files.root, options));
+        const version = await serverVersion(files.server).catch((error: Error) => {
+          throw new Error(`sftp-server in the container could not start (${error.message})`);
+        });
+        return filterSftp(files.server, containerPolicy(files.root, options), version);
       }
       if (!runtime.accessEnvironment)
         throw new Error("this agent's runtime serves no files (SFTP) of its pods");
