@@ -21,6 +21,7 @@ import path from "node:path";
 import { Worker } from "node:worker_threads";
 import ssh2, { type CipherAlgorithm, type Connection, type MacAlgorithm } from "ssh2";
 import { coalesceWrites } from "../../../operators/lib/tunnel/coalesce-writes.ts";
+import { socatSink } from "../probes.ts";
 
 const BYTES = Number(process.argv[2] ?? 256 * 1024 ** 2);
 const ROUNDS = Number(process.argv[3] ?? 2);
@@ -57,24 +58,6 @@ function probe(port: number): Promise<boolean> {
       resolve(true);
     });
     socket.once("error", () => resolve(false));
-  });
-}
-
-/** Reads everything from a local port in a socat process; resolves with seconds and bytes. */
-function sink(port: number): Promise<{ seconds: number; bytes: number }> {
-  const start = process.hrtime.bigint();
-  return new Promise((resolve, reject) => {
-    const child = spawn("sh", ["-c", `socat -u TCP:127.0.0.1:${port} STDOUT 2>/dev/null | wc -c`], {
-      stdio: ["ignore", "pipe", "inherit"],
-    });
-    let out = "";
-    child.stdout.on("data", (d: Buffer) => {
-      out += d.toString();
-    });
-    child.once("error", reject);
-    child.once("exit", () =>
-      resolve({ seconds: Number(process.hrtime.bigint() - start) / 1e9, bytes: Number(out.trim()) }),
-    );
   });
 }
 
@@ -219,7 +202,7 @@ try {
     try {
       // The first connection that gets bytes is the measured one (earlier ones met no listener).
       for (let i = 0; i < 200; i++) {
-        const { seconds, bytes } = await sink(local);
+        const { seconds, bytes } = await socatSink(local);
         if (bytes === BYTES) return seconds;
         if (bytes !== 0) throw new Error(`hop A received ${bytes} of ${BYTES} bytes`);
         await sleep(50);

@@ -19,6 +19,7 @@ import path from "node:path";
 import { Worker } from "node:worker_threads";
 import { startHub } from "../../../operators/hub/hub.ts";
 import { silentLogger } from "../../../operators/lib/logger.ts";
+import { socatSink } from "../probes.ts";
 
 const BYTES = Number(process.argv[2] ?? 1024 ** 3);
 const ROUNDS = Number(process.argv[3] ?? 1);
@@ -280,7 +281,7 @@ spec:
     try {
       // The first connection that gets bytes is the measured one (earlier ones met no listener).
       for (let i = 0; i < 600; i++) {
-        const { seconds, bytes } = await sink(local);
+        const { seconds, bytes } = await socatSink(local);
         if (bytes === BYTES) return seconds;
         if (bytes !== 0) throw new Error(`forward received ${bytes} of ${BYTES} bytes`);
         await sleep(100);
@@ -315,24 +316,6 @@ function freePort(): Promise<number> {
       const { port } = server.address() as AddressInfo;
       server.close(() => resolve(port));
     });
-  });
-}
-
-/** Reads everything from a local port in a socat process; resolves with seconds and bytes. */
-function sink(port: number): Promise<{ seconds: number; bytes: number }> {
-  const start = process.hrtime.bigint();
-  return new Promise((resolve, reject) => {
-    const child = spawn("sh", ["-c", `socat -u TCP:127.0.0.1:${port} STDOUT 2>/dev/null | wc -c`], {
-      stdio: ["ignore", "pipe", "inherit"],
-    });
-    let out = "";
-    child.stdout.on("data", (d: Buffer) => {
-      out += d.toString();
-    });
-    child.once("error", reject);
-    child.once("exit", () =>
-      resolve({ seconds: Number(process.hrtime.bigint() - start) / 1e9, bytes: Number(out.trim()) }),
-    );
   });
 }
 

@@ -25,6 +25,7 @@ import tls, { type TLSSocket } from "node:tls";
 import { promisify } from "node:util";
 import { generateKeyPair, openCertificateAuthority, publicKeyPem } from "../../../operators/lib/pki/index.ts";
 import { splice } from "../../../operators/lib/relay/index.ts";
+import { CONNECT_PROBE, cpuSeconds, echoServerPython } from "../probes.ts";
 
 const run = promisify(execFile);
 const IPERF = 25201;
@@ -353,32 +354,6 @@ interface Row {
   cpu: Record<string, number>;
 }
 
-function cpuSeconds(pid: number): number {
-  try {
-    const fields = (readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1] ?? "").split(" ");
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return 0;
-  }
-}
-
-const CONNECT = `import socket,sys,time
-port,n=int(sys.argv[1]),int(sys.argv[2])
-ts=[]
-for i in range(n):
-  t=time.perf_counter();c=socket.create_connection(("127.0.0.1",port));c.setsockopt(socket.IPPROTO_TCP,socket.TCP_NODELAY,1);c.sendall(b"x");c.recv(1);ts.append((time.perf_counter()-t)*1000);c.close()
-ts.sort();print(ts[len(ts)//2],ts[min(len(ts)-1,int(len(ts)*0.99))])`;
-const ECHO_SERVER = `import socket,threading
-s=socket.socket();s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1);s.bind(("127.0.0.1",${ECHO}));s.listen(512)
-def serve(c):
-  with c:
-    while True:
-      d=c.recv(65536)
-      if not d: return
-      c.sendall(d)
-while True:
-  c,_=s.accept();threading.Thread(target=serve,args=(c,),daemon=True).start()`;
-
 async function measure(
   name: string,
   iperfPort: number,
@@ -401,7 +376,8 @@ async function measure(
   const cpu = Object.fromEntries(
     Object.entries(pids).map(([k, p]) => [k, (cpuSeconds(p) - (before[k] ?? 0)) / (bytes / 1e9)]),
   );
-  const out = (await run("python3", ["-c", CONNECT, String(echoPort), String(connects)])).stdout;
+  const out = (await run("python3", ["-c", CONNECT_PROBE, "127.0.0.1", String(echoPort), String(connects)]))
+    .stdout;
   const [p50, p99] = out.trim().split(" ").map(Number) as [number, number];
   console.error(`${name}: ${mbps.toFixed(0)} MB/s, connect p50 ${p50.toFixed(2)} p99 ${p99.toFixed(2)} ms`);
   return { name, mbps, p50, p99, cpu };
@@ -542,7 +518,7 @@ async function main(): Promise<void> {
   writeFileSync(path.join(dir, "creds.json"), JSON.stringify(creds));
   const servers = [
     spawn("iperf3", ["-s", "-B", "127.0.0.1", "-p", String(IPERF)], { stdio: "ignore" }),
-    spawn("python3", ["-c", ECHO_SERVER], { stdio: "ignore" }),
+    spawn("python3", ["-c", echoServerPython("127.0.0.1", ECHO)], { stdio: "ignore" }),
   ];
   const sshDir = mkdtempSync(path.join(tmpdir(), "rlark-bench-ssh-"));
   servers.push(...(await sshForward(sshDir)));

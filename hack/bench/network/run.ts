@@ -15,26 +15,10 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { type BedPod, DomainBed } from "../../../tests/helpers/domain-net.ts";
 import { waitFor } from "../../../tests/helpers/wait-for.ts";
+import { CONNECT_PROBE, cpuSeconds, echoServerPython } from "../probes.ts";
 
 const seconds = Number(process.argv[2] ?? 5);
 const connects = Number(process.argv[3] ?? 300);
-
-const ECHO = `import socket,threading
-s=socket.socket();s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1);s.bind(("0.0.0.0",7000));s.listen(512)
-def serve(c):
-  with c:
-    while True:
-      d=c.recv(65536)
-      if not d: return
-      c.sendall(d)
-while True:
-  c,_=s.accept();threading.Thread(target=serve,args=(c,),daemon=True).start()`;
-const CONNECT = `import socket,sys,time
-ip,port,n=sys.argv[1],int(sys.argv[2]),int(sys.argv[3])
-ts=[]
-for i in range(n):
-  t=time.perf_counter();c=socket.create_connection((ip,port));c.setsockopt(socket.IPPROTO_TCP,socket.TCP_NODELAY,1);c.sendall(b"x");c.recv(1);ts.append((time.perf_counter()-t)*1000);c.close()
-ts.sort();print(ts[len(ts)//2],ts[min(len(ts)-1,int(len(ts)*0.99))])`;
 
 interface Row {
   path: string;
@@ -43,16 +27,6 @@ interface Row {
   p99: number;
   /** CPU seconds per GB moved during the iperf3 run, per process of the path. */
   cpu: Record<string, number>;
-}
-
-/** utime + stime of a process, in seconds (clock ticks are 1/100 s on Linux). */
-function cpuSeconds(pid: number): number {
-  try {
-    const fields = (readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1] ?? "").split(" ");
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return 0;
-  }
 }
 
 /** The processes named `comm` in a pod's network namespace. */
@@ -94,7 +68,9 @@ async function measure(
       (list.reduce((n, p) => n + cpuSeconds(p), 0) - (before[k] ?? 0)) / (bytes / 1e9),
     ]),
   );
-  const [p50, p99] = (await client.run("python3", ["-c", CONNECT, ip, String(echoPort), String(connects)]))
+  const [p50, p99] = (
+    await client.run("python3", ["-c", CONNECT_PROBE, ip, String(echoPort), String(connects)])
+  )
     .trim()
     .split(" ")
     .map(Number) as [number, number];
@@ -132,7 +108,10 @@ async function main(): Promise<void> {
     for (const pod of [a, b, c]) bed.startSidecar(pod);
     await bed.ready();
     for (const pod of [b, c]) {
-      servers.push(pod.spawn("iperf3", ["-s", "-p", "5201"]), pod.spawn("python3", ["-c", ECHO]));
+      servers.push(
+        pod.spawn("iperf3", ["-s", "-p", "5201"]),
+        pod.spawn("python3", ["-c", echoServerPython("0.0.0.0", 7000)]),
+      );
       await listening(pod, 5201);
       await listening(pod, 7000);
     }
