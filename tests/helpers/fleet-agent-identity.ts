@@ -8,6 +8,11 @@ import { type KubeConfig, KubernetesObjectApi, type V1PolicyRule } from "@kubern
 import type { Test } from "tap";
 import YAML from "yaml";
 import { repoRoot } from "../../hack/kube/paths.ts";
+import { KubernetesRuntime } from "../../operators/agent/runtimes/kubernetes/index.ts";
+import type { Hub } from "../../operators/hub/hub.ts";
+import { startAgentOnHub } from "./agent-on-hub.ts";
+import { impersonating } from "./install.ts";
+import { onKube, waitFor } from "./wait-for.ts";
 
 /** Creates the user's grants (removed at teardown) and returns its name. */
 export async function fleetAgentIdentity(t: Test, kc: KubeConfig, namespace: string): Promise<string> {
@@ -29,4 +34,34 @@ export async function fleetAgentIdentity(t: Test, kc: KubeConfig, namespace: str
     for (const grant of grants.reverse()) await objects.delete(grant).catch(() => undefined);
   });
   return name;
+}
+
+/**
+ * The hub's kubernetes agent for `cluster`, its runtime running as fleetAgentIdentity in
+ * `namespace`, and the name of the first of its pods the hub sees Running.
+ */
+export async function startFleetKubeAgent(
+  t: Test,
+  hub: Hub,
+  kc: KubeConfig,
+  namespace: string,
+  cluster: string,
+): Promise<{ runtime: KubernetesRuntime; kubeConfig: KubeConfig; pod: string }> {
+  const kubeConfig = impersonating(kc, await fleetAgentIdentity(t, kc, namespace));
+  const runtime = await KubernetesRuntime.start({
+    kubeConfig,
+    defaultNamespace: namespace,
+    instance: `${cluster}${randomBytes(3).toString("hex")}`,
+    retryIntervalMs: 500,
+  });
+  await startAgentOnHub(t, hub, cluster, { runtime, runtimeKind: "kubernetes", reportIntervalMs: 500 });
+  const pod = await waitFor(
+    `a pod of ${cluster} Running on the hub`,
+    async () =>
+      (await hub.store.list("Pod", { namespace: `agent-${cluster}` })).items.find(
+        (p) => (p.status as { phase?: string }).phase === "Running",
+      )?.metadata.name,
+    onKube,
+  );
+  return { runtime, kubeConfig, pod };
 }

@@ -13,7 +13,6 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { CoreV1Api, KubernetesObjectApi } from "@kubernetes/client-node";
 import t from "tap";
-import { KubernetesRuntime } from "../../../operators/agent/runtimes/kubernetes/index.ts";
 import {
   encodeFrame,
   FrameDecoder,
@@ -21,11 +20,9 @@ import {
   parseExit,
 } from "../../../operators/lib/access-stream/index.ts";
 import { keygen, openSshArgs, policyYaml, readAudit, run, userYaml } from "../../access/bastion-fixture.ts";
-import { startAgentOnHub } from "../../helpers/agent-on-hub.ts";
 import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
-import { fleetAgentIdentity } from "../../helpers/fleet-agent-identity.ts";
+import { startFleetKubeAgent } from "../../helpers/fleet-agent-identity.ts";
 import { startHubOnGit } from "../../helpers/hub-on-git.ts";
-import { impersonating } from "../../helpers/install.ts";
 import { jobYaml, trainerTaskYaml } from "../../helpers/job-yaml.ts";
 import { onKube, onRealServers, waitFor } from "../../helpers/wait-for.ts";
 
@@ -197,21 +194,7 @@ t.test("ssh shell, exec and -L and rlark logs -f reach a kubernetes pod through 
     },
   });
   await waitFor("the cluster from git", async () => hub.store.get("Cluster", undefined, "gpu"), onKube);
-  const runtime = await KubernetesRuntime.start({
-    kubeConfig: impersonating(kc, await fleetAgentIdentity(t, kc, namespace)),
-    defaultNamespace: namespace,
-    instance: `gpu${randomBytes(3).toString("hex")}`,
-    retryIntervalMs: 500,
-  });
-  await startAgentOnHub(t, hub, "gpu", { runtime, runtimeKind: "kubernetes", reportIntervalMs: 500 });
-  const pod = await waitFor(
-    "the trainer pod Running on the hub",
-    async () =>
-      (await hub.store.list("Pod", { namespace: "agent-gpu" })).items.find(
-        (p) => (p.status as { phase?: string }).phase === "Running",
-      )?.metadata.name,
-    onKube,
-  );
+  const { runtime, pod } = await startFleetKubeAgent(t, hub, kc, namespace, "gpu");
 
   const knownHosts = path.join(dir, "known_hosts");
   writeFileSync(knownHosts, `${hub.knownHosts}\n`);

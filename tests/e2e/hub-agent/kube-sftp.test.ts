@@ -19,14 +19,11 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { KubernetesObjectApi } from "@kubernetes/client-node";
 import t from "tap";
-import { KubernetesRuntime } from "../../../operators/agent/runtimes/kubernetes/index.ts";
 import { startPodFiles } from "../../../operators/agent/runtimes/kubernetes/pod-files.ts";
 import { keygen, openSshArgs, policyYaml, readAudit, run, userYaml } from "../../access/bastion-fixture.ts";
-import { startAgentOnHub } from "../../helpers/agent-on-hub.ts";
 import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
-import { fleetAgentIdentity } from "../../helpers/fleet-agent-identity.ts";
+import { startFleetKubeAgent } from "../../helpers/fleet-agent-identity.ts";
 import { startHubOnGit } from "../../helpers/hub-on-git.ts";
-import { impersonating } from "../../helpers/install.ts";
 import { jobYaml } from "../../helpers/job-yaml.ts";
 import { onKube, onRealServers, waitFor } from "../../helpers/wait-for.ts";
 
@@ -111,22 +108,7 @@ t.test("OpenSSH sftp and scp reach a kubernetes pod's container through hub and 
     },
   });
   await waitFor("the cluster from git", async () => hub.store.get("Cluster", undefined, "gpu"), onKube);
-  const agentKc = impersonating(kc, await fleetAgentIdentity(t, kc, namespace));
-  const runtime = await KubernetesRuntime.start({
-    kubeConfig: agentKc,
-    defaultNamespace: namespace,
-    instance: `gpu${randomBytes(3).toString("hex")}`,
-    retryIntervalMs: 500,
-  });
-  await startAgentOnHub(t, hub, "gpu", { runtime, runtimeKind: "kubernetes", reportIntervalMs: 500 });
-  const pod = await waitFor(
-    "the trainer pod Running on the hub",
-    async () =>
-      (await hub.store.list("Pod", { namespace: "agent-gpu" })).items.find(
-        (p) => (p.status as { phase?: string }).phase === "Running",
-      )?.metadata.name,
-    onKube,
-  );
+  const { runtime, kubeConfig: agentKc, pod } = await startFleetKubeAgent(t, hub, kc, namespace, "gpu");
 
   const knownHosts = path.join(dir, "known_hosts");
   writeFileSync(knownHosts, `${hub.knownHosts}\n`);
