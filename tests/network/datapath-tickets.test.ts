@@ -1,20 +1,10 @@
-// The relay's data plane (ADR 0007): a stream's bytes cross the hub on a connection it joins by
-// single-use tickets, as TLS between the two nodeservers: the hub passes their ciphertext on
-// unchanged. A ticket nobody was given, or one already spent, gets nothing and is counted; a
-// stream the target's nodeserver refuses fails at the source.
-import { mkdtempSync, rmSync } from "node:fs";
 import http2 from "node:http2";
 import net from "node:net";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import t, { type Test } from "tap";
-import type { Domain, DomainPeer } from "../../operators/api/index.ts";
-import { DomainCertificates } from "../../operators/controllers/domain/index.ts";
-import { startHub } from "../../operators/hub/index.ts";
 import { systemClock } from "../../operators/lib/clock.ts";
-import { silentLogger } from "../../operators/lib/logger.ts";
 import { ALPN_DIAL, SOURCE_HEADER, TICKET_HEADER } from "../../operators/lib/relay/index.ts";
 import { acceptFromHub, dialHub, HubConnection, type InboundStream } from "../../operators/network/index.ts";
+import { startRelayHub } from "../helpers/relay-hub.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 
 const A = "100.98.0.10";
@@ -25,41 +15,12 @@ const B = "100.98.0.20";
  * reaching the relay at `viaB(relay address)` if given.
  */
 async function bed(t: Test, viaB?: (relay: string) => Promise<string>) {
-  const dir = mkdtempSync(path.join(tmpdir(), "rlark-datapath-"));
-  const hub = await startHub({
-    dataDir: path.join(dir, "hub"),
-    http: "127.0.0.1:0",
-    ssh: "127.0.0.1:0",
-    domainRelay: "127.0.0.1:0",
-    controllers: () => [],
-    logger: silentLogger,
-  });
-  t.teardown(async () => {
-    await hub.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  const domain = await hub.store.create<Domain>({
-    apiVersion: "rlinf.io/v1alpha1",
-    kind: "Domain",
-    metadata: { name: "train" },
-    spec: { cidr: "100.98.0.0/24" },
-  } as Domain);
-  await hub.store.updateStatus<Domain>({
-    ...domain,
-    status: {
-      ipAllocations: [
-        { ip: A, cluster: "c1" },
-        { ip: B, cluster: "c2" },
-      ],
-    },
-  });
-  const train = new DomainCertificates({ pki: hub.pki.ca, dataDir: path.join(dir, "hub") }).ensure("train");
-  await hub.store.create<DomainPeer>({
-    apiVersion: "rlinf.io/v1alpha1",
-    kind: "DomainPeer",
-    metadata: { name: "train", namespace: "agent-c2" },
-    spec: { cert: train.certPem, key: train.keyPem, prefixLen: 24, pods: [] },
-  });
+  const { hub, domain, peer } = await startRelayHub(t, "datapath");
+  const train = await domain("train", "100.98.0.0/24", [
+    { ip: A, cluster: "c1" },
+    { ip: B, cluster: "c2" },
+  ]);
+  await peer("train", "c2", train);
   const creds = {
     address: hub.domainRelayAddress as string,
     caPem: hub.pki.ca.certPem,

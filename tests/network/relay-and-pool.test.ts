@@ -1,15 +1,6 @@
-// The hub's domain relay and the nodeserver's per-Domain pool against a real hub: mutual TLS with
-// Domain certificates, membership checks per stream, refusals counted, and the pool growing to 4
-// connections under 8 streams and shrinking when idle (fake clock).
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import path from "node:path";
 import t, { type Test } from "tap";
-import type { Domain, DomainPeer } from "../../operators/api/index.ts";
-import { DomainCertificates } from "../../operators/controllers/domain/index.ts";
-import { startHub } from "../../operators/hub/index.ts";
 import { FakeClock, systemClock } from "../../operators/lib/clock.ts";
-import { silentLogger } from "../../operators/lib/logger.ts";
 import { openCertificateAuthority } from "../../operators/lib/pki/index.ts";
 import {
   acceptFromHub,
@@ -17,53 +8,20 @@ import {
   HubConnection,
   type InboundStream,
 } from "../../operators/network/index.ts";
+import { startRelayHub } from "../helpers/relay-hub.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 
 const A = "100.97.0.10";
 const B = "100.97.0.20";
 
 async function relayBed(t: Test) {
-  const dir = mkdtempSync(path.join(tmpdir(), "rlark-relay-"));
-  const hub = await startHub({
-    dataDir: path.join(dir, "hub"),
-    http: "127.0.0.1:0",
-    ssh: "127.0.0.1:0",
-    domainRelay: "127.0.0.1:0",
-    controllers: () => [],
-    logger: silentLogger,
-  });
-  t.teardown(async () => {
-    await hub.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  const certificates = new DomainCertificates({ pki: hub.pki.ca, dataDir: path.join(dir, "hub") });
-  for (const [name, cidr, allocations] of [
-    [
-      "train",
-      "100.97.0.0/24",
-      [
-        { ip: A, cluster: "c1" },
-        { ip: B, cluster: "c2" },
-      ],
-    ],
-    ["other", "100.97.1.0/24", [{ ip: "100.97.1.10", cluster: "c1" }]],
-  ] as const) {
-    const domain = await hub.store.create<Domain>({
-      apiVersion: "rlinf.io/v1alpha1",
-      kind: "Domain",
-      metadata: { name },
-      spec: { cidr },
-    } as Domain);
-    await hub.store.updateStatus<Domain>({ ...domain, status: { ipAllocations: [...allocations] } });
-  }
-  const train = certificates.ensure("train");
-  const other = certificates.ensure("other");
-  await hub.store.create<DomainPeer>({
-    apiVersion: "rlinf.io/v1alpha1",
-    kind: "DomainPeer",
-    metadata: { name: "train", namespace: "agent-c2" },
-    spec: { cert: train.certPem, key: train.keyPem, prefixLen: 24, pods: [] },
-  });
+  const { hub, dir, domain, peer } = await startRelayHub(t, "relay");
+  const train = await domain("train", "100.97.0.0/24", [
+    { ip: A, cluster: "c1" },
+    { ip: B, cluster: "c2" },
+  ]);
+  const other = await domain("other", "100.97.1.0/24", [{ ip: "100.97.1.10", cluster: "c1" }]);
+  await peer("train", "c2", train);
   const base = { address: hub.domainRelayAddress as string, caPem: hub.pki.ca.certPem };
   const trainCreds = { ...base, certPem: train.certPem, keyPem: train.keyPem };
   // Cluster c2's side: every stream the hub opens is answered and echoed.

@@ -1,0 +1,65 @@
+// A hub with its Domain relay on, for the relay and data-path tests: Domains with their IP
+// allocations, and the DomainPeer that hands a cluster's nodeserver its Domain certificate.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import type { Test } from "tap";
+import type { Domain, DomainPeer } from "../../operators/api/index.ts";
+import { DomainCertificates } from "../../operators/controllers/domain/index.ts";
+import { type Hub, startHub } from "../../operators/hub/index.ts";
+import { silentLogger } from "../../operators/lib/logger.ts";
+
+export interface RelayHub {
+  hub: Hub;
+  /** The test's folder (the hub's data is in hub/), removed at teardown. */
+  dir: string;
+  certificates: DomainCertificates;
+  /** Creates Domain `name` with these members; returns its certificate. */
+  domain(
+    name: string,
+    cidr: string,
+    allocations: readonly { ip: string; cluster: string }[],
+  ): Promise<{ certPem: string; keyPem: string }>;
+  /** The DomainPeer of `name` in the cluster's namespace, as the Domain controller writes it. */
+  peer(name: string, cluster: string, cert: { certPem: string; keyPem: string }): Promise<void>;
+}
+
+export async function startRelayHub(t: Test, prefix: string): Promise<RelayHub> {
+  const dir = mkdtempSync(path.join(tmpdir(), `rlark-${prefix}-`));
+  const hub = await startHub({
+    dataDir: path.join(dir, "hub"),
+    http: "127.0.0.1:0",
+    ssh: "127.0.0.1:0",
+    domainRelay: "127.0.0.1:0",
+    controllers: () => [],
+    logger: silentLogger,
+  });
+  t.teardown(async () => {
+    await hub.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const certificates = new DomainCertificates({ pki: hub.pki.ca, dataDir: path.join(dir, "hub") });
+  return {
+    hub,
+    dir,
+    certificates,
+    async domain(name, cidr, allocations) {
+      const domain = await hub.store.create<Domain>({
+        apiVersion: "rlinf.io/v1alpha1",
+        kind: "Domain",
+        metadata: { name },
+        spec: { cidr },
+      } as Domain);
+      await hub.store.updateStatus<Domain>({ ...domain, status: { ipAllocations: [...allocations] } });
+      return certificates.ensure(name);
+    },
+    async peer(name, cluster, cert) {
+      await hub.store.create<DomainPeer>({
+        apiVersion: "rlinf.io/v1alpha1",
+        kind: "DomainPeer",
+        metadata: { name, namespace: `agent-${cluster}` },
+        spec: { cert: cert.certPem, key: cert.keyPem, prefixLen: 24, pods: [] },
+      });
+    },
+  };
+}
