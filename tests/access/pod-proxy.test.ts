@@ -4,7 +4,6 @@
 // hop-by-hop headers stay behind; a port the pod does not listen on is refused; each request is
 // audited.
 import { mkdtemp, rm } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import t, { type Test } from "tap";
@@ -12,6 +11,7 @@ import type { HttpAuditRecord } from "../../operators/access/index.ts";
 import { ProcessRuntime } from "../../operators/agent/runtimes/process/index.ts";
 import { silentLogger } from "../../operators/lib/logger.ts";
 import { startAgentOnHub } from "../helpers/agent-on-hub.ts";
+import { freePort } from "../helpers/free-port.ts";
 import { startHubOnGit } from "../helpers/hub-on-git.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 
@@ -20,15 +20,6 @@ async function stateRoot(t: Test, prefix: string): Promise<string> {
   const dir = await mkdtemp(path.join(tmpdir(), prefix));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   return dir;
-}
-
-/** A port free right now (the pod binds it a moment later). */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 const echoServer = (port: number) => `

@@ -5,7 +5,6 @@
 // TensorBoard link and finds the scalar's tag on the page that loaded its scripts behind the prefix.
 import { execFileSync } from "node:child_process";
 import { createRequire } from "node:module";
-import { createServer } from "node:net";
 import type { Page } from "playwright-core";
 import t from "tap";
 import WebSocket from "ws";
@@ -14,16 +13,9 @@ import { PROXY_COOKIE } from "../../operators/access/index.ts";
 import { hashPassword } from "../../operators/dashboard/index.ts";
 import { FAST, login } from "../dashboard/dashboard-hub.ts";
 import { launchChromium } from "../helpers/chromium.ts";
+import { freePort } from "../helpers/free-port.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 import { policyYaml, startBastion } from "./bastion-fixture.ts";
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** Writes three steps of the scalar `loss/train` with tensorboard's own event writer, then serves them. */
 const tensorBoardMain = (port: number) => `

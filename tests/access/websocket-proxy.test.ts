@@ -4,7 +4,6 @@
 // of subprotocol, the task route, refusals before the upgrade, and one audit record.
 import { mkdtemp, rm } from "node:fs/promises";
 import { createRequire } from "node:module";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import t from "tap";
@@ -13,16 +12,9 @@ import type { HttpAuditRecord } from "../../operators/access/index.ts";
 import { ProcessRuntime } from "../../operators/agent/runtimes/process/index.ts";
 import { silentLogger } from "../../operators/lib/logger.ts";
 import { startAgentOnHub } from "../helpers/agent-on-hub.ts";
+import { freePort } from "../helpers/free-port.ts";
 import { startHubOnGit } from "../helpers/hub-on-git.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** Echoes every message with the path it was opened on; picks the subprotocol "echo.v2" when offered. */
 const echoServer = (port: number) => `

@@ -2,10 +2,11 @@
 // and (on demand) a `git daemon` on a free port of 127.0.0.1 serving the same repository.
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { connect, createServer } from "node:net";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { freePort } from "./free-port.ts";
 import { onRealServers, waitFor } from "./wait-for.ts";
 
 export interface GitServer {
@@ -49,18 +50,6 @@ export function runGit(cwd: string, args: string[]): Promise<string> {
     execFile("git", args, { cwd, env: testGitEnv, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
       if (error) reject(new Error(`git ${args.join(" ")} in ${cwd}: ${stderr || error.message}`));
       else resolve(stdout);
-    });
-  });
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => resolve(port));
     });
   });
 }

@@ -5,10 +5,10 @@
 // came, so a test can say when a hub started to lead.
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtemp, readFile } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { Test } from "tap";
+import { freePort } from "./free-port.ts";
 import { createGitServer, type GitServer } from "./git-server.ts";
 import { pidsMarked } from "./marked-processes.ts";
 
@@ -45,15 +45,6 @@ export interface HubProcesses {
 export interface ApiObject {
   status?: Record<string, unknown>;
   items?: unknown[];
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** A Job whose one task runs `sleep 300` as a Deployment, its command line marked. */

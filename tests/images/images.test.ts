@@ -5,10 +5,10 @@
 // repository inside its own rootfs and must answer /readyz. Needs root and buildah.
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import t from "tap";
+import { freePort } from "../helpers/free-port.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 
 const root = path.resolve(import.meta.dirname, "../..");
@@ -304,16 +304,5 @@ if (!canBuild) {
     hub.kill("SIGTERM");
     const code = await new Promise((resolve) => hub.once("close", resolve));
     t.equal(code, 0, "stops cleanly on SIGTERM");
-  });
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
-    });
   });
 }

@@ -21,6 +21,7 @@ import path from "node:path";
 import { Worker } from "node:worker_threads";
 import ssh2, { type CipherAlgorithm, type Connection, type MacAlgorithm } from "ssh2";
 import { coalesceWrites } from "../../../operators/lib/tunnel/coalesce-writes.ts";
+import { freePort } from "../../../tests/helpers/free-port.ts";
 import { socatSink } from "../probes.ts";
 
 const BYTES = Number(process.argv[2] ?? 256 * 1024 ** 2);
@@ -39,16 +40,6 @@ const aead = (cipher: string) => /gcm|poly1305/.test(cipher);
 const label = (s: { cipher: string; mac: string }) => (aead(s.cipher) ? s.cipher : `${s.cipher}+${s.mac}`);
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 function probe(port: number): Promise<boolean> {
   return new Promise((resolve) => {

@@ -13,12 +13,13 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { createReadStream, mkdirSync, openSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
-import { type AddressInfo, connect, createServer, type Server } from "node:net";
+import { connect, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { Worker } from "node:worker_threads";
 import { startHub } from "../../../operators/hub/hub.ts";
 import { silentLogger } from "../../../operators/lib/logger.ts";
+import { freePort } from "../../../tests/helpers/free-port.ts";
 import { socatSink } from "../probes.ts";
 
 const BYTES = Number(process.argv[2] ?? 1024 ** 3);
@@ -307,16 +308,6 @@ spec:
   for (const child of children) child.kill();
   for (const server of servers) server.close();
   await rm(dir, { recursive: true, force: true });
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 function probe(port: number): Promise<true | undefined> {
