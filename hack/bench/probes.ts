@@ -1,8 +1,11 @@
 // Measuring tools the benchmarks share: CPU time of a process, a Python echo server and connect
 // prober (unmodified programs, as the data paths carry them), and a socat reader that counts
 // what a port sends without running on the bench's own event loop.
-import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { connect } from "node:net";
+import path from "node:path";
+import { freePort } from "../../tests/helpers/free-port.ts";
 
 /** utime + stime of a process, in seconds (clock ticks are 1/100 s on Linux); 0 once it is gone. */
 export function cpuSeconds(pid: number): number {
@@ -52,4 +55,59 @@ export function socatSink(port: number): Promise<{ seconds: number; bytes: numbe
       resolve({ seconds: Number(process.hrtime.bigint() - start) / 1e9, bytes: Number(out.trim()) }),
     );
   });
+}
+
+/** Whether something accepts TCP connections on 127.0.0.1:port. */
+export function listening(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, "127.0.0.1");
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+  });
+}
+
+/** Waits until 127.0.0.1:port accepts connections, for at most two minutes. */
+export async function untilListening(port: number, what: string): Promise<void> {
+  for (let i = 0; i < 1200; i++) {
+    if (await listening(port)) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`never listened: ${what} on port ${port}`);
+}
+
+/**
+ * Debian's sshd on 127.0.0.1, the OpenSSH baseline: its host key, config and authorized key in
+ * `dir`; resolves once it listens. SFTP is sshd's own internal-sftp: an external sftp-server is
+ * started through the login shell, and root's shell rc on this machine once took 60 s (pyenv
+ * init), which the figure counted.
+ */
+export async function startSshd(
+  dir: string,
+  authorizedKey: string,
+): Promise<{ port: number; child: ChildProcess }> {
+  execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", path.join(dir, "sshd_host")]);
+  writeFileSync(path.join(dir, "authorized_keys"), `${authorizedKey.trim()}\n`);
+  const port = await freePort();
+  writeFileSync(
+    path.join(dir, "sshd_config"),
+    [
+      `Port ${port}`,
+      "ListenAddress 127.0.0.1",
+      `HostKey ${path.join(dir, "sshd_host")}`,
+      `AuthorizedKeysFile ${path.join(dir, "authorized_keys")}`,
+      "StrictModes no",
+      "UsePAM no",
+      "PidFile none",
+      "Subsystem sftp internal-sftp",
+    ].join("\n"),
+  );
+  mkdirSync("/run/sshd", { recursive: true });
+  const child = spawn("/usr/sbin/sshd", ["-D", "-e", "-f", path.join(dir, "sshd_config")], {
+    stdio: "ignore",
+  });
+  await untilListening(port, "sshd");
+  return { port, child };
 }

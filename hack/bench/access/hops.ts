@@ -13,7 +13,6 @@
 // per tick (operators/lib/tunnel/coalesce-writes.ts). The source and the sink are socat processes,
 // so the ssh2 thread does only SSH work. The suite's order alternates between rounds.
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { type AddressInfo, connect, createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
@@ -22,7 +21,7 @@ import { Worker } from "node:worker_threads";
 import ssh2, { type CipherAlgorithm, type Connection, type MacAlgorithm } from "ssh2";
 import { coalesceWrites } from "../../../operators/lib/tunnel/coalesce-writes.ts";
 import { freePort } from "../../../tests/helpers/free-port.ts";
-import { socatSink } from "../probes.ts";
+import { socatSink, startSshd, untilListening } from "../probes.ts";
 
 const BYTES = Number(process.argv[2] ?? 256 * 1024 ** 2);
 const ROUNDS = Number(process.argv[3] ?? 2);
@@ -40,17 +39,6 @@ const aead = (cipher: string) => /gcm|poly1305/.test(cipher);
 const label = (s: { cipher: string; mac: string }) => (aead(s.cipher) ? s.cipher : `${s.cipher}+${s.mac}`);
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-function probe(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, "127.0.0.1");
-    socket.once("connect", () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once("error", () => resolve(false));
-  });
-}
 
 const dir = await mkdtemp(path.join(tmpdir(), "rlark-bench-hops-"));
 const children: ChildProcess[] = [];
@@ -70,29 +58,12 @@ try {
       { stdio: "ignore" },
     ),
   );
-  while (!(await probe(sourcePort))) await sleep(50);
+  await untilListening(sourcePort, "the socat source");
 
   // sshd for the OpenSSH baseline of hop A.
-  execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", path.join(dir, "sshd_host")]);
-  writeFileSync(path.join(dir, "authorized_keys"), userKey);
-  const sshdPort = await freePort();
-  writeFileSync(
-    path.join(dir, "sshd_config"),
-    [
-      `Port ${sshdPort}`,
-      "ListenAddress 127.0.0.1",
-      `HostKey ${path.join(dir, "sshd_host")}`,
-      `AuthorizedKeysFile ${path.join(dir, "authorized_keys")}`,
-      "StrictModes no",
-      "UsePAM no",
-      "PidFile none",
-    ].join("\n"),
-  );
-  mkdirSync("/run/sshd", { recursive: true });
-  children.push(
-    spawn("/usr/sbin/sshd", ["-D", "-e", "-f", path.join(dir, "sshd_config")], { stdio: "ignore" }),
-  );
-  while (!(await probe(sshdPort))) await sleep(50);
+  const sshd = await startSshd(dir, userKey);
+  children.push(sshd.child);
+  const sshdPort = sshd.port;
 
   /** An ssh2 server limited to one suite; `tcpip` to the source, stream channels to its client. */
   const ssh2Server = async (suite: { cipher: CipherAlgorithm; mac: MacAlgorithm }, coalesce: boolean) => {

@@ -13,14 +13,14 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { createReadStream, mkdirSync, openSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
-import { connect, type Server } from "node:net";
+import type { Server } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { Worker } from "node:worker_threads";
 import { startHub } from "../../../operators/hub/hub.ts";
 import { silentLogger } from "../../../operators/lib/logger.ts";
 import { freePort } from "../../../tests/helpers/free-port.ts";
-import { socatSink } from "../probes.ts";
+import { socatSink, startSshd, untilListening } from "../probes.ts";
 
 const BYTES = Number(process.argv[2] ?? 1024 ** 3);
 const ROUNDS = Number(process.argv[3] ?? 1);
@@ -139,30 +139,9 @@ spec:
   });
 
   // Debian's sshd on this machine, for the same client, key and file.
-  execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", path.join(dir, "sshd_host")]);
-  writeFileSync(path.join(dir, "authorized_keys"), `${userKey}\n`);
-  const sshdPort = await freePort();
-  writeFileSync(
-    path.join(dir, "sshd_config"),
-    [
-      `Port ${sshdPort}`,
-      "ListenAddress 127.0.0.1",
-      `HostKey ${path.join(dir, "sshd_host")}`,
-      `AuthorizedKeysFile ${path.join(dir, "authorized_keys")}`,
-      "StrictModes no",
-      "UsePAM no",
-      "PidFile none",
-      // In sshd's own process: an external sftp-server is started through the login shell, and
-      // root's shell rc on this machine once took 60 s (pyenv init), which the figure counted.
-      "Subsystem sftp internal-sftp",
-    ].join("\n"),
-  );
-  mkdirSync("/run/sshd", { recursive: true });
-  const sshd = spawn("/usr/sbin/sshd", ["-D", "-e", "-f", path.join(dir, "sshd_config")], {
-    stdio: "ignore",
-  });
-  children.push(sshd);
-  await until("sshd listening", () => probe(sshdPort));
+  const sshd = await startSshd(dir, userKey);
+  children.push(sshd.child);
+  const sshdPort = sshd.port;
 
   const common = [
     "-F",
@@ -259,7 +238,7 @@ spec:
       { stdio: "ignore" },
     ),
   );
-  await until("pod port listening", () => probe(podPort));
+  await untilListening(podPort, "the pod's port");
   const forward = async (port: number, login: string, target: string, cipher: string[]) => {
     const local = await freePort();
     const child = spawn(
@@ -308,15 +287,4 @@ spec:
   for (const child of children) child.kill();
   for (const server of servers) server.close();
   await rm(dir, { recursive: true, force: true });
-}
-
-function probe(port: number): Promise<true | undefined> {
-  return new Promise((resolve) => {
-    const socket = connect(port, "127.0.0.1");
-    socket.once("connect", () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once("error", () => resolve(undefined));
-  });
 }
