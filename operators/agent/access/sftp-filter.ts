@@ -8,6 +8,7 @@
 // a symlink in the container pointing out of the root is refused too.
 import { posix } from "node:path";
 import { Duplex } from "node:stream";
+import { whenDrainedOrClosed } from "../../lib/stream-drain.ts";
 import { ResponsePassage } from "./sftp-passage.ts";
 import { checkRequest, type PolicyOptions, type RequestPath, SFTP, type Verdict } from "./sftp-policy.ts";
 
@@ -226,15 +227,7 @@ export function filterSftp(server: Duplex, policy: PolicyOptions, version?: Buff
       if (!server.write(packet)) full = true;
     }
     if (!full) return;
-    await new Promise<void>((go) => {
-      const wake = () => {
-        server.off("drain", wake);
-        server.off("close", wake);
-        go();
-      };
-      server.on("drain", wake);
-      server.on("close", wake);
-    });
+    await new Promise<void>((go) => whenDrainedOrClosed(server, go));
   };
 
   const duplex = new Duplex({

@@ -16,6 +16,7 @@ import {
   MAX_FRAME_PAYLOAD,
   parseExit,
 } from "../../../lib/access-stream/index.ts";
+import { whenDrainedOrClosed } from "../../../lib/stream-drain.ts";
 import { SERVED_REQUESTS } from "../../access/sftp-filter.ts";
 import type { ContainerFiles } from "../types.ts";
 import { type PodExecTarget, startPodExec } from "./pod-exec.ts";
@@ -133,13 +134,7 @@ export async function startPodFiles(
         more = session.write(encodeFrame(FrameType.Stdin, chunk.subarray(at, at + MAX_FRAME_PAYLOAD)));
       }
       if (more) return done();
-      const go = () => {
-        session.off("drain", go);
-        session.off("close", go);
-        done();
-      };
-      session.on("drain", go);
-      session.on("close", go);
+      whenDrainedOrClosed(session, () => done());
     },
     final(done) {
       stop();
