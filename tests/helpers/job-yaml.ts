@@ -87,3 +87,19 @@ metadata:
 spec:
   cidr: ${cidr}
 `;
+
+/** The test catalog's Addon `demo` for the cluster `edge`, installed into `namespace`. */
+export const demoAddonYaml = (
+  namespace: string,
+  version = "1.0.0",
+  values?: string,
+) => `apiVersion: rlinf.io/v1alpha1
+kind: Addon
+metadata:
+  name: demo
+  namespace: agent-edge
+spec:
+  addonName: demo
+  version: ${version}
+  namespace: ${namespace}
+${values === undefined ? "" : `  values: ${values}\n`}`;

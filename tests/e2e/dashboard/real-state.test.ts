@@ -18,7 +18,7 @@ import { launchChromium } from "../../helpers/chromium.ts";
 import { DomainClusters, podTaskYaml } from "../../helpers/domain-clusters.ts";
 import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
 import { startHubOnGit } from "../../helpers/hub-on-git.ts";
-import { domainYaml, jobYaml } from "../../helpers/job-yaml.ts";
+import { demoAddonYaml, domainYaml, jobYaml } from "../../helpers/job-yaml.ts";
 import { startKubernetesAgentOnHub } from "../../helpers/kubernetes-agent-on-hub.ts";
 import { onKube, onRealServers, waitFor } from "../../helpers/wait-for.ts";
 
@@ -202,16 +202,7 @@ t.test("the addons page shows an Addon a kubernetes agent installed Ready", asyn
       ...catalogFiles(),
       "clusters.yaml":
         "apiVersion: rlinf.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: edge\nspec:\n  runtime: kubernetes\n",
-      "addon.yaml": `apiVersion: rlinf.io/v1alpha1
-kind: Addon
-metadata:
-  name: demo
-  namespace: agent-edge
-spec:
-  addonName: demo
-  version: 1.0.0
-  namespace: ${namespace}
-`,
+      "addon.yaml": demoAddonYaml(namespace),
     },
     dashboard: { sourcePollMs: 100 },
   });

@@ -23,6 +23,7 @@ import { catalogFiles } from "../../helpers/addon-catalog-files.ts";
 import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
 import { startHubOnGit } from "../../helpers/hub-on-git.ts";
 import { applyAll, asAgentServiceAccount, parseObjects } from "../../helpers/install.ts";
+import { demoAddonYaml } from "../../helpers/job-yaml.ts";
 import { startKubernetesAgentOnHub } from "../../helpers/kubernetes-agent-on-hub.ts";
 import { onKube, waitFor } from "../../helpers/wait-for.ts";
 
@@ -53,17 +54,6 @@ async function dryRun(as: KubeConfig, object: KubernetesObject): Promise<{ code:
     );
 }
 
-const addonYaml = (namespace: string) => `apiVersion: rlinf.io/v1alpha1
-kind: Addon
-metadata:
-  name: demo
-  namespace: agent-edge
-spec:
-  addonName: demo
-  version: 1.0.0
-  namespace: ${namespace}
-`;
-
 t.test("an Addon with RBAC installs and uninstalls under the agent's own rights", async (t) => {
   await applyAll(kc, agentRbac());
   const agentKc = await asAgentServiceAccount(kc);
@@ -78,7 +68,7 @@ t.test("an Addon with RBAC installs and uninstalls under the agent's own rights"
       ...catalogFiles(),
       "clusters.yaml":
         "apiVersion: rlinf.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: edge\nspec:\n  runtime: kubernetes\n",
-      "addon.yaml": addonYaml(namespace),
+      "addon.yaml": demoAddonYaml(namespace),
     },
   });
   t.same((await hub.source?.watcher.trigger())?.errors, [], "the repository is valid");

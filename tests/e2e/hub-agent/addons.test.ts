@@ -17,6 +17,7 @@ import { catalogFiles } from "../../helpers/addon-catalog-files.ts";
 import { startAgentOnHub } from "../../helpers/agent-on-hub.ts";
 import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
 import { startHubOnGit } from "../../helpers/hub-on-git.ts";
+import { demoAddonYaml } from "../../helpers/job-yaml.ts";
 import { startKubernetesAgentOnHub } from "../../helpers/kubernetes-agent-on-hub.ts";
 import { onKube, waitFor } from "../../helpers/wait-for.ts";
 
@@ -40,20 +41,6 @@ spec:
   runtime: process
 `;
 
-function addonYaml(namespace: string, version: string, values: string): string {
-  return `apiVersion: rlinf.io/v1alpha1
-kind: Addon
-metadata:
-  name: demo
-  namespace: agent-edge
-spec:
-  addonName: demo
-  version: ${version}
-  namespace: ${namespace}
-  values: ${values}
-`;
-}
-
 t.test("an Addon from git is installed, upgraded, pruned, guarded and uninstalled", async (t) => {
   const namespace = await testNamespace(t, kc, "addon");
   const agentNamespace = await testNamespace(t, kc, "addon-agent");
@@ -61,7 +48,7 @@ t.test("an Addon from git is installed, upgraded, pruned, guarded and uninstalle
     files: {
       ...catalogFiles(),
       "clusters.yaml": CLUSTERS,
-      "addon.yaml": addonYaml(namespace, "1.0.0", "{ greeting: hi }"),
+      "addon.yaml": demoAddonYaml(namespace, "1.0.0", "{ greeting: hi }"),
       "bench-addon.yaml": `apiVersion: rlinf.io/v1alpha1
 kind: Addon
 metadata:
@@ -150,7 +137,7 @@ spec:
 
   await t.test("a values change rolls out as Upgrading, then Ready", async (t) => {
     phases.length = 0;
-    await git.commit({ "addon.yaml": addonYaml(namespace, "1.0.0", "{ greeting: hello again }") });
+    await git.commit({ "addon.yaml": demoAddonYaml(namespace, "1.0.0", "{ greeting: hello again }") });
     await hub.source?.watcher.trigger();
     await readyAt(2, "1.0.0");
     await waitFor("the watch to see Ready", () => phases.at(-1) === "Ready", onKube);
@@ -160,7 +147,7 @@ spec:
   });
 
   await t.test("an upgrade prunes the object the new version no longer renders", async (t) => {
-    await git.commit({ "addon.yaml": addonYaml(namespace, "1.1.0", "{ greeting: hi }") });
+    await git.commit({ "addon.yaml": demoAddonYaml(namespace, "1.1.0", "{ greeting: hi }") });
     await hub.source?.watcher.trigger();
     await readyAt(3, "1.1.0");
     await waitFor(
@@ -182,7 +169,7 @@ spec:
     "validation refuses a downgrade the catalog does not allow, bad values and unknown versions",
     async (t) => {
       const refused = async (version: string, values: string) => {
-        await git.commit({ "addon.yaml": addonYaml(namespace, version, values) });
+        await git.commit({ "addon.yaml": demoAddonYaml(namespace, version, values) });
         const status = await hub.source?.watcher.trigger();
         t.equal(status?.state, "Invalid");
         return (status?.errors ?? []).map((e) => `${e.file}:${e.line} ${e.rule} ${e.path}: ${e.message}`);
@@ -202,7 +189,7 @@ spec:
   );
 
   await t.test("a downgrade the catalog allows goes through", async (t) => {
-    await git.commit({ "addon.yaml": addonYaml(namespace, "1.0.0", "{ greeting: hi }") });
+    await git.commit({ "addon.yaml": demoAddonYaml(namespace, "1.0.0", "{ greeting: hi }") });
     const status = await hub.source?.watcher.trigger();
     t.equal(status?.state, "Synced");
     const ready = await waitFor(
@@ -218,7 +205,7 @@ spec:
   });
 
   await t.test("a cluster older than minKubernetesVersion: Failed, naming both versions", async (t) => {
-    await git.commit({ "addon.yaml": addonYaml(namespace, "2.0.0", "{ greeting: hi }") });
+    await git.commit({ "addon.yaml": demoAddonYaml(namespace, "2.0.0", "{ greeting: hi }") });
     await hub.source?.watcher.trigger();
     const failed = await waitFor(
       "Failed",
