@@ -1,4 +1,4 @@
-// Measuring tools the benchmarks share: CPU time of a process, a Python echo server and connect
+// Measuring tools the benchmarks share: CPU time of a process and of the whole machine, a Python echo server and connect
 // prober (unmodified programs, as the data paths carry them), and a socat reader that counts
 // what a port sends without running on the bench's own event loop.
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
@@ -15,6 +15,17 @@ export function cpuSeconds(pid: number): number {
   } catch {
     return 0;
   }
+}
+
+/**
+ * Busy CPU seconds of the whole machine since boot (every core's user, nice, system, irq and
+ * softirq ticks of /proc/stat; idle and iowait left out). The difference over a transfer is what
+ * every process on the path spent, clients and servers alike, and whatever else ran.
+ */
+export function machineBusySeconds(): number {
+  const fields = (readFileSync("/proc/stat", "utf8").split("\n")[0] ?? "").trim().split(/\s+/).slice(1);
+  const [user, nice, system, , , irq, softirq] = fields.map(Number);
+  return ((user ?? 0) + (nice ?? 0) + (system ?? 0) + (irq ?? 0) + (softirq ?? 0)) / 100;
 }
 
 /** A threaded Python echo server on host:port. */

@@ -4,7 +4,9 @@
 // once with the client's default offer (each server then picks its own match). Prints MB/s and
 // the ratio; with rounds > 1 the two alternate (hub first, then sshd first) and the best of each
 // is compared, each round's own ratio printed too: on shared cores it is the least disturbed
-// figure. Needs root (sshd), /usr/sbin/sshd and socat. Asserts nothing. The agent runs on its
+// figure. Each figure comes with the CPU seconds per GB of the hub and agent and of the whole
+// machine (every process on the path), and the ceiling that the latter sets on this machine's
+// cores. Needs root (sshd), /usr/sbin/sshd and socat. Asserts nothing. The agent runs on its
 // own thread (agent-worker.ts), as it runs in its own process when deployed; the -L source and
 // reader are socat processes, off the hub's event loop; the hub polls git at its default
 // interval (a 500 ms poll spawned git often enough to take 14 % of the hub's loop).
@@ -14,13 +16,13 @@ import { createHash } from "node:crypto";
 import { createReadStream, mkdirSync, openSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import type { Server } from "node:net";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import path from "node:path";
 import { Worker } from "node:worker_threads";
 import { startHub } from "../../../operators/hub/hub.ts";
 import { silentLogger } from "../../../operators/lib/logger.ts";
 import { freePort } from "../../../tests/helpers/free-port.ts";
-import { socatSink, startSshd, untilListening } from "../probes.ts";
+import { machineBusySeconds, socatSink, startSshd, untilListening } from "../probes.ts";
 
 const BYTES = Number(process.argv[2] ?? 1024 ** 3);
 const ROUNDS = Number(process.argv[3] ?? 1);
@@ -176,12 +178,19 @@ spec:
     sshd: () => Promise<number>,
     after: () => Promise<void> = async () => {},
   ) => {
-    const out = { hub: [] as number[], sshd: [] as number[], hubCpu: [] as number[] };
+    const out = {
+      hub: [] as number[],
+      sshd: [] as number[],
+      hubCpu: [] as number[],
+      machineCpu: { hub: [] as number[], sshd: [] as number[] },
+    };
     for (let round = 0; round < ROUNDS; round++) {
       for (const side of round % 2 === 0 ? (["hub", "sshd"] as const) : (["sshd", "hub"] as const)) {
         const before = process.cpuUsage();
+        const machineBefore = machineBusySeconds();
         out[side].push(mb / (await (side === "hub" ? hub() : sshd())));
         const used = process.cpuUsage(before);
+        out.machineCpu[side].push((machineBusySeconds() - machineBefore) / (mb / 1000));
         // This process is the hub and the agent's thread; clients, sshd, socat and sftp-server are
         // other processes. CPU per GB hardly moves with other work on the machine, unlike MB/s.
         if (side === "hub") out.hubCpu.push((used.user + used.system) / 1e6 / (mb / 1000));
@@ -190,7 +199,9 @@ spec:
     }
     return out;
   };
-  const report = (title: string, result: { hub: number[]; sshd: number[]; hubCpu: number[] }, note = "") => {
+  const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)] ?? 0;
+  const cores = availableParallelism();
+  const report = (title: string, result: Awaited<ReturnType<typeof rounds>>, note = "") => {
     const best = { hub: Math.max(...result.hub), sshd: Math.max(...result.sshd) };
     const each = result.hub.map((h, i) => (h / (result.sshd[i] ?? h)).toFixed(2)).join(" ");
     console.log(`== ${title} ==`);
@@ -201,8 +212,16 @@ spec:
       `sshd       ${best.sshd.toFixed(1)} MB/s   (runs: ${result.sshd.map((x) => x.toFixed(1)).join(" ")})`,
     );
     console.log(`ratio      ${(best.hub / best.sshd).toFixed(2)}x   (per round: ${each}) ${note}`);
-    const cpu = [...result.hubCpu].sort((x, y) => x - y)[Math.floor(result.hubCpu.length / 2)] ?? 0;
-    console.log(`hub+agent CPU ${cpu.toFixed(2)} s/GB, median of ${result.hubCpu.length}`);
+    console.log(`hub+agent CPU ${median(result.hubCpu).toFixed(2)} s/GB, median of ${result.hubCpu.length}`);
+    // Whole-machine CPU per GB counts every process on each path (clients, servers, sftp-server,
+    // socat). Were every core busy with nothing but the hub's path, it could move at most
+    // cores / that figure: the ceiling of its ratio on this machine, however its work is spread.
+    const machine = { hub: median(result.machineCpu.hub), sshd: median(result.machineCpu.sshd) };
+    const ceiling = (cores / machine.hub) * 1000;
+    console.log(
+      `machine CPU hub path ${machine.hub.toFixed(2)} s/GB, sshd path ${machine.sshd.toFixed(2)} s/GB; ` +
+        `hub path with all ${cores} cores: at most ${ceiling.toFixed(0)} MB/s = ${(ceiling / best.sshd).toFixed(2)}x`,
+    );
   };
   const want = await sha256(file);
   // What the hub and agent spend with nothing to carry: it is in every CPU-per-GB figure too.
