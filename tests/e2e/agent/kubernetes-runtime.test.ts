@@ -338,10 +338,9 @@ t.test(
     t.teardown(unsubscribe);
 
     await runtime.apply([keep]);
-    t.ok(
-      taskSeen(runtime.observe(), "ppo-data"),
-      "right after the apply the Task is still there, being stopped",
-    );
+    // On a busy machine the fake pods and claims may all be gone before apply() returns, so the
+    // Task need not be seen here; if it is already dropped, the cluster must be empty of it.
+    checks.push(checkGone());
     await waitFor(
       "observe() to drop the Task",
       async () => (taskSeen(runtime.observe(), "ppo-data") ? undefined : true),
