@@ -8,6 +8,7 @@ import { ACCESS_FILES_PURPOSE, ACCESS_FORWARD_PURPOSE } from "../lib/access-stre
 import type { UserLogins } from "../lib/tunnel/index.ts";
 import type { ResolvedPod } from "./access-control.ts";
 import type { AccessTarget, AccessVerb } from "./authorize.ts";
+import { PauseReasons } from "./byte-rate.ts";
 import { type LoginName, type PodSelector, parseLoginName, parsePodSelector } from "./login-name.ts";
 import { publicKeyBlob } from "./public-key.ts";
 import {
@@ -319,14 +320,16 @@ export class Bastion implements UserLogins {
   }
 }
 
-/** Copies bytes with backpressure: a slow reader pauses its own writer, nobody else. */
-function relayBytes(from: Readable, to: Writable, count: (n: number) => void, beforeEnd = () => {}): void {
+/**
+ * Copies bytes with backpressure: a slow reader pauses its own writer, nobody else. `count` says
+ * how long the user's byte rate holds the writer after each chunk.
+ */
+function relayBytes(from: Readable, to: Writable, count: (n: number) => number, beforeEnd = () => {}): void {
+  const holds = new PauseReasons(from);
   from.on("data", (chunk: Buffer) => {
-    count(chunk.length);
-    if (!to.write(chunk)) {
-      from.pause();
-      to.once("drain", () => from.resume());
-    }
+    const wait = count(chunk.length);
+    if (!to.write(chunk)) to.once("drain", holds.hold());
+    holds.holdFor(wait);
   });
   from.on("end", () => {
     beforeEnd();

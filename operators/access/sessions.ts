@@ -17,6 +17,7 @@ import { type Logger, silentLogger } from "../lib/logger.ts";
 import { type AccessControl, AccessDenied, type ResolvedPod } from "./access-control.ts";
 import type { AuditLog, AuditRecord, AuditResult } from "./audit.ts";
 import { type AccessTarget, type AccessVerb, execArgv } from "./authorize.ts";
+import { ByteRate, PauseReasons } from "./byte-rate.ts";
 import type { PodSelector } from "./login-name.ts";
 
 export interface AccessSessionsOptions {
@@ -29,6 +30,11 @@ export interface AccessSessionsOptions {
   maxSessionsPerUser?: number;
   /** A session, forward or terminal with no bytes either way for this long is closed. Default 30 min. */
   idleTimeoutMs?: number;
+  /**
+   * Bytes per second each user may move each way, all their sessions, files, forwards and
+   * terminals together; 0 or unset: no limit.
+   */
+  bytesPerSecondPerUser?: number;
 }
 
 export type AccessVia = AuditRecord["via"];
@@ -48,8 +54,12 @@ export interface LiveAccess {
   readonly ended: boolean;
   /** Why it ended, when it did not end by itself. */
   readonly error: string | undefined;
-  /** Bytes from the client (in) and to it (out); counts as activity for the idle timeout. */
-  count(direction: "in" | "out", n: number): void;
+  /**
+   * Bytes from the client (in) and to it (out); counts as activity for the idle timeout. Returns
+   * how many milliseconds the caller should hold that direction before moving more (the user's
+   * byte rate; 0: carry on).
+   */
+  count(direction: "in" | "out", n: number): number;
   /** Ends the access once (later calls do nothing) and writes its audit line. */
   end(result: AuditResult, error?: string, exitCode?: number): void;
   /** Called once when the access ends for any reason. */
@@ -102,6 +112,8 @@ export class AccessSessions {
   readonly #options: AccessSessionsOptions;
   readonly #log: Logger;
   readonly #live = new Set<TrackedAccess>();
+  /** Each user's byte rate, each way, while they have an open access. */
+  readonly #rates = new Map<string, Record<"in" | "out", ByteRate>>();
   #idleTimer: NodeJS.Timeout | undefined;
   #stopWatching: (() => void) | undefined;
   #rechecking: Promise<void> | undefined;
@@ -230,6 +242,7 @@ export class AccessSessions {
         live.lastActivity = Date.now();
         if (direction === "in") bytesIn += n;
         else bytesOut += n;
+        return this.#rateOf(who.user)?.[direction].take(n) ?? 0;
       },
       onEnd: (listener) => listeners.push(listener),
       end: (result, why, exitCode) => {
@@ -237,6 +250,7 @@ export class AccessSessions {
         ended = true;
         error = why;
         this.#live.delete(live);
+        if (this.open(who.user) === 0) this.#rates.delete(who.user);
         const where = `${targetName(target)}${extra.container ? `/${extra.container}` : ""}`;
         if (extra.audited !== false)
           this.audit(who, {
@@ -299,6 +313,9 @@ export class AccessSessions {
       return undefined;
     }
     const decoder = new FrameDecoder();
+    // The agent's output waits for the client (the sink said "full") and for the user's byte rate.
+    const holds = new PauseReasons(agent);
+    let sinkFull: (() => void) | undefined;
     agent.on("data", (chunk: Buffer) => {
       let frames: ReturnType<FrameDecoder["push"]>;
       try {
@@ -309,9 +326,10 @@ export class AccessSessions {
       }
       for (const frame of frames) {
         if (frame.type === FrameType.Stdout || frame.type === FrameType.Stderr) {
-          live.count("out", frame.payload.length);
+          const wait = live.count("out", frame.payload.length);
           if (!sink.output(frame.type === FrameType.Stdout ? "stdout" : "stderr", frame.payload))
-            agent.pause();
+            sinkFull ??= holds.hold();
+          holds.holdFor(wait);
         } else if (frame.type === FrameType.Exit) {
           exited = true;
           const status = parseExit(frame.payload);
@@ -326,21 +344,47 @@ export class AccessSessions {
     });
     const send = (type: FrameType, payload?: Buffer | string) =>
       !agent.destroyed && agent.write(encodeFrame(type, payload));
+    /** When the user's byte rate lets input flow again (performance.now()). */
+    let inputFreeAt = 0;
     return {
       input: (data) => {
-        live.count("in", data.length);
-        return send(FrameType.Stdin, data) !== false;
+        const wait = live.count("in", data.length);
+        if (wait > 0) inputFreeAt = performance.now() + wait;
+        return send(FrameType.Stdin, data) !== false && wait === 0;
       },
-      drained: (listener) => agent.once("drain", listener),
+      drained: (listener) => {
+        const afterRate = () => {
+          const left = inputFreeAt - performance.now();
+          if (left > 0) setTimeout(afterRate, left);
+          else listener();
+        };
+        if (agent.writableNeedDrain) agent.once("drain", afterRate);
+        else afterRate();
+      },
       eof: () => send(FrameType.Eof),
       resize: (cols, rows) => send(FrameType.Resize, JSON.stringify({ cols, rows })),
       signal: (name) => send(FrameType.Signal, name),
-      resume: () => agent.resume(),
+      resume: () => {
+        const release = sinkFull;
+        sinkFull = undefined;
+        release?.();
+      },
       close: () => {
         live.end("ok");
         agent.destroy();
       },
     };
+  }
+
+  #rateOf(user: string): Record<"in" | "out", ByteRate> | undefined {
+    const limit = this.#options.bytesPerSecondPerUser ?? 0;
+    if (limit <= 0) return undefined;
+    let rate = this.#rates.get(user);
+    if (!rate) {
+      rate = { in: new ByteRate(limit), out: new ByteRate(limit) };
+      this.#rates.set(user, rate);
+    }
+    return rate;
   }
 
   /** One audit line (never contents: an exec's program name, not its arguments). */

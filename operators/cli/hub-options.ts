@@ -1,7 +1,8 @@
 // The flags `rlark hub` and `rlark up` share, and their translation into HubOptions.
 import path from "node:path";
-import { type Command, Option } from "commander";
+import { type Command, InvalidArgumentError, Option } from "commander";
 import type { HubOptions } from "../hub/index.ts";
+import { parseByteSize } from "./byte-size.ts";
 import { usageError } from "./cli-error.ts";
 import { parseDuration } from "./duration.ts";
 
@@ -32,6 +33,9 @@ export interface CommonHubFlags {
   hubName?: string;
   dashboardUrl?: string;
   prPollInterval?: number;
+  accessMaxSessions?: number;
+  accessIdleTimeout?: number;
+  accessRate?: number;
 }
 
 export function addCommonHubFlags(command: Command, defaults: { interval: string; ssh: string }): Command {
@@ -92,7 +96,33 @@ export function addCommonHubFlags(command: Command, defaults: { interval: string
       new Option("--pr-poll-interval <duration>", "poll open pull requests (without a webhook); 0 disables")
         .argParser(parseDuration)
         .default(60_000, "60s"),
+    )
+    .addOption(
+      new Option(
+        "--access-max-sessions <n>",
+        "open SSH sessions, forwards, terminals, log follows and proxied requests per user",
+      )
+        .argParser(positiveInteger)
+        .default(16),
+    )
+    .addOption(
+      new Option("--access-idle-timeout <duration>", "close a session or forward with no bytes for this long")
+        .argParser(parseDuration)
+        .default(30 * 60_000, "30m"),
+    )
+    .addOption(
+      new Option(
+        "--access-rate <bytes-per-second>",
+        "bytes per second each user may move each way over SSH sessions, SFTP, forwards and terminals (0: no limit)",
+      )
+        .argParser(parseByteSize)
+        .default(0, "0"),
     );
+}
+
+function positiveInteger(value: string): number {
+  if (!/^[1-9]\d{0,8}$/.test(value)) throw new InvalidArgumentError("expected a whole number above 0");
+  return Number(value);
 }
 
 export async function hubOptionsFrom(
@@ -127,6 +157,11 @@ export async function hubOptionsFrom(
     webhookSecretFile: flags.webhookSecretFile,
     statusBranch: flags.statusCommits ? flags.statusBranch : undefined,
     dashboard: flags.dashboard,
+    access: {
+      ...(flags.accessMaxSessions === undefined ? {} : { maxSessionsPerUser: flags.accessMaxSessions }),
+      ...(flags.accessIdleTimeout === undefined ? {} : { idleTimeoutMs: flags.accessIdleTimeout }),
+      ...(flags.accessRate === undefined ? {} : { bytesPerSecondPerUser: flags.accessRate }),
+    },
     ...(flags.feedback
       ? {
           feedback: {

@@ -81,7 +81,7 @@ export interface HubOptions {
   /** Commit statuses and pull-request plans on GitHub, GitHub Enterprise or Gitea. */
   feedback?: CodeHostSettings;
   /** Limits of the SSH bastion (docs/access.md). */
-  access?: Pick<AccessSessionsOptions, "maxSessionsPerUser" | "idleTimeoutMs">;
+  access?: Pick<AccessSessionsOptions, "maxSessionsPerUser" | "idleTimeoutMs" | "bytesPerSecondPerUser">;
   /** Limits of the web terminal's WebSocket (docs/access.md). */
   webTerminal?: Omit<WebTerminalOptions, "sessions">;
   /** Who may read pod logs and proxy to pods; default the AccessPolicies from git (docs/access.md). */

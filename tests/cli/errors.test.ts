@@ -62,6 +62,12 @@ t.test("a bad flag value is a usage error: exit 2, one line", async (t) => {
   const ssh = await rlark(["hub", "--repo", dataDir, "--ssh", "host:99999", "--data-dir", dataDir]);
   t.equal(ssh.code, 2);
   t.match(ssh.stderr, /^rlark hub: --ssh: port 99999 is not in 0-65535\n$/);
+  const rate = await rlark(["hub", "--repo", dataDir, "--data-dir", dataDir, "--access-rate", "12parsecs"]);
+  t.equal(rate.code, 2);
+  t.match(rate.stderr, /argument '12parsecs' is invalid\. "12parsecs" is not a size \(examples: 0, 512KiB/);
+  const sessions = await rlark(["up", "--data-dir", dataDir, "--access-max-sessions", "0"]);
+  t.equal(sessions.code, 2);
+  t.match(sessions.stderr, /argument '0' is invalid\. expected a whole number above 0/);
   const { existsSync } = await import("node:fs");
   t.notOk(existsSync(dataDir), "nothing is created before the flags are checked");
 });

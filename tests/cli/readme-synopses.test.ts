@@ -47,3 +47,35 @@ t.test(
     t.equal((await from({}, {})).caDir, undefined);
   },
 );
+
+t.test("the access limits reach the hub's options; sizes take units", async (t) => {
+  const { hubOptionsFrom } = await import("../../operators/cli/hub-options.ts");
+  const { parseByteSize } = await import("../../operators/cli/byte-size.ts");
+  const options = await hubOptionsFrom(
+    {
+      dataDir: "/var/lib/rlark",
+      http: "0.0.0.0:8080",
+      ssh: "0.0.0.0:2222",
+      branch: "main",
+      path: ".",
+      statusBranch: "rlark/status",
+      statusCommits: true,
+      dashboard: true,
+      accessMaxSessions: 4,
+      accessIdleTimeout: 600_000,
+      accessRate: parseByteSize("20MiB"),
+    },
+    { intervalMs: 1 },
+    {},
+  );
+  t.same(options.access, {
+    maxSessionsPerUser: 4,
+    idleTimeoutMs: 600_000,
+    bytesPerSecondPerUser: 20 * 1024 ** 2,
+  });
+  t.same(
+    ["0", "512", "512B", "512KiB", "1.5MB", "1GB"].map(parseByteSize),
+    [0, 512, 512, 524_288, 1_500_000, 1_000_000_000],
+  );
+  for (const bad of ["", "-1", "10 parsecs", "1e9", "5mb"]) t.throws(() => parseByteSize(bad), bad);
+});
