@@ -2,7 +2,13 @@
 // Every relay takes what it just moved and pauses its own source for as long as the debt lasts,
 // so a user's transfers share the rate and nobody else's are slowed. One second's worth may pass
 // at once after a pause (a shell's keystrokes never wait behind a finished download).
-import type { Readable } from "node:stream";
+import { Transform } from "node:stream";
+
+/** A stream, a WebSocket: anything that stops and starts delivering on demand. */
+interface Pausable {
+  pause(): unknown;
+  resume(): unknown;
+}
 
 export class ByteRate {
   readonly bytesPerSecond: number;
@@ -29,10 +35,10 @@ export class ByteRate {
  * and resumes it when the last one is released: each reason alone would resume it too early.
  */
 export class PauseReasons {
-  readonly #stream: Pick<Readable, "pause" | "resume">;
+  readonly #stream: Pausable;
   #held = 0;
 
-  constructor(stream: Pick<Readable, "pause" | "resume">) {
+  constructor(stream: Pausable) {
     this.#stream = stream;
   }
 
@@ -52,4 +58,21 @@ export class PauseReasons {
     if (ms <= 0) return;
     setTimeout(this.hold(), ms);
   }
+}
+
+/**
+ * Passes chunks on, counting them, and holds each chunk's callback for the wait `take` gives:
+ * in a pipeline that is backpressure, so the source slows to the rate.
+ */
+export function pacedCounter(take: (n: number) => number): Transform & { bytes: number } {
+  const counter = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      counter.bytes += chunk.length;
+      const wait = take(chunk.length);
+      if (wait > 0) setTimeout(() => done(null, chunk), wait);
+      else done(null, chunk);
+    },
+  }) as Transform & { bytes: number };
+  counter.bytes = 0;
+  return counter;
 }

@@ -54,19 +54,33 @@ export const authenticatedMayAccess: AccessCheck = (principal) => ({
   reason: `${principal.subject} is authenticated (${principal.role}); no per-target grants yet`,
 });
 
+/** An open access under watch, as its route sees it. */
+export interface HeldAccess {
+  /** The access is over. */
+  release(): void;
+  /**
+   * Bytes just moved to the client (out) or from it (in); milliseconds to hold that direction
+   * before moving more (the user's byte rate; 0: carry on).
+   */
+  take(direction: "in" | "out", n: number): number;
+}
+
 /**
  * Keeps an open access (a log follow, a proxied connection, a terminal) under watch while it
- * lasts: `end` is called, with why, once git no longer grants it. Resolves to the release.
+ * lasts: `end` is called, with why, once git no longer grants it.
  */
 export type AccessHold = (
   principal: Principal,
   verb: HttpAccessVerb,
   target: HttpAccessTarget,
   end: (reason: string) => void,
-) => Promise<() => void>;
+) => Promise<HeldAccess>;
+
+/** Holds nothing back: nothing is revoked, no rate applies. */
+export const notHeld: HeldAccess = { release: () => {}, take: () => 0 };
 
 /** For a hub without grants from git: nothing is ever revoked. */
-export const holdNothing: AccessHold = async () => () => {};
+export const holdNothing: AccessHold = async () => notHeld;
 
 /** One access, once it has ended. Never contents, tokens or passwords. */
 export interface HttpAuditRecord {

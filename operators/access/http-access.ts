@@ -2,7 +2,7 @@
 // AccessPolicies git holds now decide, and each access lands in the one audit log.
 import type { AccessControl } from "./access-control.ts";
 import type { AuditLog } from "./audit.ts";
-import type { AccessCheck, AccessHold, AuditSink, HttpAuditRecord } from "./hooks.ts";
+import { type AccessCheck, type AccessHold, type AuditSink, type HttpAuditRecord, notHeld } from "./hooks.ts";
 import type { AccessSessions } from "./sessions.ts";
 
 /** The hub's own admin token (lib/http/auth.ts): the operator's key to the hub, not a person in git. */
@@ -24,15 +24,16 @@ export function httpAccessCheck(control: AccessControl): AccessCheck {
 
 /**
  * Holds the API's open accesses in the session service's one set, so a User, role or
- * AccessPolicy removed in git ends them as it ends SSH sessions (each route audits its own).
+ * AccessPolicy removed in git ends them as it ends SSH sessions (each route audits its own), and
+ * their bytes count against the user's byte rate with the SSH sessions'.
  */
 export function httpAccessHold(sessions: AccessSessions): AccessHold {
   return async (principal, verb, target, end) => {
-    if (principal.subject === ADMIN_TOKEN_SUBJECT && principal.role === "admin") return () => {};
+    if (principal.subject === ADMIN_TOKEN_SUBJECT && principal.role === "admin") return notHeld;
     const resolved = await sessions.access.mirroredTarget(target.namespace, target.pod);
     if (!resolved) {
       end(`no pod ${target.namespace}/${target.pod}`);
-      return () => {};
+      return notHeld;
     }
     const live = sessions.track(
       { user: principal.subject, ip: "", via: "http" },
@@ -41,7 +42,7 @@ export function httpAccessHold(sessions: AccessSessions): AccessHold {
       (_result, error) => end(error),
       { idles: false, audited: false },
     );
-    return () => live.end("ok");
+    return { release: () => live.end("ok"), take: (direction, n) => live.count(direction, n) };
   };
 }
 

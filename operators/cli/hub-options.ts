@@ -113,7 +113,7 @@ export function addCommonHubFlags(command: Command, defaults: { interval: string
     .addOption(
       new Option(
         "--access-rate <bytes-per-second>",
-        "bytes per second each user may move each way over SSH sessions, SFTP, forwards and terminals (0: no limit)",
+        "bytes per second each user may move each way through all their accesses into pods (0: no limit)",
       )
         .argParser(parseByteSize)
         .default(0, "0"),

@@ -1,6 +1,6 @@
-// The per-user byte rate with the real OpenSSH clients: every way bytes move through the bastion
-// (SFTP both ways, a command's output and input) waits for the user's rate, and two transfers of
-// one user share it. Only lower bounds on time are asserted: a busy machine makes a transfer
+// The per-user byte rate with the real OpenSSH clients and HTTP: every way bytes move through
+// the hub (SFTP both ways, a command's output and input, the pod proxy) waits for the user's
+// rate, and two transfers of one user share it. Only lower bounds on time are asserted: a busy machine makes a transfer
 // slower, never faster, so they cannot fail for load; without the rate each takes a fraction of
 // a second.
 import { spawn } from "node:child_process";
@@ -8,9 +8,13 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import t from "tap";
-import { podJobYaml, policyYaml, run, startBastion, userYaml } from "./bastion-fixture.ts";
+import { hashPassword } from "../../operators/dashboard/index.ts";
+import { FAST, login } from "../dashboard/dashboard-hub.ts";
+import { freePort } from "../helpers/free-port.ts";
+import { podJobYaml, policyYaml, run, startBastion } from "./bastion-fixture.ts";
 
 const POD = "vision-main-0";
+const WEB = "web-main-0";
 const RATE = 1024 * 1024;
 /** What a transfer of `bytes` must take at least: one second's worth passes at once. */
 const atLeastSeconds = (bytes: number) => (0.9 * (bytes - RATE)) / RATE;
@@ -29,16 +33,38 @@ function countOutput(command: string, args: string[]): Promise<{ code: number | 
 }
 
 t.test("the per-user byte rate", async (t) => {
+  const webPort = await freePort();
+  const password = await hashPassword("alice pw", FAST);
   const b = await startBastion(t, {
     users: ["alice"],
-    pods: [POD],
-    hub: { access: { bytesPerSecondPerUser: RATE } },
+    pods: [POD, WEB],
+    hub: { dashboard: true, access: { bytesPerSecondPerUser: RATE } },
     files: (keys) => ({
-      "users.yaml": userYaml("alice", ["user"], [keys.alice as string]),
+      "users.yaml": `apiVersion: rlinf.io/v1alpha1
+kind: User
+metadata: { name: alice }
+spec:
+  roles: [user]
+  passwordHash: ${JSON.stringify(password)}
+  sshPublicKeys: [${JSON.stringify(keys.alice)}]
+`,
       "job.yaml": podJobYaml("vision"),
+      // A pod serving its working directory over HTTP.
+      "web.yaml": `apiVersion: rlinf.io/v1alpha1
+kind: Job
+metadata: { name: web }
+spec:
+  tasks:
+    - name: main
+      role: Actor
+      agentType: Raw
+      raw:
+        kind: Deployment
+        command: ["python3", "-m", "http.server", "${webPort}", "--bind", "127.0.0.1"]
+`,
       "policy.yaml": policyYaml(
         "alice",
-        '  subjects:\n    users: [alice]\n  verbs: [files, exec]\n  commands: ["head -c *", "wc -c"]\n',
+        '  subjects:\n    users: [alice]\n  verbs: [files, exec, proxy]\n  commands: ["head -c *", "wc -c"]\n',
       ),
     }),
   });
@@ -100,6 +126,22 @@ t.test("the per-user byte rate", async (t) => {
     t.equal(input.result.code, 0, input.result.stderr);
     t.equal(input.result.stdout.trim(), String(size), "every byte of input reached the command");
     t.ok(input.seconds >= atLeastSeconds(size), `3 MiB of input took ${input.seconds.toFixed(2)} s`);
+  });
+
+  await t.test("a download through the pod proxy waits for the rate", async (t) => {
+    const size = 3 * RATE;
+    const data = randomBytes(size);
+    writeFileSync(path.join(b.dir, "state", "work", "agent-local_web-main", "served.bin"), data);
+    const answer = await login(b.running.hub, { username: "alice", password: "alice pw" });
+    t.equal(answer.status, 200, "alice logs in");
+    const url = `${b.running.hub.url}/api/v1/namespaces/agent-local/pods/${WEB}/proxy/${webPort}/served.bin`;
+    const { result, seconds } = await timed(async () => {
+      const response = await fetch(url, { headers: { authorization: `Bearer ${answer.body.token}` } });
+      return { status: response.status, body: Buffer.from(await response.arrayBuffer()) };
+    });
+    t.equal(result.status, 200);
+    t.ok(result.body.equals(data), "the download is intact");
+    t.ok(seconds >= atLeastSeconds(size), `3 MiB took ${seconds.toFixed(2)} s`);
   });
 
   t.same(

@@ -8,6 +8,7 @@ import { pipeline } from "node:stream/promises";
 import { type Principal, sendStatus } from "../../lib/http/index.ts";
 import type { Store } from "../../lib/store/index.ts";
 import type { TunnelServer } from "../../lib/tunnel/index.ts";
+import { pacedCounter } from "../byte-rate.ts";
 import {
   type AccessCheck,
   type AccessHold,
@@ -166,15 +167,16 @@ async function stream(
   let failure: unknown;
   // Cut, not ended: the client must not take a revoked follow for the end of the log.
   let revoked: string | undefined;
-  const release = await (options.hold ?? holdNothing)(principal, "logs", target, (reason) => {
+  const held = await (options.hold ?? holdNothing)(principal, "logs", target, (reason) => {
     revoked = reason;
     res.destroy();
   });
-  pipeline(channel, counted, res).catch((error: unknown) => {
+  const paced = pacedCounter((n) => held.take("out", n));
+  pipeline(channel, counted, paced, res).catch((error: unknown) => {
     failure = error;
   });
   await closed;
-  release();
+  held.release();
   if (!res.writableFinished) {
     channel.destroy();
     channel.resume();

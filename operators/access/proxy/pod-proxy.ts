@@ -8,6 +8,7 @@ import { pipeline } from "node:stream/promises";
 import { type Principal, sendStatus } from "../../lib/http/index.ts";
 import type { KubeObject, Store } from "../../lib/store/index.ts";
 import type { TunnelServer } from "../../lib/tunnel/index.ts";
+import { pacedCounter } from "../byte-rate.ts";
 import {
   type AccessCheck,
   type AccessHold,
@@ -160,7 +161,7 @@ export function podProxyRoute(options: PodProxyOptions): PodProxyRoute {
     let bytesOut = 0;
     let revoked: string | undefined;
     let cut = (_reason: string) => {};
-    const release = await (options.hold ?? holdNothing)(principal, "proxy", target, (reason) => {
+    const held = await (options.hold ?? holdNothing)(principal, "proxy", target, (reason) => {
       revoked = reason;
       cut(reason);
       res.destroy();
@@ -203,6 +204,8 @@ export function podProxyRoute(options: PodProxyOptions): PodProxyRoute {
               delete headers["content-encoding"];
               headers["content-length"] = body.length;
               bytesOut = body.length;
+              // Already in memory (bounded by maxRewriteBytes): counted against the rate, not held.
+              held.take("out", body.length);
               res.writeHead(status, headers);
               res.end(body, resolve);
             })
@@ -210,17 +213,16 @@ export function podProxyRoute(options: PodProxyOptions): PodProxyRoute {
           return;
         }
         res.writeHead(status, headers);
-        const counted = new Transform({
-          transform(chunk: Buffer, _encoding, done) {
-            bytesOut += chunk.length;
-            done(null, chunk);
-          },
+        const counted = pacedCounter((n) => {
+          bytesOut += n;
+          return held.take("out", n);
         });
         pipeline(response, counted, res).then(resolve, reject);
       });
     });
     try {
-      await Promise.all([pipeline(req, body, upstream), answered]);
+      const paced = pacedCounter((n) => held.take("in", n));
+      await Promise.all([pipeline(req, body, paced, upstream), answered]);
       record("ok", { bytesIn: body.bytes, bytesOut });
     } catch (error) {
       const message = revoked ?? (error instanceof Error ? error.message : String(error));
@@ -231,7 +233,7 @@ export function podProxyRoute(options: PodProxyOptions): PodProxyRoute {
       } else res.destroy();
       record("error", { bytesIn: body.bytes, bytesOut, error: message });
     } finally {
-      release();
+      held.release();
       // See logs/log-route.ts: the channel is closed and drained, not waited for.
       channel.destroy();
       channel.resume();

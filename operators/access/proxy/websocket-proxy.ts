@@ -13,7 +13,16 @@ import { WebSocket, WebSocketServer } from "ws";
 import { offeredProtocols, refuseUpgrade, type UpgradeRoute } from "../../lib/http/index.ts";
 import type { Store } from "../../lib/store/index.ts";
 import type { TunnelServer } from "../../lib/tunnel/index.ts";
-import { type AccessCheck, type AccessHold, type AuditSink, holdNothing, podAccessTarget } from "../hooks.ts";
+import { PauseReasons } from "../byte-rate.ts";
+import {
+  type AccessCheck,
+  type AccessHold,
+  type AuditSink,
+  type HeldAccess,
+  holdNothing,
+  notHeld,
+  podAccessTarget,
+} from "../hooks.ts";
 import { TENSORBOARD_ROUTE, tensorBoardTarget } from "../tensorboard/tensorboard-route.ts";
 import { podCookies } from "./headers.ts";
 import { firstReadyPod } from "./pod-proxy.ts";
@@ -213,23 +222,34 @@ async function relay(
   account: { count(direction: "in" | "out", n: number): void; done(error?: string): void },
 ): Promise<void> {
   let ended = false;
-  let release = () => {};
+  // Until the hold is in place nothing is held back; the first messages then count against the
+  // rate only through their debt.
+  let held: HeldAccess = notHeld;
   const end = (error?: string) => {
     if (ended) return;
     ended = true;
-    release();
+    held.release();
     client.terminate();
     upstream.terminate();
     account.done(error);
   };
   const pipe = (from: WebSocket, to: WebSocket, direction: "in" | "out") => {
+    // `from` waits for `to` to drain and for the user's byte rate, whichever is later.
+    const holds = new PauseReasons(from);
+    let full: (() => void) | undefined;
     from.on("message", (data: Buffer, isBinary: boolean) => {
       account.count(direction, data.length);
+      const wait = held.take(direction, data.length);
       if (to.readyState !== WebSocket.OPEN) return;
       to.send(data, { binary: isBinary }, () => {
-        if (from.isPaused && to.bufferedAmount < HIGH_WATER / 2) from.resume();
+        if (full && to.bufferedAmount < HIGH_WATER / 2) {
+          const release = full;
+          full = undefined;
+          release();
+        }
       });
-      if (to.bufferedAmount >= HIGH_WATER) from.pause();
+      if (to.bufferedAmount >= HIGH_WATER) full ??= holds.hold();
+      holds.holdFor(wait);
     });
     from.on("close", (code: number, reason: Buffer) => {
       if (to.readyState === WebSocket.OPEN) {
@@ -239,7 +259,7 @@ async function relay(
       }
       if (!ended) {
         ended = true;
-        release();
+        held.release();
         account.done();
       }
     });
@@ -247,7 +267,7 @@ async function relay(
   };
   pipe(client, upstream, "in");
   pipe(upstream, client, "out");
-  const held = await (options.hold ?? holdNothing)(principal, "proxy", target, (reason) => end(reason));
-  if (ended) held();
-  else release = held;
+  const hold = await (options.hold ?? holdNothing)(principal, "proxy", target, (reason) => end(reason));
+  if (ended) hold.release();
+  else held = hold;
 }
