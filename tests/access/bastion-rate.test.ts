@@ -11,6 +11,7 @@ import t from "tap";
 import { hashPassword } from "../../operators/dashboard/index.ts";
 import { FAST, login } from "../dashboard/dashboard-hub.ts";
 import { freePort } from "../helpers/free-port.ts";
+import { rawJobYaml } from "../helpers/job-yaml.ts";
 import { podJobYaml, policyYaml, run, startBastion } from "./bastion-fixture.ts";
 
 const POD = "vision-main-0";
@@ -50,18 +51,11 @@ spec:
 `,
       "job.yaml": podJobYaml("vision"),
       // A pod serving its working directory over HTTP.
-      "web.yaml": `apiVersion: rlinf.io/v1alpha1
-kind: Job
-metadata: { name: web }
-spec:
-  tasks:
-    - name: main
-      role: Actor
-      agentType: Raw
-      raw:
-        kind: Deployment
-        command: ["python3", "-m", "http.server", "${webPort}", "--bind", "127.0.0.1"]
-`,
+      "web.yaml": rawJobYaml({
+        name: "web",
+        kind: "Deployment",
+        command: ["python3", "-m", "http.server", String(webPort), "--bind", "127.0.0.1"],
+      }),
       "policy.yaml": policyYaml(
         "alice",
         '  subjects:\n    users: [alice]\n  verbs: [files, exec, proxy]\n  commands: ["head -c *", "wc -c"]\n',

@@ -13,24 +13,21 @@ import { FAST } from "../dashboard/dashboard-hub.ts";
 import { startAgentOnHub } from "../helpers/agent-on-hub.ts";
 import { launchChromium } from "../helpers/chromium.ts";
 import { startHubOnGit } from "../helpers/hub-on-git.ts";
+import { rawJobYaml } from "../helpers/job-yaml.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 import { clusterYaml, policyYaml } from "./bastion-fixture.ts";
 
 const FOLLOW_MAX_LINES = 1000;
 
-const tickerJob = `apiVersion: rlinf.io/v1alpha1
-kind: Job
-metadata:
-  name: ticker
-spec:
-  tasks:
-    - name: main
-      role: Actor
-      agentType: Raw
-      raw:
-        kind: Deployment
-        command: ["sh", "-c", "i=0; while :; do echo tick-$i; i=$((i+1)); if [ $((i % 20)) = 0 ]; then sleep 0.05; fi; done"]
-`;
+const tickerJob = rawJobYaml({
+  name: "ticker",
+  kind: "Deployment",
+  command: [
+    "sh",
+    "-c",
+    "i=0; while :; do echo tick-$i; i=$((i+1)); if [ $((i % 20)) = 0 ]; then sleep 0.05; fi; done",
+  ],
+});
 
 /** The tick numbers the page's log shows, in order. */
 async function ticks(page: Page): Promise<number[]> {

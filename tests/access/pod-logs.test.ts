@@ -12,6 +12,7 @@ import type { Hub } from "../../operators/hub/hub.ts";
 import { silentLogger } from "../../operators/lib/logger.ts";
 import { startAgentOnHub } from "../helpers/agent-on-hub.ts";
 import { startHubOnGit } from "../helpers/hub-on-git.ts";
+import { rawJobYaml } from "../helpers/job-yaml.ts";
 import { rlark } from "../helpers/rlark-cli.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 
@@ -33,19 +34,15 @@ spec:
   runtime: process
 `,
   // Numbered lines, a few hundred a second: the 2 KiB log rotates about every 200 lines.
-  "ticker.yaml": `apiVersion: rlinf.io/v1alpha1
-kind: Job
-metadata:
-  name: ticker
-spec:
-  tasks:
-    - name: main
-      role: Actor
-      agentType: Raw
-      raw:
-        kind: Deployment
-        command: ["sh", "-c", "i=0; while :; do echo tick-$i; i=$((i+1)); if [ $((i % 50)) = 0 ]; then sleep 0.05; fi; done"]
-`,
+  "ticker.yaml": rawJobYaml({
+    name: "ticker",
+    kind: "Deployment",
+    command: [
+      "sh",
+      "-c",
+      "i=0; while :; do echo tick-$i; i=$((i+1)); if [ $((i % 50)) = 0 ]; then sleep 0.05; fi; done",
+    ],
+  }),
 };
 
 async function setup(t: Test, authorize?: AccessCheck) {

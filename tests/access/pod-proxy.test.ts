@@ -13,6 +13,7 @@ import { silentLogger } from "../../operators/lib/logger.ts";
 import { startAgentOnHub } from "../helpers/agent-on-hub.ts";
 import { freePort } from "../helpers/free-port.ts";
 import { startHubOnGit } from "../helpers/hub-on-git.ts";
+import { clusterYaml, rawJobYaml } from "../helpers/job-yaml.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 
 /** A temp dir removed after the test (teardowns run last-in, first-out: after the runtime's stop). */
@@ -46,21 +47,12 @@ t.test("HTTP through the hub to a pod's port", async (t) => {
   const { hub } = await startHubOnGit(t, {
     audit: (record) => audit.push(record),
     files: {
-      "cluster.yaml":
-        "apiVersion: rlinf.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: local\nspec:\n  runtime: process\n",
-      "web.yaml": `apiVersion: rlinf.io/v1alpha1
-kind: Job
-metadata:
-  name: web
-spec:
-  tasks:
-    - name: main
-      role: Actor
-      agentType: Raw
-      raw:
-        kind: Deployment
-        command: ["python3", "-c", ${JSON.stringify(echoServer(port))}]
-`,
+      "cluster.yaml": clusterYaml("local"),
+      "web.yaml": rawJobYaml({
+        name: "web",
+        kind: "Deployment",
+        command: ["python3", "-c", echoServer(port)],
+      }),
     },
   });
   await waitFor("cluster from git", async () => hub.store.get("Cluster", undefined, "local"), onRealServers);

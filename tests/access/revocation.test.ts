@@ -5,6 +5,7 @@ import t from "tap";
 import { hashPassword } from "../../operators/dashboard/index.ts";
 import type { Hub } from "../../operators/hub/hub.ts";
 import { FAST, login, openEvents } from "../dashboard/dashboard-hub.ts";
+import { rawJobYaml } from "../helpers/job-yaml.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 import { policyYaml, startBastion } from "./bastion-fixture.ts";
 
@@ -15,19 +16,11 @@ function passwordUserYaml(name: string, roles: string[], hash: string): string {
 }
 
 /** A pod whose log grows a numbered line ten times a second. */
-const tickerJob = `apiVersion: rlinf.io/v1alpha1
-kind: Job
-metadata:
-  name: vision
-spec:
-  tasks:
-    - name: main
-      role: Actor
-      agentType: Raw
-      raw:
-        kind: Deployment
-        command: ["sh", "-c", "i=0; while :; do echo tick-$i; i=$((i+1)); sleep 0.1; done"]
-`;
+const tickerJob = rawJobYaml({
+  name: "vision",
+  kind: "Deployment",
+  command: ["sh", "-c", "i=0; while :; do echo tick-$i; i=$((i+1)); sleep 0.1; done"],
+});
 
 interface Follow {
   text(): string;

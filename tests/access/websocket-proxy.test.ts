@@ -14,6 +14,7 @@ import { silentLogger } from "../../operators/lib/logger.ts";
 import { startAgentOnHub } from "../helpers/agent-on-hub.ts";
 import { freePort } from "../helpers/free-port.ts";
 import { startHubOnGit } from "../helpers/hub-on-git.ts";
+import { clusterYaml, rawJobYaml } from "../helpers/job-yaml.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 
 /** Echoes every message with the path it was opened on; picks the subprotocol "echo.v2" when offered. */
@@ -50,21 +51,12 @@ t.test("WebSockets through the hub to a pod's port", async (t) => {
   const { hub } = await startHubOnGit(t, {
     audit: (record) => audit.push(record),
     files: {
-      "cluster.yaml":
-        "apiVersion: rlinf.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: local\nspec:\n  runtime: process\n",
-      "echo.yaml": `apiVersion: rlinf.io/v1alpha1
-kind: Job
-metadata:
-  name: echo
-spec:
-  tasks:
-    - name: main
-      role: Actor
-      agentType: Raw
-      raw:
-        kind: Deployment
-        command: [${JSON.stringify(process.execPath)}, "-e", ${JSON.stringify(echoServer(port))}]
-`,
+      "cluster.yaml": clusterYaml("local"),
+      "echo.yaml": rawJobYaml({
+        name: "echo",
+        kind: "Deployment",
+        command: [process.execPath, "-e", echoServer(port)],
+      }),
     },
   });
   await waitFor("cluster from git", async () => hub.store.get("Cluster", undefined, "local"), onRealServers);

@@ -4,6 +4,7 @@ import { readFileSync } from "node:fs";
 import t from "tap";
 import { repoRoot } from "../../hack/kube/paths.ts";
 import { buildProgram } from "../../operators/cli/program.ts";
+import { defaultHubFlags } from "../helpers/hub-flags.ts";
 
 const readme = readFileSync(`${repoRoot}/README.md`, "utf8");
 
@@ -30,18 +31,8 @@ t.test(
   "the hub takes its CA from --ca-dir, or RLARK_CA_DIR (a Kubernetes Secret), else the data dir",
   async (t) => {
     const { hubOptionsFrom } = await import("../../operators/cli/hub-options.ts");
-    const flags = {
-      dataDir: "/var/lib/rlark",
-      http: "0.0.0.0:8080",
-      ssh: "0.0.0.0:2222",
-      branch: "main",
-      path: ".",
-      statusBranch: "rlark/status",
-      statusCommits: true,
-      dashboard: true,
-    };
     const from = (extra: object, env: NodeJS.ProcessEnv) =>
-      hubOptionsFrom({ ...flags, ...extra }, { intervalMs: 1 }, env);
+      hubOptionsFrom({ ...defaultHubFlags(), ...extra }, { intervalMs: 1 }, env);
     t.equal((await from({ caDir: "/etc/rlark/ca" }, { RLARK_CA_DIR: "/x" })).caDir, "/etc/rlark/ca");
     t.equal((await from({}, { RLARK_CA_DIR: "/etc/rlark/ca" })).caDir, "/etc/rlark/ca");
     t.equal((await from({}, {})).caDir, undefined);
@@ -51,28 +42,18 @@ t.test(
 t.test("the access limits reach the hub's options; sizes take units", async (t) => {
   const { hubOptionsFrom } = await import("../../operators/cli/hub-options.ts");
   const { parseByteSize } = await import("../../operators/cli/byte-size.ts");
-  const options = await hubOptionsFrom(
-    {
-      dataDir: "/var/lib/rlark",
-      http: "0.0.0.0:8080",
-      ssh: "0.0.0.0:2222",
-      branch: "main",
-      path: ".",
-      statusBranch: "rlark/status",
-      statusCommits: true,
-      dashboard: true,
-      accessMaxSessions: 4,
-      accessIdleTimeout: 600_000,
-      accessRate: parseByteSize("20MiB"),
-    },
-    { intervalMs: 1 },
-    {},
+  const options = (extra: object) =>
+    hubOptionsFrom({ ...defaultHubFlags(), ...extra }, { intervalMs: 1 }, {});
+  t.same(
+    (await options({})).access,
+    { maxSessionsPerUser: 16, idleTimeoutMs: 30 * 60_000, bytesPerSecondPerUser: 0 },
+    "by default 16 sessions, 30 minutes idle, no byte rate",
   );
-  t.same(options.access, {
-    maxSessionsPerUser: 4,
-    idleTimeoutMs: 600_000,
-    bytesPerSecondPerUser: 20 * 1024 ** 2,
-  });
+  t.same(
+    (await options({ accessMaxSessions: 4, accessIdleTimeout: 600_000, accessRate: parseByteSize("20MiB") }))
+      .access,
+    { maxSessionsPerUser: 4, idleTimeoutMs: 600_000, bytesPerSecondPerUser: 20 * 1024 ** 2 },
+  );
   t.same(
     ["0", "512", "512B", "512KiB", "1.5MB", "1GB"].map(parseByteSize),
     [0, 512, 512, 524_288, 1_500_000, 1_000_000_000],

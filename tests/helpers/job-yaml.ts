@@ -1,5 +1,6 @@
 // Jobs as a repository holds them: YAML text, for tests that go through the manifest parser (and
 // so name lines in it: the layouts below are what their line numbers count).
+import type { RawRuntime } from "../../operators/api/index.ts";
 
 /** A Job around `tasks` (list items of spec.tasks, as the task functions below write them). */
 export function jobYaml(name: string, tasks: string[], spec: Record<string, string | boolean> = {}): string {
@@ -19,10 +20,12 @@ export type RawTaskYaml = {
   command: string[];
   /** A repository file the task runs, and the SHA-256 the manifest declares for it. */
   artifact?: { url: string; sha256: string };
+  /** Deployment: kept running, restarted when it exits (a server, a ticker); unset: the schema's default. */
+  kind?: RawRuntime["kind"];
 };
 
 /** An Actor that runs `command` as a process. */
-export function rawTaskYaml({ task = "main", command, artifact }: RawTaskYaml): string {
+export function rawTaskYaml({ task = "main", command, artifact, kind }: RawTaskYaml): string {
   const artifactLines = artifact
     ? `        artifact:\n          url: ${artifact.url}\n          sha256: "${artifact.sha256}"\n`
     : "";
@@ -30,7 +33,7 @@ export function rawTaskYaml({ task = "main", command, artifact }: RawTaskYaml): 
       role: Actor
       agentType: Raw
       raw:
-${artifactLines}        command: [${command.map((word) => JSON.stringify(word)).join(", ")}]
+${kind ? `        kind: ${kind}\n` : ""}${artifactLines}        command: [${command.map((word) => JSON.stringify(word)).join(", ")}]
 `;
 }
 

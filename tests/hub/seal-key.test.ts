@@ -8,6 +8,7 @@ import t from "tap";
 import { createHubHttpHandler } from "../../operators/hub/http/api-server.ts";
 import { publicKeyPemId, SealKeyring, sealValue } from "../../operators/lib/seal/index.ts";
 import { openSqliteStore } from "../../operators/lib/store/index.ts";
+import { defaultHubFlags } from "../helpers/hub-flags.ts";
 import { startHubOnGit } from "../helpers/hub-on-git.ts";
 
 async function get(url: string, token?: string, method = "GET") {
@@ -118,18 +119,8 @@ t.test(
   "--seal-dir (or RLARK_SEAL_DIR) puts the sealing keys where several hubs can share them",
   async (t) => {
     const { hubOptionsFrom } = await import("../../operators/cli/hub-options.ts");
-    const flags = {
-      dataDir: "/var/lib/rlark",
-      http: "0.0.0.0:8080",
-      ssh: "0.0.0.0:2222",
-      branch: "main",
-      path: ".",
-      statusBranch: "rlark/status",
-      statusCommits: true,
-      dashboard: true,
-    };
     const from = (extra: object, env: NodeJS.ProcessEnv) =>
-      hubOptionsFrom({ ...flags, ...extra }, { intervalMs: 1 }, env);
+      hubOptionsFrom({ ...defaultHubFlags(), ...extra }, { intervalMs: 1 }, env);
     t.equal(
       (await from({ sealDir: "/etc/rlark/seal" }, { RLARK_SEAL_DIR: "/x" })).sealDir,
       "/etc/rlark/seal",

@@ -17,6 +17,7 @@ import { silentLogger } from "../../../operators/lib/logger.ts";
 import { fileCredentialStore } from "../../../operators/lib/tunnel/index.ts";
 import { createGitServer } from "../../../tests/helpers/git-server.ts";
 import { hubOptions } from "../../../tests/helpers/hub-on-git.ts";
+import { clusterYaml, rawJobYaml } from "../../../tests/helpers/job-yaml.ts";
 import { onRealServers, waitFor } from "../../../tests/helpers/wait-for.ts";
 
 const requests = Number(process.argv[2] ?? 30);
@@ -39,21 +40,12 @@ const percentile = (sorted: number[], p: number) =>
 const work = await mkdtemp(path.join(tmpdir(), "rlark-bench-logs-"));
 const git = await createGitServer();
 await git.commit({
-  "cluster.yaml":
-    "apiVersion: rlinf.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: local\nspec:\n  runtime: process\n",
-  "job.yaml": `apiVersion: rlinf.io/v1alpha1
-kind: Job
-metadata:
-  name: quiet
-spec:
-  tasks:
-    - name: main
-      role: Actor
-      agentType: Raw
-      raw:
-        kind: Deployment
-        command: ["sh", "-c", "echo started; sleep 3600"]
-`,
+  "cluster.yaml": clusterYaml("local"),
+  "job.yaml": rawJobYaml({
+    name: "quiet",
+    kind: "Deployment",
+    command: ["sh", "-c", "echo started; sleep 3600"],
+  }),
 });
 const hub = await startHub(hubOptions(git, path.join(work, "hub")));
 const stateDir = path.join(work, "runtime");
