@@ -115,9 +115,16 @@ export function addCommonHubFlags(command: Command, defaults: { interval: string
         "--access-rate <bytes-per-second>",
         "bytes per second each user may move each way through all their accesses into pods (0: no limit)",
       )
-        .argParser(parseByteSize)
+        .argParser(accessRate)
         .default(0, "0"),
     );
+}
+
+/** 0 (no limit), or at least 1 KiB/s: below that one SSH packet would wait for most of a minute. */
+function accessRate(value: string): number {
+  const rate = parseByteSize(value);
+  if (rate > 0 && rate < 1024) throw new InvalidArgumentError("expected 0 (no limit) or at least 1KiB");
+  return rate;
 }
 
 function positiveInteger(value: string): number {

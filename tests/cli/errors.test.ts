@@ -65,6 +65,9 @@ t.test("a bad flag value is a usage error: exit 2, one line", async (t) => {
   const rate = await rlark(["hub", "--repo", dataDir, "--data-dir", dataDir, "--access-rate", "12parsecs"]);
   t.equal(rate.code, 2);
   t.match(rate.stderr, /argument '12parsecs' is invalid\. "12parsecs" is not a size \(examples: 0, 512KiB/);
+  const slow = await rlark(["hub", "--repo", dataDir, "--data-dir", dataDir, "--access-rate", "100"]);
+  t.equal(slow.code, 2);
+  t.match(slow.stderr, /argument '100' is invalid\. expected 0 \(no limit\) or at least 1KiB/);
   const sessions = await rlark(["up", "--data-dir", dataDir, "--access-max-sessions", "0"]);
   t.equal(sessions.code, 2);
   t.match(sessions.stderr, /argument '0' is invalid\. expected a whole number above 0/);
