@@ -14,37 +14,54 @@ function lookup(database: "passwd" | "group", key: string): string | undefined {
   }
 }
 
-/** The account name of `uid`, created (with its group `uid`) when the uid has none. */
+/** Waits synchronously (the account is made once, before the first pod starts). */
+function pause(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+/**
+ * The account name of `uid`, created (with its group `uid`) when the uid has none. Several agents
+ * on one machine may start at once: whoever loses the race to create it (a name taken, the
+ * passwd lock held) finds the winner's entry and uses it.
+ */
 export function ensurePodAccount(uid: number): string {
+  let failure = "";
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const existing = lookup("passwd", String(uid));
+    if (existing) return existing;
+    if (attempt > 0) pause(100);
+    const name = lookup("passwd", NAME) ? `${NAME}-${uid}` : NAME;
+    try {
+      if (!lookup("group", String(uid)))
+        execFileSync("groupadd", ["--system", "--gid", String(uid), name], { stdio: "pipe" });
+      execFileSync(
+        "useradd",
+        [
+          "--system",
+          "--uid",
+          String(uid),
+          "--gid",
+          String(uid),
+          "--no-create-home",
+          "--home-dir",
+          "/nonexistent",
+          "--shell",
+          "/usr/sbin/nologin",
+          name,
+        ],
+        { stdio: "pipe" },
+      );
+      return name;
+    } catch (error) {
+      failure = (error as { stderr?: Buffer }).stderr?.toString().trim() || (error as Error).message;
+      // Another agent's groupadd or useradd may have won: look again before giving up.
+      if (!/lock|already exists|is not unique/i.test(failure)) break;
+    }
+  }
   const existing = lookup("passwd", String(uid));
   if (existing) return existing;
-  const name = lookup("passwd", NAME) ? `${NAME}-${uid}` : NAME;
-  try {
-    if (!lookup("group", String(uid)))
-      execFileSync("groupadd", ["--system", "--gid", String(uid), name], { stdio: "pipe" });
-    execFileSync(
-      "useradd",
-      [
-        "--system",
-        "--uid",
-        String(uid),
-        "--gid",
-        String(uid),
-        "--no-create-home",
-        "--home-dir",
-        "/nonexistent",
-        "--shell",
-        "/usr/sbin/nologin",
-        name,
-      ],
-      { stdio: "pipe" },
-    );
-  } catch (error) {
-    const stderr = (error as { stderr?: Buffer }).stderr?.toString().trim();
-    throw new Error(
-      `the pods' uid ${uid} has no passwd entry and making one failed (${stderr || (error as Error).message}); ` +
-        `create it (useradd --system --uid ${uid} ${NAME}) or choose an existing account's uid with --pod-uid`,
-    );
-  }
-  return name;
+  throw new Error(
+    `the pods' uid ${uid} has no passwd entry and making one failed (${failure}); ` +
+      `create it (useradd --system --uid ${uid} ${NAME}) or choose an existing account's uid with --pod-uid`,
+  );
 }
