@@ -15,6 +15,7 @@ import type { Pod } from "../../operators/api/index.ts";
 import { namespaceFor } from "../../operators/api/index.ts";
 import type { Hub, HubOptions } from "../../operators/hub/index.ts";
 import { rlarkNetPath } from "../../operators/network/index.ts";
+import { claimNumber } from "./claim-number.ts";
 import { rlarkNetBinary } from "./domain-net.ts";
 import { type HubOnGit, startHubOnGit } from "./hub-on-git.ts";
 import { clusterYaml } from "./job-yaml.ts";
@@ -61,7 +62,8 @@ export class DomainClusters {
   readonly agents = new Map<string, ClusterAgent>();
   running!: HubOnGit;
   relay = "";
-  readonly #linkBase = 200 + ((randomBytes(1)[0] ?? 0) % 50);
+  readonly #linkClaim = claimNumber("domain-clusters-link", 200, 250);
+  readonly #linkBase = this.#linkClaim.value;
   readonly #token = new Map<string, string>();
   #agentArgs: Record<string, string[]> = {};
 
@@ -228,6 +230,7 @@ export class DomainClusters {
       await runtime.stop({ terminatePods: true });
     }
     rmSync(this.dir, { recursive: true, force: true });
+    this.#linkClaim.release();
   }
 
   #podNetwork(runDir: string): Omit<PodNetworkOptions, "linkCidr"> {

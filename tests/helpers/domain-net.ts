@@ -23,6 +23,7 @@ import { namespaceFor } from "../../operators/api/index.ts";
 import { DomainCertificates } from "../../operators/controllers/domain/index.ts";
 import { type Hub, startHub } from "../../operators/hub/index.ts";
 import { silentLogger } from "../../operators/lib/logger.ts";
+import { claimNumber } from "./claim-number.ts";
 import { waitFor } from "./wait-for.ts";
 
 const execFileAsync = promisify(execFile);
@@ -65,7 +66,9 @@ export class DomainBed {
   /** Names of namespaces and links: `<namePrefix><4 hex>` (rn unless a test asks for its own). */
   readonly prefix: string;
   readonly dir = mkdtempSync(path.join(tmpdir(), "rlark-domain-net-"));
-  readonly subnet = 16 + ((randomBytes(1)[0] ?? 0) % 200);
+  /** 10.<subnet>.0.0/16 holds the bed's links; 200 and up are other helpers' (domain-clusters). */
+  readonly #subnetClaim = claimNumber("domain-bed-subnet", 16, 200);
+  readonly subnet = this.#subnetClaim.value;
   hub!: Hub;
   readonly pods: BedPod[] = [];
   readonly domains = new Map<string, BedDomain>();
@@ -368,5 +371,6 @@ export class DomainBed {
     }
     await this.hub?.stop();
     rmSync(this.dir, { recursive: true, force: true });
+    this.#subnetClaim.release();
   }
 }

@@ -50,7 +50,9 @@ t.test("agent, hub and nodeserver restarts mid-stream", async (t) => {
   const vip = await bed.vip("c2", m("b"));
   const roundTrip = async () =>
     (await bed.run(m("a"), "python3", ["-c", ROUND_TRIP, vip]).catch(() => "")).trim() === "hi";
-  const recovered = () => waitFor("a new connection succeeds", roundTrip, { attempts: 300, everyMs: 100 });
+  // After a restart the agents come back on their backoff (up to 30 s between tries) once the
+  // restarted side is up, which on a busy machine takes its own while: bounded at two minutes.
+  const recovered = () => waitFor("a new connection succeeds", roundTrip, { attempts: 1200, everyMs: 100 });
   await recovered();
 
   async function brokenBy(t: Test, disrupt: () => Promise<void>): Promise<void> {
