@@ -2,7 +2,7 @@
 // Every relay takes what it just moved and pauses its own source for as long as the debt lasts,
 // so a user's transfers share the rate and nobody else's are slowed. One second's worth may pass
 // at once after a pause (a shell's keystrokes never wait behind a finished download).
-import { Transform } from "node:stream";
+import type { TransformCallback } from "node:stream";
 
 /** A stream, a WebSocket: anything that stops and starts delivering on demand. */
 interface Pausable {
@@ -58,21 +58,30 @@ export class PauseReasons {
     if (ms <= 0) return;
     setTimeout(this.hold(), ms);
   }
+
+  /**
+   * A reason that is on or off, as a reader says "full" and later "ready": turning it on twice
+   * holds the stream once, turning it off when it is off does nothing.
+   */
+  toggle(): { on(): void; off(): void } {
+    let release: (() => void) | undefined;
+    return {
+      on: () => {
+        release ??= this.hold();
+      },
+      off: () => {
+        release?.();
+        release = undefined;
+      },
+    };
+  }
 }
 
 /**
- * Passes chunks on, counting them, and holds each chunk's callback for the wait `take` gives:
- * in a pipeline that is backpressure, so the source slows to the rate.
+ * A transform's hand-over of `chunk` after `wait` ms (at once when 0): in a pipeline that is
+ * backpressure, so the source slows to the rate.
  */
-export function pacedCounter(take: (n: number) => number): Transform & { bytes: number } {
-  const counter = new Transform({
-    transform(chunk: Buffer, _encoding, done) {
-      counter.bytes += chunk.length;
-      const wait = take(chunk.length);
-      if (wait > 0) setTimeout(() => done(null, chunk), wait);
-      else done(null, chunk);
-    },
-  }) as Transform & { bytes: number };
-  counter.bytes = 0;
-  return counter;
+export function passAfter(done: TransformCallback, chunk: Buffer, wait: number): void {
+  if (wait > 0) setTimeout(() => done(null, chunk), wait);
+  else done(null, chunk);
 }

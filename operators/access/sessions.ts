@@ -315,7 +315,7 @@ export class AccessSessions {
     const decoder = new FrameDecoder();
     // The agent's output waits for the client (the sink said "full") and for the user's byte rate.
     const holds = new PauseReasons(agent);
-    let sinkFull: (() => void) | undefined;
+    const sinkFull = holds.toggle();
     agent.on("data", (chunk: Buffer) => {
       let frames: ReturnType<FrameDecoder["push"]>;
       try {
@@ -328,7 +328,7 @@ export class AccessSessions {
         if (frame.type === FrameType.Stdout || frame.type === FrameType.Stderr) {
           const wait = live.count("out", frame.payload.length);
           if (!sink.output(frame.type === FrameType.Stdout ? "stdout" : "stderr", frame.payload))
-            sinkFull ??= holds.hold();
+            sinkFull.on();
           holds.holdFor(wait);
         } else if (frame.type === FrameType.Exit) {
           exited = true;
@@ -364,11 +364,7 @@ export class AccessSessions {
       eof: () => send(FrameType.Eof),
       resize: (cols, rows) => send(FrameType.Resize, JSON.stringify({ cols, rows })),
       signal: (name) => send(FrameType.Signal, name),
-      resume: () => {
-        const release = sinkFull;
-        sinkFull = undefined;
-        release?.();
-      },
+      resume: () => sinkFull.off(),
       close: () => {
         live.end("ok");
         agent.destroy();

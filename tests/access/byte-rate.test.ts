@@ -27,6 +27,16 @@ t.test("a stream stays paused until every reason to hold it is released", async 
   t.notOk(stream.isPaused(), "flows again");
   holds.holdFor(0);
   t.notOk(stream.isPaused(), "no wait: no hold");
+  const toggle = holds.toggle();
+  toggle.off();
+  t.notOk(stream.isPaused(), "a toggle turned off while off does nothing");
+  toggle.on();
+  toggle.on();
+  const other = holds.hold();
+  toggle.off();
+  t.ok(stream.isPaused(), "on twice is held once: its off leaves only the other reason");
+  other();
+  t.notOk(stream.isPaused(), "flows again once both are gone");
   holds.holdFor(20);
   t.ok(stream.isPaused(), "held for the wait");
   const start = performance.now();

@@ -8,7 +8,7 @@ import { pipeline } from "node:stream/promises";
 import { type Principal, sendStatus } from "../../lib/http/index.ts";
 import type { Store } from "../../lib/store/index.ts";
 import type { TunnelServer } from "../../lib/tunnel/index.ts";
-import { pacedCounter } from "../byte-rate.ts";
+import { passAfter } from "../byte-rate.ts";
 import {
   type AccessCheck,
   type AccessHold,
@@ -42,12 +42,13 @@ export interface PodLogRouteOptions {
 }
 
 /** Counts what passes: bytes and newlines, for the audit record. */
-function counter(): Transform & { bytes: number; lines: number } {
+/** Counts bytes and lines, and holds each chunk for the wait `take` gives (the user's byte rate). */
+function counter(take: (n: number) => number): Transform & { bytes: number; lines: number } {
   const t = new Transform({
     transform(chunk: Buffer, _encoding, done) {
       t.bytes += chunk.length;
       for (let i = chunk.indexOf(0x0a); i >= 0; i = chunk.indexOf(0x0a, i + 1)) t.lines++;
-      done(null, chunk);
+      passAfter(done, chunk, take(chunk.length));
     },
   }) as Transform & { bytes: number; lines: number };
   t.bytes = 0;
@@ -159,7 +160,6 @@ async function stream(
     "x-accel-buffering": "no",
   });
   res.flushHeaders();
-  const counted = counter();
   // The response's close is the end of the access: a snapshot finished, or a client that left (how
   // a follow ends). The pipeline's own promise is not waited for: an ssh2 channel the hub closes
   // emits nothing more once the agent has gone, though the agent does stop reading at once.
@@ -171,8 +171,8 @@ async function stream(
     revoked = reason;
     res.destroy();
   });
-  const paced = pacedCounter((n) => held.take("out", n));
-  pipeline(channel, counted, paced, res).catch((error: unknown) => {
+  const counted = counter((n) => held.take("out", n));
+  pipeline(channel, counted, res).catch((error: unknown) => {
     failure = error;
   });
   await closed;

@@ -8,7 +8,7 @@ import { pipeline } from "node:stream/promises";
 import { type Principal, sendStatus } from "../../lib/http/index.ts";
 import type { KubeObject, Store } from "../../lib/store/index.ts";
 import type { TunnelServer } from "../../lib/tunnel/index.ts";
-import { pacedCounter } from "../byte-rate.ts";
+import { passAfter } from "../byte-rate.ts";
 import {
   type AccessCheck,
   type AccessHold,
@@ -89,12 +89,13 @@ export async function firstReadyPod(
     .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name))[0];
 }
 
-function limited(max: number): Transform & { bytes: number } {
+/** A request body of at most `max` bytes, each chunk held for the wait `take` gives (the user's byte rate). */
+function limited(max: number, take: (n: number) => number): Transform & { bytes: number } {
   const t = new Transform({
     transform(chunk: Buffer, _encoding, done) {
       t.bytes += chunk.length;
       if (t.bytes > max) done(new TooLarge(`the request body is over ${max} bytes`));
-      else done(null, chunk);
+      else passAfter(done, chunk, take(chunk.length));
     },
   }) as Transform & { bytes: number };
   t.bytes = 0;
@@ -157,7 +158,6 @@ export function podProxyRoute(options: PodProxyOptions): PodProxyRoute {
       record("error", { error: message });
       return sendStatus(res, status, refused ? "BadGateway" : "ServiceUnavailable", message);
     }
-    const body = limited(maxRequestBytes);
     let bytesOut = 0;
     let revoked: string | undefined;
     let cut = (_reason: string) => {};
@@ -166,6 +166,7 @@ export function podProxyRoute(options: PodProxyOptions): PodProxyRoute {
       cut(reason);
       res.destroy();
     });
+    const body = limited(maxRequestBytes, (n) => held.take("in", n));
     const upstream = request({
       method: req.method ?? "GET",
       path,
@@ -213,16 +214,17 @@ export function podProxyRoute(options: PodProxyOptions): PodProxyRoute {
           return;
         }
         res.writeHead(status, headers);
-        const counted = pacedCounter((n) => {
-          bytesOut += n;
-          return held.take("out", n);
+        const counted = new Transform({
+          transform(chunk: Buffer, _encoding, done) {
+            bytesOut += chunk.length;
+            passAfter(done, chunk, held.take("out", chunk.length));
+          },
         });
         pipeline(response, counted, res).then(resolve, reject);
       });
     });
     try {
-      const paced = pacedCounter((n) => held.take("in", n));
-      await Promise.all([pipeline(req, body, paced, upstream), answered]);
+      await Promise.all([pipeline(req, body, upstream), answered]);
       record("ok", { bytesIn: body.bytes, bytesOut });
     } catch (error) {
       const message = revoked ?? (error instanceof Error ? error.message : String(error));

@@ -236,19 +236,15 @@ async function relay(
   const pipe = (from: WebSocket, to: WebSocket, direction: "in" | "out") => {
     // `from` waits for `to` to drain and for the user's byte rate, whichever is later.
     const holds = new PauseReasons(from);
-    let full: (() => void) | undefined;
+    const full = holds.toggle();
     from.on("message", (data: Buffer, isBinary: boolean) => {
       account.count(direction, data.length);
       const wait = held.take(direction, data.length);
       if (to.readyState !== WebSocket.OPEN) return;
       to.send(data, { binary: isBinary }, () => {
-        if (full && to.bufferedAmount < HIGH_WATER / 2) {
-          const release = full;
-          full = undefined;
-          release();
-        }
+        if (to.bufferedAmount < HIGH_WATER / 2) full.off();
       });
-      if (to.bufferedAmount >= HIGH_WATER) full ??= holds.hold();
+      if (to.bufferedAmount >= HIGH_WATER) full.on();
       holds.holdFor(wait);
     });
     from.on("close", (code: number, reason: Buffer) => {
