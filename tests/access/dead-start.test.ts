@@ -5,7 +5,6 @@
 // client it had to kill fails the test by its signal.
 import { execFile } from "node:child_process";
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import t from "tap";
@@ -13,6 +12,7 @@ import WebSocket from "ws";
 import { TERMINAL_PROTOCOL } from "../../operators/access/index.ts";
 import { hashPassword } from "../../operators/dashboard/index.ts";
 import { FAST, login } from "../dashboard/dashboard-hub.ts";
+import { freePort } from "../helpers/free-port.ts";
 import { podJobYaml, policyYaml, startBastion, userYaml } from "./bastion-fixture.ts";
 
 const POD = "vision-main-0";
@@ -42,15 +42,6 @@ function client(program: string, args: string[]): Promise<Ended> {
     );
     child.stdin?.end();
   });
-}
-
-/** A free loopback port with nothing listening on it. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 t.test("a session whose program cannot start ends with its reason", async (t) => {
@@ -120,7 +111,7 @@ t.test("a session whose program cannot start ends with its reason", async (t) =>
   });
 
   await t.test("a forward to a port nobody listens on: the open fails, the reason audited", async (t) => {
-    const port = await closedPort();
+    const port = await freePort();
     const ended = await client("ssh", [...b.sshArgs("alice"), "-W", `${POD}:${port}`, "alice@127.0.0.1"]);
     t.equal(ended.signal, null, "ssh ended by itself");
     t.not(ended.code, 0, ended.stderr);

@@ -1,31 +1,19 @@
 // A process-runtime agent runs this machine's nodeserver (started with the first DomainPeer) and
 // keeps its peers state in step with the DomainPeers the hub hands over.
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import http from "node:http";
-import { tmpdir } from "node:os";
 import path from "node:path";
 import t from "tap";
 import { ProcessRuntime } from "../../operators/agent/runtimes/process/index.ts";
 import type { DomainPeer, PeersState } from "../../operators/api/index.ts";
 import { agentNodeserver } from "../../operators/cli/agent-network.ts";
-import { DomainCertificates } from "../../operators/controllers/domain/index.ts";
-import { startHub } from "../../operators/hub/index.ts";
 import { silentLogger } from "../../operators/lib/logger.ts";
 import { startAgentOnHub } from "../helpers/agent-on-hub.ts";
+import { startRelayHub } from "../helpers/relay-hub.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 
 t.test("the agent writes its DomainPeers into the nodeserver's peers state on every change", async (t) => {
-  const dir = mkdtempSync(path.join(tmpdir(), "rlark-agent-peers-"));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const hub = await startHub({
-    dataDir: path.join(dir, "hub"),
-    http: "127.0.0.1:0",
-    ssh: "127.0.0.1:0",
-    domainRelay: "127.0.0.1:0",
-    controllers: () => [],
-    logger: silentLogger,
-  });
-  t.teardown(() => hub.stop());
+  const { hub, dir, certificates } = await startRelayHub(t, "agent-peers");
   await hub.store.create({
     apiVersion: "rlinf.io/v1alpha1",
     kind: "Cluster",
@@ -57,7 +45,7 @@ t.test("the agent writes its DomainPeers into the nodeserver's peers state on ev
     existsSync(path.join(socketDir, "nodeserver.sock")),
     "no nodeserver runs before the agent holds a DomainPeer",
   );
-  const creds = new DomainCertificates({ pki: hub.pki.ca, dataDir: path.join(dir, "hub") }).ensure("train");
+  const creds = certificates.ensure("train");
   const pod = {
     name: "p0",
     namespace: "default",
