@@ -89,6 +89,39 @@ export async function untilListening(port: number, what: string): Promise<void> 
   throw new Error(`never listened: ${what} on port ${port}`);
 }
 
+/** The network benches' sshd: root by key, TCP forwarding, the cipher both ends run fastest. */
+export const SSHD_FORWARDING = [
+  "PasswordAuthentication no",
+  "PermitRootLogin prohibit-password",
+  "AllowTcpForwarding yes",
+  "Ciphers aes128-gcm@openssh.com",
+];
+
+/**
+ * sshd's files in `dir`, for an OpenSSH baseline: a host key, authorized_keys holding
+ * `authorizedKey`, and sshd_config listening on `listen` (host:port) with `extra` lines. Returns the
+ * config's path; sshd needs /run/sshd, made here too.
+ */
+export function writeSshdConfig(dir: string, listen: string, authorizedKey: string, extra: string[]): string {
+  execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", path.join(dir, "sshd_host")]);
+  writeFileSync(path.join(dir, "authorized_keys"), `${authorizedKey.trim()}\n`);
+  const config = path.join(dir, "sshd_config");
+  writeFileSync(
+    config,
+    [
+      `ListenAddress ${listen}`,
+      `HostKey ${path.join(dir, "sshd_host")}`,
+      `AuthorizedKeysFile ${path.join(dir, "authorized_keys")}`,
+      "StrictModes no",
+      "UsePAM no",
+      "PidFile none",
+      ...extra,
+    ].join("\n"),
+  );
+  mkdirSync("/run/sshd", { recursive: true });
+  return config;
+}
+
 /**
  * Debian's sshd on 127.0.0.1, the OpenSSH baseline: its host key, config and authorized key in
  * `dir`; resolves once it listens. SFTP is sshd's own internal-sftp: an external sftp-server is
@@ -99,26 +132,9 @@ export async function startSshd(
   dir: string,
   authorizedKey: string,
 ): Promise<{ port: number; child: ChildProcess }> {
-  execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", path.join(dir, "sshd_host")]);
-  writeFileSync(path.join(dir, "authorized_keys"), `${authorizedKey.trim()}\n`);
   const port = await freePort();
-  writeFileSync(
-    path.join(dir, "sshd_config"),
-    [
-      `Port ${port}`,
-      "ListenAddress 127.0.0.1",
-      `HostKey ${path.join(dir, "sshd_host")}`,
-      `AuthorizedKeysFile ${path.join(dir, "authorized_keys")}`,
-      "StrictModes no",
-      "UsePAM no",
-      "PidFile none",
-      "Subsystem sftp internal-sftp",
-    ].join("\n"),
-  );
-  mkdirSync("/run/sshd", { recursive: true });
-  const child = spawn("/usr/sbin/sshd", ["-D", "-e", "-f", path.join(dir, "sshd_config")], {
-    stdio: "ignore",
-  });
+  const config = writeSshdConfig(dir, `127.0.0.1:${port}`, authorizedKey, ["Subsystem sftp internal-sftp"]);
+  const child = spawn("/usr/sbin/sshd", ["-D", "-e", "-f", config], { stdio: "ignore" });
   await untilListening(port, "sshd");
   return { port, child };
 }

@@ -25,7 +25,14 @@ import tls, { type TLSSocket } from "node:tls";
 import { promisify } from "node:util";
 import { generateKeyPair, openCertificateAuthority, publicKeyPem } from "../../../operators/lib/pki/index.ts";
 import { splice } from "../../../operators/lib/relay/index.ts";
-import { CONNECT_PROBE, cpuSeconds, echoServerPython } from "../probes.ts";
+import {
+  CONNECT_PROBE,
+  cpuSeconds,
+  echoServerPython,
+  SSHD_FORWARDING,
+  untilListening,
+  writeSshdConfig,
+} from "../probes.ts";
 
 const run = promisify(execFile);
 const IPERF = 25201;
@@ -417,29 +424,15 @@ async function candidate(kind: string, dir: string, seconds: number, connects: n
 
 async function sshForward(dir: string): Promise<ChildProcess[]> {
   chmodSync(dir, 0o700);
-  await run("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", path.join(dir, "host")]);
   await run("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", path.join(dir, "user")]);
-  writeFileSync(path.join(dir, "authorized_keys"), readFileSync(path.join(dir, "user.pub")));
-  writeFileSync(
-    path.join(dir, "sshd_config"),
-    [
-      `HostKey ${path.join(dir, "host")}`,
-      `AuthorizedKeysFile ${path.join(dir, "authorized_keys")}`,
-      "ListenAddress 127.0.0.1:22391",
-      "PasswordAuthentication no",
-      "PermitRootLogin prohibit-password",
-      "AllowTcpForwarding yes",
-      "Ciphers aes128-gcm@openssh.com",
-      `PidFile ${path.join(dir, "sshd.pid")}`,
-      "StrictModes no",
-      "UsePAM no",
-    ].join("\n"),
+  const config = writeSshdConfig(
+    dir,
+    "127.0.0.1:22391",
+    readFileSync(path.join(dir, "user.pub"), "utf8"),
+    SSHD_FORWARDING,
   );
-  await run("mkdir", ["-p", "/run/sshd"]);
-  const sshd = spawn("/usr/sbin/sshd", ["-D", "-e", "-f", path.join(dir, "sshd_config")], {
-    stdio: "ignore",
-  });
-  await new Promise((resolve) => setTimeout(resolve, 500));
+  const sshd = spawn("/usr/sbin/sshd", ["-D", "-e", "-f", config], { stdio: "ignore" });
+  await untilListening(22391, "sshd");
   const ssh = spawn(
     "ssh",
     [

@@ -10,12 +10,12 @@
 //
 //   node_modules/.bin/node hack/bench/network/run.ts [seconds=5] [connects=300]
 import { type ChildProcess, execFileSync } from "node:child_process";
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { type BedPod, DomainBed } from "../../../tests/helpers/domain-net.ts";
 import { waitFor } from "../../../tests/helpers/wait-for.ts";
-import { CONNECT_PROBE, cpuSeconds, echoServerPython } from "../probes.ts";
+import { CONNECT_PROBE, cpuSeconds, echoServerPython, SSHD_FORWARDING, writeSshdConfig } from "../probes.ts";
 
 const seconds = Number(process.argv[2] ?? 5);
 const connects = Number(process.argv[3] ?? 300);
@@ -140,26 +140,14 @@ async function main(): Promise<void> {
 
     // OpenSSH: sshd in B's namespace, `ssh -L` from A's to it over the veth.
     chmodSync(sshDir, 0o700);
-    execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", path.join(sshDir, "host")]);
     execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", path.join(sshDir, "user")]);
-    execFileSync("cp", [path.join(sshDir, "user.pub"), path.join(sshDir, "authorized_keys")]);
-    writeFileSync(
-      path.join(sshDir, "sshd_config"),
-      [
-        `HostKey ${path.join(sshDir, "host")}`,
-        `AuthorizedKeysFile ${path.join(sshDir, "authorized_keys")}`,
-        "ListenAddress 0.0.0.0:2290",
-        "PasswordAuthentication no",
-        "PermitRootLogin prohibit-password",
-        "AllowTcpForwarding yes",
-        "Ciphers aes128-gcm@openssh.com",
-        `PidFile ${path.join(sshDir, "sshd.pid")}`,
-        "StrictModes no",
-        "UsePAM no",
-      ].join("\n"),
+    const config = writeSshdConfig(
+      sshDir,
+      "0.0.0.0:2290",
+      readFileSync(path.join(sshDir, "user.pub"), "utf8"),
+      SSHD_FORWARDING,
     );
-    execFileSync("mkdir", ["-p", "/run/sshd"]);
-    servers.push(b.spawn("/usr/sbin/sshd", ["-D", "-e", "-f", path.join(sshDir, "sshd_config")]));
+    servers.push(b.spawn("/usr/sbin/sshd", ["-D", "-e", "-f", config]));
     await listening(b, 2290);
     const sshArgs = [
       "-N",
