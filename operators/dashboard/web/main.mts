@@ -89,9 +89,13 @@ function render(): void {
     setHtml(main, html`<p>Loading…</p>`);
     return;
   }
-  // Redrawing replaces the elements: keep the focus and caret where the person left them.
+  // Redrawing replaces the elements: keep the focus and caret where the person left them. A
+  // field is found again by its id, a link by its target (a keyboard user tabbing through a page
+  // whose statuses change would otherwise be sent back to its top).
   const active = document.activeElement as HTMLInputElement | null;
-  const focusId = active && main.contains(active) ? active.id : "";
+  const inside = active && main.contains(active) ? active : null;
+  const focusId = inside?.id ?? "";
+  const focusHref = !focusId && inside instanceof HTMLAnchorElement ? inside.getAttribute("href") : null;
   const caret = focusId && typeof active?.selectionStart === "number" ? active.selectionStart : null;
   const changed = setHtml(main, page(parts, query));
   const token = currentSession()?.token;
@@ -103,6 +107,8 @@ function render(): void {
     const again = document.getElementById(focusId) as HTMLInputElement | null;
     again?.focus();
     if (again && caret !== null) again.setSelectionRange(caret, caret);
+  } else if (focusHref !== null) {
+    [...main.querySelectorAll("a")].find((a) => a.getAttribute("href") === focusHref)?.focus();
   }
 }
 

@@ -237,9 +237,16 @@ t.test("the dashboard in a browser", async (t) => {
     await page.locator('tr[data-job="cartpole-local"]').waitFor();
     const navigations: string[] = [];
     page.on("framenavigated", (frame) => navigations.push(frame.url()));
+    // A keyboard user on a link keeps the focus there while the page redraws around it.
+    await page.locator('tr[data-job="cartpole-local"] a[href="#/jobs/cartpole-local"]').focus();
     const job = (await hub.store.get("Job", undefined, "cartpole-local"))!;
     await hub.store.updateStatus({ ...job, status: { phase: "Failed", run: 2 } });
     await page.locator('tr[data-job="cartpole-local"] .phase-Failed').waitFor();
+    t.equal(
+      await page.evaluate("document.activeElement?.getAttribute('href')"),
+      "#/jobs/cartpole-local",
+      "the focused link keeps the focus through the redraw",
+    );
     const pushed = (await exampleFiles())["jobs/cartpole-local.yaml"]!.replace(
       "name: cartpole-local",
       "name: cartpole-pushed",
