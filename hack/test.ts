@@ -4,6 +4,7 @@
 // failure), which CI reads whatever the runner.
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
+import { FailureDigest } from "./test-failures.ts";
 
 interface Step {
   name: string;
@@ -38,19 +39,23 @@ const steps: Step[] = [
 ];
 
 /** Runs one step with its output passed through; returns its exit code and tap's counts if asked. */
-function run(step: Step): Promise<{ code: number; passed?: number; failed?: number }> {
+function run(
+  step: Step,
+): Promise<{ code: number; passed?: number; failed?: number; digest?: FailureDigest }> {
   const [cmd, ...args] = step.command as [string, ...string[]];
   return new Promise((resolve) => {
     const child = spawn(cmd, args, { stdio: ["inherit", step.counts ? "pipe" : "inherit", "inherit"] });
     let tail = "";
     let passed: number | undefined;
     let failed: number | undefined;
+    const digest = new FailureDigest();
     child.stdout?.on("data", (chunk: Buffer) => {
       process.stdout.write(chunk);
       // Only whole lines are matched; the partial last line waits for the next chunk.
       const lines = (tail + chunk.toString("utf8")).split("\n");
       tail = lines.pop() ?? "";
       for (const line of lines) {
+        digest.line(line);
         const summary = /^# \{ total: (\d+)(?:, pass: (\d+))?(?:, fail: (\d+))?/.exec(line);
         if (summary) {
           passed = Number(summary[2] ?? 0);
@@ -59,7 +64,9 @@ function run(step: Step): Promise<{ code: number; passed?: number; failed?: numb
       }
     });
     child.once("error", () => resolve({ code: 127 }));
-    child.once("close", (code, signal) => resolve({ code: code ?? (signal ? 1 : 0), passed, failed }));
+    child.once("close", (code, signal) =>
+      resolve({ code: code ?? (signal ? 1 : 0), passed, failed, digest }),
+    );
   });
 }
 
@@ -77,6 +84,7 @@ for (const [index, step] of steps.entries()) {
   if (result.code !== 0) {
     console.error(`== ${step.name}: FAILED after ${seconds}s (exit ${result.code})`);
     if (result.failed === undefined || result.failed === 0) failed += 1;
+    for (const line of result.digest?.summary() ?? []) console.log(line);
     console.log(`${passed} passed, ${failed} failed`);
     process.exit(result.code);
   }

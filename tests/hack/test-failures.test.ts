@@ -1,0 +1,72 @@
+// `npm test`'s failure digest, read from a real tap run over one failing and one passing file: the
+// digest must name the failing file, its failing subtest with its source line, and nothing else.
+import { spawn } from "node:child_process";
+import { join, relative } from "node:path";
+import t from "tap";
+import { FailureDigest } from "../../hack/test-failures.ts";
+
+async function tapOutput(cwd: string, files: string[]): Promise<string[]> {
+  const child = spawn(
+    "npx",
+    ["tap", "--before=", "--after=", "--disable-coverage", "--reporter=tap", "--jobs=2", ...files],
+    { cwd, stdio: ["ignore", "pipe", "ignore"] },
+  );
+  let out = "";
+  child.stdout.on("data", (chunk: Buffer) => {
+    out += chunk.toString("utf8");
+  });
+  await new Promise((resolve) => child.once("close", resolve));
+  return out.split("\n");
+}
+
+t.test("a real tap run's failures, with where they are", async (t) => {
+  const dir = t.testdir({
+    "fails.test.ts": [
+      'import t from "tap";',
+      't.test("outer", async (t) => {',
+      '  t.test("inner passes", async (t) => t.pass("fine"));',
+      '  t.test("inner fails", async (t) => {',
+      '    t.equal(1, 2, "one is two");',
+      "  });",
+      "});",
+      "",
+    ].join("\n"),
+    "passes.test.ts": 'import t from "tap";\nt.pass("ok");\n',
+  });
+  const root = process.cwd();
+  const files = ["fails.test.ts", "passes.test.ts"].map((f) => relative(root, join(dir, f)));
+  const digest = new FailureDigest();
+  for (const line of await tapOutput(root, files)) digest.line(line);
+
+  t.same(
+    digest.files.map((f) => f.file),
+    [files[0]],
+    "only the failing file is listed",
+  );
+  const summary = digest.summary();
+  t.equal(summary[0], "== failed: 1 test file");
+  t.match(summary.join("\n"), `one is two (${files[0]}:5)`, "the failing assertion and its line");
+  t.match(summary.join("\n"), "inner fails", "the subtest around it");
+  t.notMatch(summary.join("\n"), "inner passes", "no passing subtest");
+});
+
+t.test("a file that times out or crashes is listed with no subtests", async (t) => {
+  const digest = new FailureDigest();
+  for (const line of [
+    "# Subtest: tests/x.test.ts",
+    "    1..0 # no tests found",
+    "not ok 3 - tests/x.test.ts # time=1.5ms",
+    "  ---",
+    "  exitCode: 1",
+    "  ...",
+  ]) {
+    digest.line(line);
+  }
+  t.same(digest.summary(), ["== failed: 1 test file", "  tests/x.test.ts"]);
+});
+
+t.test("nothing failed, nothing printed", async (t) => {
+  const digest = new FailureDigest();
+  digest.line("ok 1 - tests/y.test.ts # time=2ms");
+  t.same(digest.summary(), []);
+});
