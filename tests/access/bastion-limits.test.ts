@@ -36,7 +36,8 @@ t.test("limits", async (t) => {
     const second = await run("ssh", [...b.sshArgs("alice"), "-tt", `alice+${POD}@127.0.0.1`], "exit 0\n");
     t.equal(second.code, 1);
     t.match(second.stderr, /too many open sessions/);
-    const code = await new Promise<number | null>((resolve) => first.once("exit", resolve));
+    // "close", not "exit": ssh's last words may still be in the pipe when it exits
+    const code = await new Promise<number | null>((resolve) => first.once("close", resolve));
     t.equal(code, 255, "the idle session was cut");
     t.match(output, /idle for more than/);
     const idle = (await b.audit()).find((l) => l.result === "error" && /idle/.test(l.error ?? ""));

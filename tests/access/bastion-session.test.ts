@@ -36,7 +36,8 @@ function terminal(t: Test, b: Bastion, user: string, login: string): Terminal {
     output: () => output,
     type: (text) => child.stdin?.write(text),
     resize: (cols, rows) => (child.stdio[3] as Writable).write(`resize ${cols} ${rows}\n`),
-    exited: new Promise((resolve) => child.once("exit", (code) => resolve(code))),
+    // "close", not "exit": what ssh printed last may still be in the pipe when it exits
+    exited: new Promise((resolve) => child.once("close", (code) => resolve(code))),
   };
 }
 

@@ -154,7 +154,7 @@ export async function hubProcesses(t: Test, marker: string, common: string[]): P
         create.stdout.on("data", (chunk: Buffer) => {
           out += chunk.toString();
         });
-        create.on("exit", () => resolve(out));
+        create.once("close", () => resolve(out));
       });
       const token = /token:\s+(\S+)/.exec(created)?.[1];
       const fingerprint = /ca-hash:\s+(\S+)/.exec(created)?.[1];

@@ -100,7 +100,7 @@ t.test("a kube nodeserver restarted mid-stream: clean break, quick recovery, no 
       out += c.toString();
     });
     await waitFor("the stream flowing", () => out.includes("streaming"), { attempts: 400, everyMs: 25 });
-    const exited = new Promise<number | null>((resolve) => stream.once("exit", resolve));
+    const exited = new Promise<number | null>((resolve) => stream.once("close", resolve)); // output read to the end
     const stopped = new Promise((resolve) => kube.once("exit", resolve));
     kube.kill("SIGKILL");
     await stopped;

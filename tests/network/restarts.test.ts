@@ -62,7 +62,7 @@ t.test("agent, hub and nodeserver restarts mid-stream", async (t) => {
       out += c.toString();
     });
     await waitFor("the stream flowing", () => out.includes("streaming"), { attempts: 400, everyMs: 25 });
-    const exited = new Promise<number | null>((resolve) => stream.once("exit", resolve));
+    const exited = new Promise<number | null>((resolve) => stream.once("close", resolve)); // output read to the end
     await disrupt();
     t.equal(await exited, 3, "the pod's program saw its stream break");
     t.match(out, /broken/);

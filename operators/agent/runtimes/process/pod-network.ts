@@ -265,13 +265,14 @@ export class PodNetworks {
       let said = "";
       const fail = (message: string) => reject(new Error(`port ${port}: ${message}`));
       child.once("error", (error) => fail(error.message));
-      child.once("exit", () => fail(said.trim().replace(/^rlark-net: /, "") || "the relay ended"));
+      // "close", not "exit": the helper's reason may still be in the stderr pipe when it exits
+      child.once("close", () => fail(said.trim().replace(/^rlark-net: /, "") || "the relay ended"));
       child.stderr.on("data", (chunk: Buffer) => {
         if (said.length < 4096) said += chunk.toString("utf8");
         if (!said.startsWith("connected\n")) return;
         child.stderr.removeAllListeners("data");
         child.stderr.resume();
-        child.removeAllListeners("exit");
+        child.removeAllListeners("close");
         const stream = Duplex.from({ readable: child.stdout, writable: child.stdin });
         stream.once("close", () => child.kill());
         child.stdin.on("error", () => {});
