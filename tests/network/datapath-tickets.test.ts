@@ -5,7 +5,7 @@ import { systemClock } from "../../operators/lib/clock.ts";
 import { ALPN_DIAL, SOURCE_HEADER, TICKET_HEADER } from "../../operators/lib/relay/index.ts";
 import { acceptFromHub, dialHub, HubConnection, type InboundStream } from "../../operators/network/index.ts";
 import { startRelayHub } from "../helpers/relay-hub.ts";
-import { waitFor } from "../helpers/wait-for.ts";
+import { onProcesses, waitFor } from "../helpers/wait-for.ts";
 
 const A = "100.98.0.10";
 const B = "100.98.0.20";
@@ -132,7 +132,7 @@ t.test("a stream's bytes cross the hub as the two nodeservers' ciphertext, uncha
   await waitFor(
     "the target's nodeserver got exactly what the source sent, and the other way: the hub re-encrypted nothing",
     () => fromA().sent.equals(toB().received) && toB().sent.equals(fromA().received),
-    { attempts: 200, everyMs: 10 },
+    onProcesses,
   );
   t.pass("the hub passed the nodeservers' ciphertext on unchanged");
 });

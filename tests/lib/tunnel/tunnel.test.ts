@@ -12,7 +12,7 @@ import {
   type TunnelClient,
   type TunnelClientOptions,
 } from "../../../operators/lib/tunnel/index.ts";
-import { waitFor } from "../../helpers/wait-for.ts";
+import { onRealServers, waitFor } from "../../helpers/wait-for.ts";
 import { HOUR, helloInfo, startTunnelHub, tempDir } from "./fixture.ts";
 
 const task = (name: string) => ({
@@ -240,7 +240,7 @@ t.test("a request stream carries one bounded JSON request and one bounded answer
   const answer = await waitFor(
     "an answer to echo",
     () => hub.server.request("beijing", "echo", { hello: "agent" }),
-    { attempts: 100, everyMs: 20 },
+    onRealServers,
   );
   t.same(answer, { echoed: { hello: "agent" }, padding: "" });
   t.same(
