@@ -7,7 +7,7 @@ import path from "node:path";
 import type { Page } from "playwright-core";
 import t from "tap";
 import { exampleFiles, exampleRepository, startDashboardHub } from "../../dashboard/dashboard-hub.ts";
-import { launchChromium } from "../../helpers/chromium.ts";
+import { launchChromium, waitForAddress } from "../../helpers/chromium.ts";
 import { onRealServers, waitFor } from "../../helpers/wait-for.ts";
 import { reportAgentState } from "./agent-state.ts";
 
@@ -118,7 +118,7 @@ t.test("the dashboard in a browser", async (t) => {
     // Redrawn with every filter: let it settle before typing into the next field.
     await page.locator('tr[data-job="ppo-cartpole-v1"]').waitFor();
     await page.getByLabel("Label").fill("env=cartpole");
-    await page.waitForURL(/label=env%3Dcartpole/);
+    await waitForAddress(page, /label=env%3Dcartpole/);
     await page
       .locator("#jobs-count")
       .filter({ hasText: /^2 of / })
@@ -227,7 +227,7 @@ t.test("the dashboard in a browser", async (t) => {
     );
     await page.keyboard.press("Tab");
     await page.keyboard.press("Enter");
-    await page.waitForURL(/#\/jobs\/collect-train-deploy-collect$/);
+    await waitForAddress(page, /#\/jobs\/collect-train-deploy-collect$/);
     t.pass("a Job reached and opened with the keyboard alone");
   });
 
@@ -277,7 +277,7 @@ t.test("the dashboard in a browser", async (t) => {
   await t.test("the one-click admin URL logs in and leaves no token in the address", async (t) => {
     const admin = await context.newPage();
     await admin.goto(running.dashboard.loginUrl(running.hub.adminToken, running.hub.url));
-    await admin.waitForURL(/#\/overview$/);
+    await waitForAddress(admin, /#\/overview$/);
     t.notMatch(admin.url(), /adminToken/);
     await admin.locator("#synced-revision").waitFor();
     t.equal(
@@ -293,7 +293,7 @@ t.test("the dashboard in a browser", async (t) => {
     const mobile = await phone.newPage();
     watchFiles(mobile);
     await mobile.goto(running.dashboard.loginUrl(running.hub.adminToken, running.hub.url));
-    await mobile.waitForURL(/#\/overview$/);
+    await waitForAddress(mobile, /#\/overview$/);
     await mobile.goto(`${running.hub.url}/#/clusters`);
     await mobile.locator('article[data-node="gpu-node-01"]').waitFor();
     // Strings, not functions: tests are type-checked without the DOM library.

@@ -14,7 +14,7 @@ import type { Addon, DomainPeer, Pod } from "../../../operators/api/index.ts";
 import type { Hub } from "../../../operators/hub/index.ts";
 import { writeCapabilityStatus } from "../../../operators/lib/capability-status.ts";
 import { catalogFiles } from "../../helpers/addon-catalog-files.ts";
-import { launchChromium } from "../../helpers/chromium.ts";
+import { launchChromium, waitForAddress } from "../../helpers/chromium.ts";
 import { DomainClusters, podTaskYaml } from "../../helpers/domain-clusters.ts";
 import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
 import { startHubOnGit } from "../../helpers/hub-on-git.ts";
@@ -33,7 +33,7 @@ async function dashboardPage(t: Test, hub: Hub, errors: string[]): Promise<Page>
   const page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
   page.on("pageerror", (error) => errors.push(error.message));
   await page.goto(hub.dashboard.loginUrl(hub.adminToken, hub.url));
-  await page.waitForURL(/#\/overview$/);
+  await waitForAddress(page, /#\/overview$/);
   return page;
 }
 
