@@ -34,8 +34,14 @@ export async function waitForAddress(page: Page, pattern: RegExp, timeout = 60_0
       .locator("#login-error")
       .textContent({ timeout: 1_000 })
       .catch(() => null);
+    // The page's finished requests (a pending one is not listed): did its login answer, and how?
+    const requests = await page
+      .evaluate(
+        `performance.getEntriesByType("resource").map((e) => e.name.replace(location.origin, "") + " " + e.responseStatus + " in " + Math.round(e.duration) + " ms").join(", ")`,
+      )
+      .catch(() => "unknown");
     throw new Error(
-      `the page never reached ${pattern}: it is at ${at}${shown ? `, its login form says ${JSON.stringify(shown)}` : ""} (${(error as Error).message.split("\n")[0]})`,
+      `the page never reached ${pattern}: it is at ${at}${shown ? `, its login form says ${JSON.stringify(shown)}` : ""}; its finished requests: ${String(requests).replace(/adminToken=[^&\s]*/g, "adminToken=…")} (${(error as Error).message.split("\n")[0]})`,
     );
   }
 }
