@@ -38,15 +38,23 @@ t.test("the dashboard in a browser", async (t) => {
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   const page = await context.newPage();
   const errors: string[] = [];
-  page.on("pageerror", (error) => errors.push(error.message));
   // The page's own files (the favicon a browser asks for unprompted, assets) never fail: a 401
   // there is a console error on every page. The API's refusals are tested on purpose below.
   const failedFiles: string[] = [];
-  const watchFiles = (p: Page) =>
+  const watchFiles = (p: Page) => {
     p.on("response", (response) => {
       if (response.status() >= 400 && !new URL(response.url()).pathname.startsWith("/api/"))
         failedFiles.push(`${response.status()} ${response.url()}`);
     });
+    // A request with no answer at all (a reset connection) is no response: listed with the
+    // reason. One the page itself gave up (a reload, a sibling module that failed) is not.
+    p.on("requestfailed", (request) => {
+      const reason = request.failure()?.errorText ?? "failed";
+      if (!new URL(request.url()).pathname.startsWith("/api/") && reason !== "net::ERR_ABORTED")
+        failedFiles.push(`${reason} ${request.url()}`);
+    });
+    p.on("pageerror", (error) => errors.push(error.message));
+  };
   watchFiles(page);
 
   await t.test("without a session the page asks to log in, and the API refuses", async (t) => {
