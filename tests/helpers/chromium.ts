@@ -12,18 +12,18 @@ import { waitFor } from "./wait-for.ts";
  * tests holds its browser for seconds, so taking turns costs little.
  */
 async function takeTurn(): Promise<() => void> {
-  const deadline = Date.now() + 5 * 60_000;
-  for (;;) {
-    try {
-      return claimNumber("chromium", 0, 1).release;
-    } catch (error) {
-      if (Date.now() > deadline)
-        throw new Error(
-          `waited 5 minutes for another test's Chromium to close (${(error as Error).message})`,
-        );
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-  }
+  // 1,500 tries 200 ms apart: another test's Chromium may hold the turn for up to 5 minutes.
+  return waitFor(
+    "a turn at Chromium (another test's browser is open)",
+    () => {
+      try {
+        return claimNumber("chromium", 0, 1).release;
+      } catch {
+        return undefined;
+      }
+    },
+    { attempts: 1500, everyMs: 200 },
+  );
 }
 
 export async function launchChromium(): Promise<Browser> {
