@@ -12,7 +12,13 @@ import { type Authenticator, anyOf } from "../lib/http/index.ts";
 import { type Logger, silentLogger } from "../lib/logger.ts";
 import type { Store } from "../lib/store/index.ts";
 import { loadAssets, serveAsset, serveFavicon, serveIndex } from "./assets.ts";
-import { createSessions, LOGIN_PATH, loadOrCreateJwtSecret, verifyJwt } from "./auth/index.ts";
+import {
+  createSessions,
+  LOGIN_PATH,
+  type LoginLimit,
+  loadOrCreateJwtSecret,
+  verifyJwt,
+} from "./auth/index.ts";
 import { createEventStream, EVENTS_PATH, type EventStreamLimits } from "./events.ts";
 import { createObjectCache } from "./object-cache.ts";
 import { repoWebUrl } from "./repo-web.ts";
@@ -27,8 +33,8 @@ export interface DashboardSettings {
   repoUrl?: string;
   /** Session lifetime; default 30 minutes. */
   sessionTtlSeconds?: number;
-  /** Failed logins allowed per address and per user name per window; default 10 a minute. */
-  loginLimit?: { max: number; windowMs: number };
+  /** Failed logins allowed per address and per user name per window; default 10 a minute per address, 30 per user. */
+  loginLimit?: LoginLimit;
   /** How often the source status is checked for changes to push; default 1 s. */
   sourcePollMs?: number;
   /** Event streams per principal and in all, and the unread output a client may leave. */

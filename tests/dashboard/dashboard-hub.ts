@@ -54,7 +54,7 @@ export interface DashboardHub {
 
 export interface DashboardHubOptions {
   repoUrl?: string;
-  loginLimit?: { max: number; windowMs: number };
+  loginLimit?: { max: number; windowMs: number; maxPerUser?: number };
   sessionTtlSeconds?: number;
   streamLimits?: { perPrincipal?: number; total?: number; maxPendingBytes?: number };
 }

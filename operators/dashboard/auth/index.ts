@@ -2,6 +2,7 @@
 // per-hub secret in the data dir, rate-limited login. See docs/dashboard.md.
 export { type SessionClaims, signJwt, verifyJwt } from "./jwt.ts";
 export { JWT_SECRET_FILE, loadOrCreateJwtSecret } from "./jwt-secret.ts";
+export { type LoginLimit, sourceKey } from "./login-limits.ts";
 export {
   DEFAULT_SCRYPT,
   hashPassword,

@@ -1,14 +1,15 @@
 /**
- * Fixed-window attempt counter per key (client address, login name). A login is refused while
- * any of its keys is over the limit, so guessing is slow both from one address and against one
- * name from many.
+ * Fixed-window attempt counter per key (a client address, a login name). The login counts an
+ * attempt before checking its password and takes it back when the password was right, so
+ * attempts still being checked count too: parallel guesses cannot all pass a count of zero.
  */
 export interface RateLimiter {
   /** Seconds until `key` may try again, or 0 when it may now. */
   retryAfter(key: string): number;
   /** Counts an attempt against `key`. */
   hit(key: string): void;
-  reset(key: string): void;
+  /** Takes back one attempt counted against `key` in its current window (it succeeded). */
+  release(key: string): void;
 }
 
 export function createRateLimiter(options: {
@@ -34,13 +35,14 @@ export function createRateLimiter(options: {
       const window = current(key);
       if (window) window.count++;
       else {
-        // Bounded memory under a spray of addresses: forget the oldest windows first.
+        // Bounded memory under a spray of keys: forget the oldest windows first.
         if (windows.size >= 10_000) windows.delete(windows.keys().next().value as string);
         windows.set(key, { start: now(), count: 1 });
       }
     },
-    reset(key) {
-      windows.delete(key);
+    release(key) {
+      const window = current(key);
+      if (window && window.count > 0) window.count--;
     },
   };
 }

@@ -12,8 +12,8 @@ import {
 } from "../../lib/http/index.ts";
 import type { Store } from "../../lib/store/index.ts";
 import { signJwt, verifyJwt } from "./jwt.ts";
+import { createLoginLimits, DEFAULT_LOGIN_LIMIT, type LoginLimit } from "./login-limits.ts";
 import { dummyPasswordHash, verifyPassword } from "./password-hash.ts";
-import { createRateLimiter, type RateLimiter } from "./rate-limiter.ts";
 
 export const LOGIN_PATH = "/api/v1/auth/login";
 /** The subject of sessions opened with the admin token; a colon keeps it apart from every User name. */
@@ -28,8 +28,8 @@ export interface SessionsOptions {
   secret: Buffer;
   /** Default 30 minutes. */
   ttlSeconds?: number;
-  /** Failed logins allowed per client address and per login name within a window. */
-  limit?: { max: number; windowMs: number };
+  /** Failed logins allowed per client address and per login name within a window (login-limits.ts). */
+  limit?: LoginLimit;
   now?: () => number;
 }
 
@@ -57,8 +57,7 @@ export function highestRole(roles: readonly string[] | undefined): Principal["ro
 export function createSessions(options: SessionsOptions): Sessions {
   const now = options.now ?? Date.now;
   const ttl = options.ttlSeconds ?? 30 * 60;
-  const limit = options.limit ?? { max: 10, windowMs: 60_000 };
-  const limiter: RateLimiter = createRateLimiter({ ...limit, now });
+  const limits = createLoginLimits(options.limit ?? DEFAULT_LOGIN_LIMIT, now);
 
   async function check(
     body: Record<string, unknown>,
@@ -90,18 +89,23 @@ export function createSessions(options: SessionsOptions): Sessions {
       const body = await readJsonObject(req, MAX_BODY);
       if (!body)
         return sendStatus(res, 400, "BadRequest", 'expected JSON {"username", "password"} or {"adminToken"}');
-      const keys = [`addr:${req.socket.remoteAddress ?? ""}`];
-      if (typeof body.username === "string") keys.push(`user:${body.username}`);
-      const wait = Math.max(...keys.map((k) => limiter.retryAfter(k)));
-      if (wait > 0) {
+      // Counted now, before the password work: see login-limits.ts.
+      const username = typeof body.username === "string" ? body.username : undefined;
+      const admission = limits.admit(req.socket.remoteAddress, username);
+      if ("retryAfter" in admission) {
+        const wait = admission.retryAfter;
         res.setHeader("Retry-After", String(wait));
         return sendStatus(res, 429, "TooManyRequests", `too many failed logins: try again in ${wait} s`);
       }
-      const who = await check(body);
-      if (!who) {
-        for (const key of keys) limiter.hit(key);
-        return sendStatus(res, 401, "Unauthorized", "wrong user name or password");
+      let who: Awaited<ReturnType<typeof check>>;
+      try {
+        who = await check(body);
+      } catch (error) {
+        admission.takeBack(); // the hub failed, not the password: no failed login to count
+        throw error;
       }
+      if (!who) return sendStatus(res, 401, "Unauthorized", "wrong user name or password");
+      admission.takeBack();
       const iat = Math.floor(now() / 1000);
       const exp = iat + ttl;
       const response: LoginResponse = {
