@@ -1,6 +1,6 @@
 // SFTP into a process-runtime pod: OpenSSH's sftp-server runs here in the pod's directory with
 // only the requests we serve enabled (no symlink or hardlink creation), behind the packet filter
-// (sftp-filter.ts) with the path policy resolved on this machine, symlinks followed.
+// (sftp-filter.ts) with the path policy resolved on this machine as the kernel resolves it.
 import { spawn } from "node:child_process";
 import { realpathSync } from "node:fs";
 import { Duplex } from "node:stream";

@@ -10,7 +10,15 @@ import { posix } from "node:path";
 import { Duplex } from "node:stream";
 import { whenDrainedOrClosed } from "../../lib/stream-drain.ts";
 import { ResponsePassage } from "./sftp-passage.ts";
-import { checkRequest, type PolicyOptions, type RequestPath, SFTP, type Verdict } from "./sftp-policy.ts";
+import {
+  checkRequest,
+  judgePaths,
+  type PolicyOptions,
+  type RequestPath,
+  SFTP,
+  STATUS,
+  type Verdict,
+} from "./sftp-policy.ts";
 
 /** sftp-server's own packet limit is 256 KiB; a little more for the header. */
 const MAX_PACKET = 256 * 1024 + 1024;
@@ -101,12 +109,12 @@ function answeredPath(answer: Buffer | undefined): string | undefined {
   return answer.length < 17 + length ? undefined : answer.subarray(17, 17 + length).toString();
 }
 
-function statusPacket(id: number, message: string): Buffer {
+function statusPacket(id: number, message: string, status: number): Buffer {
   const text = Buffer.from(message);
   const body = Buffer.alloc(1 + 4 + 4 + 4 + text.length + 4);
   let at = body.writeUInt8(SFTP.STATUS, 0);
   at = body.writeUInt32BE(id, at);
-  at = body.writeUInt32BE(3, at); // SSH_FX_PERMISSION_DENIED
+  at = body.writeUInt32BE(status, at);
   at = body.writeUInt32BE(text.length, at);
   at += text.copy(body, at);
   body.writeUInt32BE(0, at); // language tag
@@ -184,17 +192,22 @@ export function filterSftp(server: Duplex, policy: PolicyOptions, version?: Buff
     new Promise<string | undefined>((resolve) => {
       server.write(renumber.realpath(path, (answer) => resolve(answeredPath(answer))));
     });
-  // Where each path really leads, asked of the server; a path it cannot resolve (missing, not a
-  // directory, not searchable) passes, as the request itself fails there for the same reason.
-  const resolve = async (renumber: Renumbering, paths: RequestPath[]): Promise<Verdict> => {
-    for (const { path, followLast } of paths) {
+  // Where each path really leads, asked of the server. Its realpath resolves as the kernel does,
+  // a dangling symlink included (to where its target would be made): a path it cannot resolve
+  // (a missing or non-directory component before the last, not searchable, a loop) passes, as
+  // the request itself fails there for the same reason. A realpath request only names a path.
+  const resolve = async (renumber: Renumbering, paths: RequestPath[]): Promise<Verdict | undefined> => {
+    for (const { path, followLast, named } of paths) {
+      if (named) continue;
       const resolved = await ask(renumber, followLast ? path : posix.dirname(path));
       if (resolved === undefined) continue;
       const location = followLast ? resolved : posix.join(resolved, posix.basename(path));
       if (!resolvedInside?.(location)) return { refusal: `${path} leads outside ${policy.place}` };
     }
-    return { paths: [] };
+    return undefined;
   };
+  const judge = async (paths: RequestPath[]): Promise<Verdict> =>
+    (await judgePaths(paths, policy)) ?? (renumbering && (await resolve(renumbering, paths))) ?? { paths };
 
   // a refusal is answered here: while the client does not read them, it sends nothing more
   let wakeReader: (() => void) | undefined;
@@ -217,10 +230,10 @@ export function filterSftp(server: Duplex, policy: PolicyOptions, version?: Buff
         packet.length < 9 && packet[4] !== SFTP.INIT
           ? { refusal: "malformed request" }
           : checkRequest(packet.subarray(4), policy);
-      if (renumbering && "paths" in verdict && verdict.paths.length > 0)
-        verdict = await resolve(renumbering, verdict.paths);
+      if ("paths" in verdict && verdict.paths.length > 0) verdict = await judge(verdict.paths);
       if ("refusal" in verdict) {
-        await answer(statusPacket(packet.length >= 9 ? packet.readUInt32BE(5) : 0, verdict.refusal));
+        const id = packet.length >= 9 ? packet.readUInt32BE(5) : 0;
+        await answer(statusPacket(id, verdict.refusal, verdict.status ?? STATUS.PERMISSION_DENIED));
         continue;
       }
       if (renumbering && packet[4] !== SFTP.INIT) renumbering.outgoing(packet);

@@ -1,11 +1,13 @@
 // The path policy of SFTP into a pod: every path a request names must stay inside the policy
 // root, and writes stay under a size limit. Requests are checked before OpenSSH's sftp-server
 // sees them; a refused one is answered here. Where the pod's files are on this machine (process
-// runtime) a path is resolved, symlinks followed (insideLocal); where they are in a container the
-// agent cannot see (kubernetes), a path is judged by its name (insideNamed), see docs/access.md.
+// runtime) a path is resolved as the kernel will resolve it, symlinks followed (insideLocal);
+// where they are in a container the agent cannot see (kubernetes), a path is judged by its name
+// (insideNamed), see docs/access.md. Paths are bounded (PATH_MAX and a component count) before
+// any of that, and resolved asynchronously: one request never holds the event loop.
 import { isUtf8 } from "node:buffer";
-import { realpathSync } from "node:fs";
-import { basename, dirname, isAbsolute, join, posix, relative, resolve, sep } from "node:path";
+import { lstat, readlink } from "node:fs/promises";
+import { isAbsolute, posix, relative, sep } from "node:path";
 
 export const SFTP = {
   INIT: 1,
@@ -26,6 +28,18 @@ export const SFTP = {
   EXTENDED: 200,
 } as const;
 
+/** The status codes of refusals (SFTP v3's SSH_FX_*). */
+export const STATUS = { FAILURE: 4, PERMISSION_DENIED: 3 } as const;
+
+/** Linux's PATH_MAX: no longer path can be opened there, and checking one costs work for nothing. */
+export const MAX_PATH_BYTES = 4096;
+/** Components of one path: deeper trees than this are not served (each costs a lookup). */
+export const MAX_PATH_COMPONENTS = 256;
+/** Symlinks followed resolving one path: Linux's own limit, past which it fails with ELOOP. */
+const MAX_LINKS = 40;
+/** Components looked up resolving one path, those of the symlinks' targets included. */
+const MAX_LOOKUPS = 4 * MAX_PATH_COMPONENTS;
+
 /** Requests that carry only a handle (or nothing): the handle came from a checked open. */
 const HANDLE_ONLY = new Set([4, 5, 8, 10, 12]);
 /** Requests whose last path component is followed if it is a symlink. */
@@ -44,11 +58,25 @@ const EXTENSIONS_WITHOUT_PATHS = new Set(["fstatvfs@openssh.com", "fsync@openssh
  * with such bytes would not be the path the policy looked at.
  */
 function pathText(bytes: Buffer): string {
+  if (bytes.length > MAX_PATH_BYTES)
+    throw new PolicyRefusal(`paths are limited to ${MAX_PATH_BYTES} bytes`, STATUS.FAILURE);
   if (!isUtf8(bytes)) throw new PolicyRefusal("names that are not UTF-8 are not served");
-  return bytes.toString("utf8");
+  const text = bytes.toString("utf8");
+  let components = 0;
+  for (const component of text.split("/")) if (component !== "" && component !== ".") components++;
+  if (components > MAX_PATH_COMPONENTS)
+    throw new PolicyRefusal(`paths are limited to ${MAX_PATH_COMPONENTS} components`, STATUS.FAILURE);
+  return text;
 }
 
-class PolicyRefusal extends Error {}
+/** A request refused with why, and the status it is answered with. */
+export class PolicyRefusal extends Error {
+  readonly status: number;
+  constructor(message: string, status: number = STATUS.PERMISSION_DENIED) {
+    super(message);
+    this.status = status;
+  }
+}
 
 function readString(packet: Buffer, at: number): { value: Buffer; next: number } {
   if (at + 4 > packet.length) throw new Error("truncated");
@@ -63,9 +91,9 @@ export interface PolicyOptions {
   /**
    * Whether `path` (relative paths are the root's) stays inside the root; `followLast` when the
    * request follows its last component if that is a symlink. `named` for realpath requests, which
-   * only name a path: resolving one touches nothing.
+   * only name a path: resolving one touches nothing. May throw a PolicyRefusal saying why not.
    */
-  inside(path: string, followLast: boolean, named: boolean): boolean;
+  inside(path: string, followLast: boolean, named: boolean): boolean | Promise<boolean>;
   /** Largest offset + length a write may reach. */
   maxFileBytes: number;
   /**
@@ -76,19 +104,24 @@ export interface PolicyOptions {
   resolvedInside?(resolved: string): boolean;
 }
 
-/** A path a passed request acts on, for a policy that resolves paths in the server. */
+/** A path a request names. */
 export interface RequestPath {
   path: string;
   /** The request follows the last component if it is a symlink (open, stat), or acts on it (lstat, remove). */
   followLast: boolean;
+  /** A realpath request's: it only asks where the name leads. */
+  named: boolean;
 }
 
-/** A refusal, or the paths the request acts on (none for handle requests and realpath). */
-export type Verdict = { refusal: string } | { paths: RequestPath[] };
+/** A refusal (answered with `status`, PERMISSION_DENIED by default), or the paths the request names. */
+export type Verdict = { refusal: string; status?: number } | { paths: RequestPath[] };
 
 const PASS: Verdict = { paths: [] };
 
-/** Checks one request packet (type byte onwards, without the length). */
+/**
+ * Decodes one request packet (type byte onwards, without the length): a refusal for what is
+ * never served, malformed or out of bounds, or the paths to judge (judgePaths) before it goes on.
+ */
 export function checkRequest(packet: Buffer, options: PolicyOptions): Verdict {
   const type = packet[0] ?? 0;
   if (type === SFTP.INIT || HANDLE_ONLY.has(type)) return PASS;
@@ -142,30 +175,80 @@ export function checkRequest(packet: Buffer, options: PolicyOptions): Verdict {
     } else {
       return { refusal: "this request is not served" };
     }
-    for (const path of paths) {
-      if (!options.inside(path, follows, named)) return { refusal: `${path} is outside ${options.place}` };
-    }
-    // a realpath request only asks where a name leads: nothing is read or written there
-    return named ? PASS : { paths: paths.map((path) => ({ path, followLast: follows })) };
+    return { paths: paths.map((path) => ({ path, followLast: follows, named })) };
   } catch (error) {
-    return { refusal: error instanceof PolicyRefusal ? error.message : "malformed request" };
+    return error instanceof PolicyRefusal
+      ? { refusal: error.message, status: error.status }
+      : { refusal: "malformed request" };
   }
 }
 
-/** The real location of `path`: its deepest existing ancestor resolved, the rest appended. */
-function realLocation(path: string): string {
-  let existing = path;
-  const rest: string[] = [];
-  for (;;) {
+/** The first of `paths` the policy's `inside` refuses, or none. */
+export async function judgePaths(paths: RequestPath[], options: PolicyOptions): Promise<Verdict | undefined> {
+  for (const { path, followLast, named } of paths) {
     try {
-      return resolve(realpathSync(existing), ...rest.reverse());
-    } catch {
-      const parent = dirname(existing);
-      if (parent === existing) return path;
-      rest.push(existing.slice(parent.length).replace(/^\//, ""));
-      existing = parent;
+      if (!(await options.inside(path, followLast, named)))
+        return { refusal: `${path} is outside ${options.place}` };
+    } catch (error) {
+      if (!(error instanceof PolicyRefusal)) throw error;
+      return { refusal: error.message, status: error.status };
     }
   }
+  return undefined;
+}
+
+/** The components of `path` that name something: empty ones and `.` say nothing. */
+const components = (path: string) => path.split("/").filter((name) => name !== "" && name !== ".");
+
+/**
+ * Where `path` leads on this machine, resolved as the kernel resolves it: component by component
+ * from `/` (absolute) or `base` (relative, already real), each symlink met replaced by its target
+ * (a relative one read from the link's directory), so `..` after a link is its target's parent,
+ * never the link's own. The last component is followed only with `followLast` (or a trailing
+ * slash, as the kernel does). A missing last component is where a create would put it: a link
+ * whose target does not exist leads where the target would be made. Undefined when the kernel
+ * fails the path itself (a missing or non-directory component before the last, a symlink loop):
+ * nothing is reached or made through it.
+ */
+export async function kernelLocation(
+  base: string,
+  path: string,
+  followLast: boolean,
+): Promise<string | undefined> {
+  const follow = followLast || /\/\.?$/.test(path);
+  // a stack: the next component last
+  const pending = components(path).reverse();
+  let current = path.startsWith("/") ? "/" : base;
+  let links = 0;
+  let lookups = 0;
+  while (pending.length > 0) {
+    const name = pending.pop() as string;
+    if (name === "..") {
+      current = posix.dirname(current);
+      continue;
+    }
+    const next = current === "/" ? `/${name}` : `${current}/${name}`;
+    const last = pending.length === 0;
+    if (last && !follow) return next;
+    if (++lookups > MAX_LOOKUPS)
+      throw new PolicyRefusal(`${path} leads through more than ${MAX_LOOKUPS} components`, STATUS.FAILURE);
+    let link: string | undefined;
+    try {
+      const stats = await lstat(next);
+      if (stats.isSymbolicLink()) link = await readlink(next);
+      else if (!last && !stats.isDirectory()) return undefined;
+    } catch {
+      return last ? next : undefined;
+    }
+    if (link === undefined) {
+      current = next;
+      continue;
+    }
+    if (++links > MAX_LINKS) return undefined;
+    if (link.startsWith("/")) current = "/";
+    pending.push(...components(link).reverse());
+  }
+  return current;
 }
 
 function within(root: string, path: string): boolean {
@@ -173,16 +256,15 @@ function within(root: string, path: string): boolean {
   return r === "" || (!r.startsWith(`..${sep}`) && r !== ".." && !isAbsolute(r));
 }
 
-/** Whether `path` (relative paths are the pod directory's) stays inside `root` on this machine. */
-export function insideLocal(root: string, path: string, followLast: boolean): boolean {
-  const realRoot = realLocation(resolve(root));
-  const absolute = resolve(realRoot, path);
-  // The last component of a request that does not follow it (lstat, remove, rename) may itself
-  // be a symlink pointing out: that is harmless, only where it sits matters.
-  const location = followLast
-    ? realLocation(absolute)
-    : join(realLocation(dirname(absolute)), basename(absolute));
-  return within(realRoot, location);
+/**
+ * Whether `path` (relative paths are `realRoot`'s, a real path: no symlink in it) stays inside
+ * it on this machine. The last component of a request that does not follow it (lstat, remove,
+ * rename, mkdir) may itself be a symlink pointing out: that is harmless, only where it sits
+ * matters. A path the kernel cannot resolve passes: the server's request fails the same way.
+ */
+export async function insideLocal(realRoot: string, path: string, followLast: boolean): Promise<boolean> {
+  const location = await kernelLocation(realRoot, path, followLast);
+  return location === undefined || within(realRoot, location);
 }
 
 /**

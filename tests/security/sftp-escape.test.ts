@@ -1,0 +1,85 @@
+// Issue 31, item 6: SFTP out of a process pod's directory through symlinks the pod's processes
+// made there, with the real `sftp` client through hub and agent. A symlink whose target does not
+// exist, a chain of them, and `..` after a symlink (its target's parent, not the link's) must not
+// make, move or change a file outside the directory, for open, mkdir, rename and setstat alike;
+// the same links pointing inside still work.
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readdirSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import t from "tap";
+import { podJobYaml, policyYaml, run, startBastion, userYaml } from "../access/bastion-fixture.ts";
+
+const POD = "vision-main-0";
+
+t.test("symlinks in the pod's directory do not lead SFTP out of it", async (t) => {
+  const b = await startBastion(t, {
+    users: ["alice"],
+    pods: [POD],
+    files: (keys) => ({
+      "users.yaml": userYaml("alice", ["user"], [keys.alice as string]),
+      "job.yaml": podJobYaml("vision"),
+      "policy.yaml": policyYaml("alice-files", "  subjects:\n    users: [alice]\n  verbs: [files]\n"),
+    }),
+  });
+  const podDir = path.join(b.dir, "state", "work", "agent-local_vision-main");
+  // Outside the pod's directory: a directory two levels deep, and a file there.
+  const outside = path.join(b.dir, "outside");
+  const deep = path.join(outside, "deep", "er");
+  mkdirSync(deep, { recursive: true });
+  const existing = path.join(outside, "existing.txt");
+  writeFileSync(existing, "outside\n", { mode: 0o644 });
+  const local = path.join(b.dir, "local");
+  mkdirSync(local);
+  writeFileSync(path.join(local, "up.txt"), "uploaded\n");
+  writeFileSync(path.join(podDir, "inside.txt"), "inside\n");
+  mkdirSync(path.join(podDir, "sub"));
+
+  // What a pod's process (or a user's shell in it) may leave in its directory:
+  symlinkSync(path.join(outside, "dangling.txt"), path.join(podDir, "dangling")); // target missing
+  symlinkSync("chain-2", path.join(podDir, "chain-1")); // a chain ending outside, target missing
+  symlinkSync(path.relative(podDir, path.join(outside, "chained.txt")), path.join(podDir, "chain-2"));
+  symlinkSync(path.join(outside, "newdir", "x"), path.join(podDir, "dangling-deeper")); // parent missing too
+  symlinkSync(deep, path.join(podDir, "deep-link")); // deep-link/.. is outside/deep
+  symlinkSync(existing, path.join(podDir, "existing-link"));
+  symlinkSync("sub/made.txt", path.join(podDir, "inside-dangling")); // dangling, but inside
+
+  const sftp = (batch: string) => {
+    const file = path.join(b.dir, `batch-${randomBytes(4).toString("hex")}`);
+    writeFileSync(file, `${batch}\n`);
+    const args = b.sshArgs("alice").map((a) => (a === "-p" ? "-P" : a));
+    return run("sftp", [...args, "-b", file, `alice+${POD}@127.0.0.1`], "", { cwd: local });
+  };
+  const before = readdirSync(outside, { recursive: true }).sort();
+
+  for (const batch of [
+    "put up.txt dangling",
+    "put up.txt chain-1",
+    "put up.txt deep-link/../escaped.txt",
+    "put up.txt sub/../deep-link/../escaped.txt",
+    "mkdir deep-link/../made-dir",
+    "rename inside.txt deep-link/../moved.txt",
+    "chmod 600 existing-link",
+    "chmod 600 deep-link/../../existing.txt",
+    "put up.txt existing-link",
+  ]) {
+    const result = await sftp(batch);
+    t.not(result.code, 0, `${batch} is refused`);
+    t.match(result.stderr, /Permission denied/, `${batch}: ${result.stderr.trim()}`);
+  }
+  t.strictSame(readdirSync(outside, { recursive: true }).sort(), before, "nothing was made or moved outside");
+  t.equal(statSync(existing).mode & 0o777, 0o644, "the outside file's mode is unchanged");
+  t.ok(existsSync(path.join(podDir, "inside.txt")), "the file to move stayed");
+
+  // The kernel fails these itself: they pass the policy and fail in the server, making nothing.
+  const deeper = await sftp("put up.txt dangling-deeper");
+  t.not(deeper.code, 0, "a link whose target's parent is missing fails in the server");
+  t.notOk(existsSync(path.join(outside, "newdir")));
+
+  const inside = await sftp(
+    "put up.txt inside-dangling\nmkdir sub/../made-here\nrename inside.txt sub/moved.txt",
+  );
+  t.equal(inside.code, 0, `links and .. that stay inside work: ${inside.stderr}`);
+  t.ok(existsSync(path.join(podDir, "sub", "made.txt")), "made through a dangling link pointing inside");
+  t.ok(statSync(path.join(podDir, "made-here")).isDirectory());
+  t.ok(existsSync(path.join(podDir, "sub", "moved.txt")));
+});
