@@ -3,11 +3,26 @@
 // exist, a chain of them, and `..` after a symlink (its target's parent, not the link's) must not
 // make, move or change a file outside the directory, for open, mkdir, rename and setstat alike;
 // the same links pointing inside still work.
+import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
+import { Duplex } from "node:stream";
 import t from "tap";
+import { containerPolicy } from "../../operators/agent/access/files.ts";
+import { filterSftp, SERVED_REQUESTS } from "../../operators/agent/access/sftp-filter.ts";
 import { podJobYaml, policyYaml, run, startBastion, userYaml } from "../access/bastion-fixture.ts";
+import { FX, HANDLE, rawSftp } from "./sftp-client.ts";
 
 const POD = "vision-main-0";
 
@@ -61,6 +76,7 @@ t.test("symlinks in the pod's directory do not lead SFTP out of it", async (t) =
     "chmod 600 existing-link",
     "chmod 600 deep-link/../../existing.txt",
     "put up.txt existing-link",
+    "ln -s ../outside made-link",
   ]) {
     const result = await sftp(batch);
     t.not(result.code, 0, `${batch} is refused`);
@@ -82,4 +98,47 @@ t.test("symlinks in the pod's directory do not lead SFTP out of it", async (t) =
   t.ok(existsSync(path.join(podDir, "sub", "made.txt")), "made through a dangling link pointing inside");
   t.ok(statSync(path.join(podDir, "made-here")).isDirectory());
   t.ok(existsSync(path.join(podDir, "sub", "moved.txt")));
+});
+
+// A kubernetes pod's files are in its container, where the agent cannot look: the filter asks the
+// container's sftp-server where each path leads. Here that server runs on this machine, in the
+// root a container would have, with the same links.
+t.test("the container policy refuses the same links, asking the server where they lead", async (t) => {
+  const dir = mkdtempSync(path.join(tmpdir(), "rlark-sftp-escape-"));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const root = path.join(dir, "root");
+  const outside = path.join(dir, "outside");
+  const deep = path.join(outside, "deep", "er");
+  mkdirSync(path.join(root, "sub"), { recursive: true });
+  mkdirSync(deep, { recursive: true });
+  symlinkSync(path.join(outside, "dangling.txt"), path.join(root, "dangling"));
+  symlinkSync("chain-2", path.join(root, "chain-1"));
+  symlinkSync("../outside/chained.txt", path.join(root, "chain-2"));
+  symlinkSync(path.join(outside, "newdir", "x"), path.join(root, "dangling-deeper"));
+  symlinkSync(deep, path.join(root, "deep-link"));
+  symlinkSync("sub/made.txt", path.join(root, "inside-dangling"));
+  const child = spawn("/usr/lib/openssh/sftp-server", ["-p", SERVED_REQUESTS, "-l", "ERROR"], {
+    cwd: root,
+    stdio: ["pipe", "pipe", "ignore"],
+  });
+  const stream = filterSftp(
+    Duplex.from({ writable: child.stdin, readable: child.stdout }),
+    containerPolicy(root),
+  );
+  t.teardown(() => stream.destroy());
+  const sftp = rawSftp(stream, stream);
+  await sftp.init();
+  const before = readdirSync(outside, { recursive: true }).sort();
+
+  for (const name of ["dangling", "chain-1", "deep-link/../escaped.txt", "sub/../deep-link/../escaped.txt"])
+    t.equal((await sftp.open(name)).code, FX.PERMISSION_DENIED, `open ${name}`);
+  t.equal((await sftp.mkdir("deep-link/../made-dir")).code, FX.PERMISSION_DENIED, "mkdir after a link's ..");
+  t.equal(
+    (await sftp.open("dangling-deeper")).code,
+    FX.NO_SUCH_FILE,
+    "the server fails what the kernel fails",
+  );
+  t.strictSame(readdirSync(outside, { recursive: true }).sort(), before, "nothing was made outside");
+  t.equal((await sftp.open("inside-dangling")).type, HANDLE, "a dangling link pointing inside is served");
+  t.ok(existsSync(path.join(root, "sub", "made.txt")));
 });
