@@ -57,6 +57,13 @@ t.test("symlinks in the pod's directory do not lead SFTP out of it", async (t) =
   symlinkSync(deep, path.join(podDir, "deep-link")); // deep-link/.. is outside/deep
   symlinkSync(existing, path.join(podDir, "existing-link"));
   symlinkSync("sub/made.txt", path.join(podDir, "inside-dangling")); // dangling, but inside
+  // A target through a directory whose name is not UTF-8: decoded, it would name nothing there.
+  mkdirSync(Buffer.concat([Buffer.from(`${podDir}/`), Buffer.from([0xff])]));
+  const throughBytes = Buffer.concat([
+    Buffer.from([0xff]),
+    Buffer.from(`/../${path.relative(podDir, outside)}/bytes.txt`),
+  ]);
+  symlinkSync(throughBytes, path.join(podDir, "bytes-link"));
 
   const sftp = (batch: string) => {
     const file = path.join(b.dir, `batch-${randomBytes(4).toString("hex")}`);
@@ -77,6 +84,7 @@ t.test("symlinks in the pod's directory do not lead SFTP out of it", async (t) =
     "chmod 600 deep-link/../../existing.txt",
     "put up.txt existing-link",
     "ln -s ../outside made-link",
+    "put up.txt bytes-link",
   ]) {
     const result = await sftp(batch);
     t.not(result.code, 0, `${batch} is refused`);

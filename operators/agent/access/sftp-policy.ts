@@ -232,19 +232,22 @@ export async function kernelLocation(
     if (last && !follow) return next;
     if (++lookups > MAX_LOOKUPS)
       throw new PolicyRefusal(`${path} leads through more than ${MAX_LOOKUPS} components`, STATUS.FAILURE);
-    let link: string | undefined;
+    let target: Buffer | undefined;
     try {
       const stats = await lstat(next);
-      if (stats.isSymbolicLink()) link = await readlink(next);
+      if (stats.isSymbolicLink()) target = await readlink(next, { encoding: "buffer" });
       else if (!last && !stats.isDirectory()) return undefined;
     } catch {
       return last ? next : undefined;
     }
-    if (link === undefined) {
+    if (target === undefined) {
       current = next;
       continue;
     }
     if (++links > MAX_LINKS) return undefined;
+    // decoded, such a target would name other entries than the kernel follows
+    if (!isUtf8(target)) throw new PolicyRefusal(`${path} leads through a symlink whose target is not UTF-8`);
+    const link = target.toString("utf8");
     if (link.startsWith("/")) current = "/";
     pending.push(...components(link).reverse());
   }
