@@ -19,7 +19,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { Duplex } from "node:stream";
 import t from "tap";
-import { containerPolicy } from "../../operators/agent/access/files.ts";
+import { containerPolicy, startFiles } from "../../operators/agent/access/files.ts";
 import { filterSftp, SERVED_REQUESTS } from "../../operators/agent/access/sftp-filter.ts";
 import { podJobYaml, policyYaml, run, startBastion, userYaml } from "../access/bastion-fixture.ts";
 import { FX, HANDLE, rawSftp } from "./sftp-client.ts";
@@ -149,4 +149,25 @@ t.test("the container policy refuses the same links, asking the server where the
   t.strictSame(readdirSync(outside, { recursive: true }).sort(), before, "nothing was made outside");
   t.equal((await sftp.open("inside-dangling")).type, HANDLE, "a dangling link pointing inside is served");
   t.ok(existsSync(path.join(root, "sub", "made.txt")));
+});
+
+// sftp-server reads a path up to its first NUL byte and takes a string that ends with one: the
+// policy must not judge a longer name than the server opens.
+t.test("a name with a NUL byte is refused", async (t) => {
+  const dir = mkdtempSync(path.join(tmpdir(), "rlark-sftp-escape-"));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const outsideFile = path.join(dir, "secret.txt");
+  writeFileSync(outsideFile, "secret\n");
+  const root = path.join(dir, "root");
+  mkdirSync(root);
+  symlinkSync(outsideFile, path.join(root, "secret-link"));
+  const local = await startFiles(root);
+  t.teardown(() => local.destroy());
+  const sftp = rawSftp(local, local);
+  await sftp.init();
+  t.equal((await sftp.open("secret-link", false)).code, FX.PERMISSION_DENIED, "the link itself is refused");
+  const nul = Buffer.from("secret-link\0");
+  t.equal((await sftp.open(nul, false)).code, FX.PERMISSION_DENIED, "with a NUL after it too");
+  t.equal((await sftp.stat(Buffer.from("secret-link\0/x"))).code, FX.PERMISSION_DENIED, "a NUL inside");
+  t.equal((await sftp.stat(".")).type, 105, "the session goes on");
 });

@@ -53,14 +53,16 @@ const EXTENSIONS_WITH_PATHS: Record<string, number> = {
 const EXTENSIONS_WITHOUT_PATHS = new Set(["fstatvfs@openssh.com", "fsync@openssh.com", "limits@openssh.com"]);
 
 /**
- * A path's bytes as text. Names that are not UTF-8 are refused: the policy would judge the
- * decoded text (invalid bytes become U+FFFD) while the server opens the bytes, so a symlink named
- * with such bytes would not be the path the policy looked at.
+ * A path's bytes as text, within the bounds. Names that are not UTF-8 are refused: the policy
+ * would judge the decoded text (invalid bytes become U+FFFD) while the server opens the bytes, so
+ * a symlink named with such bytes would not be the path the policy looked at.
  */
 function pathText(bytes: Buffer): string {
   if (bytes.length > MAX_PATH_BYTES)
     throw new PolicyRefusal(`paths are limited to ${MAX_PATH_BYTES} bytes`, STATUS.FAILURE);
   if (!isUtf8(bytes)) throw new PolicyRefusal("names that are not UTF-8 are not served");
+  // sftp-server reads a name up to a NUL byte at its end: the policy would judge a longer one.
+  if (bytes.includes(0)) throw new PolicyRefusal("names with a NUL byte are not served");
   const text = bytes.toString("utf8");
   let components = 0;
   for (const component of text.split("/")) if (component !== "" && component !== ".") components++;
