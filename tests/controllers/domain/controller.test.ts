@@ -57,7 +57,12 @@ t.test("pods of the Domain's Jobs get addresses; one DomainPeer per cluster list
     },
   ]);
   t.equal(beijing.spec.prefixLen, 24);
-  t.equal(beijing.spec.cert, d?.status?.certificate);
+  t.equal(
+    d?.status?.certificate,
+    `${beijing.spec.cert}${byCluster.get("agent-shanghai")?.spec.cert}`,
+    "Domain status shows each cluster's certificate, in cluster order",
+  );
+  t.not(beijing.spec.key, byCluster.get("agent-shanghai")?.spec.key, "each cluster has its own key");
   t.match(beijing.metadata.labels, { "rlark.io/domain": "ppo" });
   t.match(beijing.metadata.ownerReferences, [{ kind: "Domain", name: "ppo", uid: d?.metadata.uid }]);
   t.same(
@@ -94,24 +99,27 @@ t.test("pods of the Domain's Jobs get addresses; one DomainPeer per cluster list
   t.ok((await peers(store, "ppo")).has("agent-beijing"), "beijing keeps its peer");
 });
 
-t.test("the Domain certificate is signed by the hub CA; the key stays out of Domain status", async (t) => {
-  const dataDir = tempDataDir(t);
-  const { store, pki } = await startDomainHarness(t, dataDir);
-  await store.create(domain("nav", "10.9.0.0/16"));
-  await store.create(job("j", "nav"));
-  await store.create(pod("beijing", "p-0", "j", "t"));
-  const peer = await waitFor("peer", async () => (await peers(store, "nav")).get("agent-beijing"));
-  const identity = pki.verify(peer.spec.cert, { role: "domain" });
-  t.equal(identity.name, "nav");
-  t.equal(identity.publicKeyPem, publicKeyPem(peer.spec.key), "the peer's key is the certified key");
-  const keyPath = join(dataDir, "pki", "domains", "nav.key");
-  t.equal(statSync(keyPath).mode & 0o777, 0o600);
-  t.equal(readFileSync(keyPath, "utf8"), peer.spec.key);
-  const d = await store.get<Domain>("Domain", "", "nav");
-  t.equal(d?.status?.certificate, peer.spec.cert);
-  t.notMatch(JSON.stringify(d), /PRIVATE KEY/, "no key in the Domain");
-  t.equal(peer.spec.prefixLen, 16);
-});
+t.test(
+  "a cluster's certificate names it, signed by the hub CA; the key stays out of Domain status",
+  async (t) => {
+    const dataDir = tempDataDir(t);
+    const { store, pki } = await startDomainHarness(t, dataDir);
+    await store.create(domain("nav", "10.9.0.0/16"));
+    await store.create(job("j", "nav"));
+    await store.create(pod("beijing", "p-0", "j", "t"));
+    const peer = await waitFor("peer", async () => (await peers(store, "nav")).get("agent-beijing"));
+    const identity = pki.verify(peer.spec.cert, { role: "domain", cluster: "beijing" });
+    t.equal(identity.name, "nav");
+    t.equal(identity.publicKeyPem, publicKeyPem(peer.spec.key), "the peer's key is the certified key");
+    const keyPath = join(dataDir, "pki", "domains", "nav", "beijing.key");
+    t.equal(statSync(keyPath).mode & 0o777, 0o600);
+    t.equal(readFileSync(keyPath, "utf8"), peer.spec.key);
+    const d = await store.get<Domain>("Domain", "", "nav");
+    t.equal(d?.status?.certificate, peer.spec.cert);
+    t.notMatch(JSON.stringify(d), /PRIVATE KEY/, "no key in the Domain");
+    t.equal(peer.spec.prefixLen, 16);
+  },
+);
 
 t.test("allocations and the certificate survive a restart of the hub on the same store", async (t) => {
   const dataDir = tempDataDir(t);
