@@ -1,11 +1,11 @@
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
 import type { Domain, DomainPeer, Pod } from "../../../operators/api/index.ts";
 import { createDomainController } from "../../../operators/controllers/domain/index.ts";
 import { systemClock } from "../../../operators/lib/clock.ts";
 import { silentLogger } from "../../../operators/lib/logger.ts";
-import { openCertificateAuthority, publicKeyPem } from "../../../operators/lib/pki/index.ts";
+import { generateKeyPair, openCertificateAuthority, publicKeyPem } from "../../../operators/lib/pki/index.ts";
 import { modify, openSqliteStore } from "../../../operators/lib/store/index.ts";
 import { waitFor } from "../../helpers/wait-for.ts";
 import { allocations, domain, job, peers, pod, startDomainHarness, tempDataDir } from "./fixtures.ts";
@@ -145,6 +145,54 @@ t.test("allocations and the certificate survive a restart of the hub on the same
   t.equal((await second.store.get<Domain>("Domain", "", "ppo"))?.status?.certificate, certBefore);
 });
 
+t.test("a Domain from a hub before per-cluster certificates is re-keyed on the next reconcile", async (t) => {
+  const dataDir = tempDataDir(t);
+  const first = await startDomainHarness(t, dataDir);
+  await first.store.create(domain("ppo", "10.0.1.0/24"));
+  await first.store.create(job("train", "ppo"));
+  await first.store.create(pod("beijing", "a-0", "train", "a"));
+  await first.store.create(pod("shanghai", "b-0", "train", "b"));
+  await waitFor("two peers", async () => (await peers(first.store, "ppo")).size === 2);
+  await first.stop();
+  // What the earlier hub left: one key and certificate for the Domain, in both DomainPeers.
+  const pki = openCertificateAuthority({ dataDir });
+  const sharedKey = generateKeyPair();
+  const sharedCert = pki.issue({
+    role: "domain",
+    name: "ppo",
+    publicKey: sharedKey.publicKeyPem,
+    ttlMs: 86_400_000,
+    serverNames: ["ppo.domain"],
+  }).certPem;
+  const shared = join(dataDir, "pki", "domains", "ppo");
+  writeFileSync(`${shared}.key`, sharedKey.privateKeyPem, { mode: 0o600 });
+  writeFileSync(`${shared}.crt`, sharedCert);
+  rmSync(shared, { recursive: true });
+  const store = openSqliteStore({ dataDir });
+  for (const ns of ["agent-beijing", "agent-shanghai"])
+    await modify<DomainPeer>(store, "DomainPeer", ns, "ppo", (p) => {
+      p.spec = { ...p.spec, cert: sharedCert, key: sharedKey.privateKeyPem };
+    });
+  await store.close();
+
+  const second = await startDomainHarness(t, dataDir);
+  const rekeyed = await waitFor("both peers re-keyed", async () => {
+    const p = await peers(second.store, "ppo");
+    return [...p.values()].every((peer) => peer.spec.key !== sharedKey.privateKeyPem) ? p : undefined;
+  });
+  for (const [ns, peer] of rekeyed) {
+    const cluster = ns.slice("agent-".length);
+    t.equal(
+      pki.verify(peer.spec.cert, { role: "domain", cluster }).name,
+      "ppo",
+      `${cluster}'s own certificate`,
+    );
+    t.equal(readFileSync(join(shared, `${cluster}.key`), "utf8"), peer.spec.key, `${cluster}'s key on disk`);
+  }
+  t.notOk(existsSync(`${shared}.key`), "the shared key is gone from the hub");
+  t.notOk(existsSync(`${shared}.crt`));
+});
+
 t.test(
   "a pod re-created under the same name gets its address back; a deleted pod's address is reused",
   async (t) => {
@@ -244,11 +292,15 @@ t.test("a Job moved to another Domain, and a deleted Domain, take their pods and
   await waitFor("in two", async () => (await allocations(store, "two"))["beijing/p"] === "10.2.0.1");
   await waitFor("out of one", async () => (await peers(store, "one")).size === 0);
   t.same(await allocations(store, "one"), {});
+  t.notOk(
+    existsSync(join(dataDir, "pki", "domains", "one", "beijing.key")),
+    "beijing left one: its key goes",
+  );
+  t.ok(existsSync(join(dataDir, "pki", "domains", "two", "beijing.key")), "and it has one for two");
 
   await store.delete("Domain", "", "two");
   await waitFor("peers of two deleted", async () => (await peers(store, "two")).size === 0);
-  await waitFor("key removed", () => !existsSync(join(dataDir, "pki", "domains", "two.key")));
-  t.ok(existsSync(join(dataDir, "pki", "domains", "one.key")), "the other Domain's key stays");
+  await waitFor("keys removed", () => !existsSync(join(dataDir, "pki", "domains", "two")));
 });
 
 t.test("a restarted hub that reconciles before its Job watch caught up keeps every address", async (t) => {
