@@ -115,7 +115,13 @@ async function bed(t: Test) {
   });
 
   /** A real nodeserver for `globalNamespace`, with the DomainPeer of `credsCluster`. */
-  async function nodeserver(name: string, globalNamespace: string, credsCluster: string, pods: DomainPeer) {
+  async function nodeserver(
+    name: string,
+    globalNamespace: string,
+    credsCluster: string,
+    pods: DomainPeer,
+    address = relay.address,
+  ) {
     const socketDir = mkdtempSync(path.join(tmpdir(), "rlark-relay-ns-"));
     const inbound = await podPort(t);
     const ns = await startNodeserver({ socketDir, inboundPort: inbound.port, node: globalNamespace });
@@ -125,7 +131,7 @@ async function bed(t: Test) {
     });
     const state: PeersState = {
       globalNamespace,
-      hub: relay,
+      hub: { ...relay, address },
       domains: [
         {
           ...pods.spec,
@@ -212,11 +218,14 @@ t.test("a stream from cluster c1 that names a c2 pod as its source is refused", 
 
 /**
  * A TCP proxy in front of the relay that passes control connections (TLS) through and takes over
- * data connections (a ticket line): it answers them with TLS of its own, with `creds`.
+ * data connections (a ticket line): it runs TLS on them itself with `creds`, as the server (the
+ * nodeserver behind it is a stream's source) or as the client (it is the target), and sends
+ * "intruder" once the handshake is done.
  */
-async function interceptingProxy(t: Test, relay: string, creds: HubLinkCredentials) {
+async function interceptingProxy(t: Test, relay: string, creds: HubLinkCredentials, as: "server" | "client") {
   const colon = relay.lastIndexOf(":");
   const sockets = new Set<net.Socket>();
+  const intercepted = { closed: 0 };
   const server = net.createServer((client) => {
     sockets.add(client);
     client.on("error", () => {});
@@ -233,15 +242,19 @@ async function interceptingProxy(t: Test, relay: string, creds: HubLinkCredentia
       }
       const rest = first.subarray(first.indexOf(10) + 1);
       if (rest.length > 0) client.unshift(rest);
-      const socket = new tls.TLSSocket(client, {
-        isServer: true,
-        secureContext: tls.createSecureContext({
-          key: creds.keyPem,
-          cert: creds.certPem,
-          minVersion: "TLSv1.3",
-        }),
-      });
+      const context = { key: creds.keyPem, cert: creds.certPem, minVersion: "TLSv1.3" } as const;
+      const socket =
+        as === "server"
+          ? new tls.TLSSocket(client, { isServer: true, secureContext: tls.createSecureContext(context) })
+          : tls.connect({
+              ...context,
+              socket: client,
+              rejectUnauthorized: false,
+              servername: "train.domain",
+            });
       socket.on("error", () => {});
+      socket.once(as === "server" ? "secure" : "secureConnect", () => socket.write("intruder"));
+      socket.once("close", () => intercepted.closed++);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -249,15 +262,15 @@ async function interceptingProxy(t: Test, relay: string, creds: HubLinkCredentia
     server.close();
     for (const s of sockets) s.destroy();
   });
-  return { address: `127.0.0.1:${(server.address() as net.AddressInfo).port}` };
+  return { address: `127.0.0.1:${(server.address() as net.AddressInfo).port}`, intercepted };
 }
 
-t.test("end-to-end TLS accepts only the cluster the stream was routed to", async (t) => {
+t.test("a source's end-to-end TLS accepts only the cluster the stream was routed to", async (t) => {
   const { peer, ipOf, credsOf, nodeserver, linksOf, relay } = await bed(t);
   await nodeserver("c2", "agent-c2", "c2", peer("c2"));
   await waitFor("c2's reverse link", () => linksOf("agent-c2") === 1, onRealServers);
   // c1's data connections cross a network where cluster c3's nodeserver answers them.
-  const proxy = await interceptingProxy(t, relay.address, credsOf("c3"));
+  const proxy = await interceptingProxy(t, relay.address, credsOf("c3"), "server");
   const connection = await HubConnection.dial(credsOf("c1", proxy.address), systemClock);
   t.teardown(() => connection.close());
   const opened = connection.open(`${ipOf("b-0")}:6379`, ipOf("a-0"));
@@ -268,4 +281,30 @@ t.test("end-to-end TLS accepts only the cluster the stream was routed to", async
     /cluster c3.*c2|c2.*cluster c3/,
     "c1 refuses c3's nodeserver as the end of a stream to c2",
   );
+});
+
+t.test("a target's end-to-end TLS accepts only the cluster the stream came from", async (t) => {
+  const { peer, ipOf, credsOf, nodeserver, linksOf, relay } = await bed(t);
+  // c2's data connections cross a network where cluster c3's nodeserver makes them.
+  const proxy = await interceptingProxy(t, relay.address, credsOf("c3"), "client");
+  const c2 = await nodeserver("c2", "agent-c2", "c2", peer("c2"), proxy.address);
+  await waitFor("c2's reverse link", () => linksOf("agent-c2") === 1, onRealServers);
+  const connection = await HubConnection.dial(credsOf("c1"), systemClock);
+  t.teardown(() => connection.close());
+  // c1's own end waits at the hub for a join that never comes.
+  connection.open(`${ipOf("b-0")}:6379`, ipOf("a-0")).then(
+    (socket) => socket.destroy(),
+    () => {},
+  );
+  await waitFor(
+    "c2's nodeserver closed the intruder's connection, or b-0 got its bytes",
+    () => proxy.intercepted.closed > 0 || c2.inbound.received().includes("intruder"),
+    onRealServers,
+  );
+  t.match(
+    c2.inbound.received(),
+    `PROXY TCP4 ${ipOf("a-0")} ${ipOf("b-0")}`,
+    "c2 had dialled b-0 for the stream",
+  );
+  t.notMatch(c2.inbound.received(), "intruder", "c3's bytes never reached b-0");
 });
