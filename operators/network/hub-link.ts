@@ -1,8 +1,9 @@
-// Connections from a nodeserver to the hub's domain relay: mutual TLS with the Domain's
-// certificate, HTTP/2 inside (lib/relay/protocol.ts). A HubConnection carries the streams this node
+// Connections from a nodeserver to the hub's domain relay: mutual TLS with its cluster's
+// certificate for the Domain, HTTP/2 inside (lib/relay/protocol.ts). A HubConnection carries the streams this node
 // sends out and is what the pool holds; acceptFromHub keeps the reverse link the hub opens
 // streams on. A stream's bytes go on their own connection, mutual TLS end to end between the
-// two nodeservers, that the hub joins with the tickets it hands out on the streams.
+// two nodeservers, that the hub joins with the tickets it hands out on the streams; each end
+// accepts only a certificate of the cluster the hub routed the stream to or from.
 
 import { X509Certificate } from "node:crypto";
 import http2, { type ClientHttp2Session, type Http2Stream, type ServerHttp2Stream } from "node:http2";
@@ -14,6 +15,7 @@ import {
   type AcceptHello,
   ALPN_ACCEPT,
   ALPN_DIAL,
+  PEER_CLUSTER_HEADER,
   REASON_HEADER,
   SOURCE_HEADER,
   TICKET_HEADER,
@@ -38,9 +40,11 @@ const MAX_SESSIONS = 1024;
 
 /**
  * End-to-end TLS between the nodeservers of one Domain: each accepts only a certificate of role
- * `domain` for its own Domain, signed by the hub CA. One per credentials: the server context (its
- * session-ticket keys are what lets a peer resume instead of a full handshake) and the sessions
- * this node resumes, by target address.
+ * `domain` for its own Domain, signed by the hub CA, for the cluster the hub named as the other
+ * end (the target's, where the Domain's allocations place it; the source's, whose pod the hub
+ * checked). One per credentials: the server context (its session-ticket keys are what lets a peer
+ * resume instead of a full handshake) and the sessions this node resumes, by target cluster and
+ * address (a resumed session is checked by who could resume it: the server verified before).
  */
 class EndToEnd {
   readonly domain: string;
@@ -61,18 +65,28 @@ class EndToEnd {
     });
   }
 
-  #refusal(cert: PeerCertificate | undefined): Error | undefined {
-    return cert?.subject?.O === "domain" && cert.subject.CN === this.domain
-      ? undefined
-      : new Error(`the peer's certificate is not Domain ${this.domain}'s`);
+  #refusal(cert: PeerCertificate | undefined, cluster: string): Error | undefined {
+    if (cert?.subject?.O !== "domain" || cert.subject.CN !== this.domain)
+      return new Error(`the peer's certificate is not Domain ${this.domain}'s`);
+    if (cert.subject.OU !== cluster)
+      return new Error(
+        `the peer's certificate is for cluster ${cert.subject.OU ?? "(none)"}, the hub routed the stream to cluster ${cluster}`,
+      );
+    return undefined;
   }
 
   /**
    * The source's end: TLS client over `raw`, resolved once the target's nodeserver is verified;
    * `cut` destroys it before that.
    */
-  connect(raw: net.Socket, target: string, cut: (destroy: () => void) => void): Promise<TLSSocket> {
-    const session = this.#sessions.get(target);
+  connect(
+    raw: net.Socket,
+    target: string,
+    cluster: string,
+    cut: (destroy: () => void) => void,
+  ): Promise<TLSSocket> {
+    const key = `${cluster} ${target}`;
+    const session = this.#sessions.get(key);
     return new Promise((resolve, reject) => {
       const socket = tls.connect({
         socket: raw,
@@ -81,14 +95,14 @@ class EndToEnd {
         key: this.#creds.keyPem,
         minVersion: "TLSv1.3",
         servername: `${this.domain}.domain`,
-        checkServerIdentity: (_host, cert) => this.#refusal(cert),
+        checkServerIdentity: (_host, cert) => this.#refusal(cert, cluster),
         ...(session ? { session } : {}),
       });
       socket.on("session", (next: Buffer) => {
-        this.#sessions.delete(target);
+        this.#sessions.delete(key);
         if (this.#sessions.size >= MAX_SESSIONS)
           this.#sessions.delete(this.#sessions.keys().next().value ?? "");
-        this.#sessions.set(target, next);
+        this.#sessions.set(key, next);
       });
       socket.once("secureConnect", () => {
         socket.off("error", reject);
@@ -101,7 +115,7 @@ class EndToEnd {
   }
 
   /** The target's end: TLS server over `raw`, resolved once the source's nodeserver is verified. */
-  serve(raw: net.Socket): Promise<TLSSocket> {
+  serve(raw: net.Socket, cluster: string): Promise<TLSSocket> {
     const socket = new tls.TLSSocket(raw, {
       isServer: true,
       secureContext: this.context,
@@ -111,7 +125,7 @@ class EndToEnd {
     return new Promise((resolve, reject) => {
       socket.once("secure", () => {
         socket.off("error", reject);
-        const refusal = this.#refusal(socket.getPeerCertificate());
+        const refusal = this.#refusal(socket.getPeerCertificate(), cluster);
         if (refusal) {
           socket.destroy();
           reject(refusal);
@@ -268,12 +282,17 @@ export class HubConnection implements PooledConnection {
       this.activeStreams--;
       this.touch();
     });
-    const ticket = await new Promise<string>((resolve, reject) => {
+    const { ticket, cluster } = await new Promise<{ ticket: string; cluster: string }>((resolve, reject) => {
       stream.once("response", (headers) => {
         const status = Number(headers[":status"]);
         const ticket = headers[TICKET_HEADER];
-        if (status === 200 && typeof ticket === "string") resolve(ticket);
-        else {
+        const cluster = headers[PEER_CLUSTER_HEADER];
+        if (status === 200 && typeof ticket === "string" && typeof cluster === "string")
+          resolve({ ticket, cluster });
+        else if (status === 200) {
+          stream.destroy();
+          reject(new RefusedError(502, "the hub did not name the target's cluster"));
+        } else {
           stream.destroy();
           reject(new RefusedError(status, String(headers[REASON_HEADER] ?? `status ${status}`)));
         }
@@ -294,7 +313,7 @@ export class HubConnection implements PooledConnection {
       let refused = () => {};
       stream.once("close", () => refused());
       const data = await endToEndFor(this.#creds)
-        .connect(raw, target, (destroy) => {
+        .connect(raw, target, cluster, (destroy) => {
           refused = destroy;
         })
         .catch((error: Error) => {
@@ -319,6 +338,8 @@ export interface InboundStream {
   readonly target: string;
   /** The sending pod's virtual IP, as the hub checked it. */
   readonly source: string;
+  /** The sending pod's cluster, as the hub checked it: the only one end-to-end TLS accepts. */
+  readonly sourceCluster: string;
   /**
    * Joins the stream's data connection, answers 200, and resolves with the end-to-end TLS
    * socket once the source's nodeserver is verified: nothing is written to it before.
@@ -349,9 +370,11 @@ export async function acceptFromHub(
   server.on("stream", (stream: ServerHttp2Stream, headers) => {
     stream.on("error", () => {});
     const ticket = String(headers[TICKET_HEADER] ?? "");
+    const sourceCluster = String(headers[PEER_CLUSTER_HEADER] ?? "");
     onStream({
       target: String(headers[":authority"] ?? ""),
       source: String(headers[SOURCE_HEADER] ?? ""),
+      sourceCluster,
       async accept() {
         const raw = await dialData(creds, ticket);
         if (stream.destroyed) {
@@ -360,7 +383,7 @@ export async function acceptFromHub(
         }
         stream.respond({ ":status": 200 });
         const data = await endToEndFor(creds)
-          .serve(raw)
+          .serve(raw, sourceCluster)
           .catch((error: unknown) => {
             stream.close();
             throw error;

@@ -8,8 +8,9 @@
 // mac = first 16 bytes (hex) of HMAC-SHA256(pod key, "rlark-inbound v1\n" + PROXY line (with its
 // CRLF) + "<kid> <unix ms> <nonce>"). The pod key is HMAC-SHA256(Domain key, "pod <ns>/<name>
 // <virtual ip>"), the Domain key HMAC-SHA256(the DomainPeer's private key PEM, "rlark-inbound
-// domain <domain>"): every nodeserver of the cluster holds the DomainPeer, so any of them can
-// mint a ticket for any pod of the Domain, and a pod's sidecar holds only its own pod's key
+// domain <domain>"): every nodeserver of the cluster holds the DomainPeer (whose key is the
+// cluster's own), so any of them can mint a ticket for any pod of the Domain in that cluster, and
+// a pod's sidecar holds only its own pod's key
 // (nodeserver GET /inbound_key). rlark-net checks the MAC, that the line's destination is its
 // own virtual IP, that the time is within INBOUND_TICKET_WINDOW_MS of its clock, and that the
 // nonce is new; a ticket is thus good for one stream to one port of one pod.

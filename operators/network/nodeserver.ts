@@ -444,6 +444,7 @@ class NodeserverImpl implements Nodeserver {
     const parsed = splitTarget(target);
     const pod = parsed && domain.localPod(parsed.ip);
     if (!parsed || !pod) return stream.refuse(403, `${target} is no pod of ${domain.entry.domain} here`);
+    if (!stream.sourceCluster) return stream.refuse(403, "the hub did not name the source's cluster");
     let socket: net.Socket;
     try {
       socket = await dialSidecar(

@@ -58,8 +58,8 @@ export interface BedDomain {
   name: string;
   cidr: string;
   prefixLen: number;
-  certPem: string;
-  keyPem: string;
+  /** The cluster's certificate and key for the Domain, as its DomainPeer carries them. */
+  creds(cluster: string): { certPem: string; keyPem: string };
 }
 
 export class DomainBed {
@@ -107,9 +107,13 @@ export class DomainBed {
   }
 
   async domain(name: string, cidr: string): Promise<BedDomain> {
-    const creds = this.#certificates.ensure(name);
     const prefixLen = Number(cidr.split("/")[1]);
-    const domain: BedDomain = { name, cidr, prefixLen, certPem: creds.certPem, keyPem: creds.keyPem };
+    const domain: BedDomain = {
+      name,
+      cidr,
+      prefixLen,
+      creds: (cluster) => this.#certificates.ensure(name, cluster),
+    };
     this.domains.set(name, domain);
     await this.hub.store.create<Domain>({
       apiVersion: "rlinf.io/v1alpha1",
@@ -267,8 +271,8 @@ export class DomainBed {
       for (const cluster of new Set(members.map((p) => p.cluster))) {
         const ns = namespaceFor(cluster);
         const spec = {
-          cert: domain.certPem,
-          key: domain.keyPem,
+          cert: domain.creds(cluster).certPem,
+          key: domain.creds(cluster).keyPem,
           prefixLen: domain.prefixLen,
           pods: this.#peerPods(domain.name, cluster),
         };
@@ -307,8 +311,8 @@ export class DomainBed {
         .map((d) => ({
           domain: d.name,
           cidr: d.cidr,
-          cert: d.certPem,
-          key: d.keyPem,
+          cert: d.creds(cluster).certPem,
+          key: d.creds(cluster).keyPem,
           prefixLen: d.prefixLen,
           pods: this.#peerPods(d.name, cluster),
         })),

@@ -1,5 +1,5 @@
 // A hub with its Domain relay on, for the relay and data-path tests: Domains with their IP
-// allocations, and the DomainPeer that hands a cluster's nodeserver its Domain certificate.
+// allocations, and the DomainPeer that hands a cluster's nodeserver its certificate for the Domain.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -14,14 +14,17 @@ export interface RelayHub {
   /** The test's folder (the hub's data is in hub/), removed at teardown. */
   dir: string;
   certificates: DomainCertificates;
-  /** Creates Domain `name` with these members; returns its certificate. */
+  /** Creates Domain `name` with these members; returns each cluster's certificate for it. */
   domain(
     name: string,
     cidr: string,
     allocations: readonly { ip: string; cluster: string }[],
-  ): Promise<{ certPem: string; keyPem: string }>;
-  /** The DomainPeer of `name` in the cluster's namespace, as the Domain controller writes it. */
-  peer(name: string, cluster: string, cert: { certPem: string; keyPem: string }): Promise<void>;
+  ): Promise<(cluster: string) => { certPem: string; keyPem: string }>;
+  /**
+   * The DomainPeer of `name` in the cluster's namespace, as the Domain controller writes it (with
+   * the cluster's certificate and these pods' addresses).
+   */
+  peer(name: string, cluster: string, ips?: readonly string[]): Promise<void>;
 }
 
 export async function startRelayHub(t: Test, prefix: string): Promise<RelayHub> {
@@ -51,14 +54,20 @@ export async function startRelayHub(t: Test, prefix: string): Promise<RelayHub> 
         spec: { cidr },
       } as Domain);
       await hub.store.updateStatus<Domain>({ ...domain, status: { ipAllocations: [...allocations] } });
-      return certificates.ensure(name);
+      return (cluster) => certificates.ensure(name, cluster);
     },
-    async peer(name, cluster, cert) {
+    async peer(name, cluster, ips = []) {
+      const cert = certificates.ensure(name, cluster);
       await hub.store.create<DomainPeer>({
         apiVersion: "rlinf.io/v1alpha1",
         kind: "DomainPeer",
         metadata: { name, namespace: `agent-${cluster}` },
-        spec: { cert: cert.certPem, key: cert.keyPem, prefixLen: 24, pods: [] },
+        spec: {
+          cert: cert.certPem,
+          key: cert.keyPem,
+          prefixLen: 24,
+          pods: ips.map((ip, i) => ({ name: `p${i}`, ip, globalNamespace: `agent-${cluster}` })),
+        },
       });
     },
   };

@@ -45,7 +45,7 @@ t.test("the agent writes its DomainPeers into the nodeserver's peers state on ev
     existsSync(path.join(socketDir, "nodeserver.sock")),
     "no nodeserver runs before the agent holds a DomainPeer",
   );
-  const creds = certificates.ensure("train");
+  const creds = certificates.ensure("train", "edge");
   const pod = {
     name: "p0",
     namespace: "default",

@@ -20,12 +20,14 @@ async function bed(t: Test, viaB?: (relay: string) => Promise<string>) {
     { ip: A, cluster: "c1" },
     { ip: B, cluster: "c2" },
   ]);
-  await peer("train", "c2", train);
+  await peer("train", "c1", [A]);
+  await peer("train", "c2", [B]);
+  // c1's: the source's side.
   const creds = {
     address: hub.domainRelayAddress as string,
     caPem: hub.pki.ca.certPem,
-    certPem: train.certPem,
-    keyPem: train.keyPem,
+    certPem: train("c1").certPem,
+    keyPem: train("c1").keyPem,
   };
   // Port 9 is refused, as a nodeserver refuses a target that is no pod of its own. (A data
   // connection cut before its handshake rejects accept(), counted.)
@@ -38,7 +40,11 @@ async function bed(t: Test, viaB?: (relay: string) => Promise<string>) {
           () => accepts.failed++,
         );
   const bAddress = viaB ? await viaB(creds.address) : creds.address;
-  const link = await acceptFromHub({ ...creds, address: bAddress }, { globalNamespace: "agent-c2" }, echo);
+  const link = await acceptFromHub(
+    { ...creds, certPem: train("c2").certPem, keyPem: train("c2").keyPem, address: bAddress },
+    { globalNamespace: "agent-c2" },
+    echo,
+  );
   t.teardown(() => link.close());
   await waitFor("the reverse link registered", () => hub.domainRelay?.stats().reverseLinks.length === 1);
   return { hub, creds, accepts };

@@ -155,7 +155,7 @@ t.test("a pod's :5700 takes only streams with a valid, fresh, unused ticket for 
   t.ok((pair?.directConnections ?? 0) >= 1, "handed to the pods: no nodeserver carried it", { pair });
   t.equal(pair?.bytesSent, 0, "the nodeserver moved none of its bytes");
 
-  const cKey = podInboundKey(domainInboundKey("train", train.keyPem), {
+  const cKey = podInboundKey(domainInboundKey("train", train.creds("c1").keyPem), {
     namespace: "default",
     name: "c",
     ip: vip.c,

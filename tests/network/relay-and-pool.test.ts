@@ -21,9 +21,12 @@ async function relayBed(t: Test) {
     { ip: B, cluster: "c2" },
   ]);
   const other = await domain("other", "100.97.1.0/24", [{ ip: "100.97.1.10", cluster: "c1" }]);
-  await peer("train", "c2", train);
+  await peer("train", "c1", [A]);
+  await peer("train", "c2", [B]);
+  await peer("other", "c1", ["100.97.1.10"]);
   const base = { address: hub.domainRelayAddress as string, caPem: hub.pki.ca.certPem };
-  const trainCreds = { ...base, certPem: train.certPem, keyPem: train.keyPem };
+  // c1's: the sources' side.
+  const trainCreds = { ...base, ...train("c1") };
   // Cluster c2's side: every stream the hub opens is answered and echoed.
   const opened: string[] = [];
   // (A stream its source closes before the handshake is done rejects accept(): nothing to echo.)
@@ -34,7 +37,7 @@ async function relayBed(t: Test) {
       () => {},
     );
   };
-  const link = await acceptFromHub(trainCreds, { globalNamespace: "agent-c2" }, echo);
+  const link = await acceptFromHub({ ...base, ...train("c2") }, { globalNamespace: "agent-c2" }, echo);
   t.teardown(() => link.close());
   await waitFor("the reverse link registered", () => hub.domainRelay?.stats().reverseLinks.length === 1);
   return {
@@ -42,7 +45,7 @@ async function relayBed(t: Test) {
     dir,
     base,
     trainCreds,
-    otherCreds: { ...base, certPem: other.certPem, keyPem: other.keyPem },
+    otherCreds: { ...base, ...other("c1") },
     opened,
   };
 }

@@ -17,9 +17,9 @@ export interface DomainPeer {
 
 /** Certificate and routing table. */
 export interface DomainPeerSpec {
-  /** The Domain's X.509 certificate, PEM. */
+  /** This cluster's X.509 certificate for the Domain (CN the Domain, OU the cluster), PEM. */
   cert: string;
-  /** The Domain's private key, PEM. */
+  /** This cluster's private key for the Domain, PEM. */
   key: string;
   /** Prefix length of the Domain's CIDR. */
   prefixLen: number;

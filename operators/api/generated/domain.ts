@@ -41,7 +41,7 @@ export interface DomainStatus {
   ipAllocations?: IPAllocation[];
   /** Virtual IPs whose pods are gone, oldest release first: free again, but handed back to the same job/task/pod if it returns before another workload needs the address. */
   releasedAllocations?: IPAllocation[];
-  /** The Domain's X.509 certificate, PEM (public part only). */
+  /** The member clusters' X.509 certificates for the Domain (role domain, OU the cluster), PEM one after another in cluster order (public parts only). */
   certificate?: string;
   /** metadata.generation this status reflects. */
   observedGeneration?: number;

@@ -12,7 +12,7 @@ import type {
   Job,
   Pod,
 } from "../../api/index.ts";
-import { DOMAIN_LABEL, JOB_LABEL } from "../../api/index.ts";
+import { clusterOf, DOMAIN_LABEL, JOB_LABEL } from "../../api/index.ts";
 import type {
   Controller,
   MapToKeys,
@@ -28,9 +28,9 @@ import { claimOf, peerSpecs, podJob } from "./members.ts";
 import { DomainMembership } from "./membership.ts";
 
 export interface DomainControllerOptions {
-  /** The hub CA; signs each Domain's certificate (role domain). */
+  /** The hub CA; signs each member cluster's certificate for the Domain (role domain). */
   pki: CertificateAuthority;
-  /** The hub's data dir: keys go to `<dataDir>/pki/domains/<name>.key` (0600). */
+  /** The hub's data dir: keys go to `<dataDir>/pki/domains/<name>/<cluster>.key` (0600). */
   dataDir: string;
   /** Domain certificate lifetime. Default 365 days. */
   certificateTtlMs?: number;
@@ -156,7 +156,6 @@ function makeReconcile(certificates: DomainCertificates, membership: DomainMembe
       });
       return;
     }
-    const credentials = certificates.ensure(name);
 
     // The index names the Jobs; a Job holding an address the index does not (yet) place here,
     // as after a restart before the Job watch caught up, is asked of the store, so an address
@@ -177,12 +176,21 @@ function makeReconcile(certificates: DomainCertificates, membership: DomainMembe
       claims,
     });
 
+    // Each cluster gets a certificate of its own (docs/domains.md): the pure part decides which.
+    const desired = peerSpecs({
+      pods,
+      allocations: result.allocations,
+      credentials: (cluster) => certificates.ensure(name, cluster),
+      prefixLen: range.prefixLen,
+    });
+    certificates.retain(name, new Set([...desired.keys()].map((ns) => clusterOf(ns) as string)));
+
     const exhausted = result.unallocated.length > 0;
     const waiting = result.unallocated.map((c) => `${c.job}/${c.task}/${c.pod}`);
     const status: DomainStatus = {
       ipAllocations: result.allocations,
       releasedAllocations: result.released,
-      certificate: credentials.certPem,
+      certificate: [...desired.values()].map((spec) => spec.cert).join(""),
       conditions: [
         condition(
           exhausted
@@ -221,6 +229,7 @@ function makeReconcile(certificates: DomainCertificates, membership: DomainMembe
       ],
     };
     if (!status.releasedAllocations?.length) delete status.releasedAllocations;
+    if (!status.certificate) delete status.certificate;
     if (domain.metadata.generation !== undefined) status.observedGeneration = domain.metadata.generation;
     const written = deepEqual(previous, status)
       ? domain
@@ -232,13 +241,6 @@ function makeReconcile(certificates: DomainCertificates, membership: DomainMembe
         waiting: waiting.length,
       });
 
-    const desired = peerSpecs({
-      pods,
-      allocations: result.allocations,
-      certPem: credentials.certPem,
-      keyPem: credentials.keyPem,
-      prefixLen: range.prefixLen,
-    });
     await writePeers(store, written, desired, await listPeers(store, name));
   };
 }

@@ -6,9 +6,10 @@
 // and broadcast excluded), persisted in Domain status.ipAllocations before anyone sees it, keyed
 // by job / task / pod name: stable across hub restarts and pod re-creation, released (and
 // remembered for the same pod name) when the Pod goes; AddressPoolExhausted=True when the range
-// is full. The Domain's key (0600 in <dataDir>/pki/domains/) and CA-signed certificate go to one
-// DomainPeer per cluster (agent-<cluster>/<domain>) listing the Domain's pods there; the
-// certificate alone goes to Domain status. See docs/domains.md.
+// is full. One DomainPeer per cluster (agent-<cluster>/<domain>) lists the Domain's pods there
+// and carries that cluster's own key (0600 in <dataDir>/pki/domains/<domain>/) and CA-signed
+// certificate, which names the cluster (OU); the certificates alone go to Domain status. See
+// docs/domains.md.
 
 export {
   DomainCertificates,

@@ -23,12 +23,14 @@ export function claimOf(pod: Pod): Claim | undefined {
   return { job, task, pod: pod.metadata.name, cluster };
 }
 
-/** DomainPeer specs by namespace: each cluster's pods that hold an address, ordered by IP. */
+/**
+ * DomainPeer specs by namespace: each cluster's pods that hold an address, ordered by IP, and
+ * that cluster's own certificate and key.
+ */
 export function peerSpecs(input: {
   pods: readonly Pod[];
   allocations: readonly Allocation[];
-  certPem: string;
-  keyPem: string;
+  credentials: (cluster: string) => { certPem: string; keyPem: string };
   prefixLen: number;
 }): Map<string, DomainPeerSpec> {
   const ipOf = new Map(input.allocations.map((a) => [claimKey(a), a.ip]));
@@ -52,7 +54,8 @@ export function peerSpecs(input: {
     const pods = (byNamespace.get(namespace) ?? []).sort(
       (a, b) => (ipToInt(a.ip) ?? 0) - (ipToInt(b.ip) ?? 0),
     );
-    specs.set(namespace, { cert: input.certPem, key: input.keyPem, prefixLen: input.prefixLen, pods });
+    const { certPem, keyPem } = input.credentials(clusterOf(namespace) as string);
+    specs.set(namespace, { cert: certPem, key: keyPem, prefixLen: input.prefixLen, pods });
   }
   return specs;
 }

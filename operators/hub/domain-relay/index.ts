@@ -1,5 +1,6 @@
-// The hub's domain relay: cross-cluster Domain traffic between nodeservers, mutual TLS with the
-// Domain's certificate, membership checked per stream (docs/networking.md).
+// The hub's domain relay: cross-cluster Domain traffic between nodeservers, mutual TLS with each
+// cluster's certificate for the Domain, membership and the source's cluster checked per stream
+// (docs/networking.md).
 export { checkHostInDomain } from "./check-host.ts";
 export {
   createDomainRelay,

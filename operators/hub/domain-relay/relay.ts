@@ -1,7 +1,10 @@
 // The hub's domain relay (docs/networking.md, ADR 0007): a mutual-TLS port where nodeservers
-// present their Domain's certificate (role `domain`, signed by the hub CA). A nodeserver's
-// CONNECT stream to a virtual IP is forwarded, after checkHostInDomain has placed both the
-// source and the target in that Domain, on the reverse link of the target's cluster; when the
+// present their cluster's certificate for a Domain (role `domain`, CN the Domain, OU the cluster,
+// signed by the hub CA). The certificate alone says which cluster a nodeserver speaks for: a
+// reverse link's hello must name that cluster, and a stream's source must be a pod of it (Domain
+// status.ipAllocations and the cluster's DomainPeer). A nodeserver's CONNECT stream to a virtual
+// IP is forwarded, after checkHostInDomain has placed the target in that Domain, on the reverse
+// link of the target's cluster, each end told the other's cluster; when the
 // target's nodeserver accepts, each end gets a single-use ticket, and the two plain TCP
 // connections that present them on the same port are joined: the nodeservers' end-to-end TLS
 // crosses the hub as ciphertext. Every refusal is logged (`domain relay refused`) and counted
@@ -18,7 +21,7 @@ import http2, {
 import net, { type AddressInfo } from "node:net";
 import { join } from "node:path";
 import tls, { type TLSSocket } from "node:tls";
-import { namespaceFor } from "../../api/index.ts";
+import { type DomainPeer, namespaceFor } from "../../api/index.ts";
 import type { Logger } from "../../lib/logger.ts";
 import type { Registry } from "../../lib/metrics/index.ts";
 import {
@@ -33,6 +36,7 @@ import {
   ALPN_DIAL,
   isTicket,
   MAX_HELLO_BYTES,
+  PEER_CLUSTER_HEADER,
   REASON_HEADER,
   SOURCE_HEADER,
   splice,
@@ -88,6 +92,13 @@ function relayCredentials(ca: CertificateAuthority, dataDir: string): { key: str
   return { key, cert };
 }
 
+/** Who a control connection speaks for, by its certificate. */
+interface Speaker {
+  domain: string;
+  /** The certificate's OU. */
+  cluster: string;
+}
+
 interface ReverseLink {
   session: ClientHttp2Session;
   hello: AcceptHello;
@@ -130,19 +141,23 @@ export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
 
   const creds = relayCredentials(ca, options.dataDir);
   const h2 = http2.createServer();
-  // The Domain a session's certificate speaks for: emit("connection") creates the session
-  // synchronously, so `connecting` names it while the "session" event runs.
-  const domainOf = new WeakMap<Http2Session, string>();
-  let connecting = "";
+  // The Domain and cluster a session's certificate speaks for: emit("connection") creates the
+  // session synchronously, so `connecting` names them while the "session" event runs.
+  const speakerOf = new WeakMap<Http2Session, Speaker>();
+  let connecting: Speaker | undefined;
   h2.on("session", (session) => {
-    domainOf.set(session, connecting);
+    if (connecting) speakerOf.set(session, connecting);
     session.on("error", () => {});
   });
   h2.on("stream", (stream, headers) => {
     stream.on("error", () => {});
-    const domain = stream.session ? (domainOf.get(stream.session) ?? "") : "";
+    const speaker = stream.session ? speakerOf.get(stream.session) : undefined;
+    if (!speaker) {
+      stream.close(http2.constants.NGHTTP2_REFUSED_STREAM);
+      return;
+    }
     void forward(
-      domain,
+      speaker,
       stream,
       String(headers[":authority"] ?? ""),
       String(headers[SOURCE_HEADER] ?? ""),
@@ -153,23 +168,31 @@ export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
   });
 
   async function forward(
-    domain: string,
+    { domain, cluster }: Speaker,
     stream: ServerHttp2Stream,
     target: string,
     source: string,
   ): Promise<void> {
     const deny = (status: number, reason: string, audit: string) => {
-      refuse(audit, { domain, source, target });
+      refuse(audit, { domain, cluster, source, target });
       if (!stream.destroyed)
         stream.respond({ ":status": status, [REASON_HEADER]: reason }, { endStream: true });
     };
     const to = splitTarget(target);
     if (!to) return deny(403, "bad target", "bad-target");
-    const [from, at] = await Promise.all([
+    const [from, at, peer] = await Promise.all([
       checkHostInDomain(store, domain, source),
       checkHostInDomain(store, domain, to.ip),
+      store.get<DomainPeer>("DomainPeer", namespaceFor(cluster), domain),
     ]);
     if (!from) return deny(403, `${source} is not a member of Domain ${domain}`, "source-not-in-domain");
+    // The hub allocated the address to a pod of this cluster, and this cluster was told so.
+    if (from.cluster !== cluster || !peer?.spec.pods?.some((p) => p.ip === source))
+      return deny(
+        403,
+        `${source} is not a pod of cluster ${cluster} in Domain ${domain}`,
+        "source-not-in-cluster",
+      );
     if (!at?.cluster)
       return deny(403, `${to.ip} is not a member of Domain ${domain}`, "target-not-in-domain");
     const candidates = links.get(domain)?.get(namespaceFor(at.cluster)) ?? [];
@@ -180,7 +203,13 @@ export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
       return deny(503, "too many connections being set up", "too-many-pending");
     const tickets = [randomBytes(16).toString("hex"), randomBytes(16).toString("hex")] as const;
     const out = link.session.request(
-      { ":method": "CONNECT", ":authority": target, [SOURCE_HEADER]: source, [TICKET_HEADER]: tickets[1] },
+      {
+        ":method": "CONNECT",
+        ":authority": target,
+        [SOURCE_HEADER]: source,
+        [PEER_CLUSTER_HEADER]: cluster,
+        [TICKET_HEADER]: tickets[1],
+      },
       { endStream: false },
     );
     out.on("error", () => {});
@@ -192,7 +221,7 @@ export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
     out.once("response", (headers) => {
       if (Number(headers[":status"]) !== 200) out.close();
     });
-    stream.respond({ ":status": 200, [TICKET_HEADER]: tickets[0] });
+    stream.respond({ ":status": 200, [TICKET_HEADER]: tickets[0], [PEER_CLUSTER_HEADER]: at.cluster });
     counters.streams++;
   }
 
@@ -297,7 +326,8 @@ export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
     onLine();
   }
 
-  function acceptLink(socket: TLSSocket, domain: string): void {
+  function acceptLink(socket: TLSSocket, speaker: Speaker): void {
+    const { domain, cluster } = speaker;
     let buffered = Buffer.alloc(0);
     const onData = (chunk: Buffer) => {
       buffered = Buffer.concat([buffered, chunk]);
@@ -313,7 +343,12 @@ export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
         hello = JSON.parse(buffered.subarray(0, end).toString("utf8"));
         if (typeof hello.globalNamespace !== "string") throw new Error("no globalNamespace");
       } catch (error) {
-        refuse("bad-hello", { domain, error: String(error) });
+        refuse("bad-hello", { domain, cluster, error: String(error) });
+        socket.destroy();
+        return;
+      }
+      if (hello.globalNamespace !== namespaceFor(cluster)) {
+        refuse("cluster-mismatch", { domain, cluster, globalNamespace: hello.globalNamespace });
         socket.destroy();
         return;
       }
@@ -370,20 +405,24 @@ export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
     track(socket);
     socket.on("error", () => {});
     const raw = socket.getPeerCertificate(false)?.raw;
-    let domain: string;
+    let speaker: Speaker;
     try {
       if (!raw) throw new Error("no client certificate");
       const identity = ca.verify(new X509Certificate(raw).toString(), { role: "domain" });
-      domain = identity.name;
+      // One Domain key shared by every member cluster (hubs before per-cluster certificates):
+      // it names no cluster, so it speaks for none.
+      if (!identity.cluster)
+        throw new Error(`certificate ${identity.serial} of Domain ${identity.name} names no cluster`);
+      speaker = { domain: identity.name, cluster: identity.cluster };
     } catch (error) {
       refuse("certificate", { remote: socket.remoteAddress, error: (error as Error).message });
       socket.destroy();
       return;
     }
-    if (socket.alpnProtocol === ALPN_ACCEPT) return acceptLink(socket, domain);
-    connecting = domain;
+    if (socket.alpnProtocol === ALPN_ACCEPT) return acceptLink(socket, speaker);
+    connecting = speaker;
     h2.emit("connection", socket);
-    connecting = "";
+    connecting = undefined;
   });
   // One port for both: a TLS handshake goes to the control plane, a ticket line to the data plane.
   const server = net.createServer({ noDelay: true }, (socket) => {

@@ -6,6 +6,7 @@ export {
   ALPN_DIAL,
   isTicket,
   MAX_HELLO_BYTES,
+  PEER_CLUSTER_HEADER,
   REASON_HEADER,
   SOURCE_HEADER,
   splitTarget,

@@ -1,11 +1,11 @@
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
 import type { Domain, DomainPeer, Pod } from "../../../operators/api/index.ts";
 import { createDomainController } from "../../../operators/controllers/domain/index.ts";
 import { systemClock } from "../../../operators/lib/clock.ts";
 import { silentLogger } from "../../../operators/lib/logger.ts";
-import { openCertificateAuthority, publicKeyPem } from "../../../operators/lib/pki/index.ts";
+import { generateKeyPair, openCertificateAuthority, publicKeyPem } from "../../../operators/lib/pki/index.ts";
 import { modify, openSqliteStore } from "../../../operators/lib/store/index.ts";
 import { waitFor } from "../../helpers/wait-for.ts";
 import { allocations, domain, job, peers, pod, startDomainHarness, tempDataDir } from "./fixtures.ts";
@@ -57,7 +57,12 @@ t.test("pods of the Domain's Jobs get addresses; one DomainPeer per cluster list
     },
   ]);
   t.equal(beijing.spec.prefixLen, 24);
-  t.equal(beijing.spec.cert, d?.status?.certificate);
+  t.equal(
+    d?.status?.certificate,
+    `${beijing.spec.cert}${byCluster.get("agent-shanghai")?.spec.cert}`,
+    "Domain status shows each cluster's certificate, in cluster order",
+  );
+  t.not(beijing.spec.key, byCluster.get("agent-shanghai")?.spec.key, "each cluster has its own key");
   t.match(beijing.metadata.labels, { "rlark.io/domain": "ppo" });
   t.match(beijing.metadata.ownerReferences, [{ kind: "Domain", name: "ppo", uid: d?.metadata.uid }]);
   t.same(
@@ -94,24 +99,27 @@ t.test("pods of the Domain's Jobs get addresses; one DomainPeer per cluster list
   t.ok((await peers(store, "ppo")).has("agent-beijing"), "beijing keeps its peer");
 });
 
-t.test("the Domain certificate is signed by the hub CA; the key stays out of Domain status", async (t) => {
-  const dataDir = tempDataDir(t);
-  const { store, pki } = await startDomainHarness(t, dataDir);
-  await store.create(domain("nav", "10.9.0.0/16"));
-  await store.create(job("j", "nav"));
-  await store.create(pod("beijing", "p-0", "j", "t"));
-  const peer = await waitFor("peer", async () => (await peers(store, "nav")).get("agent-beijing"));
-  const identity = pki.verify(peer.spec.cert, { role: "domain" });
-  t.equal(identity.name, "nav");
-  t.equal(identity.publicKeyPem, publicKeyPem(peer.spec.key), "the peer's key is the certified key");
-  const keyPath = join(dataDir, "pki", "domains", "nav.key");
-  t.equal(statSync(keyPath).mode & 0o777, 0o600);
-  t.equal(readFileSync(keyPath, "utf8"), peer.spec.key);
-  const d = await store.get<Domain>("Domain", "", "nav");
-  t.equal(d?.status?.certificate, peer.spec.cert);
-  t.notMatch(JSON.stringify(d), /PRIVATE KEY/, "no key in the Domain");
-  t.equal(peer.spec.prefixLen, 16);
-});
+t.test(
+  "a cluster's certificate names it, signed by the hub CA; the key stays out of Domain status",
+  async (t) => {
+    const dataDir = tempDataDir(t);
+    const { store, pki } = await startDomainHarness(t, dataDir);
+    await store.create(domain("nav", "10.9.0.0/16"));
+    await store.create(job("j", "nav"));
+    await store.create(pod("beijing", "p-0", "j", "t"));
+    const peer = await waitFor("peer", async () => (await peers(store, "nav")).get("agent-beijing"));
+    const identity = pki.verify(peer.spec.cert, { role: "domain", cluster: "beijing" });
+    t.equal(identity.name, "nav");
+    t.equal(identity.publicKeyPem, publicKeyPem(peer.spec.key), "the peer's key is the certified key");
+    const keyPath = join(dataDir, "pki", "domains", "nav", "beijing.key");
+    t.equal(statSync(keyPath).mode & 0o777, 0o600);
+    t.equal(readFileSync(keyPath, "utf8"), peer.spec.key);
+    const d = await store.get<Domain>("Domain", "", "nav");
+    t.equal(d?.status?.certificate, peer.spec.cert);
+    t.notMatch(JSON.stringify(d), /PRIVATE KEY/, "no key in the Domain");
+    t.equal(peer.spec.prefixLen, 16);
+  },
+);
 
 t.test("allocations and the certificate survive a restart of the hub on the same store", async (t) => {
   const dataDir = tempDataDir(t);
@@ -135,6 +143,54 @@ t.test("allocations and the certificate survive a restart of the hub on the same
   for (const [k, ip] of Object.entries(before)) t.equal(after[k], ip, `${k} keeps ${ip}`);
   t.equal(after["beijing/w-0"], "10.0.1.4", "the newcomer gets a free address, not a taken one");
   t.equal((await second.store.get<Domain>("Domain", "", "ppo"))?.status?.certificate, certBefore);
+});
+
+t.test("a Domain from a hub before per-cluster certificates is re-keyed on the next reconcile", async (t) => {
+  const dataDir = tempDataDir(t);
+  const first = await startDomainHarness(t, dataDir);
+  await first.store.create(domain("ppo", "10.0.1.0/24"));
+  await first.store.create(job("train", "ppo"));
+  await first.store.create(pod("beijing", "a-0", "train", "a"));
+  await first.store.create(pod("shanghai", "b-0", "train", "b"));
+  await waitFor("two peers", async () => (await peers(first.store, "ppo")).size === 2);
+  await first.stop();
+  // What the earlier hub left: one key and certificate for the Domain, in both DomainPeers.
+  const pki = openCertificateAuthority({ dataDir });
+  const sharedKey = generateKeyPair();
+  const sharedCert = pki.issue({
+    role: "domain",
+    name: "ppo",
+    publicKey: sharedKey.publicKeyPem,
+    ttlMs: 86_400_000,
+    serverNames: ["ppo.domain"],
+  }).certPem;
+  const shared = join(dataDir, "pki", "domains", "ppo");
+  writeFileSync(`${shared}.key`, sharedKey.privateKeyPem, { mode: 0o600 });
+  writeFileSync(`${shared}.crt`, sharedCert);
+  rmSync(shared, { recursive: true });
+  const store = openSqliteStore({ dataDir });
+  for (const ns of ["agent-beijing", "agent-shanghai"])
+    await modify<DomainPeer>(store, "DomainPeer", ns, "ppo", (p) => {
+      p.spec = { ...p.spec, cert: sharedCert, key: sharedKey.privateKeyPem };
+    });
+  await store.close();
+
+  const second = await startDomainHarness(t, dataDir);
+  const rekeyed = await waitFor("both peers re-keyed", async () => {
+    const p = await peers(second.store, "ppo");
+    return [...p.values()].every((peer) => peer.spec.key !== sharedKey.privateKeyPem) ? p : undefined;
+  });
+  for (const [ns, peer] of rekeyed) {
+    const cluster = ns.slice("agent-".length);
+    t.equal(
+      pki.verify(peer.spec.cert, { role: "domain", cluster }).name,
+      "ppo",
+      `${cluster}'s own certificate`,
+    );
+    t.equal(readFileSync(join(shared, `${cluster}.key`), "utf8"), peer.spec.key, `${cluster}'s key on disk`);
+  }
+  t.notOk(existsSync(`${shared}.key`), "the shared key is gone from the hub");
+  t.notOk(existsSync(`${shared}.crt`));
 });
 
 t.test(
@@ -236,11 +292,15 @@ t.test("a Job moved to another Domain, and a deleted Domain, take their pods and
   await waitFor("in two", async () => (await allocations(store, "two"))["beijing/p"] === "10.2.0.1");
   await waitFor("out of one", async () => (await peers(store, "one")).size === 0);
   t.same(await allocations(store, "one"), {});
+  t.notOk(
+    existsSync(join(dataDir, "pki", "domains", "one", "beijing.key")),
+    "beijing left one: its key goes",
+  );
+  t.ok(existsSync(join(dataDir, "pki", "domains", "two", "beijing.key")), "and it has one for two");
 
   await store.delete("Domain", "", "two");
   await waitFor("peers of two deleted", async () => (await peers(store, "two")).size === 0);
-  await waitFor("key removed", () => !existsSync(join(dataDir, "pki", "domains", "two.key")));
-  t.ok(existsSync(join(dataDir, "pki", "domains", "one.key")), "the other Domain's key stays");
+  await waitFor("keys removed", () => !existsSync(join(dataDir, "pki", "domains", "two")));
 });
 
 t.test("a restarted hub that reconciles before its Job watch caught up keeps every address", async (t) => {

@@ -42,8 +42,7 @@ t.test("peer specs group pods by cluster, ordered by address, and skip pods with
       { ip: "10.0.0.9", job: "j", task: "t", pod: "b" },
       { ip: "10.0.0.2", job: "j", task: "t", pod: "c" },
     ],
-    certPem: "CERT",
-    keyPem: "KEY",
+    credentials: (cluster) => ({ certPem: `CERT ${cluster}`, keyPem: `KEY ${cluster}` }),
     prefixLen: 24,
   });
   t.same([...specs.keys()], ["agent-beijing", "agent-shanghai"]);
@@ -59,5 +58,6 @@ t.test("peer specs group pods by cluster, ordered by address, and skip pods with
     specs.get("agent-shanghai")?.pods?.map((p) => p.name),
     ["c"],
   );
-  t.match(specs.get("agent-shanghai"), { cert: "CERT", key: "KEY", prefixLen: 24 });
+  t.match(specs.get("agent-shanghai"), { cert: "CERT shanghai", key: "KEY shanghai", prefixLen: 24 });
+  t.match(specs.get("agent-beijing"), { cert: "CERT beijing", key: "KEY beijing" }, "each cluster its own");
 });

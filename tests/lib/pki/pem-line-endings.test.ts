@@ -34,7 +34,7 @@ t.test("the CA and the certificates it issues are PEM with LF line ends", async 
 t.test("a Domain's certificate is a clean block in its status YAML", async (t) => {
   const dir = await dataDir();
   const pki = openCertificateAuthority({ dataDir: dir });
-  const { certPem } = new DomainCertificates({ pki, dataDir: dir, ttlMs: 86_400_000 }).ensure("lab");
+  const { certPem } = new DomainCertificates({ pki, dataDir: dir, ttlMs: 86_400_000 }).ensure("lab", "c1");
   const yaml = renderStatusYaml({ status: { certificate: certPem } });
   t.match(yaml, /^ {2}certificate: \|\n {4}-----BEGIN CERTIFICATE-----\n/m);
   t.notMatch(yaml, /\\r|\r/);
@@ -44,13 +44,13 @@ t.test("PEM files written with CRLF by earlier hubs are loaded as LF, and still 
   const dir = await dataDir();
   const first = openCertificateAuthority({ dataDir: dir });
   const domainCerts = new DomainCertificates({ pki: first, dataDir: dir, ttlMs: 86_400_000 });
-  domainCerts.ensure("lab");
-  for (const file of [join(dir, "pki", "ca.crt"), domainCerts.certPath("lab")]) {
+  domainCerts.ensure("lab", "c1");
+  for (const file of [join(dir, "pki", "ca.crt"), domainCerts.certPath("lab", "c1")]) {
     writeFileSync(file, readFileSync(file, "utf8").replace(/\r?\n/g, "\r\n"));
   }
   const ca = openCertificateAuthority({ dataDir: dir });
   t.equal(ca.certPem, first.certPem);
   t.equal(ca.fingerprint, first.fingerprint, "the same CA");
-  const again = new DomainCertificates({ pki: ca, dataDir: dir, ttlMs: 86_400_000 }).ensure("lab");
+  const again = new DomainCertificates({ pki: ca, dataDir: dir, ttlMs: 86_400_000 }).ensure("lab", "c1");
   t.notMatch(again.certPem, "\r");
 });
