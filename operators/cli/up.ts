@@ -27,11 +27,13 @@ export function registerUp(program: Command): void {
     .addHelpText("after", UP_HELP);
   addCommonHubFlags(command, UP_DEFAULTS).action(async (flags: CommonHubFlags) => {
     const options = await hubOptionsFrom(flags, { intervalMs: 2_000 });
-    const [{ startLocalAgent }, { ensurePlayground, startHub }, { jsonLogger }] = await Promise.all([
-      import("../agent/index.ts"),
-      import("../hub/index.ts"),
-      import("../lib/logger.ts"),
-    ]);
+    const [{ startLocalAgent }, { ensurePlayground, startHub }, { jsonLogger }, { LOGIN_LINK_TTL_MS }] =
+      await Promise.all([
+        import("../agent/index.ts"),
+        import("../hub/index.ts"),
+        import("../lib/logger.ts"),
+        import("../dashboard/index.ts"),
+      ]);
     let playground: string | undefined;
     if (!options.repo) {
       const created = await ensurePlayground(options.dataDir, options.branch);
@@ -58,7 +60,10 @@ export function registerUp(program: Command): void {
       );
     } else out.write(`  repository: ${hub.source?.repository.url} (branch ${options.branch})\n`);
     if (hub.dashboard)
-      out.write(`  dashboard (one-click admin login): ${hub.dashboard.loginUrl(hub.adminToken, hub.url)}\n`);
+      // A single-use code, never the admin token: this line stays in scrollback and screenshots.
+      out.write(
+        `  dashboard (admin login link, works once within ${LOGIN_LINK_TTL_MS / 60_000} minutes): ${hub.dashboard.loginUrl(hub.url)}\n`,
+      );
     out.write(`  API: ${hub.url}/api/v1/rlinf.io/v1alpha1/jobs\n`);
     out.write(
       `    curl -H "Authorization: Bearer $(cat ${options.dataDir}/admin-token)" ${hub.url}/api/v1/source\n`,

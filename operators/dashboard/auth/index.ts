@@ -2,6 +2,7 @@
 // per-hub secret in the data dir, rate-limited login. See docs/dashboard.md.
 export { type SessionClaims, signJwt, verifyJwt } from "./jwt.ts";
 export { JWT_SECRET_FILE, loadOrCreateJwtSecret } from "./jwt-secret.ts";
+export { createLoginLinks, LOGIN_LINK_PATH, LOGIN_LINK_TTL_MS, type LoginLinks } from "./login-link.ts";
 export {
   DEFAULT_SCRYPT,
   hashPassword,
