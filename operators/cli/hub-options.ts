@@ -190,9 +190,15 @@ export async function hubOptionsFrom(
   // Checked before anything is created or read, so a typo leaves no half-made data dir behind.
   checkHostPort("--http", flags.http);
   checkHostPort("--ssh", flags.ssh);
+  for (const [flag, ms] of [
+    ["--http-headers-timeout", flags.httpHeadersTimeout],
+    ["--http-request-timeout", flags.httpRequestTimeout],
+    ["--proxy-timeout", flags.proxyTimeout],
+  ] as const)
+    if (ms !== undefined && !(Number.isInteger(ms) && ms >= 1))
+      throw usageError(`${flag}: expected a duration of at least 1ms`);
   if ((flags.httpHeadersTimeout ?? 0) > (flags.httpRequestTimeout ?? Number.POSITIVE_INFINITY))
     throw usageError("--http-headers-timeout: longer than --http-request-timeout, so it could never apply");
-  if (flags.proxyTimeout === 0) throw usageError("--proxy-timeout: expected a duration above 0");
   for (const url of flags.publicUrl ?? []) {
     try {
       publicOrigin(url);

@@ -89,7 +89,7 @@ export async function startHubHttp(options: HubHttpOptions): Promise<HubHttp> {
   const { source, logger } = options;
   // First: a limit that cannot work is refused before anything is started.
   const limits = httpServerLimits(options.limits);
-  for (const url of options.publicUrls ?? []) publicOrigin(url);
+  const publicOrigins = (options.publicUrls ?? []).map(publicOrigin);
   // Known once the server listens (port 0 picks one); no request arrives before.
   let origins: ReadonlySet<string> = new Set();
   const sameOrigin = originCheck(() => origins);
@@ -177,7 +177,7 @@ export async function startHubHttp(options: HubHttpOptions): Promise<HubHttp> {
     server.listen(port, host, () => resolve());
   });
   const address = server.address() as AddressInfo;
-  origins = hubOrigins({ host, port: address.port }, options.publicUrls);
+  origins = hubOrigins({ host, port: address.port }, publicOrigins);
   return {
     url: `http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}`,
     ...(dashboard ? { dashboard } : {}),

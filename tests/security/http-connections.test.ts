@@ -134,6 +134,7 @@ t.test("the limits' and public URL's flags refuse values that cannot work", asyn
     [["--public-url", "https://user:pw@rlark.example.com"], /--public-url: .*no user name or password/],
     [["--http-headers-timeout", "10m"], /--http-headers-timeout: longer than --http-request-timeout/],
     [["--http-max-connections", "0"], /--http-max-connections.*expected a whole number above 0/],
+    [["--proxy-timeout", "0s"], /--proxy-timeout: expected a duration of at least 1ms/],
   ] as const) {
     const run = await rlark(["hub", "--data-dir", path.join(dataDir, "d"), "--repo", dataDir, ...flags]);
     t.equal(run.code, 2, `${flags.join(" ")} is a usage error`);

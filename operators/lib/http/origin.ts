@@ -26,15 +26,15 @@ export function publicOrigin(url: string): string {
 }
 
 /**
- * The hub's origins: each public URL's, and http:// on the port it listens on at the address it
+ * The hub's origins: the public URLs' (from publicOrigin), and http:// on the port it listens on at the address it
  * listens on, also as localhost and [::1] for a loopback address, and as every interface address
  * of this machine for a wildcard one (0.0.0.0, ::). A name the machine is reached by is a public URL.
  */
 export function hubOrigins(
   listen: { host: string; port: number },
-  publicUrls: readonly string[] = [],
+  publicOrigins: readonly string[] = [],
 ): Set<string> {
-  const origins = new Set(publicUrls.map(publicOrigin));
+  const origins = new Set(publicOrigins);
   const host = listen.host.replace(/^\[(.*)\]$/, "$1");
   const hosts =
     host === "" || host === "0.0.0.0" || host === "::"
