@@ -2,5 +2,10 @@
 // contract. The runtimes are entered through their own index.ts, so a process agent never loads
 // the Kubernetes client.
 export { type Agent, type AgentOptions, startAgent } from "./agent.ts";
-export { type LocalAgentOptions, startLocalAgent } from "./local-agent.ts";
+export {
+  cleanLocalAgent,
+  type LocalAgentOptions,
+  localPodProcesses,
+  startLocalAgent,
+} from "./local-agent.ts";
 export type { NodeOverlay, Runtime, RuntimeTask } from "./runtimes/types.ts";

@@ -1,6 +1,7 @@
 // The process-runtime agent `rlark up` runs next to its hub: enrolled on first start with a token
 // the hub mints for itself, for the Cluster `local` declared in the repository.
-import { mkdir } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { mkdir, rm } from "node:fs/promises";
 import { hostname } from "node:os";
 import path from "node:path";
 import { EDGE_NODE_LABEL } from "../api/index.ts";
@@ -44,12 +45,12 @@ export async function startLocalAgent(options: LocalAgentOptions): Promise<Agent
     if (clock.now() > deadline) return undefined;
     await new Promise<void>((resolve) => clock.setTimeout(resolve, 200));
   }
-  const dir = path.join(options.dataDir, "agent");
+  const dir = agentDir(options.dataDir);
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const credentials = fileCredentialStore(path.join(dir, "credentials.json"));
   const enrolled = (await credentials.load()) !== undefined;
   const runtime = await ProcessRuntime.open({
-    stateDir: path.join(dir, "runtime"),
+    stateDir: runtimeDir(options.dataDir),
     nodeName: hostname(),
     nodeLabels: { [EDGE_NODE_LABEL]: "true" },
     logger: options.logger,
@@ -65,4 +66,28 @@ export async function startLocalAgent(options: LocalAgentOptions): Promise<Agent
     logger: options.logger,
     clock,
   });
+}
+
+const agentDir = (dataDir: string) => path.join(path.resolve(dataDir), "agent");
+const runtimeDir = (dataDir: string) => path.join(agentDir(dataDir), "runtime");
+
+/** Pods of the local agent whose processes run, e.g. left by a stopped `rlark up` for the next to adopt. */
+export function localPodProcesses(dataDir: string): number {
+  return ProcessRuntime.running(runtimeDir(dataDir));
+}
+
+/**
+ * Stops every pod process the local agent of `dataDir` left running and removes the runtime's
+ * state (pod records, logs, work dirs, artifacts); returns how many pods were stopped. The
+ * processes are found by their command lines, so this works also when the data dir was removed
+ * (a runtime with no records kills them as strays); then nothing is left of the data dir either.
+ */
+export async function cleanLocalAgent(dataDir: string, logger: Logger): Promise<number> {
+  const existed = existsSync(dataDir);
+  const stopped = localPodProcesses(dataDir);
+  const runtime = await ProcessRuntime.open({ stateDir: runtimeDir(dataDir), logger });
+  await runtime.stop({ terminatePods: true });
+  await rm(runtimeDir(dataDir), { recursive: true, force: true });
+  if (!existed) await rm(dataDir, { recursive: true, force: true });
+  return stopped;
 }

@@ -2,6 +2,7 @@
 import path from "node:path";
 import { type Command, InvalidArgumentError, Option } from "commander";
 import type { HubOptions } from "../hub/index.ts";
+import { DEFAULT_HTTP_LIMITS, publicOrigin } from "../lib/http/index.ts";
 import { parseByteSize } from "./byte-size.ts";
 import { usageError } from "./cli-error.ts";
 import { parseDuration } from "./duration.ts";
@@ -36,6 +37,12 @@ export interface CommonHubFlags {
   accessMaxSessions?: number;
   accessIdleTimeout?: number;
   accessRate?: number;
+  httpMaxConnections?: number;
+  httpMaxConnectionsPerAddress?: number;
+  httpHeadersTimeout?: number;
+  httpRequestTimeout?: number;
+  proxyTimeout?: number;
+  publicUrl: string[];
 }
 
 export function addCommonHubFlags(command: Command, defaults: { interval: string; ssh: string }): Command {
@@ -92,6 +99,12 @@ export function addCommonHubFlags(command: Command, defaults: { interval: string
     .option("--github-installation-id <id>", "the App's installation on the repository's owner")
     .option("--hub-name <name>", "names this hub in status contexts: rlark/sync (<name>)")
     .option("--dashboard-url <url>", "link statuses and plan comments to this dashboard URL")
+    .option(
+      "--public-url <url>",
+      "a URL browsers reach --http at (e.g. https://rlark.example.com behind a TLS proxy); repeatable. WebSockets and cookie-borne changes from other origins are refused",
+      (value: string, previous: string[]) => [...previous, value],
+      [] as string[],
+    )
     .addOption(
       new Option("--pr-poll-interval <duration>", "poll open pull requests (without a webhook); 0 disables")
         .argParser(parseDuration)
@@ -117,6 +130,43 @@ export function addCommonHubFlags(command: Command, defaults: { interval: string
       )
         .argParser(accessRate)
         .default(0, "0"),
+    )
+    .addOption(
+      new Option("--http-max-connections <n>", "open connections to --http in all (streams included)")
+        .argParser(positiveInteger)
+        .default(DEFAULT_HTTP_LIMITS.maxConnections),
+    )
+    .addOption(
+      new Option(
+        "--http-max-connections-per-address <n>",
+        "open connections to --http from one client address",
+      )
+        .argParser(positiveInteger)
+        .default(DEFAULT_HTTP_LIMITS.maxConnectionsPerAddress),
+    )
+    .addOption(
+      new Option(
+        "--http-headers-timeout <duration>",
+        "close a connection that has not sent its request headers by then",
+      )
+        .argParser(parseDuration)
+        .default(DEFAULT_HTTP_LIMITS.headersTimeoutMs, "20s"),
+    )
+    .addOption(
+      new Option(
+        "--http-request-timeout <duration>",
+        "close a connection that has not sent its whole request (body included) by then; answers are not cut",
+      )
+        .argParser(parseDuration)
+        .default(DEFAULT_HTTP_LIMITS.requestTimeoutMs, "5m"),
+    )
+    .addOption(
+      new Option(
+        "--proxy-timeout <duration>",
+        "answer 504 when a pod has not started answering a proxied request by then",
+      )
+        .argParser(parseDuration)
+        .default(30_000, "30s"),
     );
 }
 
@@ -140,6 +190,22 @@ export async function hubOptionsFrom(
   // Checked before anything is created or read, so a typo leaves no half-made data dir behind.
   checkHostPort("--http", flags.http);
   checkHostPort("--ssh", flags.ssh);
+  for (const [flag, ms] of [
+    ["--http-headers-timeout", flags.httpHeadersTimeout],
+    ["--http-request-timeout", flags.httpRequestTimeout],
+    ["--proxy-timeout", flags.proxyTimeout],
+  ] as const)
+    if (ms !== undefined && !(Number.isInteger(ms) && ms >= 1))
+      throw usageError(`${flag}: expected a duration of at least 1ms`);
+  if ((flags.httpHeadersTimeout ?? 0) > (flags.httpRequestTimeout ?? Number.POSITIVE_INFINITY))
+    throw usageError("--http-headers-timeout: longer than --http-request-timeout, so it could never apply");
+  for (const url of flags.publicUrl ?? []) {
+    try {
+      publicOrigin(url);
+    } catch (error) {
+      throw usageError(`--public-url: ${(error as Error).message}`);
+    }
+  }
   if (flags.domainRelay !== undefined) checkHostPort("--domain-relay", flags.domainRelay);
   const { loadGitCredentials } = await import("../source/index.ts");
   const credentials = await loadGitCredentials({
@@ -164,6 +230,16 @@ export async function hubOptionsFrom(
     webhookSecretFile: flags.webhookSecretFile,
     statusBranch: flags.statusCommits ? flags.statusBranch : undefined,
     dashboard: flags.dashboard,
+    httpLimits: {
+      ...(flags.httpMaxConnections === undefined ? {} : { maxConnections: flags.httpMaxConnections }),
+      ...(flags.httpMaxConnectionsPerAddress === undefined
+        ? {}
+        : { maxConnectionsPerAddress: flags.httpMaxConnectionsPerAddress }),
+      ...(flags.httpHeadersTimeout === undefined ? {} : { headersTimeoutMs: flags.httpHeadersTimeout }),
+      ...(flags.httpRequestTimeout === undefined ? {} : { requestTimeoutMs: flags.httpRequestTimeout }),
+    },
+    ...(flags.proxyTimeout ? { proxyResponseTimeoutMs: flags.proxyTimeout } : {}),
+    ...(flags.publicUrl.length > 0 ? { publicUrls: flags.publicUrl } : {}),
     access: {
       ...(flags.accessMaxSessions === undefined ? {} : { maxSessionsPerUser: flags.accessMaxSessions }),
       ...(flags.accessIdleTimeout === undefined ? {} : { idleTimeoutMs: flags.accessIdleTimeout }),

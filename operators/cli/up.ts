@@ -1,5 +1,7 @@
+import path from "node:path";
 import type { Command } from "commander";
 import { runAgentlessClusters } from "./agentless.ts";
+import { usageError } from "./cli-error.ts";
 import { addCommonHubFlags, type CommonHubFlags, hubOptionsFrom } from "./hub-options.ts";
 import { untilSignal } from "./until-signal.ts";
 
@@ -12,9 +14,14 @@ dashboard, in one process. Without --repo it creates (or reuses) a playground gi
 at <data-dir>/repo seeded from examples/ and checks it every 2 s: edit a manifest there,
 commit, and watch the change happen.
 
+Ctrl-C stops the hub and the agent; the processes of Deployment-kind Raw tasks keep running for
+the next rlark up to adopt (it says how many). rlark up --clean stops them, also when the data
+dir was removed, and removes <data-dir>/agent/runtime (their records, logs and work dirs).
+
 Examples:
   rlark up                                  # playground at .rlark/repo
   rlark up --repo ~/src/fleet --interval 5s # your own repository
+  rlark up --clean                          # stop what an earlier rlark up left running
 `;
 
 // Loopback SSH: the playground's agent runs in this process; remote agents need --ssh 0.0.0.0:2222.
@@ -25,12 +32,23 @@ export function registerUp(program: Command): void {
     .command("up")
     .description("run the hub, a local agent and the dashboard on a playground repository")
     .addHelpText("after", UP_HELP);
-  addCommonHubFlags(command, UP_DEFAULTS).action(async (flags: CommonHubFlags) => {
+  command.option(
+    "--clean",
+    "stop the pods' processes an earlier rlark up on --data-dir left running (also when the data dir was removed), remove their state, and exit",
+  );
+  addCommonHubFlags(command, UP_DEFAULTS).action(async (flags: CommonHubFlags & { clean?: boolean }) => {
+    if (flags.clean) return clean(flags.dataDir);
     const options = await hubOptionsFrom(flags, { intervalMs: 2_000 });
-    const [{ startLocalAgent }, { ensurePlayground, startHub }, { jsonLogger }] = await Promise.all([
+    const [
+      { localPodProcesses, startLocalAgent },
+      { ensurePlayground, startHub },
+      { jsonLogger },
+      { LOGIN_LINK_TTL_MS },
+    ] = await Promise.all([
       import("../agent/index.ts"),
       import("../hub/index.ts"),
       import("../lib/logger.ts"),
+      import("../dashboard/index.ts"),
     ]);
     let playground: string | undefined;
     if (!options.repo) {
@@ -58,7 +76,10 @@ export function registerUp(program: Command): void {
       );
     } else out.write(`  repository: ${hub.source?.repository.url} (branch ${options.branch})\n`);
     if (hub.dashboard)
-      out.write(`  dashboard (one-click admin login): ${hub.dashboard.loginUrl(hub.adminToken, hub.url)}\n`);
+      // A single-use code, never the admin token: this line stays in scrollback and screenshots.
+      out.write(
+        `  dashboard (admin login link, works once within ${LOGIN_LINK_TTL_MS / 60_000} minutes): ${hub.dashboard.loginUrl(hub.url)}\n`,
+      );
     out.write(`  API: ${hub.url}/api/v1/rlinf.io/v1alpha1/jobs\n`);
     out.write(
       `    curl -H "Authorization: Bearer $(cat ${options.dataDir}/admin-token)" ${hub.url}/api/v1/source\n`,
@@ -76,5 +97,32 @@ export function registerUp(program: Command): void {
     await agent?.stop();
     await agentless.stop();
     await hub.stop();
+    // They wait for adoption, and would wait forever if nobody started rlark up here again.
+    const left = localPodProcesses(options.dataDir);
+    if (left > 0)
+      out.write(
+        `${processes(left)} keep${left === 1 ? "s" : ""} running for the next rlark up to adopt; stop them with: rlark up --clean --data-dir ${options.dataDir}\n`,
+      );
   });
+}
+
+const processes = (n: number) => `${n} pod process${n === 1 ? "" : "es"}`;
+
+async function clean(dataDir: string): Promise<void> {
+  const [{ cleanLocalAgent }, { jsonLogger }] = await Promise.all([
+    import("../agent/index.ts"),
+    import("../lib/logger.ts"),
+  ]);
+  const dir = path.resolve(dataDir);
+  let stopped: number;
+  try {
+    stopped = await cleanLocalAgent(dir, jsonLogger("up"));
+  } catch (error) {
+    throw usageError(`--clean: ${(error as Error).message}`);
+  }
+  process.stdout.write(
+    stopped > 0
+      ? `stopped ${processes(stopped)} and removed ${path.join(dir, "agent", "runtime")}\n`
+      : `no pod processes of ${dir} were running; removed ${path.join(dir, "agent", "runtime")}\n`,
+  );
 }

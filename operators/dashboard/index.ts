@@ -3,7 +3,7 @@
 // `dashboard` option) and passes in what it needs: the store, the source's status, the admin token.
 //
 //   const hub = await startHub({ ..., dashboard: { sessionTtlSeconds: 600 } });
-//   console.log(hub.dashboard?.loginUrl(hub.adminToken, hub.url));   // one click, logged in as admin
+//   console.log(hub.dashboard?.loginUrl(hub.url));   // one click, once, logged in as admin
 //
 // See docs/dashboard.md.
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -13,7 +13,9 @@ import { type Logger, silentLogger } from "../lib/logger.ts";
 import type { Store } from "../lib/store/index.ts";
 import { loadAssets, serveAsset, serveFavicon, serveIndex } from "./assets.ts";
 import {
+  createLoginLinks,
   createSessions,
+  LOGIN_LINK_PATH,
   LOGIN_PATH,
   type LoginLimit,
   loadOrCreateJwtSecret,
@@ -23,7 +25,7 @@ import { createEventStream, EVENTS_PATH, type EventStreamLimits } from "./events
 import { createObjectCache } from "./object-cache.ts";
 import { repoWebUrl } from "./repo-web.ts";
 
-export { DEFAULT_SCRYPT, hashPassword } from "./auth/index.ts";
+export { DEFAULT_SCRYPT, hashPassword, LOGIN_LINK_TTL_MS } from "./auth/index.ts";
 export { DASHBOARD_KINDS } from "./object-cache.ts";
 export { type RepoWeb, repoWebUrl } from "./repo-web.ts";
 
@@ -63,8 +65,11 @@ export interface Dashboard {
   routes: (req: IncomingMessage, res: ServerResponse, url: URL) => boolean | Promise<boolean>;
   /** Verifies session JWTs: pass it to the hub so every /api route accepts them. */
   authenticator: Authenticator;
-  /** A link that logs in with the admin token (kept in the fragment, which no server or log sees). */
-  loginUrl(adminToken: string, hubUrl: string): string;
+  /**
+   * A link that logs in as admin once, within LOGIN_LINK_TTL_MS: a single-use code (in the
+   * fragment, which no server or log sees), never the admin token itself.
+   */
+  loginUrl(hubUrl: string): string;
   close(): void;
 }
 
@@ -78,6 +83,12 @@ export async function createDashboard(options: DashboardOptions): Promise<Dashbo
     secret,
     ttlSeconds: options.sessionTtlSeconds,
     limit: options.loginLimit,
+    now: () => clock.now(),
+  });
+  const loginLinks = createLoginLinks({
+    secret,
+    // createSessions' default, so both kinds of login last as long.
+    sessionTtlSeconds: options.sessionTtlSeconds ?? 30 * 60,
     now: () => clock.now(),
   });
   const assets = await loadAssets();
@@ -114,6 +125,10 @@ export async function createDashboard(options: DashboardOptions): Promise<Dashbo
         await sessions.handleLogin(req, res);
         return true;
       }
+      if (path === LOGIN_LINK_PATH) {
+        await loginLinks.handle(req, res);
+        return true;
+      }
       if (path === EVENTS_PATH) {
         await events.handle(req, res, url);
         return true;
@@ -130,8 +145,8 @@ export async function createDashboard(options: DashboardOptions): Promise<Dashbo
       return serveAsset(assets, path, res, head);
     },
     authenticator: sessions.authenticator,
-    loginUrl(token, hubUrl) {
-      return `${hubUrl.replace(/\/+$/, "")}/#/login?adminToken=${encodeURIComponent(token)}`;
+    loginUrl(hubUrl) {
+      return `${hubUrl.replace(/\/+$/, "")}/#/login?code=${loginLinks.issue()}`;
     },
     close() {
       stopPolling();

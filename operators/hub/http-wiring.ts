@@ -21,6 +21,13 @@ import {
   adminTokenAuthenticator,
   anyOf,
   createUpgradeHandler,
+  type HttpServerLimits,
+  httpServerLimits,
+  hubOrigins,
+  limitConnections,
+  originCheck,
+  publicOrigin,
+  serverOptions,
   type UpgradeRoute,
 } from "../lib/http/index.ts";
 import type { Logger } from "../lib/logger.ts";
@@ -63,6 +70,12 @@ export interface HubHttpOptions {
   hold?: AccessHold;
   /** WebSocket routes (the web terminal), behind the one authenticated upgrade handler. */
   upgrades?: UpgradeRoute[];
+  /** Connection caps and timeouts of the port (lib/http/server-limits.ts); the rest default. */
+  limits?: Partial<HttpServerLimits>;
+  /** How long a pod has to start answering a proxied request. Default 30 s. */
+  proxyResponseTimeoutMs?: number;
+  /** The URLs browsers reach the hub at besides its listening address (a name, a TLS proxy). */
+  publicUrls?: string[];
 }
 
 export interface HubHttp {
@@ -74,6 +87,12 @@ export interface HubHttp {
 
 export async function startHubHttp(options: HubHttpOptions): Promise<HubHttp> {
   const { source, logger } = options;
+  // First: a limit that cannot work is refused before anything is started.
+  const limits = httpServerLimits(options.limits);
+  const publicOrigins = (options.publicUrls ?? []).map(publicOrigin);
+  // Known once the server listens (port 0 picks one); no request arrives before.
+  let origins: ReadonlySet<string> = new Set();
+  const sameOrigin = originCheck(() => origins);
   const adminToken = adminTokenAuthenticator(options.adminToken);
   const settings = options.dashboard === true ? {} : options.dashboard || undefined;
   const dashboard = settings
@@ -108,8 +127,11 @@ export async function startHubHttp(options: HubHttpOptions): Promise<HubHttp> {
     hold: options.hold ?? holdNothing,
   };
   const authenticate = dashboard ? anyOf(adminToken, dashboard.authenticator) : anyOf(adminToken);
-  const podProxy = podProxyRoute(access);
-  const proxyLogin = createProxyLogin();
+  const podProxy = podProxyRoute({
+    ...access,
+    ...(options.proxyResponseTimeoutMs ? { responseTimeoutMs: options.proxyResponseTimeoutMs } : {}),
+  });
+  const proxyLogin = createProxyLogin({ sameOrigin });
   const handler = createHubHttpHandler({
     store: options.store,
     authenticate,
@@ -136,12 +158,14 @@ export async function startHubHttp(options: HubHttpOptions): Promise<HubHttp> {
     ...(dashboard ? { extraRoutes: dashboard.routes } : {}),
   });
   const websocketProxy = webSocketProxyRoute(access);
-  const server = createServer(handler);
+  const server = createServer(serverOptions(limits), handler);
+  limitConnections(server, limits);
   server.on(
     "upgrade",
     createUpgradeHandler({
       authenticate,
       routes: [...(options.upgrades ?? []), websocketProxy],
+      sameOrigin,
       // Only the proxies' WebSockets: the login cookie opens nothing else.
       fallbackToken: (req, url) =>
         websocketProxy.serves(url) ? proxyLogin.tokenFor(req, url.pathname) : undefined,
@@ -153,6 +177,7 @@ export async function startHubHttp(options: HubHttpOptions): Promise<HubHttp> {
     server.listen(port, host, () => resolve());
   });
   const address = server.address() as AddressInfo;
+  origins = hubOrigins({ host, port: address.port }, publicOrigins);
   return {
     url: `http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}`,
     ...(dashboard ? { dashboard } : {}),

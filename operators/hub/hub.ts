@@ -23,7 +23,7 @@ import { AddonCatalogHolder } from "../controllers/addon/index.ts";
 import type { Dashboard, DashboardSettings } from "../dashboard/index.ts";
 import type { StatusBranchWriter } from "../feedback/index.ts";
 import { type Controller, Manager } from "../lib/controller/index.ts";
-import { loadOrCreateAdminToken } from "../lib/http/index.ts";
+import { type HttpServerLimits, loadOrCreateAdminToken } from "../lib/http/index.ts";
 import { LeaderElection } from "../lib/leader-election.ts";
 import { jsonLogger, type Logger } from "../lib/logger.ts";
 import { Registry } from "../lib/metrics/index.ts";
@@ -82,6 +82,15 @@ export interface HubOptions {
   feedback?: CodeHostSettings;
   /** Limits of the SSH bastion (docs/access.md). */
   access?: Pick<AccessSessionsOptions, "maxSessionsPerUser" | "idleTimeoutMs" | "bytesPerSecondPerUser">;
+  /** Connection caps and timeouts of the HTTP port (README, rlark hub); unset ones default. */
+  httpLimits?: Partial<HttpServerLimits>;
+  /** How long a pod has to start answering a request through the pod/task proxy. Default 30 s. */
+  proxyResponseTimeoutMs?: number;
+  /**
+   * The URLs browsers reach the hub at, besides its --http address (a name, a TLS proxy): a
+   * WebSocket or a cookie-borne change from any other origin is refused.
+   */
+  publicUrls?: string[];
   /** Limits of the web terminal's WebSocket (docs/access.md). */
   webTerminal?: Omit<WebTerminalOptions, "sessions">;
   /** Who may read pod logs and proxy to pods; default the AccessPolicies from git (docs/access.md). */
@@ -250,6 +259,9 @@ export async function startHub(options: HubOptions): Promise<Hub> {
     ...(options.authorize ? {} : { hold: httpAccessHold(sessions) }),
     audit: options.audit ?? httpAuditSink(audit),
     upgrades: [terminal],
+    ...(options.httpLimits ? { limits: options.httpLimits } : {}),
+    ...(options.proxyResponseTimeoutMs ? { proxyResponseTimeoutMs: options.proxyResponseTimeoutMs } : {}),
+    ...(options.publicUrls ? { publicUrls: options.publicUrls } : {}),
   });
 
   const ssh = splitHostPort(options.ssh ?? "0.0.0.0:2222");

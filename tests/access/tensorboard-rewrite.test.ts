@@ -84,7 +84,12 @@ t.test("cookies across the proxy", async (t) => {
 
 t.test("the proxy login's tickets", async (t) => {
   let now = 1_000_000;
-  const login = createProxyLogin({ ttlSeconds: 60, maxPerSubject: 2, now: () => now });
+  const login = createProxyLogin({
+    sameOrigin: () => true,
+    ttlSeconds: 60,
+    maxPerSubject: 2,
+    now: () => now,
+  });
   const lastToken: { value?: string } = {};
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://x");

@@ -216,18 +216,19 @@ t.test("a client that stops reading is dropped while the others keep receiving",
   }
 });
 
-t.test("the admin token logs in, and the one-click URL keeps it in the fragment", async (t) => {
+t.test("the admin token logs in, and the one-click URL holds a code, not it, in the fragment", async (t) => {
   const git = await exampleRepository(t);
   const { hub, dashboard } = await startDashboardHub(t, git);
   const ok = await login(hub, { adminToken: hub.adminToken });
   t.equal(ok.status, 200);
   t.equal(ok.body.role, "admin");
   t.equal((await login(hub, { adminToken: "not-the-token" })).status, 401);
-  const url = new URL(dashboard.loginUrl(hub.adminToken, hub.url));
+  const url = new URL(dashboard.loginUrl(hub.url));
   t.equal(url.origin, hub.url);
   t.equal(url.pathname, "/");
-  t.equal(url.search, "", "no token in the query, which servers and proxies log");
-  t.match(url.hash, `adminToken=${encodeURIComponent(hub.adminToken)}`);
+  t.equal(url.search, "", "no code in the query, which servers and proxies log");
+  t.match(url.hash, /^#\/login\?code=[\w-]{40,}$/);
+  t.notOk(url.href.includes(hub.adminToken), "never the admin token");
 });
 
 t.test("failed logins are rate-limited with Retry-After", async (t) => {

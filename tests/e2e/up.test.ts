@@ -29,7 +29,10 @@ t.test("rlark up runs the example Raw Job to Succeeded and stops cleanly on SIGI
   });
   const hub = /API: (http:\/\/[^/\s]+)/.exec(up.stdout())?.[1] as string;
   t.match(up.stdout(), /playground repository: .*\/repo/);
-  t.match(up.stdout(), /dashboard \(one-click admin login\): http:\/\/.*#\/login\?adminToken=/);
+  t.match(
+    up.stdout(),
+    /dashboard \(admin login link, works once within \d+ minutes\): http:\/\/.*#\/login\?code=/,
+  );
   t.match(up.stdout(), /local agent: cluster "local"/);
   const token = (await readFile(path.join(dataDir, "admin-token"), "utf8")).trim();
   const job = async () => {

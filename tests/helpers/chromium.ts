@@ -83,7 +83,7 @@ export async function waitForAddress(page: Page, pattern: RegExp): Promise<void>
         `performance.getEntriesByType("resource").map((e) => e.name.replace(location.origin, "") + " " + e.responseStatus + " in " + Math.round(e.duration) + " ms").join(", ")`,
       )
       .catch(() => "unknown");
-    const redact = (text: string) => text.replace(/adminToken=[^&\s]*/g, "adminToken=…");
+    const redact = (text: string) => text.replace(/code=[^&\s]*/g, "code=…");
     throw new Error(
       redact(
         `the page never reached ${pattern}: it is at ${at || page.url()}${shown ? `, its login form says ${JSON.stringify(shown)}` : ""}; its finished requests: ${String(requests)} (${(error as Error).message.split("\n")[0]})`,

@@ -67,7 +67,7 @@ const dashboard = hub.dashboard;
 if (!dashboard) throw new Error("the hub mounted no dashboard");
 console.log(`hub started with the dashboard's cache loaded in ${Math.round(performance.now() - t0)} ms`);
 
-const loginUrl = dashboard.loginUrl(hub.adminToken, hub.url);
+const loginUrl = dashboard.loginUrl(hub.url);
 const browser = await launchChromium();
 try {
   const page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();

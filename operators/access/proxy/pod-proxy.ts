@@ -58,6 +58,8 @@ export interface PodProxyOptions {
 }
 
 class TooLarge extends Error {}
+/** The pod took the request and sent no answer in time: a gateway timeout, not a broken gateway. */
+class NoAnswer extends Error {}
 
 /** The whole of a response body, refused beyond `max` bytes. */
 async function readAll(body: AsyncIterable<Buffer>, max: number): Promise<Buffer> {
@@ -180,11 +182,16 @@ export function podProxyRoute(options: PodProxyOptions): PodProxyRoute {
     // not restart a paused stream.
     upstream.once("socket", () => channel.resume());
     const answered = new Promise<void>((resolve, reject) => {
-      // ssh2 channels have no setTimeout: a timer of our own bounds the wait for the answer.
-      const timer = setTimeout(
-        () => upstream.destroy(new Error(`the pod did not answer within ${timeoutMs} ms`)),
-        timeoutMs,
-      );
+      // ssh2 channels have no setTimeout: a timer of our own bounds the wait for the answer. It
+      // rejects first, since the destroyed channel only ever reports "socket hang up".
+      const timer = setTimeout(() => {
+        reject(
+          new NoAnswer(
+            `the pod did not answer within ${timeoutMs / 1000} s (the hub's proxy response timeout, --proxy-timeout)`,
+          ),
+        );
+        upstream.destroy();
+      }, timeoutMs);
       timer.unref();
       upstream.once("error", reject);
       upstream.once("response", (response) => {
@@ -230,8 +237,10 @@ export function podProxyRoute(options: PodProxyOptions): PodProxyRoute {
       const message = revoked ?? (error instanceof Error ? error.message : String(error));
       upstream.destroy();
       if (!res.headersSent) {
-        status = error instanceof TooLarge ? 413 : /did not answer/.test(message) ? 504 : 502;
-        sendStatus(res, status, status === 413 ? "RequestEntityTooLarge" : "BadGateway", message);
+        status = error instanceof TooLarge ? 413 : error instanceof NoAnswer ? 504 : 502;
+        const reason =
+          status === 413 ? "RequestEntityTooLarge" : status === 504 ? "GatewayTimeout" : "BadGateway";
+        sendStatus(res, status, reason, message);
       } else res.destroy();
       record("error", { bytesIn: body.bytes, bytesOut, error: message });
     } finally {

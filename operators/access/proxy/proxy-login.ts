@@ -8,7 +8,13 @@
 // pod (headers.ts) and opens nothing but proxy routes under its own prefix.
 import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { type Principal, readJsonObject, sameOrigin, sendJson, sendStatus } from "../../lib/http/index.ts";
+import {
+  type OriginCheck,
+  type Principal,
+  readJsonObject,
+  sendJson,
+  sendStatus,
+} from "../../lib/http/index.ts";
 
 export const PROXY_COOKIE = "rlark-proxy";
 export const PROXY_LOGIN_PATH = "/api/v1/proxy-login";
@@ -31,6 +37,8 @@ export function proxyRoutePrefix(path: string): string | undefined {
 }
 
 export interface ProxyLoginOptions {
+  /** Whether a browser's Origin is the hub's own: a change by cookie must come from it. */
+  sameOrigin: OriginCheck;
   /** How long a cookie lasts. Default 1 hour (the token it stands for may end sooner). */
   ttlSeconds?: number;
   /** Tickets held in all; the oldest goes first. Default 10,000. */
@@ -63,7 +71,7 @@ export function cookieValues(header: string | undefined, name: string): string[]
     .map((pair) => pair.slice(name.length + 1));
 }
 
-export function createProxyLogin(options: ProxyLoginOptions = {}): ProxyLogin {
+export function createProxyLogin(options: ProxyLoginOptions): ProxyLogin {
   const now = options.now ?? Date.now;
   const ttl = options.ttlSeconds ?? 3600;
   const maxTickets = options.maxTickets ?? 10_000;
@@ -124,7 +132,7 @@ export function createProxyLogin(options: ProxyLoginOptions = {}): ProxyLogin {
     tokenFor(req, path) {
       // SameSite counts another port of the same host as the same site: a change must also come
       // from the hub's own origin (a browser always names its origin on one).
-      if (req.method !== "GET" && req.method !== "HEAD" && !sameOrigin(req)) return undefined;
+      if (req.method !== "GET" && req.method !== "HEAD" && !options.sameOrigin(req)) return undefined;
       const at = now();
       for (const id of cookieValues(req.headers.cookie, PROXY_COOKIE)) {
         const ticket = tickets.get(id);

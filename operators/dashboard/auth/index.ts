@@ -3,6 +3,7 @@
 export { type SessionClaims, signJwt, verifyJwt } from "./jwt.ts";
 export { JWT_SECRET_FILE, loadOrCreateJwtSecret } from "./jwt-secret.ts";
 export { type LoginLimit, sourceKey } from "./login-limits.ts";
+export { createLoginLinks, LOGIN_LINK_PATH, LOGIN_LINK_TTL_MS, type LoginLinks } from "./login-link.ts";
 export {
   DEFAULT_SCRYPT,
   hashPassword,

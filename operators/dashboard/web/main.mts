@@ -11,7 +11,7 @@ import { overviewPage } from "./page-overview.mts";
 import { workflowsPage } from "./page-workflows.mts";
 import { fetchPodLog, followPodLog, stopFollowing } from "./pod-logs.mts";
 import { openProxyLink } from "./proxy-link.mts";
-import { currentSession, endSession, logIn } from "./session.mts";
+import { type Credentials, currentSession, endSession, logIn } from "./session.mts";
 import { State } from "./state.mts";
 import { mountTerminal, terminalPage, unmountTerminal } from "./terminal.mts";
 
@@ -159,11 +159,12 @@ function start(): void {
 function renderLogin(query: URLSearchParams): void {
   setHtml(nav, html``);
   connectionEl.textContent = "";
-  const adminToken = query.get("adminToken");
-  if (adminToken) {
-    // The one-click link from `rlark up`: log in, then drop the token from the address bar.
+  const code = query.get("code");
+  if (code) {
+    // The one-click link from `rlark up`: drop its code from the address bar (and so from the
+    // history), then spend it. It works once; a reload shows the login form.
     history.replaceState(null, "", `${location.pathname}#/login`);
-    void submit({ adminToken });
+    void submit({ code });
     return;
   }
   setHtml(
@@ -184,7 +185,7 @@ function renderLogin(query: URLSearchParams): void {
   document.getElementById("username")?.focus();
 }
 
-async function submit(body: { username: string; password: string } | { adminToken: string }): Promise<void> {
+async function submit(body: Credentials): Promise<void> {
   try {
     await logIn(body);
     location.hash = "#/overview";

@@ -23,11 +23,14 @@ export function endSession(): void {
   sessionStorage.removeItem(KEY);
 }
 
-/** Logs in with a name and password, or with the hub's admin token; the error message is for people. */
-export async function logIn(
-  body: { username: string; password: string } | { adminToken: string },
-): Promise<Session> {
-  const response = await fetch("/api/v1/auth/login", {
+export type Credentials = { username: string; password: string } | { adminToken: string } | { code: string };
+
+/**
+ * Logs in with a name and password, the hub's admin token, or the single-use code of a login link
+ * (`rlark up`'s); the error message is for people.
+ */
+export async function logIn(body: Credentials): Promise<Session> {
+  const response = await fetch("code" in body ? "/api/v1/auth/login-link" : "/api/v1/auth/login", {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify(body),

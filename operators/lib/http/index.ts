@@ -4,14 +4,21 @@
 export { ADMIN_TOKEN_FILE, loadOrCreateAdminToken } from "./admin-token.ts";
 export { type Authenticator, adminTokenAuthenticator, anyOf, bearerToken, type Principal } from "./auth.ts";
 export { readJsonObject } from "./json-body.ts";
+export { hubOrigins, type OriginCheck, originCheck, publicOrigin } from "./origin.ts";
 export { redact } from "./redact.ts";
 export { sendJson, sendStatus } from "./respond.ts";
+export {
+  DEFAULT_HTTP_LIMITS,
+  type HttpServerLimits,
+  httpServerLimits,
+  limitConnections,
+  serverOptions,
+} from "./server-limits.ts";
 export {
   createUpgradeHandler,
   offeredProtocols,
   refuseUpgrade,
   requestedProtocols,
-  sameOrigin,
   TOKEN_PROTOCOL_PREFIX,
   type UpgradeOptions,
   type UpgradeRequest,

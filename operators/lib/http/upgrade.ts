@@ -1,12 +1,13 @@
 // The hub's one WebSocket entrance (contract W): every upgrade request is checked here before any
-// route may complete it. A browser's Origin must be the hub's own (a page elsewhere cannot borrow
-// a logged-in user's token), and the request must carry a token the API accepts: in the
+// route may complete it. A browser's Origin must be one of the hub's own, scheme and port included
+// (origin.ts: a page elsewhere cannot borrow a logged-in user's token or login cookie), and the request must carry a token the API accepts: in the
 // Authorization header, or (browsers cannot set headers on a WebSocket) as a subprotocol
 // `rlark.token.<token>`, which the answer never echoes. Refusals are plain HTTP answers on the
 // raw socket; nothing is upgraded for a stranger.
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { type Authenticator, bearerToken, type Principal } from "./auth.ts";
+import type { OriginCheck } from "./origin.ts";
 
 export const TOKEN_PROTOCOL_PREFIX = "rlark.token.";
 
@@ -25,6 +26,8 @@ export type UpgradeRoute = (request: UpgradeRequest) => boolean | Promise<boolea
 export interface UpgradeOptions {
   authenticate: Authenticator;
   routes: UpgradeRoute[];
+  /** Whether a browser's Origin is the hub's own (origin.ts). */
+  sameOrigin: OriginCheck;
   /** A token the request carries some other way (a proxy login cookie), tried last. */
   fallbackToken?: (req: IncomingMessage, url: URL) => string | undefined;
 }
@@ -52,17 +55,6 @@ export function refuseUpgrade(socket: Duplex, status: number, reason: string, me
   );
 }
 
-/** A browser's Origin names the hub itself (the Host it asked): scheme-less compare of host:port. */
-export function sameOrigin(req: IncomingMessage): boolean {
-  const origin = req.headers.origin;
-  if (origin === undefined) return true; // not a browser: it proves itself with its token alone
-  try {
-    return new URL(origin).host === req.headers.host;
-  } catch {
-    return false;
-  }
-}
-
 function tokenOf(req: IncomingMessage): string | undefined {
   const bearer = bearerToken(req);
   if (bearer) return bearer;
@@ -83,7 +75,7 @@ export function createUpgradeHandler(options: UpgradeOptions) {
 async function handle(options: UpgradeOptions, req: IncomingMessage, socket: Duplex, head: Buffer) {
   if ((req.headers.upgrade ?? "").toLowerCase() !== "websocket")
     return refuseUpgrade(socket, 400, "Bad Request", "only WebSocket upgrades are served");
-  if (!sameOrigin(req))
+  if (!options.sameOrigin(req))
     return refuseUpgrade(socket, 403, "Forbidden", "a WebSocket from another origin is refused");
   const url = new URL(req.url ?? "/", "http://hub.invalid");
   const token = tokenOf(req) ?? options.fallbackToken?.(req, url);

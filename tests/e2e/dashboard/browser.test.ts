@@ -282,11 +282,19 @@ t.test("the dashboard in a browser", async (t) => {
     t.pass("the session survives the restart and changes flow again");
   });
 
-  await t.test("the one-click admin URL logs in and leaves no token in the address", async (t) => {
+  await t.test("the one-click admin URL logs in once and leaves no code in the address", async (t) => {
     const admin = await context.newPage();
-    await admin.goto(running.dashboard.loginUrl(running.hub.adminToken, running.hub.url));
+    const link = running.dashboard.loginUrl(running.hub.url);
+    t.notOk(link.includes(running.hub.adminToken), "the link holds no admin token");
+    await admin.goto(link);
     await waitForAddress(admin, /#\/overview$/);
-    t.notMatch(admin.url(), /adminToken/);
+    t.notMatch(admin.url(), /code=/);
+    // Another tab (its own sessionStorage) with the same link: the code is spent.
+    const reused = await context.newPage();
+    await reused.goto(link);
+    await reused.locator("#login-error", { hasText: /used already/ }).waitFor();
+    t.notMatch(reused.url(), /code=/, "a refused code leaves the address too");
+    await reused.close();
     await admin.locator("#synced-revision").waitFor();
     t.equal(
       await admin.evaluate("getComputedStyle(document.querySelector('main')).outlineStyle"),
@@ -300,7 +308,7 @@ t.test("the dashboard in a browser", async (t) => {
     const phone = await browser.newContext({ viewport: { width: 375, height: 812 }, colorScheme: "dark" });
     const mobile = await phone.newPage();
     watchFiles(mobile);
-    await mobile.goto(running.dashboard.loginUrl(running.hub.adminToken, running.hub.url));
+    await mobile.goto(running.dashboard.loginUrl(running.hub.url));
     await waitForAddress(mobile, /#\/overview$/);
     await mobile.goto(`${running.hub.url}/#/clusters`);
     await mobile.locator('article[data-node="gpu-node-01"]').waitFor();

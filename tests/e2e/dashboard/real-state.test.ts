@@ -32,7 +32,7 @@ async function dashboardPage(t: Test, hub: Hub, errors: string[]): Promise<Page>
   t.teardown(() => browser.close());
   const page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
   page.on("pageerror", (error) => errors.push(error.message));
-  await page.goto(hub.dashboard.loginUrl(hub.adminToken, hub.url));
+  await page.goto(hub.dashboard.loginUrl(hub.url));
   await waitForAddress(page, /#\/overview$/);
   return page;
 }

@@ -192,6 +192,14 @@ export class ProcessRuntime implements Runtime {
     return runtime;
   }
 
+  /**
+   * Pods whose processes run from `stateDir` (found by their command lines, so also when the
+   * directory is gone): after a stop, those left for the next runtime to adopt.
+   */
+  static running(stateDir: string): number {
+    return findLaunched(join(resolve(stateDir), "pods")).wrappers.length;
+  }
+
   #internalIP(): string {
     return this.#node.addresses.find((a) => a.type === "InternalIP")?.address ?? "127.0.0.1";
   }
