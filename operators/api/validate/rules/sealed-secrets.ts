@@ -2,18 +2,28 @@ import { parseSealed, type SealKeyring, secretValueContext } from "../../../lib/
 import { sealTargetOf } from "../../seal-target.ts";
 import { type CrossRule, escapePointer, objectAt, stringAt } from "../rule-context.ts";
 
-/** What is wrong with one sealed value for `context`, or undefined when it passes. */
-export type SealCheck = (sealed: string, context: string) => string | undefined;
+/**
+ * What is wrong with one sealed value for `context`, or undefined when it passes. `inspect` sees
+ * the opened value when the check opens it (the hub's; CI's cannot) and must neither keep nor
+ * show it.
+ */
+export type SealCheck = (
+  sealed: string,
+  context: string,
+  inspect?: (plain: Buffer) => void,
+) => string | undefined;
 
 /** The hub's check: the value opens with its keys for exactly this place. */
 export function hubOpens(keys: Pick<SealKeyring, "unseal">): SealCheck {
-  return (sealed, context) => {
+  return (sealed, context, inspect) => {
+    let plain: Buffer;
     try {
-      keys.unseal(sealed, context);
-      return undefined;
+      plain = keys.unseal(sealed, context);
     } catch (error) {
       return `does not open on this hub: ${(error as Error).message}`;
     }
+    inspect?.(plain);
+    return undefined;
   };
 }
 
