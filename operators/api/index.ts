@@ -35,6 +35,7 @@ export {
   parsePeersState,
   peersStateFrom,
 } from "./peers-state.ts";
+export { sealedSecretContext, sealTargetOf } from "./seal-target.ts";
 export { HIDDEN_VALUE, shownSealedSecretSpec } from "./sealed-secret-view.ts";
 export * from "./validate/index.ts";
 export type { SchemaViolation } from "./violations.ts";

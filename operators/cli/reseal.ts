@@ -1,10 +1,12 @@
-// `rlark seal --reseal FILE...`: after a key rotation, every SealedSecret value in the files that
-// is sealed to an older key is sent (sealed) to the hub, which opens it and seals it again to its
-// current key; the files are rewritten in place with comments and layout kept. Plain values never
-// leave the hub.
+// `rlark seal --reseal FILE...`: every SealedSecret value in the files is sent (sealed) to the hub
+// with its context, and the hub seals again to its current key each value sealed to an older key
+// or sealed by an older rlark for a context that named no cluster (answering the others as they
+// are); the files are rewritten in place with comments and layout kept. Plain values never leave
+// the hub.
 import { readFile, writeFile } from "node:fs/promises";
 import { type Document, parseAllDocuments } from "yaml";
-import { parseSealed, secretValueContext } from "../lib/seal/index.ts";
+import { sealedSecretContext } from "../api/index.ts";
+import { parseSealed } from "../lib/seal/index.ts";
 import { escapeControl } from "../lib/terminal-text.ts";
 import { CliError, usageError } from "./cli-error.ts";
 import { type HubKeyFlags, isHubUrl, loadHubKey } from "./hub-key.ts";
@@ -39,19 +41,28 @@ export async function resealFiles(files: readonly string[], flags: HubKeyFlags):
     for (const doc of docs) {
       if (doc.errors.length > 0) throw usageError(`--reseal ${file}: ${doc.errors[0]?.message}`);
       if (doc.get("kind") !== "SealedSecret") continue;
-      const name = String(doc.getIn(["metadata", "name"]) ?? "");
-      const namespace = String(doc.getIn(["spec", "namespace"]) ?? "");
-      const data = doc.getIn(["spec", "encryptedData"]) as { toJSON(): unknown } | undefined;
-      for (const [key, sealed] of Object.entries((data?.toJSON() ?? {}) as Record<string, unknown>)) {
+      const object = doc.toJS() as {
+        metadata?: { name?: unknown; namespace?: unknown };
+        spec?: { namespace?: unknown; clusterSelector?: unknown; encryptedData?: unknown };
+      };
+      const name = String(object.metadata?.name ?? "");
+      const namespace = object.metadata?.namespace;
+      const place = {
+        metadata: { name, ...(typeof namespace === "string" ? { namespace } : {}) },
+        spec: {
+          namespace: String(object.spec?.namespace ?? ""),
+          clusterSelector: object.spec?.clusterSelector,
+        },
+      };
+      const data = object.spec?.encryptedData;
+      for (const [key, sealed] of Object.entries(typeof data === "object" && data ? data : {})) {
         if (typeof sealed !== "string") continue;
-        let kid: string;
         try {
-          kid = parseSealed(sealed).kid;
+          parseSealed(sealed);
         } catch {
           continue; // rlark validate names malformed values; nothing to re-seal here
         }
-        if (kid !== current)
-          pending.push({ file, doc, name, key, sealed, context: secretValueContext(namespace, name, key) });
+        pending.push({ file, doc, name, key, sealed, context: sealedSecretContext(place, key) });
       }
     }
   }
@@ -60,6 +71,7 @@ export async function resealFiles(files: readonly string[], flags: HubKeyFlags):
   const changed = new Map<string, number>();
   pending.forEach((item, i) => {
     const answer = answers[i];
+    if (answer?.sealed === item.sealed) return;
     if (answer?.sealed) {
       item.doc.setIn(["spec", "encryptedData", item.key], answer.sealed);
       changed.set(item.file, (changed.get(item.file) ?? 0) + 1);
@@ -72,7 +84,8 @@ export async function resealFiles(files: readonly string[], flags: HubKeyFlags):
     await writeFile(file, (parsed.get(file) ?? []).map((doc) => doc.toString()).join(""));
     process.stderr.write(`${file}: ${count} value${count === 1 ? "" : "s"} sealed again to key ${current}\n`);
   }
-  if (pending.length === 0) process.stderr.write(`every value is sealed to the current key ${current}\n`);
+  if (changed.size === 0 && failures.length === 0)
+    process.stderr.write(`every value is sealed to the current key ${current} for its clusters\n`);
   if (failures.length > 0) throw new CliError(failures.join("\n"));
 }
 

@@ -6,6 +6,7 @@ import {
   clusterKubeconfigContext,
   MAX_SEALED_PLAIN_BYTES,
   SealError,
+  type SealTarget,
   sealValue,
   secretValueContext,
 } from "../lib/seal/index.ts";
@@ -20,11 +21,11 @@ read from stdin or files and never printed. --hub-key is a PEM file (\`rlark sea
 the hub's URL (the token comes from --token, --token-file, RLARK_TOKEN or <data-dir>/admin-token).
 
 Three forms:
-  one value, stdin to stdout, for a context such as secret/<namespace>/<name>/<key>:
-    rlark seal --hub-key hub-seal.pem --context secret/ml/registry/password < password.txt
+  one value, stdin to stdout, for a context such as cluster/<cluster>/secret/<namespace>/<name>/<key>:
+    rlark seal --hub-key hub-seal.pem --context cluster/gpu-a/secret/ml/registry/password < password.txt
 
   a whole SealedSecret manifest (the Secret ml/registry on cluster gpu-a, or on every Cluster
-  whose labels match --cluster-selector):
+  whose labels match --cluster-selector; the values open only for that cluster or selector):
     rlark seal --hub-key hub-seal.pem --secret registry --namespace ml --cluster gpu-a \\
       --from-file password=- --from-file .dockerconfigjson=config.json < password.txt \\
       > clusters/gpu-a/registry.sealed.yaml
@@ -64,7 +65,10 @@ export function registerSeal(program: Command): void {
     .command("seal")
     .description("encrypt values (a SealedSecret, a kubeconfig) to the hub's key for committing to git")
     .requiredOption("--hub-key <pem file|hub url>", "the hub's public sealing key, or the hub's URL")
-    .option("--context <context>", "seal stdin for this context (e.g. secret/<namespace>/<name>/<key>)")
+    .option(
+      "--context <context>",
+      "seal stdin for this context (e.g. cluster/<cluster>/secret/<namespace>/<name>/<key>)",
+    )
     .option("--secret <name>", "print a SealedSecret manifest for the Secret of this name")
     .option("--name <name>", "the same as --secret")
     .option("--namespace <namespace>", "with --secret: the Secret's namespace in the clusters")
@@ -182,13 +186,17 @@ async function secretForm(flags: SealFlags, name: string): Promise<Build> {
   }
   if (values.size === 0) throw usageError("--secret needs at least one --from-file or --from-literal");
   const matchLabels = flags.clusterSelector ? parseLabels(flags.clusterSelector) : undefined;
+  // the values open only for these clusters: the manifest's target, sealed in
+  const target: SealTarget = flags.cluster
+    ? { cluster: flags.cluster }
+    : { clusterSelector: { matchLabels } };
   return (pem) => {
     const encryptedData: Record<string, string> = {};
     for (const key of [...values.keys()].sort())
       encryptedData[key] = sealValue(
         values.get(key) as Buffer,
         pem,
-        secretValueContext(namespace, name, key),
+        secretValueContext(target, namespace, name, key),
       );
     return stringify({
       apiVersion: "rlinf.io/v1alpha1",

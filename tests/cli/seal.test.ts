@@ -4,7 +4,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import t from "tap";
 import { parse } from "yaml";
-import { clusterKubeconfigContext, secretValueContext } from "../../operators/lib/seal/index.ts";
+import { clusterKubeconfigContext, sealValue, secretValueContext } from "../../operators/lib/seal/index.ts";
 import { startHubOnGit } from "../helpers/hub-on-git.ts";
 import { rlark } from "../helpers/rlark-cli.ts";
 
@@ -71,7 +71,10 @@ t.test(
     t.same(Object.keys(sealed.spec.encryptedData), ["password", "token"]);
     const open = (key: string) =>
       hub.sealKeys
-        .unseal(sealed.spec.encryptedData[key] as string, secretValueContext("ml", "registry", key))
+        .unseal(
+          sealed.spec.encryptedData[key] as string,
+          secretValueContext({ cluster: "gpu-a" }, "ml", "registry", key),
+        )
         .toString();
     t.equal(open("password"), "pa55-w0rd-plain\n");
     t.equal(open("token"), "token-from-stdin");
@@ -109,6 +112,21 @@ t.test(
     t.same(selectedYaml.metadata, { name: "api" });
     t.same(selectedYaml.spec.clusterSelector, { matchLabels: { env: "prod", gpu: "a100" } });
     t.notMatch(selected.stdout, /literal-value/);
+    t.equal(
+      hub.sealKeys
+        .unseal(
+          selectedYaml.spec.encryptedData.k as string,
+          secretValueContext(
+            { clusterSelector: { matchLabels: { gpu: "a100", env: "prod" } } },
+            "web",
+            "api",
+            "k",
+          ),
+        )
+        .toString(),
+      "literal-value",
+      "sealed for the selector, whatever the order of its labels",
+    );
 
     const kubeconfig = await rlark([
       "seal",
@@ -270,11 +288,28 @@ t.test("rlark seal --reseal seals a file's old values again to the current key, 
   t.match(text, /^# the database password\n/, "comments are kept");
   const sealed = (parse(text) as SealedSecretYaml).spec.encryptedData.k as string;
   t.notMatch(sealed, new RegExp(oldKid), "no longer sealed to the old key");
-  t.equal(hub.sealKeys.unseal(sealed, secretValueContext("ml", "db", "k")).toString(), "reseal-plain");
+  t.equal(
+    hub.sealKeys.unseal(sealed, secretValueContext({ cluster: "a" }, "ml", "db", "k")).toString(),
+    "reseal-plain",
+  );
   t.notMatch(run.stdout + run.stderr, /reseal-plain/);
 
   const again = await rlark(["seal", "--hub-key", hub.url, "--reseal", file], token);
   t.match(again.stderr, /every value is sealed to the current key/);
+  t.equal(readFileSync(file, "utf8"), text, "a value sealed as it should be is left as it is");
+
+  // a value an older rlark sealed for a context without its cluster is bound to its cluster
+  const legacy = sealValue("legacy-plain", hub.sealKeys.currentPublicKeyPem(), "secret/ml/db/k");
+  writeFileSync(file, text.replace(sealed, legacy));
+  const bound = await rlark(["seal", "--hub-key", hub.url, "--reseal", file], token);
+  t.equal(bound.code, 0, bound.stderr);
+  t.match(bound.stderr, /1 value sealed again/);
+  const rebound = (parse(readFileSync(file, "utf8")) as SealedSecretYaml).spec.encryptedData.k as string;
+  t.equal(
+    hub.sealKeys.unseal(rebound, secretValueContext({ cluster: "a" }, "ml", "db", "k")).toString(),
+    "legacy-plain",
+    "now opens only for the cluster the file names",
+  );
   const byFile = await rlark(["seal", "--hub-key", "package.json", "--reseal", file]);
   t.equal(byFile.code, 2);
   t.match(byFile.stderr, /--reseal needs --hub-key <hub url>/);

@@ -37,7 +37,7 @@ t.test(
         return s && s.state !== "pending" ? s : undefined;
       });
 
-    const good = sealValue(CANARY, pem, secretValueContext("ml", "db", "password"));
+    const good = sealValue(CANARY, pem, secretValueContext({ cluster: "beijing" }, "ml", "db", "password"));
     const okSha = await f.pushPull(2, { "secrets/db.yaml": sealedSecret("db", "password", good) });
     await f.deliver(pullRequestPayload("opened", okSha));
     t.equal((await answered(okSha)).state, "success");
@@ -46,7 +46,11 @@ t.test(
     t.ok(okBody.includes(good.slice(0, 40)), "the comment shows the sealed value as committed");
 
     // Copied from another Secret, and a plain value committed by mistake.
-    const copied = sealValue(CANARY, pem, secretValueContext("ml", "other", "password"));
+    const copied = sealValue(
+      CANARY,
+      pem,
+      secretValueContext({ cluster: "beijing" }, "ml", "other", "password"),
+    );
     const badSha = await f.pushPull(2, {
       "secrets/db.yaml": sealedSecret("db", "password", copied),
       "secrets/plain.yaml": sealedSecret("plain", "password", CANARY),

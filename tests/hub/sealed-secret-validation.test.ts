@@ -9,6 +9,8 @@ import { SealKeyring, sealValue, secretValueContext } from "../../operators/lib/
 import { startHubOnGit } from "../helpers/hub-on-git.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 
+const GPU_A = { cluster: "gpu-a" };
+
 const sealedSecret = (name: string, encryptedData: Record<string, string>) =>
   stringify({
     apiVersion: "rlinf.io/v1alpha1",
@@ -35,14 +37,14 @@ t.test("a SealedSecret the hub cannot open is refused at its field; one it opens
 
   const bad = await git.commit({
     "secrets/db.yaml": sealedSecret("db", {
-      password: sealValue("plain-db-password", pem, secretValueContext("ml", "db", "password")),
+      password: sealValue("plain-db-password", pem, secretValueContext(GPU_A, "ml", "db", "password")),
       // Copied from another Secret's key: the same hub, another context.
-      user: sealValue("plain-db-user", pem, secretValueContext("ml", "web", "user")),
+      user: sealValue("plain-db-user", pem, secretValueContext(GPU_A, "ml", "web", "user")),
       // Sealed to another hub.
       token: sealValue(
         "plain-db-token",
         stranger.currentPublicKeyPem(),
-        secretValueContext("ml", "db", "token"),
+        secretValueContext(GPU_A, "ml", "db", "token"),
       ),
     }),
   });
@@ -62,7 +64,8 @@ t.test("a SealedSecret the hub cannot open is refused at its field; one it opens
       line: 10,
       path: "/spec/encryptedData/user",
       rule: "cross/sealed-value",
-      message: /does not open on this hub: sealed value does not open for "secret\/ml\/db\/user"/,
+      message:
+        /does not open on this hub: sealed value does not open for "cluster\/gpu-a\/secret\/ml\/db\/user".*seal it again/,
     },
     {
       file: "secrets/db.yaml",
@@ -78,7 +81,7 @@ t.test("a SealedSecret the hub cannot open is refused at its field; one it opens
 
   await git.commit({
     "secrets/db.yaml": sealedSecret("db", {
-      password: sealValue("plain-db-password", pem, secretValueContext("ml", "db", "password")),
+      password: sealValue("plain-db-password", pem, secretValueContext(GPU_A, "ml", "db", "password")),
     }),
   });
   await waitFor(

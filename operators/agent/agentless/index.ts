@@ -18,6 +18,7 @@ import { describeApiError } from "../runtimes/kubernetes/api-error.ts";
 import { KubernetesRuntime, type KubernetesRuntimeOptions } from "../runtimes/kubernetes/index.ts";
 import type { ConnectivityTest } from "../runtimes/types.ts";
 import { KubeconfigError, kubeConfigFrom } from "./kubeconfig.ts";
+import { credentialRedactor, type Redact, redactingLogger, redactingRuntime } from "./redact-credentials.ts";
 
 export { KubeconfigError, kubeConfigFrom } from "./kubeconfig.ts";
 
@@ -154,7 +155,10 @@ export class AgentlessClusters {
     const name = cluster.metadata.name;
     const spec = cluster.spec.kubeconfig;
     if (!spec) throw new Error("no spec.kubeconfig");
-    const fail = async (message: string) => {
+    // an API server may echo the credential in its errors: none is stored or logged unredacted
+    let redact: Redact = (text) => text;
+    const fail = async (reason: string) => {
+      const message = redact(reason);
       await this.#writeTest(name, { testedAt: new Date().toISOString(), ok: false, message });
       return new Error(message);
     };
@@ -174,6 +178,8 @@ export class AgentlessClusters {
           : `spec.kubeconfig.sealed does not open with this hub's keys: ${reason}`,
       );
     }
+    redact = credentialRedactor(kubeConfig);
+    const logger = redactingLogger(this.#options.logger, redact);
     try {
       const { gitVersion } = await kubeConfig.makeApiClient(VersionApi).getCode();
       await this.#writeTest(name, { testedAt: new Date().toISOString(), ok: true }, gitVersion);
@@ -186,7 +192,7 @@ export class AgentlessClusters {
         ...this.#options.runtime,
         kubeConfig,
         agentVersion: packageJson.version,
-        logger: this.#options.logger,
+        logger,
       });
     } catch (error) {
       // reachable, but the kubeconfig's user may not do what an agent does (RBAC)
@@ -202,14 +208,14 @@ export class AgentlessClusters {
         ...(enrolled
           ? {}
           : { token: await this.#options.createToken(name), caHash: this.#options.hub.caFingerprint }),
-        runtime,
+        runtime: redactingRuntime(runtime, redact),
         runtimeKind: "kubernetes",
-        logger: this.#options.logger,
+        logger,
         ...(this.#options.reportIntervalMs ? { reportIntervalMs: this.#options.reportIntervalMs } : {}),
       });
     } catch (error) {
       await runtime.stop();
-      throw error;
+      throw new Error(redact((error as Error).message));
     }
   }
 

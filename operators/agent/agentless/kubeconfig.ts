@@ -3,17 +3,20 @@
 // name nothing on the hub's machine: no exec or auth-provider plugins (they run commands on the
 // hub) and no file paths (tokenFile, client-certificate, certificate-authority: they would read
 // the hub's files and could send them to the server). Only inline credentials are taken. Errors
-// name the field, never a value: the text holds credentials.
+// name the field, never a value: the text holds credentials. Where the credential goes (server,
+// CA, TLS verification) is only what is sealed: an unsealed override of the Cluster that differs
+// is refused (lib/kubeconfig-destination.ts).
 import { KubeConfig } from "@kubernetes/client-node";
 import { parse } from "yaml";
+import {
+  type KubeconfigOverrides,
+  overriddenFields,
+  overrideMessage,
+} from "../../lib/kubeconfig-destination.ts";
 
 export class KubeconfigError extends Error {}
 
-export interface KubeconfigOverrides {
-  /** The API server to dial instead of the current context's. */
-  server?: string;
-  insecureSkipTLSVerify?: boolean;
-}
+export type { KubeconfigOverrides } from "../../lib/kubeconfig-destination.ts";
 
 type Raw = Record<string, unknown>;
 const isRecord = (v: unknown): v is Raw => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -80,11 +83,11 @@ export function kubeConfigFrom(text: string, overrides: KubeconfigOverrides = {}
   const user = named(document.users, "users", userName);
   onlyInline(cluster, CLUSTER_FIELDS, "cluster");
   onlyInline(user, USER_FIELDS, "user");
-  const server = overrides.server ?? string(cluster, "server", "cluster");
+  const refused = overriddenFields(cluster, overrides)[0];
+  if (refused) throw new KubeconfigError(overrideMessage(refused));
+  const server = string(cluster, "server", "cluster");
   if (!server || !/^https?:\/\//.test(server))
-    throw new KubeconfigError(
-      "the kubeconfig's cluster needs a server (https://…), or set spec.kubeconfig.server",
-    );
+    throw new KubeconfigError("the kubeconfig's cluster needs a server (https://…)");
   const skip = cluster["insecure-skip-tls-verify"];
   const caData = string(cluster, "certificate-authority-data", "cluster");
   const tlsServerName = string(cluster, "tls-server-name", "cluster");
@@ -103,7 +106,7 @@ export function kubeConfigFrom(text: string, overrides: KubeconfigOverrides = {}
       {
         name: "cluster",
         server,
-        skipTLSVerify: overrides.insecureSkipTLSVerify === true || skip === true,
+        skipTLSVerify: skip === true,
         ...(caData ? { caData } : {}),
         ...(tlsServerName ? { tlsServerName } : {}),
       },

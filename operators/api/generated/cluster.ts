@@ -33,9 +33,9 @@ export interface ClusterSpec {
 export interface ClusterKubeconfig {
   /** The kubeconfig sealed to the hub's key with context cluster/<name>/kubeconfig: `rlark seal --kubeconfig FILE --cluster NAME`. Its current context is used. */
   sealed: string;
-  /** The API server address the hub dials, instead of the current context's server (a kubeconfig that says 127.0.0.1 where the hub needs another address). */
+  /** The sealed kubeconfig's server, repeated for readers. Where the credential goes is only what is sealed: a value that differs is refused (validation, at this field); to dial another address, put it in the kubeconfig and seal it again. */
   server?: string;
-  /** Do not verify the API server's certificate. Only for labs with self-signed servers: anyone on the path can then read the credentials. */
+  /** true only with a sealed kubeconfig that says insecure-skip-tls-verify: true (otherwise refused, at this field): whether the server is verified is sealed. Only for labs with self-signed servers: anyone on the path can then read the credentials. */
   insecureSkipTLSVerify?: boolean;
 }
 

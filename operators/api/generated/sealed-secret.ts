@@ -19,7 +19,7 @@ export interface SealedSecretSpec {
   namespace: DNS1123Label;
   /** Deliver to every Cluster whose labels match; only when metadata.namespace is not set. */
   clusterSelector?: LabelSelector;
-  /** The Secret's keys, each with its value sealed by `rlark seal` for the context secret/<spec.namespace>/<metadata.name>/<key>. */
+  /** The Secret's keys, each with its value sealed by `rlark seal` for the context cluster/<cluster>/secret/<spec.namespace>/<metadata.name>/<key> (metadata.namespace agent-<cluster>) or clusters/<spec.clusterSelector as canonical JSON>/secret/…: a value moved to another cluster, selector, namespace, name or key does not open. */
   encryptedData: {
     [key: string]: string;
   };

@@ -12,6 +12,7 @@ import { accessPolicyRules } from "./rules/access-policies.ts";
 import { addonCatalogRules, clusterReferenceRules } from "./rules/cluster-references.ts";
 import { domainCidrRules } from "./rules/domain-cidrs.ts";
 import { jobSpecRules, suggest } from "./rules/job-specs.ts";
+import { kubeconfigDestinationRules } from "./rules/kubeconfig-destination.ts";
 import { type SealCheck, sealedSecretRules } from "./rules/sealed-secrets.ts";
 import { workflowDagRules } from "./rules/workflow-dag.ts";
 
@@ -62,6 +63,7 @@ const CROSS_RULES: CrossRule[] = [
   addonCatalogRules,
   accessPolicyRules,
   sealedSecretRules,
+  kubeconfigDestinationRules,
 ];
 
 export function validateDocuments(

@@ -1,10 +1,10 @@
 // The Secrets a cluster's agent should hold, opened from the SealedSecrets that name the cluster.
 // This is the one place the hub opens a SealedSecret's values, and only for the message it is
 // about to send to that cluster's agent: the plain values are never stored, logged or served.
-import { type Cluster, namespaceFor, type SealedSecret } from "../../api/index.ts";
+import { type Cluster, namespaceFor, type SealedSecret, sealedSecretContext } from "../../api/index.ts";
 import type { KubeObject } from "../../lib/kube-object.ts";
 import type { Logger } from "../../lib/logger.ts";
-import { type SealKeyring, secretValueContext } from "../../lib/seal/index.ts";
+import type { SealKeyring } from "../../lib/seal/index.ts";
 import { compileLabelSelector, matches, type Store } from "../../lib/store/index.ts";
 
 export interface OpenSecretsOptions {
@@ -61,10 +61,9 @@ function openSecret(sealed: SealedSecret, { keys, logger }: OpenSecretsOptions):
   const data: Record<string, string> = {};
   for (const key of Object.keys(sealed.spec.encryptedData).sort()) {
     try {
-      const plain = keys.unseal(
-        sealed.spec.encryptedData[key] as string,
-        secretValueContext(namespace, name, key),
-      );
+      // the context names the clusters it was sealed for: a value moved to another cluster's
+      // namespace or another selector does not open here
+      const plain = keys.unseal(sealed.spec.encryptedData[key] as string, sealedSecretContext(sealed, key));
       data[key] = plain.toString("base64");
     } catch (error) {
       // Validation opened it when the revision was applied: only a key removed from <data-dir>/seal

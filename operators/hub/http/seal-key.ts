@@ -5,7 +5,7 @@
 // only in this process's memory, for the moment between opening and sealing again.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { type Principal, sendJson, sendStatus } from "../../lib/http/index.ts";
-import { type SealKeyring, sealValue } from "../../lib/seal/index.ts";
+import { parseSealed, type SealKeyring, sealValue, unboundSecretContext } from "../../lib/seal/index.ts";
 
 export const SEAL_KEY_IDS_HEADER = "x-rlark-seal-key-ids";
 
@@ -44,7 +44,10 @@ export async function serveSealKeyRotate(
 
 /**
  * POST, admins only: `{items: [{sealed, context}]}` to `{items: [{sealed} | {error}]}`, each value
- * opened for its context and sealed again to the current key (`rlark seal --reseal`).
+ * opened for its context and sealed again to the current key (`rlark seal --reseal`); a value that
+ * already is answers unchanged. A SealedSecret value an older rlark sealed for the context that
+ * named no cluster (`secret/<namespace>/<name>/<key>`) is sealed for `context`, which names its
+ * clusters: such a value opened at any cluster, so binding it narrows where it goes.
  */
 export async function serveReseal(
   keys: Keys,
@@ -63,14 +66,31 @@ export async function serveReseal(
   const items = parseItems(body);
   if (typeof items === "string") return sendStatus(res, 400, "BadRequest", items);
   const pem = keys.currentPublicKeyPem();
+  const current = keys.keyIds()[0];
   const answers = items.map(({ sealed, context }) => {
     try {
-      return { sealed: sealValue(keys.unseal(sealed, context), pem, context) };
+      const plain = openForReseal(keys, sealed, context);
+      if (plain.bound && parseSealed(sealed).kid === current) return { sealed };
+      return { sealed: sealValue(plain.value, pem, context) };
     } catch (error) {
       return { error: (error as Error).message };
     }
   });
   return sendJson(res, 200, { keyId: keys.keyIds()[0], items: answers });
+}
+
+function openForReseal(keys: Keys, sealed: string, context: string): { value: Buffer; bound: boolean } {
+  try {
+    return { value: keys.unseal(sealed, context), bound: true };
+  } catch (error) {
+    const unbound = unboundSecretContext(context);
+    if (unbound === undefined) throw error;
+    try {
+      return { value: keys.unseal(sealed, unbound), bound: false };
+    } catch {
+      throw error; // the reason for the context asked
+    }
+  }
 }
 
 function parseItems(body: Buffer): Array<{ sealed: string; context: string }> | string {

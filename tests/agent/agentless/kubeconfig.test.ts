@@ -33,12 +33,42 @@ t.test("inline credentials make a client configuration of the current context", 
   t.equal(kc.getCurrentCluster()?.server, "https://10.0.0.1:6443");
   t.equal(kc.getCurrentUser()?.token, SECRET);
   t.equal(kc.getCurrentCluster()?.skipTLSVerify, false);
-  const moved = kubeConfigFrom(kubeconfig(`token: ${SECRET}`), {
-    server: "https://lab.example:6443",
-    insecureSkipTLSVerify: true,
+  const same = kubeConfigFrom(kubeconfig(`token: ${SECRET}`), {
+    server: "https://10.0.0.1:6443/",
+    insecureSkipTLSVerify: false,
   });
-  t.equal(moved.getCurrentCluster()?.server, "https://lab.example:6443", "spec.kubeconfig.server wins");
-  t.equal(moved.getCurrentCluster()?.skipTLSVerify, true);
+  t.equal(same.getCurrentCluster()?.server, "https://10.0.0.1:6443", "an override that says what is sealed");
+});
+
+t.test("an unsealed override of where the credential goes is refused", async (t) => {
+  for (const [overrides, field] of [
+    [{ server: "https://lab.example:6443" }, /spec\.kubeconfig\.server differs/],
+    [{ insecureSkipTLSVerify: true }, /spec\.kubeconfig\.insecureSkipTLSVerify differs/],
+  ] as const) {
+    const error = (() => {
+      try {
+        kubeConfigFrom(kubeconfig(`token: ${SECRET}`), overrides);
+      } catch (e) {
+        return e;
+      }
+    })();
+    t.ok(error instanceof KubeconfigError, JSON.stringify(overrides));
+    t.match((error as Error).message, field);
+    t.notOk((error as Error).message.includes(SECRET));
+  }
+  const skipSealed = kubeConfigFrom(
+    kubeconfig(`token: ${SECRET}`, "server: https://10.0.0.1:6443\n      insecure-skip-tls-verify: true"),
+    { insecureSkipTLSVerify: true },
+  );
+  t.equal(skipSealed.getCurrentCluster()?.skipTLSVerify, true, "skipping is what is sealed");
+  t.throws(
+    () =>
+      kubeConfigFrom(kubeconfig(`token: ${SECRET}`, "certificate-authority-data: AAAA"), {
+        server: "https://10.0.0.1:6443",
+      }),
+    /server differs/,
+    "a server that only the override names",
+  );
 });
 
 t.test("plugins, files and broken input are refused without quoting the content", async (t) => {

@@ -51,7 +51,7 @@ async function bindClusterAdmin(t: Test, namespace: string, name: string): Promi
   t.teardown(() => rbac.deleteClusterRoleBinding({ name: binding }).catch(() => undefined));
 }
 
-/** A kubeconfig whose server is wrong on purpose: spec.kubeconfig.server points the hub right. */
+/** The fleet cluster's kubeconfig with `token`: where the token goes is sealed with it. */
 function kubeconfigText(token: string): string {
   const caData = kc.getCurrentCluster()?.caData;
   return `apiVersion: v1
@@ -59,7 +59,7 @@ kind: Config
 clusters:
   - name: lab
     cluster:
-      server: https://127.0.0.1:1
+      server: ${fleet.server}
       certificate-authority-data: ${caData}
 users:
   - name: lab-hub
@@ -83,7 +83,6 @@ spec:
   access: kubeconfig
   kubeconfig:
     sealed: "${sealed}"
-    server: ${fleet.server}
 `;
 }
 

@@ -61,8 +61,14 @@ function sealedSecretYaml(
   target: { name: string; namespace: string; cluster?: string; selector?: Record<string, string> },
   values: Record<string, string>,
 ): string {
+  const sealTarget = target.cluster
+    ? { cluster: target.cluster }
+    : { clusterSelector: { matchLabels: target.selector } };
   const data = Object.entries(values)
-    .map(([k, v]) => `    ${k}: ${sealValue(v, pem, secretValueContext(target.namespace, target.name, k))}`)
+    .map(
+      ([k, v]) =>
+        `    ${k}: ${sealValue(v, pem, secretValueContext(sealTarget, target.namespace, target.name, k))}`,
+    )
     .join("\n");
   return `apiVersion: rlinf.io/v1alpha1
 kind: SealedSecret

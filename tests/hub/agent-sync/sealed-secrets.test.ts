@@ -22,7 +22,20 @@ function sealedSecret(
     spec: {
       namespace: "ml",
       ...(where.selector ? { clusterSelector: { matchLabels: where.selector } } : {}),
-      encryptedData: { k: sealValue(value, pem, secretValueContext("ml", name, "k")) },
+      encryptedData: {
+        k: sealValue(
+          value,
+          pem,
+          secretValueContext(
+            where.namespace
+              ? { cluster: where.namespace.slice("agent-".length) }
+              : { clusterSelector: { matchLabels: where.selector } },
+            "ml",
+            name,
+            "k",
+          ),
+        ),
+      },
     },
   };
 }

@@ -17,6 +17,7 @@ import {
   sealedKeyId,
   sealValue,
   secretValueContext,
+  unboundSecretContext,
 } from "../../../operators/lib/seal/index.ts";
 
 const keyDir = async (): Promise<string> => join(await mkdtemp(join(tmpdir(), "rlark-seal-")), "seal");
@@ -33,8 +34,8 @@ function sealErrorOf(fn: () => unknown): string {
 
 t.test("a value sealed to the hub's key opens with the same context", async (t) => {
   const ring = await SealKeyring.open(await keyDir());
-  const context = secretValueContext("ml", "registry", "password");
-  t.equal(context, "secret/ml/registry/password");
+  const context = secretValueContext({ cluster: "gpu-a" }, "ml", "registry", "password");
+  t.equal(context, "cluster/gpu-a/secret/ml/registry/password");
   const sealed = sealValue("hunter2", ring.currentPublicKeyPem(), context);
   t.match(sealed, /^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$/);
   t.equal(sealedKeyId(sealed), ring.currentKeyId());
@@ -49,11 +50,19 @@ t.test("a value sealed to the hub's key opens with the same context", async (t) 
 
 t.test("a sealed value copied to another object, key or cluster does not open", async (t) => {
   const ring = await SealKeyring.open(await keyDir());
-  const sealed = sealValue("s3cret", ring.currentPublicKeyPem(), secretValueContext("ml", "db", "password"));
+  const lab = { cluster: "lab" };
+  const sealed = sealValue(
+    "s3cret",
+    ring.currentPublicKeyPem(),
+    secretValueContext(lab, "ml", "db", "password"),
+  );
   for (const other of [
-    secretValueContext("ml", "db", "user"),
-    secretValueContext("ml", "web", "password"),
-    secretValueContext("prod", "db", "password"),
+    secretValueContext(lab, "ml", "db", "user"),
+    secretValueContext(lab, "ml", "web", "password"),
+    secretValueContext(lab, "prod", "db", "password"),
+    secretValueContext({ cluster: "beijing" }, "ml", "db", "password"),
+    secretValueContext({ clusterSelector: { matchLabels: { env: "lab" } } }, "ml", "db", "password"),
+    unboundSecretContext(secretValueContext(lab, "ml", "db", "password")) as string,
     clusterKubeconfigContext("db"),
   ]) {
     const message = sealErrorOf(() => ring.unseal(sealed, other));
@@ -61,6 +70,27 @@ t.test("a sealed value copied to another object, key or cluster does not open", 
     t.notOk(message.includes("s3cret"));
   }
   t.equal(clusterKubeconfigContext("gpu-a"), "cluster/gpu-a/kubeconfig");
+});
+
+t.test("a selector's context is one string however the selector is written", async (t) => {
+  const one = secretValueContext(
+    { clusterSelector: { matchLabels: { env: "lab", "rlinf.io/gpu": "a100" } } },
+    "ml",
+    "db",
+    "k",
+  );
+  t.equal(one, 'clusters/{"matchLabels":{"env":"lab","rlinf.io/gpu":"a100"}}/secret/ml/db/k');
+  t.equal(
+    secretValueContext(
+      { clusterSelector: { matchLabels: { "rlinf.io/gpu": "a100", env: "lab" } } },
+      "ml",
+      "db",
+      "k",
+    ),
+    one,
+  );
+  t.equal(unboundSecretContext(one), "secret/ml/db/k", "read from its end: the selector may hold a /");
+  t.equal(unboundSecretContext(clusterKubeconfigContext("lab")), undefined);
 });
 
 t.test("a tampered, truncated or re-addressed sealed value fails with a SealError", async (t) => {

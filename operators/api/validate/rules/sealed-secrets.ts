@@ -1,18 +1,29 @@
 import { parseSealed, type SealKeyring, secretValueContext } from "../../../lib/seal/index.ts";
+import { sealTargetOf } from "../../seal-target.ts";
 import { type CrossRule, escapePointer, objectAt, stringAt } from "../rule-context.ts";
 
-/** What is wrong with one sealed value for `context`, or undefined when it passes. */
-export type SealCheck = (sealed: string, context: string) => string | undefined;
+/**
+ * What is wrong with one sealed value for `context`, or undefined when it passes. `inspect` sees
+ * the opened value when the check opens it (the hub's; CI's cannot) and must neither keep nor
+ * show it.
+ */
+export type SealCheck = (
+  sealed: string,
+  context: string,
+  inspect?: (plain: Buffer) => void,
+) => string | undefined;
 
 /** The hub's check: the value opens with its keys for exactly this place. */
 export function hubOpens(keys: Pick<SealKeyring, "unseal">): SealCheck {
-  return (sealed, context) => {
+  return (sealed, context, inspect) => {
+    let plain: Buffer;
     try {
-      keys.unseal(sealed, context);
-      return undefined;
+      plain = keys.unseal(sealed, context);
     } catch (error) {
       return `does not open on this hub: ${(error as Error).message}`;
     }
+    inspect?.(plain);
+    return undefined;
   };
 }
 
@@ -26,15 +37,21 @@ export function keyIdAmong(keyIds: readonly string[]): SealCheck {
   };
 }
 
+/** Said with a value sealed for another place: how to make one that opens here. */
+const RESEAL_HINT =
+  "a value opens only for the clusters (metadata.namespace agent-<cluster>, or spec.clusterSelector), namespace, name and key it was sealed for: seal it again for this one (`rlark seal --secret`), or, sealed by an older rlark that named no cluster, `rlark seal --reseal FILE`";
+
 /**
  * Each sealed value is well formed (the schema checks the characters; this the structure) and,
- * with a check, one the hub can open for this Secret's namespace, name and key: a value copied
- * from another Secret or key is refused before it reaches the store.
+ * with a check, one the hub can open for this Secret's clusters, namespace, name and key: a
+ * value copied from another Secret or key, or moved to another cluster, is refused before it
+ * reaches the store.
  */
 export const sealedSecretRules: CrossRule = (ctx) => {
   for (const sealed of ctx.ofKind("SealedSecret")) {
     const spec = objectAt(sealed.object, "spec");
     const namespace = stringAt(spec, "namespace") ?? "";
+    const target = sealTargetOf(sealed.namespace, spec?.clusterSelector);
     for (const [key, value] of Object.entries(objectAt(spec, "encryptedData") ?? {})) {
       if (typeof value !== "string") continue;
       const pointer = `/spec/encryptedData/${escapePointer(key)}`;
@@ -44,7 +61,10 @@ export const sealedSecretRules: CrossRule = (ctx) => {
       } catch (error) {
         problem = `is malformed: ${(error as Error).message}`;
       }
-      problem ??= ctx.sealCheck?.(value, secretValueContext(namespace, sealed.name, key));
+      if (problem === undefined) {
+        const opens = ctx.sealCheck?.(value, secretValueContext(target, namespace, sealed.name, key));
+        if (opens) problem = opens.includes("does not open for") ? `${opens}: ${RESEAL_HINT}` : opens;
+      }
       if (problem)
         ctx.report(sealed, pointer, "cross/sealed-value", `the sealed value of "${key}" ${problem}`);
     }

@@ -1,0 +1,50 @@
+// The redactor of an agentless cluster's errors: each credential of the kubeconfig's user, its
+// Basic encoding and decoded client key, also where a one-line error was cut off inside one.
+import t from "tap";
+import { kubeConfigFrom } from "../../../operators/agent/agentless/index.ts";
+import {
+  credentialRedactor,
+  redactingLogger,
+} from "../../../operators/agent/agentless/redact-credentials.ts";
+
+const TOKEN = "tok-0123456789abcdef";
+const KEY_PEM =
+  "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIBnOwBhCZ8bD6N4Nf1Q8cM4A3nq0n0m9k7e3f5c4b2a1\n-----END PRIVATE KEY-----\n";
+
+const kubeconfig = (user: string) => `apiVersion: v1
+kind: Config
+clusters: [{ name: c, cluster: { server: "https://10.0.0.1:6443" } }]
+users: [{ name: u, user: ${user} }]
+contexts: [{ name: x, context: { cluster: c, user: u } }]
+current-context: x
+`;
+
+t.test("tokens, passwords and keys are redacted, whole or cut off", async (t) => {
+  const redact = credentialRedactor(kubeConfigFrom(kubeconfig(`{ token: ${TOKEN} }`)));
+  t.equal(redact(`401: bad Bearer ${TOKEN} here`), "401: bad Bearer [redacted] here");
+  t.equal(redact(`cut at Bearer ${TOKEN.slice(0, 9)}…`), "cut at Bearer [redacted]…", "a cut-off token");
+  t.equal(redact("tok-01 is not enough to tell"), "tok-01 is not enough to tell");
+
+  const basic = credentialRedactor(kubeConfigFrom(kubeconfig("{ username: admin, password: hunter2-pw }")));
+  const encoded = Buffer.from("admin:hunter2-pw").toString("base64");
+  t.equal(basic(`Basic ${encoded} / hunter2-pw`), "Basic [redacted] / [redacted]");
+
+  const keyData = Buffer.from(KEY_PEM).toString("base64");
+  const client = credentialRedactor(
+    kubeConfigFrom(kubeconfig(`{ client-certificate-data: Y2VydA==, client-key-data: ${keyData} }`)),
+  );
+  const line = KEY_PEM.split("\n")[1] as string;
+  t.notMatch(client(`echo ${keyData} and ${line}`), new RegExp(`${line}|${keyData.slice(0, 20)}`));
+});
+
+t.test("a redacting logger redacts messages and fields", async (t) => {
+  const seen: unknown[] = [];
+  const redact = credentialRedactor(kubeConfigFrom(kubeconfig(`{ token: ${TOKEN} }`)));
+  const logger = redactingLogger(
+    { info: (...a) => seen.push(a), warn: (...a) => seen.push(a), error: (...a) => seen.push(a) },
+    redact,
+  );
+  logger.warn(`m ${TOKEN}`, { error: `e ${TOKEN}`, nested: { body: TOKEN }, n: 1, err: new Error(TOKEN) });
+  t.notMatch(JSON.stringify(seen), TOKEN);
+  t.match(seen, [["m [redacted]", { error: "e [redacted]", n: 1, err: "[redacted]" }]]);
+});
