@@ -25,9 +25,9 @@
 //
 // An applier that brings one thing to a desired state (a Secret, the workloads of a desired set,
 // a poll) uses ApplyLoop instead: set(desired) with the latest state wins, one run at a time,
-// failures back off on the same rate limiter with jitter (apply-loop.ts).
+// failures back off on the same rate limiter with jitter (loop/apply-loop.ts).
 
-export { ApplyLoop, type ApplyLoopOptions, type RunResult } from "./apply-loop.ts";
+export { ApplyLoop, type ApplyLoopOptions, type RunResult } from "./loop/index.ts";
 export { Manager, type ManagerOptions } from "./manager.ts";
 export { type OwnerOptions, ownerKeys, watchOwned } from "./owners.ts";
 export { ExponentialFailureRateLimiter, type RateLimiter } from "./rate-limiter.ts";

@@ -10,9 +10,9 @@
 //   await loop.set(secrets);   // resolves when a run of these (or newer) ends; rejects with its error
 //   await loop.stop();         // no more runs; resolves when the one in progress is over
 
-import { type Clock, systemClock, type TimerId } from "../clock.ts";
-import type { Logger } from "../logger.ts";
-import { ExponentialFailureRateLimiter, type RateLimiter } from "./rate-limiter.ts";
+import { type Clock, systemClock, type TimerId } from "../../clock.ts";
+import type { Logger } from "../../logger.ts";
+import { ExponentialFailureRateLimiter, type RateLimiter } from "../rate-limiter.ts";
 
 /** What a run says besides success: try again with backoff, or run again after a while. */
 export interface RunResult {
@@ -38,6 +38,8 @@ export interface ApplyLoopOptions<T> {
   random?: () => number;
   /** When given, failed runs are logged (with the next attempt's delay). */
   logger?: Logger;
+  /** What the log line says of an error (one that must not quote a body, say). Default its message. */
+  describeError?: (error: unknown) => string;
 }
 
 interface Waiter {
@@ -53,6 +55,7 @@ export class ApplyLoop<T> {
   readonly #jitter: number;
   readonly #random: () => number;
   readonly #logger: Logger | undefined;
+  readonly #describe: (error: unknown) => string;
   #desired: { value: T } | undefined;
   /** A run is wanted as soon as the current one (if any) ends. */
   #due = false;
@@ -71,6 +74,7 @@ export class ApplyLoop<T> {
     this.#jitter = options.jitter ?? 0.2;
     this.#random = options.random ?? Math.random;
     this.#logger = options.logger;
+    this.#describe = options.describeError ?? ((e) => (e instanceof Error ? e.message : String(e)));
   }
 
   /** Failed runs since the last success. */
@@ -141,7 +145,7 @@ export class ApplyLoop<T> {
         const delay = this.#backoff();
         if (failed)
           this.#logger?.warn(`${this.name} failed; trying again`, {
-            error: error instanceof Error ? error.message : String(error),
+            error: this.#describe(error),
             retryInMs: Math.round(delay),
           });
         if (!this.#due && !this.#stopped) this.#arm(delay);
