@@ -29,16 +29,15 @@ export async function runAgentlessClusters(
     ...tuning,
   });
   let started: Promise<void> | undefined;
-  const startWhenLeading = () => {
-    if (!started && hub.leading()) started = clusters.start();
-  };
-  startWhenLeading();
+  let stopped = false;
   // a standby starts them when it takes over (losing the lead ends the process)
-  const poll = setInterval(startWhenLeading, 1_000);
+  hub.onLeading(() => {
+    if (!stopped) started = clusters.start();
+  });
   return {
     clusters: () => clusters.clusters,
     async stop() {
-      clearInterval(poll);
+      stopped = true;
       await started?.catch(() => undefined);
       await clusters.stop();
     },

@@ -144,6 +144,11 @@ export interface Hub {
   domainRelayAddress?: string;
   /** This hub leads (always, on SQLite): it runs controllers, the source, feedback and the tunnel. */
   leading(): boolean;
+  /**
+   * Calls `listener` once this hub has started leading (its tunnel listening), or at once when it
+   * already has. Losing the lead ends the process, so that happens once.
+   */
+  onLeading(listener: () => void): void;
   stop(): Promise<void>;
 }
 
@@ -233,6 +238,8 @@ export async function startHub(options: HubOptions): Promise<Hub> {
     : undefined;
 
   let started = false;
+  /** Until lead() has run: what to call then (onLeading); afterwards undefined. */
+  let leadingListeners: (() => void)[] | undefined = [];
   const http = await startHubHttp({
     address: options.http,
     store,
@@ -287,6 +294,9 @@ export async function startHub(options: HubOptions): Promise<Hub> {
     feedback?.start();
     started = true;
     logger.info("hub started", { url: http.url, dataDir: options.dataDir, repo: source?.repository.url });
+    const listeners = leadingListeners ?? [];
+    leadingListeners = undefined;
+    for (const listener of listeners) listener();
   };
   let election: LeaderElection | undefined;
   if (settings.backend === "kubernetes" && kubeConfig) {
@@ -339,6 +349,10 @@ export async function startHub(options: HubOptions): Promise<Hub> {
       return domainRelayAddress;
     },
     leading: () => (election ? election.leading : true),
+    onLeading(listener) {
+      if (leadingListeners) leadingListeners.push(listener);
+      else listener();
+    },
     async stop() {
       started = false;
       terminal.close();

@@ -5,9 +5,10 @@
 // runtime's peers.json file. Yields the whole state at the first list and after every change; the
 // Secret's absence is the empty state. A Secret whose content is not a valid state is logged,
 // naming the field, and skipped: the nodeserver keeps the last good state.
-import { setTimeout as sleep } from "node:timers/promises";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { type PeersState, parsePeersState } from "../api/index.ts";
+import type { Clock } from "../lib/clock.ts";
+import { ApplyLoop } from "../lib/controller/loop/index.ts";
 import { type Logger, silentLogger } from "../lib/logger.ts";
 
 /** The Secret's key (operators/agent/runtimes/kubernetes/domain-peers-secret.ts). */
@@ -47,9 +48,16 @@ export interface PeersFromSecretOptions {
   logger?: Logger;
   /** Ends the iteration. */
   signal?: AbortSignal;
-  /** Wait before watching again after the watch ended with an error. Default 1 s, doubling to 30 s. */
+  /**
+   * Wait before watching again after the watch ended with an error. Default 1 s; lists that fail
+   * in a row double it (with jitter) up to 30 s.
+   */
   retryMs?: number;
+  clock?: Clock;
 }
+
+/** The longest wait between lists that fail. */
+const MAX_RETRY_MS = 30_000;
 
 interface SecretEvent {
   data?: Record<string, string>;
@@ -90,51 +98,58 @@ export async function* peersFromSecret(options: PeersFromSecretOptions): AsyncGe
 
   let stopped = false;
   let controller: AbortController | undefined;
-  const halt = new AbortController();
+  const core = options.kubeConfig.makeApiClient(CoreV1Api);
+  const fieldSelector = `metadata.name=${options.name}`;
+  const retryMs = options.retryMs ?? 1000;
+  const failed = (err: unknown) =>
+    logger.warn("watching the peers Secret failed; trying again", { secret: where, error: String(err) });
+  // One run: a list, then a watch from its resourceVersion until it ends (nothing between the two
+  // is missed, and an absent Secret is the empty state at once). A list that fails backs off; a
+  // watch the API server ends after its timeout is normal: list and watch again at once.
+  const loop = new ApplyLoop<void>({
+    name: "peers Secret",
+    run: async () => {
+      const list = await core
+        .listNamespacedSecret({ namespace: options.namespace, fieldSelector })
+        .catch((err: unknown) => {
+          failed(err);
+          throw err;
+        });
+      take(list.items[0]?.data);
+      const err = await new Promise<unknown>((resolve, reject) => {
+        watch
+          .watch(
+            `/api/v1/namespaces/${options.namespace}/secrets`,
+            { fieldSelector, resourceVersion: list.metadata?.resourceVersion },
+            (phase, object: SecretEvent) => {
+              if (phase === "ADDED" || phase === "MODIFIED") take(object.data);
+              else if (phase === "DELETED") take(undefined);
+            },
+            resolve,
+          )
+          .then((c) => {
+            controller = c;
+            if (stopped) c.abort();
+          }, reject);
+      }).catch((e: unknown) => e);
+      if (stopped) return undefined;
+      if (!err) return { requeueAfter: 0 };
+      failed(err);
+      return { requeueAfter: retryMs };
+    },
+    baseMs: retryMs,
+    maxMs: MAX_RETRY_MS,
+    ...(options.clock ? { clock: options.clock } : {}),
+  });
   const onAbort = () => {
     stopped = true;
+    void loop.stop();
     controller?.abort();
-    halt.abort();
     wake?.();
   };
   options.signal?.addEventListener("abort", onAbort, { once: true });
-  const core = options.kubeConfig.makeApiClient(CoreV1Api);
-  const fieldSelector = `metadata.name=${options.name}`;
-  const loop = async () => {
-    let backoff = options.retryMs ?? 1000;
-    while (!stopped) {
-      // a list, then a watch from its resourceVersion: nothing between the two is missed, and an
-      // absent Secret is the empty state at once
-      const err = await (async () => {
-        const list = await core.listNamespacedSecret({ namespace: options.namespace, fieldSelector });
-        take(list.items[0]?.data);
-        backoff = options.retryMs ?? 1000;
-        return new Promise<unknown>((resolve, reject) => {
-          watch
-            .watch(
-              `/api/v1/namespaces/${options.namespace}/secrets`,
-              { fieldSelector, resourceVersion: list.metadata?.resourceVersion },
-              (phase, object: SecretEvent) => {
-                if (phase === "ADDED" || phase === "MODIFIED") take(object.data);
-                else if (phase === "DELETED") take(undefined);
-              },
-              resolve,
-            )
-            .then((c) => {
-              controller = c;
-              if (stopped) c.abort();
-            }, reject);
-        });
-      })().catch((e: unknown) => e);
-      if (stopped) break;
-      // a watch the API server ends after its timeout is normal: list and watch again at once
-      if (!err) continue;
-      logger.warn("watching the peers Secret failed; trying again", { secret: where, error: String(err) });
-      await sleep(backoff, undefined, { signal: halt.signal }).catch(() => undefined);
-      backoff = Math.min(backoff * 2, 30_000);
-    }
-  };
-  const running = loop();
+  // a failed list is logged in the run and tried again by the loop
+  loop.set().catch(() => undefined);
   try {
     while (!stopped) {
       const next = queue.shift();
@@ -149,9 +164,9 @@ export async function* peersFromSecret(options: PeersFromSecretOptions): AsyncGe
     }
   } finally {
     stopped = true;
+    const stopping = loop.stop();
     controller?.abort();
-    halt.abort();
     options.signal?.removeEventListener("abort", onAbort);
-    await running.catch(() => undefined);
+    await stopping;
   }
 }

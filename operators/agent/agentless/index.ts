@@ -9,6 +9,8 @@ import path from "node:path";
 import { VersionApi } from "@kubernetes/client-node";
 import packageJson from "../../../package.json" with { type: "json" };
 import type { Cluster } from "../../api/index.ts";
+import { type Clock, systemClock } from "../../lib/clock.ts";
+import { ApplyLoop, type RunResult } from "../../lib/controller/loop/index.ts";
 import type { Logger } from "../../lib/logger.ts";
 import { clusterKubeconfigContext, type SealKeyring } from "../../lib/seal/index.ts";
 import { modify, type Store, type Watch } from "../../lib/store/index.ts";
@@ -34,8 +36,12 @@ export interface AgentlessOptions {
   /** Each cluster's agent credentials go under `<dir>/<cluster>/`. */
   dir: string;
   logger: Logger;
-  /** How often a cluster that could not be driven is tried again. Default 60 s. */
+  /**
+   * How soon a cluster that could not be driven is first tried again; failures in a row double it
+   * (with jitter) up to 10 minutes. Default 60 s.
+   */
   retryIntervalMs?: number;
+  clock?: Clock;
   /** Extra runtime options (tests: instance, defaultNamespace, retryIntervalMs). */
   runtime?: Partial<Omit<KubernetesRuntimeOptions, "kubeConfig" | "logger">>;
   /** The agents' report interval. */
@@ -46,23 +52,36 @@ interface Driven {
   /** What the driver was started from: a change restarts it. */
   fingerprint: string;
   agent?: Agent;
-  /** Could not be driven: the next retry tick tries again. */
+  /** Could not be driven: the next pass tries again. */
   failed?: boolean;
 }
 
 const fingerprintOf = (cluster: Cluster): string => JSON.stringify(cluster.spec.kubeconfig ?? null);
 
+/** The longest wait before a cluster that could not be driven is tried again. */
+const MAX_RETRY_MS = 10 * 60_000;
+
 export class AgentlessClusters {
   readonly #options: AgentlessOptions;
   readonly #driven = new Map<string, Driven>();
+  readonly #clock: Clock;
+  /** One pass at a time; Cluster changes during a pass make one more; failures back off. */
+  readonly #loop: ApplyLoop<void>;
+  /** Each Cluster's generation and deletion as last seen: status writes start no pass. */
+  readonly #seen = new Map<string, string>();
   #watch: Watch | undefined;
-  #timer: NodeJS.Timeout | undefined;
-  #running: Promise<void> = Promise.resolve();
-  #again = false;
-  #stopped = false;
 
   constructor(options: AgentlessOptions) {
     this.#options = options;
+    this.#clock = options.clock ?? systemClock;
+    this.#loop = new ApplyLoop<void>({
+      name: "agentless clusters",
+      run: () => this.#reconcile(),
+      clock: this.#clock,
+      baseMs: options.retryIntervalMs ?? 60_000,
+      maxMs: MAX_RETRY_MS,
+      logger: options.logger,
+    });
   }
 
   /** Clusters driven from here now, sorted. */
@@ -76,42 +95,26 @@ export class AgentlessClusters {
   async start(): Promise<void> {
     const { store } = this.#options;
     const resourceVersion = await store.resourceVersion();
-    this.#watch = await store.watch("Cluster", { resourceVersion }, () => this.#schedule());
-    await this.#reconcile();
-    this.#tick();
+    this.#watch = await store.watch("Cluster", { resourceVersion }, ({ type, object }) => {
+      const name = object.metadata.name;
+      const seen = `${object.metadata.generation}|${object.metadata.deletionTimestamp ?? ""}`;
+      if (type !== "DELETED" && this.#seen.get(name) === seen) return;
+      if (type === "DELETED") this.#seen.delete(name);
+      else this.#seen.set(name, seen);
+      this.#loop.kick();
+    });
+    await this.#loop.set();
   }
 
   async stop(): Promise<void> {
-    this.#stopped = true;
-    clearTimeout(this.#timer);
     this.#watch?.stop();
-    await this.#running;
+    await this.#loop.stop();
     await Promise.all([...this.#driven.values()].map((d) => d.agent?.stop()));
     this.#driven.clear();
   }
 
-  #tick(): void {
-    this.#timer = setTimeout(() => {
-      // a cluster that failed is started again: drop its entry so the next pass retries
-      for (const [name, driven] of this.#driven) if (driven.failed) this.#driven.delete(name);
-      this.#schedule();
-      if (!this.#stopped) this.#tick();
-    }, this.#options.retryIntervalMs ?? 60_000);
-  }
-
-  /** One pass at a time; changes during a pass make one more. */
-  #schedule(): void {
-    if (this.#stopped) return;
-    if (this.#again) return;
-    this.#again = true;
-    this.#running = this.#running.then(async () => {
-      this.#again = false;
-      await this.#reconcile();
-    });
-  }
-
-  async #reconcile(): Promise<void> {
-    if (this.#stopped) return;
+  /** Drives every Cluster with a kubeconfig, again those that failed; asks for a retry while any fails. */
+  async #reconcile(): Promise<RunResult | undefined> {
     const { store, logger } = this.#options;
     const wanted = new Map<string, Cluster>();
     for (const object of (await store.list("Cluster")).items) {
@@ -125,9 +128,9 @@ export class AgentlessClusters {
     }
     for (const [name, driven] of [...this.#driven]) {
       const cluster = wanted.get(name);
-      if (cluster && fingerprintOf(cluster) === driven.fingerprint) continue;
+      if (cluster && fingerprintOf(cluster) === driven.fingerprint && !driven.failed) continue;
       this.#driven.delete(name);
-      logger.info("stopping the agent of an agentless cluster", { cluster: name });
+      if (driven.agent) logger.info("stopping the agent of an agentless cluster", { cluster: name });
       await driven.agent?.stop();
       if (!cluster) {
         // its identity goes with it: a Cluster of that name registered later enrolls afresh
@@ -135,6 +138,7 @@ export class AgentlessClusters {
         logger.info("agentless cluster no longer driven", { cluster: name });
       }
     }
+    let failed = false;
     for (const [name, cluster] of wanted) {
       if (this.#driven.has(name)) continue;
       const driven: Driven = { fingerprint: fingerprintOf(cluster) };
@@ -144,10 +148,12 @@ export class AgentlessClusters {
         logger.info("driving agentless cluster", { cluster: name });
       } catch (error) {
         driven.failed = true;
+        failed = true;
         const message = error instanceof Error ? error.message : String(error);
         logger.warn("agentless cluster not driven; trying again later", { cluster: name, error: message });
       }
     }
+    return failed ? { retry: true } : undefined;
   }
 
   /** Opens the kubeconfig, tests it (the Version API), and starts the runtime and its agent. */
@@ -159,7 +165,7 @@ export class AgentlessClusters {
     let redact: Redact = (text) => text;
     const fail = async (reason: string) => {
       const message = redact(reason);
-      await this.#writeTest(name, { testedAt: new Date().toISOString(), ok: false, message });
+      await this.#writeTest(name, { testedAt: this.#testedAt(), ok: false, message });
       return new Error(message);
     };
     let kubeConfig: ReturnType<typeof kubeConfigFrom>;
@@ -182,7 +188,7 @@ export class AgentlessClusters {
     const logger = redactingLogger(this.#options.logger, redact);
     try {
       const { gitVersion } = await kubeConfig.makeApiClient(VersionApi).getCode();
-      await this.#writeTest(name, { testedAt: new Date().toISOString(), ok: true }, gitVersion);
+      await this.#writeTest(name, { testedAt: this.#testedAt(), ok: true }, gitVersion);
     } catch (error) {
       throw await fail(describeApiError(error, "/version"));
     }
@@ -217,6 +223,10 @@ export class AgentlessClusters {
       await runtime.stop();
       throw new Error(redact((error as Error).message));
     }
+  }
+
+  #testedAt(): string {
+    return new Date(this.#clock.now()).toISOString();
   }
 
   #credentials(cluster: string): CredentialStore {

@@ -22,7 +22,12 @@
 // reconciles of one key at once (re-queued while running → once more after); a throw retries
 // the key after 5 ms, 10 ms, 20 ms ... up to 1000 s, reset by the next success; every object of
 // the primary kind is queued again every resyncPeriod (default 10 min).
+//
+// An applier that brings one thing to a desired state (a Secret, the workloads of a desired set,
+// a poll) uses ApplyLoop instead: set(desired) with the latest state wins, one run at a time,
+// failures back off on the same rate limiter with jitter (loop/apply-loop.ts).
 
+export { ApplyLoop, type ApplyLoopOptions, type RunResult } from "./loop/index.ts";
 export { Manager, type ManagerOptions } from "./manager.ts";
 export { type OwnerOptions, ownerKeys, watchOwned } from "./owners.ts";
 export { ExponentialFailureRateLimiter, type RateLimiter } from "./rate-limiter.ts";

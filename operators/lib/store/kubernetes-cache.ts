@@ -8,8 +8,11 @@
 // its own writes waits (`fresh`) until the cache has seen the resourceVersion of its last write
 // of this kind: that write's own watch event brings it there. A 410 (the watch's resourceVersion
 // was compacted) relists; a lost connection resumes after a pause, meanwhile `fresh` waits and
-// the store falls back to the apiserver after a bound.
+// the store falls back to the apiserver after a bound. The list and the watch run on an ApplyLoop
+// (lib/controller/loop): a list or a watch request that fails backs off, doubling with jitter from
+// retryMs; a stream that was open and broke resumes after retryMs.
 
+import { ApplyLoop, type RunResult } from "../controller/loop/index.ts";
 import type { KubeHttp, KubeStatus } from "../kube-http.ts";
 import type { Logger } from "../logger.ts";
 import type { ResourceMap } from "./kubernetes-resources.ts";
@@ -33,9 +36,12 @@ export interface KindCacheOptions {
   pageSize: number;
   streamSeconds: number;
   logger: Logger;
-  /** Pause before a lost list or watch is tried again. */
+  /** Pause before a lost list or watch is tried again (the first; failures in a row double it). */
   retryMs?: number;
 }
+
+/** The longest pause between failed list or watch requests. */
+const MAX_RETRY_MS = 30_000;
 
 const keyOf = (namespace: string | undefined, name: string) => `${namespace ?? ""}/${name}`;
 
@@ -55,13 +61,24 @@ export class KindCache {
   #synced = false;
   #waiters = new Set<{ rv: bigint; resolve: (fresh: boolean) => void }>();
   #stopStream: (() => void) | undefined;
-  #retry: NodeJS.Timeout | undefined;
+  /** Ends the open stream's wait (a stopped stream calls no end callback). */
+  #endStream: ((error: Error | undefined) => void) | undefined;
+  /** The next run lists first: at the start, and after a 410. */
+  #needsList = true;
+  readonly #loop: ApplyLoop<void>;
   #stopped = false;
 
   constructor(options: KindCacheOptions) {
     this.kind = options.kind;
     this.#o = options;
-    void this.#relist();
+    this.#loop = new ApplyLoop<void>({
+      name: `store cache ${options.kind}`,
+      run: () => this.#listAndWatch(),
+      baseMs: options.retryMs ?? 1000,
+      maxMs: MAX_RETRY_MS,
+    });
+    // a failed run is logged by #listAndWatch and tried again by the loop
+    this.#loop.set().catch(() => undefined);
   }
 
   get resourceVersion(): string {
@@ -124,48 +141,66 @@ export class KindCache {
 
   stop(): void {
     this.#stopped = true;
-    clearTimeout(this.#retry);
+    void this.#loop.stop();
     this.#stopStream?.();
+    this.#endStream?.(undefined);
     for (const waiter of [...this.#waiters]) waiter.resolve(false);
   }
 
   // ---- list and watch ------------------------------------------------------------------------
 
-  async #relist(): Promise<void> {
-    if (this.#stopped) return;
-    const path = this.#o.resources.collection(this.kind, undefined);
+  /** One run of the loop: a list when one is needed, then a watch until its stream ends. */
+  async #listAndWatch(): Promise<RunResult | undefined> {
+    let streamError: Error | undefined;
     try {
-      const objects: KubeObject[] = [];
-      let resourceVersion = "";
-      let next: string | undefined;
-      do {
-        const page = await this.#o.http.request<ServedList>("GET", path, {
-          query: { limit: this.#o.pageSize, continue: next },
-        });
-        // Every page of a paginated list is read at the first page's resourceVersion.
-        if (resourceVersion === "") resourceVersion = page.metadata.resourceVersion;
-        for (const item of page.items) {
-          item.kind ??= this.kind;
-          objects.push(this.#o.resources.fromServed(item));
-        }
-        next = page.metadata.continue || undefined;
-      } while (next);
-      if (this.#stopped) return;
-      this.#objects.clear();
-      this.#byNamespace.clear();
-      this.#byLabel.clear();
-      for (const object of objects) this.#put(object);
-      this.#synced = true;
-      this.#advance(revision(resourceVersion));
-      await this.#watch();
+      if (this.#needsList) await this.#relist();
+      if (this.#stopped) return undefined;
+      streamError = await this.#watch();
     } catch (error) {
-      this.#again(error, () => this.#relist());
+      this.#warn(error);
+      throw error;
     }
+    if (this.#stopped) return undefined;
+    if (!streamError) return { requeueAfter: 0 }; // ended by the apiserver (timeoutSeconds): resume now
+    this.#warn(streamError);
+    return { requeueAfter: this.#o.retryMs ?? 1000 };
   }
 
-  async #watch(): Promise<void> {
-    if (this.#stopped) return;
+  async #relist(): Promise<void> {
     const path = this.#o.resources.collection(this.kind, undefined);
+    const objects: KubeObject[] = [];
+    let resourceVersion = "";
+    let next: string | undefined;
+    do {
+      const page = await this.#o.http.request<ServedList>("GET", path, {
+        query: { limit: this.#o.pageSize, continue: next },
+      });
+      // Every page of a paginated list is read at the first page's resourceVersion.
+      if (resourceVersion === "") resourceVersion = page.metadata.resourceVersion;
+      for (const item of page.items) {
+        item.kind ??= this.kind;
+        objects.push(this.#o.resources.fromServed(item));
+      }
+      next = page.metadata.continue || undefined;
+    } while (next);
+    if (this.#stopped) return;
+    this.#objects.clear();
+    this.#byNamespace.clear();
+    this.#byLabel.clear();
+    for (const object of objects) this.#put(object);
+    this.#synced = true;
+    this.#needsList = false;
+    this.#advance(revision(resourceVersion));
+  }
+
+  /** Opens a watch from the cache's resourceVersion; resolves when it ends, with its error if any. */
+  async #watch(): Promise<Error | undefined> {
+    const path = this.#o.resources.collection(this.kind, undefined);
+    let end: (error: Error | undefined) => void = () => undefined;
+    const ended = new Promise<Error | undefined>((resolve) => {
+      end = resolve;
+    });
+    this.#endStream = end;
     this.#stopStream = await this.#o.http.stream(
       path,
       {
@@ -182,8 +217,9 @@ export class KindCache {
           }
           // The resourceVersion was compacted away and events were missed: list again. (A
           // stream stopped from here does not call its end callback.)
+          this.#needsList = true;
           this.#stopStream?.();
-          void this.#relist();
+          end(undefined);
           return;
         }
         if (event.type !== "BOOKMARK") {
@@ -194,25 +230,21 @@ export class KindCache {
         }
         this.#advance(revision(event.object.metadata?.resourceVersion));
       },
-      (error) => {
-        if (this.#stopped) return;
-        if (error) this.#again(error, () => this.#watch());
-        // The apiserver ended the stream (timeoutSeconds): resume where it stopped.
-        else void this.#watch().catch((e: unknown) => this.#again(e, () => this.#watch()));
-      },
+      (error) => end(error),
     );
-    if (this.#stopped) this.#stopStream();
+    if (this.#stopped) {
+      this.#stopStream();
+      return undefined;
+    }
+    return ended;
   }
 
-  #again(error: unknown, then: () => Promise<void>): void {
+  #warn(error: unknown): void {
     if (this.#stopped) return;
     this.#o.logger.warn("store cache: list or watch failed; trying again", {
       kind: this.kind,
       error: error instanceof Error ? error.message : String(error),
     });
-    this.#retry = setTimeout(() => {
-      then().catch((e: unknown) => this.#again(e, then));
-    }, this.#o.retryMs ?? 1000);
   }
 
   #advance(rv: bigint): void {

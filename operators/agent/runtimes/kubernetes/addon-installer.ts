@@ -3,8 +3,9 @@
 // this one no longer renders, uninstalls an Addon no longer desired, and follows the rollout of
 // its DaemonSets, Deployments and StatefulSets for its phase. What is installed is recorded in an
 // inventory ConfigMap per Addon (addon-inventory.ts) before anything is applied, so no object is
-// lost track of when the agent stops half-way. One pass at a time; while anything is not settled,
-// passes repeat every pollIntervalMs.
+// lost track of when the agent stops half-way. One pass at a time (lib/controller's ApplyLoop);
+// while anything is not settled, passes repeat every pollIntervalMs; a pass that failed is tried
+// again with backoff.
 import { createHash } from "node:crypto";
 import {
   type CoreV1Api,
@@ -13,6 +14,8 @@ import {
   PatchStrategy,
 } from "@kubernetes/client-node";
 import { ADDON_FIELD_MANAGER, AGENT_INSTANCE_LABEL, compareVersions } from "../../../api/index.ts";
+import { type Clock, systemClock } from "../../../lib/clock.ts";
+import { ApplyLoop, type RunResult } from "../../../lib/controller/loop/index.ts";
 import type { Logger } from "../../../lib/logger.ts";
 import type { ObservedAddon, RuntimeAddon } from "../types.ts";
 import { type Inventory, type InventoryStore, inventoryStore, type ObjectRef } from "./addon-inventory.ts";
@@ -31,8 +34,9 @@ export interface AddonInstallerOptions {
   /** The API server's gitVersion, for minKubernetesVersion. */
   kubernetesVersion: () => string | undefined;
   onChange: () => void;
-  /** How often an unsettled Addon is looked at again. Default 2 s. */
+  /** How often an unsettled Addon is looked at again, and a failed pass's first retry. Default 2 s. */
   pollIntervalMs?: number | undefined;
+  clock?: Clock | undefined;
 }
 
 /** An unchanged Addon is applied again after this long anyway, to undo drift made behind our back. */
@@ -41,23 +45,30 @@ const REAPPLY_AFTER_MS = 5 * 60_000;
 export class AddonInstaller {
   readonly #options: AddonInstallerOptions;
   readonly #inventories: InventoryStore;
-  #desired: readonly RuntimeAddon[] | undefined;
+  readonly #loop: ApplyLoop<readonly RuntimeAddon[]>;
+  readonly #clock: Clock;
   #observed = new Map<string, ObservedAddon>();
   /** When each Addon's current objects were last applied in full. */
   #appliedAt = new Map<string, number>();
-  #running: Promise<void> = Promise.resolve();
-  #timer: NodeJS.Timeout | undefined;
-  #stopped = false;
   #inventoryNamespace = false;
 
   constructor(options: AddonInstallerOptions) {
     this.#options = options;
     this.#inventories = inventoryStore(options);
+    this.#clock = options.clock ?? systemClock;
+    this.#loop = new ApplyLoop({
+      name: "addon pass",
+      run: (addons) => this.#passOnce(addons),
+      baseMs: options.pollIntervalMs ?? 2000,
+      logger: options.logger,
+      describeError: (err) => describeApiError(err),
+      clock: this.#clock,
+    });
   }
 
+  /** Resolves when a pass of `addons` is over; a failed one is logged and tried again, not thrown. */
   apply(addons: readonly RuntimeAddon[]): Promise<void> {
-    this.#desired = addons;
-    return this.#pass();
+    return this.#loop.set(addons).catch(() => undefined);
   }
 
   observe(): ObservedAddon[] {
@@ -65,31 +76,10 @@ export class AddonInstaller {
   }
 
   stop(): Promise<void> {
-    this.#stopped = true;
-    clearTimeout(this.#timer);
-    return this.#running;
+    return this.#loop.stop();
   }
 
-  #pass(): Promise<void> {
-    const next = this.#running.then(() => this.#passOnce());
-    this.#running = next.catch((err: unknown) => {
-      this.#options.logger.warn("addon pass failed", { error: describeApiError(err) });
-      this.#schedule();
-    });
-    return this.#running;
-  }
-
-  #schedule(): void {
-    if (this.#stopped || this.#timer) return;
-    this.#timer = setTimeout(() => {
-      this.#timer = undefined;
-      void this.#pass();
-    }, this.#options.pollIntervalMs ?? 2000);
-  }
-
-  async #passOnce(): Promise<void> {
-    const desired = this.#desired;
-    if (!desired || this.#stopped) return;
+  async #passOnce(desired: readonly RuntimeAddon[]): Promise<RunResult | undefined> {
     if (!this.#inventoryNamespace && desired.length > 0) {
       await ensureNamespace(this.#options.core, this.#options.namespace);
       this.#inventoryNamespace = true;
@@ -107,7 +97,9 @@ export class AddonInstaller {
     const changed = JSON.stringify([...next]) !== JSON.stringify([...this.#observed]);
     this.#observed = next;
     if (changed) this.#options.onChange();
-    if ([...next.values()].some((o) => o.phase !== "Ready")) this.#schedule();
+    if ([...next.values()].some((o) => o.phase !== "Ready"))
+      return { requeueAfter: this.#options.pollIntervalMs ?? 2000 };
+    return undefined;
   }
 
   async #install(addon: RuntimeAddon, inventory: Inventory | undefined): Promise<ObservedAddon> {
@@ -132,7 +124,7 @@ export class AddonInstaller {
     const current = inventory?.digest === digest && inventory.generation === (generation ?? 0);
     const appliedAt = this.#appliedAt.get(name);
     let rolling = inventory?.rolling;
-    if (!current || appliedAt === undefined || Date.now() - appliedAt > REAPPLY_AFTER_MS) {
+    if (!current || appliedAt === undefined || this.#clock.now() - appliedAt > REAPPLY_AFTER_MS) {
       const refs = objects.map(refOf);
       if (!current)
         rolling = inventory && inventory.digest !== digest ? "Upgrading" : (rolling ?? "Installing");
@@ -177,7 +169,7 @@ export class AddonInstaller {
         generation: generation ?? 0,
         ...(rolling ? { rolling } : {}),
       });
-      this.#appliedAt.set(name, Date.now());
+      this.#appliedAt.set(name, this.#clock.now());
       // A change was just applied: the workload controllers have not looked at it yet. Say so
       // once (the next pass reads the rollout) rather than trust a status from before the change.
       if (!current) {

@@ -1,6 +1,8 @@
 // ObservedNode.disk: every node's kubelet Stats Summary, read through the API server's node proxy
 // (it needs `nodes/proxy` get, which fleet/agent does not grant), round after round.
 import type { CoreV1Api, V1Node } from "@kubernetes/client-node";
+import { type Clock, systemClock } from "../../../lib/clock.ts";
+import { ApplyLoop } from "../../../lib/controller/loop/index.ts";
 import type { Logger } from "../../../lib/logger.ts";
 import { apiErrorCode, describeApiError } from "./api-error.ts";
 import { diskUsageFromSummary } from "./disk-usage.ts";
@@ -21,14 +23,21 @@ export class DiskPoller {
   readonly #failing = new Set<string>();
   /** nodes/proxy is forbidden: one node is asked per round (to notice a grant), the rest are not. */
   #forbidden = false;
-  #timer: NodeJS.Timeout | undefined;
-  #stopped = false;
+  readonly #clock: Clock;
+  #loop: ApplyLoop<void> | undefined;
 
-  constructor(core: CoreV1Api, nodes: WatchedCollection<V1Node>, logger: Logger, onChange: () => void) {
+  constructor(
+    core: CoreV1Api,
+    nodes: WatchedCollection<V1Node>,
+    logger: Logger,
+    onChange: () => void,
+    clock: Clock = systemClock,
+  ) {
     this.#core = core;
     this.#nodes = nodes;
     this.#logger = logger;
     this.#onChange = onChange;
+    this.#clock = clock;
   }
 
   /** The last figures of each node that has any. */
@@ -49,7 +58,7 @@ export class DiskPoller {
       for (const name of this.#failing) if (!names.has(name)) this.#failing.delete(name);
       for (const node of nodes) {
         const name = node.metadata?.name ?? "";
-        if (this.#stopped) return;
+        if (this.#loop?.stopped) return;
         try {
           const text = await this.#core.connectGetNodeProxyWithPath({ name, path: "stats/summary" });
           const usage = diskUsageFromSummary(typeof text === "string" ? JSON.parse(text) : text);
@@ -83,16 +92,20 @@ export class DiskPoller {
         }
       }
     };
-    const loop = () => {
-      void round().finally(() => {
-        if (!this.#stopped) this.#timer = setTimeout(loop, intervalMs);
-      });
-    };
-    loop();
+    this.#loop = new ApplyLoop<void>({
+      name: "disk figures",
+      run: async () => {
+        await round();
+        return { requeueAfter: intervalMs };
+      },
+      clock: this.#clock,
+      logger: this.#logger,
+    });
+    // a failed round is logged by the loop and tried again
+    this.#loop.set().catch(() => undefined);
   }
 
-  stop(): void {
-    this.#stopped = true;
-    clearTimeout(this.#timer);
+  stop(): Promise<void> {
+    return this.#loop?.stop() ?? Promise.resolve();
   }
 }

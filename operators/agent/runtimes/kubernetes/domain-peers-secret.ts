@@ -19,6 +19,8 @@ import {
   MANAGED_BY_LABEL,
   type PeersState,
 } from "../../../api/index.ts";
+import type { Clock } from "../../../lib/clock.ts";
+import { ApplyLoop, type RunResult } from "../../../lib/controller/loop/index.ts";
 import type { Logger } from "../../../lib/logger.ts";
 import { describeApiError } from "./api-error.ts";
 import { ensureNamespace } from "./namespace.ts";
@@ -50,46 +52,44 @@ export interface DomainPeersWriterOptions {
   namespace: string;
   instance?: string | undefined;
   logger: Logger;
+  /** The first retry's delay (doubling to a minute). Default 5 s. */
   retryIntervalMs?: number | undefined;
+  clock?: Clock | undefined;
 }
 
 /**
  * Keeps the Secret equal to the latest peers handed to {@link write}: one write at a time, each of
- * the newest set, nothing sent when the content is what was last written, retried after a failure.
+ * the newest set, nothing sent when the content is what was last written, retried after a failure
+ * with backoff.
  */
 export class DomainPeersWriter {
   readonly #options: DomainPeersWriterOptions;
-  #wanted: string | undefined;
-  #wantedSecret: V1Secret | undefined;
+  readonly #loop: ApplyLoop<V1Secret>;
   #written: string | undefined;
-  #writing: Promise<void> = Promise.resolve();
-  #retry: NodeJS.Timeout | undefined;
-  #stopped = false;
 
   constructor(options: DomainPeersWriterOptions) {
     this.#options = options;
+    this.#loop = new ApplyLoop({
+      name: "Domain peers Secret",
+      run: (secret) => this.#writeOnce(secret),
+      baseMs: options.retryIntervalMs ?? 5000,
+      ...(options.clock ? { clock: options.clock } : {}),
+    });
   }
 
   /** Resolves once the Secret holds `state` (or the write failed and a retry is scheduled). */
   write(state: PeersState): Promise<void> {
-    const secret = domainPeersSecret(this.#options.namespace, state, this.#options.instance);
-    this.#wantedSecret = secret;
-    this.#wanted = secret.data?.[DOMAIN_PEERS_KEY];
-    const next = this.#writing.then(() => this.#writeOnce());
-    this.#writing = next;
-    return next;
+    return this.#loop.set(domainPeersSecret(this.#options.namespace, state, this.#options.instance));
   }
 
   stop(): Promise<void> {
-    this.#stopped = true;
-    clearTimeout(this.#retry);
-    return this.#writing;
+    return this.#loop.stop();
   }
 
-  async #writeOnce(): Promise<void> {
-    const secret = this.#wantedSecret;
-    const content = this.#wanted;
-    if (this.#stopped || !secret || content === this.#written) return;
+  /** Failures are logged here and retried: write() callers are not failed by them. */
+  async #writeOnce(secret: V1Secret): Promise<RunResult | undefined> {
+    const content = secret.data?.[DOMAIN_PEERS_KEY];
+    if (content === this.#written) return undefined;
     const { objects, core, namespace, logger } = this.#options;
     try {
       await ensureNamespace(core, namespace);
@@ -102,16 +102,13 @@ export class DomainPeersWriter {
         PatchStrategy.ServerSideApply,
       );
       this.#written = content;
+      return undefined;
     } catch (err) {
       logger.warn("could not write the Domain peers Secret", {
         secret: `${namespace}/${DOMAIN_PEERS_SECRET}`,
         error: describeApiError(err),
       });
-      if (!this.#retry && !this.#stopped)
-        this.#retry = setTimeout(() => {
-          this.#retry = undefined;
-          this.#writing = this.#writing.then(() => this.#writeOnce());
-        }, this.#options.retryIntervalMs ?? 5000);
+      return { retry: true };
     }
   }
 }

@@ -14,6 +14,7 @@ import type { Duplex, Readable } from "node:stream";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { AGENT_INSTANCE_LABEL, type PeersState } from "../../../api/index.ts";
 import type { AccessPodRef, AccessSessionRequest } from "../../../lib/access-stream/index.ts";
+import { type Clock, systemClock } from "../../../lib/clock.ts";
 import { type Logger, silentLogger } from "../../../lib/logger.ts";
 import type { BrowseAnswer, BrowseRequest } from "../../../lib/tunnel/index.ts";
 import type {
@@ -93,10 +94,15 @@ export interface KubernetesRuntimeOptions {
   versionIntervalMs?: number;
   /** How often each watch relists in full. Default 10 min. */
   relistIntervalMs?: number;
-  /** How soon a failed apply, or a Job waiting to be replaced, is retried. Default 5 s. */
+  /**
+   * How soon a failed apply, or a Job waiting to be replaced, is first retried; each retry in a
+   * row doubles it (with jitter), up to a minute. Default 5 s.
+   */
   retryIntervalMs?: number;
   /** How often an Addon that is not Ready yet is looked at again. Default 2 s. */
   addonPollIntervalMs?: number;
+  /** Time for retries and polls (tests pass a FakeClock). */
+  clock?: Clock;
   /** SFTP into pods (pod-files.ts). */
   files?: {
     /**
@@ -127,6 +133,7 @@ export class KubernetesRuntime implements Runtime {
   private constructor(options: KubernetesRuntimeOptions) {
     this.#options = options;
     const logger = options.logger ?? silentLogger;
+    const clock = options.clock ?? systemClock;
     this.#clients = apiClients(options.kubeConfig);
     const { objects, core } = this.#clients;
     this.#feed = new ChangeFeed(logger);
@@ -151,10 +158,14 @@ export class KubernetesRuntime implements Runtime {
       sidecar: options.sidecar,
       instance: options.instance,
       retryIntervalMs: options.retryIntervalMs,
+      clock,
     });
-    this.#overlays = new NodeOverlaySync(objects, this.#watches.nodes, logger);
-    this.#disk = new DiskPoller(core, this.#watches.nodes, logger, changed);
-    this.#version = new KubernetesVersion(this.#clients.version, logger, changed);
+    this.#overlays = new NodeOverlaySync(objects, this.#watches.nodes, logger, {
+      retryIntervalMs: options.retryIntervalMs,
+      clock,
+    });
+    this.#disk = new DiskPoller(core, this.#watches.nodes, logger, changed, clock);
+    this.#version = new KubernetesVersion(this.#clients.version, logger, changed, clock);
     this.#peers = new DomainPeersWriter({
       objects,
       core,
@@ -162,6 +173,7 @@ export class KubernetesRuntime implements Runtime {
       instance: options.instance,
       logger,
       retryIntervalMs: options.retryIntervalMs,
+      clock,
     });
     this.#addons = new AddonInstaller({
       objects,
@@ -172,6 +184,7 @@ export class KubernetesRuntime implements Runtime {
       kubernetesVersion: () => this.#version.current,
       onChange: changed,
       pollIntervalMs: options.addonPollIntervalMs,
+      clock,
     });
     this.#secrets = new SealedSecretsWriter({
       objects,
@@ -180,6 +193,7 @@ export class KubernetesRuntime implements Runtime {
       instance: options.instance,
       logger,
       retryIntervalMs: options.retryIntervalMs,
+      clock,
     });
   }
 
@@ -192,12 +206,14 @@ export class KubernetesRuntime implements Runtime {
     const all = runtime.#watches.all;
     for (const c of all) c.start();
     try {
-      await Promise.all([...all.map((c) => c.synced), runtime.#version.read()]);
+      await Promise.all([
+        ...all.map((c) => c.synced),
+        runtime.#version.start(options.versionIntervalMs ?? 60_000),
+      ]);
     } catch (err) {
       await runtime.stop();
       throw err;
     }
-    runtime.#version.poll(options.versionIntervalMs ?? 60_000);
     if (options.diskStatsIntervalMs) runtime.#disk.poll(options.diskStatsIntervalMs);
     return runtime;
   }
@@ -298,15 +314,17 @@ export class KubernetesRuntime implements Runtime {
 
   async stop(options: StopOptions = {}): Promise<void> {
     if (options.terminatePods) await this.#reconciler.apply([]);
-    this.#reconciler.stop();
-    this.#overlays.stop();
-    this.#disk.stop();
-    this.#version.stop();
+    const stopping = [
+      this.#reconciler.stop(),
+      this.#overlays.stop(),
+      this.#disk.stop(),
+      this.#version.stop(),
+    ];
     await this.#addons.stop();
     this.#feed.stop();
     await this.#peers.stop();
     await this.#secrets.stop();
-    await this.#reconciler.settled;
+    await Promise.all(stopping);
     for (const c of this.#watches.all) c.stop();
     this.#feed.clearListeners();
     await this.#clients.close();

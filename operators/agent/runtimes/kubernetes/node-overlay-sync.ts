@@ -1,6 +1,6 @@
 // Keeps the Nodes as git's overlays say (node-overlays.ts makes each patch): on every
 // applyNodeOverlays, and again shortly after the Nodes change, so an admin's kubectl label does
-// not undo git's.
+// not undo git's. A pass that failed is tried again with backoff (lib/controller's ApplyLoop).
 import {
   type KubernetesObject,
   type KubernetesObjectApi,
@@ -8,49 +8,63 @@ import {
   type V1Node,
 } from "@kubernetes/client-node";
 import { AGENT_FIELD_MANAGER } from "../../../api/index.ts";
+import type { Clock } from "../../../lib/clock.ts";
+import { ApplyLoop } from "../../../lib/controller/loop/index.ts";
 import type { Logger } from "../../../lib/logger.ts";
 import type { NodeOverlay } from "../types.ts";
 import { describeApiError } from "./api-error.ts";
 import { hasOverlayRecord, type NodeFields, overlayPatch } from "./node-overlays.ts";
 import type { WatchedCollection } from "./watched-collection.ts";
 
+export interface NodeOverlaySyncOptions {
+  /** The first retry's delay (doubling to a minute). Default 5 s. */
+  retryIntervalMs?: number | undefined;
+  clock?: Clock | undefined;
+}
+
+/** How long Node changes gather before the overlays are checked again. */
+const NODES_CHANGED_DELAY_MS = 200;
+
 export class NodeOverlaySync {
   readonly #objects: KubernetesObjectApi;
   readonly #nodes: WatchedCollection<V1Node>;
   readonly #logger: Logger;
-  #overlays: readonly NodeOverlay[] | undefined;
-  #timer: NodeJS.Timeout | undefined;
-  #stopped = false;
+  readonly #loop: ApplyLoop<readonly NodeOverlay[]>;
 
-  constructor(objects: KubernetesObjectApi, nodes: WatchedCollection<V1Node>, logger: Logger) {
+  constructor(
+    objects: KubernetesObjectApi,
+    nodes: WatchedCollection<V1Node>,
+    logger: Logger,
+    options: NodeOverlaySyncOptions = {},
+  ) {
     this.#objects = objects;
     this.#nodes = nodes;
     this.#logger = logger;
+    this.#loop = new ApplyLoop({
+      name: "node overlays",
+      run: (overlays) => this.#sync(overlays),
+      baseMs: options.retryIntervalMs ?? 5000,
+      logger,
+      describeError: (err) => describeApiError(err),
+      ...(options.clock ? { clock: options.clock } : {}),
+    });
   }
 
-  async apply(overlays: readonly NodeOverlay[]): Promise<void> {
-    this.#overlays = overlays;
-    await this.#sync();
+  /** Resolves once the Nodes carry `overlays`; rejects naming the Nodes that failed (retried). */
+  apply(overlays: readonly NodeOverlay[]): Promise<void> {
+    return this.#loop.set(overlays);
   }
 
   /** Node changes re-check the overlays (an admin's kubectl label must not undo git's). */
   nodesChanged(): void {
-    if (!this.#overlays || this.#timer || this.#stopped) return;
-    this.#timer = setTimeout(() => {
-      this.#timer = undefined;
-      void this.#sync().catch((err) =>
-        this.#logger.warn("node overlays failed", { error: describeApiError(err) }),
-      );
-    }, 200);
+    this.#loop.kick(NODES_CHANGED_DELAY_MS);
   }
 
-  stop(): void {
-    this.#stopped = true;
-    clearTimeout(this.#timer);
+  stop(): Promise<void> {
+    return this.#loop.stop();
   }
 
-  async #sync(): Promise<void> {
-    const overlays = this.#overlays ?? [];
+  async #sync(overlays: readonly NodeOverlay[]): Promise<void> {
     const wanted = new Map(overlays.map((o) => [o.name, o]));
     const failures: string[] = [];
     for (const node of this.#nodes.values()) {

@@ -16,6 +16,8 @@ import {
   MANAGED_BY_LABEL,
   SEALED_SECRET_LABEL,
 } from "../../../api/index.ts";
+import type { Clock } from "../../../lib/clock.ts";
+import { ApplyLoop } from "../../../lib/controller/loop/index.ts";
 import type { Logger } from "../../../lib/logger.ts";
 import type { RuntimeSecret } from "../types.ts";
 import { apiErrorCode, describeApiError } from "./api-error.ts";
@@ -28,7 +30,9 @@ export interface SealedSecretsWriterOptions {
   selector: string;
   instance?: string | undefined;
   logger: Logger;
+  /** The first retry's delay (doubling to a minute). Default 5 s. */
   retryIntervalMs?: number | undefined;
+  clock?: Clock | undefined;
 }
 
 const key = (secret: { metadata?: { namespace?: string; name?: string } }) =>
@@ -42,38 +46,34 @@ const digest = (secret: RuntimeSecret): string =>
 
 export class SealedSecretsWriter {
   readonly #options: SealedSecretsWriterOptions;
-  #wanted: readonly RuntimeSecret[] = [];
   /** Secret key → digest of the data last applied. */
   readonly #applied = new Map<string, string>();
-  #running: Promise<void> = Promise.resolve();
-  #retry: NodeJS.Timeout | undefined;
-  #stopped = false;
+  /** Failures are logged by #sync itself, naming each Secret. */
+  readonly #loop: ApplyLoop<readonly RuntimeSecret[]>;
 
   constructor(options: SealedSecretsWriterOptions) {
     this.#options = options;
+    this.#loop = new ApplyLoop({
+      name: "Secrets from SealedSecrets",
+      run: (secrets) => this.#sync(secrets),
+      baseMs: options.retryIntervalMs ?? 5000,
+      ...(options.clock ? { clock: options.clock } : {}),
+    });
   }
 
   /** Resolves once the cluster holds `secrets` and none other of ours; rejects naming what failed. */
   apply(secrets: readonly RuntimeSecret[]): Promise<void> {
-    this.#wanted = secrets;
-    const next = this.#running.then(() => this.#sync());
-    this.#running = next.catch(() => {});
-    return next;
+    return this.#loop.set(secrets);
   }
 
   stop(): Promise<void> {
-    this.#stopped = true;
-    clearTimeout(this.#retry);
-    return this.#running;
+    return this.#loop.stop();
   }
 
-  async #sync(): Promise<void> {
-    if (this.#stopped) return;
-    clearTimeout(this.#retry);
-    this.#retry = undefined;
+  async #sync(secrets: readonly RuntimeSecret[]): Promise<void> {
     const failures: string[] = [];
     const wanted = new Set<string>();
-    for (const secret of this.#wanted) {
+    for (const secret of secrets) {
       wanted.add(key(secret));
       const problem = await this.#applyOne(secret);
       if (problem) failures.push(problem);
@@ -83,10 +83,6 @@ export class SealedSecretsWriter {
     if (failures.length === 0) return;
     for (const failure of failures)
       this.#options.logger.warn("a Secret from a SealedSecret was not written", { error: failure });
-    if (!this.#stopped)
-      this.#retry = setTimeout(() => {
-        this.#running = this.#running.then(() => this.#sync()).catch(() => {});
-      }, this.#options.retryIntervalMs ?? 5000);
     throw new Error(`Secrets from SealedSecrets: ${failures.join("; ")}`);
   }
 
