@@ -1,8 +1,5 @@
 import { parseSealed, type SealKeyring, secretValueContext } from "../../../lib/seal/index.ts";
-import { type CrossRule, escapePointer, objectAt, stringAt } from "../rule-context.ts";
-
-/** What is wrong with one sealed value for `context`, or undefined when it passes. */
-export type SealCheck = (sealed: string, context: string) => string | undefined;
+import { type CrossRule, escapePointer, objectAt, type SealCheck, stringAt } from "../rule-context.ts";
 
 /** The hub's check: the value opens with its keys for exactly this place. */
 export function hubOpens(keys: Pick<SealKeyring, "unseal">): SealCheck {
