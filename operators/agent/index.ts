@@ -3,4 +3,5 @@
 // the Kubernetes client.
 export { type Agent, type AgentOptions, startAgent } from "./agent.ts";
 export { type LocalAgentOptions, startLocalAgent } from "./local-agent.ts";
-export type { NodeOverlay, Runtime, RuntimeTask } from "./runtimes/types.ts";
+export { nodeObject, podObject } from "./report.ts";
+export type { NodeOverlay, ObservedNode, ObservedPod, Runtime, RuntimeTask } from "./runtimes/types.ts";
