@@ -1,8 +1,10 @@
 // The process-runtime agent `rlark up` runs next to its hub: enrolled on first start with a token
 // the hub mints for itself, for the Cluster `local` declared in the repository.
+
 import { mkdir } from "node:fs/promises";
 import { hostname } from "node:os";
 import path from "node:path";
+import packageJson from "../../package.json" with { type: "json" };
 import { EDGE_NODE_LABEL } from "../api/index.ts";
 import { type Clock, systemClock } from "../lib/clock.ts";
 import type { Logger } from "../lib/logger.ts";
@@ -52,6 +54,7 @@ export async function startLocalAgent(options: LocalAgentOptions): Promise<Agent
     stateDir: path.join(dir, "runtime"),
     nodeName: hostname(),
     nodeLabels: { [EDGE_NODE_LABEL]: "true" },
+    agentVersion: packageJson.version,
     logger: options.logger,
   });
   return startAgent({
