@@ -30,6 +30,8 @@ function random(seed) {
 // `cartpole.mjs train --episodes N`: hill-climbing over a linear policy, small enough to run
 // anywhere in a second, real enough to show a learning curve in the task's logs.
 // `cartpole.mjs env --steps N`: steps the environment with a fixed controller.
+// `cartpole.mjs serve`: an environment that stays up, one episode a second, until it is stopped
+// (SIGTERM ends it at once): what the tour stops with spec.stopped.
 const [mode, ...rest] = process.argv.slice(2);
 const option = (name, fallback) => {
   const i = rest.indexOf(`--${name}`);
@@ -76,7 +78,21 @@ if (mode === "train") {
     }
   }
   console.log(`stepped ${steps} times over ${episode} episode(s)`);
+} else if (mode === "serve") {
+  process.on("SIGTERM", () => {
+    console.log("stopped");
+    process.exit(0);
+  });
+  let episode = 1;
+  setInterval(() => {
+    let state = [0, 0, 0.02, 0];
+    let length = 0;
+    for (let done = false; !done && length < 500; length++) {
+      ({ state, done } = step(state, state[2] + 0.5 * state[3] > 0 ? 10 : -10));
+    }
+    console.log(`episode ${episode++}: ${length} steps`);
+  }, 1000);
 } else {
-  console.error("usage: cartpole.mjs train [--episodes N] | env [--steps N]");
+  console.error("usage: cartpole.mjs train [--episodes N] | env [--steps N] | serve");
   process.exit(2);
 }

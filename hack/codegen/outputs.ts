@@ -4,7 +4,7 @@ import { kinds } from "../../operators/api/kinds.ts";
 import { sourceSchemas } from "../../operators/api/source-schemas.ts";
 import { addonBaseFiles } from "./addon-bases.ts";
 import { renderKubernetesFields } from "./kubernetes-fields.ts";
-import { renderTypes } from "./types.ts";
+import { LIB_SHAPES, renderLibShapes, renderTypes } from "./types.ts";
 import { renderValidators } from "./validators.ts";
 
 export const TYPES_DIR = "operators/api/generated";
@@ -18,6 +18,7 @@ export function generatedFiles(): Map<string, string> {
     kinds.map((info) => info.kind),
   );
   for (const [name, content] of types) files.set(`${TYPES_DIR}/${name}`, content);
+  files.set(LIB_SHAPES.path, renderLibShapes(sourceSchemas));
   const validators = renderValidators();
   files.set(`${TYPES_DIR}/validators.js`, validators.js);
   files.set(`${TYPES_DIR}/validators.d.ts`, validators.dts);

@@ -19,6 +19,41 @@ const kubernetesTypes: Record<string, { expression: string; importLine: string }
   },
 };
 
+/**
+ * The object shapes lib/ shares (the store keeps them, the tunnel carries them). lib sits below
+ * api and may not import it, so these common.schema.json definitions, with every definition they
+ * reference, are emitted into lib and common.ts re-exports them from there: one declaration each.
+ */
+export const LIB_SHAPES = {
+  schemaFile: "common.schema.json",
+  roots: ["ObjectMeta", "OwnerReference"],
+  /** Repository-relative path of the lib module, and the same from operators/api/generated. */
+  path: "operators/lib/object-meta.ts",
+  fromTypes: "../../lib/object-meta.ts",
+} as const;
+
+/** The roots and every `#/$defs/X` they reach inside their own file, in definition order. */
+export function referencedDefs(schema: JsonSchema, roots: readonly string[]): string[] {
+  const defs = isObject(schema.$defs) ? schema.$defs : {};
+  const reached = new Set<string>();
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) for (const item of node) visit(item);
+    else if (isObject(node)) {
+      const ref = node.$ref;
+      if (typeof ref === "string" && ref.startsWith("#/$defs/")) add(ref.slice("#/$defs/".length));
+      for (const value of Object.values(node)) visit(value);
+    }
+  };
+  const add = (name: string): void => {
+    if (reached.has(name)) return;
+    if (!(name in defs)) throw new Error(`no $defs entry ${name}`);
+    reached.add(name);
+    visit(defs[name]);
+  };
+  for (const root of roots) add(root);
+  return Object.keys(defs).filter((name) => reached.has(name));
+}
+
 export function moduleName(file: string): string {
   return file.replace(/\.schema\.json$/, "");
 }
@@ -123,16 +158,27 @@ class ModuleEmitter {
     return `${doc(schema.description, "")}export ${keyword}${expression}${end}\n`;
   }
 
-  render(schema: JsonSchema): string {
+  /**
+   * The module's declarations. `only`: emit just these $defs (the lib module). `borrowed`: these
+   * $defs are declared in another module, imported and re-exported from it instead.
+   */
+  render(
+    schema: JsonSchema,
+    only?: readonly string[],
+    borrowed?: { names: readonly string[]; from: string },
+  ): string {
     const declarations: string[] = [];
-    if (ModuleEmitter.typed(schema)) {
+    if (!only && ModuleEmitter.typed(schema)) {
       if (typeof schema.title !== "string") throw new Error(`${this.#file}: the root schema needs a title`);
       declarations.push(this.declaration(schema.title, schema));
     }
     const defs = isObject(schema.$defs) ? schema.$defs : {};
     for (const [name, def] of Object.entries(defs)) {
+      if (only && !only.includes(name)) continue;
+      if (borrowed?.names.includes(name)) continue;
       if (isObject(def) && ModuleEmitter.typed(def)) declarations.push(this.declaration(name, def));
     }
+    const shared = borrowed ? [...borrowed.names].sort().join(", ") : "";
     const imports = [
       ...[...this.#externalImports].sort(),
       ...[...this.#imports.entries()]
@@ -141,6 +187,12 @@ class ModuleEmitter {
           ([file, names]) =>
             `import type { ${[...names].sort().join(", ")} } from "./${moduleName(file)}.ts";`,
         ),
+      ...(borrowed
+        ? [
+            `import type { ${shared} } from "${borrowed.from}";`,
+            `export type { ${shared} } from "${borrowed.from}";`,
+          ]
+        : []),
     ];
     return `${HEADER}${imports.length > 0 ? `${imports.join("\n")}\n` : ""}\n${declarations.join("\n")}`;
   }
@@ -156,6 +208,13 @@ class ModuleEmitter {
   }
 }
 
+/** operators/lib/object-meta.ts: the LIB_SHAPES definitions. */
+export function renderLibShapes(schemas: ReadonlyMap<string, JsonSchema>): string {
+  const schema = schemas.get(LIB_SHAPES.schemaFile);
+  if (!schema) throw new Error(`no schema ${LIB_SHAPES.schemaFile}`);
+  return new ModuleEmitter(LIB_SHAPES.schemaFile).render(schema, referencedDefs(schema, LIB_SHAPES.roots));
+}
+
 /** file name under operators/api/generated → content */
 export function renderTypes(
   schemas: ReadonlyMap<string, JsonSchema>,
@@ -169,7 +228,11 @@ export function renderTypes(
       if (other) throw new Error(`type ${name} is defined by both ${other} and ${file}`);
       seen.set(name, file);
     }
-    out.set(`${moduleName(file)}.ts`, new ModuleEmitter(file).render(schema));
+    const borrowed =
+      file === LIB_SHAPES.schemaFile
+        ? { names: referencedDefs(schema, LIB_SHAPES.roots), from: LIB_SHAPES.fromTypes }
+        : undefined;
+    out.set(`${moduleName(file)}.ts`, new ModuleEmitter(file).render(schema, undefined, borrowed));
   }
   const index =
     `${HEADER}\n` +

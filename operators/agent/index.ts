@@ -8,4 +8,5 @@ export {
   localPodProcesses,
   startLocalAgent,
 } from "./local-agent.ts";
-export type { NodeOverlay, Runtime, RuntimeTask } from "./runtimes/types.ts";
+export { nodeObject, podObject } from "./report.ts";
+export type { NodeOverlay, ObservedNode, ObservedPod, Runtime, RuntimeTask } from "./runtimes/types.ts";

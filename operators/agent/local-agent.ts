@@ -4,6 +4,7 @@ import { existsSync } from "node:fs";
 import { mkdir, rm } from "node:fs/promises";
 import { hostname } from "node:os";
 import path from "node:path";
+import packageJson from "../../package.json" with { type: "json" };
 import { EDGE_NODE_LABEL } from "../api/index.ts";
 import { type Clock, systemClock } from "../lib/clock.ts";
 import type { Logger } from "../lib/logger.ts";
@@ -53,6 +54,7 @@ export async function startLocalAgent(options: LocalAgentOptions): Promise<Agent
     stateDir: runtimeDir(options.dataDir),
     nodeName: hostname(),
     nodeLabels: { [EDGE_NODE_LABEL]: "true" },
+    agentVersion: packageJson.version,
     logger: options.logger,
   });
   return startAgent({

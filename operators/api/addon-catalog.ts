@@ -18,6 +18,8 @@ export interface CatalogEntry {
   minKubernetesVersion?: string;
   /** May an Addon move from a higher version to this one. */
   allowDowngrade: boolean;
+  /** Other names an Addon may give this entry (an older name, the seeds'): they render the same. */
+  aliases?: readonly string[];
   /** JSON Schema the Addon's spec.values must satisfy; its "default" keywords give defaults. */
   valuesSchema: Record<string, unknown>;
   /** Folder holding addon.yaml, values.schema.json and manifests/ (shown in errors). */
@@ -36,6 +38,8 @@ export interface AddonCatalog {
   entries(): CatalogEntry[];
   get(name: string, version: string): CatalogEntry | undefined;
   versions(name: string): string[];
+  /** The entry's own name when `name` is one of its aliases; undefined for an entry's own name. */
+  aliasOf(name: string): string | undefined;
   checkValues(entry: CatalogEntry, values: unknown): ValuesViolation[];
   /** `values` with the values schema's defaults filled in (a copy; values must pass checkValues). */
   withDefaults(entry: CatalogEntry, values: unknown): Record<string, unknown>;
@@ -48,10 +52,13 @@ export function addonCatalog(entries: CatalogEntry[]): AddonCatalog {
   const defaulting = new Ajv2020({ strict: false, useDefaults: true });
   const compiled = new Map<CatalogEntry, ValidateFunction>();
   const compiledDefaults = new Map<CatalogEntry, ValidateFunction>();
+  const named = (e: CatalogEntry, name: string) => e.name === name || (e.aliases ?? []).includes(name);
   return {
     entries: () => entries,
-    get: (name, version) => entries.find((e) => e.name === name && e.version === version),
-    versions: (name) => entries.filter((e) => e.name === name).map((e) => e.version),
+    get: (name, version) => entries.find((e) => named(e, name) && e.version === version),
+    versions: (name) => entries.filter((e) => named(e, name)).map((e) => e.version),
+    aliasOf: (name) =>
+      entries.some((e) => e.name === name) ? undefined : entries.find((e) => named(e, name))?.name,
     checkValues(entry, values) {
       let validate = compiled.get(entry);
       if (!validate) {

@@ -209,7 +209,7 @@ export function registerAgent(program: Command): void {
         );
         const kubeConfig = loadKubeConfig(flags.kubeconfig);
         // Plans' dry-runs go through the agent's own client: the hub never reaches the API server.
-        dryRun = kubernetesDryRun(kubeConfig);
+        dryRun = kubernetesDryRun(kubeConfig, flags.namespace);
         runtime = await KubernetesRuntime.start({
           kubeConfig,
           defaultNamespace: flags.namespace,

@@ -134,7 +134,8 @@ function renderText(report: { source: unknown; jobs: Obj[]; tasks: Obj[]; cluste
       ...report.clusters.map((c) => [
         c.metadata.name,
         String(c.spec?.runtime ?? "-"),
-        String(c.status?.phase ?? "-"),
+        // A cluster whose agent never connected has no status yet: Offline, as the dashboard says.
+        String(c.status?.phase ?? "Offline"),
       ]),
     ]),
   );

@@ -24,6 +24,7 @@ export interface Assets {
 
 const TYPES: Record<string, string> = {
   ".mts": "text/javascript; charset=utf-8",
+  ".ts": "text/javascript; charset=utf-8",
   ".mjs": "text/javascript; charset=utf-8",
   ".css": "text/css; charset=utf-8",
   ".svg": "image/svg+xml",
@@ -40,6 +41,16 @@ const VENDOR: Record<string, string> = {
   "addon-fit.mjs": "@xterm/addon-fit/lib/addon-fit.mjs",
 };
 
+/**
+ * Modules of operators/ the page imports as they are, so the browser runs the hub's own code
+ * rather than a copy: served as `<path>.ts` beside the page's files, which import them as
+ * `./<path>.ts` (web/tsconfig.json's rootDirs resolves that against operators/ for tsc). In the
+ * npm package the module is dist/<path>.js, already JavaScript. Plain modules only: no imports.
+ */
+const SHARED = ["lib/quantity"];
+/** `.ts` in a checkout, `.js` in the npm package's dist/. */
+const OWN_EXTENSION = path.extname(import.meta.filename);
+
 function vendorFile(specifier: string): string {
   const [scope, name, ...rest] = specifier.split("/");
   const manifest = createRequire(import.meta.url).resolve(`${scope}/${name}/package.json`);
@@ -54,11 +65,14 @@ export async function loadAssets(dir = WEB_DIR): Promise<Assets> {
     if (TYPES[path.extname(name)]) sources.push([name, path.join(dir, name)]);
   }
   for (const [name, specifier] of Object.entries(VENDOR)) sources.push([name, vendorFile(specifier)]);
+  for (const shared of SHARED) {
+    sources.push([`${shared}.ts`, path.join(import.meta.dirname, "..", `${shared}${OWN_EXTENSION}`)]);
+  }
   for (const [name, file] of sources) {
     const type = TYPES[path.extname(name)] as string;
     const source = await readFile(file, "utf8");
     // The source maps are not served: a browser would ask for them in vain.
-    const text = name.endsWith(".mts")
+    const text = /\.m?ts$/.test(name)
       ? stripTypes(source)
       : source.replace(/\n\/[/*]# sourceMappingURL=\S+(?: \*\/)?\s*$/, "\n");
     hash.update(name).update("\0").update(text);

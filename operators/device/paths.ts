@@ -18,8 +18,6 @@ export function controllerSocket(controller: ControllerName, dir = CONTROLLER_SO
   return `${dir}/${controller}.sock`;
 }
 
-/** Host directory holding the CLI binaries (`rosctr`, `camctr`); installed there by the controllers' DaemonSet. */
-export const CLI_HOST_DIR = "/var/lib/rlark/bin";
 /** Where Allocate mounts the CLIs inside the container (read-only, one file each). */
 export const CLI_CONTAINER_DIR = "/usr/local/bin";
 export const CLIS = ["rosctr", "camctr"] as const;
@@ -51,12 +49,7 @@ export const ENV = {
   ROBOTS: "RLARK_ROBOTS",
 } as const;
 
-/** Robot controllers the device plugin advertises, one YAML file (docs/devices.md). */
-export const ROBOT_CONFIG = "/etc/rlark/robots.yaml";
-
-/** kubelet's device-plugin directory: `kubelet.sock` and the plugins' own sockets. */
-export const KUBELET_DEVICE_PLUGIN_DIR = "/var/lib/kubelet/device-plugins";
-/** The device plugin's own socket file name inside that directory. */
+/** The device plugin's own socket file name inside kubelet's device-plugin directory. */
 export const DEVICE_PLUGIN_SOCKET = "rlark-device.sock";
 
 /**

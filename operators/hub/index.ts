@@ -2,5 +2,5 @@
 export type { Enrollment } from "./enrollment.ts";
 export { type Hub, type HubOptions, type HubSource, startHub } from "./hub.ts";
 export { ensurePlayground, type Playground } from "./playground.ts";
-export { openStoreOfDataDir, type StoreSettings } from "./store-wiring.ts";
+export { loadKubeConfig, openStoreOfDataDir, type StoreSettings } from "./store-wiring.ts";
 export { type HubPki, openHubPki } from "./tunnel-server.ts";

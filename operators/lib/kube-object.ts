@@ -1,31 +1,17 @@
 // The Kubernetes object shape every process shares: the store keeps it, the tunnel carries it, the
 // per-kind types generated from schemas/ narrow `spec` and `status`. And the one key that names an
 // object across kinds, `kind/namespace/name`.
+import type { ObjectMeta as ManifestMeta } from "./object-meta.ts";
 
-export interface OwnerReference {
-  apiVersion: string;
-  kind: string;
-  name: string;
-  uid: string;
-  controller?: boolean;
-  blockOwnerDeletion?: boolean;
-}
+export type { OwnerReference } from "./object-meta.ts";
 
-export interface ObjectMeta {
-  name: string;
-  /** Absent or "" for cluster-scoped objects. */
-  namespace?: string;
+/**
+ * The manifest's metadata (generated from schemas/common.schema.json into ./object-meta.ts, the
+ * one source of this shape) plus what only a create request to the store carries.
+ */
+export interface ObjectMeta extends ManifestMeta {
   /** Set by the store on create: `name` = generateName + 5 random characters. */
   generateName?: string;
-  uid?: string;
-  resourceVersion?: string;
-  generation?: number;
-  labels?: Record<string, string>;
-  annotations?: Record<string, string>;
-  finalizers?: string[];
-  deletionTimestamp?: string;
-  creationTimestamp?: string;
-  ownerReferences?: OwnerReference[];
 }
 
 export interface KubeObject {

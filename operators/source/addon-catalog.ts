@@ -24,6 +24,7 @@ export const REPOSITORY_CATALOG_DIR = path.join(".rlark", "addons");
 /** Largest addon.yaml, values schema or manifest file read (bounded like manifests). */
 const MAX_FILE_BYTES = 1 << 20;
 const MINOR_VERSION = /^[0-9]+\.[0-9]+$/;
+const ALIAS = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 const SEMVER = /^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$/;
 
 export interface LoadedCatalog {
@@ -49,6 +50,20 @@ export function readAddonCatalogs(dirs: readonly string[], baseDir = process.cwd
         const entryDir = path.join(dir, name, version);
         const entry = readEntry(entryDir, name, version, display, problem);
         if (!entry) continue;
+        const taken = entries.find(
+          (e) =>
+            (e.name !== name && (e.aliases ?? []).some((a) => a === name || entry.aliases?.includes(a))) ||
+            (entry.aliases ?? []).includes(e.name),
+        );
+        if (taken) {
+          problem(
+            display(path.join(entryDir, "addon.yaml")),
+            0,
+            "catalog/duplicate",
+            `${name} ${version}: a name or alias is already ${taken.name}'s`,
+          );
+          continue;
+        }
         if (entries.some((e) => e.name === name && e.version === version)) {
           problem(
             display(path.join(entryDir, "addon.yaml")),
@@ -136,11 +151,16 @@ function readEntry(
     bad("minKubernetesVersion", 'minKubernetesVersion must be a string "major.minor" such as "1.30"');
   if (meta.allowDowngrade !== undefined && typeof meta.allowDowngrade !== "boolean")
     bad("allowDowngrade", "allowDowngrade must be true or false");
+  const aliases = meta.aliases ?? [];
+  if (!Array.isArray(aliases) || !aliases.every((a) => typeof a === "string" && ALIAS.test(a) && a !== name))
+    bad("aliases", "aliases must be a list of other names (DNS-1123 labels) for this entry");
   for (const key of Object.keys(meta))
-    if (!["name", "version", "description", "minKubernetesVersion", "allowDowngrade"].includes(key))
+    if (
+      !["name", "version", "description", "minKubernetesVersion", "allowDowngrade", "aliases"].includes(key)
+    )
       bad(
         key,
-        `unknown field "${key}"; addon.yaml has name, version, description, minKubernetesVersion, allowDowngrade`,
+        `unknown field "${key}"; addon.yaml has name, version, description, minKubernetesVersion, allowDowngrade, aliases`,
       );
   let valuesSchema: Record<string, unknown> = {};
   try {
@@ -180,6 +200,7 @@ function readEntry(
       ? { minKubernetesVersion: meta.minKubernetesVersion }
       : {}),
     allowDowngrade: meta.allowDowngrade === true,
+    ...(Array.isArray(aliases) && aliases.length > 0 ? { aliases: aliases as string[] } : {}),
     valuesSchema,
     dir: display(entryDir),
     manifests,

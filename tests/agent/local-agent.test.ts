@@ -4,7 +4,8 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 import t from "tap";
 import { startLocalAgent } from "../../operators/agent/index.ts";
-import type { Logger } from "../../operators/lib/logger.ts";
+import { type Logger, silentLogger } from "../../operators/lib/logger.ts";
+import packageJson from "../../package.json" with { type: "json" };
 import { startHubOnGit } from "../helpers/hub-on-git.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 
@@ -31,4 +32,30 @@ t.test("a revision without Cluster local: no local agent, said at once, not afte
   });
   t.equal(agent, undefined);
   t.match(said, [/declares no Cluster "local"/]);
+});
+
+t.test("the local agent's Node reports this rlark's version", async (t) => {
+  const local = await readFile(path.join(examples, "clusters/local.yaml"), "utf8");
+  const { hub, dataDir } = await startHubOnGit(t, { files: { "clusters/local.yaml": local } });
+  const agent = await startLocalAgent({
+    cluster: "local",
+    dataDir,
+    hub,
+    createToken: async (cluster) => (await hub.pki.enrollment.createToken({ cluster, ttlMs: 600_000 })).token,
+    logger: silentLogger,
+  });
+  t.ok(agent, "the agent started");
+  t.teardown(() => agent?.stop());
+  const versions = await waitFor(
+    "the local agent's Node reported",
+    async () => {
+      const nodes = await hub.store.list("Node", { namespace: "agent-local" });
+      const reported = nodes.items.map(
+        (n) => (n.status as { nodeInfo?: { agentVersion?: string } })?.nodeInfo?.agentVersion,
+      );
+      return reported.length > 0 ? reported : undefined;
+    },
+    onRealServers,
+  );
+  t.same(versions, [packageJson.version], "package.json's version, not a placeholder");
 });

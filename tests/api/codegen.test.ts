@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
@@ -33,6 +33,22 @@ t.test("check.ts exits 1 naming a stale, a missing and a stray generated file", 
   t.match(run.stderr, "schemas/crds/pods.rlinf.io.yaml (missing)");
   t.match(run.stderr, "schemas/crds/old.rlinf.io.yaml (not generated)");
   t.notMatch(run.stderr, "generated/task.ts", "fresh files are not named");
+});
+
+t.test("the object metadata lib/ shares is generated once, and api re-exports it", async (t) => {
+  const read = (path: string) => readFileSync(join(root, path), "utf8");
+  const lib = read("operators/lib/object-meta.ts");
+  const common = read("operators/api/generated/common.ts");
+  for (const name of ["ObjectMeta", "OwnerReference", "Labels"]) {
+    t.match(lib, `export interface ${name} `, `lib/object-meta.ts declares ${name}`);
+    t.notMatch(common, `export interface ${name} `, `api's common.ts does not declare ${name} again`);
+  }
+  t.match(common, /export type \{[^}]*\bObjectMeta\b[^}]*\} from "\.\.\/\.\.\/lib\/object-meta\.ts"/);
+  t.notMatch(
+    read("operators/lib/kube-object.ts"),
+    /resourceVersion\?:/,
+    "kube-object.ts writes no metadata field by hand",
+  );
 });
 
 t.test("check.ts exits 0 on a fresh tree", async (t) => {

@@ -1,3 +1,4 @@
+import { readFile } from "node:fs/promises";
 import t from "tap";
 import type { Job } from "../../operators/api/generated/job.ts";
 import { startHubOnGit } from "../helpers/hub-on-git.ts";
@@ -57,4 +58,14 @@ t.test("escape sequences from the repository are shown escaped, in text and in j
     "/spec/\u001b]0;pwned\u0007\u001b[2J\u009b31m",
     "json: the exact text",
   );
+});
+
+t.test("a cluster that never connected is Offline, as the dashboard says", async (t) => {
+  const cluster = await readFile(new URL("../../examples/clusters/beijing.yaml", import.meta.url), "utf8");
+  const { hub } = await startHubOnGit(t, { intervalMs: 100, files: { "clusters/beijing.yaml": cluster } });
+  await waitFor("the Cluster applied", () => hub.store.get("Cluster", undefined, "beijing"));
+  const run = await rlark(["status", "--hub", hub.url, "--token", hub.adminToken]);
+  t.equal(run.code, 0, run.stderr);
+  const row = run.stdout.split("\n").find((line) => line.startsWith("beijing "));
+  t.match(row, /^beijing +\S+ +Offline$/);
 });

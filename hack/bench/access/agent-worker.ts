@@ -2,7 +2,7 @@
 // event loop must not share the hub's (hack/bench/access/run.ts). Started with the enrollment
 // in workerData; posts "ready" once connected; on "stop" stops the pods, then the agent.
 import { parentPort, workerData } from "node:worker_threads";
-import { startAgent } from "../../../operators/agent/agent.ts";
+import { startAgent } from "../../../operators/agent/index.ts";
 import { ProcessRuntime } from "../../../operators/agent/runtimes/process/index.ts";
 import { silentLogger } from "../../../operators/lib/logger.ts";
 import { fileCredentialStore } from "../../../operators/lib/tunnel/index.ts";

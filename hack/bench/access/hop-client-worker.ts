@@ -4,8 +4,7 @@
 import { connect } from "node:net";
 import { parentPort, workerData } from "node:worker_threads";
 import ssh2 from "ssh2";
-import { coalesceWrites } from "../../../operators/lib/tunnel/coalesce-writes.ts";
-import { dialNoDelay } from "../../../operators/lib/tunnel/connect.ts";
+import { coalesceWrites, dialNoDelay } from "../../../operators/lib/tunnel/index.ts";
 
 interface HopClientData {
   port: number;

@@ -19,7 +19,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { Worker } from "node:worker_threads";
 import ssh2, { type CipherAlgorithm, type Connection, type MacAlgorithm } from "ssh2";
-import { coalesceWrites } from "../../../operators/lib/tunnel/coalesce-writes.ts";
+import { coalesceWrites } from "../../../operators/lib/tunnel/index.ts";
 import { freePort } from "../../../tests/helpers/free-port.ts";
 import { socatSink, startSshd, untilListening } from "../probes.ts";
 

@@ -19,7 +19,7 @@ import type { Server } from "node:net";
 import { availableParallelism, tmpdir } from "node:os";
 import path from "node:path";
 import { Worker } from "node:worker_threads";
-import { startHub } from "../../../operators/hub/hub.ts";
+import { startHub } from "../../../operators/hub/index.ts";
 import { silentLogger } from "../../../operators/lib/logger.ts";
 import { freePort } from "../../../tests/helpers/free-port.ts";
 import { machineBusySeconds, socatSink, startSshd, untilListening } from "../probes.ts";

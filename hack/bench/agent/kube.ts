@@ -14,10 +14,9 @@ import {
   type RequestContext,
 } from "@kubernetes/client-node";
 import { stringify } from "yaml";
-import { type Agent, startAgent } from "../../../operators/agent/agent.ts";
+import { type Agent, type RuntimeTask, startAgent } from "../../../operators/agent/index.ts";
 import { KubernetesRuntime, renderTask } from "../../../operators/agent/runtimes/kubernetes/index.ts";
-import type { RuntimeTask } from "../../../operators/agent/runtimes/types.ts";
-import { type Hub, startHub } from "../../../operators/hub/hub.ts";
+import { type Hub, startHub } from "../../../operators/hub/index.ts";
 import { silentLogger } from "../../../operators/lib/logger.ts";
 import { fileCredentialStore } from "../../../operators/lib/tunnel/index.ts";
 import { createGitServer, type GitServer } from "../../../tests/helpers/git-server.ts";

@@ -1,7 +1,11 @@
 // Messages of realistic shape and size for the tunnel benchmark, built with the agent's own
 // report functions so they grow when the real reports do.
-import { nodeObject, podObject } from "../../../operators/agent/report.ts";
-import type { ObservedNode, ObservedPod } from "../../../operators/agent/runtimes/types.ts";
+import {
+  nodeObject,
+  type ObservedNode,
+  type ObservedPod,
+  podObject,
+} from "../../../operators/agent/index.ts";
 import type { Delta, KubeObject, Report } from "../../../operators/lib/tunnel/index.ts";
 
 const CLUSTER = "bench";

@@ -11,8 +11,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { stringify } from "yaml";
 import { customResourceDefinitions, kinds } from "../../../operators/api/index.ts";
-import { startHub } from "../../../operators/hub/hub.ts";
-import { loadKubeConfig, type StoreSettings } from "../../../operators/hub/store-wiring.ts";
+import { loadKubeConfig, type StoreSettings, startHub } from "../../../operators/hub/index.ts";
 import { KubeHttp } from "../../../operators/lib/kube-http.ts";
 import { jsonLogger, type Logger, silentLogger } from "../../../operators/lib/logger.ts";
 import {

@@ -7,21 +7,28 @@ import type { SchemaViolation } from "../violations.ts";
 import { compareDiagnostics, type Diagnostic } from "./diagnostic.ts";
 import { sizeViolations } from "./object-size.ts";
 import type { ParsedDocument } from "./parsed-document.ts";
-import { type CrossRule, isObject, type ManifestObject, type RuleContext, stringAt } from "./rule-context.ts";
+import {
+  type CrossRule,
+  isObject,
+  type ManifestObject,
+  type RuleContext,
+  type SealCheck,
+  stringAt,
+} from "./rule-context.ts";
 import { accessPolicyRules } from "./rules/access-policies.ts";
 import { addonCatalogRules, clusterReferenceRules } from "./rules/cluster-references.ts";
 import { domainCidrRules } from "./rules/domain-cidrs.ts";
 import { jobSpecRules, suggest } from "./rules/job-specs.ts";
 import { kubeconfigDestinationRules } from "./rules/kubeconfig-destination.ts";
-import { type SealCheck, sealedSecretRules } from "./rules/sealed-secrets.ts";
+import { sealedSecretRules } from "./rules/sealed-secrets.ts";
 import { workflowDagRules } from "./rules/workflow-dag.ts";
 
 export type { Diagnostic } from "./diagnostic.ts";
 export { compareDiagnostics, formatDiagnostic } from "./diagnostic.ts";
 export type { ParsedDocument, Position } from "./parsed-document.ts";
 export { REPORT_FORMATS, type ReportFormat, renderReport } from "./reporters.ts";
-export type { ManifestObject } from "./rule-context.ts";
-export { hubOpens, keyIdAmong, type SealCheck } from "./rules/sealed-secrets.ts";
+export type { ManifestObject, SealCheck } from "./rule-context.ts";
+export { hubOpens, keyIdAmong } from "./rules/sealed-secrets.ts";
 
 export interface ValidateOptions {
   /** Treat documents that are not RLark objects as errors instead of skipping them with a warning. */

@@ -1,6 +1,5 @@
 import type { AddonCatalog } from "../addon-catalog.ts";
 import type { ParsedDocument } from "./parsed-document.ts";
-import type { SealCheck } from "./rules/sealed-secrets.ts";
 
 /** A document that is an RLark object (apiVersion rlinf.io/v1alpha1 and a known kind). */
 export interface ManifestObject {
@@ -12,6 +11,17 @@ export interface ManifestObject {
   /** False when the object failed its schema: rules then skip its fields but still see its name. */
   schemaValid: boolean;
 }
+
+/**
+ * What is wrong with one sealed value for `context`, or undefined when it passes. `inspect` sees
+ * the opened value when the check opens it (the hub's; CI's cannot) and must neither keep nor
+ * show it.
+ */
+export type SealCheck = (
+  sealed: string,
+  context: string,
+  inspect?: (plain: Buffer) => void,
+) => string | undefined;
 
 export interface RuleContext {
   readonly objects: readonly ManifestObject[];

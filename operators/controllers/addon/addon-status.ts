@@ -18,7 +18,15 @@ export function addonStatus(input: {
   error?: string;
   /** Why nothing is rendered yet (no catalog since the hub started), if so. */
   waiting?: string;
+  /** Said first in the message: the Addon names its catalog entry by an alias. */
+  note?: string;
 }): AddonStatus {
+  const status = phaseStatus(input);
+  if (!input.note) return status;
+  return { ...status, message: status.message ? `${input.note}; ${status.message}` : input.note };
+}
+
+function phaseStatus(input: Omit<Parameters<typeof addonStatus>[0], "note">): AddonStatus {
   const { releases, previous } = input;
   if (input.error) {
     return {

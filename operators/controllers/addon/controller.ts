@@ -9,6 +9,7 @@
 import {
   ADDON_LABEL,
   type Addon,
+  type AddonCatalog,
   type AddonRelease,
   type AddonReleaseSpec,
   AGENT_CLEANUP_FINALIZER,
@@ -166,6 +167,7 @@ export function createAddonController(options: AddonControllerOptions): Controll
       previous: addon.status,
       ...(error ? { error } : {}),
       ...(spec ? {} : { waiting: "waiting for the addon catalog (the next applied revision)" }),
+      ...aliasNote(addon.spec.addonName, catalog),
     });
     if (deepEqual(addon.status ?? null, status)) return;
     try {
@@ -193,4 +195,10 @@ export function createAddonController(options: AddonControllerOptions): Controll
     ...(options.workers === undefined ? {} : { workers: options.workers }),
     ...(options.resyncPeriod === undefined ? {} : { resyncPeriod: options.resyncPeriod }),
   };
+}
+
+/** The status note of an Addon that names its catalog entry by an alias (seed 000's name, say). */
+function aliasNote(addonName: string, catalog: AddonCatalog | undefined): { note?: string } {
+  const entry = catalog?.aliasOf(addonName);
+  return entry ? { note: `${addonName} is an alias of the catalog entry ${entry}` } : {};
 }

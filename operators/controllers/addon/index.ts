@@ -4,7 +4,6 @@
 //   const catalog = new AddonCatalogHolder();   // set by the revision path
 //   manager.add(createAddonController({ catalog }));
 
-export { addonStatus } from "./addon-status.ts";
 export { AddonCatalogHolder } from "./catalog-holder.ts";
-export { type AddonControllerOptions, createAddonController } from "./controller.ts";
-export { type ReleaseSpecResult, releaseSpec } from "./release-spec.ts";
+export { createAddonController } from "./controller.ts";
+export { releaseSpec } from "./release-spec.ts";

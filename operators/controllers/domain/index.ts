@@ -11,22 +11,7 @@
 // certificate, which names the cluster (OU); the certificates alone go to Domain status. See
 // docs/domains.md.
 
-export {
-  DomainCertificates,
-  type DomainCertificatesOptions,
-  type DomainCredentials,
-} from "./certificates.ts";
-export { createDomainController, type DomainControllerOptions, EXHAUSTED_CONDITION } from "./controller.ts";
-export {
-  type AllocateInput,
-  type AllocateResult,
-  type Allocation,
-  allocate,
-  type Claim,
-  claimKey,
-  intToIp,
-  ipToInt,
-  parseCidr,
-  type Range,
-} from "./ipam.ts";
-export { claimOf, peerSpecs, podJob } from "./members.ts";
+export { DomainCertificates } from "./certificates.ts";
+export { createDomainController } from "./controller.ts";
+export { ipToInt, parseCidr } from "./ipam.ts";
+export { claimOf, peerSpecs } from "./members.ts";

@@ -13,6 +13,6 @@
 // removes the finalizer once the agent has cleaned up. Jobs carry finalizer rlark.io/job-stop so
 // a Job deleted from git is stopped before it goes.
 
-export { createJobController, type JobController, type JobControllerOptions } from "./controller.ts";
-export { failureMessage, finishes, type Rollup, type RunPhase, rollup, taskStatus } from "./rollup.ts";
-export { ownedBy, runOf, taskObject, taskObjectName, taskSpec } from "./task-object.ts";
+export { createJobController, type JobController } from "./controller.ts";
+export { failureMessage, finishes, rollup } from "./rollup.ts";
+export { taskObject } from "./task-object.ts";

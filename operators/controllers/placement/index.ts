@@ -9,28 +9,7 @@
 // placeJob is pure and deterministic: given the same views it gives the same answer, and it
 // never counts more onto a node than the node's free figures allow.
 
-export {
-  type ClusterView,
-  clusterOnline,
-  clusterRuntime,
-  type NodeView,
-  nodeBase,
-  offlineSince,
-} from "./cluster-view.ts";
-export {
-  type NodeAssignment,
-  type PlaceJobInput,
-  type PlacementResult,
-  placeJob,
-  type TaskPlacement,
-} from "./place.ts";
-export { type Amounts, amounts, formatAmount, formatRequest, milli } from "./resources.ts";
-export { holdsReservation, PlacementSnapshot } from "./snapshot.ts";
-export {
-  describeRuntimes,
-  type PlacementTask,
-  placementTask,
-  podRequest,
-  RUNTIME_AGENT_TYPES,
-  runtimesFor,
-} from "./task-requirements.ts";
+export { type ClusterView, type NodeView, offlineSince } from "./cluster-view.ts";
+export { type PlacementResult, placeJob, type TaskPlacement } from "./place.ts";
+export { PlacementSnapshot } from "./snapshot.ts";
+export { type PlacementTask, placementTask } from "./task-requirements.ts";

@@ -11,14 +11,4 @@
 // created. Deleting the Workflow deletes its Jobs first (finalizer rlark.io/workflow-jobs).
 // See docs/workflows.md.
 
-export { createWorkflowController, jobNameFor, type WorkflowControllerOptions } from "./controller.ts";
-export {
-  type DagDecision,
-  type DagInput,
-  type DagNode,
-  decide,
-  type FailurePolicy,
-  type NodeObservation,
-  type NodePhase,
-  type WorkflowRunPhase,
-} from "./dag.ts";
+export { createWorkflowController } from "./controller.ts";

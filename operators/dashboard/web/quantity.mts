@@ -1,29 +1,12 @@
-// Kubernetes resource quantities ("500m", "120Gi", "8") as numbers, enough for bars.
-const SUFFIX: Record<string, number> = {
-  n: 1e-9,
-  u: 1e-6,
-  m: 1e-3,
-  k: 1e3,
-  M: 1e6,
-  G: 1e9,
-  T: 1e12,
-  P: 1e15,
-  E: 1e18,
-  Ki: 2 ** 10,
-  Mi: 2 ** 20,
-  Gi: 2 ** 30,
-  Ti: 2 ** 40,
-  Pi: 2 ** 50,
-  Ei: 2 ** 60,
-};
+// Quantities for the cluster page's bars. Parsing is lib/quantity.ts itself, the hub's own
+// parser, served beside these files as lib/quantity.ts (assets.ts, SHARED); the tsconfig's
+// rootDirs lets tsc resolve the same relative path against operators/.
+import { parseQuantity as parse } from "./lib/quantity.ts";
 
+/** The value of a quantity, undefined when it does not parse. */
 export function parseQuantity(value: unknown): number | undefined {
-  if (typeof value === "number") return value;
-  if (typeof value !== "string") return undefined;
-  const match = /^([+-]?[0-9.]+(?:[eE][+-]?\d+)?)([a-zA-Z]*)$/.exec(value.trim());
-  if (!match) return undefined;
-  const scale = match[2] ? SUFFIX[match[2]] : 1;
-  return scale === undefined ? undefined : Number(match[1]) * scale;
+  const parsed = parse(value);
+  return Number.isNaN(parsed) ? undefined : parsed;
 }
 
 export function formatBytes(bytes: number): string {

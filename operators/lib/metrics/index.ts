@@ -6,19 +6,4 @@
 //   registry.onCollect(async () => depth.labels({ controller }).set(queue.length));
 //   res.setHeader("content-type", contentType); res.end(await registry.text());
 
-export {
-  type CollectHook,
-  Counter,
-  type CounterChild,
-  contentType,
-  defaultBuckets,
-  formatNumber,
-  Gauge,
-  type GaugeChild,
-  Histogram,
-  type HistogramChild,
-  type HistogramOptions,
-  type Labels,
-  type MetricOptions,
-  Registry,
-} from "./registry.ts";
+export { Counter, contentType, Gauge, Histogram, Registry } from "./registry.ts";

@@ -7,6 +7,8 @@ export {
   type TunnelClientEvents,
   type TunnelClientOptions,
 } from "./client.ts";
+export { coalesceWrites } from "./coalesce-writes.ts";
+export { dialNoDelay } from "./connect.ts";
 export {
   type AgentCredentials,
   type CredentialStore,

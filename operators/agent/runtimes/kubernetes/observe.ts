@@ -18,7 +18,6 @@ import {
   JOB_LABEL,
   TASK_GENERATION_ANNOTATION,
   TASK_NAME_LABEL,
-  TASK_NAMESPACE_ANNOTATION,
   TASK_UID_ANNOTATION,
 } from "../../../api/index.ts";
 import { CAPABILITY_CONDITION_PREFIX } from "../../../lib/capability-condition.ts";
@@ -348,6 +347,3 @@ export function observeVolume(pvc: V1PersistentVolumeClaim): ObservedVolume {
     ...(pvc.metadata?.deletionTimestamp ? { terminating: true } : {}),
   };
 }
-
-export const hubNamespace = (obj: KubernetesObject): string | undefined =>
-  obj.metadata?.annotations?.[TASK_NAMESPACE_ANNOTATION];

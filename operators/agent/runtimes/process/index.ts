@@ -37,6 +37,7 @@ import { StateLock } from "./state-lock.ts";
 
 export type { BackoffPolicy } from "./crash-loop-backoff.ts";
 export { kubeletBackoff } from "./crash-loop-backoff.ts";
+export { readLogTail } from "./log-file.ts";
 export type { PodNetworkOptions } from "./pod-network.ts";
 export { desiredPods, podRevision } from "./spec.ts";
 
@@ -432,8 +433,4 @@ export class ProcessRuntime implements Runtime {
     this.#listeners.clear();
     this.#lock.release();
   }
-}
-
-export function createProcessRuntime(options: ProcessRuntimeOptions): Promise<ProcessRuntime> {
-  return ProcessRuntime.open(options);
 }

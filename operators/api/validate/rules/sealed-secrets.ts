@@ -1,17 +1,6 @@
 import { parseSealed, type SealKeyring, secretValueContext } from "../../../lib/seal/index.ts";
 import { sealTargetOf } from "../../seal-target.ts";
-import { type CrossRule, escapePointer, objectAt, stringAt } from "../rule-context.ts";
-
-/**
- * What is wrong with one sealed value for `context`, or undefined when it passes. `inspect` sees
- * the opened value when the check opens it (the hub's; CI's cannot) and must neither keep nor
- * show it.
- */
-export type SealCheck = (
-  sealed: string,
-  context: string,
-  inspect?: (plain: Buffer) => void,
-) => string | undefined;
+import { type CrossRule, escapePointer, objectAt, type SealCheck, stringAt } from "../rule-context.ts";
 
 /** The hub's check: the value opens with its keys for exactly this place. */
 export function hubOpens(keys: Pick<SealKeyring, "unseal">): SealCheck {
