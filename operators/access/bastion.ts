@@ -5,7 +5,7 @@
 import type { Duplex, Readable, Writable } from "node:stream";
 import type { Connection, ServerChannel, Session } from "ssh2";
 import { ACCESS_FILES_PURPOSE, ACCESS_FORWARD_PURPOSE } from "../lib/access-stream/index.ts";
-import type { UserLogins } from "../lib/tunnel/index.ts";
+import { StreamRefused, type UserLogins } from "../lib/tunnel/index.ts";
 import type { ResolvedPod } from "./access-control.ts";
 import type { AccessTarget, AccessVerb } from "./authorize.ts";
 import { PauseReasons } from "./byte-rate.ts";
@@ -252,7 +252,8 @@ export class Bastion implements UserLogins {
         verb: "forward",
         target: `${targetName(target)}:${port}`,
         start: new Date().toISOString(),
-        result: "error",
+        // The agent's own check (a port the pod does not hold) refuses; anything else failed.
+        result: error instanceof StreamRefused ? "refused" : "error",
         error: (error as Error).message,
       });
       return;

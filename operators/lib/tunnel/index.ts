@@ -48,4 +48,4 @@ export {
   type UserLogins,
 } from "./server.ts";
 export { AGENT_SUBSYSTEM, DEFAULT_HEARTBEAT_MS } from "./ssh-options.ts";
-export { type StreamHandler, serveStream } from "./streams.ts";
+export { type StreamHandler, StreamRefused, serveStream } from "./streams.ts";

@@ -39,7 +39,7 @@ import {
   STREAM_BIND_ADDR,
   STREAM_BIND_PORT,
 } from "./ssh-options.ts";
-import { STREAM_HEADER_LIMIT } from "./streams.ts";
+import { STREAM_HEADER_LIMIT, StreamRefused } from "./streams.ts";
 
 export type ClusterState = "Online" | "Offline";
 
@@ -297,9 +297,9 @@ export class TunnelServer {
         channel.write(encodeLine({ purpose: options.purpose, meta: options.meta ?? {} }));
         readLine(channel, STREAM_HEADER_LIMIT).then(
           (line) => {
-            let answer: { ok?: unknown; error?: unknown } | undefined;
+            let answer: { ok?: unknown; error?: unknown; refused?: unknown } | undefined;
             try {
-              answer = JSON.parse(line) as { ok?: unknown; error?: unknown };
+              answer = JSON.parse(line) as { ok?: unknown; error?: unknown; refused?: unknown };
             } catch {
               answer = undefined;
             }
@@ -308,11 +308,8 @@ export class TunnelServer {
               return;
             }
             channel.destroy();
-            reject(
-              new Error(
-                `agent of ${cluster} could not open ${options.purpose}: ${String(answer?.error ?? "bad answer")}`,
-              ),
-            );
+            const message = `agent of ${cluster} could not open ${options.purpose}: ${String(answer?.error ?? "bad answer")}`;
+            reject(answer?.refused === true ? new StreamRefused(message) : new Error(message));
           },
           (e: Error) => {
             channel.destroy();
