@@ -49,12 +49,13 @@ export class Bastion implements UserLogins {
     return (user?.spec.sshPublicKeys ?? []).some((line) => publicKeyBlob(line)?.equals(key.data) ?? false);
   }
 
-  onConnection(conn: Connection, login: string, ip: string): void {
+  onConnection(conn: Connection, login: string, ip: string, key: { algo: string; data: Buffer }): void {
     const name = parseLoginName(login);
-    const who: Requester = { user: name.user, ip, via: "ssh" };
-    conn.on("session", (accept) => this.#session(accept(), name, ip));
+    // Every access of this connection carries its login key: removed from the User, it ends them.
+    const who: Requester = { user: name.user, ip, via: "ssh", key: key.data };
+    conn.on("session", (accept) => this.#session(accept(), name, who));
     conn.on("tcpip", (accept, reject, info) => {
-      void this.#forward(accept, reject, info.destIP, info.destPort, name, ip);
+      void this.#forward(accept, reject, info.destIP, info.destPort, who);
     });
     conn.on("request", (_accept, reject, request) => {
       reject?.();
@@ -64,8 +65,7 @@ export class Bastion implements UserLogins {
     conn.on("openssh.streamlocal", (_accept, reject) => reject());
   }
 
-  #session(session: Session, name: LoginName, ip: string): void {
-    const who: Requester = { user: name.user, ip, via: "ssh" };
+  #session(session: Session, name: LoginName, who: Requester): void {
     let pty: { term: string; cols: number; rows: number } | undefined;
     let control: SessionControl | undefined;
     let requested = false;
@@ -103,7 +103,7 @@ export class Bastion implements UserLogins {
       }
       requested = true;
       const channel = accept();
-      void this.#run(channel, verb, name, ip, pty, command).then((c) => {
+      void this.#run(channel, verb, name, who, pty, command).then((c) => {
         control = c;
       });
     };
@@ -124,7 +124,7 @@ export class Bastion implements UserLogins {
     session.on("subsystem", (accept, reject, info) => {
       if (info.name !== "sftp" || requested) return reject();
       requested = true;
-      void this.#files(accept(), name, ip);
+      void this.#files(accept(), name, who);
     });
   }
 
@@ -152,11 +152,10 @@ export class Bastion implements UserLogins {
     channel: ServerChannel,
     verb: "shell" | "exec",
     name: LoginName,
-    ip: string,
+    who: Requester,
     pty: { term: string; cols: number; rows: number } | undefined,
     command?: string,
   ): Promise<SessionControl | undefined> {
-    const who: Requester = { user: name.user, ip, via: "ssh" };
     const admitted = await this.#admit(channel, who, verb, name.target, command);
     if (!admitted) return undefined;
     let control: SessionControl | undefined;
@@ -197,8 +196,7 @@ export class Bastion implements UserLogins {
     return session;
   }
 
-  async #files(channel: ServerChannel, name: LoginName, ip: string): Promise<void> {
-    const who: Requester = { user: name.user, ip, via: "ssh" };
+  async #files(channel: ServerChannel, name: LoginName, who: Requester): Promise<void> {
     const admitted = await this.#admit(channel, who, "files", name.target);
     if (!admitted) return;
     const { pod, target } = admitted;
@@ -225,10 +223,8 @@ export class Bastion implements UserLogins {
     reject: () => void,
     destination: string,
     port: number,
-    name: LoginName,
-    ip: string,
+    who: Requester,
   ): Promise<void> {
-    const who: Requester = { user: name.user, ip, via: "ssh" };
     let selector: PodSelector;
     try {
       selector = parsePodSelector(destination);

@@ -44,6 +44,8 @@ export interface Requester {
   user: string;
   ip: string;
   via: AccessVia;
+  /** The SSH public key (wire format) the connection logged in with: it must stay the user's. */
+  key?: Buffer;
 }
 
 /** One open access, from its admission to its audit line. */
@@ -68,6 +70,7 @@ export interface LiveAccess {
 
 interface TrackedAccess extends LiveAccess {
   command?: string;
+  key?: Buffer;
   lastActivity: number;
   /** A log follow is quiet when its pod is: only sessions the client drives idle out. */
   idles: boolean;
@@ -195,7 +198,7 @@ export class AccessSessions {
         this.#log.warn("resolving an access target failed", { error: (error as Error).message });
       return deny((error as Error).message, describePod(pod));
     }
-    const decision = await this.#options.access.decide(who.user, verb, target, command);
+    const decision = await this.#options.access.decide(who.user, verb, target, command, who.key);
     if (!decision.allowed) return deny(`access denied: ${decision.reason}`, targetName(target));
     return { pod: resolved, target };
   }
@@ -230,6 +233,7 @@ export class AccessSessions {
       verb,
       target,
       ...(extra.command === undefined ? {} : { command: extra.command }),
+      ...(who.key ? { key: who.key } : {}),
       lastActivity: Date.now(),
       idles: extra.idles ?? true,
       get ended() {
@@ -430,11 +434,16 @@ export class AccessSessions {
     });
   }
 
-  /** Asks again for every open access; what git no longer grants ends now. */
+  /**
+   * Asks again for every open access, about the target as it is now (its Job's labels and Domain
+   * today, not at admission) and the login key the user holds now; what git no longer grants ends.
+   */
   async #recheck(): Promise<void> {
+    const access = this.#options.access;
     for (const live of [...this.#live]) {
       try {
-        const decision = await this.#options.access.decide(live.user, live.verb, live.target, live.command);
+        const target = await access.current(live.target);
+        const decision = await access.decide(live.user, live.verb, target, live.command, live.key);
         if (!decision.allowed) live.end("revoked", `access revoked: ${decision.reason}`);
       } catch (error) {
         this.#log.warn("re-checking an access failed", { error: (error as Error).message });

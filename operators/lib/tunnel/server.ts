@@ -59,8 +59,11 @@ export interface EnrollmentHandler {
 export interface UserLogins {
   /** Whether `login` may log in with this public key (SSH wire format). */
   acceptsKey(login: string, key: { algo: string; data: Buffer }): Promise<boolean> | boolean;
-  /** A user has logged in: from now on the handler serves the connection's channels and requests. */
-  onConnection(conn: Connection, login: string, ip: string): void;
+  /**
+   * A user has logged in with `key`: from now on the handler serves the connection's channels and
+   * requests (and may end what it opens when that key is no longer the user's).
+   */
+  onConnection(conn: Connection, login: string, ip: string, key: { algo: string; data: Buffer }): void;
 }
 
 export interface TunnelServerOptions {
@@ -112,6 +115,7 @@ interface AgentAuth {
 interface UserAuth {
   kind: "user";
   login: string;
+  key: { algo: string; data: Buffer };
 }
 interface EnrollAuth {
   kind: "enroll";
@@ -405,7 +409,8 @@ export class TunnelServer {
     const accept = (auth: AgentAuth | EnrollAuth | UserAuth) => {
       state.auth = auth;
       const users = this.#options.users;
-      if (auth.kind === "user" && users) conn.once("ready", () => users.onConnection(conn, auth.login, ip));
+      if (auth.kind === "user" && users)
+        conn.once("ready", () => users.onConnection(conn, auth.login, ip, auth.key));
       if (state.preAuth) this.#leavePreAuth(state.preAuth.key);
       ctx.accept();
     };
@@ -506,7 +511,7 @@ export class TunnelServer {
             reject();
             return;
           }
-          accept({ kind: "user", login });
+          accept({ kind: "user", login, key: { algo: ctx.key.algo, data: Buffer.from(ctx.key.data) } });
         },
         (err: Error) => {
           this.#log.warn("user refused", { ip, login, reason: err.message });
