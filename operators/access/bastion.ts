@@ -16,6 +16,7 @@ import {
   describePod,
   type Requester,
   type SessionControl,
+  type SessionSlot,
   targetName,
 } from "./sessions.ts";
 
@@ -135,7 +136,7 @@ export class Bastion implements UserLogins {
     verb: AccessVerb,
     selector: PodSelector | undefined,
     command?: string,
-  ): Promise<{ pod: ResolvedPod; target: AccessTarget } | undefined> {
+  ): Promise<{ pod: ResolvedPod; target: AccessTarget; slot: SessionSlot } | undefined> {
     const admission = await this.#sessions.admit(who, verb, selector, command);
     if ("denied" in admission) {
       if (channel) {
@@ -199,13 +200,13 @@ export class Bastion implements UserLogins {
   async #files(channel: ServerChannel, name: LoginName, who: Requester): Promise<void> {
     const admitted = await this.#admit(channel, who, "files", name.target);
     if (!admitted) return;
-    const { pod, target } = admitted;
+    const { pod, target, slot } = admitted;
     await this.#relay(
       channel,
       "files",
       who,
       target,
-      name.container ? { container: name.container } : {},
+      { ...(name.container ? { container: name.container } : {}), slot },
       () =>
         this.#sessions.openStream(pod.cluster, {
           purpose: ACCESS_FILES_PURPOSE,
@@ -235,7 +236,7 @@ export class Bastion implements UserLogins {
     }
     const admitted = await this.#admit(undefined, who, "forward", selector);
     if (!admitted) return reject();
-    const { pod, target } = admitted;
+    const { pod, target, slot } = admitted;
     let stream: Duplex;
     try {
       stream = await this.#sessions.openStream(pod.cluster, {
@@ -243,6 +244,7 @@ export class Bastion implements UserLogins {
         meta: { namespace: pod.namespace, name: pod.name, port },
       });
     } catch (error) {
+      slot.release();
       reject();
       this.#sessions.audit(who, {
         verb: "forward",
@@ -255,7 +257,7 @@ export class Bastion implements UserLogins {
       return;
     }
     const channel = accept();
-    await this.#relay(channel, "forward", who, target, { port }, async () => stream);
+    await this.#relay(channel, "forward", who, target, { port, slot }, async () => stream);
   }
 
   /** Pipes a channel and an agent stream both ways, counted, bounded and tracked. */
@@ -264,7 +266,7 @@ export class Bastion implements UserLogins {
     verb: AccessVerb,
     who: Requester,
     target: AccessTarget,
-    extra: { container?: string; port?: number },
+    extra: { container?: string; port?: number; slot?: SessionSlot },
     open: () => Promise<Duplex>,
   ): Promise<void> {
     let stream: Duplex | undefined;

@@ -245,7 +245,7 @@ export async function startHub(options: HubOptions): Promise<Hub> {
     tunnel: tunnel.server,
     accessAudit: (limit) => audit.recent(limit),
     logger,
-    authorize: options.authorize ?? httpAccessCheck(access),
+    authorize: options.authorize ?? httpAccessCheck(access, sessions),
     // Injected checks decide alone (tests, `rlark up` without grants); git's grants also revoke.
     ...(options.authorize ? {} : { hold: httpAccessHold(sessions) }),
     audit: options.audit ?? httpAuditSink(audit),
