@@ -26,6 +26,7 @@ export {
 } from "./dry-run.ts";
 export { type EnrollOptions, enrollAgent } from "./enroll-client.ts";
 export { checkHubIdentity, parseHubAddress } from "./hub-identity.ts";
+export { DEFAULT_MAX_STARTUPS, type MaxStartups, parseMaxStartups } from "./max-startups.ts";
 export { MessageChannel, type MessageChannelOptions } from "./message-channel.ts";
 export { encodeLine, LineSplitter, LineTooLongError } from "./ndjson.ts";
 export * from "./protocol.ts";

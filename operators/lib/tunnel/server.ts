@@ -12,6 +12,7 @@ import {
 } from "../pki/index.ts";
 import { AgentSession } from "./agent-session.ts";
 import { coalesceWrites } from "./coalesce-writes.ts";
+import { DEFAULT_MAX_STARTUPS, dropsStartup, type MaxStartups } from "./max-startups.ts";
 import { MessageChannel } from "./message-channel.ts";
 import { encodeLine, readLine } from "./ndjson.ts";
 import {
@@ -85,13 +86,19 @@ export interface TunnelServerOptions {
   renewMinIntervalMs?: number;
   /** An authenticated channel that does not say hello within this time is closed. */
   helloTimeoutMs?: number;
-  /** A connection that has not logged in within this time is closed (default 30 s). */
+  /**
+   * A connection that has not logged in within this time is closed (OpenSSH's LoginGraceTime;
+   * default 20 s: room for a person to type a key's passphrase, which happens before login).
+   */
   authTimeoutMs?: number;
   /** Failed logins per connection; the next attempt ends it (default 6, as OpenSSH's MaxAuthTries). */
   maxAuthTries?: number;
-  /** Connections not yet logged in, per source address (default 10) and in total (default 100). */
+  /** Connections not yet logged in per source address (OpenSSH's PerSourceMaxStartups; default 3). */
   maxUnauthenticatedPerAddress?: number;
-  maxUnauthenticated?: number;
+  /** Connections not yet logged in, in all: random early drop (OpenSSH's MaxStartups; default 40:30:120). */
+  maxStartups?: MaxStartups;
+  /** The draw of the random early drop (tests pin it). */
+  random?: () => number;
   clock?: Clock;
   logger?: Logger;
   heartbeatIntervalMs?: number;
@@ -209,8 +216,12 @@ export class TunnelServer {
     const key = `${ip}:${socket.remotePort}`;
     const perIp = this.#preAuthPerIp.get(ip) ?? 0;
     if (
-      perIp >= (this.#options.maxUnauthenticatedPerAddress ?? 10) ||
-      this.#preAuth.size >= (this.#options.maxUnauthenticated ?? 100)
+      perIp >= (this.#options.maxUnauthenticatedPerAddress ?? 3) ||
+      dropsStartup(
+        this.#preAuth.size,
+        this.#options.maxStartups ?? DEFAULT_MAX_STARTUPS,
+        this.#options.random,
+      )
     ) {
       socket.destroy();
       // One line per 10 s at most: the refusals themselves must not flood the log.
@@ -225,7 +236,7 @@ export class TunnelServer {
       }
       return false;
     }
-    const timeoutMs = this.#options.authTimeoutMs ?? 30_000;
+    const timeoutMs = this.#options.authTimeoutMs ?? 20_000;
     const timer = setTimeout(() => {
       this.#log.warn("closing a connection that did not log in in time", { ip, timeoutMs });
       socket.destroy();
