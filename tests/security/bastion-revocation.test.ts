@@ -4,6 +4,7 @@
 // from a User ends the sessions opened with that key (the user's other key keeps its own), and
 // the connection it logged in cannot open another. Real OpenSSH sessions through a real hub.
 import { type ChildProcess, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import t, { type Test } from "tap";
 import {
@@ -65,10 +66,8 @@ t.test("a session ends when git stops granting it, by the target's and the user'
     }),
   });
   const second = keygen(b.dir, "alice-second");
-  const first = {
-    file: b.keys.alice as string,
-    line: (await run("ssh-keygen", ["-y", "-f", b.keys.alice as string])).stdout.trim(),
-  };
+  // The fixture's key, as its public line (ssh-keygen wrote it beside the private key).
+  const first = { file: b.keys.alice as string, line: readFileSync(`${b.keys.alice}.pub`, "utf8").trim() };
   const { hub } = b.running;
   const opened = (n: number) => waitFor(`${n} sessions open`, () => hub.bastion.open === n, onRealServers);
   // Each part counts from the sessions open before it (an earlier part may have failed with one).
