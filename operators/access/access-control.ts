@@ -11,6 +11,7 @@ import {
   type Principal,
 } from "./authorize.ts";
 import type { PodSelector } from "./login-name.ts";
+import { publicKeyBlob } from "./public-key.ts";
 
 /** A pod found for a login: where it runs and what it belongs to. */
 export interface ResolvedPod {
@@ -45,11 +46,6 @@ export class AccessControl {
     return this.#store.get<User>("User", undefined, name);
   }
 
-  async principal(name: string): Promise<Principal | undefined> {
-    const user = await this.user(name);
-    return user ? { user: name, roles: user.spec.roles } : undefined;
-  }
-
   /** The one pod a selector names; throws AccessDenied with what is wrong (none, ambiguous, not ready). */
   async resolvePod(selector: PodSelector): Promise<ResolvedPod> {
     const pods = (await this.#store.list<Pod>("Pod")).items.map(resolved).filter((p) => p !== undefined);
@@ -74,7 +70,7 @@ export class AccessControl {
   }
 
   /** What the policies match on for a pod: its cluster, namespace, Job labels and Domain. */
-  async target(pod: ResolvedPod): Promise<AccessTarget> {
+  async target(pod: Pick<ResolvedPod, "cluster" | "namespace" | "name" | "job">): Promise<AccessTarget> {
     const job = pod.job ? await this.#store.get<Job>("Job", undefined, pod.job) : undefined;
     const domain = job?.spec.domain;
     return {
@@ -84,6 +80,12 @@ export class AccessControl {
       ...(pod.job ? { job: pod.job, jobLabels: job?.metadata.labels ?? {} } : {}),
       ...(domain ? { domain } : {}),
     };
+  }
+
+  /** `target` as the store has it now: its Job's labels and Domain may have changed since. */
+  current(target: AccessTarget): Promise<AccessTarget> {
+    const { cluster, namespace, pod: name, job } = target;
+    return this.target({ cluster, namespace, name, ...(job ? { job } : {}) });
   }
 
   /** The pod mirrored as `name` in `agent-<cluster>` (the hub API's addressing). */
@@ -98,15 +100,22 @@ export class AccessControl {
     return found ? this.target(found) : undefined;
   }
 
-  /** authorize() with the User and the AccessPolicies the store holds now. */
+  /**
+   * authorize() with the User and the AccessPolicies the store holds now; with `loginKey` (an SSH
+   * login's public key, wire format), only while the User still lists that key.
+   */
   async decide(
     user: string,
     verb: AccessVerb,
     target: AccessTarget,
     command?: string,
+    loginKey?: Buffer,
   ): Promise<AccessDecision> {
-    const principal = await this.principal(user);
-    if (!principal) return { allowed: false, reason: `user ${user} is not declared in git` };
+    const found = await this.user(user);
+    if (!found) return { allowed: false, reason: `user ${user} is not declared in git` };
+    if (loginKey && !found.spec.sshPublicKeys?.some((line) => publicKeyBlob(line)?.equals(loginKey)))
+      return { allowed: false, reason: `the SSH key this login used is no longer listed for user ${user}` };
+    const principal: Principal = { user, roles: found.spec.roles };
     const policies = (await this.#store.list<AccessPolicy>("AccessPolicy")).items;
     return authorize(policies, principal, verb, target, command);
   }

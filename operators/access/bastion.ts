@@ -5,7 +5,7 @@
 import type { Duplex, Readable, Writable } from "node:stream";
 import type { Connection, ServerChannel, Session } from "ssh2";
 import { ACCESS_FILES_PURPOSE, ACCESS_FORWARD_PURPOSE } from "../lib/access-stream/index.ts";
-import type { UserLogins } from "../lib/tunnel/index.ts";
+import { StreamRefused, type UserLogins } from "../lib/tunnel/index.ts";
 import type { ResolvedPod } from "./access-control.ts";
 import type { AccessTarget, AccessVerb } from "./authorize.ts";
 import { PauseReasons } from "./byte-rate.ts";
@@ -16,6 +16,7 @@ import {
   describePod,
   type Requester,
   type SessionControl,
+  type SessionSlot,
   targetName,
 } from "./sessions.ts";
 
@@ -49,12 +50,13 @@ export class Bastion implements UserLogins {
     return (user?.spec.sshPublicKeys ?? []).some((line) => publicKeyBlob(line)?.equals(key.data) ?? false);
   }
 
-  onConnection(conn: Connection, login: string, ip: string): void {
+  onConnection(conn: Connection, login: string, ip: string, key: { algo: string; data: Buffer }): void {
     const name = parseLoginName(login);
-    const who: Requester = { user: name.user, ip, via: "ssh" };
-    conn.on("session", (accept) => this.#session(accept(), name, ip));
+    // Every access of this connection carries its login key: removed from the User, it ends them.
+    const who: Requester = { user: name.user, ip, via: "ssh", key: key.data };
+    conn.on("session", (accept) => this.#session(accept(), name, who));
     conn.on("tcpip", (accept, reject, info) => {
-      void this.#forward(accept, reject, info.destIP, info.destPort, name, ip);
+      void this.#forward(accept, reject, info.destIP, info.destPort, who);
     });
     conn.on("request", (_accept, reject, request) => {
       reject?.();
@@ -64,8 +66,7 @@ export class Bastion implements UserLogins {
     conn.on("openssh.streamlocal", (_accept, reject) => reject());
   }
 
-  #session(session: Session, name: LoginName, ip: string): void {
-    const who: Requester = { user: name.user, ip, via: "ssh" };
+  #session(session: Session, name: LoginName, who: Requester): void {
     let pty: { term: string; cols: number; rows: number } | undefined;
     let control: SessionControl | undefined;
     let requested = false;
@@ -103,7 +104,7 @@ export class Bastion implements UserLogins {
       }
       requested = true;
       const channel = accept();
-      void this.#run(channel, verb, name, ip, pty, command).then((c) => {
+      void this.#run(channel, verb, name, who, pty, command).then((c) => {
         control = c;
       });
     };
@@ -124,7 +125,7 @@ export class Bastion implements UserLogins {
     session.on("subsystem", (accept, reject, info) => {
       if (info.name !== "sftp" || requested) return reject();
       requested = true;
-      void this.#files(accept(), name, ip);
+      void this.#files(accept(), name, who);
     });
   }
 
@@ -135,7 +136,7 @@ export class Bastion implements UserLogins {
     verb: AccessVerb,
     selector: PodSelector | undefined,
     command?: string,
-  ): Promise<{ pod: ResolvedPod; target: AccessTarget } | undefined> {
+  ): Promise<{ pod: ResolvedPod; target: AccessTarget; slot: SessionSlot } | undefined> {
     const admission = await this.#sessions.admit(who, verb, selector, command);
     if ("denied" in admission) {
       if (channel) {
@@ -152,11 +153,10 @@ export class Bastion implements UserLogins {
     channel: ServerChannel,
     verb: "shell" | "exec",
     name: LoginName,
-    ip: string,
+    who: Requester,
     pty: { term: string; cols: number; rows: number } | undefined,
     command?: string,
   ): Promise<SessionControl | undefined> {
-    const who: Requester = { user: name.user, ip, via: "ssh" };
     const admitted = await this.#admit(channel, who, verb, name.target, command);
     if (!admitted) return undefined;
     let control: SessionControl | undefined;
@@ -197,17 +197,16 @@ export class Bastion implements UserLogins {
     return session;
   }
 
-  async #files(channel: ServerChannel, name: LoginName, ip: string): Promise<void> {
-    const who: Requester = { user: name.user, ip, via: "ssh" };
+  async #files(channel: ServerChannel, name: LoginName, who: Requester): Promise<void> {
     const admitted = await this.#admit(channel, who, "files", name.target);
     if (!admitted) return;
-    const { pod, target } = admitted;
+    const { pod, target, slot } = admitted;
     await this.#relay(
       channel,
       "files",
       who,
       target,
-      name.container ? { container: name.container } : {},
+      { ...(name.container ? { container: name.container } : {}), slot },
       () =>
         this.#sessions.openStream(pod.cluster, {
           purpose: ACCESS_FILES_PURPOSE,
@@ -225,10 +224,8 @@ export class Bastion implements UserLogins {
     reject: () => void,
     destination: string,
     port: number,
-    name: LoginName,
-    ip: string,
+    who: Requester,
   ): Promise<void> {
-    const who: Requester = { user: name.user, ip, via: "ssh" };
     let selector: PodSelector;
     try {
       selector = parsePodSelector(destination);
@@ -239,7 +236,7 @@ export class Bastion implements UserLogins {
     }
     const admitted = await this.#admit(undefined, who, "forward", selector);
     if (!admitted) return reject();
-    const { pod, target } = admitted;
+    const { pod, target, slot } = admitted;
     let stream: Duplex;
     try {
       stream = await this.#sessions.openStream(pod.cluster, {
@@ -247,18 +244,20 @@ export class Bastion implements UserLogins {
         meta: { namespace: pod.namespace, name: pod.name, port },
       });
     } catch (error) {
+      slot.release();
       reject();
       this.#sessions.audit(who, {
         verb: "forward",
         target: `${targetName(target)}:${port}`,
         start: new Date().toISOString(),
-        result: "error",
+        // The agent's own check (a port the pod does not hold) refuses; anything else failed.
+        result: error instanceof StreamRefused ? "refused" : "error",
         error: (error as Error).message,
       });
       return;
     }
     const channel = accept();
-    await this.#relay(channel, "forward", who, target, { port }, async () => stream);
+    await this.#relay(channel, "forward", who, target, { port, slot }, async () => stream);
   }
 
   /** Pipes a channel and an agent stream both ways, counted, bounded and tracked. */
@@ -267,7 +266,7 @@ export class Bastion implements UserLogins {
     verb: AccessVerb,
     who: Requester,
     target: AccessTarget,
-    extra: { container?: string; port?: number },
+    extra: { container?: string; port?: number; slot?: SessionSlot },
     open: () => Promise<Duplex>,
   ): Promise<void> {
     let stream: Duplex | undefined;

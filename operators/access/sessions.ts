@@ -44,6 +44,8 @@ export interface Requester {
   user: string;
   ip: string;
   via: AccessVia;
+  /** The SSH public key (wire format) the connection logged in with: it must stay the user's. */
+  key?: Buffer;
 }
 
 /** One open access, from its admission to its audit line. */
@@ -68,6 +70,7 @@ export interface LiveAccess {
 
 interface TrackedAccess extends LiveAccess {
   command?: string;
+  key?: Buffer;
   lastActivity: number;
   /** A log follow is quiet when its pod is: only sessions the client drives idle out. */
   idles: boolean;
@@ -101,17 +104,33 @@ export interface SessionRequest extends Requester {
   verb: "shell" | "exec";
   pod: ResolvedPod;
   target: AccessTarget;
+  /** The admission's place under the per-user limit; the session takes it over. */
+  slot?: SessionSlot;
   container?: string;
   command?: string;
   pty?: { term: string; cols: number; rows: number };
 }
 
-export type Admission = { pod: ResolvedPod; target: AccessTarget } | { denied: string };
+/**
+ * A place under the per-user limit, taken synchronously when an access is asked for (so a burst
+ * of requests cannot all pass the count before any of them is open) and held until the access is
+ * tracked (track takes it over) or given up. Releasing it twice does nothing.
+ */
+export interface SessionSlot {
+  release(): void;
+}
+
+/** A slot no access took within this time returns by itself (an admission whose client left). */
+const SLOT_UNCLAIMED_MS = 60_000;
+
+export type Admission = { pod: ResolvedPod; target: AccessTarget; slot: SessionSlot } | { denied: string };
 
 export class AccessSessions {
   readonly #options: AccessSessionsOptions;
   readonly #log: Logger;
   readonly #live = new Set<TrackedAccess>();
+  /** Slots taken by admissions whose access is not tracked yet, per user. */
+  readonly #reserved = new Map<string, number>();
   /** Each user's byte rate, each way, while they have an open access. */
   readonly #rates = new Map<string, Record<"in" | "out", ByteRate>>();
   #idleTimer: NodeJS.Timeout | undefined;
@@ -166,6 +185,36 @@ export class AccessSessions {
     return n;
   }
 
+  /** Why `user` may open nothing more now (every place under the limit taken), or undefined. */
+  full(user: string): string | undefined {
+    const used = this.open(user) + (this.#reserved.get(user) ?? 0);
+    if (used >= (this.#options.maxSessionsPerUser ?? 16))
+      return `too many open sessions (${used}); close one first`;
+    return undefined;
+  }
+
+  /**
+   * Takes one of `user`'s places under the per-user limit at once (no await between the count and
+   * the taking), or says why not.
+   */
+  reserve(user: string): SessionSlot | { denied: string } {
+    const full = this.full(user);
+    if (full) return { denied: full };
+    this.#reserved.set(user, (this.#reserved.get(user) ?? 0) + 1);
+    let held = true;
+    const release = () => {
+      if (!held) return;
+      held = false;
+      clearTimeout(unclaimed);
+      const left = (this.#reserved.get(user) ?? 1) - 1;
+      if (left > 0) this.#reserved.set(user, left);
+      else this.#reserved.delete(user);
+    };
+    const unclaimed = setTimeout(release, SLOT_UNCLAIMED_MS);
+    unclaimed.unref();
+    return { release };
+  }
+
   /**
    * Resolves and authorizes a pod (named by a selector, or already resolved) for `verb`; a refusal
    * is audited and says why in words fit for the user.
@@ -182,22 +231,25 @@ export class AccessSessions {
       return { denied: message };
     };
     if (!pod) return deny("name a pod in the login: <user>+<pod>[+<container>]", "");
-    const open = this.open(who.user);
-    if (open >= (this.#options.maxSessionsPerUser ?? 16))
-      return deny(`too many open sessions (${open}); close one first`, describePod(pod));
+    const slot = this.reserve(who.user);
+    if ("denied" in slot) return deny(slot.denied, describePod(pod));
     let resolved: ResolvedPod;
     let target: AccessTarget;
     try {
       resolved = "cluster" in pod ? pod : await this.#options.access.resolvePod(pod);
       target = await this.#options.access.target(resolved);
     } catch (error) {
+      slot.release();
       if (!(error instanceof AccessDenied))
         this.#log.warn("resolving an access target failed", { error: (error as Error).message });
       return deny((error as Error).message, describePod(pod));
     }
-    const decision = await this.#options.access.decide(who.user, verb, target, command);
-    if (!decision.allowed) return deny(`access denied: ${decision.reason}`, targetName(target));
-    return { pod: resolved, target };
+    const decision = await this.#options.access.decide(who.user, verb, target, command, who.key);
+    if (!decision.allowed) {
+      slot.release();
+      return deny(`access denied: ${decision.reason}`, targetName(target));
+    }
+    return { pod: resolved, target, slot };
   }
 
   /**
@@ -217,6 +269,8 @@ export class AccessSessions {
       idles?: boolean;
       /** False: the caller writes its own, richer audit line (the API's routes). */
       audited?: boolean;
+      /** The slot its admission took: this access holds the place from now on. */
+      slot?: SessionSlot;
     } = {},
   ): LiveAccess {
     const start = new Date().toISOString();
@@ -230,6 +284,7 @@ export class AccessSessions {
       verb,
       target,
       ...(extra.command === undefined ? {} : { command: extra.command }),
+      ...(who.key ? { key: who.key } : {}),
       lastActivity: Date.now(),
       idles: extra.idles ?? true,
       get ended() {
@@ -269,6 +324,7 @@ export class AccessSessions {
       },
     };
     this.#live.add(live);
+    extra.slot?.release();
     return live;
   }
 
@@ -278,7 +334,7 @@ export class AccessSessions {
    * not be reached (then `sink.broken` has said why).
    */
   async runSession(request: SessionRequest, sink: SessionSink): Promise<SessionControl | undefined> {
-    const { pod, target, container, command, pty } = request;
+    const { pod, target, container, command, pty, slot } = request;
     const argv = command === undefined ? undefined : execArgv(command);
     let stream: Duplex | undefined;
     let exited = false;
@@ -290,7 +346,11 @@ export class AccessSessions {
         if (!exited) sink.broken(error);
         stream?.destroy();
       },
-      { ...(container ? { container } : {}), ...(command === undefined ? {} : { command }) },
+      {
+        ...(container ? { container } : {}),
+        ...(command === undefined ? {} : { command }),
+        ...(slot ? { slot } : {}),
+      },
     );
     try {
       stream = await this.#options.openStream(pod.cluster, {
@@ -430,11 +490,16 @@ export class AccessSessions {
     });
   }
 
-  /** Asks again for every open access; what git no longer grants ends now. */
+  /**
+   * Asks again for every open access, about the target as it is now (its Job's labels and Domain
+   * today, not at admission) and the login key the user holds now; what git no longer grants ends.
+   */
   async #recheck(): Promise<void> {
+    const access = this.#options.access;
     for (const live of [...this.#live]) {
       try {
-        const decision = await this.#options.access.decide(live.user, live.verb, live.target, live.command);
+        const target = await access.current(live.target);
+        const decision = await access.decide(live.user, live.verb, target, live.command, live.key);
         if (!decision.allowed) live.end("revoked", `access revoked: ${decision.reason}`);
       } catch (error) {
         this.#log.warn("re-checking an access failed", { error: (error as Error).message });

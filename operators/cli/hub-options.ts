@@ -3,6 +3,7 @@ import path from "node:path";
 import { type Command, InvalidArgumentError, Option } from "commander";
 import type { HubOptions } from "../hub/index.ts";
 import { DEFAULT_HTTP_LIMITS, publicOrigin } from "../lib/http/index.ts";
+import { DEFAULT_MAX_STARTUPS, type MaxStartups, parseMaxStartups } from "../lib/tunnel/index.ts";
 import { parseByteSize } from "./byte-size.ts";
 import { usageError } from "./cli-error.ts";
 import { parseDuration } from "./duration.ts";
@@ -43,6 +44,9 @@ export interface CommonHubFlags {
   httpRequestTimeout?: number;
   proxyTimeout?: number;
   publicUrl: string[];
+  sshLoginGraceTime?: number;
+  sshMaxStartups?: MaxStartups;
+  sshPerSourceMaxStartups?: number;
 }
 
 export function addCommonHubFlags(command: Command, defaults: { interval: string; ssh: string }): Command {
@@ -167,7 +171,45 @@ export function addCommonHubFlags(command: Command, defaults: { interval: string
       )
         .argParser(parseDuration)
         .default(30_000, "30s"),
+    )
+    .addOption(
+      new Option(
+        "--ssh-login-grace-time <duration>",
+        "close an SSH connection that has not logged in within this time (as OpenSSH's LoginGraceTime)",
+      )
+        .argParser(positiveDuration)
+        .default(20_000, "20s"),
+    )
+    .addOption(
+      new Option(
+        "--ssh-max-startups <start:rate:full>",
+        "SSH connections not yet logged in: from start refuse rate % at random, rising to all at full (as OpenSSH's MaxStartups)",
+      )
+        .argParser(maxStartups)
+        .default(DEFAULT_MAX_STARTUPS, "40:30:120"),
+    )
+    .addOption(
+      new Option(
+        "--ssh-per-source-max-startups <n>",
+        "SSH connections not yet logged in from one address (as OpenSSH's PerSourceMaxStartups)",
+      )
+        .argParser(positiveInteger)
+        .default(3),
     );
+}
+
+function positiveDuration(value: string): number {
+  const ms = parseDuration(value);
+  if (ms <= 0) throw new InvalidArgumentError("expected a duration above 0, e.g. 20s");
+  return ms;
+}
+
+function maxStartups(value: string): MaxStartups {
+  try {
+    return parseMaxStartups(value);
+  } catch (error) {
+    throw new InvalidArgumentError((error as Error).message);
+  }
 }
 
 /** 0 (no limit), or at least 1 KiB/s: below that one SSH packet would wait for most of a minute. */
@@ -244,6 +286,13 @@ export async function hubOptionsFrom(
       ...(flags.accessMaxSessions === undefined ? {} : { maxSessionsPerUser: flags.accessMaxSessions }),
       ...(flags.accessIdleTimeout === undefined ? {} : { idleTimeoutMs: flags.accessIdleTimeout }),
       ...(flags.accessRate === undefined ? {} : { bytesPerSecondPerUser: flags.accessRate }),
+    },
+    sshLimits: {
+      ...(flags.sshLoginGraceTime === undefined ? {} : { authTimeoutMs: flags.sshLoginGraceTime }),
+      ...(flags.sshMaxStartups === undefined ? {} : { maxStartups: flags.sshMaxStartups }),
+      ...(flags.sshPerSourceMaxStartups === undefined
+        ? {}
+        : { maxUnauthenticatedPerAddress: flags.sshPerSourceMaxStartups }),
     },
     ...(flags.feedback
       ? {

@@ -29,7 +29,7 @@ import { jsonLogger, type Logger } from "../lib/logger.ts";
 import { Registry } from "../lib/metrics/index.ts";
 import { SealKeyring } from "../lib/seal/index.ts";
 import type { Store } from "../lib/store/index.ts";
-import type { TunnelServer } from "../lib/tunnel/index.ts";
+import type { TunnelServer, TunnelServerOptions } from "../lib/tunnel/index.ts";
 import { createWebhookIntake, type GitCredentials } from "../source/index.ts";
 import { createAgentSync } from "./agent-sync/index.ts";
 import { type ControllerDependencies, hubControllers } from "./controllers.ts";
@@ -91,6 +91,8 @@ export interface HubOptions {
    * WebSocket or a cookie-borne change from any other origin is refused.
    */
   publicUrls?: string[];
+  /** Limits of the SSH endpoint on connections not yet logged in (docs/tunnel.md). */
+  sshLimits?: Pick<TunnelServerOptions, "authTimeoutMs" | "maxStartups" | "maxUnauthenticatedPerAddress">;
   /** Limits of the web terminal's WebSocket (docs/access.md). */
   webTerminal?: Omit<WebTerminalOptions, "sessions">;
   /** Who may read pod logs and proxy to pods; default the AccessPolicies from git (docs/access.md). */
@@ -191,6 +193,7 @@ export async function startHub(options: HubOptions): Promise<Hub> {
     onClusterState: (cluster, state) => agentSync.onClusterState(cluster, state),
     users: bastion,
     logger,
+    ...options.sshLimits,
   });
   const addonCatalog = new AddonCatalogHolder();
   const controllerDeps: ControllerDependencies = { dataDir: options.dataDir, ca: tunnel.ca, addonCatalog };
@@ -261,7 +264,7 @@ export async function startHub(options: HubOptions): Promise<Hub> {
     tunnel: tunnel.server,
     accessAudit: (limit) => audit.recent(limit),
     logger,
-    authorize: options.authorize ?? httpAccessCheck(access),
+    authorize: options.authorize ?? httpAccessCheck(access, sessions),
     // Injected checks decide alone (tests, `rlark up` without grants); git's grants also revoke.
     ...(options.authorize ? {} : { hold: httpAccessHold(sessions) }),
     audit: options.audit ?? httpAuditSink(audit),

@@ -1,13 +1,14 @@
 // SFTP, scp (SFTP mode) and TCP forwarding through the bastion with the real OpenSSH clients:
 // files move in and out of a process-runtime pod's directory and nowhere else, ports are
-// forwarded to the pod, and only with the verb granted.
+// forwarded to the pod (ports its own processes listen on), and only with the verb granted.
 import { spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { createReadStream, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
-import { createServer } from "node:http";
-import { type AddressInfo, connect, createServer as createNetServer, type Socket } from "node:net";
+import { connect, type Socket } from "node:net";
 import path from "node:path";
 import t from "tap";
+import { freePort } from "../helpers/free-port.ts";
+import { jobYaml, rawTaskYaml } from "../helpers/job-yaml.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 import { podJobYaml, policyYaml, run, startBastion, userYaml } from "./bastion-fixture.ts";
 
@@ -21,16 +22,35 @@ async function sha256(file: string): Promise<string> {
   return hash.digest("hex");
 }
 
+const PORTS_POD = "ports-main-0";
+/** More than the 2 MiB SSH channel windows. */
+const BULK_BYTES = 6 * 1024 * 1024;
+
+/**
+ * A pod of two ports: HTTP on `http`, and on `bulk` BULK_BYTES random bytes to whoever connects,
+ * with a file `sent` written in its directory once that connection has closed.
+ */
+function portsJobYaml(http: number, bulk: number): string {
+  const script = [
+    `require("node:http").createServer((q, s) => s.end("from the pod's port\\n")).listen(${http}, "127.0.0.1");`,
+    `require("node:net").createServer((s) => { s.on("error", () => {}); s.once("close", () => require("node:fs").writeFileSync("sent", "")); s.end(require("node:crypto").randomBytes(${BULK_BYTES})); }).listen(${bulk}, "127.0.0.1");`,
+  ].join(" ");
+  return jobYaml("ports", [rawTaskYaml({ kind: "Deployment", command: [process.execPath, "-e", script] })]);
+}
+
 t.test("files and forwarding through hub and agent", async (t) => {
+  const httpPort = await freePort();
+  const bulkPort = await freePort();
   const b = await startBastion(t, {
     users: ["alice", "bob"],
-    pods: [POD],
+    pods: [POD, PORTS_POD],
     files: (keys) => ({
       "users.yaml": [
         userYaml("alice", ["user"], [keys.alice as string]),
         userYaml("bob", ["user"], [keys.bob as string]),
       ].join("---\n"),
       "job.yaml": podJobYaml("vision"),
+      "ports.yaml": portsJobYaml(httpPort, bulkPort),
       "policy.yaml": policyYaml(
         "alice-files",
         "  subjects:\n    users: [alice]\n  verbs: [files, forward]\n",
@@ -120,15 +140,9 @@ t.test("files and forwarding through hub and agent", async (t) => {
   });
 
   await t.test("ssh -L forwards a local port to the pod's port; only with the forward verb", async (t) => {
-    const server = createServer((_req, res) => res.end("from the pod's port\n"));
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    t.teardown(() => server.close());
-    const podPort = (server.address() as AddressInfo).port;
-    const probe = createServer();
-    await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
-    const localPort = (probe.address() as AddressInfo).port;
-    await new Promise<void>((resolve) => probe.close(() => resolve()));
-    const forward = (await import("node:child_process")).spawn(
+    const podPort = httpPort;
+    const localPort = await freePort();
+    const forward = spawn(
       "ssh",
       [
         ...b.sshArgs("alice"),
@@ -136,12 +150,13 @@ t.test("files and forwarding through hub and agent", async (t) => {
         "-o",
         "ExitOnForwardFailure=yes",
         "-L",
-        `${localPort}:${POD}:${podPort}`,
+        `${localPort}:${PORTS_POD}:${podPort}`,
         "alice@127.0.0.1",
       ],
       { stdio: "ignore" },
     );
     t.teardown(() => forward.kill());
+    // The pod's server starts after the pod is Running: ask until it answers.
     const body = await waitFor(
       "the forwarded port answers",
       async () => (await fetch(`http://127.0.0.1:${localPort}/`)).text(),
@@ -150,9 +165,9 @@ t.test("files and forwarding through hub and agent", async (t) => {
     t.equal(body, "from the pod's port\n");
     forward.kill();
 
-    const denied = (await import("node:child_process")).spawn(
+    const denied = spawn(
       "ssh",
-      [...b.sshArgs("bob"), "-N", "-L", `${localPort}:${POD}:${podPort}`, "bob@127.0.0.1"],
+      [...b.sshArgs("bob"), "-N", "-L", `${localPort}:${PORTS_POD}:${podPort}`, "bob@127.0.0.1"],
       { stdio: "ignore" },
     );
     t.teardown(() => denied.kill());
@@ -175,26 +190,12 @@ t.test("files and forwarding through hub and agent", async (t) => {
 
   await t.test("ssh -L delivers every byte a pod's port sends before it closes", async (t) => {
     // More than the 2 MiB SSH channel windows: when the pod's end of the stream closes, the agent
-    // and the hub still hold bytes for the next hop and must write them all before closing.
-    const size = 6 * 1024 * 1024;
-    let sent = false;
-    const server = createNetServer((socket) => {
-      socket.on("error", () => {});
-      socket.once("close", () => {
-        sent = true;
-      });
-      socket.end(randomBytes(size));
-    });
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    t.teardown(() => server.close());
-    const podPort = (server.address() as AddressInfo).port;
-    const localPort = await new Promise<number>((resolve) => {
-      const probe = createNetServer();
-      probe.listen(0, "127.0.0.1", () => {
-        const { port } = probe.address() as AddressInfo;
-        probe.close(() => resolve(port));
-      });
-    });
+    // and the hub still hold bytes for the next hop and must write them all before closing. The
+    // pod's bulk port listens: its server started with the HTTP one the test above reached.
+    const size = BULK_BYTES;
+    const sent = path.join(b.dir, "state", "work", "agent-local_ports-main", "sent");
+    const podPort = bulkPort;
+    const localPort = await freePort();
     const forward = spawn(
       "ssh",
       [
@@ -203,7 +204,7 @@ t.test("files and forwarding through hub and agent", async (t) => {
         "-o",
         "ExitOnForwardFailure=yes",
         "-L",
-        `${localPort}:${POD}:${podPort}`,
+        `${localPort}:${PORTS_POD}:${podPort}`,
         "alice@127.0.0.1",
       ],
       { stdio: "ignore" },
@@ -225,7 +226,7 @@ t.test("files and forwarding through hub and agent", async (t) => {
     socket.on("data", (chunk: Buffer) => {
       received += chunk.length;
     });
-    await waitFor("the pod's port done sending", () => sent, onRealServers);
+    await waitFor("the pod's port done sending", () => existsSync(sent), onRealServers);
     const ended = new Promise((resolve) => socket.once("close", resolve));
     socket.resume();
     await ended;

@@ -71,6 +71,23 @@ t.test("a bad flag value is a usage error: exit 2, one line", async (t) => {
   const sessions = await rlark(["up", "--data-dir", dataDir, "--access-max-sessions", "0"]);
   t.equal(sessions.code, 2);
   t.match(sessions.stderr, /argument '0' is invalid\. expected a whole number above 0/);
+  const startups = await rlark(["up", "--data-dir", dataDir, "--ssh-max-startups", "50:30:10"]);
+  t.equal(startups.code, 2);
+  t.match(
+    startups.stderr,
+    /argument '50:30:10' is invalid\. max startups "50:30:10": full must be at least start/,
+  );
+  const grace = await rlark([
+    "hub",
+    "--repo",
+    dataDir,
+    "--data-dir",
+    dataDir,
+    "--ssh-login-grace-time",
+    "0s",
+  ]);
+  t.equal(grace.code, 2);
+  t.match(grace.stderr, /argument '0s' is invalid\. expected a duration above 0/);
   const { existsSync } = await import("node:fs");
   t.notOk(existsSync(dataDir), "nothing is created before the flags are checked");
 });

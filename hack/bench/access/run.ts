@@ -68,7 +68,16 @@ try {
     .toString()
     .trim();
 
-  // A repository: the local cluster, a user, a grant and a long-running pod.
+  // A repository: the local cluster, a user, a grant and a long-running pod. The pod is the
+  // socat that sends BYTES to whoever connects to its port: a forward reaches only a port the
+  // pod's own processes listen on (socat off the hub's event loop, as the reader is).
+  const podPort = await freePort();
+  const podCommand = [
+    "socat",
+    "-u",
+    `OPEN:/dev/zero,readbytes=${BYTES}`,
+    `TCP-LISTEN:${podPort},bind=127.0.0.1,reuseaddr,fork`,
+  ];
   const repo = path.join(dir, "repo");
   mkdirSync(repo);
   writeFileSync(
@@ -96,7 +105,7 @@ spec:
     - name: main
       role: Actor
       agentType: Raw
-      raw: { kind: Deployment, command: ["sleep", "36000"] }
+      raw: { kind: Deployment, command: ${JSON.stringify(podCommand)} }
 `,
   );
   const git = (...args: string[]) => execFileSync("git", ["-C", repo, ...args], { stdio: "ignore" });
@@ -247,16 +256,8 @@ spec:
     report(`SFTP download of ${mb.toFixed(0)} MB (${name})`, result, `(sha256 intact: ${intactAll})`);
   }
 
-  // ssh -L: a pod port that sends BYTES to whoever connects, and a reader that counts them, both
-  // socat processes: in this process they would take the hub's event loop from it.
-  const podPort = await freePort();
-  children.push(
-    spawn(
-      "socat",
-      ["-u", `OPEN:/dev/zero,readbytes=${BYTES}`, `TCP-LISTEN:${podPort},bind=127.0.0.1,reuseaddr,fork`],
-      { stdio: "ignore" },
-    ),
-  );
+  // ssh -L: the pod's port sends BYTES to whoever connects, and a reader counts them, both socat
+  // processes: in this process they would take the hub's event loop from it.
   await untilListening(podPort, "the pod's port");
   const forward = async (port: number, login: string, target: string, cipher: string[]) => {
     const local = await freePort();

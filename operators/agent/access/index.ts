@@ -1,12 +1,12 @@
 // The agent's side of the access service: shell and exec sessions, port forwarding and files
 // for pods this agent runs, each after the agent's own last check that the pod is here and
 // running. The hub has authorized the user before it opens any of these streams. Process-runtime
-// pods are local: sessions run here (session.ts) and ports are loopback ports (the pod's own, in
-// its namespace, when it has a network of its own). A runtime with openSession, openFiles and
-// connect (kubernetes) serves sessions, forwards and the sftp-server itself, with its own check;
-// the SFTP path policy stays here, the same for both.
-import { connect } from "node:net";
-import type { Duplex } from "node:stream";
+// pods are local: sessions run here (session.ts); a forward goes through the runtime's connect,
+// which reaches a port only when one of the pod's own processes listens on it (every pod, and the
+// hub itself under `rlark up`, shares this machine's loopback). A runtime with openSession,
+// openFiles and connect (kubernetes) serves sessions, forwards and the sftp-server itself, with
+// its own check; the SFTP path policy stays here, the same for both.
+import { Socket } from "node:net";
 import {
   ACCESS_FILES_PURPOSE,
   ACCESS_FORWARD_PURPOSE,
@@ -54,24 +54,12 @@ export function accessStreams(runtime: Runtime, options: AccessOptions = {}): Re
     },
     [ACCESS_FORWARD_PURPOSE]: async (meta) => {
       const request = parseAccessForwardRequest(meta);
-      if (!runtime.accessEnvironment && runtime.connect) return runtime.connect(request, request.port);
-      const target = lastCheck(runtime, request);
-      if (target.enter)
-        return target.enter.connect(request.port).catch((error: Error) => {
-          throw new Error(`pod ${request.name} ${error.message}`);
-        });
-      // Process runtime: the pod's ports are this machine's loopback ports.
-      return new Promise<Duplex>((resolve, reject) => {
-        const socket = connect({ host: "127.0.0.1", port: request.port });
-        socket.once("connect", () => {
-          socket.setNoDelay(true);
-          socket.off("error", reject);
-          resolve(socket);
-        });
-        socket.once("error", (error) =>
-          reject(new Error(`pod ${request.name} port ${request.port}: ${error.message}`)),
-        );
-      });
+      if (runtime.accessEnvironment) lastCheck(runtime, request);
+      if (!runtime.connect) throw new Error("this agent's runtime forwards no ports of its pods");
+      const stream = await runtime.connect(request, request.port);
+      // Nagle would delay the window adjustments of the SSH hops (ARCHITECTURE.md).
+      if (stream instanceof Socket) stream.setNoDelay(true);
+      return stream;
     },
   };
 }

@@ -311,9 +311,9 @@ export interface AccessEnvironment {
   env: Record<string, string>;
   /**
    * A pod with a network of its own: the command that runs a session's program in it (its
-   * namespace, its user), and how a port-forward reaches a port on its own loopback.
+   * namespace, its user). Port-forwards go through Runtime.connect, which checks the port.
    */
-  enter?: { prefix: string[]; connect(port: number): Promise<Duplex> };
+  enter?: { prefix: string[] };
 }
 
 export interface LogOptions {

@@ -28,6 +28,7 @@ export {
 } from "./dry-run.ts";
 export { type EnrollOptions, enrollAgent } from "./enroll-client.ts";
 export { checkHubIdentity, parseHubAddress } from "./hub-identity.ts";
+export { DEFAULT_MAX_STARTUPS, type MaxStartups, parseMaxStartups } from "./max-startups.ts";
 export { MessageChannel, type MessageChannelOptions } from "./message-channel.ts";
 export { encodeLine, LineSplitter, LineTooLongError } from "./ndjson.ts";
 export * from "./protocol.ts";
@@ -50,4 +51,4 @@ export {
   type UserLogins,
 } from "./server.ts";
 export { AGENT_SUBSYSTEM, DEFAULT_HEARTBEAT_MS } from "./ssh-options.ts";
-export { type StreamHandler, serveStream } from "./streams.ts";
+export { type StreamHandler, StreamRefused, serveStream } from "./streams.ts";

@@ -12,6 +12,7 @@ import {
 } from "../pki/index.ts";
 import { AgentSession } from "./agent-session.ts";
 import { coalesceWrites } from "./coalesce-writes.ts";
+import { DEFAULT_MAX_STARTUPS, dropsStartup, type MaxStartups } from "./max-startups.ts";
 import { MessageChannel } from "./message-channel.ts";
 import { encodeLine, readLine } from "./ndjson.ts";
 import {
@@ -39,7 +40,7 @@ import {
   STREAM_BIND_ADDR,
   STREAM_BIND_PORT,
 } from "./ssh-options.ts";
-import { STREAM_HEADER_LIMIT } from "./streams.ts";
+import { STREAM_HEADER_LIMIT, StreamRefused } from "./streams.ts";
 
 export type ClusterState = "Online" | "Offline";
 
@@ -59,8 +60,11 @@ export interface EnrollmentHandler {
 export interface UserLogins {
   /** Whether `login` may log in with this public key (SSH wire format). */
   acceptsKey(login: string, key: { algo: string; data: Buffer }): Promise<boolean> | boolean;
-  /** A user has logged in: from now on the handler serves the connection's channels and requests. */
-  onConnection(conn: Connection, login: string, ip: string): void;
+  /**
+   * A user has logged in with `key`: from now on the handler serves the connection's channels and
+   * requests (and may end what it opens when that key is no longer the user's).
+   */
+  onConnection(conn: Connection, login: string, ip: string, key: { algo: string; data: Buffer }): void;
 }
 
 export interface TunnelServerOptions {
@@ -82,13 +86,19 @@ export interface TunnelServerOptions {
   renewMinIntervalMs?: number;
   /** An authenticated channel that does not say hello within this time is closed. */
   helloTimeoutMs?: number;
-  /** A connection that has not logged in within this time is closed (default 30 s). */
+  /**
+   * A connection that has not logged in within this time is closed (OpenSSH's LoginGraceTime;
+   * default 20 s: room for a person to type a key's passphrase, which happens before login).
+   */
   authTimeoutMs?: number;
   /** Failed logins per connection; the next attempt ends it (default 6, as OpenSSH's MaxAuthTries). */
   maxAuthTries?: number;
-  /** Connections not yet logged in, per source address (default 10) and in total (default 100). */
+  /** Connections not yet logged in per source address (OpenSSH's PerSourceMaxStartups; default 3). */
   maxUnauthenticatedPerAddress?: number;
-  maxUnauthenticated?: number;
+  /** Connections not yet logged in, in all: random early drop (OpenSSH's MaxStartups; default 40:30:120). */
+  maxStartups?: MaxStartups;
+  /** The draw of the random early drop (tests pin it). */
+  random?: () => number;
   clock?: Clock;
   logger?: Logger;
   heartbeatIntervalMs?: number;
@@ -112,6 +122,7 @@ interface AgentAuth {
 interface UserAuth {
   kind: "user";
   login: string;
+  key: { algo: string; data: Buffer };
 }
 interface EnrollAuth {
   kind: "enroll";
@@ -205,8 +216,12 @@ export class TunnelServer {
     const key = `${ip}:${socket.remotePort}`;
     const perIp = this.#preAuthPerIp.get(ip) ?? 0;
     if (
-      perIp >= (this.#options.maxUnauthenticatedPerAddress ?? 10) ||
-      this.#preAuth.size >= (this.#options.maxUnauthenticated ?? 100)
+      perIp >= (this.#options.maxUnauthenticatedPerAddress ?? 3) ||
+      dropsStartup(
+        this.#preAuth.size,
+        this.#options.maxStartups ?? DEFAULT_MAX_STARTUPS,
+        this.#options.random,
+      )
     ) {
       socket.destroy();
       // One line per 10 s at most: the refusals themselves must not flood the log.
@@ -221,7 +236,7 @@ export class TunnelServer {
       }
       return false;
     }
-    const timeoutMs = this.#options.authTimeoutMs ?? 30_000;
+    const timeoutMs = this.#options.authTimeoutMs ?? 20_000;
     const timer = setTimeout(() => {
       this.#log.warn("closing a connection that did not log in in time", { ip, timeoutMs });
       socket.destroy();
@@ -297,9 +312,9 @@ export class TunnelServer {
         channel.write(encodeLine({ purpose: options.purpose, meta: options.meta ?? {} }));
         readLine(channel, STREAM_HEADER_LIMIT).then(
           (line) => {
-            let answer: { ok?: unknown; error?: unknown } | undefined;
+            let answer: { ok?: unknown; error?: unknown; refused?: unknown } | undefined;
             try {
-              answer = JSON.parse(line) as { ok?: unknown; error?: unknown };
+              answer = JSON.parse(line) as { ok?: unknown; error?: unknown; refused?: unknown };
             } catch {
               answer = undefined;
             }
@@ -308,11 +323,8 @@ export class TunnelServer {
               return;
             }
             channel.destroy();
-            reject(
-              new Error(
-                `agent of ${cluster} could not open ${options.purpose}: ${String(answer?.error ?? "bad answer")}`,
-              ),
-            );
+            const message = `agent of ${cluster} could not open ${options.purpose}: ${String(answer?.error ?? "bad answer")}`;
+            reject(answer?.refused === true ? new StreamRefused(message) : new Error(message));
           },
           (e: Error) => {
             channel.destroy();
@@ -408,7 +420,8 @@ export class TunnelServer {
     const accept = (auth: AgentAuth | EnrollAuth | UserAuth) => {
       state.auth = auth;
       const users = this.#options.users;
-      if (auth.kind === "user" && users) conn.once("ready", () => users.onConnection(conn, auth.login, ip));
+      if (auth.kind === "user" && users)
+        conn.once("ready", () => users.onConnection(conn, auth.login, ip, auth.key));
       if (state.preAuth) this.#leavePreAuth(state.preAuth.key);
       ctx.accept();
     };
@@ -509,7 +522,7 @@ export class TunnelServer {
             reject();
             return;
           }
-          accept({ kind: "user", login });
+          accept({ kind: "user", login, key: { algo: ctx.key.algo, data: Buffer.from(ctx.key.data) } });
         },
         (err: Error) => {
           this.#log.warn("user refused", { ip, login, reason: err.message });

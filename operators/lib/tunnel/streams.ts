@@ -6,6 +6,15 @@ export type StreamHandler = (meta: Record<string, unknown>) => Promise<Duplex>;
 
 export const STREAM_HEADER_LIMIT = 64 * 1024;
 
+/**
+ * A handler's refusal by its own rule (a port the pod does not hold), as opposed to a failure to
+ * open: the answer says so, and the hub's openStream rejects with this class again, so the hub
+ * can audit it as refused.
+ */
+export class StreamRefused extends Error {
+  override name = "StreamRefused";
+}
+
 function parseHeader(line: string): { purpose: string; meta: Record<string, unknown> } {
   const header = JSON.parse(line) as { purpose?: unknown; meta?: unknown };
   const purpose = typeof header?.purpose === "string" ? header.purpose : "";
@@ -19,8 +28,8 @@ function parseHeader(line: string): { purpose: string; meta: Record<string, unkn
  * target through the handler for that purpose, answers `{ok}` and then pipes bytes both ways.
  */
 export async function serveStream(channel: Duplex, handlers: Record<string, StreamHandler>): Promise<void> {
-  const refuse = (error: string) => {
-    channel.end(encodeLine({ ok: false, error }));
+  const refuse = (error: string, refused = false) => {
+    channel.end(encodeLine({ ok: false, error, ...(refused ? { refused } : {}) }));
   };
   let header: { purpose: string; meta: Record<string, unknown> };
   try {
@@ -46,7 +55,7 @@ export async function serveStream(channel: Duplex, handlers: Record<string, Stre
     target = await handler(header.meta);
   } catch (err) {
     channel.off("close", leave);
-    refuse((err as Error).message);
+    refuse((err as Error).message, err instanceof StreamRefused);
     return;
   }
   channel.off("close", leave);

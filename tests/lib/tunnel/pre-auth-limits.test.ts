@@ -100,9 +100,13 @@ t.test("the 7th authentication attempt on one connection is answered with a disc
   t.equal(attempts, 7, "six failures are answered, the seventh attempt ends the connection");
 });
 
-for (const limit of ["maxUnauthenticatedPerAddress", "maxUnauthenticated"] as const) {
+const limits = {
+  maxUnauthenticatedPerAddress: { maxUnauthenticatedPerAddress: 3 },
+  maxStartups: { maxStartups: { start: 3, rate: 30, full: 3 }, maxUnauthenticatedPerAddress: 10 },
+};
+for (const [limit, options] of Object.entries(limits)) {
   t.test(`${limit}: one more concurrent unauthenticated connection is refused`, async (t) => {
-    const hub = await startTunnelHub({ [limit]: 3 });
+    const hub = await startTunnelHub(options);
     t.teardown(() => hub.server.close());
     const held = [probe(hub.address), probe(hub.address), probe(hub.address)];
     t.teardown(() => {

@@ -18,6 +18,7 @@ import { dirname, isAbsolute, join } from "node:path";
 import type { Duplex, Readable } from "node:stream";
 import type { Clock, TimerId } from "../../../lib/clock.ts";
 import type { Logger } from "../../../lib/logger.ts";
+import { StreamRefused } from "../../../lib/tunnel/index.ts";
 import type { AccessEnvironment, ContainerState, LogStreamOptions, ObservedPod, PodPhase } from "../types.ts";
 import { type ArtifactCache, ArtifactError } from "./artifact-cache.ts";
 import { type BackoffPolicy, nextStreak, restartDelay } from "./crash-loop-backoff.ts";
@@ -597,14 +598,7 @@ export class Replica {
     return {
       cwd: this.#workingDir(pod),
       env: podEnv({ base: this.#ctx.baseEnv, pod, nodeName, podIP: network?.localIP ?? ip }),
-      ...(network && networks
-        ? {
-            enter: {
-              prefix: networks.sessionPrefix(network),
-              connect: (port: number) => networks.connect(network, port),
-            },
-          }
-        : {}),
+      ...(network && networks ? { enter: { prefix: networks.sessionPrefix(network) } } : {}),
     };
   }
 
@@ -639,12 +633,16 @@ export class Replica {
     this.#persist();
   }
 
-  /** A connection to `port` when one of this pod's running processes listens on it. */
+  /**
+   * A connection to `port` when one of this pod's running processes listens on it; any other port
+   * of the machine (another pod's, the hub's under `rlark up`) is refused.
+   */
   async connect(port: number): Promise<Duplex> {
     const pgid = this.#record.pid;
     if (this.#status !== "Running" || pgid === undefined) throw new Error(`pod ${this.key} is not running`);
     const pids = ownGroupMembers(pgid, this.#record.processStart);
-    if (!(await pidsListenOn(pids, port))) throw new Error(`pod ${this.key} does not listen on port ${port}`);
+    if (!(await pidsListenOn(pids, port)))
+      throw new StreamRefused(`pod ${this.key} does not listen on port ${port}`);
     // A pod of its own network is reached inside it, on its own loopback, as an access port-forward.
     const network = this.#record.network;
     if (network && this.#ctx.network) return this.#ctx.network.connect(network, port);
