@@ -1,5 +1,5 @@
 // The hub's own HTTP routes: a read-only Kubernetes-shaped API over the store, the source status,
-// health, metrics, sealing keys and cluster browsing; and the handler that serves the whole table
+// health, metrics, sealing keys, cluster browsing and StorageClasses; and the handler that serves the whole table
 // (these, the dashboard's, access's and the webhook's: http-wiring.ts puts it together).
 // Everything except the health probes needs a bearer token.
 import type { ServerResponse } from "node:http";
@@ -19,6 +19,7 @@ import { isStoreError, type KubeObject, type Store } from "../../lib/store/index
 import type { TunnelServer } from "../../lib/tunnel/index.ts";
 import { serveBrowse } from "./browse-route.ts";
 import { serveReseal, serveSealKey, serveSealKeyRotate } from "./seal-key.ts";
+import { storageClassRoute } from "./storage-classes.ts";
 
 export interface HubApiDependencies {
   store: Store;
@@ -109,6 +110,7 @@ export function hubApiRoutes(deps: HubApiDependencies): Route[] {
         );
       },
     }),
+    storageClassRoute(deps.store),
     route({
       ...read,
       path: `/api/v1/${API_VERSION}*rest`,
