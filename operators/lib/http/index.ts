@@ -10,12 +10,7 @@ export {
   createRouter,
   type Method,
   methodsOf,
-  ROLES,
-  type Role,
   type Route,
-  type RouteContext,
-  type RouterOptions,
-  roleMeets,
   route,
   shownPath,
 } from "./router.ts";

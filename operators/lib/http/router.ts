@@ -11,12 +11,12 @@ import { sendStatus } from "./respond.ts";
 /** Who may call a route: anyone, or an authenticated principal of at least this role. */
 export type Role = "anonymous" | Principal["role"];
 
-export const ROLES: readonly Role[] = ["anonymous", "viewer", "user", "admin"];
+const ROLES: readonly Role[] = ["anonymous", "viewer", "user", "admin"];
 
 export type Method = "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE";
 
 /** The names a path template binds: `:name` segments and a trailing `*name`. */
-export type ParamNames<T extends string> = T extends `${infer Head}*${infer Rest}`
+type ParamNames<T extends string> = T extends `${infer Head}*${infer Rest}`
   ? SegmentNames<Head> | Rest
   : SegmentNames<T>;
 type SegmentNames<T extends string> = T extends `${string}:${infer Name}/${infer Tail}`
@@ -98,10 +98,9 @@ export function route<const T extends string, const R extends Role>(spec: RouteS
       return Object.fromEntries(names.map((name, i) => [name, found[i + 1] ?? ""]));
     },
     answer(context, params) {
-      const bound: Record<string, string> = {};
-      for (const name of names) bound[name] = params[name] ?? "";
-      // `bound` has every name of the template: the record its handler's type promises.
-      return spec.handle(context as RouteContext<R>, bound as Record<ParamNames<T>, string>);
+      // The router calls this with match()'s record, which has every name of the template, and
+      // with a principal unless the role is anonymous: what the handler's types promise.
+      return spec.handle(context as RouteContext<R>, params as Record<ParamNames<T>, string>);
     },
   };
 }
@@ -111,7 +110,7 @@ export function methodsOf(route: Route): readonly Method[] | "*" {
 }
 
 /** Whether `role` (a principal's) reaches `needed`. */
-export function roleMeets(role: Principal["role"], needed: Role): boolean {
+function roleMeets(role: Principal["role"], needed: Role): boolean {
   return ROLES.indexOf(role) >= ROLES.indexOf(needed);
 }
 
