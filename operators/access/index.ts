@@ -37,6 +37,7 @@ export {
   type ProxyLoginOptions,
 } from "./proxy/proxy-login.ts";
 export { type WebSocketProxyOptions, webSocketProxyRoute } from "./proxy/websocket-proxy.ts";
+export { type AccessRoutesOptions, accessRoutes } from "./routes.ts";
 export {
   AccessSessions,
   type AccessSessionsOptions,
@@ -47,7 +48,6 @@ export {
   type SessionSink,
 } from "./sessions.ts";
 export {
-  TENSORBOARD_ROUTE,
   type TensorBoardRoute,
   tensorBoardRoute,
   tensorBoardTarget,

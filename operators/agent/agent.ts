@@ -256,6 +256,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       addons: addonStatusObjects(cluster, desired.addons(), observed, runtime.applyAddons !== undefined),
       capabilities: capabilities(),
       ...(observed.kubernetesVersion ? { kubernetesVersion: observed.kubernetesVersion } : {}),
+      ...(observed.storageClasses ? { storageClasses: observed.storageClasses } : {}),
       // a runtime without an API of its own (process) is this machine: reporting is its test
       lastTest: observed.lastTest ?? { testedAt: new Date(clock.now()).toISOString(), ok: true },
     });

@@ -6,9 +6,8 @@
 //   console.log(hub.dashboard?.loginUrl(hub.url));   // one click, once, logged in as admin
 //
 // See docs/dashboard.md.
-import type { IncomingMessage, ServerResponse } from "node:http";
 import { type Clock, every, systemClock } from "../lib/clock.ts";
-import { type Authenticator, anyOf } from "../lib/http/index.ts";
+import { type Authenticator, anyOf, type Method, type Route, route, sendStatus } from "../lib/http/index.ts";
 import { type Logger, silentLogger } from "../lib/logger.ts";
 import type { Store } from "../lib/store/index.ts";
 import { loadAssets, serveAsset, serveFavicon, serveIndex } from "./assets.ts";
@@ -50,6 +49,9 @@ export interface DashboardSettings {
   clock?: Clock;
 }
 
+/** The page and its assets are read; anything else is refused with a 405. */
+const PAGE: readonly Method[] = ["GET", "HEAD"];
+
 export interface DashboardOptions extends DashboardSettings {
   store: Store;
   /** The hub's data dir: the JWT secret is kept there. */
@@ -62,7 +64,8 @@ export interface DashboardOptions extends DashboardSettings {
 }
 
 export interface Dashboard {
-  routes: (req: IncomingMessage, res: ServerResponse, url: URL) => boolean | Promise<boolean>;
+  /** The page, its assets, login and the event stream: the hub puts them in its route table. */
+  routes: Route[];
   /** Verifies session JWTs: pass it to the hub so every /api route accepts them. */
   authenticator: Authenticator;
   /**
@@ -118,32 +121,52 @@ export async function createDashboard(options: DashboardOptions): Promise<Dashbo
   const stopRechecking = every(clock, options.principalRecheckMs ?? 60_000, recheck);
 
   return {
-    async routes(req, res, url) {
-      const head = req.method === "HEAD";
-      const path = url.pathname;
-      if (path === LOGIN_PATH) {
-        await sessions.handleLogin(req, res);
-        return true;
-      }
-      if (path === LOGIN_LINK_PATH) {
-        await loginLinks.handle(req, res);
-        return true;
-      }
-      if (path === EVENTS_PATH) {
-        await events.handle(req, res, url);
-        return true;
-      }
-      if (req.method !== "GET" && !head) return false;
-      if (path === "/" || path === "/index.html") {
-        serveIndex(assets, res, head);
-        return true;
-      }
-      if (path === "/favicon.ico") {
-        serveFavicon(assets, res, head);
-        return true;
-      }
-      return serveAsset(assets, path, res, head);
-    },
+    routes: [
+      route({
+        method: "*",
+        path: LOGIN_PATH,
+        role: "anonymous",
+        handle: ({ req, res }) => sessions.handleLogin(req, res),
+      }),
+      route({
+        method: "*",
+        path: LOGIN_LINK_PATH,
+        role: "anonymous",
+        handle: ({ req, res }) => loginLinks.handle(req, res),
+      }),
+      route({
+        method: "GET",
+        path: EVENTS_PATH,
+        role: "viewer",
+        methodRefused: "the event stream is read with GET",
+        // EventSource sets no headers: the token comes in the query.
+        token: (_req, url) => url.searchParams.get("token") ?? undefined,
+        handle: ({ req, res, url }) => events.handle(req, res, url),
+      }),
+      ...["/", "/index.html"].map((path) =>
+        route({
+          method: PAGE,
+          path,
+          role: "anonymous",
+          handle: ({ req, res }) => serveIndex(assets, res, req.method === "HEAD"),
+        }),
+      ),
+      route({
+        method: PAGE,
+        path: "/favicon.ico",
+        role: "anonymous",
+        handle: ({ req, res }) => serveFavicon(assets, res, req.method === "HEAD"),
+      }),
+      route({
+        method: PAGE,
+        path: "/assets*rest",
+        role: "anonymous",
+        handle({ req, res, url }) {
+          if (!serveAsset(assets, url.pathname, res, req.method === "HEAD"))
+            sendStatus(res, 404, "NotFound", "no such asset");
+        },
+      }),
+    ],
     authenticator: sessions.authenticator,
     loginUrl(hubUrl) {
       return `${hubUrl.replace(/\/+$/, "")}/#/login?code=${loginLinks.issue()}`;

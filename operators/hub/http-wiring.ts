@@ -6,6 +6,7 @@ import {
   type AccessCheck,
   type AccessHold,
   type AuditSink,
+  accessRoutes,
   authenticatedMayAccess,
   createProxyLogin,
   holdNothing,
@@ -27,6 +28,7 @@ import {
   limitConnections,
   originCheck,
   publicOrigin,
+  type Route,
   serverOptions,
   type UpgradeRoute,
 } from "../lib/http/index.ts";
@@ -34,9 +36,14 @@ import type { Logger } from "../lib/logger.ts";
 import type { SealKeyring } from "../lib/seal/index.ts";
 import type { Store } from "../lib/store/index.ts";
 import type { TunnelServer } from "../lib/tunnel/index.ts";
-import { createGitWebhookHttpHandler, loadWebhookSecrets, type WebhookIntake } from "../source/index.ts";
+import {
+  createGitWebhookHttpHandler,
+  gitWebhookRoute,
+  loadWebhookSecrets,
+  type WebhookIntake,
+} from "../source/index.ts";
 import { splitHostPort } from "./host-port.ts";
-import { createHubHttpHandler } from "./http/api-server.ts";
+import { createHubHttpHandler, hubApiRoutes } from "./http/api-server.ts";
 import type { Readiness } from "./readiness.ts";
 import type { HubSource } from "./source-wiring.ts";
 
@@ -81,6 +88,8 @@ export interface HubHttpOptions {
 export interface HubHttp {
   /** http://host:port */
   url: string;
+  /** Every HTTP route the hub serves, in order, each with the least role that may call it. */
+  routes: readonly Route[];
   dashboard?: Dashboard;
   close(): Promise<void>;
 }
@@ -132,31 +141,36 @@ export async function startHubHttp(options: HubHttpOptions): Promise<HubHttp> {
     ...(options.proxyResponseTimeoutMs ? { responseTimeoutMs: options.proxyResponseTimeoutMs } : {}),
   });
   const proxyLogin = createProxyLogin({ sameOrigin });
-  const handler = createHubHttpHandler({
-    store: options.store,
-    authenticate,
-    sourceStatus: () => source?.watcher.status() ?? { state: "None", message: "no --repo configured" },
-    metricsText: options.metricsText,
-    sealKeys: {
-      currentPublicKeyPem: () => options.sealKeys.currentPublicKeyPem(),
-      keyIds: () => options.sealKeys.keyIds(),
-      unseal: (sealed, context) => options.sealKeys.unseal(sealed, context),
-      rotate: async () => {
-        const keyId = await options.sealKeys.rotate();
-        logger.info("sealing key rotated", { keyId });
-        return keyId;
+  const routes = [
+    gitWebhookRoute(pushWebhook),
+    ...(dashboard?.routes ?? []),
+    ...accessRoutes({
+      podProxy,
+      tensorBoard: tensorBoardRoute({ store: options.store, proxy: podProxy }),
+      proxyLogin,
+      podLog: podLogRoute(access),
+    }),
+    // Last: its objects route and closing 404 take every path the others leave.
+    ...hubApiRoutes({
+      store: options.store,
+      sourceStatus: () => source?.watcher.status() ?? { state: "None", message: "no --repo configured" },
+      metricsText: options.metricsText,
+      sealKeys: {
+        currentPublicKeyPem: () => options.sealKeys.currentPublicKeyPem(),
+        keyIds: () => options.sealKeys.keyIds(),
+        unseal: (sealed, context) => options.sealKeys.unseal(sealed, context),
+        rotate: async () => {
+          const keyId = await options.sealKeys.rotate();
+          logger.info("sealing key rotated", { keyId });
+          return keyId;
+        },
       },
-    },
-    podLog: podLogRoute(access),
-    podProxy,
-    tensorBoard: tensorBoardRoute({ store: options.store, proxy: podProxy }),
-    proxyLogin,
-    browse: options.tunnel,
-    ...(options.accessAudit ? { accessAudit: options.accessAudit } : {}),
-    ready: options.ready,
-    gitWebhook: pushWebhook,
-    ...(dashboard ? { extraRoutes: dashboard.routes } : {}),
-  });
+      browse: options.tunnel,
+      ...(options.accessAudit ? { accessAudit: options.accessAudit } : {}),
+      ready: options.ready,
+    }),
+  ];
+  const handler = createHubHttpHandler({ authenticate, routes });
   const websocketProxy = webSocketProxyRoute(access);
   const server = createServer(serverOptions(limits), handler);
   limitConnections(server, limits);
@@ -180,6 +194,7 @@ export async function startHubHttp(options: HubHttpOptions): Promise<HubHttp> {
   origins = hubOrigins({ host, port: address.port }, publicOrigins);
   return {
     url: `http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}`,
+    routes,
     ...(dashboard ? { dashboard } : {}),
     async close() {
       dashboard?.close();

@@ -23,7 +23,7 @@ import { AddonCatalogHolder } from "../controllers/addon/index.ts";
 import type { Dashboard, DashboardSettings } from "../dashboard/index.ts";
 import type { StatusBranchWriter } from "../feedback/index.ts";
 import { type Controller, Manager } from "../lib/controller/index.ts";
-import { type HttpServerLimits, loadOrCreateAdminToken } from "../lib/http/index.ts";
+import { type HttpServerLimits, loadOrCreateAdminToken, type Route } from "../lib/http/index.ts";
 import { LeaderElection } from "../lib/leader-election.ts";
 import { jsonLogger, type Logger } from "../lib/logger.ts";
 import { Registry } from "../lib/metrics/index.ts";
@@ -125,6 +125,8 @@ export interface Hub {
   adminToken: string;
   /** http://host:port of the API. */
   url: string;
+  /** The API's route table: every path, its methods and the least role that may call it. */
+  httpRoutes: readonly Route[];
   /** host:port of the SSH endpoint agents dial. */
   sshAddress: string;
   /** Present with the `dashboard` option. */
@@ -332,6 +334,7 @@ export async function startHub(options: HubOptions): Promise<Hub> {
     statusWriter: feedback?.statusWriter,
     adminToken,
     url: http.url,
+    httpRoutes: http.routes,
     get sshAddress() {
       return `${sshHost}:${sshPort}`;
     },

@@ -45,7 +45,7 @@ export { type PathsValidation, type ValidatePathsOptions, validatePaths } from "
 export type { GitWebhookOptions, GitWebhookRequest, GitWebhookResult } from "./webhook.ts";
 export { handleGitWebhook, normaliseRepoUrl } from "./webhook.ts";
 export type { GitWebhookHttpOptions } from "./webhook-http.ts";
-export { createGitWebhookHttpHandler } from "./webhook-http.ts";
+export { createGitWebhookHttpHandler, gitWebhookRoute } from "./webhook-http.ts";
 export type {
   ReceivedWebhook,
   SignedWebhookHeaders,

@@ -1,4 +1,5 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
+import { type Route, route, sendStatus } from "../lib/http/index.ts";
 import { type Logger, silentLogger } from "../lib/logger.ts";
 import { handleGitWebhook } from "./webhook.ts";
 import { createWebhookIntake, replyWebhook, type WebhookIntake, webhookHeaders } from "./webhook-intake.ts";
@@ -59,4 +60,22 @@ export function createGitWebhookHttpHandler(
       if (!res.headersSent) replyWebhook(res, 500, "internal error");
     });
   };
+}
+
+const GIT_WEBHOOK_PATH = "/hooks/git";
+
+/**
+ * The webhook's route: anonymous, since each delivery proves itself with its HMAC signature
+ * (the handler refuses what is not a signed POST); a 404 on a hub configured for none.
+ */
+export function gitWebhookRoute(handler: RequestListener | undefined): Route {
+  return route({
+    method: "*",
+    path: GIT_WEBHOOK_PATH,
+    role: "anonymous",
+    handle({ req, res }) {
+      if (!handler) return sendStatus(res, 404, "NotFound", "no webhook secret is configured on this hub");
+      handler(req, res);
+    },
+  });
 }

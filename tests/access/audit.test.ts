@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import t from "tap";
 import { AuditLog, type AuditRecord } from "../../operators/access/index.ts";
-import { createHubHttpHandler } from "../../operators/hub/http/api-server.ts";
+import { createHubHttpHandler, hubApiRoutes } from "../../operators/hub/http/api-server.ts";
 import { openSqliteStore } from "../../operators/lib/store/index.ts";
 
 const record = (i: number): AuditRecord => ({
@@ -45,17 +45,19 @@ t.test("GET /api/v1/access/audit is for admins only", async (t) => {
   audit.write(record(1));
   const server = createServer(
     createHubHttpHandler({
-      store,
       authenticate: (token) =>
         token === "admin"
           ? { subject: "a", role: "admin" }
           : token === "viewer"
             ? { subject: "v", role: "viewer" }
             : undefined,
-      sourceStatus: () => ({}),
-      metricsText: () => "",
-      ready: () => ({ ready: true, message: "" }),
-      accessAudit: (limit) => audit.recent(limit),
+      routes: hubApiRoutes({
+        store,
+        sourceStatus: () => ({}),
+        metricsText: () => "",
+        ready: () => ({ ready: true, message: "" }),
+        accessAudit: (limit) => audit.recent(limit),
+      }),
     }),
   );
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

@@ -202,6 +202,7 @@ const RUNTIME_ACCESS: Access[] = [
   { verb: "watch", resource: "persistentvolumeclaims", namespace: taskNamespace },
   { verb: "delete", resource: "persistentvolumeclaims", namespace: taskNamespace },
   { verb: "watch", resource: "pods" },
+  { verb: "watch", resource: "storageclasses", group: "storage.k8s.io" },
   { verb: "get", resource: "pods", subresource: "log", namespace: taskNamespace },
   // access sessions and forwards (docs/access.md); the agent refuses pods that are not its Tasks'
   ...["get", "create"].flatMap((verb) =>

@@ -5,7 +5,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import t from "tap";
-import { createHubHttpHandler } from "../../operators/hub/http/api-server.ts";
+import { createHubHttpHandler, hubApiRoutes } from "../../operators/hub/http/api-server.ts";
 import { publicKeyPemId, SealKeyring, sealValue } from "../../operators/lib/seal/index.ts";
 import { openSqliteStore } from "../../operators/lib/store/index.ts";
 import { defaultHubFlags } from "../helpers/hub-flags.ts";
@@ -65,12 +65,14 @@ t.test("only admins rotate the sealing key; viewers read the public key", async 
   t.teardown(() => store.close());
   const server = createServer(
     createHubHttpHandler({
-      store,
       authenticate: (token) => (token === "viewer" ? { subject: "v", role: "viewer" } : undefined),
-      sourceStatus: () => ({}),
-      metricsText: () => "",
-      sealKeys: keys,
-      ready: () => ({ ready: true, message: "ok" }),
+      routes: hubApiRoutes({
+        store,
+        sourceStatus: () => ({}),
+        metricsText: () => "",
+        sealKeys: keys,
+        ready: () => ({ ready: true, message: "ok" }),
+      }),
     }),
   );
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

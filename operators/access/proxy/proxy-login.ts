@@ -49,7 +49,7 @@ export interface ProxyLoginOptions {
 }
 
 export interface ProxyLogin {
-  /** POST PROXY_LOGIN_PATH `{"path": "<proxy URL path>"}`, by a caller who proved itself with `token`. */
+  /** POST PROXY_LOGIN_PATH `{"path": "<proxy URL path>"}` (the route checks the method), by a caller who proved itself with `token`. */
   handle(req: IncomingMessage, res: ServerResponse, token: string, principal: Principal): Promise<void>;
   /** The token a request's login cookie stands for, when `path` lies under the cookie's prefix. */
   tokenFor(req: IncomingMessage, path: string): string | undefined;
@@ -92,10 +92,6 @@ export function createProxyLogin(options: ProxyLoginOptions): ProxyLogin {
 
   return {
     async handle(req, res, token, principal) {
-      if (req.method !== "POST") {
-        res.setHeader("Allow", "POST");
-        return sendStatus(res, 405, "MethodNotAllowed", 'POST a JSON body {"path": "<proxy URL path>"}');
-      }
       const body = await readJsonObject(req, MAX_BODY);
       const asked = typeof body?.path === "string" ? body.path : undefined;
       if (asked === undefined)

@@ -5,7 +5,7 @@
 import type { Duplex, Readable } from "node:stream";
 import type { PeersState } from "../../api/index.ts";
 import type { AccessPodRef, AccessSessionRequest } from "../../lib/access-stream/index.ts";
-import type { BrowseAnswer, BrowseRequest } from "../../lib/tunnel/index.ts";
+import type { BrowseAnswer, BrowseRequest, StorageClassSummary } from "../../lib/tunnel/index.ts";
 
 /** The workload kinds a Task can ask for; they decide the restart policy. */
 export type WorkloadKind = "Deployment" | "StatefulSet" | "DaemonSet" | "Job";
@@ -281,6 +281,8 @@ export interface RuntimeSnapshot {
   volumes?: ObservedVolume[];
   /** The API server's gitVersion (kubernetes runtime), e.g. "v1.34.4". */
   kubernetesVersion?: string;
+  /** The cluster's StorageClasses, sorted by name (kubernetes runtime). */
+  storageClasses?: StorageClassSummary[];
   /** The runtime's last try of its cluster's API (kubernetes: the Version API); absent: none of its own. */
   lastTest?: ConnectivityTest;
   /** Runtimes that install Addons (kubernetes): each one desired or still being uninstalled. */

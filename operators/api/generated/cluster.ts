@@ -39,6 +39,22 @@ export interface ClusterKubeconfig {
   insecureSkipTLSVerify?: boolean;
 }
 
+/** One StorageClass of a cluster, as far as choosing one for a volume claim needs. */
+export interface ClusterStorageClass {
+  /** metadata.name, what storageClassName names. */
+  name: string;
+  /** The volume plugin that provisions its volumes. */
+  provisioner: string;
+  /** Annotated storageclass.kubernetes.io/is-default-class: claims that name no class get this one. */
+  default?: boolean;
+  /** What happens to a volume when its claim goes (Delete, Retain). */
+  reclaimPolicy?: string;
+  /** When a volume is bound (Immediate, WaitForFirstConsumer). */
+  volumeBindingMode?: string;
+  /** Whether a claim may grow. */
+  allowVolumeExpansion?: boolean;
+}
+
 /** State of one component on the cluster, as reported in heartbeats. */
 export interface Capability {
   /** Component name (runtime, nodeserver, device-plugin, ...). */
@@ -65,6 +81,8 @@ export interface ClusterStatus {
   bootId?: string;
   /** Kubernetes version, for runtime kubernetes. */
   kubernetesVersion?: string;
+  /** The cluster's StorageClasses as its agent reports them (runtime kubernetes), sorted by name: what a Task's volumeClaimTemplate may name (GET /api/v1/storage/storageclass). */
+  storageClasses?: ClusterStorageClass[];
   /** When the last heartbeat arrived. */
   lastHeartbeatTime?: Time;
   /** Nodes the agent reports. */

@@ -7571,7 +7571,11 @@ return errors === 0;
 validate202.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const Cluster = validate233;
+<<<<<<< HEAD
 const schema83 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/cluster.schema.json","title":"Cluster","description":"A registered cluster or bare machine whose agent connects to the hub; its labels (rlark.io/city, region, ...) are what clusterSelectors match. Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Cluster","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; labels such as rlark.io/city and region are matched by clusterSelectors.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","maxLength":57,"description":"Cluster name; the cluster's namespace is agent-<name>, so at most 57 characters."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: Clusters are cluster-scoped."}}},"spec":{"$ref":"#/$defs/ClusterSpec","description":"Desired state."},"status":{"$ref":"#/$defs/ClusterStatus","description":"Observed state, from the agent's heartbeats."}},"$defs":{"ClusterSpec":{"description":"How the cluster runs tasks.","type":"object","additionalProperties":false,"required":["runtime"],"if":{"properties":{"access":{"const":"kubeconfig"}},"required":["access"]},"then":{"required":["kubeconfig"],"properties":{"runtime":{"const":"kubernetes"}}},"else":{"properties":{"kubeconfig":false}},"properties":{"runtime":{"enum":["kubernetes","process"],"description":"kubernetes: tasks become workloads in a Kubernetes cluster; process: tasks run as local processes on the agent's machine."},"description":{"type":"string","description":"Free text for people."},"access":{"enum":["agent","kubeconfig"],"default":"agent","description":"agent (default): an agent on the cluster connects to the hub. kubeconfig: no agent is installed; the hub drives the cluster itself with the sealed kubeconfig in spec.kubeconfig (runtime kubernetes only; docs/clusters.md)."},"kubeconfig":{"$ref":"#/$defs/ClusterKubeconfig","description":"For access: kubeconfig."},"agentPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Planned: the agent's SSH public key, to pin at enrollment. Not read yet: agents are pinned by the certificate the hub's CA issues when they enroll."}}},"ClusterKubeconfig":{"description":"How the hub reaches an agentless cluster. Only this hub can open the sealed kubeconfig; it is never served, logged or written back.","type":"object","additionalProperties":false,"required":["sealed"],"properties":{"sealed":{"type":"string","pattern":"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$","maxLength":262144,"x-rlark-message":"must be a sealed kubeconfig (rlark-sealed:v1:<key id>:<payload>) made by `rlark seal --kubeconfig FILE --cluster NAME`, never a plain kubeconfig","x-rlark-sensitive":true,"description":"The kubeconfig sealed to the hub's key with context cluster/<name>/kubeconfig: `rlark seal --kubeconfig FILE --cluster NAME`. Its current context is used."},"server":{"type":"string","pattern":"^https?://[^\\s/]+(/.*)?$","maxLength":2048,"description":"The sealed kubeconfig's server, repeated for readers. Where the credential goes is only what is sealed: a value that differs is refused (validation, at this field); to dial another address, put it in the kubeconfig and seal it again."},"insecureSkipTLSVerify":{"type":"boolean","default":false,"description":"true only with a sealed kubeconfig that says insecure-skip-tls-verify: true (otherwise refused, at this field): whether the server is verified is sealed. Only for labs with self-signed servers: anyone on the path can then read the credentials."}}},"Capability":{"description":"State of one component on the cluster, as reported in heartbeats.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Component name (runtime, nodeserver, device-plugin, ...)."},"process":{"enum":["STOPPED","STARTING","RUNNING","BACKOFF","FAILED"],"description":"Process state."},"health":{"enum":["STARTING","READY","DEGRADED","STOPPED","UNKNOWN"],"description":"Health state."},"message":{"type":"string","description":"Human-readable detail."}}},"ClusterStatus":{"description":"Observed state of a Cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Online","Offline"],"description":"Whether the agent's tunnel is up."},"lastTransitionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When phase last changed; Tasks not yet running on a cluster Offline longer than a grace period are placed elsewhere."},"agentVersion":{"type":"string","description":"Version of the connected agent."},"runtime":{"enum":["kubernetes","process"],"description":"The runtime the connected agent announced in its hello; placement sends a task only where it runs the task's agentType."},"bootId":{"type":"string","description":"Identifies one start of the connected agent."},"kubernetesVersion":{"type":"string","description":"Kubernetes version, for runtime kubernetes."},"lastHeartbeatTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the last heartbeat arrived."},"nodeCount":{"type":"integer","minimum":0,"description":"Nodes the agent reports."},"lastTestedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the cluster's API was last tried (the Version API, for runtime kubernetes; the agent's own report, for runtime process)."},"lastTestOk":{"type":"boolean","description":"Whether that try succeeded."},"lastTestMessage":{"type":"string","maxLength":1024,"description":"Why the last try failed; absent when it succeeded. Never carries credentials."},"capabilities":{"type":"array","description":"Component states, sorted by name.","items":{"$ref":"#/$defs/Capability"}},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
+=======
+const schema83 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/cluster.schema.json","title":"Cluster","description":"A registered cluster or bare machine whose agent connects to the hub; its labels (rlark.io/city, region, ...) are what clusterSelectors match. Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Cluster","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; labels such as rlark.io/city and region are matched by clusterSelectors.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","maxLength":57,"description":"Cluster name; the cluster's namespace is agent-<name>, so at most 57 characters."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: Clusters are cluster-scoped."}}},"spec":{"$ref":"#/$defs/ClusterSpec","description":"Desired state."},"status":{"$ref":"#/$defs/ClusterStatus","description":"Observed state, from the agent's heartbeats."}},"$defs":{"ClusterSpec":{"description":"How the cluster runs tasks.","type":"object","additionalProperties":false,"required":["runtime"],"if":{"properties":{"access":{"const":"kubeconfig"}},"required":["access"]},"then":{"required":["kubeconfig"],"properties":{"runtime":{"const":"kubernetes"}}},"else":{"properties":{"kubeconfig":false}},"properties":{"runtime":{"enum":["kubernetes","process"],"description":"kubernetes: tasks become workloads in a Kubernetes cluster; process: tasks run as local processes on the agent's machine."},"description":{"type":"string","description":"Free text for people."},"access":{"enum":["agent","kubeconfig"],"default":"agent","description":"agent (default): an agent on the cluster connects to the hub. kubeconfig: no agent is installed; the hub drives the cluster itself with the sealed kubeconfig in spec.kubeconfig (runtime kubernetes only; docs/clusters.md)."},"kubeconfig":{"$ref":"#/$defs/ClusterKubeconfig","description":"For access: kubeconfig."},"agentPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Planned: the agent's SSH public key, to pin at enrollment. Not read yet: agents are pinned by the certificate the hub's CA issues when they enroll."}}},"ClusterKubeconfig":{"description":"How the hub reaches an agentless cluster. Only this hub can open the sealed kubeconfig; it is never served, logged or written back.","type":"object","additionalProperties":false,"required":["sealed"],"properties":{"sealed":{"type":"string","pattern":"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$","maxLength":262144,"x-rlark-message":"must be a sealed kubeconfig (rlark-sealed:v1:<key id>:<payload>) made by `rlark seal --kubeconfig FILE --cluster NAME`, never a plain kubeconfig","x-rlark-sensitive":true,"description":"The kubeconfig sealed to the hub's key with context cluster/<name>/kubeconfig: `rlark seal --kubeconfig FILE --cluster NAME`. Its current context is used."},"server":{"type":"string","pattern":"^https?://[^\\s/]+(/.*)?$","maxLength":2048,"description":"The API server address the hub dials, instead of the current context's server (a kubeconfig that says 127.0.0.1 where the hub needs another address)."},"insecureSkipTLSVerify":{"type":"boolean","default":false,"description":"Do not verify the API server's certificate. Only for labs with self-signed servers: anyone on the path can then read the credentials."}}},"ClusterStorageClass":{"description":"One StorageClass of a cluster, as far as choosing one for a volume claim needs.","type":"object","additionalProperties":false,"required":["name","provisioner"],"properties":{"name":{"type":"string","maxLength":253,"description":"metadata.name, what storageClassName names."},"provisioner":{"type":"string","maxLength":253,"description":"The volume plugin that provisions its volumes."},"default":{"type":"boolean","description":"Annotated storageclass.kubernetes.io/is-default-class: claims that name no class get this one."},"reclaimPolicy":{"type":"string","maxLength":64,"description":"What happens to a volume when its claim goes (Delete, Retain)."},"volumeBindingMode":{"type":"string","maxLength":64,"description":"When a volume is bound (Immediate, WaitForFirstConsumer)."},"allowVolumeExpansion":{"type":"boolean","description":"Whether a claim may grow."}}},"Capability":{"description":"State of one component on the cluster, as reported in heartbeats.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Component name (runtime, nodeserver, device-plugin, ...)."},"process":{"enum":["STOPPED","STARTING","RUNNING","BACKOFF","FAILED"],"description":"Process state."},"health":{"enum":["STARTING","READY","DEGRADED","STOPPED","UNKNOWN"],"description":"Health state."},"message":{"type":"string","description":"Human-readable detail."}}},"ClusterStatus":{"description":"Observed state of a Cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Online","Offline"],"description":"Whether the agent's tunnel is up."},"lastTransitionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When phase last changed; Tasks not yet running on a cluster Offline longer than a grace period are placed elsewhere."},"agentVersion":{"type":"string","description":"Version of the connected agent."},"runtime":{"enum":["kubernetes","process"],"description":"The runtime the connected agent announced in its hello; placement sends a task only where it runs the task's agentType."},"bootId":{"type":"string","description":"Identifies one start of the connected agent."},"kubernetesVersion":{"type":"string","description":"Kubernetes version, for runtime kubernetes."},"storageClasses":{"type":"array","maxItems":256,"description":"The cluster's StorageClasses as its agent reports them (runtime kubernetes), sorted by name: what a Task's volumeClaimTemplate may name (GET /api/v1/storage/storageclass).","items":{"$ref":"#/$defs/ClusterStorageClass"}},"lastHeartbeatTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the last heartbeat arrived."},"nodeCount":{"type":"integer","minimum":0,"description":"Nodes the agent reports."},"lastTestedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the cluster's API was last tried (the Version API, for runtime kubernetes; the agent's own report, for runtime process)."},"lastTestOk":{"type":"boolean","description":"Whether that try succeeded."},"lastTestMessage":{"type":"string","maxLength":1024,"description":"Why the last try failed; absent when it succeeded. Never carries credentials."},"capabilities":{"type":"array","description":"Component states, sorted by name.","items":{"$ref":"#/$defs/Capability"}},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
+>>>>>>> h/seam-routes
 
 function validate234(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -8286,7 +8290,7 @@ return errors === 0;
 }
 validate245.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema90 = {"description":"Observed state of a Cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Online","Offline"],"description":"Whether the agent's tunnel is up."},"lastTransitionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When phase last changed; Tasks not yet running on a cluster Offline longer than a grace period are placed elsewhere."},"agentVersion":{"type":"string","description":"Version of the connected agent."},"runtime":{"enum":["kubernetes","process"],"description":"The runtime the connected agent announced in its hello; placement sends a task only where it runs the task's agentType."},"bootId":{"type":"string","description":"Identifies one start of the connected agent."},"kubernetesVersion":{"type":"string","description":"Kubernetes version, for runtime kubernetes."},"lastHeartbeatTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the last heartbeat arrived."},"nodeCount":{"type":"integer","minimum":0,"description":"Nodes the agent reports."},"lastTestedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the cluster's API was last tried (the Version API, for runtime kubernetes; the agent's own report, for runtime process)."},"lastTestOk":{"type":"boolean","description":"Whether that try succeeded."},"lastTestMessage":{"type":"string","maxLength":1024,"description":"Why the last try failed; absent when it succeeded. Never carries credentials."},"capabilities":{"type":"array","description":"Component states, sorted by name.","items":{"$ref":"#/$defs/Capability"}},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
+const schema90 = {"description":"Observed state of a Cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Online","Offline"],"description":"Whether the agent's tunnel is up."},"lastTransitionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When phase last changed; Tasks not yet running on a cluster Offline longer than a grace period are placed elsewhere."},"agentVersion":{"type":"string","description":"Version of the connected agent."},"runtime":{"enum":["kubernetes","process"],"description":"The runtime the connected agent announced in its hello; placement sends a task only where it runs the task's agentType."},"bootId":{"type":"string","description":"Identifies one start of the connected agent."},"kubernetesVersion":{"type":"string","description":"Kubernetes version, for runtime kubernetes."},"storageClasses":{"type":"array","maxItems":256,"description":"The cluster's StorageClasses as its agent reports them (runtime kubernetes), sorted by name: what a Task's volumeClaimTemplate may name (GET /api/v1/storage/storageclass).","items":{"$ref":"#/$defs/ClusterStorageClass"}},"lastHeartbeatTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the last heartbeat arrived."},"nodeCount":{"type":"integer","minimum":0,"description":"Nodes the agent reports."},"lastTestedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the cluster's API was last tried (the Version API, for runtime kubernetes; the agent's own report, for runtime process)."},"lastTestOk":{"type":"boolean","description":"Whether that try succeeded."},"lastTestMessage":{"type":"string","maxLength":1024,"description":"Why the last try failed; absent when it succeeded. Never carries credentials."},"capabilities":{"type":"array","description":"Component states, sorted by name.","items":{"$ref":"#/$defs/Capability"}},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
 
 function validate252(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -8325,12 +8329,12 @@ return errors === 0;
 }
 validate252.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema92 = {"description":"State of one component on the cluster, as reported in heartbeats.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Component name (runtime, nodeserver, device-plugin, ...)."},"process":{"enum":["STOPPED","STARTING","RUNNING","BACKOFF","FAILED"],"description":"Process state."},"health":{"enum":["STARTING","READY","DEGRADED","STOPPED","UNKNOWN"],"description":"Health state."},"message":{"type":"string","description":"Human-readable detail."}}};
+const schema92 = {"description":"One StorageClass of a cluster, as far as choosing one for a volume claim needs.","type":"object","additionalProperties":false,"required":["name","provisioner"],"properties":{"name":{"type":"string","maxLength":253,"description":"metadata.name, what storageClassName names."},"provisioner":{"type":"string","maxLength":253,"description":"The volume plugin that provisions its volumes."},"default":{"type":"boolean","description":"Annotated storageclass.kubernetes.io/is-default-class: claims that name no class get this one."},"reclaimPolicy":{"type":"string","maxLength":64,"description":"What happens to a volume when its claim goes (Delete, Retain)."},"volumeBindingMode":{"type":"string","maxLength":64,"description":"When a volume is bound (Immediate, WaitForFirstConsumer)."},"allowVolumeExpansion":{"type":"boolean","description":"Whether a claim may grow."}}};
 
-function validate256(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate254(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate256.evaluated;
+const evaluated0 = validate254.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8348,9 +8352,196 @@ vErrors.push(err0);
 }
 errors++;
 }
+if(data.provisioner === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "provisioner"},message:"must have required property '"+"provisioner"+"'",schema:schema92.required,parentSchema:schema92,data};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((((key0 === "name") || (key0 === "provisioner")) || (key0 === "default")) || (key0 === "reclaimPolicy")) || (key0 === "volumeBindingMode")) || (key0 === "allowVolumeExpansion"))){
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema92,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.name !== undefined){
+let data0 = data.name;
+if(typeof data0 === "string"){
+if(func2(data0) > 253){
+const err3 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema92.properties.name,data:data0};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+else {
+const err4 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema92.properties.name.type,parentSchema:schema92.properties.name,data:data0};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.provisioner !== undefined){
+let data1 = data.provisioner;
+if(typeof data1 === "string"){
+if(func2(data1) > 253){
+const err5 = {instancePath:instancePath+"/provisioner",schemaPath:"#/properties/provisioner/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema92.properties.provisioner,data:data1};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+else {
+const err6 = {instancePath:instancePath+"/provisioner",schemaPath:"#/properties/provisioner/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema92.properties.provisioner.type,parentSchema:schema92.properties.provisioner,data:data1};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.default !== undefined){
+let data2 = data.default;
+if(typeof data2 !== "boolean"){
+const err7 = {instancePath:instancePath+"/default",schemaPath:"#/properties/default/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema92.properties.default.type,parentSchema:schema92.properties.default,data:data2};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.reclaimPolicy !== undefined){
+let data3 = data.reclaimPolicy;
+if(typeof data3 === "string"){
+if(func2(data3) > 64){
+const err8 = {instancePath:instancePath+"/reclaimPolicy",schemaPath:"#/properties/reclaimPolicy/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters",schema:64,parentSchema:schema92.properties.reclaimPolicy,data:data3};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+else {
+const err9 = {instancePath:instancePath+"/reclaimPolicy",schemaPath:"#/properties/reclaimPolicy/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema92.properties.reclaimPolicy.type,parentSchema:schema92.properties.reclaimPolicy,data:data3};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.volumeBindingMode !== undefined){
+let data4 = data.volumeBindingMode;
+if(typeof data4 === "string"){
+if(func2(data4) > 64){
+const err10 = {instancePath:instancePath+"/volumeBindingMode",schemaPath:"#/properties/volumeBindingMode/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters",schema:64,parentSchema:schema92.properties.volumeBindingMode,data:data4};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+else {
+const err11 = {instancePath:instancePath+"/volumeBindingMode",schemaPath:"#/properties/volumeBindingMode/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema92.properties.volumeBindingMode.type,parentSchema:schema92.properties.volumeBindingMode,data:data4};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+if(data.allowVolumeExpansion !== undefined){
+let data5 = data.allowVolumeExpansion;
+if(typeof data5 !== "boolean"){
+const err12 = {instancePath:instancePath+"/allowVolumeExpansion",schemaPath:"#/properties/allowVolumeExpansion/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema92.properties.allowVolumeExpansion.type,parentSchema:schema92.properties.allowVolumeExpansion,data:data5};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+}
+else {
+const err13 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema92.type,parentSchema:schema92,data};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+validate254.errors = vErrors;
+return errors === 0;
+}
+validate254.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+const schema93 = {"description":"State of one component on the cluster, as reported in heartbeats.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Component name (runtime, nodeserver, device-plugin, ...)."},"process":{"enum":["STOPPED","STARTING","RUNNING","BACKOFF","FAILED"],"description":"Process state."},"health":{"enum":["STARTING","READY","DEGRADED","STOPPED","UNKNOWN"],"description":"Health state."},"message":{"type":"string","description":"Human-readable detail."}}};
+
+function validate258(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate258.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.name === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema93.required,parentSchema:schema93,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
 for(const key0 in data){
 if(!((((key0 === "name") || (key0 === "process")) || (key0 === "health")) || (key0 === "message"))){
-const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema92,data};
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema93,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -8363,7 +8554,7 @@ errors++;
 if(data.name !== undefined){
 let data0 = data.name;
 if(typeof data0 !== "string"){
-const err2 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema92.properties.name.type,parentSchema:schema92.properties.name,data:data0};
+const err2 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema93.properties.name.type,parentSchema:schema93.properties.name,data:data0};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -8376,7 +8567,7 @@ errors++;
 if(data.process !== undefined){
 let data1 = data.process;
 if(!(((((data1 === "STOPPED") || (data1 === "STARTING")) || (data1 === "RUNNING")) || (data1 === "BACKOFF")) || (data1 === "FAILED"))){
-const err3 = {instancePath:instancePath+"/process",schemaPath:"#/properties/process/enum",keyword:"enum",params:{allowedValues: schema92.properties.process.enum},message:"must be equal to one of the allowed values",schema:schema92.properties.process.enum,parentSchema:schema92.properties.process,data:data1};
+const err3 = {instancePath:instancePath+"/process",schemaPath:"#/properties/process/enum",keyword:"enum",params:{allowedValues: schema93.properties.process.enum},message:"must be equal to one of the allowed values",schema:schema93.properties.process.enum,parentSchema:schema93.properties.process,data:data1};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -8389,7 +8580,7 @@ errors++;
 if(data.health !== undefined){
 let data2 = data.health;
 if(!(((((data2 === "STARTING") || (data2 === "READY")) || (data2 === "DEGRADED")) || (data2 === "STOPPED")) || (data2 === "UNKNOWN"))){
-const err4 = {instancePath:instancePath+"/health",schemaPath:"#/properties/health/enum",keyword:"enum",params:{allowedValues: schema92.properties.health.enum},message:"must be equal to one of the allowed values",schema:schema92.properties.health.enum,parentSchema:schema92.properties.health,data:data2};
+const err4 = {instancePath:instancePath+"/health",schemaPath:"#/properties/health/enum",keyword:"enum",params:{allowedValues: schema93.properties.health.enum},message:"must be equal to one of the allowed values",schema:schema93.properties.health.enum,parentSchema:schema93.properties.health,data:data2};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -8402,7 +8593,7 @@ errors++;
 if(data.message !== undefined){
 let data3 = data.message;
 if(typeof data3 !== "string"){
-const err5 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema92.properties.message.type,parentSchema:schema92.properties.message,data:data3};
+const err5 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema93.properties.message.type,parentSchema:schema93.properties.message,data:data3};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -8414,7 +8605,7 @@ errors++;
 }
 }
 else {
-const err6 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema92.type,parentSchema:schema92,data};
+const err6 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema93.type,parentSchema:schema93,data};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -8423,16 +8614,16 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate256.errors = vErrors;
+validate258.errors = vErrors;
 return errors === 0;
 }
-validate256.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate258.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate258(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate260(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate258.evaluated;
+const evaluated0 = validate260.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8584,10 +8775,10 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate258.errors = vErrors;
+validate260.errors = vErrors;
 return errors === 0;
 }
-validate258.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate260.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
 function validate251(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -8684,16 +8875,11 @@ vErrors.push(err5);
 errors++;
 }
 }
-if(data.lastHeartbeatTime !== undefined){
-if(!(validate252(data.lastHeartbeatTime, {instancePath:instancePath+"/lastHeartbeatTime",parentData:data,parentDataProperty:"lastHeartbeatTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate252.errors : vErrors.concat(validate252.errors);
-errors = vErrors.length;
-}
-}
-if(data.nodeCount !== undefined){
-let data7 = data.nodeCount;
-if(!(((typeof data7 == "number") && (!(data7 % 1) && !isNaN(data7))) && (isFinite(data7)))){
-const err6 = {instancePath:instancePath+"/nodeCount",schemaPath:"#/properties/nodeCount/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema90.properties.nodeCount.type,parentSchema:schema90.properties.nodeCount,data:data7};
+if(data.storageClasses !== undefined){
+let data6 = data.storageClasses;
+if(Array.isArray(data6)){
+if(data6.length > 256){
+const err6 = {instancePath:instancePath+"/storageClasses",schemaPath:"#/properties/storageClasses/maxItems",keyword:"maxItems",params:{limit: 256},message:"must NOT have more than 256 items",schema:256,parentSchema:schema90.properties.storageClasses,data:data6};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -8702,14 +8888,51 @@ vErrors.push(err6);
 }
 errors++;
 }
-if((typeof data7 == "number") && (isFinite(data7))){
-if(data7 < 0 || isNaN(data7)){
-const err7 = {instancePath:instancePath+"/nodeCount",schemaPath:"#/properties/nodeCount/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema90.properties.nodeCount,data:data7};
+const len0 = data6.length;
+for(let i0=0; i0<len0; i0++){
+if(!(validate254(data6[i0], {instancePath:instancePath+"/storageClasses/" + i0,parentData:data6,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate254.errors : vErrors.concat(validate254.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err7 = {instancePath:instancePath+"/storageClasses",schemaPath:"#/properties/storageClasses/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema90.properties.storageClasses.type,parentSchema:schema90.properties.storageClasses,data:data6};
 if(vErrors === null){
 vErrors = [err7];
 }
 else {
 vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.lastHeartbeatTime !== undefined){
+if(!(validate252(data.lastHeartbeatTime, {instancePath:instancePath+"/lastHeartbeatTime",parentData:data,parentDataProperty:"lastHeartbeatTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate252.errors : vErrors.concat(validate252.errors);
+errors = vErrors.length;
+}
+}
+if(data.nodeCount !== undefined){
+let data9 = data.nodeCount;
+if(!(((typeof data9 == "number") && (!(data9 % 1) && !isNaN(data9))) && (isFinite(data9)))){
+const err8 = {instancePath:instancePath+"/nodeCount",schemaPath:"#/properties/nodeCount/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema90.properties.nodeCount.type,parentSchema:schema90.properties.nodeCount,data:data9};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if((typeof data9 == "number") && (isFinite(data9))){
+if(data9 < 0 || isNaN(data9)){
+const err9 = {instancePath:instancePath+"/nodeCount",schemaPath:"#/properties/nodeCount/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema90.properties.nodeCount,data:data9};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
 }
 errors++;
 }
@@ -8722,34 +8945,9 @@ errors = vErrors.length;
 }
 }
 if(data.lastTestOk !== undefined){
-let data9 = data.lastTestOk;
-if(typeof data9 !== "boolean"){
-const err8 = {instancePath:instancePath+"/lastTestOk",schemaPath:"#/properties/lastTestOk/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema90.properties.lastTestOk.type,parentSchema:schema90.properties.lastTestOk,data:data9};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-}
-if(data.lastTestMessage !== undefined){
-let data10 = data.lastTestMessage;
-if(typeof data10 === "string"){
-if(func2(data10) > 1024){
-const err9 = {instancePath:instancePath+"/lastTestMessage",schemaPath:"#/properties/lastTestMessage/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters",schema:1024,parentSchema:schema90.properties.lastTestMessage,data:data10};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-else {
-const err10 = {instancePath:instancePath+"/lastTestMessage",schemaPath:"#/properties/lastTestMessage/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema90.properties.lastTestMessage.type,parentSchema:schema90.properties.lastTestMessage,data:data10};
+let data11 = data.lastTestOk;
+if(typeof data11 !== "boolean"){
+const err10 = {instancePath:instancePath+"/lastTestOk",schemaPath:"#/properties/lastTestOk/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema90.properties.lastTestOk.type,parentSchema:schema90.properties.lastTestOk,data:data11};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -8759,19 +8957,11 @@ vErrors.push(err10);
 errors++;
 }
 }
-if(data.capabilities !== undefined){
-let data11 = data.capabilities;
-if(Array.isArray(data11)){
-const len0 = data11.length;
-for(let i0=0; i0<len0; i0++){
-if(!(validate256(data11[i0], {instancePath:instancePath+"/capabilities/" + i0,parentData:data11,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate256.errors : vErrors.concat(validate256.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err11 = {instancePath:instancePath+"/capabilities",schemaPath:"#/properties/capabilities/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema90.properties.capabilities.type,parentSchema:schema90.properties.capabilities,data:data11};
+if(data.lastTestMessage !== undefined){
+let data12 = data.lastTestMessage;
+if(typeof data12 === "string"){
+if(func2(data12) > 1024){
+const err11 = {instancePath:instancePath+"/lastTestMessage",schemaPath:"#/properties/lastTestMessage/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters",schema:1024,parentSchema:schema90.properties.lastTestMessage,data:data12};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -8781,10 +8971,8 @@ vErrors.push(err11);
 errors++;
 }
 }
-if(data.observedGeneration !== undefined){
-let data13 = data.observedGeneration;
-if(!(((typeof data13 == "number") && (!(data13 % 1) && !isNaN(data13))) && (isFinite(data13)))){
-const err12 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema90.properties.observedGeneration.type,parentSchema:schema90.properties.observedGeneration,data:data13};
+else {
+const err12 = {instancePath:instancePath+"/lastTestMessage",schemaPath:"#/properties/lastTestMessage/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema90.properties.lastTestMessage.type,parentSchema:schema90.properties.lastTestMessage,data:data12};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -8793,9 +8981,20 @@ vErrors.push(err12);
 }
 errors++;
 }
-if((typeof data13 == "number") && (isFinite(data13))){
-if(data13 < 0 || isNaN(data13)){
-const err13 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema90.properties.observedGeneration,data:data13};
+}
+if(data.capabilities !== undefined){
+let data13 = data.capabilities;
+if(Array.isArray(data13)){
+const len1 = data13.length;
+for(let i1=0; i1<len1; i1++){
+if(!(validate258(data13[i1], {instancePath:instancePath+"/capabilities/" + i1,parentData:data13,parentDataProperty:i1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate258.errors : vErrors.concat(validate258.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err13 = {instancePath:instancePath+"/capabilities",schemaPath:"#/properties/capabilities/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema90.properties.capabilities.type,parentSchema:schema90.properties.capabilities,data:data13};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -8805,20 +9004,10 @@ vErrors.push(err13);
 errors++;
 }
 }
-}
-if(data.conditions !== undefined){
-let data14 = data.conditions;
-if(Array.isArray(data14)){
-const len1 = data14.length;
-for(let i1=0; i1<len1; i1++){
-if(!(validate258(data14[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data14,parentDataProperty:i1,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate258.errors : vErrors.concat(validate258.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err14 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema90.properties.conditions.type,parentSchema:schema90.properties.conditions,data:data14};
+if(data.observedGeneration !== undefined){
+let data15 = data.observedGeneration;
+if(!(((typeof data15 == "number") && (!(data15 % 1) && !isNaN(data15))) && (isFinite(data15)))){
+const err14 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema90.properties.observedGeneration.type,parentSchema:schema90.properties.observedGeneration,data:data15};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -8827,15 +9016,49 @@ vErrors.push(err14);
 }
 errors++;
 }
-}
-}
-else {
-const err15 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema90.type,parentSchema:schema90,data};
+if((typeof data15 == "number") && (isFinite(data15))){
+if(data15 < 0 || isNaN(data15)){
+const err15 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema90.properties.observedGeneration,data:data15};
 if(vErrors === null){
 vErrors = [err15];
 }
 else {
 vErrors.push(err15);
+}
+errors++;
+}
+}
+}
+if(data.conditions !== undefined){
+let data16 = data.conditions;
+if(Array.isArray(data16)){
+const len2 = data16.length;
+for(let i2=0; i2<len2; i2++){
+if(!(validate260(data16[i2], {instancePath:instancePath+"/conditions/" + i2,parentData:data16,parentDataProperty:i2,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate260.errors : vErrors.concat(validate260.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err16 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema90.properties.conditions.type,parentSchema:schema90.properties.conditions,data:data16};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+}
+else {
+const err17 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema90.type,parentSchema:schema90,data};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
 }
 errors++;
 }
@@ -8997,13 +9220,13 @@ return errors === 0;
 }
 validate233.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const Node = validate263;
-const schema94 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/node.schema.json","title":"Node","description":"A machine of a cluster. Git holds an admin overlay (labels, annotations, cordon); the agent reports the status.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Node","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the object belongs to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Node name, as in the cluster."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."},"labels":{"$ref":"common.schema.json#/$defs/Labels","description":"Labels, synced to the cluster's node; the rlark.io/node-category-* labels classify it.","properties":{"rlark.io/node-category-cloud":{"const":"true","description":"A cloud compute node."},"rlark.io/node-category-edge":{"const":"true","description":"An edge compute node."},"rlark.io/node-category-robot":{"const":"true","description":"A robot (embodied device) node."}}},"annotations":{"$ref":"common.schema.json#/$defs/Annotations","description":"Annotations; the admin keys are kept when the agent refreshes the node.","properties":{"rlark.io/city":{"type":"string","description":"Physical location, maintained by admins."},"rlark.io/gpu-model":{"type":"string","description":"GPU model of a cloud node."},"rlark.io/device-model":{"type":"string","description":"Embodied device model of an edge or robot node."}}}}},"spec":{"$ref":"#/$defs/NodeSpec","description":"Desired state (the admin overlay)."},"status":{"$ref":"#/$defs/NodeStatus","description":"Observed state, reported by the agent."}},"$defs":{"NodeSpec":{"description":"Admin settings for the node.","type":"object","additionalProperties":false,"properties":{"unschedulable":{"type":"boolean","default":false,"description":"true cordons the node: no new work is placed on it (kubectl cordon)."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"How the node runs tasks."}}},"NodeAddress":{"description":"One address of the node.","type":"object","additionalProperties":false,"required":["type","address"],"properties":{"type":{"enum":["InternalIP","ExternalIP","Hostname","InternalDNS","ExternalDNS"],"description":"Address type."},"address":{"type":"string","description":"The address."}}},"NodeInfo":{"description":"Software facts about the node.","type":"object","additionalProperties":false,"properties":{"architecture":{"type":"string","description":"CPU architecture (amd64, arm64)."},"operatingSystem":{"type":"string","description":"Operating system (linux)."},"osImage":{"type":"string","description":"Distribution (Ubuntu 22.04.4 LTS)."},"kernelVersion":{"type":"string","description":"Kernel version."},"containerRuntimeVersion":{"type":"string","description":"Container runtime and version."},"kubeletVersion":{"type":"string","description":"Kubelet version, for Kubernetes nodes."},"agentVersion":{"type":"string","description":"Version of the RLark agent."}}},"DiskUsage":{"description":"Disk use from the kubelet stats summary (nodefs plus a separate imagefs, counted once when shared).","type":"object","additionalProperties":false,"properties":{"usedBytes":{"type":"integer","minimum":0,"description":"Bytes in use."},"totalBytes":{"type":"integer","minimum":0,"description":"Capacity in bytes."}}},"NodeStatus":{"description":"Observed state of a Node.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Online","Offline","Unknown"],"description":"Whether the node is reachable and ready."},"addresses":{"type":"array","description":"Addresses of the node.","items":{"$ref":"#/$defs/NodeAddress"}},"capacity":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Total resources."},"allocatable":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Resources available to workloads."},"requested":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Sum of resources.requests of the workers running on the node (reserved, not measured use)."},"nodeInfo":{"$ref":"#/$defs/NodeInfo","description":"Software facts."},"disk":{"$ref":"#/$defs/DiskUsage","description":"Disk use."},"lastHeartbeatTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent last reported the node."},"conditions":{"type":"array","description":"Kubernetes node conditions (Ready, DiskPressure, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
+export const Node = validate265;
+const schema95 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/node.schema.json","title":"Node","description":"A machine of a cluster. Git holds an admin overlay (labels, annotations, cordon); the agent reports the status.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Node","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the object belongs to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Node name, as in the cluster."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."},"labels":{"$ref":"common.schema.json#/$defs/Labels","description":"Labels, synced to the cluster's node; the rlark.io/node-category-* labels classify it.","properties":{"rlark.io/node-category-cloud":{"const":"true","description":"A cloud compute node."},"rlark.io/node-category-edge":{"const":"true","description":"An edge compute node."},"rlark.io/node-category-robot":{"const":"true","description":"A robot (embodied device) node."}}},"annotations":{"$ref":"common.schema.json#/$defs/Annotations","description":"Annotations; the admin keys are kept when the agent refreshes the node.","properties":{"rlark.io/city":{"type":"string","description":"Physical location, maintained by admins."},"rlark.io/gpu-model":{"type":"string","description":"GPU model of a cloud node."},"rlark.io/device-model":{"type":"string","description":"Embodied device model of an edge or robot node."}}}}},"spec":{"$ref":"#/$defs/NodeSpec","description":"Desired state (the admin overlay)."},"status":{"$ref":"#/$defs/NodeStatus","description":"Observed state, reported by the agent."}},"$defs":{"NodeSpec":{"description":"Admin settings for the node.","type":"object","additionalProperties":false,"properties":{"unschedulable":{"type":"boolean","default":false,"description":"true cordons the node: no new work is placed on it (kubectl cordon)."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"How the node runs tasks."}}},"NodeAddress":{"description":"One address of the node.","type":"object","additionalProperties":false,"required":["type","address"],"properties":{"type":{"enum":["InternalIP","ExternalIP","Hostname","InternalDNS","ExternalDNS"],"description":"Address type."},"address":{"type":"string","description":"The address."}}},"NodeInfo":{"description":"Software facts about the node.","type":"object","additionalProperties":false,"properties":{"architecture":{"type":"string","description":"CPU architecture (amd64, arm64)."},"operatingSystem":{"type":"string","description":"Operating system (linux)."},"osImage":{"type":"string","description":"Distribution (Ubuntu 22.04.4 LTS)."},"kernelVersion":{"type":"string","description":"Kernel version."},"containerRuntimeVersion":{"type":"string","description":"Container runtime and version."},"kubeletVersion":{"type":"string","description":"Kubelet version, for Kubernetes nodes."},"agentVersion":{"type":"string","description":"Version of the RLark agent."}}},"DiskUsage":{"description":"Disk use from the kubelet stats summary (nodefs plus a separate imagefs, counted once when shared).","type":"object","additionalProperties":false,"properties":{"usedBytes":{"type":"integer","minimum":0,"description":"Bytes in use."},"totalBytes":{"type":"integer","minimum":0,"description":"Capacity in bytes."}}},"NodeStatus":{"description":"Observed state of a Node.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Online","Offline","Unknown"],"description":"Whether the node is reachable and ready."},"addresses":{"type":"array","description":"Addresses of the node.","items":{"$ref":"#/$defs/NodeAddress"}},"capacity":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Total resources."},"allocatable":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Resources available to workloads."},"requested":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Sum of resources.requests of the workers running on the node (reserved, not measured use)."},"nodeInfo":{"$ref":"#/$defs/NodeInfo","description":"Software facts."},"disk":{"$ref":"#/$defs/DiskUsage","description":"Disk use."},"lastHeartbeatTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent last reported the node."},"conditions":{"type":"array","description":"Kubernetes node conditions (Ready, DiskPressure, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
 
-function validate264(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate266(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate264.evaluated;
+const evaluated0 = validate266.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9225,18 +9448,18 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate264.errors = vErrors;
+validate266.errors = vErrors;
 return errors === 0;
 }
-validate264.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate266.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema96 = {"description":"A DNS-1123 subdomain: dot-separated DNS-1123 labels, at most 253 characters.","type":"string","minLength":1,"maxLength":253,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$","x-rlark-message":"must be a DNS-1123 subdomain: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"};
+const schema97 = {"description":"A DNS-1123 subdomain: dot-separated DNS-1123 labels, at most 253 characters.","type":"string","minLength":1,"maxLength":253,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$","x-rlark-message":"must be a DNS-1123 subdomain: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"};
 const pattern22 = new RegExp("^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$", "u");
 
-function validate271(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate273(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate271.evaluated;
+const evaluated0 = validate273.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9245,7 +9468,7 @@ evaluated0.items = undefined;
 }
 if(typeof data === "string"){
 if(func2(data) > 253){
-const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema96,data};
+const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema97,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -9255,7 +9478,7 @@ vErrors.push(err0);
 errors++;
 }
 if(func2(data) < 1){
-const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema96,data};
+const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema97,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -9265,7 +9488,7 @@ vErrors.push(err1);
 errors++;
 }
 if(!pattern22.test(data)){
-const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema96,data};
+const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema97,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -9276,7 +9499,7 @@ errors++;
 }
 }
 else {
-const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema96.type,parentSchema:schema96,data};
+const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema97.type,parentSchema:schema97,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -9285,16 +9508,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate271.errors = vErrors;
+validate273.errors = vErrors;
 return errors === 0;
 }
-validate271.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate273.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate273(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate275(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate273.evaluated;
+const evaluated0 = validate275.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9333,16 +9556,16 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate273.errors = vErrors;
+validate275.errors = vErrors;
 return errors === 0;
 }
-validate273.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate275.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate275(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate277(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate275.evaluated;
+const evaluated0 = validate277.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9385,16 +9608,16 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate275.errors = vErrors;
+validate277.errors = vErrors;
 return errors === 0;
 }
-validate275.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate277.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate279(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate281(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate279.evaluated;
+const evaluated0 = validate281.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9444,17 +9667,17 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate279.errors = vErrors;
+validate281.errors = vErrors;
 return errors === 0;
 }
-validate279.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate281.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema100 = {"description":"Admin settings for the node.","type":"object","additionalProperties":false,"properties":{"unschedulable":{"type":"boolean","default":false,"description":"true cordons the node: no new work is placed on it (kubectl cordon)."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"How the node runs tasks."}}};
+const schema101 = {"description":"Admin settings for the node.","type":"object","additionalProperties":false,"properties":{"unschedulable":{"type":"boolean","default":false,"description":"true cordons the node: no new work is placed on it (kubectl cordon)."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"How the node runs tasks."}}};
 
-function validate283(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate285(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate283.evaluated;
+const evaluated0 = validate285.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9471,16 +9694,16 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate283.errors = vErrors;
+validate285.errors = vErrors;
 return errors === 0;
 }
-validate283.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate285.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate282(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate284(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate282.evaluated;
+const evaluated0 = validate284.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9490,7 +9713,7 @@ evaluated0.items = undefined;
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
 if(!((key0 === "unschedulable") || (key0 === "agentType"))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema100,data};
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema101,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -9503,7 +9726,7 @@ errors++;
 if(data.unschedulable !== undefined){
 let data0 = data.unschedulable;
 if(typeof data0 !== "boolean"){
-const err1 = {instancePath:instancePath+"/unschedulable",schemaPath:"#/properties/unschedulable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema100.properties.unschedulable.type,parentSchema:schema100.properties.unschedulable,data:data0};
+const err1 = {instancePath:instancePath+"/unschedulable",schemaPath:"#/properties/unschedulable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema101.properties.unschedulable.type,parentSchema:schema101.properties.unschedulable,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -9514,14 +9737,14 @@ errors++;
 }
 }
 if(data.agentType !== undefined){
-if(!(validate283(data.agentType, {instancePath:instancePath+"/agentType",parentData:data,parentDataProperty:"agentType",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate283.errors : vErrors.concat(validate283.errors);
+if(!(validate285(data.agentType, {instancePath:instancePath+"/agentType",parentData:data,parentDataProperty:"agentType",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate285.errors : vErrors.concat(validate285.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema100.type,parentSchema:schema100,data};
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema101.type,parentSchema:schema101,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -9530,18 +9753,18 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate282.errors = vErrors;
+validate284.errors = vErrors;
 return errors === 0;
 }
-validate282.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate284.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema102 = {"description":"Observed state of a Node.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Online","Offline","Unknown"],"description":"Whether the node is reachable and ready."},"addresses":{"type":"array","description":"Addresses of the node.","items":{"$ref":"#/$defs/NodeAddress"}},"capacity":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Total resources."},"allocatable":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Resources available to workloads."},"requested":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Sum of resources.requests of the workers running on the node (reserved, not measured use)."},"nodeInfo":{"$ref":"#/$defs/NodeInfo","description":"Software facts."},"disk":{"$ref":"#/$defs/DiskUsage","description":"Disk use."},"lastHeartbeatTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent last reported the node."},"conditions":{"type":"array","description":"Kubernetes node conditions (Ready, DiskPressure, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
-const schema103 = {"description":"One address of the node.","type":"object","additionalProperties":false,"required":["type","address"],"properties":{"type":{"enum":["InternalIP","ExternalIP","Hostname","InternalDNS","ExternalDNS"],"description":"Address type."},"address":{"type":"string","description":"The address."}}};
+const schema103 = {"description":"Observed state of a Node.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Online","Offline","Unknown"],"description":"Whether the node is reachable and ready."},"addresses":{"type":"array","description":"Addresses of the node.","items":{"$ref":"#/$defs/NodeAddress"}},"capacity":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Total resources."},"allocatable":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Resources available to workloads."},"requested":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Sum of resources.requests of the workers running on the node (reserved, not measured use)."},"nodeInfo":{"$ref":"#/$defs/NodeInfo","description":"Software facts."},"disk":{"$ref":"#/$defs/DiskUsage","description":"Disk use."},"lastHeartbeatTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent last reported the node."},"conditions":{"type":"array","description":"Kubernetes node conditions (Ready, DiskPressure, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
+const schema104 = {"description":"One address of the node.","type":"object","additionalProperties":false,"required":["type","address"],"properties":{"type":{"enum":["InternalIP","ExternalIP","Hostname","InternalDNS","ExternalDNS"],"description":"Address type."},"address":{"type":"string","description":"The address."}}};
 
-function validate287(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate289(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate287.evaluated;
+const evaluated0 = validate289.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9550,7 +9773,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.type === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'",schema:schema103.required,parentSchema:schema103,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'",schema:schema104.required,parentSchema:schema104,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -9560,7 +9783,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.address === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "address"},message:"must have required property '"+"address"+"'",schema:schema103.required,parentSchema:schema103,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "address"},message:"must have required property '"+"address"+"'",schema:schema104.required,parentSchema:schema104,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -9571,7 +9794,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((key0 === "type") || (key0 === "address"))){
-const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema103,data};
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema104,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -9584,7 +9807,7 @@ errors++;
 if(data.type !== undefined){
 let data0 = data.type;
 if(!(((((data0 === "InternalIP") || (data0 === "ExternalIP")) || (data0 === "Hostname")) || (data0 === "InternalDNS")) || (data0 === "ExternalDNS"))){
-const err3 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/enum",keyword:"enum",params:{allowedValues: schema103.properties.type.enum},message:"must be equal to one of the allowed values",schema:schema103.properties.type.enum,parentSchema:schema103.properties.type,data:data0};
+const err3 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/enum",keyword:"enum",params:{allowedValues: schema104.properties.type.enum},message:"must be equal to one of the allowed values",schema:schema104.properties.type.enum,parentSchema:schema104.properties.type,data:data0};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -9597,7 +9820,7 @@ errors++;
 if(data.address !== undefined){
 let data1 = data.address;
 if(typeof data1 !== "string"){
-const err4 = {instancePath:instancePath+"/address",schemaPath:"#/properties/address/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema103.properties.address.type,parentSchema:schema103.properties.address,data:data1};
+const err4 = {instancePath:instancePath+"/address",schemaPath:"#/properties/address/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema104.properties.address.type,parentSchema:schema104.properties.address,data:data1};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -9609,7 +9832,7 @@ errors++;
 }
 }
 else {
-const err5 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema103.type,parentSchema:schema103,data};
+const err5 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema104.type,parentSchema:schema104,data};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -9618,19 +9841,19 @@ vErrors.push(err5);
 }
 errors++;
 }
-validate287.errors = vErrors;
+validate289.errors = vErrors;
 return errors === 0;
 }
-validate287.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate289.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema104 = {"description":"Resource name (cpu, memory, nvidia.com/gpu, ...) to quantity.","type":"object","propertyNames":{"$ref":"#/$defs/LabelKey"},"additionalProperties":{"$ref":"#/$defs/Quantity"}};
-const schema105 = {"description":"A Kubernetes resource quantity, e.g. 500m, 2Gi, 8.","type":"string","pattern":"^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$","x-rlark-message":"must be a Kubernetes quantity such as 500m, 2Gi or 8"};
+const schema105 = {"description":"Resource name (cpu, memory, nvidia.com/gpu, ...) to quantity.","type":"object","propertyNames":{"$ref":"#/$defs/LabelKey"},"additionalProperties":{"$ref":"#/$defs/Quantity"}};
+const schema106 = {"description":"A Kubernetes resource quantity, e.g. 500m, 2Gi, 8.","type":"string","pattern":"^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$","x-rlark-message":"must be a Kubernetes quantity such as 500m, 2Gi or 8"};
 const pattern24 = new RegExp("^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$", "u");
 
-function validate291(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate293(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate291.evaluated;
+const evaluated0 = validate293.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9639,7 +9862,7 @@ evaluated0.items = undefined;
 }
 if(typeof data === "string"){
 if(!pattern24.test(data)){
-const err0 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$"},message:"must match pattern \""+"^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$"+"\"",schema:"^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$",parentSchema:schema105,data};
+const err0 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$"},message:"must match pattern \""+"^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$"+"\"",schema:"^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$",parentSchema:schema106,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -9650,7 +9873,7 @@ errors++;
 }
 }
 else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema105.type,parentSchema:schema105,data};
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema106.type,parentSchema:schema106,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -9659,16 +9882,16 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate291.errors = vErrors;
+validate293.errors = vErrors;
 return errors === 0;
 }
-validate291.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate293.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate289(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate291(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate289.evaluated;
+const evaluated0 = validate291.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9684,7 +9907,7 @@ errors = vErrors.length;
 }
 var valid0 = _errs1 === errors;
 if(!valid0){
-const err0 = {instancePath,schemaPath:"#/propertyNames",keyword:"propertyNames",params:{propertyName: key0},message:"property name must be valid",schema:schema104.propertyNames,parentSchema:schema104,data};
+const err0 = {instancePath,schemaPath:"#/propertyNames",keyword:"propertyNames",params:{propertyName: key0},message:"property name must be valid",schema:schema105.propertyNames,parentSchema:schema105,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -9695,14 +9918,14 @@ errors++;
 }
 }
 for(const key1 in data){
-if(!(validate291(data[key1], {instancePath:instancePath+"/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),parentData:data,parentDataProperty:key1,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate291.errors : vErrors.concat(validate291.errors);
+if(!(validate293(data[key1], {instancePath:instancePath+"/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),parentData:data,parentDataProperty:key1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate293.errors : vErrors.concat(validate293.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema104.type,parentSchema:schema104,data};
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema105.type,parentSchema:schema105,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -9711,144 +9934,12 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate289.errors = vErrors;
+validate291.errors = vErrors;
 return errors === 0;
 }
-validate289.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate291.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema106 = {"description":"Software facts about the node.","type":"object","additionalProperties":false,"properties":{"architecture":{"type":"string","description":"CPU architecture (amd64, arm64)."},"operatingSystem":{"type":"string","description":"Operating system (linux)."},"osImage":{"type":"string","description":"Distribution (Ubuntu 22.04.4 LTS)."},"kernelVersion":{"type":"string","description":"Kernel version."},"containerRuntimeVersion":{"type":"string","description":"Container runtime and version."},"kubeletVersion":{"type":"string","description":"Kubelet version, for Kubernetes nodes."},"agentVersion":{"type":"string","description":"Version of the RLark agent."}}};
-
-function validate296(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate296.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-for(const key0 in data){
-if(!(((((((key0 === "architecture") || (key0 === "operatingSystem")) || (key0 === "osImage")) || (key0 === "kernelVersion")) || (key0 === "containerRuntimeVersion")) || (key0 === "kubeletVersion")) || (key0 === "agentVersion"))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema106,data};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(data.architecture !== undefined){
-let data0 = data.architecture;
-if(typeof data0 !== "string"){
-const err1 = {instancePath:instancePath+"/architecture",schemaPath:"#/properties/architecture/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema106.properties.architecture.type,parentSchema:schema106.properties.architecture,data:data0};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-if(data.operatingSystem !== undefined){
-let data1 = data.operatingSystem;
-if(typeof data1 !== "string"){
-const err2 = {instancePath:instancePath+"/operatingSystem",schemaPath:"#/properties/operatingSystem/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema106.properties.operatingSystem.type,parentSchema:schema106.properties.operatingSystem,data:data1};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.osImage !== undefined){
-let data2 = data.osImage;
-if(typeof data2 !== "string"){
-const err3 = {instancePath:instancePath+"/osImage",schemaPath:"#/properties/osImage/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema106.properties.osImage.type,parentSchema:schema106.properties.osImage,data:data2};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-if(data.kernelVersion !== undefined){
-let data3 = data.kernelVersion;
-if(typeof data3 !== "string"){
-const err4 = {instancePath:instancePath+"/kernelVersion",schemaPath:"#/properties/kernelVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema106.properties.kernelVersion.type,parentSchema:schema106.properties.kernelVersion,data:data3};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.containerRuntimeVersion !== undefined){
-let data4 = data.containerRuntimeVersion;
-if(typeof data4 !== "string"){
-const err5 = {instancePath:instancePath+"/containerRuntimeVersion",schemaPath:"#/properties/containerRuntimeVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema106.properties.containerRuntimeVersion.type,parentSchema:schema106.properties.containerRuntimeVersion,data:data4};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.kubeletVersion !== undefined){
-let data5 = data.kubeletVersion;
-if(typeof data5 !== "string"){
-const err6 = {instancePath:instancePath+"/kubeletVersion",schemaPath:"#/properties/kubeletVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema106.properties.kubeletVersion.type,parentSchema:schema106.properties.kubeletVersion,data:data5};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-}
-if(data.agentVersion !== undefined){
-let data6 = data.agentVersion;
-if(typeof data6 !== "string"){
-const err7 = {instancePath:instancePath+"/agentVersion",schemaPath:"#/properties/agentVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema106.properties.agentVersion.type,parentSchema:schema106.properties.agentVersion,data:data6};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-}
-else {
-const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema106.type,parentSchema:schema106,data};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-validate296.errors = vErrors;
-return errors === 0;
-}
-validate296.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-const schema107 = {"description":"Disk use from the kubelet stats summary (nodefs plus a separate imagefs, counted once when shared).","type":"object","additionalProperties":false,"properties":{"usedBytes":{"type":"integer","minimum":0,"description":"Bytes in use."},"totalBytes":{"type":"integer","minimum":0,"description":"Capacity in bytes."}}};
+const schema107 = {"description":"Software facts about the node.","type":"object","additionalProperties":false,"properties":{"architecture":{"type":"string","description":"CPU architecture (amd64, arm64)."},"operatingSystem":{"type":"string","description":"Operating system (linux)."},"osImage":{"type":"string","description":"Distribution (Ubuntu 22.04.4 LTS)."},"kernelVersion":{"type":"string","description":"Kernel version."},"containerRuntimeVersion":{"type":"string","description":"Container runtime and version."},"kubeletVersion":{"type":"string","description":"Kubelet version, for Kubernetes nodes."},"agentVersion":{"type":"string","description":"Version of the RLark agent."}}};
 
 function validate298(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -9862,8 +9953,140 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
-if(!((key0 === "usedBytes") || (key0 === "totalBytes"))){
+if(!(((((((key0 === "architecture") || (key0 === "operatingSystem")) || (key0 === "osImage")) || (key0 === "kernelVersion")) || (key0 === "containerRuntimeVersion")) || (key0 === "kubeletVersion")) || (key0 === "agentVersion"))){
 const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema107,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(data.architecture !== undefined){
+let data0 = data.architecture;
+if(typeof data0 !== "string"){
+const err1 = {instancePath:instancePath+"/architecture",schemaPath:"#/properties/architecture/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema107.properties.architecture.type,parentSchema:schema107.properties.architecture,data:data0};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.operatingSystem !== undefined){
+let data1 = data.operatingSystem;
+if(typeof data1 !== "string"){
+const err2 = {instancePath:instancePath+"/operatingSystem",schemaPath:"#/properties/operatingSystem/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema107.properties.operatingSystem.type,parentSchema:schema107.properties.operatingSystem,data:data1};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.osImage !== undefined){
+let data2 = data.osImage;
+if(typeof data2 !== "string"){
+const err3 = {instancePath:instancePath+"/osImage",schemaPath:"#/properties/osImage/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema107.properties.osImage.type,parentSchema:schema107.properties.osImage,data:data2};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.kernelVersion !== undefined){
+let data3 = data.kernelVersion;
+if(typeof data3 !== "string"){
+const err4 = {instancePath:instancePath+"/kernelVersion",schemaPath:"#/properties/kernelVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema107.properties.kernelVersion.type,parentSchema:schema107.properties.kernelVersion,data:data3};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.containerRuntimeVersion !== undefined){
+let data4 = data.containerRuntimeVersion;
+if(typeof data4 !== "string"){
+const err5 = {instancePath:instancePath+"/containerRuntimeVersion",schemaPath:"#/properties/containerRuntimeVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema107.properties.containerRuntimeVersion.type,parentSchema:schema107.properties.containerRuntimeVersion,data:data4};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.kubeletVersion !== undefined){
+let data5 = data.kubeletVersion;
+if(typeof data5 !== "string"){
+const err6 = {instancePath:instancePath+"/kubeletVersion",schemaPath:"#/properties/kubeletVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema107.properties.kubeletVersion.type,parentSchema:schema107.properties.kubeletVersion,data:data5};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.agentVersion !== undefined){
+let data6 = data.agentVersion;
+if(typeof data6 !== "string"){
+const err7 = {instancePath:instancePath+"/agentVersion",schemaPath:"#/properties/agentVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema107.properties.agentVersion.type,parentSchema:schema107.properties.agentVersion,data:data6};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema107.type,parentSchema:schema107,data};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate298.errors = vErrors;
+return errors === 0;
+}
+validate298.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+const schema108 = {"description":"Disk use from the kubelet stats summary (nodefs plus a separate imagefs, counted once when shared).","type":"object","additionalProperties":false,"properties":{"usedBytes":{"type":"integer","minimum":0,"description":"Bytes in use."},"totalBytes":{"type":"integer","minimum":0,"description":"Capacity in bytes."}}};
+
+function validate300(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate300.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+for(const key0 in data){
+if(!((key0 === "usedBytes") || (key0 === "totalBytes"))){
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema108,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -9876,7 +10099,7 @@ errors++;
 if(data.usedBytes !== undefined){
 let data0 = data.usedBytes;
 if(!(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0)))){
-const err1 = {instancePath:instancePath+"/usedBytes",schemaPath:"#/properties/usedBytes/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema107.properties.usedBytes.type,parentSchema:schema107.properties.usedBytes,data:data0};
+const err1 = {instancePath:instancePath+"/usedBytes",schemaPath:"#/properties/usedBytes/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema108.properties.usedBytes.type,parentSchema:schema108.properties.usedBytes,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -9887,7 +10110,7 @@ errors++;
 }
 if((typeof data0 == "number") && (isFinite(data0))){
 if(data0 < 0 || isNaN(data0)){
-const err2 = {instancePath:instancePath+"/usedBytes",schemaPath:"#/properties/usedBytes/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema107.properties.usedBytes,data:data0};
+const err2 = {instancePath:instancePath+"/usedBytes",schemaPath:"#/properties/usedBytes/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema108.properties.usedBytes,data:data0};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -9901,7 +10124,7 @@ errors++;
 if(data.totalBytes !== undefined){
 let data1 = data.totalBytes;
 if(!(((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1))) && (isFinite(data1)))){
-const err3 = {instancePath:instancePath+"/totalBytes",schemaPath:"#/properties/totalBytes/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema107.properties.totalBytes.type,parentSchema:schema107.properties.totalBytes,data:data1};
+const err3 = {instancePath:instancePath+"/totalBytes",schemaPath:"#/properties/totalBytes/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema108.properties.totalBytes.type,parentSchema:schema108.properties.totalBytes,data:data1};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -9912,7 +10135,7 @@ errors++;
 }
 if((typeof data1 == "number") && (isFinite(data1))){
 if(data1 < 0 || isNaN(data1)){
-const err4 = {instancePath:instancePath+"/totalBytes",schemaPath:"#/properties/totalBytes/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema107.properties.totalBytes,data:data1};
+const err4 = {instancePath:instancePath+"/totalBytes",schemaPath:"#/properties/totalBytes/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema108.properties.totalBytes,data:data1};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -9925,7 +10148,7 @@ errors++;
 }
 }
 else {
-const err5 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema107.type,parentSchema:schema107,data};
+const err5 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema108.type,parentSchema:schema108,data};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -9934,16 +10157,16 @@ vErrors.push(err5);
 }
 errors++;
 }
-validate298.errors = vErrors;
+validate300.errors = vErrors;
 return errors === 0;
 }
-validate298.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate300.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate300(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate302(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate300.evaluated;
+const evaluated0 = validate302.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9972,16 +10195,16 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate300.errors = vErrors;
+validate302.errors = vErrors;
 return errors === 0;
 }
-validate300.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate302.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate302(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate304(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate302.evaluated;
+const evaluated0 = validate304.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10133,16 +10356,16 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate302.errors = vErrors;
+validate304.errors = vErrors;
 return errors === 0;
 }
-validate302.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate304.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate286(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate288(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate286.evaluated;
+const evaluated0 = validate288.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10151,8 +10374,8 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
-if(!(func1.call(schema102.properties, key0))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema102,data};
+if(!(func1.call(schema103.properties, key0))){
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema103,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -10165,7 +10388,7 @@ errors++;
 if(data.phase !== undefined){
 let data0 = data.phase;
 if(!(((data0 === "Online") || (data0 === "Offline")) || (data0 === "Unknown"))){
-const err1 = {instancePath:instancePath+"/phase",schemaPath:"#/properties/phase/enum",keyword:"enum",params:{allowedValues: schema102.properties.phase.enum},message:"must be equal to one of the allowed values",schema:schema102.properties.phase.enum,parentSchema:schema102.properties.phase,data:data0};
+const err1 = {instancePath:instancePath+"/phase",schemaPath:"#/properties/phase/enum",keyword:"enum",params:{allowedValues: schema103.properties.phase.enum},message:"must be equal to one of the allowed values",schema:schema103.properties.phase.enum,parentSchema:schema103.properties.phase,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -10180,14 +10403,14 @@ let data1 = data.addresses;
 if(Array.isArray(data1)){
 const len0 = data1.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate287(data1[i0], {instancePath:instancePath+"/addresses/" + i0,parentData:data1,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate287.errors : vErrors.concat(validate287.errors);
+if(!(validate289(data1[i0], {instancePath:instancePath+"/addresses/" + i0,parentData:data1,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate289.errors : vErrors.concat(validate289.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err2 = {instancePath:instancePath+"/addresses",schemaPath:"#/properties/addresses/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema102.properties.addresses.type,parentSchema:schema102.properties.addresses,data:data1};
+const err2 = {instancePath:instancePath+"/addresses",schemaPath:"#/properties/addresses/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema103.properties.addresses.type,parentSchema:schema103.properties.addresses,data:data1};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -10198,38 +10421,38 @@ errors++;
 }
 }
 if(data.capacity !== undefined){
-if(!(validate289(data.capacity, {instancePath:instancePath+"/capacity",parentData:data,parentDataProperty:"capacity",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate289.errors : vErrors.concat(validate289.errors);
+if(!(validate291(data.capacity, {instancePath:instancePath+"/capacity",parentData:data,parentDataProperty:"capacity",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate291.errors : vErrors.concat(validate291.errors);
 errors = vErrors.length;
 }
 }
 if(data.allocatable !== undefined){
-if(!(validate289(data.allocatable, {instancePath:instancePath+"/allocatable",parentData:data,parentDataProperty:"allocatable",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate289.errors : vErrors.concat(validate289.errors);
+if(!(validate291(data.allocatable, {instancePath:instancePath+"/allocatable",parentData:data,parentDataProperty:"allocatable",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate291.errors : vErrors.concat(validate291.errors);
 errors = vErrors.length;
 }
 }
 if(data.requested !== undefined){
-if(!(validate289(data.requested, {instancePath:instancePath+"/requested",parentData:data,parentDataProperty:"requested",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate289.errors : vErrors.concat(validate289.errors);
+if(!(validate291(data.requested, {instancePath:instancePath+"/requested",parentData:data,parentDataProperty:"requested",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate291.errors : vErrors.concat(validate291.errors);
 errors = vErrors.length;
 }
 }
 if(data.nodeInfo !== undefined){
-if(!(validate296(data.nodeInfo, {instancePath:instancePath+"/nodeInfo",parentData:data,parentDataProperty:"nodeInfo",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate296.errors : vErrors.concat(validate296.errors);
-errors = vErrors.length;
-}
-}
-if(data.disk !== undefined){
-if(!(validate298(data.disk, {instancePath:instancePath+"/disk",parentData:data,parentDataProperty:"disk",rootData,dynamicAnchors}))){
+if(!(validate298(data.nodeInfo, {instancePath:instancePath+"/nodeInfo",parentData:data,parentDataProperty:"nodeInfo",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate298.errors : vErrors.concat(validate298.errors);
 errors = vErrors.length;
 }
 }
-if(data.lastHeartbeatTime !== undefined){
-if(!(validate300(data.lastHeartbeatTime, {instancePath:instancePath+"/lastHeartbeatTime",parentData:data,parentDataProperty:"lastHeartbeatTime",rootData,dynamicAnchors}))){
+if(data.disk !== undefined){
+if(!(validate300(data.disk, {instancePath:instancePath+"/disk",parentData:data,parentDataProperty:"disk",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate300.errors : vErrors.concat(validate300.errors);
+errors = vErrors.length;
+}
+}
+if(data.lastHeartbeatTime !== undefined){
+if(!(validate302(data.lastHeartbeatTime, {instancePath:instancePath+"/lastHeartbeatTime",parentData:data,parentDataProperty:"lastHeartbeatTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate302.errors : vErrors.concat(validate302.errors);
 errors = vErrors.length;
 }
 }
@@ -10238,14 +10461,14 @@ let data9 = data.conditions;
 if(Array.isArray(data9)){
 const len1 = data9.length;
 for(let i1=0; i1<len1; i1++){
-if(!(validate302(data9[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data9,parentDataProperty:i1,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate302.errors : vErrors.concat(validate302.errors);
+if(!(validate304(data9[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data9,parentDataProperty:i1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate304.errors : vErrors.concat(validate304.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err3 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema102.properties.conditions.type,parentSchema:schema102.properties.conditions,data:data9};
+const err3 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema103.properties.conditions.type,parentSchema:schema103.properties.conditions,data:data9};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -10257,7 +10480,7 @@ errors++;
 }
 }
 else {
-const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema102.type,parentSchema:schema102,data};
+const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema103.type,parentSchema:schema103,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -10266,17 +10489,17 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate286.errors = vErrors;
+validate288.errors = vErrors;
 return errors === 0;
 }
-validate286.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate288.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate263(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate265(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/node.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate263.evaluated;
+const evaluated0 = validate265.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10285,7 +10508,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.apiVersion === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema94.required,parentSchema:schema94,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema95.required,parentSchema:schema95,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -10295,7 +10518,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.kind === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema94.required,parentSchema:schema94,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema95.required,parentSchema:schema95,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -10305,7 +10528,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.metadata === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema94.required,parentSchema:schema94,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema95.required,parentSchema:schema95,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -10316,7 +10539,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "metadata")) || (key0 === "spec")) || (key0 === "status"))){
-const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema94,data};
+const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema95,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -10329,7 +10552,7 @@ errors++;
 if(data.apiVersion !== undefined){
 let data0 = data.apiVersion;
 if("rlinf.io/v1alpha1" !== data0){
-const err4 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema94.properties.apiVersion,data:data0};
+const err4 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema95.properties.apiVersion,data:data0};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -10342,7 +10565,7 @@ errors++;
 if(data.kind !== undefined){
 let data1 = data.kind;
 if("Node" !== data1){
-const err5 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "Node"},message:"must be equal to constant",schema:"Node",parentSchema:schema94.properties.kind,data:data1};
+const err5 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "Node"},message:"must be equal to constant",schema:"Node",parentSchema:schema95.properties.kind,data:data1};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -10354,13 +10577,13 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate264(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate264.errors : vErrors.concat(validate264.errors);
+if(!(validate266(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate266.errors : vErrors.concat(validate266.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.name === undefined){
-const err6 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema94.properties.metadata.required,parentSchema:schema94.properties.metadata,data:data2};
+const err6 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema95.properties.metadata.required,parentSchema:schema95.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -10370,7 +10593,7 @@ vErrors.push(err6);
 errors++;
 }
 if(data2.namespace === undefined){
-const err7 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema94.properties.metadata.required,parentSchema:schema94.properties.metadata,data:data2};
+const err7 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema95.properties.metadata.required,parentSchema:schema95.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -10380,28 +10603,28 @@ vErrors.push(err7);
 errors++;
 }
 if(data2.name !== undefined){
-if(!(validate271(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate271.errors : vErrors.concat(validate271.errors);
+if(!(validate273(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate273.errors : vErrors.concat(validate273.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate273(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate273.errors : vErrors.concat(validate273.errors);
+if(!(validate275(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate275.errors : vErrors.concat(validate275.errors);
 errors = vErrors.length;
 }
 }
 if(data2.labels !== undefined){
 let data5 = data2.labels;
-if(!(validate275(data5, {instancePath:instancePath+"/metadata/labels",parentData:data2,parentDataProperty:"labels",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate275.errors : vErrors.concat(validate275.errors);
+if(!(validate277(data5, {instancePath:instancePath+"/metadata/labels",parentData:data2,parentDataProperty:"labels",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate277.errors : vErrors.concat(validate277.errors);
 errors = vErrors.length;
 }
 if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
 if(data5["rlark.io/node-category-cloud"] !== undefined){
 let data6 = data5["rlark.io/node-category-cloud"];
 if("true" !== data6){
-const err8 = {instancePath:instancePath+"/metadata/labels/rlark.io~1node-category-cloud",schemaPath:"#/properties/metadata/properties/labels/properties/rlark.io~1node-category-cloud/const",keyword:"const",params:{allowedValue: "true"},message:"must be equal to constant",schema:"true",parentSchema:schema94.properties.metadata.properties.labels.properties["rlark.io/node-category-cloud"],data:data6};
+const err8 = {instancePath:instancePath+"/metadata/labels/rlark.io~1node-category-cloud",schemaPath:"#/properties/metadata/properties/labels/properties/rlark.io~1node-category-cloud/const",keyword:"const",params:{allowedValue: "true"},message:"must be equal to constant",schema:"true",parentSchema:schema95.properties.metadata.properties.labels.properties["rlark.io/node-category-cloud"],data:data6};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -10414,7 +10637,7 @@ errors++;
 if(data5["rlark.io/node-category-edge"] !== undefined){
 let data7 = data5["rlark.io/node-category-edge"];
 if("true" !== data7){
-const err9 = {instancePath:instancePath+"/metadata/labels/rlark.io~1node-category-edge",schemaPath:"#/properties/metadata/properties/labels/properties/rlark.io~1node-category-edge/const",keyword:"const",params:{allowedValue: "true"},message:"must be equal to constant",schema:"true",parentSchema:schema94.properties.metadata.properties.labels.properties["rlark.io/node-category-edge"],data:data7};
+const err9 = {instancePath:instancePath+"/metadata/labels/rlark.io~1node-category-edge",schemaPath:"#/properties/metadata/properties/labels/properties/rlark.io~1node-category-edge/const",keyword:"const",params:{allowedValue: "true"},message:"must be equal to constant",schema:"true",parentSchema:schema95.properties.metadata.properties.labels.properties["rlark.io/node-category-edge"],data:data7};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -10427,7 +10650,7 @@ errors++;
 if(data5["rlark.io/node-category-robot"] !== undefined){
 let data8 = data5["rlark.io/node-category-robot"];
 if("true" !== data8){
-const err10 = {instancePath:instancePath+"/metadata/labels/rlark.io~1node-category-robot",schemaPath:"#/properties/metadata/properties/labels/properties/rlark.io~1node-category-robot/const",keyword:"const",params:{allowedValue: "true"},message:"must be equal to constant",schema:"true",parentSchema:schema94.properties.metadata.properties.labels.properties["rlark.io/node-category-robot"],data:data8};
+const err10 = {instancePath:instancePath+"/metadata/labels/rlark.io~1node-category-robot",schemaPath:"#/properties/metadata/properties/labels/properties/rlark.io~1node-category-robot/const",keyword:"const",params:{allowedValue: "true"},message:"must be equal to constant",schema:"true",parentSchema:schema95.properties.metadata.properties.labels.properties["rlark.io/node-category-robot"],data:data8};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -10441,15 +10664,15 @@ errors++;
 }
 if(data2.annotations !== undefined){
 let data9 = data2.annotations;
-if(!(validate279(data9, {instancePath:instancePath+"/metadata/annotations",parentData:data2,parentDataProperty:"annotations",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate279.errors : vErrors.concat(validate279.errors);
+if(!(validate281(data9, {instancePath:instancePath+"/metadata/annotations",parentData:data2,parentDataProperty:"annotations",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate281.errors : vErrors.concat(validate281.errors);
 errors = vErrors.length;
 }
 if(data9 && typeof data9 == "object" && !Array.isArray(data9)){
 if(data9["rlark.io/city"] !== undefined){
 let data10 = data9["rlark.io/city"];
 if(typeof data10 !== "string"){
-const err11 = {instancePath:instancePath+"/metadata/annotations/rlark.io~1city",schemaPath:"#/properties/metadata/properties/annotations/properties/rlark.io~1city/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema94.properties.metadata.properties.annotations.properties["rlark.io/city"].type,parentSchema:schema94.properties.metadata.properties.annotations.properties["rlark.io/city"],data:data10};
+const err11 = {instancePath:instancePath+"/metadata/annotations/rlark.io~1city",schemaPath:"#/properties/metadata/properties/annotations/properties/rlark.io~1city/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema95.properties.metadata.properties.annotations.properties["rlark.io/city"].type,parentSchema:schema95.properties.metadata.properties.annotations.properties["rlark.io/city"],data:data10};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -10462,7 +10685,7 @@ errors++;
 if(data9["rlark.io/gpu-model"] !== undefined){
 let data11 = data9["rlark.io/gpu-model"];
 if(typeof data11 !== "string"){
-const err12 = {instancePath:instancePath+"/metadata/annotations/rlark.io~1gpu-model",schemaPath:"#/properties/metadata/properties/annotations/properties/rlark.io~1gpu-model/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema94.properties.metadata.properties.annotations.properties["rlark.io/gpu-model"].type,parentSchema:schema94.properties.metadata.properties.annotations.properties["rlark.io/gpu-model"],data:data11};
+const err12 = {instancePath:instancePath+"/metadata/annotations/rlark.io~1gpu-model",schemaPath:"#/properties/metadata/properties/annotations/properties/rlark.io~1gpu-model/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema95.properties.metadata.properties.annotations.properties["rlark.io/gpu-model"].type,parentSchema:schema95.properties.metadata.properties.annotations.properties["rlark.io/gpu-model"],data:data11};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -10475,7 +10698,7 @@ errors++;
 if(data9["rlark.io/device-model"] !== undefined){
 let data12 = data9["rlark.io/device-model"];
 if(typeof data12 !== "string"){
-const err13 = {instancePath:instancePath+"/metadata/annotations/rlark.io~1device-model",schemaPath:"#/properties/metadata/properties/annotations/properties/rlark.io~1device-model/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema94.properties.metadata.properties.annotations.properties["rlark.io/device-model"].type,parentSchema:schema94.properties.metadata.properties.annotations.properties["rlark.io/device-model"],data:data12};
+const err13 = {instancePath:instancePath+"/metadata/annotations/rlark.io~1device-model",schemaPath:"#/properties/metadata/properties/annotations/properties/rlark.io~1device-model/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema95.properties.metadata.properties.annotations.properties["rlark.io/device-model"].type,parentSchema:schema95.properties.metadata.properties.annotations.properties["rlark.io/device-model"],data:data12};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -10490,20 +10713,20 @@ errors++;
 }
 }
 if(data.spec !== undefined){
-if(!(validate282(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate282.errors : vErrors.concat(validate282.errors);
+if(!(validate284(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate284.errors : vErrors.concat(validate284.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate286(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate286.errors : vErrors.concat(validate286.errors);
+if(!(validate288(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate288.errors : vErrors.concat(validate288.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err14 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema94.type,parentSchema:schema94,data};
+const err14 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema95.type,parentSchema:schema95,data};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -10512,18 +10735,18 @@ vErrors.push(err14);
 }
 errors++;
 }
-validate263.errors = vErrors;
+validate265.errors = vErrors;
 return errors === 0;
 }
-validate263.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate265.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const User = validate307;
-const schema110 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/user.schema.json","title":"User","description":"A person: roles and a password for the dashboard and API, SSH keys for the bastion. Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"User","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the name is the login name.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Login name."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: Users are cluster-scoped."}}},"spec":{"$ref":"#/$defs/UserSpec","description":"Desired state."}},"$defs":{"UserSpec":{"description":"Credentials and roles.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"displayName":{"type":"string","description":"Name shown in the dashboard."},"email":{"type":"string","format":"email","description":"Contact address."},"roles":{"type":"array","minItems":1,"uniqueItems":true,"description":"Every role reads the read-only API and dashboard (changes go through git). Planned: user will also manage Jobs, Workflows, Tasks and Pods; admin also clusters, nodes, Domains and Addons.","items":{"enum":["viewer","user","admin"],"description":"A role."}},"sshPublicKeys":{"type":"array","uniqueItems":true,"description":"Keys the hub's SSH bastion accepts for this user (docs/access.md); what the user may reach is granted by AccessPolicy objects.","items":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"An OpenSSH public key line."}},"passwordHash":{"type":"string","pattern":"^\\$[A-Za-z0-9-]+\\$","x-rlark-message":"must be a crypt-style hash such as $scrypt$... or $2b$..., never a plain password","description":"Dashboard password as a crypt-style hash; never a plain password."}}}}};
+export const User = validate309;
+const schema111 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/user.schema.json","title":"User","description":"A person: roles and a password for the dashboard and API, SSH keys for the bastion. Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"User","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the name is the login name.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Login name."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: Users are cluster-scoped."}}},"spec":{"$ref":"#/$defs/UserSpec","description":"Desired state."}},"$defs":{"UserSpec":{"description":"Credentials and roles.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"displayName":{"type":"string","description":"Name shown in the dashboard."},"email":{"type":"string","format":"email","description":"Contact address."},"roles":{"type":"array","minItems":1,"uniqueItems":true,"description":"Every role reads the read-only API and dashboard (changes go through git). Planned: user will also manage Jobs, Workflows, Tasks and Pods; admin also clusters, nodes, Domains and Addons.","items":{"enum":["viewer","user","admin"],"description":"A role."}},"sshPublicKeys":{"type":"array","uniqueItems":true,"description":"Keys the hub's SSH bastion accepts for this user (docs/access.md); what the user may reach is granted by AccessPolicy objects.","items":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"An OpenSSH public key line."}},"passwordHash":{"type":"string","pattern":"^\\$[A-Za-z0-9-]+\\$","x-rlark-message":"must be a crypt-style hash such as $scrypt$... or $2b$..., never a plain password","description":"Dashboard password as a crypt-style hash; never a plain password."}}}}};
 
-function validate308(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate310(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate308.evaluated;
+const evaluated0 = validate310.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10745,16 +10968,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate308.errors = vErrors;
+validate310.errors = vErrors;
 return errors === 0;
 }
-validate308.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate310.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate315(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate317(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate315.evaluated;
+const evaluated0 = validate317.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10763,7 +10986,7 @@ evaluated0.items = undefined;
 }
 if(typeof data === "string"){
 if(func2(data) > 253){
-const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema96,data};
+const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema97,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -10773,7 +10996,7 @@ vErrors.push(err0);
 errors++;
 }
 if(func2(data) < 1){
-const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema96,data};
+const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema97,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -10783,7 +11006,7 @@ vErrors.push(err1);
 errors++;
 }
 if(!pattern22.test(data)){
-const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema96,data};
+const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema97,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -10794,7 +11017,7 @@ errors++;
 }
 }
 else {
-const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema96.type,parentSchema:schema96,data};
+const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema97.type,parentSchema:schema97,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -10803,16 +11026,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate315.errors = vErrors;
+validate317.errors = vErrors;
 return errors === 0;
 }
-validate315.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate317.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate317(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate319(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate317.evaluated;
+const evaluated0 = validate319.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10841,18 +11064,18 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate317.errors = vErrors;
+validate319.errors = vErrors;
 return errors === 0;
 }
-validate317.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate319.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema114 = {"description":"Credentials and roles.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"displayName":{"type":"string","description":"Name shown in the dashboard."},"email":{"type":"string","format":"email","description":"Contact address."},"roles":{"type":"array","minItems":1,"uniqueItems":true,"description":"Every role reads the read-only API and dashboard (changes go through git). Planned: user will also manage Jobs, Workflows, Tasks and Pods; admin also clusters, nodes, Domains and Addons.","items":{"enum":["viewer","user","admin"],"description":"A role."}},"sshPublicKeys":{"type":"array","uniqueItems":true,"description":"Keys the hub's SSH bastion accepts for this user (docs/access.md); what the user may reach is granted by AccessPolicy objects.","items":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"An OpenSSH public key line."}},"passwordHash":{"type":"string","pattern":"^\\$[A-Za-z0-9-]+\\$","x-rlark-message":"must be a crypt-style hash such as $scrypt$... or $2b$..., never a plain password","description":"Dashboard password as a crypt-style hash; never a plain password."}}};
+const schema115 = {"description":"Credentials and roles.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"displayName":{"type":"string","description":"Name shown in the dashboard."},"email":{"type":"string","format":"email","description":"Contact address."},"roles":{"type":"array","minItems":1,"uniqueItems":true,"description":"Every role reads the read-only API and dashboard (changes go through git). Planned: user will also manage Jobs, Workflows, Tasks and Pods; admin also clusters, nodes, Domains and Addons.","items":{"enum":["viewer","user","admin"],"description":"A role."}},"sshPublicKeys":{"type":"array","uniqueItems":true,"description":"Keys the hub's SSH bastion accepts for this user (docs/access.md); what the user may reach is granted by AccessPolicy objects.","items":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"An OpenSSH public key line."}},"passwordHash":{"type":"string","pattern":"^\\$[A-Za-z0-9-]+\\$","x-rlark-message":"must be a crypt-style hash such as $scrypt$... or $2b$..., never a plain password","description":"Dashboard password as a crypt-style hash; never a plain password."}}};
 const formats12 = /^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/i;
 
-function validate320(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate322(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate320.evaluated;
+const evaluated0 = validate322.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10881,17 +11104,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate320.errors = vErrors;
+validate322.errors = vErrors;
 return errors === 0;
 }
-validate320.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate322.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const pattern27 = new RegExp("^\\$[A-Za-z0-9-]+\\$", "u");
 
-function validate319(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate321(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate319.evaluated;
+const evaluated0 = validate321.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10900,7 +11123,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.roles === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "roles"},message:"must have required property '"+"roles"+"'",schema:schema114.required,parentSchema:schema114,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "roles"},message:"must have required property '"+"roles"+"'",schema:schema115.required,parentSchema:schema115,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -10911,7 +11134,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((key0 === "displayName") || (key0 === "email")) || (key0 === "roles")) || (key0 === "sshPublicKeys")) || (key0 === "passwordHash"))){
-const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema114,data};
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema115,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -10924,7 +11147,7 @@ errors++;
 if(data.displayName !== undefined){
 let data0 = data.displayName;
 if(typeof data0 !== "string"){
-const err2 = {instancePath:instancePath+"/displayName",schemaPath:"#/properties/displayName/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema114.properties.displayName.type,parentSchema:schema114.properties.displayName,data:data0};
+const err2 = {instancePath:instancePath+"/displayName",schemaPath:"#/properties/displayName/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema115.properties.displayName.type,parentSchema:schema115.properties.displayName,data:data0};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -10938,7 +11161,7 @@ if(data.email !== undefined){
 let data1 = data.email;
 if(typeof data1 === "string"){
 if(!(formats12.test(data1))){
-const err3 = {instancePath:instancePath+"/email",schemaPath:"#/properties/email/format",keyword:"format",params:{format: "email"},message:"must match format \""+"email"+"\"",schema:"email",parentSchema:schema114.properties.email,data:data1};
+const err3 = {instancePath:instancePath+"/email",schemaPath:"#/properties/email/format",keyword:"format",params:{format: "email"},message:"must match format \""+"email"+"\"",schema:"email",parentSchema:schema115.properties.email,data:data1};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -10949,7 +11172,7 @@ errors++;
 }
 }
 else {
-const err4 = {instancePath:instancePath+"/email",schemaPath:"#/properties/email/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema114.properties.email.type,parentSchema:schema114.properties.email,data:data1};
+const err4 = {instancePath:instancePath+"/email",schemaPath:"#/properties/email/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema115.properties.email.type,parentSchema:schema115.properties.email,data:data1};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -10963,7 +11186,7 @@ if(data.roles !== undefined){
 let data2 = data.roles;
 if(Array.isArray(data2)){
 if(data2.length < 1){
-const err5 = {instancePath:instancePath+"/roles",schemaPath:"#/properties/roles/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema114.properties.roles,data:data2};
+const err5 = {instancePath:instancePath+"/roles",schemaPath:"#/properties/roles/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema115.properties.roles,data:data2};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -10976,7 +11199,7 @@ const len0 = data2.length;
 for(let i0=0; i0<len0; i0++){
 let data3 = data2[i0];
 if(!(((data3 === "viewer") || (data3 === "user")) || (data3 === "admin"))){
-const err6 = {instancePath:instancePath+"/roles/" + i0,schemaPath:"#/properties/roles/items/enum",keyword:"enum",params:{allowedValues: schema114.properties.roles.items.enum},message:"must be equal to one of the allowed values",schema:schema114.properties.roles.items.enum,parentSchema:schema114.properties.roles.items,data:data3};
+const err6 = {instancePath:instancePath+"/roles/" + i0,schemaPath:"#/properties/roles/items/enum",keyword:"enum",params:{allowedValues: schema115.properties.roles.items.enum},message:"must be equal to one of the allowed values",schema:schema115.properties.roles.items.enum,parentSchema:schema115.properties.roles.items,data:data3};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -10993,7 +11216,7 @@ outer0:
 for(;i1--;){
 for(j0 = i1; j0--;){
 if(func0(data2[i1], data2[j0])){
-const err7 = {instancePath:instancePath+"/roles",schemaPath:"#/properties/roles/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)",schema:true,parentSchema:schema114.properties.roles,data:data2};
+const err7 = {instancePath:instancePath+"/roles",schemaPath:"#/properties/roles/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)",schema:true,parentSchema:schema115.properties.roles,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -11008,7 +11231,7 @@ break outer0;
 }
 }
 else {
-const err8 = {instancePath:instancePath+"/roles",schemaPath:"#/properties/roles/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema114.properties.roles.type,parentSchema:schema114.properties.roles,data:data2};
+const err8 = {instancePath:instancePath+"/roles",schemaPath:"#/properties/roles/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema115.properties.roles.type,parentSchema:schema115.properties.roles,data:data2};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -11023,8 +11246,8 @@ let data4 = data.sshPublicKeys;
 if(Array.isArray(data4)){
 const len1 = data4.length;
 for(let i2=0; i2<len1; i2++){
-if(!(validate320(data4[i2], {instancePath:instancePath+"/sshPublicKeys/" + i2,parentData:data4,parentDataProperty:i2,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate320.errors : vErrors.concat(validate320.errors);
+if(!(validate322(data4[i2], {instancePath:instancePath+"/sshPublicKeys/" + i2,parentData:data4,parentDataProperty:i2,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate322.errors : vErrors.concat(validate322.errors);
 errors = vErrors.length;
 }
 }
@@ -11035,7 +11258,7 @@ outer1:
 for(;i3--;){
 for(j1 = i3; j1--;){
 if(func0(data4[i3], data4[j1])){
-const err9 = {instancePath:instancePath+"/sshPublicKeys",schemaPath:"#/properties/sshPublicKeys/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)",schema:true,parentSchema:schema114.properties.sshPublicKeys,data:data4};
+const err9 = {instancePath:instancePath+"/sshPublicKeys",schemaPath:"#/properties/sshPublicKeys/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)",schema:true,parentSchema:schema115.properties.sshPublicKeys,data:data4};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -11050,7 +11273,7 @@ break outer1;
 }
 }
 else {
-const err10 = {instancePath:instancePath+"/sshPublicKeys",schemaPath:"#/properties/sshPublicKeys/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema114.properties.sshPublicKeys.type,parentSchema:schema114.properties.sshPublicKeys,data:data4};
+const err10 = {instancePath:instancePath+"/sshPublicKeys",schemaPath:"#/properties/sshPublicKeys/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema115.properties.sshPublicKeys.type,parentSchema:schema115.properties.sshPublicKeys,data:data4};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -11064,7 +11287,7 @@ if(data.passwordHash !== undefined){
 let data6 = data.passwordHash;
 if(typeof data6 === "string"){
 if(!pattern27.test(data6)){
-const err11 = {instancePath:instancePath+"/passwordHash",schemaPath:"#/properties/passwordHash/pattern",keyword:"pattern",params:{pattern: "^\\$[A-Za-z0-9-]+\\$"},message:"must match pattern \""+"^\\$[A-Za-z0-9-]+\\$"+"\"",schema:"^\\$[A-Za-z0-9-]+\\$",parentSchema:schema114.properties.passwordHash,data:data6};
+const err11 = {instancePath:instancePath+"/passwordHash",schemaPath:"#/properties/passwordHash/pattern",keyword:"pattern",params:{pattern: "^\\$[A-Za-z0-9-]+\\$"},message:"must match pattern \""+"^\\$[A-Za-z0-9-]+\\$"+"\"",schema:"^\\$[A-Za-z0-9-]+\\$",parentSchema:schema115.properties.passwordHash,data:data6};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -11075,7 +11298,7 @@ errors++;
 }
 }
 else {
-const err12 = {instancePath:instancePath+"/passwordHash",schemaPath:"#/properties/passwordHash/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema114.properties.passwordHash.type,parentSchema:schema114.properties.passwordHash,data:data6};
+const err12 = {instancePath:instancePath+"/passwordHash",schemaPath:"#/properties/passwordHash/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema115.properties.passwordHash.type,parentSchema:schema115.properties.passwordHash,data:data6};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -11087,7 +11310,7 @@ errors++;
 }
 }
 else {
-const err13 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema114.type,parentSchema:schema114,data};
+const err13 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema115.type,parentSchema:schema115,data};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -11096,17 +11319,17 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate319.errors = vErrors;
+validate321.errors = vErrors;
 return errors === 0;
 }
-validate319.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate321.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate307(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate309(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/user.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate307.evaluated;
+const evaluated0 = validate309.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11115,7 +11338,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.apiVersion === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema110.required,parentSchema:schema110,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema111.required,parentSchema:schema111,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -11125,7 +11348,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.kind === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema110.required,parentSchema:schema110,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema111.required,parentSchema:schema111,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -11135,7 +11358,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.metadata === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema110.required,parentSchema:schema110,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema111.required,parentSchema:schema111,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -11145,7 +11368,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.spec === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema110.required,parentSchema:schema110,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema111.required,parentSchema:schema111,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -11156,7 +11379,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "metadata")) || (key0 === "spec"))){
-const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema110,data};
+const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema111,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -11169,7 +11392,7 @@ errors++;
 if(data.apiVersion !== undefined){
 let data0 = data.apiVersion;
 if("rlinf.io/v1alpha1" !== data0){
-const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema110.properties.apiVersion,data:data0};
+const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema111.properties.apiVersion,data:data0};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -11182,7 +11405,7 @@ errors++;
 if(data.kind !== undefined){
 let data1 = data.kind;
 if("User" !== data1){
-const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "User"},message:"must be equal to constant",schema:"User",parentSchema:schema110.properties.kind,data:data1};
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "User"},message:"must be equal to constant",schema:"User",parentSchema:schema111.properties.kind,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -11194,34 +11417,34 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate308(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate308.errors : vErrors.concat(validate308.errors);
+if(!(validate310(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate310.errors : vErrors.concat(validate310.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.name !== undefined){
-if(!(validate315(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate315.errors : vErrors.concat(validate315.errors);
+if(!(validate317(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate317.errors : vErrors.concat(validate317.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate317(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate317.errors : vErrors.concat(validate317.errors);
+if(!(validate319(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate319.errors : vErrors.concat(validate319.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate319(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate319.errors : vErrors.concat(validate319.errors);
+if(!(validate321(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate321.errors : vErrors.concat(validate321.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema110.type,parentSchema:schema110,data};
+const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema111.type,parentSchema:schema111,data};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -11230,18 +11453,18 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate307.errors = vErrors;
+validate309.errors = vErrors;
 return errors === 0;
 }
-validate307.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate309.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const AccessPolicy = validate323;
-const schema116 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/access-policy.schema.json","title":"AccessPolicy","description":"A grant of access to running work (shell, exec, files, logs, port forwarding, HTTP proxies) for some users or roles on some targets. Nothing is reachable that no AccessPolicy grants. Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"AccessPolicy","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Policy name."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: AccessPolicies are cluster-scoped."}}},"spec":{"$ref":"#/$defs/AccessPolicySpec","description":"Who may do what, where."}},"$defs":{"AccessPolicySpec":{"description":"Subjects, targets and verbs. A request is allowed when some policy names its user (or one of the user's roles), matches its target and lists its verb.","type":"object","additionalProperties":false,"required":["subjects","verbs"],"properties":{"subjects":{"$ref":"#/$defs/AccessSubjects","description":"Who the grant is for."},"targets":{"$ref":"#/$defs/AccessTargets","description":"Which pods the grant reaches; every field given must match. Omitted: every pod."},"verbs":{"type":"array","minItems":1,"uniqueItems":true,"description":"What the subjects may do: shell (interactive terminal), exec (one command, only those in commands), files (SFTP), logs, forward (TCP port forwarding), proxy (HTTP proxies).","items":{"enum":["shell","exec","files","logs","forward","proxy"],"description":"A verb."}},"commands":{"type":"array","uniqueItems":true,"maxItems":256,"description":"The exec allowlist: a command is allowed when it equals an entry, or an entry ending in ` *` is a prefix of it (`nvidia-smi *`). Required with the exec verb.","items":{"type":"string","minLength":1,"maxLength":1024,"description":"A command line or prefix."}}}},"AccessSubjects":{"description":"Users by name and roles; a user matches if named or holding a listed role.","type":"object","additionalProperties":false,"minProperties":1,"properties":{"users":{"type":"array","uniqueItems":true,"description":"User names (metadata.name of User objects).","items":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"A user."}},"roles":{"type":"array","uniqueItems":true,"description":"Roles (User spec.roles).","items":{"enum":["viewer","user","admin"],"description":"A role."}}}},"AccessTargets":{"description":"Target filters; each list matches any of its entries, and every field given must match.","type":"object","additionalProperties":false,"properties":{"clusters":{"type":"array","uniqueItems":true,"description":"Cluster names.","items":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"A Cluster."}},"namespaces":{"type":"array","uniqueItems":true,"description":"The pods' namespaces inside their cluster.","items":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"A namespace."}},"domains":{"type":"array","uniqueItems":true,"description":"Domains whose Jobs' pods are reachable.","items":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"A Domain."}},"jobSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Matches the labels of the pod's Job."}}}}};
+export const AccessPolicy = validate325;
+const schema117 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/access-policy.schema.json","title":"AccessPolicy","description":"A grant of access to running work (shell, exec, files, logs, port forwarding, HTTP proxies) for some users or roles on some targets. Nothing is reachable that no AccessPolicy grants. Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"AccessPolicy","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Policy name."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: AccessPolicies are cluster-scoped."}}},"spec":{"$ref":"#/$defs/AccessPolicySpec","description":"Who may do what, where."}},"$defs":{"AccessPolicySpec":{"description":"Subjects, targets and verbs. A request is allowed when some policy names its user (or one of the user's roles), matches its target and lists its verb.","type":"object","additionalProperties":false,"required":["subjects","verbs"],"properties":{"subjects":{"$ref":"#/$defs/AccessSubjects","description":"Who the grant is for."},"targets":{"$ref":"#/$defs/AccessTargets","description":"Which pods the grant reaches; every field given must match. Omitted: every pod."},"verbs":{"type":"array","minItems":1,"uniqueItems":true,"description":"What the subjects may do: shell (interactive terminal), exec (one command, only those in commands), files (SFTP), logs, forward (TCP port forwarding), proxy (HTTP proxies).","items":{"enum":["shell","exec","files","logs","forward","proxy"],"description":"A verb."}},"commands":{"type":"array","uniqueItems":true,"maxItems":256,"description":"The exec allowlist: a command is allowed when it equals an entry, or an entry ending in ` *` is a prefix of it (`nvidia-smi *`). Required with the exec verb.","items":{"type":"string","minLength":1,"maxLength":1024,"description":"A command line or prefix."}}}},"AccessSubjects":{"description":"Users by name and roles; a user matches if named or holding a listed role.","type":"object","additionalProperties":false,"minProperties":1,"properties":{"users":{"type":"array","uniqueItems":true,"description":"User names (metadata.name of User objects).","items":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"A user."}},"roles":{"type":"array","uniqueItems":true,"description":"Roles (User spec.roles).","items":{"enum":["viewer","user","admin"],"description":"A role."}}}},"AccessTargets":{"description":"Target filters; each list matches any of its entries, and every field given must match.","type":"object","additionalProperties":false,"properties":{"clusters":{"type":"array","uniqueItems":true,"description":"Cluster names.","items":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"A Cluster."}},"namespaces":{"type":"array","uniqueItems":true,"description":"The pods' namespaces inside their cluster.","items":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"A namespace."}},"domains":{"type":"array","uniqueItems":true,"description":"Domains whose Jobs' pods are reachable.","items":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"A Domain."}},"jobSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Matches the labels of the pod's Job."}}}}};
 
-function validate324(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate326(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate324.evaluated;
+const evaluated0 = validate326.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11463,16 +11686,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate324.errors = vErrors;
+validate326.errors = vErrors;
 return errors === 0;
 }
-validate324.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate326.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate331(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate333(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate331.evaluated;
+const evaluated0 = validate333.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11481,7 +11704,7 @@ evaluated0.items = undefined;
 }
 if(typeof data === "string"){
 if(func2(data) > 253){
-const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema96,data};
+const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema97,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -11491,7 +11714,7 @@ vErrors.push(err0);
 errors++;
 }
 if(func2(data) < 1){
-const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema96,data};
+const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema97,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -11501,7 +11724,7 @@ vErrors.push(err1);
 errors++;
 }
 if(!pattern22.test(data)){
-const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema96,data};
+const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema97,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -11512,7 +11735,7 @@ errors++;
 }
 }
 else {
-const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema96.type,parentSchema:schema96,data};
+const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema97.type,parentSchema:schema97,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -11521,16 +11744,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate331.errors = vErrors;
+validate333.errors = vErrors;
 return errors === 0;
 }
-validate331.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate333.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate333(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate335(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate333.evaluated;
+const evaluated0 = validate335.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11559,18 +11782,18 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate333.errors = vErrors;
+validate335.errors = vErrors;
 return errors === 0;
 }
-validate333.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate335.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema120 = {"description":"Subjects, targets and verbs. A request is allowed when some policy names its user (or one of the user's roles), matches its target and lists its verb.","type":"object","additionalProperties":false,"required":["subjects","verbs"],"properties":{"subjects":{"$ref":"#/$defs/AccessSubjects","description":"Who the grant is for."},"targets":{"$ref":"#/$defs/AccessTargets","description":"Which pods the grant reaches; every field given must match. Omitted: every pod."},"verbs":{"type":"array","minItems":1,"uniqueItems":true,"description":"What the subjects may do: shell (interactive terminal), exec (one command, only those in commands), files (SFTP), logs, forward (TCP port forwarding), proxy (HTTP proxies).","items":{"enum":["shell","exec","files","logs","forward","proxy"],"description":"A verb."}},"commands":{"type":"array","uniqueItems":true,"maxItems":256,"description":"The exec allowlist: a command is allowed when it equals an entry, or an entry ending in ` *` is a prefix of it (`nvidia-smi *`). Required with the exec verb.","items":{"type":"string","minLength":1,"maxLength":1024,"description":"A command line or prefix."}}}};
-const schema121 = {"description":"Users by name and roles; a user matches if named or holding a listed role.","type":"object","additionalProperties":false,"minProperties":1,"properties":{"users":{"type":"array","uniqueItems":true,"description":"User names (metadata.name of User objects).","items":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"A user."}},"roles":{"type":"array","uniqueItems":true,"description":"Roles (User spec.roles).","items":{"enum":["viewer","user","admin"],"description":"A role."}}}};
+const schema121 = {"description":"Subjects, targets and verbs. A request is allowed when some policy names its user (or one of the user's roles), matches its target and lists its verb.","type":"object","additionalProperties":false,"required":["subjects","verbs"],"properties":{"subjects":{"$ref":"#/$defs/AccessSubjects","description":"Who the grant is for."},"targets":{"$ref":"#/$defs/AccessTargets","description":"Which pods the grant reaches; every field given must match. Omitted: every pod."},"verbs":{"type":"array","minItems":1,"uniqueItems":true,"description":"What the subjects may do: shell (interactive terminal), exec (one command, only those in commands), files (SFTP), logs, forward (TCP port forwarding), proxy (HTTP proxies).","items":{"enum":["shell","exec","files","logs","forward","proxy"],"description":"A verb."}},"commands":{"type":"array","uniqueItems":true,"maxItems":256,"description":"The exec allowlist: a command is allowed when it equals an entry, or an entry ending in ` *` is a prefix of it (`nvidia-smi *`). Required with the exec verb.","items":{"type":"string","minLength":1,"maxLength":1024,"description":"A command line or prefix."}}}};
+const schema122 = {"description":"Users by name and roles; a user matches if named or holding a listed role.","type":"object","additionalProperties":false,"minProperties":1,"properties":{"users":{"type":"array","uniqueItems":true,"description":"User names (metadata.name of User objects).","items":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"A user."}},"roles":{"type":"array","uniqueItems":true,"description":"Roles (User spec.roles).","items":{"enum":["viewer","user","admin"],"description":"A role."}}}};
 
-function validate336(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate338(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate336.evaluated;
+const evaluated0 = validate338.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11579,7 +11802,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(Object.keys(data).length < 1){
-const err0 = {instancePath,schemaPath:"#/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties",schema:1,parentSchema:schema121,data};
+const err0 = {instancePath,schemaPath:"#/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties",schema:1,parentSchema:schema122,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -11590,7 +11813,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((key0 === "users") || (key0 === "roles"))){
-const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema121,data};
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema122,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -11605,8 +11828,8 @@ let data0 = data.users;
 if(Array.isArray(data0)){
 const len0 = data0.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate331(data0[i0], {instancePath:instancePath+"/users/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate331.errors : vErrors.concat(validate331.errors);
+if(!(validate333(data0[i0], {instancePath:instancePath+"/users/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate333.errors : vErrors.concat(validate333.errors);
 errors = vErrors.length;
 }
 }
@@ -11617,7 +11840,7 @@ outer0:
 for(;i1--;){
 for(j0 = i1; j0--;){
 if(func0(data0[i1], data0[j0])){
-const err2 = {instancePath:instancePath+"/users",schemaPath:"#/properties/users/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)",schema:true,parentSchema:schema121.properties.users,data:data0};
+const err2 = {instancePath:instancePath+"/users",schemaPath:"#/properties/users/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)",schema:true,parentSchema:schema122.properties.users,data:data0};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -11632,7 +11855,7 @@ break outer0;
 }
 }
 else {
-const err3 = {instancePath:instancePath+"/users",schemaPath:"#/properties/users/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema121.properties.users.type,parentSchema:schema121.properties.users,data:data0};
+const err3 = {instancePath:instancePath+"/users",schemaPath:"#/properties/users/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema122.properties.users.type,parentSchema:schema122.properties.users,data:data0};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -11649,7 +11872,7 @@ const len1 = data2.length;
 for(let i2=0; i2<len1; i2++){
 let data3 = data2[i2];
 if(!(((data3 === "viewer") || (data3 === "user")) || (data3 === "admin"))){
-const err4 = {instancePath:instancePath+"/roles/" + i2,schemaPath:"#/properties/roles/items/enum",keyword:"enum",params:{allowedValues: schema121.properties.roles.items.enum},message:"must be equal to one of the allowed values",schema:schema121.properties.roles.items.enum,parentSchema:schema121.properties.roles.items,data:data3};
+const err4 = {instancePath:instancePath+"/roles/" + i2,schemaPath:"#/properties/roles/items/enum",keyword:"enum",params:{allowedValues: schema122.properties.roles.items.enum},message:"must be equal to one of the allowed values",schema:schema122.properties.roles.items.enum,parentSchema:schema122.properties.roles.items,data:data3};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -11666,7 +11889,7 @@ outer1:
 for(;i3--;){
 for(j1 = i3; j1--;){
 if(func0(data2[i3], data2[j1])){
-const err5 = {instancePath:instancePath+"/roles",schemaPath:"#/properties/roles/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)",schema:true,parentSchema:schema121.properties.roles,data:data2};
+const err5 = {instancePath:instancePath+"/roles",schemaPath:"#/properties/roles/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)",schema:true,parentSchema:schema122.properties.roles,data:data2};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -11681,7 +11904,7 @@ break outer1;
 }
 }
 else {
-const err6 = {instancePath:instancePath+"/roles",schemaPath:"#/properties/roles/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema121.properties.roles.type,parentSchema:schema121.properties.roles,data:data2};
+const err6 = {instancePath:instancePath+"/roles",schemaPath:"#/properties/roles/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema122.properties.roles.type,parentSchema:schema122.properties.roles,data:data2};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -11693,7 +11916,7 @@ errors++;
 }
 }
 else {
-const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema121.type,parentSchema:schema121,data};
+const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema122.type,parentSchema:schema122,data};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -11702,17 +11925,17 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate336.errors = vErrors;
+validate338.errors = vErrors;
 return errors === 0;
 }
-validate336.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate338.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema122 = {"description":"Target filters; each list matches any of its entries, and every field given must match.","type":"object","additionalProperties":false,"properties":{"clusters":{"type":"array","uniqueItems":true,"description":"Cluster names.","items":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"A Cluster."}},"namespaces":{"type":"array","uniqueItems":true,"description":"The pods' namespaces inside their cluster.","items":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"A namespace."}},"domains":{"type":"array","uniqueItems":true,"description":"Domains whose Jobs' pods are reachable.","items":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"A Domain."}},"jobSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Matches the labels of the pod's Job."}}};
+const schema123 = {"description":"Target filters; each list matches any of its entries, and every field given must match.","type":"object","additionalProperties":false,"properties":{"clusters":{"type":"array","uniqueItems":true,"description":"Cluster names.","items":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"A Cluster."}},"namespaces":{"type":"array","uniqueItems":true,"description":"The pods' namespaces inside their cluster.","items":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"A namespace."}},"domains":{"type":"array","uniqueItems":true,"description":"Domains whose Jobs' pods are reachable.","items":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"A Domain."}},"jobSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Matches the labels of the pod's Job."}}};
 
-function validate340(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate342(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate340.evaluated;
+const evaluated0 = validate342.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11761,16 +11984,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate340.errors = vErrors;
+validate342.errors = vErrors;
 return errors === 0;
 }
-validate340.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate342.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate344(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate346(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate344.evaluated;
+const evaluated0 = validate346.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11829,16 +12052,16 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate344.errors = vErrors;
+validate346.errors = vErrors;
 return errors === 0;
 }
-validate344.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate346.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate339(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate341(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate339.evaluated;
+const evaluated0 = validate341.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11848,7 +12071,7 @@ evaluated0.items = undefined;
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
 if(!((((key0 === "clusters") || (key0 === "namespaces")) || (key0 === "domains")) || (key0 === "jobSelector"))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema122,data};
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema123,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -11863,8 +12086,8 @@ let data0 = data.clusters;
 if(Array.isArray(data0)){
 const len0 = data0.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate340(data0[i0], {instancePath:instancePath+"/clusters/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate340.errors : vErrors.concat(validate340.errors);
+if(!(validate342(data0[i0], {instancePath:instancePath+"/clusters/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate342.errors : vErrors.concat(validate342.errors);
 errors = vErrors.length;
 }
 }
@@ -11875,7 +12098,7 @@ outer0:
 for(;i1--;){
 for(j0 = i1; j0--;){
 if(func0(data0[i1], data0[j0])){
-const err1 = {instancePath:instancePath+"/clusters",schemaPath:"#/properties/clusters/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)",schema:true,parentSchema:schema122.properties.clusters,data:data0};
+const err1 = {instancePath:instancePath+"/clusters",schemaPath:"#/properties/clusters/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)",schema:true,parentSchema:schema123.properties.clusters,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -11890,7 +12113,7 @@ break outer0;
 }
 }
 else {
-const err2 = {instancePath:instancePath+"/clusters",schemaPath:"#/properties/clusters/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema122.properties.clusters.type,parentSchema:schema122.properties.clusters,data:data0};
+const err2 = {instancePath:instancePath+"/clusters",schemaPath:"#/properties/clusters/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema123.properties.clusters.type,parentSchema:schema123.properties.clusters,data:data0};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -11905,8 +12128,8 @@ let data2 = data.namespaces;
 if(Array.isArray(data2)){
 const len1 = data2.length;
 for(let i2=0; i2<len1; i2++){
-if(!(validate340(data2[i2], {instancePath:instancePath+"/namespaces/" + i2,parentData:data2,parentDataProperty:i2,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate340.errors : vErrors.concat(validate340.errors);
+if(!(validate342(data2[i2], {instancePath:instancePath+"/namespaces/" + i2,parentData:data2,parentDataProperty:i2,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate342.errors : vErrors.concat(validate342.errors);
 errors = vErrors.length;
 }
 }
@@ -11917,7 +12140,7 @@ outer1:
 for(;i3--;){
 for(j1 = i3; j1--;){
 if(func0(data2[i3], data2[j1])){
-const err3 = {instancePath:instancePath+"/namespaces",schemaPath:"#/properties/namespaces/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)",schema:true,parentSchema:schema122.properties.namespaces,data:data2};
+const err3 = {instancePath:instancePath+"/namespaces",schemaPath:"#/properties/namespaces/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)",schema:true,parentSchema:schema123.properties.namespaces,data:data2};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -11932,7 +12155,7 @@ break outer1;
 }
 }
 else {
-const err4 = {instancePath:instancePath+"/namespaces",schemaPath:"#/properties/namespaces/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema122.properties.namespaces.type,parentSchema:schema122.properties.namespaces,data:data2};
+const err4 = {instancePath:instancePath+"/namespaces",schemaPath:"#/properties/namespaces/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema123.properties.namespaces.type,parentSchema:schema123.properties.namespaces,data:data2};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -11947,8 +12170,8 @@ let data4 = data.domains;
 if(Array.isArray(data4)){
 const len2 = data4.length;
 for(let i4=0; i4<len2; i4++){
-if(!(validate331(data4[i4], {instancePath:instancePath+"/domains/" + i4,parentData:data4,parentDataProperty:i4,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate331.errors : vErrors.concat(validate331.errors);
+if(!(validate333(data4[i4], {instancePath:instancePath+"/domains/" + i4,parentData:data4,parentDataProperty:i4,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate333.errors : vErrors.concat(validate333.errors);
 errors = vErrors.length;
 }
 }
@@ -11959,7 +12182,7 @@ outer2:
 for(;i5--;){
 for(j2 = i5; j2--;){
 if(func0(data4[i5], data4[j2])){
-const err5 = {instancePath:instancePath+"/domains",schemaPath:"#/properties/domains/uniqueItems",keyword:"uniqueItems",params:{i: i5, j: j2},message:"must NOT have duplicate items (items ## "+j2+" and "+i5+" are identical)",schema:true,parentSchema:schema122.properties.domains,data:data4};
+const err5 = {instancePath:instancePath+"/domains",schemaPath:"#/properties/domains/uniqueItems",keyword:"uniqueItems",params:{i: i5, j: j2},message:"must NOT have duplicate items (items ## "+j2+" and "+i5+" are identical)",schema:true,parentSchema:schema123.properties.domains,data:data4};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -11974,7 +12197,7 @@ break outer2;
 }
 }
 else {
-const err6 = {instancePath:instancePath+"/domains",schemaPath:"#/properties/domains/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema122.properties.domains.type,parentSchema:schema122.properties.domains,data:data4};
+const err6 = {instancePath:instancePath+"/domains",schemaPath:"#/properties/domains/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema123.properties.domains.type,parentSchema:schema123.properties.domains,data:data4};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -11985,14 +12208,14 @@ errors++;
 }
 }
 if(data.jobSelector !== undefined){
-if(!(validate344(data.jobSelector, {instancePath:instancePath+"/jobSelector",parentData:data,parentDataProperty:"jobSelector",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate344.errors : vErrors.concat(validate344.errors);
+if(!(validate346(data.jobSelector, {instancePath:instancePath+"/jobSelector",parentData:data,parentDataProperty:"jobSelector",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate346.errors : vErrors.concat(validate346.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema122.type,parentSchema:schema122,data};
+const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema123.type,parentSchema:schema123,data};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -12001,16 +12224,16 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate339.errors = vErrors;
+validate341.errors = vErrors;
 return errors === 0;
 }
-validate339.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate341.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate335(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate337(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate335.evaluated;
+const evaluated0 = validate337.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12019,7 +12242,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.subjects === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "subjects"},message:"must have required property '"+"subjects"+"'",schema:schema120.required,parentSchema:schema120,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "subjects"},message:"must have required property '"+"subjects"+"'",schema:schema121.required,parentSchema:schema121,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -12029,7 +12252,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.verbs === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "verbs"},message:"must have required property '"+"verbs"+"'",schema:schema120.required,parentSchema:schema120,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "verbs"},message:"must have required property '"+"verbs"+"'",schema:schema121.required,parentSchema:schema121,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -12040,7 +12263,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((((key0 === "subjects") || (key0 === "targets")) || (key0 === "verbs")) || (key0 === "commands"))){
-const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema120,data};
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema121,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -12051,14 +12274,14 @@ errors++;
 }
 }
 if(data.subjects !== undefined){
-if(!(validate336(data.subjects, {instancePath:instancePath+"/subjects",parentData:data,parentDataProperty:"subjects",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate336.errors : vErrors.concat(validate336.errors);
+if(!(validate338(data.subjects, {instancePath:instancePath+"/subjects",parentData:data,parentDataProperty:"subjects",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate338.errors : vErrors.concat(validate338.errors);
 errors = vErrors.length;
 }
 }
 if(data.targets !== undefined){
-if(!(validate339(data.targets, {instancePath:instancePath+"/targets",parentData:data,parentDataProperty:"targets",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate339.errors : vErrors.concat(validate339.errors);
+if(!(validate341(data.targets, {instancePath:instancePath+"/targets",parentData:data,parentDataProperty:"targets",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate341.errors : vErrors.concat(validate341.errors);
 errors = vErrors.length;
 }
 }
@@ -12066,7 +12289,7 @@ if(data.verbs !== undefined){
 let data2 = data.verbs;
 if(Array.isArray(data2)){
 if(data2.length < 1){
-const err3 = {instancePath:instancePath+"/verbs",schemaPath:"#/properties/verbs/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema120.properties.verbs,data:data2};
+const err3 = {instancePath:instancePath+"/verbs",schemaPath:"#/properties/verbs/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema121.properties.verbs,data:data2};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -12079,7 +12302,7 @@ const len0 = data2.length;
 for(let i0=0; i0<len0; i0++){
 let data3 = data2[i0];
 if(!((((((data3 === "shell") || (data3 === "exec")) || (data3 === "files")) || (data3 === "logs")) || (data3 === "forward")) || (data3 === "proxy"))){
-const err4 = {instancePath:instancePath+"/verbs/" + i0,schemaPath:"#/properties/verbs/items/enum",keyword:"enum",params:{allowedValues: schema120.properties.verbs.items.enum},message:"must be equal to one of the allowed values",schema:schema120.properties.verbs.items.enum,parentSchema:schema120.properties.verbs.items,data:data3};
+const err4 = {instancePath:instancePath+"/verbs/" + i0,schemaPath:"#/properties/verbs/items/enum",keyword:"enum",params:{allowedValues: schema121.properties.verbs.items.enum},message:"must be equal to one of the allowed values",schema:schema121.properties.verbs.items.enum,parentSchema:schema121.properties.verbs.items,data:data3};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -12096,7 +12319,7 @@ outer0:
 for(;i1--;){
 for(j0 = i1; j0--;){
 if(func0(data2[i1], data2[j0])){
-const err5 = {instancePath:instancePath+"/verbs",schemaPath:"#/properties/verbs/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)",schema:true,parentSchema:schema120.properties.verbs,data:data2};
+const err5 = {instancePath:instancePath+"/verbs",schemaPath:"#/properties/verbs/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)",schema:true,parentSchema:schema121.properties.verbs,data:data2};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -12111,7 +12334,7 @@ break outer0;
 }
 }
 else {
-const err6 = {instancePath:instancePath+"/verbs",schemaPath:"#/properties/verbs/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema120.properties.verbs.type,parentSchema:schema120.properties.verbs,data:data2};
+const err6 = {instancePath:instancePath+"/verbs",schemaPath:"#/properties/verbs/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema121.properties.verbs.type,parentSchema:schema121.properties.verbs,data:data2};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -12125,7 +12348,7 @@ if(data.commands !== undefined){
 let data4 = data.commands;
 if(Array.isArray(data4)){
 if(data4.length > 256){
-const err7 = {instancePath:instancePath+"/commands",schemaPath:"#/properties/commands/maxItems",keyword:"maxItems",params:{limit: 256},message:"must NOT have more than 256 items",schema:256,parentSchema:schema120.properties.commands,data:data4};
+const err7 = {instancePath:instancePath+"/commands",schemaPath:"#/properties/commands/maxItems",keyword:"maxItems",params:{limit: 256},message:"must NOT have more than 256 items",schema:256,parentSchema:schema121.properties.commands,data:data4};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -12139,7 +12362,7 @@ for(let i2=0; i2<len1; i2++){
 let data5 = data4[i2];
 if(typeof data5 === "string"){
 if(func2(data5) > 1024){
-const err8 = {instancePath:instancePath+"/commands/" + i2,schemaPath:"#/properties/commands/items/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters",schema:1024,parentSchema:schema120.properties.commands.items,data:data5};
+const err8 = {instancePath:instancePath+"/commands/" + i2,schemaPath:"#/properties/commands/items/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters",schema:1024,parentSchema:schema121.properties.commands.items,data:data5};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -12149,7 +12372,7 @@ vErrors.push(err8);
 errors++;
 }
 if(func2(data5) < 1){
-const err9 = {instancePath:instancePath+"/commands/" + i2,schemaPath:"#/properties/commands/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema120.properties.commands.items,data:data5};
+const err9 = {instancePath:instancePath+"/commands/" + i2,schemaPath:"#/properties/commands/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema121.properties.commands.items,data:data5};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -12160,7 +12383,7 @@ errors++;
 }
 }
 else {
-const err10 = {instancePath:instancePath+"/commands/" + i2,schemaPath:"#/properties/commands/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema120.properties.commands.items.type,parentSchema:schema120.properties.commands.items,data:data5};
+const err10 = {instancePath:instancePath+"/commands/" + i2,schemaPath:"#/properties/commands/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema121.properties.commands.items.type,parentSchema:schema121.properties.commands.items,data:data5};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -12181,7 +12404,7 @@ continue;
 }
 if(typeof indices0[item0] == "number"){
 j1 = indices0[item0];
-const err11 = {instancePath:instancePath+"/commands",schemaPath:"#/properties/commands/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)",schema:true,parentSchema:schema120.properties.commands,data:data4};
+const err11 = {instancePath:instancePath+"/commands",schemaPath:"#/properties/commands/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)",schema:true,parentSchema:schema121.properties.commands,data:data4};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -12196,7 +12419,7 @@ indices0[item0] = i3;
 }
 }
 else {
-const err12 = {instancePath:instancePath+"/commands",schemaPath:"#/properties/commands/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema120.properties.commands.type,parentSchema:schema120.properties.commands,data:data4};
+const err12 = {instancePath:instancePath+"/commands",schemaPath:"#/properties/commands/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema121.properties.commands.type,parentSchema:schema121.properties.commands,data:data4};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -12208,7 +12431,7 @@ errors++;
 }
 }
 else {
-const err13 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema120.type,parentSchema:schema120,data};
+const err13 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema121.type,parentSchema:schema121,data};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -12217,17 +12440,17 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate335.errors = vErrors;
+validate337.errors = vErrors;
 return errors === 0;
 }
-validate335.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate337.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate323(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate325(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/access-policy.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate323.evaluated;
+const evaluated0 = validate325.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12236,7 +12459,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.apiVersion === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema116.required,parentSchema:schema116,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema117.required,parentSchema:schema117,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -12246,7 +12469,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.kind === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema116.required,parentSchema:schema116,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema117.required,parentSchema:schema117,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -12256,7 +12479,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.metadata === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema116.required,parentSchema:schema116,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema117.required,parentSchema:schema117,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -12266,7 +12489,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.spec === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema116.required,parentSchema:schema116,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema117.required,parentSchema:schema117,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -12277,7 +12500,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "metadata")) || (key0 === "spec"))){
-const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema116,data};
+const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema117,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -12290,7 +12513,7 @@ errors++;
 if(data.apiVersion !== undefined){
 let data0 = data.apiVersion;
 if("rlinf.io/v1alpha1" !== data0){
-const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema116.properties.apiVersion,data:data0};
+const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema117.properties.apiVersion,data:data0};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -12303,7 +12526,7 @@ errors++;
 if(data.kind !== undefined){
 let data1 = data.kind;
 if("AccessPolicy" !== data1){
-const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "AccessPolicy"},message:"must be equal to constant",schema:"AccessPolicy",parentSchema:schema116.properties.kind,data:data1};
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "AccessPolicy"},message:"must be equal to constant",schema:"AccessPolicy",parentSchema:schema117.properties.kind,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -12315,34 +12538,34 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate324(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate324.errors : vErrors.concat(validate324.errors);
+if(!(validate326(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate326.errors : vErrors.concat(validate326.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.name !== undefined){
-if(!(validate331(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate331.errors : vErrors.concat(validate331.errors);
+if(!(validate333(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate333.errors : vErrors.concat(validate333.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate333(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate333.errors : vErrors.concat(validate333.errors);
+if(!(validate335(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate335.errors : vErrors.concat(validate335.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate335(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate335.errors : vErrors.concat(validate335.errors);
+if(!(validate337(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate337.errors : vErrors.concat(validate337.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema116.type,parentSchema:schema116,data};
+const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema117.type,parentSchema:schema117,data};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -12351,18 +12574,23 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate323.errors = vErrors;
+validate325.errors = vErrors;
 return errors === 0;
 }
-validate323.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate325.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
+<<<<<<< HEAD
 export const SealedSecret = validate350;
 const schema125 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/sealed-secret.schema.json","title":"SealedSecret","description":"A Kubernetes Secret whose values are sealed to the hub's key (`rlark seal`), so it can live in git: the hub opens the values only to hand the Secret to the agents of its clusters, which apply it as an Opaque Secret. Written in git (docs/secrets.md).","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"SealedSecret","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the name is the Secret's name in the clusters.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Name of the Secret in the clusters."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>: deliver to that one cluster. Omit it to use spec.clusterSelector instead."}}},"spec":{"$ref":"#/$defs/SealedSecretSpec","description":"Desired state."}},"allOf":[{"if":{"required":["metadata"],"properties":{"metadata":{"type":"object","not":{"required":["namespace"]}}}},"then":{"properties":{"spec":{"required":["clusterSelector"]}}},"x-rlark-rule":"schema/sealed-secret-target","x-rlark-message":"a SealedSecret needs its clusters: set metadata.namespace to agent-<cluster> or set spec.clusterSelector"},{"if":{"required":["metadata"],"properties":{"metadata":{"type":"object","required":["namespace"]}}},"then":{"properties":{"spec":{"properties":{"clusterSelector":false}}}},"x-rlark-rule":"schema/sealed-secret-target","x-rlark-message":"a SealedSecret names its clusters once: metadata.namespace or spec.clusterSelector, not both"}],"$defs":{"SealedSecretSpec":{"description":"Where the Secret goes and its sealed values.","type":"object","additionalProperties":false,"required":["namespace","encryptedData"],"properties":{"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Namespace of the Secret in the clusters (created when missing)."},"clusterSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Deliver to every Cluster whose labels match; only when metadata.namespace is not set."},"encryptedData":{"type":"object","description":"The Secret's keys, each with its value sealed by `rlark seal` for the context cluster/<cluster>/secret/<spec.namespace>/<metadata.name>/<key> (metadata.namespace agent-<cluster>) or clusters/<spec.clusterSelector as canonical JSON>/secret/…: a value moved to another cluster, selector, namespace, name or key does not open.","minProperties":1,"maxProperties":256,"propertyNames":{"type":"string","maxLength":253,"pattern":"^[-._a-zA-Z0-9]+$","x-rlark-message":"must be a Secret key: letters, digits, '-', '_' and '.'"},"additionalProperties":{"type":"string","pattern":"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$","x-rlark-message":"must be a sealed value (rlark-sealed:v1:<key id>:<payload>) made by `rlark seal`, never a plain value","x-rlark-sensitive":true,"description":"A sealed value."}}}}}};
+=======
+export const SealedSecret = validate352;
+const schema126 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/sealed-secret.schema.json","title":"SealedSecret","description":"A Kubernetes Secret whose values are sealed to the hub's key (`rlark seal`), so it can live in git: the hub opens the values only to hand the Secret to the agents of its clusters, which apply it as an Opaque Secret. Written in git (docs/secrets.md).","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"SealedSecret","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the name is the Secret's name in the clusters.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Name of the Secret in the clusters."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>: deliver to that one cluster. Omit it to use spec.clusterSelector instead."}}},"spec":{"$ref":"#/$defs/SealedSecretSpec","description":"Desired state."}},"allOf":[{"if":{"required":["metadata"],"properties":{"metadata":{"type":"object","not":{"required":["namespace"]}}}},"then":{"properties":{"spec":{"required":["clusterSelector"]}}},"x-rlark-rule":"schema/sealed-secret-target","x-rlark-message":"a SealedSecret needs its clusters: set metadata.namespace to agent-<cluster> or set spec.clusterSelector"},{"if":{"required":["metadata"],"properties":{"metadata":{"type":"object","required":["namespace"]}}},"then":{"properties":{"spec":{"properties":{"clusterSelector":false}}}},"x-rlark-rule":"schema/sealed-secret-target","x-rlark-message":"a SealedSecret names its clusters once: metadata.namespace or spec.clusterSelector, not both"}],"$defs":{"SealedSecretSpec":{"description":"Where the Secret goes and its sealed values.","type":"object","additionalProperties":false,"required":["namespace","encryptedData"],"properties":{"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Namespace of the Secret in the clusters (created when missing)."},"clusterSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Deliver to every Cluster whose labels match; only when metadata.namespace is not set."},"encryptedData":{"type":"object","description":"The Secret's keys, each with its value sealed by `rlark seal` for the context secret/<spec.namespace>/<metadata.name>/<key>.","minProperties":1,"maxProperties":256,"propertyNames":{"type":"string","maxLength":253,"pattern":"^[-._a-zA-Z0-9]+$","x-rlark-message":"must be a Secret key: letters, digits, '-', '_' and '.'"},"additionalProperties":{"type":"string","pattern":"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$","x-rlark-message":"must be a sealed value (rlark-sealed:v1:<key id>:<payload>) made by `rlark seal`, never a plain value","x-rlark-sensitive":true,"description":"A sealed value."}}}}}};
+>>>>>>> h/seam-routes
 
-function validate351(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate353(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate351.evaluated;
+const evaluated0 = validate353.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12584,16 +12812,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate351.errors = vErrors;
+validate353.errors = vErrors;
 return errors === 0;
 }
-validate351.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate353.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate358(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate360(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate358.evaluated;
+const evaluated0 = validate360.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12602,7 +12830,7 @@ evaluated0.items = undefined;
 }
 if(typeof data === "string"){
 if(func2(data) > 253){
-const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema96,data};
+const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema97,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -12612,7 +12840,7 @@ vErrors.push(err0);
 errors++;
 }
 if(func2(data) < 1){
-const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema96,data};
+const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema97,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -12622,7 +12850,7 @@ vErrors.push(err1);
 errors++;
 }
 if(!pattern22.test(data)){
-const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema96,data};
+const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema97,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -12633,7 +12861,7 @@ errors++;
 }
 }
 else {
-const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema96.type,parentSchema:schema96,data};
+const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema97.type,parentSchema:schema97,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -12642,16 +12870,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate358.errors = vErrors;
+validate360.errors = vErrors;
 return errors === 0;
 }
-validate358.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate360.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate360(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate362(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate360.evaluated;
+const evaluated0 = validate362.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12690,17 +12918,21 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate360.errors = vErrors;
+validate362.errors = vErrors;
 return errors === 0;
 }
-validate360.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate362.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
+<<<<<<< HEAD
 const schema129 = {"description":"Where the Secret goes and its sealed values.","type":"object","additionalProperties":false,"required":["namespace","encryptedData"],"properties":{"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Namespace of the Secret in the clusters (created when missing)."},"clusterSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Deliver to every Cluster whose labels match; only when metadata.namespace is not set."},"encryptedData":{"type":"object","description":"The Secret's keys, each with its value sealed by `rlark seal` for the context cluster/<cluster>/secret/<spec.namespace>/<metadata.name>/<key> (metadata.namespace agent-<cluster>) or clusters/<spec.clusterSelector as canonical JSON>/secret/…: a value moved to another cluster, selector, namespace, name or key does not open.","minProperties":1,"maxProperties":256,"propertyNames":{"type":"string","maxLength":253,"pattern":"^[-._a-zA-Z0-9]+$","x-rlark-message":"must be a Secret key: letters, digits, '-', '_' and '.'"},"additionalProperties":{"type":"string","pattern":"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$","x-rlark-message":"must be a sealed value (rlark-sealed:v1:<key id>:<payload>) made by `rlark seal`, never a plain value","x-rlark-sensitive":true,"description":"A sealed value."}}}};
+=======
+const schema130 = {"description":"Where the Secret goes and its sealed values.","type":"object","additionalProperties":false,"required":["namespace","encryptedData"],"properties":{"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Namespace of the Secret in the clusters (created when missing)."},"clusterSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Deliver to every Cluster whose labels match; only when metadata.namespace is not set."},"encryptedData":{"type":"object","description":"The Secret's keys, each with its value sealed by `rlark seal` for the context secret/<spec.namespace>/<metadata.name>/<key>.","minProperties":1,"maxProperties":256,"propertyNames":{"type":"string","maxLength":253,"pattern":"^[-._a-zA-Z0-9]+$","x-rlark-message":"must be a Secret key: letters, digits, '-', '_' and '.'"},"additionalProperties":{"type":"string","pattern":"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$","x-rlark-message":"must be a sealed value (rlark-sealed:v1:<key id>:<payload>) made by `rlark seal`, never a plain value","x-rlark-sensitive":true,"description":"A sealed value."}}}};
+>>>>>>> h/seam-routes
 
-function validate363(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate365(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate363.evaluated;
+const evaluated0 = validate365.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12749,16 +12981,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate363.errors = vErrors;
+validate365.errors = vErrors;
 return errors === 0;
 }
-validate363.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate365.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate365(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate367(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate365.evaluated;
+const evaluated0 = validate367.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12817,17 +13049,17 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate365.errors = vErrors;
+validate367.errors = vErrors;
 return errors === 0;
 }
-validate365.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate367.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const pattern33 = new RegExp("^[-._a-zA-Z0-9]+$", "u");
 
-function validate362(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate364(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate362.evaluated;
+const evaluated0 = validate364.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12836,7 +13068,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.namespace === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema129.required,parentSchema:schema129,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema130.required,parentSchema:schema130,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -12846,7 +13078,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.encryptedData === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "encryptedData"},message:"must have required property '"+"encryptedData"+"'",schema:schema129.required,parentSchema:schema129,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "encryptedData"},message:"must have required property '"+"encryptedData"+"'",schema:schema130.required,parentSchema:schema130,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -12857,7 +13089,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((key0 === "namespace") || (key0 === "clusterSelector")) || (key0 === "encryptedData"))){
-const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema129,data};
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema130,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -12868,14 +13100,14 @@ errors++;
 }
 }
 if(data.namespace !== undefined){
-if(!(validate363(data.namespace, {instancePath:instancePath+"/namespace",parentData:data,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate363.errors : vErrors.concat(validate363.errors);
+if(!(validate365(data.namespace, {instancePath:instancePath+"/namespace",parentData:data,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate365.errors : vErrors.concat(validate365.errors);
 errors = vErrors.length;
 }
 }
 if(data.clusterSelector !== undefined){
-if(!(validate365(data.clusterSelector, {instancePath:instancePath+"/clusterSelector",parentData:data,parentDataProperty:"clusterSelector",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate365.errors : vErrors.concat(validate365.errors);
+if(!(validate367(data.clusterSelector, {instancePath:instancePath+"/clusterSelector",parentData:data,parentDataProperty:"clusterSelector",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate367.errors : vErrors.concat(validate367.errors);
 errors = vErrors.length;
 }
 }
@@ -12883,7 +13115,7 @@ if(data.encryptedData !== undefined){
 let data2 = data.encryptedData;
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(Object.keys(data2).length > 256){
-const err3 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/maxProperties",keyword:"maxProperties",params:{limit: 256},message:"must NOT have more than 256 properties",schema:256,parentSchema:schema129.properties.encryptedData,data:data2};
+const err3 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/maxProperties",keyword:"maxProperties",params:{limit: 256},message:"must NOT have more than 256 properties",schema:256,parentSchema:schema130.properties.encryptedData,data:data2};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -12893,7 +13125,7 @@ vErrors.push(err3);
 errors++;
 }
 if(Object.keys(data2).length < 1){
-const err4 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties",schema:1,parentSchema:schema129.properties.encryptedData,data:data2};
+const err4 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties",schema:1,parentSchema:schema130.properties.encryptedData,data:data2};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -12906,7 +13138,7 @@ for(const key1 in data2){
 const _errs6 = errors;
 if(typeof key1 === "string"){
 if(func2(key1) > 253){
-const err5 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/propertyNames/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema129.properties.encryptedData.propertyNames,data:key1,propertyName:key1};
+const err5 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/propertyNames/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema130.properties.encryptedData.propertyNames,data:key1,propertyName:key1};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -12916,7 +13148,7 @@ vErrors.push(err5);
 errors++;
 }
 if(!pattern33.test(key1)){
-const err6 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[-._a-zA-Z0-9]+$"},message:"must match pattern \""+"^[-._a-zA-Z0-9]+$"+"\"",schema:"^[-._a-zA-Z0-9]+$",parentSchema:schema129.properties.encryptedData.propertyNames,data:key1,propertyName:key1};
+const err6 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[-._a-zA-Z0-9]+$"},message:"must match pattern \""+"^[-._a-zA-Z0-9]+$"+"\"",schema:"^[-._a-zA-Z0-9]+$",parentSchema:schema130.properties.encryptedData.propertyNames,data:key1,propertyName:key1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -12927,7 +13159,7 @@ errors++;
 }
 }
 else {
-const err7 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/propertyNames/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema129.properties.encryptedData.propertyNames.type,parentSchema:schema129.properties.encryptedData.propertyNames,data:key1,propertyName:key1};
+const err7 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/propertyNames/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema130.properties.encryptedData.propertyNames.type,parentSchema:schema130.properties.encryptedData.propertyNames,data:key1,propertyName:key1};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -12938,7 +13170,7 @@ errors++;
 }
 var valid1 = _errs6 === errors;
 if(!valid1){
-const err8 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/propertyNames",keyword:"propertyNames",params:{propertyName: key1},message:"property name must be valid",schema:schema129.properties.encryptedData.propertyNames,parentSchema:schema129.properties.encryptedData,data:data2};
+const err8 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/propertyNames",keyword:"propertyNames",params:{propertyName: key1},message:"property name must be valid",schema:schema130.properties.encryptedData.propertyNames,parentSchema:schema130.properties.encryptedData,data:data2};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -12952,7 +13184,7 @@ for(const key2 in data2){
 let data3 = data2[key2];
 if(typeof data3 === "string"){
 if(!pattern19.test(data3)){
-const err9 = {instancePath:instancePath+"/encryptedData/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/encryptedData/additionalProperties/pattern",keyword:"pattern",params:{pattern: "^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$"},message:"must match pattern \""+"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$"+"\"",schema:"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$",parentSchema:schema129.properties.encryptedData.additionalProperties,data:data3};
+const err9 = {instancePath:instancePath+"/encryptedData/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/encryptedData/additionalProperties/pattern",keyword:"pattern",params:{pattern: "^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$"},message:"must match pattern \""+"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$"+"\"",schema:"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$",parentSchema:schema130.properties.encryptedData.additionalProperties,data:data3};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -12963,7 +13195,7 @@ errors++;
 }
 }
 else {
-const err10 = {instancePath:instancePath+"/encryptedData/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/encryptedData/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema129.properties.encryptedData.additionalProperties.type,parentSchema:schema129.properties.encryptedData.additionalProperties,data:data3};
+const err10 = {instancePath:instancePath+"/encryptedData/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/encryptedData/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema130.properties.encryptedData.additionalProperties.type,parentSchema:schema130.properties.encryptedData.additionalProperties,data:data3};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -12975,7 +13207,7 @@ errors++;
 }
 }
 else {
-const err11 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema129.properties.encryptedData.type,parentSchema:schema129.properties.encryptedData,data:data2};
+const err11 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema130.properties.encryptedData.type,parentSchema:schema130.properties.encryptedData,data:data2};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -12987,7 +13219,7 @@ errors++;
 }
 }
 else {
-const err12 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema129.type,parentSchema:schema129,data};
+const err12 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema130.type,parentSchema:schema130,data};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -12996,17 +13228,17 @@ vErrors.push(err12);
 }
 errors++;
 }
-validate362.errors = vErrors;
+validate364.errors = vErrors;
 return errors === 0;
 }
-validate362.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate364.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate350(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate352(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/sealed-secret.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate350.evaluated;
+const evaluated0 = validate352.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13098,7 +13330,7 @@ if(data.spec !== undefined){
 let data1 = data.spec;
 if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
 if(data1.clusterSelector === undefined){
-const err4 = {instancePath:instancePath+"/spec",schemaPath:"#/allOf/0/then/properties/spec/required",keyword:"required",params:{missingProperty: "clusterSelector"},message:"must have required property '"+"clusterSelector"+"'",schema:schema125.allOf[0].then.properties.spec.required,parentSchema:schema125.allOf[0].then.properties.spec,data:data1};
+const err4 = {instancePath:instancePath+"/spec",schemaPath:"#/allOf/0/then/properties/spec/required",keyword:"required",params:{missingProperty: "clusterSelector"},message:"must have required property '"+"clusterSelector"+"'",schema:schema126.allOf[0].then.properties.spec.required,parentSchema:schema126.allOf[0].then.properties.spec,data:data1};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -13119,7 +13351,7 @@ props0.metadata = true;
 }
 }
 if(!valid1){
-const err5 = {instancePath,schemaPath:"#/allOf/0/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema",schema:schema125.allOf[0].if,parentSchema:schema125.allOf[0],data};
+const err5 = {instancePath,schemaPath:"#/allOf/0/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema",schema:schema126.allOf[0].if,parentSchema:schema126.allOf[0],data};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -13192,7 +13424,7 @@ if(data.spec !== undefined){
 let data3 = data.spec;
 if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
 if(data3.clusterSelector !== undefined){
-const err9 = {instancePath:instancePath+"/spec/clusterSelector",schemaPath:"#/allOf/1/then/properties/spec/properties/clusterSelector/false schema",keyword:"false schema",params:{},message:"boolean schema is false",schema:false,parentSchema:schema125.allOf[1].then.properties.spec.properties.clusterSelector,data:data3.clusterSelector};
+const err9 = {instancePath:instancePath+"/spec/clusterSelector",schemaPath:"#/allOf/1/then/properties/spec/properties/clusterSelector/false schema",keyword:"false schema",params:{},message:"boolean schema is false",schema:false,parentSchema:schema126.allOf[1].then.properties.spec.properties.clusterSelector,data:data3.clusterSelector};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -13213,7 +13445,7 @@ props1.metadata = true;
 }
 }
 if(!valid5){
-const err10 = {instancePath,schemaPath:"#/allOf/1/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema",schema:schema125.allOf[1].if,parentSchema:schema125.allOf[1],data};
+const err10 = {instancePath,schemaPath:"#/allOf/1/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema",schema:schema126.allOf[1].if,parentSchema:schema126.allOf[1],data};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -13233,7 +13465,7 @@ Object.assign(props0, props1);
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.apiVersion === undefined){
-const err11 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema125.required,parentSchema:schema125,data};
+const err11 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema126.required,parentSchema:schema126,data};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -13243,7 +13475,7 @@ vErrors.push(err11);
 errors++;
 }
 if(data.kind === undefined){
-const err12 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema125.required,parentSchema:schema125,data};
+const err12 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema126.required,parentSchema:schema126,data};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -13253,7 +13485,7 @@ vErrors.push(err12);
 errors++;
 }
 if(data.metadata === undefined){
-const err13 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema125.required,parentSchema:schema125,data};
+const err13 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema126.required,parentSchema:schema126,data};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -13263,7 +13495,7 @@ vErrors.push(err13);
 errors++;
 }
 if(data.spec === undefined){
-const err14 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema125.required,parentSchema:schema125,data};
+const err14 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema126.required,parentSchema:schema126,data};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -13274,7 +13506,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "metadata")) || (key0 === "spec"))){
-const err15 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema125,data};
+const err15 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema126,data};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -13287,7 +13519,7 @@ errors++;
 if(data.apiVersion !== undefined){
 let data5 = data.apiVersion;
 if("rlinf.io/v1alpha1" !== data5){
-const err16 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema125.properties.apiVersion,data:data5};
+const err16 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema126.properties.apiVersion,data:data5};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -13300,7 +13532,7 @@ errors++;
 if(data.kind !== undefined){
 let data6 = data.kind;
 if("SealedSecret" !== data6){
-const err17 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "SealedSecret"},message:"must be equal to constant",schema:"SealedSecret",parentSchema:schema125.properties.kind,data:data6};
+const err17 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "SealedSecret"},message:"must be equal to constant",schema:"SealedSecret",parentSchema:schema126.properties.kind,data:data6};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -13312,34 +13544,34 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data7 = data.metadata;
-if(!(validate351(data7, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate351.errors : vErrors.concat(validate351.errors);
+if(!(validate353(data7, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate353.errors : vErrors.concat(validate353.errors);
 errors = vErrors.length;
 }
 if(data7 && typeof data7 == "object" && !Array.isArray(data7)){
 if(data7.name !== undefined){
-if(!(validate358(data7.name, {instancePath:instancePath+"/metadata/name",parentData:data7,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate358.errors : vErrors.concat(validate358.errors);
+if(!(validate360(data7.name, {instancePath:instancePath+"/metadata/name",parentData:data7,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate360.errors : vErrors.concat(validate360.errors);
 errors = vErrors.length;
 }
 }
 if(data7.namespace !== undefined){
-if(!(validate360(data7.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data7,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate360.errors : vErrors.concat(validate360.errors);
+if(!(validate362(data7.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data7,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate362.errors : vErrors.concat(validate362.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate362(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate362.errors : vErrors.concat(validate362.errors);
+if(!(validate364(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate364.errors : vErrors.concat(validate364.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err18 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema125.type,parentSchema:schema125,data};
+const err18 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema126.type,parentSchema:schema126,data};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -13348,18 +13580,18 @@ vErrors.push(err18);
 }
 errors++;
 }
-validate350.errors = vErrors;
+validate352.errors = vErrors;
 return errors === 0;
 }
-validate350.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate352.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const Task = validate370;
-const schema132 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/task.schema.json","title":"Task","description":"One role of a Job placed on one cluster, created by the hub's Job controller; the agent of its namespace runs it.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Task","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the object belongs to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"<job>-<task>; labelled rlinf.io/job=<job>."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/TaskSpec","description":"Desired state."},"status":{"$ref":"#/$defs/TaskStatus","description":"Observed state, reported by the agent."}},"$defs":{"TaskSpec":{"description":"The Job's task template, resolved for one cluster.","type":"object","additionalProperties":false,"required":["job","role","agentType"],"allOf":[{"$ref":"common.schema.json#/$defs/ExactlyOneRuntime"}],"properties":{"job":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the owning Job."},"task":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the task template in the Job."},"run":{"type":"integer","minimum":1,"description":"The Job run this Task belongs to."},"head":{"type":"boolean","default":false,"description":"true for the Job's main task."},"role":{"$ref":"common.schema.json#/$defs/Role","description":"Training role."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"Runtime; selects the kubernetes, docker or raw section."},"domain":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Domain whose virtual network the pods join."},"domainCIDR":{"type":"string","description":"The Domain's CIDR when the Task was created: what the pods' network init container redirects to their sidecar."},"nodeSelector":{"$ref":"common.schema.json#/$defs/NodeSelector","description":"Node labels required on the node."},"annotations":{"$ref":"common.schema.json#/$defs/TaskAnnotations","description":"Annotations, including the Ray keys."},"sshPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Public key injected into the workloads."},"kubernetes":{"$ref":"common.schema.json#/$defs/KubernetesRuntime","description":"For agentType Kubernetes: the workload."},"raw":{"$ref":"common.schema.json#/$defs/RawRuntime","description":"For agentType Raw: the process."},"docker":{"$ref":"common.schema.json#/$defs/DockerRuntime","description":"For agentType Docker: the container."}}},"TaskStatus":{"description":"Observed state of a Task.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Stopping","Stopped","Unknown"],"description":"Current phase."},"observedNodes":{"type":"array","description":"Nodes the task's pods or processes run on.","items":{"type":"string","description":"A node name."}},"replicas":{"type":"integer","minimum":0,"description":"Desired replicas."},"readyReplicas":{"type":"integer","minimum":0,"description":"Ready replicas."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task started running."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task finished."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the container or process that decided a Succeeded or Failed phase."},"conditions":{"type":"array","description":"Conditions (Ready, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
+export const Task = validate372;
+const schema133 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/task.schema.json","title":"Task","description":"One role of a Job placed on one cluster, created by the hub's Job controller; the agent of its namespace runs it.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Task","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the object belongs to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"<job>-<task>; labelled rlinf.io/job=<job>."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/TaskSpec","description":"Desired state."},"status":{"$ref":"#/$defs/TaskStatus","description":"Observed state, reported by the agent."}},"$defs":{"TaskSpec":{"description":"The Job's task template, resolved for one cluster.","type":"object","additionalProperties":false,"required":["job","role","agentType"],"allOf":[{"$ref":"common.schema.json#/$defs/ExactlyOneRuntime"}],"properties":{"job":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the owning Job."},"task":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the task template in the Job."},"run":{"type":"integer","minimum":1,"description":"The Job run this Task belongs to."},"head":{"type":"boolean","default":false,"description":"true for the Job's main task."},"role":{"$ref":"common.schema.json#/$defs/Role","description":"Training role."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"Runtime; selects the kubernetes, docker or raw section."},"domain":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Domain whose virtual network the pods join."},"domainCIDR":{"type":"string","description":"The Domain's CIDR when the Task was created: what the pods' network init container redirects to their sidecar."},"nodeSelector":{"$ref":"common.schema.json#/$defs/NodeSelector","description":"Node labels required on the node."},"annotations":{"$ref":"common.schema.json#/$defs/TaskAnnotations","description":"Annotations, including the Ray keys."},"sshPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Public key injected into the workloads."},"kubernetes":{"$ref":"common.schema.json#/$defs/KubernetesRuntime","description":"For agentType Kubernetes: the workload."},"raw":{"$ref":"common.schema.json#/$defs/RawRuntime","description":"For agentType Raw: the process."},"docker":{"$ref":"common.schema.json#/$defs/DockerRuntime","description":"For agentType Docker: the container."}}},"TaskStatus":{"description":"Observed state of a Task.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Stopping","Stopped","Unknown"],"description":"Current phase."},"observedNodes":{"type":"array","description":"Nodes the task's pods or processes run on.","items":{"type":"string","description":"A node name."}},"replicas":{"type":"integer","minimum":0,"description":"Desired replicas."},"readyReplicas":{"type":"integer","minimum":0,"description":"Ready replicas."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task started running."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task finished."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the container or process that decided a Succeeded or Failed phase."},"conditions":{"type":"array","description":"Conditions (Ready, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
 
-function validate371(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate373(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate371.evaluated;
+const evaluated0 = validate373.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13581,16 +13813,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate371.errors = vErrors;
+validate373.errors = vErrors;
 return errors === 0;
 }
-validate371.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate373.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate378(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate380(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate378.evaluated;
+const evaluated0 = validate380.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13639,16 +13871,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate378.errors = vErrors;
+validate380.errors = vErrors;
 return errors === 0;
 }
-validate378.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate380.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate380(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate382(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate380.evaluated;
+const evaluated0 = validate382.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13687,17 +13919,17 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate380.errors = vErrors;
+validate382.errors = vErrors;
 return errors === 0;
 }
-validate380.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate382.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema136 = {"description":"The Job's task template, resolved for one cluster.","type":"object","additionalProperties":false,"required":["job","role","agentType"],"allOf":[{"$ref":"common.schema.json#/$defs/ExactlyOneRuntime"}],"properties":{"job":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the owning Job."},"task":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the task template in the Job."},"run":{"type":"integer","minimum":1,"description":"The Job run this Task belongs to."},"head":{"type":"boolean","default":false,"description":"true for the Job's main task."},"role":{"$ref":"common.schema.json#/$defs/Role","description":"Training role."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"Runtime; selects the kubernetes, docker or raw section."},"domain":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Domain whose virtual network the pods join."},"domainCIDR":{"type":"string","description":"The Domain's CIDR when the Task was created: what the pods' network init container redirects to their sidecar."},"nodeSelector":{"$ref":"common.schema.json#/$defs/NodeSelector","description":"Node labels required on the node."},"annotations":{"$ref":"common.schema.json#/$defs/TaskAnnotations","description":"Annotations, including the Ray keys."},"sshPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Public key injected into the workloads."},"kubernetes":{"$ref":"common.schema.json#/$defs/KubernetesRuntime","description":"For agentType Kubernetes: the workload."},"raw":{"$ref":"common.schema.json#/$defs/RawRuntime","description":"For agentType Raw: the process."},"docker":{"$ref":"common.schema.json#/$defs/DockerRuntime","description":"For agentType Docker: the container."}}};
+const schema137 = {"description":"The Job's task template, resolved for one cluster.","type":"object","additionalProperties":false,"required":["job","role","agentType"],"allOf":[{"$ref":"common.schema.json#/$defs/ExactlyOneRuntime"}],"properties":{"job":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the owning Job."},"task":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the task template in the Job."},"run":{"type":"integer","minimum":1,"description":"The Job run this Task belongs to."},"head":{"type":"boolean","default":false,"description":"true for the Job's main task."},"role":{"$ref":"common.schema.json#/$defs/Role","description":"Training role."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"Runtime; selects the kubernetes, docker or raw section."},"domain":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Domain whose virtual network the pods join."},"domainCIDR":{"type":"string","description":"The Domain's CIDR when the Task was created: what the pods' network init container redirects to their sidecar."},"nodeSelector":{"$ref":"common.schema.json#/$defs/NodeSelector","description":"Node labels required on the node."},"annotations":{"$ref":"common.schema.json#/$defs/TaskAnnotations","description":"Annotations, including the Ray keys."},"sshPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Public key injected into the workloads."},"kubernetes":{"$ref":"common.schema.json#/$defs/KubernetesRuntime","description":"For agentType Kubernetes: the workload."},"raw":{"$ref":"common.schema.json#/$defs/RawRuntime","description":"For agentType Raw: the process."},"docker":{"$ref":"common.schema.json#/$defs/DockerRuntime","description":"For agentType Docker: the container."}}};
 
-function validate383(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate385(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate383.evaluated;
+const evaluated0 = validate385.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14001,17 +14233,17 @@ props0 = props0 || {};
 Object.assign(props0, props2);
 }
 }
-validate383.errors = vErrors;
+validate385.errors = vErrors;
 evaluated0.props = props0;
 return errors === 0;
 }
-validate383.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate385.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
 
-function validate387(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate389(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate387.evaluated;
+const evaluated0 = validate389.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14028,16 +14260,16 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate387.errors = vErrors;
+validate389.errors = vErrors;
 return errors === 0;
 }
-validate387.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate389.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate389(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate391(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate389.evaluated;
+const evaluated0 = validate391.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14054,16 +14286,16 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate389.errors = vErrors;
+validate391.errors = vErrors;
 return errors === 0;
 }
-validate389.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate391.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate392(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate394(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate392.evaluated;
+const evaluated0 = validate394.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14106,16 +14338,16 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate392.errors = vErrors;
+validate394.errors = vErrors;
 return errors === 0;
 }
-validate392.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate394.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate396(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate398(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate396.evaluated;
+const evaluated0 = validate398.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14510,16 +14742,16 @@ vErrors.push(err22);
 }
 errors++;
 }
-validate396.errors = vErrors;
+validate398.errors = vErrors;
 return errors === 0;
 }
-validate396.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate398.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate400(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate402(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate400.evaluated;
+const evaluated0 = validate402.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14548,16 +14780,16 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate400.errors = vErrors;
+validate402.errors = vErrors;
 return errors === 0;
 }
-validate400.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate402.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate402(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate404(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate402.evaluated;
+const evaluated0 = validate404.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14689,16 +14921,16 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate402.errors = vErrors;
+validate404.errors = vErrors;
 return errors === 0;
 }
-validate402.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate404.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate405(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate407(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate405.evaluated;
+const evaluated0 = validate407.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14911,16 +15143,16 @@ vErrors.push(err14);
 }
 errors++;
 }
-validate405.errors = vErrors;
+validate407.errors = vErrors;
 return errors === 0;
 }
-validate405.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate407.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate409(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate411(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate409.evaluated;
+const evaluated0 = validate411.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15066,29 +15298,29 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate409.errors = vErrors;
+validate411.errors = vErrors;
 return errors === 0;
 }
-validate409.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate411.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate382(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate384(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate382.evaluated;
+const evaluated0 = validate384.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate383(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate383.errors : vErrors.concat(validate383.errors);
+if(!(validate385(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate385.errors : vErrors.concat(validate385.errors);
 errors = vErrors.length;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.job === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "job"},message:"must have required property '"+"job"+"'",schema:schema136.required,parentSchema:schema136,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "job"},message:"must have required property '"+"job"+"'",schema:schema137.required,parentSchema:schema137,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -15098,7 +15330,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.role === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'",schema:schema136.required,parentSchema:schema136,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'",schema:schema137.required,parentSchema:schema137,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -15108,7 +15340,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.agentType === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "agentType"},message:"must have required property '"+"agentType"+"'",schema:schema136.required,parentSchema:schema136,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "agentType"},message:"must have required property '"+"agentType"+"'",schema:schema137.required,parentSchema:schema137,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -15118,8 +15350,8 @@ vErrors.push(err2);
 errors++;
 }
 for(const key0 in data){
-if(!(func1.call(schema136.properties, key0))){
-const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema136,data};
+if(!(func1.call(schema137.properties, key0))){
+const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema137,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -15130,21 +15362,21 @@ errors++;
 }
 }
 if(data.job !== undefined){
-if(!(validate378(data.job, {instancePath:instancePath+"/job",parentData:data,parentDataProperty:"job",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate378.errors : vErrors.concat(validate378.errors);
+if(!(validate380(data.job, {instancePath:instancePath+"/job",parentData:data,parentDataProperty:"job",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate380.errors : vErrors.concat(validate380.errors);
 errors = vErrors.length;
 }
 }
 if(data.task !== undefined){
-if(!(validate378(data.task, {instancePath:instancePath+"/task",parentData:data,parentDataProperty:"task",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate378.errors : vErrors.concat(validate378.errors);
+if(!(validate380(data.task, {instancePath:instancePath+"/task",parentData:data,parentDataProperty:"task",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate380.errors : vErrors.concat(validate380.errors);
 errors = vErrors.length;
 }
 }
 if(data.run !== undefined){
 let data2 = data.run;
 if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err4 = {instancePath:instancePath+"/run",schemaPath:"#/properties/run/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema136.properties.run.type,parentSchema:schema136.properties.run,data:data2};
+const err4 = {instancePath:instancePath+"/run",schemaPath:"#/properties/run/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema137.properties.run.type,parentSchema:schema137.properties.run,data:data2};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -15155,7 +15387,7 @@ errors++;
 }
 if((typeof data2 == "number") && (isFinite(data2))){
 if(data2 < 1 || isNaN(data2)){
-const err5 = {instancePath:instancePath+"/run",schemaPath:"#/properties/run/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema136.properties.run,data:data2};
+const err5 = {instancePath:instancePath+"/run",schemaPath:"#/properties/run/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema137.properties.run,data:data2};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -15169,7 +15401,7 @@ errors++;
 if(data.head !== undefined){
 let data3 = data.head;
 if(typeof data3 !== "boolean"){
-const err6 = {instancePath:instancePath+"/head",schemaPath:"#/properties/head/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema136.properties.head.type,parentSchema:schema136.properties.head,data:data3};
+const err6 = {instancePath:instancePath+"/head",schemaPath:"#/properties/head/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema137.properties.head.type,parentSchema:schema137.properties.head,data:data3};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -15180,27 +15412,27 @@ errors++;
 }
 }
 if(data.role !== undefined){
-if(!(validate387(data.role, {instancePath:instancePath+"/role",parentData:data,parentDataProperty:"role",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate387.errors : vErrors.concat(validate387.errors);
-errors = vErrors.length;
-}
-}
-if(data.agentType !== undefined){
-if(!(validate389(data.agentType, {instancePath:instancePath+"/agentType",parentData:data,parentDataProperty:"agentType",rootData,dynamicAnchors}))){
+if(!(validate389(data.role, {instancePath:instancePath+"/role",parentData:data,parentDataProperty:"role",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate389.errors : vErrors.concat(validate389.errors);
 errors = vErrors.length;
 }
 }
+if(data.agentType !== undefined){
+if(!(validate391(data.agentType, {instancePath:instancePath+"/agentType",parentData:data,parentDataProperty:"agentType",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate391.errors : vErrors.concat(validate391.errors);
+errors = vErrors.length;
+}
+}
 if(data.domain !== undefined){
-if(!(validate378(data.domain, {instancePath:instancePath+"/domain",parentData:data,parentDataProperty:"domain",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate378.errors : vErrors.concat(validate378.errors);
+if(!(validate380(data.domain, {instancePath:instancePath+"/domain",parentData:data,parentDataProperty:"domain",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate380.errors : vErrors.concat(validate380.errors);
 errors = vErrors.length;
 }
 }
 if(data.domainCIDR !== undefined){
 let data7 = data.domainCIDR;
 if(typeof data7 !== "string"){
-const err7 = {instancePath:instancePath+"/domainCIDR",schemaPath:"#/properties/domainCIDR/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema136.properties.domainCIDR.type,parentSchema:schema136.properties.domainCIDR,data:data7};
+const err7 = {instancePath:instancePath+"/domainCIDR",schemaPath:"#/properties/domainCIDR/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema137.properties.domainCIDR.type,parentSchema:schema137.properties.domainCIDR,data:data7};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -15211,44 +15443,44 @@ errors++;
 }
 }
 if(data.nodeSelector !== undefined){
-if(!(validate392(data.nodeSelector, {instancePath:instancePath+"/nodeSelector",parentData:data,parentDataProperty:"nodeSelector",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate392.errors : vErrors.concat(validate392.errors);
+if(!(validate394(data.nodeSelector, {instancePath:instancePath+"/nodeSelector",parentData:data,parentDataProperty:"nodeSelector",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate394.errors : vErrors.concat(validate394.errors);
 errors = vErrors.length;
 }
 }
 if(data.annotations !== undefined){
-if(!(validate396(data.annotations, {instancePath:instancePath+"/annotations",parentData:data,parentDataProperty:"annotations",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate396.errors : vErrors.concat(validate396.errors);
+if(!(validate398(data.annotations, {instancePath:instancePath+"/annotations",parentData:data,parentDataProperty:"annotations",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate398.errors : vErrors.concat(validate398.errors);
 errors = vErrors.length;
 }
 }
 if(data.sshPublicKey !== undefined){
-if(!(validate400(data.sshPublicKey, {instancePath:instancePath+"/sshPublicKey",parentData:data,parentDataProperty:"sshPublicKey",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate400.errors : vErrors.concat(validate400.errors);
-errors = vErrors.length;
-}
-}
-if(data.kubernetes !== undefined){
-if(!(validate402(data.kubernetes, {instancePath:instancePath+"/kubernetes",parentData:data,parentDataProperty:"kubernetes",rootData,dynamicAnchors}))){
+if(!(validate402(data.sshPublicKey, {instancePath:instancePath+"/sshPublicKey",parentData:data,parentDataProperty:"sshPublicKey",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate402.errors : vErrors.concat(validate402.errors);
 errors = vErrors.length;
 }
 }
+if(data.kubernetes !== undefined){
+if(!(validate404(data.kubernetes, {instancePath:instancePath+"/kubernetes",parentData:data,parentDataProperty:"kubernetes",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate404.errors : vErrors.concat(validate404.errors);
+errors = vErrors.length;
+}
+}
 if(data.raw !== undefined){
-if(!(validate405(data.raw, {instancePath:instancePath+"/raw",parentData:data,parentDataProperty:"raw",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate405.errors : vErrors.concat(validate405.errors);
+if(!(validate407(data.raw, {instancePath:instancePath+"/raw",parentData:data,parentDataProperty:"raw",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate407.errors : vErrors.concat(validate407.errors);
 errors = vErrors.length;
 }
 }
 if(data.docker !== undefined){
-if(!(validate409(data.docker, {instancePath:instancePath+"/docker",parentData:data,parentDataProperty:"docker",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate409.errors : vErrors.concat(validate409.errors);
+if(!(validate411(data.docker, {instancePath:instancePath+"/docker",parentData:data,parentDataProperty:"docker",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate411.errors : vErrors.concat(validate411.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema136.type,parentSchema:schema136,data};
+const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema137.type,parentSchema:schema137,data};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -15257,17 +15489,17 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate382.errors = vErrors;
+validate384.errors = vErrors;
 return errors === 0;
 }
-validate382.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate384.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema146 = {"description":"Observed state of a Task.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Stopping","Stopped","Unknown"],"description":"Current phase."},"observedNodes":{"type":"array","description":"Nodes the task's pods or processes run on.","items":{"type":"string","description":"A node name."}},"replicas":{"type":"integer","minimum":0,"description":"Desired replicas."},"readyReplicas":{"type":"integer","minimum":0,"description":"Ready replicas."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task started running."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task finished."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the container or process that decided a Succeeded or Failed phase."},"conditions":{"type":"array","description":"Conditions (Ready, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
+const schema147 = {"description":"Observed state of a Task.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Stopping","Stopped","Unknown"],"description":"Current phase."},"observedNodes":{"type":"array","description":"Nodes the task's pods or processes run on.","items":{"type":"string","description":"A node name."}},"replicas":{"type":"integer","minimum":0,"description":"Desired replicas."},"readyReplicas":{"type":"integer","minimum":0,"description":"Ready replicas."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task started running."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task finished."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the container or process that decided a Succeeded or Failed phase."},"conditions":{"type":"array","description":"Conditions (Ready, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
 
-function validate414(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate416(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate414.evaluated;
+const evaluated0 = validate416.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15296,16 +15528,16 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate414.errors = vErrors;
+validate416.errors = vErrors;
 return errors === 0;
 }
-validate414.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate416.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate417(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate419(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate417.evaluated;
+const evaluated0 = validate419.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15457,16 +15689,16 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate417.errors = vErrors;
+validate419.errors = vErrors;
 return errors === 0;
 }
-validate417.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate419.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate413(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate415(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate413.evaluated;
+const evaluated0 = validate415.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15475,8 +15707,8 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
-if(!(func1.call(schema146.properties, key0))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema146,data};
+if(!(func1.call(schema147.properties, key0))){
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema147,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -15489,7 +15721,7 @@ errors++;
 if(data.phase !== undefined){
 let data0 = data.phase;
 if(!(((((((data0 === "Pending") || (data0 === "Running")) || (data0 === "Succeeded")) || (data0 === "Failed")) || (data0 === "Stopping")) || (data0 === "Stopped")) || (data0 === "Unknown"))){
-const err1 = {instancePath:instancePath+"/phase",schemaPath:"#/properties/phase/enum",keyword:"enum",params:{allowedValues: schema146.properties.phase.enum},message:"must be equal to one of the allowed values",schema:schema146.properties.phase.enum,parentSchema:schema146.properties.phase,data:data0};
+const err1 = {instancePath:instancePath+"/phase",schemaPath:"#/properties/phase/enum",keyword:"enum",params:{allowedValues: schema147.properties.phase.enum},message:"must be equal to one of the allowed values",schema:schema147.properties.phase.enum,parentSchema:schema147.properties.phase,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -15506,7 +15738,7 @@ const len0 = data1.length;
 for(let i0=0; i0<len0; i0++){
 let data2 = data1[i0];
 if(typeof data2 !== "string"){
-const err2 = {instancePath:instancePath+"/observedNodes/" + i0,schemaPath:"#/properties/observedNodes/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema146.properties.observedNodes.items.type,parentSchema:schema146.properties.observedNodes.items,data:data2};
+const err2 = {instancePath:instancePath+"/observedNodes/" + i0,schemaPath:"#/properties/observedNodes/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema147.properties.observedNodes.items.type,parentSchema:schema147.properties.observedNodes.items,data:data2};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -15518,7 +15750,7 @@ errors++;
 }
 }
 else {
-const err3 = {instancePath:instancePath+"/observedNodes",schemaPath:"#/properties/observedNodes/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema146.properties.observedNodes.type,parentSchema:schema146.properties.observedNodes,data:data1};
+const err3 = {instancePath:instancePath+"/observedNodes",schemaPath:"#/properties/observedNodes/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema147.properties.observedNodes.type,parentSchema:schema147.properties.observedNodes,data:data1};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -15531,7 +15763,7 @@ errors++;
 if(data.replicas !== undefined){
 let data3 = data.replicas;
 if(!(((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3))) && (isFinite(data3)))){
-const err4 = {instancePath:instancePath+"/replicas",schemaPath:"#/properties/replicas/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema146.properties.replicas.type,parentSchema:schema146.properties.replicas,data:data3};
+const err4 = {instancePath:instancePath+"/replicas",schemaPath:"#/properties/replicas/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema147.properties.replicas.type,parentSchema:schema147.properties.replicas,data:data3};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -15542,7 +15774,7 @@ errors++;
 }
 if((typeof data3 == "number") && (isFinite(data3))){
 if(data3 < 0 || isNaN(data3)){
-const err5 = {instancePath:instancePath+"/replicas",schemaPath:"#/properties/replicas/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema146.properties.replicas,data:data3};
+const err5 = {instancePath:instancePath+"/replicas",schemaPath:"#/properties/replicas/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema147.properties.replicas,data:data3};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -15556,7 +15788,7 @@ errors++;
 if(data.readyReplicas !== undefined){
 let data4 = data.readyReplicas;
 if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
-const err6 = {instancePath:instancePath+"/readyReplicas",schemaPath:"#/properties/readyReplicas/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema146.properties.readyReplicas.type,parentSchema:schema146.properties.readyReplicas,data:data4};
+const err6 = {instancePath:instancePath+"/readyReplicas",schemaPath:"#/properties/readyReplicas/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema147.properties.readyReplicas.type,parentSchema:schema147.properties.readyReplicas,data:data4};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -15567,7 +15799,7 @@ errors++;
 }
 if((typeof data4 == "number") && (isFinite(data4))){
 if(data4 < 0 || isNaN(data4)){
-const err7 = {instancePath:instancePath+"/readyReplicas",schemaPath:"#/properties/readyReplicas/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema146.properties.readyReplicas,data:data4};
+const err7 = {instancePath:instancePath+"/readyReplicas",schemaPath:"#/properties/readyReplicas/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema147.properties.readyReplicas,data:data4};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -15579,21 +15811,21 @@ errors++;
 }
 }
 if(data.startTime !== undefined){
-if(!(validate414(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate414.errors : vErrors.concat(validate414.errors);
+if(!(validate416(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate416.errors : vErrors.concat(validate416.errors);
 errors = vErrors.length;
 }
 }
 if(data.completionTime !== undefined){
-if(!(validate414(data.completionTime, {instancePath:instancePath+"/completionTime",parentData:data,parentDataProperty:"completionTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate414.errors : vErrors.concat(validate414.errors);
+if(!(validate416(data.completionTime, {instancePath:instancePath+"/completionTime",parentData:data,parentDataProperty:"completionTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate416.errors : vErrors.concat(validate416.errors);
 errors = vErrors.length;
 }
 }
 if(data.observedGeneration !== undefined){
 let data7 = data.observedGeneration;
 if(!(((typeof data7 == "number") && (!(data7 % 1) && !isNaN(data7))) && (isFinite(data7)))){
-const err8 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema146.properties.observedGeneration.type,parentSchema:schema146.properties.observedGeneration,data:data7};
+const err8 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema147.properties.observedGeneration.type,parentSchema:schema147.properties.observedGeneration,data:data7};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -15604,7 +15836,7 @@ errors++;
 }
 if((typeof data7 == "number") && (isFinite(data7))){
 if(data7 < 0 || isNaN(data7)){
-const err9 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema146.properties.observedGeneration,data:data7};
+const err9 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema147.properties.observedGeneration,data:data7};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -15618,7 +15850,7 @@ errors++;
 if(data.reason !== undefined){
 let data8 = data.reason;
 if(typeof data8 !== "string"){
-const err10 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema146.properties.reason.type,parentSchema:schema146.properties.reason,data:data8};
+const err10 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema147.properties.reason.type,parentSchema:schema147.properties.reason,data:data8};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -15631,7 +15863,7 @@ errors++;
 if(data.message !== undefined){
 let data9 = data.message;
 if(typeof data9 !== "string"){
-const err11 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema146.properties.message.type,parentSchema:schema146.properties.message,data:data9};
+const err11 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema147.properties.message.type,parentSchema:schema147.properties.message,data:data9};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -15644,7 +15876,7 @@ errors++;
 if(data.exitCode !== undefined){
 let data10 = data.exitCode;
 if(!(((typeof data10 == "number") && (!(data10 % 1) && !isNaN(data10))) && (isFinite(data10)))){
-const err12 = {instancePath:instancePath+"/exitCode",schemaPath:"#/properties/exitCode/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema146.properties.exitCode.type,parentSchema:schema146.properties.exitCode,data:data10};
+const err12 = {instancePath:instancePath+"/exitCode",schemaPath:"#/properties/exitCode/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema147.properties.exitCode.type,parentSchema:schema147.properties.exitCode,data:data10};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -15659,14 +15891,14 @@ let data11 = data.conditions;
 if(Array.isArray(data11)){
 const len1 = data11.length;
 for(let i1=0; i1<len1; i1++){
-if(!(validate417(data11[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data11,parentDataProperty:i1,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate417.errors : vErrors.concat(validate417.errors);
+if(!(validate419(data11[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data11,parentDataProperty:i1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate419.errors : vErrors.concat(validate419.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err13 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema146.properties.conditions.type,parentSchema:schema146.properties.conditions,data:data11};
+const err13 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema147.properties.conditions.type,parentSchema:schema147.properties.conditions,data:data11};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -15678,7 +15910,7 @@ errors++;
 }
 }
 else {
-const err14 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema146.type,parentSchema:schema146,data};
+const err14 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema147.type,parentSchema:schema147,data};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -15687,17 +15919,17 @@ vErrors.push(err14);
 }
 errors++;
 }
-validate413.errors = vErrors;
+validate415.errors = vErrors;
 return errors === 0;
 }
-validate413.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate415.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate370(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate372(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/task.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate370.evaluated;
+const evaluated0 = validate372.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15706,7 +15938,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.apiVersion === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema132.required,parentSchema:schema132,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema133.required,parentSchema:schema133,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -15716,7 +15948,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.kind === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema132.required,parentSchema:schema132,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema133.required,parentSchema:schema133,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -15726,7 +15958,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.metadata === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema132.required,parentSchema:schema132,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema133.required,parentSchema:schema133,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -15736,7 +15968,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.spec === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema132.required,parentSchema:schema132,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema133.required,parentSchema:schema133,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -15747,7 +15979,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "metadata")) || (key0 === "spec")) || (key0 === "status"))){
-const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema132,data};
+const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema133,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -15760,7 +15992,7 @@ errors++;
 if(data.apiVersion !== undefined){
 let data0 = data.apiVersion;
 if("rlinf.io/v1alpha1" !== data0){
-const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema132.properties.apiVersion,data:data0};
+const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema133.properties.apiVersion,data:data0};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -15773,7 +16005,7 @@ errors++;
 if(data.kind !== undefined){
 let data1 = data.kind;
 if("Task" !== data1){
-const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "Task"},message:"must be equal to constant",schema:"Task",parentSchema:schema132.properties.kind,data:data1};
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "Task"},message:"must be equal to constant",schema:"Task",parentSchema:schema133.properties.kind,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -15785,13 +16017,13 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate371(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate371.errors : vErrors.concat(validate371.errors);
+if(!(validate373(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate373.errors : vErrors.concat(validate373.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.name === undefined){
-const err7 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema132.properties.metadata.required,parentSchema:schema132.properties.metadata,data:data2};
+const err7 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema133.properties.metadata.required,parentSchema:schema133.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -15801,7 +16033,7 @@ vErrors.push(err7);
 errors++;
 }
 if(data2.namespace === undefined){
-const err8 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema132.properties.metadata.required,parentSchema:schema132.properties.metadata,data:data2};
+const err8 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema133.properties.metadata.required,parentSchema:schema133.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -15811,34 +16043,34 @@ vErrors.push(err8);
 errors++;
 }
 if(data2.name !== undefined){
-if(!(validate378(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate378.errors : vErrors.concat(validate378.errors);
+if(!(validate380(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate380.errors : vErrors.concat(validate380.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate380(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate380.errors : vErrors.concat(validate380.errors);
+if(!(validate382(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate382.errors : vErrors.concat(validate382.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate382(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate382.errors : vErrors.concat(validate382.errors);
+if(!(validate384(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate384.errors : vErrors.concat(validate384.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate413(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate413.errors : vErrors.concat(validate413.errors);
+if(!(validate415(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate415.errors : vErrors.concat(validate415.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema132.type,parentSchema:schema132,data};
+const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema133.type,parentSchema:schema133,data};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -15847,18 +16079,23 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate370.errors = vErrors;
+validate372.errors = vErrors;
 return errors === 0;
 }
-validate370.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate372.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
+<<<<<<< HEAD
 export const DomainPeer = validate422;
 const schema149 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/domain-peer.schema.json","title":"DomainPeer","description":"A Domain's view in one cluster, created by the hub's Domain controller: its certificate and the routing table of its pods.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"DomainPeer","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the object belongs to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"The Domain's name."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/DomainPeerSpec","description":"Desired state."},"status":{"$ref":"#/$defs/DomainPeerStatus","description":"Observed state, reported by the agent."}},"$defs":{"DomainPeerSpec":{"description":"Certificate and routing table.","type":"object","additionalProperties":false,"required":["cert","key","prefixLen"],"properties":{"cert":{"type":"string","description":"This cluster's X.509 certificate for the Domain (CN the Domain, OU the cluster), PEM."},"key":{"type":"string","description":"This cluster's private key for the Domain, PEM."},"prefixLen":{"type":"integer","minimum":8,"maximum":30,"description":"Prefix length of the Domain's CIDR."},"pods":{"type":"array","description":"The Domain's pods in this cluster, ordered by ip (traffic to the Domain's other addresses goes through the hub).","items":{"$ref":"#/$defs/DomainPeerPod"}}}},"DomainPeerPod":{"description":"One pod of the Domain and where it really is.","type":"object","additionalProperties":false,"required":["name","ip"],"properties":{"name":{"type":"string","description":"Pod name."},"namespace":{"type":"string","description":"Pod namespace in its cluster."},"uid":{"type":"string","description":"Pod UID."},"ip":{"type":"string","format":"ipv4","description":"The pod's virtual IP in the Domain."},"localIP":{"type":"string","description":"The pod's real IP inside its cluster."},"node":{"type":"string","description":"Node the pod runs on."},"globalNamespace":{"type":"string","description":"agent-<cluster> of the cluster the pod runs in."}}},"DomainTraffic":{"description":"The Domain's live traffic through this cluster's nodeservers, as the agent last read their GET /stats.","type":"object","additionalProperties":false,"required":["observedAt","poolConnections","pairs"],"properties":{"observedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent first read these figures (they have not changed since)."},"poolConnections":{"type":"integer","minimum":0,"description":"Connections of the Domain's pool to the hub, summed over the nodeservers."},"pairs":{"type":"array","maxItems":64,"description":"Per peer pair (virtual IPs), the busiest first; at most 64.","items":{"$ref":"#/$defs/DomainPeerPair"}},"omittedPairs":{"type":"integer","minimum":1,"description":"Pairs left out of pairs to keep the status bounded."}}},"DomainPeerPair":{"description":"Connections from one virtual IP to another.","type":"object","additionalProperties":false,"required":["source","target","activeStreams","bytesSent","bytesReceived"],"properties":{"source":{"type":"string","format":"ipv4","description":"Virtual IP of the connecting pod."},"target":{"type":"string","format":"ipv4","description":"Virtual IP it connects to."},"activeStreams":{"type":"integer","minimum":0,"description":"Connections open now."},"bytesSent":{"type":"integer","minimum":0,"description":"Bytes from source to target so far."},"bytesReceived":{"type":"integer","minimum":0,"description":"Bytes from target to source so far."},"path":{"enum":["local","hub"],"description":"local: inside the cluster; hub: through the hub to another cluster."}}},"DomainPeerStatus":{"description":"Observed state of a DomainPeer.","type":"object","additionalProperties":false,"properties":{"traffic":{"$ref":"#/$defs/DomainTraffic","description":"Live traffic, reported by the agent."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions (RoutesProgrammed, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
+=======
+export const DomainPeer = validate424;
+const schema150 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/domain-peer.schema.json","title":"DomainPeer","description":"A Domain's view in one cluster, created by the hub's Domain controller: its certificate and the routing table of its pods.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"DomainPeer","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the object belongs to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"The Domain's name."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/DomainPeerSpec","description":"Desired state."},"status":{"$ref":"#/$defs/DomainPeerStatus","description":"Observed state, reported by the agent."}},"$defs":{"DomainPeerSpec":{"description":"Certificate and routing table.","type":"object","additionalProperties":false,"required":["cert","key","prefixLen"],"properties":{"cert":{"type":"string","description":"The Domain's X.509 certificate, PEM."},"key":{"type":"string","description":"The Domain's private key, PEM."},"prefixLen":{"type":"integer","minimum":8,"maximum":30,"description":"Prefix length of the Domain's CIDR."},"pods":{"type":"array","description":"The Domain's pods in this cluster, ordered by ip (traffic to the Domain's other addresses goes through the hub).","items":{"$ref":"#/$defs/DomainPeerPod"}}}},"DomainPeerPod":{"description":"One pod of the Domain and where it really is.","type":"object","additionalProperties":false,"required":["name","ip"],"properties":{"name":{"type":"string","description":"Pod name."},"namespace":{"type":"string","description":"Pod namespace in its cluster."},"uid":{"type":"string","description":"Pod UID."},"ip":{"type":"string","format":"ipv4","description":"The pod's virtual IP in the Domain."},"localIP":{"type":"string","description":"The pod's real IP inside its cluster."},"node":{"type":"string","description":"Node the pod runs on."},"globalNamespace":{"type":"string","description":"agent-<cluster> of the cluster the pod runs in."}}},"DomainTraffic":{"description":"The Domain's live traffic through this cluster's nodeservers, as the agent last read their GET /stats.","type":"object","additionalProperties":false,"required":["observedAt","poolConnections","pairs"],"properties":{"observedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent first read these figures (they have not changed since)."},"poolConnections":{"type":"integer","minimum":0,"description":"Connections of the Domain's pool to the hub, summed over the nodeservers."},"pairs":{"type":"array","maxItems":64,"description":"Per peer pair (virtual IPs), the busiest first; at most 64.","items":{"$ref":"#/$defs/DomainPeerPair"}},"omittedPairs":{"type":"integer","minimum":1,"description":"Pairs left out of pairs to keep the status bounded."}}},"DomainPeerPair":{"description":"Connections from one virtual IP to another.","type":"object","additionalProperties":false,"required":["source","target","activeStreams","bytesSent","bytesReceived"],"properties":{"source":{"type":"string","format":"ipv4","description":"Virtual IP of the connecting pod."},"target":{"type":"string","format":"ipv4","description":"Virtual IP it connects to."},"activeStreams":{"type":"integer","minimum":0,"description":"Connections open now."},"bytesSent":{"type":"integer","minimum":0,"description":"Bytes from source to target so far."},"bytesReceived":{"type":"integer","minimum":0,"description":"Bytes from target to source so far."},"path":{"enum":["local","hub"],"description":"local: inside the cluster; hub: through the hub to another cluster."}}},"DomainPeerStatus":{"description":"Observed state of a DomainPeer.","type":"object","additionalProperties":false,"properties":{"traffic":{"$ref":"#/$defs/DomainTraffic","description":"Live traffic, reported by the agent."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions (RoutesProgrammed, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
+>>>>>>> h/seam-routes
 
-function validate423(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate425(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate423.evaluated;
+const evaluated0 = validate425.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16080,16 +16317,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate423.errors = vErrors;
+validate425.errors = vErrors;
 return errors === 0;
 }
-validate423.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate425.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate430(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate432(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate430.evaluated;
+const evaluated0 = validate432.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16138,16 +16375,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate430.errors = vErrors;
+validate432.errors = vErrors;
 return errors === 0;
 }
-validate430.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate432.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate432(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate434(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate432.evaluated;
+const evaluated0 = validate434.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16186,18 +16423,23 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate432.errors = vErrors;
+validate434.errors = vErrors;
 return errors === 0;
 }
-validate432.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate434.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
+<<<<<<< HEAD
 const schema153 = {"description":"Certificate and routing table.","type":"object","additionalProperties":false,"required":["cert","key","prefixLen"],"properties":{"cert":{"type":"string","description":"This cluster's X.509 certificate for the Domain (CN the Domain, OU the cluster), PEM."},"key":{"type":"string","description":"This cluster's private key for the Domain, PEM."},"prefixLen":{"type":"integer","minimum":8,"maximum":30,"description":"Prefix length of the Domain's CIDR."},"pods":{"type":"array","description":"The Domain's pods in this cluster, ordered by ip (traffic to the Domain's other addresses goes through the hub).","items":{"$ref":"#/$defs/DomainPeerPod"}}}};
 const schema154 = {"description":"One pod of the Domain and where it really is.","type":"object","additionalProperties":false,"required":["name","ip"],"properties":{"name":{"type":"string","description":"Pod name."},"namespace":{"type":"string","description":"Pod namespace in its cluster."},"uid":{"type":"string","description":"Pod UID."},"ip":{"type":"string","format":"ipv4","description":"The pod's virtual IP in the Domain."},"localIP":{"type":"string","description":"The pod's real IP inside its cluster."},"node":{"type":"string","description":"Node the pod runs on."},"globalNamespace":{"type":"string","description":"agent-<cluster> of the cluster the pod runs in."}}};
+=======
+const schema154 = {"description":"Certificate and routing table.","type":"object","additionalProperties":false,"required":["cert","key","prefixLen"],"properties":{"cert":{"type":"string","description":"The Domain's X.509 certificate, PEM."},"key":{"type":"string","description":"The Domain's private key, PEM."},"prefixLen":{"type":"integer","minimum":8,"maximum":30,"description":"Prefix length of the Domain's CIDR."},"pods":{"type":"array","description":"The Domain's pods in this cluster, ordered by ip (traffic to the Domain's other addresses goes through the hub).","items":{"$ref":"#/$defs/DomainPeerPod"}}}};
+const schema155 = {"description":"One pod of the Domain and where it really is.","type":"object","additionalProperties":false,"required":["name","ip"],"properties":{"name":{"type":"string","description":"Pod name."},"namespace":{"type":"string","description":"Pod namespace in its cluster."},"uid":{"type":"string","description":"Pod UID."},"ip":{"type":"string","format":"ipv4","description":"The pod's virtual IP in the Domain."},"localIP":{"type":"string","description":"The pod's real IP inside its cluster."},"node":{"type":"string","description":"Node the pod runs on."},"globalNamespace":{"type":"string","description":"agent-<cluster> of the cluster the pod runs in."}}};
+>>>>>>> h/seam-routes
 
-function validate435(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate437(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate435.evaluated;
+const evaluated0 = validate437.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16206,7 +16448,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.name === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema154.required,parentSchema:schema154,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema155.required,parentSchema:schema155,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -16216,7 +16458,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.ip === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "ip"},message:"must have required property '"+"ip"+"'",schema:schema154.required,parentSchema:schema154,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "ip"},message:"must have required property '"+"ip"+"'",schema:schema155.required,parentSchema:schema155,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -16227,7 +16469,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((((key0 === "name") || (key0 === "namespace")) || (key0 === "uid")) || (key0 === "ip")) || (key0 === "localIP")) || (key0 === "node")) || (key0 === "globalNamespace"))){
-const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema154,data};
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema155,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -16240,7 +16482,7 @@ errors++;
 if(data.name !== undefined){
 let data0 = data.name;
 if(typeof data0 !== "string"){
-const err3 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema154.properties.name.type,parentSchema:schema154.properties.name,data:data0};
+const err3 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema155.properties.name.type,parentSchema:schema155.properties.name,data:data0};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -16253,7 +16495,7 @@ errors++;
 if(data.namespace !== undefined){
 let data1 = data.namespace;
 if(typeof data1 !== "string"){
-const err4 = {instancePath:instancePath+"/namespace",schemaPath:"#/properties/namespace/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema154.properties.namespace.type,parentSchema:schema154.properties.namespace,data:data1};
+const err4 = {instancePath:instancePath+"/namespace",schemaPath:"#/properties/namespace/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema155.properties.namespace.type,parentSchema:schema155.properties.namespace,data:data1};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -16266,7 +16508,7 @@ errors++;
 if(data.uid !== undefined){
 let data2 = data.uid;
 if(typeof data2 !== "string"){
-const err5 = {instancePath:instancePath+"/uid",schemaPath:"#/properties/uid/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema154.properties.uid.type,parentSchema:schema154.properties.uid,data:data2};
+const err5 = {instancePath:instancePath+"/uid",schemaPath:"#/properties/uid/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema155.properties.uid.type,parentSchema:schema155.properties.uid,data:data2};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -16280,7 +16522,7 @@ if(data.ip !== undefined){
 let data3 = data.ip;
 if(typeof data3 === "string"){
 if(!(formats6.test(data3))){
-const err6 = {instancePath:instancePath+"/ip",schemaPath:"#/properties/ip/format",keyword:"format",params:{format: "ipv4"},message:"must match format \""+"ipv4"+"\"",schema:"ipv4",parentSchema:schema154.properties.ip,data:data3};
+const err6 = {instancePath:instancePath+"/ip",schemaPath:"#/properties/ip/format",keyword:"format",params:{format: "ipv4"},message:"must match format \""+"ipv4"+"\"",schema:"ipv4",parentSchema:schema155.properties.ip,data:data3};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -16291,7 +16533,7 @@ errors++;
 }
 }
 else {
-const err7 = {instancePath:instancePath+"/ip",schemaPath:"#/properties/ip/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema154.properties.ip.type,parentSchema:schema154.properties.ip,data:data3};
+const err7 = {instancePath:instancePath+"/ip",schemaPath:"#/properties/ip/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema155.properties.ip.type,parentSchema:schema155.properties.ip,data:data3};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -16304,7 +16546,7 @@ errors++;
 if(data.localIP !== undefined){
 let data4 = data.localIP;
 if(typeof data4 !== "string"){
-const err8 = {instancePath:instancePath+"/localIP",schemaPath:"#/properties/localIP/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema154.properties.localIP.type,parentSchema:schema154.properties.localIP,data:data4};
+const err8 = {instancePath:instancePath+"/localIP",schemaPath:"#/properties/localIP/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema155.properties.localIP.type,parentSchema:schema155.properties.localIP,data:data4};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -16317,7 +16559,7 @@ errors++;
 if(data.node !== undefined){
 let data5 = data.node;
 if(typeof data5 !== "string"){
-const err9 = {instancePath:instancePath+"/node",schemaPath:"#/properties/node/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema154.properties.node.type,parentSchema:schema154.properties.node,data:data5};
+const err9 = {instancePath:instancePath+"/node",schemaPath:"#/properties/node/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema155.properties.node.type,parentSchema:schema155.properties.node,data:data5};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -16330,7 +16572,7 @@ errors++;
 if(data.globalNamespace !== undefined){
 let data6 = data.globalNamespace;
 if(typeof data6 !== "string"){
-const err10 = {instancePath:instancePath+"/globalNamespace",schemaPath:"#/properties/globalNamespace/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema154.properties.globalNamespace.type,parentSchema:schema154.properties.globalNamespace,data:data6};
+const err10 = {instancePath:instancePath+"/globalNamespace",schemaPath:"#/properties/globalNamespace/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema155.properties.globalNamespace.type,parentSchema:schema155.properties.globalNamespace,data:data6};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -16342,7 +16584,7 @@ errors++;
 }
 }
 else {
-const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema154.type,parentSchema:schema154,data};
+const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema155.type,parentSchema:schema155,data};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -16351,16 +16593,16 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate435.errors = vErrors;
+validate437.errors = vErrors;
 return errors === 0;
 }
-validate435.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate437.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate434(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate436(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate434.evaluated;
+const evaluated0 = validate436.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16369,7 +16611,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.cert === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "cert"},message:"must have required property '"+"cert"+"'",schema:schema153.required,parentSchema:schema153,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "cert"},message:"must have required property '"+"cert"+"'",schema:schema154.required,parentSchema:schema154,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -16379,7 +16621,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.key === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "key"},message:"must have required property '"+"key"+"'",schema:schema153.required,parentSchema:schema153,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "key"},message:"must have required property '"+"key"+"'",schema:schema154.required,parentSchema:schema154,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -16389,7 +16631,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.prefixLen === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "prefixLen"},message:"must have required property '"+"prefixLen"+"'",schema:schema153.required,parentSchema:schema153,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "prefixLen"},message:"must have required property '"+"prefixLen"+"'",schema:schema154.required,parentSchema:schema154,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -16400,7 +16642,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((((key0 === "cert") || (key0 === "key")) || (key0 === "prefixLen")) || (key0 === "pods"))){
-const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema153,data};
+const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema154,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -16413,7 +16655,7 @@ errors++;
 if(data.cert !== undefined){
 let data0 = data.cert;
 if(typeof data0 !== "string"){
-const err4 = {instancePath:instancePath+"/cert",schemaPath:"#/properties/cert/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema153.properties.cert.type,parentSchema:schema153.properties.cert,data:data0};
+const err4 = {instancePath:instancePath+"/cert",schemaPath:"#/properties/cert/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema154.properties.cert.type,parentSchema:schema154.properties.cert,data:data0};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -16426,7 +16668,7 @@ errors++;
 if(data.key !== undefined){
 let data1 = data.key;
 if(typeof data1 !== "string"){
-const err5 = {instancePath:instancePath+"/key",schemaPath:"#/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema153.properties.key.type,parentSchema:schema153.properties.key,data:data1};
+const err5 = {instancePath:instancePath+"/key",schemaPath:"#/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema154.properties.key.type,parentSchema:schema154.properties.key,data:data1};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -16439,7 +16681,7 @@ errors++;
 if(data.prefixLen !== undefined){
 let data2 = data.prefixLen;
 if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err6 = {instancePath:instancePath+"/prefixLen",schemaPath:"#/properties/prefixLen/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema153.properties.prefixLen.type,parentSchema:schema153.properties.prefixLen,data:data2};
+const err6 = {instancePath:instancePath+"/prefixLen",schemaPath:"#/properties/prefixLen/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema154.properties.prefixLen.type,parentSchema:schema154.properties.prefixLen,data:data2};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -16450,7 +16692,7 @@ errors++;
 }
 if((typeof data2 == "number") && (isFinite(data2))){
 if(data2 > 30 || isNaN(data2)){
-const err7 = {instancePath:instancePath+"/prefixLen",schemaPath:"#/properties/prefixLen/maximum",keyword:"maximum",params:{comparison: "<=", limit: 30},message:"must be <= 30",schema:30,parentSchema:schema153.properties.prefixLen,data:data2};
+const err7 = {instancePath:instancePath+"/prefixLen",schemaPath:"#/properties/prefixLen/maximum",keyword:"maximum",params:{comparison: "<=", limit: 30},message:"must be <= 30",schema:30,parentSchema:schema154.properties.prefixLen,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -16460,7 +16702,7 @@ vErrors.push(err7);
 errors++;
 }
 if(data2 < 8 || isNaN(data2)){
-const err8 = {instancePath:instancePath+"/prefixLen",schemaPath:"#/properties/prefixLen/minimum",keyword:"minimum",params:{comparison: ">=", limit: 8},message:"must be >= 8",schema:8,parentSchema:schema153.properties.prefixLen,data:data2};
+const err8 = {instancePath:instancePath+"/prefixLen",schemaPath:"#/properties/prefixLen/minimum",keyword:"minimum",params:{comparison: ">=", limit: 8},message:"must be >= 8",schema:8,parentSchema:schema154.properties.prefixLen,data:data2};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -16476,14 +16718,14 @@ let data3 = data.pods;
 if(Array.isArray(data3)){
 const len0 = data3.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate435(data3[i0], {instancePath:instancePath+"/pods/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate435.errors : vErrors.concat(validate435.errors);
+if(!(validate437(data3[i0], {instancePath:instancePath+"/pods/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate437.errors : vErrors.concat(validate437.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err9 = {instancePath:instancePath+"/pods",schemaPath:"#/properties/pods/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema153.properties.pods.type,parentSchema:schema153.properties.pods,data:data3};
+const err9 = {instancePath:instancePath+"/pods",schemaPath:"#/properties/pods/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema154.properties.pods.type,parentSchema:schema154.properties.pods,data:data3};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -16495,7 +16737,7 @@ errors++;
 }
 }
 else {
-const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema153.type,parentSchema:schema153,data};
+const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema154.type,parentSchema:schema154,data};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -16504,18 +16746,18 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate434.errors = vErrors;
+validate436.errors = vErrors;
 return errors === 0;
 }
-validate434.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate436.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema155 = {"description":"Observed state of a DomainPeer.","type":"object","additionalProperties":false,"properties":{"traffic":{"$ref":"#/$defs/DomainTraffic","description":"Live traffic, reported by the agent."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions (RoutesProgrammed, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
-const schema156 = {"description":"The Domain's live traffic through this cluster's nodeservers, as the agent last read their GET /stats.","type":"object","additionalProperties":false,"required":["observedAt","poolConnections","pairs"],"properties":{"observedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent first read these figures (they have not changed since)."},"poolConnections":{"type":"integer","minimum":0,"description":"Connections of the Domain's pool to the hub, summed over the nodeservers."},"pairs":{"type":"array","maxItems":64,"description":"Per peer pair (virtual IPs), the busiest first; at most 64.","items":{"$ref":"#/$defs/DomainPeerPair"}},"omittedPairs":{"type":"integer","minimum":1,"description":"Pairs left out of pairs to keep the status bounded."}}};
+const schema156 = {"description":"Observed state of a DomainPeer.","type":"object","additionalProperties":false,"properties":{"traffic":{"$ref":"#/$defs/DomainTraffic","description":"Live traffic, reported by the agent."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions (RoutesProgrammed, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
+const schema157 = {"description":"The Domain's live traffic through this cluster's nodeservers, as the agent last read their GET /stats.","type":"object","additionalProperties":false,"required":["observedAt","poolConnections","pairs"],"properties":{"observedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent first read these figures (they have not changed since)."},"poolConnections":{"type":"integer","minimum":0,"description":"Connections of the Domain's pool to the hub, summed over the nodeservers."},"pairs":{"type":"array","maxItems":64,"description":"Per peer pair (virtual IPs), the busiest first; at most 64.","items":{"$ref":"#/$defs/DomainPeerPair"}},"omittedPairs":{"type":"integer","minimum":1,"description":"Pairs left out of pairs to keep the status bounded."}}};
 
-function validate440(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate442(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate440.evaluated;
+const evaluated0 = validate442.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16544,17 +16786,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate440.errors = vErrors;
+validate442.errors = vErrors;
 return errors === 0;
 }
-validate440.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate442.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema158 = {"description":"Connections from one virtual IP to another.","type":"object","additionalProperties":false,"required":["source","target","activeStreams","bytesSent","bytesReceived"],"properties":{"source":{"type":"string","format":"ipv4","description":"Virtual IP of the connecting pod."},"target":{"type":"string","format":"ipv4","description":"Virtual IP it connects to."},"activeStreams":{"type":"integer","minimum":0,"description":"Connections open now."},"bytesSent":{"type":"integer","minimum":0,"description":"Bytes from source to target so far."},"bytesReceived":{"type":"integer","minimum":0,"description":"Bytes from target to source so far."},"path":{"enum":["local","hub"],"description":"local: inside the cluster; hub: through the hub to another cluster."}}};
+const schema159 = {"description":"Connections from one virtual IP to another.","type":"object","additionalProperties":false,"required":["source","target","activeStreams","bytesSent","bytesReceived"],"properties":{"source":{"type":"string","format":"ipv4","description":"Virtual IP of the connecting pod."},"target":{"type":"string","format":"ipv4","description":"Virtual IP it connects to."},"activeStreams":{"type":"integer","minimum":0,"description":"Connections open now."},"bytesSent":{"type":"integer","minimum":0,"description":"Bytes from source to target so far."},"bytesReceived":{"type":"integer","minimum":0,"description":"Bytes from target to source so far."},"path":{"enum":["local","hub"],"description":"local: inside the cluster; hub: through the hub to another cluster."}}};
 
-function validate442(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate444(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate442.evaluated;
+const evaluated0 = validate444.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16563,7 +16805,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.source === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "source"},message:"must have required property '"+"source"+"'",schema:schema158.required,parentSchema:schema158,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "source"},message:"must have required property '"+"source"+"'",schema:schema159.required,parentSchema:schema159,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -16573,7 +16815,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.target === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "target"},message:"must have required property '"+"target"+"'",schema:schema158.required,parentSchema:schema158,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "target"},message:"must have required property '"+"target"+"'",schema:schema159.required,parentSchema:schema159,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -16583,7 +16825,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.activeStreams === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "activeStreams"},message:"must have required property '"+"activeStreams"+"'",schema:schema158.required,parentSchema:schema158,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "activeStreams"},message:"must have required property '"+"activeStreams"+"'",schema:schema159.required,parentSchema:schema159,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -16593,7 +16835,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.bytesSent === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "bytesSent"},message:"must have required property '"+"bytesSent"+"'",schema:schema158.required,parentSchema:schema158,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "bytesSent"},message:"must have required property '"+"bytesSent"+"'",schema:schema159.required,parentSchema:schema159,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -16603,7 +16845,7 @@ vErrors.push(err3);
 errors++;
 }
 if(data.bytesReceived === undefined){
-const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "bytesReceived"},message:"must have required property '"+"bytesReceived"+"'",schema:schema158.required,parentSchema:schema158,data};
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "bytesReceived"},message:"must have required property '"+"bytesReceived"+"'",schema:schema159.required,parentSchema:schema159,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -16614,7 +16856,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((((((key0 === "source") || (key0 === "target")) || (key0 === "activeStreams")) || (key0 === "bytesSent")) || (key0 === "bytesReceived")) || (key0 === "path"))){
-const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema158,data};
+const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema159,data};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -16628,7 +16870,7 @@ if(data.source !== undefined){
 let data0 = data.source;
 if(typeof data0 === "string"){
 if(!(formats6.test(data0))){
-const err6 = {instancePath:instancePath+"/source",schemaPath:"#/properties/source/format",keyword:"format",params:{format: "ipv4"},message:"must match format \""+"ipv4"+"\"",schema:"ipv4",parentSchema:schema158.properties.source,data:data0};
+const err6 = {instancePath:instancePath+"/source",schemaPath:"#/properties/source/format",keyword:"format",params:{format: "ipv4"},message:"must match format \""+"ipv4"+"\"",schema:"ipv4",parentSchema:schema159.properties.source,data:data0};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -16639,7 +16881,7 @@ errors++;
 }
 }
 else {
-const err7 = {instancePath:instancePath+"/source",schemaPath:"#/properties/source/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema158.properties.source.type,parentSchema:schema158.properties.source,data:data0};
+const err7 = {instancePath:instancePath+"/source",schemaPath:"#/properties/source/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema159.properties.source.type,parentSchema:schema159.properties.source,data:data0};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -16653,7 +16895,7 @@ if(data.target !== undefined){
 let data1 = data.target;
 if(typeof data1 === "string"){
 if(!(formats6.test(data1))){
-const err8 = {instancePath:instancePath+"/target",schemaPath:"#/properties/target/format",keyword:"format",params:{format: "ipv4"},message:"must match format \""+"ipv4"+"\"",schema:"ipv4",parentSchema:schema158.properties.target,data:data1};
+const err8 = {instancePath:instancePath+"/target",schemaPath:"#/properties/target/format",keyword:"format",params:{format: "ipv4"},message:"must match format \""+"ipv4"+"\"",schema:"ipv4",parentSchema:schema159.properties.target,data:data1};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -16664,7 +16906,7 @@ errors++;
 }
 }
 else {
-const err9 = {instancePath:instancePath+"/target",schemaPath:"#/properties/target/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema158.properties.target.type,parentSchema:schema158.properties.target,data:data1};
+const err9 = {instancePath:instancePath+"/target",schemaPath:"#/properties/target/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema159.properties.target.type,parentSchema:schema159.properties.target,data:data1};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -16677,7 +16919,7 @@ errors++;
 if(data.activeStreams !== undefined){
 let data2 = data.activeStreams;
 if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err10 = {instancePath:instancePath+"/activeStreams",schemaPath:"#/properties/activeStreams/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema158.properties.activeStreams.type,parentSchema:schema158.properties.activeStreams,data:data2};
+const err10 = {instancePath:instancePath+"/activeStreams",schemaPath:"#/properties/activeStreams/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema159.properties.activeStreams.type,parentSchema:schema159.properties.activeStreams,data:data2};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -16688,7 +16930,7 @@ errors++;
 }
 if((typeof data2 == "number") && (isFinite(data2))){
 if(data2 < 0 || isNaN(data2)){
-const err11 = {instancePath:instancePath+"/activeStreams",schemaPath:"#/properties/activeStreams/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema158.properties.activeStreams,data:data2};
+const err11 = {instancePath:instancePath+"/activeStreams",schemaPath:"#/properties/activeStreams/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema159.properties.activeStreams,data:data2};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -16702,7 +16944,7 @@ errors++;
 if(data.bytesSent !== undefined){
 let data3 = data.bytesSent;
 if(!(((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3))) && (isFinite(data3)))){
-const err12 = {instancePath:instancePath+"/bytesSent",schemaPath:"#/properties/bytesSent/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema158.properties.bytesSent.type,parentSchema:schema158.properties.bytesSent,data:data3};
+const err12 = {instancePath:instancePath+"/bytesSent",schemaPath:"#/properties/bytesSent/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema159.properties.bytesSent.type,parentSchema:schema159.properties.bytesSent,data:data3};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -16713,7 +16955,7 @@ errors++;
 }
 if((typeof data3 == "number") && (isFinite(data3))){
 if(data3 < 0 || isNaN(data3)){
-const err13 = {instancePath:instancePath+"/bytesSent",schemaPath:"#/properties/bytesSent/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema158.properties.bytesSent,data:data3};
+const err13 = {instancePath:instancePath+"/bytesSent",schemaPath:"#/properties/bytesSent/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema159.properties.bytesSent,data:data3};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -16727,7 +16969,7 @@ errors++;
 if(data.bytesReceived !== undefined){
 let data4 = data.bytesReceived;
 if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
-const err14 = {instancePath:instancePath+"/bytesReceived",schemaPath:"#/properties/bytesReceived/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema158.properties.bytesReceived.type,parentSchema:schema158.properties.bytesReceived,data:data4};
+const err14 = {instancePath:instancePath+"/bytesReceived",schemaPath:"#/properties/bytesReceived/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema159.properties.bytesReceived.type,parentSchema:schema159.properties.bytesReceived,data:data4};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -16738,7 +16980,7 @@ errors++;
 }
 if((typeof data4 == "number") && (isFinite(data4))){
 if(data4 < 0 || isNaN(data4)){
-const err15 = {instancePath:instancePath+"/bytesReceived",schemaPath:"#/properties/bytesReceived/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema158.properties.bytesReceived,data:data4};
+const err15 = {instancePath:instancePath+"/bytesReceived",schemaPath:"#/properties/bytesReceived/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema159.properties.bytesReceived,data:data4};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -16752,7 +16994,7 @@ errors++;
 if(data.path !== undefined){
 let data5 = data.path;
 if(!((data5 === "local") || (data5 === "hub"))){
-const err16 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/enum",keyword:"enum",params:{allowedValues: schema158.properties.path.enum},message:"must be equal to one of the allowed values",schema:schema158.properties.path.enum,parentSchema:schema158.properties.path,data:data5};
+const err16 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/enum",keyword:"enum",params:{allowedValues: schema159.properties.path.enum},message:"must be equal to one of the allowed values",schema:schema159.properties.path.enum,parentSchema:schema159.properties.path,data:data5};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -16764,7 +17006,7 @@ errors++;
 }
 }
 else {
-const err17 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema158.type,parentSchema:schema158,data};
+const err17 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema159.type,parentSchema:schema159,data};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -16773,16 +17015,16 @@ vErrors.push(err17);
 }
 errors++;
 }
-validate442.errors = vErrors;
+validate444.errors = vErrors;
 return errors === 0;
 }
-validate442.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate444.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate439(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate441(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate439.evaluated;
+const evaluated0 = validate441.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16791,7 +17033,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.observedAt === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "observedAt"},message:"must have required property '"+"observedAt"+"'",schema:schema156.required,parentSchema:schema156,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "observedAt"},message:"must have required property '"+"observedAt"+"'",schema:schema157.required,parentSchema:schema157,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -16801,7 +17043,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.poolConnections === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "poolConnections"},message:"must have required property '"+"poolConnections"+"'",schema:schema156.required,parentSchema:schema156,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "poolConnections"},message:"must have required property '"+"poolConnections"+"'",schema:schema157.required,parentSchema:schema157,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -16811,7 +17053,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.pairs === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "pairs"},message:"must have required property '"+"pairs"+"'",schema:schema156.required,parentSchema:schema156,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "pairs"},message:"must have required property '"+"pairs"+"'",schema:schema157.required,parentSchema:schema157,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -16822,7 +17064,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((((key0 === "observedAt") || (key0 === "poolConnections")) || (key0 === "pairs")) || (key0 === "omittedPairs"))){
-const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema156,data};
+const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema157,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -16833,15 +17075,15 @@ errors++;
 }
 }
 if(data.observedAt !== undefined){
-if(!(validate440(data.observedAt, {instancePath:instancePath+"/observedAt",parentData:data,parentDataProperty:"observedAt",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate440.errors : vErrors.concat(validate440.errors);
+if(!(validate442(data.observedAt, {instancePath:instancePath+"/observedAt",parentData:data,parentDataProperty:"observedAt",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate442.errors : vErrors.concat(validate442.errors);
 errors = vErrors.length;
 }
 }
 if(data.poolConnections !== undefined){
 let data1 = data.poolConnections;
 if(!(((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1))) && (isFinite(data1)))){
-const err4 = {instancePath:instancePath+"/poolConnections",schemaPath:"#/properties/poolConnections/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema156.properties.poolConnections.type,parentSchema:schema156.properties.poolConnections,data:data1};
+const err4 = {instancePath:instancePath+"/poolConnections",schemaPath:"#/properties/poolConnections/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema157.properties.poolConnections.type,parentSchema:schema157.properties.poolConnections,data:data1};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -16852,7 +17094,7 @@ errors++;
 }
 if((typeof data1 == "number") && (isFinite(data1))){
 if(data1 < 0 || isNaN(data1)){
-const err5 = {instancePath:instancePath+"/poolConnections",schemaPath:"#/properties/poolConnections/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema156.properties.poolConnections,data:data1};
+const err5 = {instancePath:instancePath+"/poolConnections",schemaPath:"#/properties/poolConnections/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema157.properties.poolConnections,data:data1};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -16867,7 +17109,7 @@ if(data.pairs !== undefined){
 let data2 = data.pairs;
 if(Array.isArray(data2)){
 if(data2.length > 64){
-const err6 = {instancePath:instancePath+"/pairs",schemaPath:"#/properties/pairs/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items",schema:64,parentSchema:schema156.properties.pairs,data:data2};
+const err6 = {instancePath:instancePath+"/pairs",schemaPath:"#/properties/pairs/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items",schema:64,parentSchema:schema157.properties.pairs,data:data2};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -16878,14 +17120,14 @@ errors++;
 }
 const len0 = data2.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate442(data2[i0], {instancePath:instancePath+"/pairs/" + i0,parentData:data2,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate442.errors : vErrors.concat(validate442.errors);
+if(!(validate444(data2[i0], {instancePath:instancePath+"/pairs/" + i0,parentData:data2,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate444.errors : vErrors.concat(validate444.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err7 = {instancePath:instancePath+"/pairs",schemaPath:"#/properties/pairs/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema156.properties.pairs.type,parentSchema:schema156.properties.pairs,data:data2};
+const err7 = {instancePath:instancePath+"/pairs",schemaPath:"#/properties/pairs/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema157.properties.pairs.type,parentSchema:schema157.properties.pairs,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -16898,7 +17140,7 @@ errors++;
 if(data.omittedPairs !== undefined){
 let data4 = data.omittedPairs;
 if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
-const err8 = {instancePath:instancePath+"/omittedPairs",schemaPath:"#/properties/omittedPairs/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema156.properties.omittedPairs.type,parentSchema:schema156.properties.omittedPairs,data:data4};
+const err8 = {instancePath:instancePath+"/omittedPairs",schemaPath:"#/properties/omittedPairs/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema157.properties.omittedPairs.type,parentSchema:schema157.properties.omittedPairs,data:data4};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -16909,7 +17151,7 @@ errors++;
 }
 if((typeof data4 == "number") && (isFinite(data4))){
 if(data4 < 1 || isNaN(data4)){
-const err9 = {instancePath:instancePath+"/omittedPairs",schemaPath:"#/properties/omittedPairs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema156.properties.omittedPairs,data:data4};
+const err9 = {instancePath:instancePath+"/omittedPairs",schemaPath:"#/properties/omittedPairs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema157.properties.omittedPairs,data:data4};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -16922,7 +17164,7 @@ errors++;
 }
 }
 else {
-const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema156.type,parentSchema:schema156,data};
+const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema157.type,parentSchema:schema157,data};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -16931,16 +17173,16 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate439.errors = vErrors;
+validate441.errors = vErrors;
 return errors === 0;
 }
-validate439.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate441.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate445(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate447(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate445.evaluated;
+const evaluated0 = validate447.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17092,16 +17334,16 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate445.errors = vErrors;
+validate447.errors = vErrors;
 return errors === 0;
 }
-validate445.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate447.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate438(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate440(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate438.evaluated;
+const evaluated0 = validate440.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17111,7 +17353,7 @@ evaluated0.items = undefined;
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
 if(!(((key0 === "traffic") || (key0 === "observedGeneration")) || (key0 === "conditions"))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema155,data};
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema156,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -17122,15 +17364,15 @@ errors++;
 }
 }
 if(data.traffic !== undefined){
-if(!(validate439(data.traffic, {instancePath:instancePath+"/traffic",parentData:data,parentDataProperty:"traffic",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate439.errors : vErrors.concat(validate439.errors);
+if(!(validate441(data.traffic, {instancePath:instancePath+"/traffic",parentData:data,parentDataProperty:"traffic",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate441.errors : vErrors.concat(validate441.errors);
 errors = vErrors.length;
 }
 }
 if(data.observedGeneration !== undefined){
 let data1 = data.observedGeneration;
 if(!(((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1))) && (isFinite(data1)))){
-const err1 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema155.properties.observedGeneration.type,parentSchema:schema155.properties.observedGeneration,data:data1};
+const err1 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema156.properties.observedGeneration.type,parentSchema:schema156.properties.observedGeneration,data:data1};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -17141,7 +17383,7 @@ errors++;
 }
 if((typeof data1 == "number") && (isFinite(data1))){
 if(data1 < 0 || isNaN(data1)){
-const err2 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema155.properties.observedGeneration,data:data1};
+const err2 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema156.properties.observedGeneration,data:data1};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -17157,14 +17399,14 @@ let data2 = data.conditions;
 if(Array.isArray(data2)){
 const len0 = data2.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate445(data2[i0], {instancePath:instancePath+"/conditions/" + i0,parentData:data2,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate445.errors : vErrors.concat(validate445.errors);
+if(!(validate447(data2[i0], {instancePath:instancePath+"/conditions/" + i0,parentData:data2,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate447.errors : vErrors.concat(validate447.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err3 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema155.properties.conditions.type,parentSchema:schema155.properties.conditions,data:data2};
+const err3 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema156.properties.conditions.type,parentSchema:schema156.properties.conditions,data:data2};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -17176,7 +17418,7 @@ errors++;
 }
 }
 else {
-const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema155.type,parentSchema:schema155,data};
+const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema156.type,parentSchema:schema156,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -17185,17 +17427,17 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate438.errors = vErrors;
+validate440.errors = vErrors;
 return errors === 0;
 }
-validate438.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate440.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate422(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate424(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/domain-peer.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate422.evaluated;
+const evaluated0 = validate424.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17204,7 +17446,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.apiVersion === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema149.required,parentSchema:schema149,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema150.required,parentSchema:schema150,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -17214,7 +17456,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.kind === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema149.required,parentSchema:schema149,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema150.required,parentSchema:schema150,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -17224,7 +17466,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.metadata === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema149.required,parentSchema:schema149,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema150.required,parentSchema:schema150,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -17234,7 +17476,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.spec === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema149.required,parentSchema:schema149,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema150.required,parentSchema:schema150,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -17245,7 +17487,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "metadata")) || (key0 === "spec")) || (key0 === "status"))){
-const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema149,data};
+const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema150,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -17258,7 +17500,7 @@ errors++;
 if(data.apiVersion !== undefined){
 let data0 = data.apiVersion;
 if("rlinf.io/v1alpha1" !== data0){
-const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema149.properties.apiVersion,data:data0};
+const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema150.properties.apiVersion,data:data0};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -17271,7 +17513,7 @@ errors++;
 if(data.kind !== undefined){
 let data1 = data.kind;
 if("DomainPeer" !== data1){
-const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "DomainPeer"},message:"must be equal to constant",schema:"DomainPeer",parentSchema:schema149.properties.kind,data:data1};
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "DomainPeer"},message:"must be equal to constant",schema:"DomainPeer",parentSchema:schema150.properties.kind,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -17283,13 +17525,13 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate423(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate423.errors : vErrors.concat(validate423.errors);
+if(!(validate425(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate425.errors : vErrors.concat(validate425.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.name === undefined){
-const err7 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema149.properties.metadata.required,parentSchema:schema149.properties.metadata,data:data2};
+const err7 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema150.properties.metadata.required,parentSchema:schema150.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -17299,7 +17541,7 @@ vErrors.push(err7);
 errors++;
 }
 if(data2.namespace === undefined){
-const err8 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema149.properties.metadata.required,parentSchema:schema149.properties.metadata,data:data2};
+const err8 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema150.properties.metadata.required,parentSchema:schema150.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -17309,34 +17551,34 @@ vErrors.push(err8);
 errors++;
 }
 if(data2.name !== undefined){
-if(!(validate430(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate430.errors : vErrors.concat(validate430.errors);
+if(!(validate432(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate432.errors : vErrors.concat(validate432.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate432(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate432.errors : vErrors.concat(validate432.errors);
+if(!(validate434(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate434.errors : vErrors.concat(validate434.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate434(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate434.errors : vErrors.concat(validate434.errors);
+if(!(validate436(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate436.errors : vErrors.concat(validate436.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate438(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate438.errors : vErrors.concat(validate438.errors);
+if(!(validate440(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate440.errors : vErrors.concat(validate440.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema149.type,parentSchema:schema149,data};
+const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema150.type,parentSchema:schema150,data};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -17345,18 +17587,18 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate422.errors = vErrors;
+validate424.errors = vErrors;
 return errors === 0;
 }
-validate422.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate424.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const AddonRelease = validate450;
-const schema160 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/addon-release.schema.json","title":"AddonRelease","description":"One Addon rendered for one cluster, created by the hub's Addon controller in agent-<cluster>: the exact Kubernetes objects that cluster's agent applies. Its status is the installation there, reported by the agent.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"AddonRelease","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the release is installed in.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"The Addon's name."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/AddonReleaseSpec","description":"Desired state."},"status":{"$ref":"#/$defs/AddonReleaseStatus","description":"Observed state, reported by the agent."}},"$defs":{"AddonReleaseSpec":{"description":"The catalog entry, the Addon it comes from and the rendered objects.","type":"object","additionalProperties":false,"required":["addonName","version","namespace","addonGeneration","objects"],"properties":{"addonName":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Catalog entry name."},"version":{"type":"string","maxLength":128,"description":"Catalog entry version."},"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"In-cluster namespace the objects go into (created when missing)."},"clusterWide":{"type":"boolean","description":"True when the Addon is cluster-wide (placed by clusterSelector), false when it lives in agent-<cluster>."},"addonGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the Addon this release was rendered from."},"minKubernetesVersion":{"type":"string","pattern":"^[0-9]+\\.[0-9]+$","description":"The cluster's API server must be at least this \"major.minor\"."},"objects":{"type":"array","maxItems":500,"description":"The rendered Kubernetes objects, in apply order.","items":{"type":"object","required":["apiVersion","kind","metadata"],"description":"One Kubernetes object.","x-rlark-free-form":true}}}},"AddonReleaseStatus":{"description":"The installation in this cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"description":"Installation phase.","enum":["Pending","Installing","Ready","Failed","Upgrading","Uninstalling"]},"version":{"type":"string","maxLength":128,"description":"Version the objects in the cluster come from."},"message":{"type":"string","maxLength":4096,"description":"What is not ready, or why it failed."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the release this status reflects."}}}}};
+export const AddonRelease = validate452;
+const schema161 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/addon-release.schema.json","title":"AddonRelease","description":"One Addon rendered for one cluster, created by the hub's Addon controller in agent-<cluster>: the exact Kubernetes objects that cluster's agent applies. Its status is the installation there, reported by the agent.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"AddonRelease","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the release is installed in.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"The Addon's name."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/AddonReleaseSpec","description":"Desired state."},"status":{"$ref":"#/$defs/AddonReleaseStatus","description":"Observed state, reported by the agent."}},"$defs":{"AddonReleaseSpec":{"description":"The catalog entry, the Addon it comes from and the rendered objects.","type":"object","additionalProperties":false,"required":["addonName","version","namespace","addonGeneration","objects"],"properties":{"addonName":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Catalog entry name."},"version":{"type":"string","maxLength":128,"description":"Catalog entry version."},"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"In-cluster namespace the objects go into (created when missing)."},"clusterWide":{"type":"boolean","description":"True when the Addon is cluster-wide (placed by clusterSelector), false when it lives in agent-<cluster>."},"addonGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the Addon this release was rendered from."},"minKubernetesVersion":{"type":"string","pattern":"^[0-9]+\\.[0-9]+$","description":"The cluster's API server must be at least this \"major.minor\"."},"objects":{"type":"array","maxItems":500,"description":"The rendered Kubernetes objects, in apply order.","items":{"type":"object","required":["apiVersion","kind","metadata"],"description":"One Kubernetes object.","x-rlark-free-form":true}}}},"AddonReleaseStatus":{"description":"The installation in this cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"description":"Installation phase.","enum":["Pending","Installing","Ready","Failed","Upgrading","Uninstalling"]},"version":{"type":"string","maxLength":128,"description":"Version the objects in the cluster come from."},"message":{"type":"string","maxLength":4096,"description":"What is not ready, or why it failed."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the release this status reflects."}}}}};
 
-function validate451(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate453(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate451.evaluated;
+const evaluated0 = validate453.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17578,16 +17820,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate451.errors = vErrors;
+validate453.errors = vErrors;
 return errors === 0;
 }
-validate451.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate453.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate458(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate460(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate458.evaluated;
+const evaluated0 = validate460.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17636,16 +17878,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate458.errors = vErrors;
+validate460.errors = vErrors;
 return errors === 0;
 }
-validate458.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate460.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate460(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate462(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate460.evaluated;
+const evaluated0 = validate462.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17684,18 +17926,18 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate460.errors = vErrors;
+validate462.errors = vErrors;
 return errors === 0;
 }
-validate460.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate462.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema164 = {"description":"The catalog entry, the Addon it comes from and the rendered objects.","type":"object","additionalProperties":false,"required":["addonName","version","namespace","addonGeneration","objects"],"properties":{"addonName":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Catalog entry name."},"version":{"type":"string","maxLength":128,"description":"Catalog entry version."},"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"In-cluster namespace the objects go into (created when missing)."},"clusterWide":{"type":"boolean","description":"True when the Addon is cluster-wide (placed by clusterSelector), false when it lives in agent-<cluster>."},"addonGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the Addon this release was rendered from."},"minKubernetesVersion":{"type":"string","pattern":"^[0-9]+\\.[0-9]+$","description":"The cluster's API server must be at least this \"major.minor\"."},"objects":{"type":"array","maxItems":500,"description":"The rendered Kubernetes objects, in apply order.","items":{"type":"object","required":["apiVersion","kind","metadata"],"description":"One Kubernetes object.","x-rlark-free-form":true}}}};
+const schema165 = {"description":"The catalog entry, the Addon it comes from and the rendered objects.","type":"object","additionalProperties":false,"required":["addonName","version","namespace","addonGeneration","objects"],"properties":{"addonName":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Catalog entry name."},"version":{"type":"string","maxLength":128,"description":"Catalog entry version."},"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"In-cluster namespace the objects go into (created when missing)."},"clusterWide":{"type":"boolean","description":"True when the Addon is cluster-wide (placed by clusterSelector), false when it lives in agent-<cluster>."},"addonGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the Addon this release was rendered from."},"minKubernetesVersion":{"type":"string","pattern":"^[0-9]+\\.[0-9]+$","description":"The cluster's API server must be at least this \"major.minor\"."},"objects":{"type":"array","maxItems":500,"description":"The rendered Kubernetes objects, in apply order.","items":{"type":"object","required":["apiVersion","kind","metadata"],"description":"One Kubernetes object.","x-rlark-free-form":true}}}};
 const pattern44 = new RegExp("^[0-9]+\\.[0-9]+$", "u");
 
-function validate462(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate464(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate462.evaluated;
+const evaluated0 = validate464.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17704,7 +17946,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.addonName === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "addonName"},message:"must have required property '"+"addonName"+"'",schema:schema164.required,parentSchema:schema164,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "addonName"},message:"must have required property '"+"addonName"+"'",schema:schema165.required,parentSchema:schema165,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -17714,7 +17956,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.version === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'",schema:schema164.required,parentSchema:schema164,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'",schema:schema165.required,parentSchema:schema165,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -17724,7 +17966,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.namespace === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema164.required,parentSchema:schema164,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema165.required,parentSchema:schema165,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -17734,7 +17976,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.addonGeneration === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "addonGeneration"},message:"must have required property '"+"addonGeneration"+"'",schema:schema164.required,parentSchema:schema164,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "addonGeneration"},message:"must have required property '"+"addonGeneration"+"'",schema:schema165.required,parentSchema:schema165,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -17744,7 +17986,7 @@ vErrors.push(err3);
 errors++;
 }
 if(data.objects === undefined){
-const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "objects"},message:"must have required property '"+"objects"+"'",schema:schema164.required,parentSchema:schema164,data};
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "objects"},message:"must have required property '"+"objects"+"'",schema:schema165.required,parentSchema:schema165,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -17755,7 +17997,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((((key0 === "addonName") || (key0 === "version")) || (key0 === "namespace")) || (key0 === "clusterWide")) || (key0 === "addonGeneration")) || (key0 === "minKubernetesVersion")) || (key0 === "objects"))){
-const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema164,data};
+const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema165,data};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -17766,8 +18008,8 @@ errors++;
 }
 }
 if(data.addonName !== undefined){
-if(!(validate458(data.addonName, {instancePath:instancePath+"/addonName",parentData:data,parentDataProperty:"addonName",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate458.errors : vErrors.concat(validate458.errors);
+if(!(validate460(data.addonName, {instancePath:instancePath+"/addonName",parentData:data,parentDataProperty:"addonName",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate460.errors : vErrors.concat(validate460.errors);
 errors = vErrors.length;
 }
 }
@@ -17775,7 +18017,7 @@ if(data.version !== undefined){
 let data1 = data.version;
 if(typeof data1 === "string"){
 if(func2(data1) > 128){
-const err6 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters",schema:128,parentSchema:schema164.properties.version,data:data1};
+const err6 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters",schema:128,parentSchema:schema165.properties.version,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -17786,7 +18028,7 @@ errors++;
 }
 }
 else {
-const err7 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema164.properties.version.type,parentSchema:schema164.properties.version,data:data1};
+const err7 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema165.properties.version.type,parentSchema:schema165.properties.version,data:data1};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -17797,15 +18039,15 @@ errors++;
 }
 }
 if(data.namespace !== undefined){
-if(!(validate458(data.namespace, {instancePath:instancePath+"/namespace",parentData:data,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate458.errors : vErrors.concat(validate458.errors);
+if(!(validate460(data.namespace, {instancePath:instancePath+"/namespace",parentData:data,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate460.errors : vErrors.concat(validate460.errors);
 errors = vErrors.length;
 }
 }
 if(data.clusterWide !== undefined){
 let data3 = data.clusterWide;
 if(typeof data3 !== "boolean"){
-const err8 = {instancePath:instancePath+"/clusterWide",schemaPath:"#/properties/clusterWide/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema164.properties.clusterWide.type,parentSchema:schema164.properties.clusterWide,data:data3};
+const err8 = {instancePath:instancePath+"/clusterWide",schemaPath:"#/properties/clusterWide/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema165.properties.clusterWide.type,parentSchema:schema165.properties.clusterWide,data:data3};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -17818,7 +18060,7 @@ errors++;
 if(data.addonGeneration !== undefined){
 let data4 = data.addonGeneration;
 if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
-const err9 = {instancePath:instancePath+"/addonGeneration",schemaPath:"#/properties/addonGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema164.properties.addonGeneration.type,parentSchema:schema164.properties.addonGeneration,data:data4};
+const err9 = {instancePath:instancePath+"/addonGeneration",schemaPath:"#/properties/addonGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema165.properties.addonGeneration.type,parentSchema:schema165.properties.addonGeneration,data:data4};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -17829,7 +18071,7 @@ errors++;
 }
 if((typeof data4 == "number") && (isFinite(data4))){
 if(data4 < 0 || isNaN(data4)){
-const err10 = {instancePath:instancePath+"/addonGeneration",schemaPath:"#/properties/addonGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema164.properties.addonGeneration,data:data4};
+const err10 = {instancePath:instancePath+"/addonGeneration",schemaPath:"#/properties/addonGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema165.properties.addonGeneration,data:data4};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -17844,7 +18086,7 @@ if(data.minKubernetesVersion !== undefined){
 let data5 = data.minKubernetesVersion;
 if(typeof data5 === "string"){
 if(!pattern44.test(data5)){
-const err11 = {instancePath:instancePath+"/minKubernetesVersion",schemaPath:"#/properties/minKubernetesVersion/pattern",keyword:"pattern",params:{pattern: "^[0-9]+\\.[0-9]+$"},message:"must match pattern \""+"^[0-9]+\\.[0-9]+$"+"\"",schema:"^[0-9]+\\.[0-9]+$",parentSchema:schema164.properties.minKubernetesVersion,data:data5};
+const err11 = {instancePath:instancePath+"/minKubernetesVersion",schemaPath:"#/properties/minKubernetesVersion/pattern",keyword:"pattern",params:{pattern: "^[0-9]+\\.[0-9]+$"},message:"must match pattern \""+"^[0-9]+\\.[0-9]+$"+"\"",schema:"^[0-9]+\\.[0-9]+$",parentSchema:schema165.properties.minKubernetesVersion,data:data5};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -17855,7 +18097,7 @@ errors++;
 }
 }
 else {
-const err12 = {instancePath:instancePath+"/minKubernetesVersion",schemaPath:"#/properties/minKubernetesVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema164.properties.minKubernetesVersion.type,parentSchema:schema164.properties.minKubernetesVersion,data:data5};
+const err12 = {instancePath:instancePath+"/minKubernetesVersion",schemaPath:"#/properties/minKubernetesVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema165.properties.minKubernetesVersion.type,parentSchema:schema165.properties.minKubernetesVersion,data:data5};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -17869,7 +18111,7 @@ if(data.objects !== undefined){
 let data6 = data.objects;
 if(Array.isArray(data6)){
 if(data6.length > 500){
-const err13 = {instancePath:instancePath+"/objects",schemaPath:"#/properties/objects/maxItems",keyword:"maxItems",params:{limit: 500},message:"must NOT have more than 500 items",schema:500,parentSchema:schema164.properties.objects,data:data6};
+const err13 = {instancePath:instancePath+"/objects",schemaPath:"#/properties/objects/maxItems",keyword:"maxItems",params:{limit: 500},message:"must NOT have more than 500 items",schema:500,parentSchema:schema165.properties.objects,data:data6};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -17883,7 +18125,7 @@ for(let i0=0; i0<len0; i0++){
 let data7 = data6[i0];
 if(data7 && typeof data7 == "object" && !Array.isArray(data7)){
 if(data7.apiVersion === undefined){
-const err14 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema164.properties.objects.items.required,parentSchema:schema164.properties.objects.items,data:data7};
+const err14 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema165.properties.objects.items.required,parentSchema:schema165.properties.objects.items,data:data7};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -17893,7 +18135,7 @@ vErrors.push(err14);
 errors++;
 }
 if(data7.kind === undefined){
-const err15 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema164.properties.objects.items.required,parentSchema:schema164.properties.objects.items,data:data7};
+const err15 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema165.properties.objects.items.required,parentSchema:schema165.properties.objects.items,data:data7};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -17903,7 +18145,7 @@ vErrors.push(err15);
 errors++;
 }
 if(data7.metadata === undefined){
-const err16 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema164.properties.objects.items.required,parentSchema:schema164.properties.objects.items,data:data7};
+const err16 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema165.properties.objects.items.required,parentSchema:schema165.properties.objects.items,data:data7};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -17914,7 +18156,7 @@ errors++;
 }
 }
 else {
-const err17 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema164.properties.objects.items.type,parentSchema:schema164.properties.objects.items,data:data7};
+const err17 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema165.properties.objects.items.type,parentSchema:schema165.properties.objects.items,data:data7};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -17926,7 +18168,7 @@ errors++;
 }
 }
 else {
-const err18 = {instancePath:instancePath+"/objects",schemaPath:"#/properties/objects/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema164.properties.objects.type,parentSchema:schema164.properties.objects,data:data6};
+const err18 = {instancePath:instancePath+"/objects",schemaPath:"#/properties/objects/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema165.properties.objects.type,parentSchema:schema165.properties.objects,data:data6};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -17938,7 +18180,7 @@ errors++;
 }
 }
 else {
-const err19 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema164.type,parentSchema:schema164,data};
+const err19 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema165.type,parentSchema:schema165,data};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -17947,17 +18189,17 @@ vErrors.push(err19);
 }
 errors++;
 }
-validate462.errors = vErrors;
+validate464.errors = vErrors;
 return errors === 0;
 }
-validate462.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate464.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema165 = {"description":"The installation in this cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"description":"Installation phase.","enum":["Pending","Installing","Ready","Failed","Upgrading","Uninstalling"]},"version":{"type":"string","maxLength":128,"description":"Version the objects in the cluster come from."},"message":{"type":"string","maxLength":4096,"description":"What is not ready, or why it failed."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the release this status reflects."}}};
+const schema166 = {"description":"The installation in this cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"description":"Installation phase.","enum":["Pending","Installing","Ready","Failed","Upgrading","Uninstalling"]},"version":{"type":"string","maxLength":128,"description":"Version the objects in the cluster come from."},"message":{"type":"string","maxLength":4096,"description":"What is not ready, or why it failed."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the release this status reflects."}}};
 
-function validate466(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate468(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate466.evaluated;
+const evaluated0 = validate468.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17967,7 +18209,7 @@ evaluated0.items = undefined;
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
 if(!((((key0 === "phase") || (key0 === "version")) || (key0 === "message")) || (key0 === "observedGeneration"))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema165,data};
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema166,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -17980,7 +18222,7 @@ errors++;
 if(data.phase !== undefined){
 let data0 = data.phase;
 if(!((((((data0 === "Pending") || (data0 === "Installing")) || (data0 === "Ready")) || (data0 === "Failed")) || (data0 === "Upgrading")) || (data0 === "Uninstalling"))){
-const err1 = {instancePath:instancePath+"/phase",schemaPath:"#/properties/phase/enum",keyword:"enum",params:{allowedValues: schema165.properties.phase.enum},message:"must be equal to one of the allowed values",schema:schema165.properties.phase.enum,parentSchema:schema165.properties.phase,data:data0};
+const err1 = {instancePath:instancePath+"/phase",schemaPath:"#/properties/phase/enum",keyword:"enum",params:{allowedValues: schema166.properties.phase.enum},message:"must be equal to one of the allowed values",schema:schema166.properties.phase.enum,parentSchema:schema166.properties.phase,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -17994,7 +18236,7 @@ if(data.version !== undefined){
 let data1 = data.version;
 if(typeof data1 === "string"){
 if(func2(data1) > 128){
-const err2 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters",schema:128,parentSchema:schema165.properties.version,data:data1};
+const err2 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters",schema:128,parentSchema:schema166.properties.version,data:data1};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -18005,7 +18247,7 @@ errors++;
 }
 }
 else {
-const err3 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema165.properties.version.type,parentSchema:schema165.properties.version,data:data1};
+const err3 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema166.properties.version.type,parentSchema:schema166.properties.version,data:data1};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -18019,7 +18261,7 @@ if(data.message !== undefined){
 let data2 = data.message;
 if(typeof data2 === "string"){
 if(func2(data2) > 4096){
-const err4 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters",schema:4096,parentSchema:schema165.properties.message,data:data2};
+const err4 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters",schema:4096,parentSchema:schema166.properties.message,data:data2};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -18030,7 +18272,7 @@ errors++;
 }
 }
 else {
-const err5 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema165.properties.message.type,parentSchema:schema165.properties.message,data:data2};
+const err5 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema166.properties.message.type,parentSchema:schema166.properties.message,data:data2};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -18043,7 +18285,7 @@ errors++;
 if(data.observedGeneration !== undefined){
 let data3 = data.observedGeneration;
 if(!(((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3))) && (isFinite(data3)))){
-const err6 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema165.properties.observedGeneration.type,parentSchema:schema165.properties.observedGeneration,data:data3};
+const err6 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema166.properties.observedGeneration.type,parentSchema:schema166.properties.observedGeneration,data:data3};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -18054,7 +18296,7 @@ errors++;
 }
 if((typeof data3 == "number") && (isFinite(data3))){
 if(data3 < 0 || isNaN(data3)){
-const err7 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema165.properties.observedGeneration,data:data3};
+const err7 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema166.properties.observedGeneration,data:data3};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -18067,7 +18309,7 @@ errors++;
 }
 }
 else {
-const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema165.type,parentSchema:schema165,data};
+const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema166.type,parentSchema:schema166,data};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -18076,17 +18318,17 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate466.errors = vErrors;
+validate468.errors = vErrors;
 return errors === 0;
 }
-validate466.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate468.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate450(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate452(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/addon-release.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate450.evaluated;
+const evaluated0 = validate452.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18095,7 +18337,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.apiVersion === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema160.required,parentSchema:schema160,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema161.required,parentSchema:schema161,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -18105,7 +18347,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.kind === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema160.required,parentSchema:schema160,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema161.required,parentSchema:schema161,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -18115,7 +18357,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.metadata === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema160.required,parentSchema:schema160,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema161.required,parentSchema:schema161,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -18125,7 +18367,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.spec === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema160.required,parentSchema:schema160,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema161.required,parentSchema:schema161,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -18136,7 +18378,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "metadata")) || (key0 === "spec")) || (key0 === "status"))){
-const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema160,data};
+const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema161,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -18149,7 +18391,7 @@ errors++;
 if(data.apiVersion !== undefined){
 let data0 = data.apiVersion;
 if("rlinf.io/v1alpha1" !== data0){
-const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema160.properties.apiVersion,data:data0};
+const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema161.properties.apiVersion,data:data0};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -18162,7 +18404,7 @@ errors++;
 if(data.kind !== undefined){
 let data1 = data.kind;
 if("AddonRelease" !== data1){
-const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "AddonRelease"},message:"must be equal to constant",schema:"AddonRelease",parentSchema:schema160.properties.kind,data:data1};
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "AddonRelease"},message:"must be equal to constant",schema:"AddonRelease",parentSchema:schema161.properties.kind,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -18174,13 +18416,13 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate451(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate451.errors : vErrors.concat(validate451.errors);
+if(!(validate453(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate453.errors : vErrors.concat(validate453.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.name === undefined){
-const err7 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema160.properties.metadata.required,parentSchema:schema160.properties.metadata,data:data2};
+const err7 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema161.properties.metadata.required,parentSchema:schema161.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -18190,7 +18432,7 @@ vErrors.push(err7);
 errors++;
 }
 if(data2.namespace === undefined){
-const err8 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema160.properties.metadata.required,parentSchema:schema160.properties.metadata,data:data2};
+const err8 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema161.properties.metadata.required,parentSchema:schema161.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -18200,34 +18442,34 @@ vErrors.push(err8);
 errors++;
 }
 if(data2.name !== undefined){
-if(!(validate458(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate458.errors : vErrors.concat(validate458.errors);
+if(!(validate460(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate460.errors : vErrors.concat(validate460.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate460(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate460.errors : vErrors.concat(validate460.errors);
+if(!(validate462(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate462.errors : vErrors.concat(validate462.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate462(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate462.errors : vErrors.concat(validate462.errors);
+if(!(validate464(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate464.errors : vErrors.concat(validate464.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate466(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate466.errors : vErrors.concat(validate466.errors);
+if(!(validate468(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate468.errors : vErrors.concat(validate468.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema160.type,parentSchema:schema160,data};
+const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema161.type,parentSchema:schema161,data};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -18236,18 +18478,18 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate450.errors = vErrors;
+validate452.errors = vErrors;
 return errors === 0;
 }
-validate450.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate452.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const Pod = validate468;
-const schema166 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/pod.schema.json","title":"Pod","description":"The hub's mirror of a data-plane pod or process, pushed by the agent; used for its logs, the dashboard and Domain addresses (exec and proxies through it are planned).","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Pod","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the object belongs to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Pod name, as in the cluster."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/PodMirrorSpec","description":"Identity of the mirrored pod."},"status":{"$ref":"#/$defs/PodMirrorStatus","description":"Observed state."}},"$defs":{"PodMirrorSpec":{"description":"Which pod this is and what it belongs to.","type":"object","additionalProperties":false,"properties":{"task":{"type":"string","description":"Name of the Task the pod runs."},"job":{"type":"string","description":"Name of the Job."},"node":{"type":"string","description":"Node the pod runs on."},"namespace":{"type":"string","description":"The pod's namespace inside its cluster."},"uid":{"type":"string","description":"The pod's UID inside its cluster."},"containers":{"type":"array","description":"Containers (or processes) of the pod.","items":{"$ref":"#/$defs/PodMirrorContainer"}}}},"PodMirrorContainer":{"description":"One container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image, or the command for a process."}}},"ContainerStatus":{"description":"Observed state of one container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image running."},"ready":{"type":"boolean","description":"Passing its readiness probe."},"restartCount":{"type":"integer","minimum":0,"description":"Restarts so far."},"state":{"enum":["Waiting","Running","Terminated"],"description":"Current state."},"reason":{"type":"string","description":"Why it is waiting or terminated (CrashLoopBackOff, Completed, ...)."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the current or, while restarting, last termination."},"startedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run started."},"finishedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When it terminated."}}},"PodMirrorStatus":{"description":"Observed state of the pod.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Unknown"],"description":"Pod phase."},"podIP":{"type":"string","description":"The pod's IP inside its cluster."},"hostIP":{"type":"string","description":"IP of the node."},"domainIP":{"type":"string","description":"The pod's virtual IP in its Job's Domain."},"restarts":{"type":"integer","minimum":0,"description":"Restarts of all containers."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the pod started."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"containerStatuses":{"type":"array","description":"Per container, with exit codes.","items":{"$ref":"#/$defs/ContainerStatus"}},"conditions":{"type":"array","description":"Pod conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
+export const Pod = validate470;
+const schema167 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/pod.schema.json","title":"Pod","description":"The hub's mirror of a data-plane pod or process, pushed by the agent; used for its logs, the dashboard and Domain addresses (exec and proxies through it are planned).","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Pod","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the object belongs to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Pod name, as in the cluster."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/PodMirrorSpec","description":"Identity of the mirrored pod."},"status":{"$ref":"#/$defs/PodMirrorStatus","description":"Observed state."}},"$defs":{"PodMirrorSpec":{"description":"Which pod this is and what it belongs to.","type":"object","additionalProperties":false,"properties":{"task":{"type":"string","description":"Name of the Task the pod runs."},"job":{"type":"string","description":"Name of the Job."},"node":{"type":"string","description":"Node the pod runs on."},"namespace":{"type":"string","description":"The pod's namespace inside its cluster."},"uid":{"type":"string","description":"The pod's UID inside its cluster."},"containers":{"type":"array","description":"Containers (or processes) of the pod.","items":{"$ref":"#/$defs/PodMirrorContainer"}}}},"PodMirrorContainer":{"description":"One container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image, or the command for a process."}}},"ContainerStatus":{"description":"Observed state of one container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image running."},"ready":{"type":"boolean","description":"Passing its readiness probe."},"restartCount":{"type":"integer","minimum":0,"description":"Restarts so far."},"state":{"enum":["Waiting","Running","Terminated"],"description":"Current state."},"reason":{"type":"string","description":"Why it is waiting or terminated (CrashLoopBackOff, Completed, ...)."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the current or, while restarting, last termination."},"startedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run started."},"finishedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When it terminated."}}},"PodMirrorStatus":{"description":"Observed state of the pod.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Unknown"],"description":"Pod phase."},"podIP":{"type":"string","description":"The pod's IP inside its cluster."},"hostIP":{"type":"string","description":"IP of the node."},"domainIP":{"type":"string","description":"The pod's virtual IP in its Job's Domain."},"restarts":{"type":"integer","minimum":0,"description":"Restarts of all containers."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the pod started."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"containerStatuses":{"type":"array","description":"Per container, with exit codes.","items":{"$ref":"#/$defs/ContainerStatus"}},"conditions":{"type":"array","description":"Pod conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
 
-function validate469(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate471(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate469.evaluated;
+const evaluated0 = validate471.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18469,16 +18711,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate469.errors = vErrors;
+validate471.errors = vErrors;
 return errors === 0;
 }
-validate469.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate471.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate476(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate478(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate476.evaluated;
+const evaluated0 = validate478.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18487,7 +18729,7 @@ evaluated0.items = undefined;
 }
 if(typeof data === "string"){
 if(func2(data) > 253){
-const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema96,data};
+const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema97,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -18497,7 +18739,7 @@ vErrors.push(err0);
 errors++;
 }
 if(func2(data) < 1){
-const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema96,data};
+const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema97,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -18507,7 +18749,7 @@ vErrors.push(err1);
 errors++;
 }
 if(!pattern22.test(data)){
-const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema96,data};
+const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema97,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -18518,7 +18760,7 @@ errors++;
 }
 }
 else {
-const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema96.type,parentSchema:schema96,data};
+const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema97.type,parentSchema:schema97,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -18527,16 +18769,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate476.errors = vErrors;
+validate478.errors = vErrors;
 return errors === 0;
 }
-validate476.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate478.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate478(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate480(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate478.evaluated;
+const evaluated0 = validate480.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18575,18 +18817,18 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate478.errors = vErrors;
+validate480.errors = vErrors;
 return errors === 0;
 }
-validate478.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate480.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema170 = {"description":"Which pod this is and what it belongs to.","type":"object","additionalProperties":false,"properties":{"task":{"type":"string","description":"Name of the Task the pod runs."},"job":{"type":"string","description":"Name of the Job."},"node":{"type":"string","description":"Node the pod runs on."},"namespace":{"type":"string","description":"The pod's namespace inside its cluster."},"uid":{"type":"string","description":"The pod's UID inside its cluster."},"containers":{"type":"array","description":"Containers (or processes) of the pod.","items":{"$ref":"#/$defs/PodMirrorContainer"}}}};
-const schema171 = {"description":"One container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image, or the command for a process."}}};
+const schema171 = {"description":"Which pod this is and what it belongs to.","type":"object","additionalProperties":false,"properties":{"task":{"type":"string","description":"Name of the Task the pod runs."},"job":{"type":"string","description":"Name of the Job."},"node":{"type":"string","description":"Node the pod runs on."},"namespace":{"type":"string","description":"The pod's namespace inside its cluster."},"uid":{"type":"string","description":"The pod's UID inside its cluster."},"containers":{"type":"array","description":"Containers (or processes) of the pod.","items":{"$ref":"#/$defs/PodMirrorContainer"}}}};
+const schema172 = {"description":"One container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image, or the command for a process."}}};
 
-function validate481(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate483(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate481.evaluated;
+const evaluated0 = validate483.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18595,7 +18837,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.name === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema171.required,parentSchema:schema171,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema172.required,parentSchema:schema172,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -18606,7 +18848,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((key0 === "name") || (key0 === "image"))){
-const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema171,data};
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema172,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -18619,7 +18861,7 @@ errors++;
 if(data.name !== undefined){
 let data0 = data.name;
 if(typeof data0 !== "string"){
-const err2 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema171.properties.name.type,parentSchema:schema171.properties.name,data:data0};
+const err2 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema172.properties.name.type,parentSchema:schema172.properties.name,data:data0};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -18632,7 +18874,7 @@ errors++;
 if(data.image !== undefined){
 let data1 = data.image;
 if(typeof data1 !== "string"){
-const err3 = {instancePath:instancePath+"/image",schemaPath:"#/properties/image/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema171.properties.image.type,parentSchema:schema171.properties.image,data:data1};
+const err3 = {instancePath:instancePath+"/image",schemaPath:"#/properties/image/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema172.properties.image.type,parentSchema:schema172.properties.image,data:data1};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -18644,7 +18886,7 @@ errors++;
 }
 }
 else {
-const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema171.type,parentSchema:schema171,data};
+const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema172.type,parentSchema:schema172,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -18653,16 +18895,16 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate481.errors = vErrors;
+validate483.errors = vErrors;
 return errors === 0;
 }
-validate481.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate483.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate480(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate482(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate480.evaluated;
+const evaluated0 = validate482.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18672,7 +18914,7 @@ evaluated0.items = undefined;
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
 if(!((((((key0 === "task") || (key0 === "job")) || (key0 === "node")) || (key0 === "namespace")) || (key0 === "uid")) || (key0 === "containers"))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema170,data};
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema171,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -18685,7 +18927,7 @@ errors++;
 if(data.task !== undefined){
 let data0 = data.task;
 if(typeof data0 !== "string"){
-const err1 = {instancePath:instancePath+"/task",schemaPath:"#/properties/task/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema170.properties.task.type,parentSchema:schema170.properties.task,data:data0};
+const err1 = {instancePath:instancePath+"/task",schemaPath:"#/properties/task/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema171.properties.task.type,parentSchema:schema171.properties.task,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -18698,7 +18940,7 @@ errors++;
 if(data.job !== undefined){
 let data1 = data.job;
 if(typeof data1 !== "string"){
-const err2 = {instancePath:instancePath+"/job",schemaPath:"#/properties/job/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema170.properties.job.type,parentSchema:schema170.properties.job,data:data1};
+const err2 = {instancePath:instancePath+"/job",schemaPath:"#/properties/job/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema171.properties.job.type,parentSchema:schema171.properties.job,data:data1};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -18711,7 +18953,7 @@ errors++;
 if(data.node !== undefined){
 let data2 = data.node;
 if(typeof data2 !== "string"){
-const err3 = {instancePath:instancePath+"/node",schemaPath:"#/properties/node/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema170.properties.node.type,parentSchema:schema170.properties.node,data:data2};
+const err3 = {instancePath:instancePath+"/node",schemaPath:"#/properties/node/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema171.properties.node.type,parentSchema:schema171.properties.node,data:data2};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -18724,7 +18966,7 @@ errors++;
 if(data.namespace !== undefined){
 let data3 = data.namespace;
 if(typeof data3 !== "string"){
-const err4 = {instancePath:instancePath+"/namespace",schemaPath:"#/properties/namespace/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema170.properties.namespace.type,parentSchema:schema170.properties.namespace,data:data3};
+const err4 = {instancePath:instancePath+"/namespace",schemaPath:"#/properties/namespace/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema171.properties.namespace.type,parentSchema:schema171.properties.namespace,data:data3};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -18737,7 +18979,7 @@ errors++;
 if(data.uid !== undefined){
 let data4 = data.uid;
 if(typeof data4 !== "string"){
-const err5 = {instancePath:instancePath+"/uid",schemaPath:"#/properties/uid/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema170.properties.uid.type,parentSchema:schema170.properties.uid,data:data4};
+const err5 = {instancePath:instancePath+"/uid",schemaPath:"#/properties/uid/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema171.properties.uid.type,parentSchema:schema171.properties.uid,data:data4};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -18752,14 +18994,14 @@ let data5 = data.containers;
 if(Array.isArray(data5)){
 const len0 = data5.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate481(data5[i0], {instancePath:instancePath+"/containers/" + i0,parentData:data5,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate481.errors : vErrors.concat(validate481.errors);
+if(!(validate483(data5[i0], {instancePath:instancePath+"/containers/" + i0,parentData:data5,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate483.errors : vErrors.concat(validate483.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err6 = {instancePath:instancePath+"/containers",schemaPath:"#/properties/containers/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema170.properties.containers.type,parentSchema:schema170.properties.containers,data:data5};
+const err6 = {instancePath:instancePath+"/containers",schemaPath:"#/properties/containers/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema171.properties.containers.type,parentSchema:schema171.properties.containers,data:data5};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -18771,7 +19013,7 @@ errors++;
 }
 }
 else {
-const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema170.type,parentSchema:schema170,data};
+const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema171.type,parentSchema:schema171,data};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -18780,17 +19022,17 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate480.errors = vErrors;
+validate482.errors = vErrors;
 return errors === 0;
 }
-validate480.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate482.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema172 = {"description":"Observed state of the pod.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Unknown"],"description":"Pod phase."},"podIP":{"type":"string","description":"The pod's IP inside its cluster."},"hostIP":{"type":"string","description":"IP of the node."},"domainIP":{"type":"string","description":"The pod's virtual IP in its Job's Domain."},"restarts":{"type":"integer","minimum":0,"description":"Restarts of all containers."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the pod started."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"containerStatuses":{"type":"array","description":"Per container, with exit codes.","items":{"$ref":"#/$defs/ContainerStatus"}},"conditions":{"type":"array","description":"Pod conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
+const schema173 = {"description":"Observed state of the pod.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Unknown"],"description":"Pod phase."},"podIP":{"type":"string","description":"The pod's IP inside its cluster."},"hostIP":{"type":"string","description":"IP of the node."},"domainIP":{"type":"string","description":"The pod's virtual IP in its Job's Domain."},"restarts":{"type":"integer","minimum":0,"description":"Restarts of all containers."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the pod started."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"containerStatuses":{"type":"array","description":"Per container, with exit codes.","items":{"$ref":"#/$defs/ContainerStatus"}},"conditions":{"type":"array","description":"Pod conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
 
-function validate485(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate487(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate485.evaluated;
+const evaluated0 = validate487.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18819,17 +19061,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate485.errors = vErrors;
+validate487.errors = vErrors;
 return errors === 0;
 }
-validate485.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate487.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema174 = {"description":"Observed state of one container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image running."},"ready":{"type":"boolean","description":"Passing its readiness probe."},"restartCount":{"type":"integer","minimum":0,"description":"Restarts so far."},"state":{"enum":["Waiting","Running","Terminated"],"description":"Current state."},"reason":{"type":"string","description":"Why it is waiting or terminated (CrashLoopBackOff, Completed, ...)."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the current or, while restarting, last termination."},"startedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run started."},"finishedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When it terminated."}}};
+const schema175 = {"description":"Observed state of one container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image running."},"ready":{"type":"boolean","description":"Passing its readiness probe."},"restartCount":{"type":"integer","minimum":0,"description":"Restarts so far."},"state":{"enum":["Waiting","Running","Terminated"],"description":"Current state."},"reason":{"type":"string","description":"Why it is waiting or terminated (CrashLoopBackOff, Completed, ...)."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the current or, while restarting, last termination."},"startedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run started."},"finishedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When it terminated."}}};
 
-function validate487(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate489(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate487.evaluated;
+const evaluated0 = validate489.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18838,7 +19080,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.name === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema174.required,parentSchema:schema174,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema175.required,parentSchema:schema175,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -18848,8 +19090,8 @@ vErrors.push(err0);
 errors++;
 }
 for(const key0 in data){
-if(!(func1.call(schema174.properties, key0))){
-const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema174,data};
+if(!(func1.call(schema175.properties, key0))){
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema175,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -18862,7 +19104,7 @@ errors++;
 if(data.name !== undefined){
 let data0 = data.name;
 if(typeof data0 !== "string"){
-const err2 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema174.properties.name.type,parentSchema:schema174.properties.name,data:data0};
+const err2 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema175.properties.name.type,parentSchema:schema175.properties.name,data:data0};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -18875,7 +19117,7 @@ errors++;
 if(data.image !== undefined){
 let data1 = data.image;
 if(typeof data1 !== "string"){
-const err3 = {instancePath:instancePath+"/image",schemaPath:"#/properties/image/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema174.properties.image.type,parentSchema:schema174.properties.image,data:data1};
+const err3 = {instancePath:instancePath+"/image",schemaPath:"#/properties/image/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema175.properties.image.type,parentSchema:schema175.properties.image,data:data1};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -18888,7 +19130,7 @@ errors++;
 if(data.ready !== undefined){
 let data2 = data.ready;
 if(typeof data2 !== "boolean"){
-const err4 = {instancePath:instancePath+"/ready",schemaPath:"#/properties/ready/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema174.properties.ready.type,parentSchema:schema174.properties.ready,data:data2};
+const err4 = {instancePath:instancePath+"/ready",schemaPath:"#/properties/ready/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema175.properties.ready.type,parentSchema:schema175.properties.ready,data:data2};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -18901,7 +19143,7 @@ errors++;
 if(data.restartCount !== undefined){
 let data3 = data.restartCount;
 if(!(((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3))) && (isFinite(data3)))){
-const err5 = {instancePath:instancePath+"/restartCount",schemaPath:"#/properties/restartCount/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema174.properties.restartCount.type,parentSchema:schema174.properties.restartCount,data:data3};
+const err5 = {instancePath:instancePath+"/restartCount",schemaPath:"#/properties/restartCount/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema175.properties.restartCount.type,parentSchema:schema175.properties.restartCount,data:data3};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -18912,7 +19154,7 @@ errors++;
 }
 if((typeof data3 == "number") && (isFinite(data3))){
 if(data3 < 0 || isNaN(data3)){
-const err6 = {instancePath:instancePath+"/restartCount",schemaPath:"#/properties/restartCount/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema174.properties.restartCount,data:data3};
+const err6 = {instancePath:instancePath+"/restartCount",schemaPath:"#/properties/restartCount/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema175.properties.restartCount,data:data3};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -18926,7 +19168,7 @@ errors++;
 if(data.state !== undefined){
 let data4 = data.state;
 if(!(((data4 === "Waiting") || (data4 === "Running")) || (data4 === "Terminated"))){
-const err7 = {instancePath:instancePath+"/state",schemaPath:"#/properties/state/enum",keyword:"enum",params:{allowedValues: schema174.properties.state.enum},message:"must be equal to one of the allowed values",schema:schema174.properties.state.enum,parentSchema:schema174.properties.state,data:data4};
+const err7 = {instancePath:instancePath+"/state",schemaPath:"#/properties/state/enum",keyword:"enum",params:{allowedValues: schema175.properties.state.enum},message:"must be equal to one of the allowed values",schema:schema175.properties.state.enum,parentSchema:schema175.properties.state,data:data4};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -18939,7 +19181,7 @@ errors++;
 if(data.reason !== undefined){
 let data5 = data.reason;
 if(typeof data5 !== "string"){
-const err8 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema174.properties.reason.type,parentSchema:schema174.properties.reason,data:data5};
+const err8 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema175.properties.reason.type,parentSchema:schema175.properties.reason,data:data5};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -18952,7 +19194,7 @@ errors++;
 if(data.message !== undefined){
 let data6 = data.message;
 if(typeof data6 !== "string"){
-const err9 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema174.properties.message.type,parentSchema:schema174.properties.message,data:data6};
+const err9 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema175.properties.message.type,parentSchema:schema175.properties.message,data:data6};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -18965,7 +19207,7 @@ errors++;
 if(data.exitCode !== undefined){
 let data7 = data.exitCode;
 if(!(((typeof data7 == "number") && (!(data7 % 1) && !isNaN(data7))) && (isFinite(data7)))){
-const err10 = {instancePath:instancePath+"/exitCode",schemaPath:"#/properties/exitCode/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema174.properties.exitCode.type,parentSchema:schema174.properties.exitCode,data:data7};
+const err10 = {instancePath:instancePath+"/exitCode",schemaPath:"#/properties/exitCode/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema175.properties.exitCode.type,parentSchema:schema175.properties.exitCode,data:data7};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -18976,20 +19218,20 @@ errors++;
 }
 }
 if(data.startedAt !== undefined){
-if(!(validate485(data.startedAt, {instancePath:instancePath+"/startedAt",parentData:data,parentDataProperty:"startedAt",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate485.errors : vErrors.concat(validate485.errors);
+if(!(validate487(data.startedAt, {instancePath:instancePath+"/startedAt",parentData:data,parentDataProperty:"startedAt",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate487.errors : vErrors.concat(validate487.errors);
 errors = vErrors.length;
 }
 }
 if(data.finishedAt !== undefined){
-if(!(validate485(data.finishedAt, {instancePath:instancePath+"/finishedAt",parentData:data,parentDataProperty:"finishedAt",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate485.errors : vErrors.concat(validate485.errors);
+if(!(validate487(data.finishedAt, {instancePath:instancePath+"/finishedAt",parentData:data,parentDataProperty:"finishedAt",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate487.errors : vErrors.concat(validate487.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema174.type,parentSchema:schema174,data};
+const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema175.type,parentSchema:schema175,data};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -18998,16 +19240,16 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate487.errors = vErrors;
+validate489.errors = vErrors;
 return errors === 0;
 }
-validate487.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate489.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate491(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate493(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate491.evaluated;
+const evaluated0 = validate493.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -19159,16 +19401,16 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate491.errors = vErrors;
+validate493.errors = vErrors;
 return errors === 0;
 }
-validate491.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate493.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate484(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate486(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate484.evaluated;
+const evaluated0 = validate486.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -19177,8 +19419,8 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
-if(!(func1.call(schema172.properties, key0))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema172,data};
+if(!(func1.call(schema173.properties, key0))){
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema173,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -19191,7 +19433,7 @@ errors++;
 if(data.phase !== undefined){
 let data0 = data.phase;
 if(!(((((data0 === "Pending") || (data0 === "Running")) || (data0 === "Succeeded")) || (data0 === "Failed")) || (data0 === "Unknown"))){
-const err1 = {instancePath:instancePath+"/phase",schemaPath:"#/properties/phase/enum",keyword:"enum",params:{allowedValues: schema172.properties.phase.enum},message:"must be equal to one of the allowed values",schema:schema172.properties.phase.enum,parentSchema:schema172.properties.phase,data:data0};
+const err1 = {instancePath:instancePath+"/phase",schemaPath:"#/properties/phase/enum",keyword:"enum",params:{allowedValues: schema173.properties.phase.enum},message:"must be equal to one of the allowed values",schema:schema173.properties.phase.enum,parentSchema:schema173.properties.phase,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -19204,7 +19446,7 @@ errors++;
 if(data.podIP !== undefined){
 let data1 = data.podIP;
 if(typeof data1 !== "string"){
-const err2 = {instancePath:instancePath+"/podIP",schemaPath:"#/properties/podIP/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema172.properties.podIP.type,parentSchema:schema172.properties.podIP,data:data1};
+const err2 = {instancePath:instancePath+"/podIP",schemaPath:"#/properties/podIP/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema173.properties.podIP.type,parentSchema:schema173.properties.podIP,data:data1};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -19217,7 +19459,7 @@ errors++;
 if(data.hostIP !== undefined){
 let data2 = data.hostIP;
 if(typeof data2 !== "string"){
-const err3 = {instancePath:instancePath+"/hostIP",schemaPath:"#/properties/hostIP/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema172.properties.hostIP.type,parentSchema:schema172.properties.hostIP,data:data2};
+const err3 = {instancePath:instancePath+"/hostIP",schemaPath:"#/properties/hostIP/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema173.properties.hostIP.type,parentSchema:schema173.properties.hostIP,data:data2};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -19230,7 +19472,7 @@ errors++;
 if(data.domainIP !== undefined){
 let data3 = data.domainIP;
 if(typeof data3 !== "string"){
-const err4 = {instancePath:instancePath+"/domainIP",schemaPath:"#/properties/domainIP/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema172.properties.domainIP.type,parentSchema:schema172.properties.domainIP,data:data3};
+const err4 = {instancePath:instancePath+"/domainIP",schemaPath:"#/properties/domainIP/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema173.properties.domainIP.type,parentSchema:schema173.properties.domainIP,data:data3};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -19243,7 +19485,7 @@ errors++;
 if(data.restarts !== undefined){
 let data4 = data.restarts;
 if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
-const err5 = {instancePath:instancePath+"/restarts",schemaPath:"#/properties/restarts/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema172.properties.restarts.type,parentSchema:schema172.properties.restarts,data:data4};
+const err5 = {instancePath:instancePath+"/restarts",schemaPath:"#/properties/restarts/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema173.properties.restarts.type,parentSchema:schema173.properties.restarts,data:data4};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -19254,7 +19496,7 @@ errors++;
 }
 if((typeof data4 == "number") && (isFinite(data4))){
 if(data4 < 0 || isNaN(data4)){
-const err6 = {instancePath:instancePath+"/restarts",schemaPath:"#/properties/restarts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema172.properties.restarts,data:data4};
+const err6 = {instancePath:instancePath+"/restarts",schemaPath:"#/properties/restarts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema173.properties.restarts,data:data4};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -19266,15 +19508,15 @@ errors++;
 }
 }
 if(data.startTime !== undefined){
-if(!(validate485(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate485.errors : vErrors.concat(validate485.errors);
+if(!(validate487(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate487.errors : vErrors.concat(validate487.errors);
 errors = vErrors.length;
 }
 }
 if(data.reason !== undefined){
 let data6 = data.reason;
 if(typeof data6 !== "string"){
-const err7 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema172.properties.reason.type,parentSchema:schema172.properties.reason,data:data6};
+const err7 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema173.properties.reason.type,parentSchema:schema173.properties.reason,data:data6};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -19287,7 +19529,7 @@ errors++;
 if(data.message !== undefined){
 let data7 = data.message;
 if(typeof data7 !== "string"){
-const err8 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema172.properties.message.type,parentSchema:schema172.properties.message,data:data7};
+const err8 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema173.properties.message.type,parentSchema:schema173.properties.message,data:data7};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -19302,14 +19544,14 @@ let data8 = data.containerStatuses;
 if(Array.isArray(data8)){
 const len0 = data8.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate487(data8[i0], {instancePath:instancePath+"/containerStatuses/" + i0,parentData:data8,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate487.errors : vErrors.concat(validate487.errors);
+if(!(validate489(data8[i0], {instancePath:instancePath+"/containerStatuses/" + i0,parentData:data8,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate489.errors : vErrors.concat(validate489.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err9 = {instancePath:instancePath+"/containerStatuses",schemaPath:"#/properties/containerStatuses/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema172.properties.containerStatuses.type,parentSchema:schema172.properties.containerStatuses,data:data8};
+const err9 = {instancePath:instancePath+"/containerStatuses",schemaPath:"#/properties/containerStatuses/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema173.properties.containerStatuses.type,parentSchema:schema173.properties.containerStatuses,data:data8};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -19324,14 +19566,14 @@ let data10 = data.conditions;
 if(Array.isArray(data10)){
 const len1 = data10.length;
 for(let i1=0; i1<len1; i1++){
-if(!(validate491(data10[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data10,parentDataProperty:i1,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate491.errors : vErrors.concat(validate491.errors);
+if(!(validate493(data10[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data10,parentDataProperty:i1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate493.errors : vErrors.concat(validate493.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err10 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema172.properties.conditions.type,parentSchema:schema172.properties.conditions,data:data10};
+const err10 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema173.properties.conditions.type,parentSchema:schema173.properties.conditions,data:data10};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -19343,7 +19585,7 @@ errors++;
 }
 }
 else {
-const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema172.type,parentSchema:schema172,data};
+const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema173.type,parentSchema:schema173,data};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -19352,17 +19594,17 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate484.errors = vErrors;
+validate486.errors = vErrors;
 return errors === 0;
 }
-validate484.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate486.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate468(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate470(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/pod.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate468.evaluated;
+const evaluated0 = validate470.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -19371,7 +19613,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.apiVersion === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema166.required,parentSchema:schema166,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema167.required,parentSchema:schema167,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -19381,7 +19623,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.kind === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema166.required,parentSchema:schema166,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema167.required,parentSchema:schema167,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -19391,7 +19633,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.metadata === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema166.required,parentSchema:schema166,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema167.required,parentSchema:schema167,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -19401,7 +19643,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.spec === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema166.required,parentSchema:schema166,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema167.required,parentSchema:schema167,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -19412,7 +19654,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "metadata")) || (key0 === "spec")) || (key0 === "status"))){
-const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema166,data};
+const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema167,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -19425,7 +19667,7 @@ errors++;
 if(data.apiVersion !== undefined){
 let data0 = data.apiVersion;
 if("rlinf.io/v1alpha1" !== data0){
-const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema166.properties.apiVersion,data:data0};
+const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema167.properties.apiVersion,data:data0};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -19438,7 +19680,7 @@ errors++;
 if(data.kind !== undefined){
 let data1 = data.kind;
 if("Pod" !== data1){
-const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "Pod"},message:"must be equal to constant",schema:"Pod",parentSchema:schema166.properties.kind,data:data1};
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "Pod"},message:"must be equal to constant",schema:"Pod",parentSchema:schema167.properties.kind,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -19450,13 +19692,13 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate469(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate469.errors : vErrors.concat(validate469.errors);
+if(!(validate471(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate471.errors : vErrors.concat(validate471.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.name === undefined){
-const err7 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema166.properties.metadata.required,parentSchema:schema166.properties.metadata,data:data2};
+const err7 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema167.properties.metadata.required,parentSchema:schema167.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -19466,7 +19708,7 @@ vErrors.push(err7);
 errors++;
 }
 if(data2.namespace === undefined){
-const err8 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema166.properties.metadata.required,parentSchema:schema166.properties.metadata,data:data2};
+const err8 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema167.properties.metadata.required,parentSchema:schema167.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -19476,34 +19718,34 @@ vErrors.push(err8);
 errors++;
 }
 if(data2.name !== undefined){
-if(!(validate476(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate476.errors : vErrors.concat(validate476.errors);
+if(!(validate478(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate478.errors : vErrors.concat(validate478.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate478(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate478.errors : vErrors.concat(validate478.errors);
+if(!(validate480(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate480.errors : vErrors.concat(validate480.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate480(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate480.errors : vErrors.concat(validate480.errors);
+if(!(validate482(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate482.errors : vErrors.concat(validate482.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate484(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate484.errors : vErrors.concat(validate484.errors);
+if(!(validate486(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate486.errors : vErrors.concat(validate486.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema166.type,parentSchema:schema166,data};
+const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema167.type,parentSchema:schema167,data};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -19512,8 +19754,8 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate468.errors = vErrors;
+validate470.errors = vErrors;
 return errors === 0;
 }
-validate468.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate470.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 

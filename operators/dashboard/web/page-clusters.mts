@@ -1,5 +1,6 @@
 // Clusters and their nodes (seed 000 §4): requested vs allocatable per resource, disk with a
-// warning at ≥ 90 % or DiskPressure, admin annotations, cordons; control-plane nodes apart.
+// warning at ≥ 90 % or DiskPressure, admin annotations, cordons; control-plane nodes apart; the
+// StorageClasses each cluster's agent reports.
 import type { Cluster, Node, Pod } from "../../api/index.ts";
 import { type Html, html } from "./html.mts";
 import { formatAmount, formatBytes, parseQuantity } from "./quantity.mts";
@@ -104,6 +105,21 @@ function connectivity(cluster: Cluster): Html {
     ${!status.lastTestOk && status.lastTestMessage ? html`<br><span class="muted small">${status.lastTestMessage}</span>` : ""}</p>`;
 }
 
+/** The StorageClasses the agent reports (seed 000 §14): what a volumeClaimTemplate may name. */
+function storageClasses(cluster: Cluster): Html {
+  const classes = cluster.status?.storageClasses;
+  if (!classes) return html``;
+  return html`<details class="storage-classes"><summary>StorageClasses (${classes.length})</summary>
+    ${table(
+      ["StorageClass", "Provisioner", "Reclaim", "Binding", "Expands"],
+      classes.map(
+        (c) =>
+          html`<tr data-storage-class="${c.name}"><td><code>${c.name}</code>${c.default ? html` <span class="badge">default</span>` : ""}</td><td>${c.provisioner}</td><td>${c.reclaimPolicy ?? "-"}</td><td>${c.volumeBindingMode ?? "-"}</td><td>${c.allowVolumeExpansion ? "yes" : "no"}</td></tr>`,
+      ),
+      `StorageClasses of ${cluster.metadata.name}`,
+    )}</details>`;
+}
+
 export function clustersPage(state: State, query: URLSearchParams): Html {
   const categoryFilter = query.get("category") ?? "";
   const cityFilter = query.get("city") ?? "";
@@ -137,6 +153,7 @@ export function clustersPage(state: State, query: URLSearchParams): Html {
         ${cluster.status?.agentVersion ? ` · agent ${cluster.status.agentVersion}` : ""} · ${sourceLink(cluster, state.repoWeb)}</p>
       ${connectivity(cluster)}
       ${caps.length ? html`<p class="caps">${caps.map((c) => html`<span class="badge">${c.name}: ${phase(c.health ?? c.process)}</span>`)}</p>` : ""}
+      ${storageClasses(cluster)}
       <div class="nodes">${shown.length ? shown.map((n) => nodeCard(n, state)) : html`<p class="muted">no worker nodes${categoryFilter || cityFilter ? " match" : " reported"}</p>`}</div>
       ${
         control.length

@@ -254,6 +254,7 @@ class ClusterSession {
           status.capabilities = message.capabilities;
           status.nodeCount = message.nodes.length;
           if (message.kubernetesVersion) status.kubernetesVersion = message.kubernetesVersion;
+          if (message.storageClasses) status.storageClasses = message.storageClasses;
           if (message.lastTest) setLastTest(status, message.lastTest);
         });
       });

@@ -15,8 +15,6 @@ import {
   type TunnelServer,
 } from "../../lib/tunnel/index.ts";
 
-export const BROWSE_ROUTE = /^\/api\/v1\/clusters\/([^/]+)\/browse\/([^/]+)$/;
-
 export interface BrowseRouteOptions {
   store: Store;
   tunnel: Pick<TunnelServer, "request">;

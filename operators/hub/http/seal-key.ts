@@ -4,7 +4,7 @@
 // before a rotation. Re-sealing takes sealed values and answers sealed values: plain ones exist
 // only in this process's memory, for the moment between opening and sealing again.
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { type Principal, sendJson, sendStatus } from "../../lib/http/index.ts";
+import { sendJson, sendStatus } from "../../lib/http/index.ts";
 import { parseSealed, type SealKeyring, sealValue, unboundSecretContext } from "../../lib/seal/index.ts";
 
 export const SEAL_KEY_IDS_HEADER = "x-rlark-seal-key-ids";
@@ -23,19 +23,12 @@ export function serveSealKey(keys: Keys, res: ServerResponse): void {
   res.end(keys.currentPublicKeyPem());
 }
 
-/** POST, admins only: a new current key; values sealed to older keys keep opening. */
+/** POST, admins only (its route in api-server.ts says so): a new current key; older seals keep opening. */
 export async function serveSealKeyRotate(
   keys: Keys,
-  principal: Principal,
   req: IncomingMessage,
   res: ServerResponse,
 ): Promise<void> {
-  if (req.method !== "POST") {
-    res.setHeader("Allow", "POST");
-    return sendStatus(res, 405, "MethodNotAllowed", "rotate the sealing key with POST");
-  }
-  if (principal.role !== "admin")
-    return sendStatus(res, 403, "Forbidden", "rotating the sealing key is for admins");
   // The request carries no body; whatever a client sent is not read.
   req.resume();
   const kid = await keys.rotate();
@@ -49,17 +42,7 @@ export async function serveSealKeyRotate(
  * named no cluster (`secret/<namespace>/<name>/<key>`) is sealed for `context`, which names its
  * clusters: such a value opened at any cluster, so binding it narrows where it goes.
  */
-export async function serveReseal(
-  keys: Keys,
-  principal: Principal,
-  req: IncomingMessage,
-  res: ServerResponse,
-): Promise<void> {
-  if (req.method !== "POST") {
-    res.setHeader("Allow", "POST");
-    return sendStatus(res, 405, "MethodNotAllowed", "re-seal with POST");
-  }
-  if (principal.role !== "admin") return sendStatus(res, 403, "Forbidden", "re-sealing is for admins");
+export async function serveReseal(keys: Keys, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const body = await readBody(req, MAX_RESEAL_BODY);
   if (body === undefined)
     return sendStatus(res, 413, "RequestEntityTooLarge", `body larger than ${MAX_RESEAL_BODY} bytes`);

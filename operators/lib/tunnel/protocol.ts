@@ -46,9 +46,22 @@ export interface Report {
   capabilities: Capability[];
   /** The cluster's API server version (kubernetes runtime). */
   kubernetesVersion?: string;
+  /** The cluster's StorageClasses, sorted by name (kubernetes runtime). */
+  storageClasses?: StorageClassSummary[];
   /** The runtime's last try of its cluster's API (the Version API, for kubernetes). */
   lastTest?: ConnectivityTest;
 }
+/** One StorageClass as a report carries it (Cluster status.storageClasses has the same shape). */
+export interface StorageClassSummary {
+  name: string;
+  provisioner: string;
+  default?: boolean;
+  reclaimPolicy?: string;
+  volumeBindingMode?: string;
+  allowVolumeExpansion?: boolean;
+}
+/** A cluster has a handful; a report carrying more is refused rather than stored. */
+const MAX_STORAGE_CLASSES = 256;
 export interface ConnectivityTest {
   /** RFC 3339. */
   testedAt: string;
@@ -181,6 +194,29 @@ function parseConnectivityTest(v: unknown, where: string): ConnectivityTest {
   };
 }
 
+function parseStorageClasses(v: Obj, where: string): StorageClassSummary[] {
+  if (Array.isArray(v.storageClasses) && v.storageClasses.length > MAX_STORAGE_CLASSES)
+    throw new ProtocolError(`${where}: storageClasses must list at most ${MAX_STORAGE_CLASSES}`);
+  return list(v, "storageClasses", where, (item, at) => {
+    if (!isObj(item)) throw new ProtocolError(`${at}: must be an object`);
+    const flag = (key: "default" | "allowVolumeExpansion") => {
+      if (item[key] === undefined) return {};
+      if (typeof item[key] !== "boolean") throw new ProtocolError(`${at}: ${key} must be a boolean`);
+      return { [key]: item[key] };
+    };
+    const text = (key: "reclaimPolicy" | "volumeBindingMode") =>
+      item[key] === undefined ? {} : { [key]: str(item, key, at, 64) };
+    return {
+      name: str(item, "name", at, 253),
+      provisioner: str(item, "provisioner", at, 253),
+      ...flag("default"),
+      ...text("reclaimPolicy"),
+      ...text("volumeBindingMode"),
+      ...flag("allowVolumeExpansion"),
+    };
+  });
+}
+
 /** One capability entry, from the wire or a component's status file. */
 export function parseCapability(v: unknown, where: string): Capability {
   if (!isObj(v)) throw new ProtocolError(`${where}: must be an object`);
@@ -238,6 +274,7 @@ export function parseAgentMessage(v: unknown): AgentMessage {
         ...(v.lastTest === undefined
           ? {}
           : { lastTest: parseConnectivityTest(v.lastTest, `${where} lastTest`) }),
+        ...(v.storageClasses === undefined ? {} : { storageClasses: parseStorageClasses(v, where) }),
       };
     case "heartbeat": {
       const beat: Heartbeat = { type: "heartbeat" };

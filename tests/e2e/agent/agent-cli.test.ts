@@ -153,6 +153,7 @@ t.test("an agent that may not create its namespace refuses in one line and keeps
           verbs: ["list", "watch"],
         },
         { apiGroups: ["batch"], resources: ["jobs"], verbs: ["list", "watch"] },
+        { apiGroups: ["storage.k8s.io"], resources: ["storageclasses"], verbs: ["list", "watch"] },
         { apiGroups: [""], resources: ["namespaces", "secrets"], verbs: ["get"] },
       ],
     },

@@ -2,14 +2,14 @@
 // ServiceAccount token of its own, sealed to the hub's key and committed as a Cluster; the hub's
 // AgentlessClusters drive it with the kubernetes runtime in-process. A Job runs there without any
 // agent installed, its Task reaches Running on kwok, the Cluster's connectivity status is set, and
-// neither the kubeconfig nor its token appears in a response, a log line or git. Removing the
-// Cluster stops driving it.
+// neither the kubeconfig nor its token appears in a response, a log line or git; its StorageClasses
+// are served. Removing the Cluster stops driving it.
 
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { PassThrough } from "node:stream";
-import { CoreV1Api, RbacAuthorizationV1Api } from "@kubernetes/client-node";
+import { CoreV1Api, RbacAuthorizationV1Api, StorageV1Api } from "@kubernetes/client-node";
 import t, { type Test } from "tap";
 import { runAgentlessClusters } from "../../../operators/cli/agentless.ts";
 import { jsonLogger } from "../../../operators/lib/logger.ts";
@@ -181,6 +181,38 @@ t.test("a sealed kubeconfig lets the hub run a Job on a cluster without an agent
   );
   t.match(lab.kubernetesVersion, /^v1\./, "the Version API answered");
   t.equal(lab.nodeCount, (await core.listNode()).items.length);
+  // Its StorageClasses are served as a cluster's with an agent are (another test may add one meanwhile).
+  const storage = kc.makeApiClient(StorageV1Api);
+  const className = `rlark-test-${namespace}`;
+  await storage.createStorageClass({
+    body: {
+      metadata: { name: className, labels: { "rlark.io/test": "true" } },
+      provisioner: "example.com/nfs",
+    },
+  });
+  t.teardown(() => storage.deleteStorageClass({ name: className }).catch(() => undefined));
+  const classes = await waitFor(
+    "the cluster's StorageClasses served",
+    async () => {
+      const live = (await storage.listStorageClass()).items.map((c) => c.metadata?.name).sort();
+      const res = await fetch(`${hub.url}/api/v1/storage/storageclass?clusters=lab`, {
+        headers: { authorization: `Bearer ${hub.adminToken}` },
+      });
+      const served = ((await res.json()) as { items: { cluster: string; name: string }[] }).items;
+      return res.status === 200 && JSON.stringify(served.map((c) => c.name)) === JSON.stringify(live)
+        ? served
+        : undefined;
+    },
+    onKube,
+  );
+  t.ok(
+    classes.some((c) => c.name === className),
+    "one made there now included",
+  );
+  t.ok(
+    classes.every((c) => c.cluster === "lab"),
+    "each named with its cluster",
+  );
   const copied = await waitFor(
     "the copied Cluster's failed test",
     async () => {

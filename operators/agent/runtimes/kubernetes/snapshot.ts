@@ -19,6 +19,7 @@ import {
   requestedByNode,
   taskGeneration,
 } from "./observe.ts";
+import { storageClassSummaries } from "./storage-classes.ts";
 import type { ClusterWatches } from "./watches.ts";
 
 export interface SnapshotInput {
@@ -85,6 +86,7 @@ export function buildSnapshot(input: SnapshotInput): RuntimeSnapshot {
     workloads,
     volumes,
     ...(input.kubernetesVersion ? { kubernetesVersion: input.kubernetesVersion } : {}),
+    storageClasses: storageClassSummaries(watches.storageClasses.values()),
   };
 }
 

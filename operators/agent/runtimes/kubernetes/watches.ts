@@ -1,11 +1,13 @@
 // The runtime's caches of the cluster: Nodes and Pods (every one: a node's requested counts
-// whatever runs there), and, found by label, the workloads and the Tasks' volume claims.
+// whatever runs there), StorageClasses, and, found by label, the workloads and the Tasks' volume
+// claims.
 import type {
   KubeConfig,
   KubernetesObject,
   V1Node,
   V1PersistentVolumeClaim,
   V1Pod,
+  V1StorageClass,
 } from "@kubernetes/client-node";
 import type { Logger } from "../../../lib/logger.ts";
 import type { WorkloadKind } from "../types.ts";
@@ -23,6 +25,7 @@ export interface ClusterWatches {
   readonly nodes: WatchedCollection<V1Node>;
   readonly pods: WatchedCollection<V1Pod>;
   readonly volumes: WatchedCollection<V1PersistentVolumeClaim>;
+  readonly storageClasses: WatchedCollection<V1StorageClass>;
   readonly workloads: ReadonlyMap<WorkloadKind, WatchedCollection<AnyWorkload>>;
   /** Every collection, to start, wait for and stop together. */
   readonly all: readonly WatchedCollection<KubernetesObject>[];
@@ -73,6 +76,13 @@ export function watchCluster(options: WatchOptions): ClusterWatches {
     labelSelector: options.selector,
     onChange,
   });
+  const storageClasses = new WatchedCollection<V1StorageClass>({
+    ...common,
+    apiVersion: "storage.k8s.io/v1",
+    kind: "StorageClass",
+    path: "/apis/storage.k8s.io/v1/storageclasses",
+    onChange,
+  });
   const workloads = new Map<WorkloadKind, WatchedCollection<AnyWorkload>>();
   for (const w of WORKLOADS) {
     workloads.set(
@@ -87,5 +97,12 @@ export function watchCluster(options: WatchOptions): ClusterWatches {
       }),
     );
   }
-  return { nodes, pods, volumes, workloads, all: [nodes, pods, volumes, ...workloads.values()] };
+  return {
+    nodes,
+    pods,
+    volumes,
+    storageClasses,
+    workloads,
+    all: [nodes, pods, volumes, storageClasses, ...workloads.values()],
+  };
 }
