@@ -15,6 +15,7 @@
 // Test runs register as holders (`--holder`): the fleet stops when the last of them is done, so
 // test runs in one checkout can share it; a fleet started by hand is left to a plain `down`.
 import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import {
   closeSync,
   existsSync,
@@ -25,7 +26,6 @@ import {
   rmSync,
   writeFileSync,
 } from "node:fs";
-import { randomBytes } from "node:crypto";
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { createServer, type Server } from "node:net";
@@ -46,7 +46,7 @@ import {
 import { type CertKey, makeCa, makeLeaf, rsaKeyPair } from "./pki.ts";
 import {
   checkRealNodeHost,
-  cleanupKubeletChains,
+  cleanupHostShared,
   cleanupRealNode,
   KWOK_NODE_SELECTOR,
   type RealNodeRecord,
@@ -143,7 +143,7 @@ async function stopAll(state: State): Promise<void> {
   for (const record of records) {
     for (const problem of await cleanupRealNode(record)) console.error(`fleet: cleanup: ${problem}`);
   }
-  if (records.length > 0) cleanupKubeletChains();
+  if (records.length > 0) cleanupHostShared();
 }
 
 function tail(file: string, lines = 25): string {
@@ -433,7 +433,11 @@ async function startCluster(
   // real kubelets authenticate the API server (x509, the cluster's CA) and ask it whether to allow
   // (webhook): system:masters may exec, read logs and port-forward
   const kubeletClient = real
-    ? makeLeaf(ca, { commonName: "kube-apiserver-kubelet-client", organizations: ["system:masters"], client: true })
+    ? makeLeaf(ca, {
+        commonName: "kube-apiserver-kubelet-client",
+        organizations: ["system:masters"],
+        client: true,
+      })
     : undefined;
   const caFile = file("pki/ca.crt", ca.certPem);
   const servingCert = file("pki/apiserver.crt", serving.certPem);
@@ -565,7 +569,9 @@ async function startCluster(
       `--kubeconfig=${adminKubeconfig}`,
       ...stages,
       // beside real nodes kwok takes only its own (annotated) nodes and their pods
-      ...(real ? [`--manage-nodes-with-annotation-selector=${KWOK_NODE_SELECTOR}`] : ["--manage-all-nodes=true"]),
+      ...(real
+        ? [`--manage-nodes-with-annotation-selector=${KWOK_NODE_SELECTOR}`]
+        : ["--manage-all-nodes=true"]),
       "--node-ip=127.0.0.1",
       `--node-port=${plan.kwokPort}`,
       `--server-address=127.0.0.1:${plan.kwokPort}`,
@@ -783,7 +789,16 @@ async function up(
         number,
       ];
       const kubeletPorts = ports.slice(first + 4, first + 4 + realNodes);
-      return { index: i, name, dir: join(dir, name), apiPort, kcmPort, schedulerPort, kwokPort, kubeletPorts };
+      return {
+        index: i,
+        name,
+        dir: join(dir, name),
+        apiPort,
+        kcmPort,
+        schedulerPort,
+        kwokPort,
+        kubeletPorts,
+      };
     });
     let real: RealNodeContext | undefined;
     if (realNodes > 0) {

@@ -24,7 +24,8 @@ export function buildImageArchive(workDir: string): string {
   const rootfs = join(workDir, "rootfs");
   const layout = join(workDir, "layout");
   mkdirSync(join(rootfs, "bin"), { recursive: true });
-  for (const d of ["etc", "tmp", "proc", "sys", "dev", "root", "var/www"]) mkdirSync(join(rootfs, d), { recursive: true });
+  for (const d of ["etc", "tmp", "proc", "sys", "dev", "root", "var/www"])
+    mkdirSync(join(rootfs, d), { recursive: true });
   copyFileSync(BUSYBOX, join(rootfs, "bin/busybox"));
   const applets = execFileSync(BUSYBOX, ["--list"], { encoding: "utf8" }).split("\n").filter(Boolean);
   for (const applet of applets) if (applet !== "busybox") symlinkSync("busybox", join(rootfs, "bin", applet));
@@ -72,7 +73,11 @@ export function buildImageArchive(workDir: string): string {
       mediaType: "application/vnd.oci.image.manifest.v1+json",
       config: { mediaType: "application/vnd.oci.image.config.v1+json", ...config },
       layers: [
-        { mediaType: "application/vnd.oci.image.layer.v1.tar", digest: `sha256:${layerDigest}`, size: layer.length },
+        {
+          mediaType: "application/vnd.oci.image.layer.v1.tar",
+          digest: `sha256:${layerDigest}`,
+          size: layer.length,
+        },
       ],
     });
     return {

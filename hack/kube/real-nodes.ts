@@ -75,14 +75,22 @@ export interface ProcessStarter<P extends Proc> {
   waitFor(what: string, watch: P[], check: () => Promise<boolean>, timeoutMs?: number): Promise<void>;
 }
 
-export type Api = (path: string, opts?: { method?: string; body?: unknown }) => Promise<{ status: number; body: string }>;
+export type Api = (
+  path: string,
+  opts?: { method?: string; body?: unknown },
+) => Promise<{ status: number; body: string }>;
 
 /** A clear error when the host cannot run real nodes, naming what to install. */
 export function checkRealNodeHost(kubelet: string): void {
-  if (process.getuid?.() !== 0) throw new Error("--real-nodes needs root (cgroups, network namespaces, mounts)");
-  const missing = REAL_NODE_NEEDS.filter(([path]) => !existsSync(path)).map(([path, pkg]) => `${path} (${pkg})`);
-  if (missing.length > 0) throw new Error(`--real-nodes needs Debian packages: missing ${missing.join(", ")}`);
-  if (!existsSync(kubelet)) throw new Error(`kubelet is missing at ${kubelet}: run bash hack/kube/build --kubelet`);
+  if (process.getuid?.() !== 0)
+    throw new Error("--real-nodes needs root (cgroups, network namespaces, mounts)");
+  const missing = REAL_NODE_NEEDS.filter(([path]) => !existsSync(path)).map(
+    ([path, pkg]) => `${path} (${pkg})`,
+  );
+  if (missing.length > 0)
+    throw new Error(`--real-nodes needs Debian packages: missing ${missing.join(", ")}`);
+  if (!existsSync(kubelet))
+    throw new Error(`kubelet is missing at ${kubelet}: run bash hack/kube/build --kubelet`);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -100,8 +108,9 @@ function mounts(): Mount[] {
     .map((line) => {
       const fields = line.split(" ");
       const sep = fields.indexOf("-");
-      const unescape = (s: string): string => s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(Number.parseInt(o, 8)));
-      return { point: unescape(fields[4] ?? ""), fstype: fields[sep + 1] ?? "" };
+      const unoctal = (s: string): string =>
+        s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(Number.parseInt(o, 8)));
+      return { point: unoctal(fields[4] ?? ""), fstype: fields[sep + 1] ?? "" };
     });
 }
 
@@ -128,7 +137,8 @@ function cgroupPids(root: string): number[] {
   const pids = new Set<number>();
   const walk = (dir: string): void => {
     if (!existsSync(dir)) return;
-    for (const line of readFileSync(join(dir, "cgroup.procs"), "utf8").split("\n")) if (line) pids.add(Number(line));
+    for (const line of readFileSync(join(dir, "cgroup.procs"), "utf8").split("\n"))
+      if (line) pids.add(Number(line));
     for (const e of readdirSync(dir, { withFileTypes: true })) if (e.isDirectory()) walk(join(dir, e.name));
   };
   for (const mnt of cgroupMounts()) walk(join(mnt, root));
@@ -137,7 +147,8 @@ function cgroupPids(root: string): number[] {
 
 function removeCgroupTree(dir: string): void {
   if (!existsSync(dir)) return;
-  for (const e of readdirSync(dir, { withFileTypes: true })) if (e.isDirectory()) removeCgroupTree(join(dir, e.name));
+  for (const e of readdirSync(dir, { withFileTypes: true }))
+    if (e.isDirectory()) removeCgroupTree(join(dir, e.name));
   rmdirSync(dir);
 }
 
@@ -212,7 +223,11 @@ export async function cleanupRealNode(record: RealNodeRecord): Promise<string[]>
   if (existsSync(tasks)) {
     for (const id of readdirSync(tasks)) {
       try {
-        shimSockets.push(readFileSync(join(tasks, id, "address"), "utf8").trim().replace(/^unix:\/\//, ""));
+        shimSockets.push(
+          readFileSync(join(tasks, id, "address"), "utf8")
+            .trim()
+            .replace(/^unix:\/\//, ""),
+        );
       } catch {}
     }
   }
@@ -270,22 +285,49 @@ export async function cleanupRealNode(record: RealNodeRecord): Promise<string[]>
   return problems;
 }
 
+/** Removes `dir` if it is empty (it may be another program's: then it is left). */
+function rmdirIfEmpty(dir: string): void {
+  try {
+    rmdirSync(dir);
+  } catch {}
+}
+
 /**
- * kubelet keeps two iptables chains of its own (KUBE-KUBELET-CANARY, to notice a flush, and
- * KUBE-IPTABLES-HINT), host-wide: they go when the last kubelet on the host has stopped.
+ * What kubelets and shims share host-wide, removed when the last kubelet has stopped: kubelet's
+ * iptables chains KUBE-KUBELET-CANARY (to notice a flush), KUBE-IPTABLES-HINT and KUBE-FIREWALL
+ * (jumped to from INPUT and OUTPUT: it drops packets to 127.0.0.0/8 from other sources); the
+ * device manager's socket, whose path is fixed (/var/lib/kubelet/device-plugins/kubelet.sock,
+ * whatever --root-dir says); and the then empty folders kubelet and the shims made.
  */
-export function cleanupKubeletChains(): void {
+export function cleanupHostShared(): void {
   if (processes().some((p) => /(^|\/)kubelet$/.test(p.args[0] ?? ""))) return;
+  try {
+    unlinkSync("/var/lib/kubelet/device-plugins/kubelet.sock");
+  } catch {}
+  for (const dir of [
+    "/var/lib/kubelet/device-plugins",
+    "/var/lib/kubelet",
+    "/var/log/containers",
+    "/run/containerd/s",
+  ]) {
+    rmdirIfEmpty(dir);
+  }
+  const run = (tool: string, args: string[]): boolean =>
+    spawnSync(tool, ["-w", ...args], { stdio: "ignore" }).status === 0;
   for (const tool of ["iptables", "ip6tables"]) {
+    for (const builtin of ["INPUT", "OUTPUT"]) {
+      for (let i = 0; i < 10 && run(tool, ["-t", "filter", "-D", builtin, "-j", "KUBE-FIREWALL"]); i++);
+    }
     for (const [table, chain] of [
       ["mangle", "KUBE-KUBELET-CANARY"],
       ["nat", "KUBE-KUBELET-CANARY"],
       ["filter", "KUBE-KUBELET-CANARY"],
+      ["filter", "KUBE-FIREWALL"],
       ["mangle", "KUBE-IPTABLES-HINT"],
     ] as const) {
-      if (spawnSync(tool, ["-w", "-t", table, "-n", "-L", chain], { stdio: "ignore" }).status !== 0) continue;
-      spawnSync(tool, ["-w", "-t", table, "-F", chain], { stdio: "ignore" });
-      spawnSync(tool, ["-w", "-t", table, "-X", chain], { stdio: "ignore" });
+      if (!run(tool, ["-t", table, "-n", "-L", chain])) continue;
+      run(tool, ["-t", table, "-F", chain]);
+      run(tool, ["-t", table, "-X", chain]);
     }
   }
 }
@@ -299,7 +341,12 @@ function kubeconfig(cluster: string, server: string, caPem: string, user: string
     apiVersion: "v1",
     kind: "Config",
     clusters: [{ name: cluster, cluster: { server, "certificate-authority-data": b64(caPem) } }],
-    users: [{ name: user, user: { "client-certificate-data": b64(client.certPem), "client-key-data": b64(client.keyPem) } }],
+    users: [
+      {
+        name: user,
+        user: { "client-certificate-data": b64(client.certPem), "client-key-data": b64(client.keyPem) },
+      },
+    ],
     contexts: [{ name: cluster, context: { cluster, user } }],
     "current-context": cluster,
   });
@@ -401,7 +448,10 @@ export async function startRealNode<P extends Proc>(
   const tag = `${plan.cluster}-${name}`;
   writeFileSync(join(dir, "containerd.toml"), containerdConfig(dir, socket));
   writeFileSync(join(dir, "cni/net.d/10-bridge.conflist"), JSON.stringify(cniConfig(record, dir), null, 2));
-  const containerd = fleet.start(`${tag}-containerd`, 3, "/usr/bin/containerd", ["--config", join(dir, "containerd.toml")]);
+  const containerd = fleet.start(`${tag}-containerd`, 3, "/usr/bin/containerd", [
+    "--config",
+    join(dir, "containerd.toml"),
+  ]);
   await fleet.waitFor(`${tag}: containerd answers`, [containerd], () => ctrReady(socket), 60_000);
   execFileSync(
     "ctr",
@@ -411,15 +461,25 @@ export async function startRealNode<P extends Proc>(
 
   // the kubelet's client certificate (Node authorizer: system:node:<name> in system:nodes) and
   // its serving certificate, which the API server reaches at 127.0.0.1:<kubeletPort>
-  const client = makeLeaf(plan.ca, { commonName: `system:node:${name}`, organizations: ["system:nodes"], client: true });
-  const serving = makeLeaf(plan.ca, { commonName: name, server: { dnsNames: [name, "localhost"], ips: ["127.0.0.1"] } });
+  const client = makeLeaf(plan.ca, {
+    commonName: `system:node:${name}`,
+    organizations: ["system:nodes"],
+    client: true,
+  });
+  const serving = makeLeaf(plan.ca, {
+    commonName: name,
+    server: { dnsNames: [name, "localhost"], ips: ["127.0.0.1"] },
+  });
   const file = (rel: string, content: string): string => {
     const path = join(dir, rel);
     writeFileSync(path, content, { mode: 0o600 });
     return path;
   };
   const caFile = file("pki/ca.crt", plan.ca.certPem);
-  const kubeconfigFile = file("kubelet.kubeconfig", kubeconfig(plan.cluster, plan.server, plan.ca.certPem, name, client));
+  const kubeconfigFile = file(
+    "kubelet.kubeconfig",
+    kubeconfig(plan.cluster, plan.server, plan.ca.certPem, name, client),
+  );
 
   // The Node is made here, with its addresses: kubelet refuses a loopback --node-ip, and with
   // --cloud-provider=external it keeps the addresses a Node already has. ExternalIP 127.0.0.1 is
@@ -461,7 +521,11 @@ export async function startRealNode<P extends Proc>(
       healthzPort: 0,
       tlsCertFile: file("pki/kubelet.crt", serving.certPem),
       tlsPrivateKeyFile: file("pki/kubelet.key", serving.keyPem),
-      authentication: { anonymous: { enabled: false }, webhook: { enabled: true }, x509: { clientCAFile: caFile } },
+      authentication: {
+        anonymous: { enabled: false },
+        webhook: { enabled: true },
+        x509: { clientCAFile: caFile },
+      },
       authorization: { mode: "Webhook" },
       containerRuntimeEndpoint: endpoint,
       imageServiceEndpoint: endpoint,
@@ -473,7 +537,12 @@ export async function startRealNode<P extends Proc>(
       volumePluginDir: join(dir, "volume-plugins"),
       resolvConf: "/etc/resolv.conf",
       // the host's disk and memory are shared with everything else: never evict or GC images
-      evictionHard: { "memory.available": "1Mi", "nodefs.available": "0%", "imagefs.available": "0%", "nodefs.inodesFree": "0%" },
+      evictionHard: {
+        "memory.available": "1Mi",
+        "nodefs.available": "0%",
+        "imagefs.available": "0%",
+        "nodefs.inodesFree": "0%",
+      },
       imageGCHighThresholdPercent: 100,
       imageGCLowThresholdPercent: 99,
       serializeImagePulls: false,
