@@ -1,0 +1,107 @@
+// The bastion into a real pod on a real node (issue 24, item 5, first part): real OpenSSH through
+// a hub on git and a kubernetes-runtime agent on the shared real-node fleet, into a pod that runs
+// under a real kubelet and containerd; the agent reaches it through pods/exec. A shell with a pty
+// answers from the pod's own hostname and its exit status is ssh's; an allowlisted exec returns
+// the container's stdout, and a failing one the command's own exit status.
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { CoreV1Api } from "@kubernetes/client-node";
+import t from "tap";
+import { REAL_NODE_IMAGES } from "../../../hack/kube/images.ts";
+import { REAL_NODE_LABEL } from "../../../hack/kube/real-nodes.ts";
+import { keygen, openSshArgs, policyYaml, run, userYaml } from "../../access/bastion-fixture.ts";
+import { realNodeFleetClusters, testNamespace } from "../../helpers/fleet.ts";
+import { startFleetKubeAgent } from "../../helpers/fleet-agent-identity.ts";
+import { startHubOnGit } from "../../helpers/hub-on-git.ts";
+import { jobYaml } from "../../helpers/job-yaml.ts";
+import { onKube, waitFor } from "../../helpers/wait-for.ts";
+
+const [cluster] = realNodeFleetClusters();
+const kc = cluster!.kubeConfig;
+
+/** A task whose one pod runs busybox on the real node (the image is imported there, never pulled). */
+const realPodTask = (namespace: string) => `    - name: shell
+      role: Actor
+      agentType: Kubernetes
+      kubernetes:
+        workload:
+          kind: Deployment
+          replicas: 1
+          template:
+            namespace: ${namespace}
+            spec:
+              nodeSelector: { ${REAL_NODE_LABEL}: "true" }
+              containers:
+                - name: main
+                  image: ${REAL_NODE_IMAGES.busybox}
+                  imagePullPolicy: Never
+                  command: [sleep, "2147483647"]
+`;
+
+t.test("ssh shell and exec reach a real pod on a real node through hub and agent", async (t) => {
+  const namespace = await testNamespace(t, kc, "real-bastion");
+  const dir = mkdtempSync(path.join(tmpdir(), "rlark-real-bastion-"));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const alice = keygen(dir, "alice");
+  const { hub } = await startHubOnGit(t, {
+    files: {
+      "cluster.yaml":
+        "apiVersion: rlinf.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: gpu\nspec:\n  runtime: kubernetes\n",
+      "users.yaml": userYaml("alice", ["user"], [alice.line]),
+      "policies.yaml": policyYaml(
+        "alice-gpu",
+        '  subjects:\n    users: [alice]\n  targets:\n    clusters: [gpu]\n  verbs: [shell, exec]\n  commands: ["cat /etc/hostname", "ls *"]\n',
+      ),
+      "job.yaml": jobYaml("real", [realPodTask(namespace)]),
+    },
+  });
+  await waitFor("the cluster from git", async () => hub.store.get("Cluster", undefined, "gpu"), onKube);
+  const { pod } = await startFleetKubeAgent(t, hub, kc, namespace, "gpu");
+
+  // the pod Kubernetes runs: on the real node, so its hostname is its own name
+  const core = kc.makeApiClient(CoreV1Api);
+  const real = await waitFor(
+    "the task's pod Running on the real node",
+    async () =>
+      (await core.listNamespacedPod({ namespace })).items.find(
+        (p) => p.spec?.nodeName === "real-0" && p.status?.phase === "Running",
+      ),
+    onKube,
+  );
+  const hostname = real.metadata?.name ?? "";
+  t.ok(hostname, "a pod on real-0");
+
+  const knownHosts = path.join(dir, "known_hosts");
+  writeFileSync(knownHosts, `${hub.knownHosts}\n`);
+  const sshArgs = openSshArgs(knownHosts, alice.file, hub.sshAddress.split(":")[1] as string);
+
+  await t.test("a shell with a pty runs in the real pod; its exit status is ssh's", async (t) => {
+    const ssh = spawn("ssh", [...sshArgs, "-tt", `alice+${pod}@127.0.0.1`], {
+      env: { ...process.env, TERM: "xterm-256color" },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    t.teardown(() => ssh.kill());
+    let output = "";
+    const add = (d: Buffer) => {
+      if (output.length < 1_000_000) output += d.toString();
+    };
+    ssh.stdout?.on("data", add);
+    ssh.stderr?.on("data", add);
+    const exited = new Promise<number | null>((resolve) => ssh.once("close", resolve));
+    ssh.stdin?.write('echo "$((6*7)):$(hostname):$TERM"\n');
+    await waitFor("the shell's answer", () => output.includes(`42:${hostname}:xterm-256color`), onKube);
+    ssh.stdin?.write("exit 3\n");
+    t.equal(await exited, 3, output);
+  });
+
+  await t.test("exec runs an allowlisted command in the real pod; output and status come back", async (t) => {
+    const ok = await run("ssh", [...sshArgs, `alice+${pod}@127.0.0.1`, "cat /etc/hostname"]);
+    t.equal(ok.code, 0, ok.stderr);
+    t.equal(ok.stdout, `${hostname}\n`, "the real pod's own /etc/hostname");
+    const failing = await run("ssh", [...sshArgs, `alice+${pod}@127.0.0.1`, "ls /no-such-file"]);
+    t.equal(failing.code, 1, "busybox ls's own exit status");
+    t.match(failing.stderr, /no-such-file/);
+  });
+});
