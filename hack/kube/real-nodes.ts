@@ -309,6 +309,7 @@ export function cleanupHostShared(): void {
     "/var/lib/kubelet",
     "/var/log/containers",
     "/run/containerd/s",
+    "/run/containerd",
   ]) {
     rmdirIfEmpty(dir);
   }
@@ -389,6 +390,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
       runtime_type = "io.containerd.runc.v2"
       [${cri}.containerd.runtimes.runc.options]
         SystemdCgroup = false
+        # runc's state (else /run/containerd/runc, shared by every containerd on the host)
+        Root = ${q(join(dir, "runc"))}
   [${cri}.cni]
     bin_dir = ${q(CNI_BIN)}
     conf_dir = ${q(join(dir, "cni/net.d"))}
