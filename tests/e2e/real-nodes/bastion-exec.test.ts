@@ -2,7 +2,9 @@
 // a hub on git and a kubernetes-runtime agent on the shared real-node fleet, into a pod that runs
 // under a real kubelet and containerd; the agent reaches it through pods/exec. A shell with a pty
 // answers from the pod's own hostname and its exit status is ssh's; an allowlisted exec returns
-// the container's stdout, and a failing one the command's own exit status.
+// the container's stdout, and a failing one the command's own exit status; the hub's log API
+// reads the container's CRI log (tail, timestamps), and after the container restarted, the
+// previous run's log.
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -21,7 +23,11 @@ import { onKube, waitFor } from "../../helpers/wait-for.ts";
 const [cluster] = realNodeFleetClusters();
 const kc = cluster!.kubeConfig;
 
-/** A task whose one pod runs busybox on the real node (the image is imported there, never pulled). */
+/**
+ * A task whose one pod runs busybox on the real node (the image is imported there, never pulled).
+ * Each run of its container counts itself in an emptyDir, logs two lines and sleeps; SIGTERM to
+ * its PID 1 (`kill 1`) ends the run, and kubelet starts the next.
+ */
 const realPodTask = (namespace: string) => `    - name: shell
       role: Actor
       agentType: Kubernetes
@@ -37,7 +43,16 @@ const realPodTask = (namespace: string) => `    - name: shell
                 - name: main
                   image: ${REAL_NODE_IMAGES.busybox}
                   imagePullPolicy: Never
-                  command: [sleep, "2147483647"]
+                  command:
+                    - sh
+                    - -c
+                    - >-
+                      trap 'exit 1' TERM;
+                      n=$(( $(cat /data/n 2>/dev/null || echo 0) + 1 )); echo $n > /data/n;
+                      echo run-$n line-one; echo run-$n line-two;
+                      sleep 2147483647 & wait
+                  volumeMounts: [{ name: data, mountPath: /data }]
+              volumes: [{ name: data, emptyDir: {} }]
 `;
 
 t.test("ssh shell and exec reach a real pod on a real node through hub and agent", async (t) => {
@@ -52,7 +67,7 @@ t.test("ssh shell and exec reach a real pod on a real node through hub and agent
       "users.yaml": userYaml("alice", ["user"], [alice.line]),
       "policies.yaml": policyYaml(
         "alice-gpu",
-        '  subjects:\n    users: [alice]\n  targets:\n    clusters: [gpu]\n  verbs: [shell, exec]\n  commands: ["cat /etc/hostname", "ls *"]\n',
+        '  subjects:\n    users: [alice]\n  targets:\n    clusters: [gpu]\n  verbs: [shell, exec]\n  commands: ["cat /etc/hostname", "ls *", "kill 1"]\n',
       ),
       "job.yaml": jobYaml("real", [realPodTask(namespace)]),
     },
@@ -103,5 +118,56 @@ t.test("ssh shell and exec reach a real pod on a real node through hub and agent
     const failing = await run("ssh", [...sshArgs, `alice+${pod}@127.0.0.1`, "ls /no-such-file"]);
     t.equal(failing.code, 1, "busybox ls's own exit status");
     t.match(failing.stderr, /no-such-file/);
+  });
+
+  await t.test("the log API reads the real container's log, and the run before a restart", async (t) => {
+    const log = async (query: string) => {
+      const response = await fetch(
+        `${hub.url}/api/v1/rlinf.io/v1alpha1/pods/${pod}/log?namespace=agent-gpu&${query}`,
+        { headers: { authorization: `Bearer ${hub.adminToken}` } },
+      );
+      return { status: response.status, text: await response.text() };
+    };
+    t.same(
+      await waitFor(
+        "the first run's log",
+        async () => {
+          const now = await log("tailLines=5");
+          return now.text.includes("line-two") ? now : undefined;
+        },
+        onKube,
+      ),
+      { status: 200, text: "run-1 line-one\nrun-1 line-two\n" },
+    );
+    t.same(await log("tailLines=1"), { status: 200, text: "run-1 line-two\n" });
+    t.match((await log("tailLines=1&timestamps=true")).text, /^\d{4}-\d\d-\d\dT[\d:.]+Z run-1 line-two\n$/);
+    const kill = await run("ssh", [...sshArgs, `alice+${pod}@127.0.0.1`, "kill 1"]);
+    t.equal(kill.code, 0, kill.stderr);
+    await waitFor(
+      "the container's second run",
+      async () => {
+        const p = await core.readNamespacedPod({ namespace, name: hostname });
+        const c = p.status?.containerStatuses?.[0];
+        return c?.restartCount === 1 && c.state?.running !== undefined;
+      },
+      onKube,
+    );
+    t.same(
+      await waitFor(
+        "the second run's log",
+        async () => {
+          const now = await log("tailLines=5");
+          return now.text.includes("run-2 line-two") ? now : undefined;
+        },
+        onKube,
+      ),
+      { status: 200, text: "run-2 line-one\nrun-2 line-two\n" },
+      "the current run",
+    );
+    t.same(
+      await log("previous=true"),
+      { status: 200, text: "run-1 line-one\nrun-1 line-two\n" },
+      "previous: the run before the restart",
+    );
   });
 });
