@@ -1,21 +1,37 @@
 // The images a real node needs, built here because no registry is reachable: one rootfs of
-// Debian's static busybox (/bin/busybox from busybox-static, every applet a symlink to it) as
-// two OCI images, the pod sandbox ("pause") and a busybox for test pods. Written as one OCI image
+// Debian's static busybox (/bin/busybox from busybox-static, every applet a symlink to it) and
+// OpenSSH's sftp-server with its shared libraries (for SFTP into pods through pods/exec), as two
+// OCI images, the pod sandbox ("pause") and a busybox for test pods. Written as one OCI image
 // layout archive that `ctr images import` reads (each manifest named by io.containerd.image.name).
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { copyFileSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 
 /** Image names on every real node (pods use them with imagePullPolicy Never). */
 export const REAL_NODE_IMAGES = {
   /** containerd's CRI sandbox_image: sleeps until killed (containerd stops sandboxes by SIGKILL). */
   pause: "rlark.local/pause:busybox",
-  /** busybox with every applet on PATH (sh, httpd, nc, tar, ...); its default command is sh. */
+  /**
+   * busybox with every applet on PATH (sh, httpd, nc, tar, ...) and /usr/lib/openssh/sftp-server;
+   * its default command is sh.
+   */
   busybox: "rlark.local/busybox:1",
 } as const;
 
 export const BUSYBOX = "/bin/busybox";
+export const SFTP_SERVER = "/usr/lib/openssh/sftp-server";
+
+/** Copies a dynamically linked program and the libraries ldd names to the same paths in `rootfs`. */
+function copyWithLibraries(program: string, rootfs: string): void {
+  const libraries = [...execFileSync("ldd", [program], { encoding: "utf8" }).matchAll(/(\/\S+) \(0x/g)].map(
+    (m) => m[1] as string,
+  );
+  for (const file of [program, ...libraries]) {
+    mkdirSync(dirname(join(rootfs, file)), { recursive: true });
+    copyFileSync(file, join(rootfs, file)); // follows symlinks: the image gets the files themselves
+  }
+}
 
 const sha256 = (data: Buffer | string): string => createHash("sha256").update(data).digest("hex");
 
@@ -29,6 +45,7 @@ export function buildImageArchive(workDir: string): string {
   copyFileSync(BUSYBOX, join(rootfs, "bin/busybox"));
   const applets = execFileSync(BUSYBOX, ["--list"], { encoding: "utf8" }).split("\n").filter(Boolean);
   for (const applet of applets) if (applet !== "busybox") symlinkSync("busybox", join(rootfs, "bin", applet));
+  copyWithLibraries(SFTP_SERVER, rootfs);
   writeFileSync(join(rootfs, "etc/passwd"), "root:x:0:0:root:/root:/bin/sh\n");
   writeFileSync(join(rootfs, "etc/group"), "root:x:0:\n");
 

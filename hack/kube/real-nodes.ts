@@ -36,6 +36,7 @@ export const REAL_NODE_NEEDS: [string, string][] = [
   [`${CNI_BIN}/host-local`, "containernetworking-plugins"],
   [`${CNI_BIN}/loopback`, "containernetworking-plugins"],
   ["/bin/busybox", "busybox-static"],
+  ["/usr/lib/openssh/sftp-server", "openssh-sftp-server"],
 ];
 
 /** Everything one real node puts on the host, saved in state.json before it is made. */

@@ -2,11 +2,13 @@
 // a hub on git and a kubernetes-runtime agent on the shared real-node fleet, into a pod that runs
 // under a real kubelet and containerd; the agent reaches it through pods/exec. A shell with a pty
 // answers from the pod's own hostname and its exit status is ssh's; an allowlisted exec returns
-// the container's stdout, and a failing one the command's own exit status; the hub's log API
+// the container's stdout, and a failing one the command's own exit status; OpenSSH sftp and scp
+// copy to and from the container's working directory (the image's sftp-server); the hub's log API
 // reads the container's CRI log (tail, timestamps), and after the container restarted, the
 // previous run's log.
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createHash, randomBytes } from "node:crypto";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { CoreV1Api } from "@kubernetes/client-node";
@@ -21,6 +23,7 @@ import { jobYaml } from "../../helpers/job-yaml.ts";
 import { onKube, waitFor } from "../../helpers/wait-for.ts";
 
 const [cluster] = realNodeFleetClusters();
+const sha256 = (data: Buffer) => createHash("sha256").update(data).digest("hex");
 const kc = cluster!.kubeConfig;
 
 /**
@@ -51,6 +54,7 @@ const realPodTask = (namespace: string) => `    - name: shell
                       n=$(( $(cat /data/n 2>/dev/null || echo 0) + 1 )); echo $n > /data/n;
                       echo run-$n line-one; echo run-$n line-two;
                       sleep 2147483647 & wait
+                  workingDir: /root
                   volumeMounts: [{ name: data, mountPath: /data }]
               volumes: [{ name: data, emptyDir: {} }]
 `;
@@ -67,7 +71,7 @@ t.test("ssh shell and exec reach a real pod on a real node through hub and agent
       "users.yaml": userYaml("alice", ["user"], [alice.line]),
       "policies.yaml": policyYaml(
         "alice-gpu",
-        '  subjects:\n    users: [alice]\n  targets:\n    clusters: [gpu]\n  verbs: [shell, exec]\n  commands: ["cat /etc/hostname", "ls *", "kill 1"]\n',
+        '  subjects:\n    users: [alice]\n  targets:\n    clusters: [gpu]\n  verbs: [shell, exec, files]\n  commands: ["cat /etc/hostname", "ls *", "kill 1"]\n',
       ),
       "job.yaml": jobYaml("real", [realPodTask(namespace)]),
     },
@@ -118,6 +122,36 @@ t.test("ssh shell and exec reach a real pod on a real node through hub and agent
     const failing = await run("ssh", [...sshArgs, `alice+${pod}@127.0.0.1`, "ls /no-such-file"]);
     t.equal(failing.code, 1, "busybox ls's own exit status");
     t.match(failing.stderr, /no-such-file/);
+  });
+
+  await t.test("sftp and scp copy to and from the real container's working directory", async (t) => {
+    const local = path.join(dir, "local");
+    mkdirSync(local);
+    const payload = randomBytes(1024 * 1024);
+    writeFileSync(path.join(local, "up.bin"), payload);
+    const scpArgs = sshArgs.map((a) => (a === "-p" ? "-P" : a));
+    const batch = path.join(dir, "batch");
+    writeFileSync(batch, "put up.bin\nget up.bin back.bin\n");
+    const sftp = await run("sftp", [...scpArgs, "-b", batch, `alice+${pod}@127.0.0.1`], "", { cwd: local });
+    t.equal(sftp.code, 0, sftp.stderr);
+    t.equal(sha256(readFileSync(path.join(local, "back.bin"))), sha256(payload), "sftp: back intact");
+    const listed = await run("ssh", [...sshArgs, `alice+${pod}@127.0.0.1`, "ls -l /root/up.bin"]);
+    t.match(listed.stdout, new RegExp(`\\s${payload.length}\\s.*up\\.bin`), "the file is in the container");
+    const scpUp = await run("scp", [
+      ...scpArgs,
+      "-s",
+      path.join(local, "up.bin"),
+      `alice+${pod}@127.0.0.1:scp.bin`,
+    ]);
+    t.equal(scpUp.code, 0, scpUp.stderr);
+    const scpDown = await run("scp", [
+      ...scpArgs,
+      "-s",
+      `alice+${pod}@127.0.0.1:scp.bin`,
+      path.join(local, "scp-back.bin"),
+    ]);
+    t.equal(scpDown.code, 0, scpDown.stderr);
+    t.equal(sha256(readFileSync(path.join(local, "scp-back.bin"))), sha256(payload), "scp: both ways intact");
   });
 
   await t.test("the log API reads the real container's log, and the run before a restart", async (t) => {
