@@ -87,6 +87,8 @@ function processesWith(text: string, netns?: string): number[] {
   return pids;
 }
 
+const ifindex = (link: string): string => readFileSync(`/sys/class/net/${link}/ifindex`, "utf8").trim();
+
 const cgroupDirs = (root: string): string[] =>
   readdirSync("/sys/fs/cgroup")
     .map((h) => join("/sys/fs/cgroup", h, root))
@@ -299,6 +301,7 @@ t.test("a pod on a real node runs for real, and down leaves nothing behind", asy
     .filter(Boolean)
     .map((l) => (l.split(": ")[1] ?? "").split("@")[0] ?? "");
   t.ok(veths.length > 0, "the pod's veth is on the node's bridge");
+  const bridgeIndex = ifindex(record.bridge);
   t.ok(mountsUnder(record.dir).length > 0, "the real node has mounts (volumes, rootfs, netns)");
   t.ok(cgroupDirs(record.cgroupRoot).length > 0, "the node's cgroup root exists");
 
@@ -308,7 +311,11 @@ t.test("a pod on a real node runs for real, and down leaves nothing behind", asy
   t.same(mountsUnder(fleetDir), [], "no mount under the fleet's folder is left");
   t.notOk(existsSync(fleetDir), "the fleet's folder is gone");
   t.same(cgroupDirs(record.cgroupRoot), [], "the node's cgroups are gone in every hierarchy");
-  t.notOk(spawnSync("ip", ["link", "show", record.bridge]).status === 0, "the bridge is gone");
+  // by index: another fleet starting beside this test may take the freed name at once
+  t.notOk(
+    existsSync(`/sys/class/net/${record.bridge}`) && ifindex(record.bridge) === bridgeIndex,
+    "the bridge is gone",
+  );
   for (const veth of veths)
     t.notOk(spawnSync("ip", ["link", "show", veth]).status === 0, `veth ${veth} is gone`);
   t.same(iptablesRules(false), rulesBefore, "the iptables rules and chains are as they were");
