@@ -3,12 +3,14 @@
 // under a real kubelet and containerd; the agent reaches it through pods/exec. A shell with a pty
 // answers from the pod's own hostname and its exit status is ssh's; an allowlisted exec returns
 // the container's stdout, and a failing one the command's own exit status; OpenSSH sftp and scp
-// copy to and from the container's working directory (the image's sftp-server); the hub's log API
+// copy to and from the container's working directory (the image's sftp-server), and ssh -L reaches
+// the container's port 8080; the hub's log API
 // reads the container's CRI log (tail, timestamps), and after the container restarted, the
 // previous run's log.
 import { spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { CoreV1Api } from "@kubernetes/client-node";
@@ -28,7 +30,8 @@ const kc = cluster!.kubeConfig;
 
 /**
  * A task whose one pod runs busybox on the real node (the image is imported there, never pulled).
- * Each run of its container counts itself in an emptyDir, logs two lines and sleeps; SIGTERM to
+ * Each run of its container counts itself in an emptyDir, logs two lines, serves its working
+ * directory over HTTP on port 8080 (busybox httpd, in the background) and sleeps; SIGTERM to
  * its PID 1 (`kill 1`) ends the run, and kubelet starts the next.
  */
 const realPodTask = (namespace: string) => `    - name: shell
@@ -53,6 +56,7 @@ const realPodTask = (namespace: string) => `    - name: shell
                       trap 'exit 1' TERM;
                       n=$(( $(cat /data/n 2>/dev/null || echo 0) + 1 )); echo $n > /data/n;
                       echo run-$n line-one; echo run-$n line-two;
+                      httpd -p 8080 -h /root;
                       sleep 2147483647 & wait
                   workingDir: /root
                   volumeMounts: [{ name: data, mountPath: /data }]
@@ -71,7 +75,7 @@ t.test("ssh shell and exec reach a real pod on a real node through hub and agent
       "users.yaml": userYaml("alice", ["user"], [alice.line]),
       "policies.yaml": policyYaml(
         "alice-gpu",
-        '  subjects:\n    users: [alice]\n  targets:\n    clusters: [gpu]\n  verbs: [shell, exec, files]\n  commands: ["cat /etc/hostname", "ls *", "kill 1"]\n',
+        '  subjects:\n    users: [alice]\n  targets:\n    clusters: [gpu]\n  verbs: [shell, exec, files, forward]\n  commands: ["cat /etc/hostname", "ls *", "kill 1"]\n',
       ),
       "job.yaml": jobYaml("real", [realPodTask(namespace)]),
     },
@@ -152,6 +156,37 @@ t.test("ssh shell and exec reach a real pod on a real node through hub and agent
     ]);
     t.equal(scpDown.code, 0, scpDown.stderr);
     t.equal(sha256(readFileSync(path.join(local, "scp-back.bin"))), sha256(payload), "scp: both ways intact");
+  });
+
+  await t.test("ssh -L reaches the real container's port: the file sftp put there comes back", async (t) => {
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+    const localPort = (probe.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => probe.close(() => resolve()));
+    const forward = spawn(
+      "ssh",
+      [
+        ...sshArgs,
+        "-N",
+        "-o",
+        "ExitOnForwardFailure=yes",
+        "-L",
+        `${localPort}:${pod}:8080`,
+        "alice@127.0.0.1",
+      ],
+      { stdio: "ignore" },
+    );
+    t.teardown(() => forward.kill());
+    const body = await waitFor(
+      "up.bin over HTTP through the forward",
+      async () => {
+        const response = await fetch(`http://127.0.0.1:${localPort}/up.bin`);
+        return response.status === 200 ? Buffer.from(await response.arrayBuffer()) : undefined;
+      },
+      onKube,
+    );
+    t.equal(sha256(body), sha256(readFileSync(path.join(dir, "local/up.bin"))), "the same bytes");
+    forward.kill();
   });
 
   await t.test("the log API reads the real container's log, and the run before a restart", async (t) => {
