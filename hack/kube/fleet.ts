@@ -2,18 +2,20 @@
 // Run it through the bash wrappers, which build the binaries first and hold a lock so that only
 // one up or down works on a fleet folder at a time:
 //
-//   bash hack/kube/up [--clusters N] [--nodes K] [--holder PID]
+//   bash hack/kube/up [--clusters N] [--nodes K] [--real-nodes R] [--holder PID]
 //   bash hack/kube/down [--keep] [--holder PID | --if-orphaned]
 //   node hack/kube/fleet.ts status
 //
 // One etcd serves every cluster (a key prefix each); per cluster a kube-apiserver (own port, own
 // CA, RBAC, an admin client certificate), kube-controller-manager, kube-scheduler and a kwok
-// controller that plays the kubelets of K fake nodes. State lives in the fleet folder
+// controller that plays the kubelets of K fake nodes, and with --real-nodes R, R real nodes (a
+// containerd and a kubelet each, real-nodes.ts) that kwok leaves alone. State lives in the fleet folder
 // ($RLARK_FLEET_DIR, `.cache/fleet/` by default): state.json records every PID with its start
 // time so `down` stops exactly those processes; clusters.json lists `{name, kubeconfig, server}`.
 // Test runs register as holders (`--holder`): the fleet stops when the last of them is done, so
 // test runs in one checkout can share it; a fleet started by hand is left to a plain `down`.
 import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import {
   closeSync,
   existsSync,
@@ -30,16 +32,26 @@ import { createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import YAML from "yaml";
+import { buildImageArchive } from "./images.ts";
 import { KWOK_DEBUGGING_KINDS, kwokDebuggingCrds } from "./kwok-debugging.ts";
 import {
   type Binaries,
   binaries,
   type ClusterEntry,
   fleetDir,
+  kubeletBinary,
   readVersions,
   type Versions,
 } from "./paths.ts";
 import { type CertKey, makeCa, makeLeaf, rsaKeyPair } from "./pki.ts";
+import {
+  checkRealNodeHost,
+  cleanupHostShared,
+  cleanupRealNode,
+  KWOK_NODE_SELECTOR,
+  type RealNodeRecord,
+  startRealNode,
+} from "./real-nodes.ts";
 
 const log = (msg: string): void => console.log(`fleet: ${msg}`);
 
@@ -73,6 +85,10 @@ interface State {
   holders: Holder[] | null;
   /** kwok serves exec, logs and port-forward from its CRDs (an older fleet is started again). */
   kwokDebugging?: boolean;
+  /** Real nodes per cluster (absent: 0). */
+  realNodes?: number;
+  /** What each real node made on the host, recorded before it is made: `down` removes it. */
+  realNodeRecords?: RealNodeRecord[];
 }
 
 function procStat(pid: number): { state: string; start: string } | undefined {
@@ -118,6 +134,16 @@ async function stopProcesses(records: ProcRecord[]): Promise<void> {
     const killDeadline = Date.now() + 5_000;
     while (group.some(isAlive) && Date.now() < killDeadline) await sleep(50);
   }
+}
+
+/** Stops the recorded processes, then removes what the real nodes left on the host. */
+async function stopAll(state: State): Promise<void> {
+  await stopProcesses(state.processes);
+  const records = state.realNodeRecords ?? [];
+  for (const record of records) {
+    for (const problem of await cleanupRealNode(record)) console.error(`fleet: cleanup: ${problem}`);
+  }
+  if (records.length > 0) cleanupHostShared();
 }
 
 function tail(file: string, lines = 25): string {
@@ -290,6 +316,14 @@ interface ClusterPlan {
   kcmPort: number;
   schedulerPort: number;
   kwokPort: number;
+  kubeletPorts: number[];
+}
+
+/** What real nodes need from the run: a run id for cgroup names, the kubelet, the image archive. */
+interface RealNodeContext {
+  runId: string;
+  kubelet: string;
+  imageArchive: string;
 }
 
 function kubeconfig(name: string, server: string, caPem: string, user: string, client: CertKey): string {
@@ -352,7 +386,14 @@ export function nodeObjects(cluster: number, count: number): object[] {
   return nodes;
 }
 
-async function startCluster(fleet: Fleet, bins: Binaries, etcdUrl: string, plan: ClusterPlan, nodes: number) {
+async function startCluster(
+  fleet: Fleet,
+  bins: Binaries,
+  etcdUrl: string,
+  plan: ClusterPlan,
+  nodes: number,
+  real: RealNodeContext | undefined,
+) {
   const { name, dir } = plan;
   const pki = join(dir, "pki");
   mkdirSync(pki, { recursive: true });
@@ -389,6 +430,15 @@ async function startCluster(fleet: Fleet, bins: Binaries, etcdUrl: string, plan:
   const frontProxyCa = makeCa(`${name}-front-proxy-ca`);
   const frontProxy = makeLeaf(frontProxyCa, { commonName: "front-proxy-client", client: true });
   const sa = rsaKeyPair();
+  // real kubelets authenticate the API server (x509, the cluster's CA) and ask it whether to allow
+  // (webhook): system:masters may exec, read logs and port-forward
+  const kubeletClient = real
+    ? makeLeaf(ca, {
+        commonName: "kube-apiserver-kubelet-client",
+        organizations: ["system:masters"],
+        client: true,
+      })
+    : undefined;
   const caFile = file("pki/ca.crt", ca.certPem);
   const servingCert = file("pki/apiserver.crt", serving.certPem);
   const servingKey = file("pki/apiserver.key", serving.keyPem);
@@ -455,6 +505,12 @@ async function startCluster(fleet: Fleet, bins: Binaries, etcdUrl: string, plan:
     "--kubelet-preferred-address-types=ExternalIP",
     "--profiling=false",
     `--cert-dir=${pki}`,
+    ...(kubeletClient
+      ? [
+          `--kubelet-client-certificate=${file("pki/apiserver-kubelet-client.crt", kubeletClient.certPem)}`,
+          `--kubelet-client-key=${file("pki/apiserver-kubelet-client.key", kubeletClient.keyPem)}`,
+        ]
+      : []),
   ]);
   await fleet.waitFor(`${name} /readyz`, [apiserver], async () => {
     const r = await api("/readyz");
@@ -512,7 +568,10 @@ async function startCluster(fleet: Fleet, bins: Binaries, etcdUrl: string, plan:
     [
       `--kubeconfig=${adminKubeconfig}`,
       ...stages,
-      "--manage-all-nodes=true",
+      // beside real nodes kwok takes only its own (annotated) nodes and their pods
+      ...(real
+        ? [`--manage-nodes-with-annotation-selector=${KWOK_NODE_SELECTOR}`]
+        : ["--manage-all-nodes=true"]),
       "--node-ip=127.0.0.1",
       `--node-port=${plan.kwokPort}`,
       `--server-address=127.0.0.1:${plan.kwokPort}`,
@@ -551,7 +610,23 @@ async function startCluster(fleet: Fleet, bins: Binaries, etcdUrl: string, plan:
   await fleet.waitFor(`${name}: default ServiceAccount`, all, async () => {
     return (await api("/api/v1/namespaces/default/serviceaccounts/default")).status === 200;
   });
-  log(`${name}: ready (${nodes} nodes)`);
+  if (real) {
+    log(`${name}: starting ${plan.kubeletPorts.length} real nodes (containerd + kubelet)`);
+    // one at a time: each takes a bridge and a subnet, and two kubelets starting at once on two
+    // shared cores only slow each other
+    for (const [index, kubeletPort] of plan.kubeletPorts.entries()) {
+      await startRealNode(
+        fleet,
+        api,
+        { cluster: name, clusterDir: dir, index, ca, server, kubeletPort, ...real },
+        (record) => {
+          fleet.state.realNodeRecords = [...(fleet.state.realNodeRecords ?? []), record];
+        },
+        () => fleet.save(),
+      );
+    }
+  }
+  log(`${name}: ready (${nodes} nodes${real ? `, ${plan.kubeletPorts.length} real` : ""})`);
   return { name, kubeconfig: adminKubeconfig, server } satisfies ClusterEntry;
 }
 
@@ -603,12 +678,16 @@ async function healthyFleet(state: State): Promise<boolean> {
 /** Removes a fleet folder, refusing one that is not ours. */
 function clearDir(dir: string): void {
   if (!existsSync(dir)) return;
-  const ours = /^(state\.json|clusters\.json|logs|etcd|fleet-\d+)$/;
+  const ours = /^(state\.json|clusters\.json|logs|etcd|images|fleet-\d+)$/;
   const strangers = readdirSync(dir).filter((e) => !ours.test(e));
   if (strangers.length > 0) {
     throw new Error(
       `${dir} holds files that are not a fleet's (${strangers.join(", ")}): refusing to remove it`,
     );
+  }
+  // a real node's mount left behind (a pod's volume, a rootfs) would be emptied by rmSync
+  if (readFileSync("/proc/self/mountinfo", "utf8").includes(` ${dir}/`)) {
+    throw new Error(`${dir} still has mounts under it (see /proc/self/mountinfo): refusing to remove it`);
   }
   rmSync(dir, { recursive: true, force: true });
 }
@@ -617,7 +696,13 @@ function saveState(dir: string, state: State): void {
   writeFileSync(join(dir, "state.json"), `${JSON.stringify(state, null, 2)}\n`);
 }
 
-async function up(dir: string, clusters: number, nodes: number, by: Holder | undefined): Promise<void> {
+async function up(
+  dir: string,
+  clusters: number,
+  nodes: number,
+  realNodes: number,
+  by: Holder | undefined,
+): Promise<void> {
   const t0 = Date.now();
   const versions = readVersions();
   const previous = readState(dir);
@@ -625,6 +710,7 @@ async function up(dir: string, clusters: number, nodes: number, by: Holder | und
     const same =
       previous.clusters === clusters &&
       previous.nodes === nodes &&
+      (previous.realNodes ?? 0) === realNodes &&
       previous.versions.k8s === versions.k8s &&
       previous.kwokDebugging === true;
     if (same && (await healthyFleet(previous))) {
@@ -633,12 +719,13 @@ async function up(dir: string, clusters: number, nodes: number, by: Holder | und
         saveState(dir, previous);
       }
       const users = previous.holders ? `, used by ${previous.holders.length} test runs` : ", started by hand";
-      log(`already up: ${clusters} clusters x ${nodes} nodes in ${dir}${users}`);
+      const real = realNodes ? ` + ${realNodes} real` : "";
+      log(`already up: ${clusters} clusters x ${nodes} nodes${real} in ${dir}${users}`);
       return;
     }
     const alive = previous.processes.filter(isAlive);
     log(`cleaning up an earlier fleet in ${dir} (${alive.length} of its processes still running)`);
-    await stopProcesses(previous.processes);
+    await stopAll(previous);
   }
   clearDir(dir);
   mkdirSync(join(dir, "logs"), { recursive: true });
@@ -647,6 +734,7 @@ async function up(dir: string, clusters: number, nodes: number, by: Holder | und
   for (const [what, path] of Object.entries(bins)) {
     if (!existsSync(path)) throw new Error(`${what} is missing at ${path}: run bash hack/kube/build`);
   }
+  if (realNodes > 0) checkRealNodeHost(kubeletBinary(versions));
 
   const state: State = {
     clusters,
@@ -657,20 +745,21 @@ async function up(dir: string, clusters: number, nodes: number, by: Holder | und
     ready: false,
     holders: by ? [by] : null,
     kwokDebugging: true,
+    ...(realNodes > 0 ? { realNodes, realNodeRecords: [] } : {}),
   };
   const fleet = new Fleet(dir, state);
   fleet.save();
 
   const stop = async (signal: string): Promise<void> => {
     log(`${signal}: stopping what this run started`);
-    await stopProcesses(state.processes);
+    await stopAll(state);
     process.exit(1);
   };
   process.once("SIGINT", () => void stop("SIGINT"));
   process.once("SIGTERM", () => void stop("SIGTERM"));
 
   try {
-    const ports = await freePorts(2 + 4 * clusters);
+    const ports = await freePorts(2 + (4 + realNodes) * clusters);
     const [etcdClient, etcdPeer] = ports as [number, number];
     const etcdUrl = `http://127.0.0.1:${etcdClient}`;
     log(`starting etcd ${versions.etcd} on ${etcdUrl}`);
@@ -692,25 +781,42 @@ async function up(dir: string, clusters: number, nodes: number, by: Holder | und
 
     const plans: ClusterPlan[] = Array.from({ length: clusters }, (_, i) => {
       const name = `fleet-${i + 1}`;
-      const [apiPort, kcmPort, schedulerPort, kwokPort] = ports.slice(2 + 4 * i, 6 + 4 * i) as [
+      const first = 2 + (4 + realNodes) * i;
+      const [apiPort, kcmPort, schedulerPort, kwokPort] = ports.slice(first, first + 4) as [
         number,
         number,
         number,
         number,
       ];
-      return { index: i, name, dir: join(dir, name), apiPort, kcmPort, schedulerPort, kwokPort };
+      const kubeletPorts = ports.slice(first + 4, first + 4 + realNodes);
+      return {
+        index: i,
+        name,
+        dir: join(dir, name),
+        apiPort,
+        kcmPort,
+        schedulerPort,
+        kwokPort,
+        kubeletPorts,
+      };
     });
-    state.entries = await Promise.all(plans.map((p) => startCluster(fleet, bins, etcdUrl, p, nodes)));
+    let real: RealNodeContext | undefined;
+    if (realNodes > 0) {
+      const imageArchive = buildImageArchive(join(dir, "images"));
+      real = { runId: randomBytes(3).toString("hex"), kubelet: kubeletBinary(versions), imageArchive };
+    }
+    state.entries = await Promise.all(plans.map((p) => startCluster(fleet, bins, etcdUrl, p, nodes, real)));
     state.ready = true;
     fleet.save();
     writeFileSync(join(dir, "clusters.json"), `${JSON.stringify(state.entries, null, 2)}\n`);
-    log(`up in ${((Date.now() - t0) / 1000).toFixed(1)}s: ${clusters} clusters x ${nodes} nodes`);
+    const extra = realNodes ? ` + ${realNodes} real` : "";
+    log(`up in ${((Date.now() - t0) / 1000).toFixed(1)}s: ${clusters} clusters x ${nodes} nodes${extra}`);
     for (const e of state.entries) log(`  ${e.name}  ${e.server}  KUBECONFIG=${e.kubeconfig}`);
     log(`  summary: ${join(dir, "clusters.json")}`);
   } catch (err) {
     console.error(`fleet: up failed: ${err instanceof Error ? err.message : String(err)}`);
     log(`stopping what this run started (logs stay in ${join(dir, "logs")})`);
-    await stopProcesses(state.processes);
+    await stopAll(state);
     process.exitCode = 1;
   }
 }
@@ -742,9 +848,10 @@ async function down(dir: string, opts: { keep: boolean; by?: Holder; ifOrphaned:
   }
   const alive = state.processes.filter(isAlive);
   log(`stopping ${alive.length} processes of the fleet in ${dir}`);
-  await stopProcesses(state.processes);
+  await stopAll(state);
   if (opts.keep) {
     state.processes = [];
+    state.realNodeRecords = [];
     state.ready = false;
     saveState(dir, state);
     log(`stopped; state kept in ${dir}`);
@@ -774,6 +881,7 @@ async function main(argv: string[]): Promise<void> {
     options: {
       clusters: { type: "string", default: "2" },
       nodes: { type: "string", default: "3" },
+      "real-nodes": { type: "string", default: "0" },
       keep: { type: "boolean", default: false },
       holder: { type: "string" },
       "if-orphaned": { type: "boolean", default: false },
@@ -781,21 +889,28 @@ async function main(argv: string[]): Promise<void> {
   });
   const dir = fleetDir();
   const by = values.holder === undefined ? undefined : holder(Number(values.holder));
-  const count = (s: string, what: string): number => {
+  const count = (s: string, what: string, min = 1, max = 50): number => {
     const n = Number(s);
-    if (!Number.isInteger(n) || n < 1 || n > 50) throw new Error(`--${what} must be an integer from 1 to 50`);
+    if (!Number.isInteger(n) || n < min || n > max)
+      throw new Error(`--${what} must be an integer from ${min} to ${max}`);
     return n;
   };
   switch (positionals[0]) {
     case "up":
-      return up(dir, count(values.clusters, "clusters"), count(values.nodes, "nodes"), by);
+      return up(
+        dir,
+        count(values.clusters, "clusters"),
+        count(values.nodes, "nodes"),
+        count(values["real-nodes"], "real-nodes", 0, 8),
+        by,
+      );
     case "down":
       return down(dir, { keep: values.keep, by, ifOrphaned: values["if-orphaned"] });
     case "status":
       return status(dir);
     default:
       console.error(
-        "usage: fleet.ts up [--clusters N] [--nodes K] [--holder PID] | down [--keep] [--holder PID | --if-orphaned] | status",
+        "usage: fleet.ts up [--clusters N] [--nodes K] [--real-nodes R] [--holder PID] | down [--keep] [--holder PID | --if-orphaned] | status",
       );
       process.exitCode = 2;
   }

@@ -59,6 +59,11 @@ export function kubectlBinary(versions: Versions = readVersions(), cache = kubeC
   return join(cache, `kubectl-${versions.k8s}`, "bin", "kubectl");
 }
 
+/** kubelet of the same Kubernetes version, built by `hack/kube/build --kubelet` (for real nodes). */
+export function kubeletBinary(versions: Versions = readVersions(), cache = kubeCacheDir()): string {
+  return join(cache, `kubelet-${versions.k8s}`, "bin", "kubelet");
+}
+
 /** Runtime state of the local fleet: `$RLARK_FLEET_DIR` or `<checkout>/.cache/fleet`. */
 export function fleetDir(env: NodeJS.ProcessEnv = process.env): string {
   return resolve(env.RLARK_FLEET_DIR || join(repoRoot, ".cache/fleet"));

@@ -19,13 +19,13 @@ export interface FleetCluster extends ClusterEntry {
 const ensured = new Set<string>();
 
 /** Starts the fleet with `hack/kube/up` (or joins the running one); returns its clusters.json. */
-export function ensureFleet(env: NodeJS.ProcessEnv = process.env): string {
+export function ensureFleet(env: NodeJS.ProcessEnv = process.env, shape = fleetShape(env)): string {
   const dir = fleetDir(env);
   const summary = join(dir, "clusters.json");
   const inTap = env.TAP === "1";
   if (!ensured.has(dir) && (inTap || !existsSync(summary))) {
     const holder = inTap ? ["--holder", String(process.ppid)] : [];
-    const run = spawnSync("bash", [join(repoRoot, "hack/kube/up"), ...fleetShape(env), ...holder], {
+    const run = spawnSync("bash", [join(repoRoot, "hack/kube/up"), ...shape, ...holder], {
       stdio: ["ignore", "inherit", "inherit"],
       env,
     });
@@ -40,9 +40,30 @@ export function fleetShape(env: NodeJS.ProcessEnv = process.env): string[] {
   return ["--clusters", env.RLARK_FLEET_CLUSTERS || "2", "--nodes", env.RLARK_FLEET_NODES || "3"];
 }
 
+/**
+ * The shared fleet with real nodes (docs/kube.md, "Real nodes"): a folder of its own beside the
+ * kwok fleet's (`RLARK_REAL_FLEET_DIR`, default `<fleet dir>-real`), 2 clusters of one kwok and
+ * one real node each, started by the first file that asks and stopped after the run like the
+ * kwok fleet. Its tests live in tests/e2e/real-nodes/ and need root.
+ */
+export const REAL_FLEET_SHAPE = ["--clusters", "2", "--nodes", "1", "--real-nodes", "1"];
+
+export function realFleetDir(env: NodeJS.ProcessEnv = process.env): string {
+  return env.RLARK_REAL_FLEET_DIR || `${fleetDir(env)}-real`;
+}
+
+/** Every cluster of the shared real-node fleet; pin pods to `real-0` with the real-node label. */
+export function realNodeFleetClusters(env: NodeJS.ProcessEnv = process.env): FleetCluster[] {
+  return loadClusters(ensureFleet({ ...env, RLARK_FLEET_DIR: realFleetDir(env) }, REAL_FLEET_SHAPE));
+}
+
 /** Every cluster of the shared fleet, each with its own admin KubeConfig. */
 export function fleetClusters(env: NodeJS.ProcessEnv = process.env): FleetCluster[] {
-  const entries = JSON.parse(readFileSync(ensureFleet(env), "utf8")) as ClusterEntry[];
+  return loadClusters(ensureFleet(env));
+}
+
+function loadClusters(summary: string): FleetCluster[] {
+  const entries = JSON.parse(readFileSync(summary, "utf8")) as ClusterEntry[];
   return entries.map((entry) => {
     const kubeConfig = new KubeConfig();
     kubeConfig.loadFromFile(entry.kubeconfig);
