@@ -49,7 +49,7 @@ export interface AgentOptions {
   token?: string;
   caHash?: string;
   runtime: Runtime;
-  runtimeKind: "process" | "kubernetes";
+  runtimeKind: "process" | "kubernetes" | "docker";
   /** How often to report even when nothing changed. */
   reportIntervalMs?: number;
   /** Answers plans' `dry-run` requests (the kubernetes runtime: runtimes/kubernetes/dry-run.ts). */

@@ -27,7 +27,6 @@ export {
 export { type Amounts, amounts, formatAmount, formatRequest, milli } from "./resources.ts";
 export { holdsReservation, PlacementSnapshot } from "./snapshot.ts";
 export {
-  describeRuntimes,
   type PlacementTask,
   placementTask,
   podRequest,
