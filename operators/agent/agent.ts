@@ -253,7 +253,13 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
         ...lingeringTasks(cluster, tasks(), observed),
       ],
       ...(stats ? { domainPeers: trafficObjects(cluster, peers, stats) } : {}),
-      addons: addonStatusObjects(cluster, desired.addons(), observed, runtime.applyAddons !== undefined),
+      addons: addonStatusObjects(
+        cluster,
+        desired.addons(),
+        observed,
+        runtime.applyAddons !== undefined,
+        options.runtimeKind,
+      ),
       capabilities: capabilities(),
       ...(observed.kubernetesVersion ? { kubernetesVersion: observed.kubernetesVersion } : {}),
       // a runtime without an API of its own (process) is this machine: reporting is its test

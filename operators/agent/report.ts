@@ -305,13 +305,15 @@ export function lingeringTasks(
 /**
  * Each Addon's status on this cluster, as AddonRelease status objects: the desired ones and
  * those still being uninstalled (the hub keeps a deleted release until this list stops naming
- * it). A runtime that cannot install Addons reports every one Failed, saying why.
+ * it). A runtime that cannot install Addons (`installs` false) reports every one Failed, naming
+ * itself (`runtimeKind`).
  */
 export function addonStatusObjects(
   cluster: string,
   desired: readonly RuntimeAddon[],
   observed: RuntimeSnapshot,
   installs: boolean,
+  runtimeKind: string,
 ): KubeObject[] {
   const object = (name: string, status: Record<string, unknown>): KubeObject => ({
     apiVersion: API_VERSION,
@@ -323,8 +325,7 @@ export function addonStatusObjects(
     return desired.map((addon) =>
       object(addon.metadata.name, {
         phase: "Failed",
-        message:
-          "this agent runs the process runtime, which has no Kubernetes API to install into; Addons need a cluster whose agent runs the kubernetes runtime",
+        message: `this agent runs the ${runtimeKind} runtime, which has no Kubernetes API to install into; Addons need a cluster whose agent runs the kubernetes runtime`,
         ...(addon.metadata.generation === undefined ? {} : { observedGeneration: addon.metadata.generation }),
       }),
     );
