@@ -49,7 +49,7 @@ export interface AgentOptions {
   token?: string;
   caHash?: string;
   runtime: Runtime;
-  runtimeKind: "process" | "kubernetes";
+  runtimeKind: "process" | "kubernetes" | "docker";
   /** How often to report even when nothing changed. */
   reportIntervalMs?: number;
   /** Answers plans' `dry-run` requests (the kubernetes runtime: runtimes/kubernetes/dry-run.ts). */
@@ -253,7 +253,13 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
         ...lingeringTasks(cluster, tasks(), observed),
       ],
       ...(stats ? { domainPeers: trafficObjects(cluster, peers, stats) } : {}),
-      addons: addonStatusObjects(cluster, desired.addons(), observed, runtime.applyAddons !== undefined),
+      addons: addonStatusObjects(
+        cluster,
+        desired.addons(),
+        observed,
+        runtime.applyAddons !== undefined,
+        options.runtimeKind,
+      ),
       capabilities: capabilities(),
       ...(observed.kubernetesVersion ? { kubernetesVersion: observed.kubernetesVersion } : {}),
       ...(observed.storageClasses ? { storageClasses: observed.storageClasses } : {}),

@@ -202,8 +202,14 @@ export function taskStatus(
     };
   }
   if (ready + succeeded >= replicas && mine.length > 0) return { ...base, phase: "Running" };
+  // The runtime's why (a bad image, a missing device) goes on the Task with its reason.
   const waiting = mine.find((p) => p.reason);
-  return { ...base, phase: "Pending", ...(waiting?.reason ? { reason: waiting.reason } : {}) };
+  return {
+    ...base,
+    phase: "Pending",
+    ...(waiting?.reason ? { reason: waiting.reason } : {}),
+    ...(waiting?.message ? { message: `pod ${waiting.name}: ${waiting.message}` } : {}),
+  };
 }
 
 /** With a native workload (kubernetes), its own counts and outcome say more than the pods. */
@@ -245,12 +251,14 @@ function workloadStatus(
 
 function replicasOf(task: RuntimeTask): number {
   if (task.spec.raw) return task.spec.raw.replicas ?? 1;
+  if (task.spec.docker) return task.spec.docker.replicas ?? 1;
   const workload = (task.spec.kubernetes as { workload?: { replicas?: number } } | undefined)?.workload;
   return workload?.replicas ?? 1;
 }
 
 function isRunToCompletion(task: RuntimeTask): boolean {
   if (task.spec.raw) return (task.spec.raw.kind ?? "Job") === "Job";
+  if (task.spec.docker) return (task.spec.docker.restartPolicy ?? "Never") !== "Always";
   return (task.spec.kubernetes as { workload?: { kind?: string } } | undefined)?.workload?.kind === "Job";
 }
 
@@ -297,13 +305,15 @@ export function lingeringTasks(
 /**
  * Each Addon's status on this cluster, as AddonRelease status objects: the desired ones and
  * those still being uninstalled (the hub keeps a deleted release until this list stops naming
- * it). A runtime that cannot install Addons reports every one Failed, saying why.
+ * it). A runtime that cannot install Addons (`installs` false) reports every one Failed, naming
+ * itself (`runtimeKind`).
  */
 export function addonStatusObjects(
   cluster: string,
   desired: readonly RuntimeAddon[],
   observed: RuntimeSnapshot,
   installs: boolean,
+  runtimeKind: string,
 ): KubeObject[] {
   const object = (name: string, status: Record<string, unknown>): KubeObject => ({
     apiVersion: API_VERSION,
@@ -315,8 +325,7 @@ export function addonStatusObjects(
     return desired.map((addon) =>
       object(addon.metadata.name, {
         phase: "Failed",
-        message:
-          "this agent runs the process runtime, which has no Kubernetes API to install into; Addons need a cluster whose agent runs the kubernetes runtime",
+        message: `this agent runs the ${runtimeKind} runtime, which has no Kubernetes API to install into; Addons need a cluster whose agent runs the kubernetes runtime`,
         ...(addon.metadata.generation === undefined ? {} : { observedGeneration: addon.metadata.generation }),
       }),
     );

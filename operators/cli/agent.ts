@@ -21,10 +21,15 @@ Runtimes:
               identity is kept in the Secret rlark-agent-identity of --namespace (rlark-system),
               which is created when missing. See docs/kubernetes-runtime.md and fleet/agent/ for
               running it inside the cluster.
+  docker      Docker tasks as containers on the Docker engine of --docker-host, for edge
+              machines with Docker and no Kubernetes; this machine is the cluster's one node and
+              the engine keeps the containers running while the agent restarts. See
+              docs/docker-runtime.md.
 
 Examples:
   rlark agent --hub hub.example.com:2222 --token rlt.… --ca-hash sha256:… --state-dir /var/lib/rlark
   rlark agent --hub hub.example.com:2222 --state-dir /var/lib/rlark --label rlark.io/city=shanghai
+  rlark agent --hub hub.example.com:2222 --state-dir /var/lib/rlark --runtime docker
 `;
 
 interface AgentFlags {
@@ -32,7 +37,8 @@ interface AgentFlags {
   token?: string;
   caHash?: string;
   stateDir: string;
-  runtime: "process" | "kubernetes";
+  runtime: "process" | "kubernetes" | "docker";
+  dockerHost: string;
   kubeconfig?: string;
   namespace: string;
   sidecarImage: string;
@@ -107,7 +113,7 @@ export function registerAgent(program: Command): void {
     .option("--state-dir <dir>", "where the agent keeps its credentials and process state", ".rlark-agent")
     .addOption(
       new Option("--runtime <runtime>", "how tasks run")
-        .choices(["process", "kubernetes"])
+        .choices(["process", "kubernetes", "docker"])
         .default("process"),
     )
     .option(
@@ -149,6 +155,11 @@ export function registerAgent(program: Command): void {
       "--sftp-server <path>",
       "kubernetes runtime: where OpenSSH's sftp-server is in the images, tried before the usual paths",
       absolutePath,
+    )
+    .option(
+      "--docker-host <url>",
+      "docker runtime: the engine's API, unix:///path or tcp://host:port",
+      process.env.DOCKER_HOST ?? "unix:///var/run/docker.sock",
     )
     .option("--node-name <name>", "the node name this machine reports", hostname())
     .option(
@@ -224,6 +235,15 @@ export function registerAgent(program: Command): void {
         });
         // In a cluster the identity lives in a Secret, so a rescheduled agent pod stays enrolled.
         credentials = secretCredentialStore({ kubeConfig, namespace: flags.namespace });
+      } else if (flags.runtime === "docker") {
+        const { DockerRuntime } = await import("../agent/runtimes/docker/index.ts");
+        runtime = await DockerRuntime.open({
+          dockerHost: flags.dockerHost,
+          nodeName: flags.nodeName,
+          nodeLabels: flags.label,
+          agentVersion: packageJson.version,
+          logger,
+        });
       } else {
         runtime = await ProcessRuntime.open({
           stateDir: path.join(stateDir, "runtime"),

@@ -42,6 +42,24 @@ export interface RawWorkload {
   terminationGracePeriodSeconds?: number;
 }
 
+/** The seeds' "Docker" agent type: containers on the machine's Docker engine. */
+export interface DockerWorkload {
+  image: string;
+  /** Replaces the image's entrypoint. */
+  command?: string[];
+  /** Replaces the image's command. */
+  args?: string[];
+  env?: EnvVar[];
+  mounts?: { hostPath: string; containerPath: string; readOnly?: boolean }[];
+  /** Host device paths, passed at the same path. */
+  devices?: string[];
+  /** Default Never: the container runs once to completion. */
+  restartPolicy?: "Never" | "OnFailure" | "Always";
+  resources?: { cpus?: number; memoryMiB?: number };
+  /** Number of containers; each is a pod named `<task>-<index>`. Default 1. */
+  replicas?: number;
+}
+
 /**
  * The part of a Task (API group rlinf.io/v1alpha1) a runtime needs. Structural, so the generated
  * Task type is assignable to it; a runtime ignores the agent types it does not serve.
@@ -75,6 +93,7 @@ export interface RuntimeTask {
     sshPublicKey?: string;
     nodeSelector?: Record<string, string>;
     raw?: RawWorkload;
+    docker?: DockerWorkload;
     kubernetes?: unknown;
   };
 }

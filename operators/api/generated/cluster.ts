@@ -17,8 +17,8 @@ export interface Cluster {
 
 /** How the cluster runs tasks. */
 export interface ClusterSpec {
-  /** kubernetes: tasks become workloads in a Kubernetes cluster; process: tasks run as local processes on the agent's machine. */
-  runtime: "kubernetes" | "process";
+  /** kubernetes: tasks become workloads in a Kubernetes cluster; process: tasks run as local processes on the agent's machine; docker: tasks run as containers on the agent machine's Docker engine. */
+  runtime: "kubernetes" | "process" | "docker";
   /** Free text for people. */
   description?: string;
   /** agent (default): an agent on the cluster connects to the hub. kubeconfig: no agent is installed; the hub drives the cluster itself with the sealed kubeconfig in spec.kubeconfig (runtime kubernetes only; docs/clusters.md). */
@@ -76,7 +76,7 @@ export interface ClusterStatus {
   /** Version of the connected agent. */
   agentVersion?: string;
   /** The runtime the connected agent announced in its hello; placement sends a task only where it runs the task's agentType. */
-  runtime?: "kubernetes" | "process";
+  runtime?: "kubernetes" | "process" | "docker";
   /** Identifies one start of the connected agent. */
   bootId?: string;
   /** Kubernetes version, for runtime kubernetes. */

@@ -156,4 +156,26 @@ export interface DockerRuntime {
   args?: string[];
   /** Environment variables for the container. */
   env?: EnvVar[];
+  /** Host directories or files bind-mounted into the container. */
+  mounts?: Array<{
+    /** Absolute path on the machine. */
+    hostPath: string;
+    /** Absolute path inside the container. */
+    containerPath: string;
+    /** Mount read-only. */
+    readOnly?: boolean;
+  }>;
+  /** Host devices passed into the container at the same path, e.g. /dev/video0 (docker run --device). */
+  devices?: string[];
+  /** As a Kubernetes pod's: Never runs once to completion, OnFailure restarts a failed run, Always restarts every run (a service). The engine restarts the container, with its own backoff. */
+  restartPolicy?: "Never" | "OnFailure" | "Always";
+  /** Limits the engine enforces on each container. */
+  resources?: {
+    /** CPU limit in cores (docker run --cpus). */
+    cpus?: number;
+    /** Memory limit in MiB (docker run --memory). */
+    memoryMiB?: number;
+  };
+  /** Number of containers; each is a pod named <task>-<index>. */
+  replicas?: number;
 }

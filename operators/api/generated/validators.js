@@ -2509,7 +2509,9 @@ return errors === 0;
 }
 validate108.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema46 = {"description":"Runtime section of an agentType Docker task: a container run through the Docker API.","type":"object","additionalProperties":false,"required":["image"],"properties":{"image":{"type":"string","minLength":1,"description":"Container image reference."},"command":{"type":"array","description":"Entrypoint override.","items":{"type":"string","description":"One argv element."}},"args":{"type":"array","description":"Arguments to the entrypoint.","items":{"type":"string","description":"One argv element."}},"env":{"type":"array","description":"Environment variables for the container.","items":{"$ref":"#/$defs/EnvVar"}}}};
+const schema46 = {"description":"Runtime section of an agentType Docker task: a container run through the Docker API.","type":"object","additionalProperties":false,"required":["image"],"properties":{"image":{"type":"string","minLength":1,"description":"Container image reference."},"command":{"type":"array","description":"Entrypoint override.","items":{"type":"string","description":"One argv element."}},"args":{"type":"array","description":"Arguments to the entrypoint.","items":{"type":"string","description":"One argv element."}},"env":{"type":"array","description":"Environment variables for the container.","items":{"$ref":"#/$defs/EnvVar"}},"mounts":{"type":"array","description":"Host directories or files bind-mounted into the container.","items":{"type":"object","additionalProperties":false,"required":["hostPath","containerPath"],"properties":{"hostPath":{"type":"string","pattern":"^/","description":"Absolute path on the machine."},"containerPath":{"type":"string","pattern":"^/","description":"Absolute path inside the container."},"readOnly":{"type":"boolean","default":false,"description":"Mount read-only."}}}},"devices":{"type":"array","description":"Host devices passed into the container at the same path, e.g. /dev/video0 (docker run --device).","items":{"type":"string","pattern":"^/dev/","description":"A device path under /dev."}},"restartPolicy":{"enum":["Never","OnFailure","Always"],"default":"Never","description":"As a Kubernetes pod's: Never runs once to completion, OnFailure restarts a failed run, Always restarts every run (a service). The engine restarts the container, with its own backoff."},"resources":{"type":"object","additionalProperties":false,"description":"Limits the engine enforces on each container.","properties":{"cpus":{"type":"number","exclusiveMinimum":0,"description":"CPU limit in cores (docker run --cpus)."},"memoryMiB":{"type":"integer","minimum":6,"description":"Memory limit in MiB (docker run --memory)."}}},"replicas":{"type":"integer","minimum":0,"default":1,"description":"Number of containers; each is a pod named <task>-<index>."}}};
+const pattern12 = new RegExp("^/", "u");
+const pattern14 = new RegExp("^/dev/", "u");
 
 function validate114(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -2533,7 +2535,7 @@ vErrors.push(err0);
 errors++;
 }
 for(const key0 in data){
-if(!((((key0 === "image") || (key0 === "command")) || (key0 === "args")) || (key0 === "env"))){
+if(!(func1.call(schema46.properties, key0))){
 const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema46,data};
 if(vErrors === null){
 vErrors = [err1];
@@ -2649,14 +2651,296 @@ vErrors.push(err8);
 errors++;
 }
 }
-}
-else {
-const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema46.type,parentSchema:schema46,data};
+if(data.mounts !== undefined){
+let data7 = data.mounts;
+if(Array.isArray(data7)){
+const len3 = data7.length;
+for(let i3=0; i3<len3; i3++){
+let data8 = data7[i3];
+if(data8 && typeof data8 == "object" && !Array.isArray(data8)){
+if(data8.hostPath === undefined){
+const err9 = {instancePath:instancePath+"/mounts/" + i3,schemaPath:"#/properties/mounts/items/required",keyword:"required",params:{missingProperty: "hostPath"},message:"must have required property '"+"hostPath"+"'",schema:schema46.properties.mounts.items.required,parentSchema:schema46.properties.mounts.items,data:data8};
 if(vErrors === null){
 vErrors = [err9];
 }
 else {
 vErrors.push(err9);
+}
+errors++;
+}
+if(data8.containerPath === undefined){
+const err10 = {instancePath:instancePath+"/mounts/" + i3,schemaPath:"#/properties/mounts/items/required",keyword:"required",params:{missingProperty: "containerPath"},message:"must have required property '"+"containerPath"+"'",schema:schema46.properties.mounts.items.required,parentSchema:schema46.properties.mounts.items,data:data8};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+for(const key1 in data8){
+if(!(((key1 === "hostPath") || (key1 === "containerPath")) || (key1 === "readOnly"))){
+const err11 = {instancePath:instancePath+"/mounts/" + i3,schemaPath:"#/properties/mounts/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema46.properties.mounts.items,data:data8};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+if(data8.hostPath !== undefined){
+let data9 = data8.hostPath;
+if(typeof data9 === "string"){
+if(!pattern12.test(data9)){
+const err12 = {instancePath:instancePath+"/mounts/" + i3+"/hostPath",schemaPath:"#/properties/mounts/items/properties/hostPath/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\"",schema:"^/",parentSchema:schema46.properties.mounts.items.properties.hostPath,data:data9};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+else {
+const err13 = {instancePath:instancePath+"/mounts/" + i3+"/hostPath",schemaPath:"#/properties/mounts/items/properties/hostPath/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema46.properties.mounts.items.properties.hostPath.type,parentSchema:schema46.properties.mounts.items.properties.hostPath,data:data9};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+if(data8.containerPath !== undefined){
+let data10 = data8.containerPath;
+if(typeof data10 === "string"){
+if(!pattern12.test(data10)){
+const err14 = {instancePath:instancePath+"/mounts/" + i3+"/containerPath",schemaPath:"#/properties/mounts/items/properties/containerPath/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\"",schema:"^/",parentSchema:schema46.properties.mounts.items.properties.containerPath,data:data10};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+else {
+const err15 = {instancePath:instancePath+"/mounts/" + i3+"/containerPath",schemaPath:"#/properties/mounts/items/properties/containerPath/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema46.properties.mounts.items.properties.containerPath.type,parentSchema:schema46.properties.mounts.items.properties.containerPath,data:data10};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+if(data8.readOnly !== undefined){
+let data11 = data8.readOnly;
+if(typeof data11 !== "boolean"){
+const err16 = {instancePath:instancePath+"/mounts/" + i3+"/readOnly",schemaPath:"#/properties/mounts/items/properties/readOnly/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema46.properties.mounts.items.properties.readOnly.type,parentSchema:schema46.properties.mounts.items.properties.readOnly,data:data11};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+}
+else {
+const err17 = {instancePath:instancePath+"/mounts/" + i3,schemaPath:"#/properties/mounts/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema46.properties.mounts.items.type,parentSchema:schema46.properties.mounts.items,data:data8};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+}
+else {
+const err18 = {instancePath:instancePath+"/mounts",schemaPath:"#/properties/mounts/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema46.properties.mounts.type,parentSchema:schema46.properties.mounts,data:data7};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+if(data.devices !== undefined){
+let data12 = data.devices;
+if(Array.isArray(data12)){
+const len4 = data12.length;
+for(let i4=0; i4<len4; i4++){
+let data13 = data12[i4];
+if(typeof data13 === "string"){
+if(!pattern14.test(data13)){
+const err19 = {instancePath:instancePath+"/devices/" + i4,schemaPath:"#/properties/devices/items/pattern",keyword:"pattern",params:{pattern: "^/dev/"},message:"must match pattern \""+"^/dev/"+"\"",schema:"^/dev/",parentSchema:schema46.properties.devices.items,data:data13};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+else {
+const err20 = {instancePath:instancePath+"/devices/" + i4,schemaPath:"#/properties/devices/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema46.properties.devices.items.type,parentSchema:schema46.properties.devices.items,data:data13};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+}
+else {
+const err21 = {instancePath:instancePath+"/devices",schemaPath:"#/properties/devices/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema46.properties.devices.type,parentSchema:schema46.properties.devices,data:data12};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+if(data.restartPolicy !== undefined){
+let data14 = data.restartPolicy;
+if(!(((data14 === "Never") || (data14 === "OnFailure")) || (data14 === "Always"))){
+const err22 = {instancePath:instancePath+"/restartPolicy",schemaPath:"#/properties/restartPolicy/enum",keyword:"enum",params:{allowedValues: schema46.properties.restartPolicy.enum},message:"must be equal to one of the allowed values",schema:schema46.properties.restartPolicy.enum,parentSchema:schema46.properties.restartPolicy,data:data14};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+if(data.resources !== undefined){
+let data15 = data.resources;
+if(data15 && typeof data15 == "object" && !Array.isArray(data15)){
+for(const key2 in data15){
+if(!((key2 === "cpus") || (key2 === "memoryMiB"))){
+const err23 = {instancePath:instancePath+"/resources",schemaPath:"#/properties/resources/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties",schema:false,parentSchema:schema46.properties.resources,data:data15};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+if(data15.cpus !== undefined){
+let data16 = data15.cpus;
+if((typeof data16 == "number") && (isFinite(data16))){
+if(data16 <= 0 || isNaN(data16)){
+const err24 = {instancePath:instancePath+"/resources/cpus",schemaPath:"#/properties/resources/properties/cpus/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0",schema:0,parentSchema:schema46.properties.resources.properties.cpus,data:data16};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+}
+else {
+const err25 = {instancePath:instancePath+"/resources/cpus",schemaPath:"#/properties/resources/properties/cpus/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema46.properties.resources.properties.cpus.type,parentSchema:schema46.properties.resources.properties.cpus,data:data16};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+}
+if(data15.memoryMiB !== undefined){
+let data17 = data15.memoryMiB;
+if(!(((typeof data17 == "number") && (!(data17 % 1) && !isNaN(data17))) && (isFinite(data17)))){
+const err26 = {instancePath:instancePath+"/resources/memoryMiB",schemaPath:"#/properties/resources/properties/memoryMiB/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema46.properties.resources.properties.memoryMiB.type,parentSchema:schema46.properties.resources.properties.memoryMiB,data:data17};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+if((typeof data17 == "number") && (isFinite(data17))){
+if(data17 < 6 || isNaN(data17)){
+const err27 = {instancePath:instancePath+"/resources/memoryMiB",schemaPath:"#/properties/resources/properties/memoryMiB/minimum",keyword:"minimum",params:{comparison: ">=", limit: 6},message:"must be >= 6",schema:6,parentSchema:schema46.properties.resources.properties.memoryMiB,data:data17};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err28 = {instancePath:instancePath+"/resources",schemaPath:"#/properties/resources/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema46.properties.resources.type,parentSchema:schema46.properties.resources,data:data15};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+}
+if(data.replicas !== undefined){
+let data18 = data.replicas;
+if(!(((typeof data18 == "number") && (!(data18 % 1) && !isNaN(data18))) && (isFinite(data18)))){
+const err29 = {instancePath:instancePath+"/replicas",schemaPath:"#/properties/replicas/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema46.properties.replicas.type,parentSchema:schema46.properties.replicas,data:data18};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+if((typeof data18 == "number") && (isFinite(data18))){
+if(data18 < 0 || isNaN(data18)){
+const err30 = {instancePath:instancePath+"/replicas",schemaPath:"#/properties/replicas/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema46.properties.replicas,data:data18};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err31 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema46.type,parentSchema:schema46,data};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
 }
 errors++;
 }
@@ -5608,7 +5892,7 @@ return errors === 0;
 validate189.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema69 = {"description":"The Domain's address space.","type":"object","additionalProperties":false,"required":["cidr"],"properties":{"cidr":{"type":"string","pattern":"^((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])/([89]|[12][0-9]|30)$","x-rlark-message":"must be an IPv4 CIDR with a prefix length from 8 to 30, such as 10.0.1.0/24","description":"IPv4 subnet the Domain's virtual IPs come from, prefix length 8 to 30."}}};
-const pattern14 = new RegExp("^((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])/([89]|[12][0-9]|30)$", "u");
+const pattern17 = new RegExp("^((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])/([89]|[12][0-9]|30)$", "u");
 
 function validate191(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -5646,7 +5930,7 @@ errors++;
 if(data.cidr !== undefined){
 let data0 = data.cidr;
 if(typeof data0 === "string"){
-if(!pattern14.test(data0)){
+if(!pattern17.test(data0)){
 const err2 = {instancePath:instancePath+"/cidr",schemaPath:"#/properties/cidr/pattern",keyword:"pattern",params:{pattern: "^((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])/([89]|[12][0-9]|30)$"},message:"must match pattern \""+"^((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])/([89]|[12][0-9]|30)$"+"\"",schema:"^((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])/([89]|[12][0-9]|30)$",parentSchema:schema69.properties.cidr,data:data0};
 if(vErrors === null){
 vErrors = [err2];
@@ -6551,7 +6835,7 @@ return errors === 0;
 validate210.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema76 = {"description":"The workspace namespace of one cluster's agent, `agent-<cluster>`; putting an object there hands it to that cluster.","type":"string","maxLength":63,"pattern":"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$","x-rlark-message":"must be agent-<cluster>, where <cluster> is a Cluster name"};
-const pattern16 = new RegExp("^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$", "u");
+const pattern19 = new RegExp("^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$", "u");
 
 function validate212(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -6574,7 +6858,7 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(!pattern16.test(data)){
+if(!pattern19.test(data)){
 const err1 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema76,data};
 if(vErrors === null){
 vErrors = [err1];
@@ -6669,7 +6953,7 @@ return errors === 0;
 }
 validate216.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const pattern17 = new RegExp("^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?(\\+[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$", "u");
+const pattern20 = new RegExp("^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?(\\+[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$", "u");
 
 function validate214(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -6723,7 +7007,7 @@ errors = vErrors.length;
 if(data.version !== undefined){
 let data1 = data.version;
 if(typeof data1 === "string"){
-if(!pattern17.test(data1)){
+if(!pattern20.test(data1)){
 const err3 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?(\\+[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},message:"must match pattern \""+"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?(\\+[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"+"\"",schema:"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?(\\+[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$",parentSchema:schema77.properties.version,data:data1};
 if(vErrors === null){
 vErrors = [err3];
@@ -7571,7 +7855,7 @@ return errors === 0;
 validate202.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const Cluster = validate233;
-const schema83 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/cluster.schema.json","title":"Cluster","description":"A registered cluster or bare machine whose agent connects to the hub; its labels (rlark.io/city, region, ...) are what clusterSelectors match. Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Cluster","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; labels such as rlark.io/city and region are matched by clusterSelectors.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","maxLength":57,"description":"Cluster name; the cluster's namespace is agent-<name>, so at most 57 characters."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: Clusters are cluster-scoped."}}},"spec":{"$ref":"#/$defs/ClusterSpec","description":"Desired state."},"status":{"$ref":"#/$defs/ClusterStatus","description":"Observed state, from the agent's heartbeats."}},"$defs":{"ClusterSpec":{"description":"How the cluster runs tasks.","type":"object","additionalProperties":false,"required":["runtime"],"if":{"properties":{"access":{"const":"kubeconfig"}},"required":["access"]},"then":{"required":["kubeconfig"],"properties":{"runtime":{"const":"kubernetes"}}},"else":{"properties":{"kubeconfig":false}},"properties":{"runtime":{"enum":["kubernetes","process"],"description":"kubernetes: tasks become workloads in a Kubernetes cluster; process: tasks run as local processes on the agent's machine."},"description":{"type":"string","description":"Free text for people."},"access":{"enum":["agent","kubeconfig"],"default":"agent","description":"agent (default): an agent on the cluster connects to the hub. kubeconfig: no agent is installed; the hub drives the cluster itself with the sealed kubeconfig in spec.kubeconfig (runtime kubernetes only; docs/clusters.md)."},"kubeconfig":{"$ref":"#/$defs/ClusterKubeconfig","description":"For access: kubeconfig."},"agentPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Planned: the agent's SSH public key, to pin at enrollment. Not read yet: agents are pinned by the certificate the hub's CA issues when they enroll."}}},"ClusterKubeconfig":{"description":"How the hub reaches an agentless cluster. Only this hub can open the sealed kubeconfig; it is never served, logged or written back.","type":"object","additionalProperties":false,"required":["sealed"],"properties":{"sealed":{"type":"string","pattern":"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$","maxLength":262144,"x-rlark-message":"must be a sealed kubeconfig (rlark-sealed:v1:<key id>:<payload>) made by `rlark seal --kubeconfig FILE --cluster NAME`, never a plain kubeconfig","x-rlark-sensitive":true,"description":"The kubeconfig sealed to the hub's key with context cluster/<name>/kubeconfig: `rlark seal --kubeconfig FILE --cluster NAME`. Its current context is used."},"server":{"type":"string","pattern":"^https?://[^\\s/]+(/.*)?$","maxLength":2048,"description":"The sealed kubeconfig's server, repeated for readers. Where the credential goes is only what is sealed: a value that differs is refused (validation, at this field); to dial another address, put it in the kubeconfig and seal it again."},"insecureSkipTLSVerify":{"type":"boolean","default":false,"description":"true only with a sealed kubeconfig that says insecure-skip-tls-verify: true (otherwise refused, at this field): whether the server is verified is sealed. Only for labs with self-signed servers: anyone on the path can then read the credentials."}}},"ClusterStorageClass":{"description":"One StorageClass of a cluster, as far as choosing one for a volume claim needs.","type":"object","additionalProperties":false,"required":["name","provisioner"],"properties":{"name":{"type":"string","maxLength":253,"description":"metadata.name, what storageClassName names."},"provisioner":{"type":"string","maxLength":253,"description":"The volume plugin that provisions its volumes."},"default":{"type":"boolean","description":"Annotated storageclass.kubernetes.io/is-default-class: claims that name no class get this one."},"reclaimPolicy":{"type":"string","maxLength":64,"description":"What happens to a volume when its claim goes (Delete, Retain)."},"volumeBindingMode":{"type":"string","maxLength":64,"description":"When a volume is bound (Immediate, WaitForFirstConsumer)."},"allowVolumeExpansion":{"type":"boolean","description":"Whether a claim may grow."}}},"Capability":{"description":"State of one component on the cluster, as reported in heartbeats.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Component name (runtime, nodeserver, device-plugin, ...)."},"process":{"enum":["STOPPED","STARTING","RUNNING","BACKOFF","FAILED"],"description":"Process state."},"health":{"enum":["STARTING","READY","DEGRADED","STOPPED","UNKNOWN"],"description":"Health state."},"message":{"type":"string","description":"Human-readable detail."}}},"ClusterStatus":{"description":"Observed state of a Cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Online","Offline"],"description":"Whether the agent's tunnel is up."},"lastTransitionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When phase last changed; Tasks not yet running on a cluster Offline longer than a grace period are placed elsewhere."},"agentVersion":{"type":"string","description":"Version of the connected agent."},"runtime":{"enum":["kubernetes","process"],"description":"The runtime the connected agent announced in its hello; placement sends a task only where it runs the task's agentType."},"bootId":{"type":"string","description":"Identifies one start of the connected agent."},"kubernetesVersion":{"type":"string","description":"Kubernetes version, for runtime kubernetes."},"storageClasses":{"type":"array","maxItems":256,"description":"The cluster's StorageClasses as its agent reports them (runtime kubernetes), sorted by name: what a Task's volumeClaimTemplate may name (GET /api/v1/storage/storageclass).","items":{"$ref":"#/$defs/ClusterStorageClass"}},"lastHeartbeatTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the last heartbeat arrived."},"nodeCount":{"type":"integer","minimum":0,"description":"Nodes the agent reports."},"lastTestedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the cluster's API was last tried (the Version API, for runtime kubernetes; the agent's own report, for runtime process)."},"lastTestOk":{"type":"boolean","description":"Whether that try succeeded."},"lastTestMessage":{"type":"string","maxLength":1024,"description":"Why the last try failed; absent when it succeeded. Never carries credentials."},"capabilities":{"type":"array","description":"Component states, sorted by name.","items":{"$ref":"#/$defs/Capability"}},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
+const schema83 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/cluster.schema.json","title":"Cluster","description":"A registered cluster or bare machine whose agent connects to the hub; its labels (rlark.io/city, region, ...) are what clusterSelectors match. Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Cluster","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; labels such as rlark.io/city and region are matched by clusterSelectors.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","maxLength":57,"description":"Cluster name; the cluster's namespace is agent-<name>, so at most 57 characters."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: Clusters are cluster-scoped."}}},"spec":{"$ref":"#/$defs/ClusterSpec","description":"Desired state."},"status":{"$ref":"#/$defs/ClusterStatus","description":"Observed state, from the agent's heartbeats."}},"$defs":{"ClusterSpec":{"description":"How the cluster runs tasks.","type":"object","additionalProperties":false,"required":["runtime"],"if":{"properties":{"access":{"const":"kubeconfig"}},"required":["access"]},"then":{"required":["kubeconfig"],"properties":{"runtime":{"const":"kubernetes"}}},"else":{"properties":{"kubeconfig":false}},"properties":{"runtime":{"enum":["kubernetes","process","docker"],"description":"kubernetes: tasks become workloads in a Kubernetes cluster; process: tasks run as local processes on the agent's machine; docker: tasks run as containers on the agent machine's Docker engine."},"description":{"type":"string","description":"Free text for people."},"access":{"enum":["agent","kubeconfig"],"default":"agent","description":"agent (default): an agent on the cluster connects to the hub. kubeconfig: no agent is installed; the hub drives the cluster itself with the sealed kubeconfig in spec.kubeconfig (runtime kubernetes only; docs/clusters.md)."},"kubeconfig":{"$ref":"#/$defs/ClusterKubeconfig","description":"For access: kubeconfig."},"agentPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Planned: the agent's SSH public key, to pin at enrollment. Not read yet: agents are pinned by the certificate the hub's CA issues when they enroll."}}},"ClusterKubeconfig":{"description":"How the hub reaches an agentless cluster. Only this hub can open the sealed kubeconfig; it is never served, logged or written back.","type":"object","additionalProperties":false,"required":["sealed"],"properties":{"sealed":{"type":"string","pattern":"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$","maxLength":262144,"x-rlark-message":"must be a sealed kubeconfig (rlark-sealed:v1:<key id>:<payload>) made by `rlark seal --kubeconfig FILE --cluster NAME`, never a plain kubeconfig","x-rlark-sensitive":true,"description":"The kubeconfig sealed to the hub's key with context cluster/<name>/kubeconfig: `rlark seal --kubeconfig FILE --cluster NAME`. Its current context is used."},"server":{"type":"string","pattern":"^https?://[^\\s/]+(/.*)?$","maxLength":2048,"description":"The sealed kubeconfig's server, repeated for readers. Where the credential goes is only what is sealed: a value that differs is refused (validation, at this field); to dial another address, put it in the kubeconfig and seal it again."},"insecureSkipTLSVerify":{"type":"boolean","default":false,"description":"true only with a sealed kubeconfig that says insecure-skip-tls-verify: true (otherwise refused, at this field): whether the server is verified is sealed. Only for labs with self-signed servers: anyone on the path can then read the credentials."}}},"ClusterStorageClass":{"description":"One StorageClass of a cluster, as far as choosing one for a volume claim needs.","type":"object","additionalProperties":false,"required":["name","provisioner"],"properties":{"name":{"type":"string","maxLength":253,"description":"metadata.name, what storageClassName names."},"provisioner":{"type":"string","maxLength":253,"description":"The volume plugin that provisions its volumes."},"default":{"type":"boolean","description":"Annotated storageclass.kubernetes.io/is-default-class: claims that name no class get this one."},"reclaimPolicy":{"type":"string","maxLength":64,"description":"What happens to a volume when its claim goes (Delete, Retain)."},"volumeBindingMode":{"type":"string","maxLength":64,"description":"When a volume is bound (Immediate, WaitForFirstConsumer)."},"allowVolumeExpansion":{"type":"boolean","description":"Whether a claim may grow."}}},"Capability":{"description":"State of one component on the cluster, as reported in heartbeats.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Component name (runtime, nodeserver, device-plugin, ...)."},"process":{"enum":["STOPPED","STARTING","RUNNING","BACKOFF","FAILED"],"description":"Process state."},"health":{"enum":["STARTING","READY","DEGRADED","STOPPED","UNKNOWN"],"description":"Health state."},"message":{"type":"string","description":"Human-readable detail."}}},"ClusterStatus":{"description":"Observed state of a Cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Online","Offline"],"description":"Whether the agent's tunnel is up."},"lastTransitionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When phase last changed; Tasks not yet running on a cluster Offline longer than a grace period are placed elsewhere."},"agentVersion":{"type":"string","description":"Version of the connected agent."},"runtime":{"enum":["kubernetes","process","docker"],"description":"The runtime the connected agent announced in its hello; placement sends a task only where it runs the task's agentType."},"bootId":{"type":"string","description":"Identifies one start of the connected agent."},"kubernetesVersion":{"type":"string","description":"Kubernetes version, for runtime kubernetes."},"storageClasses":{"type":"array","maxItems":256,"description":"The cluster's StorageClasses as its agent reports them (runtime kubernetes), sorted by name: what a Task's volumeClaimTemplate may name (GET /api/v1/storage/storageclass).","items":{"$ref":"#/$defs/ClusterStorageClass"}},"lastHeartbeatTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the last heartbeat arrived."},"nodeCount":{"type":"integer","minimum":0,"description":"Nodes the agent reports."},"lastTestedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the cluster's API was last tried (the Version API, for runtime kubernetes; the agent's own report, for runtime process)."},"lastTestOk":{"type":"boolean","description":"Whether that try succeeded."},"lastTestMessage":{"type":"string","maxLength":1024,"description":"Why the last try failed; absent when it succeeded. Never carries credentials."},"capabilities":{"type":"array","description":"Component states, sorted by name.","items":{"$ref":"#/$defs/Capability"}},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
 
 function validate234(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -7899,10 +8183,10 @@ return errors === 0;
 }
 validate243.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema87 = {"description":"How the cluster runs tasks.","type":"object","additionalProperties":false,"required":["runtime"],"if":{"properties":{"access":{"const":"kubeconfig"}},"required":["access"]},"then":{"required":["kubeconfig"],"properties":{"runtime":{"const":"kubernetes"}}},"else":{"properties":{"kubeconfig":false}},"properties":{"runtime":{"enum":["kubernetes","process"],"description":"kubernetes: tasks become workloads in a Kubernetes cluster; process: tasks run as local processes on the agent's machine."},"description":{"type":"string","description":"Free text for people."},"access":{"enum":["agent","kubeconfig"],"default":"agent","description":"agent (default): an agent on the cluster connects to the hub. kubeconfig: no agent is installed; the hub drives the cluster itself with the sealed kubeconfig in spec.kubeconfig (runtime kubernetes only; docs/clusters.md)."},"kubeconfig":{"$ref":"#/$defs/ClusterKubeconfig","description":"For access: kubeconfig."},"agentPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Planned: the agent's SSH public key, to pin at enrollment. Not read yet: agents are pinned by the certificate the hub's CA issues when they enroll."}}};
+const schema87 = {"description":"How the cluster runs tasks.","type":"object","additionalProperties":false,"required":["runtime"],"if":{"properties":{"access":{"const":"kubeconfig"}},"required":["access"]},"then":{"required":["kubeconfig"],"properties":{"runtime":{"const":"kubernetes"}}},"else":{"properties":{"kubeconfig":false}},"properties":{"runtime":{"enum":["kubernetes","process","docker"],"description":"kubernetes: tasks become workloads in a Kubernetes cluster; process: tasks run as local processes on the agent's machine; docker: tasks run as containers on the agent machine's Docker engine."},"description":{"type":"string","description":"Free text for people."},"access":{"enum":["agent","kubeconfig"],"default":"agent","description":"agent (default): an agent on the cluster connects to the hub. kubeconfig: no agent is installed; the hub drives the cluster itself with the sealed kubeconfig in spec.kubeconfig (runtime kubernetes only; docs/clusters.md)."},"kubeconfig":{"$ref":"#/$defs/ClusterKubeconfig","description":"For access: kubeconfig."},"agentPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Planned: the agent's SSH public key, to pin at enrollment. Not read yet: agents are pinned by the certificate the hub's CA issues when they enroll."}}};
 const schema88 = {"description":"How the hub reaches an agentless cluster. Only this hub can open the sealed kubeconfig; it is never served, logged or written back.","type":"object","additionalProperties":false,"required":["sealed"],"properties":{"sealed":{"type":"string","pattern":"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$","maxLength":262144,"x-rlark-message":"must be a sealed kubeconfig (rlark-sealed:v1:<key id>:<payload>) made by `rlark seal --kubeconfig FILE --cluster NAME`, never a plain kubeconfig","x-rlark-sensitive":true,"description":"The kubeconfig sealed to the hub's key with context cluster/<name>/kubeconfig: `rlark seal --kubeconfig FILE --cluster NAME`. Its current context is used."},"server":{"type":"string","pattern":"^https?://[^\\s/]+(/.*)?$","maxLength":2048,"description":"The sealed kubeconfig's server, repeated for readers. Where the credential goes is only what is sealed: a value that differs is refused (validation, at this field); to dial another address, put it in the kubeconfig and seal it again."},"insecureSkipTLSVerify":{"type":"boolean","default":false,"description":"true only with a sealed kubeconfig that says insecure-skip-tls-verify: true (otherwise refused, at this field): whether the server is verified is sealed. Only for labs with self-signed servers: anyone on the path can then read the credentials."}}};
-const pattern19 = new RegExp("^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$", "u");
-const pattern20 = new RegExp("^https?://[^\\s/]+(/.*)?$", "u");
+const pattern22 = new RegExp("^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$", "u");
+const pattern23 = new RegExp("^https?://[^\\s/]+(/.*)?$", "u");
 
 function validate246(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -7950,7 +8234,7 @@ vErrors.push(err2);
 }
 errors++;
 }
-if(!pattern19.test(data0)){
+if(!pattern22.test(data0)){
 const err3 = {instancePath:instancePath+"/sealed",schemaPath:"#/properties/sealed/pattern",keyword:"pattern",params:{pattern: "^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$"},message:"must match pattern \""+"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$"+"\"",schema:"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$",parentSchema:schema88.properties.sealed,data:data0};
 if(vErrors === null){
 vErrors = [err3];
@@ -7985,7 +8269,7 @@ vErrors.push(err5);
 }
 errors++;
 }
-if(!pattern20.test(data1)){
+if(!pattern23.test(data1)){
 const err6 = {instancePath:instancePath+"/server",schemaPath:"#/properties/server/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s/]+(/.*)?$"},message:"must match pattern \""+"^https?://[^\\s/]+(/.*)?$"+"\"",schema:"^https?://[^\\s/]+(/.*)?$",parentSchema:schema88.properties.server,data:data1};
 if(vErrors === null){
 vErrors = [err6];
@@ -8221,7 +8505,7 @@ errors++;
 }
 if(data.runtime !== undefined){
 let data3 = data.runtime;
-if(!((data3 === "kubernetes") || (data3 === "process"))){
+if(!(((data3 === "kubernetes") || (data3 === "process")) || (data3 === "docker"))){
 const err8 = {instancePath:instancePath+"/runtime",schemaPath:"#/properties/runtime/enum",keyword:"enum",params:{allowedValues: schema87.properties.runtime.enum},message:"must be equal to one of the allowed values",schema:schema87.properties.runtime.enum,parentSchema:schema87.properties.runtime,data:data3};
 if(vErrors === null){
 vErrors = [err8];
@@ -8286,7 +8570,7 @@ return errors === 0;
 }
 validate245.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema90 = {"description":"Observed state of a Cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Online","Offline"],"description":"Whether the agent's tunnel is up."},"lastTransitionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When phase last changed; Tasks not yet running on a cluster Offline longer than a grace period are placed elsewhere."},"agentVersion":{"type":"string","description":"Version of the connected agent."},"runtime":{"enum":["kubernetes","process"],"description":"The runtime the connected agent announced in its hello; placement sends a task only where it runs the task's agentType."},"bootId":{"type":"string","description":"Identifies one start of the connected agent."},"kubernetesVersion":{"type":"string","description":"Kubernetes version, for runtime kubernetes."},"storageClasses":{"type":"array","maxItems":256,"description":"The cluster's StorageClasses as its agent reports them (runtime kubernetes), sorted by name: what a Task's volumeClaimTemplate may name (GET /api/v1/storage/storageclass).","items":{"$ref":"#/$defs/ClusterStorageClass"}},"lastHeartbeatTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the last heartbeat arrived."},"nodeCount":{"type":"integer","minimum":0,"description":"Nodes the agent reports."},"lastTestedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the cluster's API was last tried (the Version API, for runtime kubernetes; the agent's own report, for runtime process)."},"lastTestOk":{"type":"boolean","description":"Whether that try succeeded."},"lastTestMessage":{"type":"string","maxLength":1024,"description":"Why the last try failed; absent when it succeeded. Never carries credentials."},"capabilities":{"type":"array","description":"Component states, sorted by name.","items":{"$ref":"#/$defs/Capability"}},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
+const schema90 = {"description":"Observed state of a Cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Online","Offline"],"description":"Whether the agent's tunnel is up."},"lastTransitionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When phase last changed; Tasks not yet running on a cluster Offline longer than a grace period are placed elsewhere."},"agentVersion":{"type":"string","description":"Version of the connected agent."},"runtime":{"enum":["kubernetes","process","docker"],"description":"The runtime the connected agent announced in its hello; placement sends a task only where it runs the task's agentType."},"bootId":{"type":"string","description":"Identifies one start of the connected agent."},"kubernetesVersion":{"type":"string","description":"Kubernetes version, for runtime kubernetes."},"storageClasses":{"type":"array","maxItems":256,"description":"The cluster's StorageClasses as its agent reports them (runtime kubernetes), sorted by name: what a Task's volumeClaimTemplate may name (GET /api/v1/storage/storageclass).","items":{"$ref":"#/$defs/ClusterStorageClass"}},"lastHeartbeatTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the last heartbeat arrived."},"nodeCount":{"type":"integer","minimum":0,"description":"Nodes the agent reports."},"lastTestedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the cluster's API was last tried (the Version API, for runtime kubernetes; the agent's own report, for runtime process)."},"lastTestOk":{"type":"boolean","description":"Whether that try succeeded."},"lastTestMessage":{"type":"string","maxLength":1024,"description":"Why the last try failed; absent when it succeeded. Never carries credentials."},"capabilities":{"type":"array","description":"Component states, sorted by name.","items":{"$ref":"#/$defs/Capability"}},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
 
 function validate252(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -8834,7 +9118,7 @@ errors++;
 }
 if(data.runtime !== undefined){
 let data3 = data.runtime;
-if(!((data3 === "kubernetes") || (data3 === "process"))){
+if(!(((data3 === "kubernetes") || (data3 === "process")) || (data3 === "docker"))){
 const err3 = {instancePath:instancePath+"/runtime",schemaPath:"#/properties/runtime/enum",keyword:"enum",params:{allowedValues: schema90.properties.runtime.enum},message:"must be equal to one of the allowed values",schema:schema90.properties.runtime.enum,parentSchema:schema90.properties.runtime,data:data3};
 if(vErrors === null){
 vErrors = [err3];
@@ -9450,7 +9734,7 @@ return errors === 0;
 validate266.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const schema97 = {"description":"A DNS-1123 subdomain: dot-separated DNS-1123 labels, at most 253 characters.","type":"string","minLength":1,"maxLength":253,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$","x-rlark-message":"must be a DNS-1123 subdomain: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"};
-const pattern22 = new RegExp("^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$", "u");
+const pattern25 = new RegExp("^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$", "u");
 
 function validate273(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -9483,7 +9767,7 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(!pattern22.test(data)){
+if(!pattern25.test(data)){
 const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema97,data};
 if(vErrors === null){
 vErrors = [err2];
@@ -9531,7 +9815,7 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(!pattern16.test(data)){
+if(!pattern19.test(data)){
 const err1 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema76,data};
 if(vErrors === null){
 vErrors = [err1];
@@ -9844,7 +10128,7 @@ validate289.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false}
 
 const schema105 = {"description":"Resource name (cpu, memory, nvidia.com/gpu, ...) to quantity.","type":"object","propertyNames":{"$ref":"#/$defs/LabelKey"},"additionalProperties":{"$ref":"#/$defs/Quantity"}};
 const schema106 = {"description":"A Kubernetes resource quantity, e.g. 500m, 2Gi, 8.","type":"string","pattern":"^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$","x-rlark-message":"must be a Kubernetes quantity such as 500m, 2Gi or 8"};
-const pattern24 = new RegExp("^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$", "u");
+const pattern27 = new RegExp("^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$", "u");
 
 function validate293(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -9857,7 +10141,7 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(typeof data === "string"){
-if(!pattern24.test(data)){
+if(!pattern27.test(data)){
 const err0 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$"},message:"must match pattern \""+"^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$"+"\"",schema:"^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$",parentSchema:schema106,data};
 if(vErrors === null){
 vErrors = [err0];
@@ -11001,7 +11285,7 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(!pattern22.test(data)){
+if(!pattern25.test(data)){
 const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema97,data};
 if(vErrors === null){
 vErrors = [err2];
@@ -11105,7 +11389,7 @@ return errors === 0;
 }
 validate322.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const pattern27 = new RegExp("^\\$[A-Za-z0-9-]+\\$", "u");
+const pattern30 = new RegExp("^\\$[A-Za-z0-9-]+\\$", "u");
 
 function validate321(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -11282,7 +11566,7 @@ errors++;
 if(data.passwordHash !== undefined){
 let data6 = data.passwordHash;
 if(typeof data6 === "string"){
-if(!pattern27.test(data6)){
+if(!pattern30.test(data6)){
 const err11 = {instancePath:instancePath+"/passwordHash",schemaPath:"#/properties/passwordHash/pattern",keyword:"pattern",params:{pattern: "^\\$[A-Za-z0-9-]+\\$"},message:"must match pattern \""+"^\\$[A-Za-z0-9-]+\\$"+"\"",schema:"^\\$[A-Za-z0-9-]+\\$",parentSchema:schema115.properties.passwordHash,data:data6};
 if(vErrors === null){
 vErrors = [err11];
@@ -11719,7 +12003,7 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(!pattern22.test(data)){
+if(!pattern25.test(data)){
 const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema97,data};
 if(vErrors === null){
 vErrors = [err2];
@@ -12840,7 +13124,7 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(!pattern22.test(data)){
+if(!pattern25.test(data)){
 const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema97,data};
 if(vErrors === null){
 vErrors = [err2];
@@ -12888,7 +13172,7 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(!pattern16.test(data)){
+if(!pattern19.test(data)){
 const err1 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema76,data};
 if(vErrors === null){
 vErrors = [err1];
@@ -13041,7 +13325,7 @@ return errors === 0;
 }
 validate367.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const pattern33 = new RegExp("^[-._a-zA-Z0-9]+$", "u");
+const pattern36 = new RegExp("^[-._a-zA-Z0-9]+$", "u");
 
 function validate364(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -13134,7 +13418,7 @@ vErrors.push(err5);
 }
 errors++;
 }
-if(!pattern33.test(key1)){
+if(!pattern36.test(key1)){
 const err6 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[-._a-zA-Z0-9]+$"},message:"must match pattern \""+"^[-._a-zA-Z0-9]+$"+"\"",schema:"^[-._a-zA-Z0-9]+$",parentSchema:schema130.properties.encryptedData.propertyNames,data:key1,propertyName:key1};
 if(vErrors === null){
 vErrors = [err6];
@@ -13170,7 +13454,7 @@ errors++;
 for(const key2 in data2){
 let data3 = data2[key2];
 if(typeof data3 === "string"){
-if(!pattern19.test(data3)){
+if(!pattern22.test(data3)){
 const err9 = {instancePath:instancePath+"/encryptedData/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/encryptedData/additionalProperties/pattern",keyword:"pattern",params:{pattern: "^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$"},message:"must match pattern \""+"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$"+"\"",schema:"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$",parentSchema:schema130.properties.encryptedData.additionalProperties,data:data3};
 if(vErrors === null){
 vErrors = [err9];
@@ -13885,7 +14169,7 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(!pattern16.test(data)){
+if(!pattern19.test(data)){
 const err1 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema76,data};
 if(vErrors === null){
 vErrors = [err1];
@@ -15158,7 +15442,7 @@ vErrors.push(err0);
 errors++;
 }
 for(const key0 in data){
-if(!((((key0 === "image") || (key0 === "command")) || (key0 === "args")) || (key0 === "env"))){
+if(!(func1.call(schema46.properties, key0))){
 const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema46,data};
 if(vErrors === null){
 vErrors = [err1];
@@ -15274,14 +15558,296 @@ vErrors.push(err8);
 errors++;
 }
 }
-}
-else {
-const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema46.type,parentSchema:schema46,data};
+if(data.mounts !== undefined){
+let data7 = data.mounts;
+if(Array.isArray(data7)){
+const len3 = data7.length;
+for(let i3=0; i3<len3; i3++){
+let data8 = data7[i3];
+if(data8 && typeof data8 == "object" && !Array.isArray(data8)){
+if(data8.hostPath === undefined){
+const err9 = {instancePath:instancePath+"/mounts/" + i3,schemaPath:"#/properties/mounts/items/required",keyword:"required",params:{missingProperty: "hostPath"},message:"must have required property '"+"hostPath"+"'",schema:schema46.properties.mounts.items.required,parentSchema:schema46.properties.mounts.items,data:data8};
 if(vErrors === null){
 vErrors = [err9];
 }
 else {
 vErrors.push(err9);
+}
+errors++;
+}
+if(data8.containerPath === undefined){
+const err10 = {instancePath:instancePath+"/mounts/" + i3,schemaPath:"#/properties/mounts/items/required",keyword:"required",params:{missingProperty: "containerPath"},message:"must have required property '"+"containerPath"+"'",schema:schema46.properties.mounts.items.required,parentSchema:schema46.properties.mounts.items,data:data8};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+for(const key1 in data8){
+if(!(((key1 === "hostPath") || (key1 === "containerPath")) || (key1 === "readOnly"))){
+const err11 = {instancePath:instancePath+"/mounts/" + i3,schemaPath:"#/properties/mounts/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema46.properties.mounts.items,data:data8};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+if(data8.hostPath !== undefined){
+let data9 = data8.hostPath;
+if(typeof data9 === "string"){
+if(!pattern12.test(data9)){
+const err12 = {instancePath:instancePath+"/mounts/" + i3+"/hostPath",schemaPath:"#/properties/mounts/items/properties/hostPath/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\"",schema:"^/",parentSchema:schema46.properties.mounts.items.properties.hostPath,data:data9};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+else {
+const err13 = {instancePath:instancePath+"/mounts/" + i3+"/hostPath",schemaPath:"#/properties/mounts/items/properties/hostPath/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema46.properties.mounts.items.properties.hostPath.type,parentSchema:schema46.properties.mounts.items.properties.hostPath,data:data9};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+if(data8.containerPath !== undefined){
+let data10 = data8.containerPath;
+if(typeof data10 === "string"){
+if(!pattern12.test(data10)){
+const err14 = {instancePath:instancePath+"/mounts/" + i3+"/containerPath",schemaPath:"#/properties/mounts/items/properties/containerPath/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\"",schema:"^/",parentSchema:schema46.properties.mounts.items.properties.containerPath,data:data10};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+else {
+const err15 = {instancePath:instancePath+"/mounts/" + i3+"/containerPath",schemaPath:"#/properties/mounts/items/properties/containerPath/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema46.properties.mounts.items.properties.containerPath.type,parentSchema:schema46.properties.mounts.items.properties.containerPath,data:data10};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+if(data8.readOnly !== undefined){
+let data11 = data8.readOnly;
+if(typeof data11 !== "boolean"){
+const err16 = {instancePath:instancePath+"/mounts/" + i3+"/readOnly",schemaPath:"#/properties/mounts/items/properties/readOnly/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema46.properties.mounts.items.properties.readOnly.type,parentSchema:schema46.properties.mounts.items.properties.readOnly,data:data11};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+}
+else {
+const err17 = {instancePath:instancePath+"/mounts/" + i3,schemaPath:"#/properties/mounts/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema46.properties.mounts.items.type,parentSchema:schema46.properties.mounts.items,data:data8};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+}
+else {
+const err18 = {instancePath:instancePath+"/mounts",schemaPath:"#/properties/mounts/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema46.properties.mounts.type,parentSchema:schema46.properties.mounts,data:data7};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+if(data.devices !== undefined){
+let data12 = data.devices;
+if(Array.isArray(data12)){
+const len4 = data12.length;
+for(let i4=0; i4<len4; i4++){
+let data13 = data12[i4];
+if(typeof data13 === "string"){
+if(!pattern14.test(data13)){
+const err19 = {instancePath:instancePath+"/devices/" + i4,schemaPath:"#/properties/devices/items/pattern",keyword:"pattern",params:{pattern: "^/dev/"},message:"must match pattern \""+"^/dev/"+"\"",schema:"^/dev/",parentSchema:schema46.properties.devices.items,data:data13};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+else {
+const err20 = {instancePath:instancePath+"/devices/" + i4,schemaPath:"#/properties/devices/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema46.properties.devices.items.type,parentSchema:schema46.properties.devices.items,data:data13};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+}
+else {
+const err21 = {instancePath:instancePath+"/devices",schemaPath:"#/properties/devices/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema46.properties.devices.type,parentSchema:schema46.properties.devices,data:data12};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+if(data.restartPolicy !== undefined){
+let data14 = data.restartPolicy;
+if(!(((data14 === "Never") || (data14 === "OnFailure")) || (data14 === "Always"))){
+const err22 = {instancePath:instancePath+"/restartPolicy",schemaPath:"#/properties/restartPolicy/enum",keyword:"enum",params:{allowedValues: schema46.properties.restartPolicy.enum},message:"must be equal to one of the allowed values",schema:schema46.properties.restartPolicy.enum,parentSchema:schema46.properties.restartPolicy,data:data14};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+if(data.resources !== undefined){
+let data15 = data.resources;
+if(data15 && typeof data15 == "object" && !Array.isArray(data15)){
+for(const key2 in data15){
+if(!((key2 === "cpus") || (key2 === "memoryMiB"))){
+const err23 = {instancePath:instancePath+"/resources",schemaPath:"#/properties/resources/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties",schema:false,parentSchema:schema46.properties.resources,data:data15};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+if(data15.cpus !== undefined){
+let data16 = data15.cpus;
+if((typeof data16 == "number") && (isFinite(data16))){
+if(data16 <= 0 || isNaN(data16)){
+const err24 = {instancePath:instancePath+"/resources/cpus",schemaPath:"#/properties/resources/properties/cpus/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0",schema:0,parentSchema:schema46.properties.resources.properties.cpus,data:data16};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+}
+else {
+const err25 = {instancePath:instancePath+"/resources/cpus",schemaPath:"#/properties/resources/properties/cpus/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema46.properties.resources.properties.cpus.type,parentSchema:schema46.properties.resources.properties.cpus,data:data16};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+}
+if(data15.memoryMiB !== undefined){
+let data17 = data15.memoryMiB;
+if(!(((typeof data17 == "number") && (!(data17 % 1) && !isNaN(data17))) && (isFinite(data17)))){
+const err26 = {instancePath:instancePath+"/resources/memoryMiB",schemaPath:"#/properties/resources/properties/memoryMiB/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema46.properties.resources.properties.memoryMiB.type,parentSchema:schema46.properties.resources.properties.memoryMiB,data:data17};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+if((typeof data17 == "number") && (isFinite(data17))){
+if(data17 < 6 || isNaN(data17)){
+const err27 = {instancePath:instancePath+"/resources/memoryMiB",schemaPath:"#/properties/resources/properties/memoryMiB/minimum",keyword:"minimum",params:{comparison: ">=", limit: 6},message:"must be >= 6",schema:6,parentSchema:schema46.properties.resources.properties.memoryMiB,data:data17};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err28 = {instancePath:instancePath+"/resources",schemaPath:"#/properties/resources/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema46.properties.resources.type,parentSchema:schema46.properties.resources,data:data15};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+}
+if(data.replicas !== undefined){
+let data18 = data.replicas;
+if(!(((typeof data18 == "number") && (!(data18 % 1) && !isNaN(data18))) && (isFinite(data18)))){
+const err29 = {instancePath:instancePath+"/replicas",schemaPath:"#/properties/replicas/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema46.properties.replicas.type,parentSchema:schema46.properties.replicas,data:data18};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+if((typeof data18 == "number") && (isFinite(data18))){
+if(data18 < 0 || isNaN(data18)){
+const err30 = {instancePath:instancePath+"/replicas",schemaPath:"#/properties/replicas/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema46.properties.replicas,data:data18};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err31 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema46.type,parentSchema:schema46,data};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
 }
 errors++;
 }
@@ -16384,7 +16950,7 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(!pattern16.test(data)){
+if(!pattern19.test(data)){
 const err1 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema76,data};
 if(vErrors === null){
 vErrors = [err1];
@@ -17882,7 +18448,7 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(!pattern16.test(data)){
+if(!pattern19.test(data)){
 const err1 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema76,data};
 if(vErrors === null){
 vErrors = [err1];
@@ -17909,7 +18475,7 @@ return errors === 0;
 validate462.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema165 = {"description":"The catalog entry, the Addon it comes from and the rendered objects.","type":"object","additionalProperties":false,"required":["addonName","version","namespace","addonGeneration","objects"],"properties":{"addonName":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Catalog entry name."},"version":{"type":"string","maxLength":128,"description":"Catalog entry version."},"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"In-cluster namespace the objects go into (created when missing)."},"clusterWide":{"type":"boolean","description":"True when the Addon is cluster-wide (placed by clusterSelector), false when it lives in agent-<cluster>."},"addonGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the Addon this release was rendered from."},"minKubernetesVersion":{"type":"string","pattern":"^[0-9]+\\.[0-9]+$","description":"The cluster's API server must be at least this \"major.minor\"."},"objects":{"type":"array","maxItems":500,"description":"The rendered Kubernetes objects, in apply order.","items":{"type":"object","required":["apiVersion","kind","metadata"],"description":"One Kubernetes object.","x-rlark-free-form":true}}}};
-const pattern44 = new RegExp("^[0-9]+\\.[0-9]+$", "u");
+const pattern50 = new RegExp("^[0-9]+\\.[0-9]+$", "u");
 
 function validate464(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -18062,7 +18628,7 @@ errors++;
 if(data.minKubernetesVersion !== undefined){
 let data5 = data.minKubernetesVersion;
 if(typeof data5 === "string"){
-if(!pattern44.test(data5)){
+if(!pattern50.test(data5)){
 const err11 = {instancePath:instancePath+"/minKubernetesVersion",schemaPath:"#/properties/minKubernetesVersion/pattern",keyword:"pattern",params:{pattern: "^[0-9]+\\.[0-9]+$"},message:"must match pattern \""+"^[0-9]+\\.[0-9]+$"+"\"",schema:"^[0-9]+\\.[0-9]+$",parentSchema:schema165.properties.minKubernetesVersion,data:data5};
 if(vErrors === null){
 vErrors = [err11];
@@ -18725,7 +19291,7 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(!pattern22.test(data)){
+if(!pattern25.test(data)){
 const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema97,data};
 if(vErrors === null){
 vErrors = [err2];
@@ -18773,7 +19339,7 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(!pattern16.test(data)){
+if(!pattern19.test(data)){
 const err1 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema76,data};
 if(vErrors === null){
 vErrors = [err1];

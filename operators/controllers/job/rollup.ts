@@ -24,7 +24,7 @@ export function started(task: Task | undefined): boolean {
   return phase === "Running" || isTerminal(phase);
 }
 
-/** Whether the task runs to completion (a batch Job, or a Raw process of kind Job). */
+/** Whether the task runs to completion (a batch Job, a Raw process of kind Job, a Docker container not restarted Always). */
 export function finishes(template: TaskTemplate): boolean {
   switch (template.agentType) {
     case "Kubernetes":
@@ -32,7 +32,7 @@ export function finishes(template: TaskTemplate): boolean {
     case "Raw":
       return (template.raw?.kind ?? "Job") === "Job";
     case "Docker":
-      return false;
+      return (template.docker?.restartPolicy ?? "Never") !== "Always";
   }
 }
 

@@ -4,7 +4,7 @@
 import { formatSelector, matches } from "../../lib/store/index.ts";
 import type { ClusterView, NodeView } from "./cluster-view.ts";
 import { type Amounts, fitCount, formatAmount, formatRequest, POD_COUNT, shortfall } from "./resources.ts";
-import { describeRuntimes, type PlacementTask, runtimesFor } from "./task-requirements.ts";
+import { type PlacementTask, runtimesFor } from "./task-requirements.ts";
 
 export interface NodeAssignment {
   node: string;
@@ -207,9 +207,6 @@ function unplaceable(task: PlacementTask, refusals: [string, string][]): string 
 }
 
 function candidates(task: PlacementTask, clusters: readonly ClusterView[], used: Used): Fit[] | string {
-  if (runtimesFor(task.agentType).length === 0) {
-    return `task ${task.name}: no agent runtime runs ${task.agentType} tasks yet (${describeRuntimes()})`;
-  }
   const fits: Fit[] = [];
   for (const cluster of clusters) {
     if (clusterRefusal(task, cluster)) continue;

@@ -72,8 +72,13 @@ export function placementTask(template: TaskTemplate): PlacementTask {
       request: podRequest(spec),
     };
   }
-  // Raw processes and Docker containers declare no resources: they need a node, not capacity.
-  const replicas = template.agentType === "Raw" ? (template.raw?.replicas ?? 1) : 1;
+  // Raw processes and Docker containers declare no requests: they need a node, not capacity.
+  const replicas =
+    template.agentType === "Raw"
+      ? (template.raw?.replicas ?? 1)
+      : template.agentType === "Docker"
+        ? (template.docker?.replicas ?? 1)
+        : 1;
   return {
     ...base,
     nodeSelector: { ...template.nodeSelector },
@@ -85,24 +90,17 @@ export function placementTask(template: TaskTemplate): PlacementTask {
 
 /**
  * What each agent runtime runs, as its `agentTypes` says (operators/agent/runtimes/): an agent
- * drops any other Task it is handed, so placement must never send one there. Docker has no
- * runtime yet.
+ * drops any other Task it is handed, so placement must never send one there.
  */
 export const RUNTIME_AGENT_TYPES: Readonly<Record<string, readonly AgentType[]>> = {
   kubernetes: ["Kubernetes"],
   process: ["Raw"],
+  docker: ["Docker"],
 };
 
-/** Agent runtimes that run an agentType (none for Docker today). */
+/** Agent runtimes that run an agentType. */
 export function runtimesFor(agentType: AgentType): readonly string[] {
   return Object.keys(RUNTIME_AGENT_TYPES).filter((runtime) =>
     RUNTIME_AGENT_TYPES[runtime]?.includes(agentType),
   );
-}
-
-/** "kubernetes runs Kubernetes tasks, process runs Raw tasks" */
-export function describeRuntimes(): string {
-  return Object.entries(RUNTIME_AGENT_TYPES)
-    .map(([runtime, types]) => `${runtime} runs ${types.join(" and ")} tasks`)
-    .join(", ");
 }

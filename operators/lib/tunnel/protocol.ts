@@ -18,7 +18,7 @@ export interface Capability {
   message?: string;
 }
 
-export const RUNTIMES = ["kubernetes", "process"] as const;
+export const RUNTIMES = ["kubernetes", "process", "docker"] as const;
 export type Runtime = (typeof RUNTIMES)[number];
 
 // agent → hub

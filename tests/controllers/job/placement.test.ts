@@ -309,7 +309,7 @@ t.test(
   },
 );
 
-t.test("a Docker task stays Pending with a condition saying no runtime runs Docker tasks", async (t) => {
+t.test("a Docker task waits for a cluster whose agent runs Docker, and is created there", async (t) => {
   const hub = await startJobHarness(t);
   await hub.store.create(cluster("beijing", { runtime: "kubernetes" }));
   await hub.store.create(node("beijing", "n1"));
@@ -321,15 +321,19 @@ t.test("a Docker task stays Pending with a condition saying no runtime runs Dock
     agentType: "Docker",
     docker: { image: "cam:1" },
   };
-  await hub.store.create(job("docked", [rawTask("env"), camera]));
+  await hub.store.create(job("docked", [camera]));
   const j = await waitForJob(hub.store, "docked", "Unschedulable", (x) => scheduled(x)?.status === "False");
   t.equal(j.status?.phase, "Pending");
-  t.match(scheduled(j), {
-    reason: "Unschedulable",
-    message:
-      "task camera: no agent runtime runs Docker tasks yet (kubernetes runs Kubernetes tasks, process runs Raw tasks)",
+  t.match(scheduled(j)?.message, /local: its agent's runtime process does not run Docker tasks/);
+  t.equal((await tasksOf(hub.store, "docked")).length, 0);
+  // An edge machine's docker agent connects: the Docker task goes there.
+  await hub.store.create(cluster("edge", { runtime: "docker" }));
+  await hub.store.create(node("edge", "robot"));
+  const [task] = await waitFor("the Docker Task created", async () => {
+    const all = await tasksOf(hub.store, "docked");
+    return all.length === 1 ? all : undefined;
   });
-  t.equal((await tasksOf(hub.store, "docked")).length, 0, "all or nothing: the Raw task waits too");
+  t.equal(task?.metadata.namespace, "agent-edge");
 });
 
 t.test("a Job without a Domain runs all its tasks in one cluster, or waits saying why", async (t) => {

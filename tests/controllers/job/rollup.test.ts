@@ -54,6 +54,19 @@ t.test("long-running tasks never finish a Job", async (t) => {
   t.equal(rollup(templates, statuses).phase, "Running");
 });
 
+t.test("a Docker task finishes a Job unless it restarts Always", async (t) => {
+  const docker = (name: string, restartPolicy?: "Never" | "OnFailure" | "Always"): TaskTemplate => ({
+    name,
+    role: "Env",
+    agentType: "Docker",
+    docker: { image: "cam:1", ...(restartPolicy ? { restartPolicy } : {}) },
+  });
+  const done: JobTaskStatus[] = [{ name: "a", phase: "Succeeded" }];
+  t.equal(rollup([docker("a")], done).phase, "Succeeded", "Never, the default, runs to completion");
+  t.equal(rollup([docker("a", "OnFailure")], done).phase, "Succeeded");
+  t.notOk(finishes(docker("a", "Always")), "a service never finishes");
+});
+
 t.test("a failure message carries the reason, the exit code and the detail", async (t) => {
   t.equal(
     failureMessage({

@@ -6,9 +6,9 @@ import type { Cluster, Job, Node, Task, TaskTemplate } from "../../../operators/
 export function cluster(
   name: string,
   options: {
-    runtime?: "kubernetes" | "process";
+    runtime?: "kubernetes" | "process" | "docker";
     /** The runtime its connected agent announced (status.runtime); default: spec.runtime. */
-    agentRuntime?: "kubernetes" | "process";
+    agentRuntime?: "kubernetes" | "process" | "docker";
     online?: boolean;
     labels?: Record<string, string>;
     lastTransitionTime?: string;

@@ -230,21 +230,38 @@ t.test("the runtime is the one the agent announced, not only the one git declare
   t.notOk(place(snapshot, [rawTask("r")]).placed);
 });
 
-t.test("a Docker task is placed nowhere, and the message says no runtime runs Docker yet", async (t) => {
-  const snapshot = pool(
-    [cluster("k8s", { runtime: "kubernetes" }), cluster("bare", { runtime: "process" })],
-    [node("k8s", "n1"), node("bare", "m1")],
-  );
-  const docker: TaskTemplate = { name: "cam", role: "Env", agentType: "Docker", docker: { image: "cam:1" } };
-  const result = place(snapshot, [rawTask("r"), docker]);
-  t.notOk(result.placed);
-  if (result.placed) return;
-  t.equal(result.task, "cam");
-  t.equal(
-    result.message,
-    "task cam: no agent runtime runs Docker tasks yet (kubernetes runs Kubernetes tasks, process runs Raw tasks)",
-  );
-});
+t.test(
+  "a Docker task goes only to a cluster whose agent runs Docker, else the message says whose do not",
+  async (t) => {
+    const docker: TaskTemplate = {
+      name: "cam",
+      role: "Env",
+      agentType: "Docker",
+      docker: { image: "cam:1", replicas: 2 },
+    };
+    const without = place(
+      pool(
+        [cluster("k8s", { runtime: "kubernetes" }), cluster("bare", { runtime: "process" })],
+        [node("k8s", "n1"), node("bare", "m1")],
+      ),
+      [rawTask("r"), docker],
+    );
+    t.notOk(without.placed);
+    if (without.placed) return;
+    t.equal(without.task, "cam");
+    t.match(without.message, /bare: its agent's runtime process does not run Docker tasks/);
+    t.match(without.message, /k8s: its agent's runtime kubernetes does not run Docker tasks/);
+    const snapshot = pool(
+      [
+        cluster("k8s", { runtime: "kubernetes" }),
+        cluster("bare", { runtime: "process" }),
+        cluster("edge", { runtime: "docker" }),
+      ],
+      [node("k8s", "n1"), node("bare", "m1"), node("edge", "robot")],
+    );
+    t.same(clustersOf(place(snapshot, [docker])), { cam: "edge" });
+  },
+);
 
 t.test("ties go to the cluster with the most free resources, then to the first name", async (t) => {
   const same = { allocatable: { cpu: "8", memory: "16Gi" } };

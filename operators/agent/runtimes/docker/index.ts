@@ -1,0 +1,449 @@
+// The docker runtime (the seeds' "Docker" agent type, for edge machines): every replica of a
+// Docker Task is one container on the machine's Docker engine, named rlark_<namespace>_<pod> and
+// labelled with its Job, Task, replica and revision. The engine is the state: a runtime opened
+// later lists the containers carrying its owner label and adopts them, and the fixed name keeps
+// a second container for one replica from ever being created. The engine restarts containers
+// itself (restartPolicy), so they keep their policy while no agent runs.
+import { PassThrough, type Readable, Transform } from "node:stream";
+import Docker from "dockerode";
+import { type Logger, silentLogger } from "../../../lib/logger.ts";
+import { type BackoffPolicy, restartDelay } from "../process/crash-loop-backoff.ts";
+import { podKey, type RejectedTask } from "../process/spec.ts";
+import type {
+  AgentType,
+  LogStreamOptions,
+  ObservedNode,
+  ObservedPod,
+  Runtime,
+  RuntimeSnapshot,
+  RuntimeTask,
+  StopOptions,
+} from "../types.ts";
+import { createOptions, observedPod } from "./container.ts";
+import { type EngineInfo, engineNode, firstIPv4, type NodeOptions } from "./node.ts";
+import { type DesiredContainer, desiredContainers, LABELS } from "./spec.ts";
+
+export { containerName, desiredContainers } from "./spec.ts";
+
+export interface DockerRuntimeOptions {
+  /** The engine: unix:///path/docker.sock (default unix:///var/run/docker.sock) or tcp://host:port. */
+  dockerHost?: string;
+  /** Node name, and the owner label's value unless `owner` is given. */
+  nodeName: string;
+  /** Tells this runtime's containers from another agent's on a shared engine. Default nodeName. */
+  owner?: string;
+  nodeLabels?: Record<string, string>;
+  nodeAnnotations?: Record<string, string>;
+  internalIP?: string;
+  agentVersion?: string;
+  /** SIGTERM to SIGKILL when a container stops. Default 30 s. */
+  terminationGracePeriodMs?: number;
+  /** How often the engine's containers are listed. Default 1 s. */
+  pollIntervalMs?: number;
+  /** Retries of a pull or create that failed (bad image, missing device). Default 10 s doubling to 5 min. */
+  backoff?: Partial<BackoffPolicy>;
+  /** Each container's log is at most this many bytes plus one rotated file. Default 10 MiB. */
+  logMaxBytes?: number;
+  logger?: Logger;
+}
+
+/** Why a pod has no container yet, and when to try again. */
+interface Failure {
+  reason: string;
+  message: string;
+  streak: number;
+  retryAt: number;
+}
+
+interface Seen {
+  id: string;
+  revision: string;
+  pod: ObservedPod;
+}
+
+function dockerClient(host: string | undefined): Docker {
+  const url = new URL(host ?? "unix:///var/run/docker.sock");
+  if (url.protocol === "unix:") return new Docker({ socketPath: url.pathname });
+  if (url.protocol === "tcp:" || url.protocol === "http:")
+    return new Docker({ host: url.hostname, port: Number(url.port || 2375), protocol: "http" });
+  throw new Error(`--docker-host ${host}: only unix:// and tcp:// engines are supported`);
+}
+
+function statusCode(error: unknown): number | undefined {
+  return (error as { statusCode?: number }).statusCode;
+}
+
+/** The engine's message without the HTTP framing dockerode puts around it. */
+function engineMessage(error: unknown): string {
+  const json = (error as { json?: { message?: string } }).json;
+  return (json?.message ?? (error as Error).message ?? String(error)).trim().slice(0, 500);
+}
+
+/** Ends the stream after `limit` bytes. */
+function limitBytes(limit: number): Transform {
+  let left = limit;
+  return new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      if (left <= 0) return done();
+      const part = chunk.subarray(0, left);
+      left -= part.length;
+      this.push(part);
+      if (left <= 0) this.push(null);
+      done();
+    },
+  });
+}
+
+/** Runs Docker Tasks as containers on one engine. Create with {@link DockerRuntime.open}. */
+export class DockerRuntime implements Runtime {
+  readonly agentTypes: readonly AgentType[] = ["Docker"];
+  readonly #client: Docker;
+  readonly #logger: Logger;
+  readonly #owner: string;
+  readonly #nodeOptions: NodeOptions;
+  readonly #graceSeconds: number;
+  readonly #backoff: BackoffPolicy;
+  readonly #logMaxBytes: number;
+  readonly #listeners = new Set<() => void>();
+  /** The owned containers by pod key, as of the last listing. */
+  #seen = new Map<string, Seen>();
+  /** Work in flight per pod key (a create and start, or a stop and remove): one at a time. */
+  readonly #busy = new Map<string, { kind: "starting" | "stopping"; done: Promise<void> }>();
+  readonly #failures = new Map<string, Failure>();
+  #desired: DesiredContainer[] | undefined;
+  #rejected: RejectedTask[] = [];
+  #info: EngineInfo;
+  #engineError: string | undefined;
+  #node: ObservedNode;
+  #timer: NodeJS.Timeout | undefined;
+  #ticking: Promise<void> | undefined;
+  #again = false;
+  #stopped = false;
+  #lastView = "";
+
+  private constructor(options: DockerRuntimeOptions, client: Docker, info: EngineInfo) {
+    this.#client = client;
+    this.#logger = options.logger ?? silentLogger;
+    this.#owner = options.owner ?? options.nodeName;
+    this.#nodeOptions = {
+      name: options.nodeName,
+      agentVersion: options.agentVersion ?? "0.0.0",
+      ...(options.nodeLabels ? { labels: options.nodeLabels } : {}),
+      ...(options.nodeAnnotations ? { annotations: options.nodeAnnotations } : {}),
+      ...(options.internalIP ? { internalIP: options.internalIP } : {}),
+    };
+    this.#graceSeconds = Math.max(0, Math.round((options.terminationGracePeriodMs ?? 30_000) / 1000));
+    this.#backoff = { initialMs: 10_000, maxMs: 300_000, resetAfterMs: 600_000, ...options.backoff };
+    this.#logMaxBytes = options.logMaxBytes ?? 10 * 1024 * 1024;
+    this.#info = info;
+    this.#node = engineNode(this.#nodeOptions, info);
+  }
+
+  /** Reaches the engine (failing with its error when it cannot), lists what is there, and starts watching. */
+  static async open(options: DockerRuntimeOptions): Promise<DockerRuntime> {
+    const client = dockerClient(options.dockerHost);
+    let info: EngineInfo;
+    try {
+      info = (await client.info()) as EngineInfo;
+    } catch (error) {
+      throw new Error(
+        `docker runtime: the engine at ${options.dockerHost ?? "unix:///var/run/docker.sock"} does not answer: ${engineMessage(error)}`,
+      );
+    }
+    const runtime = new DockerRuntime(options, client, info);
+    await runtime.#tick();
+    runtime.#timer = setInterval(() => runtime.#kick(), options.pollIntervalMs ?? 1000);
+    return runtime;
+  }
+
+  /** Docker Tasks in the last desired set that cannot run as given, with why. */
+  get rejected(): readonly RejectedTask[] {
+    return this.#rejected;
+  }
+
+  async apply(desired: readonly RuntimeTask[]): Promise<void> {
+    if (this.#stopped) throw new Error("DockerRuntime.apply: the runtime was stopped");
+    const { containers, rejected } = desiredContainers(desired);
+    for (const r of rejected) this.#logger.warn("rejected Task", { ...r });
+    this.#rejected = rejected;
+    this.#desired = containers;
+    // A failure is about a spec: one no longer desired is forgotten.
+    const keys = new Set(containers.map((c) => c.key));
+    for (const key of this.#failures.keys()) if (!keys.has(key)) this.#failures.delete(key);
+    this.#kick();
+  }
+
+  /** A poll or a finished piece of work asks for a listing and a reconcile; they never overlap. */
+  #kick(): void {
+    if (this.#stopped) return;
+    if (this.#ticking) {
+      this.#again = true;
+      return;
+    }
+    this.#ticking = this.#tick().finally(() => {
+      this.#ticking = undefined;
+      if (this.#again) {
+        this.#again = false;
+        this.#kick();
+      }
+    });
+  }
+
+  async #tick(): Promise<void> {
+    try {
+      await this.#list();
+      if (this.#engineError !== undefined) {
+        this.#engineError = undefined;
+        this.#info = (await this.#client.info()) as EngineInfo;
+      }
+    } catch (error) {
+      this.#engineError = `the engine does not answer: ${engineMessage(error)}`;
+    }
+    this.#node = engineNode(this.#nodeOptions, this.#info, this.#engineError);
+    if (this.#engineError === undefined) this.#reconcile();
+    this.#changedIfDifferent();
+  }
+
+  async #list(): Promise<void> {
+    const listed = await this.#client.listContainers({
+      all: true,
+      filters: { label: [`${LABELS.owner}=${this.#owner}`] },
+    });
+    const hostIP = this.#node.addresses.find((a) => a.type === "InternalIP")?.address ?? firstIPv4() ?? "";
+    const seen = new Map<string, Seen>();
+    for (const entry of listed) {
+      let info: Docker.ContainerInspectInfo;
+      try {
+        info = await this.#client.getContainer(entry.Id).inspect();
+      } catch (error) {
+        if (statusCode(error) === 404) continue; // removed since the listing
+        throw error;
+      }
+      const pod = observedPod(info, this.#node.name, hostIP);
+      seen.set(podKey(pod.namespace, pod.name), {
+        id: entry.Id,
+        revision: info.Config.Labels?.[LABELS.revision] ?? "",
+        pod,
+      });
+    }
+    this.#seen = seen;
+  }
+
+  #reconcile(): void {
+    // Before the first desired set nothing is pruned: the hub has not said what it wants yet.
+    if (this.#stopped || !this.#desired) return;
+    const want = new Map(this.#desired.map((c) => [c.key, c]));
+    for (const [key, seen] of this.#seen) {
+      if (this.#busy.has(key)) continue;
+      const desired = want.get(key);
+      if (!desired || desired.revision !== seen.revision)
+        this.#work(key, "stopping", () => this.#remove(seen));
+    }
+    const now = Date.now();
+    for (const desired of want.values()) {
+      if (this.#seen.has(desired.key) || this.#busy.has(desired.key)) continue;
+      if ((this.#failures.get(desired.key)?.retryAt ?? 0) > now) continue;
+      this.#work(desired.key, "starting", () => this.#start(desired));
+    }
+  }
+
+  #work(key: string, kind: "starting" | "stopping", run: () => Promise<void>): void {
+    const done = run()
+      .catch((error: unknown) =>
+        this.#logger.error(`${kind} a container failed`, { pod: key, error: engineMessage(error) }),
+      )
+      .finally(() => {
+        this.#busy.delete(key);
+        this.#kick();
+      });
+    this.#busy.set(key, { kind, done });
+  }
+
+  async #start(desired: DesiredContainer): Promise<void> {
+    const { image } = desired.docker;
+    try {
+      await this.#ensureImage(image);
+    } catch (error) {
+      this.#fail(
+        desired.key,
+        "ErrImagePull",
+        `image ${image} is not on the engine and could not be pulled: ${engineMessage(error)}`,
+      );
+      return;
+    }
+    let container: Docker.Container;
+    try {
+      container = await this.#client.createContainer(
+        createOptions(desired, { owner: this.#owner, logMaxBytes: this.#logMaxBytes }),
+      );
+    } catch (error) {
+      // Its name is taken: the replica's container exists already (the next listing shows it).
+      if (statusCode(error) === 409) return;
+      this.#fail(desired.key, "CreateContainerError", engineMessage(error));
+      return;
+    }
+    try {
+      await container.start();
+    } catch (error) {
+      // A container that cannot start (a device missing, say) is removed, so the retry creates it anew.
+      await container.remove({ force: true }).catch(() => undefined);
+      this.#fail(desired.key, "CreateContainerError", engineMessage(error));
+      return;
+    }
+    this.#failures.delete(desired.key);
+  }
+
+  #fail(key: string, reason: string, message: string): void {
+    const streak = (this.#failures.get(key)?.streak ?? 0) + 1;
+    const retryAt = Date.now() + restartDelay(this.#backoff, streak);
+    this.#failures.set(key, { reason, message, streak, retryAt });
+    this.#logger.warn("container not started", { pod: key, reason, message });
+  }
+
+  async #ensureImage(image: string): Promise<void> {
+    try {
+      await this.#client.getImage(image).inspect();
+      return;
+    } catch (error) {
+      if (statusCode(error) !== 404) throw error;
+    }
+    const stream = await this.#client.pull(image);
+    await new Promise<void>((resolve, reject) => {
+      this.#client.modem.followProgress(stream, (error: Error | null, events: { error?: string }[]) => {
+        const failed = events?.find((e) => e.error);
+        if (error || failed) reject(error ?? new Error(failed?.error));
+        else resolve();
+      });
+    });
+  }
+
+  async #remove(seen: Seen): Promise<void> {
+    const container = this.#client.getContainer(seen.id);
+    try {
+      await container.stop({ t: this.#graceSeconds });
+    } catch (error) {
+      // 304: not running; 404: gone already.
+      if (statusCode(error) !== 304 && statusCode(error) !== 404) throw error;
+    }
+    try {
+      await container.remove({ force: true, v: true });
+    } catch (error) {
+      if (statusCode(error) !== 404) throw error;
+    }
+  }
+
+  observe(): RuntimeSnapshot {
+    const pods: ObservedPod[] = [];
+    for (const [key, seen] of this.#seen) {
+      const pod = structuredClone(seen.pod);
+      if (this.#engineError)
+        Object.assign(pod, {
+          phase: "Unknown",
+          ready: false,
+          reason: "EngineUnreachable",
+          message: this.#engineError,
+        });
+      const desired = this.#desired?.find((d) => d.key === key);
+      if (this.#busy.get(key)?.kind === "stopping" || (this.#desired && desired?.revision !== seen.revision))
+        Object.assign(pod, { terminating: true, ready: false });
+      pods.push(pod);
+    }
+    // Desired pods with no container yet: being created, or waiting to retry a failure.
+    for (const desired of this.#desired ?? []) {
+      if (this.#seen.has(desired.key)) continue;
+      const failure = this.#failures.get(desired.key);
+      pods.push(this.#pendingPod(desired, failure));
+    }
+    pods.sort((a, b) => podKey(a.namespace, a.name).localeCompare(podKey(b.namespace, b.name)));
+    return { nodes: [structuredClone(this.#node)], pods };
+  }
+
+  #pendingPod(desired: DesiredContainer, failure: Failure | undefined): ObservedPod {
+    const { task } = desired;
+    const reason = failure?.reason ?? "ContainerCreating";
+    return {
+      name: desired.name,
+      namespace: desired.namespace,
+      task: task.metadata.name,
+      taskUid: task.metadata.uid ?? "",
+      ...(task.metadata.generation === undefined ? {} : { generation: task.metadata.generation }),
+      job: task.spec.job ?? task.metadata.labels?.[LABELS.job] ?? "",
+      node: this.#node.name,
+      index: desired.index,
+      phase: "Pending",
+      state: "Waiting",
+      ready: false,
+      restarts: 0,
+      reason,
+      ...(failure ? { message: failure.message } : {}),
+      container: task.spec.task ?? task.metadata.name,
+    };
+  }
+
+  onChange(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  #changedIfDifferent(): void {
+    const view = JSON.stringify(this.observe());
+    if (view === this.#lastView) return;
+    this.#lastView = view;
+    for (const listener of this.#listeners) {
+      try {
+        listener();
+      } catch (error) {
+        this.#logger.error("change listener threw", { error: (error as Error).message });
+      }
+    }
+  }
+
+  async logStream(pod: { namespace: string; name: string }, options: LogStreamOptions): Promise<Readable> {
+    const key = podKey(pod.namespace, pod.name);
+    const seen = this.#seen.get(key);
+    if (!seen) throw new Error(`no container for pod ${key} on node ${this.#node.name}`);
+    if (options.previous)
+      throw new Error(
+        "previous is not available on the docker runtime: a container's restarts share one log",
+      );
+    if (options.container && options.container !== seen.pod.container)
+      throw new Error(`pod ${key} has no container ${options.container}`);
+    const container = this.#client.getContainer(seen.id);
+    const common = {
+      stdout: true,
+      stderr: true,
+      timestamps: options.timestamps ?? false,
+      ...(options.tail !== undefined ? { tail: options.tail } : {}),
+      ...(options.sinceSeconds ? { since: Math.floor(Date.now() / 1000) - options.sinceSeconds } : {}),
+    };
+    // The engine frames stdout and stderr (no TTY): demuxed into one byte stream, in order.
+    const out = new PassThrough();
+    let source: Readable;
+    if (options.follow) source = (await container.logs({ ...common, follow: true })) as unknown as Readable;
+    else {
+      const buffer = await container.logs({ ...common, follow: false });
+      source = new PassThrough().end(buffer);
+    }
+    this.#client.modem.demuxStream(source, out, out);
+    source.on("end", () => out.end());
+    source.on("error", (error) => out.destroy(error));
+    out.on("close", () => source.destroy());
+    if (!options.limitBytes) return out;
+    const limited = out.pipe(limitBytes(options.limitBytes));
+    limited.on("close", () => out.destroy());
+    return limited;
+  }
+
+  async stop(options: StopOptions = {}): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    clearInterval(this.#timer);
+    await this.#ticking;
+    await Promise.all([...this.#busy.values()].map((work) => work.done));
+    if (options.terminatePods) {
+      await this.#list();
+      await Promise.all([...this.#seen.values()].map((seen) => this.#remove(seen)));
+    }
+    this.#listeners.clear();
+  }
+}
