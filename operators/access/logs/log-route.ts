@@ -2,9 +2,11 @@
 // hub holds no log: bytes go from the agent's channel to the client through one pipeline, so a
 // slow client slows the agent's reads (SSH channel windows carry the backpressure) instead of
 // filling the hub's memory, and a client that goes away ends the read on the agent.
+
 import type { ServerResponse } from "node:http";
 import { Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
+import { type Clock, systemClock } from "../../lib/clock.ts";
 import { type Principal, sendStatus } from "../../lib/http/index.ts";
 import type { Store } from "../../lib/store/index.ts";
 import type { TunnelServer } from "../../lib/tunnel/index.ts";
@@ -38,7 +40,7 @@ export interface PodLogRouteOptions {
   hold?: AccessHold;
   /** Open log streams one principal may hold at once (follows are long-lived). Default 8. */
   maxStreamsPerSubject?: number;
-  now?: () => number;
+  clock?: Clock;
 }
 
 /** Counts what passes: bytes and newlines, for the audit record. */
@@ -67,13 +69,13 @@ function detailOf(query: LogQuery): Record<string, string | number | boolean> {
 }
 
 export function podLogRoute(options: PodLogRouteOptions): PodLogRoute {
-  const now = options.now ?? Date.now;
+  const clock = options.clock ?? systemClock;
   const maxStreams = options.maxStreamsPerSubject ?? 8;
   const open = new Map<string, number>();
   return async ({ principal, namespace, name, params }, res) => {
     let query: LogQuery;
     try {
-      query = parseLogQuery(params, now());
+      query = parseLogQuery(params, clock.now());
     } catch (error) {
       if (error instanceof LogQueryError) return sendStatus(res, 400, "BadRequest", error.message);
       throw error;
@@ -81,7 +83,7 @@ export function podLogRoute(options: PodLogRouteOptions): PodLogRoute {
     const pod = await options.store.get("Pod", namespace, name);
     if (!pod) return sendStatus(res, 404, "NotFound", `pods "${name}" not found in ${namespace}`);
     const target = podAccessTarget(namespace, pod, query.container ? { container: query.container } : {});
-    const start = new Date(now()).toISOString();
+    const start = new Date(clock.now()).toISOString();
     const record = (result: HttpAuditRecord["result"], rest: Partial<HttpAuditRecord> = {}) =>
       options.audit({
         actor: principal.subject,
@@ -89,7 +91,7 @@ export function podLogRoute(options: PodLogRouteOptions): PodLogRoute {
         verb: "logs",
         target,
         start,
-        end: new Date(now()).toISOString(),
+        end: new Date(clock.now()).toISOString(),
         bytesOut: 0,
         bytesIn: 0,
         result,

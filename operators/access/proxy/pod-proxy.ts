@@ -2,9 +2,11 @@
 // a `proxy` stream to the pod's agent (which connects only to a port the pod itself listens on).
 // One tunnel stream per request, the bodies streamed both ways with backpressure; the request body
 // is capped, the pod must answer within a time limit, and the hub's credentials stay behind.
+
 import { type IncomingMessage, request, type ServerResponse } from "node:http";
 import { Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
+import { type Clock, systemClock } from "../../lib/clock.ts";
 import { type Principal, sendStatus } from "../../lib/http/index.ts";
 import type { KubeObject, Store } from "../../lib/store/index.ts";
 import type { TunnelServer } from "../../lib/tunnel/index.ts";
@@ -54,7 +56,7 @@ export interface PodProxyOptions {
   maxRewriteBytes?: number;
   /** How long the pod has to answer with headers. Default 30 s. */
   responseTimeoutMs?: number;
-  now?: () => number;
+  clock?: Clock;
 }
 
 class TooLarge extends Error {}
@@ -105,7 +107,7 @@ function limited(max: number, take: (n: number) => number): Transform & { bytes:
 }
 
 export function podProxyRoute(options: PodProxyOptions): PodProxyRoute {
-  const now = options.now ?? Date.now;
+  const clock = options.clock ?? systemClock;
   const maxRequestBytes = options.maxRequestBytes ?? 16 * 1024 * 1024;
   const maxRewriteBytes = options.maxRewriteBytes ?? 16 * 1024 * 1024;
   const timeoutMs = options.responseTimeoutMs ?? 30_000;
@@ -125,7 +127,7 @@ export function podProxyRoute(options: PodProxyOptions): PodProxyRoute {
       );
     const name = pod.metadata.name;
     const target = podAccessTarget(namespace, pod, { port });
-    const start = new Date(now()).toISOString();
+    const start = new Date(clock.now()).toISOString();
     let status = 0;
     const record = (result: HttpAuditRecord["result"], rest: Partial<HttpAuditRecord> = {}) =>
       options.audit({
@@ -134,7 +136,7 @@ export function podProxyRoute(options: PodProxyOptions): PodProxyRoute {
         verb: "proxy",
         target,
         start,
-        end: new Date(now()).toISOString(),
+        end: new Date(clock.now()).toISOString(),
         bytesOut: 0,
         bytesIn: 0,
         result,
