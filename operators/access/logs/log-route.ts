@@ -14,11 +14,13 @@ import { passAfter } from "../byte-rate.ts";
 import {
   type AccessCheck,
   type AccessHold,
+  type AuditOutcome,
   type AuditSink,
   type HttpAccessTarget,
   type HttpAuditRecord,
   holdNothing,
   podAccessTarget,
+  startAudit,
 } from "../hooks.ts";
 import { type LogQuery, LogQueryError, parseLogQuery } from "./log-query.ts";
 
@@ -83,15 +85,9 @@ export function podLogRoute(options: PodLogRouteOptions): PodLogRoute {
     const pod = await options.store.get("Pod", namespace, name);
     if (!pod) return sendStatus(res, 404, "NotFound", `pods "${name}" not found in ${namespace}`);
     const target = podAccessTarget(namespace, pod, query.container ? { container: query.container } : {});
-    const start = new Date(clock.now()).toISOString();
-    const record = (result: HttpAuditRecord["result"], rest: Partial<HttpAuditRecord> = {}) =>
-      options.audit({
-        actor: principal.subject,
-        role: principal.role,
-        verb: "logs",
-        target,
-        start,
-        end: new Date(clock.now()).toISOString(),
+    const audit = startAudit(options.audit, clock, principal, "logs", target);
+    const record = (result: HttpAuditRecord["result"], rest: Partial<AuditOutcome> = {}) =>
+      audit({
         bytesOut: 0,
         bytesIn: 0,
         result,
@@ -139,7 +135,7 @@ async function stream(
   target: HttpAccessTarget,
   query: LogQuery,
   res: ServerResponse,
-  record: (result: HttpAuditRecord["result"], rest?: Partial<HttpAuditRecord>) => void,
+  record: (result: HttpAuditRecord["result"], rest?: Partial<AuditOutcome>) => void,
 ): Promise<void> {
   let channel: Awaited<ReturnType<TunnelServer["openStream"]>>;
   try {

@@ -14,10 +14,12 @@ import { passAfter } from "../byte-rate.ts";
 import {
   type AccessCheck,
   type AccessHold,
+  type AuditOutcome,
   type AuditSink,
   type HttpAuditRecord,
   holdNothing,
   podAccessTarget,
+  startAudit,
 } from "../hooks.ts";
 import { requestHeaders, responseHeaders } from "./headers.ts";
 import { decodeBody, rewritable, rewriteRootPaths } from "./rewrite.ts";
@@ -127,16 +129,10 @@ export function podProxyRoute(options: PodProxyOptions): PodProxyRoute {
       );
     const name = pod.metadata.name;
     const target = podAccessTarget(namespace, pod, { port });
-    const start = new Date(clock.now()).toISOString();
+    const audit = startAudit(options.audit, clock, principal, "proxy", target);
     let status = 0;
-    const record = (result: HttpAuditRecord["result"], rest: Partial<HttpAuditRecord> = {}) =>
-      options.audit({
-        actor: principal.subject,
-        role: principal.role,
-        verb: "proxy",
-        target,
-        start,
-        end: new Date(clock.now()).toISOString(),
+    const record = (result: HttpAuditRecord["result"], rest: Partial<AuditOutcome> = {}) =>
+      audit({
         bytesOut: 0,
         bytesIn: 0,
         result,

@@ -24,6 +24,7 @@ import {
   holdNothing,
   notHeld,
   podAccessTarget,
+  startAudit,
 } from "../hooks.ts";
 import { TENSORBOARD_ROUTE, tensorBoardTarget } from "../tensorboard/tensorboard-route.ts";
 import { podCookies } from "./headers.ts";
@@ -121,17 +122,11 @@ export function webSocketProxyRoute(
       return true;
     }
     const target = podAccessTarget(namespace, pod, { port });
-    const start = new Date(clock.now()).toISOString();
+    const audit = startAudit(options.audit, clock, principal, "proxy", target);
     let bytesIn = 0;
     let bytesOut = 0;
     const record = (result: "ok" | "denied" | "error", error?: string) =>
-      options.audit({
-        actor: principal.subject,
-        role: principal.role,
-        verb: "proxy",
-        target,
-        start,
-        end: new Date(clock.now()).toISOString(),
+      audit({
         bytesIn,
         bytesOut,
         result,
