@@ -17,7 +17,12 @@ const LAYERS: Record<string, number> = {
   source: 2,
   controllers: 2,
   network: 2,
+  // The hub's relay of Domain traffic between clusters: it reads the store's Domains and peers.
+  "domain-relay": 2,
   feedback: 3,
+  // What the hub sends each agent and writes back from its reports: it reads the source's
+  // overlays and artifacts, so it sits above source/.
+  "agent-sync": 3,
   dashboard: 3,
   access: 3,
   hub: 4,
@@ -85,7 +90,7 @@ function layeringProblem({ from, to }: Import): string | undefined {
     } else if (IN_CLUSTER.has(b)) {
       if (a !== "cli") return `${a}/ imports ${b}/ (only the cli starts it)`;
     } else if ((LAYERS[b] ?? Number.POSITIVE_INFINITY) >= (LAYERS[a] ?? Number.NEGATIVE_INFINITY)) {
-      return `${a}/ imports ${b}/, which is not below it (lib < api < source, controllers < feedback, dashboard, access < hub < cli)`;
+      return `${a}/ imports ${b}/, which is not below it (lib < api < source, controllers, domain-relay < feedback, dashboard, access, agent-sync < hub < cli)`;
     }
   }
   const [ca, cb] = [componentOf(from), componentOf(to)];
@@ -269,6 +274,14 @@ t.test("the rules catch what they are for", async (t) => {
     [{ from: "source/x.ts", to: "lib/clock.ts" }, undefined],
     [{ from: "hub/x.ts", to: "api/generated/job.ts" }, undefined],
     [{ from: "source/a.ts", to: "source/b/c.ts" }, undefined],
+    [{ from: "hub/hub.ts", to: "agent-sync/index.ts" }, undefined],
+    [{ from: "hub/hub.ts", to: "agent-sync/desired-set.ts" }, /skips the index.ts of agent-sync/],
+    [{ from: "agent-sync/index.ts", to: "hub/index.ts" }, /not below it/],
+    [{ from: "agent-sync/desired-set.ts", to: "source/index.ts" }, undefined],
+    [{ from: "dashboard/x.ts", to: "agent-sync/index.ts" }, /not below it/],
+    [{ from: "hub/hub.ts", to: "domain-relay/index.ts" }, undefined],
+    [{ from: "domain-relay/relay.ts", to: "source/index.ts" }, /not below it/],
+    [{ from: "agent-sync/index.ts", to: "domain-relay/index.ts" }, undefined],
   ];
   for (const [i, expected] of cases) {
     const problem = layeringProblem({ from: i.from.split("/").join(sep), to: i.to.split("/").join(sep) });

@@ -2,6 +2,7 @@
 // record of each access goes. Both are injected so authorization from git and the audit log can
 // be wired in without these paths knowing how they work.
 import { clusterOf, JOB_LABEL, TASK_LABEL } from "../api/index.ts";
+import type { Clock } from "../lib/clock.ts";
 import type { Principal } from "../lib/http/index.ts";
 import type { Logger } from "../lib/logger.ts";
 import type { AccessDecision } from "./authorize.ts";
@@ -103,6 +104,33 @@ export interface HttpAuditRecord {
 }
 
 export type AuditSink = (record: HttpAuditRecord) => void;
+
+/** What a route says about one access when it ends; the rest is the same for each route. */
+export type AuditOutcome = Omit<HttpAuditRecord, "actor" | "role" | "verb" | "target" | "start" | "end">;
+
+/**
+ * The audit of one access that starts now: who, which verb on what and since when are fixed
+ * here, the end is the time the outcome is written. Each route then records only its outcome.
+ */
+export function startAudit(
+  sink: AuditSink,
+  clock: Clock,
+  principal: Principal,
+  verb: HttpAccessVerb,
+  target: HttpAccessTarget,
+): (outcome: AuditOutcome) => void {
+  const start = new Date(clock.now()).toISOString();
+  return (outcome) =>
+    sink({
+      actor: principal.subject,
+      role: principal.role,
+      verb,
+      target,
+      start,
+      end: new Date(clock.now()).toISOString(),
+      ...outcome,
+    });
+}
 
 /** Until the audit log exists: one structured line per access in the hub's log. */
 export function loggingAuditSink(logger: Logger): AuditSink {

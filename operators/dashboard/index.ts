@@ -86,13 +86,13 @@ export async function createDashboard(options: DashboardOptions): Promise<Dashbo
     secret,
     ttlSeconds: options.sessionTtlSeconds,
     limit: options.loginLimit,
-    now: () => clock.now(),
+    clock,
   });
   const loginLinks = createLoginLinks({
     secret,
     // createSessions' default, so both kinds of login last as long.
     sessionTtlSeconds: options.sessionTtlSeconds ?? 30 * 60,
-    now: () => clock.now(),
+    clock,
   });
   const assets = await loadAssets();
   const cache = createObjectCache({ store: options.store, logger, clock });

@@ -1,4 +1,5 @@
 import { closeSync, existsSync, openSync, readFileSync, rmSync, statSync } from "node:fs";
+import { type Clock, systemClock } from "../lib/clock.ts";
 import { writeFileAtomic } from "../lib/pki/index.ts";
 
 /** A bootstrap token as stored: the secret itself is never written, only its SHA-256. */
@@ -25,7 +26,7 @@ function sleepSync(ms: number): void {
  * Tokens in `<path>` (0600), shared by the hub and `rlark token create` running as another
  * process; a lock file serialises read-modify-write so a token is never taken twice.
  */
-export function fileTokenStore(path: string, now: () => number = Date.now): TokenStore {
+export function fileTokenStore(path: string, clock: Clock = systemClock): TokenStore {
   const lockPath = `${path}.lock`;
   function locked<T>(fn: (records: TokenRecord[]) => { records?: TokenRecord[]; result: T }): T {
     for (let attempt = 0; ; attempt++) {
@@ -35,7 +36,8 @@ export function fileTokenStore(path: string, now: () => number = Date.now): Toke
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
         // A lock older than 30 s belongs to a crashed process.
-        if (attempt > 200 || now() - statSync(lockPath).mtimeMs > 30_000) rmSync(lockPath, { force: true });
+        if (attempt > 200 || clock.now() - statSync(lockPath).mtimeMs > 30_000)
+          rmSync(lockPath, { force: true });
         sleepSync(5);
       }
     }
@@ -46,7 +48,7 @@ export function fileTokenStore(path: string, now: () => number = Date.now): Toke
       const { records: next, result } = fn(records);
       if (next) {
         // Expired tokens are dropped on every write.
-        const live = next.filter((r) => r.expiresAt > now());
+        const live = next.filter((r) => r.expiresAt > clock.now());
         writeFileAtomic(path, `${JSON.stringify(live, null, 2)}\n`, 0o600);
       }
       return result;

@@ -1,4 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { type Clock, systemClock } from "../lib/clock.ts";
 import type { CertificateAuthority } from "../lib/pki/index.ts";
 import type { EnrollmentHandler } from "../lib/tunnel/index.ts";
 import type { TokenStore } from "./enrollment-tokens.ts";
@@ -8,7 +9,7 @@ export interface EnrollmentOptions {
   tokens: TokenStore;
   /** Whether a Cluster of this name is declared in git (the hub's store answers). */
   clusterExists(name: string): boolean | Promise<boolean>;
-  now?: () => number;
+  clock?: Clock;
   /** Lifetime of agent certificates issued at enrollment. */
   certificateTtlMs?: number;
 }
@@ -45,7 +46,7 @@ function sha256(text: string): string {
  * The id finds the record, the secret is compared by hash in constant time.
  */
 export function createEnrollment(options: EnrollmentOptions): Enrollment {
-  const now = options.now ?? Date.now;
+  const clock = options.clock ?? systemClock;
   return {
     async createToken({ cluster, ttlMs }) {
       if (!(ttlMs > 0)) throw new EnrollmentError("the token lifetime must be positive");
@@ -56,7 +57,7 @@ export function createEnrollment(options: EnrollmentOptions): Enrollment {
       }
       const id = randomBytes(6).toString("hex");
       const secret = randomBytes(32).toString("base64url");
-      const createdAt = now();
+      const createdAt = clock.now();
       const expiresAt = createdAt + ttlMs;
       options.tokens.add({ id, hash: sha256(secret), cluster, createdAt, expiresAt });
       return {
@@ -78,7 +79,7 @@ export function createEnrollment(options: EnrollmentOptions): Enrollment {
       if (expected.length !== actual.length || !timingSafeEqual(expected, actual)) {
         throw new EnrollmentError("token secret does not match");
       }
-      if (now() >= record.expiresAt)
+      if (clock.now() >= record.expiresAt)
         throw new EnrollmentError(`token expired at ${new Date(record.expiresAt).toISOString()}`);
       if (!(await options.clusterExists(record.cluster))) {
         throw new EnrollmentError(`Cluster ${record.cluster} is no longer declared in git`);

@@ -18,9 +18,11 @@ import {
   type WebTerminalOptions,
   webTerminalRoute,
 } from "../access/index.ts";
+import { createAgentSync } from "../agent-sync/index.ts";
 import { hubOpens } from "../api/index.ts";
 import { AddonCatalogHolder } from "../controllers/addon/index.ts";
 import type { Dashboard, DashboardSettings } from "../dashboard/index.ts";
+import { createDomainRelay, type DomainRelay } from "../domain-relay/index.ts";
 import type { StatusBranchWriter } from "../feedback/index.ts";
 import { type Controller, Manager } from "../lib/controller/index.ts";
 import { type HttpServerLimits, loadOrCreateAdminToken, type Route } from "../lib/http/index.ts";
@@ -31,9 +33,7 @@ import { SealKeyring } from "../lib/seal/index.ts";
 import type { Store } from "../lib/store/index.ts";
 import type { TunnelServer, TunnelServerOptions } from "../lib/tunnel/index.ts";
 import { createWebhookIntake, type GitCredentials } from "../source/index.ts";
-import { createAgentSync } from "./agent-sync/index.ts";
 import { type ControllerDependencies, hubControllers } from "./controllers.ts";
-import { createDomainRelay, type DomainRelay } from "./domain-relay/index.ts";
 import { type CodeHostSettings, connectCodeHost, createHubFeedback } from "./feedback-wiring.ts";
 import { splitHostPort } from "./host-port.ts";
 import { startHubHttp } from "./http-wiring.ts";

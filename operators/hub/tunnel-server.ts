@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import type { Clock } from "../lib/clock.ts";
+import { type Clock, systemClock } from "../lib/clock.ts";
 import {
   type CertificateAuthority,
   type HostIdentity,
@@ -27,27 +27,27 @@ export function openHubPki(options: {
   caDir?: string;
   clusterExists(name: string): boolean | Promise<boolean>;
   hostName?: string;
-  now?: () => number;
+  clock?: Clock;
   agentCertificateTtlMs?: number;
 }): HubPki {
-  const now = options.now ?? Date.now;
+  const clock = options.clock ?? systemClock;
   const ca = openCertificateAuthority({
     dataDir: options.dataDir,
     ...(options.caDir ? { caDir: options.caDir } : {}),
-    now,
+    clock,
   });
   if (options.caDir) shareHostKey(options.caDir, options.dataDir);
   const host = openHostIdentity({
     dataDir: options.dataDir,
     ca,
-    now,
+    clock,
     ...(options.hostName ? { hostName: options.hostName } : {}),
   });
   const enrollment = createEnrollment({
     ca,
-    tokens: fileTokenStore(join(options.dataDir, "pki", "tokens.json"), now),
+    tokens: fileTokenStore(join(options.dataDir, "pki", "tokens.json"), clock),
     clusterExists: options.clusterExists,
-    now,
+    clock,
     ...(options.agentCertificateTtlMs ? { certificateTtlMs: options.agentCertificateTtlMs } : {}),
   });
   return { ca, host, enrollment };
@@ -87,7 +87,7 @@ export function createHubTunnel(options: HubTunnelOptions): HubPki & { server: T
     dataDir,
     ...(caDir ? { caDir } : {}),
     clusterExists,
-    ...(clock ? { now: () => clock.now() } : {}),
+    ...(clock ? { clock } : {}),
   });
   const server = createTunnelServer({
     ...rest,

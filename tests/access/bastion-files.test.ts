@@ -10,7 +10,7 @@ import t from "tap";
 import { freePort } from "../helpers/free-port.ts";
 import { jobYaml, rawTaskYaml } from "../helpers/job-yaml.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
-import { podJobYaml, policyYaml, run, startBastion, userYaml } from "./bastion-fixture.ts";
+import { podJobYaml, policyYaml, run, sshForward, startBastion, userYaml } from "./bastion-fixture.ts";
 
 const POD = "vision-main-0";
 /** The large download's size; the benchmark (hack/bench/access) moves 1 GiB. */
@@ -142,20 +142,7 @@ t.test("files and forwarding through hub and agent", async (t) => {
   await t.test("ssh -L forwards a local port to the pod's port; only with the forward verb", async (t) => {
     const podPort = httpPort;
     const localPort = await freePort();
-    const forward = spawn(
-      "ssh",
-      [
-        ...b.sshArgs("alice"),
-        "-N",
-        "-o",
-        "ExitOnForwardFailure=yes",
-        "-L",
-        `${localPort}:${PORTS_POD}:${podPort}`,
-        "alice@127.0.0.1",
-      ],
-      { stdio: "ignore" },
-    );
-    t.teardown(() => forward.kill());
+    const forward = sshForward(t, b.sshArgs("alice"), `${localPort}:${PORTS_POD}:${podPort}`);
     // The pod's server starts after the pod is Running: ask until it answers.
     const body = await waitFor(
       "the forwarded port answers",
@@ -196,20 +183,7 @@ t.test("files and forwarding through hub and agent", async (t) => {
     const sent = path.join(b.dir, "state", "work", "agent-local_ports-main", "sent");
     const podPort = bulkPort;
     const localPort = await freePort();
-    const forward = spawn(
-      "ssh",
-      [
-        ...b.sshArgs("alice"),
-        "-N",
-        "-o",
-        "ExitOnForwardFailure=yes",
-        "-L",
-        `${localPort}:${PORTS_POD}:${podPort}`,
-        "alice@127.0.0.1",
-      ],
-      { stdio: "ignore" },
-    );
-    t.teardown(() => forward.kill());
+    const forward = sshForward(t, b.sshArgs("alice"), `${localPort}:${PORTS_POD}:${podPort}`);
     const socket = await waitFor(
       "the forwarded port listening",
       () =>

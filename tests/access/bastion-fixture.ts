@@ -1,6 +1,6 @@
 // A hub on git with Users (keys generated here), AccessPolicies and a running Raw pod, a
 // process-runtime agent in this process, and the real OpenSSH client pointed at the hub.
-import { execFileSync, type SpawnOptions, spawn } from "node:child_process";
+import { type ChildProcess, execFileSync, type SpawnOptions, spawn } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -36,6 +36,20 @@ export const openSshArgs = (knownHosts: string, key: string, port: string | numb
 ];
 
 /** The hub's audit lines so far (none before the first). */
+/**
+ * `ssh -N -L <forward>` as alice through the hub's bastion (`forward` is `localPort:pod:podPort`),
+ * killed when the test ends; the forward is ready once its local port connects.
+ */
+export function sshForward(t: Test, sshArgs: string[], forward: string): ChildProcess {
+  const child = spawn(
+    "ssh",
+    [...sshArgs, "-N", "-o", "ExitOnForwardFailure=yes", "-L", forward, "alice@127.0.0.1"],
+    { stdio: "ignore" },
+  );
+  t.teardown(() => child.kill());
+  return child;
+}
+
 export const readAudit = async (file: string): Promise<AuditRecord[]> =>
   (await readFile(file, "utf8").catch(() => ""))
     .split("\n")
@@ -202,6 +216,23 @@ export async function startBastion(
       );
     },
   };
+}
+
+/**
+ * The usual bed: alice (role user) with her generated key, the vision Job's pod vision-main-0,
+ * and one AccessPolicy (`policy`, as policyYaml writes it).
+ */
+export function startAliceBastion(t: Test, policy: string, hub?: Partial<HubOptions>): Promise<Bastion> {
+  return startBastion(t, {
+    users: ["alice"],
+    pods: ["vision-main-0"],
+    ...(hub ? { hub } : {}),
+    files: (keys) => ({
+      "users.yaml": userYaml("alice", ["user"], [keys.alice as string]),
+      "job.yaml": podJobYaml("vision"),
+      "policy.yaml": policy,
+    }),
+  });
 }
 
 export interface Run {

@@ -3,21 +3,16 @@
 import { spawn } from "node:child_process";
 import t from "tap";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
-import { podJobYaml, policyYaml, run, startBastion, userYaml } from "./bastion-fixture.ts";
+import { policyYaml, run, startAliceBastion } from "./bastion-fixture.ts";
 
 const POD = "vision-main-0";
 
 t.test("limits", async (t) => {
-  const b = await startBastion(t, {
-    users: ["alice"],
-    pods: [POD],
-    hub: { access: { maxSessionsPerUser: 1, idleTimeoutMs: 1_500 } },
-    files: (keys) => ({
-      "users.yaml": userYaml("alice", ["user"], [keys.alice as string]),
-      "job.yaml": podJobYaml("vision"),
-      "policy.yaml": policyYaml("alice-shell", "  subjects:\n    users: [alice]\n  verbs: [shell]\n"),
-    }),
-  });
+  const b = await startAliceBastion(
+    t,
+    policyYaml("alice-shell", "  subjects:\n    users: [alice]\n  verbs: [shell]\n"),
+    { access: { maxSessionsPerUser: 1, idleTimeoutMs: 1_500 } },
+  );
 
   await t.test("one session per user here: the second is refused; an idle one is closed", async (t) => {
     // stdin stays open and silent: the session is idle from its start.

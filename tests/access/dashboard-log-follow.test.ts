@@ -1,19 +1,14 @@
 // The dashboard's log follow in a real Chromium: a process-runtime pod appends numbered lines and
 // its 2 KiB log rotates every ~200 of them; the page follows across many rotations with no line
 // lost or repeated, keeps only its newest lines, and stops when asked.
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import type { Page } from "playwright-core";
 import t from "tap";
-import { ProcessRuntime } from "../../operators/agent/runtimes/process/index.ts";
 import { hashPassword } from "../../operators/dashboard/index.ts";
-import { silentLogger } from "../../operators/lib/logger.ts";
 import { FAST } from "../dashboard/dashboard-hub.ts";
-import { startAgentOnHub } from "../helpers/agent-on-hub.ts";
 import { launchChromium } from "../helpers/chromium.ts";
 import { startHubOnGit } from "../helpers/hub-on-git.ts";
 import { rawJobYaml } from "../helpers/job-yaml.ts";
+import { runningProcessPod } from "../helpers/process-pod-on-hub.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 import { clusterYaml, policyYaml } from "./bastion-fixture.ts";
 
@@ -49,24 +44,7 @@ t.test("the dashboard follows a pod's log across rotations, bounded", async (t) 
       "ticker.yaml": tickerJob,
     },
   });
-  await waitFor("cluster from git", async () => hub.store.get("Cluster", undefined, "local"), onRealServers);
-  const dir = await mkdtemp(path.join(tmpdir(), "rlark-follow-page-"));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const runtime = await ProcessRuntime.open({
-    stateDir: path.join(dir, "runtime"),
-    logger: silentLogger,
-    logs: { maxBytes: 2048 },
-  });
-  await startAgentOnHub(t, hub, "local", { runtime, runtimeKind: "process", reportIntervalMs: 500 });
-  t.teardown(() => runtime.stop({ terminatePods: true }));
-  await waitFor(
-    "the ticker pod Running",
-    async () =>
-      (await hub.store.list("Pod", { namespace: "agent-local" })).items.some(
-        (p) => (p.status as { phase?: string }).phase === "Running",
-      ),
-    onRealServers,
-  );
+  await runningProcessPod(t, hub, "the ticker pod", { logs: { maxBytes: 2048 } });
 
   const browser = await launchChromium();
   t.teardown(() => browser.close());

@@ -2,26 +2,14 @@
 // an in-process agent on its SSH tunnel and a real process whose log rotates every few hundred
 // lines. Snapshot options, a follow that outlives rotations, refusals, and one audit record each.
 import { spawn } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import t, { type Test } from "tap";
 import type { AccessCheck, HttpAuditRecord } from "../../operators/access/index.ts";
-import { ProcessRuntime } from "../../operators/agent/runtimes/process/index.ts";
 import type { Hub } from "../../operators/hub/hub.ts";
-import { silentLogger } from "../../operators/lib/logger.ts";
-import { startAgentOnHub } from "../helpers/agent-on-hub.ts";
 import { startHubOnGit } from "../helpers/hub-on-git.ts";
 import { rawJobYaml } from "../helpers/job-yaml.ts";
+import { runningProcessPod } from "../helpers/process-pod-on-hub.ts";
 import { rlark } from "../helpers/rlark-cli.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
-
-/** A temp dir removed after the test (teardowns run last-in, first-out: after the runtime's stop). */
-async function stateRoot(t: Test, prefix: string): Promise<string> {
-  const dir = await mkdtemp(path.join(tmpdir(), prefix));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  return dir;
-}
 
 const cli = new URL("../../operators/cli/main.ts", import.meta.url).pathname;
 
@@ -52,24 +40,7 @@ async function setup(t: Test, authorize?: AccessCheck) {
     audit: (record) => audit.push(record),
     ...(authorize ? { authorize } : {}),
   });
-  await waitFor("cluster from git", async () => hub.store.get("Cluster", undefined, "local"), onRealServers);
-  const runtime = await ProcessRuntime.open({
-    stateDir: path.join(await stateRoot(t, "rlark-logs-test-"), "runtime"),
-    logger: silentLogger,
-    logs: { maxBytes: 2048 },
-  });
-  await startAgentOnHub(t, hub, "local", { runtime, runtimeKind: "process", reportIntervalMs: 500 });
-  // Registered after the agent's, so it runs first: agent.stop() stops the runtime leaving its
-  // pods running (for the next agent to adopt), after which terminatePods would find nothing.
-  t.teardown(() => runtime.stop({ terminatePods: true }));
-  const pod = await waitFor(
-    "the ticker pod Running",
-    async () =>
-      (await hub.store.list("Pod", { namespace: "agent-local" })).items.find(
-        (p) => (p.status as { phase?: string }).phase === "Running",
-      )?.metadata.name,
-    onRealServers,
-  );
+  const pod = (await runningProcessPod(t, hub, "the ticker pod", { logs: { maxBytes: 2048 } })).metadata.name;
   return { hub, pod, audit };
 }
 

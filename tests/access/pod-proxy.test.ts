@@ -3,25 +3,13 @@
 // and an in-process agent. Paths, queries, bodies, redirects; the hub's credentials and
 // hop-by-hop headers stay behind; a port the pod does not listen on is refused; each request is
 // audited.
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import t, { type Test } from "tap";
+import t from "tap";
 import type { HttpAuditRecord } from "../../operators/access/index.ts";
-import { ProcessRuntime } from "../../operators/agent/runtimes/process/index.ts";
-import { silentLogger } from "../../operators/lib/logger.ts";
-import { startAgentOnHub } from "../helpers/agent-on-hub.ts";
 import { freePort } from "../helpers/free-port.ts";
 import { startHubOnGit } from "../helpers/hub-on-git.ts";
 import { clusterYaml, rawJobYaml } from "../helpers/job-yaml.ts";
+import { runningProcessPod } from "../helpers/process-pod-on-hub.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
-
-/** A temp dir removed after the test (teardowns run last-in, first-out: after the runtime's stop). */
-async function stateRoot(t: Test, prefix: string): Promise<string> {
-  const dir = await mkdtemp(path.join(tmpdir(), prefix));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  return dir;
-}
 
 const echoServer = (port: number) => `
 import json, http.server
@@ -55,23 +43,7 @@ t.test("HTTP through the hub to a pod's port", async (t) => {
       }),
     },
   });
-  await waitFor("cluster from git", async () => hub.store.get("Cluster", undefined, "local"), onRealServers);
-  const runtime = await ProcessRuntime.open({
-    stateDir: path.join(await stateRoot(t, "rlark-proxy-test-"), "runtime"),
-    logger: silentLogger,
-  });
-  await startAgentOnHub(t, hub, "local", { runtime, runtimeKind: "process", reportIntervalMs: 500 });
-  // Registered after the agent's, so it runs first: agent.stop() stops the runtime leaving its
-  // pods running (for the next agent to adopt), after which terminatePods would find nothing.
-  t.teardown(() => runtime.stop({ terminatePods: true }));
-  const pod = await waitFor(
-    "the web pod Running",
-    async () =>
-      (await hub.store.list("Pod", { namespace: "agent-local" })).items.find(
-        (p) => (p.status as { phase?: string }).phase === "Running",
-      )?.metadata.name,
-    onRealServers,
-  );
+  const pod = (await runningProcessPod(t, hub, "the web pod")).metadata.name;
   const base = `${hub.url}/api/v1/namespaces/agent-local/pods/${pod}/proxy`;
   const headers = {
     authorization: `Bearer ${hub.adminToken}`,

@@ -8,6 +8,7 @@ import t from "tap";
 import { podCookies, podSetCookie, responseHeaders } from "../../operators/access/proxy/headers.ts";
 import { createProxyLogin } from "../../operators/access/proxy/proxy-login.ts";
 import { decodeBody, rewriteRootPaths } from "../../operators/access/proxy/rewrite.ts";
+import { FakeClock } from "../../operators/lib/clock.ts";
 
 const PREFIX = "/api/v1/rlinf.io/v1alpha1/tasks/t/tensorboard";
 
@@ -83,12 +84,12 @@ t.test("cookies across the proxy", async (t) => {
 });
 
 t.test("the proxy login's tickets", async (t) => {
-  let now = 1_000_000;
+  const clock = new FakeClock(1_000_000);
   const login = createProxyLogin({
     sameOrigin: () => true,
     ttlSeconds: 60,
     maxPerSubject: 2,
-    now: () => now,
+    clock,
   });
   const lastToken: { value?: string } = {};
   const server = createServer((req, res) => {
@@ -140,6 +141,6 @@ t.test("the proxy login's tickets", async (t) => {
   t.equal(await use(second.cookie, pod), "alice:2");
   t.equal(await use(`${second.cookie}; ${third.cookie}`, pod), "alice:2", "any valid one of several");
   t.equal(await use("rlark-proxy=made-up", pod), undefined, "a made-up ticket opens nothing");
-  now += 61_000;
+  clock.advance(61_000);
   t.equal(await use(third.cookie, pod), undefined, "expired");
 });

@@ -2,19 +2,14 @@
 // run by Node) as a process-runtime pod, reached through the hub's upgrade entrance, its SSH
 // tunnel and an in-process agent. Text and binary messages, the path and query, the pod's choice
 // of subprotocol, the task route, refusals before the upgrade, and one audit record.
-import { mkdtemp, rm } from "node:fs/promises";
 import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import t from "tap";
 import WebSocket from "ws";
 import type { HttpAuditRecord } from "../../operators/access/index.ts";
-import { ProcessRuntime } from "../../operators/agent/runtimes/process/index.ts";
-import { silentLogger } from "../../operators/lib/logger.ts";
-import { startAgentOnHub } from "../helpers/agent-on-hub.ts";
 import { freePort } from "../helpers/free-port.ts";
 import { startHubOnGit } from "../helpers/hub-on-git.ts";
 import { clusterYaml, rawJobYaml } from "../helpers/job-yaml.ts";
+import { runningProcessPod } from "../helpers/process-pod-on-hub.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 
 /** Echoes every message with the path it was opened on; picks the subprotocol "echo.v2" when offered. */
@@ -59,20 +54,7 @@ t.test("WebSockets through the hub to a pod's port", async (t) => {
       }),
     },
   });
-  await waitFor("cluster from git", async () => hub.store.get("Cluster", undefined, "local"), onRealServers);
-  const dir = await mkdtemp(path.join(tmpdir(), "rlark-ws-proxy-"));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const runtime = await ProcessRuntime.open({ stateDir: path.join(dir, "runtime"), logger: silentLogger });
-  await startAgentOnHub(t, hub, "local", { runtime, runtimeKind: "process", reportIntervalMs: 500 });
-  t.teardown(() => runtime.stop({ terminatePods: true }));
-  const pod = await waitFor(
-    "the echo pod Running",
-    async () =>
-      (await hub.store.list("Pod", { namespace: "agent-local" })).items.find(
-        (p) => (p.status as { phase?: string }).phase === "Running",
-      ),
-    onRealServers,
-  );
+  const pod = await runningProcessPod(t, hub, "the echo pod");
   const ws = hub.url.replace(/^http/, "ws");
   const podUrl = `${ws}/api/v1/namespaces/agent-local/pods/${pod.metadata.name}/proxy/${port}`;
   const auth = { authorization: `Bearer ${hub.adminToken}` };

@@ -9,6 +9,7 @@ import {
   verifyJwt,
   verifyPassword,
 } from "../../operators/dashboard/auth/index.ts";
+import { FakeClock } from "../../operators/lib/clock.ts";
 
 t.test("a scrypt hash verifies its password and nothing else", async (t) => {
   const hash = await hashPassword("s3cret", { ln: 10, r: 8, p: 1 });
@@ -53,16 +54,16 @@ t.test("a session JWT verifies until it expires; tampering, other keys and other
 });
 
 t.test("the limiter refuses past the limit until the window passes", (t) => {
-  let now = 0;
-  const limiter = createRateLimiter({ max: 2, windowMs: 10_000, now: () => now });
+  const clock = new FakeClock(0);
+  const limiter = createRateLimiter({ max: 2, windowMs: 10_000, clock });
   t.equal(limiter.retryAfter("a"), 0);
   limiter.hit("a");
   limiter.hit("a");
   t.equal(limiter.retryAfter("a"), 10);
   t.equal(limiter.retryAfter("b"), 0, "per key");
-  now = 9_500;
+  clock.advance(9_500);
   t.equal(limiter.retryAfter("a"), 1);
-  now = 10_000;
+  clock.advance(500);
   t.equal(limiter.retryAfter("a"), 0);
   t.end();
 });

@@ -9,6 +9,7 @@ import type { Dashboard } from "../../operators/dashboard/index.ts";
 import { type Hub, startHub } from "../../operators/hub/hub.ts";
 import { createGitServer, type GitServer } from "../helpers/git-server.ts";
 import { hubOptions } from "../helpers/hub-on-git.ts";
+import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 
 const EXAMPLES = path.join(import.meta.dirname, "..", "..", "examples");
 
@@ -42,6 +43,20 @@ export async function exampleRepository(t: Test, extra: Record<string, string> =
 
 export function userYaml(name: string, role: string, passwordHash: string): string {
   return `apiVersion: rlinf.io/v1alpha1\nkind: User\nmetadata:\n  name: ${name}\nspec:\n  roles: [${role}]\n  passwordHash: "${passwordHash}"\n`;
+}
+
+/** Waits until the hub's source reports the example repository applied (Synced). */
+export async function synced(hub: { url: string; adminToken: string }) {
+  await waitFor(
+    "the example repo applied",
+    async () => {
+      const r = await fetch(`${hub.url}/api/v1/source`, {
+        headers: { authorization: `Bearer ${hub.adminToken}` },
+      });
+      return ((await r.json()) as { state: string }).state === "Synced";
+    },
+    onRealServers,
+  );
 }
 
 export interface DashboardHub {

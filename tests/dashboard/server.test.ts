@@ -7,20 +7,15 @@ import path from "node:path";
 import t from "tap";
 import { hashPassword } from "../../operators/dashboard/auth/index.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
-import { exampleRepository, FAST, login, openEvents, startDashboardHub, userYaml } from "./dashboard-hub.ts";
-
-async function synced(hub: { url: string; adminToken: string }) {
-  await waitFor(
-    "the example repo applied",
-    async () => {
-      const r = await fetch(`${hub.url}/api/v1/source`, {
-        headers: { authorization: `Bearer ${hub.adminToken}` },
-      });
-      return ((await r.json()) as { state: string }).state === "Synced";
-    },
-    onRealServers,
-  );
-}
+import {
+  exampleRepository,
+  FAST,
+  login,
+  openEvents,
+  startDashboardHub,
+  synced,
+  userYaml,
+} from "./dashboard-hub.ts";
 
 t.test(
   "a User from git logs in with its password; the session opens every /api route; a wrong one is refused",

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import t from "tap";
 import { createEnrollment } from "../../operators/hub/enrollment.ts";
 import { fileTokenStore, memoryTokenStore } from "../../operators/hub/enrollment-tokens.ts";
+import { FakeClock } from "../../operators/lib/clock.ts";
 import { certificateFingerprint, openCertificateAuthority } from "../../operators/lib/pki/index.ts";
 import { enrollAgent, fileCredentialStore } from "../../operators/lib/tunnel/index.ts";
 import { HOUR, startTunnelHub, tempDir } from "../lib/tunnel/fixture.ts";
@@ -11,9 +12,9 @@ const declared = new Set(["beijing", "shanghai"]);
 const clusterExists = (name: string) => declared.has(name);
 
 t.test("a token is single use, expires, and only exists for a Cluster declared in git", async (t) => {
-  let now = Date.UTC(2026, 0, 1);
+  const clock = new FakeClock(Date.UTC(2026, 0, 1));
   const ca = openCertificateAuthority({ dataDir: await tempDir() });
-  const enrollment = createEnrollment({ ca, tokens: memoryTokenStore(), clusterExists, now: () => now });
+  const enrollment = createEnrollment({ ca, tokens: memoryTokenStore(), clusterExists, clock });
   const created = await enrollment.createToken({ cluster: "beijing", ttlMs: HOUR });
   t.match(created.token, /^rlt\.[0-9a-f]{12}\.[A-Za-z0-9_-]{43}$/);
   t.equal(created.caFingerprint, ca.fingerprint);
@@ -24,7 +25,7 @@ t.test("a token is single use, expires, and only exists for a Cluster declared i
   );
 
   const expiring = await enrollment.createToken({ cluster: "beijing", ttlMs: HOUR });
-  now += HOUR;
+  clock.advance(HOUR);
   await t.rejects(
     Promise.resolve().then(() => enrollment.redeem(expiring.token)),
     /expired/,

@@ -4,7 +4,7 @@
 // nodeserver's socket, while its Domain traffic is still intercepted. Access sessions through
 // the hub with the real OpenSSH client run in the pod's namespace as that uid, and `ssh -L` (and
 // the hub's pod proxy) reach a port bound to the pod's own loopback. Needs root.
-import { execFile, spawn } from "node:child_process";
+import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -13,7 +13,7 @@ import { promisify } from "node:util";
 import t from "tap";
 import type { Pod } from "../../operators/api/index.ts";
 import { namespaceFor } from "../../operators/api/index.ts";
-import { keygen, openSshArgs, policyYaml, userYaml } from "../access/bastion-fixture.ts";
+import { keygen, openSshArgs, policyYaml, sshForward, userYaml } from "../access/bastion-fixture.ts";
 import { DomainClusters, podTaskYaml } from "../helpers/domain-clusters.ts";
 import { domainYaml, jobYaml } from "../helpers/job-yaml.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
@@ -155,20 +155,7 @@ t.test("Domain pods of a root agent run unprivileged, and so do sessions into th
         probe.close(() => resolve(p));
       });
     });
-    const forward = spawn(
-      "ssh",
-      [
-        ...openSshArgs(knownHosts, alice.file, port),
-        "-N",
-        "-o",
-        "ExitOnForwardFailure=yes",
-        "-L",
-        `${localPort}:${podName}:8123`,
-        "alice@127.0.0.1",
-      ],
-      { stdio: "ignore" },
-    );
-    t.teardown(() => forward.kill());
+    sshForward(t, openSshArgs(knownHosts, alice.file, port), `${localPort}:${podName}:8123`);
     const body = await waitFor(
       "the forwarded port answers",
       async () => (await fetch(`http://127.0.0.1:${localPort}/uid.txt`)).text(),

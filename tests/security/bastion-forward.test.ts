@@ -2,10 +2,9 @@
 // port and nothing else on the agent's machine: not another pod's port, not the hub's HTTP, SSH
 // or Domain relay port (all loopback ports of the same machine under `rlark up`). Real `ssh -W`
 // and `ssh -L` through a real hub and agent; each refusal is audited as refused, never `ok`.
-import { spawn } from "node:child_process";
 import { connect, type Socket } from "node:net";
 import t from "tap";
-import { policyYaml, run, startBastion, userYaml } from "../access/bastion-fixture.ts";
+import { policyYaml, run, sshForward, startBastion, userYaml } from "../access/bastion-fixture.ts";
 import { freePort } from "../helpers/free-port.ts";
 import { rawTaskYaml } from "../helpers/job-yaml.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
@@ -89,20 +88,7 @@ t.test("a forward reaches its own pod's port and no other loopback port", async 
   await t.test("ssh -L to the hub's HTTP port: the connection closes without a byte", async (t) => {
     const port = hubPorts["the hub's HTTP port"];
     const local = await freePort();
-    const forward = spawn(
-      "ssh",
-      [
-        ...b.sshArgs("alice"),
-        "-N",
-        "-o",
-        "ExitOnForwardFailure=yes",
-        "-L",
-        `${local}:vision-main-0:${port}`,
-        "alice@127.0.0.1",
-      ],
-      { stdio: "ignore" },
-    );
-    t.teardown(() => forward.kill());
+    const forward = sshForward(t, b.sshArgs("alice"), `${local}:vision-main-0:${port}`);
     const socket = await waitFor(
       "ssh -L listening",
       () =>

@@ -2,11 +2,10 @@
 // before anything is awaited), for SSH forwards through the real OpenSSH client and for HTTP
 // proxy requests alike; and a proxied request that moves no bytes either way for the idle
 // timeout is cut instead of being held open forever.
-import { spawn } from "node:child_process";
 import { connect, type Socket } from "node:net";
 import t from "tap";
 import { hashPassword } from "../../operators/dashboard/index.ts";
-import { podJobYaml, policyYaml, startBastion, userYaml } from "../access/bastion-fixture.ts";
+import { podJobYaml, policyYaml, sshForward, startBastion, userYaml } from "../access/bastion-fixture.ts";
 import { FAST, login } from "../dashboard/dashboard-hub.ts";
 import { freePort } from "../helpers/free-port.ts";
 import { jobYaml, rawTaskYaml } from "../helpers/job-yaml.ts";
@@ -60,20 +59,7 @@ t.test("the session limit holds under a burst, and a silent proxied request idle
 
   await t.test(`${BURST} forwards at once through one ssh -L: at most ${LIMIT} open`, async (t) => {
     const local = await freePort();
-    const forward = spawn(
-      "ssh",
-      [
-        ...b.sshArgs("alice"),
-        "-N",
-        "-o",
-        "ExitOnForwardFailure=yes",
-        "-L",
-        `${local}:${POD}:${tick}`,
-        "alice@127.0.0.1",
-      ],
-      { stdio: "ignore" },
-    );
-    t.teardown(() => forward.kill());
+    const forward = sshForward(t, b.sshArgs("alice"), `${local}:${POD}:${tick}`);
     // ssh listening and the pod's ticker up: one forward answers; then it closes again.
     const probe = await waitFor(
       "a forward to the ticker answers",

@@ -13,7 +13,7 @@ import {
   podJobYaml,
   policyYaml,
   run,
-  startBastion,
+  startAliceBastion,
   userYaml,
 } from "../access/bastion-fixture.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
@@ -56,15 +56,7 @@ const grant = policyYaml(
 );
 
 t.test("a session ends when git stops granting it, by the target's and the user's state now", async (t) => {
-  const b = await startBastion(t, {
-    users: ["alice"],
-    pods: [POD],
-    files: (keys) => ({
-      "users.yaml": userYaml("alice", ["user"], [keys.alice as string]),
-      "job.yaml": podJobYaml("vision"),
-      "policy.yaml": grant,
-    }),
-  });
+  const b = await startAliceBastion(t, grant);
   const second = keygen(b.dir, "alice-second");
   // The fixture's key, as its public line (ssh-keygen wrote it beside the private key).
   const first = { file: b.keys.alice as string, line: readFileSync(`${b.keys.alice}.pub`, "utf8").trim() };

@@ -1,15 +1,10 @@
 // issue 31: a pod that accepts a proxied request and never answers. The hub's proxy gives up after
 // its response timeout with 504 Gateway Timeout, saying so, instead of a 502 "socket hang up".
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import t from "tap";
-import { ProcessRuntime } from "../../operators/agent/runtimes/process/index.ts";
-import { silentLogger } from "../../operators/lib/logger.ts";
-import { startAgentOnHub } from "../helpers/agent-on-hub.ts";
 import { freePort } from "../helpers/free-port.ts";
 import { startHubOnGit } from "../helpers/hub-on-git.ts";
 import { clusterYaml, rawJobYaml } from "../helpers/job-yaml.ts";
+import { runningProcessPod } from "../helpers/process-pod-on-hub.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 
 // Accepts every connection, reads nothing, answers nothing, closes nothing.
@@ -38,20 +33,7 @@ t.test("a pod that never answers gives 504 naming the timeout", async (t) => {
       }),
     },
   });
-  await waitFor("cluster from git", async () => hub.store.get("Cluster", undefined, "local"), onRealServers);
-  const root = await mkdtemp(path.join(tmpdir(), "rlark-proxy-timeout-"));
-  t.teardown(() => rm(root, { recursive: true, force: true }));
-  const runtime = await ProcessRuntime.open({ stateDir: path.join(root, "runtime"), logger: silentLogger });
-  await startAgentOnHub(t, hub, "local", { runtime, runtimeKind: "process", reportIntervalMs: 500 });
-  t.teardown(() => runtime.stop({ terminatePods: true }));
-  const pod = await waitFor(
-    "the mute pod Running",
-    async () =>
-      (await hub.store.list("Pod", { namespace: "agent-local" })).items.find(
-        (p) => (p.status as { phase?: string }).phase === "Running",
-      )?.metadata.name,
-    onRealServers,
-  );
+  const pod = (await runningProcessPod(t, hub, "the mute pod")).metadata.name;
   const headers = { authorization: `Bearer ${hub.adminToken}` };
   for (const [what, url] of [
     ["pod", `${hub.url}/api/v1/namespaces/agent-local/pods/${pod}/proxy/${port}/anything`],

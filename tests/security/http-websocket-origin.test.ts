@@ -4,18 +4,13 @@
 // compared, scheme included, with the hub's listening address and its --public-url. Real `ws`
 // clients against a WebSocket echo pod through the pod proxy; the socket that opens stays open
 // past the HTTP port's header, request and keep-alive timeouts.
-import { mkdtemp, rm } from "node:fs/promises";
 import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import t from "tap";
 import WebSocket from "ws";
-import { ProcessRuntime } from "../../operators/agent/runtimes/process/index.ts";
-import { silentLogger } from "../../operators/lib/logger.ts";
-import { startAgentOnHub } from "../helpers/agent-on-hub.ts";
 import { freePort } from "../helpers/free-port.ts";
 import { startHubOnGit } from "../helpers/hub-on-git.ts";
 import { clusterYaml, rawJobYaml } from "../helpers/job-yaml.ts";
+import { runningProcessPod } from "../helpers/process-pod-on-hub.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 
 const echoServer = (port: number) => `
@@ -57,20 +52,7 @@ t.test("a WebSocket's Origin must be one of the hub's, scheme included", async (
       }),
     },
   });
-  await waitFor("cluster from git", async () => hub.store.get("Cluster", undefined, "local"), onRealServers);
-  const dir = await mkdtemp(path.join(tmpdir(), "rlark-ws-origin-"));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const runtime = await ProcessRuntime.open({ stateDir: path.join(dir, "runtime"), logger: silentLogger });
-  await startAgentOnHub(t, hub, "local", { runtime, runtimeKind: "process", reportIntervalMs: 500 });
-  t.teardown(() => runtime.stop({ terminatePods: true }));
-  const pod = await waitFor(
-    "the echo pod Running",
-    async () =>
-      (await hub.store.list("Pod", { namespace: "agent-local" })).items.find(
-        (p) => (p.status as { phase?: string }).phase === "Running",
-      )?.metadata.name,
-    onRealServers,
-  );
+  const pod = (await runningProcessPod(t, hub, "the echo pod")).metadata.name;
   const hubPort = new URL(hub.url).port;
   const url = `${hub.url.replace(/^http/, "ws")}/api/v1/namespaces/agent-local/pods/${pod}/proxy/${port}/`;
   const token = { authorization: `Bearer ${hub.adminToken}` };

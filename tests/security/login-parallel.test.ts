@@ -7,7 +7,7 @@ import { request } from "node:http";
 import t from "tap";
 import { sourceKey } from "../../operators/dashboard/auth/index.ts";
 import type { Hub } from "../../operators/hub/hub.ts";
-import { exampleRepository, startDashboardHub } from "../dashboard/dashboard-hub.ts";
+import { exampleRepository, startDashboardHub, synced } from "../dashboard/dashboard-hub.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 
 /** POST /api/v1/auth/login from the loopback address `from`; the answer's status and Retry-After. */
@@ -34,19 +34,6 @@ function loginFrom(
     req.once("error", reject);
     req.end(JSON.stringify(body));
   });
-}
-
-async function synced(hub: Hub) {
-  await waitFor(
-    "the example repo applied",
-    async () => {
-      const r = await fetch(`${hub.url}/api/v1/source`, {
-        headers: { authorization: `Bearer ${hub.adminToken}` },
-      });
-      return ((await r.json()) as { state: string }).state === "Synced";
-    },
-    onRealServers,
-  );
 }
 
 const count = (answers: { status: number }[], status: number) =>

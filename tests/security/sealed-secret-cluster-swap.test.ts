@@ -5,12 +5,12 @@
 // Secrets it would send beijing's agent never hold the value, even when the moved object reaches
 // the store some other way.
 import t from "tap";
-import { secretsForCluster } from "../../operators/hub/agent-sync/sealed-secrets.ts";
+import { secretsForCluster } from "../../operators/agent-sync/sealed-secrets.ts";
 import type { KubeObject } from "../../operators/lib/store/index.ts";
+import { recordingLogger } from "../agent-sync/fixtures.ts";
 import { startHubOnGit } from "../helpers/hub-on-git.ts";
 import { rlark } from "../helpers/rlark-cli.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
-import { recordingLogger } from "../hub/agent-sync/fixtures.ts";
 
 const CANARY = "swap-canary-7f3a9c1e";
 

@@ -21,21 +21,16 @@ import { Duplex } from "node:stream";
 import t from "tap";
 import { containerPolicy, startFiles } from "../../operators/agent/access/files.ts";
 import { filterSftp, SERVED_REQUESTS } from "../../operators/agent/access/sftp-filter.ts";
-import { podJobYaml, policyYaml, run, startBastion, userYaml } from "../access/bastion-fixture.ts";
+import { policyYaml, run, startAliceBastion } from "../access/bastion-fixture.ts";
 import { FX, HANDLE, rawSftp } from "./sftp-client.ts";
 
 const POD = "vision-main-0";
 
 t.test("symlinks in the pod's directory do not lead SFTP out of it", async (t) => {
-  const b = await startBastion(t, {
-    users: ["alice"],
-    pods: [POD],
-    files: (keys) => ({
-      "users.yaml": userYaml("alice", ["user"], [keys.alice as string]),
-      "job.yaml": podJobYaml("vision"),
-      "policy.yaml": policyYaml("alice-files", "  subjects:\n    users: [alice]\n  verbs: [files]\n"),
-    }),
-  });
+  const b = await startAliceBastion(
+    t,
+    policyYaml("alice-files", "  subjects:\n    users: [alice]\n  verbs: [files]\n"),
+  );
   const podDir = path.join(b.dir, "state", "work", "agent-local_vision-main");
   // Outside the pod's directory: a directory two levels deep, and a file there.
   const outside = path.join(b.dir, "outside");

@@ -6,7 +6,7 @@ import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import path from "node:path";
 import t from "tap";
-import { podJobYaml, policyYaml, startBastion, userYaml } from "../access/bastion-fixture.ts";
+import { policyYaml, startAliceBastion } from "../access/bastion-fixture.ts";
 import { FX, rawSftp } from "./sftp-client.ts";
 
 const POD = "vision-main-0";
@@ -15,15 +15,10 @@ const DEPTH = 250;
 const IN_FLIGHT = 300;
 
 t.test("long paths are refused at once and deep ones do not hold other sessions", async (t) => {
-  const b = await startBastion(t, {
-    users: ["alice"],
-    pods: [POD],
-    files: (keys) => ({
-      "users.yaml": userYaml("alice", ["user"], [keys.alice as string]),
-      "job.yaml": podJobYaml("vision"),
-      "policy.yaml": policyYaml("alice-files", "  subjects:\n    users: [alice]\n  verbs: [files]\n"),
-    }),
-  });
+  const b = await startAliceBastion(
+    t,
+    policyYaml("alice-files", "  subjects:\n    users: [alice]\n  verbs: [files]\n"),
+  );
   const podDir = path.join(b.dir, "state", "work", "agent-local_vision-main");
   const deep = "d/".repeat(DEPTH);
   mkdirSync(path.join(podDir, deep), { recursive: true });

@@ -2,9 +2,11 @@
 // hub holds no log: bytes go from the agent's channel to the client through one pipeline, so a
 // slow client slows the agent's reads (SSH channel windows carry the backpressure) instead of
 // filling the hub's memory, and a client that goes away ends the read on the agent.
+
 import type { ServerResponse } from "node:http";
 import { Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
+import { type Clock, systemClock } from "../../lib/clock.ts";
 import { type Principal, sendStatus } from "../../lib/http/index.ts";
 import type { Store } from "../../lib/store/index.ts";
 import type { TunnelServer } from "../../lib/tunnel/index.ts";
@@ -12,11 +14,13 @@ import { passAfter } from "../byte-rate.ts";
 import {
   type AccessCheck,
   type AccessHold,
+  type AuditOutcome,
   type AuditSink,
   type HttpAccessTarget,
   type HttpAuditRecord,
   holdNothing,
   podAccessTarget,
+  startAudit,
 } from "../hooks.ts";
 import { type LogQuery, LogQueryError, parseLogQuery } from "./log-query.ts";
 
@@ -38,7 +42,7 @@ export interface PodLogRouteOptions {
   hold?: AccessHold;
   /** Open log streams one principal may hold at once (follows are long-lived). Default 8. */
   maxStreamsPerSubject?: number;
-  now?: () => number;
+  clock?: Clock;
 }
 
 /** Counts what passes: bytes and newlines, for the audit record. */
@@ -67,13 +71,13 @@ function detailOf(query: LogQuery): Record<string, string | number | boolean> {
 }
 
 export function podLogRoute(options: PodLogRouteOptions): PodLogRoute {
-  const now = options.now ?? Date.now;
+  const clock = options.clock ?? systemClock;
   const maxStreams = options.maxStreamsPerSubject ?? 8;
   const open = new Map<string, number>();
   return async ({ principal, namespace, name, params }, res) => {
     let query: LogQuery;
     try {
-      query = parseLogQuery(params, now());
+      query = parseLogQuery(params, clock.now());
     } catch (error) {
       if (error instanceof LogQueryError) return sendStatus(res, 400, "BadRequest", error.message);
       throw error;
@@ -81,15 +85,9 @@ export function podLogRoute(options: PodLogRouteOptions): PodLogRoute {
     const pod = await options.store.get("Pod", namespace, name);
     if (!pod) return sendStatus(res, 404, "NotFound", `pods "${name}" not found in ${namespace}`);
     const target = podAccessTarget(namespace, pod, query.container ? { container: query.container } : {});
-    const start = new Date(now()).toISOString();
-    const record = (result: HttpAuditRecord["result"], rest: Partial<HttpAuditRecord> = {}) =>
-      options.audit({
-        actor: principal.subject,
-        role: principal.role,
-        verb: "logs",
-        target,
-        start,
-        end: new Date(now()).toISOString(),
+    const audit = startAudit(options.audit, clock, principal, "logs", target);
+    const record = (result: HttpAuditRecord["result"], rest: Partial<AuditOutcome> = {}) =>
+      audit({
         bytesOut: 0,
         bytesIn: 0,
         result,
@@ -137,7 +135,7 @@ async function stream(
   target: HttpAccessTarget,
   query: LogQuery,
   res: ServerResponse,
-  record: (result: HttpAuditRecord["result"], rest?: Partial<HttpAuditRecord>) => void,
+  record: (result: HttpAuditRecord["result"], rest?: Partial<AuditOutcome>) => void,
 ): Promise<void> {
   let channel: Awaited<ReturnType<TunnelServer["openStream"]>>;
   try {

@@ -2,9 +2,11 @@
 // a `proxy` stream to the pod's agent (which connects only to a port the pod itself listens on).
 // One tunnel stream per request, the bodies streamed both ways with backpressure; the request body
 // is capped, the pod must answer within a time limit, and the hub's credentials stay behind.
+
 import { type IncomingMessage, request, type ServerResponse } from "node:http";
 import { Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
+import { type Clock, systemClock } from "../../lib/clock.ts";
 import { type Principal, sendStatus } from "../../lib/http/index.ts";
 import type { KubeObject, Store } from "../../lib/store/index.ts";
 import type { TunnelServer } from "../../lib/tunnel/index.ts";
@@ -12,10 +14,12 @@ import { passAfter } from "../byte-rate.ts";
 import {
   type AccessCheck,
   type AccessHold,
+  type AuditOutcome,
   type AuditSink,
   type HttpAuditRecord,
   holdNothing,
   podAccessTarget,
+  startAudit,
 } from "../hooks.ts";
 import { requestHeaders, responseHeaders } from "./headers.ts";
 import { decodeBody, rewritable, rewriteRootPaths } from "./rewrite.ts";
@@ -54,7 +58,7 @@ export interface PodProxyOptions {
   maxRewriteBytes?: number;
   /** How long the pod has to answer with headers. Default 30 s. */
   responseTimeoutMs?: number;
-  now?: () => number;
+  clock?: Clock;
 }
 
 class TooLarge extends Error {}
@@ -105,7 +109,7 @@ function limited(max: number, take: (n: number) => number): Transform & { bytes:
 }
 
 export function podProxyRoute(options: PodProxyOptions): PodProxyRoute {
-  const now = options.now ?? Date.now;
+  const clock = options.clock ?? systemClock;
   const maxRequestBytes = options.maxRequestBytes ?? 16 * 1024 * 1024;
   const maxRewriteBytes = options.maxRewriteBytes ?? 16 * 1024 * 1024;
   const timeoutMs = options.responseTimeoutMs ?? 30_000;
@@ -125,16 +129,10 @@ export function podProxyRoute(options: PodProxyOptions): PodProxyRoute {
       );
     const name = pod.metadata.name;
     const target = podAccessTarget(namespace, pod, { port });
-    const start = new Date(now()).toISOString();
+    const audit = startAudit(options.audit, clock, principal, "proxy", target);
     let status = 0;
-    const record = (result: HttpAuditRecord["result"], rest: Partial<HttpAuditRecord> = {}) =>
-      options.audit({
-        actor: principal.subject,
-        role: principal.role,
-        verb: "proxy",
-        target,
-        start,
-        end: new Date(now()).toISOString(),
+    const record = (result: HttpAuditRecord["result"], rest: Partial<AuditOutcome> = {}) =>
+      audit({
         bytesOut: 0,
         bytesIn: 0,
         result,

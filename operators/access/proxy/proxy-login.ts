@@ -6,8 +6,10 @@
 // dashboard had sent it, so the User must still exist in git and hold `proxy` on the pod: the
 // same check, audit and revocation as every other proxied request. The ticket never reaches a
 // pod (headers.ts) and opens nothing but proxy routes under its own prefix.
+
 import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { type Clock, systemClock } from "../../lib/clock.ts";
 import {
   type OriginCheck,
   type Principal,
@@ -45,7 +47,7 @@ export interface ProxyLoginOptions {
   maxTickets?: number;
   /** Tickets held per subject; that subject's oldest goes first. Default 50. */
   maxPerSubject?: number;
-  now?: () => number;
+  clock?: Clock;
 }
 
 export interface ProxyLogin {
@@ -72,14 +74,14 @@ export function cookieValues(header: string | undefined, name: string): string[]
 }
 
 export function createProxyLogin(options: ProxyLoginOptions): ProxyLogin {
-  const now = options.now ?? Date.now;
+  const clock = options.clock ?? systemClock;
   const ttl = options.ttlSeconds ?? 3600;
   const maxTickets = options.maxTickets ?? 10_000;
   const maxPerSubject = options.maxPerSubject ?? 50;
   const tickets = new Map<string, Ticket>();
 
   function makeRoom(subject: string): void {
-    const at = now();
+    const at = clock.now();
     for (const [id, ticket] of tickets) if (ticket.expiresAt <= at) tickets.delete(id);
     const mine = [...tickets].filter(([, ticket]) => ticket.subject === subject);
     for (const [id] of mine.slice(0, Math.max(0, mine.length - maxPerSubject + 1))) tickets.delete(id);
@@ -113,7 +115,7 @@ export function createProxyLogin(options: ProxyLoginOptions): ProxyLogin {
         );
       makeRoom(principal.subject);
       const id = randomBytes(32).toString("base64url");
-      const expiresAt = now() + ttl * 1000;
+      const expiresAt = clock.now() + ttl * 1000;
       tickets.set(id, { token, subject: principal.subject, prefix, expiresAt });
       const secure =
         (req.socket as { encrypted?: boolean }).encrypted === true ||
@@ -129,7 +131,7 @@ export function createProxyLogin(options: ProxyLoginOptions): ProxyLogin {
       // SameSite counts another port of the same host as the same site: a change must also come
       // from the hub's own origin (a browser always names its origin on one).
       if (req.method !== "GET" && req.method !== "HEAD" && !options.sameOrigin(req)) return undefined;
-      const at = now();
+      const at = clock.now();
       for (const id of cookieValues(req.headers.cookie, PROXY_COOKIE)) {
         const ticket = tickets.get(id);
         if (!ticket) continue;

@@ -6,10 +6,12 @@
 // subprotocol the pod chose. Messages are relayed whole, bounded in size both ways, with
 // backpressure; the connection is held under watch (a revocation in git cuts it) and audited
 // when it ends.
+
 import type { IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { WebSocket, WebSocketServer } from "ws";
+import { type Clock, systemClock } from "../../lib/clock.ts";
 import { offeredProtocols, refuseUpgrade, type UpgradeRoute } from "../../lib/http/index.ts";
 import type { Store } from "../../lib/store/index.ts";
 import type { TunnelServer } from "../../lib/tunnel/index.ts";
@@ -22,6 +24,7 @@ import {
   holdNothing,
   notHeld,
   podAccessTarget,
+  startAudit,
 } from "../hooks.ts";
 import { TENSORBOARD_ROUTE, tensorBoardTarget } from "../tensorboard/tensorboard-route.ts";
 import { podCookies } from "./headers.ts";
@@ -40,13 +43,13 @@ export interface WebSocketProxyOptions {
   hold?: AccessHold;
   /** Largest message either side may send. Default 16 MiB. */
   maxMessageBytes?: number;
-  now?: () => number;
+  clock?: Clock;
 }
 
 export function webSocketProxyRoute(
   options: WebSocketProxyOptions,
 ): UpgradeRoute & { serves(url: URL): boolean; close(): void } {
-  const now = options.now ?? Date.now;
+  const clock = options.clock ?? systemClock;
   const maxPayload = options.maxMessageBytes ?? 16 * 1024 * 1024;
   const server = new WebSocketServer({
     noServer: true,
@@ -119,17 +122,11 @@ export function webSocketProxyRoute(
       return true;
     }
     const target = podAccessTarget(namespace, pod, { port });
-    const start = new Date(now()).toISOString();
+    const audit = startAudit(options.audit, clock, principal, "proxy", target);
     let bytesIn = 0;
     let bytesOut = 0;
     const record = (result: "ok" | "denied" | "error", error?: string) =>
-      options.audit({
-        actor: principal.subject,
-        role: principal.role,
-        verb: "proxy",
-        target,
-        start,
-        end: new Date(now()).toISOString(),
+      audit({
         bytesIn,
         bytesOut,
         result,

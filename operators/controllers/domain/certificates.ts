@@ -8,6 +8,7 @@
 import { X509Certificate } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { type Clock, systemClock } from "../../lib/clock.ts";
 import {
   type CertificateAuthority,
   generateKeyPair,
@@ -32,21 +33,21 @@ export interface DomainCertificatesOptions {
   dataDir: string;
   /** Certificate lifetime; renewed at about two thirds of it. Default 365 days. */
   ttlMs?: number;
-  now?: () => number;
+  clock?: Clock;
 }
 
 export class DomainCertificates {
   #pki: CertificateAuthority;
   #dir: string;
   #ttlMs: number;
-  #now: () => number;
+  #clock: Clock;
   #cache = new Map<string, DomainCredentials & { renewAt: number }>();
 
   constructor(options: DomainCertificatesOptions) {
     this.#pki = options.pki;
     this.#dir = join(options.dataDir, "pki", "domains");
     this.#ttlMs = options.ttlMs ?? 365 * DAY;
-    this.#now = options.now ?? Date.now;
+    this.#clock = options.clock ?? systemClock;
   }
 
   keyPath(domain: string, cluster: string): string {
@@ -65,7 +66,7 @@ export class DomainCertificates {
   ensure(domain: string, cluster: string): DomainCredentials {
     const id = `${domain}/${cluster}`;
     const cached = this.#cache.get(id);
-    if (cached && this.#now() < cached.renewAt) return cached;
+    if (cached && this.#clock.now() < cached.renewAt) return cached;
     this.#removeShared(domain);
     const keyPath = this.keyPath(domain, cluster);
     if (!existsSync(keyPath)) writeFileAtomic(keyPath, generateKeyPair().privateKeyPem, 0o600);
@@ -73,7 +74,11 @@ export class DomainCertificates {
     const certPath = this.certPath(domain, cluster);
     let certPem = existsSync(certPath) ? lfPem(readFileSync(certPath, "utf8")) : undefined;
     let window = certPem ? this.#check(domain, cluster, certPem, keyPem) : undefined;
-    if (!certPem || !window || this.#now() >= renewalTime(window.notBefore, window.notAfter, () => 0.5)) {
+    if (
+      !certPem ||
+      !window ||
+      this.#clock.now() >= renewalTime(window.notBefore, window.notAfter, () => 0.5)
+    ) {
       const issued = this.#pki.issue({
         role: "domain",
         name: domain,

@@ -5,7 +5,9 @@
 // source's flood is stopped before it reaches the per-user limit and the user still logs in
 // from anywhere else; the per-user limit only stops guessing spread over several addresses,
 // which then locks the user out for the rest of the window wherever they log in from.
+
 import { isIPv6 } from "node:net";
+import type { Clock } from "../../lib/clock.ts";
 import { createRateLimiter } from "./rate-limiter.ts";
 
 export interface LoginLimit {
@@ -26,10 +28,14 @@ export interface LoginLimits {
   admit(address: string | undefined, username: string | undefined): Admission;
 }
 
-export function createLoginLimits(limit: LoginLimit, now: () => number): LoginLimits {
-  const addresses = createRateLimiter({ max: limit.max, windowMs: limit.windowMs, now });
+export function createLoginLimits(limit: LoginLimit, clock: Clock): LoginLimits {
+  const addresses = createRateLimiter({ max: limit.max, windowMs: limit.windowMs, clock });
   // Kept apart from the addresses, so a spray of addresses cannot push a user's window out.
-  const users = createRateLimiter({ max: limit.maxPerUser ?? 3 * limit.max, windowMs: limit.windowMs, now });
+  const users = createRateLimiter({
+    max: limit.maxPerUser ?? 3 * limit.max,
+    windowMs: limit.windowMs,
+    clock,
+  });
   return {
     admit(address, username) {
       const source = sourceKey(address);

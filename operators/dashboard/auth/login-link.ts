@@ -3,8 +3,10 @@
 // for good. It now carries a random code, kept in memory only, that POST LOGIN_LINK_PATH exchanges
 // once for an admin session, within minutes of being made. A used, expired or unknown code is
 // refused alike; codes are 256 bits, so guessing one is no attack and needs no rate limit.
+
 import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Clock } from "../../lib/clock.ts";
 import { readJsonObject, sendJson, sendStatus } from "../../lib/http/index.ts";
 import { signJwt } from "./jwt.ts";
 import { ADMIN_TOKEN_SUBJECT, type LoginResponse } from "./sessions.ts";
@@ -23,7 +25,7 @@ export interface LoginLinksOptions {
   sessionTtlSeconds: number;
   /** How long a code may wait to be used. Default LOGIN_LINK_TTL_MS. */
   codeTtlMs?: number;
-  now: () => number;
+  clock: Clock;
 }
 
 export interface LoginLinks {
@@ -45,7 +47,7 @@ export function createLoginLinks(options: LoginLinksOptions): LoginLinks {
         codes.delete(code);
       }
       const code = randomBytes(32).toString("base64url");
-      codes.set(code, options.now() + codeTtlMs);
+      codes.set(code, options.clock.now() + codeTtlMs);
       return code;
     },
     async handle(req, res) {
@@ -60,14 +62,14 @@ export function createLoginLinks(options: LoginLinksOptions): LoginLinks {
       // Spent by this attempt whatever its outcome: a code is good for one try.
       codes.delete(code);
       res.setHeader("Cache-Control", "no-store");
-      if (expiresAt === undefined || expiresAt <= options.now())
+      if (expiresAt === undefined || expiresAt <= options.clock.now())
         return sendStatus(
           res,
           401,
           "Unauthorized",
           "this login link was used already or has expired: log in with the admin token (<data-dir>/admin-token)",
         );
-      const iat = Math.floor(options.now() / 1000);
+      const iat = Math.floor(options.clock.now() / 1000);
       const exp = iat + options.sessionTtlSeconds;
       const response: LoginResponse = {
         token: signJwt({ sub: ADMIN_TOKEN_SUBJECT, role: "admin", iat, exp }, options.secret),

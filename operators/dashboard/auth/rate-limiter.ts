@@ -1,3 +1,5 @@
+import { type Clock, systemClock } from "../../lib/clock.ts";
+
 /**
  * Fixed-window attempt counter per key (a client address, a login name). The login counts an
  * attempt before checking its password and takes it back when the password was right, so
@@ -12,16 +14,12 @@ export interface RateLimiter {
   release(key: string): void;
 }
 
-export function createRateLimiter(options: {
-  max: number;
-  windowMs: number;
-  now?: () => number;
-}): RateLimiter {
-  const now = options.now ?? Date.now;
+export function createRateLimiter(options: { max: number; windowMs: number; clock?: Clock }): RateLimiter {
+  const clock = options.clock ?? systemClock;
   const windows = new Map<string, { start: number; count: number }>();
   const current = (key: string) => {
     const window = windows.get(key);
-    if (window && now() - window.start < options.windowMs) return window;
+    if (window && clock.now() - window.start < options.windowMs) return window;
     if (window) windows.delete(key);
     return undefined;
   };
@@ -29,7 +27,7 @@ export function createRateLimiter(options: {
     retryAfter(key) {
       const window = current(key);
       if (!window || window.count < options.max) return 0;
-      return Math.max(1, Math.ceil((window.start + options.windowMs - now()) / 1000));
+      return Math.max(1, Math.ceil((window.start + options.windowMs - clock.now()) / 1000));
     },
     hit(key) {
       const window = current(key);
@@ -37,7 +35,7 @@ export function createRateLimiter(options: {
       else {
         // Bounded memory under a spray of keys: forget the oldest windows first.
         if (windows.size >= 10_000) windows.delete(windows.keys().next().value as string);
-        windows.set(key, { start: now(), count: 1 });
+        windows.set(key, { start: clock.now(), count: 1 });
       }
     },
     release(key) {

@@ -1,8 +1,10 @@
 // Dashboard sessions (seed 000 §15): POST /api/v1/auth/login with a User's name and password from
 // git, or with the hub's admin token, answers a short-lived HS256 JWT; the authenticator turns such
 // a token back into a principal on every /api request.
+
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { User } from "../../api/index.ts";
+import { type Clock, systemClock } from "../../lib/clock.ts";
 import {
   type Authenticator,
   type Principal,
@@ -30,7 +32,7 @@ export interface SessionsOptions {
   ttlSeconds?: number;
   /** Failed logins allowed per client address and per login name within a window (login-limits.ts). */
   limit?: LoginLimit;
-  now?: () => number;
+  clock?: Clock;
 }
 
 export interface LoginResponse {
@@ -55,9 +57,9 @@ export function highestRole(roles: readonly string[] | undefined): Principal["ro
 }
 
 export function createSessions(options: SessionsOptions): Sessions {
-  const now = options.now ?? Date.now;
+  const clock = options.clock ?? systemClock;
   const ttl = options.ttlSeconds ?? 30 * 60;
-  const limits = createLoginLimits(options.limit ?? DEFAULT_LOGIN_LIMIT, now);
+  const limits = createLoginLimits(options.limit ?? DEFAULT_LOGIN_LIMIT, clock);
 
   async function check(
     body: Record<string, unknown>,
@@ -106,7 +108,7 @@ export function createSessions(options: SessionsOptions): Sessions {
       }
       if (!who) return sendStatus(res, 401, "Unauthorized", "wrong user name or password");
       admission.takeBack();
-      const iat = Math.floor(now() / 1000);
+      const iat = Math.floor(clock.now() / 1000);
       const exp = iat + ttl;
       const response: LoginResponse = {
         token: signJwt({ sub: who.subject, role: who.role, iat, exp }, options.secret),
@@ -118,7 +120,7 @@ export function createSessions(options: SessionsOptions): Sessions {
     },
 
     async authenticator(token) {
-      const claims = verifyJwt(token, options.secret, Math.floor(now() / 1000));
+      const claims = verifyJwt(token, options.secret, Math.floor(clock.now() / 1000));
       if (!claims) return undefined;
       if (claims.sub === ADMIN_TOKEN_SUBJECT) return { subject: claims.sub, role: claims.role };
       // A User removed from git, or demoted, loses access at once rather than at expiry.

@@ -7,7 +7,7 @@ import type { Addon, AddonCatalog, Cluster } from "../../api/index.ts";
 import { clusterOf, compareVersions } from "../../api/index.ts";
 import { releaseSpec } from "../../controllers/addon/index.ts";
 import { compileLabelSelector, deepEqual, type KubeObject, matches } from "../../lib/store/index.ts";
-
+import { byClusterThen } from "./order.ts";
 import type { AddonAction, AddonImpact } from "./types.ts";
 
 function targets(addon: Addon, clusters: readonly Cluster[]): string[] {
@@ -92,15 +92,5 @@ export function addonImpact(input: {
       ...(after ? rendered(after.addon, input.catalog) : { objects: [], manifest: "" }),
     });
   }
-  return impacts.sort((a, b) =>
-    a.cluster !== b.cluster
-      ? a.cluster < b.cluster
-        ? -1
-        : 1
-      : a.addon < b.addon
-        ? -1
-        : a.addon > b.addon
-          ? 1
-          : 0,
-  );
+  return impacts.sort(byClusterThen((row) => row.addon));
 }

@@ -5,6 +5,7 @@
 import type { Job, TaskTemplate } from "../../api/index.ts";
 import { JOB_LABEL, TASK_LABEL } from "../../api/index.ts";
 import { kindKeyOf } from "../../lib/kube-object.ts";
+import { byClusterThen } from "./order.ts";
 import type { DryRunResult, JobPlacement } from "./types.ts";
 
 export interface RenderedWorkload {
@@ -121,15 +122,5 @@ export async function runDryRuns(input: {
       });
     }
   }
-  return results.sort((a, b) =>
-    a.cluster !== b.cluster
-      ? a.cluster < b.cluster
-        ? -1
-        : 1
-      : a.object < b.object
-        ? -1
-        : a.object > b.object
-          ? 1
-          : 0,
-  );
+  return results.sort(byClusterThen((row) => row.object));
 }

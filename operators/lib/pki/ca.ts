@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { isIP } from "node:net";
 import { join } from "node:path";
 import forge from "node-forge";
+import { type Clock, systemClock } from "../clock.ts";
 import { PkiError } from "./errors.ts";
 import { writeFileAtomic } from "./files.ts";
 import { certificateFingerprint } from "./fingerprint.ts";
@@ -58,7 +59,7 @@ export interface OpenCaOptions {
    * written there. Default: `<dataDir>/pki`, where they are made on first start.
    */
   caDir?: string;
-  now?: () => number;
+  clock?: Clock;
   commonName?: string;
   lifetimeMs?: number;
 }
@@ -108,7 +109,7 @@ function altName(name: string): { type: 2; value: string } | { type: 7; ip: stri
  * and `revoked.json`.
  */
 export function openCertificateAuthority(options: OpenCaOptions): CertificateAuthority {
-  const now = options.now ?? Date.now;
+  const clock = options.clock ?? systemClock;
   const dir = join(options.dataDir, "pki");
   const caDir = options.caDir ?? dir;
   const keyPath = join(caDir, "ca.key");
@@ -124,7 +125,7 @@ export function openCertificateAuthority(options: OpenCaOptions): CertificateAut
     const certPem = selfSignedCa(
       pair.privateKeyPem,
       options.commonName ?? "rlark hub CA",
-      now(),
+      clock.now(),
       options.lifetimeMs ?? 3650 * DAY,
     );
     writeFileAtomic(keyPath, pair.privateKeyPem, 0o600);
@@ -151,7 +152,7 @@ export function openCertificateAuthority(options: OpenCaOptions): CertificateAut
       cert.publicKey = forge.pki.publicKeyFromPem(publicKeyPem(request.publicKey));
       const serial = serialHex();
       cert.serialNumber = serial;
-      const issuedAt = now();
+      const issuedAt = clock.now();
       const notBefore = issuedAt - BACKDATE_MS;
       const notAfter = Math.min(issuedAt + request.ttlMs, caCert.validity.notAfter.getTime());
       cert.validity.notBefore = new Date(notBefore);
@@ -187,13 +188,13 @@ export function openCertificateAuthority(options: OpenCaOptions): CertificateAut
     verify(certPem2, expect) {
       return verifyCertificate(certPem2, expect, {
         caCertPem: certPem,
-        now,
+        clock,
         isRevoked: (serial) => revoked.has(serial),
       });
     },
     revoke(serial, reason) {
       revoked.reload();
-      revoked.add(serial, reason, new Date(now()));
+      revoked.add(serial, reason, new Date(clock.now()));
     },
     isRevoked(serial) {
       return revoked.has(serial);

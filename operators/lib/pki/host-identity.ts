@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { type Clock, systemClock } from "../clock.ts";
 import type { CertificateAuthority } from "./ca.ts";
 import { writeFileAtomic } from "./files.ts";
 import { generateKeyPair } from "./keys.ts";
@@ -24,10 +25,10 @@ export function openHostIdentity(options: {
   dataDir: string;
   ca: CertificateAuthority;
   hostName?: string;
-  now?: () => number;
+  clock?: Clock;
   ttlMs?: number;
 }): HostIdentity {
-  const now = options.now ?? Date.now;
+  const clock = options.clock ?? systemClock;
   const dir = join(options.dataDir, "pki");
   const keyPath = join(dir, "host.key");
   const certPath = join(dir, "host.crt");
@@ -38,7 +39,7 @@ export function openHostIdentity(options: {
   if (certPem) {
     try {
       const id = options.ca.verify(certPem, { role: "hub" });
-      fresh = now() < renewalTime(id.notBefore, id.notAfter, () => 0.5);
+      fresh = clock.now() < renewalTime(id.notBefore, id.notAfter, () => 0.5);
     } catch {
       fresh = false;
     }

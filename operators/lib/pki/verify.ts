@@ -1,4 +1,5 @@
 import { X509Certificate } from "node:crypto";
+import type { Clock } from "../clock.ts";
 import { PkiError } from "./errors.ts";
 import type { Expectation, Identity } from "./identity.ts";
 import { isRole } from "./roles.ts";
@@ -6,7 +7,7 @@ import { isRole } from "./roles.ts";
 export interface VerifyOptions {
   /** The trust anchor. */
   caCertPem: string;
-  now: () => number;
+  clock: Pick<Clock, "now">;
   isRevoked?: (serial: string) => boolean;
 }
 
@@ -55,7 +56,7 @@ export function verifyCertificate(certPem: string, expect: Expectation, options:
       `certificate subject ${JSON.stringify(cert.subject)} has no role or name`,
     );
   }
-  const now = options.now();
+  const now = options.clock.now();
   const notBefore = cert.validFromDate.getTime();
   const notAfter = cert.validToDate.getTime();
   const serial = normalizeSerial(cert.serialNumber);

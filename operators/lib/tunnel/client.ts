@@ -285,7 +285,7 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
               caCertPem: creds.caCertPem,
               hostCertPem: creds.hubCertPem,
               handshakeHostKey: hostKey,
-              now: () => this.#clock.now(),
+              clock: this.#clock,
             });
             return true;
           } catch (err) {
@@ -315,7 +315,7 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
           caCertPem: creds.caCertPem,
           hostCertPem: message.hostCert,
           handshakeHostKey: hostKey,
-          now: () => this.#clock.now(),
+          clock: this.#clock,
         });
       } catch (err) {
         this.emit("refused", err as Error);
@@ -391,7 +391,7 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
         { role: "agent", cluster: this.#credentials.cluster },
         {
           caCertPem: this.#credentials.caCertPem,
-          now: () => this.#clock.now(),
+          clock: this.#clock,
         },
       );
       if (!sshPublicKeyBlob(id.publicKeyPem).equals(sshPublicKeyBlob(key.privateKeyPem))) {
@@ -427,7 +427,7 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
       { role: "agent" },
       {
         caCertPem: this.#credentials.caCertPem,
-        now: () => this.#clock.now(),
+        clock: this.#clock,
       },
     );
     const at = renewalTime(id.notBefore, id.notAfter, this.#random);

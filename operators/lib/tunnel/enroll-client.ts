@@ -39,7 +39,8 @@ export interface EnrollOptions {
  * public key and receives a certificate bound to the token's cluster.
  */
 export async function enrollAgent(options: EnrollOptions): Promise<AgentCredentials> {
-  const now = options.now ?? Date.now;
+  // The option stays `now` while operators/agent/enroll.ts passes one (issue 23: one clock style).
+  const clock = { now: options.now ?? Date.now };
   const timeoutMs = options.timeoutMs ?? 30_000;
   // Enrollment goes to the first of several hub addresses (it is retried by the caller).
   const { host, port } = parseHubAddresses(options.hub)[0]!;
@@ -74,7 +75,7 @@ export async function enrollAgent(options: EnrollOptions): Promise<AgentCredenti
             if (certificateFingerprint(answer.caCert) !== certificateFingerprint(pinned)) {
               throw new PkiError("untrusted", "the hub answered with another CA");
             }
-            const id = verifyCertificate(answer.cert, { role: "agent" }, { caCertPem: pinned, now });
+            const id = verifyCertificate(answer.cert, { role: "agent" }, { caCertPem: pinned, clock });
             if (!sshPublicKeyBlob(id.publicKeyPem).equals(sshPublicKeyBlob(keys.privateKeyPem))) {
               throw new PkiError("untrusted", "the hub certified a different key");
             }
@@ -123,7 +124,7 @@ export async function enrollAgent(options: EnrollOptions): Promise<AgentCredenti
                 `the hub's CA is ${seen}, not the pinned ${options.caHash}: refusing to send the token`,
               );
             }
-            checkHubIdentity({ caCertPem: ca, hostCertPem: hostCert, handshakeHostKey: handshakeKey, now });
+            checkHubIdentity({ caCertPem: ca, hostCertPem: hostCert, handshakeHostKey: handshakeKey, clock });
             caCertPem = ca;
             hubCertPem = hostCert;
           } catch (err) {

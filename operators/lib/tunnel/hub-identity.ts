@@ -1,3 +1,4 @@
+import type { Clock } from "../clock.ts";
 import { PkiError, sshPublicKeyBlob, verifyCertificate } from "../pki/index.ts";
 
 /**
@@ -9,12 +10,12 @@ export function checkHubIdentity(options: {
   caCertPem: string;
   hostCertPem: string;
   handshakeHostKey: Buffer | undefined;
-  now: () => number;
+  clock: Pick<Clock, "now">;
 }): void {
   const id = verifyCertificate(
     options.hostCertPem,
     { role: "hub" },
-    { caCertPem: options.caCertPem, now: options.now },
+    { caCertPem: options.caCertPem, clock: options.clock },
   );
   if (!options.handshakeHostKey || !sshPublicKeyBlob(id.publicKeyPem).equals(options.handshakeHostKey)) {
     throw new PkiError(

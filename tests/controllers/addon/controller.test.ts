@@ -7,10 +7,10 @@ import path from "node:path";
 import t, { type Test } from "tap";
 import type { Addon, AddonRelease } from "../../../operators/api/index.ts";
 import { AddonCatalogHolder, createAddonController } from "../../../operators/controllers/addon/index.ts";
-import { Manager } from "../../../operators/lib/controller/index.ts";
 import { modify, openSqliteStore, type Store } from "../../../operators/lib/store/index.ts";
 import { readAddonCatalogs } from "../../../operators/source/index.ts";
 import { waitFor } from "../../helpers/wait-for.ts";
+import { runController } from "../run-controller.ts";
 
 const root = path.resolve(import.meta.dirname, "../../..");
 const fixtures = readAddonCatalogs([path.join(root, "tests/fixtures/addon-catalog")], root).catalog;
@@ -19,17 +19,7 @@ async function harness(t: Test, dataDir: string, withCatalog = true) {
   const store = openSqliteStore({ dataDir });
   const catalog = new AddonCatalogHolder();
   if (withCatalog) catalog.set(fixtures);
-  const manager = new Manager({ store, resyncPeriod: 0 });
-  manager.add(createAddonController({ catalog }));
-  await manager.start();
-  let stopped = false;
-  const stop = async () => {
-    if (stopped) return;
-    stopped = true;
-    await manager.stop();
-    await store.close();
-  };
-  t.teardown(stop);
+  const { stop } = await runController(t, store, createAddonController({ catalog }));
   return { store, catalog, stop };
 }
 

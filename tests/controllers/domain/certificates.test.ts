@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } 
 import { join } from "node:path";
 import t from "tap";
 import { DomainCertificates } from "../../../operators/controllers/domain/index.ts";
+import { FakeClock } from "../../../operators/lib/clock.ts";
 import {
   generateKeyPair,
   normalizeSerial,
@@ -15,10 +16,9 @@ const DAY = 86_400_000;
 
 function setup(t: Tap) {
   const dataDir = tempDataDir(t);
-  let now = Date.UTC(2026, 10, 1);
-  const clock = { now: () => now, advance: (ms: number) => (now += ms) };
-  const pki = openCertificateAuthority({ dataDir, now: clock.now });
-  const open = () => new DomainCertificates({ pki, dataDir, ttlMs: 90 * DAY, now: clock.now });
+  const clock = new FakeClock(Date.UTC(2026, 10, 1));
+  const pki = openCertificateAuthority({ dataDir, clock });
+  const open = () => new DomainCertificates({ pki, dataDir, ttlMs: 90 * DAY, clock });
   return { dataDir, clock, pki, open };
 }
 type Tap = Parameters<typeof tempDataDir>[0];

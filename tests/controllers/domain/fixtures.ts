@@ -6,9 +6,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Domain, DomainPeer, Job, Pod } from "../../../operators/api/index.ts";
 import { createDomainController } from "../../../operators/controllers/domain/index.ts";
-import { Manager } from "../../../operators/lib/controller/index.ts";
+import type { Manager } from "../../../operators/lib/controller/index.ts";
 import { type CertificateAuthority, openCertificateAuthority } from "../../../operators/lib/pki/index.ts";
 import { openSqliteStore, type Store } from "../../../operators/lib/store/index.ts";
+import { runController } from "../run-controller.ts";
 
 interface Teardown {
   teardown(fn: () => unknown): void;
@@ -32,17 +33,7 @@ export interface DomainHarness {
 export async function startDomainHarness(t: Teardown, dataDir: string): Promise<DomainHarness> {
   const store = openSqliteStore({ dataDir });
   const pki = openCertificateAuthority({ dataDir });
-  const manager = new Manager({ store, resyncPeriod: 0 });
-  manager.add(createDomainController({ pki, dataDir }));
-  await manager.start();
-  let stopped = false;
-  const stop = async () => {
-    if (stopped) return;
-    stopped = true;
-    await manager.stop();
-    await store.close();
-  };
-  t.teardown(stop);
+  const { manager, stop } = await runController(t, store, createDomainController({ pki, dataDir }));
   return { store, pki, manager, stop };
 }
 

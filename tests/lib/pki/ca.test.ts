@@ -4,6 +4,7 @@ import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
+import { FakeClock } from "../../../operators/lib/clock.ts";
 import {
   certificateFingerprint,
   generateKeyPair,
@@ -74,8 +75,8 @@ t.test("an issued agent certificate verifies to its role, cluster, serial and ke
 });
 
 t.test("wrong role, wrong cluster, expired, revoked and foreign-CA certificates are refused", async (t) => {
-  let now = Date.now();
-  const ca = openCertificateAuthority({ dataDir: await dataDir(), now: () => now });
+  const clock = new FakeClock(Date.now());
+  const ca = openCertificateAuthority({ dataDir: await dataDir(), clock });
   const other = openCertificateAuthority({ dataDir: await dataDir() });
   const key = generateKeyPair().publicKeyPem;
   const good = ca.issue({ role: "agent", name: "beijing", publicKey: key, ttlMs: HOUR });
@@ -106,7 +107,7 @@ t.test("wrong role, wrong cluster, expired, revoked and foreign-CA certificates 
     codeOf(() => ca.verify(later.certPem, { role: "agent" })),
     undefined,
   );
-  now += 2 * HOUR;
+  clock.advance(2 * HOUR);
   t.equal(
     codeOf(() => ca.verify(later.certPem, { role: "agent" })),
     "expired",

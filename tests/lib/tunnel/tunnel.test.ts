@@ -100,7 +100,10 @@ for (const [name, make] of [
   [
     "an expired certificate",
     async (hub: Awaited<ReturnType<typeof startTunnelHub>>) => {
-      const past = openCertificateAuthority({ dataDir: hub.dataDir, now: () => Date.now() - 3 * HOUR });
+      const past = openCertificateAuthority({
+        dataDir: hub.dataDir,
+        clock: new FakeClock(Date.now() - 3 * HOUR),
+      });
       return hub.credentialsFor("beijing", { ca: past });
     },
   ],

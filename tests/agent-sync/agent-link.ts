@@ -3,8 +3,8 @@
 // without SSH. The test plays the agent: it reads snapshots and deltas and sends acks and reports.
 
 import { duplexPair } from "node:stream";
-import type { AgentSync } from "../../../operators/hub/agent-sync/index.ts";
-import type { KubeObject } from "../../../operators/lib/store/index.ts";
+import type { AgentSync } from "../../operators/agent-sync/index.ts";
+import type { KubeObject } from "../../operators/lib/store/index.ts";
 import {
   type AgentMessage,
   AgentSession,
@@ -14,7 +14,7 @@ import {
   parseAgentMessage,
   parseHubMessage,
   type KubeObject as WireObject,
-} from "../../../operators/lib/tunnel/index.ts";
+} from "../../operators/lib/tunnel/index.ts";
 
 interface Teardown {
   teardown(fn: () => unknown): void;

@@ -2,10 +2,10 @@
 // Real store, real agent-sync and AgentSession; the test plays the agent over an in-process stream.
 
 import t from "tap";
-import { createAgentSync } from "../../../operators/hub/agent-sync/index.ts";
-import { FakeClock } from "../../../operators/lib/clock.ts";
-import { waitFor } from "../../helpers/wait-for.ts";
-import { tempStore } from "../../lib/store/helpers.ts";
+import { createAgentSync } from "../../operators/agent-sync/index.ts";
+import { FakeClock } from "../../operators/lib/clock.ts";
+import { waitFor } from "../helpers/wait-for.ts";
+import { tempStore } from "../lib/store/helpers.ts";
 import { connectAgent } from "./agent-link.ts";
 import { cluster, recordingLogger, task } from "./fixtures.ts";
 

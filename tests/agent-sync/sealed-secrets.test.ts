@@ -3,10 +3,10 @@
 // a value the hub no longer opens is left out and logged without the value.
 import path from "node:path";
 import t from "tap";
-import { secretsForCluster } from "../../../operators/hub/agent-sync/sealed-secrets.ts";
-import { SealKeyring, sealValue, secretValueContext } from "../../../operators/lib/seal/index.ts";
-import type { KubeObject } from "../../../operators/lib/store/index.ts";
-import { tempStore } from "../../lib/store/helpers.ts";
+import { secretsForCluster } from "../../operators/agent-sync/sealed-secrets.ts";
+import { SealKeyring, sealValue, secretValueContext } from "../../operators/lib/seal/index.ts";
+import type { KubeObject } from "../../operators/lib/store/index.ts";
+import { tempStore } from "../lib/store/helpers.ts";
 import { cluster, recordingLogger } from "./fixtures.ts";
 
 function sealedSecret(

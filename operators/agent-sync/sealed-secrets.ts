@@ -1,11 +1,11 @@
 // The Secrets a cluster's agent should hold, opened from the SealedSecrets that name the cluster.
 // This is the one place the hub opens a SealedSecret's values, and only for the message it is
 // about to send to that cluster's agent: the plain values are never stored, logged or served.
-import { type Cluster, namespaceFor, type SealedSecret, sealedSecretContext } from "../../api/index.ts";
-import type { KubeObject } from "../../lib/kube-object.ts";
-import type { Logger } from "../../lib/logger.ts";
-import type { SealKeyring } from "../../lib/seal/index.ts";
-import { compileLabelSelector, matches, type Store } from "../../lib/store/index.ts";
+import { type Cluster, namespaceFor, type SealedSecret, sealedSecretContext } from "../api/index.ts";
+import type { KubeObject } from "../lib/kube-object.ts";
+import type { Logger } from "../lib/logger.ts";
+import type { SealKeyring } from "../lib/seal/index.ts";
+import { compileLabelSelector, matches, type Store } from "../lib/store/index.ts";
 
 export interface OpenSecretsOptions {
   keys: Pick<SealKeyring, "unseal">;

@@ -21,15 +21,15 @@ import http2, {
 import net, { type AddressInfo } from "node:net";
 import { join } from "node:path";
 import tls, { type TLSSocket } from "node:tls";
-import { type DomainPeer, namespaceFor } from "../../api/index.ts";
-import type { Logger } from "../../lib/logger.ts";
-import type { Registry } from "../../lib/metrics/index.ts";
+import { type DomainPeer, namespaceFor } from "../api/index.ts";
+import type { Logger } from "../lib/logger.ts";
+import type { Registry } from "../lib/metrics/index.ts";
 import {
   type CertificateAuthority,
   generateKeyPair,
   publicKeyPem,
   writeFileAtomic,
-} from "../../lib/pki/index.ts";
+} from "../lib/pki/index.ts";
 import {
   type AcceptHello,
   ALPN_ACCEPT,
@@ -44,8 +44,8 @@ import {
   TICKET_HEADER,
   TICKET_LINE_BYTES,
   TICKET_TTL_MS,
-} from "../../lib/relay/index.ts";
-import type { Store } from "../../lib/store/index.ts";
+} from "../lib/relay/index.ts";
+import type { Store } from "../lib/store/index.ts";
 import { checkHostInDomain } from "./check-host.ts";
 
 export interface DomainRelayOptions {

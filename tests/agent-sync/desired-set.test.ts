@@ -4,10 +4,10 @@
 
 import { pathToFileURL } from "node:url";
 import t from "tap";
-import { desiredForCluster } from "../../../operators/hub/agent-sync/desired-set.ts";
-import { kindKeyOf } from "../../../operators/lib/kube-object.ts";
-import type { KubeObject } from "../../../operators/lib/store/index.ts";
-import { tempStore } from "../../lib/store/helpers.ts";
+import { desiredForCluster } from "../../operators/agent-sync/desired-set.ts";
+import { kindKeyOf } from "../../operators/lib/kube-object.ts";
+import type { KubeObject } from "../../operators/lib/store/index.ts";
+import { tempStore } from "../lib/store/helpers.ts";
 import { cluster, node, task } from "./fixtures.ts";
 
 const artifactDir = "/var/lib/rlark/artifacts";

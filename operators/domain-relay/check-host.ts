@@ -2,8 +2,8 @@
 // by the Domain's own allocation table (Domain status.ipAllocations, which the Domain controller
 // persists before any DomainPeer shows an address).
 
-import type { Domain, IPAllocation } from "../../api/index.ts";
-import type { Store } from "../../lib/store/index.ts";
+import type { Domain, IPAllocation } from "../api/index.ts";
+import type { Store } from "../lib/store/index.ts";
 
 export async function checkHostInDomain(
   store: Store,

@@ -4,14 +4,14 @@
 // finalizer of a deleted Task (or AddonRelease) once the agent has acknowledged the removal and
 // reports nothing of it any more.
 import { createHash } from "node:crypto";
-import { AGENT_CLEANUP_FINALIZER, clusterOf, namespaceFor } from "../../api/index.ts";
-import { type Clock, systemClock, type TimerId } from "../../lib/clock.ts";
-import { type KubeObject, kindKey, kindKeyOf, parseKindKey } from "../../lib/kube-object.ts";
-import type { Logger } from "../../lib/logger.ts";
-import type { SealKeyring } from "../../lib/seal/index.ts";
-import type { Store, Watch } from "../../lib/store/index.ts";
-import { modify } from "../../lib/store/index.ts";
-import type { AgentMessage, AgentSession, ClusterState, ConnectivityTest } from "../../lib/tunnel/index.ts";
+import { AGENT_CLEANUP_FINALIZER, clusterOf, namespaceFor } from "../api/index.ts";
+import { type Clock, systemClock, type TimerId } from "../lib/clock.ts";
+import { type KubeObject, kindKey, kindKeyOf, parseKindKey } from "../lib/kube-object.ts";
+import type { Logger } from "../lib/logger.ts";
+import type { SealKeyring } from "../lib/seal/index.ts";
+import type { Store, Watch } from "../lib/store/index.ts";
+import { modify } from "../lib/store/index.ts";
+import type { AgentMessage, AgentSession, ClusterState, ConnectivityTest } from "../lib/tunnel/index.ts";
 import { desiredForCluster, hasCleanupFinalizer } from "./desired-set.ts";
 import { writeReport } from "./report-writer.ts";
 import { sealedSecretsFor, secretsForCluster } from "./sealed-secrets.ts";

@@ -3,10 +3,10 @@
 // names in another cluster's namespace is refused, and so is anything that fails its schema.
 
 import t from "tap";
-import { writeReport } from "../../../operators/hub/agent-sync/report-writer.ts";
-import type { KubeObject, Store } from "../../../operators/lib/store/index.ts";
-import type { Report, KubeObject as WireObject } from "../../../operators/lib/tunnel/index.ts";
-import { tempStore } from "../../lib/store/helpers.ts";
+import { writeReport } from "../../operators/agent-sync/report-writer.ts";
+import type { KubeObject, Store } from "../../operators/lib/store/index.ts";
+import type { Report, KubeObject as WireObject } from "../../operators/lib/tunnel/index.ts";
+import { tempStore } from "../lib/store/helpers.ts";
 import { node, pod, recordingLogger, task } from "./fixtures.ts";
 
 function report(objects: { nodes?: KubeObject[]; pods?: KubeObject[]; tasks?: KubeObject[] }): Report {

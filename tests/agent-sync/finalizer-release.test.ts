@@ -3,12 +3,12 @@
 // Real store, real agent-sync and AgentSession; the test plays the agent over an in-process stream.
 
 import t from "tap";
-import { AGENT_CLEANUP_FINALIZER } from "../../../operators/api/index.ts";
-import { createAgentSync } from "../../../operators/hub/agent-sync/index.ts";
-import type { KubeObject, Store } from "../../../operators/lib/store/index.ts";
-import type { Delta, Snapshot } from "../../../operators/lib/tunnel/index.ts";
-import { waitFor } from "../../helpers/wait-for.ts";
-import { tempStore } from "../../lib/store/helpers.ts";
+import { createAgentSync } from "../../operators/agent-sync/index.ts";
+import { AGENT_CLEANUP_FINALIZER } from "../../operators/api/index.ts";
+import type { KubeObject, Store } from "../../operators/lib/store/index.ts";
+import type { Delta, Snapshot } from "../../operators/lib/tunnel/index.ts";
+import { waitFor } from "../helpers/wait-for.ts";
+import { tempStore } from "../lib/store/helpers.ts";
 import { type AgentLink, connectAgent } from "./agent-link.ts";
 import { cluster, pod, recordingLogger, task } from "./fixtures.ts";
 

@@ -1,9 +1,9 @@
 // What a cluster's agent should hold: its Tasks, AddonReleases, DomainPeers and Node overlays.
 
-import { AGENT_CLEANUP_FINALIZER, MANAGED_BY_GIT, MANAGED_BY_LABEL, namespaceFor } from "../../api/index.ts";
-import { type KubeObject, kindKeyOf } from "../../lib/kube-object.ts";
-import type { Store } from "../../lib/store/index.ts";
-import { artifactUrl, isRepositoryPath, overlayKeys, pickKeys } from "../../source/index.ts";
+import { AGENT_CLEANUP_FINALIZER, MANAGED_BY_GIT, MANAGED_BY_LABEL, namespaceFor } from "../api/index.ts";
+import { type KubeObject, kindKeyOf } from "../lib/kube-object.ts";
+import type { Store } from "../lib/store/index.ts";
+import { artifactUrl, isRepositoryPath, overlayKeys, pickKeys } from "../source/index.ts";
 
 export interface DesiredSetOptions {
   /** Where the hub keeps repository artifacts by SHA-256 (see artifacts.ts). */

@@ -1,8 +1,8 @@
 // Objects as the hub's controllers, git and agents write them, for the agent-sync unit tests,
 // and a logger that keeps what it was told.
 
-import type { Logger } from "../../../operators/lib/logger.ts";
-import type { KubeObject } from "../../../operators/lib/store/index.ts";
+import type { Logger } from "../../operators/lib/logger.ts";
+import type { KubeObject } from "../../operators/lib/store/index.ts";
 
 const apiVersion = "rlinf.io/v1alpha1";
 

@@ -1,11 +1,11 @@
 // Writes an agent's report into the store: Nodes and Pods of its cluster mirrored, Task and
 // AddonRelease status set, and objects the agent no longer reports removed. Every object is checked against its
 // schema first: a report crosses a process boundary.
-import { checkSchema, MANAGED_BY_GIT, MANAGED_BY_LABEL, namespaceFor } from "../../api/index.ts";
-import type { Logger } from "../../lib/logger.ts";
-import { deepEqual, type KubeObject, type Store } from "../../lib/store/index.ts";
-import type { Report } from "../../lib/tunnel/index.ts";
-import { overlayKeys, pickKeys, SOURCE_ANNOTATIONS } from "../../source/index.ts";
+import { checkSchema, MANAGED_BY_GIT, MANAGED_BY_LABEL, namespaceFor } from "../api/index.ts";
+import type { Logger } from "../lib/logger.ts";
+import { deepEqual, type KubeObject, type Store } from "../lib/store/index.ts";
+import type { Report } from "../lib/tunnel/index.ts";
+import { overlayKeys, pickKeys, SOURCE_ANNOTATIONS } from "../source/index.ts";
 
 export async function writeReport(
   store: Store,
