@@ -16,10 +16,10 @@ import {
   parseAccessSessionRequest,
 } from "../../lib/access-stream/index.ts";
 import type { StreamHandler } from "../../lib/tunnel/index.ts";
+import { filterSftp, serverVersion } from "../runtimes/shared/sftp-filter.ts";
 import type { AccessEnvironment, Runtime } from "../runtimes/types.ts";
 import { containerPolicy, type FilesOptions, startFiles } from "./files.ts";
 import { type SessionOptions, startSession } from "./session.ts";
-import { filterSftp, serverVersion } from "./sftp-filter.ts";
 
 export type AccessOptions = SessionOptions & FilesOptions;
 

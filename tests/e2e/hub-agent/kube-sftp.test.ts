@@ -19,7 +19,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { KubernetesObjectApi } from "@kubernetes/client-node";
 import t from "tap";
-import { startPodFiles } from "../../../operators/agent/runtimes/kubernetes/pod-files.ts";
+import { startPodFiles } from "../../../operators/agent/runtimes/kubernetes/access/pod-files.ts";
 import { keygen, openSshArgs, policyYaml, readAudit, run, userYaml } from "../../access/bastion-fixture.ts";
 import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
 import { startFleetKubeAgent } from "../../helpers/fleet-agent-identity.ts";

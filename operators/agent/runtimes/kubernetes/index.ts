@@ -29,48 +29,48 @@ import type {
   RuntimeTask,
   StopOptions,
 } from "../types.ts";
-import { AddonInstaller } from "./addon-installer.ts";
+import { checkPodAccess } from "./access/pod-access.ts";
+import { startPodExec } from "./access/pod-exec.ts";
+import { SFTP_SERVER_PATHS, startPodFiles } from "./access/pod-files.ts";
+import { podLogStream } from "./access/pod-logs.ts";
+import { podPortForward } from "./access/pod-port-forward.ts";
+import { AddonInstaller } from "./addons/addon-installer.ts";
 import { type ApiClients, apiClients } from "./api-clients.ts";
-import { kubernetesBrowse } from "./browse.ts";
-import { ChangeFeed } from "./change-feed.ts";
-import { DiskPoller } from "./disk-poller.ts";
-import { DomainPeersWriter } from "./domain-peers-secret.ts";
-import { KubernetesVersion } from "./kubernetes-version.ts";
+import { kubernetesBrowse } from "./cluster/browse.ts";
+import { DiskPoller } from "./cluster/disk-poller.ts";
+import { KubernetesVersion } from "./cluster/kubernetes-version.ts";
+import { NodeOverlaySync } from "./cluster/node-overlay-sync.ts";
 import { MANAGED_SELECTOR } from "./labels.ts";
-import { NodeOverlaySync } from "./node-overlay-sync.ts";
-import { checkPodAccess } from "./pod-access.ts";
-import { startPodExec } from "./pod-exec.ts";
-import { SFTP_SERVER_PATHS, startPodFiles } from "./pod-files.ts";
-import { podLogStream } from "./pod-logs.ts";
-import { podPortForward } from "./pod-port-forward.ts";
-import { type RejectedTask, WorkloadReconciler } from "./reconciler.ts";
-import { DEFAULT_NAMESPACE, type SidecarOptions } from "./render.ts";
-import { SealedSecretsWriter } from "./sealed-secrets.ts";
-import { buildSnapshot } from "./snapshot.ts";
-import { type ClusterWatches, watchCluster } from "./watches.ts";
+import { DomainPeersWriter } from "./secrets/domain-peers-secret.ts";
+import { SealedSecretsWriter } from "./secrets/sealed-secrets.ts";
+import { ChangeFeed } from "./watch/change-feed.ts";
+import { buildSnapshot } from "./watch/snapshot.ts";
+import { type ClusterWatches, watchCluster } from "./watch/watches.ts";
+import { type RejectedTask, WorkloadReconciler } from "./workloads/reconciler.ts";
+import { DEFAULT_NAMESPACE, type SidecarOptions } from "./workloads/render.ts";
 
 export { loadKubeConfig } from "../../../lib/kube-config.ts";
+export { overlayPatch } from "./cluster/node-overlays.ts";
 export {
   IDENTITY_SECRET,
   type SecretCredentialStoreOptions,
   secretCredentialStore,
-} from "./credential-secret.ts";
+} from "./secrets/credential-secret.ts";
 export {
   DOMAIN_PEERS_KEY,
   DOMAIN_PEERS_SECRET,
   domainPeersSecret,
-} from "./domain-peers-secret.ts";
-export { kubernetesDryRun } from "./dry-run.ts";
-export { overlayPatch } from "./node-overlays.ts";
-export { requestedByNode } from "./observe.ts";
-export type { RejectedTask } from "./reconciler.ts";
+} from "./secrets/domain-peers-secret.ts";
+export { requestedByNode } from "./watch/observe.ts";
+export { kubernetesDryRun } from "./workloads/dry-run.ts";
+export type { RejectedTask } from "./workloads/reconciler.ts";
 export {
   DEFAULT_NAMESPACE,
   DEFAULT_SIDECAR_IMAGE,
   RenderError,
   renderTask,
   type SidecarOptions,
-} from "./render.ts";
+} from "./workloads/render.ts";
 
 export interface KubernetesRuntimeOptions {
   kubeConfig: KubeConfig;

@@ -1,12 +1,12 @@
 // ObservedNode.disk: every node's kubelet Stats Summary, read through the API server's node proxy
 // (it needs `nodes/proxy` get, which fleet/agent does not grant), round after round.
 import type { CoreV1Api, V1Node } from "@kubernetes/client-node";
-import { type Clock, systemClock } from "../../../lib/clock.ts";
-import { ApplyLoop } from "../../../lib/controller/loop/index.ts";
-import type { Logger } from "../../../lib/logger.ts";
-import { apiErrorCode, describeApiError } from "./api-error.ts";
+import { type Clock, systemClock } from "../../../../lib/clock.ts";
+import { ApplyLoop } from "../../../../lib/controller/loop/index.ts";
+import type { Logger } from "../../../../lib/logger.ts";
+import { apiErrorCode, describeApiError } from "../api-error.ts";
+import type { WatchedCollection } from "../watch/watched-collection.ts";
 import { diskUsageFromSummary } from "./disk-usage.ts";
-import type { WatchedCollection } from "./watched-collection.ts";
 
 export interface DiskFigures {
   usedBytes: number;

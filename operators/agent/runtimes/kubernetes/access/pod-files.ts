@@ -15,10 +15,10 @@ import {
   FrameType,
   MAX_FRAME_PAYLOAD,
   parseExit,
-} from "../../../lib/access-stream/index.ts";
-import { whenDrainedOrClosed } from "../../../lib/stream-drain.ts";
-import { SERVED_REQUESTS } from "../../access/sftp-filter.ts";
-import type { ContainerFiles } from "../types.ts";
+} from "../../../../lib/access-stream/index.ts";
+import { whenDrainedOrClosed } from "../../../../lib/stream-drain.ts";
+import { SERVED_REQUESTS } from "../../shared/sftp-filter.ts";
+import type { ContainerFiles } from "../../types.ts";
 import { type PodExecTarget, startPodExec } from "./pod-exec.ts";
 
 /** Where images keep OpenSSH's sftp-server: Debian/Ubuntu, Alpine, Fedora/RHEL. */

@@ -6,9 +6,9 @@ import {
   MANAGED_BY_AGENT,
   MANAGED_BY_LABEL,
   TASK_NAME_LABEL,
-} from "../../../api/index.ts";
-import type { ObservedPod, ObservedWorkload, RuntimeSnapshot } from "../types.ts";
-import type { DiskFigures } from "./disk-poller.ts";
+} from "../../../../api/index.ts";
+import type { ObservedPod, ObservedWorkload, RuntimeSnapshot } from "../../types.ts";
+import type { DiskFigures } from "../cluster/disk-poller.ts";
 import {
   fallbackIndexes,
   observeNode,

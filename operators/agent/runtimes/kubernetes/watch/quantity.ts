@@ -1,7 +1,7 @@
 // Just enough of Kubernetes' resource.Quantity to add requests up: parse to a number of base
 // units (millicores for cpu, so sums stay whole numbers) and print back in canonical-ish form.
 
-import { BINARY_SUFFIXES, parseQuantity } from "../../../lib/quantity.ts";
+import { BINARY_SUFFIXES, parseQuantity } from "../../../../lib/quantity.ts";
 
 export { parseQuantity };
 

@@ -26,8 +26,8 @@ import {
   type PodItem,
   type SecretItem,
   type ServiceItem,
-} from "../../../lib/tunnel/index.ts";
-import { KubeApiError } from "./api-error.ts";
+} from "../../../../lib/tunnel/index.ts";
+import { KubeApiError } from "../api-error.ts";
 
 interface Page<T> {
   items: T[];

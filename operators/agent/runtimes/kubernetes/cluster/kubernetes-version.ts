@@ -2,11 +2,11 @@
 // start and again now and then: the control plane may be upgraded under a running agent. Each
 // read is also the cluster's connectivity test (Cluster status.lastTestedAt / lastTestOk).
 import type { VersionApi } from "@kubernetes/client-node";
-import { type Clock, systemClock } from "../../../lib/clock.ts";
-import { ApplyLoop } from "../../../lib/controller/loop/index.ts";
-import type { Logger } from "../../../lib/logger.ts";
-import type { ConnectivityTest } from "../types.ts";
-import { describeApiError } from "./api-error.ts";
+import { type Clock, systemClock } from "../../../../lib/clock.ts";
+import { ApplyLoop } from "../../../../lib/controller/loop/index.ts";
+import type { Logger } from "../../../../lib/logger.ts";
+import type { ConnectivityTest } from "../../types.ts";
+import { describeApiError } from "../api-error.ts";
 
 export class KubernetesVersion {
   readonly #api: VersionApi;

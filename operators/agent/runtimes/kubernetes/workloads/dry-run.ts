@@ -12,9 +12,9 @@ import {
   KubernetesObjectApi,
   PatchStrategy,
 } from "@kubernetes/client-node";
-import { AGENT_FIELD_MANAGER } from "../../../api/index.ts";
-import { clipDryRunMessage, type DryRunAnswer, type DryRunRequest } from "../../../lib/tunnel/index.ts";
-import { apiErrorCode } from "./api-error.ts";
+import { AGENT_FIELD_MANAGER } from "../../../../api/index.ts";
+import { clipDryRunMessage, type DryRunAnswer, type DryRunRequest } from "../../../../lib/tunnel/index.ts";
+import { apiErrorCode } from "../api-error.ts";
 import { DEFAULT_NAMESPACE } from "./render.ts";
 
 /** The `message` of the Status the API server answered with (the client hands over its text). */

@@ -3,7 +3,7 @@
 // ConfigMap and the head Service. Every object carries the rlark labels that the runtime's
 // prune and watches select on, and comes out with sorted keys, so a re-render is byte-identical.
 import type { KubernetesObject } from "@kubernetes/client-node";
-import packageJson from "../../../../package.json" with { type: "json" };
+import packageJson from "../../../../../package.json" with { type: "json" };
 import {
   AGENT_INSTANCE_LABEL,
   COMPONENT_LABEL,
@@ -18,8 +18,8 @@ import {
   TASK_NAME_LABEL,
   TASK_NAMESPACE_ANNOTATION,
   TASK_UID_ANNOTATION,
-} from "../../../api/index.ts";
-import type { RuntimeTask, WorkloadKind } from "../types.ts";
+} from "../../../../api/index.ts";
+import type { RuntimeTask, WorkloadKind } from "../../types.ts";
 import {
   dnsLabel,
   headlessServiceName,

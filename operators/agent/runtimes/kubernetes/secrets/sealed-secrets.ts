@@ -15,13 +15,13 @@ import {
   MANAGED_BY_AGENT,
   MANAGED_BY_LABEL,
   SEALED_SECRET_LABEL,
-} from "../../../api/index.ts";
-import type { Clock } from "../../../lib/clock.ts";
-import { ApplyLoop } from "../../../lib/controller/loop/index.ts";
-import type { Logger } from "../../../lib/logger.ts";
-import type { RuntimeSecret } from "../types.ts";
-import { apiErrorCode, describeApiError } from "./api-error.ts";
-import { ensureNamespace } from "./namespace.ts";
+} from "../../../../api/index.ts";
+import type { Clock } from "../../../../lib/clock.ts";
+import { ApplyLoop } from "../../../../lib/controller/loop/index.ts";
+import type { Logger } from "../../../../lib/logger.ts";
+import type { RuntimeSecret } from "../../types.ts";
+import { apiErrorCode, describeApiError } from "../api-error.ts";
+import { ensureNamespace } from "../namespace.ts";
 
 export interface SealedSecretsWriterOptions {
   objects: KubernetesObjectApi;

@@ -9,8 +9,8 @@ import type {
   V1Pod,
   V1StorageClass,
 } from "@kubernetes/client-node";
-import type { Logger } from "../../../lib/logger.ts";
-import type { WorkloadKind } from "../types.ts";
+import type { Logger } from "../../../../lib/logger.ts";
+import type { WorkloadKind } from "../../types.ts";
 import type { AnyWorkload } from "./observe.ts";
 import { WatchedCollection } from "./watched-collection.ts";
 

@@ -1,14 +1,14 @@
 // Server-side applies one rendered Task's objects, replacing a Job whose pod template cannot
 // change in place.
 import { type KubernetesObject, type KubernetesObjectApi, PatchStrategy } from "@kubernetes/client-node";
-import { AGENT_FIELD_MANAGER, TASK_UID_ANNOTATION } from "../../../api/index.ts";
-import type { Logger } from "../../../lib/logger.ts";
-import { apiErrorCode, describeApiError } from "./api-error.ts";
+import { AGENT_FIELD_MANAGER, TASK_UID_ANNOTATION } from "../../../../api/index.ts";
+import type { Logger } from "../../../../lib/logger.ts";
+import { apiErrorCode, describeApiError } from "../api-error.ts";
+import type { AnyWorkload } from "../watch/observe.ts";
+import type { WatchedCollection } from "../watch/watched-collection.ts";
 import { deleteObject } from "./delete-object.ts";
 import { objectKey } from "./object-key.ts";
-import type { AnyWorkload } from "./observe.ts";
 import type { RenderedTask } from "./render.ts";
-import type { WatchedCollection } from "./watched-collection.ts";
 
 export interface ApplyTaskContext {
   objects: KubernetesObjectApi;

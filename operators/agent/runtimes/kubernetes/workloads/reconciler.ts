@@ -2,13 +2,14 @@
 // Tasks at a time, then prunes what is no longer desired. One reconcile runs at a time, each from
 // the latest desired set; failures are retried with backoff (lib/controller's ApplyLoop).
 import type { CoreV1Api, KubernetesObjectApi } from "@kubernetes/client-node";
-import { type Clock, systemClock } from "../../../lib/clock.ts";
-import { ApplyLoop, type RunResult } from "../../../lib/controller/loop/index.ts";
-import type { Logger } from "../../../lib/logger.ts";
-import type { RuntimeTask, WorkloadKind } from "../types.ts";
-import { describeApiError } from "./api-error.ts";
+import { type Clock, systemClock } from "../../../../lib/clock.ts";
+import { ApplyLoop, type RunResult } from "../../../../lib/controller/loop/index.ts";
+import type { Logger } from "../../../../lib/logger.ts";
+import type { RuntimeTask, WorkloadKind } from "../../types.ts";
+import { describeApiError } from "../api-error.ts";
+import { ensureNamespace } from "../namespace.ts";
+import type { ClusterWatches } from "../watch/watches.ts";
 import { applyTask } from "./apply-task.ts";
-import { ensureNamespace } from "./namespace.ts";
 import { objectKey } from "./object-key.ts";
 import { prune } from "./prune.ts";
 import {
@@ -18,7 +19,6 @@ import {
   renderTask,
   type SidecarOptions,
 } from "./render.ts";
-import type { ClusterWatches } from "./watches.ts";
 
 export interface RejectedTask {
   task: string;

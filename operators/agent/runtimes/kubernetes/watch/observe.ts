@@ -19,8 +19,8 @@ import {
   TASK_GENERATION_ANNOTATION,
   TASK_NAME_LABEL,
   TASK_UID_ANNOTATION,
-} from "../../../api/index.ts";
-import { CAPABILITY_CONDITION_PREFIX } from "../../../lib/capability-condition.ts";
+} from "../../../../api/index.ts";
+import { CAPABILITY_CONDITION_PREFIX } from "../../../../lib/capability-condition.ts";
 import type {
   ContainerState,
   NodeAddress,
@@ -32,7 +32,7 @@ import type {
   ObservedWorkload,
   PodPhase,
   WorkloadKind,
-} from "../types.ts";
+} from "../../types.ts";
 import { addQuantity, formatQuantity } from "./quantity.ts";
 
 const CONTROL_PLANE_LABELS = ["node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master"];

@@ -1,7 +1,7 @@
 // The cluster's StorageClasses as the agent reports them (Cluster status.storageClasses): what a
 // Task's volumeClaimTemplate may name (seed 000 §14), and which one a claim naming none gets.
 import type { V1StorageClass } from "@kubernetes/client-node";
-import type { StorageClassSummary } from "../../../lib/tunnel/index.ts";
+import type { StorageClassSummary } from "../../../../lib/tunnel/index.ts";
 
 const DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class";
 /** The protocol's bound: a report with more is refused whole, so the rest are left out. */

@@ -1,6 +1,6 @@
 import type { KubernetesObject, KubernetesObjectApi } from "@kubernetes/client-node";
-import type { Logger } from "../../../lib/logger.ts";
-import { apiErrorCode, describeApiError } from "./api-error.ts";
+import type { Logger } from "../../../../lib/logger.ts";
+import { apiErrorCode, describeApiError } from "../api-error.ts";
 import { objectKey } from "./object-key.ts";
 
 /** Deletes one object; true when it is gone or going, false (logged) when the delete failed. */

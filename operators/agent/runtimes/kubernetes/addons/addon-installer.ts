@@ -13,15 +13,15 @@ import {
   type KubernetesObjectApi,
   PatchStrategy,
 } from "@kubernetes/client-node";
-import { ADDON_FIELD_MANAGER, AGENT_INSTANCE_LABEL, compareVersions } from "../../../api/index.ts";
-import { type Clock, systemClock } from "../../../lib/clock.ts";
-import { ApplyLoop, type RunResult } from "../../../lib/controller/loop/index.ts";
-import type { Logger } from "../../../lib/logger.ts";
-import type { ObservedAddon, RuntimeAddon } from "../types.ts";
+import { ADDON_FIELD_MANAGER, AGENT_INSTANCE_LABEL, compareVersions } from "../../../../api/index.ts";
+import { type Clock, systemClock } from "../../../../lib/clock.ts";
+import { ApplyLoop, type RunResult } from "../../../../lib/controller/loop/index.ts";
+import type { Logger } from "../../../../lib/logger.ts";
+import type { ObservedAddon, RuntimeAddon } from "../../types.ts";
+import { apiErrorCode, describeApiError } from "../api-error.ts";
+import { ensureNamespace } from "../namespace.ts";
 import { type Inventory, type InventoryStore, inventoryStore, type ObjectRef } from "./addon-inventory.ts";
 import { ROLLOUT_KINDS, rolloutProblem } from "./addon-rollout.ts";
-import { apiErrorCode, describeApiError } from "./api-error.ts";
-import { ensureNamespace } from "./namespace.ts";
 
 export interface AddonInstallerOptions {
   objects: KubernetesObjectApi;

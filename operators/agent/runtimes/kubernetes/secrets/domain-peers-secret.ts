@@ -18,12 +18,12 @@ import {
   MANAGED_BY_AGENT,
   MANAGED_BY_LABEL,
   type PeersState,
-} from "../../../api/index.ts";
-import type { Clock } from "../../../lib/clock.ts";
-import { ApplyLoop, type RunResult } from "../../../lib/controller/loop/index.ts";
-import type { Logger } from "../../../lib/logger.ts";
-import { describeApiError } from "./api-error.ts";
-import { ensureNamespace } from "./namespace.ts";
+} from "../../../../api/index.ts";
+import type { Clock } from "../../../../lib/clock.ts";
+import { ApplyLoop, type RunResult } from "../../../../lib/controller/loop/index.ts";
+import type { Logger } from "../../../../lib/logger.ts";
+import { describeApiError } from "../api-error.ts";
+import { ensureNamespace } from "../namespace.ts";
 
 export const DOMAIN_PEERS_SECRET = "rlark-domain-peers";
 export const DOMAIN_PEERS_KEY = "peers.json";

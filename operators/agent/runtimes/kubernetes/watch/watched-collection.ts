@@ -6,9 +6,9 @@
 // skips events whose object it already holds at that resourceVersion. A 403 on the first list is
 // the one failure not retried: RBAC does not grant the list, and waiting will not grant it.
 import { type KubeConfig, type KubernetesObject, KubernetesObjectApi, Watch } from "@kubernetes/client-node";
-import { type Clock, systemClock } from "../../../lib/clock.ts";
-import type { Logger } from "../../../lib/logger.ts";
-import { apiErrorCode, describeApiError } from "./api-error.ts";
+import { type Clock, systemClock } from "../../../../lib/clock.ts";
+import type { Logger } from "../../../../lib/logger.ts";
+import { apiErrorCode, describeApiError } from "../api-error.ts";
 
 export interface CollectionOptions {
   kubeConfig: KubeConfig;

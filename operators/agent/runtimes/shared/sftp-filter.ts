@@ -8,7 +8,7 @@
 // a symlink in the container pointing out of the root is refused too.
 import { posix } from "node:path";
 import { Duplex } from "node:stream";
-import { whenDrainedOrClosed } from "../../lib/stream-drain.ts";
+import { whenDrainedOrClosed } from "../../../lib/stream-drain.ts";
 import { ResponsePassage } from "./sftp-passage.ts";
 import {
   checkRequest,

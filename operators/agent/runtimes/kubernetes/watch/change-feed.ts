@@ -1,9 +1,9 @@
 // The runtime's onChange/observe pair: a change drops the cached snapshot and tells the listeners
 // once per turn of the event loop, however many caches changed in it.
 
-import type { Logger } from "../../../lib/logger.ts";
-import type { RuntimeSnapshot } from "../types.ts";
-import { describeApiError } from "./api-error.ts";
+import type { Logger } from "../../../../lib/logger.ts";
+import type { RuntimeSnapshot } from "../../types.ts";
+import { describeApiError } from "../api-error.ts";
 
 export class ChangeFeed {
   readonly #logger: Logger;

@@ -11,11 +11,15 @@ import {
   PatchStrategy,
   type V1Secret,
 } from "@kubernetes/client-node";
-import { AGENT_FIELD_MANAGER, MANAGED_BY_AGENT, MANAGED_BY_LABEL } from "../../../api/index.ts";
-import { type AgentCredentials, type CredentialStore, parseCredentials } from "../../../lib/tunnel/index.ts";
-import { apiErrorCode, KubeApiError } from "./api-error.ts";
-import { ensureNamespace } from "./namespace.ts";
-import { DEFAULT_NAMESPACE } from "./render.ts";
+import { AGENT_FIELD_MANAGER, MANAGED_BY_AGENT, MANAGED_BY_LABEL } from "../../../../api/index.ts";
+import {
+  type AgentCredentials,
+  type CredentialStore,
+  parseCredentials,
+} from "../../../../lib/tunnel/index.ts";
+import { apiErrorCode, KubeApiError } from "../api-error.ts";
+import { ensureNamespace } from "../namespace.ts";
+import { DEFAULT_NAMESPACE } from "../workloads/render.ts";
 
 export const IDENTITY_SECRET = "rlark-agent-identity";
 

@@ -6,7 +6,7 @@ import http from "node:http";
 import https from "node:https";
 import { Readable } from "node:stream";
 import type { KubeConfig } from "@kubernetes/client-node";
-import type { LogStreamOptions } from "../types.ts";
+import type { LogStreamOptions } from "../../types.ts";
 
 /** How much of a refusal's body (a Status JSON) is read for its message. */
 const MAX_REFUSAL_BODY = 4096;

@@ -8,7 +8,7 @@ import {
   PatchStrategy,
   type V1ConfigMap,
 } from "@kubernetes/client-node";
-import { ADDON_FIELD_MANAGER, AGENT_INSTANCE_LABEL } from "../../../api/index.ts";
+import { ADDON_FIELD_MANAGER, AGENT_INSTANCE_LABEL } from "../../../../api/index.ts";
 
 /** On each inventory ConfigMap: the Addon's (release's) name. */
 export const INVENTORY_LABEL = "rlark.io/addon-inventory";

@@ -1,13 +1,13 @@
 // Deletes what carries this runtime's labels but is no longer desired: workloads (from the
 // watches), their companions (listed each time) and the claims of Tasks that are gone.
 import type { KubernetesObject, KubernetesObjectApi } from "@kubernetes/client-node";
-import { TASK_NAME_LABEL } from "../../../api/index.ts";
-import type { Logger } from "../../../lib/logger.ts";
-import type { RuntimeTask } from "../types.ts";
-import { describeApiError } from "./api-error.ts";
+import { TASK_NAME_LABEL } from "../../../../api/index.ts";
+import type { Logger } from "../../../../lib/logger.ts";
+import type { RuntimeTask } from "../../types.ts";
+import { describeApiError } from "../api-error.ts";
+import { type ClusterWatches, WORKLOADS } from "../watch/watches.ts";
 import { deleteObject } from "./delete-object.ts";
 import { objectKey } from "./object-key.ts";
-import { type ClusterWatches, WORKLOADS } from "./watches.ts";
 
 /** Kinds rendered next to workloads, pruned by label but not watched. */
 const COMPANIONS = [

@@ -7,14 +7,14 @@ import {
   PatchStrategy,
   type V1Node,
 } from "@kubernetes/client-node";
-import { AGENT_FIELD_MANAGER } from "../../../api/index.ts";
-import type { Clock } from "../../../lib/clock.ts";
-import { ApplyLoop } from "../../../lib/controller/loop/index.ts";
-import type { Logger } from "../../../lib/logger.ts";
-import type { NodeOverlay } from "../types.ts";
-import { describeApiError } from "./api-error.ts";
+import { AGENT_FIELD_MANAGER } from "../../../../api/index.ts";
+import type { Clock } from "../../../../lib/clock.ts";
+import { ApplyLoop } from "../../../../lib/controller/loop/index.ts";
+import type { Logger } from "../../../../lib/logger.ts";
+import type { NodeOverlay } from "../../types.ts";
+import { describeApiError } from "../api-error.ts";
+import type { WatchedCollection } from "../watch/watched-collection.ts";
 import { hasOverlayRecord, type NodeFields, overlayPatch } from "./node-overlays.ts";
-import type { WatchedCollection } from "./watched-collection.ts";
 
 export interface NodeOverlaySyncOptions {
   /** The first retry's delay (doubling to a minute). Default 5 s. */

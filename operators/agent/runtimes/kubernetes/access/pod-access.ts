@@ -3,7 +3,7 @@
 // (the labels it reports pods by) and whether it runs. A pod of another agent, or of nobody, in
 // the same cluster is refused even though the agent's RBAC could reach it.
 import type { V1Pod } from "@kubernetes/client-node";
-import { owns } from "./snapshot.ts";
+import { owns } from "../watch/snapshot.ts";
 
 export type PodVerb = "session" | "files" | "forward" | "logs";
 

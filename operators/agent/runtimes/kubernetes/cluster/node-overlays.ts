@@ -3,8 +3,8 @@
 // whoever set it, is left alone. The keys an overlay set are recorded on the node
 // (OVERLAY_KEYS_ANNOTATION), so a key the next overlay drops is removed, and only such a key.
 
-import { OVERLAY_KEYS_ANNOTATION } from "../../../api/index.ts";
-import type { NodeOverlay } from "../types.ts";
+import { OVERLAY_KEYS_ANNOTATION } from "../../../../api/index.ts";
+import type { NodeOverlay } from "../../types.ts";
 
 export interface NodeFields {
   labels: Record<string, string>;

@@ -12,7 +12,7 @@ import {
   FrameType,
   MAX_FRAME_PAYLOAD,
   parseResize,
-} from "../../../lib/access-stream/index.ts";
+} from "../../../../lib/access-stream/index.ts";
 import { type ChannelSocket, openChannelSocket } from "./channel-socket.ts";
 
 const STDIN = 0;
