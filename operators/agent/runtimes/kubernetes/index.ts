@@ -195,12 +195,11 @@ export class KubernetesRuntime implements Runtime {
       files: options.files,
     });
     this.network = { applyPeersState: (state) => this.#peers.write(state) };
-    const browse = kubernetesBrowse(this.#clients.core, this.#clients.apps);
     this.cluster = {
       applyNodeOverlays: (overlays) => this.#overlays.apply(overlays),
       applyAddons: (addons) => this.#addons.apply(addons),
       applySecrets: (secrets) => this.#secrets.apply(secrets),
-      browse,
+      browse: kubernetesBrowse(core, this.#clients.apps),
     };
   }
 
