@@ -103,13 +103,13 @@ function streamsFor(options: AgentOptions): Record<string, StreamHandler> {
     ...accessStreams(options.runtime, options.access),
     [PROXY_PURPOSE]: podPortStream(options.runtime),
   };
-  const runtime = options.runtime;
-  if (runtime.browse) {
+  const cluster = options.runtime.cluster;
+  if (cluster) {
     // the request is checked here, on the agent, whatever the hub sent (lib/tunnel/browse.ts)
-    streams[BROWSE_PURPOSE] = requestHandler(
-      async (request) => runtime.browse?.(parseBrowseRequest(request)),
-      { maxRequestBytes: 8192, maxResponseBytes: MAX_BROWSE_ANSWER_BYTES },
-    );
+    streams[BROWSE_PURPOSE] = requestHandler(async (request) => cluster.browse(parseBrowseRequest(request)), {
+      maxRequestBytes: 8192,
+      maxResponseBytes: MAX_BROWSE_ANSWER_BYTES,
+    });
   }
   const dryRun = options.dryRun;
   if (dryRun)
@@ -209,12 +209,12 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       () => {
         const state = peersState();
         options.onPeersState?.(state);
-        return runtime.applyPeersState?.(state);
+        return runtime.network?.applyPeersState(state);
       },
-      () => runtime.applySecrets?.(desired.secrets()),
+      () => runtime.cluster?.applySecrets(desired.secrets()),
     );
-    await settle(() => runtime.applyNodeOverlays?.(nodeOverlays()));
-    await settle(() => runtime.applyAddons?.(desired.addons()));
+    await settle(() => runtime.cluster?.applyNodeOverlays(nodeOverlays()));
+    await settle(() => runtime.cluster?.applyAddons(desired.addons()));
     if (failures.length === 0) {
       applyError = undefined;
       applied = true;
@@ -257,7 +257,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
         cluster,
         desired.addons(),
         observed,
-        runtime.applyAddons !== undefined,
+        runtime.cluster !== undefined,
         options.runtimeKind,
       ),
       capabilities: capabilities(),

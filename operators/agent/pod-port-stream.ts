@@ -13,7 +13,7 @@ export function podPortStream(runtime: Runtime): StreamHandler {
     if (!name) throw new Error("a proxy stream needs the pod's name");
     if (typeof port !== "number" || !Number.isInteger(port) || port < 1 || port > 65535)
       throw new Error("a proxy stream needs a port between 1 and 65535");
-    if (!runtime.connect) throw new Error("this agent's runtime proxies to no pods");
-    return runtime.connect({ namespace, name }, port);
+    if (!runtime.access) throw new Error("this agent's runtime proxies to no pods");
+    return runtime.access.connect({ namespace, name }, port);
   };
 }

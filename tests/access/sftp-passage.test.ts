@@ -1,7 +1,7 @@
 // ResponsePassage: sftp-server's answers go on uncopied and uncut, and a refusal lands only
 // where one of its packets ends, whatever the chunking.
 import t from "tap";
-import { ResponsePassage } from "../../operators/agent/access/sftp-passage.ts";
+import { ResponsePassage } from "../../operators/agent/runtimes/shared/sftp-passage.ts";
 
 function packet(type: number, id: number, bodyBytes: number): Buffer {
   const out = Buffer.alloc(4 + 1 + 4 + bodyBytes, 0xab);

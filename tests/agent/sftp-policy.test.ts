@@ -9,8 +9,8 @@ import path from "node:path";
 import { Duplex } from "node:stream";
 import t from "tap";
 import { containerPolicy, startFiles } from "../../operators/agent/access/files.ts";
-import { filterSftp, SERVED_REQUESTS } from "../../operators/agent/access/sftp-filter.ts";
-import { insideNamed } from "../../operators/agent/access/sftp-policy.ts";
+import { filterSftp, SERVED_REQUESTS } from "../../operators/agent/runtimes/shared/sftp-filter.ts";
+import { insideNamed } from "../../operators/agent/runtimes/shared/sftp-policy.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 
 const SERVER = "/usr/lib/openssh/sftp-server";

@@ -20,7 +20,7 @@ import path from "node:path";
 import { Duplex } from "node:stream";
 import t from "tap";
 import { containerPolicy, startFiles } from "../../operators/agent/access/files.ts";
-import { filterSftp, SERVED_REQUESTS } from "../../operators/agent/access/sftp-filter.ts";
+import { filterSftp, SERVED_REQUESTS } from "../../operators/agent/runtimes/shared/sftp-filter.ts";
 import { policyYaml, run, startAliceBastion } from "../access/bastion-fixture.ts";
 import { FX, HANDLE, rawSftp } from "./sftp-client.ts";
 

@@ -4,8 +4,8 @@
 import { spawn } from "node:child_process";
 import { realpathSync } from "node:fs";
 import { Duplex } from "node:stream";
-import { filterSftp, SERVED_REQUESTS, SERVER_ENDED, serverVersion } from "./sftp-filter.ts";
-import { insideLocal, insideNamed, type PolicyOptions } from "./sftp-policy.ts";
+import { filterSftp, SERVED_REQUESTS, SERVER_ENDED, serverVersion } from "../runtimes/shared/sftp-filter.ts";
+import { insideLocal, insideNamed, type PolicyOptions } from "../runtimes/shared/sftp-policy.ts";
 
 export interface FilesOptions {
   /** OpenSSH's sftp-server. Default /usr/lib/openssh/sftp-server. */

@@ -101,27 +101,50 @@ function redactSnapshot(snapshot: RuntimeSnapshot, redact: Redact): RuntimeSnaps
   };
 }
 
+/** The runtime's facets (runtimes/types.ts): objects whose methods the agent calls too. */
+const FACETS = new Set<PropertyKey>(["access", "network", "cluster"]);
+
 /**
- * `runtime` as its agent sees it: what it reports (observe) and every error it throws or rejects
- * with, redacted; the agent turns both into the Cluster's status. Methods run on the runtime
- * itself (its private fields). One answer per snapshot, so an unchanged one stays the same object.
+ * `runtime` as its agent sees it: what it reports (observe) and every error it or one of its
+ * facets throws or rejects with, redacted; the agent turns both into the Cluster's status.
+ * Methods run on the runtime (or facet) itself (its private fields). One answer per snapshot, so
+ * an unchanged one stays the same object.
  */
 export function redactingRuntime<R extends Runtime>(runtime: R, redact: Redact): R {
   let seen: RuntimeSnapshot | undefined;
   let answer: RuntimeSnapshot | undefined;
-  return new Proxy(runtime, {
+  const facets = new Map<PropertyKey, object>();
+  return redactingMethods(runtime, redact, (target, property, value) => {
+    if (property === "observe" && typeof value === "function")
+      return () => {
+        const snapshot = (value as () => RuntimeSnapshot).call(target);
+        if (snapshot !== seen || !answer) {
+          seen = snapshot;
+          answer = redactSnapshot(snapshot, redact);
+        }
+        return answer;
+      };
+    if (FACETS.has(property) && typeof value === "object" && value !== null) {
+      const facet = facets.get(property) ?? redactingMethods(value, redact);
+      facets.set(property, facet);
+      return facet;
+    }
+    return undefined;
+  });
+}
+
+/** `object` with every method's errors redacted; `special` answers a property first when it can. */
+function redactingMethods<T extends object>(
+  object: T,
+  redact: Redact,
+  special?: (target: T, property: PropertyKey, value: unknown) => unknown,
+): T {
+  return new Proxy(object, {
     get(target, property) {
       const value: unknown = Reflect.get(target, property, target);
+      const answer = special?.(target, property, value);
+      if (answer !== undefined) return answer;
       if (typeof value !== "function") return value;
-      if (property === "observe")
-        return () => {
-          const snapshot = (value as () => RuntimeSnapshot).call(target);
-          if (snapshot !== seen || !answer) {
-            seen = snapshot;
-            answer = redactSnapshot(snapshot, redact);
-          }
-          return answer;
-        };
       return (...args: unknown[]) => {
         let result: unknown;
         try {

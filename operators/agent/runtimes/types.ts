@@ -332,7 +332,7 @@ export interface AccessEnvironment {
   env: Record<string, string>;
   /**
    * A pod with a network of its own: the command that runs a session's program in it (its
-   * namespace, its user). Port-forwards go through Runtime.connect, which checks the port.
+   * namespace, its user). Port-forwards go through LocalAccess.connect, which checks the port.
    */
   enter?: { prefix: string[] };
 }
@@ -372,9 +372,11 @@ export interface ContainerFiles {
 }
 
 /**
- * One cluster's (or machine's) workload runner. Level-triggered: apply() is handed the complete
- * desired set each time and converges towards it in the background; observe() and the "change"
- * event report progress.
+ * One cluster's (or machine's) workload runner: the workloads part every runtime implements, and
+ * optional facets (objects hanging off it) for what only some runtimes offer. A runtime sets a
+ * facet exactly when it implements all of it; the agent looks at the facet, never at single
+ * methods. Level-triggered: apply() is handed the complete desired set each time and converges
+ * towards it in the background; observe() and the "change" event report progress.
  */
 export interface Runtime {
   /** Which Tasks this runtime runs (by spec.agentType); others handed to apply() are ignored. */
@@ -394,57 +396,84 @@ export interface Runtime {
    * when the reader destroys it. Rejects options the runtime cannot honour, saying which.
    */
   logStream(pod: { namespace: string; name: string }, options: LogStreamOptions): Promise<Readable>;
-  /**
-   * A TCP connection to one of the pod's ports, for the hub's HTTP proxies; rejects a pod that is
-   * not running here or a port none of its processes listens on. Absent: this runtime has none.
-   */
-  connect?(pod: { namespace: string; name: string }, port: number): Promise<Duplex>;
-  /**
-   * Runtimes that manage real nodes (kubernetes) take git's Node overlays: the complete set each
-   * time; keys an earlier overlay set and this one drops are removed, nothing else is touched.
-   */
-  applyNodeOverlays?(overlays: readonly NodeOverlay[]): Promise<void>;
-  /**
-   * Hands the cluster's nodeservers their peers state, made from the agent's DomainPeers, each
-   * time (the kubernetes runtime writes the Secret rlark-domain-peers). Resolves once they have it.
-   */
-  applyPeersState?(state: PeersState): Promise<void>;
-
-  /**
-   * Runtimes that run pods as local processes (process) say where an access session into a pod
-   * runs: undefined when the pod is not on this agent or not running (the agent's last check).
-   */
-  accessEnvironment?(pod: { namespace: string; name: string }): AccessEnvironment | undefined;
-  /**
-   * Runtimes whose pods are not local processes (kubernetes) run an access session themselves,
-   * after their own last check: the same frames a process-runtime session speaks
-   * (lib/access-stream), so the hub cannot tell them apart.
-   */
-  openSession?(request: AccessSessionRequest): Promise<Duplex>;
-  /**
-   * Runtimes whose pods are not local processes (kubernetes) start OpenSSH's sftp-server in the
-   * pod themselves, after their own last check; the agent puts the SFTP path policy in front of
-   * it (access/sftp-filter.ts). Rejects, saying why, a container without an sftp-server.
-   */
-  openFiles?(request: AccessPodRef): Promise<ContainerFiles>;
-
-  /**
-   * Runtimes on Kubernetes install Addons: the complete set each time; an Addon no longer listed
-   * is uninstalled. Converges in the background; observe().addons reports progress. A runtime
-   * without it reports each Addon Failed (agent.ts).
-   */
-  applyAddons?(addons: readonly RuntimeAddon[]): Promise<void>;
-  /**
-   * Runtimes with a cluster API (kubernetes) answer the hub's read-only browsing: one page of one
-   * resource, projected (lib/tunnel/browse.ts: a Secret is its key names). Absent: nothing to browse.
-   */
-  browse?(request: BrowseRequest): Promise<BrowseAnswer>;
-  /**
-   * The complete set of Secrets opened from SealedSecrets for this cluster each time: applies
-   * them as Opaque Secrets and deletes the ones it made that are no longer in the set. The hub
-   * sends Secrets only to kubernetes agents (docs/secrets.md).
-   */
-  applySecrets?(secrets: readonly RuntimeSecret[]): Promise<void>;
   /** Stops supervising. By default leaves workloads running, to be adopted by the next runtime. */
   stop(options?: StopOptions): Promise<void>;
+
+  /** Sessions, files and port-forwards into its pods (agent/access). Absent: none. */
+  readonly access?: RuntimeAccess;
+  /** The pod network of Tasks with a domain. Absent: Tasks with a domain get no peers. */
+  readonly network?: RuntimeNetwork;
+  /** A cluster API of its own (kubernetes): nodes, Addons, Secrets, browsing. Absent: none. */
+  readonly cluster?: RuntimeCluster;
+}
+
+/** The access facet: either the agent runs sessions beside local pods, or the runtime runs them. */
+export type RuntimeAccess = LocalAccess | ContainerAccess;
+
+/**
+ * Access facet of runtimes whose pods are local processes (process): the agent runs a session's
+ * shell and sftp-server itself, where environment() says, after the agent's own last check.
+ */
+export interface LocalAccess {
+  readonly kind: "local";
+  /** Where a session into the pod runs: undefined when the pod is not on this agent or not running. */
+  environment(pod: { namespace: string; name: string }): AccessEnvironment | undefined;
+  /**
+   * A TCP connection to one of the pod's ports (port-forwards and the hub's HTTP proxies); rejects
+   * a pod that is not running here or a port none of its processes listens on.
+   */
+  connect(pod: { namespace: string; name: string }, port: number): Promise<Duplex>;
+}
+
+/**
+ * Access facet of runtimes whose pods are containers the agent cannot enter itself (kubernetes; a
+ * Docker runtime): the runtime runs each stream, after its own last check that the pod is one of
+ * its own and running. The agent puts the SFTP path policy in front of openFiles' server
+ * (runtimes/shared/sftp-filter.ts), the same as for local pods.
+ */
+export interface ContainerAccess {
+  readonly kind: "container";
+  /** A shell or command in the pod, speaking lib/access-stream's frames, as a local session does. */
+  openSession(request: AccessSessionRequest): Promise<Duplex>;
+  /** OpenSSH's sftp-server started in the container; rejects, saying why, a container without one. */
+  openFiles(request: AccessPodRef): Promise<ContainerFiles>;
+  /** A TCP connection to one of the pod's ports (port-forwards and the hub's HTTP proxies). */
+  connect(pod: { namespace: string; name: string }, port: number): Promise<Duplex>;
+}
+
+/** Network facet: runtimes that give Tasks with a domain their pod network (process, kubernetes). */
+export interface RuntimeNetwork {
+  /**
+   * Hands the pods' network its peers state, made from the agent's DomainPeers, each time (the
+   * kubernetes runtime writes the Secret rlark-domain-peers). Resolves once they have it.
+   */
+  applyPeersState(state: PeersState): Promise<void>;
+}
+
+/**
+ * Cluster facet: runtimes with a cluster API of their own (kubernetes). Each apply takes the
+ * complete set each time and converges in the background.
+ */
+export interface RuntimeCluster {
+  /**
+   * Git's Node overlays on the real nodes: keys an earlier overlay set and this one drops are
+   * removed, nothing else is touched.
+   */
+  applyNodeOverlays(overlays: readonly NodeOverlay[]): Promise<void>;
+  /**
+   * Installs the Addons; one no longer listed is uninstalled. observe().addons reports progress.
+   * Without this facet the agent reports each Addon Failed (agent.ts).
+   */
+  applyAddons(addons: readonly RuntimeAddon[]): Promise<void>;
+  /**
+   * The Secrets opened from SealedSecrets for this cluster: applies them as Opaque Secrets and
+   * deletes the ones it made that are no longer in the set. The hub sends Secrets only to
+   * kubernetes agents (docs/secrets.md).
+   */
+  applySecrets(secrets: readonly RuntimeSecret[]): Promise<void>;
+  /**
+   * The hub's read-only browsing: one page of one resource, projected (lib/tunnel/browse.ts: a
+   * Secret is its key names).
+   */
+  browse(request: BrowseRequest): Promise<BrowseAnswer>;
 }

@@ -5,7 +5,9 @@ import { kubeConfigFrom } from "../../../operators/agent/agentless/index.ts";
 import {
   credentialRedactor,
   redactingLogger,
+  redactingRuntime,
 } from "../../../operators/agent/agentless/redact-credentials.ts";
+import type { Runtime } from "../../../operators/agent/runtimes/types.ts";
 
 const TOKEN = "tok-0123456789abcdef";
 const KEY_PEM =
@@ -47,4 +49,29 @@ t.test("a redacting logger redacts messages and fields", async (t) => {
   logger.warn(`m ${TOKEN}`, { error: `e ${TOKEN}`, nested: { body: TOKEN }, n: 1, err: new Error(TOKEN) });
   t.notMatch(JSON.stringify(seen), TOKEN);
   t.match(seen, [["m [redacted]", { error: "e [redacted]", n: 1, err: "[redacted]" }]]);
+});
+
+t.test("a redacting runtime redacts what its facets reject with too", async (t) => {
+  const redact = credentialRedactor(kubeConfigFrom(kubeconfig(`{ token: ${TOKEN} }`)));
+  const refuse = async (): Promise<never> => {
+    throw new Error(`401: Bearer ${TOKEN}`);
+  };
+  const runtime: Runtime = {
+    agentTypes: ["Kubernetes"],
+    apply: refuse,
+    observe: () => ({ nodes: [], pods: [] }),
+    onChange: () => () => {},
+    logStream: refuse,
+    stop: async () => {},
+    network: { applyPeersState: refuse },
+    cluster: { applyNodeOverlays: refuse, applyAddons: refuse, applySecrets: refuse, browse: refuse },
+  };
+  const redacting = redactingRuntime(runtime, redact);
+  const bare = "401: Bearer [redacted]";
+  await t.rejects(redacting.apply([]), { message: bare }, "the workloads part");
+  await t.rejects(async () => redacting.cluster?.applySecrets([]), { message: bare }, "the cluster facet");
+  await t.rejects(async () => redacting.cluster?.browse({ resource: "pods", limit: 1 }), { message: bare });
+  await t.rejects(async () => redacting.network?.applyPeersState({ domains: [] } as never), {
+    message: bare,
+  });
 });

@@ -142,7 +142,7 @@ t.test("the agent's RBAC lets the runtime do its work and nothing beyond it", as
     onKube,
   );
   t.same(runtime.rejected, [], "nothing refused");
-  await runtime.applyNodeOverlays([]);
+  await runtime.cluster.applyNodeOverlays([]);
   await runtime.apply([]);
   await waitFor(
     "the Task pruned, as the agent",

@@ -380,7 +380,7 @@ t.test("node overlays cordon and label a node, and removing them reverts only th
   );
   const read = () => core.readNode({ name });
 
-  await runtime.applyNodeOverlays([
+  await runtime.cluster.applyNodeOverlays([
     {
       name,
       labels: { "rlark.io/node-category-robot": "true", team: "robotics" },
@@ -395,7 +395,7 @@ t.test("node overlays cordon and label a node, and removing them reverts only th
   t.equal(node.spec?.taints?.[0]?.key, "rlark.io/test-node", "other fields are left alone");
 
   // the next overlay drops the robot label: only that goes
-  await runtime.applyNodeOverlays([
+  await runtime.cluster.applyNodeOverlays([
     { name, labels: { team: "robotics" }, annotations: { "rlark.io/city": "beijing" }, unschedulable: true },
   ]);
   node = await read();
@@ -421,7 +421,7 @@ t.test("node overlays cordon and label a node, and removing them reverts only th
     onKube,
   );
 
-  await runtime.applyNodeOverlays([]);
+  await runtime.cluster.applyNodeOverlays([]);
   node = await read();
   t.notOk(node.spec?.unschedulable, "uncordoned once no overlay cordons it");
   t.notOk("team" in (node.metadata?.labels ?? {}), "the overlay's label is removed");

@@ -10,7 +10,7 @@ import {
   type V1ConfigMap,
 } from "@kubernetes/client-node";
 import t, { type Test } from "tap";
-import { WatchedCollection } from "../../../operators/agent/runtimes/kubernetes/watched-collection.ts";
+import { WatchedCollection } from "../../../operators/agent/runtimes/kubernetes/watch/watched-collection.ts";
 import { silentLogger } from "../../../operators/lib/logger.ts";
 import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
 import { onKube, waitFor } from "../../helpers/wait-for.ts";

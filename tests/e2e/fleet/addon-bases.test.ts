@@ -11,7 +11,7 @@ import t from "tap";
 import { addonBaseFiles } from "../../../hack/codegen/addon-bases.ts";
 import { repoRoot } from "../../../hack/kube/paths.ts";
 import { toolPath } from "../../../hack/tools/paths.ts";
-import { rolloutProblem } from "../../../operators/agent/runtimes/kubernetes/addon-rollout.ts";
+import { rolloutProblem } from "../../../operators/agent/runtimes/kubernetes/addons/addon-rollout.ts";
 import { fleetCluster } from "../../helpers/fleet.ts";
 import { applyAll, deleteAll, parseObjects, run } from "../../helpers/install.ts";
 import { onKube, waitFor } from "../../helpers/wait-for.ts";

@@ -358,7 +358,7 @@ t.test("ssh shell, exec and -L and rlark logs -f reach a kubernetes pod through 
   });
 
   await t.test("a forward nobody reads holds its pod's writer back and no other session", async (t) => {
-    const stalled = await runtime.connect({ namespace, name: pod }, FLOOD_PORT);
+    const stalled = await runtime.access.connect({ namespace, name: pod }, FLOOD_PORT);
     t.teardown(() => stalled.destroy());
     await waitFor("the pod's writer held back", () => flood.stalled(), onKube);
     t.ok(stalled.readableLength <= 2 * 1024 * 1024, `${stalled.readableLength} bytes wait in the agent`);
@@ -384,18 +384,21 @@ t.test("ssh shell, exec and -L and rlark logs -f reach a kubernetes pod through 
         async () => (await core.readNamespacedPod({ name: stranger, namespace })).status?.phase === "Running",
         onKube,
       );
-      await t.rejects(runtime.openSession({ namespace, name: stranger }), /not one of this agent's pods/);
       await t.rejects(
-        runtime.connect({ namespace, name: stranger }, POD_PORT),
+        runtime.access.openSession({ namespace, name: stranger }),
+        /not one of this agent's pods/,
+      );
+      await t.rejects(
+        runtime.access.connect({ namespace, name: stranger }, POD_PORT),
         /not one of this agent's pods/,
       );
       await t.rejects(runtime.logStream({ namespace, name: stranger }, {}), /not one of this agent's pods/);
       await t.rejects(
-        runtime.openSession({ namespace, name: pod, container: "sidecar" }),
+        runtime.access.openSession({ namespace, name: pod, container: "sidecar" }),
         /has no container sidecar/,
       );
 
-      const session = await runtime.openSession({
+      const session = await runtime.access.openSession({
         namespace,
         name: pod,
         pty: { term: "xterm", cols: 80, rows: 24 },

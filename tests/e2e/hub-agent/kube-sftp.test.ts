@@ -19,7 +19,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { KubernetesObjectApi } from "@kubernetes/client-node";
 import t from "tap";
-import { startPodFiles } from "../../../operators/agent/runtimes/kubernetes/pod-files.ts";
+import { startPodFiles } from "../../../operators/agent/runtimes/kubernetes/access/pod-files.ts";
 import { keygen, openSshArgs, policyYaml, readAudit, run, userYaml } from "../../access/bastion-fixture.ts";
 import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
 import { startFleetKubeAgent } from "../../helpers/fleet-agent-identity.ts";
@@ -206,10 +206,13 @@ t.test("OpenSSH sftp and scp reach a kubernetes pod's container through hub and 
     t.not(wrong.code, 0);
     t.match(wrong.stderr, /has no container sidecar/, "the agent's reason reaches the client");
     await t.rejects(
-      runtime.openFiles({ namespace, name: pod, container: "sidecar" }),
+      runtime.access.openFiles({ namespace, name: pod, container: "sidecar" }),
       /has no container sidecar/,
     );
-    await t.rejects(runtime.openFiles({ namespace, name: "stranger" }), /not one of this agent's pods/);
+    await t.rejects(
+      runtime.access.openFiles({ namespace, name: "stranger" }),
+      /not one of this agent's pods/,
+    );
     const target = { namespace, name: pod, container: "trainer" };
     await t.rejects(
       startPodFiles(agentKc, target, { root: podDir, servers: ["/nonexistent/sftp-server"] }),

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { AppsV1Api, CoreV1Api } from "@kubernetes/client-node";
 import t from "tap";
-import { kubernetesDryRun } from "../../../operators/agent/runtimes/kubernetes/dry-run.ts";
+import { kubernetesDryRun } from "../../../operators/agent/runtimes/kubernetes/workloads/dry-run.ts";
 import {
   createTunnelDryRunner,
   liveFromStore,

@@ -1,76 +1,71 @@
 // The kubernetes runtime: runs the agent's Tasks as native workloads on one cluster. This class
-// only wires the steps, each in a module of its own: watches.ts keeps caches of Nodes, Pods, the
-// workloads and the Tasks' volume claims; reconciler.ts renders every Task (render.ts),
-// server-side applies the result with field manager rlark-agent and prunes what carries our
-// labels but is no longer desired; node-overlay-sync.ts keeps git's node overlays; snapshot.ts
-// maps the caches to the runtime contract (observe.ts), change-feed.ts tells the agent, and
-// disk-poller.ts and kubernetes-version.ts add what the watches do not see; domain-peers-secret.ts
-// keeps the nodeservers' Secret rlark-domain-peers; sealed-secrets.ts the Secrets opened from
-// SealedSecrets. Everything the
-// runtime owns is found again by label, so a new runtime on the same cluster adopts it: no state
-// of its own.
+// only wires the steps, each in the folder of what it does: watch/ keeps caches of Nodes, Pods,
+// the workloads and the Tasks' volume claims (watches.ts), maps them to the runtime contract
+// (snapshot.ts, observe.ts) and tells the agent (change-feed.ts); workloads/ renders every Task
+// (render.ts), server-side applies the result with field manager rlark-agent and prunes what
+// carries our labels but is no longer desired (reconciler.ts); access/ is the access facet
+// (pods/exec, pods/portforward, pods/log); cluster/ the cluster facet's node overlays and
+// browsing, and what the watches do not see (disk-poller.ts, kubernetes-version.ts); secrets/
+// keeps the nodeservers' Secret rlark-domain-peers and the Secrets opened from SealedSecrets;
+// addons/ installs Addons. Everything the runtime owns is found again by label, so a new runtime
+// on the same cluster adopts it: no state of its own.
 
-import type { Duplex, Readable } from "node:stream";
+import type { Readable } from "node:stream";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { AGENT_INSTANCE_LABEL, type PeersState } from "../../../api/index.ts";
-import type { AccessPodRef, AccessSessionRequest } from "../../../lib/access-stream/index.ts";
+import { AGENT_INSTANCE_LABEL } from "../../../api/index.ts";
 import { type Clock, systemClock } from "../../../lib/clock.ts";
 import { type Logger, silentLogger } from "../../../lib/logger.ts";
-import type { BrowseAnswer, BrowseRequest } from "../../../lib/tunnel/index.ts";
 import type {
   AgentType,
-  ContainerFiles,
+  ContainerAccess,
   LogStreamOptions,
-  NodeOverlay,
   Runtime,
-  RuntimeAddon,
-  RuntimeSecret,
+  RuntimeCluster,
+  RuntimeNetwork,
   RuntimeSnapshot,
   RuntimeTask,
   StopOptions,
 } from "../types.ts";
-import { AddonInstaller } from "./addon-installer.ts";
+import { containerAccess, type PodFilesOptions } from "./access/container-access.ts";
+import { checkPodAccess } from "./access/pod-access.ts";
+import { podLogStream } from "./access/pod-logs.ts";
+import { AddonInstaller } from "./addons/addon-installer.ts";
 import { type ApiClients, apiClients } from "./api-clients.ts";
-import { kubernetesBrowse } from "./browse.ts";
-import { ChangeFeed } from "./change-feed.ts";
-import { DiskPoller } from "./disk-poller.ts";
-import { DomainPeersWriter } from "./domain-peers-secret.ts";
-import { KubernetesVersion } from "./kubernetes-version.ts";
+import { kubernetesBrowse } from "./cluster/browse.ts";
+import { DiskPoller } from "./cluster/disk-poller.ts";
+import { KubernetesVersion } from "./cluster/kubernetes-version.ts";
+import { NodeOverlaySync } from "./cluster/node-overlay-sync.ts";
 import { MANAGED_SELECTOR } from "./labels.ts";
-import { NodeOverlaySync } from "./node-overlay-sync.ts";
-import { checkPodAccess } from "./pod-access.ts";
-import { startPodExec } from "./pod-exec.ts";
-import { SFTP_SERVER_PATHS, startPodFiles } from "./pod-files.ts";
-import { podLogStream } from "./pod-logs.ts";
-import { podPortForward } from "./pod-port-forward.ts";
-import { type RejectedTask, WorkloadReconciler } from "./reconciler.ts";
-import { DEFAULT_NAMESPACE, type SidecarOptions } from "./render.ts";
-import { SealedSecretsWriter } from "./sealed-secrets.ts";
-import { buildSnapshot } from "./snapshot.ts";
-import { type ClusterWatches, watchCluster } from "./watches.ts";
+import { DomainPeersWriter } from "./secrets/domain-peers-secret.ts";
+import { SealedSecretsWriter } from "./secrets/sealed-secrets.ts";
+import { ChangeFeed } from "./watch/change-feed.ts";
+import { buildSnapshot } from "./watch/snapshot.ts";
+import { type ClusterWatches, watchCluster } from "./watch/watches.ts";
+import { type RejectedTask, WorkloadReconciler } from "./workloads/reconciler.ts";
+import { DEFAULT_NAMESPACE, type SidecarOptions } from "./workloads/render.ts";
 
 export { loadKubeConfig } from "../../../lib/kube-config.ts";
+export { overlayPatch } from "./cluster/node-overlays.ts";
 export {
   IDENTITY_SECRET,
   type SecretCredentialStoreOptions,
   secretCredentialStore,
-} from "./credential-secret.ts";
+} from "./secrets/credential-secret.ts";
 export {
   DOMAIN_PEERS_KEY,
   DOMAIN_PEERS_SECRET,
   domainPeersSecret,
-} from "./domain-peers-secret.ts";
-export { kubernetesDryRun } from "./dry-run.ts";
-export { overlayPatch } from "./node-overlays.ts";
-export { requestedByNode } from "./observe.ts";
-export type { RejectedTask } from "./reconciler.ts";
+} from "./secrets/domain-peers-secret.ts";
+export { requestedByNode } from "./watch/observe.ts";
+export { kubernetesDryRun } from "./workloads/dry-run.ts";
+export type { RejectedTask } from "./workloads/reconciler.ts";
 export {
   DEFAULT_NAMESPACE,
   DEFAULT_SIDECAR_IMAGE,
   RenderError,
   renderTask,
   type SidecarOptions,
-} from "./render.ts";
+} from "./workloads/render.ts";
 
 export interface KubernetesRuntimeOptions {
   kubeConfig: KubeConfig;
@@ -104,15 +99,7 @@ export interface KubernetesRuntimeOptions {
   /** Time for retries and polls (tests pass a FakeClock). */
   clock?: Clock;
   /** SFTP into pods (pod-files.ts). */
-  files?: {
-    /**
-     * The policy root in every container: an absolute path. Default the container's
-     * `workingDir`, or `/` when its spec sets none.
-     */
-    root?: string;
-    /** Where sftp-server is in the images, tried before the usual paths. */
-    sftpServer?: string;
-  };
+  files?: PodFilesOptions;
 }
 
 /** Runs Kubernetes Tasks on one cluster. Create with {@link KubernetesRuntime.start}. */
@@ -129,6 +116,12 @@ export class KubernetesRuntime implements Runtime {
   readonly #peers: DomainPeersWriter;
   readonly #addons: AddonInstaller;
   readonly #secrets: SealedSecretsWriter;
+  /** Sessions, files and port-forwards through the pods' subresources (access/). */
+  readonly access: ContainerAccess;
+  /** The nodeservers' peers state, in the Secret rlark-domain-peers (secrets/domain-peers-secret.ts). */
+  readonly network: RuntimeNetwork;
+  /** Node overlays, Addons, Secrets from SealedSecrets and browsing, on the cluster's API. */
+  readonly cluster: RuntimeCluster;
 
   private constructor(options: KubernetesRuntimeOptions) {
     this.#options = options;
@@ -195,6 +188,19 @@ export class KubernetesRuntime implements Runtime {
       retryIntervalMs: options.retryIntervalMs,
       clock,
     });
+    this.access = containerAccess({
+      kubeConfig: options.kubeConfig,
+      pods: this.#watches.pods,
+      instance: options.instance,
+      files: options.files,
+    });
+    this.network = { applyPeersState: (state) => this.#peers.write(state) };
+    this.cluster = {
+      applyNodeOverlays: (overlays) => this.#overlays.apply(overlays),
+      applyAddons: (addons) => this.#addons.apply(addons),
+      applySecrets: (secrets) => this.#secrets.apply(secrets),
+      browse: kubernetesBrowse(core, this.#clients.apps),
+    };
   }
 
   /**
@@ -227,26 +233,6 @@ export class KubernetesRuntime implements Runtime {
     return this.#reconciler.apply(desired.filter((t) => t.spec.agentType === "Kubernetes"));
   }
 
-  applyNodeOverlays(overlays: readonly NodeOverlay[]): Promise<void> {
-    return this.#overlays.apply(overlays);
-  }
-
-  applyPeersState(state: PeersState): Promise<void> {
-    return this.#peers.write(state);
-  }
-
-  applyAddons(addons: readonly RuntimeAddon[]): Promise<void> {
-    return this.#addons.apply(addons);
-  }
-
-  browse(request: BrowseRequest): Promise<BrowseAnswer> {
-    return kubernetesBrowse(this.#clients.core, this.#clients.apps)(request);
-  }
-
-  applySecrets(secrets: readonly RuntimeSecret[]): Promise<void> {
-    return this.#secrets.apply(secrets);
-  }
-
   onChange(listener: () => void): () => void {
     return this.#feed.onChange(listener);
   }
@@ -277,39 +263,6 @@ export class KubernetesRuntime implements Runtime {
       "logs",
     );
     return podLogStream(this.#options.kubeConfig, { ...pod, container }, options);
-  }
-
-  /** A shell or command in a running pod of this agent's Tasks, through pods/exec (pod-exec.ts). */
-  async openSession(request: AccessSessionRequest): Promise<Duplex> {
-    const container = checkPodAccess(this.#watches.pods, this.#options.instance, request, "session");
-    return startPodExec(
-      this.#options.kubeConfig,
-      { namespace: request.namespace, name: request.name, container },
-      request,
-    );
-  }
-
-  /** OpenSSH's sftp-server in a running container of this agent's Tasks, through pods/exec. */
-  async openFiles(request: AccessPodRef): Promise<ContainerFiles> {
-    const container = checkPodAccess(this.#watches.pods, this.#options.instance, request, "files");
-    const { root, sftpServer } = this.#options.files ?? {};
-    const spec = this.#watches.pods
-      .get(request.namespace, request.name)
-      ?.spec?.containers.find((c) => c.name === container);
-    return startPodFiles(
-      this.#options.kubeConfig,
-      { namespace: request.namespace, name: request.name, container },
-      {
-        root: root ?? spec?.workingDir ?? "/",
-        servers: [...(sftpServer ? [sftpServer] : []), ...SFTP_SERVER_PATHS],
-      },
-    );
-  }
-
-  /** A connection to a port of a running pod of this agent's Tasks, through pods/portforward. */
-  async connect(pod: { namespace: string; name: string }, port: number): Promise<Duplex> {
-    checkPodAccess(this.#watches.pods, this.#options.instance, pod, "forward");
-    return podPortForward(this.#options.kubeConfig, pod, port);
   }
 
   async stop(options: StopOptions = {}): Promise<void> {

@@ -14,12 +14,13 @@ import type { PeersState } from "../../../api/index.ts";
 import { type Clock, systemClock } from "../../../lib/clock.ts";
 import { type Logger, silentLogger } from "../../../lib/logger.ts";
 import type {
-  AccessEnvironment,
   AgentType,
+  LocalAccess,
   LogOptions,
   LogStreamOptions,
   ObservedNode,
   Runtime,
+  RuntimeNetwork,
   RuntimeSnapshot,
   RuntimeTask,
   StopOptions,
@@ -116,6 +117,16 @@ export class ProcessRuntime implements Runtime {
   #changePending = false;
   #stopped = false;
   readonly #lock: StateLock;
+
+  /** Its pods are local processes: the agent runs sessions and sftp-server beside them. */
+  readonly access: LocalAccess = {
+    kind: "local",
+    environment: (pod) => this.#replicas.get(podKey(pod.namespace, pod.name))?.accessEnvironment(),
+    connect: (pod, port) => this.#connect(pod, port),
+  };
+
+  /** Domain pods with a network of their own get their virtual IPs from the peers state. */
+  readonly network: RuntimeNetwork = { applyPeersState: (state) => this.#applyPeersState(state) };
 
   private constructor(
     options: ProcessRuntimeOptions,
@@ -306,7 +317,7 @@ export class ProcessRuntime implements Runtime {
    * Gives each Domain pod with a network of its own its virtual IP, on its loopback: a program may
    * bind it or advertise it (Ray's node IP), and the sidecar reaches what listens only there.
    */
-  async applyPeersState(state: PeersState): Promise<void> {
+  async #applyPeersState(state: PeersState): Promise<void> {
     const networks = this.#ctx.network;
     if (!networks || this.#stopped) return;
     const ips = this.#virtualIPs;
@@ -399,11 +410,7 @@ export class ProcessRuntime implements Runtime {
     return replica.logs(options.tail);
   }
 
-  accessEnvironment(pod: { namespace: string; name: string }): AccessEnvironment | undefined {
-    return this.#replicas.get(podKey(pod.namespace, pod.name))?.accessEnvironment();
-  }
-
-  async connect(pod: { namespace: string; name: string }, port: number): Promise<Duplex> {
+  async #connect(pod: { namespace: string; name: string }, port: number): Promise<Duplex> {
     const key = podKey(pod.namespace, pod.name);
     const replica = this.#replicas.get(key);
     if (!replica) throw new Error(`no pod ${key} on node ${this.#node.name}`);

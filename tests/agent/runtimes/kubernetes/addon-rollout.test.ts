@@ -1,6 +1,6 @@
 // Readiness of an Addon's workloads from the fields `kubectl rollout status` reads.
 import t from "tap";
-import { rolloutProblem } from "../../../../operators/agent/runtimes/kubernetes/addon-rollout.ts";
+import { rolloutProblem } from "../../../../operators/agent/runtimes/kubernetes/addons/addon-rollout.ts";
 
 const meta = (kind: string, generation = 2) => ({
   apiVersion: "apps/v1",

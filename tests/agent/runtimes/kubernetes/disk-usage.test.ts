@@ -1,6 +1,6 @@
 // Disk use from a kubelet Stats Summary: nodefs plus a separate imagefs, one filesystem counted once.
 import t from "tap";
-import { diskUsageFromSummary } from "../../../../operators/agent/runtimes/kubernetes/disk-usage.ts";
+import { diskUsageFromSummary } from "../../../../operators/agent/runtimes/kubernetes/cluster/disk-usage.ts";
 
 const GiB = 2 ** 30;
 const fs = (capacity: number, available: number, used: number) => ({

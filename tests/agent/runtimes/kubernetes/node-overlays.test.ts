@@ -4,7 +4,7 @@ import t from "tap";
 import {
   type NodeFields,
   overlayPatch,
-} from "../../../../operators/agent/runtimes/kubernetes/node-overlays.ts";
+} from "../../../../operators/agent/runtimes/kubernetes/cluster/node-overlays.ts";
 
 const RECORD = "rlark.io/overlay-keys";
 const node = (extra: Partial<NodeFields> = {}): NodeFields => ({

@@ -8,8 +8,11 @@ import {
   observeWorkload,
   podRequests,
   requestedByNode,
-} from "../../../../operators/agent/runtimes/kubernetes/observe.ts";
-import { formatQuantity, parseQuantity } from "../../../../operators/agent/runtimes/kubernetes/quantity.ts";
+} from "../../../../operators/agent/runtimes/kubernetes/watch/observe.ts";
+import {
+  formatQuantity,
+  parseQuantity,
+} from "../../../../operators/agent/runtimes/kubernetes/watch/quantity.ts";
 
 const pod = (
   name: string,

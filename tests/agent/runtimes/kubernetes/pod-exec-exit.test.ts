@@ -2,7 +2,7 @@
 // ExitCode cause, the "exit status N" / "signal: ..." message kwok and other Go runtimes send, or
 // a failure before the program ran.
 import t from "tap";
-import { execExit } from "../../../../operators/agent/runtimes/kubernetes/pod-exec.ts";
+import { execExit } from "../../../../operators/agent/runtimes/kubernetes/access/pod-exec.ts";
 
 t.test("the exit status is read from each form of Status", async (t) => {
   t.same(execExit({ status: "Success" }), { exit: { code: 0 } });

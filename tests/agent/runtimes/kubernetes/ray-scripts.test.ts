@@ -10,7 +10,7 @@ import {
   RAY_CHECK_PY,
   RAY_HEAD_SH,
   RAY_WORKER_SH,
-} from "../../../../operators/agent/runtimes/kubernetes/ray-scripts.ts";
+} from "../../../../operators/agent/runtimes/kubernetes/workloads/ray-scripts.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "rlark-ray-"));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));

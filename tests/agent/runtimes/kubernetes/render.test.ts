@@ -13,12 +13,12 @@ import type {
 } from "@kubernetes/client-node";
 import t, { type Test } from "tap";
 import YAML from "yaml";
-import { dnsLabel } from "../../../../operators/agent/runtimes/kubernetes/names.ts";
+import { dnsLabel } from "../../../../operators/agent/runtimes/kubernetes/workloads/names.ts";
 import {
   RenderError,
   type RenderOptions,
   renderTask,
-} from "../../../../operators/agent/runtimes/kubernetes/render.ts";
+} from "../../../../operators/agent/runtimes/kubernetes/workloads/render.ts";
 import type { RuntimeTask } from "../../../../operators/agent/runtimes/types.ts";
 import packageJson from "../../../../package.json" with { type: "json" };
 import { kubeTask, SSH_KEY, trainer } from "./tasks.ts";

@@ -2,7 +2,7 @@
 // the fields a volume claim's choice needs, the default class by its annotation, sorted, and
 // bounded on both ends of the tunnel.
 import t from "tap";
-import { storageClassSummaries } from "../../../../operators/agent/runtimes/kubernetes/storage-classes.ts";
+import { storageClassSummaries } from "../../../../operators/agent/runtimes/kubernetes/watch/storage-classes.ts";
 import { parseAgentMessage } from "../../../../operators/lib/tunnel/index.ts";
 
 const report = (storageClasses: unknown) => ({

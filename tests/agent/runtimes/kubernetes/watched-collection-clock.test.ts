@@ -1,7 +1,7 @@
 // The watched collection's backoff while the API server fails runs on the Clock it is given: the
 // next list comes when the clock has moved by the backoff. A real HTTP server answers 503.
 import t from "tap";
-import { WatchedCollection } from "../../../../operators/agent/runtimes/kubernetes/watched-collection.ts";
+import { WatchedCollection } from "../../../../operators/agent/runtimes/kubernetes/watch/watched-collection.ts";
 import { FakeClock } from "../../../../operators/lib/clock.ts";
 import { silentLogger } from "../../../../operators/lib/logger.ts";
 import { waitFor } from "../../../helpers/wait-for.ts";

@@ -85,7 +85,7 @@ t.test("a Domain pod runs in its own namespace with the REDIRECT and an unprivil
     ],
   };
   nodeserver.setState(state);
-  await runtime.applyPeersState(state);
+  await runtime.network.applyPeersState(state);
   const [command] = await waitFor(
     "the command started",
     () => {
