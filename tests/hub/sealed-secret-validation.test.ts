@@ -84,10 +84,14 @@ t.test("a SealedSecret the hub cannot open is refused at its field; one it opens
       password: sealValue("plain-db-password", pem, secretValueContext(GPU_A, "ml", "db", "password")),
     }),
   });
+  // the objects are written before the source says Synced: wait for both, then check each
   await waitFor(
-    "applied",
-    async () => (await api("/api/v1/rlinf.io/v1alpha1/sealedsecrets")).items?.length === 1,
+    "applied and synced",
+    async () =>
+      (await api("/api/v1/rlinf.io/v1alpha1/sealedsecrets")).items?.length === 1 &&
+      (await api("/api/v1/source")).state === "Synced",
     onRealServers,
   );
+  t.equal((await api("/api/v1/rlinf.io/v1alpha1/sealedsecrets")).items?.length, 1);
   t.equal((await api("/api/v1/source")).state, "Synced");
 });

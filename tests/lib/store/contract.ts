@@ -139,9 +139,12 @@ export function storeContract(t: Test, backend: string, open: StoreFactory): voi
     await store.delete("Job", "", "o", { propagation: "Orphan" });
     await waitFor(
       "the owner to be gone and its dependent orphaned",
-      async () =>
-        (await store.get("Job", "", "o")) === undefined &&
-        (await store.get("Task", "agent-x", "o-a"))?.metadata.ownerReferences === undefined,
+      async () => {
+        if ((await store.get("Job", "", "o")) !== undefined) return false;
+        // a dependent that is gone is not orphaned: wait for it to be there without its owner
+        const dependent = await store.get("Task", "agent-x", "o-a");
+        return dependent !== undefined && dependent.metadata.ownerReferences === undefined;
+      },
       background,
     );
     t.ok(await store.get("Task", "agent-x", "o-a"), "the dependent stays");
