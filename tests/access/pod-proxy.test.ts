@@ -30,9 +30,10 @@ http.server.HTTPServer(("127.0.0.1", ${port}), H).serve_forever()
 t.test("HTTP through the hub to a pod's port", async (t) => {
   const port = await freePort();
   const audit: HttpAuditRecord[] = [];
-  const { hub, pod } = await serverPodOnHub(t, "web", ["python3", "-c", echoServer(port)], {
+  const { hub, pod: running } = await serverPodOnHub(t, "web", ["python3", "-c", echoServer(port)], {
     audit: (record) => audit.push(record),
   });
+  const pod = running.metadata.name;
   const base = `${hub.url}/api/v1/namespaces/agent-local/pods/${pod}/proxy`;
   const headers = {
     authorization: `Bearer ${hub.adminToken}`,

@@ -49,14 +49,14 @@ export async function runningProcessPod(
 
 /**
  * A hub whose git holds the "local" cluster and a Deployment `job` running `command` (a server the
- * test reaches through the hub), with the name of that Deployment's Running pod.
+ * test reaches through the hub), with that Deployment's Running pod.
  */
 export async function serverPodOnHub(
   t: Test,
   job: string,
   command: string[],
   options: Omit<HubOnGitOptions, "files"> = {},
-): Promise<{ hub: Hub; pod: string }> {
+): Promise<{ hub: Hub; pod: KubeObject }> {
   const { hub } = await startHubOnGit(t, {
     ...options,
     files: {
@@ -64,6 +64,5 @@ export async function serverPodOnHub(
       [`${job}.yaml`]: rawJobYaml({ name: job, kind: "Deployment", command }),
     },
   });
-  const pod = (await runningProcessPod(t, hub, `the ${job} pod`)).metadata.name;
-  return { hub, pod };
+  return { hub, pod: await runningProcessPod(t, hub, `the ${job} pod`) };
 }

@@ -20,9 +20,10 @@ while True:
 
 t.test("a pod that never answers gives 504 naming the timeout", async (t) => {
   const port = await freePort();
-  const { hub, pod } = await serverPodOnHub(t, "mute", ["python3", "-c", silentServer(port)], {
+  const { hub, pod: running } = await serverPodOnHub(t, "mute", ["python3", "-c", silentServer(port)], {
     proxyResponseTimeoutMs: 1500,
   });
+  const pod = running.metadata.name;
   const headers = { authorization: `Bearer ${hub.adminToken}` };
   for (const [what, url] of [
     ["pod", `${hub.url}/api/v1/namespaces/agent-local/pods/${pod}/proxy/${port}/anything`],

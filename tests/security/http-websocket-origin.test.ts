@@ -28,10 +28,11 @@ async function echo(ws: WebSocket, text: string): Promise<string> {
 
 t.test("a WebSocket's Origin must be one of the hub's, scheme included", async (t) => {
   const port = await freePort();
-  const { hub, pod } = await serverPodOnHub(t, "echo", [process.execPath, "-e", echoServer(port)], {
+  const { hub, pod: running } = await serverPodOnHub(t, "echo", [process.execPath, "-e", echoServer(port)], {
     publicUrls: ["https://rlark.example.com"],
     httpLimits: { headersTimeoutMs: 1000, requestTimeoutMs: 1500, keepAliveTimeoutMs: 500 },
   });
+  const pod = running.metadata.name;
   const hubPort = new URL(hub.url).port;
   const url = `${hub.url.replace(/^http/, "ws")}/api/v1/namespaces/agent-local/pods/${pod}/proxy/${port}/`;
   const token = { authorization: `Bearer ${hub.adminToken}` };
