@@ -4,13 +4,20 @@
 import { spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { createReadStream, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
-import { connect, type Socket } from "node:net";
 import path from "node:path";
 import t from "tap";
 import { freePort } from "../helpers/free-port.ts";
 import { jobYaml, rawTaskYaml } from "../helpers/job-yaml.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
-import { podJobYaml, policyYaml, run, sshForward, startBastion, userYaml } from "./bastion-fixture.ts";
+import {
+  forwardedSocket,
+  podJobYaml,
+  policyYaml,
+  run,
+  sshForward,
+  startBastion,
+  userYaml,
+} from "./bastion-fixture.ts";
 
 const POD = "vision-main-0";
 /** The large download's size; the benchmark (hack/bench/access) moves 1 GiB. */
@@ -184,16 +191,7 @@ t.test("files and forwarding through hub and agent", async (t) => {
     const podPort = bulkPort;
     const localPort = await freePort();
     const forward = sshForward(t, b.sshArgs("alice"), `${localPort}:${PORTS_POD}:${podPort}`);
-    const socket = await waitFor(
-      "the forwarded port listening",
-      () =>
-        new Promise<Socket | undefined>((resolve) => {
-          const s = connect(localPort, "127.0.0.1");
-          s.once("connect", () => resolve(s));
-          s.once("error", () => resolve(undefined));
-        }),
-      onRealServers,
-    );
+    const socket = await forwardedSocket(localPort);
     // The client reads nothing until the agent has read everything from the pod's port and closed it.
     socket.pause();
     let received = 0;

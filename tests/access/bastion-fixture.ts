@@ -2,6 +2,7 @@
 // process-runtime agent in this process, and the real OpenSSH client pointed at the hub.
 import { type ChildProcess, execFileSync, type SpawnOptions, spawn } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { connect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { Test } from "tap";
@@ -48,6 +49,20 @@ export function sshForward(t: Test, sshArgs: string[], forward: string): ChildPr
   );
   t.teardown(() => child.kill());
   return child;
+}
+
+/** A connection to an `ssh -L` port, once ssh listens on it (some time after it starts). */
+export function forwardedSocket(localPort: number): Promise<Socket> {
+  return waitFor(
+    "the forwarded port listening",
+    () =>
+      new Promise<Socket | undefined>((resolve) => {
+        const s = connect(localPort, "127.0.0.1");
+        s.once("connect", () => resolve(s));
+        s.once("error", () => resolve(undefined));
+      }),
+    onRealServers,
+  );
 }
 
 export const readAudit = async (file: string): Promise<AuditRecord[]> =>

@@ -6,9 +6,7 @@
 import t from "tap";
 import type { HttpAuditRecord } from "../../operators/access/index.ts";
 import { freePort } from "../helpers/free-port.ts";
-import { startHubOnGit } from "../helpers/hub-on-git.ts";
-import { clusterYaml, rawJobYaml } from "../helpers/job-yaml.ts";
-import { runningProcessPod } from "../helpers/process-pod-on-hub.ts";
+import { serverPodOnHub } from "../helpers/process-pod-on-hub.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 
 const echoServer = (port: number) => `
@@ -32,18 +30,10 @@ http.server.HTTPServer(("127.0.0.1", ${port}), H).serve_forever()
 t.test("HTTP through the hub to a pod's port", async (t) => {
   const port = await freePort();
   const audit: HttpAuditRecord[] = [];
-  const { hub } = await startHubOnGit(t, {
+  const { hub, pod: running } = await serverPodOnHub(t, "web", ["python3", "-c", echoServer(port)], {
     audit: (record) => audit.push(record),
-    files: {
-      "cluster.yaml": clusterYaml("local"),
-      "web.yaml": rawJobYaml({
-        name: "web",
-        kind: "Deployment",
-        command: ["python3", "-c", echoServer(port)],
-      }),
-    },
   });
-  const pod = (await runningProcessPod(t, hub, "the web pod")).metadata.name;
+  const pod = running.metadata.name;
   const base = `${hub.url}/api/v1/namespaces/agent-local/pods/${pod}/proxy`;
   const headers = {
     authorization: `Bearer ${hub.adminToken}`,

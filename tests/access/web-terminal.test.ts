@@ -5,12 +5,12 @@
 // size, sessions per user) are checked with the `ws` client.
 import type { Page } from "playwright-core";
 import t from "tap";
-import WebSocket from "ws";
 import { TERMINAL_PROTOCOL } from "../../operators/access/index.ts";
 import { hashPassword } from "../../operators/dashboard/index.ts";
 import { FAST, login } from "../dashboard/dashboard-hub.ts";
 import { launchChromium } from "../helpers/chromium.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
+import { openWebSocket, type WebSocketAttempt } from "../helpers/websocket.ts";
 import { podJobYaml, policyYaml, startBastion } from "./bastion-fixture.ts";
 
 const POD = "vision-main-0";
@@ -58,22 +58,12 @@ async function logIn(page: Page, url: string, user: string, password: string): P
 function connect(
   url: string,
   options: { token?: string; origin?: string; protocols?: string[] },
-): Promise<{ ws?: WebSocket; status?: number; body?: string }> {
-  return new Promise((resolve) => {
-    const ws = new WebSocket(url, options.protocols ?? [TERMINAL_PROTOCOL], {
-      headers: {
-        ...(options.token ? { authorization: `Bearer ${options.token}` } : {}),
-        ...(options.origin ? { origin: options.origin } : {}),
-      },
-    });
-    ws.once("open", () => resolve({ ws }));
-    ws.once("unexpected-response", (_req, res) => {
-      let body = "";
-      res.on("data", (d: Buffer) => (body += d.toString()));
-      res.on("end", () => resolve({ status: res.statusCode, body }));
-    });
-    ws.once("error", () => resolve({}));
-  });
+): Promise<WebSocketAttempt> {
+  const headers = {
+    ...(options.token ? { authorization: `Bearer ${options.token}` } : {}),
+    ...(options.origin ? { origin: options.origin } : {}),
+  };
+  return openWebSocket(url, options.protocols ?? [TERMINAL_PROTOCOL], headers);
 }
 
 t.test("the web terminal", async (t) => {

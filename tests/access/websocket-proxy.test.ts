@@ -7,9 +7,7 @@ import t from "tap";
 import WebSocket from "ws";
 import type { HttpAuditRecord } from "../../operators/access/index.ts";
 import { freePort } from "../helpers/free-port.ts";
-import { startHubOnGit } from "../helpers/hub-on-git.ts";
-import { clusterYaml, rawJobYaml } from "../helpers/job-yaml.ts";
-import { runningProcessPod } from "../helpers/process-pod-on-hub.ts";
+import { serverPodOnHub } from "../helpers/process-pod-on-hub.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 
 /** Echoes every message with the path it was opened on; picks the subprotocol "echo.v2" when offered. */
@@ -43,18 +41,9 @@ const next = (ws: WebSocket) =>
 t.test("WebSockets through the hub to a pod's port", async (t) => {
   const port = await freePort();
   const audit: HttpAuditRecord[] = [];
-  const { hub } = await startHubOnGit(t, {
+  const { hub, pod } = await serverPodOnHub(t, "echo", [process.execPath, "-e", echoServer(port)], {
     audit: (record) => audit.push(record),
-    files: {
-      "cluster.yaml": clusterYaml("local"),
-      "echo.yaml": rawJobYaml({
-        name: "echo",
-        kind: "Deployment",
-        command: [process.execPath, "-e", echoServer(port)],
-      }),
-    },
   });
-  const pod = await runningProcessPod(t, hub, "the echo pod");
   const ws = hub.url.replace(/^http/, "ws");
   const podUrl = `${ws}/api/v1/namespaces/agent-local/pods/${pod.metadata.name}/proxy/${port}`;
   const auth = { authorization: `Bearer ${hub.adminToken}` };

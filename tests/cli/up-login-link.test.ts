@@ -4,25 +4,14 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import t from "tap";
-import { startLongRunning } from "../helpers/long-running.ts";
+import { startRlarkUp } from "../helpers/long-running.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
-
-const cli = path.resolve(import.meta.dirname, "../../operators/cli/main.ts");
 
 t.test("rlark up's login link logs in once and its output holds no admin token", async (t) => {
   const root = await mkdtemp(path.join(tmpdir(), "rlark-up-link-"));
   t.teardown(() => rm(root, { recursive: true, force: true }));
   const dataDir = path.join(root, ".rlark");
-  const up = startLongRunning(t, process.execPath, [
-    cli,
-    "up",
-    "--data-dir",
-    dataDir,
-    "--http",
-    "127.0.0.1:0",
-    "--ssh",
-    "127.0.0.1:0",
-  ]);
+  const up = startRlarkUp(t, dataDir);
   const line = await waitFor(
     "rlark up to print its login link",
     () => /dashboard \(([^)]*)\): (\S+)/.exec(up.stdout()) ?? undefined,

@@ -4,24 +4,13 @@ import { mkdtemp, readdir, readFile, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import t from "tap";
-import { startLongRunning } from "../helpers/long-running.ts";
+import { startRlarkUp } from "../helpers/long-running.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
-
-const cli = path.resolve(import.meta.dirname, "../../operators/cli/main.ts");
 
 t.test("rlark up runs the example Raw Job to Succeeded and stops cleanly on SIGINT", async (t) => {
   // Made by `rlark up` itself, as `.rlark` is on a first run.
   const dataDir = path.join(await mkdtemp(path.join(tmpdir(), "rlark-up-")), ".rlark");
-  const up = startLongRunning(t, process.execPath, [
-    cli,
-    "up",
-    "--data-dir",
-    dataDir,
-    "--http",
-    "127.0.0.1:0",
-    "--ssh",
-    "127.0.0.1:0",
-  ]);
+  const up = startRlarkUp(t, dataDir);
 
   await waitFor("rlark up to print its address", () => /API: (http:\/\/[^/\s]+)/.test(up.stdout()), {
     ...onRealServers,

@@ -32,3 +32,19 @@ export function startLongRunning(
   });
   return { stdout: () => stdout, exited, kill: (signal) => child.kill(signal) };
 }
+
+const cli = new URL("../../operators/cli/main.ts", import.meta.url).pathname;
+
+/** `rlark up` on `dataDir` with the HTTP and SSH listeners on free ports of 127.0.0.1. */
+export function startRlarkUp(t: Teardown, dataDir: string): LongRunning {
+  return startLongRunning(t, process.execPath, [
+    cli,
+    "up",
+    "--data-dir",
+    dataDir,
+    "--http",
+    "127.0.0.1:0",
+    "--ssh",
+    "127.0.0.1:0",
+  ]);
+}

@@ -10,6 +10,8 @@ import type { Hub } from "../../operators/hub/hub.ts";
 import { silentLogger } from "../../operators/lib/logger.ts";
 import type { KubeObject } from "../../operators/lib/store/index.ts";
 import { startAgentOnHub } from "./agent-on-hub.ts";
+import { type HubOnGitOptions, startHubOnGit } from "./hub-on-git.ts";
+import { clusterYaml, rawJobYaml } from "./job-yaml.ts";
 import { onRealServers, waitFor } from "./wait-for.ts";
 
 /**
@@ -43,4 +45,24 @@ export async function runningProcessPod(
       ),
     onRealServers,
   );
+}
+
+/**
+ * A hub whose git holds the "local" cluster and a Deployment `job` running `command` (a server the
+ * test reaches through the hub), with that Deployment's Running pod.
+ */
+export async function serverPodOnHub(
+  t: Test,
+  job: string,
+  command: string[],
+  options: Omit<HubOnGitOptions, "files"> = {},
+): Promise<{ hub: Hub; pod: KubeObject }> {
+  const { hub } = await startHubOnGit(t, {
+    ...options,
+    files: {
+      "cluster.yaml": clusterYaml("local"),
+      [`${job}.yaml`]: rawJobYaml({ name: job, kind: "Deployment", command }),
+    },
+  });
+  return { hub, pod: await runningProcessPod(t, hub, `the ${job} pod`) };
 }

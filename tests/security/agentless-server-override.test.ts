@@ -6,16 +6,11 @@
 // the store without validation is not driven either.
 import t from "tap";
 import { modify } from "../../operators/lib/store/index.ts";
+import { refusedRevision } from "../helpers/source-status.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 import { agentlessHub, clusterYaml, kubeconfigFor, standIn, status, version } from "./agentless-bed.ts";
 
 const TOKEN = "lab-bearer-token-5d1e8c0b9a7f";
-
-interface Source {
-  state?: string;
-  lastAttemptedRevision?: string;
-  errors?: Array<{ file: string; line: number; path: string; rule: string; message: string }>;
-}
 
 t.test("an unsealed server or skip-TLS that differs from the sealed kubeconfig is refused", async (t) => {
   // the cluster's own API server answers /version and refuses the rest: the hub keeps trying it
@@ -25,10 +20,6 @@ t.test("an unsealed server or skip-TLS that differs from the sealed kubeconfig i
   const thief = await standIn(t, (_req, res) => version(res));
   const { hub, git, seal, lines } = await agentlessHub(t, { intervalMs: 100 });
   const sealed = seal("lab", kubeconfigFor(cluster, TOKEN));
-  const source = async (): Promise<Source> =>
-    (await (
-      await fetch(`${hub.url}/api/v1/source`, { headers: { authorization: `Bearer ${hub.adminToken}` } })
-    ).json()) as Source;
   const versionCalls = () => cluster.requests.filter((r) => r.path.startsWith("/version")).length;
 
   // the sealed server, repeated unsealed, is no override
@@ -42,15 +33,7 @@ t.test("an unsealed server or skip-TLS that differs from the sealed kubeconfig i
   const attack = await git.commit({
     "clusters/lab.yaml": clusterYaml("lab", sealed, [`server: ${thief.url}`, "insecureSkipTLSVerify: true"]),
   });
-  let refused: Source = {};
-  await waitFor(
-    "the attack's revision refused",
-    async () => {
-      refused = await source();
-      return refused.lastAttemptedRevision === attack && refused.state === "Invalid";
-    },
-    onRealServers,
-  );
+  const refused = await refusedRevision(hub, attack);
   t.match(refused.errors, [
     {
       file: "clusters/lab.yaml",

@@ -2,9 +2,15 @@
 // port and nothing else on the agent's machine: not another pod's port, not the hub's HTTP, SSH
 // or Domain relay port (all loopback ports of the same machine under `rlark up`). Real `ssh -W`
 // and `ssh -L` through a real hub and agent; each refusal is audited as refused, never `ok`.
-import { connect, type Socket } from "node:net";
 import t from "tap";
-import { policyYaml, run, sshForward, startBastion, userYaml } from "../access/bastion-fixture.ts";
+import {
+  forwardedSocket,
+  policyYaml,
+  run,
+  sshForward,
+  startBastion,
+  userYaml,
+} from "../access/bastion-fixture.ts";
 import { freePort } from "../helpers/free-port.ts";
 import { rawTaskYaml } from "../helpers/job-yaml.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
@@ -89,16 +95,7 @@ t.test("a forward reaches its own pod's port and no other loopback port", async 
     const port = hubPorts["the hub's HTTP port"];
     const local = await freePort();
     const forward = sshForward(t, b.sshArgs("alice"), `${local}:vision-main-0:${port}`);
-    const socket = await waitFor(
-      "ssh -L listening",
-      () =>
-        new Promise<Socket | undefined>((resolve) => {
-          const s = connect(local, "127.0.0.1");
-          s.once("connect", () => resolve(s));
-          s.once("error", () => resolve(undefined));
-        }),
-      onRealServers,
-    );
+    const socket = await forwardedSocket(local);
     let received = "";
     socket.on("data", (chunk: Buffer) => {
       received += chunk.toString();

@@ -2,9 +2,7 @@
 // its response timeout with 504 Gateway Timeout, saying so, instead of a 502 "socket hang up".
 import t from "tap";
 import { freePort } from "../helpers/free-port.ts";
-import { startHubOnGit } from "../helpers/hub-on-git.ts";
-import { clusterYaml, rawJobYaml } from "../helpers/job-yaml.ts";
-import { runningProcessPod } from "../helpers/process-pod-on-hub.ts";
+import { serverPodOnHub } from "../helpers/process-pod-on-hub.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 
 // Accepts every connection, reads nothing, answers nothing, closes nothing.
@@ -22,18 +20,10 @@ while True:
 
 t.test("a pod that never answers gives 504 naming the timeout", async (t) => {
   const port = await freePort();
-  const { hub } = await startHubOnGit(t, {
+  const { hub, pod: running } = await serverPodOnHub(t, "mute", ["python3", "-c", silentServer(port)], {
     proxyResponseTimeoutMs: 1500,
-    files: {
-      "cluster.yaml": clusterYaml("local"),
-      "mute.yaml": rawJobYaml({
-        name: "mute",
-        kind: "Deployment",
-        command: ["python3", "-c", silentServer(port)],
-      }),
-    },
   });
-  const pod = (await runningProcessPod(t, hub, "the mute pod")).metadata.name;
+  const pod = running.metadata.name;
   const headers = { authorization: `Bearer ${hub.adminToken}` };
   for (const [what, url] of [
     ["pod", `${hub.url}/api/v1/namespaces/agent-local/pods/${pod}/proxy/${port}/anything`],

@@ -8,10 +8,9 @@ import { createRequire } from "node:module";
 import t from "tap";
 import WebSocket from "ws";
 import { freePort } from "../helpers/free-port.ts";
-import { startHubOnGit } from "../helpers/hub-on-git.ts";
-import { clusterYaml, rawJobYaml } from "../helpers/job-yaml.ts";
-import { runningProcessPod } from "../helpers/process-pod-on-hub.ts";
+import { serverPodOnHub } from "../helpers/process-pod-on-hub.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
+import { openWebSocket } from "../helpers/websocket.ts";
 
 const echoServer = (port: number) => `
 const { WebSocketServer } = require(${JSON.stringify(createRequire(import.meta.url).resolve("ws"))});
@@ -19,18 +18,7 @@ new WebSocketServer({ host: "127.0.0.1", port: ${port} }).on("connection", (ws) 
   ws.on("message", (data) => ws.send(String(data))));
 `;
 
-function open(url: string, headers: Record<string, string>) {
-  return new Promise<{ ws?: WebSocket; status?: number; body?: string }>((resolve) => {
-    const ws = new WebSocket(url, { headers });
-    ws.once("open", () => resolve({ ws }));
-    ws.once("unexpected-response", (_req, res) => {
-      let body = "";
-      res.on("data", (d: Buffer) => (body += d.toString()));
-      res.on("end", () => resolve({ status: res.statusCode, body }));
-    });
-    ws.once("error", () => resolve({}));
-  });
-}
+const open = (url: string, headers: Record<string, string>) => openWebSocket(url, [], headers);
 
 async function echo(ws: WebSocket, text: string): Promise<string> {
   const reply = new Promise<string>((resolve) => ws.once("message", (data) => resolve(String(data))));
@@ -40,19 +28,11 @@ async function echo(ws: WebSocket, text: string): Promise<string> {
 
 t.test("a WebSocket's Origin must be one of the hub's, scheme included", async (t) => {
   const port = await freePort();
-  const { hub } = await startHubOnGit(t, {
+  const { hub, pod: running } = await serverPodOnHub(t, "echo", [process.execPath, "-e", echoServer(port)], {
     publicUrls: ["https://rlark.example.com"],
     httpLimits: { headersTimeoutMs: 1000, requestTimeoutMs: 1500, keepAliveTimeoutMs: 500 },
-    files: {
-      "cluster.yaml": clusterYaml("local"),
-      "echo.yaml": rawJobYaml({
-        name: "echo",
-        kind: "Deployment",
-        command: [process.execPath, "-e", echoServer(port)],
-      }),
-    },
   });
-  const pod = (await runningProcessPod(t, hub, "the echo pod")).metadata.name;
+  const pod = running.metadata.name;
   const hubPort = new URL(hub.url).port;
   const url = `${hub.url.replace(/^http/, "ws")}/api/v1/namespaces/agent-local/pods/${pod}/proxy/${port}/`;
   const token = { authorization: `Bearer ${hub.adminToken}` };

@@ -10,6 +10,7 @@ import type { KubeObject } from "../../operators/lib/store/index.ts";
 import { recordingLogger } from "../agent-sync/fixtures.ts";
 import { startHubOnGit } from "../helpers/hub-on-git.ts";
 import { rlark } from "../helpers/rlark-cli.ts";
+import { refusedRevision } from "../helpers/source-status.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 
 const CANARY = "swap-canary-7f3a9c1e";
@@ -25,18 +26,8 @@ metadata: { name: beijing, labels: { env: prod } }
 spec: { runtime: kubernetes }
 `;
 
-interface Source {
-  state?: string;
-  lastAttemptedRevision?: string;
-  errors?: Array<{ file: string; line: number; path: string; rule: string; message: string }>;
-}
-
 t.test("a SealedSecret moved to another cluster is refused and never opened there", async (t) => {
   const { hub, git } = await startHubOnGit(t, { files: { "clusters.yaml": CLUSTERS }, intervalMs: 100 });
-  const source = async (): Promise<Source> =>
-    (await (
-      await fetch(`${hub.url}/api/v1/source`, { headers: { authorization: `Bearer ${hub.adminToken}` } })
-    ).json()) as Source;
   const seal = async (...target: string[]) => {
     const sealed = await rlark(
       [
@@ -63,18 +54,7 @@ t.test("a SealedSecret moved to another cluster is refused and never opened ther
     (await secretsForCluster(hub.store, cluster, { keys: hub.sealKeys, logger })).map((secret) =>
       Buffer.from((secret as unknown as { data: { password: string } }).data.password, "base64").toString(),
     );
-  const refused = async (revision: string) => {
-    let seen: Source = {};
-    await waitFor(
-      "the revision refused",
-      async () => {
-        seen = await source();
-        return seen.lastAttemptedRevision === revision && seen.state === "Invalid";
-      },
-      onRealServers,
-    );
-    return seen;
-  };
+  const refused = (revision: string) => refusedRevision(hub, revision);
 
   // sealed for lab by its agent namespace, delivered to lab
   const forLab = await seal("--cluster", "lab");

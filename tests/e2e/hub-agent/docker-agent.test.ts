@@ -2,18 +2,15 @@
 // repository, the real hub and the agent as its own process. A two-task Job succeeds; a service
 // stops, starts and survives a kill -9 of the agent without a second container; a bad image says
 // so on its Task while the other Jobs keep running.
-import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtemp } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
+import type { ChildProcess } from "node:child_process";
 import t from "tap";
 import type { Hub } from "../../../operators/hub/hub.ts";
 import type { KubeObject } from "../../../operators/lib/store/index.ts";
+import { agentEnrollment, startAgentProcess } from "../../helpers/agent-process.ts";
 import { type Dockerd, startDockerd } from "../../helpers/dockerd.ts";
 import { startHubOnGit } from "../../helpers/hub-on-git.ts";
 import { onRealServers, waitFor } from "../../helpers/wait-for.ts";
 
-const cli = path.resolve(import.meta.dirname, "../../../operators/cli/main.ts");
 const slow = { ...onRealServers, attempts: 1200 };
 
 const cluster = `apiVersion: rlinf.io/v1alpha1
@@ -51,13 +48,10 @@ ${task.always ? "        restartPolicy: Always\n" : ""}`,
 
 const phaseOf = (o: KubeObject | undefined) => (o?.status as { phase?: string } | undefined)?.phase;
 
-function startAgentProcess(hub: Hub, engine: Dockerd, stateDir: string, token?: string): ChildProcess {
-  const args = [cli, "agent", "--hub", hub.sshAddress, "--state-dir", stateDir, "--runtime", "docker"];
-  args.push("--docker-host", engine.host, "--node-name", "robot");
-  if (token) args.push("--token", token, "--ca-hash", hub.caFingerprint);
-  const child = spawn(process.execPath, args, { stdio: ["ignore", "ignore", "pipe"] });
-  child.stderr?.resume();
-  return child;
+/** The agent on the test's dockerd, as node "robot". */
+function startAgent(hub: Hub, engine: Dockerd, stateDir: string, token?: string): ChildProcess {
+  const args = ["--runtime", "docker", "--docker-host", engine.host, "--node-name", "robot"];
+  return startAgentProcess(hub, stateDir, args, token);
 }
 
 async function serviceContainers(engine: Dockerd) {
@@ -80,14 +74,8 @@ t.test(
       ]),
     };
     const { hub, git } = await startHubOnGit(t, { files });
-    await waitFor(
-      "the cluster from git",
-      async () => (await hub.store.get("Cluster", undefined, "edge")) !== undefined,
-      onRealServers,
-    );
-    const { token } = await hub.pki.enrollment.createToken({ cluster: "edge", ttlMs: 60_000 });
-    const stateDir = await mkdtemp(path.join(tmpdir(), "rlark-e2e-docker-"));
-    let agent = startAgentProcess(hub, engine, stateDir, token);
+    const { token, stateDir } = await agentEnrollment(hub, "edge");
+    let agent = startAgent(hub, engine, stateDir, token);
     t.teardown(() => agent.kill("SIGKILL"));
 
     await waitFor(
@@ -134,7 +122,7 @@ t.test(
     // kill -9 of the agent: the engine keeps the container; the next agent adopts it.
     agent.kill("SIGKILL");
     await new Promise((resolve) => agent.once("exit", resolve));
-    agent = startAgentProcess(hub, engine, stateDir);
+    agent = startAgent(hub, engine, stateDir);
     await waitFor(
       "the restarted agent online with svc Running",
       async () => {

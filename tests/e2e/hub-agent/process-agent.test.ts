@@ -1,17 +1,13 @@
 // Hub and a process-runtime agent end to end: a git repository, the real hub (store, controllers,
 // SSH tunnel) and `rlark agent` as its own process, enrolled with a bootstrap token.
-import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtemp } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import t, { type Test } from "tap";
 import type { Hub } from "../../../operators/hub/hub.ts";
 import type { KubeObject } from "../../../operators/lib/store/index.ts";
+import { agentEnrollment, startAgentProcess } from "../../helpers/agent-process.ts";
 import { startHubOnGit } from "../../helpers/hub-on-git.ts";
 import { pidsMarked } from "../../helpers/marked-processes.ts";
 import { onRealServers, waitFor } from "../../helpers/wait-for.ts";
 
-const cli = path.resolve(import.meta.dirname, "../../../operators/cli/main.ts");
 const marker = `rlark-e2e-${process.pid}`;
 
 const cluster = `apiVersion: rlinf.io/v1alpha1
@@ -51,24 +47,10 @@ async function clusterStatus(hub: Hub): Promise<ClusterStatus> {
 }
 const phaseOf = (o: KubeObject | undefined) => (o?.status as { phase?: string } | undefined)?.phase;
 
-function startAgentProcess(hub: Hub, stateDir: string, token?: string): ChildProcess {
-  const args = [cli, "agent", "--hub", hub.sshAddress, "--state-dir", stateDir];
-  if (token) args.push("--token", token, "--ca-hash", hub.caFingerprint);
-  const child = spawn(process.execPath, args, { stdio: ["ignore", "ignore", "pipe"] });
-  child.stderr?.resume();
-  return child;
-}
-
 async function setup(t: Test, files: Record<string, string>) {
   const running = await startHubOnGit(t, { files: { "cluster.yaml": cluster, ...files } });
   const { hub } = running;
-  await waitFor(
-    "cluster from git",
-    async () => (await hub.store.get("Cluster", undefined, "local")) !== undefined,
-    onRealServers,
-  );
-  const { token } = await hub.pki.enrollment.createToken({ cluster: "local", ttlMs: 60_000 });
-  const stateDir = await mkdtemp(path.join(tmpdir(), "rlark-e2e-agent-"));
+  const { token, stateDir } = await agentEnrollment(hub, "local");
   return { running, hub, stateDir, token };
 }
 
@@ -77,7 +59,7 @@ t.test("Raw tasks run to completion: exit 0 succeeds, exit 3 fails with exit cod
     "ok.yaml": rawJob("ok", "echo hello-from-the-task; exit 0", "Job"),
     "bad.yaml": rawJob("bad", "exit 3", "Job"),
   });
-  const agent = startAgentProcess(hub, stateDir, token);
+  const agent = startAgentProcess(hub, stateDir, [], token);
   t.teardown(() => agent.kill("SIGKILL"));
   await waitFor("ok Succeeded", async () => phaseOf(await job(hub, "ok")) === "Succeeded", {
     ...onRealServers,
@@ -117,7 +99,7 @@ t.test(
     });
     const { git } = running;
     let hub = running.hub;
-    let agent = startAgentProcess(hub, stateDir, token);
+    let agent = startAgentProcess(hub, stateDir, [], token);
     t.teardown(() => agent.kill("SIGKILL"));
     await waitFor("svc Running", async () => phaseOf(await job(hub, "svc")) === "Running", {
       ...onRealServers,
@@ -131,7 +113,7 @@ t.test(
     const killed = (await clusterStatus(hub)).bootId;
     agent.kill("SIGKILL");
     await new Promise((resolve) => agent.once("exit", resolve));
-    agent = startAgentProcess(hub, stateDir);
+    agent = startAgentProcess(hub, stateDir, []);
     // The restarted agent has applied the hub's desired set (its runtime RUNNING) and reported the
     // replica Running: one it had not adopted would have been started, so the count below is final.
     await waitFor(
