@@ -66,7 +66,7 @@ t.test(
         ),
         "policies.yaml": policyYaml(
           "alice-edge",
-          '  subjects:\n    users: [alice]\n  targets:\n    clusters: [edge]\n  verbs: [shell, exec]\n  commands: ["sh /hi-then-3", "cat /marker", "cat /no-such-file"]\n',
+          '  subjects:\n    users: [alice]\n  targets:\n    clusters: [edge]\n  verbs: [shell, exec]\n  commands: ["sh /hi-then-3", "cat /marker", "cat /no-such-file", "no-such-program", "cat"]\n',
         ),
       },
     });
@@ -107,6 +107,14 @@ t.test(
       t.equal(failing.code, 1, "cat's own exit status");
       t.match(failing.stderr, /no-such-file/, "the container's stderr is ssh's stderr");
       t.equal(failing.stdout, "");
+      const missing = await run("ssh", [...sshArgs(alice.file), `alice+${pod}@127.0.0.1`, "no-such-program"]);
+      // the engine answers a program it cannot start with its reason and 126, as kubernetes does
+      t.equal(missing.code, 126, JSON.stringify(missing));
+      t.match(missing.stdout + missing.stderr, /no-such-program/, "the engine says why");
+      // cat ends only when its stdin does: the client's EOF reaches the program
+      const piped = await run("ssh", [...sshArgs(alice.file), `alice+${pod}@127.0.0.1`, "cat"], "piped in\n");
+      t.equal(piped.stdout, "piped in\n", piped.stderr);
+      t.equal(piped.code, 0);
     });
 
     await t.test("a shell with a pty runs in the container; its exit status is ssh's", async (t) => {
