@@ -11,6 +11,7 @@ import { type BackoffPolicy, restartDelay } from "../process/crash-loop-backoff.
 import { podKey, type RejectedTask } from "../process/spec.ts";
 import type {
   AgentType,
+  ContainerAccess,
   LogStreamOptions,
   ObservedNode,
   ObservedPod,
@@ -20,6 +21,7 @@ import type {
   StopOptions,
 } from "../types.ts";
 import { createOptions, observedPod } from "./container.ts";
+import { startContainerExec } from "./exec.ts";
 import { type EngineInfo, engineNode, firstIPv4, type NodeOptions } from "./node.ts";
 import { type DesiredContainer, desiredContainers, LABELS } from "./spec.ts";
 
@@ -120,6 +122,27 @@ export class DockerRuntime implements Runtime {
   #again = false;
   #stopped = false;
   #lastView = "";
+
+  /**
+   * Shell and exec sessions into this runtime's running containers (exec.ts), after its own last
+   * check: the pod is one of its containers and runs. Files and port-forwards are not served yet.
+   */
+  readonly access: ContainerAccess = {
+    kind: "container",
+    openSession: async (request) => {
+      const seen = this.#running(request, "a session");
+      const label = `container ${seen.pod.container} of pod ${podKey(request.namespace, request.name)}`;
+      return startContainerExec(this.#client.getContainer(seen.id), this.#client.modem, label, request);
+    },
+    openFiles: async (request) => {
+      this.#running(request, "SFTP");
+      throw new Error("SFTP is not available on the docker runtime yet");
+    },
+    connect: async (pod) => {
+      this.#running(pod, "a port-forward");
+      throw new Error("port-forwards are not available on the docker runtime yet");
+    },
+  };
 
   private constructor(options: DockerRuntimeOptions, client: Docker, info: EngineInfo) {
     this.#client = client;
@@ -378,6 +401,18 @@ export class DockerRuntime implements Runtime {
       ...(failure ? { message: failure.message } : {}),
       container: task.spec.task ?? task.metadata.name,
     };
+  }
+
+  /** The pod's container when it is one of this runtime's and runs; throws saying why not. */
+  #running(pod: { namespace: string; name: string; container?: string }, what: string): Seen {
+    const key = podKey(pod.namespace, pod.name);
+    const seen = this.#seen.get(key);
+    if (!seen) throw new Error(`pod ${key} is not one of this agent's pods`);
+    if (pod.container && pod.container !== seen.pod.container)
+      throw new Error(`pod ${key} has no container ${pod.container}`);
+    if (seen.pod.phase !== "Running" || this.#busy.get(key)?.kind === "stopping")
+      throw new Error(`pod ${key} is not running (${seen.pod.phase}): no ${what} into it`);
+    return seen;
   }
 
   onChange(listener: () => void): () => void {
