@@ -9,13 +9,19 @@ async function tapOutput(cwd: string, files: string[]): Promise<string[]> {
   const child = spawn(
     "npx",
     ["tap", "--before=", "--after=", "--disable-coverage", "--reporter=tap", "--jobs=2", ...files],
-    { cwd, stdio: ["ignore", "pipe", "ignore"] },
+    { cwd, stdio: ["ignore", "pipe", "pipe"] },
   );
   let out = "";
+  let err = "";
   child.stdout.on("data", (chunk: Buffer) => {
     out += chunk.toString("utf8");
   });
-  await new Promise((resolve) => child.once("close", resolve));
+  child.stderr.on("data", (chunk: Buffer) => {
+    err = (err + chunk.toString("utf8")).slice(-4096);
+  });
+  const code = await new Promise((resolve) => child.once("close", resolve));
+  // an inner run that printed no summary failed before running anything: say what it said
+  if (!/^# \{ total/m.test(out)) t.comment(`inner tap exited ${code} with no summary; its stderr:\n${err}`);
   return out.split("\n");
 }
 
