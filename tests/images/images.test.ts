@@ -18,8 +18,11 @@ const UID = 65532;
 // By path: the environment given to the image's processes has no /usr/sbin on PATH.
 const CHROOT = "/usr/sbin/chroot";
 const ENV = "/usr/bin/env";
-/** rlark/rlark unpacked: issue 14's target, 0.2 MB above today's 119.8 (ADR 0006). */
-const CEILING_MB = 120;
+/**
+ * rlark/rlark unpacked: issue 14's 120 MB target (ADR 0006) plus the docker runtime's client
+ * (dockerode and docker-modem, 1.2 MB): 0.8 MB above today's 121.2.
+ */
+const CEILING_MB = 122;
 const ENTRY = ["/usr/local/bin/node", "/usr/local/lib/rlark/node_modules/rlark/bin/rlark.js"];
 
 function run(command: string, args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}) {

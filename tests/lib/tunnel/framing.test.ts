@@ -66,7 +66,7 @@ t.test("agent and hub messages are validated field by field", async (t) => {
     capabilities: [{ name: "x", process: "RUNNING", health: "READY" }],
   };
   t.same(parseAgentMessage(hello), hello);
-  t.throws(() => parseAgentMessage({ ...hello, runtime: "docker" }), ProtocolError);
+  t.throws(() => parseAgentMessage({ ...hello, runtime: "podman" }), ProtocolError);
   t.throws(
     () => parseAgentMessage({ ...hello, capabilities: [{ name: "x", health: "GREAT" }] }),
     ProtocolError,
