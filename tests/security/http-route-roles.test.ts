@@ -12,6 +12,7 @@ import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 const ANONYMOUS = [
   "/hooks/git", // each delivery carries its HMAC signature
   "/api/v1/auth/login",
+  "/api/v1/auth/login-link", // the single-use code is the credential (rlark up's one-click link)
   "/",
   "/index.html",
   "/favicon.ico",
