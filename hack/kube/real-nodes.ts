@@ -537,6 +537,10 @@ export async function startRealNode<P extends Proc>(
       cgroupRoot: record.cgroupRoot,
       cgroupsPerQOS: true,
       failSwapOn: false,
+      // kubelet's KUBE-FIREWALL drops new packets to 127.0.0.0/8 from any other source host-wide,
+      // re-added every minute by its canary: the test hosts in network namespaces beside a
+      // real-node fleet reach the hub on loopback addresses that way, so the fleet makes none
+      makeIPTablesUtilChains: false,
       podLogsDir: join(dir, "pods-logs"),
       volumePluginDir: join(dir, "volume-plugins"),
       resolvConf: "/etc/resolv.conf",
