@@ -5,7 +5,16 @@
 // nsenter. Needs root. Everything is stopped and removed at teardown.
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { chmodSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import {
+  chmodSync,
+  createWriteStream,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -14,6 +23,7 @@ import { type PodNetworkOptions, ProcessRuntime } from "../../operators/agent/ru
 import type { Pod } from "../../operators/api/index.ts";
 import { namespaceFor } from "../../operators/api/index.ts";
 import type { Hub, HubOptions } from "../../operators/hub/index.ts";
+import { jsonLogger } from "../../operators/lib/logger.ts";
 import { rlarkNetPath } from "../../operators/network/index.ts";
 import { claimNumber } from "./claim-number.ts";
 import { rlarkNetBinary } from "./domain-net.ts";
@@ -60,6 +70,8 @@ export class DomainClusters {
   readonly id = randomBytes(3).toString("hex");
   readonly dir = mkdtempSync(path.join(tmpdir(), "rlark-domain-clusters-"));
   readonly agents = new Map<string, ClusterAgent>();
+  /** The hub's log (it runs in the test's process), kept across its restarts. */
+  readonly hubLog = path.join(this.dir, "hub.log");
   running!: HubOnGit;
   relay = "";
   readonly #linkClaim = claimNumber("domain-clusters-link", 200, 250);
@@ -88,7 +100,13 @@ export class DomainClusters {
     // The sidecars (uid 1337) reach the nodeserver sockets under it.
     chmodSync(bed.dir, 0o755);
     const all = { "clusters.yaml": clusters.map((c) => clusterYaml(c)).join("---\n"), ...files };
-    bed.running = await startHubOnGit(t, { ...options.hub, files: all, domainRelay: "127.0.0.1:0" });
+    const logger = jsonLogger("hub", createWriteStream(bed.hubLog, { flags: "a" }));
+    bed.running = await startHubOnGit(t, {
+      logger,
+      ...options.hub,
+      files: all,
+      domainRelay: "127.0.0.1:0",
+    });
     bed.relay = bed.hub.domainRelayAddress as string;
     for (const cluster of clusters)
       await waitFor(
@@ -141,6 +159,21 @@ export class DomainClusters {
     const agent = { cluster, stateDir, runDir, log, child, linkCidr };
     this.agents.set(cluster, agent);
     return agent;
+  }
+
+  /** The last `bytes` of the hub's log and of each agent's: what a failed wait explains itself by. */
+  logTails(bytes = 3000): string {
+    const tail = (file: string) => {
+      try {
+        return readFileSync(file, "utf8").slice(-bytes);
+      } catch (error) {
+        return String(error);
+      }
+    };
+    return [
+      `hub log ends:\n${tail(this.hubLog)}`,
+      ...[...this.agents.values()].map((a) => `${a.cluster}'s agent log ends:\n${tail(a.log)}`),
+    ].join("\n");
   }
 
   /** SIGTERM, as a service manager stops it: its pods keep running for the next agent. */
