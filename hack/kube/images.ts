@@ -23,7 +23,7 @@ export const BUSYBOX = "/bin/busybox";
 export const SFTP_SERVER = "/usr/lib/openssh/sftp-server";
 
 /** Copies a dynamically linked program and the libraries ldd names to the same paths in `rootfs`. */
-function copyWithLibraries(program: string, rootfs: string): void {
+export function copyWithLibraries(program: string, rootfs: string): void {
   const libraries = [...execFileSync("ldd", [program], { encoding: "utf8" }).matchAll(/(\/\S+) \(0x/g)].map(
     (m) => m[1] as string,
   );

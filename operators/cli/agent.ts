@@ -148,12 +148,12 @@ export function registerAgent(program: Command): void {
     )
     .option(
       "--files-root <dir>",
-      "kubernetes runtime: the SFTP policy root in every container, an absolute path (default: the container's workingDir, or /)",
+      "kubernetes and docker runtimes: the SFTP policy root in every container, an absolute path (default: the container's working directory, or /)",
       absolutePath,
     )
     .option(
       "--sftp-server <path>",
-      "kubernetes runtime: where OpenSSH's sftp-server is in the images, tried before the usual paths",
+      "kubernetes and docker runtimes: where OpenSSH's sftp-server is in the images, tried before the usual paths",
       absolutePath,
     )
     .option(
@@ -243,6 +243,10 @@ export function registerAgent(program: Command): void {
           nodeLabels: flags.label,
           agentVersion: packageJson.version,
           logger,
+          files: {
+            ...(flags.filesRoot ? { root: flags.filesRoot } : {}),
+            ...(flags.sftpServer ? { sftpServer: flags.sftpServer } : {}),
+          },
         });
       } else {
         runtime = await ProcessRuntime.open({

@@ -3,15 +3,16 @@
 // meets the machine's containerd (hack/kube's kubelets) or another test's engine. It runs in a
 // network namespace of its own, where the default bridge and its iptables rules work without
 // touching the host's FORWARD policy or another engine's docker0. No registry is reachable: the
-// image the tests run is imported from a rootfs made of Debian's busybox-static.
+// image the tests run is imported from a rootfs made of Debian's busybox-static and OpenSSH's sftp-server.
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
-import { copyFile, mkdir, mkdtemp, rm, symlink } from "node:fs/promises";
+import { copyFile, mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import Docker from "dockerode";
 import type { Test } from "tap";
+import { copyWithLibraries, SFTP_SERVER } from "../../hack/kube/images.ts";
 import { waitFor } from "./wait-for.ts";
 
 export const TEST_IMAGE = "rlark-test/busybox:1";
@@ -42,6 +43,12 @@ async function busyboxRootfs(dir: string): Promise<void> {
   const applets = execFileSync("/bin/busybox", ["--list"], { encoding: "utf8" }).split("\n").filter(Boolean);
   for (const applet of applets) if (applet !== "busybox") await symlink("busybox", path.join(bin, applet));
   await mkdir(path.join(dir, "tmp"), { mode: 0o1777 });
+  // OpenSSH's sftp-server and its libraries: SFTP into docker pods runs the container's own. It
+  // looks its user up, as every image with a passwd file lets it.
+  copyWithLibraries(SFTP_SERVER, dir);
+  await mkdir(path.join(dir, "etc"), { recursive: true });
+  await writeFile(path.join(dir, "etc/passwd"), "root:x:0:0:root:/root:/bin/sh\n");
+  await writeFile(path.join(dir, "etc/group"), "root:x:0:\n");
 }
 
 function alive(pid: number): boolean {

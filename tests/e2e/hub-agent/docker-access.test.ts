@@ -1,8 +1,13 @@
-// Shell and exec into a docker-runtime pod end to end: real OpenSSH through the hub's bastion, a
-// hub on git with Users and an AccessPolicy, `rlark agent --runtime docker` as its own process on
-// a real dockerd of the test's own. The agent reaches the container through the engine's exec API.
+// Shell, exec, SFTP and ssh -L into a docker-runtime pod end to end: real OpenSSH through the
+// hub's bastion, a hub on git with Users and an AccessPolicy, `rlark agent --runtime docker` as its
+// own process on a real dockerd of the test's own. The agent reaches the container through the
+// engine's exec API (sessions, and the container's own sftp-server) and its network namespace
+// (forwards).
 import { type ChildProcess, spawn } from "node:child_process";
+import { createHash, randomBytes } from "node:crypto";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import t from "tap";
@@ -14,6 +19,7 @@ import { onRealServers, waitFor } from "../../helpers/wait-for.ts";
 
 const cli = path.resolve(import.meta.dirname, "../../../operators/cli/main.ts");
 const slow = { ...onRealServers, attempts: 1200 };
+const sha256 = (data: Buffer) => createHash("sha256").update(data).digest("hex");
 const pod = "svc-main-0";
 
 const cluster = `apiVersion: rlinf.io/v1alpha1
@@ -36,7 +42,7 @@ spec:
       docker:
         image: ${TEST_IMAGE}
         command: ["sh", "-c"]
-        args: ["echo in-the-container > /marker; printf 'echo hi; exit 3\\n' > /hi-then-3; sleep 1000"]
+        args: ["echo in-the-container > /marker; printf 'echo hi; exit 3\\n' > /hi-then-3; mkdir -p /srv; httpd -p 127.0.0.1:8080 -h /srv; sleep 1000"]
         restartPolicy: Always
 `;
 
@@ -66,7 +72,7 @@ t.test(
         ),
         "policies.yaml": policyYaml(
           "alice-edge",
-          '  subjects:\n    users: [alice]\n  targets:\n    clusters: [edge]\n  verbs: [shell, exec]\n  commands: ["sh /hi-then-3", "cat /marker", "cat /no-such-file", "no-such-program", "cat"]\n',
+          '  subjects:\n    users: [alice]\n  targets:\n    clusters: [edge]\n  verbs: [shell, exec, files, forward]\n  commands: ["sh /hi-then-3", "cat /marker", "cat /no-such-file", "no-such-program", "cat", "wc -c /srv/up.bin"]\n',
         ),
       },
     });
@@ -129,6 +135,67 @@ t.test(
       t.equal(shell.code, 3);
     });
 
+    await t.test("sftp copies to and from the container's own files, both ways intact", async (t) => {
+      const local = path.join(dir, "local");
+      mkdirSync(local);
+      const payload = randomBytes(1024 * 1024);
+      writeFileSync(path.join(local, "up.bin"), payload);
+      const sftpArgs = sshArgs(alice.file).map((a) => (a === "-p" ? "-P" : a));
+      const batch = path.join(dir, "batch");
+      writeFileSync(batch, "put up.bin /srv/up.bin\nget /srv/up.bin back.bin\nget /marker marker\n");
+      const sftp = await run("sftp", [...sftpArgs, "-b", batch, `alice+${pod}@127.0.0.1`], "", {
+        cwd: local,
+      });
+      t.equal(sftp.code, 0, sftp.stderr);
+      t.equal(sha256(readFileSync(path.join(local, "back.bin"))), sha256(payload), "back intact");
+      t.equal(readFileSync(path.join(local, "marker"), "utf8"), "in-the-container\n", "the container's file");
+      const listed = await run("ssh", [
+        ...sshArgs(alice.file),
+        `alice+${pod}@127.0.0.1`,
+        "wc -c /srv/up.bin",
+      ]);
+      t.match(
+        listed.stdout,
+        new RegExp(`^\\s*${payload.length}\\s+/srv/up\\.bin`),
+        "the file is in the container",
+      );
+    });
+
+    await t.test("ssh -L reaches the container's own port: the file sftp put there comes back", async (t) => {
+      const probe = createServer();
+      await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+      const localPort = (probe.address() as AddressInfo).port;
+      await new Promise<void>((resolve) => probe.close(() => resolve()));
+      const forward = spawn(
+        "ssh",
+        [
+          ...sshArgs(alice.file),
+          "-N",
+          "-o",
+          "ExitOnForwardFailure=yes",
+          "-L",
+          `${localPort}:${pod}:8080`,
+          "alice@127.0.0.1",
+        ],
+        { stdio: "ignore" },
+      );
+      t.teardown(() => forward.kill());
+      const body = await waitFor(
+        "up.bin over HTTP through the forward",
+        async () => {
+          const response = await fetch(`http://127.0.0.1:${localPort}/up.bin`);
+          return response.status === 200 ? Buffer.from(await response.arrayBuffer()) : undefined;
+        },
+        slow,
+      );
+      t.equal(sha256(body), sha256(readFileSync(path.join(dir, "local/up.bin"))), "the same bytes");
+      // the container's loopback only: the httpd there is not the agent's machine's
+      const closed = await run("ssh", [...sshArgs(alice.file), "-W", `${pod}:9`, "alice@127.0.0.1"]);
+      t.not(closed.code, 0, "a port nothing in the container listens on is refused");
+      t.match(closed.stderr, /open failed|refused/, closed.stderr);
+      forward.kill();
+    });
+
     await t.test("a user without a grant is refused", async (t) => {
       const shell = await run("ssh", [...sshArgs(bob.file), "-tt", `bob+${pod}@127.0.0.1`], "exit 0\n");
       t.not(shell.code, 0, "no shell");
@@ -136,6 +203,11 @@ t.test(
       const exec = await run("ssh", [...sshArgs(bob.file), `bob+${pod}@127.0.0.1`, "cat /marker"]);
       t.not(exec.code, 0, "no exec");
       t.equal(exec.stdout, "", "nothing ran");
+      const batch = path.join(dir, "bob-batch");
+      writeFileSync(batch, "get /marker bob-marker\n");
+      const bobArgs = sshArgs(bob.file).map((a) => (a === "-p" ? "-P" : a));
+      const sftp = await run("sftp", [...bobArgs, "-b", batch, `bob+${pod}@127.0.0.1`], "", { cwd: dir });
+      t.not(sftp.code, 0, "no files");
     });
   },
 );

@@ -19,7 +19,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { KubernetesObjectApi } from "@kubernetes/client-node";
 import t from "tap";
-import { startPodFiles } from "../../../operators/agent/runtimes/kubernetes/access/pod-files.ts";
+import { startPodExec } from "../../../operators/agent/runtimes/kubernetes/access/pod-exec.ts";
+import { startExecFiles } from "../../../operators/agent/runtimes/shared/exec-files.ts";
 import { keygen, openSshArgs, policyYaml, readAudit, run, userYaml } from "../../access/bastion-fixture.ts";
 import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
 import { startFleetKubeAgent } from "../../helpers/fleet-agent-identity.ts";
@@ -214,14 +215,16 @@ t.test("OpenSSH sftp and scp reach a kubernetes pod's container through hub and 
       /not one of this agent's pods/,
     );
     const target = { namespace, name: pod, container: "trainer" };
+    const where = `container trainer of pod ${namespace}/${pod}`;
+    const exec = (command: string[]) => startPodExec(agentKc, target, { ...target, command });
     await t.rejects(
-      startPodFiles(agentKc, target, { root: podDir, servers: ["/nonexistent/sftp-server"] }),
+      startExecFiles(exec, where, { root: podDir, servers: ["/nonexistent/sftp-server"] }),
       new RegExp(
         `container trainer of pod ${namespace}/${pod} has no sftp-server \\(looked at /nonexistent/sftp-server\\)`,
       ),
     );
     await t.rejects(
-      startPodFiles(agentKc, target, {
+      startExecFiles(exec, where, {
         root: path.join(dir, "missing"),
         servers: ["/usr/lib/openssh/sftp-server"],
       }),

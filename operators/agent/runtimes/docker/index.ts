@@ -22,6 +22,7 @@ import type {
 } from "../types.ts";
 import { createOptions, observedPod } from "./container.ts";
 import { startContainerExec } from "./exec.ts";
+import { connectContainerPort, type DockerFilesOptions, openContainerFiles } from "./files-and-ports.ts";
 import { type EngineInfo, engineNode, firstIPv4, type NodeOptions } from "./node.ts";
 import { type DesiredContainer, desiredContainers, LABELS } from "./spec.ts";
 
@@ -46,6 +47,8 @@ export interface DockerRuntimeOptions {
   backoff?: Partial<BackoffPolicy>;
   /** Each container's log is at most this many bytes plus one rotated file. Default 10 MiB. */
   logMaxBytes?: number;
+  /** SFTP into containers: the policy root and where sftp-server is (files-and-ports.ts). */
+  files?: DockerFilesOptions;
   logger?: Logger;
 }
 
@@ -107,6 +110,8 @@ export class DockerRuntime implements Runtime {
   readonly #backoff: BackoffPolicy;
   readonly #logMaxBytes: number;
   readonly #listeners = new Set<() => void>();
+  readonly #dockerHost: string | undefined;
+  readonly #files: DockerFilesOptions;
   /** The owned containers by pod key, as of the last listing. */
   #seen = new Map<string, Seen>();
   /** Work in flight per pod key (a create and start, or a stop and remove): one at a time. */
@@ -124,28 +129,46 @@ export class DockerRuntime implements Runtime {
   #lastView = "";
 
   /**
-   * Shell and exec sessions into this runtime's running containers (exec.ts), after its own last
-   * check: the pod is one of its containers and runs. Files and port-forwards are not served yet.
+   * Shell and exec sessions (exec.ts), SFTP and port-forwards (files-and-ports.ts) into this
+   * runtime's running containers, after its own last check: the pod is one of its containers and
+   * runs.
    */
   readonly access: ContainerAccess = {
     kind: "container",
     openSession: async (request) => {
       const seen = this.#running(request, "a session");
-      const label = `container ${seen.pod.container} of pod ${podKey(request.namespace, request.name)}`;
-      return startContainerExec(this.#client.getContainer(seen.id), this.#client.modem, label, request);
+      return startContainerExec(
+        this.#client.getContainer(seen.id),
+        this.#client.modem,
+        this.#label(seen),
+        request,
+      );
     },
     openFiles: async (request) => {
-      this.#running(request, "SFTP");
-      throw new Error("SFTP is not available on the docker runtime yet");
+      const seen = this.#running(request, "SFTP");
+      const ref = { namespace: request.namespace, name: request.name };
+      const container = this.#client.getContainer(seen.id);
+      return openContainerFiles(container, this.#client.modem, this.#label(seen), ref, this.#files);
     },
-    connect: async (pod) => {
-      this.#running(pod, "a port-forward");
-      throw new Error("port-forwards are not available on the docker runtime yet");
+    connect: async (pod, port) => {
+      const seen = this.#running(pod, "a port-forward");
+      return connectContainerPort(
+        this.#client.getContainer(seen.id),
+        this.#label(seen),
+        this.#dockerHost,
+        port,
+      );
     },
   };
 
+  #label(seen: Seen): string {
+    return `container ${seen.pod.container} of pod ${podKey(seen.pod.namespace, seen.pod.name)}`;
+  }
+
   private constructor(options: DockerRuntimeOptions, client: Docker, info: EngineInfo) {
     this.#client = client;
+    this.#dockerHost = options.dockerHost;
+    this.#files = options.files ?? {};
     this.#logger = options.logger ?? silentLogger;
     this.#owner = options.owner ?? options.nodeName;
     this.#nodeOptions = {

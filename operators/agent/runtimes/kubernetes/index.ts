@@ -98,7 +98,7 @@ export interface KubernetesRuntimeOptions {
   addonPollIntervalMs?: number;
   /** Time for retries and polls (tests pass a FakeClock). */
   clock?: Clock;
-  /** SFTP into pods (pod-files.ts). */
+  /** SFTP into pods (shared/exec-files.ts). */
   files?: PodFilesOptions;
 }
 

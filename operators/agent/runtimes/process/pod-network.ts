@@ -10,11 +10,12 @@
 //
 // Names carry a tag of the runtime's state dir, so two runtimes on one machine (two "clusters")
 // never touch each other's: namespaces `rlark-<tag>-<pod>`, host links `rk<tag><pod>h`.
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { chmodSync, chownSync, copyFileSync, mkdirSync, renameSync, statSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
-import { Duplex } from "node:stream";
+import type { Duplex } from "node:stream";
+import { connectInNetns } from "../shared/netns-connect.ts";
 import { ensurePodAccount } from "./pod-account.ts";
 
 export interface PodNetworkOptions {
@@ -257,28 +258,7 @@ export class PodNetworks {
    * lies where the pods' user may not go, and a loopback connection is the same from any uid).
    */
   connect(network: PodNetwork, port: number): Promise<Duplex> {
-    const [nsenter, ...args] = this.enter(network);
-    const child = spawn(nsenter as string, [...args, this.#helper(), "connect", `127.0.0.1:${port}`], {
-      stdio: ["pipe", "pipe", "pipe"],
-    });
-    return new Promise((resolve, reject) => {
-      let said = "";
-      const fail = (message: string) => reject(new Error(`port ${port}: ${message}`));
-      child.once("error", (error) => fail(error.message));
-      // "close", not "exit": the helper's reason may still be in the stderr pipe when it exits
-      child.once("close", () => fail(said.trim().replace(/^rlark-net: /, "") || "the relay ended"));
-      child.stderr.on("data", (chunk: Buffer) => {
-        if (said.length < 4096) said += chunk.toString("utf8");
-        if (!said.startsWith("connected\n")) return;
-        child.stderr.removeAllListeners("data");
-        child.stderr.resume();
-        child.removeAllListeners("close");
-        const stream = Duplex.from({ readable: child.stdout, writable: child.stdin });
-        stream.once("close", () => child.kill());
-        child.stdin.on("error", () => {});
-        resolve(stream);
-      });
-    });
+    return connectInNetns(this.enter(network), this.#helper(), port);
   }
 
   /**

@@ -2,13 +2,13 @@
 // agent's Tasks through the pod's subresources (exec, portforward) with the agent's own
 // credentials, each after the runtime's last check (pod-access.ts).
 import type { KubeConfig } from "@kubernetes/client-node";
+import { SFTP_SERVER_PATHS, startExecFiles } from "../../shared/exec-files.ts";
 import type { ContainerAccess } from "../../types.ts";
 import { checkPodAccess, type PodLookup } from "./pod-access.ts";
 import { startPodExec } from "./pod-exec.ts";
-import { SFTP_SERVER_PATHS, startPodFiles } from "./pod-files.ts";
 import { podPortForward } from "./pod-port-forward.ts";
 
-/** SFTP into pods (pod-files.ts). */
+/** SFTP into pods (shared/exec-files.ts). */
 export interface PodFilesOptions {
   /**
    * The policy root in every container: an absolute path. Default the container's `workingDir`,
@@ -48,9 +48,10 @@ export function containerAccess(options: ContainerAccessOptions): ContainerAcces
       const spec = pods
         .get(request.namespace, request.name)
         ?.spec?.containers.find((c) => c.name === container);
-      return startPodFiles(
-        kubeConfig,
-        { namespace: request.namespace, name: request.name, container },
+      const target = { namespace: request.namespace, name: request.name, container };
+      return startExecFiles(
+        (command) => startPodExec(kubeConfig, target, { ...target, command }),
+        `container ${container} of pod ${request.namespace}/${request.name}`,
         {
           root: root ?? spec?.workingDir ?? "/",
           servers: [...(sftpServer ? [sftpServer] : []), ...SFTP_SERVER_PATHS],

@@ -1,13 +1,12 @@
-// OpenSSH's sftp-server in a kubernetes pod's container, through pods/exec with the agent's own
-// credentials (pod-exec.ts: the raw channel WebSocket, with backpressure both ways). A small
-// /bin/sh script enters the policy root, finds the server at the usual paths, tells us its pid
-// and the root's real path (symlinks resolved in the container) on one line and execs the server:
-// the line tells a started server from one that is not there, before the client is answered.
-// sftp-server ends at EOF on its stdin, which is sent when the session ends; a container runtime
-// that does not pass it on (kwok) would keep the server forever, so one that has not exited
-// shortly after is ended by its pid through a second exec.
+// OpenSSH's sftp-server in a container, through the runtime's exec (kubernetes' pods/exec, the
+// docker engine's exec API), which speaks lib/access-stream's frames with backpressure both ways.
+// A small /bin/sh script enters the policy root, finds the server at the usual paths, tells us
+// its pid and the root's real path (symlinks resolved in the container) on one line and execs the
+// server: the line tells a started server from one that is not there, before the client is
+// answered. sftp-server ends at EOF on its stdin, which is sent when the session ends; a
+// container runtime that does not pass it on (kwok) would keep the server forever, so one that
+// has not exited shortly after is ended by its pid through a second exec.
 import { Duplex } from "node:stream";
-import type { KubeConfig } from "@kubernetes/client-node";
 import {
   type ExitStatus,
   encodeFrame,
@@ -15,11 +14,10 @@ import {
   FrameType,
   MAX_FRAME_PAYLOAD,
   parseExit,
-} from "../../../../lib/access-stream/index.ts";
-import { whenDrainedOrClosed } from "../../../../lib/stream-drain.ts";
-import { SERVED_REQUESTS } from "../../shared/sftp-filter.ts";
-import type { ContainerFiles } from "../../types.ts";
-import { type PodExecTarget, startPodExec } from "./pod-exec.ts";
+} from "../../../lib/access-stream/index.ts";
+import { whenDrainedOrClosed } from "../../../lib/stream-drain.ts";
+import type { ContainerFiles } from "../types.ts";
+import { SERVED_REQUESTS } from "./sftp-filter.ts";
 
 /** Where images keep OpenSSH's sftp-server: Debian/Ubuntu, Alpine, Fedora/RHEL. */
 export const SFTP_SERVER_PATHS = [
@@ -49,15 +47,17 @@ for server in "$@"; do
 done
 exit ${NO_SERVER}`;
 
-export interface PodFilesOptions {
+export interface ExecFilesOptions {
   /** The policy root in the container (absolute). */
   root: string;
   /** Where to look for sftp-server; the first executable one runs. */
   servers: string[];
 }
 
-function refusal(pod: PodExecTarget, options: PodFilesOptions, exit: ExitStatus | undefined, stderr: string) {
-  const where = `container ${pod.container} of pod ${pod.namespace}/${pod.name}`;
+/** Runs `command` in the container: a session speaking lib/access-stream's frames. */
+export type ContainerExec = (command: string[]) => Promise<Duplex>;
+
+function refusal(where: string, options: ExecFilesOptions, exit: ExitStatus | undefined, stderr: string) {
   if (exit?.code === NO_SERVER)
     return new Error(
       `${where} has no sftp-server (looked at ${options.servers.join(", ")}): install OpenSSH's sftp-server in its image, or tell the agent where it is (--sftp-server)`,
@@ -71,35 +71,30 @@ function refusal(pod: PodExecTarget, options: PodFilesOptions, exit: ExitStatus 
 }
 
 /** Ends the server `pid` if it still runs (a pid the container reused for something else is left alone). */
-async function killServer(kubeConfig: KubeConfig, pod: PodExecTarget, pid: number): Promise<void> {
-  const session = await startPodExec(kubeConfig, pod, {
-    namespace: pod.namespace,
-    name: pod.name,
-    command: [
-      "/bin/sh",
-      "-c",
-      'grep -q sftp-server "/proc/$1/cmdline" 2>/dev/null && kill "$1"',
-      "sh",
-      String(pid),
-    ],
-  });
+async function killServer(exec: ContainerExec, pid: number): Promise<void> {
+  const session = await exec([
+    "/bin/sh",
+    "-c",
+    'grep -q sftp-server "/proc/$1/cmdline" 2>/dev/null && kill "$1"',
+    "sh",
+    String(pid),
+  ]);
   // nothing to hear from it: a failure leaves the server to the container's runtime
   session.on("error", () => {});
   session.resume();
   session.end();
 }
 
-/** Starts the server; resolves once it runs, rejects saying why it cannot. */
-export async function startPodFiles(
-  kubeConfig: KubeConfig,
-  pod: PodExecTarget,
-  options: PodFilesOptions,
+/**
+ * Starts the server in the container `where` names (for errors); resolves once it runs, rejects
+ * saying why it cannot.
+ */
+export async function startExecFiles(
+  exec: ContainerExec,
+  where: string,
+  options: ExecFilesOptions,
 ): Promise<ContainerFiles> {
-  const session = await startPodExec(kubeConfig, pod, {
-    namespace: pod.namespace,
-    name: pod.name,
-    command: ["/bin/sh", "-c", SCRIPT, "sh", options.root, ...options.servers],
-  });
+  const session = await exec(["/bin/sh", "-c", SCRIPT, "sh", options.root, ...options.servers]);
   const decoder = new FrameDecoder();
   let line = "";
   let stderr = "";
@@ -117,7 +112,7 @@ export async function startPodFiles(
     setTimeout(() => {
       if (exited) return;
       session.destroy();
-      void killServer(kubeConfig, pod, pid).catch(() => {});
+      void killServer(exec, pid).catch(() => {});
     }, EXIT_GRACE_MS).unref();
   };
   let started: (files: ContainerFiles) => void = () => {};
@@ -188,7 +183,7 @@ export async function startPodFiles(
   });
   session.once("end", () => {
     exited = true;
-    if (root === undefined) failed(refusal(pod, options, exit, stderr));
+    if (root === undefined) failed(refusal(where, options, exit, stderr));
     else server.push(null);
   });
   session.on("error", (error) => {
@@ -196,7 +191,7 @@ export async function startPodFiles(
     else server.destroy(error);
   });
   session.once("close", () => {
-    if (root === undefined) failed(refusal(pod, options, exit, stderr));
+    if (root === undefined) failed(refusal(where, options, exit, stderr));
   });
   return ready;
 }
