@@ -8,6 +8,7 @@ import type { Domain, DomainPeer } from "../../operators/api/index.ts";
 import { DomainCertificates } from "../../operators/controllers/domain/index.ts";
 import { type Hub, startHub } from "../../operators/hub/index.ts";
 import { silentLogger } from "../../operators/lib/logger.ts";
+import { relayEngineOptions } from "./relay-engine.ts";
 
 export interface RelayHub {
   hub: Hub;
@@ -34,6 +35,7 @@ export async function startRelayHub(t: Test, prefix: string): Promise<RelayHub> 
     http: "127.0.0.1:0",
     ssh: "127.0.0.1:0",
     domainRelay: "127.0.0.1:0",
+    ...relayEngineOptions(),
     controllers: () => [],
     logger: silentLogger,
   });
