@@ -43,6 +43,9 @@ const (
 	// each slice is still one splice loop.
 	copySlice      = 1 << 20
 	reportInterval = 500 * time.Millisecond
+	// How long the accept loop waits for a new connection's first bytes before reading them on
+	// their own goroutine: a silent connection delays the next accept by this much at most.
+	inlineRead = time.Millisecond
 )
 
 // jsonLog writes the hub's log line shape (operators/lib/logger.ts) on stderr.
@@ -141,10 +144,25 @@ func (r *relay) cancel(id string) {
 		return
 	}
 	for _, s := range p.sides {
-		if s != nil {
+		if s == nil {
+			continue
+		}
+		if p.joined {
 			s.conn.Close()
+		} else {
+			go closeUnjoined(s.conn)
 		}
 	}
+}
+
+// closeUnjoined ends a connection that never joined. Its nodeserver is told why on its control
+// stream, which the hub closes at the same time, and then closes the connection itself: waiting
+// for that (a second at most) lets the reason arrive first, and reading what it sent (its TLS
+// hello) makes the end a clean one, not the reset of closing a socket with unread bytes.
+func closeUnjoined(conn *net.TCPConn) {
+	conn.SetReadDeadline(time.Now().Add(time.Second))
+	io.Copy(io.Discard, conn)
+	conn.Close()
 }
 
 // answer places an admitted connection in its pair at once, in the order of the hub's lines, so
@@ -184,9 +202,9 @@ func (r *relay) answer(m controlMsg) {
 	}
 }
 
-// ask hands the hub what a data connection said and waits for its answer: whether the hub took
-// the connection (then it belongs to its pair).
-func (r *relay) ask(m controlMsg, conn *held) bool {
+// request hands the hub what a data connection said; the channel gets its answer: whether the
+// hub took the connection (then it belongs to its pair).
+func (r *relay) request(m controlMsg, conn *held) chan bool {
 	a := &asking{conn: conn, answer: make(chan bool, 1)}
 	r.mu.Lock()
 	r.nextID++
@@ -194,7 +212,7 @@ func (r *relay) ask(m controlMsg, conn *held) bool {
 	r.waiting[m.Conn] = a
 	r.mu.Unlock()
 	r.send(m)
-	return <-a.answer
+	return a.answer
 }
 
 func remoteIP(c net.Conn) string {
@@ -204,53 +222,88 @@ func remoteIP(c net.Conn) string {
 	return c.RemoteAddr().String()
 }
 
-func (r *relay) handle(conn *net.TCPConn) {
+// reading is a new connection up to its ticket line (or its first bytes, if it is TLS).
+type reading struct {
+	conn *net.TCPConn
+	line [ticketLineBytes]byte
+	n    int
+}
+
+// end is where the ticket line ends (-1: not yet, or too long once full).
+func (c *reading) end() int {
+	for i := 0; i < c.n; i++ {
+		if c.line[i] == '\n' {
+			return i
+		}
+	}
+	return -1
+}
+
+func (c *reading) complete() bool { return c.n == len(c.line) || c.end() >= 0 }
+
+func isTimeout(err error) bool {
+	var timeout net.Error
+	return errors.As(err, &timeout) && timeout.Timeout()
+}
+
+// present asks the hub about a complete ticket line; the channel says whether it took it. A
+// line too long for a ticket is still the hub's to refuse (and count).
+func (r *relay) present(c *reading) chan bool {
+	c.conn.SetReadDeadline(time.Time{})
+	ticket, h := "", (*held)(nil)
+	if end := c.end(); end >= 0 {
+		ticket = string(c.line[:end])
+		h = &held{conn: c.conn, rest: append([]byte(nil), c.line[end+1:c.n]...)}
+	}
+	return r.request(controlMsg{Op: "ticket", Ticket: ticket, Remote: remoteIP(c.conn)}, h)
+}
+
+func (r *relay) settle(c *reading, taken chan bool) {
+	if !<-taken {
+		c.conn.Close()
+	}
+}
+
+// accept reads what a new connection has already sent before the next is accepted, so that two
+// uses of one ticket reach the hub in the order they came (the first is held, the second
+// refused); a connection that has sent nothing yet is read on its own.
+func (r *relay) accept(conn *net.TCPConn) {
 	conn.SetNoDelay(true)
+	c := &reading{conn: conn}
+	conn.SetReadDeadline(time.Now().Add(inlineRead))
+	n, err := conn.Read(c.line[:])
+	c.n = n
+	switch {
+	case err != nil && !isTimeout(err):
+		conn.Close()
+	case n > 0 && c.line[0] != tlsHandshake && c.complete():
+		go r.settle(c, r.present(c))
+	default:
+		go r.handle(c)
+	}
+}
+
+func (r *relay) handle(c *reading) {
+	conn := c.conn
 	// A connection that says nothing holds an fd: it gets as long as a ticket lives.
 	conn.SetReadDeadline(time.Now().Add(ticketTTL))
-	var line [ticketLineBytes]byte
-	n, err := conn.Read(line[:1])
-	if err != nil || n == 0 {
-		conn.Close()
-		return
-	}
-	if line[0] == tlsHandshake {
-		conn.SetReadDeadline(time.Time{})
-		r.forwardTLS(conn, line[0])
-		return
-	}
-	end := -1
-	for end < 0 {
-		for i := 0; i < n; i++ {
-			if line[i] == '\n' {
-				end = i
-				break
-			}
-		}
-		if end >= 0 || n == len(line) {
-			break
-		}
-		m, err := conn.Read(line[n:])
-		n += m
+	for c.n == 0 || (c.line[0] != tlsHandshake && !c.complete()) {
+		m, err := conn.Read(c.line[c.n:])
+		c.n += m
 		if err != nil {
-			var timeout net.Error
-			if errors.As(err, &timeout) && timeout.Timeout() {
-				r.ask(controlMsg{Op: "timeout", Remote: remoteIP(conn)}, nil)
+			if isTimeout(err) && c.n > 0 {
+				r.settle(c, r.request(controlMsg{Op: "timeout", Remote: remoteIP(conn)}, nil))
 			}
 			conn.Close()
 			return
 		}
 	}
-	conn.SetReadDeadline(time.Time{})
-	// A line too long for a ticket is still the hub's to refuse (and count).
-	ticket, h := "", (*held)(nil)
-	if end >= 0 {
-		ticket = string(line[:end])
-		h = &held{conn: conn, rest: append([]byte(nil), line[end+1:n]...)}
+	if c.line[0] == tlsHandshake {
+		conn.SetReadDeadline(time.Time{})
+		r.forwardTLS(conn, c.line[:c.n])
+		return
 	}
-	if !r.ask(controlMsg{Op: "ticket", Ticket: ticket, Remote: remoteIP(conn)}, h) {
-		conn.Close()
-	}
+	r.settle(c, r.present(c))
 }
 
 // join runs a pair both ways with half-close, as operators/lib/relay/splice.ts does: a clean
@@ -331,7 +384,7 @@ func (r *relay) report() {
 }
 
 // forwardTLS passes a control connection to the hub's TLS listener, preceded by its remote address.
-func (r *relay) forwardTLS(conn *net.TCPConn, first byte) {
+func (r *relay) forwardTLS(conn *net.TCPConn, first []byte) {
 	up, err := net.Dial("unix", r.tlsSock)
 	if err != nil {
 		jsonLog("warn", "hub TLS listener unreachable", map[string]any{"error": err.Error()})
@@ -339,7 +392,7 @@ func (r *relay) forwardTLS(conn *net.TCPConn, first byte) {
 		return
 	}
 	preface, _ := json.Marshal(map[string]string{"remote": remoteIP(conn)})
-	if _, err := up.Write(append(append(preface, '\n'), first)); err != nil {
+	if _, err := up.Write(append(append(preface, '\n'), first...)); err != nil {
 		conn.Close()
 		up.Close()
 		return
@@ -393,6 +446,6 @@ func runRelay(args []string) {
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
-		go r.handle(conn.(*net.TCPConn))
+		r.accept(conn.(*net.TCPConn))
 	}
 }
