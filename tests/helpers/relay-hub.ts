@@ -6,7 +6,7 @@ import path from "node:path";
 import type { Test } from "tap";
 import type { Domain, DomainPeer } from "../../operators/api/index.ts";
 import { DomainCertificates } from "../../operators/controllers/domain/index.ts";
-import { type Hub, startHub } from "../../operators/hub/index.ts";
+import { type Hub, type HubOptions, startHub } from "../../operators/hub/index.ts";
 import { silentLogger } from "../../operators/lib/logger.ts";
 import { relayEngineOptions } from "./relay-engine.ts";
 
@@ -28,7 +28,11 @@ export interface RelayHub {
   peer(name: string, cluster: string, ips?: readonly string[]): Promise<void>;
 }
 
-export async function startRelayHub(t: Test, prefix: string): Promise<RelayHub> {
+export async function startRelayHub(
+  t: Test,
+  prefix: string,
+  more: Partial<HubOptions> = {},
+): Promise<RelayHub> {
   const dir = mkdtempSync(path.join(tmpdir(), `rlark-${prefix}-`));
   const hub = await startHub({
     dataDir: path.join(dir, "hub"),
@@ -38,6 +42,7 @@ export async function startRelayHub(t: Test, prefix: string): Promise<RelayHub> 
     ...relayEngineOptions(),
     controllers: () => [],
     logger: silentLogger,
+    ...more,
   });
   t.teardown(async () => {
     await hub.stop();

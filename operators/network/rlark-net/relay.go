@@ -22,6 +22,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -30,6 +31,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -43,9 +45,6 @@ const (
 	// each slice is still one splice loop.
 	copySlice      = 1 << 20
 	reportInterval = 500 * time.Millisecond
-	// How long the accept loop waits for a new connection's first bytes before reading them on
-	// their own goroutine: a silent connection delays the next accept by this much at most.
-	inlineRead = time.Millisecond
 )
 
 // jsonLog writes the hub's log line shape (operators/lib/logger.ts) on stderr.
@@ -264,23 +263,57 @@ func (r *relay) settle(c *reading, taken chan bool) {
 	}
 }
 
-// accept reads what a new connection has already sent before the next is accepted, so that two
-// uses of one ticket reach the hub in the order they came (the first is held, the second
-// refused); a connection that has sent nothing yet is read on its own.
+// accept takes what a new connection has already sent (TCP_DEFER_ACCEPT accepts it once it has
+// sent something) before the next is accepted, so that two uses of one ticket reach the hub in
+// the order they came (the first is held, the second refused). The read does not wait: a
+// connection with nothing to say yet is read on its own.
 func (r *relay) accept(conn *net.TCPConn) {
 	conn.SetNoDelay(true)
 	c := &reading{conn: conn}
-	conn.SetReadDeadline(time.Now().Add(inlineRead))
-	n, err := conn.Read(c.line[:])
+	n, err := readNow(conn, c.line[:])
 	c.n = n
 	switch {
-	case err != nil && !isTimeout(err):
+	case err != nil:
 		conn.Close()
 	case n > 0 && c.line[0] != tlsHandshake && c.complete():
 		go r.settle(c, r.present(c))
 	default:
 		go r.handle(c)
 	}
+}
+
+// readNow reads what is there without waiting: 0 and no error when nothing is, io.EOF at the end.
+func readNow(conn *net.TCPConn, buf []byte) (int, error) {
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	n, readErr := 0, error(nil)
+	err = raw.Read(func(fd uintptr) bool {
+		n, readErr = syscall.Read(int(fd), buf)
+		return true
+	})
+	switch {
+	case err != nil:
+		return 0, err
+	case readErr == syscall.EAGAIN:
+		return 0, nil
+	case readErr != nil:
+		return 0, readErr
+	case n == 0:
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// deferAccept sets TCP_DEFER_ACCEPT on the listener: a connection reaches accept once its first
+// bytes are in (or after a second without any).
+func deferAccept(_, _ string, raw syscall.RawConn) error {
+	var err error
+	raw.Control(func(fd uintptr) {
+		err = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, syscall.TCP_DEFER_ACCEPT, 1)
+	})
+	return err
 }
 
 func (r *relay) handle(c *reading) {
@@ -428,7 +461,7 @@ func runRelay(args []string) {
 	if err != nil {
 		fail("control socket: %v", err)
 	}
-	listener, err := net.Listen("tcp4", *listenAt)
+	listener, err := (&net.ListenConfig{Control: deferAccept}).Listen(context.Background(), "tcp4", *listenAt)
 	if err != nil {
 		jsonLog("error", "listen failed", map[string]any{"listen": *listenAt, "error": err.Error()})
 		os.Exit(1)
