@@ -99,6 +99,8 @@ export function createGoEngine(options: {
   let backoff = RESTART_MIN_MS;
   let restartTimer: NodeJS.Timeout | undefined;
   let firstStart: { resolve(port: number): void; reject(error: Error): void } | undefined;
+  /** The process's last error line: why a first start failed. */
+  let lastError = "";
 
   const send = (message: Record<string, unknown>) => {
     if (control && !control.destroyed) control.write(`${JSON.stringify(message)}\n`);
@@ -193,6 +195,17 @@ export function createGoEngine(options: {
       });
     });
 
+  const closeSockets = async () => {
+    control?.destroy();
+    await Promise.all(
+      [controlServer, tlsServer].map(
+        (server) =>
+          new Promise<void>((resolve) => (server.listening ? server.close(() => resolve()) : resolve())),
+      ),
+    );
+    rmSync(dir, { recursive: true, force: true });
+  };
+
   const start = () => {
     if (stopping || !listenAt) return;
     const startedAt = Date.now();
@@ -212,7 +225,13 @@ export function createGoEngine(options: {
       handlers.down();
       if (stopping) return;
       if (firstStart) {
-        firstStart.reject(new Error(`rlark-net relay exited (${signal ?? code}) before listening`));
+        stopping = true;
+        void closeSockets();
+        firstStart.reject(
+          new Error(
+            `rlark-net relay exited (${signal ?? code}) before listening${lastError ? `: ${lastError}` : ""}`,
+          ),
+        );
         firstStart = undefined;
         return;
       }
@@ -239,6 +258,8 @@ export function createGoEngine(options: {
     }
     const { level, message, time: _time, component: _component, ...rest } = fields;
     const text = `domain relay: rlark-net: ${String(message)}`;
+    if (level === "error")
+      lastError = `${String(message)}${typeof rest.error === "string" ? `: ${rest.error}` : ""}`;
     if (level === "error") logger.error(text, rest);
     else if (level === "warn") logger.warn(text, rest);
     else logger.info(text, rest);
@@ -274,14 +295,7 @@ export function createGoEngine(options: {
         proc.kill("SIGTERM");
         await exited;
       }
-      control?.destroy();
-      await Promise.all(
-        [controlServer, tlsServer].map(
-          (server) =>
-            new Promise<void>((resolve) => (server.listening ? server.close(() => resolve()) : resolve())),
-        ),
-      );
-      rmSync(dir, { recursive: true, force: true });
+      await closeSockets();
     },
   };
 }
