@@ -15,6 +15,7 @@ export interface CommonHubFlags {
   http: string;
   ssh: string;
   domainRelay?: string;
+  domainRelayEngine: "node" | "go";
   repo?: string;
   branch: string;
   path: string;
@@ -65,6 +66,14 @@ export function addCommonHubFlags(command: Command, defaults: { interval: string
     .option(
       "--domain-relay <host:port>",
       "serve the domain relay (mutual TLS) that carries cross-cluster Domain traffic here, e.g. 0.0.0.0:2223",
+    )
+    .addOption(
+      new Option(
+        "--domain-relay-engine <engine>",
+        "what moves the domain relay's bytes: the hub's process, or rlark-net relay (Go, splice), which the hub starts and restarts",
+      )
+        .choices(["node", "go"])
+        .default("node"),
     )
     .option("--repo <url-or-path>", "git repository of manifests (https, ssh, file URL or local path)")
     .option("--branch <name>", "branch to follow", "main")
@@ -264,6 +273,9 @@ export async function hubOptionsFrom(
     http: flags.http,
     ssh: flags.ssh,
     ...(flags.domainRelay ? { domainRelay: flags.domainRelay } : {}),
+    ...(flags.domainRelay && flags.domainRelayEngine === "go"
+      ? { domainRelayEngine: "go" as const, rlarkNet: (await import("../network/index.ts")).rlarkNetPath() }
+      : {}),
     repo: flags.repo,
     branch: flags.branch,
     path: flags.path,

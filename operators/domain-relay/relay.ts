@@ -8,7 +8,9 @@
 // target's nodeserver accepts, each end gets a single-use ticket, and the two plain TCP
 // connections that present them on the same port are joined: the nodeservers' end-to-end TLS
 // crosses the hub as ciphertext. Every refusal is logged (`domain relay refused`) and counted
-// (rlark_domain_relay_refused_total).
+// (rlark_domain_relay_refused_total). With `engine: "go"` the relay port and the joined bytes are
+// `rlark-net relay`'s (go-engine.ts, ADR 0007's third decision): it hands this module every ticket
+// line and every TLS connection, and the decisions stay here.
 
 import { randomBytes, X509Certificate } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
@@ -47,6 +49,7 @@ import {
 } from "../lib/relay/index.ts";
 import type { Store } from "../lib/store/index.ts";
 import { checkHostInDomain } from "./check-host.ts";
+import { createGoEngine, type GoEngine } from "./go-engine.ts";
 
 export interface DomainRelayOptions {
   store: Store;
@@ -54,6 +57,12 @@ export interface DomainRelayOptions {
   dataDir: string;
   registry: Registry;
   logger: Logger;
+  /**
+   * Who moves the bytes: this process (`node`, the default) or `rlark-net relay` (`go`), found at
+   * `rlarkNet`.
+   */
+  engine?: "node" | "go";
+  rlarkNet?: string;
 }
 
 export interface DomainRelayStats {
@@ -69,6 +78,8 @@ export interface DomainRelayStats {
 export interface DomainRelay {
   listen(port: number, host: string): Promise<number>;
   stats(): DomainRelayStats;
+  /** With the Go engine: its running process and how often it was restarted. */
+  goEngine(): { pid: number | undefined; restarts: number } | undefined;
   close(): Promise<void>;
 }
 
@@ -104,12 +115,22 @@ interface ReverseLink {
   hello: AcceptHello;
 }
 
-/** The two data connections of one stream, joined once both tickets are in. */
+/**
+ * The two data connections of one stream, joined once both tickets are in. A side is its socket
+ * here, or `true` once the Go engine holds it.
+ */
 interface Join {
-  sides: [net.Socket | undefined, net.Socket | undefined];
+  id: string;
+  domain: string;
+  sides: [net.Socket | true | undefined, net.Socket | true | undefined];
   /** Ends the join: its data connections and both control streams. */
   close(): void;
-  onJoined(a: net.Socket, b: net.Socket): void;
+  /** Both sides are in: from now on the data connections say when the stream ends. */
+  onJoined(): void;
+  /** Counts bytes the join moved. */
+  moved(n: number): void;
+  /** The joined data connections ended. */
+  ended(): void;
 }
 
 export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
@@ -227,6 +248,8 @@ export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
 
   /** Tickets of joins not yet complete: each names its join and its side (0 source, 1 target). */
   const joins = new Map<string, { join: Join; side: 0 | 1 }>();
+  /** Every join until it closes, by id (the Go engine names them so). */
+  const byId = new Map<string, Join>();
 
   function openJoin(
     domain: string,
@@ -235,37 +258,40 @@ export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
   ): void {
     const forget = () => {
       for (const t of tickets) joins.delete(t);
+      byId.delete(join.id);
     };
+    const bytes = bytesTotal.labels({ domain });
+    let joined = false;
     const join: Join = {
+      id: randomBytes(8).toString("hex"),
+      domain,
       sides: [undefined, undefined],
       close: () => {
         clearTimeout(timer);
         forget();
-        for (const s of join.sides) s?.destroy();
+        for (const s of join.sides) if (s instanceof net.Socket) s.destroy();
+        if (go && (join.sides[0] || join.sides[1])) go.cancel(join.id);
         for (const s of streams) if (!s.destroyed) s.close(http2.constants.NGHTTP2_CANCEL);
       },
-      onJoined: (a, b) => {
+      onJoined: () => {
         clearTimeout(timer);
-        // From now on the data connections say when the stream ends: a nodeserver closes its
-        // control stream once its own end is closed, maybe before the hub has flushed its bytes
-        // to the other end.
+        // A nodeserver closes its control stream once its own end is closed, maybe before the
+        // hub has flushed its bytes to the other end.
         for (const s of streams) s.off("close", join.close);
-        const bytes = bytesTotal.labels({ domain });
+        joined = true;
         counters.joined++;
-        splice(
-          a,
-          b,
-          (_fromSource, n) => {
-            counters.relayedBytes += n;
-            bytes.inc(n);
-          },
-          () => {
-            counters.joined--;
-            join.close();
-          },
-        );
+      },
+      moved: (n) => {
+        counters.relayedBytes += n;
+        bytes.inc(n);
+      },
+      ended: () => {
+        if (joined) counters.joined--;
+        joined = false;
+        join.close();
       },
     };
+    byId.set(join.id, join);
     const timer = setTimeout(() => {
       if (join.sides[0] && join.sides[1]) return;
       refuse("ticket-expired", { domain });
@@ -277,6 +303,18 @@ export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
     for (const s of streams) s.once("close", join.close);
     joins.set(tickets[0], { join, side: 0 });
     joins.set(tickets[1], { join, side: 1 });
+  }
+
+  /** The join and side a ticket line names, the ticket spent; else undefined, refused and counted. */
+  function spend(ticket: string, remote: string | undefined): { join: Join; side: 0 | 1 } | undefined {
+    const found = isTicket(ticket) ? joins.get(ticket) : undefined;
+    if (!found) {
+      refuse("ticket", { remote });
+      return undefined;
+    }
+    // Single use: the ticket is spent whatever happens next.
+    joins.delete(ticket);
+    return found;
   }
 
   /** A plain connection on the relay port: one ticket line, then the bytes of a joined stream. */
@@ -299,15 +337,11 @@ export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
       clearTimeout(timer);
       socket.off("data", onData);
       socket.pause();
-      const ticket = buffered.subarray(0, end).toString("latin1");
-      const found = isTicket(ticket) ? joins.get(ticket) : undefined;
+      const found = spend(buffered.subarray(0, end).toString("latin1"), socket.remoteAddress);
       if (!found) {
-        refuse("ticket", { remote: socket.remoteAddress });
         socket.destroy();
         return;
       }
-      // Single use: the ticket is spent whatever happens next.
-      joins.delete(ticket);
       const rest = buffered.subarray(end + 1);
       if (rest.length > 0) socket.unshift(rest);
       const { join, side } = found;
@@ -316,7 +350,10 @@ export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
         if (!(join.sides[0] && join.sides[1])) join.close();
       });
       const [a, b] = join.sides;
-      if (a && b) join.onJoined(a, b);
+      if (a instanceof net.Socket && b instanceof net.Socket) {
+        join.onJoined();
+        splice(a, b, (_fromSource, n) => join.moved(n), join.ended);
+      }
     };
     const onData = (chunk: Buffer) => {
       buffered = Buffer.concat([buffered, chunk]);
@@ -399,7 +436,7 @@ export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
     ALPNProtocols: [ALPN_DIAL, ALPN_ACCEPT],
   });
   tlsServer.on("tlsClientError", (error, socket) => {
-    refuse("tls", { remote: socket.remoteAddress, error: error.message });
+    refuse("tls", { remote: remoteOf(socket), error: error.message });
   });
   tlsServer.on("secureConnection", (socket: TLSSocket) => {
     track(socket);
@@ -415,7 +452,7 @@ export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
         throw new Error(`certificate ${identity.serial} of Domain ${identity.name} names no cluster`);
       speaker = { domain: identity.name, cluster: identity.cluster };
     } catch (error) {
-      refuse("certificate", { remote: socket.remoteAddress, error: (error as Error).message });
+      refuse("certificate", { remote: remoteOf(socket), error: (error as Error).message });
       socket.destroy();
       return;
     }
@@ -424,6 +461,51 @@ export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
     h2.emit("connection", socket);
     connecting = undefined;
   });
+  // The Go engine's TLS connections come over a unix socket: the address they came from is the line
+  // before them, kept by the raw socket (node:tls keeps that as its TLSSocket's `_parent`).
+  const forwardedFrom = new WeakMap<net.Socket, string>();
+  const remoteOf = (socket: TLSSocket) =>
+    socket.remoteAddress ?? forwardedFrom.get((socket as unknown as { _parent: net.Socket })._parent);
+
+  const go: GoEngine | undefined =
+    options.engine === "go"
+      ? createGoEngine({
+          binary: options.rlarkNet ?? "rlark-net",
+          dataDir: options.dataDir,
+          logger,
+          handlers: {
+            ticket(line, remote) {
+              const found = spend(line, remote);
+              if (!found) return undefined;
+              const { join, side } = found;
+              join.sides[side] = true;
+              if (join.sides[0] && join.sides[1]) join.onJoined();
+              return { pair: join.id, side };
+            },
+            timeout(remote) {
+              refuse("ticket-timeout", { remote });
+            },
+            bytes(pair, n) {
+              byId.get(pair)?.moved(n);
+            },
+            done(pair, n) {
+              const join = byId.get(pair);
+              join?.moved(n);
+              join?.ended();
+            },
+            down() {
+              // Every connection the process held went with it.
+              for (const join of [...byId.values()]) if (join.sides[0] || join.sides[1]) join.ended();
+            },
+            tls(socket, remote) {
+              track(socket);
+              forwardedFrom.set(socket, remote);
+              tlsServer.emit("connection", socket);
+            },
+          },
+        })
+      : undefined;
+
   // One port for both: a TLS handshake goes to the control plane, a ticket line to the data plane.
   const server = net.createServer({ noDelay: true }, (socket) => {
     track(socket);
@@ -441,6 +523,7 @@ export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
 
   return {
     listen(port, host) {
+      if (go) return go.listen(port, host);
       return new Promise((resolve, reject) => {
         server.once("error", reject);
         server.listen(port, host, () => resolve((server.address() as AddressInfo).port));
@@ -454,8 +537,11 @@ export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
             reverseLinks.push({ domain, globalNamespace, ...(l.hello.node ? { node: l.hello.node } : {}) });
       return { ...counters, reverseLinks };
     },
+    goEngine() {
+      return go ? { pid: go.pid, restarts: go.restarts } : undefined;
+    },
     async close() {
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      const closed = go ? go.close() : new Promise<void>((resolve) => server.close(() => resolve()));
       for (const { join } of [...joins.values()]) join.close();
       for (const s of sockets) s.destroy();
       await closed;

@@ -73,6 +73,12 @@ export interface HubOptions {
    * through it); port 0 picks a free one. Off when unset.
    */
   domainRelay?: string;
+  /**
+   * Who moves the relay's bytes: the hub's own process (`node`, the default) or `rlark-net relay`
+   * (`go`), which the hub starts and restarts (ADR 0007); `rlarkNet` is that binary.
+   */
+  domainRelayEngine?: "node" | "go";
+  rlarkNet?: string;
   /** Controllers to run; default: the Job, Workflow and Domain controllers. */
   controllers?: (deps: ControllerDependencies) => Controller[];
   logger?: Logger;
@@ -290,7 +296,15 @@ export async function startHub(options: HubOptions): Promise<Hub> {
     sshPort = (await tunnel.server.listen(ssh.port, ssh.host)).port;
     if (options.domainRelay) {
       const relayAt = splitHostPort(options.domainRelay);
-      domainRelay = createDomainRelay({ store, ca: tunnel.ca, dataDir: options.dataDir, registry, logger });
+      domainRelay = createDomainRelay({
+        store,
+        ca: tunnel.ca,
+        dataDir: options.dataDir,
+        registry,
+        logger,
+        ...(options.domainRelayEngine ? { engine: options.domainRelayEngine } : {}),
+        ...(options.rlarkNet ? { rlarkNet: options.rlarkNet } : {}),
+      });
       const port = await domainRelay.listen(relayAt.port, relayAt.host);
       domainRelayAddress = `${relayAt.host === "0.0.0.0" ? "127.0.0.1" : relayAt.host}:${port}`;
     }

@@ -29,6 +29,7 @@ import { claimNumber } from "./claim-number.ts";
 import { rlarkNetBinary } from "./domain-net.ts";
 import { type HubOnGit, startHubOnGit } from "./hub-on-git.ts";
 import { clusterYaml } from "./job-yaml.ts";
+import { relayEngineOptions } from "./relay-engine.ts";
 import { onRealServers, waitFor } from "./wait-for.ts";
 
 const execFileAsync = promisify(execFile);
@@ -106,6 +107,7 @@ export class DomainClusters {
       ...options.hub,
       files: all,
       domainRelay: "127.0.0.1:0",
+      ...relayEngineOptions(),
     });
     bed.relay = bed.hub.domainRelayAddress as string;
     for (const cluster of clusters)

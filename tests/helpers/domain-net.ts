@@ -24,6 +24,7 @@ import { DomainCertificates } from "../../operators/controllers/domain/index.ts"
 import { type Hub, startHub } from "../../operators/hub/index.ts";
 import { silentLogger } from "../../operators/lib/logger.ts";
 import { claimNumber } from "./claim-number.ts";
+import { relayEngineOptions } from "./relay-engine.ts";
 import { waitFor } from "./wait-for.ts";
 
 const execFileAsync = promisify(execFile);
@@ -93,6 +94,7 @@ export class DomainBed {
       http: "127.0.0.1:0",
       ssh: "127.0.0.1:0",
       domainRelay: "127.0.0.1:0",
+      ...relayEngineOptions(),
       controllers: () => [],
       logger: silentLogger,
     });

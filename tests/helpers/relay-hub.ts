@@ -6,8 +6,9 @@ import path from "node:path";
 import type { Test } from "tap";
 import type { Domain, DomainPeer } from "../../operators/api/index.ts";
 import { DomainCertificates } from "../../operators/controllers/domain/index.ts";
-import { type Hub, startHub } from "../../operators/hub/index.ts";
+import { type Hub, type HubOptions, startHub } from "../../operators/hub/index.ts";
 import { silentLogger } from "../../operators/lib/logger.ts";
+import { relayEngineOptions } from "./relay-engine.ts";
 
 export interface RelayHub {
   hub: Hub;
@@ -27,15 +28,21 @@ export interface RelayHub {
   peer(name: string, cluster: string, ips?: readonly string[]): Promise<void>;
 }
 
-export async function startRelayHub(t: Test, prefix: string): Promise<RelayHub> {
+export async function startRelayHub(
+  t: Test,
+  prefix: string,
+  more: Partial<HubOptions> = {},
+): Promise<RelayHub> {
   const dir = mkdtempSync(path.join(tmpdir(), `rlark-${prefix}-`));
   const hub = await startHub({
     dataDir: path.join(dir, "hub"),
     http: "127.0.0.1:0",
     ssh: "127.0.0.1:0",
     domainRelay: "127.0.0.1:0",
+    ...relayEngineOptions(),
     controllers: () => [],
     logger: silentLogger,
+    ...more,
   });
   t.teardown(async () => {
     await hub.stop();

@@ -19,6 +19,7 @@ import { systemClock } from "../../operators/lib/clock.ts";
 import { silentLogger } from "../../operators/lib/logger.ts";
 import { HubConnection, type HubLinkCredentials, startNodeserver } from "../../operators/network/index.ts";
 import { domain, job, pod } from "../controllers/domain/fixtures.ts";
+import { relayEngineOptions } from "../helpers/relay-engine.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 
 const CIDR = "100.96.0.0/24";
@@ -75,6 +76,7 @@ async function bed(t: Test) {
     http: "127.0.0.1:0",
     ssh: "127.0.0.1:0",
     domainRelay: "127.0.0.1:0",
+    ...relayEngineOptions(),
     controllers: (deps) => [createDomainController({ pki: deps.ca, dataDir: deps.dataDir })],
     logger: silentLogger,
   });

@@ -14,6 +14,9 @@
 //	                    protocol v1 line ("PROXY TCP4 <src> <dst> <sport> <dport>\r\n") and a
 //	                    ticket line (inbound-auth.go); checks the ticket and connects to that port
 //	                    on 127.0.0.1, else on RLARK_POD_IP. Anything else is closed unanswered.
+//	rlark-net relay --listen <host:port> --control <socket> --tls <socket>
+//	                    the byte path of the hub's Domain relay port, started and supervised by
+//	                    the hub (relay.go).
 //	rlark-net connect <host:port>
 //	                    relays stdin and stdout to a TCP connection (the agent runs it in a
 //	                    process pod's namespace for an access port-forward to the pod's own
@@ -443,21 +446,23 @@ func runConnect(address string) {
 
 func main() {
 	if len(os.Args) < 2 {
-		fail("usage: rlark-net init | sidecar | connect <host:port>")
+		fail("usage: rlark-net init | sidecar | relay | connect <host:port>")
 	}
 	switch os.Args[1] {
 	case "init":
 		runInit()
 	case "sidecar":
 		runSidecar()
+	case "relay":
+		runRelay(os.Args[2:])
 	case "connect":
 		if len(os.Args) != 3 {
 			fail("usage: rlark-net connect <host:port>")
 		}
 		runConnect(os.Args[2])
 	case "-h", "--help", "help":
-		fmt.Println("usage: rlark-net init | sidecar | connect <host:port> (see operators/network/rlark-net/main.go)")
+		fmt.Println("usage: rlark-net init | sidecar | relay | connect <host:port> (see operators/network/rlark-net/main.go)")
 	default:
-		fail("unknown command %q: use init, sidecar or connect", os.Args[1])
+		fail("unknown command %q: use init, sidecar, relay or connect", os.Args[1])
 	}
 }

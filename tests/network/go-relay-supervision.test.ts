@@ -1,0 +1,130 @@
+// The hub's Go relay engine (`--domain-relay-engine go`, ADR 0007's third decision) under faults:
+// `rlark-net relay` killed with -9 is restarted by the hub and takes new streams again; a stream
+// open across the kill ends on both nodeservers; its own JSON log lines reach the hub's logger.
+import { readFileSync, statSync } from "node:fs";
+import path from "node:path";
+import type { TLSSocket } from "node:tls";
+import t, { type Test } from "tap";
+import { systemClock } from "../../operators/lib/clock.ts";
+import type { Logger } from "../../operators/lib/logger.ts";
+import { acceptFromHub, HubConnection, type InboundStream } from "../../operators/network/index.ts";
+import { goRelayOptions } from "../helpers/relay-engine.ts";
+import { startRelayHub } from "../helpers/relay-hub.ts";
+import { onRealServers, waitFor } from "../helpers/wait-for.ts";
+
+const A = "100.99.0.10";
+const B = "100.99.0.20";
+
+interface Line {
+  level: string;
+  message: string;
+  fields: Record<string, unknown>;
+}
+
+async function goBed(t: Test) {
+  const lines: Line[] = [];
+  const record =
+    (level: string) =>
+    (message: string, fields: Record<string, unknown> = {}) =>
+      lines.push({ level, message, fields });
+  const logger: Logger = { info: record("info"), warn: record("warn"), error: record("error") };
+  const { hub, dir, domain, peer } = await startRelayHub(t, "go-relay", { ...goRelayOptions(), logger });
+  const train = await domain("train", "100.99.0.0/24", [
+    { ip: A, cluster: "c1" },
+    { ip: B, cluster: "c2" },
+  ]);
+  await peer("train", "c1", [A]);
+  await peer("train", "c2", [B]);
+  const base = { address: hub.domainRelayAddress as string, caPem: hub.pki.ca.certPem };
+  const targets: TLSSocket[] = [];
+  const echo = (stream: InboundStream) =>
+    void stream.accept().then(
+      (data) => {
+        targets.push(data as TLSSocket);
+        data.pipe(data);
+      },
+      () => {},
+    );
+  const links: { close(): void }[] = [];
+  t.teardown(() => {
+    for (const l of links) l.close();
+  });
+  /** c2's reverse link, up and registered at the hub. */
+  const link = async () => {
+    links.push(await acceptFromHub({ ...base, ...train("c2") }, { globalNamespace: "agent-c2" }, echo));
+    await waitFor("the reverse link registered", () => hub.domainRelay?.stats().reverseLinks.length === 1);
+  };
+  const source = async () => {
+    const connection = await HubConnection.dial({ ...base, ...train("c1") }, systemClock);
+    t.teardown(() => connection.close());
+    return connection;
+  };
+  return { hub, dir, lines, link, source, targets };
+}
+
+function roundTrip(stream: NodeJS.ReadWriteStream, text: string): Promise<string> {
+  stream.write(text);
+  return new Promise((resolve) => stream.once("data", (chunk: Buffer) => resolve(chunk.toString())));
+}
+
+t.test(
+  "the Go relay killed with -9 is restarted and joins new streams; an open one ends on both ends",
+  async (t) => {
+    const { hub, dir, lines, link, source, targets } = await goBed(t);
+    const engine = hub.domainRelay?.goEngine();
+    const pid = engine?.pid as number;
+    t.ok(pid, "the hub runs rlark-net relay");
+    t.equal(
+      readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0")[1],
+      "relay",
+      "as rlark-net's relay mode",
+    );
+    // The control and TLS sockets are the hub's alone.
+    for (const name of ["control.sock", "tls.sock"])
+      t.equal(statSync(path.join(dir, "hub", "relay", name)).mode & 0o777, 0o600, `${name} is 0600`);
+    t.equal(statSync(path.join(dir, "hub", "relay")).mode & 0o777, 0o700, "in a 0700 folder");
+
+    await link();
+    const stream = await (await source()).open(`${B}:7000`, A);
+    t.equal(await roundTrip(stream, "before"), "before", "a stream crosses the Go relay");
+    t.equal(hub.domainRelay?.stats().joined, 1, "one joined stream");
+
+    process.kill(pid, "SIGKILL");
+    await waitFor("the source's end of the open stream closed", () => stream.closed);
+    await waitFor("the target's end of the open stream closed", () => targets[0]?.closed === true);
+    await waitFor("the hub forgot the join", () => hub.domainRelay?.stats().joined === 0);
+    await waitFor("a new rlark-net relay", () => {
+      const now = hub.domainRelay?.goEngine();
+      return now?.pid !== undefined && now.pid !== pid && now.restarts === 1;
+    });
+
+    // New connections: the nodeservers dial again, as their reconnect loops do.
+    await waitFor(
+      "a new stream through the restarted relay",
+      async () => {
+        if ((hub.domainRelay?.stats().reverseLinks.length ?? 0) === 0) await link();
+        const again = await (await source()).open(`${B}:7000`, A);
+        const echoed = await roundTrip(again, "after");
+        again.destroy();
+        return echoed === "after";
+      },
+      onRealServers,
+    );
+    t.pass("new streams work after the restart");
+    t.ok(
+      lines.some(
+        (l) =>
+          l.level === "warn" &&
+          l.message === "domain relay: rlark-net relay exited, restarting" &&
+          l.fields.signal === "SIGKILL",
+      ),
+      "the hub logged the kill and the restart",
+    );
+    t.ok(
+      lines.filter(
+        (l) => l.message === "domain relay: rlark-net: listening" && typeof l.fields.address === "string",
+      ).length >= 2,
+      "each rlark-net relay's own JSON log line came through the hub's logger, its fields intact",
+    );
+  },
+);
