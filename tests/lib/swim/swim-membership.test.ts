@@ -1,11 +1,11 @@
-import t from "tap";
+import t, { type Test } from "tap";
 import { suspicionTimeoutMs, swimParams } from "../../../operators/lib/swim/index.ts";
 import { type GroupMember, startGroup, stateOf, TEST_PARAMS } from "./swim-group.ts";
 
 const N = 20;
 const params = swimParams(TEST_PARAMS);
 
-async function converged(t: Parameters<Parameters<typeof t.test>[1]>[0]) {
+async function converged(t: Test) {
   const group = startGroup(t);
   for (let i = 0; i < N; i++) await group.add(`node-${String(i).padStart(2, "0")}`);
   const all = () => group.members.every((m) => m.member.summary().alive === N);
