@@ -24,6 +24,7 @@ import {
   type TunnelClient,
 } from "../lib/tunnel/index.ts";
 import { type AccessOptions, accessStreams } from "./access/index.ts";
+import { agentCapabilities } from "./capabilities.ts";
 import { type DesiredObject, DesiredObjects } from "./desired-objects.ts";
 import { ensureAgentCredentials } from "./enroll.ts";
 import { StatsPoller } from "./nodeserver-stats.ts";
@@ -143,15 +144,15 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       ...(spec?.unschedulable === undefined ? {} : { unschedulable: spec.unschedulable }),
     }));
 
-  // The runtime is STARTING until it has acted on a desired set from the hub: an agent that has
-  // only connected has not shown that it can apply anything yet.
+  // The agent's own (agent/capabilities.ts), then its machine's components', then its Nodes'.
   const capabilities = (): Capability[] => [
-    {
-      name: `runtime/${options.runtimeKind}`,
-      process: applied || applyError ? "RUNNING" : "STARTING",
-      health: applyError ? "DEGRADED" : applied ? "READY" : "STARTING",
-      ...(applyError ? { message: applyError } : {}),
-    },
+    ...agentCapabilities({
+      runtime,
+      runtimeKind: options.runtimeKind,
+      ...(options.access ? { access: options.access } : {}),
+      applied,
+      ...(applyError ? { applyError } : {}),
+    }),
     ...componentCapabilities(),
     ...nodeCapabilities(),
   ];

@@ -433,6 +433,8 @@ export interface LocalAccess {
  */
 export interface ContainerAccess {
   readonly kind: "container";
+  /** Why this runtime serves no files (SFTP) at all, when it does not: the files capability says so. */
+  readonly noFiles?: string;
   /** A shell or command in the pod, speaking lib/access-stream's frames, as a local session does. */
   openSession(request: AccessSessionRequest): Promise<Duplex>;
   /** OpenSSH's sftp-server started in the container; rejects, saying why, a container without one. */

@@ -152,7 +152,14 @@ export function clustersPage(state: State, query: URLSearchParams): Html {
         ${cluster.status?.lastHeartbeatTime ? ` · heartbeat ${age(cluster.status.lastHeartbeatTime)} ago` : ""}
         ${cluster.status?.agentVersion ? ` · agent ${cluster.status.agentVersion}` : ""} · ${sourceLink(cluster, state.repoWeb)}</p>
       ${connectivity(cluster)}
-      ${caps.length ? html`<p class="caps">${caps.map((c) => html`<span class="badge">${c.name}: ${phase(c.health ?? c.process)}</span>`)}</p>` : ""}
+      ${
+        caps.length
+          ? html`<p class="caps">${caps.map((c) => html`<span class="badge" title="${c.message ?? ""}">${c.name}: ${phase(c.health ?? c.process)}</span>`)}</p>`
+          : cluster.status?.phase === "Online"
+            ? // an agent too old to report any: not known, which is not failed
+              html`<p class="caps"><span class="badge">capabilities: ${phase("UNKNOWN")}</span> <span class="muted small">none reported</span></p>`
+            : ""
+      }
       ${storageClasses(cluster)}
       <div class="nodes">${shown.length ? shown.map((n) => nodeCard(n, state)) : html`<p class="muted">no worker nodes${categoryFilter || cityFilter ? " match" : " reported"}</p>`}</div>
       ${
