@@ -146,12 +146,13 @@ function renderText(report: { source: unknown; jobs: Obj[]; tasks: Obj[]; cluste
   lines.push("", "Clusters:");
   lines.push(
     table([
-      ["NAME", "RUNTIME", "PHASE", "CAPABILITIES"],
+      ["NAME", "RUNTIME", "PHASE", "GROUP", "CAPABILITIES"],
       ...report.clusters.map((c) => [
         c.metadata.name,
         String(c.spec?.runtime ?? "-"),
         // A cluster whose agent never connected has no status yet: Offline, as the dashboard says.
         String(c.status?.phase ?? "Offline"),
+        groupSummary(c),
         capabilitySummary(c),
       ]),
     ]),
@@ -160,6 +161,14 @@ function renderText(report: { source: unknown; jobs: Obj[]; tasks: Obj[]; cluste
 }
 
 type Capability = { name: string; health?: string };
+
+/** The AgentGroup's members by state, as the agent's member sees them (docs/diagnosis.md). */
+function groupSummary(cluster: Obj): string {
+  const group = cluster.status?.agentGroup as Record<string, number> | undefined;
+  if (!group) return "-";
+  const states = ["alive", "suspect", "dead", "left"].filter((s) => s === "alive" || (group[s] ?? 0) > 0);
+  return states.map((s) => `${group[s] ?? 0} ${s}`).join(", ");
+}
 
 /** Each capability that is not READY by name, after a count of the READY ones; none reported: UNKNOWN. */
 function capabilitySummary(cluster: Obj): string {

@@ -1,4 +1,5 @@
 // AgentGroup's membership: SWIM with authenticated, bounded datagrams (docs/diagnosis.md#agentgroup).
+export { parseGroupAddress } from "./address.ts";
 export {
   decode,
   encode,
