@@ -256,6 +256,9 @@ class ClusterSession {
           if (message.kubernetesVersion) status.kubernetesVersion = message.kubernetesVersion;
           if (message.storageClasses) status.storageClasses = message.storageClasses;
           if (message.lastTest) setLastTest(status, message.lastTest);
+          // an agent restarted without a member leaves no stale view behind
+          if (message.agentGroup) status.agentGroup = message.agentGroup;
+          else delete status.agentGroup;
         });
       });
     } else if (message.type === "heartbeat") {

@@ -24,8 +24,10 @@ import {
   type TunnelClient,
 } from "../lib/tunnel/index.ts";
 import { type AccessOptions, accessStreams } from "./access/index.ts";
+import { agentCapabilities } from "./capabilities.ts";
 import { type DesiredObject, DesiredObjects } from "./desired-objects.ts";
 import { ensureAgentCredentials } from "./enroll.ts";
+import { type AgentGroupOptions, startAgentGroup } from "./group.ts";
 import { StatsPoller } from "./nodeserver-stats.ts";
 import { podLogStream } from "./pod-log-stream.ts";
 import { PROXY_PURPOSE, podPortStream } from "./pod-port-stream.ts";
@@ -87,6 +89,11 @@ export interface AgentOptions {
   onPeersState?: (state: PeersState) => void;
   /** The programs access sessions run (sftp-server, the pty helper's Python). Defaults: the system's. */
   access?: AccessOptions;
+  /**
+   * This machine's AgentGroup member (agent/group.ts): where it listens and whom it joins; its
+   * key comes from the agent's credentials. Absent: no member, network-probe STOPPED.
+   */
+  group?: Omit<AgentGroupOptions, "cluster" | "secret" | "clock" | "logger" | "onChange">;
 }
 
 export interface Agent {
@@ -128,6 +135,17 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
   });
   const cluster = credentials.cluster;
   const { runtime, logger } = options;
+  const group = options.group
+    ? await startAgentGroup({
+        ...options.group,
+        cluster,
+        secret: credentials.privateKeyPem,
+        clock,
+        logger,
+        // called only once gossip arrives, after scheduleReport below is defined
+        onChange: () => scheduleReport(),
+      })
+    : undefined;
   const desired = new DesiredObjects(logger);
   let applyError: string | undefined;
   let applied = false;
@@ -143,15 +161,16 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       ...(spec?.unschedulable === undefined ? {} : { unschedulable: spec.unschedulable }),
     }));
 
-  // The runtime is STARTING until it has acted on a desired set from the hub: an agent that has
-  // only connected has not shown that it can apply anything yet.
+  // The agent's own (agent/capabilities.ts), then its machine's components', then its Nodes'.
   const capabilities = (): Capability[] => [
-    {
-      name: `runtime/${options.runtimeKind}`,
-      process: applied || applyError ? "RUNNING" : "STARTING",
-      health: applyError ? "DEGRADED" : applied ? "READY" : "STARTING",
-      ...(applyError ? { message: applyError } : {}),
-    },
+    ...agentCapabilities({
+      runtime,
+      runtimeKind: options.runtimeKind,
+      ...(options.access ? { access: options.access } : {}),
+      applied,
+      ...(applyError ? { applyError } : {}),
+      ...(group ? { networkProbe: group.capability } : {}),
+    }),
     ...componentCapabilities(),
     ...nodeCapabilities(),
   ];
@@ -239,6 +258,9 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     streams: streamsFor(options),
     logger,
     clock,
+  }).catch(async (error: unknown) => {
+    await group?.stop();
+    throw error;
   });
 
   const report = () => {
@@ -265,6 +287,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       ...(observed.storageClasses ? { storageClasses: observed.storageClasses } : {}),
       // a runtime without an API of its own (process) is this machine: reporting is its test
       lastTest: observed.lastTest ?? { testedAt: new Date(clock.now()).toISOString(), ok: true },
+      ...(group ? { agentGroup: group.report() } : {}),
     });
   };
   // Changes come in bursts (a replica set starting): one report per burst is enough.
@@ -318,6 +341,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       stats?.stop();
       if (pending) clock.clearTimeout(pending);
       unsubscribe();
+      await group?.stop();
       await tunnel.stop();
       await runtime.stop();
     },

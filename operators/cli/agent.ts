@@ -3,6 +3,7 @@ import path from "node:path";
 import { type Command, InvalidArgumentError, Option } from "commander";
 import packageJson from "../../package.json" with { type: "json" };
 import type { AgentOptions, Runtime } from "../agent/index.ts";
+import { parseGroupAddress } from "../lib/swim/index.ts";
 import { untilSignal } from "./until-signal.ts";
 
 export const AGENT_HELP = `
@@ -56,6 +57,9 @@ interface AgentFlags {
   podLinkCidr: string;
   sidecarUid: number;
   podUid: number;
+  groupListen?: string;
+  groupAdvertise?: string;
+  groupJoin: string[];
 }
 
 function collect(value: string, previous: string[]): string[] {
@@ -92,6 +96,22 @@ function port(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError(`"${value}" is not a port`);
   return n;
+}
+
+/** A flag's ipv4:port, refused before anything starts. */
+function groupAddress(flag: string) {
+  return (value: string): string => {
+    try {
+      parseGroupAddress(value, flag);
+    } catch (error) {
+      throw new InvalidArgumentError((error as Error).message);
+    }
+    return value;
+  };
+}
+
+function collectGroupAddress(value: string, previous: string[]): string[] {
+  return [...previous, groupAddress("--group-join")(value)];
 }
 
 function collectLabel(value: string, previous: Record<string, string>): Record<string, string> {
@@ -193,6 +213,22 @@ export function registerAgent(program: Command): void {
       1338,
     )
     .option("--label <key=value>", "a label on the reported node (repeatable)", collectLabel, {})
+    .option(
+      "--group-listen <ip:port>",
+      "run this machine's AgentGroup member (SWIM over UDP) here; docs/diagnosis.md#agentgroup",
+      groupAddress("--group-listen"),
+    )
+    .option(
+      "--group-advertise <ip:port>",
+      "the address the other members reach this one at (with --group-listen 0.0.0.0:PORT)",
+      groupAddress("--group-advertise"),
+    )
+    .option(
+      "--group-join <ip:port>",
+      "a member to join the group through (repeatable)",
+      collectGroupAddress,
+      [],
+    )
     .option(
       "--capability-dir <dir>",
       "where this machine's components (device plugin, controllers) write their capability states",
@@ -298,6 +334,16 @@ export function registerAgent(program: Command): void {
           ? { nodeserverStatsPort: flags.nodeserverStatsPort ?? 5701 }
           : {}),
         ...(flags.domainRelay ? { domainRelay: flags.domainRelay } : {}),
+        ...(flags.groupListen
+          ? {
+              group: {
+                id: flags.nodeName,
+                listen: flags.groupListen,
+                ...(flags.groupAdvertise ? { advertise: flags.groupAdvertise } : {}),
+                join: flags.groupJoin,
+              },
+            }
+          : {}),
         logger,
       }).catch(async (error: unknown) => {
         // the runtime's watches would keep the process alive after the error is printed

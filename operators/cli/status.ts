@@ -1,5 +1,6 @@
 import { type Command, Option } from "commander";
 import { escapeControl, escapeStrings, terminalJson } from "../lib/terminal-text.ts";
+import { capabilityGate, parseRequired, renderGate } from "./capability-gate.ts";
 import { usageError } from "./cli-error.ts";
 import { errorMessage, resolveToken } from "./hub-token.ts";
 
@@ -8,8 +9,13 @@ Prints what a running hub is doing: the git revision it has applied (or why it r
 latest one), each Job with its phase and tasks, where each Task was placed, and the clusters.
 The token comes from --token, RLARK_TOKEN, or <data-dir>/admin-token.
 
+--require shell,files,logs is a release gate: the command exits 1 unless every online agent
+reports each named capability READY, and names each agent and capability that is not (one not
+reported at all is UNKNOWN). \`runtime\` stands for the runtime of any kind. See docs/diagnosis.md.
+
 Examples:
   rlark status
+  rlark status --require shell,files,logs,runtime
   rlark status --hub https://rlark.example.com --token-file ~/.rlark-token --output json
 `;
 
@@ -19,6 +25,7 @@ interface StatusFlags {
   token?: string;
   tokenFile?: string;
   output: "text" | "json";
+  require?: string[];
 }
 
 type Obj = {
@@ -36,6 +43,11 @@ export function registerStatus(program: Command): void {
     .option("--token <token>", "bearer token (or RLARK_TOKEN)")
     .option("--token-file <file>", "file holding the bearer token")
     .addOption(new Option("-o, --output <format>", "output format").choices(["text", "json"]).default("text"))
+    .option(
+      "--require <capabilities>",
+      "exit 1 unless every online agent reports these (comma-separated) READY",
+      parseRequired,
+    )
     .addHelpText("after", STATUS_HELP)
     .action(async (flags: StatusFlags) => {
       const token = await resolveToken(flags);
@@ -67,9 +79,13 @@ export function registerStatus(program: Command): void {
         tasks: (tasks as { items: Obj[] }).items,
         clusters: (clusters as { items: Obj[] }).items,
       };
+      const gate = flags.require ? capabilityGate(report.clusters, flags.require) : undefined;
       process.stdout.write(
-        flags.output === "json" ? `${terminalJson(report, 2)}\n` : renderText(escapeStrings(report)),
+        flags.output === "json"
+          ? `${terminalJson(gate ? { ...report, gate } : report, 2)}\n`
+          : renderText(escapeStrings(report)) + (gate ? `\n${renderGate(escapeStrings(gate))}` : ""),
       );
+      if (gate && !gate.passed) process.exitCode = 1;
     });
 }
 
@@ -130,16 +146,39 @@ function renderText(report: { source: unknown; jobs: Obj[]; tasks: Obj[]; cluste
   lines.push("", "Clusters:");
   lines.push(
     table([
-      ["NAME", "RUNTIME", "PHASE"],
+      ["NAME", "RUNTIME", "PHASE", "GROUP", "CAPABILITIES"],
       ...report.clusters.map((c) => [
         c.metadata.name,
         String(c.spec?.runtime ?? "-"),
         // A cluster whose agent never connected has no status yet: Offline, as the dashboard says.
         String(c.status?.phase ?? "Offline"),
+        groupSummary(c),
+        capabilitySummary(c),
       ]),
     ]),
   );
   return `${lines.join("\n")}\n`;
+}
+
+type Capability = { name: string; health?: string };
+
+/** The AgentGroup's members by state, as the agent's member sees them (docs/diagnosis.md). */
+function groupSummary(cluster: Obj): string {
+  const group = cluster.status?.agentGroup as Record<string, number> | undefined;
+  if (!group) return "-";
+  const states = ["alive", "suspect", "dead", "left"].filter((s) => s === "alive" || (group[s] ?? 0) > 0);
+  return states.map((s) => `${group[s] ?? 0} ${s}`).join(", ");
+}
+
+/** Each capability that is not READY by name, after a count of the READY ones; none reported: UNKNOWN. */
+function capabilitySummary(cluster: Obj): string {
+  const caps = (
+    Array.isArray(cluster.status?.capabilities) ? cluster.status.capabilities : []
+  ) as Capability[];
+  if (caps.length === 0) return cluster.status?.phase === "Online" ? "UNKNOWN (none reported)" : "-";
+  const ready = caps.filter((c) => c.health === "READY").length;
+  const others = caps.filter((c) => c.health !== "READY").map((c) => `${c.name} ${c.health ?? "UNKNOWN"}`);
+  return [`${ready}/${caps.length} READY`, ...others].join(", ");
 }
 
 type Condition = { type?: string; status?: string; message?: string };

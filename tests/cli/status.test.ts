@@ -67,5 +67,5 @@ t.test("a cluster that never connected is Offline, as the dashboard says", async
   const run = await rlark(["status", "--hub", hub.url, "--token", hub.adminToken]);
   t.equal(run.code, 0, run.stderr);
   const row = run.stdout.split("\n").find((line) => line.startsWith("beijing "));
-  t.match(row, /^beijing +\S+ +Offline$/);
+  t.match(row, /^beijing +\S+ +Offline +- +-$/, "no group, no capabilities reported");
 });

@@ -67,6 +67,34 @@ export interface Capability {
   message?: string;
 }
 
+/** One member of the cluster's AgentGroup as the reporting member sees it. */
+export interface AgentGroupMember {
+  /** The member's id (its node's name). */
+  id: string;
+  /** The ip:port it gossips on. */
+  address: string;
+  /** SWIM state: alive, suspect (missed its probes, may refute), dead (did not refute within the suspicion time), left (said goodbye). */
+  state: "alive" | "suspect" | "dead" | "left";
+  /** The member's incarnation number: it raises its own to refute a suspicion. */
+  incarnation: number;
+}
+
+/** The summary of the cluster's AgentGroup (SWIM membership of its node agents) its agent reports; docs/diagnosis.md#agentgroup. */
+export interface AgentGroupStatus {
+  /** The member whose view this is. */
+  member: string;
+  /** Members alive, the reporting one included. */
+  alive: number;
+  /** Members suspect. */
+  suspect: number;
+  /** Members declared dead. */
+  dead: number;
+  /** Members that left. */
+  left: number;
+  /** The members by id, at most 256 (the counts cover all). */
+  members?: AgentGroupMember[];
+}
+
 /** Observed state of a Cluster. */
 export interface ClusterStatus {
   /** Whether the agent's tunnel is up. */
@@ -95,6 +123,8 @@ export interface ClusterStatus {
   lastTestMessage?: string;
   /** Component states, sorted by name. */
   capabilities?: Capability[];
+  /** The AgentGroup membership as the agent's member sees it; absent when the agent runs no member. */
+  agentGroup?: AgentGroupStatus;
   /** metadata.generation this status reflects. */
   observedGeneration?: number;
   /** Conditions. */

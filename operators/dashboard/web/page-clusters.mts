@@ -105,6 +105,22 @@ function connectivity(cluster: Cluster): Html {
     ${!status.lastTestOk && status.lastTestMessage ? html`<br><span class="muted small">${status.lastTestMessage}</span>` : ""}</p>`;
 }
 
+/** The AgentGroup (SWIM membership of the node agents) as the agent's member sees it. */
+function agentGroup(cluster: Cluster): Html {
+  const group = cluster.status?.agentGroup;
+  if (!group) return html``;
+  const counts = (["alive", "suspect", "dead", "left"] as const).filter((s) => s === "alive" || group[s] > 0);
+  return html`<details class="agent-group" data-agent-group="${cluster.metadata.name}"><summary>AgentGroup: ${counts.map((s) => `${group[s]} ${s}`).join(" · ")} <span class="muted small">seen by ${group.member}</span></summary>
+    ${table(
+      ["Member", "Address", "State", "Incarnation"],
+      (group.members ?? []).map(
+        (m) =>
+          html`<tr data-member="${m.id}"><td>${m.id}</td><td><code>${m.address}</code></td><td>${phase(m.state)}</td><td>${m.incarnation}</td></tr>`,
+      ),
+      `AgentGroup members of ${cluster.metadata.name}`,
+    )}</details>`;
+}
+
 /** The StorageClasses the agent reports (seed 000 §14): what a volumeClaimTemplate may name. */
 function storageClasses(cluster: Cluster): Html {
   const classes = cluster.status?.storageClasses;
@@ -152,7 +168,15 @@ export function clustersPage(state: State, query: URLSearchParams): Html {
         ${cluster.status?.lastHeartbeatTime ? ` · heartbeat ${age(cluster.status.lastHeartbeatTime)} ago` : ""}
         ${cluster.status?.agentVersion ? ` · agent ${cluster.status.agentVersion}` : ""} · ${sourceLink(cluster, state.repoWeb)}</p>
       ${connectivity(cluster)}
-      ${caps.length ? html`<p class="caps">${caps.map((c) => html`<span class="badge">${c.name}: ${phase(c.health ?? c.process)}</span>`)}</p>` : ""}
+      ${
+        caps.length
+          ? html`<p class="caps">${caps.map((c) => html`<span class="badge" title="${c.message ?? ""}">${c.name}: ${phase(c.health ?? c.process)}</span>`)}</p>`
+          : cluster.status?.phase === "Online"
+            ? // an agent too old to report any: not known, which is not failed
+              html`<p class="caps"><span class="badge">capabilities: ${phase("UNKNOWN")}</span> <span class="muted small">none reported</span></p>`
+            : ""
+      }
+      ${agentGroup(cluster)}
       ${storageClasses(cluster)}
       <div class="nodes">${shown.length ? shown.map((n) => nodeCard(n, state)) : html`<p class="muted">no worker nodes${categoryFilter || cityFilter ? " match" : " reported"}</p>`}</div>
       ${

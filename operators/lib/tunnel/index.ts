@@ -1,4 +1,6 @@
 // The SSH tunnel between hub and agents: transport, framing, protocol and enrollment.
+
+export * from "./agent-group-report.ts";
 export { AgentSession, type AgentSessionEvents } from "./agent-session.ts";
 export * from "./browse.ts";
 export {

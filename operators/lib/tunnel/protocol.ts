@@ -2,6 +2,8 @@
 // `unknown` until one of the parse functions below has checked it field by field.
 
 import type { KubeObject, ObjectRef } from "../kube-object.ts";
+import { type AgentGroupReport, parseAgentGroupReport } from "./agent-group-report.ts";
+import { ProtocolError } from "./protocol-error.ts";
 
 /** Objects on the wire; the agent and hub check each against its kind's schema where they use it. */
 export type { KubeObject, ObjectRef };
@@ -50,6 +52,8 @@ export interface Report {
   storageClasses?: StorageClassSummary[];
   /** The runtime's last try of its cluster's API (the Version API, for kubernetes). */
   lastTest?: ConnectivityTest;
+  /** The AgentGroup membership as the agent's member sees it (agent-group-report.ts). */
+  agentGroup?: AgentGroupReport;
 }
 /** One StorageClass as a report carries it (Cluster status.storageClasses has the same shape). */
 export interface StorageClassSummary {
@@ -120,12 +124,7 @@ export interface Enrolled {
 }
 export type EnrollResponse = Enrolled | ErrorMessage;
 
-export class ProtocolError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "ProtocolError";
-  }
-}
+export { ProtocolError };
 
 type Obj = Record<string, unknown>;
 
@@ -275,6 +274,9 @@ export function parseAgentMessage(v: unknown): AgentMessage {
           ? {}
           : { lastTest: parseConnectivityTest(v.lastTest, `${where} lastTest`) }),
         ...(v.storageClasses === undefined ? {} : { storageClasses: parseStorageClasses(v, where) }),
+        ...(v.agentGroup === undefined
+          ? {}
+          : { agentGroup: parseAgentGroupReport(v.agentGroup, `${where} agentGroup`) }),
       };
     case "heartbeat": {
       const beat: Heartbeat = { type: "heartbeat" };

@@ -121,6 +121,8 @@ export class DockerRuntime implements Runtime {
   #rejected: RejectedTask[] = [];
   #info: EngineInfo;
   #engineError: string | undefined;
+  /** When the engine stopped answering: the runtime's failed connectivity test, while it lasts. */
+  #engineErrorAt: string | undefined;
   #node: ObservedNode;
   #timer: NodeJS.Timeout | undefined;
   #ticking: Promise<void> | undefined;
@@ -245,6 +247,8 @@ export class DockerRuntime implements Runtime {
     } catch (error) {
       this.#engineError = `the engine does not answer: ${engineMessage(error)}`;
     }
+    if (this.#engineError === undefined) this.#engineErrorAt = undefined;
+    else this.#engineErrorAt ??= new Date().toISOString();
     this.#node = engineNode(this.#nodeOptions, this.#info, this.#engineError);
     if (this.#engineError === undefined) this.#reconcile();
     this.#changedIfDifferent();
@@ -401,7 +405,12 @@ export class DockerRuntime implements Runtime {
       pods.push(this.#pendingPod(desired, failure));
     }
     pods.sort((a, b) => podKey(a.namespace, a.name).localeCompare(podKey(b.namespace, b.name)));
-    return { nodes: [structuredClone(this.#node)], pods };
+    // Only a failure is reported: a test time renewed at each poll would make every view a change.
+    const lastTest =
+      this.#engineError && this.#engineErrorAt
+        ? { testedAt: this.#engineErrorAt, ok: false, message: this.#engineError }
+        : undefined;
+    return { nodes: [structuredClone(this.#node)], pods, ...(lastTest ? { lastTest } : {}) };
   }
 
   #pendingPod(desired: DesiredContainer, failure: Failure | undefined): ObservedPod {
