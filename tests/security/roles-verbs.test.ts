@@ -53,7 +53,7 @@ t.test("a viewer granted every verb by a policy still only reads", async (t) => 
     "carol's four refusals audited",
     async () => {
       const mine = (await b.audit()).filter((r) => r.actor === "carol" && r.result === "denied");
-      const verbs = new Set(mine.map((r) => r.verb));
+      const verbs = new Set<string>(mine.map((r) => r.verb));
       return ["shell", "exec", "files", "forward"].every((v) => verbs.has(v)) ? mine : undefined;
     },
     onRealServers,
