@@ -12,8 +12,8 @@
 // never touch each other's: namespaces `rlark-<tag>-<pod>`, host links `rk<tag><pod>h`.
 import { execFileSync, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, chownSync, copyFileSync, mkdirSync, renameSync } from "node:fs";
-import { join } from "node:path";
+import { chmodSync, chownSync, copyFileSync, mkdirSync, renameSync, statSync } from "node:fs";
+import { dirname, join, relative } from "node:path";
 import { Duplex } from "node:stream";
 
 export interface PodNetworkOptions {

@@ -4,7 +4,7 @@
 // crash removes what no pod record accounts for.
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
 import type { PodNetworkOptions } from "../../../../operators/agent/runtimes/process/index.ts";
