@@ -2074,7 +2074,7 @@ return errors === 0;
 }
 validate103.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema43 = {"description":"Runtime section of an agentType Raw task: processes run directly on the machine.","type":"object","additionalProperties":false,"required":["command"],"properties":{"artifact":{"$ref":"#/$defs/Artifact","description":"What to download before running."},"command":{"type":"array","minItems":1,"description":"Executable and leading arguments.","items":{"type":"string","description":"One argv element."}},"args":{"type":"array","description":"Further arguments appended to command.","items":{"type":"string","description":"One argv element."}},"env":{"type":"array","description":"Environment variables for the process.","items":{"$ref":"#/$defs/EnvVar"}},"workingDir":{"type":"string","description":"Working directory; default: the task's own directory."},"runAsRoot":{"type":"boolean","default":false,"description":"Run as the agent's user (root on a root agent) instead of the Task's own unprivileged uid: the pod and the sessions into it can then read every other pod's files and the agent's credentials. An explicit opt-in, logged by the agent at every start (docs/process-runtime.md#users)."},"replicas":{"type":"integer","minimum":0,"description":"How many copies of the process to run (default 1)."},"terminationGracePeriodSeconds":{"type":"integer","minimum":0,"description":"Seconds between SIGTERM and SIGKILL when a process is stopped; default: the runtime's."},"kind":{"enum":["Deployment","StatefulSet","Job"],"default":"Job","description":"Restart semantics, as the Kubernetes kind of that name: Job runs to completion (restart on failure), Deployment and StatefulSet restart always."}}};
+const schema43 = {"description":"Runtime section of an agentType Raw task: processes run directly on the machine.","type":"object","additionalProperties":false,"required":["command"],"properties":{"artifact":{"$ref":"#/$defs/Artifact","description":"What to download before running."},"command":{"type":"array","minItems":1,"description":"Executable and leading arguments.","items":{"type":"string","description":"One argv element."}},"args":{"type":"array","description":"Further arguments appended to command.","items":{"type":"string","description":"One argv element."}},"env":{"type":"array","description":"Environment variables for the process.","items":{"$ref":"#/$defs/EnvVar"}},"workingDir":{"type":"string","description":"Working directory; default: the task's own directory."},"replicas":{"type":"integer","minimum":0,"description":"How many copies of the process to run (default 1)."},"terminationGracePeriodSeconds":{"type":"integer","minimum":0,"description":"Seconds between SIGTERM and SIGKILL when a process is stopped; default: the runtime's."},"kind":{"enum":["Deployment","StatefulSet","Job"],"default":"Job","description":"Restart semantics, as the Kubernetes kind of that name: Job runs to completion (restart on failure), Deployment and StatefulSet restart always."}}};
 const schema44 = {"description":"A file downloaded before the process starts.","type":"object","additionalProperties":false,"required":["url","sha256"],"properties":{"url":{"type":"string","minLength":1,"description":"http(s):// or file:// URL, or the path of a file inside the manifest folder (no '..', no symlinks), which the hub serves to agents."},"sha256":{"type":"string","pattern":"^[a-f0-9]{64}$","x-rlark-message":"must be 64 lowercase hexadecimal digits","description":"SHA-256 of the file; the agent refuses to run anything else."}}};
 const pattern10 = new RegExp("^[a-f0-9]{64}$", "u");
 
@@ -2310,7 +2310,7 @@ vErrors.push(err0);
 errors++;
 }
 for(const key0 in data){
-if(!(func1.call(schema43.properties, key0))){
+if(!((((((((key0 === "artifact") || (key0 === "command")) || (key0 === "args")) || (key0 === "env")) || (key0 === "workingDir")) || (key0 === "replicas")) || (key0 === "terminationGracePeriodSeconds")) || (key0 === "kind"))){
 const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema43,data};
 if(vErrors === null){
 vErrors = [err1];
@@ -2430,10 +2430,10 @@ vErrors.push(err8);
 errors++;
 }
 }
-if(data.runAsRoot !== undefined){
-let data8 = data.runAsRoot;
-if(typeof data8 !== "boolean"){
-const err9 = {instancePath:instancePath+"/runAsRoot",schemaPath:"#/properties/runAsRoot/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema43.properties.runAsRoot.type,parentSchema:schema43.properties.runAsRoot,data:data8};
+if(data.replicas !== undefined){
+let data8 = data.replicas;
+if(!(((typeof data8 == "number") && (!(data8 % 1) && !isNaN(data8))) && (isFinite(data8)))){
+const err9 = {instancePath:instancePath+"/replicas",schemaPath:"#/properties/replicas/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema43.properties.replicas.type,parentSchema:schema43.properties.replicas,data:data8};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -2442,11 +2442,9 @@ vErrors.push(err9);
 }
 errors++;
 }
-}
-if(data.replicas !== undefined){
-let data9 = data.replicas;
-if(!(((typeof data9 == "number") && (!(data9 % 1) && !isNaN(data9))) && (isFinite(data9)))){
-const err10 = {instancePath:instancePath+"/replicas",schemaPath:"#/properties/replicas/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema43.properties.replicas.type,parentSchema:schema43.properties.replicas,data:data9};
+if((typeof data8 == "number") && (isFinite(data8))){
+if(data8 < 0 || isNaN(data8)){
+const err10 = {instancePath:instancePath+"/replicas",schemaPath:"#/properties/replicas/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema43.properties.replicas,data:data8};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -2455,9 +2453,12 @@ vErrors.push(err10);
 }
 errors++;
 }
-if((typeof data9 == "number") && (isFinite(data9))){
-if(data9 < 0 || isNaN(data9)){
-const err11 = {instancePath:instancePath+"/replicas",schemaPath:"#/properties/replicas/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema43.properties.replicas,data:data9};
+}
+}
+if(data.terminationGracePeriodSeconds !== undefined){
+let data9 = data.terminationGracePeriodSeconds;
+if(!(((typeof data9 == "number") && (!(data9 % 1) && !isNaN(data9))) && (isFinite(data9)))){
+const err11 = {instancePath:instancePath+"/terminationGracePeriodSeconds",schemaPath:"#/properties/terminationGracePeriodSeconds/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema43.properties.terminationGracePeriodSeconds.type,parentSchema:schema43.properties.terminationGracePeriodSeconds,data:data9};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -2466,12 +2467,9 @@ vErrors.push(err11);
 }
 errors++;
 }
-}
-}
-if(data.terminationGracePeriodSeconds !== undefined){
-let data10 = data.terminationGracePeriodSeconds;
-if(!(((typeof data10 == "number") && (!(data10 % 1) && !isNaN(data10))) && (isFinite(data10)))){
-const err12 = {instancePath:instancePath+"/terminationGracePeriodSeconds",schemaPath:"#/properties/terminationGracePeriodSeconds/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema43.properties.terminationGracePeriodSeconds.type,parentSchema:schema43.properties.terminationGracePeriodSeconds,data:data10};
+if((typeof data9 == "number") && (isFinite(data9))){
+if(data9 < 0 || isNaN(data9)){
+const err12 = {instancePath:instancePath+"/terminationGracePeriodSeconds",schemaPath:"#/properties/terminationGracePeriodSeconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema43.properties.terminationGracePeriodSeconds,data:data9};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -2480,9 +2478,12 @@ vErrors.push(err12);
 }
 errors++;
 }
-if((typeof data10 == "number") && (isFinite(data10))){
-if(data10 < 0 || isNaN(data10)){
-const err13 = {instancePath:instancePath+"/terminationGracePeriodSeconds",schemaPath:"#/properties/terminationGracePeriodSeconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema43.properties.terminationGracePeriodSeconds,data:data10};
+}
+}
+if(data.kind !== undefined){
+let data10 = data.kind;
+if(!(((data10 === "Deployment") || (data10 === "StatefulSet")) || (data10 === "Job"))){
+const err13 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/enum",keyword:"enum",params:{allowedValues: schema43.properties.kind.enum},message:"must be equal to one of the allowed values",schema:schema43.properties.kind.enum,parentSchema:schema43.properties.kind,data:data10};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -2493,27 +2494,13 @@ errors++;
 }
 }
 }
-if(data.kind !== undefined){
-let data11 = data.kind;
-if(!(((data11 === "Deployment") || (data11 === "StatefulSet")) || (data11 === "Job"))){
-const err14 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/enum",keyword:"enum",params:{allowedValues: schema43.properties.kind.enum},message:"must be equal to one of the allowed values",schema:schema43.properties.kind.enum,parentSchema:schema43.properties.kind,data:data11};
+else {
+const err14 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema43.type,parentSchema:schema43,data};
 if(vErrors === null){
 vErrors = [err14];
 }
 else {
 vErrors.push(err14);
-}
-errors++;
-}
-}
-}
-else {
-const err15 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema43.type,parentSchema:schema43,data};
-if(vErrors === null){
-vErrors = [err15];
-}
-else {
-vErrors.push(err15);
 }
 errors++;
 }
@@ -15233,7 +15220,7 @@ vErrors.push(err0);
 errors++;
 }
 for(const key0 in data){
-if(!(func1.call(schema43.properties, key0))){
+if(!((((((((key0 === "artifact") || (key0 === "command")) || (key0 === "args")) || (key0 === "env")) || (key0 === "workingDir")) || (key0 === "replicas")) || (key0 === "terminationGracePeriodSeconds")) || (key0 === "kind"))){
 const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema43,data};
 if(vErrors === null){
 vErrors = [err1];
@@ -15353,10 +15340,10 @@ vErrors.push(err8);
 errors++;
 }
 }
-if(data.runAsRoot !== undefined){
-let data8 = data.runAsRoot;
-if(typeof data8 !== "boolean"){
-const err9 = {instancePath:instancePath+"/runAsRoot",schemaPath:"#/properties/runAsRoot/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema43.properties.runAsRoot.type,parentSchema:schema43.properties.runAsRoot,data:data8};
+if(data.replicas !== undefined){
+let data8 = data.replicas;
+if(!(((typeof data8 == "number") && (!(data8 % 1) && !isNaN(data8))) && (isFinite(data8)))){
+const err9 = {instancePath:instancePath+"/replicas",schemaPath:"#/properties/replicas/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema43.properties.replicas.type,parentSchema:schema43.properties.replicas,data:data8};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -15365,11 +15352,9 @@ vErrors.push(err9);
 }
 errors++;
 }
-}
-if(data.replicas !== undefined){
-let data9 = data.replicas;
-if(!(((typeof data9 == "number") && (!(data9 % 1) && !isNaN(data9))) && (isFinite(data9)))){
-const err10 = {instancePath:instancePath+"/replicas",schemaPath:"#/properties/replicas/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema43.properties.replicas.type,parentSchema:schema43.properties.replicas,data:data9};
+if((typeof data8 == "number") && (isFinite(data8))){
+if(data8 < 0 || isNaN(data8)){
+const err10 = {instancePath:instancePath+"/replicas",schemaPath:"#/properties/replicas/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema43.properties.replicas,data:data8};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -15378,9 +15363,12 @@ vErrors.push(err10);
 }
 errors++;
 }
-if((typeof data9 == "number") && (isFinite(data9))){
-if(data9 < 0 || isNaN(data9)){
-const err11 = {instancePath:instancePath+"/replicas",schemaPath:"#/properties/replicas/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema43.properties.replicas,data:data9};
+}
+}
+if(data.terminationGracePeriodSeconds !== undefined){
+let data9 = data.terminationGracePeriodSeconds;
+if(!(((typeof data9 == "number") && (!(data9 % 1) && !isNaN(data9))) && (isFinite(data9)))){
+const err11 = {instancePath:instancePath+"/terminationGracePeriodSeconds",schemaPath:"#/properties/terminationGracePeriodSeconds/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema43.properties.terminationGracePeriodSeconds.type,parentSchema:schema43.properties.terminationGracePeriodSeconds,data:data9};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -15389,12 +15377,9 @@ vErrors.push(err11);
 }
 errors++;
 }
-}
-}
-if(data.terminationGracePeriodSeconds !== undefined){
-let data10 = data.terminationGracePeriodSeconds;
-if(!(((typeof data10 == "number") && (!(data10 % 1) && !isNaN(data10))) && (isFinite(data10)))){
-const err12 = {instancePath:instancePath+"/terminationGracePeriodSeconds",schemaPath:"#/properties/terminationGracePeriodSeconds/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema43.properties.terminationGracePeriodSeconds.type,parentSchema:schema43.properties.terminationGracePeriodSeconds,data:data10};
+if((typeof data9 == "number") && (isFinite(data9))){
+if(data9 < 0 || isNaN(data9)){
+const err12 = {instancePath:instancePath+"/terminationGracePeriodSeconds",schemaPath:"#/properties/terminationGracePeriodSeconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema43.properties.terminationGracePeriodSeconds,data:data9};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -15403,9 +15388,12 @@ vErrors.push(err12);
 }
 errors++;
 }
-if((typeof data10 == "number") && (isFinite(data10))){
-if(data10 < 0 || isNaN(data10)){
-const err13 = {instancePath:instancePath+"/terminationGracePeriodSeconds",schemaPath:"#/properties/terminationGracePeriodSeconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema43.properties.terminationGracePeriodSeconds,data:data10};
+}
+}
+if(data.kind !== undefined){
+let data10 = data.kind;
+if(!(((data10 === "Deployment") || (data10 === "StatefulSet")) || (data10 === "Job"))){
+const err13 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/enum",keyword:"enum",params:{allowedValues: schema43.properties.kind.enum},message:"must be equal to one of the allowed values",schema:schema43.properties.kind.enum,parentSchema:schema43.properties.kind,data:data10};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -15416,27 +15404,13 @@ errors++;
 }
 }
 }
-if(data.kind !== undefined){
-let data11 = data.kind;
-if(!(((data11 === "Deployment") || (data11 === "StatefulSet")) || (data11 === "Job"))){
-const err14 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/enum",keyword:"enum",params:{allowedValues: schema43.properties.kind.enum},message:"must be equal to one of the allowed values",schema:schema43.properties.kind.enum,parentSchema:schema43.properties.kind,data:data11};
+else {
+const err14 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema43.type,parentSchema:schema43,data};
 if(vErrors === null){
 vErrors = [err14];
 }
 else {
 vErrors.push(err14);
-}
-errors++;
-}
-}
-}
-else {
-const err15 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema43.type,parentSchema:schema43,data};
-if(vErrors === null){
-vErrors = [err15];
-}
-else {
-vErrors.push(err15);
 }
 errors++;
 }
