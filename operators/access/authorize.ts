@@ -6,6 +6,23 @@ import { compileLabelSelector, matches } from "../lib/store/index.ts";
 export type AccessVerb = "shell" | "exec" | "files" | "logs" | "forward" | "proxy";
 export const ACCESS_VERBS: readonly AccessVerb[] = ["shell", "exec", "files", "logs", "forward", "proxy"];
 
+/**
+ * The least role each verb needs before any AccessPolicy is asked (seed 000 §15, docs/roles.md):
+ * a viewer only reads, so it may read a pod's logs; everything else runs something in the pod or
+ * reaches a program there that may change things on any request, which is acting on work.
+ */
+export const VERB_ROLES: Readonly<Record<AccessVerb, "viewer" | "user">> = {
+  shell: "user",
+  exec: "user",
+  files: "user",
+  logs: "viewer",
+  forward: "user",
+  proxy: "user",
+};
+
+/** The roles that act on work; a User with only `viewer` has none of them. */
+const ACTING_ROLES = ["user", "admin"];
+
 /** The person asking: a User's name and roles as git declares them now. */
 export interface Principal {
   user: string;
@@ -71,7 +88,8 @@ function matchesTarget(policy: AccessPolicy, target: AccessTarget): boolean {
 /**
  * Whether `principal` may `verb` the `target` pod (for exec, run `command`). Allowed only when
  * some policy names the user or one of its roles, matches the target and lists the verb (and
- * for exec, the command); no role, not even admin, has any verb by itself.
+ * for exec, the command), and the User has the verb's least role (VERB_ROLES); no role, not even
+ * admin, has any verb by itself.
  */
 export function authorize(
   policies: readonly AccessPolicy[],
@@ -80,6 +98,12 @@ export function authorize(
   target: AccessTarget,
   command?: string,
 ): AccessDecision {
+  if (VERB_ROLES[verb] === "user" && !principal.roles.some((role) => ACTING_ROLES.includes(role))) {
+    return {
+      allowed: false,
+      reason: `${principal.user} is a viewer: ${verb} acts on the pod and needs the user or admin role`,
+    };
+  }
   if (verb === "exec" && (command === undefined || !execArgv(command))) {
     return { allowed: false, reason: "exec runs one command without a shell: no shell syntax allowed" };
   }

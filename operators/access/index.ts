@@ -12,6 +12,7 @@ export {
   commandAllowed,
   execArgv,
   type Principal,
+  VERB_ROLES,
 } from "./authorize.ts";
 export { Bastion, type BastionOptions } from "./bastion.ts";
 export {

@@ -1,6 +1,8 @@
 // The hub's HTTP routes into running work: pod and task proxies, a Task's TensorBoard, pod logs,
-// and the proxy login that lets a browser open a proxy URL. Every authenticated role may ask;
-// the AccessCheck each route is built with decides per target, and audits.
+// and the proxy login that lets a browser open a proxy URL. A proxy reaches a program in the pod
+// that may change things on any request, so the proxies (TensorBoard's too) and their login are
+// for the user role and above; logs only read, so a viewer may ask for them. Past the role, the
+// AccessCheck each route is built with decides per target (AccessPolicies), and audits.
 import { API_VERSION } from "../api/index.ts";
 import { bearerToken, type Route, route, sendStatus, shownPath } from "../lib/http/index.ts";
 import type { PodLogRoute } from "./logs/log-route.ts";
@@ -24,7 +26,7 @@ export function accessRoutes(options: AccessRoutesOptions): Route[] {
     route({
       method: "*", // a proxied request may be a POST to the pod
       path: `/api/v1/namespaces/:namespace/${plural}/:name/proxy/:port*rest`,
-      role: "viewer",
+      role: "user",
       token: cookie,
       handle({ req, res, url, principal }, { namespace, name, port, rest }) {
         if (!/^\d{1,5}$/.test(port))
@@ -52,7 +54,7 @@ export function accessRoutes(options: AccessRoutesOptions): Route[] {
     route({
       method: "POST",
       path: PROXY_LOGIN_PATH,
-      role: "viewer",
+      role: "user",
       methodRefused: 'POST a JSON body {"path": "<proxy URL path>"}',
       handle({ req, res, principal }) {
         // Minted from the caller's bearer token only: a cookie never mints another.
@@ -75,7 +77,7 @@ export function accessRoutes(options: AccessRoutesOptions): Route[] {
     route({
       method: "*",
       path: `/api/v1/${API_VERSION}/tasks/:task/tensorboard*rest`,
-      role: "viewer",
+      role: "user",
       token: cookie,
       handle({ req, res, url, principal }, { task, rest }) {
         return options.tensorBoard(

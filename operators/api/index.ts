@@ -37,6 +37,7 @@ export {
 } from "./peers-state.ts";
 export { sealedSecretContext, sealTargetOf } from "./seal-target.ts";
 export { HIDDEN_VALUE, shownSealedSecretSpec } from "./sealed-secret-view.ts";
+export { parseSshPublicKey, type SshPublicKey, sshFingerprint } from "./ssh-public-key.ts";
 export * from "./validate/index.ts";
 export type { SchemaViolation } from "./violations.ts";
 export * from "./well-known.ts";

@@ -89,7 +89,7 @@ t.test("shell, exec and refusals through hub and agent", async (t) => {
       t.match(shell.stderr, /no AccessPolicy grants bob shell on local\/agent-local\/vision-main-0/);
       const viewer = await run("ssh", [...b.sshArgs("carol"), host(`carol+${POD}`), "pwd"]);
       t.equal(viewer.code, 1);
-      t.match(viewer.stderr, /no AccessPolicy grants carol exec/);
+      t.match(viewer.stderr, /carol is a viewer: exec acts on the pod and needs the user or admin role/);
       const noPod = await run("ssh", [...b.sshArgs("alice"), host("alice+nothing-here"), "pwd"]);
       t.match(noPod.stderr, /no pod nothing-here/);
     },

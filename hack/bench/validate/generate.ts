@@ -1,5 +1,6 @@
 // Writes a GitOps repository of N manifests (mixed kinds, realistic sizes, about 10 % invalid)
 // for the validate benchmark. Deterministic: the same N gives the same files.
+import { createHash } from "node:crypto";
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { stringify } from "yaml";
@@ -13,6 +14,17 @@ function rng(seed: number) {
 }
 
 const API = "rlinf.io/v1alpha1";
+
+/** An ed25519 key line of its own for user `i`: one key on two Users is refused (cross/ssh-key-duplicate). */
+function userKey(i: number): string {
+  const string = (bytes: Buffer) => {
+    const length = Buffer.alloc(4);
+    length.writeUInt32BE(bytes.length);
+    return Buffer.concat([length, bytes]);
+  };
+  const key = createHash("sha256").update(`user-${i}`).digest();
+  return `ssh-ed25519 ${Buffer.concat([string(Buffer.from("ssh-ed25519")), string(key)]).toString("base64")} u@h`;
+}
 
 function podTemplate(image: string, gpu: boolean) {
   return {
@@ -150,9 +162,7 @@ export async function generateRepository(dir: string, count: number): Promise<{ 
           metadata: { name: `user-${i}` },
           spec: {
             roles: [bad ? "superuser" : "user"],
-            sshPublicKeys: [
-              "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKf1n3mF0cQm6oGkK8o8V1wz0m6m4f5g4x1yZbq4m3Qb u@h",
-            ],
+            sshPublicKeys: [userKey(i)],
           },
         },
       ]);

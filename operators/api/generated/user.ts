@@ -19,7 +19,7 @@ export interface UserSpec {
   displayName?: string;
   /** Contact address. */
   email?: string;
-  /** Every role reads the read-only API and dashboard (changes go through git). Planned: user will also manage Jobs, Workflows, Tasks and Pods; admin also clusters, nodes, Domains and Addons. */
+  /** viewer reads the API, the dashboard and (where an AccessPolicy grants logs) pods' logs; user also acts on running work where an AccessPolicy grants it (shell, exec, files, forward, proxy); admin also rotates sealing keys and reads the access audit. Changes to objects go through git. The full table is docs/roles.md. */
   roles: Array<"viewer" | "user" | "admin">;
   /** Keys the hub's SSH bastion accepts for this user (docs/access.md); what the user may reach is granted by AccessPolicy objects. */
   sshPublicKeys?: SSHPublicKey[];

@@ -21,6 +21,7 @@ import { domainCidrRules } from "./rules/domain-cidrs.ts";
 import { jobSpecRules, suggest } from "./rules/job-specs.ts";
 import { kubeconfigDestinationRules } from "./rules/kubeconfig-destination.ts";
 import { sealedSecretRules } from "./rules/sealed-secrets.ts";
+import { sshKeyRules } from "./rules/ssh-keys.ts";
 import { workflowDagRules } from "./rules/workflow-dag.ts";
 
 export type { Diagnostic } from "./diagnostic.ts";
@@ -69,6 +70,7 @@ const CROSS_RULES: CrossRule[] = [
   clusterReferenceRules,
   addonCatalogRules,
   accessPolicyRules,
+  sshKeyRules,
   sealedSecretRules,
   kubeconfigDestinationRules,
 ];

@@ -3,7 +3,14 @@
 // (these, the dashboard's, access's and the webhook's: http-wiring.ts puts it together).
 // Everything except the health probes needs a bearer token.
 import type { ServerResponse } from "node:http";
-import { API_VERSION, kindByPlural, tensorBoardPath, tensorBoardPort } from "../../api/index.ts";
+import {
+  API_VERSION,
+  kindByPlural,
+  parseSshPublicKey,
+  tensorBoardPath,
+  tensorBoardPort,
+  type User,
+} from "../../api/index.ts";
 import {
   type Authenticator,
   createRouter,
@@ -171,7 +178,7 @@ async function serveObjects(store: Store, rest: string, url: URL, res: ServerRes
       }
       const object = await store.get(info.kind, info.namespaced ? namespace : undefined, name);
       if (!object) return sendStatus(res, 404, "NotFound", `${info.plural} "${name}" not found`);
-      return sendJson(res, 200, withTensorBoard(redact(object)));
+      return sendJson(res, 200, shown(redact(object)));
     }
     const labelSelector = url.searchParams.get("labelSelector") ?? undefined;
     const list = await store.list(info.kind, {
@@ -182,12 +189,31 @@ async function serveObjects(store: Store, rest: string, url: URL, res: ServerRes
       apiVersion: API_VERSION,
       kind: `${info.kind}List`,
       metadata: { resourceVersion: list.resourceVersion },
-      items: list.items.map((o: KubeObject) => withTensorBoard(redact(o))),
+      items: list.items.map((o: KubeObject) => shown(redact(o))),
     });
   } catch (error) {
     if (isStoreError(error)) return sendStatus(res, error.status, error.code, error.message);
     throw error;
   }
+}
+
+/** An object as the API shows it: with what the hub works out from its spec for people. */
+function shown(object: KubeObject): KubeObject {
+  return withKeyFingerprints(withTensorBoard(object));
+}
+
+/**
+ * A User answers with each SSH key's fingerprint (seed 000 §20), the form `ssh-keygen -l` prints,
+ * so a person can tell which of their keys is listed without comparing base64.
+ */
+function withKeyFingerprints(object: KubeObject): KubeObject {
+  if (object.kind !== "User") return object;
+  const lines = (object as User).spec.sshPublicKeys ?? [];
+  const sshPublicKeys = lines.flatMap((line) => {
+    const key = parseSshPublicKey(line);
+    return "error" in key ? [] : [{ fingerprint: key.fingerprint, type: key.type, comment: key.comment }];
+  });
+  return { ...object, status: { ...((object.status ?? {}) as Record<string, unknown>), sshPublicKeys } };
 }
 
 /** A Task that declares a TensorBoard answers with where the hub serves it (seed 000 §19). */

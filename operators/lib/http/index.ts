@@ -11,6 +11,7 @@ export {
   createRouter,
   type Method,
   methodsOf,
+  type Role,
   type Route,
   route,
   shownPath,

@@ -1,0 +1,40 @@
+import { parseSshPublicKey } from "../../ssh-public-key.ts";
+import { arrayAt, type CrossRule, type ManifestObject, objectAt } from "../rule-context.ts";
+
+/**
+ * Every key of a User parses, and no key is on two Users (seed 000 §20's 409): the bastion
+ * finds the User by login name and then checks the key, so a shared key would let each log in
+ * as the other. A key listed twice under one User (comments differing) is reported too.
+ */
+export const sshKeyRules: CrossRule = (ctx) => {
+  const seen = new Map<string, { user: ManifestObject; where: string }>();
+  for (const user of ctx.ofKind("User")) {
+    arrayAt(objectAt(user.object, "spec"), "sshPublicKeys").forEach((line, i) => {
+      if (typeof line !== "string") return;
+      const pointer = `/spec/sshPublicKeys/${i}`;
+      const key = parseSshPublicKey(line);
+      if ("error" in key) {
+        ctx.report(
+          user,
+          pointer,
+          "cross/ssh-key-invalid",
+          `this SSH public key does not parse: ${key.error}`,
+        );
+        return;
+      }
+      const where = `${user.document.file}:${user.document.locate(pointer).line}`;
+      const first = seen.get(key.fingerprint);
+      if (first) {
+        const owner = first.user === user ? "this User" : `User "${first.user.name}"`;
+        ctx.report(
+          user,
+          pointer,
+          "cross/ssh-key-duplicate",
+          `the SSH key ${key.fingerprint} is already listed for ${owner} at ${first.where}; a key belongs to one User`,
+        );
+        return;
+      }
+      seen.set(key.fingerprint, { user, where });
+    });
+  }
+};
