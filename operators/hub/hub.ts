@@ -73,6 +73,8 @@ export interface HubOptions {
    * through it); port 0 picks a free one. Off when unset.
    */
   domainRelay?: string;
+  /** Bundles' drift is applied away (default true); false (`--no-self-heal`) only reports it. */
+  selfHeal?: boolean;
   /** Controllers to run; default: the Job, Workflow and Domain controllers. */
   controllers?: (deps: ControllerDependencies) => Controller[];
   logger?: Logger;
@@ -198,7 +200,12 @@ export async function startHub(options: HubOptions): Promise<Hub> {
     ...options.sshLimits,
   });
   const addonCatalog = new AddonCatalogHolder();
-  const controllerDeps: ControllerDependencies = { dataDir: options.dataDir, ca: tunnel.ca, addonCatalog };
+  const controllerDeps: ControllerDependencies = {
+    dataDir: options.dataDir,
+    ca: tunnel.ca,
+    addonCatalog,
+    selfHeal: options.selfHeal ?? true,
+  };
   for (const controller of (options.controllers ?? hubControllers)(controllerDeps)) manager.add(controller);
 
   const sourcePath = options.path ?? ".";
