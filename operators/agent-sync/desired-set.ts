@@ -1,4 +1,5 @@
-// What a cluster's agent should hold: its Tasks, AddonReleases, DomainPeers and Node overlays.
+// What a cluster's agent should hold: its Tasks, AddonReleases, BundleReleases, DomainPeers and
+// Node overlays.
 
 import { AGENT_CLEANUP_FINALIZER, MANAGED_BY_GIT, MANAGED_BY_LABEL, namespaceFor } from "../api/index.ts";
 import { type KubeObject, kindKeyOf } from "../lib/kube-object.ts";
@@ -28,6 +29,10 @@ export async function desiredForCluster(
   // Addons reach the agent rendered, as the AddonReleases the Addon controller wrote for this
   // cluster; one being deleted is left out, so the agent uninstalls it.
   for (const release of (await store.list("AddonRelease", { namespace })).items) {
+    if (!release.metadata.deletionTimestamp) out.push(release);
+  }
+  // Bundles the same way: the BundleReleases the Bundle controller wrote (docs/bundles.md).
+  for (const release of (await store.list("BundleRelease", { namespace })).items) {
     if (!release.metadata.deletionTimestamp) out.push(release);
   }
   for (const node of (await store.list("Node", { namespace })).items) {

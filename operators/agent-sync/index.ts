@@ -38,7 +38,7 @@ export interface AgentSync {
   close(): void;
 }
 
-const WATCHED_KINDS = ["Task", "DomainPeer", "AddonRelease", "Node"] as const;
+const WATCHED_KINDS = ["Task", "DomainPeer", "AddonRelease", "BundleRelease", "Node"] as const;
 
 /** Only the kubernetes runtime applies Secrets: other agents are never sent a plain value. */
 const SENT_SECRETS_RUNTIME = "kubernetes";
@@ -249,7 +249,8 @@ class ClusterSession {
       await this.#serialise(async () => {
         await writeReport(this.#options.store, this.cluster, message, this.#options.logger);
         await this.#releaseFinalizers(message.pods, message.tasks);
-        await this.#releaseAddonFinalizers(message.addons ?? []);
+        await this.#releaseReleaseFinalizers("AddonRelease", message.addons ?? []);
+        await this.#releaseReleaseFinalizers("BundleRelease", message.bundles ?? []);
         await setClusterStatus(this.#options.store, this.cluster, (status) => {
           status.capabilities = message.capabilities;
           status.nodeCount = message.nodes.length;
@@ -300,13 +301,18 @@ class ClusterSession {
     }
   }
 
-  /** A deleted AddonRelease goes once the agent acknowledged its removal and no longer reports it. */
-  async #releaseAddonFinalizers(reported: KubeObject[]): Promise<void> {
+  /**
+   * A deleted AddonRelease or BundleRelease goes once the agent acknowledged its removal and no
+   * longer reports it.
+   */
+  async #releaseReleaseFinalizers(
+    kind: "AddonRelease" | "BundleRelease",
+    reported: KubeObject[],
+  ): Promise<void> {
     const store = this.#options.store;
     const acked = this.#session.ackedGeneration ?? 0;
     const present = new Set(reported.map((r) => r.metadata.name));
-    for (const release of (await store.list("AddonRelease", { namespace: namespaceFor(this.cluster) }))
-      .items) {
+    for (const release of (await store.list(kind, { namespace: namespaceFor(this.cluster) })).items) {
       if (!release.metadata.deletionTimestamp || !hasCleanupFinalizer(release)) continue;
       if (!this.#removalAcknowledged(release, acked) || present.has(release.metadata.name)) continue;
       await store.update({

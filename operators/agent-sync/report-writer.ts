@@ -65,6 +65,22 @@ export async function writeReport(
       logger.warn("addon status not written", { addon: release.metadata.name, error: String(error) });
     });
   }
+  for (const reported of report.bundles ?? []) {
+    if (reported.kind !== "BundleRelease" || reported.metadata.namespace !== namespace) continue;
+    const release = await store.get("BundleRelease", namespace, reported.metadata.name);
+    if (!release || deepEqual(release.status ?? null, reported.status ?? null)) continue;
+    const candidate = { ...release, status: reported.status };
+    if (checkSchema(candidate).length > 0) {
+      logger.warn("invalid bundle status in agent report ignored", {
+        cluster,
+        bundle: release.metadata.name,
+      });
+      continue;
+    }
+    await store.updateStatus(candidate).catch((error: unknown) => {
+      logger.warn("bundle status not written", { bundle: release.metadata.name, error: String(error) });
+    });
+  }
 }
 
 /** A DomainPeer's status.traffic as the agent reports it; the rest of its status stays. */

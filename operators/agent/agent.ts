@@ -33,6 +33,7 @@ import { podLogStream } from "./pod-log-stream.ts";
 import { PROXY_PURPOSE, podPortStream } from "./pod-port-stream.ts";
 import {
   addonStatusObjects,
+  bundleStatusObjects,
   domainIPs,
   lingeringTasks,
   nodeObject,
@@ -233,7 +234,10 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       () => runtime.cluster?.applySecrets(desired.secrets()),
     );
     await settle(() => runtime.cluster?.applyNodeOverlays(nodeOverlays()));
-    await settle(() => runtime.cluster?.applyAddons(desired.addons()));
+    await settle(
+      () => runtime.cluster?.applyAddons(desired.addons()),
+      () => runtime.cluster?.applyBundles?.(desired.bundles()),
+    );
     if (failures.length === 0) {
       applyError = undefined;
       applied = true;
@@ -280,6 +284,13 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
         desired.addons(),
         observed,
         runtime.cluster !== undefined,
+        options.runtimeKind,
+      ),
+      bundles: bundleStatusObjects(
+        cluster,
+        desired.bundles(),
+        observed,
+        runtime.cluster?.applyBundles !== undefined,
         options.runtimeKind,
       ),
       capabilities: capabilities(),

@@ -3,14 +3,27 @@
 // against its kind's schema where it crosses the tunnel (every object crossing a process boundary
 // is validated there). A refused object is logged naming the object and the field; the agent keeps
 // what it held for that object before, so a bad update disturbs nothing already running.
-import { type AddonRelease, checkSchema, type DomainPeer, type Node, type Task } from "../api/index.ts";
+import {
+  type AddonRelease,
+  type BundleRelease,
+  checkSchema,
+  type DomainPeer,
+  type Node,
+  type Task,
+} from "../api/index.ts";
 import { type KubeObject, kindKey, kindKeyOf, type ObjectRef } from "../lib/kube-object.ts";
 import type { Logger } from "../lib/logger.ts";
 import { type DesiredSecret, secretRefusal } from "./desired-secret.ts";
 
-export type DesiredObject = Task | DomainPeer | Node | AddonRelease | DesiredSecret;
+export type DesiredObject = Task | DomainPeer | Node | AddonRelease | BundleRelease | DesiredSecret;
 
-const DESIRED_KINDS: ReadonlySet<string> = new Set(["Task", "DomainPeer", "Node", "AddonRelease"]);
+const DESIRED_KINDS: ReadonlySet<string> = new Set([
+  "Task",
+  "DomainPeer",
+  "Node",
+  "AddonRelease",
+  "BundleRelease",
+]);
 
 /** The first problem that makes the agent refuse `object`, as the field and what is wrong with it. */
 export function refusal(object: KubeObject): { field: string; problem: string } | undefined {
@@ -61,6 +74,10 @@ export class DesiredObjects {
 
   addons(): AddonRelease[] {
     return this.all().filter((o): o is AddonRelease => o.kind === "AddonRelease");
+  }
+
+  bundles(): BundleRelease[] {
+    return this.all().filter((o): o is BundleRelease => o.kind === "BundleRelease");
   }
 
   secrets(): DesiredSecret[] {

@@ -10,10 +10,12 @@ import {
 } from "../api/index.ts";
 import type { KubeObject } from "../lib/tunnel/index.ts";
 import type {
+  ObservedBundle,
   ObservedNode,
   ObservedPod,
   ObservedWorkload,
   RuntimeAddon,
+  RuntimeBundle,
   RuntimeSnapshot,
   RuntimeTask,
 } from "./runtimes/types.ts";
@@ -356,4 +358,74 @@ export function addonStatusObjects(
     );
   }
   return out;
+}
+
+/**
+ * Each Bundle's status on this cluster, as BundleRelease status objects: the desired ones and
+ * those still being removed (the hub keeps a deleted release until this list stops naming it). A
+ * runtime that cannot apply Bundles (`applies` false) reports every one Failed, naming itself.
+ */
+export function bundleStatusObjects(
+  cluster: string,
+  desired: readonly RuntimeBundle[],
+  observed: RuntimeSnapshot,
+  applies: boolean,
+  runtimeKind: string,
+): KubeObject[] {
+  const object = (name: string, status: Record<string, unknown>): KubeObject => ({
+    apiVersion: API_VERSION,
+    kind: "BundleRelease",
+    metadata: { name, namespace: namespaceFor(cluster) },
+    status,
+  });
+  const generationOf = (g: number | undefined) => (g === undefined ? {} : { observedGeneration: g });
+  if (!applies) {
+    return desired.map((bundle) =>
+      object(bundle.metadata.name, {
+        phase: "Failed",
+        message: `this agent runs the ${runtimeKind} runtime, which has no Kubernetes API to apply to; Bundles need a cluster whose agent runs the kubernetes runtime (or an agentless Cluster)`,
+        ...generationOf(bundle.metadata.generation),
+      }),
+    );
+  }
+  const seen = new Map((observed.bundles ?? []).map((b) => [b.name, b]));
+  const out: KubeObject[] = [];
+  for (const bundle of desired) {
+    const state = seen.get(bundle.metadata.name);
+    seen.delete(bundle.metadata.name);
+    out.push(
+      object(bundle.metadata.name, {
+        ...(state ? bundleStatus(state) : { phase: "Pending" }),
+        ...generationOf(state?.generation ?? bundle.metadata.generation),
+      }),
+    );
+  }
+  for (const gone of seen.values()) out.push(object(gone.name, bundleStatus(gone)));
+  return out;
+}
+
+function bundleStatus(state: ObservedBundle): Record<string, unknown> {
+  const drift = state.drift;
+  return {
+    phase: state.phase,
+    ...(state.revision ? { revision: state.revision } : {}),
+    ...(state.message ? { message: state.message.slice(0, 4096) } : {}),
+    objects: state.objects.slice(0, 500).map((o) => ({
+      ...o,
+      ...(o.message ? { message: o.message.slice(0, 1024) } : {}),
+    })),
+    ...(drift
+      ? {
+          conditions: [
+            {
+              type: "Drifted",
+              status: drift.active ? "True" : "False",
+              reason: drift.active ? "Drifted" : drift.corrected ? "Corrected" : "InSync",
+              message: drift.message.slice(0, 4096),
+              lastTransitionTime: drift.at,
+            },
+          ],
+        }
+      : {}),
+  };
 }

@@ -44,6 +44,8 @@ const printerColumns: Record<string, PrinterColumn[]> = {
     phase,
     age,
   ],
+  Bundle: [{ name: "Namespace", type: "string", jsonPath: ".spec.namespace" }, phase, age],
+  BundleRelease: [{ name: "Revision", type: "string", jsonPath: ".status.revision" }, phase, age],
   Cluster: [{ name: "Runtime", type: "string", jsonPath: ".spec.runtime" }, phase, age],
   Node: [phase, { name: "Unschedulable", type: "boolean", jsonPath: ".spec.unschedulable" }, age],
   User: [age],

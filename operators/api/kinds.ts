@@ -65,6 +65,13 @@ const sources: readonly KindSource[] = [
     writtenBy: "git",
     schemaFile: "sealed-secret.schema.json",
   },
+  {
+    kind: "Bundle",
+    plural: "bundles",
+    namespaced: false,
+    writtenBy: "git",
+    schemaFile: "bundle.schema.json",
+  },
   { kind: "Task", plural: "tasks", namespaced: true, writtenBy: "hub", schemaFile: "task.schema.json" },
   {
     kind: "DomainPeer",
@@ -79,6 +86,13 @@ const sources: readonly KindSource[] = [
     namespaced: true,
     writtenBy: "hub",
     schemaFile: "addon-release.schema.json",
+  },
+  {
+    kind: "BundleRelease",
+    plural: "bundlereleases",
+    namespaced: true,
+    writtenBy: "hub",
+    schemaFile: "bundle-release.schema.json",
   },
   { kind: "Pod", plural: "pods", namespaced: true, writtenBy: "agent", schemaFile: "pod.schema.json" },
 ];

@@ -96,7 +96,7 @@ function messageFor(group: ErrorObject[], root: unknown, path: string): string {
 }
 
 /** Groups the Kubernetes validator's errors per field and turns each group into one violation. */
-function translate(errors: readonly ErrorObject[], root: unknown): SchemaViolation[] {
+export function translate(errors: readonly ErrorObject[], root: unknown): SchemaViolation[] {
   const groups = new Map<string, ErrorObject[]>();
   for (const error of errors) {
     const group = groups.get(error.instancePath);

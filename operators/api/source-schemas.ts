@@ -3,6 +3,8 @@
 import accessPolicy from "../../schemas/access-policy.schema.json" with { type: "json" };
 import addon from "../../schemas/addon.schema.json" with { type: "json" };
 import addonRelease from "../../schemas/addon-release.schema.json" with { type: "json" };
+import bundle from "../../schemas/bundle.schema.json" with { type: "json" };
+import bundleRelease from "../../schemas/bundle-release.schema.json" with { type: "json" };
 import cluster from "../../schemas/cluster.schema.json" with { type: "json" };
 import common from "../../schemas/common.schema.json" with { type: "json" };
 import domain from "../../schemas/domain.schema.json" with { type: "json" };
@@ -29,9 +31,11 @@ export const sourceSchemas: ReadonlyMap<string, JsonSchema> = new Map<string, Js
   ["user.schema.json", user],
   ["access-policy.schema.json", accessPolicy],
   ["sealed-secret.schema.json", sealedSecret],
+  ["bundle.schema.json", bundle],
   ["task.schema.json", task],
   ["domain-peer.schema.json", domainPeer],
   ["addon-release.schema.json", addonRelease],
+  ["bundle-release.schema.json", bundleRelease],
   ["pod.schema.json", pod],
 ]);
 

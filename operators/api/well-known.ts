@@ -109,6 +109,18 @@ export const MANAGED_BY_ADDON = "rlark-addon";
 /** On every object an Addon installs, and on its AddonRelease in the hub: the Addon's name. */
 export const ADDON_LABEL = "rlark.io/addon";
 
+// Bundles (docs/bundles.md).
+
+/** The field manager the kubernetes agent applies Bundles' objects with. */
+export const BUNDLE_FIELD_MANAGER = "rlark-bundle";
+/** On every object a Bundle applies: managed-by value of those objects. */
+export const MANAGED_BY_BUNDLE = "rlark-bundle";
+/**
+ * On every object a Bundle applies, and on its BundleRelease in the hub: the Bundle's name. Prune
+ * deletes only objects that carry it, so nothing a Bundle did not create is ever deleted.
+ */
+export const BUNDLE_LABEL = "rlark.io/bundle";
+
 // SealedSecrets (docs/secrets.md).
 
 /** On every Secret the kubernetes agent applies from a SealedSecret: what its prune selects. */

@@ -27,6 +27,7 @@ export interface CommonHubFlags {
   statusBranch: string;
   statusCommits: boolean;
   dashboard: boolean;
+  selfHeal: boolean;
   feedback?: "github" | "gitea";
   feedbackApiUrl?: string;
   feedbackTokenFile?: string;
@@ -96,6 +97,10 @@ export function addCommonHubFlags(command: Command, defaults: { interval: string
     .option("--status-branch <name>", "branch the hub commits status/<kind>/<name>.yaml to", "rlark/status")
     .option("--no-status-commits", "do not commit status back to git")
     .option("--no-dashboard", "do not serve the read-only dashboard on --http")
+    .option(
+      "--no-self-heal",
+      "Bundles: report a field changed on a cluster by hand (drift) and leave it, instead of applying git's value again",
+    )
     .addOption(
       new Option("--feedback <host>", "commit statuses and pull-request plans on this code host").choices([
         "github",
@@ -284,6 +289,7 @@ export async function hubOptionsFrom(
     webhookSecretFile: flags.webhookSecretFile,
     statusBranch: flags.statusCommits ? flags.statusBranch : undefined,
     dashboard: flags.dashboard,
+    selfHeal: flags.selfHeal,
     httpLimits: {
       ...(flags.httpMaxConnections === undefined ? {} : { maxConnections: flags.httpMaxConnections }),
       ...(flags.httpMaxConnectionsPerAddress === undefined

@@ -1,4 +1,5 @@
 import { type AddonCatalogHolder, createAddonController } from "../controllers/addon/index.ts";
+import { createBundleController } from "../controllers/bundle/index.ts";
 import { createDomainController } from "../controllers/domain/index.ts";
 import { createJobController } from "../controllers/job/index.ts";
 import { createWorkflowController } from "../controllers/workflow/index.ts";
@@ -12,6 +13,8 @@ export interface ControllerDependencies {
   offlineGracePeriod?: number;
   /** The addon catalog of the last accepted revision (the revision path sets it). */
   addonCatalog: AddonCatalogHolder;
+  /** Bundles' drift is corrected (true) or only reported (hub --no-self-heal). */
+  selfHeal?: boolean;
 }
 
 /** Every controller a hub runs. */
@@ -23,5 +26,6 @@ export function hubControllers(deps: ControllerDependencies): Controller[] {
     createWorkflowController(),
     createDomainController({ pki: deps.ca, dataDir: deps.dataDir }),
     createAddonController({ catalog: deps.addonCatalog }),
+    createBundleController(deps.selfHeal === undefined ? {} : { selfHeal: deps.selfHeal }),
   ];
 }

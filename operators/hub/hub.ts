@@ -79,6 +79,8 @@ export interface HubOptions {
    */
   domainRelayEngine?: "node" | "go";
   rlarkNet?: string;
+  /** Bundles' drift is applied away (default true); false (`--no-self-heal`) only reports it. */
+  selfHeal?: boolean;
   /** Controllers to run; default: the Job, Workflow and Domain controllers. */
   controllers?: (deps: ControllerDependencies) => Controller[];
   logger?: Logger;
@@ -204,7 +206,12 @@ export async function startHub(options: HubOptions): Promise<Hub> {
     ...options.sshLimits,
   });
   const addonCatalog = new AddonCatalogHolder();
-  const controllerDeps: ControllerDependencies = { dataDir: options.dataDir, ca: tunnel.ca, addonCatalog };
+  const controllerDeps: ControllerDependencies = {
+    dataDir: options.dataDir,
+    ca: tunnel.ca,
+    addonCatalog,
+    selfHeal: options.selfHeal ?? true,
+  };
   for (const controller of (options.controllers ?? hubControllers)(controllerDeps)) manager.add(controller);
 
   const sourcePath = options.path ?? ".";

@@ -17,9 +17,11 @@ t.test("the registry holds the kinds of the architecture with their scope and wr
       ["User", "users", "user", false, "git"],
       ["AccessPolicy", "accesspolicies", "accesspolicy", false, "git"],
       ["SealedSecret", "sealedsecrets", "sealedsecret", true, "git"],
+      ["Bundle", "bundles", "bundle", false, "git"],
       ["Task", "tasks", "task", true, "hub"],
       ["DomainPeer", "domainpeers", "domainpeer", true, "hub"],
       ["AddonRelease", "addonreleases", "addonrelease", true, "hub"],
+      ["BundleRelease", "bundlereleases", "bundlerelease", true, "hub"],
       ["Pod", "pods", "pod", true, "agent"],
     ],
   );

@@ -21,9 +21,11 @@ t.test("rlark crds prints one CRD per kind, the same as the committed schemas/cr
       "users",
       "accesspolicies",
       "sealedsecrets",
+      "bundles",
       "tasks",
       "domainpeers",
       "addonreleases",
+      "bundlereleases",
       "pods",
     ].map((p) => `${p}.rlinf.io`),
   );

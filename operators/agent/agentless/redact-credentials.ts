@@ -87,9 +87,11 @@ function redactError(error: unknown, redact: Redact): unknown {
   return error;
 }
 
-/** A snapshot's messages (the connectivity test's, each Addon's) redacted. */
+/** A snapshot's messages (the connectivity test's, each Addon's and Bundle's) redacted. */
 function redactSnapshot(snapshot: RuntimeSnapshot, redact: Redact): RuntimeSnapshot {
-  const { lastTest, addons } = snapshot;
+  const { lastTest, addons, bundles } = snapshot;
+  const message = <T extends { message?: string }>(o: T): T =>
+    o.message === undefined ? o : { ...o, message: redact(o.message) };
   return {
     ...snapshot,
     ...(lastTest?.message !== undefined
@@ -97,6 +99,15 @@ function redactSnapshot(snapshot: RuntimeSnapshot, redact: Redact): RuntimeSnaps
       : {}),
     ...(addons
       ? { addons: addons.map((a) => (a.message === undefined ? a : { ...a, message: redact(a.message) })) }
+      : {}),
+    ...(bundles
+      ? {
+          bundles: bundles.map((b) => ({
+            ...message(b),
+            objects: b.objects.map(message),
+            ...(b.drift ? { drift: message(b.drift) } : {}),
+          })),
+        }
       : {}),
   };
 }

@@ -289,6 +289,45 @@ export interface ObservedAddon {
   message?: string;
 }
 
+/** A Bundle for this cluster: the part of a BundleRelease a runtime needs (docs/bundles.md). */
+export interface RuntimeBundle {
+  metadata: { name: string; generation?: number };
+  spec: {
+    namespace: string;
+    revision: string;
+    prune: boolean;
+    selfHeal: boolean;
+    objects: ReadonlyArray<Record<string, unknown>>;
+  };
+}
+
+export type BundlePhase = "Pending" | "Progressing" | "Ready" | "Drifted" | "Failed" | "Removing";
+
+/** One object of a Bundle on this cluster. */
+export interface ObservedBundleObject {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  namespace?: string;
+  health: "Healthy" | "Progressing" | "Degraded" | "Missing";
+  /** Fields the Bundle owns that differ on the cluster, when not corrected. */
+  drifted?: string[];
+  message?: string;
+}
+
+/** A Bundle on this cluster as the runtime sees it. */
+export interface ObservedBundle {
+  name: string;
+  generation?: number;
+  phase: BundlePhase;
+  /** The revision last applied in full. */
+  revision?: string;
+  message?: string;
+  objects: ObservedBundleObject[];
+  /** The last drift seen: what and when; `corrected` when self-heal put it back. */
+  drift?: { message: string; at: string; corrected: boolean; active: boolean };
+}
+
 export interface RuntimeSnapshot {
   nodes: ObservedNode[];
   pods: ObservedPod[];
@@ -306,6 +345,8 @@ export interface RuntimeSnapshot {
   lastTest?: ConnectivityTest;
   /** Runtimes that install Addons (kubernetes): each one desired or still being uninstalled. */
   addons?: ObservedAddon[];
+  /** Runtimes that apply Bundles (kubernetes): each one desired or still being removed. */
+  bundles?: ObservedBundle[];
 }
 
 /** One try of a cluster's API. */
@@ -465,6 +506,11 @@ export interface RuntimeCluster {
    * Without this facet the agent reports each Addon Failed (agent.ts).
    */
   applyAddons(addons: readonly RuntimeAddon[]): Promise<void>;
+  /**
+   * Applies the Bundles; one no longer listed has its objects removed (when it prunes).
+   * observe().bundles reports them. Without it the agent reports each Bundle Failed (agent.ts).
+   */
+  applyBundles?(bundles: readonly RuntimeBundle[]): Promise<void>;
   /**
    * The Secrets opened from SealedSecrets for this cluster: applies them as Opaque Secrets and
    * deletes the ones it made that are no longer in the set. The hub sends Secrets only to

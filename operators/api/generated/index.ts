@@ -9,9 +9,11 @@ import type { Node } from "./node.ts";
 import type { User } from "./user.ts";
 import type { AccessPolicy } from "./access-policy.ts";
 import type { SealedSecret } from "./sealed-secret.ts";
+import type { Bundle } from "./bundle.ts";
 import type { Task } from "./task.ts";
 import type { DomainPeer } from "./domain-peer.ts";
 import type { AddonRelease } from "./addon-release.ts";
+import type { BundleRelease } from "./bundle-release.ts";
 import type { Pod } from "./pod.ts";
 
 export type * from "./common.ts";
@@ -24,10 +26,12 @@ export type * from "./node.ts";
 export type * from "./user.ts";
 export type * from "./access-policy.ts";
 export type * from "./sealed-secret.ts";
+export type * from "./bundle.ts";
 export type * from "./task.ts";
 export type * from "./domain-peer.ts";
 export type * from "./addon-release.ts";
+export type * from "./bundle-release.ts";
 export type * from "./pod.ts";
 
 /** Any object of the rlinf.io/v1alpha1 API. */
-export type ApiObject = Job | Workflow | Domain | Addon | Cluster | Node | User | AccessPolicy | SealedSecret | Task | DomainPeer | AddonRelease | Pod;
+export type ApiObject = Job | Workflow | Domain | Addon | Cluster | Node | User | AccessPolicy | SealedSecret | Bundle | Task | DomainPeer | AddonRelease | BundleRelease | Pod;

@@ -4,6 +4,7 @@ import type { AddonCatalog } from "../addon-catalog.ts";
 import { checkSchema } from "../check-schema.ts";
 import { API_VERSION, kindInfo, kinds } from "../kinds.ts";
 import type { SchemaViolation } from "../violations.ts";
+import { assignBundleContent, type PlainDocument } from "./bundle-content.ts";
 import { compareDiagnostics, type Diagnostic } from "./diagnostic.ts";
 import { sizeViolations } from "./object-size.ts";
 import type { ParsedDocument } from "./parsed-document.ts";
@@ -94,6 +95,9 @@ export class SnapshotChecker {
   #errors: Diagnostic[] = [];
   #warnings: Diagnostic[] = [];
   #objects: ManifestObject[] = [];
+  /** Kubernetes-shaped documents that are not RLark objects, each with what is said if no Bundle claims it. */
+  #plain: { plain: PlainDocument; unclaimed: { diagnostic: Diagnostic; severity: "error" | "warning" } }[] =
+    [];
   #documents = 0;
 
   constructor(options: ValidateOptions) {
@@ -103,6 +107,10 @@ export class SnapshotChecker {
   add(document: ParsedDocument): void {
     this.#documents++;
     const classified = classify(document, this.#options.strict === true);
+    if ("plain" in classified) {
+      this.#plain.push({ plain: classified.plain, unclaimed: classified });
+      return;
+    }
     if ("diagnostic" in classified) {
       (classified.severity === "error" ? this.#errors : this.#warnings).push(classified.diagnostic);
       return;
@@ -177,11 +185,48 @@ export class SnapshotChecker {
       });
     };
     checkUniqueNames(objects, report);
+    this.#assignBundles(objects, errors, report);
     const ctx = buildContext(objects, this.#options, report);
     for (const rule of CROSS_RULES) rule(ctx);
     errors.sort(compareDiagnostics);
     const warnings = this.#warnings.sort(compareDiagnostics);
     return { valid: errors.length === 0, documents: this.#documents, errors, warnings, objects };
+  }
+
+  /** Bundles' content from the plain documents; the others are skipped (or, strict, refused) as ever. */
+  #assignBundles(objects: ManifestObject[], errors: Diagnostic[], report: RuleContext["report"]): void {
+    const byFile = (a: PlainDocument, b: PlainDocument) =>
+      a.document.file === b.document.file
+        ? a.document.index - b.document.index
+        : a.document.file < b.document.file
+          ? -1
+          : 1;
+    const plain = this.#plain.map((p) => p.plain).sort(byFile);
+    const bundles = objects.filter((o) => o.kind === "Bundle" && o.schemaValid);
+    const unclaimed = new Set(
+      assignBundleContent(
+        bundles,
+        plain,
+        (target, pointer, rule, message) => {
+          const pos = pointer ? target.document.locate(pointer) : target.document.start;
+          errors.push({
+            file: target.document.file,
+            line: pos.line,
+            column: pos.column,
+            kind: target.kind,
+            name: target.name,
+            path: pointer,
+            rule,
+            message,
+          });
+        },
+        (bundle, pointer, rule, message) => report(bundle, pointer, rule, message),
+      ),
+    );
+    for (const { plain, unclaimed: said } of this.#plain) {
+      if (!unclaimed.has(plain)) continue;
+      (said.severity === "error" ? errors : this.#warnings).push(said.diagnostic);
+    }
   }
 }
 
@@ -213,9 +258,11 @@ function summarize(kind: string, object: Record<string, unknown>): Record<string
   return object;
 }
 
+type Foreign = { diagnostic: Diagnostic; severity: "error" | "warning" };
 type Classified =
   | { object: Record<string, unknown>; kind: string }
-  | { diagnostic: Diagnostic; severity: "error" | "warning" };
+  | Foreign
+  | (Foreign & { plain: PlainDocument });
 
 function classify(document: ParsedDocument, strict: boolean): Classified {
   const value = document.value;
@@ -260,7 +307,11 @@ function classify(document: ParsedDocument, strict: boolean): Classified {
         severity: "error",
       };
     }
-    return foreign(`${kind || "document"} of ${apiVersion} is not an RLark object`);
+    // Maybe a Bundle's content (bundle-content.ts); skipped as before when no Bundle claims it.
+    return {
+      ...(foreign(`${kind || "document"} of ${apiVersion} is not an RLark object`) as Foreign),
+      plain: { document, object: value, kind },
+    };
   }
   const info = kindInfo(kind);
   if (!info) {

@@ -45,6 +45,8 @@ export interface Report {
   domainPeers?: KubeObject[];
   /** AddonRelease status objects: each Addon desired or still being uninstalled on the cluster. */
   addons?: KubeObject[];
+  /** BundleRelease status objects: each Bundle desired or still being removed on the cluster. */
+  bundles?: KubeObject[];
   capabilities: Capability[];
   /** The cluster's API server version (kubernetes runtime). */
   kubernetesVersion?: string;
@@ -266,6 +268,7 @@ export function parseAgentMessage(v: unknown): AgentMessage {
           ? {}
           : { domainPeers: list(v, "domainPeers", where, parseKubeObject) }),
         ...(v.addons === undefined ? {} : { addons: list(v, "addons", where, parseKubeObject) }),
+        ...(v.bundles === undefined ? {} : { bundles: list(v, "bundles", where, parseKubeObject) }),
         capabilities: list(v, "capabilities", where, parseCapability),
         ...(v.kubernetesVersion === undefined
           ? {}

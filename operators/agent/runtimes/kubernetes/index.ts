@@ -31,6 +31,7 @@ import { checkPodAccess } from "./access/pod-access.ts";
 import { podLogStream } from "./access/pod-logs.ts";
 import { AddonInstaller } from "./addons/addon-installer.ts";
 import { type ApiClients, apiClients } from "./api-clients.ts";
+import { BundleApplier } from "./bundles/bundle-applier.ts";
 import { kubernetesBrowse } from "./cluster/browse.ts";
 import { DiskPoller } from "./cluster/disk-poller.ts";
 import { KubernetesVersion } from "./cluster/kubernetes-version.ts";
@@ -94,8 +95,10 @@ export interface KubernetesRuntimeOptions {
    * row doubles it (with jitter), up to a minute. Default 5 s.
    */
   retryIntervalMs?: number;
-  /** How often an Addon that is not Ready yet is looked at again. Default 2 s. */
+  /** How often an Addon (or Bundle) that is not Ready yet is looked at again. Default 2 s. */
   addonPollIntervalMs?: number;
+  /** How often a settled Bundle is checked for drift (docs/bundles.md). Default 30 s. */
+  bundleDriftIntervalMs?: number;
   /** Time for retries and polls (tests pass a FakeClock). */
   clock?: Clock;
   /** SFTP into pods (shared/exec-files.ts). */
@@ -115,6 +118,7 @@ export class KubernetesRuntime implements Runtime {
   readonly #version: KubernetesVersion;
   readonly #peers: DomainPeersWriter;
   readonly #addons: AddonInstaller;
+  readonly #bundles: BundleApplier;
   readonly #secrets: SealedSecretsWriter;
   /** Sessions, files and port-forwards through the pods' subresources (access/). */
   readonly access: ContainerAccess;
@@ -179,6 +183,17 @@ export class KubernetesRuntime implements Runtime {
       pollIntervalMs: options.addonPollIntervalMs,
       clock,
     });
+    this.#bundles = new BundleApplier({
+      objects,
+      core,
+      namespace: options.defaultNamespace ?? DEFAULT_NAMESPACE,
+      instance: options.instance,
+      logger,
+      onChange: changed,
+      pollIntervalMs: options.addonPollIntervalMs,
+      driftIntervalMs: options.bundleDriftIntervalMs,
+      clock,
+    });
     this.#secrets = new SealedSecretsWriter({
       objects,
       core,
@@ -198,6 +213,7 @@ export class KubernetesRuntime implements Runtime {
     this.cluster = {
       applyNodeOverlays: (overlays) => this.#overlays.apply(overlays),
       applyAddons: (addons) => this.#addons.apply(addons),
+      applyBundles: (bundles) => this.#bundles.apply(bundles),
       applySecrets: (secrets) => this.#secrets.apply(secrets),
       browse: kubernetesBrowse(core, this.#clients.apps),
     };
@@ -247,6 +263,7 @@ export class KubernetesRuntime implements Runtime {
         instance: this.#options.instance,
       }),
       addons: this.#addons.observe(),
+      bundles: this.#bundles.observe(),
       ...(this.#version.lastTest ? { lastTest: this.#version.lastTest } : {}),
     }));
   }
@@ -274,6 +291,7 @@ export class KubernetesRuntime implements Runtime {
       this.#version.stop(),
     ];
     await this.#addons.stop();
+    await this.#bundles.stop();
     this.#feed.stop();
     await this.#peers.stop();
     await this.#secrets.stop();

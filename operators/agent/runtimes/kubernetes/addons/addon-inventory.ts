@@ -33,6 +33,8 @@ export interface Inventory {
   generation: number;
   /** Set while the objects of a change roll out: Installing the first time, Upgrading after. */
   rolling?: "Installing" | "Upgrading";
+  /** A Bundle's: whether its objects are deleted when they leave it (and when it goes). */
+  prune?: boolean;
 }
 
 export interface InventoryStore {
@@ -41,15 +43,32 @@ export interface InventoryStore {
   remove(name: string): Promise<void>;
 }
 
+/** Whose inventories: an Addon's (the default) or a Bundle's (bundles/bundle-applier.ts). */
+export interface InventoryFlavour {
+  /** ConfigMap name prefix, before the instance and the name. */
+  prefix: string;
+  /** The label every inventory of this flavour carries, valued with the name. */
+  label: string;
+  fieldManager: string;
+}
+
+const ADDON_INVENTORIES: InventoryFlavour = {
+  prefix: "rlark-addon-",
+  label: INVENTORY_LABEL,
+  fieldManager: ADDON_FIELD_MANAGER,
+};
+
 export function inventoryStore(options: {
   core: CoreV1Api;
   objects: KubernetesObjectApi;
   namespace: string;
   instance?: string | undefined;
+  flavour?: InventoryFlavour;
 }): InventoryStore {
   const { core, objects, namespace, instance } = options;
-  const configMapName = (name: string) => `rlark-addon-${instance ? `${instance}-` : ""}${name}`;
-  const selector = `${INVENTORY_LABEL},${instance ? `${AGENT_INSTANCE_LABEL}=${instance}` : `!${AGENT_INSTANCE_LABEL}`}`;
+  const flavour = options.flavour ?? ADDON_INVENTORIES;
+  const configMapName = (name: string) => `${flavour.prefix}${instance ? `${instance}-` : ""}${name}`;
+  const selector = `${flavour.label},${instance ? `${AGENT_INSTANCE_LABEL}=${instance}` : `!${AGENT_INSTANCE_LABEL}`}`;
   return {
     async list() {
       const { items } = await core.listNamespacedConfigMap({ namespace, labelSelector: selector });
@@ -66,7 +85,7 @@ export function inventoryStore(options: {
           name: configMapName(inventory.name),
           namespace,
           labels: {
-            [INVENTORY_LABEL]: inventory.name,
+            [flavour.label]: inventory.name,
             ...(instance ? { [AGENT_INSTANCE_LABEL]: instance } : {}),
           },
         },
@@ -76,7 +95,7 @@ export function inventoryStore(options: {
         body,
         undefined,
         undefined,
-        ADDON_FIELD_MANAGER,
+        flavour.fieldManager,
         true,
         PatchStrategy.ServerSideApply,
       );

@@ -1,0 +1,1 @@
+export { type BundleControllerOptions, createBundleController } from "./controller.ts";
