@@ -104,7 +104,7 @@ t.test(
     });
     t.match(
       (await rlark(["status", "--hub", hub.url, "--token", hub.adminToken])).stdout,
-      /edge +docker +Online +\d\/\d READY, .*shell DEGRADED/,
+      /edge +docker +Online +\S+ +\d\/\d READY, .*shell DEGRADED/,
     );
 
     const bad = await status("--require", "shell,,Files");
