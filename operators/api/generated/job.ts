@@ -19,6 +19,8 @@ export interface Job {
 export interface JobSpec {
   /** Name of the Domain whose virtual network the Job's pods join. */
   domain?: DNS1123Label;
+  /** Name of the Team whose quota the Job counts against; default: the Team marked default, else no quota applies. */
+  team?: DNS1123Label;
   /** true stops the Job (Tasks, workloads and task PVCs are removed, the Job stays); clearing it starts a fresh run. */
   stopped?: boolean;
   /** Public key injected into every task's workloads (a task's own sshPublicKey wins). */

@@ -21,6 +21,7 @@ import { domainCidrRules } from "./rules/domain-cidrs.ts";
 import { jobSpecRules, suggest } from "./rules/job-specs.ts";
 import { kubeconfigDestinationRules } from "./rules/kubeconfig-destination.ts";
 import { sealedSecretRules } from "./rules/sealed-secrets.ts";
+import { teamRules } from "./rules/teams.ts";
 import { workflowDagRules } from "./rules/workflow-dag.ts";
 
 export type { Diagnostic } from "./diagnostic.ts";
@@ -71,6 +72,7 @@ const CROSS_RULES: CrossRule[] = [
   accessPolicyRules,
   sealedSecretRules,
   kubeconfigDestinationRules,
+  teamRules,
 ];
 
 export function validateDocuments(
