@@ -4,7 +4,7 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import t from "tap";
+import t, { type Test } from "tap";
 import { validatePaths } from "../../../operators/source/index.ts";
 
 const user = (name: string) => `apiVersion: rlinf.io/v1alpha1
@@ -62,7 +62,7 @@ spec:
       borrowingLimit: "2"
 `;
 
-async function validate(t: Tap.Test, files: Record<string, string>) {
+async function validate(t: Test, files: Record<string, string>) {
   const dir = await mkdtemp(path.join(tmpdir(), "rlark-quota-validation-"));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   for (const [name, text] of Object.entries(files)) await writeFile(path.join(dir, name), text);
