@@ -11,6 +11,7 @@ import { ProcessRuntime } from "../../../operators/agent/runtimes/process/index.
 import type { Job } from "../../../operators/api/index.ts";
 import { startAgentOnHub } from "../../helpers/agent-on-hub.ts";
 import { startHubOnGit } from "../../helpers/hub-on-git.ts";
+import { rlark } from "../../helpers/rlark-cli.ts";
 import { onProcesses, onRealServers, waitFor } from "../../helpers/wait-for.ts";
 
 const cluster = `apiVersion: rlinf.io/v1alpha1
@@ -112,6 +113,22 @@ t.test("quota waits, admits, and takes borrowed quota back through Stopping", as
     (await hub.store.list("Task", { labelSelector: "rlinf.io/job=v3" })).items,
     [],
     "placement never saw it",
+  );
+  const status = await rlark(["status", "--hub", hub.url, "--token", hub.adminToken]);
+  t.equal(status.code, 0, status.stderr);
+  t.match(
+    status.stdout.split("\n").find((line) => line.startsWith("v3 ")),
+    /^v3 +Pending +1 +1 +vision +team vision needs 1 pods, 0 free$/,
+    "rlark status says why it waits",
+  );
+  const api = await fetch(`${hub.url}/api/v1/rlinf.io/v1alpha1/jobs/v3`, {
+    headers: { authorization: `Bearer ${hub.adminToken}` },
+  });
+  const served = (await api.json()) as Job;
+  t.match(
+    served.status?.conditions?.find((c) => c.type === "QuotaReserved"),
+    { status: "False", reason: "QuotaExceeded", message: "team vision needs 1 pods, 0 free" },
+    "and so does the API",
   );
 
   // robots wants its nominal pod back: v2 (vision's borrower) stops through Stopping.
