@@ -3,7 +3,7 @@ import { createRequire } from "node:module";
 const require = createRequire(import.meta.url);
 
 export const Job = validate52;
-const schema19 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/job.schema.json","title":"Job","description":"One training run: task templates placed on clusters, a Domain for their network, and a stop switch. Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Job","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the name prefixes every Task name (`<job>-<task>`).","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Job name."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: Jobs are cluster-scoped."}}},"spec":{"$ref":"#/$defs/JobSpec","description":"Desired state."},"status":{"$ref":"#/$defs/JobStatus","description":"Observed state, written by the hub."}},"$defs":{"JobSpec":{"description":"What a Job runs.","type":"object","additionalProperties":false,"required":["tasks"],"properties":{"domain":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the Domain whose virtual network the Job's pods join."},"team":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the Team whose quota the Job counts against; default: the Team marked default, else no quota applies."},"stopped":{"type":"boolean","default":false,"description":"true stops the Job (Tasks, workloads and task PVCs are removed, the Job stays); clearing it starts a fresh run."},"sshPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Public key injected into every task's workloads (a task's own sshPublicKey wins)."},"tasks":{"type":"array","minItems":1,"description":"Task templates; each becomes a Task named `<job>-<task>`.","items":{"$ref":"#/$defs/TaskTemplate"}}}},"TaskTemplate":{"description":"One role of a Job, instantiated as a Task on one cluster.","type":"object","additionalProperties":false,"required":["name","role","agentType"],"allOf":[{"$ref":"common.schema.json#/$defs/ExactlyOneRuntime"}],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Task name, unique in the Job."},"head":{"type":"boolean","default":false,"description":"true for the Job's main task (at most one)."},"role":{"$ref":"common.schema.json#/$defs/Role","description":"Training role."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"Runtime; selects the kubernetes, docker or raw section."},"nodeSelector":{"$ref":"common.schema.json#/$defs/NodeSelector","description":"Node labels required on the node the task runs on."},"clusterSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Selects the Clusters (by their labels) placement may choose from; default: any."},"annotations":{"$ref":"common.schema.json#/$defs/TaskAnnotations","description":"Annotations copied to the Task, including the Ray keys."},"sshPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Public key injected into this task's workloads."},"kubernetes":{"$ref":"common.schema.json#/$defs/KubernetesRuntime","description":"For agentType Kubernetes: the workload."},"raw":{"$ref":"common.schema.json#/$defs/RawRuntime","description":"For agentType Raw: the process."},"docker":{"$ref":"common.schema.json#/$defs/DockerRuntime","description":"For agentType Docker: the container."}}},"JobPhase":{"description":"Lifecycle phase of a Job.","enum":["Pending","Running","Succeeded","Failed","Stopping","Stopped"]},"JobTaskStatus":{"description":"Observed state of one task of a run.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Task template name."},"phase":{"enum":["Pending","Scheduled","Running","Succeeded","Failed","Stopping","Stopped","Unknown"],"description":"Phase of the task."},"cluster":{"type":"string","description":"Cluster the task was placed on."},"taskName":{"type":"string","description":"Name of the Task object (`<job>-<task>`)."},"replicas":{"type":"integer","minimum":0,"description":"Desired replicas."},"readyReplicas":{"type":"integer","minimum":0,"description":"Ready replicas."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task started running."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task finished."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code reported for a finished or failed task."}}},"JobEvent":{"description":"One lifecycle event of a Job, as a Kubernetes Event would record it.","type":"object","additionalProperties":false,"required":["time","type","reason","message"],"properties":{"time":{"$ref":"common.schema.json#/$defs/Time","description":"When it happened."},"type":{"enum":["Normal","Warning"],"description":"Warning when it needs attention."},"reason":{"type":"string","description":"Machine-readable CamelCase reason."},"run":{"type":"integer","minimum":0,"description":"The run it belongs to."},"message":{"type":"string","description":"Human-readable detail."}}},"JobRunRecord":{"description":"The outcome of an earlier run, kept when the Job starts a new run.","type":"object","additionalProperties":false,"required":["run","phase"],"properties":{"run":{"type":"integer","minimum":1,"description":"Run number."},"phase":{"$ref":"#/$defs/JobPhase","description":"Final phase of that run."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When that run started."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When that run ended."},"reason":{"type":"string","description":"Why that run ended and the next began: spec changed, the rlinf.io/run annotation changed, or started again after a stop."},"tasks":{"type":"array","description":"Final task states of that run.","items":{"$ref":"#/$defs/JobTaskStatus"}}}},"JobStatus":{"description":"Observed state of a Job.","type":"object","additionalProperties":false,"properties":{"phase":{"$ref":"#/$defs/JobPhase","description":"Current phase."},"run":{"type":"integer","minimum":0,"description":"Number of the current run, counted from 1."},"runAnnotation":{"type":"string","description":"The rlinf.io/run annotation the current run answers; a change starts a fresh run."},"specHash":{"type":"string","description":"Digest of the task templates (with the Job's domain and sshPublicKey) the current run was started from; a change starts a fresh run."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run started."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run ended."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"tasks":{"type":"array","description":"State of each task of the current run.","items":{"$ref":"#/$defs/JobTaskStatus"}},"conditions":{"type":"array","description":"Conditions (Placed, Ready, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}},"history":{"type":"array","description":"Earlier runs, oldest first.","items":{"$ref":"#/$defs/JobRunRecord"}},"events":{"type":"array","description":"The latest lifecycle events (at most 20), oldest first: what happened and why.","items":{"$ref":"#/$defs/JobEvent"}}}}}};
+const schema19 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/job.schema.json","title":"Job","description":"One training run: task templates placed on clusters, a Domain for their network, and a stop switch. Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Job","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the name prefixes every Task name (`<job>-<task>`).","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Job name."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: Jobs are cluster-scoped."}}},"spec":{"$ref":"#/$defs/JobSpec","description":"Desired state."},"status":{"$ref":"#/$defs/JobStatus","description":"Observed state, written by the hub."}},"$defs":{"JobSpec":{"description":"What a Job runs.","type":"object","additionalProperties":false,"required":["tasks"],"properties":{"domain":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the Domain whose virtual network the Job's pods join."},"team":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the Team whose quota the Job counts against; default: the Team marked default, else no quota applies."},"stopped":{"type":"boolean","default":false,"description":"true stops the Job (Tasks, workloads and task PVCs are removed, the Job stays); clearing it starts a fresh run."},"sshPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Public key injected into every task's workloads (a task's own sshPublicKey wins)."},"tasks":{"type":"array","minItems":1,"description":"Task templates; each becomes a Task named `<job>-<task>`.","items":{"$ref":"#/$defs/TaskTemplate"}}}},"TaskTemplate":{"description":"One role of a Job, instantiated as a Task on one cluster.","type":"object","additionalProperties":false,"required":["name","role","agentType"],"allOf":[{"$ref":"common.schema.json#/$defs/ExactlyOneRuntime"}],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Task name, unique in the Job."},"head":{"type":"boolean","default":false,"description":"true for the Job's main task (at most one)."},"role":{"$ref":"common.schema.json#/$defs/Role","description":"Training role."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"Runtime; selects the kubernetes, docker or raw section."},"nodeSelector":{"$ref":"common.schema.json#/$defs/NodeSelector","description":"Node labels required on the node the task runs on."},"clusterSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Selects the Clusters (by their labels) placement may choose from; default: any."},"annotations":{"$ref":"common.schema.json#/$defs/TaskAnnotations","description":"Annotations copied to the Task, including the Ray keys."},"sshPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Public key injected into this task's workloads."},"kubernetes":{"$ref":"common.schema.json#/$defs/KubernetesRuntime","description":"For agentType Kubernetes: the workload."},"raw":{"$ref":"common.schema.json#/$defs/RawRuntime","description":"For agentType Raw: the process."},"docker":{"$ref":"common.schema.json#/$defs/DockerRuntime","description":"For agentType Docker: the container."}}},"JobPhase":{"description":"Lifecycle phase of a Job.","enum":["Pending","Running","Succeeded","Failed","Stopping","Stopped"]},"JobTaskStatus":{"description":"Observed state of one task of a run.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Task template name."},"phase":{"enum":["Pending","Scheduled","Running","Succeeded","Failed","Stopping","Stopped","Unknown"],"description":"Phase of the task."},"cluster":{"type":"string","description":"Cluster the task was placed on."},"taskName":{"type":"string","description":"Name of the Task object (`<job>-<task>`)."},"replicas":{"type":"integer","minimum":0,"description":"Desired replicas."},"readyReplicas":{"type":"integer","minimum":0,"description":"Ready replicas."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task started running."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task finished."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code reported for a finished or failed task."}}},"JobEvent":{"description":"One lifecycle event of a Job, as a Kubernetes Event would record it.","type":"object","additionalProperties":false,"required":["time","type","reason","message"],"properties":{"time":{"$ref":"common.schema.json#/$defs/Time","description":"When it happened."},"type":{"enum":["Normal","Warning"],"description":"Warning when it needs attention."},"reason":{"type":"string","description":"Machine-readable CamelCase reason."},"run":{"type":"integer","minimum":0,"description":"The run it belongs to."},"message":{"type":"string","description":"Human-readable detail."}}},"JobRunRecord":{"description":"The outcome of an earlier run, kept when the Job starts a new run.","type":"object","additionalProperties":false,"required":["run","phase"],"properties":{"run":{"type":"integer","minimum":1,"description":"Run number."},"phase":{"$ref":"#/$defs/JobPhase","description":"Final phase of that run."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When that run started."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When that run ended."},"reason":{"type":"string","description":"Why that run ended and the next began: spec changed, the rlinf.io/run annotation changed, or started again after a stop."},"tasks":{"type":"array","description":"Final task states of that run.","items":{"$ref":"#/$defs/JobTaskStatus"}}}},"JobQuota":{"description":"The quota a Job holds: its team and its whole request.","type":"object","additionalProperties":false,"required":["team","request"],"properties":{"team":{"type":"string","description":"The Team whose quota it counts against."},"request":{"type":"object","description":"Quota key (a resource, or resource[flavor]) to the amount held.","additionalProperties":{"$ref":"common.schema.json#/$defs/Quantity"}}}},"JobStatus":{"description":"Observed state of a Job.","type":"object","additionalProperties":false,"properties":{"phase":{"$ref":"#/$defs/JobPhase","description":"Current phase."},"quota":{"$ref":"#/$defs/JobQuota","description":"What the Job holds of its team's quota while admitted (docs/teams.md)."},"run":{"type":"integer","minimum":0,"description":"Number of the current run, counted from 1."},"runAnnotation":{"type":"string","description":"The rlinf.io/run annotation the current run answers; a change starts a fresh run."},"specHash":{"type":"string","description":"Digest of the task templates (with the Job's domain and sshPublicKey) the current run was started from; a change starts a fresh run."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run started."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run ended."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"tasks":{"type":"array","description":"State of each task of the current run.","items":{"$ref":"#/$defs/JobTaskStatus"}},"conditions":{"type":"array","description":"Conditions (Placed, Ready, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}},"history":{"type":"array","description":"Earlier runs, oldest first.","items":{"$ref":"#/$defs/JobRunRecord"}},"events":{"type":"array","description":"The latest lifecycle events (at most 20), oldest first: what happened and why.","items":{"$ref":"#/$defs/JobEvent"}}}}}};
 const schema21 = {"description":"Standard object metadata. name, namespace, labels and annotations come from the manifest; the other fields are set by the store.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Name, unique per kind (and namespace for namespaced kinds)."},"namespace":{"type":"string","description":"Namespace; `agent-<cluster>` for objects placed on a cluster."},"labels":{"$ref":"#/$defs/Labels","description":"Identifying key/value pairs; selectors match them."},"annotations":{"$ref":"#/$defs/Annotations","description":"Non-identifying key/value metadata."},"uid":{"type":"string","description":"Unique id assigned by the store at creation."},"resourceVersion":{"type":"string","description":"Opaque version assigned by the store on every write, for optimistic concurrency."},"generation":{"type":"integer","minimum":0,"description":"Incremented by the store on every change of spec."},"creationTimestamp":{"$ref":"#/$defs/Time","description":"When the store created the object."},"deletionTimestamp":{"$ref":"#/$defs/Time","description":"When deletion was requested; the object goes once its finalizers are gone."},"ownerReferences":{"type":"array","description":"Objects this object belongs to (a Task's Job, a Job's Workflow).","items":{"$ref":"#/$defs/OwnerReference"}},"finalizers":{"type":"array","description":"Controllers that must clean up before the object is deleted.","items":{"type":"string","description":"A finalizer name."}},"managedFields":{"type":"array","description":"Field ownership recorded by a Kubernetes apiserver (the Kubernetes store backend); opaque to RLark.","items":{"type":"object","description":"One manager's fields.","x-rlark-free-form":true}}}};
 const func1 = Object.prototype.hasOwnProperty;
 const schema22 = {"description":"Labels: identifying key/value pairs that selectors match.","type":"object","propertyNames":{"$ref":"#/$defs/LabelKey"},"additionalProperties":{"$ref":"#/$defs/LabelValue"}};
@@ -3209,7 +3209,7 @@ return errors === 0;
 }
 validate74.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema47 = {"description":"Observed state of a Job.","type":"object","additionalProperties":false,"properties":{"phase":{"$ref":"#/$defs/JobPhase","description":"Current phase."},"run":{"type":"integer","minimum":0,"description":"Number of the current run, counted from 1."},"runAnnotation":{"type":"string","description":"The rlinf.io/run annotation the current run answers; a change starts a fresh run."},"specHash":{"type":"string","description":"Digest of the task templates (with the Job's domain and sshPublicKey) the current run was started from; a change starts a fresh run."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run started."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run ended."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"tasks":{"type":"array","description":"State of each task of the current run.","items":{"$ref":"#/$defs/JobTaskStatus"}},"conditions":{"type":"array","description":"Conditions (Placed, Ready, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}},"history":{"type":"array","description":"Earlier runs, oldest first.","items":{"$ref":"#/$defs/JobRunRecord"}},"events":{"type":"array","description":"The latest lifecycle events (at most 20), oldest first: what happened and why.","items":{"$ref":"#/$defs/JobEvent"}}}};
+const schema47 = {"description":"Observed state of a Job.","type":"object","additionalProperties":false,"properties":{"phase":{"$ref":"#/$defs/JobPhase","description":"Current phase."},"quota":{"$ref":"#/$defs/JobQuota","description":"What the Job holds of its team's quota while admitted (docs/teams.md)."},"run":{"type":"integer","minimum":0,"description":"Number of the current run, counted from 1."},"runAnnotation":{"type":"string","description":"The rlinf.io/run annotation the current run answers; a change starts a fresh run."},"specHash":{"type":"string","description":"Digest of the task templates (with the Job's domain and sshPublicKey) the current run was started from; a change starts a fresh run."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run started."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run ended."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"tasks":{"type":"array","description":"State of each task of the current run.","items":{"$ref":"#/$defs/JobTaskStatus"}},"conditions":{"type":"array","description":"Conditions (Placed, Ready, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}},"history":{"type":"array","description":"Earlier runs, oldest first.","items":{"$ref":"#/$defs/JobRunRecord"}},"events":{"type":"array","description":"The latest lifecycle events (at most 20), oldest first: what happened and why.","items":{"$ref":"#/$defs/JobEvent"}}}};
 const schema48 = {"description":"Lifecycle phase of a Job.","enum":["Pending","Running","Succeeded","Failed","Stopping","Stopped"]};
 
 function validate121(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -3237,11 +3237,146 @@ return errors === 0;
 }
 validate121.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
+const schema49 = {"description":"The quota a Job holds: its team and its whole request.","type":"object","additionalProperties":false,"required":["team","request"],"properties":{"team":{"type":"string","description":"The Team whose quota it counts against."},"request":{"type":"object","description":"Quota key (a resource, or resource[flavor]) to the amount held.","additionalProperties":{"$ref":"common.schema.json#/$defs/Quantity"}}}};
+const schema50 = {"description":"A Kubernetes resource quantity, e.g. 500m, 2Gi, 8.","type":"string","pattern":"^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$","x-rlark-message":"must be a Kubernetes quantity such as 500m, 2Gi or 8"};
+const pattern15 = new RegExp("^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$", "u");
+
+function validate124(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate124.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data === "string"){
+if(!pattern15.test(data)){
+const err0 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$"},message:"must match pattern \""+"^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$"+"\"",schema:"^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$",parentSchema:schema50,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema50.type,parentSchema:schema50,data};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate124.errors = vErrors;
+return errors === 0;
+}
+validate124.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
 
 function validate123(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate123.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.team === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "team"},message:"must have required property '"+"team"+"'",schema:schema49.required,parentSchema:schema49,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.request === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "request"},message:"must have required property '"+"request"+"'",schema:schema49.required,parentSchema:schema49,data};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "team") || (key0 === "request"))){
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema49,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.team !== undefined){
+let data0 = data.team;
+if(typeof data0 !== "string"){
+const err3 = {instancePath:instancePath+"/team",schemaPath:"#/properties/team/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema49.properties.team.type,parentSchema:schema49.properties.team,data:data0};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.request !== undefined){
+let data1 = data.request;
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+for(const key1 in data1){
+if(!(validate124(data1[key1], {instancePath:instancePath+"/request/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),parentData:data1,parentDataProperty:key1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate124.errors : vErrors.concat(validate124.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err4 = {instancePath:instancePath+"/request",schemaPath:"#/properties/request/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema49.properties.request.type,parentSchema:schema49.properties.request,data:data1};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+}
+else {
+const err5 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema49.type,parentSchema:schema49,data};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+validate123.errors = vErrors;
+return errors === 0;
+}
+validate123.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+
+function validate127(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate127.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3270,17 +3405,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate123.errors = vErrors;
+validate127.errors = vErrors;
 return errors === 0;
 }
-validate123.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate127.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema50 = {"description":"Observed state of one task of a run.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Task template name."},"phase":{"enum":["Pending","Scheduled","Running","Succeeded","Failed","Stopping","Stopped","Unknown"],"description":"Phase of the task."},"cluster":{"type":"string","description":"Cluster the task was placed on."},"taskName":{"type":"string","description":"Name of the Task object (`<job>-<task>`)."},"replicas":{"type":"integer","minimum":0,"description":"Desired replicas."},"readyReplicas":{"type":"integer","minimum":0,"description":"Ready replicas."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task started running."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task finished."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code reported for a finished or failed task."}}};
+const schema52 = {"description":"Observed state of one task of a run.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Task template name."},"phase":{"enum":["Pending","Scheduled","Running","Succeeded","Failed","Stopping","Stopped","Unknown"],"description":"Phase of the task."},"cluster":{"type":"string","description":"Cluster the task was placed on."},"taskName":{"type":"string","description":"Name of the Task object (`<job>-<task>`)."},"replicas":{"type":"integer","minimum":0,"description":"Desired replicas."},"readyReplicas":{"type":"integer","minimum":0,"description":"Ready replicas."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task started running."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task finished."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code reported for a finished or failed task."}}};
 
-function validate126(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate130(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate126.evaluated;
+const evaluated0 = validate130.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3289,7 +3424,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.name === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema50.required,parentSchema:schema50,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema52.required,parentSchema:schema52,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -3299,8 +3434,8 @@ vErrors.push(err0);
 errors++;
 }
 for(const key0 in data){
-if(!(func1.call(schema50.properties, key0))){
-const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema50,data};
+if(!(func1.call(schema52.properties, key0))){
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema52,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -3313,7 +3448,7 @@ errors++;
 if(data.name !== undefined){
 let data0 = data.name;
 if(typeof data0 !== "string"){
-const err2 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema50.properties.name.type,parentSchema:schema50.properties.name,data:data0};
+const err2 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema52.properties.name.type,parentSchema:schema52.properties.name,data:data0};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -3326,7 +3461,7 @@ errors++;
 if(data.phase !== undefined){
 let data1 = data.phase;
 if(!((((((((data1 === "Pending") || (data1 === "Scheduled")) || (data1 === "Running")) || (data1 === "Succeeded")) || (data1 === "Failed")) || (data1 === "Stopping")) || (data1 === "Stopped")) || (data1 === "Unknown"))){
-const err3 = {instancePath:instancePath+"/phase",schemaPath:"#/properties/phase/enum",keyword:"enum",params:{allowedValues: schema50.properties.phase.enum},message:"must be equal to one of the allowed values",schema:schema50.properties.phase.enum,parentSchema:schema50.properties.phase,data:data1};
+const err3 = {instancePath:instancePath+"/phase",schemaPath:"#/properties/phase/enum",keyword:"enum",params:{allowedValues: schema52.properties.phase.enum},message:"must be equal to one of the allowed values",schema:schema52.properties.phase.enum,parentSchema:schema52.properties.phase,data:data1};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -3339,7 +3474,7 @@ errors++;
 if(data.cluster !== undefined){
 let data2 = data.cluster;
 if(typeof data2 !== "string"){
-const err4 = {instancePath:instancePath+"/cluster",schemaPath:"#/properties/cluster/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema50.properties.cluster.type,parentSchema:schema50.properties.cluster,data:data2};
+const err4 = {instancePath:instancePath+"/cluster",schemaPath:"#/properties/cluster/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema52.properties.cluster.type,parentSchema:schema52.properties.cluster,data:data2};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -3352,7 +3487,7 @@ errors++;
 if(data.taskName !== undefined){
 let data3 = data.taskName;
 if(typeof data3 !== "string"){
-const err5 = {instancePath:instancePath+"/taskName",schemaPath:"#/properties/taskName/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema50.properties.taskName.type,parentSchema:schema50.properties.taskName,data:data3};
+const err5 = {instancePath:instancePath+"/taskName",schemaPath:"#/properties/taskName/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema52.properties.taskName.type,parentSchema:schema52.properties.taskName,data:data3};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -3365,7 +3500,7 @@ errors++;
 if(data.replicas !== undefined){
 let data4 = data.replicas;
 if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
-const err6 = {instancePath:instancePath+"/replicas",schemaPath:"#/properties/replicas/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema50.properties.replicas.type,parentSchema:schema50.properties.replicas,data:data4};
+const err6 = {instancePath:instancePath+"/replicas",schemaPath:"#/properties/replicas/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema52.properties.replicas.type,parentSchema:schema52.properties.replicas,data:data4};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -3376,7 +3511,7 @@ errors++;
 }
 if((typeof data4 == "number") && (isFinite(data4))){
 if(data4 < 0 || isNaN(data4)){
-const err7 = {instancePath:instancePath+"/replicas",schemaPath:"#/properties/replicas/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema50.properties.replicas,data:data4};
+const err7 = {instancePath:instancePath+"/replicas",schemaPath:"#/properties/replicas/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema52.properties.replicas,data:data4};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -3390,7 +3525,7 @@ errors++;
 if(data.readyReplicas !== undefined){
 let data5 = data.readyReplicas;
 if(!(((typeof data5 == "number") && (!(data5 % 1) && !isNaN(data5))) && (isFinite(data5)))){
-const err8 = {instancePath:instancePath+"/readyReplicas",schemaPath:"#/properties/readyReplicas/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema50.properties.readyReplicas.type,parentSchema:schema50.properties.readyReplicas,data:data5};
+const err8 = {instancePath:instancePath+"/readyReplicas",schemaPath:"#/properties/readyReplicas/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema52.properties.readyReplicas.type,parentSchema:schema52.properties.readyReplicas,data:data5};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -3401,7 +3536,7 @@ errors++;
 }
 if((typeof data5 == "number") && (isFinite(data5))){
 if(data5 < 0 || isNaN(data5)){
-const err9 = {instancePath:instancePath+"/readyReplicas",schemaPath:"#/properties/readyReplicas/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema50.properties.readyReplicas,data:data5};
+const err9 = {instancePath:instancePath+"/readyReplicas",schemaPath:"#/properties/readyReplicas/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema52.properties.readyReplicas,data:data5};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -3413,21 +3548,21 @@ errors++;
 }
 }
 if(data.startTime !== undefined){
-if(!(validate123(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate123.errors : vErrors.concat(validate123.errors);
+if(!(validate127(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate127.errors : vErrors.concat(validate127.errors);
 errors = vErrors.length;
 }
 }
 if(data.completionTime !== undefined){
-if(!(validate123(data.completionTime, {instancePath:instancePath+"/completionTime",parentData:data,parentDataProperty:"completionTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate123.errors : vErrors.concat(validate123.errors);
+if(!(validate127(data.completionTime, {instancePath:instancePath+"/completionTime",parentData:data,parentDataProperty:"completionTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate127.errors : vErrors.concat(validate127.errors);
 errors = vErrors.length;
 }
 }
 if(data.reason !== undefined){
 let data8 = data.reason;
 if(typeof data8 !== "string"){
-const err10 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema50.properties.reason.type,parentSchema:schema50.properties.reason,data:data8};
+const err10 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema52.properties.reason.type,parentSchema:schema52.properties.reason,data:data8};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -3440,7 +3575,7 @@ errors++;
 if(data.message !== undefined){
 let data9 = data.message;
 if(typeof data9 !== "string"){
-const err11 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema50.properties.message.type,parentSchema:schema50.properties.message,data:data9};
+const err11 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema52.properties.message.type,parentSchema:schema52.properties.message,data:data9};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -3453,7 +3588,7 @@ errors++;
 if(data.exitCode !== undefined){
 let data10 = data.exitCode;
 if(!(((typeof data10 == "number") && (!(data10 % 1) && !isNaN(data10))) && (isFinite(data10)))){
-const err12 = {instancePath:instancePath+"/exitCode",schemaPath:"#/properties/exitCode/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema50.properties.exitCode.type,parentSchema:schema50.properties.exitCode,data:data10};
+const err12 = {instancePath:instancePath+"/exitCode",schemaPath:"#/properties/exitCode/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema52.properties.exitCode.type,parentSchema:schema52.properties.exitCode,data:data10};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -3465,7 +3600,7 @@ errors++;
 }
 }
 else {
-const err13 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema50.type,parentSchema:schema50,data};
+const err13 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema52.type,parentSchema:schema52,data};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -3474,17 +3609,17 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate126.errors = vErrors;
+validate130.errors = vErrors;
 return errors === 0;
 }
-validate126.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate130.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema51 = {"description":"A Kubernetes condition: one aspect of an object's observed state.","type":"object","additionalProperties":false,"required":["type","status"],"properties":{"type":{"type":"string","minLength":1,"description":"Condition type, e.g. Ready."},"status":{"enum":["True","False","Unknown"],"description":"Whether the condition holds."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation the condition was computed from."},"lastTransitionTime":{"$ref":"#/$defs/Time","description":"When status last changed."},"lastHeartbeatTime":{"$ref":"#/$defs/Time","description":"When the condition was last probed."},"reason":{"type":"string","description":"Machine-readable CamelCase reason for the last transition."},"message":{"type":"string","description":"Human-readable detail."}}};
+const schema53 = {"description":"A Kubernetes condition: one aspect of an object's observed state.","type":"object","additionalProperties":false,"required":["type","status"],"properties":{"type":{"type":"string","minLength":1,"description":"Condition type, e.g. Ready."},"status":{"enum":["True","False","Unknown"],"description":"Whether the condition holds."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation the condition was computed from."},"lastTransitionTime":{"$ref":"#/$defs/Time","description":"When status last changed."},"lastHeartbeatTime":{"$ref":"#/$defs/Time","description":"When the condition was last probed."},"reason":{"type":"string","description":"Machine-readable CamelCase reason for the last transition."},"message":{"type":"string","description":"Human-readable detail."}}};
 
-function validate130(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate134(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate130.evaluated;
+const evaluated0 = validate134.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3493,7 +3628,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.type === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'",schema:schema51.required,parentSchema:schema51,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'",schema:schema53.required,parentSchema:schema53,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -3503,7 +3638,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.status === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'",schema:schema51.required,parentSchema:schema51,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'",schema:schema53.required,parentSchema:schema53,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -3514,7 +3649,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((((key0 === "type") || (key0 === "status")) || (key0 === "observedGeneration")) || (key0 === "lastTransitionTime")) || (key0 === "lastHeartbeatTime")) || (key0 === "reason")) || (key0 === "message"))){
-const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema51,data};
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema53,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -3528,7 +3663,7 @@ if(data.type !== undefined){
 let data0 = data.type;
 if(typeof data0 === "string"){
 if(func2(data0) < 1){
-const err3 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema51.properties.type,data:data0};
+const err3 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema53.properties.type,data:data0};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -3539,7 +3674,7 @@ errors++;
 }
 }
 else {
-const err4 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.properties.type.type,parentSchema:schema51.properties.type,data:data0};
+const err4 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema53.properties.type.type,parentSchema:schema53.properties.type,data:data0};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -3552,7 +3687,7 @@ errors++;
 if(data.status !== undefined){
 let data1 = data.status;
 if(!(((data1 === "True") || (data1 === "False")) || (data1 === "Unknown"))){
-const err5 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema51.properties.status.enum},message:"must be equal to one of the allowed values",schema:schema51.properties.status.enum,parentSchema:schema51.properties.status,data:data1};
+const err5 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema53.properties.status.enum},message:"must be equal to one of the allowed values",schema:schema53.properties.status.enum,parentSchema:schema53.properties.status,data:data1};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -3565,7 +3700,7 @@ errors++;
 if(data.observedGeneration !== undefined){
 let data2 = data.observedGeneration;
 if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err6 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema51.properties.observedGeneration.type,parentSchema:schema51.properties.observedGeneration,data:data2};
+const err6 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema53.properties.observedGeneration.type,parentSchema:schema53.properties.observedGeneration,data:data2};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -3576,7 +3711,7 @@ errors++;
 }
 if((typeof data2 == "number") && (isFinite(data2))){
 if(data2 < 0 || isNaN(data2)){
-const err7 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema51.properties.observedGeneration,data:data2};
+const err7 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema53.properties.observedGeneration,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -3602,7 +3737,7 @@ errors = vErrors.length;
 if(data.reason !== undefined){
 let data5 = data.reason;
 if(typeof data5 !== "string"){
-const err8 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.properties.reason.type,parentSchema:schema51.properties.reason,data:data5};
+const err8 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema53.properties.reason.type,parentSchema:schema53.properties.reason,data:data5};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -3615,297 +3750,7 @@ errors++;
 if(data.message !== undefined){
 let data6 = data.message;
 if(typeof data6 !== "string"){
-const err9 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.properties.message.type,parentSchema:schema51.properties.message,data:data6};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-}
-else {
-const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema51.type,parentSchema:schema51,data};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-validate130.errors = vErrors;
-return errors === 0;
-}
-validate130.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-const schema52 = {"description":"The outcome of an earlier run, kept when the Job starts a new run.","type":"object","additionalProperties":false,"required":["run","phase"],"properties":{"run":{"type":"integer","minimum":1,"description":"Run number."},"phase":{"$ref":"#/$defs/JobPhase","description":"Final phase of that run."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When that run started."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When that run ended."},"reason":{"type":"string","description":"Why that run ended and the next began: spec changed, the rlinf.io/run annotation changed, or started again after a stop."},"tasks":{"type":"array","description":"Final task states of that run.","items":{"$ref":"#/$defs/JobTaskStatus"}}}};
-
-function validate134(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate134.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.run === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "run"},message:"must have required property '"+"run"+"'",schema:schema52.required,parentSchema:schema52,data};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.phase === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "phase"},message:"must have required property '"+"phase"+"'",schema:schema52.required,parentSchema:schema52,data};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((((key0 === "run") || (key0 === "phase")) || (key0 === "startTime")) || (key0 === "completionTime")) || (key0 === "reason")) || (key0 === "tasks"))){
-const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema52,data};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.run !== undefined){
-let data0 = data.run;
-if(!(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0)))){
-const err3 = {instancePath:instancePath+"/run",schemaPath:"#/properties/run/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema52.properties.run.type,parentSchema:schema52.properties.run,data:data0};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-if((typeof data0 == "number") && (isFinite(data0))){
-if(data0 < 1 || isNaN(data0)){
-const err4 = {instancePath:instancePath+"/run",schemaPath:"#/properties/run/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema52.properties.run,data:data0};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-}
-if(data.phase !== undefined){
-if(!(validate121(data.phase, {instancePath:instancePath+"/phase",parentData:data,parentDataProperty:"phase",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate121.errors : vErrors.concat(validate121.errors);
-errors = vErrors.length;
-}
-}
-if(data.startTime !== undefined){
-if(!(validate123(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate123.errors : vErrors.concat(validate123.errors);
-errors = vErrors.length;
-}
-}
-if(data.completionTime !== undefined){
-if(!(validate123(data.completionTime, {instancePath:instancePath+"/completionTime",parentData:data,parentDataProperty:"completionTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate123.errors : vErrors.concat(validate123.errors);
-errors = vErrors.length;
-}
-}
-if(data.reason !== undefined){
-let data4 = data.reason;
-if(typeof data4 !== "string"){
-const err5 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema52.properties.reason.type,parentSchema:schema52.properties.reason,data:data4};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.tasks !== undefined){
-let data5 = data.tasks;
-if(Array.isArray(data5)){
-const len0 = data5.length;
-for(let i0=0; i0<len0; i0++){
-if(!(validate126(data5[i0], {instancePath:instancePath+"/tasks/" + i0,parentData:data5,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate126.errors : vErrors.concat(validate126.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err6 = {instancePath:instancePath+"/tasks",schemaPath:"#/properties/tasks/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema52.properties.tasks.type,parentSchema:schema52.properties.tasks,data:data5};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-}
-}
-else {
-const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema52.type,parentSchema:schema52,data};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-validate134.errors = vErrors;
-return errors === 0;
-}
-validate134.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-const schema53 = {"description":"One lifecycle event of a Job, as a Kubernetes Event would record it.","type":"object","additionalProperties":false,"required":["time","type","reason","message"],"properties":{"time":{"$ref":"common.schema.json#/$defs/Time","description":"When it happened."},"type":{"enum":["Normal","Warning"],"description":"Warning when it needs attention."},"reason":{"type":"string","description":"Machine-readable CamelCase reason."},"run":{"type":"integer","minimum":0,"description":"The run it belongs to."},"message":{"type":"string","description":"Human-readable detail."}}};
-
-function validate140(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate140.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.time === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "time"},message:"must have required property '"+"time"+"'",schema:schema53.required,parentSchema:schema53,data};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.type === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'",schema:schema53.required,parentSchema:schema53,data};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.reason === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "reason"},message:"must have required property '"+"reason"+"'",schema:schema53.required,parentSchema:schema53,data};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.message === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'",schema:schema53.required,parentSchema:schema53,data};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!(((((key0 === "time") || (key0 === "type")) || (key0 === "reason")) || (key0 === "run")) || (key0 === "message"))){
-const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema53,data};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.time !== undefined){
-if(!(validate123(data.time, {instancePath:instancePath+"/time",parentData:data,parentDataProperty:"time",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate123.errors : vErrors.concat(validate123.errors);
-errors = vErrors.length;
-}
-}
-if(data.type !== undefined){
-let data1 = data.type;
-if(!((data1 === "Normal") || (data1 === "Warning"))){
-const err5 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/enum",keyword:"enum",params:{allowedValues: schema53.properties.type.enum},message:"must be equal to one of the allowed values",schema:schema53.properties.type.enum,parentSchema:schema53.properties.type,data:data1};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.reason !== undefined){
-let data2 = data.reason;
-if(typeof data2 !== "string"){
-const err6 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema53.properties.reason.type,parentSchema:schema53.properties.reason,data:data2};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-}
-if(data.run !== undefined){
-let data3 = data.run;
-if(!(((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3))) && (isFinite(data3)))){
-const err7 = {instancePath:instancePath+"/run",schemaPath:"#/properties/run/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema53.properties.run.type,parentSchema:schema53.properties.run,data:data3};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-if((typeof data3 == "number") && (isFinite(data3))){
-if(data3 < 0 || isNaN(data3)){
-const err8 = {instancePath:instancePath+"/run",schemaPath:"#/properties/run/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema53.properties.run,data:data3};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-}
-}
-if(data.message !== undefined){
-let data4 = data.message;
-if(typeof data4 !== "string"){
-const err9 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema53.properties.message.type,parentSchema:schema53.properties.message,data:data4};
+const err9 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema53.properties.message.type,parentSchema:schema53.properties.message,data:data6};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -3926,10 +3771,300 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate140.errors = vErrors;
+validate134.errors = vErrors;
 return errors === 0;
 }
-validate140.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate134.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+const schema54 = {"description":"The outcome of an earlier run, kept when the Job starts a new run.","type":"object","additionalProperties":false,"required":["run","phase"],"properties":{"run":{"type":"integer","minimum":1,"description":"Run number."},"phase":{"$ref":"#/$defs/JobPhase","description":"Final phase of that run."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When that run started."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When that run ended."},"reason":{"type":"string","description":"Why that run ended and the next began: spec changed, the rlinf.io/run annotation changed, or started again after a stop."},"tasks":{"type":"array","description":"Final task states of that run.","items":{"$ref":"#/$defs/JobTaskStatus"}}}};
+
+function validate138(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate138.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.run === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "run"},message:"must have required property '"+"run"+"'",schema:schema54.required,parentSchema:schema54,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.phase === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "phase"},message:"must have required property '"+"phase"+"'",schema:schema54.required,parentSchema:schema54,data};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((((key0 === "run") || (key0 === "phase")) || (key0 === "startTime")) || (key0 === "completionTime")) || (key0 === "reason")) || (key0 === "tasks"))){
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema54,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.run !== undefined){
+let data0 = data.run;
+if(!(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0)))){
+const err3 = {instancePath:instancePath+"/run",schemaPath:"#/properties/run/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema54.properties.run.type,parentSchema:schema54.properties.run,data:data0};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if((typeof data0 == "number") && (isFinite(data0))){
+if(data0 < 1 || isNaN(data0)){
+const err4 = {instancePath:instancePath+"/run",schemaPath:"#/properties/run/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema54.properties.run,data:data0};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+}
+if(data.phase !== undefined){
+if(!(validate121(data.phase, {instancePath:instancePath+"/phase",parentData:data,parentDataProperty:"phase",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate121.errors : vErrors.concat(validate121.errors);
+errors = vErrors.length;
+}
+}
+if(data.startTime !== undefined){
+if(!(validate127(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate127.errors : vErrors.concat(validate127.errors);
+errors = vErrors.length;
+}
+}
+if(data.completionTime !== undefined){
+if(!(validate127(data.completionTime, {instancePath:instancePath+"/completionTime",parentData:data,parentDataProperty:"completionTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate127.errors : vErrors.concat(validate127.errors);
+errors = vErrors.length;
+}
+}
+if(data.reason !== undefined){
+let data4 = data.reason;
+if(typeof data4 !== "string"){
+const err5 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema54.properties.reason.type,parentSchema:schema54.properties.reason,data:data4};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.tasks !== undefined){
+let data5 = data.tasks;
+if(Array.isArray(data5)){
+const len0 = data5.length;
+for(let i0=0; i0<len0; i0++){
+if(!(validate130(data5[i0], {instancePath:instancePath+"/tasks/" + i0,parentData:data5,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate130.errors : vErrors.concat(validate130.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err6 = {instancePath:instancePath+"/tasks",schemaPath:"#/properties/tasks/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema54.properties.tasks.type,parentSchema:schema54.properties.tasks,data:data5};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+}
+else {
+const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema54.type,parentSchema:schema54,data};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+validate138.errors = vErrors;
+return errors === 0;
+}
+validate138.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+const schema55 = {"description":"One lifecycle event of a Job, as a Kubernetes Event would record it.","type":"object","additionalProperties":false,"required":["time","type","reason","message"],"properties":{"time":{"$ref":"common.schema.json#/$defs/Time","description":"When it happened."},"type":{"enum":["Normal","Warning"],"description":"Warning when it needs attention."},"reason":{"type":"string","description":"Machine-readable CamelCase reason."},"run":{"type":"integer","minimum":0,"description":"The run it belongs to."},"message":{"type":"string","description":"Human-readable detail."}}};
+
+function validate144(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate144.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.time === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "time"},message:"must have required property '"+"time"+"'",schema:schema55.required,parentSchema:schema55,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.type === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'",schema:schema55.required,parentSchema:schema55,data};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.reason === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "reason"},message:"must have required property '"+"reason"+"'",schema:schema55.required,parentSchema:schema55,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'",schema:schema55.required,parentSchema:schema55,data};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((((key0 === "time") || (key0 === "type")) || (key0 === "reason")) || (key0 === "run")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema55,data};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.time !== undefined){
+if(!(validate127(data.time, {instancePath:instancePath+"/time",parentData:data,parentDataProperty:"time",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate127.errors : vErrors.concat(validate127.errors);
+errors = vErrors.length;
+}
+}
+if(data.type !== undefined){
+let data1 = data.type;
+if(!((data1 === "Normal") || (data1 === "Warning"))){
+const err5 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/enum",keyword:"enum",params:{allowedValues: schema55.properties.type.enum},message:"must be equal to one of the allowed values",schema:schema55.properties.type.enum,parentSchema:schema55.properties.type,data:data1};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.reason !== undefined){
+let data2 = data.reason;
+if(typeof data2 !== "string"){
+const err6 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema55.properties.reason.type,parentSchema:schema55.properties.reason,data:data2};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.run !== undefined){
+let data3 = data.run;
+if(!(((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3))) && (isFinite(data3)))){
+const err7 = {instancePath:instancePath+"/run",schemaPath:"#/properties/run/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema55.properties.run.type,parentSchema:schema55.properties.run,data:data3};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+if((typeof data3 == "number") && (isFinite(data3))){
+if(data3 < 0 || isNaN(data3)){
+const err8 = {instancePath:instancePath+"/run",schemaPath:"#/properties/run/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema55.properties.run,data:data3};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+}
+if(data.message !== undefined){
+let data4 = data.message;
+if(typeof data4 !== "string"){
+const err9 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema55.properties.message.type,parentSchema:schema55.properties.message,data:data4};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+}
+else {
+const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema55.type,parentSchema:schema55,data};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+validate144.errors = vErrors;
+return errors === 0;
+}
+validate144.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
 function validate120(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -3961,10 +4096,16 @@ vErrors = vErrors === null ? validate121.errors : vErrors.concat(validate121.err
 errors = vErrors.length;
 }
 }
+if(data.quota !== undefined){
+if(!(validate123(data.quota, {instancePath:instancePath+"/quota",parentData:data,parentDataProperty:"quota",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate123.errors : vErrors.concat(validate123.errors);
+errors = vErrors.length;
+}
+}
 if(data.run !== undefined){
-let data1 = data.run;
-if(!(((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1))) && (isFinite(data1)))){
-const err1 = {instancePath:instancePath+"/run",schemaPath:"#/properties/run/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema47.properties.run.type,parentSchema:schema47.properties.run,data:data1};
+let data2 = data.run;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err1 = {instancePath:instancePath+"/run",schemaPath:"#/properties/run/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema47.properties.run.type,parentSchema:schema47.properties.run,data:data2};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -3973,9 +4114,9 @@ vErrors.push(err1);
 }
 errors++;
 }
-if((typeof data1 == "number") && (isFinite(data1))){
-if(data1 < 0 || isNaN(data1)){
-const err2 = {instancePath:instancePath+"/run",schemaPath:"#/properties/run/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema47.properties.run,data:data1};
+if((typeof data2 == "number") && (isFinite(data2))){
+if(data2 < 0 || isNaN(data2)){
+const err2 = {instancePath:instancePath+"/run",schemaPath:"#/properties/run/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema47.properties.run,data:data2};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -3987,9 +4128,9 @@ errors++;
 }
 }
 if(data.runAnnotation !== undefined){
-let data2 = data.runAnnotation;
-if(typeof data2 !== "string"){
-const err3 = {instancePath:instancePath+"/runAnnotation",schemaPath:"#/properties/runAnnotation/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema47.properties.runAnnotation.type,parentSchema:schema47.properties.runAnnotation,data:data2};
+let data3 = data.runAnnotation;
+if(typeof data3 !== "string"){
+const err3 = {instancePath:instancePath+"/runAnnotation",schemaPath:"#/properties/runAnnotation/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema47.properties.runAnnotation.type,parentSchema:schema47.properties.runAnnotation,data:data3};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -4000,9 +4141,9 @@ errors++;
 }
 }
 if(data.specHash !== undefined){
-let data3 = data.specHash;
-if(typeof data3 !== "string"){
-const err4 = {instancePath:instancePath+"/specHash",schemaPath:"#/properties/specHash/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema47.properties.specHash.type,parentSchema:schema47.properties.specHash,data:data3};
+let data4 = data.specHash;
+if(typeof data4 !== "string"){
+const err4 = {instancePath:instancePath+"/specHash",schemaPath:"#/properties/specHash/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema47.properties.specHash.type,parentSchema:schema47.properties.specHash,data:data4};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -4013,21 +4154,21 @@ errors++;
 }
 }
 if(data.startTime !== undefined){
-if(!(validate123(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate123.errors : vErrors.concat(validate123.errors);
+if(!(validate127(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate127.errors : vErrors.concat(validate127.errors);
 errors = vErrors.length;
 }
 }
 if(data.completionTime !== undefined){
-if(!(validate123(data.completionTime, {instancePath:instancePath+"/completionTime",parentData:data,parentDataProperty:"completionTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate123.errors : vErrors.concat(validate123.errors);
+if(!(validate127(data.completionTime, {instancePath:instancePath+"/completionTime",parentData:data,parentDataProperty:"completionTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate127.errors : vErrors.concat(validate127.errors);
 errors = vErrors.length;
 }
 }
 if(data.observedGeneration !== undefined){
-let data6 = data.observedGeneration;
-if(!(((typeof data6 == "number") && (!(data6 % 1) && !isNaN(data6))) && (isFinite(data6)))){
-const err5 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema47.properties.observedGeneration.type,parentSchema:schema47.properties.observedGeneration,data:data6};
+let data7 = data.observedGeneration;
+if(!(((typeof data7 == "number") && (!(data7 % 1) && !isNaN(data7))) && (isFinite(data7)))){
+const err5 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema47.properties.observedGeneration.type,parentSchema:schema47.properties.observedGeneration,data:data7};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -4036,9 +4177,9 @@ vErrors.push(err5);
 }
 errors++;
 }
-if((typeof data6 == "number") && (isFinite(data6))){
-if(data6 < 0 || isNaN(data6)){
-const err6 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema47.properties.observedGeneration,data:data6};
+if((typeof data7 == "number") && (isFinite(data7))){
+if(data7 < 0 || isNaN(data7)){
+const err6 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema47.properties.observedGeneration,data:data7};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -4050,18 +4191,18 @@ errors++;
 }
 }
 if(data.tasks !== undefined){
-let data7 = data.tasks;
-if(Array.isArray(data7)){
-const len0 = data7.length;
+let data8 = data.tasks;
+if(Array.isArray(data8)){
+const len0 = data8.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate126(data7[i0], {instancePath:instancePath+"/tasks/" + i0,parentData:data7,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate126.errors : vErrors.concat(validate126.errors);
+if(!(validate130(data8[i0], {instancePath:instancePath+"/tasks/" + i0,parentData:data8,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate130.errors : vErrors.concat(validate130.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err7 = {instancePath:instancePath+"/tasks",schemaPath:"#/properties/tasks/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema47.properties.tasks.type,parentSchema:schema47.properties.tasks,data:data7};
+const err7 = {instancePath:instancePath+"/tasks",schemaPath:"#/properties/tasks/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema47.properties.tasks.type,parentSchema:schema47.properties.tasks,data:data8};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -4072,18 +4213,18 @@ errors++;
 }
 }
 if(data.conditions !== undefined){
-let data9 = data.conditions;
-if(Array.isArray(data9)){
-const len1 = data9.length;
+let data10 = data.conditions;
+if(Array.isArray(data10)){
+const len1 = data10.length;
 for(let i1=0; i1<len1; i1++){
-if(!(validate130(data9[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data9,parentDataProperty:i1,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate130.errors : vErrors.concat(validate130.errors);
+if(!(validate134(data10[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data10,parentDataProperty:i1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate134.errors : vErrors.concat(validate134.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err8 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema47.properties.conditions.type,parentSchema:schema47.properties.conditions,data:data9};
+const err8 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema47.properties.conditions.type,parentSchema:schema47.properties.conditions,data:data10};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -4094,18 +4235,18 @@ errors++;
 }
 }
 if(data.history !== undefined){
-let data11 = data.history;
-if(Array.isArray(data11)){
-const len2 = data11.length;
+let data12 = data.history;
+if(Array.isArray(data12)){
+const len2 = data12.length;
 for(let i2=0; i2<len2; i2++){
-if(!(validate134(data11[i2], {instancePath:instancePath+"/history/" + i2,parentData:data11,parentDataProperty:i2,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate134.errors : vErrors.concat(validate134.errors);
+if(!(validate138(data12[i2], {instancePath:instancePath+"/history/" + i2,parentData:data12,parentDataProperty:i2,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate138.errors : vErrors.concat(validate138.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err9 = {instancePath:instancePath+"/history",schemaPath:"#/properties/history/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema47.properties.history.type,parentSchema:schema47.properties.history,data:data11};
+const err9 = {instancePath:instancePath+"/history",schemaPath:"#/properties/history/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema47.properties.history.type,parentSchema:schema47.properties.history,data:data12};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -4116,18 +4257,18 @@ errors++;
 }
 }
 if(data.events !== undefined){
-let data13 = data.events;
-if(Array.isArray(data13)){
-const len3 = data13.length;
+let data14 = data.events;
+if(Array.isArray(data14)){
+const len3 = data14.length;
 for(let i3=0; i3<len3; i3++){
-if(!(validate140(data13[i3], {instancePath:instancePath+"/events/" + i3,parentData:data13,parentDataProperty:i3,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate140.errors : vErrors.concat(validate140.errors);
+if(!(validate144(data14[i3], {instancePath:instancePath+"/events/" + i3,parentData:data14,parentDataProperty:i3,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate144.errors : vErrors.concat(validate144.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err10 = {instancePath:instancePath+"/events",schemaPath:"#/properties/events/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema47.properties.events.type,parentSchema:schema47.properties.events,data:data13};
+const err10 = {instancePath:instancePath+"/events",schemaPath:"#/properties/events/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema47.properties.events.type,parentSchema:schema47.properties.events,data:data14};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -4293,13 +4434,13 @@ return errors === 0;
 }
 validate52.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const Workflow = validate144;
-const schema54 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/workflow.schema.json","title":"Workflow","description":"A DAG of Jobs run in dependency order (collect → train → deploy). Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Workflow","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Workflow name."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: Workflows are cluster-scoped."}}},"spec":{"$ref":"#/$defs/WorkflowSpec","description":"Desired state."},"status":{"$ref":"#/$defs/WorkflowStatus","description":"Observed state, written by the hub."}},"$defs":{"WorkflowSpec":{"description":"The Jobs of a Workflow and how failures spread.","type":"object","additionalProperties":false,"required":["jobs"],"properties":{"jobs":{"type":"array","minItems":1,"description":"The DAG's nodes.","items":{"$ref":"#/$defs/WorkflowJob"}},"failurePolicy":{"enum":["StopAll","ContinueIndependent"],"default":"StopAll","description":"On a failed Job: StopAll stops every running Job; ContinueIndependent keeps running Jobs that do not depend on it."},"stopped":{"type":"boolean","default":false,"description":"true stops every Job of the Workflow; clearing it starts a fresh execution from the DAG's roots."}}},"WorkflowJob":{"description":"One node of the DAG: a Job template and the nodes it waits for.","type":"object","additionalProperties":false,"required":["name","template"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Node name, unique in the Workflow."},"dependsOn":{"type":"array","uniqueItems":true,"description":"Names of nodes of this Workflow that must succeed first.","items":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"A node name."}},"template":{"$ref":"job.schema.json#/$defs/JobSpec","description":"The Job's spec."}}},"WorkflowNodeStatus":{"description":"Observed state of one node of the DAG.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Node name."},"job":{"type":"string","description":"Name of the Job object created for the node."},"phase":{"enum":["Pending","Running","Succeeded","Failed","Skipped","Stopping","Stopped"],"description":"Phase of the node; Skipped when a dependency failed."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the node's Job started."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the node's Job ended."},"message":{"type":"string","description":"Human-readable detail."}}},"WorkflowStatus":{"description":"Observed state of a Workflow.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Stopping","Stopped"],"description":"Current phase."},"run":{"type":"integer","minimum":0,"description":"Number of the current execution, counted from 1."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the current execution started."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the current execution ended."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"nodes":{"type":"array","description":"State of each node, in spec order.","items":{"$ref":"#/$defs/WorkflowNodeStatus"}},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
+export const Workflow = validate148;
+const schema56 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/workflow.schema.json","title":"Workflow","description":"A DAG of Jobs run in dependency order (collect → train → deploy). Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Workflow","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Workflow name."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: Workflows are cluster-scoped."}}},"spec":{"$ref":"#/$defs/WorkflowSpec","description":"Desired state."},"status":{"$ref":"#/$defs/WorkflowStatus","description":"Observed state, written by the hub."}},"$defs":{"WorkflowSpec":{"description":"The Jobs of a Workflow and how failures spread.","type":"object","additionalProperties":false,"required":["jobs"],"properties":{"jobs":{"type":"array","minItems":1,"description":"The DAG's nodes.","items":{"$ref":"#/$defs/WorkflowJob"}},"failurePolicy":{"enum":["StopAll","ContinueIndependent"],"default":"StopAll","description":"On a failed Job: StopAll stops every running Job; ContinueIndependent keeps running Jobs that do not depend on it."},"stopped":{"type":"boolean","default":false,"description":"true stops every Job of the Workflow; clearing it starts a fresh execution from the DAG's roots."}}},"WorkflowJob":{"description":"One node of the DAG: a Job template and the nodes it waits for.","type":"object","additionalProperties":false,"required":["name","template"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Node name, unique in the Workflow."},"dependsOn":{"type":"array","uniqueItems":true,"description":"Names of nodes of this Workflow that must succeed first.","items":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"A node name."}},"template":{"$ref":"job.schema.json#/$defs/JobSpec","description":"The Job's spec."}}},"WorkflowNodeStatus":{"description":"Observed state of one node of the DAG.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Node name."},"job":{"type":"string","description":"Name of the Job object created for the node."},"phase":{"enum":["Pending","Running","Succeeded","Failed","Skipped","Stopping","Stopped"],"description":"Phase of the node; Skipped when a dependency failed."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the node's Job started."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the node's Job ended."},"message":{"type":"string","description":"Human-readable detail."}}},"WorkflowStatus":{"description":"Observed state of a Workflow.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Stopping","Stopped"],"description":"Current phase."},"run":{"type":"integer","minimum":0,"description":"Number of the current execution, counted from 1."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the current execution started."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the current execution ended."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"nodes":{"type":"array","description":"State of each node, in spec order.","items":{"$ref":"#/$defs/WorkflowNodeStatus"}},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
 
-function validate145(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate149(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate145.evaluated;
+const evaluated0 = validate149.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4521,16 +4662,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate145.errors = vErrors;
+validate149.errors = vErrors;
 return errors === 0;
 }
-validate145.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate149.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate152(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate156(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate152.evaluated;
+const evaluated0 = validate156.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4579,16 +4720,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate152.errors = vErrors;
+validate156.errors = vErrors;
 return errors === 0;
 }
-validate152.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate156.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate154(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate158(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate154.evaluated;
+const evaluated0 = validate158.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4617,18 +4758,18 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate154.errors = vErrors;
+validate158.errors = vErrors;
 return errors === 0;
 }
-validate154.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate158.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema58 = {"description":"The Jobs of a Workflow and how failures spread.","type":"object","additionalProperties":false,"required":["jobs"],"properties":{"jobs":{"type":"array","minItems":1,"description":"The DAG's nodes.","items":{"$ref":"#/$defs/WorkflowJob"}},"failurePolicy":{"enum":["StopAll","ContinueIndependent"],"default":"StopAll","description":"On a failed Job: StopAll stops every running Job; ContinueIndependent keeps running Jobs that do not depend on it."},"stopped":{"type":"boolean","default":false,"description":"true stops every Job of the Workflow; clearing it starts a fresh execution from the DAG's roots."}}};
-const schema59 = {"description":"One node of the DAG: a Job template and the nodes it waits for.","type":"object","additionalProperties":false,"required":["name","template"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Node name, unique in the Workflow."},"dependsOn":{"type":"array","uniqueItems":true,"description":"Names of nodes of this Workflow that must succeed first.","items":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"A node name."}},"template":{"$ref":"job.schema.json#/$defs/JobSpec","description":"The Job's spec."}}};
+const schema60 = {"description":"The Jobs of a Workflow and how failures spread.","type":"object","additionalProperties":false,"required":["jobs"],"properties":{"jobs":{"type":"array","minItems":1,"description":"The DAG's nodes.","items":{"$ref":"#/$defs/WorkflowJob"}},"failurePolicy":{"enum":["StopAll","ContinueIndependent"],"default":"StopAll","description":"On a failed Job: StopAll stops every running Job; ContinueIndependent keeps running Jobs that do not depend on it."},"stopped":{"type":"boolean","default":false,"description":"true stops every Job of the Workflow; clearing it starts a fresh execution from the DAG's roots."}}};
+const schema61 = {"description":"One node of the DAG: a Job template and the nodes it waits for.","type":"object","additionalProperties":false,"required":["name","template"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Node name, unique in the Workflow."},"dependsOn":{"type":"array","uniqueItems":true,"description":"Names of nodes of this Workflow that must succeed first.","items":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"A node name."}},"template":{"$ref":"job.schema.json#/$defs/JobSpec","description":"The Job's spec."}}};
 
-function validate160(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate164(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate160.evaluated;
+const evaluated0 = validate164.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4732,17 +4873,17 @@ vErrors.push(err5);
 }
 errors++;
 }
-validate160.errors = vErrors;
+validate164.errors = vErrors;
 return errors === 0;
 }
-validate160.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate164.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const func0 = require("ajv/dist/runtime/equal").default;
 
-function validate157(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate161(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate157.evaluated;
+const evaluated0 = validate161.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4751,7 +4892,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.name === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema59.required,parentSchema:schema59,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema61.required,parentSchema:schema61,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -4761,7 +4902,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.template === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "template"},message:"must have required property '"+"template"+"'",schema:schema59.required,parentSchema:schema59,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "template"},message:"must have required property '"+"template"+"'",schema:schema61.required,parentSchema:schema61,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -4772,7 +4913,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((key0 === "name") || (key0 === "dependsOn")) || (key0 === "template"))){
-const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema59,data};
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema61,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -4783,8 +4924,8 @@ errors++;
 }
 }
 if(data.name !== undefined){
-if(!(validate152(data.name, {instancePath:instancePath+"/name",parentData:data,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate152.errors : vErrors.concat(validate152.errors);
+if(!(validate156(data.name, {instancePath:instancePath+"/name",parentData:data,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate156.errors : vErrors.concat(validate156.errors);
 errors = vErrors.length;
 }
 }
@@ -4793,8 +4934,8 @@ let data1 = data.dependsOn;
 if(Array.isArray(data1)){
 const len0 = data1.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate152(data1[i0], {instancePath:instancePath+"/dependsOn/" + i0,parentData:data1,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate152.errors : vErrors.concat(validate152.errors);
+if(!(validate156(data1[i0], {instancePath:instancePath+"/dependsOn/" + i0,parentData:data1,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate156.errors : vErrors.concat(validate156.errors);
 errors = vErrors.length;
 }
 }
@@ -4805,7 +4946,7 @@ outer0:
 for(;i1--;){
 for(j0 = i1; j0--;){
 if(func0(data1[i1], data1[j0])){
-const err3 = {instancePath:instancePath+"/dependsOn",schemaPath:"#/properties/dependsOn/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)",schema:true,parentSchema:schema59.properties.dependsOn,data:data1};
+const err3 = {instancePath:instancePath+"/dependsOn",schemaPath:"#/properties/dependsOn/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)",schema:true,parentSchema:schema61.properties.dependsOn,data:data1};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -4820,7 +4961,7 @@ break outer0;
 }
 }
 else {
-const err4 = {instancePath:instancePath+"/dependsOn",schemaPath:"#/properties/dependsOn/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema59.properties.dependsOn.type,parentSchema:schema59.properties.dependsOn,data:data1};
+const err4 = {instancePath:instancePath+"/dependsOn",schemaPath:"#/properties/dependsOn/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema61.properties.dependsOn.type,parentSchema:schema61.properties.dependsOn,data:data1};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -4831,14 +4972,14 @@ errors++;
 }
 }
 if(data.template !== undefined){
-if(!(validate160(data.template, {instancePath:instancePath+"/template",parentData:data,parentDataProperty:"template",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate160.errors : vErrors.concat(validate160.errors);
+if(!(validate164(data.template, {instancePath:instancePath+"/template",parentData:data,parentDataProperty:"template",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate164.errors : vErrors.concat(validate164.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err5 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema59.type,parentSchema:schema59,data};
+const err5 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema61.type,parentSchema:schema61,data};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -4847,16 +4988,16 @@ vErrors.push(err5);
 }
 errors++;
 }
-validate157.errors = vErrors;
+validate161.errors = vErrors;
 return errors === 0;
 }
-validate157.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate161.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate156(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate160(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate156.evaluated;
+const evaluated0 = validate160.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4865,7 +5006,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.jobs === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "jobs"},message:"must have required property '"+"jobs"+"'",schema:schema58.required,parentSchema:schema58,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "jobs"},message:"must have required property '"+"jobs"+"'",schema:schema60.required,parentSchema:schema60,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -4876,7 +5017,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((key0 === "jobs") || (key0 === "failurePolicy")) || (key0 === "stopped"))){
-const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema58,data};
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema60,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -4890,7 +5031,7 @@ if(data.jobs !== undefined){
 let data0 = data.jobs;
 if(Array.isArray(data0)){
 if(data0.length < 1){
-const err2 = {instancePath:instancePath+"/jobs",schemaPath:"#/properties/jobs/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema58.properties.jobs,data:data0};
+const err2 = {instancePath:instancePath+"/jobs",schemaPath:"#/properties/jobs/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema60.properties.jobs,data:data0};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -4901,14 +5042,14 @@ errors++;
 }
 const len0 = data0.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate157(data0[i0], {instancePath:instancePath+"/jobs/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate157.errors : vErrors.concat(validate157.errors);
+if(!(validate161(data0[i0], {instancePath:instancePath+"/jobs/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate161.errors : vErrors.concat(validate161.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err3 = {instancePath:instancePath+"/jobs",schemaPath:"#/properties/jobs/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema58.properties.jobs.type,parentSchema:schema58.properties.jobs,data:data0};
+const err3 = {instancePath:instancePath+"/jobs",schemaPath:"#/properties/jobs/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema60.properties.jobs.type,parentSchema:schema60.properties.jobs,data:data0};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -4921,7 +5062,7 @@ errors++;
 if(data.failurePolicy !== undefined){
 let data2 = data.failurePolicy;
 if(!((data2 === "StopAll") || (data2 === "ContinueIndependent"))){
-const err4 = {instancePath:instancePath+"/failurePolicy",schemaPath:"#/properties/failurePolicy/enum",keyword:"enum",params:{allowedValues: schema58.properties.failurePolicy.enum},message:"must be equal to one of the allowed values",schema:schema58.properties.failurePolicy.enum,parentSchema:schema58.properties.failurePolicy,data:data2};
+const err4 = {instancePath:instancePath+"/failurePolicy",schemaPath:"#/properties/failurePolicy/enum",keyword:"enum",params:{allowedValues: schema60.properties.failurePolicy.enum},message:"must be equal to one of the allowed values",schema:schema60.properties.failurePolicy.enum,parentSchema:schema60.properties.failurePolicy,data:data2};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -4934,7 +5075,7 @@ errors++;
 if(data.stopped !== undefined){
 let data3 = data.stopped;
 if(typeof data3 !== "boolean"){
-const err5 = {instancePath:instancePath+"/stopped",schemaPath:"#/properties/stopped/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema58.properties.stopped.type,parentSchema:schema58.properties.stopped,data:data3};
+const err5 = {instancePath:instancePath+"/stopped",schemaPath:"#/properties/stopped/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema60.properties.stopped.type,parentSchema:schema60.properties.stopped,data:data3};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -4946,7 +5087,7 @@ errors++;
 }
 }
 else {
-const err6 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema58.type,parentSchema:schema58,data};
+const err6 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema60.type,parentSchema:schema60,data};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -4955,17 +5096,17 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate156.errors = vErrors;
+validate160.errors = vErrors;
 return errors === 0;
 }
-validate156.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate160.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema61 = {"description":"Observed state of a Workflow.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Stopping","Stopped"],"description":"Current phase."},"run":{"type":"integer","minimum":0,"description":"Number of the current execution, counted from 1."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the current execution started."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the current execution ended."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"nodes":{"type":"array","description":"State of each node, in spec order.","items":{"$ref":"#/$defs/WorkflowNodeStatus"}},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
+const schema63 = {"description":"Observed state of a Workflow.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Stopping","Stopped"],"description":"Current phase."},"run":{"type":"integer","minimum":0,"description":"Number of the current execution, counted from 1."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the current execution started."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the current execution ended."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"nodes":{"type":"array","description":"State of each node, in spec order.","items":{"$ref":"#/$defs/WorkflowNodeStatus"}},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
 
-function validate169(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate173(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate169.evaluated;
+const evaluated0 = validate173.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4994,126 +5135,12 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate169.errors = vErrors;
+validate173.errors = vErrors;
 return errors === 0;
 }
-validate169.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate173.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema63 = {"description":"Observed state of one node of the DAG.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Node name."},"job":{"type":"string","description":"Name of the Job object created for the node."},"phase":{"enum":["Pending","Running","Succeeded","Failed","Skipped","Stopping","Stopped"],"description":"Phase of the node; Skipped when a dependency failed."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the node's Job started."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the node's Job ended."},"message":{"type":"string","description":"Human-readable detail."}}};
-
-function validate172(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate172.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.name === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema63.required,parentSchema:schema63,data};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((((key0 === "name") || (key0 === "job")) || (key0 === "phase")) || (key0 === "startTime")) || (key0 === "completionTime")) || (key0 === "message"))){
-const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema63,data};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-if(data.name !== undefined){
-let data0 = data.name;
-if(typeof data0 !== "string"){
-const err2 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema63.properties.name.type,parentSchema:schema63.properties.name,data:data0};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.job !== undefined){
-let data1 = data.job;
-if(typeof data1 !== "string"){
-const err3 = {instancePath:instancePath+"/job",schemaPath:"#/properties/job/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema63.properties.job.type,parentSchema:schema63.properties.job,data:data1};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-if(data.phase !== undefined){
-let data2 = data.phase;
-if(!(((((((data2 === "Pending") || (data2 === "Running")) || (data2 === "Succeeded")) || (data2 === "Failed")) || (data2 === "Skipped")) || (data2 === "Stopping")) || (data2 === "Stopped"))){
-const err4 = {instancePath:instancePath+"/phase",schemaPath:"#/properties/phase/enum",keyword:"enum",params:{allowedValues: schema63.properties.phase.enum},message:"must be equal to one of the allowed values",schema:schema63.properties.phase.enum,parentSchema:schema63.properties.phase,data:data2};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.startTime !== undefined){
-if(!(validate169(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate169.errors : vErrors.concat(validate169.errors);
-errors = vErrors.length;
-}
-}
-if(data.completionTime !== undefined){
-if(!(validate169(data.completionTime, {instancePath:instancePath+"/completionTime",parentData:data,parentDataProperty:"completionTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate169.errors : vErrors.concat(validate169.errors);
-errors = vErrors.length;
-}
-}
-if(data.message !== undefined){
-let data5 = data.message;
-if(typeof data5 !== "string"){
-const err5 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema63.properties.message.type,parentSchema:schema63.properties.message,data:data5};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-}
-else {
-const err6 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema63.type,parentSchema:schema63,data};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-validate172.errors = vErrors;
-return errors === 0;
-}
-validate172.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
+const schema65 = {"description":"Observed state of one node of the DAG.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Node name."},"job":{"type":"string","description":"Name of the Job object created for the node."},"phase":{"enum":["Pending","Running","Succeeded","Failed","Skipped","Stopping","Stopped"],"description":"Phase of the node; Skipped when a dependency failed."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the node's Job started."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the node's Job ended."},"message":{"type":"string","description":"Human-readable detail."}}};
 
 function validate176(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -5126,8 +5153,122 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.name === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema65.required,parentSchema:schema65,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((((key0 === "name") || (key0 === "job")) || (key0 === "phase")) || (key0 === "startTime")) || (key0 === "completionTime")) || (key0 === "message"))){
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema65,data};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.name !== undefined){
+let data0 = data.name;
+if(typeof data0 !== "string"){
+const err2 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema65.properties.name.type,parentSchema:schema65.properties.name,data:data0};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.job !== undefined){
+let data1 = data.job;
+if(typeof data1 !== "string"){
+const err3 = {instancePath:instancePath+"/job",schemaPath:"#/properties/job/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema65.properties.job.type,parentSchema:schema65.properties.job,data:data1};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.phase !== undefined){
+let data2 = data.phase;
+if(!(((((((data2 === "Pending") || (data2 === "Running")) || (data2 === "Succeeded")) || (data2 === "Failed")) || (data2 === "Skipped")) || (data2 === "Stopping")) || (data2 === "Stopped"))){
+const err4 = {instancePath:instancePath+"/phase",schemaPath:"#/properties/phase/enum",keyword:"enum",params:{allowedValues: schema65.properties.phase.enum},message:"must be equal to one of the allowed values",schema:schema65.properties.phase.enum,parentSchema:schema65.properties.phase,data:data2};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.startTime !== undefined){
+if(!(validate173(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate173.errors : vErrors.concat(validate173.errors);
+errors = vErrors.length;
+}
+}
+if(data.completionTime !== undefined){
+if(!(validate173(data.completionTime, {instancePath:instancePath+"/completionTime",parentData:data,parentDataProperty:"completionTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate173.errors : vErrors.concat(validate173.errors);
+errors = vErrors.length;
+}
+}
+if(data.message !== undefined){
+let data5 = data.message;
+if(typeof data5 !== "string"){
+const err5 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema65.properties.message.type,parentSchema:schema65.properties.message,data:data5};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+else {
+const err6 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema65.type,parentSchema:schema65,data};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+validate176.errors = vErrors;
+return errors === 0;
+}
+validate176.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+
+function validate180(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate180.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.type === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'",schema:schema51.required,parentSchema:schema51,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'",schema:schema53.required,parentSchema:schema53,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -5137,7 +5278,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.status === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'",schema:schema51.required,parentSchema:schema51,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'",schema:schema53.required,parentSchema:schema53,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -5148,7 +5289,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((((key0 === "type") || (key0 === "status")) || (key0 === "observedGeneration")) || (key0 === "lastTransitionTime")) || (key0 === "lastHeartbeatTime")) || (key0 === "reason")) || (key0 === "message"))){
-const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema51,data};
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema53,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -5162,7 +5303,7 @@ if(data.type !== undefined){
 let data0 = data.type;
 if(typeof data0 === "string"){
 if(func2(data0) < 1){
-const err3 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema51.properties.type,data:data0};
+const err3 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema53.properties.type,data:data0};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -5173,7 +5314,7 @@ errors++;
 }
 }
 else {
-const err4 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.properties.type.type,parentSchema:schema51.properties.type,data:data0};
+const err4 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema53.properties.type.type,parentSchema:schema53.properties.type,data:data0};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -5186,7 +5327,7 @@ errors++;
 if(data.status !== undefined){
 let data1 = data.status;
 if(!(((data1 === "True") || (data1 === "False")) || (data1 === "Unknown"))){
-const err5 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema51.properties.status.enum},message:"must be equal to one of the allowed values",schema:schema51.properties.status.enum,parentSchema:schema51.properties.status,data:data1};
+const err5 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema53.properties.status.enum},message:"must be equal to one of the allowed values",schema:schema53.properties.status.enum,parentSchema:schema53.properties.status,data:data1};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -5199,7 +5340,7 @@ errors++;
 if(data.observedGeneration !== undefined){
 let data2 = data.observedGeneration;
 if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err6 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema51.properties.observedGeneration.type,parentSchema:schema51.properties.observedGeneration,data:data2};
+const err6 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema53.properties.observedGeneration.type,parentSchema:schema53.properties.observedGeneration,data:data2};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -5210,7 +5351,7 @@ errors++;
 }
 if((typeof data2 == "number") && (isFinite(data2))){
 if(data2 < 0 || isNaN(data2)){
-const err7 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema51.properties.observedGeneration,data:data2};
+const err7 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema53.properties.observedGeneration,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -5236,7 +5377,7 @@ errors = vErrors.length;
 if(data.reason !== undefined){
 let data5 = data.reason;
 if(typeof data5 !== "string"){
-const err8 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.properties.reason.type,parentSchema:schema51.properties.reason,data:data5};
+const err8 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema53.properties.reason.type,parentSchema:schema53.properties.reason,data:data5};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -5249,7 +5390,7 @@ errors++;
 if(data.message !== undefined){
 let data6 = data.message;
 if(typeof data6 !== "string"){
-const err9 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.properties.message.type,parentSchema:schema51.properties.message,data:data6};
+const err9 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema53.properties.message.type,parentSchema:schema53.properties.message,data:data6};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -5261,7 +5402,7 @@ errors++;
 }
 }
 else {
-const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema51.type,parentSchema:schema51,data};
+const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema53.type,parentSchema:schema53,data};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -5270,16 +5411,16 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate176.errors = vErrors;
+validate180.errors = vErrors;
 return errors === 0;
 }
-validate176.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate180.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate168(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate172(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate168.evaluated;
+const evaluated0 = validate172.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5289,7 +5430,7 @@ evaluated0.items = undefined;
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
 if(!(((((((key0 === "phase") || (key0 === "run")) || (key0 === "startTime")) || (key0 === "completionTime")) || (key0 === "observedGeneration")) || (key0 === "nodes")) || (key0 === "conditions"))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema61,data};
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema63,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -5302,7 +5443,7 @@ errors++;
 if(data.phase !== undefined){
 let data0 = data.phase;
 if(!((((((data0 === "Pending") || (data0 === "Running")) || (data0 === "Succeeded")) || (data0 === "Failed")) || (data0 === "Stopping")) || (data0 === "Stopped"))){
-const err1 = {instancePath:instancePath+"/phase",schemaPath:"#/properties/phase/enum",keyword:"enum",params:{allowedValues: schema61.properties.phase.enum},message:"must be equal to one of the allowed values",schema:schema61.properties.phase.enum,parentSchema:schema61.properties.phase,data:data0};
+const err1 = {instancePath:instancePath+"/phase",schemaPath:"#/properties/phase/enum",keyword:"enum",params:{allowedValues: schema63.properties.phase.enum},message:"must be equal to one of the allowed values",schema:schema63.properties.phase.enum,parentSchema:schema63.properties.phase,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -5315,7 +5456,7 @@ errors++;
 if(data.run !== undefined){
 let data1 = data.run;
 if(!(((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1))) && (isFinite(data1)))){
-const err2 = {instancePath:instancePath+"/run",schemaPath:"#/properties/run/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema61.properties.run.type,parentSchema:schema61.properties.run,data:data1};
+const err2 = {instancePath:instancePath+"/run",schemaPath:"#/properties/run/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema63.properties.run.type,parentSchema:schema63.properties.run,data:data1};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -5326,7 +5467,7 @@ errors++;
 }
 if((typeof data1 == "number") && (isFinite(data1))){
 if(data1 < 0 || isNaN(data1)){
-const err3 = {instancePath:instancePath+"/run",schemaPath:"#/properties/run/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema61.properties.run,data:data1};
+const err3 = {instancePath:instancePath+"/run",schemaPath:"#/properties/run/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema63.properties.run,data:data1};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -5338,21 +5479,21 @@ errors++;
 }
 }
 if(data.startTime !== undefined){
-if(!(validate169(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate169.errors : vErrors.concat(validate169.errors);
+if(!(validate173(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate173.errors : vErrors.concat(validate173.errors);
 errors = vErrors.length;
 }
 }
 if(data.completionTime !== undefined){
-if(!(validate169(data.completionTime, {instancePath:instancePath+"/completionTime",parentData:data,parentDataProperty:"completionTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate169.errors : vErrors.concat(validate169.errors);
+if(!(validate173(data.completionTime, {instancePath:instancePath+"/completionTime",parentData:data,parentDataProperty:"completionTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate173.errors : vErrors.concat(validate173.errors);
 errors = vErrors.length;
 }
 }
 if(data.observedGeneration !== undefined){
 let data4 = data.observedGeneration;
 if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
-const err4 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema61.properties.observedGeneration.type,parentSchema:schema61.properties.observedGeneration,data:data4};
+const err4 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema63.properties.observedGeneration.type,parentSchema:schema63.properties.observedGeneration,data:data4};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -5363,7 +5504,7 @@ errors++;
 }
 if((typeof data4 == "number") && (isFinite(data4))){
 if(data4 < 0 || isNaN(data4)){
-const err5 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema61.properties.observedGeneration,data:data4};
+const err5 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema63.properties.observedGeneration,data:data4};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -5379,14 +5520,14 @@ let data5 = data.nodes;
 if(Array.isArray(data5)){
 const len0 = data5.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate172(data5[i0], {instancePath:instancePath+"/nodes/" + i0,parentData:data5,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate172.errors : vErrors.concat(validate172.errors);
+if(!(validate176(data5[i0], {instancePath:instancePath+"/nodes/" + i0,parentData:data5,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate176.errors : vErrors.concat(validate176.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err6 = {instancePath:instancePath+"/nodes",schemaPath:"#/properties/nodes/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema61.properties.nodes.type,parentSchema:schema61.properties.nodes,data:data5};
+const err6 = {instancePath:instancePath+"/nodes",schemaPath:"#/properties/nodes/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema63.properties.nodes.type,parentSchema:schema63.properties.nodes,data:data5};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -5401,14 +5542,14 @@ let data7 = data.conditions;
 if(Array.isArray(data7)){
 const len1 = data7.length;
 for(let i1=0; i1<len1; i1++){
-if(!(validate176(data7[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data7,parentDataProperty:i1,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate176.errors : vErrors.concat(validate176.errors);
+if(!(validate180(data7[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data7,parentDataProperty:i1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate180.errors : vErrors.concat(validate180.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err7 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema61.properties.conditions.type,parentSchema:schema61.properties.conditions,data:data7};
+const err7 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema63.properties.conditions.type,parentSchema:schema63.properties.conditions,data:data7};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -5420,7 +5561,7 @@ errors++;
 }
 }
 else {
-const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema61.type,parentSchema:schema61,data};
+const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema63.type,parentSchema:schema63,data};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -5429,17 +5570,17 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate168.errors = vErrors;
+validate172.errors = vErrors;
 return errors === 0;
 }
-validate168.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate172.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate144(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate148(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/workflow.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate144.evaluated;
+const evaluated0 = validate148.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5448,7 +5589,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.apiVersion === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema54.required,parentSchema:schema54,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema56.required,parentSchema:schema56,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -5458,7 +5599,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.kind === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema54.required,parentSchema:schema54,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema56.required,parentSchema:schema56,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -5468,7 +5609,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.metadata === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema54.required,parentSchema:schema54,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema56.required,parentSchema:schema56,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -5478,7 +5619,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.spec === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema54.required,parentSchema:schema54,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema56.required,parentSchema:schema56,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -5489,7 +5630,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "metadata")) || (key0 === "spec")) || (key0 === "status"))){
-const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema54,data};
+const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema56,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -5502,7 +5643,7 @@ errors++;
 if(data.apiVersion !== undefined){
 let data0 = data.apiVersion;
 if("rlinf.io/v1alpha1" !== data0){
-const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema54.properties.apiVersion,data:data0};
+const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema56.properties.apiVersion,data:data0};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -5515,7 +5656,7 @@ errors++;
 if(data.kind !== undefined){
 let data1 = data.kind;
 if("Workflow" !== data1){
-const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "Workflow"},message:"must be equal to constant",schema:"Workflow",parentSchema:schema54.properties.kind,data:data1};
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "Workflow"},message:"must be equal to constant",schema:"Workflow",parentSchema:schema56.properties.kind,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -5527,40 +5668,40 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate145(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate145.errors : vErrors.concat(validate145.errors);
+if(!(validate149(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate149.errors : vErrors.concat(validate149.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.name !== undefined){
-if(!(validate152(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate152.errors : vErrors.concat(validate152.errors);
+if(!(validate156(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate156.errors : vErrors.concat(validate156.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate154(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate154.errors : vErrors.concat(validate154.errors);
+if(!(validate158(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate158.errors : vErrors.concat(validate158.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate156(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate156.errors : vErrors.concat(validate156.errors);
+if(!(validate160(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate160.errors : vErrors.concat(validate160.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate168(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate168.errors : vErrors.concat(validate168.errors);
+if(!(validate172(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate172.errors : vErrors.concat(validate172.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema54.type,parentSchema:schema54,data};
+const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema56.type,parentSchema:schema56,data};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -5569,18 +5710,18 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate144.errors = vErrors;
+validate148.errors = vErrors;
 return errors === 0;
 }
-validate144.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate148.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const Domain = validate181;
-const schema65 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/domain.schema.json","title":"Domain","description":"A virtual network: pods of the Jobs in a Domain reach each other by virtual IP across clusters, authenticated by the Domain's X.509 certificate. Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Domain","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Domain name."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: Domains are cluster-scoped."}}},"spec":{"$ref":"#/$defs/DomainSpec","description":"Desired state."},"status":{"$ref":"#/$defs/DomainStatus","description":"Observed state, written by the hub."}},"$defs":{"DomainSpec":{"description":"The Domain's address space.","type":"object","additionalProperties":false,"required":["cidr"],"properties":{"cidr":{"type":"string","pattern":"^((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])/([89]|[12][0-9]|30)$","x-rlark-message":"must be an IPv4 CIDR with a prefix length from 8 to 30, such as 10.0.1.0/24","description":"IPv4 subnet the Domain's virtual IPs come from, prefix length 8 to 30."}}},"IPAllocation":{"description":"One virtual IP handed to one workload.","type":"object","additionalProperties":false,"required":["ip"],"properties":{"ip":{"type":"string","format":"ipv4","description":"The virtual IP."},"job":{"type":"string","description":"Job of the workload."},"task":{"type":"string","description":"Task template name of the workload."},"pod":{"type":"string","description":"Pod holding the IP, once it exists."},"cluster":{"type":"string","description":"Cluster the pod runs in."}}},"DomainStatus":{"description":"Observed state of a Domain.","type":"object","additionalProperties":false,"properties":{"ipAllocations":{"type":"array","description":"Allocated virtual IPs, ordered by IP.","items":{"$ref":"#/$defs/IPAllocation"}},"releasedAllocations":{"type":"array","description":"Virtual IPs whose pods are gone, oldest release first: free again, but handed back to the same job/task/pod if it returns before another workload needs the address.","items":{"$ref":"#/$defs/IPAllocation"}},"certificate":{"type":"string","description":"The member clusters' X.509 certificates for the Domain (role domain, OU the cluster), PEM one after another in cluster order (public parts only)."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
+export const Domain = validate185;
+const schema67 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/domain.schema.json","title":"Domain","description":"A virtual network: pods of the Jobs in a Domain reach each other by virtual IP across clusters, authenticated by the Domain's X.509 certificate. Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Domain","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Domain name."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: Domains are cluster-scoped."}}},"spec":{"$ref":"#/$defs/DomainSpec","description":"Desired state."},"status":{"$ref":"#/$defs/DomainStatus","description":"Observed state, written by the hub."}},"$defs":{"DomainSpec":{"description":"The Domain's address space.","type":"object","additionalProperties":false,"required":["cidr"],"properties":{"cidr":{"type":"string","pattern":"^((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])/([89]|[12][0-9]|30)$","x-rlark-message":"must be an IPv4 CIDR with a prefix length from 8 to 30, such as 10.0.1.0/24","description":"IPv4 subnet the Domain's virtual IPs come from, prefix length 8 to 30."}}},"IPAllocation":{"description":"One virtual IP handed to one workload.","type":"object","additionalProperties":false,"required":["ip"],"properties":{"ip":{"type":"string","format":"ipv4","description":"The virtual IP."},"job":{"type":"string","description":"Job of the workload."},"task":{"type":"string","description":"Task template name of the workload."},"pod":{"type":"string","description":"Pod holding the IP, once it exists."},"cluster":{"type":"string","description":"Cluster the pod runs in."}}},"DomainStatus":{"description":"Observed state of a Domain.","type":"object","additionalProperties":false,"properties":{"ipAllocations":{"type":"array","description":"Allocated virtual IPs, ordered by IP.","items":{"$ref":"#/$defs/IPAllocation"}},"releasedAllocations":{"type":"array","description":"Virtual IPs whose pods are gone, oldest release first: free again, but handed back to the same job/task/pod if it returns before another workload needs the address.","items":{"$ref":"#/$defs/IPAllocation"}},"certificate":{"type":"string","description":"The member clusters' X.509 certificates for the Domain (role domain, OU the cluster), PEM one after another in cluster order (public parts only)."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
 
-function validate182(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate186(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate182.evaluated;
+const evaluated0 = validate186.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5802,16 +5943,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate182.errors = vErrors;
+validate186.errors = vErrors;
 return errors === 0;
 }
-validate182.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate186.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate189(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate193(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate189.evaluated;
+const evaluated0 = validate193.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5860,16 +6001,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate189.errors = vErrors;
+validate193.errors = vErrors;
 return errors === 0;
 }
-validate189.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate193.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate191(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate195(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate191.evaluated;
+const evaluated0 = validate195.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5898,18 +6039,18 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate191.errors = vErrors;
+validate195.errors = vErrors;
 return errors === 0;
 }
-validate191.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate195.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema69 = {"description":"The Domain's address space.","type":"object","additionalProperties":false,"required":["cidr"],"properties":{"cidr":{"type":"string","pattern":"^((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])/([89]|[12][0-9]|30)$","x-rlark-message":"must be an IPv4 CIDR with a prefix length from 8 to 30, such as 10.0.1.0/24","description":"IPv4 subnet the Domain's virtual IPs come from, prefix length 8 to 30."}}};
-const pattern17 = new RegExp("^((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])/([89]|[12][0-9]|30)$", "u");
+const schema71 = {"description":"The Domain's address space.","type":"object","additionalProperties":false,"required":["cidr"],"properties":{"cidr":{"type":"string","pattern":"^((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])/([89]|[12][0-9]|30)$","x-rlark-message":"must be an IPv4 CIDR with a prefix length from 8 to 30, such as 10.0.1.0/24","description":"IPv4 subnet the Domain's virtual IPs come from, prefix length 8 to 30."}}};
+const pattern18 = new RegExp("^((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])/([89]|[12][0-9]|30)$", "u");
 
-function validate193(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate197(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate193.evaluated;
+const evaluated0 = validate197.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5918,7 +6059,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.cidr === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "cidr"},message:"must have required property '"+"cidr"+"'",schema:schema69.required,parentSchema:schema69,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "cidr"},message:"must have required property '"+"cidr"+"'",schema:schema71.required,parentSchema:schema71,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -5929,7 +6070,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(key0 === "cidr")){
-const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema69,data};
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema71,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -5942,8 +6083,8 @@ errors++;
 if(data.cidr !== undefined){
 let data0 = data.cidr;
 if(typeof data0 === "string"){
-if(!pattern17.test(data0)){
-const err2 = {instancePath:instancePath+"/cidr",schemaPath:"#/properties/cidr/pattern",keyword:"pattern",params:{pattern: "^((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])/([89]|[12][0-9]|30)$"},message:"must match pattern \""+"^((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])/([89]|[12][0-9]|30)$"+"\"",schema:"^((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])/([89]|[12][0-9]|30)$",parentSchema:schema69.properties.cidr,data:data0};
+if(!pattern18.test(data0)){
+const err2 = {instancePath:instancePath+"/cidr",schemaPath:"#/properties/cidr/pattern",keyword:"pattern",params:{pattern: "^((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])/([89]|[12][0-9]|30)$"},message:"must match pattern \""+"^((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])/([89]|[12][0-9]|30)$"+"\"",schema:"^((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])/([89]|[12][0-9]|30)$",parentSchema:schema71.properties.cidr,data:data0};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -5954,7 +6095,7 @@ errors++;
 }
 }
 else {
-const err3 = {instancePath:instancePath+"/cidr",schemaPath:"#/properties/cidr/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema69.properties.cidr.type,parentSchema:schema69.properties.cidr,data:data0};
+const err3 = {instancePath:instancePath+"/cidr",schemaPath:"#/properties/cidr/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema71.properties.cidr.type,parentSchema:schema71.properties.cidr,data:data0};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -5966,7 +6107,7 @@ errors++;
 }
 }
 else {
-const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema69.type,parentSchema:schema69,data};
+const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema71.type,parentSchema:schema71,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -5975,19 +6116,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate193.errors = vErrors;
+validate197.errors = vErrors;
 return errors === 0;
 }
-validate193.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate197.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema70 = {"description":"Observed state of a Domain.","type":"object","additionalProperties":false,"properties":{"ipAllocations":{"type":"array","description":"Allocated virtual IPs, ordered by IP.","items":{"$ref":"#/$defs/IPAllocation"}},"releasedAllocations":{"type":"array","description":"Virtual IPs whose pods are gone, oldest release first: free again, but handed back to the same job/task/pod if it returns before another workload needs the address.","items":{"$ref":"#/$defs/IPAllocation"}},"certificate":{"type":"string","description":"The member clusters' X.509 certificates for the Domain (role domain, OU the cluster), PEM one after another in cluster order (public parts only)."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
-const schema71 = {"description":"One virtual IP handed to one workload.","type":"object","additionalProperties":false,"required":["ip"],"properties":{"ip":{"type":"string","format":"ipv4","description":"The virtual IP."},"job":{"type":"string","description":"Job of the workload."},"task":{"type":"string","description":"Task template name of the workload."},"pod":{"type":"string","description":"Pod holding the IP, once it exists."},"cluster":{"type":"string","description":"Cluster the pod runs in."}}};
+const schema72 = {"description":"Observed state of a Domain.","type":"object","additionalProperties":false,"properties":{"ipAllocations":{"type":"array","description":"Allocated virtual IPs, ordered by IP.","items":{"$ref":"#/$defs/IPAllocation"}},"releasedAllocations":{"type":"array","description":"Virtual IPs whose pods are gone, oldest release first: free again, but handed back to the same job/task/pod if it returns before another workload needs the address.","items":{"$ref":"#/$defs/IPAllocation"}},"certificate":{"type":"string","description":"The member clusters' X.509 certificates for the Domain (role domain, OU the cluster), PEM one after another in cluster order (public parts only)."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
+const schema73 = {"description":"One virtual IP handed to one workload.","type":"object","additionalProperties":false,"required":["ip"],"properties":{"ip":{"type":"string","format":"ipv4","description":"The virtual IP."},"job":{"type":"string","description":"Job of the workload."},"task":{"type":"string","description":"Task template name of the workload."},"pod":{"type":"string","description":"Pod holding the IP, once it exists."},"cluster":{"type":"string","description":"Cluster the pod runs in."}}};
 const formats6 = /^(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/;
 
-function validate196(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate200(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate196.evaluated;
+const evaluated0 = validate200.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5996,7 +6137,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.ip === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "ip"},message:"must have required property '"+"ip"+"'",schema:schema71.required,parentSchema:schema71,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "ip"},message:"must have required property '"+"ip"+"'",schema:schema73.required,parentSchema:schema73,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -6007,7 +6148,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((key0 === "ip") || (key0 === "job")) || (key0 === "task")) || (key0 === "pod")) || (key0 === "cluster"))){
-const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema71,data};
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema73,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -6021,7 +6162,7 @@ if(data.ip !== undefined){
 let data0 = data.ip;
 if(typeof data0 === "string"){
 if(!(formats6.test(data0))){
-const err2 = {instancePath:instancePath+"/ip",schemaPath:"#/properties/ip/format",keyword:"format",params:{format: "ipv4"},message:"must match format \""+"ipv4"+"\"",schema:"ipv4",parentSchema:schema71.properties.ip,data:data0};
+const err2 = {instancePath:instancePath+"/ip",schemaPath:"#/properties/ip/format",keyword:"format",params:{format: "ipv4"},message:"must match format \""+"ipv4"+"\"",schema:"ipv4",parentSchema:schema73.properties.ip,data:data0};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -6032,7 +6173,7 @@ errors++;
 }
 }
 else {
-const err3 = {instancePath:instancePath+"/ip",schemaPath:"#/properties/ip/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema71.properties.ip.type,parentSchema:schema71.properties.ip,data:data0};
+const err3 = {instancePath:instancePath+"/ip",schemaPath:"#/properties/ip/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema73.properties.ip.type,parentSchema:schema73.properties.ip,data:data0};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -6045,7 +6186,7 @@ errors++;
 if(data.job !== undefined){
 let data1 = data.job;
 if(typeof data1 !== "string"){
-const err4 = {instancePath:instancePath+"/job",schemaPath:"#/properties/job/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema71.properties.job.type,parentSchema:schema71.properties.job,data:data1};
+const err4 = {instancePath:instancePath+"/job",schemaPath:"#/properties/job/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema73.properties.job.type,parentSchema:schema73.properties.job,data:data1};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -6058,7 +6199,7 @@ errors++;
 if(data.task !== undefined){
 let data2 = data.task;
 if(typeof data2 !== "string"){
-const err5 = {instancePath:instancePath+"/task",schemaPath:"#/properties/task/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema71.properties.task.type,parentSchema:schema71.properties.task,data:data2};
+const err5 = {instancePath:instancePath+"/task",schemaPath:"#/properties/task/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema73.properties.task.type,parentSchema:schema73.properties.task,data:data2};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -6071,7 +6212,7 @@ errors++;
 if(data.pod !== undefined){
 let data3 = data.pod;
 if(typeof data3 !== "string"){
-const err6 = {instancePath:instancePath+"/pod",schemaPath:"#/properties/pod/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema71.properties.pod.type,parentSchema:schema71.properties.pod,data:data3};
+const err6 = {instancePath:instancePath+"/pod",schemaPath:"#/properties/pod/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema73.properties.pod.type,parentSchema:schema73.properties.pod,data:data3};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -6084,7 +6225,7 @@ errors++;
 if(data.cluster !== undefined){
 let data4 = data.cluster;
 if(typeof data4 !== "string"){
-const err7 = {instancePath:instancePath+"/cluster",schemaPath:"#/properties/cluster/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema71.properties.cluster.type,parentSchema:schema71.properties.cluster,data:data4};
+const err7 = {instancePath:instancePath+"/cluster",schemaPath:"#/properties/cluster/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema73.properties.cluster.type,parentSchema:schema73.properties.cluster,data:data4};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -6096,7 +6237,7 @@ errors++;
 }
 }
 else {
-const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema71.type,parentSchema:schema71,data};
+const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema73.type,parentSchema:schema73,data};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -6105,16 +6246,16 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate196.errors = vErrors;
+validate200.errors = vErrors;
 return errors === 0;
 }
-validate196.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate200.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate199(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate203(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate199.evaluated;
+const evaluated0 = validate203.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6123,7 +6264,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.type === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'",schema:schema51.required,parentSchema:schema51,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'",schema:schema53.required,parentSchema:schema53,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -6133,7 +6274,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.status === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'",schema:schema51.required,parentSchema:schema51,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'",schema:schema53.required,parentSchema:schema53,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -6144,7 +6285,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((((key0 === "type") || (key0 === "status")) || (key0 === "observedGeneration")) || (key0 === "lastTransitionTime")) || (key0 === "lastHeartbeatTime")) || (key0 === "reason")) || (key0 === "message"))){
-const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema51,data};
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema53,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -6158,7 +6299,7 @@ if(data.type !== undefined){
 let data0 = data.type;
 if(typeof data0 === "string"){
 if(func2(data0) < 1){
-const err3 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema51.properties.type,data:data0};
+const err3 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema53.properties.type,data:data0};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -6169,7 +6310,7 @@ errors++;
 }
 }
 else {
-const err4 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.properties.type.type,parentSchema:schema51.properties.type,data:data0};
+const err4 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema53.properties.type.type,parentSchema:schema53.properties.type,data:data0};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -6182,7 +6323,7 @@ errors++;
 if(data.status !== undefined){
 let data1 = data.status;
 if(!(((data1 === "True") || (data1 === "False")) || (data1 === "Unknown"))){
-const err5 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema51.properties.status.enum},message:"must be equal to one of the allowed values",schema:schema51.properties.status.enum,parentSchema:schema51.properties.status,data:data1};
+const err5 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema53.properties.status.enum},message:"must be equal to one of the allowed values",schema:schema53.properties.status.enum,parentSchema:schema53.properties.status,data:data1};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -6195,7 +6336,7 @@ errors++;
 if(data.observedGeneration !== undefined){
 let data2 = data.observedGeneration;
 if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err6 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema51.properties.observedGeneration.type,parentSchema:schema51.properties.observedGeneration,data:data2};
+const err6 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema53.properties.observedGeneration.type,parentSchema:schema53.properties.observedGeneration,data:data2};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -6206,7 +6347,7 @@ errors++;
 }
 if((typeof data2 == "number") && (isFinite(data2))){
 if(data2 < 0 || isNaN(data2)){
-const err7 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema51.properties.observedGeneration,data:data2};
+const err7 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema53.properties.observedGeneration,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -6232,7 +6373,7 @@ errors = vErrors.length;
 if(data.reason !== undefined){
 let data5 = data.reason;
 if(typeof data5 !== "string"){
-const err8 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.properties.reason.type,parentSchema:schema51.properties.reason,data:data5};
+const err8 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema53.properties.reason.type,parentSchema:schema53.properties.reason,data:data5};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -6245,7 +6386,7 @@ errors++;
 if(data.message !== undefined){
 let data6 = data.message;
 if(typeof data6 !== "string"){
-const err9 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.properties.message.type,parentSchema:schema51.properties.message,data:data6};
+const err9 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema53.properties.message.type,parentSchema:schema53.properties.message,data:data6};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -6257,7 +6398,7 @@ errors++;
 }
 }
 else {
-const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema51.type,parentSchema:schema51,data};
+const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema53.type,parentSchema:schema53,data};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -6266,16 +6407,16 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate199.errors = vErrors;
+validate203.errors = vErrors;
 return errors === 0;
 }
-validate199.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate203.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate195(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate199(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate195.evaluated;
+const evaluated0 = validate199.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6285,7 +6426,7 @@ evaluated0.items = undefined;
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
 if(!(((((key0 === "ipAllocations") || (key0 === "releasedAllocations")) || (key0 === "certificate")) || (key0 === "observedGeneration")) || (key0 === "conditions"))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema70,data};
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema72,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -6300,14 +6441,14 @@ let data0 = data.ipAllocations;
 if(Array.isArray(data0)){
 const len0 = data0.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate196(data0[i0], {instancePath:instancePath+"/ipAllocations/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate196.errors : vErrors.concat(validate196.errors);
+if(!(validate200(data0[i0], {instancePath:instancePath+"/ipAllocations/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate200.errors : vErrors.concat(validate200.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err1 = {instancePath:instancePath+"/ipAllocations",schemaPath:"#/properties/ipAllocations/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema70.properties.ipAllocations.type,parentSchema:schema70.properties.ipAllocations,data:data0};
+const err1 = {instancePath:instancePath+"/ipAllocations",schemaPath:"#/properties/ipAllocations/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema72.properties.ipAllocations.type,parentSchema:schema72.properties.ipAllocations,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -6322,14 +6463,14 @@ let data2 = data.releasedAllocations;
 if(Array.isArray(data2)){
 const len1 = data2.length;
 for(let i1=0; i1<len1; i1++){
-if(!(validate196(data2[i1], {instancePath:instancePath+"/releasedAllocations/" + i1,parentData:data2,parentDataProperty:i1,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate196.errors : vErrors.concat(validate196.errors);
+if(!(validate200(data2[i1], {instancePath:instancePath+"/releasedAllocations/" + i1,parentData:data2,parentDataProperty:i1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate200.errors : vErrors.concat(validate200.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err2 = {instancePath:instancePath+"/releasedAllocations",schemaPath:"#/properties/releasedAllocations/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema70.properties.releasedAllocations.type,parentSchema:schema70.properties.releasedAllocations,data:data2};
+const err2 = {instancePath:instancePath+"/releasedAllocations",schemaPath:"#/properties/releasedAllocations/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema72.properties.releasedAllocations.type,parentSchema:schema72.properties.releasedAllocations,data:data2};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -6342,7 +6483,7 @@ errors++;
 if(data.certificate !== undefined){
 let data4 = data.certificate;
 if(typeof data4 !== "string"){
-const err3 = {instancePath:instancePath+"/certificate",schemaPath:"#/properties/certificate/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema70.properties.certificate.type,parentSchema:schema70.properties.certificate,data:data4};
+const err3 = {instancePath:instancePath+"/certificate",schemaPath:"#/properties/certificate/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema72.properties.certificate.type,parentSchema:schema72.properties.certificate,data:data4};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -6355,7 +6496,7 @@ errors++;
 if(data.observedGeneration !== undefined){
 let data5 = data.observedGeneration;
 if(!(((typeof data5 == "number") && (!(data5 % 1) && !isNaN(data5))) && (isFinite(data5)))){
-const err4 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema70.properties.observedGeneration.type,parentSchema:schema70.properties.observedGeneration,data:data5};
+const err4 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema72.properties.observedGeneration.type,parentSchema:schema72.properties.observedGeneration,data:data5};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -6366,7 +6507,7 @@ errors++;
 }
 if((typeof data5 == "number") && (isFinite(data5))){
 if(data5 < 0 || isNaN(data5)){
-const err5 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema70.properties.observedGeneration,data:data5};
+const err5 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema72.properties.observedGeneration,data:data5};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -6382,14 +6523,14 @@ let data6 = data.conditions;
 if(Array.isArray(data6)){
 const len2 = data6.length;
 for(let i2=0; i2<len2; i2++){
-if(!(validate199(data6[i2], {instancePath:instancePath+"/conditions/" + i2,parentData:data6,parentDataProperty:i2,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate199.errors : vErrors.concat(validate199.errors);
+if(!(validate203(data6[i2], {instancePath:instancePath+"/conditions/" + i2,parentData:data6,parentDataProperty:i2,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate203.errors : vErrors.concat(validate203.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err6 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema70.properties.conditions.type,parentSchema:schema70.properties.conditions,data:data6};
+const err6 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema72.properties.conditions.type,parentSchema:schema72.properties.conditions,data:data6};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -6401,7 +6542,7 @@ errors++;
 }
 }
 else {
-const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema70.type,parentSchema:schema70,data};
+const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema72.type,parentSchema:schema72,data};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -6410,17 +6551,17 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate195.errors = vErrors;
+validate199.errors = vErrors;
 return errors === 0;
 }
-validate195.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate199.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate181(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate185(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/domain.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate181.evaluated;
+const evaluated0 = validate185.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6429,7 +6570,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.apiVersion === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema65.required,parentSchema:schema65,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema67.required,parentSchema:schema67,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -6439,7 +6580,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.kind === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema65.required,parentSchema:schema65,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema67.required,parentSchema:schema67,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -6449,7 +6590,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.metadata === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema65.required,parentSchema:schema65,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema67.required,parentSchema:schema67,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -6459,7 +6600,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.spec === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema65.required,parentSchema:schema65,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema67.required,parentSchema:schema67,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -6470,7 +6611,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "metadata")) || (key0 === "spec")) || (key0 === "status"))){
-const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema65,data};
+const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema67,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -6483,7 +6624,7 @@ errors++;
 if(data.apiVersion !== undefined){
 let data0 = data.apiVersion;
 if("rlinf.io/v1alpha1" !== data0){
-const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema65.properties.apiVersion,data:data0};
+const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema67.properties.apiVersion,data:data0};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -6496,7 +6637,7 @@ errors++;
 if(data.kind !== undefined){
 let data1 = data.kind;
 if("Domain" !== data1){
-const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "Domain"},message:"must be equal to constant",schema:"Domain",parentSchema:schema65.properties.kind,data:data1};
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "Domain"},message:"must be equal to constant",schema:"Domain",parentSchema:schema67.properties.kind,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -6508,40 +6649,40 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate182(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate182.errors : vErrors.concat(validate182.errors);
+if(!(validate186(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate186.errors : vErrors.concat(validate186.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.name !== undefined){
-if(!(validate189(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate189.errors : vErrors.concat(validate189.errors);
+if(!(validate193(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate193.errors : vErrors.concat(validate193.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate191(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate191.errors : vErrors.concat(validate191.errors);
+if(!(validate195(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate195.errors : vErrors.concat(validate195.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate193(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate193.errors : vErrors.concat(validate193.errors);
+if(!(validate197(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate197.errors : vErrors.concat(validate197.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate195(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate195.errors : vErrors.concat(validate195.errors);
+if(!(validate199(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate199.errors : vErrors.concat(validate199.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema65.type,parentSchema:schema65,data};
+const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema67.type,parentSchema:schema67,data};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -6550,18 +6691,18 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate181.errors = vErrors;
+validate185.errors = vErrors;
 return errors === 0;
 }
-validate181.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate185.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const Addon = validate204;
-const schema73 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/addon.schema.json","title":"Addon","description":"A catalog component (device plugin, monitoring agent, ...) installed into chosen clusters: the cluster of its namespace agent-<cluster>, or every Cluster its clusterSelector matches. Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Addon","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Addon instance name."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>: install into that one cluster. Omit it to use spec.clusterSelector instead."}}},"spec":{"$ref":"#/$defs/AddonSpec","description":"Desired state."},"status":{"$ref":"#/$defs/AddonStatus","description":"Observed state, reported by the agents."}},"allOf":[{"if":{"required":["metadata"],"properties":{"metadata":{"type":"object","not":{"required":["namespace"]}}}},"then":{"properties":{"spec":{"required":["clusterSelector"]}}},"x-rlark-rule":"schema/addon-target","x-rlark-message":"an Addon needs its clusters: set metadata.namespace to agent-<cluster> or set spec.clusterSelector"},{"if":{"required":["metadata"],"properties":{"metadata":{"type":"object","required":["namespace"]}}},"then":{"properties":{"spec":{"properties":{"clusterSelector":false}}}},"x-rlark-rule":"schema/addon-target","x-rlark-message":"an Addon names its clusters once: metadata.namespace or spec.clusterSelector, not both"}],"$defs":{"AddonSpec":{"description":"Which catalog entry, which version, with which values.","type":"object","additionalProperties":false,"required":["addonName","version"],"properties":{"addonName":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the catalog entry."},"version":{"type":"string","pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?(\\+[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$","x-rlark-message":"must be a semantic version such as 0.1.0","description":"Version of the catalog entry (semver)."},"clusterSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Install into every Cluster whose labels match; only when metadata.namespace is not set."},"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Namespace in the cluster the Addon's objects go into (default rlark-system)."},"values":{"type":"object","description":"Configuration values, checked against the catalog entry's values schema.","x-rlark-free-form":true}}},"AddonPhase":{"description":"Installation phase.","enum":["Pending","Installing","Ready","Failed","Upgrading","Uninstalling"]},"AddonClusterStatus":{"description":"The installation in one cluster.","type":"object","additionalProperties":false,"required":["cluster"],"properties":{"cluster":{"type":"string","description":"Cluster name."},"phase":{"$ref":"#/$defs/AddonPhase","description":"Phase in that cluster."},"version":{"type":"string","description":"Version installed there."},"message":{"type":"string","description":"Human-readable detail."}}},"AddonStatus":{"description":"Observed state of an Addon.","type":"object","additionalProperties":false,"properties":{"phase":{"$ref":"#/$defs/AddonPhase","description":"Overall phase (the least advanced cluster's)."},"version":{"type":"string","description":"Version installed everywhere, once Ready."},"message":{"type":"string","description":"Human-readable detail."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"clusters":{"type":"array","description":"Per cluster, for Addons placed by clusterSelector.","items":{"$ref":"#/$defs/AddonClusterStatus"}},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
+export const Addon = validate208;
+const schema75 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/addon.schema.json","title":"Addon","description":"A catalog component (device plugin, monitoring agent, ...) installed into chosen clusters: the cluster of its namespace agent-<cluster>, or every Cluster its clusterSelector matches. Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Addon","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Addon instance name."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>: install into that one cluster. Omit it to use spec.clusterSelector instead."}}},"spec":{"$ref":"#/$defs/AddonSpec","description":"Desired state."},"status":{"$ref":"#/$defs/AddonStatus","description":"Observed state, reported by the agents."}},"allOf":[{"if":{"required":["metadata"],"properties":{"metadata":{"type":"object","not":{"required":["namespace"]}}}},"then":{"properties":{"spec":{"required":["clusterSelector"]}}},"x-rlark-rule":"schema/addon-target","x-rlark-message":"an Addon needs its clusters: set metadata.namespace to agent-<cluster> or set spec.clusterSelector"},{"if":{"required":["metadata"],"properties":{"metadata":{"type":"object","required":["namespace"]}}},"then":{"properties":{"spec":{"properties":{"clusterSelector":false}}}},"x-rlark-rule":"schema/addon-target","x-rlark-message":"an Addon names its clusters once: metadata.namespace or spec.clusterSelector, not both"}],"$defs":{"AddonSpec":{"description":"Which catalog entry, which version, with which values.","type":"object","additionalProperties":false,"required":["addonName","version"],"properties":{"addonName":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the catalog entry."},"version":{"type":"string","pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?(\\+[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$","x-rlark-message":"must be a semantic version such as 0.1.0","description":"Version of the catalog entry (semver)."},"clusterSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Install into every Cluster whose labels match; only when metadata.namespace is not set."},"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Namespace in the cluster the Addon's objects go into (default rlark-system)."},"values":{"type":"object","description":"Configuration values, checked against the catalog entry's values schema.","x-rlark-free-form":true}}},"AddonPhase":{"description":"Installation phase.","enum":["Pending","Installing","Ready","Failed","Upgrading","Uninstalling"]},"AddonClusterStatus":{"description":"The installation in one cluster.","type":"object","additionalProperties":false,"required":["cluster"],"properties":{"cluster":{"type":"string","description":"Cluster name."},"phase":{"$ref":"#/$defs/AddonPhase","description":"Phase in that cluster."},"version":{"type":"string","description":"Version installed there."},"message":{"type":"string","description":"Human-readable detail."}}},"AddonStatus":{"description":"Observed state of an Addon.","type":"object","additionalProperties":false,"properties":{"phase":{"$ref":"#/$defs/AddonPhase","description":"Overall phase (the least advanced cluster's)."},"version":{"type":"string","description":"Version installed everywhere, once Ready."},"message":{"type":"string","description":"Human-readable detail."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"clusters":{"type":"array","description":"Per cluster, for Addons placed by clusterSelector.","items":{"$ref":"#/$defs/AddonClusterStatus"}},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
 
-function validate205(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate209(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate205.evaluated;
+const evaluated0 = validate209.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6783,16 +6924,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate205.errors = vErrors;
+validate209.errors = vErrors;
 return errors === 0;
 }
-validate205.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate209.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate212(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate216(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate212.evaluated;
+const evaluated0 = validate216.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6841,18 +6982,18 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate212.errors = vErrors;
+validate216.errors = vErrors;
 return errors === 0;
 }
-validate212.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate216.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema76 = {"description":"The workspace namespace of one cluster's agent, `agent-<cluster>`; putting an object there hands it to that cluster.","type":"string","maxLength":63,"pattern":"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$","x-rlark-message":"must be agent-<cluster>, where <cluster> is a Cluster name"};
-const pattern19 = new RegExp("^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$", "u");
+const schema78 = {"description":"The workspace namespace of one cluster's agent, `agent-<cluster>`; putting an object there hands it to that cluster.","type":"string","maxLength":63,"pattern":"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$","x-rlark-message":"must be agent-<cluster>, where <cluster> is a Cluster name"};
+const pattern20 = new RegExp("^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$", "u");
 
-function validate214(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate218(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate214.evaluated;
+const evaluated0 = validate218.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6861,7 +7002,7 @@ evaluated0.items = undefined;
 }
 if(typeof data === "string"){
 if(func2(data) > 63){
-const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema76,data};
+const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema78,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -6870,8 +7011,8 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(!pattern19.test(data)){
-const err1 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema76,data};
+if(!pattern20.test(data)){
+const err1 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema78,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -6882,7 +7023,7 @@ errors++;
 }
 }
 else {
-const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema76.type,parentSchema:schema76,data};
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema78.type,parentSchema:schema78,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -6891,17 +7032,17 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate214.errors = vErrors;
+validate218.errors = vErrors;
 return errors === 0;
 }
-validate214.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate218.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema77 = {"description":"Which catalog entry, which version, with which values.","type":"object","additionalProperties":false,"required":["addonName","version"],"properties":{"addonName":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the catalog entry."},"version":{"type":"string","pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?(\\+[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$","x-rlark-message":"must be a semantic version such as 0.1.0","description":"Version of the catalog entry (semver)."},"clusterSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Install into every Cluster whose labels match; only when metadata.namespace is not set."},"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Namespace in the cluster the Addon's objects go into (default rlark-system)."},"values":{"type":"object","description":"Configuration values, checked against the catalog entry's values schema.","x-rlark-free-form":true}}};
+const schema79 = {"description":"Which catalog entry, which version, with which values.","type":"object","additionalProperties":false,"required":["addonName","version"],"properties":{"addonName":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the catalog entry."},"version":{"type":"string","pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?(\\+[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$","x-rlark-message":"must be a semantic version such as 0.1.0","description":"Version of the catalog entry (semver)."},"clusterSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Install into every Cluster whose labels match; only when metadata.namespace is not set."},"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Namespace in the cluster the Addon's objects go into (default rlark-system)."},"values":{"type":"object","description":"Configuration values, checked against the catalog entry's values schema.","x-rlark-free-form":true}}};
 
-function validate218(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate222(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate218.evaluated;
+const evaluated0 = validate222.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6960,17 +7101,17 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate218.errors = vErrors;
+validate222.errors = vErrors;
 return errors === 0;
 }
-validate218.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate222.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const pattern20 = new RegExp("^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?(\\+[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$", "u");
+const pattern21 = new RegExp("^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?(\\+[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$", "u");
 
-function validate216(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate220(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate216.evaluated;
+const evaluated0 = validate220.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6979,7 +7120,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.addonName === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "addonName"},message:"must have required property '"+"addonName"+"'",schema:schema77.required,parentSchema:schema77,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "addonName"},message:"must have required property '"+"addonName"+"'",schema:schema79.required,parentSchema:schema79,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -6989,7 +7130,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.version === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'",schema:schema77.required,parentSchema:schema77,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'",schema:schema79.required,parentSchema:schema79,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -7000,7 +7141,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((key0 === "addonName") || (key0 === "version")) || (key0 === "clusterSelector")) || (key0 === "namespace")) || (key0 === "values"))){
-const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema77,data};
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema79,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -7011,16 +7152,16 @@ errors++;
 }
 }
 if(data.addonName !== undefined){
-if(!(validate212(data.addonName, {instancePath:instancePath+"/addonName",parentData:data,parentDataProperty:"addonName",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate212.errors : vErrors.concat(validate212.errors);
+if(!(validate216(data.addonName, {instancePath:instancePath+"/addonName",parentData:data,parentDataProperty:"addonName",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate216.errors : vErrors.concat(validate216.errors);
 errors = vErrors.length;
 }
 }
 if(data.version !== undefined){
 let data1 = data.version;
 if(typeof data1 === "string"){
-if(!pattern20.test(data1)){
-const err3 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?(\\+[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},message:"must match pattern \""+"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?(\\+[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"+"\"",schema:"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?(\\+[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$",parentSchema:schema77.properties.version,data:data1};
+if(!pattern21.test(data1)){
+const err3 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?(\\+[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},message:"must match pattern \""+"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?(\\+[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"+"\"",schema:"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?(\\+[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$",parentSchema:schema79.properties.version,data:data1};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -7031,7 +7172,7 @@ errors++;
 }
 }
 else {
-const err4 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema77.properties.version.type,parentSchema:schema77.properties.version,data:data1};
+const err4 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema79.properties.version.type,parentSchema:schema79.properties.version,data:data1};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -7042,21 +7183,21 @@ errors++;
 }
 }
 if(data.clusterSelector !== undefined){
-if(!(validate218(data.clusterSelector, {instancePath:instancePath+"/clusterSelector",parentData:data,parentDataProperty:"clusterSelector",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate218.errors : vErrors.concat(validate218.errors);
+if(!(validate222(data.clusterSelector, {instancePath:instancePath+"/clusterSelector",parentData:data,parentDataProperty:"clusterSelector",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate222.errors : vErrors.concat(validate222.errors);
 errors = vErrors.length;
 }
 }
 if(data.namespace !== undefined){
-if(!(validate212(data.namespace, {instancePath:instancePath+"/namespace",parentData:data,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate212.errors : vErrors.concat(validate212.errors);
+if(!(validate216(data.namespace, {instancePath:instancePath+"/namespace",parentData:data,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate216.errors : vErrors.concat(validate216.errors);
 errors = vErrors.length;
 }
 }
 if(data.values !== undefined){
 let data4 = data.values;
 if(!(data4 && typeof data4 == "object" && !Array.isArray(data4))){
-const err5 = {instancePath:instancePath+"/values",schemaPath:"#/properties/values/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema77.properties.values.type,parentSchema:schema77.properties.values,data:data4};
+const err5 = {instancePath:instancePath+"/values",schemaPath:"#/properties/values/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema79.properties.values.type,parentSchema:schema79.properties.values,data:data4};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -7068,7 +7209,7 @@ errors++;
 }
 }
 else {
-const err6 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema77.type,parentSchema:schema77,data};
+const err6 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema79.type,parentSchema:schema79,data};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -7077,18 +7218,18 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate216.errors = vErrors;
+validate220.errors = vErrors;
 return errors === 0;
 }
-validate216.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate220.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema79 = {"description":"Observed state of an Addon.","type":"object","additionalProperties":false,"properties":{"phase":{"$ref":"#/$defs/AddonPhase","description":"Overall phase (the least advanced cluster's)."},"version":{"type":"string","description":"Version installed everywhere, once Ready."},"message":{"type":"string","description":"Human-readable detail."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"clusters":{"type":"array","description":"Per cluster, for Addons placed by clusterSelector.","items":{"$ref":"#/$defs/AddonClusterStatus"}},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
-const schema80 = {"description":"Installation phase.","enum":["Pending","Installing","Ready","Failed","Upgrading","Uninstalling"]};
+const schema81 = {"description":"Observed state of an Addon.","type":"object","additionalProperties":false,"properties":{"phase":{"$ref":"#/$defs/AddonPhase","description":"Overall phase (the least advanced cluster's)."},"version":{"type":"string","description":"Version installed everywhere, once Ready."},"message":{"type":"string","description":"Human-readable detail."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"clusters":{"type":"array","description":"Per cluster, for Addons placed by clusterSelector.","items":{"$ref":"#/$defs/AddonClusterStatus"}},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
+const schema82 = {"description":"Installation phase.","enum":["Pending","Installing","Ready","Failed","Upgrading","Uninstalling"]};
 
-function validate225(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate229(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate225.evaluated;
+const evaluated0 = validate229.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7096,7 +7237,7 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(!((((((data === "Pending") || (data === "Installing")) || (data === "Ready")) || (data === "Failed")) || (data === "Upgrading")) || (data === "Uninstalling"))){
-const err0 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema80.enum},message:"must be equal to one of the allowed values",schema:schema80.enum,parentSchema:schema80,data};
+const err0 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema82.enum},message:"must be equal to one of the allowed values",schema:schema82.enum,parentSchema:schema82,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -7105,17 +7246,17 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate225.errors = vErrors;
+validate229.errors = vErrors;
 return errors === 0;
 }
-validate225.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate229.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema81 = {"description":"The installation in one cluster.","type":"object","additionalProperties":false,"required":["cluster"],"properties":{"cluster":{"type":"string","description":"Cluster name."},"phase":{"$ref":"#/$defs/AddonPhase","description":"Phase in that cluster."},"version":{"type":"string","description":"Version installed there."},"message":{"type":"string","description":"Human-readable detail."}}};
+const schema83 = {"description":"The installation in one cluster.","type":"object","additionalProperties":false,"required":["cluster"],"properties":{"cluster":{"type":"string","description":"Cluster name."},"phase":{"$ref":"#/$defs/AddonPhase","description":"Phase in that cluster."},"version":{"type":"string","description":"Version installed there."},"message":{"type":"string","description":"Human-readable detail."}}};
 
-function validate227(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate231(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate227.evaluated;
+const evaluated0 = validate231.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7124,7 +7265,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.cluster === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "cluster"},message:"must have required property '"+"cluster"+"'",schema:schema81.required,parentSchema:schema81,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "cluster"},message:"must have required property '"+"cluster"+"'",schema:schema83.required,parentSchema:schema83,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -7135,7 +7276,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((((key0 === "cluster") || (key0 === "phase")) || (key0 === "version")) || (key0 === "message"))){
-const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema81,data};
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema83,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -7148,7 +7289,7 @@ errors++;
 if(data.cluster !== undefined){
 let data0 = data.cluster;
 if(typeof data0 !== "string"){
-const err2 = {instancePath:instancePath+"/cluster",schemaPath:"#/properties/cluster/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema81.properties.cluster.type,parentSchema:schema81.properties.cluster,data:data0};
+const err2 = {instancePath:instancePath+"/cluster",schemaPath:"#/properties/cluster/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema83.properties.cluster.type,parentSchema:schema83.properties.cluster,data:data0};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -7159,15 +7300,15 @@ errors++;
 }
 }
 if(data.phase !== undefined){
-if(!(validate225(data.phase, {instancePath:instancePath+"/phase",parentData:data,parentDataProperty:"phase",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate225.errors : vErrors.concat(validate225.errors);
+if(!(validate229(data.phase, {instancePath:instancePath+"/phase",parentData:data,parentDataProperty:"phase",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate229.errors : vErrors.concat(validate229.errors);
 errors = vErrors.length;
 }
 }
 if(data.version !== undefined){
 let data2 = data.version;
 if(typeof data2 !== "string"){
-const err3 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema81.properties.version.type,parentSchema:schema81.properties.version,data:data2};
+const err3 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema83.properties.version.type,parentSchema:schema83.properties.version,data:data2};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -7180,7 +7321,7 @@ errors++;
 if(data.message !== undefined){
 let data3 = data.message;
 if(typeof data3 !== "string"){
-const err4 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema81.properties.message.type,parentSchema:schema81.properties.message,data:data3};
+const err4 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema83.properties.message.type,parentSchema:schema83.properties.message,data:data3};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -7192,7 +7333,7 @@ errors++;
 }
 }
 else {
-const err5 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema81.type,parentSchema:schema81,data};
+const err5 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema83.type,parentSchema:schema83,data};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -7201,16 +7342,16 @@ vErrors.push(err5);
 }
 errors++;
 }
-validate227.errors = vErrors;
+validate231.errors = vErrors;
 return errors === 0;
 }
-validate227.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate231.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate230(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate234(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate230.evaluated;
+const evaluated0 = validate234.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7219,7 +7360,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.type === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'",schema:schema51.required,parentSchema:schema51,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'",schema:schema53.required,parentSchema:schema53,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -7229,7 +7370,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.status === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'",schema:schema51.required,parentSchema:schema51,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'",schema:schema53.required,parentSchema:schema53,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -7240,7 +7381,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((((key0 === "type") || (key0 === "status")) || (key0 === "observedGeneration")) || (key0 === "lastTransitionTime")) || (key0 === "lastHeartbeatTime")) || (key0 === "reason")) || (key0 === "message"))){
-const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema51,data};
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema53,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -7254,7 +7395,7 @@ if(data.type !== undefined){
 let data0 = data.type;
 if(typeof data0 === "string"){
 if(func2(data0) < 1){
-const err3 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema51.properties.type,data:data0};
+const err3 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema53.properties.type,data:data0};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -7265,7 +7406,7 @@ errors++;
 }
 }
 else {
-const err4 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.properties.type.type,parentSchema:schema51.properties.type,data:data0};
+const err4 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema53.properties.type.type,parentSchema:schema53.properties.type,data:data0};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -7278,7 +7419,7 @@ errors++;
 if(data.status !== undefined){
 let data1 = data.status;
 if(!(((data1 === "True") || (data1 === "False")) || (data1 === "Unknown"))){
-const err5 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema51.properties.status.enum},message:"must be equal to one of the allowed values",schema:schema51.properties.status.enum,parentSchema:schema51.properties.status,data:data1};
+const err5 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema53.properties.status.enum},message:"must be equal to one of the allowed values",schema:schema53.properties.status.enum,parentSchema:schema53.properties.status,data:data1};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -7291,7 +7432,7 @@ errors++;
 if(data.observedGeneration !== undefined){
 let data2 = data.observedGeneration;
 if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err6 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema51.properties.observedGeneration.type,parentSchema:schema51.properties.observedGeneration,data:data2};
+const err6 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema53.properties.observedGeneration.type,parentSchema:schema53.properties.observedGeneration,data:data2};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -7302,7 +7443,7 @@ errors++;
 }
 if((typeof data2 == "number") && (isFinite(data2))){
 if(data2 < 0 || isNaN(data2)){
-const err7 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema51.properties.observedGeneration,data:data2};
+const err7 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema53.properties.observedGeneration,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -7328,7 +7469,7 @@ errors = vErrors.length;
 if(data.reason !== undefined){
 let data5 = data.reason;
 if(typeof data5 !== "string"){
-const err8 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.properties.reason.type,parentSchema:schema51.properties.reason,data:data5};
+const err8 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema53.properties.reason.type,parentSchema:schema53.properties.reason,data:data5};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -7341,7 +7482,7 @@ errors++;
 if(data.message !== undefined){
 let data6 = data.message;
 if(typeof data6 !== "string"){
-const err9 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.properties.message.type,parentSchema:schema51.properties.message,data:data6};
+const err9 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema53.properties.message.type,parentSchema:schema53.properties.message,data:data6};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -7353,7 +7494,7 @@ errors++;
 }
 }
 else {
-const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema51.type,parentSchema:schema51,data};
+const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema53.type,parentSchema:schema53,data};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -7362,16 +7503,16 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate230.errors = vErrors;
+validate234.errors = vErrors;
 return errors === 0;
 }
-validate230.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate234.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate224(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate228(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate224.evaluated;
+const evaluated0 = validate228.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7381,7 +7522,7 @@ evaluated0.items = undefined;
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
 if(!((((((key0 === "phase") || (key0 === "version")) || (key0 === "message")) || (key0 === "observedGeneration")) || (key0 === "clusters")) || (key0 === "conditions"))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema79,data};
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema81,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -7392,15 +7533,15 @@ errors++;
 }
 }
 if(data.phase !== undefined){
-if(!(validate225(data.phase, {instancePath:instancePath+"/phase",parentData:data,parentDataProperty:"phase",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate225.errors : vErrors.concat(validate225.errors);
+if(!(validate229(data.phase, {instancePath:instancePath+"/phase",parentData:data,parentDataProperty:"phase",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate229.errors : vErrors.concat(validate229.errors);
 errors = vErrors.length;
 }
 }
 if(data.version !== undefined){
 let data1 = data.version;
 if(typeof data1 !== "string"){
-const err1 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema79.properties.version.type,parentSchema:schema79.properties.version,data:data1};
+const err1 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema81.properties.version.type,parentSchema:schema81.properties.version,data:data1};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -7413,7 +7554,7 @@ errors++;
 if(data.message !== undefined){
 let data2 = data.message;
 if(typeof data2 !== "string"){
-const err2 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema79.properties.message.type,parentSchema:schema79.properties.message,data:data2};
+const err2 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema81.properties.message.type,parentSchema:schema81.properties.message,data:data2};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -7426,7 +7567,7 @@ errors++;
 if(data.observedGeneration !== undefined){
 let data3 = data.observedGeneration;
 if(!(((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3))) && (isFinite(data3)))){
-const err3 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema79.properties.observedGeneration.type,parentSchema:schema79.properties.observedGeneration,data:data3};
+const err3 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema81.properties.observedGeneration.type,parentSchema:schema81.properties.observedGeneration,data:data3};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -7437,7 +7578,7 @@ errors++;
 }
 if((typeof data3 == "number") && (isFinite(data3))){
 if(data3 < 0 || isNaN(data3)){
-const err4 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema79.properties.observedGeneration,data:data3};
+const err4 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema81.properties.observedGeneration,data:data3};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -7453,14 +7594,14 @@ let data4 = data.clusters;
 if(Array.isArray(data4)){
 const len0 = data4.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate227(data4[i0], {instancePath:instancePath+"/clusters/" + i0,parentData:data4,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate227.errors : vErrors.concat(validate227.errors);
+if(!(validate231(data4[i0], {instancePath:instancePath+"/clusters/" + i0,parentData:data4,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate231.errors : vErrors.concat(validate231.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err5 = {instancePath:instancePath+"/clusters",schemaPath:"#/properties/clusters/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema79.properties.clusters.type,parentSchema:schema79.properties.clusters,data:data4};
+const err5 = {instancePath:instancePath+"/clusters",schemaPath:"#/properties/clusters/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema81.properties.clusters.type,parentSchema:schema81.properties.clusters,data:data4};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -7475,14 +7616,14 @@ let data6 = data.conditions;
 if(Array.isArray(data6)){
 const len1 = data6.length;
 for(let i1=0; i1<len1; i1++){
-if(!(validate230(data6[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data6,parentDataProperty:i1,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate230.errors : vErrors.concat(validate230.errors);
+if(!(validate234(data6[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data6,parentDataProperty:i1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate234.errors : vErrors.concat(validate234.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err6 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema79.properties.conditions.type,parentSchema:schema79.properties.conditions,data:data6};
+const err6 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema81.properties.conditions.type,parentSchema:schema81.properties.conditions,data:data6};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -7494,7 +7635,7 @@ errors++;
 }
 }
 else {
-const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema79.type,parentSchema:schema79,data};
+const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema81.type,parentSchema:schema81,data};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -7503,17 +7644,17 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate224.errors = vErrors;
+validate228.errors = vErrors;
 return errors === 0;
 }
-validate224.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate228.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate204(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate208(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/addon.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate204.evaluated;
+const evaluated0 = validate208.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7605,7 +7746,7 @@ if(data.spec !== undefined){
 let data1 = data.spec;
 if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
 if(data1.clusterSelector === undefined){
-const err4 = {instancePath:instancePath+"/spec",schemaPath:"#/allOf/0/then/properties/spec/required",keyword:"required",params:{missingProperty: "clusterSelector"},message:"must have required property '"+"clusterSelector"+"'",schema:schema73.allOf[0].then.properties.spec.required,parentSchema:schema73.allOf[0].then.properties.spec,data:data1};
+const err4 = {instancePath:instancePath+"/spec",schemaPath:"#/allOf/0/then/properties/spec/required",keyword:"required",params:{missingProperty: "clusterSelector"},message:"must have required property '"+"clusterSelector"+"'",schema:schema75.allOf[0].then.properties.spec.required,parentSchema:schema75.allOf[0].then.properties.spec,data:data1};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -7626,7 +7767,7 @@ props0.metadata = true;
 }
 }
 if(!valid1){
-const err5 = {instancePath,schemaPath:"#/allOf/0/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema",schema:schema73.allOf[0].if,parentSchema:schema73.allOf[0],data};
+const err5 = {instancePath,schemaPath:"#/allOf/0/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema",schema:schema75.allOf[0].if,parentSchema:schema75.allOf[0],data};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -7699,7 +7840,7 @@ if(data.spec !== undefined){
 let data3 = data.spec;
 if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
 if(data3.clusterSelector !== undefined){
-const err9 = {instancePath:instancePath+"/spec/clusterSelector",schemaPath:"#/allOf/1/then/properties/spec/properties/clusterSelector/false schema",keyword:"false schema",params:{},message:"boolean schema is false",schema:false,parentSchema:schema73.allOf[1].then.properties.spec.properties.clusterSelector,data:data3.clusterSelector};
+const err9 = {instancePath:instancePath+"/spec/clusterSelector",schemaPath:"#/allOf/1/then/properties/spec/properties/clusterSelector/false schema",keyword:"false schema",params:{},message:"boolean schema is false",schema:false,parentSchema:schema75.allOf[1].then.properties.spec.properties.clusterSelector,data:data3.clusterSelector};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -7720,7 +7861,7 @@ props1.metadata = true;
 }
 }
 if(!valid5){
-const err10 = {instancePath,schemaPath:"#/allOf/1/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema",schema:schema73.allOf[1].if,parentSchema:schema73.allOf[1],data};
+const err10 = {instancePath,schemaPath:"#/allOf/1/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema",schema:schema75.allOf[1].if,parentSchema:schema75.allOf[1],data};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -7740,7 +7881,7 @@ Object.assign(props0, props1);
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.apiVersion === undefined){
-const err11 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema73.required,parentSchema:schema73,data};
+const err11 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema75.required,parentSchema:schema75,data};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -7750,7 +7891,7 @@ vErrors.push(err11);
 errors++;
 }
 if(data.kind === undefined){
-const err12 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema73.required,parentSchema:schema73,data};
+const err12 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema75.required,parentSchema:schema75,data};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -7760,7 +7901,7 @@ vErrors.push(err12);
 errors++;
 }
 if(data.metadata === undefined){
-const err13 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema73.required,parentSchema:schema73,data};
+const err13 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema75.required,parentSchema:schema75,data};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -7770,7 +7911,7 @@ vErrors.push(err13);
 errors++;
 }
 if(data.spec === undefined){
-const err14 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema73.required,parentSchema:schema73,data};
+const err14 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema75.required,parentSchema:schema75,data};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -7781,7 +7922,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "metadata")) || (key0 === "spec")) || (key0 === "status"))){
-const err15 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema73,data};
+const err15 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema75,data};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -7794,7 +7935,7 @@ errors++;
 if(data.apiVersion !== undefined){
 let data5 = data.apiVersion;
 if("rlinf.io/v1alpha1" !== data5){
-const err16 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema73.properties.apiVersion,data:data5};
+const err16 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema75.properties.apiVersion,data:data5};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -7807,7 +7948,7 @@ errors++;
 if(data.kind !== undefined){
 let data6 = data.kind;
 if("Addon" !== data6){
-const err17 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "Addon"},message:"must be equal to constant",schema:"Addon",parentSchema:schema73.properties.kind,data:data6};
+const err17 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "Addon"},message:"must be equal to constant",schema:"Addon",parentSchema:schema75.properties.kind,data:data6};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -7819,40 +7960,40 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data7 = data.metadata;
-if(!(validate205(data7, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate205.errors : vErrors.concat(validate205.errors);
+if(!(validate209(data7, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate209.errors : vErrors.concat(validate209.errors);
 errors = vErrors.length;
 }
 if(data7 && typeof data7 == "object" && !Array.isArray(data7)){
 if(data7.name !== undefined){
-if(!(validate212(data7.name, {instancePath:instancePath+"/metadata/name",parentData:data7,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate212.errors : vErrors.concat(validate212.errors);
+if(!(validate216(data7.name, {instancePath:instancePath+"/metadata/name",parentData:data7,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate216.errors : vErrors.concat(validate216.errors);
 errors = vErrors.length;
 }
 }
 if(data7.namespace !== undefined){
-if(!(validate214(data7.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data7,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate214.errors : vErrors.concat(validate214.errors);
+if(!(validate218(data7.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data7,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate218.errors : vErrors.concat(validate218.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate216(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate216.errors : vErrors.concat(validate216.errors);
+if(!(validate220(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate220.errors : vErrors.concat(validate220.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate224(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate224.errors : vErrors.concat(validate224.errors);
+if(!(validate228(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate228.errors : vErrors.concat(validate228.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err18 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema73.type,parentSchema:schema73,data};
+const err18 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema75.type,parentSchema:schema75,data};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -7861,18 +8002,18 @@ vErrors.push(err18);
 }
 errors++;
 }
-validate204.errors = vErrors;
+validate208.errors = vErrors;
 return errors === 0;
 }
-validate204.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate208.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const Cluster = validate235;
-const schema83 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/cluster.schema.json","title":"Cluster","description":"A registered cluster or bare machine whose agent connects to the hub; its labels (rlark.io/city, region, ...) are what clusterSelectors match. Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Cluster","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; labels such as rlark.io/city and region are matched by clusterSelectors.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","maxLength":57,"description":"Cluster name; the cluster's namespace is agent-<name>, so at most 57 characters."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: Clusters are cluster-scoped."}}},"spec":{"$ref":"#/$defs/ClusterSpec","description":"Desired state."},"status":{"$ref":"#/$defs/ClusterStatus","description":"Observed state, from the agent's heartbeats."}},"$defs":{"ClusterSpec":{"description":"How the cluster runs tasks.","type":"object","additionalProperties":false,"required":["runtime"],"if":{"properties":{"access":{"const":"kubeconfig"}},"required":["access"]},"then":{"required":["kubeconfig"],"properties":{"runtime":{"const":"kubernetes"}}},"else":{"properties":{"kubeconfig":false}},"properties":{"runtime":{"enum":["kubernetes","process","docker"],"description":"kubernetes: tasks become workloads in a Kubernetes cluster; process: tasks run as local processes on the agent's machine; docker: tasks run as containers on the agent machine's Docker engine."},"description":{"type":"string","description":"Free text for people."},"access":{"enum":["agent","kubeconfig"],"default":"agent","description":"agent (default): an agent on the cluster connects to the hub. kubeconfig: no agent is installed; the hub drives the cluster itself with the sealed kubeconfig in spec.kubeconfig (runtime kubernetes only; docs/clusters.md)."},"kubeconfig":{"$ref":"#/$defs/ClusterKubeconfig","description":"For access: kubeconfig."},"agentPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Planned: the agent's SSH public key, to pin at enrollment. Not read yet: agents are pinned by the certificate the hub's CA issues when they enroll."}}},"ClusterKubeconfig":{"description":"How the hub reaches an agentless cluster. Only this hub can open the sealed kubeconfig; it is never served, logged or written back.","type":"object","additionalProperties":false,"required":["sealed"],"properties":{"sealed":{"type":"string","pattern":"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$","maxLength":262144,"x-rlark-message":"must be a sealed kubeconfig (rlark-sealed:v1:<key id>:<payload>) made by `rlark seal --kubeconfig FILE --cluster NAME`, never a plain kubeconfig","x-rlark-sensitive":true,"description":"The kubeconfig sealed to the hub's key with context cluster/<name>/kubeconfig: `rlark seal --kubeconfig FILE --cluster NAME`. Its current context is used."},"server":{"type":"string","pattern":"^https?://[^\\s/]+(/.*)?$","maxLength":2048,"description":"The sealed kubeconfig's server, repeated for readers. Where the credential goes is only what is sealed: a value that differs is refused (validation, at this field); to dial another address, put it in the kubeconfig and seal it again."},"insecureSkipTLSVerify":{"type":"boolean","default":false,"description":"true only with a sealed kubeconfig that says insecure-skip-tls-verify: true (otherwise refused, at this field): whether the server is verified is sealed. Only for labs with self-signed servers: anyone on the path can then read the credentials."}}},"ClusterStorageClass":{"description":"One StorageClass of a cluster, as far as choosing one for a volume claim needs.","type":"object","additionalProperties":false,"required":["name","provisioner"],"properties":{"name":{"type":"string","maxLength":253,"description":"metadata.name, what storageClassName names."},"provisioner":{"type":"string","maxLength":253,"description":"The volume plugin that provisions its volumes."},"default":{"type":"boolean","description":"Annotated storageclass.kubernetes.io/is-default-class: claims that name no class get this one."},"reclaimPolicy":{"type":"string","maxLength":64,"description":"What happens to a volume when its claim goes (Delete, Retain)."},"volumeBindingMode":{"type":"string","maxLength":64,"description":"When a volume is bound (Immediate, WaitForFirstConsumer)."},"allowVolumeExpansion":{"type":"boolean","description":"Whether a claim may grow."}}},"Capability":{"description":"State of one component on the cluster, as reported in heartbeats.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Component name (runtime, nodeserver, device-plugin, ...)."},"process":{"enum":["STOPPED","STARTING","RUNNING","BACKOFF","FAILED"],"description":"Process state."},"health":{"enum":["STARTING","READY","DEGRADED","STOPPED","UNKNOWN"],"description":"Health state."},"message":{"type":"string","description":"Human-readable detail."}}},"ClusterStatus":{"description":"Observed state of a Cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Online","Offline"],"description":"Whether the agent's tunnel is up."},"lastTransitionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When phase last changed; Tasks not yet running on a cluster Offline longer than a grace period are placed elsewhere."},"agentVersion":{"type":"string","description":"Version of the connected agent."},"runtime":{"enum":["kubernetes","process","docker"],"description":"The runtime the connected agent announced in its hello; placement sends a task only where it runs the task's agentType."},"bootId":{"type":"string","description":"Identifies one start of the connected agent."},"kubernetesVersion":{"type":"string","description":"Kubernetes version, for runtime kubernetes."},"storageClasses":{"type":"array","maxItems":256,"description":"The cluster's StorageClasses as its agent reports them (runtime kubernetes), sorted by name: what a Task's volumeClaimTemplate may name (GET /api/v1/storage/storageclass).","items":{"$ref":"#/$defs/ClusterStorageClass"}},"lastHeartbeatTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the last heartbeat arrived."},"nodeCount":{"type":"integer","minimum":0,"description":"Nodes the agent reports."},"lastTestedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the cluster's API was last tried (the Version API, for runtime kubernetes; the agent's own report, for runtime process)."},"lastTestOk":{"type":"boolean","description":"Whether that try succeeded."},"lastTestMessage":{"type":"string","maxLength":1024,"description":"Why the last try failed; absent when it succeeded. Never carries credentials."},"capabilities":{"type":"array","description":"Component states, sorted by name.","items":{"$ref":"#/$defs/Capability"}},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
+export const Cluster = validate239;
+const schema85 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/cluster.schema.json","title":"Cluster","description":"A registered cluster or bare machine whose agent connects to the hub; its labels (rlark.io/city, region, ...) are what clusterSelectors match. Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Cluster","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; labels such as rlark.io/city and region are matched by clusterSelectors.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","maxLength":57,"description":"Cluster name; the cluster's namespace is agent-<name>, so at most 57 characters."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: Clusters are cluster-scoped."}}},"spec":{"$ref":"#/$defs/ClusterSpec","description":"Desired state."},"status":{"$ref":"#/$defs/ClusterStatus","description":"Observed state, from the agent's heartbeats."}},"$defs":{"ClusterSpec":{"description":"How the cluster runs tasks.","type":"object","additionalProperties":false,"required":["runtime"],"if":{"properties":{"access":{"const":"kubeconfig"}},"required":["access"]},"then":{"required":["kubeconfig"],"properties":{"runtime":{"const":"kubernetes"}}},"else":{"properties":{"kubeconfig":false}},"properties":{"runtime":{"enum":["kubernetes","process","docker"],"description":"kubernetes: tasks become workloads in a Kubernetes cluster; process: tasks run as local processes on the agent's machine; docker: tasks run as containers on the agent machine's Docker engine."},"description":{"type":"string","description":"Free text for people."},"access":{"enum":["agent","kubeconfig"],"default":"agent","description":"agent (default): an agent on the cluster connects to the hub. kubeconfig: no agent is installed; the hub drives the cluster itself with the sealed kubeconfig in spec.kubeconfig (runtime kubernetes only; docs/clusters.md)."},"kubeconfig":{"$ref":"#/$defs/ClusterKubeconfig","description":"For access: kubeconfig."},"agentPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Planned: the agent's SSH public key, to pin at enrollment. Not read yet: agents are pinned by the certificate the hub's CA issues when they enroll."}}},"ClusterKubeconfig":{"description":"How the hub reaches an agentless cluster. Only this hub can open the sealed kubeconfig; it is never served, logged or written back.","type":"object","additionalProperties":false,"required":["sealed"],"properties":{"sealed":{"type":"string","pattern":"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$","maxLength":262144,"x-rlark-message":"must be a sealed kubeconfig (rlark-sealed:v1:<key id>:<payload>) made by `rlark seal --kubeconfig FILE --cluster NAME`, never a plain kubeconfig","x-rlark-sensitive":true,"description":"The kubeconfig sealed to the hub's key with context cluster/<name>/kubeconfig: `rlark seal --kubeconfig FILE --cluster NAME`. Its current context is used."},"server":{"type":"string","pattern":"^https?://[^\\s/]+(/.*)?$","maxLength":2048,"description":"The sealed kubeconfig's server, repeated for readers. Where the credential goes is only what is sealed: a value that differs is refused (validation, at this field); to dial another address, put it in the kubeconfig and seal it again."},"insecureSkipTLSVerify":{"type":"boolean","default":false,"description":"true only with a sealed kubeconfig that says insecure-skip-tls-verify: true (otherwise refused, at this field): whether the server is verified is sealed. Only for labs with self-signed servers: anyone on the path can then read the credentials."}}},"ClusterStorageClass":{"description":"One StorageClass of a cluster, as far as choosing one for a volume claim needs.","type":"object","additionalProperties":false,"required":["name","provisioner"],"properties":{"name":{"type":"string","maxLength":253,"description":"metadata.name, what storageClassName names."},"provisioner":{"type":"string","maxLength":253,"description":"The volume plugin that provisions its volumes."},"default":{"type":"boolean","description":"Annotated storageclass.kubernetes.io/is-default-class: claims that name no class get this one."},"reclaimPolicy":{"type":"string","maxLength":64,"description":"What happens to a volume when its claim goes (Delete, Retain)."},"volumeBindingMode":{"type":"string","maxLength":64,"description":"When a volume is bound (Immediate, WaitForFirstConsumer)."},"allowVolumeExpansion":{"type":"boolean","description":"Whether a claim may grow."}}},"Capability":{"description":"State of one component on the cluster, as reported in heartbeats.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Component name (runtime, nodeserver, device-plugin, ...)."},"process":{"enum":["STOPPED","STARTING","RUNNING","BACKOFF","FAILED"],"description":"Process state."},"health":{"enum":["STARTING","READY","DEGRADED","STOPPED","UNKNOWN"],"description":"Health state."},"message":{"type":"string","description":"Human-readable detail."}}},"ClusterStatus":{"description":"Observed state of a Cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Online","Offline"],"description":"Whether the agent's tunnel is up."},"lastTransitionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When phase last changed; Tasks not yet running on a cluster Offline longer than a grace period are placed elsewhere."},"agentVersion":{"type":"string","description":"Version of the connected agent."},"runtime":{"enum":["kubernetes","process","docker"],"description":"The runtime the connected agent announced in its hello; placement sends a task only where it runs the task's agentType."},"bootId":{"type":"string","description":"Identifies one start of the connected agent."},"kubernetesVersion":{"type":"string","description":"Kubernetes version, for runtime kubernetes."},"storageClasses":{"type":"array","maxItems":256,"description":"The cluster's StorageClasses as its agent reports them (runtime kubernetes), sorted by name: what a Task's volumeClaimTemplate may name (GET /api/v1/storage/storageclass).","items":{"$ref":"#/$defs/ClusterStorageClass"}},"lastHeartbeatTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the last heartbeat arrived."},"nodeCount":{"type":"integer","minimum":0,"description":"Nodes the agent reports."},"lastTestedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the cluster's API was last tried (the Version API, for runtime kubernetes; the agent's own report, for runtime process)."},"lastTestOk":{"type":"boolean","description":"Whether that try succeeded."},"lastTestMessage":{"type":"string","maxLength":1024,"description":"Why the last try failed; absent when it succeeded. Never carries credentials."},"capabilities":{"type":"array","description":"Component states, sorted by name.","items":{"$ref":"#/$defs/Capability"}},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
 
-function validate236(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate240(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate236.evaluated;
+const evaluated0 = validate240.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8094,16 +8235,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate236.errors = vErrors;
+validate240.errors = vErrors;
 return errors === 0;
 }
-validate236.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate240.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate243(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate247(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate243.evaluated;
+const evaluated0 = validate247.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8152,16 +8293,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate243.errors = vErrors;
+validate247.errors = vErrors;
 return errors === 0;
 }
-validate243.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate247.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate245(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate249(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate245.evaluated;
+const evaluated0 = validate249.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8190,20 +8331,20 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate245.errors = vErrors;
+validate249.errors = vErrors;
 return errors === 0;
 }
-validate245.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate249.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema87 = {"description":"How the cluster runs tasks.","type":"object","additionalProperties":false,"required":["runtime"],"if":{"properties":{"access":{"const":"kubeconfig"}},"required":["access"]},"then":{"required":["kubeconfig"],"properties":{"runtime":{"const":"kubernetes"}}},"else":{"properties":{"kubeconfig":false}},"properties":{"runtime":{"enum":["kubernetes","process","docker"],"description":"kubernetes: tasks become workloads in a Kubernetes cluster; process: tasks run as local processes on the agent's machine; docker: tasks run as containers on the agent machine's Docker engine."},"description":{"type":"string","description":"Free text for people."},"access":{"enum":["agent","kubeconfig"],"default":"agent","description":"agent (default): an agent on the cluster connects to the hub. kubeconfig: no agent is installed; the hub drives the cluster itself with the sealed kubeconfig in spec.kubeconfig (runtime kubernetes only; docs/clusters.md)."},"kubeconfig":{"$ref":"#/$defs/ClusterKubeconfig","description":"For access: kubeconfig."},"agentPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Planned: the agent's SSH public key, to pin at enrollment. Not read yet: agents are pinned by the certificate the hub's CA issues when they enroll."}}};
-const schema88 = {"description":"How the hub reaches an agentless cluster. Only this hub can open the sealed kubeconfig; it is never served, logged or written back.","type":"object","additionalProperties":false,"required":["sealed"],"properties":{"sealed":{"type":"string","pattern":"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$","maxLength":262144,"x-rlark-message":"must be a sealed kubeconfig (rlark-sealed:v1:<key id>:<payload>) made by `rlark seal --kubeconfig FILE --cluster NAME`, never a plain kubeconfig","x-rlark-sensitive":true,"description":"The kubeconfig sealed to the hub's key with context cluster/<name>/kubeconfig: `rlark seal --kubeconfig FILE --cluster NAME`. Its current context is used."},"server":{"type":"string","pattern":"^https?://[^\\s/]+(/.*)?$","maxLength":2048,"description":"The sealed kubeconfig's server, repeated for readers. Where the credential goes is only what is sealed: a value that differs is refused (validation, at this field); to dial another address, put it in the kubeconfig and seal it again."},"insecureSkipTLSVerify":{"type":"boolean","default":false,"description":"true only with a sealed kubeconfig that says insecure-skip-tls-verify: true (otherwise refused, at this field): whether the server is verified is sealed. Only for labs with self-signed servers: anyone on the path can then read the credentials."}}};
-const pattern22 = new RegExp("^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$", "u");
-const pattern23 = new RegExp("^https?://[^\\s/]+(/.*)?$", "u");
+const schema89 = {"description":"How the cluster runs tasks.","type":"object","additionalProperties":false,"required":["runtime"],"if":{"properties":{"access":{"const":"kubeconfig"}},"required":["access"]},"then":{"required":["kubeconfig"],"properties":{"runtime":{"const":"kubernetes"}}},"else":{"properties":{"kubeconfig":false}},"properties":{"runtime":{"enum":["kubernetes","process","docker"],"description":"kubernetes: tasks become workloads in a Kubernetes cluster; process: tasks run as local processes on the agent's machine; docker: tasks run as containers on the agent machine's Docker engine."},"description":{"type":"string","description":"Free text for people."},"access":{"enum":["agent","kubeconfig"],"default":"agent","description":"agent (default): an agent on the cluster connects to the hub. kubeconfig: no agent is installed; the hub drives the cluster itself with the sealed kubeconfig in spec.kubeconfig (runtime kubernetes only; docs/clusters.md)."},"kubeconfig":{"$ref":"#/$defs/ClusterKubeconfig","description":"For access: kubeconfig."},"agentPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Planned: the agent's SSH public key, to pin at enrollment. Not read yet: agents are pinned by the certificate the hub's CA issues when they enroll."}}};
+const schema90 = {"description":"How the hub reaches an agentless cluster. Only this hub can open the sealed kubeconfig; it is never served, logged or written back.","type":"object","additionalProperties":false,"required":["sealed"],"properties":{"sealed":{"type":"string","pattern":"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$","maxLength":262144,"x-rlark-message":"must be a sealed kubeconfig (rlark-sealed:v1:<key id>:<payload>) made by `rlark seal --kubeconfig FILE --cluster NAME`, never a plain kubeconfig","x-rlark-sensitive":true,"description":"The kubeconfig sealed to the hub's key with context cluster/<name>/kubeconfig: `rlark seal --kubeconfig FILE --cluster NAME`. Its current context is used."},"server":{"type":"string","pattern":"^https?://[^\\s/]+(/.*)?$","maxLength":2048,"description":"The sealed kubeconfig's server, repeated for readers. Where the credential goes is only what is sealed: a value that differs is refused (validation, at this field); to dial another address, put it in the kubeconfig and seal it again."},"insecureSkipTLSVerify":{"type":"boolean","default":false,"description":"true only with a sealed kubeconfig that says insecure-skip-tls-verify: true (otherwise refused, at this field): whether the server is verified is sealed. Only for labs with self-signed servers: anyone on the path can then read the credentials."}}};
+const pattern23 = new RegExp("^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$", "u");
+const pattern24 = new RegExp("^https?://[^\\s/]+(/.*)?$", "u");
 
-function validate248(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate252(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate248.evaluated;
+const evaluated0 = validate252.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8212,7 +8353,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.sealed === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sealed"},message:"must have required property '"+"sealed"+"'",schema:schema88.required,parentSchema:schema88,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sealed"},message:"must have required property '"+"sealed"+"'",schema:schema90.required,parentSchema:schema90,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -8223,7 +8364,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((key0 === "sealed") || (key0 === "server")) || (key0 === "insecureSkipTLSVerify"))){
-const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema88,data};
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema90,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -8237,7 +8378,7 @@ if(data.sealed !== undefined){
 let data0 = data.sealed;
 if(typeof data0 === "string"){
 if(func2(data0) > 262144){
-const err2 = {instancePath:instancePath+"/sealed",schemaPath:"#/properties/sealed/maxLength",keyword:"maxLength",params:{limit: 262144},message:"must NOT have more than 262144 characters",schema:262144,parentSchema:schema88.properties.sealed,data:data0};
+const err2 = {instancePath:instancePath+"/sealed",schemaPath:"#/properties/sealed/maxLength",keyword:"maxLength",params:{limit: 262144},message:"must NOT have more than 262144 characters",schema:262144,parentSchema:schema90.properties.sealed,data:data0};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -8246,8 +8387,8 @@ vErrors.push(err2);
 }
 errors++;
 }
-if(!pattern22.test(data0)){
-const err3 = {instancePath:instancePath+"/sealed",schemaPath:"#/properties/sealed/pattern",keyword:"pattern",params:{pattern: "^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$"},message:"must match pattern \""+"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$"+"\"",schema:"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$",parentSchema:schema88.properties.sealed,data:data0};
+if(!pattern23.test(data0)){
+const err3 = {instancePath:instancePath+"/sealed",schemaPath:"#/properties/sealed/pattern",keyword:"pattern",params:{pattern: "^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$"},message:"must match pattern \""+"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$"+"\"",schema:"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$",parentSchema:schema90.properties.sealed,data:data0};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -8258,7 +8399,7 @@ errors++;
 }
 }
 else {
-const err4 = {instancePath:instancePath+"/sealed",schemaPath:"#/properties/sealed/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema88.properties.sealed.type,parentSchema:schema88.properties.sealed,data:data0};
+const err4 = {instancePath:instancePath+"/sealed",schemaPath:"#/properties/sealed/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema90.properties.sealed.type,parentSchema:schema90.properties.sealed,data:data0};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -8272,7 +8413,7 @@ if(data.server !== undefined){
 let data1 = data.server;
 if(typeof data1 === "string"){
 if(func2(data1) > 2048){
-const err5 = {instancePath:instancePath+"/server",schemaPath:"#/properties/server/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters",schema:2048,parentSchema:schema88.properties.server,data:data1};
+const err5 = {instancePath:instancePath+"/server",schemaPath:"#/properties/server/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters",schema:2048,parentSchema:schema90.properties.server,data:data1};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -8281,8 +8422,8 @@ vErrors.push(err5);
 }
 errors++;
 }
-if(!pattern23.test(data1)){
-const err6 = {instancePath:instancePath+"/server",schemaPath:"#/properties/server/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s/]+(/.*)?$"},message:"must match pattern \""+"^https?://[^\\s/]+(/.*)?$"+"\"",schema:"^https?://[^\\s/]+(/.*)?$",parentSchema:schema88.properties.server,data:data1};
+if(!pattern24.test(data1)){
+const err6 = {instancePath:instancePath+"/server",schemaPath:"#/properties/server/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s/]+(/.*)?$"},message:"must match pattern \""+"^https?://[^\\s/]+(/.*)?$"+"\"",schema:"^https?://[^\\s/]+(/.*)?$",parentSchema:schema90.properties.server,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -8293,7 +8434,7 @@ errors++;
 }
 }
 else {
-const err7 = {instancePath:instancePath+"/server",schemaPath:"#/properties/server/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema88.properties.server.type,parentSchema:schema88.properties.server,data:data1};
+const err7 = {instancePath:instancePath+"/server",schemaPath:"#/properties/server/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema90.properties.server.type,parentSchema:schema90.properties.server,data:data1};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -8306,7 +8447,7 @@ errors++;
 if(data.insecureSkipTLSVerify !== undefined){
 let data2 = data.insecureSkipTLSVerify;
 if(typeof data2 !== "boolean"){
-const err8 = {instancePath:instancePath+"/insecureSkipTLSVerify",schemaPath:"#/properties/insecureSkipTLSVerify/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema88.properties.insecureSkipTLSVerify.type,parentSchema:schema88.properties.insecureSkipTLSVerify,data:data2};
+const err8 = {instancePath:instancePath+"/insecureSkipTLSVerify",schemaPath:"#/properties/insecureSkipTLSVerify/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema90.properties.insecureSkipTLSVerify.type,parentSchema:schema90.properties.insecureSkipTLSVerify,data:data2};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -8318,7 +8459,7 @@ errors++;
 }
 }
 else {
-const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema88.type,parentSchema:schema88,data};
+const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema90.type,parentSchema:schema90,data};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -8327,16 +8468,16 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate248.errors = vErrors;
+validate252.errors = vErrors;
 return errors === 0;
 }
-validate248.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate252.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate250(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate254(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate250.evaluated;
+const evaluated0 = validate254.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8365,16 +8506,16 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate250.errors = vErrors;
+validate254.errors = vErrors;
 return errors === 0;
 }
-validate250.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate254.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate247(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate251(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate247.evaluated;
+const evaluated0 = validate251.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8426,7 +8567,7 @@ if(_valid0){
 const _errs4 = errors;
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.kubeconfig === undefined){
-const err2 = {instancePath,schemaPath:"#/then/required",keyword:"required",params:{missingProperty: "kubeconfig"},message:"must have required property '"+"kubeconfig"+"'",schema:schema87.then.required,parentSchema:schema87.then,data};
+const err2 = {instancePath,schemaPath:"#/then/required",keyword:"required",params:{missingProperty: "kubeconfig"},message:"must have required property '"+"kubeconfig"+"'",schema:schema89.then.required,parentSchema:schema89.then,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -8438,7 +8579,7 @@ errors++;
 if(data.runtime !== undefined){
 let data1 = data.runtime;
 if("kubernetes" !== data1){
-const err3 = {instancePath:instancePath+"/runtime",schemaPath:"#/then/properties/runtime/const",keyword:"const",params:{allowedValue: "kubernetes"},message:"must be equal to constant",schema:"kubernetes",parentSchema:schema87.then.properties.runtime,data:data1};
+const err3 = {instancePath:instancePath+"/runtime",schemaPath:"#/then/properties/runtime/const",keyword:"const",params:{allowedValue: "kubernetes"},message:"must be equal to constant",schema:"kubernetes",parentSchema:schema89.then.properties.runtime,data:data1};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -8462,7 +8603,7 @@ else {
 const _errs6 = errors;
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.kubeconfig !== undefined){
-const err4 = {instancePath:instancePath+"/kubeconfig",schemaPath:"#/else/properties/kubeconfig/false schema",keyword:"false schema",params:{},message:"boolean schema is false",schema:false,parentSchema:schema87.else.properties.kubeconfig,data:data.kubeconfig};
+const err4 = {instancePath:instancePath+"/kubeconfig",schemaPath:"#/else/properties/kubeconfig/false schema",keyword:"false schema",params:{},message:"boolean schema is false",schema:false,parentSchema:schema89.else.properties.kubeconfig,data:data.kubeconfig};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -8483,7 +8624,7 @@ props0.kubeconfig = true;
 ifClause0 = "else";
 }
 if(!valid0){
-const err5 = {instancePath,schemaPath:"#/if",keyword:"if",params:{failingKeyword: ifClause0},message:"must match \""+ifClause0+"\" schema",schema:schema87.if,parentSchema:schema87,data};
+const err5 = {instancePath,schemaPath:"#/if",keyword:"if",params:{failingKeyword: ifClause0},message:"must match \""+ifClause0+"\" schema",schema:schema89.if,parentSchema:schema89,data};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -8494,7 +8635,7 @@ errors++;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.runtime === undefined){
-const err6 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runtime"},message:"must have required property '"+"runtime"+"'",schema:schema87.required,parentSchema:schema87,data};
+const err6 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runtime"},message:"must have required property '"+"runtime"+"'",schema:schema89.required,parentSchema:schema89,data};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -8505,7 +8646,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((key0 === "runtime") || (key0 === "description")) || (key0 === "access")) || (key0 === "kubeconfig")) || (key0 === "agentPublicKey"))){
-const err7 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema87,data};
+const err7 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema89,data};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -8518,7 +8659,7 @@ errors++;
 if(data.runtime !== undefined){
 let data3 = data.runtime;
 if(!(((data3 === "kubernetes") || (data3 === "process")) || (data3 === "docker"))){
-const err8 = {instancePath:instancePath+"/runtime",schemaPath:"#/properties/runtime/enum",keyword:"enum",params:{allowedValues: schema87.properties.runtime.enum},message:"must be equal to one of the allowed values",schema:schema87.properties.runtime.enum,parentSchema:schema87.properties.runtime,data:data3};
+const err8 = {instancePath:instancePath+"/runtime",schemaPath:"#/properties/runtime/enum",keyword:"enum",params:{allowedValues: schema89.properties.runtime.enum},message:"must be equal to one of the allowed values",schema:schema89.properties.runtime.enum,parentSchema:schema89.properties.runtime,data:data3};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -8531,7 +8672,7 @@ errors++;
 if(data.description !== undefined){
 let data4 = data.description;
 if(typeof data4 !== "string"){
-const err9 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema87.properties.description.type,parentSchema:schema87.properties.description,data:data4};
+const err9 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema89.properties.description.type,parentSchema:schema89.properties.description,data:data4};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -8544,7 +8685,7 @@ errors++;
 if(data.access !== undefined){
 let data5 = data.access;
 if(!((data5 === "agent") || (data5 === "kubeconfig"))){
-const err10 = {instancePath:instancePath+"/access",schemaPath:"#/properties/access/enum",keyword:"enum",params:{allowedValues: schema87.properties.access.enum},message:"must be equal to one of the allowed values",schema:schema87.properties.access.enum,parentSchema:schema87.properties.access,data:data5};
+const err10 = {instancePath:instancePath+"/access",schemaPath:"#/properties/access/enum",keyword:"enum",params:{allowedValues: schema89.properties.access.enum},message:"must be equal to one of the allowed values",schema:schema89.properties.access.enum,parentSchema:schema89.properties.access,data:data5};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -8555,20 +8696,20 @@ errors++;
 }
 }
 if(data.kubeconfig !== undefined){
-if(!(validate248(data.kubeconfig, {instancePath:instancePath+"/kubeconfig",parentData:data,parentDataProperty:"kubeconfig",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate248.errors : vErrors.concat(validate248.errors);
+if(!(validate252(data.kubeconfig, {instancePath:instancePath+"/kubeconfig",parentData:data,parentDataProperty:"kubeconfig",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate252.errors : vErrors.concat(validate252.errors);
 errors = vErrors.length;
 }
 }
 if(data.agentPublicKey !== undefined){
-if(!(validate250(data.agentPublicKey, {instancePath:instancePath+"/agentPublicKey",parentData:data,parentDataProperty:"agentPublicKey",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate250.errors : vErrors.concat(validate250.errors);
+if(!(validate254(data.agentPublicKey, {instancePath:instancePath+"/agentPublicKey",parentData:data,parentDataProperty:"agentPublicKey",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate254.errors : vErrors.concat(validate254.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema87.type,parentSchema:schema87,data};
+const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema89.type,parentSchema:schema89,data};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -8577,17 +8718,17 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate247.errors = vErrors;
+validate251.errors = vErrors;
 return errors === 0;
 }
-validate247.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate251.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema90 = {"description":"Observed state of a Cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Online","Offline"],"description":"Whether the agent's tunnel is up."},"lastTransitionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When phase last changed; Tasks not yet running on a cluster Offline longer than a grace period are placed elsewhere."},"agentVersion":{"type":"string","description":"Version of the connected agent."},"runtime":{"enum":["kubernetes","process","docker"],"description":"The runtime the connected agent announced in its hello; placement sends a task only where it runs the task's agentType."},"bootId":{"type":"string","description":"Identifies one start of the connected agent."},"kubernetesVersion":{"type":"string","description":"Kubernetes version, for runtime kubernetes."},"storageClasses":{"type":"array","maxItems":256,"description":"The cluster's StorageClasses as its agent reports them (runtime kubernetes), sorted by name: what a Task's volumeClaimTemplate may name (GET /api/v1/storage/storageclass).","items":{"$ref":"#/$defs/ClusterStorageClass"}},"lastHeartbeatTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the last heartbeat arrived."},"nodeCount":{"type":"integer","minimum":0,"description":"Nodes the agent reports."},"lastTestedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the cluster's API was last tried (the Version API, for runtime kubernetes; the agent's own report, for runtime process)."},"lastTestOk":{"type":"boolean","description":"Whether that try succeeded."},"lastTestMessage":{"type":"string","maxLength":1024,"description":"Why the last try failed; absent when it succeeded. Never carries credentials."},"capabilities":{"type":"array","description":"Component states, sorted by name.","items":{"$ref":"#/$defs/Capability"}},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
+const schema92 = {"description":"Observed state of a Cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Online","Offline"],"description":"Whether the agent's tunnel is up."},"lastTransitionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When phase last changed; Tasks not yet running on a cluster Offline longer than a grace period are placed elsewhere."},"agentVersion":{"type":"string","description":"Version of the connected agent."},"runtime":{"enum":["kubernetes","process","docker"],"description":"The runtime the connected agent announced in its hello; placement sends a task only where it runs the task's agentType."},"bootId":{"type":"string","description":"Identifies one start of the connected agent."},"kubernetesVersion":{"type":"string","description":"Kubernetes version, for runtime kubernetes."},"storageClasses":{"type":"array","maxItems":256,"description":"The cluster's StorageClasses as its agent reports them (runtime kubernetes), sorted by name: what a Task's volumeClaimTemplate may name (GET /api/v1/storage/storageclass).","items":{"$ref":"#/$defs/ClusterStorageClass"}},"lastHeartbeatTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the last heartbeat arrived."},"nodeCount":{"type":"integer","minimum":0,"description":"Nodes the agent reports."},"lastTestedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the cluster's API was last tried (the Version API, for runtime kubernetes; the agent's own report, for runtime process)."},"lastTestOk":{"type":"boolean","description":"Whether that try succeeded."},"lastTestMessage":{"type":"string","maxLength":1024,"description":"Why the last try failed; absent when it succeeded. Never carries credentials."},"capabilities":{"type":"array","description":"Component states, sorted by name.","items":{"$ref":"#/$defs/Capability"}},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
 
-function validate254(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate258(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate254.evaluated;
+const evaluated0 = validate258.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8616,199 +8757,12 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate254.errors = vErrors;
+validate258.errors = vErrors;
 return errors === 0;
 }
-validate254.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate258.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema92 = {"description":"One StorageClass of a cluster, as far as choosing one for a volume claim needs.","type":"object","additionalProperties":false,"required":["name","provisioner"],"properties":{"name":{"type":"string","maxLength":253,"description":"metadata.name, what storageClassName names."},"provisioner":{"type":"string","maxLength":253,"description":"The volume plugin that provisions its volumes."},"default":{"type":"boolean","description":"Annotated storageclass.kubernetes.io/is-default-class: claims that name no class get this one."},"reclaimPolicy":{"type":"string","maxLength":64,"description":"What happens to a volume when its claim goes (Delete, Retain)."},"volumeBindingMode":{"type":"string","maxLength":64,"description":"When a volume is bound (Immediate, WaitForFirstConsumer)."},"allowVolumeExpansion":{"type":"boolean","description":"Whether a claim may grow."}}};
-
-function validate256(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate256.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.name === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema92.required,parentSchema:schema92,data};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.provisioner === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "provisioner"},message:"must have required property '"+"provisioner"+"'",schema:schema92.required,parentSchema:schema92,data};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((((key0 === "name") || (key0 === "provisioner")) || (key0 === "default")) || (key0 === "reclaimPolicy")) || (key0 === "volumeBindingMode")) || (key0 === "allowVolumeExpansion"))){
-const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema92,data};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.name !== undefined){
-let data0 = data.name;
-if(typeof data0 === "string"){
-if(func2(data0) > 253){
-const err3 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema92.properties.name,data:data0};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-else {
-const err4 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema92.properties.name.type,parentSchema:schema92.properties.name,data:data0};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.provisioner !== undefined){
-let data1 = data.provisioner;
-if(typeof data1 === "string"){
-if(func2(data1) > 253){
-const err5 = {instancePath:instancePath+"/provisioner",schemaPath:"#/properties/provisioner/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema92.properties.provisioner,data:data1};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-else {
-const err6 = {instancePath:instancePath+"/provisioner",schemaPath:"#/properties/provisioner/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema92.properties.provisioner.type,parentSchema:schema92.properties.provisioner,data:data1};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-}
-if(data.default !== undefined){
-let data2 = data.default;
-if(typeof data2 !== "boolean"){
-const err7 = {instancePath:instancePath+"/default",schemaPath:"#/properties/default/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema92.properties.default.type,parentSchema:schema92.properties.default,data:data2};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.reclaimPolicy !== undefined){
-let data3 = data.reclaimPolicy;
-if(typeof data3 === "string"){
-if(func2(data3) > 64){
-const err8 = {instancePath:instancePath+"/reclaimPolicy",schemaPath:"#/properties/reclaimPolicy/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters",schema:64,parentSchema:schema92.properties.reclaimPolicy,data:data3};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-}
-else {
-const err9 = {instancePath:instancePath+"/reclaimPolicy",schemaPath:"#/properties/reclaimPolicy/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema92.properties.reclaimPolicy.type,parentSchema:schema92.properties.reclaimPolicy,data:data3};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.volumeBindingMode !== undefined){
-let data4 = data.volumeBindingMode;
-if(typeof data4 === "string"){
-if(func2(data4) > 64){
-const err10 = {instancePath:instancePath+"/volumeBindingMode",schemaPath:"#/properties/volumeBindingMode/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters",schema:64,parentSchema:schema92.properties.volumeBindingMode,data:data4};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-else {
-const err11 = {instancePath:instancePath+"/volumeBindingMode",schemaPath:"#/properties/volumeBindingMode/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema92.properties.volumeBindingMode.type,parentSchema:schema92.properties.volumeBindingMode,data:data4};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-}
-if(data.allowVolumeExpansion !== undefined){
-let data5 = data.allowVolumeExpansion;
-if(typeof data5 !== "boolean"){
-const err12 = {instancePath:instancePath+"/allowVolumeExpansion",schemaPath:"#/properties/allowVolumeExpansion/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema92.properties.allowVolumeExpansion.type,parentSchema:schema92.properties.allowVolumeExpansion,data:data5};
-if(vErrors === null){
-vErrors = [err12];
-}
-else {
-vErrors.push(err12);
-}
-errors++;
-}
-}
-}
-else {
-const err13 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema92.type,parentSchema:schema92,data};
-if(vErrors === null){
-vErrors = [err13];
-}
-else {
-vErrors.push(err13);
-}
-errors++;
-}
-validate256.errors = vErrors;
-return errors === 0;
-}
-validate256.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-const schema93 = {"description":"State of one component on the cluster, as reported in heartbeats.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Component name (runtime, nodeserver, device-plugin, ...)."},"process":{"enum":["STOPPED","STARTING","RUNNING","BACKOFF","FAILED"],"description":"Process state."},"health":{"enum":["STARTING","READY","DEGRADED","STOPPED","UNKNOWN"],"description":"Health state."},"message":{"type":"string","description":"Human-readable detail."}}};
+const schema94 = {"description":"One StorageClass of a cluster, as far as choosing one for a volume claim needs.","type":"object","additionalProperties":false,"required":["name","provisioner"],"properties":{"name":{"type":"string","maxLength":253,"description":"metadata.name, what storageClassName names."},"provisioner":{"type":"string","maxLength":253,"description":"The volume plugin that provisions its volumes."},"default":{"type":"boolean","description":"Annotated storageclass.kubernetes.io/is-default-class: claims that name no class get this one."},"reclaimPolicy":{"type":"string","maxLength":64,"description":"What happens to a volume when its claim goes (Delete, Retain)."},"volumeBindingMode":{"type":"string","maxLength":64,"description":"When a volume is bound (Immediate, WaitForFirstConsumer)."},"allowVolumeExpansion":{"type":"boolean","description":"Whether a claim may grow."}}};
 
 function validate260(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -8822,7 +8776,194 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.name === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema93.required,parentSchema:schema93,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema94.required,parentSchema:schema94,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.provisioner === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "provisioner"},message:"must have required property '"+"provisioner"+"'",schema:schema94.required,parentSchema:schema94,data};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((((key0 === "name") || (key0 === "provisioner")) || (key0 === "default")) || (key0 === "reclaimPolicy")) || (key0 === "volumeBindingMode")) || (key0 === "allowVolumeExpansion"))){
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema94,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.name !== undefined){
+let data0 = data.name;
+if(typeof data0 === "string"){
+if(func2(data0) > 253){
+const err3 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema94.properties.name,data:data0};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+else {
+const err4 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema94.properties.name.type,parentSchema:schema94.properties.name,data:data0};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.provisioner !== undefined){
+let data1 = data.provisioner;
+if(typeof data1 === "string"){
+if(func2(data1) > 253){
+const err5 = {instancePath:instancePath+"/provisioner",schemaPath:"#/properties/provisioner/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema94.properties.provisioner,data:data1};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+else {
+const err6 = {instancePath:instancePath+"/provisioner",schemaPath:"#/properties/provisioner/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema94.properties.provisioner.type,parentSchema:schema94.properties.provisioner,data:data1};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.default !== undefined){
+let data2 = data.default;
+if(typeof data2 !== "boolean"){
+const err7 = {instancePath:instancePath+"/default",schemaPath:"#/properties/default/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema94.properties.default.type,parentSchema:schema94.properties.default,data:data2};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.reclaimPolicy !== undefined){
+let data3 = data.reclaimPolicy;
+if(typeof data3 === "string"){
+if(func2(data3) > 64){
+const err8 = {instancePath:instancePath+"/reclaimPolicy",schemaPath:"#/properties/reclaimPolicy/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters",schema:64,parentSchema:schema94.properties.reclaimPolicy,data:data3};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+else {
+const err9 = {instancePath:instancePath+"/reclaimPolicy",schemaPath:"#/properties/reclaimPolicy/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema94.properties.reclaimPolicy.type,parentSchema:schema94.properties.reclaimPolicy,data:data3};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.volumeBindingMode !== undefined){
+let data4 = data.volumeBindingMode;
+if(typeof data4 === "string"){
+if(func2(data4) > 64){
+const err10 = {instancePath:instancePath+"/volumeBindingMode",schemaPath:"#/properties/volumeBindingMode/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters",schema:64,parentSchema:schema94.properties.volumeBindingMode,data:data4};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+else {
+const err11 = {instancePath:instancePath+"/volumeBindingMode",schemaPath:"#/properties/volumeBindingMode/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema94.properties.volumeBindingMode.type,parentSchema:schema94.properties.volumeBindingMode,data:data4};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+if(data.allowVolumeExpansion !== undefined){
+let data5 = data.allowVolumeExpansion;
+if(typeof data5 !== "boolean"){
+const err12 = {instancePath:instancePath+"/allowVolumeExpansion",schemaPath:"#/properties/allowVolumeExpansion/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema94.properties.allowVolumeExpansion.type,parentSchema:schema94.properties.allowVolumeExpansion,data:data5};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+}
+else {
+const err13 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema94.type,parentSchema:schema94,data};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+validate260.errors = vErrors;
+return errors === 0;
+}
+validate260.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+const schema95 = {"description":"State of one component on the cluster, as reported in heartbeats.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Component name (runtime, nodeserver, device-plugin, ...)."},"process":{"enum":["STOPPED","STARTING","RUNNING","BACKOFF","FAILED"],"description":"Process state."},"health":{"enum":["STARTING","READY","DEGRADED","STOPPED","UNKNOWN"],"description":"Health state."},"message":{"type":"string","description":"Human-readable detail."}}};
+
+function validate264(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate264.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.name === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema95.required,parentSchema:schema95,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -8833,7 +8974,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((((key0 === "name") || (key0 === "process")) || (key0 === "health")) || (key0 === "message"))){
-const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema93,data};
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema95,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -8846,7 +8987,7 @@ errors++;
 if(data.name !== undefined){
 let data0 = data.name;
 if(typeof data0 !== "string"){
-const err2 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema93.properties.name.type,parentSchema:schema93.properties.name,data:data0};
+const err2 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema95.properties.name.type,parentSchema:schema95.properties.name,data:data0};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -8859,7 +9000,7 @@ errors++;
 if(data.process !== undefined){
 let data1 = data.process;
 if(!(((((data1 === "STOPPED") || (data1 === "STARTING")) || (data1 === "RUNNING")) || (data1 === "BACKOFF")) || (data1 === "FAILED"))){
-const err3 = {instancePath:instancePath+"/process",schemaPath:"#/properties/process/enum",keyword:"enum",params:{allowedValues: schema93.properties.process.enum},message:"must be equal to one of the allowed values",schema:schema93.properties.process.enum,parentSchema:schema93.properties.process,data:data1};
+const err3 = {instancePath:instancePath+"/process",schemaPath:"#/properties/process/enum",keyword:"enum",params:{allowedValues: schema95.properties.process.enum},message:"must be equal to one of the allowed values",schema:schema95.properties.process.enum,parentSchema:schema95.properties.process,data:data1};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -8872,7 +9013,7 @@ errors++;
 if(data.health !== undefined){
 let data2 = data.health;
 if(!(((((data2 === "STARTING") || (data2 === "READY")) || (data2 === "DEGRADED")) || (data2 === "STOPPED")) || (data2 === "UNKNOWN"))){
-const err4 = {instancePath:instancePath+"/health",schemaPath:"#/properties/health/enum",keyword:"enum",params:{allowedValues: schema93.properties.health.enum},message:"must be equal to one of the allowed values",schema:schema93.properties.health.enum,parentSchema:schema93.properties.health,data:data2};
+const err4 = {instancePath:instancePath+"/health",schemaPath:"#/properties/health/enum",keyword:"enum",params:{allowedValues: schema95.properties.health.enum},message:"must be equal to one of the allowed values",schema:schema95.properties.health.enum,parentSchema:schema95.properties.health,data:data2};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -8885,7 +9026,7 @@ errors++;
 if(data.message !== undefined){
 let data3 = data.message;
 if(typeof data3 !== "string"){
-const err5 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema93.properties.message.type,parentSchema:schema93.properties.message,data:data3};
+const err5 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema95.properties.message.type,parentSchema:schema95.properties.message,data:data3};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -8897,7 +9038,7 @@ errors++;
 }
 }
 else {
-const err6 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema93.type,parentSchema:schema93,data};
+const err6 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema95.type,parentSchema:schema95,data};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -8906,16 +9047,16 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate260.errors = vErrors;
+validate264.errors = vErrors;
 return errors === 0;
 }
-validate260.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate264.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate262(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate266(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate262.evaluated;
+const evaluated0 = validate266.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8924,7 +9065,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.type === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'",schema:schema51.required,parentSchema:schema51,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'",schema:schema53.required,parentSchema:schema53,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -8934,7 +9075,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.status === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'",schema:schema51.required,parentSchema:schema51,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'",schema:schema53.required,parentSchema:schema53,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -8945,7 +9086,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((((key0 === "type") || (key0 === "status")) || (key0 === "observedGeneration")) || (key0 === "lastTransitionTime")) || (key0 === "lastHeartbeatTime")) || (key0 === "reason")) || (key0 === "message"))){
-const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema51,data};
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema53,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -8959,7 +9100,7 @@ if(data.type !== undefined){
 let data0 = data.type;
 if(typeof data0 === "string"){
 if(func2(data0) < 1){
-const err3 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema51.properties.type,data:data0};
+const err3 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema53.properties.type,data:data0};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -8970,7 +9111,7 @@ errors++;
 }
 }
 else {
-const err4 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.properties.type.type,parentSchema:schema51.properties.type,data:data0};
+const err4 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema53.properties.type.type,parentSchema:schema53.properties.type,data:data0};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -8983,7 +9124,7 @@ errors++;
 if(data.status !== undefined){
 let data1 = data.status;
 if(!(((data1 === "True") || (data1 === "False")) || (data1 === "Unknown"))){
-const err5 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema51.properties.status.enum},message:"must be equal to one of the allowed values",schema:schema51.properties.status.enum,parentSchema:schema51.properties.status,data:data1};
+const err5 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema53.properties.status.enum},message:"must be equal to one of the allowed values",schema:schema53.properties.status.enum,parentSchema:schema53.properties.status,data:data1};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -8996,7 +9137,7 @@ errors++;
 if(data.observedGeneration !== undefined){
 let data2 = data.observedGeneration;
 if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err6 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema51.properties.observedGeneration.type,parentSchema:schema51.properties.observedGeneration,data:data2};
+const err6 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema53.properties.observedGeneration.type,parentSchema:schema53.properties.observedGeneration,data:data2};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -9007,7 +9148,7 @@ errors++;
 }
 if((typeof data2 == "number") && (isFinite(data2))){
 if(data2 < 0 || isNaN(data2)){
-const err7 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema51.properties.observedGeneration,data:data2};
+const err7 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema53.properties.observedGeneration,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -9033,7 +9174,7 @@ errors = vErrors.length;
 if(data.reason !== undefined){
 let data5 = data.reason;
 if(typeof data5 !== "string"){
-const err8 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.properties.reason.type,parentSchema:schema51.properties.reason,data:data5};
+const err8 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema53.properties.reason.type,parentSchema:schema53.properties.reason,data:data5};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -9046,7 +9187,7 @@ errors++;
 if(data.message !== undefined){
 let data6 = data.message;
 if(typeof data6 !== "string"){
-const err9 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.properties.message.type,parentSchema:schema51.properties.message,data:data6};
+const err9 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema53.properties.message.type,parentSchema:schema53.properties.message,data:data6};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -9058,7 +9199,7 @@ errors++;
 }
 }
 else {
-const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema51.type,parentSchema:schema51,data};
+const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema53.type,parentSchema:schema53,data};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -9067,16 +9208,16 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate262.errors = vErrors;
+validate266.errors = vErrors;
 return errors === 0;
 }
-validate262.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate266.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate253(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate257(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate253.evaluated;
+const evaluated0 = validate257.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9085,8 +9226,8 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
-if(!(func1.call(schema90.properties, key0))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema90,data};
+if(!(func1.call(schema92.properties, key0))){
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema92,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -9099,7 +9240,7 @@ errors++;
 if(data.phase !== undefined){
 let data0 = data.phase;
 if(!((data0 === "Online") || (data0 === "Offline"))){
-const err1 = {instancePath:instancePath+"/phase",schemaPath:"#/properties/phase/enum",keyword:"enum",params:{allowedValues: schema90.properties.phase.enum},message:"must be equal to one of the allowed values",schema:schema90.properties.phase.enum,parentSchema:schema90.properties.phase,data:data0};
+const err1 = {instancePath:instancePath+"/phase",schemaPath:"#/properties/phase/enum",keyword:"enum",params:{allowedValues: schema92.properties.phase.enum},message:"must be equal to one of the allowed values",schema:schema92.properties.phase.enum,parentSchema:schema92.properties.phase,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -9110,15 +9251,15 @@ errors++;
 }
 }
 if(data.lastTransitionTime !== undefined){
-if(!(validate254(data.lastTransitionTime, {instancePath:instancePath+"/lastTransitionTime",parentData:data,parentDataProperty:"lastTransitionTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate254.errors : vErrors.concat(validate254.errors);
+if(!(validate258(data.lastTransitionTime, {instancePath:instancePath+"/lastTransitionTime",parentData:data,parentDataProperty:"lastTransitionTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate258.errors : vErrors.concat(validate258.errors);
 errors = vErrors.length;
 }
 }
 if(data.agentVersion !== undefined){
 let data2 = data.agentVersion;
 if(typeof data2 !== "string"){
-const err2 = {instancePath:instancePath+"/agentVersion",schemaPath:"#/properties/agentVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema90.properties.agentVersion.type,parentSchema:schema90.properties.agentVersion,data:data2};
+const err2 = {instancePath:instancePath+"/agentVersion",schemaPath:"#/properties/agentVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema92.properties.agentVersion.type,parentSchema:schema92.properties.agentVersion,data:data2};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -9131,7 +9272,7 @@ errors++;
 if(data.runtime !== undefined){
 let data3 = data.runtime;
 if(!(((data3 === "kubernetes") || (data3 === "process")) || (data3 === "docker"))){
-const err3 = {instancePath:instancePath+"/runtime",schemaPath:"#/properties/runtime/enum",keyword:"enum",params:{allowedValues: schema90.properties.runtime.enum},message:"must be equal to one of the allowed values",schema:schema90.properties.runtime.enum,parentSchema:schema90.properties.runtime,data:data3};
+const err3 = {instancePath:instancePath+"/runtime",schemaPath:"#/properties/runtime/enum",keyword:"enum",params:{allowedValues: schema92.properties.runtime.enum},message:"must be equal to one of the allowed values",schema:schema92.properties.runtime.enum,parentSchema:schema92.properties.runtime,data:data3};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -9144,7 +9285,7 @@ errors++;
 if(data.bootId !== undefined){
 let data4 = data.bootId;
 if(typeof data4 !== "string"){
-const err4 = {instancePath:instancePath+"/bootId",schemaPath:"#/properties/bootId/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema90.properties.bootId.type,parentSchema:schema90.properties.bootId,data:data4};
+const err4 = {instancePath:instancePath+"/bootId",schemaPath:"#/properties/bootId/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema92.properties.bootId.type,parentSchema:schema92.properties.bootId,data:data4};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -9157,7 +9298,7 @@ errors++;
 if(data.kubernetesVersion !== undefined){
 let data5 = data.kubernetesVersion;
 if(typeof data5 !== "string"){
-const err5 = {instancePath:instancePath+"/kubernetesVersion",schemaPath:"#/properties/kubernetesVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema90.properties.kubernetesVersion.type,parentSchema:schema90.properties.kubernetesVersion,data:data5};
+const err5 = {instancePath:instancePath+"/kubernetesVersion",schemaPath:"#/properties/kubernetesVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema92.properties.kubernetesVersion.type,parentSchema:schema92.properties.kubernetesVersion,data:data5};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -9171,7 +9312,7 @@ if(data.storageClasses !== undefined){
 let data6 = data.storageClasses;
 if(Array.isArray(data6)){
 if(data6.length > 256){
-const err6 = {instancePath:instancePath+"/storageClasses",schemaPath:"#/properties/storageClasses/maxItems",keyword:"maxItems",params:{limit: 256},message:"must NOT have more than 256 items",schema:256,parentSchema:schema90.properties.storageClasses,data:data6};
+const err6 = {instancePath:instancePath+"/storageClasses",schemaPath:"#/properties/storageClasses/maxItems",keyword:"maxItems",params:{limit: 256},message:"must NOT have more than 256 items",schema:256,parentSchema:schema92.properties.storageClasses,data:data6};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -9182,14 +9323,14 @@ errors++;
 }
 const len0 = data6.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate256(data6[i0], {instancePath:instancePath+"/storageClasses/" + i0,parentData:data6,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate256.errors : vErrors.concat(validate256.errors);
+if(!(validate260(data6[i0], {instancePath:instancePath+"/storageClasses/" + i0,parentData:data6,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate260.errors : vErrors.concat(validate260.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err7 = {instancePath:instancePath+"/storageClasses",schemaPath:"#/properties/storageClasses/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema90.properties.storageClasses.type,parentSchema:schema90.properties.storageClasses,data:data6};
+const err7 = {instancePath:instancePath+"/storageClasses",schemaPath:"#/properties/storageClasses/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema92.properties.storageClasses.type,parentSchema:schema92.properties.storageClasses,data:data6};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -9200,15 +9341,15 @@ errors++;
 }
 }
 if(data.lastHeartbeatTime !== undefined){
-if(!(validate254(data.lastHeartbeatTime, {instancePath:instancePath+"/lastHeartbeatTime",parentData:data,parentDataProperty:"lastHeartbeatTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate254.errors : vErrors.concat(validate254.errors);
+if(!(validate258(data.lastHeartbeatTime, {instancePath:instancePath+"/lastHeartbeatTime",parentData:data,parentDataProperty:"lastHeartbeatTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate258.errors : vErrors.concat(validate258.errors);
 errors = vErrors.length;
 }
 }
 if(data.nodeCount !== undefined){
 let data9 = data.nodeCount;
 if(!(((typeof data9 == "number") && (!(data9 % 1) && !isNaN(data9))) && (isFinite(data9)))){
-const err8 = {instancePath:instancePath+"/nodeCount",schemaPath:"#/properties/nodeCount/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema90.properties.nodeCount.type,parentSchema:schema90.properties.nodeCount,data:data9};
+const err8 = {instancePath:instancePath+"/nodeCount",schemaPath:"#/properties/nodeCount/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema92.properties.nodeCount.type,parentSchema:schema92.properties.nodeCount,data:data9};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -9219,7 +9360,7 @@ errors++;
 }
 if((typeof data9 == "number") && (isFinite(data9))){
 if(data9 < 0 || isNaN(data9)){
-const err9 = {instancePath:instancePath+"/nodeCount",schemaPath:"#/properties/nodeCount/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema90.properties.nodeCount,data:data9};
+const err9 = {instancePath:instancePath+"/nodeCount",schemaPath:"#/properties/nodeCount/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema92.properties.nodeCount,data:data9};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -9231,15 +9372,15 @@ errors++;
 }
 }
 if(data.lastTestedAt !== undefined){
-if(!(validate254(data.lastTestedAt, {instancePath:instancePath+"/lastTestedAt",parentData:data,parentDataProperty:"lastTestedAt",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate254.errors : vErrors.concat(validate254.errors);
+if(!(validate258(data.lastTestedAt, {instancePath:instancePath+"/lastTestedAt",parentData:data,parentDataProperty:"lastTestedAt",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate258.errors : vErrors.concat(validate258.errors);
 errors = vErrors.length;
 }
 }
 if(data.lastTestOk !== undefined){
 let data11 = data.lastTestOk;
 if(typeof data11 !== "boolean"){
-const err10 = {instancePath:instancePath+"/lastTestOk",schemaPath:"#/properties/lastTestOk/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema90.properties.lastTestOk.type,parentSchema:schema90.properties.lastTestOk,data:data11};
+const err10 = {instancePath:instancePath+"/lastTestOk",schemaPath:"#/properties/lastTestOk/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema92.properties.lastTestOk.type,parentSchema:schema92.properties.lastTestOk,data:data11};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -9253,7 +9394,7 @@ if(data.lastTestMessage !== undefined){
 let data12 = data.lastTestMessage;
 if(typeof data12 === "string"){
 if(func2(data12) > 1024){
-const err11 = {instancePath:instancePath+"/lastTestMessage",schemaPath:"#/properties/lastTestMessage/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters",schema:1024,parentSchema:schema90.properties.lastTestMessage,data:data12};
+const err11 = {instancePath:instancePath+"/lastTestMessage",schemaPath:"#/properties/lastTestMessage/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters",schema:1024,parentSchema:schema92.properties.lastTestMessage,data:data12};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -9264,7 +9405,7 @@ errors++;
 }
 }
 else {
-const err12 = {instancePath:instancePath+"/lastTestMessage",schemaPath:"#/properties/lastTestMessage/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema90.properties.lastTestMessage.type,parentSchema:schema90.properties.lastTestMessage,data:data12};
+const err12 = {instancePath:instancePath+"/lastTestMessage",schemaPath:"#/properties/lastTestMessage/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema92.properties.lastTestMessage.type,parentSchema:schema92.properties.lastTestMessage,data:data12};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -9279,14 +9420,14 @@ let data13 = data.capabilities;
 if(Array.isArray(data13)){
 const len1 = data13.length;
 for(let i1=0; i1<len1; i1++){
-if(!(validate260(data13[i1], {instancePath:instancePath+"/capabilities/" + i1,parentData:data13,parentDataProperty:i1,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate260.errors : vErrors.concat(validate260.errors);
+if(!(validate264(data13[i1], {instancePath:instancePath+"/capabilities/" + i1,parentData:data13,parentDataProperty:i1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate264.errors : vErrors.concat(validate264.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err13 = {instancePath:instancePath+"/capabilities",schemaPath:"#/properties/capabilities/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema90.properties.capabilities.type,parentSchema:schema90.properties.capabilities,data:data13};
+const err13 = {instancePath:instancePath+"/capabilities",schemaPath:"#/properties/capabilities/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema92.properties.capabilities.type,parentSchema:schema92.properties.capabilities,data:data13};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -9299,7 +9440,7 @@ errors++;
 if(data.observedGeneration !== undefined){
 let data15 = data.observedGeneration;
 if(!(((typeof data15 == "number") && (!(data15 % 1) && !isNaN(data15))) && (isFinite(data15)))){
-const err14 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema90.properties.observedGeneration.type,parentSchema:schema90.properties.observedGeneration,data:data15};
+const err14 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema92.properties.observedGeneration.type,parentSchema:schema92.properties.observedGeneration,data:data15};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -9310,7 +9451,7 @@ errors++;
 }
 if((typeof data15 == "number") && (isFinite(data15))){
 if(data15 < 0 || isNaN(data15)){
-const err15 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema90.properties.observedGeneration,data:data15};
+const err15 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema92.properties.observedGeneration,data:data15};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -9326,14 +9467,14 @@ let data16 = data.conditions;
 if(Array.isArray(data16)){
 const len2 = data16.length;
 for(let i2=0; i2<len2; i2++){
-if(!(validate262(data16[i2], {instancePath:instancePath+"/conditions/" + i2,parentData:data16,parentDataProperty:i2,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate262.errors : vErrors.concat(validate262.errors);
+if(!(validate266(data16[i2], {instancePath:instancePath+"/conditions/" + i2,parentData:data16,parentDataProperty:i2,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate266.errors : vErrors.concat(validate266.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err16 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema90.properties.conditions.type,parentSchema:schema90.properties.conditions,data:data16};
+const err16 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema92.properties.conditions.type,parentSchema:schema92.properties.conditions,data:data16};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -9345,7 +9486,7 @@ errors++;
 }
 }
 else {
-const err17 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema90.type,parentSchema:schema90,data};
+const err17 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema92.type,parentSchema:schema92,data};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -9354,17 +9495,17 @@ vErrors.push(err17);
 }
 errors++;
 }
-validate253.errors = vErrors;
+validate257.errors = vErrors;
 return errors === 0;
 }
-validate253.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate257.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate235(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate239(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/cluster.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate235.evaluated;
+const evaluated0 = validate239.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9373,7 +9514,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.apiVersion === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema83.required,parentSchema:schema83,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema85.required,parentSchema:schema85,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -9383,7 +9524,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.kind === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema83.required,parentSchema:schema83,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema85.required,parentSchema:schema85,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -9393,7 +9534,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.metadata === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema83.required,parentSchema:schema83,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema85.required,parentSchema:schema85,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -9403,7 +9544,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.spec === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema83.required,parentSchema:schema83,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema85.required,parentSchema:schema85,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -9414,7 +9555,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "metadata")) || (key0 === "spec")) || (key0 === "status"))){
-const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema83,data};
+const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema85,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -9427,7 +9568,7 @@ errors++;
 if(data.apiVersion !== undefined){
 let data0 = data.apiVersion;
 if("rlinf.io/v1alpha1" !== data0){
-const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema83.properties.apiVersion,data:data0};
+const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema85.properties.apiVersion,data:data0};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -9440,7 +9581,7 @@ errors++;
 if(data.kind !== undefined){
 let data1 = data.kind;
 if("Cluster" !== data1){
-const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "Cluster"},message:"must be equal to constant",schema:"Cluster",parentSchema:schema83.properties.kind,data:data1};
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "Cluster"},message:"must be equal to constant",schema:"Cluster",parentSchema:schema85.properties.kind,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -9452,20 +9593,20 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate236(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate236.errors : vErrors.concat(validate236.errors);
+if(!(validate240(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate240.errors : vErrors.concat(validate240.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.name !== undefined){
 let data3 = data2.name;
-if(!(validate243(data3, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate243.errors : vErrors.concat(validate243.errors);
+if(!(validate247(data3, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate247.errors : vErrors.concat(validate247.errors);
 errors = vErrors.length;
 }
 if(typeof data3 === "string"){
 if(func2(data3) > 57){
-const err7 = {instancePath:instancePath+"/metadata/name",schemaPath:"#/properties/metadata/properties/name/maxLength",keyword:"maxLength",params:{limit: 57},message:"must NOT have more than 57 characters",schema:57,parentSchema:schema83.properties.metadata.properties.name,data:data3};
+const err7 = {instancePath:instancePath+"/metadata/name",schemaPath:"#/properties/metadata/properties/name/maxLength",keyword:"maxLength",params:{limit: 57},message:"must NOT have more than 57 characters",schema:57,parentSchema:schema85.properties.metadata.properties.name,data:data3};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -9477,28 +9618,28 @@ errors++;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate245(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate245.errors : vErrors.concat(validate245.errors);
+if(!(validate249(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate249.errors : vErrors.concat(validate249.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate247(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate247.errors : vErrors.concat(validate247.errors);
+if(!(validate251(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate251.errors : vErrors.concat(validate251.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate253(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate253.errors : vErrors.concat(validate253.errors);
+if(!(validate257(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate257.errors : vErrors.concat(validate257.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema83.type,parentSchema:schema83,data};
+const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema85.type,parentSchema:schema85,data};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -9507,18 +9648,18 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate235.errors = vErrors;
+validate239.errors = vErrors;
 return errors === 0;
 }
-validate235.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate239.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const Node = validate267;
-const schema95 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/node.schema.json","title":"Node","description":"A machine of a cluster. Git holds an admin overlay (labels, annotations, cordon); the agent reports the status.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Node","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the object belongs to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Node name, as in the cluster."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."},"labels":{"$ref":"common.schema.json#/$defs/Labels","description":"Labels, synced to the cluster's node; the rlark.io/node-category-* labels classify it.","properties":{"rlark.io/node-category-cloud":{"const":"true","description":"A cloud compute node."},"rlark.io/node-category-edge":{"const":"true","description":"An edge compute node."},"rlark.io/node-category-robot":{"const":"true","description":"A robot (embodied device) node."}}},"annotations":{"$ref":"common.schema.json#/$defs/Annotations","description":"Annotations; the admin keys are kept when the agent refreshes the node.","properties":{"rlark.io/city":{"type":"string","description":"Physical location, maintained by admins."},"rlark.io/gpu-model":{"type":"string","description":"GPU model of a cloud node."},"rlark.io/device-model":{"type":"string","description":"Embodied device model of an edge or robot node."}}}}},"spec":{"$ref":"#/$defs/NodeSpec","description":"Desired state (the admin overlay)."},"status":{"$ref":"#/$defs/NodeStatus","description":"Observed state, reported by the agent."}},"$defs":{"NodeSpec":{"description":"Admin settings for the node.","type":"object","additionalProperties":false,"properties":{"unschedulable":{"type":"boolean","default":false,"description":"true cordons the node: no new work is placed on it (kubectl cordon)."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"How the node runs tasks."}}},"NodeAddress":{"description":"One address of the node.","type":"object","additionalProperties":false,"required":["type","address"],"properties":{"type":{"enum":["InternalIP","ExternalIP","Hostname","InternalDNS","ExternalDNS"],"description":"Address type."},"address":{"type":"string","description":"The address."}}},"NodeInfo":{"description":"Software facts about the node.","type":"object","additionalProperties":false,"properties":{"architecture":{"type":"string","description":"CPU architecture (amd64, arm64)."},"operatingSystem":{"type":"string","description":"Operating system (linux)."},"osImage":{"type":"string","description":"Distribution (Ubuntu 22.04.4 LTS)."},"kernelVersion":{"type":"string","description":"Kernel version."},"containerRuntimeVersion":{"type":"string","description":"Container runtime and version."},"kubeletVersion":{"type":"string","description":"Kubelet version, for Kubernetes nodes."},"agentVersion":{"type":"string","description":"Version of the RLark agent."}}},"DiskUsage":{"description":"Disk use from the kubelet stats summary (nodefs plus a separate imagefs, counted once when shared).","type":"object","additionalProperties":false,"properties":{"usedBytes":{"type":"integer","minimum":0,"description":"Bytes in use."},"totalBytes":{"type":"integer","minimum":0,"description":"Capacity in bytes."}}},"NodeStatus":{"description":"Observed state of a Node.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Online","Offline","Unknown"],"description":"Whether the node is reachable and ready."},"addresses":{"type":"array","description":"Addresses of the node.","items":{"$ref":"#/$defs/NodeAddress"}},"capacity":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Total resources."},"allocatable":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Resources available to workloads."},"requested":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Sum of resources.requests of the workers running on the node (reserved, not measured use)."},"nodeInfo":{"$ref":"#/$defs/NodeInfo","description":"Software facts."},"disk":{"$ref":"#/$defs/DiskUsage","description":"Disk use."},"lastHeartbeatTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent last reported the node."},"conditions":{"type":"array","description":"Kubernetes node conditions (Ready, DiskPressure, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
+export const Node = validate271;
+const schema97 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/node.schema.json","title":"Node","description":"A machine of a cluster. Git holds an admin overlay (labels, annotations, cordon); the agent reports the status.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Node","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the object belongs to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Node name, as in the cluster."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."},"labels":{"$ref":"common.schema.json#/$defs/Labels","description":"Labels, synced to the cluster's node; the rlark.io/node-category-* labels classify it.","properties":{"rlark.io/node-category-cloud":{"const":"true","description":"A cloud compute node."},"rlark.io/node-category-edge":{"const":"true","description":"An edge compute node."},"rlark.io/node-category-robot":{"const":"true","description":"A robot (embodied device) node."}}},"annotations":{"$ref":"common.schema.json#/$defs/Annotations","description":"Annotations; the admin keys are kept when the agent refreshes the node.","properties":{"rlark.io/city":{"type":"string","description":"Physical location, maintained by admins."},"rlark.io/gpu-model":{"type":"string","description":"GPU model of a cloud node."},"rlark.io/device-model":{"type":"string","description":"Embodied device model of an edge or robot node."}}}}},"spec":{"$ref":"#/$defs/NodeSpec","description":"Desired state (the admin overlay)."},"status":{"$ref":"#/$defs/NodeStatus","description":"Observed state, reported by the agent."}},"$defs":{"NodeSpec":{"description":"Admin settings for the node.","type":"object","additionalProperties":false,"properties":{"unschedulable":{"type":"boolean","default":false,"description":"true cordons the node: no new work is placed on it (kubectl cordon)."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"How the node runs tasks."}}},"NodeAddress":{"description":"One address of the node.","type":"object","additionalProperties":false,"required":["type","address"],"properties":{"type":{"enum":["InternalIP","ExternalIP","Hostname","InternalDNS","ExternalDNS"],"description":"Address type."},"address":{"type":"string","description":"The address."}}},"NodeInfo":{"description":"Software facts about the node.","type":"object","additionalProperties":false,"properties":{"architecture":{"type":"string","description":"CPU architecture (amd64, arm64)."},"operatingSystem":{"type":"string","description":"Operating system (linux)."},"osImage":{"type":"string","description":"Distribution (Ubuntu 22.04.4 LTS)."},"kernelVersion":{"type":"string","description":"Kernel version."},"containerRuntimeVersion":{"type":"string","description":"Container runtime and version."},"kubeletVersion":{"type":"string","description":"Kubelet version, for Kubernetes nodes."},"agentVersion":{"type":"string","description":"Version of the RLark agent."}}},"DiskUsage":{"description":"Disk use from the kubelet stats summary (nodefs plus a separate imagefs, counted once when shared).","type":"object","additionalProperties":false,"properties":{"usedBytes":{"type":"integer","minimum":0,"description":"Bytes in use."},"totalBytes":{"type":"integer","minimum":0,"description":"Capacity in bytes."}}},"NodeStatus":{"description":"Observed state of a Node.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Online","Offline","Unknown"],"description":"Whether the node is reachable and ready."},"addresses":{"type":"array","description":"Addresses of the node.","items":{"$ref":"#/$defs/NodeAddress"}},"capacity":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Total resources."},"allocatable":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Resources available to workloads."},"requested":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Sum of resources.requests of the workers running on the node (reserved, not measured use)."},"nodeInfo":{"$ref":"#/$defs/NodeInfo","description":"Software facts."},"disk":{"$ref":"#/$defs/DiskUsage","description":"Disk use."},"lastHeartbeatTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent last reported the node."},"conditions":{"type":"array","description":"Kubernetes node conditions (Ready, DiskPressure, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
 
-function validate268(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate272(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate268.evaluated;
+const evaluated0 = validate272.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9740,18 +9881,18 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate268.errors = vErrors;
+validate272.errors = vErrors;
 return errors === 0;
 }
-validate268.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate272.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema97 = {"description":"A DNS-1123 subdomain: dot-separated DNS-1123 labels, at most 253 characters.","type":"string","minLength":1,"maxLength":253,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$","x-rlark-message":"must be a DNS-1123 subdomain: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"};
-const pattern25 = new RegExp("^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$", "u");
+const schema99 = {"description":"A DNS-1123 subdomain: dot-separated DNS-1123 labels, at most 253 characters.","type":"string","minLength":1,"maxLength":253,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$","x-rlark-message":"must be a DNS-1123 subdomain: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"};
+const pattern26 = new RegExp("^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$", "u");
 
-function validate275(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate279(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate275.evaluated;
+const evaluated0 = validate279.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9760,7 +9901,7 @@ evaluated0.items = undefined;
 }
 if(typeof data === "string"){
 if(func2(data) > 253){
-const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema97,data};
+const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema99,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -9770,7 +9911,7 @@ vErrors.push(err0);
 errors++;
 }
 if(func2(data) < 1){
-const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema97,data};
+const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema99,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -9779,8 +9920,8 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(!pattern25.test(data)){
-const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema97,data};
+if(!pattern26.test(data)){
+const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema99,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -9791,7 +9932,7 @@ errors++;
 }
 }
 else {
-const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema97.type,parentSchema:schema97,data};
+const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema99.type,parentSchema:schema99,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -9800,16 +9941,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate275.errors = vErrors;
+validate279.errors = vErrors;
 return errors === 0;
 }
-validate275.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate279.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate277(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate281(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate277.evaluated;
+const evaluated0 = validate281.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9818,7 +9959,7 @@ evaluated0.items = undefined;
 }
 if(typeof data === "string"){
 if(func2(data) > 63){
-const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema76,data};
+const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema78,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -9827,8 +9968,8 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(!pattern19.test(data)){
-const err1 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema76,data};
+if(!pattern20.test(data)){
+const err1 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema78,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -9839,7 +9980,7 @@ errors++;
 }
 }
 else {
-const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema76.type,parentSchema:schema76,data};
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema78.type,parentSchema:schema78,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -9848,16 +9989,16 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate277.errors = vErrors;
+validate281.errors = vErrors;
 return errors === 0;
 }
-validate277.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate281.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate279(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate283(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate279.evaluated;
+const evaluated0 = validate283.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9900,16 +10041,16 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate279.errors = vErrors;
+validate283.errors = vErrors;
 return errors === 0;
 }
-validate279.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate283.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate283(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate287(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate283.evaluated;
+const evaluated0 = validate287.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9959,17 +10100,17 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate283.errors = vErrors;
+validate287.errors = vErrors;
 return errors === 0;
 }
-validate283.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate287.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema101 = {"description":"Admin settings for the node.","type":"object","additionalProperties":false,"properties":{"unschedulable":{"type":"boolean","default":false,"description":"true cordons the node: no new work is placed on it (kubectl cordon)."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"How the node runs tasks."}}};
+const schema103 = {"description":"Admin settings for the node.","type":"object","additionalProperties":false,"properties":{"unschedulable":{"type":"boolean","default":false,"description":"true cordons the node: no new work is placed on it (kubectl cordon)."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"How the node runs tasks."}}};
 
-function validate287(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate291(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate287.evaluated;
+const evaluated0 = validate291.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9986,16 +10127,16 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate287.errors = vErrors;
+validate291.errors = vErrors;
 return errors === 0;
 }
-validate287.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate291.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate286(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate290(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate286.evaluated;
+const evaluated0 = validate290.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10005,7 +10146,7 @@ evaluated0.items = undefined;
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
 if(!((key0 === "unschedulable") || (key0 === "agentType"))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema101,data};
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema103,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -10018,7 +10159,7 @@ errors++;
 if(data.unschedulable !== undefined){
 let data0 = data.unschedulable;
 if(typeof data0 !== "boolean"){
-const err1 = {instancePath:instancePath+"/unschedulable",schemaPath:"#/properties/unschedulable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema101.properties.unschedulable.type,parentSchema:schema101.properties.unschedulable,data:data0};
+const err1 = {instancePath:instancePath+"/unschedulable",schemaPath:"#/properties/unschedulable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema103.properties.unschedulable.type,parentSchema:schema103.properties.unschedulable,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -10029,14 +10170,14 @@ errors++;
 }
 }
 if(data.agentType !== undefined){
-if(!(validate287(data.agentType, {instancePath:instancePath+"/agentType",parentData:data,parentDataProperty:"agentType",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate287.errors : vErrors.concat(validate287.errors);
+if(!(validate291(data.agentType, {instancePath:instancePath+"/agentType",parentData:data,parentDataProperty:"agentType",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate291.errors : vErrors.concat(validate291.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema101.type,parentSchema:schema101,data};
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema103.type,parentSchema:schema103,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -10045,18 +10186,18 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate286.errors = vErrors;
+validate290.errors = vErrors;
 return errors === 0;
 }
-validate286.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate290.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema103 = {"description":"Observed state of a Node.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Online","Offline","Unknown"],"description":"Whether the node is reachable and ready."},"addresses":{"type":"array","description":"Addresses of the node.","items":{"$ref":"#/$defs/NodeAddress"}},"capacity":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Total resources."},"allocatable":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Resources available to workloads."},"requested":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Sum of resources.requests of the workers running on the node (reserved, not measured use)."},"nodeInfo":{"$ref":"#/$defs/NodeInfo","description":"Software facts."},"disk":{"$ref":"#/$defs/DiskUsage","description":"Disk use."},"lastHeartbeatTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent last reported the node."},"conditions":{"type":"array","description":"Kubernetes node conditions (Ready, DiskPressure, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
-const schema104 = {"description":"One address of the node.","type":"object","additionalProperties":false,"required":["type","address"],"properties":{"type":{"enum":["InternalIP","ExternalIP","Hostname","InternalDNS","ExternalDNS"],"description":"Address type."},"address":{"type":"string","description":"The address."}}};
+const schema105 = {"description":"Observed state of a Node.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Online","Offline","Unknown"],"description":"Whether the node is reachable and ready."},"addresses":{"type":"array","description":"Addresses of the node.","items":{"$ref":"#/$defs/NodeAddress"}},"capacity":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Total resources."},"allocatable":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Resources available to workloads."},"requested":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Sum of resources.requests of the workers running on the node (reserved, not measured use)."},"nodeInfo":{"$ref":"#/$defs/NodeInfo","description":"Software facts."},"disk":{"$ref":"#/$defs/DiskUsage","description":"Disk use."},"lastHeartbeatTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent last reported the node."},"conditions":{"type":"array","description":"Kubernetes node conditions (Ready, DiskPressure, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
+const schema106 = {"description":"One address of the node.","type":"object","additionalProperties":false,"required":["type","address"],"properties":{"type":{"enum":["InternalIP","ExternalIP","Hostname","InternalDNS","ExternalDNS"],"description":"Address type."},"address":{"type":"string","description":"The address."}}};
 
-function validate291(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate295(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate291.evaluated;
+const evaluated0 = validate295.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10065,7 +10206,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.type === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'",schema:schema104.required,parentSchema:schema104,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'",schema:schema106.required,parentSchema:schema106,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -10075,7 +10216,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.address === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "address"},message:"must have required property '"+"address"+"'",schema:schema104.required,parentSchema:schema104,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "address"},message:"must have required property '"+"address"+"'",schema:schema106.required,parentSchema:schema106,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -10086,7 +10227,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((key0 === "type") || (key0 === "address"))){
-const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema104,data};
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema106,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -10099,7 +10240,7 @@ errors++;
 if(data.type !== undefined){
 let data0 = data.type;
 if(!(((((data0 === "InternalIP") || (data0 === "ExternalIP")) || (data0 === "Hostname")) || (data0 === "InternalDNS")) || (data0 === "ExternalDNS"))){
-const err3 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/enum",keyword:"enum",params:{allowedValues: schema104.properties.type.enum},message:"must be equal to one of the allowed values",schema:schema104.properties.type.enum,parentSchema:schema104.properties.type,data:data0};
+const err3 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/enum",keyword:"enum",params:{allowedValues: schema106.properties.type.enum},message:"must be equal to one of the allowed values",schema:schema106.properties.type.enum,parentSchema:schema106.properties.type,data:data0};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -10112,7 +10253,7 @@ errors++;
 if(data.address !== undefined){
 let data1 = data.address;
 if(typeof data1 !== "string"){
-const err4 = {instancePath:instancePath+"/address",schemaPath:"#/properties/address/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema104.properties.address.type,parentSchema:schema104.properties.address,data:data1};
+const err4 = {instancePath:instancePath+"/address",schemaPath:"#/properties/address/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema106.properties.address.type,parentSchema:schema106.properties.address,data:data1};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -10124,7 +10265,7 @@ errors++;
 }
 }
 else {
-const err5 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema104.type,parentSchema:schema104,data};
+const err5 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema106.type,parentSchema:schema106,data};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -10133,19 +10274,17 @@ vErrors.push(err5);
 }
 errors++;
 }
-validate291.errors = vErrors;
+validate295.errors = vErrors;
 return errors === 0;
 }
-validate291.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate295.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema105 = {"description":"Resource name (cpu, memory, nvidia.com/gpu, ...) to quantity.","type":"object","propertyNames":{"$ref":"#/$defs/LabelKey"},"additionalProperties":{"$ref":"#/$defs/Quantity"}};
-const schema106 = {"description":"A Kubernetes resource quantity, e.g. 500m, 2Gi, 8.","type":"string","pattern":"^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$","x-rlark-message":"must be a Kubernetes quantity such as 500m, 2Gi or 8"};
-const pattern27 = new RegExp("^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$", "u");
+const schema107 = {"description":"Resource name (cpu, memory, nvidia.com/gpu, ...) to quantity.","type":"object","propertyNames":{"$ref":"#/$defs/LabelKey"},"additionalProperties":{"$ref":"#/$defs/Quantity"}};
 
-function validate295(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate299(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate295.evaluated;
+const evaluated0 = validate299.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10153,8 +10292,8 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(typeof data === "string"){
-if(!pattern27.test(data)){
-const err0 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$"},message:"must match pattern \""+"^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$"+"\"",schema:"^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$",parentSchema:schema106,data};
+if(!pattern15.test(data)){
+const err0 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$"},message:"must match pattern \""+"^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$"+"\"",schema:"^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$",parentSchema:schema50,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -10165,7 +10304,7 @@ errors++;
 }
 }
 else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema106.type,parentSchema:schema106,data};
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema50.type,parentSchema:schema50,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -10174,16 +10313,16 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate295.errors = vErrors;
+validate299.errors = vErrors;
 return errors === 0;
 }
-validate295.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate299.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate293(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate297(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate293.evaluated;
+const evaluated0 = validate297.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10199,7 +10338,7 @@ errors = vErrors.length;
 }
 var valid0 = _errs1 === errors;
 if(!valid0){
-const err0 = {instancePath,schemaPath:"#/propertyNames",keyword:"propertyNames",params:{propertyName: key0},message:"property name must be valid",schema:schema105.propertyNames,parentSchema:schema105,data};
+const err0 = {instancePath,schemaPath:"#/propertyNames",keyword:"propertyNames",params:{propertyName: key0},message:"property name must be valid",schema:schema107.propertyNames,parentSchema:schema107,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -10210,14 +10349,14 @@ errors++;
 }
 }
 for(const key1 in data){
-if(!(validate295(data[key1], {instancePath:instancePath+"/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),parentData:data,parentDataProperty:key1,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate295.errors : vErrors.concat(validate295.errors);
+if(!(validate299(data[key1], {instancePath:instancePath+"/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),parentData:data,parentDataProperty:key1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate299.errors : vErrors.concat(validate299.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema105.type,parentSchema:schema105,data};
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema107.type,parentSchema:schema107,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -10226,17 +10365,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate293.errors = vErrors;
+validate297.errors = vErrors;
 return errors === 0;
 }
-validate293.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate297.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema107 = {"description":"Software facts about the node.","type":"object","additionalProperties":false,"properties":{"architecture":{"type":"string","description":"CPU architecture (amd64, arm64)."},"operatingSystem":{"type":"string","description":"Operating system (linux)."},"osImage":{"type":"string","description":"Distribution (Ubuntu 22.04.4 LTS)."},"kernelVersion":{"type":"string","description":"Kernel version."},"containerRuntimeVersion":{"type":"string","description":"Container runtime and version."},"kubeletVersion":{"type":"string","description":"Kubelet version, for Kubernetes nodes."},"agentVersion":{"type":"string","description":"Version of the RLark agent."}}};
+const schema109 = {"description":"Software facts about the node.","type":"object","additionalProperties":false,"properties":{"architecture":{"type":"string","description":"CPU architecture (amd64, arm64)."},"operatingSystem":{"type":"string","description":"Operating system (linux)."},"osImage":{"type":"string","description":"Distribution (Ubuntu 22.04.4 LTS)."},"kernelVersion":{"type":"string","description":"Kernel version."},"containerRuntimeVersion":{"type":"string","description":"Container runtime and version."},"kubeletVersion":{"type":"string","description":"Kubelet version, for Kubernetes nodes."},"agentVersion":{"type":"string","description":"Version of the RLark agent."}}};
 
-function validate300(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate304(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate300.evaluated;
+const evaluated0 = validate304.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10246,7 +10385,7 @@ evaluated0.items = undefined;
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
 if(!(((((((key0 === "architecture") || (key0 === "operatingSystem")) || (key0 === "osImage")) || (key0 === "kernelVersion")) || (key0 === "containerRuntimeVersion")) || (key0 === "kubeletVersion")) || (key0 === "agentVersion"))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema107,data};
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema109,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -10259,7 +10398,7 @@ errors++;
 if(data.architecture !== undefined){
 let data0 = data.architecture;
 if(typeof data0 !== "string"){
-const err1 = {instancePath:instancePath+"/architecture",schemaPath:"#/properties/architecture/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema107.properties.architecture.type,parentSchema:schema107.properties.architecture,data:data0};
+const err1 = {instancePath:instancePath+"/architecture",schemaPath:"#/properties/architecture/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema109.properties.architecture.type,parentSchema:schema109.properties.architecture,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -10272,7 +10411,7 @@ errors++;
 if(data.operatingSystem !== undefined){
 let data1 = data.operatingSystem;
 if(typeof data1 !== "string"){
-const err2 = {instancePath:instancePath+"/operatingSystem",schemaPath:"#/properties/operatingSystem/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema107.properties.operatingSystem.type,parentSchema:schema107.properties.operatingSystem,data:data1};
+const err2 = {instancePath:instancePath+"/operatingSystem",schemaPath:"#/properties/operatingSystem/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema109.properties.operatingSystem.type,parentSchema:schema109.properties.operatingSystem,data:data1};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -10285,7 +10424,7 @@ errors++;
 if(data.osImage !== undefined){
 let data2 = data.osImage;
 if(typeof data2 !== "string"){
-const err3 = {instancePath:instancePath+"/osImage",schemaPath:"#/properties/osImage/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema107.properties.osImage.type,parentSchema:schema107.properties.osImage,data:data2};
+const err3 = {instancePath:instancePath+"/osImage",schemaPath:"#/properties/osImage/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema109.properties.osImage.type,parentSchema:schema109.properties.osImage,data:data2};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -10298,7 +10437,7 @@ errors++;
 if(data.kernelVersion !== undefined){
 let data3 = data.kernelVersion;
 if(typeof data3 !== "string"){
-const err4 = {instancePath:instancePath+"/kernelVersion",schemaPath:"#/properties/kernelVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema107.properties.kernelVersion.type,parentSchema:schema107.properties.kernelVersion,data:data3};
+const err4 = {instancePath:instancePath+"/kernelVersion",schemaPath:"#/properties/kernelVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema109.properties.kernelVersion.type,parentSchema:schema109.properties.kernelVersion,data:data3};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -10311,7 +10450,7 @@ errors++;
 if(data.containerRuntimeVersion !== undefined){
 let data4 = data.containerRuntimeVersion;
 if(typeof data4 !== "string"){
-const err5 = {instancePath:instancePath+"/containerRuntimeVersion",schemaPath:"#/properties/containerRuntimeVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema107.properties.containerRuntimeVersion.type,parentSchema:schema107.properties.containerRuntimeVersion,data:data4};
+const err5 = {instancePath:instancePath+"/containerRuntimeVersion",schemaPath:"#/properties/containerRuntimeVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema109.properties.containerRuntimeVersion.type,parentSchema:schema109.properties.containerRuntimeVersion,data:data4};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -10324,7 +10463,7 @@ errors++;
 if(data.kubeletVersion !== undefined){
 let data5 = data.kubeletVersion;
 if(typeof data5 !== "string"){
-const err6 = {instancePath:instancePath+"/kubeletVersion",schemaPath:"#/properties/kubeletVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema107.properties.kubeletVersion.type,parentSchema:schema107.properties.kubeletVersion,data:data5};
+const err6 = {instancePath:instancePath+"/kubeletVersion",schemaPath:"#/properties/kubeletVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema109.properties.kubeletVersion.type,parentSchema:schema109.properties.kubeletVersion,data:data5};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -10337,7 +10476,7 @@ errors++;
 if(data.agentVersion !== undefined){
 let data6 = data.agentVersion;
 if(typeof data6 !== "string"){
-const err7 = {instancePath:instancePath+"/agentVersion",schemaPath:"#/properties/agentVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema107.properties.agentVersion.type,parentSchema:schema107.properties.agentVersion,data:data6};
+const err7 = {instancePath:instancePath+"/agentVersion",schemaPath:"#/properties/agentVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema109.properties.agentVersion.type,parentSchema:schema109.properties.agentVersion,data:data6};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -10349,7 +10488,7 @@ errors++;
 }
 }
 else {
-const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema107.type,parentSchema:schema107,data};
+const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema109.type,parentSchema:schema109,data};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -10358,17 +10497,17 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate300.errors = vErrors;
+validate304.errors = vErrors;
 return errors === 0;
 }
-validate300.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate304.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema108 = {"description":"Disk use from the kubelet stats summary (nodefs plus a separate imagefs, counted once when shared).","type":"object","additionalProperties":false,"properties":{"usedBytes":{"type":"integer","minimum":0,"description":"Bytes in use."},"totalBytes":{"type":"integer","minimum":0,"description":"Capacity in bytes."}}};
+const schema110 = {"description":"Disk use from the kubelet stats summary (nodefs plus a separate imagefs, counted once when shared).","type":"object","additionalProperties":false,"properties":{"usedBytes":{"type":"integer","minimum":0,"description":"Bytes in use."},"totalBytes":{"type":"integer","minimum":0,"description":"Capacity in bytes."}}};
 
-function validate302(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate306(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate302.evaluated;
+const evaluated0 = validate306.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10378,7 +10517,7 @@ evaluated0.items = undefined;
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
 if(!((key0 === "usedBytes") || (key0 === "totalBytes"))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema108,data};
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema110,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -10391,7 +10530,7 @@ errors++;
 if(data.usedBytes !== undefined){
 let data0 = data.usedBytes;
 if(!(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0)))){
-const err1 = {instancePath:instancePath+"/usedBytes",schemaPath:"#/properties/usedBytes/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema108.properties.usedBytes.type,parentSchema:schema108.properties.usedBytes,data:data0};
+const err1 = {instancePath:instancePath+"/usedBytes",schemaPath:"#/properties/usedBytes/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema110.properties.usedBytes.type,parentSchema:schema110.properties.usedBytes,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -10402,7 +10541,7 @@ errors++;
 }
 if((typeof data0 == "number") && (isFinite(data0))){
 if(data0 < 0 || isNaN(data0)){
-const err2 = {instancePath:instancePath+"/usedBytes",schemaPath:"#/properties/usedBytes/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema108.properties.usedBytes,data:data0};
+const err2 = {instancePath:instancePath+"/usedBytes",schemaPath:"#/properties/usedBytes/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema110.properties.usedBytes,data:data0};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -10416,7 +10555,7 @@ errors++;
 if(data.totalBytes !== undefined){
 let data1 = data.totalBytes;
 if(!(((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1))) && (isFinite(data1)))){
-const err3 = {instancePath:instancePath+"/totalBytes",schemaPath:"#/properties/totalBytes/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema108.properties.totalBytes.type,parentSchema:schema108.properties.totalBytes,data:data1};
+const err3 = {instancePath:instancePath+"/totalBytes",schemaPath:"#/properties/totalBytes/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema110.properties.totalBytes.type,parentSchema:schema110.properties.totalBytes,data:data1};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -10427,7 +10566,7 @@ errors++;
 }
 if((typeof data1 == "number") && (isFinite(data1))){
 if(data1 < 0 || isNaN(data1)){
-const err4 = {instancePath:instancePath+"/totalBytes",schemaPath:"#/properties/totalBytes/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema108.properties.totalBytes,data:data1};
+const err4 = {instancePath:instancePath+"/totalBytes",schemaPath:"#/properties/totalBytes/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema110.properties.totalBytes,data:data1};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -10440,7 +10579,7 @@ errors++;
 }
 }
 else {
-const err5 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema108.type,parentSchema:schema108,data};
+const err5 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema110.type,parentSchema:schema110,data};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -10449,16 +10588,16 @@ vErrors.push(err5);
 }
 errors++;
 }
-validate302.errors = vErrors;
+validate306.errors = vErrors;
 return errors === 0;
 }
-validate302.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate306.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate304(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate308(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate304.evaluated;
+const evaluated0 = validate308.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10487,16 +10626,16 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate304.errors = vErrors;
+validate308.errors = vErrors;
 return errors === 0;
 }
-validate304.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate308.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate306(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate310(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate306.evaluated;
+const evaluated0 = validate310.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10505,7 +10644,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.type === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'",schema:schema51.required,parentSchema:schema51,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'",schema:schema53.required,parentSchema:schema53,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -10515,7 +10654,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.status === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'",schema:schema51.required,parentSchema:schema51,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'",schema:schema53.required,parentSchema:schema53,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -10526,7 +10665,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((((key0 === "type") || (key0 === "status")) || (key0 === "observedGeneration")) || (key0 === "lastTransitionTime")) || (key0 === "lastHeartbeatTime")) || (key0 === "reason")) || (key0 === "message"))){
-const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema51,data};
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema53,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -10540,7 +10679,7 @@ if(data.type !== undefined){
 let data0 = data.type;
 if(typeof data0 === "string"){
 if(func2(data0) < 1){
-const err3 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema51.properties.type,data:data0};
+const err3 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema53.properties.type,data:data0};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -10551,7 +10690,7 @@ errors++;
 }
 }
 else {
-const err4 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.properties.type.type,parentSchema:schema51.properties.type,data:data0};
+const err4 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema53.properties.type.type,parentSchema:schema53.properties.type,data:data0};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -10564,7 +10703,7 @@ errors++;
 if(data.status !== undefined){
 let data1 = data.status;
 if(!(((data1 === "True") || (data1 === "False")) || (data1 === "Unknown"))){
-const err5 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema51.properties.status.enum},message:"must be equal to one of the allowed values",schema:schema51.properties.status.enum,parentSchema:schema51.properties.status,data:data1};
+const err5 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema53.properties.status.enum},message:"must be equal to one of the allowed values",schema:schema53.properties.status.enum,parentSchema:schema53.properties.status,data:data1};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -10577,7 +10716,7 @@ errors++;
 if(data.observedGeneration !== undefined){
 let data2 = data.observedGeneration;
 if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err6 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema51.properties.observedGeneration.type,parentSchema:schema51.properties.observedGeneration,data:data2};
+const err6 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema53.properties.observedGeneration.type,parentSchema:schema53.properties.observedGeneration,data:data2};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -10588,7 +10727,7 @@ errors++;
 }
 if((typeof data2 == "number") && (isFinite(data2))){
 if(data2 < 0 || isNaN(data2)){
-const err7 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema51.properties.observedGeneration,data:data2};
+const err7 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema53.properties.observedGeneration,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -10614,7 +10753,7 @@ errors = vErrors.length;
 if(data.reason !== undefined){
 let data5 = data.reason;
 if(typeof data5 !== "string"){
-const err8 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.properties.reason.type,parentSchema:schema51.properties.reason,data:data5};
+const err8 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema53.properties.reason.type,parentSchema:schema53.properties.reason,data:data5};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -10627,7 +10766,7 @@ errors++;
 if(data.message !== undefined){
 let data6 = data.message;
 if(typeof data6 !== "string"){
-const err9 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.properties.message.type,parentSchema:schema51.properties.message,data:data6};
+const err9 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema53.properties.message.type,parentSchema:schema53.properties.message,data:data6};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -10639,7 +10778,7 @@ errors++;
 }
 }
 else {
-const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema51.type,parentSchema:schema51,data};
+const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema53.type,parentSchema:schema53,data};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -10648,16 +10787,16 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate306.errors = vErrors;
+validate310.errors = vErrors;
 return errors === 0;
 }
-validate306.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate310.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate290(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate294(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate290.evaluated;
+const evaluated0 = validate294.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10666,8 +10805,8 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
-if(!(func1.call(schema103.properties, key0))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema103,data};
+if(!(func1.call(schema105.properties, key0))){
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema105,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -10680,7 +10819,7 @@ errors++;
 if(data.phase !== undefined){
 let data0 = data.phase;
 if(!(((data0 === "Online") || (data0 === "Offline")) || (data0 === "Unknown"))){
-const err1 = {instancePath:instancePath+"/phase",schemaPath:"#/properties/phase/enum",keyword:"enum",params:{allowedValues: schema103.properties.phase.enum},message:"must be equal to one of the allowed values",schema:schema103.properties.phase.enum,parentSchema:schema103.properties.phase,data:data0};
+const err1 = {instancePath:instancePath+"/phase",schemaPath:"#/properties/phase/enum",keyword:"enum",params:{allowedValues: schema105.properties.phase.enum},message:"must be equal to one of the allowed values",schema:schema105.properties.phase.enum,parentSchema:schema105.properties.phase,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -10695,14 +10834,14 @@ let data1 = data.addresses;
 if(Array.isArray(data1)){
 const len0 = data1.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate291(data1[i0], {instancePath:instancePath+"/addresses/" + i0,parentData:data1,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate291.errors : vErrors.concat(validate291.errors);
+if(!(validate295(data1[i0], {instancePath:instancePath+"/addresses/" + i0,parentData:data1,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate295.errors : vErrors.concat(validate295.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err2 = {instancePath:instancePath+"/addresses",schemaPath:"#/properties/addresses/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema103.properties.addresses.type,parentSchema:schema103.properties.addresses,data:data1};
+const err2 = {instancePath:instancePath+"/addresses",schemaPath:"#/properties/addresses/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema105.properties.addresses.type,parentSchema:schema105.properties.addresses,data:data1};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -10713,38 +10852,38 @@ errors++;
 }
 }
 if(data.capacity !== undefined){
-if(!(validate293(data.capacity, {instancePath:instancePath+"/capacity",parentData:data,parentDataProperty:"capacity",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate293.errors : vErrors.concat(validate293.errors);
+if(!(validate297(data.capacity, {instancePath:instancePath+"/capacity",parentData:data,parentDataProperty:"capacity",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate297.errors : vErrors.concat(validate297.errors);
 errors = vErrors.length;
 }
 }
 if(data.allocatable !== undefined){
-if(!(validate293(data.allocatable, {instancePath:instancePath+"/allocatable",parentData:data,parentDataProperty:"allocatable",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate293.errors : vErrors.concat(validate293.errors);
+if(!(validate297(data.allocatable, {instancePath:instancePath+"/allocatable",parentData:data,parentDataProperty:"allocatable",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate297.errors : vErrors.concat(validate297.errors);
 errors = vErrors.length;
 }
 }
 if(data.requested !== undefined){
-if(!(validate293(data.requested, {instancePath:instancePath+"/requested",parentData:data,parentDataProperty:"requested",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate293.errors : vErrors.concat(validate293.errors);
+if(!(validate297(data.requested, {instancePath:instancePath+"/requested",parentData:data,parentDataProperty:"requested",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate297.errors : vErrors.concat(validate297.errors);
 errors = vErrors.length;
 }
 }
 if(data.nodeInfo !== undefined){
-if(!(validate300(data.nodeInfo, {instancePath:instancePath+"/nodeInfo",parentData:data,parentDataProperty:"nodeInfo",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate300.errors : vErrors.concat(validate300.errors);
+if(!(validate304(data.nodeInfo, {instancePath:instancePath+"/nodeInfo",parentData:data,parentDataProperty:"nodeInfo",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate304.errors : vErrors.concat(validate304.errors);
 errors = vErrors.length;
 }
 }
 if(data.disk !== undefined){
-if(!(validate302(data.disk, {instancePath:instancePath+"/disk",parentData:data,parentDataProperty:"disk",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate302.errors : vErrors.concat(validate302.errors);
+if(!(validate306(data.disk, {instancePath:instancePath+"/disk",parentData:data,parentDataProperty:"disk",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate306.errors : vErrors.concat(validate306.errors);
 errors = vErrors.length;
 }
 }
 if(data.lastHeartbeatTime !== undefined){
-if(!(validate304(data.lastHeartbeatTime, {instancePath:instancePath+"/lastHeartbeatTime",parentData:data,parentDataProperty:"lastHeartbeatTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate304.errors : vErrors.concat(validate304.errors);
+if(!(validate308(data.lastHeartbeatTime, {instancePath:instancePath+"/lastHeartbeatTime",parentData:data,parentDataProperty:"lastHeartbeatTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate308.errors : vErrors.concat(validate308.errors);
 errors = vErrors.length;
 }
 }
@@ -10753,14 +10892,14 @@ let data9 = data.conditions;
 if(Array.isArray(data9)){
 const len1 = data9.length;
 for(let i1=0; i1<len1; i1++){
-if(!(validate306(data9[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data9,parentDataProperty:i1,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate306.errors : vErrors.concat(validate306.errors);
+if(!(validate310(data9[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data9,parentDataProperty:i1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate310.errors : vErrors.concat(validate310.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err3 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema103.properties.conditions.type,parentSchema:schema103.properties.conditions,data:data9};
+const err3 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema105.properties.conditions.type,parentSchema:schema105.properties.conditions,data:data9};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -10772,7 +10911,7 @@ errors++;
 }
 }
 else {
-const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema103.type,parentSchema:schema103,data};
+const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema105.type,parentSchema:schema105,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -10781,17 +10920,17 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate290.errors = vErrors;
+validate294.errors = vErrors;
 return errors === 0;
 }
-validate290.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate294.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate267(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate271(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/node.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate267.evaluated;
+const evaluated0 = validate271.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10800,7 +10939,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.apiVersion === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema95.required,parentSchema:schema95,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema97.required,parentSchema:schema97,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -10810,7 +10949,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.kind === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema95.required,parentSchema:schema95,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema97.required,parentSchema:schema97,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -10820,7 +10959,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.metadata === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema95.required,parentSchema:schema95,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema97.required,parentSchema:schema97,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -10831,7 +10970,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "metadata")) || (key0 === "spec")) || (key0 === "status"))){
-const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema95,data};
+const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema97,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -10844,7 +10983,7 @@ errors++;
 if(data.apiVersion !== undefined){
 let data0 = data.apiVersion;
 if("rlinf.io/v1alpha1" !== data0){
-const err4 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema95.properties.apiVersion,data:data0};
+const err4 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema97.properties.apiVersion,data:data0};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -10857,7 +10996,7 @@ errors++;
 if(data.kind !== undefined){
 let data1 = data.kind;
 if("Node" !== data1){
-const err5 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "Node"},message:"must be equal to constant",schema:"Node",parentSchema:schema95.properties.kind,data:data1};
+const err5 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "Node"},message:"must be equal to constant",schema:"Node",parentSchema:schema97.properties.kind,data:data1};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -10869,13 +11008,13 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate268(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate268.errors : vErrors.concat(validate268.errors);
+if(!(validate272(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate272.errors : vErrors.concat(validate272.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.name === undefined){
-const err6 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema95.properties.metadata.required,parentSchema:schema95.properties.metadata,data:data2};
+const err6 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema97.properties.metadata.required,parentSchema:schema97.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -10885,7 +11024,7 @@ vErrors.push(err6);
 errors++;
 }
 if(data2.namespace === undefined){
-const err7 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema95.properties.metadata.required,parentSchema:schema95.properties.metadata,data:data2};
+const err7 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema97.properties.metadata.required,parentSchema:schema97.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -10895,28 +11034,28 @@ vErrors.push(err7);
 errors++;
 }
 if(data2.name !== undefined){
-if(!(validate275(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate275.errors : vErrors.concat(validate275.errors);
+if(!(validate279(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate279.errors : vErrors.concat(validate279.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate277(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate277.errors : vErrors.concat(validate277.errors);
+if(!(validate281(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate281.errors : vErrors.concat(validate281.errors);
 errors = vErrors.length;
 }
 }
 if(data2.labels !== undefined){
 let data5 = data2.labels;
-if(!(validate279(data5, {instancePath:instancePath+"/metadata/labels",parentData:data2,parentDataProperty:"labels",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate279.errors : vErrors.concat(validate279.errors);
+if(!(validate283(data5, {instancePath:instancePath+"/metadata/labels",parentData:data2,parentDataProperty:"labels",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate283.errors : vErrors.concat(validate283.errors);
 errors = vErrors.length;
 }
 if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
 if(data5["rlark.io/node-category-cloud"] !== undefined){
 let data6 = data5["rlark.io/node-category-cloud"];
 if("true" !== data6){
-const err8 = {instancePath:instancePath+"/metadata/labels/rlark.io~1node-category-cloud",schemaPath:"#/properties/metadata/properties/labels/properties/rlark.io~1node-category-cloud/const",keyword:"const",params:{allowedValue: "true"},message:"must be equal to constant",schema:"true",parentSchema:schema95.properties.metadata.properties.labels.properties["rlark.io/node-category-cloud"],data:data6};
+const err8 = {instancePath:instancePath+"/metadata/labels/rlark.io~1node-category-cloud",schemaPath:"#/properties/metadata/properties/labels/properties/rlark.io~1node-category-cloud/const",keyword:"const",params:{allowedValue: "true"},message:"must be equal to constant",schema:"true",parentSchema:schema97.properties.metadata.properties.labels.properties["rlark.io/node-category-cloud"],data:data6};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -10929,7 +11068,7 @@ errors++;
 if(data5["rlark.io/node-category-edge"] !== undefined){
 let data7 = data5["rlark.io/node-category-edge"];
 if("true" !== data7){
-const err9 = {instancePath:instancePath+"/metadata/labels/rlark.io~1node-category-edge",schemaPath:"#/properties/metadata/properties/labels/properties/rlark.io~1node-category-edge/const",keyword:"const",params:{allowedValue: "true"},message:"must be equal to constant",schema:"true",parentSchema:schema95.properties.metadata.properties.labels.properties["rlark.io/node-category-edge"],data:data7};
+const err9 = {instancePath:instancePath+"/metadata/labels/rlark.io~1node-category-edge",schemaPath:"#/properties/metadata/properties/labels/properties/rlark.io~1node-category-edge/const",keyword:"const",params:{allowedValue: "true"},message:"must be equal to constant",schema:"true",parentSchema:schema97.properties.metadata.properties.labels.properties["rlark.io/node-category-edge"],data:data7};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -10942,7 +11081,7 @@ errors++;
 if(data5["rlark.io/node-category-robot"] !== undefined){
 let data8 = data5["rlark.io/node-category-robot"];
 if("true" !== data8){
-const err10 = {instancePath:instancePath+"/metadata/labels/rlark.io~1node-category-robot",schemaPath:"#/properties/metadata/properties/labels/properties/rlark.io~1node-category-robot/const",keyword:"const",params:{allowedValue: "true"},message:"must be equal to constant",schema:"true",parentSchema:schema95.properties.metadata.properties.labels.properties["rlark.io/node-category-robot"],data:data8};
+const err10 = {instancePath:instancePath+"/metadata/labels/rlark.io~1node-category-robot",schemaPath:"#/properties/metadata/properties/labels/properties/rlark.io~1node-category-robot/const",keyword:"const",params:{allowedValue: "true"},message:"must be equal to constant",schema:"true",parentSchema:schema97.properties.metadata.properties.labels.properties["rlark.io/node-category-robot"],data:data8};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -10956,15 +11095,15 @@ errors++;
 }
 if(data2.annotations !== undefined){
 let data9 = data2.annotations;
-if(!(validate283(data9, {instancePath:instancePath+"/metadata/annotations",parentData:data2,parentDataProperty:"annotations",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate283.errors : vErrors.concat(validate283.errors);
+if(!(validate287(data9, {instancePath:instancePath+"/metadata/annotations",parentData:data2,parentDataProperty:"annotations",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate287.errors : vErrors.concat(validate287.errors);
 errors = vErrors.length;
 }
 if(data9 && typeof data9 == "object" && !Array.isArray(data9)){
 if(data9["rlark.io/city"] !== undefined){
 let data10 = data9["rlark.io/city"];
 if(typeof data10 !== "string"){
-const err11 = {instancePath:instancePath+"/metadata/annotations/rlark.io~1city",schemaPath:"#/properties/metadata/properties/annotations/properties/rlark.io~1city/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema95.properties.metadata.properties.annotations.properties["rlark.io/city"].type,parentSchema:schema95.properties.metadata.properties.annotations.properties["rlark.io/city"],data:data10};
+const err11 = {instancePath:instancePath+"/metadata/annotations/rlark.io~1city",schemaPath:"#/properties/metadata/properties/annotations/properties/rlark.io~1city/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema97.properties.metadata.properties.annotations.properties["rlark.io/city"].type,parentSchema:schema97.properties.metadata.properties.annotations.properties["rlark.io/city"],data:data10};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -10977,7 +11116,7 @@ errors++;
 if(data9["rlark.io/gpu-model"] !== undefined){
 let data11 = data9["rlark.io/gpu-model"];
 if(typeof data11 !== "string"){
-const err12 = {instancePath:instancePath+"/metadata/annotations/rlark.io~1gpu-model",schemaPath:"#/properties/metadata/properties/annotations/properties/rlark.io~1gpu-model/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema95.properties.metadata.properties.annotations.properties["rlark.io/gpu-model"].type,parentSchema:schema95.properties.metadata.properties.annotations.properties["rlark.io/gpu-model"],data:data11};
+const err12 = {instancePath:instancePath+"/metadata/annotations/rlark.io~1gpu-model",schemaPath:"#/properties/metadata/properties/annotations/properties/rlark.io~1gpu-model/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema97.properties.metadata.properties.annotations.properties["rlark.io/gpu-model"].type,parentSchema:schema97.properties.metadata.properties.annotations.properties["rlark.io/gpu-model"],data:data11};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -10990,7 +11129,7 @@ errors++;
 if(data9["rlark.io/device-model"] !== undefined){
 let data12 = data9["rlark.io/device-model"];
 if(typeof data12 !== "string"){
-const err13 = {instancePath:instancePath+"/metadata/annotations/rlark.io~1device-model",schemaPath:"#/properties/metadata/properties/annotations/properties/rlark.io~1device-model/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema95.properties.metadata.properties.annotations.properties["rlark.io/device-model"].type,parentSchema:schema95.properties.metadata.properties.annotations.properties["rlark.io/device-model"],data:data12};
+const err13 = {instancePath:instancePath+"/metadata/annotations/rlark.io~1device-model",schemaPath:"#/properties/metadata/properties/annotations/properties/rlark.io~1device-model/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema97.properties.metadata.properties.annotations.properties["rlark.io/device-model"].type,parentSchema:schema97.properties.metadata.properties.annotations.properties["rlark.io/device-model"],data:data12};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -11005,20 +11144,20 @@ errors++;
 }
 }
 if(data.spec !== undefined){
-if(!(validate286(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate286.errors : vErrors.concat(validate286.errors);
+if(!(validate290(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate290.errors : vErrors.concat(validate290.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate290(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate290.errors : vErrors.concat(validate290.errors);
+if(!(validate294(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate294.errors : vErrors.concat(validate294.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err14 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema95.type,parentSchema:schema95,data};
+const err14 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema97.type,parentSchema:schema97,data};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -11027,18 +11166,18 @@ vErrors.push(err14);
 }
 errors++;
 }
-validate267.errors = vErrors;
+validate271.errors = vErrors;
 return errors === 0;
 }
-validate267.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate271.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const User = validate311;
-const schema111 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/user.schema.json","title":"User","description":"A person: roles and a password for the dashboard and API, SSH keys for the bastion. Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"User","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the name is the login name.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Login name."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: Users are cluster-scoped."}}},"spec":{"$ref":"#/$defs/UserSpec","description":"Desired state."}},"$defs":{"UserSpec":{"description":"Credentials and roles.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"displayName":{"type":"string","description":"Name shown in the dashboard."},"email":{"type":"string","format":"email","description":"Contact address."},"roles":{"type":"array","minItems":1,"uniqueItems":true,"description":"Every role reads the read-only API and dashboard (changes go through git). Planned: user will also manage Jobs, Workflows, Tasks and Pods; admin also clusters, nodes, Domains and Addons.","items":{"enum":["viewer","user","admin"],"description":"A role."}},"sshPublicKeys":{"type":"array","uniqueItems":true,"description":"Keys the hub's SSH bastion accepts for this user (docs/access.md); what the user may reach is granted by AccessPolicy objects.","items":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"An OpenSSH public key line."}},"passwordHash":{"type":"string","pattern":"^\\$[A-Za-z0-9-]+\\$","x-rlark-message":"must be a crypt-style hash such as $scrypt$... or $2b$..., never a plain password","description":"Dashboard password as a crypt-style hash; never a plain password."}}}}};
+export const User = validate315;
+const schema113 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/user.schema.json","title":"User","description":"A person: roles and a password for the dashboard and API, SSH keys for the bastion. Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"User","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the name is the login name.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Login name."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: Users are cluster-scoped."}}},"spec":{"$ref":"#/$defs/UserSpec","description":"Desired state."}},"$defs":{"UserSpec":{"description":"Credentials and roles.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"displayName":{"type":"string","description":"Name shown in the dashboard."},"email":{"type":"string","format":"email","description":"Contact address."},"roles":{"type":"array","minItems":1,"uniqueItems":true,"description":"Every role reads the read-only API and dashboard (changes go through git). Planned: user will also manage Jobs, Workflows, Tasks and Pods; admin also clusters, nodes, Domains and Addons.","items":{"enum":["viewer","user","admin"],"description":"A role."}},"sshPublicKeys":{"type":"array","uniqueItems":true,"description":"Keys the hub's SSH bastion accepts for this user (docs/access.md); what the user may reach is granted by AccessPolicy objects.","items":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"An OpenSSH public key line."}},"passwordHash":{"type":"string","pattern":"^\\$[A-Za-z0-9-]+\\$","x-rlark-message":"must be a crypt-style hash such as $scrypt$... or $2b$..., never a plain password","description":"Dashboard password as a crypt-style hash; never a plain password."}}}}};
 
-function validate312(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate316(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate312.evaluated;
+const evaluated0 = validate316.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11260,16 +11399,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate312.errors = vErrors;
+validate316.errors = vErrors;
 return errors === 0;
 }
-validate312.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate316.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate319(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate323(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate319.evaluated;
+const evaluated0 = validate323.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11278,7 +11417,7 @@ evaluated0.items = undefined;
 }
 if(typeof data === "string"){
 if(func2(data) > 253){
-const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema97,data};
+const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema99,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -11288,7 +11427,7 @@ vErrors.push(err0);
 errors++;
 }
 if(func2(data) < 1){
-const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema97,data};
+const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema99,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -11297,8 +11436,8 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(!pattern25.test(data)){
-const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema97,data};
+if(!pattern26.test(data)){
+const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema99,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -11309,7 +11448,7 @@ errors++;
 }
 }
 else {
-const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema97.type,parentSchema:schema97,data};
+const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema99.type,parentSchema:schema99,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -11318,16 +11457,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate319.errors = vErrors;
+validate323.errors = vErrors;
 return errors === 0;
 }
-validate319.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate323.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate321(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate325(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate321.evaluated;
+const evaluated0 = validate325.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11356,18 +11495,18 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate321.errors = vErrors;
+validate325.errors = vErrors;
 return errors === 0;
 }
-validate321.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate325.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema115 = {"description":"Credentials and roles.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"displayName":{"type":"string","description":"Name shown in the dashboard."},"email":{"type":"string","format":"email","description":"Contact address."},"roles":{"type":"array","minItems":1,"uniqueItems":true,"description":"Every role reads the read-only API and dashboard (changes go through git). Planned: user will also manage Jobs, Workflows, Tasks and Pods; admin also clusters, nodes, Domains and Addons.","items":{"enum":["viewer","user","admin"],"description":"A role."}},"sshPublicKeys":{"type":"array","uniqueItems":true,"description":"Keys the hub's SSH bastion accepts for this user (docs/access.md); what the user may reach is granted by AccessPolicy objects.","items":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"An OpenSSH public key line."}},"passwordHash":{"type":"string","pattern":"^\\$[A-Za-z0-9-]+\\$","x-rlark-message":"must be a crypt-style hash such as $scrypt$... or $2b$..., never a plain password","description":"Dashboard password as a crypt-style hash; never a plain password."}}};
+const schema117 = {"description":"Credentials and roles.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"displayName":{"type":"string","description":"Name shown in the dashboard."},"email":{"type":"string","format":"email","description":"Contact address."},"roles":{"type":"array","minItems":1,"uniqueItems":true,"description":"Every role reads the read-only API and dashboard (changes go through git). Planned: user will also manage Jobs, Workflows, Tasks and Pods; admin also clusters, nodes, Domains and Addons.","items":{"enum":["viewer","user","admin"],"description":"A role."}},"sshPublicKeys":{"type":"array","uniqueItems":true,"description":"Keys the hub's SSH bastion accepts for this user (docs/access.md); what the user may reach is granted by AccessPolicy objects.","items":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"An OpenSSH public key line."}},"passwordHash":{"type":"string","pattern":"^\\$[A-Za-z0-9-]+\\$","x-rlark-message":"must be a crypt-style hash such as $scrypt$... or $2b$..., never a plain password","description":"Dashboard password as a crypt-style hash; never a plain password."}}};
 const formats12 = /^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/i;
 
-function validate324(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate328(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate324.evaluated;
+const evaluated0 = validate328.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11396,17 +11535,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate324.errors = vErrors;
+validate328.errors = vErrors;
 return errors === 0;
 }
-validate324.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate328.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const pattern30 = new RegExp("^\\$[A-Za-z0-9-]+\\$", "u");
+const pattern31 = new RegExp("^\\$[A-Za-z0-9-]+\\$", "u");
 
-function validate323(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate327(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate323.evaluated;
+const evaluated0 = validate327.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11415,7 +11554,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.roles === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "roles"},message:"must have required property '"+"roles"+"'",schema:schema115.required,parentSchema:schema115,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "roles"},message:"must have required property '"+"roles"+"'",schema:schema117.required,parentSchema:schema117,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -11426,7 +11565,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((key0 === "displayName") || (key0 === "email")) || (key0 === "roles")) || (key0 === "sshPublicKeys")) || (key0 === "passwordHash"))){
-const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema115,data};
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema117,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -11439,7 +11578,7 @@ errors++;
 if(data.displayName !== undefined){
 let data0 = data.displayName;
 if(typeof data0 !== "string"){
-const err2 = {instancePath:instancePath+"/displayName",schemaPath:"#/properties/displayName/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema115.properties.displayName.type,parentSchema:schema115.properties.displayName,data:data0};
+const err2 = {instancePath:instancePath+"/displayName",schemaPath:"#/properties/displayName/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema117.properties.displayName.type,parentSchema:schema117.properties.displayName,data:data0};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -11453,7 +11592,7 @@ if(data.email !== undefined){
 let data1 = data.email;
 if(typeof data1 === "string"){
 if(!(formats12.test(data1))){
-const err3 = {instancePath:instancePath+"/email",schemaPath:"#/properties/email/format",keyword:"format",params:{format: "email"},message:"must match format \""+"email"+"\"",schema:"email",parentSchema:schema115.properties.email,data:data1};
+const err3 = {instancePath:instancePath+"/email",schemaPath:"#/properties/email/format",keyword:"format",params:{format: "email"},message:"must match format \""+"email"+"\"",schema:"email",parentSchema:schema117.properties.email,data:data1};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -11464,7 +11603,7 @@ errors++;
 }
 }
 else {
-const err4 = {instancePath:instancePath+"/email",schemaPath:"#/properties/email/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema115.properties.email.type,parentSchema:schema115.properties.email,data:data1};
+const err4 = {instancePath:instancePath+"/email",schemaPath:"#/properties/email/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema117.properties.email.type,parentSchema:schema117.properties.email,data:data1};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -11478,7 +11617,7 @@ if(data.roles !== undefined){
 let data2 = data.roles;
 if(Array.isArray(data2)){
 if(data2.length < 1){
-const err5 = {instancePath:instancePath+"/roles",schemaPath:"#/properties/roles/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema115.properties.roles,data:data2};
+const err5 = {instancePath:instancePath+"/roles",schemaPath:"#/properties/roles/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema117.properties.roles,data:data2};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -11491,7 +11630,7 @@ const len0 = data2.length;
 for(let i0=0; i0<len0; i0++){
 let data3 = data2[i0];
 if(!(((data3 === "viewer") || (data3 === "user")) || (data3 === "admin"))){
-const err6 = {instancePath:instancePath+"/roles/" + i0,schemaPath:"#/properties/roles/items/enum",keyword:"enum",params:{allowedValues: schema115.properties.roles.items.enum},message:"must be equal to one of the allowed values",schema:schema115.properties.roles.items.enum,parentSchema:schema115.properties.roles.items,data:data3};
+const err6 = {instancePath:instancePath+"/roles/" + i0,schemaPath:"#/properties/roles/items/enum",keyword:"enum",params:{allowedValues: schema117.properties.roles.items.enum},message:"must be equal to one of the allowed values",schema:schema117.properties.roles.items.enum,parentSchema:schema117.properties.roles.items,data:data3};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -11508,7 +11647,7 @@ outer0:
 for(;i1--;){
 for(j0 = i1; j0--;){
 if(func0(data2[i1], data2[j0])){
-const err7 = {instancePath:instancePath+"/roles",schemaPath:"#/properties/roles/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)",schema:true,parentSchema:schema115.properties.roles,data:data2};
+const err7 = {instancePath:instancePath+"/roles",schemaPath:"#/properties/roles/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)",schema:true,parentSchema:schema117.properties.roles,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -11523,7 +11662,7 @@ break outer0;
 }
 }
 else {
-const err8 = {instancePath:instancePath+"/roles",schemaPath:"#/properties/roles/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema115.properties.roles.type,parentSchema:schema115.properties.roles,data:data2};
+const err8 = {instancePath:instancePath+"/roles",schemaPath:"#/properties/roles/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema117.properties.roles.type,parentSchema:schema117.properties.roles,data:data2};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -11538,8 +11677,8 @@ let data4 = data.sshPublicKeys;
 if(Array.isArray(data4)){
 const len1 = data4.length;
 for(let i2=0; i2<len1; i2++){
-if(!(validate324(data4[i2], {instancePath:instancePath+"/sshPublicKeys/" + i2,parentData:data4,parentDataProperty:i2,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate324.errors : vErrors.concat(validate324.errors);
+if(!(validate328(data4[i2], {instancePath:instancePath+"/sshPublicKeys/" + i2,parentData:data4,parentDataProperty:i2,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate328.errors : vErrors.concat(validate328.errors);
 errors = vErrors.length;
 }
 }
@@ -11550,7 +11689,7 @@ outer1:
 for(;i3--;){
 for(j1 = i3; j1--;){
 if(func0(data4[i3], data4[j1])){
-const err9 = {instancePath:instancePath+"/sshPublicKeys",schemaPath:"#/properties/sshPublicKeys/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)",schema:true,parentSchema:schema115.properties.sshPublicKeys,data:data4};
+const err9 = {instancePath:instancePath+"/sshPublicKeys",schemaPath:"#/properties/sshPublicKeys/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)",schema:true,parentSchema:schema117.properties.sshPublicKeys,data:data4};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -11565,7 +11704,7 @@ break outer1;
 }
 }
 else {
-const err10 = {instancePath:instancePath+"/sshPublicKeys",schemaPath:"#/properties/sshPublicKeys/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema115.properties.sshPublicKeys.type,parentSchema:schema115.properties.sshPublicKeys,data:data4};
+const err10 = {instancePath:instancePath+"/sshPublicKeys",schemaPath:"#/properties/sshPublicKeys/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema117.properties.sshPublicKeys.type,parentSchema:schema117.properties.sshPublicKeys,data:data4};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -11578,8 +11717,8 @@ errors++;
 if(data.passwordHash !== undefined){
 let data6 = data.passwordHash;
 if(typeof data6 === "string"){
-if(!pattern30.test(data6)){
-const err11 = {instancePath:instancePath+"/passwordHash",schemaPath:"#/properties/passwordHash/pattern",keyword:"pattern",params:{pattern: "^\\$[A-Za-z0-9-]+\\$"},message:"must match pattern \""+"^\\$[A-Za-z0-9-]+\\$"+"\"",schema:"^\\$[A-Za-z0-9-]+\\$",parentSchema:schema115.properties.passwordHash,data:data6};
+if(!pattern31.test(data6)){
+const err11 = {instancePath:instancePath+"/passwordHash",schemaPath:"#/properties/passwordHash/pattern",keyword:"pattern",params:{pattern: "^\\$[A-Za-z0-9-]+\\$"},message:"must match pattern \""+"^\\$[A-Za-z0-9-]+\\$"+"\"",schema:"^\\$[A-Za-z0-9-]+\\$",parentSchema:schema117.properties.passwordHash,data:data6};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -11590,7 +11729,7 @@ errors++;
 }
 }
 else {
-const err12 = {instancePath:instancePath+"/passwordHash",schemaPath:"#/properties/passwordHash/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema115.properties.passwordHash.type,parentSchema:schema115.properties.passwordHash,data:data6};
+const err12 = {instancePath:instancePath+"/passwordHash",schemaPath:"#/properties/passwordHash/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema117.properties.passwordHash.type,parentSchema:schema117.properties.passwordHash,data:data6};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -11602,7 +11741,7 @@ errors++;
 }
 }
 else {
-const err13 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema115.type,parentSchema:schema115,data};
+const err13 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema117.type,parentSchema:schema117,data};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -11611,17 +11750,17 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate323.errors = vErrors;
+validate327.errors = vErrors;
 return errors === 0;
 }
-validate323.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate327.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate311(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate315(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/user.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate311.evaluated;
+const evaluated0 = validate315.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11630,7 +11769,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.apiVersion === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema111.required,parentSchema:schema111,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema113.required,parentSchema:schema113,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -11640,7 +11779,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.kind === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema111.required,parentSchema:schema111,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema113.required,parentSchema:schema113,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -11650,7 +11789,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.metadata === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema111.required,parentSchema:schema111,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema113.required,parentSchema:schema113,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -11660,7 +11799,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.spec === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema111.required,parentSchema:schema111,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema113.required,parentSchema:schema113,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -11671,7 +11810,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "metadata")) || (key0 === "spec"))){
-const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema111,data};
+const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema113,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -11684,7 +11823,7 @@ errors++;
 if(data.apiVersion !== undefined){
 let data0 = data.apiVersion;
 if("rlinf.io/v1alpha1" !== data0){
-const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema111.properties.apiVersion,data:data0};
+const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema113.properties.apiVersion,data:data0};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -11697,7 +11836,7 @@ errors++;
 if(data.kind !== undefined){
 let data1 = data.kind;
 if("User" !== data1){
-const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "User"},message:"must be equal to constant",schema:"User",parentSchema:schema111.properties.kind,data:data1};
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "User"},message:"must be equal to constant",schema:"User",parentSchema:schema113.properties.kind,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -11709,34 +11848,34 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate312(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate312.errors : vErrors.concat(validate312.errors);
+if(!(validate316(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate316.errors : vErrors.concat(validate316.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.name !== undefined){
-if(!(validate319(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate319.errors : vErrors.concat(validate319.errors);
+if(!(validate323(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate323.errors : vErrors.concat(validate323.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate321(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate321.errors : vErrors.concat(validate321.errors);
+if(!(validate325(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate325.errors : vErrors.concat(validate325.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate323(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate323.errors : vErrors.concat(validate323.errors);
+if(!(validate327(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate327.errors : vErrors.concat(validate327.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema111.type,parentSchema:schema111,data};
+const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema113.type,parentSchema:schema113,data};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -11745,18 +11884,18 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate311.errors = vErrors;
+validate315.errors = vErrors;
 return errors === 0;
 }
-validate311.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate315.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const Team = validate327;
-const schema117 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/team.schema.json","title":"Team","description":"A group of Users with a quota over the whole pool: what its Jobs may hold at once, what it may borrow from its cohort, its weight in fair sharing and its priority in preemption. Written in git (docs/teams.md).","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Team","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the name is what a Job's spec.team names.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Team name."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: Teams are cluster-scoped."}}},"spec":{"$ref":"#/$defs/TeamSpec","description":"Desired state."}},"$defs":{"TeamSpec":{"description":"Members, quota, cohort, weight and priority of a team.","type":"object","additionalProperties":false,"properties":{"members":{"type":"array","uniqueItems":true,"description":"Names of the Users in the team.","items":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"A User's name."}},"default":{"type":"boolean","default":false,"description":"true makes this the team of every Job that names none in spec.team (at most one Team may say so)."},"cohort":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Teams with the same cohort lend each other the part of their nominal quota they do not use."},"weight":{"type":"number","exclusiveMinimum":0,"default":1,"description":"Share of the cohort's idle capacity relative to the other teams of the cohort (dominant resource fairness)."},"priority":{"type":"integer","default":0,"description":"Priority of the team's Jobs: when borrowed quota is taken back, Jobs of lower priority are preempted first."},"flavors":{"type":"array","description":"Kinds of node a quota line may be limited to, by node labels (seed 000 §4: rlark.io/node-category-*, GPU models).","items":{"$ref":"#/$defs/TeamFlavor"}},"quota":{"type":"array","description":"Nominal quota per resource (and flavor). A resource without a line is not limited.","items":{"$ref":"#/$defs/TeamQuotaLine"}}}},"TeamFlavor":{"description":"A kind of node: a task whose nodeSelector carries every one of these labels counts against the flavor's quota lines.","type":"object","additionalProperties":false,"required":["name","nodeLabels"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Flavor name, as quota lines name it."},"nodeLabels":{"$ref":"common.schema.json#/$defs/NodeSelector","description":"Node labels that make a node this flavor."}}},"TeamQuotaLine":{"description":"How much of one resource the team's admitted Jobs may request in all.","type":"object","additionalProperties":false,"required":["resource","nominal"],"properties":{"resource":{"$ref":"common.schema.json#/$defs/LabelKey","description":"Resource name: cpu, memory, nvidia.com/gpu, rlinf.io/device, pods, ..."},"flavor":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Limits the line to tasks placed on this flavor's nodes; default: every task not of a flavor the team declares a line for."},"nominal":{"$ref":"common.schema.json#/$defs/Quantity","description":"What the team may always have; what it does not use, others of its cohort may borrow."},"borrowingLimit":{"$ref":"common.schema.json#/$defs/Quantity","description":"At most this much above nominal, borrowed from the cohort; default: as much as the cohort has idle. Needs a cohort."}}}}};
+export const Team = validate331;
+const schema119 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/team.schema.json","title":"Team","description":"A group of Users with a quota over the whole pool: what its Jobs may hold at once, what it may borrow from its cohort, its weight in fair sharing and its priority in preemption. Written in git (docs/teams.md).","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Team","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the name is what a Job's spec.team names.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Team name."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: Teams are cluster-scoped."}}},"spec":{"$ref":"#/$defs/TeamSpec","description":"Desired state."}},"$defs":{"TeamSpec":{"description":"Members, quota, cohort, weight and priority of a team.","type":"object","additionalProperties":false,"properties":{"members":{"type":"array","uniqueItems":true,"description":"Names of the Users in the team.","items":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"A User's name."}},"default":{"type":"boolean","default":false,"description":"true makes this the team of every Job that names none in spec.team (at most one Team may say so)."},"cohort":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Teams with the same cohort lend each other the part of their nominal quota they do not use."},"weight":{"type":"number","exclusiveMinimum":0,"default":1,"description":"Share of the cohort's idle capacity relative to the other teams of the cohort (dominant resource fairness)."},"priority":{"type":"integer","default":0,"description":"Priority of the team's Jobs: when borrowed quota is taken back, Jobs of lower priority are preempted first."},"flavors":{"type":"array","description":"Kinds of node a quota line may be limited to, by node labels (seed 000 §4: rlark.io/node-category-*, GPU models).","items":{"$ref":"#/$defs/TeamFlavor"}},"quota":{"type":"array","description":"Nominal quota per resource (and flavor). A resource without a line is not limited.","items":{"$ref":"#/$defs/TeamQuotaLine"}}}},"TeamFlavor":{"description":"A kind of node: a task whose nodeSelector carries every one of these labels counts against the flavor's quota lines.","type":"object","additionalProperties":false,"required":["name","nodeLabels"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Flavor name, as quota lines name it."},"nodeLabels":{"$ref":"common.schema.json#/$defs/NodeSelector","description":"Node labels that make a node this flavor."}}},"TeamQuotaLine":{"description":"How much of one resource the team's admitted Jobs may request in all.","type":"object","additionalProperties":false,"required":["resource","nominal"],"properties":{"resource":{"$ref":"common.schema.json#/$defs/LabelKey","description":"Resource name: cpu, memory, nvidia.com/gpu, rlinf.io/device, pods, ..."},"flavor":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Limits the line to tasks placed on this flavor's nodes; default: every task not of a flavor the team declares a line for."},"nominal":{"$ref":"common.schema.json#/$defs/Quantity","description":"What the team may always have; what it does not use, others of its cohort may borrow."},"borrowingLimit":{"$ref":"common.schema.json#/$defs/Quantity","description":"At most this much above nominal, borrowed from the cohort; default: as much as the cohort has idle. Needs a cohort."}}}}};
 
-function validate328(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate332(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate328.evaluated;
+const evaluated0 = validate332.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11978,16 +12117,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate328.errors = vErrors;
+validate332.errors = vErrors;
 return errors === 0;
 }
-validate328.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate332.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate335(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate339(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate335.evaluated;
+const evaluated0 = validate339.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12036,16 +12175,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate335.errors = vErrors;
+validate339.errors = vErrors;
 return errors === 0;
 }
-validate335.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate339.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate337(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate341(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate337.evaluated;
+const evaluated0 = validate341.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12074,17 +12213,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate337.errors = vErrors;
+validate341.errors = vErrors;
 return errors === 0;
 }
-validate337.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate341.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema121 = {"description":"Members, quota, cohort, weight and priority of a team.","type":"object","additionalProperties":false,"properties":{"members":{"type":"array","uniqueItems":true,"description":"Names of the Users in the team.","items":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"A User's name."}},"default":{"type":"boolean","default":false,"description":"true makes this the team of every Job that names none in spec.team (at most one Team may say so)."},"cohort":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Teams with the same cohort lend each other the part of their nominal quota they do not use."},"weight":{"type":"number","exclusiveMinimum":0,"default":1,"description":"Share of the cohort's idle capacity relative to the other teams of the cohort (dominant resource fairness)."},"priority":{"type":"integer","default":0,"description":"Priority of the team's Jobs: when borrowed quota is taken back, Jobs of lower priority are preempted first."},"flavors":{"type":"array","description":"Kinds of node a quota line may be limited to, by node labels (seed 000 §4: rlark.io/node-category-*, GPU models).","items":{"$ref":"#/$defs/TeamFlavor"}},"quota":{"type":"array","description":"Nominal quota per resource (and flavor). A resource without a line is not limited.","items":{"$ref":"#/$defs/TeamQuotaLine"}}}};
+const schema123 = {"description":"Members, quota, cohort, weight and priority of a team.","type":"object","additionalProperties":false,"properties":{"members":{"type":"array","uniqueItems":true,"description":"Names of the Users in the team.","items":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"A User's name."}},"default":{"type":"boolean","default":false,"description":"true makes this the team of every Job that names none in spec.team (at most one Team may say so)."},"cohort":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Teams with the same cohort lend each other the part of their nominal quota they do not use."},"weight":{"type":"number","exclusiveMinimum":0,"default":1,"description":"Share of the cohort's idle capacity relative to the other teams of the cohort (dominant resource fairness)."},"priority":{"type":"integer","default":0,"description":"Priority of the team's Jobs: when borrowed quota is taken back, Jobs of lower priority are preempted first."},"flavors":{"type":"array","description":"Kinds of node a quota line may be limited to, by node labels (seed 000 §4: rlark.io/node-category-*, GPU models).","items":{"$ref":"#/$defs/TeamFlavor"}},"quota":{"type":"array","description":"Nominal quota per resource (and flavor). A resource without a line is not limited.","items":{"$ref":"#/$defs/TeamQuotaLine"}}}};
 
-function validate340(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate344(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate340.evaluated;
+const evaluated0 = validate344.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12093,7 +12232,7 @@ evaluated0.items = undefined;
 }
 if(typeof data === "string"){
 if(func2(data) > 253){
-const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema97,data};
+const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema99,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -12103,7 +12242,7 @@ vErrors.push(err0);
 errors++;
 }
 if(func2(data) < 1){
-const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema97,data};
+const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema99,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -12112,8 +12251,8 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(!pattern25.test(data)){
-const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema97,data};
+if(!pattern26.test(data)){
+const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema99,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -12124,7 +12263,7 @@ errors++;
 }
 }
 else {
-const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema97.type,parentSchema:schema97,data};
+const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema99.type,parentSchema:schema99,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -12133,17 +12272,17 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate340.errors = vErrors;
+validate344.errors = vErrors;
 return errors === 0;
 }
-validate340.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate344.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema123 = {"description":"A kind of node: a task whose nodeSelector carries every one of these labels counts against the flavor's quota lines.","type":"object","additionalProperties":false,"required":["name","nodeLabels"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Flavor name, as quota lines name it."},"nodeLabels":{"$ref":"common.schema.json#/$defs/NodeSelector","description":"Node labels that make a node this flavor."}}};
+const schema125 = {"description":"A kind of node: a task whose nodeSelector carries every one of these labels counts against the flavor's quota lines.","type":"object","additionalProperties":false,"required":["name","nodeLabels"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Flavor name, as quota lines name it."},"nodeLabels":{"$ref":"common.schema.json#/$defs/NodeSelector","description":"Node labels that make a node this flavor."}}};
 
-function validate345(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate349(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate345.evaluated;
+const evaluated0 = validate349.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12186,16 +12325,16 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate345.errors = vErrors;
+validate349.errors = vErrors;
 return errors === 0;
 }
-validate345.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate349.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate343(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate347(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate343.evaluated;
+const evaluated0 = validate347.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12204,7 +12343,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.name === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema123.required,parentSchema:schema123,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema125.required,parentSchema:schema125,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -12214,7 +12353,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.nodeLabels === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "nodeLabels"},message:"must have required property '"+"nodeLabels"+"'",schema:schema123.required,parentSchema:schema123,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "nodeLabels"},message:"must have required property '"+"nodeLabels"+"'",schema:schema125.required,parentSchema:schema125,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -12225,7 +12364,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((key0 === "name") || (key0 === "nodeLabels"))){
-const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema123,data};
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema125,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -12236,20 +12375,20 @@ errors++;
 }
 }
 if(data.name !== undefined){
-if(!(validate335(data.name, {instancePath:instancePath+"/name",parentData:data,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate335.errors : vErrors.concat(validate335.errors);
+if(!(validate339(data.name, {instancePath:instancePath+"/name",parentData:data,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate339.errors : vErrors.concat(validate339.errors);
 errors = vErrors.length;
 }
 }
 if(data.nodeLabels !== undefined){
-if(!(validate345(data.nodeLabels, {instancePath:instancePath+"/nodeLabels",parentData:data,parentDataProperty:"nodeLabels",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate345.errors : vErrors.concat(validate345.errors);
+if(!(validate349(data.nodeLabels, {instancePath:instancePath+"/nodeLabels",parentData:data,parentDataProperty:"nodeLabels",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate349.errors : vErrors.concat(validate349.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema123.type,parentSchema:schema123,data};
+const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema125.type,parentSchema:schema125,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -12258,17 +12397,17 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate343.errors = vErrors;
+validate347.errors = vErrors;
 return errors === 0;
 }
-validate343.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate347.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema125 = {"description":"How much of one resource the team's admitted Jobs may request in all.","type":"object","additionalProperties":false,"required":["resource","nominal"],"properties":{"resource":{"$ref":"common.schema.json#/$defs/LabelKey","description":"Resource name: cpu, memory, nvidia.com/gpu, rlinf.io/device, pods, ..."},"flavor":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Limits the line to tasks placed on this flavor's nodes; default: every task not of a flavor the team declares a line for."},"nominal":{"$ref":"common.schema.json#/$defs/Quantity","description":"What the team may always have; what it does not use, others of its cohort may borrow."},"borrowingLimit":{"$ref":"common.schema.json#/$defs/Quantity","description":"At most this much above nominal, borrowed from the cohort; default: as much as the cohort has idle. Needs a cohort."}}};
+const schema127 = {"description":"How much of one resource the team's admitted Jobs may request in all.","type":"object","additionalProperties":false,"required":["resource","nominal"],"properties":{"resource":{"$ref":"common.schema.json#/$defs/LabelKey","description":"Resource name: cpu, memory, nvidia.com/gpu, rlinf.io/device, pods, ..."},"flavor":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Limits the line to tasks placed on this flavor's nodes; default: every task not of a flavor the team declares a line for."},"nominal":{"$ref":"common.schema.json#/$defs/Quantity","description":"What the team may always have; what it does not use, others of its cohort may borrow."},"borrowingLimit":{"$ref":"common.schema.json#/$defs/Quantity","description":"At most this much above nominal, borrowed from the cohort; default: as much as the cohort has idle. Needs a cohort."}}};
 
-function validate351(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate355(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate351.evaluated;
+const evaluated0 = validate355.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12307,10 +12446,48 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate351.errors = vErrors;
+validate355.errors = vErrors;
 return errors === 0;
 }
-validate351.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate355.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate358(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate358.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data === "string"){
+if(!pattern15.test(data)){
+const err0 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$"},message:"must match pattern \""+"^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$"+"\"",schema:"^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$",parentSchema:schema50,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema50.type,parentSchema:schema50,data};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate358.errors = vErrors;
+return errors === 0;
+}
+validate358.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate354(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -12323,47 +12500,9 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(typeof data === "string"){
-if(!pattern27.test(data)){
-const err0 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$"},message:"must match pattern \""+"^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$"+"\"",schema:"^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$",parentSchema:schema106,data};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema106.type,parentSchema:schema106,data};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate354.errors = vErrors;
-return errors === 0;
-}
-validate354.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate350(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate350.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.resource === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "resource"},message:"must have required property '"+"resource"+"'",schema:schema125.required,parentSchema:schema125,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "resource"},message:"must have required property '"+"resource"+"'",schema:schema127.required,parentSchema:schema127,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -12373,7 +12512,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.nominal === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "nominal"},message:"must have required property '"+"nominal"+"'",schema:schema125.required,parentSchema:schema125,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "nominal"},message:"must have required property '"+"nominal"+"'",schema:schema127.required,parentSchema:schema127,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -12384,7 +12523,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((((key0 === "resource") || (key0 === "flavor")) || (key0 === "nominal")) || (key0 === "borrowingLimit"))){
-const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema125,data};
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema127,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -12395,32 +12534,32 @@ errors++;
 }
 }
 if(data.resource !== undefined){
-if(!(validate351(data.resource, {instancePath:instancePath+"/resource",parentData:data,parentDataProperty:"resource",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate351.errors : vErrors.concat(validate351.errors);
+if(!(validate355(data.resource, {instancePath:instancePath+"/resource",parentData:data,parentDataProperty:"resource",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate355.errors : vErrors.concat(validate355.errors);
 errors = vErrors.length;
 }
 }
 if(data.flavor !== undefined){
-if(!(validate335(data.flavor, {instancePath:instancePath+"/flavor",parentData:data,parentDataProperty:"flavor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate335.errors : vErrors.concat(validate335.errors);
+if(!(validate339(data.flavor, {instancePath:instancePath+"/flavor",parentData:data,parentDataProperty:"flavor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate339.errors : vErrors.concat(validate339.errors);
 errors = vErrors.length;
 }
 }
 if(data.nominal !== undefined){
-if(!(validate354(data.nominal, {instancePath:instancePath+"/nominal",parentData:data,parentDataProperty:"nominal",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate354.errors : vErrors.concat(validate354.errors);
+if(!(validate358(data.nominal, {instancePath:instancePath+"/nominal",parentData:data,parentDataProperty:"nominal",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate358.errors : vErrors.concat(validate358.errors);
 errors = vErrors.length;
 }
 }
 if(data.borrowingLimit !== undefined){
-if(!(validate354(data.borrowingLimit, {instancePath:instancePath+"/borrowingLimit",parentData:data,parentDataProperty:"borrowingLimit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate354.errors : vErrors.concat(validate354.errors);
+if(!(validate358(data.borrowingLimit, {instancePath:instancePath+"/borrowingLimit",parentData:data,parentDataProperty:"borrowingLimit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate358.errors : vErrors.concat(validate358.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema125.type,parentSchema:schema125,data};
+const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema127.type,parentSchema:schema127,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -12429,16 +12568,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate350.errors = vErrors;
+validate354.errors = vErrors;
 return errors === 0;
 }
-validate350.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate354.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate339(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate343(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate339.evaluated;
+const evaluated0 = validate343.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12448,7 +12587,7 @@ evaluated0.items = undefined;
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
 if(!(((((((key0 === "members") || (key0 === "default")) || (key0 === "cohort")) || (key0 === "weight")) || (key0 === "priority")) || (key0 === "flavors")) || (key0 === "quota"))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema121,data};
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema123,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -12463,8 +12602,8 @@ let data0 = data.members;
 if(Array.isArray(data0)){
 const len0 = data0.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate340(data0[i0], {instancePath:instancePath+"/members/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate340.errors : vErrors.concat(validate340.errors);
+if(!(validate344(data0[i0], {instancePath:instancePath+"/members/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate344.errors : vErrors.concat(validate344.errors);
 errors = vErrors.length;
 }
 }
@@ -12475,7 +12614,7 @@ outer0:
 for(;i1--;){
 for(j0 = i1; j0--;){
 if(func0(data0[i1], data0[j0])){
-const err1 = {instancePath:instancePath+"/members",schemaPath:"#/properties/members/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)",schema:true,parentSchema:schema121.properties.members,data:data0};
+const err1 = {instancePath:instancePath+"/members",schemaPath:"#/properties/members/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)",schema:true,parentSchema:schema123.properties.members,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -12490,7 +12629,7 @@ break outer0;
 }
 }
 else {
-const err2 = {instancePath:instancePath+"/members",schemaPath:"#/properties/members/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema121.properties.members.type,parentSchema:schema121.properties.members,data:data0};
+const err2 = {instancePath:instancePath+"/members",schemaPath:"#/properties/members/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema123.properties.members.type,parentSchema:schema123.properties.members,data:data0};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -12503,7 +12642,7 @@ errors++;
 if(data.default !== undefined){
 let data2 = data.default;
 if(typeof data2 !== "boolean"){
-const err3 = {instancePath:instancePath+"/default",schemaPath:"#/properties/default/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema121.properties.default.type,parentSchema:schema121.properties.default,data:data2};
+const err3 = {instancePath:instancePath+"/default",schemaPath:"#/properties/default/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema123.properties.default.type,parentSchema:schema123.properties.default,data:data2};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -12514,8 +12653,8 @@ errors++;
 }
 }
 if(data.cohort !== undefined){
-if(!(validate335(data.cohort, {instancePath:instancePath+"/cohort",parentData:data,parentDataProperty:"cohort",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate335.errors : vErrors.concat(validate335.errors);
+if(!(validate339(data.cohort, {instancePath:instancePath+"/cohort",parentData:data,parentDataProperty:"cohort",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate339.errors : vErrors.concat(validate339.errors);
 errors = vErrors.length;
 }
 }
@@ -12523,7 +12662,7 @@ if(data.weight !== undefined){
 let data4 = data.weight;
 if((typeof data4 == "number") && (isFinite(data4))){
 if(data4 <= 0 || isNaN(data4)){
-const err4 = {instancePath:instancePath+"/weight",schemaPath:"#/properties/weight/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0",schema:0,parentSchema:schema121.properties.weight,data:data4};
+const err4 = {instancePath:instancePath+"/weight",schemaPath:"#/properties/weight/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0",schema:0,parentSchema:schema123.properties.weight,data:data4};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -12534,7 +12673,7 @@ errors++;
 }
 }
 else {
-const err5 = {instancePath:instancePath+"/weight",schemaPath:"#/properties/weight/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema121.properties.weight.type,parentSchema:schema121.properties.weight,data:data4};
+const err5 = {instancePath:instancePath+"/weight",schemaPath:"#/properties/weight/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema123.properties.weight.type,parentSchema:schema123.properties.weight,data:data4};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -12547,7 +12686,7 @@ errors++;
 if(data.priority !== undefined){
 let data5 = data.priority;
 if(!(((typeof data5 == "number") && (!(data5 % 1) && !isNaN(data5))) && (isFinite(data5)))){
-const err6 = {instancePath:instancePath+"/priority",schemaPath:"#/properties/priority/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema121.properties.priority.type,parentSchema:schema121.properties.priority,data:data5};
+const err6 = {instancePath:instancePath+"/priority",schemaPath:"#/properties/priority/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema123.properties.priority.type,parentSchema:schema123.properties.priority,data:data5};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -12562,14 +12701,14 @@ let data6 = data.flavors;
 if(Array.isArray(data6)){
 const len1 = data6.length;
 for(let i2=0; i2<len1; i2++){
-if(!(validate343(data6[i2], {instancePath:instancePath+"/flavors/" + i2,parentData:data6,parentDataProperty:i2,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate343.errors : vErrors.concat(validate343.errors);
+if(!(validate347(data6[i2], {instancePath:instancePath+"/flavors/" + i2,parentData:data6,parentDataProperty:i2,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate347.errors : vErrors.concat(validate347.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err7 = {instancePath:instancePath+"/flavors",schemaPath:"#/properties/flavors/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema121.properties.flavors.type,parentSchema:schema121.properties.flavors,data:data6};
+const err7 = {instancePath:instancePath+"/flavors",schemaPath:"#/properties/flavors/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema123.properties.flavors.type,parentSchema:schema123.properties.flavors,data:data6};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -12584,14 +12723,14 @@ let data8 = data.quota;
 if(Array.isArray(data8)){
 const len2 = data8.length;
 for(let i3=0; i3<len2; i3++){
-if(!(validate350(data8[i3], {instancePath:instancePath+"/quota/" + i3,parentData:data8,parentDataProperty:i3,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate350.errors : vErrors.concat(validate350.errors);
+if(!(validate354(data8[i3], {instancePath:instancePath+"/quota/" + i3,parentData:data8,parentDataProperty:i3,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate354.errors : vErrors.concat(validate354.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err8 = {instancePath:instancePath+"/quota",schemaPath:"#/properties/quota/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema121.properties.quota.type,parentSchema:schema121.properties.quota,data:data8};
+const err8 = {instancePath:instancePath+"/quota",schemaPath:"#/properties/quota/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema123.properties.quota.type,parentSchema:schema123.properties.quota,data:data8};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -12603,7 +12742,7 @@ errors++;
 }
 }
 else {
-const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema121.type,parentSchema:schema121,data};
+const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema123.type,parentSchema:schema123,data};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -12612,17 +12751,17 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate339.errors = vErrors;
+validate343.errors = vErrors;
 return errors === 0;
 }
-validate339.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate343.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate327(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate331(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/team.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate327.evaluated;
+const evaluated0 = validate331.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12631,7 +12770,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.apiVersion === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema117.required,parentSchema:schema117,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema119.required,parentSchema:schema119,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -12641,7 +12780,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.kind === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema117.required,parentSchema:schema117,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema119.required,parentSchema:schema119,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -12651,7 +12790,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.metadata === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema117.required,parentSchema:schema117,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema119.required,parentSchema:schema119,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -12661,7 +12800,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.spec === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema117.required,parentSchema:schema117,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema119.required,parentSchema:schema119,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -12672,7 +12811,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "metadata")) || (key0 === "spec"))){
-const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema117,data};
+const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema119,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -12685,7 +12824,7 @@ errors++;
 if(data.apiVersion !== undefined){
 let data0 = data.apiVersion;
 if("rlinf.io/v1alpha1" !== data0){
-const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema117.properties.apiVersion,data:data0};
+const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema119.properties.apiVersion,data:data0};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -12698,7 +12837,7 @@ errors++;
 if(data.kind !== undefined){
 let data1 = data.kind;
 if("Team" !== data1){
-const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "Team"},message:"must be equal to constant",schema:"Team",parentSchema:schema117.properties.kind,data:data1};
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "Team"},message:"must be equal to constant",schema:"Team",parentSchema:schema119.properties.kind,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -12710,34 +12849,34 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate328(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate328.errors : vErrors.concat(validate328.errors);
+if(!(validate332(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate332.errors : vErrors.concat(validate332.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.name !== undefined){
-if(!(validate335(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate335.errors : vErrors.concat(validate335.errors);
+if(!(validate339(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate339.errors : vErrors.concat(validate339.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate337(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate337.errors : vErrors.concat(validate337.errors);
+if(!(validate341(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate341.errors : vErrors.concat(validate341.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate339(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate339.errors : vErrors.concat(validate339.errors);
+if(!(validate343(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate343.errors : vErrors.concat(validate343.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema117.type,parentSchema:schema117,data};
+const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema119.type,parentSchema:schema119,data};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -12746,18 +12885,18 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate327.errors = vErrors;
+validate331.errors = vErrors;
 return errors === 0;
 }
-validate327.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate331.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const AccessPolicy = validate359;
-const schema128 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/access-policy.schema.json","title":"AccessPolicy","description":"A grant of access to running work (shell, exec, files, logs, port forwarding, HTTP proxies) for some users or roles on some targets. Nothing is reachable that no AccessPolicy grants. Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"AccessPolicy","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Policy name."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: AccessPolicies are cluster-scoped."}}},"spec":{"$ref":"#/$defs/AccessPolicySpec","description":"Who may do what, where."}},"$defs":{"AccessPolicySpec":{"description":"Subjects, targets and verbs. A request is allowed when some policy names its user (or one of the user's roles), matches its target and lists its verb.","type":"object","additionalProperties":false,"required":["subjects","verbs"],"properties":{"subjects":{"$ref":"#/$defs/AccessSubjects","description":"Who the grant is for."},"targets":{"$ref":"#/$defs/AccessTargets","description":"Which pods the grant reaches; every field given must match. Omitted: every pod."},"verbs":{"type":"array","minItems":1,"uniqueItems":true,"description":"What the subjects may do: shell (interactive terminal), exec (one command, only those in commands), files (SFTP), logs, forward (TCP port forwarding), proxy (HTTP proxies).","items":{"enum":["shell","exec","files","logs","forward","proxy"],"description":"A verb."}},"commands":{"type":"array","uniqueItems":true,"maxItems":256,"description":"The exec allowlist: a command is allowed when it equals an entry, or an entry ending in ` *` is a prefix of it (`nvidia-smi *`). Required with the exec verb.","items":{"type":"string","minLength":1,"maxLength":1024,"description":"A command line or prefix."}}}},"AccessSubjects":{"description":"Users by name and roles; a user matches if named or holding a listed role.","type":"object","additionalProperties":false,"minProperties":1,"properties":{"users":{"type":"array","uniqueItems":true,"description":"User names (metadata.name of User objects).","items":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"A user."}},"roles":{"type":"array","uniqueItems":true,"description":"Roles (User spec.roles).","items":{"enum":["viewer","user","admin"],"description":"A role."}}}},"AccessTargets":{"description":"Target filters; each list matches any of its entries, and every field given must match.","type":"object","additionalProperties":false,"properties":{"clusters":{"type":"array","uniqueItems":true,"description":"Cluster names.","items":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"A Cluster."}},"namespaces":{"type":"array","uniqueItems":true,"description":"The pods' namespaces inside their cluster.","items":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"A namespace."}},"domains":{"type":"array","uniqueItems":true,"description":"Domains whose Jobs' pods are reachable.","items":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"A Domain."}},"jobSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Matches the labels of the pod's Job."}}}}};
+export const AccessPolicy = validate363;
+const schema130 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/access-policy.schema.json","title":"AccessPolicy","description":"A grant of access to running work (shell, exec, files, logs, port forwarding, HTTP proxies) for some users or roles on some targets. Nothing is reachable that no AccessPolicy grants. Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"AccessPolicy","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Policy name."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: AccessPolicies are cluster-scoped."}}},"spec":{"$ref":"#/$defs/AccessPolicySpec","description":"Who may do what, where."}},"$defs":{"AccessPolicySpec":{"description":"Subjects, targets and verbs. A request is allowed when some policy names its user (or one of the user's roles), matches its target and lists its verb.","type":"object","additionalProperties":false,"required":["subjects","verbs"],"properties":{"subjects":{"$ref":"#/$defs/AccessSubjects","description":"Who the grant is for."},"targets":{"$ref":"#/$defs/AccessTargets","description":"Which pods the grant reaches; every field given must match. Omitted: every pod."},"verbs":{"type":"array","minItems":1,"uniqueItems":true,"description":"What the subjects may do: shell (interactive terminal), exec (one command, only those in commands), files (SFTP), logs, forward (TCP port forwarding), proxy (HTTP proxies).","items":{"enum":["shell","exec","files","logs","forward","proxy"],"description":"A verb."}},"commands":{"type":"array","uniqueItems":true,"maxItems":256,"description":"The exec allowlist: a command is allowed when it equals an entry, or an entry ending in ` *` is a prefix of it (`nvidia-smi *`). Required with the exec verb.","items":{"type":"string","minLength":1,"maxLength":1024,"description":"A command line or prefix."}}}},"AccessSubjects":{"description":"Users by name and roles; a user matches if named or holding a listed role.","type":"object","additionalProperties":false,"minProperties":1,"properties":{"users":{"type":"array","uniqueItems":true,"description":"User names (metadata.name of User objects).","items":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"A user."}},"roles":{"type":"array","uniqueItems":true,"description":"Roles (User spec.roles).","items":{"enum":["viewer","user","admin"],"description":"A role."}}}},"AccessTargets":{"description":"Target filters; each list matches any of its entries, and every field given must match.","type":"object","additionalProperties":false,"properties":{"clusters":{"type":"array","uniqueItems":true,"description":"Cluster names.","items":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"A Cluster."}},"namespaces":{"type":"array","uniqueItems":true,"description":"The pods' namespaces inside their cluster.","items":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"A namespace."}},"domains":{"type":"array","uniqueItems":true,"description":"Domains whose Jobs' pods are reachable.","items":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"A Domain."}},"jobSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Matches the labels of the pod's Job."}}}}};
 
-function validate360(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate364(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate360.evaluated;
+const evaluated0 = validate364.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12979,16 +13118,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate360.errors = vErrors;
+validate364.errors = vErrors;
 return errors === 0;
 }
-validate360.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate364.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate367(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate371(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate367.evaluated;
+const evaluated0 = validate371.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12997,7 +13136,7 @@ evaluated0.items = undefined;
 }
 if(typeof data === "string"){
 if(func2(data) > 253){
-const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema97,data};
+const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema99,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -13007,7 +13146,7 @@ vErrors.push(err0);
 errors++;
 }
 if(func2(data) < 1){
-const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema97,data};
+const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema99,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -13016,8 +13155,8 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(!pattern25.test(data)){
-const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema97,data};
+if(!pattern26.test(data)){
+const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema99,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -13028,7 +13167,7 @@ errors++;
 }
 }
 else {
-const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema97.type,parentSchema:schema97,data};
+const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema99.type,parentSchema:schema99,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -13037,16 +13176,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate367.errors = vErrors;
+validate371.errors = vErrors;
 return errors === 0;
 }
-validate367.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate371.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate369(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate373(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate369.evaluated;
+const evaluated0 = validate373.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13075,18 +13214,18 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate369.errors = vErrors;
+validate373.errors = vErrors;
 return errors === 0;
 }
-validate369.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate373.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema132 = {"description":"Subjects, targets and verbs. A request is allowed when some policy names its user (or one of the user's roles), matches its target and lists its verb.","type":"object","additionalProperties":false,"required":["subjects","verbs"],"properties":{"subjects":{"$ref":"#/$defs/AccessSubjects","description":"Who the grant is for."},"targets":{"$ref":"#/$defs/AccessTargets","description":"Which pods the grant reaches; every field given must match. Omitted: every pod."},"verbs":{"type":"array","minItems":1,"uniqueItems":true,"description":"What the subjects may do: shell (interactive terminal), exec (one command, only those in commands), files (SFTP), logs, forward (TCP port forwarding), proxy (HTTP proxies).","items":{"enum":["shell","exec","files","logs","forward","proxy"],"description":"A verb."}},"commands":{"type":"array","uniqueItems":true,"maxItems":256,"description":"The exec allowlist: a command is allowed when it equals an entry, or an entry ending in ` *` is a prefix of it (`nvidia-smi *`). Required with the exec verb.","items":{"type":"string","minLength":1,"maxLength":1024,"description":"A command line or prefix."}}}};
-const schema133 = {"description":"Users by name and roles; a user matches if named or holding a listed role.","type":"object","additionalProperties":false,"minProperties":1,"properties":{"users":{"type":"array","uniqueItems":true,"description":"User names (metadata.name of User objects).","items":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"A user."}},"roles":{"type":"array","uniqueItems":true,"description":"Roles (User spec.roles).","items":{"enum":["viewer","user","admin"],"description":"A role."}}}};
+const schema134 = {"description":"Subjects, targets and verbs. A request is allowed when some policy names its user (or one of the user's roles), matches its target and lists its verb.","type":"object","additionalProperties":false,"required":["subjects","verbs"],"properties":{"subjects":{"$ref":"#/$defs/AccessSubjects","description":"Who the grant is for."},"targets":{"$ref":"#/$defs/AccessTargets","description":"Which pods the grant reaches; every field given must match. Omitted: every pod."},"verbs":{"type":"array","minItems":1,"uniqueItems":true,"description":"What the subjects may do: shell (interactive terminal), exec (one command, only those in commands), files (SFTP), logs, forward (TCP port forwarding), proxy (HTTP proxies).","items":{"enum":["shell","exec","files","logs","forward","proxy"],"description":"A verb."}},"commands":{"type":"array","uniqueItems":true,"maxItems":256,"description":"The exec allowlist: a command is allowed when it equals an entry, or an entry ending in ` *` is a prefix of it (`nvidia-smi *`). Required with the exec verb.","items":{"type":"string","minLength":1,"maxLength":1024,"description":"A command line or prefix."}}}};
+const schema135 = {"description":"Users by name and roles; a user matches if named or holding a listed role.","type":"object","additionalProperties":false,"minProperties":1,"properties":{"users":{"type":"array","uniqueItems":true,"description":"User names (metadata.name of User objects).","items":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"A user."}},"roles":{"type":"array","uniqueItems":true,"description":"Roles (User spec.roles).","items":{"enum":["viewer","user","admin"],"description":"A role."}}}};
 
-function validate372(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate376(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate372.evaluated;
+const evaluated0 = validate376.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13095,7 +13234,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(Object.keys(data).length < 1){
-const err0 = {instancePath,schemaPath:"#/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties",schema:1,parentSchema:schema133,data};
+const err0 = {instancePath,schemaPath:"#/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties",schema:1,parentSchema:schema135,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -13106,7 +13245,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((key0 === "users") || (key0 === "roles"))){
-const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema133,data};
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema135,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -13121,8 +13260,8 @@ let data0 = data.users;
 if(Array.isArray(data0)){
 const len0 = data0.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate367(data0[i0], {instancePath:instancePath+"/users/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate367.errors : vErrors.concat(validate367.errors);
+if(!(validate371(data0[i0], {instancePath:instancePath+"/users/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate371.errors : vErrors.concat(validate371.errors);
 errors = vErrors.length;
 }
 }
@@ -13133,7 +13272,7 @@ outer0:
 for(;i1--;){
 for(j0 = i1; j0--;){
 if(func0(data0[i1], data0[j0])){
-const err2 = {instancePath:instancePath+"/users",schemaPath:"#/properties/users/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)",schema:true,parentSchema:schema133.properties.users,data:data0};
+const err2 = {instancePath:instancePath+"/users",schemaPath:"#/properties/users/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)",schema:true,parentSchema:schema135.properties.users,data:data0};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -13148,7 +13287,7 @@ break outer0;
 }
 }
 else {
-const err3 = {instancePath:instancePath+"/users",schemaPath:"#/properties/users/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema133.properties.users.type,parentSchema:schema133.properties.users,data:data0};
+const err3 = {instancePath:instancePath+"/users",schemaPath:"#/properties/users/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema135.properties.users.type,parentSchema:schema135.properties.users,data:data0};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -13165,7 +13304,7 @@ const len1 = data2.length;
 for(let i2=0; i2<len1; i2++){
 let data3 = data2[i2];
 if(!(((data3 === "viewer") || (data3 === "user")) || (data3 === "admin"))){
-const err4 = {instancePath:instancePath+"/roles/" + i2,schemaPath:"#/properties/roles/items/enum",keyword:"enum",params:{allowedValues: schema133.properties.roles.items.enum},message:"must be equal to one of the allowed values",schema:schema133.properties.roles.items.enum,parentSchema:schema133.properties.roles.items,data:data3};
+const err4 = {instancePath:instancePath+"/roles/" + i2,schemaPath:"#/properties/roles/items/enum",keyword:"enum",params:{allowedValues: schema135.properties.roles.items.enum},message:"must be equal to one of the allowed values",schema:schema135.properties.roles.items.enum,parentSchema:schema135.properties.roles.items,data:data3};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -13182,7 +13321,7 @@ outer1:
 for(;i3--;){
 for(j1 = i3; j1--;){
 if(func0(data2[i3], data2[j1])){
-const err5 = {instancePath:instancePath+"/roles",schemaPath:"#/properties/roles/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)",schema:true,parentSchema:schema133.properties.roles,data:data2};
+const err5 = {instancePath:instancePath+"/roles",schemaPath:"#/properties/roles/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)",schema:true,parentSchema:schema135.properties.roles,data:data2};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -13197,7 +13336,7 @@ break outer1;
 }
 }
 else {
-const err6 = {instancePath:instancePath+"/roles",schemaPath:"#/properties/roles/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema133.properties.roles.type,parentSchema:schema133.properties.roles,data:data2};
+const err6 = {instancePath:instancePath+"/roles",schemaPath:"#/properties/roles/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema135.properties.roles.type,parentSchema:schema135.properties.roles,data:data2};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -13209,7 +13348,7 @@ errors++;
 }
 }
 else {
-const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema133.type,parentSchema:schema133,data};
+const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema135.type,parentSchema:schema135,data};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -13218,17 +13357,17 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate372.errors = vErrors;
+validate376.errors = vErrors;
 return errors === 0;
 }
-validate372.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate376.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema134 = {"description":"Target filters; each list matches any of its entries, and every field given must match.","type":"object","additionalProperties":false,"properties":{"clusters":{"type":"array","uniqueItems":true,"description":"Cluster names.","items":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"A Cluster."}},"namespaces":{"type":"array","uniqueItems":true,"description":"The pods' namespaces inside their cluster.","items":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"A namespace."}},"domains":{"type":"array","uniqueItems":true,"description":"Domains whose Jobs' pods are reachable.","items":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"A Domain."}},"jobSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Matches the labels of the pod's Job."}}};
+const schema136 = {"description":"Target filters; each list matches any of its entries, and every field given must match.","type":"object","additionalProperties":false,"properties":{"clusters":{"type":"array","uniqueItems":true,"description":"Cluster names.","items":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"A Cluster."}},"namespaces":{"type":"array","uniqueItems":true,"description":"The pods' namespaces inside their cluster.","items":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"A namespace."}},"domains":{"type":"array","uniqueItems":true,"description":"Domains whose Jobs' pods are reachable.","items":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"A Domain."}},"jobSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Matches the labels of the pod's Job."}}};
 
-function validate376(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate380(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate376.evaluated;
+const evaluated0 = validate380.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13277,16 +13416,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate376.errors = vErrors;
+validate380.errors = vErrors;
 return errors === 0;
 }
-validate376.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate380.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate380(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate384(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate380.evaluated;
+const evaluated0 = validate384.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13345,16 +13484,16 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate380.errors = vErrors;
+validate384.errors = vErrors;
 return errors === 0;
 }
-validate380.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate384.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate375(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate379(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate375.evaluated;
+const evaluated0 = validate379.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13364,7 +13503,7 @@ evaluated0.items = undefined;
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
 if(!((((key0 === "clusters") || (key0 === "namespaces")) || (key0 === "domains")) || (key0 === "jobSelector"))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema134,data};
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema136,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -13379,8 +13518,8 @@ let data0 = data.clusters;
 if(Array.isArray(data0)){
 const len0 = data0.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate376(data0[i0], {instancePath:instancePath+"/clusters/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate376.errors : vErrors.concat(validate376.errors);
+if(!(validate380(data0[i0], {instancePath:instancePath+"/clusters/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate380.errors : vErrors.concat(validate380.errors);
 errors = vErrors.length;
 }
 }
@@ -13391,7 +13530,7 @@ outer0:
 for(;i1--;){
 for(j0 = i1; j0--;){
 if(func0(data0[i1], data0[j0])){
-const err1 = {instancePath:instancePath+"/clusters",schemaPath:"#/properties/clusters/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)",schema:true,parentSchema:schema134.properties.clusters,data:data0};
+const err1 = {instancePath:instancePath+"/clusters",schemaPath:"#/properties/clusters/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)",schema:true,parentSchema:schema136.properties.clusters,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -13406,7 +13545,7 @@ break outer0;
 }
 }
 else {
-const err2 = {instancePath:instancePath+"/clusters",schemaPath:"#/properties/clusters/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema134.properties.clusters.type,parentSchema:schema134.properties.clusters,data:data0};
+const err2 = {instancePath:instancePath+"/clusters",schemaPath:"#/properties/clusters/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema136.properties.clusters.type,parentSchema:schema136.properties.clusters,data:data0};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -13421,8 +13560,8 @@ let data2 = data.namespaces;
 if(Array.isArray(data2)){
 const len1 = data2.length;
 for(let i2=0; i2<len1; i2++){
-if(!(validate376(data2[i2], {instancePath:instancePath+"/namespaces/" + i2,parentData:data2,parentDataProperty:i2,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate376.errors : vErrors.concat(validate376.errors);
+if(!(validate380(data2[i2], {instancePath:instancePath+"/namespaces/" + i2,parentData:data2,parentDataProperty:i2,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate380.errors : vErrors.concat(validate380.errors);
 errors = vErrors.length;
 }
 }
@@ -13433,7 +13572,7 @@ outer1:
 for(;i3--;){
 for(j1 = i3; j1--;){
 if(func0(data2[i3], data2[j1])){
-const err3 = {instancePath:instancePath+"/namespaces",schemaPath:"#/properties/namespaces/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)",schema:true,parentSchema:schema134.properties.namespaces,data:data2};
+const err3 = {instancePath:instancePath+"/namespaces",schemaPath:"#/properties/namespaces/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)",schema:true,parentSchema:schema136.properties.namespaces,data:data2};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -13448,7 +13587,7 @@ break outer1;
 }
 }
 else {
-const err4 = {instancePath:instancePath+"/namespaces",schemaPath:"#/properties/namespaces/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema134.properties.namespaces.type,parentSchema:schema134.properties.namespaces,data:data2};
+const err4 = {instancePath:instancePath+"/namespaces",schemaPath:"#/properties/namespaces/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema136.properties.namespaces.type,parentSchema:schema136.properties.namespaces,data:data2};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -13463,8 +13602,8 @@ let data4 = data.domains;
 if(Array.isArray(data4)){
 const len2 = data4.length;
 for(let i4=0; i4<len2; i4++){
-if(!(validate367(data4[i4], {instancePath:instancePath+"/domains/" + i4,parentData:data4,parentDataProperty:i4,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate367.errors : vErrors.concat(validate367.errors);
+if(!(validate371(data4[i4], {instancePath:instancePath+"/domains/" + i4,parentData:data4,parentDataProperty:i4,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate371.errors : vErrors.concat(validate371.errors);
 errors = vErrors.length;
 }
 }
@@ -13475,7 +13614,7 @@ outer2:
 for(;i5--;){
 for(j2 = i5; j2--;){
 if(func0(data4[i5], data4[j2])){
-const err5 = {instancePath:instancePath+"/domains",schemaPath:"#/properties/domains/uniqueItems",keyword:"uniqueItems",params:{i: i5, j: j2},message:"must NOT have duplicate items (items ## "+j2+" and "+i5+" are identical)",schema:true,parentSchema:schema134.properties.domains,data:data4};
+const err5 = {instancePath:instancePath+"/domains",schemaPath:"#/properties/domains/uniqueItems",keyword:"uniqueItems",params:{i: i5, j: j2},message:"must NOT have duplicate items (items ## "+j2+" and "+i5+" are identical)",schema:true,parentSchema:schema136.properties.domains,data:data4};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -13490,7 +13629,7 @@ break outer2;
 }
 }
 else {
-const err6 = {instancePath:instancePath+"/domains",schemaPath:"#/properties/domains/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema134.properties.domains.type,parentSchema:schema134.properties.domains,data:data4};
+const err6 = {instancePath:instancePath+"/domains",schemaPath:"#/properties/domains/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema136.properties.domains.type,parentSchema:schema136.properties.domains,data:data4};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -13501,14 +13640,14 @@ errors++;
 }
 }
 if(data.jobSelector !== undefined){
-if(!(validate380(data.jobSelector, {instancePath:instancePath+"/jobSelector",parentData:data,parentDataProperty:"jobSelector",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate380.errors : vErrors.concat(validate380.errors);
+if(!(validate384(data.jobSelector, {instancePath:instancePath+"/jobSelector",parentData:data,parentDataProperty:"jobSelector",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate384.errors : vErrors.concat(validate384.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema134.type,parentSchema:schema134,data};
+const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema136.type,parentSchema:schema136,data};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -13517,16 +13656,16 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate375.errors = vErrors;
+validate379.errors = vErrors;
 return errors === 0;
 }
-validate375.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate379.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate371(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate375(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate371.evaluated;
+const evaluated0 = validate375.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13535,7 +13674,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.subjects === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "subjects"},message:"must have required property '"+"subjects"+"'",schema:schema132.required,parentSchema:schema132,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "subjects"},message:"must have required property '"+"subjects"+"'",schema:schema134.required,parentSchema:schema134,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -13545,7 +13684,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.verbs === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "verbs"},message:"must have required property '"+"verbs"+"'",schema:schema132.required,parentSchema:schema132,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "verbs"},message:"must have required property '"+"verbs"+"'",schema:schema134.required,parentSchema:schema134,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -13556,7 +13695,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((((key0 === "subjects") || (key0 === "targets")) || (key0 === "verbs")) || (key0 === "commands"))){
-const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema132,data};
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema134,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -13567,14 +13706,14 @@ errors++;
 }
 }
 if(data.subjects !== undefined){
-if(!(validate372(data.subjects, {instancePath:instancePath+"/subjects",parentData:data,parentDataProperty:"subjects",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate372.errors : vErrors.concat(validate372.errors);
+if(!(validate376(data.subjects, {instancePath:instancePath+"/subjects",parentData:data,parentDataProperty:"subjects",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate376.errors : vErrors.concat(validate376.errors);
 errors = vErrors.length;
 }
 }
 if(data.targets !== undefined){
-if(!(validate375(data.targets, {instancePath:instancePath+"/targets",parentData:data,parentDataProperty:"targets",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate375.errors : vErrors.concat(validate375.errors);
+if(!(validate379(data.targets, {instancePath:instancePath+"/targets",parentData:data,parentDataProperty:"targets",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate379.errors : vErrors.concat(validate379.errors);
 errors = vErrors.length;
 }
 }
@@ -13582,7 +13721,7 @@ if(data.verbs !== undefined){
 let data2 = data.verbs;
 if(Array.isArray(data2)){
 if(data2.length < 1){
-const err3 = {instancePath:instancePath+"/verbs",schemaPath:"#/properties/verbs/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema132.properties.verbs,data:data2};
+const err3 = {instancePath:instancePath+"/verbs",schemaPath:"#/properties/verbs/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema134.properties.verbs,data:data2};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -13595,7 +13734,7 @@ const len0 = data2.length;
 for(let i0=0; i0<len0; i0++){
 let data3 = data2[i0];
 if(!((((((data3 === "shell") || (data3 === "exec")) || (data3 === "files")) || (data3 === "logs")) || (data3 === "forward")) || (data3 === "proxy"))){
-const err4 = {instancePath:instancePath+"/verbs/" + i0,schemaPath:"#/properties/verbs/items/enum",keyword:"enum",params:{allowedValues: schema132.properties.verbs.items.enum},message:"must be equal to one of the allowed values",schema:schema132.properties.verbs.items.enum,parentSchema:schema132.properties.verbs.items,data:data3};
+const err4 = {instancePath:instancePath+"/verbs/" + i0,schemaPath:"#/properties/verbs/items/enum",keyword:"enum",params:{allowedValues: schema134.properties.verbs.items.enum},message:"must be equal to one of the allowed values",schema:schema134.properties.verbs.items.enum,parentSchema:schema134.properties.verbs.items,data:data3};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -13612,7 +13751,7 @@ outer0:
 for(;i1--;){
 for(j0 = i1; j0--;){
 if(func0(data2[i1], data2[j0])){
-const err5 = {instancePath:instancePath+"/verbs",schemaPath:"#/properties/verbs/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)",schema:true,parentSchema:schema132.properties.verbs,data:data2};
+const err5 = {instancePath:instancePath+"/verbs",schemaPath:"#/properties/verbs/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)",schema:true,parentSchema:schema134.properties.verbs,data:data2};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -13627,7 +13766,7 @@ break outer0;
 }
 }
 else {
-const err6 = {instancePath:instancePath+"/verbs",schemaPath:"#/properties/verbs/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema132.properties.verbs.type,parentSchema:schema132.properties.verbs,data:data2};
+const err6 = {instancePath:instancePath+"/verbs",schemaPath:"#/properties/verbs/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema134.properties.verbs.type,parentSchema:schema134.properties.verbs,data:data2};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -13641,7 +13780,7 @@ if(data.commands !== undefined){
 let data4 = data.commands;
 if(Array.isArray(data4)){
 if(data4.length > 256){
-const err7 = {instancePath:instancePath+"/commands",schemaPath:"#/properties/commands/maxItems",keyword:"maxItems",params:{limit: 256},message:"must NOT have more than 256 items",schema:256,parentSchema:schema132.properties.commands,data:data4};
+const err7 = {instancePath:instancePath+"/commands",schemaPath:"#/properties/commands/maxItems",keyword:"maxItems",params:{limit: 256},message:"must NOT have more than 256 items",schema:256,parentSchema:schema134.properties.commands,data:data4};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -13655,7 +13794,7 @@ for(let i2=0; i2<len1; i2++){
 let data5 = data4[i2];
 if(typeof data5 === "string"){
 if(func2(data5) > 1024){
-const err8 = {instancePath:instancePath+"/commands/" + i2,schemaPath:"#/properties/commands/items/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters",schema:1024,parentSchema:schema132.properties.commands.items,data:data5};
+const err8 = {instancePath:instancePath+"/commands/" + i2,schemaPath:"#/properties/commands/items/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters",schema:1024,parentSchema:schema134.properties.commands.items,data:data5};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -13665,7 +13804,7 @@ vErrors.push(err8);
 errors++;
 }
 if(func2(data5) < 1){
-const err9 = {instancePath:instancePath+"/commands/" + i2,schemaPath:"#/properties/commands/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema132.properties.commands.items,data:data5};
+const err9 = {instancePath:instancePath+"/commands/" + i2,schemaPath:"#/properties/commands/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema134.properties.commands.items,data:data5};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -13676,7 +13815,7 @@ errors++;
 }
 }
 else {
-const err10 = {instancePath:instancePath+"/commands/" + i2,schemaPath:"#/properties/commands/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema132.properties.commands.items.type,parentSchema:schema132.properties.commands.items,data:data5};
+const err10 = {instancePath:instancePath+"/commands/" + i2,schemaPath:"#/properties/commands/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema134.properties.commands.items.type,parentSchema:schema134.properties.commands.items,data:data5};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -13697,7 +13836,7 @@ continue;
 }
 if(typeof indices0[item0] == "number"){
 j1 = indices0[item0];
-const err11 = {instancePath:instancePath+"/commands",schemaPath:"#/properties/commands/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)",schema:true,parentSchema:schema132.properties.commands,data:data4};
+const err11 = {instancePath:instancePath+"/commands",schemaPath:"#/properties/commands/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)",schema:true,parentSchema:schema134.properties.commands,data:data4};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -13712,7 +13851,7 @@ indices0[item0] = i3;
 }
 }
 else {
-const err12 = {instancePath:instancePath+"/commands",schemaPath:"#/properties/commands/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema132.properties.commands.type,parentSchema:schema132.properties.commands,data:data4};
+const err12 = {instancePath:instancePath+"/commands",schemaPath:"#/properties/commands/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema134.properties.commands.type,parentSchema:schema134.properties.commands,data:data4};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -13724,7 +13863,7 @@ errors++;
 }
 }
 else {
-const err13 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema132.type,parentSchema:schema132,data};
+const err13 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema134.type,parentSchema:schema134,data};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -13733,17 +13872,17 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate371.errors = vErrors;
+validate375.errors = vErrors;
 return errors === 0;
 }
-validate371.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate375.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate359(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate363(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/access-policy.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate359.evaluated;
+const evaluated0 = validate363.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13752,7 +13891,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.apiVersion === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema128.required,parentSchema:schema128,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema130.required,parentSchema:schema130,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -13762,7 +13901,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.kind === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema128.required,parentSchema:schema128,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema130.required,parentSchema:schema130,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -13772,7 +13911,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.metadata === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema128.required,parentSchema:schema128,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema130.required,parentSchema:schema130,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -13782,7 +13921,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.spec === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema128.required,parentSchema:schema128,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema130.required,parentSchema:schema130,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -13793,7 +13932,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "metadata")) || (key0 === "spec"))){
-const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema128,data};
+const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema130,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -13806,7 +13945,7 @@ errors++;
 if(data.apiVersion !== undefined){
 let data0 = data.apiVersion;
 if("rlinf.io/v1alpha1" !== data0){
-const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema128.properties.apiVersion,data:data0};
+const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema130.properties.apiVersion,data:data0};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -13819,7 +13958,7 @@ errors++;
 if(data.kind !== undefined){
 let data1 = data.kind;
 if("AccessPolicy" !== data1){
-const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "AccessPolicy"},message:"must be equal to constant",schema:"AccessPolicy",parentSchema:schema128.properties.kind,data:data1};
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "AccessPolicy"},message:"must be equal to constant",schema:"AccessPolicy",parentSchema:schema130.properties.kind,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -13831,34 +13970,34 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate360(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate360.errors : vErrors.concat(validate360.errors);
+if(!(validate364(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate364.errors : vErrors.concat(validate364.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.name !== undefined){
-if(!(validate367(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate367.errors : vErrors.concat(validate367.errors);
+if(!(validate371(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate371.errors : vErrors.concat(validate371.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate369(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate369.errors : vErrors.concat(validate369.errors);
+if(!(validate373(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate373.errors : vErrors.concat(validate373.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate371(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate371.errors : vErrors.concat(validate371.errors);
+if(!(validate375(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate375.errors : vErrors.concat(validate375.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema128.type,parentSchema:schema128,data};
+const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema130.type,parentSchema:schema130,data};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -13867,18 +14006,18 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate359.errors = vErrors;
+validate363.errors = vErrors;
 return errors === 0;
 }
-validate359.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate363.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const SealedSecret = validate386;
-const schema137 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/sealed-secret.schema.json","title":"SealedSecret","description":"A Kubernetes Secret whose values are sealed to the hub's key (`rlark seal`), so it can live in git: the hub opens the values only to hand the Secret to the agents of its clusters, which apply it as an Opaque Secret. Written in git (docs/secrets.md).","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"SealedSecret","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the name is the Secret's name in the clusters.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Name of the Secret in the clusters."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>: deliver to that one cluster. Omit it to use spec.clusterSelector instead."}}},"spec":{"$ref":"#/$defs/SealedSecretSpec","description":"Desired state."}},"allOf":[{"if":{"required":["metadata"],"properties":{"metadata":{"type":"object","not":{"required":["namespace"]}}}},"then":{"properties":{"spec":{"required":["clusterSelector"]}}},"x-rlark-rule":"schema/sealed-secret-target","x-rlark-message":"a SealedSecret needs its clusters: set metadata.namespace to agent-<cluster> or set spec.clusterSelector"},{"if":{"required":["metadata"],"properties":{"metadata":{"type":"object","required":["namespace"]}}},"then":{"properties":{"spec":{"properties":{"clusterSelector":false}}}},"x-rlark-rule":"schema/sealed-secret-target","x-rlark-message":"a SealedSecret names its clusters once: metadata.namespace or spec.clusterSelector, not both"}],"$defs":{"SealedSecretSpec":{"description":"Where the Secret goes and its sealed values.","type":"object","additionalProperties":false,"required":["namespace","encryptedData"],"properties":{"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Namespace of the Secret in the clusters (created when missing)."},"clusterSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Deliver to every Cluster whose labels match; only when metadata.namespace is not set."},"encryptedData":{"type":"object","description":"The Secret's keys, each with its value sealed by `rlark seal` for the context cluster/<cluster>/secret/<spec.namespace>/<metadata.name>/<key> (metadata.namespace agent-<cluster>) or clusters/<spec.clusterSelector as canonical JSON>/secret/…: a value moved to another cluster, selector, namespace, name or key does not open.","minProperties":1,"maxProperties":256,"propertyNames":{"type":"string","maxLength":253,"pattern":"^[-._a-zA-Z0-9]+$","x-rlark-message":"must be a Secret key: letters, digits, '-', '_' and '.'"},"additionalProperties":{"type":"string","pattern":"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$","x-rlark-message":"must be a sealed value (rlark-sealed:v1:<key id>:<payload>) made by `rlark seal`, never a plain value","x-rlark-sensitive":true,"description":"A sealed value."}}}}}};
+export const SealedSecret = validate390;
+const schema139 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/sealed-secret.schema.json","title":"SealedSecret","description":"A Kubernetes Secret whose values are sealed to the hub's key (`rlark seal`), so it can live in git: the hub opens the values only to hand the Secret to the agents of its clusters, which apply it as an Opaque Secret. Written in git (docs/secrets.md).","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"SealedSecret","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the name is the Secret's name in the clusters.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Name of the Secret in the clusters."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>: deliver to that one cluster. Omit it to use spec.clusterSelector instead."}}},"spec":{"$ref":"#/$defs/SealedSecretSpec","description":"Desired state."}},"allOf":[{"if":{"required":["metadata"],"properties":{"metadata":{"type":"object","not":{"required":["namespace"]}}}},"then":{"properties":{"spec":{"required":["clusterSelector"]}}},"x-rlark-rule":"schema/sealed-secret-target","x-rlark-message":"a SealedSecret needs its clusters: set metadata.namespace to agent-<cluster> or set spec.clusterSelector"},{"if":{"required":["metadata"],"properties":{"metadata":{"type":"object","required":["namespace"]}}},"then":{"properties":{"spec":{"properties":{"clusterSelector":false}}}},"x-rlark-rule":"schema/sealed-secret-target","x-rlark-message":"a SealedSecret names its clusters once: metadata.namespace or spec.clusterSelector, not both"}],"$defs":{"SealedSecretSpec":{"description":"Where the Secret goes and its sealed values.","type":"object","additionalProperties":false,"required":["namespace","encryptedData"],"properties":{"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Namespace of the Secret in the clusters (created when missing)."},"clusterSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Deliver to every Cluster whose labels match; only when metadata.namespace is not set."},"encryptedData":{"type":"object","description":"The Secret's keys, each with its value sealed by `rlark seal` for the context cluster/<cluster>/secret/<spec.namespace>/<metadata.name>/<key> (metadata.namespace agent-<cluster>) or clusters/<spec.clusterSelector as canonical JSON>/secret/…: a value moved to another cluster, selector, namespace, name or key does not open.","minProperties":1,"maxProperties":256,"propertyNames":{"type":"string","maxLength":253,"pattern":"^[-._a-zA-Z0-9]+$","x-rlark-message":"must be a Secret key: letters, digits, '-', '_' and '.'"},"additionalProperties":{"type":"string","pattern":"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$","x-rlark-message":"must be a sealed value (rlark-sealed:v1:<key id>:<payload>) made by `rlark seal`, never a plain value","x-rlark-sensitive":true,"description":"A sealed value."}}}}}};
 
-function validate387(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate391(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate387.evaluated;
+const evaluated0 = validate391.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14100,16 +14239,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate387.errors = vErrors;
+validate391.errors = vErrors;
 return errors === 0;
 }
-validate387.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate391.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate394(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate398(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate394.evaluated;
+const evaluated0 = validate398.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14118,7 +14257,7 @@ evaluated0.items = undefined;
 }
 if(typeof data === "string"){
 if(func2(data) > 253){
-const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema97,data};
+const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema99,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -14128,7 +14267,7 @@ vErrors.push(err0);
 errors++;
 }
 if(func2(data) < 1){
-const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema97,data};
+const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema99,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -14137,8 +14276,8 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(!pattern25.test(data)){
-const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema97,data};
+if(!pattern26.test(data)){
+const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema99,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -14149,7 +14288,7 @@ errors++;
 }
 }
 else {
-const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema97.type,parentSchema:schema97,data};
+const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema99.type,parentSchema:schema99,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -14158,16 +14297,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate394.errors = vErrors;
+validate398.errors = vErrors;
 return errors === 0;
 }
-validate394.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate398.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate396(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate400(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate396.evaluated;
+const evaluated0 = validate400.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14176,7 +14315,7 @@ evaluated0.items = undefined;
 }
 if(typeof data === "string"){
 if(func2(data) > 63){
-const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema76,data};
+const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema78,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -14185,8 +14324,8 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(!pattern19.test(data)){
-const err1 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema76,data};
+if(!pattern20.test(data)){
+const err1 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema78,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -14197,7 +14336,7 @@ errors++;
 }
 }
 else {
-const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema76.type,parentSchema:schema76,data};
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema78.type,parentSchema:schema78,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -14206,17 +14345,17 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate396.errors = vErrors;
+validate400.errors = vErrors;
 return errors === 0;
 }
-validate396.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate400.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema141 = {"description":"Where the Secret goes and its sealed values.","type":"object","additionalProperties":false,"required":["namespace","encryptedData"],"properties":{"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Namespace of the Secret in the clusters (created when missing)."},"clusterSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Deliver to every Cluster whose labels match; only when metadata.namespace is not set."},"encryptedData":{"type":"object","description":"The Secret's keys, each with its value sealed by `rlark seal` for the context cluster/<cluster>/secret/<spec.namespace>/<metadata.name>/<key> (metadata.namespace agent-<cluster>) or clusters/<spec.clusterSelector as canonical JSON>/secret/…: a value moved to another cluster, selector, namespace, name or key does not open.","minProperties":1,"maxProperties":256,"propertyNames":{"type":"string","maxLength":253,"pattern":"^[-._a-zA-Z0-9]+$","x-rlark-message":"must be a Secret key: letters, digits, '-', '_' and '.'"},"additionalProperties":{"type":"string","pattern":"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$","x-rlark-message":"must be a sealed value (rlark-sealed:v1:<key id>:<payload>) made by `rlark seal`, never a plain value","x-rlark-sensitive":true,"description":"A sealed value."}}}};
+const schema143 = {"description":"Where the Secret goes and its sealed values.","type":"object","additionalProperties":false,"required":["namespace","encryptedData"],"properties":{"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Namespace of the Secret in the clusters (created when missing)."},"clusterSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Deliver to every Cluster whose labels match; only when metadata.namespace is not set."},"encryptedData":{"type":"object","description":"The Secret's keys, each with its value sealed by `rlark seal` for the context cluster/<cluster>/secret/<spec.namespace>/<metadata.name>/<key> (metadata.namespace agent-<cluster>) or clusters/<spec.clusterSelector as canonical JSON>/secret/…: a value moved to another cluster, selector, namespace, name or key does not open.","minProperties":1,"maxProperties":256,"propertyNames":{"type":"string","maxLength":253,"pattern":"^[-._a-zA-Z0-9]+$","x-rlark-message":"must be a Secret key: letters, digits, '-', '_' and '.'"},"additionalProperties":{"type":"string","pattern":"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$","x-rlark-message":"must be a sealed value (rlark-sealed:v1:<key id>:<payload>) made by `rlark seal`, never a plain value","x-rlark-sensitive":true,"description":"A sealed value."}}}};
 
-function validate399(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate403(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate399.evaluated;
+const evaluated0 = validate403.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14265,16 +14404,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate399.errors = vErrors;
+validate403.errors = vErrors;
 return errors === 0;
 }
-validate399.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate403.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate401(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate405(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate401.evaluated;
+const evaluated0 = validate405.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14333,17 +14472,17 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate401.errors = vErrors;
+validate405.errors = vErrors;
 return errors === 0;
 }
-validate401.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate405.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const pattern40 = new RegExp("^[-._a-zA-Z0-9]+$", "u");
+const pattern41 = new RegExp("^[-._a-zA-Z0-9]+$", "u");
 
-function validate398(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate402(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate398.evaluated;
+const evaluated0 = validate402.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14352,7 +14491,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.namespace === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema141.required,parentSchema:schema141,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema143.required,parentSchema:schema143,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -14362,7 +14501,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.encryptedData === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "encryptedData"},message:"must have required property '"+"encryptedData"+"'",schema:schema141.required,parentSchema:schema141,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "encryptedData"},message:"must have required property '"+"encryptedData"+"'",schema:schema143.required,parentSchema:schema143,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -14373,7 +14512,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((key0 === "namespace") || (key0 === "clusterSelector")) || (key0 === "encryptedData"))){
-const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema141,data};
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema143,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -14384,14 +14523,14 @@ errors++;
 }
 }
 if(data.namespace !== undefined){
-if(!(validate399(data.namespace, {instancePath:instancePath+"/namespace",parentData:data,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate399.errors : vErrors.concat(validate399.errors);
+if(!(validate403(data.namespace, {instancePath:instancePath+"/namespace",parentData:data,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate403.errors : vErrors.concat(validate403.errors);
 errors = vErrors.length;
 }
 }
 if(data.clusterSelector !== undefined){
-if(!(validate401(data.clusterSelector, {instancePath:instancePath+"/clusterSelector",parentData:data,parentDataProperty:"clusterSelector",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate401.errors : vErrors.concat(validate401.errors);
+if(!(validate405(data.clusterSelector, {instancePath:instancePath+"/clusterSelector",parentData:data,parentDataProperty:"clusterSelector",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate405.errors : vErrors.concat(validate405.errors);
 errors = vErrors.length;
 }
 }
@@ -14399,7 +14538,7 @@ if(data.encryptedData !== undefined){
 let data2 = data.encryptedData;
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(Object.keys(data2).length > 256){
-const err3 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/maxProperties",keyword:"maxProperties",params:{limit: 256},message:"must NOT have more than 256 properties",schema:256,parentSchema:schema141.properties.encryptedData,data:data2};
+const err3 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/maxProperties",keyword:"maxProperties",params:{limit: 256},message:"must NOT have more than 256 properties",schema:256,parentSchema:schema143.properties.encryptedData,data:data2};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -14409,7 +14548,7 @@ vErrors.push(err3);
 errors++;
 }
 if(Object.keys(data2).length < 1){
-const err4 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties",schema:1,parentSchema:schema141.properties.encryptedData,data:data2};
+const err4 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties",schema:1,parentSchema:schema143.properties.encryptedData,data:data2};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -14422,7 +14561,7 @@ for(const key1 in data2){
 const _errs6 = errors;
 if(typeof key1 === "string"){
 if(func2(key1) > 253){
-const err5 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/propertyNames/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema141.properties.encryptedData.propertyNames,data:key1,propertyName:key1};
+const err5 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/propertyNames/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema143.properties.encryptedData.propertyNames,data:key1,propertyName:key1};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -14431,8 +14570,8 @@ vErrors.push(err5);
 }
 errors++;
 }
-if(!pattern40.test(key1)){
-const err6 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[-._a-zA-Z0-9]+$"},message:"must match pattern \""+"^[-._a-zA-Z0-9]+$"+"\"",schema:"^[-._a-zA-Z0-9]+$",parentSchema:schema141.properties.encryptedData.propertyNames,data:key1,propertyName:key1};
+if(!pattern41.test(key1)){
+const err6 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[-._a-zA-Z0-9]+$"},message:"must match pattern \""+"^[-._a-zA-Z0-9]+$"+"\"",schema:"^[-._a-zA-Z0-9]+$",parentSchema:schema143.properties.encryptedData.propertyNames,data:key1,propertyName:key1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -14443,7 +14582,7 @@ errors++;
 }
 }
 else {
-const err7 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/propertyNames/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema141.properties.encryptedData.propertyNames.type,parentSchema:schema141.properties.encryptedData.propertyNames,data:key1,propertyName:key1};
+const err7 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/propertyNames/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema143.properties.encryptedData.propertyNames.type,parentSchema:schema143.properties.encryptedData.propertyNames,data:key1,propertyName:key1};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -14454,7 +14593,7 @@ errors++;
 }
 var valid1 = _errs6 === errors;
 if(!valid1){
-const err8 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/propertyNames",keyword:"propertyNames",params:{propertyName: key1},message:"property name must be valid",schema:schema141.properties.encryptedData.propertyNames,parentSchema:schema141.properties.encryptedData,data:data2};
+const err8 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/propertyNames",keyword:"propertyNames",params:{propertyName: key1},message:"property name must be valid",schema:schema143.properties.encryptedData.propertyNames,parentSchema:schema143.properties.encryptedData,data:data2};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -14467,8 +14606,8 @@ errors++;
 for(const key2 in data2){
 let data3 = data2[key2];
 if(typeof data3 === "string"){
-if(!pattern22.test(data3)){
-const err9 = {instancePath:instancePath+"/encryptedData/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/encryptedData/additionalProperties/pattern",keyword:"pattern",params:{pattern: "^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$"},message:"must match pattern \""+"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$"+"\"",schema:"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$",parentSchema:schema141.properties.encryptedData.additionalProperties,data:data3};
+if(!pattern23.test(data3)){
+const err9 = {instancePath:instancePath+"/encryptedData/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/encryptedData/additionalProperties/pattern",keyword:"pattern",params:{pattern: "^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$"},message:"must match pattern \""+"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$"+"\"",schema:"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$",parentSchema:schema143.properties.encryptedData.additionalProperties,data:data3};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -14479,7 +14618,7 @@ errors++;
 }
 }
 else {
-const err10 = {instancePath:instancePath+"/encryptedData/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/encryptedData/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema141.properties.encryptedData.additionalProperties.type,parentSchema:schema141.properties.encryptedData.additionalProperties,data:data3};
+const err10 = {instancePath:instancePath+"/encryptedData/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/encryptedData/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema143.properties.encryptedData.additionalProperties.type,parentSchema:schema143.properties.encryptedData.additionalProperties,data:data3};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -14491,7 +14630,7 @@ errors++;
 }
 }
 else {
-const err11 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema141.properties.encryptedData.type,parentSchema:schema141.properties.encryptedData,data:data2};
+const err11 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema143.properties.encryptedData.type,parentSchema:schema143.properties.encryptedData,data:data2};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -14503,7 +14642,7 @@ errors++;
 }
 }
 else {
-const err12 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema141.type,parentSchema:schema141,data};
+const err12 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema143.type,parentSchema:schema143,data};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -14512,17 +14651,17 @@ vErrors.push(err12);
 }
 errors++;
 }
-validate398.errors = vErrors;
+validate402.errors = vErrors;
 return errors === 0;
 }
-validate398.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate402.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate386(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate390(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/sealed-secret.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate386.evaluated;
+const evaluated0 = validate390.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14614,7 +14753,7 @@ if(data.spec !== undefined){
 let data1 = data.spec;
 if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
 if(data1.clusterSelector === undefined){
-const err4 = {instancePath:instancePath+"/spec",schemaPath:"#/allOf/0/then/properties/spec/required",keyword:"required",params:{missingProperty: "clusterSelector"},message:"must have required property '"+"clusterSelector"+"'",schema:schema137.allOf[0].then.properties.spec.required,parentSchema:schema137.allOf[0].then.properties.spec,data:data1};
+const err4 = {instancePath:instancePath+"/spec",schemaPath:"#/allOf/0/then/properties/spec/required",keyword:"required",params:{missingProperty: "clusterSelector"},message:"must have required property '"+"clusterSelector"+"'",schema:schema139.allOf[0].then.properties.spec.required,parentSchema:schema139.allOf[0].then.properties.spec,data:data1};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -14635,7 +14774,7 @@ props0.metadata = true;
 }
 }
 if(!valid1){
-const err5 = {instancePath,schemaPath:"#/allOf/0/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema",schema:schema137.allOf[0].if,parentSchema:schema137.allOf[0],data};
+const err5 = {instancePath,schemaPath:"#/allOf/0/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema",schema:schema139.allOf[0].if,parentSchema:schema139.allOf[0],data};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -14708,7 +14847,7 @@ if(data.spec !== undefined){
 let data3 = data.spec;
 if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
 if(data3.clusterSelector !== undefined){
-const err9 = {instancePath:instancePath+"/spec/clusterSelector",schemaPath:"#/allOf/1/then/properties/spec/properties/clusterSelector/false schema",keyword:"false schema",params:{},message:"boolean schema is false",schema:false,parentSchema:schema137.allOf[1].then.properties.spec.properties.clusterSelector,data:data3.clusterSelector};
+const err9 = {instancePath:instancePath+"/spec/clusterSelector",schemaPath:"#/allOf/1/then/properties/spec/properties/clusterSelector/false schema",keyword:"false schema",params:{},message:"boolean schema is false",schema:false,parentSchema:schema139.allOf[1].then.properties.spec.properties.clusterSelector,data:data3.clusterSelector};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -14729,7 +14868,7 @@ props1.metadata = true;
 }
 }
 if(!valid5){
-const err10 = {instancePath,schemaPath:"#/allOf/1/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema",schema:schema137.allOf[1].if,parentSchema:schema137.allOf[1],data};
+const err10 = {instancePath,schemaPath:"#/allOf/1/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema",schema:schema139.allOf[1].if,parentSchema:schema139.allOf[1],data};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -14749,7 +14888,7 @@ Object.assign(props0, props1);
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.apiVersion === undefined){
-const err11 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema137.required,parentSchema:schema137,data};
+const err11 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema139.required,parentSchema:schema139,data};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -14759,7 +14898,7 @@ vErrors.push(err11);
 errors++;
 }
 if(data.kind === undefined){
-const err12 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema137.required,parentSchema:schema137,data};
+const err12 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema139.required,parentSchema:schema139,data};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -14769,7 +14908,7 @@ vErrors.push(err12);
 errors++;
 }
 if(data.metadata === undefined){
-const err13 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema137.required,parentSchema:schema137,data};
+const err13 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema139.required,parentSchema:schema139,data};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -14779,7 +14918,7 @@ vErrors.push(err13);
 errors++;
 }
 if(data.spec === undefined){
-const err14 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema137.required,parentSchema:schema137,data};
+const err14 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema139.required,parentSchema:schema139,data};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -14790,7 +14929,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "metadata")) || (key0 === "spec"))){
-const err15 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema137,data};
+const err15 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema139,data};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -14803,7 +14942,7 @@ errors++;
 if(data.apiVersion !== undefined){
 let data5 = data.apiVersion;
 if("rlinf.io/v1alpha1" !== data5){
-const err16 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema137.properties.apiVersion,data:data5};
+const err16 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema139.properties.apiVersion,data:data5};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -14816,7 +14955,7 @@ errors++;
 if(data.kind !== undefined){
 let data6 = data.kind;
 if("SealedSecret" !== data6){
-const err17 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "SealedSecret"},message:"must be equal to constant",schema:"SealedSecret",parentSchema:schema137.properties.kind,data:data6};
+const err17 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "SealedSecret"},message:"must be equal to constant",schema:"SealedSecret",parentSchema:schema139.properties.kind,data:data6};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -14828,34 +14967,34 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data7 = data.metadata;
-if(!(validate387(data7, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate387.errors : vErrors.concat(validate387.errors);
+if(!(validate391(data7, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate391.errors : vErrors.concat(validate391.errors);
 errors = vErrors.length;
 }
 if(data7 && typeof data7 == "object" && !Array.isArray(data7)){
 if(data7.name !== undefined){
-if(!(validate394(data7.name, {instancePath:instancePath+"/metadata/name",parentData:data7,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate394.errors : vErrors.concat(validate394.errors);
+if(!(validate398(data7.name, {instancePath:instancePath+"/metadata/name",parentData:data7,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate398.errors : vErrors.concat(validate398.errors);
 errors = vErrors.length;
 }
 }
 if(data7.namespace !== undefined){
-if(!(validate396(data7.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data7,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate396.errors : vErrors.concat(validate396.errors);
+if(!(validate400(data7.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data7,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate400.errors : vErrors.concat(validate400.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate398(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate398.errors : vErrors.concat(validate398.errors);
+if(!(validate402(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate402.errors : vErrors.concat(validate402.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err18 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema137.type,parentSchema:schema137,data};
+const err18 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema139.type,parentSchema:schema139,data};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -14864,18 +15003,18 @@ vErrors.push(err18);
 }
 errors++;
 }
-validate386.errors = vErrors;
+validate390.errors = vErrors;
 return errors === 0;
 }
-validate386.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate390.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const Task = validate406;
-const schema144 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/task.schema.json","title":"Task","description":"One role of a Job placed on one cluster, created by the hub's Job controller; the agent of its namespace runs it.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Task","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the object belongs to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"<job>-<task>; labelled rlinf.io/job=<job>."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/TaskSpec","description":"Desired state."},"status":{"$ref":"#/$defs/TaskStatus","description":"Observed state, reported by the agent."}},"$defs":{"TaskSpec":{"description":"The Job's task template, resolved for one cluster.","type":"object","additionalProperties":false,"required":["job","role","agentType"],"allOf":[{"$ref":"common.schema.json#/$defs/ExactlyOneRuntime"}],"properties":{"job":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the owning Job."},"task":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the task template in the Job."},"run":{"type":"integer","minimum":1,"description":"The Job run this Task belongs to."},"head":{"type":"boolean","default":false,"description":"true for the Job's main task."},"role":{"$ref":"common.schema.json#/$defs/Role","description":"Training role."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"Runtime; selects the kubernetes, docker or raw section."},"domain":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Domain whose virtual network the pods join."},"domainCIDR":{"type":"string","description":"The Domain's CIDR when the Task was created: what the pods' network init container redirects to their sidecar."},"nodeSelector":{"$ref":"common.schema.json#/$defs/NodeSelector","description":"Node labels required on the node."},"annotations":{"$ref":"common.schema.json#/$defs/TaskAnnotations","description":"Annotations, including the Ray keys."},"sshPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Public key injected into the workloads."},"kubernetes":{"$ref":"common.schema.json#/$defs/KubernetesRuntime","description":"For agentType Kubernetes: the workload."},"raw":{"$ref":"common.schema.json#/$defs/RawRuntime","description":"For agentType Raw: the process."},"docker":{"$ref":"common.schema.json#/$defs/DockerRuntime","description":"For agentType Docker: the container."}}},"TaskStatus":{"description":"Observed state of a Task.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Stopping","Stopped","Unknown"],"description":"Current phase."},"observedNodes":{"type":"array","description":"Nodes the task's pods or processes run on.","items":{"type":"string","description":"A node name."}},"replicas":{"type":"integer","minimum":0,"description":"Desired replicas."},"readyReplicas":{"type":"integer","minimum":0,"description":"Ready replicas."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task started running."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task finished."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the container or process that decided a Succeeded or Failed phase."},"conditions":{"type":"array","description":"Conditions (Ready, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
+export const Task = validate410;
+const schema146 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/task.schema.json","title":"Task","description":"One role of a Job placed on one cluster, created by the hub's Job controller; the agent of its namespace runs it.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Task","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the object belongs to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"<job>-<task>; labelled rlinf.io/job=<job>."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/TaskSpec","description":"Desired state."},"status":{"$ref":"#/$defs/TaskStatus","description":"Observed state, reported by the agent."}},"$defs":{"TaskSpec":{"description":"The Job's task template, resolved for one cluster.","type":"object","additionalProperties":false,"required":["job","role","agentType"],"allOf":[{"$ref":"common.schema.json#/$defs/ExactlyOneRuntime"}],"properties":{"job":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the owning Job."},"task":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the task template in the Job."},"run":{"type":"integer","minimum":1,"description":"The Job run this Task belongs to."},"head":{"type":"boolean","default":false,"description":"true for the Job's main task."},"role":{"$ref":"common.schema.json#/$defs/Role","description":"Training role."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"Runtime; selects the kubernetes, docker or raw section."},"domain":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Domain whose virtual network the pods join."},"domainCIDR":{"type":"string","description":"The Domain's CIDR when the Task was created: what the pods' network init container redirects to their sidecar."},"nodeSelector":{"$ref":"common.schema.json#/$defs/NodeSelector","description":"Node labels required on the node."},"annotations":{"$ref":"common.schema.json#/$defs/TaskAnnotations","description":"Annotations, including the Ray keys."},"sshPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Public key injected into the workloads."},"kubernetes":{"$ref":"common.schema.json#/$defs/KubernetesRuntime","description":"For agentType Kubernetes: the workload."},"raw":{"$ref":"common.schema.json#/$defs/RawRuntime","description":"For agentType Raw: the process."},"docker":{"$ref":"common.schema.json#/$defs/DockerRuntime","description":"For agentType Docker: the container."}}},"TaskStatus":{"description":"Observed state of a Task.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Stopping","Stopped","Unknown"],"description":"Current phase."},"observedNodes":{"type":"array","description":"Nodes the task's pods or processes run on.","items":{"type":"string","description":"A node name."}},"replicas":{"type":"integer","minimum":0,"description":"Desired replicas."},"readyReplicas":{"type":"integer","minimum":0,"description":"Ready replicas."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task started running."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task finished."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the container or process that decided a Succeeded or Failed phase."},"conditions":{"type":"array","description":"Conditions (Ready, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
 
-function validate407(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate411(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate407.evaluated;
+const evaluated0 = validate411.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15097,16 +15236,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate407.errors = vErrors;
+validate411.errors = vErrors;
 return errors === 0;
 }
-validate407.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate411.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate414(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate418(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate414.evaluated;
+const evaluated0 = validate418.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15155,16 +15294,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate414.errors = vErrors;
+validate418.errors = vErrors;
 return errors === 0;
 }
-validate414.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate418.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate416(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate420(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate416.evaluated;
+const evaluated0 = validate420.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15173,7 +15312,7 @@ evaluated0.items = undefined;
 }
 if(typeof data === "string"){
 if(func2(data) > 63){
-const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema76,data};
+const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema78,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -15182,8 +15321,8 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(!pattern19.test(data)){
-const err1 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema76,data};
+if(!pattern20.test(data)){
+const err1 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema78,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -15194,7 +15333,7 @@ errors++;
 }
 }
 else {
-const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema76.type,parentSchema:schema76,data};
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema78.type,parentSchema:schema78,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -15203,17 +15342,17 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate416.errors = vErrors;
+validate420.errors = vErrors;
 return errors === 0;
 }
-validate416.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate420.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema148 = {"description":"The Job's task template, resolved for one cluster.","type":"object","additionalProperties":false,"required":["job","role","agentType"],"allOf":[{"$ref":"common.schema.json#/$defs/ExactlyOneRuntime"}],"properties":{"job":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the owning Job."},"task":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the task template in the Job."},"run":{"type":"integer","minimum":1,"description":"The Job run this Task belongs to."},"head":{"type":"boolean","default":false,"description":"true for the Job's main task."},"role":{"$ref":"common.schema.json#/$defs/Role","description":"Training role."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"Runtime; selects the kubernetes, docker or raw section."},"domain":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Domain whose virtual network the pods join."},"domainCIDR":{"type":"string","description":"The Domain's CIDR when the Task was created: what the pods' network init container redirects to their sidecar."},"nodeSelector":{"$ref":"common.schema.json#/$defs/NodeSelector","description":"Node labels required on the node."},"annotations":{"$ref":"common.schema.json#/$defs/TaskAnnotations","description":"Annotations, including the Ray keys."},"sshPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Public key injected into the workloads."},"kubernetes":{"$ref":"common.schema.json#/$defs/KubernetesRuntime","description":"For agentType Kubernetes: the workload."},"raw":{"$ref":"common.schema.json#/$defs/RawRuntime","description":"For agentType Raw: the process."},"docker":{"$ref":"common.schema.json#/$defs/DockerRuntime","description":"For agentType Docker: the container."}}};
+const schema150 = {"description":"The Job's task template, resolved for one cluster.","type":"object","additionalProperties":false,"required":["job","role","agentType"],"allOf":[{"$ref":"common.schema.json#/$defs/ExactlyOneRuntime"}],"properties":{"job":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the owning Job."},"task":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the task template in the Job."},"run":{"type":"integer","minimum":1,"description":"The Job run this Task belongs to."},"head":{"type":"boolean","default":false,"description":"true for the Job's main task."},"role":{"$ref":"common.schema.json#/$defs/Role","description":"Training role."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"Runtime; selects the kubernetes, docker or raw section."},"domain":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Domain whose virtual network the pods join."},"domainCIDR":{"type":"string","description":"The Domain's CIDR when the Task was created: what the pods' network init container redirects to their sidecar."},"nodeSelector":{"$ref":"common.schema.json#/$defs/NodeSelector","description":"Node labels required on the node."},"annotations":{"$ref":"common.schema.json#/$defs/TaskAnnotations","description":"Annotations, including the Ray keys."},"sshPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Public key injected into the workloads."},"kubernetes":{"$ref":"common.schema.json#/$defs/KubernetesRuntime","description":"For agentType Kubernetes: the workload."},"raw":{"$ref":"common.schema.json#/$defs/RawRuntime","description":"For agentType Raw: the process."},"docker":{"$ref":"common.schema.json#/$defs/DockerRuntime","description":"For agentType Docker: the container."}}};
 
-function validate419(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate423(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate419.evaluated;
+const evaluated0 = validate423.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15517,17 +15656,17 @@ props0 = props0 || {};
 Object.assign(props0, props2);
 }
 }
-validate419.errors = vErrors;
+validate423.errors = vErrors;
 evaluated0.props = props0;
 return errors === 0;
 }
-validate419.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate423.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
 
-function validate423(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate427(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate423.evaluated;
+const evaluated0 = validate427.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15544,16 +15683,16 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate423.errors = vErrors;
+validate427.errors = vErrors;
 return errors === 0;
 }
-validate423.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate427.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate425(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate429(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate425.evaluated;
+const evaluated0 = validate429.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15570,16 +15709,16 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate425.errors = vErrors;
+validate429.errors = vErrors;
 return errors === 0;
 }
-validate425.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate429.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate428(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate432(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate428.evaluated;
+const evaluated0 = validate432.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15622,16 +15761,16 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate428.errors = vErrors;
+validate432.errors = vErrors;
 return errors === 0;
 }
-validate428.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate432.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate432(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate436(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate432.evaluated;
+const evaluated0 = validate436.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16026,16 +16165,16 @@ vErrors.push(err22);
 }
 errors++;
 }
-validate432.errors = vErrors;
+validate436.errors = vErrors;
 return errors === 0;
 }
-validate432.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate436.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate436(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate440(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate436.evaluated;
+const evaluated0 = validate440.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16064,16 +16203,16 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate436.errors = vErrors;
+validate440.errors = vErrors;
 return errors === 0;
 }
-validate436.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate440.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate438(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate442(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate438.evaluated;
+const evaluated0 = validate442.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16205,16 +16344,16 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate438.errors = vErrors;
+validate442.errors = vErrors;
 return errors === 0;
 }
-validate438.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate442.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate441(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate445(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate441.evaluated;
+const evaluated0 = validate445.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16427,16 +16566,16 @@ vErrors.push(err14);
 }
 errors++;
 }
-validate441.errors = vErrors;
+validate445.errors = vErrors;
 return errors === 0;
 }
-validate441.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate445.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate445(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate449(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate445.evaluated;
+const evaluated0 = validate449.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16864,29 +17003,29 @@ vErrors.push(err31);
 }
 errors++;
 }
-validate445.errors = vErrors;
+validate449.errors = vErrors;
 return errors === 0;
 }
-validate445.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate449.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate418(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate422(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate418.evaluated;
+const evaluated0 = validate422.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate419(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate419.errors : vErrors.concat(validate419.errors);
+if(!(validate423(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate423.errors : vErrors.concat(validate423.errors);
 errors = vErrors.length;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.job === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "job"},message:"must have required property '"+"job"+"'",schema:schema148.required,parentSchema:schema148,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "job"},message:"must have required property '"+"job"+"'",schema:schema150.required,parentSchema:schema150,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -16896,7 +17035,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.role === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'",schema:schema148.required,parentSchema:schema148,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'",schema:schema150.required,parentSchema:schema150,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -16906,7 +17045,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.agentType === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "agentType"},message:"must have required property '"+"agentType"+"'",schema:schema148.required,parentSchema:schema148,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "agentType"},message:"must have required property '"+"agentType"+"'",schema:schema150.required,parentSchema:schema150,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -16916,8 +17055,8 @@ vErrors.push(err2);
 errors++;
 }
 for(const key0 in data){
-if(!(func1.call(schema148.properties, key0))){
-const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema148,data};
+if(!(func1.call(schema150.properties, key0))){
+const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema150,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -16928,21 +17067,21 @@ errors++;
 }
 }
 if(data.job !== undefined){
-if(!(validate414(data.job, {instancePath:instancePath+"/job",parentData:data,parentDataProperty:"job",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate414.errors : vErrors.concat(validate414.errors);
+if(!(validate418(data.job, {instancePath:instancePath+"/job",parentData:data,parentDataProperty:"job",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate418.errors : vErrors.concat(validate418.errors);
 errors = vErrors.length;
 }
 }
 if(data.task !== undefined){
-if(!(validate414(data.task, {instancePath:instancePath+"/task",parentData:data,parentDataProperty:"task",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate414.errors : vErrors.concat(validate414.errors);
+if(!(validate418(data.task, {instancePath:instancePath+"/task",parentData:data,parentDataProperty:"task",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate418.errors : vErrors.concat(validate418.errors);
 errors = vErrors.length;
 }
 }
 if(data.run !== undefined){
 let data2 = data.run;
 if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err4 = {instancePath:instancePath+"/run",schemaPath:"#/properties/run/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema148.properties.run.type,parentSchema:schema148.properties.run,data:data2};
+const err4 = {instancePath:instancePath+"/run",schemaPath:"#/properties/run/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema150.properties.run.type,parentSchema:schema150.properties.run,data:data2};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -16953,7 +17092,7 @@ errors++;
 }
 if((typeof data2 == "number") && (isFinite(data2))){
 if(data2 < 1 || isNaN(data2)){
-const err5 = {instancePath:instancePath+"/run",schemaPath:"#/properties/run/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema148.properties.run,data:data2};
+const err5 = {instancePath:instancePath+"/run",schemaPath:"#/properties/run/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema150.properties.run,data:data2};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -16967,7 +17106,7 @@ errors++;
 if(data.head !== undefined){
 let data3 = data.head;
 if(typeof data3 !== "boolean"){
-const err6 = {instancePath:instancePath+"/head",schemaPath:"#/properties/head/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema148.properties.head.type,parentSchema:schema148.properties.head,data:data3};
+const err6 = {instancePath:instancePath+"/head",schemaPath:"#/properties/head/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema150.properties.head.type,parentSchema:schema150.properties.head,data:data3};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -16978,27 +17117,27 @@ errors++;
 }
 }
 if(data.role !== undefined){
-if(!(validate423(data.role, {instancePath:instancePath+"/role",parentData:data,parentDataProperty:"role",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate423.errors : vErrors.concat(validate423.errors);
+if(!(validate427(data.role, {instancePath:instancePath+"/role",parentData:data,parentDataProperty:"role",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate427.errors : vErrors.concat(validate427.errors);
 errors = vErrors.length;
 }
 }
 if(data.agentType !== undefined){
-if(!(validate425(data.agentType, {instancePath:instancePath+"/agentType",parentData:data,parentDataProperty:"agentType",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate425.errors : vErrors.concat(validate425.errors);
+if(!(validate429(data.agentType, {instancePath:instancePath+"/agentType",parentData:data,parentDataProperty:"agentType",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate429.errors : vErrors.concat(validate429.errors);
 errors = vErrors.length;
 }
 }
 if(data.domain !== undefined){
-if(!(validate414(data.domain, {instancePath:instancePath+"/domain",parentData:data,parentDataProperty:"domain",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate414.errors : vErrors.concat(validate414.errors);
+if(!(validate418(data.domain, {instancePath:instancePath+"/domain",parentData:data,parentDataProperty:"domain",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate418.errors : vErrors.concat(validate418.errors);
 errors = vErrors.length;
 }
 }
 if(data.domainCIDR !== undefined){
 let data7 = data.domainCIDR;
 if(typeof data7 !== "string"){
-const err7 = {instancePath:instancePath+"/domainCIDR",schemaPath:"#/properties/domainCIDR/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema148.properties.domainCIDR.type,parentSchema:schema148.properties.domainCIDR,data:data7};
+const err7 = {instancePath:instancePath+"/domainCIDR",schemaPath:"#/properties/domainCIDR/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema150.properties.domainCIDR.type,parentSchema:schema150.properties.domainCIDR,data:data7};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -17009,44 +17148,44 @@ errors++;
 }
 }
 if(data.nodeSelector !== undefined){
-if(!(validate428(data.nodeSelector, {instancePath:instancePath+"/nodeSelector",parentData:data,parentDataProperty:"nodeSelector",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate428.errors : vErrors.concat(validate428.errors);
-errors = vErrors.length;
-}
-}
-if(data.annotations !== undefined){
-if(!(validate432(data.annotations, {instancePath:instancePath+"/annotations",parentData:data,parentDataProperty:"annotations",rootData,dynamicAnchors}))){
+if(!(validate432(data.nodeSelector, {instancePath:instancePath+"/nodeSelector",parentData:data,parentDataProperty:"nodeSelector",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate432.errors : vErrors.concat(validate432.errors);
 errors = vErrors.length;
 }
 }
-if(data.sshPublicKey !== undefined){
-if(!(validate436(data.sshPublicKey, {instancePath:instancePath+"/sshPublicKey",parentData:data,parentDataProperty:"sshPublicKey",rootData,dynamicAnchors}))){
+if(data.annotations !== undefined){
+if(!(validate436(data.annotations, {instancePath:instancePath+"/annotations",parentData:data,parentDataProperty:"annotations",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate436.errors : vErrors.concat(validate436.errors);
 errors = vErrors.length;
 }
 }
+if(data.sshPublicKey !== undefined){
+if(!(validate440(data.sshPublicKey, {instancePath:instancePath+"/sshPublicKey",parentData:data,parentDataProperty:"sshPublicKey",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate440.errors : vErrors.concat(validate440.errors);
+errors = vErrors.length;
+}
+}
 if(data.kubernetes !== undefined){
-if(!(validate438(data.kubernetes, {instancePath:instancePath+"/kubernetes",parentData:data,parentDataProperty:"kubernetes",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate438.errors : vErrors.concat(validate438.errors);
+if(!(validate442(data.kubernetes, {instancePath:instancePath+"/kubernetes",parentData:data,parentDataProperty:"kubernetes",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate442.errors : vErrors.concat(validate442.errors);
 errors = vErrors.length;
 }
 }
 if(data.raw !== undefined){
-if(!(validate441(data.raw, {instancePath:instancePath+"/raw",parentData:data,parentDataProperty:"raw",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate441.errors : vErrors.concat(validate441.errors);
+if(!(validate445(data.raw, {instancePath:instancePath+"/raw",parentData:data,parentDataProperty:"raw",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate445.errors : vErrors.concat(validate445.errors);
 errors = vErrors.length;
 }
 }
 if(data.docker !== undefined){
-if(!(validate445(data.docker, {instancePath:instancePath+"/docker",parentData:data,parentDataProperty:"docker",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate445.errors : vErrors.concat(validate445.errors);
+if(!(validate449(data.docker, {instancePath:instancePath+"/docker",parentData:data,parentDataProperty:"docker",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate449.errors : vErrors.concat(validate449.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema148.type,parentSchema:schema148,data};
+const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema150.type,parentSchema:schema150,data};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -17055,17 +17194,17 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate418.errors = vErrors;
+validate422.errors = vErrors;
 return errors === 0;
 }
-validate418.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate422.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema158 = {"description":"Observed state of a Task.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Stopping","Stopped","Unknown"],"description":"Current phase."},"observedNodes":{"type":"array","description":"Nodes the task's pods or processes run on.","items":{"type":"string","description":"A node name."}},"replicas":{"type":"integer","minimum":0,"description":"Desired replicas."},"readyReplicas":{"type":"integer","minimum":0,"description":"Ready replicas."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task started running."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task finished."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the container or process that decided a Succeeded or Failed phase."},"conditions":{"type":"array","description":"Conditions (Ready, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
+const schema160 = {"description":"Observed state of a Task.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Stopping","Stopped","Unknown"],"description":"Current phase."},"observedNodes":{"type":"array","description":"Nodes the task's pods or processes run on.","items":{"type":"string","description":"A node name."}},"replicas":{"type":"integer","minimum":0,"description":"Desired replicas."},"readyReplicas":{"type":"integer","minimum":0,"description":"Ready replicas."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task started running."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task finished."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the container or process that decided a Succeeded or Failed phase."},"conditions":{"type":"array","description":"Conditions (Ready, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
 
-function validate450(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate454(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate450.evaluated;
+const evaluated0 = validate454.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17094,16 +17233,16 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate450.errors = vErrors;
+validate454.errors = vErrors;
 return errors === 0;
 }
-validate450.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate454.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate453(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate457(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate453.evaluated;
+const evaluated0 = validate457.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17112,7 +17251,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.type === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'",schema:schema51.required,parentSchema:schema51,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'",schema:schema53.required,parentSchema:schema53,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -17122,7 +17261,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.status === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'",schema:schema51.required,parentSchema:schema51,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'",schema:schema53.required,parentSchema:schema53,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -17133,7 +17272,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((((key0 === "type") || (key0 === "status")) || (key0 === "observedGeneration")) || (key0 === "lastTransitionTime")) || (key0 === "lastHeartbeatTime")) || (key0 === "reason")) || (key0 === "message"))){
-const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema51,data};
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema53,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -17147,7 +17286,7 @@ if(data.type !== undefined){
 let data0 = data.type;
 if(typeof data0 === "string"){
 if(func2(data0) < 1){
-const err3 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema51.properties.type,data:data0};
+const err3 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema53.properties.type,data:data0};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -17158,7 +17297,7 @@ errors++;
 }
 }
 else {
-const err4 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.properties.type.type,parentSchema:schema51.properties.type,data:data0};
+const err4 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema53.properties.type.type,parentSchema:schema53.properties.type,data:data0};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -17171,7 +17310,7 @@ errors++;
 if(data.status !== undefined){
 let data1 = data.status;
 if(!(((data1 === "True") || (data1 === "False")) || (data1 === "Unknown"))){
-const err5 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema51.properties.status.enum},message:"must be equal to one of the allowed values",schema:schema51.properties.status.enum,parentSchema:schema51.properties.status,data:data1};
+const err5 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema53.properties.status.enum},message:"must be equal to one of the allowed values",schema:schema53.properties.status.enum,parentSchema:schema53.properties.status,data:data1};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -17184,7 +17323,7 @@ errors++;
 if(data.observedGeneration !== undefined){
 let data2 = data.observedGeneration;
 if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err6 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema51.properties.observedGeneration.type,parentSchema:schema51.properties.observedGeneration,data:data2};
+const err6 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema53.properties.observedGeneration.type,parentSchema:schema53.properties.observedGeneration,data:data2};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -17195,7 +17334,7 @@ errors++;
 }
 if((typeof data2 == "number") && (isFinite(data2))){
 if(data2 < 0 || isNaN(data2)){
-const err7 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema51.properties.observedGeneration,data:data2};
+const err7 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema53.properties.observedGeneration,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -17221,7 +17360,7 @@ errors = vErrors.length;
 if(data.reason !== undefined){
 let data5 = data.reason;
 if(typeof data5 !== "string"){
-const err8 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.properties.reason.type,parentSchema:schema51.properties.reason,data:data5};
+const err8 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema53.properties.reason.type,parentSchema:schema53.properties.reason,data:data5};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -17234,7 +17373,7 @@ errors++;
 if(data.message !== undefined){
 let data6 = data.message;
 if(typeof data6 !== "string"){
-const err9 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.properties.message.type,parentSchema:schema51.properties.message,data:data6};
+const err9 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema53.properties.message.type,parentSchema:schema53.properties.message,data:data6};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -17246,7 +17385,7 @@ errors++;
 }
 }
 else {
-const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema51.type,parentSchema:schema51,data};
+const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema53.type,parentSchema:schema53,data};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -17255,16 +17394,16 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate453.errors = vErrors;
+validate457.errors = vErrors;
 return errors === 0;
 }
-validate453.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate457.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate449(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate453(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate449.evaluated;
+const evaluated0 = validate453.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17273,8 +17412,8 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
-if(!(func1.call(schema158.properties, key0))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema158,data};
+if(!(func1.call(schema160.properties, key0))){
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema160,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -17287,7 +17426,7 @@ errors++;
 if(data.phase !== undefined){
 let data0 = data.phase;
 if(!(((((((data0 === "Pending") || (data0 === "Running")) || (data0 === "Succeeded")) || (data0 === "Failed")) || (data0 === "Stopping")) || (data0 === "Stopped")) || (data0 === "Unknown"))){
-const err1 = {instancePath:instancePath+"/phase",schemaPath:"#/properties/phase/enum",keyword:"enum",params:{allowedValues: schema158.properties.phase.enum},message:"must be equal to one of the allowed values",schema:schema158.properties.phase.enum,parentSchema:schema158.properties.phase,data:data0};
+const err1 = {instancePath:instancePath+"/phase",schemaPath:"#/properties/phase/enum",keyword:"enum",params:{allowedValues: schema160.properties.phase.enum},message:"must be equal to one of the allowed values",schema:schema160.properties.phase.enum,parentSchema:schema160.properties.phase,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -17304,7 +17443,7 @@ const len0 = data1.length;
 for(let i0=0; i0<len0; i0++){
 let data2 = data1[i0];
 if(typeof data2 !== "string"){
-const err2 = {instancePath:instancePath+"/observedNodes/" + i0,schemaPath:"#/properties/observedNodes/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema158.properties.observedNodes.items.type,parentSchema:schema158.properties.observedNodes.items,data:data2};
+const err2 = {instancePath:instancePath+"/observedNodes/" + i0,schemaPath:"#/properties/observedNodes/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema160.properties.observedNodes.items.type,parentSchema:schema160.properties.observedNodes.items,data:data2};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -17316,7 +17455,7 @@ errors++;
 }
 }
 else {
-const err3 = {instancePath:instancePath+"/observedNodes",schemaPath:"#/properties/observedNodes/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema158.properties.observedNodes.type,parentSchema:schema158.properties.observedNodes,data:data1};
+const err3 = {instancePath:instancePath+"/observedNodes",schemaPath:"#/properties/observedNodes/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema160.properties.observedNodes.type,parentSchema:schema160.properties.observedNodes,data:data1};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -17329,7 +17468,7 @@ errors++;
 if(data.replicas !== undefined){
 let data3 = data.replicas;
 if(!(((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3))) && (isFinite(data3)))){
-const err4 = {instancePath:instancePath+"/replicas",schemaPath:"#/properties/replicas/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema158.properties.replicas.type,parentSchema:schema158.properties.replicas,data:data3};
+const err4 = {instancePath:instancePath+"/replicas",schemaPath:"#/properties/replicas/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema160.properties.replicas.type,parentSchema:schema160.properties.replicas,data:data3};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -17340,7 +17479,7 @@ errors++;
 }
 if((typeof data3 == "number") && (isFinite(data3))){
 if(data3 < 0 || isNaN(data3)){
-const err5 = {instancePath:instancePath+"/replicas",schemaPath:"#/properties/replicas/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema158.properties.replicas,data:data3};
+const err5 = {instancePath:instancePath+"/replicas",schemaPath:"#/properties/replicas/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema160.properties.replicas,data:data3};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -17354,7 +17493,7 @@ errors++;
 if(data.readyReplicas !== undefined){
 let data4 = data.readyReplicas;
 if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
-const err6 = {instancePath:instancePath+"/readyReplicas",schemaPath:"#/properties/readyReplicas/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema158.properties.readyReplicas.type,parentSchema:schema158.properties.readyReplicas,data:data4};
+const err6 = {instancePath:instancePath+"/readyReplicas",schemaPath:"#/properties/readyReplicas/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema160.properties.readyReplicas.type,parentSchema:schema160.properties.readyReplicas,data:data4};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -17365,7 +17504,7 @@ errors++;
 }
 if((typeof data4 == "number") && (isFinite(data4))){
 if(data4 < 0 || isNaN(data4)){
-const err7 = {instancePath:instancePath+"/readyReplicas",schemaPath:"#/properties/readyReplicas/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema158.properties.readyReplicas,data:data4};
+const err7 = {instancePath:instancePath+"/readyReplicas",schemaPath:"#/properties/readyReplicas/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema160.properties.readyReplicas,data:data4};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -17377,21 +17516,21 @@ errors++;
 }
 }
 if(data.startTime !== undefined){
-if(!(validate450(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate450.errors : vErrors.concat(validate450.errors);
+if(!(validate454(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate454.errors : vErrors.concat(validate454.errors);
 errors = vErrors.length;
 }
 }
 if(data.completionTime !== undefined){
-if(!(validate450(data.completionTime, {instancePath:instancePath+"/completionTime",parentData:data,parentDataProperty:"completionTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate450.errors : vErrors.concat(validate450.errors);
+if(!(validate454(data.completionTime, {instancePath:instancePath+"/completionTime",parentData:data,parentDataProperty:"completionTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate454.errors : vErrors.concat(validate454.errors);
 errors = vErrors.length;
 }
 }
 if(data.observedGeneration !== undefined){
 let data7 = data.observedGeneration;
 if(!(((typeof data7 == "number") && (!(data7 % 1) && !isNaN(data7))) && (isFinite(data7)))){
-const err8 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema158.properties.observedGeneration.type,parentSchema:schema158.properties.observedGeneration,data:data7};
+const err8 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema160.properties.observedGeneration.type,parentSchema:schema160.properties.observedGeneration,data:data7};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -17402,7 +17541,7 @@ errors++;
 }
 if((typeof data7 == "number") && (isFinite(data7))){
 if(data7 < 0 || isNaN(data7)){
-const err9 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema158.properties.observedGeneration,data:data7};
+const err9 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema160.properties.observedGeneration,data:data7};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -17416,7 +17555,7 @@ errors++;
 if(data.reason !== undefined){
 let data8 = data.reason;
 if(typeof data8 !== "string"){
-const err10 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema158.properties.reason.type,parentSchema:schema158.properties.reason,data:data8};
+const err10 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema160.properties.reason.type,parentSchema:schema160.properties.reason,data:data8};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -17429,7 +17568,7 @@ errors++;
 if(data.message !== undefined){
 let data9 = data.message;
 if(typeof data9 !== "string"){
-const err11 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema158.properties.message.type,parentSchema:schema158.properties.message,data:data9};
+const err11 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema160.properties.message.type,parentSchema:schema160.properties.message,data:data9};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -17442,7 +17581,7 @@ errors++;
 if(data.exitCode !== undefined){
 let data10 = data.exitCode;
 if(!(((typeof data10 == "number") && (!(data10 % 1) && !isNaN(data10))) && (isFinite(data10)))){
-const err12 = {instancePath:instancePath+"/exitCode",schemaPath:"#/properties/exitCode/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema158.properties.exitCode.type,parentSchema:schema158.properties.exitCode,data:data10};
+const err12 = {instancePath:instancePath+"/exitCode",schemaPath:"#/properties/exitCode/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema160.properties.exitCode.type,parentSchema:schema160.properties.exitCode,data:data10};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -17457,14 +17596,14 @@ let data11 = data.conditions;
 if(Array.isArray(data11)){
 const len1 = data11.length;
 for(let i1=0; i1<len1; i1++){
-if(!(validate453(data11[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data11,parentDataProperty:i1,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate453.errors : vErrors.concat(validate453.errors);
+if(!(validate457(data11[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data11,parentDataProperty:i1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate457.errors : vErrors.concat(validate457.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err13 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema158.properties.conditions.type,parentSchema:schema158.properties.conditions,data:data11};
+const err13 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema160.properties.conditions.type,parentSchema:schema160.properties.conditions,data:data11};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -17476,7 +17615,7 @@ errors++;
 }
 }
 else {
-const err14 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema158.type,parentSchema:schema158,data};
+const err14 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema160.type,parentSchema:schema160,data};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -17485,17 +17624,17 @@ vErrors.push(err14);
 }
 errors++;
 }
-validate449.errors = vErrors;
+validate453.errors = vErrors;
 return errors === 0;
 }
-validate449.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate453.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate406(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate410(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/task.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate406.evaluated;
+const evaluated0 = validate410.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17504,7 +17643,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.apiVersion === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema144.required,parentSchema:schema144,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema146.required,parentSchema:schema146,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -17514,7 +17653,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.kind === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema144.required,parentSchema:schema144,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema146.required,parentSchema:schema146,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -17524,7 +17663,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.metadata === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema144.required,parentSchema:schema144,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema146.required,parentSchema:schema146,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -17534,7 +17673,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.spec === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema144.required,parentSchema:schema144,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema146.required,parentSchema:schema146,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -17545,7 +17684,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "metadata")) || (key0 === "spec")) || (key0 === "status"))){
-const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema144,data};
+const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema146,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -17558,7 +17697,7 @@ errors++;
 if(data.apiVersion !== undefined){
 let data0 = data.apiVersion;
 if("rlinf.io/v1alpha1" !== data0){
-const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema144.properties.apiVersion,data:data0};
+const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema146.properties.apiVersion,data:data0};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -17571,7 +17710,7 @@ errors++;
 if(data.kind !== undefined){
 let data1 = data.kind;
 if("Task" !== data1){
-const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "Task"},message:"must be equal to constant",schema:"Task",parentSchema:schema144.properties.kind,data:data1};
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "Task"},message:"must be equal to constant",schema:"Task",parentSchema:schema146.properties.kind,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -17583,13 +17722,13 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate407(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate407.errors : vErrors.concat(validate407.errors);
+if(!(validate411(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate411.errors : vErrors.concat(validate411.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.name === undefined){
-const err7 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema144.properties.metadata.required,parentSchema:schema144.properties.metadata,data:data2};
+const err7 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema146.properties.metadata.required,parentSchema:schema146.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -17599,7 +17738,7 @@ vErrors.push(err7);
 errors++;
 }
 if(data2.namespace === undefined){
-const err8 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema144.properties.metadata.required,parentSchema:schema144.properties.metadata,data:data2};
+const err8 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema146.properties.metadata.required,parentSchema:schema146.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -17609,34 +17748,34 @@ vErrors.push(err8);
 errors++;
 }
 if(data2.name !== undefined){
-if(!(validate414(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate414.errors : vErrors.concat(validate414.errors);
+if(!(validate418(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate418.errors : vErrors.concat(validate418.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate416(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate416.errors : vErrors.concat(validate416.errors);
+if(!(validate420(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate420.errors : vErrors.concat(validate420.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate418(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate418.errors : vErrors.concat(validate418.errors);
+if(!(validate422(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate422.errors : vErrors.concat(validate422.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate449(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate449.errors : vErrors.concat(validate449.errors);
+if(!(validate453(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate453.errors : vErrors.concat(validate453.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema144.type,parentSchema:schema144,data};
+const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema146.type,parentSchema:schema146,data};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -17645,18 +17784,18 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate406.errors = vErrors;
+validate410.errors = vErrors;
 return errors === 0;
 }
-validate406.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate410.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const DomainPeer = validate458;
-const schema161 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/domain-peer.schema.json","title":"DomainPeer","description":"A Domain's view in one cluster, created by the hub's Domain controller: its certificate and the routing table of its pods.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"DomainPeer","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the object belongs to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"The Domain's name."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/DomainPeerSpec","description":"Desired state."},"status":{"$ref":"#/$defs/DomainPeerStatus","description":"Observed state, reported by the agent."}},"$defs":{"DomainPeerSpec":{"description":"Certificate and routing table.","type":"object","additionalProperties":false,"required":["cert","key","prefixLen"],"properties":{"cert":{"type":"string","description":"This cluster's X.509 certificate for the Domain (CN the Domain, OU the cluster), PEM."},"key":{"type":"string","description":"This cluster's private key for the Domain, PEM."},"prefixLen":{"type":"integer","minimum":8,"maximum":30,"description":"Prefix length of the Domain's CIDR."},"pods":{"type":"array","description":"The Domain's pods in this cluster, ordered by ip (traffic to the Domain's other addresses goes through the hub).","items":{"$ref":"#/$defs/DomainPeerPod"}}}},"DomainPeerPod":{"description":"One pod of the Domain and where it really is.","type":"object","additionalProperties":false,"required":["name","ip"],"properties":{"name":{"type":"string","description":"Pod name."},"namespace":{"type":"string","description":"Pod namespace in its cluster."},"uid":{"type":"string","description":"Pod UID."},"ip":{"type":"string","format":"ipv4","description":"The pod's virtual IP in the Domain."},"localIP":{"type":"string","description":"The pod's real IP inside its cluster."},"node":{"type":"string","description":"Node the pod runs on."},"globalNamespace":{"type":"string","description":"agent-<cluster> of the cluster the pod runs in."}}},"DomainTraffic":{"description":"The Domain's live traffic through this cluster's nodeservers, as the agent last read their GET /stats.","type":"object","additionalProperties":false,"required":["observedAt","poolConnections","pairs"],"properties":{"observedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent first read these figures (they have not changed since)."},"poolConnections":{"type":"integer","minimum":0,"description":"Connections of the Domain's pool to the hub, summed over the nodeservers."},"pairs":{"type":"array","maxItems":64,"description":"Per peer pair (virtual IPs), the busiest first; at most 64.","items":{"$ref":"#/$defs/DomainPeerPair"}},"omittedPairs":{"type":"integer","minimum":1,"description":"Pairs left out of pairs to keep the status bounded."}}},"DomainPeerPair":{"description":"Connections from one virtual IP to another.","type":"object","additionalProperties":false,"required":["source","target","activeStreams","bytesSent","bytesReceived"],"properties":{"source":{"type":"string","format":"ipv4","description":"Virtual IP of the connecting pod."},"target":{"type":"string","format":"ipv4","description":"Virtual IP it connects to."},"activeStreams":{"type":"integer","minimum":0,"description":"Connections open now."},"bytesSent":{"type":"integer","minimum":0,"description":"Bytes from source to target so far."},"bytesReceived":{"type":"integer","minimum":0,"description":"Bytes from target to source so far."},"path":{"enum":["local","hub"],"description":"local: inside the cluster; hub: through the hub to another cluster."}}},"DomainPeerStatus":{"description":"Observed state of a DomainPeer.","type":"object","additionalProperties":false,"properties":{"traffic":{"$ref":"#/$defs/DomainTraffic","description":"Live traffic, reported by the agent."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions (RoutesProgrammed, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
+export const DomainPeer = validate462;
+const schema163 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/domain-peer.schema.json","title":"DomainPeer","description":"A Domain's view in one cluster, created by the hub's Domain controller: its certificate and the routing table of its pods.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"DomainPeer","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the object belongs to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"The Domain's name."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/DomainPeerSpec","description":"Desired state."},"status":{"$ref":"#/$defs/DomainPeerStatus","description":"Observed state, reported by the agent."}},"$defs":{"DomainPeerSpec":{"description":"Certificate and routing table.","type":"object","additionalProperties":false,"required":["cert","key","prefixLen"],"properties":{"cert":{"type":"string","description":"This cluster's X.509 certificate for the Domain (CN the Domain, OU the cluster), PEM."},"key":{"type":"string","description":"This cluster's private key for the Domain, PEM."},"prefixLen":{"type":"integer","minimum":8,"maximum":30,"description":"Prefix length of the Domain's CIDR."},"pods":{"type":"array","description":"The Domain's pods in this cluster, ordered by ip (traffic to the Domain's other addresses goes through the hub).","items":{"$ref":"#/$defs/DomainPeerPod"}}}},"DomainPeerPod":{"description":"One pod of the Domain and where it really is.","type":"object","additionalProperties":false,"required":["name","ip"],"properties":{"name":{"type":"string","description":"Pod name."},"namespace":{"type":"string","description":"Pod namespace in its cluster."},"uid":{"type":"string","description":"Pod UID."},"ip":{"type":"string","format":"ipv4","description":"The pod's virtual IP in the Domain."},"localIP":{"type":"string","description":"The pod's real IP inside its cluster."},"node":{"type":"string","description":"Node the pod runs on."},"globalNamespace":{"type":"string","description":"agent-<cluster> of the cluster the pod runs in."}}},"DomainTraffic":{"description":"The Domain's live traffic through this cluster's nodeservers, as the agent last read their GET /stats.","type":"object","additionalProperties":false,"required":["observedAt","poolConnections","pairs"],"properties":{"observedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent first read these figures (they have not changed since)."},"poolConnections":{"type":"integer","minimum":0,"description":"Connections of the Domain's pool to the hub, summed over the nodeservers."},"pairs":{"type":"array","maxItems":64,"description":"Per peer pair (virtual IPs), the busiest first; at most 64.","items":{"$ref":"#/$defs/DomainPeerPair"}},"omittedPairs":{"type":"integer","minimum":1,"description":"Pairs left out of pairs to keep the status bounded."}}},"DomainPeerPair":{"description":"Connections from one virtual IP to another.","type":"object","additionalProperties":false,"required":["source","target","activeStreams","bytesSent","bytesReceived"],"properties":{"source":{"type":"string","format":"ipv4","description":"Virtual IP of the connecting pod."},"target":{"type":"string","format":"ipv4","description":"Virtual IP it connects to."},"activeStreams":{"type":"integer","minimum":0,"description":"Connections open now."},"bytesSent":{"type":"integer","minimum":0,"description":"Bytes from source to target so far."},"bytesReceived":{"type":"integer","minimum":0,"description":"Bytes from target to source so far."},"path":{"enum":["local","hub"],"description":"local: inside the cluster; hub: through the hub to another cluster."}}},"DomainPeerStatus":{"description":"Observed state of a DomainPeer.","type":"object","additionalProperties":false,"properties":{"traffic":{"$ref":"#/$defs/DomainTraffic","description":"Live traffic, reported by the agent."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions (RoutesProgrammed, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
 
-function validate459(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate463(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate459.evaluated;
+const evaluated0 = validate463.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17878,16 +18017,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate459.errors = vErrors;
+validate463.errors = vErrors;
 return errors === 0;
 }
-validate459.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate463.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate466(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate470(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate466.evaluated;
+const evaluated0 = validate470.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17936,16 +18075,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate466.errors = vErrors;
+validate470.errors = vErrors;
 return errors === 0;
 }
-validate466.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate470.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate468(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate472(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate468.evaluated;
+const evaluated0 = validate472.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17954,7 +18093,7 @@ evaluated0.items = undefined;
 }
 if(typeof data === "string"){
 if(func2(data) > 63){
-const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema76,data};
+const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema78,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -17963,8 +18102,8 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(!pattern19.test(data)){
-const err1 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema76,data};
+if(!pattern20.test(data)){
+const err1 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema78,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -17975,7 +18114,7 @@ errors++;
 }
 }
 else {
-const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema76.type,parentSchema:schema76,data};
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema78.type,parentSchema:schema78,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -17984,18 +18123,18 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate468.errors = vErrors;
+validate472.errors = vErrors;
 return errors === 0;
 }
-validate468.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate472.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema165 = {"description":"Certificate and routing table.","type":"object","additionalProperties":false,"required":["cert","key","prefixLen"],"properties":{"cert":{"type":"string","description":"This cluster's X.509 certificate for the Domain (CN the Domain, OU the cluster), PEM."},"key":{"type":"string","description":"This cluster's private key for the Domain, PEM."},"prefixLen":{"type":"integer","minimum":8,"maximum":30,"description":"Prefix length of the Domain's CIDR."},"pods":{"type":"array","description":"The Domain's pods in this cluster, ordered by ip (traffic to the Domain's other addresses goes through the hub).","items":{"$ref":"#/$defs/DomainPeerPod"}}}};
-const schema166 = {"description":"One pod of the Domain and where it really is.","type":"object","additionalProperties":false,"required":["name","ip"],"properties":{"name":{"type":"string","description":"Pod name."},"namespace":{"type":"string","description":"Pod namespace in its cluster."},"uid":{"type":"string","description":"Pod UID."},"ip":{"type":"string","format":"ipv4","description":"The pod's virtual IP in the Domain."},"localIP":{"type":"string","description":"The pod's real IP inside its cluster."},"node":{"type":"string","description":"Node the pod runs on."},"globalNamespace":{"type":"string","description":"agent-<cluster> of the cluster the pod runs in."}}};
+const schema167 = {"description":"Certificate and routing table.","type":"object","additionalProperties":false,"required":["cert","key","prefixLen"],"properties":{"cert":{"type":"string","description":"This cluster's X.509 certificate for the Domain (CN the Domain, OU the cluster), PEM."},"key":{"type":"string","description":"This cluster's private key for the Domain, PEM."},"prefixLen":{"type":"integer","minimum":8,"maximum":30,"description":"Prefix length of the Domain's CIDR."},"pods":{"type":"array","description":"The Domain's pods in this cluster, ordered by ip (traffic to the Domain's other addresses goes through the hub).","items":{"$ref":"#/$defs/DomainPeerPod"}}}};
+const schema168 = {"description":"One pod of the Domain and where it really is.","type":"object","additionalProperties":false,"required":["name","ip"],"properties":{"name":{"type":"string","description":"Pod name."},"namespace":{"type":"string","description":"Pod namespace in its cluster."},"uid":{"type":"string","description":"Pod UID."},"ip":{"type":"string","format":"ipv4","description":"The pod's virtual IP in the Domain."},"localIP":{"type":"string","description":"The pod's real IP inside its cluster."},"node":{"type":"string","description":"Node the pod runs on."},"globalNamespace":{"type":"string","description":"agent-<cluster> of the cluster the pod runs in."}}};
 
-function validate471(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate475(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate471.evaluated;
+const evaluated0 = validate475.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18004,7 +18143,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.name === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema166.required,parentSchema:schema166,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema168.required,parentSchema:schema168,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -18014,7 +18153,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.ip === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "ip"},message:"must have required property '"+"ip"+"'",schema:schema166.required,parentSchema:schema166,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "ip"},message:"must have required property '"+"ip"+"'",schema:schema168.required,parentSchema:schema168,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -18025,7 +18164,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((((key0 === "name") || (key0 === "namespace")) || (key0 === "uid")) || (key0 === "ip")) || (key0 === "localIP")) || (key0 === "node")) || (key0 === "globalNamespace"))){
-const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema166,data};
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema168,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -18038,7 +18177,7 @@ errors++;
 if(data.name !== undefined){
 let data0 = data.name;
 if(typeof data0 !== "string"){
-const err3 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema166.properties.name.type,parentSchema:schema166.properties.name,data:data0};
+const err3 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema168.properties.name.type,parentSchema:schema168.properties.name,data:data0};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -18051,7 +18190,7 @@ errors++;
 if(data.namespace !== undefined){
 let data1 = data.namespace;
 if(typeof data1 !== "string"){
-const err4 = {instancePath:instancePath+"/namespace",schemaPath:"#/properties/namespace/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema166.properties.namespace.type,parentSchema:schema166.properties.namespace,data:data1};
+const err4 = {instancePath:instancePath+"/namespace",schemaPath:"#/properties/namespace/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema168.properties.namespace.type,parentSchema:schema168.properties.namespace,data:data1};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -18064,7 +18203,7 @@ errors++;
 if(data.uid !== undefined){
 let data2 = data.uid;
 if(typeof data2 !== "string"){
-const err5 = {instancePath:instancePath+"/uid",schemaPath:"#/properties/uid/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema166.properties.uid.type,parentSchema:schema166.properties.uid,data:data2};
+const err5 = {instancePath:instancePath+"/uid",schemaPath:"#/properties/uid/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema168.properties.uid.type,parentSchema:schema168.properties.uid,data:data2};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -18078,7 +18217,7 @@ if(data.ip !== undefined){
 let data3 = data.ip;
 if(typeof data3 === "string"){
 if(!(formats6.test(data3))){
-const err6 = {instancePath:instancePath+"/ip",schemaPath:"#/properties/ip/format",keyword:"format",params:{format: "ipv4"},message:"must match format \""+"ipv4"+"\"",schema:"ipv4",parentSchema:schema166.properties.ip,data:data3};
+const err6 = {instancePath:instancePath+"/ip",schemaPath:"#/properties/ip/format",keyword:"format",params:{format: "ipv4"},message:"must match format \""+"ipv4"+"\"",schema:"ipv4",parentSchema:schema168.properties.ip,data:data3};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -18089,7 +18228,7 @@ errors++;
 }
 }
 else {
-const err7 = {instancePath:instancePath+"/ip",schemaPath:"#/properties/ip/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema166.properties.ip.type,parentSchema:schema166.properties.ip,data:data3};
+const err7 = {instancePath:instancePath+"/ip",schemaPath:"#/properties/ip/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema168.properties.ip.type,parentSchema:schema168.properties.ip,data:data3};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -18102,7 +18241,7 @@ errors++;
 if(data.localIP !== undefined){
 let data4 = data.localIP;
 if(typeof data4 !== "string"){
-const err8 = {instancePath:instancePath+"/localIP",schemaPath:"#/properties/localIP/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema166.properties.localIP.type,parentSchema:schema166.properties.localIP,data:data4};
+const err8 = {instancePath:instancePath+"/localIP",schemaPath:"#/properties/localIP/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema168.properties.localIP.type,parentSchema:schema168.properties.localIP,data:data4};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -18115,7 +18254,7 @@ errors++;
 if(data.node !== undefined){
 let data5 = data.node;
 if(typeof data5 !== "string"){
-const err9 = {instancePath:instancePath+"/node",schemaPath:"#/properties/node/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema166.properties.node.type,parentSchema:schema166.properties.node,data:data5};
+const err9 = {instancePath:instancePath+"/node",schemaPath:"#/properties/node/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema168.properties.node.type,parentSchema:schema168.properties.node,data:data5};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -18128,7 +18267,7 @@ errors++;
 if(data.globalNamespace !== undefined){
 let data6 = data.globalNamespace;
 if(typeof data6 !== "string"){
-const err10 = {instancePath:instancePath+"/globalNamespace",schemaPath:"#/properties/globalNamespace/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema166.properties.globalNamespace.type,parentSchema:schema166.properties.globalNamespace,data:data6};
+const err10 = {instancePath:instancePath+"/globalNamespace",schemaPath:"#/properties/globalNamespace/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema168.properties.globalNamespace.type,parentSchema:schema168.properties.globalNamespace,data:data6};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -18140,7 +18279,7 @@ errors++;
 }
 }
 else {
-const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema166.type,parentSchema:schema166,data};
+const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema168.type,parentSchema:schema168,data};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -18149,16 +18288,16 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate471.errors = vErrors;
+validate475.errors = vErrors;
 return errors === 0;
 }
-validate471.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate475.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate470(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate474(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate470.evaluated;
+const evaluated0 = validate474.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18167,7 +18306,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.cert === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "cert"},message:"must have required property '"+"cert"+"'",schema:schema165.required,parentSchema:schema165,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "cert"},message:"must have required property '"+"cert"+"'",schema:schema167.required,parentSchema:schema167,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -18177,7 +18316,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.key === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "key"},message:"must have required property '"+"key"+"'",schema:schema165.required,parentSchema:schema165,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "key"},message:"must have required property '"+"key"+"'",schema:schema167.required,parentSchema:schema167,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -18187,7 +18326,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.prefixLen === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "prefixLen"},message:"must have required property '"+"prefixLen"+"'",schema:schema165.required,parentSchema:schema165,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "prefixLen"},message:"must have required property '"+"prefixLen"+"'",schema:schema167.required,parentSchema:schema167,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -18198,7 +18337,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((((key0 === "cert") || (key0 === "key")) || (key0 === "prefixLen")) || (key0 === "pods"))){
-const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema165,data};
+const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema167,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -18211,7 +18350,7 @@ errors++;
 if(data.cert !== undefined){
 let data0 = data.cert;
 if(typeof data0 !== "string"){
-const err4 = {instancePath:instancePath+"/cert",schemaPath:"#/properties/cert/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema165.properties.cert.type,parentSchema:schema165.properties.cert,data:data0};
+const err4 = {instancePath:instancePath+"/cert",schemaPath:"#/properties/cert/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema167.properties.cert.type,parentSchema:schema167.properties.cert,data:data0};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -18224,7 +18363,7 @@ errors++;
 if(data.key !== undefined){
 let data1 = data.key;
 if(typeof data1 !== "string"){
-const err5 = {instancePath:instancePath+"/key",schemaPath:"#/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema165.properties.key.type,parentSchema:schema165.properties.key,data:data1};
+const err5 = {instancePath:instancePath+"/key",schemaPath:"#/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema167.properties.key.type,parentSchema:schema167.properties.key,data:data1};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -18237,7 +18376,7 @@ errors++;
 if(data.prefixLen !== undefined){
 let data2 = data.prefixLen;
 if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err6 = {instancePath:instancePath+"/prefixLen",schemaPath:"#/properties/prefixLen/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema165.properties.prefixLen.type,parentSchema:schema165.properties.prefixLen,data:data2};
+const err6 = {instancePath:instancePath+"/prefixLen",schemaPath:"#/properties/prefixLen/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema167.properties.prefixLen.type,parentSchema:schema167.properties.prefixLen,data:data2};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -18248,7 +18387,7 @@ errors++;
 }
 if((typeof data2 == "number") && (isFinite(data2))){
 if(data2 > 30 || isNaN(data2)){
-const err7 = {instancePath:instancePath+"/prefixLen",schemaPath:"#/properties/prefixLen/maximum",keyword:"maximum",params:{comparison: "<=", limit: 30},message:"must be <= 30",schema:30,parentSchema:schema165.properties.prefixLen,data:data2};
+const err7 = {instancePath:instancePath+"/prefixLen",schemaPath:"#/properties/prefixLen/maximum",keyword:"maximum",params:{comparison: "<=", limit: 30},message:"must be <= 30",schema:30,parentSchema:schema167.properties.prefixLen,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -18258,7 +18397,7 @@ vErrors.push(err7);
 errors++;
 }
 if(data2 < 8 || isNaN(data2)){
-const err8 = {instancePath:instancePath+"/prefixLen",schemaPath:"#/properties/prefixLen/minimum",keyword:"minimum",params:{comparison: ">=", limit: 8},message:"must be >= 8",schema:8,parentSchema:schema165.properties.prefixLen,data:data2};
+const err8 = {instancePath:instancePath+"/prefixLen",schemaPath:"#/properties/prefixLen/minimum",keyword:"minimum",params:{comparison: ">=", limit: 8},message:"must be >= 8",schema:8,parentSchema:schema167.properties.prefixLen,data:data2};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -18274,14 +18413,14 @@ let data3 = data.pods;
 if(Array.isArray(data3)){
 const len0 = data3.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate471(data3[i0], {instancePath:instancePath+"/pods/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate471.errors : vErrors.concat(validate471.errors);
+if(!(validate475(data3[i0], {instancePath:instancePath+"/pods/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate475.errors : vErrors.concat(validate475.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err9 = {instancePath:instancePath+"/pods",schemaPath:"#/properties/pods/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema165.properties.pods.type,parentSchema:schema165.properties.pods,data:data3};
+const err9 = {instancePath:instancePath+"/pods",schemaPath:"#/properties/pods/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema167.properties.pods.type,parentSchema:schema167.properties.pods,data:data3};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -18293,7 +18432,7 @@ errors++;
 }
 }
 else {
-const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema165.type,parentSchema:schema165,data};
+const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema167.type,parentSchema:schema167,data};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -18302,18 +18441,18 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate470.errors = vErrors;
+validate474.errors = vErrors;
 return errors === 0;
 }
-validate470.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate474.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema167 = {"description":"Observed state of a DomainPeer.","type":"object","additionalProperties":false,"properties":{"traffic":{"$ref":"#/$defs/DomainTraffic","description":"Live traffic, reported by the agent."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions (RoutesProgrammed, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
-const schema168 = {"description":"The Domain's live traffic through this cluster's nodeservers, as the agent last read their GET /stats.","type":"object","additionalProperties":false,"required":["observedAt","poolConnections","pairs"],"properties":{"observedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent first read these figures (they have not changed since)."},"poolConnections":{"type":"integer","minimum":0,"description":"Connections of the Domain's pool to the hub, summed over the nodeservers."},"pairs":{"type":"array","maxItems":64,"description":"Per peer pair (virtual IPs), the busiest first; at most 64.","items":{"$ref":"#/$defs/DomainPeerPair"}},"omittedPairs":{"type":"integer","minimum":1,"description":"Pairs left out of pairs to keep the status bounded."}}};
+const schema169 = {"description":"Observed state of a DomainPeer.","type":"object","additionalProperties":false,"properties":{"traffic":{"$ref":"#/$defs/DomainTraffic","description":"Live traffic, reported by the agent."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions (RoutesProgrammed, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
+const schema170 = {"description":"The Domain's live traffic through this cluster's nodeservers, as the agent last read their GET /stats.","type":"object","additionalProperties":false,"required":["observedAt","poolConnections","pairs"],"properties":{"observedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent first read these figures (they have not changed since)."},"poolConnections":{"type":"integer","minimum":0,"description":"Connections of the Domain's pool to the hub, summed over the nodeservers."},"pairs":{"type":"array","maxItems":64,"description":"Per peer pair (virtual IPs), the busiest first; at most 64.","items":{"$ref":"#/$defs/DomainPeerPair"}},"omittedPairs":{"type":"integer","minimum":1,"description":"Pairs left out of pairs to keep the status bounded."}}};
 
-function validate476(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate480(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate476.evaluated;
+const evaluated0 = validate480.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18342,17 +18481,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate476.errors = vErrors;
+validate480.errors = vErrors;
 return errors === 0;
 }
-validate476.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate480.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema170 = {"description":"Connections from one virtual IP to another.","type":"object","additionalProperties":false,"required":["source","target","activeStreams","bytesSent","bytesReceived"],"properties":{"source":{"type":"string","format":"ipv4","description":"Virtual IP of the connecting pod."},"target":{"type":"string","format":"ipv4","description":"Virtual IP it connects to."},"activeStreams":{"type":"integer","minimum":0,"description":"Connections open now."},"bytesSent":{"type":"integer","minimum":0,"description":"Bytes from source to target so far."},"bytesReceived":{"type":"integer","minimum":0,"description":"Bytes from target to source so far."},"path":{"enum":["local","hub"],"description":"local: inside the cluster; hub: through the hub to another cluster."}}};
+const schema172 = {"description":"Connections from one virtual IP to another.","type":"object","additionalProperties":false,"required":["source","target","activeStreams","bytesSent","bytesReceived"],"properties":{"source":{"type":"string","format":"ipv4","description":"Virtual IP of the connecting pod."},"target":{"type":"string","format":"ipv4","description":"Virtual IP it connects to."},"activeStreams":{"type":"integer","minimum":0,"description":"Connections open now."},"bytesSent":{"type":"integer","minimum":0,"description":"Bytes from source to target so far."},"bytesReceived":{"type":"integer","minimum":0,"description":"Bytes from target to source so far."},"path":{"enum":["local","hub"],"description":"local: inside the cluster; hub: through the hub to another cluster."}}};
 
-function validate478(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate482(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate478.evaluated;
+const evaluated0 = validate482.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18361,7 +18500,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.source === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "source"},message:"must have required property '"+"source"+"'",schema:schema170.required,parentSchema:schema170,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "source"},message:"must have required property '"+"source"+"'",schema:schema172.required,parentSchema:schema172,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -18371,7 +18510,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.target === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "target"},message:"must have required property '"+"target"+"'",schema:schema170.required,parentSchema:schema170,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "target"},message:"must have required property '"+"target"+"'",schema:schema172.required,parentSchema:schema172,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -18381,7 +18520,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.activeStreams === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "activeStreams"},message:"must have required property '"+"activeStreams"+"'",schema:schema170.required,parentSchema:schema170,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "activeStreams"},message:"must have required property '"+"activeStreams"+"'",schema:schema172.required,parentSchema:schema172,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -18391,7 +18530,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.bytesSent === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "bytesSent"},message:"must have required property '"+"bytesSent"+"'",schema:schema170.required,parentSchema:schema170,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "bytesSent"},message:"must have required property '"+"bytesSent"+"'",schema:schema172.required,parentSchema:schema172,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -18401,7 +18540,7 @@ vErrors.push(err3);
 errors++;
 }
 if(data.bytesReceived === undefined){
-const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "bytesReceived"},message:"must have required property '"+"bytesReceived"+"'",schema:schema170.required,parentSchema:schema170,data};
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "bytesReceived"},message:"must have required property '"+"bytesReceived"+"'",schema:schema172.required,parentSchema:schema172,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -18412,7 +18551,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((((((key0 === "source") || (key0 === "target")) || (key0 === "activeStreams")) || (key0 === "bytesSent")) || (key0 === "bytesReceived")) || (key0 === "path"))){
-const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema170,data};
+const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema172,data};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -18426,7 +18565,7 @@ if(data.source !== undefined){
 let data0 = data.source;
 if(typeof data0 === "string"){
 if(!(formats6.test(data0))){
-const err6 = {instancePath:instancePath+"/source",schemaPath:"#/properties/source/format",keyword:"format",params:{format: "ipv4"},message:"must match format \""+"ipv4"+"\"",schema:"ipv4",parentSchema:schema170.properties.source,data:data0};
+const err6 = {instancePath:instancePath+"/source",schemaPath:"#/properties/source/format",keyword:"format",params:{format: "ipv4"},message:"must match format \""+"ipv4"+"\"",schema:"ipv4",parentSchema:schema172.properties.source,data:data0};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -18437,7 +18576,7 @@ errors++;
 }
 }
 else {
-const err7 = {instancePath:instancePath+"/source",schemaPath:"#/properties/source/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema170.properties.source.type,parentSchema:schema170.properties.source,data:data0};
+const err7 = {instancePath:instancePath+"/source",schemaPath:"#/properties/source/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema172.properties.source.type,parentSchema:schema172.properties.source,data:data0};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -18451,7 +18590,7 @@ if(data.target !== undefined){
 let data1 = data.target;
 if(typeof data1 === "string"){
 if(!(formats6.test(data1))){
-const err8 = {instancePath:instancePath+"/target",schemaPath:"#/properties/target/format",keyword:"format",params:{format: "ipv4"},message:"must match format \""+"ipv4"+"\"",schema:"ipv4",parentSchema:schema170.properties.target,data:data1};
+const err8 = {instancePath:instancePath+"/target",schemaPath:"#/properties/target/format",keyword:"format",params:{format: "ipv4"},message:"must match format \""+"ipv4"+"\"",schema:"ipv4",parentSchema:schema172.properties.target,data:data1};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -18462,7 +18601,7 @@ errors++;
 }
 }
 else {
-const err9 = {instancePath:instancePath+"/target",schemaPath:"#/properties/target/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema170.properties.target.type,parentSchema:schema170.properties.target,data:data1};
+const err9 = {instancePath:instancePath+"/target",schemaPath:"#/properties/target/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema172.properties.target.type,parentSchema:schema172.properties.target,data:data1};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -18475,7 +18614,7 @@ errors++;
 if(data.activeStreams !== undefined){
 let data2 = data.activeStreams;
 if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err10 = {instancePath:instancePath+"/activeStreams",schemaPath:"#/properties/activeStreams/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema170.properties.activeStreams.type,parentSchema:schema170.properties.activeStreams,data:data2};
+const err10 = {instancePath:instancePath+"/activeStreams",schemaPath:"#/properties/activeStreams/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema172.properties.activeStreams.type,parentSchema:schema172.properties.activeStreams,data:data2};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -18486,7 +18625,7 @@ errors++;
 }
 if((typeof data2 == "number") && (isFinite(data2))){
 if(data2 < 0 || isNaN(data2)){
-const err11 = {instancePath:instancePath+"/activeStreams",schemaPath:"#/properties/activeStreams/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema170.properties.activeStreams,data:data2};
+const err11 = {instancePath:instancePath+"/activeStreams",schemaPath:"#/properties/activeStreams/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema172.properties.activeStreams,data:data2};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -18500,7 +18639,7 @@ errors++;
 if(data.bytesSent !== undefined){
 let data3 = data.bytesSent;
 if(!(((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3))) && (isFinite(data3)))){
-const err12 = {instancePath:instancePath+"/bytesSent",schemaPath:"#/properties/bytesSent/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema170.properties.bytesSent.type,parentSchema:schema170.properties.bytesSent,data:data3};
+const err12 = {instancePath:instancePath+"/bytesSent",schemaPath:"#/properties/bytesSent/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema172.properties.bytesSent.type,parentSchema:schema172.properties.bytesSent,data:data3};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -18511,7 +18650,7 @@ errors++;
 }
 if((typeof data3 == "number") && (isFinite(data3))){
 if(data3 < 0 || isNaN(data3)){
-const err13 = {instancePath:instancePath+"/bytesSent",schemaPath:"#/properties/bytesSent/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema170.properties.bytesSent,data:data3};
+const err13 = {instancePath:instancePath+"/bytesSent",schemaPath:"#/properties/bytesSent/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema172.properties.bytesSent,data:data3};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -18525,7 +18664,7 @@ errors++;
 if(data.bytesReceived !== undefined){
 let data4 = data.bytesReceived;
 if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
-const err14 = {instancePath:instancePath+"/bytesReceived",schemaPath:"#/properties/bytesReceived/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema170.properties.bytesReceived.type,parentSchema:schema170.properties.bytesReceived,data:data4};
+const err14 = {instancePath:instancePath+"/bytesReceived",schemaPath:"#/properties/bytesReceived/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema172.properties.bytesReceived.type,parentSchema:schema172.properties.bytesReceived,data:data4};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -18536,7 +18675,7 @@ errors++;
 }
 if((typeof data4 == "number") && (isFinite(data4))){
 if(data4 < 0 || isNaN(data4)){
-const err15 = {instancePath:instancePath+"/bytesReceived",schemaPath:"#/properties/bytesReceived/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema170.properties.bytesReceived,data:data4};
+const err15 = {instancePath:instancePath+"/bytesReceived",schemaPath:"#/properties/bytesReceived/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema172.properties.bytesReceived,data:data4};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -18550,7 +18689,7 @@ errors++;
 if(data.path !== undefined){
 let data5 = data.path;
 if(!((data5 === "local") || (data5 === "hub"))){
-const err16 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/enum",keyword:"enum",params:{allowedValues: schema170.properties.path.enum},message:"must be equal to one of the allowed values",schema:schema170.properties.path.enum,parentSchema:schema170.properties.path,data:data5};
+const err16 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/enum",keyword:"enum",params:{allowedValues: schema172.properties.path.enum},message:"must be equal to one of the allowed values",schema:schema172.properties.path.enum,parentSchema:schema172.properties.path,data:data5};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -18562,7 +18701,7 @@ errors++;
 }
 }
 else {
-const err17 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema170.type,parentSchema:schema170,data};
+const err17 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema172.type,parentSchema:schema172,data};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -18571,16 +18710,16 @@ vErrors.push(err17);
 }
 errors++;
 }
-validate478.errors = vErrors;
+validate482.errors = vErrors;
 return errors === 0;
 }
-validate478.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate482.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate475(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate479(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate475.evaluated;
+const evaluated0 = validate479.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18589,7 +18728,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.observedAt === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "observedAt"},message:"must have required property '"+"observedAt"+"'",schema:schema168.required,parentSchema:schema168,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "observedAt"},message:"must have required property '"+"observedAt"+"'",schema:schema170.required,parentSchema:schema170,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -18599,7 +18738,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.poolConnections === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "poolConnections"},message:"must have required property '"+"poolConnections"+"'",schema:schema168.required,parentSchema:schema168,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "poolConnections"},message:"must have required property '"+"poolConnections"+"'",schema:schema170.required,parentSchema:schema170,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -18609,7 +18748,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.pairs === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "pairs"},message:"must have required property '"+"pairs"+"'",schema:schema168.required,parentSchema:schema168,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "pairs"},message:"must have required property '"+"pairs"+"'",schema:schema170.required,parentSchema:schema170,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -18620,7 +18759,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((((key0 === "observedAt") || (key0 === "poolConnections")) || (key0 === "pairs")) || (key0 === "omittedPairs"))){
-const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema168,data};
+const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema170,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -18631,15 +18770,15 @@ errors++;
 }
 }
 if(data.observedAt !== undefined){
-if(!(validate476(data.observedAt, {instancePath:instancePath+"/observedAt",parentData:data,parentDataProperty:"observedAt",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate476.errors : vErrors.concat(validate476.errors);
+if(!(validate480(data.observedAt, {instancePath:instancePath+"/observedAt",parentData:data,parentDataProperty:"observedAt",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate480.errors : vErrors.concat(validate480.errors);
 errors = vErrors.length;
 }
 }
 if(data.poolConnections !== undefined){
 let data1 = data.poolConnections;
 if(!(((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1))) && (isFinite(data1)))){
-const err4 = {instancePath:instancePath+"/poolConnections",schemaPath:"#/properties/poolConnections/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema168.properties.poolConnections.type,parentSchema:schema168.properties.poolConnections,data:data1};
+const err4 = {instancePath:instancePath+"/poolConnections",schemaPath:"#/properties/poolConnections/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema170.properties.poolConnections.type,parentSchema:schema170.properties.poolConnections,data:data1};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -18650,7 +18789,7 @@ errors++;
 }
 if((typeof data1 == "number") && (isFinite(data1))){
 if(data1 < 0 || isNaN(data1)){
-const err5 = {instancePath:instancePath+"/poolConnections",schemaPath:"#/properties/poolConnections/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema168.properties.poolConnections,data:data1};
+const err5 = {instancePath:instancePath+"/poolConnections",schemaPath:"#/properties/poolConnections/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema170.properties.poolConnections,data:data1};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -18665,7 +18804,7 @@ if(data.pairs !== undefined){
 let data2 = data.pairs;
 if(Array.isArray(data2)){
 if(data2.length > 64){
-const err6 = {instancePath:instancePath+"/pairs",schemaPath:"#/properties/pairs/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items",schema:64,parentSchema:schema168.properties.pairs,data:data2};
+const err6 = {instancePath:instancePath+"/pairs",schemaPath:"#/properties/pairs/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items",schema:64,parentSchema:schema170.properties.pairs,data:data2};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -18676,14 +18815,14 @@ errors++;
 }
 const len0 = data2.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate478(data2[i0], {instancePath:instancePath+"/pairs/" + i0,parentData:data2,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate478.errors : vErrors.concat(validate478.errors);
+if(!(validate482(data2[i0], {instancePath:instancePath+"/pairs/" + i0,parentData:data2,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate482.errors : vErrors.concat(validate482.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err7 = {instancePath:instancePath+"/pairs",schemaPath:"#/properties/pairs/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema168.properties.pairs.type,parentSchema:schema168.properties.pairs,data:data2};
+const err7 = {instancePath:instancePath+"/pairs",schemaPath:"#/properties/pairs/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema170.properties.pairs.type,parentSchema:schema170.properties.pairs,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -18696,7 +18835,7 @@ errors++;
 if(data.omittedPairs !== undefined){
 let data4 = data.omittedPairs;
 if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
-const err8 = {instancePath:instancePath+"/omittedPairs",schemaPath:"#/properties/omittedPairs/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema168.properties.omittedPairs.type,parentSchema:schema168.properties.omittedPairs,data:data4};
+const err8 = {instancePath:instancePath+"/omittedPairs",schemaPath:"#/properties/omittedPairs/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema170.properties.omittedPairs.type,parentSchema:schema170.properties.omittedPairs,data:data4};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -18707,7 +18846,7 @@ errors++;
 }
 if((typeof data4 == "number") && (isFinite(data4))){
 if(data4 < 1 || isNaN(data4)){
-const err9 = {instancePath:instancePath+"/omittedPairs",schemaPath:"#/properties/omittedPairs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema168.properties.omittedPairs,data:data4};
+const err9 = {instancePath:instancePath+"/omittedPairs",schemaPath:"#/properties/omittedPairs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema170.properties.omittedPairs,data:data4};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -18720,7 +18859,7 @@ errors++;
 }
 }
 else {
-const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema168.type,parentSchema:schema168,data};
+const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema170.type,parentSchema:schema170,data};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -18729,16 +18868,16 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate475.errors = vErrors;
+validate479.errors = vErrors;
 return errors === 0;
 }
-validate475.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate479.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate481(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate485(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate481.evaluated;
+const evaluated0 = validate485.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18747,7 +18886,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.type === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'",schema:schema51.required,parentSchema:schema51,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'",schema:schema53.required,parentSchema:schema53,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -18757,7 +18896,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.status === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'",schema:schema51.required,parentSchema:schema51,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'",schema:schema53.required,parentSchema:schema53,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -18768,7 +18907,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((((key0 === "type") || (key0 === "status")) || (key0 === "observedGeneration")) || (key0 === "lastTransitionTime")) || (key0 === "lastHeartbeatTime")) || (key0 === "reason")) || (key0 === "message"))){
-const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema51,data};
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema53,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -18782,7 +18921,7 @@ if(data.type !== undefined){
 let data0 = data.type;
 if(typeof data0 === "string"){
 if(func2(data0) < 1){
-const err3 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema51.properties.type,data:data0};
+const err3 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema53.properties.type,data:data0};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -18793,7 +18932,7 @@ errors++;
 }
 }
 else {
-const err4 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.properties.type.type,parentSchema:schema51.properties.type,data:data0};
+const err4 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema53.properties.type.type,parentSchema:schema53.properties.type,data:data0};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -18806,7 +18945,7 @@ errors++;
 if(data.status !== undefined){
 let data1 = data.status;
 if(!(((data1 === "True") || (data1 === "False")) || (data1 === "Unknown"))){
-const err5 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema51.properties.status.enum},message:"must be equal to one of the allowed values",schema:schema51.properties.status.enum,parentSchema:schema51.properties.status,data:data1};
+const err5 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema53.properties.status.enum},message:"must be equal to one of the allowed values",schema:schema53.properties.status.enum,parentSchema:schema53.properties.status,data:data1};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -18819,7 +18958,7 @@ errors++;
 if(data.observedGeneration !== undefined){
 let data2 = data.observedGeneration;
 if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err6 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema51.properties.observedGeneration.type,parentSchema:schema51.properties.observedGeneration,data:data2};
+const err6 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema53.properties.observedGeneration.type,parentSchema:schema53.properties.observedGeneration,data:data2};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -18830,7 +18969,7 @@ errors++;
 }
 if((typeof data2 == "number") && (isFinite(data2))){
 if(data2 < 0 || isNaN(data2)){
-const err7 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema51.properties.observedGeneration,data:data2};
+const err7 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema53.properties.observedGeneration,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -18856,7 +18995,7 @@ errors = vErrors.length;
 if(data.reason !== undefined){
 let data5 = data.reason;
 if(typeof data5 !== "string"){
-const err8 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.properties.reason.type,parentSchema:schema51.properties.reason,data:data5};
+const err8 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema53.properties.reason.type,parentSchema:schema53.properties.reason,data:data5};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -18869,7 +19008,7 @@ errors++;
 if(data.message !== undefined){
 let data6 = data.message;
 if(typeof data6 !== "string"){
-const err9 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.properties.message.type,parentSchema:schema51.properties.message,data:data6};
+const err9 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema53.properties.message.type,parentSchema:schema53.properties.message,data:data6};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -18881,7 +19020,7 @@ errors++;
 }
 }
 else {
-const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema51.type,parentSchema:schema51,data};
+const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema53.type,parentSchema:schema53,data};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -18890,16 +19029,16 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate481.errors = vErrors;
+validate485.errors = vErrors;
 return errors === 0;
 }
-validate481.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate485.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate474(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate478(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate474.evaluated;
+const evaluated0 = validate478.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18909,7 +19048,7 @@ evaluated0.items = undefined;
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
 if(!(((key0 === "traffic") || (key0 === "observedGeneration")) || (key0 === "conditions"))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema167,data};
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema169,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -18920,15 +19059,15 @@ errors++;
 }
 }
 if(data.traffic !== undefined){
-if(!(validate475(data.traffic, {instancePath:instancePath+"/traffic",parentData:data,parentDataProperty:"traffic",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate475.errors : vErrors.concat(validate475.errors);
+if(!(validate479(data.traffic, {instancePath:instancePath+"/traffic",parentData:data,parentDataProperty:"traffic",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate479.errors : vErrors.concat(validate479.errors);
 errors = vErrors.length;
 }
 }
 if(data.observedGeneration !== undefined){
 let data1 = data.observedGeneration;
 if(!(((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1))) && (isFinite(data1)))){
-const err1 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema167.properties.observedGeneration.type,parentSchema:schema167.properties.observedGeneration,data:data1};
+const err1 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema169.properties.observedGeneration.type,parentSchema:schema169.properties.observedGeneration,data:data1};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -18939,7 +19078,7 @@ errors++;
 }
 if((typeof data1 == "number") && (isFinite(data1))){
 if(data1 < 0 || isNaN(data1)){
-const err2 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema167.properties.observedGeneration,data:data1};
+const err2 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema169.properties.observedGeneration,data:data1};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -18955,14 +19094,14 @@ let data2 = data.conditions;
 if(Array.isArray(data2)){
 const len0 = data2.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate481(data2[i0], {instancePath:instancePath+"/conditions/" + i0,parentData:data2,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate481.errors : vErrors.concat(validate481.errors);
+if(!(validate485(data2[i0], {instancePath:instancePath+"/conditions/" + i0,parentData:data2,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate485.errors : vErrors.concat(validate485.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err3 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema167.properties.conditions.type,parentSchema:schema167.properties.conditions,data:data2};
+const err3 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema169.properties.conditions.type,parentSchema:schema169.properties.conditions,data:data2};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -18974,7 +19113,7 @@ errors++;
 }
 }
 else {
-const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema167.type,parentSchema:schema167,data};
+const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema169.type,parentSchema:schema169,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -18983,17 +19122,17 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate474.errors = vErrors;
+validate478.errors = vErrors;
 return errors === 0;
 }
-validate474.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate478.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate458(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate462(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/domain-peer.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate458.evaluated;
+const evaluated0 = validate462.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -19002,7 +19141,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.apiVersion === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema161.required,parentSchema:schema161,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema163.required,parentSchema:schema163,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -19012,7 +19151,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.kind === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema161.required,parentSchema:schema161,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema163.required,parentSchema:schema163,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -19022,7 +19161,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.metadata === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema161.required,parentSchema:schema161,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema163.required,parentSchema:schema163,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -19032,7 +19171,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.spec === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema161.required,parentSchema:schema161,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema163.required,parentSchema:schema163,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -19043,7 +19182,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "metadata")) || (key0 === "spec")) || (key0 === "status"))){
-const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema161,data};
+const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema163,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -19056,7 +19195,7 @@ errors++;
 if(data.apiVersion !== undefined){
 let data0 = data.apiVersion;
 if("rlinf.io/v1alpha1" !== data0){
-const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema161.properties.apiVersion,data:data0};
+const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema163.properties.apiVersion,data:data0};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -19069,7 +19208,7 @@ errors++;
 if(data.kind !== undefined){
 let data1 = data.kind;
 if("DomainPeer" !== data1){
-const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "DomainPeer"},message:"must be equal to constant",schema:"DomainPeer",parentSchema:schema161.properties.kind,data:data1};
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "DomainPeer"},message:"must be equal to constant",schema:"DomainPeer",parentSchema:schema163.properties.kind,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -19081,13 +19220,13 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate459(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate459.errors : vErrors.concat(validate459.errors);
+if(!(validate463(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate463.errors : vErrors.concat(validate463.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.name === undefined){
-const err7 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema161.properties.metadata.required,parentSchema:schema161.properties.metadata,data:data2};
+const err7 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema163.properties.metadata.required,parentSchema:schema163.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -19097,7 +19236,7 @@ vErrors.push(err7);
 errors++;
 }
 if(data2.namespace === undefined){
-const err8 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema161.properties.metadata.required,parentSchema:schema161.properties.metadata,data:data2};
+const err8 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema163.properties.metadata.required,parentSchema:schema163.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -19107,34 +19246,34 @@ vErrors.push(err8);
 errors++;
 }
 if(data2.name !== undefined){
-if(!(validate466(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate466.errors : vErrors.concat(validate466.errors);
+if(!(validate470(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate470.errors : vErrors.concat(validate470.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate468(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate468.errors : vErrors.concat(validate468.errors);
+if(!(validate472(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate472.errors : vErrors.concat(validate472.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate470(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate470.errors : vErrors.concat(validate470.errors);
+if(!(validate474(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate474.errors : vErrors.concat(validate474.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate474(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate474.errors : vErrors.concat(validate474.errors);
+if(!(validate478(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate478.errors : vErrors.concat(validate478.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema161.type,parentSchema:schema161,data};
+const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema163.type,parentSchema:schema163,data};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -19143,18 +19282,18 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate458.errors = vErrors;
+validate462.errors = vErrors;
 return errors === 0;
 }
-validate458.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate462.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const AddonRelease = validate486;
-const schema172 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/addon-release.schema.json","title":"AddonRelease","description":"One Addon rendered for one cluster, created by the hub's Addon controller in agent-<cluster>: the exact Kubernetes objects that cluster's agent applies. Its status is the installation there, reported by the agent.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"AddonRelease","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the release is installed in.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"The Addon's name."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/AddonReleaseSpec","description":"Desired state."},"status":{"$ref":"#/$defs/AddonReleaseStatus","description":"Observed state, reported by the agent."}},"$defs":{"AddonReleaseSpec":{"description":"The catalog entry, the Addon it comes from and the rendered objects.","type":"object","additionalProperties":false,"required":["addonName","version","namespace","addonGeneration","objects"],"properties":{"addonName":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Catalog entry name."},"version":{"type":"string","maxLength":128,"description":"Catalog entry version."},"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"In-cluster namespace the objects go into (created when missing)."},"clusterWide":{"type":"boolean","description":"True when the Addon is cluster-wide (placed by clusterSelector), false when it lives in agent-<cluster>."},"addonGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the Addon this release was rendered from."},"minKubernetesVersion":{"type":"string","pattern":"^[0-9]+\\.[0-9]+$","description":"The cluster's API server must be at least this \"major.minor\"."},"objects":{"type":"array","maxItems":500,"description":"The rendered Kubernetes objects, in apply order.","items":{"type":"object","required":["apiVersion","kind","metadata"],"description":"One Kubernetes object.","x-rlark-free-form":true}}}},"AddonReleaseStatus":{"description":"The installation in this cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"description":"Installation phase.","enum":["Pending","Installing","Ready","Failed","Upgrading","Uninstalling"]},"version":{"type":"string","maxLength":128,"description":"Version the objects in the cluster come from."},"message":{"type":"string","maxLength":4096,"description":"What is not ready, or why it failed."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the release this status reflects."}}}}};
+export const AddonRelease = validate490;
+const schema174 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/addon-release.schema.json","title":"AddonRelease","description":"One Addon rendered for one cluster, created by the hub's Addon controller in agent-<cluster>: the exact Kubernetes objects that cluster's agent applies. Its status is the installation there, reported by the agent.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"AddonRelease","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the release is installed in.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"The Addon's name."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/AddonReleaseSpec","description":"Desired state."},"status":{"$ref":"#/$defs/AddonReleaseStatus","description":"Observed state, reported by the agent."}},"$defs":{"AddonReleaseSpec":{"description":"The catalog entry, the Addon it comes from and the rendered objects.","type":"object","additionalProperties":false,"required":["addonName","version","namespace","addonGeneration","objects"],"properties":{"addonName":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Catalog entry name."},"version":{"type":"string","maxLength":128,"description":"Catalog entry version."},"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"In-cluster namespace the objects go into (created when missing)."},"clusterWide":{"type":"boolean","description":"True when the Addon is cluster-wide (placed by clusterSelector), false when it lives in agent-<cluster>."},"addonGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the Addon this release was rendered from."},"minKubernetesVersion":{"type":"string","pattern":"^[0-9]+\\.[0-9]+$","description":"The cluster's API server must be at least this \"major.minor\"."},"objects":{"type":"array","maxItems":500,"description":"The rendered Kubernetes objects, in apply order.","items":{"type":"object","required":["apiVersion","kind","metadata"],"description":"One Kubernetes object.","x-rlark-free-form":true}}}},"AddonReleaseStatus":{"description":"The installation in this cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"description":"Installation phase.","enum":["Pending","Installing","Ready","Failed","Upgrading","Uninstalling"]},"version":{"type":"string","maxLength":128,"description":"Version the objects in the cluster come from."},"message":{"type":"string","maxLength":4096,"description":"What is not ready, or why it failed."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the release this status reflects."}}}}};
 
-function validate487(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate491(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate487.evaluated;
+const evaluated0 = validate491.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -19376,16 +19515,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate487.errors = vErrors;
+validate491.errors = vErrors;
 return errors === 0;
 }
-validate487.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate491.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate494(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate498(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate494.evaluated;
+const evaluated0 = validate498.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -19434,16 +19573,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate494.errors = vErrors;
+validate498.errors = vErrors;
 return errors === 0;
 }
-validate494.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate498.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate496(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate500(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate496.evaluated;
+const evaluated0 = validate500.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -19452,7 +19591,7 @@ evaluated0.items = undefined;
 }
 if(typeof data === "string"){
 if(func2(data) > 63){
-const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema76,data};
+const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema78,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -19461,8 +19600,8 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(!pattern19.test(data)){
-const err1 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema76,data};
+if(!pattern20.test(data)){
+const err1 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema78,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -19473,7 +19612,7 @@ errors++;
 }
 }
 else {
-const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema76.type,parentSchema:schema76,data};
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema78.type,parentSchema:schema78,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -19482,18 +19621,18 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate496.errors = vErrors;
+validate500.errors = vErrors;
 return errors === 0;
 }
-validate496.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate500.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema176 = {"description":"The catalog entry, the Addon it comes from and the rendered objects.","type":"object","additionalProperties":false,"required":["addonName","version","namespace","addonGeneration","objects"],"properties":{"addonName":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Catalog entry name."},"version":{"type":"string","maxLength":128,"description":"Catalog entry version."},"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"In-cluster namespace the objects go into (created when missing)."},"clusterWide":{"type":"boolean","description":"True when the Addon is cluster-wide (placed by clusterSelector), false when it lives in agent-<cluster>."},"addonGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the Addon this release was rendered from."},"minKubernetesVersion":{"type":"string","pattern":"^[0-9]+\\.[0-9]+$","description":"The cluster's API server must be at least this \"major.minor\"."},"objects":{"type":"array","maxItems":500,"description":"The rendered Kubernetes objects, in apply order.","items":{"type":"object","required":["apiVersion","kind","metadata"],"description":"One Kubernetes object.","x-rlark-free-form":true}}}};
-const pattern54 = new RegExp("^[0-9]+\\.[0-9]+$", "u");
+const schema178 = {"description":"The catalog entry, the Addon it comes from and the rendered objects.","type":"object","additionalProperties":false,"required":["addonName","version","namespace","addonGeneration","objects"],"properties":{"addonName":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Catalog entry name."},"version":{"type":"string","maxLength":128,"description":"Catalog entry version."},"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"In-cluster namespace the objects go into (created when missing)."},"clusterWide":{"type":"boolean","description":"True when the Addon is cluster-wide (placed by clusterSelector), false when it lives in agent-<cluster>."},"addonGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the Addon this release was rendered from."},"minKubernetesVersion":{"type":"string","pattern":"^[0-9]+\\.[0-9]+$","description":"The cluster's API server must be at least this \"major.minor\"."},"objects":{"type":"array","maxItems":500,"description":"The rendered Kubernetes objects, in apply order.","items":{"type":"object","required":["apiVersion","kind","metadata"],"description":"One Kubernetes object.","x-rlark-free-form":true}}}};
+const pattern55 = new RegExp("^[0-9]+\\.[0-9]+$", "u");
 
-function validate498(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate502(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate498.evaluated;
+const evaluated0 = validate502.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -19502,7 +19641,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.addonName === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "addonName"},message:"must have required property '"+"addonName"+"'",schema:schema176.required,parentSchema:schema176,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "addonName"},message:"must have required property '"+"addonName"+"'",schema:schema178.required,parentSchema:schema178,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -19512,7 +19651,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.version === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'",schema:schema176.required,parentSchema:schema176,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'",schema:schema178.required,parentSchema:schema178,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -19522,7 +19661,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.namespace === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema176.required,parentSchema:schema176,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema178.required,parentSchema:schema178,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -19532,7 +19671,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.addonGeneration === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "addonGeneration"},message:"must have required property '"+"addonGeneration"+"'",schema:schema176.required,parentSchema:schema176,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "addonGeneration"},message:"must have required property '"+"addonGeneration"+"'",schema:schema178.required,parentSchema:schema178,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -19542,7 +19681,7 @@ vErrors.push(err3);
 errors++;
 }
 if(data.objects === undefined){
-const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "objects"},message:"must have required property '"+"objects"+"'",schema:schema176.required,parentSchema:schema176,data};
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "objects"},message:"must have required property '"+"objects"+"'",schema:schema178.required,parentSchema:schema178,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -19553,7 +19692,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((((key0 === "addonName") || (key0 === "version")) || (key0 === "namespace")) || (key0 === "clusterWide")) || (key0 === "addonGeneration")) || (key0 === "minKubernetesVersion")) || (key0 === "objects"))){
-const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema176,data};
+const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema178,data};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -19564,8 +19703,8 @@ errors++;
 }
 }
 if(data.addonName !== undefined){
-if(!(validate494(data.addonName, {instancePath:instancePath+"/addonName",parentData:data,parentDataProperty:"addonName",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate494.errors : vErrors.concat(validate494.errors);
+if(!(validate498(data.addonName, {instancePath:instancePath+"/addonName",parentData:data,parentDataProperty:"addonName",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate498.errors : vErrors.concat(validate498.errors);
 errors = vErrors.length;
 }
 }
@@ -19573,7 +19712,7 @@ if(data.version !== undefined){
 let data1 = data.version;
 if(typeof data1 === "string"){
 if(func2(data1) > 128){
-const err6 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters",schema:128,parentSchema:schema176.properties.version,data:data1};
+const err6 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters",schema:128,parentSchema:schema178.properties.version,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -19584,7 +19723,7 @@ errors++;
 }
 }
 else {
-const err7 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema176.properties.version.type,parentSchema:schema176.properties.version,data:data1};
+const err7 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema178.properties.version.type,parentSchema:schema178.properties.version,data:data1};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -19595,15 +19734,15 @@ errors++;
 }
 }
 if(data.namespace !== undefined){
-if(!(validate494(data.namespace, {instancePath:instancePath+"/namespace",parentData:data,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate494.errors : vErrors.concat(validate494.errors);
+if(!(validate498(data.namespace, {instancePath:instancePath+"/namespace",parentData:data,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate498.errors : vErrors.concat(validate498.errors);
 errors = vErrors.length;
 }
 }
 if(data.clusterWide !== undefined){
 let data3 = data.clusterWide;
 if(typeof data3 !== "boolean"){
-const err8 = {instancePath:instancePath+"/clusterWide",schemaPath:"#/properties/clusterWide/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema176.properties.clusterWide.type,parentSchema:schema176.properties.clusterWide,data:data3};
+const err8 = {instancePath:instancePath+"/clusterWide",schemaPath:"#/properties/clusterWide/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema178.properties.clusterWide.type,parentSchema:schema178.properties.clusterWide,data:data3};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -19616,7 +19755,7 @@ errors++;
 if(data.addonGeneration !== undefined){
 let data4 = data.addonGeneration;
 if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
-const err9 = {instancePath:instancePath+"/addonGeneration",schemaPath:"#/properties/addonGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema176.properties.addonGeneration.type,parentSchema:schema176.properties.addonGeneration,data:data4};
+const err9 = {instancePath:instancePath+"/addonGeneration",schemaPath:"#/properties/addonGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema178.properties.addonGeneration.type,parentSchema:schema178.properties.addonGeneration,data:data4};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -19627,7 +19766,7 @@ errors++;
 }
 if((typeof data4 == "number") && (isFinite(data4))){
 if(data4 < 0 || isNaN(data4)){
-const err10 = {instancePath:instancePath+"/addonGeneration",schemaPath:"#/properties/addonGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema176.properties.addonGeneration,data:data4};
+const err10 = {instancePath:instancePath+"/addonGeneration",schemaPath:"#/properties/addonGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema178.properties.addonGeneration,data:data4};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -19641,8 +19780,8 @@ errors++;
 if(data.minKubernetesVersion !== undefined){
 let data5 = data.minKubernetesVersion;
 if(typeof data5 === "string"){
-if(!pattern54.test(data5)){
-const err11 = {instancePath:instancePath+"/minKubernetesVersion",schemaPath:"#/properties/minKubernetesVersion/pattern",keyword:"pattern",params:{pattern: "^[0-9]+\\.[0-9]+$"},message:"must match pattern \""+"^[0-9]+\\.[0-9]+$"+"\"",schema:"^[0-9]+\\.[0-9]+$",parentSchema:schema176.properties.minKubernetesVersion,data:data5};
+if(!pattern55.test(data5)){
+const err11 = {instancePath:instancePath+"/minKubernetesVersion",schemaPath:"#/properties/minKubernetesVersion/pattern",keyword:"pattern",params:{pattern: "^[0-9]+\\.[0-9]+$"},message:"must match pattern \""+"^[0-9]+\\.[0-9]+$"+"\"",schema:"^[0-9]+\\.[0-9]+$",parentSchema:schema178.properties.minKubernetesVersion,data:data5};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -19653,7 +19792,7 @@ errors++;
 }
 }
 else {
-const err12 = {instancePath:instancePath+"/minKubernetesVersion",schemaPath:"#/properties/minKubernetesVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema176.properties.minKubernetesVersion.type,parentSchema:schema176.properties.minKubernetesVersion,data:data5};
+const err12 = {instancePath:instancePath+"/minKubernetesVersion",schemaPath:"#/properties/minKubernetesVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema178.properties.minKubernetesVersion.type,parentSchema:schema178.properties.minKubernetesVersion,data:data5};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -19667,7 +19806,7 @@ if(data.objects !== undefined){
 let data6 = data.objects;
 if(Array.isArray(data6)){
 if(data6.length > 500){
-const err13 = {instancePath:instancePath+"/objects",schemaPath:"#/properties/objects/maxItems",keyword:"maxItems",params:{limit: 500},message:"must NOT have more than 500 items",schema:500,parentSchema:schema176.properties.objects,data:data6};
+const err13 = {instancePath:instancePath+"/objects",schemaPath:"#/properties/objects/maxItems",keyword:"maxItems",params:{limit: 500},message:"must NOT have more than 500 items",schema:500,parentSchema:schema178.properties.objects,data:data6};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -19681,7 +19820,7 @@ for(let i0=0; i0<len0; i0++){
 let data7 = data6[i0];
 if(data7 && typeof data7 == "object" && !Array.isArray(data7)){
 if(data7.apiVersion === undefined){
-const err14 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema176.properties.objects.items.required,parentSchema:schema176.properties.objects.items,data:data7};
+const err14 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema178.properties.objects.items.required,parentSchema:schema178.properties.objects.items,data:data7};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -19691,7 +19830,7 @@ vErrors.push(err14);
 errors++;
 }
 if(data7.kind === undefined){
-const err15 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema176.properties.objects.items.required,parentSchema:schema176.properties.objects.items,data:data7};
+const err15 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema178.properties.objects.items.required,parentSchema:schema178.properties.objects.items,data:data7};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -19701,7 +19840,7 @@ vErrors.push(err15);
 errors++;
 }
 if(data7.metadata === undefined){
-const err16 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema176.properties.objects.items.required,parentSchema:schema176.properties.objects.items,data:data7};
+const err16 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema178.properties.objects.items.required,parentSchema:schema178.properties.objects.items,data:data7};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -19712,7 +19851,7 @@ errors++;
 }
 }
 else {
-const err17 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema176.properties.objects.items.type,parentSchema:schema176.properties.objects.items,data:data7};
+const err17 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema178.properties.objects.items.type,parentSchema:schema178.properties.objects.items,data:data7};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -19724,7 +19863,7 @@ errors++;
 }
 }
 else {
-const err18 = {instancePath:instancePath+"/objects",schemaPath:"#/properties/objects/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema176.properties.objects.type,parentSchema:schema176.properties.objects,data:data6};
+const err18 = {instancePath:instancePath+"/objects",schemaPath:"#/properties/objects/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema178.properties.objects.type,parentSchema:schema178.properties.objects,data:data6};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -19736,7 +19875,7 @@ errors++;
 }
 }
 else {
-const err19 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema176.type,parentSchema:schema176,data};
+const err19 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema178.type,parentSchema:schema178,data};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -19745,17 +19884,17 @@ vErrors.push(err19);
 }
 errors++;
 }
-validate498.errors = vErrors;
+validate502.errors = vErrors;
 return errors === 0;
 }
-validate498.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate502.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema177 = {"description":"The installation in this cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"description":"Installation phase.","enum":["Pending","Installing","Ready","Failed","Upgrading","Uninstalling"]},"version":{"type":"string","maxLength":128,"description":"Version the objects in the cluster come from."},"message":{"type":"string","maxLength":4096,"description":"What is not ready, or why it failed."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the release this status reflects."}}};
+const schema179 = {"description":"The installation in this cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"description":"Installation phase.","enum":["Pending","Installing","Ready","Failed","Upgrading","Uninstalling"]},"version":{"type":"string","maxLength":128,"description":"Version the objects in the cluster come from."},"message":{"type":"string","maxLength":4096,"description":"What is not ready, or why it failed."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the release this status reflects."}}};
 
-function validate502(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate506(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate502.evaluated;
+const evaluated0 = validate506.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -19765,7 +19904,7 @@ evaluated0.items = undefined;
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
 if(!((((key0 === "phase") || (key0 === "version")) || (key0 === "message")) || (key0 === "observedGeneration"))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema177,data};
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema179,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -19778,7 +19917,7 @@ errors++;
 if(data.phase !== undefined){
 let data0 = data.phase;
 if(!((((((data0 === "Pending") || (data0 === "Installing")) || (data0 === "Ready")) || (data0 === "Failed")) || (data0 === "Upgrading")) || (data0 === "Uninstalling"))){
-const err1 = {instancePath:instancePath+"/phase",schemaPath:"#/properties/phase/enum",keyword:"enum",params:{allowedValues: schema177.properties.phase.enum},message:"must be equal to one of the allowed values",schema:schema177.properties.phase.enum,parentSchema:schema177.properties.phase,data:data0};
+const err1 = {instancePath:instancePath+"/phase",schemaPath:"#/properties/phase/enum",keyword:"enum",params:{allowedValues: schema179.properties.phase.enum},message:"must be equal to one of the allowed values",schema:schema179.properties.phase.enum,parentSchema:schema179.properties.phase,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -19792,7 +19931,7 @@ if(data.version !== undefined){
 let data1 = data.version;
 if(typeof data1 === "string"){
 if(func2(data1) > 128){
-const err2 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters",schema:128,parentSchema:schema177.properties.version,data:data1};
+const err2 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters",schema:128,parentSchema:schema179.properties.version,data:data1};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -19803,7 +19942,7 @@ errors++;
 }
 }
 else {
-const err3 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema177.properties.version.type,parentSchema:schema177.properties.version,data:data1};
+const err3 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema179.properties.version.type,parentSchema:schema179.properties.version,data:data1};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -19817,7 +19956,7 @@ if(data.message !== undefined){
 let data2 = data.message;
 if(typeof data2 === "string"){
 if(func2(data2) > 4096){
-const err4 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters",schema:4096,parentSchema:schema177.properties.message,data:data2};
+const err4 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters",schema:4096,parentSchema:schema179.properties.message,data:data2};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -19828,7 +19967,7 @@ errors++;
 }
 }
 else {
-const err5 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema177.properties.message.type,parentSchema:schema177.properties.message,data:data2};
+const err5 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema179.properties.message.type,parentSchema:schema179.properties.message,data:data2};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -19841,7 +19980,7 @@ errors++;
 if(data.observedGeneration !== undefined){
 let data3 = data.observedGeneration;
 if(!(((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3))) && (isFinite(data3)))){
-const err6 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema177.properties.observedGeneration.type,parentSchema:schema177.properties.observedGeneration,data:data3};
+const err6 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema179.properties.observedGeneration.type,parentSchema:schema179.properties.observedGeneration,data:data3};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -19852,7 +19991,7 @@ errors++;
 }
 if((typeof data3 == "number") && (isFinite(data3))){
 if(data3 < 0 || isNaN(data3)){
-const err7 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema177.properties.observedGeneration,data:data3};
+const err7 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema179.properties.observedGeneration,data:data3};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -19865,7 +20004,7 @@ errors++;
 }
 }
 else {
-const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema177.type,parentSchema:schema177,data};
+const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema179.type,parentSchema:schema179,data};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -19874,17 +20013,17 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate502.errors = vErrors;
+validate506.errors = vErrors;
 return errors === 0;
 }
-validate502.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate506.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate486(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate490(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/addon-release.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate486.evaluated;
+const evaluated0 = validate490.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -19893,7 +20032,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.apiVersion === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema172.required,parentSchema:schema172,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema174.required,parentSchema:schema174,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -19903,7 +20042,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.kind === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema172.required,parentSchema:schema172,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema174.required,parentSchema:schema174,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -19913,7 +20052,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.metadata === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema172.required,parentSchema:schema172,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema174.required,parentSchema:schema174,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -19923,7 +20062,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.spec === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema172.required,parentSchema:schema172,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema174.required,parentSchema:schema174,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -19934,7 +20073,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "metadata")) || (key0 === "spec")) || (key0 === "status"))){
-const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema172,data};
+const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema174,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -19947,7 +20086,7 @@ errors++;
 if(data.apiVersion !== undefined){
 let data0 = data.apiVersion;
 if("rlinf.io/v1alpha1" !== data0){
-const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema172.properties.apiVersion,data:data0};
+const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema174.properties.apiVersion,data:data0};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -19960,7 +20099,7 @@ errors++;
 if(data.kind !== undefined){
 let data1 = data.kind;
 if("AddonRelease" !== data1){
-const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "AddonRelease"},message:"must be equal to constant",schema:"AddonRelease",parentSchema:schema172.properties.kind,data:data1};
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "AddonRelease"},message:"must be equal to constant",schema:"AddonRelease",parentSchema:schema174.properties.kind,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -19972,13 +20111,13 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate487(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate487.errors : vErrors.concat(validate487.errors);
+if(!(validate491(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate491.errors : vErrors.concat(validate491.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.name === undefined){
-const err7 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema172.properties.metadata.required,parentSchema:schema172.properties.metadata,data:data2};
+const err7 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema174.properties.metadata.required,parentSchema:schema174.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -19988,7 +20127,7 @@ vErrors.push(err7);
 errors++;
 }
 if(data2.namespace === undefined){
-const err8 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema172.properties.metadata.required,parentSchema:schema172.properties.metadata,data:data2};
+const err8 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema174.properties.metadata.required,parentSchema:schema174.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -19998,34 +20137,34 @@ vErrors.push(err8);
 errors++;
 }
 if(data2.name !== undefined){
-if(!(validate494(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate494.errors : vErrors.concat(validate494.errors);
+if(!(validate498(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate498.errors : vErrors.concat(validate498.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate496(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate496.errors : vErrors.concat(validate496.errors);
+if(!(validate500(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate500.errors : vErrors.concat(validate500.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate498(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate498.errors : vErrors.concat(validate498.errors);
+if(!(validate502(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate502.errors : vErrors.concat(validate502.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate502(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate502.errors : vErrors.concat(validate502.errors);
+if(!(validate506(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate506.errors : vErrors.concat(validate506.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema172.type,parentSchema:schema172,data};
+const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema174.type,parentSchema:schema174,data};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -20034,18 +20173,18 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate486.errors = vErrors;
+validate490.errors = vErrors;
 return errors === 0;
 }
-validate486.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate490.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const Pod = validate504;
-const schema178 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/pod.schema.json","title":"Pod","description":"The hub's mirror of a data-plane pod or process, pushed by the agent; used for its logs, the dashboard and Domain addresses (exec and proxies through it are planned).","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Pod","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the object belongs to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Pod name, as in the cluster."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/PodMirrorSpec","description":"Identity of the mirrored pod."},"status":{"$ref":"#/$defs/PodMirrorStatus","description":"Observed state."}},"$defs":{"PodMirrorSpec":{"description":"Which pod this is and what it belongs to.","type":"object","additionalProperties":false,"properties":{"task":{"type":"string","description":"Name of the Task the pod runs."},"job":{"type":"string","description":"Name of the Job."},"node":{"type":"string","description":"Node the pod runs on."},"namespace":{"type":"string","description":"The pod's namespace inside its cluster."},"uid":{"type":"string","description":"The pod's UID inside its cluster."},"containers":{"type":"array","description":"Containers (or processes) of the pod.","items":{"$ref":"#/$defs/PodMirrorContainer"}}}},"PodMirrorContainer":{"description":"One container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image, or the command for a process."}}},"ContainerStatus":{"description":"Observed state of one container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image running."},"ready":{"type":"boolean","description":"Passing its readiness probe."},"restartCount":{"type":"integer","minimum":0,"description":"Restarts so far."},"state":{"enum":["Waiting","Running","Terminated"],"description":"Current state."},"reason":{"type":"string","description":"Why it is waiting or terminated (CrashLoopBackOff, Completed, ...)."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the current or, while restarting, last termination."},"startedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run started."},"finishedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When it terminated."}}},"PodMirrorStatus":{"description":"Observed state of the pod.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Unknown"],"description":"Pod phase."},"podIP":{"type":"string","description":"The pod's IP inside its cluster."},"hostIP":{"type":"string","description":"IP of the node."},"domainIP":{"type":"string","description":"The pod's virtual IP in its Job's Domain."},"restarts":{"type":"integer","minimum":0,"description":"Restarts of all containers."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the pod started."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"containerStatuses":{"type":"array","description":"Per container, with exit codes.","items":{"$ref":"#/$defs/ContainerStatus"}},"conditions":{"type":"array","description":"Pod conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
+export const Pod = validate508;
+const schema180 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/pod.schema.json","title":"Pod","description":"The hub's mirror of a data-plane pod or process, pushed by the agent; used for its logs, the dashboard and Domain addresses (exec and proxies through it are planned).","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Pod","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the object belongs to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Pod name, as in the cluster."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/PodMirrorSpec","description":"Identity of the mirrored pod."},"status":{"$ref":"#/$defs/PodMirrorStatus","description":"Observed state."}},"$defs":{"PodMirrorSpec":{"description":"Which pod this is and what it belongs to.","type":"object","additionalProperties":false,"properties":{"task":{"type":"string","description":"Name of the Task the pod runs."},"job":{"type":"string","description":"Name of the Job."},"node":{"type":"string","description":"Node the pod runs on."},"namespace":{"type":"string","description":"The pod's namespace inside its cluster."},"uid":{"type":"string","description":"The pod's UID inside its cluster."},"containers":{"type":"array","description":"Containers (or processes) of the pod.","items":{"$ref":"#/$defs/PodMirrorContainer"}}}},"PodMirrorContainer":{"description":"One container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image, or the command for a process."}}},"ContainerStatus":{"description":"Observed state of one container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image running."},"ready":{"type":"boolean","description":"Passing its readiness probe."},"restartCount":{"type":"integer","minimum":0,"description":"Restarts so far."},"state":{"enum":["Waiting","Running","Terminated"],"description":"Current state."},"reason":{"type":"string","description":"Why it is waiting or terminated (CrashLoopBackOff, Completed, ...)."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the current or, while restarting, last termination."},"startedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run started."},"finishedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When it terminated."}}},"PodMirrorStatus":{"description":"Observed state of the pod.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Unknown"],"description":"Pod phase."},"podIP":{"type":"string","description":"The pod's IP inside its cluster."},"hostIP":{"type":"string","description":"IP of the node."},"domainIP":{"type":"string","description":"The pod's virtual IP in its Job's Domain."},"restarts":{"type":"integer","minimum":0,"description":"Restarts of all containers."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the pod started."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"containerStatuses":{"type":"array","description":"Per container, with exit codes.","items":{"$ref":"#/$defs/ContainerStatus"}},"conditions":{"type":"array","description":"Pod conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
 
-function validate505(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate509(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate505.evaluated;
+const evaluated0 = validate509.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -20267,194 +20406,10 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate505.errors = vErrors;
+validate509.errors = vErrors;
 return errors === 0;
 }
-validate505.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-
-function validate512(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate512.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data === "string"){
-if(func2(data) > 253){
-const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema97,data};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(func2(data) < 1){
-const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema97,data};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(!pattern25.test(data)){
-const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema97,data};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-else {
-const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema97.type,parentSchema:schema97,data};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-validate512.errors = vErrors;
-return errors === 0;
-}
-validate512.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate514(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate514.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data === "string"){
-if(func2(data) > 63){
-const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema76,data};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(!pattern19.test(data)){
-const err1 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema76,data};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-else {
-const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema76.type,parentSchema:schema76,data};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-validate514.errors = vErrors;
-return errors === 0;
-}
-validate514.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-const schema182 = {"description":"Which pod this is and what it belongs to.","type":"object","additionalProperties":false,"properties":{"task":{"type":"string","description":"Name of the Task the pod runs."},"job":{"type":"string","description":"Name of the Job."},"node":{"type":"string","description":"Node the pod runs on."},"namespace":{"type":"string","description":"The pod's namespace inside its cluster."},"uid":{"type":"string","description":"The pod's UID inside its cluster."},"containers":{"type":"array","description":"Containers (or processes) of the pod.","items":{"$ref":"#/$defs/PodMirrorContainer"}}}};
-const schema183 = {"description":"One container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image, or the command for a process."}}};
-
-function validate517(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate517.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.name === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema183.required,parentSchema:schema183,data};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((key0 === "name") || (key0 === "image"))){
-const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema183,data};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-if(data.name !== undefined){
-let data0 = data.name;
-if(typeof data0 !== "string"){
-const err2 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema183.properties.name.type,parentSchema:schema183.properties.name,data:data0};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.image !== undefined){
-let data1 = data.image;
-if(typeof data1 !== "string"){
-const err3 = {instancePath:instancePath+"/image",schemaPath:"#/properties/image/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema183.properties.image.type,parentSchema:schema183.properties.image,data:data1};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-}
-else {
-const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema183.type,parentSchema:schema183,data};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-validate517.errors = vErrors;
-return errors === 0;
-}
-validate517.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate509.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
 function validate516(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -20467,10 +20422,194 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
+if(typeof data === "string"){
+if(func2(data) > 253){
+const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema99,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(func2(data) < 1){
+const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema99,data};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(!pattern26.test(data)){
+const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema99,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+else {
+const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema99.type,parentSchema:schema99,data};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+validate516.errors = vErrors;
+return errors === 0;
+}
+validate516.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate518(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate518.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data === "string"){
+if(func2(data) > 63){
+const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema78,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(!pattern20.test(data)){
+const err1 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema78,data};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema78.type,parentSchema:schema78,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+validate518.errors = vErrors;
+return errors === 0;
+}
+validate518.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+const schema184 = {"description":"Which pod this is and what it belongs to.","type":"object","additionalProperties":false,"properties":{"task":{"type":"string","description":"Name of the Task the pod runs."},"job":{"type":"string","description":"Name of the Job."},"node":{"type":"string","description":"Node the pod runs on."},"namespace":{"type":"string","description":"The pod's namespace inside its cluster."},"uid":{"type":"string","description":"The pod's UID inside its cluster."},"containers":{"type":"array","description":"Containers (or processes) of the pod.","items":{"$ref":"#/$defs/PodMirrorContainer"}}}};
+const schema185 = {"description":"One container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image, or the command for a process."}}};
+
+function validate521(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate521.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.name === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema185.required,parentSchema:schema185,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "name") || (key0 === "image"))){
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema185,data};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.name !== undefined){
+let data0 = data.name;
+if(typeof data0 !== "string"){
+const err2 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema185.properties.name.type,parentSchema:schema185.properties.name,data:data0};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.image !== undefined){
+let data1 = data.image;
+if(typeof data1 !== "string"){
+const err3 = {instancePath:instancePath+"/image",schemaPath:"#/properties/image/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema185.properties.image.type,parentSchema:schema185.properties.image,data:data1};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+}
+else {
+const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema185.type,parentSchema:schema185,data};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+validate521.errors = vErrors;
+return errors === 0;
+}
+validate521.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+
+function validate520(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate520.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
 if(!((((((key0 === "task") || (key0 === "job")) || (key0 === "node")) || (key0 === "namespace")) || (key0 === "uid")) || (key0 === "containers"))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema182,data};
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema184,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -20483,7 +20622,7 @@ errors++;
 if(data.task !== undefined){
 let data0 = data.task;
 if(typeof data0 !== "string"){
-const err1 = {instancePath:instancePath+"/task",schemaPath:"#/properties/task/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema182.properties.task.type,parentSchema:schema182.properties.task,data:data0};
+const err1 = {instancePath:instancePath+"/task",schemaPath:"#/properties/task/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema184.properties.task.type,parentSchema:schema184.properties.task,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -20496,7 +20635,7 @@ errors++;
 if(data.job !== undefined){
 let data1 = data.job;
 if(typeof data1 !== "string"){
-const err2 = {instancePath:instancePath+"/job",schemaPath:"#/properties/job/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema182.properties.job.type,parentSchema:schema182.properties.job,data:data1};
+const err2 = {instancePath:instancePath+"/job",schemaPath:"#/properties/job/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema184.properties.job.type,parentSchema:schema184.properties.job,data:data1};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -20509,7 +20648,7 @@ errors++;
 if(data.node !== undefined){
 let data2 = data.node;
 if(typeof data2 !== "string"){
-const err3 = {instancePath:instancePath+"/node",schemaPath:"#/properties/node/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema182.properties.node.type,parentSchema:schema182.properties.node,data:data2};
+const err3 = {instancePath:instancePath+"/node",schemaPath:"#/properties/node/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema184.properties.node.type,parentSchema:schema184.properties.node,data:data2};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -20522,7 +20661,7 @@ errors++;
 if(data.namespace !== undefined){
 let data3 = data.namespace;
 if(typeof data3 !== "string"){
-const err4 = {instancePath:instancePath+"/namespace",schemaPath:"#/properties/namespace/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema182.properties.namespace.type,parentSchema:schema182.properties.namespace,data:data3};
+const err4 = {instancePath:instancePath+"/namespace",schemaPath:"#/properties/namespace/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema184.properties.namespace.type,parentSchema:schema184.properties.namespace,data:data3};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -20535,7 +20674,7 @@ errors++;
 if(data.uid !== undefined){
 let data4 = data.uid;
 if(typeof data4 !== "string"){
-const err5 = {instancePath:instancePath+"/uid",schemaPath:"#/properties/uid/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema182.properties.uid.type,parentSchema:schema182.properties.uid,data:data4};
+const err5 = {instancePath:instancePath+"/uid",schemaPath:"#/properties/uid/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema184.properties.uid.type,parentSchema:schema184.properties.uid,data:data4};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -20550,14 +20689,14 @@ let data5 = data.containers;
 if(Array.isArray(data5)){
 const len0 = data5.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate517(data5[i0], {instancePath:instancePath+"/containers/" + i0,parentData:data5,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate517.errors : vErrors.concat(validate517.errors);
+if(!(validate521(data5[i0], {instancePath:instancePath+"/containers/" + i0,parentData:data5,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate521.errors : vErrors.concat(validate521.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err6 = {instancePath:instancePath+"/containers",schemaPath:"#/properties/containers/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema182.properties.containers.type,parentSchema:schema182.properties.containers,data:data5};
+const err6 = {instancePath:instancePath+"/containers",schemaPath:"#/properties/containers/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema184.properties.containers.type,parentSchema:schema184.properties.containers,data:data5};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -20569,7 +20708,7 @@ errors++;
 }
 }
 else {
-const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema182.type,parentSchema:schema182,data};
+const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema184.type,parentSchema:schema184,data};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -20578,17 +20717,17 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate516.errors = vErrors;
+validate520.errors = vErrors;
 return errors === 0;
 }
-validate516.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate520.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema184 = {"description":"Observed state of the pod.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Unknown"],"description":"Pod phase."},"podIP":{"type":"string","description":"The pod's IP inside its cluster."},"hostIP":{"type":"string","description":"IP of the node."},"domainIP":{"type":"string","description":"The pod's virtual IP in its Job's Domain."},"restarts":{"type":"integer","minimum":0,"description":"Restarts of all containers."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the pod started."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"containerStatuses":{"type":"array","description":"Per container, with exit codes.","items":{"$ref":"#/$defs/ContainerStatus"}},"conditions":{"type":"array","description":"Pod conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
+const schema186 = {"description":"Observed state of the pod.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Unknown"],"description":"Pod phase."},"podIP":{"type":"string","description":"The pod's IP inside its cluster."},"hostIP":{"type":"string","description":"IP of the node."},"domainIP":{"type":"string","description":"The pod's virtual IP in its Job's Domain."},"restarts":{"type":"integer","minimum":0,"description":"Restarts of all containers."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the pod started."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"containerStatuses":{"type":"array","description":"Per container, with exit codes.","items":{"$ref":"#/$defs/ContainerStatus"}},"conditions":{"type":"array","description":"Pod conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
 
-function validate521(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate525(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate521.evaluated;
+const evaluated0 = validate525.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -20617,17 +20756,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate521.errors = vErrors;
+validate525.errors = vErrors;
 return errors === 0;
 }
-validate521.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate525.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema186 = {"description":"Observed state of one container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image running."},"ready":{"type":"boolean","description":"Passing its readiness probe."},"restartCount":{"type":"integer","minimum":0,"description":"Restarts so far."},"state":{"enum":["Waiting","Running","Terminated"],"description":"Current state."},"reason":{"type":"string","description":"Why it is waiting or terminated (CrashLoopBackOff, Completed, ...)."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the current or, while restarting, last termination."},"startedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run started."},"finishedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When it terminated."}}};
+const schema188 = {"description":"Observed state of one container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image running."},"ready":{"type":"boolean","description":"Passing its readiness probe."},"restartCount":{"type":"integer","minimum":0,"description":"Restarts so far."},"state":{"enum":["Waiting","Running","Terminated"],"description":"Current state."},"reason":{"type":"string","description":"Why it is waiting or terminated (CrashLoopBackOff, Completed, ...)."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the current or, while restarting, last termination."},"startedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run started."},"finishedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When it terminated."}}};
 
-function validate523(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate527(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate523.evaluated;
+const evaluated0 = validate527.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -20636,7 +20775,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.name === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema186.required,parentSchema:schema186,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema188.required,parentSchema:schema188,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -20646,8 +20785,8 @@ vErrors.push(err0);
 errors++;
 }
 for(const key0 in data){
-if(!(func1.call(schema186.properties, key0))){
-const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema186,data};
+if(!(func1.call(schema188.properties, key0))){
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema188,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -20660,7 +20799,7 @@ errors++;
 if(data.name !== undefined){
 let data0 = data.name;
 if(typeof data0 !== "string"){
-const err2 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema186.properties.name.type,parentSchema:schema186.properties.name,data:data0};
+const err2 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema188.properties.name.type,parentSchema:schema188.properties.name,data:data0};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -20673,7 +20812,7 @@ errors++;
 if(data.image !== undefined){
 let data1 = data.image;
 if(typeof data1 !== "string"){
-const err3 = {instancePath:instancePath+"/image",schemaPath:"#/properties/image/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema186.properties.image.type,parentSchema:schema186.properties.image,data:data1};
+const err3 = {instancePath:instancePath+"/image",schemaPath:"#/properties/image/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema188.properties.image.type,parentSchema:schema188.properties.image,data:data1};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -20686,7 +20825,7 @@ errors++;
 if(data.ready !== undefined){
 let data2 = data.ready;
 if(typeof data2 !== "boolean"){
-const err4 = {instancePath:instancePath+"/ready",schemaPath:"#/properties/ready/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema186.properties.ready.type,parentSchema:schema186.properties.ready,data:data2};
+const err4 = {instancePath:instancePath+"/ready",schemaPath:"#/properties/ready/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema188.properties.ready.type,parentSchema:schema188.properties.ready,data:data2};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -20699,7 +20838,7 @@ errors++;
 if(data.restartCount !== undefined){
 let data3 = data.restartCount;
 if(!(((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3))) && (isFinite(data3)))){
-const err5 = {instancePath:instancePath+"/restartCount",schemaPath:"#/properties/restartCount/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema186.properties.restartCount.type,parentSchema:schema186.properties.restartCount,data:data3};
+const err5 = {instancePath:instancePath+"/restartCount",schemaPath:"#/properties/restartCount/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema188.properties.restartCount.type,parentSchema:schema188.properties.restartCount,data:data3};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -20710,7 +20849,7 @@ errors++;
 }
 if((typeof data3 == "number") && (isFinite(data3))){
 if(data3 < 0 || isNaN(data3)){
-const err6 = {instancePath:instancePath+"/restartCount",schemaPath:"#/properties/restartCount/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema186.properties.restartCount,data:data3};
+const err6 = {instancePath:instancePath+"/restartCount",schemaPath:"#/properties/restartCount/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema188.properties.restartCount,data:data3};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -20724,7 +20863,7 @@ errors++;
 if(data.state !== undefined){
 let data4 = data.state;
 if(!(((data4 === "Waiting") || (data4 === "Running")) || (data4 === "Terminated"))){
-const err7 = {instancePath:instancePath+"/state",schemaPath:"#/properties/state/enum",keyword:"enum",params:{allowedValues: schema186.properties.state.enum},message:"must be equal to one of the allowed values",schema:schema186.properties.state.enum,parentSchema:schema186.properties.state,data:data4};
+const err7 = {instancePath:instancePath+"/state",schemaPath:"#/properties/state/enum",keyword:"enum",params:{allowedValues: schema188.properties.state.enum},message:"must be equal to one of the allowed values",schema:schema188.properties.state.enum,parentSchema:schema188.properties.state,data:data4};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -20737,7 +20876,7 @@ errors++;
 if(data.reason !== undefined){
 let data5 = data.reason;
 if(typeof data5 !== "string"){
-const err8 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema186.properties.reason.type,parentSchema:schema186.properties.reason,data:data5};
+const err8 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema188.properties.reason.type,parentSchema:schema188.properties.reason,data:data5};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -20750,7 +20889,7 @@ errors++;
 if(data.message !== undefined){
 let data6 = data.message;
 if(typeof data6 !== "string"){
-const err9 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema186.properties.message.type,parentSchema:schema186.properties.message,data:data6};
+const err9 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema188.properties.message.type,parentSchema:schema188.properties.message,data:data6};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -20763,7 +20902,7 @@ errors++;
 if(data.exitCode !== undefined){
 let data7 = data.exitCode;
 if(!(((typeof data7 == "number") && (!(data7 % 1) && !isNaN(data7))) && (isFinite(data7)))){
-const err10 = {instancePath:instancePath+"/exitCode",schemaPath:"#/properties/exitCode/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema186.properties.exitCode.type,parentSchema:schema186.properties.exitCode,data:data7};
+const err10 = {instancePath:instancePath+"/exitCode",schemaPath:"#/properties/exitCode/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema188.properties.exitCode.type,parentSchema:schema188.properties.exitCode,data:data7};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -20774,20 +20913,20 @@ errors++;
 }
 }
 if(data.startedAt !== undefined){
-if(!(validate521(data.startedAt, {instancePath:instancePath+"/startedAt",parentData:data,parentDataProperty:"startedAt",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate521.errors : vErrors.concat(validate521.errors);
+if(!(validate525(data.startedAt, {instancePath:instancePath+"/startedAt",parentData:data,parentDataProperty:"startedAt",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate525.errors : vErrors.concat(validate525.errors);
 errors = vErrors.length;
 }
 }
 if(data.finishedAt !== undefined){
-if(!(validate521(data.finishedAt, {instancePath:instancePath+"/finishedAt",parentData:data,parentDataProperty:"finishedAt",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate521.errors : vErrors.concat(validate521.errors);
+if(!(validate525(data.finishedAt, {instancePath:instancePath+"/finishedAt",parentData:data,parentDataProperty:"finishedAt",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate525.errors : vErrors.concat(validate525.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema186.type,parentSchema:schema186,data};
+const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema188.type,parentSchema:schema188,data};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -20796,16 +20935,16 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate523.errors = vErrors;
+validate527.errors = vErrors;
 return errors === 0;
 }
-validate523.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate527.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate527(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate531(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate527.evaluated;
+const evaluated0 = validate531.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -20814,7 +20953,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.type === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'",schema:schema51.required,parentSchema:schema51,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'",schema:schema53.required,parentSchema:schema53,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -20824,7 +20963,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.status === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'",schema:schema51.required,parentSchema:schema51,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'",schema:schema53.required,parentSchema:schema53,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -20835,7 +20974,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((((key0 === "type") || (key0 === "status")) || (key0 === "observedGeneration")) || (key0 === "lastTransitionTime")) || (key0 === "lastHeartbeatTime")) || (key0 === "reason")) || (key0 === "message"))){
-const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema51,data};
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema53,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -20849,7 +20988,7 @@ if(data.type !== undefined){
 let data0 = data.type;
 if(typeof data0 === "string"){
 if(func2(data0) < 1){
-const err3 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema51.properties.type,data:data0};
+const err3 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema53.properties.type,data:data0};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -20860,7 +20999,7 @@ errors++;
 }
 }
 else {
-const err4 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.properties.type.type,parentSchema:schema51.properties.type,data:data0};
+const err4 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema53.properties.type.type,parentSchema:schema53.properties.type,data:data0};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -20873,7 +21012,7 @@ errors++;
 if(data.status !== undefined){
 let data1 = data.status;
 if(!(((data1 === "True") || (data1 === "False")) || (data1 === "Unknown"))){
-const err5 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema51.properties.status.enum},message:"must be equal to one of the allowed values",schema:schema51.properties.status.enum,parentSchema:schema51.properties.status,data:data1};
+const err5 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema53.properties.status.enum},message:"must be equal to one of the allowed values",schema:schema53.properties.status.enum,parentSchema:schema53.properties.status,data:data1};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -20886,7 +21025,7 @@ errors++;
 if(data.observedGeneration !== undefined){
 let data2 = data.observedGeneration;
 if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err6 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema51.properties.observedGeneration.type,parentSchema:schema51.properties.observedGeneration,data:data2};
+const err6 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema53.properties.observedGeneration.type,parentSchema:schema53.properties.observedGeneration,data:data2};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -20897,7 +21036,7 @@ errors++;
 }
 if((typeof data2 == "number") && (isFinite(data2))){
 if(data2 < 0 || isNaN(data2)){
-const err7 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema51.properties.observedGeneration,data:data2};
+const err7 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema53.properties.observedGeneration,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -20923,7 +21062,7 @@ errors = vErrors.length;
 if(data.reason !== undefined){
 let data5 = data.reason;
 if(typeof data5 !== "string"){
-const err8 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.properties.reason.type,parentSchema:schema51.properties.reason,data:data5};
+const err8 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema53.properties.reason.type,parentSchema:schema53.properties.reason,data:data5};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -20936,7 +21075,7 @@ errors++;
 if(data.message !== undefined){
 let data6 = data.message;
 if(typeof data6 !== "string"){
-const err9 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.properties.message.type,parentSchema:schema51.properties.message,data:data6};
+const err9 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema53.properties.message.type,parentSchema:schema53.properties.message,data:data6};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -20948,7 +21087,7 @@ errors++;
 }
 }
 else {
-const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema51.type,parentSchema:schema51,data};
+const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema53.type,parentSchema:schema53,data};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -20957,16 +21096,16 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate527.errors = vErrors;
+validate531.errors = vErrors;
 return errors === 0;
 }
-validate527.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate531.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate520(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate524(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate520.evaluated;
+const evaluated0 = validate524.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -20975,8 +21114,8 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
-if(!(func1.call(schema184.properties, key0))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema184,data};
+if(!(func1.call(schema186.properties, key0))){
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema186,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -20989,7 +21128,7 @@ errors++;
 if(data.phase !== undefined){
 let data0 = data.phase;
 if(!(((((data0 === "Pending") || (data0 === "Running")) || (data0 === "Succeeded")) || (data0 === "Failed")) || (data0 === "Unknown"))){
-const err1 = {instancePath:instancePath+"/phase",schemaPath:"#/properties/phase/enum",keyword:"enum",params:{allowedValues: schema184.properties.phase.enum},message:"must be equal to one of the allowed values",schema:schema184.properties.phase.enum,parentSchema:schema184.properties.phase,data:data0};
+const err1 = {instancePath:instancePath+"/phase",schemaPath:"#/properties/phase/enum",keyword:"enum",params:{allowedValues: schema186.properties.phase.enum},message:"must be equal to one of the allowed values",schema:schema186.properties.phase.enum,parentSchema:schema186.properties.phase,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -21002,7 +21141,7 @@ errors++;
 if(data.podIP !== undefined){
 let data1 = data.podIP;
 if(typeof data1 !== "string"){
-const err2 = {instancePath:instancePath+"/podIP",schemaPath:"#/properties/podIP/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema184.properties.podIP.type,parentSchema:schema184.properties.podIP,data:data1};
+const err2 = {instancePath:instancePath+"/podIP",schemaPath:"#/properties/podIP/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema186.properties.podIP.type,parentSchema:schema186.properties.podIP,data:data1};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -21015,7 +21154,7 @@ errors++;
 if(data.hostIP !== undefined){
 let data2 = data.hostIP;
 if(typeof data2 !== "string"){
-const err3 = {instancePath:instancePath+"/hostIP",schemaPath:"#/properties/hostIP/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema184.properties.hostIP.type,parentSchema:schema184.properties.hostIP,data:data2};
+const err3 = {instancePath:instancePath+"/hostIP",schemaPath:"#/properties/hostIP/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema186.properties.hostIP.type,parentSchema:schema186.properties.hostIP,data:data2};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -21028,7 +21167,7 @@ errors++;
 if(data.domainIP !== undefined){
 let data3 = data.domainIP;
 if(typeof data3 !== "string"){
-const err4 = {instancePath:instancePath+"/domainIP",schemaPath:"#/properties/domainIP/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema184.properties.domainIP.type,parentSchema:schema184.properties.domainIP,data:data3};
+const err4 = {instancePath:instancePath+"/domainIP",schemaPath:"#/properties/domainIP/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema186.properties.domainIP.type,parentSchema:schema186.properties.domainIP,data:data3};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -21041,7 +21180,7 @@ errors++;
 if(data.restarts !== undefined){
 let data4 = data.restarts;
 if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
-const err5 = {instancePath:instancePath+"/restarts",schemaPath:"#/properties/restarts/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema184.properties.restarts.type,parentSchema:schema184.properties.restarts,data:data4};
+const err5 = {instancePath:instancePath+"/restarts",schemaPath:"#/properties/restarts/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema186.properties.restarts.type,parentSchema:schema186.properties.restarts,data:data4};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -21052,7 +21191,7 @@ errors++;
 }
 if((typeof data4 == "number") && (isFinite(data4))){
 if(data4 < 0 || isNaN(data4)){
-const err6 = {instancePath:instancePath+"/restarts",schemaPath:"#/properties/restarts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema184.properties.restarts,data:data4};
+const err6 = {instancePath:instancePath+"/restarts",schemaPath:"#/properties/restarts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema186.properties.restarts,data:data4};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -21064,15 +21203,15 @@ errors++;
 }
 }
 if(data.startTime !== undefined){
-if(!(validate521(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate521.errors : vErrors.concat(validate521.errors);
+if(!(validate525(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate525.errors : vErrors.concat(validate525.errors);
 errors = vErrors.length;
 }
 }
 if(data.reason !== undefined){
 let data6 = data.reason;
 if(typeof data6 !== "string"){
-const err7 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema184.properties.reason.type,parentSchema:schema184.properties.reason,data:data6};
+const err7 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema186.properties.reason.type,parentSchema:schema186.properties.reason,data:data6};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -21085,7 +21224,7 @@ errors++;
 if(data.message !== undefined){
 let data7 = data.message;
 if(typeof data7 !== "string"){
-const err8 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema184.properties.message.type,parentSchema:schema184.properties.message,data:data7};
+const err8 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema186.properties.message.type,parentSchema:schema186.properties.message,data:data7};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -21100,14 +21239,14 @@ let data8 = data.containerStatuses;
 if(Array.isArray(data8)){
 const len0 = data8.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate523(data8[i0], {instancePath:instancePath+"/containerStatuses/" + i0,parentData:data8,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate523.errors : vErrors.concat(validate523.errors);
+if(!(validate527(data8[i0], {instancePath:instancePath+"/containerStatuses/" + i0,parentData:data8,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate527.errors : vErrors.concat(validate527.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err9 = {instancePath:instancePath+"/containerStatuses",schemaPath:"#/properties/containerStatuses/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema184.properties.containerStatuses.type,parentSchema:schema184.properties.containerStatuses,data:data8};
+const err9 = {instancePath:instancePath+"/containerStatuses",schemaPath:"#/properties/containerStatuses/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema186.properties.containerStatuses.type,parentSchema:schema186.properties.containerStatuses,data:data8};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -21122,14 +21261,14 @@ let data10 = data.conditions;
 if(Array.isArray(data10)){
 const len1 = data10.length;
 for(let i1=0; i1<len1; i1++){
-if(!(validate527(data10[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data10,parentDataProperty:i1,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate527.errors : vErrors.concat(validate527.errors);
+if(!(validate531(data10[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data10,parentDataProperty:i1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate531.errors : vErrors.concat(validate531.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err10 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema184.properties.conditions.type,parentSchema:schema184.properties.conditions,data:data10};
+const err10 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema186.properties.conditions.type,parentSchema:schema186.properties.conditions,data:data10};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -21141,7 +21280,7 @@ errors++;
 }
 }
 else {
-const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema184.type,parentSchema:schema184,data};
+const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema186.type,parentSchema:schema186,data};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -21150,17 +21289,17 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate520.errors = vErrors;
+validate524.errors = vErrors;
 return errors === 0;
 }
-validate520.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate524.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate504(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate508(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/pod.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate504.evaluated;
+const evaluated0 = validate508.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -21169,7 +21308,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.apiVersion === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema178.required,parentSchema:schema178,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema180.required,parentSchema:schema180,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -21179,7 +21318,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.kind === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema178.required,parentSchema:schema178,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema180.required,parentSchema:schema180,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -21189,7 +21328,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.metadata === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema178.required,parentSchema:schema178,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema180.required,parentSchema:schema180,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -21199,7 +21338,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.spec === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema178.required,parentSchema:schema178,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema180.required,parentSchema:schema180,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -21210,7 +21349,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "metadata")) || (key0 === "spec")) || (key0 === "status"))){
-const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema178,data};
+const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema180,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -21223,7 +21362,7 @@ errors++;
 if(data.apiVersion !== undefined){
 let data0 = data.apiVersion;
 if("rlinf.io/v1alpha1" !== data0){
-const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema178.properties.apiVersion,data:data0};
+const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema180.properties.apiVersion,data:data0};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -21236,7 +21375,7 @@ errors++;
 if(data.kind !== undefined){
 let data1 = data.kind;
 if("Pod" !== data1){
-const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "Pod"},message:"must be equal to constant",schema:"Pod",parentSchema:schema178.properties.kind,data:data1};
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "Pod"},message:"must be equal to constant",schema:"Pod",parentSchema:schema180.properties.kind,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -21248,13 +21387,13 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate505(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate505.errors : vErrors.concat(validate505.errors);
+if(!(validate509(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate509.errors : vErrors.concat(validate509.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.name === undefined){
-const err7 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema178.properties.metadata.required,parentSchema:schema178.properties.metadata,data:data2};
+const err7 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema180.properties.metadata.required,parentSchema:schema180.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -21264,7 +21403,7 @@ vErrors.push(err7);
 errors++;
 }
 if(data2.namespace === undefined){
-const err8 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema178.properties.metadata.required,parentSchema:schema178.properties.metadata,data:data2};
+const err8 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema180.properties.metadata.required,parentSchema:schema180.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -21274,34 +21413,34 @@ vErrors.push(err8);
 errors++;
 }
 if(data2.name !== undefined){
-if(!(validate512(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate512.errors : vErrors.concat(validate512.errors);
+if(!(validate516(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate516.errors : vErrors.concat(validate516.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate514(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate514.errors : vErrors.concat(validate514.errors);
+if(!(validate518(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate518.errors : vErrors.concat(validate518.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate516(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate516.errors : vErrors.concat(validate516.errors);
+if(!(validate520(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate520.errors : vErrors.concat(validate520.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate520(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate520.errors : vErrors.concat(validate520.errors);
+if(!(validate524(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate524.errors : vErrors.concat(validate524.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema178.type,parentSchema:schema178,data};
+const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema180.type,parentSchema:schema180,data};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -21310,8 +21449,8 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate504.errors = vErrors;
+validate508.errors = vErrors;
 return errors === 0;
 }
-validate504.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate508.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 

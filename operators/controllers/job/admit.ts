@@ -4,6 +4,7 @@
 
 import type { Job } from "../../api/index.ts";
 import type { QuotaLedger } from "../quota/index.ts";
+import { exactQuantity } from "../quota/index.ts";
 import { getCondition } from "./conditions.ts";
 import type { StatusDraft } from "./status-draft.ts";
 
@@ -23,12 +24,16 @@ export function admitJob(draft: StatusDraft, job: Job, ledger: QuotaLedger, runn
       draft.status.conditions = draft.status.conditions.filter((c) => c.type !== "QuotaReserved");
     return { admitted: true, wake: [] };
   }
-  if (ledger.isAdmitted(name)) return { admitted: true, wake: [] };
+  if (ledger.isAdmitted(name)) {
+    holds(draft, ledger, name);
+    return { admitted: true, wake: [] };
+  }
   if (running) {
     // Tasks of this run exist (placed before the hub counted quota, or before a restart lost
     // the condition): the Job holds what it holds.
     ledger.adopt(job, draft.now);
     draft.condition("QuotaReserved", "True", "QuotaReserved", `admitted to team ${team.name}`);
+    holds(draft, ledger, name);
     return { admitted: true, wake: [] };
   }
   const decision = ledger.admit(job, team, draft.now);
@@ -36,6 +41,7 @@ export function admitJob(draft: StatusDraft, job: Job, ledger: QuotaLedger, runn
   if (decision.admit) {
     draft.condition("QuotaReserved", "True", "QuotaReserved", decision.message);
     draft.event("Normal", "QuotaReserved", decision.message);
+    holds(draft, ledger, name);
     return { admitted: true, wake: [] };
   }
   draft.condition("QuotaReserved", "False", decision.reason, decision.message);
@@ -43,6 +49,16 @@ export function admitJob(draft: StatusDraft, job: Job, ledger: QuotaLedger, runn
     draft.event(decision.reason === "Preempting" ? "Normal" : "Warning", decision.reason, decision.message);
   }
   return { admitted: false, wake: decision.victims };
+}
+
+/** status.quota: what the Job holds, for the dashboard and the API. */
+function holds(draft: StatusDraft, ledger: QuotaLedger, job: string): void {
+  const admitted = ledger.state().admitted.get(job);
+  if (!admitted) return;
+  const request: Record<string, string> = {};
+  for (const key of Object.keys(admitted.request).sort())
+    request[key] = exactQuantity(admitted.request[key] as number);
+  draft.status.quota = { team: admitted.team, request };
 }
 
 /** The Job is preempted: Evicted=True until its Tasks are gone. */

@@ -162,6 +162,7 @@ class JobReconcile {
   }
 
   #releaseQuota(): void {
+    delete this.#draft.status.quota;
     for (const other of this.#d.quota.release(this.#job.metadata.name)) this.#d.enqueue(other);
   }
 

@@ -22,6 +22,7 @@ export {
 } from "./admission.ts";
 export { QuotaLedger } from "./ledger.ts";
 export {
+  exactQuantity,
   formatQuota,
   formatQuotaAmount,
   jobRequest,

@@ -34,6 +34,11 @@ export function formatQuotaAmount(key: string, amount: number): string {
   return formatAmount(parseQuotaKey(key).resource, amount);
 }
 
+/** An amount in thousandths as an exact quantity: "4", or "1500m". */
+export function exactQuantity(amount: number): string {
+  return amount % 1000 === 0 ? String(amount / 1000) : `${amount}m`;
+}
+
 /** "4 nvidia.com/gpu" or "4 nvidia.com/gpu of flavor a100", as messages say it. */
 export function formatQuota(key: string, amount: number): string {
   const { resource, flavor } = parseQuotaKey(key);
