@@ -35,6 +35,8 @@ export interface QuotaState {
   teams: ReadonlyMap<string, TeamQuota>;
   admitted: ReadonlyMap<string, AdmittedJob>;
   waiting: ReadonlyMap<string, WaitingJob>;
+  /** usage(state), when the holder keeps it current; computed when absent. */
+  used?: ReadonlyMap<string, Amounts>;
 }
 
 export type Decision =
@@ -66,41 +68,104 @@ export function cohortOf(state: QuotaState, team: TeamQuota): TeamQuota[] {
   return [...state.teams.values()].filter((t) => t.cohort === team.cohort);
 }
 
-/** How much of `key` the team may still take: its own headroom, capped by the cohort's idle capacity. */
+/**
+ * One decision's reading of the state at one usage: cohorts, free amounts and nominal totals are
+ * computed once each, so a decision that looks at thousands of waiting Jobs stays linear in them.
+ */
+class View {
+  readonly state: QuotaState;
+  readonly used: ReadonlyMap<string, Amounts>;
+  readonly #cohorts = new Map<string, TeamQuota[]>();
+  readonly #free = new Map<string, number>();
+  readonly #totals = new Map<string, number>();
+
+  constructor(state: QuotaState, used: ReadonlyMap<string, Amounts>) {
+    this.state = state;
+    this.used = used;
+  }
+
+  cohort(team: TeamQuota): TeamQuota[] {
+    if (!team.cohort) return [team];
+    let teams = this.#cohorts.get(team.cohort);
+    if (!teams) {
+      teams = cohortOf(this.state, team);
+      this.#cohorts.set(team.cohort, teams);
+    }
+    return teams;
+  }
+
+  /** The cohort's (or the lone team's) nominal total of `key`. */
+  total(team: TeamQuota, key: string): number {
+    const id = `${team.cohort ?? `team:${team.name}`}\0${key}`;
+    let total = this.#totals.get(id);
+    if (total === undefined) {
+      total = this.cohort(team).reduce((sum, t) => sum + (t.nominal[key] ?? 0), 0);
+      this.#totals.set(id, total);
+    }
+    return total;
+  }
+
+  /** How much of `key` the team may still take: its own headroom, capped by the cohort's idle capacity. */
+  free(team: TeamQuota, key: string): number {
+    const id = `${team.name}\0${key}`;
+    let free = this.#free.get(id);
+    if (free === undefined) {
+      free = this.#computeFree(team, key);
+      this.#free.set(id, free);
+    }
+    return free;
+  }
+
+  #computeFree(team: TeamQuota, key: string): number {
+    const nominal = team.nominal[key];
+    if (nominal === undefined) return Number.POSITIVE_INFINITY;
+    const mine = this.used.get(team.name)?.[key] ?? 0;
+    if (!team.cohort) return Math.max(0, nominal - mine);
+    const own = nominal + (team.borrowingLimit[key] ?? Number.POSITIVE_INFINITY) - mine;
+    let cohortUsed = 0;
+    for (const t of this.cohort(team)) cohortUsed += this.used.get(t.name)?.[key] ?? 0;
+    return Math.max(0, Math.min(own, this.total(team, key) - cohortUsed));
+  }
+
+  /** The first limited resource the request lacks, with what is free of it. */
+  short(team: TeamQuota, request: Amounts): { key: string; need: number; free: number } | undefined {
+    let found: { key: string; need: number; free: number } | undefined;
+    for (const key in request) {
+      const need = request[key] as number;
+      if (need <= 0) continue;
+      const free = this.free(team, key);
+      if (need > free && (!found || key < found.key)) found = { key, need, free };
+    }
+    return found;
+  }
+
+  /**
+   * A team's dominant share by weight: its largest use of a limited resource as a fraction of
+   * the cohort's nominal total of that resource, divided by its weight.
+   */
+  share(team: TeamQuota, used: Amounts): number {
+    let share = 0;
+    for (const key in team.nominal) {
+      const total = this.total(team, key);
+      if (total > 0) share = Math.max(share, (used[key] ?? 0) / total);
+    }
+    return share / team.weight;
+  }
+}
+
+/** How much of `key` the team may still take at usage `used`. */
 export function freeFor(
   state: QuotaState,
   team: TeamQuota,
   key: string,
   used: ReadonlyMap<string, Amounts>,
 ): number {
-  const nominal = team.nominal[key];
-  if (nominal === undefined) return Number.POSITIVE_INFINITY;
-  const mine = used.get(team.name)?.[key] ?? 0;
-  if (!team.cohort) return Math.max(0, nominal - mine);
-  const own = nominal + (team.borrowingLimit[key] ?? Number.POSITIVE_INFINITY) - mine;
-  let cohortNominal = 0;
-  let cohortUsed = 0;
-  for (const t of cohortOf(state, team)) {
-    cohortNominal += t.nominal[key] ?? 0;
-    cohortUsed += used.get(t.name)?.[key] ?? 0;
-  }
-  return Math.max(0, Math.min(own, cohortNominal - cohortUsed));
+  return new View(state, used).free(team, key);
 }
 
-/** The first limited resource the request lacks, with what is free of it. */
-function shortOf(
-  state: QuotaState,
-  team: TeamQuota,
-  request: Amounts,
-  used: ReadonlyMap<string, Amounts>,
-): { key: string; need: number; free: number } | undefined {
-  for (const key of Object.keys(request).sort()) {
-    const need = request[key] as number;
-    if (need <= 0) continue;
-    const free = freeFor(state, team, key, used);
-    if (need > free) return { key, need, free };
-  }
-  return undefined;
+/** A team's dominant share by weight at its usage `used` (see View.share). */
+export function dominantShare(state: QuotaState, team: TeamQuota, used: Amounts): number {
+  return new View(state, new Map()).share(team, used);
 }
 
 function withinNominal(team: TeamQuota, request: Amounts, used: ReadonlyMap<string, Amounts>): boolean {
@@ -115,20 +180,6 @@ function borrows(team: TeamQuota, used: Amounts): boolean {
   return Object.entries(team.nominal).some(([key, nominal]) => (used[key] ?? 0) > nominal);
 }
 
-/**
- * A team's dominant share by weight: its largest use of a limited resource as a fraction of the
- * cohort's nominal total of that resource, divided by its weight.
- */
-export function dominantShare(state: QuotaState, team: TeamQuota, used: Amounts): number {
-  let share = 0;
-  const cohort = cohortOf(state, team);
-  for (const key of Object.keys(team.nominal)) {
-    const total = cohort.reduce((sum, t) => sum + (t.nominal[key] ?? 0), 0);
-    if (total > 0) share = Math.max(share, (used[key] ?? 0) / total);
-  }
-  return share / team.weight;
-}
-
 function plus(a: Amounts, b: Amounts): Record<string, number> {
   const out: Record<string, number> = { ...a };
   for (const [key, value] of Object.entries(b)) out[key] = (out[key] ?? 0) + value;
@@ -137,13 +188,14 @@ function plus(a: Amounts, b: Amounts): Record<string, number> {
 
 /** Decides on one Job of `team` asking for `request`. */
 export function decide(state: QuotaState, job: string, team: TeamQuota, request: Amounts): Decision {
-  const used = usage(state);
-  const short = shortOf(state, team, request, used);
+  const used = state.used ?? usage(state);
+  const view = new View(state, used);
+  const short = view.short(team, request);
   if (!short) {
     const after = plus(used.get(team.name) ?? {}, request);
     const borrowing = borrows(team, after);
     if (borrowing) {
-      const blocked = fairShareBlock(state, job, team, after, used);
+      const blocked = fairShareBlock(view, job, team, after);
       if (blocked) return { admit: false, reason: "FairShare", message: blocked, victims: [] };
     }
     return {
@@ -171,30 +223,27 @@ export function decide(state: QuotaState, job: string, team: TeamQuota, request:
  * A borrowing Job waits while quota is being taken back in its cohort, or while another team
  * with a lower share by weight (after its own Job) has a waiting Job that fits.
  */
-function fairShareBlock(
-  state: QuotaState,
-  job: string,
-  team: TeamQuota,
-  after: Amounts,
-  used: ReadonlyMap<string, Amounts>,
-): string | undefined {
+function fairShareBlock(view: View, job: string, team: TeamQuota, after: Amounts): string | undefined {
+  const { state, used } = view;
   if (!team.cohort) return undefined;
-  if (
-    [...state.admitted.values()].some((a) => a.evicting && state.teams.get(a.team)?.cohort === team.cohort)
-  ) {
-    return `cohort ${team.cohort} is taking borrowed quota back; borrowing waits until that is done`;
+  for (const a of state.admitted.values()) {
+    if (a.evicting && state.teams.get(a.team)?.cohort === team.cohort)
+      return `cohort ${team.cohort} is taking borrowed quota back; borrowing waits until that is done`;
   }
-  const mine = dominantShare(state, team, after);
-  for (const w of [...state.waiting.values()].sort((a, b) => (a.job < b.job ? -1 : 1))) {
+  const mine = view.share(team, after);
+  let first: { job: string; team: string; share: number } | undefined;
+  for (const w of state.waiting.values()) {
     if (w.job === job || w.team === team.name) continue;
     const other = state.teams.get(w.team);
-    if (!other || other.cohort !== team.cohort || shortOf(state, other, w.request, used)) continue;
-    const theirs = dominantShare(state, other, plus(used.get(other.name) ?? {}, w.request));
-    if (theirs < mine || (theirs === mine && other.name < team.name)) {
-      return `idle capacity of cohort ${team.cohort} goes to team ${other.name} first (Job ${w.job}): its share by weight would be ${theirs.toFixed(2)}, team ${team.name}'s ${mine.toFixed(2)}`;
-    }
+    if (!other || other.cohort !== team.cohort || view.short(other, w.request)) continue;
+    const theirs = view.share(other, plus(used.get(other.name) ?? {}, w.request));
+    if (!(theirs < mine || (theirs === mine && other.name < team.name))) continue;
+    if (!first || theirs < first.share || (theirs === first.share && w.job < first.job))
+      first = { job: w.job, team: other.name, share: theirs };
   }
-  return undefined;
+  return first
+    ? `idle capacity of cohort ${team.cohort} goes to team ${first.team} first (Job ${first.job}): its share by weight would be ${first.share.toFixed(2)}, team ${team.name}'s ${mine.toFixed(2)}`
+    : undefined;
 }
 
 /**
@@ -216,23 +265,23 @@ function victimsFor(
     }
   }
   const victims: string[] = [];
-  let used = usage(state, gone);
+  let used: ReadonlyMap<string, Amounts> = usage(state, gone);
   const candidates = [...state.admitted.values()]
     .filter((a) => !a.evicting && a.team !== team.name && state.teams.get(a.team)?.cohort === team.cohort)
     .sort((a, b) => a.priority - b.priority || b.admittedAt - a.admittedAt || (a.job < b.job ? -1 : 1));
   for (const candidate of candidates) {
-    if (!shortOf(state, team, request, used)) break;
+    const view = new View(state, used);
+    if (!view.short(team, request)) break;
     const owner = state.teams.get(candidate.team);
     if (!owner || !borrows(owner, used.get(owner.name) ?? {})) continue;
     // Only a Job holding a resource this request lacks gives back anything that helps.
-    const lacking = Object.keys(request).filter(
-      (key) => (request[key] as number) > freeFor(state, team, key, used),
-    );
+    const lacking = Object.keys(request).filter((key) => (request[key] as number) > view.free(team, key));
     if (!lacking.some((key) => (candidate.request[key] ?? 0) > 0)) continue;
-    gone.add(candidate.job);
     victims.push(candidate.job);
-    used = usage(state, gone);
+    const left: Record<string, number> = { ...used.get(owner.name) };
+    for (const [key, amount] of Object.entries(candidate.request)) left[key] = (left[key] ?? 0) - amount;
+    used = new Map(used).set(owner.name, left);
   }
-  if (shortOf(state, team, request, used)) return undefined;
+  if (new View(state, used).short(team, request)) return undefined;
   return evicting.length + victims.length > 0 ? { victims, evicting } : undefined;
 }

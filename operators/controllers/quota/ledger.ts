@@ -18,6 +18,8 @@ export class QuotaLedger {
   readonly #defaults = new Set<string>();
   readonly #admitted = new Map<string, AdmittedJob>();
   readonly #waiting = new Map<string, WaitingJob>();
+  /** Per team, the sum of its admitted Jobs' requests, kept as they come and go. */
+  readonly #used = new Map<string, Record<string, number>>();
   #loaded: Promise<void> | undefined;
 
   /** Fills the ledger from the store once (later calls wait for the same load). */
@@ -72,7 +74,7 @@ export class QuotaLedger {
     const team = this.teamOf(job);
     if (!team) return;
     this.#waiting.delete(job.metadata.name);
-    this.#admitted.set(job.metadata.name, {
+    this.#book({
       job: job.metadata.name,
       team: team.name,
       request: jobRequest(job.spec.tasks, team),
@@ -82,6 +84,30 @@ export class QuotaLedger {
     });
   }
 
+  #book(admitted: AdmittedJob): void {
+    this.#unbook(admitted.job);
+    this.#admitted.set(admitted.job, admitted);
+    this.#count(admitted, 1);
+  }
+
+  #unbook(job: string): boolean {
+    const known = this.#admitted.get(job);
+    if (!known) return false;
+    this.#admitted.delete(job);
+    this.#count(known, -1);
+    return true;
+  }
+
+  #count(admitted: AdmittedJob, sign: 1 | -1): void {
+    let total = this.#used.get(admitted.team);
+    if (!total) {
+      total = {};
+      this.#used.set(admitted.team, total);
+    }
+    for (const [key, amount] of Object.entries(admitted.request))
+      total[key] = (total[key] ?? 0) + sign * amount;
+  }
+
   /** Decides on a Job not admitted yet and books the outcome: admitted, or waiting (with victims marked). */
   admit(job: Job, team: TeamQuota, now: number): Decision {
     const name = job.metadata.name;
@@ -89,7 +115,7 @@ export class QuotaLedger {
     const decision = decide(this.state(), name, team, request);
     if (decision.admit) {
       this.#waiting.delete(name);
-      this.#admitted.set(name, {
+      this.#book({
         job: name,
         team: team.name,
         request,
@@ -109,7 +135,7 @@ export class QuotaLedger {
 
   /** The Job holds no quota any more (its run is over, or its Tasks are gone); returns the Jobs to wake. */
   release(job: string): string[] {
-    const had = this.#admitted.delete(job);
+    const had = this.#unbook(job);
     this.#waiting.delete(job);
     return had ? [...this.#waiting.keys()] : [];
   }
@@ -120,6 +146,6 @@ export class QuotaLedger {
   }
 
   state(): QuotaState {
-    return { teams: this.#teams, admitted: this.#admitted, waiting: this.#waiting };
+    return { teams: this.#teams, admitted: this.#admitted, waiting: this.#waiting, used: this.#used };
   }
 }

@@ -253,7 +253,14 @@ t.test("whatever the order of admissions and releases, no team and no cohort goe
           const [name] = admitted.splice(s.index % admitted.length, 1);
           ledger.release(name as string);
         }
-        const used = usage(ledger.state());
+        const { used: kept, ...rest } = ledger.state();
+        const used = usage(rest);
+        for (const [name, total] of used) {
+          for (const [key, amount] of Object.entries(total)) {
+            if ((kept?.get(name)?.[key] ?? 0) !== amount)
+              throw new Error(`the ledger's running sum drifted at step ${i}`);
+          }
+        }
         const gpus = (name: string) => (used.get(name)?.["nvidia.com/gpu"] ?? 0) / 1000;
         if (gpus("a") > 5 || gpus("solo") > 2) throw new Error(`over a team's quota after step ${i}`);
         if (gpus("a") + gpus("b") + gpus("c") > 9) throw new Error(`over the cohort's quota after step ${i}`);
