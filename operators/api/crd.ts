@@ -49,6 +49,7 @@ const printerColumns: Record<string, PrinterColumn[]> = {
   Cluster: [{ name: "Runtime", type: "string", jsonPath: ".spec.runtime" }, phase, age],
   Node: [phase, { name: "Unschedulable", type: "boolean", jsonPath: ".spec.unschedulable" }, age],
   User: [age],
+  Team: [{ name: "Cohort", type: "string", jsonPath: ".spec.cohort" }, age],
   Task: [phase, { name: "Job", type: "string", jsonPath: ".spec.job" }, age],
   DomainPeer: [{ name: "Prefix", type: "integer", jsonPath: ".spec.prefixLen" }, age],
   Pod: [

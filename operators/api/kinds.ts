@@ -51,6 +51,7 @@ const sources: readonly KindSource[] = [
   // Git holds the admin overlay of a Node; the agent writes its status.
   { kind: "Node", plural: "nodes", namespaced: true, writtenBy: "git", schemaFile: "node.schema.json" },
   { kind: "User", plural: "users", namespaced: false, writtenBy: "git", schemaFile: "user.schema.json" },
+  { kind: "Team", plural: "teams", namespaced: false, writtenBy: "git", schemaFile: "team.schema.json" },
   {
     kind: "AccessPolicy",
     plural: "accesspolicies",

@@ -14,6 +14,7 @@ import node from "../../schemas/node.schema.json" with { type: "json" };
 import pod from "../../schemas/pod.schema.json" with { type: "json" };
 import sealedSecret from "../../schemas/sealed-secret.schema.json" with { type: "json" };
 import task from "../../schemas/task.schema.json" with { type: "json" };
+import team from "../../schemas/team.schema.json" with { type: "json" };
 import user from "../../schemas/user.schema.json" with { type: "json" };
 import workflow from "../../schemas/workflow.schema.json" with { type: "json" };
 
@@ -29,6 +30,7 @@ export const sourceSchemas: ReadonlyMap<string, JsonSchema> = new Map<string, Js
   ["cluster.schema.json", cluster],
   ["node.schema.json", node],
   ["user.schema.json", user],
+  ["team.schema.json", team],
   ["access-policy.schema.json", accessPolicy],
   ["sealed-secret.schema.json", sealedSecret],
   ["bundle.schema.json", bundle],

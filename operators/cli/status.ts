@@ -121,12 +121,13 @@ function renderText(report: { source: unknown; jobs: Obj[]; tasks: Obj[]; cluste
   lines.push("", "Jobs:");
   lines.push(
     table([
-      ["NAME", "PHASE", "RUN", "TASKS", "MESSAGE"],
+      ["NAME", "PHASE", "RUN", "TASKS", "TEAM", "MESSAGE"],
       ...report.jobs.map((j) => [
         j.metadata.name,
         String(j.status?.phase ?? "-"),
         String(j.status?.run ?? "-"),
         String(Array.isArray(j.spec?.tasks) ? j.spec.tasks.length : 0),
+        typeof j.spec?.team === "string" ? j.spec.team : "-",
         jobMessage(j),
       ]),
     ]),
@@ -183,7 +184,10 @@ function capabilitySummary(cluster: Obj): string {
 
 type Condition = { type?: string; status?: string; message?: string };
 
-/** Why a Job is where it is: what keeps a Pending one from being placed, what failed a Failed one. */
+/**
+ * Why a Job is where it is: the quota it waits for or what keeps a Pending one from being
+ * placed, why a Stopping one is preempted, what failed a Failed one.
+ */
 function jobMessage(job: Obj): string {
   const conditions = (Array.isArray(job.status?.conditions) ? job.status.conditions : []) as Condition[];
   const holding = (type: string, status: string) =>
@@ -191,9 +195,13 @@ function jobMessage(job: Obj): string {
   const phase = job.status?.phase ?? "Pending";
   const message =
     phase === "Pending"
-      ? (holding("Scheduled", "False") ?? conditions.find((c) => c.status === "False" && c.message)?.message)
+      ? (holding("QuotaReserved", "False") ??
+        holding("Scheduled", "False") ??
+        conditions.find((c) => c.status === "False" && c.message)?.message)
       : phase === "Failed"
         ? holding("Failed", "True")
-        : undefined;
+        : phase === "Stopping"
+          ? holding("Evicted", "True")
+          : undefined;
   return (message ?? "").replace(/\s+/g, " ");
 }

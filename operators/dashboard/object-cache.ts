@@ -20,6 +20,7 @@ export const DASHBOARD_KINDS = [
   "Domain",
   "DomainPeer",
   "Addon",
+  "Team",
 ] as const;
 
 export interface CachedEvent {

@@ -22,9 +22,9 @@ t.test("a Pending Job's row says why it is pending", async (t) => {
   const run = await rlark(["status", "--hub", hub.url, "--token", hub.adminToken]);
   t.equal(run.code, 0, run.stderr);
   const row = run.stdout.split("\n").find((line) => line.startsWith("train "));
-  t.match(row, /^train +Pending +1 +1 +/);
+  t.match(row, /^train +Pending +1 +1 +- +/);
   t.ok(row?.endsWith(message), `the row ends with the condition's message (${row})`);
-  t.match(run.stdout, /NAME +PHASE +RUN +TASKS +MESSAGE/);
+  t.match(run.stdout, /NAME +PHASE +RUN +TASKS +TEAM +MESSAGE/);
 });
 t.test("escape sequences from the repository are shown escaped, in text and in json", async (t) => {
   const { hub, revision } = await startHubOnGit(t, {

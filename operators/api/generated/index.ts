@@ -7,6 +7,7 @@ import type { Addon } from "./addon.ts";
 import type { Cluster } from "./cluster.ts";
 import type { Node } from "./node.ts";
 import type { User } from "./user.ts";
+import type { Team } from "./team.ts";
 import type { AccessPolicy } from "./access-policy.ts";
 import type { SealedSecret } from "./sealed-secret.ts";
 import type { Bundle } from "./bundle.ts";
@@ -24,6 +25,7 @@ export type * from "./addon.ts";
 export type * from "./cluster.ts";
 export type * from "./node.ts";
 export type * from "./user.ts";
+export type * from "./team.ts";
 export type * from "./access-policy.ts";
 export type * from "./sealed-secret.ts";
 export type * from "./bundle.ts";
@@ -34,4 +36,4 @@ export type * from "./bundle-release.ts";
 export type * from "./pod.ts";
 
 /** Any object of the rlinf.io/v1alpha1 API. */
-export type ApiObject = Job | Workflow | Domain | Addon | Cluster | Node | User | AccessPolicy | SealedSecret | Bundle | Task | DomainPeer | AddonRelease | BundleRelease | Pod;
+export type ApiObject = Job | Workflow | Domain | Addon | Cluster | Node | User | Team | AccessPolicy | SealedSecret | Bundle | Task | DomainPeer | AddonRelease | BundleRelease | Pod;

@@ -8,6 +8,7 @@ export declare const Addon: ValidateFunction;
 export declare const Cluster: ValidateFunction;
 export declare const Node: ValidateFunction;
 export declare const User: ValidateFunction;
+export declare const Team: ValidateFunction;
 export declare const AccessPolicy: ValidateFunction;
 export declare const SealedSecret: ValidateFunction;
 export declare const Bundle: ValidateFunction;

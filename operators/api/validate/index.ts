@@ -23,6 +23,7 @@ import { jobSpecRules, suggest } from "./rules/job-specs.ts";
 import { kubeconfigDestinationRules } from "./rules/kubeconfig-destination.ts";
 import { sealedSecretRules } from "./rules/sealed-secrets.ts";
 import { sshKeyRules } from "./rules/ssh-keys.ts";
+import { teamRules } from "./rules/teams.ts";
 import { workflowDagRules } from "./rules/workflow-dag.ts";
 
 export type { Diagnostic } from "./diagnostic.ts";
@@ -74,6 +75,7 @@ const CROSS_RULES: CrossRule[] = [
   sshKeyRules,
   sealedSecretRules,
   kubeconfigDestinationRules,
+  teamRules,
 ];
 
 export function validateDocuments(

@@ -19,6 +19,7 @@ import type {
   ReconcileResult,
 } from "../../lib/controller/index.ts";
 import { PlacementSnapshot } from "../placement/index.ts";
+import { QuotaLedger } from "../quota/index.ts";
 import { OfflineClusters } from "./offline-clusters.ts";
 import { reconcileJob } from "./reconcile.ts";
 import { JobWatchTable } from "./watch-table.ts";
@@ -32,6 +33,8 @@ export interface JobControllerOptions {
   unschedulableRetry?: number;
   /** The pool picture; default a new one. Share it to place other work against the same reservations. */
   snapshot?: PlacementSnapshot;
+  /** The quota account; default a new one. Share it to read admission from elsewhere. */
+  quota?: QuotaLedger;
   /** Controller name (metrics label). Default "job". */
   name?: string;
   /** Parallel reconciles (placement stays exact: it reserves before it awaits). Default 16. */
@@ -40,18 +43,21 @@ export interface JobControllerOptions {
 
 export interface JobController extends Controller {
   readonly snapshot: PlacementSnapshot;
+  readonly quota: QuotaLedger;
 }
 
 export function createJobController(options: JobControllerOptions = {}): JobController {
   const snapshot = options.snapshot ?? new PlacementSnapshot();
   const retry = options.unschedulableRetry ?? 60_000;
-  const table = new JobWatchTable(snapshot);
+  const quota = options.quota ?? new QuotaLedger();
+  const table = new JobWatchTable(snapshot, quota);
   const offline = new OfflineClusters(snapshot, options.offlineGracePeriod ?? 5 * 60_000);
 
   return {
     name: options.name ?? "job",
     kind: "Job",
     snapshot,
+    quota,
     // Reconciles wait mostly on the store's disk sync, which concurrent writes share.
     workers: options.workers ?? 16,
     watches: table.watches,
@@ -59,10 +65,17 @@ export function createJobController(options: JobControllerOptions = {}): JobCont
       request: ReconcileRequest,
       context: ReconcileContext,
     ): Promise<ReconcileResult | undefined> {
-      await snapshot.load(context.store);
+      await Promise.all([snapshot.load(context.store), quota.load(context.store)]);
       const clock = options.clock ?? context.clock;
       const outcome = await reconcileJob(
-        { store: context.store, now: clock.now(), snapshot, offline },
+        {
+          store: context.store,
+          now: clock.now(),
+          snapshot,
+          offline,
+          quota,
+          enqueue: (job) => context.enqueue(job),
+        },
         request.name,
       );
       table.setWaiting(request.name, outcome.unschedulable === true);

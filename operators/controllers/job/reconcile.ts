@@ -10,6 +10,8 @@ import type { Domain, Job, Task } from "../../api/index.ts";
 import { JOB_LABEL, JOB_STOP_FINALIZER } from "../../api/index.ts";
 import { isNotFound, type Store } from "../../lib/store/index.ts";
 import type { PlacementSnapshot } from "../placement/index.ts";
+import type { QuotaLedger } from "../quota/index.ts";
+import { admitJob, markEvicted } from "./admit.ts";
 import { commit, writeStatus } from "./commit.ts";
 import type { OfflineClusters } from "./offline-clusters.ts";
 import { placeTasks, type TaskToCreate } from "./place-tasks.ts";
@@ -26,6 +28,9 @@ export interface ReconcileDeps {
   now: number;
   snapshot: PlacementSnapshot;
   offline: OfflineClusters;
+  quota: QuotaLedger;
+  /** Queues another Job's reconcile (one this one preempts, or one that quota given back may admit). */
+  enqueue: (job: string) => void;
 }
 
 export interface Outcome {
@@ -40,6 +45,7 @@ export async function reconcileJob(deps: ReconcileDeps, name: string): Promise<O
   const job = await store.get<Job>("Job", undefined, name);
   if (!job) {
     new JobPlans(snapshot, name).releaseAll();
+    for (const other of deps.quota.release(name)) deps.enqueue(other);
     return {};
   }
   const listed = await store.list<Task>("Task", { labelSelector: `${JOB_LABEL}=${name}` });
@@ -74,8 +80,11 @@ class JobReconcile {
     adoptRun(draft, job, this.#tasks);
     if (job.spec.stopped) {
       await this.#stop();
+    } else if (this.#d.quota.isEvicting(job.metadata.name)) {
+      await this.#preempted();
     } else if (restartWanted(draft.status, job)) {
       if (await this.#cleanUp()) {
+        this.#releaseQuota();
         startRun(draft, job);
         this.#plans.releaseAll();
         await this.#advance();
@@ -105,6 +114,7 @@ class JobReconcile {
       return;
     }
     this.#plans.releaseAll();
+    this.#releaseQuota();
     await this.#d.store.update({
       ...job,
       metadata: {
@@ -126,7 +136,34 @@ class JobReconcile {
       );
       return;
     }
+    this.#releaseQuota();
     markStopped(this.#draft);
+  }
+
+  /**
+   * Another team takes its borrowed quota back: the Job stops through Stopping like any stop,
+   * holds its quota until its Tasks are gone, then starts a fresh run that queues for quota again.
+   */
+  async #preempted(): Promise<void> {
+    this.#plans.releaseAll();
+    if (this.#tasks.length > 0) {
+      await this.#deleteTasks(this.#tasks);
+      markEvicted(this.#draft, this.#d.quota.teamOf(this.#job)?.name ?? "");
+      enterStopping(
+        this.#draft,
+        "Preempted",
+        "preempted to give borrowed quota back; deleting Tasks, then queueing again",
+      );
+      return;
+    }
+    this.#releaseQuota();
+    startRun(this.#draft, this.#job);
+    await this.#advance();
+  }
+
+  #releaseQuota(): void {
+    delete this.#draft.status.quota;
+    for (const other of this.#d.quota.release(this.#job.metadata.name)) this.#d.enqueue(other);
   }
 
   /** Before a fresh run: the previous run's Tasks must be gone (same names). True when they are. */
@@ -165,6 +202,14 @@ class JobReconcile {
       for (const template of offline.replace.keys()) current.delete(template);
 
       // The pods' network init container needs the Domain's CIDR, which the Task carries.
+      const admission = admitJob(draft, job, this.#d.quota, current.size > 0);
+      for (const victim of admission.wake) this.#d.enqueue(victim);
+      if (!admission.admitted) {
+        this.#outcome.unschedulable = true;
+        rollUpRun(draft, job, templates, current);
+        return;
+      }
+
       const domain = job.spec.domain
         ? await this.#d.store.get<Domain>("Domain", undefined, job.spec.domain)
         : undefined;
@@ -181,6 +226,7 @@ class JobReconcile {
       this.#creates = placed.creates;
     }
     rollUpRun(draft, job, templates, current);
+    if (isTerminal(draft.status.phase)) this.#releaseQuota();
   }
 
   async #deleteTasks(tasks: readonly Task[]): Promise<void> {

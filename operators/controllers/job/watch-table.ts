@@ -4,12 +4,14 @@
 //   Task     → its owner Job; and the waiting Jobs when the change gave room back
 //   Node     → the waiting Jobs, when the change is one placement reads
 //   Cluster  → the waiting Jobs and the Jobs with Tasks on that cluster (offline handling)
+//   Team     → the Jobs waiting for quota
 
-import type { Cluster, Node, Task } from "../../api/index.ts";
+import type { Cluster, Node, Task, Team } from "../../api/index.ts";
 import { clusterOf, JOB_LABEL } from "../../api/index.ts";
 import { ownerKeys, type WatchSpec } from "../../lib/controller/index.ts";
 import type { KubeObject } from "../../lib/store/index.ts";
 import type { PlacementSnapshot } from "../placement/index.ts";
+import type { QuotaLedger } from "../quota/index.ts";
 import { taskKey } from "./plans.ts";
 
 export class JobWatchTable {
@@ -19,7 +21,7 @@ export class JobWatchTable {
   /** cluster → (Task name → Job) of the Tasks there: a Cluster change queues their Jobs. */
   readonly #jobsOnCluster = new Map<string, Map<string, string>>();
 
-  constructor(snapshot: PlacementSnapshot) {
+  constructor(snapshot: PlacementSnapshot, quota: QuotaLedger) {
     const toOwners = ownerKeys("Job", { controllerOnly: true });
     this.watches = [
       {
@@ -57,6 +59,12 @@ export class JobWatchTable {
           else if (!snapshot.setCluster(object as Cluster)) return [];
           return new Set([...this.#waiting, ...(this.#jobsOnCluster.get(name)?.values() ?? [])]);
         },
+      },
+      {
+        // A quota changed: the Jobs waiting for quota may fit now.
+        kind: "Team",
+        mapToKeys: (object, type) =>
+          type === "DELETED" ? quota.deleteTeam(object.metadata.name) : quota.setTeam(object as Team),
       },
     ];
   }

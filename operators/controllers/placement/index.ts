@@ -11,5 +11,6 @@
 
 export { type ClusterView, type NodeView, offlineSince } from "./cluster-view.ts";
 export { type PlacementResult, placeJob, type TaskPlacement } from "./place.ts";
+export { type Amounts, amounts, formatAmount, milli } from "./resources.ts";
 export { PlacementSnapshot } from "./snapshot.ts";
 export { type PlacementTask, placementTask } from "./task-requirements.ts";

@@ -8,6 +8,7 @@ import { clustersPage } from "./page-clusters.mts";
 import { addonsPage, domainsPage } from "./page-domains.mts";
 import { jobPage, jobsPage } from "./page-jobs.mts";
 import { overviewPage } from "./page-overview.mts";
+import { teamsPage } from "./page-teams.mts";
 import { workflowsPage } from "./page-workflows.mts";
 import { fetchPodLog, followPodLog, stopFollowing } from "./pod-logs.mts";
 import { openProxyLink } from "./proxy-link.mts";
@@ -19,6 +20,7 @@ const PAGES = [
   { path: "overview", title: "Overview" },
   { path: "jobs", title: "Jobs" },
   { path: "workflows", title: "Workflows" },
+  { path: "teams", title: "Teams" },
   { path: "clusters", title: "Clusters" },
   { path: "domains", title: "Domains" },
   { path: "addons", title: "Addons" },
@@ -48,6 +50,8 @@ function page(parts: string[], query: URLSearchParams): Html {
       return parts[1] ? jobPage(state, parts[1]) : jobsPage(state, query);
     case "workflows":
       return workflowsPage(state);
+    case "teams":
+      return teamsPage(state);
     case "clusters": {
       const cluster = parts[1];
       if (cluster && parts[2] === "browse")

@@ -7,6 +7,7 @@ import type {
   Domain,
   Job,
   ManifestObject,
+  Team,
   ValidationResult,
 } from "../../api/index.ts";
 import type { KubeObject } from "../../lib/store/index.ts";
@@ -58,7 +59,7 @@ export function computePlan(input: ComputePlanInput): Plan {
     return plan;
   }
   const jobs = byName<Job>(validation.objects, "Job");
-  const preview = previewPlacement({ jobs, changes, live });
+  const preview = previewPlacement({ jobs, teams: byName<Team>(validation.objects, "Team"), changes, live });
   plan.placement = preview.placement;
   plan.placementNote = preview.note;
   plan.domains = domainImpact({ domains: byName<Domain>(validation.objects, "Domain"), jobs, changes, live });

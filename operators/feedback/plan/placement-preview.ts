@@ -1,16 +1,20 @@
 // Where each new or changed Job would land on the current Node reports, through the placement
 // controller's own pure placeJob, so the preview and the hub never disagree on the rules. Jobs
 // are placed one after the other in name order, each taking its room, as the hub would if the
-// revision were applied at once.
-import type { Cluster, Job, Node, Task } from "../../api/index.ts";
+// revision were applied at once. Before placement, as on the hub, a Job of a Team must fit the
+// planned Team's quota next to the Jobs the hub has admitted (the quota ledger's own rules).
+import type { Cluster, Job, Node, Task, Team } from "../../api/index.ts";
 import { JOB_LABEL } from "../../api/index.ts";
 import { PlacementSnapshot, placeJob, placementTask } from "../../controllers/placement/index.ts";
+import { QuotaLedger } from "../../controllers/quota/index.ts";
 import type { KubeObject } from "../../lib/store/index.ts";
 import type { JobPlacement, ObjectChange } from "./types.ts";
 
 export interface PlacementPreviewInput {
   /** Planned Jobs (valid ones), by name. */
   jobs: ReadonlyMap<string, Job>;
+  /** Planned Teams, by name. */
+  teams?: ReadonlyMap<string, Team>;
   changes: readonly ObjectChange[];
   live: readonly KubeObject[];
 }
@@ -46,12 +50,24 @@ export function previewPlacement(input: PlacementPreviewInput): { placement: Job
     snapshot.observeTask(task as Task);
   }
 
+  const quota = quotaLedger(input, replaced);
   const placement: JobPlacement[] = [];
   for (const name of touched) {
     const job = input.jobs.get(name);
     if (!job) continue;
     if (job.spec.stopped === true) {
       placement.push({ job: name, state: "stopped", tasks: [], message: "stopped: nothing is placed" });
+      continue;
+    }
+    const team = quota.teamOf(job);
+    const decision = team ? quota.admit(job, team, 0) : undefined;
+    if (decision && !decision.admit) {
+      placement.push({
+        job: name,
+        state: "waiting",
+        tasks: [],
+        message: `this Job would wait: ${decision.message}`,
+      });
       continue;
     }
     let tasks: ReturnType<typeof placementTask>[];
@@ -84,4 +100,18 @@ export function previewPlacement(input: PlacementPreviewInput): { placement: Job
     });
   }
   return { placement, note: "" };
+}
+
+/** The planned Teams, holding what the hub's admitted Jobs hold (changed Jobs are admitted anew). */
+function quotaLedger(input: PlacementPreviewInput, replaced: ReadonlySet<string>): QuotaLedger {
+  const ledger = new QuotaLedger();
+  for (const team of input.teams?.values() ?? []) ledger.setTeam(team);
+  for (const object of input.live) {
+    if (object.kind !== "Job" || replaced.has(object.metadata.name)) continue;
+    const job = object as Job;
+    const reserved = job.status?.conditions?.find((c) => c.type === "QuotaReserved")?.status === "True";
+    if (reserved && !["Succeeded", "Failed", "Stopped"].includes(job.status?.phase ?? ""))
+      ledger.adopt(job, 0);
+  }
+  return ledger;
 }

@@ -147,7 +147,7 @@ function render(plan: Plan, options: MarkdownOptions, level: 0 | 1 | 2): string 
           out.push(`| ${cell(p.job)} | ${cell(t.task)} | ${cell(t.cluster)} | ${cell(t.nodes.join(", "))} |`);
       } else {
         const icon =
-          p.state === "unschedulable" ? "⚠️ cannot be placed: " : p.state === "unavailable" ? "" : "";
+          p.state === "unschedulable" ? "⚠️ cannot be placed: " : p.state === "waiting" ? "⏳ " : "";
         out.push(`| ${cell(p.job)} | | | ${icon}${cell(p.message)} |`);
       }
     }

@@ -23,13 +23,13 @@ export interface PlacedTask {
   nodes: string[];
 }
 
-export type PlacementState = "placed" | "unschedulable" | "stopped" | "unavailable";
+export type PlacementState = "placed" | "unschedulable" | "waiting" | "stopped" | "unavailable";
 
 export interface JobPlacement {
   job: string;
   state: PlacementState;
   tasks: PlacedTask[];
-  /** Why the Job cannot be placed, or why there is no preview. */
+  /** Why the Job cannot be placed or would wait for quota, or why there is no preview. */
   message: string;
 }
 
@@ -119,6 +119,8 @@ export function planConcerns(plan: Plan): string[] {
   const concerns: string[] = [];
   const unplaced = plan.placement.filter((p) => p.state === "unschedulable").length;
   if (unplaced > 0) concerns.push(`${unplaced} Job${unplaced === 1 ? "" : "s"} cannot be placed now`);
+  const waiting = plan.placement.filter((p) => p.state === "waiting").length;
+  if (waiting > 0) concerns.push(`${waiting} Job${waiting === 1 ? "" : "s"} would wait for quota`);
   const exhausted = plan.domains.filter((d) => d.free < 0).length;
   if (exhausted > 0) concerns.push(`${exhausted} Domain pool${exhausted === 1 ? "" : "s"} would run out`);
   const offline = new Set(plan.dryRun.filter((d) => d.state === "offline").map((d) => d.cluster)).size;

@@ -1,0 +1,151 @@
+// The hub's running account of quota: the Teams, the Jobs admitted (what each holds) and the
+// Jobs waiting. Decisions are taken and booked synchronously, so two reconciles in one process
+// never admit into the same room (as PlacementSnapshot does for nodes).
+//
+// It is rebuilt from the store on start: a Job holds quota while its QuotaReserved condition
+// is True and its run is not over; Evicted=True says it is being preempted.
+
+import type { Job, Team } from "../../api/index.ts";
+import type { Store } from "../../lib/store/index.ts";
+import { type AdmittedJob, type Decision, decide, type QuotaState, type WaitingJob } from "./admission.ts";
+import { jobRequest, type TeamQuota, teamNameOf, teamQuota } from "./team-quota.ts";
+
+/** Job phases whose run is over: they hold no quota. */
+const DONE = new Set(["Succeeded", "Failed", "Stopped"]);
+
+export class QuotaLedger {
+  readonly #teams = new Map<string, TeamQuota>();
+  readonly #defaults = new Set<string>();
+  readonly #admitted = new Map<string, AdmittedJob>();
+  readonly #waiting = new Map<string, WaitingJob>();
+  /** Per team, the sum of its admitted Jobs' requests, kept as they come and go. */
+  readonly #used = new Map<string, Record<string, number>>();
+  #loaded: Promise<void> | undefined;
+
+  /** Fills the ledger from the store once (later calls wait for the same load). */
+  load(store: Store): Promise<void> {
+    this.#loaded ??= (async () => {
+      const [teams, jobs] = await Promise.all([store.list<Team>("Team"), store.list<Job>("Job")]);
+      for (const team of teams.items) this.setTeam(team);
+      for (const job of jobs.items) {
+        const conditions = job.status?.conditions ?? [];
+        const reserved = conditions.find((c) => c.type === "QuotaReserved");
+        if (reserved?.status !== "True" || DONE.has(job.status?.phase ?? "")) continue;
+        const evicted = conditions.find((c) => c.type === "Evicted")?.status === "True";
+        const at = Date.parse(reserved.lastTransitionTime ?? "");
+        this.adopt(job, Number.isNaN(at) ? 0 : at, evicted);
+      }
+    })();
+    return this.#loaded;
+  }
+
+  /** Records a Team; returns the waiting Jobs its change may let in. */
+  setTeam(team: Team): string[] {
+    const quota = teamQuota(team);
+    this.#teams.set(quota.name, quota);
+    if (team.spec.default) this.#defaults.add(quota.name);
+    else this.#defaults.delete(quota.name);
+    return [...this.#waiting.keys()];
+  }
+
+  deleteTeam(name: string): string[] {
+    this.#teams.delete(name);
+    this.#defaults.delete(name);
+    return [...this.#waiting.keys()];
+  }
+
+  /** The team whose quota the Job counts against; undefined: none applies. */
+  teamOf(job: Job): TeamQuota | undefined {
+    const [fallback] = [...this.#defaults].sort();
+    const name = teamNameOf(job, fallback);
+    return name === undefined ? undefined : this.#teams.get(name);
+  }
+
+  isAdmitted(job: string): boolean {
+    return this.#admitted.has(job);
+  }
+
+  isEvicting(job: string): boolean {
+    return this.#admitted.get(job)?.evicting === true;
+  }
+
+  /** Counts a Job as admitted without a decision: one that already runs (its Tasks exist). */
+  adopt(job: Job, now: number, evicting = false): void {
+    const team = this.teamOf(job);
+    if (!team) return;
+    this.#waiting.delete(job.metadata.name);
+    this.#book({
+      job: job.metadata.name,
+      team: team.name,
+      request: jobRequest(job.spec.tasks, team),
+      priority: team.priority,
+      admittedAt: now,
+      evicting,
+    });
+  }
+
+  #book(admitted: AdmittedJob): void {
+    this.#unbook(admitted.job);
+    this.#admitted.set(admitted.job, admitted);
+    this.#count(admitted, 1);
+  }
+
+  #unbook(job: string): boolean {
+    const known = this.#admitted.get(job);
+    if (!known) return false;
+    this.#admitted.delete(job);
+    this.#count(known, -1);
+    return true;
+  }
+
+  #count(admitted: AdmittedJob, sign: 1 | -1): void {
+    let total = this.#used.get(admitted.team);
+    if (!total) {
+      total = {};
+      this.#used.set(admitted.team, total);
+    }
+    for (const [key, amount] of Object.entries(admitted.request))
+      total[key] = (total[key] ?? 0) + sign * amount;
+  }
+
+  /** Decides on a Job not admitted yet and books the outcome: admitted, or waiting (with victims marked). */
+  admit(job: Job, team: TeamQuota, now: number): Decision {
+    const name = job.metadata.name;
+    const request = jobRequest(job.spec.tasks, team);
+    const decision = decide(this.state(), name, team, request);
+    if (decision.admit) {
+      this.#waiting.delete(name);
+      this.#book({
+        job: name,
+        team: team.name,
+        request,
+        priority: team.priority,
+        admittedAt: now,
+        evicting: false,
+      });
+    } else {
+      this.#waiting.set(name, { job: name, team: team.name, request });
+      for (const victim of decision.victims) {
+        const admitted = this.#admitted.get(victim);
+        if (admitted) admitted.evicting = true;
+      }
+    }
+    return decision;
+  }
+
+  /** The Job holds no quota any more (its run is over, or its Tasks are gone); returns the Jobs to wake. */
+  release(job: string): string[] {
+    const had = this.#unbook(job);
+    this.#waiting.delete(job);
+    return had ? [...this.#waiting.keys()] : [];
+  }
+
+  /** The Job no longer waits for quota (it was stopped or deleted while waiting). */
+  forget(job: string): void {
+    this.#waiting.delete(job);
+  }
+
+  state(): QuotaState {
+    return { teams: this.#teams, admitted: this.#admitted, waiting: this.#waiting, used: this.#used };
+  }
+}
