@@ -283,6 +283,7 @@ export function registerAgent(program: Command): void {
             ...(flags.filesRoot ? { root: flags.filesRoot } : {}),
             ...(flags.sftpServer ? { sftpServer: flags.sftpServer } : {}),
           },
+          rlarkNet: (await import("../network/index.ts")).rlarkNetPath(),
         });
       } else {
         runtime = await ProcessRuntime.open({

@@ -15,6 +15,7 @@ t.test("the registry holds the kinds of the architecture with their scope and wr
       ["Cluster", "clusters", "cluster", false, "git"],
       ["Node", "nodes", "node", true, "git"],
       ["User", "users", "user", false, "git"],
+      ["Team", "teams", "team", false, "git"],
       ["AccessPolicy", "accesspolicies", "accesspolicy", false, "git"],
       ["SealedSecret", "sealedsecrets", "sealedsecret", true, "git"],
       ["Bundle", "bundles", "bundle", false, "git"],

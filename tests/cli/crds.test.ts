@@ -19,6 +19,7 @@ t.test("rlark crds prints one CRD per kind, the same as the committed schemas/cr
       "clusters",
       "nodes",
       "users",
+      "teams",
       "accesspolicies",
       "sealedsecrets",
       "bundles",

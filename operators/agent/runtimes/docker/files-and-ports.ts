@@ -7,7 +7,6 @@ import { statSync } from "node:fs";
 import type { Duplex } from "node:stream";
 import type Docker from "dockerode";
 import type { AccessPodRef } from "../../../lib/access-stream/index.ts";
-import { rlarkNetPath } from "../../../network/index.ts";
 import { SFTP_SERVER_PATHS, startExecFiles } from "../shared/exec-files.ts";
 import { connectInNetns } from "../shared/netns-connect.ts";
 import type { ContainerFiles } from "../types.ts";
@@ -43,10 +42,12 @@ export function engineIsLocal(dockerHost: string | undefined): boolean {
   return new URL(dockerHost ?? "unix:///var/run/docker.sock").protocol === "unix:";
 }
 
+/** `rlarkNet` is the rlark-net binary (network/rlark-net-path.ts finds it for the CLI). */
 export async function connectContainerPort(
   container: Docker.Container,
   label: string,
   dockerHost: string | undefined,
+  rlarkNet: string,
   port: number,
 ): Promise<Duplex> {
   if (!engineIsLocal(dockerHost))
@@ -65,5 +66,5 @@ export async function connectContainerPort(
   }
   if (theirs === statSync("/proc/self/ns/net").ino || info.HostConfig.NetworkMode === "host")
     throw new Error(`${label} runs on the host's network: its ports are not the pod's own, no port-forward`);
-  return connectInNetns(["nsenter", `--net=${netns}`], rlarkNetPath(), port);
+  return connectInNetns(["nsenter", `--net=${netns}`], rlarkNet, port);
 }

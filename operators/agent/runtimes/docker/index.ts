@@ -49,6 +49,8 @@ export interface DockerRuntimeOptions {
   logMaxBytes?: number;
   /** SFTP into containers: the policy root and where sftp-server is (files-and-ports.ts). */
   files?: DockerFilesOptions;
+  /** The rlark-net binary, which port-forwards run in a container's network. Default `rlark-net` on PATH. */
+  rlarkNet?: string;
   logger?: Logger;
 }
 
@@ -112,6 +114,7 @@ export class DockerRuntime implements Runtime {
   readonly #listeners = new Set<() => void>();
   readonly #dockerHost: string | undefined;
   readonly #files: DockerFilesOptions;
+  readonly #rlarkNet: string;
   /** The owned containers by pod key, as of the last listing. */
   #seen = new Map<string, Seen>();
   /** Work in flight per pod key (a create and start, or a stop and remove): one at a time. */
@@ -158,6 +161,7 @@ export class DockerRuntime implements Runtime {
         this.#client.getContainer(seen.id),
         this.#label(seen),
         this.#dockerHost,
+        this.#rlarkNet,
         port,
       );
     },
@@ -171,6 +175,7 @@ export class DockerRuntime implements Runtime {
     this.#client = client;
     this.#dockerHost = options.dockerHost;
     this.#files = options.files ?? {};
+    this.#rlarkNet = options.rlarkNet ?? "rlark-net";
     this.#logger = options.logger ?? silentLogger;
     this.#owner = options.owner ?? options.nodeName;
     this.#nodeOptions = {

@@ -5,6 +5,7 @@
 import { once } from "node:events";
 import t from "tap";
 import { startDockerd } from "../../../helpers/dockerd.ts";
+import { rlarkNetBinary } from "../../../helpers/domain-net.ts";
 import { dockerTask, NAMESPACE, openDockerRuntime, waitForPod } from "./helpers.ts";
 
 /** SSH_FXP_INIT, version 3: the first packet of every SFTP session. */
@@ -14,7 +15,7 @@ const VERSION = 2;
 
 t.test("docker pods' files and ports", async (t) => {
   const engine = await startDockerd(t);
-  const runtime = await openDockerRuntime(t, engine);
+  const runtime = await openDockerRuntime(t, engine, { rlarkNet: rlarkNetBinary() });
   runtime.apply([
     dockerTask("web", {
       command: ["sh", "-c"],
