@@ -3,7 +3,7 @@ import { createRequire } from "node:module";
 const require = createRequire(import.meta.url);
 
 export const Job = validate52;
-const schema19 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/job.schema.json","title":"Job","description":"One training run: task templates placed on clusters, a Domain for their network, and a stop switch. Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Job","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the name prefixes every Task name (`<job>-<task>`).","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Job name."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: Jobs are cluster-scoped."}}},"spec":{"$ref":"#/$defs/JobSpec","description":"Desired state."},"status":{"$ref":"#/$defs/JobStatus","description":"Observed state, written by the hub."}},"$defs":{"JobSpec":{"description":"What a Job runs.","type":"object","additionalProperties":false,"required":["tasks"],"properties":{"domain":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the Domain whose virtual network the Job's pods join."},"stopped":{"type":"boolean","default":false,"description":"true stops the Job (Tasks, workloads and task PVCs are removed, the Job stays); clearing it starts a fresh run."},"sshPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Public key injected into every task's workloads (a task's own sshPublicKey wins)."},"tasks":{"type":"array","minItems":1,"description":"Task templates; each becomes a Task named `<job>-<task>`.","items":{"$ref":"#/$defs/TaskTemplate"}}}},"TaskTemplate":{"description":"One role of a Job, instantiated as a Task on one cluster.","type":"object","additionalProperties":false,"required":["name","role","agentType"],"allOf":[{"$ref":"common.schema.json#/$defs/ExactlyOneRuntime"}],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Task name, unique in the Job."},"head":{"type":"boolean","default":false,"description":"true for the Job's main task (at most one)."},"role":{"$ref":"common.schema.json#/$defs/Role","description":"Training role."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"Runtime; selects the kubernetes, docker or raw section."},"nodeSelector":{"$ref":"common.schema.json#/$defs/NodeSelector","description":"Node labels required on the node the task runs on."},"clusterSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Selects the Clusters (by their labels) placement may choose from; default: any."},"annotations":{"$ref":"common.schema.json#/$defs/TaskAnnotations","description":"Annotations copied to the Task, including the Ray keys."},"sshPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Public key injected into this task's workloads."},"kubernetes":{"$ref":"common.schema.json#/$defs/KubernetesRuntime","description":"For agentType Kubernetes: the workload."},"raw":{"$ref":"common.schema.json#/$defs/RawRuntime","description":"For agentType Raw: the process."},"docker":{"$ref":"common.schema.json#/$defs/DockerRuntime","description":"For agentType Docker: the container."}}},"JobPhase":{"description":"Lifecycle phase of a Job.","enum":["Pending","Running","Succeeded","Failed","Stopping","Stopped"]},"JobTaskStatus":{"description":"Observed state of one task of a run.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Task template name."},"phase":{"enum":["Pending","Scheduled","Running","Succeeded","Failed","Stopping","Stopped","Unknown"],"description":"Phase of the task."},"cluster":{"type":"string","description":"Cluster the task was placed on."},"taskName":{"type":"string","description":"Name of the Task object (`<job>-<task>`)."},"replicas":{"type":"integer","minimum":0,"description":"Desired replicas."},"readyReplicas":{"type":"integer","minimum":0,"description":"Ready replicas."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task started running."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task finished."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code reported for a finished or failed task."}}},"JobEvent":{"description":"One lifecycle event of a Job, as a Kubernetes Event would record it.","type":"object","additionalProperties":false,"required":["time","type","reason","message"],"properties":{"time":{"$ref":"common.schema.json#/$defs/Time","description":"When it happened."},"type":{"enum":["Normal","Warning"],"description":"Warning when it needs attention."},"reason":{"type":"string","description":"Machine-readable CamelCase reason."},"run":{"type":"integer","minimum":0,"description":"The run it belongs to."},"message":{"type":"string","description":"Human-readable detail."}}},"JobRunRecord":{"description":"The outcome of an earlier run, kept when the Job starts a new run.","type":"object","additionalProperties":false,"required":["run","phase"],"properties":{"run":{"type":"integer","minimum":1,"description":"Run number."},"phase":{"$ref":"#/$defs/JobPhase","description":"Final phase of that run."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When that run started."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When that run ended."},"reason":{"type":"string","description":"Why that run ended and the next began: spec changed, the rlinf.io/run annotation changed, or started again after a stop."},"tasks":{"type":"array","description":"Final task states of that run.","items":{"$ref":"#/$defs/JobTaskStatus"}}}},"JobStatus":{"description":"Observed state of a Job.","type":"object","additionalProperties":false,"properties":{"phase":{"$ref":"#/$defs/JobPhase","description":"Current phase."},"run":{"type":"integer","minimum":0,"description":"Number of the current run, counted from 1."},"runAnnotation":{"type":"string","description":"The rlinf.io/run annotation the current run answers; a change starts a fresh run."},"specHash":{"type":"string","description":"Digest of the task templates (with the Job's domain and sshPublicKey) the current run was started from; a change starts a fresh run."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run started."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run ended."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"tasks":{"type":"array","description":"State of each task of the current run.","items":{"$ref":"#/$defs/JobTaskStatus"}},"conditions":{"type":"array","description":"Conditions (Placed, Ready, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}},"history":{"type":"array","description":"Earlier runs, oldest first.","items":{"$ref":"#/$defs/JobRunRecord"}},"events":{"type":"array","description":"The latest lifecycle events (at most 20), oldest first: what happened and why.","items":{"$ref":"#/$defs/JobEvent"}}}}}};
+const schema19 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/job.schema.json","title":"Job","description":"One training run: task templates placed on clusters, a Domain for their network, and a stop switch. Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Job","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the name prefixes every Task name (`<job>-<task>`).","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Job name."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: Jobs are cluster-scoped."}}},"spec":{"$ref":"#/$defs/JobSpec","description":"Desired state."},"status":{"$ref":"#/$defs/JobStatus","description":"Observed state, written by the hub."}},"$defs":{"JobSpec":{"description":"What a Job runs.","type":"object","additionalProperties":false,"required":["tasks"],"properties":{"domain":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the Domain whose virtual network the Job's pods join."},"stopped":{"type":"boolean","default":false,"description":"true stops the Job (Tasks, workloads and task PVCs are removed, the Job stays); clearing it starts a fresh run."},"sshPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Public key injected into every task's workloads (a task's own sshPublicKey wins)."},"tasks":{"type":"array","minItems":1,"description":"Task templates; each becomes a Task named `<job>-<task>`.","items":{"$ref":"#/$defs/TaskTemplate"}}}},"TaskTemplate":{"description":"One role of a Job, instantiated as a Task on one cluster.","type":"object","additionalProperties":false,"required":["name","role","agentType"],"allOf":[{"$ref":"common.schema.json#/$defs/ExactlyOneRuntime"}],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Task name, unique in the Job."},"head":{"type":"boolean","default":false,"description":"true for the Job's main task (at most one)."},"role":{"$ref":"common.schema.json#/$defs/Role","description":"Training role."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"Runtime; selects the kubernetes, docker or raw section."},"nodeSelector":{"$ref":"common.schema.json#/$defs/NodeSelector","description":"Node labels required on the node the task runs on."},"clusterSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Selects the Clusters (by their labels) placement may choose from; default: any."},"near":{"type":"object","additionalProperties":false,"required":["task","maxRTT"],"description":"Latency-aware placement: this task goes only to a cluster whose measured RTT (PingMesh p99) to the cluster of the named task is at most maxRTT; the same cluster always qualifies. Without a measurement the Job waits, its Scheduled condition saying so.","properties":{"task":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Another task of this Job."},"maxRTT":{"type":"string","pattern":"^([0-9]+(\\.[0-9]+)?)(us|ms|s)$","x-rlark-message":"must be a duration in us, ms or s, e.g. 5ms","description":"Largest round-trip time allowed, e.g. 5ms, 500us, 0.2s."}}},"annotations":{"$ref":"common.schema.json#/$defs/TaskAnnotations","description":"Annotations copied to the Task, including the Ray keys."},"sshPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Public key injected into this task's workloads."},"kubernetes":{"$ref":"common.schema.json#/$defs/KubernetesRuntime","description":"For agentType Kubernetes: the workload."},"raw":{"$ref":"common.schema.json#/$defs/RawRuntime","description":"For agentType Raw: the process."},"docker":{"$ref":"common.schema.json#/$defs/DockerRuntime","description":"For agentType Docker: the container."}}},"JobPhase":{"description":"Lifecycle phase of a Job.","enum":["Pending","Running","Succeeded","Failed","Stopping","Stopped"]},"JobTaskStatus":{"description":"Observed state of one task of a run.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Task template name."},"phase":{"enum":["Pending","Scheduled","Running","Succeeded","Failed","Stopping","Stopped","Unknown"],"description":"Phase of the task."},"cluster":{"type":"string","description":"Cluster the task was placed on."},"taskName":{"type":"string","description":"Name of the Task object (`<job>-<task>`)."},"replicas":{"type":"integer","minimum":0,"description":"Desired replicas."},"readyReplicas":{"type":"integer","minimum":0,"description":"Ready replicas."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task started running."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task finished."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code reported for a finished or failed task."}}},"JobEvent":{"description":"One lifecycle event of a Job, as a Kubernetes Event would record it.","type":"object","additionalProperties":false,"required":["time","type","reason","message"],"properties":{"time":{"$ref":"common.schema.json#/$defs/Time","description":"When it happened."},"type":{"enum":["Normal","Warning"],"description":"Warning when it needs attention."},"reason":{"type":"string","description":"Machine-readable CamelCase reason."},"run":{"type":"integer","minimum":0,"description":"The run it belongs to."},"message":{"type":"string","description":"Human-readable detail."}}},"JobRunRecord":{"description":"The outcome of an earlier run, kept when the Job starts a new run.","type":"object","additionalProperties":false,"required":["run","phase"],"properties":{"run":{"type":"integer","minimum":1,"description":"Run number."},"phase":{"$ref":"#/$defs/JobPhase","description":"Final phase of that run."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When that run started."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When that run ended."},"reason":{"type":"string","description":"Why that run ended and the next began: spec changed, the rlinf.io/run annotation changed, or started again after a stop."},"tasks":{"type":"array","description":"Final task states of that run.","items":{"$ref":"#/$defs/JobTaskStatus"}}}},"JobStatus":{"description":"Observed state of a Job.","type":"object","additionalProperties":false,"properties":{"phase":{"$ref":"#/$defs/JobPhase","description":"Current phase."},"run":{"type":"integer","minimum":0,"description":"Number of the current run, counted from 1."},"runAnnotation":{"type":"string","description":"The rlinf.io/run annotation the current run answers; a change starts a fresh run."},"specHash":{"type":"string","description":"Digest of the task templates (with the Job's domain and sshPublicKey) the current run was started from; a change starts a fresh run."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run started."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run ended."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"tasks":{"type":"array","description":"State of each task of the current run.","items":{"$ref":"#/$defs/JobTaskStatus"}},"conditions":{"type":"array","description":"Conditions (Placed, Ready, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}},"history":{"type":"array","description":"Earlier runs, oldest first.","items":{"$ref":"#/$defs/JobRunRecord"}},"events":{"type":"array","description":"The latest lifecycle events (at most 20), oldest first: what happened and why.","items":{"$ref":"#/$defs/JobEvent"}}}}}};
 const schema21 = {"description":"Standard object metadata. name, namespace, labels and annotations come from the manifest; the other fields are set by the store.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Name, unique per kind (and namespace for namespaced kinds)."},"namespace":{"type":"string","description":"Namespace; `agent-<cluster>` for objects placed on a cluster."},"labels":{"$ref":"#/$defs/Labels","description":"Identifying key/value pairs; selectors match them."},"annotations":{"$ref":"#/$defs/Annotations","description":"Non-identifying key/value metadata."},"uid":{"type":"string","description":"Unique id assigned by the store at creation."},"resourceVersion":{"type":"string","description":"Opaque version assigned by the store on every write, for optimistic concurrency."},"generation":{"type":"integer","minimum":0,"description":"Incremented by the store on every change of spec."},"creationTimestamp":{"$ref":"#/$defs/Time","description":"When the store created the object."},"deletionTimestamp":{"$ref":"#/$defs/Time","description":"When deletion was requested; the object goes once its finalizers are gone."},"ownerReferences":{"type":"array","description":"Objects this object belongs to (a Task's Job, a Job's Workflow).","items":{"$ref":"#/$defs/OwnerReference"}},"finalizers":{"type":"array","description":"Controllers that must clean up before the object is deleted.","items":{"type":"string","description":"A finalizer name."}},"managedFields":{"type":"array","description":"Field ownership recorded by a Kubernetes apiserver (the Kubernetes store backend); opaque to RLark.","items":{"type":"object","description":"One manager's fields.","x-rlark-free-form":true}}}};
 const func1 = Object.prototype.hasOwnProperty;
 const schema22 = {"description":"Labels: identifying key/value pairs that selectors match.","type":"object","propertyNames":{"$ref":"#/$defs/LabelKey"},"additionalProperties":{"$ref":"#/$defs/LabelValue"}};
@@ -790,7 +790,7 @@ return errors === 0;
 }
 validate76.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema32 = {"description":"One role of a Job, instantiated as a Task on one cluster.","type":"object","additionalProperties":false,"required":["name","role","agentType"],"allOf":[{"$ref":"common.schema.json#/$defs/ExactlyOneRuntime"}],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Task name, unique in the Job."},"head":{"type":"boolean","default":false,"description":"true for the Job's main task (at most one)."},"role":{"$ref":"common.schema.json#/$defs/Role","description":"Training role."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"Runtime; selects the kubernetes, docker or raw section."},"nodeSelector":{"$ref":"common.schema.json#/$defs/NodeSelector","description":"Node labels required on the node the task runs on."},"clusterSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Selects the Clusters (by their labels) placement may choose from; default: any."},"annotations":{"$ref":"common.schema.json#/$defs/TaskAnnotations","description":"Annotations copied to the Task, including the Ray keys."},"sshPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Public key injected into this task's workloads."},"kubernetes":{"$ref":"common.schema.json#/$defs/KubernetesRuntime","description":"For agentType Kubernetes: the workload."},"raw":{"$ref":"common.schema.json#/$defs/RawRuntime","description":"For agentType Raw: the process."},"docker":{"$ref":"common.schema.json#/$defs/DockerRuntime","description":"For agentType Docker: the container."}}};
+const schema32 = {"description":"One role of a Job, instantiated as a Task on one cluster.","type":"object","additionalProperties":false,"required":["name","role","agentType"],"allOf":[{"$ref":"common.schema.json#/$defs/ExactlyOneRuntime"}],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Task name, unique in the Job."},"head":{"type":"boolean","default":false,"description":"true for the Job's main task (at most one)."},"role":{"$ref":"common.schema.json#/$defs/Role","description":"Training role."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"Runtime; selects the kubernetes, docker or raw section."},"nodeSelector":{"$ref":"common.schema.json#/$defs/NodeSelector","description":"Node labels required on the node the task runs on."},"clusterSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Selects the Clusters (by their labels) placement may choose from; default: any."},"near":{"type":"object","additionalProperties":false,"required":["task","maxRTT"],"description":"Latency-aware placement: this task goes only to a cluster whose measured RTT (PingMesh p99) to the cluster of the named task is at most maxRTT; the same cluster always qualifies. Without a measurement the Job waits, its Scheduled condition saying so.","properties":{"task":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Another task of this Job."},"maxRTT":{"type":"string","pattern":"^([0-9]+(\\.[0-9]+)?)(us|ms|s)$","x-rlark-message":"must be a duration in us, ms or s, e.g. 5ms","description":"Largest round-trip time allowed, e.g. 5ms, 500us, 0.2s."}}},"annotations":{"$ref":"common.schema.json#/$defs/TaskAnnotations","description":"Annotations copied to the Task, including the Ray keys."},"sshPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Public key injected into this task's workloads."},"kubernetes":{"$ref":"common.schema.json#/$defs/KubernetesRuntime","description":"For agentType Kubernetes: the workload."},"raw":{"$ref":"common.schema.json#/$defs/RawRuntime","description":"For agentType Raw: the process."},"docker":{"$ref":"common.schema.json#/$defs/DockerRuntime","description":"For agentType Docker: the container."}}};
 const schema33 = {"description":"A task carries exactly the runtime section its agentType names.","allOf":[{"if":{"properties":{"agentType":{"const":"Kubernetes"}},"required":["agentType"]},"then":{"required":["kubernetes"],"properties":{"raw":false,"docker":false}},"x-rlark-rule":"schema/exactly-one-runtime"},{"if":{"properties":{"agentType":{"const":"Raw"}},"required":["agentType"]},"then":{"required":["raw"],"properties":{"kubernetes":false,"docker":false}},"x-rlark-rule":"schema/exactly-one-runtime"},{"if":{"properties":{"agentType":{"const":"Docker"}},"required":["agentType"]},"then":{"required":["docker"],"properties":{"kubernetes":false,"raw":false}},"x-rlark-rule":"schema/exactly-one-runtime"}]};
 
 function validate79(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -1386,10 +1386,10 @@ validate90.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const schema39 = {"description":"Task annotations. The Ray keys declare a Ray cluster: rlinf.io/ray-role (head | worker), rlinf.io/ray-total-nodes (head only), rlinf.io/ray-head-task-name (worker only). rlark.io/tensorboard-port declares the TensorBoard the task serves.","type":"object","propertyNames":{"$ref":"#/$defs/LabelKey"},"properties":{"rlinf.io/ray-role":{"enum":["head","worker"],"description":"This task's role in its Ray cluster."},"rlinf.io/ray-total-nodes":{"type":"string","pattern":"^[1-9][0-9]*$","x-rlark-message":"must be a whole number of at least 1, written as a string such as \"5\"","description":"Head only: how many Ray nodes (head included) the head waits for."},"rlinf.io/ray-head-task-name":{"$ref":"#/$defs/DNS1123Label","description":"Worker only: the name of the head task of the same Job that this worker joins."},"rlark.io/tensorboard-port":{"type":"string","pattern":"^([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])$","x-rlark-message":"must be a port from 1 to 65535 written as a string such as \"6006\"","description":"The port the task's pods serve TensorBoard on (TensorBoard's own default is 6006): the hub then proxies /api/v1/rlinf.io/v1alpha1/tasks/<task>/tensorboard/ to it."}},"additionalProperties":{"type":"string","description":"Any other annotation."},"allOf":[{"if":{"properties":{"rlinf.io/ray-role":{"const":"head"}},"required":["rlinf.io/ray-role"]},"then":{"required":["rlinf.io/ray-total-nodes"],"properties":{"rlinf.io/ray-head-task-name":false}},"x-rlark-rule":"schema/ray-annotations","x-rlark-message":"a Ray head (rlinf.io/ray-role: head) needs rlinf.io/ray-total-nodes and takes no rlinf.io/ray-head-task-name"},{"if":{"properties":{"rlinf.io/ray-role":{"const":"worker"}},"required":["rlinf.io/ray-role"]},"then":{"required":["rlinf.io/ray-head-task-name"],"properties":{"rlinf.io/ray-total-nodes":false}},"x-rlark-rule":"schema/ray-annotations","x-rlark-message":"a Ray worker (rlinf.io/ray-role: worker) needs rlinf.io/ray-head-task-name and takes no rlinf.io/ray-total-nodes"},{"if":{"not":{"required":["rlinf.io/ray-role"]}},"then":{"properties":{"rlinf.io/ray-total-nodes":false,"rlinf.io/ray-head-task-name":false}},"x-rlark-rule":"schema/ray-annotations","x-rlark-message":"rlinf.io/ray-total-nodes and rlinf.io/ray-head-task-name need rlinf.io/ray-role"}]};
 
-function validate99(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate100(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate99.evaluated;
+const evaluated0 = validate100.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1438,18 +1438,18 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate99.errors = vErrors;
+validate100.errors = vErrors;
 return errors === 0;
 }
-validate99.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate100.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const pattern7 = new RegExp("^[1-9][0-9]*$", "u");
-const pattern9 = new RegExp("^([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])$", "u");
+const pattern8 = new RegExp("^[1-9][0-9]*$", "u");
+const pattern10 = new RegExp("^([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])$", "u");
 
-function validate97(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate98(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate97.evaluated;
+const evaluated0 = validate98.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1780,7 +1780,7 @@ errors++;
 if(data["rlinf.io/ray-total-nodes"] !== undefined){
 let data8 = data["rlinf.io/ray-total-nodes"];
 if(typeof data8 === "string"){
-if(!pattern7.test(data8)){
+if(!pattern8.test(data8)){
 const err18 = {instancePath:instancePath+"/rlinf.io~1ray-total-nodes",schemaPath:"#/properties/rlinf.io~1ray-total-nodes/pattern",keyword:"pattern",params:{pattern: "^[1-9][0-9]*$"},message:"must match pattern \""+"^[1-9][0-9]*$"+"\"",schema:"^[1-9][0-9]*$",parentSchema:schema39.properties["rlinf.io/ray-total-nodes"],data:data8};
 if(vErrors === null){
 vErrors = [err18];
@@ -1803,15 +1803,15 @@ errors++;
 }
 }
 if(data["rlinf.io/ray-head-task-name"] !== undefined){
-if(!(validate99(data["rlinf.io/ray-head-task-name"], {instancePath:instancePath+"/rlinf.io~1ray-head-task-name",parentData:data,parentDataProperty:"rlinf.io/ray-head-task-name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate99.errors : vErrors.concat(validate99.errors);
+if(!(validate100(data["rlinf.io/ray-head-task-name"], {instancePath:instancePath+"/rlinf.io~1ray-head-task-name",parentData:data,parentDataProperty:"rlinf.io/ray-head-task-name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate100.errors : vErrors.concat(validate100.errors);
 errors = vErrors.length;
 }
 }
 if(data["rlark.io/tensorboard-port"] !== undefined){
 let data10 = data["rlark.io/tensorboard-port"];
 if(typeof data10 === "string"){
-if(!pattern9.test(data10)){
+if(!pattern10.test(data10)){
 const err20 = {instancePath:instancePath+"/rlark.io~1tensorboard-port",schemaPath:"#/properties/rlark.io~1tensorboard-port/pattern",keyword:"pattern",params:{pattern: "^([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])$"},message:"must match pattern \""+"^([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])$"+"\"",schema:"^([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])$",parentSchema:schema39.properties["rlark.io/tensorboard-port"],data:data10};
 if(vErrors === null){
 vErrors = [err20];
@@ -1844,18 +1844,18 @@ vErrors.push(err22);
 }
 errors++;
 }
-validate97.errors = vErrors;
+validate98.errors = vErrors;
 return errors === 0;
 }
-validate97.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate98.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const schema41 = {"description":"Runtime section of an agentType Kubernetes task: the native workload to create.","type":"object","additionalProperties":false,"required":["workload"],"properties":{"workload":{"type":"object","description":"The Kubernetes workload that runs the task.","additionalProperties":false,"required":["kind","template"],"properties":{"kind":{"enum":["Deployment","StatefulSet","DaemonSet","Job"],"description":"Workload kind."},"replicas":{"type":"integer","minimum":0,"description":"Pod count for Deployment and StatefulSet (default 1), parallelism for Job; ignored for DaemonSet."},"template":{"$ref":"#/$defs/PodTemplate","description":"The pod template."}}}}};
 const schema42 = {"description":"A Kubernetes PodTemplateSpec plus the namespace to create the workload in; metadata and spec are checked against the Kubernetes schema.","type":"object","x-rlark-kubernetes":"PodTemplateSpec","additionalProperties":false,"required":["spec"],"properties":{"namespace":{"$ref":"#/$defs/DNS1123Label","description":"Namespace in the target cluster for the workload; default: the agent's default namespace."},"metadata":{"type":"object","description":"Kubernetes ObjectMeta for the pods (labels, annotations).","x-rlark-kubernetes-type":"ObjectMeta"},"spec":{"type":"object","description":"A Kubernetes PodSpec.","x-rlark-kubernetes-type":"PodSpec"}}};
 
-function validate104(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate105(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate104.evaluated;
+const evaluated0 = validate105.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1886,8 +1886,8 @@ errors++;
 }
 }
 if(data.namespace !== undefined){
-if(!(validate99(data.namespace, {instancePath:instancePath+"/namespace",parentData:data,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate99.errors : vErrors.concat(validate99.errors);
+if(!(validate100(data.namespace, {instancePath:instancePath+"/namespace",parentData:data,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate100.errors : vErrors.concat(validate100.errors);
 errors = vErrors.length;
 }
 }
@@ -1928,16 +1928,16 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate104.errors = vErrors;
+validate105.errors = vErrors;
 return errors === 0;
 }
-validate104.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate105.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate103(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate104(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate103.evaluated;
+const evaluated0 = validate104.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2041,8 +2041,8 @@ errors++;
 }
 }
 if(data0.template !== undefined){
-if(!(validate104(data0.template, {instancePath:instancePath+"/workload/template",parentData:data0,parentDataProperty:"template",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate104.errors : vErrors.concat(validate104.errors);
+if(!(validate105(data0.template, {instancePath:instancePath+"/workload/template",parentData:data0,parentDataProperty:"template",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate105.errors : vErrors.concat(validate105.errors);
 errors = vErrors.length;
 }
 }
@@ -2069,19 +2069,19 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate103.errors = vErrors;
+validate104.errors = vErrors;
 return errors === 0;
 }
-validate103.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate104.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const schema43 = {"description":"Runtime section of an agentType Raw task: processes run directly on the machine.","type":"object","additionalProperties":false,"required":["command"],"properties":{"artifact":{"$ref":"#/$defs/Artifact","description":"What to download before running."},"command":{"type":"array","minItems":1,"description":"Executable and leading arguments.","items":{"type":"string","description":"One argv element."}},"args":{"type":"array","description":"Further arguments appended to command.","items":{"type":"string","description":"One argv element."}},"env":{"type":"array","description":"Environment variables for the process.","items":{"$ref":"#/$defs/EnvVar"}},"workingDir":{"type":"string","description":"Working directory; default: the task's own directory."},"replicas":{"type":"integer","minimum":0,"description":"How many copies of the process to run (default 1)."},"terminationGracePeriodSeconds":{"type":"integer","minimum":0,"description":"Seconds between SIGTERM and SIGKILL when a process is stopped; default: the runtime's."},"kind":{"enum":["Deployment","StatefulSet","Job"],"default":"Job","description":"Restart semantics, as the Kubernetes kind of that name: Job runs to completion (restart on failure), Deployment and StatefulSet restart always."}}};
 const schema44 = {"description":"A file downloaded before the process starts.","type":"object","additionalProperties":false,"required":["url","sha256"],"properties":{"url":{"type":"string","minLength":1,"description":"http(s):// or file:// URL, or the path of a file inside the manifest folder (no '..', no symlinks), which the hub serves to agents."},"sha256":{"type":"string","pattern":"^[a-f0-9]{64}$","x-rlark-message":"must be 64 lowercase hexadecimal digits","description":"SHA-256 of the file; the agent refuses to run anything else."}}};
-const pattern10 = new RegExp("^[a-f0-9]{64}$", "u");
+const pattern11 = new RegExp("^[a-f0-9]{64}$", "u");
 
-function validate109(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate110(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate109.evaluated;
+const evaluated0 = validate110.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2149,7 +2149,7 @@ errors++;
 if(data.sha256 !== undefined){
 let data1 = data.sha256;
 if(typeof data1 === "string"){
-if(!pattern10.test(data1)){
+if(!pattern11.test(data1)){
 const err5 = {instancePath:instancePath+"/sha256",schemaPath:"#/properties/sha256/pattern",keyword:"pattern",params:{pattern: "^[a-f0-9]{64}$"},message:"must match pattern \""+"^[a-f0-9]{64}$"+"\"",schema:"^[a-f0-9]{64}$",parentSchema:schema44.properties.sha256,data:data1};
 if(vErrors === null){
 vErrors = [err5];
@@ -2182,18 +2182,18 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate109.errors = vErrors;
+validate110.errors = vErrors;
 return errors === 0;
 }
-validate109.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate110.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const schema45 = {"description":"An environment variable for a process or container.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","minLength":1,"pattern":"^[-._a-zA-Z][-._a-zA-Z0-9]*$","x-rlark-message":"must be an environment variable name: letters, digits, '_', '-' or '.', not starting with a digit","description":"Variable name."},"value":{"type":"string","description":"Variable value; empty when omitted."}}};
-const pattern11 = new RegExp("^[-._a-zA-Z][-._a-zA-Z0-9]*$", "u");
+const pattern12 = new RegExp("^[-._a-zA-Z][-._a-zA-Z0-9]*$", "u");
 
-function validate111(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate112(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate111.evaluated;
+const evaluated0 = validate112.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2236,7 +2236,7 @@ vErrors.push(err2);
 }
 errors++;
 }
-if(!pattern11.test(data0)){
+if(!pattern12.test(data0)){
 const err3 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/pattern",keyword:"pattern",params:{pattern: "^[-._a-zA-Z][-._a-zA-Z0-9]*$"},message:"must match pattern \""+"^[-._a-zA-Z][-._a-zA-Z0-9]*$"+"\"",schema:"^[-._a-zA-Z][-._a-zA-Z0-9]*$",parentSchema:schema45.properties.name,data:data0};
 if(vErrors === null){
 vErrors = [err3];
@@ -2282,16 +2282,16 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate111.errors = vErrors;
+validate112.errors = vErrors;
 return errors === 0;
 }
-validate111.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate112.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate108(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate109(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate108.evaluated;
+const evaluated0 = validate109.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2322,8 +2322,8 @@ errors++;
 }
 }
 if(data.artifact !== undefined){
-if(!(validate109(data.artifact, {instancePath:instancePath+"/artifact",parentData:data,parentDataProperty:"artifact",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate109.errors : vErrors.concat(validate109.errors);
+if(!(validate110(data.artifact, {instancePath:instancePath+"/artifact",parentData:data,parentDataProperty:"artifact",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate110.errors : vErrors.concat(validate110.errors);
 errors = vErrors.length;
 }
 }
@@ -2400,8 +2400,8 @@ let data5 = data.env;
 if(Array.isArray(data5)){
 const len2 = data5.length;
 for(let i2=0; i2<len2; i2++){
-if(!(validate111(data5[i2], {instancePath:instancePath+"/env/" + i2,parentData:data5,parentDataProperty:i2,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate111.errors : vErrors.concat(validate111.errors);
+if(!(validate112(data5[i2], {instancePath:instancePath+"/env/" + i2,parentData:data5,parentDataProperty:i2,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate112.errors : vErrors.concat(validate112.errors);
 errors = vErrors.length;
 }
 }
@@ -2504,19 +2504,19 @@ vErrors.push(err14);
 }
 errors++;
 }
-validate108.errors = vErrors;
+validate109.errors = vErrors;
 return errors === 0;
 }
-validate108.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate109.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const schema46 = {"description":"Runtime section of an agentType Docker task: a container run through the Docker API.","type":"object","additionalProperties":false,"required":["image"],"properties":{"image":{"type":"string","minLength":1,"description":"Container image reference."},"command":{"type":"array","description":"Entrypoint override.","items":{"type":"string","description":"One argv element."}},"args":{"type":"array","description":"Arguments to the entrypoint.","items":{"type":"string","description":"One argv element."}},"env":{"type":"array","description":"Environment variables for the container.","items":{"$ref":"#/$defs/EnvVar"}},"mounts":{"type":"array","description":"Host directories or files bind-mounted into the container.","items":{"type":"object","additionalProperties":false,"required":["hostPath","containerPath"],"properties":{"hostPath":{"type":"string","pattern":"^/","description":"Absolute path on the machine."},"containerPath":{"type":"string","pattern":"^/","description":"Absolute path inside the container."},"readOnly":{"type":"boolean","default":false,"description":"Mount read-only."}}}},"devices":{"type":"array","description":"Host devices passed into the container at the same path, e.g. /dev/video0 (docker run --device).","items":{"type":"string","pattern":"^/dev/","description":"A device path under /dev."}},"restartPolicy":{"enum":["Never","OnFailure","Always"],"default":"Never","description":"As a Kubernetes pod's: Never runs once to completion, OnFailure restarts a failed run, Always restarts every run (a service). The engine restarts the container, with its own backoff."},"resources":{"type":"object","additionalProperties":false,"description":"Limits the engine enforces on each container.","properties":{"cpus":{"type":"number","exclusiveMinimum":0,"description":"CPU limit in cores (docker run --cpus)."},"memoryMiB":{"type":"integer","minimum":6,"description":"Memory limit in MiB (docker run --memory)."}}},"replicas":{"type":"integer","minimum":0,"default":1,"description":"Number of containers; each is a pod named <task>-<index>."}}};
-const pattern12 = new RegExp("^/", "u");
-const pattern14 = new RegExp("^/dev/", "u");
+const pattern13 = new RegExp("^/", "u");
+const pattern15 = new RegExp("^/dev/", "u");
 
-function validate114(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate115(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate114.evaluated;
+const evaluated0 = validate115.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2634,8 +2634,8 @@ let data5 = data.env;
 if(Array.isArray(data5)){
 const len2 = data5.length;
 for(let i2=0; i2<len2; i2++){
-if(!(validate111(data5[i2], {instancePath:instancePath+"/env/" + i2,parentData:data5,parentDataProperty:i2,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate111.errors : vErrors.concat(validate111.errors);
+if(!(validate112(data5[i2], {instancePath:instancePath+"/env/" + i2,parentData:data5,parentDataProperty:i2,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate112.errors : vErrors.concat(validate112.errors);
 errors = vErrors.length;
 }
 }
@@ -2693,7 +2693,7 @@ errors++;
 if(data8.hostPath !== undefined){
 let data9 = data8.hostPath;
 if(typeof data9 === "string"){
-if(!pattern12.test(data9)){
+if(!pattern13.test(data9)){
 const err12 = {instancePath:instancePath+"/mounts/" + i3+"/hostPath",schemaPath:"#/properties/mounts/items/properties/hostPath/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\"",schema:"^/",parentSchema:schema46.properties.mounts.items.properties.hostPath,data:data9};
 if(vErrors === null){
 vErrors = [err12];
@@ -2718,7 +2718,7 @@ errors++;
 if(data8.containerPath !== undefined){
 let data10 = data8.containerPath;
 if(typeof data10 === "string"){
-if(!pattern12.test(data10)){
+if(!pattern13.test(data10)){
 const err14 = {instancePath:instancePath+"/mounts/" + i3+"/containerPath",schemaPath:"#/properties/mounts/items/properties/containerPath/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\"",schema:"^/",parentSchema:schema46.properties.mounts.items.properties.containerPath,data:data10};
 if(vErrors === null){
 vErrors = [err14];
@@ -2784,7 +2784,7 @@ const len4 = data12.length;
 for(let i4=0; i4<len4; i4++){
 let data13 = data12[i4];
 if(typeof data13 === "string"){
-if(!pattern14.test(data13)){
+if(!pattern15.test(data13)){
 const err19 = {instancePath:instancePath+"/devices/" + i4,schemaPath:"#/properties/devices/items/pattern",keyword:"pattern",params:{pattern: "^/dev/"},message:"must match pattern \""+"^/dev/"+"\"",schema:"^/dev/",parentSchema:schema46.properties.devices.items,data:data13};
 if(vErrors === null){
 vErrors = [err19];
@@ -2944,11 +2944,12 @@ vErrors.push(err31);
 }
 errors++;
 }
-validate114.errors = vErrors;
+validate115.errors = vErrors;
 return errors === 0;
 }
-validate114.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate115.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
+const pattern7 = new RegExp("^([0-9]+(\\.[0-9]+)?)(us|ms|s)$", "u");
 
 function validate78(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -3050,9 +3051,87 @@ vErrors = vErrors === null ? validate90.errors : vErrors.concat(validate90.error
 errors = vErrors.length;
 }
 }
+if(data.near !== undefined){
+let data6 = data.near;
+if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
+if(data6.task === undefined){
+const err5 = {instancePath:instancePath+"/near",schemaPath:"#/properties/near/required",keyword:"required",params:{missingProperty: "task"},message:"must have required property '"+"task"+"'",schema:schema32.properties.near.required,parentSchema:schema32.properties.near,data:data6};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(data6.maxRTT === undefined){
+const err6 = {instancePath:instancePath+"/near",schemaPath:"#/properties/near/required",keyword:"required",params:{missingProperty: "maxRTT"},message:"must have required property '"+"maxRTT"+"'",schema:schema32.properties.near.required,parentSchema:schema32.properties.near,data:data6};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+for(const key1 in data6){
+if(!((key1 === "task") || (key1 === "maxRTT"))){
+const err7 = {instancePath:instancePath+"/near",schemaPath:"#/properties/near/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema32.properties.near,data:data6};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data6.task !== undefined){
+if(!(validate70(data6.task, {instancePath:instancePath+"/near/task",parentData:data6,parentDataProperty:"task",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate70.errors : vErrors.concat(validate70.errors);
+errors = vErrors.length;
+}
+}
+if(data6.maxRTT !== undefined){
+let data8 = data6.maxRTT;
+if(typeof data8 === "string"){
+if(!pattern7.test(data8)){
+const err8 = {instancePath:instancePath+"/near/maxRTT",schemaPath:"#/properties/near/properties/maxRTT/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?)(us|ms|s)$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?)(us|ms|s)$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?)(us|ms|s)$",parentSchema:schema32.properties.near.properties.maxRTT,data:data8};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+else {
+const err9 = {instancePath:instancePath+"/near/maxRTT",schemaPath:"#/properties/near/properties/maxRTT/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema32.properties.near.properties.maxRTT.type,parentSchema:schema32.properties.near.properties.maxRTT,data:data8};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+}
+else {
+const err10 = {instancePath:instancePath+"/near",schemaPath:"#/properties/near/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema32.properties.near.type,parentSchema:schema32.properties.near,data:data6};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
 if(data.annotations !== undefined){
-if(!(validate97(data.annotations, {instancePath:instancePath+"/annotations",parentData:data,parentDataProperty:"annotations",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate97.errors : vErrors.concat(validate97.errors);
+if(!(validate98(data.annotations, {instancePath:instancePath+"/annotations",parentData:data,parentDataProperty:"annotations",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate98.errors : vErrors.concat(validate98.errors);
 errors = vErrors.length;
 }
 }
@@ -3063,31 +3142,31 @@ errors = vErrors.length;
 }
 }
 if(data.kubernetes !== undefined){
-if(!(validate103(data.kubernetes, {instancePath:instancePath+"/kubernetes",parentData:data,parentDataProperty:"kubernetes",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate103.errors : vErrors.concat(validate103.errors);
+if(!(validate104(data.kubernetes, {instancePath:instancePath+"/kubernetes",parentData:data,parentDataProperty:"kubernetes",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate104.errors : vErrors.concat(validate104.errors);
 errors = vErrors.length;
 }
 }
 if(data.raw !== undefined){
-if(!(validate108(data.raw, {instancePath:instancePath+"/raw",parentData:data,parentDataProperty:"raw",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate108.errors : vErrors.concat(validate108.errors);
+if(!(validate109(data.raw, {instancePath:instancePath+"/raw",parentData:data,parentDataProperty:"raw",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate109.errors : vErrors.concat(validate109.errors);
 errors = vErrors.length;
 }
 }
 if(data.docker !== undefined){
-if(!(validate114(data.docker, {instancePath:instancePath+"/docker",parentData:data,parentDataProperty:"docker",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate114.errors : vErrors.concat(validate114.errors);
+if(!(validate115(data.docker, {instancePath:instancePath+"/docker",parentData:data,parentDataProperty:"docker",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate115.errors : vErrors.concat(validate115.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err5 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema32.type,parentSchema:schema32,data};
+const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema32.type,parentSchema:schema32,data};
 if(vErrors === null){
-vErrors = [err5];
+vErrors = [err11];
 }
 else {
-vErrors.push(err5);
+vErrors.push(err11);
 }
 errors++;
 }
@@ -3206,10 +3285,10 @@ validate74.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 const schema47 = {"description":"Observed state of a Job.","type":"object","additionalProperties":false,"properties":{"phase":{"$ref":"#/$defs/JobPhase","description":"Current phase."},"run":{"type":"integer","minimum":0,"description":"Number of the current run, counted from 1."},"runAnnotation":{"type":"string","description":"The rlinf.io/run annotation the current run answers; a change starts a fresh run."},"specHash":{"type":"string","description":"Digest of the task templates (with the Job's domain and sshPublicKey) the current run was started from; a change starts a fresh run."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run started."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run ended."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"tasks":{"type":"array","description":"State of each task of the current run.","items":{"$ref":"#/$defs/JobTaskStatus"}},"conditions":{"type":"array","description":"Conditions (Placed, Ready, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}},"history":{"type":"array","description":"Earlier runs, oldest first.","items":{"$ref":"#/$defs/JobRunRecord"}},"events":{"type":"array","description":"The latest lifecycle events (at most 20), oldest first: what happened and why.","items":{"$ref":"#/$defs/JobEvent"}}}};
 const schema48 = {"description":"Lifecycle phase of a Job.","enum":["Pending","Running","Succeeded","Failed","Stopping","Stopped"]};
 
-function validate120(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate121(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate120.evaluated;
+const evaluated0 = validate121.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3226,16 +3305,16 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate120.errors = vErrors;
+validate121.errors = vErrors;
 return errors === 0;
 }
-validate120.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate121.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate122(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate123(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate122.evaluated;
+const evaluated0 = validate123.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3264,17 +3343,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate122.errors = vErrors;
+validate123.errors = vErrors;
 return errors === 0;
 }
-validate122.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate123.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema50 = {"description":"Observed state of one task of a run.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Task template name."},"phase":{"enum":["Pending","Scheduled","Running","Succeeded","Failed","Stopping","Stopped","Unknown"],"description":"Phase of the task."},"cluster":{"type":"string","description":"Cluster the task was placed on."},"taskName":{"type":"string","description":"Name of the Task object (`<job>-<task>`)."},"replicas":{"type":"integer","minimum":0,"description":"Desired replicas."},"readyReplicas":{"type":"integer","minimum":0,"description":"Ready replicas."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task started running."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task finished."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code reported for a finished or failed task."}}};
 
-function validate125(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate126(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate125.evaluated;
+const evaluated0 = validate126.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3407,14 +3486,14 @@ errors++;
 }
 }
 if(data.startTime !== undefined){
-if(!(validate122(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate122.errors : vErrors.concat(validate122.errors);
+if(!(validate123(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate123.errors : vErrors.concat(validate123.errors);
 errors = vErrors.length;
 }
 }
 if(data.completionTime !== undefined){
-if(!(validate122(data.completionTime, {instancePath:instancePath+"/completionTime",parentData:data,parentDataProperty:"completionTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate122.errors : vErrors.concat(validate122.errors);
+if(!(validate123(data.completionTime, {instancePath:instancePath+"/completionTime",parentData:data,parentDataProperty:"completionTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate123.errors : vErrors.concat(validate123.errors);
 errors = vErrors.length;
 }
 }
@@ -3468,17 +3547,17 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate125.errors = vErrors;
+validate126.errors = vErrors;
 return errors === 0;
 }
-validate125.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate126.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const schema51 = {"description":"A Kubernetes condition: one aspect of an object's observed state.","type":"object","additionalProperties":false,"required":["type","status"],"properties":{"type":{"type":"string","minLength":1,"description":"Condition type, e.g. Ready."},"status":{"enum":["True","False","Unknown"],"description":"Whether the condition holds."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation the condition was computed from."},"lastTransitionTime":{"$ref":"#/$defs/Time","description":"When status last changed."},"lastHeartbeatTime":{"$ref":"#/$defs/Time","description":"When the condition was last probed."},"reason":{"type":"string","description":"Machine-readable CamelCase reason for the last transition."},"message":{"type":"string","description":"Human-readable detail."}}};
 
-function validate129(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate130(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate129.evaluated;
+const evaluated0 = validate130.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3630,17 +3709,17 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate129.errors = vErrors;
+validate130.errors = vErrors;
 return errors === 0;
 }
-validate129.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate130.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const schema52 = {"description":"The outcome of an earlier run, kept when the Job starts a new run.","type":"object","additionalProperties":false,"required":["run","phase"],"properties":{"run":{"type":"integer","minimum":1,"description":"Run number."},"phase":{"$ref":"#/$defs/JobPhase","description":"Final phase of that run."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When that run started."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When that run ended."},"reason":{"type":"string","description":"Why that run ended and the next began: spec changed, the rlinf.io/run annotation changed, or started again after a stop."},"tasks":{"type":"array","description":"Final task states of that run.","items":{"$ref":"#/$defs/JobTaskStatus"}}}};
 
-function validate133(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate134(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate133.evaluated;
+const evaluated0 = validate134.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3706,20 +3785,20 @@ errors++;
 }
 }
 if(data.phase !== undefined){
-if(!(validate120(data.phase, {instancePath:instancePath+"/phase",parentData:data,parentDataProperty:"phase",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate120.errors : vErrors.concat(validate120.errors);
+if(!(validate121(data.phase, {instancePath:instancePath+"/phase",parentData:data,parentDataProperty:"phase",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate121.errors : vErrors.concat(validate121.errors);
 errors = vErrors.length;
 }
 }
 if(data.startTime !== undefined){
-if(!(validate122(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate122.errors : vErrors.concat(validate122.errors);
+if(!(validate123(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate123.errors : vErrors.concat(validate123.errors);
 errors = vErrors.length;
 }
 }
 if(data.completionTime !== undefined){
-if(!(validate122(data.completionTime, {instancePath:instancePath+"/completionTime",parentData:data,parentDataProperty:"completionTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate122.errors : vErrors.concat(validate122.errors);
+if(!(validate123(data.completionTime, {instancePath:instancePath+"/completionTime",parentData:data,parentDataProperty:"completionTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate123.errors : vErrors.concat(validate123.errors);
 errors = vErrors.length;
 }
 }
@@ -3741,8 +3820,8 @@ let data5 = data.tasks;
 if(Array.isArray(data5)){
 const len0 = data5.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate125(data5[i0], {instancePath:instancePath+"/tasks/" + i0,parentData:data5,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate125.errors : vErrors.concat(validate125.errors);
+if(!(validate126(data5[i0], {instancePath:instancePath+"/tasks/" + i0,parentData:data5,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate126.errors : vErrors.concat(validate126.errors);
 errors = vErrors.length;
 }
 }
@@ -3769,17 +3848,17 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate133.errors = vErrors;
+validate134.errors = vErrors;
 return errors === 0;
 }
-validate133.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate134.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const schema53 = {"description":"One lifecycle event of a Job, as a Kubernetes Event would record it.","type":"object","additionalProperties":false,"required":["time","type","reason","message"],"properties":{"time":{"$ref":"common.schema.json#/$defs/Time","description":"When it happened."},"type":{"enum":["Normal","Warning"],"description":"Warning when it needs attention."},"reason":{"type":"string","description":"Machine-readable CamelCase reason."},"run":{"type":"integer","minimum":0,"description":"The run it belongs to."},"message":{"type":"string","description":"Human-readable detail."}}};
 
-function validate139(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate140(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate139.evaluated;
+const evaluated0 = validate140.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3840,8 +3919,8 @@ errors++;
 }
 }
 if(data.time !== undefined){
-if(!(validate122(data.time, {instancePath:instancePath+"/time",parentData:data,parentDataProperty:"time",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate122.errors : vErrors.concat(validate122.errors);
+if(!(validate123(data.time, {instancePath:instancePath+"/time",parentData:data,parentDataProperty:"time",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate123.errors : vErrors.concat(validate123.errors);
 errors = vErrors.length;
 }
 }
@@ -3920,16 +3999,16 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate139.errors = vErrors;
+validate140.errors = vErrors;
 return errors === 0;
 }
-validate139.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate140.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate119(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate120(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate119.evaluated;
+const evaluated0 = validate120.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3950,8 +4029,8 @@ errors++;
 }
 }
 if(data.phase !== undefined){
-if(!(validate120(data.phase, {instancePath:instancePath+"/phase",parentData:data,parentDataProperty:"phase",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate120.errors : vErrors.concat(validate120.errors);
+if(!(validate121(data.phase, {instancePath:instancePath+"/phase",parentData:data,parentDataProperty:"phase",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate121.errors : vErrors.concat(validate121.errors);
 errors = vErrors.length;
 }
 }
@@ -4007,14 +4086,14 @@ errors++;
 }
 }
 if(data.startTime !== undefined){
-if(!(validate122(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate122.errors : vErrors.concat(validate122.errors);
+if(!(validate123(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate123.errors : vErrors.concat(validate123.errors);
 errors = vErrors.length;
 }
 }
 if(data.completionTime !== undefined){
-if(!(validate122(data.completionTime, {instancePath:instancePath+"/completionTime",parentData:data,parentDataProperty:"completionTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate122.errors : vErrors.concat(validate122.errors);
+if(!(validate123(data.completionTime, {instancePath:instancePath+"/completionTime",parentData:data,parentDataProperty:"completionTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate123.errors : vErrors.concat(validate123.errors);
 errors = vErrors.length;
 }
 }
@@ -4048,8 +4127,8 @@ let data7 = data.tasks;
 if(Array.isArray(data7)){
 const len0 = data7.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate125(data7[i0], {instancePath:instancePath+"/tasks/" + i0,parentData:data7,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate125.errors : vErrors.concat(validate125.errors);
+if(!(validate126(data7[i0], {instancePath:instancePath+"/tasks/" + i0,parentData:data7,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate126.errors : vErrors.concat(validate126.errors);
 errors = vErrors.length;
 }
 }
@@ -4070,8 +4149,8 @@ let data9 = data.conditions;
 if(Array.isArray(data9)){
 const len1 = data9.length;
 for(let i1=0; i1<len1; i1++){
-if(!(validate129(data9[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data9,parentDataProperty:i1,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate129.errors : vErrors.concat(validate129.errors);
+if(!(validate130(data9[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data9,parentDataProperty:i1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate130.errors : vErrors.concat(validate130.errors);
 errors = vErrors.length;
 }
 }
@@ -4092,8 +4171,8 @@ let data11 = data.history;
 if(Array.isArray(data11)){
 const len2 = data11.length;
 for(let i2=0; i2<len2; i2++){
-if(!(validate133(data11[i2], {instancePath:instancePath+"/history/" + i2,parentData:data11,parentDataProperty:i2,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate133.errors : vErrors.concat(validate133.errors);
+if(!(validate134(data11[i2], {instancePath:instancePath+"/history/" + i2,parentData:data11,parentDataProperty:i2,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate134.errors : vErrors.concat(validate134.errors);
 errors = vErrors.length;
 }
 }
@@ -4114,8 +4193,8 @@ let data13 = data.events;
 if(Array.isArray(data13)){
 const len3 = data13.length;
 for(let i3=0; i3<len3; i3++){
-if(!(validate139(data13[i3], {instancePath:instancePath+"/events/" + i3,parentData:data13,parentDataProperty:i3,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate139.errors : vErrors.concat(validate139.errors);
+if(!(validate140(data13[i3], {instancePath:instancePath+"/events/" + i3,parentData:data13,parentDataProperty:i3,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate140.errors : vErrors.concat(validate140.errors);
 errors = vErrors.length;
 }
 }
@@ -4142,10 +4221,10 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate119.errors = vErrors;
+validate120.errors = vErrors;
 return errors === 0;
 }
-validate119.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate120.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
 function validate52(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -4266,8 +4345,8 @@ errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate119(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate119.errors : vErrors.concat(validate119.errors);
+if(!(validate120(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate120.errors : vErrors.concat(validate120.errors);
 errors = vErrors.length;
 }
 }
@@ -4287,13 +4366,13 @@ return errors === 0;
 }
 validate52.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const Workflow = validate143;
+export const Workflow = validate144;
 const schema54 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/workflow.schema.json","title":"Workflow","description":"A DAG of Jobs run in dependency order (collect → train → deploy). Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Workflow","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Workflow name."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: Workflows are cluster-scoped."}}},"spec":{"$ref":"#/$defs/WorkflowSpec","description":"Desired state."},"status":{"$ref":"#/$defs/WorkflowStatus","description":"Observed state, written by the hub."}},"$defs":{"WorkflowSpec":{"description":"The Jobs of a Workflow and how failures spread.","type":"object","additionalProperties":false,"required":["jobs"],"properties":{"jobs":{"type":"array","minItems":1,"description":"The DAG's nodes.","items":{"$ref":"#/$defs/WorkflowJob"}},"failurePolicy":{"enum":["StopAll","ContinueIndependent"],"default":"StopAll","description":"On a failed Job: StopAll stops every running Job; ContinueIndependent keeps running Jobs that do not depend on it."},"stopped":{"type":"boolean","default":false,"description":"true stops every Job of the Workflow; clearing it starts a fresh execution from the DAG's roots."}}},"WorkflowJob":{"description":"One node of the DAG: a Job template and the nodes it waits for.","type":"object","additionalProperties":false,"required":["name","template"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Node name, unique in the Workflow."},"dependsOn":{"type":"array","uniqueItems":true,"description":"Names of nodes of this Workflow that must succeed first.","items":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"A node name."}},"template":{"$ref":"job.schema.json#/$defs/JobSpec","description":"The Job's spec."}}},"WorkflowNodeStatus":{"description":"Observed state of one node of the DAG.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Node name."},"job":{"type":"string","description":"Name of the Job object created for the node."},"phase":{"enum":["Pending","Running","Succeeded","Failed","Skipped","Stopping","Stopped"],"description":"Phase of the node; Skipped when a dependency failed."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the node's Job started."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the node's Job ended."},"message":{"type":"string","description":"Human-readable detail."}}},"WorkflowStatus":{"description":"Observed state of a Workflow.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Stopping","Stopped"],"description":"Current phase."},"run":{"type":"integer","minimum":0,"description":"Number of the current execution, counted from 1."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the current execution started."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the current execution ended."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"nodes":{"type":"array","description":"State of each node, in spec order.","items":{"$ref":"#/$defs/WorkflowNodeStatus"}},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
 
-function validate144(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate145(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate144.evaluated;
+const evaluated0 = validate145.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4515,16 +4594,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate144.errors = vErrors;
+validate145.errors = vErrors;
 return errors === 0;
 }
-validate144.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate145.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate151(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate152(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate151.evaluated;
+const evaluated0 = validate152.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4573,16 +4652,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate151.errors = vErrors;
+validate152.errors = vErrors;
 return errors === 0;
 }
-validate151.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate152.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate153(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate154(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate153.evaluated;
+const evaluated0 = validate154.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4611,18 +4690,18 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate153.errors = vErrors;
+validate154.errors = vErrors;
 return errors === 0;
 }
-validate153.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate154.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema58 = {"description":"The Jobs of a Workflow and how failures spread.","type":"object","additionalProperties":false,"required":["jobs"],"properties":{"jobs":{"type":"array","minItems":1,"description":"The DAG's nodes.","items":{"$ref":"#/$defs/WorkflowJob"}},"failurePolicy":{"enum":["StopAll","ContinueIndependent"],"default":"StopAll","description":"On a failed Job: StopAll stops every running Job; ContinueIndependent keeps running Jobs that do not depend on it."},"stopped":{"type":"boolean","default":false,"description":"true stops every Job of the Workflow; clearing it starts a fresh execution from the DAG's roots."}}};
 const schema59 = {"description":"One node of the DAG: a Job template and the nodes it waits for.","type":"object","additionalProperties":false,"required":["name","template"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Node name, unique in the Workflow."},"dependsOn":{"type":"array","uniqueItems":true,"description":"Names of nodes of this Workflow that must succeed first.","items":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"A node name."}},"template":{"$ref":"job.schema.json#/$defs/JobSpec","description":"The Job's spec."}}};
 
-function validate159(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate160(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate159.evaluated;
+const evaluated0 = validate160.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4720,17 +4799,17 @@ vErrors.push(err5);
 }
 errors++;
 }
-validate159.errors = vErrors;
+validate160.errors = vErrors;
 return errors === 0;
 }
-validate159.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate160.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const func0 = require("ajv/dist/runtime/equal").default;
 
-function validate156(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate157(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate156.evaluated;
+const evaluated0 = validate157.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4771,8 +4850,8 @@ errors++;
 }
 }
 if(data.name !== undefined){
-if(!(validate151(data.name, {instancePath:instancePath+"/name",parentData:data,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate151.errors : vErrors.concat(validate151.errors);
+if(!(validate152(data.name, {instancePath:instancePath+"/name",parentData:data,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate152.errors : vErrors.concat(validate152.errors);
 errors = vErrors.length;
 }
 }
@@ -4781,8 +4860,8 @@ let data1 = data.dependsOn;
 if(Array.isArray(data1)){
 const len0 = data1.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate151(data1[i0], {instancePath:instancePath+"/dependsOn/" + i0,parentData:data1,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate151.errors : vErrors.concat(validate151.errors);
+if(!(validate152(data1[i0], {instancePath:instancePath+"/dependsOn/" + i0,parentData:data1,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate152.errors : vErrors.concat(validate152.errors);
 errors = vErrors.length;
 }
 }
@@ -4819,8 +4898,8 @@ errors++;
 }
 }
 if(data.template !== undefined){
-if(!(validate159(data.template, {instancePath:instancePath+"/template",parentData:data,parentDataProperty:"template",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate159.errors : vErrors.concat(validate159.errors);
+if(!(validate160(data.template, {instancePath:instancePath+"/template",parentData:data,parentDataProperty:"template",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate160.errors : vErrors.concat(validate160.errors);
 errors = vErrors.length;
 }
 }
@@ -4835,16 +4914,16 @@ vErrors.push(err5);
 }
 errors++;
 }
-validate156.errors = vErrors;
+validate157.errors = vErrors;
 return errors === 0;
 }
-validate156.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate157.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate155(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate156(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate155.evaluated;
+const evaluated0 = validate156.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4889,8 +4968,8 @@ errors++;
 }
 const len0 = data0.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate156(data0[i0], {instancePath:instancePath+"/jobs/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate156.errors : vErrors.concat(validate156.errors);
+if(!(validate157(data0[i0], {instancePath:instancePath+"/jobs/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate157.errors : vErrors.concat(validate157.errors);
 errors = vErrors.length;
 }
 }
@@ -4943,17 +5022,17 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate155.errors = vErrors;
+validate156.errors = vErrors;
 return errors === 0;
 }
-validate155.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate156.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const schema61 = {"description":"Observed state of a Workflow.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Stopping","Stopped"],"description":"Current phase."},"run":{"type":"integer","minimum":0,"description":"Number of the current execution, counted from 1."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the current execution started."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the current execution ended."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"nodes":{"type":"array","description":"State of each node, in spec order.","items":{"$ref":"#/$defs/WorkflowNodeStatus"}},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
 
-function validate167(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate168(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate167.evaluated;
+const evaluated0 = validate168.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4982,17 +5061,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate167.errors = vErrors;
+validate168.errors = vErrors;
 return errors === 0;
 }
-validate167.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate168.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema63 = {"description":"Observed state of one node of the DAG.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Node name."},"job":{"type":"string","description":"Name of the Job object created for the node."},"phase":{"enum":["Pending","Running","Succeeded","Failed","Skipped","Stopping","Stopped"],"description":"Phase of the node; Skipped when a dependency failed."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the node's Job started."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the node's Job ended."},"message":{"type":"string","description":"Human-readable detail."}}};
 
-function validate170(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate171(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate170.evaluated;
+const evaluated0 = validate171.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5062,14 +5141,14 @@ errors++;
 }
 }
 if(data.startTime !== undefined){
-if(!(validate167(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate167.errors : vErrors.concat(validate167.errors);
+if(!(validate168(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate168.errors : vErrors.concat(validate168.errors);
 errors = vErrors.length;
 }
 }
 if(data.completionTime !== undefined){
-if(!(validate167(data.completionTime, {instancePath:instancePath+"/completionTime",parentData:data,parentDataProperty:"completionTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate167.errors : vErrors.concat(validate167.errors);
+if(!(validate168(data.completionTime, {instancePath:instancePath+"/completionTime",parentData:data,parentDataProperty:"completionTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate168.errors : vErrors.concat(validate168.errors);
 errors = vErrors.length;
 }
 }
@@ -5097,16 +5176,16 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate170.errors = vErrors;
+validate171.errors = vErrors;
 return errors === 0;
 }
-validate170.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate171.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate174(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate175(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate174.evaluated;
+const evaluated0 = validate175.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5258,16 +5337,16 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate174.errors = vErrors;
+validate175.errors = vErrors;
 return errors === 0;
 }
-validate174.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate175.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate166(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate167(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate166.evaluated;
+const evaluated0 = validate167.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5326,14 +5405,14 @@ errors++;
 }
 }
 if(data.startTime !== undefined){
-if(!(validate167(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate167.errors : vErrors.concat(validate167.errors);
+if(!(validate168(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate168.errors : vErrors.concat(validate168.errors);
 errors = vErrors.length;
 }
 }
 if(data.completionTime !== undefined){
-if(!(validate167(data.completionTime, {instancePath:instancePath+"/completionTime",parentData:data,parentDataProperty:"completionTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate167.errors : vErrors.concat(validate167.errors);
+if(!(validate168(data.completionTime, {instancePath:instancePath+"/completionTime",parentData:data,parentDataProperty:"completionTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate168.errors : vErrors.concat(validate168.errors);
 errors = vErrors.length;
 }
 }
@@ -5367,8 +5446,8 @@ let data5 = data.nodes;
 if(Array.isArray(data5)){
 const len0 = data5.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate170(data5[i0], {instancePath:instancePath+"/nodes/" + i0,parentData:data5,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate170.errors : vErrors.concat(validate170.errors);
+if(!(validate171(data5[i0], {instancePath:instancePath+"/nodes/" + i0,parentData:data5,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate171.errors : vErrors.concat(validate171.errors);
 errors = vErrors.length;
 }
 }
@@ -5389,8 +5468,8 @@ let data7 = data.conditions;
 if(Array.isArray(data7)){
 const len1 = data7.length;
 for(let i1=0; i1<len1; i1++){
-if(!(validate174(data7[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data7,parentDataProperty:i1,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate174.errors : vErrors.concat(validate174.errors);
+if(!(validate175(data7[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data7,parentDataProperty:i1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate175.errors : vErrors.concat(validate175.errors);
 errors = vErrors.length;
 }
 }
@@ -5417,17 +5496,17 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate166.errors = vErrors;
+validate167.errors = vErrors;
 return errors === 0;
 }
-validate166.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate167.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate143(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate144(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/workflow.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate143.evaluated;
+const evaluated0 = validate144.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5515,34 +5594,34 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate144(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate144.errors : vErrors.concat(validate144.errors);
+if(!(validate145(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate145.errors : vErrors.concat(validate145.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.name !== undefined){
-if(!(validate151(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate151.errors : vErrors.concat(validate151.errors);
+if(!(validate152(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate152.errors : vErrors.concat(validate152.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate153(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate153.errors : vErrors.concat(validate153.errors);
+if(!(validate154(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate154.errors : vErrors.concat(validate154.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate155(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate155.errors : vErrors.concat(validate155.errors);
+if(!(validate156(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate156.errors : vErrors.concat(validate156.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate166(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate166.errors : vErrors.concat(validate166.errors);
+if(!(validate167(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate167.errors : vErrors.concat(validate167.errors);
 errors = vErrors.length;
 }
 }
@@ -5557,18 +5636,18 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate143.errors = vErrors;
+validate144.errors = vErrors;
 return errors === 0;
 }
-validate143.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate144.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const Domain = validate179;
+export const Domain = validate180;
 const schema65 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/domain.schema.json","title":"Domain","description":"A virtual network: pods of the Jobs in a Domain reach each other by virtual IP across clusters, authenticated by the Domain's X.509 certificate. Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Domain","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Domain name."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: Domains are cluster-scoped."}}},"spec":{"$ref":"#/$defs/DomainSpec","description":"Desired state."},"status":{"$ref":"#/$defs/DomainStatus","description":"Observed state, written by the hub."}},"$defs":{"DomainSpec":{"description":"The Domain's address space.","type":"object","additionalProperties":false,"required":["cidr"],"properties":{"cidr":{"type":"string","pattern":"^((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])/([89]|[12][0-9]|30)$","x-rlark-message":"must be an IPv4 CIDR with a prefix length from 8 to 30, such as 10.0.1.0/24","description":"IPv4 subnet the Domain's virtual IPs come from, prefix length 8 to 30."}}},"IPAllocation":{"description":"One virtual IP handed to one workload.","type":"object","additionalProperties":false,"required":["ip"],"properties":{"ip":{"type":"string","format":"ipv4","description":"The virtual IP."},"job":{"type":"string","description":"Job of the workload."},"task":{"type":"string","description":"Task template name of the workload."},"pod":{"type":"string","description":"Pod holding the IP, once it exists."},"cluster":{"type":"string","description":"Cluster the pod runs in."}}},"DomainStatus":{"description":"Observed state of a Domain.","type":"object","additionalProperties":false,"properties":{"ipAllocations":{"type":"array","description":"Allocated virtual IPs, ordered by IP.","items":{"$ref":"#/$defs/IPAllocation"}},"releasedAllocations":{"type":"array","description":"Virtual IPs whose pods are gone, oldest release first: free again, but handed back to the same job/task/pod if it returns before another workload needs the address.","items":{"$ref":"#/$defs/IPAllocation"}},"certificate":{"type":"string","description":"The member clusters' X.509 certificates for the Domain (role domain, OU the cluster), PEM one after another in cluster order (public parts only)."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
 
-function validate180(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate181(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate180.evaluated;
+const evaluated0 = validate181.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5790,16 +5869,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate180.errors = vErrors;
+validate181.errors = vErrors;
 return errors === 0;
 }
-validate180.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate181.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate187(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate188(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate187.evaluated;
+const evaluated0 = validate188.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5848,16 +5927,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate187.errors = vErrors;
+validate188.errors = vErrors;
 return errors === 0;
 }
-validate187.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate188.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate189(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate190(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate189.evaluated;
+const evaluated0 = validate190.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5886,18 +5965,18 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate189.errors = vErrors;
+validate190.errors = vErrors;
 return errors === 0;
 }
-validate189.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate190.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema69 = {"description":"The Domain's address space.","type":"object","additionalProperties":false,"required":["cidr"],"properties":{"cidr":{"type":"string","pattern":"^((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])/([89]|[12][0-9]|30)$","x-rlark-message":"must be an IPv4 CIDR with a prefix length from 8 to 30, such as 10.0.1.0/24","description":"IPv4 subnet the Domain's virtual IPs come from, prefix length 8 to 30."}}};
-const pattern17 = new RegExp("^((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])/([89]|[12][0-9]|30)$", "u");
+const pattern18 = new RegExp("^((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])/([89]|[12][0-9]|30)$", "u");
 
-function validate191(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate192(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate191.evaluated;
+const evaluated0 = validate192.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5930,7 +6009,7 @@ errors++;
 if(data.cidr !== undefined){
 let data0 = data.cidr;
 if(typeof data0 === "string"){
-if(!pattern17.test(data0)){
+if(!pattern18.test(data0)){
 const err2 = {instancePath:instancePath+"/cidr",schemaPath:"#/properties/cidr/pattern",keyword:"pattern",params:{pattern: "^((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])/([89]|[12][0-9]|30)$"},message:"must match pattern \""+"^((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])/([89]|[12][0-9]|30)$"+"\"",schema:"^((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])/([89]|[12][0-9]|30)$",parentSchema:schema69.properties.cidr,data:data0};
 if(vErrors === null){
 vErrors = [err2];
@@ -5963,19 +6042,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate191.errors = vErrors;
+validate192.errors = vErrors;
 return errors === 0;
 }
-validate191.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate192.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const schema70 = {"description":"Observed state of a Domain.","type":"object","additionalProperties":false,"properties":{"ipAllocations":{"type":"array","description":"Allocated virtual IPs, ordered by IP.","items":{"$ref":"#/$defs/IPAllocation"}},"releasedAllocations":{"type":"array","description":"Virtual IPs whose pods are gone, oldest release first: free again, but handed back to the same job/task/pod if it returns before another workload needs the address.","items":{"$ref":"#/$defs/IPAllocation"}},"certificate":{"type":"string","description":"The member clusters' X.509 certificates for the Domain (role domain, OU the cluster), PEM one after another in cluster order (public parts only)."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
 const schema71 = {"description":"One virtual IP handed to one workload.","type":"object","additionalProperties":false,"required":["ip"],"properties":{"ip":{"type":"string","format":"ipv4","description":"The virtual IP."},"job":{"type":"string","description":"Job of the workload."},"task":{"type":"string","description":"Task template name of the workload."},"pod":{"type":"string","description":"Pod holding the IP, once it exists."},"cluster":{"type":"string","description":"Cluster the pod runs in."}}};
 const formats6 = /^(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/;
 
-function validate194(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate195(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate194.evaluated;
+const evaluated0 = validate195.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6093,16 +6172,16 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate194.errors = vErrors;
+validate195.errors = vErrors;
 return errors === 0;
 }
-validate194.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate195.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate197(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate198(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate197.evaluated;
+const evaluated0 = validate198.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6254,16 +6333,16 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate197.errors = vErrors;
+validate198.errors = vErrors;
 return errors === 0;
 }
-validate197.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate198.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate193(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate194(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate193.evaluated;
+const evaluated0 = validate194.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6288,8 +6367,8 @@ let data0 = data.ipAllocations;
 if(Array.isArray(data0)){
 const len0 = data0.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate194(data0[i0], {instancePath:instancePath+"/ipAllocations/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate194.errors : vErrors.concat(validate194.errors);
+if(!(validate195(data0[i0], {instancePath:instancePath+"/ipAllocations/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate195.errors : vErrors.concat(validate195.errors);
 errors = vErrors.length;
 }
 }
@@ -6310,8 +6389,8 @@ let data2 = data.releasedAllocations;
 if(Array.isArray(data2)){
 const len1 = data2.length;
 for(let i1=0; i1<len1; i1++){
-if(!(validate194(data2[i1], {instancePath:instancePath+"/releasedAllocations/" + i1,parentData:data2,parentDataProperty:i1,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate194.errors : vErrors.concat(validate194.errors);
+if(!(validate195(data2[i1], {instancePath:instancePath+"/releasedAllocations/" + i1,parentData:data2,parentDataProperty:i1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate195.errors : vErrors.concat(validate195.errors);
 errors = vErrors.length;
 }
 }
@@ -6370,8 +6449,8 @@ let data6 = data.conditions;
 if(Array.isArray(data6)){
 const len2 = data6.length;
 for(let i2=0; i2<len2; i2++){
-if(!(validate197(data6[i2], {instancePath:instancePath+"/conditions/" + i2,parentData:data6,parentDataProperty:i2,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate197.errors : vErrors.concat(validate197.errors);
+if(!(validate198(data6[i2], {instancePath:instancePath+"/conditions/" + i2,parentData:data6,parentDataProperty:i2,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate198.errors : vErrors.concat(validate198.errors);
 errors = vErrors.length;
 }
 }
@@ -6398,17 +6477,17 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate193.errors = vErrors;
+validate194.errors = vErrors;
 return errors === 0;
 }
-validate193.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate194.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate179(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate180(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/domain.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate179.evaluated;
+const evaluated0 = validate180.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6496,34 +6575,34 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate180(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate180.errors : vErrors.concat(validate180.errors);
+if(!(validate181(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate181.errors : vErrors.concat(validate181.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.name !== undefined){
-if(!(validate187(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate187.errors : vErrors.concat(validate187.errors);
+if(!(validate188(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate188.errors : vErrors.concat(validate188.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate189(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate189.errors : vErrors.concat(validate189.errors);
+if(!(validate190(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate190.errors : vErrors.concat(validate190.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate191(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate191.errors : vErrors.concat(validate191.errors);
+if(!(validate192(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate192.errors : vErrors.concat(validate192.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate193(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate193.errors : vErrors.concat(validate193.errors);
+if(!(validate194(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate194.errors : vErrors.concat(validate194.errors);
 errors = vErrors.length;
 }
 }
@@ -6538,18 +6617,18 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate179.errors = vErrors;
+validate180.errors = vErrors;
 return errors === 0;
 }
-validate179.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate180.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const Addon = validate202;
+export const Addon = validate203;
 const schema73 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/addon.schema.json","title":"Addon","description":"A catalog component (device plugin, monitoring agent, ...) installed into chosen clusters: the cluster of its namespace agent-<cluster>, or every Cluster its clusterSelector matches. Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Addon","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Addon instance name."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>: install into that one cluster. Omit it to use spec.clusterSelector instead."}}},"spec":{"$ref":"#/$defs/AddonSpec","description":"Desired state."},"status":{"$ref":"#/$defs/AddonStatus","description":"Observed state, reported by the agents."}},"allOf":[{"if":{"required":["metadata"],"properties":{"metadata":{"type":"object","not":{"required":["namespace"]}}}},"then":{"properties":{"spec":{"required":["clusterSelector"]}}},"x-rlark-rule":"schema/addon-target","x-rlark-message":"an Addon needs its clusters: set metadata.namespace to agent-<cluster> or set spec.clusterSelector"},{"if":{"required":["metadata"],"properties":{"metadata":{"type":"object","required":["namespace"]}}},"then":{"properties":{"spec":{"properties":{"clusterSelector":false}}}},"x-rlark-rule":"schema/addon-target","x-rlark-message":"an Addon names its clusters once: metadata.namespace or spec.clusterSelector, not both"}],"$defs":{"AddonSpec":{"description":"Which catalog entry, which version, with which values.","type":"object","additionalProperties":false,"required":["addonName","version"],"properties":{"addonName":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the catalog entry."},"version":{"type":"string","pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?(\\+[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$","x-rlark-message":"must be a semantic version such as 0.1.0","description":"Version of the catalog entry (semver)."},"clusterSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Install into every Cluster whose labels match; only when metadata.namespace is not set."},"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Namespace in the cluster the Addon's objects go into (default rlark-system)."},"values":{"type":"object","description":"Configuration values, checked against the catalog entry's values schema.","x-rlark-free-form":true}}},"AddonPhase":{"description":"Installation phase.","enum":["Pending","Installing","Ready","Failed","Upgrading","Uninstalling"]},"AddonClusterStatus":{"description":"The installation in one cluster.","type":"object","additionalProperties":false,"required":["cluster"],"properties":{"cluster":{"type":"string","description":"Cluster name."},"phase":{"$ref":"#/$defs/AddonPhase","description":"Phase in that cluster."},"version":{"type":"string","description":"Version installed there."},"message":{"type":"string","description":"Human-readable detail."}}},"AddonStatus":{"description":"Observed state of an Addon.","type":"object","additionalProperties":false,"properties":{"phase":{"$ref":"#/$defs/AddonPhase","description":"Overall phase (the least advanced cluster's)."},"version":{"type":"string","description":"Version installed everywhere, once Ready."},"message":{"type":"string","description":"Human-readable detail."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"clusters":{"type":"array","description":"Per cluster, for Addons placed by clusterSelector.","items":{"$ref":"#/$defs/AddonClusterStatus"}},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
 
-function validate203(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate204(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate203.evaluated;
+const evaluated0 = validate204.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6771,16 +6850,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate203.errors = vErrors;
+validate204.errors = vErrors;
 return errors === 0;
 }
-validate203.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate204.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate210(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate211(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate210.evaluated;
+const evaluated0 = validate211.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6829,18 +6908,18 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate210.errors = vErrors;
+validate211.errors = vErrors;
 return errors === 0;
 }
-validate210.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate211.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema76 = {"description":"The workspace namespace of one cluster's agent, `agent-<cluster>`; putting an object there hands it to that cluster.","type":"string","maxLength":63,"pattern":"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$","x-rlark-message":"must be agent-<cluster>, where <cluster> is a Cluster name"};
-const pattern19 = new RegExp("^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$", "u");
+const pattern20 = new RegExp("^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$", "u");
 
-function validate212(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate213(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate212.evaluated;
+const evaluated0 = validate213.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6858,7 +6937,7 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(!pattern19.test(data)){
+if(!pattern20.test(data)){
 const err1 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema76,data};
 if(vErrors === null){
 vErrors = [err1];
@@ -6879,17 +6958,17 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate212.errors = vErrors;
+validate213.errors = vErrors;
 return errors === 0;
 }
-validate212.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate213.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema77 = {"description":"Which catalog entry, which version, with which values.","type":"object","additionalProperties":false,"required":["addonName","version"],"properties":{"addonName":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the catalog entry."},"version":{"type":"string","pattern":"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?(\\+[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$","x-rlark-message":"must be a semantic version such as 0.1.0","description":"Version of the catalog entry (semver)."},"clusterSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Install into every Cluster whose labels match; only when metadata.namespace is not set."},"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Namespace in the cluster the Addon's objects go into (default rlark-system)."},"values":{"type":"object","description":"Configuration values, checked against the catalog entry's values schema.","x-rlark-free-form":true}}};
 
-function validate216(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate217(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate216.evaluated;
+const evaluated0 = validate217.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6948,17 +7027,17 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate216.errors = vErrors;
+validate217.errors = vErrors;
 return errors === 0;
 }
-validate216.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate217.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const pattern20 = new RegExp("^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?(\\+[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$", "u");
+const pattern21 = new RegExp("^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?(\\+[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$", "u");
 
-function validate214(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate215(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate214.evaluated;
+const evaluated0 = validate215.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6999,15 +7078,15 @@ errors++;
 }
 }
 if(data.addonName !== undefined){
-if(!(validate210(data.addonName, {instancePath:instancePath+"/addonName",parentData:data,parentDataProperty:"addonName",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate210.errors : vErrors.concat(validate210.errors);
+if(!(validate211(data.addonName, {instancePath:instancePath+"/addonName",parentData:data,parentDataProperty:"addonName",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate211.errors : vErrors.concat(validate211.errors);
 errors = vErrors.length;
 }
 }
 if(data.version !== undefined){
 let data1 = data.version;
 if(typeof data1 === "string"){
-if(!pattern20.test(data1)){
+if(!pattern21.test(data1)){
 const err3 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?(\\+[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"},message:"must match pattern \""+"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?(\\+[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$"+"\"",schema:"^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?(\\+[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$",parentSchema:schema77.properties.version,data:data1};
 if(vErrors === null){
 vErrors = [err3];
@@ -7030,14 +7109,14 @@ errors++;
 }
 }
 if(data.clusterSelector !== undefined){
-if(!(validate216(data.clusterSelector, {instancePath:instancePath+"/clusterSelector",parentData:data,parentDataProperty:"clusterSelector",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate216.errors : vErrors.concat(validate216.errors);
+if(!(validate217(data.clusterSelector, {instancePath:instancePath+"/clusterSelector",parentData:data,parentDataProperty:"clusterSelector",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate217.errors : vErrors.concat(validate217.errors);
 errors = vErrors.length;
 }
 }
 if(data.namespace !== undefined){
-if(!(validate210(data.namespace, {instancePath:instancePath+"/namespace",parentData:data,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate210.errors : vErrors.concat(validate210.errors);
+if(!(validate211(data.namespace, {instancePath:instancePath+"/namespace",parentData:data,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate211.errors : vErrors.concat(validate211.errors);
 errors = vErrors.length;
 }
 }
@@ -7065,18 +7144,18 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate214.errors = vErrors;
+validate215.errors = vErrors;
 return errors === 0;
 }
-validate214.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate215.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const schema79 = {"description":"Observed state of an Addon.","type":"object","additionalProperties":false,"properties":{"phase":{"$ref":"#/$defs/AddonPhase","description":"Overall phase (the least advanced cluster's)."},"version":{"type":"string","description":"Version installed everywhere, once Ready."},"message":{"type":"string","description":"Human-readable detail."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"clusters":{"type":"array","description":"Per cluster, for Addons placed by clusterSelector.","items":{"$ref":"#/$defs/AddonClusterStatus"}},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
 const schema80 = {"description":"Installation phase.","enum":["Pending","Installing","Ready","Failed","Upgrading","Uninstalling"]};
 
-function validate223(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate224(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate223.evaluated;
+const evaluated0 = validate224.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7093,17 +7172,17 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate223.errors = vErrors;
+validate224.errors = vErrors;
 return errors === 0;
 }
-validate223.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate224.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema81 = {"description":"The installation in one cluster.","type":"object","additionalProperties":false,"required":["cluster"],"properties":{"cluster":{"type":"string","description":"Cluster name."},"phase":{"$ref":"#/$defs/AddonPhase","description":"Phase in that cluster."},"version":{"type":"string","description":"Version installed there."},"message":{"type":"string","description":"Human-readable detail."}}};
 
-function validate225(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate226(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate225.evaluated;
+const evaluated0 = validate226.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7147,8 +7226,8 @@ errors++;
 }
 }
 if(data.phase !== undefined){
-if(!(validate223(data.phase, {instancePath:instancePath+"/phase",parentData:data,parentDataProperty:"phase",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate223.errors : vErrors.concat(validate223.errors);
+if(!(validate224(data.phase, {instancePath:instancePath+"/phase",parentData:data,parentDataProperty:"phase",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate224.errors : vErrors.concat(validate224.errors);
 errors = vErrors.length;
 }
 }
@@ -7189,16 +7268,16 @@ vErrors.push(err5);
 }
 errors++;
 }
-validate225.errors = vErrors;
+validate226.errors = vErrors;
 return errors === 0;
 }
-validate225.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate226.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate228(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate229(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate228.evaluated;
+const evaluated0 = validate229.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7350,16 +7429,16 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate228.errors = vErrors;
+validate229.errors = vErrors;
 return errors === 0;
 }
-validate228.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate229.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate222(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate223(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate222.evaluated;
+const evaluated0 = validate223.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7380,8 +7459,8 @@ errors++;
 }
 }
 if(data.phase !== undefined){
-if(!(validate223(data.phase, {instancePath:instancePath+"/phase",parentData:data,parentDataProperty:"phase",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate223.errors : vErrors.concat(validate223.errors);
+if(!(validate224(data.phase, {instancePath:instancePath+"/phase",parentData:data,parentDataProperty:"phase",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate224.errors : vErrors.concat(validate224.errors);
 errors = vErrors.length;
 }
 }
@@ -7441,8 +7520,8 @@ let data4 = data.clusters;
 if(Array.isArray(data4)){
 const len0 = data4.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate225(data4[i0], {instancePath:instancePath+"/clusters/" + i0,parentData:data4,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate225.errors : vErrors.concat(validate225.errors);
+if(!(validate226(data4[i0], {instancePath:instancePath+"/clusters/" + i0,parentData:data4,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate226.errors : vErrors.concat(validate226.errors);
 errors = vErrors.length;
 }
 }
@@ -7463,8 +7542,8 @@ let data6 = data.conditions;
 if(Array.isArray(data6)){
 const len1 = data6.length;
 for(let i1=0; i1<len1; i1++){
-if(!(validate228(data6[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data6,parentDataProperty:i1,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate228.errors : vErrors.concat(validate228.errors);
+if(!(validate229(data6[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data6,parentDataProperty:i1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate229.errors : vErrors.concat(validate229.errors);
 errors = vErrors.length;
 }
 }
@@ -7491,17 +7570,17 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate222.errors = vErrors;
+validate223.errors = vErrors;
 return errors === 0;
 }
-validate222.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate223.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate202(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate203(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/addon.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate202.evaluated;
+const evaluated0 = validate203.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7807,34 +7886,34 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data7 = data.metadata;
-if(!(validate203(data7, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate203.errors : vErrors.concat(validate203.errors);
+if(!(validate204(data7, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate204.errors : vErrors.concat(validate204.errors);
 errors = vErrors.length;
 }
 if(data7 && typeof data7 == "object" && !Array.isArray(data7)){
 if(data7.name !== undefined){
-if(!(validate210(data7.name, {instancePath:instancePath+"/metadata/name",parentData:data7,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate210.errors : vErrors.concat(validate210.errors);
+if(!(validate211(data7.name, {instancePath:instancePath+"/metadata/name",parentData:data7,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate211.errors : vErrors.concat(validate211.errors);
 errors = vErrors.length;
 }
 }
 if(data7.namespace !== undefined){
-if(!(validate212(data7.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data7,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate212.errors : vErrors.concat(validate212.errors);
+if(!(validate213(data7.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data7,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate213.errors : vErrors.concat(validate213.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate214(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate214.errors : vErrors.concat(validate214.errors);
+if(!(validate215(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate215.errors : vErrors.concat(validate215.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate222(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate222.errors : vErrors.concat(validate222.errors);
+if(!(validate223(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate223.errors : vErrors.concat(validate223.errors);
 errors = vErrors.length;
 }
 }
@@ -7849,18 +7928,18 @@ vErrors.push(err18);
 }
 errors++;
 }
-validate202.errors = vErrors;
+validate203.errors = vErrors;
 return errors === 0;
 }
-validate202.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate203.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const Cluster = validate233;
-const schema83 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/cluster.schema.json","title":"Cluster","description":"A registered cluster or bare machine whose agent connects to the hub; its labels (rlark.io/city, region, ...) are what clusterSelectors match. Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Cluster","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; labels such as rlark.io/city and region are matched by clusterSelectors.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","maxLength":57,"description":"Cluster name; the cluster's namespace is agent-<name>, so at most 57 characters."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: Clusters are cluster-scoped."}}},"spec":{"$ref":"#/$defs/ClusterSpec","description":"Desired state."},"status":{"$ref":"#/$defs/ClusterStatus","description":"Observed state, from the agent's heartbeats."}},"$defs":{"ClusterSpec":{"description":"How the cluster runs tasks.","type":"object","additionalProperties":false,"required":["runtime"],"if":{"properties":{"access":{"const":"kubeconfig"}},"required":["access"]},"then":{"required":["kubeconfig"],"properties":{"runtime":{"const":"kubernetes"}}},"else":{"properties":{"kubeconfig":false}},"properties":{"runtime":{"enum":["kubernetes","process","docker"],"description":"kubernetes: tasks become workloads in a Kubernetes cluster; process: tasks run as local processes on the agent's machine; docker: tasks run as containers on the agent machine's Docker engine."},"description":{"type":"string","description":"Free text for people."},"access":{"enum":["agent","kubeconfig"],"default":"agent","description":"agent (default): an agent on the cluster connects to the hub. kubeconfig: no agent is installed; the hub drives the cluster itself with the sealed kubeconfig in spec.kubeconfig (runtime kubernetes only; docs/clusters.md)."},"kubeconfig":{"$ref":"#/$defs/ClusterKubeconfig","description":"For access: kubeconfig."},"agentPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Planned: the agent's SSH public key, to pin at enrollment. Not read yet: agents are pinned by the certificate the hub's CA issues when they enroll."}}},"ClusterKubeconfig":{"description":"How the hub reaches an agentless cluster. Only this hub can open the sealed kubeconfig; it is never served, logged or written back.","type":"object","additionalProperties":false,"required":["sealed"],"properties":{"sealed":{"type":"string","pattern":"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$","maxLength":262144,"x-rlark-message":"must be a sealed kubeconfig (rlark-sealed:v1:<key id>:<payload>) made by `rlark seal --kubeconfig FILE --cluster NAME`, never a plain kubeconfig","x-rlark-sensitive":true,"description":"The kubeconfig sealed to the hub's key with context cluster/<name>/kubeconfig: `rlark seal --kubeconfig FILE --cluster NAME`. Its current context is used."},"server":{"type":"string","pattern":"^https?://[^\\s/]+(/.*)?$","maxLength":2048,"description":"The sealed kubeconfig's server, repeated for readers. Where the credential goes is only what is sealed: a value that differs is refused (validation, at this field); to dial another address, put it in the kubeconfig and seal it again."},"insecureSkipTLSVerify":{"type":"boolean","default":false,"description":"true only with a sealed kubeconfig that says insecure-skip-tls-verify: true (otherwise refused, at this field): whether the server is verified is sealed. Only for labs with self-signed servers: anyone on the path can then read the credentials."}}},"ClusterStorageClass":{"description":"One StorageClass of a cluster, as far as choosing one for a volume claim needs.","type":"object","additionalProperties":false,"required":["name","provisioner"],"properties":{"name":{"type":"string","maxLength":253,"description":"metadata.name, what storageClassName names."},"provisioner":{"type":"string","maxLength":253,"description":"The volume plugin that provisions its volumes."},"default":{"type":"boolean","description":"Annotated storageclass.kubernetes.io/is-default-class: claims that name no class get this one."},"reclaimPolicy":{"type":"string","maxLength":64,"description":"What happens to a volume when its claim goes (Delete, Retain)."},"volumeBindingMode":{"type":"string","maxLength":64,"description":"When a volume is bound (Immediate, WaitForFirstConsumer)."},"allowVolumeExpansion":{"type":"boolean","description":"Whether a claim may grow."}}},"Capability":{"description":"State of one component on the cluster, as reported in heartbeats.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Component name (runtime, nodeserver, device-plugin, ...)."},"process":{"enum":["STOPPED","STARTING","RUNNING","BACKOFF","FAILED"],"description":"Process state."},"health":{"enum":["STARTING","READY","DEGRADED","STOPPED","UNKNOWN"],"description":"Health state."},"message":{"type":"string","description":"Human-readable detail."}}},"ClusterStatus":{"description":"Observed state of a Cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Online","Offline"],"description":"Whether the agent's tunnel is up."},"lastTransitionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When phase last changed; Tasks not yet running on a cluster Offline longer than a grace period are placed elsewhere."},"agentVersion":{"type":"string","description":"Version of the connected agent."},"runtime":{"enum":["kubernetes","process","docker"],"description":"The runtime the connected agent announced in its hello; placement sends a task only where it runs the task's agentType."},"bootId":{"type":"string","description":"Identifies one start of the connected agent."},"kubernetesVersion":{"type":"string","description":"Kubernetes version, for runtime kubernetes."},"storageClasses":{"type":"array","maxItems":256,"description":"The cluster's StorageClasses as its agent reports them (runtime kubernetes), sorted by name: what a Task's volumeClaimTemplate may name (GET /api/v1/storage/storageclass).","items":{"$ref":"#/$defs/ClusterStorageClass"}},"lastHeartbeatTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the last heartbeat arrived."},"nodeCount":{"type":"integer","minimum":0,"description":"Nodes the agent reports."},"lastTestedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the cluster's API was last tried (the Version API, for runtime kubernetes; the agent's own report, for runtime process)."},"lastTestOk":{"type":"boolean","description":"Whether that try succeeded."},"lastTestMessage":{"type":"string","maxLength":1024,"description":"Why the last try failed; absent when it succeeded. Never carries credentials."},"capabilities":{"type":"array","description":"Component states, sorted by name.","items":{"$ref":"#/$defs/Capability"}},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
+export const Cluster = validate234;
+const schema83 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/cluster.schema.json","title":"Cluster","description":"A registered cluster or bare machine whose agent connects to the hub; its labels (rlark.io/city, region, ...) are what clusterSelectors match. Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Cluster","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; labels such as rlark.io/city and region are matched by clusterSelectors.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","maxLength":57,"description":"Cluster name; the cluster's namespace is agent-<name>, so at most 57 characters."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: Clusters are cluster-scoped."}}},"spec":{"$ref":"#/$defs/ClusterSpec","description":"Desired state."},"status":{"$ref":"#/$defs/ClusterStatus","description":"Observed state, from the agent's heartbeats."}},"$defs":{"ClusterSpec":{"description":"How the cluster runs tasks.","type":"object","additionalProperties":false,"required":["runtime"],"if":{"properties":{"access":{"const":"kubeconfig"}},"required":["access"]},"then":{"required":["kubeconfig"],"properties":{"runtime":{"const":"kubernetes"}}},"else":{"properties":{"kubeconfig":false}},"properties":{"runtime":{"enum":["kubernetes","process","docker"],"description":"kubernetes: tasks become workloads in a Kubernetes cluster; process: tasks run as local processes on the agent's machine; docker: tasks run as containers on the agent machine's Docker engine."},"description":{"type":"string","description":"Free text for people."},"access":{"enum":["agent","kubeconfig"],"default":"agent","description":"agent (default): an agent on the cluster connects to the hub. kubeconfig: no agent is installed; the hub drives the cluster itself with the sealed kubeconfig in spec.kubeconfig (runtime kubernetes only; docs/clusters.md)."},"kubeconfig":{"$ref":"#/$defs/ClusterKubeconfig","description":"For access: kubeconfig."},"agentPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Planned: the agent's SSH public key, to pin at enrollment. Not read yet: agents are pinned by the certificate the hub's CA issues when they enroll."}}},"ClusterKubeconfig":{"description":"How the hub reaches an agentless cluster. Only this hub can open the sealed kubeconfig; it is never served, logged or written back.","type":"object","additionalProperties":false,"required":["sealed"],"properties":{"sealed":{"type":"string","pattern":"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$","maxLength":262144,"x-rlark-message":"must be a sealed kubeconfig (rlark-sealed:v1:<key id>:<payload>) made by `rlark seal --kubeconfig FILE --cluster NAME`, never a plain kubeconfig","x-rlark-sensitive":true,"description":"The kubeconfig sealed to the hub's key with context cluster/<name>/kubeconfig: `rlark seal --kubeconfig FILE --cluster NAME`. Its current context is used."},"server":{"type":"string","pattern":"^https?://[^\\s/]+(/.*)?$","maxLength":2048,"description":"The sealed kubeconfig's server, repeated for readers. Where the credential goes is only what is sealed: a value that differs is refused (validation, at this field); to dial another address, put it in the kubeconfig and seal it again."},"insecureSkipTLSVerify":{"type":"boolean","default":false,"description":"true only with a sealed kubeconfig that says insecure-skip-tls-verify: true (otherwise refused, at this field): whether the server is verified is sealed. Only for labs with self-signed servers: anyone on the path can then read the credentials."}}},"ClusterStorageClass":{"description":"One StorageClass of a cluster, as far as choosing one for a volume claim needs.","type":"object","additionalProperties":false,"required":["name","provisioner"],"properties":{"name":{"type":"string","maxLength":253,"description":"metadata.name, what storageClassName names."},"provisioner":{"type":"string","maxLength":253,"description":"The volume plugin that provisions its volumes."},"default":{"type":"boolean","description":"Annotated storageclass.kubernetes.io/is-default-class: claims that name no class get this one."},"reclaimPolicy":{"type":"string","maxLength":64,"description":"What happens to a volume when its claim goes (Delete, Retain)."},"volumeBindingMode":{"type":"string","maxLength":64,"description":"When a volume is bound (Immediate, WaitForFirstConsumer)."},"allowVolumeExpansion":{"type":"boolean","description":"Whether a claim may grow."}}},"PingMeshFigures":{"description":"One probed pair's figures over its window of last probes.","type":"object","additionalProperties":false,"required":["samples","loss"],"properties":{"samples":{"type":"integer","minimum":1,"maximum":100000,"description":"Probes in the window."},"loss":{"type":"number","minimum":0,"maximum":1,"description":"Share of those probes not answered within the probe timeout, 0..1."},"p50Ms":{"type":"number","minimum":0,"description":"Median RTT of the answered probes, ms; absent when none answered."},"p99Ms":{"type":"number","minimum":0,"description":"99th percentile RTT of the answered probes, ms."},"jitterMs":{"type":"number","minimum":0,"description":"Mean absolute difference between consecutive answered RTTs, ms."}}},"PingMeshNodePair":{"description":"A node's probes of one peer node in the same cluster (TCP connect).","type":"object","additionalProperties":false,"required":["source","target","figures"],"properties":{"source":{"type":"string","minLength":1,"maxLength":253,"description":"The probing Node's name."},"target":{"type":"string","minLength":1,"maxLength":253,"description":"The probed Node's name."},"figures":{"$ref":"#/$defs/PingMeshFigures","description":"RTT, jitter and loss."}}},"PingMeshClusterPair":{"description":"This cluster's probes of another cluster through the Domain relay path its traffic would take.","type":"object","additionalProperties":false,"required":["target","figures"],"properties":{"target":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"The probed Cluster's name."},"figures":{"$ref":"#/$defs/PingMeshFigures","description":"RTT, jitter and loss."}}},"PingMeshNode":{"description":"A probing node and its topology; a field no source gave is absent (unknown), never defaulted.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","minLength":1,"maxLength":253,"description":"The Node's name."},"topology":{"type":"object","description":"Topology labels of the node (from Node labels, its hostname and static config).","additionalProperties":false,"properties":{"region":{"type":"string","maxLength":253,"description":"Region."},"zone":{"type":"string","maxLength":253,"description":"Zone (topology.kubernetes.io/zone)."},"rack":{"type":"string","maxLength":253,"description":"Rack."},"tor":{"type":"string","maxLength":253,"description":"Top-of-rack switch."},"subnet":{"type":"string","maxLength":253,"description":"Subnet."},"plane":{"type":"string","maxLength":253,"description":"Network plane."},"pool":{"type":"string","maxLength":253,"description":"Node pool."},"hostname":{"type":"string","maxLength":253,"description":"Hostname."}}}}},"PingMeshStatus":{"description":"The cluster's PingMesh figures as its agent last reported them.","type":"object","additionalProperties":false,"required":["observedAt"],"properties":{"observedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent took these figures."},"nodes":{"type":"array","maxItems":1024,"description":"The probing nodes, sorted by name.","items":{"$ref":"#/$defs/PingMeshNode"}},"nodePairs":{"type":"array","maxItems":16384,"description":"Node-to-node pairs in this cluster, sorted by source then target.","items":{"$ref":"#/$defs/PingMeshNodePair"}},"clusterPairs":{"type":"array","maxItems":1024,"description":"This cluster to each other cluster, sorted by target.","items":{"$ref":"#/$defs/PingMeshClusterPair"}}}},"Capability":{"description":"State of one component on the cluster, as reported in heartbeats.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Component name (runtime, nodeserver, device-plugin, ...)."},"process":{"enum":["STOPPED","STARTING","RUNNING","BACKOFF","FAILED"],"description":"Process state."},"health":{"enum":["STARTING","READY","DEGRADED","STOPPED","UNKNOWN"],"description":"Health state."},"message":{"type":"string","description":"Human-readable detail."}}},"ClusterStatus":{"description":"Observed state of a Cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Online","Offline"],"description":"Whether the agent's tunnel is up."},"lastTransitionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When phase last changed; Tasks not yet running on a cluster Offline longer than a grace period are placed elsewhere."},"agentVersion":{"type":"string","description":"Version of the connected agent."},"runtime":{"enum":["kubernetes","process","docker"],"description":"The runtime the connected agent announced in its hello; placement sends a task only where it runs the task's agentType."},"bootId":{"type":"string","description":"Identifies one start of the connected agent."},"kubernetesVersion":{"type":"string","description":"Kubernetes version, for runtime kubernetes."},"storageClasses":{"type":"array","maxItems":256,"description":"The cluster's StorageClasses as its agent reports them (runtime kubernetes), sorted by name: what a Task's volumeClaimTemplate may name (GET /api/v1/storage/storageclass).","items":{"$ref":"#/$defs/ClusterStorageClass"}},"lastHeartbeatTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the last heartbeat arrived."},"nodeCount":{"type":"integer","minimum":0,"description":"Nodes the agent reports."},"pingMesh":{"$ref":"#/$defs/PingMeshStatus","description":"PingMesh: RTT, jitter and loss between this cluster's nodes and from it to other clusters (docs/pingmesh.md); placement's near constraints read clusterPairs."},"lastTestedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the cluster's API was last tried (the Version API, for runtime kubernetes; the agent's own report, for runtime process)."},"lastTestOk":{"type":"boolean","description":"Whether that try succeeded."},"lastTestMessage":{"type":"string","maxLength":1024,"description":"Why the last try failed; absent when it succeeded. Never carries credentials."},"capabilities":{"type":"array","description":"Component states, sorted by name.","items":{"$ref":"#/$defs/Capability"}},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
 
-function validate234(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate235(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate234.evaluated;
+const evaluated0 = validate235.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8082,16 +8161,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate234.errors = vErrors;
+validate235.errors = vErrors;
 return errors === 0;
 }
-validate234.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate235.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate241(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate242(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate241.evaluated;
+const evaluated0 = validate242.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8140,16 +8219,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate241.errors = vErrors;
+validate242.errors = vErrors;
 return errors === 0;
 }
-validate241.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate242.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate243(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate244(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate243.evaluated;
+const evaluated0 = validate244.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8178,20 +8257,20 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate243.errors = vErrors;
+validate244.errors = vErrors;
 return errors === 0;
 }
-validate243.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate244.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema87 = {"description":"How the cluster runs tasks.","type":"object","additionalProperties":false,"required":["runtime"],"if":{"properties":{"access":{"const":"kubeconfig"}},"required":["access"]},"then":{"required":["kubeconfig"],"properties":{"runtime":{"const":"kubernetes"}}},"else":{"properties":{"kubeconfig":false}},"properties":{"runtime":{"enum":["kubernetes","process","docker"],"description":"kubernetes: tasks become workloads in a Kubernetes cluster; process: tasks run as local processes on the agent's machine; docker: tasks run as containers on the agent machine's Docker engine."},"description":{"type":"string","description":"Free text for people."},"access":{"enum":["agent","kubeconfig"],"default":"agent","description":"agent (default): an agent on the cluster connects to the hub. kubeconfig: no agent is installed; the hub drives the cluster itself with the sealed kubeconfig in spec.kubeconfig (runtime kubernetes only; docs/clusters.md)."},"kubeconfig":{"$ref":"#/$defs/ClusterKubeconfig","description":"For access: kubeconfig."},"agentPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Planned: the agent's SSH public key, to pin at enrollment. Not read yet: agents are pinned by the certificate the hub's CA issues when they enroll."}}};
 const schema88 = {"description":"How the hub reaches an agentless cluster. Only this hub can open the sealed kubeconfig; it is never served, logged or written back.","type":"object","additionalProperties":false,"required":["sealed"],"properties":{"sealed":{"type":"string","pattern":"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$","maxLength":262144,"x-rlark-message":"must be a sealed kubeconfig (rlark-sealed:v1:<key id>:<payload>) made by `rlark seal --kubeconfig FILE --cluster NAME`, never a plain kubeconfig","x-rlark-sensitive":true,"description":"The kubeconfig sealed to the hub's key with context cluster/<name>/kubeconfig: `rlark seal --kubeconfig FILE --cluster NAME`. Its current context is used."},"server":{"type":"string","pattern":"^https?://[^\\s/]+(/.*)?$","maxLength":2048,"description":"The sealed kubeconfig's server, repeated for readers. Where the credential goes is only what is sealed: a value that differs is refused (validation, at this field); to dial another address, put it in the kubeconfig and seal it again."},"insecureSkipTLSVerify":{"type":"boolean","default":false,"description":"true only with a sealed kubeconfig that says insecure-skip-tls-verify: true (otherwise refused, at this field): whether the server is verified is sealed. Only for labs with self-signed servers: anyone on the path can then read the credentials."}}};
-const pattern22 = new RegExp("^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$", "u");
-const pattern23 = new RegExp("^https?://[^\\s/]+(/.*)?$", "u");
+const pattern23 = new RegExp("^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$", "u");
+const pattern24 = new RegExp("^https?://[^\\s/]+(/.*)?$", "u");
 
-function validate246(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate247(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate246.evaluated;
+const evaluated0 = validate247.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8234,7 +8313,7 @@ vErrors.push(err2);
 }
 errors++;
 }
-if(!pattern22.test(data0)){
+if(!pattern23.test(data0)){
 const err3 = {instancePath:instancePath+"/sealed",schemaPath:"#/properties/sealed/pattern",keyword:"pattern",params:{pattern: "^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$"},message:"must match pattern \""+"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$"+"\"",schema:"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$",parentSchema:schema88.properties.sealed,data:data0};
 if(vErrors === null){
 vErrors = [err3];
@@ -8269,7 +8348,7 @@ vErrors.push(err5);
 }
 errors++;
 }
-if(!pattern23.test(data1)){
+if(!pattern24.test(data1)){
 const err6 = {instancePath:instancePath+"/server",schemaPath:"#/properties/server/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s/]+(/.*)?$"},message:"must match pattern \""+"^https?://[^\\s/]+(/.*)?$"+"\"",schema:"^https?://[^\\s/]+(/.*)?$",parentSchema:schema88.properties.server,data:data1};
 if(vErrors === null){
 vErrors = [err6];
@@ -8315,16 +8394,16 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate246.errors = vErrors;
+validate247.errors = vErrors;
 return errors === 0;
 }
-validate246.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate247.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate248(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate249(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate248.evaluated;
+const evaluated0 = validate249.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8353,16 +8432,16 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate248.errors = vErrors;
+validate249.errors = vErrors;
 return errors === 0;
 }
-validate248.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate249.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate245(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate246(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate245.evaluated;
+const evaluated0 = validate246.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8543,14 +8622,14 @@ errors++;
 }
 }
 if(data.kubeconfig !== undefined){
-if(!(validate246(data.kubeconfig, {instancePath:instancePath+"/kubeconfig",parentData:data,parentDataProperty:"kubeconfig",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate246.errors : vErrors.concat(validate246.errors);
+if(!(validate247(data.kubeconfig, {instancePath:instancePath+"/kubeconfig",parentData:data,parentDataProperty:"kubeconfig",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate247.errors : vErrors.concat(validate247.errors);
 errors = vErrors.length;
 }
 }
 if(data.agentPublicKey !== undefined){
-if(!(validate248(data.agentPublicKey, {instancePath:instancePath+"/agentPublicKey",parentData:data,parentDataProperty:"agentPublicKey",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate248.errors : vErrors.concat(validate248.errors);
+if(!(validate249(data.agentPublicKey, {instancePath:instancePath+"/agentPublicKey",parentData:data,parentDataProperty:"agentPublicKey",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate249.errors : vErrors.concat(validate249.errors);
 errors = vErrors.length;
 }
 }
@@ -8565,17 +8644,17 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate245.errors = vErrors;
+validate246.errors = vErrors;
 return errors === 0;
 }
-validate245.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate246.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema90 = {"description":"Observed state of a Cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Online","Offline"],"description":"Whether the agent's tunnel is up."},"lastTransitionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When phase last changed; Tasks not yet running on a cluster Offline longer than a grace period are placed elsewhere."},"agentVersion":{"type":"string","description":"Version of the connected agent."},"runtime":{"enum":["kubernetes","process","docker"],"description":"The runtime the connected agent announced in its hello; placement sends a task only where it runs the task's agentType."},"bootId":{"type":"string","description":"Identifies one start of the connected agent."},"kubernetesVersion":{"type":"string","description":"Kubernetes version, for runtime kubernetes."},"storageClasses":{"type":"array","maxItems":256,"description":"The cluster's StorageClasses as its agent reports them (runtime kubernetes), sorted by name: what a Task's volumeClaimTemplate may name (GET /api/v1/storage/storageclass).","items":{"$ref":"#/$defs/ClusterStorageClass"}},"lastHeartbeatTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the last heartbeat arrived."},"nodeCount":{"type":"integer","minimum":0,"description":"Nodes the agent reports."},"lastTestedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the cluster's API was last tried (the Version API, for runtime kubernetes; the agent's own report, for runtime process)."},"lastTestOk":{"type":"boolean","description":"Whether that try succeeded."},"lastTestMessage":{"type":"string","maxLength":1024,"description":"Why the last try failed; absent when it succeeded. Never carries credentials."},"capabilities":{"type":"array","description":"Component states, sorted by name.","items":{"$ref":"#/$defs/Capability"}},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
+const schema90 = {"description":"Observed state of a Cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Online","Offline"],"description":"Whether the agent's tunnel is up."},"lastTransitionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When phase last changed; Tasks not yet running on a cluster Offline longer than a grace period are placed elsewhere."},"agentVersion":{"type":"string","description":"Version of the connected agent."},"runtime":{"enum":["kubernetes","process","docker"],"description":"The runtime the connected agent announced in its hello; placement sends a task only where it runs the task's agentType."},"bootId":{"type":"string","description":"Identifies one start of the connected agent."},"kubernetesVersion":{"type":"string","description":"Kubernetes version, for runtime kubernetes."},"storageClasses":{"type":"array","maxItems":256,"description":"The cluster's StorageClasses as its agent reports them (runtime kubernetes), sorted by name: what a Task's volumeClaimTemplate may name (GET /api/v1/storage/storageclass).","items":{"$ref":"#/$defs/ClusterStorageClass"}},"lastHeartbeatTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the last heartbeat arrived."},"nodeCount":{"type":"integer","minimum":0,"description":"Nodes the agent reports."},"pingMesh":{"$ref":"#/$defs/PingMeshStatus","description":"PingMesh: RTT, jitter and loss between this cluster's nodes and from it to other clusters (docs/pingmesh.md); placement's near constraints read clusterPairs."},"lastTestedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the cluster's API was last tried (the Version API, for runtime kubernetes; the agent's own report, for runtime process)."},"lastTestOk":{"type":"boolean","description":"Whether that try succeeded."},"lastTestMessage":{"type":"string","maxLength":1024,"description":"Why the last try failed; absent when it succeeded. Never carries credentials."},"capabilities":{"type":"array","description":"Component states, sorted by name.","items":{"$ref":"#/$defs/Capability"}},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
 
-function validate252(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate253(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate252.evaluated;
+const evaluated0 = validate253.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8604,17 +8683,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate252.errors = vErrors;
+validate253.errors = vErrors;
 return errors === 0;
 }
-validate252.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate253.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema92 = {"description":"One StorageClass of a cluster, as far as choosing one for a volume claim needs.","type":"object","additionalProperties":false,"required":["name","provisioner"],"properties":{"name":{"type":"string","maxLength":253,"description":"metadata.name, what storageClassName names."},"provisioner":{"type":"string","maxLength":253,"description":"The volume plugin that provisions its volumes."},"default":{"type":"boolean","description":"Annotated storageclass.kubernetes.io/is-default-class: claims that name no class get this one."},"reclaimPolicy":{"type":"string","maxLength":64,"description":"What happens to a volume when its claim goes (Delete, Retain)."},"volumeBindingMode":{"type":"string","maxLength":64,"description":"When a volume is bound (Immediate, WaitForFirstConsumer)."},"allowVolumeExpansion":{"type":"boolean","description":"Whether a claim may grow."}}};
 
-function validate254(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate255(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate254.evaluated;
+const evaluated0 = validate255.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8791,12 +8870,811 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate254.errors = vErrors;
+validate255.errors = vErrors;
 return errors === 0;
 }
-validate254.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate255.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema93 = {"description":"State of one component on the cluster, as reported in heartbeats.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Component name (runtime, nodeserver, device-plugin, ...)."},"process":{"enum":["STOPPED","STARTING","RUNNING","BACKOFF","FAILED"],"description":"Process state."},"health":{"enum":["STARTING","READY","DEGRADED","STOPPED","UNKNOWN"],"description":"Health state."},"message":{"type":"string","description":"Human-readable detail."}}};
+const schema93 = {"description":"The cluster's PingMesh figures as its agent last reported them.","type":"object","additionalProperties":false,"required":["observedAt"],"properties":{"observedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent took these figures."},"nodes":{"type":"array","maxItems":1024,"description":"The probing nodes, sorted by name.","items":{"$ref":"#/$defs/PingMeshNode"}},"nodePairs":{"type":"array","maxItems":16384,"description":"Node-to-node pairs in this cluster, sorted by source then target.","items":{"$ref":"#/$defs/PingMeshNodePair"}},"clusterPairs":{"type":"array","maxItems":1024,"description":"This cluster to each other cluster, sorted by target.","items":{"$ref":"#/$defs/PingMeshClusterPair"}}}};
+const schema94 = {"description":"A probing node and its topology; a field no source gave is absent (unknown), never defaulted.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","minLength":1,"maxLength":253,"description":"The Node's name."},"topology":{"type":"object","description":"Topology labels of the node (from Node labels, its hostname and static config).","additionalProperties":false,"properties":{"region":{"type":"string","maxLength":253,"description":"Region."},"zone":{"type":"string","maxLength":253,"description":"Zone (topology.kubernetes.io/zone)."},"rack":{"type":"string","maxLength":253,"description":"Rack."},"tor":{"type":"string","maxLength":253,"description":"Top-of-rack switch."},"subnet":{"type":"string","maxLength":253,"description":"Subnet."},"plane":{"type":"string","maxLength":253,"description":"Network plane."},"pool":{"type":"string","maxLength":253,"description":"Node pool."},"hostname":{"type":"string","maxLength":253,"description":"Hostname."}}}}};
+
+function validate260(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate260.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.name === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema94.required,parentSchema:schema94,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "name") || (key0 === "topology"))){
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema94,data};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.name !== undefined){
+let data0 = data.name;
+if(typeof data0 === "string"){
+if(func2(data0) > 253){
+const err2 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema94.properties.name,data:data0};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(func2(data0) < 1){
+const err3 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema94.properties.name,data:data0};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+else {
+const err4 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema94.properties.name.type,parentSchema:schema94.properties.name,data:data0};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.topology !== undefined){
+let data1 = data.topology;
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+for(const key1 in data1){
+if(!((((((((key1 === "region") || (key1 === "zone")) || (key1 === "rack")) || (key1 === "tor")) || (key1 === "subnet")) || (key1 === "plane")) || (key1 === "pool")) || (key1 === "hostname"))){
+const err5 = {instancePath:instancePath+"/topology",schemaPath:"#/properties/topology/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema94.properties.topology,data:data1};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data1.region !== undefined){
+let data2 = data1.region;
+if(typeof data2 === "string"){
+if(func2(data2) > 253){
+const err6 = {instancePath:instancePath+"/topology/region",schemaPath:"#/properties/topology/properties/region/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema94.properties.topology.properties.region,data:data2};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+else {
+const err7 = {instancePath:instancePath+"/topology/region",schemaPath:"#/properties/topology/properties/region/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema94.properties.topology.properties.region.type,parentSchema:schema94.properties.topology.properties.region,data:data2};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data1.zone !== undefined){
+let data3 = data1.zone;
+if(typeof data3 === "string"){
+if(func2(data3) > 253){
+const err8 = {instancePath:instancePath+"/topology/zone",schemaPath:"#/properties/topology/properties/zone/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema94.properties.topology.properties.zone,data:data3};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+else {
+const err9 = {instancePath:instancePath+"/topology/zone",schemaPath:"#/properties/topology/properties/zone/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema94.properties.topology.properties.zone.type,parentSchema:schema94.properties.topology.properties.zone,data:data3};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data1.rack !== undefined){
+let data4 = data1.rack;
+if(typeof data4 === "string"){
+if(func2(data4) > 253){
+const err10 = {instancePath:instancePath+"/topology/rack",schemaPath:"#/properties/topology/properties/rack/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema94.properties.topology.properties.rack,data:data4};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+else {
+const err11 = {instancePath:instancePath+"/topology/rack",schemaPath:"#/properties/topology/properties/rack/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema94.properties.topology.properties.rack.type,parentSchema:schema94.properties.topology.properties.rack,data:data4};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+if(data1.tor !== undefined){
+let data5 = data1.tor;
+if(typeof data5 === "string"){
+if(func2(data5) > 253){
+const err12 = {instancePath:instancePath+"/topology/tor",schemaPath:"#/properties/topology/properties/tor/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema94.properties.topology.properties.tor,data:data5};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+else {
+const err13 = {instancePath:instancePath+"/topology/tor",schemaPath:"#/properties/topology/properties/tor/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema94.properties.topology.properties.tor.type,parentSchema:schema94.properties.topology.properties.tor,data:data5};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+if(data1.subnet !== undefined){
+let data6 = data1.subnet;
+if(typeof data6 === "string"){
+if(func2(data6) > 253){
+const err14 = {instancePath:instancePath+"/topology/subnet",schemaPath:"#/properties/topology/properties/subnet/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema94.properties.topology.properties.subnet,data:data6};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+else {
+const err15 = {instancePath:instancePath+"/topology/subnet",schemaPath:"#/properties/topology/properties/subnet/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema94.properties.topology.properties.subnet.type,parentSchema:schema94.properties.topology.properties.subnet,data:data6};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+if(data1.plane !== undefined){
+let data7 = data1.plane;
+if(typeof data7 === "string"){
+if(func2(data7) > 253){
+const err16 = {instancePath:instancePath+"/topology/plane",schemaPath:"#/properties/topology/properties/plane/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema94.properties.topology.properties.plane,data:data7};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+else {
+const err17 = {instancePath:instancePath+"/topology/plane",schemaPath:"#/properties/topology/properties/plane/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema94.properties.topology.properties.plane.type,parentSchema:schema94.properties.topology.properties.plane,data:data7};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+if(data1.pool !== undefined){
+let data8 = data1.pool;
+if(typeof data8 === "string"){
+if(func2(data8) > 253){
+const err18 = {instancePath:instancePath+"/topology/pool",schemaPath:"#/properties/topology/properties/pool/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema94.properties.topology.properties.pool,data:data8};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+else {
+const err19 = {instancePath:instancePath+"/topology/pool",schemaPath:"#/properties/topology/properties/pool/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema94.properties.topology.properties.pool.type,parentSchema:schema94.properties.topology.properties.pool,data:data8};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+if(data1.hostname !== undefined){
+let data9 = data1.hostname;
+if(typeof data9 === "string"){
+if(func2(data9) > 253){
+const err20 = {instancePath:instancePath+"/topology/hostname",schemaPath:"#/properties/topology/properties/hostname/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema94.properties.topology.properties.hostname,data:data9};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+else {
+const err21 = {instancePath:instancePath+"/topology/hostname",schemaPath:"#/properties/topology/properties/hostname/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema94.properties.topology.properties.hostname.type,parentSchema:schema94.properties.topology.properties.hostname,data:data9};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+}
+else {
+const err22 = {instancePath:instancePath+"/topology",schemaPath:"#/properties/topology/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema94.properties.topology.type,parentSchema:schema94.properties.topology,data:data1};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+}
+else {
+const err23 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema94.type,parentSchema:schema94,data};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+validate260.errors = vErrors;
+return errors === 0;
+}
+validate260.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+const schema95 = {"description":"A node's probes of one peer node in the same cluster (TCP connect).","type":"object","additionalProperties":false,"required":["source","target","figures"],"properties":{"source":{"type":"string","minLength":1,"maxLength":253,"description":"The probing Node's name."},"target":{"type":"string","minLength":1,"maxLength":253,"description":"The probed Node's name."},"figures":{"$ref":"#/$defs/PingMeshFigures","description":"RTT, jitter and loss."}}};
+const schema96 = {"description":"One probed pair's figures over its window of last probes.","type":"object","additionalProperties":false,"required":["samples","loss"],"properties":{"samples":{"type":"integer","minimum":1,"maximum":100000,"description":"Probes in the window."},"loss":{"type":"number","minimum":0,"maximum":1,"description":"Share of those probes not answered within the probe timeout, 0..1."},"p50Ms":{"type":"number","minimum":0,"description":"Median RTT of the answered probes, ms; absent when none answered."},"p99Ms":{"type":"number","minimum":0,"description":"99th percentile RTT of the answered probes, ms."},"jitterMs":{"type":"number","minimum":0,"description":"Mean absolute difference between consecutive answered RTTs, ms."}}};
+
+function validate263(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate263.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.samples === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "samples"},message:"must have required property '"+"samples"+"'",schema:schema96.required,parentSchema:schema96,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.loss === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "loss"},message:"must have required property '"+"loss"+"'",schema:schema96.required,parentSchema:schema96,data};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((((key0 === "samples") || (key0 === "loss")) || (key0 === "p50Ms")) || (key0 === "p99Ms")) || (key0 === "jitterMs"))){
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema96,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.samples !== undefined){
+let data0 = data.samples;
+if(!(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0)))){
+const err3 = {instancePath:instancePath+"/samples",schemaPath:"#/properties/samples/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema96.properties.samples.type,parentSchema:schema96.properties.samples,data:data0};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if((typeof data0 == "number") && (isFinite(data0))){
+if(data0 > 100000 || isNaN(data0)){
+const err4 = {instancePath:instancePath+"/samples",schemaPath:"#/properties/samples/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000},message:"must be <= 100000",schema:100000,parentSchema:schema96.properties.samples,data:data0};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(data0 < 1 || isNaN(data0)){
+const err5 = {instancePath:instancePath+"/samples",schemaPath:"#/properties/samples/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema96.properties.samples,data:data0};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+if(data.loss !== undefined){
+let data1 = data.loss;
+if((typeof data1 == "number") && (isFinite(data1))){
+if(data1 > 1 || isNaN(data1)){
+const err6 = {instancePath:instancePath+"/loss",schemaPath:"#/properties/loss/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1},message:"must be <= 1",schema:1,parentSchema:schema96.properties.loss,data:data1};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if(data1 < 0 || isNaN(data1)){
+const err7 = {instancePath:instancePath+"/loss",schemaPath:"#/properties/loss/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema96.properties.loss,data:data1};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+else {
+const err8 = {instancePath:instancePath+"/loss",schemaPath:"#/properties/loss/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema96.properties.loss.type,parentSchema:schema96.properties.loss,data:data1};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+if(data.p50Ms !== undefined){
+let data2 = data.p50Ms;
+if((typeof data2 == "number") && (isFinite(data2))){
+if(data2 < 0 || isNaN(data2)){
+const err9 = {instancePath:instancePath+"/p50Ms",schemaPath:"#/properties/p50Ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema96.properties.p50Ms,data:data2};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+else {
+const err10 = {instancePath:instancePath+"/p50Ms",schemaPath:"#/properties/p50Ms/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema96.properties.p50Ms.type,parentSchema:schema96.properties.p50Ms,data:data2};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+if(data.p99Ms !== undefined){
+let data3 = data.p99Ms;
+if((typeof data3 == "number") && (isFinite(data3))){
+if(data3 < 0 || isNaN(data3)){
+const err11 = {instancePath:instancePath+"/p99Ms",schemaPath:"#/properties/p99Ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema96.properties.p99Ms,data:data3};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/p99Ms",schemaPath:"#/properties/p99Ms/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema96.properties.p99Ms.type,parentSchema:schema96.properties.p99Ms,data:data3};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+if(data.jitterMs !== undefined){
+let data4 = data.jitterMs;
+if((typeof data4 == "number") && (isFinite(data4))){
+if(data4 < 0 || isNaN(data4)){
+const err13 = {instancePath:instancePath+"/jitterMs",schemaPath:"#/properties/jitterMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema96.properties.jitterMs,data:data4};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+else {
+const err14 = {instancePath:instancePath+"/jitterMs",schemaPath:"#/properties/jitterMs/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema96.properties.jitterMs.type,parentSchema:schema96.properties.jitterMs,data:data4};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+}
+else {
+const err15 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema96.type,parentSchema:schema96,data};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+validate263.errors = vErrors;
+return errors === 0;
+}
+validate263.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+
+function validate262(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate262.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.source === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "source"},message:"must have required property '"+"source"+"'",schema:schema95.required,parentSchema:schema95,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.target === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "target"},message:"must have required property '"+"target"+"'",schema:schema95.required,parentSchema:schema95,data};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.figures === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "figures"},message:"must have required property '"+"figures"+"'",schema:schema95.required,parentSchema:schema95,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "source") || (key0 === "target")) || (key0 === "figures"))){
+const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema95,data};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.source !== undefined){
+let data0 = data.source;
+if(typeof data0 === "string"){
+if(func2(data0) > 253){
+const err4 = {instancePath:instancePath+"/source",schemaPath:"#/properties/source/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema95.properties.source,data:data0};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(func2(data0) < 1){
+const err5 = {instancePath:instancePath+"/source",schemaPath:"#/properties/source/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema95.properties.source,data:data0};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+else {
+const err6 = {instancePath:instancePath+"/source",schemaPath:"#/properties/source/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema95.properties.source.type,parentSchema:schema95.properties.source,data:data0};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.target !== undefined){
+let data1 = data.target;
+if(typeof data1 === "string"){
+if(func2(data1) > 253){
+const err7 = {instancePath:instancePath+"/target",schemaPath:"#/properties/target/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema95.properties.target,data:data1};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+if(func2(data1) < 1){
+const err8 = {instancePath:instancePath+"/target",schemaPath:"#/properties/target/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema95.properties.target,data:data1};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+else {
+const err9 = {instancePath:instancePath+"/target",schemaPath:"#/properties/target/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema95.properties.target.type,parentSchema:schema95.properties.target,data:data1};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.figures !== undefined){
+if(!(validate263(data.figures, {instancePath:instancePath+"/figures",parentData:data,parentDataProperty:"figures",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate263.errors : vErrors.concat(validate263.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema95.type,parentSchema:schema95,data};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+validate262.errors = vErrors;
+return errors === 0;
+}
+validate262.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+const schema97 = {"description":"This cluster's probes of another cluster through the Domain relay path its traffic would take.","type":"object","additionalProperties":false,"required":["target","figures"],"properties":{"target":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"The probed Cluster's name."},"figures":{"$ref":"#/$defs/PingMeshFigures","description":"RTT, jitter and loss."}}};
+const schema98 = {"description":"A DNS-1123 subdomain: dot-separated DNS-1123 labels, at most 253 characters.","type":"string","minLength":1,"maxLength":253,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$","x-rlark-message":"must be a DNS-1123 subdomain: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"};
+const pattern26 = new RegExp("^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$", "u");
+
+function validate267(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate267.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data === "string"){
+if(func2(data) > 253){
+const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema98,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(func2(data) < 1){
+const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema98,data};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(!pattern26.test(data)){
+const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema98,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+else {
+const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema98.type,parentSchema:schema98,data};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+validate267.errors = vErrors;
+return errors === 0;
+}
+validate267.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate266(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate266.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.target === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "target"},message:"must have required property '"+"target"+"'",schema:schema97.required,parentSchema:schema97,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.figures === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "figures"},message:"must have required property '"+"figures"+"'",schema:schema97.required,parentSchema:schema97,data};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "target") || (key0 === "figures"))){
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema97,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.target !== undefined){
+if(!(validate267(data.target, {instancePath:instancePath+"/target",parentData:data,parentDataProperty:"target",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate267.errors : vErrors.concat(validate267.errors);
+errors = vErrors.length;
+}
+}
+if(data.figures !== undefined){
+if(!(validate263(data.figures, {instancePath:instancePath+"/figures",parentData:data,parentDataProperty:"figures",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate263.errors : vErrors.concat(validate263.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema97.type,parentSchema:schema97,data};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+validate266.errors = vErrors;
+return errors === 0;
+}
+validate266.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
 
 function validate258(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -8809,8 +9687,161 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.observedAt === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "observedAt"},message:"must have required property '"+"observedAt"+"'",schema:schema93.required,parentSchema:schema93,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "observedAt") || (key0 === "nodes")) || (key0 === "nodePairs")) || (key0 === "clusterPairs"))){
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema93,data};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.observedAt !== undefined){
+if(!(validate253(data.observedAt, {instancePath:instancePath+"/observedAt",parentData:data,parentDataProperty:"observedAt",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate253.errors : vErrors.concat(validate253.errors);
+errors = vErrors.length;
+}
+}
+if(data.nodes !== undefined){
+let data1 = data.nodes;
+if(Array.isArray(data1)){
+if(data1.length > 1024){
+const err2 = {instancePath:instancePath+"/nodes",schemaPath:"#/properties/nodes/maxItems",keyword:"maxItems",params:{limit: 1024},message:"must NOT have more than 1024 items",schema:1024,parentSchema:schema93.properties.nodes,data:data1};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+const len0 = data1.length;
+for(let i0=0; i0<len0; i0++){
+if(!(validate260(data1[i0], {instancePath:instancePath+"/nodes/" + i0,parentData:data1,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate260.errors : vErrors.concat(validate260.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err3 = {instancePath:instancePath+"/nodes",schemaPath:"#/properties/nodes/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema93.properties.nodes.type,parentSchema:schema93.properties.nodes,data:data1};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.nodePairs !== undefined){
+let data3 = data.nodePairs;
+if(Array.isArray(data3)){
+if(data3.length > 16384){
+const err4 = {instancePath:instancePath+"/nodePairs",schemaPath:"#/properties/nodePairs/maxItems",keyword:"maxItems",params:{limit: 16384},message:"must NOT have more than 16384 items",schema:16384,parentSchema:schema93.properties.nodePairs,data:data3};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+const len1 = data3.length;
+for(let i1=0; i1<len1; i1++){
+if(!(validate262(data3[i1], {instancePath:instancePath+"/nodePairs/" + i1,parentData:data3,parentDataProperty:i1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate262.errors : vErrors.concat(validate262.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err5 = {instancePath:instancePath+"/nodePairs",schemaPath:"#/properties/nodePairs/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema93.properties.nodePairs.type,parentSchema:schema93.properties.nodePairs,data:data3};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.clusterPairs !== undefined){
+let data5 = data.clusterPairs;
+if(Array.isArray(data5)){
+if(data5.length > 1024){
+const err6 = {instancePath:instancePath+"/clusterPairs",schemaPath:"#/properties/clusterPairs/maxItems",keyword:"maxItems",params:{limit: 1024},message:"must NOT have more than 1024 items",schema:1024,parentSchema:schema93.properties.clusterPairs,data:data5};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+const len2 = data5.length;
+for(let i2=0; i2<len2; i2++){
+if(!(validate266(data5[i2], {instancePath:instancePath+"/clusterPairs/" + i2,parentData:data5,parentDataProperty:i2,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate266.errors : vErrors.concat(validate266.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err7 = {instancePath:instancePath+"/clusterPairs",schemaPath:"#/properties/clusterPairs/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema93.properties.clusterPairs.type,parentSchema:schema93.properties.clusterPairs,data:data5};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema93.type,parentSchema:schema93,data};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate258.errors = vErrors;
+return errors === 0;
+}
+validate258.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+const schema99 = {"description":"State of one component on the cluster, as reported in heartbeats.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Component name (runtime, nodeserver, device-plugin, ...)."},"process":{"enum":["STOPPED","STARTING","RUNNING","BACKOFF","FAILED"],"description":"Process state."},"health":{"enum":["STARTING","READY","DEGRADED","STOPPED","UNKNOWN"],"description":"Health state."},"message":{"type":"string","description":"Human-readable detail."}}};
+
+function validate273(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate273.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.name === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema93.required,parentSchema:schema93,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema99.required,parentSchema:schema99,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -8821,7 +9852,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((((key0 === "name") || (key0 === "process")) || (key0 === "health")) || (key0 === "message"))){
-const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema93,data};
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema99,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -8834,7 +9865,7 @@ errors++;
 if(data.name !== undefined){
 let data0 = data.name;
 if(typeof data0 !== "string"){
-const err2 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema93.properties.name.type,parentSchema:schema93.properties.name,data:data0};
+const err2 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema99.properties.name.type,parentSchema:schema99.properties.name,data:data0};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -8847,7 +9878,7 @@ errors++;
 if(data.process !== undefined){
 let data1 = data.process;
 if(!(((((data1 === "STOPPED") || (data1 === "STARTING")) || (data1 === "RUNNING")) || (data1 === "BACKOFF")) || (data1 === "FAILED"))){
-const err3 = {instancePath:instancePath+"/process",schemaPath:"#/properties/process/enum",keyword:"enum",params:{allowedValues: schema93.properties.process.enum},message:"must be equal to one of the allowed values",schema:schema93.properties.process.enum,parentSchema:schema93.properties.process,data:data1};
+const err3 = {instancePath:instancePath+"/process",schemaPath:"#/properties/process/enum",keyword:"enum",params:{allowedValues: schema99.properties.process.enum},message:"must be equal to one of the allowed values",schema:schema99.properties.process.enum,parentSchema:schema99.properties.process,data:data1};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -8860,7 +9891,7 @@ errors++;
 if(data.health !== undefined){
 let data2 = data.health;
 if(!(((((data2 === "STARTING") || (data2 === "READY")) || (data2 === "DEGRADED")) || (data2 === "STOPPED")) || (data2 === "UNKNOWN"))){
-const err4 = {instancePath:instancePath+"/health",schemaPath:"#/properties/health/enum",keyword:"enum",params:{allowedValues: schema93.properties.health.enum},message:"must be equal to one of the allowed values",schema:schema93.properties.health.enum,parentSchema:schema93.properties.health,data:data2};
+const err4 = {instancePath:instancePath+"/health",schemaPath:"#/properties/health/enum",keyword:"enum",params:{allowedValues: schema99.properties.health.enum},message:"must be equal to one of the allowed values",schema:schema99.properties.health.enum,parentSchema:schema99.properties.health,data:data2};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -8873,7 +9904,7 @@ errors++;
 if(data.message !== undefined){
 let data3 = data.message;
 if(typeof data3 !== "string"){
-const err5 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema93.properties.message.type,parentSchema:schema93.properties.message,data:data3};
+const err5 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema99.properties.message.type,parentSchema:schema99.properties.message,data:data3};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -8885,7 +9916,7 @@ errors++;
 }
 }
 else {
-const err6 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema93.type,parentSchema:schema93,data};
+const err6 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema99.type,parentSchema:schema99,data};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -8894,16 +9925,16 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate258.errors = vErrors;
+validate273.errors = vErrors;
 return errors === 0;
 }
-validate258.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate273.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate260(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate275(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate260.evaluated;
+const evaluated0 = validate275.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9055,16 +10086,16 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate260.errors = vErrors;
+validate275.errors = vErrors;
 return errors === 0;
 }
-validate260.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate275.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate251(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate252(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate251.evaluated;
+const evaluated0 = validate252.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9098,8 +10129,8 @@ errors++;
 }
 }
 if(data.lastTransitionTime !== undefined){
-if(!(validate252(data.lastTransitionTime, {instancePath:instancePath+"/lastTransitionTime",parentData:data,parentDataProperty:"lastTransitionTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate252.errors : vErrors.concat(validate252.errors);
+if(!(validate253(data.lastTransitionTime, {instancePath:instancePath+"/lastTransitionTime",parentData:data,parentDataProperty:"lastTransitionTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate253.errors : vErrors.concat(validate253.errors);
 errors = vErrors.length;
 }
 }
@@ -9170,8 +10201,8 @@ errors++;
 }
 const len0 = data6.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate254(data6[i0], {instancePath:instancePath+"/storageClasses/" + i0,parentData:data6,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate254.errors : vErrors.concat(validate254.errors);
+if(!(validate255(data6[i0], {instancePath:instancePath+"/storageClasses/" + i0,parentData:data6,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate255.errors : vErrors.concat(validate255.errors);
 errors = vErrors.length;
 }
 }
@@ -9188,8 +10219,8 @@ errors++;
 }
 }
 if(data.lastHeartbeatTime !== undefined){
-if(!(validate252(data.lastHeartbeatTime, {instancePath:instancePath+"/lastHeartbeatTime",parentData:data,parentDataProperty:"lastHeartbeatTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate252.errors : vErrors.concat(validate252.errors);
+if(!(validate253(data.lastHeartbeatTime, {instancePath:instancePath+"/lastHeartbeatTime",parentData:data,parentDataProperty:"lastHeartbeatTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate253.errors : vErrors.concat(validate253.errors);
 errors = vErrors.length;
 }
 }
@@ -9218,16 +10249,22 @@ errors++;
 }
 }
 }
+if(data.pingMesh !== undefined){
+if(!(validate258(data.pingMesh, {instancePath:instancePath+"/pingMesh",parentData:data,parentDataProperty:"pingMesh",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate258.errors : vErrors.concat(validate258.errors);
+errors = vErrors.length;
+}
+}
 if(data.lastTestedAt !== undefined){
-if(!(validate252(data.lastTestedAt, {instancePath:instancePath+"/lastTestedAt",parentData:data,parentDataProperty:"lastTestedAt",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate252.errors : vErrors.concat(validate252.errors);
+if(!(validate253(data.lastTestedAt, {instancePath:instancePath+"/lastTestedAt",parentData:data,parentDataProperty:"lastTestedAt",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate253.errors : vErrors.concat(validate253.errors);
 errors = vErrors.length;
 }
 }
 if(data.lastTestOk !== undefined){
-let data11 = data.lastTestOk;
-if(typeof data11 !== "boolean"){
-const err10 = {instancePath:instancePath+"/lastTestOk",schemaPath:"#/properties/lastTestOk/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema90.properties.lastTestOk.type,parentSchema:schema90.properties.lastTestOk,data:data11};
+let data12 = data.lastTestOk;
+if(typeof data12 !== "boolean"){
+const err10 = {instancePath:instancePath+"/lastTestOk",schemaPath:"#/properties/lastTestOk/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema90.properties.lastTestOk.type,parentSchema:schema90.properties.lastTestOk,data:data12};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -9238,10 +10275,10 @@ errors++;
 }
 }
 if(data.lastTestMessage !== undefined){
-let data12 = data.lastTestMessage;
-if(typeof data12 === "string"){
-if(func2(data12) > 1024){
-const err11 = {instancePath:instancePath+"/lastTestMessage",schemaPath:"#/properties/lastTestMessage/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters",schema:1024,parentSchema:schema90.properties.lastTestMessage,data:data12};
+let data13 = data.lastTestMessage;
+if(typeof data13 === "string"){
+if(func2(data13) > 1024){
+const err11 = {instancePath:instancePath+"/lastTestMessage",schemaPath:"#/properties/lastTestMessage/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters",schema:1024,parentSchema:schema90.properties.lastTestMessage,data:data13};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -9252,7 +10289,7 @@ errors++;
 }
 }
 else {
-const err12 = {instancePath:instancePath+"/lastTestMessage",schemaPath:"#/properties/lastTestMessage/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema90.properties.lastTestMessage.type,parentSchema:schema90.properties.lastTestMessage,data:data12};
+const err12 = {instancePath:instancePath+"/lastTestMessage",schemaPath:"#/properties/lastTestMessage/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema90.properties.lastTestMessage.type,parentSchema:schema90.properties.lastTestMessage,data:data13};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -9263,18 +10300,18 @@ errors++;
 }
 }
 if(data.capabilities !== undefined){
-let data13 = data.capabilities;
-if(Array.isArray(data13)){
-const len1 = data13.length;
+let data14 = data.capabilities;
+if(Array.isArray(data14)){
+const len1 = data14.length;
 for(let i1=0; i1<len1; i1++){
-if(!(validate258(data13[i1], {instancePath:instancePath+"/capabilities/" + i1,parentData:data13,parentDataProperty:i1,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate258.errors : vErrors.concat(validate258.errors);
+if(!(validate273(data14[i1], {instancePath:instancePath+"/capabilities/" + i1,parentData:data14,parentDataProperty:i1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate273.errors : vErrors.concat(validate273.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err13 = {instancePath:instancePath+"/capabilities",schemaPath:"#/properties/capabilities/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema90.properties.capabilities.type,parentSchema:schema90.properties.capabilities,data:data13};
+const err13 = {instancePath:instancePath+"/capabilities",schemaPath:"#/properties/capabilities/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema90.properties.capabilities.type,parentSchema:schema90.properties.capabilities,data:data14};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -9285,9 +10322,9 @@ errors++;
 }
 }
 if(data.observedGeneration !== undefined){
-let data15 = data.observedGeneration;
-if(!(((typeof data15 == "number") && (!(data15 % 1) && !isNaN(data15))) && (isFinite(data15)))){
-const err14 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema90.properties.observedGeneration.type,parentSchema:schema90.properties.observedGeneration,data:data15};
+let data16 = data.observedGeneration;
+if(!(((typeof data16 == "number") && (!(data16 % 1) && !isNaN(data16))) && (isFinite(data16)))){
+const err14 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema90.properties.observedGeneration.type,parentSchema:schema90.properties.observedGeneration,data:data16};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -9296,9 +10333,9 @@ vErrors.push(err14);
 }
 errors++;
 }
-if((typeof data15 == "number") && (isFinite(data15))){
-if(data15 < 0 || isNaN(data15)){
-const err15 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema90.properties.observedGeneration,data:data15};
+if((typeof data16 == "number") && (isFinite(data16))){
+if(data16 < 0 || isNaN(data16)){
+const err15 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema90.properties.observedGeneration,data:data16};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -9310,18 +10347,18 @@ errors++;
 }
 }
 if(data.conditions !== undefined){
-let data16 = data.conditions;
-if(Array.isArray(data16)){
-const len2 = data16.length;
+let data17 = data.conditions;
+if(Array.isArray(data17)){
+const len2 = data17.length;
 for(let i2=0; i2<len2; i2++){
-if(!(validate260(data16[i2], {instancePath:instancePath+"/conditions/" + i2,parentData:data16,parentDataProperty:i2,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate260.errors : vErrors.concat(validate260.errors);
+if(!(validate275(data17[i2], {instancePath:instancePath+"/conditions/" + i2,parentData:data17,parentDataProperty:i2,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate275.errors : vErrors.concat(validate275.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err16 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema90.properties.conditions.type,parentSchema:schema90.properties.conditions,data:data16};
+const err16 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema90.properties.conditions.type,parentSchema:schema90.properties.conditions,data:data17};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -9342,17 +10379,17 @@ vErrors.push(err17);
 }
 errors++;
 }
-validate251.errors = vErrors;
+validate252.errors = vErrors;
 return errors === 0;
 }
-validate251.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate252.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate233(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate234(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/cluster.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate233.evaluated;
+const evaluated0 = validate234.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9440,15 +10477,15 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate234(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate234.errors : vErrors.concat(validate234.errors);
+if(!(validate235(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate235.errors : vErrors.concat(validate235.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.name !== undefined){
 let data3 = data2.name;
-if(!(validate241(data3, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate241.errors : vErrors.concat(validate241.errors);
+if(!(validate242(data3, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate242.errors : vErrors.concat(validate242.errors);
 errors = vErrors.length;
 }
 if(typeof data3 === "string"){
@@ -9465,22 +10502,22 @@ errors++;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate243(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate243.errors : vErrors.concat(validate243.errors);
+if(!(validate244(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate244.errors : vErrors.concat(validate244.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate245(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate245.errors : vErrors.concat(validate245.errors);
+if(!(validate246(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate246.errors : vErrors.concat(validate246.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate251(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate251.errors : vErrors.concat(validate251.errors);
+if(!(validate252(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate252.errors : vErrors.concat(validate252.errors);
 errors = vErrors.length;
 }
 }
@@ -9495,18 +10532,18 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate233.errors = vErrors;
+validate234.errors = vErrors;
 return errors === 0;
 }
-validate233.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate234.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const Node = validate265;
-const schema95 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/node.schema.json","title":"Node","description":"A machine of a cluster. Git holds an admin overlay (labels, annotations, cordon); the agent reports the status.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Node","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the object belongs to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Node name, as in the cluster."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."},"labels":{"$ref":"common.schema.json#/$defs/Labels","description":"Labels, synced to the cluster's node; the rlark.io/node-category-* labels classify it.","properties":{"rlark.io/node-category-cloud":{"const":"true","description":"A cloud compute node."},"rlark.io/node-category-edge":{"const":"true","description":"An edge compute node."},"rlark.io/node-category-robot":{"const":"true","description":"A robot (embodied device) node."}}},"annotations":{"$ref":"common.schema.json#/$defs/Annotations","description":"Annotations; the admin keys are kept when the agent refreshes the node.","properties":{"rlark.io/city":{"type":"string","description":"Physical location, maintained by admins."},"rlark.io/gpu-model":{"type":"string","description":"GPU model of a cloud node."},"rlark.io/device-model":{"type":"string","description":"Embodied device model of an edge or robot node."}}}}},"spec":{"$ref":"#/$defs/NodeSpec","description":"Desired state (the admin overlay)."},"status":{"$ref":"#/$defs/NodeStatus","description":"Observed state, reported by the agent."}},"$defs":{"NodeSpec":{"description":"Admin settings for the node.","type":"object","additionalProperties":false,"properties":{"unschedulable":{"type":"boolean","default":false,"description":"true cordons the node: no new work is placed on it (kubectl cordon)."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"How the node runs tasks."}}},"NodeAddress":{"description":"One address of the node.","type":"object","additionalProperties":false,"required":["type","address"],"properties":{"type":{"enum":["InternalIP","ExternalIP","Hostname","InternalDNS","ExternalDNS"],"description":"Address type."},"address":{"type":"string","description":"The address."}}},"NodeInfo":{"description":"Software facts about the node.","type":"object","additionalProperties":false,"properties":{"architecture":{"type":"string","description":"CPU architecture (amd64, arm64)."},"operatingSystem":{"type":"string","description":"Operating system (linux)."},"osImage":{"type":"string","description":"Distribution (Ubuntu 22.04.4 LTS)."},"kernelVersion":{"type":"string","description":"Kernel version."},"containerRuntimeVersion":{"type":"string","description":"Container runtime and version."},"kubeletVersion":{"type":"string","description":"Kubelet version, for Kubernetes nodes."},"agentVersion":{"type":"string","description":"Version of the RLark agent."}}},"DiskUsage":{"description":"Disk use from the kubelet stats summary (nodefs plus a separate imagefs, counted once when shared).","type":"object","additionalProperties":false,"properties":{"usedBytes":{"type":"integer","minimum":0,"description":"Bytes in use."},"totalBytes":{"type":"integer","minimum":0,"description":"Capacity in bytes."}}},"NodeStatus":{"description":"Observed state of a Node.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Online","Offline","Unknown"],"description":"Whether the node is reachable and ready."},"addresses":{"type":"array","description":"Addresses of the node.","items":{"$ref":"#/$defs/NodeAddress"}},"capacity":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Total resources."},"allocatable":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Resources available to workloads."},"requested":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Sum of resources.requests of the workers running on the node (reserved, not measured use)."},"nodeInfo":{"$ref":"#/$defs/NodeInfo","description":"Software facts."},"disk":{"$ref":"#/$defs/DiskUsage","description":"Disk use."},"lastHeartbeatTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent last reported the node."},"conditions":{"type":"array","description":"Kubernetes node conditions (Ready, DiskPressure, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
+export const Node = validate280;
+const schema101 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/node.schema.json","title":"Node","description":"A machine of a cluster. Git holds an admin overlay (labels, annotations, cordon); the agent reports the status.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Node","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the object belongs to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Node name, as in the cluster."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."},"labels":{"$ref":"common.schema.json#/$defs/Labels","description":"Labels, synced to the cluster's node; the rlark.io/node-category-* labels classify it.","properties":{"rlark.io/node-category-cloud":{"const":"true","description":"A cloud compute node."},"rlark.io/node-category-edge":{"const":"true","description":"An edge compute node."},"rlark.io/node-category-robot":{"const":"true","description":"A robot (embodied device) node."}}},"annotations":{"$ref":"common.schema.json#/$defs/Annotations","description":"Annotations; the admin keys are kept when the agent refreshes the node.","properties":{"rlark.io/city":{"type":"string","description":"Physical location, maintained by admins."},"rlark.io/gpu-model":{"type":"string","description":"GPU model of a cloud node."},"rlark.io/device-model":{"type":"string","description":"Embodied device model of an edge or robot node."}}}}},"spec":{"$ref":"#/$defs/NodeSpec","description":"Desired state (the admin overlay)."},"status":{"$ref":"#/$defs/NodeStatus","description":"Observed state, reported by the agent."}},"$defs":{"NodeSpec":{"description":"Admin settings for the node.","type":"object","additionalProperties":false,"properties":{"unschedulable":{"type":"boolean","default":false,"description":"true cordons the node: no new work is placed on it (kubectl cordon)."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"How the node runs tasks."}}},"NodeAddress":{"description":"One address of the node.","type":"object","additionalProperties":false,"required":["type","address"],"properties":{"type":{"enum":["InternalIP","ExternalIP","Hostname","InternalDNS","ExternalDNS"],"description":"Address type."},"address":{"type":"string","description":"The address."}}},"NodeInfo":{"description":"Software facts about the node.","type":"object","additionalProperties":false,"properties":{"architecture":{"type":"string","description":"CPU architecture (amd64, arm64)."},"operatingSystem":{"type":"string","description":"Operating system (linux)."},"osImage":{"type":"string","description":"Distribution (Ubuntu 22.04.4 LTS)."},"kernelVersion":{"type":"string","description":"Kernel version."},"containerRuntimeVersion":{"type":"string","description":"Container runtime and version."},"kubeletVersion":{"type":"string","description":"Kubelet version, for Kubernetes nodes."},"agentVersion":{"type":"string","description":"Version of the RLark agent."}}},"DiskUsage":{"description":"Disk use from the kubelet stats summary (nodefs plus a separate imagefs, counted once when shared).","type":"object","additionalProperties":false,"properties":{"usedBytes":{"type":"integer","minimum":0,"description":"Bytes in use."},"totalBytes":{"type":"integer","minimum":0,"description":"Capacity in bytes."}}},"NodeStatus":{"description":"Observed state of a Node.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Online","Offline","Unknown"],"description":"Whether the node is reachable and ready."},"addresses":{"type":"array","description":"Addresses of the node.","items":{"$ref":"#/$defs/NodeAddress"}},"capacity":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Total resources."},"allocatable":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Resources available to workloads."},"requested":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Sum of resources.requests of the workers running on the node (reserved, not measured use)."},"nodeInfo":{"$ref":"#/$defs/NodeInfo","description":"Software facts."},"disk":{"$ref":"#/$defs/DiskUsage","description":"Disk use."},"lastHeartbeatTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent last reported the node."},"conditions":{"type":"array","description":"Kubernetes node conditions (Ready, DiskPressure, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
 
-function validate266(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate281(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate266.evaluated;
+const evaluated0 = validate281.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9728,18 +10765,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate266.errors = vErrors;
+validate281.errors = vErrors;
 return errors === 0;
 }
-validate266.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate281.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema97 = {"description":"A DNS-1123 subdomain: dot-separated DNS-1123 labels, at most 253 characters.","type":"string","minLength":1,"maxLength":253,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$","x-rlark-message":"must be a DNS-1123 subdomain: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"};
-const pattern25 = new RegExp("^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$", "u");
 
-function validate273(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate288(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate273.evaluated;
+const evaluated0 = validate288.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9748,7 +10783,7 @@ evaluated0.items = undefined;
 }
 if(typeof data === "string"){
 if(func2(data) > 253){
-const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema97,data};
+const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema98,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -9758,7 +10793,7 @@ vErrors.push(err0);
 errors++;
 }
 if(func2(data) < 1){
-const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema97,data};
+const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema98,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -9767,8 +10802,8 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(!pattern25.test(data)){
-const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema97,data};
+if(!pattern26.test(data)){
+const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema98,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -9779,7 +10814,7 @@ errors++;
 }
 }
 else {
-const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema97.type,parentSchema:schema97,data};
+const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema98.type,parentSchema:schema98,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -9788,16 +10823,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate273.errors = vErrors;
+validate288.errors = vErrors;
 return errors === 0;
 }
-validate273.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate288.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate275(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate290(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate275.evaluated;
+const evaluated0 = validate290.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9815,7 +10850,7 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(!pattern19.test(data)){
+if(!pattern20.test(data)){
 const err1 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema76,data};
 if(vErrors === null){
 vErrors = [err1];
@@ -9836,16 +10871,16 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate275.errors = vErrors;
+validate290.errors = vErrors;
 return errors === 0;
 }
-validate275.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate290.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate277(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate292(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate277.evaluated;
+const evaluated0 = validate292.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9888,16 +10923,16 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate277.errors = vErrors;
+validate292.errors = vErrors;
 return errors === 0;
 }
-validate277.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate292.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate281(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate296(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate281.evaluated;
+const evaluated0 = validate296.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9947,17 +10982,17 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate281.errors = vErrors;
+validate296.errors = vErrors;
 return errors === 0;
 }
-validate281.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate296.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema101 = {"description":"Admin settings for the node.","type":"object","additionalProperties":false,"properties":{"unschedulable":{"type":"boolean","default":false,"description":"true cordons the node: no new work is placed on it (kubectl cordon)."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"How the node runs tasks."}}};
+const schema107 = {"description":"Admin settings for the node.","type":"object","additionalProperties":false,"properties":{"unschedulable":{"type":"boolean","default":false,"description":"true cordons the node: no new work is placed on it (kubectl cordon)."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"How the node runs tasks."}}};
 
-function validate285(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate300(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate285.evaluated;
+const evaluated0 = validate300.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9974,16 +11009,16 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate285.errors = vErrors;
+validate300.errors = vErrors;
 return errors === 0;
 }
-validate285.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate300.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate284(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate299(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate284.evaluated;
+const evaluated0 = validate299.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9993,7 +11028,7 @@ evaluated0.items = undefined;
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
 if(!((key0 === "unschedulable") || (key0 === "agentType"))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema101,data};
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema107,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -10006,7 +11041,7 @@ errors++;
 if(data.unschedulable !== undefined){
 let data0 = data.unschedulable;
 if(typeof data0 !== "boolean"){
-const err1 = {instancePath:instancePath+"/unschedulable",schemaPath:"#/properties/unschedulable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema101.properties.unschedulable.type,parentSchema:schema101.properties.unschedulable,data:data0};
+const err1 = {instancePath:instancePath+"/unschedulable",schemaPath:"#/properties/unschedulable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema107.properties.unschedulable.type,parentSchema:schema107.properties.unschedulable,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -10017,14 +11052,14 @@ errors++;
 }
 }
 if(data.agentType !== undefined){
-if(!(validate285(data.agentType, {instancePath:instancePath+"/agentType",parentData:data,parentDataProperty:"agentType",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate285.errors : vErrors.concat(validate285.errors);
+if(!(validate300(data.agentType, {instancePath:instancePath+"/agentType",parentData:data,parentDataProperty:"agentType",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate300.errors : vErrors.concat(validate300.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema101.type,parentSchema:schema101,data};
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema107.type,parentSchema:schema107,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -10033,18 +11068,18 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate284.errors = vErrors;
+validate299.errors = vErrors;
 return errors === 0;
 }
-validate284.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate299.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema103 = {"description":"Observed state of a Node.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Online","Offline","Unknown"],"description":"Whether the node is reachable and ready."},"addresses":{"type":"array","description":"Addresses of the node.","items":{"$ref":"#/$defs/NodeAddress"}},"capacity":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Total resources."},"allocatable":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Resources available to workloads."},"requested":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Sum of resources.requests of the workers running on the node (reserved, not measured use)."},"nodeInfo":{"$ref":"#/$defs/NodeInfo","description":"Software facts."},"disk":{"$ref":"#/$defs/DiskUsage","description":"Disk use."},"lastHeartbeatTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent last reported the node."},"conditions":{"type":"array","description":"Kubernetes node conditions (Ready, DiskPressure, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
-const schema104 = {"description":"One address of the node.","type":"object","additionalProperties":false,"required":["type","address"],"properties":{"type":{"enum":["InternalIP","ExternalIP","Hostname","InternalDNS","ExternalDNS"],"description":"Address type."},"address":{"type":"string","description":"The address."}}};
+const schema109 = {"description":"Observed state of a Node.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Online","Offline","Unknown"],"description":"Whether the node is reachable and ready."},"addresses":{"type":"array","description":"Addresses of the node.","items":{"$ref":"#/$defs/NodeAddress"}},"capacity":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Total resources."},"allocatable":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Resources available to workloads."},"requested":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Sum of resources.requests of the workers running on the node (reserved, not measured use)."},"nodeInfo":{"$ref":"#/$defs/NodeInfo","description":"Software facts."},"disk":{"$ref":"#/$defs/DiskUsage","description":"Disk use."},"lastHeartbeatTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent last reported the node."},"conditions":{"type":"array","description":"Kubernetes node conditions (Ready, DiskPressure, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
+const schema110 = {"description":"One address of the node.","type":"object","additionalProperties":false,"required":["type","address"],"properties":{"type":{"enum":["InternalIP","ExternalIP","Hostname","InternalDNS","ExternalDNS"],"description":"Address type."},"address":{"type":"string","description":"The address."}}};
 
-function validate289(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate304(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate289.evaluated;
+const evaluated0 = validate304.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10053,7 +11088,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.type === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'",schema:schema104.required,parentSchema:schema104,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'",schema:schema110.required,parentSchema:schema110,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -10063,7 +11098,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.address === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "address"},message:"must have required property '"+"address"+"'",schema:schema104.required,parentSchema:schema104,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "address"},message:"must have required property '"+"address"+"'",schema:schema110.required,parentSchema:schema110,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -10074,7 +11109,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((key0 === "type") || (key0 === "address"))){
-const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema104,data};
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema110,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -10087,7 +11122,7 @@ errors++;
 if(data.type !== undefined){
 let data0 = data.type;
 if(!(((((data0 === "InternalIP") || (data0 === "ExternalIP")) || (data0 === "Hostname")) || (data0 === "InternalDNS")) || (data0 === "ExternalDNS"))){
-const err3 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/enum",keyword:"enum",params:{allowedValues: schema104.properties.type.enum},message:"must be equal to one of the allowed values",schema:schema104.properties.type.enum,parentSchema:schema104.properties.type,data:data0};
+const err3 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/enum",keyword:"enum",params:{allowedValues: schema110.properties.type.enum},message:"must be equal to one of the allowed values",schema:schema110.properties.type.enum,parentSchema:schema110.properties.type,data:data0};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -10100,7 +11135,7 @@ errors++;
 if(data.address !== undefined){
 let data1 = data.address;
 if(typeof data1 !== "string"){
-const err4 = {instancePath:instancePath+"/address",schemaPath:"#/properties/address/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema104.properties.address.type,parentSchema:schema104.properties.address,data:data1};
+const err4 = {instancePath:instancePath+"/address",schemaPath:"#/properties/address/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema110.properties.address.type,parentSchema:schema110.properties.address,data:data1};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -10112,7 +11147,7 @@ errors++;
 }
 }
 else {
-const err5 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema104.type,parentSchema:schema104,data};
+const err5 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema110.type,parentSchema:schema110,data};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -10121,19 +11156,19 @@ vErrors.push(err5);
 }
 errors++;
 }
-validate289.errors = vErrors;
+validate304.errors = vErrors;
 return errors === 0;
 }
-validate289.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate304.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema105 = {"description":"Resource name (cpu, memory, nvidia.com/gpu, ...) to quantity.","type":"object","propertyNames":{"$ref":"#/$defs/LabelKey"},"additionalProperties":{"$ref":"#/$defs/Quantity"}};
-const schema106 = {"description":"A Kubernetes resource quantity, e.g. 500m, 2Gi, 8.","type":"string","pattern":"^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$","x-rlark-message":"must be a Kubernetes quantity such as 500m, 2Gi or 8"};
-const pattern27 = new RegExp("^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$", "u");
+const schema111 = {"description":"Resource name (cpu, memory, nvidia.com/gpu, ...) to quantity.","type":"object","propertyNames":{"$ref":"#/$defs/LabelKey"},"additionalProperties":{"$ref":"#/$defs/Quantity"}};
+const schema112 = {"description":"A Kubernetes resource quantity, e.g. 500m, 2Gi, 8.","type":"string","pattern":"^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$","x-rlark-message":"must be a Kubernetes quantity such as 500m, 2Gi or 8"};
+const pattern29 = new RegExp("^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$", "u");
 
-function validate293(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate308(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate293.evaluated;
+const evaluated0 = validate308.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10141,8 +11176,8 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(typeof data === "string"){
-if(!pattern27.test(data)){
-const err0 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$"},message:"must match pattern \""+"^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$"+"\"",schema:"^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$",parentSchema:schema106,data};
+if(!pattern29.test(data)){
+const err0 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$"},message:"must match pattern \""+"^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$"+"\"",schema:"^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$",parentSchema:schema112,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -10153,7 +11188,7 @@ errors++;
 }
 }
 else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema106.type,parentSchema:schema106,data};
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema112.type,parentSchema:schema112,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -10162,16 +11197,16 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate293.errors = vErrors;
+validate308.errors = vErrors;
 return errors === 0;
 }
-validate293.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate308.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate291(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate306(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate291.evaluated;
+const evaluated0 = validate306.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10187,7 +11222,7 @@ errors = vErrors.length;
 }
 var valid0 = _errs1 === errors;
 if(!valid0){
-const err0 = {instancePath,schemaPath:"#/propertyNames",keyword:"propertyNames",params:{propertyName: key0},message:"property name must be valid",schema:schema105.propertyNames,parentSchema:schema105,data};
+const err0 = {instancePath,schemaPath:"#/propertyNames",keyword:"propertyNames",params:{propertyName: key0},message:"property name must be valid",schema:schema111.propertyNames,parentSchema:schema111,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -10198,14 +11233,14 @@ errors++;
 }
 }
 for(const key1 in data){
-if(!(validate293(data[key1], {instancePath:instancePath+"/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),parentData:data,parentDataProperty:key1,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate293.errors : vErrors.concat(validate293.errors);
+if(!(validate308(data[key1], {instancePath:instancePath+"/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),parentData:data,parentDataProperty:key1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate308.errors : vErrors.concat(validate308.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema105.type,parentSchema:schema105,data};
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema111.type,parentSchema:schema111,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -10214,17 +11249,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate291.errors = vErrors;
+validate306.errors = vErrors;
 return errors === 0;
 }
-validate291.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate306.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema107 = {"description":"Software facts about the node.","type":"object","additionalProperties":false,"properties":{"architecture":{"type":"string","description":"CPU architecture (amd64, arm64)."},"operatingSystem":{"type":"string","description":"Operating system (linux)."},"osImage":{"type":"string","description":"Distribution (Ubuntu 22.04.4 LTS)."},"kernelVersion":{"type":"string","description":"Kernel version."},"containerRuntimeVersion":{"type":"string","description":"Container runtime and version."},"kubeletVersion":{"type":"string","description":"Kubelet version, for Kubernetes nodes."},"agentVersion":{"type":"string","description":"Version of the RLark agent."}}};
+const schema113 = {"description":"Software facts about the node.","type":"object","additionalProperties":false,"properties":{"architecture":{"type":"string","description":"CPU architecture (amd64, arm64)."},"operatingSystem":{"type":"string","description":"Operating system (linux)."},"osImage":{"type":"string","description":"Distribution (Ubuntu 22.04.4 LTS)."},"kernelVersion":{"type":"string","description":"Kernel version."},"containerRuntimeVersion":{"type":"string","description":"Container runtime and version."},"kubeletVersion":{"type":"string","description":"Kubelet version, for Kubernetes nodes."},"agentVersion":{"type":"string","description":"Version of the RLark agent."}}};
 
-function validate298(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate313(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate298.evaluated;
+const evaluated0 = validate313.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10234,7 +11269,7 @@ evaluated0.items = undefined;
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
 if(!(((((((key0 === "architecture") || (key0 === "operatingSystem")) || (key0 === "osImage")) || (key0 === "kernelVersion")) || (key0 === "containerRuntimeVersion")) || (key0 === "kubeletVersion")) || (key0 === "agentVersion"))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema107,data};
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema113,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -10247,7 +11282,7 @@ errors++;
 if(data.architecture !== undefined){
 let data0 = data.architecture;
 if(typeof data0 !== "string"){
-const err1 = {instancePath:instancePath+"/architecture",schemaPath:"#/properties/architecture/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema107.properties.architecture.type,parentSchema:schema107.properties.architecture,data:data0};
+const err1 = {instancePath:instancePath+"/architecture",schemaPath:"#/properties/architecture/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema113.properties.architecture.type,parentSchema:schema113.properties.architecture,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -10260,7 +11295,7 @@ errors++;
 if(data.operatingSystem !== undefined){
 let data1 = data.operatingSystem;
 if(typeof data1 !== "string"){
-const err2 = {instancePath:instancePath+"/operatingSystem",schemaPath:"#/properties/operatingSystem/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema107.properties.operatingSystem.type,parentSchema:schema107.properties.operatingSystem,data:data1};
+const err2 = {instancePath:instancePath+"/operatingSystem",schemaPath:"#/properties/operatingSystem/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema113.properties.operatingSystem.type,parentSchema:schema113.properties.operatingSystem,data:data1};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -10273,7 +11308,7 @@ errors++;
 if(data.osImage !== undefined){
 let data2 = data.osImage;
 if(typeof data2 !== "string"){
-const err3 = {instancePath:instancePath+"/osImage",schemaPath:"#/properties/osImage/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema107.properties.osImage.type,parentSchema:schema107.properties.osImage,data:data2};
+const err3 = {instancePath:instancePath+"/osImage",schemaPath:"#/properties/osImage/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema113.properties.osImage.type,parentSchema:schema113.properties.osImage,data:data2};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -10286,7 +11321,7 @@ errors++;
 if(data.kernelVersion !== undefined){
 let data3 = data.kernelVersion;
 if(typeof data3 !== "string"){
-const err4 = {instancePath:instancePath+"/kernelVersion",schemaPath:"#/properties/kernelVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema107.properties.kernelVersion.type,parentSchema:schema107.properties.kernelVersion,data:data3};
+const err4 = {instancePath:instancePath+"/kernelVersion",schemaPath:"#/properties/kernelVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema113.properties.kernelVersion.type,parentSchema:schema113.properties.kernelVersion,data:data3};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -10299,7 +11334,7 @@ errors++;
 if(data.containerRuntimeVersion !== undefined){
 let data4 = data.containerRuntimeVersion;
 if(typeof data4 !== "string"){
-const err5 = {instancePath:instancePath+"/containerRuntimeVersion",schemaPath:"#/properties/containerRuntimeVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema107.properties.containerRuntimeVersion.type,parentSchema:schema107.properties.containerRuntimeVersion,data:data4};
+const err5 = {instancePath:instancePath+"/containerRuntimeVersion",schemaPath:"#/properties/containerRuntimeVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema113.properties.containerRuntimeVersion.type,parentSchema:schema113.properties.containerRuntimeVersion,data:data4};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -10312,7 +11347,7 @@ errors++;
 if(data.kubeletVersion !== undefined){
 let data5 = data.kubeletVersion;
 if(typeof data5 !== "string"){
-const err6 = {instancePath:instancePath+"/kubeletVersion",schemaPath:"#/properties/kubeletVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema107.properties.kubeletVersion.type,parentSchema:schema107.properties.kubeletVersion,data:data5};
+const err6 = {instancePath:instancePath+"/kubeletVersion",schemaPath:"#/properties/kubeletVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema113.properties.kubeletVersion.type,parentSchema:schema113.properties.kubeletVersion,data:data5};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -10325,7 +11360,7 @@ errors++;
 if(data.agentVersion !== undefined){
 let data6 = data.agentVersion;
 if(typeof data6 !== "string"){
-const err7 = {instancePath:instancePath+"/agentVersion",schemaPath:"#/properties/agentVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema107.properties.agentVersion.type,parentSchema:schema107.properties.agentVersion,data:data6};
+const err7 = {instancePath:instancePath+"/agentVersion",schemaPath:"#/properties/agentVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema113.properties.agentVersion.type,parentSchema:schema113.properties.agentVersion,data:data6};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -10337,7 +11372,7 @@ errors++;
 }
 }
 else {
-const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema107.type,parentSchema:schema107,data};
+const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema113.type,parentSchema:schema113,data};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -10346,17 +11381,17 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate298.errors = vErrors;
+validate313.errors = vErrors;
 return errors === 0;
 }
-validate298.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate313.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema108 = {"description":"Disk use from the kubelet stats summary (nodefs plus a separate imagefs, counted once when shared).","type":"object","additionalProperties":false,"properties":{"usedBytes":{"type":"integer","minimum":0,"description":"Bytes in use."},"totalBytes":{"type":"integer","minimum":0,"description":"Capacity in bytes."}}};
+const schema114 = {"description":"Disk use from the kubelet stats summary (nodefs plus a separate imagefs, counted once when shared).","type":"object","additionalProperties":false,"properties":{"usedBytes":{"type":"integer","minimum":0,"description":"Bytes in use."},"totalBytes":{"type":"integer","minimum":0,"description":"Capacity in bytes."}}};
 
-function validate300(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate315(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate300.evaluated;
+const evaluated0 = validate315.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10366,7 +11401,7 @@ evaluated0.items = undefined;
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
 if(!((key0 === "usedBytes") || (key0 === "totalBytes"))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema108,data};
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema114,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -10379,7 +11414,7 @@ errors++;
 if(data.usedBytes !== undefined){
 let data0 = data.usedBytes;
 if(!(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0)))){
-const err1 = {instancePath:instancePath+"/usedBytes",schemaPath:"#/properties/usedBytes/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema108.properties.usedBytes.type,parentSchema:schema108.properties.usedBytes,data:data0};
+const err1 = {instancePath:instancePath+"/usedBytes",schemaPath:"#/properties/usedBytes/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema114.properties.usedBytes.type,parentSchema:schema114.properties.usedBytes,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -10390,7 +11425,7 @@ errors++;
 }
 if((typeof data0 == "number") && (isFinite(data0))){
 if(data0 < 0 || isNaN(data0)){
-const err2 = {instancePath:instancePath+"/usedBytes",schemaPath:"#/properties/usedBytes/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema108.properties.usedBytes,data:data0};
+const err2 = {instancePath:instancePath+"/usedBytes",schemaPath:"#/properties/usedBytes/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema114.properties.usedBytes,data:data0};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -10404,7 +11439,7 @@ errors++;
 if(data.totalBytes !== undefined){
 let data1 = data.totalBytes;
 if(!(((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1))) && (isFinite(data1)))){
-const err3 = {instancePath:instancePath+"/totalBytes",schemaPath:"#/properties/totalBytes/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema108.properties.totalBytes.type,parentSchema:schema108.properties.totalBytes,data:data1};
+const err3 = {instancePath:instancePath+"/totalBytes",schemaPath:"#/properties/totalBytes/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema114.properties.totalBytes.type,parentSchema:schema114.properties.totalBytes,data:data1};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -10415,7 +11450,7 @@ errors++;
 }
 if((typeof data1 == "number") && (isFinite(data1))){
 if(data1 < 0 || isNaN(data1)){
-const err4 = {instancePath:instancePath+"/totalBytes",schemaPath:"#/properties/totalBytes/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema108.properties.totalBytes,data:data1};
+const err4 = {instancePath:instancePath+"/totalBytes",schemaPath:"#/properties/totalBytes/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema114.properties.totalBytes,data:data1};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -10428,7 +11463,7 @@ errors++;
 }
 }
 else {
-const err5 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema108.type,parentSchema:schema108,data};
+const err5 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema114.type,parentSchema:schema114,data};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -10437,16 +11472,16 @@ vErrors.push(err5);
 }
 errors++;
 }
-validate300.errors = vErrors;
+validate315.errors = vErrors;
 return errors === 0;
 }
-validate300.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate315.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate302(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate317(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate302.evaluated;
+const evaluated0 = validate317.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10475,16 +11510,16 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate302.errors = vErrors;
+validate317.errors = vErrors;
 return errors === 0;
 }
-validate302.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate317.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate304(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate319(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate304.evaluated;
+const evaluated0 = validate319.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10636,16 +11671,16 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate304.errors = vErrors;
+validate319.errors = vErrors;
 return errors === 0;
 }
-validate304.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate319.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate288(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate303(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate288.evaluated;
+const evaluated0 = validate303.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10654,8 +11689,8 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
-if(!(func1.call(schema103.properties, key0))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema103,data};
+if(!(func1.call(schema109.properties, key0))){
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema109,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -10668,7 +11703,7 @@ errors++;
 if(data.phase !== undefined){
 let data0 = data.phase;
 if(!(((data0 === "Online") || (data0 === "Offline")) || (data0 === "Unknown"))){
-const err1 = {instancePath:instancePath+"/phase",schemaPath:"#/properties/phase/enum",keyword:"enum",params:{allowedValues: schema103.properties.phase.enum},message:"must be equal to one of the allowed values",schema:schema103.properties.phase.enum,parentSchema:schema103.properties.phase,data:data0};
+const err1 = {instancePath:instancePath+"/phase",schemaPath:"#/properties/phase/enum",keyword:"enum",params:{allowedValues: schema109.properties.phase.enum},message:"must be equal to one of the allowed values",schema:schema109.properties.phase.enum,parentSchema:schema109.properties.phase,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -10683,14 +11718,14 @@ let data1 = data.addresses;
 if(Array.isArray(data1)){
 const len0 = data1.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate289(data1[i0], {instancePath:instancePath+"/addresses/" + i0,parentData:data1,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate289.errors : vErrors.concat(validate289.errors);
+if(!(validate304(data1[i0], {instancePath:instancePath+"/addresses/" + i0,parentData:data1,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate304.errors : vErrors.concat(validate304.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err2 = {instancePath:instancePath+"/addresses",schemaPath:"#/properties/addresses/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema103.properties.addresses.type,parentSchema:schema103.properties.addresses,data:data1};
+const err2 = {instancePath:instancePath+"/addresses",schemaPath:"#/properties/addresses/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema109.properties.addresses.type,parentSchema:schema109.properties.addresses,data:data1};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -10701,38 +11736,38 @@ errors++;
 }
 }
 if(data.capacity !== undefined){
-if(!(validate291(data.capacity, {instancePath:instancePath+"/capacity",parentData:data,parentDataProperty:"capacity",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate291.errors : vErrors.concat(validate291.errors);
+if(!(validate306(data.capacity, {instancePath:instancePath+"/capacity",parentData:data,parentDataProperty:"capacity",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate306.errors : vErrors.concat(validate306.errors);
 errors = vErrors.length;
 }
 }
 if(data.allocatable !== undefined){
-if(!(validate291(data.allocatable, {instancePath:instancePath+"/allocatable",parentData:data,parentDataProperty:"allocatable",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate291.errors : vErrors.concat(validate291.errors);
+if(!(validate306(data.allocatable, {instancePath:instancePath+"/allocatable",parentData:data,parentDataProperty:"allocatable",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate306.errors : vErrors.concat(validate306.errors);
 errors = vErrors.length;
 }
 }
 if(data.requested !== undefined){
-if(!(validate291(data.requested, {instancePath:instancePath+"/requested",parentData:data,parentDataProperty:"requested",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate291.errors : vErrors.concat(validate291.errors);
+if(!(validate306(data.requested, {instancePath:instancePath+"/requested",parentData:data,parentDataProperty:"requested",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate306.errors : vErrors.concat(validate306.errors);
 errors = vErrors.length;
 }
 }
 if(data.nodeInfo !== undefined){
-if(!(validate298(data.nodeInfo, {instancePath:instancePath+"/nodeInfo",parentData:data,parentDataProperty:"nodeInfo",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate298.errors : vErrors.concat(validate298.errors);
+if(!(validate313(data.nodeInfo, {instancePath:instancePath+"/nodeInfo",parentData:data,parentDataProperty:"nodeInfo",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate313.errors : vErrors.concat(validate313.errors);
 errors = vErrors.length;
 }
 }
 if(data.disk !== undefined){
-if(!(validate300(data.disk, {instancePath:instancePath+"/disk",parentData:data,parentDataProperty:"disk",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate300.errors : vErrors.concat(validate300.errors);
+if(!(validate315(data.disk, {instancePath:instancePath+"/disk",parentData:data,parentDataProperty:"disk",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate315.errors : vErrors.concat(validate315.errors);
 errors = vErrors.length;
 }
 }
 if(data.lastHeartbeatTime !== undefined){
-if(!(validate302(data.lastHeartbeatTime, {instancePath:instancePath+"/lastHeartbeatTime",parentData:data,parentDataProperty:"lastHeartbeatTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate302.errors : vErrors.concat(validate302.errors);
+if(!(validate317(data.lastHeartbeatTime, {instancePath:instancePath+"/lastHeartbeatTime",parentData:data,parentDataProperty:"lastHeartbeatTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate317.errors : vErrors.concat(validate317.errors);
 errors = vErrors.length;
 }
 }
@@ -10741,14 +11776,14 @@ let data9 = data.conditions;
 if(Array.isArray(data9)){
 const len1 = data9.length;
 for(let i1=0; i1<len1; i1++){
-if(!(validate304(data9[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data9,parentDataProperty:i1,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate304.errors : vErrors.concat(validate304.errors);
+if(!(validate319(data9[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data9,parentDataProperty:i1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate319.errors : vErrors.concat(validate319.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err3 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema103.properties.conditions.type,parentSchema:schema103.properties.conditions,data:data9};
+const err3 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema109.properties.conditions.type,parentSchema:schema109.properties.conditions,data:data9};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -10760,7 +11795,7 @@ errors++;
 }
 }
 else {
-const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema103.type,parentSchema:schema103,data};
+const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema109.type,parentSchema:schema109,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -10769,17 +11804,17 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate288.errors = vErrors;
+validate303.errors = vErrors;
 return errors === 0;
 }
-validate288.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate303.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate265(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate280(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/node.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate265.evaluated;
+const evaluated0 = validate280.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10788,7 +11823,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.apiVersion === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema95.required,parentSchema:schema95,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema101.required,parentSchema:schema101,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -10798,7 +11833,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.kind === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema95.required,parentSchema:schema95,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema101.required,parentSchema:schema101,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -10808,7 +11843,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.metadata === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema95.required,parentSchema:schema95,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema101.required,parentSchema:schema101,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -10819,7 +11854,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "metadata")) || (key0 === "spec")) || (key0 === "status"))){
-const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema95,data};
+const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema101,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -10832,7 +11867,7 @@ errors++;
 if(data.apiVersion !== undefined){
 let data0 = data.apiVersion;
 if("rlinf.io/v1alpha1" !== data0){
-const err4 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema95.properties.apiVersion,data:data0};
+const err4 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema101.properties.apiVersion,data:data0};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -10845,7 +11880,7 @@ errors++;
 if(data.kind !== undefined){
 let data1 = data.kind;
 if("Node" !== data1){
-const err5 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "Node"},message:"must be equal to constant",schema:"Node",parentSchema:schema95.properties.kind,data:data1};
+const err5 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "Node"},message:"must be equal to constant",schema:"Node",parentSchema:schema101.properties.kind,data:data1};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -10857,13 +11892,13 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate266(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate266.errors : vErrors.concat(validate266.errors);
+if(!(validate281(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate281.errors : vErrors.concat(validate281.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.name === undefined){
-const err6 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema95.properties.metadata.required,parentSchema:schema95.properties.metadata,data:data2};
+const err6 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema101.properties.metadata.required,parentSchema:schema101.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -10873,7 +11908,7 @@ vErrors.push(err6);
 errors++;
 }
 if(data2.namespace === undefined){
-const err7 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema95.properties.metadata.required,parentSchema:schema95.properties.metadata,data:data2};
+const err7 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema101.properties.metadata.required,parentSchema:schema101.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -10883,28 +11918,28 @@ vErrors.push(err7);
 errors++;
 }
 if(data2.name !== undefined){
-if(!(validate273(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate273.errors : vErrors.concat(validate273.errors);
+if(!(validate288(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate288.errors : vErrors.concat(validate288.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate275(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate275.errors : vErrors.concat(validate275.errors);
+if(!(validate290(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate290.errors : vErrors.concat(validate290.errors);
 errors = vErrors.length;
 }
 }
 if(data2.labels !== undefined){
 let data5 = data2.labels;
-if(!(validate277(data5, {instancePath:instancePath+"/metadata/labels",parentData:data2,parentDataProperty:"labels",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate277.errors : vErrors.concat(validate277.errors);
+if(!(validate292(data5, {instancePath:instancePath+"/metadata/labels",parentData:data2,parentDataProperty:"labels",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate292.errors : vErrors.concat(validate292.errors);
 errors = vErrors.length;
 }
 if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
 if(data5["rlark.io/node-category-cloud"] !== undefined){
 let data6 = data5["rlark.io/node-category-cloud"];
 if("true" !== data6){
-const err8 = {instancePath:instancePath+"/metadata/labels/rlark.io~1node-category-cloud",schemaPath:"#/properties/metadata/properties/labels/properties/rlark.io~1node-category-cloud/const",keyword:"const",params:{allowedValue: "true"},message:"must be equal to constant",schema:"true",parentSchema:schema95.properties.metadata.properties.labels.properties["rlark.io/node-category-cloud"],data:data6};
+const err8 = {instancePath:instancePath+"/metadata/labels/rlark.io~1node-category-cloud",schemaPath:"#/properties/metadata/properties/labels/properties/rlark.io~1node-category-cloud/const",keyword:"const",params:{allowedValue: "true"},message:"must be equal to constant",schema:"true",parentSchema:schema101.properties.metadata.properties.labels.properties["rlark.io/node-category-cloud"],data:data6};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -10917,7 +11952,7 @@ errors++;
 if(data5["rlark.io/node-category-edge"] !== undefined){
 let data7 = data5["rlark.io/node-category-edge"];
 if("true" !== data7){
-const err9 = {instancePath:instancePath+"/metadata/labels/rlark.io~1node-category-edge",schemaPath:"#/properties/metadata/properties/labels/properties/rlark.io~1node-category-edge/const",keyword:"const",params:{allowedValue: "true"},message:"must be equal to constant",schema:"true",parentSchema:schema95.properties.metadata.properties.labels.properties["rlark.io/node-category-edge"],data:data7};
+const err9 = {instancePath:instancePath+"/metadata/labels/rlark.io~1node-category-edge",schemaPath:"#/properties/metadata/properties/labels/properties/rlark.io~1node-category-edge/const",keyword:"const",params:{allowedValue: "true"},message:"must be equal to constant",schema:"true",parentSchema:schema101.properties.metadata.properties.labels.properties["rlark.io/node-category-edge"],data:data7};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -10930,7 +11965,7 @@ errors++;
 if(data5["rlark.io/node-category-robot"] !== undefined){
 let data8 = data5["rlark.io/node-category-robot"];
 if("true" !== data8){
-const err10 = {instancePath:instancePath+"/metadata/labels/rlark.io~1node-category-robot",schemaPath:"#/properties/metadata/properties/labels/properties/rlark.io~1node-category-robot/const",keyword:"const",params:{allowedValue: "true"},message:"must be equal to constant",schema:"true",parentSchema:schema95.properties.metadata.properties.labels.properties["rlark.io/node-category-robot"],data:data8};
+const err10 = {instancePath:instancePath+"/metadata/labels/rlark.io~1node-category-robot",schemaPath:"#/properties/metadata/properties/labels/properties/rlark.io~1node-category-robot/const",keyword:"const",params:{allowedValue: "true"},message:"must be equal to constant",schema:"true",parentSchema:schema101.properties.metadata.properties.labels.properties["rlark.io/node-category-robot"],data:data8};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -10944,15 +11979,15 @@ errors++;
 }
 if(data2.annotations !== undefined){
 let data9 = data2.annotations;
-if(!(validate281(data9, {instancePath:instancePath+"/metadata/annotations",parentData:data2,parentDataProperty:"annotations",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate281.errors : vErrors.concat(validate281.errors);
+if(!(validate296(data9, {instancePath:instancePath+"/metadata/annotations",parentData:data2,parentDataProperty:"annotations",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate296.errors : vErrors.concat(validate296.errors);
 errors = vErrors.length;
 }
 if(data9 && typeof data9 == "object" && !Array.isArray(data9)){
 if(data9["rlark.io/city"] !== undefined){
 let data10 = data9["rlark.io/city"];
 if(typeof data10 !== "string"){
-const err11 = {instancePath:instancePath+"/metadata/annotations/rlark.io~1city",schemaPath:"#/properties/metadata/properties/annotations/properties/rlark.io~1city/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema95.properties.metadata.properties.annotations.properties["rlark.io/city"].type,parentSchema:schema95.properties.metadata.properties.annotations.properties["rlark.io/city"],data:data10};
+const err11 = {instancePath:instancePath+"/metadata/annotations/rlark.io~1city",schemaPath:"#/properties/metadata/properties/annotations/properties/rlark.io~1city/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema101.properties.metadata.properties.annotations.properties["rlark.io/city"].type,parentSchema:schema101.properties.metadata.properties.annotations.properties["rlark.io/city"],data:data10};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -10965,7 +12000,7 @@ errors++;
 if(data9["rlark.io/gpu-model"] !== undefined){
 let data11 = data9["rlark.io/gpu-model"];
 if(typeof data11 !== "string"){
-const err12 = {instancePath:instancePath+"/metadata/annotations/rlark.io~1gpu-model",schemaPath:"#/properties/metadata/properties/annotations/properties/rlark.io~1gpu-model/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema95.properties.metadata.properties.annotations.properties["rlark.io/gpu-model"].type,parentSchema:schema95.properties.metadata.properties.annotations.properties["rlark.io/gpu-model"],data:data11};
+const err12 = {instancePath:instancePath+"/metadata/annotations/rlark.io~1gpu-model",schemaPath:"#/properties/metadata/properties/annotations/properties/rlark.io~1gpu-model/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema101.properties.metadata.properties.annotations.properties["rlark.io/gpu-model"].type,parentSchema:schema101.properties.metadata.properties.annotations.properties["rlark.io/gpu-model"],data:data11};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -10978,7 +12013,7 @@ errors++;
 if(data9["rlark.io/device-model"] !== undefined){
 let data12 = data9["rlark.io/device-model"];
 if(typeof data12 !== "string"){
-const err13 = {instancePath:instancePath+"/metadata/annotations/rlark.io~1device-model",schemaPath:"#/properties/metadata/properties/annotations/properties/rlark.io~1device-model/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema95.properties.metadata.properties.annotations.properties["rlark.io/device-model"].type,parentSchema:schema95.properties.metadata.properties.annotations.properties["rlark.io/device-model"],data:data12};
+const err13 = {instancePath:instancePath+"/metadata/annotations/rlark.io~1device-model",schemaPath:"#/properties/metadata/properties/annotations/properties/rlark.io~1device-model/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema101.properties.metadata.properties.annotations.properties["rlark.io/device-model"].type,parentSchema:schema101.properties.metadata.properties.annotations.properties["rlark.io/device-model"],data:data12};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -10993,20 +12028,20 @@ errors++;
 }
 }
 if(data.spec !== undefined){
-if(!(validate284(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate284.errors : vErrors.concat(validate284.errors);
+if(!(validate299(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate299.errors : vErrors.concat(validate299.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate288(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate288.errors : vErrors.concat(validate288.errors);
+if(!(validate303(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate303.errors : vErrors.concat(validate303.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err14 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema95.type,parentSchema:schema95,data};
+const err14 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema101.type,parentSchema:schema101,data};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -11015,18 +12050,18 @@ vErrors.push(err14);
 }
 errors++;
 }
-validate265.errors = vErrors;
+validate280.errors = vErrors;
 return errors === 0;
 }
-validate265.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate280.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const User = validate309;
-const schema111 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/user.schema.json","title":"User","description":"A person: roles and a password for the dashboard and API, SSH keys for the bastion. Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"User","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the name is the login name.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Login name."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: Users are cluster-scoped."}}},"spec":{"$ref":"#/$defs/UserSpec","description":"Desired state."}},"$defs":{"UserSpec":{"description":"Credentials and roles.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"displayName":{"type":"string","description":"Name shown in the dashboard."},"email":{"type":"string","format":"email","description":"Contact address."},"roles":{"type":"array","minItems":1,"uniqueItems":true,"description":"Every role reads the read-only API and dashboard (changes go through git). Planned: user will also manage Jobs, Workflows, Tasks and Pods; admin also clusters, nodes, Domains and Addons.","items":{"enum":["viewer","user","admin"],"description":"A role."}},"sshPublicKeys":{"type":"array","uniqueItems":true,"description":"Keys the hub's SSH bastion accepts for this user (docs/access.md); what the user may reach is granted by AccessPolicy objects.","items":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"An OpenSSH public key line."}},"passwordHash":{"type":"string","pattern":"^\\$[A-Za-z0-9-]+\\$","x-rlark-message":"must be a crypt-style hash such as $scrypt$... or $2b$..., never a plain password","description":"Dashboard password as a crypt-style hash; never a plain password."}}}}};
+export const User = validate324;
+const schema117 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/user.schema.json","title":"User","description":"A person: roles and a password for the dashboard and API, SSH keys for the bastion. Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"User","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the name is the login name.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Login name."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: Users are cluster-scoped."}}},"spec":{"$ref":"#/$defs/UserSpec","description":"Desired state."}},"$defs":{"UserSpec":{"description":"Credentials and roles.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"displayName":{"type":"string","description":"Name shown in the dashboard."},"email":{"type":"string","format":"email","description":"Contact address."},"roles":{"type":"array","minItems":1,"uniqueItems":true,"description":"Every role reads the read-only API and dashboard (changes go through git). Planned: user will also manage Jobs, Workflows, Tasks and Pods; admin also clusters, nodes, Domains and Addons.","items":{"enum":["viewer","user","admin"],"description":"A role."}},"sshPublicKeys":{"type":"array","uniqueItems":true,"description":"Keys the hub's SSH bastion accepts for this user (docs/access.md); what the user may reach is granted by AccessPolicy objects.","items":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"An OpenSSH public key line."}},"passwordHash":{"type":"string","pattern":"^\\$[A-Za-z0-9-]+\\$","x-rlark-message":"must be a crypt-style hash such as $scrypt$... or $2b$..., never a plain password","description":"Dashboard password as a crypt-style hash; never a plain password."}}}}};
 
-function validate310(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate325(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate310.evaluated;
+const evaluated0 = validate325.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11248,16 +12283,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate310.errors = vErrors;
+validate325.errors = vErrors;
 return errors === 0;
 }
-validate310.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate325.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate317(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate332(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate317.evaluated;
+const evaluated0 = validate332.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11266,7 +12301,7 @@ evaluated0.items = undefined;
 }
 if(typeof data === "string"){
 if(func2(data) > 253){
-const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema97,data};
+const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema98,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -11276,7 +12311,7 @@ vErrors.push(err0);
 errors++;
 }
 if(func2(data) < 1){
-const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema97,data};
+const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema98,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -11285,8 +12320,8 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(!pattern25.test(data)){
-const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema97,data};
+if(!pattern26.test(data)){
+const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema98,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -11297,7 +12332,7 @@ errors++;
 }
 }
 else {
-const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema97.type,parentSchema:schema97,data};
+const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema98.type,parentSchema:schema98,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -11306,16 +12341,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate317.errors = vErrors;
+validate332.errors = vErrors;
 return errors === 0;
 }
-validate317.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate332.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate319(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate334(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate319.evaluated;
+const evaluated0 = validate334.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11344,18 +12379,18 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate319.errors = vErrors;
+validate334.errors = vErrors;
 return errors === 0;
 }
-validate319.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate334.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema115 = {"description":"Credentials and roles.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"displayName":{"type":"string","description":"Name shown in the dashboard."},"email":{"type":"string","format":"email","description":"Contact address."},"roles":{"type":"array","minItems":1,"uniqueItems":true,"description":"Every role reads the read-only API and dashboard (changes go through git). Planned: user will also manage Jobs, Workflows, Tasks and Pods; admin also clusters, nodes, Domains and Addons.","items":{"enum":["viewer","user","admin"],"description":"A role."}},"sshPublicKeys":{"type":"array","uniqueItems":true,"description":"Keys the hub's SSH bastion accepts for this user (docs/access.md); what the user may reach is granted by AccessPolicy objects.","items":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"An OpenSSH public key line."}},"passwordHash":{"type":"string","pattern":"^\\$[A-Za-z0-9-]+\\$","x-rlark-message":"must be a crypt-style hash such as $scrypt$... or $2b$..., never a plain password","description":"Dashboard password as a crypt-style hash; never a plain password."}}};
+const schema121 = {"description":"Credentials and roles.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"displayName":{"type":"string","description":"Name shown in the dashboard."},"email":{"type":"string","format":"email","description":"Contact address."},"roles":{"type":"array","minItems":1,"uniqueItems":true,"description":"Every role reads the read-only API and dashboard (changes go through git). Planned: user will also manage Jobs, Workflows, Tasks and Pods; admin also clusters, nodes, Domains and Addons.","items":{"enum":["viewer","user","admin"],"description":"A role."}},"sshPublicKeys":{"type":"array","uniqueItems":true,"description":"Keys the hub's SSH bastion accepts for this user (docs/access.md); what the user may reach is granted by AccessPolicy objects.","items":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"An OpenSSH public key line."}},"passwordHash":{"type":"string","pattern":"^\\$[A-Za-z0-9-]+\\$","x-rlark-message":"must be a crypt-style hash such as $scrypt$... or $2b$..., never a plain password","description":"Dashboard password as a crypt-style hash; never a plain password."}}};
 const formats12 = /^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/i;
 
-function validate322(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate337(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate322.evaluated;
+const evaluated0 = validate337.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11384,17 +12419,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate322.errors = vErrors;
+validate337.errors = vErrors;
 return errors === 0;
 }
-validate322.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate337.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const pattern30 = new RegExp("^\\$[A-Za-z0-9-]+\\$", "u");
+const pattern32 = new RegExp("^\\$[A-Za-z0-9-]+\\$", "u");
 
-function validate321(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate336(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate321.evaluated;
+const evaluated0 = validate336.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11403,7 +12438,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.roles === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "roles"},message:"must have required property '"+"roles"+"'",schema:schema115.required,parentSchema:schema115,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "roles"},message:"must have required property '"+"roles"+"'",schema:schema121.required,parentSchema:schema121,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -11414,7 +12449,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((key0 === "displayName") || (key0 === "email")) || (key0 === "roles")) || (key0 === "sshPublicKeys")) || (key0 === "passwordHash"))){
-const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema115,data};
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema121,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -11427,7 +12462,7 @@ errors++;
 if(data.displayName !== undefined){
 let data0 = data.displayName;
 if(typeof data0 !== "string"){
-const err2 = {instancePath:instancePath+"/displayName",schemaPath:"#/properties/displayName/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema115.properties.displayName.type,parentSchema:schema115.properties.displayName,data:data0};
+const err2 = {instancePath:instancePath+"/displayName",schemaPath:"#/properties/displayName/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema121.properties.displayName.type,parentSchema:schema121.properties.displayName,data:data0};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -11441,7 +12476,7 @@ if(data.email !== undefined){
 let data1 = data.email;
 if(typeof data1 === "string"){
 if(!(formats12.test(data1))){
-const err3 = {instancePath:instancePath+"/email",schemaPath:"#/properties/email/format",keyword:"format",params:{format: "email"},message:"must match format \""+"email"+"\"",schema:"email",parentSchema:schema115.properties.email,data:data1};
+const err3 = {instancePath:instancePath+"/email",schemaPath:"#/properties/email/format",keyword:"format",params:{format: "email"},message:"must match format \""+"email"+"\"",schema:"email",parentSchema:schema121.properties.email,data:data1};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -11452,7 +12487,7 @@ errors++;
 }
 }
 else {
-const err4 = {instancePath:instancePath+"/email",schemaPath:"#/properties/email/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema115.properties.email.type,parentSchema:schema115.properties.email,data:data1};
+const err4 = {instancePath:instancePath+"/email",schemaPath:"#/properties/email/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema121.properties.email.type,parentSchema:schema121.properties.email,data:data1};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -11466,7 +12501,7 @@ if(data.roles !== undefined){
 let data2 = data.roles;
 if(Array.isArray(data2)){
 if(data2.length < 1){
-const err5 = {instancePath:instancePath+"/roles",schemaPath:"#/properties/roles/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema115.properties.roles,data:data2};
+const err5 = {instancePath:instancePath+"/roles",schemaPath:"#/properties/roles/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema121.properties.roles,data:data2};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -11479,7 +12514,7 @@ const len0 = data2.length;
 for(let i0=0; i0<len0; i0++){
 let data3 = data2[i0];
 if(!(((data3 === "viewer") || (data3 === "user")) || (data3 === "admin"))){
-const err6 = {instancePath:instancePath+"/roles/" + i0,schemaPath:"#/properties/roles/items/enum",keyword:"enum",params:{allowedValues: schema115.properties.roles.items.enum},message:"must be equal to one of the allowed values",schema:schema115.properties.roles.items.enum,parentSchema:schema115.properties.roles.items,data:data3};
+const err6 = {instancePath:instancePath+"/roles/" + i0,schemaPath:"#/properties/roles/items/enum",keyword:"enum",params:{allowedValues: schema121.properties.roles.items.enum},message:"must be equal to one of the allowed values",schema:schema121.properties.roles.items.enum,parentSchema:schema121.properties.roles.items,data:data3};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -11496,7 +12531,7 @@ outer0:
 for(;i1--;){
 for(j0 = i1; j0--;){
 if(func0(data2[i1], data2[j0])){
-const err7 = {instancePath:instancePath+"/roles",schemaPath:"#/properties/roles/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)",schema:true,parentSchema:schema115.properties.roles,data:data2};
+const err7 = {instancePath:instancePath+"/roles",schemaPath:"#/properties/roles/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)",schema:true,parentSchema:schema121.properties.roles,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -11511,7 +12546,7 @@ break outer0;
 }
 }
 else {
-const err8 = {instancePath:instancePath+"/roles",schemaPath:"#/properties/roles/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema115.properties.roles.type,parentSchema:schema115.properties.roles,data:data2};
+const err8 = {instancePath:instancePath+"/roles",schemaPath:"#/properties/roles/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema121.properties.roles.type,parentSchema:schema121.properties.roles,data:data2};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -11526,8 +12561,8 @@ let data4 = data.sshPublicKeys;
 if(Array.isArray(data4)){
 const len1 = data4.length;
 for(let i2=0; i2<len1; i2++){
-if(!(validate322(data4[i2], {instancePath:instancePath+"/sshPublicKeys/" + i2,parentData:data4,parentDataProperty:i2,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate322.errors : vErrors.concat(validate322.errors);
+if(!(validate337(data4[i2], {instancePath:instancePath+"/sshPublicKeys/" + i2,parentData:data4,parentDataProperty:i2,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate337.errors : vErrors.concat(validate337.errors);
 errors = vErrors.length;
 }
 }
@@ -11538,7 +12573,7 @@ outer1:
 for(;i3--;){
 for(j1 = i3; j1--;){
 if(func0(data4[i3], data4[j1])){
-const err9 = {instancePath:instancePath+"/sshPublicKeys",schemaPath:"#/properties/sshPublicKeys/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)",schema:true,parentSchema:schema115.properties.sshPublicKeys,data:data4};
+const err9 = {instancePath:instancePath+"/sshPublicKeys",schemaPath:"#/properties/sshPublicKeys/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)",schema:true,parentSchema:schema121.properties.sshPublicKeys,data:data4};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -11553,7 +12588,7 @@ break outer1;
 }
 }
 else {
-const err10 = {instancePath:instancePath+"/sshPublicKeys",schemaPath:"#/properties/sshPublicKeys/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema115.properties.sshPublicKeys.type,parentSchema:schema115.properties.sshPublicKeys,data:data4};
+const err10 = {instancePath:instancePath+"/sshPublicKeys",schemaPath:"#/properties/sshPublicKeys/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema121.properties.sshPublicKeys.type,parentSchema:schema121.properties.sshPublicKeys,data:data4};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -11566,8 +12601,8 @@ errors++;
 if(data.passwordHash !== undefined){
 let data6 = data.passwordHash;
 if(typeof data6 === "string"){
-if(!pattern30.test(data6)){
-const err11 = {instancePath:instancePath+"/passwordHash",schemaPath:"#/properties/passwordHash/pattern",keyword:"pattern",params:{pattern: "^\\$[A-Za-z0-9-]+\\$"},message:"must match pattern \""+"^\\$[A-Za-z0-9-]+\\$"+"\"",schema:"^\\$[A-Za-z0-9-]+\\$",parentSchema:schema115.properties.passwordHash,data:data6};
+if(!pattern32.test(data6)){
+const err11 = {instancePath:instancePath+"/passwordHash",schemaPath:"#/properties/passwordHash/pattern",keyword:"pattern",params:{pattern: "^\\$[A-Za-z0-9-]+\\$"},message:"must match pattern \""+"^\\$[A-Za-z0-9-]+\\$"+"\"",schema:"^\\$[A-Za-z0-9-]+\\$",parentSchema:schema121.properties.passwordHash,data:data6};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -11578,1128 +12613,7 @@ errors++;
 }
 }
 else {
-const err12 = {instancePath:instancePath+"/passwordHash",schemaPath:"#/properties/passwordHash/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema115.properties.passwordHash.type,parentSchema:schema115.properties.passwordHash,data:data6};
-if(vErrors === null){
-vErrors = [err12];
-}
-else {
-vErrors.push(err12);
-}
-errors++;
-}
-}
-}
-else {
-const err13 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema115.type,parentSchema:schema115,data};
-if(vErrors === null){
-vErrors = [err13];
-}
-else {
-vErrors.push(err13);
-}
-errors++;
-}
-validate321.errors = vErrors;
-return errors === 0;
-}
-validate321.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-
-function validate309(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://rlinf.io/schemas/v1alpha1/user.schema.json" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate309.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.apiVersion === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema111.required,parentSchema:schema111,data};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.kind === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema111.required,parentSchema:schema111,data};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.metadata === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema111.required,parentSchema:schema111,data};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.spec === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema111.required,parentSchema:schema111,data};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "metadata")) || (key0 === "spec"))){
-const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema111,data};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.apiVersion !== undefined){
-let data0 = data.apiVersion;
-if("rlinf.io/v1alpha1" !== data0){
-const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema111.properties.apiVersion,data:data0};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.kind !== undefined){
-let data1 = data.kind;
-if("User" !== data1){
-const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "User"},message:"must be equal to constant",schema:"User",parentSchema:schema111.properties.kind,data:data1};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-}
-if(data.metadata !== undefined){
-let data2 = data.metadata;
-if(!(validate310(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate310.errors : vErrors.concat(validate310.errors);
-errors = vErrors.length;
-}
-if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
-if(data2.name !== undefined){
-if(!(validate317(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate317.errors : vErrors.concat(validate317.errors);
-errors = vErrors.length;
-}
-}
-if(data2.namespace !== undefined){
-if(!(validate319(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate319.errors : vErrors.concat(validate319.errors);
-errors = vErrors.length;
-}
-}
-}
-}
-if(data.spec !== undefined){
-if(!(validate321(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate321.errors : vErrors.concat(validate321.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema111.type,parentSchema:schema111,data};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-validate309.errors = vErrors;
-return errors === 0;
-}
-validate309.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-export const AccessPolicy = validate325;
-const schema117 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/access-policy.schema.json","title":"AccessPolicy","description":"A grant of access to running work (shell, exec, files, logs, port forwarding, HTTP proxies) for some users or roles on some targets. Nothing is reachable that no AccessPolicy grants. Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"AccessPolicy","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Policy name."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: AccessPolicies are cluster-scoped."}}},"spec":{"$ref":"#/$defs/AccessPolicySpec","description":"Who may do what, where."}},"$defs":{"AccessPolicySpec":{"description":"Subjects, targets and verbs. A request is allowed when some policy names its user (or one of the user's roles), matches its target and lists its verb.","type":"object","additionalProperties":false,"required":["subjects","verbs"],"properties":{"subjects":{"$ref":"#/$defs/AccessSubjects","description":"Who the grant is for."},"targets":{"$ref":"#/$defs/AccessTargets","description":"Which pods the grant reaches; every field given must match. Omitted: every pod."},"verbs":{"type":"array","minItems":1,"uniqueItems":true,"description":"What the subjects may do: shell (interactive terminal), exec (one command, only those in commands), files (SFTP), logs, forward (TCP port forwarding), proxy (HTTP proxies).","items":{"enum":["shell","exec","files","logs","forward","proxy"],"description":"A verb."}},"commands":{"type":"array","uniqueItems":true,"maxItems":256,"description":"The exec allowlist: a command is allowed when it equals an entry, or an entry ending in ` *` is a prefix of it (`nvidia-smi *`). Required with the exec verb.","items":{"type":"string","minLength":1,"maxLength":1024,"description":"A command line or prefix."}}}},"AccessSubjects":{"description":"Users by name and roles; a user matches if named or holding a listed role.","type":"object","additionalProperties":false,"minProperties":1,"properties":{"users":{"type":"array","uniqueItems":true,"description":"User names (metadata.name of User objects).","items":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"A user."}},"roles":{"type":"array","uniqueItems":true,"description":"Roles (User spec.roles).","items":{"enum":["viewer","user","admin"],"description":"A role."}}}},"AccessTargets":{"description":"Target filters; each list matches any of its entries, and every field given must match.","type":"object","additionalProperties":false,"properties":{"clusters":{"type":"array","uniqueItems":true,"description":"Cluster names.","items":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"A Cluster."}},"namespaces":{"type":"array","uniqueItems":true,"description":"The pods' namespaces inside their cluster.","items":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"A namespace."}},"domains":{"type":"array","uniqueItems":true,"description":"Domains whose Jobs' pods are reachable.","items":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"A Domain."}},"jobSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Matches the labels of the pod's Job."}}}}};
-
-function validate326(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate326.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.name === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema21.required,parentSchema:schema21,data};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-for(const key0 in data){
-if(!(func1.call(schema21.properties, key0))){
-const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema21,data};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-if(data.name !== undefined){
-let data0 = data.name;
-if(typeof data0 !== "string"){
-const err2 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema21.properties.name.type,parentSchema:schema21.properties.name,data:data0};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.namespace !== undefined){
-let data1 = data.namespace;
-if(typeof data1 !== "string"){
-const err3 = {instancePath:instancePath+"/namespace",schemaPath:"#/properties/namespace/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema21.properties.namespace.type,parentSchema:schema21.properties.namespace,data:data1};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-if(data.labels !== undefined){
-if(!(validate55(data.labels, {instancePath:instancePath+"/labels",parentData:data,parentDataProperty:"labels",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate55.errors : vErrors.concat(validate55.errors);
-errors = vErrors.length;
-}
-}
-if(data.annotations !== undefined){
-if(!(validate61(data.annotations, {instancePath:instancePath+"/annotations",parentData:data,parentDataProperty:"annotations",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate61.errors : vErrors.concat(validate61.errors);
-errors = vErrors.length;
-}
-}
-if(data.uid !== undefined){
-let data4 = data.uid;
-if(typeof data4 !== "string"){
-const err4 = {instancePath:instancePath+"/uid",schemaPath:"#/properties/uid/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema21.properties.uid.type,parentSchema:schema21.properties.uid,data:data4};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.resourceVersion !== undefined){
-let data5 = data.resourceVersion;
-if(typeof data5 !== "string"){
-const err5 = {instancePath:instancePath+"/resourceVersion",schemaPath:"#/properties/resourceVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema21.properties.resourceVersion.type,parentSchema:schema21.properties.resourceVersion,data:data5};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.generation !== undefined){
-let data6 = data.generation;
-if(!(((typeof data6 == "number") && (!(data6 % 1) && !isNaN(data6))) && (isFinite(data6)))){
-const err6 = {instancePath:instancePath+"/generation",schemaPath:"#/properties/generation/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema21.properties.generation.type,parentSchema:schema21.properties.generation,data:data6};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if((typeof data6 == "number") && (isFinite(data6))){
-if(data6 < 0 || isNaN(data6)){
-const err7 = {instancePath:instancePath+"/generation",schemaPath:"#/properties/generation/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema21.properties.generation,data:data6};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-}
-if(data.creationTimestamp !== undefined){
-if(!(validate64(data.creationTimestamp, {instancePath:instancePath+"/creationTimestamp",parentData:data,parentDataProperty:"creationTimestamp",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate64.errors : vErrors.concat(validate64.errors);
-errors = vErrors.length;
-}
-}
-if(data.deletionTimestamp !== undefined){
-if(!(validate64(data.deletionTimestamp, {instancePath:instancePath+"/deletionTimestamp",parentData:data,parentDataProperty:"deletionTimestamp",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate64.errors : vErrors.concat(validate64.errors);
-errors = vErrors.length;
-}
-}
-if(data.ownerReferences !== undefined){
-let data9 = data.ownerReferences;
-if(Array.isArray(data9)){
-const len0 = data9.length;
-for(let i0=0; i0<len0; i0++){
-if(!(validate67(data9[i0], {instancePath:instancePath+"/ownerReferences/" + i0,parentData:data9,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate67.errors : vErrors.concat(validate67.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err8 = {instancePath:instancePath+"/ownerReferences",schemaPath:"#/properties/ownerReferences/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema21.properties.ownerReferences.type,parentSchema:schema21.properties.ownerReferences,data:data9};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-}
-if(data.finalizers !== undefined){
-let data11 = data.finalizers;
-if(Array.isArray(data11)){
-const len1 = data11.length;
-for(let i1=0; i1<len1; i1++){
-let data12 = data11[i1];
-if(typeof data12 !== "string"){
-const err9 = {instancePath:instancePath+"/finalizers/" + i1,schemaPath:"#/properties/finalizers/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema21.properties.finalizers.items.type,parentSchema:schema21.properties.finalizers.items,data:data12};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-}
-else {
-const err10 = {instancePath:instancePath+"/finalizers",schemaPath:"#/properties/finalizers/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema21.properties.finalizers.type,parentSchema:schema21.properties.finalizers,data:data11};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-if(data.managedFields !== undefined){
-let data13 = data.managedFields;
-if(Array.isArray(data13)){
-const len2 = data13.length;
-for(let i2=0; i2<len2; i2++){
-let data14 = data13[i2];
-if(!(data14 && typeof data14 == "object" && !Array.isArray(data14))){
-const err11 = {instancePath:instancePath+"/managedFields/" + i2,schemaPath:"#/properties/managedFields/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.properties.managedFields.items.type,parentSchema:schema21.properties.managedFields.items,data:data14};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-}
-}
-else {
-const err12 = {instancePath:instancePath+"/managedFields",schemaPath:"#/properties/managedFields/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema21.properties.managedFields.type,parentSchema:schema21.properties.managedFields,data:data13};
-if(vErrors === null){
-vErrors = [err12];
-}
-else {
-vErrors.push(err12);
-}
-errors++;
-}
-}
-}
-else {
-const err13 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.type,parentSchema:schema21,data};
-if(vErrors === null){
-vErrors = [err13];
-}
-else {
-vErrors.push(err13);
-}
-errors++;
-}
-validate326.errors = vErrors;
-return errors === 0;
-}
-validate326.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-
-function validate333(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate333.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data === "string"){
-if(func2(data) > 253){
-const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema97,data};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(func2(data) < 1){
-const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema97,data};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(!pattern25.test(data)){
-const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema97,data};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-else {
-const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema97.type,parentSchema:schema97,data};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-validate333.errors = vErrors;
-return errors === 0;
-}
-validate333.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate335(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate335.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data === "string"){
-if(func2(data) > 0){
-const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 0},message:"must NOT have more than 0 characters",schema:0,parentSchema:schema29,data};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema29.type,parentSchema:schema29,data};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate335.errors = vErrors;
-return errors === 0;
-}
-validate335.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-const schema121 = {"description":"Subjects, targets and verbs. A request is allowed when some policy names its user (or one of the user's roles), matches its target and lists its verb.","type":"object","additionalProperties":false,"required":["subjects","verbs"],"properties":{"subjects":{"$ref":"#/$defs/AccessSubjects","description":"Who the grant is for."},"targets":{"$ref":"#/$defs/AccessTargets","description":"Which pods the grant reaches; every field given must match. Omitted: every pod."},"verbs":{"type":"array","minItems":1,"uniqueItems":true,"description":"What the subjects may do: shell (interactive terminal), exec (one command, only those in commands), files (SFTP), logs, forward (TCP port forwarding), proxy (HTTP proxies).","items":{"enum":["shell","exec","files","logs","forward","proxy"],"description":"A verb."}},"commands":{"type":"array","uniqueItems":true,"maxItems":256,"description":"The exec allowlist: a command is allowed when it equals an entry, or an entry ending in ` *` is a prefix of it (`nvidia-smi *`). Required with the exec verb.","items":{"type":"string","minLength":1,"maxLength":1024,"description":"A command line or prefix."}}}};
-const schema122 = {"description":"Users by name and roles; a user matches if named or holding a listed role.","type":"object","additionalProperties":false,"minProperties":1,"properties":{"users":{"type":"array","uniqueItems":true,"description":"User names (metadata.name of User objects).","items":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"A user."}},"roles":{"type":"array","uniqueItems":true,"description":"Roles (User spec.roles).","items":{"enum":["viewer","user","admin"],"description":"A role."}}}};
-
-function validate338(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate338.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(Object.keys(data).length < 1){
-const err0 = {instancePath,schemaPath:"#/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties",schema:1,parentSchema:schema122,data};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((key0 === "users") || (key0 === "roles"))){
-const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema122,data};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-if(data.users !== undefined){
-let data0 = data.users;
-if(Array.isArray(data0)){
-const len0 = data0.length;
-for(let i0=0; i0<len0; i0++){
-if(!(validate333(data0[i0], {instancePath:instancePath+"/users/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate333.errors : vErrors.concat(validate333.errors);
-errors = vErrors.length;
-}
-}
-let i1 = data0.length;
-let j0;
-if(i1 > 1){
-outer0:
-for(;i1--;){
-for(j0 = i1; j0--;){
-if(func0(data0[i1], data0[j0])){
-const err2 = {instancePath:instancePath+"/users",schemaPath:"#/properties/users/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)",schema:true,parentSchema:schema122.properties.users,data:data0};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-break outer0;
-}
-}
-}
-}
-}
-else {
-const err3 = {instancePath:instancePath+"/users",schemaPath:"#/properties/users/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema122.properties.users.type,parentSchema:schema122.properties.users,data:data0};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-if(data.roles !== undefined){
-let data2 = data.roles;
-if(Array.isArray(data2)){
-const len1 = data2.length;
-for(let i2=0; i2<len1; i2++){
-let data3 = data2[i2];
-if(!(((data3 === "viewer") || (data3 === "user")) || (data3 === "admin"))){
-const err4 = {instancePath:instancePath+"/roles/" + i2,schemaPath:"#/properties/roles/items/enum",keyword:"enum",params:{allowedValues: schema122.properties.roles.items.enum},message:"must be equal to one of the allowed values",schema:schema122.properties.roles.items.enum,parentSchema:schema122.properties.roles.items,data:data3};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-let i3 = data2.length;
-let j1;
-if(i3 > 1){
-outer1:
-for(;i3--;){
-for(j1 = i3; j1--;){
-if(func0(data2[i3], data2[j1])){
-const err5 = {instancePath:instancePath+"/roles",schemaPath:"#/properties/roles/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)",schema:true,parentSchema:schema122.properties.roles,data:data2};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-break outer1;
-}
-}
-}
-}
-}
-else {
-const err6 = {instancePath:instancePath+"/roles",schemaPath:"#/properties/roles/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema122.properties.roles.type,parentSchema:schema122.properties.roles,data:data2};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-}
-}
-else {
-const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema122.type,parentSchema:schema122,data};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-validate338.errors = vErrors;
-return errors === 0;
-}
-validate338.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-const schema123 = {"description":"Target filters; each list matches any of its entries, and every field given must match.","type":"object","additionalProperties":false,"properties":{"clusters":{"type":"array","uniqueItems":true,"description":"Cluster names.","items":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"A Cluster."}},"namespaces":{"type":"array","uniqueItems":true,"description":"The pods' namespaces inside their cluster.","items":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"A namespace."}},"domains":{"type":"array","uniqueItems":true,"description":"Domains whose Jobs' pods are reachable.","items":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"A Domain."}},"jobSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Matches the labels of the pod's Job."}}};
-
-function validate342(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate342.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data === "string"){
-if(func2(data) > 63){
-const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema28,data};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(func2(data) < 1){
-const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema28,data};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(!pattern5.test(data)){
-const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema28,data};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-else {
-const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema28.type,parentSchema:schema28,data};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-validate342.errors = vErrors;
-return errors === 0;
-}
-validate342.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate346(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate346.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-for(const key0 in data){
-if(!((key0 === "matchLabels") || (key0 === "matchExpressions"))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema37,data};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(data.matchLabels !== undefined){
-if(!(validate55(data.matchLabels, {instancePath:instancePath+"/matchLabels",parentData:data,parentDataProperty:"matchLabels",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate55.errors : vErrors.concat(validate55.errors);
-errors = vErrors.length;
-}
-}
-if(data.matchExpressions !== undefined){
-let data1 = data.matchExpressions;
-if(Array.isArray(data1)){
-const len0 = data1.length;
-for(let i0=0; i0<len0; i0++){
-if(!(validate92(data1[i0], {instancePath:instancePath+"/matchExpressions/" + i0,parentData:data1,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate92.errors : vErrors.concat(validate92.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath:instancePath+"/matchExpressions",schemaPath:"#/properties/matchExpressions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema37.properties.matchExpressions.type,parentSchema:schema37.properties.matchExpressions,data:data1};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-}
-else {
-const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema37.type,parentSchema:schema37,data};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-validate346.errors = vErrors;
-return errors === 0;
-}
-validate346.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-
-function validate341(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate341.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-for(const key0 in data){
-if(!((((key0 === "clusters") || (key0 === "namespaces")) || (key0 === "domains")) || (key0 === "jobSelector"))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema123,data};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(data.clusters !== undefined){
-let data0 = data.clusters;
-if(Array.isArray(data0)){
-const len0 = data0.length;
-for(let i0=0; i0<len0; i0++){
-if(!(validate342(data0[i0], {instancePath:instancePath+"/clusters/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate342.errors : vErrors.concat(validate342.errors);
-errors = vErrors.length;
-}
-}
-let i1 = data0.length;
-let j0;
-if(i1 > 1){
-outer0:
-for(;i1--;){
-for(j0 = i1; j0--;){
-if(func0(data0[i1], data0[j0])){
-const err1 = {instancePath:instancePath+"/clusters",schemaPath:"#/properties/clusters/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)",schema:true,parentSchema:schema123.properties.clusters,data:data0};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-break outer0;
-}
-}
-}
-}
-}
-else {
-const err2 = {instancePath:instancePath+"/clusters",schemaPath:"#/properties/clusters/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema123.properties.clusters.type,parentSchema:schema123.properties.clusters,data:data0};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.namespaces !== undefined){
-let data2 = data.namespaces;
-if(Array.isArray(data2)){
-const len1 = data2.length;
-for(let i2=0; i2<len1; i2++){
-if(!(validate342(data2[i2], {instancePath:instancePath+"/namespaces/" + i2,parentData:data2,parentDataProperty:i2,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate342.errors : vErrors.concat(validate342.errors);
-errors = vErrors.length;
-}
-}
-let i3 = data2.length;
-let j1;
-if(i3 > 1){
-outer1:
-for(;i3--;){
-for(j1 = i3; j1--;){
-if(func0(data2[i3], data2[j1])){
-const err3 = {instancePath:instancePath+"/namespaces",schemaPath:"#/properties/namespaces/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)",schema:true,parentSchema:schema123.properties.namespaces,data:data2};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-break outer1;
-}
-}
-}
-}
-}
-else {
-const err4 = {instancePath:instancePath+"/namespaces",schemaPath:"#/properties/namespaces/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema123.properties.namespaces.type,parentSchema:schema123.properties.namespaces,data:data2};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.domains !== undefined){
-let data4 = data.domains;
-if(Array.isArray(data4)){
-const len2 = data4.length;
-for(let i4=0; i4<len2; i4++){
-if(!(validate333(data4[i4], {instancePath:instancePath+"/domains/" + i4,parentData:data4,parentDataProperty:i4,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate333.errors : vErrors.concat(validate333.errors);
-errors = vErrors.length;
-}
-}
-let i5 = data4.length;
-let j2;
-if(i5 > 1){
-outer2:
-for(;i5--;){
-for(j2 = i5; j2--;){
-if(func0(data4[i5], data4[j2])){
-const err5 = {instancePath:instancePath+"/domains",schemaPath:"#/properties/domains/uniqueItems",keyword:"uniqueItems",params:{i: i5, j: j2},message:"must NOT have duplicate items (items ## "+j2+" and "+i5+" are identical)",schema:true,parentSchema:schema123.properties.domains,data:data4};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-break outer2;
-}
-}
-}
-}
-}
-else {
-const err6 = {instancePath:instancePath+"/domains",schemaPath:"#/properties/domains/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema123.properties.domains.type,parentSchema:schema123.properties.domains,data:data4};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-}
-if(data.jobSelector !== undefined){
-if(!(validate346(data.jobSelector, {instancePath:instancePath+"/jobSelector",parentData:data,parentDataProperty:"jobSelector",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate346.errors : vErrors.concat(validate346.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema123.type,parentSchema:schema123,data};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-validate341.errors = vErrors;
-return errors === 0;
-}
-validate341.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-
-function validate337(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate337.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.subjects === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "subjects"},message:"must have required property '"+"subjects"+"'",schema:schema121.required,parentSchema:schema121,data};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.verbs === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "verbs"},message:"must have required property '"+"verbs"+"'",schema:schema121.required,parentSchema:schema121,data};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((((key0 === "subjects") || (key0 === "targets")) || (key0 === "verbs")) || (key0 === "commands"))){
-const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema121,data};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.subjects !== undefined){
-if(!(validate338(data.subjects, {instancePath:instancePath+"/subjects",parentData:data,parentDataProperty:"subjects",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate338.errors : vErrors.concat(validate338.errors);
-errors = vErrors.length;
-}
-}
-if(data.targets !== undefined){
-if(!(validate341(data.targets, {instancePath:instancePath+"/targets",parentData:data,parentDataProperty:"targets",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate341.errors : vErrors.concat(validate341.errors);
-errors = vErrors.length;
-}
-}
-if(data.verbs !== undefined){
-let data2 = data.verbs;
-if(Array.isArray(data2)){
-if(data2.length < 1){
-const err3 = {instancePath:instancePath+"/verbs",schemaPath:"#/properties/verbs/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema121.properties.verbs,data:data2};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-const len0 = data2.length;
-for(let i0=0; i0<len0; i0++){
-let data3 = data2[i0];
-if(!((((((data3 === "shell") || (data3 === "exec")) || (data3 === "files")) || (data3 === "logs")) || (data3 === "forward")) || (data3 === "proxy"))){
-const err4 = {instancePath:instancePath+"/verbs/" + i0,schemaPath:"#/properties/verbs/items/enum",keyword:"enum",params:{allowedValues: schema121.properties.verbs.items.enum},message:"must be equal to one of the allowed values",schema:schema121.properties.verbs.items.enum,parentSchema:schema121.properties.verbs.items,data:data3};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-let i1 = data2.length;
-let j0;
-if(i1 > 1){
-outer0:
-for(;i1--;){
-for(j0 = i1; j0--;){
-if(func0(data2[i1], data2[j0])){
-const err5 = {instancePath:instancePath+"/verbs",schemaPath:"#/properties/verbs/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)",schema:true,parentSchema:schema121.properties.verbs,data:data2};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-break outer0;
-}
-}
-}
-}
-}
-else {
-const err6 = {instancePath:instancePath+"/verbs",schemaPath:"#/properties/verbs/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema121.properties.verbs.type,parentSchema:schema121.properties.verbs,data:data2};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-}
-if(data.commands !== undefined){
-let data4 = data.commands;
-if(Array.isArray(data4)){
-if(data4.length > 256){
-const err7 = {instancePath:instancePath+"/commands",schemaPath:"#/properties/commands/maxItems",keyword:"maxItems",params:{limit: 256},message:"must NOT have more than 256 items",schema:256,parentSchema:schema121.properties.commands,data:data4};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-const len1 = data4.length;
-for(let i2=0; i2<len1; i2++){
-let data5 = data4[i2];
-if(typeof data5 === "string"){
-if(func2(data5) > 1024){
-const err8 = {instancePath:instancePath+"/commands/" + i2,schemaPath:"#/properties/commands/items/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters",schema:1024,parentSchema:schema121.properties.commands.items,data:data5};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(func2(data5) < 1){
-const err9 = {instancePath:instancePath+"/commands/" + i2,schemaPath:"#/properties/commands/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema121.properties.commands.items,data:data5};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-else {
-const err10 = {instancePath:instancePath+"/commands/" + i2,schemaPath:"#/properties/commands/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema121.properties.commands.items.type,parentSchema:schema121.properties.commands.items,data:data5};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-let i3 = data4.length;
-let j1;
-if(i3 > 1){
-const indices0 = {};
-for(;i3--;){
-let item0 = data4[i3];
-if(typeof item0 !== "string"){
-continue;
-}
-if(typeof indices0[item0] == "number"){
-j1 = indices0[item0];
-const err11 = {instancePath:instancePath+"/commands",schemaPath:"#/properties/commands/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)",schema:true,parentSchema:schema121.properties.commands,data:data4};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-break;
-}
-indices0[item0] = i3;
-}
-}
-}
-else {
-const err12 = {instancePath:instancePath+"/commands",schemaPath:"#/properties/commands/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema121.properties.commands.type,parentSchema:schema121.properties.commands,data:data4};
+const err12 = {instancePath:instancePath+"/passwordHash",schemaPath:"#/properties/passwordHash/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema121.properties.passwordHash.type,parentSchema:schema121.properties.passwordHash,data:data6};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -12720,17 +12634,17 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate337.errors = vErrors;
+validate336.errors = vErrors;
 return errors === 0;
 }
-validate337.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate336.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate325(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://rlinf.io/schemas/v1alpha1/access-policy.schema.json" */;
+function validate324(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://rlinf.io/schemas/v1alpha1/user.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate325.evaluated;
+const evaluated0 = validate324.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12805,8 +12719,8 @@ errors++;
 }
 if(data.kind !== undefined){
 let data1 = data.kind;
-if("AccessPolicy" !== data1){
-const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "AccessPolicy"},message:"must be equal to constant",schema:"AccessPolicy",parentSchema:schema117.properties.kind,data:data1};
+if("User" !== data1){
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "User"},message:"must be equal to constant",schema:"User",parentSchema:schema117.properties.kind,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -12818,28 +12732,28 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate326(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate326.errors : vErrors.concat(validate326.errors);
+if(!(validate325(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate325.errors : vErrors.concat(validate325.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.name !== undefined){
-if(!(validate333(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate333.errors : vErrors.concat(validate333.errors);
+if(!(validate332(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate332.errors : vErrors.concat(validate332.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate335(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate335.errors : vErrors.concat(validate335.errors);
+if(!(validate334(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate334.errors : vErrors.concat(validate334.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate337(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate337.errors : vErrors.concat(validate337.errors);
+if(!(validate336(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate336.errors : vErrors.concat(validate336.errors);
 errors = vErrors.length;
 }
 }
@@ -12854,18 +12768,18 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate325.errors = vErrors;
+validate324.errors = vErrors;
 return errors === 0;
 }
-validate325.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate324.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const SealedSecret = validate352;
-const schema126 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/sealed-secret.schema.json","title":"SealedSecret","description":"A Kubernetes Secret whose values are sealed to the hub's key (`rlark seal`), so it can live in git: the hub opens the values only to hand the Secret to the agents of its clusters, which apply it as an Opaque Secret. Written in git (docs/secrets.md).","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"SealedSecret","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the name is the Secret's name in the clusters.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Name of the Secret in the clusters."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>: deliver to that one cluster. Omit it to use spec.clusterSelector instead."}}},"spec":{"$ref":"#/$defs/SealedSecretSpec","description":"Desired state."}},"allOf":[{"if":{"required":["metadata"],"properties":{"metadata":{"type":"object","not":{"required":["namespace"]}}}},"then":{"properties":{"spec":{"required":["clusterSelector"]}}},"x-rlark-rule":"schema/sealed-secret-target","x-rlark-message":"a SealedSecret needs its clusters: set metadata.namespace to agent-<cluster> or set spec.clusterSelector"},{"if":{"required":["metadata"],"properties":{"metadata":{"type":"object","required":["namespace"]}}},"then":{"properties":{"spec":{"properties":{"clusterSelector":false}}}},"x-rlark-rule":"schema/sealed-secret-target","x-rlark-message":"a SealedSecret names its clusters once: metadata.namespace or spec.clusterSelector, not both"}],"$defs":{"SealedSecretSpec":{"description":"Where the Secret goes and its sealed values.","type":"object","additionalProperties":false,"required":["namespace","encryptedData"],"properties":{"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Namespace of the Secret in the clusters (created when missing)."},"clusterSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Deliver to every Cluster whose labels match; only when metadata.namespace is not set."},"encryptedData":{"type":"object","description":"The Secret's keys, each with its value sealed by `rlark seal` for the context cluster/<cluster>/secret/<spec.namespace>/<metadata.name>/<key> (metadata.namespace agent-<cluster>) or clusters/<spec.clusterSelector as canonical JSON>/secret/…: a value moved to another cluster, selector, namespace, name or key does not open.","minProperties":1,"maxProperties":256,"propertyNames":{"type":"string","maxLength":253,"pattern":"^[-._a-zA-Z0-9]+$","x-rlark-message":"must be a Secret key: letters, digits, '-', '_' and '.'"},"additionalProperties":{"type":"string","pattern":"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$","x-rlark-message":"must be a sealed value (rlark-sealed:v1:<key id>:<payload>) made by `rlark seal`, never a plain value","x-rlark-sensitive":true,"description":"A sealed value."}}}}}};
+export const AccessPolicy = validate340;
+const schema123 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/access-policy.schema.json","title":"AccessPolicy","description":"A grant of access to running work (shell, exec, files, logs, port forwarding, HTTP proxies) for some users or roles on some targets. Nothing is reachable that no AccessPolicy grants. Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"AccessPolicy","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Policy name."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: AccessPolicies are cluster-scoped."}}},"spec":{"$ref":"#/$defs/AccessPolicySpec","description":"Who may do what, where."}},"$defs":{"AccessPolicySpec":{"description":"Subjects, targets and verbs. A request is allowed when some policy names its user (or one of the user's roles), matches its target and lists its verb.","type":"object","additionalProperties":false,"required":["subjects","verbs"],"properties":{"subjects":{"$ref":"#/$defs/AccessSubjects","description":"Who the grant is for."},"targets":{"$ref":"#/$defs/AccessTargets","description":"Which pods the grant reaches; every field given must match. Omitted: every pod."},"verbs":{"type":"array","minItems":1,"uniqueItems":true,"description":"What the subjects may do: shell (interactive terminal), exec (one command, only those in commands), files (SFTP), logs, forward (TCP port forwarding), proxy (HTTP proxies).","items":{"enum":["shell","exec","files","logs","forward","proxy"],"description":"A verb."}},"commands":{"type":"array","uniqueItems":true,"maxItems":256,"description":"The exec allowlist: a command is allowed when it equals an entry, or an entry ending in ` *` is a prefix of it (`nvidia-smi *`). Required with the exec verb.","items":{"type":"string","minLength":1,"maxLength":1024,"description":"A command line or prefix."}}}},"AccessSubjects":{"description":"Users by name and roles; a user matches if named or holding a listed role.","type":"object","additionalProperties":false,"minProperties":1,"properties":{"users":{"type":"array","uniqueItems":true,"description":"User names (metadata.name of User objects).","items":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"A user."}},"roles":{"type":"array","uniqueItems":true,"description":"Roles (User spec.roles).","items":{"enum":["viewer","user","admin"],"description":"A role."}}}},"AccessTargets":{"description":"Target filters; each list matches any of its entries, and every field given must match.","type":"object","additionalProperties":false,"properties":{"clusters":{"type":"array","uniqueItems":true,"description":"Cluster names.","items":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"A Cluster."}},"namespaces":{"type":"array","uniqueItems":true,"description":"The pods' namespaces inside their cluster.","items":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"A namespace."}},"domains":{"type":"array","uniqueItems":true,"description":"Domains whose Jobs' pods are reachable.","items":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"A Domain."}},"jobSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Matches the labels of the pod's Job."}}}}};
 
-function validate353(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate341(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate353.evaluated;
+const evaluated0 = validate341.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13087,16 +13001,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate353.errors = vErrors;
+validate341.errors = vErrors;
 return errors === 0;
 }
-validate353.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate341.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate360(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate348(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate360.evaluated;
+const evaluated0 = validate348.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13105,7 +13019,7 @@ evaluated0.items = undefined;
 }
 if(typeof data === "string"){
 if(func2(data) > 253){
-const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema97,data};
+const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema98,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -13115,7 +13029,7 @@ vErrors.push(err0);
 errors++;
 }
 if(func2(data) < 1){
-const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema97,data};
+const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema98,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -13124,8 +13038,8 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(!pattern25.test(data)){
-const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema97,data};
+if(!pattern26.test(data)){
+const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema98,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -13136,7 +13050,7 @@ errors++;
 }
 }
 else {
-const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema97.type,parentSchema:schema97,data};
+const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema98.type,parentSchema:schema98,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -13145,16 +13059,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate360.errors = vErrors;
+validate348.errors = vErrors;
 return errors === 0;
 }
-validate360.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate348.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate362(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate350(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate362.evaluated;
+const evaluated0 = validate350.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13162,8 +13076,8 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(typeof data === "string"){
-if(func2(data) > 63){
-const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema76,data};
+if(func2(data) > 0){
+const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 0},message:"must NOT have more than 0 characters",schema:0,parentSchema:schema29,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -13172,8 +13086,49 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(!pattern19.test(data)){
-const err1 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema76,data};
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema29.type,parentSchema:schema29,data};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate350.errors = vErrors;
+return errors === 0;
+}
+validate350.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+const schema127 = {"description":"Subjects, targets and verbs. A request is allowed when some policy names its user (or one of the user's roles), matches its target and lists its verb.","type":"object","additionalProperties":false,"required":["subjects","verbs"],"properties":{"subjects":{"$ref":"#/$defs/AccessSubjects","description":"Who the grant is for."},"targets":{"$ref":"#/$defs/AccessTargets","description":"Which pods the grant reaches; every field given must match. Omitted: every pod."},"verbs":{"type":"array","minItems":1,"uniqueItems":true,"description":"What the subjects may do: shell (interactive terminal), exec (one command, only those in commands), files (SFTP), logs, forward (TCP port forwarding), proxy (HTTP proxies).","items":{"enum":["shell","exec","files","logs","forward","proxy"],"description":"A verb."}},"commands":{"type":"array","uniqueItems":true,"maxItems":256,"description":"The exec allowlist: a command is allowed when it equals an entry, or an entry ending in ` *` is a prefix of it (`nvidia-smi *`). Required with the exec verb.","items":{"type":"string","minLength":1,"maxLength":1024,"description":"A command line or prefix."}}}};
+const schema128 = {"description":"Users by name and roles; a user matches if named or holding a listed role.","type":"object","additionalProperties":false,"minProperties":1,"properties":{"users":{"type":"array","uniqueItems":true,"description":"User names (metadata.name of User objects).","items":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"A user."}},"roles":{"type":"array","uniqueItems":true,"description":"Roles (User spec.roles).","items":{"enum":["viewer","user","admin"],"description":"A role."}}}};
+
+function validate353(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate353.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(Object.keys(data).length < 1){
+const err0 = {instancePath,schemaPath:"#/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties",schema:1,parentSchema:schema128,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "users") || (key0 === "roles"))){
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema128,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -13183,8 +13138,24 @@ vErrors.push(err1);
 errors++;
 }
 }
-else {
-const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema76.type,parentSchema:schema76,data};
+if(data.users !== undefined){
+let data0 = data.users;
+if(Array.isArray(data0)){
+const len0 = data0.length;
+for(let i0=0; i0<len0; i0++){
+if(!(validate348(data0[i0], {instancePath:instancePath+"/users/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate348.errors : vErrors.concat(validate348.errors);
+errors = vErrors.length;
+}
+}
+let i1 = data0.length;
+let j0;
+if(i1 > 1){
+outer0:
+for(;i1--;){
+for(j0 = i1; j0--;){
+if(func0(data0[i1], data0[j0])){
+const err2 = {instancePath:instancePath+"/users",schemaPath:"#/properties/users/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)",schema:true,parentSchema:schema128.properties.users,data:data0};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -13192,18 +13163,94 @@ else {
 vErrors.push(err2);
 }
 errors++;
+break outer0;
 }
-validate362.errors = vErrors;
+}
+}
+}
+}
+else {
+const err3 = {instancePath:instancePath+"/users",schemaPath:"#/properties/users/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema128.properties.users.type,parentSchema:schema128.properties.users,data:data0};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.roles !== undefined){
+let data2 = data.roles;
+if(Array.isArray(data2)){
+const len1 = data2.length;
+for(let i2=0; i2<len1; i2++){
+let data3 = data2[i2];
+if(!(((data3 === "viewer") || (data3 === "user")) || (data3 === "admin"))){
+const err4 = {instancePath:instancePath+"/roles/" + i2,schemaPath:"#/properties/roles/items/enum",keyword:"enum",params:{allowedValues: schema128.properties.roles.items.enum},message:"must be equal to one of the allowed values",schema:schema128.properties.roles.items.enum,parentSchema:schema128.properties.roles.items,data:data3};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+let i3 = data2.length;
+let j1;
+if(i3 > 1){
+outer1:
+for(;i3--;){
+for(j1 = i3; j1--;){
+if(func0(data2[i3], data2[j1])){
+const err5 = {instancePath:instancePath+"/roles",schemaPath:"#/properties/roles/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)",schema:true,parentSchema:schema128.properties.roles,data:data2};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+break outer1;
+}
+}
+}
+}
+}
+else {
+const err6 = {instancePath:instancePath+"/roles",schemaPath:"#/properties/roles/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema128.properties.roles.type,parentSchema:schema128.properties.roles,data:data2};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+}
+else {
+const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema128.type,parentSchema:schema128,data};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+validate353.errors = vErrors;
 return errors === 0;
 }
-validate362.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate353.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema130 = {"description":"Where the Secret goes and its sealed values.","type":"object","additionalProperties":false,"required":["namespace","encryptedData"],"properties":{"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Namespace of the Secret in the clusters (created when missing)."},"clusterSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Deliver to every Cluster whose labels match; only when metadata.namespace is not set."},"encryptedData":{"type":"object","description":"The Secret's keys, each with its value sealed by `rlark seal` for the context cluster/<cluster>/secret/<spec.namespace>/<metadata.name>/<key> (metadata.namespace agent-<cluster>) or clusters/<spec.clusterSelector as canonical JSON>/secret/…: a value moved to another cluster, selector, namespace, name or key does not open.","minProperties":1,"maxProperties":256,"propertyNames":{"type":"string","maxLength":253,"pattern":"^[-._a-zA-Z0-9]+$","x-rlark-message":"must be a Secret key: letters, digits, '-', '_' and '.'"},"additionalProperties":{"type":"string","pattern":"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$","x-rlark-message":"must be a sealed value (rlark-sealed:v1:<key id>:<payload>) made by `rlark seal`, never a plain value","x-rlark-sensitive":true,"description":"A sealed value."}}}};
+const schema129 = {"description":"Target filters; each list matches any of its entries, and every field given must match.","type":"object","additionalProperties":false,"properties":{"clusters":{"type":"array","uniqueItems":true,"description":"Cluster names.","items":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"A Cluster."}},"namespaces":{"type":"array","uniqueItems":true,"description":"The pods' namespaces inside their cluster.","items":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"A namespace."}},"domains":{"type":"array","uniqueItems":true,"description":"Domains whose Jobs' pods are reachable.","items":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"A Domain."}},"jobSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Matches the labels of the pod's Job."}}};
 
-function validate365(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate357(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate365.evaluated;
+const evaluated0 = validate357.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13252,16 +13299,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate365.errors = vErrors;
+validate357.errors = vErrors;
 return errors === 0;
 }
-validate365.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate357.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate367(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate361(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate367.evaluated;
+const evaluated0 = validate361.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13320,17 +13367,16 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate367.errors = vErrors;
+validate361.errors = vErrors;
 return errors === 0;
 }
-validate367.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate361.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const pattern36 = new RegExp("^[-._a-zA-Z0-9]+$", "u");
 
-function validate364(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate356(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate364.evaluated;
+const evaluated0 = validate356.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13338,8 +13384,9 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.namespace === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema130.required,parentSchema:schema130,data};
+for(const key0 in data){
+if(!((((key0 === "clusters") || (key0 === "namespaces")) || (key0 === "domains")) || (key0 === "jobSelector"))){
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema129,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -13348,8 +13395,179 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.encryptedData === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "encryptedData"},message:"must have required property '"+"encryptedData"+"'",schema:schema130.required,parentSchema:schema130,data};
+}
+if(data.clusters !== undefined){
+let data0 = data.clusters;
+if(Array.isArray(data0)){
+const len0 = data0.length;
+for(let i0=0; i0<len0; i0++){
+if(!(validate357(data0[i0], {instancePath:instancePath+"/clusters/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate357.errors : vErrors.concat(validate357.errors);
+errors = vErrors.length;
+}
+}
+let i1 = data0.length;
+let j0;
+if(i1 > 1){
+outer0:
+for(;i1--;){
+for(j0 = i1; j0--;){
+if(func0(data0[i1], data0[j0])){
+const err1 = {instancePath:instancePath+"/clusters",schemaPath:"#/properties/clusters/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)",schema:true,parentSchema:schema129.properties.clusters,data:data0};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+break outer0;
+}
+}
+}
+}
+}
+else {
+const err2 = {instancePath:instancePath+"/clusters",schemaPath:"#/properties/clusters/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema129.properties.clusters.type,parentSchema:schema129.properties.clusters,data:data0};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.namespaces !== undefined){
+let data2 = data.namespaces;
+if(Array.isArray(data2)){
+const len1 = data2.length;
+for(let i2=0; i2<len1; i2++){
+if(!(validate357(data2[i2], {instancePath:instancePath+"/namespaces/" + i2,parentData:data2,parentDataProperty:i2,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate357.errors : vErrors.concat(validate357.errors);
+errors = vErrors.length;
+}
+}
+let i3 = data2.length;
+let j1;
+if(i3 > 1){
+outer1:
+for(;i3--;){
+for(j1 = i3; j1--;){
+if(func0(data2[i3], data2[j1])){
+const err3 = {instancePath:instancePath+"/namespaces",schemaPath:"#/properties/namespaces/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)",schema:true,parentSchema:schema129.properties.namespaces,data:data2};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+break outer1;
+}
+}
+}
+}
+}
+else {
+const err4 = {instancePath:instancePath+"/namespaces",schemaPath:"#/properties/namespaces/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema129.properties.namespaces.type,parentSchema:schema129.properties.namespaces,data:data2};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.domains !== undefined){
+let data4 = data.domains;
+if(Array.isArray(data4)){
+const len2 = data4.length;
+for(let i4=0; i4<len2; i4++){
+if(!(validate348(data4[i4], {instancePath:instancePath+"/domains/" + i4,parentData:data4,parentDataProperty:i4,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate348.errors : vErrors.concat(validate348.errors);
+errors = vErrors.length;
+}
+}
+let i5 = data4.length;
+let j2;
+if(i5 > 1){
+outer2:
+for(;i5--;){
+for(j2 = i5; j2--;){
+if(func0(data4[i5], data4[j2])){
+const err5 = {instancePath:instancePath+"/domains",schemaPath:"#/properties/domains/uniqueItems",keyword:"uniqueItems",params:{i: i5, j: j2},message:"must NOT have duplicate items (items ## "+j2+" and "+i5+" are identical)",schema:true,parentSchema:schema129.properties.domains,data:data4};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+break outer2;
+}
+}
+}
+}
+}
+else {
+const err6 = {instancePath:instancePath+"/domains",schemaPath:"#/properties/domains/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema129.properties.domains.type,parentSchema:schema129.properties.domains,data:data4};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.jobSelector !== undefined){
+if(!(validate361(data.jobSelector, {instancePath:instancePath+"/jobSelector",parentData:data,parentDataProperty:"jobSelector",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate361.errors : vErrors.concat(validate361.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema129.type,parentSchema:schema129,data};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+validate356.errors = vErrors;
+return errors === 0;
+}
+validate356.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+
+function validate352(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate352.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.subjects === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "subjects"},message:"must have required property '"+"subjects"+"'",schema:schema127.required,parentSchema:schema127,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.verbs === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "verbs"},message:"must have required property '"+"verbs"+"'",schema:schema127.required,parentSchema:schema127,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -13359,8 +13577,363 @@ vErrors.push(err1);
 errors++;
 }
 for(const key0 in data){
-if(!(((key0 === "namespace") || (key0 === "clusterSelector")) || (key0 === "encryptedData"))){
-const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema130,data};
+if(!((((key0 === "subjects") || (key0 === "targets")) || (key0 === "verbs")) || (key0 === "commands"))){
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema127,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.subjects !== undefined){
+if(!(validate353(data.subjects, {instancePath:instancePath+"/subjects",parentData:data,parentDataProperty:"subjects",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate353.errors : vErrors.concat(validate353.errors);
+errors = vErrors.length;
+}
+}
+if(data.targets !== undefined){
+if(!(validate356(data.targets, {instancePath:instancePath+"/targets",parentData:data,parentDataProperty:"targets",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate356.errors : vErrors.concat(validate356.errors);
+errors = vErrors.length;
+}
+}
+if(data.verbs !== undefined){
+let data2 = data.verbs;
+if(Array.isArray(data2)){
+if(data2.length < 1){
+const err3 = {instancePath:instancePath+"/verbs",schemaPath:"#/properties/verbs/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema127.properties.verbs,data:data2};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+const len0 = data2.length;
+for(let i0=0; i0<len0; i0++){
+let data3 = data2[i0];
+if(!((((((data3 === "shell") || (data3 === "exec")) || (data3 === "files")) || (data3 === "logs")) || (data3 === "forward")) || (data3 === "proxy"))){
+const err4 = {instancePath:instancePath+"/verbs/" + i0,schemaPath:"#/properties/verbs/items/enum",keyword:"enum",params:{allowedValues: schema127.properties.verbs.items.enum},message:"must be equal to one of the allowed values",schema:schema127.properties.verbs.items.enum,parentSchema:schema127.properties.verbs.items,data:data3};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+let i1 = data2.length;
+let j0;
+if(i1 > 1){
+outer0:
+for(;i1--;){
+for(j0 = i1; j0--;){
+if(func0(data2[i1], data2[j0])){
+const err5 = {instancePath:instancePath+"/verbs",schemaPath:"#/properties/verbs/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)",schema:true,parentSchema:schema127.properties.verbs,data:data2};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+break outer0;
+}
+}
+}
+}
+}
+else {
+const err6 = {instancePath:instancePath+"/verbs",schemaPath:"#/properties/verbs/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema127.properties.verbs.type,parentSchema:schema127.properties.verbs,data:data2};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.commands !== undefined){
+let data4 = data.commands;
+if(Array.isArray(data4)){
+if(data4.length > 256){
+const err7 = {instancePath:instancePath+"/commands",schemaPath:"#/properties/commands/maxItems",keyword:"maxItems",params:{limit: 256},message:"must NOT have more than 256 items",schema:256,parentSchema:schema127.properties.commands,data:data4};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+const len1 = data4.length;
+for(let i2=0; i2<len1; i2++){
+let data5 = data4[i2];
+if(typeof data5 === "string"){
+if(func2(data5) > 1024){
+const err8 = {instancePath:instancePath+"/commands/" + i2,schemaPath:"#/properties/commands/items/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters",schema:1024,parentSchema:schema127.properties.commands.items,data:data5};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(func2(data5) < 1){
+const err9 = {instancePath:instancePath+"/commands/" + i2,schemaPath:"#/properties/commands/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema127.properties.commands.items,data:data5};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+else {
+const err10 = {instancePath:instancePath+"/commands/" + i2,schemaPath:"#/properties/commands/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema127.properties.commands.items.type,parentSchema:schema127.properties.commands.items,data:data5};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+let i3 = data4.length;
+let j1;
+if(i3 > 1){
+const indices0 = {};
+for(;i3--;){
+let item0 = data4[i3];
+if(typeof item0 !== "string"){
+continue;
+}
+if(typeof indices0[item0] == "number"){
+j1 = indices0[item0];
+const err11 = {instancePath:instancePath+"/commands",schemaPath:"#/properties/commands/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)",schema:true,parentSchema:schema127.properties.commands,data:data4};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+break;
+}
+indices0[item0] = i3;
+}
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/commands",schemaPath:"#/properties/commands/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema127.properties.commands.type,parentSchema:schema127.properties.commands,data:data4};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+}
+else {
+const err13 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema127.type,parentSchema:schema127,data};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+validate352.errors = vErrors;
+return errors === 0;
+}
+validate352.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+
+function validate340(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://rlinf.io/schemas/v1alpha1/access-policy.schema.json" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate340.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.apiVersion === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema123.required,parentSchema:schema123,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.kind === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema123.required,parentSchema:schema123,data};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.metadata === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema123.required,parentSchema:schema123,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.spec === undefined){
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema123.required,parentSchema:schema123,data};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "metadata")) || (key0 === "spec"))){
+const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema123,data};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.apiVersion !== undefined){
+let data0 = data.apiVersion;
+if("rlinf.io/v1alpha1" !== data0){
+const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema123.properties.apiVersion,data:data0};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.kind !== undefined){
+let data1 = data.kind;
+if("AccessPolicy" !== data1){
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "AccessPolicy"},message:"must be equal to constant",schema:"AccessPolicy",parentSchema:schema123.properties.kind,data:data1};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.metadata !== undefined){
+let data2 = data.metadata;
+if(!(validate341(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate341.errors : vErrors.concat(validate341.errors);
+errors = vErrors.length;
+}
+if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
+if(data2.name !== undefined){
+if(!(validate348(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate348.errors : vErrors.concat(validate348.errors);
+errors = vErrors.length;
+}
+}
+if(data2.namespace !== undefined){
+if(!(validate350(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate350.errors : vErrors.concat(validate350.errors);
+errors = vErrors.length;
+}
+}
+}
+}
+if(data.spec !== undefined){
+if(!(validate352(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate352.errors : vErrors.concat(validate352.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema123.type,parentSchema:schema123,data};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+validate340.errors = vErrors;
+return errors === 0;
+}
+validate340.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const SealedSecret = validate367;
+const schema132 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/sealed-secret.schema.json","title":"SealedSecret","description":"A Kubernetes Secret whose values are sealed to the hub's key (`rlark seal`), so it can live in git: the hub opens the values only to hand the Secret to the agents of its clusters, which apply it as an Opaque Secret. Written in git (docs/secrets.md).","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"SealedSecret","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the name is the Secret's name in the clusters.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Name of the Secret in the clusters."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>: deliver to that one cluster. Omit it to use spec.clusterSelector instead."}}},"spec":{"$ref":"#/$defs/SealedSecretSpec","description":"Desired state."}},"allOf":[{"if":{"required":["metadata"],"properties":{"metadata":{"type":"object","not":{"required":["namespace"]}}}},"then":{"properties":{"spec":{"required":["clusterSelector"]}}},"x-rlark-rule":"schema/sealed-secret-target","x-rlark-message":"a SealedSecret needs its clusters: set metadata.namespace to agent-<cluster> or set spec.clusterSelector"},{"if":{"required":["metadata"],"properties":{"metadata":{"type":"object","required":["namespace"]}}},"then":{"properties":{"spec":{"properties":{"clusterSelector":false}}}},"x-rlark-rule":"schema/sealed-secret-target","x-rlark-message":"a SealedSecret names its clusters once: metadata.namespace or spec.clusterSelector, not both"}],"$defs":{"SealedSecretSpec":{"description":"Where the Secret goes and its sealed values.","type":"object","additionalProperties":false,"required":["namespace","encryptedData"],"properties":{"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Namespace of the Secret in the clusters (created when missing)."},"clusterSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Deliver to every Cluster whose labels match; only when metadata.namespace is not set."},"encryptedData":{"type":"object","description":"The Secret's keys, each with its value sealed by `rlark seal` for the context cluster/<cluster>/secret/<spec.namespace>/<metadata.name>/<key> (metadata.namespace agent-<cluster>) or clusters/<spec.clusterSelector as canonical JSON>/secret/…: a value moved to another cluster, selector, namespace, name or key does not open.","minProperties":1,"maxProperties":256,"propertyNames":{"type":"string","maxLength":253,"pattern":"^[-._a-zA-Z0-9]+$","x-rlark-message":"must be a Secret key: letters, digits, '-', '_' and '.'"},"additionalProperties":{"type":"string","pattern":"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$","x-rlark-message":"must be a sealed value (rlark-sealed:v1:<key id>:<payload>) made by `rlark seal`, never a plain value","x-rlark-sensitive":true,"description":"A sealed value."}}}}}};
+
+function validate368(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate368.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.name === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema21.required,parentSchema:schema21,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(func1.call(schema21.properties, key0))){
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema21,data};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.name !== undefined){
+let data0 = data.name;
+if(typeof data0 !== "string"){
+const err2 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema21.properties.name.type,parentSchema:schema21.properties.name,data:data0};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -13371,14 +13944,476 @@ errors++;
 }
 }
 if(data.namespace !== undefined){
-if(!(validate365(data.namespace, {instancePath:instancePath+"/namespace",parentData:data,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate365.errors : vErrors.concat(validate365.errors);
+let data1 = data.namespace;
+if(typeof data1 !== "string"){
+const err3 = {instancePath:instancePath+"/namespace",schemaPath:"#/properties/namespace/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema21.properties.namespace.type,parentSchema:schema21.properties.namespace,data:data1};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.labels !== undefined){
+if(!(validate55(data.labels, {instancePath:instancePath+"/labels",parentData:data,parentDataProperty:"labels",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate55.errors : vErrors.concat(validate55.errors);
+errors = vErrors.length;
+}
+}
+if(data.annotations !== undefined){
+if(!(validate61(data.annotations, {instancePath:instancePath+"/annotations",parentData:data,parentDataProperty:"annotations",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate61.errors : vErrors.concat(validate61.errors);
+errors = vErrors.length;
+}
+}
+if(data.uid !== undefined){
+let data4 = data.uid;
+if(typeof data4 !== "string"){
+const err4 = {instancePath:instancePath+"/uid",schemaPath:"#/properties/uid/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema21.properties.uid.type,parentSchema:schema21.properties.uid,data:data4};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.resourceVersion !== undefined){
+let data5 = data.resourceVersion;
+if(typeof data5 !== "string"){
+const err5 = {instancePath:instancePath+"/resourceVersion",schemaPath:"#/properties/resourceVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema21.properties.resourceVersion.type,parentSchema:schema21.properties.resourceVersion,data:data5};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.generation !== undefined){
+let data6 = data.generation;
+if(!(((typeof data6 == "number") && (!(data6 % 1) && !isNaN(data6))) && (isFinite(data6)))){
+const err6 = {instancePath:instancePath+"/generation",schemaPath:"#/properties/generation/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema21.properties.generation.type,parentSchema:schema21.properties.generation,data:data6};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if((typeof data6 == "number") && (isFinite(data6))){
+if(data6 < 0 || isNaN(data6)){
+const err7 = {instancePath:instancePath+"/generation",schemaPath:"#/properties/generation/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema21.properties.generation,data:data6};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+if(data.creationTimestamp !== undefined){
+if(!(validate64(data.creationTimestamp, {instancePath:instancePath+"/creationTimestamp",parentData:data,parentDataProperty:"creationTimestamp",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate64.errors : vErrors.concat(validate64.errors);
+errors = vErrors.length;
+}
+}
+if(data.deletionTimestamp !== undefined){
+if(!(validate64(data.deletionTimestamp, {instancePath:instancePath+"/deletionTimestamp",parentData:data,parentDataProperty:"deletionTimestamp",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate64.errors : vErrors.concat(validate64.errors);
+errors = vErrors.length;
+}
+}
+if(data.ownerReferences !== undefined){
+let data9 = data.ownerReferences;
+if(Array.isArray(data9)){
+const len0 = data9.length;
+for(let i0=0; i0<len0; i0++){
+if(!(validate67(data9[i0], {instancePath:instancePath+"/ownerReferences/" + i0,parentData:data9,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate67.errors : vErrors.concat(validate67.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err8 = {instancePath:instancePath+"/ownerReferences",schemaPath:"#/properties/ownerReferences/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema21.properties.ownerReferences.type,parentSchema:schema21.properties.ownerReferences,data:data9};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+if(data.finalizers !== undefined){
+let data11 = data.finalizers;
+if(Array.isArray(data11)){
+const len1 = data11.length;
+for(let i1=0; i1<len1; i1++){
+let data12 = data11[i1];
+if(typeof data12 !== "string"){
+const err9 = {instancePath:instancePath+"/finalizers/" + i1,schemaPath:"#/properties/finalizers/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema21.properties.finalizers.items.type,parentSchema:schema21.properties.finalizers.items,data:data12};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+}
+else {
+const err10 = {instancePath:instancePath+"/finalizers",schemaPath:"#/properties/finalizers/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema21.properties.finalizers.type,parentSchema:schema21.properties.finalizers,data:data11};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+if(data.managedFields !== undefined){
+let data13 = data.managedFields;
+if(Array.isArray(data13)){
+const len2 = data13.length;
+for(let i2=0; i2<len2; i2++){
+let data14 = data13[i2];
+if(!(data14 && typeof data14 == "object" && !Array.isArray(data14))){
+const err11 = {instancePath:instancePath+"/managedFields/" + i2,schemaPath:"#/properties/managedFields/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.properties.managedFields.items.type,parentSchema:schema21.properties.managedFields.items,data:data14};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/managedFields",schemaPath:"#/properties/managedFields/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema21.properties.managedFields.type,parentSchema:schema21.properties.managedFields,data:data13};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+}
+else {
+const err13 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.type,parentSchema:schema21,data};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+validate368.errors = vErrors;
+return errors === 0;
+}
+validate368.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+
+function validate375(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate375.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data === "string"){
+if(func2(data) > 253){
+const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema98,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(func2(data) < 1){
+const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema98,data};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(!pattern26.test(data)){
+const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema98,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+else {
+const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema98.type,parentSchema:schema98,data};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+validate375.errors = vErrors;
+return errors === 0;
+}
+validate375.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate377(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate377.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data === "string"){
+if(func2(data) > 63){
+const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema76,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(!pattern20.test(data)){
+const err1 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema76,data};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema76.type,parentSchema:schema76,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+validate377.errors = vErrors;
+return errors === 0;
+}
+validate377.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+const schema136 = {"description":"Where the Secret goes and its sealed values.","type":"object","additionalProperties":false,"required":["namespace","encryptedData"],"properties":{"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Namespace of the Secret in the clusters (created when missing)."},"clusterSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Deliver to every Cluster whose labels match; only when metadata.namespace is not set."},"encryptedData":{"type":"object","description":"The Secret's keys, each with its value sealed by `rlark seal` for the context cluster/<cluster>/secret/<spec.namespace>/<metadata.name>/<key> (metadata.namespace agent-<cluster>) or clusters/<spec.clusterSelector as canonical JSON>/secret/…: a value moved to another cluster, selector, namespace, name or key does not open.","minProperties":1,"maxProperties":256,"propertyNames":{"type":"string","maxLength":253,"pattern":"^[-._a-zA-Z0-9]+$","x-rlark-message":"must be a Secret key: letters, digits, '-', '_' and '.'"},"additionalProperties":{"type":"string","pattern":"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$","x-rlark-message":"must be a sealed value (rlark-sealed:v1:<key id>:<payload>) made by `rlark seal`, never a plain value","x-rlark-sensitive":true,"description":"A sealed value."}}}};
+
+function validate380(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate380.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data === "string"){
+if(func2(data) > 63){
+const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema28,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(func2(data) < 1){
+const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema28,data};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(!pattern5.test(data)){
+const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema28,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+else {
+const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema28.type,parentSchema:schema28,data};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+validate380.errors = vErrors;
+return errors === 0;
+}
+validate380.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate382(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate382.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+for(const key0 in data){
+if(!((key0 === "matchLabels") || (key0 === "matchExpressions"))){
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema37,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(data.matchLabels !== undefined){
+if(!(validate55(data.matchLabels, {instancePath:instancePath+"/matchLabels",parentData:data,parentDataProperty:"matchLabels",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate55.errors : vErrors.concat(validate55.errors);
+errors = vErrors.length;
+}
+}
+if(data.matchExpressions !== undefined){
+let data1 = data.matchExpressions;
+if(Array.isArray(data1)){
+const len0 = data1.length;
+for(let i0=0; i0<len0; i0++){
+if(!(validate92(data1[i0], {instancePath:instancePath+"/matchExpressions/" + i0,parentData:data1,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate92.errors : vErrors.concat(validate92.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath:instancePath+"/matchExpressions",schemaPath:"#/properties/matchExpressions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema37.properties.matchExpressions.type,parentSchema:schema37.properties.matchExpressions,data:data1};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema37.type,parentSchema:schema37,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+validate382.errors = vErrors;
+return errors === 0;
+}
+validate382.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+const pattern38 = new RegExp("^[-._a-zA-Z0-9]+$", "u");
+
+function validate379(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate379.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.namespace === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema136.required,parentSchema:schema136,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.encryptedData === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "encryptedData"},message:"must have required property '"+"encryptedData"+"'",schema:schema136.required,parentSchema:schema136,data};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "namespace") || (key0 === "clusterSelector")) || (key0 === "encryptedData"))){
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema136,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.namespace !== undefined){
+if(!(validate380(data.namespace, {instancePath:instancePath+"/namespace",parentData:data,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate380.errors : vErrors.concat(validate380.errors);
 errors = vErrors.length;
 }
 }
 if(data.clusterSelector !== undefined){
-if(!(validate367(data.clusterSelector, {instancePath:instancePath+"/clusterSelector",parentData:data,parentDataProperty:"clusterSelector",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate367.errors : vErrors.concat(validate367.errors);
+if(!(validate382(data.clusterSelector, {instancePath:instancePath+"/clusterSelector",parentData:data,parentDataProperty:"clusterSelector",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate382.errors : vErrors.concat(validate382.errors);
 errors = vErrors.length;
 }
 }
@@ -13386,7 +14421,7 @@ if(data.encryptedData !== undefined){
 let data2 = data.encryptedData;
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(Object.keys(data2).length > 256){
-const err3 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/maxProperties",keyword:"maxProperties",params:{limit: 256},message:"must NOT have more than 256 properties",schema:256,parentSchema:schema130.properties.encryptedData,data:data2};
+const err3 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/maxProperties",keyword:"maxProperties",params:{limit: 256},message:"must NOT have more than 256 properties",schema:256,parentSchema:schema136.properties.encryptedData,data:data2};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -13396,7 +14431,7 @@ vErrors.push(err3);
 errors++;
 }
 if(Object.keys(data2).length < 1){
-const err4 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties",schema:1,parentSchema:schema130.properties.encryptedData,data:data2};
+const err4 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties",schema:1,parentSchema:schema136.properties.encryptedData,data:data2};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -13409,7 +14444,7 @@ for(const key1 in data2){
 const _errs6 = errors;
 if(typeof key1 === "string"){
 if(func2(key1) > 253){
-const err5 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/propertyNames/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema130.properties.encryptedData.propertyNames,data:key1,propertyName:key1};
+const err5 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/propertyNames/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema136.properties.encryptedData.propertyNames,data:key1,propertyName:key1};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -13418,8 +14453,8 @@ vErrors.push(err5);
 }
 errors++;
 }
-if(!pattern36.test(key1)){
-const err6 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[-._a-zA-Z0-9]+$"},message:"must match pattern \""+"^[-._a-zA-Z0-9]+$"+"\"",schema:"^[-._a-zA-Z0-9]+$",parentSchema:schema130.properties.encryptedData.propertyNames,data:key1,propertyName:key1};
+if(!pattern38.test(key1)){
+const err6 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[-._a-zA-Z0-9]+$"},message:"must match pattern \""+"^[-._a-zA-Z0-9]+$"+"\"",schema:"^[-._a-zA-Z0-9]+$",parentSchema:schema136.properties.encryptedData.propertyNames,data:key1,propertyName:key1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -13430,7 +14465,7 @@ errors++;
 }
 }
 else {
-const err7 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/propertyNames/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema130.properties.encryptedData.propertyNames.type,parentSchema:schema130.properties.encryptedData.propertyNames,data:key1,propertyName:key1};
+const err7 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/propertyNames/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema136.properties.encryptedData.propertyNames.type,parentSchema:schema136.properties.encryptedData.propertyNames,data:key1,propertyName:key1};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -13441,7 +14476,7 @@ errors++;
 }
 var valid1 = _errs6 === errors;
 if(!valid1){
-const err8 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/propertyNames",keyword:"propertyNames",params:{propertyName: key1},message:"property name must be valid",schema:schema130.properties.encryptedData.propertyNames,parentSchema:schema130.properties.encryptedData,data:data2};
+const err8 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/propertyNames",keyword:"propertyNames",params:{propertyName: key1},message:"property name must be valid",schema:schema136.properties.encryptedData.propertyNames,parentSchema:schema136.properties.encryptedData,data:data2};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -13454,8 +14489,8 @@ errors++;
 for(const key2 in data2){
 let data3 = data2[key2];
 if(typeof data3 === "string"){
-if(!pattern22.test(data3)){
-const err9 = {instancePath:instancePath+"/encryptedData/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/encryptedData/additionalProperties/pattern",keyword:"pattern",params:{pattern: "^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$"},message:"must match pattern \""+"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$"+"\"",schema:"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$",parentSchema:schema130.properties.encryptedData.additionalProperties,data:data3};
+if(!pattern23.test(data3)){
+const err9 = {instancePath:instancePath+"/encryptedData/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/encryptedData/additionalProperties/pattern",keyword:"pattern",params:{pattern: "^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$"},message:"must match pattern \""+"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$"+"\"",schema:"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$",parentSchema:schema136.properties.encryptedData.additionalProperties,data:data3};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -13466,7 +14501,7 @@ errors++;
 }
 }
 else {
-const err10 = {instancePath:instancePath+"/encryptedData/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/encryptedData/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema130.properties.encryptedData.additionalProperties.type,parentSchema:schema130.properties.encryptedData.additionalProperties,data:data3};
+const err10 = {instancePath:instancePath+"/encryptedData/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/encryptedData/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema136.properties.encryptedData.additionalProperties.type,parentSchema:schema136.properties.encryptedData.additionalProperties,data:data3};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -13478,7 +14513,7 @@ errors++;
 }
 }
 else {
-const err11 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema130.properties.encryptedData.type,parentSchema:schema130.properties.encryptedData,data:data2};
+const err11 = {instancePath:instancePath+"/encryptedData",schemaPath:"#/properties/encryptedData/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema136.properties.encryptedData.type,parentSchema:schema136.properties.encryptedData,data:data2};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -13490,7 +14525,7 @@ errors++;
 }
 }
 else {
-const err12 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema130.type,parentSchema:schema130,data};
+const err12 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema136.type,parentSchema:schema136,data};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -13499,17 +14534,17 @@ vErrors.push(err12);
 }
 errors++;
 }
-validate364.errors = vErrors;
+validate379.errors = vErrors;
 return errors === 0;
 }
-validate364.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate379.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate352(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate367(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/sealed-secret.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate352.evaluated;
+const evaluated0 = validate367.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13601,7 +14636,7 @@ if(data.spec !== undefined){
 let data1 = data.spec;
 if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
 if(data1.clusterSelector === undefined){
-const err4 = {instancePath:instancePath+"/spec",schemaPath:"#/allOf/0/then/properties/spec/required",keyword:"required",params:{missingProperty: "clusterSelector"},message:"must have required property '"+"clusterSelector"+"'",schema:schema126.allOf[0].then.properties.spec.required,parentSchema:schema126.allOf[0].then.properties.spec,data:data1};
+const err4 = {instancePath:instancePath+"/spec",schemaPath:"#/allOf/0/then/properties/spec/required",keyword:"required",params:{missingProperty: "clusterSelector"},message:"must have required property '"+"clusterSelector"+"'",schema:schema132.allOf[0].then.properties.spec.required,parentSchema:schema132.allOf[0].then.properties.spec,data:data1};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -13622,7 +14657,7 @@ props0.metadata = true;
 }
 }
 if(!valid1){
-const err5 = {instancePath,schemaPath:"#/allOf/0/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema",schema:schema126.allOf[0].if,parentSchema:schema126.allOf[0],data};
+const err5 = {instancePath,schemaPath:"#/allOf/0/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema",schema:schema132.allOf[0].if,parentSchema:schema132.allOf[0],data};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -13695,7 +14730,7 @@ if(data.spec !== undefined){
 let data3 = data.spec;
 if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
 if(data3.clusterSelector !== undefined){
-const err9 = {instancePath:instancePath+"/spec/clusterSelector",schemaPath:"#/allOf/1/then/properties/spec/properties/clusterSelector/false schema",keyword:"false schema",params:{},message:"boolean schema is false",schema:false,parentSchema:schema126.allOf[1].then.properties.spec.properties.clusterSelector,data:data3.clusterSelector};
+const err9 = {instancePath:instancePath+"/spec/clusterSelector",schemaPath:"#/allOf/1/then/properties/spec/properties/clusterSelector/false schema",keyword:"false schema",params:{},message:"boolean schema is false",schema:false,parentSchema:schema132.allOf[1].then.properties.spec.properties.clusterSelector,data:data3.clusterSelector};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -13716,7 +14751,7 @@ props1.metadata = true;
 }
 }
 if(!valid5){
-const err10 = {instancePath,schemaPath:"#/allOf/1/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema",schema:schema126.allOf[1].if,parentSchema:schema126.allOf[1],data};
+const err10 = {instancePath,schemaPath:"#/allOf/1/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema",schema:schema132.allOf[1].if,parentSchema:schema132.allOf[1],data};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -13736,7 +14771,7 @@ Object.assign(props0, props1);
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.apiVersion === undefined){
-const err11 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema126.required,parentSchema:schema126,data};
+const err11 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema132.required,parentSchema:schema132,data};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -13746,7 +14781,7 @@ vErrors.push(err11);
 errors++;
 }
 if(data.kind === undefined){
-const err12 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema126.required,parentSchema:schema126,data};
+const err12 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema132.required,parentSchema:schema132,data};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -13756,7 +14791,7 @@ vErrors.push(err12);
 errors++;
 }
 if(data.metadata === undefined){
-const err13 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema126.required,parentSchema:schema126,data};
+const err13 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema132.required,parentSchema:schema132,data};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -13766,7 +14801,7 @@ vErrors.push(err13);
 errors++;
 }
 if(data.spec === undefined){
-const err14 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema126.required,parentSchema:schema126,data};
+const err14 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema132.required,parentSchema:schema132,data};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -13777,7 +14812,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "metadata")) || (key0 === "spec"))){
-const err15 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema126,data};
+const err15 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema132,data};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -13790,7 +14825,7 @@ errors++;
 if(data.apiVersion !== undefined){
 let data5 = data.apiVersion;
 if("rlinf.io/v1alpha1" !== data5){
-const err16 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema126.properties.apiVersion,data:data5};
+const err16 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema132.properties.apiVersion,data:data5};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -13803,7 +14838,7 @@ errors++;
 if(data.kind !== undefined){
 let data6 = data.kind;
 if("SealedSecret" !== data6){
-const err17 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "SealedSecret"},message:"must be equal to constant",schema:"SealedSecret",parentSchema:schema126.properties.kind,data:data6};
+const err17 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "SealedSecret"},message:"must be equal to constant",schema:"SealedSecret",parentSchema:schema132.properties.kind,data:data6};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -13815,34 +14850,34 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data7 = data.metadata;
-if(!(validate353(data7, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate353.errors : vErrors.concat(validate353.errors);
+if(!(validate368(data7, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate368.errors : vErrors.concat(validate368.errors);
 errors = vErrors.length;
 }
 if(data7 && typeof data7 == "object" && !Array.isArray(data7)){
 if(data7.name !== undefined){
-if(!(validate360(data7.name, {instancePath:instancePath+"/metadata/name",parentData:data7,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate360.errors : vErrors.concat(validate360.errors);
+if(!(validate375(data7.name, {instancePath:instancePath+"/metadata/name",parentData:data7,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate375.errors : vErrors.concat(validate375.errors);
 errors = vErrors.length;
 }
 }
 if(data7.namespace !== undefined){
-if(!(validate362(data7.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data7,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate362.errors : vErrors.concat(validate362.errors);
+if(!(validate377(data7.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data7,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate377.errors : vErrors.concat(validate377.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate364(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate364.errors : vErrors.concat(validate364.errors);
+if(!(validate379(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate379.errors : vErrors.concat(validate379.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err18 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema126.type,parentSchema:schema126,data};
+const err18 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema132.type,parentSchema:schema132,data};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -13851,18 +14886,18 @@ vErrors.push(err18);
 }
 errors++;
 }
-validate352.errors = vErrors;
+validate367.errors = vErrors;
 return errors === 0;
 }
-validate352.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate367.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const Task = validate372;
-const schema133 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/task.schema.json","title":"Task","description":"One role of a Job placed on one cluster, created by the hub's Job controller; the agent of its namespace runs it.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Task","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the object belongs to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"<job>-<task>; labelled rlinf.io/job=<job>."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/TaskSpec","description":"Desired state."},"status":{"$ref":"#/$defs/TaskStatus","description":"Observed state, reported by the agent."}},"$defs":{"TaskSpec":{"description":"The Job's task template, resolved for one cluster.","type":"object","additionalProperties":false,"required":["job","role","agentType"],"allOf":[{"$ref":"common.schema.json#/$defs/ExactlyOneRuntime"}],"properties":{"job":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the owning Job."},"task":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the task template in the Job."},"run":{"type":"integer","minimum":1,"description":"The Job run this Task belongs to."},"head":{"type":"boolean","default":false,"description":"true for the Job's main task."},"role":{"$ref":"common.schema.json#/$defs/Role","description":"Training role."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"Runtime; selects the kubernetes, docker or raw section."},"domain":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Domain whose virtual network the pods join."},"domainCIDR":{"type":"string","description":"The Domain's CIDR when the Task was created: what the pods' network init container redirects to their sidecar."},"nodeSelector":{"$ref":"common.schema.json#/$defs/NodeSelector","description":"Node labels required on the node."},"annotations":{"$ref":"common.schema.json#/$defs/TaskAnnotations","description":"Annotations, including the Ray keys."},"sshPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Public key injected into the workloads."},"kubernetes":{"$ref":"common.schema.json#/$defs/KubernetesRuntime","description":"For agentType Kubernetes: the workload."},"raw":{"$ref":"common.schema.json#/$defs/RawRuntime","description":"For agentType Raw: the process."},"docker":{"$ref":"common.schema.json#/$defs/DockerRuntime","description":"For agentType Docker: the container."}}},"TaskStatus":{"description":"Observed state of a Task.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Stopping","Stopped","Unknown"],"description":"Current phase."},"observedNodes":{"type":"array","description":"Nodes the task's pods or processes run on.","items":{"type":"string","description":"A node name."}},"replicas":{"type":"integer","minimum":0,"description":"Desired replicas."},"readyReplicas":{"type":"integer","minimum":0,"description":"Ready replicas."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task started running."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task finished."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the container or process that decided a Succeeded or Failed phase."},"conditions":{"type":"array","description":"Conditions (Ready, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
+export const Task = validate387;
+const schema139 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/task.schema.json","title":"Task","description":"One role of a Job placed on one cluster, created by the hub's Job controller; the agent of its namespace runs it.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Task","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the object belongs to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"<job>-<task>; labelled rlinf.io/job=<job>."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/TaskSpec","description":"Desired state."},"status":{"$ref":"#/$defs/TaskStatus","description":"Observed state, reported by the agent."}},"$defs":{"TaskSpec":{"description":"The Job's task template, resolved for one cluster.","type":"object","additionalProperties":false,"required":["job","role","agentType"],"allOf":[{"$ref":"common.schema.json#/$defs/ExactlyOneRuntime"}],"properties":{"job":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the owning Job."},"task":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the task template in the Job."},"run":{"type":"integer","minimum":1,"description":"The Job run this Task belongs to."},"head":{"type":"boolean","default":false,"description":"true for the Job's main task."},"role":{"$ref":"common.schema.json#/$defs/Role","description":"Training role."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"Runtime; selects the kubernetes, docker or raw section."},"domain":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Domain whose virtual network the pods join."},"domainCIDR":{"type":"string","description":"The Domain's CIDR when the Task was created: what the pods' network init container redirects to their sidecar."},"nodeSelector":{"$ref":"common.schema.json#/$defs/NodeSelector","description":"Node labels required on the node."},"annotations":{"$ref":"common.schema.json#/$defs/TaskAnnotations","description":"Annotations, including the Ray keys."},"sshPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Public key injected into the workloads."},"kubernetes":{"$ref":"common.schema.json#/$defs/KubernetesRuntime","description":"For agentType Kubernetes: the workload."},"raw":{"$ref":"common.schema.json#/$defs/RawRuntime","description":"For agentType Raw: the process."},"docker":{"$ref":"common.schema.json#/$defs/DockerRuntime","description":"For agentType Docker: the container."}}},"TaskStatus":{"description":"Observed state of a Task.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Stopping","Stopped","Unknown"],"description":"Current phase."},"observedNodes":{"type":"array","description":"Nodes the task's pods or processes run on.","items":{"type":"string","description":"A node name."}},"replicas":{"type":"integer","minimum":0,"description":"Desired replicas."},"readyReplicas":{"type":"integer","minimum":0,"description":"Ready replicas."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task started running."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task finished."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the container or process that decided a Succeeded or Failed phase."},"conditions":{"type":"array","description":"Conditions (Ready, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
 
-function validate373(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate388(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate373.evaluated;
+const evaluated0 = validate388.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14084,16 +15119,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate373.errors = vErrors;
+validate388.errors = vErrors;
 return errors === 0;
 }
-validate373.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate388.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate380(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate395(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate380.evaluated;
+const evaluated0 = validate395.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14142,16 +15177,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate380.errors = vErrors;
+validate395.errors = vErrors;
 return errors === 0;
 }
-validate380.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate395.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate382(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate397(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate382.evaluated;
+const evaluated0 = validate397.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14169,7 +15204,7 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(!pattern19.test(data)){
+if(!pattern20.test(data)){
 const err1 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema76,data};
 if(vErrors === null){
 vErrors = [err1];
@@ -14190,17 +15225,17 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate382.errors = vErrors;
+validate397.errors = vErrors;
 return errors === 0;
 }
-validate382.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate397.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema137 = {"description":"The Job's task template, resolved for one cluster.","type":"object","additionalProperties":false,"required":["job","role","agentType"],"allOf":[{"$ref":"common.schema.json#/$defs/ExactlyOneRuntime"}],"properties":{"job":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the owning Job."},"task":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the task template in the Job."},"run":{"type":"integer","minimum":1,"description":"The Job run this Task belongs to."},"head":{"type":"boolean","default":false,"description":"true for the Job's main task."},"role":{"$ref":"common.schema.json#/$defs/Role","description":"Training role."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"Runtime; selects the kubernetes, docker or raw section."},"domain":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Domain whose virtual network the pods join."},"domainCIDR":{"type":"string","description":"The Domain's CIDR when the Task was created: what the pods' network init container redirects to their sidecar."},"nodeSelector":{"$ref":"common.schema.json#/$defs/NodeSelector","description":"Node labels required on the node."},"annotations":{"$ref":"common.schema.json#/$defs/TaskAnnotations","description":"Annotations, including the Ray keys."},"sshPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Public key injected into the workloads."},"kubernetes":{"$ref":"common.schema.json#/$defs/KubernetesRuntime","description":"For agentType Kubernetes: the workload."},"raw":{"$ref":"common.schema.json#/$defs/RawRuntime","description":"For agentType Raw: the process."},"docker":{"$ref":"common.schema.json#/$defs/DockerRuntime","description":"For agentType Docker: the container."}}};
+const schema143 = {"description":"The Job's task template, resolved for one cluster.","type":"object","additionalProperties":false,"required":["job","role","agentType"],"allOf":[{"$ref":"common.schema.json#/$defs/ExactlyOneRuntime"}],"properties":{"job":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the owning Job."},"task":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the task template in the Job."},"run":{"type":"integer","minimum":1,"description":"The Job run this Task belongs to."},"head":{"type":"boolean","default":false,"description":"true for the Job's main task."},"role":{"$ref":"common.schema.json#/$defs/Role","description":"Training role."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"Runtime; selects the kubernetes, docker or raw section."},"domain":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Domain whose virtual network the pods join."},"domainCIDR":{"type":"string","description":"The Domain's CIDR when the Task was created: what the pods' network init container redirects to their sidecar."},"nodeSelector":{"$ref":"common.schema.json#/$defs/NodeSelector","description":"Node labels required on the node."},"annotations":{"$ref":"common.schema.json#/$defs/TaskAnnotations","description":"Annotations, including the Ray keys."},"sshPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Public key injected into the workloads."},"kubernetes":{"$ref":"common.schema.json#/$defs/KubernetesRuntime","description":"For agentType Kubernetes: the workload."},"raw":{"$ref":"common.schema.json#/$defs/RawRuntime","description":"For agentType Raw: the process."},"docker":{"$ref":"common.schema.json#/$defs/DockerRuntime","description":"For agentType Docker: the container."}}};
 
-function validate385(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate400(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate385.evaluated;
+const evaluated0 = validate400.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14504,17 +15539,17 @@ props0 = props0 || {};
 Object.assign(props0, props2);
 }
 }
-validate385.errors = vErrors;
+validate400.errors = vErrors;
 evaluated0.props = props0;
 return errors === 0;
 }
-validate385.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate400.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
 
-function validate389(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate404(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate389.evaluated;
+const evaluated0 = validate404.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14531,16 +15566,16 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate389.errors = vErrors;
+validate404.errors = vErrors;
 return errors === 0;
 }
-validate389.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate404.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate391(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate406(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate391.evaluated;
+const evaluated0 = validate406.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14557,16 +15592,16 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate391.errors = vErrors;
+validate406.errors = vErrors;
 return errors === 0;
 }
-validate391.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate406.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate394(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate409(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate394.evaluated;
+const evaluated0 = validate409.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14609,16 +15644,16 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate394.errors = vErrors;
+validate409.errors = vErrors;
 return errors === 0;
 }
-validate394.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate409.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate398(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate413(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate398.evaluated;
+const evaluated0 = validate413.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14949,7 +15984,7 @@ errors++;
 if(data["rlinf.io/ray-total-nodes"] !== undefined){
 let data8 = data["rlinf.io/ray-total-nodes"];
 if(typeof data8 === "string"){
-if(!pattern7.test(data8)){
+if(!pattern8.test(data8)){
 const err18 = {instancePath:instancePath+"/rlinf.io~1ray-total-nodes",schemaPath:"#/properties/rlinf.io~1ray-total-nodes/pattern",keyword:"pattern",params:{pattern: "^[1-9][0-9]*$"},message:"must match pattern \""+"^[1-9][0-9]*$"+"\"",schema:"^[1-9][0-9]*$",parentSchema:schema39.properties["rlinf.io/ray-total-nodes"],data:data8};
 if(vErrors === null){
 vErrors = [err18];
@@ -14972,15 +16007,15 @@ errors++;
 }
 }
 if(data["rlinf.io/ray-head-task-name"] !== undefined){
-if(!(validate99(data["rlinf.io/ray-head-task-name"], {instancePath:instancePath+"/rlinf.io~1ray-head-task-name",parentData:data,parentDataProperty:"rlinf.io/ray-head-task-name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate99.errors : vErrors.concat(validate99.errors);
+if(!(validate100(data["rlinf.io/ray-head-task-name"], {instancePath:instancePath+"/rlinf.io~1ray-head-task-name",parentData:data,parentDataProperty:"rlinf.io/ray-head-task-name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate100.errors : vErrors.concat(validate100.errors);
 errors = vErrors.length;
 }
 }
 if(data["rlark.io/tensorboard-port"] !== undefined){
 let data10 = data["rlark.io/tensorboard-port"];
 if(typeof data10 === "string"){
-if(!pattern9.test(data10)){
+if(!pattern10.test(data10)){
 const err20 = {instancePath:instancePath+"/rlark.io~1tensorboard-port",schemaPath:"#/properties/rlark.io~1tensorboard-port/pattern",keyword:"pattern",params:{pattern: "^([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])$"},message:"must match pattern \""+"^([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])$"+"\"",schema:"^([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])$",parentSchema:schema39.properties["rlark.io/tensorboard-port"],data:data10};
 if(vErrors === null){
 vErrors = [err20];
@@ -15013,16 +16048,16 @@ vErrors.push(err22);
 }
 errors++;
 }
-validate398.errors = vErrors;
+validate413.errors = vErrors;
 return errors === 0;
 }
-validate398.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate413.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate402(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate417(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate402.evaluated;
+const evaluated0 = validate417.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15051,16 +16086,16 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate402.errors = vErrors;
+validate417.errors = vErrors;
 return errors === 0;
 }
-validate402.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate417.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate404(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate419(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate404.evaluated;
+const evaluated0 = validate419.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15164,8 +16199,8 @@ errors++;
 }
 }
 if(data0.template !== undefined){
-if(!(validate104(data0.template, {instancePath:instancePath+"/workload/template",parentData:data0,parentDataProperty:"template",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate104.errors : vErrors.concat(validate104.errors);
+if(!(validate105(data0.template, {instancePath:instancePath+"/workload/template",parentData:data0,parentDataProperty:"template",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate105.errors : vErrors.concat(validate105.errors);
 errors = vErrors.length;
 }
 }
@@ -15192,16 +16227,16 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate404.errors = vErrors;
+validate419.errors = vErrors;
 return errors === 0;
 }
-validate404.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate419.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate407(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate422(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate407.evaluated;
+const evaluated0 = validate422.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15232,8 +16267,8 @@ errors++;
 }
 }
 if(data.artifact !== undefined){
-if(!(validate109(data.artifact, {instancePath:instancePath+"/artifact",parentData:data,parentDataProperty:"artifact",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate109.errors : vErrors.concat(validate109.errors);
+if(!(validate110(data.artifact, {instancePath:instancePath+"/artifact",parentData:data,parentDataProperty:"artifact",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate110.errors : vErrors.concat(validate110.errors);
 errors = vErrors.length;
 }
 }
@@ -15310,8 +16345,8 @@ let data5 = data.env;
 if(Array.isArray(data5)){
 const len2 = data5.length;
 for(let i2=0; i2<len2; i2++){
-if(!(validate111(data5[i2], {instancePath:instancePath+"/env/" + i2,parentData:data5,parentDataProperty:i2,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate111.errors : vErrors.concat(validate111.errors);
+if(!(validate112(data5[i2], {instancePath:instancePath+"/env/" + i2,parentData:data5,parentDataProperty:i2,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate112.errors : vErrors.concat(validate112.errors);
 errors = vErrors.length;
 }
 }
@@ -15414,16 +16449,16 @@ vErrors.push(err14);
 }
 errors++;
 }
-validate407.errors = vErrors;
+validate422.errors = vErrors;
 return errors === 0;
 }
-validate407.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate422.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate411(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate426(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate411.evaluated;
+const evaluated0 = validate426.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15541,8 +16576,8 @@ let data5 = data.env;
 if(Array.isArray(data5)){
 const len2 = data5.length;
 for(let i2=0; i2<len2; i2++){
-if(!(validate111(data5[i2], {instancePath:instancePath+"/env/" + i2,parentData:data5,parentDataProperty:i2,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate111.errors : vErrors.concat(validate111.errors);
+if(!(validate112(data5[i2], {instancePath:instancePath+"/env/" + i2,parentData:data5,parentDataProperty:i2,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate112.errors : vErrors.concat(validate112.errors);
 errors = vErrors.length;
 }
 }
@@ -15600,7 +16635,7 @@ errors++;
 if(data8.hostPath !== undefined){
 let data9 = data8.hostPath;
 if(typeof data9 === "string"){
-if(!pattern12.test(data9)){
+if(!pattern13.test(data9)){
 const err12 = {instancePath:instancePath+"/mounts/" + i3+"/hostPath",schemaPath:"#/properties/mounts/items/properties/hostPath/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\"",schema:"^/",parentSchema:schema46.properties.mounts.items.properties.hostPath,data:data9};
 if(vErrors === null){
 vErrors = [err12];
@@ -15625,7 +16660,7 @@ errors++;
 if(data8.containerPath !== undefined){
 let data10 = data8.containerPath;
 if(typeof data10 === "string"){
-if(!pattern12.test(data10)){
+if(!pattern13.test(data10)){
 const err14 = {instancePath:instancePath+"/mounts/" + i3+"/containerPath",schemaPath:"#/properties/mounts/items/properties/containerPath/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\"",schema:"^/",parentSchema:schema46.properties.mounts.items.properties.containerPath,data:data10};
 if(vErrors === null){
 vErrors = [err14];
@@ -15691,7 +16726,7 @@ const len4 = data12.length;
 for(let i4=0; i4<len4; i4++){
 let data13 = data12[i4];
 if(typeof data13 === "string"){
-if(!pattern14.test(data13)){
+if(!pattern15.test(data13)){
 const err19 = {instancePath:instancePath+"/devices/" + i4,schemaPath:"#/properties/devices/items/pattern",keyword:"pattern",params:{pattern: "^/dev/"},message:"must match pattern \""+"^/dev/"+"\"",schema:"^/dev/",parentSchema:schema46.properties.devices.items,data:data13};
 if(vErrors === null){
 vErrors = [err19];
@@ -15851,29 +16886,29 @@ vErrors.push(err31);
 }
 errors++;
 }
-validate411.errors = vErrors;
+validate426.errors = vErrors;
 return errors === 0;
 }
-validate411.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate426.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate384(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate399(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate384.evaluated;
+const evaluated0 = validate399.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate385(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate385.errors : vErrors.concat(validate385.errors);
+if(!(validate400(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate400.errors : vErrors.concat(validate400.errors);
 errors = vErrors.length;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.job === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "job"},message:"must have required property '"+"job"+"'",schema:schema137.required,parentSchema:schema137,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "job"},message:"must have required property '"+"job"+"'",schema:schema143.required,parentSchema:schema143,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -15883,7 +16918,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.role === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'",schema:schema137.required,parentSchema:schema137,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "role"},message:"must have required property '"+"role"+"'",schema:schema143.required,parentSchema:schema143,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -15893,7 +16928,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.agentType === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "agentType"},message:"must have required property '"+"agentType"+"'",schema:schema137.required,parentSchema:schema137,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "agentType"},message:"must have required property '"+"agentType"+"'",schema:schema143.required,parentSchema:schema143,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -15903,8 +16938,8 @@ vErrors.push(err2);
 errors++;
 }
 for(const key0 in data){
-if(!(func1.call(schema137.properties, key0))){
-const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema137,data};
+if(!(func1.call(schema143.properties, key0))){
+const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema143,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -15915,21 +16950,21 @@ errors++;
 }
 }
 if(data.job !== undefined){
-if(!(validate380(data.job, {instancePath:instancePath+"/job",parentData:data,parentDataProperty:"job",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate380.errors : vErrors.concat(validate380.errors);
+if(!(validate395(data.job, {instancePath:instancePath+"/job",parentData:data,parentDataProperty:"job",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate395.errors : vErrors.concat(validate395.errors);
 errors = vErrors.length;
 }
 }
 if(data.task !== undefined){
-if(!(validate380(data.task, {instancePath:instancePath+"/task",parentData:data,parentDataProperty:"task",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate380.errors : vErrors.concat(validate380.errors);
+if(!(validate395(data.task, {instancePath:instancePath+"/task",parentData:data,parentDataProperty:"task",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate395.errors : vErrors.concat(validate395.errors);
 errors = vErrors.length;
 }
 }
 if(data.run !== undefined){
 let data2 = data.run;
 if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err4 = {instancePath:instancePath+"/run",schemaPath:"#/properties/run/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema137.properties.run.type,parentSchema:schema137.properties.run,data:data2};
+const err4 = {instancePath:instancePath+"/run",schemaPath:"#/properties/run/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema143.properties.run.type,parentSchema:schema143.properties.run,data:data2};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -15940,7 +16975,7 @@ errors++;
 }
 if((typeof data2 == "number") && (isFinite(data2))){
 if(data2 < 1 || isNaN(data2)){
-const err5 = {instancePath:instancePath+"/run",schemaPath:"#/properties/run/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema137.properties.run,data:data2};
+const err5 = {instancePath:instancePath+"/run",schemaPath:"#/properties/run/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema143.properties.run,data:data2};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -15954,7 +16989,7 @@ errors++;
 if(data.head !== undefined){
 let data3 = data.head;
 if(typeof data3 !== "boolean"){
-const err6 = {instancePath:instancePath+"/head",schemaPath:"#/properties/head/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema137.properties.head.type,parentSchema:schema137.properties.head,data:data3};
+const err6 = {instancePath:instancePath+"/head",schemaPath:"#/properties/head/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema143.properties.head.type,parentSchema:schema143.properties.head,data:data3};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -15965,27 +17000,27 @@ errors++;
 }
 }
 if(data.role !== undefined){
-if(!(validate389(data.role, {instancePath:instancePath+"/role",parentData:data,parentDataProperty:"role",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate389.errors : vErrors.concat(validate389.errors);
+if(!(validate404(data.role, {instancePath:instancePath+"/role",parentData:data,parentDataProperty:"role",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate404.errors : vErrors.concat(validate404.errors);
 errors = vErrors.length;
 }
 }
 if(data.agentType !== undefined){
-if(!(validate391(data.agentType, {instancePath:instancePath+"/agentType",parentData:data,parentDataProperty:"agentType",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate391.errors : vErrors.concat(validate391.errors);
+if(!(validate406(data.agentType, {instancePath:instancePath+"/agentType",parentData:data,parentDataProperty:"agentType",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate406.errors : vErrors.concat(validate406.errors);
 errors = vErrors.length;
 }
 }
 if(data.domain !== undefined){
-if(!(validate380(data.domain, {instancePath:instancePath+"/domain",parentData:data,parentDataProperty:"domain",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate380.errors : vErrors.concat(validate380.errors);
+if(!(validate395(data.domain, {instancePath:instancePath+"/domain",parentData:data,parentDataProperty:"domain",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate395.errors : vErrors.concat(validate395.errors);
 errors = vErrors.length;
 }
 }
 if(data.domainCIDR !== undefined){
 let data7 = data.domainCIDR;
 if(typeof data7 !== "string"){
-const err7 = {instancePath:instancePath+"/domainCIDR",schemaPath:"#/properties/domainCIDR/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema137.properties.domainCIDR.type,parentSchema:schema137.properties.domainCIDR,data:data7};
+const err7 = {instancePath:instancePath+"/domainCIDR",schemaPath:"#/properties/domainCIDR/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema143.properties.domainCIDR.type,parentSchema:schema143.properties.domainCIDR,data:data7};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -15996,44 +17031,44 @@ errors++;
 }
 }
 if(data.nodeSelector !== undefined){
-if(!(validate394(data.nodeSelector, {instancePath:instancePath+"/nodeSelector",parentData:data,parentDataProperty:"nodeSelector",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate394.errors : vErrors.concat(validate394.errors);
+if(!(validate409(data.nodeSelector, {instancePath:instancePath+"/nodeSelector",parentData:data,parentDataProperty:"nodeSelector",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate409.errors : vErrors.concat(validate409.errors);
 errors = vErrors.length;
 }
 }
 if(data.annotations !== undefined){
-if(!(validate398(data.annotations, {instancePath:instancePath+"/annotations",parentData:data,parentDataProperty:"annotations",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate398.errors : vErrors.concat(validate398.errors);
+if(!(validate413(data.annotations, {instancePath:instancePath+"/annotations",parentData:data,parentDataProperty:"annotations",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate413.errors : vErrors.concat(validate413.errors);
 errors = vErrors.length;
 }
 }
 if(data.sshPublicKey !== undefined){
-if(!(validate402(data.sshPublicKey, {instancePath:instancePath+"/sshPublicKey",parentData:data,parentDataProperty:"sshPublicKey",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate402.errors : vErrors.concat(validate402.errors);
+if(!(validate417(data.sshPublicKey, {instancePath:instancePath+"/sshPublicKey",parentData:data,parentDataProperty:"sshPublicKey",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate417.errors : vErrors.concat(validate417.errors);
 errors = vErrors.length;
 }
 }
 if(data.kubernetes !== undefined){
-if(!(validate404(data.kubernetes, {instancePath:instancePath+"/kubernetes",parentData:data,parentDataProperty:"kubernetes",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate404.errors : vErrors.concat(validate404.errors);
+if(!(validate419(data.kubernetes, {instancePath:instancePath+"/kubernetes",parentData:data,parentDataProperty:"kubernetes",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate419.errors : vErrors.concat(validate419.errors);
 errors = vErrors.length;
 }
 }
 if(data.raw !== undefined){
-if(!(validate407(data.raw, {instancePath:instancePath+"/raw",parentData:data,parentDataProperty:"raw",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate407.errors : vErrors.concat(validate407.errors);
+if(!(validate422(data.raw, {instancePath:instancePath+"/raw",parentData:data,parentDataProperty:"raw",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate422.errors : vErrors.concat(validate422.errors);
 errors = vErrors.length;
 }
 }
 if(data.docker !== undefined){
-if(!(validate411(data.docker, {instancePath:instancePath+"/docker",parentData:data,parentDataProperty:"docker",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate411.errors : vErrors.concat(validate411.errors);
+if(!(validate426(data.docker, {instancePath:instancePath+"/docker",parentData:data,parentDataProperty:"docker",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate426.errors : vErrors.concat(validate426.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema137.type,parentSchema:schema137,data};
+const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema143.type,parentSchema:schema143,data};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -16042,17 +17077,17 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate384.errors = vErrors;
+validate399.errors = vErrors;
 return errors === 0;
 }
-validate384.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate399.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema147 = {"description":"Observed state of a Task.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Stopping","Stopped","Unknown"],"description":"Current phase."},"observedNodes":{"type":"array","description":"Nodes the task's pods or processes run on.","items":{"type":"string","description":"A node name."}},"replicas":{"type":"integer","minimum":0,"description":"Desired replicas."},"readyReplicas":{"type":"integer","minimum":0,"description":"Ready replicas."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task started running."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task finished."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the container or process that decided a Succeeded or Failed phase."},"conditions":{"type":"array","description":"Conditions (Ready, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
+const schema153 = {"description":"Observed state of a Task.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Stopping","Stopped","Unknown"],"description":"Current phase."},"observedNodes":{"type":"array","description":"Nodes the task's pods or processes run on.","items":{"type":"string","description":"A node name."}},"replicas":{"type":"integer","minimum":0,"description":"Desired replicas."},"readyReplicas":{"type":"integer","minimum":0,"description":"Ready replicas."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task started running."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task finished."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the container or process that decided a Succeeded or Failed phase."},"conditions":{"type":"array","description":"Conditions (Ready, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
 
-function validate416(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate431(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate416.evaluated;
+const evaluated0 = validate431.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16081,16 +17116,16 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate416.errors = vErrors;
+validate431.errors = vErrors;
 return errors === 0;
 }
-validate416.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate431.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate419(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate434(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate419.evaluated;
+const evaluated0 = validate434.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16242,16 +17277,16 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate419.errors = vErrors;
+validate434.errors = vErrors;
 return errors === 0;
 }
-validate419.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate434.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate415(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate430(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate415.evaluated;
+const evaluated0 = validate430.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16260,8 +17295,8 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
-if(!(func1.call(schema147.properties, key0))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema147,data};
+if(!(func1.call(schema153.properties, key0))){
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema153,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -16274,7 +17309,7 @@ errors++;
 if(data.phase !== undefined){
 let data0 = data.phase;
 if(!(((((((data0 === "Pending") || (data0 === "Running")) || (data0 === "Succeeded")) || (data0 === "Failed")) || (data0 === "Stopping")) || (data0 === "Stopped")) || (data0 === "Unknown"))){
-const err1 = {instancePath:instancePath+"/phase",schemaPath:"#/properties/phase/enum",keyword:"enum",params:{allowedValues: schema147.properties.phase.enum},message:"must be equal to one of the allowed values",schema:schema147.properties.phase.enum,parentSchema:schema147.properties.phase,data:data0};
+const err1 = {instancePath:instancePath+"/phase",schemaPath:"#/properties/phase/enum",keyword:"enum",params:{allowedValues: schema153.properties.phase.enum},message:"must be equal to one of the allowed values",schema:schema153.properties.phase.enum,parentSchema:schema153.properties.phase,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -16291,7 +17326,7 @@ const len0 = data1.length;
 for(let i0=0; i0<len0; i0++){
 let data2 = data1[i0];
 if(typeof data2 !== "string"){
-const err2 = {instancePath:instancePath+"/observedNodes/" + i0,schemaPath:"#/properties/observedNodes/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema147.properties.observedNodes.items.type,parentSchema:schema147.properties.observedNodes.items,data:data2};
+const err2 = {instancePath:instancePath+"/observedNodes/" + i0,schemaPath:"#/properties/observedNodes/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema153.properties.observedNodes.items.type,parentSchema:schema153.properties.observedNodes.items,data:data2};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -16303,7 +17338,7 @@ errors++;
 }
 }
 else {
-const err3 = {instancePath:instancePath+"/observedNodes",schemaPath:"#/properties/observedNodes/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema147.properties.observedNodes.type,parentSchema:schema147.properties.observedNodes,data:data1};
+const err3 = {instancePath:instancePath+"/observedNodes",schemaPath:"#/properties/observedNodes/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema153.properties.observedNodes.type,parentSchema:schema153.properties.observedNodes,data:data1};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -16316,7 +17351,7 @@ errors++;
 if(data.replicas !== undefined){
 let data3 = data.replicas;
 if(!(((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3))) && (isFinite(data3)))){
-const err4 = {instancePath:instancePath+"/replicas",schemaPath:"#/properties/replicas/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema147.properties.replicas.type,parentSchema:schema147.properties.replicas,data:data3};
+const err4 = {instancePath:instancePath+"/replicas",schemaPath:"#/properties/replicas/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema153.properties.replicas.type,parentSchema:schema153.properties.replicas,data:data3};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -16327,7 +17362,7 @@ errors++;
 }
 if((typeof data3 == "number") && (isFinite(data3))){
 if(data3 < 0 || isNaN(data3)){
-const err5 = {instancePath:instancePath+"/replicas",schemaPath:"#/properties/replicas/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema147.properties.replicas,data:data3};
+const err5 = {instancePath:instancePath+"/replicas",schemaPath:"#/properties/replicas/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema153.properties.replicas,data:data3};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -16341,7 +17376,7 @@ errors++;
 if(data.readyReplicas !== undefined){
 let data4 = data.readyReplicas;
 if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
-const err6 = {instancePath:instancePath+"/readyReplicas",schemaPath:"#/properties/readyReplicas/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema147.properties.readyReplicas.type,parentSchema:schema147.properties.readyReplicas,data:data4};
+const err6 = {instancePath:instancePath+"/readyReplicas",schemaPath:"#/properties/readyReplicas/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema153.properties.readyReplicas.type,parentSchema:schema153.properties.readyReplicas,data:data4};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -16352,7 +17387,7 @@ errors++;
 }
 if((typeof data4 == "number") && (isFinite(data4))){
 if(data4 < 0 || isNaN(data4)){
-const err7 = {instancePath:instancePath+"/readyReplicas",schemaPath:"#/properties/readyReplicas/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema147.properties.readyReplicas,data:data4};
+const err7 = {instancePath:instancePath+"/readyReplicas",schemaPath:"#/properties/readyReplicas/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema153.properties.readyReplicas,data:data4};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -16364,21 +17399,21 @@ errors++;
 }
 }
 if(data.startTime !== undefined){
-if(!(validate416(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate416.errors : vErrors.concat(validate416.errors);
+if(!(validate431(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate431.errors : vErrors.concat(validate431.errors);
 errors = vErrors.length;
 }
 }
 if(data.completionTime !== undefined){
-if(!(validate416(data.completionTime, {instancePath:instancePath+"/completionTime",parentData:data,parentDataProperty:"completionTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate416.errors : vErrors.concat(validate416.errors);
+if(!(validate431(data.completionTime, {instancePath:instancePath+"/completionTime",parentData:data,parentDataProperty:"completionTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate431.errors : vErrors.concat(validate431.errors);
 errors = vErrors.length;
 }
 }
 if(data.observedGeneration !== undefined){
 let data7 = data.observedGeneration;
 if(!(((typeof data7 == "number") && (!(data7 % 1) && !isNaN(data7))) && (isFinite(data7)))){
-const err8 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema147.properties.observedGeneration.type,parentSchema:schema147.properties.observedGeneration,data:data7};
+const err8 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema153.properties.observedGeneration.type,parentSchema:schema153.properties.observedGeneration,data:data7};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -16389,7 +17424,7 @@ errors++;
 }
 if((typeof data7 == "number") && (isFinite(data7))){
 if(data7 < 0 || isNaN(data7)){
-const err9 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema147.properties.observedGeneration,data:data7};
+const err9 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema153.properties.observedGeneration,data:data7};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -16403,7 +17438,7 @@ errors++;
 if(data.reason !== undefined){
 let data8 = data.reason;
 if(typeof data8 !== "string"){
-const err10 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema147.properties.reason.type,parentSchema:schema147.properties.reason,data:data8};
+const err10 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema153.properties.reason.type,parentSchema:schema153.properties.reason,data:data8};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -16416,7 +17451,7 @@ errors++;
 if(data.message !== undefined){
 let data9 = data.message;
 if(typeof data9 !== "string"){
-const err11 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema147.properties.message.type,parentSchema:schema147.properties.message,data:data9};
+const err11 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema153.properties.message.type,parentSchema:schema153.properties.message,data:data9};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -16429,7 +17464,7 @@ errors++;
 if(data.exitCode !== undefined){
 let data10 = data.exitCode;
 if(!(((typeof data10 == "number") && (!(data10 % 1) && !isNaN(data10))) && (isFinite(data10)))){
-const err12 = {instancePath:instancePath+"/exitCode",schemaPath:"#/properties/exitCode/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema147.properties.exitCode.type,parentSchema:schema147.properties.exitCode,data:data10};
+const err12 = {instancePath:instancePath+"/exitCode",schemaPath:"#/properties/exitCode/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema153.properties.exitCode.type,parentSchema:schema153.properties.exitCode,data:data10};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -16444,14 +17479,14 @@ let data11 = data.conditions;
 if(Array.isArray(data11)){
 const len1 = data11.length;
 for(let i1=0; i1<len1; i1++){
-if(!(validate419(data11[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data11,parentDataProperty:i1,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate419.errors : vErrors.concat(validate419.errors);
+if(!(validate434(data11[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data11,parentDataProperty:i1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate434.errors : vErrors.concat(validate434.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err13 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema147.properties.conditions.type,parentSchema:schema147.properties.conditions,data:data11};
+const err13 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema153.properties.conditions.type,parentSchema:schema153.properties.conditions,data:data11};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -16463,7 +17498,7 @@ errors++;
 }
 }
 else {
-const err14 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema147.type,parentSchema:schema147,data};
+const err14 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema153.type,parentSchema:schema153,data};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -16472,17 +17507,17 @@ vErrors.push(err14);
 }
 errors++;
 }
-validate415.errors = vErrors;
+validate430.errors = vErrors;
 return errors === 0;
 }
-validate415.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate430.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate372(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate387(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/task.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate372.evaluated;
+const evaluated0 = validate387.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16491,7 +17526,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.apiVersion === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema133.required,parentSchema:schema133,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema139.required,parentSchema:schema139,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -16501,7 +17536,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.kind === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema133.required,parentSchema:schema133,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema139.required,parentSchema:schema139,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -16511,7 +17546,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.metadata === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema133.required,parentSchema:schema133,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema139.required,parentSchema:schema139,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -16521,7 +17556,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.spec === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema133.required,parentSchema:schema133,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema139.required,parentSchema:schema139,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -16532,7 +17567,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "metadata")) || (key0 === "spec")) || (key0 === "status"))){
-const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema133,data};
+const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema139,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -16545,7 +17580,7 @@ errors++;
 if(data.apiVersion !== undefined){
 let data0 = data.apiVersion;
 if("rlinf.io/v1alpha1" !== data0){
-const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema133.properties.apiVersion,data:data0};
+const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema139.properties.apiVersion,data:data0};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -16558,7 +17593,7 @@ errors++;
 if(data.kind !== undefined){
 let data1 = data.kind;
 if("Task" !== data1){
-const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "Task"},message:"must be equal to constant",schema:"Task",parentSchema:schema133.properties.kind,data:data1};
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "Task"},message:"must be equal to constant",schema:"Task",parentSchema:schema139.properties.kind,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -16570,13 +17605,13 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate373(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate373.errors : vErrors.concat(validate373.errors);
+if(!(validate388(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate388.errors : vErrors.concat(validate388.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.name === undefined){
-const err7 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema133.properties.metadata.required,parentSchema:schema133.properties.metadata,data:data2};
+const err7 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema139.properties.metadata.required,parentSchema:schema139.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -16586,7 +17621,7 @@ vErrors.push(err7);
 errors++;
 }
 if(data2.namespace === undefined){
-const err8 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema133.properties.metadata.required,parentSchema:schema133.properties.metadata,data:data2};
+const err8 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema139.properties.metadata.required,parentSchema:schema139.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -16596,34 +17631,34 @@ vErrors.push(err8);
 errors++;
 }
 if(data2.name !== undefined){
-if(!(validate380(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate380.errors : vErrors.concat(validate380.errors);
+if(!(validate395(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate395.errors : vErrors.concat(validate395.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate382(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate382.errors : vErrors.concat(validate382.errors);
+if(!(validate397(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate397.errors : vErrors.concat(validate397.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate384(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate384.errors : vErrors.concat(validate384.errors);
+if(!(validate399(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate399.errors : vErrors.concat(validate399.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate415(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate415.errors : vErrors.concat(validate415.errors);
+if(!(validate430(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate430.errors : vErrors.concat(validate430.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema133.type,parentSchema:schema133,data};
+const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema139.type,parentSchema:schema139,data};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -16632,18 +17667,18 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate372.errors = vErrors;
+validate387.errors = vErrors;
 return errors === 0;
 }
-validate372.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate387.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const DomainPeer = validate424;
-const schema150 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/domain-peer.schema.json","title":"DomainPeer","description":"A Domain's view in one cluster, created by the hub's Domain controller: its certificate and the routing table of its pods.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"DomainPeer","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the object belongs to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"The Domain's name."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/DomainPeerSpec","description":"Desired state."},"status":{"$ref":"#/$defs/DomainPeerStatus","description":"Observed state, reported by the agent."}},"$defs":{"DomainPeerSpec":{"description":"Certificate and routing table.","type":"object","additionalProperties":false,"required":["cert","key","prefixLen"],"properties":{"cert":{"type":"string","description":"This cluster's X.509 certificate for the Domain (CN the Domain, OU the cluster), PEM."},"key":{"type":"string","description":"This cluster's private key for the Domain, PEM."},"prefixLen":{"type":"integer","minimum":8,"maximum":30,"description":"Prefix length of the Domain's CIDR."},"pods":{"type":"array","description":"The Domain's pods in this cluster, ordered by ip (traffic to the Domain's other addresses goes through the hub).","items":{"$ref":"#/$defs/DomainPeerPod"}}}},"DomainPeerPod":{"description":"One pod of the Domain and where it really is.","type":"object","additionalProperties":false,"required":["name","ip"],"properties":{"name":{"type":"string","description":"Pod name."},"namespace":{"type":"string","description":"Pod namespace in its cluster."},"uid":{"type":"string","description":"Pod UID."},"ip":{"type":"string","format":"ipv4","description":"The pod's virtual IP in the Domain."},"localIP":{"type":"string","description":"The pod's real IP inside its cluster."},"node":{"type":"string","description":"Node the pod runs on."},"globalNamespace":{"type":"string","description":"agent-<cluster> of the cluster the pod runs in."}}},"DomainTraffic":{"description":"The Domain's live traffic through this cluster's nodeservers, as the agent last read their GET /stats.","type":"object","additionalProperties":false,"required":["observedAt","poolConnections","pairs"],"properties":{"observedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent first read these figures (they have not changed since)."},"poolConnections":{"type":"integer","minimum":0,"description":"Connections of the Domain's pool to the hub, summed over the nodeservers."},"pairs":{"type":"array","maxItems":64,"description":"Per peer pair (virtual IPs), the busiest first; at most 64.","items":{"$ref":"#/$defs/DomainPeerPair"}},"omittedPairs":{"type":"integer","minimum":1,"description":"Pairs left out of pairs to keep the status bounded."}}},"DomainPeerPair":{"description":"Connections from one virtual IP to another.","type":"object","additionalProperties":false,"required":["source","target","activeStreams","bytesSent","bytesReceived"],"properties":{"source":{"type":"string","format":"ipv4","description":"Virtual IP of the connecting pod."},"target":{"type":"string","format":"ipv4","description":"Virtual IP it connects to."},"activeStreams":{"type":"integer","minimum":0,"description":"Connections open now."},"bytesSent":{"type":"integer","minimum":0,"description":"Bytes from source to target so far."},"bytesReceived":{"type":"integer","minimum":0,"description":"Bytes from target to source so far."},"path":{"enum":["local","hub"],"description":"local: inside the cluster; hub: through the hub to another cluster."}}},"DomainPeerStatus":{"description":"Observed state of a DomainPeer.","type":"object","additionalProperties":false,"properties":{"traffic":{"$ref":"#/$defs/DomainTraffic","description":"Live traffic, reported by the agent."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions (RoutesProgrammed, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
+export const DomainPeer = validate439;
+const schema156 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/domain-peer.schema.json","title":"DomainPeer","description":"A Domain's view in one cluster, created by the hub's Domain controller: its certificate and the routing table of its pods.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"DomainPeer","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the object belongs to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"The Domain's name."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/DomainPeerSpec","description":"Desired state."},"status":{"$ref":"#/$defs/DomainPeerStatus","description":"Observed state, reported by the agent."}},"$defs":{"DomainPeerSpec":{"description":"Certificate and routing table.","type":"object","additionalProperties":false,"required":["cert","key","prefixLen"],"properties":{"cert":{"type":"string","description":"This cluster's X.509 certificate for the Domain (CN the Domain, OU the cluster), PEM."},"key":{"type":"string","description":"This cluster's private key for the Domain, PEM."},"prefixLen":{"type":"integer","minimum":8,"maximum":30,"description":"Prefix length of the Domain's CIDR."},"pods":{"type":"array","description":"The Domain's pods in this cluster, ordered by ip (traffic to the Domain's other addresses goes through the hub).","items":{"$ref":"#/$defs/DomainPeerPod"}}}},"DomainPeerPod":{"description":"One pod of the Domain and where it really is.","type":"object","additionalProperties":false,"required":["name","ip"],"properties":{"name":{"type":"string","description":"Pod name."},"namespace":{"type":"string","description":"Pod namespace in its cluster."},"uid":{"type":"string","description":"Pod UID."},"ip":{"type":"string","format":"ipv4","description":"The pod's virtual IP in the Domain."},"localIP":{"type":"string","description":"The pod's real IP inside its cluster."},"node":{"type":"string","description":"Node the pod runs on."},"globalNamespace":{"type":"string","description":"agent-<cluster> of the cluster the pod runs in."}}},"DomainTraffic":{"description":"The Domain's live traffic through this cluster's nodeservers, as the agent last read their GET /stats.","type":"object","additionalProperties":false,"required":["observedAt","poolConnections","pairs"],"properties":{"observedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent first read these figures (they have not changed since)."},"poolConnections":{"type":"integer","minimum":0,"description":"Connections of the Domain's pool to the hub, summed over the nodeservers."},"pairs":{"type":"array","maxItems":64,"description":"Per peer pair (virtual IPs), the busiest first; at most 64.","items":{"$ref":"#/$defs/DomainPeerPair"}},"omittedPairs":{"type":"integer","minimum":1,"description":"Pairs left out of pairs to keep the status bounded."}}},"DomainPeerPair":{"description":"Connections from one virtual IP to another.","type":"object","additionalProperties":false,"required":["source","target","activeStreams","bytesSent","bytesReceived"],"properties":{"source":{"type":"string","format":"ipv4","description":"Virtual IP of the connecting pod."},"target":{"type":"string","format":"ipv4","description":"Virtual IP it connects to."},"activeStreams":{"type":"integer","minimum":0,"description":"Connections open now."},"bytesSent":{"type":"integer","minimum":0,"description":"Bytes from source to target so far."},"bytesReceived":{"type":"integer","minimum":0,"description":"Bytes from target to source so far."},"path":{"enum":["local","hub"],"description":"local: inside the cluster; hub: through the hub to another cluster."}}},"DomainPeerStatus":{"description":"Observed state of a DomainPeer.","type":"object","additionalProperties":false,"properties":{"traffic":{"$ref":"#/$defs/DomainTraffic","description":"Live traffic, reported by the agent."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions (RoutesProgrammed, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
 
-function validate425(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate440(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate425.evaluated;
+const evaluated0 = validate440.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16865,16 +17900,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate425.errors = vErrors;
+validate440.errors = vErrors;
 return errors === 0;
 }
-validate425.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate440.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate432(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate447(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate432.evaluated;
+const evaluated0 = validate447.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16923,16 +17958,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate432.errors = vErrors;
+validate447.errors = vErrors;
 return errors === 0;
 }
-validate432.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate447.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate434(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate449(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate434.evaluated;
+const evaluated0 = validate449.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16950,7 +17985,7 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(!pattern19.test(data)){
+if(!pattern20.test(data)){
 const err1 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema76,data};
 if(vErrors === null){
 vErrors = [err1];
@@ -16971,18 +18006,18 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate434.errors = vErrors;
+validate449.errors = vErrors;
 return errors === 0;
 }
-validate434.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate449.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema154 = {"description":"Certificate and routing table.","type":"object","additionalProperties":false,"required":["cert","key","prefixLen"],"properties":{"cert":{"type":"string","description":"This cluster's X.509 certificate for the Domain (CN the Domain, OU the cluster), PEM."},"key":{"type":"string","description":"This cluster's private key for the Domain, PEM."},"prefixLen":{"type":"integer","minimum":8,"maximum":30,"description":"Prefix length of the Domain's CIDR."},"pods":{"type":"array","description":"The Domain's pods in this cluster, ordered by ip (traffic to the Domain's other addresses goes through the hub).","items":{"$ref":"#/$defs/DomainPeerPod"}}}};
-const schema155 = {"description":"One pod of the Domain and where it really is.","type":"object","additionalProperties":false,"required":["name","ip"],"properties":{"name":{"type":"string","description":"Pod name."},"namespace":{"type":"string","description":"Pod namespace in its cluster."},"uid":{"type":"string","description":"Pod UID."},"ip":{"type":"string","format":"ipv4","description":"The pod's virtual IP in the Domain."},"localIP":{"type":"string","description":"The pod's real IP inside its cluster."},"node":{"type":"string","description":"Node the pod runs on."},"globalNamespace":{"type":"string","description":"agent-<cluster> of the cluster the pod runs in."}}};
+const schema160 = {"description":"Certificate and routing table.","type":"object","additionalProperties":false,"required":["cert","key","prefixLen"],"properties":{"cert":{"type":"string","description":"This cluster's X.509 certificate for the Domain (CN the Domain, OU the cluster), PEM."},"key":{"type":"string","description":"This cluster's private key for the Domain, PEM."},"prefixLen":{"type":"integer","minimum":8,"maximum":30,"description":"Prefix length of the Domain's CIDR."},"pods":{"type":"array","description":"The Domain's pods in this cluster, ordered by ip (traffic to the Domain's other addresses goes through the hub).","items":{"$ref":"#/$defs/DomainPeerPod"}}}};
+const schema161 = {"description":"One pod of the Domain and where it really is.","type":"object","additionalProperties":false,"required":["name","ip"],"properties":{"name":{"type":"string","description":"Pod name."},"namespace":{"type":"string","description":"Pod namespace in its cluster."},"uid":{"type":"string","description":"Pod UID."},"ip":{"type":"string","format":"ipv4","description":"The pod's virtual IP in the Domain."},"localIP":{"type":"string","description":"The pod's real IP inside its cluster."},"node":{"type":"string","description":"Node the pod runs on."},"globalNamespace":{"type":"string","description":"agent-<cluster> of the cluster the pod runs in."}}};
 
-function validate437(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate452(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate437.evaluated;
+const evaluated0 = validate452.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16991,7 +18026,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.name === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema155.required,parentSchema:schema155,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema161.required,parentSchema:schema161,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -17001,7 +18036,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.ip === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "ip"},message:"must have required property '"+"ip"+"'",schema:schema155.required,parentSchema:schema155,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "ip"},message:"must have required property '"+"ip"+"'",schema:schema161.required,parentSchema:schema161,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -17012,7 +18047,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((((key0 === "name") || (key0 === "namespace")) || (key0 === "uid")) || (key0 === "ip")) || (key0 === "localIP")) || (key0 === "node")) || (key0 === "globalNamespace"))){
-const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema155,data};
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema161,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -17025,7 +18060,7 @@ errors++;
 if(data.name !== undefined){
 let data0 = data.name;
 if(typeof data0 !== "string"){
-const err3 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema155.properties.name.type,parentSchema:schema155.properties.name,data:data0};
+const err3 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema161.properties.name.type,parentSchema:schema161.properties.name,data:data0};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -17038,7 +18073,7 @@ errors++;
 if(data.namespace !== undefined){
 let data1 = data.namespace;
 if(typeof data1 !== "string"){
-const err4 = {instancePath:instancePath+"/namespace",schemaPath:"#/properties/namespace/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema155.properties.namespace.type,parentSchema:schema155.properties.namespace,data:data1};
+const err4 = {instancePath:instancePath+"/namespace",schemaPath:"#/properties/namespace/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema161.properties.namespace.type,parentSchema:schema161.properties.namespace,data:data1};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -17051,7 +18086,7 @@ errors++;
 if(data.uid !== undefined){
 let data2 = data.uid;
 if(typeof data2 !== "string"){
-const err5 = {instancePath:instancePath+"/uid",schemaPath:"#/properties/uid/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema155.properties.uid.type,parentSchema:schema155.properties.uid,data:data2};
+const err5 = {instancePath:instancePath+"/uid",schemaPath:"#/properties/uid/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema161.properties.uid.type,parentSchema:schema161.properties.uid,data:data2};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -17065,7 +18100,7 @@ if(data.ip !== undefined){
 let data3 = data.ip;
 if(typeof data3 === "string"){
 if(!(formats6.test(data3))){
-const err6 = {instancePath:instancePath+"/ip",schemaPath:"#/properties/ip/format",keyword:"format",params:{format: "ipv4"},message:"must match format \""+"ipv4"+"\"",schema:"ipv4",parentSchema:schema155.properties.ip,data:data3};
+const err6 = {instancePath:instancePath+"/ip",schemaPath:"#/properties/ip/format",keyword:"format",params:{format: "ipv4"},message:"must match format \""+"ipv4"+"\"",schema:"ipv4",parentSchema:schema161.properties.ip,data:data3};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -17076,7 +18111,7 @@ errors++;
 }
 }
 else {
-const err7 = {instancePath:instancePath+"/ip",schemaPath:"#/properties/ip/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema155.properties.ip.type,parentSchema:schema155.properties.ip,data:data3};
+const err7 = {instancePath:instancePath+"/ip",schemaPath:"#/properties/ip/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema161.properties.ip.type,parentSchema:schema161.properties.ip,data:data3};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -17089,7 +18124,7 @@ errors++;
 if(data.localIP !== undefined){
 let data4 = data.localIP;
 if(typeof data4 !== "string"){
-const err8 = {instancePath:instancePath+"/localIP",schemaPath:"#/properties/localIP/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema155.properties.localIP.type,parentSchema:schema155.properties.localIP,data:data4};
+const err8 = {instancePath:instancePath+"/localIP",schemaPath:"#/properties/localIP/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema161.properties.localIP.type,parentSchema:schema161.properties.localIP,data:data4};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -17102,7 +18137,7 @@ errors++;
 if(data.node !== undefined){
 let data5 = data.node;
 if(typeof data5 !== "string"){
-const err9 = {instancePath:instancePath+"/node",schemaPath:"#/properties/node/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema155.properties.node.type,parentSchema:schema155.properties.node,data:data5};
+const err9 = {instancePath:instancePath+"/node",schemaPath:"#/properties/node/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema161.properties.node.type,parentSchema:schema161.properties.node,data:data5};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -17115,7 +18150,7 @@ errors++;
 if(data.globalNamespace !== undefined){
 let data6 = data.globalNamespace;
 if(typeof data6 !== "string"){
-const err10 = {instancePath:instancePath+"/globalNamespace",schemaPath:"#/properties/globalNamespace/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema155.properties.globalNamespace.type,parentSchema:schema155.properties.globalNamespace,data:data6};
+const err10 = {instancePath:instancePath+"/globalNamespace",schemaPath:"#/properties/globalNamespace/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema161.properties.globalNamespace.type,parentSchema:schema161.properties.globalNamespace,data:data6};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -17127,7 +18162,7 @@ errors++;
 }
 }
 else {
-const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema155.type,parentSchema:schema155,data};
+const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema161.type,parentSchema:schema161,data};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -17136,16 +18171,16 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate437.errors = vErrors;
+validate452.errors = vErrors;
 return errors === 0;
 }
-validate437.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate452.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate436(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate451(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate436.evaluated;
+const evaluated0 = validate451.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17154,7 +18189,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.cert === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "cert"},message:"must have required property '"+"cert"+"'",schema:schema154.required,parentSchema:schema154,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "cert"},message:"must have required property '"+"cert"+"'",schema:schema160.required,parentSchema:schema160,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -17164,7 +18199,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.key === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "key"},message:"must have required property '"+"key"+"'",schema:schema154.required,parentSchema:schema154,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "key"},message:"must have required property '"+"key"+"'",schema:schema160.required,parentSchema:schema160,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -17174,7 +18209,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.prefixLen === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "prefixLen"},message:"must have required property '"+"prefixLen"+"'",schema:schema154.required,parentSchema:schema154,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "prefixLen"},message:"must have required property '"+"prefixLen"+"'",schema:schema160.required,parentSchema:schema160,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -17185,7 +18220,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((((key0 === "cert") || (key0 === "key")) || (key0 === "prefixLen")) || (key0 === "pods"))){
-const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema154,data};
+const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema160,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -17198,7 +18233,7 @@ errors++;
 if(data.cert !== undefined){
 let data0 = data.cert;
 if(typeof data0 !== "string"){
-const err4 = {instancePath:instancePath+"/cert",schemaPath:"#/properties/cert/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema154.properties.cert.type,parentSchema:schema154.properties.cert,data:data0};
+const err4 = {instancePath:instancePath+"/cert",schemaPath:"#/properties/cert/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema160.properties.cert.type,parentSchema:schema160.properties.cert,data:data0};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -17211,7 +18246,7 @@ errors++;
 if(data.key !== undefined){
 let data1 = data.key;
 if(typeof data1 !== "string"){
-const err5 = {instancePath:instancePath+"/key",schemaPath:"#/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema154.properties.key.type,parentSchema:schema154.properties.key,data:data1};
+const err5 = {instancePath:instancePath+"/key",schemaPath:"#/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema160.properties.key.type,parentSchema:schema160.properties.key,data:data1};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -17224,7 +18259,7 @@ errors++;
 if(data.prefixLen !== undefined){
 let data2 = data.prefixLen;
 if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err6 = {instancePath:instancePath+"/prefixLen",schemaPath:"#/properties/prefixLen/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema154.properties.prefixLen.type,parentSchema:schema154.properties.prefixLen,data:data2};
+const err6 = {instancePath:instancePath+"/prefixLen",schemaPath:"#/properties/prefixLen/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema160.properties.prefixLen.type,parentSchema:schema160.properties.prefixLen,data:data2};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -17235,7 +18270,7 @@ errors++;
 }
 if((typeof data2 == "number") && (isFinite(data2))){
 if(data2 > 30 || isNaN(data2)){
-const err7 = {instancePath:instancePath+"/prefixLen",schemaPath:"#/properties/prefixLen/maximum",keyword:"maximum",params:{comparison: "<=", limit: 30},message:"must be <= 30",schema:30,parentSchema:schema154.properties.prefixLen,data:data2};
+const err7 = {instancePath:instancePath+"/prefixLen",schemaPath:"#/properties/prefixLen/maximum",keyword:"maximum",params:{comparison: "<=", limit: 30},message:"must be <= 30",schema:30,parentSchema:schema160.properties.prefixLen,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -17245,7 +18280,7 @@ vErrors.push(err7);
 errors++;
 }
 if(data2 < 8 || isNaN(data2)){
-const err8 = {instancePath:instancePath+"/prefixLen",schemaPath:"#/properties/prefixLen/minimum",keyword:"minimum",params:{comparison: ">=", limit: 8},message:"must be >= 8",schema:8,parentSchema:schema154.properties.prefixLen,data:data2};
+const err8 = {instancePath:instancePath+"/prefixLen",schemaPath:"#/properties/prefixLen/minimum",keyword:"minimum",params:{comparison: ">=", limit: 8},message:"must be >= 8",schema:8,parentSchema:schema160.properties.prefixLen,data:data2};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -17261,14 +18296,14 @@ let data3 = data.pods;
 if(Array.isArray(data3)){
 const len0 = data3.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate437(data3[i0], {instancePath:instancePath+"/pods/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate437.errors : vErrors.concat(validate437.errors);
+if(!(validate452(data3[i0], {instancePath:instancePath+"/pods/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate452.errors : vErrors.concat(validate452.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err9 = {instancePath:instancePath+"/pods",schemaPath:"#/properties/pods/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema154.properties.pods.type,parentSchema:schema154.properties.pods,data:data3};
+const err9 = {instancePath:instancePath+"/pods",schemaPath:"#/properties/pods/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema160.properties.pods.type,parentSchema:schema160.properties.pods,data:data3};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -17280,7 +18315,7 @@ errors++;
 }
 }
 else {
-const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema154.type,parentSchema:schema154,data};
+const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema160.type,parentSchema:schema160,data};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -17289,18 +18324,18 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate436.errors = vErrors;
+validate451.errors = vErrors;
 return errors === 0;
 }
-validate436.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate451.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema156 = {"description":"Observed state of a DomainPeer.","type":"object","additionalProperties":false,"properties":{"traffic":{"$ref":"#/$defs/DomainTraffic","description":"Live traffic, reported by the agent."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions (RoutesProgrammed, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
-const schema157 = {"description":"The Domain's live traffic through this cluster's nodeservers, as the agent last read their GET /stats.","type":"object","additionalProperties":false,"required":["observedAt","poolConnections","pairs"],"properties":{"observedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent first read these figures (they have not changed since)."},"poolConnections":{"type":"integer","minimum":0,"description":"Connections of the Domain's pool to the hub, summed over the nodeservers."},"pairs":{"type":"array","maxItems":64,"description":"Per peer pair (virtual IPs), the busiest first; at most 64.","items":{"$ref":"#/$defs/DomainPeerPair"}},"omittedPairs":{"type":"integer","minimum":1,"description":"Pairs left out of pairs to keep the status bounded."}}};
+const schema162 = {"description":"Observed state of a DomainPeer.","type":"object","additionalProperties":false,"properties":{"traffic":{"$ref":"#/$defs/DomainTraffic","description":"Live traffic, reported by the agent."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions (RoutesProgrammed, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
+const schema163 = {"description":"The Domain's live traffic through this cluster's nodeservers, as the agent last read their GET /stats.","type":"object","additionalProperties":false,"required":["observedAt","poolConnections","pairs"],"properties":{"observedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent first read these figures (they have not changed since)."},"poolConnections":{"type":"integer","minimum":0,"description":"Connections of the Domain's pool to the hub, summed over the nodeservers."},"pairs":{"type":"array","maxItems":64,"description":"Per peer pair (virtual IPs), the busiest first; at most 64.","items":{"$ref":"#/$defs/DomainPeerPair"}},"omittedPairs":{"type":"integer","minimum":1,"description":"Pairs left out of pairs to keep the status bounded."}}};
 
-function validate442(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate457(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate442.evaluated;
+const evaluated0 = validate457.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17329,17 +18364,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate442.errors = vErrors;
+validate457.errors = vErrors;
 return errors === 0;
 }
-validate442.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate457.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema159 = {"description":"Connections from one virtual IP to another.","type":"object","additionalProperties":false,"required":["source","target","activeStreams","bytesSent","bytesReceived"],"properties":{"source":{"type":"string","format":"ipv4","description":"Virtual IP of the connecting pod."},"target":{"type":"string","format":"ipv4","description":"Virtual IP it connects to."},"activeStreams":{"type":"integer","minimum":0,"description":"Connections open now."},"bytesSent":{"type":"integer","minimum":0,"description":"Bytes from source to target so far."},"bytesReceived":{"type":"integer","minimum":0,"description":"Bytes from target to source so far."},"path":{"enum":["local","hub"],"description":"local: inside the cluster; hub: through the hub to another cluster."}}};
+const schema165 = {"description":"Connections from one virtual IP to another.","type":"object","additionalProperties":false,"required":["source","target","activeStreams","bytesSent","bytesReceived"],"properties":{"source":{"type":"string","format":"ipv4","description":"Virtual IP of the connecting pod."},"target":{"type":"string","format":"ipv4","description":"Virtual IP it connects to."},"activeStreams":{"type":"integer","minimum":0,"description":"Connections open now."},"bytesSent":{"type":"integer","minimum":0,"description":"Bytes from source to target so far."},"bytesReceived":{"type":"integer","minimum":0,"description":"Bytes from target to source so far."},"path":{"enum":["local","hub"],"description":"local: inside the cluster; hub: through the hub to another cluster."}}};
 
-function validate444(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate459(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate444.evaluated;
+const evaluated0 = validate459.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17348,7 +18383,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.source === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "source"},message:"must have required property '"+"source"+"'",schema:schema159.required,parentSchema:schema159,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "source"},message:"must have required property '"+"source"+"'",schema:schema165.required,parentSchema:schema165,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -17358,7 +18393,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.target === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "target"},message:"must have required property '"+"target"+"'",schema:schema159.required,parentSchema:schema159,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "target"},message:"must have required property '"+"target"+"'",schema:schema165.required,parentSchema:schema165,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -17368,7 +18403,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.activeStreams === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "activeStreams"},message:"must have required property '"+"activeStreams"+"'",schema:schema159.required,parentSchema:schema159,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "activeStreams"},message:"must have required property '"+"activeStreams"+"'",schema:schema165.required,parentSchema:schema165,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -17378,7 +18413,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.bytesSent === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "bytesSent"},message:"must have required property '"+"bytesSent"+"'",schema:schema159.required,parentSchema:schema159,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "bytesSent"},message:"must have required property '"+"bytesSent"+"'",schema:schema165.required,parentSchema:schema165,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -17388,7 +18423,7 @@ vErrors.push(err3);
 errors++;
 }
 if(data.bytesReceived === undefined){
-const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "bytesReceived"},message:"must have required property '"+"bytesReceived"+"'",schema:schema159.required,parentSchema:schema159,data};
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "bytesReceived"},message:"must have required property '"+"bytesReceived"+"'",schema:schema165.required,parentSchema:schema165,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -17399,7 +18434,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((((((key0 === "source") || (key0 === "target")) || (key0 === "activeStreams")) || (key0 === "bytesSent")) || (key0 === "bytesReceived")) || (key0 === "path"))){
-const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema159,data};
+const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema165,data};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -17413,7 +18448,7 @@ if(data.source !== undefined){
 let data0 = data.source;
 if(typeof data0 === "string"){
 if(!(formats6.test(data0))){
-const err6 = {instancePath:instancePath+"/source",schemaPath:"#/properties/source/format",keyword:"format",params:{format: "ipv4"},message:"must match format \""+"ipv4"+"\"",schema:"ipv4",parentSchema:schema159.properties.source,data:data0};
+const err6 = {instancePath:instancePath+"/source",schemaPath:"#/properties/source/format",keyword:"format",params:{format: "ipv4"},message:"must match format \""+"ipv4"+"\"",schema:"ipv4",parentSchema:schema165.properties.source,data:data0};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -17424,7 +18459,7 @@ errors++;
 }
 }
 else {
-const err7 = {instancePath:instancePath+"/source",schemaPath:"#/properties/source/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema159.properties.source.type,parentSchema:schema159.properties.source,data:data0};
+const err7 = {instancePath:instancePath+"/source",schemaPath:"#/properties/source/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema165.properties.source.type,parentSchema:schema165.properties.source,data:data0};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -17438,7 +18473,7 @@ if(data.target !== undefined){
 let data1 = data.target;
 if(typeof data1 === "string"){
 if(!(formats6.test(data1))){
-const err8 = {instancePath:instancePath+"/target",schemaPath:"#/properties/target/format",keyword:"format",params:{format: "ipv4"},message:"must match format \""+"ipv4"+"\"",schema:"ipv4",parentSchema:schema159.properties.target,data:data1};
+const err8 = {instancePath:instancePath+"/target",schemaPath:"#/properties/target/format",keyword:"format",params:{format: "ipv4"},message:"must match format \""+"ipv4"+"\"",schema:"ipv4",parentSchema:schema165.properties.target,data:data1};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -17449,7 +18484,7 @@ errors++;
 }
 }
 else {
-const err9 = {instancePath:instancePath+"/target",schemaPath:"#/properties/target/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema159.properties.target.type,parentSchema:schema159.properties.target,data:data1};
+const err9 = {instancePath:instancePath+"/target",schemaPath:"#/properties/target/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema165.properties.target.type,parentSchema:schema165.properties.target,data:data1};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -17462,7 +18497,7 @@ errors++;
 if(data.activeStreams !== undefined){
 let data2 = data.activeStreams;
 if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err10 = {instancePath:instancePath+"/activeStreams",schemaPath:"#/properties/activeStreams/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema159.properties.activeStreams.type,parentSchema:schema159.properties.activeStreams,data:data2};
+const err10 = {instancePath:instancePath+"/activeStreams",schemaPath:"#/properties/activeStreams/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema165.properties.activeStreams.type,parentSchema:schema165.properties.activeStreams,data:data2};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -17473,7 +18508,7 @@ errors++;
 }
 if((typeof data2 == "number") && (isFinite(data2))){
 if(data2 < 0 || isNaN(data2)){
-const err11 = {instancePath:instancePath+"/activeStreams",schemaPath:"#/properties/activeStreams/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema159.properties.activeStreams,data:data2};
+const err11 = {instancePath:instancePath+"/activeStreams",schemaPath:"#/properties/activeStreams/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema165.properties.activeStreams,data:data2};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -17487,7 +18522,7 @@ errors++;
 if(data.bytesSent !== undefined){
 let data3 = data.bytesSent;
 if(!(((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3))) && (isFinite(data3)))){
-const err12 = {instancePath:instancePath+"/bytesSent",schemaPath:"#/properties/bytesSent/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema159.properties.bytesSent.type,parentSchema:schema159.properties.bytesSent,data:data3};
+const err12 = {instancePath:instancePath+"/bytesSent",schemaPath:"#/properties/bytesSent/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema165.properties.bytesSent.type,parentSchema:schema165.properties.bytesSent,data:data3};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -17498,7 +18533,7 @@ errors++;
 }
 if((typeof data3 == "number") && (isFinite(data3))){
 if(data3 < 0 || isNaN(data3)){
-const err13 = {instancePath:instancePath+"/bytesSent",schemaPath:"#/properties/bytesSent/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema159.properties.bytesSent,data:data3};
+const err13 = {instancePath:instancePath+"/bytesSent",schemaPath:"#/properties/bytesSent/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema165.properties.bytesSent,data:data3};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -17512,7 +18547,7 @@ errors++;
 if(data.bytesReceived !== undefined){
 let data4 = data.bytesReceived;
 if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
-const err14 = {instancePath:instancePath+"/bytesReceived",schemaPath:"#/properties/bytesReceived/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema159.properties.bytesReceived.type,parentSchema:schema159.properties.bytesReceived,data:data4};
+const err14 = {instancePath:instancePath+"/bytesReceived",schemaPath:"#/properties/bytesReceived/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema165.properties.bytesReceived.type,parentSchema:schema165.properties.bytesReceived,data:data4};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -17523,7 +18558,7 @@ errors++;
 }
 if((typeof data4 == "number") && (isFinite(data4))){
 if(data4 < 0 || isNaN(data4)){
-const err15 = {instancePath:instancePath+"/bytesReceived",schemaPath:"#/properties/bytesReceived/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema159.properties.bytesReceived,data:data4};
+const err15 = {instancePath:instancePath+"/bytesReceived",schemaPath:"#/properties/bytesReceived/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema165.properties.bytesReceived,data:data4};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -17537,7 +18572,7 @@ errors++;
 if(data.path !== undefined){
 let data5 = data.path;
 if(!((data5 === "local") || (data5 === "hub"))){
-const err16 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/enum",keyword:"enum",params:{allowedValues: schema159.properties.path.enum},message:"must be equal to one of the allowed values",schema:schema159.properties.path.enum,parentSchema:schema159.properties.path,data:data5};
+const err16 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/enum",keyword:"enum",params:{allowedValues: schema165.properties.path.enum},message:"must be equal to one of the allowed values",schema:schema165.properties.path.enum,parentSchema:schema165.properties.path,data:data5};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -17549,7 +18584,7 @@ errors++;
 }
 }
 else {
-const err17 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema159.type,parentSchema:schema159,data};
+const err17 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema165.type,parentSchema:schema165,data};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -17558,16 +18593,16 @@ vErrors.push(err17);
 }
 errors++;
 }
-validate444.errors = vErrors;
+validate459.errors = vErrors;
 return errors === 0;
 }
-validate444.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate459.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate441(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate456(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate441.evaluated;
+const evaluated0 = validate456.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17576,7 +18611,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.observedAt === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "observedAt"},message:"must have required property '"+"observedAt"+"'",schema:schema157.required,parentSchema:schema157,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "observedAt"},message:"must have required property '"+"observedAt"+"'",schema:schema163.required,parentSchema:schema163,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -17586,7 +18621,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.poolConnections === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "poolConnections"},message:"must have required property '"+"poolConnections"+"'",schema:schema157.required,parentSchema:schema157,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "poolConnections"},message:"must have required property '"+"poolConnections"+"'",schema:schema163.required,parentSchema:schema163,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -17596,7 +18631,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.pairs === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "pairs"},message:"must have required property '"+"pairs"+"'",schema:schema157.required,parentSchema:schema157,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "pairs"},message:"must have required property '"+"pairs"+"'",schema:schema163.required,parentSchema:schema163,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -17607,7 +18642,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((((key0 === "observedAt") || (key0 === "poolConnections")) || (key0 === "pairs")) || (key0 === "omittedPairs"))){
-const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema157,data};
+const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema163,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -17618,15 +18653,15 @@ errors++;
 }
 }
 if(data.observedAt !== undefined){
-if(!(validate442(data.observedAt, {instancePath:instancePath+"/observedAt",parentData:data,parentDataProperty:"observedAt",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate442.errors : vErrors.concat(validate442.errors);
+if(!(validate457(data.observedAt, {instancePath:instancePath+"/observedAt",parentData:data,parentDataProperty:"observedAt",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate457.errors : vErrors.concat(validate457.errors);
 errors = vErrors.length;
 }
 }
 if(data.poolConnections !== undefined){
 let data1 = data.poolConnections;
 if(!(((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1))) && (isFinite(data1)))){
-const err4 = {instancePath:instancePath+"/poolConnections",schemaPath:"#/properties/poolConnections/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema157.properties.poolConnections.type,parentSchema:schema157.properties.poolConnections,data:data1};
+const err4 = {instancePath:instancePath+"/poolConnections",schemaPath:"#/properties/poolConnections/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema163.properties.poolConnections.type,parentSchema:schema163.properties.poolConnections,data:data1};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -17637,7 +18672,7 @@ errors++;
 }
 if((typeof data1 == "number") && (isFinite(data1))){
 if(data1 < 0 || isNaN(data1)){
-const err5 = {instancePath:instancePath+"/poolConnections",schemaPath:"#/properties/poolConnections/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema157.properties.poolConnections,data:data1};
+const err5 = {instancePath:instancePath+"/poolConnections",schemaPath:"#/properties/poolConnections/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema163.properties.poolConnections,data:data1};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -17652,7 +18687,7 @@ if(data.pairs !== undefined){
 let data2 = data.pairs;
 if(Array.isArray(data2)){
 if(data2.length > 64){
-const err6 = {instancePath:instancePath+"/pairs",schemaPath:"#/properties/pairs/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items",schema:64,parentSchema:schema157.properties.pairs,data:data2};
+const err6 = {instancePath:instancePath+"/pairs",schemaPath:"#/properties/pairs/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items",schema:64,parentSchema:schema163.properties.pairs,data:data2};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -17663,14 +18698,14 @@ errors++;
 }
 const len0 = data2.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate444(data2[i0], {instancePath:instancePath+"/pairs/" + i0,parentData:data2,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate444.errors : vErrors.concat(validate444.errors);
+if(!(validate459(data2[i0], {instancePath:instancePath+"/pairs/" + i0,parentData:data2,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate459.errors : vErrors.concat(validate459.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err7 = {instancePath:instancePath+"/pairs",schemaPath:"#/properties/pairs/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema157.properties.pairs.type,parentSchema:schema157.properties.pairs,data:data2};
+const err7 = {instancePath:instancePath+"/pairs",schemaPath:"#/properties/pairs/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema163.properties.pairs.type,parentSchema:schema163.properties.pairs,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -17683,7 +18718,7 @@ errors++;
 if(data.omittedPairs !== undefined){
 let data4 = data.omittedPairs;
 if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
-const err8 = {instancePath:instancePath+"/omittedPairs",schemaPath:"#/properties/omittedPairs/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema157.properties.omittedPairs.type,parentSchema:schema157.properties.omittedPairs,data:data4};
+const err8 = {instancePath:instancePath+"/omittedPairs",schemaPath:"#/properties/omittedPairs/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema163.properties.omittedPairs.type,parentSchema:schema163.properties.omittedPairs,data:data4};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -17694,7 +18729,7 @@ errors++;
 }
 if((typeof data4 == "number") && (isFinite(data4))){
 if(data4 < 1 || isNaN(data4)){
-const err9 = {instancePath:instancePath+"/omittedPairs",schemaPath:"#/properties/omittedPairs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema157.properties.omittedPairs,data:data4};
+const err9 = {instancePath:instancePath+"/omittedPairs",schemaPath:"#/properties/omittedPairs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema163.properties.omittedPairs,data:data4};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -17707,7 +18742,7 @@ errors++;
 }
 }
 else {
-const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema157.type,parentSchema:schema157,data};
+const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema163.type,parentSchema:schema163,data};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -17716,16 +18751,16 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate441.errors = vErrors;
+validate456.errors = vErrors;
 return errors === 0;
 }
-validate441.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate456.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate447(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate462(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate447.evaluated;
+const evaluated0 = validate462.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17877,16 +18912,16 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate447.errors = vErrors;
+validate462.errors = vErrors;
 return errors === 0;
 }
-validate447.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate462.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate440(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate455(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate440.evaluated;
+const evaluated0 = validate455.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17896,7 +18931,7 @@ evaluated0.items = undefined;
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
 if(!(((key0 === "traffic") || (key0 === "observedGeneration")) || (key0 === "conditions"))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema156,data};
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema162,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -17907,15 +18942,15 @@ errors++;
 }
 }
 if(data.traffic !== undefined){
-if(!(validate441(data.traffic, {instancePath:instancePath+"/traffic",parentData:data,parentDataProperty:"traffic",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate441.errors : vErrors.concat(validate441.errors);
+if(!(validate456(data.traffic, {instancePath:instancePath+"/traffic",parentData:data,parentDataProperty:"traffic",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate456.errors : vErrors.concat(validate456.errors);
 errors = vErrors.length;
 }
 }
 if(data.observedGeneration !== undefined){
 let data1 = data.observedGeneration;
 if(!(((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1))) && (isFinite(data1)))){
-const err1 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema156.properties.observedGeneration.type,parentSchema:schema156.properties.observedGeneration,data:data1};
+const err1 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema162.properties.observedGeneration.type,parentSchema:schema162.properties.observedGeneration,data:data1};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -17926,7 +18961,7 @@ errors++;
 }
 if((typeof data1 == "number") && (isFinite(data1))){
 if(data1 < 0 || isNaN(data1)){
-const err2 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema156.properties.observedGeneration,data:data1};
+const err2 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema162.properties.observedGeneration,data:data1};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -17942,14 +18977,14 @@ let data2 = data.conditions;
 if(Array.isArray(data2)){
 const len0 = data2.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate447(data2[i0], {instancePath:instancePath+"/conditions/" + i0,parentData:data2,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate447.errors : vErrors.concat(validate447.errors);
+if(!(validate462(data2[i0], {instancePath:instancePath+"/conditions/" + i0,parentData:data2,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate462.errors : vErrors.concat(validate462.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err3 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema156.properties.conditions.type,parentSchema:schema156.properties.conditions,data:data2};
+const err3 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema162.properties.conditions.type,parentSchema:schema162.properties.conditions,data:data2};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -17961,7 +18996,7 @@ errors++;
 }
 }
 else {
-const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema156.type,parentSchema:schema156,data};
+const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema162.type,parentSchema:schema162,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -17970,17 +19005,17 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate440.errors = vErrors;
+validate455.errors = vErrors;
 return errors === 0;
 }
-validate440.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate455.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate424(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate439(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/domain-peer.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate424.evaluated;
+const evaluated0 = validate439.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17989,7 +19024,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.apiVersion === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema150.required,parentSchema:schema150,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema156.required,parentSchema:schema156,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -17999,7 +19034,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.kind === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema150.required,parentSchema:schema150,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema156.required,parentSchema:schema156,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -18009,7 +19044,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.metadata === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema150.required,parentSchema:schema150,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema156.required,parentSchema:schema156,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -18019,7 +19054,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.spec === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema150.required,parentSchema:schema150,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema156.required,parentSchema:schema156,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -18030,7 +19065,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "metadata")) || (key0 === "spec")) || (key0 === "status"))){
-const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema150,data};
+const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema156,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -18043,7 +19078,7 @@ errors++;
 if(data.apiVersion !== undefined){
 let data0 = data.apiVersion;
 if("rlinf.io/v1alpha1" !== data0){
-const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema150.properties.apiVersion,data:data0};
+const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema156.properties.apiVersion,data:data0};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -18056,7 +19091,7 @@ errors++;
 if(data.kind !== undefined){
 let data1 = data.kind;
 if("DomainPeer" !== data1){
-const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "DomainPeer"},message:"must be equal to constant",schema:"DomainPeer",parentSchema:schema150.properties.kind,data:data1};
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "DomainPeer"},message:"must be equal to constant",schema:"DomainPeer",parentSchema:schema156.properties.kind,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -18068,13 +19103,13 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate425(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate425.errors : vErrors.concat(validate425.errors);
+if(!(validate440(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate440.errors : vErrors.concat(validate440.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.name === undefined){
-const err7 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema150.properties.metadata.required,parentSchema:schema150.properties.metadata,data:data2};
+const err7 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema156.properties.metadata.required,parentSchema:schema156.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -18084,7 +19119,7 @@ vErrors.push(err7);
 errors++;
 }
 if(data2.namespace === undefined){
-const err8 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema150.properties.metadata.required,parentSchema:schema150.properties.metadata,data:data2};
+const err8 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema156.properties.metadata.required,parentSchema:schema156.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -18094,34 +19129,34 @@ vErrors.push(err8);
 errors++;
 }
 if(data2.name !== undefined){
-if(!(validate432(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate432.errors : vErrors.concat(validate432.errors);
+if(!(validate447(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate447.errors : vErrors.concat(validate447.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate434(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate434.errors : vErrors.concat(validate434.errors);
+if(!(validate449(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate449.errors : vErrors.concat(validate449.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate436(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate436.errors : vErrors.concat(validate436.errors);
+if(!(validate451(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate451.errors : vErrors.concat(validate451.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate440(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate440.errors : vErrors.concat(validate440.errors);
+if(!(validate455(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate455.errors : vErrors.concat(validate455.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema150.type,parentSchema:schema150,data};
+const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema156.type,parentSchema:schema156,data};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -18130,18 +19165,18 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate424.errors = vErrors;
+validate439.errors = vErrors;
 return errors === 0;
 }
-validate424.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate439.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const AddonRelease = validate452;
-const schema161 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/addon-release.schema.json","title":"AddonRelease","description":"One Addon rendered for one cluster, created by the hub's Addon controller in agent-<cluster>: the exact Kubernetes objects that cluster's agent applies. Its status is the installation there, reported by the agent.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"AddonRelease","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the release is installed in.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"The Addon's name."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/AddonReleaseSpec","description":"Desired state."},"status":{"$ref":"#/$defs/AddonReleaseStatus","description":"Observed state, reported by the agent."}},"$defs":{"AddonReleaseSpec":{"description":"The catalog entry, the Addon it comes from and the rendered objects.","type":"object","additionalProperties":false,"required":["addonName","version","namespace","addonGeneration","objects"],"properties":{"addonName":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Catalog entry name."},"version":{"type":"string","maxLength":128,"description":"Catalog entry version."},"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"In-cluster namespace the objects go into (created when missing)."},"clusterWide":{"type":"boolean","description":"True when the Addon is cluster-wide (placed by clusterSelector), false when it lives in agent-<cluster>."},"addonGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the Addon this release was rendered from."},"minKubernetesVersion":{"type":"string","pattern":"^[0-9]+\\.[0-9]+$","description":"The cluster's API server must be at least this \"major.minor\"."},"objects":{"type":"array","maxItems":500,"description":"The rendered Kubernetes objects, in apply order.","items":{"type":"object","required":["apiVersion","kind","metadata"],"description":"One Kubernetes object.","x-rlark-free-form":true}}}},"AddonReleaseStatus":{"description":"The installation in this cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"description":"Installation phase.","enum":["Pending","Installing","Ready","Failed","Upgrading","Uninstalling"]},"version":{"type":"string","maxLength":128,"description":"Version the objects in the cluster come from."},"message":{"type":"string","maxLength":4096,"description":"What is not ready, or why it failed."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the release this status reflects."}}}}};
+export const AddonRelease = validate467;
+const schema167 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/addon-release.schema.json","title":"AddonRelease","description":"One Addon rendered for one cluster, created by the hub's Addon controller in agent-<cluster>: the exact Kubernetes objects that cluster's agent applies. Its status is the installation there, reported by the agent.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"AddonRelease","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the release is installed in.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"The Addon's name."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/AddonReleaseSpec","description":"Desired state."},"status":{"$ref":"#/$defs/AddonReleaseStatus","description":"Observed state, reported by the agent."}},"$defs":{"AddonReleaseSpec":{"description":"The catalog entry, the Addon it comes from and the rendered objects.","type":"object","additionalProperties":false,"required":["addonName","version","namespace","addonGeneration","objects"],"properties":{"addonName":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Catalog entry name."},"version":{"type":"string","maxLength":128,"description":"Catalog entry version."},"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"In-cluster namespace the objects go into (created when missing)."},"clusterWide":{"type":"boolean","description":"True when the Addon is cluster-wide (placed by clusterSelector), false when it lives in agent-<cluster>."},"addonGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the Addon this release was rendered from."},"minKubernetesVersion":{"type":"string","pattern":"^[0-9]+\\.[0-9]+$","description":"The cluster's API server must be at least this \"major.minor\"."},"objects":{"type":"array","maxItems":500,"description":"The rendered Kubernetes objects, in apply order.","items":{"type":"object","required":["apiVersion","kind","metadata"],"description":"One Kubernetes object.","x-rlark-free-form":true}}}},"AddonReleaseStatus":{"description":"The installation in this cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"description":"Installation phase.","enum":["Pending","Installing","Ready","Failed","Upgrading","Uninstalling"]},"version":{"type":"string","maxLength":128,"description":"Version the objects in the cluster come from."},"message":{"type":"string","maxLength":4096,"description":"What is not ready, or why it failed."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the release this status reflects."}}}}};
 
-function validate453(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate468(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate453.evaluated;
+const evaluated0 = validate468.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18363,16 +19398,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate453.errors = vErrors;
+validate468.errors = vErrors;
 return errors === 0;
 }
-validate453.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate468.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate460(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate475(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate460.evaluated;
+const evaluated0 = validate475.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18421,16 +19456,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate460.errors = vErrors;
+validate475.errors = vErrors;
 return errors === 0;
 }
-validate460.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate475.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate462(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate477(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate462.evaluated;
+const evaluated0 = validate477.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18448,7 +19483,7 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(!pattern19.test(data)){
+if(!pattern20.test(data)){
 const err1 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema76,data};
 if(vErrors === null){
 vErrors = [err1];
@@ -18469,18 +19504,18 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate462.errors = vErrors;
+validate477.errors = vErrors;
 return errors === 0;
 }
-validate462.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate477.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema165 = {"description":"The catalog entry, the Addon it comes from and the rendered objects.","type":"object","additionalProperties":false,"required":["addonName","version","namespace","addonGeneration","objects"],"properties":{"addonName":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Catalog entry name."},"version":{"type":"string","maxLength":128,"description":"Catalog entry version."},"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"In-cluster namespace the objects go into (created when missing)."},"clusterWide":{"type":"boolean","description":"True when the Addon is cluster-wide (placed by clusterSelector), false when it lives in agent-<cluster>."},"addonGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the Addon this release was rendered from."},"minKubernetesVersion":{"type":"string","pattern":"^[0-9]+\\.[0-9]+$","description":"The cluster's API server must be at least this \"major.minor\"."},"objects":{"type":"array","maxItems":500,"description":"The rendered Kubernetes objects, in apply order.","items":{"type":"object","required":["apiVersion","kind","metadata"],"description":"One Kubernetes object.","x-rlark-free-form":true}}}};
-const pattern50 = new RegExp("^[0-9]+\\.[0-9]+$", "u");
+const schema171 = {"description":"The catalog entry, the Addon it comes from and the rendered objects.","type":"object","additionalProperties":false,"required":["addonName","version","namespace","addonGeneration","objects"],"properties":{"addonName":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Catalog entry name."},"version":{"type":"string","maxLength":128,"description":"Catalog entry version."},"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"In-cluster namespace the objects go into (created when missing)."},"clusterWide":{"type":"boolean","description":"True when the Addon is cluster-wide (placed by clusterSelector), false when it lives in agent-<cluster>."},"addonGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the Addon this release was rendered from."},"minKubernetesVersion":{"type":"string","pattern":"^[0-9]+\\.[0-9]+$","description":"The cluster's API server must be at least this \"major.minor\"."},"objects":{"type":"array","maxItems":500,"description":"The rendered Kubernetes objects, in apply order.","items":{"type":"object","required":["apiVersion","kind","metadata"],"description":"One Kubernetes object.","x-rlark-free-form":true}}}};
+const pattern52 = new RegExp("^[0-9]+\\.[0-9]+$", "u");
 
-function validate464(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate479(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate464.evaluated;
+const evaluated0 = validate479.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18489,7 +19524,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.addonName === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "addonName"},message:"must have required property '"+"addonName"+"'",schema:schema165.required,parentSchema:schema165,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "addonName"},message:"must have required property '"+"addonName"+"'",schema:schema171.required,parentSchema:schema171,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -18499,7 +19534,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.version === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'",schema:schema165.required,parentSchema:schema165,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'",schema:schema171.required,parentSchema:schema171,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -18509,7 +19544,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.namespace === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema165.required,parentSchema:schema165,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema171.required,parentSchema:schema171,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -18519,7 +19554,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.addonGeneration === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "addonGeneration"},message:"must have required property '"+"addonGeneration"+"'",schema:schema165.required,parentSchema:schema165,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "addonGeneration"},message:"must have required property '"+"addonGeneration"+"'",schema:schema171.required,parentSchema:schema171,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -18529,7 +19564,7 @@ vErrors.push(err3);
 errors++;
 }
 if(data.objects === undefined){
-const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "objects"},message:"must have required property '"+"objects"+"'",schema:schema165.required,parentSchema:schema165,data};
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "objects"},message:"must have required property '"+"objects"+"'",schema:schema171.required,parentSchema:schema171,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -18540,7 +19575,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((((key0 === "addonName") || (key0 === "version")) || (key0 === "namespace")) || (key0 === "clusterWide")) || (key0 === "addonGeneration")) || (key0 === "minKubernetesVersion")) || (key0 === "objects"))){
-const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema165,data};
+const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema171,data};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -18551,8 +19586,8 @@ errors++;
 }
 }
 if(data.addonName !== undefined){
-if(!(validate460(data.addonName, {instancePath:instancePath+"/addonName",parentData:data,parentDataProperty:"addonName",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate460.errors : vErrors.concat(validate460.errors);
+if(!(validate475(data.addonName, {instancePath:instancePath+"/addonName",parentData:data,parentDataProperty:"addonName",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate475.errors : vErrors.concat(validate475.errors);
 errors = vErrors.length;
 }
 }
@@ -18560,7 +19595,7 @@ if(data.version !== undefined){
 let data1 = data.version;
 if(typeof data1 === "string"){
 if(func2(data1) > 128){
-const err6 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters",schema:128,parentSchema:schema165.properties.version,data:data1};
+const err6 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters",schema:128,parentSchema:schema171.properties.version,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -18571,7 +19606,7 @@ errors++;
 }
 }
 else {
-const err7 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema165.properties.version.type,parentSchema:schema165.properties.version,data:data1};
+const err7 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema171.properties.version.type,parentSchema:schema171.properties.version,data:data1};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -18582,15 +19617,15 @@ errors++;
 }
 }
 if(data.namespace !== undefined){
-if(!(validate460(data.namespace, {instancePath:instancePath+"/namespace",parentData:data,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate460.errors : vErrors.concat(validate460.errors);
+if(!(validate475(data.namespace, {instancePath:instancePath+"/namespace",parentData:data,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate475.errors : vErrors.concat(validate475.errors);
 errors = vErrors.length;
 }
 }
 if(data.clusterWide !== undefined){
 let data3 = data.clusterWide;
 if(typeof data3 !== "boolean"){
-const err8 = {instancePath:instancePath+"/clusterWide",schemaPath:"#/properties/clusterWide/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema165.properties.clusterWide.type,parentSchema:schema165.properties.clusterWide,data:data3};
+const err8 = {instancePath:instancePath+"/clusterWide",schemaPath:"#/properties/clusterWide/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema171.properties.clusterWide.type,parentSchema:schema171.properties.clusterWide,data:data3};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -18603,7 +19638,7 @@ errors++;
 if(data.addonGeneration !== undefined){
 let data4 = data.addonGeneration;
 if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
-const err9 = {instancePath:instancePath+"/addonGeneration",schemaPath:"#/properties/addonGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema165.properties.addonGeneration.type,parentSchema:schema165.properties.addonGeneration,data:data4};
+const err9 = {instancePath:instancePath+"/addonGeneration",schemaPath:"#/properties/addonGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema171.properties.addonGeneration.type,parentSchema:schema171.properties.addonGeneration,data:data4};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -18614,7 +19649,7 @@ errors++;
 }
 if((typeof data4 == "number") && (isFinite(data4))){
 if(data4 < 0 || isNaN(data4)){
-const err10 = {instancePath:instancePath+"/addonGeneration",schemaPath:"#/properties/addonGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema165.properties.addonGeneration,data:data4};
+const err10 = {instancePath:instancePath+"/addonGeneration",schemaPath:"#/properties/addonGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema171.properties.addonGeneration,data:data4};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -18628,8 +19663,8 @@ errors++;
 if(data.minKubernetesVersion !== undefined){
 let data5 = data.minKubernetesVersion;
 if(typeof data5 === "string"){
-if(!pattern50.test(data5)){
-const err11 = {instancePath:instancePath+"/minKubernetesVersion",schemaPath:"#/properties/minKubernetesVersion/pattern",keyword:"pattern",params:{pattern: "^[0-9]+\\.[0-9]+$"},message:"must match pattern \""+"^[0-9]+\\.[0-9]+$"+"\"",schema:"^[0-9]+\\.[0-9]+$",parentSchema:schema165.properties.minKubernetesVersion,data:data5};
+if(!pattern52.test(data5)){
+const err11 = {instancePath:instancePath+"/minKubernetesVersion",schemaPath:"#/properties/minKubernetesVersion/pattern",keyword:"pattern",params:{pattern: "^[0-9]+\\.[0-9]+$"},message:"must match pattern \""+"^[0-9]+\\.[0-9]+$"+"\"",schema:"^[0-9]+\\.[0-9]+$",parentSchema:schema171.properties.minKubernetesVersion,data:data5};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -18640,7 +19675,7 @@ errors++;
 }
 }
 else {
-const err12 = {instancePath:instancePath+"/minKubernetesVersion",schemaPath:"#/properties/minKubernetesVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema165.properties.minKubernetesVersion.type,parentSchema:schema165.properties.minKubernetesVersion,data:data5};
+const err12 = {instancePath:instancePath+"/minKubernetesVersion",schemaPath:"#/properties/minKubernetesVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema171.properties.minKubernetesVersion.type,parentSchema:schema171.properties.minKubernetesVersion,data:data5};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -18654,7 +19689,7 @@ if(data.objects !== undefined){
 let data6 = data.objects;
 if(Array.isArray(data6)){
 if(data6.length > 500){
-const err13 = {instancePath:instancePath+"/objects",schemaPath:"#/properties/objects/maxItems",keyword:"maxItems",params:{limit: 500},message:"must NOT have more than 500 items",schema:500,parentSchema:schema165.properties.objects,data:data6};
+const err13 = {instancePath:instancePath+"/objects",schemaPath:"#/properties/objects/maxItems",keyword:"maxItems",params:{limit: 500},message:"must NOT have more than 500 items",schema:500,parentSchema:schema171.properties.objects,data:data6};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -18668,7 +19703,7 @@ for(let i0=0; i0<len0; i0++){
 let data7 = data6[i0];
 if(data7 && typeof data7 == "object" && !Array.isArray(data7)){
 if(data7.apiVersion === undefined){
-const err14 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema165.properties.objects.items.required,parentSchema:schema165.properties.objects.items,data:data7};
+const err14 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema171.properties.objects.items.required,parentSchema:schema171.properties.objects.items,data:data7};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -18678,7 +19713,7 @@ vErrors.push(err14);
 errors++;
 }
 if(data7.kind === undefined){
-const err15 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema165.properties.objects.items.required,parentSchema:schema165.properties.objects.items,data:data7};
+const err15 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema171.properties.objects.items.required,parentSchema:schema171.properties.objects.items,data:data7};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -18688,7 +19723,7 @@ vErrors.push(err15);
 errors++;
 }
 if(data7.metadata === undefined){
-const err16 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema165.properties.objects.items.required,parentSchema:schema165.properties.objects.items,data:data7};
+const err16 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema171.properties.objects.items.required,parentSchema:schema171.properties.objects.items,data:data7};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -18699,7 +19734,7 @@ errors++;
 }
 }
 else {
-const err17 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema165.properties.objects.items.type,parentSchema:schema165.properties.objects.items,data:data7};
+const err17 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema171.properties.objects.items.type,parentSchema:schema171.properties.objects.items,data:data7};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -18711,7 +19746,7 @@ errors++;
 }
 }
 else {
-const err18 = {instancePath:instancePath+"/objects",schemaPath:"#/properties/objects/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema165.properties.objects.type,parentSchema:schema165.properties.objects,data:data6};
+const err18 = {instancePath:instancePath+"/objects",schemaPath:"#/properties/objects/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema171.properties.objects.type,parentSchema:schema171.properties.objects,data:data6};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -18723,7 +19758,7 @@ errors++;
 }
 }
 else {
-const err19 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema165.type,parentSchema:schema165,data};
+const err19 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema171.type,parentSchema:schema171,data};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -18732,17 +19767,17 @@ vErrors.push(err19);
 }
 errors++;
 }
-validate464.errors = vErrors;
+validate479.errors = vErrors;
 return errors === 0;
 }
-validate464.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate479.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema166 = {"description":"The installation in this cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"description":"Installation phase.","enum":["Pending","Installing","Ready","Failed","Upgrading","Uninstalling"]},"version":{"type":"string","maxLength":128,"description":"Version the objects in the cluster come from."},"message":{"type":"string","maxLength":4096,"description":"What is not ready, or why it failed."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the release this status reflects."}}};
+const schema172 = {"description":"The installation in this cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"description":"Installation phase.","enum":["Pending","Installing","Ready","Failed","Upgrading","Uninstalling"]},"version":{"type":"string","maxLength":128,"description":"Version the objects in the cluster come from."},"message":{"type":"string","maxLength":4096,"description":"What is not ready, or why it failed."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the release this status reflects."}}};
 
-function validate468(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate483(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate468.evaluated;
+const evaluated0 = validate483.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18752,7 +19787,7 @@ evaluated0.items = undefined;
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
 if(!((((key0 === "phase") || (key0 === "version")) || (key0 === "message")) || (key0 === "observedGeneration"))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema166,data};
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema172,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -18765,7 +19800,7 @@ errors++;
 if(data.phase !== undefined){
 let data0 = data.phase;
 if(!((((((data0 === "Pending") || (data0 === "Installing")) || (data0 === "Ready")) || (data0 === "Failed")) || (data0 === "Upgrading")) || (data0 === "Uninstalling"))){
-const err1 = {instancePath:instancePath+"/phase",schemaPath:"#/properties/phase/enum",keyword:"enum",params:{allowedValues: schema166.properties.phase.enum},message:"must be equal to one of the allowed values",schema:schema166.properties.phase.enum,parentSchema:schema166.properties.phase,data:data0};
+const err1 = {instancePath:instancePath+"/phase",schemaPath:"#/properties/phase/enum",keyword:"enum",params:{allowedValues: schema172.properties.phase.enum},message:"must be equal to one of the allowed values",schema:schema172.properties.phase.enum,parentSchema:schema172.properties.phase,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -18779,7 +19814,7 @@ if(data.version !== undefined){
 let data1 = data.version;
 if(typeof data1 === "string"){
 if(func2(data1) > 128){
-const err2 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters",schema:128,parentSchema:schema166.properties.version,data:data1};
+const err2 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters",schema:128,parentSchema:schema172.properties.version,data:data1};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -18790,7 +19825,7 @@ errors++;
 }
 }
 else {
-const err3 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema166.properties.version.type,parentSchema:schema166.properties.version,data:data1};
+const err3 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema172.properties.version.type,parentSchema:schema172.properties.version,data:data1};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -18804,7 +19839,7 @@ if(data.message !== undefined){
 let data2 = data.message;
 if(typeof data2 === "string"){
 if(func2(data2) > 4096){
-const err4 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters",schema:4096,parentSchema:schema166.properties.message,data:data2};
+const err4 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters",schema:4096,parentSchema:schema172.properties.message,data:data2};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -18815,7 +19850,7 @@ errors++;
 }
 }
 else {
-const err5 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema166.properties.message.type,parentSchema:schema166.properties.message,data:data2};
+const err5 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema172.properties.message.type,parentSchema:schema172.properties.message,data:data2};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -18828,7 +19863,7 @@ errors++;
 if(data.observedGeneration !== undefined){
 let data3 = data.observedGeneration;
 if(!(((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3))) && (isFinite(data3)))){
-const err6 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema166.properties.observedGeneration.type,parentSchema:schema166.properties.observedGeneration,data:data3};
+const err6 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema172.properties.observedGeneration.type,parentSchema:schema172.properties.observedGeneration,data:data3};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -18839,7 +19874,7 @@ errors++;
 }
 if((typeof data3 == "number") && (isFinite(data3))){
 if(data3 < 0 || isNaN(data3)){
-const err7 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema166.properties.observedGeneration,data:data3};
+const err7 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema172.properties.observedGeneration,data:data3};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -18852,589 +19887,12 @@ errors++;
 }
 }
 else {
-const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema166.type,parentSchema:schema166,data};
+const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema172.type,parentSchema:schema172,data};
 if(vErrors === null){
 vErrors = [err8];
 }
 else {
 vErrors.push(err8);
-}
-errors++;
-}
-validate468.errors = vErrors;
-return errors === 0;
-}
-validate468.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-
-function validate452(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://rlinf.io/schemas/v1alpha1/addon-release.schema.json" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate452.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.apiVersion === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema161.required,parentSchema:schema161,data};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.kind === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema161.required,parentSchema:schema161,data};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.metadata === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema161.required,parentSchema:schema161,data};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.spec === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema161.required,parentSchema:schema161,data};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-for(const key0 in data){
-if(!(((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "metadata")) || (key0 === "spec")) || (key0 === "status"))){
-const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema161,data};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.apiVersion !== undefined){
-let data0 = data.apiVersion;
-if("rlinf.io/v1alpha1" !== data0){
-const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema161.properties.apiVersion,data:data0};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.kind !== undefined){
-let data1 = data.kind;
-if("AddonRelease" !== data1){
-const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "AddonRelease"},message:"must be equal to constant",schema:"AddonRelease",parentSchema:schema161.properties.kind,data:data1};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-}
-if(data.metadata !== undefined){
-let data2 = data.metadata;
-if(!(validate453(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate453.errors : vErrors.concat(validate453.errors);
-errors = vErrors.length;
-}
-if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
-if(data2.name === undefined){
-const err7 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema161.properties.metadata.required,parentSchema:schema161.properties.metadata,data:data2};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-if(data2.namespace === undefined){
-const err8 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema161.properties.metadata.required,parentSchema:schema161.properties.metadata,data:data2};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(data2.name !== undefined){
-if(!(validate460(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate460.errors : vErrors.concat(validate460.errors);
-errors = vErrors.length;
-}
-}
-if(data2.namespace !== undefined){
-if(!(validate462(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate462.errors : vErrors.concat(validate462.errors);
-errors = vErrors.length;
-}
-}
-}
-}
-if(data.spec !== undefined){
-if(!(validate464(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate464.errors : vErrors.concat(validate464.errors);
-errors = vErrors.length;
-}
-}
-if(data.status !== undefined){
-if(!(validate468(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate468.errors : vErrors.concat(validate468.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema161.type,parentSchema:schema161,data};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-validate452.errors = vErrors;
-return errors === 0;
-}
-validate452.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-export const Pod = validate470;
-const schema167 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/pod.schema.json","title":"Pod","description":"The hub's mirror of a data-plane pod or process, pushed by the agent; used for its logs, the dashboard and Domain addresses (exec and proxies through it are planned).","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Pod","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the object belongs to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Pod name, as in the cluster."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/PodMirrorSpec","description":"Identity of the mirrored pod."},"status":{"$ref":"#/$defs/PodMirrorStatus","description":"Observed state."}},"$defs":{"PodMirrorSpec":{"description":"Which pod this is and what it belongs to.","type":"object","additionalProperties":false,"properties":{"task":{"type":"string","description":"Name of the Task the pod runs."},"job":{"type":"string","description":"Name of the Job."},"node":{"type":"string","description":"Node the pod runs on."},"namespace":{"type":"string","description":"The pod's namespace inside its cluster."},"uid":{"type":"string","description":"The pod's UID inside its cluster."},"containers":{"type":"array","description":"Containers (or processes) of the pod.","items":{"$ref":"#/$defs/PodMirrorContainer"}}}},"PodMirrorContainer":{"description":"One container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image, or the command for a process."}}},"ContainerStatus":{"description":"Observed state of one container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image running."},"ready":{"type":"boolean","description":"Passing its readiness probe."},"restartCount":{"type":"integer","minimum":0,"description":"Restarts so far."},"state":{"enum":["Waiting","Running","Terminated"],"description":"Current state."},"reason":{"type":"string","description":"Why it is waiting or terminated (CrashLoopBackOff, Completed, ...)."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the current or, while restarting, last termination."},"startedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run started."},"finishedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When it terminated."}}},"PodMirrorStatus":{"description":"Observed state of the pod.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Unknown"],"description":"Pod phase."},"podIP":{"type":"string","description":"The pod's IP inside its cluster."},"hostIP":{"type":"string","description":"IP of the node."},"domainIP":{"type":"string","description":"The pod's virtual IP in its Job's Domain."},"restarts":{"type":"integer","minimum":0,"description":"Restarts of all containers."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the pod started."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"containerStatuses":{"type":"array","description":"Per container, with exit codes.","items":{"$ref":"#/$defs/ContainerStatus"}},"conditions":{"type":"array","description":"Pod conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
-
-function validate471(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate471.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.name === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema21.required,parentSchema:schema21,data};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-for(const key0 in data){
-if(!(func1.call(schema21.properties, key0))){
-const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema21,data};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-if(data.name !== undefined){
-let data0 = data.name;
-if(typeof data0 !== "string"){
-const err2 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema21.properties.name.type,parentSchema:schema21.properties.name,data:data0};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.namespace !== undefined){
-let data1 = data.namespace;
-if(typeof data1 !== "string"){
-const err3 = {instancePath:instancePath+"/namespace",schemaPath:"#/properties/namespace/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema21.properties.namespace.type,parentSchema:schema21.properties.namespace,data:data1};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-if(data.labels !== undefined){
-if(!(validate55(data.labels, {instancePath:instancePath+"/labels",parentData:data,parentDataProperty:"labels",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate55.errors : vErrors.concat(validate55.errors);
-errors = vErrors.length;
-}
-}
-if(data.annotations !== undefined){
-if(!(validate61(data.annotations, {instancePath:instancePath+"/annotations",parentData:data,parentDataProperty:"annotations",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate61.errors : vErrors.concat(validate61.errors);
-errors = vErrors.length;
-}
-}
-if(data.uid !== undefined){
-let data4 = data.uid;
-if(typeof data4 !== "string"){
-const err4 = {instancePath:instancePath+"/uid",schemaPath:"#/properties/uid/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema21.properties.uid.type,parentSchema:schema21.properties.uid,data:data4};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.resourceVersion !== undefined){
-let data5 = data.resourceVersion;
-if(typeof data5 !== "string"){
-const err5 = {instancePath:instancePath+"/resourceVersion",schemaPath:"#/properties/resourceVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema21.properties.resourceVersion.type,parentSchema:schema21.properties.resourceVersion,data:data5};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.generation !== undefined){
-let data6 = data.generation;
-if(!(((typeof data6 == "number") && (!(data6 % 1) && !isNaN(data6))) && (isFinite(data6)))){
-const err6 = {instancePath:instancePath+"/generation",schemaPath:"#/properties/generation/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema21.properties.generation.type,parentSchema:schema21.properties.generation,data:data6};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if((typeof data6 == "number") && (isFinite(data6))){
-if(data6 < 0 || isNaN(data6)){
-const err7 = {instancePath:instancePath+"/generation",schemaPath:"#/properties/generation/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema21.properties.generation,data:data6};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-}
-if(data.creationTimestamp !== undefined){
-if(!(validate64(data.creationTimestamp, {instancePath:instancePath+"/creationTimestamp",parentData:data,parentDataProperty:"creationTimestamp",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate64.errors : vErrors.concat(validate64.errors);
-errors = vErrors.length;
-}
-}
-if(data.deletionTimestamp !== undefined){
-if(!(validate64(data.deletionTimestamp, {instancePath:instancePath+"/deletionTimestamp",parentData:data,parentDataProperty:"deletionTimestamp",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate64.errors : vErrors.concat(validate64.errors);
-errors = vErrors.length;
-}
-}
-if(data.ownerReferences !== undefined){
-let data9 = data.ownerReferences;
-if(Array.isArray(data9)){
-const len0 = data9.length;
-for(let i0=0; i0<len0; i0++){
-if(!(validate67(data9[i0], {instancePath:instancePath+"/ownerReferences/" + i0,parentData:data9,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate67.errors : vErrors.concat(validate67.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err8 = {instancePath:instancePath+"/ownerReferences",schemaPath:"#/properties/ownerReferences/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema21.properties.ownerReferences.type,parentSchema:schema21.properties.ownerReferences,data:data9};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-}
-if(data.finalizers !== undefined){
-let data11 = data.finalizers;
-if(Array.isArray(data11)){
-const len1 = data11.length;
-for(let i1=0; i1<len1; i1++){
-let data12 = data11[i1];
-if(typeof data12 !== "string"){
-const err9 = {instancePath:instancePath+"/finalizers/" + i1,schemaPath:"#/properties/finalizers/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema21.properties.finalizers.items.type,parentSchema:schema21.properties.finalizers.items,data:data12};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-}
-else {
-const err10 = {instancePath:instancePath+"/finalizers",schemaPath:"#/properties/finalizers/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema21.properties.finalizers.type,parentSchema:schema21.properties.finalizers,data:data11};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-if(data.managedFields !== undefined){
-let data13 = data.managedFields;
-if(Array.isArray(data13)){
-const len2 = data13.length;
-for(let i2=0; i2<len2; i2++){
-let data14 = data13[i2];
-if(!(data14 && typeof data14 == "object" && !Array.isArray(data14))){
-const err11 = {instancePath:instancePath+"/managedFields/" + i2,schemaPath:"#/properties/managedFields/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.properties.managedFields.items.type,parentSchema:schema21.properties.managedFields.items,data:data14};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-}
-}
-else {
-const err12 = {instancePath:instancePath+"/managedFields",schemaPath:"#/properties/managedFields/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema21.properties.managedFields.type,parentSchema:schema21.properties.managedFields,data:data13};
-if(vErrors === null){
-vErrors = [err12];
-}
-else {
-vErrors.push(err12);
-}
-errors++;
-}
-}
-}
-else {
-const err13 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.type,parentSchema:schema21,data};
-if(vErrors === null){
-vErrors = [err13];
-}
-else {
-vErrors.push(err13);
-}
-errors++;
-}
-validate471.errors = vErrors;
-return errors === 0;
-}
-validate471.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-
-function validate478(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate478.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data === "string"){
-if(func2(data) > 253){
-const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema97,data};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(func2(data) < 1){
-const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema97,data};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(!pattern25.test(data)){
-const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema97,data};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-else {
-const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema97.type,parentSchema:schema97,data};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-validate478.errors = vErrors;
-return errors === 0;
-}
-validate478.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate480(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate480.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data === "string"){
-if(func2(data) > 63){
-const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema76,data};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(!pattern19.test(data)){
-const err1 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema76,data};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-else {
-const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema76.type,parentSchema:schema76,data};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-validate480.errors = vErrors;
-return errors === 0;
-}
-validate480.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-const schema171 = {"description":"Which pod this is and what it belongs to.","type":"object","additionalProperties":false,"properties":{"task":{"type":"string","description":"Name of the Task the pod runs."},"job":{"type":"string","description":"Name of the Job."},"node":{"type":"string","description":"Node the pod runs on."},"namespace":{"type":"string","description":"The pod's namespace inside its cluster."},"uid":{"type":"string","description":"The pod's UID inside its cluster."},"containers":{"type":"array","description":"Containers (or processes) of the pod.","items":{"$ref":"#/$defs/PodMirrorContainer"}}}};
-const schema172 = {"description":"One container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image, or the command for a process."}}};
-
-function validate483(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate483.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.name === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema172.required,parentSchema:schema172,data};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((key0 === "name") || (key0 === "image"))){
-const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema172,data};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-if(data.name !== undefined){
-let data0 = data.name;
-if(typeof data0 !== "string"){
-const err2 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema172.properties.name.type,parentSchema:schema172.properties.name,data:data0};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.image !== undefined){
-let data1 = data.image;
-if(typeof data1 !== "string"){
-const err3 = {instancePath:instancePath+"/image",schemaPath:"#/properties/image/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema172.properties.image.type,parentSchema:schema172.properties.image,data:data1};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-}
-else {
-const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema172.type,parentSchema:schema172,data};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
 }
 errors++;
 }
@@ -19444,710 +19902,11 @@ return errors === 0;
 validate483.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate482(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate467(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://rlinf.io/schemas/v1alpha1/addon-release.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate482.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-for(const key0 in data){
-if(!((((((key0 === "task") || (key0 === "job")) || (key0 === "node")) || (key0 === "namespace")) || (key0 === "uid")) || (key0 === "containers"))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema171,data};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(data.task !== undefined){
-let data0 = data.task;
-if(typeof data0 !== "string"){
-const err1 = {instancePath:instancePath+"/task",schemaPath:"#/properties/task/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema171.properties.task.type,parentSchema:schema171.properties.task,data:data0};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-if(data.job !== undefined){
-let data1 = data.job;
-if(typeof data1 !== "string"){
-const err2 = {instancePath:instancePath+"/job",schemaPath:"#/properties/job/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema171.properties.job.type,parentSchema:schema171.properties.job,data:data1};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.node !== undefined){
-let data2 = data.node;
-if(typeof data2 !== "string"){
-const err3 = {instancePath:instancePath+"/node",schemaPath:"#/properties/node/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema171.properties.node.type,parentSchema:schema171.properties.node,data:data2};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-if(data.namespace !== undefined){
-let data3 = data.namespace;
-if(typeof data3 !== "string"){
-const err4 = {instancePath:instancePath+"/namespace",schemaPath:"#/properties/namespace/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema171.properties.namespace.type,parentSchema:schema171.properties.namespace,data:data3};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.uid !== undefined){
-let data4 = data.uid;
-if(typeof data4 !== "string"){
-const err5 = {instancePath:instancePath+"/uid",schemaPath:"#/properties/uid/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema171.properties.uid.type,parentSchema:schema171.properties.uid,data:data4};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.containers !== undefined){
-let data5 = data.containers;
-if(Array.isArray(data5)){
-const len0 = data5.length;
-for(let i0=0; i0<len0; i0++){
-if(!(validate483(data5[i0], {instancePath:instancePath+"/containers/" + i0,parentData:data5,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate483.errors : vErrors.concat(validate483.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err6 = {instancePath:instancePath+"/containers",schemaPath:"#/properties/containers/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema171.properties.containers.type,parentSchema:schema171.properties.containers,data:data5};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-}
-}
-else {
-const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema171.type,parentSchema:schema171,data};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-validate482.errors = vErrors;
-return errors === 0;
-}
-validate482.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-const schema173 = {"description":"Observed state of the pod.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Unknown"],"description":"Pod phase."},"podIP":{"type":"string","description":"The pod's IP inside its cluster."},"hostIP":{"type":"string","description":"IP of the node."},"domainIP":{"type":"string","description":"The pod's virtual IP in its Job's Domain."},"restarts":{"type":"integer","minimum":0,"description":"Restarts of all containers."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the pod started."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"containerStatuses":{"type":"array","description":"Per container, with exit codes.","items":{"$ref":"#/$defs/ContainerStatus"}},"conditions":{"type":"array","description":"Pod conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
-
-function validate487(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate487.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data === "string"){
-if(!(formats0.validate(data))){
-const err0 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\"",schema:"date-time",parentSchema:schema26,data};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema26.type,parentSchema:schema26,data};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate487.errors = vErrors;
-return errors === 0;
-}
-validate487.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-const schema175 = {"description":"Observed state of one container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image running."},"ready":{"type":"boolean","description":"Passing its readiness probe."},"restartCount":{"type":"integer","minimum":0,"description":"Restarts so far."},"state":{"enum":["Waiting","Running","Terminated"],"description":"Current state."},"reason":{"type":"string","description":"Why it is waiting or terminated (CrashLoopBackOff, Completed, ...)."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the current or, while restarting, last termination."},"startedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run started."},"finishedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When it terminated."}}};
-
-function validate489(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate489.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.name === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema175.required,parentSchema:schema175,data};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-for(const key0 in data){
-if(!(func1.call(schema175.properties, key0))){
-const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema175,data};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-if(data.name !== undefined){
-let data0 = data.name;
-if(typeof data0 !== "string"){
-const err2 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema175.properties.name.type,parentSchema:schema175.properties.name,data:data0};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.image !== undefined){
-let data1 = data.image;
-if(typeof data1 !== "string"){
-const err3 = {instancePath:instancePath+"/image",schemaPath:"#/properties/image/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema175.properties.image.type,parentSchema:schema175.properties.image,data:data1};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-if(data.ready !== undefined){
-let data2 = data.ready;
-if(typeof data2 !== "boolean"){
-const err4 = {instancePath:instancePath+"/ready",schemaPath:"#/properties/ready/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema175.properties.ready.type,parentSchema:schema175.properties.ready,data:data2};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.restartCount !== undefined){
-let data3 = data.restartCount;
-if(!(((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3))) && (isFinite(data3)))){
-const err5 = {instancePath:instancePath+"/restartCount",schemaPath:"#/properties/restartCount/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema175.properties.restartCount.type,parentSchema:schema175.properties.restartCount,data:data3};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-if((typeof data3 == "number") && (isFinite(data3))){
-if(data3 < 0 || isNaN(data3)){
-const err6 = {instancePath:instancePath+"/restartCount",schemaPath:"#/properties/restartCount/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema175.properties.restartCount,data:data3};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-}
-}
-if(data.state !== undefined){
-let data4 = data.state;
-if(!(((data4 === "Waiting") || (data4 === "Running")) || (data4 === "Terminated"))){
-const err7 = {instancePath:instancePath+"/state",schemaPath:"#/properties/state/enum",keyword:"enum",params:{allowedValues: schema175.properties.state.enum},message:"must be equal to one of the allowed values",schema:schema175.properties.state.enum,parentSchema:schema175.properties.state,data:data4};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.reason !== undefined){
-let data5 = data.reason;
-if(typeof data5 !== "string"){
-const err8 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema175.properties.reason.type,parentSchema:schema175.properties.reason,data:data5};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-let data6 = data.message;
-if(typeof data6 !== "string"){
-const err9 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema175.properties.message.type,parentSchema:schema175.properties.message,data:data6};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.exitCode !== undefined){
-let data7 = data.exitCode;
-if(!(((typeof data7 == "number") && (!(data7 % 1) && !isNaN(data7))) && (isFinite(data7)))){
-const err10 = {instancePath:instancePath+"/exitCode",schemaPath:"#/properties/exitCode/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema175.properties.exitCode.type,parentSchema:schema175.properties.exitCode,data:data7};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-if(data.startedAt !== undefined){
-if(!(validate487(data.startedAt, {instancePath:instancePath+"/startedAt",parentData:data,parentDataProperty:"startedAt",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate487.errors : vErrors.concat(validate487.errors);
-errors = vErrors.length;
-}
-}
-if(data.finishedAt !== undefined){
-if(!(validate487(data.finishedAt, {instancePath:instancePath+"/finishedAt",parentData:data,parentDataProperty:"finishedAt",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate487.errors : vErrors.concat(validate487.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema175.type,parentSchema:schema175,data};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate489.errors = vErrors;
-return errors === 0;
-}
-validate489.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-
-function validate493(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate493.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.type === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'",schema:schema51.required,parentSchema:schema51,data};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.status === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'",schema:schema51.required,parentSchema:schema51,data};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-for(const key0 in data){
-if(!(((((((key0 === "type") || (key0 === "status")) || (key0 === "observedGeneration")) || (key0 === "lastTransitionTime")) || (key0 === "lastHeartbeatTime")) || (key0 === "reason")) || (key0 === "message"))){
-const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema51,data};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.type !== undefined){
-let data0 = data.type;
-if(typeof data0 === "string"){
-if(func2(data0) < 1){
-const err3 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema51.properties.type,data:data0};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-else {
-const err4 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.properties.type.type,parentSchema:schema51.properties.type,data:data0};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.status !== undefined){
-let data1 = data.status;
-if(!(((data1 === "True") || (data1 === "False")) || (data1 === "Unknown"))){
-const err5 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema51.properties.status.enum},message:"must be equal to one of the allowed values",schema:schema51.properties.status.enum,parentSchema:schema51.properties.status,data:data1};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.observedGeneration !== undefined){
-let data2 = data.observedGeneration;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err6 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema51.properties.observedGeneration.type,parentSchema:schema51.properties.observedGeneration,data:data2};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if((typeof data2 == "number") && (isFinite(data2))){
-if(data2 < 0 || isNaN(data2)){
-const err7 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema51.properties.observedGeneration,data:data2};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-}
-if(data.lastTransitionTime !== undefined){
-if(!(validate64(data.lastTransitionTime, {instancePath:instancePath+"/lastTransitionTime",parentData:data,parentDataProperty:"lastTransitionTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate64.errors : vErrors.concat(validate64.errors);
-errors = vErrors.length;
-}
-}
-if(data.lastHeartbeatTime !== undefined){
-if(!(validate64(data.lastHeartbeatTime, {instancePath:instancePath+"/lastHeartbeatTime",parentData:data,parentDataProperty:"lastHeartbeatTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate64.errors : vErrors.concat(validate64.errors);
-errors = vErrors.length;
-}
-}
-if(data.reason !== undefined){
-let data5 = data.reason;
-if(typeof data5 !== "string"){
-const err8 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.properties.reason.type,parentSchema:schema51.properties.reason,data:data5};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-let data6 = data.message;
-if(typeof data6 !== "string"){
-const err9 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.properties.message.type,parentSchema:schema51.properties.message,data:data6};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-}
-else {
-const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema51.type,parentSchema:schema51,data};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-validate493.errors = vErrors;
-return errors === 0;
-}
-validate493.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-
-function validate486(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate486.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-for(const key0 in data){
-if(!(func1.call(schema173.properties, key0))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema173,data};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(data.phase !== undefined){
-let data0 = data.phase;
-if(!(((((data0 === "Pending") || (data0 === "Running")) || (data0 === "Succeeded")) || (data0 === "Failed")) || (data0 === "Unknown"))){
-const err1 = {instancePath:instancePath+"/phase",schemaPath:"#/properties/phase/enum",keyword:"enum",params:{allowedValues: schema173.properties.phase.enum},message:"must be equal to one of the allowed values",schema:schema173.properties.phase.enum,parentSchema:schema173.properties.phase,data:data0};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-if(data.podIP !== undefined){
-let data1 = data.podIP;
-if(typeof data1 !== "string"){
-const err2 = {instancePath:instancePath+"/podIP",schemaPath:"#/properties/podIP/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema173.properties.podIP.type,parentSchema:schema173.properties.podIP,data:data1};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.hostIP !== undefined){
-let data2 = data.hostIP;
-if(typeof data2 !== "string"){
-const err3 = {instancePath:instancePath+"/hostIP",schemaPath:"#/properties/hostIP/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema173.properties.hostIP.type,parentSchema:schema173.properties.hostIP,data:data2};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-if(data.domainIP !== undefined){
-let data3 = data.domainIP;
-if(typeof data3 !== "string"){
-const err4 = {instancePath:instancePath+"/domainIP",schemaPath:"#/properties/domainIP/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema173.properties.domainIP.type,parentSchema:schema173.properties.domainIP,data:data3};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.restarts !== undefined){
-let data4 = data.restarts;
-if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
-const err5 = {instancePath:instancePath+"/restarts",schemaPath:"#/properties/restarts/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema173.properties.restarts.type,parentSchema:schema173.properties.restarts,data:data4};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-if((typeof data4 == "number") && (isFinite(data4))){
-if(data4 < 0 || isNaN(data4)){
-const err6 = {instancePath:instancePath+"/restarts",schemaPath:"#/properties/restarts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema173.properties.restarts,data:data4};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-}
-}
-if(data.startTime !== undefined){
-if(!(validate487(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate487.errors : vErrors.concat(validate487.errors);
-errors = vErrors.length;
-}
-}
-if(data.reason !== undefined){
-let data6 = data.reason;
-if(typeof data6 !== "string"){
-const err7 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema173.properties.reason.type,parentSchema:schema173.properties.reason,data:data6};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-let data7 = data.message;
-if(typeof data7 !== "string"){
-const err8 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema173.properties.message.type,parentSchema:schema173.properties.message,data:data7};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-}
-if(data.containerStatuses !== undefined){
-let data8 = data.containerStatuses;
-if(Array.isArray(data8)){
-const len0 = data8.length;
-for(let i0=0; i0<len0; i0++){
-if(!(validate489(data8[i0], {instancePath:instancePath+"/containerStatuses/" + i0,parentData:data8,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate489.errors : vErrors.concat(validate489.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err9 = {instancePath:instancePath+"/containerStatuses",schemaPath:"#/properties/containerStatuses/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema173.properties.containerStatuses.type,parentSchema:schema173.properties.containerStatuses,data:data8};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.conditions !== undefined){
-let data10 = data.conditions;
-if(Array.isArray(data10)){
-const len1 = data10.length;
-for(let i1=0; i1<len1; i1++){
-if(!(validate493(data10[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data10,parentDataProperty:i1,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate493.errors : vErrors.concat(validate493.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err10 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema173.properties.conditions.type,parentSchema:schema173.properties.conditions,data:data10};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema173.type,parentSchema:schema173,data};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate486.errors = vErrors;
-return errors === 0;
-}
-validate486.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-
-function validate470(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://rlinf.io/schemas/v1alpha1/pod.schema.json" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate470.evaluated;
+const evaluated0 = validate467.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -20222,8 +19981,8 @@ errors++;
 }
 if(data.kind !== undefined){
 let data1 = data.kind;
-if("Pod" !== data1){
-const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "Pod"},message:"must be equal to constant",schema:"Pod",parentSchema:schema167.properties.kind,data:data1};
+if("AddonRelease" !== data1){
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "AddonRelease"},message:"must be equal to constant",schema:"AddonRelease",parentSchema:schema167.properties.kind,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -20235,8 +19994,8 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate471(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate471.errors : vErrors.concat(validate471.errors);
+if(!(validate468(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate468.errors : vErrors.concat(validate468.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
@@ -20261,28 +20020,28 @@ vErrors.push(err8);
 errors++;
 }
 if(data2.name !== undefined){
-if(!(validate478(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate478.errors : vErrors.concat(validate478.errors);
+if(!(validate475(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate475.errors : vErrors.concat(validate475.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate480(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate480.errors : vErrors.concat(validate480.errors);
+if(!(validate477(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate477.errors : vErrors.concat(validate477.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate482(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate482.errors : vErrors.concat(validate482.errors);
+if(!(validate479(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate479.errors : vErrors.concat(validate479.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate486(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate486.errors : vErrors.concat(validate486.errors);
+if(!(validate483(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate483.errors : vErrors.concat(validate483.errors);
 errors = vErrors.length;
 }
 }
@@ -20297,8 +20056,1284 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate470.errors = vErrors;
+validate467.errors = vErrors;
 return errors === 0;
 }
-validate470.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate467.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const Pod = validate485;
+const schema173 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/pod.schema.json","title":"Pod","description":"The hub's mirror of a data-plane pod or process, pushed by the agent; used for its logs, the dashboard and Domain addresses (exec and proxies through it are planned).","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Pod","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the object belongs to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Pod name, as in the cluster."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/PodMirrorSpec","description":"Identity of the mirrored pod."},"status":{"$ref":"#/$defs/PodMirrorStatus","description":"Observed state."}},"$defs":{"PodMirrorSpec":{"description":"Which pod this is and what it belongs to.","type":"object","additionalProperties":false,"properties":{"task":{"type":"string","description":"Name of the Task the pod runs."},"job":{"type":"string","description":"Name of the Job."},"node":{"type":"string","description":"Node the pod runs on."},"namespace":{"type":"string","description":"The pod's namespace inside its cluster."},"uid":{"type":"string","description":"The pod's UID inside its cluster."},"containers":{"type":"array","description":"Containers (or processes) of the pod.","items":{"$ref":"#/$defs/PodMirrorContainer"}}}},"PodMirrorContainer":{"description":"One container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image, or the command for a process."}}},"ContainerStatus":{"description":"Observed state of one container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image running."},"ready":{"type":"boolean","description":"Passing its readiness probe."},"restartCount":{"type":"integer","minimum":0,"description":"Restarts so far."},"state":{"enum":["Waiting","Running","Terminated"],"description":"Current state."},"reason":{"type":"string","description":"Why it is waiting or terminated (CrashLoopBackOff, Completed, ...)."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the current or, while restarting, last termination."},"startedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run started."},"finishedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When it terminated."}}},"PodMirrorStatus":{"description":"Observed state of the pod.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Unknown"],"description":"Pod phase."},"podIP":{"type":"string","description":"The pod's IP inside its cluster."},"hostIP":{"type":"string","description":"IP of the node."},"domainIP":{"type":"string","description":"The pod's virtual IP in its Job's Domain."},"restarts":{"type":"integer","minimum":0,"description":"Restarts of all containers."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the pod started."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"containerStatuses":{"type":"array","description":"Per container, with exit codes.","items":{"$ref":"#/$defs/ContainerStatus"}},"conditions":{"type":"array","description":"Pod conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
+
+function validate486(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate486.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.name === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema21.required,parentSchema:schema21,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(func1.call(schema21.properties, key0))){
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema21,data};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.name !== undefined){
+let data0 = data.name;
+if(typeof data0 !== "string"){
+const err2 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema21.properties.name.type,parentSchema:schema21.properties.name,data:data0};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.namespace !== undefined){
+let data1 = data.namespace;
+if(typeof data1 !== "string"){
+const err3 = {instancePath:instancePath+"/namespace",schemaPath:"#/properties/namespace/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema21.properties.namespace.type,parentSchema:schema21.properties.namespace,data:data1};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.labels !== undefined){
+if(!(validate55(data.labels, {instancePath:instancePath+"/labels",parentData:data,parentDataProperty:"labels",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate55.errors : vErrors.concat(validate55.errors);
+errors = vErrors.length;
+}
+}
+if(data.annotations !== undefined){
+if(!(validate61(data.annotations, {instancePath:instancePath+"/annotations",parentData:data,parentDataProperty:"annotations",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate61.errors : vErrors.concat(validate61.errors);
+errors = vErrors.length;
+}
+}
+if(data.uid !== undefined){
+let data4 = data.uid;
+if(typeof data4 !== "string"){
+const err4 = {instancePath:instancePath+"/uid",schemaPath:"#/properties/uid/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema21.properties.uid.type,parentSchema:schema21.properties.uid,data:data4};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.resourceVersion !== undefined){
+let data5 = data.resourceVersion;
+if(typeof data5 !== "string"){
+const err5 = {instancePath:instancePath+"/resourceVersion",schemaPath:"#/properties/resourceVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema21.properties.resourceVersion.type,parentSchema:schema21.properties.resourceVersion,data:data5};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.generation !== undefined){
+let data6 = data.generation;
+if(!(((typeof data6 == "number") && (!(data6 % 1) && !isNaN(data6))) && (isFinite(data6)))){
+const err6 = {instancePath:instancePath+"/generation",schemaPath:"#/properties/generation/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema21.properties.generation.type,parentSchema:schema21.properties.generation,data:data6};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if((typeof data6 == "number") && (isFinite(data6))){
+if(data6 < 0 || isNaN(data6)){
+const err7 = {instancePath:instancePath+"/generation",schemaPath:"#/properties/generation/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema21.properties.generation,data:data6};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+if(data.creationTimestamp !== undefined){
+if(!(validate64(data.creationTimestamp, {instancePath:instancePath+"/creationTimestamp",parentData:data,parentDataProperty:"creationTimestamp",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate64.errors : vErrors.concat(validate64.errors);
+errors = vErrors.length;
+}
+}
+if(data.deletionTimestamp !== undefined){
+if(!(validate64(data.deletionTimestamp, {instancePath:instancePath+"/deletionTimestamp",parentData:data,parentDataProperty:"deletionTimestamp",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate64.errors : vErrors.concat(validate64.errors);
+errors = vErrors.length;
+}
+}
+if(data.ownerReferences !== undefined){
+let data9 = data.ownerReferences;
+if(Array.isArray(data9)){
+const len0 = data9.length;
+for(let i0=0; i0<len0; i0++){
+if(!(validate67(data9[i0], {instancePath:instancePath+"/ownerReferences/" + i0,parentData:data9,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate67.errors : vErrors.concat(validate67.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err8 = {instancePath:instancePath+"/ownerReferences",schemaPath:"#/properties/ownerReferences/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema21.properties.ownerReferences.type,parentSchema:schema21.properties.ownerReferences,data:data9};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+if(data.finalizers !== undefined){
+let data11 = data.finalizers;
+if(Array.isArray(data11)){
+const len1 = data11.length;
+for(let i1=0; i1<len1; i1++){
+let data12 = data11[i1];
+if(typeof data12 !== "string"){
+const err9 = {instancePath:instancePath+"/finalizers/" + i1,schemaPath:"#/properties/finalizers/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema21.properties.finalizers.items.type,parentSchema:schema21.properties.finalizers.items,data:data12};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+}
+else {
+const err10 = {instancePath:instancePath+"/finalizers",schemaPath:"#/properties/finalizers/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema21.properties.finalizers.type,parentSchema:schema21.properties.finalizers,data:data11};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+if(data.managedFields !== undefined){
+let data13 = data.managedFields;
+if(Array.isArray(data13)){
+const len2 = data13.length;
+for(let i2=0; i2<len2; i2++){
+let data14 = data13[i2];
+if(!(data14 && typeof data14 == "object" && !Array.isArray(data14))){
+const err11 = {instancePath:instancePath+"/managedFields/" + i2,schemaPath:"#/properties/managedFields/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.properties.managedFields.items.type,parentSchema:schema21.properties.managedFields.items,data:data14};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/managedFields",schemaPath:"#/properties/managedFields/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema21.properties.managedFields.type,parentSchema:schema21.properties.managedFields,data:data13};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+}
+else {
+const err13 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema21.type,parentSchema:schema21,data};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+validate486.errors = vErrors;
+return errors === 0;
+}
+validate486.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+
+function validate493(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate493.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data === "string"){
+if(func2(data) > 253){
+const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema98,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(func2(data) < 1){
+const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema98,data};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(!pattern26.test(data)){
+const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",parentSchema:schema98,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+else {
+const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema98.type,parentSchema:schema98,data};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+validate493.errors = vErrors;
+return errors === 0;
+}
+validate493.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate495(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate495.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data === "string"){
+if(func2(data) > 63){
+const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema76,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(!pattern20.test(data)){
+const err1 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^agent-[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema76,data};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema76.type,parentSchema:schema76,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+validate495.errors = vErrors;
+return errors === 0;
+}
+validate495.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+const schema177 = {"description":"Which pod this is and what it belongs to.","type":"object","additionalProperties":false,"properties":{"task":{"type":"string","description":"Name of the Task the pod runs."},"job":{"type":"string","description":"Name of the Job."},"node":{"type":"string","description":"Node the pod runs on."},"namespace":{"type":"string","description":"The pod's namespace inside its cluster."},"uid":{"type":"string","description":"The pod's UID inside its cluster."},"containers":{"type":"array","description":"Containers (or processes) of the pod.","items":{"$ref":"#/$defs/PodMirrorContainer"}}}};
+const schema178 = {"description":"One container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image, or the command for a process."}}};
+
+function validate498(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate498.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.name === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema178.required,parentSchema:schema178,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "name") || (key0 === "image"))){
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema178,data};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.name !== undefined){
+let data0 = data.name;
+if(typeof data0 !== "string"){
+const err2 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema178.properties.name.type,parentSchema:schema178.properties.name,data:data0};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.image !== undefined){
+let data1 = data.image;
+if(typeof data1 !== "string"){
+const err3 = {instancePath:instancePath+"/image",schemaPath:"#/properties/image/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema178.properties.image.type,parentSchema:schema178.properties.image,data:data1};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+}
+else {
+const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema178.type,parentSchema:schema178,data};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+validate498.errors = vErrors;
+return errors === 0;
+}
+validate498.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+
+function validate497(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate497.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+for(const key0 in data){
+if(!((((((key0 === "task") || (key0 === "job")) || (key0 === "node")) || (key0 === "namespace")) || (key0 === "uid")) || (key0 === "containers"))){
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema177,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(data.task !== undefined){
+let data0 = data.task;
+if(typeof data0 !== "string"){
+const err1 = {instancePath:instancePath+"/task",schemaPath:"#/properties/task/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema177.properties.task.type,parentSchema:schema177.properties.task,data:data0};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.job !== undefined){
+let data1 = data.job;
+if(typeof data1 !== "string"){
+const err2 = {instancePath:instancePath+"/job",schemaPath:"#/properties/job/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema177.properties.job.type,parentSchema:schema177.properties.job,data:data1};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.node !== undefined){
+let data2 = data.node;
+if(typeof data2 !== "string"){
+const err3 = {instancePath:instancePath+"/node",schemaPath:"#/properties/node/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema177.properties.node.type,parentSchema:schema177.properties.node,data:data2};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.namespace !== undefined){
+let data3 = data.namespace;
+if(typeof data3 !== "string"){
+const err4 = {instancePath:instancePath+"/namespace",schemaPath:"#/properties/namespace/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema177.properties.namespace.type,parentSchema:schema177.properties.namespace,data:data3};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.uid !== undefined){
+let data4 = data.uid;
+if(typeof data4 !== "string"){
+const err5 = {instancePath:instancePath+"/uid",schemaPath:"#/properties/uid/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema177.properties.uid.type,parentSchema:schema177.properties.uid,data:data4};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.containers !== undefined){
+let data5 = data.containers;
+if(Array.isArray(data5)){
+const len0 = data5.length;
+for(let i0=0; i0<len0; i0++){
+if(!(validate498(data5[i0], {instancePath:instancePath+"/containers/" + i0,parentData:data5,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate498.errors : vErrors.concat(validate498.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err6 = {instancePath:instancePath+"/containers",schemaPath:"#/properties/containers/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema177.properties.containers.type,parentSchema:schema177.properties.containers,data:data5};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+}
+else {
+const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema177.type,parentSchema:schema177,data};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+validate497.errors = vErrors;
+return errors === 0;
+}
+validate497.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+const schema179 = {"description":"Observed state of the pod.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Unknown"],"description":"Pod phase."},"podIP":{"type":"string","description":"The pod's IP inside its cluster."},"hostIP":{"type":"string","description":"IP of the node."},"domainIP":{"type":"string","description":"The pod's virtual IP in its Job's Domain."},"restarts":{"type":"integer","minimum":0,"description":"Restarts of all containers."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the pod started."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"containerStatuses":{"type":"array","description":"Per container, with exit codes.","items":{"$ref":"#/$defs/ContainerStatus"}},"conditions":{"type":"array","description":"Pod conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
+
+function validate502(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate502.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data === "string"){
+if(!(formats0.validate(data))){
+const err0 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\"",schema:"date-time",parentSchema:schema26,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema26.type,parentSchema:schema26,data};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate502.errors = vErrors;
+return errors === 0;
+}
+validate502.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+const schema181 = {"description":"Observed state of one container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image running."},"ready":{"type":"boolean","description":"Passing its readiness probe."},"restartCount":{"type":"integer","minimum":0,"description":"Restarts so far."},"state":{"enum":["Waiting","Running","Terminated"],"description":"Current state."},"reason":{"type":"string","description":"Why it is waiting or terminated (CrashLoopBackOff, Completed, ...)."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the current or, while restarting, last termination."},"startedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run started."},"finishedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When it terminated."}}};
+
+function validate504(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate504.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.name === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema181.required,parentSchema:schema181,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(func1.call(schema181.properties, key0))){
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema181,data};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.name !== undefined){
+let data0 = data.name;
+if(typeof data0 !== "string"){
+const err2 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema181.properties.name.type,parentSchema:schema181.properties.name,data:data0};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.image !== undefined){
+let data1 = data.image;
+if(typeof data1 !== "string"){
+const err3 = {instancePath:instancePath+"/image",schemaPath:"#/properties/image/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema181.properties.image.type,parentSchema:schema181.properties.image,data:data1};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.ready !== undefined){
+let data2 = data.ready;
+if(typeof data2 !== "boolean"){
+const err4 = {instancePath:instancePath+"/ready",schemaPath:"#/properties/ready/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema181.properties.ready.type,parentSchema:schema181.properties.ready,data:data2};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.restartCount !== undefined){
+let data3 = data.restartCount;
+if(!(((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3))) && (isFinite(data3)))){
+const err5 = {instancePath:instancePath+"/restartCount",schemaPath:"#/properties/restartCount/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema181.properties.restartCount.type,parentSchema:schema181.properties.restartCount,data:data3};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if((typeof data3 == "number") && (isFinite(data3))){
+if(data3 < 0 || isNaN(data3)){
+const err6 = {instancePath:instancePath+"/restartCount",schemaPath:"#/properties/restartCount/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema181.properties.restartCount,data:data3};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+}
+if(data.state !== undefined){
+let data4 = data.state;
+if(!(((data4 === "Waiting") || (data4 === "Running")) || (data4 === "Terminated"))){
+const err7 = {instancePath:instancePath+"/state",schemaPath:"#/properties/state/enum",keyword:"enum",params:{allowedValues: schema181.properties.state.enum},message:"must be equal to one of the allowed values",schema:schema181.properties.state.enum,parentSchema:schema181.properties.state,data:data4};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.reason !== undefined){
+let data5 = data.reason;
+if(typeof data5 !== "string"){
+const err8 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema181.properties.reason.type,parentSchema:schema181.properties.reason,data:data5};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+let data6 = data.message;
+if(typeof data6 !== "string"){
+const err9 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema181.properties.message.type,parentSchema:schema181.properties.message,data:data6};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.exitCode !== undefined){
+let data7 = data.exitCode;
+if(!(((typeof data7 == "number") && (!(data7 % 1) && !isNaN(data7))) && (isFinite(data7)))){
+const err10 = {instancePath:instancePath+"/exitCode",schemaPath:"#/properties/exitCode/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema181.properties.exitCode.type,parentSchema:schema181.properties.exitCode,data:data7};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+if(data.startedAt !== undefined){
+if(!(validate502(data.startedAt, {instancePath:instancePath+"/startedAt",parentData:data,parentDataProperty:"startedAt",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate502.errors : vErrors.concat(validate502.errors);
+errors = vErrors.length;
+}
+}
+if(data.finishedAt !== undefined){
+if(!(validate502(data.finishedAt, {instancePath:instancePath+"/finishedAt",parentData:data,parentDataProperty:"finishedAt",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate502.errors : vErrors.concat(validate502.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema181.type,parentSchema:schema181,data};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate504.errors = vErrors;
+return errors === 0;
+}
+validate504.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+
+function validate508(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate508.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.type === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'",schema:schema51.required,parentSchema:schema51,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.status === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "status"},message:"must have required property '"+"status"+"'",schema:schema51.required,parentSchema:schema51,data};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((((((key0 === "type") || (key0 === "status")) || (key0 === "observedGeneration")) || (key0 === "lastTransitionTime")) || (key0 === "lastHeartbeatTime")) || (key0 === "reason")) || (key0 === "message"))){
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema51,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.type !== undefined){
+let data0 = data.type;
+if(typeof data0 === "string"){
+if(func2(data0) < 1){
+const err3 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema51.properties.type,data:data0};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+else {
+const err4 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.properties.type.type,parentSchema:schema51.properties.type,data:data0};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.status !== undefined){
+let data1 = data.status;
+if(!(((data1 === "True") || (data1 === "False")) || (data1 === "Unknown"))){
+const err5 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema51.properties.status.enum},message:"must be equal to one of the allowed values",schema:schema51.properties.status.enum,parentSchema:schema51.properties.status,data:data1};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.observedGeneration !== undefined){
+let data2 = data.observedGeneration;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err6 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema51.properties.observedGeneration.type,parentSchema:schema51.properties.observedGeneration,data:data2};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if((typeof data2 == "number") && (isFinite(data2))){
+if(data2 < 0 || isNaN(data2)){
+const err7 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema51.properties.observedGeneration,data:data2};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+if(data.lastTransitionTime !== undefined){
+if(!(validate64(data.lastTransitionTime, {instancePath:instancePath+"/lastTransitionTime",parentData:data,parentDataProperty:"lastTransitionTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate64.errors : vErrors.concat(validate64.errors);
+errors = vErrors.length;
+}
+}
+if(data.lastHeartbeatTime !== undefined){
+if(!(validate64(data.lastHeartbeatTime, {instancePath:instancePath+"/lastHeartbeatTime",parentData:data,parentDataProperty:"lastHeartbeatTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate64.errors : vErrors.concat(validate64.errors);
+errors = vErrors.length;
+}
+}
+if(data.reason !== undefined){
+let data5 = data.reason;
+if(typeof data5 !== "string"){
+const err8 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.properties.reason.type,parentSchema:schema51.properties.reason,data:data5};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+let data6 = data.message;
+if(typeof data6 !== "string"){
+const err9 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema51.properties.message.type,parentSchema:schema51.properties.message,data:data6};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+}
+else {
+const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema51.type,parentSchema:schema51,data};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+validate508.errors = vErrors;
+return errors === 0;
+}
+validate508.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+
+function validate501(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate501.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+for(const key0 in data){
+if(!(func1.call(schema179.properties, key0))){
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema179,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(data.phase !== undefined){
+let data0 = data.phase;
+if(!(((((data0 === "Pending") || (data0 === "Running")) || (data0 === "Succeeded")) || (data0 === "Failed")) || (data0 === "Unknown"))){
+const err1 = {instancePath:instancePath+"/phase",schemaPath:"#/properties/phase/enum",keyword:"enum",params:{allowedValues: schema179.properties.phase.enum},message:"must be equal to one of the allowed values",schema:schema179.properties.phase.enum,parentSchema:schema179.properties.phase,data:data0};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.podIP !== undefined){
+let data1 = data.podIP;
+if(typeof data1 !== "string"){
+const err2 = {instancePath:instancePath+"/podIP",schemaPath:"#/properties/podIP/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema179.properties.podIP.type,parentSchema:schema179.properties.podIP,data:data1};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.hostIP !== undefined){
+let data2 = data.hostIP;
+if(typeof data2 !== "string"){
+const err3 = {instancePath:instancePath+"/hostIP",schemaPath:"#/properties/hostIP/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema179.properties.hostIP.type,parentSchema:schema179.properties.hostIP,data:data2};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.domainIP !== undefined){
+let data3 = data.domainIP;
+if(typeof data3 !== "string"){
+const err4 = {instancePath:instancePath+"/domainIP",schemaPath:"#/properties/domainIP/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema179.properties.domainIP.type,parentSchema:schema179.properties.domainIP,data:data3};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.restarts !== undefined){
+let data4 = data.restarts;
+if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
+const err5 = {instancePath:instancePath+"/restarts",schemaPath:"#/properties/restarts/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema179.properties.restarts.type,parentSchema:schema179.properties.restarts,data:data4};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if((typeof data4 == "number") && (isFinite(data4))){
+if(data4 < 0 || isNaN(data4)){
+const err6 = {instancePath:instancePath+"/restarts",schemaPath:"#/properties/restarts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema179.properties.restarts,data:data4};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+}
+if(data.startTime !== undefined){
+if(!(validate502(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate502.errors : vErrors.concat(validate502.errors);
+errors = vErrors.length;
+}
+}
+if(data.reason !== undefined){
+let data6 = data.reason;
+if(typeof data6 !== "string"){
+const err7 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema179.properties.reason.type,parentSchema:schema179.properties.reason,data:data6};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+let data7 = data.message;
+if(typeof data7 !== "string"){
+const err8 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema179.properties.message.type,parentSchema:schema179.properties.message,data:data7};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+if(data.containerStatuses !== undefined){
+let data8 = data.containerStatuses;
+if(Array.isArray(data8)){
+const len0 = data8.length;
+for(let i0=0; i0<len0; i0++){
+if(!(validate504(data8[i0], {instancePath:instancePath+"/containerStatuses/" + i0,parentData:data8,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate504.errors : vErrors.concat(validate504.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err9 = {instancePath:instancePath+"/containerStatuses",schemaPath:"#/properties/containerStatuses/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema179.properties.containerStatuses.type,parentSchema:schema179.properties.containerStatuses,data:data8};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.conditions !== undefined){
+let data10 = data.conditions;
+if(Array.isArray(data10)){
+const len1 = data10.length;
+for(let i1=0; i1<len1; i1++){
+if(!(validate508(data10[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data10,parentDataProperty:i1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate508.errors : vErrors.concat(validate508.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err10 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema179.properties.conditions.type,parentSchema:schema179.properties.conditions,data:data10};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema179.type,parentSchema:schema179,data};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate501.errors = vErrors;
+return errors === 0;
+}
+validate501.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+
+function validate485(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://rlinf.io/schemas/v1alpha1/pod.schema.json" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate485.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.apiVersion === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema173.required,parentSchema:schema173,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.kind === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema173.required,parentSchema:schema173,data};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.metadata === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema173.required,parentSchema:schema173,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.spec === undefined){
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema173.required,parentSchema:schema173,data};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "metadata")) || (key0 === "spec")) || (key0 === "status"))){
+const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema173,data};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.apiVersion !== undefined){
+let data0 = data.apiVersion;
+if("rlinf.io/v1alpha1" !== data0){
+const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema173.properties.apiVersion,data:data0};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.kind !== undefined){
+let data1 = data.kind;
+if("Pod" !== data1){
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "Pod"},message:"must be equal to constant",schema:"Pod",parentSchema:schema173.properties.kind,data:data1};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.metadata !== undefined){
+let data2 = data.metadata;
+if(!(validate486(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate486.errors : vErrors.concat(validate486.errors);
+errors = vErrors.length;
+}
+if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
+if(data2.name === undefined){
+const err7 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema173.properties.metadata.required,parentSchema:schema173.properties.metadata,data:data2};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+if(data2.namespace === undefined){
+const err8 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema173.properties.metadata.required,parentSchema:schema173.properties.metadata,data:data2};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(data2.name !== undefined){
+if(!(validate493(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate493.errors : vErrors.concat(validate493.errors);
+errors = vErrors.length;
+}
+}
+if(data2.namespace !== undefined){
+if(!(validate495(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate495.errors : vErrors.concat(validate495.errors);
+errors = vErrors.length;
+}
+}
+}
+}
+if(data.spec !== undefined){
+if(!(validate497(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate497.errors : vErrors.concat(validate497.errors);
+errors = vErrors.length;
+}
+}
+if(data.status !== undefined){
+if(!(validate501(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate501.errors : vErrors.concat(validate501.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema173.type,parentSchema:schema173,data};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+validate485.errors = vErrors;
+return errors === 0;
+}
+validate485.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 

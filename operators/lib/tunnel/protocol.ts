@@ -2,6 +2,7 @@
 // `unknown` until one of the parse functions below has checked it field by field.
 
 import type { KubeObject, ObjectRef } from "../kube-object.ts";
+import { pingMeshReportProblem } from "./pingmesh-report.ts";
 
 /** Objects on the wire; the agent and hub check each against its kind's schema where they use it. */
 export type { KubeObject, ObjectRef };
@@ -50,6 +51,11 @@ export interface Report {
   storageClasses?: StorageClassSummary[];
   /** The runtime's last try of its cluster's API (the Version API, for kubernetes). */
   lastTest?: ConnectivityTest;
+  /**
+   * The cluster's PingMesh figures (Cluster status.pingMesh's shape): only bounded in size here;
+   * the hub checks it against the Cluster schema before it keeps any of it.
+   */
+  pingMesh?: Record<string, unknown>;
 }
 /** One StorageClass as a report carries it (Cluster status.storageClasses has the same shape). */
 export interface StorageClassSummary {
@@ -237,6 +243,12 @@ export function parseCapability(v: unknown, where: string): Capability {
   return cap;
 }
 
+function parsePingMesh(value: unknown, where: string): Record<string, unknown> {
+  const problem = pingMeshReportProblem(value);
+  if (problem) throw new ProtocolError(`${where}: pingMesh ${problem}`);
+  return value as Record<string, unknown>;
+}
+
 export function parseAgentMessage(v: unknown): AgentMessage {
   if (!isObj(v)) throw new ProtocolError("agent message must be a JSON object");
   const where = `agent ${String(v.type)}`;
@@ -275,6 +287,7 @@ export function parseAgentMessage(v: unknown): AgentMessage {
           ? {}
           : { lastTest: parseConnectivityTest(v.lastTest, `${where} lastTest`) }),
         ...(v.storageClasses === undefined ? {} : { storageClasses: parseStorageClasses(v, where) }),
+        ...(v.pingMesh === undefined ? {} : { pingMesh: parsePingMesh(v.pingMesh, where) }),
       };
     case "heartbeat": {
       const beat: Heartbeat = { type: "heartbeat" };
