@@ -14,6 +14,9 @@ import { modify } from "../lib/store/index.ts";
 import type { AgentMessage, AgentSession, ClusterState, ConnectivityTest } from "../lib/tunnel/index.ts";
 import { desiredForCluster, hasCleanupFinalizer } from "./desired-set.ts";
 import { pingMeshOf, withCondition } from "./pingmesh.ts";
+
+export { DEGRADED_LOSS, DEGRADED_P99_MS, degraded } from "./pingmesh.ts";
+
 import { writeReport } from "./report-writer.ts";
 import { sealedSecretsFor, secretsForCluster } from "./sealed-secrets.ts";
 
