@@ -7,6 +7,7 @@
 
 export { type PeerResult, PingMesh, type PingMeshOptions, type PingMeshStats } from "./mesh.ts";
 export { type Peer, samplePeers } from "./sample.ts";
+export { meshStatus } from "./status.ts";
 export { type Probe, tcpProbe } from "./tcp-probe.ts";
 export {
   mergeTopology,
