@@ -13,6 +13,10 @@ import type { Store, Watch } from "../lib/store/index.ts";
 import { modify } from "../lib/store/index.ts";
 import type { AgentMessage, AgentSession, ClusterState, ConnectivityTest } from "../lib/tunnel/index.ts";
 import { desiredForCluster, hasCleanupFinalizer } from "./desired-set.ts";
+import { pingMeshOf, withCondition } from "./pingmesh.ts";
+
+export { DEGRADED_LOSS, DEGRADED_P99_MS, degraded } from "./pingmesh.ts";
+
 import { writeReport } from "./report-writer.ts";
 import { sealedSecretsFor, secretsForCluster } from "./sealed-secrets.ts";
 
@@ -247,7 +251,20 @@ class ClusterSession {
   async #onMessage(message: AgentMessage): Promise<void> {
     if (message.type === "report") {
       await this.#serialise(async () => {
-        await writeReport(this.#options.store, this.cluster, message, this.#options.logger);
+        const now = new Date(this.#clock.now()).toISOString();
+        const pingMesh = await pingMeshOf(
+          this.#options.store,
+          this.cluster,
+          message,
+          now,
+          this.#options.logger,
+        );
+        await writeReport(
+          this.#options.store,
+          this.cluster,
+          pingMesh ? { ...message, nodes: pingMesh.nodes } : message,
+          this.#options.logger,
+        );
         await this.#releaseFinalizers(message.pods, message.tasks);
         await this.#releaseReleaseFinalizers("AddonRelease", message.addons ?? []);
         await this.#releaseReleaseFinalizers("BundleRelease", message.bundles ?? []);
@@ -260,6 +277,13 @@ class ClusterSession {
           // an agent restarted without a member leaves no stale view behind
           if (message.agentGroup) status.agentGroup = message.agentGroup;
           else delete status.agentGroup;
+          if (pingMesh) {
+            status.pingMesh = pingMesh.figures;
+            status.conditions = withCondition(
+              status.conditions as unknown[] | undefined,
+              pingMesh.clusterCondition(status.conditions as unknown[] | undefined),
+            );
+          }
         });
       });
     } else if (message.type === "heartbeat") {

@@ -2,7 +2,7 @@
 // reports what the runtime observes. One per cluster (kubernetes runtime) or machine (process).
 import { randomBytes, randomUUID } from "node:crypto";
 import packageJson from "../../package.json" with { type: "json" };
-import { namespaceFor, type PeersState, peersStateFrom } from "../api/index.ts";
+import { namespaceFor, type PeersState, type PingMeshStatus, peersStateFrom } from "../api/index.ts";
 import { capabilityFromCondition } from "../lib/capability-condition.ts";
 import { readCapabilityStatuses } from "../lib/capability-status.ts";
 import { type Clock, every, systemClock, type TimerId } from "../lib/clock.ts";
@@ -95,6 +95,17 @@ export interface AgentOptions {
    * key comes from the agent's credentials. Absent: no member, network-probe STOPPED.
    */
   group?: Omit<AgentGroupOptions, "cluster" | "secret" | "clock" | "logger" | "onChange">;
+  /**
+   * The cluster's PingMesh figures as they are now (Cluster status.pingMesh), carried by each
+   * report; undefined while there are none (docs/pingmesh.md).
+   */
+  pingMesh?: () => PingMeshStatus | undefined;
+}
+
+/** The report's pingMesh field, when there are figures. */
+function pingMeshField(source: AgentOptions["pingMesh"]): { pingMesh?: Record<string, unknown> } {
+  const figures = source?.();
+  return figures ? { pingMesh: { ...figures } } : {};
 }
 
 export interface Agent {
@@ -299,6 +310,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       // a runtime without an API of its own (process) is this machine: reporting is its test
       lastTest: observed.lastTest ?? { testedAt: new Date(clock.now()).toISOString(), ok: true },
       ...(group ? { agentGroup: group.report() } : {}),
+      ...pingMeshField(options.pingMesh),
     });
   };
   // Changes come in bursts (a replica set starting): one report per burst is enough.

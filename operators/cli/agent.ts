@@ -51,6 +51,7 @@ interface AgentFlags {
   nodeName: string;
   label: Record<string, string>;
   capabilityDir: string;
+  pingmesh?: string;
   nodeserverDir: string;
   domainRelay?: string;
   domainNetwork: boolean;
@@ -230,6 +231,10 @@ export function registerAgent(program: Command): void {
       [],
     )
     .option(
+      "--pingmesh <file>",
+      "this machine's PingMesh: a JSON file with its probe port, peers and topology (docs/pingmesh.md); its figures go into every report",
+    )
+    .option(
       "--capability-dir <dir>",
       "where this machine's components (device plugin, controllers) write their capability states",
       "/var/run/rlark/capabilities",
@@ -316,6 +321,21 @@ export function registerAgent(program: Command): void {
               logger,
             })
           : undefined;
+      const pingMesh = flags.pingmesh
+        ? await (await import("./agent-pingmesh.ts"))
+            .startAgentPingMesh({
+              file: path.resolve(flags.pingmesh),
+              nodeName: flags.nodeName,
+              nodeLabels: flags.label,
+              clock: (await import("../lib/clock.ts")).systemClock,
+              logger,
+            })
+            .catch(async (error: unknown) => {
+              await runtime.stop();
+              await network?.stop();
+              throw error;
+            })
+        : undefined;
       const agent = await startAgent({
         hub: flags.hub,
         credentials,
@@ -345,16 +365,19 @@ export function registerAgent(program: Command): void {
               },
             }
           : {}),
+        ...(pingMesh ? { pingMesh: pingMesh.status } : {}),
         logger,
       }).catch(async (error: unknown) => {
         // the runtime's watches would keep the process alive after the error is printed
         await runtime.stop();
         await network?.stop();
+        await pingMesh?.stop();
         throw error;
       });
       logger.info("agent started", { cluster: agent.cluster, hub: flags.hub });
       await untilSignal();
       await agent.stop();
       await network?.stop();
+      await pingMesh?.stop();
     });
 }

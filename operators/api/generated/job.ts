@@ -43,6 +43,13 @@ export interface TaskTemplate {
   nodeSelector?: NodeSelector;
   /** Selects the Clusters (by their labels) placement may choose from; default: any. */
   clusterSelector?: LabelSelector;
+  /** Latency-aware placement: this task goes only to a cluster whose measured RTT (PingMesh p99) to the cluster of the named task is at most maxRTT; the same cluster always qualifies. Without a measurement the Job waits, its Scheduled condition saying so. */
+  near?: {
+    /** Another task of this Job. */
+    task: DNS1123Label;
+    /** Largest round-trip time allowed, e.g. 5ms, 500us, 0.2s. */
+    maxRTT: string;
+  };
   /** Annotations copied to the Task, including the Ray keys. */
   annotations?: TaskAnnotations;
   /** Public key injected into this task's workloads. */

@@ -4,7 +4,13 @@
 
 import type { Job, Task, TaskTemplate } from "../../api/index.ts";
 import { clusterOf } from "../../api/index.ts";
-import { type PlacementSnapshot, type PlacementTask, placeJob, placementTask } from "../placement/index.ts";
+import {
+  type PlacementSnapshot,
+  type PlacementTask,
+  placeJob,
+  placementTask,
+  type UnplacedReason,
+} from "../placement/index.ts";
 import { getCondition } from "./conditions.ts";
 import type { JobPlans } from "./plans.ts";
 import { isTerminal, started } from "./rollup.ts";
@@ -68,13 +74,20 @@ export function placeTasks(input: PlaceInput): Placed {
     const clusters = joined
       ? snapshot.clusters().filter((c) => c.name === joined.cluster)
       : snapshot.clusters();
-    const result = placeJob({ tasks: wanted, clusters, spanClusters: span });
+    // where the run's other tasks are, for `near` constraints naming them
+    const placedElsewhere = new Map(planned);
+    for (const [template, task] of current) {
+      const cluster = clusterOf(task.metadata.namespace);
+      if (cluster) placedElsewhere.set(template, cluster);
+    }
+    const result = placeJob({ tasks: wanted, clusters, spanClusters: span, placed: placedElsewhere });
     if (!result.placed) {
       unschedulable(
         draft,
         joined
           ? `${result.message}; a Job without a Domain runs in one cluster, and ${joined.tasks.join(", ")} ${joined.tasks.length === 1 ? "is" : "are"} in ${joined.cluster}`
           : result.message,
+        result.reason,
       );
       return { creates: [], unschedulable: true };
     }
@@ -125,9 +138,8 @@ function runCluster(
   return first ? { cluster: first[0], tasks: first[1].sort() } : undefined;
 }
 
-function unschedulable(draft: StatusDraft, message: string): void {
+function unschedulable(draft: StatusDraft, message: string, reason: UnplacedReason = "Unschedulable"): void {
   const previous = getCondition(draft.status.conditions, "Scheduled");
-  draft.condition("Scheduled", "False", "Unschedulable", message);
-  if (previous?.message !== message || previous.status !== "False")
-    draft.event("Warning", "Unschedulable", message);
+  draft.condition("Scheduled", "False", reason, message);
+  if (previous?.message !== message || previous.status !== "False") draft.event("Warning", reason, message);
 }

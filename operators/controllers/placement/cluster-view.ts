@@ -24,6 +24,8 @@ export interface ClusterView {
   readonly online: boolean;
   /** Sorted by name. */
   readonly nodes: readonly NodeView[];
+  /** Measured p99 RTT (ms) from this cluster to each cluster it probed (PingMesh). */
+  readonly rttMs?: ReadonlyMap<string, number>;
 }
 
 /** The node's base figures before reservations: allocatable and allocatable − requested. */

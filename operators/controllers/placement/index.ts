@@ -10,7 +10,7 @@
 // never counts more onto a node than the node's free figures allow.
 
 export { type ClusterView, type NodeView, offlineSince } from "./cluster-view.ts";
-export { type PlacementResult, placeJob, type TaskPlacement } from "./place.ts";
+export { type PlacementResult, placeJob, type TaskPlacement, type UnplacedReason } from "./place.ts";
 export { type Amounts, amounts, formatAmount, milli } from "./resources.ts";
 export { PlacementSnapshot } from "./snapshot.ts";
 export { type PlacementTask, placementTask } from "./task-requirements.ts";

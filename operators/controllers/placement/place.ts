@@ -3,6 +3,7 @@
 
 import { formatSelector, matches } from "../../lib/store/index.ts";
 import type { ClusterView, NodeView } from "./cluster-view.ts";
+import { formatMs, nearOrder, type RttSource, rttBetween } from "./near.ts";
 import { type Amounts, fitCount, formatAmount, formatRequest, POD_COUNT, shortfall } from "./resources.ts";
 import { type PlacementTask, runtimesFor } from "./task-requirements.ts";
 
@@ -20,9 +21,12 @@ export interface TaskPlacement {
   request: Amounts;
 }
 
+/** Unschedulable: no cluster can take it now; WaitingForRTT: a `near` lacks the measurement it needs. */
+export type UnplacedReason = "Unschedulable" | "WaitingForRTT";
+
 export type PlacementResult =
   | { placed: true; tasks: TaskPlacement[] }
-  | { placed: false; task: string; reason: "Unschedulable"; message: string };
+  | { placed: false; task: string; reason: UnplacedReason; message: string };
 
 export interface PlaceJobInput {
   tasks: readonly PlacementTask[];
@@ -35,6 +39,8 @@ export interface PlaceJobInput {
    * reaches across clusters. Default false: every task goes to one cluster, or none is placed.
    */
   spanClusters?: boolean;
+  /** Tasks of the Job placed before (by name → cluster), which `near` constraints may name. */
+  placed?: ReadonlyMap<string, string>;
 }
 
 /** Job-local consumption on top of the views' free figures. */
@@ -266,31 +272,89 @@ function noSingleCluster(tasks: readonly PlacementTask[], clusters: readonly Clu
   return `no single Online cluster has room for every task, and a Job without a Domain runs all its tasks in one cluster (${details.join("; ")})`;
 }
 
+interface Failure {
+  task: string;
+  reason: UnplacedReason;
+  message: string;
+}
+
+/** The fits within the task's maxRTT of `other`, or why there are none. */
+function nearFits(task: PlacementTask, fits: Fit[], other: RttSource): Fit[] | Failure {
+  const near = task.near;
+  if (!near) return fits;
+  const measured: [string, number][] = [];
+  const unmeasured: string[] = [];
+  const within = fits.filter((fit) => {
+    const rtt = rttBetween(fit.cluster, other);
+    if (rtt === undefined) unmeasured.push(fit.cluster.name);
+    else if (rtt > near.maxRttMs) measured.push([fit.cluster.name, rtt]);
+    return rtt !== undefined && rtt <= near.maxRttMs;
+  });
+  if (within.length > 0) return within;
+  const figures = measured.map(([name, rtt]) => `${name}: ${formatMs(rtt)}`).join(", ");
+  if (unmeasured.length > 0) {
+    return {
+      task: task.name,
+      reason: "WaitingForRTT",
+      message: `task ${task.name}: no RTT measured between ${other.name} and any of ${unmeasured.join(", ")}, where it fits (near ${near.task}, maxRTT ${near.maxRTT}${figures ? `; measured: ${figures}` : ""}); PingMesh figures come with the clusters' agents' reports`,
+    };
+  }
+  return {
+    task: task.name,
+    reason: "Unschedulable",
+    message: `task ${task.name}: no cluster within ${near.maxRTT} of ${other.name} (${figures}), where ${near.task} runs`,
+  };
+}
+
 function search(
   tasks: readonly PlacementTask[],
   clusters: readonly ClusterView[],
   together: boolean,
   budget: number,
-): { chosen: Fit[] } | { task: string; message: string } {
+  placed: ReadonlyMap<string, string>,
+): { chosen: Fit[] } | Failure {
   const used: Used = { nodes: new Map(), clusters: new Map() };
   const chosen: Fit[] = [];
-  let firstFailure: { task: string; message: string } | undefined;
+  const chosenFor = new Map<string, ClusterView>();
+  const byName = new Map(clusters.map((c) => [c.name, c]));
+  let firstFailure: Failure | undefined;
+  const nearOf = (task: PlacementTask): RttSource | undefined => {
+    if (!task.near) return undefined;
+    const at = chosenFor.get(task.near.task);
+    if (at) return at;
+    const name = placed.get(task.near.task);
+    return name ? (byName.get(name) ?? { name }) : undefined;
+  };
 
   const step = (i: number): boolean => {
     const task = tasks[i];
     if (!task) return true;
     // Together: the first task's cluster is every later task's only choice.
-    const options = candidates(task, together && chosen[0] ? [chosen[0].cluster] : clusters, used);
+    let options: Fit[] | string | Failure = candidates(
+      task,
+      together && chosen[0] ? [chosen[0].cluster] : clusters,
+      used,
+    );
     budget--;
+    const other = nearOf(task);
+    if (typeof options !== "string" && other) options = nearFits(task, options, other);
     if (typeof options === "string") {
-      firstFailure ??= { task: task.name, message: options };
+      firstFailure ??= { task: task.name, reason: "Unschedulable", message: options };
+      return false;
+    }
+    if (!Array.isArray(options)) {
+      // a wait for figures says more than a later refusal: it is what to fix
+      if (!firstFailure || (options.reason === "WaitingForRTT" && firstFailure.reason !== "WaitingForRTT"))
+        firstFailure = options;
       return false;
     }
     for (const fit of options) {
       consume(used, fit, task.request, 1);
       chosen.push(fit);
+      chosenFor.set(task.name, fit.cluster);
       if (step(i + 1)) return true;
       chosen.pop();
+      chosenFor.delete(task.name);
       consume(used, fit, task.request, -1);
       if (budget <= 0) return false;
     }
@@ -298,7 +362,9 @@ function search(
   };
 
   if (step(0)) return { chosen };
-  return firstFailure ?? { task: tasks[0]?.name ?? "", message: "no placement found" };
+  return (
+    firstFailure ?? { task: tasks[0]?.name ?? "", reason: "Unschedulable", message: "no placement found" }
+  );
 }
 
 /**
@@ -311,12 +377,24 @@ export function placeJob(input: PlaceJobInput): PlacementResult {
   const clusters = [...input.clusters].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   const budget = input.budget ?? 10_000;
   const together = input.spanClusters !== true;
-  const result = search(input.tasks, clusters, together, budget);
+  const placed = input.placed ?? new Map<string, string>();
+  let tasks: PlacementTask[];
+  try {
+    tasks = nearOrder(input.tasks, new Set(placed.keys()));
+  } catch (error) {
+    return {
+      placed: false,
+      task: input.tasks[0]?.name ?? "",
+      reason: "Unschedulable",
+      message: (error as Error).message,
+    };
+  }
+  const result = search(tasks, clusters, together, budget, placed);
   if ("chosen" in result) {
     return {
       placed: true,
       tasks: result.chosen.map((fit, i) => {
-        const task = input.tasks[i] as PlacementTask;
+        const task = tasks[i] as PlacementTask;
         return {
           task: task.name,
           cluster: fit.cluster.name,
@@ -328,16 +406,16 @@ export function placeJob(input: PlaceJobInput): PlacementResult {
   }
   if (together && clusters.length > 0) {
     // A task that fits nowhere even on its own says more than "no single cluster".
-    const spread = search(input.tasks, clusters, false, budget);
+    const spread = search(tasks, clusters, false, budget, placed);
     if ("chosen" in spread) {
       return {
         placed: false,
-        task: input.tasks[0]?.name ?? "",
+        task: tasks[0]?.name ?? "",
         reason: "Unschedulable",
-        message: noSingleCluster(input.tasks, clusters),
+        message: noSingleCluster(tasks, clusters),
       };
     }
-    return { placed: false, reason: "Unschedulable", ...spread };
+    return { placed: false, ...spread };
   }
-  return { placed: false, reason: "Unschedulable", ...result };
+  return { placed: false, ...result };
 }

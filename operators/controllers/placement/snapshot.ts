@@ -11,6 +11,7 @@ import type { Cluster, Node, Task } from "../../api/index.ts";
 import { clusterOf } from "../../api/index.ts";
 import { deepEqual, type Store } from "../../lib/store/index.ts";
 import { type ClusterView, clusterRuntime, type NodeView, nodeBase } from "./cluster-view.ts";
+import { measuredRtts } from "./near.ts";
 import { type NodeAssignment, placeJob, type TaskPlacement } from "./place.ts";
 import type { Amounts } from "./resources.ts";
 import { placementTask } from "./task-requirements.ts";
@@ -89,7 +90,8 @@ export class PlacementSnapshot {
       known !== undefined &&
       clusterRuntime(known) === clusterRuntime(cluster) &&
       (known.status?.phase === "Online") === (cluster.status?.phase === "Online") &&
-      deepEqual(known.metadata.labels ?? {}, cluster.metadata.labels ?? {});
+      deepEqual(known.metadata.labels ?? {}, cluster.metadata.labels ?? {}) &&
+      deepEqual(rttBuckets(known), rttBuckets(cluster));
     if (same) return false;
     this.#dirty(name);
     return true;
@@ -271,6 +273,7 @@ export class PlacementSnapshot {
       runtime: clusterRuntime(cluster),
       online: cluster.status?.phase === "Online",
       nodes: states.map(nodeView),
+      rttMs: measuredRtts(cluster),
     };
     this.#views.set(name, view);
     return view;
@@ -280,6 +283,17 @@ export class PlacementSnapshot {
     this.#views.delete(cluster);
     this.#sorted = undefined;
   }
+}
+
+/**
+ * The RTT figures as placement compares them, in 10 % steps: a figure that moves within a step
+ * (every report moves them a little) wakes no waiting Job; one that crosses a maxRTT does.
+ */
+function rttBuckets(cluster: Cluster): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [target, ms] of measuredRtts(cluster))
+    out[target] = Number.isFinite(ms) ? Math.round(Math.log(Math.max(ms, 0.001)) / Math.log(1.1)) : -1;
+  return out;
 }
 
 function scaled(request: Amounts, assignment: NodeAssignment): Amounts {

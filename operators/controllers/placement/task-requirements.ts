@@ -3,6 +3,7 @@
 
 import type { AgentType, TaskTemplate } from "../../api/index.ts";
 import { compileLabelSelector, type Selector } from "../../lib/store/index.ts";
+import { type NearConstraint, parseMaxRtt } from "./near.ts";
 import { type Amounts, amounts, POD_COUNT } from "./resources.ts";
 
 export interface PlacementTask {
@@ -18,6 +19,8 @@ export interface PlacementTask {
   daemonSet: boolean;
   /** One replica's requests (with one pod), in thousandths. */
   request: Amounts;
+  /** Only a cluster within maxRTT of the named task's. */
+  near?: NearConstraint;
 }
 
 interface ContainerLike {
@@ -56,6 +59,15 @@ export function placementTask(template: TaskTemplate): PlacementTask {
     name: template.name,
     agentType: template.agentType,
     ...(template.clusterSelector ? { clusterSelector: compileLabelSelector(template.clusterSelector) } : {}),
+    ...(template.near
+      ? {
+          near: {
+            task: template.near.task,
+            maxRTT: template.near.maxRTT,
+            maxRttMs: parseMaxRtt(template.near.maxRTT),
+          },
+        }
+      : {}),
   };
   const workload = template.kubernetes?.workload;
   if (template.agentType === "Kubernetes" && workload) {

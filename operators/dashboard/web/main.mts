@@ -7,6 +7,7 @@ import { clusterBrowsePage, fetchBrowsePage, forgetBrowsePages } from "./page-cl
 import { clustersPage } from "./page-clusters.mts";
 import { addonsPage, domainsPage } from "./page-domains.mts";
 import { jobPage, jobsPage } from "./page-jobs.mts";
+import { forgetNetwork, networkPage } from "./page-network.mts";
 import { overviewPage } from "./page-overview.mts";
 import { teamsPage } from "./page-teams.mts";
 import { workflowsPage } from "./page-workflows.mts";
@@ -23,6 +24,7 @@ const PAGES = [
   { path: "teams", title: "Teams" },
   { path: "clusters", title: "Clusters" },
   { path: "domains", title: "Domains" },
+  { path: "network", title: "Network" },
   { path: "addons", title: "Addons" },
   { path: "access", title: "Access" },
 ] as const;
@@ -63,6 +65,8 @@ function page(parts: string[], query: URLSearchParams): Html {
     }
     case "domains":
       return domainsPage(state);
+    case "network":
+      return networkPage(parts[1], query, currentSession()?.token, schedule);
     case "addons":
       return addonsPage(state);
     case "access":
@@ -204,6 +208,13 @@ async function submit(body: Credentials): Promise<void> {
 
 document.addEventListener("submit", (event) => {
   const form = event.target as HTMLFormElement;
+  if (form.classList.contains("network-fit")) {
+    // the question lives in the address, like the filters: #/network/<cluster>?nodes=a,b
+    event.preventDefault();
+    const nodes = String(new FormData(form).get("nodes") ?? "").trim();
+    location.hash = `#/network/${encodeURIComponent(form.dataset.cluster ?? "")}${nodes ? `?nodes=${encodeURIComponent(nodes)}` : ""}`;
+    return;
+  }
   if (form.id !== "login-form" && form.id !== "token-form") return;
   event.preventDefault();
   const data = new FormData(form);
@@ -261,6 +272,11 @@ document.addEventListener("click", (event) => {
     if (!token) return;
     event.preventDefault();
     void openProxyLink(target, token);
+    return;
+  }
+  if (target.classList.contains("network-refresh")) {
+    forgetNetwork();
+    schedule();
     return;
   }
   if (target.classList.contains("access-audit")) {

@@ -25,6 +25,7 @@ import type { SealKeyring } from "../../lib/seal/index.ts";
 import { isStoreError, type KubeObject, type Store } from "../../lib/store/index.ts";
 import type { TunnelServer } from "../../lib/tunnel/index.ts";
 import { serveBrowse } from "./browse-route.ts";
+import { pingMeshRoutes } from "./pingmesh-route.ts";
 import { serveReseal, serveSealKey, serveSealKeyRotate } from "./seal-key.ts";
 import { storageClassRoute } from "./storage-classes.ts";
 
@@ -118,6 +119,7 @@ export function hubApiRoutes(deps: HubApiDependencies): Route[] {
       },
     }),
     storageClassRoute(deps.store),
+    ...pingMeshRoutes(deps.store),
     route({
       ...read,
       path: `/api/v1/${API_VERSION}*rest`,

@@ -3,6 +3,7 @@
 
 import type { KubeObject, ObjectRef } from "../kube-object.ts";
 import { type AgentGroupReport, parseAgentGroupReport } from "./agent-group-report.ts";
+import { pingMeshReportProblem } from "./pingmesh-report.ts";
 import { ProtocolError } from "./protocol-error.ts";
 
 /** Objects on the wire; the agent and hub check each against its kind's schema where they use it. */
@@ -56,6 +57,11 @@ export interface Report {
   lastTest?: ConnectivityTest;
   /** The AgentGroup membership as the agent's member sees it (agent-group-report.ts). */
   agentGroup?: AgentGroupReport;
+  /**
+   * The cluster's PingMesh figures (Cluster status.pingMesh's shape): only bounded in size here;
+   * the hub checks it against the Cluster schema before it keeps any of it.
+   */
+  pingMesh?: Record<string, unknown>;
 }
 /** One StorageClass as a report carries it (Cluster status.storageClasses has the same shape). */
 export interface StorageClassSummary {
@@ -238,6 +244,12 @@ export function parseCapability(v: unknown, where: string): Capability {
   return cap;
 }
 
+function parsePingMesh(value: unknown, where: string): Record<string, unknown> {
+  const problem = pingMeshReportProblem(value);
+  if (problem) throw new ProtocolError(`${where}: pingMesh ${problem}`);
+  return value as Record<string, unknown>;
+}
+
 export function parseAgentMessage(v: unknown): AgentMessage {
   if (!isObj(v)) throw new ProtocolError("agent message must be a JSON object");
   const where = `agent ${String(v.type)}`;
@@ -280,6 +292,7 @@ export function parseAgentMessage(v: unknown): AgentMessage {
         ...(v.agentGroup === undefined
           ? {}
           : { agentGroup: parseAgentGroupReport(v.agentGroup, `${where} agentGroup`) }),
+        ...(v.pingMesh === undefined ? {} : { pingMesh: parsePingMesh(v.pingMesh, where) }),
       };
     case "heartbeat": {
       const beat: Heartbeat = { type: "heartbeat" };

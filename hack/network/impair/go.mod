@@ -1,0 +1,3 @@
+module rlark.io/impair
+
+go 1.26
