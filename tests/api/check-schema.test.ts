@@ -9,7 +9,7 @@ function workload(job: ReturnType<typeof seedJob>, index: number): Doc {
 
 t.test("every object of the seed passes its kind's schema", async (t) => {
   const objects = seedObjects();
-  t.equal(new Set(objects.map((doc) => doc.kind)).size, 10, "the fixture covers all ten kinds");
+  t.equal(new Set(objects.map((doc) => doc.kind)).size, 12, "the fixture covers twelve kinds");
   for (const doc of objects) {
     t.same(checkSchema(doc), [], `${String(doc.kind)} ${String((doc.metadata as Doc).name)}`);
   }
@@ -376,7 +376,7 @@ t.test("a document of an unknown kind, or no kind, is one violation, never an ex
       path: "/kind",
       rule: "schema/unknown-kind",
       message:
-        'must be one of Job, Workflow, Domain, Addon, Cluster, Node, User, AccessPolicy, SealedSecret, Task, DomainPeer, AddonRelease, Pod (got "Robot")',
+        'must be one of Job, Workflow, Domain, Addon, Cluster, Node, User, Team, AccessPolicy, SealedSecret, Bundle, Task, DomainPeer, AddonRelease, BundleRelease, Pod (got "Robot")',
     },
   ]);
   t.same(checkSchema({ apiVersion: "rlinf.io/v1alpha1" }), [
@@ -387,7 +387,7 @@ t.test("a document of an unknown kind, or no kind, is one violation, never an ex
       path: "/kind",
       rule: "schema/unknown-kind",
       message:
-        "must be one of Job, Workflow, Domain, Addon, Cluster, Node, User, AccessPolicy, SealedSecret, Task, DomainPeer, AddonRelease, Pod (got an object)",
+        "must be one of Job, Workflow, Domain, Addon, Cluster, Node, User, Team, AccessPolicy, SealedSecret, Bundle, Task, DomainPeer, AddonRelease, BundleRelease, Pod (got an object)",
     },
   ]);
   t.same(checkSchema([] as unknown as Doc), [

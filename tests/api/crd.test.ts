@@ -108,12 +108,12 @@ t.test("one CRD per kind, named <plural>.rlinf.io, with the registry's scope and
 });
 
 t.test(
-  "kinds with a status get the status subresource; User, AccessPolicy and SealedSecret, which have none, do not",
+  "kinds with a status get the status subresource; User, Team, AccessPolicy and SealedSecret, which have none, do not",
   async (t) => {
     for (const crd of customResourceDefinitions()) {
       const version = ((crd.spec as Node).versions as Node[])[0]!;
       const kind = ((crd.spec as Node).names as Node).kind;
-      if (kind === "User" || kind === "AccessPolicy" || kind === "SealedSecret")
+      if (kind === "User" || kind === "Team" || kind === "AccessPolicy" || kind === "SealedSecret")
         t.equal(version.subresources, undefined, String(kind));
       else t.same(version.subresources, { status: {} }, String(kind));
     }
