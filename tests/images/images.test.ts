@@ -20,9 +20,10 @@ const CHROOT = "/usr/sbin/chroot";
 const ENV = "/usr/bin/env";
 /**
  * rlark/rlark unpacked: issue 14's 120 MB target (ADR 0006) plus the docker runtime's client
- * (dockerode and docker-modem, 1.2 MB): 0.8 MB above today's 121.2.
+ * (dockerode and docker-modem, 1.2 MB) and stop 35's features (125.1 MB; ADR 0006 says what is
+ * owed): 0.9 MB above that.
  */
-const CEILING_MB = 122;
+const CEILING_MB = 126;
 const ENTRY = ["/usr/local/bin/node", "/usr/local/lib/rlark/node_modules/rlark/bin/rlark.js"];
 
 function run(command: string, args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}) {
