@@ -7,7 +7,7 @@ import type { SchemaViolation } from "../violations.ts";
 import { assignBundleContent, type PlainDocument } from "./bundle-content.ts";
 import { compareDiagnostics, type Diagnostic } from "./diagnostic.ts";
 import { sizeViolations } from "./object-size.ts";
-import type { ParsedDocument } from "./parsed-document.ts";
+import type { ParsedDocument, Position } from "./parsed-document.ts";
 import {
   type CrossRule,
   isObject,
@@ -128,17 +128,7 @@ export class SnapshotChecker {
       schemaValid: true,
     };
     const report = ({ path, rule, message }: SchemaViolation, at: "value" | "key") => {
-      const pos = document.locate(path, at);
-      this.#errors.push({
-        file: document.file,
-        line: pos.line,
-        column: pos.column,
-        kind,
-        name: manifest.name,
-        path,
-        rule,
-        message,
-      });
+      this.#errors.push(diagnosticAt(manifest, document.locate(path, at), path, rule, message));
     };
     for (const violation of checkSchema(object)) {
       manifest.schemaValid = false;
@@ -174,17 +164,7 @@ export class SnapshotChecker {
       message: string,
       at?: "value" | "key",
     ) => {
-      const pos = target.document.locate(pointer, at);
-      errors.push({
-        file: target.document.file,
-        line: pos.line,
-        column: pos.column,
-        kind: target.kind,
-        name: target.name,
-        path: pointer,
-        rule,
-        message,
-      });
+      errors.push(diagnosticAt(target, target.document.locate(pointer, at), pointer, rule, message));
     };
     checkUniqueNames(objects, report);
     this.#assignBundles(objects, errors, report);
@@ -211,16 +191,7 @@ export class SnapshotChecker {
         plain,
         (target, pointer, rule, message) => {
           const pos = pointer ? target.document.locate(pointer) : target.document.start;
-          errors.push({
-            file: target.document.file,
-            line: pos.line,
-            column: pos.column,
-            kind: target.kind,
-            name: target.name,
-            path: pointer,
-            rule,
-            message,
-          });
+          errors.push(diagnosticAt(target, pos, pointer, rule, message));
         },
         (bundle, pointer, rule, message) => report(bundle, pointer, rule, message),
       ),
@@ -236,6 +207,26 @@ export class SnapshotChecker {
  * What the cross-object rules read, without the bulk they never look at (pod templates): a
  * checker that only reports (the CLI) keeps 10,000 manifests in a fraction of the memory.
  */
+/** A finding at `pos` in the document of `target` (an object, or a plain document). */
+function diagnosticAt(
+  target: { document: ParsedDocument; kind: string; name: string },
+  pos: Position,
+  path: string,
+  rule: string,
+  message: string,
+): Diagnostic {
+  return {
+    file: target.document.file,
+    line: pos.line,
+    column: pos.column,
+    kind: target.kind,
+    name: target.name,
+    path,
+    rule,
+    message,
+  };
+}
+
 function summarize(kind: string, object: Record<string, unknown>): Record<string, unknown> {
   const withoutTemplates = (tasks: unknown) =>
     Array.isArray(tasks)
