@@ -7,13 +7,13 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import t from "tap";
 import type { Hub } from "../../../operators/hub/hub.ts";
-import { keygen, openSshArgs, policyYaml, run, userYaml } from "../../access/bastion-fixture.ts";
+import { keygen, openSshArgs, policyYaml, run, sshForward, userYaml } from "../../access/bastion-fixture.ts";
 import { type Dockerd, startDockerd, TEST_IMAGE } from "../../helpers/dockerd.ts";
+import { freePort } from "../../helpers/free-port.ts";
 import { startHubOnGit } from "../../helpers/hub-on-git.ts";
 import { onRealServers, waitFor } from "../../helpers/wait-for.ts";
 
@@ -162,24 +162,8 @@ t.test(
     });
 
     await t.test("ssh -L reaches the container's own port: the file sftp put there comes back", async (t) => {
-      const probe = createServer();
-      await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
-      const localPort = (probe.address() as AddressInfo).port;
-      await new Promise<void>((resolve) => probe.close(() => resolve()));
-      const forward = spawn(
-        "ssh",
-        [
-          ...sshArgs(alice.file),
-          "-N",
-          "-o",
-          "ExitOnForwardFailure=yes",
-          "-L",
-          `${localPort}:${pod}:8080`,
-          "alice@127.0.0.1",
-        ],
-        { stdio: "ignore" },
-      );
-      t.teardown(() => forward.kill());
+      const localPort = await freePort();
+      const forward = sshForward(t, sshArgs(alice.file), `${localPort}:${pod}:8080`);
       const body = await waitFor(
         "up.bin over HTTP through the forward",
         async () => {
