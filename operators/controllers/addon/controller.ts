@@ -12,7 +12,6 @@ import {
   type AddonCatalog,
   type AddonRelease,
   type AddonReleaseSpec,
-  AGENT_CLEANUP_FINALIZER,
   type Cluster,
   clusterOf,
   namespaceFor,
@@ -24,6 +23,7 @@ import type {
   ReconcileRequest,
 } from "../../lib/controller/index.ts";
 import { compileLabelSelector, deepEqual, isNotFound, matches, type Store } from "../../lib/store/index.ts";
+import { deleteRelease, writeRelease } from "../agent-release.ts";
 import { addonStatus } from "./addon-status.ts";
 import type { AddonCatalogHolder } from "./catalog-holder.ts";
 import { releaseSpec } from "./release-spec.ts";
@@ -79,36 +79,6 @@ async function releasesOf(
   return items.filter((r) => r.metadata.name === name && (r.spec.clusterWide ?? false) === !namespace);
 }
 
-async function deleteRelease(store: Store, release: AddonRelease): Promise<void> {
-  try {
-    await store.delete("AddonRelease", release.metadata.namespace, release.metadata.name);
-  } catch (error) {
-    if (!isNotFound(error)) throw error;
-  }
-}
-
-async function writeRelease(
-  store: Store,
-  cluster: string,
-  name: string,
-  spec: AddonReleaseSpec,
-  existing: AddonRelease | undefined,
-): Promise<void> {
-  const labels = { [ADDON_LABEL]: name };
-  if (!existing) {
-    await store.create({
-      apiVersion: "rlinf.io/v1alpha1",
-      kind: "AddonRelease",
-      // Held until the agent reports the Addon uninstalled (agent-sync releases it).
-      metadata: { name, namespace: namespaceFor(cluster), labels, finalizers: [AGENT_CLEANUP_FINALIZER] },
-      spec,
-    });
-    return;
-  }
-  if (deepEqual(existing.spec, spec) && deepEqual(existing.metadata.labels ?? {}, labels)) return;
-  await store.update({ ...existing, metadata: { ...existing.metadata, labels }, spec });
-}
-
 export function createAddonController(options: AddonControllerOptions): Controller {
   const known = new Set<string>();
   let enqueue: ((key: string) => void) | undefined;
@@ -126,7 +96,7 @@ export function createAddonController(options: AddonControllerOptions): Controll
     if (!addon || addon.metadata.deletionTimestamp) {
       known.delete(request.key);
       for (const release of releases)
-        if (!release.metadata.deletionTimestamp) await deleteRelease(store, release);
+        if (!release.metadata.deletionTimestamp) await deleteRelease(store, "AddonRelease", release);
       return;
     }
     known.add(request.key);
@@ -135,7 +105,7 @@ export function createAddonController(options: AddonControllerOptions): Controll
     const byCluster = new Map(releases.map((r) => [clusterOf(r.metadata.namespace) ?? "", r]));
     for (const [cluster, release] of byCluster) {
       if (!clusters.includes(cluster) && !release.metadata.deletionTimestamp)
-        await deleteRelease(store, release);
+        await deleteRelease(store, "AddonRelease", release);
     }
 
     const catalog = options.catalog.current;
@@ -154,7 +124,7 @@ export function createAddonController(options: AddonControllerOptions): Controll
         const existing = byCluster.get(cluster);
         // One still being uninstalled is replaced once it is gone (its deletion queues this Addon).
         if (existing?.metadata.deletionTimestamp) continue;
-        await writeRelease(store, cluster, request.name, spec, existing);
+        await writeRelease(store, "AddonRelease", ADDON_LABEL, cluster, request.name, spec, existing);
       }
     }
 

@@ -4,14 +4,12 @@
 // runs on the hub's machine, ADR 0010). A release of a cluster no longer matched is deleted (its
 // agent then prunes, when the Bundle prunes), and the releases' statuses sum into the Bundle's.
 import {
-  AGENT_CLEANUP_FINALIZER,
   BUNDLE_LABEL,
   type Bundle,
   type BundleRelease,
   type BundleReleaseSpec,
   type Cluster,
   clusterOf,
-  namespaceFor,
   SOURCE_REVISION_ANNOTATION,
 } from "../../api/index.ts";
 import type {
@@ -21,6 +19,7 @@ import type {
   ReconcileRequest,
 } from "../../lib/controller/index.ts";
 import { compileLabelSelector, deepEqual, isNotFound, matches, type Store } from "../../lib/store/index.ts";
+import { deleteRelease, writeRelease } from "../agent-release.ts";
 import { bundleStatus } from "./bundle-status.ts";
 
 export interface BundleControllerOptions {
@@ -51,36 +50,6 @@ async function releasesOf(store: Store, name: string): Promise<BundleRelease[]> 
   return items.filter((r) => r.metadata.name === name);
 }
 
-async function deleteRelease(store: Store, release: BundleRelease): Promise<void> {
-  try {
-    await store.delete("BundleRelease", release.metadata.namespace, release.metadata.name);
-  } catch (error) {
-    if (!isNotFound(error)) throw error;
-  }
-}
-
-async function writeRelease(
-  store: Store,
-  cluster: string,
-  name: string,
-  spec: BundleReleaseSpec,
-  existing: BundleRelease | undefined,
-): Promise<void> {
-  const labels = { [BUNDLE_LABEL]: name };
-  if (!existing) {
-    await store.create({
-      apiVersion: "rlinf.io/v1alpha1",
-      kind: "BundleRelease",
-      // Held until the agent reports the Bundle's objects removed (agent-sync releases it).
-      metadata: { name, namespace: namespaceFor(cluster), labels, finalizers: [AGENT_CLEANUP_FINALIZER] },
-      spec,
-    });
-    return;
-  }
-  if (deepEqual(existing.spec, spec) && deepEqual(existing.metadata.labels ?? {}, labels)) return;
-  await store.update({ ...existing, metadata: { ...existing.metadata, labels }, spec });
-}
-
 export function createBundleController(options: BundleControllerOptions = {}): Controller {
   const known = new Set<string>();
 
@@ -91,7 +60,7 @@ export function createBundleController(options: BundleControllerOptions = {}): C
     if (!bundle || bundle.metadata.deletionTimestamp) {
       known.delete(request.name);
       for (const release of releases)
-        if (!release.metadata.deletionTimestamp) await deleteRelease(store, release);
+        if (!release.metadata.deletionTimestamp) await deleteRelease(store, "BundleRelease", release);
       return;
     }
     known.add(request.name);
@@ -99,7 +68,7 @@ export function createBundleController(options: BundleControllerOptions = {}): C
     const byCluster = new Map(releases.map((r) => [clusterOf(r.metadata.namespace) ?? "", r]));
     for (const [cluster, release] of byCluster) {
       if (!clusters.includes(cluster) && !release.metadata.deletionTimestamp)
-        await deleteRelease(store, release);
+        await deleteRelease(store, "BundleRelease", release);
     }
     const spec: BundleReleaseSpec = {
       namespace: bundle.spec.namespace,
@@ -112,7 +81,7 @@ export function createBundleController(options: BundleControllerOptions = {}): C
       const existing = byCluster.get(cluster);
       // One still being removed is replaced once it is gone (its deletion queues this Bundle).
       if (existing?.metadata.deletionTimestamp) continue;
-      await writeRelease(store, cluster, request.name, spec, existing);
+      await writeRelease(store, "BundleRelease", BUNDLE_LABEL, cluster, request.name, spec, existing);
     }
     const status = bundleStatus(bundle.metadata.generation ?? 0, await releasesOf(store, request.name));
     if (deepEqual(bundle.status ?? null, status)) return;

@@ -38,7 +38,7 @@ export async function openContainerFiles(
 }
 
 /** The engine is on this machine when it is reached by a unix socket: its pids are ours. */
-export function engineIsLocal(dockerHost: string | undefined): boolean {
+function engineIsLocal(dockerHost: string | undefined): boolean {
   return new URL(dockerHost ?? "unix:///var/run/docker.sock").protocol === "unix:";
 }
 
