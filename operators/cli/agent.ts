@@ -185,7 +185,7 @@ export function registerAgent(program: Command): void {
     .option("--node-name <name>", "the node name this machine reports", hostname())
     .option(
       "--nodeserver-dir <dir>",
-      "process runtime: where this machine's nodeserver serves DIR/nodeserver.sock (started with the first DomainPeer)",
+      "process and docker runtimes: where this machine's nodeserver serves DIR/nodeserver.sock (started with the first DomainPeer)",
       "/var/run/rlark",
     )
     .option(
@@ -194,16 +194,16 @@ export function registerAgent(program: Command): void {
     )
     .option(
       "--no-domain-network",
-      "process runtime: run pods of Tasks in a Domain on the machine's network, without namespace, sidecar or nodeserver",
+      "process and docker runtimes: run pods of Tasks in a Domain on the machine's (or the engine's default) network, without namespace, sidecar or nodeserver",
     )
     .option(
       "--pod-link-cidr <cidr>",
-      "process runtime: the range each Domain pod's /30 veth link to the host is cut from",
+      "process and docker runtimes: the range each Domain pod's /30 veth link to the host is cut from",
       "10.213.0.0/16",
     )
     .option(
       "--sidecar-uid <uid>",
-      "process runtime: the uid (and gid) Domain pods' sidecars run as",
+      "process and docker runtimes: the uid (and gid) Domain pods' sidecars run as",
       uid,
       1337,
     )
@@ -289,6 +289,16 @@ export function registerAgent(program: Command): void {
             ...(flags.sftpServer ? { sftpServer: flags.sftpServer } : {}),
           },
           rlarkNet: (await import("../network/index.ts")).rlarkNetPath(),
+          ...(flags.domainNetwork
+            ? {
+                podNetwork: {
+                  linkCidr: flags.podLinkCidr,
+                  rlarkNet: (await import("../network/index.ts")).rlarkNetPath(),
+                  runDir: path.resolve(flags.nodeserverDir),
+                  sidecarUid: flags.sidecarUid,
+                },
+              }
+            : {}),
         });
       } else {
         runtime = await ProcessRuntime.open({
@@ -314,7 +324,7 @@ export function registerAgent(program: Command): void {
         });
       }
       const network =
-        flags.runtime === "process" && flags.domainNetwork
+        (flags.runtime === "process" || flags.runtime === "docker") && flags.domainNetwork
           ? (await import("./agent-network.ts")).agentNodeserver({
               dir: path.resolve(flags.nodeserverDir),
               node: flags.nodeName,
