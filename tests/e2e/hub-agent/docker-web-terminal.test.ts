@@ -82,6 +82,8 @@ t.test("the web terminal into a docker pod, in Chromium", async (t) => {
     await page.keyboard.type("ihello from vi");
     await shows(page, /hello from vi/);
     await page.keyboard.press("Escape");
+    // vi reads what follows an Escape within a moment as one key sequence: wait for its command mode.
+    await shows(page, /^- \/tmp\/note/m);
     await page.keyboard.type(":wq\n");
     await page.keyboard.type("clear; cat /tmp/note; echo back-$((2+3))\n");
     await shows(page, /hello from vi\s*\n\s*back-5/);

@@ -467,8 +467,9 @@ export class DockerRuntime implements Runtime {
     const { domain, domainCIDR } = desired.task.spec;
     if (!this.#networks || !domain) return undefined;
     const virtualIP = this.#virtualIPs.get(desired.key);
-    if (!virtualIP || !domainCIDR) return "waiting";
-    return { virtualIP, cidr: domainCIDR };
+    if (!virtualIP) return "waiting";
+    // No CIDR: #startSidecar says so on the pod.
+    return { virtualIP, cidr: domainCIDR ?? "" };
   }
 
   /** Whether the pod's running container still has the network its Task asks for. */
@@ -488,6 +489,10 @@ export class DockerRuntime implements Runtime {
    */
   async #startSidecar(desired: DesiredContainer, address: DomainAddress): Promise<SidecarSeen> {
     const networks = this.#networks as PodNetworks;
+    if (!address.cidr)
+      throw new Error(
+        `spec.domainCIDR is missing: the hub did not know Domain ${desired.task.spec.domain}'s CIDR when it created the Task`,
+      );
     const old = this.#sidecars.get(desired.key);
     if (old) await this.#removeSidecar(old);
     this.#sidecarImage ??= ensureSidecarImage(this.#client, this.#rlarkNet).catch((error: unknown) => {
