@@ -6,7 +6,7 @@
 // itself (restartPolicy), so they keep their policy while no agent runs.
 import { PassThrough, type Readable, Transform } from "node:stream";
 import Docker from "dockerode";
-import type { PeersState } from "../../../api/peers-state.ts";
+import type { PeersState } from "../../../api/index.ts";
 import { type Logger, silentLogger } from "../../../lib/logger.ts";
 import { type BackoffPolicy, restartDelay } from "../process/crash-loop-backoff.ts";
 import { type PodNetwork, type PodNetworkOptions, PodNetworks } from "../process/pod-network.ts";

@@ -8,7 +8,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import t from "tap";
-import type { PeersState } from "../../../../operators/api/peers-state.ts";
+import type { PeersState } from "../../../../operators/api/index.ts";
 import { claimNumber } from "../../../helpers/claim-number.ts";
 import { startDockerd } from "../../../helpers/dockerd.ts";
 import { rlarkNetBinary } from "../../../helpers/domain-net.ts";
