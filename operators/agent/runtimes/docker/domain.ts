@@ -27,6 +27,9 @@ export const SIDECAR_LABELS = {
   link: "rlinf.io/pod-link",
 } as const;
 
+/** The sidecar as the pod's container, for its status and its log (the kubernetes runtime's name). */
+export const SIDECAR_CONTAINER = "rlark-sidecar";
+
 export function sidecarName(namespace: string, pod: string): string {
   return `${containerName(namespace, pod)}_net`;
 }

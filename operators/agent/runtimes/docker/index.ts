@@ -28,6 +28,7 @@ import {
   type DomainAddress,
   ensureSidecarImage,
   parseLinkLabel,
+  SIDECAR_CONTAINER,
   SIDECAR_LABELS,
   sidecarCreateOptions,
   sidecarListening,
@@ -80,6 +81,7 @@ export interface DockerRuntimeOptions {
 /** A Domain pod's sidecar container, as of the last listing. */
 interface SidecarSeen {
   id: string;
+  image: string;
   running: boolean;
   pid: number;
   revision: string;
@@ -348,6 +350,7 @@ export class DockerRuntime implements Runtime {
       if (labels[SIDECAR_LABELS.sidecar]) {
         sidecars.set(podKey(labels[LABELS.namespace] ?? "", labels[LABELS.pod] ?? ""), {
           id: entry.Id,
+          image: info.Config.Image,
           running: info.State.Running,
           pid: info.State.Pid,
           revision: labels[LABELS.revision] ?? "",
@@ -364,9 +367,18 @@ export class DockerRuntime implements Runtime {
       });
     }
     // A Domain pod's address is its sidecar's end of the link: the namespace is the sidecar's.
+    // It is the pod's second container, as the kubernetes runtime's injected one is.
     for (const [key, s] of seen) {
-      const link = sidecars.get(key)?.link;
-      if (link) s.pod.podIP = link.localIP;
+      const sidecar = sidecars.get(key);
+      if (!sidecar) continue;
+      if (sidecar.link) s.pod.podIP = sidecar.link.localIP;
+      s.pod.containers?.push({
+        name: SIDECAR_CONTAINER,
+        image: sidecar.image,
+        ready: sidecar.running,
+        restartCount: 0,
+        state: sidecar.running ? "Running" : "Terminated",
+      });
     }
     this.#networks?.keepLinks([...sidecars.values()].flatMap((s) => (s.link ? [s.link] : [])));
     this.#seen = seen;
@@ -525,6 +537,7 @@ export class DockerRuntime implements Runtime {
       }
       const sidecar: SidecarSeen = {
         id: container.id,
+        image,
         running: true,
         pid: State.Pid,
         revision: desired.revision,
@@ -682,9 +695,11 @@ export class DockerRuntime implements Runtime {
       throw new Error(
         "previous is not available on the docker runtime: a container's restarts share one log",
       );
-    if (options.container && options.container !== seen.pod.container)
+    const sidecar = options.container === SIDECAR_CONTAINER ? this.#sidecars.get(key) : undefined;
+    if (options.container && options.container !== seen.pod.container && !sidecar)
       throw new Error(`pod ${key} has no container ${options.container}`);
-    const container = this.#client.getContainer(seen.id);
+    // The sidecar's log: rlark-net's lines (refused and failed connections).
+    const container = this.#client.getContainer(sidecar?.id ?? seen.id);
     const common = {
       stdout: true,
       stderr: true,

@@ -7,6 +7,7 @@ import { execFileSync } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { text } from "node:stream/consumers";
 import t from "tap";
 import type { PeersState } from "../../../../operators/api/index.ts";
 import { claimNumber } from "../../../helpers/claim-number.ts";
@@ -79,6 +80,22 @@ t.test("Domain pods on the docker runtime", async (t) => {
     });
     t.match(rules, /100\.70\.0\.0\/24.*REDIRECT --to-ports 15001/, "the REDIRECT of the Domain's CIDR");
     t.match(rules, /--uid-owner 1337/, "except the sidecar's own");
+    t.match(
+      podOf(runtime, "web-0")?.containers?.map((c) => [c.name, c.state]),
+      [
+        ["web", "Running"],
+        ["rlark-sidecar", "Running"],
+      ],
+      "the sidecar is the pod's second container",
+    );
+    const log = await text(
+      await runtime.logStream({ namespace: NAMESPACE, name: "web-0" }, { container: "rlark-sidecar" }),
+    );
+    t.match(
+      log,
+      /rlark-net: outbound on 127\.0\.0\.1:15001, inbound on 0\.0\.0\.0:5700/,
+      "its log is rlark-net's",
+    );
   });
 
   await t.test("a new virtual IP replaces the pod with its sidecar", async (t) => {
