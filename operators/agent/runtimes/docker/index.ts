@@ -169,6 +169,8 @@ export class DockerRuntime implements Runtime {
   #rejected: RejectedTask[] = [];
   #info: EngineInfo;
   readonly #devDir: string | undefined;
+  /** The engine is on this machine (a unix socket): its containers' pids are ours to enter. */
+  readonly #engineLocal: boolean;
   #devices: HostDevice[] = [];
   #engineError: string | undefined;
   /** When the engine stopped answering: the runtime's failed connectivity test, while it lasts. */
@@ -240,6 +242,7 @@ export class DockerRuntime implements Runtime {
     this.#logMaxBytes = options.logMaxBytes ?? 10 * 1024 * 1024;
     this.#info = info;
     const local = new URL(options.dockerHost ?? "unix:///var/run/docker.sock").protocol === "unix:";
+    this.#engineLocal = local;
     this.#devDir = local ? (options.devDir ?? "/dev") : undefined;
     this.#devices = this.#devDir ? hostDevices(this.#devDir) : [];
     this.#node = engineNode(this.#nodeOptions, info, undefined, this.#devices);
@@ -501,6 +504,10 @@ export class DockerRuntime implements Runtime {
    */
   async #startSidecar(desired: DesiredContainer, address: DomainAddress): Promise<SidecarSeen> {
     const networks = this.#networks as PodNetworks;
+    if (!this.#engineLocal)
+      throw new Error(
+        `Domain pods need the engine on the agent's machine (a unix socket), not ${this.#dockerHost}`,
+      );
     if (!address.cidr)
       throw new Error(
         `spec.domainCIDR is missing: the hub did not know Domain ${desired.task.spec.domain}'s CIDR when it created the Task`,
