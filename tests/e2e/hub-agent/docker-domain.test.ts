@@ -5,6 +5,7 @@
 // joins it, and the two pods reach each other by virtual IP both ways through sidecar ->
 // nodeserver -> hub relay -> nodeserver -> sidecar; a pod of another Domain does not get through.
 import { execFile } from "node:child_process";
+import { createHash, randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { promisify } from "node:util";
 import t from "tap";
@@ -56,12 +57,14 @@ t.test(
             `python3 -m http.server 8001 --bind 0.0.0.0 --directory ${payloadDir}`,
             m("p"),
           ),
+          // a process pod of a third cluster: the baseline of the throughput figures
+          podTaskYaml("q", "pc2", "sleep 3600", m("q")),
         ],
         { domain: "lab" },
       ),
       "x.yaml": jobYaml("x", [podTaskYaml("x", "pc", "sleep 3600", m("x"))], { domain: "other" }),
     };
-    const bed = await DomainClusters.start(t, ["dk", "pc"], files, {
+    const bed = await DomainClusters.start(t, ["dk", "pc", "pc2"], files, {
       runtimes: { dk: "docker" },
       agentArgs: { dk: ["--runtime", "docker", "--docker-host", engine.host] },
     });
@@ -163,6 +166,37 @@ t.test(
         slow,
       );
       t.equal(body, "from-process\n");
+    });
+
+    await t.test("64 MiB from the process pod into the Docker pod, byte for byte", async (t) => {
+      const payload = randomBytes(64 * 1024 * 1024);
+      writeFileSync(`${payloadDir}/big.bin`, payload);
+      const before = bed.hub.domainRelay?.stats().relayedBytes ?? 0;
+      const started = process.hrtime.bigint();
+      await dockerRun("wget", "-qO", "/tmp/big.bin", `http://${vipP}:8001/big.bin`);
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const [digest] = (await dockerRun("sha256sum", "/tmp/big.bin")).split(" ");
+      t.equal(digest, createHash("sha256").update(payload).digest("hex"), "sha256 matches");
+      t.ok((bed.hub.domainRelay?.stats().relayedBytes ?? 0) - before >= payload.length, "the hub relayed it");
+      // Figures for the record, not checks (this machine is shared): the same bytes the other way
+      // through the relay, and over the Docker pod's own loopback with the same wget, as a baseline.
+      await dockerRun("mv", "/tmp/big.bin", "/www/big.bin");
+      const time = async (run: () => Promise<unknown>) => {
+        const start = process.hrtime.bigint();
+        await run();
+        return Number(process.hrtime.bigint() - start) / 1e9;
+      };
+      const back = await time(() =>
+        bed.run(m("p"), "curl", ["-sSf", "-o", "/dev/null", `http://${vipD}:8000/big.bin`]),
+      );
+      const loopback = await time(() => dockerRun("wget", "-qO", "/tmp/b2", "http://127.0.0.1:8000/big.bin"));
+      const processes = await time(() =>
+        bed.run(m("q"), "curl", ["-sSf", "-o", "/dev/null", `http://${vipP}:8001/big.bin`]),
+      );
+      t.comment(
+        `64 MiB through the relay: process -> docker ${(64 / seconds).toFixed(1)} MiB/s, docker -> process ${(64 / back).toFixed(1)} MiB/s; process (pc) -> process (pc2) ${(64 / processes).toFixed(1)} MiB/s; busybox wget over the Docker pod's loopback ${(64 / loopback).toFixed(1)} MiB/s`,
+      );
+      await dockerRun("rm", "/www/big.bin", "/tmp/b2");
     });
 
     await t.test("a pod of another Domain does not reach the Docker pod", async (t) => {
