@@ -24,7 +24,8 @@ Runtimes:
               running it inside the cluster.
   docker      Docker tasks as containers on the Docker engine of --docker-host, for edge
               machines with Docker and no Kubernetes; this machine is the cluster's one node and
-              the engine keeps the containers running while the agent restarts. See
+              the engine keeps the containers running while the agent restarts; Domain pods
+              get a rlark-net sidecar container and the agent's nodeserver, as root. See
               docs/docker-runtime.md.
 
 Examples:
