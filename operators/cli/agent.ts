@@ -24,7 +24,8 @@ Runtimes:
               running it inside the cluster.
   docker      Docker tasks as containers on the Docker engine of --docker-host, for edge
               machines with Docker and no Kubernetes; this machine is the cluster's one node and
-              the engine keeps the containers running while the agent restarts. See
+              the engine keeps the containers running while the agent restarts; Domain pods
+              get a rlark-net sidecar container and the agent's nodeserver, as root. See
               docs/docker-runtime.md.
 
 Examples:
@@ -185,7 +186,7 @@ export function registerAgent(program: Command): void {
     .option("--node-name <name>", "the node name this machine reports", hostname())
     .option(
       "--nodeserver-dir <dir>",
-      "process runtime: where this machine's nodeserver serves DIR/nodeserver.sock (started with the first DomainPeer)",
+      "process and docker runtimes: where this machine's nodeserver serves DIR/nodeserver.sock (started with the first DomainPeer)",
       "/var/run/rlark",
     )
     .option(
@@ -194,16 +195,16 @@ export function registerAgent(program: Command): void {
     )
     .option(
       "--no-domain-network",
-      "process runtime: run pods of Tasks in a Domain on the machine's network, without namespace, sidecar or nodeserver",
+      "process and docker runtimes: run pods of Tasks in a Domain on the machine's (or the engine's default) network, without namespace, sidecar or nodeserver",
     )
     .option(
       "--pod-link-cidr <cidr>",
-      "process runtime: the range each Domain pod's /30 veth link to the host is cut from",
+      "process and docker runtimes: the range each Domain pod's /30 veth link to the host is cut from",
       "10.213.0.0/16",
     )
     .option(
       "--sidecar-uid <uid>",
-      "process runtime: the uid (and gid) Domain pods' sidecars run as",
+      "process and docker runtimes: the uid (and gid) Domain pods' sidecars run as",
       uid,
       1337,
     )
@@ -289,6 +290,16 @@ export function registerAgent(program: Command): void {
             ...(flags.sftpServer ? { sftpServer: flags.sftpServer } : {}),
           },
           rlarkNet: (await import("../network/index.ts")).rlarkNetPath(),
+          ...(flags.domainNetwork
+            ? {
+                podNetwork: {
+                  linkCidr: flags.podLinkCidr,
+                  rlarkNet: (await import("../network/index.ts")).rlarkNetPath(),
+                  runDir: path.resolve(flags.nodeserverDir),
+                  sidecarUid: flags.sidecarUid,
+                },
+              }
+            : {}),
         });
       } else {
         runtime = await ProcessRuntime.open({
@@ -314,7 +325,7 @@ export function registerAgent(program: Command): void {
         });
       }
       const network =
-        flags.runtime === "process" && flags.domainNetwork
+        (flags.runtime === "process" || flags.runtime === "docker") && flags.domainNetwork
           ? (await import("./agent-network.ts")).agentNodeserver({
               dir: path.resolve(flags.nodeserverDir),
               node: flags.nodeName,

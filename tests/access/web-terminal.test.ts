@@ -3,7 +3,6 @@
 // shown as 3, a user without `shell` refused before any upgrade, and a killed agent shown as a
 // broken connection, never as an exit status. The WebSocket's own guards (token, Origin, frame
 // size, sessions per user) are checked with the `ws` client.
-import type { Page } from "playwright-core";
 import t from "tap";
 import { TERMINAL_PROTOCOL } from "../../operators/access/index.ts";
 import { hashPassword } from "../../operators/dashboard/index.ts";
@@ -12,47 +11,9 @@ import { launchChromium } from "../helpers/chromium.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 import { openWebSocket, type WebSocketAttempt } from "../helpers/websocket.ts";
 import { podJobYaml, policyYaml, startBastion } from "./bastion-fixture.ts";
+import { logIn, passwordUserYaml, screen, shows, statusIs } from "./web-terminal-page.ts";
 
 const POD = "vision-main-0";
-
-function passwordUserYaml(name: string, roles: string[], hash: string): string {
-  return `apiVersion: rlinf.io/v1alpha1\nkind: User\nmetadata:\n  name: ${name}\nspec:\n  roles: [${roles.join(", ")}]\n  passwordHash: "${hash}"\n`;
-}
-
-/** What the terminal shows now, row by row (xterm's DOM renderer). */
-const screen = (page: Page) =>
-  page
-    .locator(".xterm-rows > div")
-    .evaluateAll((rows) => rows.map((row) => row.textContent ?? "").join("\n"));
-
-async function shows(page: Page, pattern: RegExp): Promise<void> {
-  await waitFor(
-    `the terminal shows ${pattern}`,
-    async () => pattern.test(await screen(page)),
-    onRealServers,
-  ).catch(async (error: Error) => {
-    throw new Error(`${error.message}; it shows ${JSON.stringify((await screen(page)).slice(-800))}`);
-  });
-}
-
-async function statusIs(page: Page, pattern: RegExp): Promise<string> {
-  return waitFor(
-    `the terminal status shows ${pattern}`,
-    async () => {
-      const text = (await page.locator("#terminal-status").textContent()) ?? "";
-      return pattern.test(text) ? text : undefined;
-    },
-    onRealServers,
-  );
-}
-
-async function logIn(page: Page, url: string, user: string, password: string): Promise<void> {
-  await page.goto(url);
-  await page.getByLabel("User name").fill(user);
-  await page.getByLabel("Password", { exact: true }).fill(password);
-  await page.getByLabel("Password", { exact: true }).press("Enter");
-  await page.locator("#nav a").first().waitFor();
-}
 
 /** Opens a WebSocket to the terminal route with the `ws` client; resolves on open or refusal. */
 function connect(

@@ -64,6 +64,8 @@ export interface DomainClustersOptions {
   hub?: Partial<HubOptions>;
   /** More command-line arguments of a cluster's agent, by cluster. */
   agentArgs?: Record<string, string[]>;
+  /** Clusters whose Cluster says another runtime than process (give their agents its flags). */
+  runtimes?: Record<string, "docker">;
 }
 
 export class DomainClusters {
@@ -100,7 +102,10 @@ export class DomainClusters {
     t.teardown(() => bed.close());
     // The sidecars (uid 1337) reach the nodeserver sockets under it.
     chmodSync(bed.dir, 0o755);
-    const all = { "clusters.yaml": clusters.map((c) => clusterYaml(c)).join("---\n"), ...files };
+    const all = {
+      "clusters.yaml": clusters.map((c) => clusterYaml(c, options.runtimes?.[c])).join("---\n"),
+      ...files,
+    };
     const logger = jsonLogger("hub", createWriteStream(bed.hubLog, { flags: "a" }));
     bed.running = await startHubOnGit(t, {
       logger,

@@ -73,7 +73,7 @@ ${nodeSelector ? `      nodeSelector: ${nodeSelector}\n` : ""}      kubernetes:
 /** A Cluster labelled `region: <name>` (for clusterSelectors), of the process runtime unless told. */
 export const clusterYaml = (
   name: string,
-  runtime: "process" | "kubernetes" = "process",
+  runtime: "process" | "kubernetes" | "docker" = "process",
 ) => `apiVersion: rlinf.io/v1alpha1
 kind: Cluster
 metadata:

@@ -180,6 +180,17 @@ t.test(
       forward.kill();
     });
 
+    await t.test("the hub's HTTP proxy reaches the container's own port", async (t) => {
+      const response = await fetch(`${hub.url}/api/v1/namespaces/agent-edge/pods/${pod}/proxy/8080/up.bin`, {
+        headers: { authorization: `Bearer ${hub.adminToken}` },
+      });
+      t.equal(response.status, 200);
+      const body = Buffer.from(await response.arrayBuffer());
+      t.equal(sha256(body), sha256(readFileSync(path.join(dir, "local/up.bin"))), "the same bytes");
+      const anonymous = await fetch(`${hub.url}/api/v1/namespaces/agent-edge/pods/${pod}/proxy/8080/up.bin`);
+      t.equal(anonymous.status, 401, "no token, no proxy");
+    });
+
     await t.test("a user without a grant is refused", async (t) => {
       const shell = await run("ssh", [...sshArgs(bob.file), "-tt", `bob+${pod}@127.0.0.1`], "exit 0\n");
       t.not(shell.code, 0, "no shell");

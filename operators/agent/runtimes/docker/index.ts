@@ -6,8 +6,10 @@
 // itself (restartPolicy), so they keep their policy while no agent runs.
 import { PassThrough, type Readable, Transform } from "node:stream";
 import Docker from "dockerode";
+import type { PeersState } from "../../../api/index.ts";
 import { type Logger, silentLogger } from "../../../lib/logger.ts";
 import { type BackoffPolicy, restartDelay } from "../process/crash-loop-backoff.ts";
+import { type PodNetwork, type PodNetworkOptions, PodNetworks } from "../process/pod-network.ts";
 import { podKey, type RejectedTask } from "../process/spec.ts";
 import type {
   AgentType,
@@ -16,13 +18,24 @@ import type {
   ObservedNode,
   ObservedPod,
   Runtime,
+  RuntimeNetwork,
   RuntimeSnapshot,
   RuntimeTask,
   StopOptions,
 } from "../types.ts";
 import { createOptions, observedPod } from "./container.ts";
+import {
+  type DomainAddress,
+  ensureSidecarImage,
+  parseLinkLabel,
+  SIDECAR_CONTAINER,
+  SIDECAR_LABELS,
+  sidecarCreateOptions,
+  sidecarListening,
+} from "./domain.ts";
 import { startContainerExec } from "./exec.ts";
 import { connectContainerPort, type DockerFilesOptions, openContainerFiles } from "./files-and-ports.ts";
+import { type HostDevice, hostDevices } from "./host-devices.ts";
 import { type EngineInfo, engineNode, firstIPv4, type NodeOptions } from "./node.ts";
 import { type DesiredContainer, desiredContainers, LABELS } from "./spec.ts";
 
@@ -51,7 +64,29 @@ export interface DockerRuntimeOptions {
   files?: DockerFilesOptions;
   /** The rlark-net binary, which port-forwards run in a container's network. Default `rlark-net` on PATH. */
   rlarkNet?: string;
+  /**
+   * Gives each pod of a Task in a Domain a sidecar container holding its network, the link and
+   * REDIRECT of the process runtime's pods, and its virtual IP (domain.ts; needs root and the
+   * engine on this machine). Without it such pods run on the engine's default network.
+   */
+  podNetwork?: Omit<PodNetworkOptions, "rlark" | "podUid">;
+  /**
+   * Where the machine's device nodes are, for the Node report (host-devices.ts). Default /dev;
+   * read only with the engine on this machine (a unix socket): another machine's are not here.
+   */
+  devDir?: string;
   logger?: Logger;
+}
+
+/** A Domain pod's sidecar container, as of the last listing. */
+interface SidecarSeen {
+  id: string;
+  image: string;
+  running: boolean;
+  pid: number;
+  revision: string;
+  virtualIP: string;
+  link: PodNetwork | undefined;
 }
 
 /** Why a pod has no container yet, and when to try again. */
@@ -117,12 +152,26 @@ export class DockerRuntime implements Runtime {
   readonly #rlarkNet: string;
   /** The owned containers by pod key, as of the last listing. */
   #seen = new Map<string, Seen>();
+  /** The Domain pods' sidecar containers by pod key, as of the last listing. */
+  #sidecars = new Map<string, SidecarSeen>();
+  readonly #networks: PodNetworks | undefined;
+  readonly #runDir: string;
+  readonly #sidecarUid: number;
+  /** Virtual IPs of this cluster's Domain pods by pod key, from the last peers state. */
+  #virtualIPs = new Map<string, string>();
+  /** Domain pods not started since their virtual IP is not known yet. */
+  readonly #waiting = new Set<string>();
+  #sidecarImage: Promise<string> | undefined;
   /** Work in flight per pod key (a create and start, or a stop and remove): one at a time. */
   readonly #busy = new Map<string, { kind: "starting" | "stopping"; done: Promise<void> }>();
   readonly #failures = new Map<string, Failure>();
   #desired: DesiredContainer[] | undefined;
   #rejected: RejectedTask[] = [];
   #info: EngineInfo;
+  readonly #devDir: string | undefined;
+  /** The engine is on this machine (a unix socket): its containers' pids are ours to enter. */
+  readonly #engineLocal: boolean;
+  #devices: HostDevice[] = [];
   #engineError: string | undefined;
   /** When the engine stopped answering: the runtime's failed connectivity test, while it lasts. */
   #engineErrorAt: string | undefined;
@@ -167,6 +216,9 @@ export class DockerRuntime implements Runtime {
     },
   };
 
+  /** Domain pods get their virtual IPs from the peers state: present with `podNetwork` only. */
+  readonly network?: RuntimeNetwork;
+
   #label(seen: Seen): string {
     return `container ${seen.pod.container} of pod ${podKey(seen.pod.namespace, seen.pod.name)}`;
   }
@@ -189,7 +241,27 @@ export class DockerRuntime implements Runtime {
     this.#backoff = { initialMs: 10_000, maxMs: 300_000, resetAfterMs: 600_000, ...options.backoff };
     this.#logMaxBytes = options.logMaxBytes ?? 10 * 1024 * 1024;
     this.#info = info;
-    this.#node = engineNode(this.#nodeOptions, info);
+    const local = new URL(options.dockerHost ?? "unix:///var/run/docker.sock").protocol === "unix:";
+    this.#engineLocal = local;
+    this.#devDir = local ? (options.devDir ?? "/dev") : undefined;
+    this.#devices = this.#devDir ? hostDevices(this.#devDir) : [];
+    this.#node = engineNode(this.#nodeOptions, info, undefined, this.#devices);
+    const net = options.podNetwork;
+    this.#runDir = net?.runDir ?? "";
+    this.#sidecarUid = net?.sidecarUid ?? 1337;
+    // The tag of the links' names: the owner's, so two agents on one machine never meet.
+    this.#networks = net ? new PodNetworks({ ...net, rlark: [] }, `docker:${this.#owner}`) : undefined;
+    if (this.#networks) this.network = { applyPeersState: async (state) => this.#applyPeersState(state) };
+  }
+
+  #applyPeersState(state: PeersState): void {
+    const ips = new Map<string, string>();
+    for (const domain of state.domains)
+      for (const pod of domain.pods ?? [])
+        if (!pod.globalNamespace || pod.globalNamespace === state.globalNamespace)
+          ips.set(podKey(pod.namespace ?? "", pod.name), pod.ip);
+    this.#virtualIPs = ips;
+    this.#kick();
   }
 
   /** Reaches the engine (failing with its error when it cannot), lists what is there, and starts watching. */
@@ -223,6 +295,7 @@ export class DockerRuntime implements Runtime {
     // A failure is about a spec: one no longer desired is forgotten.
     const keys = new Set(containers.map((c) => c.key));
     for (const key of this.#failures.keys()) if (!keys.has(key)) this.#failures.delete(key);
+    for (const key of this.#waiting) if (!keys.has(key)) this.#waiting.delete(key);
     this.#kick();
   }
 
@@ -254,7 +327,8 @@ export class DockerRuntime implements Runtime {
     }
     if (this.#engineError === undefined) this.#engineErrorAt = undefined;
     else this.#engineErrorAt ??= new Date().toISOString();
-    this.#node = engineNode(this.#nodeOptions, this.#info, this.#engineError);
+    if (this.#devDir) this.#devices = hostDevices(this.#devDir);
+    this.#node = engineNode(this.#nodeOptions, this.#info, this.#engineError, this.#devices);
     if (this.#engineError === undefined) this.#reconcile();
     this.#changedIfDifferent();
   }
@@ -266,6 +340,7 @@ export class DockerRuntime implements Runtime {
     });
     const hostIP = this.#node.addresses.find((a) => a.type === "InternalIP")?.address ?? firstIPv4() ?? "";
     const seen = new Map<string, Seen>();
+    const sidecars = new Map<string, SidecarSeen>();
     for (const entry of listed) {
       let info: Docker.ContainerInspectInfo;
       try {
@@ -274,14 +349,43 @@ export class DockerRuntime implements Runtime {
         if (statusCode(error) === 404) continue; // removed since the listing
         throw error;
       }
+      const labels = info.Config.Labels ?? {};
+      if (labels[SIDECAR_LABELS.sidecar]) {
+        sidecars.set(podKey(labels[LABELS.namespace] ?? "", labels[LABELS.pod] ?? ""), {
+          id: entry.Id,
+          image: info.Config.Image,
+          running: info.State.Running,
+          pid: info.State.Pid,
+          revision: labels[LABELS.revision] ?? "",
+          virtualIP: labels[SIDECAR_LABELS.virtualIP] ?? "",
+          link: parseLinkLabel(labels[SIDECAR_LABELS.link]),
+        });
+        continue;
+      }
       const pod = observedPod(info, this.#node.name, hostIP);
       seen.set(podKey(pod.namespace, pod.name), {
         id: entry.Id,
-        revision: info.Config.Labels?.[LABELS.revision] ?? "",
+        revision: labels[LABELS.revision] ?? "",
         pod,
       });
     }
+    // A Domain pod's address is its sidecar's end of the link: the namespace is the sidecar's.
+    // It is the pod's second container, as the kubernetes runtime's injected one is.
+    for (const [key, s] of seen) {
+      const sidecar = sidecars.get(key);
+      if (!sidecar) continue;
+      if (sidecar.link) s.pod.podIP = sidecar.link.localIP;
+      s.pod.containers?.push({
+        name: SIDECAR_CONTAINER,
+        image: sidecar.image,
+        ready: sidecar.running,
+        restartCount: 0,
+        state: sidecar.running ? "Running" : "Terminated",
+      });
+    }
+    this.#networks?.keepLinks([...sidecars.values()].flatMap((s) => (s.link ? [s.link] : [])));
     this.#seen = seen;
+    this.#sidecars = sidecars;
   }
 
   #reconcile(): void {
@@ -291,13 +395,22 @@ export class DockerRuntime implements Runtime {
     for (const [key, seen] of this.#seen) {
       if (this.#busy.has(key)) continue;
       const desired = want.get(key);
-      if (!desired || desired.revision !== seen.revision)
+      if (!desired || desired.revision !== seen.revision || !this.#networkHolds(desired))
         this.#work(key, "stopping", () => this.#remove(seen));
     }
+    // A sidecar left without its pod's container (a kill -9 between the two, a pod gone).
+    for (const [key, sidecar] of this.#sidecars)
+      if (!this.#seen.has(key) && !this.#busy.has(key) && !want.has(key))
+        this.#work(key, "stopping", () => this.#removeSidecar(sidecar));
     const now = Date.now();
     for (const desired of want.values()) {
       if (this.#seen.has(desired.key) || this.#busy.has(desired.key)) continue;
       if ((this.#failures.get(desired.key)?.retryAt ?? 0) > now) continue;
+      if (this.#domainOf(desired) === "waiting") {
+        this.#waiting.add(desired.key);
+        continue;
+      }
+      this.#waiting.delete(desired.key);
       this.#work(desired.key, "starting", () => this.#start(desired));
     }
   }
@@ -326,14 +439,26 @@ export class DockerRuntime implements Runtime {
       );
       return;
     }
+    const options = createOptions(desired, { owner: this.#owner, logMaxBytes: this.#logMaxBytes });
+    const domain = this.#domainOf(desired);
+    let sidecar: SidecarSeen | undefined;
+    if (domain === "waiting") return;
+    if (domain) {
+      try {
+        sidecar = await this.#startSidecar(desired, domain);
+      } catch (error) {
+        this.#fail(desired.key, "CreatePodSandboxError", `the pod's network: ${engineMessage(error)}`);
+        return;
+      }
+      options.HostConfig = { ...options.HostConfig, NetworkMode: `container:${sidecar.id}` };
+    }
     let container: Docker.Container;
     try {
-      container = await this.#client.createContainer(
-        createOptions(desired, { owner: this.#owner, logMaxBytes: this.#logMaxBytes }),
-      );
+      container = await this.#client.createContainer(options);
     } catch (error) {
       // Its name is taken: the replica's container exists already (the next listing shows it).
       if (statusCode(error) === 409) return;
+      if (sidecar) await this.#removeSidecar(sidecar).catch(() => undefined);
       this.#fail(desired.key, "CreateContainerError", engineMessage(error));
       return;
     }
@@ -342,10 +467,105 @@ export class DockerRuntime implements Runtime {
     } catch (error) {
       // A container that cannot start (a device missing, say) is removed, so the retry creates it anew.
       await container.remove({ force: true }).catch(() => undefined);
+      if (sidecar) await this.#removeSidecar(sidecar).catch(() => undefined);
       this.#fail(desired.key, "CreateContainerError", engineMessage(error));
       return;
     }
     this.#failures.delete(desired.key);
+  }
+
+  /**
+   * What network the pod gets: undefined, the engine's default (no Domain, or no pod networking);
+   * "waiting" while the hub has not given it a virtual IP; else its Domain address.
+   */
+  #domainOf(desired: DesiredContainer): DomainAddress | "waiting" | undefined {
+    const { domain, domainCIDR } = desired.task.spec;
+    if (!this.#networks || !domain) return undefined;
+    const virtualIP = this.#virtualIPs.get(desired.key);
+    if (!virtualIP) return "waiting";
+    // No CIDR: #startSidecar says so on the pod.
+    return { virtualIP, cidr: domainCIDR ?? "" };
+  }
+
+  /** Whether the pod's running container still has the network its Task asks for. */
+  #networkHolds(desired: DesiredContainer): boolean {
+    const sidecar = this.#sidecars.get(desired.key);
+    const domain = this.#domainOf(desired);
+    if (domain === undefined) return sidecar === undefined;
+    if (!sidecar?.running || sidecar.revision !== desired.revision) return false;
+    // A virtual IP not known (yet, or any more): the pod keeps the one it has.
+    return domain === "waiting" || sidecar.virtualIP === domain.virtualIP;
+  }
+
+  /**
+   * The pod's sidecar container, its link and REDIRECT (the init step, run here as root in its
+   * namespace) and its virtual IP on its loopback; resolves once it listens. A sidecar left from
+   * an earlier try is replaced.
+   */
+  async #startSidecar(desired: DesiredContainer, address: DomainAddress): Promise<SidecarSeen> {
+    const networks = this.#networks as PodNetworks;
+    if (!this.#engineLocal)
+      throw new Error(
+        `Domain pods need the engine on the agent's machine (a unix socket), not ${this.#dockerHost}`,
+      );
+    if (!address.cidr)
+      throw new Error(
+        `spec.domainCIDR is missing: the hub did not know Domain ${desired.task.spec.domain}'s CIDR when it created the Task`,
+      );
+    const old = this.#sidecars.get(desired.key);
+    if (old) await this.#removeSidecar(old);
+    this.#sidecarImage ??= ensureSidecarImage(this.#client, this.#rlarkNet).catch((error: unknown) => {
+      this.#sidecarImage = undefined;
+      throw error;
+    });
+    const image = await this.#sidecarImage;
+    const link = networks.reserveLink();
+    let container: Docker.Container | undefined;
+    try {
+      container = await this.#client.createContainer(
+        sidecarCreateOptions(desired, {
+          owner: this.#owner,
+          logMaxBytes: this.#logMaxBytes,
+          image,
+          runDir: this.#runDir,
+          uid: this.#sidecarUid,
+          address,
+          link,
+        }),
+      );
+      await container.start();
+      const { State } = await container.inspect();
+      if (!State.Running || !State.Pid) throw new Error(`the sidecar exited: ${State.Error || State.Status}`);
+      networks.attach(link, State.Pid, address.cidr);
+      networks.assignVirtualIP(link, address.virtualIP, `/proc/${State.Pid}/ns/net`);
+      for (let tenths = 0; !sidecarListening(State.Pid); tenths++) {
+        if (tenths >= 300) throw new Error("the sidecar did not listen within 30 s");
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      const sidecar: SidecarSeen = {
+        id: container.id,
+        image,
+        running: true,
+        pid: State.Pid,
+        revision: desired.revision,
+        virtualIP: address.virtualIP,
+        link,
+      };
+      return sidecar;
+    } catch (error) {
+      await container?.remove({ force: true }).catch(() => undefined);
+      networks.releaseLink(link);
+      throw error;
+    }
+  }
+
+  async #removeSidecar(sidecar: SidecarSeen): Promise<void> {
+    try {
+      await this.#client.getContainer(sidecar.id).remove({ force: true, v: true });
+    } catch (error) {
+      if (statusCode(error) !== 404) throw error;
+    }
+    if (sidecar.link) this.#networks?.releaseLink(sidecar.link);
   }
 
   #fail(key: string, reason: string, message: string): void {
@@ -385,6 +605,9 @@ export class DockerRuntime implements Runtime {
     } catch (error) {
       if (statusCode(error) !== 404) throw error;
     }
+    // The pod's network goes after the pod's container, which lives in it.
+    const sidecar = this.#sidecars.get(podKey(seen.pod.namespace, seen.pod.name));
+    if (sidecar) await this.#removeSidecar(sidecar);
   }
 
   observe(): RuntimeSnapshot {
@@ -420,7 +643,8 @@ export class DockerRuntime implements Runtime {
 
   #pendingPod(desired: DesiredContainer, failure: Failure | undefined): ObservedPod {
     const { task } = desired;
-    const reason = failure?.reason ?? "ContainerCreating";
+    const reason =
+      failure?.reason ?? (this.#waiting.has(desired.key) ? "WaitingForVirtualIP" : "ContainerCreating");
     return {
       name: desired.name,
       namespace: desired.namespace,
@@ -478,9 +702,11 @@ export class DockerRuntime implements Runtime {
       throw new Error(
         "previous is not available on the docker runtime: a container's restarts share one log",
       );
-    if (options.container && options.container !== seen.pod.container)
+    const sidecar = options.container === SIDECAR_CONTAINER ? this.#sidecars.get(key) : undefined;
+    if (options.container && options.container !== seen.pod.container && !sidecar)
       throw new Error(`pod ${key} has no container ${options.container}`);
-    const container = this.#client.getContainer(seen.id);
+    // The sidecar's log: rlark-net's lines (refused and failed connections).
+    const container = this.#client.getContainer(sidecar?.id ?? seen.id);
     const common = {
       stdout: true,
       stderr: true,
@@ -515,6 +741,9 @@ export class DockerRuntime implements Runtime {
     if (options.terminatePods) {
       await this.#list();
       await Promise.all([...this.#seen.values()].map((seen) => this.#remove(seen)));
+      await Promise.all(
+        [...this.#sidecars].filter(([key]) => !this.#seen.has(key)).map(([, s]) => this.#removeSidecar(s)),
+      );
     }
     this.#listeners.clear();
   }

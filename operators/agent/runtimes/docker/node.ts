@@ -2,6 +2,7 @@
 // engine's own info (the engine may be another machine's, through --docker-host).
 import { networkInterfaces } from "node:os";
 import type { NodeCondition, ObservedNode } from "../types.ts";
+import { DEVICE_RESOURCE, DEVICES_ANNOTATION, type HostDevice } from "./host-devices.ts";
 
 export interface NodeOptions {
   name: string;
@@ -38,14 +39,23 @@ export function firstIPv4(): string | undefined {
   return undefined;
 }
 
-/** `engineError` set: the last call to the engine failed, and the Node is not Ready. */
-export function engineNode(options: NodeOptions, info: EngineInfo, engineError?: string): ObservedNode {
+/**
+ * `engineError` set: the last call to the engine failed, and the Node is not Ready. `devices`: the
+ * machine's (host-devices.ts), counted in capacity and listed in an annotation.
+ */
+export function engineNode(
+  options: NodeOptions,
+  info: EngineInfo,
+  engineError?: string,
+  devices: readonly HostDevice[] = [],
+): ObservedNode {
   const arch = goArch(info.Architecture ?? "");
   const os = info.OSType ?? "linux";
   const capacity: Record<string, string> = {
     cpu: String(info.NCPU ?? 0),
     memory: `${Math.floor((info.MemTotal ?? 0) / 1024)}Ki`,
     pods: "110",
+    ...(devices.length > 0 ? { [DEVICE_RESOURCE]: String(devices.length) } : {}),
   };
   const ready: NodeCondition = engineError
     ? { type: "Ready", status: "False", reason: "EngineUnreachable", message: engineError }
@@ -63,7 +73,12 @@ export function engineNode(options: NodeOptions, info: EngineInfo, engineError?:
       "kubernetes.io/arch": arch,
       ...options.labels,
     },
-    annotations: { ...options.annotations },
+    annotations: {
+      ...options.annotations,
+      ...(devices.length > 0
+        ? { [DEVICES_ANNOTATION]: devices.map((d) => `${d.kind}:${d.path}`).join(",") }
+        : {}),
+    },
     capacity,
     allocatable: { ...capacity },
     nodeInfo: {

@@ -49,8 +49,10 @@ export interface PodNetwork {
   virtualIP?: string;
 }
 
-const OUTBOUND_PORT = 15001;
-const INBOUND_PORT = 5700;
+export const OUTBOUND_PORT = 15001;
+export const INBOUND_PORT = 5700;
+/** The sidecar's outbound port listening, as a line of /proc/net/tcp shows it. */
+export const OUTBOUND_LISTENING = `:${OUTBOUND_PORT.toString(16).toUpperCase().padStart(4, "0")} 00000000:0000 0A`;
 /** The pod's command waits at most this long (tenths of a second) for its sidecar to listen. */
 const SIDECAR_WAIT_TENTHS = 300;
 
@@ -150,7 +152,6 @@ export class PodNetworks {
       return existing;
     }
     if (existing) this.release(existing);
-    const rlarkNet = this.#helper();
     const id = hash(`${podKey}/${Date.now()}/${Math.random()}`, 6);
     const { hostIP, localIP } = this.#allocate();
     const network: PodNetwork = {
@@ -159,28 +160,10 @@ export class PodNetworks {
       hostIP,
       localIP,
     };
-    const podIf = `rk${this.#tag}${id}p`;
-    const inPod = (args: string[]) => run("ip", ["-n", network.netns, ...args]);
     this.#inUse.add(hostIP);
     try {
       run("ip", ["netns", "add", network.netns]);
-      run("ip", ["link", "add", network.hostIf, "type", "veth", "peer", "name", podIf]);
-      run("ip", ["link", "set", podIf, "netns", network.netns]);
-      run("ip", ["addr", "add", `${hostIP}/30`, "dev", network.hostIf]);
-      run("ip", ["link", "set", network.hostIf, "up"]);
-      inPod(["link", "set", podIf, "name", "eth0"]);
-      inPod(["link", "set", "lo", "up"]);
-      inPod(["addr", "add", `${localIP}/30`, "dev", "eth0"]);
-      inPod(["link", "set", "eth0", "up"]);
-      // The host is the pod's way out: the Domain's range (caught by the REDIRECT before it is
-      // routed) and this machine's own addresses.
-      inPod(["route", "add", "default", "via", hostIP]);
-      run("nsenter", [`--net=/run/netns/${network.netns}`, rlarkNet, "init"], {
-        PATH: process.env.PATH ?? "/usr/sbin:/usr/bin:/sbin:/bin",
-        RLARK_DOMAIN_CIDR: domainCidr,
-        RLARK_SIDECAR_UID: String(this.#uid()),
-        RLARK_OUTBOUND_PORT: String(OUTBOUND_PORT),
-      });
+      this.#plumb(network, id, network.netns, `/run/netns/${network.netns}`, domainCidr);
     } catch (error) {
       this.release(network);
       throw error;
@@ -188,11 +171,75 @@ export class PodNetworks {
     return network;
   }
 
+  /**
+   * The same link and REDIRECT into a network namespace another owns: a container's, entered by
+   * the pid of its first process (docker runtime). `link` is the pair from {@link reserveLink},
+   * made before the container so its labels can carry it. Throws with the failing command after
+   * removing the link.
+   */
+  attach(link: PodNetwork, pid: number, domainCidr: string): void {
+    const id = link.hostIf.slice(2 + this.#tag.length, -1);
+    try {
+      this.#plumb(link, id, String(pid), `/proc/${pid}/ns/net`, domainCidr);
+    } catch (error) {
+      this.releaseLink(link);
+      throw error;
+    }
+  }
+
+  /** A free /30 and the names of its host link, taken until {@link releaseLink}. */
+  reserveLink(): PodNetwork {
+    this.#helper();
+    const id = hash(`${Date.now()}/${Math.random()}`, 6);
+    const { hostIP, localIP } = this.#allocate();
+    this.#inUse.add(hostIP);
+    return { netns: "", hostIf: `rk${this.#tag}${id}h`, hostIP, localIP };
+  }
+
+  /** Gives a reserved or attached link back (its namespace is its owner's to remove). */
+  releaseLink(link: PodNetwork): void {
+    tryRun("ip", ["link", "del", link.hostIf]);
+    this.#inUse.delete(link.hostIP);
+  }
+
+  /** Marks links of pods found running (an adopting runtime) as taken. */
+  keepLinks(links: readonly PodNetwork[]): void {
+    for (const link of links) this.#inUse.add(link.hostIP);
+  }
+
+  /**
+   * The veth pair into the namespace `target` (a name or a pid for `ip link set netns`, entered
+   * at `path`), the pod's addresses and default route, and `rlark-net init` inside.
+   */
+  #plumb(network: PodNetwork, id: string, target: string, path: string, domainCidr: string): void {
+    const rlarkNet = this.#helper();
+    const podIf = `rk${this.#tag}${id}p`;
+    const inPod = (args: string[]) => run("nsenter", [`--net=${path}`, "ip", ...args]);
+    run("ip", ["link", "add", network.hostIf, "type", "veth", "peer", "name", podIf]);
+    run("ip", ["link", "set", podIf, "netns", target]);
+    run("ip", ["addr", "add", `${network.hostIP}/30`, "dev", network.hostIf]);
+    run("ip", ["link", "set", network.hostIf, "up"]);
+    inPod(["link", "set", podIf, "name", "eth0"]);
+    inPod(["link", "set", "lo", "up"]);
+    inPod(["addr", "add", `${network.localIP}/30`, "dev", "eth0"]);
+    inPod(["link", "set", "eth0", "up"]);
+    // The host is the pod's way out: the Domain's range (caught by the REDIRECT before it is
+    // routed) and this machine's own addresses.
+    inPod(["route", "add", "default", "via", network.hostIP]);
+    run("nsenter", [`--net=${path}`, rlarkNet, "init"], {
+      PATH: process.env.PATH ?? "/usr/sbin:/usr/bin:/sbin:/bin",
+      RLARK_DOMAIN_CIDR: domainCidr,
+      RLARK_SIDECAR_UID: String(this.#uid()),
+      RLARK_OUTBOUND_PORT: String(OUTBOUND_PORT),
+    });
+  }
+
   /** Puts the pod's virtual IP on its loopback (replacing the one it had, if another). */
-  assignVirtualIP(network: PodNetwork, ip: string): void {
-    if (network.virtualIP)
-      tryRun("ip", ["-n", network.netns, "addr", "del", `${network.virtualIP}/32`, "dev", "lo"]);
-    run("ip", ["-n", network.netns, "addr", "replace", `${ip}/32`, "dev", "lo"]);
+  assignVirtualIP(network: PodNetwork, ip: string, path = `/run/netns/${network.netns}`): void {
+    const inPod = (args: string[]) => [`--net=${path}`, "ip", ...args];
+    if (network.virtualIP && network.virtualIP !== ip)
+      tryRun("nsenter", inPod(["addr", "del", `${network.virtualIP}/32`, "dev", "lo"]));
+    run("nsenter", inPod(["addr", "replace", `${ip}/32`, "dev", "lo"]));
   }
 
   /** Ends whatever still runs in the pod's namespace and removes it with its veth pair. */
@@ -287,11 +334,10 @@ export class PodNetworks {
       ...this.#options.rlark,
       "sidecar",
     ];
-    const listening = `:${OUTBOUND_PORT.toString(16).toUpperCase().padStart(4, "0")} 00000000:0000 0A`;
     const prelude = [
       `${sidecar.map(shellQuote).join(" ")} </dev/null &`,
       "i=0",
-      `while [ $i -lt ${SIDECAR_WAIT_TENTHS} ] && ! grep -q '${listening}' /proc/net/tcp; do sleep 0.1; i=$((i+1)); done`,
+      `while [ $i -lt ${SIDECAR_WAIT_TENTHS} ] && ! grep -q '${OUTBOUND_LISTENING}' /proc/net/tcp; do sleep 0.1; i=$((i+1)); done`,
       ["exec", ...this.#asPodUser().map(shellQuote), '"$@"'].join(" "),
     ].join("\n");
     return ["/bin/sh", "-c", prelude, "rlark-pod", ...argv];

@@ -1,5 +1,10 @@
 // The docker runtime on a real dockerd of the test's own: phases from container states and exit
 // codes, names and labels, a new run on a change, prune, bad images and devices, bounded logs.
+import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { text } from "node:stream/consumers";
 import t from "tap";
 import { taskStatus } from "../../../../operators/agent/report.ts";
@@ -227,6 +232,55 @@ t.test("docker runtime on a real engine", async (t) => {
       nodeInfo: { containerRuntimeVersion: `docker://${info.ServerVersion}` },
       conditions: [{ type: "Ready", status: "True" }],
     });
+  });
+
+  t.test("the Node reports the machine's cameras and serial ports, following changes", async (t) => {
+    const devDir = await mkdtemp(path.join(tmpdir(), "rlark-dev-"));
+    t.teardown(() => rm(devDir, { recursive: true, force: true }));
+    const node = (name: string, type: "c" | "b", major: number, minor: number) =>
+      execFileSync("mknod", [path.join(devDir, name), type, String(major), String(minor)]);
+    node("video0", "c", 1, 3); // a character device: reported as a camera
+    node("ttyUSB0", "c", 1, 5);
+    node("ttyACM1", "c", 1, 3);
+    node("ttyS0", "c", 4, 64); // the machine's own UART: not reported
+    node("video3", "b", 7, 0); // a block device named like a camera: not one
+    await writeFile(path.join(devDir, "video9"), ""); // nor is a regular file
+    const runtime = await openDockerRuntime(t, engine, { devDir });
+    const at = (name: string) => path.join(devDir, name);
+    t.match(runtime.observe().nodes[0], {
+      capacity: { "rlinf.io/device": "3" },
+      allocatable: { "rlinf.io/device": "3" },
+      annotations: {
+        "rlinf.io/devices": `serial:${at("ttyACM1")},serial:${at("ttyUSB0")},camera:${at("video0")}`,
+      },
+    });
+    node("ttyUSB1", "c", 1, 5);
+    await rm(at("video0"));
+    await waitFor(
+      "the Node following a plugged port and an unplugged camera",
+      () =>
+        runtime.observe().nodes[0]?.annotations["rlinf.io/devices"] ===
+        `serial:${at("ttyACM1")},serial:${at("ttyUSB0")},serial:${at("ttyUSB1")}`,
+      onEngine,
+    );
+    t.equal(runtime.observe().nodes[0]?.capacity["rlinf.io/device"], "3");
+  });
+
+  t.test("a Task's device is mapped into its container at the same path", async (t) => {
+    const device = `/dev/rlark-test-${randomBytes(4).toString("hex")}`;
+    execFileSync("mknod", ["-m", "666", device, "c", "1", "3"]); // /dev/null's numbers
+    t.teardown(() => rm(device, { force: true }));
+    const runtime = await openDockerRuntime(t, engine);
+    const script = `test -c ${device} && echo bytes > ${device} && echo mapped`;
+    await runtime.apply([dockerTask("dev", { command: ["sh", "-c", script], devices: [device] })]);
+    await waitForPod(runtime, "dev-0", "Succeeded", (p) => p.phase === "Succeeded");
+    t.equal(await text(await runtime.logStream({ namespace: NAMESPACE, name: "dev-0" }, {})), "mapped\n");
+    const [container] = await containersOf(engine, "dev-0");
+    const info = await engine.client.getContainer(container?.Id as string).inspect();
+    t.same(info.HostConfig.Devices, [
+      { PathOnHost: device, PathInContainer: device, CgroupPermissions: "rwm" },
+    ]);
+    await runtime.apply([]);
   });
 });
 
