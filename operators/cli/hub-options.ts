@@ -71,10 +71,10 @@ export function addCommonHubFlags(command: Command, defaults: { interval: string
     .addOption(
       new Option(
         "--domain-relay-engine <engine>",
-        "what moves the domain relay's bytes: the hub's process, or rlark-net relay (Go, splice), which the hub starts and restarts",
+        "what moves the domain relay's bytes: rlark-net relay (Go, splice), which the hub starts and restarts, or the hub's own process (node, the fallback)",
       )
-        .choices(["node", "go"])
-        .default("node"),
+        .choices(["go", "node"])
+        .default("go"),
     )
     .option("--repo <url-or-path>", "git repository of manifests (https, ssh, file URL or local path)")
     .option("--branch <name>", "branch to follow", "main")
@@ -278,8 +278,10 @@ export async function hubOptionsFrom(
     http: flags.http,
     ssh: flags.ssh,
     ...(flags.domainRelay ? { domainRelay: flags.domainRelay } : {}),
-    ...(flags.domainRelay && flags.domainRelayEngine === "go"
-      ? { domainRelayEngine: "go" as const, rlarkNet: (await import("../network/index.ts")).rlarkNetPath() }
+    ...(flags.domainRelay
+      ? flags.domainRelayEngine === "go"
+        ? { domainRelayEngine: "go" as const, rlarkNet: (await import("../network/index.ts")).rlarkNetPath() }
+        : { domainRelayEngine: "node" as const }
       : {}),
     repo: flags.repo,
     branch: flags.branch,

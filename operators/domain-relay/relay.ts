@@ -47,6 +47,7 @@ import {
   TICKET_LINE_BYTES,
   TICKET_TTL_MS,
 } from "../lib/relay/index.ts";
+import { rlarkNetPath } from "../lib/rlark-net-path.ts";
 import type { Store } from "../lib/store/index.ts";
 import { checkHostInDomain } from "./check-host.ts";
 import { createGoEngine, type GoEngine } from "./go-engine.ts";
@@ -58,8 +59,8 @@ export interface DomainRelayOptions {
   registry: Registry;
   logger: Logger;
   /**
-   * Who moves the bytes: this process (`node`, the default) or `rlark-net relay` (`go`), found at
-   * `rlarkNet`.
+   * Who moves the bytes: `rlark-net relay` (`go`, the default), found at `rlarkNet` (default:
+   * lib/rlark-net-path.ts), or this process (`node`, the fallback).
    */
   engine?: "node" | "go";
   rlarkNet?: string;
@@ -468,9 +469,9 @@ export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
     socket.remoteAddress ?? forwardedFrom.get((socket as unknown as { _parent: net.Socket })._parent);
 
   const go: GoEngine | undefined =
-    options.engine === "go"
+    (options.engine ?? "go") === "go"
       ? createGoEngine({
-          binary: options.rlarkNet ?? "rlark-net",
+          binary: options.rlarkNet ?? rlarkNetPath(),
           dataDir: options.dataDir,
           logger,
           handlers: {

@@ -178,6 +178,7 @@ async function main(): Promise<void> {
     await listening(a, 17000);
 
     const nodeserver = (cluster: string) => [bed.nodeservers.get(cluster)?.pid as number];
+    const goRelay = bed.hub.domainRelay?.goEngine()?.pid;
     const rows = [
       await measure("direct TCP (veth)", a, ipB, 5201, 7000),
       await measure("OpenSSH ssh -L, aes128-gcm", a, "127.0.0.1", 15201, 17000, () => ({
@@ -188,6 +189,8 @@ async function main(): Promise<void> {
         "rlark-net (source)": podProcesses(a, "rlark-net"),
         "nodeserver c1": nodeserver("c1"),
         "hub (this process)": [process.pid],
+        // With the Go engine (the default) the relay's bytes are spliced by `rlark-net relay`.
+        ...(goRelay ? { "rlark-net relay (hub)": [goRelay] } : {}),
         "nodeserver c2": nodeserver("c2"),
         "rlark-net (target)": podProcesses(b, "rlark-net"),
       })),
@@ -214,6 +217,15 @@ async function main(): Promise<void> {
       const total = Object.values(r.cpu).reduce((n, v) => n + v, 0);
       console.log(`| ${r.path} | ${parts.join(", ")} | ${total.toFixed(2)} |`);
     }
+    // The two figures issue 25 targets, one line each so a script can read them.
+    const cross = rows[2] as Row;
+    const hubShare = Object.entries(cross.cpu)
+      .filter(([k]) => k.includes("hub"))
+      .reduce((n, [, v]) => n + v, 0);
+    console.log(`\nrelay engine: ${goRelay ? "go" : "node"}`);
+    console.log(`cross-cluster: ${(cross.mbps / ssh.mbps).toFixed(2)}× OpenSSH -L`);
+    console.log(`hub: ${hubShare.toFixed(2)} CPU-s/GB`);
+    console.log(`cross-cluster connect p99: ${cross.p99.toFixed(2)} ms`);
   } finally {
     for (const s of servers) s.kill();
     await bed.close();
