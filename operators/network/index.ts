@@ -7,6 +7,7 @@
 //   const watcher = watchPeersFile("/var/run/rlark", (s) => ns.setState(s), logger);
 
 export { rlarkNetPath } from "../lib/rlark-net-path.ts";
+export { type DataEngine, startDataEngine } from "./data-engine.ts";
 export {
   acceptFromHub,
   dialHub,

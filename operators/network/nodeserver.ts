@@ -16,6 +16,7 @@ import type { DomainPeersEntry, PeersState } from "../api/index.ts";
 import { type Clock, systemClock, type TimerId } from "../lib/clock.ts";
 import { type Logger, silentLogger } from "../lib/logger.ts";
 import { REASON_HEADER, splice, splitTarget } from "../lib/relay/index.ts";
+import type { DataEngine } from "./data-engine.ts";
 import {
   acceptFromHub,
   HubConnection,
@@ -55,6 +56,11 @@ export interface NodeserverOptions {
   logger?: Logger;
   /** Port of the sidecars' inbound proxy. Default 5700. */
   inboundPort?: number;
+  /**
+   * Runs the end-to-end TLS between clusters and its copy (`rlark-net nodeserver-data`,
+   * data-engine.ts); without it, or while it is down, this process does.
+   */
+  dataEngine?: DataEngine;
 }
 
 interface PairStats {
@@ -122,6 +128,7 @@ class DomainRuntime {
     this.#teardown();
     if (!hub) return;
     const creds: HubLinkCredentials = { ...hub, certPem: entry.cert, keyPem: entry.key };
+    this.owner.options.dataEngine?.setDomain(entry.domain, creds);
     const { clock } = this.owner;
     this.pool = new ConnectionPool({
       dial: () => HubConnection.dial(creds, clock),
@@ -174,6 +181,7 @@ class DomainRuntime {
 
   close(): void {
     this.#teardown();
+    this.owner.options.dataEngine?.forget(this.entry.domain);
   }
 
   pair(source: string, target: string, path: "local" | "hub"): PairStats {
@@ -392,6 +400,17 @@ class NodeserverImpl implements Nodeserver {
       );
       return;
     }
+    const engine = this.options.dataEngine;
+    if (!local && engine?.running)
+      return this.#toHubInGo(
+        engine,
+        domain,
+        pod,
+        `${target.ip}:${target.port}`,
+        socket as net.Socket,
+        head,
+        stats,
+      );
     let upstream: Duplex;
     try {
       if (local) {
@@ -439,12 +458,150 @@ class NodeserverImpl implements Nodeserver {
     );
   }
 
+  /**
+   * A stream to another cluster whose bytes the Go data engine carries: the hub's stream and
+   * ticket here, the sidecar's socket and the end-to-end TLS there.
+   */
+  async #toHubInGo(
+    engine: DataEngine,
+    domain: DomainRuntime,
+    pod: DomainPeerPod,
+    target: string,
+    socket: net.Socket,
+    head: Buffer,
+    stats: PairStats,
+  ): Promise<void> {
+    const refused = (error: Error, status: number) => {
+      this.logger.warn("connection refused", {
+        domain: domain.entry.domain,
+        source: pod.ip,
+        target,
+        status,
+        error: error.message,
+      });
+    };
+    if (!domain.pool) return refuse(socket, 503, "no hub relay configured");
+    let connection: HubConnection;
+    let request: Awaited<ReturnType<HubConnection["request"]>>;
+    try {
+      connection = await domain.pool.acquire();
+      request = await connection.request(target, pod.ip);
+    } catch (error) {
+      const status = error instanceof RefusedError ? error.status : 502;
+      refused(error as Error, status);
+      return refuse(socket, status, (error as Error).message);
+    }
+    const { stream, ticket, cluster } = request;
+    if (socket.destroyed) {
+      stream.close();
+      return;
+    }
+    stats.activeStreams++;
+    let up = false;
+    const flow = engine.dial(
+      socket,
+      { domain: domain.entry.domain, relay: connection.address, ticket, cluster, head },
+      {
+        up: () => {
+          up = true;
+        },
+        fail: (reason) => {
+          // The hub closes the stream when the target's nodeserver does not take it.
+          const text = stream.closed
+            ? `the target's nodeserver did not take the connection (${reason})`
+            : reason;
+          refused(new Error(text), 502);
+          flow.answer(502, text);
+        },
+        bytes: (sent, received) => {
+          stats.bytesSent += sent;
+          stats.bytesReceived += received;
+          connection.touch();
+        },
+        done: (sent, received) => {
+          stats.bytesSent += sent;
+          stats.bytesReceived += received;
+          stats.activeStreams--;
+          if (!stream.closed) stream.close();
+        },
+      },
+    );
+    stream.once("close", () => {
+      if (!up) flow.cancel();
+    });
+  }
+
+  /** A stream from the hub whose bytes the Go data engine carries (see #toHubInGo). */
+  #fromHubInGo(
+    engine: DataEngine,
+    domain: DomainRuntime,
+    stream: InboundStream,
+    pod: DomainPeerPod,
+    dstPort: number,
+  ): void {
+    const { target, source } = stream;
+    if (!pod.localIP) {
+      stream.refuse(502, `pod ${pod.name} has no local IP yet`);
+      return;
+    }
+    const handOff = stream.handOff();
+    const stats = domain.pair(source, pod.ip, "hub");
+    let responded = false;
+    let up = false;
+    const flow = engine.serve(
+      {
+        domain: domain.entry.domain,
+        relay: handOff.relay,
+        ticket: handOff.ticket,
+        cluster: stream.sourceCluster,
+        pod: `${pod.localIP}:${this.options.inboundPort ?? INBOUND_PORT}`,
+        preamble: Buffer.from(
+          inboundPreamble(domain.podKey(pod), { src: source, dst: pod.ip, srcPort: 0, dstPort }),
+        ),
+      },
+      {
+        dialed: () => {
+          responded = handOff.respond();
+          if (!responded) flow.cancel();
+        },
+        up: () => {
+          up = true;
+          stats.activeStreams++;
+        },
+        fail: (reason) => {
+          if (!responded) return stream.refuse(502, reason);
+          this.logger.warn("connection from the hub failed", {
+            domain: domain.entry.domain,
+            source,
+            target,
+            error: reason,
+          });
+        },
+        bytes: (sent, received) => {
+          stats.bytesSent += sent;
+          stats.bytesReceived += received;
+        },
+        done: (sent, received) => {
+          stats.bytesSent += sent;
+          stats.bytesReceived += received;
+          if (up) stats.activeStreams--;
+          handOff.close();
+        },
+      },
+    );
+    handOff.onClose(() => {
+      if (!up) flow.cancel();
+    });
+  }
+
   async fromHub(domain: DomainRuntime, stream: InboundStream): Promise<void> {
     const { target, source } = stream;
     const parsed = splitTarget(target);
     const pod = parsed && domain.localPod(parsed.ip);
     if (!parsed || !pod) return stream.refuse(403, `${target} is no pod of ${domain.entry.domain} here`);
     if (!stream.sourceCluster) return stream.refuse(403, "the hub did not name the source's cluster");
+    const engine = this.options.dataEngine;
+    if (engine?.running) return this.#fromHubInGo(engine, domain, stream, pod, parsed.port);
     let socket: net.Socket;
     try {
       socket = await dialSidecar(

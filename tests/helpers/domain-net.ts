@@ -131,7 +131,16 @@ export class DomainBed {
     execFileSync("mkdir", ["-p", dir]);
     const child = spawn(
       node,
-      [main, "nodeserver", "--socket-dir", dir, "--node", `${this.prefix}-${cluster}`],
+      [
+        main,
+        "nodeserver",
+        "--socket-dir",
+        dir,
+        "--node",
+        `${this.prefix}-${cluster}`,
+        // RLARK_TEST_DATA_ENGINE=go: the bytes between clusters in rlark-net nodeserver-data.
+        ...(process.env.RLARK_TEST_DATA_ENGINE === "go" ? ["--data-engine", "go"] : []),
+      ],
       {
         // RLARK_BED_NODE_OPTIONS profiles the nodeservers (e.g. "--cpu-prof --cpu-prof-dir=DIR").
         env: {
