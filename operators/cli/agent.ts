@@ -53,6 +53,7 @@ interface AgentFlags {
   capabilityDir: string;
   pingmesh?: string;
   nodeserverDir: string;
+  nodeserverDataEngine: "node" | "go";
   domainRelay?: string;
   domainNetwork: boolean;
   podLinkCidr: string;
@@ -192,6 +193,14 @@ export function registerAgent(program: Command): void {
       "--domain-relay <host:port>",
       "the hub's domain relay, named in the nodeservers' peers state for their cross-cluster traffic",
     )
+    .addOption(
+      new Option(
+        "--nodeserver-data-engine <engine>",
+        "process runtime: what carries the nodeserver's bytes between clusters: its own process (node), or rlark-net nodeserver-data (go; experimental)",
+      )
+        .choices(["node", "go"])
+        .default("node"),
+    )
     .option(
       "--no-domain-network",
       "process runtime: run pods of Tasks in a Domain on the machine's network, without namespace, sidecar or nodeserver",
@@ -319,6 +328,7 @@ export function registerAgent(program: Command): void {
               dir: path.resolve(flags.nodeserverDir),
               node: flags.nodeName,
               logger,
+              dataEngine: flags.nodeserverDataEngine,
             })
           : undefined;
       const pingMesh = flags.pingmesh
