@@ -496,7 +496,6 @@ class NodeserverImpl implements Nodeserver {
       stream.close();
       return;
     }
-    stats.activeStreams++;
     let up = false;
     const flow = engine.dial(
       socket,
@@ -504,6 +503,7 @@ class NodeserverImpl implements Nodeserver {
       {
         up: () => {
           up = true;
+          stats.activeStreams++;
         },
         fail: (reason) => {
           // The hub closes the stream when the target's nodeserver does not take it.
@@ -521,7 +521,7 @@ class NodeserverImpl implements Nodeserver {
         done: (sent, received) => {
           stats.bytesSent += sent;
           stats.bytesReceived += received;
-          stats.activeStreams--;
+          if (up) stats.activeStreams--;
           if (!stream.closed) stream.close();
         },
       },
