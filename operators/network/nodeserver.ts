@@ -15,8 +15,9 @@ import type { DomainPeerPod } from "../api/generated/domain-peer.ts";
 import type { DomainPeersEntry, PeersState } from "../api/index.ts";
 import { type Clock, systemClock, type TimerId } from "../lib/clock.ts";
 import { type Logger, silentLogger } from "../lib/logger.ts";
-import { REASON_HEADER, splice, splitTarget } from "../lib/relay/index.ts";
+import { splice, splitTarget } from "../lib/relay/index.ts";
 import type { DataEngine } from "./data-engine.ts";
+import { fromHubInGo, toHubInGo } from "./go-streams.ts";
 import {
   acceptFromHub,
   HubConnection,
@@ -31,8 +32,10 @@ import {
   type PodInboundKey,
   podInboundKey,
 } from "./inbound-auth.ts";
+import type { PairStats } from "./pair-stats.ts";
 import { ConnectionPool, MAX_BACKOFF_MS, MIN_BACKOFF_MS } from "./pool.ts";
 import { formatProxyHeader, type ProxyHeader } from "./proxy-header.ts";
+import { refuse } from "./refuse.ts";
 
 export const SOCKET_NAME = "nodeserver.sock";
 export const INBOUND_PORT = 5700;
@@ -61,15 +64,6 @@ export interface NodeserverOptions {
    * data-engine.ts); without it, or while it is down, this process does.
    */
   dataEngine?: DataEngine;
-}
-
-interface PairStats {
-  activeStreams: number;
-  /** Same-cluster connections handed to the pods to make directly (their bytes pass no nodeserver). */
-  directConnections: number;
-  bytesSent: number;
-  bytesReceived: number;
-  path: "local" | "hub";
 }
 
 export interface DomainStats {
@@ -214,15 +208,6 @@ class DomainRuntime {
     }
     return key;
   }
-}
-
-function refuse(socket: Duplex, status: number, reason: string): void {
-  const text =
-    { 403: "Forbidden", 404: "Not Found", 502: "Bad Gateway", 503: "Service Unavailable" }[status] ?? "Error";
-  // Reading on (and dropping what the client sent ahead of the answer) is what lets its close
-  // reach us: a socket nobody reads never sees its end, and its fd would stay open.
-  socket.resume();
-  socket.end(`HTTP/1.1 ${status} ${text}\r\n${REASON_HEADER}: ${reason}\r\nconnection: close\r\n\r\n`);
 }
 
 /**
@@ -402,9 +387,8 @@ class NodeserverImpl implements Nodeserver {
     }
     const engine = this.options.dataEngine;
     if (!local && engine?.running)
-      return this.#toHubInGo(
-        engine,
-        domain,
+      return toHubInGo(
+        { engine, domain, logger: this.logger },
         pod,
         `${target.ip}:${target.port}`,
         socket as net.Socket,
@@ -458,142 +442,6 @@ class NodeserverImpl implements Nodeserver {
     );
   }
 
-  /**
-   * A stream to another cluster whose bytes the Go data engine carries: the hub's stream and
-   * ticket here, the sidecar's socket and the end-to-end TLS there.
-   */
-  async #toHubInGo(
-    engine: DataEngine,
-    domain: DomainRuntime,
-    pod: DomainPeerPod,
-    target: string,
-    socket: net.Socket,
-    head: Buffer,
-    stats: PairStats,
-  ): Promise<void> {
-    const refused = (error: Error, status: number) => {
-      this.logger.warn("connection refused", {
-        domain: domain.entry.domain,
-        source: pod.ip,
-        target,
-        status,
-        error: error.message,
-      });
-    };
-    if (!domain.pool) return refuse(socket, 503, "no hub relay configured");
-    let connection: HubConnection;
-    let request: Awaited<ReturnType<HubConnection["request"]>>;
-    try {
-      connection = await domain.pool.acquire();
-      request = await connection.request(target, pod.ip);
-    } catch (error) {
-      const status = error instanceof RefusedError ? error.status : 502;
-      refused(error as Error, status);
-      return refuse(socket, status, (error as Error).message);
-    }
-    const { stream, ticket, cluster } = request;
-    if (socket.destroyed) {
-      stream.close();
-      return;
-    }
-    let up = false;
-    const flow = engine.dial(
-      socket,
-      { domain: domain.entry.domain, relay: connection.address, ticket, cluster, head },
-      {
-        up: () => {
-          up = true;
-          stats.activeStreams++;
-        },
-        fail: (reason) => {
-          // The hub closes the stream when the target's nodeserver does not take it.
-          const text = stream.closed
-            ? `the target's nodeserver did not take the connection (${reason})`
-            : reason;
-          refused(new Error(text), 502);
-          flow.answer(502, text);
-        },
-        bytes: (sent, received) => {
-          stats.bytesSent += sent;
-          stats.bytesReceived += received;
-          connection.touch();
-        },
-        done: (sent, received) => {
-          stats.bytesSent += sent;
-          stats.bytesReceived += received;
-          if (up) stats.activeStreams--;
-          if (!stream.closed) stream.close();
-        },
-      },
-    );
-    stream.once("close", () => {
-      if (!up) flow.cancel();
-    });
-  }
-
-  /** A stream from the hub whose bytes the Go data engine carries (see #toHubInGo). */
-  #fromHubInGo(
-    engine: DataEngine,
-    domain: DomainRuntime,
-    stream: InboundStream,
-    pod: DomainPeerPod,
-    dstPort: number,
-  ): void {
-    const { target, source } = stream;
-    if (!pod.localIP) {
-      stream.refuse(502, `pod ${pod.name} has no local IP yet`);
-      return;
-    }
-    const handOff = stream.handOff();
-    const stats = domain.pair(source, pod.ip, "hub");
-    let responded = false;
-    let up = false;
-    const flow = engine.serve(
-      {
-        domain: domain.entry.domain,
-        relay: handOff.relay,
-        ticket: handOff.ticket,
-        cluster: stream.sourceCluster,
-        pod: `${pod.localIP}:${this.options.inboundPort ?? INBOUND_PORT}`,
-        preamble: Buffer.from(
-          inboundPreamble(domain.podKey(pod), { src: source, dst: pod.ip, srcPort: 0, dstPort }),
-        ),
-      },
-      {
-        dialed: () => {
-          responded = handOff.respond();
-          if (!responded) flow.cancel();
-        },
-        up: () => {
-          up = true;
-          stats.activeStreams++;
-        },
-        fail: (reason) => {
-          if (!responded) return stream.refuse(502, reason);
-          this.logger.warn("connection from the hub failed", {
-            domain: domain.entry.domain,
-            source,
-            target,
-            error: reason,
-          });
-        },
-        bytes: (sent, received) => {
-          stats.bytesSent += sent;
-          stats.bytesReceived += received;
-        },
-        done: (sent, received) => {
-          stats.bytesSent += sent;
-          stats.bytesReceived += received;
-          if (up) stats.activeStreams--;
-          handOff.close();
-        },
-      },
-    );
-    handOff.onClose(() => {
-      if (!up) flow.cancel();
-    });
-  }
-
   async fromHub(domain: DomainRuntime, stream: InboundStream): Promise<void> {
     const { target, source } = stream;
     const parsed = splitTarget(target);
@@ -601,7 +449,14 @@ class NodeserverImpl implements Nodeserver {
     if (!parsed || !pod) return stream.refuse(403, `${target} is no pod of ${domain.entry.domain} here`);
     if (!stream.sourceCluster) return stream.refuse(403, "the hub did not name the source's cluster");
     const engine = this.options.dataEngine;
-    if (engine?.running) return this.#fromHubInGo(engine, domain, stream, pod, parsed.port);
+    if (engine?.running)
+      return fromHubInGo(
+        { engine, domain, logger: this.logger },
+        stream,
+        pod,
+        parsed.port,
+        this.options.inboundPort ?? INBOUND_PORT,
+      );
     let socket: net.Socket;
     try {
       socket = await dialSidecar(
