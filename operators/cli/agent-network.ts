@@ -8,8 +8,11 @@ import path from "node:path";
 import type { AgentOptions } from "../agent/index.ts";
 import type { Logger } from "../lib/logger.ts";
 import {
+  type DataEngine,
   type Nodeserver,
+  rlarkNetPath,
   SOCKET_NAME,
+  startDataEngine,
   startNodeserver,
   watchPeersFile,
   writePeersFile,
@@ -22,13 +25,26 @@ export interface AgentNodeserver {
   stop(): Promise<void>;
 }
 
-export function agentNodeserver(options: { dir: string; node: string; logger: Logger }): AgentNodeserver {
+export function agentNodeserver(options: {
+  dir: string;
+  node: string;
+  logger: Logger;
+  /** `go`: the bytes between clusters in rlark-net nodeserver-data (data-engine.ts). */
+  dataEngine?: "node" | "go";
+}): AgentNodeserver {
   const { dir, logger } = options;
+  let engine: DataEngine | undefined;
   let last = "";
   let started: Promise<{ server: Nodeserver; watcher: { close(): void } } | undefined> | undefined;
   const start = () => {
     started ??= (async () => {
-      const server = await startNodeserver({ socketDir: dir, node: options.node, logger });
+      if (options.dataEngine === "go") engine = startDataEngine({ binary: rlarkNetPath(), logger });
+      const server = await startNodeserver({
+        socketDir: dir,
+        node: options.node,
+        logger,
+        ...(engine ? { dataEngine: engine } : {}),
+      });
       const watcher = watchPeersFile(dir, (state) => server.setState(state), logger);
       logger.info("nodeserver listening", { socket: server.socketPath });
       return { server, watcher };
@@ -60,6 +76,7 @@ export function agentNodeserver(options: { dir: string; node: string; logger: Lo
       const running = await started;
       running?.watcher.close();
       await running?.server.close();
+      await engine?.close();
     },
   };
 }

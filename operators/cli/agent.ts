@@ -54,6 +54,7 @@ interface AgentFlags {
   capabilityDir: string;
   pingmesh?: string;
   nodeserverDir: string;
+  nodeserverDataEngine: "node" | "go";
   domainRelay?: string;
   domainNetwork: boolean;
   podLinkCidr: string;
@@ -193,6 +194,14 @@ export function registerAgent(program: Command): void {
       "--domain-relay <host:port>",
       "the hub's domain relay, named in the nodeservers' peers state for their cross-cluster traffic",
     )
+    .addOption(
+      new Option(
+        "--nodeserver-data-engine <engine>",
+        "process runtime: what carries the nodeserver's bytes between clusters: its own process (node), or rlark-net nodeserver-data (go; experimental)",
+      )
+        .choices(["node", "go"])
+        .default("node"),
+    )
     .option(
       "--no-domain-network",
       "process and docker runtimes: run pods of Tasks in a Domain on the machine's (or the engine's default) network, without namespace, sidecar or nodeserver",
@@ -330,6 +339,7 @@ export function registerAgent(program: Command): void {
               dir: path.resolve(flags.nodeserverDir),
               node: flags.nodeName,
               logger,
+              dataEngine: flags.nodeserverDataEngine,
             })
           : undefined;
       const pingMesh = flags.pingmesh

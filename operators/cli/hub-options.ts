@@ -15,7 +15,8 @@ export interface CommonHubFlags {
   http: string;
   ssh: string;
   domainRelay?: string;
-  domainRelayEngine: "node" | "go";
+  /** Unset: go where rlark-net is found, else node (the hub says so in its log). */
+  domainRelayEngine?: "node" | "go";
   repo?: string;
   branch: string;
   path: string;
@@ -71,10 +72,8 @@ export function addCommonHubFlags(command: Command, defaults: { interval: string
     .addOption(
       new Option(
         "--domain-relay-engine <engine>",
-        "what moves the domain relay's bytes: the hub's process, or rlark-net relay (Go, splice), which the hub starts and restarts",
-      )
-        .choices(["node", "go"])
-        .default("node"),
+        "what moves the domain relay's bytes: rlark-net relay (Go, splice), which the hub starts and restarts, or the hub's own process (node); default: go where rlark-net is found (RLARK_NET_BIN, PATH), else node",
+      ).choices(["go", "node"]),
     )
     .option("--repo <url-or-path>", "git repository of manifests (https, ssh, file URL or local path)")
     .option("--branch <name>", "branch to follow", "main")
@@ -278,9 +277,7 @@ export async function hubOptionsFrom(
     http: flags.http,
     ssh: flags.ssh,
     ...(flags.domainRelay ? { domainRelay: flags.domainRelay } : {}),
-    ...(flags.domainRelay && flags.domainRelayEngine === "go"
-      ? { domainRelayEngine: "go" as const, rlarkNet: (await import("../network/index.ts")).rlarkNetPath() }
-      : {}),
+    ...(flags.domainRelay && flags.domainRelayEngine ? { domainRelayEngine: flags.domainRelayEngine } : {}),
     repo: flags.repo,
     branch: flags.branch,
     path: flags.path,

@@ -2,7 +2,7 @@
 // (docs/networking.md).
 
 import { mkdirSync } from "node:fs";
-import type { Command } from "commander";
+import { type Command, Option } from "commander";
 import type { PeersState } from "../api/index.ts";
 import { jsonLogger } from "../lib/logger.ts";
 import {
@@ -10,6 +10,7 @@ import {
   parseSecretRef,
   peersFromSecret,
   rlarkNetPath,
+  startDataEngine,
   startNodeserver,
   startSidecar,
   watchPeersFile,
@@ -50,9 +51,18 @@ export function registerNodeserver(program: Command): void {
       parseDuration,
       86_400_000,
     )
+    .addOption(
+      new Option(
+        "--data-engine <engine>",
+        "what carries the bytes between clusters: this process (node), or rlark-net nodeserver-data (go: crypto/tls, which this process starts and restarts; experimental)",
+      )
+        .choices(["node", "go"])
+        .default("node"),
+    )
     .action(
       async (options: {
         socketDir: string;
+        dataEngine: "node" | "go";
         node?: string;
         idleTimeout: number;
         peersSecret?: string;
@@ -62,10 +72,13 @@ export function registerNodeserver(program: Command): void {
         const logger = jsonLogger("nodeserver");
         const secret = options.peersSecret ? secretRef(options.peersSecret) : undefined;
         mkdirSync(options.socketDir, { recursive: true, mode: 0o755 });
+        const dataEngine =
+          options.dataEngine === "go" ? startDataEngine({ binary: rlarkNetPath(), logger }) : undefined;
         const server = await startNodeserver({
           socketDir: options.socketDir,
           idleMs: options.idleTimeout,
           logger,
+          ...(dataEngine ? { dataEngine } : {}),
           ...(options.node ? { node: options.node } : {}),
         });
         let token: string | undefined;
@@ -89,6 +102,7 @@ export function registerNodeserver(program: Command): void {
         await source.close();
         await stats?.close();
         await server.close();
+        await dataEngine?.close();
       },
     );
 }

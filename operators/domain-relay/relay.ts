@@ -47,6 +47,7 @@ import {
   TICKET_LINE_BYTES,
   TICKET_TTL_MS,
 } from "../lib/relay/index.ts";
+import { findRlarkNet } from "../lib/rlark-net-path.ts";
 import type { Store } from "../lib/store/index.ts";
 import { checkHostInDomain } from "./check-host.ts";
 import { createGoEngine, type GoEngine } from "./go-engine.ts";
@@ -58,8 +59,9 @@ export interface DomainRelayOptions {
   registry: Registry;
   logger: Logger;
   /**
-   * Who moves the bytes: this process (`node`, the default) or `rlark-net relay` (`go`), found at
-   * `rlarkNet`.
+   * Who moves the bytes: `rlark-net relay` (`go`), found at `rlarkNet` (default:
+   * lib/rlark-net-path.ts), or this process (`node`). Unset: go where rlark-net is found (an npm
+   * install has none), else node, logged.
    */
   engine?: "node" | "go";
   rlarkNet?: string;
@@ -467,10 +469,16 @@ export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
   const remoteOf = (socket: TLSSocket) =>
     socket.remoteAddress ?? forwardedFrom.get((socket as unknown as { _parent: net.Socket })._parent);
 
+  const binary = options.rlarkNet ?? findRlarkNet() ?? "rlark-net";
+  const engine = options.engine ?? (options.rlarkNet || findRlarkNet() ? "go" : "node");
+  if (!options.engine && engine === "node")
+    logger.warn(
+      "domain relay: rlark-net not found (RLARK_NET_BIN, PATH): its bytes move in the hub's process",
+    );
   const go: GoEngine | undefined =
-    options.engine === "go"
+    engine === "go"
       ? createGoEngine({
-          binary: options.rlarkNet ?? "rlark-net",
+          binary,
           dataDir: options.dataDir,
           logger,
           handlers: {

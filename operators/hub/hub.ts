@@ -74,8 +74,10 @@ export interface HubOptions {
    */
   domainRelay?: string;
   /**
-   * Who moves the relay's bytes: the hub's own process (`node`, the default) or `rlark-net relay`
-   * (`go`), which the hub starts and restarts (ADR 0007); `rlarkNet` is that binary.
+   * Who moves the relay's bytes: `rlark-net relay` (`go`), which the hub starts and restarts (ADR
+   * 0007), or the hub's own process (`node`); unset, go where rlark-net is found, else node.
+   * `rlarkNet` is that binary (default: $RLARK_NET_BIN, the one hack/network/build-rlark-net
+   * built, or PATH's).
    */
   domainRelayEngine?: "node" | "go";
   rlarkNet?: string;

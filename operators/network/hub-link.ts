@@ -266,12 +266,20 @@ export class HubConnection implements PooledConnection {
     this.lastActive = this.#clock.now();
   }
 
+  /** The hub's relay port, where data connections present their tickets. */
+  get address(): string {
+    return this.#creds.address;
+  }
+
   /**
-   * Opens a stream to `target` (`ip:port`) for the pod `source`: once the hub says 200, joins
-   * its data connection and resolves with the end-to-end TLS socket to the target's nodeserver,
-   * verified. The stream counts as active until that socket closes.
+   * Asks the hub for a stream to `target` (`ip:port`) for the pod `source`: resolves on its 200
+   * with the ticket of this end's data connection and the target's cluster. The stream counts as
+   * active until it closes, which is the caller's to do when its data connection ends.
    */
-  async open(target: string, source: string): Promise<TLSSocket> {
+  async request(
+    target: string,
+    source: string,
+  ): Promise<{ stream: Http2Stream; ticket: string; cluster: string }> {
     const stream = this.#session.request(
       { ":method": "CONNECT", ":authority": target, [SOURCE_HEADER]: source },
       { endStream: false },
@@ -300,6 +308,16 @@ export class HubConnection implements PooledConnection {
       stream.once("error", (error) => reject(error));
       stream.once("close", () => reject(new Error("the hub closed the stream")));
     });
+    return { stream, ticket, cluster };
+  }
+
+  /**
+   * Opens a stream to `target` (`ip:port`) for the pod `source`: once the hub says 200, joins
+   * its data connection and resolves with the end-to-end TLS socket to the target's nodeserver,
+   * verified. The stream counts as active until that socket closes.
+   */
+  async open(target: string, source: string): Promise<TLSSocket> {
+    const { stream, ticket, cluster } = await this.request(target, source);
     try {
       const raw = await dialData(this.#creds, ticket);
       // The hub closes the stream when the target's nodeserver does not take it: the handshake
@@ -346,6 +364,18 @@ export interface InboundStream {
    */
   accept(): Promise<TLSSocket>;
   refuse(status: number, reason: string): void;
+  /**
+   * For a data engine that runs the data connection itself (data-engine.ts): the ticket and the
+   * relay port; `respond` answers 200 once that connection holds its ticket (false: the hub
+   * closed the stream first); `close` ends the stream when the connection ends.
+   */
+  handOff(): {
+    ticket: string;
+    relay: string;
+    respond(): boolean;
+    close(): void;
+    onClose(callback: () => void): void;
+  };
 }
 
 /**
@@ -394,6 +424,24 @@ export async function acceptFromHub(
       refuse(status, reason) {
         if (!stream.destroyed)
           stream.respond({ ":status": status, [REASON_HEADER]: reason }, { endStream: true });
+      },
+      handOff() {
+        return {
+          ticket,
+          relay: creds.address,
+          respond() {
+            if (stream.destroyed || stream.closed) return false;
+            stream.respond({ ":status": 200 });
+            return true;
+          },
+          close() {
+            if (!stream.destroyed) stream.close();
+          },
+          onClose(callback) {
+            if (stream.closed || stream.destroyed) queueMicrotask(callback);
+            else stream.once("close", callback);
+          },
+        };
       },
     });
   });

@@ -6,6 +6,8 @@
 //   const ns = await startNodeserver({ socketDir: "/var/run/rlark" });
 //   const watcher = watchPeersFile("/var/run/rlark", (s) => ns.setState(s), logger);
 
+export { rlarkNetPath } from "../lib/rlark-net-path.ts";
+export { type DataEngine, startDataEngine } from "./data-engine.ts";
 export {
   acceptFromHub,
   dialHub,
@@ -27,7 +29,6 @@ export { PEERS_FILE, watchPeersFile, writePeersFile } from "./peers-file.ts";
 export { peersFromSecret } from "./peers-from-secret.ts";
 export { BackoffError, ConnectionPool, type PooledConnection, type PoolOptions } from "./pool.ts";
 export { formatProxyHeader, type ProxyHeader } from "./proxy-header.ts";
-export { rlarkNetPath } from "./rlark-net-path.ts";
 export { parseSecretRef } from "./secret-ref.ts";
 export { type Sidecar, type SidecarOptions, startSidecar } from "./sidecar.ts";
 export { listenStats } from "./stats-listener.ts";

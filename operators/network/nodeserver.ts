@@ -15,7 +15,9 @@ import type { DomainPeerPod } from "../api/generated/domain-peer.ts";
 import type { DomainPeersEntry, PeersState } from "../api/index.ts";
 import { type Clock, systemClock, type TimerId } from "../lib/clock.ts";
 import { type Logger, silentLogger } from "../lib/logger.ts";
-import { REASON_HEADER, splice, splitTarget } from "../lib/relay/index.ts";
+import { splice, splitTarget } from "../lib/relay/index.ts";
+import type { DataEngine } from "./data-engine.ts";
+import { fromHubInGo, toHubInGo } from "./go-streams.ts";
 import {
   acceptFromHub,
   HubConnection,
@@ -30,8 +32,10 @@ import {
   type PodInboundKey,
   podInboundKey,
 } from "./inbound-auth.ts";
+import type { PairStats } from "./pair-stats.ts";
 import { ConnectionPool, MAX_BACKOFF_MS, MIN_BACKOFF_MS } from "./pool.ts";
 import { formatProxyHeader, type ProxyHeader } from "./proxy-header.ts";
+import { refuse } from "./refuse.ts";
 
 export const SOCKET_NAME = "nodeserver.sock";
 export const INBOUND_PORT = 5700;
@@ -55,15 +59,11 @@ export interface NodeserverOptions {
   logger?: Logger;
   /** Port of the sidecars' inbound proxy. Default 5700. */
   inboundPort?: number;
-}
-
-interface PairStats {
-  activeStreams: number;
-  /** Same-cluster connections handed to the pods to make directly (their bytes pass no nodeserver). */
-  directConnections: number;
-  bytesSent: number;
-  bytesReceived: number;
-  path: "local" | "hub";
+  /**
+   * Runs the end-to-end TLS between clusters and its copy (`rlark-net nodeserver-data`,
+   * data-engine.ts); without it, or while it is down, this process does.
+   */
+  dataEngine?: DataEngine;
 }
 
 export interface DomainStats {
@@ -122,6 +122,7 @@ class DomainRuntime {
     this.#teardown();
     if (!hub) return;
     const creds: HubLinkCredentials = { ...hub, certPem: entry.cert, keyPem: entry.key };
+    this.owner.options.dataEngine?.setDomain(entry.domain, creds);
     const { clock } = this.owner;
     this.pool = new ConnectionPool({
       dial: () => HubConnection.dial(creds, clock),
@@ -174,6 +175,7 @@ class DomainRuntime {
 
   close(): void {
     this.#teardown();
+    this.owner.options.dataEngine?.forget(this.entry.domain);
   }
 
   pair(source: string, target: string, path: "local" | "hub"): PairStats {
@@ -206,15 +208,6 @@ class DomainRuntime {
     }
     return key;
   }
-}
-
-function refuse(socket: Duplex, status: number, reason: string): void {
-  const text =
-    { 403: "Forbidden", 404: "Not Found", 502: "Bad Gateway", 503: "Service Unavailable" }[status] ?? "Error";
-  // Reading on (and dropping what the client sent ahead of the answer) is what lets its close
-  // reach us: a socket nobody reads never sees its end, and its fd would stay open.
-  socket.resume();
-  socket.end(`HTTP/1.1 ${status} ${text}\r\n${REASON_HEADER}: ${reason}\r\nconnection: close\r\n\r\n`);
 }
 
 /**
@@ -392,6 +385,16 @@ class NodeserverImpl implements Nodeserver {
       );
       return;
     }
+    const engine = this.options.dataEngine;
+    if (!local && engine?.running)
+      return toHubInGo(
+        { engine, domain, logger: this.logger },
+        pod,
+        `${target.ip}:${target.port}`,
+        socket as net.Socket,
+        head,
+        stats,
+      );
     let upstream: Duplex;
     try {
       if (local) {
@@ -445,6 +448,15 @@ class NodeserverImpl implements Nodeserver {
     const pod = parsed && domain.localPod(parsed.ip);
     if (!parsed || !pod) return stream.refuse(403, `${target} is no pod of ${domain.entry.domain} here`);
     if (!stream.sourceCluster) return stream.refuse(403, "the hub did not name the source's cluster");
+    const engine = this.options.dataEngine;
+    if (engine?.running)
+      return fromHubInGo(
+        { engine, domain, logger: this.logger },
+        stream,
+        pod,
+        parsed.port,
+        this.options.inboundPort ?? INBOUND_PORT,
+      );
     let socket: net.Socket;
     try {
       socket = await dialSidecar(

@@ -152,6 +152,8 @@ export class DomainClusters {
       this.relay,
       "--pod-link-cidr",
       linkCidr,
+      // RLARK_TEST_DATA_ENGINE=go: the nodeservers' bytes between clusters in rlark-net nodeserver-data.
+      ...(process.env.RLARK_TEST_DATA_ENGINE === "go" ? ["--nodeserver-data-engine", "go"] : []),
       ...(this.#agentArgs[cluster] ?? []),
     ];
     const token = this.#token.get(cluster);

@@ -126,18 +126,31 @@ export class DomainBed {
     return domain;
   }
 
-  startNodeserver(cluster: string): ChildProcess {
+  /** `args`: more flags of `rlark nodeserver` (e.g. --data-engine go). */
+  startNodeserver(cluster: string, args: string[] = []): ChildProcess {
     const dir = this.socketDir(cluster);
     execFileSync("mkdir", ["-p", dir]);
     const child = spawn(
       node,
-      [main, "nodeserver", "--socket-dir", dir, "--node", `${this.prefix}-${cluster}`],
+      [
+        main,
+        "nodeserver",
+        "--socket-dir",
+        dir,
+        "--node",
+        `${this.prefix}-${cluster}`,
+        // RLARK_TEST_DATA_ENGINE=go: the bytes between clusters in rlark-net nodeserver-data.
+        ...(process.env.RLARK_TEST_DATA_ENGINE === "go" ? ["--data-engine", "go"] : []),
+        ...args,
+      ],
       {
         // RLARK_BED_NODE_OPTIONS profiles the nodeservers (e.g. "--cpu-prof --cpu-prof-dir=DIR").
         env: {
           PATH: process.env.PATH,
           HOME: process.env.HOME,
           NODE_OPTIONS: process.env.RLARK_BED_NODE_OPTIONS ?? "",
+          // This run's rlark-net (its data engine): the shared cache may hold another checkout's.
+          RLARK_NET_BIN: this.rlarkNet,
         },
         stdio: ["ignore", "ignore", process.env.RLARK_BED_LOGS ? "inherit" : "ignore"],
       },

@@ -8,6 +8,7 @@ import type { Test } from "tap";
 import { type Hub, type HubOptions, startHub } from "../../operators/hub/hub.ts";
 import { silentLogger } from "../../operators/lib/logger.ts";
 import { createGitServer, type GitServer } from "./git-server.ts";
+import { relayEngineOptions } from "./relay-engine.ts";
 
 export interface HubOnGit {
   /** The running hub; restart() replaces it. */
@@ -43,6 +44,8 @@ export function hubOptions(git: GitServer, dataDir: string, ...changes: Partial<
       if (value !== undefined) Object.assign(options, { [key]: value });
     }
   }
+  // A hub with a Domain relay runs the engine the test run asks for (the Go one, built for it).
+  if (options.domainRelay && !options.domainRelayEngine) Object.assign(options, relayEngineOptions());
   return options;
 }
 

@@ -1,6 +1,6 @@
-// The hub options that pick the Domain relay's engine for a test run: RLARK_TEST_RELAY_ENGINE=go
-// runs the relay tests' hubs on `rlark-net relay` (built by hack/network/build-rlark-net), so the
-// same files and assertions cover both engines; unset, the hub's default (node).
+// The hub options that pick the Domain relay's engine for a test run: the hub's default, `rlark-net
+// relay` (built here by hack/network/build-rlark-net), or with RLARK_TEST_RELAY_ENGINE=node the
+// fallback in the hub's own process, so the same files and assertions cover both engines.
 import { execFileSync } from "node:child_process";
 import path from "node:path";
 import type { HubOptions } from "../../operators/hub/index.ts";
@@ -13,5 +13,5 @@ export function goRelayOptions(): Pick<HubOptions, "domainRelayEngine" | "rlarkN
 }
 
 export function relayEngineOptions(): Pick<HubOptions, "domainRelayEngine" | "rlarkNet"> {
-  return process.env.RLARK_TEST_RELAY_ENGINE === "go" ? goRelayOptions() : {};
+  return process.env.RLARK_TEST_RELAY_ENGINE === "node" ? { domainRelayEngine: "node" } : goRelayOptions();
 }

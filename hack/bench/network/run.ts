@@ -9,6 +9,8 @@
 // process of a path spent per GB moved during its iperf3 run.
 //
 //   node_modules/.bin/node hack/bench/network/run.ts [seconds=5] [connects=300]
+// RLARK_TEST_RELAY_ENGINE=node runs the hub's relay in its own process (default: rlark-net relay);
+// RLARK_TEST_DATA_ENGINE=go runs the nodeservers' bytes in rlark-net nodeserver-data.
 import { type ChildProcess, execFileSync } from "node:child_process";
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -178,6 +180,14 @@ async function main(): Promise<void> {
     await listening(a, 17000);
 
     const nodeserver = (cluster: string) => [bed.nodeservers.get(cluster)?.pid as number];
+    // With --data-engine go (RLARK_TEST_DATA_ENGINE=go): the nodeserver's rlark-net nodeserver-data.
+    const dataEngine = (cluster: string) =>
+      readFileSync(`/proc/${nodeserver(cluster)[0]}/task/${nodeserver(cluster)[0]}/children`, "utf8")
+        .split(" ")
+        .filter(Boolean)
+        .map(Number)
+        .filter((pid) => readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "rlark-net");
+    const goRelay = bed.hub.domainRelay?.goEngine()?.pid;
     const rows = [
       await measure("direct TCP (veth)", a, ipB, 5201, 7000),
       await measure("OpenSSH ssh -L, aes128-gcm", a, "127.0.0.1", 15201, 17000, () => ({
@@ -187,8 +197,12 @@ async function main(): Promise<void> {
       await measure("rlark cross-cluster (via hub relay)", a, b.vip as string, 5201, 7000, () => ({
         "rlark-net (source)": podProcesses(a, "rlark-net"),
         "nodeserver c1": nodeserver("c1"),
+        ...(dataEngine("c1").length > 0 ? { "rlark-net data c1": dataEngine("c1") } : {}),
         "hub (this process)": [process.pid],
+        // With the Go engine (the default) the relay's bytes are spliced by `rlark-net relay`.
+        ...(goRelay ? { "rlark-net relay (hub)": [goRelay] } : {}),
         "nodeserver c2": nodeserver("c2"),
+        ...(dataEngine("c2").length > 0 ? { "rlark-net data c2": dataEngine("c2") } : {}),
         "rlark-net (target)": podProcesses(b, "rlark-net"),
       })),
       await measure("rlark same-cluster", a, c.vip as string, 5201, 7000, () => ({
@@ -214,6 +228,17 @@ async function main(): Promise<void> {
       const total = Object.values(r.cpu).reduce((n, v) => n + v, 0);
       console.log(`| ${r.path} | ${parts.join(", ")} | ${total.toFixed(2)} |`);
     }
+    // The two figures issue 25 targets, one line each so a script can read them.
+    const cross = rows[2] as Row;
+    const hubShare = Object.entries(cross.cpu)
+      .filter(([k]) => k.includes("hub"))
+      .reduce((n, [, v]) => n + v, 0);
+    console.log(
+      `\nrelay engine: ${goRelay ? "go" : "node"}; nodeserver data engine: ${dataEngine("c1").length > 0 ? "go" : "node"}`,
+    );
+    console.log(`cross-cluster: ${(cross.mbps / ssh.mbps).toFixed(2)}× OpenSSH -L`);
+    console.log(`hub: ${hubShare.toFixed(2)} CPU-s/GB`);
+    console.log(`cross-cluster connect p99: ${cross.p99.toFixed(2)} ms`);
   } finally {
     for (const s of servers) s.kill();
     await bed.close();

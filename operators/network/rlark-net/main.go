@@ -17,12 +17,17 @@
 //	rlark-net relay --listen <host:port> --control <socket> --tls <socket>
 //	                    the byte path of the hub's Domain relay port, started and supervised by
 //	                    the hub (relay.go).
+//	rlark-net nodeserver-data
+//	                    the byte path of a nodeserver between clusters: end-to-end TLS to the
+//	                    peer nodeserver and the copy to the pod's stream, started by the
+//	                    nodeserver with a Node IPC channel (datapath.go).
 //	rlark-net connect <host:port>
 //	                    relays stdin and stdout to a TCP connection (the agent runs it in a
 //	                    process pod's namespace for an access port-forward to the pod's own
 //	                    loopback): "connected" on stderr once connected, else the error and exit 1.
 //
-// Go standard library only: gVisor and tun2socks are not reachable from this build machine.
+// Go standard library only (crypto/tls included): gVisor and tun2socks are not reachable from
+// this build machine.
 package main
 
 import (
@@ -446,7 +451,7 @@ func runConnect(address string) {
 
 func main() {
 	if len(os.Args) < 2 {
-		fail("usage: rlark-net init | sidecar | relay | connect <host:port>")
+		fail("usage: rlark-net init | sidecar | relay | nodeserver-data | connect <host:port>")
 	}
 	switch os.Args[1] {
 	case "init":
@@ -455,14 +460,16 @@ func main() {
 		runSidecar()
 	case "relay":
 		runRelay(os.Args[2:])
+	case "nodeserver-data":
+		runNodeserverData()
 	case "connect":
 		if len(os.Args) != 3 {
 			fail("usage: rlark-net connect <host:port>")
 		}
 		runConnect(os.Args[2])
 	case "-h", "--help", "help":
-		fmt.Println("usage: rlark-net init | sidecar | relay | connect <host:port> (see operators/network/rlark-net/main.go)")
+		fmt.Println("usage: rlark-net init | sidecar | relay | nodeserver-data | connect <host:port> (see operators/network/rlark-net/main.go)")
 	default:
-		fail("unknown command %q: use init, sidecar, relay or connect", os.Args[1])
+		fail("unknown command %q: use init, sidecar, relay, nodeserver-data or connect", os.Args[1])
 	}
 }

@@ -48,10 +48,13 @@ const (
 )
 
 // jsonLog writes the hub's log line shape (operators/lib/logger.ts) on stderr.
-var logMu sync.Mutex
+var (
+	logMu        sync.Mutex
+	logComponent = "rlark-net relay"
+)
 
 func jsonLog(level, message string, fields map[string]any) {
-	line := map[string]any{"time": time.Now().UTC().Format(time.RFC3339Nano), "level": level, "component": "rlark-net relay", "message": message}
+	line := map[string]any{"time": time.Now().UTC().Format(time.RFC3339Nano), "level": level, "component": logComponent, "message": message}
 	for k, v := range fields {
 		line[k] = v
 	}

@@ -42,7 +42,7 @@ function engineIsLocal(dockerHost: string | undefined): boolean {
   return new URL(dockerHost ?? "unix:///var/run/docker.sock").protocol === "unix:";
 }
 
-/** `rlarkNet` is the rlark-net binary (network/rlark-net-path.ts finds it for the CLI). */
+/** `rlarkNet` is the rlark-net binary (lib/rlark-net-path.ts finds it for the CLI). */
 export async function connectContainerPort(
   container: Docker.Container,
   label: string,

@@ -10,3 +10,14 @@ export function rlarkNetPath(env: NodeJS.ProcessEnv = process.env): string {
   const cached = join(env.RLARK_CACHE || join(env.HOME || homedir(), ".cache/rlark"), "bin", "rlark-net");
   return existsSync(cached) ? cached : "rlark-net";
 }
+
+/** rlarkNetPath() if that is a file there is (on PATH for the bare name), else undefined. */
+export function findRlarkNet(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const found = rlarkNetPath(env);
+  if (found !== "rlark-net") return existsSync(found) ? found : undefined;
+  for (const dir of (env.PATH ?? "").split(":").filter(Boolean)) {
+    const candidate = join(dir, "rlark-net");
+    if (existsSync(candidate)) return candidate;
+  }
+  return undefined;
+}
