@@ -274,7 +274,11 @@ export class AgentlessClusters {
         runtimeKind: "kubernetes",
         // Plans' dry-runs (Jobs' workloads, Bundles' diffs) as a cluster's own agent answers them.
         dryRun: redactingDryRun(
-          kubernetesDryRun(kubeConfig, this.#options.runtime?.defaultNamespace ?? DEFAULT_NAMESPACE),
+          kubernetesDryRun(
+            kubeConfig,
+            this.#options.runtime?.defaultNamespace ?? DEFAULT_NAMESPACE,
+            (object) => runtime.checkSchema(object),
+          ),
           redact,
         ),
         logger,

@@ -183,7 +183,7 @@ t.test(
       runtime,
       runtimeKind: "kubernetes",
       reportIntervalMs: 500,
-      dryRun: kubernetesDryRun(edge.kubeConfig, namespace),
+      dryRun: kubernetesDryRun(edge.kubeConfig, namespace, (object) => runtime.checkSchema(object)),
     });
 
     for (const cluster of ["lab", "edge"]) {

@@ -11,6 +11,7 @@ import type { KubernetesObject, KubernetesObjectApi } from "@kubernetes/client-n
 import { PatchStrategy } from "@kubernetes/client-node";
 import { BUNDLE_FIELD_MANAGER, BUNDLE_LABEL } from "../../../../api/index.ts";
 import {
+  clipDryRunMessage,
   type DryRunAnswer,
   type DryRunRequest,
   MAX_BUNDLE_DIFF_BYTES,
@@ -87,12 +88,12 @@ export async function bundleDryRun(
     );
   });
   if (answer.state !== "passed" || !result) {
-    if (answer.state === "failed" && missing)
-      return {
-        state: "failed",
-        message: `${answer.message} (judged in the Namespace ${context.agentNamespace}: ${namespace} does not exist yet and is created when the Bundle is applied)`,
-      };
-    return answer;
+    if (answer.state !== "failed") return answer;
+    const where = missing
+      ? ` (judged in the Namespace ${context.agentNamespace}: ${namespace} does not exist yet and is created when the Bundle is applied)`
+      : "";
+    const findings = schema.length > 0 ? `; ${schema.join("; ")}` : "";
+    return { state: "failed", message: clipDryRunMessage(`${answer.message}${where}${findings}`) };
   }
   const planned = diffable(result);
   if (missing) (planned.metadata as Record<string, unknown>).namespace = namespace;
