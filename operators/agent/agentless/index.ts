@@ -90,6 +90,7 @@ export class AgentlessClusters {
   readonly #loop: ApplyLoop<void>;
   /** Each Cluster's generation and deletion as last seen: status writes start no pass. */
   readonly #seen = new Map<string, string>();
+  readonly #testing = new Map<string, Promise<ConnectivityTest & { kubernetesVersion?: string }>>();
   #watch: Watch | undefined;
 
   constructor(options: AgentlessOptions) {
@@ -184,7 +185,16 @@ export class AgentlessClusters {
    * driven, tries to drive it at once instead of after its backoff. Throws NotAgentlessError for a
    * Cluster that is not agentless (its own agent tests it).
    */
-  async test(name: string): Promise<ConnectivityTest & { kubernetesVersion?: string }> {
+  test(name: string): Promise<ConnectivityTest & { kubernetesVersion?: string }> {
+    // One test per cluster at a time: callers asking meanwhile share its answer.
+    const running = this.#testing.get(name);
+    if (running) return running;
+    const test = this.#test(name).finally(() => this.#testing.delete(name));
+    this.#testing.set(name, test);
+    return test;
+  }
+
+  async #test(name: string): Promise<ConnectivityTest & { kubernetesVersion?: string }> {
     const object = await this.#options.store.get("Cluster", undefined, name);
     const cluster = object as unknown as Cluster | undefined;
     if (!cluster) throw new NotAgentlessError(`no Cluster "${name}"`, true);
