@@ -3,12 +3,14 @@
 // enum are named by JSON pointer with the cluster's version; a Quantity written as a number passes
 // as the API server takes it; each group-version document is fetched once per Kubernetes version.
 // Before applying a changed Bundle the runtime refuses an object that does not fit (nothing of the
-// Bundle is applied), and a plan's Bundle dry-run over the agent's tunnel carries the findings.
+// Bundle is applied), and a plan's Bundle dry-run over the agent's tunnel carries the findings:
+// server-side apply only warns about an unknown field and drops it, the cluster's schema names it.
 import { randomBytes } from "node:crypto";
 import { CoreV1Api, VersionApi } from "@kubernetes/client-node";
 import t from "tap";
 import { KubernetesRuntime, kubernetesDryRun } from "../../../operators/agent/runtimes/kubernetes/index.ts";
 import { ClusterOpenApi } from "../../../operators/agent/runtimes/kubernetes/openapi/index.ts";
+import { type BundleDryRunOutcome, bundleObjectRow } from "../../../operators/feedback/plan/index.ts";
 import { KubeHttp } from "../../../operators/lib/kube-http.ts";
 import { jsonLogger } from "../../../operators/lib/logger.ts";
 import {
@@ -161,11 +163,23 @@ t.test("a plan's Bundle dry-run over the tunnel carries the cluster's schema fin
     { type: "RollingUpdate" },
     "the API server's defaults",
   );
+  // The API server takes an unknown field with a warning and drops it; the cluster's schema names
+  // it, and the plan's row for it fails (bundleObjectRow).
   const bad = await ask(deployment(namespace, { replicas: 2 }, { colour: "blue" }));
-  t.equal(bad.state, "failed", "the API server refuses the unknown field too");
+  t.equal(bad.state, "passed", "server-side apply only warns about an unknown field");
+  t.match(bad.state === "passed" ? bad.schema : [], [
+    /^\/spec\/template\/spec\/containers\/0\/colour: unknown field \(the cluster's OpenAPI, v1\./,
+  ]);
+  const row = bundleObjectRow(
+    { bundle: "site", cluster: "lab", object: `Deployment/${namespace}/web` },
+    bad as BundleDryRunOutcome,
+  );
+  t.equal(row.state, "failed", "the plan fails it");
+  // A wrong type is refused by the API server too; the finding rides along in its message.
+  const wrong = await ask(deployment(namespace, { replicas: "two" }));
+  t.equal(wrong.state, "failed");
   t.match(
-    bad.state === "failed" ? bad.message : "",
-    /; \/spec\/template\/spec\/containers\/0\/colour: unknown field \(the cluster's OpenAPI, v1\./,
-    "with the cluster's schema's finding by pointer",
+    wrong.state === "failed" ? wrong.message : "",
+    /; \/spec\/replicas: must be integer, not string \(the cluster's OpenAPI, v1\./,
   );
 });
