@@ -151,8 +151,9 @@ t.test("the Bundle view and the cluster page in Chromium; no Secret value reache
     shown.push(await page.content());
     await page.goto(`${base}&resource=configmaps`);
     const settings = page.locator('tr[data-configmap="settings"]');
-    await settings.getByText("verbose-level").waitFor();
-    t.match(await settings.textContent(), /level\s*verbose-level/);
+    // What the cluster holds: the hand edit left in place above (--no-self-heal).
+    await settings.getByText("by-hand").waitFor();
+    t.match(await settings.textContent(), /level\s*by-hand/);
     shown.push(await page.content());
     await page.goto(`${base}&resource=secrets`);
     const secret = page.locator('tr[data-secret="db"]');

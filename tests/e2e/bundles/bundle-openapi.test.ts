@@ -175,11 +175,12 @@ t.test("a plan's Bundle dry-run over the tunnel carries the cluster's schema fin
     bad as BundleDryRunOutcome,
   );
   t.equal(row.state, "failed", "the plan fails it");
-  // A wrong type is refused by the API server too; the finding rides along in its message.
+  // A wrong type: server-side apply answers 500 (no typed patch), which alone would read as the
+  // agent's trouble; with the cluster's schema naming the field it is the object's, and fails.
   const wrong = await ask(deployment(namespace, { replicas: "two" }));
   t.equal(wrong.state, "failed");
   t.match(
     wrong.state === "failed" ? wrong.message : "",
-    /; \/spec\/replicas: must be integer, not string \(the cluster's OpenAPI, v1\./,
+    /^\/spec\/replicas: must be integer, not string \(the cluster's OpenAPI, v1\.[^)]*\) \(the API server: /,
   );
 });

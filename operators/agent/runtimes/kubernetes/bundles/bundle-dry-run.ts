@@ -88,6 +88,13 @@ export async function bundleDryRun(
     );
   });
   if (answer.state !== "passed" || !result) {
+    // Server-side apply answers a wrong type with a 500 (it cannot build the typed patch): with the
+    // cluster's schema naming the field, that is the object's fault, not the agent's.
+    if (answer.state === "error" && schema.length > 0)
+      return {
+        state: "failed",
+        message: clipDryRunMessage(`${schema.join("; ")} (the API server: ${answer.message})`),
+      };
     if (answer.state !== "failed") return answer;
     const where = missing
       ? ` (judged in the Namespace ${context.agentNamespace}: ${namespace} does not exist yet and is created when the Bundle is applied)`
