@@ -16,6 +16,7 @@ import {
   type DryRunAnswer,
   type DryRunRequest,
   MAX_BROWSE_ANSWER_BYTES,
+  MAX_DRY_RUN_ANSWER_BYTES,
   parseBrowseRequest,
   parseDryRunRequest,
   requestHandler,
@@ -132,7 +133,9 @@ function streamsFor(options: AgentOptions): Record<string, StreamHandler> {
   }
   const dryRun = options.dryRun;
   if (dryRun)
-    streams[DRY_RUN_PURPOSE] = requestHandler(async (request) => dryRun(parseDryRunRequest(request)));
+    streams[DRY_RUN_PURPOSE] = requestHandler(async (request) => dryRun(parseDryRunRequest(request)), {
+      maxResponseBytes: MAX_DRY_RUN_ANSWER_BYTES,
+    });
   return streams;
 }
 

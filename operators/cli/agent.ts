@@ -270,9 +270,7 @@ export function registerAgent(program: Command): void {
           "../agent/runtimes/kubernetes/index.ts"
         );
         const kubeConfig = loadKubeConfig(flags.kubeconfig);
-        // Plans' dry-runs go through the agent's own client: the hub never reaches the API server.
-        dryRun = kubernetesDryRun(kubeConfig, flags.namespace);
-        runtime = await KubernetesRuntime.start({
+        const kubernetes = await KubernetesRuntime.start({
           kubeConfig,
           defaultNamespace: flags.namespace,
           agentVersion: packageJson.version,
@@ -284,6 +282,10 @@ export function registerAgent(program: Command): void {
             ...(flags.sftpServer ? { sftpServer: flags.sftpServer } : {}),
           },
         });
+        runtime = kubernetes;
+        // Plans' dry-runs go through the agent's own client: the hub never reaches the API server.
+        // Bundle objects are also checked against the cluster's own OpenAPI schemas.
+        dryRun = kubernetesDryRun(kubeConfig, flags.namespace, (object) => kubernetes.checkSchema(object));
         // In a cluster the identity lives in a Secret, so a rescheduled agent pod stays enrolled.
         credentials = secretCredentialStore({ kubeConfig, namespace: flags.namespace });
       } else if (flags.runtime === "docker") {

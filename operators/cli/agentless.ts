@@ -3,7 +3,7 @@
 // hub may not import the agent (docs/adr/0010-agentless-clusters.md).
 import path from "node:path";
 import type { AgentlessOptions } from "../agent/agentless/index.ts";
-import type { Hub } from "../hub/index.ts";
+import type { ClusterTestAnswer, Hub } from "../hub/index.ts";
 import type { Logger } from "../lib/logger.ts";
 
 export interface AgentlessRun {
@@ -17,7 +17,7 @@ export async function runAgentlessClusters(
   logger: Logger,
   tuning: Pick<AgentlessOptions, "retryIntervalMs" | "reportIntervalMs" | "runtime"> = {},
 ): Promise<AgentlessRun & { clusters(): string[] }> {
-  const { AgentlessClusters } = await import("../agent/agentless/index.ts");
+  const { AgentlessClusters, NotAgentlessError } = await import("../agent/agentless/index.ts");
   const clusters = new AgentlessClusters({
     store: hub.store,
     keyring: hub.sealKeys,
@@ -32,12 +32,26 @@ export async function runAgentlessClusters(
   let stopped = false;
   // a standby starts them when it takes over (losing the lead ends the process)
   hub.onLeading(() => {
-    if (!stopped) started = clusters.start();
+    if (stopped) return;
+    started = clusters.start();
+    hub.setClusterTester(async (name): Promise<ClusterTestAnswer> => {
+      try {
+        return { tested: true, ...(await clusters.test(name)) };
+      } catch (error) {
+        if (!(error instanceof NotAgentlessError)) throw error;
+        return {
+          tested: false,
+          reason: error.notFound ? "NotFound" : "NotAgentless",
+          message: error.message,
+        };
+      }
+    });
   });
   return {
     clusters: () => clusters.clusters,
     async stop() {
       stopped = true;
+      hub.setClusterTester(undefined);
       await started?.catch(() => undefined);
       await clusters.stop();
     },

@@ -4,6 +4,7 @@ import { Command } from "commander";
 import packageJson from "../../package.json" with { type: "json" };
 import { registerAgent } from "./agent.ts";
 import { CliError, usageError } from "./cli-error.ts";
+import { registerCluster } from "./cluster.ts";
 import { registerCrds } from "./crds.ts";
 import { registerDeviceControllers } from "./device-controllers.ts";
 import { registerDevicePlugin } from "./device-plugin.ts";
@@ -36,6 +37,7 @@ export function buildProgram(): Command {
   registerValidate(program);
   registerPlan(program);
   registerStatus(program);
+  registerCluster(program);
   registerLogs(program);
   registerAgent(program);
   registerToken(program, {

@@ -20,6 +20,7 @@ export const DASHBOARD_KINDS = [
   "Domain",
   "DomainPeer",
   "Addon",
+  "Bundle",
   "Team",
 ] as const;
 

@@ -1,6 +1,6 @@
 // What the dashboard draws of an object: the object as the API serves it (redacted), less what no
 // page shows and that would only weigh down the stream: workload templates (pod specs) of Jobs,
-// Workflows and Tasks, and certificates. With 10,000 Jobs this halves the first snapshot or better.
+// Workflows and Tasks, certificates, and Bundles' manifests. With 10,000 Jobs this halves the first snapshot or better.
 // The full objects stay at GET /api/v1/rlinf.io/v1alpha1/<plural>/<name>.
 import { redact } from "../lib/http/index.ts";
 import type { KubeObject } from "../lib/store/index.ts";
@@ -41,6 +41,21 @@ export function objectView(object: KubeObject): KubeObject {
             : spec.jobs,
         },
       };
+    case "Bundle": {
+      // The manifests stay at the API; the pages name each object only.
+      const objects = Array.isArray(spec.objects) ? (spec.objects as Json[]) : [];
+      return {
+        ...safe,
+        spec: {
+          ...spec,
+          objects: objects.map((o) => ({
+            apiVersion: o.apiVersion,
+            kind: o.kind,
+            metadata: { name: (o.metadata as Json | undefined)?.name },
+          })),
+        },
+      };
+    }
     case "DomainPeer": {
       const { cert: _cert, ...rest } = spec;
       return { ...safe, spec: rest };

@@ -31,7 +31,8 @@ export interface SyncStatusReporterOptions {
   logger?: Logger;
 }
 
-export type SyncCounts = Pick<SnapshotChanges, "created" | "changed" | "deleted">;
+export type SyncCounts = Pick<SnapshotChanges, "created" | "changed" | "deleted"> &
+  Partial<Pick<SnapshotChanges, "bundleObjects">>;
 
 /** An ApplyRevision whose result may say what changed, for the success description. */
 export type CountingApplyRevision = (
@@ -56,9 +57,15 @@ export function syncContext(hubName?: string): string {
   return hubName ? `${SYNC_CONTEXT} (${hubName})` : SYNC_CONTEXT;
 }
 
-/** `3 created, 1 changed, 0 deleted`. */
+/**
+ * `applied: 3 created, 1 changed, 0 deleted`, and, when Bundles' manifests changed,
+ * `; Bundle objects: 2 created, 1 changed, 0 deleted` (what the clusters' agents will apply and prune).
+ */
 export function describeApplied(counts: SyncCounts): string {
-  return `applied: ${counts.created} created, ${counts.changed} changed, ${counts.deleted} deleted`;
+  const text = `applied: ${counts.created} created, ${counts.changed} changed, ${counts.deleted} deleted`;
+  const b = counts.bundleObjects;
+  if (!b || b.created + b.changed + b.deleted === 0) return text;
+  return `${text}; Bundle objects: ${b.created} created, ${b.changed} changed, ${b.deleted} deleted`;
 }
 
 /** `refused: 3 errors: jobs/a.yaml:4 /spec/x: message; …`, fitted to the host's limit. */

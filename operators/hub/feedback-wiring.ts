@@ -19,7 +19,7 @@ import {
 } from "../feedback/index.ts";
 import type { Logger } from "../lib/logger.ts";
 import type { Store, Watch } from "../lib/store/index.ts";
-import { DRY_RUN_PURPOSE, type TunnelServer } from "../lib/tunnel/index.ts";
+import { DRY_RUN_PURPOSE, MAX_DRY_RUN_ANSWER_BYTES, type TunnelServer } from "../lib/tunnel/index.ts";
 import { loadWebhookSecrets, type WebhookIntake } from "../source/index.ts";
 import type { HubSource } from "./source-wiring.ts";
 import { STATUS_KINDS, statusDocuments } from "./status-documents.ts";
@@ -98,7 +98,10 @@ export async function createHubFeedback(options: HubFeedbackOptions): Promise<Hu
         ...(codeHost.settings.hubName ? { hubName: codeHost.settings.hubName } : {}),
         ...(codeHost.settings.dashboardUrl ? { dashboardUrl: codeHost.settings.dashboardUrl } : {}),
         dryRunner: createTunnelDryRunner({
-          request: (cluster, body) => options.tunnel.request(cluster, DRY_RUN_PURPOSE, body),
+          request: (cluster, body) =>
+            options.tunnel.request(cluster, DRY_RUN_PURPOSE, body, {
+              maxResponseBytes: MAX_DRY_RUN_ANSWER_BYTES,
+            }),
         }),
         pollIntervalMs: codeHost.settings.pollIntervalMs ?? 60_000,
         ...(options.sealCheck ? { sealCheck: options.sealCheck } : {}),

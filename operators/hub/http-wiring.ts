@@ -44,6 +44,7 @@ import {
 } from "../source/index.ts";
 import { splitHostPort } from "./host-port.ts";
 import { createHubHttpHandler, hubApiRoutes } from "./http/api-server.ts";
+import type { ClusterTester } from "./http/cluster-test-route.ts";
 import type { Readiness } from "./readiness.ts";
 import type { HubSource } from "./source-wiring.ts";
 
@@ -83,6 +84,8 @@ export interface HubHttpOptions {
   proxyResponseTimeoutMs?: number;
   /** The URLs browsers reach the hub at besides its listening address (a name, a TLS proxy). */
   publicUrls?: string[];
+  /** The agentless clusters' tester once something drives them (Hub.setClusterTester). */
+  clusterTester?: () => ClusterTester | undefined;
 }
 
 export interface HubHttp {
@@ -166,6 +169,7 @@ export async function startHubHttp(options: HubHttpOptions): Promise<HubHttp> {
         },
       },
       browse: options.tunnel,
+      ...(options.clusterTester ? { clusterTester: options.clusterTester } : {}),
       ...(options.accessAudit ? { accessAudit: options.accessAudit } : {}),
       ready: options.ready,
     }),

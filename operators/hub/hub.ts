@@ -36,6 +36,7 @@ import { createWebhookIntake, type GitCredentials } from "../source/index.ts";
 import { type ControllerDependencies, hubControllers } from "./controllers.ts";
 import { type CodeHostSettings, connectCodeHost, createHubFeedback } from "./feedback-wiring.ts";
 import { splitHostPort } from "./host-port.ts";
+import type { ClusterTester } from "./http/cluster-test-route.ts";
 import { startHubHttp } from "./http-wiring.ts";
 import { hubReadiness } from "./readiness.ts";
 import { createHubSource, type HubSource } from "./source-wiring.ts";
@@ -163,6 +164,11 @@ export interface Hub {
    * already has. Losing the lead ends the process, so that happens once.
    */
   onLeading(listener: () => void): void;
+  /**
+   * What POST /api/v1/clusters/:cluster/test asks: set by whoever drives the agentless clusters
+   * (the hub may not import the agent: cli/agentless.ts), cleared with undefined when they stop.
+   */
+  setClusterTester(tester: ClusterTester | undefined): void;
   stop(): Promise<void>;
 }
 
@@ -260,7 +266,9 @@ export async function startHub(options: HubOptions): Promise<Hub> {
   let started = false;
   /** Until lead() has run: what to call then (onLeading); afterwards undefined. */
   let leadingListeners: (() => void)[] | undefined = [];
+  let clusterTester: ClusterTester | undefined;
   const http = await startHubHttp({
+    clusterTester: () => clusterTester,
     address: options.http,
     store,
     dataDir: options.dataDir,
@@ -381,6 +389,9 @@ export async function startHub(options: HubOptions): Promise<Hub> {
     onLeading(listener) {
       if (leadingListeners) leadingListeners.push(listener);
       else listener();
+    },
+    setClusterTester(tester) {
+      clusterTester = tester;
     },
     async stop() {
       started = false;

@@ -2,8 +2,8 @@ import { SOURCE_FILE_ANNOTATION } from "../api/index.ts";
 import { renderStatusYaml, type StatusDocument, statusDocumentPath } from "../feedback/index.ts";
 import type { KubeObject, Store } from "../lib/store/index.ts";
 
-/** The kinds whose status the hub writes back to git (issue: Jobs, Workflows, Domains, Addons, Clusters, Nodes). */
-export const STATUS_KINDS = ["Job", "Workflow", "Domain", "Addon", "Cluster", "Node"] as const;
+/** The kinds whose status the hub writes back to git (Jobs, Workflows, Domains, Addons, Bundles, Clusters, Nodes). */
+export const STATUS_KINDS = ["Job", "Workflow", "Domain", "Addon", "Bundle", "Cluster", "Node"] as const;
 
 /**
  * Heartbeats and gauges: they change every few seconds on an idle hub, so writing them to git

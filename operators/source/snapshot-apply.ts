@@ -26,6 +26,8 @@ export interface SnapshotChanges {
   changed: number;
   deleted: number;
   unchanged: number;
+  /** The plain Kubernetes objects inside Bundles (spec.objects), counted by kind and name. */
+  bundleObjects: { created: number; changed: number; deleted: number };
 }
 
 type Labels = Record<string, string>;
@@ -40,7 +42,13 @@ export async function applySnapshot(
   objects: readonly ManifestObject[],
   revision: string,
 ): Promise<SnapshotChanges> {
-  const changes: SnapshotChanges = { created: 0, changed: 0, deleted: 0, unchanged: 0 };
+  const changes: SnapshotChanges = {
+    created: 0,
+    changed: 0,
+    deleted: 0,
+    unchanged: 0,
+    bundleObjects: { created: 0, changed: 0, deleted: 0 },
+  };
   const ops: BatchOp[] = [];
   const desiredKeys = new Set<string>();
   const existing = new Map<string, KubeObject>();
@@ -53,6 +61,7 @@ export async function applySnapshot(
     const key = kindKeyOf(desired);
     desiredKeys.add(key);
     const current = existing.get(key);
+    if (manifest.kind === "Bundle") countBundleObjects(changes.bundleObjects, current, desired);
     if (!current) {
       ops.push({ op: "create", object: desired });
       changes.created++;
@@ -79,6 +88,7 @@ export async function applySnapshot(
   for (const [key, current] of existing) {
     if (desiredKeys.has(key) || current.metadata.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY_GIT) continue;
     if (current.metadata.deletionTimestamp) continue;
+    if (current.kind === "Bundle") countBundleObjects(changes.bundleObjects, current, undefined);
     if (current.kind === "Node" && current.status !== undefined) {
       ops.push({ op: "apply", object: stripNodeOverlay(current) });
     } else {
@@ -93,6 +103,27 @@ export async function applySnapshot(
   }
   if (ops.length > 0) await store.applyBatch(ops);
   return changes;
+}
+
+/** A Bundle's objects by `Kind/name` (namespace is the Bundle's, one per kind and name). */
+function bundleObjectsOf(bundle: KubeObject | undefined): Map<string, unknown> {
+  const objects = (bundle?.spec as { objects?: KubeObject[] } | undefined)?.objects ?? [];
+  return new Map(objects.map((o) => [`${o.kind}/${o.metadata?.name}`, o]));
+}
+
+/** Adds what one Bundle's change does to its objects: created, changed and deleted ones. */
+function countBundleObjects(
+  counts: SnapshotChanges["bundleObjects"],
+  before: KubeObject | undefined,
+  after: KubeObject | undefined,
+): void {
+  const old = bundleObjectsOf(before);
+  const next = bundleObjectsOf(after);
+  for (const [key, object] of next) {
+    if (!old.has(key)) counts.created++;
+    else if (!deepEqual(old.get(key), object)) counts.changed++;
+  }
+  for (const key of old.keys()) if (!next.has(key)) counts.deleted++;
 }
 
 function toStoreObject(manifest: ManifestObject, revision: string): KubeObject {

@@ -6,7 +6,7 @@
 // next to the hub: the hub may not import the agent.
 import { mkdir, rm } from "node:fs/promises";
 import path from "node:path";
-import { VersionApi } from "@kubernetes/client-node";
+import { type KubeConfig, VersionApi } from "@kubernetes/client-node";
 import packageJson from "../../../package.json" with { type: "json" };
 import type { Cluster } from "../../api/index.ts";
 import { type Clock, systemClock } from "../../lib/clock.ts";
@@ -17,12 +17,33 @@ import { modify, type Store, type Watch } from "../../lib/store/index.ts";
 import { type CredentialStore, fileCredentialStore } from "../../lib/tunnel/index.ts";
 import { type Agent, startAgent } from "../agent.ts";
 import { describeApiError } from "../runtimes/kubernetes/api-error.ts";
-import { KubernetesRuntime, type KubernetesRuntimeOptions } from "../runtimes/kubernetes/index.ts";
+import {
+  DEFAULT_NAMESPACE,
+  KubernetesRuntime,
+  type KubernetesRuntimeOptions,
+  kubernetesDryRun,
+} from "../runtimes/kubernetes/index.ts";
 import type { ConnectivityTest } from "../runtimes/types.ts";
 import { KubeconfigError, kubeConfigFrom } from "./kubeconfig.ts";
-import { credentialRedactor, type Redact, redactingLogger, redactingRuntime } from "./redact-credentials.ts";
+import {
+  credentialRedactor,
+  type Redact,
+  redactingDryRun,
+  redactingLogger,
+  redactingRuntime,
+} from "./redact-credentials.ts";
 
 export { KubeconfigError, kubeConfigFrom } from "./kubeconfig.ts";
+
+/** The on-demand test was asked of a Cluster this hub does not drive without an agent. */
+export class NotAgentlessError extends Error {
+  /** No Cluster of that name at all. */
+  readonly notFound: boolean;
+  constructor(message: string, notFound = false) {
+    super(message);
+    this.notFound = notFound;
+  }
+}
 
 export interface AgentlessOptions {
   /** The hub's store: Clusters are read from it and their status written to it. */
@@ -69,6 +90,7 @@ export class AgentlessClusters {
   readonly #loop: ApplyLoop<void>;
   /** Each Cluster's generation and deletion as last seen: status writes start no pass. */
   readonly #seen = new Map<string, string>();
+  readonly #testing = new Map<string, Promise<ConnectivityTest & { kubernetesVersion?: string }>>();
   #watch: Watch | undefined;
 
   constructor(options: AgentlessOptions) {
@@ -156,8 +178,40 @@ export class AgentlessClusters {
     return failed ? { retry: true } : undefined;
   }
 
-  /** Opens the kubeconfig, tests it (the Version API), and starts the runtime and its agent. */
-  async #drive(cluster: Cluster): Promise<Agent> {
+  /**
+   * The connectivity test on demand (`rlark cluster test NAME`, POST /api/v1/clusters/:cluster/test):
+   * opens the Cluster's sealed kubeconfig and reads the Version API now, records the result in the
+   * Cluster's status as the periodic test does, and, when it passes for a cluster that could not be
+   * driven, tries to drive it at once instead of after its backoff. Throws NotAgentlessError for a
+   * Cluster that is not agentless (its own agent tests it).
+   */
+  test(name: string): Promise<ConnectivityTest & { kubernetesVersion?: string }> {
+    // One test per cluster at a time: callers asking meanwhile share its answer.
+    const running = this.#testing.get(name);
+    if (running) return running;
+    const test = this.#test(name).finally(() => this.#testing.delete(name));
+    this.#testing.set(name, test);
+    return test;
+  }
+
+  async #test(name: string): Promise<ConnectivityTest & { kubernetesVersion?: string }> {
+    const object = await this.#options.store.get("Cluster", undefined, name);
+    const cluster = object as unknown as Cluster | undefined;
+    if (!cluster) throw new NotAgentlessError(`no Cluster "${name}"`, true);
+    if (cluster.spec?.access !== "kubeconfig" || !cluster.spec.kubeconfig)
+      throw new NotAgentlessError(
+        `Cluster "${name}" is not agentless (no spec.access: kubeconfig): its own agent tests its API every 60 s`,
+      );
+    const result = await this.#open(cluster).then(
+      ({ version }) => ({ testedAt: this.#testedAt(), ok: true, kubernetesVersion: version }),
+      (error: Error) => ({ testedAt: this.#testedAt(), ok: false, message: error.message }),
+    );
+    if (result.ok && this.#driven.get(name)?.failed) this.#loop.kick();
+    return result;
+  }
+
+  /** Opens the kubeconfig and tests it (the Version API), recording the result in the Cluster's status. */
+  async #open(cluster: Cluster): Promise<{ kubeConfig: KubeConfig; redact: Redact; version: string }> {
     const name = cluster.metadata.name;
     const spec = cluster.spec.kubeconfig;
     if (!spec) throw new Error("no spec.kubeconfig");
@@ -185,13 +239,25 @@ export class AgentlessClusters {
       );
     }
     redact = credentialRedactor(kubeConfig);
-    const logger = redactingLogger(this.#options.logger, redact);
     try {
       const { gitVersion } = await kubeConfig.makeApiClient(VersionApi).getCode();
       await this.#writeTest(name, { testedAt: this.#testedAt(), ok: true }, gitVersion);
+      return { kubeConfig, redact, version: gitVersion };
     } catch (error) {
       throw await fail(describeApiError(error, "/version"));
     }
+  }
+
+  /** Opens and tests the kubeconfig, and starts the runtime and its agent. */
+  async #drive(cluster: Cluster): Promise<Agent> {
+    const name = cluster.metadata.name;
+    const { kubeConfig, redact } = await this.#open(cluster);
+    const logger = redactingLogger(this.#options.logger, redact);
+    const fail = async (reason: string) => {
+      const message = redact(reason);
+      await this.#writeTest(name, { testedAt: this.#testedAt(), ok: false, message });
+      return new Error(message);
+    };
     let runtime: KubernetesRuntime;
     try {
       runtime = await KubernetesRuntime.start({
@@ -216,6 +282,15 @@ export class AgentlessClusters {
           : { token: await this.#options.createToken(name), caHash: this.#options.hub.caFingerprint }),
         runtime: redactingRuntime(runtime, redact),
         runtimeKind: "kubernetes",
+        // Plans' dry-runs (Jobs' workloads, Bundles' diffs) as a cluster's own agent answers them.
+        dryRun: redactingDryRun(
+          kubernetesDryRun(
+            kubeConfig,
+            this.#options.runtime?.defaultNamespace ?? DEFAULT_NAMESPACE,
+            (object) => runtime.checkSchema(object),
+          ),
+          redact,
+        ),
         logger,
         ...(this.#options.reportIntervalMs ? { reportIntervalMs: this.#options.reportIntervalMs } : {}),
       });

@@ -5,6 +5,7 @@
 // and decoded) and the client certificate.
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "../../lib/logger.ts";
+import type { DryRunAnswer, DryRunRequest } from "../../lib/tunnel/index.ts";
 import type { Runtime, RuntimeSnapshot } from "../runtimes/types.ts";
 
 export type Redact = (text: string) => string;
@@ -171,4 +172,21 @@ function redactingMethods<T extends object>(
       };
     },
   });
+}
+
+/** A dry-run handler whose answers' messages, and errors, are redacted: they reach PR comments. */
+export function redactingDryRun(
+  dryRun: (request: DryRunRequest) => Promise<DryRunAnswer>,
+  redact: Redact,
+): (request: DryRunRequest) => Promise<DryRunAnswer> {
+  return async (request) => {
+    let answer: DryRunAnswer;
+    try {
+      answer = await dryRun(request);
+    } catch (error) {
+      throw new Error(redact(error instanceof Error ? error.message : String(error)));
+    }
+    if (answer.state !== "passed") return { ...answer, message: redact(answer.message) };
+    return answer.schema ? { ...answer, schema: answer.schema.map(redact) } : answer;
+  };
 }

@@ -36,6 +36,24 @@ export interface BundleSpec {
   }>;
 }
 
+/** One object of the Bundle on the cluster. */
+export interface BundleObjectStatus {
+  /** API version. */
+  apiVersion?: string;
+  /** Kind. */
+  kind: string;
+  /** Name. */
+  name: string;
+  /** Namespace. */
+  namespace?: string;
+  /** Healthy (Deployment available, StatefulSet/DaemonSet rolled out, Job complete, Pod running, others applied), Progressing, Degraded (Job failed, Pod failed, apply refused), Missing (not on the cluster). */
+  health: "Healthy" | "Progressing" | "Degraded" | "Missing";
+  /** Fields the Bundle owns that differ on the cluster (JSON pointers), when drift is not corrected. */
+  drifted?: string[];
+  /** What is not healthy, or the last error. */
+  message?: string;
+}
+
 /** The Bundle in one cluster. */
 export interface BundleClusterStatus {
   /** Cluster name. */
@@ -46,6 +64,8 @@ export interface BundleClusterStatus {
   revision?: string;
   /** What is not ready, drifted or failed. */
   message?: string;
+  /** Each object's health there, as its release reports it (written to the status branch too). */
+  objects?: BundleObjectStatus[];
 }
 
 /** Phase of a Bundle in a cluster: Pending (not yet acted on), Progressing (applied, workloads not yet healthy), Ready (applied and healthy), Drifted (a field the Bundle owns was changed on the cluster and is not corrected: --no-self-heal), Failed (an apply or prune refused; message says why), Removing (its objects are being deleted). */

@@ -1,5 +1,6 @@
-// A Bundle's status from its releases' (one per cluster), pure: each cluster's phase, revision and
-// message, and the least advanced phase overall.
+// A Bundle's status from its releases' (one per cluster), pure: each cluster's phase, revision,
+// message and objects' health, and the least advanced phase overall. The objects are copied so the
+// status branch's status/bundle/<name>.yaml holds the whole picture in one document.
 import type { BundleRelease, BundleStatus } from "../../api/index.ts";
 import { clusterOf } from "../../api/index.ts";
 
@@ -17,6 +18,7 @@ export function bundleStatus(generation: number, releases: readonly BundleReleas
         r.status?.observedGeneration === r.metadata.generation ? (r.status?.phase ?? "Pending") : "Pending",
       ...(r.status?.revision ? { revision: r.status.revision } : {}),
       ...(r.status?.message ? { message: r.status.message } : {}),
+      ...(r.status?.objects?.length ? { objects: r.status.objects } : {}),
     }))
     .sort((a, b) => (a.cluster < b.cluster ? -1 : a.cluster > b.cluster ? 1 : 0));
   if (clusters.length === 0) {

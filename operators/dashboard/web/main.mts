@@ -3,6 +3,7 @@
 import { type Html, html } from "./html.mts";
 import { type Connection, connect } from "./live.mts";
 import { accessPage, fetchAccessAudit } from "./page-access.mts";
+import { bundlePage, bundlesPage } from "./page-bundles.mts";
 import { clusterBrowsePage, fetchBrowsePage, forgetBrowsePages } from "./page-cluster-browse.mts";
 import { clustersPage } from "./page-clusters.mts";
 import { addonsPage, domainsPage } from "./page-domains.mts";
@@ -26,6 +27,7 @@ const PAGES = [
   { path: "domains", title: "Domains" },
   { path: "network", title: "Network" },
   { path: "addons", title: "Addons" },
+  { path: "bundles", title: "Bundles" },
   { path: "access", title: "Access" },
 ] as const;
 
@@ -69,6 +71,8 @@ function page(parts: string[], query: URLSearchParams): Html {
       return networkPage(parts[1], query, currentSession()?.token, schedule);
     case "addons":
       return addonsPage(state);
+    case "bundles":
+      return parts[1] ? bundlePage(state, parts[1]) : bundlesPage(state);
     case "access":
       return accessPage();
     case "terminal":

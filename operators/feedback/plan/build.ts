@@ -1,10 +1,11 @@
 // The I/O around computePlan: validate a checked-out revision, read the live state, dry-run.
 import path from "node:path";
-import { compareDiagnostics, type Job, type SealCheck } from "../../api/index.ts";
+import { type Bundle, compareDiagnostics, type Job, type SealCheck } from "../../api/index.ts";
 import type { KubeObject } from "../../lib/store/index.ts";
 import { validatePaths } from "../../source/index.ts";
 import { checkArtifacts } from "./artifacts.ts";
-import { computePlan } from "./compute.ts";
+import { type BundleDryRunner, planBundles } from "./bundle-plan.ts";
+import { computePlan, plannedClusters } from "./compute.ts";
 import { runDryRuns, type WorkloadDryRunner } from "./dry-run.ts";
 import { manifestFolder } from "./manifest-folder.ts";
 import { manifestAsObject } from "./object-diff.ts";
@@ -18,7 +19,8 @@ export interface PlanTreeOptions {
   revision: string;
   live: readonly KubeObject[];
   against: string;
-  dryRunner?: WorkloadDryRunner;
+  /** Dry-runs Jobs' workloads, and Bundles' objects when it can (a diff against the live clusters). */
+  dryRunner?: WorkloadDryRunner & Partial<BundleDryRunner>;
   /** Namespace the Kubernetes runtime puts workloads in (for dry-runs). Default "default". */
   workloadNamespace?: string;
   /** The hub's check of SealedSecret values (api/validate): a value it cannot open fails the plan. */
@@ -58,5 +60,15 @@ export async function planTree(options: PlanTreeOptions): Promise<Plan> {
     namespace: options.workloadNamespace ?? "default",
   });
   plan.dryRunNote = "";
+  const { dryRunBundleObject } = options.dryRunner;
+  if (dryRunBundleObject) {
+    const objects = validation.objects.filter((m) => m.schemaValid).map(manifestAsObject);
+    plan.bundles = await planBundles({
+      bundles: objects.filter((o): o is Bundle => o.kind === "Bundle"),
+      clusters: plannedClusters(objects, options.live),
+      live: options.live,
+      runner: { dryRunBundleObject: dryRunBundleObject.bind(options.dryRunner) },
+    });
+  }
   return plan;
 }

@@ -52,6 +52,7 @@ export function computePlan(input: ComputePlanInput): Plan {
     addons: [],
     dryRun: [],
     dryRunNote: "",
+    bundles: [],
   };
   if (!validation.valid) {
     plan.placementNote = NOT_PREVIEWED_INVALID;
@@ -75,7 +76,7 @@ export function computePlan(input: ComputePlanInput): Plan {
 }
 
 /** Planned Clusters with the labels git gives them (live objects carry no others). */
-function plannedClusters(objects: readonly KubeObject[], live: readonly KubeObject[]): Cluster[] {
+export function plannedClusters(objects: readonly KubeObject[], live: readonly KubeObject[]): Cluster[] {
   const liveStatus = new Map(
     live.filter((o) => o.kind === "Cluster").map((o) => [o.metadata.name, o.status]),
   );

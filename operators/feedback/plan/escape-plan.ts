@@ -10,6 +10,7 @@ export function escapePlan(plan: Plan): Plan {
     ...plan,
     changes: plan.changes.map((c) => ({ ...c, diff: "" })),
     addons: plan.addons.map((a) => ({ ...a, manifest: "" })),
+    bundles: plan.bundles.map((b) => ({ ...b, diff: "" })),
   });
   const lines = (text: string) => text.split("\n").map(escapeControl).join("\n");
   escaped.changes.forEach((change, i) => {
@@ -17,6 +18,9 @@ export function escapePlan(plan: Plan): Plan {
   });
   escaped.addons.forEach((addon, i) => {
     addon.manifest = lines(plan.addons[i]?.manifest ?? "");
+  });
+  escaped.bundles.forEach((row, i) => {
+    row.diff = lines(plan.bundles[i]?.diff ?? "");
   });
   return escaped;
 }

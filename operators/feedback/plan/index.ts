@@ -7,6 +7,14 @@
 // computePlan is pure (golden-tested); planTree adds the I/O: validation on disk and dry-runs.
 
 export { type PlanTreeOptions, planTree } from "./build.ts";
+export {
+  type BundleDryRunner,
+  type BundleDryRunOutcome,
+  type BundlePlanInput,
+  bundleObjectRow,
+  planBundles,
+  TOO_LARGE_TO_DIFF,
+} from "./bundle-plan.ts";
 export { type ComputePlanInput, computePlan, DRY_RUN_UNAVAILABLE, NOT_PREVIEWED_INVALID } from "./compute.ts";
 export {
   type DryRunOutcome,
@@ -30,6 +38,8 @@ export { PLACEMENT_UNAVAILABLE } from "./placement-preview.ts";
 export { type MarkdownOptions, planVerdict, renderPlanMarkdown } from "./render-markdown.ts";
 export { renderPlanJson, renderPlanText } from "./render-text.ts";
 export type {
+  BundleObjectResult,
+  BundleObjectState,
   ChangeAction,
   DomainImpact,
   DryRunResult,

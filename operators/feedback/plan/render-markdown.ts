@@ -55,6 +55,8 @@ export function planVerdict(plan: Plan): string {
   if (!plan.valid) return `invalid: ${plan.errors.length} error${plan.errors.length === 1 ? "" : "s"}`;
   const failed = plan.dryRun.filter((d) => d.state === "failed").length;
   if (failed > 0) return `dry-run failed for ${failed} workload${failed === 1 ? "" : "s"}`;
+  const refused = plan.bundles.filter((b) => b.state === "failed").length;
+  if (refused > 0) return `dry-run failed for ${refused} Bundle object${refused === 1 ? "" : "s"}`;
   const { create, change, delete: del } = plan.counts;
   return `${create} to create, ${change} to change, ${del} to delete`;
 }
@@ -186,6 +188,8 @@ function render(plan: Plan, options: MarkdownOptions, level: 0 | 1 | 2): string 
     }
   }
 
+  renderBundles(plan, level, out);
+
   out.push("", "#### Server-side dry-run", "");
   if (plan.dryRun.length === 0) {
     out.push(plan.dryRunNote || "No Kubernetes workloads to dry-run.");
@@ -202,6 +206,50 @@ function render(plan: Plan, options: MarkdownOptions, level: 0 | 1 | 2): string 
     }
   }
   return `${out.join("\n")}\n`;
+}
+
+const BUNDLE_ICON = {
+  create: "➕ create",
+  change: "✏️ change",
+  delete: "➖ delete",
+  unchanged: "unchanged",
+  failed: "❌",
+  offline: "⏸️",
+  skipped: "⏸️",
+} as const;
+
+/** Bundles against the live clusters: a table of what changes, and each diff under it. */
+function renderBundles(plan: Plan, level: 0 | 1 | 2, out: string[]): void {
+  if (plan.bundles.length === 0) return;
+  out.push("", "#### Bundles against the live clusters", "");
+  const shown = plan.bundles.filter((b) => b.state !== "unchanged");
+  const unchanged = plan.bundles.length - shown.length;
+  if (shown.length > 0) {
+    out.push("| Cluster | Bundle | Object | Result |", "|---|---|---|---|");
+    for (const b of shown) {
+      const detail = [b.message, ...b.schema].filter(Boolean).map(cell).join("; ");
+      out.push(
+        `| ${cell(b.cluster)} | ${cell(b.bundle)} | ${cellCode(b.object)} | ${BUNDLE_ICON[b.state]}${detail ? ` ${detail}` : ""} |`,
+      );
+    }
+  }
+  if (unchanged > 0)
+    out.push(
+      "",
+      `${unchanged} object${unchanged === 1 ? "" : "s"} unchanged on ${unchanged === 1 ? "its cluster" : "their clusters"}.`,
+    );
+  if (level > 0) return;
+  for (const b of shown) {
+    if (!b.diff) continue;
+    out.push(
+      "",
+      `<details><summary>${BUNDLE_ICON[b.state]} <code>${html(b.object)}</code> in ${html(b.cluster)} (Bundle <code>${html(b.bundle)}</code>)</summary>`,
+      "",
+      fence(b.diff, "diff"),
+      "",
+      "</details>",
+    );
+  }
 }
 
 export function renderPlanMarkdown(raw: Plan, options: MarkdownOptions = {}): string {

@@ -67,6 +67,14 @@ export function renderPlanText(raw: Plan): string {
       for (const object of a.objects) out.push(`    ${object}`);
     }
   }
+  if (plan.bundles.length > 0) {
+    out.push("", "Bundles against the live clusters:");
+    for (const b of plan.bundles) {
+      const detail = [b.message, ...b.schema].filter(Boolean).join("; ");
+      out.push(`  ${b.cluster} ${b.bundle} ${b.object}: ${b.state}${detail ? `: ${detail}` : ""}`);
+      if (b.state === "change" && b.diff) out.push(indent(b.diff));
+    }
+  }
   out.push("", "Dry-run:");
   if (plan.dryRun.length === 0) out.push(`  ${plan.dryRunNote || "no Kubernetes workloads"}`);
   for (const d of plan.dryRun)

@@ -78,6 +78,34 @@ export interface DryRunResult {
   message: string;
 }
 
+/**
+ * One object of a Bundle on one target cluster, from the agent's server-side dry-run: created,
+ * changed (with the diff of the live object against the dry-run's result), unchanged, deleted (it
+ * leaves the Bundle and the Bundle prunes), or failed / offline / skipped with the reason.
+ */
+export type BundleObjectState =
+  | "create"
+  | "change"
+  | "unchanged"
+  | "delete"
+  | "failed"
+  | "offline"
+  | "skipped";
+
+export interface BundleObjectResult {
+  bundle: string;
+  cluster: string;
+  /** `<Kind>/<namespace>/<name>`. */
+  object: string;
+  state: BundleObjectState;
+  /** Unified diff, live → after the apply (YAML, keys sorted); "" when none or not computed. */
+  diff: string;
+  /** The API server's refusal, why it was skipped, or a finding about the object. */
+  message: string;
+  /** Violations of the cluster's own OpenAPI schema, as `/pointer: message`. */
+  schema: string[];
+}
+
 export interface PlanCounts {
   create: number;
   change: number;
@@ -103,6 +131,8 @@ export interface Plan {
   dryRun: DryRunResult[];
   /** Set when no dry-run ran at all (no tunnel on this hub, or the CLI without a hub). */
   dryRunNote: string;
+  /** Each Bundle object on each target cluster, against the live cluster (bundle-plan.ts). */
+  bundles: BundleObjectResult[];
 }
 
 /**
@@ -111,7 +141,11 @@ export interface Plan {
  * reviewer's eye but not a red status: capacity changes, and the Job waits for it.
  */
 export function planFailed(plan: Plan): boolean {
-  return !plan.valid || plan.dryRun.some((d) => d.state === "failed");
+  return (
+    !plan.valid ||
+    plan.dryRun.some((d) => d.state === "failed") ||
+    plan.bundles.some((b) => b.state === "failed")
+  );
 }
 
 /** Findings that do not fail the plan but belong in its summary. */
@@ -123,7 +157,11 @@ export function planConcerns(plan: Plan): string[] {
   if (waiting > 0) concerns.push(`${waiting} Job${waiting === 1 ? "" : "s"} would wait for quota`);
   const exhausted = plan.domains.filter((d) => d.free < 0).length;
   if (exhausted > 0) concerns.push(`${exhausted} Domain pool${exhausted === 1 ? "" : "s"} would run out`);
-  const offline = new Set(plan.dryRun.filter((d) => d.state === "offline").map((d) => d.cluster)).size;
+  const offlineClusters = new Set([
+    ...plan.dryRun.filter((d) => d.state === "offline").map((d) => d.cluster),
+    ...plan.bundles.filter((b) => b.state === "offline").map((b) => b.cluster),
+  ]);
+  const offline = offlineClusters.size;
   if (offline > 0) concerns.push(`${offline} cluster${offline === 1 ? "" : "s"} offline, not dry-run`);
   return concerns;
 }

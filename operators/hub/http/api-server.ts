@@ -25,6 +25,7 @@ import type { SealKeyring } from "../../lib/seal/index.ts";
 import { isStoreError, type KubeObject, type Store } from "../../lib/store/index.ts";
 import type { TunnelServer } from "../../lib/tunnel/index.ts";
 import { serveBrowse } from "./browse-route.ts";
+import { type ClusterTester, clusterTestRoute } from "./cluster-test-route.ts";
 import { pingMeshRoutes } from "./pingmesh-route.ts";
 import { serveReseal, serveSealKey, serveSealKeyRotate } from "./seal-key.ts";
 import { storageClassRoute } from "./storage-classes.ts";
@@ -43,6 +44,8 @@ export interface HubApiDependencies {
   accessAudit?: (limit: number) => unknown[];
   /** Read-only browsing of clusters through their agents (browse-route.ts). */
   browse?: Pick<TunnelServer, "request">;
+  /** The agentless clusters' connectivity test on demand, when this hub drives them (cluster-test-route.ts). */
+  clusterTester?: () => ClusterTester | undefined;
 }
 
 const READ_ONLY = "the API is read-only: change objects through git";
@@ -118,6 +121,7 @@ export function hubApiRoutes(deps: HubApiDependencies): Route[] {
         );
       },
     }),
+    clusterTestRoute(deps.clusterTester ?? (() => undefined)),
     storageClassRoute(deps.store),
     ...pingMeshRoutes(deps.store),
     route({

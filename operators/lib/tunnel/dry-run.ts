@@ -10,6 +10,26 @@ export const DRY_RUN_KINDS: Readonly<Record<string, readonly string[]>> = {
   "batch/v1": ["Job"],
 };
 
+/**
+ * The kinds a Bundle may hold (api/kubernetes-objects.ts BUNDLE_KINDS; a test keeps the two the
+ * same), which a plan dry-runs with `bundle: true` to show their diff against the live cluster.
+ * Never Secret.
+ */
+export const BUNDLE_DRY_RUN_KINDS: Readonly<Record<string, readonly string[]>> = {
+  v1: ["ConfigMap", "PersistentVolumeClaim", "Pod", "Service", "ServiceAccount"],
+  "apps/v1": ["DaemonSet", "Deployment", "StatefulSet"],
+  "autoscaling/v2": ["HorizontalPodAutoscaler"],
+  "batch/v1": ["CronJob", "Job"],
+  "networking.k8s.io/v1": ["Ingress", "NetworkPolicy"],
+  "policy/v1": ["PodDisruptionBudget"],
+  "rbac.authorization.k8s.io/v1": ["Role", "RoleBinding"],
+};
+
+/** The two objects of a Bundle dry-run answer, together, at most: a larger pair is not diffed. */
+export const MAX_BUNDLE_DIFF_BYTES = 256 * 1024;
+/** The dry-run stream's answers: room for a Bundle object's live and planned forms. */
+export const MAX_DRY_RUN_ANSWER_BYTES = MAX_BUNDLE_DIFF_BYTES + 16 * 1024;
+
 /** API server messages can quote a whole object; a plan comment needs the first few lines. */
 export const MAX_DRY_RUN_MESSAGE = 4096;
 
@@ -23,10 +43,26 @@ export interface DryRunObject {
 
 export interface DryRunRequest {
   object: DryRunObject;
+  /**
+   * A Bundle's object (a plan's diff against the live cluster): applied with the Bundle's field
+   * manager, and the answer carries the live object and the dry-run's result to diff.
+   */
+  bundle?: boolean;
+}
+
+/** What a Bundle dry-run saw: the object as it is (null: not there) and as the apply would leave it. */
+export interface BundleDryRunObjects {
+  live: Record<string, unknown> | null;
+  planned: Record<string, unknown>;
 }
 
 export type DryRunAnswer =
-  | { state: "passed" }
+  | ({ state: "passed" } & Partial<BundleDryRunObjects> & {
+        /** The pair was over MAX_BUNDLE_DIFF_BYTES: no objects. */
+        tooLarge?: boolean;
+        /** Violations of the cluster's own OpenAPI schema (`/pointer: message`), when it was fetched. */
+        schema?: string[];
+      })
   /** The API server refused the object: its own message. */
   | { state: "failed"; message: string }
   /** The agent could not ask (API server unreachable, bad request): not the object's fault. */
@@ -44,9 +80,13 @@ export function parseDryRunRequest(value: unknown): DryRunRequest {
   if (!nonEmpty(object.apiVersion) || !nonEmpty(object.kind)) {
     throw new Error("dry-run request: object.apiVersion and object.kind must be non-empty strings");
   }
-  if (!DRY_RUN_KINDS[object.apiVersion]?.includes(object.kind)) {
+  if (value.bundle !== undefined && typeof value.bundle !== "boolean")
+    throw new Error("dry-run request: bundle must be a boolean");
+  const bundle = value.bundle === true;
+  const kinds = bundle ? BUNDLE_DRY_RUN_KINDS : DRY_RUN_KINDS;
+  if (!kinds[object.apiVersion]?.includes(object.kind)) {
     throw new Error(
-      `dry-run request: ${object.apiVersion} ${object.kind} is not a workload this agent dry-runs`,
+      `dry-run request: ${object.apiVersion} ${object.kind} is not ${bundle ? "a Bundle kind" : "a workload"} this agent dry-runs`,
     );
   }
   const metadata = object.metadata;
@@ -63,6 +103,7 @@ export function parseDryRunRequest(value: unknown): DryRunRequest {
       kind,
       metadata: { ...metadata, name: metadata.name, namespace: metadata.namespace },
     },
+    ...(bundle ? { bundle } : {}),
   };
 }
 
@@ -72,7 +113,7 @@ export const clipDryRunMessage = (message: string): string =>
 /** Checks an agent's answer; `{error}` is how the request stream reports a failed handler. */
 export function parseDryRunAnswer(value: unknown): DryRunAnswer {
   if (!isRecord(value)) throw new Error("dry-run answer: not an object");
-  if (value.state === "passed") return { state: "passed" };
+  if (value.state === "passed") return parsePassed(value);
   if ((value.state === "failed" || value.state === "error") && typeof value.message === "string") {
     return { state: value.state, message: clipDryRunMessage(value.message) };
   }
@@ -80,4 +121,21 @@ export function parseDryRunAnswer(value: unknown): DryRunAnswer {
     return { state: "error", message: clipDryRunMessage(value.error) };
   }
   throw new Error("dry-run answer: expected {state: passed | failed | error, message}");
+}
+
+/** A passed answer, with a Bundle dry-run's objects and schema findings when they are well formed. */
+function parsePassed(value: Record<string, unknown>): DryRunAnswer {
+  const schema = Array.isArray(value.schema)
+    ? value.schema
+        .filter((v): v is string => typeof v === "string")
+        .slice(0, 32)
+        .map(clipDryRunMessage)
+    : undefined;
+  const extra = {
+    ...(value.tooLarge === true ? { tooLarge: true } : {}),
+    ...(schema?.length ? { schema } : {}),
+  };
+  if (isRecord(value.planned) && (value.live === null || isRecord(value.live)))
+    return { state: "passed", live: value.live, planned: value.planned, ...extra };
+  return { state: "passed", ...extra };
 }

@@ -18,12 +18,16 @@ export {
   parseCredentials,
 } from "./credentials.ts";
 export {
+  BUNDLE_DRY_RUN_KINDS,
+  type BundleDryRunObjects,
   clipDryRunMessage,
   DRY_RUN_KINDS,
   DRY_RUN_PURPOSE,
   type DryRunAnswer,
   type DryRunObject,
   type DryRunRequest,
+  MAX_BUNDLE_DIFF_BYTES,
+  MAX_DRY_RUN_ANSWER_BYTES,
   MAX_DRY_RUN_MESSAGE,
   parseDryRunAnswer,
   parseDryRunRequest,

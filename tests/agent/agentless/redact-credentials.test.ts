@@ -4,6 +4,7 @@ import t from "tap";
 import { kubeConfigFrom } from "../../../operators/agent/agentless/index.ts";
 import {
   credentialRedactor,
+  redactingDryRun,
   redactingLogger,
   redactingRuntime,
 } from "../../../operators/agent/agentless/redact-credentials.ts";
@@ -74,4 +75,25 @@ t.test("a redacting runtime redacts what its facets reject with too", async (t) 
   await t.rejects(async () => redacting.network?.applyPeersState({ domains: [] } as never), {
     message: bare,
   });
+});
+
+t.test("a plan's dry-run answers and errors from an agentless cluster are redacted", async (t) => {
+  const redact = credentialRedactor(kubeConfigFrom(kubeconfig(`{ token: ${TOKEN} }`)));
+  const request = {
+    object: { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "a", namespace: "b" } },
+  };
+  const failed = redactingDryRun(
+    async () => ({ state: "failed", message: `denied for Bearer ${TOKEN}` }),
+    redact,
+  );
+  t.same(await failed(request), { state: "failed", message: "denied for Bearer [redacted]" });
+  const findings = redactingDryRun(
+    async () => ({ state: "passed", schema: [`/data/${TOKEN}: unknown field`] }),
+    redact,
+  );
+  t.same(await findings(request), { state: "passed", schema: ["/data/[redacted]: unknown field"] });
+  const thrown = redactingDryRun(async () => {
+    throw new Error(`connect failed with ${TOKEN}`);
+  }, redact);
+  await t.rejects(thrown(request), { message: "connect failed with [redacted]" });
 });

@@ -14,6 +14,7 @@ import type { Readable } from "node:stream";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { AGENT_INSTANCE_LABEL } from "../../../api/index.ts";
 import { type Clock, systemClock } from "../../../lib/clock.ts";
+import { KubeHttp } from "../../../lib/kube-http.ts";
 import { type Logger, silentLogger } from "../../../lib/logger.ts";
 import type {
   AgentType,
@@ -37,6 +38,7 @@ import { DiskPoller } from "./cluster/disk-poller.ts";
 import { KubernetesVersion } from "./cluster/kubernetes-version.ts";
 import { NodeOverlaySync } from "./cluster/node-overlay-sync.ts";
 import { MANAGED_SELECTOR } from "./labels.ts";
+import { ClusterOpenApi } from "./openapi/index.ts";
 import { DomainPeersWriter } from "./secrets/domain-peers-secret.ts";
 import { SealedSecretsWriter } from "./secrets/sealed-secrets.ts";
 import { ChangeFeed } from "./watch/change-feed.ts";
@@ -120,12 +122,23 @@ export class KubernetesRuntime implements Runtime {
   readonly #addons: AddonInstaller;
   readonly #bundles: BundleApplier;
   readonly #secrets: SealedSecretsWriter;
+  readonly #openApi: ClusterOpenApi;
+  readonly #openApiHttp: KubeHttp;
   /** Sessions, files and port-forwards through the pods' subresources (access/). */
   readonly access: ContainerAccess;
   /** The nodeservers' peers state, in the Secret rlark-domain-peers (secrets/domain-peers-secret.ts). */
   readonly network: RuntimeNetwork;
   /** Node overlays, Addons, Secrets from SealedSecrets and browsing, on the cluster's API. */
   readonly cluster: RuntimeCluster;
+
+  /**
+   * A Bundle object's violations of this cluster's own OpenAPI schema (fetched once per
+   * Kubernetes version, openapi/); [] when it cannot be read. Used before applying a Bundle and
+   * by plans' dry-runs (workloads/dry-run.ts).
+   */
+  checkSchema(object: Record<string, unknown>): Promise<string[]> {
+    return this.#openApi.check(object);
+  }
 
   private constructor(options: KubernetesRuntimeOptions) {
     this.#options = options;
@@ -163,6 +176,13 @@ export class KubernetesRuntime implements Runtime {
     });
     this.#disk = new DiskPoller(core, this.#watches.nodes, logger, changed, clock);
     this.#version = new KubernetesVersion(this.#clients.version, logger, changed, clock);
+    this.#openApiHttp = new KubeHttp({ kubeConfig: options.kubeConfig, maxSockets: 2 });
+    this.#openApi = new ClusterOpenApi({
+      http: this.#openApiHttp,
+      version: () => this.#version.current,
+      logger,
+      clock,
+    });
     this.#peers = new DomainPeersWriter({
       objects,
       core,
@@ -192,6 +212,7 @@ export class KubernetesRuntime implements Runtime {
       onChange: changed,
       pollIntervalMs: options.addonPollIntervalMs,
       driftIntervalMs: options.bundleDriftIntervalMs,
+      checkSchema: (object) => this.checkSchema(object as unknown as Record<string, unknown>),
       clock,
     });
     this.#secrets = new SealedSecretsWriter({
@@ -292,6 +313,7 @@ export class KubernetesRuntime implements Runtime {
     ];
     await this.#addons.stop();
     await this.#bundles.stop();
+    this.#openApiHttp.close();
     this.#feed.stop();
     await this.#peers.stop();
     await this.#secrets.stop();

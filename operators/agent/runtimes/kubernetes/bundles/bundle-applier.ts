@@ -44,6 +44,8 @@ export interface BundleApplierOptions {
   pollIntervalMs?: number | undefined;
   /** How often a settled Bundle is checked for drift. Default 30 s. */
   driftIntervalMs?: number | undefined;
+  /** An object's violations of the cluster's own OpenAPI schema (openapi/); [] when unknown. */
+  checkSchema?: ((object: KubernetesObject) => Promise<string[]>) | undefined;
   clock?: Clock | undefined;
 }
 
@@ -153,6 +155,26 @@ export class BundleApplier {
       }
     } catch (err) {
       return failed(describeApiError(err, "recording what the Bundle applies"));
+    }
+
+    // A changed Bundle is checked against the cluster's own schemas before anything is applied:
+    // an object this cluster's API would refuse fails the release whole, naming object and field.
+    if (changed && this.#options.checkSchema) {
+      const refused: ObservedBundleObject[] = [];
+      for (const object of objects) {
+        const findings = await this.#options.checkSchema(object);
+        if (findings.length > 0)
+          refused.push({
+            ...refOf(object),
+            health: "Degraded",
+            message:
+              `${describe(refOf(object))} does not fit this cluster's schema: ${findings.join("; ")}`.slice(
+                0,
+                1024,
+              ),
+          });
+      }
+      if (refused.length > 0) return failed(refused[0]?.message ?? "", refused);
     }
 
     const states: ObservedBundleObject[] = [];

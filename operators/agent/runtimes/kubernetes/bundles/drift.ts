@@ -5,7 +5,7 @@
 import type { KubernetesObject } from "@kubernetes/client-node";
 
 /** Bookkeeping the API server changes on every write, and what controllers report. */
-function comparable(object: KubernetesObject): Record<string, unknown> {
+export function comparable(object: KubernetesObject): Record<string, unknown> {
   const { status: _status, ...rest } = object as KubernetesObject & { status?: unknown };
   const {
     managedFields: _m,

@@ -15,6 +15,7 @@ import {
 import { AGENT_FIELD_MANAGER } from "../../../../api/index.ts";
 import { clipDryRunMessage, type DryRunAnswer, type DryRunRequest } from "../../../../lib/tunnel/index.ts";
 import { apiErrorCode } from "../api-error.ts";
+import { type BundleDryRunContext, bundleDryRun } from "../bundles/bundle-dry-run.ts";
 import { DEFAULT_NAMESPACE } from "./render.ts";
 
 /** The `message` of the Status the API server answered with (the client hands over its text). */
@@ -58,10 +59,14 @@ async function namespaceMissing(core: CoreV1Api, name: string): Promise<boolean>
   }
 }
 
-/** `agentNamespace`: the agent's own namespace (it exists: the agent keeps its identity there). */
+/**
+ * `agentNamespace`: the agent's own namespace (it exists: the agent keeps its identity there).
+ * `checkSchema`: a Bundle object's violations of the cluster's own OpenAPI schema (openapi/).
+ */
 export function kubernetesDryRun(
   kubeConfig: KubeConfig,
   agentNamespace = DEFAULT_NAMESPACE,
+  checkSchema?: BundleDryRunContext["checkSchema"],
 ): (request: DryRunRequest) => Promise<DryRunAnswer> {
   const objects = KubernetesObjectApi.makeApiClient(kubeConfig);
   const core = kubeConfig.makeApiClient(CoreV1Api);
@@ -69,7 +74,16 @@ export function kubernetesDryRun(
     ask(() =>
       objects.patch(object, undefined, "All", AGENT_FIELD_MANAGER, true, PatchStrategy.ServerSideApply),
     );
-  return async ({ object }) => {
+  const bundleContext: BundleDryRunContext = {
+    objects,
+    namespaceMissing: (name) => namespaceMissing(core, name),
+    agentNamespace,
+    ask,
+    ...(checkSchema ? { checkSchema } : {}),
+  };
+  return async (request) => {
+    if (request.bundle) return bundleDryRun(bundleContext, request);
+    const { object } = request;
     const namespace = object.metadata.namespace;
     if (!(await namespaceMissing(core, namespace))) return apply(object);
     const created = await ask(() =>
