@@ -280,6 +280,21 @@ export async function startHub(options: HubOptions): Promise<Hub> {
         : hubReadiness(started, source?.watcher.status()),
     tunnel: tunnel.server,
     accessAudit: (limit) => audit.recent(limit),
+    auditRead: ({ actor, target, error }) => {
+      const at = new Date().toISOString();
+      audit.write({
+        actor,
+        verb: "read",
+        target,
+        via: "http",
+        start: at,
+        end: at,
+        bytesIn: 0,
+        bytesOut: 0,
+        result: "denied",
+        error,
+      });
+    },
     logger,
     authorize: options.authorize ?? httpAccessCheck(access, sessions),
     // Injected checks decide alone (tests, `rlark up` without grants); git's grants also revoke.
