@@ -221,7 +221,7 @@ async function seedNodes(dataDir: string): Promise<void> {
 
 interface JobView {
   spec: { team?: string };
-  status?: { quota?: unknown; conditions?: { type: string; status: string }[] };
+  status?: { quota?: unknown; conditions?: { type: string; status: string; reason?: string }[] };
 }
 
 interface Figures {
@@ -276,8 +276,16 @@ async function runOne(jobs: number): Promise<Figures> {
           const waiting = items.filter((j) =>
             j.status?.conditions?.some((c) => c.type === "QuotaReserved" && c.status === "False"),
           );
-          // Settled: every Job decided, and every admitted Job's three Tasks created.
-          if (admitted.length + waiting.length === total && (counts.Task ?? 0) >= admitted.length * 3) {
+          // Settled: every Job decided for good (a Job held back for fair share or a preemption is
+          // tried again: only "does not fit" is final), every admitted Job's three Tasks created.
+          const final = waiting.every((j) =>
+            j.status?.conditions?.some((c) => c.type === "QuotaReserved" && c.reason === "QuotaExceeded"),
+          );
+          if (
+            final &&
+            admitted.length + waiting.length === total &&
+            (counts.Task ?? 0) >= admitted.length * 3
+          ) {
             const settledMs = performance.now() - started;
             const held = new Map<string, number>();
             for (const j of admitted) held.set(j.spec.team ?? "", (held.get(j.spec.team ?? "") ?? 0) + 1);
