@@ -375,7 +375,7 @@ if (flags.child) {
         : ` (${(r.settledMs / base.settledMs).toFixed(1)}x time, ${(r.peakMiB / base.peakMiB).toFixed(2)}x RSS for ${(r.jobs / base.jobs).toFixed(0)}x Jobs)`;
     console.log(header);
     console.log(
-      `  ${String(r.jobs).padStart(6)}  ${(r.settledMs / 1000).toFixed(1).padStart(7)} s  ${(r.settledMs / r.jobs).toFixed(2).padStart(6)} ms  ${r.peakMiB.toFixed(0).padStart(6)} MiB   ${String(r.admitted).padStart(6)}/${String(r.waiting).padEnd(6)}     ${r.offIdealPct.toFixed(1).padStart(5)} %    ${r.worstTeam} at ${r.worstPct.toFixed(0)} %${growth}`,
+      `  ${String(r.jobs).padStart(6)}  ${(r.settledMs / 1000).toFixed(1).padStart(7)} s  ${(r.settledMs / r.jobs).toFixed(2).padStart(6)} ms  ${r.peakMiB.toFixed(0).padStart(6)} MiB   ${String(r.admitted).padStart(6)}/${String(r.waiting).padEnd(6)}     ${r.offIdealPct.toFixed(1).padStart(5)} %    ${r.worstTeam ? `${r.worstTeam} at ${r.worstPct.toFixed(0)} %` : "every team at 100 %"}${growth}`,
     );
   }
 }
