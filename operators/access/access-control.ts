@@ -1,7 +1,16 @@
 // The authorization of access requests against the store: who the user is now (User objects),
 // which pod a login names (Pod mirrors), what the policies say (AccessPolicy objects), and a
 // signal whenever any of those change so open sessions are checked again at once.
-import { type AccessPolicy, clusterOf, type Job, type Pod, type User } from "../api/index.ts";
+import {
+  type AccessPolicy,
+  clusterOf,
+  type Job,
+  jobTeam,
+  type Pod,
+  type Team,
+  teamsOfUser,
+  type User,
+} from "../api/index.ts";
 import type { Store, Watch } from "../lib/store/index.ts";
 import {
   type AccessDecision,
@@ -32,7 +41,7 @@ export class AccessDenied extends Error {
   }
 }
 
-const KINDS_THAT_DECIDE = ["User", "AccessPolicy", "Job", "Pod"] as const;
+const KINDS_THAT_DECIDE = ["User", "AccessPolicy", "Job", "Pod", "Team"] as const;
 
 export class AccessControl {
   readonly #store: Store;
@@ -73,12 +82,14 @@ export class AccessControl {
   async target(pod: Pick<ResolvedPod, "cluster" | "namespace" | "name" | "job">): Promise<AccessTarget> {
     const job = pod.job ? await this.#store.get<Job>("Job", undefined, pod.job) : undefined;
     const domain = job?.spec.domain;
+    const team = job ? jobTeam(job, (await this.#store.list<Team>("Team")).items) : undefined;
     return {
       cluster: pod.cluster,
       namespace: pod.namespace,
       pod: pod.name,
       ...(pod.job ? { job: pod.job, jobLabels: job?.metadata.labels ?? {} } : {}),
       ...(domain ? { domain } : {}),
+      ...(team ? { team } : {}),
     };
   }
 
@@ -115,7 +126,8 @@ export class AccessControl {
     if (!found) return { allowed: false, reason: `user ${user} is not declared in git` };
     if (loginKey && !found.spec.sshPublicKeys?.some((line) => publicKeyBlob(line)?.equals(loginKey)))
       return { allowed: false, reason: `the SSH key this login used is no longer listed for user ${user}` };
-    const principal: Principal = { user, roles: found.spec.roles };
+    const teams = teamsOfUser(user, (await this.#store.list<Team>("Team")).items);
+    const principal: Principal = { user, roles: found.spec.roles, teams };
     const policies = (await this.#store.list<AccessPolicy>("AccessPolicy")).items;
     return authorize(policies, principal, verb, target, command);
   }

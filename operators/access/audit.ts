@@ -22,7 +22,8 @@ export interface AuditRecord {
   actor: string;
   /** Source address of the client. */
   ip?: string;
-  verb: AccessVerb;
+  /** An access verb, or `read`: a refused API read of another team's object (docs/teams.md#visibility). */
+  verb: AccessVerb | "read";
   /** `cluster/namespace/pod[/container]`, with `:port` for forwarding; empty when none was resolved. */
   target: string;
   /** exec: the program (argv[0]) only; its arguments may hold secrets. */

@@ -27,6 +27,8 @@ const ACTING_ROLES = ["user", "admin"];
 export interface Principal {
   user: string;
   roles: readonly string[];
+  /** The Teams that list the user as a member (docs/teams.md#visibility). */
+  teams?: readonly string[];
 }
 
 /** The pod asked for, with what the policies match on. */
@@ -39,12 +41,19 @@ export interface AccessTarget {
   job?: string;
   jobLabels?: Readonly<Record<string, string>>;
   domain?: string;
+  /** The team of the pod's Job (its spec.team, or the default Team). */
+  team?: string;
 }
 
 export interface AccessDecision {
   allowed: boolean;
-  /** Why: the granting policy's name, or what was missing. Safe to show the user and to audit. */
+  /** Why: the granting policy's name, or what was missing. Safe to audit; shown unless hidden. */
   reason: string;
+  /**
+   * The pod is another team's and nothing opens that team to the user: the caller answers as if
+   * the pod did not exist (so its existence does not leak) and audits the reason.
+   */
+  hidden?: true;
 }
 
 /** Characters that would let an allowlisted prefix smuggle a second command into a shell. */
@@ -77,6 +86,7 @@ function matchesTarget(policy: AccessPolicy, target: AccessTarget): boolean {
   if (targets.clusters && !targets.clusters.includes(target.cluster)) return false;
   if (targets.namespaces && !targets.namespaces.includes(target.namespace)) return false;
   if (targets.domains && !(target.domain && targets.domains.includes(target.domain))) return false;
+  if (targets.teams && !(target.team && targets.teams.includes(target.team))) return false;
   if (targets.jobSelector) {
     // A selector names Jobs: a pod of no Job never matches one, not even an empty selector.
     if (!target.job) return false;
@@ -86,7 +96,9 @@ function matchesTarget(policy: AccessPolicy, target: AccessTarget): boolean {
 }
 
 /**
- * Whether `principal` may `verb` the `target` pod (for exec, run `command`). Allowed only when
+ * Whether `principal` may `verb` the `target` pod (for exec, run `command`). A pod of a team the
+ * user is not in is refused, hidden, unless the user is an admin or a policy naming the user lists
+ * that team under targets.teams. Allowed only when
  * some policy names the user or one of its roles, matches the target and lists the verb (and
  * for exec, the command), and the User has the verb's least role (VERB_ROLES); no role, not even
  * admin, has any verb by itself.
@@ -98,6 +110,19 @@ export function authorize(
   target: AccessTarget,
   command?: string,
 ): AccessDecision {
+  // First: a refusal for any other reason would tell the user that another team's pod exists.
+  if (target.team && !principal.roles.includes("admin") && !principal.teams?.includes(target.team)) {
+    const opened = policies.some(
+      (policy) =>
+        namesSubject(policy, principal) && policy.spec.targets?.teams?.includes(target.team as string),
+    );
+    if (!opened)
+      return {
+        allowed: false,
+        hidden: true,
+        reason: `${principal.user} is not in team ${target.team}, and no AccessPolicy lists that team`,
+      };
+  }
   if (VERB_ROLES[verb] === "user" && !principal.roles.some((role) => ACTING_ROLES.includes(role))) {
     return {
       allowed: false,

@@ -247,6 +247,18 @@ export class AccessSessions {
     const decision = await this.#options.access.decide(who.user, verb, target, command, who.key);
     if (!decision.allowed) {
       slot.release();
+      if (decision.hidden) {
+        // Another team's pod: audited as what it is, answered as a pod that does not exist.
+        this.audit(who, {
+          verb,
+          target: targetName(target),
+          start,
+          result: "denied",
+          error: `access denied: ${decision.reason}`,
+          command,
+        });
+        return { denied: notFoundMessage(pod) };
+      }
       return deny(`access denied: ${decision.reason}`, targetName(target));
     }
     return { pod: resolved, target, slot };
@@ -510,6 +522,13 @@ export class AccessSessions {
 
 export function targetName(target: AccessTarget): string {
   return `${target.cluster}/${target.namespace}/${target.pod}`;
+}
+
+/** What resolvePod says of a pod that does not exist (or has no ready replica), word for word. */
+function notFoundMessage(pod: PodSelector | ResolvedPod): string {
+  if ("cluster" in pod) return `no pod ${pod.namespace}/${pod.name}`;
+  if (pod.kind === "task") return `task ${pod.task} has no ready replica`;
+  return `no pod ${pod.namespace ? `${pod.namespace}/` : ""}${pod.name}`;
 }
 
 export function describePod(pod: PodSelector | ResolvedPod): string {

@@ -13,6 +13,9 @@ import { fileCredentialStore } from "../lib/tunnel/index.ts";
 import { type Agent, startAgent } from "./agent.ts";
 import { ProcessRuntime } from "./runtimes/process/index.ts";
 
+/** The first uid of the local agent's pods, as `rlark agent --pod-uid` defaults to. */
+const LOCAL_POD_UID = 1338;
+
 export interface LocalAgentOptions {
   cluster: string;
   dataDir: string;
@@ -56,6 +59,8 @@ export async function startLocalAgent(options: LocalAgentOptions): Promise<Agent
     nodeLabels: { [EDGE_NODE_LABEL]: "true" },
     agentVersion: packageJson.version,
     logger: options.logger,
+    // As root, a pod is not a root shell on the host: each Task gets a uid of its own.
+    ...(process.getuid?.() === 0 ? { podUsers: { firstUid: LOCAL_POD_UID } } : {}),
   });
   return startAgent({
     hub: options.hub.sshAddress,

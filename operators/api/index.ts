@@ -38,6 +38,16 @@ export {
 export { sealedSecretContext, sealTargetOf } from "./seal-target.ts";
 export { HIDDEN_VALUE, shownSealedSecretSpec } from "./sealed-secret-view.ts";
 export { parseSshPublicKey, type SshPublicKey, sshFingerprint } from "./ssh-public-key.ts";
+export {
+  jobTeam,
+  type ObjectFilter,
+  type ScopeFacts,
+  teamFilter,
+  teamsGranted,
+  teamsOfUser,
+  type Viewer,
+  viewerOf,
+} from "./team-scope.ts";
 export * from "./validate/index.ts";
 export type { SchemaViolation } from "./violations.ts";
 export * from "./well-known.ts";

@@ -219,7 +219,7 @@ export function registerAgent(program: Command): void {
     )
     .option(
       "--pod-uid <uid>",
-      "process runtime, as root: the uid (and gid) the programs of Domain pods (and access sessions into them) run as; not the sidecar's; 0 runs them as root, unconfined",
+      "process runtime, as root: the first of 1000 uids pods run as, each Task its own (and the access sessions into its pods); not the sidecar's; 0 runs every pod as root, unconfined",
       podUid,
       1338,
     )
@@ -328,11 +328,11 @@ export function registerAgent(program: Command): void {
                   rlark: [process.execPath, ...(process.argv[1] ? [process.argv[1]] : [])],
                   runDir: path.resolve(flags.nodeserverDir),
                   sidecarUid: flags.sidecarUid,
-                  // An agent that is not root cannot give its pods another user.
-                  ...(process.getuid?.() === 0 && flags.podUid !== 0 ? { podUid: flags.podUid } : {}),
                 },
               }
             : {}),
+          // An agent that is not root cannot give its pods another user.
+          ...(process.getuid?.() === 0 && flags.podUid !== 0 ? { podUsers: { firstUid: flags.podUid } } : {}),
         });
       }
       const network =

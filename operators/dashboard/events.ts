@@ -7,6 +7,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { type Clock, every, systemClock } from "../lib/clock.ts";
 import { type Authenticator, bearerToken, type Principal, sendStatus } from "../lib/http/index.ts";
+import type { KubeObject } from "../lib/kube-object.ts";
 import type { CachedEvent, ObjectCache } from "./object-cache.ts";
 
 export const EVENTS_PATH = "/api/v1/events";
@@ -36,7 +37,15 @@ export interface EventStreamOptions {
   limits?: EventStreamLimits;
   /** Drives heartbeats and token expiry; tests pass a FakeClock. */
   clock?: Clock;
+  /**
+   * What a principal may see (docs/teams.md#visibility): a maker of filters over the objects as
+   * held now, called again after each Job change (a Job's team and Domain decide what else shows).
+   * Absent, or undefined for the principal (an admin): every object.
+   */
+  scope?: (principal: Principal) => Promise<(() => ObjectFilter) | undefined>;
 }
+
+export type ObjectFilter = (object: KubeObject) => boolean;
 
 export interface EventStream {
   handle(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void>;
@@ -47,6 +56,11 @@ export interface EventStream {
    * with another role (a User deleted or demoted in git): the browser reconnects and is refused.
    */
   recheck(): Promise<void>;
+  /**
+   * Ends every stream that sees less than everything (a Team or AccessPolicy changed in git):
+   * the browser reconnects and gets a snapshot under the new scope.
+   */
+  rescope(): void;
   close(): void;
 }
 
@@ -54,6 +68,7 @@ interface Client {
   res: ServerResponse;
   token: string;
   principal: Principal;
+  scoped: boolean;
   /** Unread bytes allowed before the client is dropped. */
   allowance: number;
 }
@@ -103,7 +118,16 @@ export function createEventStream(options: EventStreamOptions): EventStream {
           `${principal.subject} has ${open} event streams open, the most allowed: close a dashboard tab`,
         );
       }
-      const client: Client = { res, token, principal, allowance: maxPending };
+      const makeFilter = options.scope ? await options.scope(principal) : undefined;
+      let filter = makeFilter?.();
+      const shows = (object: KubeObject) => !filter || filter(object);
+      const client: Client = {
+        res,
+        token,
+        principal,
+        scoped: makeFilter !== undefined,
+        allowance: maxPending,
+      };
       clients.add(client);
       perSubject.set(principal.subject, open + 1);
       res.writeHead(200, {
@@ -118,7 +142,7 @@ export function createEventStream(options: EventStreamOptions): EventStream {
       send(client, "retry: 2000\n\n");
       const lastId =
         (req.headers["last-event-id"] as string | undefined) ?? url.searchParams.get("lastEventId");
-      const missed = lastId ? options.cache.since(lastId) : undefined;
+      const missed = lastId ? options.cache.since(lastId)?.filter((e) => shows(e.event.object)) : undefined;
       // What a newcomer is owed may be larger than the allowance: it may stay unread until taken.
       const initial = (text: string) => {
         client.allowance = maxPending + Buffer.byteLength(text);
@@ -133,14 +157,17 @@ export function createEventStream(options: EventStreamOptions): EventStream {
       } else {
         const { objects, cursor } = options.cache.snapshot();
         const body = {
-          objects,
+          objects: filter ? objects.filter(filter) : objects,
           source: JSON.parse(lastSource) as unknown,
           config: options.config,
           principal,
         };
         initial(`id: ${cursor}\nevent: snapshot\ndata: ${JSON.stringify(body)}\n\n`);
       }
-      const unsubscribe = options.cache.subscribe((event) => send(client, frame(event)));
+      const unsubscribe = options.cache.subscribe((event) => {
+        if (makeFilter && event.event.object.kind === "Job") filter = makeFilter();
+        if (shows(event.event.object)) send(client, frame(event));
+      });
       const stopHeartbeat = every(clock, HEARTBEAT_MS, () => send(client, ": ping\n\n"));
       const exp = options.expiresAt?.(token);
       // A session ends with its token: the browser reconnects, is refused, and shows the login.
@@ -171,6 +198,9 @@ export function createEventStream(options: EventStreamOptions): EventStream {
             client.res.end();
         }),
       );
+    },
+    rescope() {
+      for (const client of clients) if (client.scoped) client.res.end();
     },
     close() {
       for (const client of clients) client.res.end();

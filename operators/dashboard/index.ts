@@ -6,8 +6,17 @@
 //   console.log(hub.dashboard?.loginUrl(hub.url));   // one click, once, logged in as admin
 //
 // See docs/dashboard.md.
+import { type AccessPolicy, type Job, type Team, teamFilter, type User, viewerOf } from "../api/index.ts";
 import { type Clock, every, systemClock } from "../lib/clock.ts";
-import { type Authenticator, anyOf, type Method, type Route, route, sendStatus } from "../lib/http/index.ts";
+import {
+  type Authenticator,
+  anyOf,
+  type Method,
+  type Principal,
+  type Route,
+  route,
+  sendStatus,
+} from "../lib/http/index.ts";
 import { type Logger, silentLogger } from "../lib/logger.ts";
 import type { Store } from "../lib/store/index.ts";
 import { loadAssets, serveAsset, serveFavicon, serveIndex } from "./assets.ts";
@@ -20,9 +29,37 @@ import {
   loadOrCreateJwtSecret,
   verifyJwt,
 } from "./auth/index.ts";
-import { createEventStream, EVENTS_PATH, type EventStreamLimits } from "./events.ts";
-import { createObjectCache } from "./object-cache.ts";
+import { createEventStream, EVENTS_PATH, type EventStreamLimits, type ObjectFilter } from "./events.ts";
+import { createObjectCache, type ObjectCache } from "./object-cache.ts";
 import { repoWebUrl } from "./repo-web.ts";
+
+/**
+ * The filter maker of `principal`'s event stream (docs/teams.md#visibility): Teams and Jobs as
+ * the cache holds them now, the AccessPolicies and the User as the store has them at the start
+ * (a change to either ends the stream: rescope, recheck). None for admins or a hub without Teams.
+ */
+async function streamScope(
+  store: Store,
+  cache: ObjectCache,
+  principal: Principal,
+): Promise<(() => ObjectFilter) | undefined> {
+  if (principal.role === "admin") return undefined;
+  const user = await store.get<User>("User", undefined, principal.subject);
+  const policies = (await store.list<AccessPolicy>("AccessPolicy")).items;
+  const viewer = viewerOf(principal.subject, principal.role, user);
+  return () => {
+    const teams = cache.objectsOf("Team") as Team[];
+    return teamFilter(
+      {
+        teams,
+        policies,
+        job: (name) => cache.get("Job", undefined, name) as Job | undefined,
+        jobs: () => cache.objectsOf("Job") as Job[],
+      },
+      viewer,
+    );
+  };
+}
 
 export { DEFAULT_SCRYPT, hashPassword, LOGIN_LINK_TTL_MS } from "./auth/index.ts";
 export { DASHBOARD_KINDS } from "./object-cache.ts";
@@ -106,6 +143,7 @@ export async function createDashboard(options: DashboardOptions): Promise<Dashbo
     expiresAt: (token) => verifyJwt(token, secret, Math.floor(clock.now() / 1000))?.exp,
     ...(options.streamLimits ? { limits: options.streamLimits } : {}),
     clock,
+    scope: (principal) => streamScope(options.store, cache, principal),
   });
   const stopPolling = every(clock, options.sourcePollMs ?? 1000, () => events.pollSource());
   // A User deleted or demoted in git loses its open streams at once, not only its next request.
@@ -119,6 +157,14 @@ export async function createDashboard(options: DashboardOptions): Promise<Dashbo
     recheck,
   );
   const stopRechecking = every(clock, options.principalRecheckMs ?? 60_000, recheck);
+  // Who sees which team's objects changed: scoped streams start again under the new scope.
+  const scopeWatches = await Promise.all(
+    ["Team", "AccessPolicy"].map(async (kind) =>
+      options.store.watch(kind, { resourceVersion: await options.store.resourceVersion() }, () =>
+        events.rescope(),
+      ),
+    ),
+  );
 
   return {
     routes: [
@@ -175,6 +221,7 @@ export async function createDashboard(options: DashboardOptions): Promise<Dashbo
       stopPolling();
       stopRechecking();
       users.stop();
+      for (const watch of scopeWatches) watch.stop();
       events.close();
       cache.stop();
     },

@@ -4,7 +4,7 @@
 // One cache serves every browser: the store sees one watch per kind however many people look.
 
 import { type Clock, systemClock } from "../lib/clock.ts";
-import { type KubeObject, kindKeyOf } from "../lib/kube-object.ts";
+import { type KubeObject, kindKey, kindKeyOf } from "../lib/kube-object.ts";
 import type { Logger } from "../lib/logger.ts";
 import type { Store, Watch, WatchEvent } from "../lib/store/index.ts";
 import { objectView } from "./object-view.ts";
@@ -37,6 +37,10 @@ export interface ObjectCache {
   /** The changes after `cursor`, or undefined when they are no longer all held (load a snapshot). */
   since(cursor: string): CachedEvent[] | undefined;
   subscribe(listener: (event: CachedEvent) => void): () => void;
+  /** One object as held now (the event stream's team filter looks Jobs up by name). */
+  get(kind: string, namespace: string | undefined, name: string): KubeObject | undefined;
+  /** Every object of `kind` held now. */
+  objectsOf(kind: string): KubeObject[];
   stop(): void;
 }
 
@@ -128,6 +132,12 @@ export function createObjectCache(options: {
     subscribe(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
+    },
+    get(kind, namespace, name) {
+      return objects.get(kindKey(kind, namespace, name));
+    },
+    objectsOf(kind) {
+      return [...objects.values()].filter((o) => o.kind === kind);
     },
     stop() {
       stopped = true;

@@ -43,7 +43,7 @@ import {
   type WebhookIntake,
 } from "../source/index.ts";
 import { splitHostPort } from "./host-port.ts";
-import { createHubHttpHandler, hubApiRoutes } from "./http/api-server.ts";
+import { createHubHttpHandler, hubApiRoutes, type RefusedRead } from "./http/api-server.ts";
 import type { ClusterTester } from "./http/cluster-test-route.ts";
 import type { Readiness } from "./readiness.ts";
 import type { HubSource } from "./source-wiring.ts";
@@ -64,6 +64,8 @@ export interface HubHttpOptions {
   dashboard?: boolean | DashboardSettings;
   /** The newest access audit records, for admins. */
   accessAudit?: (limit: number) => unknown[];
+  /** Records a refused read of another team's object (the API's objects route). */
+  auditRead?: (record: RefusedRead) => void;
   metricsText: () => Promise<string> | string;
   /** Served at /api/v1/seal-key (public key) and rotated at /api/v1/seal-key/rotate (admins). */
   sealKeys: SealKeyring;
@@ -171,6 +173,7 @@ export async function startHubHttp(options: HubHttpOptions): Promise<HubHttp> {
       browse: options.tunnel,
       ...(options.clusterTester ? { clusterTester: options.clusterTester } : {}),
       ...(options.accessAudit ? { accessAudit: options.accessAudit } : {}),
+      ...(options.auditRead ? { auditRead: options.auditRead } : {}),
       ready: options.ready,
     }),
   ];

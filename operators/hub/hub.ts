@@ -1,7 +1,7 @@
 // Composes the hub process: the core (store, controllers, agent tunnels), then the git source,
 // the feedback to the code host and the status branch, and the HTTP address, each wired in its
 // own file. Everything is built from options here; main (the CLI) only parses flags and calls startHub.
-import { chmod, mkdir } from "node:fs/promises";
+import { chmod, mkdir, stat } from "node:fs/promises";
 import path from "node:path";
 import {
   type AccessCheck,
@@ -176,8 +176,10 @@ export async function startHub(options: HubOptions): Promise<Hub> {
   const logger = options.logger ?? jsonLogger("hub");
   await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
   // Also when it already existed (`rlark up` makes it before the hub starts, or an older
-  // version made it 0755): it holds the CA key, the admin token and the artifacts.
-  await chmod(options.dataDir, 0o700);
+  // version made it 0755): it holds the CA key, the admin token and the artifacts. A group's search
+  // bit stays: a root `rlark up`'s local agent gives it to the pods' group (rlark-pods) to reach
+  // their own directories below, and takes nothing else (docs/process-runtime.md#users).
+  await chmod(options.dataDir, 0o700 | ((await stat(options.dataDir)).mode & 0o010));
   const adminToken = await loadOrCreateAdminToken(options.dataDir);
   const sealKeys = await SealKeyring.open(options.sealDir ?? path.join(options.dataDir, "seal"));
   const sealCheck = hubOpens(sealKeys);
@@ -288,6 +290,21 @@ export async function startHub(options: HubOptions): Promise<Hub> {
         : hubReadiness(started, source?.watcher.status()),
     tunnel: tunnel.server,
     accessAudit: (limit) => audit.recent(limit),
+    auditRead: ({ actor, target, error }) => {
+      const at = new Date().toISOString();
+      audit.write({
+        actor,
+        verb: "read",
+        target,
+        via: "http",
+        start: at,
+        end: at,
+        bytesIn: 0,
+        bytesOut: 0,
+        result: "denied",
+        error,
+      });
+    },
     logger,
     authorize: options.authorize ?? httpAccessCheck(access, sessions),
     // Injected checks decide alone (tests, `rlark up` without grants); git's grants also revoke.

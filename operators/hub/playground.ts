@@ -21,7 +21,8 @@ export async function ensurePlayground(dataDir: string, branch = "main"): Promis
   if (await exists(path.join(dir, ".git"))) return { dir, created: false };
   // The data dir is the hub's, private (it holds the CA key); the hub also tightens it on start.
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
-  await mkdir(dir, { recursive: true });
+  // Private too: the pods of a root `rlark up` may search the data dir (docs/process-runtime.md#users).
+  await mkdir(dir, { recursive: true, mode: 0o700 });
   await cp(EXAMPLES, dir, { recursive: true });
   await run("git", ["init", "--quiet", "--initial-branch", branch], { cwd: dir });
   await run("git", ["add", "--all"], { cwd: dir });

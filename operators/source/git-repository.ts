@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { mkdir, readdir, rename, rm } from "node:fs/promises";
+import { chmod, mkdir, readdir, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { type GitAuth, type GitCredentials, prepareGitAuth, repoKey } from "./git-auth.ts";
 import { gitIn } from "./git-exec.ts";
@@ -111,6 +111,10 @@ class Repository implements GitRepository {
     return this.#scrubbed(`git fetch of branch ${this.branch} from`, async () => {
       const auth = await this.auth();
       if (!existsSync(join(this.dir, "HEAD"))) {
+        // Private, as the data dir around it: under a root `rlark up` the pods' group may search
+        // the data dir on the way to their own directories (docs/process-runtime.md#users).
+        await mkdir(join(this.dir, ".."), { recursive: true, mode: 0o700 });
+        await chmod(join(this.dir, ".."), 0o700); // also one an older version made 0755
         await mkdir(this.dir, { recursive: true });
         await (await this.#git()).raw(["init", "--bare", "--quiet"]);
       }
@@ -133,7 +137,8 @@ class Repository implements GitRepository {
     if (!SHA.test(revision)) throw new Error(`not a full commit id: ${JSON.stringify(revision)}`);
     const target = join(this.#snapshots, revision);
     if (existsSync(target)) return target;
-    await mkdir(this.#snapshots, { recursive: true });
+    await mkdir(this.#snapshots, { recursive: true, mode: 0o700 }); // private, as git/ above
+    await chmod(this.#snapshots, 0o700);
     // Build beside the target and rename, so a crash never leaves a half-written snapshot behind.
     const temp = join(this.#snapshots, `.tmp-${revision}-${randomBytes(4).toString("hex")}`);
     const index = `${temp}.index`;

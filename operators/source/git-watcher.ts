@@ -345,7 +345,7 @@ class Watcher extends EventEmitter<{ status: [SourceStatus] }> implements GitWat
     };
     const temp = `${this.#stateFile}.tmp`;
     await mkdir(join(this.#stateFile, ".."), { recursive: true });
-    await writeFile(temp, `${JSON.stringify(state, null, 2)}\n`);
+    await writeFile(temp, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 });
     await rename(temp, this.#stateFile);
   }
 }

@@ -106,3 +106,52 @@ t.test("login names carry the target", async (t) => {
   t.throws(() => parseLoginName("alice+../etc"));
   t.throws(() => parseLoginName("Alice"));
 });
+
+t.test(
+  "another team's pod is hidden unless the user is in it, an admin, or a policy lists the team",
+  async (t) => {
+    const everyone = policy("everyone", {
+      subjects: { roles: ["user", "viewer", "admin"] },
+      verbs: ["shell", "logs"],
+    });
+    const vision: AccessTarget = { ...trainer, team: "vision" };
+    const refused = authorize([everyone], { ...alice, teams: ["robots"] }, "shell", vision);
+    t.same(refused, {
+      allowed: false,
+      hidden: true,
+      reason: "alice is not in team vision, and no AccessPolicy lists that team",
+    });
+    t.equal(
+      authorize([everyone], { ...alice, teams: ["vision"] }, "shell", vision).allowed,
+      true,
+      "a member",
+    );
+    t.equal(
+      authorize([everyone], { user: "root", roles: ["admin"] }, "shell", vision).allowed,
+      true,
+      "an admin",
+    );
+    t.equal(
+      authorize([everyone], { user: "v", roles: ["viewer"], teams: [] }, "shell", vision).hidden,
+      true,
+      "hidden before the role is asked: a viewer's refusal would tell the pod exists",
+    );
+    const opens = policy("alice-vision-logs", {
+      subjects: { users: ["alice"] },
+      targets: { teams: ["vision"] },
+      verbs: ["logs"],
+    });
+    t.equal(
+      authorize([everyone, opens], alice, "logs", vision).allowed,
+      true,
+      "a policy listing the team opens it",
+    );
+    t.equal(authorize([opens], alice, "shell", vision).allowed, false, "for its verbs only, as any grant");
+    t.equal(
+      authorize([opens], alice, "logs", trainer).allowed,
+      false,
+      "targets.teams matches only that team's pods",
+    );
+    t.equal(authorize([everyone], alice, "shell", trainer).allowed, true, "a pod of no team is as before");
+  },
+);

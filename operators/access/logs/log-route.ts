@@ -97,6 +97,9 @@ export function podLogRoute(options: PodLogRouteOptions): PodLogRoute {
     const decision = await options.authorize(principal, "logs", target);
     if (!decision.allowed) {
       record("denied", { error: decision.reason });
+      // Another team's pod is answered as one that does not exist (docs/teams.md#visibility).
+      if (decision.hidden)
+        return sendStatus(res, 404, "NotFound", `pods "${name}" not found in ${namespace}`);
       return sendStatus(res, 403, "Forbidden", `logs of ${namespace}/${name}: ${decision.reason}`);
     }
     const held = open.get(principal.subject) ?? 0;

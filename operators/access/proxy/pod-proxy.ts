@@ -141,8 +141,18 @@ export function podProxyRoute(options: PodProxyOptions): PodProxyRoute {
       });
     const decision = await options.authorize(principal, "proxy", target);
     if (!decision.allowed) {
-      status = 403;
+      status = decision.hidden ? 404 : 403;
       record("denied", { error: decision.reason });
+      // Another team's pod is answered as one that does not exist (docs/teams.md#visibility).
+      if (decision.hidden)
+        return sendStatus(
+          res,
+          404,
+          "NotFound",
+          kind === "pod"
+            ? `pods "${asked}" not found in ${namespace}`
+            : `task "${asked}" has no ready pod in ${namespace}`,
+        );
       return sendStatus(res, 403, "Forbidden", `proxy to ${namespace}/${name}:${port}: ${decision.reason}`);
     }
     let channel: Awaited<ReturnType<TunnelServer["openStream"]>>;

@@ -136,6 +136,16 @@ export function webSocketProxyRoute(
     const decision = await options.authorize(principal, "proxy", target);
     if (!decision.allowed) {
       record("denied", decision.reason);
+      if (decision.hidden) {
+        // Another team's pod is answered as one that does not exist (docs/teams.md#visibility).
+        refuseUpgrade(
+          socket,
+          404,
+          "Not Found",
+          `no ${plural === "pods" ? "pod" : "ready pod of task"} ${asked} in ${namespace}`,
+        );
+        return true;
+      }
       refuseUpgrade(
         socket,
         403,

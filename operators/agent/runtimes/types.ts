@@ -34,6 +34,8 @@ export interface RawWorkload {
   args?: string[];
   env?: EnvVar[];
   workingDir?: string;
+  /** Run as the agent's user rather than the Task's own uid (process runtime on a root agent). */
+  runAsRoot?: boolean;
   /** Number of processes; each is a pod named `<task>-<index>`. Default 1. */
   replicas?: number;
   /** Restart policy: Deployment and StatefulSet restart always; a Job runs once. Default Job, as in the schema. */

@@ -43,4 +43,6 @@ export interface AccessTargets {
   domains?: DNS1123Subdomain[];
   /** Matches the labels of the pod's Job. */
   jobSelector?: LabelSelector;
+  /** Teams whose Jobs' pods are reachable. A team's Jobs, Tasks, pods, logs and Domains are seen and reached by its members alone (and admins); a policy listing the team here grants its subjects the same, for its verbs (docs/teams.md#visibility). */
+  teams?: DNS1123Subdomain[];
 }

@@ -138,6 +138,8 @@ export interface RawRuntime {
   env?: EnvVar[];
   /** Working directory; default: the task's own directory. */
   workingDir?: string;
+  /** Run as the agent's user (root on a root agent) instead of the Task's own unprivileged uid: the pod and the sessions into it can then read every other pod's files and the agent's credentials. An explicit opt-in, logged by the agent at every start (docs/process-runtime.md#users). */
+  runAsRoot?: boolean;
   /** How many copies of the process to run (default 1). */
   replicas?: number;
   /** Seconds between SIGTERM and SIGKILL when a process is stopped; default: the runtime's. */

@@ -103,6 +103,15 @@ export function placeTasks(input: PlaceInput): Placed {
     const where = result.tasks.map((p) => `${p.task} → ${p.cluster}`).join(", ");
     draft.condition("Scheduled", "True", "Placed", where);
     draft.event("Normal", "Scheduled", `placed ${where}`);
+    // The opt-out of the process runtime's pod users is on the record at every run, in the Job's
+    // status history, besides the agent's log at every start (docs/process-runtime.md#users).
+    const asRoot = templates.filter((t) => t.raw?.runAsRoot === true).map((t) => t.name);
+    if (asRoot.length > 0)
+      draft.event(
+        "Warning",
+        "RunAsRoot",
+        `${asRoot.join(", ")} run as root on the agent: raw.runAsRoot is set`,
+      );
   }
 
   const head = templates.find((t) => t.head);

@@ -5,8 +5,9 @@
 //   Node     → the waiting Jobs, when the change is one placement reads
 //   Cluster  → the waiting Jobs and the Jobs with Tasks on that cluster (offline handling)
 //   Team     → the Jobs waiting for quota
+//   Job      → none (the controller's own watch): counted as waiting for quota (ledger.expect)
 
-import type { Cluster, Node, Task, Team } from "../../api/index.ts";
+import type { Cluster, Job, Node, Task, Team } from "../../api/index.ts";
 import { clusterOf, JOB_LABEL } from "../../api/index.ts";
 import { ownerKeys, type WatchSpec } from "../../lib/controller/index.ts";
 import type { KubeObject } from "../../lib/store/index.ts";
@@ -58,6 +59,16 @@ export class JobWatchTable {
           if (type === "DELETED") snapshot.deleteCluster(name, Number(object.metadata.resourceVersion));
           else if (!snapshot.setCluster(object as Cluster)) return [];
           return new Set([...this.#waiting, ...(this.#jobsOnCluster.get(name)?.values() ?? [])]);
+        },
+      },
+      {
+        // A Job seen counts as waiting for quota before its first reconcile (ledger.expect);
+        // the controller's own watch of Jobs queues it.
+        kind: "Job",
+        mapToKeys: (object, type) => {
+          if (type === "DELETED") quota.forget(object.metadata.name);
+          else quota.expect(object as Job);
+          return [];
         },
       },
       {

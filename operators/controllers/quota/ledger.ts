@@ -30,7 +30,10 @@ export class QuotaLedger {
       for (const job of jobs.items) {
         const conditions = job.status?.conditions ?? [];
         const reserved = conditions.find((c) => c.type === "QuotaReserved");
-        if (reserved?.status !== "True" || DONE.has(job.status?.phase ?? "")) continue;
+        if (reserved?.status !== "True" || DONE.has(job.status?.phase ?? "")) {
+          this.expect(job);
+          continue;
+        }
         const evicted = conditions.find((c) => c.type === "Evicted")?.status === "True";
         const at = Date.parse(reserved.lastTransitionTime ?? "");
         this.adopt(job, Number.isNaN(at) ? 0 : at, evicted);
@@ -67,6 +70,22 @@ export class QuotaLedger {
 
   isEvicting(job: string): boolean {
     return this.#admitted.get(job)?.evicting === true;
+  }
+
+  /**
+   * A Job the hub has seen: one that may ask for quota counts as waiting from now on, before its
+   * first reconcile, so that idle quota goes by weight among every team that wants it, not to
+   * whichever team's Jobs are reconciled first (a cold start: every Job in one revision).
+   */
+  expect(job: Job): void {
+    const name = job.metadata.name;
+    if (this.#admitted.has(name)) return;
+    const team = this.teamOf(job);
+    if (!team || job.spec.stopped || DONE.has(job.status?.phase ?? "")) {
+      this.#waiting.delete(name);
+      return;
+    }
+    this.#waiting.set(name, { job: name, team: team.name, request: jobRequest(job.spec.tasks, team) });
   }
 
   /** Counts a Job as admitted without a decision: one that already runs (its Tasks exist). */

@@ -4,17 +4,24 @@
 // Everything except the health probes needs a bearer token.
 import type { ServerResponse } from "node:http";
 import {
+  type AccessPolicy,
   API_VERSION,
+  type Job,
   kindByPlural,
+  type ObjectFilter,
   parseSshPublicKey,
+  type Team,
+  teamFilter,
   tensorBoardPath,
   tensorBoardPort,
   type User,
+  viewerOf,
 } from "../../api/index.ts";
 import {
   type Authenticator,
   createRouter,
   type Method,
+  type Principal,
   type Route,
   redact,
   route,
@@ -46,6 +53,15 @@ export interface HubApiDependencies {
   browse?: Pick<TunnelServer, "request">;
   /** The agentless clusters' connectivity test on demand, when this hub drives them (cluster-test-route.ts). */
   clusterTester?: () => ClusterTester | undefined;
+  /** Records a refused read of another team's object in the access audit (docs/teams.md#visibility). */
+  auditRead?: (record: RefusedRead) => void;
+}
+
+export interface RefusedRead {
+  actor: string;
+  /** `kind/name` or `kind/namespace/name`. */
+  target: string;
+  error: string;
 }
 
 const READ_ONLY = "the API is read-only: change objects through git";
@@ -110,8 +126,16 @@ export function hubApiRoutes(deps: HubApiDependencies): Route[] {
       ...read,
       path: "/api/v1/clusters/:cluster/browse/:resource",
       role: "viewer",
-      handle({ res, url }, { cluster, resource }) {
+      async handle({ res, url, principal }, { cluster, resource }) {
         if (!deps.browse) return sendStatus(res, 404, "NotFound", "this hub browses no clusters");
+        // A cluster's inventory shows every team's pods: with Teams, admins alone browse it.
+        if (principal.role !== "admin" && (await deps.store.list("Team")).items.length > 0)
+          return sendStatus(
+            res,
+            403,
+            "Forbidden",
+            "browsing a cluster shows every team's work: while the hub has Teams, only admins browse (docs/teams.md#visibility)",
+          );
         return serveBrowse(
           { store: deps.store, tunnel: deps.browse },
           decodeURIComponent(cluster),
@@ -128,7 +152,7 @@ export function hubApiRoutes(deps: HubApiDependencies): Route[] {
       ...read,
       path: `/api/v1/${API_VERSION}*rest`,
       role: "viewer",
-      handle: ({ res, url }, { rest }) => serveObjects(deps.store, rest.slice(1), url, res),
+      handle: ({ res, url, principal }, { rest }) => serveObjects(deps, principal, rest.slice(1), url, res),
     }),
     route({
       ...read,
@@ -166,7 +190,36 @@ function sealKeyRoutes(keys: HubApiDependencies["sealKeys"]): Route[] {
   ];
 }
 
-async function serveObjects(store: Store, rest: string, url: URL, res: ServerResponse): Promise<void> {
+/** Kinds whose objects belong to a team through a Job (team-scope.ts): filtering them needs the Jobs. */
+const SCOPED_BY_JOB = new Set(["Task", "Pod", "Domain", "DomainPeer"]);
+
+/**
+ * What `principal` may see of `kind` (docs/teams.md#visibility), or undefined for everything (an
+ * admin, a hub without Teams, a kind no team owns).
+ */
+async function scopeOf(store: Store, principal: Principal, kind: string): Promise<ObjectFilter | undefined> {
+  if (principal.role === "admin" || (kind !== "Job" && !SCOPED_BY_JOB.has(kind))) return undefined;
+  const teams = (await store.list<Team>("Team")).items;
+  if (teams.length === 0) return undefined;
+  const user = await store.get<User>("User", undefined, principal.subject);
+  const policies = (await store.list<AccessPolicy>("AccessPolicy")).items;
+  const jobs = SCOPED_BY_JOB.has(kind)
+    ? new Map((await store.list<Job>("Job")).items.map((j) => [j.metadata.name, j]))
+    : new Map<string, Job>();
+  return teamFilter(
+    { teams, policies, job: (name) => jobs.get(name), jobs: () => jobs.values() },
+    viewerOf(principal.subject, principal.role, user),
+  );
+}
+
+async function serveObjects(
+  deps: HubApiDependencies,
+  principal: Principal,
+  rest: string,
+  url: URL,
+  res: ServerResponse,
+): Promise<void> {
+  const { store } = deps;
   const [plural, name, ...extra] = rest.split("/").map(decodeURIComponent);
   const info = plural ? kindByPlural(plural) : undefined;
   if (!info || extra.length > 0)
@@ -183,7 +236,18 @@ async function serveObjects(store: Store, rest: string, url: URL, res: ServerRes
         );
       }
       const object = await store.get(info.kind, info.namespaced ? namespace : undefined, name);
-      if (!object) return sendStatus(res, 404, "NotFound", `${info.plural} "${name}" not found`);
+      const notFound = () => sendStatus(res, 404, "NotFound", `${info.plural} "${name}" not found`);
+      if (!object) return notFound();
+      const scope = await scopeOf(store, principal, info.kind);
+      if (scope && !scope(object)) {
+        // Another team's: answered as if it did not exist, so its existence does not leak.
+        deps.auditRead?.({
+          actor: principal.subject,
+          target: [info.kind, ...(info.namespaced && namespace ? [namespace] : []), name].join("/"),
+          error: `${principal.subject} is not in the team of ${info.kind} ${name}, and no AccessPolicy lists that team`,
+        });
+        return notFound();
+      }
       return sendJson(res, 200, shown(redact(object)));
     }
     const labelSelector = url.searchParams.get("labelSelector") ?? undefined;
@@ -191,11 +255,13 @@ async function serveObjects(store: Store, rest: string, url: URL, res: ServerRes
       namespace: info.namespaced ? namespace : undefined,
       labelSelector,
     });
+    const scope = await scopeOf(store, principal, info.kind);
+    const items = scope ? list.items.filter(scope) : list.items;
     return sendJson(res, 200, {
       apiVersion: API_VERSION,
       kind: `${info.kind}List`,
       metadata: { resourceVersion: list.resourceVersion },
-      items: list.items.map((o: KubeObject) => shown(redact(o))),
+      items: items.map((o: KubeObject) => shown(redact(o))),
     });
   } catch (error) {
     if (isStoreError(error)) return sendStatus(res, error.status, error.code, error.message);

@@ -424,3 +424,21 @@ t.test(
     );
   },
 );
+
+t.test("a Task that opts into root (raw.runAsRoot) is on the Job's record at every placement", async (t) => {
+  const hub = await startJobHarness(t);
+  await hub.store.create(cluster("local", { runtime: "process" }));
+  await hub.store.create(node("local", "this-machine"));
+  const trusted = rawTask("trusted");
+  trusted.raw = { ...trusted.raw, runAsRoot: true } as typeof trusted.raw;
+  await hub.store.create(job("rooted", [trusted, rawTask("plain")]));
+  const j = await waitForJob(hub.store, "rooted", "placed", (x) => scheduled(x)?.status === "True");
+  const event = j.status?.events?.find((e) => e.reason === "RunAsRoot");
+  t.match(event, { type: "Warning", message: "trusted run as root on the agent: raw.runAsRoot is set" });
+  await hub.store.create(job("plain", [rawTask("plain")]));
+  const plain = await waitForJob(hub.store, "plain", "placed", (x) => scheduled(x)?.status === "True");
+  t.notOk(
+    plain.status?.events?.some((e) => e.reason === "RunAsRoot"),
+    "none for a Job without it",
+  );
+});

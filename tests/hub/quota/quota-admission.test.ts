@@ -226,6 +226,33 @@ t.test("idle capacity goes by weight over time (dominant resource fairness)", as
   t.ok(Math.abs(light - 4) <= 0.5, `light holds ${light.toFixed(2)} of its ideal 4`);
 });
 
+t.test("on a cold start, idle capacity goes by weight: every Job seen counts as waiting", async (t) => {
+  // pool lends 12 GPUs; heavy (weight 2) and light (weight 1) each bring 20 one-GPU Jobs in one
+  // revision, reconciled light first. Without knowing heavy's Jobs wait, light would take all 12.
+  const ledger = ledgerOf(
+    team("pool", { gpus: 12, cohort: "lab" }),
+    team("heavy", { gpus: 0, cohort: "lab", weight: 2 }),
+    team("light", { gpus: 0, cohort: "lab", weight: 1 }),
+  );
+  const jobs = [
+    ...Array.from({ length: 20 }, (_, i) => job(`l${i}`, "light", 1)),
+    ...Array.from({ length: 20 }, (_, i) => job(`h${i}`, "heavy", 1)),
+  ];
+  for (const j of jobs) ledger.expect(j);
+  // Passes until nothing changes, as the controller retries what waits.
+  for (let pass = 0, changed = true; changed && pass < 50; pass++) {
+    changed = false;
+    for (const j of jobs) if (!ledger.isAdmitted(j.metadata.name) && admit(ledger, j).admit) changed = true;
+  }
+  const used = usage(ledger.state());
+  t.equal((used.get("heavy")?.["nvidia.com/gpu"] ?? 0) / 1000, 8, "heavy holds its 8");
+  t.equal((used.get("light")?.["nvidia.com/gpu"] ?? 0) / 1000, 4, "light its 4");
+  const stopped = job("s", "heavy", 1);
+  stopped.spec.stopped = true;
+  ledger.expect(stopped);
+  t.notOk(ledger.state().waiting.has("s"), "a stopped Job does not wait");
+});
+
 t.test("whatever the order of admissions and releases, no team and no cohort goes over", async (t) => {
   const teams = [
     team("a", { gpus: 3, cohort: "lab", limit: 2 }),

@@ -31,6 +31,7 @@ import { findLaunched, type Launched } from "./launch.ts";
 import { type Gpu, probeGpus, reportNode } from "./node-report.ts";
 import { loadPodRecords, PodFiles } from "./pod-files.ts";
 import { type PodNetwork, type PodNetworkOptions, PodNetworks } from "./pod-network.ts";
+import { PodUsers, type PodUsersOptions } from "./pod-users.ts";
 import { isSameProcessAlive, signalGroup } from "./proc.ts";
 import { type LaunchHooks, Replica, type ReplicaContext } from "./replica.ts";
 import { type DesiredPod, desiredPods, podKey, type RejectedTask } from "./spec.ts";
@@ -40,6 +41,7 @@ export type { BackoffPolicy } from "./crash-loop-backoff.ts";
 export { kubeletBackoff } from "./crash-loop-backoff.ts";
 export { readLogTail } from "./log-file.ts";
 export type { PodNetworkOptions } from "./pod-network.ts";
+export type { PodUsersOptions } from "./pod-users.ts";
 export { desiredPods, podRevision } from "./spec.ts";
 
 export interface ProcessRuntimeOptions {
@@ -83,6 +85,11 @@ export interface ProcessRuntimeOptions {
    * root; docs/networking.md). Without it such pods share the machine's network.
    */
   podNetwork?: PodNetworkOptions;
+  /**
+   * As root: the uid range pods run as, each Task its own uid (pod-users.ts), unless its Task
+   * sets raw.runAsRoot. Without it, pods run as the agent's user.
+   */
+  podUsers?: PodUsersOptions;
 }
 
 function defaultBaseEnv(): Record<string, string> {
@@ -135,6 +142,7 @@ export class ProcessRuntime implements Runtime {
     artifacts: ArtifactCache,
     lock: StateLock,
     network: PodNetworks | undefined,
+    users: PodUsers | undefined,
   ) {
     this.#options = options;
     this.#lock = lock;
@@ -162,6 +170,7 @@ export class ProcessRuntime implements Runtime {
       changed: () => this.#changed(),
       ...(options.launchHooks ? { hooks: options.launchHooks } : {}),
       ...(network ? { network } : {}),
+      ...(users ? { users } : {}),
       virtualIP: (key) => this.#virtualIPs.get(key),
     };
   }
@@ -172,6 +181,9 @@ export class ProcessRuntime implements Runtime {
     await mkdir(join(stateDir, "pods"), { recursive: true, mode: 0o700 });
     // before the lock: a bad link range is refused with nothing to undo
     const network = options.podNetwork ? new PodNetworks(options.podNetwork, stateDir) : undefined;
+    const users = options.podUsers
+      ? new PodUsers(options.podUsers, join(stateDir, "work"), [options.podNetwork?.sidecarUid ?? 1337])
+      : undefined;
     const lock = StateLock.acquire(join(stateDir, "runtime.lock"), stateDir);
     const nodeOptions = {
       agentVersion: options.agentVersion ?? "0.0.0",
@@ -195,10 +207,15 @@ export class ProcessRuntime implements Runtime {
       dir: join(stateDir, "artifacts"),
       ...(options.artifactTimeoutMs ? { timeoutMs: options.artifactTimeoutMs } : {}),
     });
-    // Domain pods run as their own user: their working and artifact directories must be reachable.
-    network?.openToPods(join(stateDir, "work"));
-    network?.openToPods(join(stateDir, "artifacts"));
-    const runtime = new ProcessRuntime(options, node, gpus, artifacts, lock, network);
+    // Pods run as users of their own: their working and artifact directories must be reachable.
+    try {
+      users?.openToPods(join(stateDir, "work"), false);
+      users?.openToPods(join(stateDir, "artifacts"), true);
+    } catch (error) {
+      lock.release();
+      throw error;
+    }
+    const runtime = new ProcessRuntime(options, node, gpus, artifacts, lock, network, users);
     runtime.#adopt();
     runtime.#startTimers(nodeOptions);
     return runtime;

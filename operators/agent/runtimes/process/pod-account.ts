@@ -65,3 +65,39 @@ export function ensurePodAccount(uid: number): string {
       `create it (useradd --system --uid ${uid} ${NAME}) or choose an existing account's uid with --pod-uid`,
   );
 }
+
+const GROUP = "rlark-pods";
+
+function groupId(name: string): number | undefined {
+  try {
+    const gid = execFileSync("getent", ["group", name], { encoding: "utf8" }).split(":")[2];
+    return gid === undefined ? undefined : Number(gid);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The gid of the group `rlark-pods`, created when missing: every pod user's one supplementary
+ * group, which alone may search the runtime's private directories on the way to the pods' own
+ * (pod-users.ts). Agents starting at once: the loser of the race uses the winner's group.
+ */
+export function ensurePodGroup(): number {
+  let failure = "";
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const existing = groupId(GROUP);
+    if (existing !== undefined) return existing;
+    if (attempt > 0) pause(100);
+    try {
+      execFileSync("groupadd", ["--system", GROUP], { stdio: "pipe" });
+    } catch (error) {
+      failure = (error as { stderr?: Buffer }).stderr?.toString().trim() || (error as Error).message;
+      if (!/lock|already exists|is not unique/i.test(failure)) break;
+    }
+  }
+  const existing = groupId(GROUP);
+  if (existing !== undefined) return existing;
+  throw new Error(
+    `the pods' group ${GROUP} is missing and making it failed (${failure}); create it (groupadd --system ${GROUP})`,
+  );
+}

@@ -60,6 +60,8 @@ export interface PodRecord {
   terminating?: boolean;
   /** A Domain pod's own network namespace (pod-network.ts), kept across its restarts. */
   network?: PodNetwork;
+  /** The uid its programs run as (pod-users.ts); absent: the agent's. */
+  uid?: number;
 }
 
 export class PodFiles {

@@ -3,8 +3,8 @@
 // end .1, the pod end .2, which is the pod's podIP), `rlark-net init` run inside (the nat
 // REDIRECT of the Domain's CIDR to the sidecar), and a prelude that starts `rlark sidecar` as an
 // unprivileged uid in the pod's process group before the pod's own command, which then runs as
-// the pods' uid (`podUid`): as root it could flush its REDIRECT, enter the host's namespaces or
-// reach the nodeserver's socket, and the namespace would not confine it. The namespace lives
+// its Task's uid (pod-users.ts): as root it could flush its REDIRECT, enter the host's namespaces
+// or reach the nodeserver's socket, and the namespace would not confine it. The namespace lives
 // as long as the pod (restarts of a Deployment reuse it); it is removed when the pod is, and a
 // runtime that opens removes what an earlier one left without a pod record (a crash).
 //
@@ -12,11 +12,10 @@
 // never touch each other's: namespaces `rlark-<tag>-<pod>`, host links `rk<tag><pod>h`.
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, chownSync, copyFileSync, mkdirSync, renameSync, statSync } from "node:fs";
-import { dirname, join, relative } from "node:path";
+import { chmodSync, chownSync, copyFileSync, mkdirSync, renameSync } from "node:fs";
+import { join } from "node:path";
 import type { Duplex } from "node:stream";
 import { connectInNetns } from "../shared/netns-connect.ts";
-import { ensurePodAccount } from "./pod-account.ts";
 
 export interface PodNetworkOptions {
   /** IPv4 range the pods' /30 links are cut from, e.g. 10.213.0.0/16: it must not be routed here. */
@@ -29,12 +28,6 @@ export interface PodNetworkOptions {
   runDir: string;
   /** The sidecar's uid and gid. Default 1337, the uid the REDIRECT exempts. */
   sidecarUid?: number;
-  /**
-   * The uid and gid the pods' own programs (and access sessions into them) run as; not the
-   * sidecar's, whose traffic the REDIRECT lets through. Undefined: the agent's own (an agent that
-   * is not root cannot give a pod another user).
-   */
-  podUid?: number;
   /** PATH of the sidecar. Default the agent's. */
   path?: string;
 }
@@ -110,11 +103,6 @@ export class PodNetworks {
   #helperPath: string | undefined;
 
   constructor(options: PodNetworkOptions, stateDir: string) {
-    if (options.podUid !== undefined && options.podUid === (options.sidecarUid ?? 1337))
-      throw new Error(
-        `the pods' uid ${options.podUid} is the sidecar's: its traffic would bypass the REDIRECT`,
-      );
-    if (options.podUid !== undefined && options.podUid !== 0) ensurePodAccount(options.podUid);
     this.#options = options;
     this.#range = parseLinkCidr(options.linkCidr);
     this.#tag = hash(stateDir, 4);
@@ -254,49 +242,12 @@ export class PodNetworks {
     return ["nsenter", `--net=/run/netns/${network.netns}`];
   }
 
-  /** The uid the pods' programs run as, if not the agent's. */
-  get podUid(): number | undefined {
-    return this.#options.podUid;
-  }
-
-  /** The command that runs what follows as the pods' user (nothing when they run as the agent). */
-  #asPodUser(): string[] {
-    const uid = this.#options.podUid;
-    if (uid === undefined) return [];
-    return ["setpriv", `--reuid=${uid}`, `--regid=${uid}`, "--clear-groups", "--no-new-privs", "--"];
-  }
-
-  /** What runs an access session's program: in the pod's namespace, as the pod's user. */
-  sessionPrefix(network: PodNetwork): string[] {
-    return [...this.enter(network), ...this.#asPodUser()];
-  }
-
   /**
-   * Lets the pods' user reach `dir` (the runtime's work or artifact directory, made if missing):
-   * search permission for others on it and every directory above it, which a private state dir
-   * (0700) lacks. Search only: nothing above becomes listable, and files keep their own modes
-   * (the agent's credentials are 0600).
+   * What runs an access session's program: in the pod's namespace, then `asUser` (the Task's
+   * user, pod-users.ts; nothing when the pod runs as the agent's).
    */
-  openToPods(dir: string): void {
-    if (this.#options.podUid === undefined) return;
-    mkdirSync(dir, { recursive: true, mode: 0o755 });
-    for (let at = dir; ; at = dirname(at)) {
-      const { mode } = statSync(at);
-      if ((mode & 0o001) === 0) chmodSync(at, (mode & 0o7777) | 0o001);
-      if (dirname(at) === at) return;
-    }
-  }
-
-  /**
-   * Gives `dir` (the pod's working directory) to the pods' user when it lies in `workDir` (the
-   * runtime's own): a directory named elsewhere by the Task is left as it is.
-   */
-  ownWorkingDir(dir: string, workDir: string): void {
-    const uid = this.#options.podUid;
-    const rel = relative(workDir, dir);
-    if (uid === undefined || rel === "" || rel.startsWith("..") || rel.startsWith("/")) return;
-    // -h: a link the pod left there is changed itself, never what it points to.
-    if (statSync(dir).uid !== uid) run("chown", ["-hR", "--", `${uid}:${uid}`, dir]);
+  sessionPrefix(network: PodNetwork, asUser: readonly string[] = []): string[] {
+    return [...this.enter(network), ...asUser];
   }
 
   /**
@@ -313,7 +264,11 @@ export class PodNetworks {
    * output goes to the pod's log), waits until the sidecar's outbound port listens (at most 30 s)
    * so the pod's first connections are caught, then becomes `argv`.
    */
-  podCommand(pod: { namespace: string; name: string }, argv: readonly string[]): string[] {
+  podCommand(
+    pod: { namespace: string; name: string },
+    argv: readonly string[],
+    asUser: readonly string[] = [],
+  ): string[] {
     const uid = String(this.#uid());
     const sidecar = [
       "env",
@@ -338,7 +293,7 @@ export class PodNetworks {
       `${sidecar.map(shellQuote).join(" ")} </dev/null &`,
       "i=0",
       `while [ $i -lt ${SIDECAR_WAIT_TENTHS} ] && ! grep -q '${OUTBOUND_LISTENING}' /proc/net/tcp; do sleep 0.1; i=$((i+1)); done`,
-      ["exec", ...this.#asPodUser().map(shellQuote), '"$@"'].join(" "),
+      ["exec", ...asUser.map(shellQuote), '"$@"'].join(" "),
     ].join("\n");
     return ["/bin/sh", "-c", prelude, "rlark-pod", ...argv];
   }
@@ -352,9 +307,9 @@ export class PodNetworks {
     const { runDir, rlarkNet } = this.#options;
     const target = join(runDir, "rlark-net");
     mkdirSync(runDir, { recursive: true, mode: 0o755 });
-    if (this.#options.podUid !== undefined) {
+    if (process.getuid?.() === 0) {
       // Only root and the sidecars' group may enter: the socket answers whoever reaches it in a
-      // pod's name (and hands out the pods' :5700 keys), so the pods' own user must not.
+      // pod's name (and hands out the pods' :5700 keys), so the pods' own users must not.
       chownSync(runDir, 0, this.#uid());
       chmodSync(runDir, 0o750);
     }

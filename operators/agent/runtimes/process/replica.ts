@@ -37,6 +37,7 @@ import { readLogTail, type TailOptions } from "./log-file.ts";
 import { logStream } from "./log-follow.ts";
 import { type ExitInfo, PodFiles, type PodRecord } from "./pod-files.ts";
 import type { PodNetwork, PodNetworks } from "./pod-network.ts";
+import type { PodUsers } from "./pod-users.ts";
 import { isSameProcessAlive, mayOwnGroup, ownGroupMembers, readProcStat, signalGroup } from "./proc.ts";
 import { canonicalJson, type DesiredPod } from "./spec.ts";
 
@@ -64,6 +65,8 @@ export interface ReplicaContext {
   hooks?: LaunchHooks;
   /** Gives pods of Tasks in a Domain their own network; without it they share the host's. */
   network?: PodNetworks;
+  /** The uids pods run as (pod-users.ts); without it they run as the agent's user. */
+  users?: PodUsers;
   /** The pod's virtual IP, when the last peers state gave it one. */
   virtualIP(key: string): string | undefined;
 }
@@ -138,6 +141,7 @@ export class Replica {
     found: { wrapper?: Launched; writer?: Launched } = {},
   ): Replica {
     const replica = new Replica(record, ctx);
+    replica.#reclaimUser();
     replica.#resume(found);
     return replica;
   }
@@ -275,7 +279,7 @@ export class Replica {
       mkdirSync(this.#files.dir, { recursive: true });
       this.#files.clearExitCode();
       const network = this.#network(pod);
-      if (network) this.#ctx.network?.ownWorkingDir(workingDir, this.#ctx.workDir);
+      const asUser = this.#asUser(pod, workingDir);
       this.#record.launching = { token, at: this.#ctx.clock.now() };
       this.#persist();
       this.#ctx.hooks?.afterMarker?.();
@@ -285,13 +289,14 @@ export class Replica {
         artifactPath ? dirname(artifactPath) : undefined,
       );
       const env = podEnv({
-        base: this.#ctx.baseEnv,
+        base: this.#baseEnv(workingDir),
         pod,
         nodeName,
         podIP: network?.localIP ?? ip,
         ...(artifactPath ? { artifactPath } : {}),
       });
-      if (network && this.#ctx.network) argv = this.#ctx.network.podCommand(pod, argv);
+      if (network && this.#ctx.network) argv = this.#ctx.network.podCommand(pod, argv, asUser);
+      else argv = [...asUser, ...argv];
       pipe = openPipe(this.#files.pipe);
       writer = spawnLogWriter(pipe.read, this.#files.log, this.#ctx.logMaxBytes, token);
       if (writer.pid === undefined) throw new Error(`could not start the log writer ${process.execPath}`);
@@ -547,6 +552,7 @@ export class Replica {
     this.#child = undefined;
     await this.#writerDone();
     if (this.#record.network) this.#ctx.network?.release(this.#record.network);
+    this.#ctx.users?.release(this.key);
     this.#files.remove();
     this.#setStatus("Gone");
   }
@@ -595,11 +601,62 @@ export class Replica {
     const { name: nodeName, ip } = this.#ctx.node();
     const network = this.#record.network;
     const networks = this.#ctx.network;
+    const uid = this.#record.uid;
+    const asUser = uid !== undefined && this.#ctx.users ? this.#ctx.users.prefix(uid) : [];
+    const cwd = this.#workingDir(pod);
+    const prefix = network && networks ? networks.sessionPrefix(network, asUser) : asUser;
     return {
-      cwd: this.#workingDir(pod),
-      env: podEnv({ base: this.#ctx.baseEnv, pod, nodeName, podIP: network?.localIP ?? ip }),
-      ...(network && networks ? { enter: { prefix: networks.sessionPrefix(network) } } : {}),
+      cwd,
+      env: podEnv({ base: this.#baseEnv(cwd), pod, nodeName, podIP: network?.localIP ?? ip }),
+      ...(prefix.length > 0 ? { enter: { prefix } } : {}),
     };
+  }
+
+  /** The agent's environment for the pod; a pod of its own user has its working dir as HOME. */
+  #baseEnv(workingDir: string): Record<string, string> {
+    return this.#record.uid === undefined ? this.#ctx.baseEnv : { ...this.#ctx.baseEnv, HOME: workingDir };
+  }
+
+  /**
+   * The Task's user (pod-users.ts) as a command prefix, kept in the record for the sessions and
+   * the next runs; nothing without users, or for a Task that opts into root (raw.runAsRoot),
+   * which the agent's log says at every start.
+   */
+  #asUser(pod: DesiredPod, workingDir: string): string[] {
+    const users = this.#ctx.users;
+    if (!users) return [];
+    if (pod.raw.runAsRoot) {
+      users.release(this.key);
+      delete this.#record.uid;
+      this.#ctx.logger.warn("pod runs as root: its Task sets raw.runAsRoot", {
+        pod: this.key,
+        task: pod.task.metadata.name,
+      });
+      return [];
+    }
+    const task = `${pod.namespace}_${pod.task.metadata.name}`;
+    this.#record.uid = users.claim(this.key, task, workingDir, this.#record.uid);
+    return users.prefix(this.#record.uid);
+  }
+
+  /** An adopted pod holds its uid again, so no other Task is given it. */
+  #reclaimUser(): void {
+    const uid = this.#record.uid;
+    if (uid === undefined || !this.#ctx.users) return;
+    const pod = this.#desired();
+    try {
+      this.#ctx.users.claim(
+        this.key,
+        `${pod.namespace}_${pod.task.metadata.name}`,
+        this.#workingDir(pod),
+        uid,
+      );
+    } catch (error) {
+      this.#ctx.logger.warn("could not hold an adopted pod's uid", {
+        pod: this.key,
+        error: (error as Error).message,
+      });
+    }
   }
 
   /**

@@ -4,7 +4,7 @@
 // crash removes what no pod record accounts for.
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
 import type { PodNetworkOptions } from "../../../../operators/agent/runtimes/process/index.ts";
@@ -172,38 +172,17 @@ t.test("a runtime that opens removes the pod networks a crashed one left unrecor
   t.notOk(netnsList().includes(kept.netns), "and goes with its pod");
 });
 
-t.test(
-  "the pods' uid: never the sidecar's; only the runtime's own directories are given to it",
-  async (t) => {
-    const dir = tempDir(t);
-    const options = { linkCidr: "10.211.0.0/24", rlarkNet: "/bin/true", rlark: ["rlark"], runDir: dir };
-    t.throws(
-      () => new PodNetworks({ ...options, podUid: 1337 }, dir),
-      /the pods' uid 1337 is the sidecar's/,
-      "its traffic would pass the REDIRECT",
-    );
-    t.throws(() => new PodNetworks({ ...options, sidecarUid: 2000, podUid: 2000 }, dir), /is the sidecar's/);
-    const networks = new PodNetworks({ ...options, podUid: 1338 }, dir);
-    const work = join(dir, "work");
-    const inside = join(work, "ns_task");
-    const outside = join(dir, "elsewhere");
-    mkdirSync(inside, { recursive: true });
-    mkdirSync(outside);
-    const secret = join(dir, "secret");
-    writeFileSync(secret, "root's\n", { mode: 0o600 });
-    symlinkSync(secret, join(inside, "link"));
-    networks.ownWorkingDir(inside, work);
-    t.equal(statSync(secret).uid, 0, "a link in it is not followed");
-    networks.ownWorkingDir(outside, work);
-    networks.ownWorkingDir(work, work);
-    t.equal(statSync(inside).uid, 1338, "a working dir in work/ is the pods'");
-    t.equal(statSync(outside).uid, 0, "one named elsewhere is left alone");
-    t.equal(statSync(work).uid, 0, "work/ itself too");
-    const asAgent = new PodNetworks(options, dir);
-    t.equal(asAgent.podUid, undefined, "without podUid, pods run as the agent");
-    t.same(asAgent.sessionPrefix({ netns: "x", hostIf: "h", hostIP: "1", localIP: "2" }), [
-      "nsenter",
-      "--net=/run/netns/x",
-    ]);
-  },
-);
+t.test("a session enters the pod's namespace, then becomes its user", async (t) => {
+  const dir = tempDir(t);
+  const networks = new PodNetworks(
+    { linkCidr: "10.211.0.0/24", rlarkNet: "/bin/true", rlark: ["rlark"], runDir: dir },
+    dir,
+  );
+  const network = { netns: "x", hostIf: "h", hostIP: "1", localIP: "2" };
+  t.same(networks.sessionPrefix(network), ["nsenter", "--net=/run/netns/x"], "a root pod's");
+  t.same(
+    networks.sessionPrefix(network, ["setpriv", "--reuid=2000"]),
+    ["nsenter", "--net=/run/netns/x", "setpriv", "--reuid=2000"],
+    "a pod of its own user's",
+  );
+});
