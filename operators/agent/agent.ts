@@ -28,6 +28,7 @@ import { agentCapabilities } from "./capabilities.ts";
 import { type DesiredObject, DesiredObjects } from "./desired-objects.ts";
 import { ensureAgentCredentials } from "./enroll.ts";
 import { type AgentGroupOptions, startAgentGroup } from "./group.ts";
+import { GroupPoller, nodeserverGroup } from "./nodeserver-group.ts";
 import { StatsPoller } from "./nodeserver-stats.ts";
 import { podLogStream } from "./pod-log-stream.ts";
 import { PROXY_PURPOSE, podPortStream } from "./pod-port-stream.ts";
@@ -78,6 +79,13 @@ export interface AgentOptions {
    * bearer token of its own making, which it hands the nodeservers in the peers state.
    */
   nodeserverStatsPort?: number;
+  /**
+   * Kubernetes runtime, with nodeserverStatsPort: the UDP port of the nodeservers' AgentGroup
+   * members (`rlark nodeserver --group-listen`). The peers state then carries the group key and
+   * the nodes' InternalIPs at this port as seeds, and the agent reports the group as a
+   * nodeserver's GET /group gives it (agent/nodeserver-group.ts).
+   */
+  nodeserverGroupPort?: number;
   /**
    * The hub's domain relay (`host:port`), which the nodeservers dial with the Domains'
    * certificates; with it the peers state names the relay and the hub CA the agent pinned.
@@ -181,7 +189,11 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       ...(options.access ? { access: options.access } : {}),
       applied,
       ...(applyError ? { applyError } : {}),
-      ...(group ? { networkProbe: group.capability } : {}),
+      ...(group
+        ? { networkProbe: group.capability }
+        : groupPoller
+          ? { networkProbe: () => groupPoller.capability() }
+          : {}),
     }),
     ...componentCapabilities(),
     ...nodeCapabilities(),
@@ -212,14 +224,41 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
 
   // New at every start: only the nodeservers that read this agent's peers state learn it.
   const statsToken = options.nodeserverStatsPort ? randomBytes(32).toString("base64url") : undefined;
+  const nodeIPs = (): string[] =>
+    runtime
+      .observe()
+      .nodes.flatMap((n) => n.addresses.filter((a) => a.type === "InternalIP").map((a) => a.address));
+  // The nodeservers' group (kubernetes runtime): its key and seeds go with the peers state.
+  const groupPort = statsToken ? options.nodeserverGroupPort : undefined;
+  const peersGroup = () =>
+    groupPort ? nodeserverGroup(credentials.privateKeyPem, cluster, nodeIPs(), groupPort) : undefined;
+  let appliedSeeds = "";
   // One shape for every nodeserver, whichever way it gets it (file or Secret).
-  const peersState = (): PeersState =>
-    peersStateFrom(
+  const peersState = (): PeersState => {
+    const group = peersGroup();
+    appliedSeeds = JSON.stringify(group?.seeds ?? []);
+    return peersStateFrom(
       desired.domainPeers().map((p) => ({ domain: p.metadata.name, spec: p.spec })),
       namespaceFor(cluster),
       options.domainRelay ? { address: options.domainRelay, caPem: credentials.caCertPem } : undefined,
       statsToken,
+      group,
     );
+  };
+
+  const groupPoller =
+    groupPort && statsToken && options.nodeserverStatsPort
+      ? new GroupPoller({
+          hosts: () => [...nodeIPs()].sort(),
+          port: options.nodeserverStatsPort,
+          token: statsToken,
+          intervalMs: options.statsIntervalMs ?? 5_000,
+          clock,
+          logger,
+          // called only once started, after scheduleReport below is defined
+          onChange: () => scheduleReport(),
+        })
+      : undefined;
 
   const onDesired = async (message: Snapshot | Delta) => {
     if (message.type === "snapshot") desired.replace(message.objects);
@@ -310,6 +349,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       // a runtime without an API of its own (process) is this machine: reporting is its test
       lastTest: observed.lastTest ?? { testedAt: new Date(clock.now()).toISOString(), ok: true },
       ...(group ? { agentGroup: group.report() } : {}),
+      ...(!group && groupPoller?.view() ? { agentGroup: groupPoller.view() } : {}),
       ...pingMeshField(options.pingMesh),
     });
   };
@@ -322,7 +362,19 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       report();
     }, 100);
   };
-  const unsubscribe = runtime.onChange(scheduleReport);
+  // A node that came or went changes the group's seeds: the nodeservers get them with the state.
+  const reseed = () => {
+    if (!groupPort || !applied || JSON.stringify(peersGroup()?.seeds ?? []) === appliedSeeds) return;
+    Promise.resolve()
+      .then(() => runtime.network?.applyPeersState(peersState()))
+      .catch((error: unknown) =>
+        logger.error("handing the group's seeds over failed", { error: String(error) }),
+      );
+  };
+  const unsubscribe = runtime.onChange(() => {
+    reseed();
+    scheduleReport();
+  });
   const stats =
     options.nodeserverSockets?.length || statsToken
       ? new StatsPoller({
@@ -348,6 +400,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
         })
       : undefined;
   stats?.start();
+  groupPoller?.start();
   tunnel.on("connected", () => {
     logger.info("connected to the hub", { hub: options.hub, cluster });
     scheduleReport();
@@ -362,6 +415,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     async stop() {
       stopReporting();
       stats?.stop();
+      groupPoller?.stop();
       if (pending) clock.clearTimeout(pending);
       unsubscribe();
       await group?.stop();

@@ -23,37 +23,45 @@ export interface NodeserverDomainStats {
 export type StatsTarget = string | { host: string; port: number; token: string };
 
 /** GET /stats of `target`; rejects on a non-200, an oversized or malformed body, or after `timeoutMs`. */
-export function readNodeserverStats(
+export async function readNodeserverStats(
   target: StatsTarget,
   timeoutMs = 5_000,
 ): Promise<Record<string, NodeserverDomainStats>> {
+  return parseStats(await getNodeserverJson(target, "/stats", timeoutMs));
+}
+
+/**
+ * GET `path` of a nodeserver (its socket, or TCP with the token): the body parsed as JSON; rejects
+ * on a non-200, a body over 4 MiB, or after `timeoutMs`. The caller checks the shape.
+ */
+export function getNodeserverJson(target: StatsTarget, path: string, timeoutMs = 5_000): Promise<unknown> {
   const where =
     typeof target === "string"
       ? { socketPath: target }
       : { host: target.host, port: target.port, headers: { authorization: `Bearer ${target.token}` } };
   return new Promise((resolve, reject) => {
-    const req = request({ ...where, path: "/stats", method: "GET", timeout: timeoutMs }, (res) => {
+    const req = request({ ...where, path, method: "GET", timeout: timeoutMs }, (res) => {
       const chunks: Buffer[] = [];
       let size = 0;
       res.on("data", (chunk: Buffer) => {
         size += chunk.length;
         if (size > MAX_STATS_BYTES) {
-          req.destroy(new Error(`GET /stats: the body is larger than ${MAX_STATS_BYTES} bytes`));
+          req.destroy(new Error(`GET ${path}: the body is larger than ${MAX_STATS_BYTES} bytes`));
           return;
         }
         chunks.push(chunk);
       });
       res.on("end", () => {
-        if (res.statusCode !== 200) return reject(new Error(`GET /stats: HTTP ${res.statusCode}`));
+        if (res.statusCode !== 200) return reject(new Error(`GET ${path}: HTTP ${res.statusCode}`));
         try {
-          resolve(parseStats(JSON.parse(Buffer.concat(chunks).toString("utf8"))));
+          resolve(JSON.parse(Buffer.concat(chunks).toString("utf8")));
         } catch (err) {
-          reject(err);
+          reject(new Error(`GET ${path}: not JSON: ${(err as Error).message}`));
         }
       });
       res.on("error", reject);
     });
-    req.on("timeout", () => req.destroy(new Error(`GET /stats: no answer within ${timeoutMs} ms`)));
+    req.on("timeout", () => req.destroy(new Error(`GET ${path}: no answer within ${timeoutMs} ms`)));
     req.on("error", reject);
     req.end();
   });

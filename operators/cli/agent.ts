@@ -45,6 +45,7 @@ interface AgentFlags {
   sidecarImage: string;
   nodeserverSocket: string[];
   nodeserverStatsPort?: number;
+  nodeserverGroupPort?: number;
   diskStatsInterval?: number;
   filesRoot?: string;
   sftpServer?: string;
@@ -160,6 +161,11 @@ export function registerAgent(program: Command): void {
     .option(
       "--nodeserver-stats-port <port>",
       "kubernetes runtime: poll GET /stats of the nodeserver on every node's InternalIP at this port (its --stats-listen), with a token handed over in the peers Secret; 0: never (default 5701)",
+      port,
+    )
+    .option(
+      "--nodeserver-group-port <port>",
+      "kubernetes runtime: the UDP port of the nodeservers' AgentGroup members (their --group-listen); the peers Secret carries the group key and the nodes as seeds, and the agent reports the group from their GET /group; 0: no group (default 7946)",
       port,
     )
     .option(
@@ -353,6 +359,9 @@ export function registerAgent(program: Command): void {
         ...(network ? { onPeersState: network.onPeersState } : {}),
         ...(flags.runtime === "kubernetes" && (flags.nodeserverStatsPort ?? 5701) > 0
           ? { nodeserverStatsPort: flags.nodeserverStatsPort ?? 5701 }
+          : {}),
+        ...(flags.runtime === "kubernetes" && (flags.nodeserverGroupPort ?? 7946) > 0
+          ? { nodeserverGroupPort: flags.nodeserverGroupPort ?? 7946 }
           : {}),
         ...(flags.domainRelay ? { domainRelay: flags.domainRelay } : {}),
         ...(flags.groupListen

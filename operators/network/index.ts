@@ -6,6 +6,7 @@
 //   const ns = await startNodeserver({ socketDir: "/var/run/rlark" });
 //   const watcher = watchPeersFile("/var/run/rlark", (s) => ns.setState(s), logger);
 
+export { NodeserverGroup, type NodeserverGroupOptions } from "./group-member.ts";
 export {
   acceptFromHub,
   dialHub,
