@@ -2,7 +2,13 @@
 // reports what the runtime observes. One per cluster (kubernetes runtime) or machine (process).
 import { randomBytes, randomUUID } from "node:crypto";
 import packageJson from "../../package.json" with { type: "json" };
-import { namespaceFor, type PeersState, type PingMeshStatus, peersStateFrom } from "../api/index.ts";
+import {
+  namespaceFor,
+  type PeersState,
+  type PingMeshClusterPair,
+  type PingMeshStatus,
+  peersStateFrom,
+} from "../api/index.ts";
 import { capabilityFromCondition } from "../lib/capability-condition.ts";
 import { readCapabilityStatuses } from "../lib/capability-status.ts";
 import { type Clock, every, systemClock, type TimerId } from "../lib/clock.ts";
@@ -110,10 +116,28 @@ export interface AgentOptions {
   pingMesh?: () => PingMeshStatus | undefined;
 }
 
-/** The report's pingMesh field, when there are figures. */
-function pingMeshField(source: AgentOptions["pingMesh"]): { pingMesh?: Record<string, unknown> } {
+/**
+ * The report's pingMesh field, when there are figures: the mesh's own (`--pingmesh`), with the
+ * nodeservers' probes of other clusters as clusterPairs where the mesh has none for a target.
+ */
+function pingMeshField(
+  source: AgentOptions["pingMesh"],
+  clusterPairs: readonly PingMeshClusterPair[],
+  now: number,
+): { pingMesh?: Record<string, unknown> } {
   const figures = source?.();
-  return figures ? { pingMesh: { ...figures } } : {};
+  if (clusterPairs.length === 0) return figures ? { pingMesh: { ...figures } } : {};
+  const own = figures?.clusterPairs ?? [];
+  const measured = new Set(own.map((p) => p.target));
+  const merged = [...own, ...clusterPairs.filter((p) => !measured.has(p.target))].sort((a, b) =>
+    a.target < b.target ? -1 : 1,
+  );
+  return {
+    pingMesh: {
+      ...(figures ?? { observedAt: new Date(now).toISOString().replace(/\.\d{3}Z$/, "Z") }),
+      clusterPairs: merged,
+    },
+  };
 }
 
 export interface Agent {
@@ -350,7 +374,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       lastTest: observed.lastTest ?? { testedAt: new Date(clock.now()).toISOString(), ok: true },
       ...(group ? { agentGroup: group.report() } : {}),
       ...(!group && groupPoller?.view() ? { agentGroup: groupPoller.view() } : {}),
-      ...pingMeshField(options.pingMesh),
+      ...pingMeshField(options.pingMesh, stats?.clusterPairs() ?? [], clock.now()),
     });
   };
   // Changes come in bursts (a replica set starting): one report per burst is enough.

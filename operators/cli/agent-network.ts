@@ -22,13 +22,26 @@ export interface AgentNodeserver {
   stop(): Promise<void>;
 }
 
-export function agentNodeserver(options: { dir: string; node: string; logger: Logger }): AgentNodeserver {
+export function agentNodeserver(options: {
+  dir: string;
+  node: string;
+  logger: Logger;
+  /** How often the nodeserver probes the other clusters of its Domains; 0: never. */
+  clusterProbeIntervalMs?: number;
+}): AgentNodeserver {
   const { dir, logger } = options;
   let last = "";
   let started: Promise<{ server: Nodeserver; watcher: { close(): void } } | undefined> | undefined;
   const start = () => {
     started ??= (async () => {
-      const server = await startNodeserver({ socketDir: dir, node: options.node, logger });
+      const server = await startNodeserver({
+        socketDir: dir,
+        node: options.node,
+        logger,
+        ...(options.clusterProbeIntervalMs === undefined
+          ? {}
+          : { clusterProbeIntervalMs: options.clusterProbeIntervalMs }),
+      });
       const watcher = watchPeersFile(dir, (state) => server.setState(state), logger);
       logger.info("nodeserver listening", { socket: server.socketPath });
       return { server, watcher };

@@ -4,6 +4,7 @@ import { type Command, InvalidArgumentError, Option } from "commander";
 import packageJson from "../../package.json" with { type: "json" };
 import type { AgentOptions, Runtime } from "../agent/index.ts";
 import { parseGroupAddress } from "../lib/swim/index.ts";
+import { parseDuration } from "./duration.ts";
 import { untilSignal } from "./until-signal.ts";
 
 export const AGENT_HELP = `
@@ -46,6 +47,7 @@ interface AgentFlags {
   nodeserverSocket: string[];
   nodeserverStatsPort?: number;
   nodeserverGroupPort?: number;
+  clusterProbeInterval?: number;
   diskStatsInterval?: number;
   filesRoot?: string;
   sftpServer?: string;
@@ -162,6 +164,11 @@ export function registerAgent(program: Command): void {
       "--nodeserver-stats-port <port>",
       "kubernetes runtime: poll GET /stats of the nodeserver on every node's InternalIP at this port (its --stats-listen), with a token handed over in the peers Secret; 0: never (default 5701)",
       port,
+    )
+    .option(
+      "--cluster-probe-interval <duration>",
+      "process runtime with Domain networking: how often its nodeserver probes each other cluster of its Domains through the hub's relay (PingMesh between clusters); 0s: never (default 10s)",
+      parseDuration,
     )
     .option(
       "--nodeserver-group-port <port>",
@@ -325,6 +332,9 @@ export function registerAgent(program: Command): void {
               dir: path.resolve(flags.nodeserverDir),
               node: flags.nodeName,
               logger,
+              ...(flags.clusterProbeInterval === undefined
+                ? {}
+                : { clusterProbeIntervalMs: flags.clusterProbeInterval }),
             })
           : undefined;
       const pingMesh = flags.pingmesh

@@ -48,6 +48,12 @@ export function registerNodeserver(program: Command): void {
       "also serve GET /stats over TCP, to the bearer of the peers state's statsToken (the kubernetes agent polls it)",
     )
     .option(
+      "--cluster-probe-interval <duration>",
+      "how often each other cluster of this node's Domains is probed through the hub's relay (PingMesh between clusters); 0s: never",
+      parseDuration,
+      10_000,
+    )
+    .option(
       "--group-listen <ip:port>",
       "join the cluster's AgentGroup (SWIM over UDP) here, with the key and seeds of the peers state's group; docs/diagnosis.md#agentgroup",
       groupAddress("--group-listen"),
@@ -73,6 +79,7 @@ export function registerNodeserver(program: Command): void {
         statsListen?: string;
         groupListen?: string;
         groupAdvertise?: string;
+        clusterProbeInterval: number;
       }) => {
         const logger = jsonLogger("nodeserver");
         if (options.groupListen && !options.node)
@@ -97,6 +104,7 @@ export function registerNodeserver(program: Command): void {
         const server = await startNodeserver({
           socketDir: options.socketDir,
           idleMs: options.idleTimeout,
+          clusterProbeIntervalMs: options.clusterProbeInterval,
           logger,
           ...(options.node ? { node: options.node } : {}),
         });
@@ -115,6 +123,7 @@ export function registerNodeserver(program: Command): void {
               listen: options.statsListen,
               stats: () => server.stats(),
               ...(group ? { group: () => group?.report() } : {}),
+              clusterProbes: () => ({ clusters: server.clusterProbes() }),
               token: () => token,
               logger,
             })

@@ -39,6 +39,7 @@ import {
   isTicket,
   MAX_HELLO_BYTES,
   PEER_CLUSTER_HEADER,
+  PROBE_HEADER,
   REASON_HEADER,
   SOURCE_HEADER,
   splice,
@@ -72,6 +73,8 @@ export interface DomainRelayStats {
   streams: number;
   /** Joined data connections open now. */
   joined: number;
+  /** Cluster probes forwarded since start. */
+  probes: number;
   reverseLinks: { domain: string; globalNamespace: string; node?: string }[];
 }
 
@@ -145,7 +148,7 @@ export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
     help: "Bytes the domain relay forwarded between clusters, by Domain.",
     labelNames: ["domain"],
   });
-  const counters = { relayedBytes: 0, refused: 0, streams: 0, joined: 0 };
+  const counters = { relayedBytes: 0, refused: 0, streams: 0, joined: 0, probes: 0 };
   /** Reverse links by Domain, then by the agent namespace of their cluster. */
   const links = new Map<string, Map<string, ReverseLink[]>>();
   const sockets = new Set<net.Socket>();
@@ -177,12 +180,11 @@ export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
       stream.close(http2.constants.NGHTTP2_REFUSED_STREAM);
       return;
     }
-    void forward(
-      speaker,
-      stream,
-      String(headers[":authority"] ?? ""),
-      String(headers[SOURCE_HEADER] ?? ""),
-    ).catch((error: unknown) => {
+    const handle =
+      headers[PROBE_HEADER] === "1"
+        ? probe(speaker, stream, String(headers[":authority"] ?? ""))
+        : forward(speaker, stream, String(headers[":authority"] ?? ""), String(headers[SOURCE_HEADER] ?? ""));
+    void handle.catch((error: unknown) => {
       if (!stream.destroyed && !stream.headersSent)
         stream.respond({ ":status": 502, [REASON_HEADER]: String(error) }, { endStream: true });
     });
@@ -244,6 +246,60 @@ export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
     });
     stream.respond({ ":status": 200, [TICKET_HEADER]: tickets[0], [PEER_CLUSTER_HEADER]: at.cluster });
     counters.streams++;
+  }
+
+  /**
+   * A cluster probe (PROBE_HEADER): the target must be a member of the speaker's Domain in another
+   * cluster; it goes on that cluster's reverse link like a stream, and its answer comes back as
+   * is. No ticket, no join, no pod: its round trip is the path's control round trip, which every
+   * connection between the two clusters pays when it starts. Counted apart from streams.
+   */
+  async function probe(
+    { domain, cluster }: Speaker,
+    stream: ServerHttp2Stream,
+    target: string,
+  ): Promise<void> {
+    const deny = (status: number, reason: string, audit: string) => {
+      refuse(audit, { domain, cluster, target, probe: true });
+      if (!stream.destroyed)
+        stream.respond({ ":status": status, [REASON_HEADER]: reason }, { endStream: true });
+    };
+    const to = splitTarget(target);
+    if (!to) return deny(403, "bad target", "bad-target");
+    const at = await checkHostInDomain(store, domain, to.ip);
+    if (!at?.cluster)
+      return deny(403, `${to.ip} is not a member of Domain ${domain}`, "target-not-in-domain");
+    const link = (links.get(domain)?.get(namespaceFor(at.cluster)) ?? []).find(
+      (l) => !l.session.closed && !l.session.destroyed,
+    );
+    if (!link)
+      return deny(503, `no nodeserver of cluster ${at.cluster} is connected`, "target-cluster-offline");
+    const out = link.session.request(
+      { ":method": "CONNECT", ":authority": target, [PROBE_HEADER]: "1", [PEER_CLUSTER_HEADER]: cluster },
+      { endStream: true },
+    );
+    out.on("error", () => {});
+    const timer = setTimeout(() => out.close(), TICKET_TTL_MS);
+    timer.unref();
+    out.once("close", () => {
+      clearTimeout(timer);
+      if (!stream.destroyed && !stream.headersSent)
+        stream.respond(
+          { ":status": 504, [REASON_HEADER]: "the target's nodeserver did not answer" },
+          { endStream: true },
+        );
+    });
+    out.once("response", (headers) => {
+      clearTimeout(timer);
+      if (!stream.destroyed && !stream.headersSent)
+        stream.respond(
+          { ":status": Number(headers[":status"]), [PEER_CLUSTER_HEADER]: at.cluster },
+          { endStream: true },
+        );
+      out.close();
+    });
+    out.resume();
+    counters.probes++;
   }
 
   /** Tickets of joins not yet complete: each names its join and its side (0 source, 1 target). */

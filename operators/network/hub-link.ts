@@ -16,6 +16,7 @@ import {
   ALPN_ACCEPT,
   ALPN_DIAL,
   PEER_CLUSTER_HEADER,
+  PROBE_HEADER,
   REASON_HEADER,
   SOURCE_HEADER,
   TICKET_HEADER,
@@ -267,6 +268,43 @@ export class HubConnection implements PooledConnection {
   }
 
   /**
+   * A cluster probe toward `target` (a pod address of the other cluster, `ip:port`): the time from
+   * the CONNECT to the target nodeserver's answer, relayed by the hub, in ms; rejects on a refusal
+   * or after `timeoutMs`. The stream is closed at once; it carries nothing.
+   */
+  probe(target: string, timeoutMs: number): Promise<number> {
+    const started = performance.now();
+    const stream = this.#session.request(
+      { ":method": "CONNECT", ":authority": target, [PROBE_HEADER]: "1" },
+      { endStream: true },
+    );
+    this.touch();
+    return new Promise<number>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        stream.close();
+        reject(new Error(`no answer within ${timeoutMs} ms`));
+      }, timeoutMs);
+      stream.once("response", (headers) => {
+        clearTimeout(timer);
+        const status = Number(headers[":status"]);
+        const elapsed = performance.now() - started;
+        stream.close();
+        if (status === 200) resolve(elapsed);
+        else reject(new RefusedError(status, String(headers[REASON_HEADER] ?? `status ${status}`)));
+      });
+      stream.once("error", (error) => {
+        clearTimeout(timer);
+        reject(error);
+      });
+      stream.once("close", () => {
+        clearTimeout(timer);
+        reject(new Error("the hub closed the stream"));
+      });
+      stream.resume();
+    });
+  }
+
+  /**
    * Opens a stream to `target` (`ip:port`) for the pod `source`: once the hub says 200, joins
    * its data connection and resolves with the end-to-end TLS socket to the target's nodeserver,
    * verified. The stream counts as active until that socket closes.
@@ -369,6 +407,11 @@ export async function acceptFromHub(
   server.on("session", (session) => session.on("error", () => {}));
   server.on("stream", (stream: ServerHttp2Stream, headers) => {
     stream.on("error", () => {});
+    // a cluster probe: the answer is the measurement; no pod is touched, nothing is logged
+    if (headers[PROBE_HEADER] === "1") {
+      stream.respond({ ":status": 200 }, { endStream: true });
+      return;
+    }
     const ticket = String(headers[TICKET_HEADER] ?? "");
     const sourceCluster = String(headers[PEER_CLUSTER_HEADER] ?? "");
     onStream({

@@ -12,10 +12,11 @@ import net from "node:net";
 import { join } from "node:path";
 import type { Duplex } from "node:stream";
 import type { DomainPeerPod } from "../api/generated/domain-peer.ts";
-import type { DomainPeersEntry, PeersState } from "../api/index.ts";
+import { clusterOf, type DomainPeersEntry, type PeersState } from "../api/index.ts";
 import { type Clock, systemClock, type TimerId } from "../lib/clock.ts";
 import { type Logger, silentLogger } from "../lib/logger.ts";
 import { REASON_HEADER, splice, splitTarget } from "../lib/relay/index.ts";
+import { type ClusterProbeFigures, ClusterProber, type ClusterProbeTarget } from "./cluster-probes.ts";
 import {
   acceptFromHub,
   HubConnection,
@@ -55,7 +56,18 @@ export interface NodeserverOptions {
   logger?: Logger;
   /** Port of the sidecars' inbound proxy. Default 5700. */
   inboundPort?: number;
+  /**
+   * How often each other cluster of this node's Domains is probed through the hub's relay
+   * (cluster-probes.ts); 0: never. Default 10 s.
+   */
+  clusterProbeIntervalMs?: number;
+  /** A cluster probe unanswered this long is lost. Default 2 s. */
+  clusterProbeTimeoutMs?: number;
 }
+
+export const DEFAULT_CLUSTER_PROBE_INTERVAL_MS = 10_000;
+const DEFAULT_CLUSTER_PROBE_TIMEOUT_MS = 2_000;
+const CLUSTER_PROBE_WINDOW = 64;
 
 interface PairStats {
   activeStreams: number;
@@ -76,6 +88,8 @@ export interface Nodeserver {
   socketPath: string;
   setState(state: PeersState): void;
   stats(): Record<string, DomainStats>;
+  /** This node's probes of the other clusters of its Domains, by cluster. */
+  clusterProbes(): ClusterProbeFigures[];
   close(): Promise<void>;
 }
 
@@ -293,12 +307,64 @@ class NodeserverImpl implements Nodeserver {
         return reply(200, { key: found.domain.podKey(found.pod).key.toString("hex") });
       }
       if (req.method === "GET" && url.pathname === "/stats") return reply(200, this.stats());
+      if (req.method === "GET" && url.pathname === "/cluster_probes")
+        return reply(200, { clusters: this.clusterProbes() });
       reply(404, {
         error:
-          "not found: GET /get_ip?pod=<namespace>/<name>, GET /inbound_key?pod=<namespace>/<name>, GET /stats, CONNECT <ip>:<port>",
+          "not found: GET /get_ip?pod=<namespace>/<name>, GET /inbound_key?pod=<namespace>/<name>, GET /stats, GET /cluster_probes, CONNECT <ip>:<port>",
       });
     });
     this.server.on("connect", (req, socket, head) => this.fromSidecar(req, socket, head));
+    const every = options.clusterProbeIntervalMs ?? DEFAULT_CLUSTER_PROBE_INTERVAL_MS;
+    this.#prober =
+      every > 0
+        ? new ClusterProber({
+            targets: () => this.#probeTargets(),
+            intervalMs: every,
+            windowSize: CLUSTER_PROBE_WINDOW,
+            clock: this.clock,
+          })
+        : undefined;
+  }
+
+  readonly #prober: ClusterProber | undefined;
+
+  clusterProbes(): ClusterProbeFigures[] {
+    return this.#prober?.figures() ?? [];
+  }
+
+  startProbes(): void {
+    this.#prober?.start();
+  }
+
+  /**
+   * One target per other cluster with pods in this node's Domains: its first pod by name, through
+   * the first Domain (by name) that has one, on a live pooled connection (or a new one).
+   */
+  #probeTargets(): ClusterProbeTarget[] {
+    const timeoutMs = this.options.clusterProbeTimeoutMs ?? DEFAULT_CLUSTER_PROBE_TIMEOUT_MS;
+    const targets = new Map<string, ClusterProbeTarget>();
+    const domains = [...this.domains.values()].sort((a, b) => (a.entry.domain < b.entry.domain ? -1 : 1));
+    for (const domain of domains) {
+      const pool = domain.pool;
+      if (!pool) continue;
+      const pods = [...(domain.entry.pods ?? [])].sort((a, b) =>
+        a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
+      );
+      for (const pod of pods) {
+        const cluster = domain.isLocal(pod) ? undefined : clusterOf(pod.globalNamespace);
+        if (!cluster || targets.has(cluster)) continue;
+        targets.set(cluster, {
+          cluster,
+          run: async () => {
+            const connection = pool.connections.find((c) => !c.closed) ?? (await pool.acquire());
+            // any port: the probe reaches no pod; the hub checks the address is the Domain's
+            return connection.probe(`${pod.ip}:1`, timeoutMs);
+          },
+        });
+      }
+    }
+    return [...targets.values()];
   }
 
   async listen(): Promise<void> {
@@ -486,6 +552,7 @@ class NodeserverImpl implements Nodeserver {
   }
 
   async close(): Promise<void> {
+    this.#prober?.stop();
     for (const d of this.domains.values()) d.close();
     this.domains.clear();
     for (const s of this.#sockets) s.destroy();
@@ -499,5 +566,6 @@ class NodeserverImpl implements Nodeserver {
 export async function startNodeserver(options: NodeserverOptions): Promise<Nodeserver> {
   const server = new NodeserverImpl(options);
   await server.listen();
+  server.startProbes();
   return server;
 }

@@ -2,7 +2,8 @@
 // kubernetes agent, which cannot reach the unix socket on another node: it polls every node's
 // InternalIP (the DaemonSet runs on the host network) with the bearer token it put into the peers
 // state, which only the nodeservers (the Secret's readers) learn. GET /group serves the node's
-// AgentGroup view the same way (404 while no member runs). Nothing else is served; nothing at all
+// AgentGroup view the same way (404 while no member runs), GET /cluster_probes its probes of
+// other clusters. Nothing else is served; nothing at all
 // before the token is known (503); a wrong or missing token gets 401.
 import { timingSafeEqual } from "node:crypto";
 import http from "node:http";
@@ -16,6 +17,8 @@ export interface StatsListenerOptions {
   stats(): unknown;
   /** The AgentGroup member's view (group-member.ts), undefined while none runs. */
   group?(): unknown;
+  /** The node's probes of other clusters (GET /cluster_probes). */
+  clusterProbes?(): unknown;
   /** The token the peers state carries now; undefined until one arrived. */
   token(): string | undefined;
   logger: Logger;
@@ -55,8 +58,10 @@ export async function listenStats(
         ? answer(404, { error: "no AgentGroup member runs on this node" })
         : answer(200, view);
     }
+    if (req.method === "GET" && req.url === "/cluster_probes" && options.clusterProbes)
+      return answer(200, options.clusterProbes());
     if (req.method !== "GET" || req.url !== "/stats")
-      return answer(404, { error: "only GET /stats and GET /group" });
+      return answer(404, { error: "only GET /stats, GET /group and GET /cluster_probes" });
     answer(200, options.stats());
   });
   server.headersTimeout = 5_000;

@@ -64,6 +64,8 @@ export interface DomainClustersOptions {
   hub?: Partial<HubOptions>;
   /** More command-line arguments of a cluster's agent, by cluster. */
   agentArgs?: Record<string, string[]>;
+  /** More of them made once the hub's relay listens (a proxy in front of it, say), appended. */
+  beforeAgents?: (relay: string) => Promise<Record<string, string[]>>;
 }
 
 export class DomainClusters {
@@ -110,6 +112,8 @@ export class DomainClusters {
       ...relayEngineOptions(),
     });
     bed.relay = bed.hub.domainRelayAddress as string;
+    for (const [cluster, args] of Object.entries((await options.beforeAgents?.(bed.relay)) ?? {}))
+      bed.#agentArgs[cluster] = [...(bed.#agentArgs[cluster] ?? []), ...args];
     for (const cluster of clusters)
       await waitFor(
         `Cluster ${cluster} from git`,

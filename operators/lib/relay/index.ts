@@ -7,6 +7,7 @@ export {
   isTicket,
   MAX_HELLO_BYTES,
   PEER_CLUSTER_HEADER,
+  PROBE_HEADER,
   REASON_HEADER,
   SOURCE_HEADER,
   splitTarget,

@@ -25,6 +25,12 @@ export const ALPN_ACCEPT = "rlark-accept";
 export const SOURCE_HEADER = "rlark-source";
 export const PEER_CLUSTER_HEADER = "rlark-peer-cluster";
 export const REASON_HEADER = "rlark-reason";
+/**
+ * `1` on a CONNECT: a cluster probe (PingMesh between clusters, docs/pingmesh.md). The hub checks
+ * and forwards it on the target cluster's reverse link like a stream, and the target's nodeserver
+ * answers 200 at once, touching no pod: its round trip is the relay path's control round trip.
+ */
+export const PROBE_HEADER = "rlark-probe";
 export const TICKET_HEADER = "rlark-ticket";
 export const TICKET_TTL_MS = 10_000;
 /** 32 hex digits and a newline. */

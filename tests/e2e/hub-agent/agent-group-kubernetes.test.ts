@@ -169,7 +169,7 @@ t.test("the kubernetes agent's nodeservers form its AgentGroup and the hub shows
     "the hub shows the first node dead, in the second's view",
     async () => {
       const g = await groupOf();
-      return g?.member === nodes[1]?.name && g.dead === 1 ? g : undefined;
+      return g?.member === nodes[1]?.name && g?.dead === 1 ? g : undefined;
     },
     slow,
   );
