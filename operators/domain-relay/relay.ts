@@ -23,7 +23,7 @@ import http2, {
 import net, { type AddressInfo } from "node:net";
 import { join } from "node:path";
 import tls, { type TLSSocket } from "node:tls";
-import { type DomainPeer, namespaceFor } from "../api/index.ts";
+import { clusterOf, type DomainPeer, namespaceFor } from "../api/index.ts";
 import type { Logger } from "../lib/logger.ts";
 import type { Registry } from "../lib/metrics/index.ts";
 import {
@@ -39,6 +39,7 @@ import {
   isTicket,
   MAX_HELLO_BYTES,
   PEER_CLUSTER_HEADER,
+  PROBE_CLUSTERS_HEADER,
   PROBE_HEADER,
   REASON_HEADER,
   SOURCE_HEADER,
@@ -181,8 +182,8 @@ export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
       return;
     }
     const handle =
-      headers[PROBE_HEADER] === "1"
-        ? probe(speaker, stream, String(headers[":authority"] ?? ""))
+      headers[PROBE_HEADER] !== undefined
+        ? probe(speaker, stream, String(headers[PROBE_HEADER] ?? ""))
         : forward(speaker, stream, String(headers[":authority"] ?? ""), String(headers[SOURCE_HEADER] ?? ""));
     void handle.catch((error: unknown) => {
       if (!stream.destroyed && !stream.headersSent)
@@ -249,33 +250,44 @@ export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
   }
 
   /**
-   * A cluster probe (PROBE_HEADER): the target must be a member of the speaker's Domain in another
-   * cluster; it goes on that cluster's reverse link like a stream, and its answer comes back as
-   * is. No ticket, no join, no pod: its round trip is the path's control round trip, which every
-   * connection between the two clusters pays when it starts. Counted apart from streams.
+   * A cluster probe (PROBE_HEADER): `?` lists the Domain's other clusters with a live reverse
+   * link; a cluster's name goes on that cluster's reverse link like a stream, and its answer comes
+   * back as is. A reverse link for the Domain is taken only from a holder of that cluster's
+   * certificate for it, so the target is a member of the Domain. No ticket, no join, no pod: the
+   * round trip is the path's control round trip, which every connection between the two clusters
+   * pays when it starts. Counted apart from streams.
    */
   async function probe(
     { domain, cluster }: Speaker,
     stream: ServerHttp2Stream,
-    target: string,
+    value: string,
   ): Promise<void> {
-    const deny = (status: number, reason: string, audit: string) => {
-      refuse(audit, { domain, cluster, target, probe: true });
+    const live = (l: ReverseLink) => !l.session.closed && !l.session.destroyed;
+    if (value === "?") {
+      const others = [...(links.get(domain) ?? [])]
+        .filter(([namespace, list]) => namespace !== namespaceFor(cluster) && list.some(live))
+        .map(([namespace]) => clusterOf(namespace))
+        .filter((c): c is string => c !== undefined)
+        .sort();
       if (!stream.destroyed)
-        stream.respond({ ":status": status, [REASON_HEADER]: reason }, { endStream: true });
-    };
-    const to = splitTarget(target);
-    if (!to) return deny(403, "bad target", "bad-target");
-    const at = await checkHostInDomain(store, domain, to.ip);
-    if (!at?.cluster)
-      return deny(403, `${to.ip} is not a member of Domain ${domain}`, "target-not-in-domain");
-    const link = (links.get(domain)?.get(namespaceFor(at.cluster)) ?? []).find(
-      (l) => !l.session.closed && !l.session.destroyed,
-    );
-    if (!link)
-      return deny(503, `no nodeserver of cluster ${at.cluster} is connected`, "target-cluster-offline");
+        stream.respond({ ":status": 200, [PROBE_CLUSTERS_HEADER]: others.join(",") }, { endStream: true });
+      return;
+    }
+    const link = (links.get(domain)?.get(namespaceFor(value)) ?? []).find(live);
+    if (!link || value === cluster) {
+      refuse("probe-target-offline", { domain, cluster, target: value });
+      if (!stream.destroyed)
+        stream.respond(
+          {
+            ":status": 503,
+            [REASON_HEADER]: `no nodeserver of another cluster ${JSON.stringify(value).slice(0, 80)} is connected in Domain ${domain}`,
+          },
+          { endStream: true },
+        );
+      return;
+    }
     const out = link.session.request(
-      { ":method": "CONNECT", ":authority": target, [PROBE_HEADER]: "1", [PEER_CLUSTER_HEADER]: cluster },
+      { ":method": "CONNECT", ":authority": "probe:1", [PROBE_HEADER]: "1", [PEER_CLUSTER_HEADER]: cluster },
       { endStream: true },
     );
     out.on("error", () => {});
@@ -293,7 +305,7 @@ export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
       clearTimeout(timer);
       if (!stream.destroyed && !stream.headersSent)
         stream.respond(
-          { ":status": Number(headers[":status"]), [PEER_CLUSTER_HEADER]: at.cluster },
+          { ":status": Number(headers[":status"]), [PEER_CLUSTER_HEADER]: value },
           { endStream: true },
         );
       out.close();

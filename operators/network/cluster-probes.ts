@@ -1,9 +1,9 @@
 // PingMesh between clusters (docs/pingmesh.md#between-clusters): each nodeserver probes every other
-// cluster its Domains have pods in, through the path a connection to those pods really takes: a
-// CONNECT on the Domain's pooled HTTP/2 connection to the hub's relay, checked by the hub and
-// forwarded on the target cluster's reverse link, answered there by its nodeserver (PROBE_HEADER:
-// no pod is touched). One probe per cluster per interval, all of them at the interval's start; a
-// window of the last probes per cluster, so memory is bounded however long it runs.
+// cluster of its Domains, through the path a connection to their pods really takes: a CONNECT on
+// the Domain's pooled HTTP/2 connection to the hub's relay, checked by the hub and forwarded on the
+// target cluster's reverse link, answered there by its nodeserver (PROBE_HEADER: no pod is
+// touched). Each interval: the targets (the hub names the clusters it can reach), then one probe
+// per cluster; a window of the last probes per cluster, so memory is bounded however long it runs.
 import type { Clock, TimerId } from "../lib/clock.ts";
 import { type PairFigures, ProbeWindow } from "./pingmesh/index.ts";
 
@@ -18,8 +18,8 @@ export interface ClusterProbeTarget {
 }
 
 export interface ClusterProberOptions {
-  /** The clusters to probe now, each once (the nodeserver's peers state decides). */
-  targets(): ClusterProbeTarget[];
+  /** The clusters to probe now, each once (a failure: none this interval). */
+  targets(): Promise<ClusterProbeTarget[]>;
   intervalMs: number;
   windowSize: number;
   clock: Clock;
@@ -67,7 +67,17 @@ export class ClusterProber {
     if (this.#stopped) return;
     const { clock, intervalMs } = this.#options;
     this.#timer = clock.setTimeout(() => this.#round(), intervalMs);
-    const targets = this.#options.targets().slice(0, MAX_PROBED_CLUSTERS);
+    this.#options.targets().then(
+      (targets) => this.#probe(targets.slice(0, MAX_PROBED_CLUSTERS)),
+      // the hub unreachable: the probes of this interval are lost, the windows say so
+      () => {
+        for (const window of this.#windows.values()) window.record(undefined);
+      },
+    );
+  }
+
+  #probe(targets: readonly ClusterProbeTarget[]): void {
+    if (this.#stopped) return;
     const wanted = new Set(targets.map((t) => t.cluster));
     // a cluster no longer in any Domain here is no longer measured: its window goes
     for (const cluster of this.#windows.keys()) if (!wanted.has(cluster)) this.#windows.delete(cluster);

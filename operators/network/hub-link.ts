@@ -16,6 +16,7 @@ import {
   ALPN_ACCEPT,
   ALPN_DIAL,
   PEER_CLUSTER_HEADER,
+  PROBE_CLUSTERS_HEADER,
   PROBE_HEADER,
   REASON_HEADER,
   SOURCE_HEADER,
@@ -268,28 +269,30 @@ export class HubConnection implements PooledConnection {
   }
 
   /**
-   * A cluster probe toward `target` (a pod address of the other cluster, `ip:port`): the time from
-   * the CONNECT to the target nodeserver's answer, relayed by the hub, in ms; rejects on a refusal
-   * or after `timeoutMs`. The stream is closed at once; it carries nothing.
+   * A CONNECT with `rlark-probe: <value>` (lib/relay PROBE_HEADER), closed at once: its answer's
+   * headers and the time it took in ms; rejects on a refusal or after `timeoutMs`.
    */
-  probe(target: string, timeoutMs: number): Promise<number> {
+  #probeRequest(
+    value: string,
+    timeoutMs: number,
+  ): Promise<{ ms: number; headers: http2.IncomingHttpHeaders }> {
     const started = performance.now();
     const stream = this.#session.request(
-      { ":method": "CONNECT", ":authority": target, [PROBE_HEADER]: "1" },
+      { ":method": "CONNECT", ":authority": "probe:1", [PROBE_HEADER]: value },
       { endStream: true },
     );
     this.touch();
-    return new Promise<number>((resolve, reject) => {
+    return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         stream.close();
         reject(new Error(`no answer within ${timeoutMs} ms`));
       }, timeoutMs);
       stream.once("response", (headers) => {
         clearTimeout(timer);
+        const ms = performance.now() - started;
         const status = Number(headers[":status"]);
-        const elapsed = performance.now() - started;
         stream.close();
-        if (status === 200) resolve(elapsed);
+        if (status === 200) resolve({ ms, headers });
         else reject(new RefusedError(status, String(headers[REASON_HEADER] ?? `status ${status}`)));
       });
       stream.once("error", (error) => {
@@ -302,6 +305,18 @@ export class HubConnection implements PooledConnection {
       });
       stream.resume();
     });
+  }
+
+  /** The Domain's other clusters the hub can reach now (each has a reverse link up). */
+  async probeClusters(timeoutMs: number): Promise<string[]> {
+    const { headers } = await this.#probeRequest("?", timeoutMs);
+    const list = String(headers[PROBE_CLUSTERS_HEADER] ?? "");
+    return list === "" ? [] : list.split(",").slice(0, 1024);
+  }
+
+  /** One probe of `cluster` through the hub to its nodeserver and back: the round trip in ms. */
+  async probe(cluster: string, timeoutMs: number): Promise<number> {
+    return (await this.#probeRequest(cluster, timeoutMs)).ms;
   }
 
   /**

@@ -12,7 +12,7 @@ import net from "node:net";
 import { join } from "node:path";
 import type { Duplex } from "node:stream";
 import type { DomainPeerPod } from "../api/generated/domain-peer.ts";
-import { clusterOf, type DomainPeersEntry, type PeersState } from "../api/index.ts";
+import type { DomainPeersEntry, PeersState } from "../api/index.ts";
 import { type Clock, systemClock, type TimerId } from "../lib/clock.ts";
 import { type Logger, silentLogger } from "../lib/logger.ts";
 import { REASON_HEADER, splice, splitTarget } from "../lib/relay/index.ts";
@@ -338,32 +338,30 @@ class NodeserverImpl implements Nodeserver {
   }
 
   /**
-   * One target per other cluster with pods in this node's Domains: its first pod by name, through
-   * the first Domain (by name) that has one, on a live pooled connection (or a new one).
+   * One target per other cluster of this node's Domains that the hub can reach, through the first
+   * Domain (by name) whose hub connection names it, on a live pooled connection (or a new one).
    */
-  #probeTargets(): ClusterProbeTarget[] {
+  async #probeTargets(): Promise<ClusterProbeTarget[]> {
     const timeoutMs = this.options.clusterProbeTimeoutMs ?? DEFAULT_CLUSTER_PROBE_TIMEOUT_MS;
     const targets = new Map<string, ClusterProbeTarget>();
     const domains = [...this.domains.values()].sort((a, b) => (a.entry.domain < b.entry.domain ? -1 : 1));
+    let failure: unknown;
     for (const domain of domains) {
       const pool = domain.pool;
       if (!pool) continue;
-      const pods = [...(domain.entry.pods ?? [])].sort((a, b) =>
-        a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
-      );
-      for (const pod of pods) {
-        const cluster = domain.isLocal(pod) ? undefined : clusterOf(pod.globalNamespace);
-        if (!cluster || targets.has(cluster)) continue;
-        targets.set(cluster, {
-          cluster,
-          run: async () => {
-            const connection = pool.connections.find((c) => !c.closed) ?? (await pool.acquire());
-            // any port: the probe reaches no pod; the hub checks the address is the Domain's
-            return connection.probe(`${pod.ip}:1`, timeoutMs);
-          },
-        });
+      const connection = async () => pool.connections.find((c) => !c.closed) ?? (await pool.acquire());
+      let clusters: string[];
+      try {
+        clusters = await (await connection()).probeClusters(timeoutMs);
+      } catch (error) {
+        failure = error;
+        continue;
       }
+      for (const cluster of clusters)
+        if (!targets.has(cluster))
+          targets.set(cluster, { cluster, run: async () => (await connection()).probe(cluster, timeoutMs) });
     }
+    if (targets.size === 0 && failure) throw failure;
     return [...targets.values()];
   }
 

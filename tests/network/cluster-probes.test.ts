@@ -20,7 +20,7 @@ t.test("one probe per cluster per interval, figures per cluster, gone clusters d
     },
   };
   const prober = new ClusterProber({
-    targets: () =>
+    targets: async () =>
       clusters.map(
         (cluster): ClusterProbeTarget => ({ cluster, run: rtt[cluster] as () => Promise<number> }),
       ),
@@ -57,9 +57,31 @@ t.test("one probe per cluster per interval, figures per cluster, gone clusters d
   t.equal(prober.sent, 21, "stopped: no more probes");
 });
 
+t.test("an interval whose targets cannot be had counts as lost for every window", async (t) => {
+  const clock = new FakeClock(0);
+  let reachable = true;
+  const prober = new ClusterProber({
+    targets: async () => {
+      if (!reachable) throw new Error("the hub is unreachable");
+      return [{ cluster: "far", run: async () => 5 }];
+    },
+    intervalMs: 1000,
+    windowSize: 4,
+    clock,
+  });
+  prober.start();
+  await settle();
+  reachable = false;
+  clock.advance(1000);
+  await settle();
+  t.match(prober.figures(), [{ target: "far", figures: { samples: 2, loss: 0.5, p50Ms: 5 } }]);
+  prober.stop();
+});
+
 t.test("an interval that is not positive is refused", async (t) => {
   t.throws(
-    () => new ClusterProber({ targets: () => [], intervalMs: 0, windowSize: 8, clock: new FakeClock(0) }),
+    () =>
+      new ClusterProber({ targets: async () => [], intervalMs: 0, windowSize: 8, clock: new FakeClock(0) }),
     /cluster probe interval must be positive/,
   );
 });

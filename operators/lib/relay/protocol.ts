@@ -26,11 +26,15 @@ export const SOURCE_HEADER = "rlark-source";
 export const PEER_CLUSTER_HEADER = "rlark-peer-cluster";
 export const REASON_HEADER = "rlark-reason";
 /**
- * `1` on a CONNECT: a cluster probe (PingMesh between clusters, docs/pingmesh.md). The hub checks
- * and forwards it on the target cluster's reverse link like a stream, and the target's nodeserver
- * answers 200 at once, touching no pod: its round trip is the relay path's control round trip.
+ * On a CONNECT, a cluster probe (PingMesh between clusters, docs/pingmesh.md#between-clusters):
+ * from a nodeserver, `?` asks the hub which other clusters of the Domain have a reverse link
+ * (answered in PROBE_CLUSTERS_HEADER), a cluster's name probes that cluster; the hub forwards a
+ * probe on the cluster's reverse link with the value `1`, and the nodeserver there answers 200 at
+ * once, touching no pod: its round trip is the relay path's control round trip.
  */
 export const PROBE_HEADER = "rlark-probe";
+/** The hub's answer to `rlark-probe: ?`: the Domain's other clusters with a reverse link, comma-separated, sorted. */
+export const PROBE_CLUSTERS_HEADER = "rlark-probe-clusters";
 export const TICKET_HEADER = "rlark-ticket";
 export const TICKET_TTL_MS = 10_000;
 /** 32 hex digits and a newline. */
