@@ -1,40 +1,29 @@
 // A TCP proxy that holds every chunk `delayMs` before passing it on, in both directions: one
-// path's injected latency (what netem's delay does to packets, done to a stream in user space), for
-// tests of what measures it. Order is kept (equal delays fire in order); closed at teardown.
-import net, { type AddressInfo } from "node:net";
+// path's injected latency (what netem's delay does to packets, done to a stream in user space,
+// since this kernel has no sch_netem), for tests of what measures it. Its own process
+// (delay-proxy-main.ts); order is kept (equal delays fire in order); stopped at teardown.
+import { spawn } from "node:child_process";
+import path from "node:path";
+import { createInterface } from "node:readline";
 import type { Test } from "tap";
 
 export async function delayProxy(t: Test, upstream: string, delayMs: number): Promise<string> {
-  const at = upstream.lastIndexOf(":");
-  const [host, port] = [upstream.slice(0, at), Number(upstream.slice(at + 1))];
-  const sockets = new Set<net.Socket>();
-  const later = (from: net.Socket, to: net.Socket) => {
-    from.on("data", (chunk: Buffer) => {
-      setTimeout(() => {
-        if (!to.destroyed) to.write(chunk);
-      }, delayMs);
-    });
-    from.on("end", () => setTimeout(() => to.end(), delayMs));
-    from.on("error", () => to.destroy());
-    from.on("close", () => setTimeout(() => to.destroy(), delayMs));
-  };
-  const server = net.createServer((client) => {
-    client.setNoDelay(true);
-    const out = net.connect({ host, port, noDelay: true });
-    for (const s of [client, out]) {
-      sockets.add(s);
-      s.once("close", () => sockets.delete(s));
-    }
-    later(client, out);
-    later(out, client);
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  t.teardown(
-    () =>
-      new Promise<void>((resolve) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => resolve());
-      }),
+  const child = spawn(
+    process.execPath,
+    [path.join(import.meta.dirname, "delay-proxy-main.ts"), upstream, String(delayMs)],
+    // not the test's environment: tap's NODE_OPTIONS would make it write into .tap/
+    { env: { PATH: process.env.PATH }, stdio: ["ignore", "pipe", "inherit"] },
   );
-  return `127.0.0.1:${(server.address() as AddressInfo).port}`;
+  t.teardown(async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    child.kill("SIGTERM");
+    await exited;
+  });
+  const port = await new Promise<string>((resolve, reject) => {
+    if (!child.stdout) return reject(new Error("the delay proxy has no stdout"));
+    createInterface({ input: child.stdout }).once("line", resolve);
+    child.once("exit", (code) => reject(new Error(`the delay proxy exited (${code})`)));
+  });
+  return `127.0.0.1:${port.trim()}`;
 }
