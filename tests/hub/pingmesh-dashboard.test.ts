@@ -43,8 +43,9 @@ t.test("the Network page, the AgentGroup table and the UNKNOWN badge, rendered",
       { name: "n5", topology: { zone: "z1", rack: "r3" } },
     ],
     nodePairs: [
-      { source: "edge-node", target: "n2", figures: lossy },
-      { source: "edge-node", target: "n3", figures: lossy },
+      // edge-node probes ICMP too: n2 loses both, n3 answers echoes while its TCP loses
+      { source: "edge-node", target: "n2", figures: lossy, icmp: lossy },
+      { source: "edge-node", target: "n3", figures: lossy, icmp: good(0.2) },
       { source: "edge-node", target: "n4", figures: good(0.3) },
       { source: "n2", target: "n3", figures: lossy },
       { source: "n4", target: "edge-node", figures: good(0.3) },
@@ -191,6 +192,21 @@ t.test("the Network page, the AgentGroup table and the UNKNOWN badge, rendered",
     await page.locator('tr[data-suspect="rack/r2"]').textContent(),
     /rack r2\s*all 2 of its nodes have degraded pairs \(n2, n3\): the rack's uplink rather than one node/,
     "a whole rack",
+  );
+  t.match(
+    await page.locator('tr[data-protocols="edge-node>n3"][data-verdict="tcp-only"]').textContent(),
+    /edge-node → n3\s*TCP loss 25% while ICMP answers \(p99 0\.3 ms, loss 0%\): the host is up; TCP to its probe port is filtered or the listener is down/,
+    "TCP failing while ICMP works",
+  );
+  t.match(
+    await page.locator('tr[data-protocols="edge-node>n2"][data-verdict="both"]').textContent(),
+    /TCP loss 25% and ICMP loss 25%: the link or the host, not one port/,
+    "both failing",
+  );
+  t.match(
+    await nodes.locator('td[data-pair="edge-node>n3"]').getAttribute("title"),
+    /ICMP p99 0\.3 ms, loss 0/,
+    "the cell's details carry ICMP",
   );
   t.equal(
     await page.locator('tr[data-suspect="rack/r3"]').count(),

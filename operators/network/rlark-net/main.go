@@ -17,6 +17,8 @@
 //	rlark-net relay --listen <host:port> --control <socket> --tls <socket>
 //	                    the byte path of the hub's Domain relay port, started and supervised by
 //	                    the hub (relay.go).
+//	rlark-net icmp-probe
+//	                    ICMP echo for PingMesh: requests on stdin, RTTs on stdout (icmp.go).
 //	rlark-net connect <host:port>
 //	                    relays stdin and stdout to a TCP connection (the agent runs it in a
 //	                    process pod's namespace for an access port-forward to the pod's own
@@ -455,6 +457,8 @@ func main() {
 		runSidecar()
 	case "relay":
 		runRelay(os.Args[2:])
+	case "icmp-probe":
+		runIcmpProbe()
 	case "connect":
 		if len(os.Args) != 3 {
 			fail("usage: rlark-net connect <host:port>")
@@ -463,6 +467,6 @@ func main() {
 	case "-h", "--help", "help":
 		fmt.Println("usage: rlark-net init | sidecar | relay | connect <host:port> (see operators/network/rlark-net/main.go)")
 	default:
-		fail("unknown command %q: use init, sidecar, relay or connect", os.Args[1])
+		fail("unknown command %q: use init, sidecar, relay, icmp-probe or connect", os.Args[1])
 	}
 }
