@@ -12,6 +12,7 @@ import { hostname } from "node:os";
 import type { PingMeshStatus } from "../api/index.ts";
 import type { Clock } from "../lib/clock.ts";
 import type { Logger } from "../lib/logger.ts";
+import { rlarkNetPath } from "../network/index.ts";
 import {
   mergeTopology,
   meshStatus,
@@ -22,7 +23,6 @@ import {
   topologyFromConfig,
   topologyFromLabels,
 } from "../network/pingmesh/index.ts";
-import { rlarkNetPath } from "../network/rlark-net-path.ts";
 
 /** Probe connections held open at once at most: each is closed as soon as it is accepted. */
 const MAX_PROBE_CONNECTIONS = 256;
