@@ -110,6 +110,11 @@ t.test("the kubernetes agent's nodeservers form its AgentGroup and the hub shows
   );
 
   const { hub } = await startHubOnGit(t, { files: { "clusters.yaml": clusterYaml("gpu", "kubernetes") } });
+  await waitFor(
+    "the Cluster from git",
+    async () => (await hub.store.get("Cluster", undefined, "gpu")) ?? undefined,
+    onKube,
+  );
   await startKubernetesAgentOnHub(t, hub, "gpu", {
     kubeConfig: kc,
     namespace,
