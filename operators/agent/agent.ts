@@ -2,7 +2,13 @@
 // reports what the runtime observes. One per cluster (kubernetes runtime) or machine (process).
 import { randomBytes, randomUUID } from "node:crypto";
 import packageJson from "../../package.json" with { type: "json" };
-import { namespaceFor, type PeersState, type PingMeshStatus, peersStateFrom } from "../api/index.ts";
+import {
+  namespaceFor,
+  type PeersState,
+  type PingMeshClusterPair,
+  type PingMeshStatus,
+  peersStateFrom,
+} from "../api/index.ts";
 import { capabilityFromCondition } from "../lib/capability-condition.ts";
 import { readCapabilityStatuses } from "../lib/capability-status.ts";
 import { type Clock, every, systemClock, type TimerId } from "../lib/clock.ts";
@@ -29,6 +35,7 @@ import { agentCapabilities } from "./capabilities.ts";
 import { type DesiredObject, DesiredObjects } from "./desired-objects.ts";
 import { ensureAgentCredentials } from "./enroll.ts";
 import { type AgentGroupOptions, startAgentGroup } from "./group.ts";
+import { GroupPoller, nodeserverGroup } from "./nodeserver-group.ts";
 import { StatsPoller } from "./nodeserver-stats.ts";
 import { podLogStream } from "./pod-log-stream.ts";
 import { PROXY_PURPOSE, podPortStream } from "./pod-port-stream.ts";
@@ -80,6 +87,13 @@ export interface AgentOptions {
    */
   nodeserverStatsPort?: number;
   /**
+   * Kubernetes runtime, with nodeserverStatsPort: the UDP port of the nodeservers' AgentGroup
+   * members (`rlark nodeserver --group-listen`). The peers state then carries the group key and
+   * the nodes' InternalIPs at this port as seeds, and the agent reports the group as a
+   * nodeserver's GET /group gives it (agent/nodeserver-group.ts).
+   */
+  nodeserverGroupPort?: number;
+  /**
    * The hub's domain relay (`host:port`), which the nodeservers dial with the Domains'
    * certificates; with it the peers state names the relay and the hub CA the agent pinned.
    */
@@ -103,10 +117,28 @@ export interface AgentOptions {
   pingMesh?: () => PingMeshStatus | undefined;
 }
 
-/** The report's pingMesh field, when there are figures. */
-function pingMeshField(source: AgentOptions["pingMesh"]): { pingMesh?: Record<string, unknown> } {
+/**
+ * The report's pingMesh field, when there are figures: the mesh's own (`--pingmesh`), with the
+ * nodeservers' probes of other clusters as clusterPairs where the mesh has none for a target.
+ */
+function pingMeshField(
+  source: AgentOptions["pingMesh"],
+  clusterPairs: readonly PingMeshClusterPair[],
+  now: number,
+): { pingMesh?: Record<string, unknown> } {
   const figures = source?.();
-  return figures ? { pingMesh: { ...figures } } : {};
+  if (clusterPairs.length === 0) return figures ? { pingMesh: { ...figures } } : {};
+  const own = figures?.clusterPairs ?? [];
+  const measured = new Set(own.map((p) => p.target));
+  const merged = [...own, ...clusterPairs.filter((p) => !measured.has(p.target))].sort((a, b) =>
+    a.target < b.target ? -1 : 1,
+  );
+  return {
+    pingMesh: {
+      ...(figures ?? { observedAt: new Date(now).toISOString().replace(/\.\d{3}Z$/, "Z") }),
+      clusterPairs: merged,
+    },
+  };
 }
 
 export interface Agent {
@@ -184,7 +216,11 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       ...(options.access ? { access: options.access } : {}),
       applied,
       ...(applyError ? { applyError } : {}),
-      ...(group ? { networkProbe: group.capability } : {}),
+      ...(group
+        ? { networkProbe: group.capability }
+        : groupPoller
+          ? { networkProbe: () => groupPoller.capability() }
+          : {}),
     }),
     ...componentCapabilities(),
     ...nodeCapabilities(),
@@ -215,14 +251,41 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
 
   // New at every start: only the nodeservers that read this agent's peers state learn it.
   const statsToken = options.nodeserverStatsPort ? randomBytes(32).toString("base64url") : undefined;
+  const nodeIPs = (): string[] =>
+    runtime
+      .observe()
+      .nodes.flatMap((n) => n.addresses.filter((a) => a.type === "InternalIP").map((a) => a.address));
+  // The nodeservers' group (kubernetes runtime): its key and seeds go with the peers state.
+  const groupPort = statsToken ? options.nodeserverGroupPort : undefined;
+  const peersGroup = () =>
+    groupPort ? nodeserverGroup(credentials.privateKeyPem, cluster, nodeIPs(), groupPort) : undefined;
+  let appliedSeeds = "";
   // One shape for every nodeserver, whichever way it gets it (file or Secret).
-  const peersState = (): PeersState =>
-    peersStateFrom(
+  const peersState = (): PeersState => {
+    const group = peersGroup();
+    appliedSeeds = JSON.stringify(group?.seeds ?? []);
+    return peersStateFrom(
       desired.domainPeers().map((p) => ({ domain: p.metadata.name, spec: p.spec })),
       namespaceFor(cluster),
       options.domainRelay ? { address: options.domainRelay, caPem: credentials.caCertPem } : undefined,
       statsToken,
+      group,
     );
+  };
+
+  const groupPoller =
+    groupPort && statsToken && options.nodeserverStatsPort
+      ? new GroupPoller({
+          hosts: () => [...nodeIPs()].sort(),
+          port: options.nodeserverStatsPort,
+          token: statsToken,
+          intervalMs: options.statsIntervalMs ?? 5_000,
+          clock,
+          logger,
+          // called only once started, after scheduleReport below is defined
+          onChange: () => scheduleReport(),
+        })
+      : undefined;
 
   const onDesired = async (message: Snapshot | Delta) => {
     if (message.type === "snapshot") desired.replace(message.objects);
@@ -313,7 +376,8 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       // a runtime without an API of its own (process) is this machine: reporting is its test
       lastTest: observed.lastTest ?? { testedAt: new Date(clock.now()).toISOString(), ok: true },
       ...(group ? { agentGroup: group.report() } : {}),
-      ...pingMeshField(options.pingMesh),
+      ...(!group && groupPoller?.view() ? { agentGroup: groupPoller.view() } : {}),
+      ...pingMeshField(options.pingMesh, stats?.clusterPairs() ?? [], clock.now()),
     });
   };
   // Changes come in bursts (a replica set starting): one report per burst is enough.
@@ -325,7 +389,19 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       report();
     }, 100);
   };
-  const unsubscribe = runtime.onChange(scheduleReport);
+  // A node that came or went changes the group's seeds: the nodeservers get them with the state.
+  const reseed = () => {
+    if (!groupPort || !applied || JSON.stringify(peersGroup()?.seeds ?? []) === appliedSeeds) return;
+    Promise.resolve()
+      .then(() => runtime.network?.applyPeersState(peersState()))
+      .catch((error: unknown) =>
+        logger.error("handing the group's seeds over failed", { error: String(error) }),
+      );
+  };
+  const unsubscribe = runtime.onChange(() => {
+    reseed();
+    scheduleReport();
+  });
   const stats =
     options.nodeserverSockets?.length || statsToken
       ? new StatsPoller({
@@ -351,6 +427,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
         })
       : undefined;
   stats?.start();
+  groupPoller?.start();
   tunnel.on("connected", () => {
     logger.info("connected to the hub", { hub: options.hub, cluster });
     scheduleReport();
@@ -365,6 +442,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     async stop() {
       stopReporting();
       stats?.stop();
+      groupPoller?.stop();
       if (pending) clock.clearTimeout(pending);
       unsubscribe();
       await group?.stop();

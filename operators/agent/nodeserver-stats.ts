@@ -4,7 +4,7 @@
 // each DomainPeer's status.traffic. The response is capped in size and checked field by field
 // before anything of it is kept.
 import { request } from "node:http";
-import type { DomainPeerPair, DomainTraffic } from "../api/index.ts";
+import type { DomainPeerPair, DomainTraffic, PingMeshClusterPair } from "../api/index.ts";
 import type { Clock } from "../lib/clock.ts";
 import type { Logger } from "../lib/logger.ts";
 
@@ -23,37 +23,45 @@ export interface NodeserverDomainStats {
 export type StatsTarget = string | { host: string; port: number; token: string };
 
 /** GET /stats of `target`; rejects on a non-200, an oversized or malformed body, or after `timeoutMs`. */
-export function readNodeserverStats(
+export async function readNodeserverStats(
   target: StatsTarget,
   timeoutMs = 5_000,
 ): Promise<Record<string, NodeserverDomainStats>> {
+  return parseStats(await getNodeserverJson(target, "/stats", timeoutMs));
+}
+
+/**
+ * GET `path` of a nodeserver (its socket, or TCP with the token): the body parsed as JSON; rejects
+ * on a non-200, a body over 4 MiB, or after `timeoutMs`. The caller checks the shape.
+ */
+export function getNodeserverJson(target: StatsTarget, path: string, timeoutMs = 5_000): Promise<unknown> {
   const where =
     typeof target === "string"
       ? { socketPath: target }
       : { host: target.host, port: target.port, headers: { authorization: `Bearer ${target.token}` } };
   return new Promise((resolve, reject) => {
-    const req = request({ ...where, path: "/stats", method: "GET", timeout: timeoutMs }, (res) => {
+    const req = request({ ...where, path, method: "GET", timeout: timeoutMs }, (res) => {
       const chunks: Buffer[] = [];
       let size = 0;
       res.on("data", (chunk: Buffer) => {
         size += chunk.length;
         if (size > MAX_STATS_BYTES) {
-          req.destroy(new Error(`GET /stats: the body is larger than ${MAX_STATS_BYTES} bytes`));
+          req.destroy(new Error(`GET ${path}: the body is larger than ${MAX_STATS_BYTES} bytes`));
           return;
         }
         chunks.push(chunk);
       });
       res.on("end", () => {
-        if (res.statusCode !== 200) return reject(new Error(`GET /stats: HTTP ${res.statusCode}`));
+        if (res.statusCode !== 200) return reject(new Error(`GET ${path}: HTTP ${res.statusCode}`));
         try {
-          resolve(parseStats(JSON.parse(Buffer.concat(chunks).toString("utf8"))));
+          resolve(JSON.parse(Buffer.concat(chunks).toString("utf8")));
         } catch (err) {
-          reject(err);
+          reject(new Error(`GET ${path}: not JSON: ${(err as Error).message}`));
         }
       });
       res.on("error", reject);
     });
-    req.on("timeout", () => req.destroy(new Error(`GET /stats: no answer within ${timeoutMs} ms`)));
+    req.on("timeout", () => req.destroy(new Error(`GET ${path}: no answer within ${timeoutMs} ms`)));
     req.on("error", reject);
     req.end();
   });
@@ -99,6 +107,38 @@ export function parseStats(body: unknown): Record<string, NodeserverDomainStats>
     out[domain] = { connections, peers };
   }
   return out;
+}
+
+/** Clusters a nodeserver's GET /cluster_probes may name (the schema's clusterPairs bound). */
+const MAX_PROBED_CLUSTERS = 1024;
+const CLUSTER_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+const isMs = (v: unknown) => v === undefined || (typeof v === "number" && Number.isFinite(v) && v >= 0);
+
+/** The body of GET /cluster_probes, checked: this node's figures to each other cluster. */
+export function parseClusterProbes(body: unknown): PingMeshClusterPair[] {
+  const where = "GET /cluster_probes";
+  if (!isObject(body) || !Array.isArray(body.clusters) || body.clusters.length > MAX_PROBED_CLUSTERS)
+    throw new Error(`${where}: the body must be {clusters: [...]} of at most ${MAX_PROBED_CLUSTERS}`);
+  return body.clusters.map((c, i): PingMeshClusterPair => {
+    const field = `${where}: clusters[${i}]`;
+    if (!isObject(c) || typeof c.target !== "string" || !CLUSTER_NAME.test(c.target))
+      throw new Error(`${field}.target must be a cluster name`);
+    const f = c.figures;
+    if (!isObject(f) || !isCount(f.samples) || typeof f.loss !== "number" || !(f.loss >= 0 && f.loss <= 1))
+      throw new Error(`${field}.figures needs samples (a count) and loss (0 to 1)`);
+    for (const key of ["p50Ms", "p99Ms", "jitterMs"] as const)
+      if (!isMs(f[key])) throw new Error(`${field}.figures.${key} must be a non-negative number of ms`);
+    return {
+      target: c.target,
+      figures: {
+        samples: f.samples,
+        loss: f.loss,
+        ...(f.p50Ms === undefined ? {} : { p50Ms: f.p50Ms as number }),
+        ...(f.p99Ms === undefined ? {} : { p99Ms: f.p99Ms as number }),
+        ...(f.jitterMs === undefined ? {} : { jitterMs: f.jitterMs as number }),
+      },
+    };
+  });
 }
 
 /** One Domain's status.traffic from the figures of every nodeserver read: summed, then bounded. */
@@ -156,6 +196,7 @@ export interface StatsPollerOptions {
 export class StatsPoller {
   readonly #options: StatsPollerOptions;
   #traffic = new Map<string, DomainTraffic>();
+  #clusterPairs: PingMeshClusterPair[] = [];
   #failing = new Set<string>();
   #timer: ReturnType<Clock["setTimeout"]> | undefined;
   #stopped = false;
@@ -167,6 +208,14 @@ export class StatsPoller {
   /** The latest figures of `domain`, if a nodeserver reported it. */
   traffic(domain: string): DomainTraffic | undefined {
     return this.#traffic.get(domain);
+  }
+
+  /**
+   * This cluster's figures to each other cluster (PingMesh between clusters): of the nodes that
+   * probed one, the figures with the most samples; sorted by target.
+   */
+  clusterPairs(): PingMeshClusterPair[] {
+    return this.#clusterPairs;
   }
 
   start(): void {
@@ -189,7 +238,23 @@ export class StatsPoller {
       ]),
     ];
     // all at once: one node that does not answer does not hold the others' figures back
-    const answers = await Promise.allSettled(targets.map(([, target]) => readNodeserverStats(target)));
+    const [answers, probes] = await Promise.all([
+      Promise.allSettled(targets.map(([, target]) => readNodeserverStats(target))),
+      Promise.allSettled(
+        targets.map(async ([, target]) =>
+          parseClusterProbes(await getNodeserverJson(target, "/cluster_probes")),
+        ),
+      ),
+    ]);
+    const best = new Map<string, PingMeshClusterPair>();
+    for (const answer of probes)
+      if (answer.status === "fulfilled")
+        for (const pair of answer.value)
+          if ((best.get(pair.target)?.figures.samples ?? -1) < pair.figures.samples)
+            best.set(pair.target, pair);
+    const clusterPairs = [...best.values()].sort((a, b) => (a.target < b.target ? -1 : 1));
+    const pairsChanged = JSON.stringify(clusterPairs) !== JSON.stringify(this.#clusterPairs);
+    this.#clusterPairs = clusterPairs;
     answers.forEach((answer, i) => {
       const name = targets[i]?.[0] ?? "";
       if (answer.status === "fulfilled") {
@@ -212,7 +277,7 @@ export class StatsPoller {
     if (JSON.stringify(stripTimes(next)) !== JSON.stringify(stripTimes(this.#traffic))) {
       this.#traffic = next;
       this.#options.onChange();
-    }
+    } else if (pairsChanged) this.#options.onChange();
     if (!this.#stopped) this.#timer = clock.setTimeout(() => void this.#poll(), this.#options.intervalMs);
   }
 }

@@ -31,6 +31,8 @@ export { API_VERSION, type KindInfo, kindByPlural, kindInfo, kinds } from "./kin
 export {
   type DomainPeersEntry,
   isIpv4,
+  MAX_GROUP_SEEDS,
+  type PeersGroup,
   type PeersState,
   parsePeersState,
   peersStateFrom,

@@ -25,7 +25,44 @@ export interface PeersState {
    * its nodeservers with it; it reaches them only through the peers Secret).
    */
   statsToken?: string;
+  /**
+   * The cluster's AgentGroup (kubernetes runtime: the nodeservers are its members). `key` is the
+   * group key (hex), derived by the agent from its credentials: whoever reads the Secret may join,
+   * and nothing else learns it. `seeds` are members to join through (`ipv4:port`, the nodes'
+   * InternalIPs at the DaemonSet's group port).
+   */
+  group?: PeersGroup;
   domains: DomainPeersEntry[];
+}
+
+export interface PeersGroup {
+  key: string;
+  seeds: string[];
+}
+
+/** Seeds handed over at most: a member needs one live seed, the rest are spares. */
+export const MAX_GROUP_SEEDS = 64;
+const GROUP_KEY = /^[0-9a-f]{64}$/;
+const GROUP_SEED = /^(\d{1,3}\.){3}\d{1,3}:\d{1,5}$/;
+
+function group(source: string, value: unknown): PeersGroup {
+  if (typeof value !== "object" || value === null) fail(source, "group", "must be an object");
+  const v = value as Record<string, unknown>;
+  // never echoed: the field is named, the key is not
+  if (typeof v.key !== "string" || !GROUP_KEY.test(v.key))
+    fail(source, "group.key", "must be 64 lowercase hex digits");
+  if (!Array.isArray(v.seeds) || v.seeds.length > MAX_GROUP_SEEDS)
+    fail(source, "group.seeds", `must be an array of at most ${MAX_GROUP_SEEDS} addresses`);
+  const seeds = v.seeds.map((seed: unknown, i: number) => {
+    const ok =
+      typeof seed === "string" &&
+      GROUP_SEED.test(seed) &&
+      isIpv4(seed.slice(0, seed.lastIndexOf(":"))) &&
+      Number(seed.slice(seed.lastIndexOf(":") + 1)) <= 65535;
+    if (!ok) fail(source, `group.seeds[${i}]`, `${JSON.stringify(seed)} is not ipv4:port`);
+    return seed as string;
+  });
+  return { key: v.key, seeds };
 }
 
 const MAX_BYTES = 16 * 1024 * 1024;
@@ -85,6 +122,7 @@ export function parsePeersState(text: string, source: string): PeersState {
   }
   const statsToken = str(source, "statsToken", r.statsToken, true);
   if (statsToken !== undefined) state.statsToken = statsToken;
+  if (r.group !== undefined) state.group = group(source, r.group);
   if (!Array.isArray(r.domains)) fail(source, "domains", "must be an array");
   r.domains.forEach((d: unknown, i: number) => {
     const field = `domains[${i}]`;
@@ -118,11 +156,13 @@ export function peersStateFrom(
   globalNamespace: string,
   hub?: PeersState["hub"],
   statsToken?: string,
+  group?: PeersGroup,
 ): PeersState {
   return {
     globalNamespace,
     ...(hub ? { hub } : {}),
     ...(statsToken ? { statsToken } : {}),
+    ...(group ? { group } : {}),
     domains: peers
       .map((p) => ({ domain: p.domain, ...p.spec }))
       .sort((a, b) => (a.domain < b.domain ? -1 : a.domain > b.domain ? 1 : 0)),

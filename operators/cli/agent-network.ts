@@ -31,6 +31,8 @@ export function agentNodeserver(options: {
   logger: Logger;
   /** `go`: the bytes between clusters in rlark-net nodeserver-data (data-engine.ts). */
   dataEngine?: "node" | "go";
+  /** How often the nodeserver probes the other clusters of its Domains; 0: never. */
+  clusterProbeIntervalMs?: number;
 }): AgentNodeserver {
   const { dir, logger } = options;
   let engine: DataEngine | undefined;
@@ -44,6 +46,9 @@ export function agentNodeserver(options: {
         node: options.node,
         logger,
         ...(engine ? { dataEngine: engine } : {}),
+        ...(options.clusterProbeIntervalMs === undefined
+          ? {}
+          : { clusterProbeIntervalMs: options.clusterProbeIntervalMs }),
       });
       const watcher = watchPeersFile(dir, (state) => server.setState(state), logger);
       logger.info("nodeserver listening", { socket: server.socketPath });

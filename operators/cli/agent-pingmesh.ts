@@ -12,11 +12,13 @@ import { hostname } from "node:os";
 import type { PingMeshStatus } from "../api/index.ts";
 import type { Clock } from "../lib/clock.ts";
 import type { Logger } from "../lib/logger.ts";
+import { rlarkNetPath } from "../network/index.ts";
 import {
   mergeTopology,
   meshStatus,
   type Peer,
   PingMesh,
+  startIcmpProber,
   tcpProbe,
   topologyFromConfig,
   topologyFromLabels,
@@ -91,7 +93,7 @@ export async function startAgentPingMesh(options: {
     throw new Error(`${where}: ${error instanceof Error ? error.message : String(error)}`);
   }
   if (!isObject(config)) throw new Error(`${where}: the PingMesh config must be a JSON object`);
-  const known = ["listen", "topology", "peers", "intervalMs", "budget", "windowSize", "timeoutMs"];
+  const known = ["listen", "topology", "peers", "intervalMs", "budget", "windowSize", "timeoutMs", "icmp"];
   for (const key of Object.keys(config))
     if (!known.includes(key))
       throw new Error(`${where}: unknown field ${JSON.stringify(key)} (one of ${known.join(", ")})`);
@@ -108,6 +110,8 @@ export async function startAgentPingMesh(options: {
   const intervalMs = positive(config, "intervalMs", where);
   const budget = positive(config, "budget", where);
   const windowSize = positive(config, "windowSize", where);
+  if (config.icmp !== undefined && typeof config.icmp !== "boolean")
+    throw new Error(`${where}: icmp must be true or false`);
   let server: net.Server | undefined;
   let address: string | undefined;
   if (config.listen !== undefined) {
@@ -121,10 +125,13 @@ export async function startAgentPingMesh(options: {
     server = listening;
     address = `${host}:${(listening.address() as net.AddressInfo).port}`;
   }
+  // ICMP echoes beside the TCP probes, sent by rlark-net (CAP_NET_RAW): "TCP fails, ICMP works"
+  const icmp = config.icmp === true ? startIcmpProber(rlarkNetPath(), timeoutMs) : undefined;
   const mesh = new PingMesh({
     self,
     clock: options.clock,
     probe: tcpProbe(options.clock, timeoutMs),
+    ...(icmp ? { icmpProbe: (host: string) => icmp.probe(host) } : {}),
     ...(intervalMs ? { intervalMs } : {}),
     ...(budget ? { budget } : {}),
     ...(windowSize ? { windowSize } : {}),
@@ -141,6 +148,7 @@ export async function startAgentPingMesh(options: {
     status: () => meshStatus(self, mesh.results(), new Date(options.clock.now()).toISOString()),
     async stop() {
       mesh.stop();
+      icmp?.close();
       await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
     },
   };

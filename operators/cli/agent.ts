@@ -4,6 +4,7 @@ import { type Command, InvalidArgumentError, Option } from "commander";
 import packageJson from "../../package.json" with { type: "json" };
 import type { AgentOptions, Runtime } from "../agent/index.ts";
 import { parseGroupAddress } from "../lib/swim/index.ts";
+import { parseDuration } from "./duration.ts";
 import { untilSignal } from "./until-signal.ts";
 
 export const AGENT_HELP = `
@@ -46,6 +47,8 @@ interface AgentFlags {
   sidecarImage: string;
   nodeserverSocket: string[];
   nodeserverStatsPort?: number;
+  nodeserverGroupPort?: number;
+  clusterProbeInterval?: number;
   diskStatsInterval?: number;
   filesRoot?: string;
   sftpServer?: string;
@@ -162,6 +165,16 @@ export function registerAgent(program: Command): void {
     .option(
       "--nodeserver-stats-port <port>",
       "kubernetes runtime: poll GET /stats of the nodeserver on every node's InternalIP at this port (its --stats-listen), with a token handed over in the peers Secret; 0: never (default 5701)",
+      port,
+    )
+    .option(
+      "--cluster-probe-interval <duration>",
+      "process runtime with Domain networking: how often its nodeserver probes each other cluster of its Domains through the hub's relay (PingMesh between clusters); 0s: never (default 10s)",
+      parseDuration,
+    )
+    .option(
+      "--nodeserver-group-port <port>",
+      "kubernetes runtime: the UDP port of the nodeservers' AgentGroup members (their --group-listen); the peers Secret carries the group key and the nodes as seeds, and the agent reports the group from their GET /group; 0: no group (default 7946)",
       port,
     )
     .option(
@@ -342,6 +355,9 @@ export function registerAgent(program: Command): void {
               node: flags.nodeName,
               logger,
               dataEngine: flags.nodeserverDataEngine,
+              ...(flags.clusterProbeInterval === undefined
+                ? {}
+                : { clusterProbeIntervalMs: flags.clusterProbeInterval }),
             })
           : undefined;
       const pingMesh = flags.pingmesh
@@ -376,6 +392,9 @@ export function registerAgent(program: Command): void {
         ...(network ? { onPeersState: network.onPeersState } : {}),
         ...(flags.runtime === "kubernetes" && (flags.nodeserverStatsPort ?? 5701) > 0
           ? { nodeserverStatsPort: flags.nodeserverStatsPort ?? 5701 }
+          : {}),
+        ...(flags.runtime === "kubernetes" && (flags.nodeserverGroupPort ?? 7946) > 0
+          ? { nodeserverGroupPort: flags.nodeserverGroupPort ?? 7946 }
           : {}),
         ...(flags.domainRelay ? { domainRelay: flags.domainRelay } : {}),
         ...(flags.groupListen

@@ -2,11 +2,14 @@
 // (docs/networking.md).
 
 import { mkdirSync } from "node:fs";
-import { type Command, Option } from "commander";
+import { type Command, InvalidArgumentError, Option } from "commander";
 import type { PeersState } from "../api/index.ts";
+import { systemClock } from "../lib/clock.ts";
 import { jsonLogger } from "../lib/logger.ts";
+import { parseGroupAddress } from "../lib/swim/index.ts";
 import {
   listenStats,
+  NodeserverGroup,
   parseSecretRef,
   peersFromSecret,
   rlarkNetPath,
@@ -46,6 +49,22 @@ export function registerNodeserver(program: Command): void {
       "also serve GET /stats over TCP, to the bearer of the peers state's statsToken (the kubernetes agent polls it)",
     )
     .option(
+      "--cluster-probe-interval <duration>",
+      "how often each other cluster of this node's Domains is probed through the hub's relay (PingMesh between clusters); 0s: never",
+      parseDuration,
+      10_000,
+    )
+    .option(
+      "--group-listen <ip:port>",
+      "join the cluster's AgentGroup (SWIM over UDP) here, with the key and seeds of the peers state's group; docs/diagnosis.md#agentgroup",
+      groupAddress("--group-listen"),
+    )
+    .option(
+      "--group-advertise <ip:port>",
+      "the address the other nodes reach this member at (with --group-listen 0.0.0.0:PORT)",
+      groupAddress("--group-advertise"),
+    )
+    .option(
       "--idle-timeout <duration>",
       "close a pooled hub connection idle this long",
       parseDuration,
@@ -68,8 +87,28 @@ export function registerNodeserver(program: Command): void {
         peersSecret?: string;
         kubeconfig?: string;
         statsListen?: string;
+        groupListen?: string;
+        groupAdvertise?: string;
+        clusterProbeInterval: number;
       }) => {
         const logger = jsonLogger("nodeserver");
+        if (options.groupListen && !options.node)
+          throw usageError("--group-listen needs --node (or RLARK_NODE_NAME): the member's id");
+        let group: NodeserverGroup | undefined;
+        try {
+          group =
+            options.groupListen && options.node
+              ? new NodeserverGroup({
+                  id: options.node,
+                  listen: options.groupListen,
+                  ...(options.groupAdvertise ? { advertise: options.groupAdvertise } : {}),
+                  clock: systemClock,
+                  logger,
+                })
+              : undefined;
+        } catch (error) {
+          throw usageError((error as Error).message);
+        }
         const secret = options.peersSecret ? secretRef(options.peersSecret) : undefined;
         mkdirSync(options.socketDir, { recursive: true, mode: 0o755 });
         const dataEngine =
@@ -77,6 +116,7 @@ export function registerNodeserver(program: Command): void {
         const server = await startNodeserver({
           socketDir: options.socketDir,
           idleMs: options.idleTimeout,
+          clusterProbeIntervalMs: options.clusterProbeInterval,
           logger,
           ...(dataEngine ? { dataEngine } : {}),
           ...(options.node ? { node: options.node } : {}),
@@ -85,11 +125,18 @@ export function registerNodeserver(program: Command): void {
         const apply = (state: PeersState) => {
           token = state.statsToken;
           server.setState(state);
+          group
+            ?.apply(state.group)
+            .catch((error: unknown) =>
+              logger.error("the AgentGroup member did not start", { error: String(error) }),
+            );
         };
         const stats = options.statsListen
           ? await listenStats({
               listen: options.statsListen,
               stats: () => server.stats(),
+              ...(group ? { group: () => group?.report() } : {}),
+              clusterProbes: () => ({ clusters: server.clusterProbes() }),
               token: () => token,
               logger,
             })
@@ -100,11 +147,23 @@ export function registerNodeserver(program: Command): void {
         logger.info("nodeserver listening", { socket: server.socketPath, stats: stats?.address });
         await untilSignal();
         await source.close();
+        await group?.close();
         await stats?.close();
         await server.close();
         await dataEngine?.close();
       },
     );
+}
+
+function groupAddress(flag: string): (value: string) => string {
+  return (value) => {
+    try {
+      parseGroupAddress(value, flag);
+    } catch (error) {
+      throw new InvalidArgumentError((error as Error).message);
+    }
+    return value;
+  };
 }
 
 function secretRef(value: string): { namespace: string; name: string } {

@@ -23,7 +23,7 @@ import http2, {
 import net, { type AddressInfo } from "node:net";
 import { join } from "node:path";
 import tls, { type TLSSocket } from "node:tls";
-import { type DomainPeer, namespaceFor } from "../api/index.ts";
+import { clusterOf, type DomainPeer, namespaceFor } from "../api/index.ts";
 import type { Logger } from "../lib/logger.ts";
 import type { Registry } from "../lib/metrics/index.ts";
 import {
@@ -39,6 +39,8 @@ import {
   isTicket,
   MAX_HELLO_BYTES,
   PEER_CLUSTER_HEADER,
+  PROBE_CLUSTERS_HEADER,
+  PROBE_HEADER,
   REASON_HEADER,
   SOURCE_HEADER,
   splice,
@@ -74,6 +76,8 @@ export interface DomainRelayStats {
   streams: number;
   /** Joined data connections open now. */
   joined: number;
+  /** Cluster probes forwarded since start. */
+  probes: number;
   reverseLinks: { domain: string; globalNamespace: string; node?: string }[];
 }
 
@@ -147,7 +151,7 @@ export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
     help: "Bytes the domain relay forwarded between clusters, by Domain.",
     labelNames: ["domain"],
   });
-  const counters = { relayedBytes: 0, refused: 0, streams: 0, joined: 0 };
+  const counters = { relayedBytes: 0, refused: 0, streams: 0, joined: 0, probes: 0 };
   /** Reverse links by Domain, then by the agent namespace of their cluster. */
   const links = new Map<string, Map<string, ReverseLink[]>>();
   const sockets = new Set<net.Socket>();
@@ -179,12 +183,11 @@ export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
       stream.close(http2.constants.NGHTTP2_REFUSED_STREAM);
       return;
     }
-    void forward(
-      speaker,
-      stream,
-      String(headers[":authority"] ?? ""),
-      String(headers[SOURCE_HEADER] ?? ""),
-    ).catch((error: unknown) => {
+    const handle =
+      headers[PROBE_HEADER] !== undefined
+        ? probe(speaker, stream, String(headers[PROBE_HEADER] ?? ""))
+        : forward(speaker, stream, String(headers[":authority"] ?? ""), String(headers[SOURCE_HEADER] ?? ""));
+    void handle.catch((error: unknown) => {
       if (!stream.destroyed && !stream.headersSent)
         stream.respond({ ":status": 502, [REASON_HEADER]: String(error) }, { endStream: true });
     });
@@ -246,6 +249,71 @@ export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
     });
     stream.respond({ ":status": 200, [TICKET_HEADER]: tickets[0], [PEER_CLUSTER_HEADER]: at.cluster });
     counters.streams++;
+  }
+
+  /**
+   * A cluster probe (PROBE_HEADER): `?` lists the Domain's other clusters with a live reverse
+   * link; a cluster's name goes on that cluster's reverse link like a stream, and its answer comes
+   * back as is. A reverse link for the Domain is taken only from a holder of that cluster's
+   * certificate for it, so the target is a member of the Domain. No ticket, no join, no pod: the
+   * round trip is the path's control round trip, which every connection between the two clusters
+   * pays when it starts. Counted apart from streams.
+   */
+  async function probe(
+    { domain, cluster }: Speaker,
+    stream: ServerHttp2Stream,
+    value: string,
+  ): Promise<void> {
+    const live = (l: ReverseLink) => !l.session.closed && !l.session.destroyed;
+    if (value === "?") {
+      const others = [...(links.get(domain) ?? [])]
+        .filter(([namespace, list]) => namespace !== namespaceFor(cluster) && list.some(live))
+        .map(([namespace]) => clusterOf(namespace))
+        .filter((c): c is string => c !== undefined)
+        .sort();
+      if (!stream.destroyed)
+        stream.respond({ ":status": 200, [PROBE_CLUSTERS_HEADER]: others.join(",") }, { endStream: true });
+      return;
+    }
+    const link = (links.get(domain)?.get(namespaceFor(value)) ?? []).find(live);
+    if (!link || value === cluster) {
+      refuse("probe-target-offline", { domain, cluster, target: value });
+      if (!stream.destroyed)
+        stream.respond(
+          {
+            ":status": 503,
+            [REASON_HEADER]: `no nodeserver of another cluster ${JSON.stringify(value).slice(0, 80)} is connected in Domain ${domain}`,
+          },
+          { endStream: true },
+        );
+      return;
+    }
+    const out = link.session.request(
+      { ":method": "CONNECT", ":authority": "probe:1", [PROBE_HEADER]: "1", [PEER_CLUSTER_HEADER]: cluster },
+      { endStream: true },
+    );
+    out.on("error", () => {});
+    const timer = setTimeout(() => out.close(), TICKET_TTL_MS);
+    timer.unref();
+    out.once("close", () => {
+      clearTimeout(timer);
+      if (!stream.destroyed && !stream.headersSent)
+        stream.respond(
+          { ":status": 504, [REASON_HEADER]: "the target's nodeserver did not answer" },
+          { endStream: true },
+        );
+    });
+    out.once("response", (headers) => {
+      clearTimeout(timer);
+      if (!stream.destroyed && !stream.headersSent)
+        stream.respond(
+          { ":status": Number(headers[":status"]), [PEER_CLUSTER_HEADER]: value },
+          { endStream: true },
+        );
+      out.close();
+    });
+    out.resume();
+    counters.probes++;
   }
 
   /** Tickets of joins not yet complete: each names its join and its side (0 source, 1 target). */

@@ -16,6 +16,8 @@ import {
   ALPN_ACCEPT,
   ALPN_DIAL,
   PEER_CLUSTER_HEADER,
+  PROBE_CLUSTERS_HEADER,
+  PROBE_HEADER,
   REASON_HEADER,
   SOURCE_HEADER,
   TICKET_HEADER,
@@ -272,6 +274,57 @@ export class HubConnection implements PooledConnection {
   }
 
   /**
+   * A CONNECT with `rlark-probe: <value>` (lib/relay PROBE_HEADER), closed at once: its answer's
+   * headers and the time it took in ms; rejects on a refusal or after `timeoutMs`.
+   */
+  #probeRequest(
+    value: string,
+    timeoutMs: number,
+  ): Promise<{ ms: number; headers: http2.IncomingHttpHeaders }> {
+    const started = performance.now();
+    const stream = this.#session.request(
+      { ":method": "CONNECT", ":authority": "probe:1", [PROBE_HEADER]: value },
+      { endStream: true },
+    );
+    this.touch();
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        stream.close();
+        reject(new Error(`no answer within ${timeoutMs} ms`));
+      }, timeoutMs);
+      stream.once("response", (headers) => {
+        clearTimeout(timer);
+        const ms = performance.now() - started;
+        const status = Number(headers[":status"]);
+        stream.close();
+        if (status === 200) resolve({ ms, headers });
+        else reject(new RefusedError(status, String(headers[REASON_HEADER] ?? `status ${status}`)));
+      });
+      stream.once("error", (error) => {
+        clearTimeout(timer);
+        reject(error);
+      });
+      stream.once("close", () => {
+        clearTimeout(timer);
+        reject(new Error("the hub closed the stream"));
+      });
+      stream.resume();
+    });
+  }
+
+  /** The Domain's other clusters the hub can reach now (each has a reverse link up). */
+  async probeClusters(timeoutMs: number): Promise<string[]> {
+    const { headers } = await this.#probeRequest("?", timeoutMs);
+    const list = String(headers[PROBE_CLUSTERS_HEADER] ?? "");
+    return list === "" ? [] : list.split(",").slice(0, 1024);
+  }
+
+  /** One probe of `cluster` through the hub to its nodeserver and back: the round trip in ms. */
+  async probe(cluster: string, timeoutMs: number): Promise<number> {
+    return (await this.#probeRequest(cluster, timeoutMs)).ms;
+  }
+
+  /**
    * Asks the hub for a stream to `target` (`ip:port`) for the pod `source`: resolves on its 200
    * with the ticket of this end's data connection and the target's cluster. The stream counts as
    * active until it closes, which is the caller's to do when its data connection ends.
@@ -399,6 +452,11 @@ export async function acceptFromHub(
   server.on("session", (session) => session.on("error", () => {}));
   server.on("stream", (stream: ServerHttp2Stream, headers) => {
     stream.on("error", () => {});
+    // a cluster probe: the answer is the measurement; no pod is touched, nothing is logged
+    if (headers[PROBE_HEADER] === "1") {
+      stream.respond({ ":status": 200 }, { endStream: true });
+      return;
+    }
     const ticket = String(headers[TICKET_HEADER] ?? "");
     const sourceCluster = String(headers[PEER_CLUSTER_HEADER] ?? "");
     onStream({

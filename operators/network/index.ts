@@ -8,6 +8,7 @@
 
 export { rlarkNetPath } from "../lib/rlark-net-path.ts";
 export { type DataEngine, startDataEngine } from "./data-engine.ts";
+export { NodeserverGroup, type NodeserverGroupOptions } from "./group-member.ts";
 export {
   acceptFromHub,
   dialHub,

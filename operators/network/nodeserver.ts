@@ -16,6 +16,7 @@ import type { DomainPeersEntry, PeersState } from "../api/index.ts";
 import { type Clock, systemClock, type TimerId } from "../lib/clock.ts";
 import { type Logger, silentLogger } from "../lib/logger.ts";
 import { splice, splitTarget } from "../lib/relay/index.ts";
+import { type ClusterProbeFigures, ClusterProber, type ClusterProbeTarget } from "./cluster-probes.ts";
 import type { DataEngine } from "./data-engine.ts";
 import { fromHubInGo, toHubInGo } from "./go-streams.ts";
 import {
@@ -64,7 +65,18 @@ export interface NodeserverOptions {
    * data-engine.ts); without it, or while it is down, this process does.
    */
   dataEngine?: DataEngine;
+  /**
+   * How often each other cluster of this node's Domains is probed through the hub's relay
+   * (cluster-probes.ts); 0: never. Default 10 s.
+   */
+  clusterProbeIntervalMs?: number;
+  /** A cluster probe unanswered this long is lost. Default 2 s. */
+  clusterProbeTimeoutMs?: number;
 }
+
+export const DEFAULT_CLUSTER_PROBE_INTERVAL_MS = 10_000;
+const DEFAULT_CLUSTER_PROBE_TIMEOUT_MS = 2_000;
+const CLUSTER_PROBE_WINDOW = 64;
 
 export interface DomainStats {
   connections: { activeStreams: number; lastActive: string }[];
@@ -76,6 +88,8 @@ export interface Nodeserver {
   socketPath: string;
   setState(state: PeersState): void;
   stats(): Record<string, DomainStats>;
+  /** This node's probes of the other clusters of its Domains, by cluster. */
+  clusterProbes(): ClusterProbeFigures[];
   close(): Promise<void>;
 }
 
@@ -286,12 +300,62 @@ class NodeserverImpl implements Nodeserver {
         return reply(200, { key: found.domain.podKey(found.pod).key.toString("hex") });
       }
       if (req.method === "GET" && url.pathname === "/stats") return reply(200, this.stats());
+      if (req.method === "GET" && url.pathname === "/cluster_probes")
+        return reply(200, { clusters: this.clusterProbes() });
       reply(404, {
         error:
-          "not found: GET /get_ip?pod=<namespace>/<name>, GET /inbound_key?pod=<namespace>/<name>, GET /stats, CONNECT <ip>:<port>",
+          "not found: GET /get_ip?pod=<namespace>/<name>, GET /inbound_key?pod=<namespace>/<name>, GET /stats, GET /cluster_probes, CONNECT <ip>:<port>",
       });
     });
     this.server.on("connect", (req, socket, head) => this.fromSidecar(req, socket, head));
+    const every = options.clusterProbeIntervalMs ?? DEFAULT_CLUSTER_PROBE_INTERVAL_MS;
+    this.#prober =
+      every > 0
+        ? new ClusterProber({
+            targets: () => this.#probeTargets(),
+            intervalMs: every,
+            windowSize: CLUSTER_PROBE_WINDOW,
+            clock: this.clock,
+          })
+        : undefined;
+  }
+
+  readonly #prober: ClusterProber | undefined;
+
+  clusterProbes(): ClusterProbeFigures[] {
+    return this.#prober?.figures() ?? [];
+  }
+
+  startProbes(): void {
+    this.#prober?.start();
+  }
+
+  /**
+   * One target per other cluster of this node's Domains that the hub can reach, through the first
+   * Domain (by name) whose hub connection names it, on a live pooled connection (or a new one).
+   */
+  async #probeTargets(): Promise<ClusterProbeTarget[]> {
+    const timeoutMs = this.options.clusterProbeTimeoutMs ?? DEFAULT_CLUSTER_PROBE_TIMEOUT_MS;
+    const targets = new Map<string, ClusterProbeTarget>();
+    const domains = [...this.domains.values()].sort((a, b) => (a.entry.domain < b.entry.domain ? -1 : 1));
+    let failure: unknown;
+    for (const domain of domains) {
+      const pool = domain.pool;
+      if (!pool) continue;
+      const connection = async () => pool.connections.find((c) => !c.closed) ?? (await pool.acquire());
+      let clusters: string[];
+      try {
+        clusters = await (await connection()).probeClusters(timeoutMs);
+      } catch (error) {
+        failure = error;
+        continue;
+      }
+      for (const cluster of clusters)
+        if (!targets.has(cluster))
+          targets.set(cluster, { cluster, run: async () => (await connection()).probe(cluster, timeoutMs) });
+    }
+    if (targets.size === 0 && failure) throw failure;
+    return [...targets.values()];
   }
 
   async listen(): Promise<void> {
@@ -498,6 +562,7 @@ class NodeserverImpl implements Nodeserver {
   }
 
   async close(): Promise<void> {
+    this.#prober?.stop();
     for (const d of this.domains.values()) d.close();
     this.domains.clear();
     for (const s of this.#sockets) s.destroy();
@@ -511,5 +576,6 @@ class NodeserverImpl implements Nodeserver {
 export async function startNodeserver(options: NodeserverOptions): Promise<Nodeserver> {
   const server = new NodeserverImpl(options);
   await server.listen();
+  server.startProbes();
   return server;
 }

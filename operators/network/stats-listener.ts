@@ -1,8 +1,10 @@
 // The nodeserver's GET /stats over TCP (`rlark nodeserver --stats-listen HOST:PORT`), for the
 // kubernetes agent, which cannot reach the unix socket on another node: it polls every node's
 // InternalIP (the DaemonSet runs on the host network) with the bearer token it put into the peers
-// state, which only the nodeservers (the Secret's readers) learn. Nothing else is served; nothing
-// at all before the token is known (503); a wrong or missing token gets 401.
+// state, which only the nodeservers (the Secret's readers) learn. GET /group serves the node's
+// AgentGroup view the same way (404 while no member runs), GET /cluster_probes its probes of
+// other clusters. Nothing else is served; nothing at all
+// before the token is known (503); a wrong or missing token gets 401.
 import { timingSafeEqual } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -13,6 +15,10 @@ export interface StatsListenerOptions {
   listen: string;
   /** The figures (the nodeserver's stats()). */
   stats(): unknown;
+  /** The AgentGroup member's view (group-member.ts), undefined while none runs. */
+  group?(): unknown;
+  /** The node's probes of other clusters (GET /cluster_probes). */
+  clusterProbes?(): unknown;
   /** The token the peers state carries now; undefined until one arrived. */
   token(): string | undefined;
   logger: Logger;
@@ -46,7 +52,16 @@ export async function listenStats(
       options.logger.warn("stats request refused", { from: req.socket.remoteAddress });
       return answer(401, { error: "a valid bearer token is required" });
     }
-    if (req.method !== "GET" || req.url !== "/stats") return answer(404, { error: "only GET /stats" });
+    if (req.method === "GET" && req.url === "/group") {
+      const view = options.group?.();
+      return view === undefined
+        ? answer(404, { error: "no AgentGroup member runs on this node" })
+        : answer(200, view);
+    }
+    if (req.method === "GET" && req.url === "/cluster_probes" && options.clusterProbes)
+      return answer(200, options.clusterProbes());
+    if (req.method !== "GET" || req.url !== "/stats")
+      return answer(404, { error: "only GET /stats, GET /group and GET /cluster_probes" });
     answer(200, options.stats());
   });
   server.headersTimeout = 5_000;

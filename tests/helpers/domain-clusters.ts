@@ -66,6 +66,8 @@ export interface DomainClustersOptions {
   agentArgs?: Record<string, string[]>;
   /** Clusters whose Cluster says another runtime than process (give their agents its flags). */
   runtimes?: Record<string, "docker">;
+  /** More of them made once the hub's relay listens (a proxy in front of it, say), appended. */
+  beforeAgents?: (relay: string) => Promise<Record<string, string[]>>;
 }
 
 export class DomainClusters {
@@ -115,6 +117,8 @@ export class DomainClusters {
       ...relayEngineOptions(),
     });
     bed.relay = bed.hub.domainRelayAddress as string;
+    for (const [cluster, args] of Object.entries((await options.beforeAgents?.(bed.relay)) ?? {}))
+      bed.#agentArgs[cluster] = [...(bed.#agentArgs[cluster] ?? []), ...args];
     for (const cluster of clusters)
       await waitFor(
         `Cluster ${cluster} from git`,

@@ -16,6 +16,10 @@ export interface SecretNodeserverOptions {
   statsListen?: string;
   /** Network namespace to run it in (`ip netns exec`). */
   netns?: string;
+  /** More flags (`--node`, `--group-listen`). */
+  args?: string[];
+  /** Gets its log (stderr) as it comes; otherwise it is dropped. */
+  onStderr?: (text: string) => void;
 }
 
 export function startSecretNodeserver(t: Test, options: SecretNodeserverOptions): ChildProcess {
@@ -29,6 +33,7 @@ export function startSecretNodeserver(t: Test, options: SecretNodeserverOptions)
     "--kubeconfig",
     options.kubeconfig,
     ...(options.statsListen ? ["--stats-listen", options.statsListen] : []),
+    ...(options.args ?? []),
   ];
   const [cmd, argv] = options.netns
     ? ["ip", ["netns", "exec", options.netns, process.execPath, ...args]]
@@ -38,7 +43,8 @@ export function startSecretNodeserver(t: Test, options: SecretNodeserverOptions)
     env: { PATH: process.env.PATH, HOME: process.env.HOME },
     stdio: ["ignore", "ignore", "pipe"],
   });
-  child.stderr?.resume();
+  if (options.onStderr) child.stderr?.on("data", (chunk: Buffer) => options.onStderr?.(chunk.toString()));
+  else child.stderr?.resume();
   t.teardown(async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise((resolve) => child.once("exit", resolve));

@@ -69,7 +69,7 @@ export interface PingMeshFigures {
   jitterMs?: number;
 }
 
-/** A node's probes of one peer node in the same cluster (TCP connect). */
+/** A node's probes of one peer node in the same cluster (TCP connect, and ICMP echo where the node may send it). */
 export interface PingMeshNodePair {
   /** The probing Node's name. */
   source: string;
@@ -77,6 +77,8 @@ export interface PingMeshNodePair {
   target: string;
   /** RTT, jitter and loss. */
   figures: PingMeshFigures;
+  /** The ICMP echoes' RTT, jitter and loss beside the TCP probes; absent where ICMP is not probed. */
+  icmp?: PingMeshFigures;
 }
 
 /** This cluster's probes of another cluster through the Domain relay path its traffic would take. */

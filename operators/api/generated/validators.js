@@ -8100,7 +8100,7 @@ return errors === 0;
 validate209.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const Cluster = validate240;
-const schema85 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/cluster.schema.json","title":"Cluster","description":"A registered cluster or bare machine whose agent connects to the hub; its labels (rlark.io/city, region, ...) are what clusterSelectors match. Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Cluster","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; labels such as rlark.io/city and region are matched by clusterSelectors.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","maxLength":57,"description":"Cluster name; the cluster's namespace is agent-<name>, so at most 57 characters."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: Clusters are cluster-scoped."}}},"spec":{"$ref":"#/$defs/ClusterSpec","description":"Desired state."},"status":{"$ref":"#/$defs/ClusterStatus","description":"Observed state, from the agent's heartbeats."}},"$defs":{"ClusterSpec":{"description":"How the cluster runs tasks.","type":"object","additionalProperties":false,"required":["runtime"],"if":{"properties":{"access":{"const":"kubeconfig"}},"required":["access"]},"then":{"required":["kubeconfig"],"properties":{"runtime":{"const":"kubernetes"}}},"else":{"properties":{"kubeconfig":false}},"properties":{"runtime":{"enum":["kubernetes","process","docker"],"description":"kubernetes: tasks become workloads in a Kubernetes cluster; process: tasks run as local processes on the agent's machine; docker: tasks run as containers on the agent machine's Docker engine."},"description":{"type":"string","description":"Free text for people."},"access":{"enum":["agent","kubeconfig"],"default":"agent","description":"agent (default): an agent on the cluster connects to the hub. kubeconfig: no agent is installed; the hub drives the cluster itself with the sealed kubeconfig in spec.kubeconfig (runtime kubernetes only; docs/clusters.md)."},"kubeconfig":{"$ref":"#/$defs/ClusterKubeconfig","description":"For access: kubeconfig."},"agentPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Planned: the agent's SSH public key, to pin at enrollment. Not read yet: agents are pinned by the certificate the hub's CA issues when they enroll."}}},"ClusterKubeconfig":{"description":"How the hub reaches an agentless cluster. Only this hub can open the sealed kubeconfig; it is never served, logged or written back.","type":"object","additionalProperties":false,"required":["sealed"],"properties":{"sealed":{"type":"string","pattern":"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$","maxLength":262144,"x-rlark-message":"must be a sealed kubeconfig (rlark-sealed:v1:<key id>:<payload>) made by `rlark seal --kubeconfig FILE --cluster NAME`, never a plain kubeconfig","x-rlark-sensitive":true,"description":"The kubeconfig sealed to the hub's key with context cluster/<name>/kubeconfig: `rlark seal --kubeconfig FILE --cluster NAME`. Its current context is used."},"server":{"type":"string","pattern":"^https?://[^\\s/]+(/.*)?$","maxLength":2048,"description":"The sealed kubeconfig's server, repeated for readers. Where the credential goes is only what is sealed: a value that differs is refused (validation, at this field); to dial another address, put it in the kubeconfig and seal it again."},"insecureSkipTLSVerify":{"type":"boolean","default":false,"description":"true only with a sealed kubeconfig that says insecure-skip-tls-verify: true (otherwise refused, at this field): whether the server is verified is sealed. Only for labs with self-signed servers: anyone on the path can then read the credentials."}}},"ClusterStorageClass":{"description":"One StorageClass of a cluster, as far as choosing one for a volume claim needs.","type":"object","additionalProperties":false,"required":["name","provisioner"],"properties":{"name":{"type":"string","maxLength":253,"description":"metadata.name, what storageClassName names."},"provisioner":{"type":"string","maxLength":253,"description":"The volume plugin that provisions its volumes."},"default":{"type":"boolean","description":"Annotated storageclass.kubernetes.io/is-default-class: claims that name no class get this one."},"reclaimPolicy":{"type":"string","maxLength":64,"description":"What happens to a volume when its claim goes (Delete, Retain)."},"volumeBindingMode":{"type":"string","maxLength":64,"description":"When a volume is bound (Immediate, WaitForFirstConsumer)."},"allowVolumeExpansion":{"type":"boolean","description":"Whether a claim may grow."}}},"PingMeshFigures":{"description":"One probed pair's figures over its window of last probes.","type":"object","additionalProperties":false,"required":["samples","loss"],"properties":{"samples":{"type":"integer","minimum":1,"maximum":100000,"description":"Probes in the window."},"loss":{"type":"number","minimum":0,"maximum":1,"description":"Share of those probes not answered within the probe timeout, 0..1."},"p50Ms":{"type":"number","minimum":0,"description":"Median RTT of the answered probes, ms; absent when none answered."},"p99Ms":{"type":"number","minimum":0,"description":"99th percentile RTT of the answered probes, ms."},"jitterMs":{"type":"number","minimum":0,"description":"Mean absolute difference between consecutive answered RTTs, ms."}}},"PingMeshNodePair":{"description":"A node's probes of one peer node in the same cluster (TCP connect).","type":"object","additionalProperties":false,"required":["source","target","figures"],"properties":{"source":{"type":"string","minLength":1,"maxLength":253,"description":"The probing Node's name."},"target":{"type":"string","minLength":1,"maxLength":253,"description":"The probed Node's name."},"figures":{"$ref":"#/$defs/PingMeshFigures","description":"RTT, jitter and loss."}}},"PingMeshClusterPair":{"description":"This cluster's probes of another cluster through the Domain relay path its traffic would take.","type":"object","additionalProperties":false,"required":["target","figures"],"properties":{"target":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"The probed Cluster's name."},"figures":{"$ref":"#/$defs/PingMeshFigures","description":"RTT, jitter and loss."}}},"PingMeshNode":{"description":"A probing node and its topology; a field no source gave is absent (unknown), never defaulted.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","minLength":1,"maxLength":253,"description":"The Node's name."},"topology":{"type":"object","description":"Topology labels of the node (from Node labels, its hostname and static config).","additionalProperties":false,"properties":{"region":{"type":"string","maxLength":253,"description":"Region."},"zone":{"type":"string","maxLength":253,"description":"Zone (topology.kubernetes.io/zone)."},"rack":{"type":"string","maxLength":253,"description":"Rack."},"tor":{"type":"string","maxLength":253,"description":"Top-of-rack switch."},"subnet":{"type":"string","maxLength":253,"description":"Subnet."},"plane":{"type":"string","maxLength":253,"description":"Network plane."},"pool":{"type":"string","maxLength":253,"description":"Node pool."},"hostname":{"type":"string","maxLength":253,"description":"Hostname."}}}}},"PingMeshStatus":{"description":"The cluster's PingMesh figures as its agent last reported them.","type":"object","additionalProperties":false,"required":["observedAt"],"properties":{"observedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent took these figures."},"nodes":{"type":"array","maxItems":1024,"description":"The probing nodes, sorted by name.","items":{"$ref":"#/$defs/PingMeshNode"}},"nodePairs":{"type":"array","maxItems":16384,"description":"Node-to-node pairs in this cluster, sorted by source then target.","items":{"$ref":"#/$defs/PingMeshNodePair"}},"clusterPairs":{"type":"array","maxItems":1024,"description":"This cluster to each other cluster, sorted by target.","items":{"$ref":"#/$defs/PingMeshClusterPair"}}}},"Capability":{"description":"State of one component on the cluster, as reported in heartbeats.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Component name (runtime, nodeserver, device-plugin, ...)."},"process":{"enum":["STOPPED","STARTING","RUNNING","BACKOFF","FAILED"],"description":"Process state."},"health":{"enum":["STARTING","READY","DEGRADED","STOPPED","UNKNOWN"],"description":"Health state."},"message":{"type":"string","description":"Human-readable detail."}}},"AgentGroupMember":{"description":"One member of the cluster's AgentGroup as the reporting member sees it.","type":"object","additionalProperties":false,"required":["id","address","state","incarnation"],"properties":{"id":{"type":"string","maxLength":63,"description":"The member's id (its node's name)."},"address":{"type":"string","maxLength":86,"description":"The ip:port it gossips on."},"state":{"enum":["alive","suspect","dead","left"],"description":"SWIM state: alive, suspect (missed its probes, may refute), dead (did not refute within the suspicion time), left (said goodbye)."},"incarnation":{"type":"integer","minimum":0,"description":"The member's incarnation number: it raises its own to refute a suspicion."}}},"AgentGroupStatus":{"description":"The summary of the cluster's AgentGroup (SWIM membership of its node agents) its agent reports; docs/diagnosis.md#agentgroup.","type":"object","additionalProperties":false,"required":["member","alive","suspect","dead","left"],"properties":{"member":{"type":"string","maxLength":63,"description":"The member whose view this is."},"alive":{"type":"integer","minimum":0,"description":"Members alive, the reporting one included."},"suspect":{"type":"integer","minimum":0,"description":"Members suspect."},"dead":{"type":"integer","minimum":0,"description":"Members declared dead."},"left":{"type":"integer","minimum":0,"description":"Members that left."},"members":{"type":"array","maxItems":256,"description":"The members by id, at most 256 (the counts cover all).","items":{"$ref":"#/$defs/AgentGroupMember"}}}},"ClusterStatus":{"description":"Observed state of a Cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Online","Offline"],"description":"Whether the agent's tunnel is up."},"lastTransitionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When phase last changed; Tasks not yet running on a cluster Offline longer than a grace period are placed elsewhere."},"agentVersion":{"type":"string","description":"Version of the connected agent."},"runtime":{"enum":["kubernetes","process","docker"],"description":"The runtime the connected agent announced in its hello; placement sends a task only where it runs the task's agentType."},"bootId":{"type":"string","description":"Identifies one start of the connected agent."},"kubernetesVersion":{"type":"string","description":"Kubernetes version, for runtime kubernetes."},"storageClasses":{"type":"array","maxItems":256,"description":"The cluster's StorageClasses as its agent reports them (runtime kubernetes), sorted by name: what a Task's volumeClaimTemplate may name (GET /api/v1/storage/storageclass).","items":{"$ref":"#/$defs/ClusterStorageClass"}},"lastHeartbeatTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the last heartbeat arrived."},"nodeCount":{"type":"integer","minimum":0,"description":"Nodes the agent reports."},"pingMesh":{"$ref":"#/$defs/PingMeshStatus","description":"PingMesh: RTT, jitter and loss between this cluster's nodes and from it to other clusters (docs/pingmesh.md); placement's near constraints read clusterPairs."},"lastTestedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the cluster's API was last tried (the Version API, for runtime kubernetes; the agent's own report, for runtime process)."},"lastTestOk":{"type":"boolean","description":"Whether that try succeeded."},"lastTestMessage":{"type":"string","maxLength":1024,"description":"Why the last try failed; absent when it succeeded. Never carries credentials."},"capabilities":{"type":"array","description":"Component states, sorted by name.","items":{"$ref":"#/$defs/Capability"}},"agentGroup":{"$ref":"#/$defs/AgentGroupStatus","description":"The AgentGroup membership as the agent's member sees it; absent when the agent runs no member."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
+const schema85 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/cluster.schema.json","title":"Cluster","description":"A registered cluster or bare machine whose agent connects to the hub; its labels (rlark.io/city, region, ...) are what clusterSelectors match. Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Cluster","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; labels such as rlark.io/city and region are matched by clusterSelectors.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","maxLength":57,"description":"Cluster name; the cluster's namespace is agent-<name>, so at most 57 characters."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: Clusters are cluster-scoped."}}},"spec":{"$ref":"#/$defs/ClusterSpec","description":"Desired state."},"status":{"$ref":"#/$defs/ClusterStatus","description":"Observed state, from the agent's heartbeats."}},"$defs":{"ClusterSpec":{"description":"How the cluster runs tasks.","type":"object","additionalProperties":false,"required":["runtime"],"if":{"properties":{"access":{"const":"kubeconfig"}},"required":["access"]},"then":{"required":["kubeconfig"],"properties":{"runtime":{"const":"kubernetes"}}},"else":{"properties":{"kubeconfig":false}},"properties":{"runtime":{"enum":["kubernetes","process","docker"],"description":"kubernetes: tasks become workloads in a Kubernetes cluster; process: tasks run as local processes on the agent's machine; docker: tasks run as containers on the agent machine's Docker engine."},"description":{"type":"string","description":"Free text for people."},"access":{"enum":["agent","kubeconfig"],"default":"agent","description":"agent (default): an agent on the cluster connects to the hub. kubeconfig: no agent is installed; the hub drives the cluster itself with the sealed kubeconfig in spec.kubeconfig (runtime kubernetes only; docs/clusters.md)."},"kubeconfig":{"$ref":"#/$defs/ClusterKubeconfig","description":"For access: kubeconfig."},"agentPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Planned: the agent's SSH public key, to pin at enrollment. Not read yet: agents are pinned by the certificate the hub's CA issues when they enroll."}}},"ClusterKubeconfig":{"description":"How the hub reaches an agentless cluster. Only this hub can open the sealed kubeconfig; it is never served, logged or written back.","type":"object","additionalProperties":false,"required":["sealed"],"properties":{"sealed":{"type":"string","pattern":"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$","maxLength":262144,"x-rlark-message":"must be a sealed kubeconfig (rlark-sealed:v1:<key id>:<payload>) made by `rlark seal --kubeconfig FILE --cluster NAME`, never a plain kubeconfig","x-rlark-sensitive":true,"description":"The kubeconfig sealed to the hub's key with context cluster/<name>/kubeconfig: `rlark seal --kubeconfig FILE --cluster NAME`. Its current context is used."},"server":{"type":"string","pattern":"^https?://[^\\s/]+(/.*)?$","maxLength":2048,"description":"The sealed kubeconfig's server, repeated for readers. Where the credential goes is only what is sealed: a value that differs is refused (validation, at this field); to dial another address, put it in the kubeconfig and seal it again."},"insecureSkipTLSVerify":{"type":"boolean","default":false,"description":"true only with a sealed kubeconfig that says insecure-skip-tls-verify: true (otherwise refused, at this field): whether the server is verified is sealed. Only for labs with self-signed servers: anyone on the path can then read the credentials."}}},"ClusterStorageClass":{"description":"One StorageClass of a cluster, as far as choosing one for a volume claim needs.","type":"object","additionalProperties":false,"required":["name","provisioner"],"properties":{"name":{"type":"string","maxLength":253,"description":"metadata.name, what storageClassName names."},"provisioner":{"type":"string","maxLength":253,"description":"The volume plugin that provisions its volumes."},"default":{"type":"boolean","description":"Annotated storageclass.kubernetes.io/is-default-class: claims that name no class get this one."},"reclaimPolicy":{"type":"string","maxLength":64,"description":"What happens to a volume when its claim goes (Delete, Retain)."},"volumeBindingMode":{"type":"string","maxLength":64,"description":"When a volume is bound (Immediate, WaitForFirstConsumer)."},"allowVolumeExpansion":{"type":"boolean","description":"Whether a claim may grow."}}},"PingMeshFigures":{"description":"One probed pair's figures over its window of last probes.","type":"object","additionalProperties":false,"required":["samples","loss"],"properties":{"samples":{"type":"integer","minimum":1,"maximum":100000,"description":"Probes in the window."},"loss":{"type":"number","minimum":0,"maximum":1,"description":"Share of those probes not answered within the probe timeout, 0..1."},"p50Ms":{"type":"number","minimum":0,"description":"Median RTT of the answered probes, ms; absent when none answered."},"p99Ms":{"type":"number","minimum":0,"description":"99th percentile RTT of the answered probes, ms."},"jitterMs":{"type":"number","minimum":0,"description":"Mean absolute difference between consecutive answered RTTs, ms."}}},"PingMeshNodePair":{"description":"A node's probes of one peer node in the same cluster (TCP connect, and ICMP echo where the node may send it).","type":"object","additionalProperties":false,"required":["source","target","figures"],"properties":{"source":{"type":"string","minLength":1,"maxLength":253,"description":"The probing Node's name."},"target":{"type":"string","minLength":1,"maxLength":253,"description":"The probed Node's name."},"figures":{"$ref":"#/$defs/PingMeshFigures","description":"RTT, jitter and loss."},"icmp":{"$ref":"#/$defs/PingMeshFigures","description":"The ICMP echoes' RTT, jitter and loss beside the TCP probes; absent where ICMP is not probed."}}},"PingMeshClusterPair":{"description":"This cluster's probes of another cluster through the Domain relay path its traffic would take.","type":"object","additionalProperties":false,"required":["target","figures"],"properties":{"target":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"The probed Cluster's name."},"figures":{"$ref":"#/$defs/PingMeshFigures","description":"RTT, jitter and loss."}}},"PingMeshNode":{"description":"A probing node and its topology; a field no source gave is absent (unknown), never defaulted.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","minLength":1,"maxLength":253,"description":"The Node's name."},"topology":{"type":"object","description":"Topology labels of the node (from Node labels, its hostname and static config).","additionalProperties":false,"properties":{"region":{"type":"string","maxLength":253,"description":"Region."},"zone":{"type":"string","maxLength":253,"description":"Zone (topology.kubernetes.io/zone)."},"rack":{"type":"string","maxLength":253,"description":"Rack."},"tor":{"type":"string","maxLength":253,"description":"Top-of-rack switch."},"subnet":{"type":"string","maxLength":253,"description":"Subnet."},"plane":{"type":"string","maxLength":253,"description":"Network plane."},"pool":{"type":"string","maxLength":253,"description":"Node pool."},"hostname":{"type":"string","maxLength":253,"description":"Hostname."}}}}},"PingMeshStatus":{"description":"The cluster's PingMesh figures as its agent last reported them.","type":"object","additionalProperties":false,"required":["observedAt"],"properties":{"observedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent took these figures."},"nodes":{"type":"array","maxItems":1024,"description":"The probing nodes, sorted by name.","items":{"$ref":"#/$defs/PingMeshNode"}},"nodePairs":{"type":"array","maxItems":16384,"description":"Node-to-node pairs in this cluster, sorted by source then target.","items":{"$ref":"#/$defs/PingMeshNodePair"}},"clusterPairs":{"type":"array","maxItems":1024,"description":"This cluster to each other cluster, sorted by target.","items":{"$ref":"#/$defs/PingMeshClusterPair"}}}},"Capability":{"description":"State of one component on the cluster, as reported in heartbeats.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Component name (runtime, nodeserver, device-plugin, ...)."},"process":{"enum":["STOPPED","STARTING","RUNNING","BACKOFF","FAILED"],"description":"Process state."},"health":{"enum":["STARTING","READY","DEGRADED","STOPPED","UNKNOWN"],"description":"Health state."},"message":{"type":"string","description":"Human-readable detail."}}},"AgentGroupMember":{"description":"One member of the cluster's AgentGroup as the reporting member sees it.","type":"object","additionalProperties":false,"required":["id","address","state","incarnation"],"properties":{"id":{"type":"string","maxLength":63,"description":"The member's id (its node's name)."},"address":{"type":"string","maxLength":86,"description":"The ip:port it gossips on."},"state":{"enum":["alive","suspect","dead","left"],"description":"SWIM state: alive, suspect (missed its probes, may refute), dead (did not refute within the suspicion time), left (said goodbye)."},"incarnation":{"type":"integer","minimum":0,"description":"The member's incarnation number: it raises its own to refute a suspicion."}}},"AgentGroupStatus":{"description":"The summary of the cluster's AgentGroup (SWIM membership of its node agents) its agent reports; docs/diagnosis.md#agentgroup.","type":"object","additionalProperties":false,"required":["member","alive","suspect","dead","left"],"properties":{"member":{"type":"string","maxLength":63,"description":"The member whose view this is."},"alive":{"type":"integer","minimum":0,"description":"Members alive, the reporting one included."},"suspect":{"type":"integer","minimum":0,"description":"Members suspect."},"dead":{"type":"integer","minimum":0,"description":"Members declared dead."},"left":{"type":"integer","minimum":0,"description":"Members that left."},"members":{"type":"array","maxItems":256,"description":"The members by id, at most 256 (the counts cover all).","items":{"$ref":"#/$defs/AgentGroupMember"}}}},"ClusterStatus":{"description":"Observed state of a Cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Online","Offline"],"description":"Whether the agent's tunnel is up."},"lastTransitionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When phase last changed; Tasks not yet running on a cluster Offline longer than a grace period are placed elsewhere."},"agentVersion":{"type":"string","description":"Version of the connected agent."},"runtime":{"enum":["kubernetes","process","docker"],"description":"The runtime the connected agent announced in its hello; placement sends a task only where it runs the task's agentType."},"bootId":{"type":"string","description":"Identifies one start of the connected agent."},"kubernetesVersion":{"type":"string","description":"Kubernetes version, for runtime kubernetes."},"storageClasses":{"type":"array","maxItems":256,"description":"The cluster's StorageClasses as its agent reports them (runtime kubernetes), sorted by name: what a Task's volumeClaimTemplate may name (GET /api/v1/storage/storageclass).","items":{"$ref":"#/$defs/ClusterStorageClass"}},"lastHeartbeatTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the last heartbeat arrived."},"nodeCount":{"type":"integer","minimum":0,"description":"Nodes the agent reports."},"pingMesh":{"$ref":"#/$defs/PingMeshStatus","description":"PingMesh: RTT, jitter and loss between this cluster's nodes and from it to other clusters (docs/pingmesh.md); placement's near constraints read clusterPairs."},"lastTestedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the cluster's API was last tried (the Version API, for runtime kubernetes; the agent's own report, for runtime process)."},"lastTestOk":{"type":"boolean","description":"Whether that try succeeded."},"lastTestMessage":{"type":"string","maxLength":1024,"description":"Why the last try failed; absent when it succeeded. Never carries credentials."},"capabilities":{"type":"array","description":"Component states, sorted by name.","items":{"$ref":"#/$defs/Capability"}},"agentGroup":{"$ref":"#/$defs/AgentGroupStatus","description":"The AgentGroup membership as the agent's member sees it; absent when the agent runs no member."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
 
 function validate241(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -9355,7 +9355,7 @@ return errors === 0;
 }
 validate266.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema97 = {"description":"A node's probes of one peer node in the same cluster (TCP connect).","type":"object","additionalProperties":false,"required":["source","target","figures"],"properties":{"source":{"type":"string","minLength":1,"maxLength":253,"description":"The probing Node's name."},"target":{"type":"string","minLength":1,"maxLength":253,"description":"The probed Node's name."},"figures":{"$ref":"#/$defs/PingMeshFigures","description":"RTT, jitter and loss."}}};
+const schema97 = {"description":"A node's probes of one peer node in the same cluster (TCP connect, and ICMP echo where the node may send it).","type":"object","additionalProperties":false,"required":["source","target","figures"],"properties":{"source":{"type":"string","minLength":1,"maxLength":253,"description":"The probing Node's name."},"target":{"type":"string","minLength":1,"maxLength":253,"description":"The probed Node's name."},"figures":{"$ref":"#/$defs/PingMeshFigures","description":"RTT, jitter and loss."},"icmp":{"$ref":"#/$defs/PingMeshFigures","description":"The ICMP echoes' RTT, jitter and loss beside the TCP probes; absent where ICMP is not probed."}}};
 const schema98 = {"description":"One probed pair's figures over its window of last probes.","type":"object","additionalProperties":false,"required":["samples","loss"],"properties":{"samples":{"type":"integer","minimum":1,"maximum":100000,"description":"Probes in the window."},"loss":{"type":"number","minimum":0,"maximum":1,"description":"Share of those probes not answered within the probe timeout, 0..1."},"p50Ms":{"type":"number","minimum":0,"description":"Median RTT of the answered probes, ms; absent when none answered."},"p99Ms":{"type":"number","minimum":0,"description":"99th percentile RTT of the answered probes, ms."},"jitterMs":{"type":"number","minimum":0,"description":"Mean absolute difference between consecutive answered RTTs, ms."}}};
 
 function validate269(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -9605,7 +9605,7 @@ vErrors.push(err2);
 errors++;
 }
 for(const key0 in data){
-if(!(((key0 === "source") || (key0 === "target")) || (key0 === "figures"))){
+if(!((((key0 === "source") || (key0 === "target")) || (key0 === "figures")) || (key0 === "icmp"))){
 const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema97,data};
 if(vErrors === null){
 vErrors = [err3];
@@ -9692,6 +9692,12 @@ vErrors = vErrors === null ? validate269.errors : vErrors.concat(validate269.err
 errors = vErrors.length;
 }
 }
+if(data.icmp !== undefined){
+if(!(validate269(data.icmp, {instancePath:instancePath+"/icmp",parentData:data,parentDataProperty:"icmp",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate269.errors : vErrors.concat(validate269.errors);
+errors = vErrors.length;
+}
+}
 }
 else {
 const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema97.type,parentSchema:schema97,data};
@@ -9712,10 +9718,10 @@ const schema99 = {"description":"This cluster's probes of another cluster throug
 const schema100 = {"description":"A DNS-1123 subdomain: dot-separated DNS-1123 labels, at most 253 characters.","type":"string","minLength":1,"maxLength":253,"pattern":"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$","x-rlark-message":"must be a DNS-1123 subdomain: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"};
 const pattern27 = new RegExp("^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$", "u");
 
-function validate273(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate274(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate273.evaluated;
+const evaluated0 = validate274.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9764,16 +9770,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate273.errors = vErrors;
+validate274.errors = vErrors;
 return errors === 0;
 }
-validate273.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate274.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate272(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate273(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate272.evaluated;
+const evaluated0 = validate273.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9814,8 +9820,8 @@ errors++;
 }
 }
 if(data.target !== undefined){
-if(!(validate273(data.target, {instancePath:instancePath+"/target",parentData:data,parentDataProperty:"target",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate273.errors : vErrors.concat(validate273.errors);
+if(!(validate274(data.target, {instancePath:instancePath+"/target",parentData:data,parentDataProperty:"target",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate274.errors : vErrors.concat(validate274.errors);
 errors = vErrors.length;
 }
 }
@@ -9836,10 +9842,10 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate272.errors = vErrors;
+validate273.errors = vErrors;
 return errors === 0;
 }
-validate272.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate273.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
 function validate264(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -9960,8 +9966,8 @@ errors++;
 }
 const len2 = data5.length;
 for(let i2=0; i2<len2; i2++){
-if(!(validate272(data5[i2], {instancePath:instancePath+"/clusterPairs/" + i2,parentData:data5,parentDataProperty:i2,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate272.errors : vErrors.concat(validate272.errors);
+if(!(validate273(data5[i2], {instancePath:instancePath+"/clusterPairs/" + i2,parentData:data5,parentDataProperty:i2,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate273.errors : vErrors.concat(validate273.errors);
 errors = vErrors.length;
 }
 }
@@ -9995,10 +10001,10 @@ validate264.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false}
 
 const schema101 = {"description":"State of one component on the cluster, as reported in heartbeats.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Component name (runtime, nodeserver, device-plugin, ...)."},"process":{"enum":["STOPPED","STARTING","RUNNING","BACKOFF","FAILED"],"description":"Process state."},"health":{"enum":["STARTING","READY","DEGRADED","STOPPED","UNKNOWN"],"description":"Health state."},"message":{"type":"string","description":"Human-readable detail."}}};
 
-function validate279(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate280(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate279.evaluated;
+const evaluated0 = validate280.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10091,18 +10097,18 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate279.errors = vErrors;
+validate280.errors = vErrors;
 return errors === 0;
 }
-validate279.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate280.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const schema102 = {"description":"The summary of the cluster's AgentGroup (SWIM membership of its node agents) its agent reports; docs/diagnosis.md#agentgroup.","type":"object","additionalProperties":false,"required":["member","alive","suspect","dead","left"],"properties":{"member":{"type":"string","maxLength":63,"description":"The member whose view this is."},"alive":{"type":"integer","minimum":0,"description":"Members alive, the reporting one included."},"suspect":{"type":"integer","minimum":0,"description":"Members suspect."},"dead":{"type":"integer","minimum":0,"description":"Members declared dead."},"left":{"type":"integer","minimum":0,"description":"Members that left."},"members":{"type":"array","maxItems":256,"description":"The members by id, at most 256 (the counts cover all).","items":{"$ref":"#/$defs/AgentGroupMember"}}}};
 const schema103 = {"description":"One member of the cluster's AgentGroup as the reporting member sees it.","type":"object","additionalProperties":false,"required":["id","address","state","incarnation"],"properties":{"id":{"type":"string","maxLength":63,"description":"The member's id (its node's name)."},"address":{"type":"string","maxLength":86,"description":"The ip:port it gossips on."},"state":{"enum":["alive","suspect","dead","left"],"description":"SWIM state: alive, suspect (missed its probes, may refute), dead (did not refute within the suspicion time), left (said goodbye)."},"incarnation":{"type":"integer","minimum":0,"description":"The member's incarnation number: it raises its own to refute a suspicion."}}};
 
-function validate282(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate283(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate282.evaluated;
+const evaluated0 = validate283.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10261,16 +10267,16 @@ vErrors.push(err12);
 }
 errors++;
 }
-validate282.errors = vErrors;
+validate283.errors = vErrors;
 return errors === 0;
 }
-validate282.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate283.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate281(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate282(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate281.evaluated;
+const evaluated0 = validate282.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10480,8 +10486,8 @@ errors++;
 }
 const len0 = data5.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate282(data5[i0], {instancePath:instancePath+"/members/" + i0,parentData:data5,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate282.errors : vErrors.concat(validate282.errors);
+if(!(validate283(data5[i0], {instancePath:instancePath+"/members/" + i0,parentData:data5,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate283.errors : vErrors.concat(validate283.errors);
 errors = vErrors.length;
 }
 }
@@ -10508,16 +10514,16 @@ vErrors.push(err18);
 }
 errors++;
 }
-validate281.errors = vErrors;
+validate282.errors = vErrors;
 return errors === 0;
 }
-validate281.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate282.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate285(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate286(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate285.evaluated;
+const evaluated0 = validate286.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10669,10 +10675,10 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate285.errors = vErrors;
+validate286.errors = vErrors;
 return errors === 0;
 }
-validate285.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate286.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
 function validate258(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -10887,8 +10893,8 @@ let data14 = data.capabilities;
 if(Array.isArray(data14)){
 const len1 = data14.length;
 for(let i1=0; i1<len1; i1++){
-if(!(validate279(data14[i1], {instancePath:instancePath+"/capabilities/" + i1,parentData:data14,parentDataProperty:i1,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate279.errors : vErrors.concat(validate279.errors);
+if(!(validate280(data14[i1], {instancePath:instancePath+"/capabilities/" + i1,parentData:data14,parentDataProperty:i1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate280.errors : vErrors.concat(validate280.errors);
 errors = vErrors.length;
 }
 }
@@ -10905,8 +10911,8 @@ errors++;
 }
 }
 if(data.agentGroup !== undefined){
-if(!(validate281(data.agentGroup, {instancePath:instancePath+"/agentGroup",parentData:data,parentDataProperty:"agentGroup",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate281.errors : vErrors.concat(validate281.errors);
+if(!(validate282(data.agentGroup, {instancePath:instancePath+"/agentGroup",parentData:data,parentDataProperty:"agentGroup",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate282.errors : vErrors.concat(validate282.errors);
 errors = vErrors.length;
 }
 }
@@ -10940,8 +10946,8 @@ let data18 = data.conditions;
 if(Array.isArray(data18)){
 const len2 = data18.length;
 for(let i2=0; i2<len2; i2++){
-if(!(validate285(data18[i2], {instancePath:instancePath+"/conditions/" + i2,parentData:data18,parentDataProperty:i2,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate285.errors : vErrors.concat(validate285.errors);
+if(!(validate286(data18[i2], {instancePath:instancePath+"/conditions/" + i2,parentData:data18,parentDataProperty:i2,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate286.errors : vErrors.concat(validate286.errors);
 errors = vErrors.length;
 }
 }
@@ -11126,13 +11132,13 @@ return errors === 0;
 }
 validate240.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const Node = validate290;
+export const Node = validate291;
 const schema105 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/node.schema.json","title":"Node","description":"A machine of a cluster. Git holds an admin overlay (labels, annotations, cordon); the agent reports the status.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Node","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the object belongs to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Node name, as in the cluster."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."},"labels":{"$ref":"common.schema.json#/$defs/Labels","description":"Labels, synced to the cluster's node; the rlark.io/node-category-* labels classify it.","properties":{"rlark.io/node-category-cloud":{"const":"true","description":"A cloud compute node."},"rlark.io/node-category-edge":{"const":"true","description":"An edge compute node."},"rlark.io/node-category-robot":{"const":"true","description":"A robot (embodied device) node."}}},"annotations":{"$ref":"common.schema.json#/$defs/Annotations","description":"Annotations; the admin keys are kept when the agent refreshes the node.","properties":{"rlark.io/city":{"type":"string","description":"Physical location, maintained by admins."},"rlark.io/gpu-model":{"type":"string","description":"GPU model of a cloud node."},"rlark.io/device-model":{"type":"string","description":"Embodied device model of an edge or robot node."}}}}},"spec":{"$ref":"#/$defs/NodeSpec","description":"Desired state (the admin overlay)."},"status":{"$ref":"#/$defs/NodeStatus","description":"Observed state, reported by the agent."}},"$defs":{"NodeSpec":{"description":"Admin settings for the node.","type":"object","additionalProperties":false,"properties":{"unschedulable":{"type":"boolean","default":false,"description":"true cordons the node: no new work is placed on it (kubectl cordon)."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"How the node runs tasks."}}},"NodeAddress":{"description":"One address of the node.","type":"object","additionalProperties":false,"required":["type","address"],"properties":{"type":{"enum":["InternalIP","ExternalIP","Hostname","InternalDNS","ExternalDNS"],"description":"Address type."},"address":{"type":"string","description":"The address."}}},"NodeInfo":{"description":"Software facts about the node.","type":"object","additionalProperties":false,"properties":{"architecture":{"type":"string","description":"CPU architecture (amd64, arm64)."},"operatingSystem":{"type":"string","description":"Operating system (linux)."},"osImage":{"type":"string","description":"Distribution (Ubuntu 22.04.4 LTS)."},"kernelVersion":{"type":"string","description":"Kernel version."},"containerRuntimeVersion":{"type":"string","description":"Container runtime and version."},"kubeletVersion":{"type":"string","description":"Kubelet version, for Kubernetes nodes."},"agentVersion":{"type":"string","description":"Version of the RLark agent."}}},"DiskUsage":{"description":"Disk use from the kubelet stats summary (nodefs plus a separate imagefs, counted once when shared).","type":"object","additionalProperties":false,"properties":{"usedBytes":{"type":"integer","minimum":0,"description":"Bytes in use."},"totalBytes":{"type":"integer","minimum":0,"description":"Capacity in bytes."}}},"NodeStatus":{"description":"Observed state of a Node.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Online","Offline","Unknown"],"description":"Whether the node is reachable and ready."},"addresses":{"type":"array","description":"Addresses of the node.","items":{"$ref":"#/$defs/NodeAddress"}},"capacity":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Total resources."},"allocatable":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Resources available to workloads."},"requested":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Sum of resources.requests of the workers running on the node (reserved, not measured use)."},"nodeInfo":{"$ref":"#/$defs/NodeInfo","description":"Software facts."},"disk":{"$ref":"#/$defs/DiskUsage","description":"Disk use."},"lastHeartbeatTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent last reported the node."},"conditions":{"type":"array","description":"Kubernetes node conditions (Ready, DiskPressure, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
 
-function validate291(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate292(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate291.evaluated;
+const evaluated0 = validate292.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11354,16 +11360,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate291.errors = vErrors;
+validate292.errors = vErrors;
 return errors === 0;
 }
-validate291.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate292.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate298(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate299(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate298.evaluated;
+const evaluated0 = validate299.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11412,16 +11418,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate298.errors = vErrors;
+validate299.errors = vErrors;
 return errors === 0;
 }
-validate298.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate299.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate300(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate301(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate300.evaluated;
+const evaluated0 = validate301.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11460,16 +11466,16 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate300.errors = vErrors;
+validate301.errors = vErrors;
 return errors === 0;
 }
-validate300.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate301.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate302(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate303(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate302.evaluated;
+const evaluated0 = validate303.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11512,16 +11518,16 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate302.errors = vErrors;
+validate303.errors = vErrors;
 return errors === 0;
 }
-validate302.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate303.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate306(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate307(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate306.evaluated;
+const evaluated0 = validate307.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11571,17 +11577,17 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate306.errors = vErrors;
+validate307.errors = vErrors;
 return errors === 0;
 }
-validate306.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate307.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const schema111 = {"description":"Admin settings for the node.","type":"object","additionalProperties":false,"properties":{"unschedulable":{"type":"boolean","default":false,"description":"true cordons the node: no new work is placed on it (kubectl cordon)."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"How the node runs tasks."}}};
 
-function validate310(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate311(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate310.evaluated;
+const evaluated0 = validate311.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11598,16 +11604,16 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate310.errors = vErrors;
+validate311.errors = vErrors;
 return errors === 0;
 }
-validate310.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate311.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate309(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate310(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate309.evaluated;
+const evaluated0 = validate310.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11641,8 +11647,8 @@ errors++;
 }
 }
 if(data.agentType !== undefined){
-if(!(validate310(data.agentType, {instancePath:instancePath+"/agentType",parentData:data,parentDataProperty:"agentType",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate310.errors : vErrors.concat(validate310.errors);
+if(!(validate311(data.agentType, {instancePath:instancePath+"/agentType",parentData:data,parentDataProperty:"agentType",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate311.errors : vErrors.concat(validate311.errors);
 errors = vErrors.length;
 }
 }
@@ -11657,18 +11663,18 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate309.errors = vErrors;
+validate310.errors = vErrors;
 return errors === 0;
 }
-validate309.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate310.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const schema113 = {"description":"Observed state of a Node.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Online","Offline","Unknown"],"description":"Whether the node is reachable and ready."},"addresses":{"type":"array","description":"Addresses of the node.","items":{"$ref":"#/$defs/NodeAddress"}},"capacity":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Total resources."},"allocatable":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Resources available to workloads."},"requested":{"$ref":"common.schema.json#/$defs/ResourceList","description":"Sum of resources.requests of the workers running on the node (reserved, not measured use)."},"nodeInfo":{"$ref":"#/$defs/NodeInfo","description":"Software facts."},"disk":{"$ref":"#/$defs/DiskUsage","description":"Disk use."},"lastHeartbeatTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent last reported the node."},"conditions":{"type":"array","description":"Kubernetes node conditions (Ready, DiskPressure, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
 const schema114 = {"description":"One address of the node.","type":"object","additionalProperties":false,"required":["type","address"],"properties":{"type":{"enum":["InternalIP","ExternalIP","Hostname","InternalDNS","ExternalDNS"],"description":"Address type."},"address":{"type":"string","description":"The address."}}};
 
-function validate314(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate315(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate314.evaluated;
+const evaluated0 = validate315.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11745,17 +11751,17 @@ vErrors.push(err5);
 }
 errors++;
 }
-validate314.errors = vErrors;
+validate315.errors = vErrors;
 return errors === 0;
 }
-validate314.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate315.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const schema115 = {"description":"Resource name (cpu, memory, nvidia.com/gpu, ...) to quantity.","type":"object","propertyNames":{"$ref":"#/$defs/LabelKey"},"additionalProperties":{"$ref":"#/$defs/Quantity"}};
 
-function validate318(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate319(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate318.evaluated;
+const evaluated0 = validate319.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11784,16 +11790,16 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate318.errors = vErrors;
+validate319.errors = vErrors;
 return errors === 0;
 }
-validate318.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate319.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate316(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate317(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate316.evaluated;
+const evaluated0 = validate317.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11820,8 +11826,8 @@ errors++;
 }
 }
 for(const key1 in data){
-if(!(validate318(data[key1], {instancePath:instancePath+"/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),parentData:data,parentDataProperty:key1,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate318.errors : vErrors.concat(validate318.errors);
+if(!(validate319(data[key1], {instancePath:instancePath+"/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),parentData:data,parentDataProperty:key1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate319.errors : vErrors.concat(validate319.errors);
 errors = vErrors.length;
 }
 }
@@ -11836,17 +11842,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate316.errors = vErrors;
+validate317.errors = vErrors;
 return errors === 0;
 }
-validate316.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate317.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const schema117 = {"description":"Software facts about the node.","type":"object","additionalProperties":false,"properties":{"architecture":{"type":"string","description":"CPU architecture (amd64, arm64)."},"operatingSystem":{"type":"string","description":"Operating system (linux)."},"osImage":{"type":"string","description":"Distribution (Ubuntu 22.04.4 LTS)."},"kernelVersion":{"type":"string","description":"Kernel version."},"containerRuntimeVersion":{"type":"string","description":"Container runtime and version."},"kubeletVersion":{"type":"string","description":"Kubelet version, for Kubernetes nodes."},"agentVersion":{"type":"string","description":"Version of the RLark agent."}}};
 
-function validate323(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate324(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate323.evaluated;
+const evaluated0 = validate324.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11968,17 +11974,17 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate323.errors = vErrors;
+validate324.errors = vErrors;
 return errors === 0;
 }
-validate323.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate324.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const schema118 = {"description":"Disk use from the kubelet stats summary (nodefs plus a separate imagefs, counted once when shared).","type":"object","additionalProperties":false,"properties":{"usedBytes":{"type":"integer","minimum":0,"description":"Bytes in use."},"totalBytes":{"type":"integer","minimum":0,"description":"Capacity in bytes."}}};
 
-function validate325(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate326(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate325.evaluated;
+const evaluated0 = validate326.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12059,16 +12065,16 @@ vErrors.push(err5);
 }
 errors++;
 }
-validate325.errors = vErrors;
+validate326.errors = vErrors;
 return errors === 0;
 }
-validate325.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate326.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate327(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate328(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate327.evaluated;
+const evaluated0 = validate328.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12097,16 +12103,16 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate327.errors = vErrors;
+validate328.errors = vErrors;
 return errors === 0;
 }
-validate327.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate328.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate329(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate330(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate329.evaluated;
+const evaluated0 = validate330.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12258,16 +12264,16 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate329.errors = vErrors;
+validate330.errors = vErrors;
 return errors === 0;
 }
-validate329.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate330.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate313(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate314(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate313.evaluated;
+const evaluated0 = validate314.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12305,8 +12311,8 @@ let data1 = data.addresses;
 if(Array.isArray(data1)){
 const len0 = data1.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate314(data1[i0], {instancePath:instancePath+"/addresses/" + i0,parentData:data1,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate314.errors : vErrors.concat(validate314.errors);
+if(!(validate315(data1[i0], {instancePath:instancePath+"/addresses/" + i0,parentData:data1,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate315.errors : vErrors.concat(validate315.errors);
 errors = vErrors.length;
 }
 }
@@ -12323,38 +12329,38 @@ errors++;
 }
 }
 if(data.capacity !== undefined){
-if(!(validate316(data.capacity, {instancePath:instancePath+"/capacity",parentData:data,parentDataProperty:"capacity",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate316.errors : vErrors.concat(validate316.errors);
+if(!(validate317(data.capacity, {instancePath:instancePath+"/capacity",parentData:data,parentDataProperty:"capacity",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate317.errors : vErrors.concat(validate317.errors);
 errors = vErrors.length;
 }
 }
 if(data.allocatable !== undefined){
-if(!(validate316(data.allocatable, {instancePath:instancePath+"/allocatable",parentData:data,parentDataProperty:"allocatable",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate316.errors : vErrors.concat(validate316.errors);
+if(!(validate317(data.allocatable, {instancePath:instancePath+"/allocatable",parentData:data,parentDataProperty:"allocatable",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate317.errors : vErrors.concat(validate317.errors);
 errors = vErrors.length;
 }
 }
 if(data.requested !== undefined){
-if(!(validate316(data.requested, {instancePath:instancePath+"/requested",parentData:data,parentDataProperty:"requested",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate316.errors : vErrors.concat(validate316.errors);
+if(!(validate317(data.requested, {instancePath:instancePath+"/requested",parentData:data,parentDataProperty:"requested",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate317.errors : vErrors.concat(validate317.errors);
 errors = vErrors.length;
 }
 }
 if(data.nodeInfo !== undefined){
-if(!(validate323(data.nodeInfo, {instancePath:instancePath+"/nodeInfo",parentData:data,parentDataProperty:"nodeInfo",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate323.errors : vErrors.concat(validate323.errors);
+if(!(validate324(data.nodeInfo, {instancePath:instancePath+"/nodeInfo",parentData:data,parentDataProperty:"nodeInfo",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate324.errors : vErrors.concat(validate324.errors);
 errors = vErrors.length;
 }
 }
 if(data.disk !== undefined){
-if(!(validate325(data.disk, {instancePath:instancePath+"/disk",parentData:data,parentDataProperty:"disk",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate325.errors : vErrors.concat(validate325.errors);
+if(!(validate326(data.disk, {instancePath:instancePath+"/disk",parentData:data,parentDataProperty:"disk",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate326.errors : vErrors.concat(validate326.errors);
 errors = vErrors.length;
 }
 }
 if(data.lastHeartbeatTime !== undefined){
-if(!(validate327(data.lastHeartbeatTime, {instancePath:instancePath+"/lastHeartbeatTime",parentData:data,parentDataProperty:"lastHeartbeatTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate327.errors : vErrors.concat(validate327.errors);
+if(!(validate328(data.lastHeartbeatTime, {instancePath:instancePath+"/lastHeartbeatTime",parentData:data,parentDataProperty:"lastHeartbeatTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate328.errors : vErrors.concat(validate328.errors);
 errors = vErrors.length;
 }
 }
@@ -12363,8 +12369,8 @@ let data9 = data.conditions;
 if(Array.isArray(data9)){
 const len1 = data9.length;
 for(let i1=0; i1<len1; i1++){
-if(!(validate329(data9[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data9,parentDataProperty:i1,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate329.errors : vErrors.concat(validate329.errors);
+if(!(validate330(data9[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data9,parentDataProperty:i1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate330.errors : vErrors.concat(validate330.errors);
 errors = vErrors.length;
 }
 }
@@ -12391,17 +12397,17 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate313.errors = vErrors;
+validate314.errors = vErrors;
 return errors === 0;
 }
-validate313.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate314.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate290(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate291(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/node.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate290.evaluated;
+const evaluated0 = validate291.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12479,8 +12485,8 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate291(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate291.errors : vErrors.concat(validate291.errors);
+if(!(validate292(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate292.errors : vErrors.concat(validate292.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
@@ -12505,21 +12511,21 @@ vErrors.push(err7);
 errors++;
 }
 if(data2.name !== undefined){
-if(!(validate298(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate298.errors : vErrors.concat(validate298.errors);
+if(!(validate299(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate299.errors : vErrors.concat(validate299.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate300(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate300.errors : vErrors.concat(validate300.errors);
+if(!(validate301(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate301.errors : vErrors.concat(validate301.errors);
 errors = vErrors.length;
 }
 }
 if(data2.labels !== undefined){
 let data5 = data2.labels;
-if(!(validate302(data5, {instancePath:instancePath+"/metadata/labels",parentData:data2,parentDataProperty:"labels",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate302.errors : vErrors.concat(validate302.errors);
+if(!(validate303(data5, {instancePath:instancePath+"/metadata/labels",parentData:data2,parentDataProperty:"labels",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate303.errors : vErrors.concat(validate303.errors);
 errors = vErrors.length;
 }
 if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
@@ -12566,8 +12572,8 @@ errors++;
 }
 if(data2.annotations !== undefined){
 let data9 = data2.annotations;
-if(!(validate306(data9, {instancePath:instancePath+"/metadata/annotations",parentData:data2,parentDataProperty:"annotations",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate306.errors : vErrors.concat(validate306.errors);
+if(!(validate307(data9, {instancePath:instancePath+"/metadata/annotations",parentData:data2,parentDataProperty:"annotations",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate307.errors : vErrors.concat(validate307.errors);
 errors = vErrors.length;
 }
 if(data9 && typeof data9 == "object" && !Array.isArray(data9)){
@@ -12615,14 +12621,14 @@ errors++;
 }
 }
 if(data.spec !== undefined){
-if(!(validate309(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate309.errors : vErrors.concat(validate309.errors);
+if(!(validate310(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate310.errors : vErrors.concat(validate310.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate313(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate313.errors : vErrors.concat(validate313.errors);
+if(!(validate314(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate314.errors : vErrors.concat(validate314.errors);
 errors = vErrors.length;
 }
 }
@@ -12637,18 +12643,18 @@ vErrors.push(err14);
 }
 errors++;
 }
-validate290.errors = vErrors;
+validate291.errors = vErrors;
 return errors === 0;
 }
-validate290.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate291.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const User = validate334;
+export const User = validate335;
 const schema121 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/user.schema.json","title":"User","description":"A person: roles and a password for the dashboard and API, SSH keys for the bastion. Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"User","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the name is the login name.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Login name."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: Users are cluster-scoped."}}},"spec":{"$ref":"#/$defs/UserSpec","description":"Desired state."}},"$defs":{"UserSpec":{"description":"Credentials and roles.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"displayName":{"type":"string","description":"Name shown in the dashboard."},"email":{"type":"string","format":"email","description":"Contact address."},"roles":{"type":"array","minItems":1,"uniqueItems":true,"description":"viewer reads the API, the dashboard and (where an AccessPolicy grants logs) pods' logs; user also acts on running work where an AccessPolicy grants it (shell, exec, files, forward, proxy); admin also rotates sealing keys and reads the access audit. Changes to objects go through git. The full table is docs/roles.md.","items":{"enum":["viewer","user","admin"],"description":"A role."}},"sshPublicKeys":{"type":"array","uniqueItems":true,"description":"Keys the hub's SSH bastion accepts for this user (docs/access.md); what the user may reach is granted by AccessPolicy objects.","items":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"An OpenSSH public key line."}},"passwordHash":{"type":"string","pattern":"^\\$[A-Za-z0-9-]+\\$","x-rlark-message":"must be a crypt-style hash such as $scrypt$... or $2b$..., never a plain password","description":"Dashboard password as a crypt-style hash; never a plain password."}}}}};
 
-function validate335(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate336(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate335.evaluated;
+const evaluated0 = validate336.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12870,16 +12876,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate335.errors = vErrors;
+validate336.errors = vErrors;
 return errors === 0;
 }
-validate335.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate336.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate342(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate343(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate342.evaluated;
+const evaluated0 = validate343.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12928,16 +12934,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate342.errors = vErrors;
+validate343.errors = vErrors;
 return errors === 0;
 }
-validate342.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate343.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate344(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate345(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate344.evaluated;
+const evaluated0 = validate345.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12966,18 +12972,18 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate344.errors = vErrors;
+validate345.errors = vErrors;
 return errors === 0;
 }
-validate344.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate345.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema125 = {"description":"Credentials and roles.","type":"object","additionalProperties":false,"required":["roles"],"properties":{"displayName":{"type":"string","description":"Name shown in the dashboard."},"email":{"type":"string","format":"email","description":"Contact address."},"roles":{"type":"array","minItems":1,"uniqueItems":true,"description":"viewer reads the API, the dashboard and (where an AccessPolicy grants logs) pods' logs; user also acts on running work where an AccessPolicy grants it (shell, exec, files, forward, proxy); admin also rotates sealing keys and reads the access audit. Changes to objects go through git. The full table is docs/roles.md.","items":{"enum":["viewer","user","admin"],"description":"A role."}},"sshPublicKeys":{"type":"array","uniqueItems":true,"description":"Keys the hub's SSH bastion accepts for this user (docs/access.md); what the user may reach is granted by AccessPolicy objects.","items":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"An OpenSSH public key line."}},"passwordHash":{"type":"string","pattern":"^\\$[A-Za-z0-9-]+\\$","x-rlark-message":"must be a crypt-style hash such as $scrypt$... or $2b$..., never a plain password","description":"Dashboard password as a crypt-style hash; never a plain password."}}};
 const formats12 = /^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/i;
 
-function validate347(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate348(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate347.evaluated;
+const evaluated0 = validate348.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13006,17 +13012,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate347.errors = vErrors;
+validate348.errors = vErrors;
 return errors === 0;
 }
-validate347.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate348.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const pattern33 = new RegExp("^\\$[A-Za-z0-9-]+\\$", "u");
 
-function validate346(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate347(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate346.evaluated;
+const evaluated0 = validate347.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13148,8 +13154,8 @@ let data4 = data.sshPublicKeys;
 if(Array.isArray(data4)){
 const len1 = data4.length;
 for(let i2=0; i2<len1; i2++){
-if(!(validate347(data4[i2], {instancePath:instancePath+"/sshPublicKeys/" + i2,parentData:data4,parentDataProperty:i2,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate347.errors : vErrors.concat(validate347.errors);
+if(!(validate348(data4[i2], {instancePath:instancePath+"/sshPublicKeys/" + i2,parentData:data4,parentDataProperty:i2,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate348.errors : vErrors.concat(validate348.errors);
 errors = vErrors.length;
 }
 }
@@ -13221,17 +13227,17 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate346.errors = vErrors;
+validate347.errors = vErrors;
 return errors === 0;
 }
-validate346.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate347.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate334(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate335(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/user.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate334.evaluated;
+const evaluated0 = validate335.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13319,28 +13325,28 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate335(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate335.errors : vErrors.concat(validate335.errors);
+if(!(validate336(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate336.errors : vErrors.concat(validate336.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.name !== undefined){
-if(!(validate342(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate342.errors : vErrors.concat(validate342.errors);
+if(!(validate343(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate343.errors : vErrors.concat(validate343.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate344(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate344.errors : vErrors.concat(validate344.errors);
+if(!(validate345(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate345.errors : vErrors.concat(validate345.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate346(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate346.errors : vErrors.concat(validate346.errors);
+if(!(validate347(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate347.errors : vErrors.concat(validate347.errors);
 errors = vErrors.length;
 }
 }
@@ -13355,18 +13361,18 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate334.errors = vErrors;
+validate335.errors = vErrors;
 return errors === 0;
 }
-validate334.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate335.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const Team = validate350;
+export const Team = validate351;
 const schema127 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/team.schema.json","title":"Team","description":"A group of Users with a quota over the whole pool: what its Jobs may hold at once, what it may borrow from its cohort, its weight in fair sharing and its priority in preemption. Written in git (docs/teams.md).","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Team","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the name is what a Job's spec.team names.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Team name."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: Teams are cluster-scoped."}}},"spec":{"$ref":"#/$defs/TeamSpec","description":"Desired state."}},"$defs":{"TeamSpec":{"description":"Members, quota, cohort, weight and priority of a team.","type":"object","additionalProperties":false,"properties":{"members":{"type":"array","uniqueItems":true,"description":"Names of the Users in the team.","items":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"A User's name."}},"default":{"type":"boolean","default":false,"description":"true makes this the team of every Job that names none in spec.team (at most one Team may say so)."},"cohort":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Teams with the same cohort lend each other the part of their nominal quota they do not use."},"weight":{"type":"number","exclusiveMinimum":0,"default":1,"description":"Share of the cohort's idle capacity relative to the other teams of the cohort (dominant resource fairness)."},"priority":{"type":"integer","default":0,"description":"Priority of the team's Jobs: when borrowed quota is taken back, Jobs of lower priority are preempted first."},"flavors":{"type":"array","description":"Kinds of node a quota line may be limited to, by node labels (seed 000 §4: rlark.io/node-category-*, GPU models).","items":{"$ref":"#/$defs/TeamFlavor"}},"quota":{"type":"array","description":"Nominal quota per resource (and flavor). A resource without a line is not limited.","items":{"$ref":"#/$defs/TeamQuotaLine"}}}},"TeamFlavor":{"description":"A kind of node: a task whose nodeSelector carries every one of these labels counts against the flavor's quota lines.","type":"object","additionalProperties":false,"required":["name","nodeLabels"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Flavor name, as quota lines name it."},"nodeLabels":{"$ref":"common.schema.json#/$defs/NodeSelector","description":"Node labels that make a node this flavor."}}},"TeamQuotaLine":{"description":"How much of one resource the team's admitted Jobs may request in all.","type":"object","additionalProperties":false,"required":["resource","nominal"],"properties":{"resource":{"$ref":"common.schema.json#/$defs/LabelKey","description":"Resource name: cpu, memory, nvidia.com/gpu, rlinf.io/device, pods, ..."},"flavor":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Limits the line to tasks placed on this flavor's nodes; default: every task not of a flavor the team declares a line for."},"nominal":{"$ref":"common.schema.json#/$defs/Quantity","description":"What the team may always have; what it does not use, others of its cohort may borrow."},"borrowingLimit":{"$ref":"common.schema.json#/$defs/Quantity","description":"At most this much above nominal, borrowed from the cohort; default: as much as the cohort has idle. Needs a cohort."}}}}};
 
-function validate351(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate352(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate351.evaluated;
+const evaluated0 = validate352.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13588,16 +13594,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate351.errors = vErrors;
+validate352.errors = vErrors;
 return errors === 0;
 }
-validate351.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate352.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate358(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate359(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate358.evaluated;
+const evaluated0 = validate359.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13646,16 +13652,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate358.errors = vErrors;
+validate359.errors = vErrors;
 return errors === 0;
 }
-validate358.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate359.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate360(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate361(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate360.evaluated;
+const evaluated0 = validate361.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13684,17 +13690,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate360.errors = vErrors;
+validate361.errors = vErrors;
 return errors === 0;
 }
-validate360.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate361.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema131 = {"description":"Members, quota, cohort, weight and priority of a team.","type":"object","additionalProperties":false,"properties":{"members":{"type":"array","uniqueItems":true,"description":"Names of the Users in the team.","items":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"A User's name."}},"default":{"type":"boolean","default":false,"description":"true makes this the team of every Job that names none in spec.team (at most one Team may say so)."},"cohort":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Teams with the same cohort lend each other the part of their nominal quota they do not use."},"weight":{"type":"number","exclusiveMinimum":0,"default":1,"description":"Share of the cohort's idle capacity relative to the other teams of the cohort (dominant resource fairness)."},"priority":{"type":"integer","default":0,"description":"Priority of the team's Jobs: when borrowed quota is taken back, Jobs of lower priority are preempted first."},"flavors":{"type":"array","description":"Kinds of node a quota line may be limited to, by node labels (seed 000 §4: rlark.io/node-category-*, GPU models).","items":{"$ref":"#/$defs/TeamFlavor"}},"quota":{"type":"array","description":"Nominal quota per resource (and flavor). A resource without a line is not limited.","items":{"$ref":"#/$defs/TeamQuotaLine"}}}};
 
-function validate363(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate364(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate363.evaluated;
+const evaluated0 = validate364.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13743,17 +13749,17 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate363.errors = vErrors;
+validate364.errors = vErrors;
 return errors === 0;
 }
-validate363.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate364.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema133 = {"description":"A kind of node: a task whose nodeSelector carries every one of these labels counts against the flavor's quota lines.","type":"object","additionalProperties":false,"required":["name","nodeLabels"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Flavor name, as quota lines name it."},"nodeLabels":{"$ref":"common.schema.json#/$defs/NodeSelector","description":"Node labels that make a node this flavor."}}};
 
-function validate368(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate369(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate368.evaluated;
+const evaluated0 = validate369.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13796,16 +13802,16 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate368.errors = vErrors;
+validate369.errors = vErrors;
 return errors === 0;
 }
-validate368.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate369.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate366(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate367(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate366.evaluated;
+const evaluated0 = validate367.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13846,14 +13852,14 @@ errors++;
 }
 }
 if(data.name !== undefined){
-if(!(validate358(data.name, {instancePath:instancePath+"/name",parentData:data,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate358.errors : vErrors.concat(validate358.errors);
+if(!(validate359(data.name, {instancePath:instancePath+"/name",parentData:data,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate359.errors : vErrors.concat(validate359.errors);
 errors = vErrors.length;
 }
 }
 if(data.nodeLabels !== undefined){
-if(!(validate368(data.nodeLabels, {instancePath:instancePath+"/nodeLabels",parentData:data,parentDataProperty:"nodeLabels",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate368.errors : vErrors.concat(validate368.errors);
+if(!(validate369(data.nodeLabels, {instancePath:instancePath+"/nodeLabels",parentData:data,parentDataProperty:"nodeLabels",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate369.errors : vErrors.concat(validate369.errors);
 errors = vErrors.length;
 }
 }
@@ -13868,17 +13874,17 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate366.errors = vErrors;
+validate367.errors = vErrors;
 return errors === 0;
 }
-validate366.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate367.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const schema135 = {"description":"How much of one resource the team's admitted Jobs may request in all.","type":"object","additionalProperties":false,"required":["resource","nominal"],"properties":{"resource":{"$ref":"common.schema.json#/$defs/LabelKey","description":"Resource name: cpu, memory, nvidia.com/gpu, rlinf.io/device, pods, ..."},"flavor":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Limits the line to tasks placed on this flavor's nodes; default: every task not of a flavor the team declares a line for."},"nominal":{"$ref":"common.schema.json#/$defs/Quantity","description":"What the team may always have; what it does not use, others of its cohort may borrow."},"borrowingLimit":{"$ref":"common.schema.json#/$defs/Quantity","description":"At most this much above nominal, borrowed from the cohort; default: as much as the cohort has idle. Needs a cohort."}}};
 
-function validate374(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate375(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate374.evaluated;
+const evaluated0 = validate375.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13917,16 +13923,16 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate374.errors = vErrors;
+validate375.errors = vErrors;
 return errors === 0;
 }
-validate374.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate375.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate377(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate378(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate377.evaluated;
+const evaluated0 = validate378.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13955,16 +13961,16 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate377.errors = vErrors;
+validate378.errors = vErrors;
 return errors === 0;
 }
-validate377.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate378.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate373(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate374(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate373.evaluated;
+const evaluated0 = validate374.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14005,26 +14011,26 @@ errors++;
 }
 }
 if(data.resource !== undefined){
-if(!(validate374(data.resource, {instancePath:instancePath+"/resource",parentData:data,parentDataProperty:"resource",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate374.errors : vErrors.concat(validate374.errors);
+if(!(validate375(data.resource, {instancePath:instancePath+"/resource",parentData:data,parentDataProperty:"resource",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate375.errors : vErrors.concat(validate375.errors);
 errors = vErrors.length;
 }
 }
 if(data.flavor !== undefined){
-if(!(validate358(data.flavor, {instancePath:instancePath+"/flavor",parentData:data,parentDataProperty:"flavor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate358.errors : vErrors.concat(validate358.errors);
+if(!(validate359(data.flavor, {instancePath:instancePath+"/flavor",parentData:data,parentDataProperty:"flavor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate359.errors : vErrors.concat(validate359.errors);
 errors = vErrors.length;
 }
 }
 if(data.nominal !== undefined){
-if(!(validate377(data.nominal, {instancePath:instancePath+"/nominal",parentData:data,parentDataProperty:"nominal",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate377.errors : vErrors.concat(validate377.errors);
+if(!(validate378(data.nominal, {instancePath:instancePath+"/nominal",parentData:data,parentDataProperty:"nominal",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate378.errors : vErrors.concat(validate378.errors);
 errors = vErrors.length;
 }
 }
 if(data.borrowingLimit !== undefined){
-if(!(validate377(data.borrowingLimit, {instancePath:instancePath+"/borrowingLimit",parentData:data,parentDataProperty:"borrowingLimit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate377.errors : vErrors.concat(validate377.errors);
+if(!(validate378(data.borrowingLimit, {instancePath:instancePath+"/borrowingLimit",parentData:data,parentDataProperty:"borrowingLimit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate378.errors : vErrors.concat(validate378.errors);
 errors = vErrors.length;
 }
 }
@@ -14039,16 +14045,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate373.errors = vErrors;
+validate374.errors = vErrors;
 return errors === 0;
 }
-validate373.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate374.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate362(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate363(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate362.evaluated;
+const evaluated0 = validate363.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14073,8 +14079,8 @@ let data0 = data.members;
 if(Array.isArray(data0)){
 const len0 = data0.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate363(data0[i0], {instancePath:instancePath+"/members/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate363.errors : vErrors.concat(validate363.errors);
+if(!(validate364(data0[i0], {instancePath:instancePath+"/members/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate364.errors : vErrors.concat(validate364.errors);
 errors = vErrors.length;
 }
 }
@@ -14124,8 +14130,8 @@ errors++;
 }
 }
 if(data.cohort !== undefined){
-if(!(validate358(data.cohort, {instancePath:instancePath+"/cohort",parentData:data,parentDataProperty:"cohort",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate358.errors : vErrors.concat(validate358.errors);
+if(!(validate359(data.cohort, {instancePath:instancePath+"/cohort",parentData:data,parentDataProperty:"cohort",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate359.errors : vErrors.concat(validate359.errors);
 errors = vErrors.length;
 }
 }
@@ -14172,8 +14178,8 @@ let data6 = data.flavors;
 if(Array.isArray(data6)){
 const len1 = data6.length;
 for(let i2=0; i2<len1; i2++){
-if(!(validate366(data6[i2], {instancePath:instancePath+"/flavors/" + i2,parentData:data6,parentDataProperty:i2,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate366.errors : vErrors.concat(validate366.errors);
+if(!(validate367(data6[i2], {instancePath:instancePath+"/flavors/" + i2,parentData:data6,parentDataProperty:i2,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate367.errors : vErrors.concat(validate367.errors);
 errors = vErrors.length;
 }
 }
@@ -14194,8 +14200,8 @@ let data8 = data.quota;
 if(Array.isArray(data8)){
 const len2 = data8.length;
 for(let i3=0; i3<len2; i3++){
-if(!(validate373(data8[i3], {instancePath:instancePath+"/quota/" + i3,parentData:data8,parentDataProperty:i3,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate373.errors : vErrors.concat(validate373.errors);
+if(!(validate374(data8[i3], {instancePath:instancePath+"/quota/" + i3,parentData:data8,parentDataProperty:i3,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate374.errors : vErrors.concat(validate374.errors);
 errors = vErrors.length;
 }
 }
@@ -14222,17 +14228,17 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate362.errors = vErrors;
+validate363.errors = vErrors;
 return errors === 0;
 }
-validate362.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate363.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate350(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate351(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/team.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate350.evaluated;
+const evaluated0 = validate351.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14320,28 +14326,28 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate351(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate351.errors : vErrors.concat(validate351.errors);
+if(!(validate352(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate352.errors : vErrors.concat(validate352.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.name !== undefined){
-if(!(validate358(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate358.errors : vErrors.concat(validate358.errors);
+if(!(validate359(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate359.errors : vErrors.concat(validate359.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate360(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate360.errors : vErrors.concat(validate360.errors);
+if(!(validate361(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate361.errors : vErrors.concat(validate361.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate362(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate362.errors : vErrors.concat(validate362.errors);
+if(!(validate363(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate363.errors : vErrors.concat(validate363.errors);
 errors = vErrors.length;
 }
 }
@@ -14356,18 +14362,18 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate350.errors = vErrors;
+validate351.errors = vErrors;
 return errors === 0;
 }
-validate350.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate351.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const AccessPolicy = validate382;
+export const AccessPolicy = validate383;
 const schema138 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/access-policy.schema.json","title":"AccessPolicy","description":"A grant of access to running work (shell, exec, files, logs, port forwarding, HTTP proxies) for some users or roles on some targets. Nothing is reachable that no AccessPolicy grants. Written in git.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"AccessPolicy","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Policy name."},"namespace":{"$ref":"common.schema.json#/$defs/ClusterScopedNamespace","description":"Unused: AccessPolicies are cluster-scoped."}}},"spec":{"$ref":"#/$defs/AccessPolicySpec","description":"Who may do what, where."}},"$defs":{"AccessPolicySpec":{"description":"Subjects, targets and verbs. A request is allowed when some policy names its user (or one of the user's roles), matches its target and lists its verb.","type":"object","additionalProperties":false,"required":["subjects","verbs"],"properties":{"subjects":{"$ref":"#/$defs/AccessSubjects","description":"Who the grant is for."},"targets":{"$ref":"#/$defs/AccessTargets","description":"Which pods the grant reaches; every field given must match. Omitted: every pod."},"verbs":{"type":"array","minItems":1,"uniqueItems":true,"description":"What the subjects may do: shell (interactive terminal), exec (one command, only those in commands), files (SFTP), logs, forward (TCP port forwarding), proxy (HTTP proxies).","items":{"enum":["shell","exec","files","logs","forward","proxy"],"description":"A verb."}},"commands":{"type":"array","uniqueItems":true,"maxItems":256,"description":"The exec allowlist: a command is allowed when it equals an entry, or an entry ending in ` *` is a prefix of it (`nvidia-smi *`). Required with the exec verb.","items":{"type":"string","minLength":1,"maxLength":1024,"description":"A command line or prefix."}}}},"AccessSubjects":{"description":"Users by name and roles; a user matches if named or holding a listed role.","type":"object","additionalProperties":false,"minProperties":1,"properties":{"users":{"type":"array","uniqueItems":true,"description":"User names (metadata.name of User objects).","items":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"A user."}},"roles":{"type":"array","uniqueItems":true,"description":"Roles (User spec.roles).","items":{"enum":["viewer","user","admin"],"description":"A role."}}}},"AccessTargets":{"description":"Target filters; each list matches any of its entries, and every field given must match.","type":"object","additionalProperties":false,"properties":{"clusters":{"type":"array","uniqueItems":true,"description":"Cluster names.","items":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"A Cluster."}},"namespaces":{"type":"array","uniqueItems":true,"description":"The pods' namespaces inside their cluster.","items":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"A namespace."}},"domains":{"type":"array","uniqueItems":true,"description":"Domains whose Jobs' pods are reachable.","items":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"A Domain."}},"jobSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Matches the labels of the pod's Job."},"teams":{"type":"array","uniqueItems":true,"description":"Teams whose Jobs' pods are reachable. A team's Jobs, Tasks, pods, logs and Domains are seen and reached by its members alone (and admins); a policy listing the team here grants its subjects the same, for its verbs (docs/teams.md#visibility).","items":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"A Team."}}}}}};
 
-function validate383(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate384(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate383.evaluated;
+const evaluated0 = validate384.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14589,16 +14595,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate383.errors = vErrors;
+validate384.errors = vErrors;
 return errors === 0;
 }
-validate383.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate384.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate390(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate391(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate390.evaluated;
+const evaluated0 = validate391.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14647,16 +14653,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate390.errors = vErrors;
+validate391.errors = vErrors;
 return errors === 0;
 }
-validate390.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate391.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate392(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate393(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate392.evaluated;
+const evaluated0 = validate393.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14685,18 +14691,18 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate392.errors = vErrors;
+validate393.errors = vErrors;
 return errors === 0;
 }
-validate392.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate393.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema142 = {"description":"Subjects, targets and verbs. A request is allowed when some policy names its user (or one of the user's roles), matches its target and lists its verb.","type":"object","additionalProperties":false,"required":["subjects","verbs"],"properties":{"subjects":{"$ref":"#/$defs/AccessSubjects","description":"Who the grant is for."},"targets":{"$ref":"#/$defs/AccessTargets","description":"Which pods the grant reaches; every field given must match. Omitted: every pod."},"verbs":{"type":"array","minItems":1,"uniqueItems":true,"description":"What the subjects may do: shell (interactive terminal), exec (one command, only those in commands), files (SFTP), logs, forward (TCP port forwarding), proxy (HTTP proxies).","items":{"enum":["shell","exec","files","logs","forward","proxy"],"description":"A verb."}},"commands":{"type":"array","uniqueItems":true,"maxItems":256,"description":"The exec allowlist: a command is allowed when it equals an entry, or an entry ending in ` *` is a prefix of it (`nvidia-smi *`). Required with the exec verb.","items":{"type":"string","minLength":1,"maxLength":1024,"description":"A command line or prefix."}}}};
 const schema143 = {"description":"Users by name and roles; a user matches if named or holding a listed role.","type":"object","additionalProperties":false,"minProperties":1,"properties":{"users":{"type":"array","uniqueItems":true,"description":"User names (metadata.name of User objects).","items":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"A user."}},"roles":{"type":"array","uniqueItems":true,"description":"Roles (User spec.roles).","items":{"enum":["viewer","user","admin"],"description":"A role."}}}};
 
-function validate395(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate396(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate395.evaluated;
+const evaluated0 = validate396.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14731,8 +14737,8 @@ let data0 = data.users;
 if(Array.isArray(data0)){
 const len0 = data0.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate390(data0[i0], {instancePath:instancePath+"/users/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate390.errors : vErrors.concat(validate390.errors);
+if(!(validate391(data0[i0], {instancePath:instancePath+"/users/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate391.errors : vErrors.concat(validate391.errors);
 errors = vErrors.length;
 }
 }
@@ -14828,17 +14834,17 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate395.errors = vErrors;
+validate396.errors = vErrors;
 return errors === 0;
 }
-validate395.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate396.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const schema144 = {"description":"Target filters; each list matches any of its entries, and every field given must match.","type":"object","additionalProperties":false,"properties":{"clusters":{"type":"array","uniqueItems":true,"description":"Cluster names.","items":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"A Cluster."}},"namespaces":{"type":"array","uniqueItems":true,"description":"The pods' namespaces inside their cluster.","items":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"A namespace."}},"domains":{"type":"array","uniqueItems":true,"description":"Domains whose Jobs' pods are reachable.","items":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"A Domain."}},"jobSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Matches the labels of the pod's Job."},"teams":{"type":"array","uniqueItems":true,"description":"Teams whose Jobs' pods are reachable. A team's Jobs, Tasks, pods, logs and Domains are seen and reached by its members alone (and admins); a policy listing the team here grants its subjects the same, for its verbs (docs/teams.md#visibility).","items":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"A Team."}}}};
 
-function validate399(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate400(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate399.evaluated;
+const evaluated0 = validate400.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14887,16 +14893,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate399.errors = vErrors;
+validate400.errors = vErrors;
 return errors === 0;
 }
-validate399.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate400.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate403(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate404(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate403.evaluated;
+const evaluated0 = validate404.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14955,16 +14961,16 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate403.errors = vErrors;
+validate404.errors = vErrors;
 return errors === 0;
 }
-validate403.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate404.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate398(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate399(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate398.evaluated;
+const evaluated0 = validate399.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14989,8 +14995,8 @@ let data0 = data.clusters;
 if(Array.isArray(data0)){
 const len0 = data0.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate399(data0[i0], {instancePath:instancePath+"/clusters/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate399.errors : vErrors.concat(validate399.errors);
+if(!(validate400(data0[i0], {instancePath:instancePath+"/clusters/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate400.errors : vErrors.concat(validate400.errors);
 errors = vErrors.length;
 }
 }
@@ -15031,8 +15037,8 @@ let data2 = data.namespaces;
 if(Array.isArray(data2)){
 const len1 = data2.length;
 for(let i2=0; i2<len1; i2++){
-if(!(validate399(data2[i2], {instancePath:instancePath+"/namespaces/" + i2,parentData:data2,parentDataProperty:i2,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate399.errors : vErrors.concat(validate399.errors);
+if(!(validate400(data2[i2], {instancePath:instancePath+"/namespaces/" + i2,parentData:data2,parentDataProperty:i2,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate400.errors : vErrors.concat(validate400.errors);
 errors = vErrors.length;
 }
 }
@@ -15073,8 +15079,8 @@ let data4 = data.domains;
 if(Array.isArray(data4)){
 const len2 = data4.length;
 for(let i4=0; i4<len2; i4++){
-if(!(validate390(data4[i4], {instancePath:instancePath+"/domains/" + i4,parentData:data4,parentDataProperty:i4,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate390.errors : vErrors.concat(validate390.errors);
+if(!(validate391(data4[i4], {instancePath:instancePath+"/domains/" + i4,parentData:data4,parentDataProperty:i4,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate391.errors : vErrors.concat(validate391.errors);
 errors = vErrors.length;
 }
 }
@@ -15111,8 +15117,8 @@ errors++;
 }
 }
 if(data.jobSelector !== undefined){
-if(!(validate403(data.jobSelector, {instancePath:instancePath+"/jobSelector",parentData:data,parentDataProperty:"jobSelector",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate403.errors : vErrors.concat(validate403.errors);
+if(!(validate404(data.jobSelector, {instancePath:instancePath+"/jobSelector",parentData:data,parentDataProperty:"jobSelector",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate404.errors : vErrors.concat(validate404.errors);
 errors = vErrors.length;
 }
 }
@@ -15121,8 +15127,8 @@ let data7 = data.teams;
 if(Array.isArray(data7)){
 const len3 = data7.length;
 for(let i6=0; i6<len3; i6++){
-if(!(validate390(data7[i6], {instancePath:instancePath+"/teams/" + i6,parentData:data7,parentDataProperty:i6,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate390.errors : vErrors.concat(validate390.errors);
+if(!(validate391(data7[i6], {instancePath:instancePath+"/teams/" + i6,parentData:data7,parentDataProperty:i6,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate391.errors : vErrors.concat(validate391.errors);
 errors = vErrors.length;
 }
 }
@@ -15169,16 +15175,16 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate398.errors = vErrors;
+validate399.errors = vErrors;
 return errors === 0;
 }
-validate398.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate399.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate394(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate395(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate394.evaluated;
+const evaluated0 = validate395.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15219,14 +15225,14 @@ errors++;
 }
 }
 if(data.subjects !== undefined){
-if(!(validate395(data.subjects, {instancePath:instancePath+"/subjects",parentData:data,parentDataProperty:"subjects",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate395.errors : vErrors.concat(validate395.errors);
+if(!(validate396(data.subjects, {instancePath:instancePath+"/subjects",parentData:data,parentDataProperty:"subjects",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate396.errors : vErrors.concat(validate396.errors);
 errors = vErrors.length;
 }
 }
 if(data.targets !== undefined){
-if(!(validate398(data.targets, {instancePath:instancePath+"/targets",parentData:data,parentDataProperty:"targets",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate398.errors : vErrors.concat(validate398.errors);
+if(!(validate399(data.targets, {instancePath:instancePath+"/targets",parentData:data,parentDataProperty:"targets",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate399.errors : vErrors.concat(validate399.errors);
 errors = vErrors.length;
 }
 }
@@ -15385,17 +15391,17 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate394.errors = vErrors;
+validate395.errors = vErrors;
 return errors === 0;
 }
-validate394.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate395.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate382(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate383(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/access-policy.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate382.evaluated;
+const evaluated0 = validate383.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15483,28 +15489,28 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate383(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate383.errors : vErrors.concat(validate383.errors);
+if(!(validate384(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate384.errors : vErrors.concat(validate384.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.name !== undefined){
-if(!(validate390(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate390.errors : vErrors.concat(validate390.errors);
+if(!(validate391(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate391.errors : vErrors.concat(validate391.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate392(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate392.errors : vErrors.concat(validate392.errors);
+if(!(validate393(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate393.errors : vErrors.concat(validate393.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate394(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate394.errors : vErrors.concat(validate394.errors);
+if(!(validate395(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate395.errors : vErrors.concat(validate395.errors);
 errors = vErrors.length;
 }
 }
@@ -15519,18 +15525,18 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate382.errors = vErrors;
+validate383.errors = vErrors;
 return errors === 0;
 }
-validate382.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate383.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const SealedSecret = validate410;
+export const SealedSecret = validate411;
 const schema147 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/sealed-secret.schema.json","title":"SealedSecret","description":"A Kubernetes Secret whose values are sealed to the hub's key (`rlark seal`), so it can live in git: the hub opens the values only to hand the Secret to the agents of its clusters, which apply it as an Opaque Secret. Written in git (docs/secrets.md).","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"SealedSecret","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the name is the Secret's name in the clusters.","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Name of the Secret in the clusters."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>: deliver to that one cluster. Omit it to use spec.clusterSelector instead."}}},"spec":{"$ref":"#/$defs/SealedSecretSpec","description":"Desired state."}},"allOf":[{"if":{"required":["metadata"],"properties":{"metadata":{"type":"object","not":{"required":["namespace"]}}}},"then":{"properties":{"spec":{"required":["clusterSelector"]}}},"x-rlark-rule":"schema/sealed-secret-target","x-rlark-message":"a SealedSecret needs its clusters: set metadata.namespace to agent-<cluster> or set spec.clusterSelector"},{"if":{"required":["metadata"],"properties":{"metadata":{"type":"object","required":["namespace"]}}},"then":{"properties":{"spec":{"properties":{"clusterSelector":false}}}},"x-rlark-rule":"schema/sealed-secret-target","x-rlark-message":"a SealedSecret names its clusters once: metadata.namespace or spec.clusterSelector, not both"}],"$defs":{"SealedSecretSpec":{"description":"Where the Secret goes and its sealed values.","type":"object","additionalProperties":false,"required":["namespace","encryptedData"],"properties":{"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Namespace of the Secret in the clusters (created when missing)."},"clusterSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Deliver to every Cluster whose labels match; only when metadata.namespace is not set."},"encryptedData":{"type":"object","description":"The Secret's keys, each with its value sealed by `rlark seal` for the context cluster/<cluster>/secret/<spec.namespace>/<metadata.name>/<key> (metadata.namespace agent-<cluster>) or clusters/<spec.clusterSelector as canonical JSON>/secret/…: a value moved to another cluster, selector, namespace, name or key does not open.","minProperties":1,"maxProperties":256,"propertyNames":{"type":"string","maxLength":253,"pattern":"^[-._a-zA-Z0-9]+$","x-rlark-message":"must be a Secret key: letters, digits, '-', '_' and '.'"},"additionalProperties":{"type":"string","pattern":"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$","x-rlark-message":"must be a sealed value (rlark-sealed:v1:<key id>:<payload>) made by `rlark seal`, never a plain value","x-rlark-sensitive":true,"description":"A sealed value."}}}}}};
 
-function validate411(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate412(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate411.evaluated;
+const evaluated0 = validate412.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15752,16 +15758,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate411.errors = vErrors;
+validate412.errors = vErrors;
 return errors === 0;
 }
-validate411.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate412.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate418(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate419(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate418.evaluated;
+const evaluated0 = validate419.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15810,16 +15816,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate418.errors = vErrors;
+validate419.errors = vErrors;
 return errors === 0;
 }
-validate418.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate419.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate420(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate421(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate420.evaluated;
+const evaluated0 = validate421.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15858,17 +15864,17 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate420.errors = vErrors;
+validate421.errors = vErrors;
 return errors === 0;
 }
-validate420.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate421.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema151 = {"description":"Where the Secret goes and its sealed values.","type":"object","additionalProperties":false,"required":["namespace","encryptedData"],"properties":{"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Namespace of the Secret in the clusters (created when missing)."},"clusterSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Deliver to every Cluster whose labels match; only when metadata.namespace is not set."},"encryptedData":{"type":"object","description":"The Secret's keys, each with its value sealed by `rlark seal` for the context cluster/<cluster>/secret/<spec.namespace>/<metadata.name>/<key> (metadata.namespace agent-<cluster>) or clusters/<spec.clusterSelector as canonical JSON>/secret/…: a value moved to another cluster, selector, namespace, name or key does not open.","minProperties":1,"maxProperties":256,"propertyNames":{"type":"string","maxLength":253,"pattern":"^[-._a-zA-Z0-9]+$","x-rlark-message":"must be a Secret key: letters, digits, '-', '_' and '.'"},"additionalProperties":{"type":"string","pattern":"^rlark-sealed:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$","x-rlark-message":"must be a sealed value (rlark-sealed:v1:<key id>:<payload>) made by `rlark seal`, never a plain value","x-rlark-sensitive":true,"description":"A sealed value."}}}};
 
-function validate423(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate424(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate423.evaluated;
+const evaluated0 = validate424.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15917,16 +15923,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate423.errors = vErrors;
+validate424.errors = vErrors;
 return errors === 0;
 }
-validate423.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate424.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate425(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate426(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate425.evaluated;
+const evaluated0 = validate426.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15985,17 +15991,17 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate425.errors = vErrors;
+validate426.errors = vErrors;
 return errors === 0;
 }
-validate425.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate426.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const pattern43 = new RegExp("^[-._a-zA-Z0-9]+$", "u");
 
-function validate422(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate423(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate422.evaluated;
+const evaluated0 = validate423.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16036,14 +16042,14 @@ errors++;
 }
 }
 if(data.namespace !== undefined){
-if(!(validate423(data.namespace, {instancePath:instancePath+"/namespace",parentData:data,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate423.errors : vErrors.concat(validate423.errors);
+if(!(validate424(data.namespace, {instancePath:instancePath+"/namespace",parentData:data,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate424.errors : vErrors.concat(validate424.errors);
 errors = vErrors.length;
 }
 }
 if(data.clusterSelector !== undefined){
-if(!(validate425(data.clusterSelector, {instancePath:instancePath+"/clusterSelector",parentData:data,parentDataProperty:"clusterSelector",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate425.errors : vErrors.concat(validate425.errors);
+if(!(validate426(data.clusterSelector, {instancePath:instancePath+"/clusterSelector",parentData:data,parentDataProperty:"clusterSelector",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate426.errors : vErrors.concat(validate426.errors);
 errors = vErrors.length;
 }
 }
@@ -16164,17 +16170,17 @@ vErrors.push(err12);
 }
 errors++;
 }
-validate422.errors = vErrors;
+validate423.errors = vErrors;
 return errors === 0;
 }
-validate422.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate423.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate410(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate411(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/sealed-secret.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate410.evaluated;
+const evaluated0 = validate411.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16480,28 +16486,28 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data7 = data.metadata;
-if(!(validate411(data7, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate411.errors : vErrors.concat(validate411.errors);
+if(!(validate412(data7, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate412.errors : vErrors.concat(validate412.errors);
 errors = vErrors.length;
 }
 if(data7 && typeof data7 == "object" && !Array.isArray(data7)){
 if(data7.name !== undefined){
-if(!(validate418(data7.name, {instancePath:instancePath+"/metadata/name",parentData:data7,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate418.errors : vErrors.concat(validate418.errors);
+if(!(validate419(data7.name, {instancePath:instancePath+"/metadata/name",parentData:data7,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate419.errors : vErrors.concat(validate419.errors);
 errors = vErrors.length;
 }
 }
 if(data7.namespace !== undefined){
-if(!(validate420(data7.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data7,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate420.errors : vErrors.concat(validate420.errors);
+if(!(validate421(data7.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data7,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate421.errors : vErrors.concat(validate421.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate422(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate422.errors : vErrors.concat(validate422.errors);
+if(!(validate423(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate423.errors : vErrors.concat(validate423.errors);
 errors = vErrors.length;
 }
 }
@@ -16516,18 +16522,18 @@ vErrors.push(err18);
 }
 errors++;
 }
-validate410.errors = vErrors;
+validate411.errors = vErrors;
 return errors === 0;
 }
-validate410.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate411.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const Bundle = validate430;
+export const Bundle = validate431;
 const schema154 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/bundle.schema.json","title":"Bundle","description":"A folder of plain Kubernetes manifests in the repository, bound to the Clusters its clusterSelector matches: the hub validates the folder's documents (allowed kinds, namespace, no plain Secrets) and each cluster's agent applies them by server-side apply, pruning what it created and git no longer holds. Written in git (docs/bundles.md).","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Bundle","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; Bundles are cluster-wide (no namespace).","properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Bundle name."},"namespace":{"type":"string","maxLength":0,"x-rlark-message":"a Bundle is cluster-wide: remove metadata.namespace and choose its clusters with spec.clusterSelector","description":"Not set: a Bundle is cluster-wide."}}},"spec":{"$ref":"#/$defs/BundleSpec","description":"Desired state."},"status":{"$ref":"#/$defs/BundleStatus","description":"Observed state, reported by the agents."}},"$defs":{"BundleKind":{"description":"A Kubernetes kind a Bundle may hold. Secret is not one: Secrets come only from SealedSecrets.","enum":["Deployment","StatefulSet","DaemonSet","Service","ConfigMap","Pod","Job","CronJob","ServiceAccount","PersistentVolumeClaim","Ingress","NetworkPolicy","HorizontalPodAutoscaler","PodDisruptionBudget","Role","RoleBinding"]},"BundleSpec":{"description":"Which folder, which clusters, into which namespace, with which kinds.","type":"object","additionalProperties":false,"required":["path","clusterSelector","namespace"],"properties":{"path":{"type":"string","minLength":1,"maxLength":1024,"pattern":"^[^/\\\\][^\\\\]*$","x-rlark-message":"must be a relative folder (from the folder of this file), with / between names","description":"Folder of plain Kubernetes manifests, relative to the folder of the file this Bundle is in; every non-RLark document under it (recursively) is the Bundle's content."},"clusterSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Apply to every Cluster whose labels match."},"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Namespace in the clusters the objects go into (created when missing); a document naming another namespace is refused."},"allowedKinds":{"type":"array","uniqueItems":true,"maxItems":32,"description":"Kinds the folder may hold (default Deployment, StatefulSet, DaemonSet, Service, ConfigMap, Pod, Job, CronJob); a document of another kind is refused at validation.","items":{"$ref":"#/$defs/BundleKind"}},"prune":{"type":"boolean","description":"Delete from the clusters what the Bundle applied and git no longer holds (default true). Never touches objects the Bundle did not create."},"objects":{"type":"array","maxItems":500,"description":"Filled by the hub from the documents under path (refused when written in git): the objects in file order, namespace set.","items":{"type":"object","required":["apiVersion","kind","metadata"],"description":"One Kubernetes object.","x-rlark-free-form":true}}}},"BundleObjectStatus":{"description":"One object of the Bundle on the cluster.","type":"object","additionalProperties":false,"required":["kind","name","health"],"properties":{"apiVersion":{"type":"string","description":"API version."},"kind":{"type":"string","description":"Kind."},"name":{"type":"string","description":"Name."},"namespace":{"type":"string","description":"Namespace."},"health":{"description":"Healthy (Deployment available, StatefulSet/DaemonSet rolled out, Job complete, Pod running, others applied), Progressing, Degraded (Job failed, Pod failed, apply refused), Missing (not on the cluster).","enum":["Healthy","Progressing","Degraded","Missing"]},"drifted":{"type":"array","maxItems":16,"description":"Fields the Bundle owns that differ on the cluster (JSON pointers), when drift is not corrected.","items":{"type":"string","description":"JSON pointer."}},"message":{"type":"string","maxLength":1024,"description":"What is not healthy, or the last error."}}},"BundleClusterStatus":{"description":"The Bundle in one cluster.","type":"object","additionalProperties":false,"required":["cluster"],"properties":{"cluster":{"type":"string","description":"Cluster name."},"phase":{"$ref":"#/$defs/BundlePhase","description":"Phase in that cluster."},"revision":{"type":"string","description":"Git revision applied there."},"message":{"type":"string","description":"What is not ready, drifted or failed."},"objects":{"type":"array","maxItems":500,"description":"Each object's health there, as its release reports it (written to the status branch too).","items":{"$ref":"#/$defs/BundleObjectStatus"}}}},"BundlePhase":{"description":"Phase of a Bundle in a cluster: Pending (not yet acted on), Progressing (applied, workloads not yet healthy), Ready (applied and healthy), Drifted (a field the Bundle owns was changed on the cluster and is not corrected: --no-self-heal), Failed (an apply or prune refused; message says why), Removing (its objects are being deleted).","enum":["Pending","Progressing","Ready","Drifted","Failed","Removing"]},"BundleStatus":{"description":"Observed state of a Bundle.","type":"object","additionalProperties":false,"properties":{"phase":{"$ref":"#/$defs/BundlePhase","description":"Overall phase (the least advanced cluster's)."},"message":{"type":"string","description":"Human-readable detail."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"clusters":{"type":"array","description":"Per cluster.","items":{"$ref":"#/$defs/BundleClusterStatus"}}}}}};
 
-function validate431(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate432(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate431.evaluated;
+const evaluated0 = validate432.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16749,16 +16755,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate431.errors = vErrors;
+validate432.errors = vErrors;
 return errors === 0;
 }
-validate431.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate432.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate438(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate439(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate438.evaluated;
+const evaluated0 = validate439.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16807,18 +16813,18 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate438.errors = vErrors;
+validate439.errors = vErrors;
 return errors === 0;
 }
-validate438.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate439.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema157 = {"description":"Which folder, which clusters, into which namespace, with which kinds.","type":"object","additionalProperties":false,"required":["path","clusterSelector","namespace"],"properties":{"path":{"type":"string","minLength":1,"maxLength":1024,"pattern":"^[^/\\\\][^\\\\]*$","x-rlark-message":"must be a relative folder (from the folder of this file), with / between names","description":"Folder of plain Kubernetes manifests, relative to the folder of the file this Bundle is in; every non-RLark document under it (recursively) is the Bundle's content."},"clusterSelector":{"$ref":"common.schema.json#/$defs/LabelSelector","description":"Apply to every Cluster whose labels match."},"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Namespace in the clusters the objects go into (created when missing); a document naming another namespace is refused."},"allowedKinds":{"type":"array","uniqueItems":true,"maxItems":32,"description":"Kinds the folder may hold (default Deployment, StatefulSet, DaemonSet, Service, ConfigMap, Pod, Job, CronJob); a document of another kind is refused at validation.","items":{"$ref":"#/$defs/BundleKind"}},"prune":{"type":"boolean","description":"Delete from the clusters what the Bundle applied and git no longer holds (default true). Never touches objects the Bundle did not create."},"objects":{"type":"array","maxItems":500,"description":"Filled by the hub from the documents under path (refused when written in git): the objects in file order, namespace set.","items":{"type":"object","required":["apiVersion","kind","metadata"],"description":"One Kubernetes object.","x-rlark-free-form":true}}}};
 const pattern46 = new RegExp("^[^/\\\\][^\\\\]*$", "u");
 
-function validate441(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate442(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate441.evaluated;
+const evaluated0 = validate442.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16877,17 +16883,17 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate441.errors = vErrors;
+validate442.errors = vErrors;
 return errors === 0;
 }
-validate441.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate442.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const schema159 = {"description":"A Kubernetes kind a Bundle may hold. Secret is not one: Secrets come only from SealedSecrets.","enum":["Deployment","StatefulSet","DaemonSet","Service","ConfigMap","Pod","Job","CronJob","ServiceAccount","PersistentVolumeClaim","Ingress","NetworkPolicy","HorizontalPodAutoscaler","PodDisruptionBudget","Role","RoleBinding"]};
 
-function validate446(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate447(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate446.evaluated;
+const evaluated0 = validate447.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -16904,16 +16910,16 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate446.errors = vErrors;
+validate447.errors = vErrors;
 return errors === 0;
 }
-validate446.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate447.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate440(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate441(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate440.evaluated;
+const evaluated0 = validate441.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17009,14 +17015,14 @@ errors++;
 }
 }
 if(data.clusterSelector !== undefined){
-if(!(validate441(data.clusterSelector, {instancePath:instancePath+"/clusterSelector",parentData:data,parentDataProperty:"clusterSelector",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate441.errors : vErrors.concat(validate441.errors);
+if(!(validate442(data.clusterSelector, {instancePath:instancePath+"/clusterSelector",parentData:data,parentDataProperty:"clusterSelector",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate442.errors : vErrors.concat(validate442.errors);
 errors = vErrors.length;
 }
 }
 if(data.namespace !== undefined){
-if(!(validate438(data.namespace, {instancePath:instancePath+"/namespace",parentData:data,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate438.errors : vErrors.concat(validate438.errors);
+if(!(validate439(data.namespace, {instancePath:instancePath+"/namespace",parentData:data,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate439.errors : vErrors.concat(validate439.errors);
 errors = vErrors.length;
 }
 }
@@ -17035,8 +17041,8 @@ errors++;
 }
 const len0 = data3.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate446(data3[i0], {instancePath:instancePath+"/allowedKinds/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate446.errors : vErrors.concat(validate446.errors);
+if(!(validate447(data3[i0], {instancePath:instancePath+"/allowedKinds/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate447.errors : vErrors.concat(validate447.errors);
 errors = vErrors.length;
 }
 }
@@ -17167,18 +17173,18 @@ vErrors.push(err18);
 }
 errors++;
 }
-validate440.errors = vErrors;
+validate441.errors = vErrors;
 return errors === 0;
 }
-validate440.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate441.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const schema160 = {"description":"Observed state of a Bundle.","type":"object","additionalProperties":false,"properties":{"phase":{"$ref":"#/$defs/BundlePhase","description":"Overall phase (the least advanced cluster's)."},"message":{"type":"string","description":"Human-readable detail."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"clusters":{"type":"array","description":"Per cluster.","items":{"$ref":"#/$defs/BundleClusterStatus"}}}};
 const schema161 = {"description":"Phase of a Bundle in a cluster: Pending (not yet acted on), Progressing (applied, workloads not yet healthy), Ready (applied and healthy), Drifted (a field the Bundle owns was changed on the cluster and is not corrected: --no-self-heal), Failed (an apply or prune refused; message says why), Removing (its objects are being deleted).","enum":["Pending","Progressing","Ready","Drifted","Failed","Removing"]};
 
-function validate450(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate451(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate450.evaluated;
+const evaluated0 = validate451.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17195,18 +17201,18 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate450.errors = vErrors;
+validate451.errors = vErrors;
 return errors === 0;
 }
-validate450.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate451.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema162 = {"description":"The Bundle in one cluster.","type":"object","additionalProperties":false,"required":["cluster"],"properties":{"cluster":{"type":"string","description":"Cluster name."},"phase":{"$ref":"#/$defs/BundlePhase","description":"Phase in that cluster."},"revision":{"type":"string","description":"Git revision applied there."},"message":{"type":"string","description":"What is not ready, drifted or failed."},"objects":{"type":"array","maxItems":500,"description":"Each object's health there, as its release reports it (written to the status branch too).","items":{"$ref":"#/$defs/BundleObjectStatus"}}}};
 const schema163 = {"description":"One object of the Bundle on the cluster.","type":"object","additionalProperties":false,"required":["kind","name","health"],"properties":{"apiVersion":{"type":"string","description":"API version."},"kind":{"type":"string","description":"Kind."},"name":{"type":"string","description":"Name."},"namespace":{"type":"string","description":"Namespace."},"health":{"description":"Healthy (Deployment available, StatefulSet/DaemonSet rolled out, Job complete, Pod running, others applied), Progressing, Degraded (Job failed, Pod failed, apply refused), Missing (not on the cluster).","enum":["Healthy","Progressing","Degraded","Missing"]},"drifted":{"type":"array","maxItems":16,"description":"Fields the Bundle owns that differ on the cluster (JSON pointers), when drift is not corrected.","items":{"type":"string","description":"JSON pointer."}},"message":{"type":"string","maxLength":1024,"description":"What is not healthy, or the last error."}}};
 
-function validate454(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate455(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate454.evaluated;
+const evaluated0 = validate455.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17396,16 +17402,16 @@ vErrors.push(err14);
 }
 errors++;
 }
-validate454.errors = vErrors;
+validate455.errors = vErrors;
 return errors === 0;
 }
-validate454.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate455.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate452(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate453(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate452.evaluated;
+const evaluated0 = validate453.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17449,8 +17455,8 @@ errors++;
 }
 }
 if(data.phase !== undefined){
-if(!(validate450(data.phase, {instancePath:instancePath+"/phase",parentData:data,parentDataProperty:"phase",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate450.errors : vErrors.concat(validate450.errors);
+if(!(validate451(data.phase, {instancePath:instancePath+"/phase",parentData:data,parentDataProperty:"phase",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate451.errors : vErrors.concat(validate451.errors);
 errors = vErrors.length;
 }
 }
@@ -17495,8 +17501,8 @@ errors++;
 }
 const len0 = data4.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate454(data4[i0], {instancePath:instancePath+"/objects/" + i0,parentData:data4,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate454.errors : vErrors.concat(validate454.errors);
+if(!(validate455(data4[i0], {instancePath:instancePath+"/objects/" + i0,parentData:data4,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate455.errors : vErrors.concat(validate455.errors);
 errors = vErrors.length;
 }
 }
@@ -17523,16 +17529,16 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate452.errors = vErrors;
+validate453.errors = vErrors;
 return errors === 0;
 }
-validate452.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate453.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate449(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate450(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate449.evaluated;
+const evaluated0 = validate450.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17553,8 +17559,8 @@ errors++;
 }
 }
 if(data.phase !== undefined){
-if(!(validate450(data.phase, {instancePath:instancePath+"/phase",parentData:data,parentDataProperty:"phase",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate450.errors : vErrors.concat(validate450.errors);
+if(!(validate451(data.phase, {instancePath:instancePath+"/phase",parentData:data,parentDataProperty:"phase",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate451.errors : vErrors.concat(validate451.errors);
 errors = vErrors.length;
 }
 }
@@ -17601,8 +17607,8 @@ let data3 = data.clusters;
 if(Array.isArray(data3)){
 const len0 = data3.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate452(data3[i0], {instancePath:instancePath+"/clusters/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate452.errors : vErrors.concat(validate452.errors);
+if(!(validate453(data3[i0], {instancePath:instancePath+"/clusters/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate453.errors : vErrors.concat(validate453.errors);
 errors = vErrors.length;
 }
 }
@@ -17629,17 +17635,17 @@ vErrors.push(err5);
 }
 errors++;
 }
-validate449.errors = vErrors;
+validate450.errors = vErrors;
 return errors === 0;
 }
-validate449.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate450.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate430(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate431(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/bundle.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate430.evaluated;
+const evaluated0 = validate431.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -17727,14 +17733,14 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate431(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate431.errors : vErrors.concat(validate431.errors);
+if(!(validate432(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate432.errors : vErrors.concat(validate432.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.name !== undefined){
-if(!(validate438(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate438.errors : vErrors.concat(validate438.errors);
+if(!(validate439(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate439.errors : vErrors.concat(validate439.errors);
 errors = vErrors.length;
 }
 }
@@ -17766,14 +17772,14 @@ errors++;
 }
 }
 if(data.spec !== undefined){
-if(!(validate440(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate440.errors : vErrors.concat(validate440.errors);
+if(!(validate441(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate441.errors : vErrors.concat(validate441.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate449(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate449.errors : vErrors.concat(validate449.errors);
+if(!(validate450(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate450.errors : vErrors.concat(validate450.errors);
 errors = vErrors.length;
 }
 }
@@ -17788,18 +17794,18 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate430.errors = vErrors;
+validate431.errors = vErrors;
 return errors === 0;
 }
-validate430.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate431.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const Task = validate458;
+export const Task = validate459;
 const schema164 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/task.schema.json","title":"Task","description":"One role of a Job placed on one cluster, created by the hub's Job controller; the agent of its namespace runs it.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Task","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the object belongs to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"<job>-<task>; labelled rlinf.io/job=<job>."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/TaskSpec","description":"Desired state."},"status":{"$ref":"#/$defs/TaskStatus","description":"Observed state, reported by the agent."}},"$defs":{"TaskSpec":{"description":"The Job's task template, resolved for one cluster.","type":"object","additionalProperties":false,"required":["job","role","agentType"],"allOf":[{"$ref":"common.schema.json#/$defs/ExactlyOneRuntime"}],"properties":{"job":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the owning Job."},"task":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the task template in the Job."},"run":{"type":"integer","minimum":1,"description":"The Job run this Task belongs to."},"head":{"type":"boolean","default":false,"description":"true for the Job's main task."},"role":{"$ref":"common.schema.json#/$defs/Role","description":"Training role."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"Runtime; selects the kubernetes, docker or raw section."},"domain":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Domain whose virtual network the pods join."},"domainCIDR":{"type":"string","description":"The Domain's CIDR when the Task was created: what the pods' network init container redirects to their sidecar."},"nodeSelector":{"$ref":"common.schema.json#/$defs/NodeSelector","description":"Node labels required on the node."},"annotations":{"$ref":"common.schema.json#/$defs/TaskAnnotations","description":"Annotations, including the Ray keys."},"sshPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Public key injected into the workloads."},"kubernetes":{"$ref":"common.schema.json#/$defs/KubernetesRuntime","description":"For agentType Kubernetes: the workload."},"raw":{"$ref":"common.schema.json#/$defs/RawRuntime","description":"For agentType Raw: the process."},"docker":{"$ref":"common.schema.json#/$defs/DockerRuntime","description":"For agentType Docker: the container."}}},"TaskStatus":{"description":"Observed state of a Task.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Stopping","Stopped","Unknown"],"description":"Current phase."},"observedNodes":{"type":"array","description":"Nodes the task's pods or processes run on.","items":{"type":"string","description":"A node name."}},"replicas":{"type":"integer","minimum":0,"description":"Desired replicas."},"readyReplicas":{"type":"integer","minimum":0,"description":"Ready replicas."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task started running."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task finished."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the container or process that decided a Succeeded or Failed phase."},"conditions":{"type":"array","description":"Conditions (Ready, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
 
-function validate459(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate460(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate459.evaluated;
+const evaluated0 = validate460.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18021,16 +18027,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate459.errors = vErrors;
+validate460.errors = vErrors;
 return errors === 0;
 }
-validate459.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate460.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate466(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate467(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate466.evaluated;
+const evaluated0 = validate467.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18079,16 +18085,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate466.errors = vErrors;
+validate467.errors = vErrors;
 return errors === 0;
 }
-validate466.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate467.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate468(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate469(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate468.evaluated;
+const evaluated0 = validate469.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18127,17 +18133,17 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate468.errors = vErrors;
+validate469.errors = vErrors;
 return errors === 0;
 }
-validate468.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate469.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema168 = {"description":"The Job's task template, resolved for one cluster.","type":"object","additionalProperties":false,"required":["job","role","agentType"],"allOf":[{"$ref":"common.schema.json#/$defs/ExactlyOneRuntime"}],"properties":{"job":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the owning Job."},"task":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Name of the task template in the Job."},"run":{"type":"integer","minimum":1,"description":"The Job run this Task belongs to."},"head":{"type":"boolean","default":false,"description":"true for the Job's main task."},"role":{"$ref":"common.schema.json#/$defs/Role","description":"Training role."},"agentType":{"$ref":"common.schema.json#/$defs/AgentType","description":"Runtime; selects the kubernetes, docker or raw section."},"domain":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Domain whose virtual network the pods join."},"domainCIDR":{"type":"string","description":"The Domain's CIDR when the Task was created: what the pods' network init container redirects to their sidecar."},"nodeSelector":{"$ref":"common.schema.json#/$defs/NodeSelector","description":"Node labels required on the node."},"annotations":{"$ref":"common.schema.json#/$defs/TaskAnnotations","description":"Annotations, including the Ray keys."},"sshPublicKey":{"$ref":"common.schema.json#/$defs/SSHPublicKey","description":"Public key injected into the workloads."},"kubernetes":{"$ref":"common.schema.json#/$defs/KubernetesRuntime","description":"For agentType Kubernetes: the workload."},"raw":{"$ref":"common.schema.json#/$defs/RawRuntime","description":"For agentType Raw: the process."},"docker":{"$ref":"common.schema.json#/$defs/DockerRuntime","description":"For agentType Docker: the container."}}};
 
-function validate471(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate472(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate471.evaluated;
+const evaluated0 = validate472.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18441,17 +18447,17 @@ props0 = props0 || {};
 Object.assign(props0, props2);
 }
 }
-validate471.errors = vErrors;
+validate472.errors = vErrors;
 evaluated0.props = props0;
 return errors === 0;
 }
-validate471.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate472.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
 
-function validate475(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate476(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate475.evaluated;
+const evaluated0 = validate476.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18468,16 +18474,16 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate475.errors = vErrors;
+validate476.errors = vErrors;
 return errors === 0;
 }
-validate475.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate476.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate477(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate478(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate477.evaluated;
+const evaluated0 = validate478.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18494,16 +18500,16 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate477.errors = vErrors;
+validate478.errors = vErrors;
 return errors === 0;
 }
-validate477.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate478.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate480(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate481(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate480.evaluated;
+const evaluated0 = validate481.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18546,16 +18552,16 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate480.errors = vErrors;
+validate481.errors = vErrors;
 return errors === 0;
 }
-validate480.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate481.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate484(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate485(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate484.evaluated;
+const evaluated0 = validate485.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18950,16 +18956,16 @@ vErrors.push(err22);
 }
 errors++;
 }
-validate484.errors = vErrors;
+validate485.errors = vErrors;
 return errors === 0;
 }
-validate484.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate485.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate488(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate489(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate488.evaluated;
+const evaluated0 = validate489.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -18988,16 +18994,16 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate488.errors = vErrors;
+validate489.errors = vErrors;
 return errors === 0;
 }
-validate488.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate489.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate490(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate491(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate490.evaluated;
+const evaluated0 = validate491.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -19129,16 +19135,16 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate490.errors = vErrors;
+validate491.errors = vErrors;
 return errors === 0;
 }
-validate490.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate491.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate493(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate494(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate493.evaluated;
+const evaluated0 = validate494.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -19364,16 +19370,16 @@ vErrors.push(err15);
 }
 errors++;
 }
-validate493.errors = vErrors;
+validate494.errors = vErrors;
 return errors === 0;
 }
-validate493.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate494.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate497(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate498(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate497.evaluated;
+const evaluated0 = validate498.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -19801,24 +19807,24 @@ vErrors.push(err31);
 }
 errors++;
 }
-validate497.errors = vErrors;
+validate498.errors = vErrors;
 return errors === 0;
 }
-validate497.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate498.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate470(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate471(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate470.evaluated;
+const evaluated0 = validate471.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate471(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate471.errors : vErrors.concat(validate471.errors);
+if(!(validate472(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate472.errors : vErrors.concat(validate472.errors);
 errors = vErrors.length;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -19865,14 +19871,14 @@ errors++;
 }
 }
 if(data.job !== undefined){
-if(!(validate466(data.job, {instancePath:instancePath+"/job",parentData:data,parentDataProperty:"job",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate466.errors : vErrors.concat(validate466.errors);
+if(!(validate467(data.job, {instancePath:instancePath+"/job",parentData:data,parentDataProperty:"job",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate467.errors : vErrors.concat(validate467.errors);
 errors = vErrors.length;
 }
 }
 if(data.task !== undefined){
-if(!(validate466(data.task, {instancePath:instancePath+"/task",parentData:data,parentDataProperty:"task",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate466.errors : vErrors.concat(validate466.errors);
+if(!(validate467(data.task, {instancePath:instancePath+"/task",parentData:data,parentDataProperty:"task",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate467.errors : vErrors.concat(validate467.errors);
 errors = vErrors.length;
 }
 }
@@ -19915,20 +19921,20 @@ errors++;
 }
 }
 if(data.role !== undefined){
-if(!(validate475(data.role, {instancePath:instancePath+"/role",parentData:data,parentDataProperty:"role",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate475.errors : vErrors.concat(validate475.errors);
+if(!(validate476(data.role, {instancePath:instancePath+"/role",parentData:data,parentDataProperty:"role",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate476.errors : vErrors.concat(validate476.errors);
 errors = vErrors.length;
 }
 }
 if(data.agentType !== undefined){
-if(!(validate477(data.agentType, {instancePath:instancePath+"/agentType",parentData:data,parentDataProperty:"agentType",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate477.errors : vErrors.concat(validate477.errors);
+if(!(validate478(data.agentType, {instancePath:instancePath+"/agentType",parentData:data,parentDataProperty:"agentType",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate478.errors : vErrors.concat(validate478.errors);
 errors = vErrors.length;
 }
 }
 if(data.domain !== undefined){
-if(!(validate466(data.domain, {instancePath:instancePath+"/domain",parentData:data,parentDataProperty:"domain",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate466.errors : vErrors.concat(validate466.errors);
+if(!(validate467(data.domain, {instancePath:instancePath+"/domain",parentData:data,parentDataProperty:"domain",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate467.errors : vErrors.concat(validate467.errors);
 errors = vErrors.length;
 }
 }
@@ -19946,38 +19952,38 @@ errors++;
 }
 }
 if(data.nodeSelector !== undefined){
-if(!(validate480(data.nodeSelector, {instancePath:instancePath+"/nodeSelector",parentData:data,parentDataProperty:"nodeSelector",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate480.errors : vErrors.concat(validate480.errors);
+if(!(validate481(data.nodeSelector, {instancePath:instancePath+"/nodeSelector",parentData:data,parentDataProperty:"nodeSelector",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate481.errors : vErrors.concat(validate481.errors);
 errors = vErrors.length;
 }
 }
 if(data.annotations !== undefined){
-if(!(validate484(data.annotations, {instancePath:instancePath+"/annotations",parentData:data,parentDataProperty:"annotations",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate484.errors : vErrors.concat(validate484.errors);
+if(!(validate485(data.annotations, {instancePath:instancePath+"/annotations",parentData:data,parentDataProperty:"annotations",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate485.errors : vErrors.concat(validate485.errors);
 errors = vErrors.length;
 }
 }
 if(data.sshPublicKey !== undefined){
-if(!(validate488(data.sshPublicKey, {instancePath:instancePath+"/sshPublicKey",parentData:data,parentDataProperty:"sshPublicKey",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate488.errors : vErrors.concat(validate488.errors);
+if(!(validate489(data.sshPublicKey, {instancePath:instancePath+"/sshPublicKey",parentData:data,parentDataProperty:"sshPublicKey",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate489.errors : vErrors.concat(validate489.errors);
 errors = vErrors.length;
 }
 }
 if(data.kubernetes !== undefined){
-if(!(validate490(data.kubernetes, {instancePath:instancePath+"/kubernetes",parentData:data,parentDataProperty:"kubernetes",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate490.errors : vErrors.concat(validate490.errors);
+if(!(validate491(data.kubernetes, {instancePath:instancePath+"/kubernetes",parentData:data,parentDataProperty:"kubernetes",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate491.errors : vErrors.concat(validate491.errors);
 errors = vErrors.length;
 }
 }
 if(data.raw !== undefined){
-if(!(validate493(data.raw, {instancePath:instancePath+"/raw",parentData:data,parentDataProperty:"raw",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate493.errors : vErrors.concat(validate493.errors);
+if(!(validate494(data.raw, {instancePath:instancePath+"/raw",parentData:data,parentDataProperty:"raw",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate494.errors : vErrors.concat(validate494.errors);
 errors = vErrors.length;
 }
 }
 if(data.docker !== undefined){
-if(!(validate497(data.docker, {instancePath:instancePath+"/docker",parentData:data,parentDataProperty:"docker",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate497.errors : vErrors.concat(validate497.errors);
+if(!(validate498(data.docker, {instancePath:instancePath+"/docker",parentData:data,parentDataProperty:"docker",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate498.errors : vErrors.concat(validate498.errors);
 errors = vErrors.length;
 }
 }
@@ -19992,17 +19998,17 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate470.errors = vErrors;
+validate471.errors = vErrors;
 return errors === 0;
 }
-validate470.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate471.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const schema178 = {"description":"Observed state of a Task.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Stopping","Stopped","Unknown"],"description":"Current phase."},"observedNodes":{"type":"array","description":"Nodes the task's pods or processes run on.","items":{"type":"string","description":"A node name."}},"replicas":{"type":"integer","minimum":0,"description":"Desired replicas."},"readyReplicas":{"type":"integer","minimum":0,"description":"Ready replicas."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task started running."},"completionTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the task finished."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the container or process that decided a Succeeded or Failed phase."},"conditions":{"type":"array","description":"Conditions (Ready, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
 
-function validate502(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate503(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate502.evaluated;
+const evaluated0 = validate503.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -20031,16 +20037,16 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate502.errors = vErrors;
+validate503.errors = vErrors;
 return errors === 0;
 }
-validate502.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate503.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate505(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate506(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate505.evaluated;
+const evaluated0 = validate506.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -20192,16 +20198,16 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate505.errors = vErrors;
+validate506.errors = vErrors;
 return errors === 0;
 }
-validate505.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate506.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate501(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate502(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate501.evaluated;
+const evaluated0 = validate502.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -20314,14 +20320,14 @@ errors++;
 }
 }
 if(data.startTime !== undefined){
-if(!(validate502(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate502.errors : vErrors.concat(validate502.errors);
+if(!(validate503(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate503.errors : vErrors.concat(validate503.errors);
 errors = vErrors.length;
 }
 }
 if(data.completionTime !== undefined){
-if(!(validate502(data.completionTime, {instancePath:instancePath+"/completionTime",parentData:data,parentDataProperty:"completionTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate502.errors : vErrors.concat(validate502.errors);
+if(!(validate503(data.completionTime, {instancePath:instancePath+"/completionTime",parentData:data,parentDataProperty:"completionTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate503.errors : vErrors.concat(validate503.errors);
 errors = vErrors.length;
 }
 }
@@ -20394,8 +20400,8 @@ let data11 = data.conditions;
 if(Array.isArray(data11)){
 const len1 = data11.length;
 for(let i1=0; i1<len1; i1++){
-if(!(validate505(data11[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data11,parentDataProperty:i1,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate505.errors : vErrors.concat(validate505.errors);
+if(!(validate506(data11[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data11,parentDataProperty:i1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate506.errors : vErrors.concat(validate506.errors);
 errors = vErrors.length;
 }
 }
@@ -20422,17 +20428,17 @@ vErrors.push(err14);
 }
 errors++;
 }
-validate501.errors = vErrors;
+validate502.errors = vErrors;
 return errors === 0;
 }
-validate501.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate502.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate458(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate459(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/task.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate458.evaluated;
+const evaluated0 = validate459.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -20520,8 +20526,8 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate459(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate459.errors : vErrors.concat(validate459.errors);
+if(!(validate460(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate460.errors : vErrors.concat(validate460.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
@@ -20546,28 +20552,28 @@ vErrors.push(err8);
 errors++;
 }
 if(data2.name !== undefined){
-if(!(validate466(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate466.errors : vErrors.concat(validate466.errors);
+if(!(validate467(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate467.errors : vErrors.concat(validate467.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate468(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate468.errors : vErrors.concat(validate468.errors);
+if(!(validate469(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate469.errors : vErrors.concat(validate469.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate470(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate470.errors : vErrors.concat(validate470.errors);
+if(!(validate471(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate471.errors : vErrors.concat(validate471.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate501(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate501.errors : vErrors.concat(validate501.errors);
+if(!(validate502(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate502.errors : vErrors.concat(validate502.errors);
 errors = vErrors.length;
 }
 }
@@ -20582,18 +20588,18 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate458.errors = vErrors;
+validate459.errors = vErrors;
 return errors === 0;
 }
-validate458.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate459.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const DomainPeer = validate510;
+export const DomainPeer = validate511;
 const schema181 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/domain-peer.schema.json","title":"DomainPeer","description":"A Domain's view in one cluster, created by the hub's Domain controller: its certificate and the routing table of its pods.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"DomainPeer","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the object belongs to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"The Domain's name."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/DomainPeerSpec","description":"Desired state."},"status":{"$ref":"#/$defs/DomainPeerStatus","description":"Observed state, reported by the agent."}},"$defs":{"DomainPeerSpec":{"description":"Certificate and routing table.","type":"object","additionalProperties":false,"required":["cert","key","prefixLen"],"properties":{"cert":{"type":"string","description":"This cluster's X.509 certificate for the Domain (CN the Domain, OU the cluster), PEM."},"key":{"type":"string","description":"This cluster's private key for the Domain, PEM."},"prefixLen":{"type":"integer","minimum":8,"maximum":30,"description":"Prefix length of the Domain's CIDR."},"pods":{"type":"array","description":"The Domain's pods in this cluster, ordered by ip (traffic to the Domain's other addresses goes through the hub).","items":{"$ref":"#/$defs/DomainPeerPod"}}}},"DomainPeerPod":{"description":"One pod of the Domain and where it really is.","type":"object","additionalProperties":false,"required":["name","ip"],"properties":{"name":{"type":"string","description":"Pod name."},"namespace":{"type":"string","description":"Pod namespace in its cluster."},"uid":{"type":"string","description":"Pod UID."},"ip":{"type":"string","format":"ipv4","description":"The pod's virtual IP in the Domain."},"localIP":{"type":"string","description":"The pod's real IP inside its cluster."},"node":{"type":"string","description":"Node the pod runs on."},"globalNamespace":{"type":"string","description":"agent-<cluster> of the cluster the pod runs in."}}},"DomainTraffic":{"description":"The Domain's live traffic through this cluster's nodeservers, as the agent last read their GET /stats.","type":"object","additionalProperties":false,"required":["observedAt","poolConnections","pairs"],"properties":{"observedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent first read these figures (they have not changed since)."},"poolConnections":{"type":"integer","minimum":0,"description":"Connections of the Domain's pool to the hub, summed over the nodeservers."},"pairs":{"type":"array","maxItems":64,"description":"Per peer pair (virtual IPs), the busiest first; at most 64.","items":{"$ref":"#/$defs/DomainPeerPair"}},"omittedPairs":{"type":"integer","minimum":1,"description":"Pairs left out of pairs to keep the status bounded."}}},"DomainPeerPair":{"description":"Connections from one virtual IP to another.","type":"object","additionalProperties":false,"required":["source","target","activeStreams","bytesSent","bytesReceived"],"properties":{"source":{"type":"string","format":"ipv4","description":"Virtual IP of the connecting pod."},"target":{"type":"string","format":"ipv4","description":"Virtual IP it connects to."},"activeStreams":{"type":"integer","minimum":0,"description":"Connections open now."},"bytesSent":{"type":"integer","minimum":0,"description":"Bytes from source to target so far."},"bytesReceived":{"type":"integer","minimum":0,"description":"Bytes from target to source so far."},"path":{"enum":["local","hub"],"description":"local: inside the cluster; hub: through the hub to another cluster."}}},"DomainPeerStatus":{"description":"Observed state of a DomainPeer.","type":"object","additionalProperties":false,"properties":{"traffic":{"$ref":"#/$defs/DomainTraffic","description":"Live traffic, reported by the agent."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions (RoutesProgrammed, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
 
-function validate511(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate512(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate511.evaluated;
+const evaluated0 = validate512.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -20815,16 +20821,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate511.errors = vErrors;
+validate512.errors = vErrors;
 return errors === 0;
 }
-validate511.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate512.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate518(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate519(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate518.evaluated;
+const evaluated0 = validate519.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -20873,16 +20879,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate518.errors = vErrors;
+validate519.errors = vErrors;
 return errors === 0;
 }
-validate518.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate519.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate520(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate521(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate520.evaluated;
+const evaluated0 = validate521.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -20921,18 +20927,18 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate520.errors = vErrors;
+validate521.errors = vErrors;
 return errors === 0;
 }
-validate520.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate521.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema185 = {"description":"Certificate and routing table.","type":"object","additionalProperties":false,"required":["cert","key","prefixLen"],"properties":{"cert":{"type":"string","description":"This cluster's X.509 certificate for the Domain (CN the Domain, OU the cluster), PEM."},"key":{"type":"string","description":"This cluster's private key for the Domain, PEM."},"prefixLen":{"type":"integer","minimum":8,"maximum":30,"description":"Prefix length of the Domain's CIDR."},"pods":{"type":"array","description":"The Domain's pods in this cluster, ordered by ip (traffic to the Domain's other addresses goes through the hub).","items":{"$ref":"#/$defs/DomainPeerPod"}}}};
 const schema186 = {"description":"One pod of the Domain and where it really is.","type":"object","additionalProperties":false,"required":["name","ip"],"properties":{"name":{"type":"string","description":"Pod name."},"namespace":{"type":"string","description":"Pod namespace in its cluster."},"uid":{"type":"string","description":"Pod UID."},"ip":{"type":"string","format":"ipv4","description":"The pod's virtual IP in the Domain."},"localIP":{"type":"string","description":"The pod's real IP inside its cluster."},"node":{"type":"string","description":"Node the pod runs on."},"globalNamespace":{"type":"string","description":"agent-<cluster> of the cluster the pod runs in."}}};
 
-function validate523(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate524(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate523.evaluated;
+const evaluated0 = validate524.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -21086,16 +21092,16 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate523.errors = vErrors;
+validate524.errors = vErrors;
 return errors === 0;
 }
-validate523.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate524.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate522(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate523(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate522.evaluated;
+const evaluated0 = validate523.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -21211,8 +21217,8 @@ let data3 = data.pods;
 if(Array.isArray(data3)){
 const len0 = data3.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate523(data3[i0], {instancePath:instancePath+"/pods/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate523.errors : vErrors.concat(validate523.errors);
+if(!(validate524(data3[i0], {instancePath:instancePath+"/pods/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate524.errors : vErrors.concat(validate524.errors);
 errors = vErrors.length;
 }
 }
@@ -21239,18 +21245,18 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate522.errors = vErrors;
+validate523.errors = vErrors;
 return errors === 0;
 }
-validate522.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate523.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const schema187 = {"description":"Observed state of a DomainPeer.","type":"object","additionalProperties":false,"properties":{"traffic":{"$ref":"#/$defs/DomainTraffic","description":"Live traffic, reported by the agent."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions (RoutesProgrammed, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
 const schema188 = {"description":"The Domain's live traffic through this cluster's nodeservers, as the agent last read their GET /stats.","type":"object","additionalProperties":false,"required":["observedAt","poolConnections","pairs"],"properties":{"observedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent first read these figures (they have not changed since)."},"poolConnections":{"type":"integer","minimum":0,"description":"Connections of the Domain's pool to the hub, summed over the nodeservers."},"pairs":{"type":"array","maxItems":64,"description":"Per peer pair (virtual IPs), the busiest first; at most 64.","items":{"$ref":"#/$defs/DomainPeerPair"}},"omittedPairs":{"type":"integer","minimum":1,"description":"Pairs left out of pairs to keep the status bounded."}}};
 
-function validate528(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate529(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate528.evaluated;
+const evaluated0 = validate529.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -21279,17 +21285,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate528.errors = vErrors;
+validate529.errors = vErrors;
 return errors === 0;
 }
-validate528.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate529.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema190 = {"description":"Connections from one virtual IP to another.","type":"object","additionalProperties":false,"required":["source","target","activeStreams","bytesSent","bytesReceived"],"properties":{"source":{"type":"string","format":"ipv4","description":"Virtual IP of the connecting pod."},"target":{"type":"string","format":"ipv4","description":"Virtual IP it connects to."},"activeStreams":{"type":"integer","minimum":0,"description":"Connections open now."},"bytesSent":{"type":"integer","minimum":0,"description":"Bytes from source to target so far."},"bytesReceived":{"type":"integer","minimum":0,"description":"Bytes from target to source so far."},"path":{"enum":["local","hub"],"description":"local: inside the cluster; hub: through the hub to another cluster."}}};
 
-function validate530(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate531(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate530.evaluated;
+const evaluated0 = validate531.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -21508,16 +21514,16 @@ vErrors.push(err17);
 }
 errors++;
 }
-validate530.errors = vErrors;
+validate531.errors = vErrors;
 return errors === 0;
 }
-validate530.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate531.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate527(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate528(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate527.evaluated;
+const evaluated0 = validate528.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -21568,8 +21574,8 @@ errors++;
 }
 }
 if(data.observedAt !== undefined){
-if(!(validate528(data.observedAt, {instancePath:instancePath+"/observedAt",parentData:data,parentDataProperty:"observedAt",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate528.errors : vErrors.concat(validate528.errors);
+if(!(validate529(data.observedAt, {instancePath:instancePath+"/observedAt",parentData:data,parentDataProperty:"observedAt",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate529.errors : vErrors.concat(validate529.errors);
 errors = vErrors.length;
 }
 }
@@ -21613,8 +21619,8 @@ errors++;
 }
 const len0 = data2.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate530(data2[i0], {instancePath:instancePath+"/pairs/" + i0,parentData:data2,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate530.errors : vErrors.concat(validate530.errors);
+if(!(validate531(data2[i0], {instancePath:instancePath+"/pairs/" + i0,parentData:data2,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate531.errors : vErrors.concat(validate531.errors);
 errors = vErrors.length;
 }
 }
@@ -21666,16 +21672,16 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate527.errors = vErrors;
+validate528.errors = vErrors;
 return errors === 0;
 }
-validate527.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate528.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate533(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate534(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate533.evaluated;
+const evaluated0 = validate534.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -21827,16 +21833,16 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate533.errors = vErrors;
+validate534.errors = vErrors;
 return errors === 0;
 }
-validate533.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate534.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate526(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate527(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate526.evaluated;
+const evaluated0 = validate527.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -21857,8 +21863,8 @@ errors++;
 }
 }
 if(data.traffic !== undefined){
-if(!(validate527(data.traffic, {instancePath:instancePath+"/traffic",parentData:data,parentDataProperty:"traffic",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate527.errors : vErrors.concat(validate527.errors);
+if(!(validate528(data.traffic, {instancePath:instancePath+"/traffic",parentData:data,parentDataProperty:"traffic",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate528.errors : vErrors.concat(validate528.errors);
 errors = vErrors.length;
 }
 }
@@ -21892,8 +21898,8 @@ let data2 = data.conditions;
 if(Array.isArray(data2)){
 const len0 = data2.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate533(data2[i0], {instancePath:instancePath+"/conditions/" + i0,parentData:data2,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate533.errors : vErrors.concat(validate533.errors);
+if(!(validate534(data2[i0], {instancePath:instancePath+"/conditions/" + i0,parentData:data2,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate534.errors : vErrors.concat(validate534.errors);
 errors = vErrors.length;
 }
 }
@@ -21920,17 +21926,17 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate526.errors = vErrors;
+validate527.errors = vErrors;
 return errors === 0;
 }
-validate526.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate527.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate510(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate511(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/domain-peer.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate510.evaluated;
+const evaluated0 = validate511.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -22018,8 +22024,8 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate511(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate511.errors : vErrors.concat(validate511.errors);
+if(!(validate512(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate512.errors : vErrors.concat(validate512.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
@@ -22044,28 +22050,28 @@ vErrors.push(err8);
 errors++;
 }
 if(data2.name !== undefined){
-if(!(validate518(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate518.errors : vErrors.concat(validate518.errors);
+if(!(validate519(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate519.errors : vErrors.concat(validate519.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate520(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate520.errors : vErrors.concat(validate520.errors);
+if(!(validate521(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate521.errors : vErrors.concat(validate521.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate522(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate522.errors : vErrors.concat(validate522.errors);
+if(!(validate523(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate523.errors : vErrors.concat(validate523.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate526(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate526.errors : vErrors.concat(validate526.errors);
+if(!(validate527(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate527.errors : vErrors.concat(validate527.errors);
 errors = vErrors.length;
 }
 }
@@ -22080,18 +22086,18 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate510.errors = vErrors;
+validate511.errors = vErrors;
 return errors === 0;
 }
-validate510.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate511.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const AddonRelease = validate538;
+export const AddonRelease = validate539;
 const schema192 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/addon-release.schema.json","title":"AddonRelease","description":"One Addon rendered for one cluster, created by the hub's Addon controller in agent-<cluster>: the exact Kubernetes objects that cluster's agent applies. Its status is the installation there, reported by the agent.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"AddonRelease","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the release is installed in.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"The Addon's name."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/AddonReleaseSpec","description":"Desired state."},"status":{"$ref":"#/$defs/AddonReleaseStatus","description":"Observed state, reported by the agent."}},"$defs":{"AddonReleaseSpec":{"description":"The catalog entry, the Addon it comes from and the rendered objects.","type":"object","additionalProperties":false,"required":["addonName","version","namespace","addonGeneration","objects"],"properties":{"addonName":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Catalog entry name."},"version":{"type":"string","maxLength":128,"description":"Catalog entry version."},"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"In-cluster namespace the objects go into (created when missing)."},"clusterWide":{"type":"boolean","description":"True when the Addon is cluster-wide (placed by clusterSelector), false when it lives in agent-<cluster>."},"addonGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the Addon this release was rendered from."},"minKubernetesVersion":{"type":"string","pattern":"^[0-9]+\\.[0-9]+$","description":"The cluster's API server must be at least this \"major.minor\"."},"objects":{"type":"array","maxItems":500,"description":"The rendered Kubernetes objects, in apply order.","items":{"type":"object","required":["apiVersion","kind","metadata"],"description":"One Kubernetes object.","x-rlark-free-form":true}}}},"AddonReleaseStatus":{"description":"The installation in this cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"description":"Installation phase.","enum":["Pending","Installing","Ready","Failed","Upgrading","Uninstalling"]},"version":{"type":"string","maxLength":128,"description":"Version the objects in the cluster come from."},"message":{"type":"string","maxLength":4096,"description":"What is not ready, or why it failed."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the release this status reflects."}}}}};
 
-function validate539(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate540(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate539.evaluated;
+const evaluated0 = validate540.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -22313,16 +22319,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate539.errors = vErrors;
+validate540.errors = vErrors;
 return errors === 0;
 }
-validate539.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate540.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate546(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate547(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate546.evaluated;
+const evaluated0 = validate547.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -22371,16 +22377,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate546.errors = vErrors;
+validate547.errors = vErrors;
 return errors === 0;
 }
-validate546.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate547.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate548(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate549(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate548.evaluated;
+const evaluated0 = validate549.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -22419,18 +22425,18 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate548.errors = vErrors;
+validate549.errors = vErrors;
 return errors === 0;
 }
-validate548.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate549.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema196 = {"description":"The catalog entry, the Addon it comes from and the rendered objects.","type":"object","additionalProperties":false,"required":["addonName","version","namespace","addonGeneration","objects"],"properties":{"addonName":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Catalog entry name."},"version":{"type":"string","maxLength":128,"description":"Catalog entry version."},"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"In-cluster namespace the objects go into (created when missing)."},"clusterWide":{"type":"boolean","description":"True when the Addon is cluster-wide (placed by clusterSelector), false when it lives in agent-<cluster>."},"addonGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the Addon this release was rendered from."},"minKubernetesVersion":{"type":"string","pattern":"^[0-9]+\\.[0-9]+$","description":"The cluster's API server must be at least this \"major.minor\"."},"objects":{"type":"array","maxItems":500,"description":"The rendered Kubernetes objects, in apply order.","items":{"type":"object","required":["apiVersion","kind","metadata"],"description":"One Kubernetes object.","x-rlark-free-form":true}}}};
 const pattern59 = new RegExp("^[0-9]+\\.[0-9]+$", "u");
 
-function validate550(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate551(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate550.evaluated;
+const evaluated0 = validate551.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -22501,8 +22507,8 @@ errors++;
 }
 }
 if(data.addonName !== undefined){
-if(!(validate546(data.addonName, {instancePath:instancePath+"/addonName",parentData:data,parentDataProperty:"addonName",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate546.errors : vErrors.concat(validate546.errors);
+if(!(validate547(data.addonName, {instancePath:instancePath+"/addonName",parentData:data,parentDataProperty:"addonName",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate547.errors : vErrors.concat(validate547.errors);
 errors = vErrors.length;
 }
 }
@@ -22532,8 +22538,8 @@ errors++;
 }
 }
 if(data.namespace !== undefined){
-if(!(validate546(data.namespace, {instancePath:instancePath+"/namespace",parentData:data,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate546.errors : vErrors.concat(validate546.errors);
+if(!(validate547(data.namespace, {instancePath:instancePath+"/namespace",parentData:data,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate547.errors : vErrors.concat(validate547.errors);
 errors = vErrors.length;
 }
 }
@@ -22682,17 +22688,17 @@ vErrors.push(err19);
 }
 errors++;
 }
-validate550.errors = vErrors;
+validate551.errors = vErrors;
 return errors === 0;
 }
-validate550.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate551.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const schema197 = {"description":"The installation in this cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"description":"Installation phase.","enum":["Pending","Installing","Ready","Failed","Upgrading","Uninstalling"]},"version":{"type":"string","maxLength":128,"description":"Version the objects in the cluster come from."},"message":{"type":"string","maxLength":4096,"description":"What is not ready, or why it failed."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the release this status reflects."}}};
 
-function validate554(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate555(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate554.evaluated;
+const evaluated0 = validate555.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -22811,17 +22817,17 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate554.errors = vErrors;
+validate555.errors = vErrors;
 return errors === 0;
 }
-validate554.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate555.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate538(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate539(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/addon-release.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate538.evaluated;
+const evaluated0 = validate539.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -22909,8 +22915,8 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate539(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate539.errors : vErrors.concat(validate539.errors);
+if(!(validate540(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate540.errors : vErrors.concat(validate540.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
@@ -22935,28 +22941,28 @@ vErrors.push(err8);
 errors++;
 }
 if(data2.name !== undefined){
-if(!(validate546(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate546.errors : vErrors.concat(validate546.errors);
+if(!(validate547(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate547.errors : vErrors.concat(validate547.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate548(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate548.errors : vErrors.concat(validate548.errors);
+if(!(validate549(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate549.errors : vErrors.concat(validate549.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate550(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate550.errors : vErrors.concat(validate550.errors);
+if(!(validate551(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate551.errors : vErrors.concat(validate551.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate554(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate554.errors : vErrors.concat(validate554.errors);
+if(!(validate555(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate555.errors : vErrors.concat(validate555.errors);
 errors = vErrors.length;
 }
 }
@@ -22971,18 +22977,18 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate538.errors = vErrors;
+validate539.errors = vErrors;
 return errors === 0;
 }
-validate538.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate539.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const BundleRelease = validate556;
+export const BundleRelease = validate557;
 const schema198 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/bundle-release.schema.json","title":"BundleRelease","description":"One Bundle for one cluster, created by the hub's Bundle controller in agent-<cluster>: the objects that cluster's agent applies by server-side apply (field manager rlark-bundle). Its status is the Bundle there, per object, reported by the agent.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"BundleRelease","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the Bundle is applied to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"The Bundle's name."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/BundleReleaseSpec","description":"Desired state."},"status":{"$ref":"#/$defs/BundleReleaseStatus","description":"Observed state, reported by the agent."}},"$defs":{"BundleReleaseSpec":{"description":"The Bundle's objects and how to apply them.","type":"object","additionalProperties":false,"required":["namespace","revision","prune","selfHeal","objects"],"properties":{"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"In-cluster namespace of the objects (created when missing)."},"revision":{"type":"string","maxLength":128,"description":"Git revision the objects come from."},"prune":{"type":"boolean","description":"Delete what the Bundle applied and no longer holds."},"selfHeal":{"type":"boolean","description":"Correct drift (a field the Bundle owns changed on the cluster) at once; false (hub --no-self-heal) only reports it."},"objects":{"type":"array","maxItems":500,"description":"The Kubernetes objects, in apply order.","items":{"type":"object","required":["apiVersion","kind","metadata"],"description":"One Kubernetes object.","x-rlark-free-form":true}}}},"BundleReleaseStatus":{"description":"The Bundle in this cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"$ref":"bundle.schema.json#/$defs/BundlePhase","description":"Phase."},"revision":{"type":"string","maxLength":128,"description":"Git revision last applied in full."},"message":{"type":"string","maxLength":4096,"description":"The last error, or what is not ready."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the release this status reflects."},"objects":{"type":"array","maxItems":500,"description":"Each object's health.","items":{"$ref":"bundle.schema.json#/$defs/BundleObjectStatus"}},"conditions":{"type":"array","description":"Conditions: Drifted (True while a field the Bundle owns differs on the cluster).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
 
-function validate557(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate558(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate557.evaluated;
+const evaluated0 = validate558.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -23204,16 +23210,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate557.errors = vErrors;
+validate558.errors = vErrors;
 return errors === 0;
 }
-validate557.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate558.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate564(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate565(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate564.evaluated;
+const evaluated0 = validate565.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -23262,16 +23268,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate564.errors = vErrors;
+validate565.errors = vErrors;
 return errors === 0;
 }
-validate564.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate565.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate566(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate567(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate566.evaluated;
+const evaluated0 = validate567.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -23310,17 +23316,17 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate566.errors = vErrors;
+validate567.errors = vErrors;
 return errors === 0;
 }
-validate566.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate567.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema202 = {"description":"The Bundle's objects and how to apply them.","type":"object","additionalProperties":false,"required":["namespace","revision","prune","selfHeal","objects"],"properties":{"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"In-cluster namespace of the objects (created when missing)."},"revision":{"type":"string","maxLength":128,"description":"Git revision the objects come from."},"prune":{"type":"boolean","description":"Delete what the Bundle applied and no longer holds."},"selfHeal":{"type":"boolean","description":"Correct drift (a field the Bundle owns changed on the cluster) at once; false (hub --no-self-heal) only reports it."},"objects":{"type":"array","maxItems":500,"description":"The Kubernetes objects, in apply order.","items":{"type":"object","required":["apiVersion","kind","metadata"],"description":"One Kubernetes object.","x-rlark-free-form":true}}}};
 
-function validate568(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate569(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate568.evaluated;
+const evaluated0 = validate569.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -23391,8 +23397,8 @@ errors++;
 }
 }
 if(data.namespace !== undefined){
-if(!(validate564(data.namespace, {instancePath:instancePath+"/namespace",parentData:data,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate564.errors : vErrors.concat(validate564.errors);
+if(!(validate565(data.namespace, {instancePath:instancePath+"/namespace",parentData:data,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate565.errors : vErrors.concat(validate565.errors);
 errors = vErrors.length;
 }
 }
@@ -23529,17 +23535,17 @@ vErrors.push(err16);
 }
 errors++;
 }
-validate568.errors = vErrors;
+validate569.errors = vErrors;
 return errors === 0;
 }
-validate568.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate569.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const schema203 = {"description":"The Bundle in this cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"$ref":"bundle.schema.json#/$defs/BundlePhase","description":"Phase."},"revision":{"type":"string","maxLength":128,"description":"Git revision last applied in full."},"message":{"type":"string","maxLength":4096,"description":"The last error, or what is not ready."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the release this status reflects."},"objects":{"type":"array","maxItems":500,"description":"Each object's health.","items":{"$ref":"bundle.schema.json#/$defs/BundleObjectStatus"}},"conditions":{"type":"array","description":"Conditions: Drifted (True while a field the Bundle owns differs on the cluster).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
 
-function validate572(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate573(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate572.evaluated;
+const evaluated0 = validate573.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -23556,16 +23562,16 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate572.errors = vErrors;
+validate573.errors = vErrors;
 return errors === 0;
 }
-validate572.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate573.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate574(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate575(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate574.evaluated;
+const evaluated0 = validate575.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -23755,16 +23761,16 @@ vErrors.push(err14);
 }
 errors++;
 }
-validate574.errors = vErrors;
+validate575.errors = vErrors;
 return errors === 0;
 }
-validate574.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate575.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate576(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate577(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate576.evaluated;
+const evaluated0 = validate577.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -23916,16 +23922,16 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate576.errors = vErrors;
+validate577.errors = vErrors;
 return errors === 0;
 }
-validate576.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate577.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate571(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate572(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate571.evaluated;
+const evaluated0 = validate572.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -23946,8 +23952,8 @@ errors++;
 }
 }
 if(data.phase !== undefined){
-if(!(validate572(data.phase, {instancePath:instancePath+"/phase",parentData:data,parentDataProperty:"phase",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate572.errors : vErrors.concat(validate572.errors);
+if(!(validate573(data.phase, {instancePath:instancePath+"/phase",parentData:data,parentDataProperty:"phase",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate573.errors : vErrors.concat(validate573.errors);
 errors = vErrors.length;
 }
 }
@@ -24041,8 +24047,8 @@ errors++;
 }
 const len0 = data4.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate574(data4[i0], {instancePath:instancePath+"/objects/" + i0,parentData:data4,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate574.errors : vErrors.concat(validate574.errors);
+if(!(validate575(data4[i0], {instancePath:instancePath+"/objects/" + i0,parentData:data4,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate575.errors : vErrors.concat(validate575.errors);
 errors = vErrors.length;
 }
 }
@@ -24063,8 +24069,8 @@ let data6 = data.conditions;
 if(Array.isArray(data6)){
 const len1 = data6.length;
 for(let i1=0; i1<len1; i1++){
-if(!(validate576(data6[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data6,parentDataProperty:i1,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate576.errors : vErrors.concat(validate576.errors);
+if(!(validate577(data6[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data6,parentDataProperty:i1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate577.errors : vErrors.concat(validate577.errors);
 errors = vErrors.length;
 }
 }
@@ -24091,17 +24097,17 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate571.errors = vErrors;
+validate572.errors = vErrors;
 return errors === 0;
 }
-validate571.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate572.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate556(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate557(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/bundle-release.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate556.evaluated;
+const evaluated0 = validate557.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -24189,8 +24195,8 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate557(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate557.errors : vErrors.concat(validate557.errors);
+if(!(validate558(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate558.errors : vErrors.concat(validate558.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
@@ -24215,28 +24221,28 @@ vErrors.push(err8);
 errors++;
 }
 if(data2.name !== undefined){
-if(!(validate564(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate564.errors : vErrors.concat(validate564.errors);
+if(!(validate565(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate565.errors : vErrors.concat(validate565.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate566(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate566.errors : vErrors.concat(validate566.errors);
+if(!(validate567(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate567.errors : vErrors.concat(validate567.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate568(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate568.errors : vErrors.concat(validate568.errors);
+if(!(validate569(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate569.errors : vErrors.concat(validate569.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate571(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate571.errors : vErrors.concat(validate571.errors);
+if(!(validate572(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate572.errors : vErrors.concat(validate572.errors);
 errors = vErrors.length;
 }
 }
@@ -24251,18 +24257,18 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate556.errors = vErrors;
+validate557.errors = vErrors;
 return errors === 0;
 }
-validate556.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate557.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const Pod = validate581;
+export const Pod = validate582;
 const schema207 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/pod.schema.json","title":"Pod","description":"The hub's mirror of a data-plane pod or process, pushed by the agent; used for its logs, the dashboard and Domain addresses (exec and proxies through it are planned).","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Pod","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the object belongs to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Pod name, as in the cluster."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/PodMirrorSpec","description":"Identity of the mirrored pod."},"status":{"$ref":"#/$defs/PodMirrorStatus","description":"Observed state."}},"$defs":{"PodMirrorSpec":{"description":"Which pod this is and what it belongs to.","type":"object","additionalProperties":false,"properties":{"task":{"type":"string","description":"Name of the Task the pod runs."},"job":{"type":"string","description":"Name of the Job."},"node":{"type":"string","description":"Node the pod runs on."},"namespace":{"type":"string","description":"The pod's namespace inside its cluster."},"uid":{"type":"string","description":"The pod's UID inside its cluster."},"containers":{"type":"array","description":"Containers (or processes) of the pod.","items":{"$ref":"#/$defs/PodMirrorContainer"}}}},"PodMirrorContainer":{"description":"One container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image, or the command for a process."}}},"ContainerStatus":{"description":"Observed state of one container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image running."},"ready":{"type":"boolean","description":"Passing its readiness probe."},"restartCount":{"type":"integer","minimum":0,"description":"Restarts so far."},"state":{"enum":["Waiting","Running","Terminated"],"description":"Current state."},"reason":{"type":"string","description":"Why it is waiting or terminated (CrashLoopBackOff, Completed, ...)."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the current or, while restarting, last termination."},"startedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run started."},"finishedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When it terminated."}}},"PodMirrorStatus":{"description":"Observed state of the pod.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Unknown"],"description":"Pod phase."},"podIP":{"type":"string","description":"The pod's IP inside its cluster."},"hostIP":{"type":"string","description":"IP of the node."},"domainIP":{"type":"string","description":"The pod's virtual IP in its Job's Domain."},"restarts":{"type":"integer","minimum":0,"description":"Restarts of all containers."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the pod started."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"containerStatuses":{"type":"array","description":"Per container, with exit codes.","items":{"$ref":"#/$defs/ContainerStatus"}},"conditions":{"type":"array","description":"Pod conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
 
-function validate582(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate583(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate582.evaluated;
+const evaluated0 = validate583.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -24484,16 +24490,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate582.errors = vErrors;
+validate583.errors = vErrors;
 return errors === 0;
 }
-validate582.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate583.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate589(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate590(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate589.evaluated;
+const evaluated0 = validate590.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -24542,16 +24548,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate589.errors = vErrors;
+validate590.errors = vErrors;
 return errors === 0;
 }
-validate589.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate590.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate591(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate592(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate591.evaluated;
+const evaluated0 = validate592.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -24590,18 +24596,18 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate591.errors = vErrors;
+validate592.errors = vErrors;
 return errors === 0;
 }
-validate591.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate592.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema211 = {"description":"Which pod this is and what it belongs to.","type":"object","additionalProperties":false,"properties":{"task":{"type":"string","description":"Name of the Task the pod runs."},"job":{"type":"string","description":"Name of the Job."},"node":{"type":"string","description":"Node the pod runs on."},"namespace":{"type":"string","description":"The pod's namespace inside its cluster."},"uid":{"type":"string","description":"The pod's UID inside its cluster."},"containers":{"type":"array","description":"Containers (or processes) of the pod.","items":{"$ref":"#/$defs/PodMirrorContainer"}}}};
 const schema212 = {"description":"One container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image, or the command for a process."}}};
 
-function validate594(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate595(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate594.evaluated;
+const evaluated0 = validate595.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -24668,16 +24674,16 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate594.errors = vErrors;
+validate595.errors = vErrors;
 return errors === 0;
 }
-validate594.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate595.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate593(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate594(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate593.evaluated;
+const evaluated0 = validate594.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -24767,8 +24773,8 @@ let data5 = data.containers;
 if(Array.isArray(data5)){
 const len0 = data5.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate594(data5[i0], {instancePath:instancePath+"/containers/" + i0,parentData:data5,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate594.errors : vErrors.concat(validate594.errors);
+if(!(validate595(data5[i0], {instancePath:instancePath+"/containers/" + i0,parentData:data5,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate595.errors : vErrors.concat(validate595.errors);
 errors = vErrors.length;
 }
 }
@@ -24795,17 +24801,17 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate593.errors = vErrors;
+validate594.errors = vErrors;
 return errors === 0;
 }
-validate593.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate594.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const schema213 = {"description":"Observed state of the pod.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Unknown"],"description":"Pod phase."},"podIP":{"type":"string","description":"The pod's IP inside its cluster."},"hostIP":{"type":"string","description":"IP of the node."},"domainIP":{"type":"string","description":"The pod's virtual IP in its Job's Domain."},"restarts":{"type":"integer","minimum":0,"description":"Restarts of all containers."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the pod started."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"containerStatuses":{"type":"array","description":"Per container, with exit codes.","items":{"$ref":"#/$defs/ContainerStatus"}},"conditions":{"type":"array","description":"Pod conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
 
-function validate598(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate599(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate598.evaluated;
+const evaluated0 = validate599.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -24834,17 +24840,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate598.errors = vErrors;
+validate599.errors = vErrors;
 return errors === 0;
 }
-validate598.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate599.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema215 = {"description":"Observed state of one container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image running."},"ready":{"type":"boolean","description":"Passing its readiness probe."},"restartCount":{"type":"integer","minimum":0,"description":"Restarts so far."},"state":{"enum":["Waiting","Running","Terminated"],"description":"Current state."},"reason":{"type":"string","description":"Why it is waiting or terminated (CrashLoopBackOff, Completed, ...)."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the current or, while restarting, last termination."},"startedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run started."},"finishedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When it terminated."}}};
 
-function validate600(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate601(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate600.evaluated;
+const evaluated0 = validate601.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -24991,14 +24997,14 @@ errors++;
 }
 }
 if(data.startedAt !== undefined){
-if(!(validate598(data.startedAt, {instancePath:instancePath+"/startedAt",parentData:data,parentDataProperty:"startedAt",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate598.errors : vErrors.concat(validate598.errors);
+if(!(validate599(data.startedAt, {instancePath:instancePath+"/startedAt",parentData:data,parentDataProperty:"startedAt",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate599.errors : vErrors.concat(validate599.errors);
 errors = vErrors.length;
 }
 }
 if(data.finishedAt !== undefined){
-if(!(validate598(data.finishedAt, {instancePath:instancePath+"/finishedAt",parentData:data,parentDataProperty:"finishedAt",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate598.errors : vErrors.concat(validate598.errors);
+if(!(validate599(data.finishedAt, {instancePath:instancePath+"/finishedAt",parentData:data,parentDataProperty:"finishedAt",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate599.errors : vErrors.concat(validate599.errors);
 errors = vErrors.length;
 }
 }
@@ -25013,16 +25019,16 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate600.errors = vErrors;
+validate601.errors = vErrors;
 return errors === 0;
 }
-validate600.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate601.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate604(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate605(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate604.evaluated;
+const evaluated0 = validate605.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -25174,16 +25180,16 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate604.errors = vErrors;
+validate605.errors = vErrors;
 return errors === 0;
 }
-validate604.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate605.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate597(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate598(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate597.evaluated;
+const evaluated0 = validate598.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -25281,8 +25287,8 @@ errors++;
 }
 }
 if(data.startTime !== undefined){
-if(!(validate598(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate598.errors : vErrors.concat(validate598.errors);
+if(!(validate599(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate599.errors : vErrors.concat(validate599.errors);
 errors = vErrors.length;
 }
 }
@@ -25317,8 +25323,8 @@ let data8 = data.containerStatuses;
 if(Array.isArray(data8)){
 const len0 = data8.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate600(data8[i0], {instancePath:instancePath+"/containerStatuses/" + i0,parentData:data8,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate600.errors : vErrors.concat(validate600.errors);
+if(!(validate601(data8[i0], {instancePath:instancePath+"/containerStatuses/" + i0,parentData:data8,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate601.errors : vErrors.concat(validate601.errors);
 errors = vErrors.length;
 }
 }
@@ -25339,8 +25345,8 @@ let data10 = data.conditions;
 if(Array.isArray(data10)){
 const len1 = data10.length;
 for(let i1=0; i1<len1; i1++){
-if(!(validate604(data10[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data10,parentDataProperty:i1,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate604.errors : vErrors.concat(validate604.errors);
+if(!(validate605(data10[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data10,parentDataProperty:i1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate605.errors : vErrors.concat(validate605.errors);
 errors = vErrors.length;
 }
 }
@@ -25367,17 +25373,17 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate597.errors = vErrors;
+validate598.errors = vErrors;
 return errors === 0;
 }
-validate597.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate598.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate581(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate582(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/pod.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate581.evaluated;
+const evaluated0 = validate582.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -25465,8 +25471,8 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate582(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate582.errors : vErrors.concat(validate582.errors);
+if(!(validate583(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate583.errors : vErrors.concat(validate583.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
@@ -25491,28 +25497,28 @@ vErrors.push(err8);
 errors++;
 }
 if(data2.name !== undefined){
-if(!(validate589(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate589.errors : vErrors.concat(validate589.errors);
+if(!(validate590(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate590.errors : vErrors.concat(validate590.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate591(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate591.errors : vErrors.concat(validate591.errors);
+if(!(validate592(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate592.errors : vErrors.concat(validate592.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate593(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate593.errors : vErrors.concat(validate593.errors);
+if(!(validate594(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate594.errors : vErrors.concat(validate594.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate597(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate597.errors : vErrors.concat(validate597.errors);
+if(!(validate598(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate598.errors : vErrors.concat(validate598.errors);
 errors = vErrors.length;
 }
 }
@@ -25527,8 +25533,8 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate581.errors = vErrors;
+validate582.errors = vErrors;
 return errors === 0;
 }
-validate581.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate582.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 

@@ -17,6 +17,7 @@ interface Cell {
   target: string;
   figures: Figures;
   degraded?: string;
+  icmp?: Figures;
 }
 interface Thresholds {
   loss: number;
@@ -34,6 +35,7 @@ interface NodeMatrix {
   nodes: { name: string; topology?: Record<string, string> }[];
   pairs: Cell[];
   suspects: { scope: string; name: string; message: string }[];
+  protocols?: { source: string; target: string; verdict: string; message: string }[];
   fit?: { nodes: string[]; ok: boolean; problems: string[] };
 }
 
@@ -94,7 +96,7 @@ function heatmap(names: readonly string[], pairs: readonly Cell[], what: string)
           const cell = at.get(`${source}\0${target}`);
           if (!cell) return html`<td class="heat-none muted" data-pair="${source}>${target}">·</td>`;
           const loss = cell.figures.loss > 0 ? ` / ${Math.round(cell.figures.loss * 1000) / 10}%` : "";
-          return html`<td class="heat-${shade(cell)}${cell.degraded ? " heat-degraded" : ""}" data-pair="${source}>${target}" title="p50 ${ms(cell.figures.p50Ms)} ms, p99 ${ms(cell.figures.p99Ms)} ms, jitter ${ms(cell.figures.jitterMs)} ms, loss ${cell.figures.loss}, ${cell.figures.samples} probes${cell.degraded ? `; degraded: ${cell.degraded}` : ""}">${ms(cell.figures.p99Ms)}${loss}</td>`;
+          return html`<td class="heat-${shade(cell)}${cell.degraded ? " heat-degraded" : ""}" data-pair="${source}>${target}" title="p50 ${ms(cell.figures.p50Ms)} ms, p99 ${ms(cell.figures.p99Ms)} ms, jitter ${ms(cell.figures.jitterMs)} ms, loss ${cell.figures.loss}, ${cell.figures.samples} probes${cell.degraded ? `; degraded: ${cell.degraded}` : ""}${cell.icmp ? `; ICMP p99 ${ms(cell.icmp.p99Ms)} ms, loss ${cell.icmp.loss}` : ""}">${ms(cell.figures.p99Ms)}${loss}</td>`;
         })}</tr>`,
     )}</tbody></table></div>`;
 }
@@ -146,6 +148,14 @@ export function networkPage(
               html`<tr data-suspect="${s.scope}/${s.name}"><td>${s.scope} ${s.name}</td><td>${s.message}</td></tr>`,
           ),
           "One node's NIC, or a whole rack/ToR?",
+        )}
+        ${table(
+          ["Pair", "TCP vs ICMP"],
+          (m.protocols ?? []).map(
+            (p) =>
+              html`<tr data-protocols="${p.source}>${p.target}" data-verdict="${p.verdict}"><td>${p.source} → ${p.target}</td><td>${p.message}</td></tr>`,
+          ),
+          "TCP failing while ICMP works? (pairs whose nodes probe ICMP)",
         )}
         <form class="network-fit" data-cluster="${cluster}"><label>Fit to be one job? nodes <input name="nodes" value="${nodes}" placeholder="node-a,node-b"></label> <button type="submit">check</button></form>
         ${

@@ -1,8 +1,9 @@
 // The PingMesh figures as the questions seed 002 asks of them: an RTT matrix between clusters and,
 // per cluster, between nodes; which node or rack/ToR looks at fault (every pair of one node
 // degraded points at its NIC or host; several degraded nodes of one rack or ToR at that switch);
-// and whether a set of nodes is fit to be one job (every pair among them measured and healthy).
-// Pure: from Cluster objects to answers.
+// whether a set of nodes is fit to be one job (every pair among them measured and healthy); and,
+// where nodes probe ICMP too, whether TCP fails while ICMP works. Pure: from Cluster objects to
+// answers.
 
 import { DEGRADED_LOSS, DEGRADED_P99_MS, degraded } from "../../agent-sync/index.ts";
 import type { Cluster, PingMeshFigures, PingMeshNode } from "../../api/index.ts";
@@ -13,6 +14,17 @@ export interface MatrixCell {
   figures: PingMeshFigures;
   /** Why the pair is degraded; absent when it is not. */
   degraded?: string;
+  /** The pair's ICMP echoes, where its node probes them. */
+  icmp?: PingMeshFigures;
+}
+
+/** A pair probed both ways whose TCP and ICMP disagree, or both fail. */
+export interface ProtocolFinding {
+  source: string;
+  target: string;
+  /** tcp-only: TCP degraded, ICMP healthy; both: both degraded. */
+  verdict: "tcp-only" | "both";
+  message: string;
 }
 
 export interface Suspect {
@@ -23,10 +35,55 @@ export interface Suspect {
 
 export const THRESHOLDS = { loss: DEGRADED_LOSS, p99Ms: DEGRADED_P99_MS };
 
-const cell = (source: string, target: string, figures: PingMeshFigures): MatrixCell => {
+const cell = (
+  source: string,
+  target: string,
+  figures: PingMeshFigures,
+  icmp?: PingMeshFigures,
+): MatrixCell => {
   const why = degraded(figures);
-  return { source, target, figures, ...(why ? { degraded: why } : {}) };
+  return { source, target, figures, ...(why ? { degraded: why } : {}), ...(icmp ? { icmp } : {}) };
 };
+
+const ms = (v: number | undefined) => (v === undefined ? "–" : `${Math.round(v * 100) / 100} ms`);
+
+/** Why a pair's probes fail (loss over the threshold, or no answer at all); slowness is not failing. */
+function failing(figures: PingMeshFigures): string | undefined {
+  if (figures.loss > DEGRADED_LOSS) return `loss ${Math.round(figures.loss * 1000) / 10}%`;
+  if (figures.p99Ms === undefined) return "no answer";
+  return undefined;
+}
+
+/**
+ * TCP failing while ICMP works (seed 002): the host answers echoes, so the link and the host are
+ * up; what fails is TCP to the probe port (a filter, a security group, the listener gone). Both
+ * failing points at the link or the host. Failing is loss, not slowness (a slow pair is in the
+ * heatmap). Only pairs whose node probes ICMP are judged.
+ */
+function protocolFindings(pairs: readonly MatrixCell[]): ProtocolFinding[] {
+  const out: ProtocolFinding[] = [];
+  for (const p of pairs) {
+    const tcp = failing(p.figures);
+    if (!p.icmp || !tcp) continue;
+    const icmp = failing(p.icmp);
+    out.push(
+      icmp
+        ? {
+            source: p.source,
+            target: p.target,
+            verdict: "both",
+            message: `TCP ${tcp} and ICMP ${icmp}: the link or the host, not one port`,
+          }
+        : {
+            source: p.source,
+            target: p.target,
+            verdict: "tcp-only",
+            message: `TCP ${tcp} while ICMP answers (p99 ${ms(p.icmp.p99Ms)}, loss ${Math.round(p.icmp.loss * 1000) / 10}%): the host is up; TCP to its probe port is filtered or the listener is down`,
+          },
+    );
+  }
+  return out;
+}
 
 /** Every cluster's pairs to the others, sorted by source then target. */
 export function clusterMatrix(clusters: readonly Cluster[]) {
@@ -97,7 +154,7 @@ function fit(wanted: readonly string[], pairs: readonly MatrixCell[]) {
 /** One cluster's node matrix, its suspects and, given `wanted` nodes, whether they fit one job. */
 export function nodeMatrix(cluster: Cluster, wanted?: readonly string[]) {
   const mesh = cluster.status?.pingMesh;
-  const pairs = (mesh?.nodePairs ?? []).map((p) => cell(p.source, p.target, p.figures));
+  const pairs = (mesh?.nodePairs ?? []).map((p) => cell(p.source, p.target, p.figures, p.icmp));
   const nodes = mesh?.nodes ?? [];
   return {
     kind: "PingMeshNodeMatrix",
@@ -107,6 +164,7 @@ export function nodeMatrix(cluster: Cluster, wanted?: readonly string[]) {
     nodes,
     pairs,
     suspects: suspects(nodes, pairs),
+    protocols: protocolFindings(pairs),
     ...(wanted && wanted.length > 0 ? { fit: fit(wanted, pairs) } : {}),
   };
 }

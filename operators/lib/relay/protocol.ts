@@ -25,6 +25,16 @@ export const ALPN_ACCEPT = "rlark-accept";
 export const SOURCE_HEADER = "rlark-source";
 export const PEER_CLUSTER_HEADER = "rlark-peer-cluster";
 export const REASON_HEADER = "rlark-reason";
+/**
+ * On a CONNECT, a cluster probe (PingMesh between clusters, docs/pingmesh.md#between-clusters):
+ * from a nodeserver, `?` asks the hub which other clusters of the Domain have a reverse link
+ * (answered in PROBE_CLUSTERS_HEADER), a cluster's name probes that cluster; the hub forwards a
+ * probe on the cluster's reverse link with the value `1`, and the nodeserver there answers 200 at
+ * once, touching no pod: its round trip is the relay path's control round trip.
+ */
+export const PROBE_HEADER = "rlark-probe";
+/** The hub's answer to `rlark-probe: ?`: the Domain's other clusters with a reverse link, comma-separated, sorted. */
+export const PROBE_CLUSTERS_HEADER = "rlark-probe-clusters";
 export const TICKET_HEADER = "rlark-ticket";
 export const TICKET_TTL_MS = 10_000;
 /** 32 hex digits and a newline. */

@@ -5,6 +5,7 @@
 //   const mesh = new PingMesh({ self: { name, topology }, clock, probe: tcpProbe(clock, 1000) });
 //   mesh.setPeers(peers); mesh.start(); ... mesh.results();
 
+export { type IcmpProber, startIcmpProber } from "./icmp-probe.ts";
 export { type PeerResult, PingMesh, type PingMeshOptions, type PingMeshStats } from "./mesh.ts";
 export { type Peer, samplePeers } from "./sample.ts";
 export { meshStatus } from "./status.ts";

@@ -17,6 +17,11 @@ export interface PingMeshOptions {
   self: { name: string; topology: NodeTopology };
   clock: Clock;
   probe: Probe;
+  /**
+   * An ICMP echo of the same peer beside each TCP probe (icmp-probe.ts), when ICMP may be sent:
+   * undefined a lost echo, a rejection no figure (the helper is not running).
+   */
+  icmpProbe?: (host: string) => Promise<number | undefined>;
   /** Each sampled peer is probed once per interval (default 10 s). */
   intervalMs?: number;
   /** Peers probed at most: the probe budget per node (default 16). */
@@ -30,6 +35,8 @@ export interface PeerResult {
   target: string;
   topology: NodeTopology;
   figures: PairFigures;
+  /** The ICMP echoes' figures, with icmpProbe. */
+  icmp?: PairFigures;
 }
 
 export interface PingMeshStats {
@@ -42,10 +49,13 @@ export interface PingMeshStats {
 }
 
 export class PingMesh {
-  readonly #options: Required<Omit<PingMeshOptions, "perRack">> & Pick<SampleOptions, "perRack">;
+  readonly #options: Required<Omit<PingMeshOptions, "perRack" | "icmpProbe">> &
+    Pick<SampleOptions, "perRack"> &
+    Pick<PingMeshOptions, "icmpProbe">;
   #peers: Peer[] = [];
   #sample: Peer[] = [];
   readonly #windows = new Map<string, ProbeWindow>();
+  readonly #icmpWindows = new Map<string, ProbeWindow>();
   #cursor = 0;
   #timer: TimerId | undefined;
   #running = false;
@@ -72,7 +82,8 @@ export class PingMesh {
       ...(this.#options.perRack ? { perRack: this.#options.perRack } : {}),
     });
     const keep = new Set(this.#sample.map((p) => p.name));
-    for (const name of this.#windows.keys()) if (!keep.has(name)) this.#windows.delete(name);
+    for (const windows of [this.#windows, this.#icmpWindows])
+      for (const name of windows.keys()) if (!keep.has(name)) windows.delete(name);
     this.#cursor = 0;
     if (this.#running && this.#timer === undefined) this.#schedule();
   }
@@ -110,20 +121,30 @@ export class PingMesh {
     this.#inFlight++;
     const sample = this.#sample;
     this.#options.probe(peer.host, peer.port).then(
-      (rtt) => this.#record(sample, peer, rtt),
-      () => this.#record(sample, peer, undefined),
+      (rtt) => this.#record(this.#windows, sample, peer, rtt),
+      () => this.#record(this.#windows, sample, peer, undefined),
     );
+    const icmp = this.#options.icmpProbe;
+    if (icmp) {
+      this.#probesSent++;
+      this.#inFlight++;
+      icmp(peer.host).then(
+        (rtt) => this.#record(this.#icmpWindows, sample, peer, rtt),
+        // the helper is not running: no figure rather than a loss
+        () => this.#inFlight--,
+      );
+    }
   }
 
-  #record(sample: Peer[], peer: Peer, rtt: number | undefined): void {
+  #record(windows: Map<string, ProbeWindow>, sample: Peer[], peer: Peer, rtt: number | undefined): void {
     this.#inFlight--;
     // a probe of a sample since redrawn without this peer is dropped, not counted anew
     if (!this.#running || (sample !== this.#sample && !this.#sample.some((p) => p.name === peer.name)))
       return;
-    let window = this.#windows.get(peer.name);
+    let window = windows.get(peer.name);
     if (!window) {
       window = new ProbeWindow(this.#options.windowSize);
-      this.#windows.set(peer.name, window);
+      windows.set(peer.name, window);
     }
     window.record(rtt);
   }
@@ -133,7 +154,9 @@ export class PingMesh {
     const out: PeerResult[] = [];
     for (const peer of this.#sample) {
       const figures = this.#windows.get(peer.name)?.figures();
-      if (figures) out.push({ target: peer.name, topology: peer.topology, figures });
+      const icmp = this.#icmpWindows.get(peer.name)?.figures();
+      if (figures)
+        out.push({ target: peer.name, topology: peer.topology, figures, ...(icmp ? { icmp } : {}) });
     }
     return out.sort((a, b) => (a.target < b.target ? -1 : 1));
   }

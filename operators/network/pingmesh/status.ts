@@ -17,6 +17,11 @@ export function meshStatus(
   return {
     observedAt,
     nodes,
-    nodePairs: results.map((r) => ({ source: self.name, target: r.target, figures: { ...r.figures } })),
+    nodePairs: results.map((r) => ({
+      source: self.name,
+      target: r.target,
+      figures: { ...r.figures },
+      ...(r.icmp ? { icmp: { ...r.icmp } } : {}),
+    })),
   };
 }

@@ -21,6 +21,8 @@
 //	                    the byte path of a nodeserver between clusters: end-to-end TLS to the
 //	                    peer nodeserver and the copy to the pod's stream, started by the
 //	                    nodeserver with a Node IPC channel (datapath.go).
+//	rlark-net icmp-probe
+//	                    ICMP echo for PingMesh: requests on stdin, RTTs on stdout (icmp.go).
 //	rlark-net connect <host:port>
 //	                    relays stdin and stdout to a TCP connection (the agent runs it in a
 //	                    process pod's namespace for an access port-forward to the pod's own
@@ -462,6 +464,8 @@ func main() {
 		runRelay(os.Args[2:])
 	case "nodeserver-data":
 		runNodeserverData()
+	case "icmp-probe":
+		runIcmpProbe()
 	case "connect":
 		if len(os.Args) != 3 {
 			fail("usage: rlark-net connect <host:port>")
@@ -470,6 +474,6 @@ func main() {
 	case "-h", "--help", "help":
 		fmt.Println("usage: rlark-net init | sidecar | relay | nodeserver-data | connect <host:port> (see operators/network/rlark-net/main.go)")
 	default:
-		fail("unknown command %q: use init, sidecar, relay, nodeserver-data or connect", os.Args[1])
+		fail("unknown command %q: use init, sidecar, relay, nodeserver-data, icmp-probe or connect", os.Args[1])
 	}
 }

@@ -82,7 +82,19 @@ t.test("the catalog entry with its defaults is the kustomize base", async (t) =>
     "--socket-dir=/var/run/rlark",
     "--peers-secret=rlark-system/rlark-domain-peers",
     "--stats-listen=0.0.0.0:5701",
+    "--group-listen=0.0.0.0:7946",
+    "--group-advertise=$(RLARK_HOST_IP):7946",
   ]);
+  t.same(
+    pod?.containers[0]?.env?.find((e) => e.name === "RLARK_HOST_IP")?.valueFrom,
+    { fieldRef: { fieldPath: "status.hostIP" } },
+    "the AgentGroup member advertises the node's address",
+  );
+  t.same(
+    pod?.containers[0]?.ports?.find((p) => p.name === "group"),
+    { name: "group", containerPort: 7946, protocol: "UDP" },
+    "on UDP 7946",
+  );
 });
 
 t.test("the DaemonSet passes a server-side dry-run and rolls out on the kwok nodes", async (t) => {

@@ -1,0 +1,192 @@
+// The AgentGroup of a kubernetes cluster (hack/kube, kwok nodes, as root; docs/diagnosis.md):
+// the kubernetes agent hands its nodeservers the group key (derived from its credentials) and the
+// nodes' InternalIPs as seeds in the peers Secret, the nodeservers gossip, and the agent reports
+// the group to the hub as a nodeserver's GET /group gives it. The nodes are real `rlark nodeserver
+// --peers-secret --group-listen` processes in a network namespace holding two nodes' InternalIPs
+// (kwok runs no pods), reaching the API server through a unix-socket bridge. The key shows in no
+// log and no API answer.
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { CoreV1Api } from "@kubernetes/client-node";
+import t from "tap";
+import type { Cluster } from "../../../operators/api/index.ts";
+import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
+import { startHubOnGit } from "../../helpers/hub-on-git.ts";
+import { clusterYaml } from "../../helpers/job-yaml.ts";
+import { startKubernetesAgentOnHub } from "../../helpers/kubernetes-agent-on-hub.ts";
+import { startSecretNodeserver } from "../../helpers/nodeserver-process.ts";
+import { onKube, waitFor } from "../../helpers/wait-for.ts";
+
+const { kubeConfig: kc, kubeconfig: kubeconfigFile, server } = fleetCluster(0);
+const sh = (cmd: string, args: string[]) => execFileSync(cmd, args, { encoding: "utf8", stdio: "pipe" });
+const slow = { attempts: 480, everyMs: 250 };
+
+t.test("the kubernetes agent's nodeservers form its AgentGroup and the hub shows it", async (t) => {
+  const namespace = await testNamespace(t, kc, "agent-group");
+  const core = kc.makeApiClient(CoreV1Api);
+  // the two nodes the agent asks first (it asks in address order)
+  const nodes = (await core.listNode()).items
+    .map((n) => ({
+      name: n.metadata?.name ?? "",
+      ip: n.status?.addresses?.find((a) => a.type === "InternalIP")?.address ?? "",
+    }))
+    .filter((n) => n.ip)
+    .sort((a, b) => (a.ip < b.ip ? -1 : 1))
+    .slice(0, 2);
+  if (nodes.length < 2)
+    throw new Error("the fleet's first cluster has fewer than two nodes with an InternalIP");
+  const statsPort = 20_000 + (randomBytes(2).readUInt16BE(0) % 20_000);
+  const groupPort = statsPort + 1;
+
+  // the nodes: one namespace holding both InternalIPs, routed from the host
+  const id = randomBytes(3).toString("hex");
+  const netns = `rkgr${id}`;
+  const [hostIf, podIf] = [`rkgr${id}h`, `rkgr${id}p`];
+  const link = `10.${200 + ((randomBytes(1)[0] ?? 0) % 50)}.${randomBytes(1)[0] ?? 0}`;
+  const dir = mkdtempSync(path.join(tmpdir(), "rlark-agent-group-"));
+  const children: ChildProcess[] = [];
+  t.teardown(async () => {
+    for (const child of children.reverse()) {
+      if (child.exitCode !== null || child.signalCode !== null) continue;
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      child.kill("SIGTERM");
+      await exited;
+    }
+    for (const cmd of [
+      ...nodes.map((n) => ["ip", "route", "del", `${n.ip}/32`, "via", `${link}.2`]),
+      ["ip", "link", "del", hostIf],
+      ["ip", "netns", "del", netns],
+    ])
+      try {
+        sh(cmd[0] as string, cmd.slice(1));
+      } catch {}
+    rmSync(dir, { recursive: true, force: true });
+  });
+  sh("ip", ["netns", "add", netns]);
+  sh("ip", ["link", "add", hostIf, "type", "veth", "peer", "name", podIf]);
+  sh("ip", ["link", "set", podIf, "netns", netns]);
+  sh("ip", ["addr", "add", `${link}.1/30`, "dev", hostIf]);
+  sh("ip", ["link", "set", hostIf, "up"]);
+  const inNs = (args: string[]) => sh("ip", ["-n", netns, ...args]);
+  inNs(["link", "set", "lo", "up"]);
+  inNs(["addr", "add", `${link}.2/30`, "dev", podIf]);
+  for (const n of nodes) inNs(["addr", "add", `${n.ip}/32`, "dev", "lo"]);
+  inNs(["link", "set", podIf, "up"]);
+  inNs(["route", "add", "default", "via", `${link}.1`]);
+  for (const n of nodes) sh("ip", ["route", "add", `${n.ip}/32`, "via", `${link}.2`]);
+  // the API server listens on the host's loopback: a bridge through a unix socket
+  const apiPort = new URL(server).port;
+  const bridge = path.join(dir, "api.sock");
+  const spawnQuiet = (cmd: string, args: string[]) => {
+    const child = spawn(cmd, args, { stdio: ["ignore", "ignore", "pipe"] });
+    child.stderr?.resume();
+    children.push(child);
+    return child;
+  };
+  spawnQuiet("socat", [`UNIX-LISTEN:${bridge},fork`, `TCP:127.0.0.1:${apiPort}`]);
+  await waitFor("the bridge's socket", () => sh("ls", [dir]).includes("api.sock"), onKube);
+  spawnQuiet("ip", [
+    "netns",
+    "exec",
+    netns,
+    "socat",
+    `TCP-LISTEN:${apiPort},bind=127.0.0.1,fork,reuseaddr`,
+    `UNIX-CONNECT:${bridge}`,
+  ]);
+  const logs = new Map<string, string>();
+  const nodeservers = nodes.map((n) =>
+    startSecretNodeserver(t, {
+      socketDir: path.join(dir, n.name),
+      namespace,
+      kubeconfig: kubeconfigFile,
+      statsListen: `${n.ip}:${statsPort}`,
+      netns,
+      args: ["--node", n.name, "--group-listen", `${n.ip}:${groupPort}`],
+      onStderr: (text) => logs.set(n.name, (logs.get(n.name) ?? "") + text),
+    }),
+  );
+
+  const { hub } = await startHubOnGit(t, { files: { "clusters.yaml": clusterYaml("gpu", "kubernetes") } });
+  await waitFor(
+    "the Cluster from git",
+    async () => (await hub.store.get("Cluster", undefined, "gpu")) ?? undefined,
+    onKube,
+  );
+  await startKubernetesAgentOnHub(t, hub, "gpu", {
+    kubeConfig: kc,
+    namespace,
+    reportIntervalMs: 1_000,
+    nodeserverStatsPort: statsPort,
+    nodeserverGroupPort: groupPort,
+    statsIntervalMs: 200,
+  });
+
+  // the peers Secret carries the group: the key and every node as a seed
+  const secret = await waitFor(
+    "the peers Secret with the group",
+    async () => {
+      const s = await core
+        .readNamespacedSecret({ name: "rlark-domain-peers", namespace })
+        .catch(() => undefined);
+      const text = s?.data?.["peers.json"];
+      const state = text ? JSON.parse(Buffer.from(text, "base64").toString("utf8")) : undefined;
+      return state?.group ? (state.group as { key: string; seeds: string[] }) : undefined;
+    },
+    onKube,
+  );
+  t.match(secret.key, /^[0-9a-f]{64}$/, "a 256-bit group key");
+  for (const n of nodes) t.ok(secret.seeds.includes(`${n.ip}:${groupPort}`), `${n.name} is a seed`);
+
+  type Group = NonNullable<NonNullable<Cluster["status"]>["agentGroup"]>;
+  const groupOf = async () =>
+    ((await hub.store.get<Cluster>("Cluster", undefined, "gpu"))?.status?.agentGroup as Group | undefined) ??
+    undefined;
+  const group = await waitFor(
+    "the hub shows both nodeservers alive",
+    async () => {
+      const g = await groupOf();
+      return g && g.alive === 2 ? g : undefined;
+    },
+    slow,
+  );
+  t.equal(group.member, nodes[0]?.name, "the view of the first node the agent asks");
+  t.same(
+    (group.members ?? []).map((m) => [m.id, m.address, m.state]),
+    nodes.map((n) => [n.name, `${n.ip}:${groupPort}`, "alive"]).sort(),
+    "each node's member at its InternalIP",
+  );
+  const cluster = await hub.store.get<Cluster>("Cluster", undefined, "gpu");
+  t.match(
+    cluster?.status?.capabilities?.find((c) => c.name === "network-probe"),
+    { process: "RUNNING", health: "READY", message: /AgentGroup of the nodeservers, as .* sees it: 2 alive/ },
+    "network-probe READY from the nodeservers' view",
+  );
+
+  // the first node's nodeserver goes: the agent reports the second's view, which finds it dead
+  const [first] = nodeservers;
+  const exited = new Promise((resolve) => first?.once("exit", resolve));
+  first?.kill("SIGKILL");
+  await exited;
+  const after = await waitFor(
+    "the hub shows the first node dead, in the second's view",
+    async () => {
+      const g = await groupOf();
+      return g?.member === nodes[1]?.name && g?.dead === 1 ? g : undefined;
+    },
+    slow,
+  );
+  t.match(after, { alive: 1, dead: 1 }, "one alive, one dead");
+
+  const answer = await fetch(`${hub.url}/api/v1/rlinf.io/v1alpha1/clusters/gpu`, {
+    headers: { authorization: `Bearer ${hub.adminToken}` },
+  });
+  const text = await answer.text();
+  t.equal(answer.status, 200, "the Cluster through the API");
+  t.match(text, /agentGroup/, "with its group");
+  t.notOk(text.includes(secret.key), "and never the group key");
+  for (const n of nodes)
+    t.notOk((logs.get(n.name) ?? "").includes(secret.key), `${n.name}'s log holds no key`);
+});
