@@ -21,14 +21,16 @@ metadata:
 spec:
   runtime: process
 `,
-  // Numbered lines, a few hundred a second: the 2 KiB log rotates about every 200 lines.
+  // Numbered lines, at most 200 a second: the 2 KiB log rotates about every 200 lines, so about
+  // once a second. Faster, a follower held off the CPU for a few hundred ms on a loaded machine
+  // falls more than the two kept files behind, and the writer discards lines it never read.
   "ticker.yaml": rawJobYaml({
     name: "ticker",
     kind: "Deployment",
     command: [
       "sh",
       "-c",
-      "i=0; while :; do echo tick-$i; i=$((i+1)); if [ $((i % 50)) = 0 ]; then sleep 0.05; fi; done",
+      "i=0; while :; do echo tick-$i; i=$((i+1)); if [ $((i % 10)) = 0 ]; then sleep 0.05; fi; done",
     ],
   }),
 };
