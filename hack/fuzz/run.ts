@@ -1,0 +1,154 @@
+// hack/fuzz/run [--inputs N] [--seed S] [--target NAME]... [--timeout-ms T] [--list]
+// Runs every fuzz target (hack/fuzz/targets/) on N generated inputs each, two targets at a time,
+// each in a worker thread with a bounded heap. A crash is an input whose parser threw by accident
+// (hack/fuzz/target.ts); a hang an input that did not finish within --timeout-ms; memory counts
+// as a crash when the heap grew past the bound or the worker ran out of it. The seed is printed
+// first and with every failure; the same seed replays the same inputs. Last line:
+// `fuzz: <n> inputs, <crashes> crashes, <hangs> hangs`; exit status 1 when either is not 0.
+import { availableParallelism } from "node:os";
+import { parseArgs } from "node:util";
+import { Worker } from "node:worker_threads";
+import { TARGETS } from "./targets/index.ts";
+import type { WorkerReport } from "./worker.ts";
+
+const { values } = parseArgs({
+  options: {
+    inputs: { type: "string", default: "5000" },
+    seed: { type: "string" },
+    target: { type: "string", multiple: true },
+    "timeout-ms": { type: "string", default: "5000" },
+    list: { type: "boolean", default: false },
+  },
+});
+if (values.list) {
+  for (const t of TARGETS) console.log(`${t.name.padEnd(22)} ${t.about}`);
+  process.exit(0);
+}
+const inputs = Number(values.inputs);
+const seed = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(values.seed);
+const timeoutMs = Number(values["timeout-ms"]);
+if (!Number.isSafeInteger(inputs) || inputs < 1)
+  throw new Error(`--inputs: a positive integer, not ${values.inputs}`);
+if (!Number.isSafeInteger(seed)) throw new Error(`--seed: an integer, not ${values.seed}`);
+const unknown = (values.target ?? []).filter((n) => !TARGETS.some((t) => t.name === n));
+if (unknown.length > 0) throw new Error(`--target: no target ${unknown.join(", ")} (see --list)`);
+const chosen = values.target ? TARGETS.filter((t) => values.target?.includes(t.name)) : TARGETS;
+
+/** Heap a worker may use; past it V8 ends the worker, which counts as a crash. */
+const HEAP_LIMIT_MB = 512;
+/** Heap a whole run may keep once its inputs are dropped: more is a leak. */
+const HEAP_GROWTH_BOUND = 64 * 1024 * 1024;
+
+interface Result {
+  name: string;
+  crashes: number;
+  hangs: number;
+  ms: number;
+  heapGrowthMb?: number;
+}
+
+console.log(`fuzz: seed ${seed}, ${inputs} inputs per target, ${chosen.length} targets`);
+
+const results = new Map<string, Result>(
+  chosen.map((t) => [t.name, { name: t.name, crashes: 0, hangs: 0, ms: 0 }]),
+);
+
+function failure(name: string, kind: "crash" | "hang", index: number, detail: string): void {
+  const result = results.get(name) as Result;
+  if (kind === "crash") result.crashes++;
+  else result.hangs++;
+  console.log(
+    `fuzz: ${name}: ${kind} at input ${index} (replay: hack/fuzz/run --seed ${seed} --inputs ${inputs} --target ${name})\n  ${detail.replace(/\n/g, "\n  ")}`,
+  );
+}
+
+/**
+ * Runs `targets` in one worker from input `from` of the first; resolves when all are done, or
+ * with where to go on after a hang or the worker's death.
+ */
+function runWorker(
+  targets: string[],
+  from: number,
+): Promise<{ targets: string[]; from: number } | undefined> {
+  const progress = new SharedArrayBuffer(12);
+  const counter = new Int32Array(progress);
+  const worker = new Worker(new URL("./worker.ts", import.meta.url), {
+    workerData: { targets, from, seed, count: inputs, progress },
+    resourceLimits: { maxOldGenerationSizeMb: HEAP_LIMIT_MB },
+    // parsers warn about what they refuse (the yaml library's YAMLWarning): the refusal is the point
+    execArgv: ["--no-warnings"],
+  });
+  const where = () => ({
+    t: Atomics.load(counter, 0),
+    i: Atomics.load(counter, 1),
+    busy: Atomics.load(counter, 2),
+  });
+  const rest = (t: number, i: number) => {
+    const left = targets.slice(t);
+    if (i + 1 < inputs) return { targets: left, from: i + 1 };
+    return left.length > 1 ? { targets: left.slice(1), from: 0 } : undefined;
+  };
+  return new Promise((resolve) => {
+    let seen = "";
+    let since = Date.now();
+    let settled = false;
+    const settle = (value: { targets: string[]; from: number } | undefined) => {
+      if (settled) return;
+      settled = true;
+      clearInterval(watch);
+      resolve(value);
+    };
+    const watch = setInterval(() => {
+      const { t, i, busy } = where();
+      const now = `${t}/${i}/${busy}`;
+      if (now !== seen || busy === 0) {
+        seen = now;
+        since = Date.now();
+      } else if (Date.now() - since > timeoutMs) {
+        failure(targets[t] as string, "hang", i, `no answer within ${timeoutMs} ms`);
+        void worker.terminate();
+        settle(rest(t, i));
+      }
+    }, 100);
+    worker.on("message", (report: WorkerReport) => {
+      if (report.type === "crash") {
+        failure(report.target, "crash", report.index, `${report.error}\n  input: ${report.input}`);
+        return;
+      }
+      const result = results.get(report.target) as Result;
+      result.heapGrowthMb = Math.round(report.heapGrowthBytes / 1024 / 1024);
+      // generation and inputs, in this worker (a restart after a hang starts the clock again)
+      result.ms = report.ms;
+      if (report.heapGrowthBytes > HEAP_GROWTH_BOUND)
+        failure(report.target, "crash", inputs, `the heap grew by ${result.heapGrowthMb} MB over the run`);
+      console.log(
+        `fuzz: ${result.name}: ${inputs} inputs, ${result.crashes} crashes, ${result.hangs} hangs, heap ${result.heapGrowthMb >= 0 ? "+" : ""}${result.heapGrowthMb} MB, ${(result.ms / 1000).toFixed(1)} s`,
+      );
+    });
+    worker.on("error", (error) => {
+      const { t, i } = where();
+      failure(targets[t] as string, "crash", i, `the worker died: ${error.stack ?? error.message}`);
+      settle(rest(t, i));
+    });
+    worker.on("exit", () => settle(undefined));
+  });
+}
+
+// Two workers (the CI machine has two cores), each taking every other target.
+const lanes = Math.min(2, availableParallelism(), chosen.length);
+await Promise.all(
+  Array.from({ length: lanes }, async (_, lane) => {
+    let next: { targets: string[]; from: number } | undefined = {
+      targets: chosen.filter((_, k) => k % lanes === lane).map((t) => t.name),
+      from: 0,
+    };
+    while (next) next = await runWorker(next.targets, next.from);
+  }),
+);
+const all = [...results.values()];
+const crashes = all.reduce((n, r) => n + r.crashes, 0);
+const hangs = all.reduce((n, r) => n + r.hangs, 0);
+if (crashes + hangs > 0)
+  console.log(`fuzz: seed ${seed}: replay with hack/fuzz/run --seed ${seed} --inputs ${inputs}`);
+console.log(`fuzz: ${inputs * all.length} inputs, ${crashes} crashes, ${hangs} hangs`);
+process.exitCode = crashes + hangs > 0 ? 1 : 0;
