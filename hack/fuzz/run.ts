@@ -5,6 +5,7 @@
 // as a crash when the heap grew past the bound or the worker ran out of it. The seed is printed
 // first and with every failure; the same seed replays the same inputs. Last line:
 // `fuzz: <n> inputs, <crashes> crashes, <hangs> hangs`; exit status 1 when either is not 0.
+import { spawn } from "node:child_process";
 import { availableParallelism } from "node:os";
 import { parseArgs } from "node:util";
 import { Worker } from "node:worker_threads";
@@ -20,8 +21,17 @@ const { values } = parseArgs({
     list: { type: "boolean", default: false },
   },
 });
+/** Go's own fuzzer on what rlark-net's sidecar reads from the network (rlark-net/fuzz_test.go). */
+const GO_TARGETS = [
+  { name: "go-proxy-line", fuzz: "FuzzProxyPort", about: "the PROXY line on :5700: rlark-net proxyPort" },
+  {
+    name: "go-inbound-ticket",
+    fuzz: "FuzzInboundCheck",
+    about: "the RLARK-AUTH ticket on :5700: rlark-net inboundAuth.check",
+  },
+];
 if (values.list) {
-  for (const t of TARGETS) console.log(`${t.name.padEnd(22)} ${t.about}`);
+  for (const t of [...TARGETS, ...GO_TARGETS]) console.log(`${t.name.padEnd(22)} ${t.about}`);
   process.exit(0);
 }
 const inputs = Number(values.inputs);
@@ -30,9 +40,16 @@ const timeoutMs = Number(values["timeout-ms"]);
 if (!Number.isSafeInteger(inputs) || inputs < 1)
   throw new Error(`--inputs: a positive integer, not ${values.inputs}`);
 if (!Number.isSafeInteger(seed)) throw new Error(`--seed: an integer, not ${values.seed}`);
-const unknown = (values.target ?? []).filter((n) => !TARGETS.some((t) => t.name === n));
+const unknown = (values.target ?? []).filter((n) => ![...TARGETS, ...GO_TARGETS].some((t) => t.name === n));
 if (unknown.length > 0) throw new Error(`--target: no target ${unknown.join(", ")} (see --list)`);
 const chosen = values.target ? TARGETS.filter((t) => values.target?.includes(t.name)) : TARGETS;
+// The self-test replaces the product's targets, Go's included.
+const chosenGo =
+  process.env.RLARK_FUZZ_SELF_TEST === "1"
+    ? []
+    : values.target
+      ? GO_TARGETS.filter((t) => values.target?.includes(t.name))
+      : GO_TARGETS;
 
 /** Heap a worker may use; past it V8 ends the worker, which counts as a crash. */
 const HEAP_LIMIT_MB = 512;
@@ -47,7 +64,7 @@ interface Result {
   heapGrowthMb?: number;
 }
 
-console.log(`fuzz: seed ${seed}, ${inputs} inputs per target, ${chosen.length} targets`);
+console.log(`fuzz: seed ${seed}, ${inputs} inputs per target, ${chosen.length + chosenGo.length} targets`);
 
 const results = new Map<string, Result>(
   chosen.map((t) => [t.name, { name: t.name, crashes: 0, hangs: 0, ms: 0 }]),
@@ -58,7 +75,9 @@ function failure(name: string, kind: "crash" | "hang", index: number, detail: st
   if (kind === "crash") result.crashes++;
   else result.hangs++;
   console.log(
-    `fuzz: ${name}: ${kind} at input ${index} (replay: hack/fuzz/run --seed ${seed} --inputs ${inputs} --target ${name})\n  ${detail.replace(/\n/g, "\n  ")}`,
+    index < 0
+      ? `fuzz: ${name}: ${kind} (go test -fuzz: the failing input is saved under operators/network/rlark-net/testdata/fuzz/ and replays with go test)\n  ${detail.replace(/\n/g, "\n  ")}`
+      : `fuzz: ${name}: ${kind} at input ${index} (replay: hack/fuzz/run --seed ${seed} --inputs ${inputs} --target ${name})\n  ${detail.replace(/\n/g, "\n  ")}`,
   );
 }
 
@@ -145,6 +164,61 @@ await Promise.all(
     while (next) next = await runWorker(next.targets, next.from);
   }),
 );
+/**
+ * One Go fuzz target for `inputs` executions. Go's fuzzer picks its own inputs (coverage-guided,
+ * not from --seed); a failing input is saved under rlark-net/testdata/fuzz/ and replays with
+ * `go test -run <Fuzz>/<file>`. A panic or failed check is a crash, a hung input a hang.
+ */
+function runGo(target: (typeof GO_TARGETS)[number]): Promise<Result> {
+  const started = Date.now();
+  const dir = new URL("../../operators/network/rlark-net/", import.meta.url).pathname;
+  const args = [
+    "test",
+    "-run",
+    "^$",
+    "-fuzz",
+    `^${target.fuzz}$`,
+    "-fuzztime",
+    `${inputs}x`,
+    "-parallel",
+    "1",
+    ".",
+  ];
+  const child = spawn("go", args, {
+    cwd: dir,
+    env: { ...process.env, GOPROXY: "off" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  const keep = (chunk: Buffer) => {
+    out = `${out}${chunk.toString("utf8")}`.slice(-20_000);
+  };
+  child.stdout.on("data", keep);
+  child.stderr.on("data", keep);
+  return new Promise((resolve) => {
+    const finish = (code: number | null, spawnError?: Error) => {
+      const result: Result = { name: target.name, crashes: 0, hangs: 0, ms: Date.now() - started };
+      results.set(target.name, result);
+      if (code !== 0) {
+        const kind = /hung|deadline exceeded|timed out/.test(out) ? "hang" : "crash";
+        failure(
+          target.name,
+          kind,
+          -1,
+          spawnError ? `go: ${spawnError.message}` : out.trim().split("\n").slice(-25).join("\n"),
+        );
+      }
+      console.log(
+        `fuzz: ${target.name}: ${inputs} inputs (go test -fuzz), ${result.crashes} crashes, ${result.hangs} hangs, ${(result.ms / 1000).toFixed(1)} s`,
+      );
+      resolve(result);
+    };
+    child.once("error", (error) => finish(127, error));
+    child.once("close", (code) => finish(code));
+  });
+}
+for (const target of chosenGo) await runGo(target);
+
 const all = [...results.values()];
 const crashes = all.reduce((n, r) => n + r.crashes, 0);
 const hangs = all.reduce((n, r) => n + r.hangs, 0);
