@@ -140,6 +140,11 @@ function runWorker(
       result.ms = report.ms;
       if (report.heapGrowthBytes > HEAP_GROWTH_BOUND)
         failure(report.target, "crash", inputs, `the heap grew by ${result.heapGrowthMb} MB over the run`);
+      // The last target done: end the worker, whatever a target left listening (the relay).
+      if (report.target === targets.at(-1)) {
+        void worker.terminate();
+        settle(undefined);
+      }
       console.log(
         `fuzz: ${result.name}: ${inputs} inputs, ${result.crashes} crashes, ${result.hangs} hangs, heap ${result.heapGrowthMb >= 0 ? "+" : ""}${result.heapGrowthMb} MB, ${(result.ms / 1000).toFixed(1)} s`,
       );

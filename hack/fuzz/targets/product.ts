@@ -5,6 +5,7 @@ import { kubeconfig } from "./kubeconfig.ts";
 import { manifests } from "./manifests.ts";
 import { domainPeerReports, nodeserverStats, peersSecret, peersState } from "./network.ts";
 import { relayTicketLines } from "./relay.ts";
+import { relaySocket } from "./relay-socket.ts";
 import { sftpRequests } from "./sftp.ts";
 import { agentToHub, hubToAgent } from "./tunnel.ts";
 import { webhooks } from "./webhooks.ts";
@@ -15,6 +16,7 @@ export const PRODUCT: FuzzTarget[] = [
   agentToHub,
   hubToAgent,
   relayTicketLines,
+  relaySocket,
   sftpRequests,
   jwt,
   cookies,
