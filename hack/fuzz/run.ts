@@ -6,7 +6,9 @@
 // first and with every failure; the same seed replays the same inputs. Last line:
 // `fuzz: <n> inputs, <crashes> crashes, <hangs> hangs`; exit status 1 when either is not 0.
 import { spawn } from "node:child_process";
-import { availableParallelism } from "node:os";
+import { mkdtempSync, rmSync } from "node:fs";
+import { availableParallelism, tmpdir } from "node:os";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { Worker } from "node:worker_threads";
 import { TARGETS } from "./targets/index.ts";
@@ -65,6 +67,9 @@ interface Result {
 }
 
 console.log(`fuzz: seed ${seed}, ${inputs} inputs per target, ${chosen.length + chosenGo.length} targets`);
+// Files targets make (the relay's store and CA) go here, removed at the end; workers inherit it.
+const scratch = mkdtempSync(join(tmpdir(), "rlark-fuzz-"));
+process.env.RLARK_FUZZ_SCRATCH = scratch;
 
 const results = new Map<string, Result>(
   chosen.map((t) => [t.name, { name: t.name, crashes: 0, hangs: 0, ms: 0 }]),
@@ -223,6 +228,8 @@ function runGo(target: (typeof GO_TARGETS)[number]): Promise<Result> {
   });
 }
 for (const target of chosenGo) await runGo(target);
+
+rmSync(scratch, { recursive: true, force: true });
 
 const all = [...results.values()];
 const crashes = all.reduce((n, r) => n + r.crashes, 0);

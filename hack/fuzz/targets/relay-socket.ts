@@ -23,7 +23,8 @@ let relay: Promise<{ port: number; refused: () => number }> | undefined;
 /** The relay, started on first use (a worker that runs other targets never starts it). */
 function startRelay(): Promise<{ port: number; refused: () => number }> {
   relay ??= (async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), "rlark-fuzz-relay-"));
+    // hack/fuzz/run removes its scratch directory at the end
+    const dataDir = mkdtempSync(join(process.env.RLARK_FUZZ_SCRATCH ?? tmpdir(), "relay-"));
     const store = openSqliteStore({ dataDir });
     const ca = openCertificateAuthority({ dataDir });
     const domainRelay = createDomainRelay({
