@@ -29,8 +29,11 @@ export { httpAccessCheck, httpAccessHold, httpAuditSink } from "./http-access.ts
 export { knownHostsLine } from "./known-hosts.ts";
 export { type LoginName, type PodSelector, parseLoginName, parsePodSelector } from "./login-name.ts";
 export { type PodLogRequest, type PodLogRoute, podLogRoute } from "./logs/log-route.ts";
+// Cookie parsing at the pod proxy, entered by hack/fuzz.
+export { podCookies, podSetCookie } from "./proxy/headers.ts";
 export { type PodProxyRequest, type PodProxyRoute, podProxyRoute } from "./proxy/pod-proxy.ts";
 export {
+  cookieValues,
   createProxyLogin,
   PROXY_COOKIE,
   PROXY_LOGIN_PATH,

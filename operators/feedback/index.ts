@@ -7,6 +7,8 @@ export {
   type RepoRef,
   repoRefFromUrl,
 } from "./providers/index.ts";
+// The pull_request webhook's parser, entered by hack/fuzz.
+export { parsePullRequestWebhook } from "./pull-request-webhook.ts";
 export {
   createPullRequestReviewer,
   type PullRequestReviewer,

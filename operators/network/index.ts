@@ -27,7 +27,8 @@ export {
   startNodeserver,
 } from "./nodeserver.ts";
 export { PEERS_FILE, watchPeersFile, writePeersFile } from "./peers-file.ts";
-export { peersFromSecret } from "./peers-from-secret.ts";
+// The peers Secret's parser, entered by hack/fuzz.
+export { PeersSecretError, parsePeersSecret, peersFromSecret } from "./peers-from-secret.ts";
 export { BackoffError, ConnectionPool, type PooledConnection, type PoolOptions } from "./pool.ts";
 export { formatProxyHeader, type ProxyHeader } from "./proxy-header.ts";
 export { parseSecretRef } from "./secret-ref.ts";

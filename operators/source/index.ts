@@ -27,6 +27,8 @@ export type {
 } from "./git-watcher.ts";
 export { createGitWatcher, lastAppliedRevision } from "./git-watcher.ts";
 export { checkManifestDir, normaliseSourcePath } from "./manifest-dir.ts";
+// The manifest parser, entered by hack/fuzz.
+export { parseManifestText } from "./manifest-parser.ts";
 export { isRepositoryPath, verifyRepositoryArtifacts } from "./repository-artifacts.ts";
 export {
   createRevisionApplier,

@@ -136,6 +136,12 @@ export { ProtocolError };
 
 type Obj = Record<string, unknown>;
 
+/** A message's type for error texts. Only a string is printed: String() of an object whose
+ * `toString` is not a function throws a TypeError (found by hack/fuzz). */
+function typeOf(v: Obj): string {
+  return typeof v.type === "string" ? v.type.slice(0, 64) : typeof v.type;
+}
+
 function isObj(v: unknown): v is Obj {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
@@ -252,7 +258,7 @@ function parsePingMesh(value: unknown, where: string): Record<string, unknown> {
 
 export function parseAgentMessage(v: unknown): AgentMessage {
   if (!isObj(v)) throw new ProtocolError("agent message must be a JSON object");
-  const where = `agent ${String(v.type)}`;
+  const where = `agent ${typeOf(v)}`;
   switch (v.type) {
     case "hello": {
       const runtime = v.runtime;
@@ -308,7 +314,7 @@ export function parseAgentMessage(v: unknown): AgentMessage {
 
 export function parseHubMessage(v: unknown): HubMessage {
   if (!isObj(v)) throw new ProtocolError("hub message must be a JSON object");
-  const where = `hub ${String(v.type)}`;
+  const where = `hub ${typeOf(v)}`;
   switch (v.type) {
     case "welcome": {
       const interval = v.heartbeatIntervalMs;
