@@ -19,6 +19,7 @@ import { stringify } from "yaml";
 import { startHub } from "../../../operators/hub/index.ts";
 import { silentLogger } from "../../../operators/lib/logger.ts";
 import { openSqliteStore } from "../../../operators/lib/store/index.ts";
+import { seedClusters } from "./seed-nodes.ts";
 
 const API = "rlinf.io/v1alpha1";
 const COHORT_SIZE = 5;
@@ -181,41 +182,7 @@ async function writeRepo(repo: string, jobs: number, teamPlan: readonly Plan[]):
 /** The agents' node reports, as the tunnel glue writes them, before the hub starts. */
 async function seedNodes(dataDir: string): Promise<void> {
   const seed = openSqliteStore({ dataDir });
-  for (let c = 0; c < clusters; c++) {
-    await seed.create({
-      apiVersion: API,
-      kind: "Cluster",
-      metadata: { name: `c${c}`, labels: { "rlark.io/managed-by": "git" } },
-      spec: { runtime: "kubernetes" },
-      status: { phase: "Online" },
-    });
-    for (let n = 0; n < NODES_PER_CLUSTER; n++) {
-      const gpu = n % 2 === 0;
-      const resources = {
-        cpu: "256",
-        memory: "1024Gi",
-        pods: "1000",
-        ...(gpu ? { "nvidia.com/gpu": "64" } : {}),
-      };
-      await seed.create({
-        apiVersion: API,
-        kind: "Node",
-        metadata: {
-          name: `n${n}`,
-          namespace: `agent-c${c}`,
-          labels: gpu ? { "nvidia.com/gpu": "true" } : {},
-        },
-        spec: { unschedulable: false },
-        status: {
-          phase: "Online",
-          allocatable: resources,
-          capacity: resources,
-          requested: {},
-          conditions: [{ type: "Ready", status: "True" }],
-        },
-      });
-    }
-  }
+  await seedClusters(seed, clusters, NODES_PER_CLUSTER);
   await seed.close();
 }
 

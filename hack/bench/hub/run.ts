@@ -20,6 +20,7 @@ import {
   openSqliteStore,
   type Store,
 } from "../../../operators/lib/store/index.ts";
+import { seedClusters } from "./seed-nodes.ts";
 
 const { values: flags, positionals } = parseArgs({
   options: {
@@ -169,45 +170,7 @@ async function seedNodes(settings: StoreSettings, dataDir: string): Promise<void
           cache: false,
         })
       : openSqliteStore({ dataDir });
-  const seedCluster = async (c: number) => {
-    await seed.create({
-      apiVersion: API,
-      kind: "Cluster",
-      metadata: { name: `c${c}`, labels: { "rlark.io/managed-by": "git" } },
-      spec: { runtime: "kubernetes" },
-      status: { phase: "Online" },
-    });
-    for (let n = 0; n < nodesPerCluster; n++) {
-      const gpu = n % 2 === 0;
-      const resources = {
-        cpu: "256",
-        memory: "1024Gi",
-        pods: "1000",
-        ...(gpu ? { "nvidia.com/gpu": "64" } : {}),
-      };
-      await seed.create({
-        apiVersion: API,
-        kind: "Node",
-        metadata: {
-          name: `n${n}`,
-          namespace: `agent-c${c}`,
-          labels: gpu ? { "nvidia.com/gpu": "true" } : {},
-        },
-        spec: { unschedulable: false },
-        status: {
-          phase: "Online",
-          allocatable: resources,
-          capacity: resources,
-          requested: {},
-          conditions: [{ type: "Ready", status: "True" }],
-        },
-      });
-    }
-  };
-  // Clusters in parallel (8 at a time): seeding is not what is measured.
-  for (let c = 0; c < clusters; c += 8) {
-    await Promise.all(Array.from({ length: Math.min(8, clusters - c) }, (_, i) => seedCluster(c + i)));
-  }
+  await seedClusters(seed, clusters, nodesPerCluster);
   await seed.close();
 }
 
