@@ -4,8 +4,7 @@
 // usage and I/O errors (the hub unreachable, a token it refuses, a Cluster that is not agentless).
 import { type Command, Option } from "commander";
 import { escapeControl, escapeStrings, terminalJson } from "../lib/terminal-text.ts";
-import { usageError } from "./cli-error.ts";
-import { errorMessage, resolveToken, type TokenFlags } from "./hub-token.ts";
+import { callHub, resolveToken, type TokenFlags } from "./hub-token.ts";
 
 export const CLUSTER_TEST_HELP = `
 Runs the connectivity test of an agentless Cluster (spec.access: kubeconfig) now: the hub opens
@@ -53,19 +52,7 @@ export function registerCluster(program: Command): void {
     .action(async (name: string, flags: TestFlags) => {
       const token = await resolveToken(flags);
       const url = new URL(`/api/v1/clusters/${encodeURIComponent(name)}/test`, flags.hub);
-      const response = await fetch(url, {
-        method: "POST",
-        headers: { authorization: `Bearer ${token}` },
-      }).catch((error: unknown) => {
-        const cause = (error as { cause?: unknown }).cause;
-        throw usageError(
-          `cannot reach ${url.origin}: ${cause instanceof Error ? cause.message : String(error)}`,
-        );
-      });
-      if (!response.ok)
-        throw usageError(
-          `POST ${url.pathname}: HTTP ${response.status} ${escapeControl(await errorMessage(response))}`,
-        );
+      const response = await callHub("POST", url, token);
       const result = (await response.json()) as TestResult;
       if (flags.output === "json") process.stdout.write(`${terminalJson(escapeStrings(result))}\n`);
       else process.stdout.write(`${describe(result)}\n`);

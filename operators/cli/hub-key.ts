@@ -3,9 +3,8 @@
 // /api/v1/seal-key with a token as other commands take it.
 import { open } from "node:fs/promises";
 import { publicKeyPemId, type SealError, x25519PublicKey } from "../lib/seal/index.ts";
-import { escapeControl } from "../lib/terminal-text.ts";
 import { usageError } from "./cli-error.ts";
-import { errorMessage, resolveToken, type TokenFlags } from "./hub-token.ts";
+import { callHub, resolveToken, type TokenFlags } from "./hub-token.ts";
 
 export interface HubKeyFlags extends TokenFlags {
   hubKey: string;
@@ -53,18 +52,7 @@ async function readBounded(file: string): Promise<string> {
 
 async function fetchHubKey(hub: string, token: string): Promise<HubKey> {
   const url = new URL("/api/v1/seal-key", hub);
-  const response = await fetch(url, { headers: { authorization: `Bearer ${token}` } }).catch(
-    (error: unknown) => {
-      const cause = (error as { cause?: unknown }).cause;
-      throw usageError(
-        `cannot reach ${url.origin}: ${cause instanceof Error ? cause.message : String(error)}`,
-      );
-    },
-  );
-  if (!response.ok)
-    throw usageError(
-      `GET ${url.pathname}: HTTP ${response.status} ${escapeControl(await errorMessage(response))}`,
-    );
+  const response = await callHub("GET", url, token);
   const body = await boundedBody(response, MAX_KEY_BYTES);
   if (!body) throw usageError(`GET ${url.pathname}: larger than a public key`);
   const keyIds = (response.headers.get("x-rlark-seal-key-ids") ?? "")

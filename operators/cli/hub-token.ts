@@ -1,6 +1,7 @@
-// How CLI commands that talk to a running hub find their bearer token, and read its errors.
+// How CLI commands that talk to a running hub find their bearer token, call it, and read its errors.
 import { readFile } from "node:fs/promises";
 import path from "node:path";
+import { escapeControl } from "../lib/terminal-text.ts";
 import { usageError } from "./cli-error.ts";
 
 export interface TokenFlags {
@@ -19,6 +20,34 @@ export async function errorMessage(response: Response): Promise<string> {
     // not JSON
   }
   return text.slice(0, 200).replace(/\s+/g, " ").trim();
+}
+
+/**
+ * `method url` on the hub with `token`: its answer when it is 2xx; otherwise a usage error naming
+ * the request and the hub's message, or why the hub could not be reached.
+ */
+export async function callHub(
+  method: "GET" | "POST",
+  url: URL,
+  token: string,
+  json?: unknown,
+): Promise<Response> {
+  const response = await fetch(url, {
+    method,
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(json === undefined ? {} : { "content-type": "application/json" }),
+    },
+    ...(json === undefined ? {} : { body: JSON.stringify(json) }),
+  }).catch((error: unknown) => {
+    const cause = (error as { cause?: unknown }).cause;
+    throw usageError(`cannot reach ${url.origin}: ${cause instanceof Error ? cause.message : String(error)}`);
+  });
+  if (!response.ok)
+    throw usageError(
+      `${method} ${url.pathname}: HTTP ${response.status} ${escapeControl(await errorMessage(response))}`,
+    );
+  return response;
 }
 
 export async function resolveToken(flags: TokenFlags): Promise<string> {

@@ -10,7 +10,7 @@ import { parseSealed } from "../lib/seal/index.ts";
 import { escapeControl } from "../lib/terminal-text.ts";
 import { CliError, usageError } from "./cli-error.ts";
 import { type HubKeyFlags, isHubUrl, loadHubKey } from "./hub-key.ts";
-import { errorMessage, resolveToken } from "./hub-token.ts";
+import { callHub, resolveToken } from "./hub-token.ts";
 
 const MAX_FILE_BYTES = 8 * 1024 * 1024;
 
@@ -95,18 +95,9 @@ async function askHub(
 ): Promise<Array<{ sealed?: string; error?: string }>> {
   const token = await resolveToken(flags);
   const url = new URL("/api/v1/seal-key/reseal", flags.hubKey);
-  const response = await fetch(url, {
-    method: "POST",
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    body: JSON.stringify({ items: pending.map(({ sealed, context }) => ({ sealed, context })) }),
-  }).catch((error: unknown) => {
-    const cause = (error as { cause?: unknown }).cause;
-    throw usageError(`cannot reach ${url.origin}: ${cause instanceof Error ? cause.message : String(error)}`);
+  const response = await callHub("POST", url, token, {
+    items: pending.map(({ sealed, context }) => ({ sealed, context })),
   });
-  if (!response.ok)
-    throw usageError(
-      `POST ${url.pathname}: HTTP ${response.status} ${escapeControl(await errorMessage(response))}`,
-    );
   const { items } = (await response.json()) as { items?: Array<{ sealed?: string; error?: string }> };
   if (!Array.isArray(items) || items.length !== pending.length)
     throw usageError(

@@ -1,8 +1,7 @@
 import type { Command } from "commander";
 import { escapeControl } from "../lib/terminal-text.ts";
-import { usageError } from "./cli-error.ts";
 import { loadHubKey } from "./hub-key.ts";
-import { errorMessage, resolveToken, type TokenFlags } from "./hub-token.ts";
+import { callHub, resolveToken, type TokenFlags } from "./hub-token.ts";
 
 export const SEAL_KEY_HELP = `
 The hub's sealing key (docs/secrets.md). \`show\` prints its public key as PEM, for CI
@@ -44,19 +43,7 @@ export function registerSealKey(program: Command): void {
     .action(async (flags: KeyFlags) => {
       const token = await resolveToken(flags);
       const url = new URL("/api/v1/seal-key/rotate", flags.hub);
-      const response = await fetch(url, {
-        method: "POST",
-        headers: { authorization: `Bearer ${token}` },
-      }).catch((error: unknown) => {
-        const cause = (error as { cause?: unknown }).cause;
-        throw usageError(
-          `cannot reach ${url.origin}: ${cause instanceof Error ? cause.message : String(error)}`,
-        );
-      });
-      if (!response.ok)
-        throw usageError(
-          `POST ${url.pathname}: HTTP ${response.status} ${escapeControl(await errorMessage(response))}`,
-        );
+      const response = await callHub("POST", url, token);
       const { keyId, keyIds } = (await response.json()) as { keyId: string; keyIds: string[] };
       process.stdout.write(
         `new sealing key ${escapeControl(keyId)}; the hub opens ${escapeControl(keyIds.join(", "))}\n`,

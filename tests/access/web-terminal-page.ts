@@ -1,6 +1,7 @@
 // The dashboard's web terminal as a test drives it in Chromium: log in, read what xterm shows, wait
 // for the status line. Shared by the web-terminal tests of every runtime.
 import type { Page } from "playwright-core";
+import type { Test } from "tap";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 
 export function passwordUserYaml(name: string, roles: string[], hash: string): string {
@@ -40,4 +41,25 @@ export async function logIn(page: Page, url: string, user: string, password: str
   await page.getByLabel("Password", { exact: true }).fill(password);
   await page.getByLabel("Password", { exact: true }).press("Enter");
   await page.locator("#nav a").first().waitFor();
+}
+
+/**
+ * Narrows the page and checks that the program in the terminal sees fewer columns (`stty size`
+ * before and after), then types `exit 3` and checks the status line says so.
+ */
+export async function resizeThenExit(t: Test, page: Page): Promise<void> {
+  await page.keyboard.type("clear; stty size; echo size-one\n");
+  await shows(page, /\d+ \d+\s*\n\s*size-one/);
+  const before = /(\d+) (\d+)\s*\n\s*size-one/.exec(await screen(page));
+  await page.setViewportSize({ width: 700, height: 500 });
+  await page.keyboard.type("clear; stty size; echo size-two\n");
+  await shows(page, /\d+ \d+\s*\n\s*size-two/);
+  const after = /(\d+) (\d+)\s*\n\s*size-two/.exec(await screen(page));
+  t.ok(before && after, "stty printed the sizes");
+  t.ok(
+    Number(after?.[2]) < Number(before?.[2]),
+    `the program sees fewer columns (${before?.[2]} -> ${after?.[2]})`,
+  );
+  await page.keyboard.type("exit 3\n");
+  t.equal(await statusIs(page, /exited/), "exited with code 3");
 }

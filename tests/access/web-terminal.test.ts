@@ -11,7 +11,7 @@ import { launchChromium } from "../helpers/chromium.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 import { openWebSocket, type WebSocketAttempt } from "../helpers/websocket.ts";
 import { podJobYaml, policyYaml, startBastion } from "./bastion-fixture.ts";
-import { logIn, passwordUserYaml, screen, shows, statusIs } from "./web-terminal-page.ts";
+import { logIn, passwordUserYaml, resizeThenExit, screen, shows, statusIs } from "./web-terminal-page.ts";
 
 const POD = "vision-main-0";
 
@@ -72,21 +72,7 @@ t.test("the web terminal", async (t) => {
     await page.keyboard.type("echo back-$((2+3))\n");
     await shows(page, /back-5/);
 
-    await page.keyboard.type("clear; stty size; echo size-one\n");
-    await shows(page, /\d+ \d+\s*\n\s*size-one/);
-    const before = /(\d+) (\d+)\s*\n\s*size-one/.exec(await screen(page));
-    await page.setViewportSize({ width: 700, height: 500 });
-    await page.keyboard.type("clear; stty size; echo size-two\n");
-    await shows(page, /\d+ \d+\s*\n\s*size-two/);
-    const after = /(\d+) (\d+)\s*\n\s*size-two/.exec(await screen(page));
-    t.ok(before && after, "stty printed the sizes");
-    t.ok(
-      Number(after?.[2]) < Number(before?.[2]),
-      `the program sees fewer columns (${before?.[2]} -> ${after?.[2]})`,
-    );
-
-    await page.keyboard.type("exit 3\n");
-    t.equal(await statusIs(page, /exited/), "exited with code 3");
+    await resizeThenExit(t, page);
     t.same(errors, [], "no script errors");
     const line = await waitFor(
       "the audit line",

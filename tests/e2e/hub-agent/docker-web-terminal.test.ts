@@ -7,7 +7,7 @@ import t from "tap";
 import { DockerRuntime } from "../../../operators/agent/runtimes/docker/index.ts";
 import { hashPassword } from "../../../operators/dashboard/index.ts";
 import { policyYaml, readAudit } from "../../access/bastion-fixture.ts";
-import { logIn, passwordUserYaml, screen, shows, statusIs } from "../../access/web-terminal-page.ts";
+import { logIn, passwordUserYaml, resizeThenExit, shows, statusIs } from "../../access/web-terminal-page.ts";
 import { FAST } from "../../dashboard/dashboard-hub.ts";
 import { startAgentOnHub } from "../../helpers/agent-on-hub.ts";
 import { launchChromium } from "../../helpers/chromium.ts";
@@ -89,21 +89,7 @@ t.test("the web terminal into a docker pod, in Chromium", async (t) => {
     await shows(page, /hello from vi\s*\n\s*back-5/);
     t.pass("vi wrote the file in the container and gave the terminal back");
 
-    await page.keyboard.type("clear; stty size; echo size-one\n");
-    await shows(page, /\d+ \d+\s*\n\s*size-one/);
-    const before = /(\d+) (\d+)\s*\n\s*size-one/.exec(await screen(page));
-    await page.setViewportSize({ width: 700, height: 500 });
-    await page.keyboard.type("clear; stty size; echo size-two\n");
-    await shows(page, /\d+ \d+\s*\n\s*size-two/);
-    const after = /(\d+) (\d+)\s*\n\s*size-two/.exec(await screen(page));
-    t.ok(before && after, "stty printed the sizes");
-    t.ok(
-      Number(after?.[2]) < Number(before?.[2]),
-      `the program sees fewer columns (${before?.[2]} -> ${after?.[2]})`,
-    );
-
-    await page.keyboard.type("exit 3\n");
-    t.equal(await statusIs(page, /exited/), "exited with code 3");
+    await resizeThenExit(t, page);
     t.same(errors, [], "no script errors");
     const line = await waitFor(
       "the audit line",
