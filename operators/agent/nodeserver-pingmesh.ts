@@ -111,16 +111,23 @@ export class NodePingMeshPoller {
       if (!node.host) continue;
       const where = `GET /pingmesh of ${node.name} (${node.host}:${port})`;
       try {
-        const body = await getNodeserverJson({ host: node.host, port, token }, "/pingmesh", this.#options.timeoutMs ?? 2_000);
+        const body = await getNodeserverJson(
+          { host: node.host, port, token },
+          "/pingmesh",
+          this.#options.timeoutMs ?? 2_000,
+        );
         pairs.push(...parseNodePingMesh(body, where));
         this.#failing.delete(node.name);
       } catch (error) {
         // said once per node until it answers again: a node down is no news every interval
-        if (!this.#failing.has(node.name)) logger.warn("no PingMesh figures from a nodeserver", { error: (error as Error).message });
+        if (!this.#failing.has(node.name))
+          logger.warn("no PingMesh figures from a nodeserver", { error: (error as Error).message });
         this.#failing.add(node.name);
       }
     }
-    pairs.sort((a, b) => (a.source === b.source ? (a.target < b.target ? -1 : 1) : a.source < b.source ? -1 : 1));
+    pairs.sort((a, b) =>
+      a.source === b.source ? (a.target < b.target ? -1 : 1) : a.source < b.source ? -1 : 1,
+    );
     const bounded = pairs.slice(0, 16_384);
     this.#observedAt = clock.now();
     if (JSON.stringify(bounded) !== JSON.stringify(this.#pairs)) {

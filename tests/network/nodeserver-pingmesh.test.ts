@@ -31,7 +31,9 @@ t.test("the nodeservers of a group probe each other and serve GET /pingmesh", as
     rmSync(dir, { recursive: true, force: true });
   });
   const names = ["node-a", "node-b", "node-c"];
-  const ports = await Promise.all(names.map(async () => ({ group: await freePort(), stats: await freePort() })));
+  const ports = await Promise.all(
+    names.map(async () => ({ group: await freePort(), stats: await freePort() })),
+  );
   const pem = generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem" }).toString();
   const group = nodeserverGroup(pem, "gpu", ["127.0.0.1"], 1);
   group.seeds = ports.map((p) => `127.0.0.1:${p.group}`);
@@ -106,7 +108,11 @@ t.test("the nodeservers of a group probe each other and serve GET /pingmesh", as
       slow,
     );
   const after = (await pingmesh(0))?.body as GroupPingMeshReport;
-  t.equal(after.pairs.find((p) => p.target === "node-b")?.figures.loss, 0, "node-b still answers every probe");
+  t.equal(
+    after.pairs.find((p) => p.target === "node-b")?.figures.loss,
+    0,
+    "node-b still answers every probe",
+  );
 
   // --group-pingmesh-interval 0s: no PingMesh, GET /pingmesh says so
   const off = await freePort();
