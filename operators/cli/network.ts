@@ -135,7 +135,14 @@ export function registerNodeserver(program: Command): void {
                 budget: options.groupPingmeshBudget,
               })
             : undefined;
-        await pingMesh?.start();
+        // a diagnosis aid: a group port taken on TCP costs the PingMesh, not the data path
+        const pingMeshUp = await pingMesh?.start().then(
+          () => true,
+          (error: unknown) => {
+            logger.error("the group PingMesh did not start", { error: String(error) });
+            return false;
+          },
+        );
         const secret = options.peersSecret ? secretRef(options.peersSecret) : undefined;
         mkdirSync(options.socketDir, { recursive: true, mode: 0o755 });
         const dataEngine =
@@ -163,7 +170,7 @@ export function registerNodeserver(program: Command): void {
               listen: options.statsListen,
               stats: () => server.stats(),
               ...(group ? { group: () => group?.report() } : {}),
-              ...(pingMesh ? { pingMesh: () => pingMesh.report() } : {}),
+              ...(pingMesh && pingMeshUp ? { pingMesh: () => pingMesh.report() } : {}),
               clusterProbes: () => ({ clusters: server.clusterProbes() }),
               token: () => token,
               logger,

@@ -60,7 +60,7 @@ export class GroupPingMesh {
     const server = net.createServer((socket) => socket.destroy());
     server.maxConnections = MAX_PROBE_CONNECTIONS;
     await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
+      server.once("error", (error) => reject(new Error(`TCP ${this.#options.listen}: ${error.message}`)));
       server.listen(Number(this.#options.listen.slice(at + 1)), this.#options.listen.slice(0, at), () =>
         resolve(),
       );
