@@ -36,6 +36,7 @@ import { type DesiredObject, DesiredObjects } from "./desired-objects.ts";
 import { ensureAgentCredentials } from "./enroll.ts";
 import { type AgentGroupOptions, startAgentGroup } from "./group.ts";
 import { GroupPoller, nodeserverGroup } from "./nodeserver-group.ts";
+import { NodePingMeshPoller } from "./nodeserver-pingmesh.ts";
 import { StatsPoller } from "./nodeserver-stats.ts";
 import { podLogStream } from "./pod-log-stream.ts";
 import { PROXY_PURPOSE, podPortStream } from "./pod-port-stream.ts";
@@ -115,6 +116,12 @@ export interface AgentOptions {
    * report; undefined while there are none (docs/pingmesh.md).
    */
   pingMesh?: () => PingMeshStatus | undefined;
+  /**
+   * Kubernetes runtime, with nodeserverGroupPort: how a Node's labels give its topology. With it
+   * (and without pingMesh) the agent polls the nodeservers' GET /pingmesh and reports their node
+   * pairs (agent/nodeserver-pingmesh.ts); the cli passes network/pingmesh's topologyFromLabels.
+   */
+  nodeTopology?: (labels: Record<string, string>) => Record<string, string>;
 }
 
 /**
@@ -287,6 +294,27 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
         })
       : undefined;
 
+  const nodeTopology = options.nodeTopology;
+  const nodePingMesh =
+    groupPort && statsToken && options.nodeserverStatsPort && nodeTopology && !options.pingMesh
+      ? new NodePingMeshPoller({
+          nodes: () =>
+            runtime.observe().nodes.map((n) => ({
+              name: n.name,
+              labels: n.labels,
+              host: n.addresses.find((a) => a.type === "InternalIP")?.address,
+            })),
+          topology: nodeTopology,
+          port: options.nodeserverStatsPort,
+          token: statsToken,
+          intervalMs: options.statsIntervalMs ?? 5_000,
+          clock,
+          logger,
+          onChange: () => scheduleReport(),
+        })
+      : undefined;
+  const pingMeshSource = options.pingMesh ?? (nodePingMesh ? () => nodePingMesh.status() : undefined);
+
   const onDesired = async (message: Snapshot | Delta) => {
     if (message.type === "snapshot") desired.replace(message.objects);
     else desired.update(message.upserts, message.deletes);
@@ -377,7 +405,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       lastTest: observed.lastTest ?? { testedAt: new Date(clock.now()).toISOString(), ok: true },
       ...(group ? { agentGroup: group.report() } : {}),
       ...(!group && groupPoller?.view() ? { agentGroup: groupPoller.view() } : {}),
-      ...pingMeshField(options.pingMesh, stats?.clusterPairs() ?? [], clock.now()),
+      ...pingMeshField(pingMeshSource, stats?.clusterPairs() ?? [], clock.now()),
     });
   };
   // Changes come in bursts (a replica set starting): one report per burst is enough.
@@ -428,6 +456,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       : undefined;
   stats?.start();
   groupPoller?.start();
+  nodePingMesh?.start();
   tunnel.on("connected", () => {
     logger.info("connected to the hub", { hub: options.hub, cluster });
     scheduleReport();
@@ -443,6 +472,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       stopReporting();
       stats?.stop();
       groupPoller?.stop();
+      nodePingMesh?.stop();
       if (pending) clock.clearTimeout(pending);
       unsubscribe();
       await group?.stop();

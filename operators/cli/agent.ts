@@ -4,6 +4,7 @@ import { type Command, InvalidArgumentError, Option } from "commander";
 import packageJson from "../../package.json" with { type: "json" };
 import type { AgentOptions, Runtime } from "../agent/index.ts";
 import { parseGroupAddress } from "../lib/swim/index.ts";
+import { topologyFromLabels } from "../network/pingmesh/index.ts";
 import { parseDuration } from "./duration.ts";
 import { untilSignal } from "./until-signal.ts";
 
@@ -408,6 +409,8 @@ export function registerAgent(program: Command): void {
             }
           : {}),
         ...(pingMesh ? { pingMesh: pingMesh.status } : {}),
+        // the nodeservers' PingMesh of their group (docs/pingmesh.md#nodeservers), labelled by the Nodes
+        ...(flags.runtime === "kubernetes" ? { nodeTopology: topologyFromLabels } : {}),
         logger,
       }).catch(async (error: unknown) => {
         // the runtime's watches would keep the process alive after the error is printed

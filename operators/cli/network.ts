@@ -8,6 +8,7 @@ import { systemClock } from "../lib/clock.ts";
 import { jsonLogger } from "../lib/logger.ts";
 import { parseGroupAddress } from "../lib/swim/index.ts";
 import {
+  GroupPingMesh,
   listenStats,
   NodeserverGroup,
   parseSecretRef,
@@ -65,6 +66,18 @@ export function registerNodeserver(program: Command): void {
       groupAddress("--group-advertise"),
     )
     .option(
+      "--group-pingmesh-interval <duration>",
+      "with --group-listen: probe the group's members by TCP connect to their group address this often (GET /pingmesh on --stats-listen); 0s: never",
+      parseDuration,
+      10_000,
+    )
+    .option(
+      "--group-pingmesh-budget <n>",
+      "with --group-listen: members probed at most, so probes per interval (docs/pingmesh.md)",
+      budgetArg,
+      16,
+    )
+    .option(
       "--idle-timeout <duration>",
       "close a pooled hub connection idle this long",
       parseDuration,
@@ -89,6 +102,8 @@ export function registerNodeserver(program: Command): void {
         statsListen?: string;
         groupListen?: string;
         groupAdvertise?: string;
+        groupPingmeshInterval: number;
+        groupPingmeshBudget: number;
         clusterProbeInterval: number;
       }) => {
         const logger = jsonLogger("nodeserver");
@@ -109,6 +124,25 @@ export function registerNodeserver(program: Command): void {
         } catch (error) {
           throw usageError((error as Error).message);
         }
+        const pingMesh =
+          group && options.node && options.groupListen && options.groupPingmeshInterval > 0
+            ? new GroupPingMesh({
+                self: options.node,
+                listen: options.groupListen,
+                group: () => group?.report(),
+                clock: systemClock,
+                intervalMs: options.groupPingmeshInterval,
+                budget: options.groupPingmeshBudget,
+              })
+            : undefined;
+        // a diagnosis aid: a group port taken on TCP costs the PingMesh, not the data path
+        const pingMeshUp = await pingMesh?.start().then(
+          () => true,
+          (error: unknown) => {
+            logger.error("the group PingMesh did not start", { error: String(error) });
+            return false;
+          },
+        );
         const secret = options.peersSecret ? secretRef(options.peersSecret) : undefined;
         mkdirSync(options.socketDir, { recursive: true, mode: 0o755 });
         const dataEngine =
@@ -136,6 +170,7 @@ export function registerNodeserver(program: Command): void {
               listen: options.statsListen,
               stats: () => server.stats(),
               ...(group ? { group: () => group?.report() } : {}),
+              ...(pingMesh && pingMeshUp ? { pingMesh: () => pingMesh.report() } : {}),
               clusterProbes: () => ({ clusters: server.clusterProbes() }),
               token: () => token,
               logger,
@@ -147,12 +182,20 @@ export function registerNodeserver(program: Command): void {
         logger.info("nodeserver listening", { socket: server.socketPath, stats: stats?.address });
         await untilSignal();
         await source.close();
+        await pingMesh?.close();
         await group?.close();
         await stats?.close();
         await server.close();
         await dataEngine?.close();
       },
     );
+}
+
+function budgetArg(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 1024)
+    throw new InvalidArgumentError(`${JSON.stringify(value)} is not a whole number from 1 to 1024`);
+  return n;
 }
 
 function groupAddress(flag: string): (value: string) => string {

@@ -9,6 +9,7 @@
 export { rlarkNetPath } from "../lib/rlark-net-path.ts";
 export { type DataEngine, startDataEngine } from "./data-engine.ts";
 export { NodeserverGroup, type NodeserverGroupOptions } from "./group-member.ts";
+export { GroupPingMesh, type GroupPingMeshOptions, type GroupPingMeshReport } from "./group-pingmesh.ts";
 export {
   acceptFromHub,
   dialHub,

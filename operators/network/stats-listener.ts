@@ -2,7 +2,8 @@
 // kubernetes agent, which cannot reach the unix socket on another node: it polls every node's
 // InternalIP (the DaemonSet runs on the host network) with the bearer token it put into the peers
 // state, which only the nodeservers (the Secret's readers) learn. GET /group serves the node's
-// AgentGroup view the same way (404 while no member runs), GET /cluster_probes its probes of
+// AgentGroup view the same way (404 while no member runs), GET /pingmesh its probes of the
+// group's members (404 without), GET /cluster_probes its probes of
 // other clusters. Nothing else is served; nothing at all
 // before the token is known (503); a wrong or missing token gets 401.
 import { timingSafeEqual } from "node:crypto";
@@ -17,6 +18,8 @@ export interface StatsListenerOptions {
   stats(): unknown;
   /** The AgentGroup member's view (group-member.ts), undefined while none runs. */
   group?(): unknown;
+  /** The node's PingMesh of its group's members (GET /pingmesh; group-pingmesh.ts). */
+  pingMesh?(): unknown;
   /** The node's probes of other clusters (GET /cluster_probes). */
   clusterProbes?(): unknown;
   /** The token the peers state carries now; undefined until one arrived. */
@@ -58,10 +61,16 @@ export async function listenStats(
         ? answer(404, { error: "no AgentGroup member runs on this node" })
         : answer(200, view);
     }
+    if (req.method === "GET" && req.url === "/pingmesh") {
+      const figures = options.pingMesh?.();
+      return figures === undefined
+        ? answer(404, { error: "this node runs no PingMesh of its group" })
+        : answer(200, figures);
+    }
     if (req.method === "GET" && req.url === "/cluster_probes" && options.clusterProbes)
       return answer(200, options.clusterProbes());
     if (req.method !== "GET" || req.url !== "/stats")
-      return answer(404, { error: "only GET /stats, GET /group and GET /cluster_probes" });
+      return answer(404, { error: "only GET /stats, GET /group, GET /pingmesh and GET /cluster_probes" });
     answer(200, options.stats());
   });
   server.headersTimeout = 5_000;

@@ -4,7 +4,8 @@
 // the group to the hub as a nodeserver's GET /group gives it. The nodes are real `rlark nodeserver
 // --peers-secret --group-listen` processes in a network namespace holding two nodes' InternalIPs
 // (kwok runs no pods), reaching the API server through a unix-socket bridge. The key shows in no
-// log and no API answer.
+// log and no API answer. The nodeservers also probe each other (GET /pingmesh) and the agent
+// reports their node pairs, labelled with the Nodes' topology, in status.pingMesh.
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -13,6 +14,7 @@ import path from "node:path";
 import { CoreV1Api } from "@kubernetes/client-node";
 import t from "tap";
 import type { Cluster } from "../../../operators/api/index.ts";
+import { topologyFromLabels } from "../../../operators/network/pingmesh/index.ts";
 import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
 import { startHubOnGit } from "../../helpers/hub-on-git.ts";
 import { clusterYaml } from "../../helpers/job-yaml.ts";
@@ -31,6 +33,7 @@ t.test("the kubernetes agent's nodeservers form its AgentGroup and the hub shows
   const nodes = (await core.listNode()).items
     .map((n) => ({
       name: n.metadata?.name ?? "",
+      labels: n.metadata?.labels ?? {},
       ip: n.status?.addresses?.find((a) => a.type === "InternalIP")?.address ?? "",
     }))
     .filter((n) => n.ip)
@@ -104,7 +107,14 @@ t.test("the kubernetes agent's nodeservers form its AgentGroup and the hub shows
       kubeconfig: kubeconfigFile,
       statsListen: `${n.ip}:${statsPort}`,
       netns,
-      args: ["--node", n.name, "--group-listen", `${n.ip}:${groupPort}`],
+      args: [
+        "--node",
+        n.name,
+        "--group-listen",
+        `${n.ip}:${groupPort}`,
+        "--group-pingmesh-interval",
+        "300ms",
+      ],
       onStderr: (text) => logs.set(n.name, (logs.get(n.name) ?? "") + text),
     }),
   );
@@ -122,6 +132,7 @@ t.test("the kubernetes agent's nodeservers form its AgentGroup and the hub shows
     nodeserverStatsPort: statsPort,
     nodeserverGroupPort: groupPort,
     statsIntervalMs: 200,
+    nodeTopology: topologyFromLabels,
   });
 
   // the peers Secret carries the group: the key and every node as a seed
@@ -165,6 +176,38 @@ t.test("the kubernetes agent's nodeservers form its AgentGroup and the hub shows
     "network-probe READY from the nodeservers' view",
   );
 
+  // PingMesh: each node probes the other; the agent merges both answers into node pairs
+  type Mesh = NonNullable<NonNullable<Cluster["status"]>["pingMesh"]>;
+  const meshOf = async () =>
+    ((await hub.store.get<Cluster>("Cluster", undefined, "gpu"))?.status?.pingMesh as Mesh | undefined) ??
+    undefined;
+  const [n0, n1] = nodes.map((n) => n.name) as [string, string];
+  const mesh = await waitFor(
+    "the hub shows both node pairs answered",
+    async () => {
+      const m = await meshOf();
+      const pairs = (m?.nodePairs ?? []).filter((p) => p.figures.samples > 0 && p.figures.loss === 0);
+      return pairs.length === 2 ? m : undefined;
+    },
+    slow,
+  );
+  t.same(
+    (mesh.nodePairs ?? []).map((p) => [p.source, p.target]),
+    [
+      [n0, n1],
+      [n1, n0],
+    ].sort(),
+    "a pair each way between the two nodes",
+  );
+  for (const n of nodes) {
+    const topology = topologyFromLabels(n.labels);
+    t.same(
+      mesh.nodes?.find((m) => m.name === n.name)?.topology ?? {},
+      topology,
+      `${n.name}'s topology from its Node labels, unknown fields absent`,
+    );
+  }
+
   // the first node's nodeserver goes: the agent reports the second's view, which finds it dead
   const [first] = nodeservers;
   const exited = new Promise((resolve) => first?.once("exit", resolve));
@@ -179,6 +222,12 @@ t.test("the kubernetes agent's nodeservers form its AgentGroup and the hub shows
     slow,
   );
   t.match(after, { alive: 1, dead: 1 }, "one alive, one dead");
+  await waitFor(
+    "the hub shows loss from the second node to the first",
+    async () =>
+      (await meshOf())?.nodePairs?.find((p) => p.source === n1 && p.target === n0 && p.figures.loss > 0),
+    slow,
+  );
 
   const answer = await fetch(`${hub.url}/api/v1/rlinf.io/v1alpha1/clusters/gpu`, {
     headers: { authorization: `Bearer ${hub.adminToken}` },
