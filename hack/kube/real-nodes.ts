@@ -420,7 +420,10 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 `;
 }
 
-/** The bridge exists already (reserveBridge) with the gateway address; no masquerade, no forwarding. */
+/**
+ * The bridge exists already (reserveBridge) with the gateway address; pods route through it by
+ * default, but nothing masquerades or forwards for them.
+ */
 function cniConfig(record: RealNodeRecord, dir: string): object {
   const gateway = record.subnet!.replace(/0\/24$/, "1");
   return {
@@ -436,6 +439,9 @@ function cniConfig(record: RealNodeRecord, dir: string): object {
         ipam: {
           type: "host-local",
           ranges: [[{ subnet: record.subnet, gateway }]],
+          // a default route, as pods on a real cluster have: a connect() to an address without a
+          // route fails before iptables sees it (the Domain redirect needs one to the Domain's CIDR)
+          routes: [{ dst: "0.0.0.0/0", gw: gateway }],
           dataDir: join(dir, "cni/ipam"),
         },
       },
