@@ -164,6 +164,8 @@ t.test("a Domain's pods on real nodes of two clusters talk by virtual IP through
   };
   const { hub } = await startHubOnGit(t, { files, domainRelay: "127.0.0.1:0", ...relayEngineOptions() });
   const relay = hub.domainRelayAddress as string;
+  for (const name of ["k1", "k2"])
+    await waitFor(`Cluster ${name} from git`, async () => hub.store.get("Cluster", undefined, name), onKube);
 
   type Site = { name: string; cluster: FleetCluster; namespace: string };
   const sites: [Site, Site] = [
@@ -186,6 +188,7 @@ t.test("a Domain's pods on real nodes of two clusters talk by virtual IP through
       retryIntervalMs: 500,
       sidecar: { image: SIDECAR_IMAGE },
     });
+    t.teardown(() => runtime.stop());
     await startAgentOnHub(t, hub, site.name, {
       runtime,
       runtimeKind: "kubernetes",
