@@ -3,22 +3,18 @@
 // real-node fleet's first cluster, images rlark/rlark and rlark/sidecar built here. The device
 // plugin registers rlinf.io/device with that node's kubelet (its own /var/lib/kubelet, see
 // hack/kube/real-nodes.ts) and the Node's allocatable shows the one robot; the webhook, a real pod
-// the API server calls through its Service, injects devinit into a pod that requests the device;
+// the API server calls through its Service (its caBundle written by the test: the pod cannot reach
+// the API server, which listens on the host's loopback only), injects devinit into a pod that requests the device;
 // devinit creates the macvlan dev0 in that pod's network namespace; the container gets the
 // controller's socket, the CLIs (rosctr answers from the ROS controller) and the env naming its
 // device; a second such pod waits (Insufficient rlinf.io/device) until the first is deleted and
 // the device is back in the pool.
 import { randomBytes } from "node:crypto";
-import {
-  AdmissionregistrationV1Api,
-  CoreV1Api,
-  type KubernetesObject,
-  KubernetesObjectApi,
-  type V1Pod,
-} from "@kubernetes/client-node";
+import { CoreV1Api, type KubernetesObject, KubernetesObjectApi, type V1Pod } from "@kubernetes/client-node";
 import t from "tap";
 import { REAL_NODE_IMAGES } from "../../../hack/kube/images.ts";
 import { REAL_NODE_LABEL } from "../../../hack/kube/real-nodes.ts";
+import { syncCaBundle } from "../../../operators/device/index.ts";
 import { realNodeFleetClusters, testNamespace } from "../../helpers/fleet.ts";
 import {
   importIntoRealNodes,
@@ -124,15 +120,32 @@ t.test("the device plugin, webhook and devinit on a real kubelet", async (t) => 
   t.equal(allocatable[RESOURCE], "1", "one device (robot-arm-left) advertised by the plugin through kubelet");
   t.equal((await core.readNode({ name: node })).status?.capacity?.[RESOURCE], "1", "and in its capacity");
 
-  // the API server calls the webhook through its Service once its pod is up and its caBundle in
-  const admission = kc.makeApiClient(AdmissionregistrationV1Api);
-  await waitFor(
-    "the webhook's caBundle written by its pod",
+  // The API server calls the webhook's pod through its Service (at its endpoint). The pod cannot
+  // write its caBundle itself here: the fleet's API servers listen on the host's 127.0.0.1 only,
+  // which is not a pod's, so the test writes the CA the pod made, as the pod's own sync would.
+  const hookName = `rlark-device-webhook-${suffix}`;
+  const webhookPod = await waitFor(
+    "the webhook's pod ready",
     async () =>
-      (await admission.readMutatingWebhookConfiguration({ name: `rlark-device-webhook-${suffix}` }))
-        .webhooks?.[0]?.clientConfig.caBundle,
+      (
+        await core.listNamespacedPod({
+          namespace: ns,
+          labelSelector: "app.kubernetes.io/name=rlark-device-webhook",
+        })
+      ).items.find((p) => p.status?.containerStatuses?.[0]?.ready),
     onRealPods,
   );
+  const ca = await podExec(
+    kc,
+    { namespace: ns, name: webhookPod.metadata?.name as string, container: "webhook" },
+    [
+      "/usr/local/bin/node",
+      "-e",
+      'process.stdout.write(require("fs").readFileSync("/var/lib/rlark-webhook/pki/ca.crt"))',
+    ],
+  );
+  t.match(ca.stdout, /BEGIN CERTIFICATE/, "the CA the webhook's pod made");
+  await syncCaBundle(kc, hookName, ca.stdout);
   const first = await waitFor(
     "a device pod admitted through the webhook",
     () => core.createNamespacedPod({ namespace: target, body: devicePod("arm-1") }).catch(() => undefined),
