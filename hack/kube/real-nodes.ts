@@ -328,6 +328,7 @@ export function cleanupHostShared(): void {
     "/var/lib/kubelet/device-plugins",
     "/var/lib/kubelet",
     "/run/rlark",
+    "/var/lib/rlark",
     "/var/log/containers",
     "/run/containerd/s",
     "/run/containerd",
