@@ -509,6 +509,9 @@ async function startCluster(
       ? [
           `--kubelet-client-certificate=${file("pki/apiserver-kubelet-client.crt", kubeletClient.certPem)}`,
           `--kubelet-client-key=${file("pki/apiserver-kubelet-client.key", kubeletClient.keyPem)}`,
+          // webhooks and APIServices behind a Service are dialled at an endpoint (a real pod's
+          // address on its node's bridge): no kube-proxy here makes ClusterIPs lead anywhere
+          "--enable-aggregator-routing=true",
         ]
       : []),
   ]);

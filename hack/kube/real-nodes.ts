@@ -37,6 +37,24 @@ export const REAL_NODE_NEEDS: [string, string][] = [
   [`${CNI_BIN}/loopback`, "containernetworking-plugins"],
   ["/bin/busybox", "busybox-static"],
   ["/usr/lib/openssh/sftp-server", "openssh-sftp-server"],
+  ["/usr/bin/unshare", "util-linux"],
+  ["/usr/bin/nsenter", "util-linux"],
+];
+
+/**
+ * Host paths that are per machine on a real cluster but fixed whatever kubelet's flags say:
+ * kubelet's device manager socket and checkpoint (/var/lib/kubelet/device-plugins) and its
+ * pod-resources socket; /run/rlark, where the nodeserver, device plugin and controllers serve
+ * the pods of their node, and /var/lib/rlark, where the controllers put rosctr and camctr for
+ * them (hostPath volumes). Each real node's containerd and kubelet run
+ * in a mount namespace of their own (host mounts propagate in, theirs stay inside) in which a
+ * folder of the node's is bind-mounted over each, so two real nodes on one host never meet
+ * there. The host keeps an empty directory at each as the mount point.
+ */
+export const PER_NODE_HOST_DIRS: [string, string][] = [
+  ["/var/lib/kubelet", "host/var-lib-kubelet"],
+  ["/run/rlark", "host/run-rlark"],
+  ["/var/lib/rlark", "host/var-lib-rlark"],
 ];
 
 /** Everything one real node puts on the host, saved in state.json before it is made. */
@@ -68,6 +86,7 @@ export interface RealNodePlan {
 
 interface Proc {
   name: string;
+  pid: number;
 }
 
 /** What real nodes use of fleet.ts's Fleet (processes recorded in state.json, waits with logs). */
@@ -308,6 +327,8 @@ export function cleanupHostShared(): void {
   for (const dir of [
     "/var/lib/kubelet/device-plugins",
     "/var/lib/kubelet",
+    "/run/rlark",
+    "/var/lib/rlark",
     "/var/log/containers",
     "/run/containerd/s",
     "/run/containerd",
@@ -400,7 +421,10 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 `;
 }
 
-/** The bridge exists already (reserveBridge) with the gateway address; no masquerade, no forwarding. */
+/**
+ * The bridge exists already (reserveBridge) with the gateway address; pods route through it by
+ * default, but nothing masquerades or forwards for them.
+ */
 function cniConfig(record: RealNodeRecord, dir: string): object {
   const gateway = record.subnet!.replace(/0\/24$/, "1");
   return {
@@ -416,6 +440,9 @@ function cniConfig(record: RealNodeRecord, dir: string): object {
         ipam: {
           type: "host-local",
           ranges: [[{ subnet: record.subnet, gateway }]],
+          // a default route, as pods on a real cluster have: a connect() to an address without a
+          // route fails before iptables sees it (the Domain redirect needs one to the Domain's CIDR)
+          routes: [{ dst: "0.0.0.0/0", gw: gateway }],
           dataDir: join(dir, "cni/ipam"),
         },
       },
@@ -441,6 +468,10 @@ export async function startRealNode<P extends Proc>(
   for (const d of ["containerd", "cni/net.d", "cni/ipam", "kubelet", "pods-logs", "volume-plugins", "pki"]) {
     mkdirSync(join(dir, d), { recursive: true });
   }
+  for (const [host, own] of PER_NODE_HOST_DIRS) {
+    mkdirSync(host, { recursive: true });
+    mkdirSync(join(dir, own), { recursive: true });
+  }
   remember(record);
   save();
 
@@ -452,8 +483,19 @@ export async function startRealNode<P extends Proc>(
   const tag = `${plan.cluster}-${name}`;
   writeFileSync(join(dir, "containerd.toml"), containerdConfig(dir, socket));
   writeFileSync(join(dir, "cni/net.d/10-bridge.conflist"), JSON.stringify(cniConfig(record, dir), null, 2));
-  const containerd = fleet.start(`${tag}-containerd`, 3, "/usr/bin/containerd", [
-    "--config",
+  // containerd (and so its shims, runc and the pods) in the node's own mount namespace, with the
+  // node's folders over PER_NODE_HOST_DIRS; unshare and sh exec, so the PID is containerd's
+  const binds = PER_NODE_HOST_DIRS.map(
+    ([host, own]) => `mount --bind ${JSON.stringify(join(dir, own))} ${host}`,
+  ).join(" && ");
+  const containerd = fleet.start(`${tag}-containerd`, 3, "/usr/bin/unshare", [
+    "--mount",
+    "--propagation",
+    "slave",
+    "--",
+    "/bin/sh",
+    "-c",
+    `${binds} && exec /usr/bin/containerd --config "$0"`,
     join(dir, "containerd.toml"),
   ]);
   await fleet.waitFor(`${tag}: containerd answers`, [containerd], () => ctrReady(socket), 60_000);
@@ -561,7 +603,11 @@ export async function startRealNode<P extends Proc>(
       syncFrequency: "10s",
     }),
   );
-  const kubelet = fleet.start(`${tag}-kubelet`, 4, plan.kubelet, [
+  // kubelet in containerd's mount namespace: the volumes it mounts are the ones the containers see
+  const kubelet = fleet.start(`${tag}-kubelet`, 4, "/usr/bin/nsenter", [
+    `--mount=/proc/${containerd.pid}/ns/mnt`,
+    "--",
+    plan.kubelet,
     `--config=${config}`,
     `--kubeconfig=${kubeconfigFile}`,
     `--root-dir=${join(dir, "kubelet")}`,

@@ -1,7 +1,9 @@
 // The kubelet's side of the device-plugin API for tests, built from the same vendored proto the
 // plugin uses: a Registration server on `kubelet.sock` that records every RegisterRequest, and a
-// DevicePlugin client that dials the socket a registration names. kubelet itself needs a container
-// runtime this machine cannot run.
+// DevicePlugin client that dials the socket a registration names. Registration with a real
+// kubelet, its allocatable and a pod's allocation are tests/e2e/real-nodes/embodied-runtime.test.ts;
+// this stand-in stays for what a real kubelet does not do on demand (wipe and recreate
+// kubelet.sock mid-test, be absent at the plugin's start, record every RegisterRequest).
 import { rmSync } from "node:fs";
 import path from "node:path";
 import * as grpc from "@grpc/grpc-js";

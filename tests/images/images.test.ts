@@ -87,7 +87,13 @@ if (!canBuild) {
     const rootfs = buildah("mount", container);
     const inspect = JSON.parse(buildah("inspect", container)) as {
       OCIv1: {
-        config: { User: string; Labels: Record<string, string>; Entrypoint: string[]; Cmd: string[] };
+        config: {
+          User: string;
+          Labels: Record<string, string>;
+          Entrypoint: string[];
+          Cmd: string[];
+          Env: string[];
+        };
       };
     };
     mkdirSync(path.join(rootfs, "dev"), { recursive: true });
@@ -235,6 +241,19 @@ if (!canBuild) {
     t.match(
       mustRun(ENV, chroot(rootfs, "/usr/sbin/iptables", "--version")),
       /iptables v[\d.]+ \(nf_tables\)/,
+    );
+    // rlark-net init runs it by name, on the image's PATH (a real pod's init container has no more)
+    t.match(
+      mustRun(ENV, [
+        "-i",
+        `PATH=${config.Env.find((e) => e.startsWith("PATH="))?.slice(5)}`,
+        CHROOT,
+        rootfs,
+        "iptables",
+        "--version",
+      ]),
+      /iptables v[\d.]+ \(nf_tables\)/,
+      "iptables is on the image's PATH",
     );
     t.match(mustRun(ENV, chroot(rootfs, ...ENTRY, "sidecar", "--help")), /--/);
     // devinit (the device pods' init container) sets its macvlan up with iproute2's ip
