@@ -108,6 +108,37 @@ export class PodUsers {
     return ["setpriv", `--reuid=${uid}`, `--regid=${uid}`, `--groups=${this.#group}`, "--no-new-privs", "--"];
   }
 
+  /**
+   * `path` (the agent's PATH) without the directories a pod's user cannot search: a root agent's
+   * PATH often starts in its own 0700 home (pyenv shims, cargo, go), and a shell that finds a
+   * program there stops at "Permission denied" instead of going on to /usr/bin. Decided by mode
+   * bits (others', or rlark-pods' group bits), per directory and its parents; kept in order.
+   */
+  reachablePath(path: string): string {
+    const cached = this.#paths.get(path);
+    if (cached !== undefined) return cached;
+    const kept = path.split(":").filter((dir) => dir !== "" && this.#searchable(dir));
+    const result = kept.join(":");
+    if (this.#paths.size < 16) this.#paths.set(path, result);
+    return result;
+  }
+
+  readonly #paths = new Map<string, string>();
+
+  #searchable(dir: string): boolean {
+    for (let at = dir; ; at = dirname(at)) {
+      let stat: { mode: number; gid: number };
+      try {
+        stat = statSync(at);
+      } catch {
+        return false;
+      }
+      const { mode, gid } = stat;
+      if ((mode & 0o001) === 0 && !(gid === this.#group && (mode & 0o010) !== 0)) return false;
+      if (dirname(at) === at) return true;
+    }
+  }
+
   #inside(dir: string): boolean {
     const rel = relative(this.#workDir, dir);
     return rel !== "" && !rel.startsWith("..") && !rel.startsWith("/");

@@ -612,9 +612,18 @@ export class Replica {
     };
   }
 
-  /** The agent's environment for the pod; a pod of its own user has its working dir as HOME. */
+  /**
+   * The agent's environment for the pod; a pod of its own user has its working dir as HOME and
+   * only the PATH directories it can search.
+   */
   #baseEnv(workingDir: string): Record<string, string> {
-    return this.#record.uid === undefined ? this.#ctx.baseEnv : { ...this.#ctx.baseEnv, HOME: workingDir };
+    const { users, baseEnv } = this.#ctx;
+    if (this.#record.uid === undefined || !users) return baseEnv;
+    return {
+      ...baseEnv,
+      HOME: workingDir,
+      ...(baseEnv.PATH === undefined ? {} : { PATH: users.reachablePath(baseEnv.PATH) }),
+    };
   }
 
   /**

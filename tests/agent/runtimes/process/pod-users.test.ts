@@ -76,3 +76,20 @@ t.test("the way down is opened to rlark-pods alone, or refused with the director
   );
   t.equal(statSync(shared).gid, 4, "and left as it was");
 });
+
+t.test("a pod's PATH keeps only the directories its user can search, in order", async (t) => {
+  const dir = tempDir(t);
+  const users = new PodUsers({ firstUid: 1338, count: 10 }, join(dir, "work"), [1337]);
+  // A root agent's own tools, as pyenv's shims in a 0700 /root: a pod's shell would find
+  // python3 there and stop at "Permission denied" before /usr/bin.
+  const home = join(dir, "home");
+  mkdirSync(join(home, "shims"), { recursive: true });
+  chmodSync(home, 0o700);
+  chmodSync(dir, 0o755);
+  const grouped = join(dir, "grouped");
+  mkdirSync(join(grouped, "bin"), { recursive: true });
+  chownSync(grouped, 0, users.group);
+  chmodSync(grouped, 0o710);
+  const path = `${join(home, "shims")}:/usr/bin:${join(dir, "missing")}:${join(grouped, "bin")}::/bin`;
+  t.equal(users.reachablePath(path), `/usr/bin:${join(grouped, "bin")}:/bin`);
+});
