@@ -177,9 +177,12 @@ export async function startHub(options: HubOptions): Promise<Hub> {
   await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
   // Also when it already existed (`rlark up` makes it before the hub starts, or an older
   // version made it 0755): it holds the CA key, the admin token and the artifacts. A group's search
-  // bit stays: a root `rlark up`'s local agent gives it to the pods' group (rlark-pods) to reach
-  // their own directories below, and takes nothing else (docs/process-runtime.md#users).
-  await chmod(options.dataDir, 0o700 | ((await stat(options.dataDir)).mode & 0o010));
+  // bit stays when the group is another than the hub's own: a root `rlark up`'s local agent gives
+  // the dir to the pods' group (rlark-pods) to reach their own directories below, and takes
+  // nothing else (docs/process-runtime.md#users); the hub's own group gets nothing.
+  const { mode, gid } = await stat(options.dataDir);
+  const podsGroupSearch = gid !== (process.getgid?.() ?? gid) ? mode & 0o010 : 0;
+  await chmod(options.dataDir, 0o700 | podsGroupSearch);
   const adminToken = await loadOrCreateAdminToken(options.dataDir);
   const sealKeys = await SealKeyring.open(options.sealDir ?? path.join(options.dataDir, "seal"));
   const sealCheck = hubOpens(sealKeys);
