@@ -387,7 +387,11 @@ export class HubConnection implements PooledConnection {
         .connect(raw, target, cluster, (destroy) => {
           refused = destroy;
         })
-        .catch((error: Error) => {
+        .catch(async (error: Error) => {
+          // The relay may cut the data connection before the hub's close of the stream arrives
+          // (it resets the source as soon as the target's end goes): give the stream a moment to
+          // say that the target refused, so the reason is the refusal and not the reset.
+          if (!stream.closed) await closedWithin(stream, REFUSAL_GRACE_MS);
           throw stream.closed ? notTaken(error.message) : error;
         });
       refused = () => {};
@@ -505,4 +509,18 @@ export async function acceptFromHub(
   });
   server.emit("connection", socket);
   return { close: () => socket.destroy(), closed };
+}
+
+/** How long a broken data connection waits for the hub to say the target refused it. */
+const REFUSAL_GRACE_MS = 1000;
+
+function closedWithin(stream: Http2Stream, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    timer.unref();
+    stream.once("close", () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
 }
