@@ -70,7 +70,11 @@ export interface DomainRelayOptions {
 }
 
 export interface DomainRelayStats {
-  /** Bytes forwarded (TLS records between nodeservers), both directions, since start. */
+  /**
+   * Bytes forwarded (TLS records between nodeservers), both directions, since start. With the Go
+   * engine it trails the wire by up to one report interval (500 ms): rlark-net reports moved bytes
+   * on a tick, not per read.
+   */
   relayedBytes: number;
   refused: number;
   streams: number;
