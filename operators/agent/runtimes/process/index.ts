@@ -442,9 +442,14 @@ export class ProcessRuntime implements Runtime {
   }
 
   async stop(options: StopOptions = {}): Promise<void> {
-    if (this.#stopped) return;
+    // A runtime an agent stopped (its pods detached, left for the next runtime) may be stopped again
+    // with terminatePods by whoever opened it: the pods it knew are then ended, not left running,
+    // unless another runtime has since taken the state dir and adopted them.
+    const detached = this.#stopped;
+    if (detached && (!options.terminatePods || this.#lock.takenOver())) return;
     this.#stopped = true;
     for (const timer of this.#timers) clearInterval(timer);
+    this.#listeners.clear();
     if (options.terminatePods) {
       const all = [...this.#replicas.values(), ...this.#retiring.values()];
       await Promise.all(all.map((replica) => replica.terminate()));
@@ -454,7 +459,6 @@ export class ProcessRuntime implements Runtime {
       // Pods already being stopped finish stopping; the rest keep running for the next runtime.
       for (const replica of this.#replicas.values()) replica.detach();
     }
-    this.#listeners.clear();
-    this.#lock.release();
+    if (!detached) this.#lock.release();
   }
 }

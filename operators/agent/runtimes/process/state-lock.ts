@@ -49,6 +49,12 @@ export class StateLock {
     return new StateLock(path, token);
   }
 
+  /** After release: whether another runtime has taken the state dir (and with it the pods). */
+  takenOver(): boolean {
+    const holder = readLock(this.#path);
+    return holder !== undefined && holder.token !== this.#token;
+  }
+
   release(): void {
     if (readLock(this.#path)?.token === this.#token) rmSync(this.#path, { force: true });
   }

@@ -334,6 +334,29 @@ t.test("stop({ terminatePods }) ends every process; a stopped runtime refuses wo
   await t.rejects(runtime.apply([]), /stopped/);
 });
 
+t.test("stop({ terminatePods }) after an agent's detaching stop still ends the pods", async (t) => {
+  const { runtime } = await openRuntime(t);
+  const marker = `detached-${process.pid}`;
+  await runtime.apply([rawTask("d", { command: ["sh", "-c", "while :; do sleep 1; done", marker] })]);
+  await waitFor("the process", () => processesWith(marker).length === 1, onProcesses);
+  await runtime.stop();
+  t.equal(processesWith(marker).length, 1, "a plain stop leaves the pod for the next runtime");
+  await runtime.stop({ terminatePods: true });
+  t.same(processesWith(marker), [], "the second stop ended it");
+});
+
+t.test("a detached runtime does not end pods another runtime has adopted", async (t) => {
+  const { runtime, stateDir } = await openRuntime(t);
+  const marker = `adopted-${process.pid}`;
+  await runtime.apply([rawTask("e", { command: ["sh", "-c", "while :; do sleep 1; done", marker] })]);
+  await waitFor("the process", () => processesWith(marker).length === 1, onProcesses);
+  await runtime.stop();
+  const { runtime: next } = await openRuntime(t, { stateDir });
+  await waitForPod(next, "e-0", "adopted", (p) => p.phase === "Running");
+  await runtime.stop({ terminatePods: true });
+  t.equal(processesWith(marker).length, 1, "still running under the runtime that adopted it");
+});
+
 t.test("a failed artifact download leaves the pod Pending and is retried until it succeeds", async (t) => {
   const tool = "#!/bin/sh\necho fetched\n";
   const digest = createHash("sha256").update(tool).digest("hex");
