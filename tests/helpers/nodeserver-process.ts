@@ -1,17 +1,15 @@
-// `rlark nodeserver` as the kubernetes runtime's DaemonSet runs it: a process of its own reading
-// its cluster's peers Secret through a kubeconfig, optionally in a network namespace (the node's)
-// and serving /stats on TCP. SIGTERM, and its exit awaited, at teardown.
+// `rlark nodeserver` as a process of its own, the way the agents run it: reading its cluster's
+// peers Secret through a kubeconfig (the kubernetes runtime's DaemonSet), or reading the peers file
+// an agent writes into its socket dir (the process runtime, and the group tests). Optionally in a
+// network namespace (the node's), serving /stats on TCP. SIGTERM, and its exit awaited, at teardown.
 import { type ChildProcess, spawn } from "node:child_process";
 import path from "node:path";
 import type { Test } from "tap";
 
 const cli = path.resolve(import.meta.dirname, "../../operators/cli/main.ts");
 
-export interface SecretNodeserverOptions {
+export interface NodeserverProcessOptions {
   socketDir: string;
-  /** Namespace of the `rlark-domain-peers` Secret. */
-  namespace: string;
-  kubeconfig: string;
   /** `--stats-listen` address. */
   statsListen?: string;
   /** Network namespace to run it in (`ip netns exec`). */
@@ -22,16 +20,33 @@ export interface SecretNodeserverOptions {
   onStderr?: (text: string) => void;
 }
 
+export interface SecretNodeserverOptions extends NodeserverProcessOptions {
+  /** Namespace of the `rlark-domain-peers` Secret. */
+  namespace: string;
+  kubeconfig: string;
+}
+
 export function startSecretNodeserver(t: Test, options: SecretNodeserverOptions): ChildProcess {
+  return startNodeserver(t, options, [
+    "--peers-secret",
+    `${options.namespace}/rlark-domain-peers`,
+    "--kubeconfig",
+    options.kubeconfig,
+  ]);
+}
+
+/** A nodeserver fed by the peers file in its socket dir (write it first with `writePeersFile`). */
+export function startFileNodeserver(t: Test, options: NodeserverProcessOptions): ChildProcess {
+  return startNodeserver(t, options, []);
+}
+
+function startNodeserver(t: Test, options: NodeserverProcessOptions, peers: string[]): ChildProcess {
   const args = [
     cli,
     "nodeserver",
     "--socket-dir",
     options.socketDir,
-    "--peers-secret",
-    `${options.namespace}/rlark-domain-peers`,
-    "--kubeconfig",
-    options.kubeconfig,
+    ...peers,
     ...(options.statsListen ? ["--stats-listen", options.statsListen] : []),
     ...(options.args ?? []),
   ];

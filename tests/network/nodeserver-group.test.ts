@@ -4,7 +4,7 @@
 // gossip over UDP and serve their view on GET /group with the stats token. A killed nodeserver is
 // declared dead, one whose state drops the group leaves, and a nodeserver holding another
 // cluster's key is never admitted. The key shows in no log and no answer.
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -15,9 +15,9 @@ import { peersStateFrom } from "../../operators/api/index.ts";
 import type { AgentGroupReport } from "../../operators/lib/tunnel/index.ts";
 import { writePeersFile } from "../../operators/network/index.ts";
 import { freePort } from "../helpers/free-port.ts";
+import { startFileNodeserver } from "../helpers/nodeserver-process.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 
-const cli = path.resolve(import.meta.dirname, "../../operators/cli/main.ts");
 /** Long enough for a suspicion timeout (4 s with 3 members) and the node startup. */
 const slow = { attempts: 1200, everyMs: 50 };
 const TOKEN = "stats-token-for-the-test";
@@ -36,16 +36,8 @@ interface Node {
 
 t.test("nodeservers fed the agent's peers state form the cluster's AgentGroup", async (t) => {
   const dir = mkdtempSync(path.join(tmpdir(), "rlark-ns-group-"));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const nodes: Node[] = [];
-  t.teardown(async () => {
-    for (const node of nodes) {
-      if (node.child.exitCode !== null || node.child.signalCode !== null) continue;
-      const exited = new Promise((resolve) => node.child.once("exit", resolve));
-      node.child.kill("SIGTERM");
-      await exited;
-    }
-    rmSync(dir, { recursive: true, force: true });
-  });
 
   const names = ["node-a", "node-b", "node-c", "intruder"];
   const ports = await Promise.all(
@@ -66,25 +58,14 @@ t.test("nodeservers fed the agent's peers state form the cluster's AgentGroup", 
     const p = ports[i] as { group: number; stats: number };
     mkdirSync(socketDir);
     writePeersFile(socketDir, state(g));
-    const child = spawn(
-      process.execPath,
-      [
-        cli,
-        "nodeserver",
-        "--socket-dir",
-        socketDir,
-        "--node",
-        name,
-        "--stats-listen",
-        `127.0.0.1:${p.stats}`,
-        "--group-listen",
-        `127.0.0.1:${p.group}`,
-      ],
-      { env: { PATH: process.env.PATH, HOME: process.env.HOME }, stdio: ["ignore", "ignore", "pipe"] },
-    );
     let err = "";
-    child.stderr?.on("data", (chunk: Buffer) => {
-      err += chunk.toString();
+    const child = startFileNodeserver(t, {
+      socketDir,
+      statsListen: `127.0.0.1:${p.stats}`,
+      args: ["--node", name, "--group-listen", `127.0.0.1:${p.group}`],
+      onStderr: (text) => {
+        err += text;
+      },
     });
     const node = { name, dir: socketDir, groupPort: p.group, statsPort: p.stats, child, stderr: () => err };
     nodes.push(node);

@@ -2,7 +2,6 @@
 // `rlark nodeserver` processes fed the agent's peers state with the group probe each other by TCP
 // connect to their group address and serve the figures on GET /pingmesh with the stats token.
 // Their pairs converge to the six among the three; a killed one shows as loss from the others.
-import { type ChildProcess, spawn } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -12,24 +11,15 @@ import { nodeserverGroup } from "../../operators/agent/nodeserver-group.ts";
 import { peersStateFrom } from "../../operators/api/index.ts";
 import { type GroupPingMeshReport, writePeersFile } from "../../operators/network/index.ts";
 import { freePort } from "../helpers/free-port.ts";
+import { startFileNodeserver } from "../helpers/nodeserver-process.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 
-const cli = path.resolve(import.meta.dirname, "../../operators/cli/main.ts");
 const slow = { attempts: 1200, everyMs: 50 };
 const TOKEN = "stats-token-for-the-pingmesh-test";
 
 t.test("the nodeservers of a group probe each other and serve GET /pingmesh", async (t) => {
   const dir = mkdtempSync(path.join(tmpdir(), "rlark-ns-pingmesh-"));
-  const children: ChildProcess[] = [];
-  t.teardown(async () => {
-    for (const child of children) {
-      if (child.exitCode !== null || child.signalCode !== null) continue;
-      const exited = new Promise((resolve) => child.once("exit", resolve));
-      child.kill("SIGTERM");
-      await exited;
-    }
-    rmSync(dir, { recursive: true, force: true });
-  });
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const names = ["node-a", "node-b", "node-c"];
   const ports = await Promise.all(
     names.map(async () => ({ group: await freePort(), stats: await freePort() })),
@@ -42,17 +32,12 @@ t.test("the nodeservers of a group probe each other and serve GET /pingmesh", as
     const socketDir = path.join(dir, name);
     mkdirSync(socketDir);
     writePeersFile(socketDir, peersStateFrom([], "agent-gpu", undefined, TOKEN, group));
-    const child = spawn(
-      process.execPath,
-      [
-        cli,
-        "nodeserver",
-        "--socket-dir",
-        socketDir,
+    const child = startFileNodeserver(t, {
+      socketDir,
+      statsListen: `127.0.0.1:${p.stats}`,
+      args: [
         "--node",
         name,
-        "--stats-listen",
-        `127.0.0.1:${p.stats}`,
         "--group-listen",
         `127.0.0.1:${p.group}`,
         "--group-pingmesh-interval",
@@ -61,9 +46,8 @@ t.test("the nodeservers of a group probe each other and serve GET /pingmesh", as
         "4",
         ...extra,
       ],
-      { env: { PATH: process.env.PATH, HOME: process.env.HOME }, stdio: ["ignore", "ignore", "inherit"] },
-    );
-    children.push(child);
+      onStderr: (text) => process.stderr.write(text),
+    });
     return child;
   };
   const [, , c] = names.map((name, i) => start(name, i));
