@@ -1,10 +1,8 @@
 // Golden tests of a Bundle's part of the plan: its objects against the live clusters, from the
 // agents' server-side dry-runs (canned here: the renderers are what is pinned; the agents' real
-// answers are tested on the fleet in tests/e2e/bundles/bundle-plan.test.ts). RLARK_UPDATE_GOLDEN=1
-// rewrites the files after a deliberate change.
-import { readFile, writeFile } from "node:fs/promises";
+// answers are tested on the fleet in tests/e2e/bundles/bundle-plan.test.ts).
 import { join } from "node:path";
-import t, { type Test } from "tap";
+import t from "tap";
 import {
   type BundleDryRunOutcome,
   bundleObjectRow,
@@ -12,15 +10,13 @@ import {
   type Plan,
   planFailed,
   planTree,
-  renderPlanJson,
   renderPlanMarkdown,
-  renderPlanText,
 } from "../../../operators/feedback/plan/index.ts";
 import type { KubeObject } from "../../../operators/lib/store/index.ts";
+import { matchPlanGoldens } from "../../helpers/plan-golden.ts";
 
 const fixtures = join(import.meta.dirname, "../../fixtures/plan");
 const repo = join(fixtures, "bundle-repo");
-const golden = join(fixtures, "golden");
 const git = { "rlark.io/managed-by": "git" };
 const REVISION = "89abcdef0123456789abcdef0123456789abcdef";
 const labels = { "rlark.io/bundle": "site", "rlark.io/managed-by": "rlark-bundle" };
@@ -106,21 +102,8 @@ async function plan(): Promise<Plan> {
   });
 }
 
-async function matchGolden(t: Test, name: string, actual: string) {
-  const file = join(golden, name);
-  if (process.env.RLARK_UPDATE_GOLDEN === "1") await writeFile(file, actual);
-  t.equal(actual, await readFile(file, "utf8"), `${name} matches its golden file`);
-}
-
-t.test(
-  "a Bundle's plan against the live clusters is the same Markdown, text and JSON every time",
-  async (t) => {
-    const first = await plan();
-    t.same(first, await plan(), "deterministic");
-    await matchGolden(t, "bundle-plan.md.golden", renderPlanMarkdown(first));
-    await matchGolden(t, "bundle-plan.txt.golden", renderPlanText(first));
-    await matchGolden(t, "bundle-plan.json.golden", renderPlanJson(first));
-  },
+t.test("a Bundle's plan against the live clusters is the same Markdown, text and JSON every time", (t) =>
+  matchPlanGoldens(t, plan, "bundle-plan"),
 );
 
 t.test("each object on each matched cluster: created, changed, deleted, or why not dry-run", async (t) => {

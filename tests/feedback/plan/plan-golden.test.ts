@@ -1,24 +1,19 @@
 // Golden tests of the plan: a fixed revision against a fixed live state gives byte-for-byte the
-// same Markdown, text and JSON. RLARK_UPDATE_GOLDEN=1 rewrites the files after a deliberate change;
-// they end in .golden so formatters leave them byte for byte as rendered.
-import { readFile, writeFile } from "node:fs/promises";
+// same Markdown, text and JSON (tests/helpers/plan-golden.ts).
 import { join } from "node:path";
-import t, { type Test } from "tap";
+import t from "tap";
 import {
   type DryRunOutcome,
   type Plan,
   planFailed,
   planTree,
-  renderPlanJson,
-  renderPlanMarkdown,
-  renderPlanText,
   type WorkloadDryRunner,
 } from "../../../operators/feedback/plan/index.ts";
 import type { KubeObject } from "../../../operators/lib/store/index.ts";
+import { matchPlanGoldens } from "../../helpers/plan-golden.ts";
 
 const fixtures = join(import.meta.dirname, "../../fixtures/plan");
 const repo = join(fixtures, "repo");
-const golden = join(fixtures, "golden");
 const git = { "rlark.io/managed-by": "git" };
 const REVISION = "0123456789abcdef0123456789abcdef01234567";
 
@@ -142,26 +137,11 @@ async function plan(): Promise<Plan> {
   });
 }
 
-async function matchGolden(t: Test, name: string, actual: string) {
-  const file = join(golden, name);
-  if (process.env.RLARK_UPDATE_GOLDEN === "1") await writeFile(file, actual);
-  t.equal(actual, await readFile(file, "utf8"), `${name} matches its golden file`);
-}
-
-t.test("the plan of a revision is the same Markdown, text and JSON every time", async (t) => {
-  const first = await plan();
-  const second = await plan();
-  t.same(first, second, "deterministic");
-  await matchGolden(
-    t,
-    "plan.md.golden",
-    renderPlanMarkdown(first, {
-      fileUrl: (f, l) => `https://github.test/acme/fleet/blob/${REVISION}/${f}#L${l}`,
-    }),
-  );
-  await matchGolden(t, "plan.txt.golden", renderPlanText(first));
-  await matchGolden(t, "plan.json.golden", renderPlanJson(first));
-});
+t.test("the plan of a revision is the same Markdown, text and JSON every time", (t) =>
+  matchPlanGoldens(t, plan, "plan", {
+    fileUrl: (f, l) => `https://github.test/acme/fleet/blob/${REVISION}/${f}#L${l}`,
+  }),
+);
 
 t.test("the plan's content: changes, placement, pools, addons and dry-runs", async (t) => {
   const p = await plan();
