@@ -232,20 +232,33 @@ class Fleet {
 // ---------------------------------------------------------------------------------------------
 // network
 
+/**
+ * The fleet's listen ports, chosen before its servers start (kwok binds ~30 s later). Below the
+ * kernel's ephemeral range: a port listen(0) hands out is one any outgoing connection may take as
+ * its source port in the meantime (a fleet once failed "kwok: bind: address already in use").
+ */
 async function freePorts(n: number): Promise<number[]> {
+  const [ephemeralLow] = readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8")
+    .trim()
+    .split(/\s+/)
+    .map(Number);
+  const high = Math.min((ephemeralLow ?? 32768) - 1, 32767);
+  const low = Math.max(1024, high - 12_000);
   // hold every port until all are chosen, so no two are the same
   const servers: Server[] = [];
   const ports: number[] = [];
-  for (let i = 0; i < n; i++) {
+  for (let tries = 0; ports.length < n; tries++) {
+    if (tries > 50 * n) throw new Error(`no ${n} free ports from ${low} to ${high}`);
+    const port = low + (randomBytes(2).readUInt16BE(0) % (high - low + 1));
+    if (ports.includes(port)) continue;
     const server = createServer();
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(0, "127.0.0.1", resolve);
+    const bound = await new Promise<boolean>((resolve) => {
+      server.once("error", () => resolve(false));
+      server.listen(port, "127.0.0.1", () => resolve(true));
     });
-    const addr = server.address();
-    if (addr === null || typeof addr === "string") throw new Error("no port");
+    if (!bound) continue;
     servers.push(server);
-    ports.push(addr.port);
+    ports.push(port);
   }
   await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
   return ports;
