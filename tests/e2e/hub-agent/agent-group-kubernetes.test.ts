@@ -6,10 +6,7 @@
 // (kwok runs no pods), reaching the API server through a unix-socket bridge. The key shows in no
 // log and no API answer. The nodeservers also probe each other (GET /pingmesh) and the agent
 // reports their node pairs, labelled with the Nodes' topology, in status.pingMesh.
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import path from "node:path";
 import { CoreV1Api } from "@kubernetes/client-node";
 import t from "tap";
@@ -19,11 +16,11 @@ import { fleetCluster, testNamespace } from "../../helpers/fleet.ts";
 import { startHubOnGit } from "../../helpers/hub-on-git.ts";
 import { clusterYaml } from "../../helpers/job-yaml.ts";
 import { startKubernetesAgentOnHub } from "../../helpers/kubernetes-agent-on-hub.ts";
+import { nodeNetns } from "../../helpers/node-netns.ts";
 import { startSecretNodeserver } from "../../helpers/nodeserver-process.ts";
 import { onKube, waitFor } from "../../helpers/wait-for.ts";
 
 const { kubeConfig: kc, kubeconfig: kubeconfigFile, server } = fleetCluster(0);
-const sh = (cmd: string, args: string[]) => execFileSync(cmd, args, { encoding: "utf8", stdio: "pipe" });
 const slow = { attempts: 480, everyMs: 250 };
 
 t.test("the kubernetes agent's nodeservers form its AgentGroup and the hub shows it", async (t) => {
@@ -45,60 +42,12 @@ t.test("the kubernetes agent's nodeservers form its AgentGroup and the hub shows
   const groupPort = statsPort + 1;
 
   // the nodes: one namespace holding both InternalIPs, routed from the host
-  const id = randomBytes(3).toString("hex");
-  const netns = `rkgr${id}`;
-  const [hostIf, podIf] = [`rkgr${id}h`, `rkgr${id}p`];
-  const link = `10.${200 + ((randomBytes(1)[0] ?? 0) % 50)}.${randomBytes(1)[0] ?? 0}`;
-  const dir = mkdtempSync(path.join(tmpdir(), "rlark-agent-group-"));
-  const children: ChildProcess[] = [];
-  t.teardown(async () => {
-    for (const child of children.reverse()) {
-      if (child.exitCode !== null || child.signalCode !== null) continue;
-      const exited = new Promise((resolve) => child.once("exit", resolve));
-      child.kill("SIGTERM");
-      await exited;
-    }
-    for (const cmd of [
-      ...nodes.map((n) => ["ip", "route", "del", `${n.ip}/32`, "via", `${link}.2`]),
-      ["ip", "link", "del", hostIf],
-      ["ip", "netns", "del", netns],
-    ])
-      try {
-        sh(cmd[0] as string, cmd.slice(1));
-      } catch {}
-    rmSync(dir, { recursive: true, force: true });
-  });
-  sh("ip", ["netns", "add", netns]);
-  sh("ip", ["link", "add", hostIf, "type", "veth", "peer", "name", podIf]);
-  sh("ip", ["link", "set", podIf, "netns", netns]);
-  sh("ip", ["addr", "add", `${link}.1/30`, "dev", hostIf]);
-  sh("ip", ["link", "set", hostIf, "up"]);
-  const inNs = (args: string[]) => sh("ip", ["-n", netns, ...args]);
-  inNs(["link", "set", "lo", "up"]);
-  inNs(["addr", "add", `${link}.2/30`, "dev", podIf]);
-  for (const n of nodes) inNs(["addr", "add", `${n.ip}/32`, "dev", "lo"]);
-  inNs(["link", "set", podIf, "up"]);
-  inNs(["route", "add", "default", "via", `${link}.1`]);
-  for (const n of nodes) sh("ip", ["route", "add", `${n.ip}/32`, "via", `${link}.2`]);
-  // the API server listens on the host's loopback: a bridge through a unix socket
-  const apiPort = new URL(server).port;
-  const bridge = path.join(dir, "api.sock");
-  const spawnQuiet = (cmd: string, args: string[]) => {
-    const child = spawn(cmd, args, { stdio: ["ignore", "ignore", "pipe"] });
-    child.stderr?.resume();
-    children.push(child);
-    return child;
-  };
-  spawnQuiet("socat", [`UNIX-LISTEN:${bridge},fork`, `TCP:127.0.0.1:${apiPort}`]);
-  await waitFor("the bridge's socket", () => sh("ls", [dir]).includes("api.sock"), onKube);
-  spawnQuiet("ip", [
-    "netns",
-    "exec",
-    netns,
-    "socat",
-    `TCP-LISTEN:${apiPort},bind=127.0.0.1,fork,reuseaddr`,
-    `UNIX-CONNECT:${bridge}`,
-  ]);
+  const { netns, dir } = await nodeNetns(
+    t,
+    "rkgr",
+    nodes.map((n) => n.ip),
+    server,
+  );
   const logs = new Map<string, string>();
   const nodeservers = nodes.map((n) =>
     startSecretNodeserver(t, {
