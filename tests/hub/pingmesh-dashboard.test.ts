@@ -138,6 +138,19 @@ t.test("the Network page, the AgentGroup table and the UNKNOWN badge, rendered",
     ["edge-node", `127.0.0.1:${groupPort}`, "alive", "0"],
     "the member, its address, state and incarnation",
   );
+  // A live update redraws the page; the table the person opened stays open.
+  const isOpen = async () => (await group.getAttribute("open")) !== null;
+  await waitFor("the group open", isOpen, onRealServers);
+  await page.locator("#page").evaluate((main) => main.firstElementChild?.setAttribute("data-before", ""));
+  const oldCluster = await hub.store.get("Cluster", undefined, "old");
+  if (!oldCluster) throw new Error("no Cluster old");
+  await hub.store.update({ ...oldCluster, spec: { ...(oldCluster.spec as object), description: "redrawn" } });
+  await waitFor(
+    "a redraw",
+    async () => (await page.locator("#page [data-before]").count()) === 0,
+    onRealServers,
+  );
+  t.ok(await isOpen(), "the AgentGroup table is still open after the redraw");
   const oldCaps = await page.locator('[data-cluster="old"] .caps').textContent();
   t.match(oldCaps, /capabilities: UNKNOWN\s+none reported/, "an agent that reports none: UNKNOWN");
   t.notMatch(oldCaps, /FAILED|DEGRADED/, "never failed");

@@ -109,7 +109,14 @@ function render(): void {
   const focusId = inside?.id ?? "";
   const focusHref = !focusId && inside instanceof HTMLAnchorElement ? inside.getAttribute("href") : null;
   const caret = focusId && typeof active?.selectionStart === "number" ? active.selectionStart : null;
+  const open = new Set(
+    detailsByKey(main)
+      .filter(([, d]) => d.open)
+      .map(([key]) => key),
+  );
   const changed = setHtml(main, page(parts, query));
+  // A section the person opened stays open when a live update redraws the page.
+  if (changed) for (const [key, d] of detailsByKey(main)) if (open.has(key)) d.open = true;
   const token = currentSession()?.token;
   if (current === "terminal" && parts[1] && parts[2] && token) void mountTerminal(parts[1], parts[2], token);
   else unmountTerminal();
@@ -122,6 +129,20 @@ function render(): void {
   } else if (focusHref !== null) {
     [...main.querySelectorAll("a")].find((a) => a.getAttribute("href") === focusHref)?.focus();
   }
+}
+
+/**
+ * The page's <details> by a key that survives a redraw: class and data attributes, and the place
+ * among those sharing them.
+ */
+function detailsByKey(root: HTMLElement): [string, HTMLDetailsElement][] {
+  const seen = new Map<string, number>();
+  return [...root.querySelectorAll("details")].map((d) => {
+    const base = `${d.className}|${JSON.stringify({ ...d.dataset })}`;
+    const n = seen.get(base) ?? 0;
+    seen.set(base, n + 1);
+    return [`${base}|${n}`, d];
+  });
 }
 
 // What each region shows now: a change that draws the same leaves the DOM (and focus, hover,
