@@ -165,6 +165,7 @@ spec:
   const sshd = await startSshd(dir, userKey);
   children.push(sshd.child);
   const sshdPort = sshd.port;
+  const sshdPid = sshd.child.pid as number;
   const jumpDir = path.join(dir, "jump");
   mkdirSync(jumpDir);
   const jump = await startSshd(jumpDir, userKey);
@@ -230,6 +231,9 @@ spec:
       mbs: { hub: [], sshd: [], jump: [] } as Record<Side, number[]>,
       hubCpu: [] as number[],
       jumpCpu: [] as number[],
+      /** Both sshd of the jump path (the jump host and the one behind it), and sshd alone. */
+      jumpPathCpu: [] as number[],
+      sshdCpu: [] as number[],
       machineCpu: { hub: [], sshd: [], jump: [] } as Record<Side, number[]>,
     };
     for (let round = 0; round < ROUNDS; round++) {
@@ -237,6 +241,7 @@ spec:
       for (const side of order) {
         const before = process.cpuUsage();
         const jumpBefore = cpuSecondsWithReaped(jumpPid);
+        const sshdBefore = cpuSecondsWithReaped(sshdPid);
         const machineBefore = machineBusySeconds();
         out.mbs[side].push(mb / (await run[side]()));
         const used = process.cpuUsage(before);
@@ -244,10 +249,16 @@ spec:
         // This process is the hub and the agent's thread; clients, sshd, socat and sftp-server are
         // other processes. CPU per GB hardly moves with other work on the machine, unlike MB/s.
         if (side === "hub") out.hubCpu.push((used.user + used.system) / 1e6 / (mb / 1000));
-        if (side === "jump") {
-          // The jump host's per-connection processes count once they have exited and been reaped.
+        if (side !== "hub") {
+          // sshd's per-connection processes count once they have exited and been reaped.
           await untilNoChildren(jumpPid);
-          out.jumpCpu.push((cpuSecondsWithReaped(jumpPid) - jumpBefore) / (mb / 1000));
+          await untilNoChildren(sshdPid);
+          const jumpUsed = (cpuSecondsWithReaped(jumpPid) - jumpBefore) / (mb / 1000);
+          const sshdUsed = (cpuSecondsWithReaped(sshdPid) - sshdBefore) / (mb / 1000);
+          if (side === "jump") {
+            out.jumpCpu.push(jumpUsed);
+            out.jumpPathCpu.push(jumpUsed + sshdUsed);
+          } else out.sshdCpu.push(sshdUsed);
         }
         await after();
       }
@@ -274,7 +285,8 @@ spec:
     );
     console.log(`ratio      ${(best.hub / best.jump).toFixed(2)}x jump host   (per round: ${each("jump")})`);
     console.log(
-      `CPU s/GB   hub+agent ${median(result.hubCpu).toFixed(2)}, jump host's sshd ${median(result.jumpCpu).toFixed(2)} ` +
+      `CPU s/GB   hub+agent ${median(result.hubCpu).toFixed(2)}, jump host's sshd ${median(result.jumpCpu).toFixed(2)}, ` +
+        `both sshd of the jump path ${median(result.jumpPathCpu).toFixed(2)}, sshd alone ${median(result.sshdCpu).toFixed(2)} ` +
         `(medians of ${result.hubCpu.length})`,
     );
     // Whole-machine CPU per GB counts every process on each path (clients, servers, sftp-server,
