@@ -18,6 +18,32 @@ export function cpuSeconds(pid: number): number {
 }
 
 /**
+ * CPU seconds of a process and of every child it has reaped (utime, stime, cutime, cstime): a
+ * daemon's figure that includes the per-connection processes it forked, once they have exited
+ * (untilNoChildren).
+ */
+export function cpuSecondsWithReaped(pid: number): number {
+  try {
+    const fields = (readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1] ?? "").split(" ");
+    return fields.slice(11, 15).reduce((sum, f) => sum + Number(f), 0) / 100;
+  } catch {
+    return 0;
+  }
+}
+
+/** Waits (at most 10 s) until a process has no children left: their CPU is then in its own. */
+export async function untilNoChildren(pid: number): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    try {
+      if (readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim() === "") return;
+    } catch {
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/**
  * Busy CPU seconds of the whole machine since boot (every core's user, nice, system, irq and
  * softirq ticks of /proc/stat; idle and iowait left out). The difference over a transfer is what
  * every process on the path spent, clients and servers alike, and whatever else ran.

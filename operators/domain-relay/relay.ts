@@ -96,6 +96,8 @@ export interface DomainRelay {
 const DAY = 24 * 60 * 60 * 1000;
 /** Joins waiting for their tickets, at most: each holds sockets until TICKET_TTL_MS. */
 const MAX_PENDING_JOINS = 4096;
+/** How long a join that a reset broke waits for the other side to read what it was sent and end. */
+const DRAIN_MS = 1000;
 /** The TLS record type of a handshake: the first byte of every TLS connection. */
 const TLS_HANDSHAKE = 0x16;
 
@@ -426,7 +428,7 @@ export function createDomainRelay(options: DomainRelayOptions): DomainRelay {
       const [a, b] = join.sides;
       if (a instanceof net.Socket && b instanceof net.Socket) {
         join.onJoined();
-        splice(a, b, (_fromSource, n) => join.moved(n), join.ended);
+        splice(a, b, (_fromSource, n) => join.moved(n), join.ended, { drainMs: DRAIN_MS });
       }
     };
     const onData = (chunk: Buffer) => {

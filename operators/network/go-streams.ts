@@ -7,7 +7,13 @@ import type net from "node:net";
 import type { DomainPeerPod } from "../api/generated/domain-peer.ts";
 import type { Logger } from "../lib/logger.ts";
 import type { DataEngine } from "./data-engine.ts";
-import { type HubConnection, type InboundStream, RefusedError } from "./hub-link.ts";
+import {
+  closedWithin,
+  type HubConnection,
+  type InboundStream,
+  REFUSAL_GRACE_MS,
+  RefusedError,
+} from "./hub-link.ts";
 import type { PodInboundKey } from "./inbound-auth.ts";
 import { inboundPreamble } from "./inbound-auth.ts";
 import type { PairStats } from "./pair-stats.ts";
@@ -67,6 +73,7 @@ export async function toHubInGo(
     return;
   }
   let up = false;
+  let closedHere = false;
   const flow = engine.dial(
     socket,
     { domain: domain.entry.domain, relay: connection.address, ticket, cluster, head },
@@ -76,12 +83,20 @@ export async function toHubInGo(
         stats.activeStreams++;
       },
       fail: (reason) => {
-        // The hub closes the stream when the target's nodeserver does not take it.
-        const text = stream.closed
-          ? `the target's nodeserver did not take the connection (${reason})`
-          : reason;
-        refused(new Error(text), 502);
-        flow.answer(502, text);
+        // The hub closes the stream when the target's nodeserver does not take it, and its relay
+        // may cut the data connection before that close arrives here (a reset, an EOF): give the
+        // stream a moment to say that the target refused, so the reason is the refusal. A close
+        // of our own (done, when the Go process died) is no refusal.
+        const settled =
+          stream.closed || closedHere ? Promise.resolve() : closedWithin(stream, REFUSAL_GRACE_MS);
+        void settled.then(() => {
+          const text =
+            stream.closed && !closedHere
+              ? `the target's nodeserver did not take the connection (${reason})`
+              : reason;
+          refused(new Error(text), 502);
+          flow.answer(502, text);
+        });
       },
       bytes: (sent, received) => {
         stats.bytesSent += sent;
@@ -92,7 +107,10 @@ export async function toHubInGo(
         stats.bytesSent += sent;
         stats.bytesReceived += received;
         if (up) stats.activeStreams--;
-        if (!stream.closed) stream.close();
+        if (!stream.closed) {
+          closedHere = true;
+          stream.close();
+        }
       },
     },
   );

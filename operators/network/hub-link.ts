@@ -512,9 +512,10 @@ export async function acceptFromHub(
 }
 
 /** How long a broken data connection waits for the hub to say the target refused it. */
-const REFUSAL_GRACE_MS = 1000;
+export const REFUSAL_GRACE_MS = 1000;
 
-function closedWithin(stream: Http2Stream, ms: number): Promise<void> {
+/** Resolves when `stream` closes, or after `ms` (whichever comes first). */
+export function closedWithin(stream: Http2Stream, ms: number): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(resolve, ms);
     timer.unref();

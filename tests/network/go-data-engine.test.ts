@@ -173,3 +173,41 @@ c=socket.create_connection((sys.argv[1],7000),timeout=5);c.sendall(b"again\\n");
   );
   t.pass("no stream is counted active after its end");
 });
+
+t.test("a target the Go data engine cannot reach is reported to the source as a refusal", async (t) => {
+  // B has no sidecar: c2's rlark-net cannot dial its inbound port and c2's nodeserver refuses the
+  // hub's stream. The hub then closes the source's stream and its relay drops the source's data
+  // connection; whichever c1 learns first, the sidecar must read the refusal, not a reset.
+  const bed = new DomainBed("rf");
+  t.teardown(() => bed.close());
+  await bed.start();
+  await bed.domain("train", "100.97.1.0/24");
+  bed.startNodeserver("c1", ["--data-engine", "go"]);
+  bed.startNodeserver("c2", ["--data-engine", "go"]);
+  const a: BedPod = await bed.pod("a", "c1", "train", "100.97.1.10");
+  const b: BedPod = await bed.pod("b", "c2", "train", "100.97.1.20");
+  await bed.publish();
+  const log = path.join(bed.dir, "sidecar-a.log");
+  bed.startSidecar(a, log);
+  await bed.ready();
+  const attempts = 5;
+  for (let i = 0; i < attempts; i++)
+    await a
+      .run("python3", [
+        "-c",
+        "import socket,sys\nc=socket.create_connection((sys.argv[1],7000),timeout=5)\ntry: c.recv(1)\nexcept OSError: pass",
+        b.vip as string,
+      ])
+      .catch(() => "");
+  const refusals = () =>
+    readFileSync(log, "utf8")
+      .split("\n")
+      .filter((line) => line.includes(`${b.vip}:7000 refused`));
+  await waitFor(
+    `${attempts} refusals in A's sidecar log`,
+    () => refusals().length >= attempts,
+    onRealServers,
+  );
+  for (const line of refusals())
+    t.match(line, /refused \(502\): the target's nodeserver did not take the connection/, line);
+});

@@ -1,10 +1,14 @@
 // `node hack/bench/access/run.ts [bytes=1073741824] [rounds=1]`: SFTP download and `ssh -L` throughput
 // through the hub's bastion and a process-runtime agent, against Debian's own sshd on this
-// machine in the same run, with the same client and file: once with aes128-gcm forced on both,
+// machine and against an OpenSSH jump host (a second sshd, `sftp -J` / `ssh -J`: two sshd hops,
+// as the bastion's path is two hops) in the same run, with the same client and file. The last
+// two lines, `sftp: <r>× OpenSSH jump host` and `ssh -L: <r>× OpenSSH jump host` (aes128-gcm on
+// every hop), are for scripts. Each is taken once with aes128-gcm forced on both,
 // once with the client's default offer (each server then picks its own match). Prints MB/s and
-// the ratio; with rounds > 1 the two alternate (hub first, then sshd first) and the best of each
+// the ratios; with rounds > 1 the three rotate (which goes first) and the best of each
 // is compared, each round's own ratio printed too: on shared cores it is the least disturbed
-// figure. Each figure comes with the CPU seconds per GB of the hub and agent and of the whole
+// figure. Each figure comes with the CPU seconds per GB of the hub and agent, of the jump host's
+// sshd (with the per-connection processes it forked), and of the whole
 // machine (every process on the path), and the ceiling that the latter sets on this machine's
 // cores. Needs root (sshd), /usr/sbin/sshd and socat. Asserts nothing. The agent runs on its
 // own thread (agent-worker.ts), as it runs in its own process when deployed; the -L source and
@@ -22,7 +26,14 @@ import { Worker } from "node:worker_threads";
 import { startHub } from "../../../operators/hub/index.ts";
 import { silentLogger } from "../../../operators/lib/logger.ts";
 import { freePort } from "../../../tests/helpers/free-port.ts";
-import { machineBusySeconds, socatSink, startSshd, untilListening } from "../probes.ts";
+import {
+  cpuSecondsWithReaped,
+  machineBusySeconds,
+  socatSink,
+  startSshd,
+  untilListening,
+  untilNoChildren,
+} from "../probes.ts";
 
 const BYTES = Number(process.argv[2] ?? 1024 ** 3);
 const ROUNDS = Number(process.argv[3] ?? 1);
@@ -149,10 +160,17 @@ spec:
     stdio: ["ignore", openSync(file, "w"), "inherit"],
   });
 
-  // Debian's sshd on this machine, for the same client, key and file.
+  // Debian's sshd on this machine, for the same client, key and file; and a second sshd as the
+  // OpenSSH jump host in front of it (`-J`), what people run instead of a bastion product.
   const sshd = await startSshd(dir, userKey);
   children.push(sshd.child);
   const sshdPort = sshd.port;
+  const sshdPid = sshd.child.pid as number;
+  const jumpDir = path.join(dir, "jump");
+  mkdirSync(jumpDir);
+  const jump = await startSshd(jumpDir, userKey);
+  children.push(jump.child);
+  const jumpPid = jump.child.pid as number;
 
   const common = [
     "-F",
@@ -168,6 +186,27 @@ spec:
     "-i",
     path.join(dir, "user"),
   ];
+  /**
+   * `-J` hands the jump host's connection to a second ssh, which gets `-F` and nothing else of
+   * the command line: options (the cipher among them) go in a config file, read by both.
+   */
+  const jumpConfig = (cipher: string[]) => {
+    const file = path.join(dir, `ssh_config${cipher.length ? "-cipher" : ""}`);
+    writeFileSync(
+      file,
+      [
+        "Host *",
+        "  StrictHostKeyChecking no",
+        `  UserKnownHostsFile ${path.join(dir, "kh")}`,
+        "  BatchMode yes",
+        "  LogLevel ERROR",
+        `  IdentityFile ${path.join(dir, "user")}`,
+        ...(cipher.length ? [`  Ciphers ${cipher[1]}`] : []),
+        "",
+      ].join("\n"),
+    );
+    return ["-F", file, "-J", `root@127.0.0.1:${jump.port}`];
+  };
   // The same cipher on both, then what each server picks from OpenSSH's default offer (the
   // client's first choice both speak: sshd takes chacha20-poly1305, the hub its own first match).
   const suites: [string, string[]][] = [
@@ -175,34 +214,52 @@ spec:
     ["the client's default offer", []],
   ];
   const hubPort = Number(hub.sshAddress.split(":")[1]);
-  const sftp = (port: number, login: string, remote: string, local: string, cipher: string[]) => {
+  const sftp = (port: number, login: string, remote: string, local: string, options: string[]) => {
     const batch = path.join(dir, "batch");
     writeFileSync(batch, `get ${remote} ${local}\n`);
-    return timed("sftp", [...common, ...cipher, "-P", String(port), "-b", batch, `${login}@127.0.0.1`]);
+    return timed("sftp", [...options, "-P", String(port), "-b", batch, `${login}@127.0.0.1`]);
   };
   const mb = BYTES / 1e6;
-  /** Runs hub and sshd ROUNDS times, alternating which goes first; MB/s of each run. */
+  type Side = "hub" | "sshd" | "jump";
+  const SIDES: Side[] = ["hub", "sshd", "jump"];
+  /** Runs each side ROUNDS times, rotating which goes first; MB/s and CPU-s/GB of each run. */
   const rounds = async (
-    hub: () => Promise<number>,
-    sshd: () => Promise<number>,
+    run: Record<Side, () => Promise<number>>,
     after: () => Promise<void> = async () => {},
   ) => {
     const out = {
-      hub: [] as number[],
-      sshd: [] as number[],
+      mbs: { hub: [], sshd: [], jump: [] } as Record<Side, number[]>,
       hubCpu: [] as number[],
-      machineCpu: { hub: [] as number[], sshd: [] as number[] },
+      jumpCpu: [] as number[],
+      /** Both sshd of the jump path (the jump host and the one behind it), and sshd alone. */
+      jumpPathCpu: [] as number[],
+      sshdCpu: [] as number[],
+      machineCpu: { hub: [], sshd: [], jump: [] } as Record<Side, number[]>,
     };
     for (let round = 0; round < ROUNDS; round++) {
-      for (const side of round % 2 === 0 ? (["hub", "sshd"] as const) : (["sshd", "hub"] as const)) {
+      const order = [...SIDES.slice(round % 3), ...SIDES.slice(0, round % 3)];
+      for (const side of order) {
         const before = process.cpuUsage();
+        const jumpBefore = cpuSecondsWithReaped(jumpPid);
+        const sshdBefore = cpuSecondsWithReaped(sshdPid);
         const machineBefore = machineBusySeconds();
-        out[side].push(mb / (await (side === "hub" ? hub() : sshd())));
+        out.mbs[side].push(mb / (await run[side]()));
         const used = process.cpuUsage(before);
         out.machineCpu[side].push((machineBusySeconds() - machineBefore) / (mb / 1000));
         // This process is the hub and the agent's thread; clients, sshd, socat and sftp-server are
         // other processes. CPU per GB hardly moves with other work on the machine, unlike MB/s.
         if (side === "hub") out.hubCpu.push((used.user + used.system) / 1e6 / (mb / 1000));
+        if (side !== "hub") {
+          // sshd's per-connection processes count once they have exited and been reaped.
+          await untilNoChildren(jumpPid);
+          await untilNoChildren(sshdPid);
+          const jumpUsed = (cpuSecondsWithReaped(jumpPid) - jumpBefore) / (mb / 1000);
+          const sshdUsed = (cpuSecondsWithReaped(sshdPid) - sshdBefore) / (mb / 1000);
+          if (side === "jump") {
+            out.jumpCpu.push(jumpUsed);
+            out.jumpPathCpu.push(jumpUsed + sshdUsed);
+          } else out.sshdCpu.push(sshdUsed);
+        }
         await after();
       }
     }
@@ -211,26 +268,42 @@ spec:
   const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)] ?? 0;
   const cores = availableParallelism();
   const report = (title: string, result: Awaited<ReturnType<typeof rounds>>, note = "") => {
-    const best = { hub: Math.max(...result.hub), sshd: Math.max(...result.sshd) };
-    const each = result.hub.map((h, i) => (h / (result.sshd[i] ?? h)).toFixed(2)).join(" ");
+    const best = {
+      hub: Math.max(...result.mbs.hub),
+      sshd: Math.max(...result.mbs.sshd),
+      jump: Math.max(...result.mbs.jump),
+    };
+    const each = (other: Side) =>
+      result.mbs.hub.map((h, i) => (h / (result.mbs[other][i] ?? h)).toFixed(2)).join(" ");
+    const runs = (side: Side) => result.mbs[side].map((x) => x.toFixed(1)).join(" ");
     console.log(`== ${title} ==`);
+    console.log(`hub+agent  ${best.hub.toFixed(1)} MB/s   (runs: ${runs("hub")})`);
+    console.log(`sshd       ${best.sshd.toFixed(1)} MB/s   (runs: ${runs("sshd")})`);
+    console.log(`jump+sshd  ${best.jump.toFixed(1)} MB/s   (runs: ${runs("jump")})`);
     console.log(
-      `hub+agent  ${best.hub.toFixed(1)} MB/s   (runs: ${result.hub.map((x) => x.toFixed(1)).join(" ")})`,
+      `ratio      ${(best.hub / best.sshd).toFixed(2)}x sshd   (per round: ${each("sshd")}) ${note}`,
     );
+    console.log(`ratio      ${(best.hub / best.jump).toFixed(2)}x jump host   (per round: ${each("jump")})`);
     console.log(
-      `sshd       ${best.sshd.toFixed(1)} MB/s   (runs: ${result.sshd.map((x) => x.toFixed(1)).join(" ")})`,
+      `CPU s/GB   hub+agent ${median(result.hubCpu).toFixed(2)}, jump host's sshd ${median(result.jumpCpu).toFixed(2)}, ` +
+        `both sshd of the jump path ${median(result.jumpPathCpu).toFixed(2)}, sshd alone ${median(result.sshdCpu).toFixed(2)} ` +
+        `(medians of ${result.hubCpu.length})`,
     );
-    console.log(`ratio      ${(best.hub / best.sshd).toFixed(2)}x   (per round: ${each}) ${note}`);
-    console.log(`hub+agent CPU ${median(result.hubCpu).toFixed(2)} s/GB, median of ${result.hubCpu.length}`);
     // Whole-machine CPU per GB counts every process on each path (clients, servers, sftp-server,
     // socat). Were every core busy with nothing but the hub's path, it could move at most
     // cores / that figure: the ceiling of its ratio on this machine, however its work is spread.
-    const machine = { hub: median(result.machineCpu.hub), sshd: median(result.machineCpu.sshd) };
+    const machine = {
+      hub: median(result.machineCpu.hub),
+      sshd: median(result.machineCpu.sshd),
+      jump: median(result.machineCpu.jump),
+    };
     const ceiling = (cores / machine.hub) * 1000;
     console.log(
-      `machine CPU hub path ${machine.hub.toFixed(2)} s/GB, sshd path ${machine.sshd.toFixed(2)} s/GB; ` +
-        `hub path with all ${cores} cores: at most ${ceiling.toFixed(0)} MB/s = ${(ceiling / best.sshd).toFixed(2)}x`,
+      `machine CPU hub path ${machine.hub.toFixed(2)} s/GB, sshd path ${machine.sshd.toFixed(2)} s/GB, ` +
+        `jump path ${machine.jump.toFixed(2)} s/GB; ` +
+        `hub path with all ${cores} cores: at most ${ceiling.toFixed(0)} MB/s = ${(ceiling / best.sshd).toFixed(2)}x sshd`,
     );
+    return best.hub / best.jump;
   };
   const want = await sha256(file);
   // What the hub and agent spend with nothing to carry: it is in every CPU-per-GB figure too.
@@ -244,28 +317,37 @@ spec:
     await rm(copy);
     return same;
   };
+  // The lines a script reads: the hub against the jump host with the same cipher on every hop.
+  const summary: string[] = [];
   for (const [name, cipher] of suites) {
     let intactAll = true;
     const result = await rounds(
-      () => sftp(hubPort, `bench+${POD}`, "big.bin", copy, cipher),
-      () => sftp(sshdPort, "root", file, copy, cipher),
+      {
+        hub: () => sftp(hubPort, `bench+${POD}`, "big.bin", copy, [...common, ...cipher]),
+        sshd: () => sftp(sshdPort, "root", file, copy, [...common, ...cipher]),
+        jump: () => sftp(sshdPort, "root", file, copy, jumpConfig(cipher)),
+      },
       async () => {
         intactAll &&= await intact();
       },
     );
-    report(`SFTP download of ${mb.toFixed(0)} MB (${name})`, result, `(sha256 intact: ${intactAll})`);
+    const ratio = report(
+      `SFTP download of ${mb.toFixed(0)} MB (${name})`,
+      result,
+      `(sha256 intact: ${intactAll})`,
+    );
+    if (name === CIPHER) summary.push(`sftp: ${ratio.toFixed(2)}× OpenSSH jump host`);
   }
 
   // ssh -L: the pod's port sends BYTES to whoever connects, and a reader counts them, both socat
   // processes: in this process they would take the hub's event loop from it.
   await untilListening(podPort, "the pod's port");
-  const forward = async (port: number, login: string, target: string, cipher: string[]) => {
+  const forward = async (port: number, login: string, target: string, options: string[]) => {
     const local = await freePort();
     const child = spawn(
       "ssh",
       [
-        ...common,
-        ...cipher,
+        ...options,
         "-N",
         "-o",
         "ExitOnForwardFailure=yes",
@@ -288,16 +370,21 @@ spec:
       }
       throw new Error("ssh -L never listened");
     } finally {
+      const exited = new Promise((resolve) => child.once("exit", resolve));
       child.kill();
+      await exited;
     }
   };
   for (const [name, cipher] of suites) {
-    const result = await rounds(
-      () => forward(hubPort, "bench", POD, cipher),
-      () => forward(sshdPort, "root", "127.0.0.1", cipher),
-    );
-    report(`ssh -L, ${mb.toFixed(0)} MB through one connection (${name})`, result);
+    const result = await rounds({
+      hub: () => forward(hubPort, "bench", POD, [...common, ...cipher]),
+      sshd: () => forward(sshdPort, "root", "127.0.0.1", [...common, ...cipher]),
+      jump: () => forward(sshdPort, "root", "127.0.0.1", jumpConfig(cipher)),
+    });
+    const ratio = report(`ssh -L, ${mb.toFixed(0)} MB through one connection (${name})`, result);
+    if (name === CIPHER) summary.push(`ssh -L: ${ratio.toFixed(2)}× OpenSSH jump host`);
   }
+  for (const line of summary) console.log(line);
 
   const stopped = new Promise((resolve) => agent.once("message", resolve));
   agent.postMessage("stop");

@@ -16,4 +16,4 @@ export {
   TICKET_LINE_BYTES,
   TICKET_TTL_MS,
 } from "./protocol.ts";
-export { splice } from "./splice.ts";
+export { type SpliceOptions, splice } from "./splice.ts";

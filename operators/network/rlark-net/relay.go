@@ -45,6 +45,8 @@ const (
 	// each slice is still one splice loop.
 	copySlice      = 1 << 20
 	reportInterval = 500 * time.Millisecond
+	// How long a join that a reset broke waits for the other side to read what it was sent and end.
+	drainTimeout = time.Second
 )
 
 // jsonLog writes the hub's log line shape (operators/lib/logger.ts) on stderr.
@@ -343,17 +345,40 @@ func (r *relay) handle(c *reading) {
 }
 
 // join runs a pair both ways with half-close, as operators/lib/relay/splice.ts does: a clean
-// end of one side ends the other's writing; a side reset takes the other with it, reset in turn;
-// a side gone after its clean end leaves the other to say what it still has (read and dropped).
+// end of one side ends the other's writing; a side gone after its clean end leaves the other to
+// say what it still has (read and dropped). A side reset ends the join, but not by resetting
+// the other at once: that would drop what was just written to it and not yet sent (the reset
+// side's last bytes, a refusal among them). Both sides are half-closed, so what they were sent
+// arrives followed by an end, and read (dropped) until their own end, for drainTimeout at most;
+// a side that has not ended by then is reset.
 func (r *relay) join(id string, p *pair) {
 	a, b := p.sides[0], p.sides[1]
 	var cleanEnd [2]atomic.Bool
+	var broken atomic.Bool
+	var ended [2]atomic.Bool // a side read to its end: it can be closed without a reset
+	var breakOnce sync.Once
+	breakJoin := func() {
+		breakOnce.Do(func() {
+			broken.Store(true)
+			deadline := time.Now().Add(drainTimeout)
+			for _, s := range []*held{a, b} {
+				s.conn.CloseWrite()
+				s.conn.SetReadDeadline(deadline)
+			}
+		})
+	}
+	drain := func(from *held, dir int) {
+		if _, err := io.Copy(io.Discard, from.conn); err == nil {
+			ended[dir].Store(true)
+		}
+	}
 	done := make(chan struct{}, 2)
 	pump := func(from, to *held, dir int) {
 		defer func() { done <- struct{}{} }()
 		if len(from.rest) > 0 {
 			if _, err := to.conn.Write(from.rest); err != nil {
-				reset(from.conn, to.conn)
+				breakJoin()
+				drain(from, dir)
 				return
 			}
 			p.moved.Add(int64(len(from.rest)))
@@ -365,16 +390,20 @@ func (r *relay) join(id string, p *pair) {
 				continue
 			}
 			if err == io.EOF {
+				ended[dir].Store(true)
 				cleanEnd[dir].Store(true)
-				to.conn.CloseWrite()
+				if !broken.Load() {
+					to.conn.CloseWrite()
+				}
 				return
 			}
-			if cleanEnd[1-dir].Load() {
+			if cleanEnd[1-dir].Load() && !broken.Load() {
 				// The other way ended cleanly and its writer is gone: drain what is left.
-				io.Copy(io.Discard, from.conn)
+				drain(from, dir)
 				return
 			}
-			reset(from.conn, to.conn)
+			breakJoin()
+			drain(from, dir)
 			return
 		}
 	}
@@ -382,8 +411,13 @@ func (r *relay) join(id string, p *pair) {
 	go pump(b, a, 1)
 	<-done
 	<-done
-	a.conn.Close()
-	b.conn.Close()
+	for dir, s := range []*held{a, b} {
+		if broken.Load() && !ended[dir].Load() {
+			reset(s.conn)
+		} else {
+			s.conn.Close()
+		}
+	}
 	r.mu.Lock()
 	if r.pairs[id] == p {
 		delete(r.pairs, id)

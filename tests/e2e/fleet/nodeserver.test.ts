@@ -84,7 +84,9 @@ t.test("the catalog entry with its defaults is the kustomize base", async (t) =>
     "--stats-listen=0.0.0.0:5701",
     "--group-listen=0.0.0.0:7946",
     "--group-advertise=$(RLARK_HOST_IP):7946",
+    "--data-engine=go",
   ]);
+  t.equal(pod?.containers[0]?.image, "rlark/sidecar:0.1.0", "the image that carries rlark-net");
   t.same(
     pod?.containers[0]?.env?.find((e) => e.name === "RLARK_HOST_IP")?.valueFrom,
     { fieldRef: { fieldPath: "status.hostIP" } },

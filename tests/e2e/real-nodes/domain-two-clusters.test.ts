@@ -1,6 +1,6 @@
 // The seeds' Domain scenario on real pods across two clusters (issue 24, item 2): the shared
 // real-node fleet's two clusters, one real node each; per cluster a kubernetes-runtime agent
-// running with fleet/agent's RBAC, and fleet/nodeserver's DaemonSet of rlark/rlark (built here and
+// running with fleet/agent's RBAC, and fleet/nodeserver's DaemonSet of rlark/sidecar (built here and
 // imported into the nodes' containerd) on the real node; a hub on git with its Domain relay. Pods
 // of a Job in a Domain get the injected rlark-net-init (iptables in the real pod's netns) and the
 // sidecar; an unmodified busybox nc in a pod of cluster 1 reaches a pod of cluster 2 by its
@@ -116,7 +116,7 @@ function nodeserverObjects(namespace: string, server: string, statsPort: number)
       spec.nodeSelector = { [REAL_NODE_LABEL]: "true" };
       spec.terminationGracePeriodSeconds = 1;
       const c = spec.containers[0];
-      c.image = RLARK_IMAGE;
+      c.image = SIDECAR_IMAGE;
       c.imagePullPolicy = "Never";
       c.args = c.args.map((a: string) =>
         a.startsWith("--peers-secret=")
