@@ -109,7 +109,10 @@ export async function* peersFromSecret(options: PeersFromSecretOptions): AsyncGe
   const retryMs = options.retryMs ?? 1000;
   const failed = (err: unknown) =>
     logger.warn("watching the peers Secret failed; trying again", { secret: where, error: String(err) });
-  if (options.idleTimeoutMs !== undefined) watch.requestTimeoutMs = options.idleTimeoutMs;
+  // client-node declares its idle timeout private (30 s, also the connect timeout); set only when
+  // asked (tests, which need quiet rounds sooner)
+  if (options.idleTimeoutMs !== undefined)
+    (watch as unknown as { requestTimeoutMs: number }).requestTimeoutMs = options.idleTimeoutMs;
   // Where the next watch starts: the list's resourceVersion, then each event's (bookmarks
   // included); undefined means list first. A list then a watch from its resourceVersion misses
   // nothing between the two, and an absent Secret is the empty state at once.
