@@ -177,6 +177,12 @@ function ip(args: string[]): { ok: boolean; out: string } {
   return { ok: r.status === 0, out: `${r.stdout}${r.stderr}`.trim() };
 }
 
+/** The host's address on the node's bridge: the pods' default gateway, and kubelet's address. */
+function bridgeGateway(record: RealNodeRecord): string {
+  if (!record.subnet) throw new Error(`${record.name}: no bridge reserved`);
+  return record.subnet.replace(/0\/24$/, "1");
+}
+
 /**
  * Takes the first free 10.250.N.0/24 for a node's bridge: creating the bridge (`rlark-brN`) is
  * the reservation, since the kernel refuses a second link of that name, and its gateway address
@@ -426,7 +432,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
  * default, but nothing masquerades or forwards for them.
  */
 function cniConfig(record: RealNodeRecord, dir: string): object {
-  const gateway = record.subnet!.replace(/0\/24$/, "1");
+  const gateway = bridgeGateway(record);
   return {
     cniVersion: "0.4.0",
     name: `rlark-${record.bridge}`,
@@ -506,7 +512,8 @@ export async function startRealNode<P extends Proc>(
   );
 
   // the kubelet's client certificate (Node authorizer: system:node:<name> in system:nodes) and
-  // its serving certificate, which the API server reaches at 127.0.0.1:<kubeletPort>
+  // its serving certificate, which the API server reaches at <gateway>:<kubeletPort>
+  const gateway = bridgeGateway(record);
   const client = makeLeaf(plan.ca, {
     commonName: `system:node:${name}`,
     organizations: ["system:nodes"],
@@ -514,7 +521,7 @@ export async function startRealNode<P extends Proc>(
   });
   const serving = makeLeaf(plan.ca, {
     commonName: name,
-    server: { dnsNames: [name, "localhost"], ips: ["127.0.0.1"] },
+    server: { dnsNames: [name, "localhost"], ips: [gateway] },
   });
   const file = (rel: string, content: string): string => {
     const path = join(dir, rel);
@@ -528,8 +535,12 @@ export async function startRealNode<P extends Proc>(
   );
 
   // The Node is made here, with its addresses: kubelet refuses a loopback --node-ip, and with
-  // --cloud-provider=external it keeps the addresses a Node already has. ExternalIP 127.0.0.1 is
-  // where the API server (--kubelet-preferred-address-types=ExternalIP) reaches this kubelet.
+  // --cloud-provider=external it keeps the addresses a Node already has. ExternalIP, the node
+  // bridge's gateway address (on the host), is where the API server
+  // (--kubelet-preferred-address-types=ExternalIP) reaches this kubelet: not 127.0.0.1, since the
+  // API server's node proxy (nodes/<name>/proxy/stats/summary, which the agent's disk figures
+  // read) refuses a loopback address with "address not allowed". InternalIP stays 127.0.0.1: the
+  // hostNetwork pods' (nodeservers') address, where the rest of the host reaches them.
   const node = {
     apiVersion: "v1",
     kind: "Node",
@@ -547,7 +558,7 @@ export async function startRealNode<P extends Proc>(
     status: {
       addresses: [
         { type: "InternalIP", address: "127.0.0.1" },
-        { type: "ExternalIP", address: "127.0.0.1" },
+        { type: "ExternalIP", address: gateway },
         { type: "Hostname", address: name },
       ],
     },
@@ -561,7 +572,7 @@ export async function startRealNode<P extends Proc>(
     YAML.stringify({
       apiVersion: "kubelet.config.k8s.io/v1beta1",
       kind: "KubeletConfiguration",
-      address: "127.0.0.1",
+      address: gateway,
       port: plan.kubeletPort,
       readOnlyPort: 0,
       healthzPort: 0,

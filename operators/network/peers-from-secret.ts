@@ -53,6 +53,11 @@ export interface PeersFromSecretOptions {
    * in a row double it (with jitter) up to 30 s.
    */
   retryMs?: number;
+  /**
+   * How long a watch may carry nothing (no event, no bookmark) before the client ends it and
+   * watches again; client-node's Watch's default, 30 s, when unset.
+   */
+  idleTimeoutMs?: number;
   clock?: Clock;
 }
 
@@ -60,6 +65,7 @@ export interface PeersFromSecretOptions {
 const MAX_RETRY_MS = 30_000;
 
 interface SecretEvent {
+  metadata?: { resourceVersion?: string };
   data?: Record<string, string>;
 }
 
@@ -103,37 +109,69 @@ export async function* peersFromSecret(options: PeersFromSecretOptions): AsyncGe
   const retryMs = options.retryMs ?? 1000;
   const failed = (err: unknown) =>
     logger.warn("watching the peers Secret failed; trying again", { secret: where, error: String(err) });
-  // One run: a list, then a watch from its resourceVersion until it ends (nothing between the two
-  // is missed, and an absent Secret is the empty state at once). A list that fails backs off; a
-  // watch the API server ends after its timeout is normal: list and watch again at once.
+  // client-node declares its idle timeout private (30 s, also the connect timeout); set only when
+  // asked (tests, which need quiet rounds sooner)
+  if (options.idleTimeoutMs !== undefined)
+    (watch as unknown as { requestTimeoutMs: number }).requestTimeoutMs = options.idleTimeoutMs;
+  // Where the next watch starts: the list's resourceVersion, then each event's (bookmarks
+  // included); undefined means list first. A list then a watch from its resourceVersion misses
+  // nothing between the two, and an absent Secret is the empty state at once.
+  let resourceVersion: string | undefined;
+  // One run: a list when there is no resourceVersion to go on from, then a watch until it ends.
+  // The client ends a watch that has carried nothing for its idle timeout (client-node's Watch:
+  // 30 s, TimeoutError): for one Secret that seldom changes, that is a quiet watch, not a
+  // failure, so it is watched again at once from where it was, without a list or a warning. A
+  // watch that never connected, a failed list, or one the API server refuses (410 Gone: the
+  // resourceVersion is too old) lists again; all but 410 are warned of and back off.
   const loop = new ApplyLoop<void>({
     name: "peers Secret",
     run: async () => {
-      const list = await core
-        .listNamespacedSecret({ namespace: options.namespace, fieldSelector })
-        .catch((err: unknown) => {
-          failed(err);
-          throw err;
-        });
-      take(list.items[0]?.data);
+      if (resourceVersion === undefined) {
+        const list = await core
+          .listNamespacedSecret({ namespace: options.namespace, fieldSelector })
+          .catch((err: unknown) => {
+            failed(err);
+            throw err;
+          });
+        take(list.items[0]?.data);
+        resourceVersion = list.metadata?.resourceVersion;
+      }
+      let ended = false;
+      let connected = false;
+      let gone = false;
       const err = await new Promise<unknown>((resolve, reject) => {
         watch
           .watch(
             `/api/v1/namespaces/${options.namespace}/secrets`,
-            { fieldSelector, resourceVersion: list.metadata?.resourceVersion },
-            (phase, object: SecretEvent) => {
+            { fieldSelector, resourceVersion, allowWatchBookmarks: true },
+            (phase, object: SecretEvent & { code?: number }) => {
+              if (phase === "ERROR") {
+                gone = object.code === 410;
+                resourceVersion = undefined;
+                return;
+              }
+              const rv = object.metadata?.resourceVersion;
+              if (rv) resourceVersion = rv;
               if (phase === "ADDED" || phase === "MODIFIED") take(object.data);
               else if (phase === "DELETED") take(undefined);
             },
-            resolve,
+            (e: unknown) => {
+              ended = true;
+              resolve(e);
+            },
           )
           .then((c) => {
+            // resolved before the watch ended: the API server answered 200 and the stream is open
+            if (!ended) connected = true;
             controller = c;
             if (stopped) c.abort();
           }, reject);
       }).catch((e: unknown) => e);
       if (stopped) return undefined;
-      if (!err) return { requeueAfter: 0 };
+      const quiet = connected && err instanceof Error && err.name === "TimeoutError";
+      if (!err || quiet) return { requeueAfter: 0 };
+      resourceVersion = undefined;
+      if (gone || (err as { statusCode?: number }).statusCode === 410) return { requeueAfter: 0 };
       failed(err);
       return { requeueAfter: retryMs };
     },

@@ -8,14 +8,25 @@ import { type KubeConfig, KubernetesObjectApi, type V1PolicyRule } from "@kubern
 import type { Test } from "tap";
 import YAML from "yaml";
 import { repoRoot } from "../../hack/kube/paths.ts";
-import { KubernetesRuntime } from "../../operators/agent/runtimes/kubernetes/index.ts";
+import {
+  KubernetesRuntime,
+  type KubernetesRuntimeOptions,
+} from "../../operators/agent/runtimes/kubernetes/index.ts";
 import type { Hub } from "../../operators/hub/hub.ts";
 import { startAgentOnHub } from "./agent-on-hub.ts";
 import { impersonating } from "./install.ts";
 import { onKube, waitFor } from "./wait-for.ts";
 
-/** Creates the user's grants (removed at teardown) and returns its name. */
-export async function fleetAgentIdentity(t: Test, kc: KubeConfig, namespace: string): Promise<string> {
+/**
+ * Creates the user's grants (removed at teardown) and returns its name. `moreClusterRules` are
+ * added to the ClusterRole, as an overlay of fleet/agent would (nodes/proxy for disk figures).
+ */
+export async function fleetAgentIdentity(
+  t: Test,
+  kc: KubeConfig,
+  namespace: string,
+  moreClusterRules: V1PolicyRule[] = [],
+): Promise<string> {
   const name = `rlark-test-agent-${randomBytes(4).toString("hex")}`;
   const rules = (file: string) =>
     (YAML.parse(readFileSync(path.join(repoRoot, "fleet/agent", file), "utf8")) as { rules: V1PolicyRule[] })
@@ -23,7 +34,7 @@ export async function fleetAgentIdentity(t: Test, kc: KubeConfig, namespace: str
   const subjects = [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name }];
   const roleRef = (kind: string) => ({ apiGroup: "rbac.authorization.k8s.io", kind, name });
   const grants = [
-    { kind: "ClusterRole", metadata: { name }, rules: rules("cluster-role.yaml") },
+    { kind: "ClusterRole", metadata: { name }, rules: [...rules("cluster-role.yaml"), ...moreClusterRules] },
     { kind: "ClusterRoleBinding", metadata: { name }, roleRef: roleRef("ClusterRole"), subjects },
     { kind: "Role", metadata: { name, namespace }, rules: rules("role.yaml") },
     { kind: "RoleBinding", metadata: { name, namespace }, roleRef: roleRef("Role"), subjects },
@@ -46,13 +57,15 @@ export async function startFleetKubeAgent(
   kc: KubeConfig,
   namespace: string,
   cluster: string,
+  more: { clusterRules?: V1PolicyRule[]; runtime?: Partial<KubernetesRuntimeOptions> } = {},
 ): Promise<{ runtime: KubernetesRuntime; kubeConfig: KubeConfig; pod: string }> {
-  const kubeConfig = impersonating(kc, await fleetAgentIdentity(t, kc, namespace));
+  const kubeConfig = impersonating(kc, await fleetAgentIdentity(t, kc, namespace, more.clusterRules));
   const runtime = await KubernetesRuntime.start({
     kubeConfig,
     defaultNamespace: namespace,
     instance: `${cluster}${randomBytes(3).toString("hex")}`,
     retryIntervalMs: 500,
+    ...more.runtime,
   });
   await startAgentOnHub(t, hub, cluster, { runtime, runtimeKind: "kubernetes", reportIntervalMs: 500 });
   const pod = await waitFor(

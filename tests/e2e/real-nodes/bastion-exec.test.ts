@@ -211,7 +211,9 @@ t.test("ssh shell and exec reach a real pod on a real node through hub and agent
     t.same(await log("tailLines=1"), { status: 200, text: "run-1 line-two\n" });
     t.match((await log("tailLines=1&timestamps=true")).text, /^\d{4}-\d\d-\d\dT[\d:.]+Z run-1 line-two\n$/);
     const kill = await run("ssh", [...sshArgs, `alice+${pod}@127.0.0.1`, "kill 1"]);
-    t.equal(kill.code, 0, kill.stderr);
+    // kill's own 0, or 137: PID 1's end SIGKILLs every process left in the container's PID
+    // namespace, and the exec'd kill may still be one of them when the container stops
+    t.ok(kill.code === 0 || kill.code === 137, `kill 1 ran (exit ${kill.code}) ${kill.stderr}`);
     await waitFor(
       "the container's second run",
       async () => {

@@ -69,6 +69,15 @@ export async function openChannelSocket(
   await kubeConfig.applyToHTTPSOptions(options);
   const url = `${cluster.server.replace(/^http/, "ws").replace(/\/$/, "")}${path}`;
   const ws = new WebSocket(url, protocols, options);
+  // Listening before the upgrade is answered: ws delivers what came with the 101 response (the
+  // kubelet's first messages, such as portforward's port prefix on each channel) on a nextTick,
+  // before an await after "open" resumes; a listener added there lost them, and a forward lost
+  // the first two bytes of the pod's data in their stead ("TP/1.1 200 OK").
+  ws.on("message", (data: Buffer, isBinary) => {
+    if (!isBinary) data = Buffer.from(data);
+    if (data.length === 0) return;
+    handlers.message(data.readUInt8(0), data.subarray(1));
+  });
   await new Promise<void>((resolve, reject) => {
     ws.once("open", () => {
       ws.off("error", reject);
@@ -90,11 +99,6 @@ export async function openChannelSocket(
   let closedError: Error | undefined;
   ws.on("error", (error) => {
     closedError = new Error(`${what}: ${error.message}`);
-  });
-  ws.on("message", (data: Buffer, isBinary) => {
-    if (!isBinary) data = Buffer.from(data);
-    if (data.length === 0) return;
-    handlers.message(data.readUInt8(0), data.subarray(1));
   });
   ws.on("close", (code, reason) => {
     const clean = code === 1000 || code === 1005;
