@@ -52,6 +52,7 @@ export async function inject(
       const leading = await leader(world);
       if (!leading) return undefined;
       const hub = fault === "leader" ? leading : world.hub.find((h) => h !== leading)!;
+      if (hub.child) world.intended.add(hub.child);
       await killed(hub.child);
       await sleep(down);
       world.hubs.start(hub, world.hubFlags.get(hub));
@@ -60,6 +61,7 @@ export async function inject(
     case "agent": {
       const name = random.pick(Object.keys(world.agents).sort()) as keyof World["agents"];
       const agent = world.agents[name];
+      world.intended.add(agent.child);
       await killed(agent.child);
       await sleep(down);
       agent.restart();

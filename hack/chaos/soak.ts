@@ -166,6 +166,7 @@ export async function runSoak(t: Test, options: SoakOptions): Promise<SoakResult
     history.push({ sha: await push(desired, false, "chaos: valid again"), desired, valid: true });
     commits++;
   }
+  for (const exit of world.selfExits) log(`chaos: ${exit}, restarted`);
   log(`chaos: faults stopped after ${kills} kills and ${commits} commits; waiting for quiet`);
   const quietFrom = Date.now();
   const verdict = await waitQuiet(world, ctx, history, options.quietBoundMs, baseline, tmpRoot, options);
@@ -276,14 +277,11 @@ async function check(
   const { hubs } = world;
   const hub = await leader(world);
   if (!hub) return { problems: ["no hub leads"], lost: 0 };
-  for (const h of world.hub) {
-    if (h.child?.exitCode !== null || h.child.signalCode !== null)
-      problems.push(`hub ${h.name} exited by itself`);
-  }
-  for (const [name, agent] of Object.entries(world.agents)) {
+  for (const h of world.hub)
+    if (h.child?.exitCode !== null || h.child.signalCode !== null) problems.push(`hub ${h.name} is down`);
+  for (const [name, agent] of Object.entries(world.agents))
     if (agent.child.exitCode !== null || agent.child.signalCode !== null)
-      problems.push(`agent ${name} exited by itself`);
-  }
+      problems.push(`agent ${name} is down`);
   const source = (await hubs.api(hub, "/api/v1/source")) as { lastAppliedRevision?: string } | undefined;
   if (source?.lastAppliedRevision !== valid.sha)
     problems.push(

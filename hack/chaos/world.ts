@@ -3,6 +3,7 @@
 // kubernetes store with leader election (hub-processes.ts, as hub-failover.test.ts runs them; the
 // store's CRDs in a group of their own, kube-store.ts), a process-runtime agent for the cluster
 // "local" and a kubernetes-runtime agent for each of two clusters of a hack/kube fleet (fleet.ts).
+import type { ChildProcess } from "node:child_process";
 import { CoreV1Api } from "@kubernetes/client-node";
 import type { Test } from "tap";
 import { type FleetCluster, fleetClusters, testNamespace } from "../../tests/helpers/fleet.ts";
@@ -28,6 +29,12 @@ export interface World {
   /** The namespace the kwok clusters' workloads go to (on both). */
   namespace: string;
   marker: string;
+  /** Processes a fault kills on purpose: the supervisor leaves their restart to the fault. */
+  intended: Set<ChildProcess>;
+  /** Exits nobody asked for, restarted by the supervisor (a hub that lost its Lease exits). */
+  selfExits: string[];
+  /** Stops the supervisor. */
+  stopSupervising(): void;
 }
 
 /** Slow enough for two busy cores: the hubs' timings as shipped (Lease 10 s). */
@@ -68,20 +75,63 @@ export async function startWorld(t: Test, marker: string, echo: Echo): Promise<W
     [a, repo],
     [b, [...repo, "--ca-dir", `${a.dataDir}/pki`]],
   ]);
+  const world: World = {
+    hubs,
+    hub: [a, b],
+    hubFlags,
+    agents: {} as World["agents"],
+    kwok,
+    namespace,
+    marker,
+    intended: new Set(),
+    selfExits: [],
+    stopSupervising: () => undefined,
+  };
   hubs.start(a, hubFlags.get(a));
+  world.stopSupervising = supervise(world);
+  t.teardown(() => world.stopSupervising());
   await waitFor("hub a leads", async () => (await hubs.status(a, "/readyz")) === 200, long);
   hubs.start(b, hubFlags.get(b));
-  await waitFor("hub b stands by", async () => (await hubs.status(b, "/readyz")) === 503, long);
+  await waitFor("hub b stands by", async () => (await hubs.status(b, "/readyz")) !== undefined, long);
   const kube = (cluster: FleetCluster) => [
     ...["--runtime", "kubernetes", "--kubeconfig", cluster.kubeconfig, "--namespace", namespace],
     ...["--nodeserver-stats-port", "0", "--nodeserver-group-port", "0"],
   ];
-  const agents = {
-    local: await hubs.startAgent(a, [a, b]),
-    "kwok-1": await hubs.startAgent(a, [a, b], { cluster: "kwok-1", args: kube(kwok[0]) }),
-    "kwok-2": await hubs.startAgent(a, [a, b], { cluster: "kwok-2", args: kube(kwok[1]) }),
-  };
-  return { hubs, hub: [a, b], hubFlags, agents, kwok, namespace, marker };
+  // The token comes from whichever hub's data dir: they share the CA and the store.
+  world.agents.local = await hubs.startAgent(a, [a, b]);
+  world.agents["kwok-1"] = await hubs.startAgent(a, [a, b], { cluster: "kwok-1", args: kube(kwok[0]) });
+  world.agents["kwok-2"] = await hubs.startAgent(a, [a, b], { cluster: "kwok-2", args: kube(kwok[1]) });
+  return world;
+}
+
+const exited = (child: ChildProcess | undefined) =>
+  child !== undefined && (child.exitCode !== null || child.signalCode !== null);
+
+/**
+ * Restarts a hub or an agent that exited without a fault asking, as Kubernetes or systemd would
+ * (a hub that loses its Lease exits on purpose: a busy machine makes it miss a renewal). Each
+ * such exit is kept in `world.selfExits` for the report.
+ */
+function supervise(world: World): () => void {
+  const timer = setInterval(() => {
+    for (const hub of world.hub) {
+      if (exited(hub.child) && !world.intended.has(hub.child!)) {
+        world.selfExits.push(
+          `hub ${hub.name} exited by itself (${hub.child!.exitCode ?? hub.child!.signalCode})`,
+        );
+        world.hubs.start(hub, world.hubFlags.get(hub));
+      }
+    }
+    for (const [name, agent] of Object.entries(world.agents)) {
+      if (exited(agent.child) && !world.intended.has(agent.child)) {
+        world.selfExits.push(
+          `agent ${name} exited by itself (${agent.child.exitCode ?? agent.child.signalCode})`,
+        );
+        agent.restart();
+      }
+    }
+  }, 1000);
+  return () => clearInterval(timer);
 }
 
 /** The hub that leads now (its /readyz says 200), if one does. */
