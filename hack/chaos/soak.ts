@@ -240,6 +240,7 @@ async function waitQuiet(
 ): Promise<Verdict> {
   const until = Date.now() + boundMs;
   let verdict: Verdict = { problems: ["not checked"], lost: 0 };
+  let nextReport = Date.now() + 30_000;
   while (Date.now() < until) {
     verdict = await check(world, ctx, lastValid(history), baseline, tmpRoot, options).catch(
       (error: Error) => ({
@@ -248,6 +249,10 @@ async function waitQuiet(
       }),
     );
     if (verdict.problems.length === 0) return verdict;
+    if (Date.now() >= nextReport) {
+      nextReport = Date.now() + 30_000;
+      options.log(`chaos: waiting for quiet: ${verdict.problems.slice(0, 3).join("; ")}`);
+    }
     await sleep(2000);
   }
   return verdict;
