@@ -22,6 +22,8 @@ const { values } = parseArgs({
     "commit-every": { type: "string", default: "3s" },
     "quiet-bound": { type: "string", default: "300s" },
     "fleet-dir": { type: "string", default: join(repoRoot, ".cache/fleet-chaos") },
+    /** Leader election's Lease duration; the renew deadline and retry period follow (7/10, 1/10). */
+    lease: { type: "string" },
   },
 });
 
@@ -58,6 +60,15 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
     console.error(`chaos: ${signal}: stopping everything the soak started`);
     void tearDown().then(() => process.exit(130));
   });
+}
+
+function leaseFlags(leaseMs: number): string[] {
+  const ms = (n: number) => `${Math.round(n)}ms`;
+  return [
+    ...["--leader-elect-lease-duration", ms(leaseMs)],
+    ...["--leader-elect-renew-deadline", ms(leaseMs * 0.7)],
+    ...["--leader-elect-retry-period", ms(leaseMs * 0.1)],
+  ];
 }
 
 function fleetPids(): number[] {
@@ -99,6 +110,7 @@ async function main(): Promise<number> {
     quietBoundMs: seconds(values["quiet-bound"]),
     fleetDir,
     fleetPids,
+    hubFlags: values.lease ? leaseFlags(seconds(values.lease)) : [],
     log: (line) => {
       console.log(line);
       echo(`${line}\n`);

@@ -35,6 +35,8 @@ export interface SoakOptions {
   fleetDir: string;
   /** Pids of the fleet's processes, counted with the soak's own for leaks. */
   fleetPids: () => number[];
+  /** More flags for both hubs (leader-election timings). */
+  hubFlags?: string[];
   /** Progress lines (a fault, a commit, the verdict). */
   log: (line: string) => void;
   /** The hubs' and agents' log lines. */
@@ -73,7 +75,7 @@ export async function runSoak(t: Test, options: SoakOptions): Promise<SoakResult
     else process.env.TMPDIR = savedTmp;
   });
   const log = options.log;
-  const world = await startWorld(t, marker, options.echo);
+  const world = await startWorld(t, marker, options.echo, options.hubFlags);
   const ctx: RenderContext = { marker, startsLog: join(tmpRoot, "starts.log"), namespace: world.namespace };
   // Task processes run as the runtime's pod users: they may pass the folder and append to the log.
   await chmod(tmpRoot, 0o755);

@@ -40,7 +40,16 @@ export interface World {
 /** Slow enough for two busy cores: the hubs' timings as shipped (Lease 10 s). */
 const long = { ...onRealServers, attempts: 2400 };
 
-export async function startWorld(t: Test, marker: string, echo: Echo): Promise<World> {
+/**
+ * `hubFlags` go to both hubs (longer leader-election timings for a machine too busy to renew a
+ * Lease within the default 7 s: a hub that misses it exits, by design).
+ */
+export async function startWorld(
+  t: Test,
+  marker: string,
+  echo: Echo,
+  hubFlags: string[] = [],
+): Promise<World> {
   const clusters = fleetClusters();
   if (clusters.length < 2) throw new Error(`the fleet has ${clusters.length} clusters, the soak needs 2`);
   const kwok = [clusters[0]!, clusters[1]!] as [FleetCluster, FleetCluster];
@@ -61,6 +70,7 @@ export async function startWorld(t: Test, marker: string, echo: Echo): Promise<W
     [
       ...["--store", "kubernetes", "--kubeconfig", fixture.kubeconfigFile, "--namespace", leaseNamespace],
       ...["--crd-group", fixture.group, "--status-branch", "rlark/status", "--no-dashboard"],
+      ...hubFlags,
     ],
     echo,
   );
@@ -71,14 +81,14 @@ export async function startWorld(t: Test, marker: string, echo: Echo): Promise<W
   const repo = ["--repo", hubs.git.daemonUrl];
   const a = await hubs.hub("a");
   const b = await hubs.hub("b");
-  const hubFlags = new Map<HubProcess, string[]>([
+  const flagsOf = new Map<HubProcess, string[]>([
     [a, repo],
     [b, [...repo, "--ca-dir", `${a.dataDir}/pki`]],
   ]);
   const world: World = {
     hubs,
     hub: [a, b],
-    hubFlags,
+    hubFlags: flagsOf,
     agents: {} as World["agents"],
     kwok,
     namespace,
@@ -87,11 +97,11 @@ export async function startWorld(t: Test, marker: string, echo: Echo): Promise<W
     selfExits: [],
     stopSupervising: () => undefined,
   };
-  hubs.start(a, hubFlags.get(a));
+  hubs.start(a, flagsOf.get(a));
   world.stopSupervising = supervise(world);
   t.teardown(() => world.stopSupervising());
   await waitFor("hub a leads", async () => (await hubs.status(a, "/readyz")) === 200, long);
-  hubs.start(b, hubFlags.get(b));
+  hubs.start(b, flagsOf.get(b));
   await waitFor("hub b stands by", async () => (await hubs.status(b, "/readyz")) !== undefined, long);
   const kube = (cluster: FleetCluster) => [
     ...["--runtime", "kubernetes", "--kubeconfig", cluster.kubeconfig, "--namespace", namespace],
