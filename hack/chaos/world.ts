@@ -108,10 +108,43 @@ export async function startWorld(
     ...["--nodeserver-stats-port", "0", "--nodeserver-group-port", "0"],
   ];
   // The token comes from whichever hub's data dir: they share the CA and the store.
-  world.agents.local = await hubs.startAgent(a, [a, b]);
-  world.agents["kwok-1"] = await hubs.startAgent(a, [a, b], { cluster: "kwok-1", args: kube(kwok[0]) });
-  world.agents["kwok-2"] = await hubs.startAgent(a, [a, b], { cluster: "kwok-2", args: kube(kwok[1]) });
+  world.agents.local = await enroll(world, "local", []);
+  world.agents["kwok-1"] = await enroll(world, "kwok-1", kube(kwok[0]));
+  world.agents["kwok-2"] = await enroll(world, "kwok-2", kube(kwok[1]));
   return world;
+}
+
+/**
+ * An agent enrolled and Online. An agent whose enrollment is cut (the hub killed or its Lease
+ * lost meanwhile: "read ECONNRESET") exits and cannot start again without a token: that is
+ * reported in `selfExits` and it is enrolled again with a new token.
+ */
+async function enroll(world: World, cluster: string, args: string[]): Promise<AgentProcess> {
+  const [a, b] = world.hub;
+  for (let attempt = 1; ; attempt++) {
+    const agent = await world.hubs.startAgent(a, [a, b], cluster === "local" ? {} : { cluster, args });
+    // Not supervised until enrolled: a restart without a token could not enroll.
+    world.intended.add(agent.child);
+    const online = await waitFor(
+      `agent ${cluster} enrolled and Online`,
+      async () => {
+        if (exited(agent.child)) return "exited";
+        const hub = await leader(world);
+        const status =
+          hub && (await world.hubs.api(hub, `/api/v1/rlinf.io/v1alpha1/clusters/${cluster}`))?.status;
+        return status?.phase === "Online" ? "online" : undefined;
+      },
+      long,
+    );
+    if (online === "online") {
+      world.intended.delete(agent.child);
+      return agent;
+    }
+    world.selfExits.push(
+      `agent ${cluster} exited while enrolling (attempt ${attempt}, exit ${agent.child.exitCode})`,
+    );
+    if (attempt === 3) throw new Error(`agent ${cluster} could not enroll in 3 attempts`);
+  }
 }
 
 const exited = (child: ChildProcess | undefined) =>
