@@ -8,7 +8,6 @@ import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import type { Test } from "tap";
-import { parseDuration } from "../../operators/cli/duration.ts";
 import { repoRoot } from "../kube/paths.ts";
 import { FAULTS, type Fault } from "./faults.ts";
 import { runSoak } from "./soak.ts";
@@ -27,7 +26,16 @@ const { values } = parseArgs({
   },
 });
 
-const seconds = (value: string) => (/^\d+$/.test(value) ? Number(value) * 1000 : parseDuration(value));
+const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** "300" (seconds), "300s", "5m", "1h", "1h30m", "500ms" → milliseconds. */
+function seconds(value: string): number {
+  if (/^\d+$/.test(value)) return Number(value) * 1000;
+  const parts = [...value.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)];
+  if (parts.length === 0 || parts.map((p) => p[0]).join("") !== value)
+    throw new Error(`"${value}" is not a duration (examples: 300, 300s, 5m, 1h)`);
+  return parts.reduce((total, [, n, unit]) => total + Number(n) * UNITS[unit!]!, 0);
+}
 const seed = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(values.seed);
 const faults = values.faults.split(",").filter(Boolean) as Fault[];
 for (const fault of faults) {
