@@ -110,6 +110,8 @@ export async function createHubFeedback(options: HubFeedbackOptions): Promise<Hu
     : undefined;
 
   let statusWriter: StatusBranchWriter | undefined;
+  /** Set by start(): this hub leads. */
+  let started = false;
   const statusWatches: Watch[] = [];
   if (options.statusBranch) {
     const writer = createStatusBranchWriter({
@@ -122,8 +124,15 @@ export async function createHubFeedback(options: HubFeedbackOptions): Promise<Hu
     });
     writer.on("failed", (error) => logger.warn("status commit failed", { error: error.message }));
     const resourceVersion = await store.resourceVersion();
+    // Only the leader commits status: a standby's store sees every change the leader makes, and
+    // committing them too raced the leader's pushes on the status branch (found by the chaos
+    // soak). The watches run from the start; what they see is written once start() has run.
     for (const kind of STATUS_KINDS) {
-      statusWatches.push(await store.watch(kind, { resourceVersion }, () => writer.notify()));
+      statusWatches.push(
+        await store.watch(kind, { resourceVersion }, () => {
+          if (started) writer.notify();
+        }),
+      );
     }
     statusWriter = writer;
   }
@@ -132,7 +141,10 @@ export async function createHubFeedback(options: HubFeedbackOptions): Promise<Hu
     ...(reviewer ? { reviewer } : {}),
     ...(statusWriter ? { statusWriter } : {}),
     start() {
+      started = true;
       reviewer?.start();
+      // What changed while this hub stood by: the leader before it may not have written it all.
+      statusWriter?.notify();
     },
     async stop() {
       for (const watch of statusWatches) watch.stop();

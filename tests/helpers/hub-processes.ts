@@ -34,12 +34,27 @@ export interface HubProcesses {
   api(hub: HubProcess, route: string): Promise<ApiObject | undefined>;
   /** The HTTP status of an authenticated GET, or undefined when the hub does not answer. */
   status(hub: HubProcess, route: string): Promise<number | undefined>;
-  /** `rlark token create` against `hub`'s data dir, then `rlark agent` on the hubs' SSH ports. */
-  startAgent(tokenFrom: HubProcess, hubs: HubProcess[]): Promise<void>;
+  /**
+   * `rlark token create` against `hub`'s data dir, then `rlark agent` on the hubs' SSH ports, for
+   * the cluster "local" unless `options.cluster` names another, with `options.args` added.
+   */
+  startAgent(tokenFrom: HubProcess, hubs: HubProcess[], options?: AgentOptions): Promise<AgentProcess>;
   /** Task processes the agent runs (their command line holds the marker). */
   taskProcesses(): Promise<number>;
   /** The first time (Date.now()) `hub` logged a line holding `text` since `after`. */
   loggedAt(hub: HubProcess, text: string, after: number): number | undefined;
+}
+
+export interface AgentOptions {
+  cluster?: string;
+  /** More `rlark agent` flags (`--runtime kubernetes --kubeconfig ...`). */
+  args?: string[];
+}
+
+export interface AgentProcess {
+  child: ChildProcess;
+  /** Starts the agent again on its (enrolled) state dir, as after a crash; returns the new child. */
+  restart(): ChildProcess;
 }
 
 export interface ApiObject {
@@ -64,8 +79,19 @@ spec:
 `;
 }
 
+/** Where the processes' log lines go: TAP comments unless told (the chaos soak writes a file). */
+export type Echo = (line: string) => void;
+
+/** A hub keeps this many of its latest log lines (a long soak must not grow without bound). */
+const KEPT_LINES = 20_000;
+
 /** A git server with the process Cluster "local" and the Job "svc"; hubs started with `common`. */
-export async function hubProcesses(t: Test, marker: string, common: string[]): Promise<HubProcesses> {
+export async function hubProcesses(
+  t: Test,
+  marker: string,
+  common: string[],
+  echo: Echo = (line) => process.stderr.write(line),
+): Promise<HubProcesses> {
   const git = await createGitServer();
   t.teardown(() => git.close());
   await git.commit({
@@ -95,8 +121,9 @@ export async function hubProcesses(t: Test, marker: string, common: string[]): P
       for (const text of chunk.toString().split("\n")) {
         if (text === "") continue;
         lines?.push({ at, text });
+        if (lines && lines.length > KEPT_LINES) lines.splice(0, lines.length - KEPT_LINES);
         // TAP comments, so a failure shows what the processes said.
-        process.stderr.write(`[${label}] ${text}\n`);
+        echo(`[${label}] ${text}\n`);
       }
     };
     child.stdout?.on("data", keep);
@@ -143,13 +170,14 @@ export async function hubProcesses(t: Test, marker: string, common: string[]): P
     async status(hub, route) {
       return (await get(hub, route))?.status;
     },
-    async startAgent(tokenFrom, hubs) {
+    async startAgent(tokenFrom, hubs, options = {}) {
+      const cluster = options.cluster ?? "local";
       // The operator's way: `rlark token create` against the running hub's data dir.
       const created = await new Promise<string>((resolve) => {
         let out = "";
         const create = spawn(process.execPath, [
           cli,
-          ...["token", "create", "--cluster", "local", "--data-dir", tokenFrom.dataDir],
+          ...["token", "create", "--cluster", cluster, "--data-dir", tokenFrom.dataDir],
         ]);
         create.stdout.on("data", (chunk: Buffer) => {
           out += chunk.toString();
@@ -160,11 +188,21 @@ export async function hubProcesses(t: Test, marker: string, common: string[]): P
       const fingerprint = /ca-hash:\s+(\S+)/.exec(created)?.[1];
       if (!token || !fingerprint) throw new Error(`rlark token create printed no token: ${created}`);
       const stateDir = await mkdtemp(path.join(tmpdir(), `${marker}-agent-`));
-      run("agent", [
+      const base = [
         "agent",
         ...["--hub", hubs.map((h) => `127.0.0.1:${h.ssh}`).join(",")],
-        ...["--token", token, "--ca-hash", fingerprint, "--state-dir", stateDir],
-      ]);
+        ...["--state-dir", stateDir],
+        ...(options.args ?? []),
+      ];
+      const label = cluster === "local" ? "agent" : `agent ${cluster}`;
+      const agent: AgentProcess = {
+        child: run(label, [...base, "--token", token, "--ca-hash", fingerprint]),
+        restart() {
+          agent.child = run(label, base);
+          return agent.child;
+        },
+      };
+      return agent;
     },
     async taskProcesses() {
       return (await pidsMarked(marker)).length;
