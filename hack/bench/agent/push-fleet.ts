@@ -198,6 +198,10 @@ export async function runPushFleetBench(options: PushFleetOptions): Promise<Push
 
     let placedMs: number | undefined;
     let receivedMs: number | undefined;
+    // A count by LIST next to each watch: a watch that ends (a long event-loop stall under load)
+    // would otherwise leave the run waiting for events that never come.
+    const listed = sides.map(() => 0);
+    const listedAll: (number | undefined)[] = sides.map(() => undefined);
     const deadline = pushed + options.timeoutMs;
     while (performance.now() < deadline) {
       const at = performance.now() - pushed;
@@ -209,15 +213,31 @@ export async function runPushFleetBench(options: PushFleetOptions): Promise<Push
       }
       const received = agents.reduce((n, a) => n + a.desired().filter((o) => o.kind === "Task").length, 0);
       if (receivedMs === undefined && received >= deployments) receivedMs = at;
-      const created = clocks.reduce((n, c) => n + c.count(), 0);
+      await Promise.all(
+        sides.map(async (side, i) => {
+          if (listedAll[i] !== undefined || clocks[i]?.allMs() !== undefined) return;
+          const list = await side.apps
+            .listNamespacedDeployment({ namespace, limit: 1 })
+            .catch(() => undefined);
+          if (!list) return;
+          listed[i] = list.items.length + (list.metadata?.remainingItemCount ?? 0);
+          if ((listed[i] as number) >= (perShard[i] as number)) listedAll[i] = performance.now() - pushed;
+        }),
+      );
+      const created = sides.reduce(
+        (n, _, i) => n + Math.max(clocks[i]?.count() ?? 0, listed[i] as number),
+        0,
+      );
       if (options.verbose)
         console.error(`${(at / 1000).toFixed(1)} s: received ${received}, created ${created}`);
-      if (clocks.every((c) => c.allMs() !== undefined)) break;
-      await new Promise((r) => setTimeout(r, 100));
+      if (sides.every((_, i) => clocks[i]?.allMs() !== undefined || listedAll[i] !== undefined)) break;
+      await new Promise((r) => setTimeout(r, 250));
     }
     loop.disable();
     const firsts = clocks.map((c) => c.firstMs()).filter((ms): ms is number => ms !== undefined);
-    const alls = clocks.map((c) => c.allMs());
+    const earliest = (a: number | undefined, b: number | undefined) =>
+      a === undefined ? b : b === undefined ? a : Math.min(a, b);
+    const alls = clocks.map((c, i) => earliest(c.allMs(), listedAll[i]));
     const rendered = new Map<string, KubernetesObject[]>();
     for (const side of sides) {
       const placed = (await store.list("Task", { namespace: `agent-${side.target.name}` }))
@@ -243,10 +263,10 @@ export async function runPushFleetBench(options: PushFleetOptions): Promise<Push
       perCluster: sides.map((side, i) => {
         const clock = clocks[i] as CreationClock;
         const first = clock.firstMs();
-        const all = clock.allMs();
+        const all = alls[i];
         return {
           name: side.target.name,
-          deployments: clock.count(),
+          deployments: Math.max(clock.count(), listed[i] as number),
           ...(first === undefined ? {} : { firstMs: first }),
           ...(all === undefined ? {} : { allMs: all }),
           applies: side.agentKc.applies - (appliesBefore[i] as number),
