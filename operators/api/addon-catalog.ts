@@ -45,11 +45,16 @@ export interface AddonCatalog {
   withDefaults(entry: CatalogEntry, values: unknown): Record<string, unknown>;
 }
 
-/** A catalog over `entries`; each values schema is compiled the first time it is used. */
+/**
+ * A catalog over `entries`; each values schema is compiled the first time it is used. The schemas
+ * were checked against the JSON Schema meta-schema when the catalog was read
+ * (source/addon-catalog.ts), so compiling skips that check: it would compile the meta-schema
+ * again in each instance, the larger part of the start-up cost of `rlark validate`.
+ */
 export function addonCatalog(entries: CatalogEntry[]): AddonCatalog {
-  const ajv = new Ajv2020({ allErrors: true, strict: false });
+  const ajv = new Ajv2020({ allErrors: true, strict: false, validateSchema: false });
   // A second instance fills in defaults: checking must not change what the user wrote.
-  const defaulting = new Ajv2020({ strict: false, useDefaults: true });
+  const defaulting = new Ajv2020({ strict: false, useDefaults: true, validateSchema: false });
   const compiled = new Map<CatalogEntry, ValidateFunction>();
   const compiledDefaults = new Map<CatalogEntry, ValidateFunction>();
   const named = (e: CatalogEntry, name: string) => e.name === name || (e.aliases ?? []).includes(name);

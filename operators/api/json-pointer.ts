@@ -1,6 +1,8 @@
 // RFC 6901 JSON pointers: the `path` of every violation.
 
 export function escapePointerToken(token: string): string {
+  // Most keys need no escape; this runs for every field of every pod template.
+  if (!token.includes("~") && !token.includes("/")) return token;
   return token.replaceAll("~", "~0").replaceAll("/", "~1");
 }
 

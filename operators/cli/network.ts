@@ -7,18 +7,7 @@ import type { PeersState } from "../api/index.ts";
 import { systemClock } from "../lib/clock.ts";
 import { jsonLogger } from "../lib/logger.ts";
 import { parseGroupAddress } from "../lib/swim/index.ts";
-import {
-  GroupPingMesh,
-  listenStats,
-  NodeserverGroup,
-  parseSecretRef,
-  peersFromSecret,
-  rlarkNetPath,
-  startDataEngine,
-  startNodeserver,
-  startSidecar,
-  watchPeersFile,
-} from "../network/index.ts";
+import type { NodeserverGroup } from "../network/index.ts";
 import { usageError } from "./cli-error.ts";
 import { parseDuration } from "./duration.ts";
 import { untilSignal } from "./until-signal.ts";
@@ -106,6 +95,17 @@ export function registerNodeserver(program: Command): void {
         groupPingmeshBudget: number;
         clusterProbeInterval: number;
       }) => {
+        // Loaded here, not at start-up: the data path's modules cost every other command ~60 MiB.
+        const {
+          GroupPingMesh,
+          listenStats,
+          NodeserverGroup,
+          parseSecretRef,
+          rlarkNetPath,
+          startDataEngine,
+          startNodeserver,
+          watchPeersFile,
+        } = await import("../network/index.ts");
         const logger = jsonLogger("nodeserver");
         if (options.groupListen && !options.node)
           throw usageError("--group-listen needs --node (or RLARK_NODE_NAME): the member's id");
@@ -143,7 +143,7 @@ export function registerNodeserver(program: Command): void {
             return false;
           },
         );
-        const secret = options.peersSecret ? secretRef(options.peersSecret) : undefined;
+        const secret = options.peersSecret ? secretRef(options.peersSecret, parseSecretRef) : undefined;
         mkdirSync(options.socketDir, { recursive: true, mode: 0o755 });
         const dataEngine =
           options.dataEngine === "go" ? startDataEngine({ binary: rlarkNetPath(), logger }) : undefined;
@@ -209,7 +209,10 @@ function groupAddress(flag: string): (value: string) => string {
   };
 }
 
-function secretRef(value: string): { namespace: string; name: string } {
+function secretRef(
+  value: string,
+  parseSecretRef: (value: string) => { namespace: string; name: string },
+): { namespace: string; name: string } {
   try {
     return parseSecretRef(value);
   } catch (error) {
@@ -224,7 +227,10 @@ async function watchPeersSecret(
   logger: ReturnType<typeof jsonLogger>,
 ): Promise<{ close(): Promise<void> }> {
   // loaded only here: the sidecar and the file source never load the Kubernetes client
-  const { loadKubeConfig } = await import("../lib/kube-config.ts");
+  const [{ loadKubeConfig }, { peersFromSecret }] = await Promise.all([
+    import("../lib/kube-config.ts"),
+    import("../network/index.ts"),
+  ]);
   const abort = new AbortController();
   const states = peersFromSecret({
     kubeConfig: loadKubeConfig(kubeconfig),
@@ -254,6 +260,7 @@ export function registerSidecar(program: Command): void {
       const name = env.RLARK_POD_NAME;
       if (!name) throw usageError("RLARK_POD_NAME is not set (the pod's name)");
       const logger = jsonLogger("sidecar");
+      const { rlarkNetPath, startSidecar } = await import("../network/index.ts");
       const sidecar = await startSidecar({
         pod: `${env.RLARK_POD_NAMESPACE ?? ""}/${name}`,
         nodeserverSocket: env.RLARK_NODESERVER_SOCKET || "/var/run/rlark/nodeserver.sock",

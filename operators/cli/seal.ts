@@ -12,7 +12,6 @@ import {
 } from "../lib/seal/index.ts";
 import { usageError } from "./cli-error.ts";
 import { type HubKeyFlags, loadHubKey } from "./hub-key.ts";
-import { resealFiles } from "./reseal.ts";
 
 export const SEAL_HELP = `
 Encrypts values to the hub's public key so they can be committed to git; only that hub opens
@@ -109,7 +108,8 @@ export function registerSeal(program: Command): void {
         throw usageError(
           "give exactly one of --context (stdin), --secret (a SealedSecret), --kubeconfig or --reseal",
         );
-      if (flags.reseal) return resealFiles(flags.reseal, flags);
+      // Loaded only for --reseal: it brings the source loader, which every other command would pay for.
+      if (flags.reseal) return (await import("./reseal.ts")).resealFiles(flags.reseal, flags);
       if (flags.secret && flags.name && flags.secret !== flags.name)
         throw usageError("--secret and --name are the same flag: give one");
       // Checked before the key is fetched, so a mistake costs no request to the hub.

@@ -41,6 +41,8 @@ export function readAddonCatalogs(dirs: readonly string[], baseDir = process.cwd
   const entries: CatalogEntry[] = [];
   const diagnostics: Diagnostic[] = [];
   const display = (file: string) => path.relative(baseDir, file) || file;
+  // One instance checks every values schema against the meta-schema, compiled once for all.
+  const schemaChecker = new Ajv2020({ strict: false });
   const problem = (file: string, line: number, rule: string, message: string, at = "") =>
     diagnostics.push({ file, line, column: line ? 1 : 0, kind: "", name: "", path: at, rule, message });
   for (const dir of dirs) {
@@ -48,7 +50,7 @@ export function readAddonCatalogs(dirs: readonly string[], baseDir = process.cwd
     for (const name of listDirs(dir)) {
       for (const version of listDirs(path.join(dir, name))) {
         const entryDir = path.join(dir, name, version);
-        const entry = readEntry(entryDir, name, version, display, problem);
+        const entry = readEntry(entryDir, name, version, display, problem, schemaChecker);
         if (!entry) continue;
         const taken = entries.find(
           (e) =>
@@ -111,6 +113,7 @@ function readEntry(
   version: string,
   display: (file: string) => string,
   problem: (file: string, line: number, rule: string, message: string, at?: string) => void,
+  schemaChecker: Ajv2020,
 ): CatalogEntry | undefined {
   const metaFile = path.join(entryDir, "addon.yaml");
   const schemaFile = path.join(entryDir, "values.schema.json");
@@ -165,7 +168,10 @@ function readEntry(
   let valuesSchema: Record<string, unknown> = {};
   try {
     valuesSchema = JSON.parse(readBounded(schemaFile)) as Record<string, unknown>;
-    new Ajv2020({ strict: false }).compile(valuesSchema);
+    // What ajv's compile says of a schema that breaks the meta-schema, without compiling that here.
+    if (!schemaChecker.validateSchema(valuesSchema))
+      throw new Error(`schema is invalid: ${schemaChecker.errorsText(schemaChecker.errors)}`);
+    new Ajv2020({ strict: false, validateSchema: false }).compile(valuesSchema);
   } catch (error) {
     problem(
       display(schemaFile),

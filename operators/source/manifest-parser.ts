@@ -66,13 +66,18 @@ function fastDocuments(
   file: string,
   limits: ParseLimits,
 ): ParsedDocument[] {
-  let located: { offsets: ReturnType<typeof documentOffsets>; lineStarts: number[] } | undefined;
+  // Held weakly: the positions of one document's findings come in a burst, and the event tree
+  // behind them is as large as the file. Kept strongly, every file with a finding would stay
+  // parsed twice until the end of the snapshot; a later ask parses again.
+  let located: WeakRef<{ offsets: ReturnType<typeof documentOffsets>; lineStarts: number[] }> | undefined;
   const source = () => {
-    if (!located) {
+    let cached = located?.deref();
+    if (!cached) {
       const text = reread();
-      located = { offsets: documentOffsets(text, limits.maxDepth), lineStarts: lineStartOffsets(text) };
+      cached = { offsets: documentOffsets(text, limits.maxDepth), lineStarts: lineStartOffsets(text) };
+      located = new WeakRef(cached);
     }
-    return located;
+    return cached;
   };
   const offsets = (index: number) => source().offsets(index);
   const at = (offset: number): Position => positionIn(source().lineStarts, offset);

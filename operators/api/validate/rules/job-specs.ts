@@ -25,32 +25,36 @@ export interface JobSpecSite {
 }
 
 export function jobSpecSites(ctx: RuleContext): JobSpecSite[] {
+  return [...ctx.ofKind("Job"), ...ctx.ofKind("Workflow")].flatMap(jobSpecSitesOf);
+}
+
+/** The Job specs one object holds: a Job's own, or each of a Workflow's job templates. */
+export function jobSpecSitesOf(owner: ManifestObject): JobSpecSite[] {
+  if (owner.kind === "Job") {
+    const spec = objectAt(owner.object, "spec");
+    return spec ? [{ owner, pointer: "/spec", spec, jobName: owner.name }] : [];
+  }
+  if (owner.kind !== "Workflow") return [];
   const sites: JobSpecSite[] = [];
-  for (const job of ctx.ofKind("Job")) {
-    const spec = objectAt(job.object, "spec");
-    if (spec) sites.push({ owner: job, pointer: "/spec", spec, jobName: job.name });
-  }
-  for (const workflow of ctx.ofKind("Workflow")) {
-    arrayAt(objectAt(workflow.object, "spec"), "jobs").forEach((entry, i) => {
-      const template = objectAt(entry, "template");
-      const name = stringAt(entry, "name");
-      if (template && name) {
-        sites.push({
-          owner: workflow,
-          pointer: `/spec/jobs/${i}/template`,
-          spec: template,
-          jobName: `${workflow.name}-${name}`,
-        });
-      }
-    });
-  }
+  arrayAt(objectAt(owner.object, "spec"), "jobs").forEach((entry, i) => {
+    const template = objectAt(entry, "template");
+    const name = stringAt(entry, "name");
+    if (template && name) {
+      sites.push({
+        owner,
+        pointer: `/spec/jobs/${i}/template`,
+        spec: template,
+        jobName: `${owner.name}-${name}`,
+      });
+    }
+  });
   return sites;
 }
 
+/** What a Job spec refers to outside itself: its Domain. The rest is checkJobSpec's, per object. */
 export const jobSpecRules: CrossRule = (ctx) => {
   const domains = ctx.names("Domain");
-  for (const site of jobSpecSites(ctx)) {
-    const { owner, pointer, spec } = site;
+  for (const { owner, pointer, spec } of jobSpecSites(ctx)) {
     const domain = stringAt(spec, "domain");
     if (domain !== undefined && !domains.has(domain)) {
       ctx.report(
@@ -60,36 +64,39 @@ export const jobSpecRules: CrossRule = (ctx) => {
         `Domain "${domain}" is not defined in the repository${suggest(domain, domains)}`,
       );
     }
-    const tasks = arrayAt(spec, "tasks").filter(isObject);
-    checkHeads(ctx, site, tasks);
-    checkRay(ctx, site, tasks);
-    tasks.forEach((task, i) => {
-      const at = `${pointer}/tasks/${i}`;
-      const taskName = stringAt(task, "name") ?? "";
-      const fullName = `${site.jobName}-${taskName}`;
-      const nameError = dns1123LabelError(fullName);
-      if (nameError) {
-        ctx.report(
-          owner,
-          `${at}/name`,
-          "cross/task-name",
-          `Task name "${fullName}" (<job>-<task>) ${nameError}`,
-        );
-      }
-      const url = stringAt(objectAt(objectAt(task, "raw"), "artifact"), "url");
-      const source = url === undefined ? undefined : artifactSource(url);
-      if (source?.kind === "invalid") {
-        ctx.report(owner, `${at}/raw/artifact/url`, "cross/artifact-url", `artifact url ${source.reason}`);
-      }
-    });
   }
 };
 
-function checkHeads(ctx: RuleContext, site: JobSpecSite, tasks: JsonObject[]) {
+/**
+ * The rules a Job spec answers alone (one head, Ray heads, Task name lengths, artifact urls):
+ * run as each object is read, so a streamed snapshot need not keep the tasks for later.
+ */
+export function checkJobSpec(site: JobSpecSite, report: RuleContext["report"]): void {
+  const { owner, pointer, spec } = site;
+  const tasks = arrayAt(spec, "tasks").filter(isObject);
+  checkHeads(report, site, tasks);
+  checkRay(report, site, tasks);
+  tasks.forEach((task, i) => {
+    const at = `${pointer}/tasks/${i}`;
+    const taskName = stringAt(task, "name") ?? "";
+    const fullName = `${site.jobName}-${taskName}`;
+    const nameError = dns1123LabelError(fullName);
+    if (nameError) {
+      report(owner, `${at}/name`, "cross/task-name", `Task name "${fullName}" (<job>-<task>) ${nameError}`);
+    }
+    const url = stringAt(objectAt(objectAt(task, "raw"), "artifact"), "url");
+    const source = url === undefined ? undefined : artifactSource(url);
+    if (source?.kind === "invalid") {
+      report(owner, `${at}/raw/artifact/url`, "cross/artifact-url", `artifact url ${source.reason}`);
+    }
+  });
+}
+
+function checkHeads(report: RuleContext["report"], site: JobSpecSite, tasks: JsonObject[]) {
   const heads = tasks.flatMap((t, i) => (t.head === true ? [i] : []));
   for (const extra of heads.slice(1)) {
     const first = stringAt(tasks[heads[0] as number], "name");
-    ctx.report(
+    report(
       site.owner,
       `${site.pointer}/tasks/${extra}/head`,
       "cross/single-head",
@@ -98,7 +105,7 @@ function checkHeads(ctx: RuleContext, site: JobSpecSite, tasks: JsonObject[]) {
   }
 }
 
-function checkRay(ctx: RuleContext, site: JobSpecSite, tasks: JsonObject[]) {
+function checkRay(report: RuleContext["report"], site: JobSpecSite, tasks: JsonObject[]) {
   const roleOf = new Map(
     tasks.map((t) => [stringAt(t, "name"), stringAt(objectAt(t, "annotations"), RAY_ROLE_ANNOTATION)]),
   );
@@ -108,16 +115,16 @@ function checkRay(ctx: RuleContext, site: JobSpecSite, tasks: JsonObject[]) {
     const head = stringAt(annotations, RAY_HEAD_TASK_ANNOTATION);
     const at = `${site.pointer}/tasks/${i}/annotations/${escapePointer(RAY_HEAD_TASK_ANNOTATION)}`;
     if (head === undefined) {
-      ctx.report(
+      report(
         site.owner,
         `${site.pointer}/tasks/${i}/annotations`,
         "cross/ray-head",
         `a Ray worker needs ${RAY_HEAD_TASK_ANNOTATION}`,
       );
     } else if (!roleOf.has(head)) {
-      ctx.report(site.owner, at, "cross/ray-head", `names task "${head}", which this Job does not have`);
+      report(site.owner, at, "cross/ray-head", `names task "${head}", which this Job does not have`);
     } else if (roleOf.get(head) !== "head") {
-      ctx.report(
+      report(
         site.owner,
         at,
         "cross/ray-head",

@@ -7,7 +7,9 @@ import { arrayAt, type CrossRule, type ManifestObject, objectAt } from "../rule-
  * as the other. A key listed twice under one User (comments differing) is reported too.
  */
 export const sshKeyRules: CrossRule = (ctx) => {
-  const seen = new Map<string, { user: ManifestObject; where: string }>();
+  // Where the first holder lists a key is worked out only for a duplicate: locating every key of
+  // 10,000 Users would read each of their files again.
+  const seen = new Map<string, { user: ManifestObject; pointer: string }>();
   for (const user of ctx.ofKind("User")) {
     arrayAt(objectAt(user.object, "spec"), "sshPublicKeys").forEach((line, i) => {
       if (typeof line !== "string") return;
@@ -22,19 +24,19 @@ export const sshKeyRules: CrossRule = (ctx) => {
         );
         return;
       }
-      const where = `${user.document.file}:${user.document.locate(pointer).line}`;
       const first = seen.get(key.fingerprint);
       if (first) {
         const owner = first.user === user ? "this User" : `User "${first.user.name}"`;
+        const where = `${first.user.document.file}:${first.user.document.locate(first.pointer).line}`;
         ctx.report(
           user,
           pointer,
           "cross/ssh-key-duplicate",
-          `the SSH key ${key.fingerprint} is already listed for ${owner} at ${first.where}; a key belongs to one User`,
+          `the SSH key ${key.fingerprint} is already listed for ${owner} at ${where}; a key belongs to one User`,
         );
         return;
       }
-      seen.set(key.fingerprint, { user, where });
+      seen.set(key.fingerprint, { user, pointer });
     });
   }
 };

@@ -44,12 +44,19 @@ export interface ReconcilerOptions {
 const APPLY_CONCURRENCY = 16;
 /** An unchanged Task is applied again after this long anyway, to undo drift made behind our back. */
 const REAPPLY_AFTER_MS = 5 * 60_000;
+/**
+ * How long after an apply the watch may take to show the workload before the Task counts as
+ * missing. With hundreds of Tasks arriving in many deltas, every reconcile used to apply again
+ * each Task whose ADDED event had not arrived yet: 2,104 applies for ~600 Deployments on a loaded
+ * machine (docs/benchmarks/push-fleet.md).
+ */
+const WATCH_LAG_GRACE_MS = 30_000;
 
 export class WorkloadReconciler {
   readonly #options: ReconcilerOptions;
   readonly #namespaces = new Set<string>();
   /** What was last applied for each Task, and when: unchanged Tasks are not re-sent on every delta. */
-  readonly #applied = new Map<string, { objects: string; at: number }>();
+  readonly #applied = new Map<string, { objects: string; at: number; seen: boolean }>();
   readonly #clock: Clock;
   readonly #loop: ApplyLoop<readonly RuntimeTask[]>;
   #desired: readonly RuntimeTask[] | undefined;
@@ -139,7 +146,11 @@ export class WorkloadReconciler {
         const r = pending[next++] as RenderedTask;
         const outcome = await applyTask(context, r);
         if (outcome === "applied") {
-          this.#applied.set(r.task, { objects: JSON.stringify(r.objects), at: this.#clock.now() });
+          this.#applied.set(r.task, {
+            objects: JSON.stringify(r.objects),
+            at: this.#clock.now(),
+            seen: false,
+          });
           continue;
         }
         this.#applied.delete(r.task);
@@ -148,8 +159,8 @@ export class WorkloadReconciler {
       }
     };
     await Promise.all(Array.from({ length: Math.min(APPLY_CONCURRENCY, pending.length) }, worker));
-    for (const task of this.#applied.keys())
-      if (!rendered.some((r) => r.task === task)) this.#applied.delete(task);
+    const renderedTasks = new Set(rendered.map((r) => r.task));
+    for (const task of this.#applied.keys()) if (!renderedTasks.has(task)) this.#applied.delete(task);
     this.#rejected = rejected;
     // a Task that cannot run as given keeps what it had: a bad edit must not wipe a running Task
     const keepTasks = new Set(rejected.map((r) => r.task));
@@ -168,17 +179,28 @@ export class WorkloadReconciler {
     return retry ? { retry } : undefined;
   }
 
-  /** Unchanged since the last successful apply, within the re-apply period, and still observed. */
+  /**
+   * Unchanged since the last successful apply, within the re-apply period, and still observed, or
+   * not observed yet only because the watch lags behind an apply of moments ago.
+   */
   #recentlyApplied(r: RenderedTask): boolean {
     const last = this.#applied.get(r.task);
-    if (!last || this.#clock.now() - last.at > REAPPLY_AFTER_MS) return false;
+    const age = this.#clock.now() - (last?.at ?? 0);
+    if (!last || age > REAPPLY_AFTER_MS) return false;
     if (last.objects !== JSON.stringify(r.objects)) return false;
-    return r.objects.every((obj) => {
+    const observed = r.objects.every((obj) => {
       const collection = this.#options.watches.workloads.get(obj.kind as WorkloadKind);
       // Companions (Services, ConfigMaps) are not watched; their workload's presence stands for them.
       return (
         !collection || collection.get(obj.metadata?.namespace ?? "", obj.metadata?.name ?? "") !== undefined
       );
     });
+    if (observed) {
+      last.seen = true;
+      return true;
+    }
+    // Seen once and gone now: deleted behind our back, so applied again. Never seen yet: the
+    // watch has not caught up with the apply; sending it again would change nothing.
+    return !last.seen && age < WATCH_LAG_GRACE_MS;
   }
 }
