@@ -2,6 +2,7 @@
 // Pure: reads the views it is given, mutates nothing, same input → same answer.
 
 import { formatSelector, matches } from "../../lib/store/index.ts";
+import { BestFirst } from "./best-first.ts";
 import type { ClusterView, NodeView } from "./cluster-view.ts";
 import { formatMs, nearOrder, type RttSource, rttBetween } from "./near.ts";
 import { type Amounts, fitCount, formatAmount, formatRequest, POD_COUNT, shortfall } from "./resources.ts";
@@ -222,7 +223,44 @@ function candidates(task: PlacementTask, clusters: readonly ClusterView[], used:
   if (fits.length > 0) {
     return fits.sort((a, b) => b.score - a.score || (a.cluster.name < b.cluster.name ? -1 : 1));
   }
-  // Nothing fits: only now spend the time to say why, cluster by cluster.
+  return whyNoFit(task, clusters, used);
+}
+
+/**
+ * The same fits in the same order as `candidates`, found one at a time: the clusters are ranked
+ * by score first (cheap: totals per view) and fitted node by node only as the search asks for the
+ * next, so a Job whose first choice fits costs one fit, not one per cluster. Only for a search
+ * that keeps every task in one cluster: the deeper steps then touch only the cluster being
+ * tried, so the clusters not yet fitted are read in the same state `candidates` would read them.
+ */
+function lazyCandidates(
+  task: PlacementTask,
+  clusters: readonly ClusterView[],
+  used: Used,
+): Iterable<Fit> | string {
+  const ranked: { cluster: ClusterView; name: string; score: number }[] = [];
+  for (const cluster of clusters) {
+    if (clusterRefusal(task, cluster)) continue;
+    ranked.push({ cluster, name: cluster.name, score: freeScore(task, cluster, used) });
+  }
+  const order = new BestFirst(ranked);
+  const next = (): Fit | undefined => {
+    for (let r = order.take(); r; r = order.take()) {
+      const fit = fitCluster(task, r.cluster, used, false);
+      if (!("problems" in fit)) return fit;
+    }
+    return undefined;
+  };
+  const first = next();
+  if (!first) return whyNoFit(task, clusters, used);
+  return (function* () {
+    yield first;
+    for (let fit = next(); fit; fit = next()) yield fit;
+  })();
+}
+
+/** Nothing fits: only now spend the time to say why, cluster by cluster. */
+function whyNoFit(task: PlacementTask, clusters: readonly ClusterView[], used: Used): string {
   const refusals: [string, string][] = [];
   const grouped = new Map<string, string[]>();
   for (const cluster of clusters) {
@@ -306,6 +344,10 @@ function nearFits(task: PlacementTask, fits: Fit[], other: RttSource): Fit[] | F
   };
 }
 
+function isFailure(options: Iterable<Fit> | Failure): options is Failure {
+  return "reason" in options;
+}
+
 function search(
   tasks: readonly PlacementTask[],
   clusters: readonly ClusterView[],
@@ -330,19 +372,17 @@ function search(
     const task = tasks[i];
     if (!task) return true;
     // Together: the first task's cluster is every later task's only choice.
-    let options: Fit[] | string | Failure = candidates(
-      task,
-      together && chosen[0] ? [chosen[0].cluster] : clusters,
-      used,
-    );
+    let options: Iterable<Fit> | string | Failure = together
+      ? lazyCandidates(task, chosen[0] ? [chosen[0].cluster] : clusters, used)
+      : candidates(task, clusters, used);
     budget--;
     const other = nearOf(task);
-    if (typeof options !== "string" && other) options = nearFits(task, options, other);
+    if (typeof options !== "string" && other) options = nearFits(task, [...options], other);
     if (typeof options === "string") {
       firstFailure ??= { task: task.name, reason: "Unschedulable", message: options };
       return false;
     }
-    if (!Array.isArray(options)) {
+    if (isFailure(options)) {
       // a wait for figures says more than a later refusal: it is what to fix
       if (!firstFailure || (options.reason === "WaitingForRTT" && firstFailure.reason !== "WaitingForRTT"))
         firstFailure = options;
