@@ -1,6 +1,6 @@
 // The hub's revision path applies each revision after the first by what changed in it (files by
 // content hash): the store must end exactly as a whole apply of the same revision leaves it.
-import { cp, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import t from "tap";
