@@ -8,6 +8,7 @@
 // for the run under a group of its own (deleted after).
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -37,6 +38,11 @@ const { values: flags, positionals } = parseArgs({
     "timeout-s": { type: "string" },
     /** Jobs the second, incremental revision changes (0: none). */
     changed: { type: "string" },
+    /**
+     * Processes whose CPU seconds and RSS to report beside the hub's (with --kubeconfig: the
+     * kube-apiserver and its etcd, to state what the kubernetes store costs the API server).
+     */
+    "server-pid": { type: "string", multiple: true },
   },
   allowPositionals: true,
 });
@@ -151,7 +157,15 @@ try {
     await mkdir(dataDir, { recursive: true });
     await seedNodes(settings, dataDir);
     console.log("starting the hub ...");
+    const servers = (flags["server-pid"] ?? []).map(Number);
+    const serversBefore = servers.map(processCpu);
     const figures = await runHub(settings, dataDir);
+    const serverCost = servers.map((pid, i) => ({
+      pid,
+      name: processName(pid),
+      cpuS: processCpu(pid) - (serversBefore[i] ?? 0),
+      rssMiB: processRssMiB(pid),
+    }));
     const perSecond = (jobs / (figures.placedMs / 1000)).toFixed(1);
     console.log(
       `\n${jobs} Jobs x 3 tasks over ${clusters} clusters x ${nodesPerCluster} nodes, ${settings.backend} store (this machine: 2 cores)`,
@@ -180,9 +194,23 @@ try {
           .join(", ")})`,
       );
     }
+    for (const server of serverCost) {
+      console.log(
+        `  ${server.name} (pid ${server.pid}): ${server.cpuS.toFixed(1)} CPU s meanwhile, ${server.rssMiB.toFixed(0)} MiB RSS now`,
+      );
+    }
     console.log("  for comparison, Flux's published benchmark reconciles 1000 Kustomizations in 4 min 16 s");
     if (flags.json) {
-      console.log(JSON.stringify({ jobs, clusters, nodesPerCluster, store: settings.backend, ...figures }));
+      console.log(
+        JSON.stringify({
+          jobs,
+          clusters,
+          nodesPerCluster,
+          store: settings.backend,
+          ...figures,
+          servers: serverCost,
+        }),
+      );
     }
   } finally {
     await crds?.remove();
@@ -358,6 +386,24 @@ function requestsOf(store: Store): Readonly<Record<string, number>> | undefined 
 function requestsText(store: Store): string {
   const requests = requestsOf(store);
   return requests ? ` (requests: ${JSON.stringify(requests)})` : "";
+}
+
+/** user + system CPU seconds of a process so far (Linux /proc; clock ticks of 1/100 s). */
+function processCpu(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+function processRssMiB(pid: number): number {
+  const line = readFileSync(`/proc/${pid}/status`, "utf8")
+    .split("\n")
+    .find((l) => l.startsWith("VmRSS:"));
+  return Number(line?.split(/\s+/)[1] ?? 0) / 1024;
+}
+
+function processName(pid: number): string {
+  return readFileSync(`/proc/${pid}/comm`, "utf8").trim();
 }
 
 /** Warnings and errors only: the info lines of a 10,000-Job revision would drown them. */
