@@ -179,8 +179,51 @@ function fitCluster(
  * memory always count), across the cluster's usable nodes before this task is added.
  */
 function freeScore(task: PlacementTask, cluster: ClusterView, used: Used): number {
-  const totals = totalsOf(cluster);
   const taken = used.clusters.get(cluster);
+  if (!taken) return untouchedScore(task, cluster);
+  return scoreWith(task, cluster, taken);
+}
+
+// A view's score before the Job takes anything from it depends only on the view and the names
+// of the resources asked for: kept per view (views are immutable, and a placement over a
+// thousand clusters reads the same thousand scores for Job after Job).
+const untouchedScores = new WeakMap<ClusterView, Map<string, number>>();
+
+const scoredNames = new WeakMap<PlacementTask, string>();
+
+/** The resources beyond cpu and memory a task's score counts, as one key. */
+function scoredNamesOf(task: PlacementTask): string {
+  let names = scoredNames.get(task);
+  if (names === undefined) {
+    names = "";
+    for (const name in task.request)
+      if (name !== POD_COUNT && name !== "cpu" && name !== "memory") names += `${name}\0`;
+    scoredNames.set(task, names);
+  }
+  return names;
+}
+
+function untouchedScore(task: PlacementTask, cluster: ClusterView): number {
+  const names = scoredNamesOf(task);
+  let scores = untouchedScores.get(cluster);
+  if (!scores) {
+    scores = new Map();
+    untouchedScores.set(cluster, scores);
+  }
+  let score = scores.get(names);
+  if (score === undefined) {
+    score = scoreWith(task, cluster, undefined);
+    scores.set(names, score);
+  }
+  return score;
+}
+
+function scoreWith(
+  task: PlacementTask,
+  cluster: ClusterView,
+  taken: Record<string, number> | undefined,
+): number {
+  const totals = totalsOf(cluster);
   const share = (name: string) => {
     const total = totals.allocatable[name] ?? 0;
     if (total <= 0) return 0;
@@ -358,13 +401,14 @@ function search(
   const used: Used = { nodes: new Map(), clusters: new Map() };
   const chosen: Fit[] = [];
   const chosenFor = new Map<string, ClusterView>();
-  const byName = new Map(clusters.map((c) => [c.name, c]));
+  let byName: Map<string, ClusterView> | undefined; // only `near` asks: built when it does
   let firstFailure: Failure | undefined;
   const nearOf = (task: PlacementTask): RttSource | undefined => {
     if (!task.near) return undefined;
     const at = chosenFor.get(task.near.task);
     if (at) return at;
     const name = placed.get(task.near.task);
+    byName ??= new Map(clusters.map((c) => [c.name, c]));
     return name ? (byName.get(name) ?? { name }) : undefined;
   };
 
