@@ -248,12 +248,24 @@ async function runOne(jobs: number): Promise<Figures> {
     });
     try {
       const deadline = started + Number(flags["timeout-s"]) * 1000;
+      // The Jobs as they are now and the Tasks' count, kept from watch events: a list of every
+      // Job each second would be a cost of the bench, inside the process it measures, that grows
+      // with the Jobs and with the time they take.
+      const jobsNow = new Map<string, JobView>();
+      let tasks = 0;
+      const watches = [
+        await hub.store.watch("Job", {}, (event) => {
+          if (event.type === "DELETED") jobsNow.delete(event.object.metadata.name);
+          else jobsNow.set(event.object.metadata.name, event.object as unknown as JobView);
+        }),
+        await hub.store.watch("Task", {}, (event) => {
+          if (event.type === "ADDED") tasks++;
+          else if (event.type === "DELETED") tasks--;
+        }),
+      ];
       for (;;) {
-        const counts = await hub.store.countByKind();
-        if ((counts.Job ?? 0) >= total) {
-          const { items } = await hub.store.list<
-            JobView & { metadata: { name: string }; kind: string; apiVersion: string }
-          >("Job");
+        if (jobsNow.size >= total) {
+          const items = [...jobsNow.values()];
           const admitted = items.filter((j) => j.status?.quota !== undefined);
           const waiting = items.filter((j) =>
             j.status?.conditions?.some((c) => c.type === "QuotaReserved" && c.status === "False"),
@@ -263,11 +275,8 @@ async function runOne(jobs: number): Promise<Figures> {
           const final = waiting.every((j) =>
             j.status?.conditions?.some((c) => c.type === "QuotaReserved" && c.reason === "QuotaExceeded"),
           );
-          if (
-            final &&
-            admitted.length + waiting.length === total &&
-            (counts.Task ?? 0) >= admitted.length * 3
-          ) {
+          if (final && admitted.length + waiting.length === total && tasks >= admitted.length * 3) {
+            for (const watch of watches) watch.stop();
             const settledMs = performance.now() - started;
             const cpu = process.cpuUsage(cpuBefore);
             const reconciles = await jobReconciles(await hub.registry.text());
