@@ -50,7 +50,7 @@ export function readAddonCatalogs(dirs: readonly string[], baseDir = process.cwd
     for (const name of listDirs(dir)) {
       for (const version of listDirs(path.join(dir, name))) {
         const entryDir = path.join(dir, name, version);
-        const entry = readEntry(entryDir, name, version, display, problem, schemaChecker);
+        const entry = readEntryOnce(dir, entryDir, name, version, display, problem, schemaChecker);
         if (!entry) continue;
         const taken = entries.find(
           (e) =>
@@ -105,6 +105,45 @@ function listDirs(dir: string): string[] {
 function readBounded(file: string): string {
   if (statSync(file).size > MAX_FILE_BYTES) throw new Error(`larger than ${MAX_FILE_BYTES} bytes`);
   return readFileSync(file, "utf8");
+}
+
+/**
+ * The package's own entries, read and checked once per process: they ship with it and do not
+ * change, and checking one compiles its values schema and renders it (most of a revision's fixed
+ * cost otherwise). Keyed by how the entry is displayed too, since its paths are relative to the
+ * caller's base directory. A repository's entries are read every time.
+ */
+const packageEntries = new Map<string, CatalogEntry>();
+
+function readEntryOnce(
+  catalogDir: string,
+  entryDir: string,
+  name: string,
+  version: string,
+  display: (file: string) => string,
+  problem: (file: string, line: number, rule: string, message: string, at?: string) => void,
+  schemaChecker: Ajv2020,
+): CatalogEntry | undefined {
+  if (catalogDir !== PACKAGE_CATALOG_DIR)
+    return readEntry(entryDir, name, version, display, problem, schemaChecker);
+  const key = `${entryDir}\0${display(entryDir)}`;
+  const known = packageEntries.get(key);
+  if (known) return known;
+  let problems = 0;
+  const entry = readEntry(
+    entryDir,
+    name,
+    version,
+    display,
+    (...args) => {
+      problems++;
+      problem(...args);
+    },
+    schemaChecker,
+  );
+  // Bounded: one entry per package entry and base-directory depth.
+  if (entry && problems === 0 && packageEntries.size < 1024) packageEntries.set(key, entry);
+  return entry;
 }
 
 function readEntry(

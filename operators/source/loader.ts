@@ -1,3 +1,4 @@
+import { hash } from "node:crypto";
 import { closeSync, fstatSync, openSync, readFileSync } from "node:fs";
 import type { Diagnostic, ParsedDocument } from "../api/index.ts";
 import { collectManifestFiles, errorCode, type ManifestFile } from "./manifest-files.ts";
@@ -14,6 +15,25 @@ export interface LoadOptions {
    * the documents are then not kept in the result.
    */
   onDocument?: (document: ParsedDocument) => void;
+  /**
+   * Parses kept from earlier loads by file and content hash: a file whose bytes are the same is
+   * not parsed again (the hub's next revision of a large repository reads only what changed).
+   */
+  cache?: FileCache;
+}
+
+/** A file's parse, kept for the next load of the same bytes. */
+export interface CachedFile {
+  result: FileResult;
+  /** Where its text is re-read for positions: moved to the file of the load that reuses it. */
+  source: { path: string };
+}
+
+export interface FileCache {
+  /** The parse of `file` (as displayed) when its bytes hashed to `digest`; undefined: parse it. */
+  get(file: string, digest: string): CachedFile | undefined;
+  /** Offered after each parse; the cache decides what it keeps. */
+  set(file: string, digest: string, parsed: CachedFile): void;
 }
 
 export interface LoadResult {
@@ -41,12 +61,11 @@ export async function loadManifests(paths: string[], options: LoadOptions): Prom
   // yield every few files keeps a hub's event loop (tunnels, HTTP) responsive meanwhile.
   for (const [index, file] of collected.files.entries()) {
     if (index % YIELD_EVERY === YIELD_EVERY - 1) await new Promise((resolve) => setImmediate(resolve));
-    const result = loadFile(file, maxFileBytes, limits);
+    const result = loadFile(file, maxFileBytes, limits, options.cache);
     if (options.onDocument) {
       for (const document of result.documents) options.onDocument(document);
-      result.documents = [];
-    }
-    perFile[index] = result;
+      perFile[index] = { documents: [], diagnostics: result.diagnostics };
+    } else perFile[index] = result;
   }
 
   const documents: ParsedDocument[] = [];
@@ -58,12 +77,17 @@ export async function loadManifests(paths: string[], options: LoadOptions): Prom
   return { documents, diagnostics, files: collected.files.length };
 }
 
-interface FileResult {
+export interface FileResult {
   documents: ParsedDocument[];
   diagnostics: Diagnostic[];
 }
 
-function loadFile(file: ManifestFile, maxFileBytes: number, limits: ParseLimits): FileResult {
+function loadFile(
+  file: ManifestFile,
+  maxFileBytes: number,
+  limits: ParseLimits,
+  cache?: FileCache,
+): FileResult {
   const whole = (rule: string, message: string): FileResult => ({
     documents: [],
     diagnostics: [{ file: file.display, line: 0, column: 0, kind: "", name: "", path: "", rule, message }],
@@ -86,6 +110,12 @@ function loadFile(file: ManifestFile, maxFileBytes: number, limits: ParseLimits)
   } catch (error) {
     return whole("io/unreadable", `cannot read file: ${errorCode(error)}`);
   }
+  const digest = cache ? hash("sha256", bytes) : "";
+  const cached = cache?.get(file.display, digest);
+  if (cached) {
+    cached.source.path = file.absolute;
+    return cached.result;
+  }
   const nul = bytes.subarray(0, 8192).indexOf(0);
   if (nul !== -1) return whole("io/binary", `binary file (NUL byte at offset ${nul}), not a YAML manifest`);
   let text: string;
@@ -95,15 +125,18 @@ function loadFile(file: ManifestFile, maxFileBytes: number, limits: ParseLimits)
     return whole("io/not-utf8", `not valid UTF-8 (first bad byte at offset ${firstInvalidUtf8(bytes)})`);
   }
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
-  return parseManifestText(text, file.display, limits, rereader(file.absolute, text.length));
+  const source = { path: file.absolute };
+  const result = parseManifestText(text, file.display, limits, rereader(source, text.length));
+  cache?.set(file.display, digest, { result, source });
+  return result;
 }
 
 /**
  * The file's text again, for positions; "" if it changed meanwhile, so positions degrade, never
  * lie. Made outside loadFile so the closure cannot keep the first copy of the text alive.
  */
-function rereader(file: string, expectedLength: number): () => string {
-  return () => rereadText(file, expectedLength);
+function rereader(source: { path: string }, expectedLength: number): () => string {
+  return () => rereadText(source.path, expectedLength);
 }
 
 function rereadText(file: string, expectedLength: number): string {

@@ -81,6 +81,21 @@ function fastDocuments(
   };
   const offsets = (index: number) => source().offsets(index);
   const at = (offset: number): Position => positionIn(source().lineStarts, offset);
+  // Every document's start is asked for (the source-file annotation), a field's place only for a
+  // diagnostic: the starts are kept alone, so documents a hub keeps between revisions do not keep
+  // their file's whole event stream.
+  let starts: Position[] | undefined;
+  const startOf = (index: number): Position => {
+    if (located) return at(offsets(index)?.start ?? 0);
+    if (!starts) {
+      const text = reread();
+      const found = documentOffsets(text, limits.maxDepth);
+      const lineStarts = lineStartOffsets(text);
+      starts = values.map((_, i) => positionIn(lineStarts, found(i)?.start ?? 0));
+    }
+    const start = starts[index];
+    return start ? { ...start } : { line: 1, column: 1 };
+  };
   const documents: ParsedDocument[] = [];
   values.forEach((value, index) => {
     if (value === null || value === undefined) return;
@@ -89,7 +104,7 @@ function fastDocuments(
       index,
       value,
       get start() {
-        return at(offsets(index)?.start ?? 0);
+        return startOf(index);
       },
       locate: (pointer, target = "value") => at(offsets(index)?.locate(pointer, target) ?? 0),
     });

@@ -7,7 +7,8 @@ import type { Logger } from "../lib/logger.ts";
 import type { Store } from "../lib/store/index.ts";
 import { storeArtifacts } from "./artifact-store.ts";
 import type { ApplyRevisionInput, ApplyRevisionResult } from "./git-watcher.ts";
-import { applySnapshot, type SnapshotChanges } from "./snapshot-apply.ts";
+import { RevisionMemo } from "./revision-memo.ts";
+import { applySnapshot, applySnapshotChanges, type SnapshotChanges } from "./snapshot-apply.ts";
 import { validatePaths } from "./validate-paths.ts";
 
 export interface RevisionApplierOptions {
@@ -31,22 +32,33 @@ export type RevisionApplier = (
 ) => Promise<ApplyRevisionResult & { changes?: SnapshotChanges }>;
 
 export function createRevisionApplier(options: RevisionApplierOptions): RevisionApplier {
+  // The first revision is read and applied whole; each later one costs what changed in it.
+  const memo = new RevisionMemo();
   return async ({ revision, dir, path: manifestPath }) => {
     const root = path.join(dir, manifestPath);
+    memo.begin();
     // Diagnostics name files relative to the repository root, as a person sees them in git.
     const result = await validatePaths([root], {
       baseDir: dir,
       installedAddons: await installedAddons(options.store),
       ...(options.sealCheck ? { sealCheck: options.sealCheck } : {}),
+      cache: memo,
+      memo: memo.checks,
     });
     if (!result.valid) {
+      memo.refused();
       options.logger.warn("revision refused", { revision, errors: result.errors.length });
       return { accepted: false, errors: result.errors };
     }
+    const scope = memo.changes(result.objects);
+    // Every artifact's digest is checked again: a file beside the manifests may have changed alone.
     const artifactErrors = await storeArtifacts(result.objects, root, options.artifactDir);
     if (artifactErrors.length > 0) return { accepted: false, errors: artifactErrors };
     options.onCatalog?.(result.catalog);
-    const changes = await applySnapshot(options.store, result.objects, revision);
+    const changes = scope
+      ? await applySnapshotChanges(options.store, scope.objects, scope.removed, revision, scope.unchanged)
+      : await applySnapshot(options.store, result.objects, revision);
+    memo.applied(scope, result.objects);
     options.logger.info("revision applied", { revision, ...changes });
     return { accepted: true, errors: [], changes };
   };

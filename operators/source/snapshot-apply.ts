@@ -49,12 +49,62 @@ export async function applySnapshot(
     unchanged: 0,
     bundleObjects: { created: 0, changed: 0, deleted: 0 },
   };
-  const ops: BatchOp[] = [];
-  const desiredKeys = new Set<string>();
   const existing = new Map<string, KubeObject>();
   for (const kind of GIT_KINDS) {
     for (const object of (await store.list(kind)).items) existing.set(kindKeyOf(object), object);
   }
+  return applyAgainst(store, objects, revision, existing, existing.values(), changes);
+}
+
+/** Where an object of git is in the store. */
+export interface StoreKey {
+  kind: string;
+  namespace: string | undefined;
+  name: string;
+}
+
+/**
+ * Applies part of a revision, the rest being unchanged since the last one applied: `objects` are
+ * those of the files that changed (created or updated as applySnapshot would), `removed` the
+ * objects those files held before and hold no more (deleted as applySnapshot would). Reads only
+ * these objects from the store; `unchanged` counts the objects of the files that did not change.
+ */
+export async function applySnapshotChanges(
+  store: Store,
+  objects: readonly ManifestObject[],
+  removed: readonly StoreKey[],
+  revision: string,
+  unchanged: number,
+): Promise<SnapshotChanges> {
+  const changes: SnapshotChanges = {
+    created: 0,
+    changed: 0,
+    deleted: 0,
+    unchanged,
+    bundleObjects: { created: 0, changed: 0, deleted: 0 },
+  };
+  const existing = new Map<string, KubeObject>();
+  const read = async (key: StoreKey) => {
+    const object = await store.get(key.kind, key.namespace, key.name);
+    if (object) existing.set(kindKeyOf(object), object);
+    return object;
+  };
+  await Promise.all(objects.map((o) => read({ kind: o.kind, namespace: o.namespace, name: o.name })));
+  const gone = (await Promise.all(removed.map(read))).filter((o): o is KubeObject => o !== undefined);
+  return applyAgainst(store, objects, revision, existing, gone, changes);
+}
+
+/** Brings `existing` in line with `objects`; of `deletable`, what git does not declare any more goes. */
+async function applyAgainst(
+  store: Store,
+  objects: readonly ManifestObject[],
+  revision: string,
+  existing: ReadonlyMap<string, KubeObject>,
+  deletable: Iterable<KubeObject>,
+  changes: SnapshotChanges,
+): Promise<SnapshotChanges> {
+  const ops: BatchOp[] = [];
+  const desiredKeys = new Set<string>();
 
   for (const manifest of objects) {
     const desired = toStoreObject(manifest, revision);
@@ -85,7 +135,8 @@ export async function applySnapshot(
     });
   }
 
-  for (const [key, current] of existing) {
+  for (const current of deletable) {
+    const key = kindKeyOf(current);
     if (desiredKeys.has(key) || current.metadata.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY_GIT) continue;
     if (current.metadata.deletionTimestamp) continue;
     if (current.kind === "Bundle") countBundleObjects(changes.bundleObjects, current, undefined);

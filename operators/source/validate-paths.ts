@@ -6,12 +6,14 @@ import {
   type ValidationResult,
 } from "../api/index.ts";
 import { catalogFor } from "./addon-catalog.ts";
-import { loadManifests } from "./loader.ts";
+import { type FileCache, loadManifests } from "./loader.ts";
 
 export type ValidatePathsOptions = Omit<ValidateOptions, "catalog"> &
   Partial<Pick<ValidateOptions, "catalog">> & {
     /** Paths in diagnostics are relative to this directory. */
     baseDir: string;
+    /** Parses kept from an earlier load (the hub's revisions; see LoadOptions.cache). */
+    cache?: FileCache;
   };
 
 export type PathsValidation = ValidationResult & {
@@ -35,7 +37,11 @@ export async function validatePaths(
       );
   const checker = new SnapshotChecker({ ...options, catalog: loadedCatalog.catalog });
   // Documents are checked as they are read, so a summarised snapshot never holds every full object.
-  const loaded = await loadManifests(paths, { baseDir: options.baseDir, onDocument: (d) => checker.add(d) });
+  const loaded = await loadManifests(paths, {
+    baseDir: options.baseDir,
+    onDocument: (d) => checker.add(d),
+    ...(options.cache ? { cache: options.cache } : {}),
+  });
   const result = checker.finish([...loadedCatalog.diagnostics, ...loaded.diagnostics]);
   return { ...result, catalog: loadedCatalog.catalog };
 }

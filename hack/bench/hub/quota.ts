@@ -202,6 +202,20 @@ interface Figures {
   /** The team furthest from its ideal: held / ideal, in %. */
   worstPct: number;
   worstTeam: string;
+  /** CPU seconds of the hub's process from its start until settled (load moves it less than time). */
+  cpuS: number;
+  /** Reconciles of the Job controller until settled: the work, whatever the machine's load. */
+  reconciles: number;
+}
+
+/** The Job controller's reconciles so far, from the hub's metrics. */
+async function jobReconciles(text: string): Promise<number> {
+  let total = 0;
+  for (const line of text.split("\n")) {
+    if (line.startsWith("rlark_reconcile_total{") && line.includes('controller="job"'))
+      total += Number(line.slice(line.lastIndexOf(" ") + 1));
+  }
+  return total;
 }
 
 async function runOne(jobs: number): Promise<Figures> {
@@ -215,6 +229,7 @@ async function runOne(jobs: number): Promise<Figures> {
     await mkdir(dataDir, { recursive: true });
     await seedNodes(dataDir);
     const started = performance.now();
+    const cpuBefore = process.cpuUsage();
     const hub = await startHub({
       dataDir,
       http: "127.0.0.1:0",
@@ -233,12 +248,24 @@ async function runOne(jobs: number): Promise<Figures> {
     });
     try {
       const deadline = started + Number(flags["timeout-s"]) * 1000;
+      // The Jobs as they are now and the Tasks' count, kept from watch events: a list of every
+      // Job each second would be a cost of the bench, inside the process it measures, that grows
+      // with the Jobs and with the time they take.
+      const jobsNow = new Map<string, JobView>();
+      let tasks = 0;
+      const watches = [
+        await hub.store.watch("Job", {}, (event) => {
+          if (event.type === "DELETED") jobsNow.delete(event.object.metadata.name);
+          else jobsNow.set(event.object.metadata.name, event.object as unknown as JobView);
+        }),
+        await hub.store.watch("Task", {}, (event) => {
+          if (event.type === "ADDED") tasks++;
+          else if (event.type === "DELETED") tasks--;
+        }),
+      ];
       for (;;) {
-        const counts = await hub.store.countByKind();
-        if ((counts.Job ?? 0) >= total) {
-          const { items } = await hub.store.list<
-            JobView & { metadata: { name: string }; kind: string; apiVersion: string }
-          >("Job");
+        if (jobsNow.size >= total) {
+          const items = [...jobsNow.values()];
           const admitted = items.filter((j) => j.status?.quota !== undefined);
           const waiting = items.filter((j) =>
             j.status?.conditions?.some((c) => c.type === "QuotaReserved" && c.status === "False"),
@@ -248,12 +275,11 @@ async function runOne(jobs: number): Promise<Figures> {
           const final = waiting.every((j) =>
             j.status?.conditions?.some((c) => c.type === "QuotaReserved" && c.reason === "QuotaExceeded"),
           );
-          if (
-            final &&
-            admitted.length + waiting.length === total &&
-            (counts.Task ?? 0) >= admitted.length * 3
-          ) {
+          if (final && admitted.length + waiting.length === total && tasks >= admitted.length * 3) {
+            for (const watch of watches) watch.stop();
             const settledMs = performance.now() - started;
+            const cpu = process.cpuUsage(cpuBefore);
+            const reconciles = await jobReconciles(await hub.registry.text());
             const held = new Map<string, number>();
             for (const j of admitted) held.set(j.spec.team ?? "", (held.get(j.spec.team ?? "") ?? 0) + 1);
             let off = 0;
@@ -281,6 +307,8 @@ async function runOne(jobs: number): Promise<Figures> {
               offIdealPct: (100 * off) / 2 / capacity,
               worstPct: 100 * worst.ratio,
               worstTeam: worst.team,
+              cpuS: (cpu.user + cpu.system) / 1e6,
+              reconciles,
             };
           }
         }
@@ -330,7 +358,8 @@ if (flags.child) {
   console.log(
     `${teams} Teams (cohorts of ${COHORT_SIZE}), ${clusters} clusters x ${NODES_PER_CLUSTER} nodes, 3 tasks per Job, sqlite store, this machine: 2 cores`,
   );
-  const header = "  Jobs    settled    per Job   peak RSS   admitted/waiting   off ideal   furthest team";
+  const header =
+    "  Jobs    settled    per Job   CPU      reconciles   peak RSS   admitted/waiting   off ideal   furthest team";
   let base: Figures | undefined;
   for (const size of sizes) {
     console.log(`running ${size} Jobs ...`);
@@ -339,10 +368,10 @@ if (flags.child) {
     const growth =
       r === base
         ? ""
-        : ` (${(r.settledMs / base.settledMs).toFixed(1)}x time, ${(r.peakMiB / base.peakMiB).toFixed(2)}x RSS for ${(r.jobs / base.jobs).toFixed(0)}x Jobs)`;
+        : ` (${(r.settledMs / base.settledMs).toFixed(1)}x time, ${(r.cpuS / base.cpuS).toFixed(1)}x CPU, ${(r.reconciles / base.reconciles).toFixed(1)}x reconciles, ${(r.peakMiB / base.peakMiB).toFixed(2)}x RSS for ${(r.jobs / base.jobs).toFixed(0)}x Jobs)`;
     console.log(header);
     console.log(
-      `  ${String(r.jobs).padStart(6)}  ${(r.settledMs / 1000).toFixed(1).padStart(7)} s  ${(r.settledMs / r.jobs).toFixed(2).padStart(6)} ms  ${r.peakMiB.toFixed(0).padStart(6)} MiB   ${String(r.admitted).padStart(6)}/${String(r.waiting).padEnd(6)}     ${r.offIdealPct.toFixed(1).padStart(5)} %    ${r.worstTeam ? `${r.worstTeam} at ${r.worstPct.toFixed(0)} %` : "every team at 100 %"}${growth}`,
+      `  ${String(r.jobs).padStart(6)}  ${(r.settledMs / 1000).toFixed(1).padStart(7)} s  ${(r.settledMs / r.jobs).toFixed(2).padStart(6)} ms  ${r.cpuS.toFixed(1).padStart(6)} s  ${String(r.reconciles).padStart(9)}   ${r.peakMiB.toFixed(0).padStart(6)} MiB   ${String(r.admitted).padStart(6)}/${String(r.waiting).padEnd(6)}     ${r.offIdealPct.toFixed(1).padStart(5)} %    ${r.worstTeam ? `${r.worstTeam} at ${r.worstPct.toFixed(0)} %` : "every team at 100 %"}${growth}`,
     );
   }
 }

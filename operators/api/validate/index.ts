@@ -54,7 +54,32 @@ export interface ValidateOptions {
    * `rlark validate --hub-key` checks its key id is one of the hub's. Without it, the form only.
    */
   sealCheck?: SealCheck;
+  /**
+   * Per-document checks kept from earlier runs: a document object seen before (a file the
+   * loader did not parse again) is not schema-checked again. Only for callers that hand the same
+   * documents back unchanged, with the same `strict` and `summarize`.
+   */
+  memo?: CheckMemo;
 }
+
+/** What the per-document checks found, by document object (see ValidateOptions.memo). */
+export class CheckMemo {
+  readonly #checked = new WeakMap<ParsedDocument, Checked>();
+
+  /** @internal */
+  get(document: ParsedDocument): Checked | undefined {
+    return this.#checked.get(document);
+  }
+
+  /** @internal */
+  set(document: ParsedDocument, checked: Checked): void {
+    this.#checked.set(document, checked);
+  }
+}
+
+type Checked =
+  | { classified: Exclude<Classified, { object: Record<string, unknown> }> }
+  | { manifest: ManifestObject; errors: Diagnostic[] };
 
 export interface ValidationResult {
   valid: boolean;
@@ -109,15 +134,42 @@ export class SnapshotChecker {
 
   add(document: ParsedDocument): void {
     this.#documents++;
+    const memo = this.#options.memo;
+    const known = memo?.get(document);
+    if (known) {
+      if ("manifest" in known) {
+        this.#errors.push(...known.errors);
+        this.#objects.push(known.manifest);
+      } else this.#addClassified(known.classified);
+      return;
+    }
     const classified = classify(document, this.#options.strict === true);
+    if (!("object" in classified)) {
+      memo?.set(document, { classified });
+      this.#addClassified(classified);
+      return;
+    }
+    const errors: Diagnostic[] = [];
+    const manifest = this.#check(document, classified, errors);
+    // A Bundle's object is filled from other files' documents at finish(): never kept.
+    if (manifest.kind !== "Bundle") memo?.set(document, { manifest, errors });
+    this.#errors.push(...errors);
+    this.#objects.push(manifest);
+  }
+
+  #addClassified(classified: Exclude<Classified, { object: Record<string, unknown> }>): void {
     if ("plain" in classified) {
       this.#plain.push({ plain: classified.plain, unclaimed: classified });
       return;
     }
-    if ("diagnostic" in classified) {
-      (classified.severity === "error" ? this.#errors : this.#warnings).push(classified.diagnostic);
-      return;
-    }
+    (classified.severity === "error" ? this.#errors : this.#warnings).push(classified.diagnostic);
+  }
+
+  #check(
+    document: ParsedDocument,
+    classified: { object: Record<string, unknown>; kind: string },
+    errors: Diagnostic[],
+  ): ManifestObject {
     const { object, kind } = classified;
     const metadata = isObject(object.metadata) ? object.metadata : {};
     const manifest: ManifestObject = {
@@ -129,7 +181,7 @@ export class SnapshotChecker {
       schemaValid: true,
     };
     const report = ({ path, rule, message }: SchemaViolation, at: "value" | "key") => {
-      this.#errors.push(diagnosticAt(manifest, document.locate(path, at), path, rule, message));
+      errors.push(diagnosticAt(manifest, document.locate(path, at), path, rule, message));
     };
     for (const violation of checkSchema(object)) {
       manifest.schemaValid = false;
@@ -151,7 +203,7 @@ export class SnapshotChecker {
       manifest.namespace = stringAt(copied, "namespace");
       (document as { value: unknown }).value = manifest.object;
     }
-    this.#objects.push(manifest);
+    return manifest;
   }
 
   finish(loadErrors: Diagnostic[]): ValidationResult {

@@ -78,7 +78,9 @@ export function createJobController(options: JobControllerOptions = {}): JobCont
         },
         request.name,
       );
-      table.setWaiting(request.name, outcome.unschedulable === true);
+      // Quota given back or taken wakes, per team, the waiting Jobs that fit now (ledger.wakes).
+      for (const job of quota.wakes()) context.enqueue(job);
+      table.setWaiting(request.name, outcome.unschedulable === true && outcome.waitingForQuota !== true);
       if (outcome.unschedulable) {
         return { requeueAfter: Math.min(retry, outcome.requeueAfter ?? retry) };
       }

@@ -34,8 +34,10 @@ export interface ReconcileDeps {
 }
 
 export interface Outcome {
-  /** The Job waits for room. */
+  /** The Job waits for room (or, with waitingForQuota, for its team's quota). */
   unschedulable?: boolean;
+  /** It waits for quota, not for room: the ledger wakes it, node and Task changes need not. */
+  waitingForQuota?: boolean;
   requeueAfter?: number;
 }
 
@@ -206,6 +208,7 @@ class JobReconcile {
       for (const victim of admission.wake) this.#d.enqueue(victim);
       if (!admission.admitted) {
         this.#outcome.unschedulable = true;
+        this.#outcome.waitingForQuota = true;
         rollUpRun(draft, job, templates, current);
         return;
       }

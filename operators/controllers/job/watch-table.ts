@@ -1,8 +1,9 @@
 // Which Jobs a change of a Task, Node or Cluster concerns. The same events keep the placement
 // snapshot current, so what placement reads is as fresh as what the watches have seen.
 //
-//   Task     → its owner Job; and the waiting Jobs when the change gave room back
-//   Node     → the waiting Jobs, when the change is one placement reads
+//   Task     → its owner Job; and the Jobs waiting for room when the change gave room back
+//   Node     → the Jobs waiting for room, when the change is one placement reads (Jobs waiting
+//              for quota are woken by the ledger, when quota they fit is given back)
 //   Cluster  → the waiting Jobs and the Jobs with Tasks on that cluster (offline handling)
 //   Team     → the Jobs waiting for quota
 //   Job      → none (the controller's own watch): counted as waiting for quota (ledger.expect)

@@ -2,6 +2,7 @@
 // Pure: reads the views it is given, mutates nothing, same input → same answer.
 
 import { formatSelector, matches } from "../../lib/store/index.ts";
+import { BestFirst } from "./best-first.ts";
 import type { ClusterView, NodeView } from "./cluster-view.ts";
 import { formatMs, nearOrder, type RttSource, rttBetween } from "./near.ts";
 import { type Amounts, fitCount, formatAmount, formatRequest, POD_COUNT, shortfall } from "./resources.ts";
@@ -178,8 +179,51 @@ function fitCluster(
  * memory always count), across the cluster's usable nodes before this task is added.
  */
 function freeScore(task: PlacementTask, cluster: ClusterView, used: Used): number {
-  const totals = totalsOf(cluster);
   const taken = used.clusters.get(cluster);
+  if (!taken) return untouchedScore(task, cluster);
+  return scoreWith(task, cluster, taken);
+}
+
+// A view's score before the Job takes anything from it depends only on the view and the names
+// of the resources asked for: kept per view (views are immutable, and a placement over a
+// thousand clusters reads the same thousand scores for Job after Job).
+const untouchedScores = new WeakMap<ClusterView, Map<string, number>>();
+
+const scoredNames = new WeakMap<PlacementTask, string>();
+
+/** The resources beyond cpu and memory a task's score counts, as one key. */
+function scoredNamesOf(task: PlacementTask): string {
+  let names = scoredNames.get(task);
+  if (names === undefined) {
+    names = "";
+    for (const name in task.request)
+      if (name !== POD_COUNT && name !== "cpu" && name !== "memory") names += `${name}\0`;
+    scoredNames.set(task, names);
+  }
+  return names;
+}
+
+function untouchedScore(task: PlacementTask, cluster: ClusterView): number {
+  const names = scoredNamesOf(task);
+  let scores = untouchedScores.get(cluster);
+  if (!scores) {
+    scores = new Map();
+    untouchedScores.set(cluster, scores);
+  }
+  let score = scores.get(names);
+  if (score === undefined) {
+    score = scoreWith(task, cluster, undefined);
+    scores.set(names, score);
+  }
+  return score;
+}
+
+function scoreWith(
+  task: PlacementTask,
+  cluster: ClusterView,
+  taken: Record<string, number> | undefined,
+): number {
+  const totals = totalsOf(cluster);
   const share = (name: string) => {
     const total = totals.allocatable[name] ?? 0;
     if (total <= 0) return 0;
@@ -222,7 +266,44 @@ function candidates(task: PlacementTask, clusters: readonly ClusterView[], used:
   if (fits.length > 0) {
     return fits.sort((a, b) => b.score - a.score || (a.cluster.name < b.cluster.name ? -1 : 1));
   }
-  // Nothing fits: only now spend the time to say why, cluster by cluster.
+  return whyNoFit(task, clusters, used);
+}
+
+/**
+ * The same fits in the same order as `candidates`, found one at a time: the clusters are ranked
+ * by score first (cheap: totals per view) and fitted node by node only as the search asks for the
+ * next, so a Job whose first choice fits costs one fit, not one per cluster. Only for a search
+ * that keeps every task in one cluster: the deeper steps then touch only the cluster being
+ * tried, so the clusters not yet fitted are read in the same state `candidates` would read them.
+ */
+function lazyCandidates(
+  task: PlacementTask,
+  clusters: readonly ClusterView[],
+  used: Used,
+): Iterable<Fit> | string {
+  const ranked: { cluster: ClusterView; name: string; score: number }[] = [];
+  for (const cluster of clusters) {
+    if (clusterRefusal(task, cluster)) continue;
+    ranked.push({ cluster, name: cluster.name, score: freeScore(task, cluster, used) });
+  }
+  const order = new BestFirst(ranked);
+  const next = (): Fit | undefined => {
+    for (let r = order.take(); r; r = order.take()) {
+      const fit = fitCluster(task, r.cluster, used, false);
+      if (!("problems" in fit)) return fit;
+    }
+    return undefined;
+  };
+  const first = next();
+  if (!first) return whyNoFit(task, clusters, used);
+  return (function* () {
+    yield first;
+    for (let fit = next(); fit; fit = next()) yield fit;
+  })();
+}
+
+/** Nothing fits: only now spend the time to say why, cluster by cluster. */
+function whyNoFit(task: PlacementTask, clusters: readonly ClusterView[], used: Used): string {
   const refusals: [string, string][] = [];
   const grouped = new Map<string, string[]>();
   for (const cluster of clusters) {
@@ -306,6 +387,10 @@ function nearFits(task: PlacementTask, fits: Fit[], other: RttSource): Fit[] | F
   };
 }
 
+function isFailure(options: Iterable<Fit> | Failure): options is Failure {
+  return "reason" in options;
+}
+
 function search(
   tasks: readonly PlacementTask[],
   clusters: readonly ClusterView[],
@@ -316,13 +401,14 @@ function search(
   const used: Used = { nodes: new Map(), clusters: new Map() };
   const chosen: Fit[] = [];
   const chosenFor = new Map<string, ClusterView>();
-  const byName = new Map(clusters.map((c) => [c.name, c]));
+  let byName: Map<string, ClusterView> | undefined; // only `near` asks: built when it does
   let firstFailure: Failure | undefined;
   const nearOf = (task: PlacementTask): RttSource | undefined => {
     if (!task.near) return undefined;
     const at = chosenFor.get(task.near.task);
     if (at) return at;
     const name = placed.get(task.near.task);
+    byName ??= new Map(clusters.map((c) => [c.name, c]));
     return name ? (byName.get(name) ?? { name }) : undefined;
   };
 
@@ -330,19 +416,17 @@ function search(
     const task = tasks[i];
     if (!task) return true;
     // Together: the first task's cluster is every later task's only choice.
-    let options: Fit[] | string | Failure = candidates(
-      task,
-      together && chosen[0] ? [chosen[0].cluster] : clusters,
-      used,
-    );
+    let options: Iterable<Fit> | string | Failure = together
+      ? lazyCandidates(task, chosen[0] ? [chosen[0].cluster] : clusters, used)
+      : candidates(task, clusters, used);
     budget--;
     const other = nearOf(task);
-    if (typeof options !== "string" && other) options = nearFits(task, options, other);
+    if (typeof options !== "string" && other) options = nearFits(task, [...options], other);
     if (typeof options === "string") {
       firstFailure ??= { task: task.name, reason: "Unschedulable", message: options };
       return false;
     }
-    if (!Array.isArray(options)) {
+    if (isFailure(options)) {
       // a wait for figures says more than a later refusal: it is what to fix
       if (!firstFailure || (options.reason === "WaitingForRTT" && firstFailure.reason !== "WaitingForRTT"))
         firstFailure = options;

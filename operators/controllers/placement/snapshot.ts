@@ -49,7 +49,12 @@ export class PlacementSnapshot {
   #reservations = new Map<string, Reservation>();
   #groups = new Map<string, Set<string>>();
   #views = new Map<string, ClusterView>();
+  /** Every cluster's view by name; rebuilt whole only when a cluster comes or goes. */
   #sorted: ClusterView[] | undefined;
+  /** Position of each cluster in #sorted. */
+  #positions = new Map<string, number>();
+  /** Clusters whose entry in #sorted is out of date (a reservation or a report changed them). */
+  #stale = new Set<string>();
   #loaded: Promise<void> | undefined;
   /** Last resourceVersion seen per object (deletions included), so a stale list never undoes a newer event. */
   #versions = new Map<string, number>();
@@ -85,6 +90,7 @@ export class PlacementSnapshot {
     const name = cluster.metadata.name;
     if (!this.#fresh(`Cluster/${name}`, rv(cluster))) return false;
     const known = this.#clusters.get(name)?.object;
+    if (!this.#clusters.has(name)) this.#reorder();
     this.#clusters.set(name, { object: cluster });
     const same =
       known !== undefined &&
@@ -99,7 +105,7 @@ export class PlacementSnapshot {
 
   deleteCluster(name: string, resourceVersion = 0): void {
     if (!this.#fresh(`Cluster/${name}`, resourceVersion)) return;
-    this.#clusters.delete(name);
+    if (this.#clusters.delete(name)) this.#reorder();
     this.#dirty(name);
   }
 
@@ -255,6 +261,18 @@ export class PlacementSnapshot {
     if (!this.#sorted) {
       const names = [...this.#clusters.keys()].sort();
       this.#sorted = names.map((name) => this.#view(name)).filter((v): v is ClusterView => v !== undefined);
+      this.#positions = new Map(this.#sorted.map((view, i) => [view.name, i]));
+      this.#stale.clear();
+    } else if (this.#stale.size > 0) {
+      // A copy: a caller may still hold the array it was given (views are immutable).
+      const sorted = this.#sorted.slice();
+      for (const name of this.#stale) {
+        const view = this.#view(name);
+        const at = this.#positions.get(name);
+        if (view && at !== undefined) sorted[at] = view;
+      }
+      this.#stale.clear();
+      this.#sorted = sorted;
     }
     return this.#sorted;
   }
@@ -281,6 +299,11 @@ export class PlacementSnapshot {
 
   #dirty(cluster: string): void {
     this.#views.delete(cluster);
+    this.#stale.add(cluster);
+  }
+
+  /** A cluster came or went: the order itself changes. */
+  #reorder(): void {
     this.#sorted = undefined;
   }
 }

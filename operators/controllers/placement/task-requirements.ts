@@ -112,7 +112,15 @@ export const RUNTIME_AGENT_TYPES: Readonly<Record<string, readonly AgentType[]>>
 
 /** Agent runtimes that run an agentType. */
 export function runtimesFor(agentType: AgentType): readonly string[] {
-  return Object.keys(RUNTIME_AGENT_TYPES).filter((runtime) =>
-    RUNTIME_AGENT_TYPES[runtime]?.includes(agentType),
-  );
+  // Asked once per cluster per task: derived from a constant table, so worked out once per type.
+  let runtimes = RUNTIMES_BY_TYPE.get(agentType);
+  if (!runtimes) {
+    runtimes = Object.keys(RUNTIME_AGENT_TYPES).filter((runtime) =>
+      RUNTIME_AGENT_TYPES[runtime]?.includes(agentType),
+    );
+    RUNTIMES_BY_TYPE.set(agentType, runtimes);
+  }
+  return runtimes;
 }
+
+const RUNTIMES_BY_TYPE = new Map<AgentType, readonly string[]>();

@@ -31,12 +31,73 @@ export interface WaitingJob {
   request: Amounts;
 }
 
+/** Waiting Jobs of one team that ask for the same amounts: one decision speaks for all of them. */
+export interface WaitingGroup {
+  request: Amounts;
+  jobs: ReadonlySet<string>;
+}
+
 export interface QuotaState {
   teams: ReadonlyMap<string, TeamQuota>;
   admitted: ReadonlyMap<string, AdmittedJob>;
   waiting: ReadonlyMap<string, WaitingJob>;
   /** usage(state), when the holder keeps it current; computed when absent. */
   used?: ReadonlyMap<string, Amounts>;
+  /**
+   * `waiting` by team, then by request (requestKey), when the holder keeps it current: a decision
+   * then reads each team's few distinct requests, not every waiting Job. Computed when absent.
+   */
+  waitingGroups?: ReadonlyMap<string, ReadonlyMap<string, WaitingGroup>>;
+  /** The teams with a Job being preempted, when the holder keeps it current; computed when absent. */
+  evictingTeams?: ReadonlySet<string>;
+}
+
+/** A request's identity: its amounts in key order. */
+export function requestKey(request: Amounts): string {
+  return Object.keys(request)
+    .sort()
+    .map((key) => `${key}=${request[key]}`)
+    .join(",");
+}
+
+/** `state.waiting` grouped by team and request (what the ledger keeps current). */
+export function waitingGroupsOf(state: QuotaState): ReadonlyMap<string, ReadonlyMap<string, WaitingGroup>> {
+  if (state.waitingGroups) return state.waitingGroups;
+  const groups = new Map<string, Map<string, { request: Amounts; jobs: Set<string> }>>();
+  for (const w of state.waiting.values()) {
+    let byRequest = groups.get(w.team);
+    if (!byRequest) {
+      byRequest = new Map();
+      groups.set(w.team, byRequest);
+    }
+    const key = requestKey(w.request);
+    const group = byRequest.get(key) ?? { request: w.request, jobs: new Set<string>() };
+    group.jobs.add(w.job);
+    byRequest.set(key, group);
+  }
+  return groups;
+}
+
+/**
+ * Per team of `team`'s cohort (or `team` alone), one waiting Job of each distinct request that
+ * fits now: after a change of the cohort's use, these are the Jobs worth deciding again. The
+ * others would only hear "does not fit" again; a Job held for fair share is among them when its
+ * team's request fits, and the team it waits for has its own among them.
+ */
+export function fittingHeads(state: QuotaState, team: TeamQuota): string[] {
+  const used = state.used ?? usage(state);
+  const view = new View(state, used);
+  const groups = waitingGroupsOf(state);
+  const heads: string[] = [];
+  for (const member of view.cohort(team)) {
+    for (const group of groups.get(member.name)?.values() ?? []) {
+      if (view.short(member, group.request)) continue;
+      let first: string | undefined;
+      for (const job of group.jobs) if (first === undefined || job < first) first = job;
+      if (first !== undefined) heads.push(first);
+    }
+  }
+  return heads;
 }
 
 export type Decision =
@@ -226,20 +287,33 @@ export function decide(state: QuotaState, job: string, team: TeamQuota, request:
 function fairShareBlock(view: View, job: string, team: TeamQuota, after: Amounts): string | undefined {
   const { state, used } = view;
   if (!team.cohort) return undefined;
-  for (const a of state.admitted.values()) {
-    if (a.evicting && state.teams.get(a.team)?.cohort === team.cohort)
+  const cohort = view.cohort(team);
+  if (state.evictingTeams) {
+    if (cohort.some((t) => state.evictingTeams?.has(t.name)))
       return `cohort ${team.cohort} is taking borrowed quota back; borrowing waits until that is done`;
+  } else {
+    for (const a of state.admitted.values()) {
+      if (a.evicting && state.teams.get(a.team)?.cohort === team.cohort)
+        return `cohort ${team.cohort} is taking borrowed quota back; borrowing waits until that is done`;
+    }
   }
   const mine = view.share(team, after);
   let first: { job: string; team: string; share: number } | undefined;
-  for (const w of state.waiting.values()) {
-    if (w.job === job || w.team === team.name) continue;
-    const other = state.teams.get(w.team);
-    if (!other || other.cohort !== team.cohort || view.short(other, w.request)) continue;
-    const theirs = view.share(other, plus(used.get(other.name) ?? {}, w.request));
-    if (!(theirs < mine || (theirs === mine && other.name < team.name))) continue;
-    if (!first || theirs < first.share || (theirs === first.share && w.job < first.job))
-      first = { job: w.job, team: other.name, share: theirs };
+  // By team and distinct request: every Job of a group has the same share and the same fit.
+  const groups = waitingGroupsOf(state);
+  for (const other of cohort) {
+    if (other.name === team.name) continue;
+    for (const group of groups.get(other.name)?.values() ?? []) {
+      if (view.short(other, group.request)) continue;
+      const theirs = view.share(other, plus(used.get(other.name) ?? {}, group.request));
+      if (!(theirs < mine || (theirs === mine && other.name < team.name))) continue;
+      if (first && theirs > first.share) continue;
+      for (const w of group.jobs) {
+        if (w === job) continue;
+        if (!first || theirs < first.share || (theirs === first.share && w < first.job))
+          first = { job: w, team: other.name, share: theirs };
+      }
+    }
   }
   return first
     ? `idle capacity of cohort ${team.cohort} goes to team ${first.team} first (Job ${first.job}): its share by weight would be ${first.share.toFixed(2)}, team ${team.name}'s ${mine.toFixed(2)}`

@@ -7,7 +7,16 @@
 
 import type { Job, Team } from "../../api/index.ts";
 import type { Store } from "../../lib/store/index.ts";
-import { type AdmittedJob, type Decision, decide, type QuotaState, type WaitingJob } from "./admission.ts";
+import {
+  type AdmittedJob,
+  type Decision,
+  decide,
+  fittingHeads,
+  type QuotaState,
+  requestKey,
+  type WaitingGroup,
+  type WaitingJob,
+} from "./admission.ts";
 import { jobRequest, type TeamQuota, teamNameOf, teamQuota } from "./team-quota.ts";
 
 /** Job phases whose run is over: they hold no quota. */
@@ -18,6 +27,12 @@ export class QuotaLedger {
   readonly #defaults = new Set<string>();
   readonly #admitted = new Map<string, AdmittedJob>();
   readonly #waiting = new Map<string, WaitingJob>();
+  /** #waiting by team and request, kept with it. */
+  readonly #groups = new Map<string, Map<string, WaitingGroup & { jobs: Set<string> }>>();
+  /** Per team, how many of its admitted Jobs are being preempted. */
+  readonly #evicting = new Map<string, number>();
+  /** Teams whose cohort's use changed since the last wakes(): their fitting Jobs are woken. */
+  readonly #changed = new Set<string>();
   /** Per team, the sum of its admitted Jobs' requests, kept as they come and go. */
   readonly #used = new Map<string, Record<string, number>>();
   #loaded: Promise<void> | undefined;
@@ -82,17 +97,17 @@ export class QuotaLedger {
     if (this.#admitted.has(name)) return;
     const team = this.teamOf(job);
     if (!team || job.spec.stopped || DONE.has(job.status?.phase ?? "")) {
-      this.#waiting.delete(name);
+      this.#unwait(name);
       return;
     }
-    this.#waiting.set(name, { job: name, team: team.name, request: jobRequest(job.spec.tasks, team) });
+    this.#wait({ job: name, team: team.name, request: jobRequest(job.spec.tasks, team) });
   }
 
   /** Counts a Job as admitted without a decision: one that already runs (its Tasks exist). */
   adopt(job: Job, now: number, evicting = false): void {
     const team = this.teamOf(job);
     if (!team) return;
-    this.#waiting.delete(job.metadata.name);
+    this.#unwait(job.metadata.name);
     this.#book({
       job: job.metadata.name,
       team: team.name,
@@ -107,6 +122,7 @@ export class QuotaLedger {
     this.#unbook(admitted.job);
     this.#admitted.set(admitted.job, admitted);
     this.#count(admitted, 1);
+    if (admitted.evicting) this.#markEvicting(admitted);
   }
 
   #unbook(job: string): boolean {
@@ -114,10 +130,46 @@ export class QuotaLedger {
     if (!known) return false;
     this.#admitted.delete(job);
     this.#count(known, -1);
+    if (known.evicting) this.#evicting.set(known.team, (this.#evicting.get(known.team) ?? 1) - 1);
     return true;
   }
 
+  #markEvicting(admitted: AdmittedJob): void {
+    admitted.evicting = true;
+    this.#evicting.set(admitted.team, (this.#evicting.get(admitted.team) ?? 0) + 1);
+  }
+
+  #wait(waiting: WaitingJob): void {
+    this.#unwait(waiting.job);
+    this.#waiting.set(waiting.job, waiting);
+    let byRequest = this.#groups.get(waiting.team);
+    if (!byRequest) {
+      byRequest = new Map();
+      this.#groups.set(waiting.team, byRequest);
+    }
+    const key = requestKey(waiting.request);
+    let group = byRequest.get(key);
+    if (!group) {
+      group = { request: waiting.request, jobs: new Set() };
+      byRequest.set(key, group);
+    }
+    group.jobs.add(waiting.job);
+  }
+
+  #unwait(job: string): void {
+    const known = this.#waiting.get(job);
+    if (!known) return;
+    this.#waiting.delete(job);
+    const byRequest = this.#groups.get(known.team);
+    const key = requestKey(known.request);
+    const group = byRequest?.get(key);
+    group?.jobs.delete(job);
+    if (group?.jobs.size === 0) byRequest?.delete(key);
+    if (byRequest?.size === 0) this.#groups.delete(known.team);
+  }
+
   #count(admitted: AdmittedJob, sign: 1 | -1): void {
+    this.#changed.add(admitted.team);
     let total = this.#used.get(admitted.team);
     if (!total) {
       total = {};
@@ -133,7 +185,7 @@ export class QuotaLedger {
     const request = jobRequest(job.spec.tasks, team);
     const decision = decide(this.state(), name, team, request);
     if (decision.admit) {
-      this.#waiting.delete(name);
+      this.#unwait(name);
       this.#book({
         job: name,
         team: team.name,
@@ -143,10 +195,10 @@ export class QuotaLedger {
         evicting: false,
       });
     } else {
-      this.#waiting.set(name, { job: name, team: team.name, request });
+      this.#wait({ job: name, team: team.name, request });
       for (const victim of decision.victims) {
         const admitted = this.#admitted.get(victim);
-        if (admitted) admitted.evicting = true;
+        if (admitted && !admitted.evicting) this.#markEvicting(admitted);
       }
     }
     return decision;
@@ -154,17 +206,49 @@ export class QuotaLedger {
 
   /** The Job holds no quota any more (its run is over, or its Tasks are gone); returns the Jobs to wake. */
   release(job: string): string[] {
-    const had = this.#unbook(job);
-    this.#waiting.delete(job);
-    return had ? [...this.#waiting.keys()] : [];
+    this.#unbook(job);
+    this.#unwait(job);
+    return this.wakes();
   }
 
   /** The Job no longer waits for quota (it was stopped or deleted while waiting). */
   forget(job: string): void {
-    this.#waiting.delete(job);
+    this.#unwait(job);
+  }
+
+  /**
+   * The waiting Jobs worth deciding again since the last call: in each cohort whose use changed
+   * (a Job admitted or giving its quota back), per team, one Job of each distinct request that
+   * fits now. Not every waiting Job: those that do not fit would only be told so again, and a
+   * Job admitted changes the use again, which wakes the next.
+   */
+  wakes(): string[] {
+    if (this.#changed.size === 0) return [];
+    const state = this.state();
+    const cohorts = new Set<string>();
+    const out = new Set<string>();
+    for (const name of this.#changed) {
+      const team = this.#teams.get(name);
+      if (!team) continue;
+      const id = team.cohort ? `cohort:${team.cohort}` : `team:${name}`;
+      if (cohorts.has(id)) continue;
+      cohorts.add(id);
+      for (const job of fittingHeads(state, team)) out.add(job);
+    }
+    this.#changed.clear();
+    return [...out];
   }
 
   state(): QuotaState {
-    return { teams: this.#teams, admitted: this.#admitted, waiting: this.#waiting, used: this.#used };
+    const evictingTeams = new Set<string>();
+    for (const [team, count] of this.#evicting) if (count > 0) evictingTeams.add(team);
+    return {
+      teams: this.#teams,
+      admitted: this.#admitted,
+      waiting: this.#waiting,
+      used: this.#used,
+      waitingGroups: this.#groups,
+      evictingTeams,
+    };
   }
 }

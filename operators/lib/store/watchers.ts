@@ -36,6 +36,22 @@ export function visibleType(filter: WatchFilter, change: ChangeRecord): WatchEve
   return undefined;
 }
 
+/**
+ * The event with its object parsed when first read: handlers that only learn that something
+ * changed (a debounced writer, a listener) do not pay for parsing every object of a large
+ * revision once per watch.
+ */
+function lazyEvent(type: WatchEventType, json: string): { type: WatchEventType; object: KubeObject } {
+  let object: KubeObject | undefined;
+  return {
+    type,
+    get object(): KubeObject {
+      object ??= JSON.parse(json) as KubeObject;
+      return object;
+    },
+  };
+}
+
 export class Watcher implements Watch {
   readonly kind: string;
   readonly closed: Promise<Error | undefined>;
@@ -92,7 +108,7 @@ export class Watcher implements Watch {
           this.#queue = this.#queue.slice(this.#head);
           this.#head = 0;
         }
-        const result = this.#handler({ type: next.type, object: JSON.parse(next.json) as KubeObject });
+        const result = this.#handler(lazyEvent(next.type, next.json));
         if (result instanceof Promise) await result;
       }
     } catch (error) {

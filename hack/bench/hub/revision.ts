@@ -1,0 +1,88 @@
+// `node hack/bench/hub/revision.ts [jobs=100000] [changed=10]`: the hub's revision path alone (the
+// applier it runs on every git revision: load, validate, apply to a SQLite store; no controllers,
+// no git): one revision of N Jobs (3 tasks each, 100 per file), then one that changes `changed`
+// Jobs, each in a file of its own. Prints wall time, CPU seconds and RSS for each. Asserts
+// nothing (docs/benchmarks/placement-scale.md quotes the figures).
+import { cp, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { stringify } from "yaml";
+import { silentLogger } from "../../../operators/lib/logger.ts";
+import { openSqliteStore } from "../../../operators/lib/store/index.ts";
+import { createRevisionApplier } from "../../../operators/source/index.ts";
+
+const jobs = Number(process.argv[2] ?? 100_000);
+const changed = Number(process.argv[3] ?? 10);
+const API = "rlinf.io/v1alpha1";
+const PER_FILE = 100;
+
+function task(name: string, role: string, image = "pytorch/pytorch:2.3.0") {
+  const requests = { cpu: "1", memory: "2Gi" };
+  const containers = [{ name: "main", image, resources: { requests } }];
+  return {
+    name,
+    role,
+    agentType: "Kubernetes",
+    kubernetes: { workload: { kind: "Deployment", replicas: 1, template: { spec: { containers } } } },
+  };
+}
+
+/** One Job's YAML with its name left as JOB_NAME: rendered once, written N times. */
+function jobText(image?: string): string {
+  return stringify({
+    apiVersion: API,
+    kind: "Job",
+    metadata: { name: "JOB_NAME" },
+    spec: { tasks: [task("learner", "Actor"), task("rollout", "Rollout"), task("env", "Env", image)] },
+  });
+}
+const SAME = jobText();
+const CHANGED = jobText("pytorch/pytorch:2.4.0");
+
+async function writeBatch(dir: string, f: number, newer: ReadonlySet<number> = new Set()): Promise<void> {
+  const docs: string[] = [];
+  for (let j = f * PER_FILE; j < Math.min(jobs, (f + 1) * PER_FILE); j++)
+    docs.push((newer.has(j) ? CHANGED : SAME).replace("JOB_NAME", `job-${j}`));
+  await writeFile(path.join(dir, "jobs", `batch-${f}.yaml`), docs.join("---\n"));
+}
+
+const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MiB`;
+const root = await mkdtemp(path.join(tmpdir(), "rlark-bench-revision-"));
+const store = openSqliteStore({ dataDir: path.join(root, "data") });
+try {
+  const files = Math.ceil(jobs / PER_FILE);
+  const first = path.join(root, "r1");
+  await mkdir(path.join(first, "jobs"), { recursive: true });
+  for (let f = 0; f < files; f++) await writeBatch(first, f);
+  const second = path.join(root, "r2");
+  await cp(first, second, { recursive: true });
+  for (let i = 0; i < changed; i++) {
+    const f = Math.floor((i * files) / changed);
+    await writeBatch(second, f, new Set([f * PER_FILE + (i % PER_FILE)]));
+  }
+  const apply = createRevisionApplier({
+    store,
+    artifactDir: path.join(root, "artifacts"),
+    logger: silentLogger,
+  });
+  console.log(
+    `${jobs} Jobs x 3 tasks in ${files} files, then ${changed} of them changed (this machine: 2 cores)`,
+  );
+  for (const [revision, dir] of [
+    ["r1", first],
+    ["r2", second],
+  ] as const) {
+    const started = performance.now();
+    const cpu = process.cpuUsage();
+    const result = await apply({ revision, dir, path: "." });
+    const used = process.cpuUsage(cpu);
+    if (!result.accepted)
+      throw new Error(`${revision} refused: ${JSON.stringify(result.errors.slice(0, 3))}`);
+    console.log(
+      `  ${revision === "r1" ? "whole revision   " : "changed revision "} ${((performance.now() - started) / 1000).toFixed(2)} s, CPU ${((used.user + used.system) / 1e6).toFixed(2)} s, RSS ${mib(process.memoryUsage().rss)} (peak ${mib(process.resourceUsage().maxRSS * 1024)}); ${JSON.stringify({ ...result.changes, bundleObjects: undefined })}`,
+    );
+  }
+} finally {
+  await store.close();
+  await rm(root, { recursive: true, force: true });
+}
