@@ -2,7 +2,12 @@
 // the hub's real enrollment subsystem, then holds a real tunnel (createTunnelClient: ssh2, its
 // jittered reconnect backoff, heartbeats) and sends its status report every 10 s. What it sees
 // (connects, drops, probe Tasks arriving in a delta) goes back to the benchmark over IPC.
-import { createTunnelClient, enrollAgent, type TunnelClient } from "../../../operators/lib/tunnel/index.ts";
+import {
+  backoffDelay,
+  createTunnelClient,
+  enrollAgent,
+  type TunnelClient,
+} from "../../../operators/lib/tunnel/index.ts";
 import type { WorkerReply, WorkerRequest } from "./hub-messages.ts";
 import { clusterReport, wallNow } from "./payloads.ts";
 
@@ -17,9 +22,30 @@ const probes = new Set<string>();
 async function start(request: Extract<WorkerRequest, { type: "start" }>): Promise<void> {
   const started = performance.now();
   const credentials = [];
-  for (const { token } of request.agents)
-    credentials.push(await enrollAgent({ hub: request.hub, token, caHash: request.caHash }));
-  reply({ type: "enrolled", count: credentials.length, ms: performance.now() - started });
+  const failures = new Map<string, number>();
+  for (const { token } of request.agents) {
+    // As a real agent's restart would: try again after a jittered backoff (a hub at MaxStartups
+    // drops handshakes at random), and never twice with the same key pair.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        credentials.push(
+          await enrollAgent({ hub: request.hub, token, caHash: request.caHash, timeoutMs: 60_000 }),
+        );
+        break;
+      } catch (error) {
+        const message = (error as Error).message;
+        failures.set(message, (failures.get(message) ?? 0) + 1);
+        if (attempt >= 20) throw error;
+        await new Promise((r) => setTimeout(r, backoffDelay(attempt, { initialMs: 200, maxMs: 5000 })));
+      }
+    }
+  }
+  reply({
+    type: "enrolled",
+    count: credentials.length,
+    ms: performance.now() - started,
+    failures: Object.fromEntries(failures),
+  });
   for (const creds of credentials) {
     const cluster = creds.cluster;
     const report = clusterReport(cluster);
@@ -45,6 +71,9 @@ async function start(request: Extract<WorkerRequest, { type: "start" }>): Promis
     client.on("snapshot", (snapshot) => seen(snapshot.objects));
     client.report(report);
     client.start();
+    // Agents of a fleet come up over time, not in one instant (the restart storm below is the
+    // instant): a few hundred handshakes at once would only measure MaxStartups twice.
+    await new Promise((r) => setTimeout(r, 20));
     clients.push(client);
     // Each agent reports on its own phase of the 10 s period, as agents started at different times do.
     const phase = Math.random() * REPORT_EVERY_MS;

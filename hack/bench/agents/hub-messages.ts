@@ -19,7 +19,7 @@ export type WorkerRequest =
   | { type: "stop" };
 
 export type WorkerReply =
-  | { type: "enrolled"; count: number; ms: number }
+  | { type: "enrolled"; count: number; ms: number; failures: Record<string, number> }
   | { type: "connected"; cluster: string; at: number }
   | { type: "disconnected"; cluster: string; at: number }
   | { type: "probe"; name: string; at: number }

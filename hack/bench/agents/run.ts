@@ -8,7 +8,7 @@
 // Asserts nothing (docs/benchmarks/agents.md).
 import { type ChildProcess, fork } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { freePort } from "../../../tests/helpers/free-port.ts";
@@ -119,8 +119,11 @@ function startWorker(request: WorkerRequest): Promise<number> {
         dropsAt.push(reply.at);
       } else if (reply.type === "probe") probeSeen.set(reply.name, reply.at);
       else if (reply.type === "reports") reportsSent += reply.sent;
-      else if (reply.type === "enrolled") resolve(reply.ms);
-      else if (reply.type === "error") console.error(`agent worker: ${reply.message}`);
+      else if (reply.type === "enrolled") {
+        for (const [message, n] of Object.entries(reply.failures))
+          console.log(`  enrollment attempts that failed and were retried: ${n} × ${message}`);
+        resolve(reply.ms);
+      } else if (reply.type === "error") console.error(`agent worker: ${reply.message}`);
     });
     child.send(request);
   });
@@ -188,7 +191,9 @@ let hub = new HubProcess(dataDir, httpPort, sshPort);
 const runStarted = performance.now();
 try {
   await hub.ready;
-  console.log(`== ${agentCount} agents, ${workerCount} agent processes, one hub process (pid ${hub.pid}) ==`);
+  console.log(
+    `== ${agentCount} agents, ${workerCount} agent processes, one hub process (pid ${hub.pid}); load average ${loadavg()[0]!.toFixed(1)} ==`,
+  );
   const idle = await hubLoad(hub, 10_000);
   console.log(
     `baseline: hub idle, no agents: CPU ${idle.cpuPercent.toFixed(1)} % of a core, RSS ${idle.rssMiB.toFixed(0)} MiB, heap ${idle.heapMiB.toFixed(0)} MiB`,
