@@ -182,7 +182,8 @@ export async function readPage(options: {
   const prefixRange = prefix !== undefined && !options.namespaced;
   let after = prefixRange ? laterOf(query.after, positionBefore(prefix)) : query.after;
   const filtered = Object.keys(query.filters).length > 0;
-  const chunk = filtered ? Math.min(MAX_LIMIT, Math.max(100, query.limit)) : query.limit + 1;
+  // Filtered: read in growing ranges, as a sparse filter needs many objects and a dense one few.
+  let chunk = filtered ? Math.min(MAX_LIMIT, Math.max(100, query.limit)) : query.limit + 1;
   const items: KubeObject[] = [];
   let scanned = 0;
   let resourceVersion = "";
@@ -206,6 +207,7 @@ export async function readPage(options: {
       if (matches(object)) items.push(object);
     }
     if (list.items.length < chunk) return { items, resourceVersion };
+    if (filtered) chunk = Math.min(MAX_LIMIT, chunk * 2);
     if (scanned >= SCAN_BUDGET)
       return { items, resourceVersion, continue: continueToken(after!, query.fingerprint) };
   }
