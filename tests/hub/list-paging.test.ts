@@ -179,12 +179,14 @@ t.test("a bad page request is a 400 that names the parameter", async (t) => {
   const first = await get(hub, "?limit=5&phase=Running");
   t.ok(first.body.metadata.continue, "a first page of a longer list has a continue token");
   const refusals: Array<[string, RegExp]> = [
-    ["?continue=not-a-token", /^continue: not a token this API issued/],
-    ["?limit=5&continue=%%%", /^continue: not a token this API issued/],
+    ["?continue=not-a-token", /^continue: not a token this hub issued/],
+    ["?limit=5&continue=%%%", /^continue: not a token this hub issued/],
+    // A token made up by hand, in the shape a sealed one has, is still not one the hub issued.
     [
-      `?limit=5&continue=${Buffer.from('{"v":1,"q":"x","ns":"","n":1}').toString("base64url")}`,
+      `?limit=5&continue=${Buffer.from('{"v":1,"q":"x","ns":"","n":"job-0010"}').toString("base64url")}`,
       /^continue: not a token/,
     ],
+    [`?limit=5&continue=${first.body.metadata.continue!.slice(0, -4)}AAAA`, /^continue: not a token/],
     [`?limit=5&continue=${first.body.metadata.continue}`, /^continue: the token belongs to another query/],
     [`?limit=5&phase=Failed&continue=${first.body.metadata.continue}`, /another query/],
     ["?limit=0", /^limit: "0" is not an integer from 1 to 1000/],
@@ -206,6 +208,11 @@ t.test("a bad page request is a 400 that names the parameter", async (t) => {
   });
   t.equal(tasks.status, 400);
   t.match(((await tasks.json()) as ListBody).message, /^team: only Jobs are filtered by team/);
+  t.notMatch(
+    Buffer.from(first.body.metadata.continue!, "base64url").toString("latin1"),
+    /job-/,
+    "the token does not show the name it resumes after",
+  );
   // The same token with the query it came from goes on.
   const second = await get(hub, `?limit=5&phase=Running&continue=${first.body.metadata.continue}`);
   t.equal(second.status, 200);

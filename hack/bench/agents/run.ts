@@ -168,7 +168,12 @@ async function probeLatencies(
   const sent = new Map<string, number>();
   for (let i = 0; i < count; i++) {
     const name = `probe-${tag}-${i}`;
-    const cluster = clusters[Math.floor(Math.random() * clusters.length)]!;
+    // A connected agent: one that is away gets the Task in its snapshot when it returns, which
+    // measures its absence, not the delta path.
+    const online = clusters.filter((c) => connectedAt.has(c));
+    const cluster = (online.length > 0 ? online : clusters)[
+      Math.floor(Math.random() * (online.length || clusters.length))
+    ]!;
     sent.set(name, (await hub.ask({ type: "probe", cluster, name }, "probe")).sentAt);
     await sleep(20 + Math.random() * 80);
   }

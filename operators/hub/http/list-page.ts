@@ -6,7 +6,7 @@
 // snapshot: each is read when asked for. Server-side filters (`phase`, `cluster`, `team`,
 // `namePrefix`) narrow a page without changing that promise; a filtered page may hold fewer items
 // than `limit`, even none, while `continue` is still set (the scan per request is bounded).
-import { createHash } from "node:crypto";
+import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto";
 import { clusterOf, type Job, jobTeam, type Team } from "../../api/index.ts";
 import type { KubeObject, ListPosition, Store } from "../../lib/store/index.ts";
 
@@ -85,23 +85,48 @@ export function parsePageQuery(kind: string, url: URL): PageQuery {
   return { limit, ...(after ? { after } : {}), filters, fingerprint };
 }
 
+/**
+ * Continue tokens are sealed (AES-256-GCM) with a key made when the hub process starts: a token
+ * names the last object a page looked at, which may be one the asker may not see (another team's
+ * Job), and a sealed token neither shows that name nor can be forged to start anywhere else. A
+ * token is therefore good on the hub process that issued it: after a restart the client starts
+ * again from the first page, as after an expired token in Kubernetes.
+ */
+const TOKEN_KEY = randomBytes(32);
+
 /** The token that resumes after `position` under the same query. */
 export function continueToken(position: ListPosition, fingerprint: string): string {
-  return Buffer.from(
-    JSON.stringify({ v: TOKEN_VERSION, q: fingerprint, ns: position.namespace, n: position.name }),
-  ).toString("base64url");
+  const iv = randomBytes(12);
+  const cipher = createCipheriv("aes-256-gcm", TOKEN_KEY, iv);
+  const plain = JSON.stringify({
+    v: TOKEN_VERSION,
+    q: fingerprint,
+    ns: position.namespace,
+    n: position.name,
+  });
+  const sealed = Buffer.concat([cipher.update(plain, "utf8"), cipher.final()]);
+  return Buffer.concat([iv, sealed, cipher.getAuthTag()]).toString("base64url");
+}
+
+function openToken(token: string): unknown {
+  const raw = Buffer.from(token, "base64url");
+  if (raw.length < 12 + 16 + 2) throw new Error("too short");
+  const decipher = createDecipheriv("aes-256-gcm", TOKEN_KEY, raw.subarray(0, 12));
+  decipher.setAuthTag(raw.subarray(raw.length - 16));
+  const plain = Buffer.concat([decipher.update(raw.subarray(12, raw.length - 16)), decipher.final()]);
+  return JSON.parse(plain.toString("utf8"));
 }
 
 function parseContinue(token: string, fingerprint: string): ListPosition {
   const bad = (why: string) =>
     new ListQueryError(`continue: ${why}; list again without continue to start from the first page`);
   if (token.length === 0 || token.length > MAX_TOKEN_LENGTH || !/^[A-Za-z0-9_-]+$/.test(token))
-    throw bad("not a token this API issued");
+    throw bad("not a token this hub issued");
   let decoded: unknown;
   try {
-    decoded = JSON.parse(Buffer.from(token, "base64url").toString("utf8"));
+    decoded = openToken(token);
   } catch {
-    throw bad("not a token this API issued");
+    throw bad("not a token this hub issued (or it was issued before the hub restarted)");
   }
   const t = decoded as Record<string, unknown> | null;
   if (
@@ -112,7 +137,7 @@ function parseContinue(token: string, fingerprint: string): ListPosition {
     typeof t.ns !== "string" ||
     typeof t.n !== "string"
   )
-    throw bad("not a token this API issued");
+    throw bad("not a token this hub issued");
   if (t.q !== fingerprint)
     throw bad("the token belongs to another query (kind, namespace, labelSelector or filters changed)");
   return { namespace: t.ns, name: t.n };
