@@ -5,7 +5,7 @@
 // gets only what it missed, or a new snapshot when the cache no longer holds that far back.
 // EventSource cannot set headers, so the token may come as `?token=`.
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { type Clock, every, systemClock } from "../lib/clock.ts";
+import { type Clock, every, systemClock, type TimerId } from "../lib/clock.ts";
 import { type Authenticator, bearerToken, type Principal, sendStatus } from "../lib/http/index.ts";
 import type { KubeObject } from "../lib/kube-object.ts";
 import type { CachedEvent, ObjectCache } from "./object-cache.ts";
@@ -23,6 +23,12 @@ export interface EventStreamLimits {
    * event); default 1 MiB. The first snapshot may exceed it once, until it has been taken.
    */
   maxPendingBytes?: number;
+  /**
+   * Changes held for a stream's next batch; one more and the client is dropped (it resumes from its
+   * last event, or gets a snapshot). Default 10,000: more distinct objects than that changing within
+   * one batch window means the client is better served by a snapshot.
+   */
+  maxBatchedChanges?: number;
 }
 
 export interface EventStreamOptions {
@@ -35,8 +41,14 @@ export interface EventStreamOptions {
   /** Seconds since the epoch when a token expires, if it does; the stream ends then. */
   expiresAt?: (token: string) => number | undefined;
   limits?: EventStreamLimits;
-  /** Drives heartbeats and token expiry; tests pass a FakeClock. */
+  /** Drives heartbeats, token expiry and the batches; tests pass a FakeClock. */
   clock?: Clock;
+  /**
+   * Changes are written to each stream in batches, at most one write per this many ms (default
+   * 100): a burst of status updates costs one write per client, and of several changes to one
+   * object within a batch only the newest is sent (it carries the whole object).
+   */
+  batchMs?: number;
   /**
    * What a principal may see (docs/teams.md#visibility): a maker of filters over the objects as
    * held now, called again after each Job change (a Job's team and Domain decide what else shows).
@@ -71,6 +83,9 @@ interface Client {
   scoped: boolean;
   /** Unread bytes allowed before the client is dropped. */
   allowance: number;
+  /** The next batch: the newest change per object, in the order of the log. */
+  batch: Map<string, CachedEvent>;
+  flush: TimerId | undefined;
 }
 
 const RETRY_AFTER_SECONDS = "10";
@@ -79,7 +94,9 @@ export function createEventStream(options: EventStreamOptions): EventStream {
   const perPrincipal = options.limits?.perPrincipal ?? 8;
   const total = options.limits?.total ?? 256;
   const maxPending = options.limits?.maxPendingBytes ?? 1024 * 1024;
+  const maxBatched = options.limits?.maxBatchedChanges ?? 10_000;
   const clock = options.clock ?? systemClock;
+  const batchMs = options.batchMs ?? 100;
   const clients = new Set<Client>();
   const perSubject = new Map<string, number>();
   let lastSource = JSON.stringify(options.sourceStatus() ?? null);
@@ -90,6 +107,26 @@ export function createEventStream(options: EventStreamOptions): EventStream {
     if (client.res.destroyed || client.res.writableEnded) return;
     client.res.write(text);
     if (client.res.writableLength > client.allowance) client.res.destroy();
+  };
+
+  const flush = (client: Client) => {
+    client.flush = undefined;
+    const frames = [...client.batch.values()].map(frame).join("");
+    client.batch.clear();
+    if (frames) send(client, frames);
+  };
+  const enqueue = (client: Client, event: CachedEvent) => {
+    const { object } = event.event;
+    const key = `${object.kind}/${object.metadata.namespace ?? ""}/${object.metadata.name}`;
+    // Re-inserted, so the batch stays in log order and the last frame carries the newest id.
+    client.batch.delete(key);
+    client.batch.set(key, event);
+    if (client.batch.size > maxBatched) {
+      client.batch.clear();
+      client.res.destroy();
+      return;
+    }
+    client.flush ??= clock.setTimeout(() => flush(client), batchMs);
   };
 
   return {
@@ -127,6 +164,8 @@ export function createEventStream(options: EventStreamOptions): EventStream {
         principal,
         scoped: makeFilter !== undefined,
         allowance: maxPending,
+        batch: new Map(),
+        flush: undefined,
       };
       clients.add(client);
       perSubject.set(principal.subject, open + 1);
@@ -166,7 +205,7 @@ export function createEventStream(options: EventStreamOptions): EventStream {
       }
       const unsubscribe = options.cache.subscribe((event) => {
         if (makeFilter && event.event.object.kind === "Job") filter = makeFilter();
-        if (shows(event.event.object)) send(client, frame(event));
+        if (shows(event.event.object)) enqueue(client, event);
       });
       const stopHeartbeat = every(clock, HEARTBEAT_MS, () => send(client, ": ping\n\n"));
       const exp = options.expiresAt?.(token);
@@ -180,6 +219,8 @@ export function createEventStream(options: EventStreamOptions): EventStream {
         if (left > 0) perSubject.set(principal.subject, left);
         else perSubject.delete(principal.subject);
         unsubscribe();
+        if (client.flush) clock.clearTimeout(client.flush);
+        client.batch.clear();
         stopHeartbeat();
         if (expiry) clock.clearTimeout(expiry);
       });

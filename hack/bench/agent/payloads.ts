@@ -67,12 +67,12 @@ function observedPods(count: number, nodes: number): ObservedPod[] {
 }
 
 /** An agent's status report: `nodes` Nodes and `pods` Pods, as the kubernetes agent sends them. */
-export function statusReport(nodes = 3, pods = 50): Omit<Report, "type"> {
+export function statusReport(nodes = 3, pods = 50, cluster = CLUSTER): Omit<Report, "type"> {
   const observedNode = observedNodes(nodes);
   const observedPod = observedPods(pods, nodes);
   return {
-    nodes: observedNode.map((n) => nodeObject(CLUSTER, n, observedPod)),
-    pods: observedPod.map((p) => podObject(CLUSTER, p)),
+    nodes: observedNode.map((n) => nodeObject(cluster, n, observedPod)),
+    pods: observedPod.map((p) => podObject(cluster, p)),
     tasks: [],
     capabilities: [{ name: "runtime/kubernetes", process: "RUNNING", health: "READY" }],
   };

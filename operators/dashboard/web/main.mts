@@ -1,6 +1,7 @@
 // The dashboard in the browser: hash routes, one render function per page, redrawn (at most once
 // a frame) when the event stream changes what it shows.
 import { type Html, html } from "./html.mts";
+import { prefetchJobs } from "./jobs-list.mts";
 import { type Connection, connect } from "./live.mts";
 import { accessPage, fetchAccessAudit } from "./page-access.mts";
 import { bundlePage, bundlesPage } from "./page-bundles.mts";
@@ -37,6 +38,8 @@ const nav = document.getElementById("nav")!;
 const connectionEl = document.getElementById("connection")!;
 let live: { close(): void } | undefined;
 let loaded = false;
+/** Counts start(): a stream is opened only by the newest one. */
+let starts = 0;
 let scheduled = false;
 
 function route(): { parts: string[]; query: URLSearchParams } {
@@ -51,7 +54,9 @@ function route(): { parts: string[]; query: URLSearchParams } {
 function page(parts: string[], query: URLSearchParams): Html {
   switch (parts[0]) {
     case "jobs":
-      return parts[1] ? jobPage(state, parts[1]) : jobsPage(state, query);
+      return parts[1]
+        ? jobPage(state, parts[1])
+        : jobsPage(state, query, currentSession()?.token ?? "", schedule);
     case "workflows":
       return workflowsPage(state);
     case "teams":
@@ -97,7 +102,8 @@ function render(): void {
         html`<a href="#/${p.path}" ${p.path === current ? html`aria-current="page"` : ""}>${p.title}</a>`,
     )}<button type="button" id="logout">Log out ${state.principal ? `(${state.principal.subject})` : ""}</button>`,
   );
-  if (!loaded) {
+  // The Jobs list comes from the API page by page: it draws before the live snapshot arrives.
+  if (!loaded && !(current === "jobs" && !parts[1])) {
     setHtml(main, html`<p>Loading…</p>`);
     return;
   }
@@ -172,9 +178,22 @@ function start(): void {
   if (!session) return;
   live?.close();
   loaded = false;
+  const { parts, query } = route();
+  // The page the address shows is asked for first: the hub answers it before it builds the
+  // stream's snapshot (which holds every object), so it paints at once.
+  const first = parts[0] === "jobs" && !parts[1] ? prefetchJobs(query, session.token) : Promise.resolve();
+  const generation = ++starts;
+  void Promise.race([first, new Promise((r) => setTimeout(r, 2000))]).then(() => {
+    if (generation !== starts || currentSession()?.token !== session.token) return;
+    schedule();
+    openStream(session.token);
+  });
+}
+
+function openStream(token: string): void {
   live = connect({
     state,
-    token: session.token,
+    token,
     onChange: () => {
       loaded = true;
       schedule();
@@ -256,6 +275,7 @@ const onFilter = (event: Event) => {
   if (input.value) query.set(name, input.value);
   else query.delete(name);
   query.delete("page");
+  query.delete("continue");
   history.replaceState(null, "", `#/${parts.map(encodeURIComponent).join("/")}?${query}`);
   schedule();
 };

@@ -1,5 +1,6 @@
 import type { Job, JobTaskStatus, Pod, Task } from "../../api/index.ts";
 import { type Html, html } from "./html.mts";
+import { jobsPage as fetchJobsPage, PAGE_SIZE, previousOf, rememberPrevious } from "./jobs-list.mts";
 import { podLogView } from "./pod-logs.mts";
 import { tensorBoardLink } from "./proxy-link.mts";
 import { sourceLink } from "./source-link.mts";
@@ -7,51 +8,49 @@ import { clusterOf, type State } from "./state.mts";
 import { age } from "./time.mts";
 import { conditionsList, phase, select, table } from "./widgets.mts";
 
-const PAGE_SIZE = 50;
 const PHASES = ["Pending", "Running", "Succeeded", "Failed", "Stopping", "Stopped"];
 
 function jobClusters(job: Job): string[] {
   return [...new Set((job.status?.tasks ?? []).map((t) => t.cluster).filter((c): c is string => !!c))].sort();
 }
 
-function matchesLabel(job: Job, filter: string): boolean {
-  if (!filter) return true;
-  const [key, value] = filter.split("=", 2).map((s) => s.trim());
-  const labels = job.metadata.labels ?? {};
-  if (!key) return true;
-  return value === undefined ? key in labels : labels[key] === value;
-}
-
-export function jobsPage(state: State, query: URLSearchParams): Html {
+/**
+ * The Jobs list: one page of the hub's API (jobs-list.mts), filtered by the server, paged by its
+ * continue tokens. `loaded` redraws when a page arrives.
+ */
+export function jobsPage(state: State, query: URLSearchParams, token: string, loaded: () => void): Html {
   const phaseFilter = query.get("phase") ?? "";
   const labelFilter = query.get("label") ?? "";
   const clusterFilter = query.get("cluster") ?? "";
-  const all = state.list<Job>("Job");
-  const jobs = all.filter(
-    (job) =>
-      (!phaseFilter || (job.status?.phase ?? "Pending") === phaseFilter) &&
-      (!clusterFilter || jobClusters(job).includes(clusterFilter)) &&
-      matchesLabel(job, labelFilter),
-  );
-  const pages = Math.max(1, Math.ceil(jobs.length / PAGE_SIZE));
-  const page = Math.min(pages, Math.max(1, Number(query.get("page")) || 1));
-  const shown = jobs.slice((page - 1) * PAGE_SIZE, page * PAGE_SIZE);
+  const here = query.get("continue") ?? "";
+  const { page } = fetchJobsPage(query, token, state.revision("Job"), loaded);
+  const jobs = page?.items ?? [];
   const clusters = state.list("Cluster").map((c) => c.metadata.name);
-  const pageLink = (p: number) => {
+  const link = (token: string) => {
     const next = new URLSearchParams(query);
-    next.set("page", String(p));
+    if (token) next.set("continue", token);
+    else next.delete("continue");
     return `#/jobs?${next}`;
   };
+  if (page?.continue) rememberPrevious(page.continue, here);
+  const back = here ? previousOf(here) : undefined;
+  const total = state.count("Job");
+  const count = !page
+    ? "loading…"
+    : !here && !page.continue
+      ? `${jobs.length} of ${total} jobs`
+      : `${jobs.length} on this page${total ? ` of ${total} jobs` : ""}`;
   return html`<h1>Jobs</h1>
   <form class="filters" role="search" aria-label="Filter jobs">
     ${select("phase", "Phase", phaseFilter, PHASES)}
     ${select("cluster", "Cluster", clusterFilter, clusters)}
     <label>Label <input id="filter-label" data-filter="label" value="${labelFilter}" placeholder="key=value" autocomplete="off"></label>
   </form>
-  <p class="muted" id="jobs-count">${jobs.length} of ${all.length} jobs</p>
+  <p class="muted" id="jobs-count">${count}</p>
+  ${page?.error ? html`<p class="error" role="alert" id="jobs-error">${page.error}</p>` : ""}
   ${table(
     ["Name", "Phase", "Run", "Tasks", "Clusters", "Age", "Source"],
-    shown.map((job) => {
+    jobs.map((job) => {
       const tasks = job.status?.tasks ?? [];
       const done = tasks.filter((t) => t.phase === "Running" || t.phase === "Succeeded").length;
       return html`<tr data-job="${job.metadata.name}"><td><a href="#/jobs/${encodeURIComponent(job.metadata.name)}">${job.metadata.name}</a></td>
@@ -62,9 +61,10 @@ export function jobsPage(state: State, query: URLSearchParams): Html {
     }),
   )}
   <nav class="pager" aria-label="Pages of jobs">
-    ${page > 1 ? html`<a href="${pageLink(page - 1)}" rel="prev">← previous</a>` : ""}
-    <span>page ${page} of ${pages}</span>
-    ${page < pages ? html`<a href="${pageLink(page + 1)}" rel="next">next →</a>` : ""}
+    ${here ? html`<a href="${link("")}" rel="first">« first</a>` : ""}
+    ${back !== undefined ? html`<a href="${link(back)}" rel="prev">← previous</a>` : ""}
+    <span>${PAGE_SIZE} a page</span>
+    ${page?.continue ? html`<a href="${link(page.continue)}" rel="next">next →</a>` : ""}
   </nav>`;
 }
 

@@ -44,6 +44,8 @@ export class State {
   #byKind = new Map<string, Map<string, KubeObject>>();
   /** Sorted lists, kept until the kind changes: paging 10,000 Jobs must not sort them per click. */
   #sorted = new Map<string, KubeObject[]>();
+  /** Changes seen per kind: what a page fetched from the API compares to know it is stale. */
+  #revisions = new Map<string, number>();
   source: SourceStatus | null = null;
   repoWeb: RepoWeb | null = null;
   principal: Snapshot["principal"] | null = null;
@@ -51,6 +53,8 @@ export class State {
   load(snapshot: Snapshot): void {
     this.#byKind.clear();
     this.#sorted.clear();
+    // A new snapshot may differ in anything: every kind counts as changed.
+    for (const [kind, n] of this.#revisions) this.#revisions.set(kind, n + 1);
     for (const object of snapshot.objects) this.apply({ type: "ADDED", object });
     this.source = snapshot.source;
     this.repoWeb = snapshot.config.repoWeb;
@@ -65,6 +69,7 @@ export class State {
       this.#byKind.set(object.kind, kind);
     }
     this.#sorted.delete(object.kind);
+    this.#revisions.set(object.kind, (this.#revisions.get(object.kind) ?? 0) + 1);
     const key = `${object.metadata.namespace ?? ""}/${object.metadata.name}`;
     if (event.type === "DELETED") kind.delete(key);
     else kind.set(key, object);
@@ -90,6 +95,10 @@ export class State {
 
   get<T extends KubeObject>(kind: string, namespace: string | undefined, name: string): T | undefined {
     return this.#byKind.get(kind)?.get(`${namespace ?? ""}/${name}`) as T | undefined;
+  }
+
+  revision(kind: string): number {
+    return this.#revisions.get(kind) ?? 0;
   }
 
   count(kind: string): number {

@@ -33,6 +33,14 @@ import { isStoreError, type KubeObject, type Store } from "../../lib/store/index
 import type { TunnelServer } from "../../lib/tunnel/index.ts";
 import { serveBrowse } from "./browse-route.ts";
 import { type ClusterTester, clusterTestRoute } from "./cluster-test-route.ts";
+import {
+  filterPredicate,
+  ListQueryError,
+  type PageQuery,
+  parsePageQuery,
+  readPage,
+  wantsPage,
+} from "./list-page.ts";
 import { pingMeshRoutes } from "./pingmesh-route.ts";
 import { serveReseal, serveSealKey, serveSealKeyRotate } from "./seal-key.ts";
 import { storageClassRoute } from "./storage-classes.ts";
@@ -251,6 +259,7 @@ async function serveObjects(
       return sendJson(res, 200, shown(redact(object)));
     }
     const labelSelector = url.searchParams.get("labelSelector") ?? undefined;
+    if (wantsPage(url)) return await servePage(deps, principal, info, url, res);
     const list = await store.list(info.kind, {
       namespace: info.namespaced ? namespace : undefined,
       labelSelector,
@@ -267,6 +276,46 @@ async function serveObjects(
     if (isStoreError(error)) return sendStatus(res, error.status, error.code, error.message);
     throw error;
   }
+}
+
+/** A page of a list (list-page.ts): `limit`, `continue` and the server-side filters. */
+async function servePage(
+  deps: HubApiDependencies,
+  principal: Principal,
+  info: { kind: string; namespaced: boolean },
+  url: URL,
+  res: ServerResponse,
+): Promise<void> {
+  let query: PageQuery;
+  try {
+    query = parsePageQuery(info.kind, url);
+  } catch (error) {
+    if (error instanceof ListQueryError) return sendStatus(res, 400, "BadRequest", error.message);
+    throw error;
+  }
+  const namespace = url.searchParams.get("namespace") ?? undefined;
+  const labelSelector = url.searchParams.get("labelSelector") ?? undefined;
+  const scope = await scopeOf(deps.store, principal, info.kind);
+  const teams = query.filters.team === undefined ? [] : (await deps.store.list<Team>("Team")).items;
+  const filter = filterPredicate(query.filters, teams);
+  const page = await readPage({
+    store: deps.store,
+    kind: info.kind,
+    namespaced: info.namespaced,
+    ...(info.namespaced && namespace !== undefined ? { namespace } : {}),
+    ...(labelSelector !== undefined ? { labelSelector } : {}),
+    query,
+    matches: scope ? (o) => scope(o) && filter(o) : filter,
+  });
+  return sendJson(res, 200, {
+    apiVersion: API_VERSION,
+    kind: `${info.kind}List`,
+    metadata: {
+      resourceVersion: page.resourceVersion,
+      ...(page.continue ? { continue: page.continue } : {}),
+    },
+    items: page.items.map((o: KubeObject) => shown(redact(o))),
+  });
 }
 
 /** An object as the API shows it: with what the hub works out from its spec for people. */

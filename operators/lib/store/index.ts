@@ -69,6 +69,7 @@ export type {
   DeleteOptions,
   KubeObject,
   ListOptions,
+  ListPosition,
   ListResult,
   ObjectMeta,
   OwnerReference,

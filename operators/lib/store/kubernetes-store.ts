@@ -27,6 +27,7 @@ import { KindCache, revision } from "./kubernetes-cache.ts";
 import { type KubernetesResource, ResourceMap, storeErrorOf } from "./kubernetes-resources.ts";
 import { startKubeWatch } from "./kubernetes-watch.ts";
 import { formatSelector, type Selector, toSelector } from "./label-selector.ts";
+import { listWindow } from "./list-window.ts";
 import { checkObject, namespaceOf } from "./object-rules.ts";
 import type {
   BatchOp,
@@ -154,7 +155,7 @@ export class KubernetesStore implements Store {
       // Read with the items, no event in between: a watch from it misses and repeats nothing.
       const resourceVersion = cache.resourceVersion;
       const items = cache.list(namespace, selector) as T[];
-      return { items: items.sort(byNamespaceAndName), resourceVersion };
+      return { items: listWindow(items.sort(byNamespaceAndName), options), resourceVersion };
     }
     const path = this.resources.collection(kind, options.namespace);
     const items: T[] = [];
@@ -180,7 +181,7 @@ export class KubernetesStore implements Store {
     if (!this.resources.resource(kind).namespaced || options.namespace === undefined) {
       items.sort(byNamespaceAndName);
     }
-    return { items, resourceVersion };
+    return { items: listWindow(items, options), resourceVersion };
   }
 
   async countByKind(): Promise<Record<string, number>> {

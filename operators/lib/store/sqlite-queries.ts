@@ -3,6 +3,7 @@
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { describe, NotFoundError } from "./errors.ts";
 import { indexableRequirement, matches, type Selector } from "./label-selector.ts";
+import { type ListWindow, listWindow } from "./list-window.ts";
 import type { KubeObject } from "./types.ts";
 
 /** A stored object and its row id (what the label and owner indexes point at). */
@@ -36,6 +37,8 @@ export class Queries {
     | "listKindNs"
     | "listLabel"
     | "listLabelNs"
+    | "listKindAfter"
+    | "listKindNsAfter"
     | "dependents"
     | "countDependents"
     | "counts",
@@ -50,6 +53,13 @@ export class Queries {
       getByUid: p("SELECT id, data FROM objects WHERE uid = ?"),
       listKind: p("SELECT data FROM objects WHERE kind = ? ORDER BY namespace, name"),
       listKindNs: p("SELECT data FROM objects WHERE kind = ? AND namespace = ? ORDER BY name"),
+      // Row values: the objects_key index serves the range (kind, then namespace and name after the position).
+      listKindAfter: p(
+        "SELECT data FROM objects WHERE kind = ? AND (namespace, name) > (?, ?) ORDER BY namespace, name LIMIT ?",
+      ),
+      listKindNsAfter: p(
+        "SELECT data FROM objects WHERE kind = ? AND namespace = ? AND (namespace, name) > (?, ?) ORDER BY name LIMIT ?",
+      ),
       listLabel: p(
         "SELECT o.data FROM labels l JOIN objects o ON o.id = l.object_id WHERE l.key = ? AND l.value = ? AND o.kind = ?",
       ),
@@ -89,11 +99,41 @@ export class Queries {
     return this.#s.getByUid.get(uid) !== undefined;
   }
 
-  /** Objects of `kind` (in `namespace`, if given) that the selector matches, by namespace and name. */
-  select(kind: string, namespace: string | undefined, selector: Selector): KubeObject[] {
+  /**
+   * Objects of `kind` (in `namespace`, if given) that the selector matches, by namespace and name;
+   * with `window`, only those after its position and at most its limit of them.
+   */
+  select(
+    kind: string,
+    namespace: string | undefined,
+    selector: Selector,
+    window: ListWindow = {},
+  ): KubeObject[] {
     const parse = (rows: unknown[]) =>
       rows.map((r) => JSON.parse((r as { data: string }).data) as KubeObject);
     const indexed = indexableRequirement(selector);
+    if (selector.requirements.length === 0 && (window.after || window.limit !== undefined)) {
+      // A page is read as a range of the index, never the whole kind: paging 100,000 Jobs costs a
+      // page. The empty position is before every object (none is named "").
+      const after = window.after ?? { namespace: "", name: "" };
+      const limit = window.limit ?? -1;
+      const rows =
+        namespace === undefined
+          ? this.#s.listKindAfter.all(kind, after.namespace, after.name, limit)
+          : this.#s.listKindNsAfter.all(kind, namespace, after.namespace, after.name, limit);
+      // The empty position is before everything but ("", ""), which no object is named.
+      return parse(rows);
+    }
+    return listWindow(this.#selectAll(kind, namespace, selector, indexed, parse), window);
+  }
+
+  #selectAll(
+    kind: string,
+    namespace: string | undefined,
+    selector: Selector,
+    indexed: ReturnType<typeof indexableRequirement>,
+    parse: (rows: unknown[]) => KubeObject[],
+  ): KubeObject[] {
     if (!indexed) {
       const rows =
         namespace === undefined ? this.#s.listKind.all(kind) : this.#s.listKindNs.all(kind, namespace);

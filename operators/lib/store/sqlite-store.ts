@@ -111,7 +111,7 @@ export class SqliteStore implements Store {
     this.#open();
     const selector = toSelector(options.labelSelector);
     return {
-      items: this.#queries.select(kind, options.namespace, selector) as T[],
+      items: this.#queries.select(kind, options.namespace, selector, options) as T[],
       resourceVersion: String(this.#journal.rv),
     };
   }

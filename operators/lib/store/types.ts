@@ -21,6 +21,19 @@ export interface ListOptions {
   /** Only this namespace; absent means every namespace. Use "" for cluster-scoped objects only. */
   namespace?: string;
   labelSelector?: SelectorInput;
+  /**
+   * Only objects after this one in the list's order (namespace, then name; exclusive): where a
+   * page left off. The object itself need not exist any more.
+   */
+  after?: ListPosition;
+  /** At most this many items, the first in the list's order (after `after`). */
+  limit?: number;
+}
+
+/** A place in a list: a namespace ("" for cluster-scoped objects) and a name. */
+export interface ListPosition {
+  namespace: string;
+  name: string;
 }
 
 export interface ListResult<T extends KubeObject = KubeObject> {

@@ -209,6 +209,29 @@ export function storeContract(t: Test, backend: string, open: StoreFactory): voi
     await t.rejects(store.list("Task", { labelSelector: "job in (" }), { code: "Invalid" });
   });
 
+  t.test(`${backend}: a list window starts after a position and stops at a limit`, async (t) => {
+    const store = await open(t);
+    for (const [name, ns] of [
+      ["a", "n1"],
+      ["b", "n1"],
+      ["c", "n1"],
+      ["a", "n2"],
+      ["b", "n2"],
+    ] as const) {
+      await store.create({ ...obj("Task", name, ns), metadata: { name, namespace: ns, labels: { ns } } });
+    }
+    const keys = async (o: Parameters<Store["list"]>[1]) =>
+      (await store.list("Task", o)).items.map((x) => `${x.metadata.namespace}/${x.metadata.name}`);
+    t.same(await keys({ limit: 2 }), ["n1/a", "n1/b"]);
+    t.same(await keys({ after: { namespace: "n1", name: "b" }, limit: 2 }), ["n1/c", "n2/a"]);
+    // A position that names no object (deleted since the last page) still marks a place.
+    t.same(await keys({ after: { namespace: "n1", name: "bb" } }), ["n1/c", "n2/a", "n2/b"]);
+    t.same(await keys({ after: { namespace: "n2", name: "b" } }), []);
+    t.same(await keys({ namespace: "n2", after: { namespace: "n1", name: "z" }, limit: 1 }), ["n2/a"]);
+    t.same(await keys({ labelSelector: "ns=n1", after: { namespace: "n1", name: "a" }, limit: 1 }), ["n1/b"]);
+    t.same(await keys({ limit: 0 }), []);
+  });
+
   t.test(`${backend}: watch from a list's resourceVersion sees every later change in order`, async (t) => {
     const store = await open(t);
     const a = await store.create(obj("Job", "a"));

@@ -1,0 +1,192 @@
+// `node hack/bench/dashboard/paged-list.ts [jobs=100000] [--samples 200]`: a hub whose SQLite store
+// holds N Jobs (each with the example's task templates and a status), the dashboard mounted. Prints,
+// all in the same run:
+// - the list API: a page (`limit=50`, from the start, from a continue token, filtered by phase and
+//   by cluster) against the whole list (the unpaged baseline): p50, p99, bytes;
+// - the dashboard in Chromium: navigation → the first Job rows on screen, against navigation →
+//   the event stream's snapshot fully received (what the page waited for before it asked for pages).
+// Asserts nothing (docs/benchmarks/dashboard-paging.md).
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { parse } from "yaml";
+import { startHub } from "../../../operators/hub/index.ts";
+import { silentLogger } from "../../../operators/lib/logger.ts";
+import type { BatchOp, KubeObject } from "../../../operators/lib/store/index.ts";
+import { launchChromium } from "../../../tests/helpers/chromium.ts";
+
+const { values: flags, positionals } = parseArgs({
+  options: { samples: { type: "string" }, "baseline-samples": { type: "string" } },
+  allowPositionals: true,
+});
+const count = Number(positionals[0] ?? 100_000);
+const samples = Number(flags.samples ?? 200);
+const baselineSamples = Number(flags["baseline-samples"] ?? 5);
+const root = path.join(import.meta.dirname, "..", "..", "..");
+const example = parse(
+  await readFile(path.join(root, "examples/jobs/ppo-cartpole-v1.yaml"), "utf8"),
+) as KubeObject;
+const PHASES = ["Pending", "Running", "Succeeded", "Failed", "Stopped"];
+
+const dataDir = await mkdtemp(path.join(tmpdir(), "rlark-bench-paged-"));
+const hubOptions = {
+  dataDir,
+  http: "127.0.0.1:0",
+  ssh: "127.0.0.1:0",
+  logger: silentLogger,
+  controllers: () => [],
+};
+const filling = await startHub(hubOptions);
+let t0 = performance.now();
+for (let start = 0; start < count; start += 1000) {
+  const ops: BatchOp[] = [];
+  for (let i = start; i < Math.min(count, start + 1000); i++) {
+    const name = `job-${String(i).padStart(6, "0")}`;
+    const cluster = `cluster-${i % 50}`;
+    ops.push({
+      op: "create",
+      object: {
+        ...example,
+        metadata: { name, labels: { ...example.metadata.labels, shard: String(i % 10) } },
+        status: {
+          phase: PHASES[i % PHASES.length],
+          run: 1,
+          tasks: [
+            { name: "actor-head", taskName: `${name}-actor-head`, cluster, phase: "Running" },
+            { name: "rollout", taskName: `${name}-rollout`, cluster, phase: "Running" },
+          ],
+        },
+      },
+    });
+  }
+  await filling.store.applyBatch(ops);
+}
+await filling.stop();
+console.log(`store: ${count} Jobs written in ${Math.round(performance.now() - t0)} ms`);
+
+t0 = performance.now();
+const hub = await startHub({ ...hubOptions, dashboard: true });
+console.log(`hub started with the dashboard's cache loaded in ${Math.round(performance.now() - t0)} ms`);
+const auth = { authorization: `Bearer ${hub.adminToken}` };
+const JOBS = `${hub.url}/api/v1/rlinf.io/v1alpha1/jobs`;
+
+const pct = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+async function timeGet(
+  query: string,
+): Promise<{ ms: number; bytes: number; body: { metadata: { continue?: string } } }> {
+  const started = performance.now();
+  const response = await fetch(`${JOBS}${query}`, { headers: auth });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`${query}: ${response.status} ${text.slice(0, 200)}`);
+  return { ms: performance.now() - started, bytes: text.length, body: JSON.parse(text) };
+}
+async function series(what: string, queries: () => string, n: number) {
+  const times: number[] = [];
+  let bytes = 0;
+  for (let i = 0; i < n; i++) {
+    const r = await timeGet(queries());
+    times.push(r.ms);
+    bytes = r.bytes;
+  }
+  times.sort((a, b) => a - b);
+  return { what, n, p50: pct(times, 50), p99: pct(times, 99), bytes };
+}
+
+try {
+  // Continue tokens spread over the whole list, collected by walking it with pages of 1,000.
+  const tokens: string[] = [];
+  let next: string | undefined;
+  do {
+    const r = await timeGet(`?limit=1000${next ? `&continue=${next}` : ""}`);
+    next = r.body.metadata.continue;
+    if (next) tokens.push(next);
+  } while (next);
+  const rows = [
+    await series("whole list, unpaged (baseline)", () => "", baselineSamples),
+    await series("first page, limit=50", () => "?limit=50", samples),
+    await series(
+      "a page from a continue token (anywhere in the list), limit=50",
+      () => `?limit=50&continue=${tokens[Math.floor(Math.random() * tokens.length)]}`,
+      samples,
+    ),
+    await series("first page, limit=50, phase=Failed", () => "?limit=50&phase=Failed", samples),
+    await series("first page, limit=50, cluster=cluster-7", () => "?limit=50&cluster=cluster-7", samples),
+    await series("first page, limit=50, namePrefix=job-0999", () => "?limit=50&namePrefix=job-0999", samples),
+  ];
+  const base = rows[0]!;
+  console.log(`\nlist API over ${count} Jobs (ms):`);
+  for (const r of rows)
+    console.log(
+      `  ${r.what.padEnd(64)} n=${String(r.n).padStart(3)}  p50 ${r.p50.toFixed(1).padStart(8)}  p99 ${r.p99.toFixed(1).padStart(8)}  ${(r.bytes / 1024).toFixed(0).padStart(7)} KiB  p99 ${(r.p99 / base.p99).toFixed(4)}× the baseline`,
+    );
+
+  const browser = await launchChromium();
+  try {
+    const page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
+    await page.goto(hub.dashboard!.loginUrl(hub.url));
+    await page.waitForURL(/#\/overview$/);
+    const firstPaints: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      await page.goto(`${hub.url}/?load=${i}#/jobs`);
+      await page.locator("tr[data-job]").first().waitFor();
+      firstPaints.push(await page.evaluate(() => performance.now()));
+    }
+    firstPaints.sort((a, b) => a - b);
+    // Baseline: what the page waited for before it asked for pages, the snapshot of every object.
+    const snapshots: Array<{ ms: number; bytes: number }> = [];
+    for (let i = 0; i < 3; i++) {
+      await page.goto(`${hub.url}/?snap=${i}#/jobs`);
+      await page.locator("tr[data-job]").first().waitFor();
+      snapshots.push(
+        (await page.evaluate(`(async () => {
+          const session = JSON.parse(sessionStorage.getItem("rlark.session") ?? "{}");
+          const controller = new AbortController();
+          const started = performance.now();
+          const response = await fetch("/api/v1/events?token=" + session.token, { signal: controller.signal });
+          const reader = response.body.getReader();
+          const text = new TextDecoder();
+          let bytes = 0, buffered = "";
+          for (;;) {
+            const { value, done } = await reader.read();
+            if (done || !value) break;
+            bytes += value.length;
+            buffered += text.decode(value, { stream: true });
+            if (buffered.includes("event: snapshot") && buffered.endsWith("\\n\\n")) break;
+          }
+          const snapshot = buffered.slice(buffered.indexOf("data: ") + 6);
+          JSON.parse(snapshot.slice(0, snapshot.indexOf("\\n")));
+          controller.abort();
+          return { ms: performance.now() - started, bytes };
+        })()`)) as { ms: number; bytes: number },
+      );
+    }
+    snapshots.sort((a, b) => a.ms - b.ms);
+    const median = snapshots[1]!;
+    console.log(`\ndashboard in Chromium, ${count} Jobs:`);
+    console.log(
+      `  first paint of the Jobs page (navigation → rows on screen), 5 loads: median ${Math.round(firstPaints[2]!)} ms, min ${Math.round(firstPaints[0]!)}, max ${Math.round(firstPaints[4]!)} (target < 1 s)`,
+    );
+    console.log(
+      `  baseline: the event stream's snapshot of every object received and parsed, 3 loads: median ${Math.round(median.ms)} ms, ${(median.bytes / 2 ** 20).toFixed(1)} MiB`,
+    );
+    console.log(`  first paint / baseline: ${(firstPaints[2]! / median.ms).toFixed(3)}`);
+    t0 = performance.now();
+    for (let i = 0; i < 10; i++) {
+      const before = await page.locator("tr[data-job]").first().getAttribute("data-job");
+      await page.getByRole("link", { name: "next →" }).click();
+      await page.waitForFunction(
+        `document.querySelector("tr[data-job]")?.getAttribute("data-job") !== ${JSON.stringify(before)}`,
+      );
+    }
+    console.log(
+      `  paging: ${((performance.now() - t0) / 10).toFixed(0)} ms per page of 50 (click → new rows)`,
+    );
+  } finally {
+    await browser.close();
+  }
+} finally {
+  await hub.stop();
+  await rm(dataDir, { recursive: true, force: true });
+}
