@@ -93,7 +93,18 @@ function passwordUserYaml(name: string, hash: string): string {
 }
 
 async function logIn(page: Page, url: string, user: string, password: string): Promise<void> {
+  const errors: string[] = [];
+  page.on("pageerror", (error) => errors.push(error.message));
+  page.on("requestfailed", (request) => errors.push(`${request.url()}: ${request.failure()?.errorText}`));
   await page.goto(url);
+  // Once in a whole run the form never came (30 s): say what the page held and what failed.
+  await page
+    .getByLabel("User name")
+    .waitFor()
+    .catch(async (error: Error) => {
+      const shown = (await page.content().catch(() => "")).slice(0, 1500);
+      throw new Error(`${error.message}\npage errors: ${errors.join("; ") || "none"}\npage: ${shown}`);
+    });
   await page.getByLabel("User name").fill(user);
   await page.getByLabel("Password", { exact: true }).fill(password);
   await page.getByLabel("Password", { exact: true }).press("Enter");
