@@ -45,22 +45,24 @@ export function script(dir: string, name: string, body: string): string {
 
 /** Live (non-zombie) processes whose command line contains `marker`. */
 export function processesWith(marker: string): number[] {
-  const found: number[] = [];
+  const found = new Map<number, number>();
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+      const [state, ppid] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
       if (state === "Z" || state === "X") continue;
       const cmdline = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
       // The wrapper shell carries the command in its argv too; count only the command itself.
       if (cmdline[1] === "-c" && cmdline[2] === wrapperScript) continue;
-      if (cmdline.some((arg) => arg.includes(marker))) found.push(Number(entry));
+      if (cmdline.some((arg) => arg.includes(marker))) found.set(Number(entry), Number(ppid));
     } catch {
       // Gone while we looked.
     }
   }
-  return found;
+  // A command's shell forks before each program it runs, and the fork carries the shell's argv
+  // until it execs: a marked process whose parent is marked is that, not a second run.
+  return [...found].filter(([, ppid]) => !found.has(ppid)).map(([pid]) => pid);
 }
 
 export function isAlive(pid: number): boolean {
