@@ -7,12 +7,38 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Writable } from "node:stream";
 import { Exec, type KubeConfig, type V1Status } from "@kubernetes/client-node";
+import { REAL_NODE_IMAGES } from "../../hack/kube/images.ts";
 import { repoRoot } from "../../hack/kube/paths.ts";
-import type { RealNodeRecord } from "../../hack/kube/real-nodes.ts";
+import { REAL_NODE_LABEL, type RealNodeRecord } from "../../hack/kube/real-nodes.ts";
 import { realFleetDir, within } from "./fleet.ts";
 
 const version = (JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { version: string })
   .version;
+
+/**
+ * A Job's task (YAML, as an item of `spec.tasks`) whose one pod runs busybox on a real node: the
+ * image is imported there, never pulled. `container` is the rest of the container (its command,
+ * at the container's indentation) and `pod` the rest of the pod spec (its volumes), each ending in
+ * a newline.
+ */
+export function realBusyboxTaskYaml(name: string, namespace: string, container: string, pod = ""): string {
+  return `    - name: ${name}
+      role: Actor
+      agentType: Kubernetes
+      kubernetes:
+        workload:
+          kind: Deployment
+          replicas: 1
+          template:
+            namespace: ${namespace}
+            spec:
+              nodeSelector: { ${REAL_NODE_LABEL}: "true" }
+              containers:
+                - name: main
+                  image: ${REAL_NODE_IMAGES.busybox}
+                  imagePullPolicy: Never
+${container}${pod}`;
+}
 
 /** The names pods use (the agent's defaults), as containerd's CRI sees them. */
 export const RLARK_IMAGE = `rlark/rlark:${version}`;

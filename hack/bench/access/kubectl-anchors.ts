@@ -24,10 +24,8 @@ import { startHub } from "../../../operators/hub/index.ts";
 import { silentLogger } from "../../../operators/lib/logger.ts";
 import { realFleetDir, realNodeFleetClusters } from "../../../tests/helpers/fleet.ts";
 import { freePort } from "../../../tests/helpers/free-port.ts";
-import { podExec } from "../../../tests/helpers/real-pods.ts";
-import { REAL_NODE_IMAGES } from "../../kube/images.ts";
+import { podExec, realBusyboxTaskYaml } from "../../../tests/helpers/real-pods.ts";
 import { kubectlBinary, repoRoot } from "../../kube/paths.ts";
-import { REAL_NODE_LABEL } from "../../kube/real-nodes.ts";
 
 const BYTES = Number(process.argv[2] ?? 256 * 1024 ** 2);
 const ROUNDS = Number(process.argv[3] ?? 1);
@@ -109,24 +107,11 @@ kind: Job
 metadata: { name: bench }
 spec:
   tasks:
-    - name: main
-      role: Actor
-      agentType: Kubernetes
-      kubernetes:
-        workload:
-          kind: Deployment
-          replicas: 1
-          template:
-            namespace: ${namespace}
-            spec:
-              nodeSelector: { ${REAL_NODE_LABEL}: "true" }
-              containers:
-                - name: main
-                  image: ${REAL_NODE_IMAGES.busybox}
-                  imagePullPolicy: Never
-                  command: ["sh", "-c", ${JSON.stringify(podCommand)}]
-                  workingDir: /root
-`,
+${realBusyboxTaskYaml(
+  "main",
+  namespace,
+  `                  command: ["sh", "-c", ${JSON.stringify(podCommand)}]\n                  workingDir: /root\n`,
+)}`,
   );
   const git = (...args: string[]) => execFileSync("git", ["-C", repo, ...args], { stdio: "ignore" });
   git("init", "-q", "-b", "main");

@@ -15,13 +15,12 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { CoreV1Api } from "@kubernetes/client-node";
 import t from "tap";
-import { REAL_NODE_IMAGES } from "../../../hack/kube/images.ts";
-import { REAL_NODE_LABEL } from "../../../hack/kube/real-nodes.ts";
 import { keygen, openSshArgs, policyYaml, run, userYaml } from "../../access/bastion-fixture.ts";
 import { realNodeFleetClusters, testNamespace } from "../../helpers/fleet.ts";
 import { startFleetKubeAgent } from "../../helpers/fleet-agent-identity.ts";
 import { startHubOnGit } from "../../helpers/hub-on-git.ts";
 import { jobYaml } from "../../helpers/job-yaml.ts";
+import { realBusyboxTaskYaml } from "../../helpers/real-pods.ts";
 import { onKube, waitFor } from "../../helpers/wait-for.ts";
 
 const [cluster] = realNodeFleetClusters();
@@ -34,22 +33,11 @@ const kc = cluster!.kubeConfig;
  * directory over HTTP on port 8080 (busybox httpd, in the background) and sleeps; SIGTERM to
  * its PID 1 (`kill 1`) ends the run, and kubelet starts the next.
  */
-const realPodTask = (namespace: string) => `    - name: shell
-      role: Actor
-      agentType: Kubernetes
-      kubernetes:
-        workload:
-          kind: Deployment
-          replicas: 1
-          template:
-            namespace: ${namespace}
-            spec:
-              nodeSelector: { ${REAL_NODE_LABEL}: "true" }
-              containers:
-                - name: main
-                  image: ${REAL_NODE_IMAGES.busybox}
-                  imagePullPolicy: Never
-                  command:
+const realPodTask = (namespace: string) =>
+  realBusyboxTaskYaml(
+    "shell",
+    namespace,
+    `                  command:
                     - sh
                     - -c
                     - >-
@@ -60,8 +48,10 @@ const realPodTask = (namespace: string) => `    - name: shell
                       sleep 2147483647 & wait
                   workingDir: /root
                   volumeMounts: [{ name: data, mountPath: /data }]
-              volumes: [{ name: data, emptyDir: {} }]
-`;
+`,
+    `              volumes: [{ name: data, emptyDir: {} }]
+`,
+  );
 
 t.test("ssh shell and exec reach a real pod on a real node through hub and agent", async (t) => {
   const namespace = await testNamespace(t, kc, "real-bastion");

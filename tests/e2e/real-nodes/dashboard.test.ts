@@ -9,8 +9,6 @@
 import { statfsSync } from "node:fs";
 import { CoreV1Api } from "@kubernetes/client-node";
 import t from "tap";
-import { REAL_NODE_IMAGES } from "../../../hack/kube/images.ts";
-import { REAL_NODE_LABEL } from "../../../hack/kube/real-nodes.ts";
 import type { Node } from "../../../operators/api/index.ts";
 import { hashPassword } from "../../../operators/dashboard/index.ts";
 import { policyYaml } from "../../access/bastion-fixture.ts";
@@ -21,29 +19,18 @@ import { realNodeFleetClusters, testNamespace } from "../../helpers/fleet.ts";
 import { startFleetKubeAgent } from "../../helpers/fleet-agent-identity.ts";
 import { startHubOnGit } from "../../helpers/hub-on-git.ts";
 import { jobYaml } from "../../helpers/job-yaml.ts";
-import { realNodeRecords } from "../../helpers/real-pods.ts";
+import { realBusyboxTaskYaml, realNodeRecords } from "../../helpers/real-pods.ts";
 import { onKube, waitFor } from "../../helpers/wait-for.ts";
 
 const [cluster] = realNodeFleetClusters();
 const kc = cluster!.kubeConfig;
 
-const realPodTask = (namespace: string) => `    - name: shell
-      role: Actor
-      agentType: Kubernetes
-      kubernetes:
-        workload:
-          kind: Deployment
-          replicas: 1
-          template:
-            namespace: ${namespace}
-            spec:
-              nodeSelector: { ${REAL_NODE_LABEL}: "true" }
-              containers:
-                - name: main
-                  image: ${REAL_NODE_IMAGES.busybox}
-                  imagePullPolicy: Never
-                  command: ["sh", "-c", "echo in-the-real-pod > /marker; sleep 2147483647 & wait"]
-`;
+const realPodTask = (namespace: string) =>
+  realBusyboxTaskYaml(
+    "shell",
+    namespace,
+    `                  command: ["sh", "-c", "echo in-the-real-pod > /marker; sleep 2147483647 & wait"]\n`,
+  );
 
 t.test("the web terminal and the disk figures of a real node, in Chromium", async (t) => {
   const namespace = await testNamespace(t, kc, "real-dashboard");
