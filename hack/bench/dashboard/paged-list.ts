@@ -6,15 +6,11 @@
 // - the dashboard in Chromium: navigation → the first Job rows on screen, against navigation →
 //   the event stream's snapshot fully received (what the page waited for before it asked for pages).
 // Asserts nothing (docs/benchmarks/dashboard-paging.md).
-import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
+import { rm } from "node:fs/promises";
 import { parseArgs } from "node:util";
-import { parse } from "yaml";
 import { startHub } from "../../../operators/hub/index.ts";
-import { silentLogger } from "../../../operators/lib/logger.ts";
-import type { BatchOp, KubeObject } from "../../../operators/lib/store/index.ts";
 import { launchChromium } from "../../../tests/helpers/chromium.ts";
+import { seedJobs } from "./seed-jobs.ts";
 
 const { values: flags, positionals } = parseArgs({
   options: { samples: { type: "string" }, "baseline-samples": { type: "string" } },
@@ -23,49 +19,14 @@ const { values: flags, positionals } = parseArgs({
 const count = Number(positionals[0] ?? 100_000);
 const samples = Number(flags.samples ?? 200);
 const baselineSamples = Number(flags["baseline-samples"] ?? 5);
-const root = path.join(import.meta.dirname, "..", "..", "..");
-const example = parse(
-  await readFile(path.join(root, "examples/jobs/ppo-cartpole-v1.yaml"), "utf8"),
-) as KubeObject;
-const PHASES = ["Pending", "Running", "Succeeded", "Failed", "Stopped"];
+const { dataDir, hubOptions } = await seedJobs(count, {
+  clusters: 50,
+  batch: 1000,
+  digits: 6,
+  dirPrefix: "rlark-bench-paged-",
+});
 
-const dataDir = await mkdtemp(path.join(tmpdir(), "rlark-bench-paged-"));
-const hubOptions = {
-  dataDir,
-  http: "127.0.0.1:0",
-  ssh: "127.0.0.1:0",
-  logger: silentLogger,
-  controllers: () => [],
-};
-const filling = await startHub(hubOptions);
 let t0 = performance.now();
-for (let start = 0; start < count; start += 1000) {
-  const ops: BatchOp[] = [];
-  for (let i = start; i < Math.min(count, start + 1000); i++) {
-    const name = `job-${String(i).padStart(6, "0")}`;
-    const cluster = `cluster-${i % 50}`;
-    ops.push({
-      op: "create",
-      object: {
-        ...example,
-        metadata: { name, labels: { ...example.metadata.labels, shard: String(i % 10) } },
-        status: {
-          phase: PHASES[i % PHASES.length],
-          run: 1,
-          tasks: [
-            { name: "actor-head", taskName: `${name}-actor-head`, cluster, phase: "Running" },
-            { name: "rollout", taskName: `${name}-rollout`, cluster, phase: "Running" },
-          ],
-        },
-      },
-    });
-  }
-  await filling.store.applyBatch(ops);
-}
-await filling.stop();
-console.log(`store: ${count} Jobs written in ${Math.round(performance.now() - t0)} ms`);
-
-t0 = performance.now();
 const hub = await startHub({ ...hubOptions, dashboard: true });
 console.log(`hub started with the dashboard's cache loaded in ${Math.round(performance.now() - t0)} ms`);
 const auth = { authorization: `Bearer ${hub.adminToken}` };
