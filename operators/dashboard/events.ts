@@ -1,17 +1,29 @@
-// GET /api/v1/events: server-sent events for the dashboard. A fresh connection gets `snapshot`
-// (every object, the source status, the page config); then `change` per store event (id = its
-// resourceVersion) and `source` whenever the git source's status changes. A reconnect that sends
-// Last-Event-ID (header, or `lastEventId` in the query for a client that built a new EventSource)
-// gets only what it missed, or a new snapshot when the cache no longer holds that far back.
+// GET /api/v1/events[?jobs=a,b,…]: server-sent events for the dashboard. Jobs, Tasks and Pods
+// (PER_JOB_KINDS, whose number grows with the Jobs) are sent only for the Jobs the stream names in
+// `jobs` (the page on screen: a page of the Jobs list, one Job, a Workflow's Jobs); of all Jobs it
+// gets a `summary` (counts by phase, each team's quota held and Jobs waiting) instead. A fresh
+// connection gets `snapshot` (every other object, the named Jobs' objects, the summary, the source
+// status, the page config); then `change` per store event it shows (id = its resourceVersion), a
+// `summary` when a Job it may see changed (its id says how far the stream has been brought, like a
+// Kubernetes watch bookmark) and `source` whenever the git source's status changes. A reconnect
+// that sends Last-Event-ID (header, or `lastEventId` in the query for a client that built a new
+// EventSource) gets only what it missed of the other kinds, the named Jobs' objects as they are now
+// (`selection`: a page that shows other Jobs reconnects with their names and resumes, without a
+// snapshot), and the summary; or a new snapshot when the cache no longer holds that far back.
 // EventSource cannot set headers, so the token may come as `?token=`.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { type Clock, every, systemClock, type TimerId } from "../lib/clock.ts";
+import type { Job, Team } from "../api/index.ts";
 import { type Authenticator, bearerToken, type Principal, sendStatus } from "../lib/http/index.ts";
 import type { KubeObject } from "../lib/kube-object.ts";
-import type { CachedEvent, ObjectCache } from "./object-cache.ts";
+import { JobSummary } from "./job-summary.ts";
+import { type CachedEvent, jobOf, type ObjectCache, PER_JOB_KINDS } from "./object-cache.ts";
 
 export const EVENTS_PATH = "/api/v1/events";
 const HEARTBEAT_MS = 15_000;
+/** Jobs one stream may name: a page of the Jobs list is 50, a Job page one. */
+export const MAX_STREAM_JOBS = 200;
+const NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 
 export interface EventStreamLimits {
   /** Open streams per principal (its subject); one more is answered 429. Default 8. */
@@ -86,6 +98,12 @@ interface Client {
   /** The next batch: the newest change per object, in the order of the log. */
   batch: Map<string, CachedEvent>;
   flush: TimerId | undefined;
+  /** Its summary of the Jobs it may see (the shared one for a stream that sees everything). */
+  summary: JobSummary;
+  /** A Job it may see changed since the last summary it was sent. */
+  summaryDue: boolean;
+  /** The id of the newest change the stream has been through (sent with the summary). */
+  seen: string;
 }
 
 const RETRY_AFTER_SECONDS = "10";
@@ -100,6 +118,18 @@ export function createEventStream(options: EventStreamOptions): EventStream {
   const clients = new Set<Client>();
   const perSubject = new Map<string, number>();
   let lastSource = JSON.stringify(options.sourceStatus() ?? null);
+  // One summary of all Jobs for every stream that sees everything, kept as the cache changes.
+  const { cache } = options;
+  const everything = new JobSummary(cache.cursor(), cache.objectsOf("Job") as Job[]);
+  const stopSummary = cache.subscribe((cached) => {
+    if (cached.event.object.kind !== "Job") return;
+    everything.revision = cached.id;
+    if (cached.previous) everything.remove(cached.previous as Job);
+    if (cached.event.type !== "DELETED") everything.add(cached.event.object as Job);
+  });
+  const teams = () => cache.objectsOf("Team") as Team[];
+  const summaryFrame = (client: Client) =>
+    `id: ${client.seen}\nevent: summary\ndata: ${client.summary.json(teams())}\n\n`;
 
   // A browser that stops reading is dropped rather than buffered: its output is not kept.
   const send = (client: Client, text: string) => {
@@ -111,8 +141,10 @@ export function createEventStream(options: EventStreamOptions): EventStream {
 
   const flush = (client: Client) => {
     client.flush = undefined;
-    const frames = [...client.batch.values()].map(frame).join("");
+    let frames = [...client.batch.values()].map(frame).join("");
     client.batch.clear();
+    if (client.summaryDue) frames += summaryFrame(client);
+    client.summaryDue = false;
     if (frames) send(client, frames);
   };
   const enqueue = (client: Client, event: CachedEvent) => {
@@ -155,9 +187,16 @@ export function createEventStream(options: EventStreamOptions): EventStream {
           `${principal.subject} has ${open} event streams open, the most allowed: close a dashboard tab`,
         );
       }
+      const jobs = streamJobs(url);
+      if (typeof jobs === "string") return sendStatus(res, 400, "BadRequest", jobs);
       const makeFilter = options.scope ? await options.scope(principal) : undefined;
       let filter = makeFilter?.();
       const shows = (object: KubeObject) => !filter || filter(object);
+      const named = (object: KubeObject) => {
+        if (!PER_JOB_KINDS.has(object.kind)) return true;
+        const job = jobOf(object);
+        return job !== undefined && jobs.has(job);
+      };
       const client: Client = {
         res,
         token,
@@ -166,6 +205,11 @@ export function createEventStream(options: EventStreamOptions): EventStream {
         allowance: maxPending,
         batch: new Map(),
         flush: undefined,
+        summary: filter
+          ? new JobSummary(everything.revision, (cache.objectsOf("Job") as Job[]).filter(shows))
+          : everything,
+        summaryDue: false,
+        seen: cache.cursor(),
       };
       clients.add(client);
       perSubject.set(principal.subject, open + 1);
@@ -181,7 +225,9 @@ export function createEventStream(options: EventStreamOptions): EventStream {
       send(client, "retry: 2000\n\n");
       const lastId =
         (req.headers["last-event-id"] as string | undefined) ?? url.searchParams.get("lastEventId");
-      const missed = lastId ? options.cache.since(lastId)?.filter((e) => shows(e.event.object)) : undefined;
+      const missed = lastId
+        ? cache.since(lastId)?.filter((e) => shows(e.event.object) && !PER_JOB_KINDS.has(e.event.object.kind))
+        : undefined;
       // What a newcomer is owed may be larger than the allowance: it may stay unread until taken.
       const initial = (text: string) => {
         client.allowance = maxPending + Buffer.byteLength(text);
@@ -189,23 +235,45 @@ export function createEventStream(options: EventStreamOptions): EventStream {
         else res.once("drain", () => (client.allowance = maxPending));
       };
       if (missed) {
+        // The named Jobs' objects as they are now stand for their missed changes: the page may
+        // name other Jobs than before the reconnect.
+        const selection = { jobs: [...jobs], objects: cache.ofJobs(jobs).filter(shows) };
         initial(
           `event: resume\ndata: ${JSON.stringify({ events: missed.length })}\n\n${missed.map(frame).join("")}` +
+            `event: selection\ndata: ${JSON.stringify(selection)}\n\n${summaryFrame(client)}` +
             `event: source\ndata: ${lastSource}\n\n`,
         );
       } else {
-        const { objects, cursor } = options.cache.snapshot();
+        const { objects, cursor } = cache.snapshot(jobs);
         const body = {
           objects: filter ? objects.filter(filter) : objects,
+          jobs: [...jobs],
+          summary: JSON.parse(client.summary.json(teams())) as unknown,
           source: JSON.parse(lastSource) as unknown,
           config: options.config,
           principal,
         };
         initial(`id: ${cursor}\nevent: snapshot\ndata: ${JSON.stringify(body)}\n\n`);
       }
-      const unsubscribe = options.cache.subscribe((event) => {
-        if (makeFilter && event.event.object.kind === "Job") filter = makeFilter();
-        if (shows(event.event.object)) enqueue(client, event);
+      const unsubscribe = cache.subscribe((event) => {
+        const { object } = event.event;
+        client.seen = event.id;
+        if (object.kind === "Job") {
+          if (makeFilter) filter = makeFilter();
+          const { previous } = event;
+          const before = previous !== undefined && shows(previous);
+          const after = event.event.type !== "DELETED" && shows(object);
+          if (client.summary !== everything) {
+            if (before) client.summary.remove(previous as Job);
+            if (after) client.summary.add(object as Job);
+            if (before || after) client.summary.revision = event.id;
+          }
+          if (before || after) {
+            client.summaryDue = true;
+            client.flush ??= clock.setTimeout(() => flush(client), batchMs);
+          }
+        }
+        if (shows(object) && named(object)) enqueue(client, event);
       });
       const stopHeartbeat = every(clock, HEARTBEAT_MS, () => send(client, ": ping\n\n"));
       const exp = options.expiresAt?.(token);
@@ -244,6 +312,7 @@ export function createEventStream(options: EventStreamOptions): EventStream {
       for (const client of clients) if (client.scoped) client.res.end();
     },
     close() {
+      stopSummary();
       for (const client of clients) client.res.end();
       clients.clear();
       perSubject.clear();
@@ -253,4 +322,17 @@ export function createEventStream(options: EventStreamOptions): EventStream {
 
 function frame(cached: CachedEvent): string {
   return `id: ${cached.id}\nevent: change\ndata: ${JSON.stringify(cached.event)}\n\n`;
+}
+
+/** The Jobs a stream names (`?jobs=a,b`, repeatable), or why the parameter is refused. */
+function streamJobs(url: URL): Set<string> | string {
+  const names = url.searchParams
+    .getAll("jobs")
+    .flatMap((value) => value.split(","))
+    .filter(Boolean);
+  if (names.length > MAX_STREAM_JOBS)
+    return `jobs: ${names.length} Jobs named, at most ${MAX_STREAM_JOBS} (the Jobs a page shows)`;
+  const bad = names.find((name) => !NAME.test(name));
+  if (bad !== undefined) return `jobs: ${JSON.stringify(bad.slice(0, 64))} is not a Job name`;
+  return new Set(names);
 }

@@ -9,6 +9,19 @@ import type { Logger } from "../lib/logger.ts";
 import type { Store, Watch, WatchEvent } from "../lib/store/index.ts";
 import { objectView } from "./object-view.ts";
 
+/**
+ * The kinds whose number grows with the number of Jobs (a Job, its Tasks, their Pods): an event
+ * stream carries them only for the Jobs its page shows (events.ts), never all of them.
+ */
+export const PER_JOB_KINDS: ReadonlySet<string> = new Set(["Job", "Task", "Pod"]);
+
+/** The Job an object of PER_JOB_KINDS belongs to (a Task's spec.job, a Pod's spec.job or label). */
+export function jobOf(object: KubeObject): string | undefined {
+  if (object.kind === "Job") return object.metadata.name;
+  const spec = object.spec as { job?: unknown } | undefined;
+  return typeof spec?.job === "string" ? spec.job : object.metadata.labels?.["rlinf.io/job"];
+}
+
 /** Users are left out: the dashboard has no page for them and their hashes never leave the hub. */
 export const DASHBOARD_KINDS = [
   "Cluster",
@@ -28,12 +41,21 @@ export interface CachedEvent {
   /** The change's resourceVersion: the SSE event id. */
   id: string;
   event: WatchEvent;
+  /** The object as held before this change (MODIFIED, DELETED): summaries subtract it. Never sent. */
+  previous?: KubeObject;
 }
 
 export interface ObjectCache {
   start(): Promise<void>;
-  /** Every object now, and the id to resume from after them. Synchronous: nothing falls in between. */
-  snapshot(): { objects: KubeObject[]; cursor: string };
+  /**
+   * Every object now except those of PER_JOB_KINDS, which only for the Jobs named in `jobs`; and
+   * the id to resume from after them. Synchronous: nothing falls in between.
+   */
+  snapshot(jobs: ReadonlySet<string>): { objects: KubeObject[]; cursor: string };
+  /** The objects of PER_JOB_KINDS that belong to the Jobs named (a Job, its Tasks and Pods). */
+  ofJobs(jobs: ReadonlySet<string>): KubeObject[];
+  /** The id of the newest change held (what a stream is up to once it has seen everything). */
+  cursor(): string;
   /** The changes after `cursor`, or undefined when they are no longer all held (load a snapshot). */
   since(cursor: string): CachedEvent[] | undefined;
   subscribe(listener: (event: CachedEvent) => void): () => void;
@@ -55,6 +77,32 @@ export function createObjectCache(options: {
   const clock = options.clock ?? systemClock;
   const logSize = options.logSize ?? 20_000;
   const objects = new Map<string, KubeObject>();
+  // The same objects by kind, and the keys of PER_JOB_KINDS by their Job's name: a page's Jobs and
+  // a kind's objects are found without walking 100,000 Jobs.
+  const byKind = new Map<string, Map<string, KubeObject>>();
+  const byJob = new Map<string, Set<string>>();
+  const hold = (key: string, object: KubeObject) => {
+    const old = objects.get(key);
+    if (old) forget(key, old);
+    objects.set(key, object);
+    let kind = byKind.get(object.kind);
+    if (!kind) byKind.set(object.kind, (kind = new Map()));
+    kind.set(key, object);
+    const job = PER_JOB_KINDS.has(object.kind) ? jobOf(object) : undefined;
+    if (job !== undefined) {
+      let keys = byJob.get(job);
+      if (!keys) byJob.set(job, (keys = new Set()));
+      keys.add(key);
+    }
+  };
+  const forget = (key: string, object: KubeObject) => {
+    objects.delete(key);
+    byKind.get(object.kind)?.delete(key);
+    const job = PER_JOB_KINDS.has(object.kind) ? jobOf(object) : undefined;
+    const keys = job === undefined ? undefined : byJob.get(job);
+    keys?.delete(key);
+    if (keys?.size === 0) byJob.delete(job!);
+  };
   const listeners = new Set<(event: CachedEvent) => void>();
   const watches = new Map<string, Watch>();
   // The log: events in the order they were delivered (per-kind watches interleave, so ids are not
@@ -64,15 +112,20 @@ export function createObjectCache(options: {
   const position = new Map<string, number>();
   let startCursor = "";
   let stopped = false;
+  /** Set once every kind has been listed: objects a relist finds after that are announced. */
+  let started = false;
 
   function record(event: WatchEvent) {
     const object = objectView(event.object);
     const key = kindKeyOf(object);
-    if (event.type === "DELETED") objects.delete(key);
-    else objects.set(key, object);
+    const previous = objects.get(key);
+    if (event.type === "DELETED") {
+      if (previous) forget(key, previous);
+    } else hold(key, object);
     const cached: CachedEvent = {
       id: object.metadata.resourceVersion ?? "",
       event: { type: event.type, object },
+      ...(previous ? { previous } : {}),
     };
     position.set(cached.id, base + log.length);
     log.push(cached);
@@ -93,13 +146,16 @@ export function createObjectCache(options: {
       const key = kindKeyOf(object);
       seen.add(key);
       const held = objects.get(key);
-      if (!held) objects.set(key, objectView(object));
-      else if (held.metadata.resourceVersion !== object.metadata.resourceVersion)
+      // At the start nobody listens yet; after a lost watch, what appeared meanwhile is announced.
+      if (!held) {
+        if (started) record({ type: "ADDED", object });
+        else hold(key, objectView(object));
+      } else if (held.metadata.resourceVersion !== object.metadata.resourceVersion)
         record({ type: "MODIFIED", object });
     }
     // After a lost watch: what vanished meanwhile is announced as deleted.
-    for (const [key, held] of objects)
-      if (held.kind === kind && !seen.has(key)) record({ type: "DELETED", object: held });
+    for (const [key, held] of byKind.get(kind) ?? [])
+      if (!seen.has(key)) record({ type: "DELETED", object: held });
     const watch = await store.watch(kind, { resourceVersion: list.resourceVersion }, (event) =>
       record(event),
     );
@@ -120,9 +176,25 @@ export function createObjectCache(options: {
     async start() {
       startCursor = `start-${await store.resourceVersion()}`;
       for (const kind of DASHBOARD_KINDS) await follow(kind);
+      started = true;
     },
-    snapshot() {
-      return { objects: [...objects.values()], cursor: log.at(-1)?.id ?? startCursor };
+    snapshot(jobs) {
+      const held: KubeObject[] = [];
+      for (const [kind, items] of byKind) if (!PER_JOB_KINDS.has(kind)) held.push(...items.values());
+      held.push(...this.ofJobs(jobs));
+      return { objects: held, cursor: this.cursor() };
+    },
+    ofJobs(jobs) {
+      const held: KubeObject[] = [];
+      for (const job of jobs)
+        for (const key of byJob.get(job) ?? []) {
+          const object = objects.get(key);
+          if (object) held.push(object);
+        }
+      return held;
+    },
+    cursor() {
+      return log.at(-1)?.id ?? startCursor;
     },
     since(cursor) {
       if (cursor && cursor === startCursor) return log.slice();
@@ -137,7 +209,7 @@ export function createObjectCache(options: {
       return objects.get(kindKey(kind, namespace, name));
     },
     objectsOf(kind) {
-      return [...objects.values()].filter((o) => o.kind === kind);
+      return [...(byKind.get(kind)?.values() ?? [])];
     },
     stop() {
       stopped = true;

@@ -13,7 +13,7 @@ import type { KubeObject, Store } from "../../operators/lib/store/index.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 import { tempStore } from "../lib/store/helpers.ts";
 
-async function streamOf(t: Test, limits: EventStreamLimits = {}) {
+async function streamOf(t: Test, limits: EventStreamLimits = {}, jobs = "") {
   const { store } = tempStore(t);
   const clock = new FakeClock(Date.UTC(2026, 5, 1, 12));
   const cache = createObjectCache({ store, logger: silentLogger, clock });
@@ -37,7 +37,7 @@ async function streamOf(t: Test, limits: EventStreamLimits = {}) {
   const { port } = server.address() as AddressInfo;
   const stream = { text: "", chunks: 0, ended: false };
   const response = await new Promise<IncomingMessage>((resolve) =>
-    get(`http://127.0.0.1:${port}${EVENTS_PATH}?token=alice-token`, resolve),
+    get(`http://127.0.0.1:${port}${EVENTS_PATH}?token=alice-token&jobs=${jobs}`, resolve),
   );
   response.setEncoding("utf8");
   response.on("data", (chunk: string) => {
@@ -70,7 +70,7 @@ const changeFrames = (text: string) =>
     .map((f) => f);
 
 t.test("a burst of changes becomes one write holding the newest change of each object", async (t) => {
-  const { store, cache, clock, stream } = await streamOf(t);
+  const { store, cache, clock, stream } = await streamOf(t, {}, "a,b");
   for (const name of ["a", "b"]) await store.create(job(name));
   let last: KubeObject | undefined;
   for (let step = 1; step <= 30; step++) {
@@ -99,7 +99,7 @@ t.test("a burst of changes becomes one write holding the newest change of each o
 });
 
 t.test("a client whose batch outgrows its bound is dropped, to resume later", async (t) => {
-  const { store, clock, stream } = await streamOf(t, { maxBatchedChanges: 5 });
+  const { store, clock, stream } = await streamOf(t, { maxBatchedChanges: 5 }, "j0,j1,j2,j3,j4,j5");
   for (let i = 0; i < 6; i++) await store.create(job(`j${i}`));
   await waitFor("the stream to be dropped", () => stream.ended);
   clock.advance(100);

@@ -159,7 +159,11 @@ t.test("a client that stops reading is dropped while the others keep receiving",
   await synced(hub);
   const carol = (await login(hub, { username: "carol", password: "correct horse" })).body.token as string;
   const session = (await login(hub, { adminToken: hub.adminToken })).body.token as string;
-  const readers = [await openEvents(hub, `?token=${carol}`), await openEvents(hub, `?token=${session}`)];
+  // Each stream names the Job that changes below, as a page showing it would: its changes are sent.
+  const readers = [
+    await openEvents(hub, `?token=${carol}&jobs=ppo-cartpole-v1`),
+    await openEvents(hub, `?token=${session}&jobs=ppo-cartpole-v1`),
+  ];
   t.teardown(() => Promise.all(readers.map((r) => r.close())));
 
   // A raw socket that asks for the stream, and stops reading once the answer has begun.
@@ -173,7 +177,7 @@ t.test("a client that stops reading is dropped while the others keep receiving",
       resolve(chunk.toString("latin1"));
     }),
   );
-  paused.write(`GET /api/v1/events HTTP/1.1\r\nHost: hub\r\nAuthorization: Bearer ${hub.adminToken}\r\n\r\n`);
+  paused.write(`GET /api/v1/events?jobs=ppo-cartpole-v1 HTTP/1.1\r\nHost: hub\r\nAuthorization: Bearer ${hub.adminToken}\r\n\r\n`);
   t.match(await answered, /^HTTP\/1\.1 200/);
   /** Whether the admin token's one allowed stream is free, i.e. the paused client is gone. */
   const adminSlotFree = async () => {
@@ -198,7 +202,7 @@ t.test("a client that stops reading is dropped while the others keep receiving",
     });
     await waitFor(
       "the change at a reading client",
-      () => !!readers[0]?.find((m) => m.id === written.metadata.resourceVersion),
+      () => !!readers[0]?.find((m) => m.event === "change" && m.id === written.metadata.resourceVersion),
       onRealServers,
     );
     if (i % 5 === 4) dropped = await adminSlotFree();
@@ -272,7 +276,9 @@ t.test(
       onRealServers,
     );
 
-    const stream = await openEvents(hub, `?token=${token}`);
+    // The stream names the Jobs its page shows: theirs are sent (and only theirs, stream-jobs.test.ts).
+    const shown = "&jobs=ppo-cartpole-v1,cartpole-local";
+    const stream = await openEvents(hub, `?token=${token}${shown}`);
     t.teardown(() => stream.close());
     await waitFor("snapshot", () => !!stream.find((m) => m.event === "snapshot"), onRealServers);
     const snapshot = stream.find((m) => m.event === "snapshot")!;
@@ -339,17 +345,24 @@ t.test(
     );
     await stream.close();
 
-    // Missed while away: resumes with only these, not a new snapshot.
+    // Missed while away: resumes with only these, not a new snapshot; the named Jobs as they are now.
     const lastId = stream.messages.filter((m) => m.id).at(-1)!.id!;
     const missed = await hub.store.updateStatus({
       ...(await hub.store.get("Job", undefined, "cartpole-local"))!,
       status: { phase: "Succeeded", run: 1 },
     });
-    const resumed = await openEvents(hub, `?token=${token}`, { "last-event-id": lastId });
+    const resumed = await openEvents(hub, `?token=${token}${shown}`, { "last-event-id": lastId });
     t.teardown(() => resumed.close());
     await waitFor(
       "missed change replayed",
-      () => !!resumed.find((m) => m.id === missed.metadata.resourceVersion),
+      () =>
+        !!resumed.find(
+          (m) =>
+            m.event === "selection" &&
+            (JSON.parse(m.data) as { objects: { metadata: { name: string; resourceVersion: string } }[] }).objects.some(
+              (o) => o.metadata.name === "cartpole-local" && o.metadata.resourceVersion === missed.metadata.resourceVersion,
+            ),
+        ),
       onRealServers,
     );
     t.notOk(

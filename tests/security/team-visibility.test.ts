@@ -165,7 +165,8 @@ t.test("a team's members see and reach only their team's work; admins see all", 
   });
 
   await t.test("the event stream carries only the team's objects", async (t) => {
-    const events = await openEvents(hub, `?token=${tokens.alice}`);
+    // Both Jobs named, as a page showing them would: only her team's are sent all the same.
+    const events = await openEvents(hub, `?token=${tokens.alice}&jobs=arm,cam`);
     t.teardown(() => events.close());
     const snapshot = await waitFor(
       "the snapshot",

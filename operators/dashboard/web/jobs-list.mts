@@ -1,8 +1,9 @@
 // The Jobs list as pages from the hub's API, not from the live snapshot: the first page is asked
 // for at once (before the event stream opens), so it paints in one small request however many
 // Jobs the hub holds. Filters go to the server (phase, cluster, labelSelector) and pages follow
-// its continue tokens. A page is fetched again when Jobs change on the live stream, at most once
-// a second while they keep changing.
+// its continue tokens. A page is fetched again when the live stream's summary says Jobs changed
+// (its revision), at most once a second while they keep changing; the Jobs on the page are named
+// to the stream, which sends their changes as they happen.
 import type { Job } from "../../api/index.ts";
 
 export const PAGE_SIZE = 50;
@@ -16,8 +17,8 @@ export interface JobsPage {
 
 interface Entry {
   page?: JobsPage;
-  /** The Job revision (State.revision) the page was asked for at. */
-  revision: number;
+  /** The summary's revision (JobSummaryView.revision) the page was asked for at. */
+  revision: string;
   fetchedAt: number;
   loading: boolean;
   timer?: ReturnType<typeof setTimeout>;
@@ -57,7 +58,7 @@ export function previousOf(token: string): string | undefined {
  * The page for `query` as last fetched (undefined while the first fetch runs); fetches it when it
  * is missing or older than `revision`, and calls `loaded` when an answer arrives.
  */
-export function jobsPage(query: URLSearchParams, token: string, revision: number, loaded: () => void): Entry {
+export function jobsPage(query: URLSearchParams, token: string, revision: string, loaded: () => void): Entry {
   const key = apiQuery(query).toString();
   let entry = pages.get(key);
   if (!entry) {
@@ -82,12 +83,17 @@ export function jobsPage(query: URLSearchParams, token: string, revision: number
 export function prefetchJobs(query: URLSearchParams, token: string): Promise<void> {
   const key = apiQuery(query).toString();
   if (pages.get(key)?.page) return Promise.resolve();
-  const entry: Entry = { revision: 0, fetchedAt: 0, loading: false };
+  const entry: Entry = { revision: "", fetchedAt: 0, loading: false };
   pages.set(key, entry);
-  return fetchPage(key, entry, token, 0, () => undefined);
+  return fetchPage(key, entry, token, "", () => undefined);
 }
 
-async function fetchPage(key: string, entry: Entry, token: string, revision: number, loaded: () => void) {
+/** The names of the Jobs on the page an address shows, as last fetched: what the stream follows. */
+export function shownJobs(query: URLSearchParams): string[] {
+  return (pages.get(apiQuery(query).toString())?.page?.items ?? []).map((job) => job.metadata.name);
+}
+
+async function fetchPage(key: string, entry: Entry, token: string, revision: string, loaded: () => void) {
   entry.loading = true;
   try {
     const response = await fetch(`/api/v1/rlinf.io/v1alpha1/jobs?${key}`, {

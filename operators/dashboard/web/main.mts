@@ -1,8 +1,9 @@
 // The dashboard in the browser: hash routes, one render function per page, redrawn (at most once
 // a frame) when the event stream changes what it shows.
 import { type Html, html } from "./html.mts";
-import { prefetchJobs } from "./jobs-list.mts";
-import { type Connection, connect } from "./live.mts";
+import type { Workflow } from "../../api/index.ts";
+import { prefetchJobs, shownJobs } from "./jobs-list.mts";
+import { type Connection, connect, type Live } from "./live.mts";
 import { accessPage, fetchAccessAudit } from "./page-access.mts";
 import { bundlePage, bundlesPage } from "./page-bundles.mts";
 import { clusterBrowsePage, fetchBrowsePage, forgetBrowsePages } from "./page-cluster-browse.mts";
@@ -36,7 +37,7 @@ const state = new State();
 const main = document.getElementById("page")!;
 const nav = document.getElementById("nav")!;
 const connectionEl = document.getElementById("connection")!;
-let live: { close(): void } | undefined;
+let live: Live | undefined;
 let loaded = false;
 /** Counts start(): a stream is opened only by the newest one. */
 let starts = 0;
@@ -87,8 +88,28 @@ function page(parts: string[], query: URLSearchParams): Html {
   }
 }
 
+/**
+ * The Jobs the page at the address shows, whose objects (with their Tasks and Pods) the stream
+ * must carry: a page of the list, one Job, the Workflows' Jobs. Other pages need none.
+ */
+function pageJobs(parts: string[], query: URLSearchParams): string[] {
+  if (parts[0] === "jobs") return parts[1] ? [parts[1]] : shownJobs(query);
+  if (parts[0] === "workflows")
+    return state
+      .list<Workflow>("Workflow")
+      .flatMap((wf) => (wf.status?.nodes ?? []).map((n) => n.job))
+      .filter((job): job is string => !!job);
+  return [];
+}
+
 function render(): void {
   scheduled = false;
+  const routed = route();
+  if (live && currentSession()) live.select(pageJobs(routed.parts, routed.query));
+  renderPage();
+}
+
+function renderPage(): void {
   const { parts, query } = route();
   if (parts[0] === "login" || !currentSession()) {
     renderLogin(query);
@@ -186,14 +207,16 @@ function start(): void {
   void Promise.race([first, new Promise((r) => setTimeout(r, 2000))]).then(() => {
     if (generation !== starts || currentSession()?.token !== session.token) return;
     schedule();
-    openStream(session.token);
+    const now = route();
+    openStream(session.token, pageJobs(now.parts, now.query));
   });
 }
 
-function openStream(token: string): void {
+function openStream(token: string, jobs: string[]): void {
   live = connect({
     state,
     token,
+    jobs,
     onChange: () => {
       loaded = true;
       schedule();

@@ -23,8 +23,9 @@ export function jobsPage(state: State, query: URLSearchParams, token: string, lo
   const labelFilter = query.get("label") ?? "";
   const clusterFilter = query.get("cluster") ?? "";
   const here = query.get("continue") ?? "";
-  const { page } = fetchJobsPage(query, token, state.revision("Job"), loaded);
-  const jobs = page?.items ?? [];
+  const { page } = fetchJobsPage(query, token, state.summary?.revision ?? "", loaded);
+  // The stream follows the page's Jobs: a row shows a change as soon as it happens.
+  const jobs = (page?.items ?? []).map((job) => state.get<Job>("Job", undefined, job.metadata.name) ?? job);
   const clusters = state.list("Cluster").map((c) => c.metadata.name);
   const link = (token: string) => {
     const next = new URLSearchParams(query);
@@ -34,7 +35,7 @@ export function jobsPage(state: State, query: URLSearchParams, token: string, lo
   };
   if (page?.continue) rememberPrevious(page.continue, here);
   const back = here ? previousOf(here) : undefined;
-  const total = state.count("Job");
+  const total = state.summary?.total ?? 0;
   const count = !page
     ? "loading…"
     : !here && !page.continue

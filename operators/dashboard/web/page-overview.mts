@@ -1,4 +1,4 @@
-import type { Cluster, Job } from "../../api/index.ts";
+import type { Cluster } from "../../api/index.ts";
 import { type Html, html } from "./html.mts";
 import type { State } from "./state.mts";
 import { age } from "./time.mts";
@@ -10,10 +10,8 @@ export function overviewPage(state: State): Html {
   const source = state.source;
   const clusters = state.list<Cluster>("Cluster");
   const online = clusters.filter((c) => c.status?.phase === "Online").length;
-  const jobs = state.list<Job>("Job");
-  const byPhase = new Map<string, number>();
-  for (const job of jobs)
-    byPhase.set(job.status?.phase ?? "Pending", (byPhase.get(job.status?.phase ?? "Pending") ?? 0) + 1);
+  // Counted by the hub: the page holds no Job.
+  const byPhase = new Map(Object.entries(state.summary?.phases ?? {}));
   const capabilities = clusters.flatMap((c) =>
     (c.status?.capabilities ?? []).map((cap) => ({ cluster: c.metadata.name, ...cap })),
   );

@@ -1,14 +1,13 @@
 // Teams and their quota (docs/teams.md): per team and quota line, what its admitted Jobs hold
 // (status.quota of each Job), its nominal quota and how much of the holding is borrowed from
 // its cohort; then the Jobs waiting for quota and why (their QuotaReserved=False condition).
-import type { Job, Team } from "../../api/index.ts";
+// Summed by the hub over all Jobs (job-summary.ts): the page holds no Job.
+import type { Team } from "../../api/index.ts";
 import { type Html, html } from "./html.mts";
 import { formatAmount, formatBytes, parseQuantity } from "./quantity.mts";
 import { sourceLink } from "./source-link.mts";
 import type { State } from "./state.mts";
 import { table } from "./widgets.mts";
-
-const DONE = new Set(["Succeeded", "Failed", "Stopped"]);
 
 function key(resource: string, flavor: string | undefined): string {
   return flavor ? `${resource}[${flavor}]` : resource;
@@ -19,28 +18,14 @@ function amount(quotaKey: string, value: number): string {
 }
 
 export function teamsPage(state: State): Html {
-  const jobs = state.list<Job>("Job");
-  const held = new Map<string, Map<string, number>>();
-  for (const job of jobs) {
-    const quota = job.status?.quota;
-    if (!quota || DONE.has(job.status?.phase ?? "")) continue;
-    const totals = held.get(quota.team) ?? new Map<string, number>();
-    for (const [k, v] of Object.entries(quota.request))
-      totals.set(k, (totals.get(k) ?? 0) + (parseQuantity(v) ?? 0));
-    held.set(quota.team, totals);
-  }
   const teams = state.list<Team>("Team");
-  const fallback = teams.find((t) => t.spec.default)?.metadata.name;
-  const waitingFor = (team: string) =>
-    jobs.filter((job) => {
-      const reserved = job.status?.conditions?.find((c) => c.type === "QuotaReserved");
-      return reserved?.status === "False" && (job.spec.team ?? fallback) === team;
-    });
   return html`<h1>Teams</h1>
   ${teams.map((team) => {
     const name = team.metadata.name;
-    const used = held.get(name) ?? new Map<string, number>();
-    const waiting = waitingFor(name);
+    const summary = state.summary?.teams[name];
+    const used = new Map(Object.entries(summary?.used ?? {}));
+    const waiting = summary?.waiting ?? [];
+    const more = (summary?.waitingCount ?? 0) - waiting.length;
     return html`<section class="team" data-team="${name}">
       <h2>${name}${team.spec.cohort ? html` <span class="muted">cohort ${team.spec.cohort}</span>` : ""}</h2>
       <p class="muted">weight ${team.spec.weight ?? 1}, priority ${team.spec.priority ?? 0}${team.spec.default ? ", the default team" : ""}; ${(team.spec.members ?? []).join(", ") || "no members"} · ${sourceLink(team, state.repoWeb)}</p>
@@ -56,12 +41,13 @@ export function teamsPage(state: State): Html {
       )}
       ${table(
         ["Job", "Why it waits"],
-        waiting.map((job) => {
-          const reserved = job.status?.conditions?.find((c) => c.type === "QuotaReserved");
-          return html`<tr data-waiting="${job.metadata.name}"><td><a href="#/jobs/${encodeURIComponent(job.metadata.name)}">${job.metadata.name}</a></td><td>${reserved?.message ?? ""}</td></tr>`;
-        }),
+        waiting.map(
+          (job) =>
+            html`<tr data-waiting="${job.name}"><td><a href="#/jobs/${encodeURIComponent(job.name)}">${job.name}</a></td><td>${job.message}</td></tr>`,
+        ),
         "Waiting",
       )}
+      ${more > 0 ? html`<p class="muted" id="waiting-more-${name}">and ${more} more waiting</p>` : ""}
     </section>`;
   })}`;
 }

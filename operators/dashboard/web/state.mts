@@ -1,5 +1,13 @@
-// The browser's copy of the hub's objects, kept by the event stream.
+// The browser's copy of the hub's objects, kept by the event stream: every object of the kinds
+// that stay few, the Jobs (with their Tasks and Pods) the page on screen names, and a summary of
+// all Jobs (docs/dashboard.md#the-event-stream).
 import type { KubeObject } from "../../lib/kube-object.ts";
+import type { JobSummaryView } from "../job-summary.ts";
+
+export type { JobSummaryView, TeamSummary } from "../job-summary.ts";
+
+/** What the stream sends only for the Jobs it names (object-cache.ts PER_JOB_KINDS). */
+const PER_JOB_KINDS = ["Job", "Task", "Pod"];
 
 export interface RepoWeb {
   base: string;
@@ -30,6 +38,7 @@ export interface SourceStatus {
 
 export interface Snapshot {
   objects: KubeObject[];
+  summary: JobSummaryView;
   source: SourceStatus | null;
   config: { repoWeb: RepoWeb | null };
   principal: { subject: string; role: string };
@@ -49,6 +58,18 @@ export class State {
   source: SourceStatus | null = null;
   repoWeb: RepoWeb | null = null;
   principal: Snapshot["principal"] | null = null;
+  /** All Jobs the principal may see, counted (the stream holds only the named ones). */
+  summary: JobSummaryView | null = null;
+
+  /** The named Jobs' objects as they are now, in place of those held (a resumed stream). */
+  select(objects: KubeObject[]): void {
+    for (const kind of PER_JOB_KINDS) {
+      this.#byKind.delete(kind);
+      this.#sorted.delete(kind);
+      this.#revisions.set(kind, (this.#revisions.get(kind) ?? 0) + 1);
+    }
+    for (const object of objects) this.apply({ type: "ADDED", object });
+  }
 
   load(snapshot: Snapshot): void {
     this.#byKind.clear();
@@ -56,6 +77,7 @@ export class State {
     // A new snapshot may differ in anything: every kind counts as changed.
     for (const [kind, n] of this.#revisions) this.#revisions.set(kind, n + 1);
     for (const object of snapshot.objects) this.apply({ type: "ADDED", object });
+    this.summary = snapshot.summary;
     this.source = snapshot.source;
     this.repoWeb = snapshot.config.repoWeb;
     this.principal = snapshot.principal;

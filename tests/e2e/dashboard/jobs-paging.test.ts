@@ -1,6 +1,7 @@
 // The dashboard's Jobs list in real Chromium against a real hub holding 130 Jobs: it asks the API
 // for one page of 50 (before it opens the event stream), pages on with the API's continue tokens
-// and back, and filters on the server.
+// and back, and filters on the server. The event stream names the Jobs on screen (only theirs are
+// sent; the overview counts all from the stream's summary) and follows the page as it changes.
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -9,6 +10,7 @@ import { startHub } from "../../../operators/hub/hub.ts";
 import { silentLogger } from "../../../operators/lib/logger.ts";
 import type { BatchOp } from "../../../operators/lib/store/index.ts";
 import { launchChromium, waitForAddress } from "../../helpers/chromium.ts";
+import { onRealServers, waitFor } from "../../helpers/wait-for.ts";
 
 const COUNT = 130;
 const names = Array.from({ length: COUNT }, (_, i) => `job-${String(i).padStart(3, "0")}`);
@@ -48,10 +50,15 @@ t.test("the Jobs page shows the first page from the API and pages on", async (t)
   await waitForAddress(page, /#\/overview$/);
 
   const requests: string[] = [];
+  /** The Jobs each event stream the page opened named, in order. */
+  const streams: string[][] = [];
   page.on("request", (request) => {
     const url = new URL(request.url());
     // The event stream's query holds the session token: only its path is kept.
-    if (url.pathname === "/api/v1/events") requests.push(url.pathname);
+    if (url.pathname === "/api/v1/events") {
+      requests.push(url.pathname);
+      streams.push((url.searchParams.get("jobs") ?? "").split(",").filter(Boolean));
+    }
     else if (url.pathname.startsWith("/api/v1/")) requests.push(`${url.pathname}${url.search}`);
   });
   const rows = () =>
@@ -73,9 +80,20 @@ t.test("the Jobs page shows the first page from the API and pages on", async (t)
     `the page is asked for before the event stream opens: ${requests.join(", ")}`,
   );
 
+  const streamNames = (jobs: string[]) =>
+    waitFor(
+      `a stream naming ${jobs[0]}…${jobs.at(-1)}`,
+      () => streams.at(-1)?.join() === jobs.join(),
+      onRealServers,
+    );
+  await streamNames(names.slice(0, 50));
+  t.pass("the event stream names the 50 Jobs on screen, no others");
+
   await page.getByRole("link", { name: "next →" }).click();
   await firstRowIs("job-050");
   t.same(await rows(), names.slice(50, 100), "the second page");
+  await streamNames(names.slice(50, 100));
+  t.pass("on the next page, the stream follows its Jobs");
   t.match(page.url(), /continue=/, "the page's place is in the address");
   await page.getByRole("link", { name: "next →" }).click();
   await firstRowIs("job-100");
@@ -110,5 +128,27 @@ t.test("the Jobs page shows the first page from the API and pages on", async (t)
   });
   await page.locator('tr[data-job="job-000a"]').waitFor();
   t.same((await rows()).slice(0, 3), ["job-000", "job-000a", "job-001"]);
+
+  // A Job's page: its Job is named to the stream, and a change to it shows without a reload.
+  await page.goto(`${hub.url}/?one#/jobs/job-007`);
+  await page.locator("h1 .phase-Succeeded").waitFor();
+  await streamNames(["job-007"]);
+  const seven = (await hub.store.get("Job", undefined, "job-007"))!;
+  await hub.store.updateStatus({ ...seven, status: { phase: "Failed", run: 3 } });
+  await page.locator("h1 .phase-Failed").waitFor();
+  t.pass("a shown Job's change arrived on the stream");
+
+  // The overview counts every Job from the stream's summary, and follows a Job no page shows.
+  await page.getByRole("link", { name: "Overview" }).click();
+  const count = (phase: string) => page.locator(`[data-phase-count="${phase}"]`).textContent();
+  await waitFor("the counts", async () => (await count("Failed")) === "1", onRealServers);
+  t.equal(await count("Running"), "65");
+  t.equal(await count("Succeeded"), "64");
+  t.equal(await count("Pending"), "1", "job-000a has no status yet");
+  const last = (await hub.store.get("Job", undefined, "job-129"))!;
+  await hub.store.updateStatus({ ...last, status: { phase: "Stopped" } });
+  await waitFor("the summary's count", async () => (await count("Stopped")) === "1", onRealServers);
+  t.equal(await count("Succeeded"), "63");
+  t.same(streams.at(-1), [], "the overview names no Job");
   t.same(errors, [], "no errors on the page");
 });
