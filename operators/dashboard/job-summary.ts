@@ -29,7 +29,7 @@ export interface JobSummaryView {
 export class JobSummary {
   #total = 0;
   #phases = new Map<string, number>();
-  /** team → quota key → thousandths of the base unit (integers: adding and subtracting stays exact). */
+  /** team → quota key → the sum in base units (rounded when shown: "100m" is no binary fraction). */
   #used = new Map<string, Map<string, number>>();
   /** spec.team ("" for the default team) → Job name → message. */
   #waiting = new Map<string, Map<string, string>>();
@@ -59,8 +59,7 @@ export class JobSummary {
       let totals = this.#used.get(quota.team);
       if (!totals) this.#used.set(quota.team, (totals = new Map()));
       for (const [key, value] of Object.entries(quota.request ?? {})) {
-        const milli = Math.round((parseQuantity(value) || 0) * 1000);
-        bump(totals, key, sign * milli);
+        bump(totals, key, sign * (parseQuantity(value) || 0));
       }
       if (totals.size === 0) this.#used.delete(quota.team);
     }
@@ -81,7 +80,11 @@ export class JobSummary {
     const teamsOut: Record<string, TeamSummary> = {};
     const entry = (team: string) => (teamsOut[team] ??= { used: {}, waiting: [], waitingCount: 0 });
     for (const [team, totals] of this.#used)
-      for (const [key, milli] of totals) if (milli !== 0) entry(team).used[key] = milli / 1000;
+      for (const [key, sum] of totals) {
+        // Thousandths are the finest a quantity here has ("500m"); bytes are whole.
+        const value = Math.abs(sum) < 1e12 ? Math.round(sum * 1000) / 1000 : Math.round(sum);
+        if (value !== 0) entry(team).used[key] = value;
+      }
     for (const [team, names] of this.#waiting) {
       const name = team || fallback;
       if (!name) continue;
@@ -111,6 +114,7 @@ export class JobSummary {
 
 function bump(map: Map<string, number>, key: string, by: number): void {
   const next = (map.get(key) ?? 0) + by;
-  if (next === 0) map.delete(key);
+  // What float sums leave of nothing (0.1 + 0.2 - 0.1 - 0.2) counts as nothing.
+  if (Math.abs(next) < 1e-9) map.delete(key);
   else map.set(key, next);
 }
