@@ -1,4 +1,4 @@
-// GET /api/v1/events[?jobs=a,b,…]: server-sent events for the dashboard. Jobs, Tasks and Pods
+// GET /api/v1/events[?jobs=a,b,…]: server-sent events for the dashboard. Jobs and Tasks
 // (PER_JOB_KINDS, whose number grows with the Jobs) are sent only for the Jobs the stream names in
 // `jobs` (the page on screen: a page of the Jobs list, one Job, a Workflow's Jobs); of all Jobs it
 // gets a `summary` (counts by phase, each team's quota held and Jobs waiting) instead. A fresh
@@ -12,8 +12,8 @@
 // snapshot), and the summary; or a new snapshot when the cache no longer holds that far back.
 // EventSource cannot set headers, so the token may come as `?token=`.
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { type Clock, every, systemClock, type TimerId } from "../lib/clock.ts";
 import type { Job, Team } from "../api/index.ts";
+import { type Clock, every, systemClock, type TimerId } from "../lib/clock.ts";
 import { type Authenticator, bearerToken, type Principal, sendStatus } from "../lib/http/index.ts";
 import type { KubeObject } from "../lib/kube-object.ts";
 import { JobSummary } from "./job-summary.ts";

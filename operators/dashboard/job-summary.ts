@@ -56,8 +56,8 @@ export class JobSummary {
     bump(this.#phases, phase, sign);
     const quota = job.status?.quota;
     if (quota && !DONE.has(phase)) {
-      let totals = this.#used.get(quota.team);
-      if (!totals) this.#used.set(quota.team, (totals = new Map()));
+      const totals = this.#used.get(quota.team) ?? new Map<string, number>();
+      this.#used.set(quota.team, totals);
       for (const [key, value] of Object.entries(quota.request ?? {})) {
         bump(totals, key, sign * (parseQuantity(value) || 0));
       }
@@ -66,8 +66,8 @@ export class JobSummary {
     const reserved = job.status?.conditions?.find((c) => c.type === "QuotaReserved");
     if (reserved?.status === "False") {
       const team = job.spec.team ?? "";
-      let names = this.#waiting.get(team);
-      if (!names) this.#waiting.set(team, (names = new Map()));
+      const names = this.#waiting.get(team) ?? new Map<string, string>();
+      this.#waiting.set(team, names);
       if (sign > 0) names.set(job.metadata.name, reserved.message ?? "");
       else names.delete(job.metadata.name);
       if (names.size === 0) this.#waiting.delete(team);

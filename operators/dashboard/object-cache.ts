@@ -10,12 +10,13 @@ import type { Store, Watch, WatchEvent } from "../lib/store/index.ts";
 import { objectView } from "./object-view.ts";
 
 /**
- * The kinds whose number grows with the number of Jobs (a Job, its Tasks, their Pods): an event
- * stream carries them only for the Jobs its page shows (events.ts), never all of them.
+ * The kinds whose number grows with the number of Jobs in git (a Job, its Tasks): an event stream
+ * carries them only for the Jobs its page shows (events.ts), never all of them. Pods are sent
+ * whole: the Clusters page lists each node's, and they are as many as run, not as Jobs exist.
  */
-export const PER_JOB_KINDS: ReadonlySet<string> = new Set(["Job", "Task", "Pod"]);
+export const PER_JOB_KINDS: ReadonlySet<string> = new Set(["Job", "Task"]);
 
-/** The Job an object of PER_JOB_KINDS belongs to (a Task's spec.job, a Pod's spec.job or label). */
+/** The Job an object belongs to (a Task's or Pod's spec.job, or its rlinf.io/job label). */
 export function jobOf(object: KubeObject): string | undefined {
   if (object.kind === "Job") return object.metadata.name;
   const spec = object.spec as { job?: unknown } | undefined;
@@ -52,7 +53,7 @@ export interface ObjectCache {
    * the id to resume from after them. Synchronous: nothing falls in between.
    */
   snapshot(jobs: ReadonlySet<string>): { objects: KubeObject[]; cursor: string };
-  /** The objects of PER_JOB_KINDS that belong to the Jobs named (a Job, its Tasks and Pods). */
+  /** The objects of PER_JOB_KINDS that belong to the Jobs named (a Job and its Tasks). */
   ofJobs(jobs: ReadonlySet<string>): KubeObject[];
   /** The id of the newest change held (what a stream is up to once it has seen everything). */
   cursor(): string;
@@ -85,13 +86,13 @@ export function createObjectCache(options: {
     const old = objects.get(key);
     if (old) forget(key, old);
     objects.set(key, object);
-    let kind = byKind.get(object.kind);
-    if (!kind) byKind.set(object.kind, (kind = new Map()));
+    const kind = byKind.get(object.kind) ?? new Map<string, KubeObject>();
+    byKind.set(object.kind, kind);
     kind.set(key, object);
     const job = PER_JOB_KINDS.has(object.kind) ? jobOf(object) : undefined;
     if (job !== undefined) {
-      let keys = byJob.get(job);
-      if (!keys) byJob.set(job, (keys = new Set()));
+      const keys = byJob.get(job) ?? new Set<string>();
+      byJob.set(job, keys);
       keys.add(key);
     }
   };

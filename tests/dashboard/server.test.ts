@@ -177,7 +177,9 @@ t.test("a client that stops reading is dropped while the others keep receiving",
       resolve(chunk.toString("latin1"));
     }),
   );
-  paused.write(`GET /api/v1/events?jobs=ppo-cartpole-v1 HTTP/1.1\r\nHost: hub\r\nAuthorization: Bearer ${hub.adminToken}\r\n\r\n`);
+  paused.write(
+    `GET /api/v1/events?jobs=ppo-cartpole-v1 HTTP/1.1\r\nHost: hub\r\nAuthorization: Bearer ${hub.adminToken}\r\n\r\n`,
+  );
   t.match(await answered, /^HTTP\/1\.1 200/);
   /** Whether the admin token's one allowed stream is free, i.e. the paused client is gone. */
   const adminSlotFree = async () => {
@@ -359,8 +361,12 @@ t.test(
         !!resumed.find(
           (m) =>
             m.event === "selection" &&
-            (JSON.parse(m.data) as { objects: { metadata: { name: string; resourceVersion: string } }[] }).objects.some(
-              (o) => o.metadata.name === "cartpole-local" && o.metadata.resourceVersion === missed.metadata.resourceVersion,
+            (
+              JSON.parse(m.data) as { objects: { metadata: { name: string; resourceVersion: string } }[] }
+            ).objects.some(
+              (o) =>
+                o.metadata.name === "cartpole-local" &&
+                o.metadata.resourceVersion === missed.metadata.resourceVersion,
             ),
         ),
       onRealServers,

@@ -68,7 +68,9 @@ try {
     controller.abort();
     return bytes;
   })()`)) as number;
-  console.log(`snapshot: ${(size / 1024).toFixed(0)} KiB for ${count} jobs (the page's 50 named)${snapshotBytes ? "" : ""}`);
+  console.log(
+    `snapshot: ${(size / 1024).toFixed(0)} KiB for ${count} jobs (the page's 50 named)${snapshotBytes ? "" : ""}`,
+  );
   console.log(
     `first paint of the Jobs page (navigation → rows on screen): median ${Math.round(firstPaints[2]!)} ms, min ${Math.round(firstPaints[0]!)} ms, max ${Math.round(firstPaints[4]!)} ms`,
   );
@@ -83,7 +85,9 @@ try {
     await page.locator(`tr[data-job="${before}"]`).waitFor({ state: "detached" });
   }
   if (clicks > 0)
-    console.log(`paging: ${((performance.now() - t0) / clicks).toFixed(0)} ms per page of 50 (click → new rows)`);
+    console.log(
+      `paging: ${((performance.now() - t0) / clicks).toFixed(0)} ms per page of 50 (click → new rows)`,
+    );
 
   const jobs = (await hub.store.list("Job")).items.slice(0, 200);
   t0 = performance.now();

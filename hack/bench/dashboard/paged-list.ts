@@ -9,8 +9,8 @@
 // Asserts nothing (docs/benchmarks/dashboard-paging.md).
 import { rm } from "node:fs/promises";
 import { parseArgs } from "node:util";
-import { startHub } from "../../../operators/hub/index.ts";
 import type { Page } from "playwright-core";
+import { startHub } from "../../../operators/hub/index.ts";
 import { launchChromium } from "../../../tests/helpers/chromium.ts";
 import { seedJobs } from "./seed-jobs.ts";
 

@@ -40,7 +40,13 @@ export async function seedJobs(
     logger: silentLogger,
     controllers: () => [],
   };
-  if (kept && (await access(seeded).then(() => true, () => false))) {
+  if (
+    kept &&
+    (await access(seeded).then(
+      () => true,
+      () => false,
+    ))
+  ) {
     console.log(`store: ${count} Jobs written before, in ${dataDir}`);
     return { dataDir, hubOptions, kept };
   }

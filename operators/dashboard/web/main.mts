@@ -1,7 +1,8 @@
 // The dashboard in the browser: hash routes, one render function per page, redrawn (at most once
 // a frame) when the event stream changes what it shows.
-import { type Html, html } from "./html.mts";
+
 import type { Workflow } from "../../api/index.ts";
+import { type Html, html } from "./html.mts";
 import { prefetchJobs, shownJobs } from "./jobs-list.mts";
 import { type Connection, connect, type Live } from "./live.mts";
 import { accessPage, fetchAccessAudit } from "./page-access.mts";
@@ -89,7 +90,7 @@ function page(parts: string[], query: URLSearchParams): Html {
 }
 
 /**
- * The Jobs the page at the address shows, whose objects (with their Tasks and Pods) the stream
+ * The Jobs the page at the address shows, whose objects (with their Tasks) the stream
  * must carry: a page of the list, one Job, the Workflows' Jobs. Other pages need none.
  */
 function pageJobs(parts: string[], query: URLSearchParams): string[] {

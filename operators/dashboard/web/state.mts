@@ -7,7 +7,7 @@ import type { JobSummaryView } from "../job-summary.ts";
 export type { JobSummaryView, TeamSummary } from "../job-summary.ts";
 
 /** What the stream sends only for the Jobs it names (object-cache.ts PER_JOB_KINDS). */
-const PER_JOB_KINDS = ["Job", "Task", "Pod"];
+const PER_JOB_KINDS = ["Job", "Task"];
 
 export interface RepoWeb {
   base: string;

@@ -58,8 +58,7 @@ t.test("the Jobs page shows the first page from the API and pages on", async (t)
     if (url.pathname === "/api/v1/events") {
       requests.push(url.pathname);
       streams.push((url.searchParams.get("jobs") ?? "").split(",").filter(Boolean));
-    }
-    else if (url.pathname.startsWith("/api/v1/")) requests.push(`${url.pathname}${url.search}`);
+    } else if (url.pathname.startsWith("/api/v1/")) requests.push(`${url.pathname}${url.search}`);
   });
   const rows = () =>
     page.locator("tr[data-job]").evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-job")));
