@@ -194,7 +194,11 @@ t.test(
       ...(await store.get("Job", undefined, "j09"))!,
       status: { phase: "Stopped" },
     });
-    await waitFor("the cache", () => cache.get("Job", undefined, "j09")?.status?.phase === "Stopped");
+    await waitFor(
+      "the cache",
+      () =>
+        (cache.get("Job", undefined, "j09")?.status as { phase?: string } | undefined)?.phase === "Stopped",
+    );
     clock.advance(100);
     const second = await open(`&jobs=j09,j10&lastEventId=${lastId}`);
     await waitFor("the selection", () => frames(second.text).some((f) => f.event === "selection"));

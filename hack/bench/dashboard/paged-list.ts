@@ -7,7 +7,8 @@
 //   every Job received and parsed in the page (what the event stream's snapshot carried before it
 //   named the page's Jobs); the snapshot's size and time as it is now.
 // Asserts nothing (docs/benchmarks/dashboard-paging.md).
-import { rm } from "node:fs/promises";
+import { rm, writeFile } from "node:fs/promises";
+import { Session } from "node:inspector/promises";
 import { parseArgs } from "node:util";
 import type { Page } from "playwright-core";
 import { startHub } from "../../../operators/hub/index.ts";
@@ -19,6 +20,8 @@ const { values: flags, positionals } = parseArgs({
     samples: { type: "string" },
     "baseline-samples": { type: "string" },
     "data-dir": { type: "string" },
+    /** Writes a CPU profile of this process (the hub is in it) over the 5 first paints there. */
+    "profile-first-paint": { type: "string" },
   },
   allowPositionals: true,
 });
@@ -135,10 +138,21 @@ try {
     await page.goto(hub.dashboard!.loginUrl(hub.url));
     await page.waitForURL(/#\/overview$/);
     const firstPaints: number[] = [];
+    const profiler = flags["profile-first-paint"] ? new Session() : undefined;
+    if (profiler) {
+      profiler.connect();
+      await profiler.post("Profiler.enable");
+      await profiler.post("Profiler.start");
+    }
     for (let i = 0; i < 5; i++) {
       await page.goto(`${hub.url}/?load=${i}#/jobs`);
       await page.locator("tr[data-job]").first().waitFor();
       firstPaints.push(await page.evaluate(() => performance.now()));
+    }
+    if (profiler) {
+      const { profile } = await profiler.post("Profiler.stop");
+      await writeFile(flags["profile-first-paint"]!, JSON.stringify(profile));
+      profiler.disconnect();
     }
     firstPaints.sort((a, b) => a - b);
     // The event stream's snapshot as the Jobs page opens it now (naming its 50 Jobs).
