@@ -73,6 +73,12 @@ export function tensorBoardPort(task: {
 export function tensorBoardPath(task: string): string {
   return `/api/v1/rlinf.io/v1alpha1/tasks/${encodeURIComponent(task)}/tensorboard/`;
 }
+/**
+ * On a Task, set by the hub when it is created: the nodes placement counted its replicas on,
+ * comma-separated, which the agent pre-pulls the Task's images onto (docs/adr/0012-image-pre-pull.md).
+ * The cluster's own scheduler still makes the final choice.
+ */
+export const PLACED_NODES_ANNOTATION = "rlark.io/placed-nodes";
 /** On workloads: the uid, generation and hub namespace of the Task they run. */
 export const TASK_UID_ANNOTATION = "rlark.io/task-uid";
 export const TASK_GENERATION_ANNOTATION = "rlark.io/task-generation";
