@@ -15,6 +15,7 @@ import type {
   V1StatefulSet,
 } from "@kubernetes/client-node";
 import {
+  type ImagePull,
   JOB_LABEL,
   TASK_GENERATION_ANNOTATION,
   TASK_NAME_LABEL,
@@ -99,6 +100,7 @@ export function observeNode(
   requested: Record<string, string> | undefined,
   agentVersion: string,
   disk?: { usedBytes: number; totalBytes: number },
+  images?: ImagePull[],
 ): ObservedNode {
   const labels = { ...(node.metadata?.labels ?? {}) };
   const info = node.status?.nodeInfo;
@@ -137,6 +139,7 @@ export function observeNode(
       ...(info?.kubeletVersion ? { kubeletVersion: info.kubeletVersion } : {}),
     },
     ...(disk ? { disk } : {}),
+    ...(images ? { images } : {}),
     addresses,
     conditions,
     ...(capabilityConditions.length > 0 ? { capabilityConditions } : {}),
