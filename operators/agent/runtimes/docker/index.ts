@@ -266,7 +266,10 @@ export class DockerRuntime implements Runtime {
         backoff: { initialMs: this.#backoff.initialMs, maxMs: this.#backoff.maxMs },
         logger: this.#logger,
         onChange: () => this.#changedIfDifferent(),
-        pull: (_node, image, signal) => ensureImage(this.#client, image, signal),
+        pull: (_node, image, signal) =>
+          ensureImage(this.#client, image, signal).catch((error: unknown) => {
+            throw new Error(engineMessage(error));
+          }),
       });
     if (this.#networks) this.network = { applyPeersState: async (state) => this.#applyPeersState(state) };
   }
