@@ -67,10 +67,15 @@ t.test("a Task's images are pulled onto its placed real node ahead of its pods",
   );
   const failed = pullOf(node, UNREACHABLE);
   // kubelet's reason, then containerd's own message
-  t.match(failed?.message, /^(ErrImagePull|ImagePullBackOff): /, failed?.message);
+  t.match(failed?.message, /^(ErrImagePull|ImagePullBackOff): /, failed?.message ?? "");
   t.match(failed?.message, /127\.0\.0\.1:1/, "it names the registry it could not reach");
   t.match(failed?.message, /connection refused|failed to (pull|resolve|do request)/i);
-  t.ok(Date.parse(pullOf(node, REAL_NODE_IMAGES.busybox)?.lastTransitionTime ?? ""), "with its time");
+  const presentAt = Date.parse(pullOf(node, REAL_NODE_IMAGES.busybox)?.lastTransitionTime ?? "");
+  t.ok(presentAt, "with its time");
+  const createdAt = Date.parse(
+    tasks.find((x) => (x.spec as { task?: string }).task === "present")?.metadata.creationTimestamp ?? "",
+  );
+  t.comment(`figure: the imported image Present ${presentAt - createdAt} ms after its Task was created`);
   const kwok = (await hub.store.list("Node", { namespace: "agent-gpu" })).items.filter(
     (n) => n.metadata.name !== "real-0",
   ) as Node[];
