@@ -126,7 +126,12 @@ function statusCode(error: unknown): number | undefined {
 /** The engine's message without the HTTP framing dockerode puts around it. */
 function engineMessage(error: unknown): string {
   const json = (error as { json?: { message?: string } }).json;
-  return (json?.message ?? (error as Error).message ?? String(error)).trim().slice(0, 500);
+  const text = json?.message ?? (error as Error).message ?? String(error);
+  // a streamed reply (a pull) has no JSON body: dockerode puts "(HTTP code 500) server error - " first
+  return text
+    .replace(/^\(HTTP code \d+\) [^-]*- /, "")
+    .trim()
+    .slice(0, 500);
 }
 
 /** Ends the stream after `limit` bytes. */

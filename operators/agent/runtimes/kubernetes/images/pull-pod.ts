@@ -2,9 +2,11 @@
 // the node (nodeName, so no scheduler and no placement of its own) whose one container is the
 // image with imagePullPolicy IfNotPresent. kubelet
 // pulls it through the node's own runtime and credentials, from what that runtime can reach;
-// the container's state tells the result: running or terminated means the node holds the image
-// (kubelet creates a container only from an image it has), ErrImagePull and its kin carry the
-// runtime's message. The pod is deleted once its answer is read, and on the way out.
+// the container's state tells the result: started, or failed to start, means the node holds the
+// image (kubelet creates a container only from an image it has), ErrImagePull and its kin carry
+// the runtime's message. No code of the image runs: the command is a path no image has, so the
+// start fails at once, in the agent's namespace, as nobody, without a token. The pod is deleted
+// once its answer is read, and on the way out.
 import type { CoreV1Api, V1Pod } from "@kubernetes/client-node";
 import { AGENT_INSTANCE_LABEL, COMPONENT_LABEL } from "../../../../api/index.ts";
 import type { Clock } from "../../../../lib/clock.ts";
@@ -12,6 +14,9 @@ import { apiErrorCode, describeApiError } from "../api-error.ts";
 
 /** The label value that marks pull pods (and lets a restarted agent find its leftovers). */
 export const PULL_POD_COMPONENT = "image-pre-pull";
+
+/** The pull pod's command: a path no image has, so nothing of the image ever runs. */
+export const NO_SUCH_COMMAND = "/.rlark-image-pre-pull/does-not-run";
 
 /** Waiting reasons that mean the image could not be had: kubelet's image manager's. */
 const PULL_FAILURES = new Set([
@@ -75,13 +80,21 @@ export function pullPod(
           name: "pull",
           image,
           imagePullPolicy: "IfNotPresent",
-          // exits at once; an image without a shell fails to start, which still proves it is there
-          command: ["/bin/sh", "-c", "exit 0"],
+          // never runs: the start fails at once (StartError), after the pull, which is all we need
+          command: [NO_SUCH_COMMAND],
           resources: {
             requests: { cpu: "1m", memory: "4Mi" },
             limits: { cpu: "100m", memory: "32Mi" },
           },
-          securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } },
+          securityContext: {
+            allowPrivilegeEscalation: false,
+            capabilities: { drop: ["ALL"] },
+            runAsNonRoot: true,
+            runAsUser: 65534,
+            runAsGroup: 65534,
+            readOnlyRootFilesystem: true,
+            seccompProfile: { type: "RuntimeDefault" },
+          },
         },
       ],
     },
