@@ -46,6 +46,8 @@ export const MANAGED_BY_AGENT = "rlark-agent";
 export const AGENT_INSTANCE_LABEL = "rlark.io/agent-instance";
 /** On a cluster's objects: what a rendered object is for (workload, ssh, ray-scripts, ray-head, headless). */
 export const COMPONENT_LABEL = "rlark.io/component";
+/** COMPONENT_LABEL of image pre-pull's pull pods (docs/adr/0012-image-pre-pull.md). */
+export const IMAGE_PRE_PULL_COMPONENT = "image-pre-pull";
 /** On the local agent's node: it is an edge machine. */
 export const EDGE_NODE_LABEL = "rlark.io/node-category-edge";
 

@@ -8,12 +8,12 @@
 // start fails at once, in the agent's namespace, as nobody, without a token. The pod is deleted
 // once its answer is read, and on the way out.
 import type { CoreV1Api, V1Pod } from "@kubernetes/client-node";
-import { AGENT_INSTANCE_LABEL, COMPONENT_LABEL } from "../../../../api/index.ts";
+import { AGENT_INSTANCE_LABEL, COMPONENT_LABEL, IMAGE_PRE_PULL_COMPONENT } from "../../../../api/index.ts";
 import type { Clock } from "../../../../lib/clock.ts";
 import { apiErrorCode, describeApiError } from "../api-error.ts";
 
 /** The label value that marks pull pods (and lets a restarted agent find its leftovers). */
-export const PULL_POD_COMPONENT = "image-pre-pull";
+export const PULL_POD_COMPONENT = IMAGE_PRE_PULL_COMPONENT;
 
 /** The pull pod's command: a path no image has, so nothing of the image ever runs. */
 export const NO_SUCH_COMMAND = "/.rlark-image-pre-pull/does-not-run";

@@ -15,6 +15,8 @@ import type {
   V1StatefulSet,
 } from "@kubernetes/client-node";
 import {
+  COMPONENT_LABEL,
+  IMAGE_PRE_PULL_COMPONENT,
   type ImagePull,
   JOB_LABEL,
   TASK_GENERATION_ANNOTATION,
@@ -77,6 +79,9 @@ export function requestedByNode(pods: Iterable<V1Pod>): Map<string, Record<strin
   for (const pod of pods) {
     const node = pod.spec?.nodeName;
     if (!node || isTerminated(pod)) continue;
+    // image pre-pull's pull pods live a second or so with 1m CPU: counting them would only
+    // make the Node's requested (a figure the status branch records) flicker
+    if (pod.metadata?.labels?.[COMPONENT_LABEL] === IMAGE_PRE_PULL_COMPONENT) continue;
     let s = sums.get(node);
     if (!s) {
       s = new Map();
