@@ -7,9 +7,14 @@
 import { CoreV1Api } from "@kubernetes/client-node";
 import t from "tap";
 import { REAL_NODE_IMAGES } from "../../../hack/kube/images.ts";
-import { PULL_POD_COMPONENT } from "../../../operators/agent/runtimes/kubernetes/images/index.ts";
+import {
+  PULL_POD_COMPONENT,
+  pullPodSelector,
+} from "../../../operators/agent/runtimes/kubernetes/images/index.ts";
+import { pullWithPod } from "../../../operators/agent/runtimes/kubernetes/images/pull-pod.ts";
 import type { ImagePull, Node } from "../../../operators/api/index.ts";
 import { PLACED_NODES_ANNOTATION } from "../../../operators/api/index.ts";
+import { FakeClock } from "../../../operators/lib/clock.ts";
 import { realNodeFleetClusters, testNamespace } from "../../helpers/fleet.ts";
 import { startFleetKubeAgent } from "../../helpers/fleet-agent-identity.ts";
 import { startHubOnGit } from "../../helpers/hub-on-git.ts";
@@ -116,3 +121,40 @@ t.test("a Task's images are pulled onto its placed real node ahead of its pods",
     "pinned to the node, pulling only what is not there",
   );
 });
+
+t.test(
+  "a pull on a node whose kubelet never answers gives up after the deadline, and its pod goes",
+  async (t) => {
+    const namespace = await testNamespace(t, kc, "real-prepull-gone");
+    const core = kc.makeApiClient(CoreV1Api);
+    const clock = new FakeClock(Date.now());
+    // the API server takes a pod bound to a node it does not have; no kubelet ever answers for it
+    const pull = pullWithPod(
+      { core, namespace, instance: undefined, clock, pollMs: 1000, deadlineSeconds: 30 },
+      "no-such-node",
+      REAL_NODE_IMAGES.busybox,
+      new AbortController().signal,
+    );
+    const settled = pull.then(
+      () => undefined,
+      (error: Error) => error,
+    );
+    const pods = async () =>
+      (await core.listNamespacedPod({ namespace, labelSelector: pullPodSelector(undefined) })).items;
+    await waitFor("the pull pod, Pending", async () => (await pods()).length === 1, onKube);
+    await waitFor("the pull waiting on the clock", async () => clock.pending > 0, onKube);
+    clock.advance(89_000);
+    await waitFor("a read after 89 s", async () => clock.pending > 0, onKube);
+    clock.advance(1_000);
+    const error = await waitFor(
+      "the pull given up",
+      async () => {
+        if (clock.pending > 0) clock.advance(1_000);
+        return Promise.race([settled, new Promise<undefined>((r) => setTimeout(r, 50))]);
+      },
+      onKube,
+    );
+    t.match(error?.message, /no answer from the node's kubelet within 90 s \(the pull pod stayed Pending\)/);
+    t.same(await pods(), [], "the pull pod deleted");
+  },
+);

@@ -146,11 +146,12 @@ export async function pullWithPod(
   signal: AbortSignal,
 ): Promise<void> {
   const { core, namespace, clock } = options;
+  const deadlineSeconds = options.deadlineSeconds ?? 600;
   let created: V1Pod;
   try {
     created = await core.createNamespacedPod({
       namespace,
-      body: pullPod(node, image, options.instance, options.deadlineSeconds ?? 600),
+      body: pullPod(node, image, options.instance, deadlineSeconds),
     });
   } catch (err) {
     throw new Error(
@@ -158,15 +159,22 @@ export async function pullWithPod(
     );
   }
   const name = created.metadata?.name ?? "";
+  // kubelet enforces the pod's deadline; a node whose kubelet is gone never does, and its pull
+  // must not hold a place among the few that run at once
+  let pod: V1Pod | undefined;
+  const giveUpAt = clock.now() + (deadlineSeconds + 60) * 1000;
   try {
     for (;;) {
       if (signal.aborted) throw new Error("no longer wanted");
-      let pod: V1Pod;
+      if (clock.now() >= giveUpAt)
+        throw new Error(
+          `no answer from the node's kubelet within ${deadlineSeconds + 60} s (the pull pod stayed ${pod?.status?.phase ?? "unread"})`,
+        );
       try {
         pod = await core.readNamespacedPod({ name, namespace });
       } catch (err) {
         if (apiErrorCode(err) === 404) throw new Error(`the pull pod ${namespace}/${name} was deleted`);
-        throw err;
+        throw new Error(describeApiError(err, `namespaces/${namespace}/pods/${name}`));
       }
       const result = pullResult(pod);
       if (result?.present) return;
