@@ -40,6 +40,7 @@ export function nodeObject(cluster: string, node: ObservedNode, pods: readonly O
       requested: node.requested ?? requestedOn(node.name, pods),
       nodeInfo: node.nodeInfo,
       ...(node.disk ? { disk: node.disk } : {}),
+      ...(node.images ? { images: node.images } : {}),
       conditions: node.conditions,
     },
   };

@@ -46,6 +46,8 @@ export const MANAGED_BY_AGENT = "rlark-agent";
 export const AGENT_INSTANCE_LABEL = "rlark.io/agent-instance";
 /** On a cluster's objects: what a rendered object is for (workload, ssh, ray-scripts, ray-head, headless). */
 export const COMPONENT_LABEL = "rlark.io/component";
+/** COMPONENT_LABEL of image pre-pull's pull pods (docs/adr/0012-image-pre-pull.md). */
+export const IMAGE_PRE_PULL_COMPONENT = "image-pre-pull";
 /** On the local agent's node: it is an edge machine. */
 export const EDGE_NODE_LABEL = "rlark.io/node-category-edge";
 
@@ -73,6 +75,12 @@ export function tensorBoardPort(task: {
 export function tensorBoardPath(task: string): string {
   return `/api/v1/rlinf.io/v1alpha1/tasks/${encodeURIComponent(task)}/tensorboard/`;
 }
+/**
+ * On a Task, set by the hub when it is created: the nodes placement counted its replicas on,
+ * comma-separated, which the agent pre-pulls the Task's images onto (docs/adr/0012-image-pre-pull.md).
+ * The cluster's own scheduler still makes the final choice.
+ */
+export const PLACED_NODES_ANNOTATION = "rlark.io/placed-nodes";
 /** On workloads: the uid, generation and hub namespace of the Task they run. */
 export const TASK_UID_ANNOTATION = "rlark.io/task-uid";
 export const TASK_GENERATION_ANNOTATION = "rlark.io/task-generation";

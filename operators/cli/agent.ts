@@ -51,6 +51,7 @@ interface AgentFlags {
   nodeserverGroupPort?: number;
   clusterProbeInterval?: number;
   diskStatsInterval?: number;
+  imagePrePull?: number;
   filesRoot?: string;
   sftpServer?: string;
   nodeName: string;
@@ -96,6 +97,14 @@ function podUid(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0 || n > 2 ** 31 - 1)
     throw new InvalidArgumentError(`"${value}" is not a uid`);
+  return n;
+}
+
+/** Pulls at once for image pre-pull: 0 (off) to 16, a bound on what one agent asks of its nodes. */
+function pullCount(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 16)
+    throw new InvalidArgumentError(`"${value}" is not a number of pulls from 0 (off) to 16`);
   return n;
 }
 
@@ -182,6 +191,11 @@ export function registerAgent(program: Command): void {
       "--disk-stats-interval <seconds>",
       "kubernetes runtime: read each node's disk use from its kubelet this often (needs nodes/proxy get)",
       seconds,
+    )
+    .option(
+      "--image-pre-pull <pulls>",
+      "kubernetes and docker runtimes: pull the images of the Tasks placed on a node onto it ahead of their pods, this many at a time; 0 turns it off (default 2; docs/adr/0012-image-pre-pull.md)",
+      pullCount,
     )
     .option(
       "--files-root <dir>",
@@ -291,6 +305,7 @@ export function registerAgent(program: Command): void {
           logger,
           sidecar: { image: flags.sidecarImage },
           ...(flags.diskStatsInterval ? { diskStatsIntervalMs: flags.diskStatsInterval * 1000 } : {}),
+          ...(flags.imagePrePull !== undefined ? { imagePrePull: { concurrency: flags.imagePrePull } } : {}),
           files: {
             ...(flags.filesRoot ? { root: flags.filesRoot } : {}),
             ...(flags.sftpServer ? { sftpServer: flags.sftpServer } : {}),
@@ -309,6 +324,7 @@ export function registerAgent(program: Command): void {
           nodeName: flags.nodeName,
           nodeLabels: flags.label,
           agentVersion: packageJson.version,
+          ...(flags.imagePrePull !== undefined ? { imagePrePullConcurrency: flags.imagePrePull } : {}),
           logger,
           files: {
             ...(flags.filesRoot ? { root: flags.filesRoot } : {}),

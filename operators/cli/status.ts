@@ -6,7 +6,9 @@ import { errorMessage, resolveToken } from "./hub-token.ts";
 
 export const STATUS_HELP = `
 Prints what a running hub is doing: the git revision it has applied (or why it refused the
-latest one), each Job with its phase and tasks, where each Task was placed, and the clusters.
+latest one), each Job with its phase and tasks, where each Task was placed, the clusters, and
+the images pre-pulled onto nodes for their Tasks (Present, Pulling, or Failed with the runtime's
+message; docs/adr/0012-image-pre-pull.md).
 The token comes from --token, RLARK_TOKEN, or <data-dir>/admin-token.
 
 --require shell,files,logs is a release gate: the command exits 1 unless every online agent
@@ -67,17 +69,19 @@ export function registerStatus(program: Command): void {
           );
         return response.json() as Promise<unknown>;
       };
-      const [source, jobs, tasks, clusters] = await Promise.all([
+      const [source, jobs, tasks, clusters, nodes] = await Promise.all([
         get("/api/v1/source"),
         get("/api/v1/rlinf.io/v1alpha1/jobs"),
         get("/api/v1/rlinf.io/v1alpha1/tasks"),
         get("/api/v1/rlinf.io/v1alpha1/clusters"),
+        get("/api/v1/rlinf.io/v1alpha1/nodes"),
       ]);
       const report = {
         source,
         jobs: (jobs as { items: Obj[] }).items,
         tasks: (tasks as { items: Obj[] }).items,
         clusters: (clusters as { items: Obj[] }).items,
+        images: nodeImages((nodes as { items: Obj[] }).items),
       };
       const gate = flags.require ? capabilityGate(report.clusters, flags.require) : undefined;
       process.stdout.write(
@@ -101,7 +105,33 @@ function table(rows: string[][]): string {
     .join("\n");
 }
 
-function renderText(report: { source: unknown; jobs: Obj[]; tasks: Obj[]; clusters: Obj[] }): string {
+type ImagePull = {
+  image: string;
+  phase: string;
+  message?: string;
+  attempts?: number;
+  lastTransitionTime?: string;
+};
+type NodeImages = { cluster: string; node: string; images: ImagePull[] };
+
+/** The nodes with image pre-pull results, by cluster and node (the Node's namespace is agent-<cluster>). */
+function nodeImages(nodes: Obj[]): NodeImages[] {
+  return nodes
+    .filter((n) => Array.isArray(n.status?.images) && n.status.images.length > 0)
+    .map((n) => ({
+      cluster: (n.metadata.namespace ?? "").replace(/^agent-/, ""),
+      node: n.metadata.name,
+      images: n.status?.images as ImagePull[],
+    }));
+}
+
+function renderText(report: {
+  source: unknown;
+  jobs: Obj[];
+  tasks: Obj[];
+  clusters: Obj[];
+  images: NodeImages[];
+}): string {
   const source = report.source as Record<string, unknown>;
   const lines: string[] = [];
   const revision =
@@ -158,6 +188,24 @@ function renderText(report: { source: unknown; jobs: Obj[]; tasks: Obj[]; cluste
       ]),
     ]),
   );
+  if (report.images.length > 0) {
+    lines.push("", "Images pre-pulled onto nodes:");
+    lines.push(
+      table([
+        ["CLUSTER", "NODE", "IMAGE", "PHASE", "SINCE", "MESSAGE"],
+        ...report.images.flatMap((n) =>
+          n.images.map((i) => [
+            n.cluster,
+            n.node,
+            i.image,
+            i.attempts ? `${i.phase} (${i.attempts}x)` : i.phase,
+            i.lastTransitionTime ?? "-",
+            i.message ?? "",
+          ]),
+        ),
+      ]),
+    );
+  }
   return `${lines.join("\n")}\n`;
 }
 

@@ -14,6 +14,8 @@ const GAUGES: readonly RegExp[] = [
   /^status\.lastHeartbeatTime$/,
   /^status\.lastTestedAt$/,
   /^status\.disk$/,
+  // image pre-pull results: a failing pull flips Pulling/Failed at every retry (ADR 0012)
+  /^status\.images$/,
   /^status\.conditions\[\d+\]\.(lastHeartbeatTime|lastProbeTime)$/,
 ];
 

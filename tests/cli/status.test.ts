@@ -60,12 +60,54 @@ t.test("escape sequences from the repository are shown escaped, in text and in j
   );
 });
 
-t.test("a cluster that never connected is Offline, as the dashboard says", async (t) => {
-  const cluster = await readFile(new URL("../../examples/clusters/beijing.yaml", import.meta.url), "utf8");
-  const { hub } = await startHubOnGit(t, { intervalMs: 100, files: { "clusters/beijing.yaml": cluster } });
-  await waitFor("the Cluster applied", () => hub.store.get("Cluster", undefined, "beijing"));
-  const run = await rlark(["status", "--hub", hub.url, "--token", hub.adminToken]);
-  t.equal(run.code, 0, run.stderr);
-  const row = run.stdout.split("\n").find((line) => line.startsWith("beijing "));
-  t.match(row, /^beijing +\S+ +Offline +- +-$/, "no group, no capabilities reported");
-});
+t.test(
+  "a cluster that never connected is Offline, as the dashboard says; nodes' pre-pulled images are listed",
+  async (t) => {
+    const cluster = await readFile(new URL("../../examples/clusters/beijing.yaml", import.meta.url), "utf8");
+    const { hub } = await startHubOnGit(t, { intervalMs: 100, files: { "clusters/beijing.yaml": cluster } });
+    await waitFor("the Cluster applied", () => hub.store.get("Cluster", undefined, "beijing"));
+    const run = await rlark(["status", "--hub", hub.url, "--token", hub.adminToken]);
+    t.equal(run.code, 0, run.stderr);
+    const row = run.stdout.split("\n").find((line) => line.startsWith("beijing "));
+    t.match(row, /^beijing +\S+ +Offline +- +-$/, "no group, no capabilities reported");
+    t.notMatch(run.stdout, /Images pre-pulled/, "no section while no node has images");
+    // what a docker or kubernetes agent reports (tests/e2e/real-nodes/image-pre-pull.test.ts)
+    const created = await hub.store.create({
+      apiVersion: "rlinf.io/v1alpha1",
+      kind: "Node",
+      metadata: { name: "robot", namespace: "agent-edge" },
+    });
+    const images = [
+      {
+        image: "rlark.local/busybox:1",
+        phase: "Present",
+        attempts: 0,
+        lastTransitionTime: "2026-12-07T03:00:00.000Z",
+      },
+      {
+        image: "127.0.0.1:1/rlark/missing:1",
+        phase: "Failed",
+        attempts: 2,
+        message: "ErrImagePull: dial tcp 127.0.0.1:1: connect: connection refused",
+        lastTransitionTime: "2026-12-07T03:00:01.000Z",
+      },
+    ];
+    await hub.store.updateStatus({ ...created, status: { phase: "Online", images } });
+    await hub.store.create({
+      apiVersion: "rlinf.io/v1alpha1",
+      kind: "Node",
+      metadata: { name: "quiet", namespace: "agent-edge" },
+    });
+    const text = await rlark(["status", "--hub", hub.url, "--token", hub.adminToken]);
+    t.equal(text.code, 0, text.stderr);
+    t.match(text.stdout, /Images pre-pulled onto nodes:\nCLUSTER +NODE +IMAGE +PHASE +SINCE +MESSAGE\n/);
+    t.match(text.stdout, /^edge +robot +rlark\.local\/busybox:1 +Present +2026-12-07T03:00:00\.000Z$/m);
+    t.match(
+      text.stdout,
+      /^edge +robot +127\.0\.0\.1:1\/rlark\/missing:1 +Failed \(2x\) +\S+ +ErrImagePull: dial tcp .*refused$/m,
+    );
+    t.notMatch(text.stdout, /quiet/, "a node without images is not listed");
+    const json = await rlark(["status", "--hub", hub.url, "--token", hub.adminToken, "--output", "json"]);
+    t.same(JSON.parse(json.stdout).images, [{ cluster: "edge", node: "robot", images }]);
+  },
+);

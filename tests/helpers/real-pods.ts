@@ -17,11 +17,18 @@ const version = (JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")
 
 /**
  * A Job's task (YAML, as an item of `spec.tasks`) whose one pod runs busybox on a real node: the
- * image is imported there, never pulled. `container` is the rest of the container (its command,
+ * image is imported there, never pulled (unless `image` says otherwise). `container` is the rest of the container (its command,
  * at the container's indentation) and `pod` the rest of the pod spec (its volumes), each ending in
  * a newline.
  */
-export function realBusyboxTaskYaml(name: string, namespace: string, container: string, pod = ""): string {
+export function realBusyboxTaskYaml(
+  name: string,
+  namespace: string,
+  container: string,
+  pod = "",
+  /** Another image or pull policy (image pre-pull's tests: IfNotPresent is pulled ahead, Never is not). */
+  image: { image?: string; pullPolicy?: "Never" | "IfNotPresent" } = {},
+): string {
   return `    - name: ${name}
       role: Actor
       agentType: Kubernetes
@@ -35,8 +42,8 @@ export function realBusyboxTaskYaml(name: string, namespace: string, container: 
               nodeSelector: { ${REAL_NODE_LABEL}: "true" }
               containers:
                 - name: main
-                  image: ${REAL_NODE_IMAGES.busybox}
-                  imagePullPolicy: Never
+                  image: ${image.image ?? REAL_NODE_IMAGES.busybox}
+                  imagePullPolicy: ${image.pullPolicy ?? "Never"}
 ${container}${pod}`;
 }
 

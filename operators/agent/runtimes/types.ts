@@ -3,7 +3,7 @@
 // Kept free of Kubernetes client types so a process runtime, the kubernetes runtime and a future
 // Docker runtime all fit behind it.
 import type { Duplex, Readable } from "node:stream";
-import type { PeersState } from "../../api/index.ts";
+import type { ImagePull, PeersState } from "../../api/index.ts";
 import type { AccessPodRef, AccessSessionRequest } from "../../lib/access-stream/index.ts";
 import type { BrowseAnswer, BrowseRequest, StorageClassSummary } from "../../lib/tunnel/index.ts";
 
@@ -201,6 +201,8 @@ export interface ObservedNode {
   };
   /** Disk use of the filesystem workloads write to. */
   disk?: { usedBytes: number; totalBytes: number };
+  /** Image pre-pull results, one per image wanted on the node (docs/adr/0012-image-pre-pull.md). */
+  images?: ImagePull[];
   addresses: NodeAddress[];
   conditions: NodeCondition[];
   /**

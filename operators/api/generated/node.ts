@@ -57,6 +57,20 @@ export interface DiskUsage {
   totalBytes?: number;
 }
 
+/** One image the agent pre-pulls onto the node for the Tasks placed there (seed 001 §4.1; docs/adr/0012-image-pre-pull.md). */
+export interface ImagePull {
+  /** The image reference, as the Task names it. */
+  image: string;
+  /** Pulling: a pull is under way; Present: the node's runtime holds the image; Failed: the last pull failed (retried with backoff). */
+  phase: "Pulling" | "Present" | "Failed";
+  /** The runtime's own message for a Failed pull (containerd's through kubelet, or the Docker engine's), cut to 1,024 characters. */
+  message?: string;
+  /** Failed pulls in a row (0 once Present). */
+  attempts?: number;
+  /** When the phase last changed. */
+  lastTransitionTime?: Time;
+}
+
 /** Observed state of a Node. */
 export interface NodeStatus {
   /** Whether the node is reachable and ready. */
@@ -73,6 +87,8 @@ export interface NodeStatus {
   nodeInfo?: NodeInfo;
   /** Disk use. */
   disk?: DiskUsage;
+  /** Images pre-pulled for the Tasks placed on the node, one entry per image (at most 64); absent on a process-runtime node, which runs no images. */
+  images?: ImagePull[];
   /** When the agent last reported the node. */
   lastHeartbeatTime?: Time;
   /** Kubernetes node conditions (Ready, DiskPressure, ...). */

@@ -120,7 +120,7 @@ export function placeTasks(input: PlaceInput): Placed {
   for (const template of headStarted ? missing : missing.filter((t) => t === head)) {
     const cluster = planned.get(template.name);
     if (!cluster) continue;
-    const object = taskObject(job, template, cluster, run, input.domainCIDR);
+    const object = taskObject(job, template, cluster, run, input.domainCIDR, plans.nodes(template));
     plans.toTask(template, object);
     creates.push({ template, object });
     current.set(template.name, object);

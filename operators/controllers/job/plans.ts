@@ -48,6 +48,11 @@ export class JobPlans {
     }
   }
 
+  /** The nodes the plan of `template` holds room on (placement's choice, for image pre-pull). */
+  nodes(template: TaskTemplate): string[] {
+    return this.#snapshot.reservedNodes(this.#key(template.name));
+  }
+
   /** The plan's room becomes the Task's before the Task exists, so its watch event finds it held. */
   toTask(template: TaskTemplate, task: Task): void {
     this.#snapshot.rekey(this.#key(template.name), taskKey(task));

@@ -6,6 +6,7 @@ import {
   AGENT_CLEANUP_FINALIZER,
   JOB_LABEL,
   namespaceFor,
+  PLACED_NODES_ANNOTATION,
   RUN_LABEL,
   TASK_LABEL,
   WORKFLOW_LABEL,
@@ -36,6 +37,7 @@ export function taskObject(
   cluster: string,
   run: number,
   domainCIDR?: string,
+  placedNodes: readonly string[] = [],
 ): Task {
   const labels: Record<string, string> = {
     [JOB_LABEL]: job.metadata.name,
@@ -51,8 +53,7 @@ export function taskObject(
       name: taskObjectName(job.metadata.name, template.name),
       namespace: namespaceFor(cluster),
       labels,
-      // The seed's Ray integration reads these from the Task's own annotations.
-      ...(template.annotations ? { annotations: definedValues(template.annotations) } : {}),
+      ...annotationsOf(template, placedNodes),
       ownerReferences: [
         {
           apiVersion: job.apiVersion,
@@ -79,6 +80,21 @@ export function ownedBy(task: Task, job: Job): boolean {
   return (task.metadata.ownerReferences ?? []).some(
     (ref) => ref.kind === "Job" && ref.uid === job.metadata.uid,
   );
+}
+
+/** Bounds what one annotation carries: a node name is at most 253 characters. */
+const MAX_PLACED_NODES = 64;
+
+function annotationsOf(
+  template: TaskTemplate,
+  placedNodes: readonly string[],
+): { annotations?: Record<string, string> } {
+  // The seed's Ray integration reads the template's from the Task's own annotations.
+  const annotations = template.annotations ? definedValues(template.annotations) : {};
+  // Where placement counted the replicas: the agent pre-pulls the images there (ADR 0012).
+  if (placedNodes.length > 0)
+    annotations[PLACED_NODES_ANNOTATION] = placedNodes.slice(0, MAX_PLACED_NODES).join(",");
+  return Object.keys(annotations).length > 0 ? { annotations } : {};
 }
 
 function definedValues(record: Readonly<Record<string, string | undefined>>): Record<string, string> {

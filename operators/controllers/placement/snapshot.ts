@@ -252,6 +252,11 @@ export class PlacementSnapshot {
     }
   }
 
+  /** The nodes a reservation holds room on, sorted (none when `key` holds nothing). */
+  reservedNodes(key: string): string[] {
+    return (this.#reservations.get(key)?.nodes ?? []).map((n) => n.node).sort();
+  }
+
   isReserved(key: string): boolean {
     return this.#reservations.has(key);
   }

@@ -1,6 +1,7 @@
 // Clusters and their nodes (seed 000 §4): requested vs allocatable per resource, disk with a
-// warning at ≥ 90 % or DiskPressure, admin annotations, cordons; control-plane nodes apart; the
-// StorageClasses each cluster's agent reports.
+// warning at ≥ 90 % or DiskPressure, admin annotations, cordons, the images pre-pulled onto each
+// (docs/adr/0012-image-pre-pull.md); control-plane nodes apart; the StorageClasses each cluster's
+// agent reports.
 import type { Cluster, Node, Pod } from "../../api/index.ts";
 import { type Html, html } from "./html.mts";
 import { formatAmount, formatBytes, parseQuantity } from "./quantity.mts";
@@ -78,6 +79,21 @@ function workers(node: Node, state: State): Html {
   )}</ul></details>`;
 }
 
+/** Image pre-pull: a count per phase, the images (failures with the runtime's message) inside. */
+function images(node: Node): Html {
+  const list = node.status?.images ?? [];
+  if (list.length === 0) return html``;
+  const count = (p: string) => list.filter((i) => i.phase === p).length;
+  const summary = (["Present", "Pulling", "Failed"] as const)
+    .filter((p) => count(p) > 0)
+    .map((p) => `${count(p)} ${p.toLowerCase()}`)
+    .join(" · ");
+  return html`<details class="images${count("Failed") > 0 ? " warn" : ""}" data-images="${node.metadata.name}"${count("Failed") > 0 ? " open" : ""}><summary>Images: ${summary}</summary><ul>${list.map(
+    (i) =>
+      html`<li data-image="${i.image}"><code>${i.image}</code> ${phase(i.phase)}${i.lastTransitionTime ? html` <span class="muted small">${age(i.lastTransitionTime)} ago${i.attempts ? `, ${i.attempts} failed in a row` : ""}</span>` : ""}${i.message ? html`<br><span class="muted small">${i.message}</span>` : ""}</li>`,
+  )}</ul></details>`;
+}
+
 function nodeCard(node: Node, state: State): Html {
   const annotations = node.metadata.annotations ?? {};
   const cordoned = node.spec?.unschedulable === true;
@@ -88,6 +104,7 @@ function nodeCard(node: Node, state: State): Html {
       ${annotations["rlark.io/gpu-model"] ? html`<span>GPU: ${annotations["rlark.io/gpu-model"]}</span>` : ""}
       ${annotations["rlark.io/device-model"] ? html`<span>Device: ${annotations["rlark.io/device-model"]}</span>` : ""}</p>
     ${nodeBars(node)}
+    ${images(node)}
     ${workers(node, state)}
     <p class="muted small">${sourceLink(node, state.repoWeb)}</p>
   </article>`;

@@ -1,5 +1,5 @@
 import t from "tap";
-import type { Task } from "../../../operators/api/index.ts";
+import { PLACED_NODES_ANNOTATION, type Task } from "../../../operators/api/index.ts";
 import { waitFor } from "../../helpers/wait-for.ts";
 import { job as anyJob, cluster, k8sTask, node } from "../placement/fixtures.ts";
 import {
@@ -183,8 +183,10 @@ t.test("the head task is created first, and the others once it runs", async (t) 
   await hub.store.create(job("ray", [policy("Deployment"), head]));
   const [first] = await waitForTasks(hub, "ray", 1);
   t.equal(first?.spec.task, "actor-head");
+  const { [PLACED_NODES_ANNOTATION]: placedNodes, ...annotations } = first?.metadata.annotations ?? {};
+  t.match(placedNodes, /^\S+$/, "and the node placement counted it on, for image pre-pull");
   t.same(
-    first?.metadata.annotations,
+    annotations,
     { "rlinf.io/ray-role": "head", "rlinf.io/ray-total-nodes": "2" },
     "the Ray keys reach the Task's own annotations",
   );

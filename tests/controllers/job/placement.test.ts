@@ -1,5 +1,5 @@
 import t, { type Test } from "tap";
-import type { Cluster, Job, Task } from "../../../operators/api/index.ts";
+import { type Cluster, type Job, PLACED_NODES_ANNOTATION, type Task } from "../../../operators/api/index.ts";
 import { createJobController } from "../../../operators/controllers/job/index.ts";
 import { FakeClock } from "../../../operators/lib/clock.ts";
 import { silentLogger } from "../../../operators/lib/logger.ts";
@@ -85,6 +85,11 @@ t.test(
       return all.length === 2 ? all : undefined;
     });
     t.same(tasks.map((x) => x.metadata.namespace).sort(), ["agent-beijing", "agent-beijing"]);
+    // the nodes placement counted each on, for the agent's image pre-pull (ADR 0012)
+    const placedOn = (name: string) =>
+      tasks.find((x) => x.spec.task === name)?.metadata.annotations?.[PLACED_NODES_ANNOTATION];
+    t.equal(placedOn("actor-head"), "gpu-node-02", "8 GPUs fit only on gpu-node-02");
+    t.match(placedOn("learner"), /^gpu-node-0[12]$/, "the learner's one node");
     await waitForJob(hub.store, "gang", "Scheduled", (x) => scheduled(x)?.status === "True");
   },
 );

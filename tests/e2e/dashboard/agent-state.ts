@@ -42,7 +42,21 @@ export async function reportAgentState(store: Store): Promise<void> {
     disk: { usedBytes: 950 * 2 ** 30, totalBytes: 1000 * 2 ** 30 },
     conditions: [{ type: "Ready", status: "True", lastTransitionTime: t }],
   });
-  await status(store, "Node", "agent-beijing", "gpu-node-01", gpuNode("6"));
+  await status(store, "Node", "agent-beijing", "gpu-node-01", {
+    ...gpuNode("6"),
+    // what image pre-pull reports (real ones: tests/e2e/real-nodes/image-pre-pull.test.ts)
+    images: [
+      { image: "rlinf/rlinf:agentic-openvla", phase: "Present", attempts: 0, lastTransitionTime: t },
+      {
+        image: "registry.example.com/rlinf/robot:2",
+        phase: "Failed",
+        attempts: 3,
+        message:
+          'ErrImagePull: failed to pull and unpack image "registry.example.com/rlinf/robot:2": dial tcp: connection refused',
+        lastTransitionTime: t,
+      },
+    ],
+  });
   await status(store, "Node", "agent-beijing", "gpu-node-02", {
     ...gpuNode("0"),
     disk: { usedBytes: 200 * 2 ** 30, totalBytes: 1000 * 2 ** 30 },

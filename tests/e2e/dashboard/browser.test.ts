@@ -189,6 +189,15 @@ t.test("the dashboard in a browser", async (t) => {
       /1 pod.*ppo-cartpole-v1.*172\.16\.3\.7/s,
       "its workers",
     );
+    const images = node.locator('details[data-images="gpu-node-01"]');
+    t.match(await images.locator("summary").textContent(), /Images: 1 present · 1 failed/);
+    t.equal(await images.getAttribute("open"), "", "a failure opens the list");
+    t.match(
+      await images.locator('[data-image="registry.example.com/rlinf/robot:2"]').textContent(),
+      /Failed.*3 failed in a row.*connection refused/s,
+      "the failed image with the runtime's message",
+    );
+    t.equal(await page.locator('details[data-images="gpu-node-02"]').count(), 0, "none without images");
     t.match(await page.locator('article[data-node="edge-arm-01"]').textContent(), /Franka.*/, "device model");
     t.equal(
       await page.locator('article[data-node="master-01"]').count(),

@@ -11,6 +11,7 @@ import { type Logger, silentLogger } from "../../../lib/logger.ts";
 import { type BackoffPolicy, restartDelay } from "../process/crash-loop-backoff.ts";
 import { type PodNetwork, type PodNetworkOptions, PodNetworks } from "../process/pod-network.ts";
 import { podKey, type RejectedTask } from "../process/spec.ts";
+import { ImagePrePuller } from "../shared/image-pre-pull.ts";
 import type {
   AgentType,
   ContainerAccess,
@@ -36,6 +37,7 @@ import {
 import { startContainerExec } from "./exec.ts";
 import { connectContainerPort, type DockerFilesOptions, openContainerFiles } from "./files-and-ports.ts";
 import { type HostDevice, hostDevices } from "./host-devices.ts";
+import { ensureImage } from "./image.ts";
 import { type EngineInfo, engineNode, firstIPv4, type NodeOptions } from "./node.ts";
 import { type DesiredContainer, desiredContainers, LABELS } from "./spec.ts";
 
@@ -75,6 +77,12 @@ export interface DockerRuntimeOptions {
    * read only with the engine on this machine (a unix socket): another machine's are not here.
    */
   devDir?: string;
+  /**
+   * Image pre-pull (docs/adr/0012-image-pre-pull.md): the desired containers' images are pulled
+   * this many at a time, apart from the containers' own starts, with the result per image on the
+   * Node. Default 2; 0 turns it off.
+   */
+  imagePrePullConcurrency?: number;
   logger?: Logger;
 }
 
@@ -118,7 +126,12 @@ function statusCode(error: unknown): number | undefined {
 /** The engine's message without the HTTP framing dockerode puts around it. */
 function engineMessage(error: unknown): string {
   const json = (error as { json?: { message?: string } }).json;
-  return (json?.message ?? (error as Error).message ?? String(error)).trim().slice(0, 500);
+  const text = json?.message ?? (error as Error).message ?? String(error);
+  // a streamed reply (a pull) has no JSON body: dockerode puts "(HTTP code 500) server error - " first
+  return text
+    .replace(/^\(HTTP code \d+\) [^-]*- /, "")
+    .trim()
+    .slice(0, 500);
 }
 
 /** Ends the stream after `limit` bytes. */
@@ -147,6 +160,7 @@ export class DockerRuntime implements Runtime {
   readonly #backoff: BackoffPolicy;
   readonly #logMaxBytes: number;
   readonly #listeners = new Set<() => void>();
+  readonly #prePull: ImagePrePuller | undefined;
   readonly #dockerHost: string | undefined;
   readonly #files: DockerFilesOptions;
   readonly #rlarkNet: string;
@@ -251,6 +265,17 @@ export class DockerRuntime implements Runtime {
     this.#sidecarUid = net?.sidecarUid ?? 1337;
     // The tag of the links' names: the owner's, so two agents on one machine never meet.
     this.#networks = net ? new PodNetworks({ ...net, rlark: [] }, `docker:${this.#owner}`) : undefined;
+    if (options.imagePrePullConcurrency !== 0)
+      this.#prePull = new ImagePrePuller({
+        concurrency: options.imagePrePullConcurrency ?? 2,
+        backoff: { initialMs: this.#backoff.initialMs, maxMs: this.#backoff.maxMs },
+        logger: this.#logger,
+        onChange: () => this.#changedIfDifferent(),
+        pull: (_node, image, signal) =>
+          ensureImage(this.#client, image, signal).catch((error: unknown) => {
+            throw new Error(engineMessage(error));
+          }),
+      });
     if (this.#networks) this.network = { applyPeersState: async (state) => this.#applyPeersState(state) };
   }
 
@@ -292,6 +317,8 @@ export class DockerRuntime implements Runtime {
     for (const r of rejected) this.#logger.warn("rejected Task", { ...r });
     this.#rejected = rejected;
     this.#desired = containers;
+    // the images of every desired container, whether it starts now or later (ADR 0012)
+    this.#prePull?.want(new Map([[this.#node.name, containers.map((c) => c.docker.image)]]));
     // A failure is about a spec: one no longer desired is forgotten.
     const keys = new Set(containers.map((c) => c.key));
     for (const key of this.#failures.keys()) if (!keys.has(key)) this.#failures.delete(key);
@@ -430,7 +457,7 @@ export class DockerRuntime implements Runtime {
   async #start(desired: DesiredContainer): Promise<void> {
     const { image } = desired.docker;
     try {
-      await this.#ensureImage(image);
+      await ensureImage(this.#client, image);
     } catch (error) {
       this.#fail(
         desired.key,
@@ -575,23 +602,6 @@ export class DockerRuntime implements Runtime {
     this.#logger.warn("container not started", { pod: key, reason, message });
   }
 
-  async #ensureImage(image: string): Promise<void> {
-    try {
-      await this.#client.getImage(image).inspect();
-      return;
-    } catch (error) {
-      if (statusCode(error) !== 404) throw error;
-    }
-    const stream = await this.#client.pull(image);
-    await new Promise<void>((resolve, reject) => {
-      this.#client.modem.followProgress(stream, (error: Error | null, events: { error?: string }[]) => {
-        const failed = events?.find((e) => e.error);
-        if (error || failed) reject(error ?? new Error(failed?.error));
-        else resolve();
-      });
-    });
-  }
-
   async #remove(seen: Seen): Promise<void> {
     const container = this.#client.getContainer(seen.id);
     try {
@@ -638,7 +648,12 @@ export class DockerRuntime implements Runtime {
       this.#engineError && this.#engineErrorAt
         ? { testedAt: this.#engineErrorAt, ok: false, message: this.#engineError }
         : undefined;
-    return { nodes: [structuredClone(this.#node)], pods, ...(lastTest ? { lastTest } : {}) };
+    const images = this.#prePull?.images(this.#node.name);
+    return {
+      nodes: [{ ...structuredClone(this.#node), ...(images ? { images } : {}) }],
+      pods,
+      ...(lastTest ? { lastTest } : {}),
+    };
   }
 
   #pendingPod(desired: DesiredContainer, failure: Failure | undefined): ObservedPod {
@@ -736,6 +751,7 @@ export class DockerRuntime implements Runtime {
     if (this.#stopped) return;
     this.#stopped = true;
     clearInterval(this.#timer);
+    await this.#prePull?.stop();
     await this.#ticking;
     await Promise.all([...this.#busy.values()].map((work) => work.done));
     if (options.terminatePods) {

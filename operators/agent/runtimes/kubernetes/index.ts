@@ -7,7 +7,8 @@
 // (pods/exec, pods/portforward, pods/log); cluster/ the cluster facet's node overlays and
 // browsing, and what the watches do not see (disk-poller.ts, kubernetes-version.ts); secrets/
 // keeps the nodeservers' Secret rlark-domain-peers and the Secrets opened from SealedSecrets;
-// addons/ installs Addons. Everything the runtime owns is found again by label, so a new runtime
+// addons/ installs Addons; images/ pulls the Tasks' images onto their placed nodes ahead of the
+// pods (docs/adr/0012-image-pre-pull.md). Everything the runtime owns is found again by label, so a new runtime
 // on the same cluster adopts it: no state of its own.
 
 import type { Readable } from "node:stream";
@@ -37,6 +38,7 @@ import { kubernetesBrowse } from "./cluster/browse.ts";
 import { DiskPoller } from "./cluster/disk-poller.ts";
 import { KubernetesVersion } from "./cluster/kubernetes-version.ts";
 import { NodeOverlaySync } from "./cluster/node-overlay-sync.ts";
+import { type ImagePrePullOptions, KubernetesImagePrePull } from "./images/index.ts";
 import { MANAGED_SELECTOR } from "./labels.ts";
 import { ClusterOpenApi } from "./openapi/index.ts";
 import { DomainPeersWriter } from "./secrets/domain-peers-secret.ts";
@@ -105,6 +107,8 @@ export interface KubernetesRuntimeOptions {
   clock?: Clock;
   /** SFTP into pods (shared/exec-files.ts). */
   files?: PodFilesOptions;
+  /** Image pre-pull's bounds (images/index.ts); on by default, `{ concurrency: 0 }` turns it off. */
+  imagePrePull?: ImagePrePullOptions;
 }
 
 /** Runs Kubernetes Tasks on one cluster. Create with {@link KubernetesRuntime.start}. */
@@ -117,6 +121,7 @@ export class KubernetesRuntime implements Runtime {
   readonly #reconciler: WorkloadReconciler;
   readonly #overlays: NodeOverlaySync;
   readonly #disk: DiskPoller;
+  readonly #prePull: KubernetesImagePrePull;
   readonly #version: KubernetesVersion;
   readonly #peers: DomainPeersWriter;
   readonly #addons: AddonInstaller;
@@ -175,6 +180,16 @@ export class KubernetesRuntime implements Runtime {
       clock,
     });
     this.#disk = new DiskPoller(core, this.#watches.nodes, logger, changed, clock);
+    this.#prePull = new KubernetesImagePrePull({
+      core,
+      nodes: this.#watches.nodes,
+      namespace: options.defaultNamespace ?? DEFAULT_NAMESPACE,
+      instance: options.instance,
+      options: options.imagePrePull ?? {},
+      logger,
+      clock,
+      onChange: changed,
+    });
     this.#version = new KubernetesVersion(this.#clients.version, logger, changed, clock);
     this.#openApiHttp = new KubeHttp({ kubeConfig: options.kubeConfig, maxSockets: 2 });
     this.#openApi = new ClusterOpenApi({
@@ -267,7 +282,10 @@ export class KubernetesRuntime implements Runtime {
   }
 
   apply(desired: readonly RuntimeTask[]): Promise<void> {
-    return this.#reconciler.apply(desired.filter((t) => t.spec.agentType === "Kubernetes"));
+    const tasks = desired.filter((t) => t.spec.agentType === "Kubernetes");
+    // beside the workloads, never before them: a pre-pull holds no pod back
+    this.#prePull.apply(tasks);
+    return this.#reconciler.apply(tasks);
   }
 
   onChange(listener: () => void): () => void {
@@ -279,6 +297,7 @@ export class KubernetesRuntime implements Runtime {
       ...buildSnapshot({
         watches: this.#watches,
         disk: this.#disk.figures,
+        images: (node) => this.#prePull.images(node),
         kubernetesVersion: this.#version.current,
         agentVersion: this.#options.agentVersion ?? "0.0.0",
         instance: this.#options.instance,
@@ -309,6 +328,7 @@ export class KubernetesRuntime implements Runtime {
       this.#reconciler.stop(),
       this.#overlays.stop(),
       this.#disk.stop(),
+      this.#prePull.stop(),
       this.#version.stop(),
     ];
     await this.#addons.stop();

@@ -190,6 +190,45 @@ t.test("docker runtime on a real engine", async (t) => {
     );
   });
 
+  t.test(
+    "image pre-pull: each wanted image Present or Failed on the Node, retried, never holding pods",
+    async (t) => {
+      const runtime = await openDockerRuntime(t, engine);
+      const node = () => runtime.observe().nodes[0];
+      const pull = (image: string) => node()?.images?.find((i) => i.image === image);
+      t.equal(node()?.images, undefined, "nothing wanted, nothing reported");
+      const present = dockerTask("pp-good", { command: ["sleep", "1000"], restartPolicy: "Always" });
+      const missing = dockerTask("pp-missing", { image: "rlark-test/pre-pull-missing:1", command: ["true"] });
+      await runtime.apply([present, missing]);
+      const failed = await waitFor(
+        "the unreachable image Failed twice (retried with backoff)",
+        async () => {
+          const p = pull("rlark-test/pre-pull-missing:1");
+          return p?.phase === "Failed" && (p.attempts ?? 0) >= 2 ? p : undefined;
+        },
+        onEngine,
+      );
+      // the engine's own words: no registry answers here
+      t.match(failed.message, /pre-pull-missing|registry|lookup|dial|denied/, failed.message ?? "");
+      t.notMatch(failed.message, /HTTP code/, "without dockerode's framing");
+      t.ok((failed.message?.length ?? 0) <= 1024, "the message is bounded");
+      t.match(pull(engine.image), { phase: "Present", attempts: 0 }, "the imported image is Present");
+      t.ok(Date.parse(pull(engine.image)?.lastTransitionTime ?? ""), "with the time it became so");
+      await waitForPod(
+        runtime,
+        "pp-good-0",
+        "Running despite the failed pre-pull",
+        (p) => p.phase === "Running",
+      );
+      await runtime.apply([present]);
+      await waitFor(
+        "the image no longer wanted is no longer reported",
+        async () => node()?.images?.length === 1 && pull(engine.image)?.phase === "Present",
+        onEngine,
+      );
+    },
+  );
+
   t.test("logs are bounded by the engine's rotation, and follow streams new lines", async (t) => {
     const runtime = await openDockerRuntime(t, engine, { logMaxBytes: 4096 });
     const chatty = dockerTask("chatty", {

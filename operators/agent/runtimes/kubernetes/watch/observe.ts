@@ -15,6 +15,9 @@ import type {
   V1StatefulSet,
 } from "@kubernetes/client-node";
 import {
+  COMPONENT_LABEL,
+  IMAGE_PRE_PULL_COMPONENT,
+  type ImagePull,
   JOB_LABEL,
   TASK_GENERATION_ANNOTATION,
   TASK_NAME_LABEL,
@@ -76,6 +79,9 @@ export function requestedByNode(pods: Iterable<V1Pod>): Map<string, Record<strin
   for (const pod of pods) {
     const node = pod.spec?.nodeName;
     if (!node || isTerminated(pod)) continue;
+    // image pre-pull's pull pods live a second or so with 1m CPU: counting them would only
+    // make the Node's requested (a figure the status branch records) flicker
+    if (pod.metadata?.labels?.[COMPONENT_LABEL] === IMAGE_PRE_PULL_COMPONENT) continue;
     let s = sums.get(node);
     if (!s) {
       s = new Map();
@@ -99,6 +105,7 @@ export function observeNode(
   requested: Record<string, string> | undefined,
   agentVersion: string,
   disk?: { usedBytes: number; totalBytes: number },
+  images?: ImagePull[],
 ): ObservedNode {
   const labels = { ...(node.metadata?.labels ?? {}) };
   const info = node.status?.nodeInfo;
@@ -137,6 +144,7 @@ export function observeNode(
       ...(info?.kubeletVersion ? { kubeletVersion: info.kubeletVersion } : {}),
     },
     ...(disk ? { disk } : {}),
+    ...(images ? { images } : {}),
     addresses,
     conditions,
     ...(capabilityConditions.length > 0 ? { capabilityConditions } : {}),

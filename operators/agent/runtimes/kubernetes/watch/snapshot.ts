@@ -1,6 +1,7 @@
 // What the caches hold, mapped to the runtime contract (observe.ts maps each object): nodes with
 // what is requested on them, this runtime's workloads, their pods and the Tasks' volume claims.
 import type { KubernetesObject, V1Pod } from "@kubernetes/client-node";
+import type { ImagePull } from "../../../../api/index.ts";
 import {
   AGENT_INSTANCE_LABEL,
   MANAGED_BY_AGENT,
@@ -25,6 +26,8 @@ import type { ClusterWatches } from "./watches.ts";
 export interface SnapshotInput {
   watches: ClusterWatches;
   disk: ReadonlyMap<string, DiskFigures>;
+  /** Each node's image pre-pull results (images/). */
+  images?: (node: string) => ImagePull[] | undefined;
   kubernetesVersion: string | undefined;
   agentVersion: string;
   /** See RenderOptions.instance: a pod counts as ours only with the same instance label. */
@@ -38,7 +41,7 @@ export function buildSnapshot(input: SnapshotInput): RuntimeSnapshot {
   const nodes = [...watches.nodes.values()]
     .map((n) => {
       const name = n.metadata?.name ?? "";
-      return observeNode(n, requested.get(name), agentVersion, input.disk.get(name));
+      return observeNode(n, requested.get(name), agentVersion, input.disk.get(name), input.images?.(name));
     })
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 
