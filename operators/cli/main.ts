@@ -1,9 +1,9 @@
 #!/usr/bin/env node
-// The `rlark` command: one file per subcommand under operators/cli/, wired in program.ts.
+// The `rlark` command: one file per subcommand under operators/cli/, loaded by command-table.ts.
 import "./quiet-warnings.ts";
 import type { Command } from "commander";
 import { CliError } from "./cli-error.ts";
-import { buildProgram } from "./program.ts";
+import { buildProgramFor } from "./command-table.ts";
 
 // `rlark crds | head`: a reader that stops early is not an error of ours; end quietly, as cat does.
 process.stdout.on("error", (error: NodeJS.ErrnoException) => {
@@ -11,7 +11,7 @@ process.stdout.on("error", (error: NodeJS.ErrnoException) => {
   process.exit(0);
 });
 
-const program = buildProgram();
+const program = await buildProgramFor(process.argv.slice(2));
 let running = "rlark";
 program.hook("preAction", (_program, action: Command) => {
   const names: string[] = [];
