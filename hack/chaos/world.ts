@@ -156,8 +156,8 @@ export async function startWorld(
 
 /**
  * An agent enrolled and Online. An agent whose enrollment is cut (the hub killed or its Lease
- * lost meanwhile: "read ECONNRESET") exits and cannot start again without a token: that is
- * reported in `selfExits` and it is enrolled again with a new token.
+ * lost meanwhile) tries again by itself with the same token and key; one that still exits (every
+ * attempt cut) is reported in `selfExits` and enrolled again with a new token.
  */
 async function enroll(world: World, cluster: string, args: string[]): Promise<AgentProcess> {
   const [a, b] = world.hub;

@@ -1,7 +1,7 @@
 // The chaos soak of hack/chaos, short, with a fixed seed: two HA hubs on the kubernetes store, a
 // process cluster and the shared fleet's two clusters under a stream of commits while the leading
-// hub, the standby, an agent and the git server are killed with -9 and an agent is frozen with
-// SIGSTOP for 20-40 s. The shared fleet's API servers and etcd are not killed here (other test
+// hub, the standby, an agent, a nodeserver and the git server are killed with -9 and an agent is
+// frozen with SIGSTOP for 20-40 s. The shared fleet's API servers and etcd are not killed here (other test
 // files use them at the same time), nor is a tunnel made half-open (its iptables rules would show
 // in other files' counts): `hack/chaos/soak` does those on a fleet of its own. What it asserts is
 // the soak's verdict against git: converged to the last valid revision, nothing lost, nothing run
@@ -14,7 +14,7 @@ t.test("a short chaos soak: converged, nothing lost, nothing twice, nothing leak
   const result = await runSoak(t, {
     durationMs: 60_000,
     seed: 30,
-    faults: ["leader", "standby", "agent", "agent-sigstop", "git"],
+    faults: ["leader", "standby", "agent", "agent-sigstop", "nodeserver", "git"],
     faultEveryMs: 10_000,
     commitEveryMs: 2_000,
     quietBoundMs: 240_000,
