@@ -13,7 +13,7 @@ import { fleetDir } from "../../../hack/kube/paths.ts";
 t.test("a short chaos soak: converged, nothing lost, nothing twice, nothing leaked", async (t) => {
   const result = await runSoak(t, {
     durationMs: 60_000,
-    seed: 30,
+    seed: 36,
     faults: ["leader", "standby", "agent", "agent-sigstop", "nodeserver", "git"],
     faultEveryMs: 10_000,
     commitEveryMs: 2_000,
