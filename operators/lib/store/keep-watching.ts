@@ -62,6 +62,11 @@ export async function keepWatching(
       if (stopped) return;
       try {
         current = await store.watch(kind, { resourceVersion: await store.resourceVersion() }, handler);
+        // stopped while it was being opened
+        if (stopped) {
+          current.stop();
+          return;
+        }
         failures = 0;
         options.onResync?.();
       } catch (err) {
