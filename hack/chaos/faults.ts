@@ -1,15 +1,27 @@
 // The faults the soak injects, one at a time, each ending with the part back (restarted, resumed),
 // as a supervisor would bring it back: kill -9 of the leading hub, of the standby, of an agent,
 // of an API server, of etcd and of the git server; SIGSTOP of an agent past the hub's heartbeat
-// deadline, then SIGCONT.
+// deadline, then SIGCONT; kill -9 of a kwok cluster's nodeserver; an agent's tunnel made half-open (silent both ways, no close) for as
+// long, then healed.
 import type { ChildProcess } from "node:child_process";
 import { readdir, readFile } from "node:fs/promises";
 import { onRealServers, waitFor } from "../../tests/helpers/wait-for.ts";
 import { killAndRestart } from "./fleet-process.ts";
+import { dropTunnel, tunnelOf } from "./half-open.ts";
 import type { Random } from "./random.ts";
 import { leader, type World } from "./world.ts";
 
-export const FAULTS = ["leader", "standby", "agent", "agent-sigstop", "apiserver", "etcd", "git"] as const;
+export const FAULTS = [
+  "leader",
+  "standby",
+  "agent",
+  "agent-sigstop",
+  "tunnel-half-open",
+  "nodeserver",
+  "apiserver",
+  "etcd",
+  "git",
+] as const;
 export type Fault = (typeof FAULTS)[number];
 
 /** Faults that stop a process of the fleet: only on a fleet of the soak's own (hack/chaos/soak). */
@@ -76,6 +88,32 @@ export async function inject(
       await sleep(frozen);
       agent.child.kill("SIGCONT");
       return `SIGSTOP agent ${name} for ${frozen} ms`;
+    }
+    case "tunnel-half-open": {
+      const name = random.pick(Object.keys(world.agents).sort()) as keyof World["agents"];
+      const agent = world.agents[name];
+      // Past the SSH keepalive (10 s × 2) on both ends: each drops the silent connection.
+      const silent = 20_000 + random.int(20_000);
+      const tunnel = agent.child.pid
+        ? await tunnelOf(
+            agent.child.pid,
+            world.hub.map((h) => h.ssh),
+          )
+        : undefined;
+      if (!tunnel) return undefined;
+      const heal = await dropTunnel(tunnel);
+      await sleep(silent);
+      await heal();
+      return `half-open tunnel of agent ${name} (:${tunnel.local} → :${tunnel.remote}) for ${silent} ms`;
+    }
+    case "nodeserver": {
+      const name = random.pick(Object.keys(world.nodeservers).sort()) as keyof World["nodeservers"];
+      const nodeserver = world.nodeservers[name];
+      world.intended.add(nodeserver.child);
+      await killed(nodeserver.child);
+      await sleep(down);
+      nodeserver.restart();
+      return `kill -9 nodeserver ${name}, restarted after ${down} ms`;
     }
     case "apiserver": {
       const name = `fleet-${1 + random.int(2)}-kube-apiserver`;

@@ -84,8 +84,6 @@ function run(cmd: string, args: string[]): Promise<string> {
   });
 }
 
-const lines = (text: string) => text.split("\n").filter((l) => l.trim() !== "").length;
-
 /**
  * The counts a leak grows. Processes and fds: the soak's own process and every process below it
  * or in `extraPids` (the fleet's), but not task processes (their process groups hold the marker;
@@ -130,7 +128,8 @@ export async function counts(marker: string, tmpRoot: string, extraPids: number[
     fds,
     logWriters: all.filter(isLogWriter).length,
     netns: namespaces.size,
-    iptables: lines(await run("iptables-save", [])),
+    // rules only: the table skeleton iptables-save prints once a table exists is no leak
+    iptables: (await run("iptables-save", [])).split("\n").filter((l) => l.startsWith("-A ")).length,
     tempDirs: (await readdir(tmpRoot).catch(() => [])).length,
   };
 }

@@ -7,6 +7,7 @@ import { chmod, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Test } from "tap";
+import { readNodeserverStats } from "../../operators/agent/index.ts";
 import type { Echo } from "../../tests/helpers/hub-processes.ts";
 import {
   applyChange,
@@ -289,6 +290,13 @@ async function check(
   for (const [name, agent] of Object.entries(world.agents))
     if (agent.child.exitCode !== null || agent.child.signalCode !== null)
       problems.push(`agent ${name} is down`);
+  // Each nodeserver (restarted after its kill) serves again, on the peers state it read anew.
+  for (const [name, nodeserver] of Object.entries(world.nodeservers)) {
+    const stats = await readNodeserverStats(join(nodeserver.socketDir, "nodeserver.sock"), 15_000).catch(
+      (error: Error) => error,
+    );
+    if (stats instanceof Error) problems.push(`nodeserver ${name} does not answer /stats: ${stats.message}`);
+  }
   const source = (await hubs.api(hub, "/api/v1/source")) as { lastAppliedRevision?: string } | undefined;
   if (source?.lastAppliedRevision !== valid.sha)
     problems.push(

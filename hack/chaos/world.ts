@@ -4,6 +4,9 @@
 // store's CRDs in a group of their own, kube-store.ts), a process-runtime agent for the cluster
 // "local" and a kubernetes-runtime agent for each of two clusters of a hack/kube fleet (fleet.ts).
 import type { ChildProcess } from "node:child_process";
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { CoreV1Api } from "@kubernetes/client-node";
 import type { Test } from "tap";
 import { type FleetCluster, fleetClusters, testNamespace } from "../../tests/helpers/fleet.ts";
@@ -15,6 +18,7 @@ import {
   hubProcesses,
 } from "../../tests/helpers/hub-processes.ts";
 import { kubeStoreFixture } from "../../tests/helpers/kube-store.ts";
+import { startSecretNodeserver } from "../../tests/helpers/nodeserver-process.ts";
 import { onRealServers, waitFor } from "../../tests/helpers/wait-for.ts";
 import { clusterFiles } from "./commits.ts";
 
@@ -25,6 +29,8 @@ export interface World {
   /** The flags each hub was started with (a restart uses them again). */
   hubFlags: Map<HubProcess, string[]>;
   agents: Record<"local" | "kwok-1" | "kwok-2", AgentProcess>;
+  /** One `rlark nodeserver --peers-secret` per kwok cluster, as its DaemonSet runs it on a node. */
+  nodeservers: Record<"kwok-1" | "kwok-2", NodeserverProcess>;
   kwok: [FleetCluster, FleetCluster];
   /** The namespace the kwok clusters' workloads go to (on both). */
   namespace: string;
@@ -35,6 +41,14 @@ export interface World {
   selfExits: string[];
   /** Stops the supervisor. */
   stopSupervising(): void;
+}
+
+export interface NodeserverProcess {
+  child: ChildProcess;
+  /** Where it serves nodeserver.sock (GET /stats). */
+  socketDir: string;
+  /** Starts it again, as the DaemonSet's pod would be; returns the new child. */
+  restart(): ChildProcess;
 }
 
 /** Slow enough for two busy cores: the hubs' timings as shipped (Lease 10 s). */
@@ -90,6 +104,7 @@ export async function startWorld(
     hub: [a, b],
     hubFlags: flagsOf,
     agents: {} as World["agents"],
+    nodeservers: {} as World["nodeservers"],
     kwok,
     namespace,
     marker,
@@ -111,13 +126,38 @@ export async function startWorld(
   world.agents.local = await enroll(world, "local", []);
   world.agents["kwok-1"] = await enroll(world, "kwok-1", kube(kwok[0]));
   world.agents["kwok-2"] = await enroll(world, "kwok-2", kube(kwok[1]));
+  // Each reads the peers Secret its cluster's agent writes (rlark-domain-peers in the namespace).
+  for (const [name, cluster] of [
+    ["kwok-1", kwok[0]],
+    ["kwok-2", kwok[1]],
+  ] as const) {
+    const socketDir = await mkdtemp(join(tmpdir(), `${marker}-nodeserver-`));
+    const start = () =>
+      startSecretNodeserver(t, {
+        socketDir,
+        namespace,
+        kubeconfig: cluster.kubeconfig,
+        onStderr: (text) => {
+          for (const line of text.split("\n")) if (line) echo(`[nodeserver ${name}] ${line}\n`);
+        },
+      });
+    const nodeserver: NodeserverProcess = {
+      child: start(),
+      socketDir,
+      restart() {
+        nodeserver.child = start();
+        return nodeserver.child;
+      },
+    };
+    world.nodeservers[name] = nodeserver;
+  }
   return world;
 }
 
 /**
  * An agent enrolled and Online. An agent whose enrollment is cut (the hub killed or its Lease
- * lost meanwhile: "read ECONNRESET") exits and cannot start again without a token: that is
- * reported in `selfExits` and it is enrolled again with a new token.
+ * lost meanwhile) tries again by itself with the same token and key; one that still exits (every
+ * attempt cut) is reported in `selfExits` and enrolled again with a new token.
  */
 async function enroll(world: World, cluster: string, args: string[]): Promise<AgentProcess> {
   const [a, b] = world.hub;
@@ -163,6 +203,14 @@ function supervise(world: World): () => void {
           `hub ${hub.name} exited by itself (${hub.child!.exitCode ?? hub.child!.signalCode})`,
         );
         world.hubs.start(hub, world.hubFlags.get(hub));
+      }
+    }
+    for (const [name, nodeserver] of Object.entries(world.nodeservers)) {
+      if (exited(nodeserver.child) && !world.intended.has(nodeserver.child)) {
+        world.selfExits.push(
+          `nodeserver ${name} exited by itself (${nodeserver.child.exitCode ?? nodeserver.child.signalCode})`,
+        );
+        nodeserver.restart();
       }
     }
     for (const [name, agent] of Object.entries(world.agents)) {

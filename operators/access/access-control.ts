@@ -11,7 +11,7 @@ import {
   teamsOfUser,
   type User,
 } from "../api/index.ts";
-import type { Store, Watch } from "../lib/store/index.ts";
+import { type KeptWatch, keepWatching, type Store } from "../lib/store/index.ts";
 import {
   type AccessDecision,
   type AccessTarget,
@@ -134,9 +134,10 @@ export class AccessControl {
 
   /** Calls `listener` after any change that could change a decision. Resolves to a stop function. */
   async onChange(listener: () => void): Promise<() => void> {
-    const watches: Watch[] = [];
+    const watches: KeptWatch[] = [];
+    // Kept open: a watch that ended (an apiserver restart) would let a revoked grant live on.
     for (const kind of KINDS_THAT_DECIDE) {
-      watches.push(await this.#store.watch(kind, {}, () => listener()));
+      watches.push(await keepWatching(this.#store, kind, () => listener(), { onResync: listener }));
     }
     return () => {
       for (const watch of watches) watch.stop();

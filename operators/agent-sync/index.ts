@@ -9,8 +9,8 @@ import { type Clock, systemClock, type TimerId } from "../lib/clock.ts";
 import { type KubeObject, kindKey, kindKeyOf, parseKindKey } from "../lib/kube-object.ts";
 import type { Logger } from "../lib/logger.ts";
 import type { SealKeyring } from "../lib/seal/index.ts";
-import type { Store, Watch } from "../lib/store/index.ts";
-import { modify } from "../lib/store/index.ts";
+import type { KeptWatch, Store } from "../lib/store/index.ts";
+import { keepWatching, modify } from "../lib/store/index.ts";
 import type { AgentMessage, AgentSession, ClusterState, ConnectivityTest } from "../lib/tunnel/index.ts";
 import { desiredForCluster, hasCleanupFinalizer } from "./desired-set.ts";
 import { pingMeshOf, withCondition } from "./pingmesh.ts";
@@ -26,6 +26,12 @@ export interface AgentSyncOptions {
   logger: Logger;
   /** Quiet time before a burst of store changes becomes one delta. */
   debounceMs?: number;
+  /**
+   * Every this often each connected agent's desired set is compared with what it was sent, and a
+   * delta goes out if they differ (none if not): the sync converges even on a change whose store
+   * event never came. Default 30 s; 0: never.
+   */
+  resyncMs?: number;
   /** Drives the delta debounce and the status timestamps; tests pass a FakeClock. */
   clock?: Clock;
   /**
@@ -51,7 +57,20 @@ export function createAgentSync(options: AgentSyncOptions): AgentSync {
   const { store, logger } = options;
   const clock = options.clock ?? systemClock;
   const sessions = new Map<string, ClusterSession>();
-  const watches: Watch[] = [];
+  const watches: KeptWatch[] = [];
+  // A store watch opened again after it ended: what changed meanwhile came as no event.
+  const resyncAll = () => {
+    for (const session of sessions.values()) session.schedule();
+  };
+  let resyncTimer: TimerId | undefined;
+  const resyncMs = options.resyncMs ?? 30_000;
+  const scheduleResync = () => {
+    if (!(resyncMs > 0)) return;
+    resyncTimer = clock.setTimeout(() => {
+      resyncAll();
+      scheduleResync();
+    }, resyncMs);
+  };
 
   const changed = (object: KubeObject) => {
     const cluster = clusterOf(object.metadata.namespace);
@@ -74,13 +93,17 @@ export function createAgentSync(options: AgentSyncOptions): AgentSync {
   return {
     async start() {
       const resourceVersion = await store.resourceVersion();
+      // Kept open: a watch that ends (an apiserver restart) used to leave every agent that did
+      // not reconnect without deltas for good.
+      const keep = { logger, resourceVersion, onResync: resyncAll };
       for (const kind of WATCHED_KINDS) {
-        watches.push(await store.watch(kind, { resourceVersion }, (event) => changed(event.object)));
+        watches.push(await keepWatching(store, kind, (event) => changed(event.object), keep));
       }
       if (options.sealKeys) {
-        watches.push(await store.watch("SealedSecret", { resourceVersion }, (e) => sealedChanged(e.object)));
-        watches.push(await store.watch("Cluster", { resourceVersion }, (e) => clusterChanged(e.object)));
+        watches.push(await keepWatching(store, "SealedSecret", (e) => sealedChanged(e.object), keep));
+        watches.push(await keepWatching(store, "Cluster", (e) => clusterChanged(e.object), keep));
       }
+      scheduleResync();
     },
     onAgentSession(session) {
       sessions.get(session.cluster)?.dispose();
@@ -101,6 +124,7 @@ export function createAgentSync(options: AgentSyncOptions): AgentSync {
       );
     },
     close() {
+      if (resyncTimer) clock.clearTimeout(resyncTimer);
       for (const watch of watches) watch.stop();
       for (const session of sessions.values()) session.dispose();
       sessions.clear();

@@ -180,15 +180,17 @@ function streamsFor(options: AgentOptions): Record<string, StreamHandler> {
 
 export async function startAgent(options: AgentOptions): Promise<Agent> {
   const clock = options.clock ?? systemClock;
+  const { runtime, logger } = options;
   const credentials = await ensureAgentCredentials({
     store: options.credentials,
     hub: options.hub,
     ...(options.token ? { token: options.token } : {}),
     ...(options.caHash ? { caHash: options.caHash } : {}),
     now: () => clock.now(),
+    onRetry: (error, delayMs) =>
+      logger.warn("enrollment cut short; trying again with the same key", { error: error.message, delayMs }),
   });
   const cluster = credentials.cluster;
-  const { runtime, logger } = options;
   const group = options.group
     ? await startAgentGroup({
         ...options.group,

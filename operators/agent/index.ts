@@ -9,7 +9,7 @@ export {
   startLocalAgent,
 } from "./local-agent.ts";
 // Parsers of what crosses into the agent, entered by hack/fuzz.
-export { parseStats } from "./nodeserver-stats.ts";
+export { parseStats, readNodeserverStats } from "./nodeserver-stats.ts";
 export { nodeObject, podObject } from "./report.ts";
 export { checkRequest, insideNamed, type PolicyOptions } from "./runtimes/shared/sftp-policy.ts";
 export type { NodeOverlay, ObservedNode, ObservedPod, Runtime, RuntimeTask } from "./runtimes/types.ts";

@@ -1,6 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { type Clock, systemClock } from "../lib/clock.ts";
-import type { CertificateAuthority } from "../lib/pki/index.ts";
+import { type CertificateAuthority, sshPublicKeyBlob } from "../lib/pki/index.ts";
 import type { EnrollmentHandler } from "../lib/tunnel/index.ts";
 import type { TokenStore } from "./enrollment-tokens.ts";
 
@@ -41,9 +41,19 @@ function sha256(text: string): string {
   return createHash("sha256").update(text).digest("hex");
 }
 
+/** The id and secret of `rlt.<id>.<secret>`, or a refusal of its shape. */
+function parseToken(token: string): { id: string; secret: string } {
+  const [prefix, id, secret, extra] = token.split(".");
+  if (prefix !== PREFIX || !id || !secret || extra !== undefined)
+    throw new EnrollmentError("malformed token");
+  return { id, secret };
+}
+
 /**
- * Bootstrap tokens (`rlt.<id>.<secret>`): single use, expiring, for a Cluster declared in git.
- * The id finds the record, the secret is compared by hash in constant time.
+ * Bootstrap tokens (`rlt.<id>.<secret>`): expiring, for a Cluster declared in git, and bound to the
+ * first key they enroll. The id finds the record, the secret is compared by hash in constant time.
+ * Until it expires, a token enrolls its first key again with the same certificate (an agent whose
+ * enrollment was cut by a hub kill retries with it) and refuses every other key.
  */
 export function createEnrollment(options: EnrollmentOptions): Enrollment {
   const clock = options.clock ?? systemClock;
@@ -68,15 +78,14 @@ export function createEnrollment(options: EnrollmentOptions): Enrollment {
       };
     },
     async redeem(token) {
-      const [prefix, id, secret, extra] = token.split(".");
-      if (prefix !== PREFIX || !id || !secret || extra !== undefined)
-        throw new EnrollmentError("malformed token");
-      // Taken before it is checked: a wrong secret burns the token, so it cannot be guessed at.
-      const record = options.tokens.take(id);
+      const { id, secret } = parseToken(token);
+      const record = options.tokens.get(id);
       if (!record) throw new EnrollmentError("unknown or already used token");
       const expected = Buffer.from(record.hash, "hex");
       const actual = Buffer.from(sha256(secret), "hex");
       if (expected.length !== actual.length || !timingSafeEqual(expected, actual)) {
+        // A wrong secret burns the token, so it cannot be guessed at.
+        options.tokens.take(id);
         throw new EnrollmentError("token secret does not match");
       }
       if (clock.now() >= record.expiresAt)
@@ -86,14 +95,29 @@ export function createEnrollment(options: EnrollmentOptions): Enrollment {
       }
       return record.cluster;
     },
-    issue(cluster, publicKeyPem) {
-      return options.ca.issue({
-        role: "agent",
-        name: cluster,
-        cluster,
-        publicKey: publicKeyPem,
-        ttlMs: options.certificateTtlMs ?? 30 * DAY,
-      }).certPem;
+    issue(cluster, publicKeyPem, token) {
+      const { id } = parseToken(token);
+      let key: string;
+      try {
+        key = createHash("sha256").update(sshPublicKeyBlob(publicKeyPem)).digest("hex");
+      } catch (err) {
+        throw new EnrollmentError(`the public key is not usable: ${(err as Error).message}`);
+      }
+      const outcome = options.tokens.bind(
+        id,
+        key,
+        clock.now(),
+        () =>
+          options.ca.issue({
+            role: "agent",
+            name: cluster,
+            cluster,
+            publicKey: publicKeyPem,
+            ttlMs: options.certificateTtlMs ?? 30 * DAY,
+          }).certPem,
+      );
+      if ("refused" in outcome) throw new EnrollmentError(outcome.refused);
+      return outcome.certPem;
     },
   };
 }

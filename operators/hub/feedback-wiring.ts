@@ -18,7 +18,7 @@ import {
   type SyncStatusReporter,
 } from "../feedback/index.ts";
 import type { Logger } from "../lib/logger.ts";
-import type { Store, Watch } from "../lib/store/index.ts";
+import { type KeptWatch, keepWatching, type Store } from "../lib/store/index.ts";
 import { DRY_RUN_PURPOSE, MAX_DRY_RUN_ANSWER_BYTES, type TunnelServer } from "../lib/tunnel/index.ts";
 import { loadWebhookSecrets, type WebhookIntake } from "../source/index.ts";
 import type { HubSource } from "./source-wiring.ts";
@@ -112,7 +112,7 @@ export async function createHubFeedback(options: HubFeedbackOptions): Promise<Hu
   let statusWriter: StatusBranchWriter | undefined;
   /** Set by start(): this hub leads. */
   let started = false;
-  const statusWatches: Watch[] = [];
+  const statusWatches: KeptWatch[] = [];
   if (options.statusBranch) {
     const writer = createStatusBranchWriter({
       remote: options.source.repository,
@@ -127,11 +127,13 @@ export async function createHubFeedback(options: HubFeedbackOptions): Promise<Hu
     // Only the leader commits status: a standby's store sees every change the leader makes, and
     // committing them too raced the leader's pushes on the status branch (found by the chaos
     // soak). The watches run from the start; what they see is written once start() has run.
+    // Kept open: a watch that ended (an apiserver restart) used to stop status commits for good.
+    const notify = () => {
+      if (started) writer.notify();
+    };
     for (const kind of STATUS_KINDS) {
       statusWatches.push(
-        await store.watch(kind, { resourceVersion }, () => {
-          if (started) writer.notify();
-        }),
+        await keepWatching(store, kind, notify, { logger, resourceVersion, onResync: notify }),
       );
     }
     statusWriter = writer;

@@ -4,14 +4,18 @@ import t from "tap";
 import { createEnrollment } from "../../operators/hub/enrollment.ts";
 import { fileTokenStore, memoryTokenStore } from "../../operators/hub/enrollment-tokens.ts";
 import { FakeClock } from "../../operators/lib/clock.ts";
-import { certificateFingerprint, openCertificateAuthority } from "../../operators/lib/pki/index.ts";
+import {
+  certificateFingerprint,
+  generateKeyPair,
+  openCertificateAuthority,
+} from "../../operators/lib/pki/index.ts";
 import { enrollAgent, fileCredentialStore } from "../../operators/lib/tunnel/index.ts";
 import { HOUR, startTunnelHub, tempDir } from "../lib/tunnel/fixture.ts";
 
 const declared = new Set(["beijing", "shanghai"]);
 const clusterExists = (name: string) => declared.has(name);
 
-t.test("a token is single use, expires, and only exists for a Cluster declared in git", async (t) => {
+t.test("a token enrolls one key, expires, and only exists for a Cluster declared in git", async (t) => {
   const clock = new FakeClock(Date.UTC(2026, 0, 1));
   const ca = openCertificateAuthority({ dataDir: await tempDir() });
   const enrollment = createEnrollment({ ca, tokens: memoryTokenStore(), clusterExists, clock });
@@ -19,9 +23,22 @@ t.test("a token is single use, expires, and only exists for a Cluster declared i
   t.match(created.token, /^rlt\.[0-9a-f]{12}\.[A-Za-z0-9_-]{43}$/);
   t.equal(created.caFingerprint, ca.fingerprint);
   t.equal(await enrollment.redeem(created.token), "beijing");
+  const key = generateKeyPair();
+  const cert = await enrollment.issue("beijing", key.publicKeyPem, created.token);
+  t.equal(ca.verify(cert, { role: "agent", cluster: "beijing" }).cluster, "beijing");
+  // A retry (the first answer lost with a hub killed) with the same key: the same certificate.
+  t.equal(await enrollment.redeem(created.token), "beijing");
+  t.equal(await enrollment.issue("beijing", key.publicKeyPem, created.token), cert, "the same answer");
   await t.rejects(
-    Promise.resolve().then(() => enrollment.redeem(created.token)),
-    /already used/,
+    Promise.resolve().then(() => enrollment.issue("beijing", generateKeyPair().publicKeyPem, created.token)),
+    /already used to enroll another key/,
+    "another key is refused",
+  );
+  clock.advance(HOUR);
+  await t.rejects(
+    Promise.resolve().then(() => enrollment.issue("beijing", key.publicKeyPem, created.token)),
+    /expired/,
+    "not past the token's lifetime",
   );
 
   const expiring = await enrollment.createToken({ cluster: "beijing", ttlMs: HOUR });
@@ -45,6 +62,22 @@ t.test("a token is single use, expires, and only exists for a Cluster declared i
   );
 });
 
+t.test("binding a token to its key is atomic across processes sharing the token file", async (t) => {
+  const dir = await tempDir();
+  const path = join(dir, "tokens.json");
+  const ca = openCertificateAuthority({ dataDir: dir });
+  const one = createEnrollment({ ca, tokens: fileTokenStore(path), clusterExists });
+  const two = createEnrollment({ ca, tokens: fileTokenStore(path), clusterExists });
+  const { token } = await one.createToken({ cluster: "beijing", ttlMs: HOUR });
+  const key = generateKeyPair();
+  const cert = await one.issue("beijing", key.publicKeyPem, token);
+  t.equal(await two.issue("beijing", key.publicKeyPem, token), cert, "the other process answers the same");
+  await t.rejects(
+    Promise.resolve().then(() => two.issue("beijing", generateKeyPair().publicKeyPem, token)),
+    /another key/,
+  );
+});
+
 t.test("the token file holds only hashes, is 0600, and is shared between processes", async (t) => {
   const dir = await tempDir();
   const path = join(dir, "tokens.json");
@@ -57,9 +90,10 @@ t.test("the token file holds only hashes, is 0600, and is shared between process
   const secret = created.token.split(".")[2]!;
   t.notOk(readFileSync(path, "utf8").includes(secret), "the secret is not on disk");
   t.equal(await hub.redeem(created.token), "beijing");
+  await hub.issue("beijing", generateKeyPair().publicKeyPem, created.token);
   await t.rejects(
-    Promise.resolve().then(() => cli.redeem(created.token)),
-    /already used/,
+    Promise.resolve().then(() => cli.issue("beijing", generateKeyPair().publicKeyPem, created.token)),
+    /another key/,
   );
 });
 
@@ -89,8 +123,8 @@ t.test(
 
     await t.rejects(
       enrollAgent({ hub: hub.address, token, caHash: caFingerprint }),
-      /authentication methods failed/,
-      "the token cannot be used twice",
+      /already used to enroll another key/,
+      "the token cannot enroll a second key",
     );
   },
 );

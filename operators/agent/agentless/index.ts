@@ -13,7 +13,7 @@ import { type Clock, systemClock } from "../../lib/clock.ts";
 import { ApplyLoop, type RunResult } from "../../lib/controller/loop/index.ts";
 import type { Logger } from "../../lib/logger.ts";
 import { clusterKubeconfigContext, type SealKeyring } from "../../lib/seal/index.ts";
-import { modify, type Store, type Watch } from "../../lib/store/index.ts";
+import { type KeptWatch, keepWatching, modify, type Store } from "../../lib/store/index.ts";
 import { type CredentialStore, fileCredentialStore } from "../../lib/tunnel/index.ts";
 import { type Agent, startAgent } from "../agent.ts";
 import { describeApiError } from "../runtimes/kubernetes/api-error.ts";
@@ -91,7 +91,7 @@ export class AgentlessClusters {
   /** Each Cluster's generation and deletion as last seen: status writes start no pass. */
   readonly #seen = new Map<string, string>();
   readonly #testing = new Map<string, Promise<ConnectivityTest & { kubernetesVersion?: string }>>();
-  #watch: Watch | undefined;
+  #watch: KeptWatch | undefined;
 
   constructor(options: AgentlessOptions) {
     this.#options = options;
@@ -117,14 +117,20 @@ export class AgentlessClusters {
   async start(): Promise<void> {
     const { store } = this.#options;
     const resourceVersion = await store.resourceVersion();
-    this.#watch = await store.watch("Cluster", { resourceVersion }, ({ type, object }) => {
-      const name = object.metadata.name;
-      const seen = `${object.metadata.generation}|${object.metadata.deletionTimestamp ?? ""}`;
-      if (type !== "DELETED" && this.#seen.get(name) === seen) return;
-      if (type === "DELETED") this.#seen.delete(name);
-      else this.#seen.set(name, seen);
-      this.#loop.kick();
-    });
+    // Kept open: a watch that ended (an apiserver restart) would miss every later Cluster change.
+    this.#watch = await keepWatching(
+      store,
+      "Cluster",
+      ({ type, object }) => {
+        const name = object.metadata.name;
+        const seen = `${object.metadata.generation}|${object.metadata.deletionTimestamp ?? ""}`;
+        if (type !== "DELETED" && this.#seen.get(name) === seen) return;
+        if (type === "DELETED") this.#seen.delete(name);
+        else this.#seen.set(name, seen);
+        this.#loop.kick();
+      },
+      { resourceVersion, logger: this.#options.logger, onResync: () => this.#loop.kick() },
+    );
     await this.#loop.set();
   }
 

@@ -39,6 +39,7 @@ export {
   StoreError,
   type StoreErrorCode,
 } from "./errors.ts";
+export { type KeepWatchingOptions, type KeptWatch, keepWatching } from "./keep-watching.ts";
 export { keyOf, objectKey, parseKey } from "./keys.ts";
 export {
   type KubernetesResource,

@@ -1,5 +1,5 @@
-import { existsSync, readFileSync } from "node:fs";
-import { writeFileAtomic } from "../pki/index.ts";
+import { existsSync, readFileSync, rmSync } from "node:fs";
+import { generateKeyPair, type KeyPair, publicKeyPem, writeFileAtomic } from "../pki/index.ts";
 
 /** What an enrolled agent keeps: its key, its certificate, the CA it trusts and the hub it met. */
 export interface AgentCredentials {
@@ -23,6 +23,12 @@ export interface AgentCredentials {
 export interface CredentialStore {
   load(): Promise<AgentCredentials | undefined>;
   save(credentials: AgentCredentials): Promise<void>;
+  /**
+   * The key to enroll with, made on first use and kept until save(): an agent restarted after an
+   * enrollment cut short (a hub killed) asks again with the same key, which the hub certifies
+   * again for the same token. Without it the key lives as long as the process.
+   */
+  enrollmentKey?(): Promise<KeyPair>;
 }
 
 export function parseCredentials(value: unknown, where: string): AgentCredentials {
@@ -46,6 +52,7 @@ export function parseCredentials(value: unknown, where: string): AgentCredential
 
 /** One JSON file, mode 0600, replaced atomically so a crash mid-renewal keeps the old identity. */
 export function fileCredentialStore(path: string): CredentialStore {
+  const pending = `${path}.enrolling.key`;
   return {
     async load() {
       if (!existsSync(path)) return undefined;
@@ -53,6 +60,20 @@ export function fileCredentialStore(path: string): CredentialStore {
     },
     async save(credentials) {
       writeFileAtomic(path, `${JSON.stringify(credentials, null, 2)}\n`, 0o600);
+      rmSync(pending, { force: true });
+    },
+    async enrollmentKey() {
+      if (existsSync(pending)) {
+        const privateKeyPem = readFileSync(pending, "utf8");
+        try {
+          return { privateKeyPem, publicKeyPem: publicKeyPem(privateKeyPem) };
+        } catch {
+          // unreadable (cut mid-write before the atomic rename existed): a fresh one
+        }
+      }
+      const keys = generateKeyPair();
+      writeFileAtomic(pending, keys.privateKeyPem, 0o600);
+      return keys;
     },
   };
 }

@@ -33,7 +33,7 @@ export {
   parseDryRunRequest,
 } from "./dry-run.ts";
 export { type EnrollOptions, enrollAgent } from "./enroll-client.ts";
-export { checkHubIdentity, parseHubAddress } from "./hub-identity.ts";
+export { checkHubIdentity, parseHubAddress, parseHubAddresses } from "./hub-identity.ts";
 export { DEFAULT_MAX_STARTUPS, type MaxStartups, parseMaxStartups } from "./max-startups.ts";
 export { MessageChannel, type MessageChannelOptions } from "./message-channel.ts";
 export { encodeLine, LineSplitter, LineTooLongError } from "./ndjson.ts";

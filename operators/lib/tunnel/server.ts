@@ -46,10 +46,13 @@ export type ClusterState = "Online" | "Offline";
 
 /** What the hub's enrollment glue provides (operators/hub/enrollment.ts). */
 export interface EnrollmentHandler {
-  /** Checks and consumes a bootstrap token; returns its cluster or throws. */
+  /** Checks a bootstrap token; returns its cluster or throws. */
   redeem(token: string): Promise<string> | string;
-  /** Issues the agent certificate for `cluster` over `publicKeyPem`. */
-  issue(cluster: string, publicKeyPem: string): Promise<string> | string;
+  /**
+   * Issues the agent certificate for `cluster` over `publicKeyPem` with `token` (redeemed): the
+   * token's first key is certified, again with the same certificate on a retry; other keys throw.
+   */
+  issue(cluster: string, publicKeyPem: string, token: string): Promise<string> | string;
 }
 
 /**
@@ -127,6 +130,8 @@ interface UserAuth {
 interface EnrollAuth {
   kind: "enroll";
   cluster: string;
+  /** Kept for issue(), which binds the token to the key it certifies. */
+  token: string;
   used: boolean;
 }
 type ConnState = {
@@ -480,7 +485,7 @@ export class TunnelServer {
             .then(
               (cluster) => {
                 this.#log.info("bootstrap token redeemed", { ip, cluster });
-                accept({ kind: "enroll", cluster, used: false });
+                accept({ kind: "enroll", cluster, token, used: false });
               },
               (err: Error) => {
                 this.#log.warn("bootstrap token refused", { ip, reason: err.message });
@@ -633,7 +638,7 @@ export class TunnelServer {
     channel.on("invalid", (err) => this.#log.warn("invalid enrollment request", { error: err.message }));
     channel.once("message", (request) => {
       Promise.resolve()
-        .then(() => enrollment.issue(auth.cluster, request.publicKey))
+        .then(() => enrollment.issue(auth.cluster, request.publicKey, auth.token))
         .then(
           (cert) => {
             this.#log.info("agent enrolled", { cluster: auth.cluster });
