@@ -1,3 +1,5 @@
 module rlark.io/rlark-net
 
-go 1.22
+go 1.24.0
+
+require golang.org/x/crypto v0.48.0
