@@ -139,9 +139,9 @@ export interface Bastion {
   commit(files: Record<string, string | null>): Promise<void>;
 }
 
-/** The hub options of RLARK_TEST_SSH_FRONT=go (none otherwise). */
-export function sshFrontOptions(): Partial<HubOptions> {
-  if (process.env.RLARK_TEST_SSH_FRONT !== "go") return {};
+/** The hub options of RLARK_TEST_SSH_FRONT=go (none otherwise), or of the front `always`. */
+export function sshFrontOptions(always = false): Partial<HubOptions> {
+  if (!always && process.env.RLARK_TEST_SSH_FRONT !== "go") return {};
   const root = path.resolve(import.meta.dirname, "../..");
   const rlarkNet = execFileSync(path.join(root, "hack/network/build-rlark-net"), { encoding: "utf8" }).trim();
   return { sshFront: "127.0.0.1:0", rlarkNet };

@@ -153,7 +153,9 @@ export function createFrontEngine(options: {
       child?.kill("SIGKILL");
     });
   });
-  const dataServer = net.createServer((socket) => {
+  // Half-open: a client's EOF (an `ssh -L` reader that shuts its write side at once) must not
+  // end the direction still carrying the pod's bytes to it.
+  const dataServer = net.createServer({ allowHalfOpen: true }, (socket) => {
     socket.on("error", () => {});
     let head = Buffer.alloc(0);
     const onData = (chunk: Buffer) => {

@@ -373,7 +373,8 @@ func (f *front) session(conn uint64, nc ssh.NewChannel) {
 		case "exec":
 			var s struct{ Command string }
 			ssh.Unmarshal(r.Payload, &s)
-			r.Reply(false, nil)
+			// Accepted, then answered as the ssh2 port answers a refusal: a line and status 1.
+			r.Reply(true, nil)
 			if legacyScp(s.Command) {
 				f.send(frontMsg{Op: "refused", Conn: conn, Verb: "files", Reason: "legacy scp (-O) is not served; scp's default SFTP mode is"})
 			}
@@ -381,7 +382,7 @@ func (f *front) session(conn uint64, nc ssh.NewChannel) {
 			exit(ch, 1)
 			return
 		case "shell":
-			r.Reply(false, nil)
+			r.Reply(true, nil)
 			ch.Stderr().Write([]byte("rlark: this port serves SFTP and port forwarding; shells and commands are on the hub's SSH port\r\n"))
 			exit(ch, 1)
 			return
