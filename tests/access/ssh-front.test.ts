@@ -26,6 +26,8 @@ const POD = "vision-main-0";
 const IDLE = 1000;
 /** What the front may hold in resident memory with them (Go's runtime alone is ~10 MiB). */
 const IDLE_RSS_BYTES = 96 * 1024 * 1024;
+/** Longest an `ls` over SFTP may take before it counts as hung (not a performance bound). */
+const SFTP_TIMEOUT_MS = 120_000;
 
 interface Line {
   level: string;
@@ -77,11 +79,13 @@ t.test(
       t.equal(statSync(path.join(dir, name)).mode & 0o777, 0o600, `${name} is 0600`);
     t.equal(statSync(dir).mode & 0o777, 0o700, "in a 0700 folder");
 
+    // Bounded: a session that hangs fails (killed, code null) instead of holding the test.
     const sftp = (user = "alice", args = b.sshArgs(user)) =>
       run(
         "sftp",
         [...args.map((a) => (a === "-p" ? "-P" : a)), "-b", "-", `${user}+${POD}@127.0.0.1`],
         "ls\n",
+        { timeout: SFTP_TIMEOUT_MS },
       );
     const listed = await sftp();
     t.equal(listed.code, 0, `sftp through the front: ${listed.stderr}`);
@@ -109,6 +113,7 @@ t.test(
     );
     t.teardown(() => open.kill());
     await waitFor("the open SFTP session admitted", () => hub.bastion.open === 1, onRealServers);
+    t.equal(open.exitCode, null, "the SFTP session is open before the kill");
     const exited = new Promise((resolve) => open.once("exit", resolve));
     process.kill(pid, "SIGKILL");
     await exited;
@@ -162,6 +167,6 @@ t.test(
     const rss = rssBytes(now);
     t.ok(rss < IDLE_RSS_BYTES, `${IDLE} idle connections: ${(rss / 2 ** 20).toFixed(1)} MiB resident`);
     const during = await sftp();
-    t.equal(during.code, 0, "an SFTP session beside them works");
+    t.equal(during.code, 0, `an SFTP session beside them works: ${during.stderr}`);
   },
 );

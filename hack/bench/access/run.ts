@@ -244,6 +244,8 @@ spec:
       mbs: { hub: [], front: [], sshd: [], jump: [] } as Record<Side, number[]>,
       hubCpu: [] as number[],
       frontCpu: [] as number[],
+      /** rlark-net ssh-front's own share of frontCpu. */
+      frontGoCpu: [] as number[],
       jumpCpu: [] as number[],
       /** Both sshd of the jump path (the jump host and the one behind it), and sshd alone. */
       jumpPathCpu: [] as number[],
@@ -264,8 +266,11 @@ spec:
         // This process is the hub and the agent's thread; clients, sshd, socat and sftp-server are
         // other processes. CPU per GB hardly moves with other work on the machine, unlike MB/s.
         if (side === "hub") out.hubCpu.push((used.user + used.system) / 1e6 / (mb / 1000));
-        if (side === "front")
-          out.frontCpu.push(((used.user + used.system) / 1e6 + frontCpu() - frontBefore) / (mb / 1000));
+        if (side === "front") {
+          const goUsed = frontCpu() - frontBefore;
+          out.frontCpu.push(((used.user + used.system) / 1e6 + goUsed) / (mb / 1000));
+          out.frontGoCpu.push(goUsed / (mb / 1000));
+        }
         if (side === "sshd" || side === "jump") {
           // sshd's per-connection processes count once they have exited and been reaped.
           await untilNoChildren(jumpPid);
@@ -305,7 +310,7 @@ spec:
     console.log(`ratio      ${(best.hub / best.jump).toFixed(2)}x jump host   (per round: ${each("jump")})`);
     console.log(
       `front      ${(best.front / best.jump).toFixed(2)}x jump host   (per round: ${each("jump", "front")}), ` +
-        `CPU s/GB hub+agent+ssh-front ${median(result.frontCpu).toFixed(2)}`,
+        `CPU s/GB hub+agent+ssh-front ${median(result.frontCpu).toFixed(2)} (ssh-front alone ${median(result.frontGoCpu).toFixed(2)})`,
     );
     console.log(
       `CPU s/GB   hub+agent ${median(result.hubCpu).toFixed(2)}, jump host's sshd ${median(result.jumpCpu).toFixed(2)}, ` +
@@ -394,7 +399,7 @@ spec:
       for (let i = 0; i < 600; i++) {
         const { seconds, bytes } = await socatSink(local);
         if (bytes === BYTES) return seconds;
-        if (bytes !== 0) throw new Error(`forward received ${bytes} of ${BYTES} bytes`);
+        if (bytes !== 0) throw new Error(`forward through port ${port} received ${bytes} of ${BYTES} bytes`);
         await sleep(100);
       }
       throw new Error("ssh -L never listened");

@@ -178,20 +178,25 @@ export function createSshFront(options: SshFrontOptions): SshFront {
     granted.delete(stream);
     clearTimeout(entry.timer);
     const { live, agent } = entry;
-    live.onEnd(() => socket.destroy());
+    // An access ended by the service (revoked, idle, limits) or by an error goes at once; one that
+    // ended by itself keeps its socket until the last bytes are written.
+    live.onEnd((result) => {
+      if (result !== "ok") socket.destroy();
+    });
     relayBytes(socket, agent, (n) => live.count("in", n));
     relayBytes(agent, socket, (n) => live.count("out", n));
     socket.resume();
     socket.on("close", () => live.end("ok"));
     agent.on("error", (error: Error) => live.end("error", error.message));
     agent.on("close", () => {
-      // Ended cleanly, the socket carries its last bytes to the front, which ends the channel
-      // (with exit status 0 for SFTP); closed abruptly, the channel is cut.
+      // Ended cleanly, the socket carries its last bytes to the front, which then ends the
+      // channel (with exit status 0 for SFTP); closed abruptly, the channel is cut.
       if (!socket.writableEnded) {
         engine.cut(stream);
         socket.destroy();
-      }
-      live.end("ok");
+        live.end("ok");
+      } else if (socket.writableFinished) live.end("ok");
+      else socket.once("finish", () => live.end("ok"));
     });
   };
 
