@@ -116,8 +116,12 @@ t.test(
     t.equal(open.exitCode, null, "the SFTP session is open before the kill");
     const exited = new Promise((resolve) => open.once("exit", resolve));
     process.kill(pid, "SIGKILL");
+    // sftp in batch mode reads its next command before it looks at the connection again.
+    open.stdin?.end("pwd\n");
     await exited;
-    t.pass("the open SFTP session ended with the process");
+    t.pass("the open SFTP session's client ended with the process");
+    await waitFor("the hub ended the access", () => hub.bastion.open === 0, onRealServers);
+    t.pass("and the hub ended (and audited) that access");
     await waitFor(
       "a new rlark-net ssh-front",
       () => {
