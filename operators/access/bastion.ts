@@ -2,15 +2,15 @@
 // object, name a pod in the login (`alice+trainer-0`), and get a shell, an allowlisted command,
 // SFTP or TCP forwarding to it, carried over the pod's cluster's agent tunnel. Every request is
 // authorized against git's AccessPolicies, audited, and checked again whenever git changes.
-import type { Duplex, Readable, Writable } from "node:stream";
+import type { Duplex, Writable } from "node:stream";
 import type { Connection, ServerChannel, Session } from "ssh2";
 import { ACCESS_FILES_PURPOSE, ACCESS_FORWARD_PURPOSE } from "../lib/access-stream/index.ts";
 import { StreamRefused, type UserLogins } from "../lib/tunnel/index.ts";
 import type { ResolvedPod } from "./access-control.ts";
 import type { AccessTarget, AccessVerb } from "./authorize.ts";
-import { PauseReasons } from "./byte-rate.ts";
 import { type LoginName, type PodSelector, parseLoginName, parsePodSelector } from "./login-name.ts";
 import { publicKeyBlob } from "./public-key.ts";
+import { relayBytes } from "./relay-bytes.ts";
 import {
   type AccessSessions,
   describePod,
@@ -317,23 +317,6 @@ export class Bastion implements UserLogins {
   #refused(who: Requester, verb: AccessVerb, target: string, error: string): void {
     this.#sessions.audit(who, { verb, target, start: new Date().toISOString(), result: "refused", error });
   }
-}
-
-/**
- * Copies bytes with backpressure: a slow reader pauses its own writer, nobody else. `count` says
- * how long the user's byte rate holds the writer after each chunk.
- */
-function relayBytes(from: Readable, to: Writable, count: (n: number) => number, beforeEnd = () => {}): void {
-  const holds = new PauseReasons(from);
-  from.on("data", (chunk: Buffer) => {
-    const wait = count(chunk.length);
-    if (!to.write(chunk)) to.once("drain", holds.hold());
-    holds.holdFor(wait);
-  });
-  from.on("end", () => {
-    beforeEnd();
-    to.end();
-  });
 }
 
 /** Tells the client why its session ends, then closes the channel (it may be half gone already). */

@@ -17,6 +17,8 @@ export interface CommonHubFlags {
   domainRelay?: string;
   /** Unset: go where rlark-net is found, else node (the hub says so in its log). */
   domainRelayEngine?: "node" | "go";
+  /** The bastion's Go SSH front for SFTP and ssh -L (ADR 0011); off when unset. */
+  sshFront?: string;
   repo?: string;
   branch: string;
   path: string;
@@ -65,6 +67,10 @@ export function addCommonHubFlags(command: Command, defaults: { interval: string
     )
     .option("--http <host:port>", "address of the HTTP API and dashboard", "127.0.0.1:8080")
     .option("--ssh <host:port>", "address of the SSH endpoint for agent tunnels", defaults.ssh)
+    .option(
+      "--ssh-front <host:port>",
+      "also serve users' SFTP and ssh -L on this address through rlark-net ssh-front (Go; every decision stays the hub's; docs/access.md), e.g. 0.0.0.0:2224",
+    )
     .option(
       "--domain-relay <host:port>",
       "serve the domain relay (mutual TLS) that carries cross-cluster Domain traffic here, e.g. 0.0.0.0:2223",
@@ -262,6 +268,7 @@ export async function hubOptionsFrom(
     }
   }
   if (flags.domainRelay !== undefined) checkHostPort("--domain-relay", flags.domainRelay);
+  if (flags.sshFront !== undefined) checkHostPort("--ssh-front", flags.sshFront);
   const { loadGitCredentials } = await import("../source/index.ts");
   const credentials = await loadGitCredentials({
     tokenFile: flags.gitTokenFile,
@@ -277,6 +284,7 @@ export async function hubOptionsFrom(
     http: flags.http,
     ssh: flags.ssh,
     ...(flags.domainRelay ? { domainRelay: flags.domainRelay } : {}),
+    ...(flags.sshFront ? { sshFront: flags.sshFront } : {}),
     ...(flags.domainRelay && flags.domainRelayEngine ? { domainRelayEngine: flags.domainRelayEngine } : {}),
     repo: flags.repo,
     branch: flags.branch,

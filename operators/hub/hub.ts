@@ -18,6 +18,7 @@ import {
   type WebTerminalOptions,
   webTerminalRoute,
 } from "../access/index.ts";
+import { createSshFront, type SshFront } from "../access/ssh-front/index.ts";
 import { createAgentSync } from "../agent-sync/index.ts";
 import { hubOpens } from "../api/index.ts";
 import { AddonCatalogHolder } from "../controllers/addon/index.ts";
@@ -29,6 +30,7 @@ import { type HttpServerLimits, loadOrCreateAdminToken, type Route } from "../li
 import { LeaderElection } from "../lib/leader-election.ts";
 import { jsonLogger, type Logger } from "../lib/logger.ts";
 import { Registry } from "../lib/metrics/index.ts";
+import { findRlarkNet } from "../lib/rlark-net-path.ts";
 import { SealKeyring } from "../lib/seal/index.ts";
 import type { Store } from "../lib/store/index.ts";
 import type { TunnelServer, TunnelServerOptions } from "../lib/tunnel/index.ts";
@@ -82,6 +84,11 @@ export interface HubOptions {
    */
   domainRelayEngine?: "node" | "go";
   rlarkNet?: string;
+  /**
+   * host:port of the bastion's Go SSH front (`rlark-net ssh-front`, ADR 0011) for users' SFTP and
+   * `ssh -L`; port 0 picks a free one. Off when unset; the `ssh` port serves everything either way.
+   */
+  sshFront?: string;
   /** Bundles' drift is applied away (default true); false (`--no-self-heal`) only reports it. */
   selfHeal?: boolean;
   /** Controllers to run; default: the Job, Workflow and Domain controllers. */
@@ -140,6 +147,8 @@ export interface Hub {
   httpRoutes: readonly Route[];
   /** host:port of the SSH endpoint agents dial. */
   sshAddress: string;
+  /** The Go SSH front (`sshFront` option), once this hub leads: its address and process. */
+  readonly sshFront: { address: string; process: SshFront } | undefined;
   /** Present with the `dashboard` option. */
   dashboard?: Dashboard;
   /** The CA's fingerprint agents pin at enrollment (`sha256:…`). */
@@ -324,6 +333,8 @@ export async function startHub(options: HubOptions): Promise<Hub> {
   const sshHost = ssh.host === "0.0.0.0" ? "127.0.0.1" : ssh.host;
   let domainRelay: DomainRelay | undefined;
   let domainRelayAddress: string | undefined;
+  let sshFront: SshFront | undefined;
+  let sshFrontAddress: string | undefined;
   // Only the leader writes: controllers, the git source, status commits, code-host feedback, the
   // agent tunnel with the bastion, and the domain relay. A standby serves the read API and the
   // dashboard from the same store.
@@ -331,6 +342,24 @@ export async function startHub(options: HubOptions): Promise<Hub> {
     await agentSync.start();
     await sessions.start();
     sshPort = (await tunnel.server.listen(ssh.port, ssh.host)).port;
+    if (options.sshFront) {
+      const frontAt = splitHostPort(options.sshFront);
+      const binary = options.rlarkNet ?? findRlarkNet();
+      if (!binary)
+        throw new Error(
+          "--ssh-front needs rlark-net (RLARK_NET_BIN, PATH; hack/network/build-rlark-net builds it)",
+        );
+      sshFront = createSshFront({
+        sessions,
+        bastion,
+        binary,
+        dataDir: options.dataDir,
+        hostKeyPath: path.join(options.dataDir, "pki", "host.key"),
+        logger,
+      });
+      const port = await sshFront.listen(frontAt.port, frontAt.host);
+      sshFrontAddress = `${frontAt.host === "0.0.0.0" ? "127.0.0.1" : frontAt.host}:${port}`;
+    }
     if (options.domainRelay) {
       const relayAt = splitHostPort(options.domainRelay);
       domainRelay = createDomainRelay({
@@ -389,6 +418,9 @@ export async function startHub(options: HubOptions): Promise<Hub> {
     get sshAddress() {
       return `${sshHost}:${sshPort}`;
     },
+    get sshFront() {
+      return sshFront && sshFrontAddress ? { address: sshFrontAddress, process: sshFront } : undefined;
+    },
     caFingerprint: tunnel.ca.fingerprint,
     sealKeys,
     ...(http.dashboard ? { dashboard: http.dashboard } : {}),
@@ -418,6 +450,7 @@ export async function startHub(options: HubOptions): Promise<Hub> {
       terminal.close();
       await http.close();
       await domainRelay?.close();
+      await sshFront?.close();
       sessions.stop();
       await tunnel.server.close();
       agentSync.close();

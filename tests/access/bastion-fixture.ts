@@ -1,5 +1,8 @@
 // A hub on git with Users (keys generated here), AccessPolicies and a running Raw pod, a
 // process-runtime agent in this process, and the real OpenSSH client pointed at the hub.
+// With RLARK_TEST_SSH_FRONT=go the bed's `port` is the hub's Go SSH front (rlark-net ssh-front,
+// ADR 0011; built here by hack/network/build-rlark-net): the same files and assertions then cover
+// its SFTP and forwards (it serves no shells: the shell tests are for the ssh2 port).
 import { type ChildProcess, execFileSync, type SpawnOptions, spawn } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { connect, type Socket } from "node:net";
@@ -136,6 +139,14 @@ export interface Bastion {
   commit(files: Record<string, string | null>): Promise<void>;
 }
 
+/** The hub options of RLARK_TEST_SSH_FRONT=go (none otherwise), or of the front `always`. */
+export function sshFrontOptions(always = false): Partial<HubOptions> {
+  if (!always && process.env.RLARK_TEST_SSH_FRONT !== "go") return {};
+  const root = path.resolve(import.meta.dirname, "../..");
+  const rlarkNet = execFileSync(path.join(root, "hack/network/build-rlark-net"), { encoding: "utf8" }).trim();
+  return { sshFront: "127.0.0.1:0", rlarkNet };
+}
+
 export function keygen(dir: string, name: string): { file: string; line: string } {
   const file = path.join(dir, name);
   execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", `${name}@test`, "-f", file]);
@@ -165,6 +176,7 @@ export async function startBastion(
     lines[user] = key.line;
   }
   const running = await startHubOnGit(t, {
+    ...sshFrontOptions(),
     ...options.hub,
     files: { "cluster.yaml": clusterYaml, ...options.files(lines) },
   });
@@ -211,8 +223,11 @@ export async function startBastion(
     );
   }
   const knownHosts = path.join(dir, "known_hosts");
-  await writeFile(knownHosts, `${hub.knownHosts}\n`);
-  const port = Number(hub.sshAddress.split(":")[1]);
+  const front = hub.sshFront;
+  const port = Number((front?.address ?? hub.sshAddress).split(":")[1]);
+  // The front presents the hub's own host key, on its own port.
+  const frontLine = front ? hub.knownHosts.replace(/^\S+/, `[127.0.0.1]:${port}`) : "";
+  await writeFile(knownHosts, `${hub.knownHosts}\n${frontLine ? `${frontLine}\n` : ""}`);
   return {
     running,
     agent,

@@ -15,6 +15,10 @@
 // reader are socat processes, off the hub's event loop; the hub polls git at its default
 // interval (a 500 ms poll spawned git often enough to take 14 % of the hub's loop).
 // The upper bound of each ssh2 hop alone is hops.ts.
+// The hub also runs its Go SSH front (`rlark-net ssh-front`, ADR 0011; the binary
+// hack/network/build-rlark-net builds, or $RLARK_NET_BIN): every transfer is taken a fourth way,
+// through it ("front" below, its CPU counted with the hub's), and ends with two more lines,
+// `sftp via ssh-front: <r>× OpenSSH jump host` and `ssh -L via ssh-front: <r>× OpenSSH jump host`.
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { createReadStream, mkdirSync, openSync, writeFileSync } from "node:fs";
@@ -27,6 +31,7 @@ import { startHub } from "../../../operators/hub/index.ts";
 import { silentLogger } from "../../../operators/lib/logger.ts";
 import { freePort } from "../../../tests/helpers/free-port.ts";
 import {
+  cpuSeconds,
   cpuSecondsWithReaped,
   machineBusySeconds,
   socatSink,
@@ -128,6 +133,9 @@ spec:
     dataDir: path.join(dir, "hub"),
     http: "127.0.0.1:0",
     ssh: "127.0.0.1:0",
+    sshFront: "127.0.0.1:0",
+    rlarkNet:
+      process.env.RLARK_NET_BIN ?? execFileSync("bash", ["hack/network/build-rlark-net"]).toString().trim(),
     repo: `file://${repo}`,
     branch: "main",
     logger: silentLogger,
@@ -214,32 +222,41 @@ spec:
     ["the client's default offer", []],
   ];
   const hubPort = Number(hub.sshAddress.split(":")[1]);
+  const front = hub.sshFront;
+  if (!front) throw new Error("the hub started no SSH front");
+  const frontPort = Number(front.address.split(":")[1]);
+  /** The hub's process and its Go SSH front's: the front path's CPU is both. */
+  const frontCpu = () => cpuSeconds(front.process.pid ?? 0);
   const sftp = (port: number, login: string, remote: string, local: string, options: string[]) => {
     const batch = path.join(dir, "batch");
     writeFileSync(batch, `get ${remote} ${local}\n`);
     return timed("sftp", [...options, "-P", String(port), "-b", batch, `${login}@127.0.0.1`]);
   };
   const mb = BYTES / 1e6;
-  type Side = "hub" | "sshd" | "jump";
-  const SIDES: Side[] = ["hub", "sshd", "jump"];
+  type Side = "hub" | "front" | "sshd" | "jump";
+  const SIDES: Side[] = ["hub", "front", "sshd", "jump"];
   /** Runs each side ROUNDS times, rotating which goes first; MB/s and CPU-s/GB of each run. */
   const rounds = async (
     run: Record<Side, () => Promise<number>>,
     after: () => Promise<void> = async () => {},
   ) => {
     const out = {
-      mbs: { hub: [], sshd: [], jump: [] } as Record<Side, number[]>,
+      mbs: { hub: [], front: [], sshd: [], jump: [] } as Record<Side, number[]>,
       hubCpu: [] as number[],
+      frontCpu: [] as number[],
+      /** rlark-net ssh-front's own share of frontCpu. */
+      frontGoCpu: [] as number[],
       jumpCpu: [] as number[],
       /** Both sshd of the jump path (the jump host and the one behind it), and sshd alone. */
       jumpPathCpu: [] as number[],
       sshdCpu: [] as number[],
-      machineCpu: { hub: [], sshd: [], jump: [] } as Record<Side, number[]>,
+      machineCpu: { hub: [], front: [], sshd: [], jump: [] } as Record<Side, number[]>,
     };
     for (let round = 0; round < ROUNDS; round++) {
-      const order = [...SIDES.slice(round % 3), ...SIDES.slice(0, round % 3)];
+      const order = [...SIDES.slice(round % SIDES.length), ...SIDES.slice(0, round % SIDES.length)];
       for (const side of order) {
         const before = process.cpuUsage();
+        const frontBefore = frontCpu();
         const jumpBefore = cpuSecondsWithReaped(jumpPid);
         const sshdBefore = cpuSecondsWithReaped(sshdPid);
         const machineBefore = machineBusySeconds();
@@ -249,7 +266,12 @@ spec:
         // This process is the hub and the agent's thread; clients, sshd, socat and sftp-server are
         // other processes. CPU per GB hardly moves with other work on the machine, unlike MB/s.
         if (side === "hub") out.hubCpu.push((used.user + used.system) / 1e6 / (mb / 1000));
-        if (side !== "hub") {
+        if (side === "front") {
+          const goUsed = frontCpu() - frontBefore;
+          out.frontCpu.push(((used.user + used.system) / 1e6 + goUsed) / (mb / 1000));
+          out.frontGoCpu.push(goUsed / (mb / 1000));
+        }
+        if (side === "sshd" || side === "jump") {
           // sshd's per-connection processes count once they have exited and been reaped.
           await untilNoChildren(jumpPid);
           await untilNoChildren(sshdPid);
@@ -270,20 +292,26 @@ spec:
   const report = (title: string, result: Awaited<ReturnType<typeof rounds>>, note = "") => {
     const best = {
       hub: Math.max(...result.mbs.hub),
+      front: Math.max(...result.mbs.front),
       sshd: Math.max(...result.mbs.sshd),
       jump: Math.max(...result.mbs.jump),
     };
-    const each = (other: Side) =>
-      result.mbs.hub.map((h, i) => (h / (result.mbs[other][i] ?? h)).toFixed(2)).join(" ");
+    const each = (other: Side, side: Side = "hub") =>
+      result.mbs[side].map((h, i) => (h / (result.mbs[other][i] ?? h)).toFixed(2)).join(" ");
     const runs = (side: Side) => result.mbs[side].map((x) => x.toFixed(1)).join(" ");
     console.log(`== ${title} ==`);
     console.log(`hub+agent  ${best.hub.toFixed(1)} MB/s   (runs: ${runs("hub")})`);
+    console.log(`front      ${best.front.toFixed(1)} MB/s   (runs: ${runs("front")})`);
     console.log(`sshd       ${best.sshd.toFixed(1)} MB/s   (runs: ${runs("sshd")})`);
     console.log(`jump+sshd  ${best.jump.toFixed(1)} MB/s   (runs: ${runs("jump")})`);
     console.log(
       `ratio      ${(best.hub / best.sshd).toFixed(2)}x sshd   (per round: ${each("sshd")}) ${note}`,
     );
     console.log(`ratio      ${(best.hub / best.jump).toFixed(2)}x jump host   (per round: ${each("jump")})`);
+    console.log(
+      `front      ${(best.front / best.jump).toFixed(2)}x jump host   (per round: ${each("jump", "front")}), ` +
+        `CPU s/GB hub+agent+ssh-front ${median(result.frontCpu).toFixed(2)} (ssh-front alone ${median(result.frontGoCpu).toFixed(2)})`,
+    );
     console.log(
       `CPU s/GB   hub+agent ${median(result.hubCpu).toFixed(2)}, jump host's sshd ${median(result.jumpCpu).toFixed(2)}, ` +
         `both sshd of the jump path ${median(result.jumpPathCpu).toFixed(2)}, sshd alone ${median(result.sshdCpu).toFixed(2)} ` +
@@ -294,16 +322,17 @@ spec:
     // cores / that figure: the ceiling of its ratio on this machine, however its work is spread.
     const machine = {
       hub: median(result.machineCpu.hub),
+      front: median(result.machineCpu.front),
       sshd: median(result.machineCpu.sshd),
       jump: median(result.machineCpu.jump),
     };
     const ceiling = (cores / machine.hub) * 1000;
     console.log(
       `machine CPU hub path ${machine.hub.toFixed(2)} s/GB, sshd path ${machine.sshd.toFixed(2)} s/GB, ` +
-        `jump path ${machine.jump.toFixed(2)} s/GB; ` +
+        `jump path ${machine.jump.toFixed(2)} s/GB, front path ${machine.front.toFixed(2)} s/GB; ` +
         `hub path with all ${cores} cores: at most ${ceiling.toFixed(0)} MB/s = ${(ceiling / best.sshd).toFixed(2)}x sshd`,
     );
-    return best.hub / best.jump;
+    return { hub: best.hub / best.jump, front: best.front / best.jump };
   };
   const want = await sha256(file);
   // What the hub and agent spend with nothing to carry: it is in every CPU-per-GB figure too.
@@ -324,6 +353,7 @@ spec:
     const result = await rounds(
       {
         hub: () => sftp(hubPort, `bench+${POD}`, "big.bin", copy, [...common, ...cipher]),
+        front: () => sftp(frontPort, `bench+${POD}`, "big.bin", copy, [...common, ...cipher]),
         sshd: () => sftp(sshdPort, "root", file, copy, [...common, ...cipher]),
         jump: () => sftp(sshdPort, "root", file, copy, jumpConfig(cipher)),
       },
@@ -336,7 +366,11 @@ spec:
       result,
       `(sha256 intact: ${intactAll})`,
     );
-    if (name === CIPHER) summary.push(`sftp: ${ratio.toFixed(2)}× OpenSSH jump host`);
+    if (name === CIPHER)
+      summary.push(
+        `sftp: ${ratio.hub.toFixed(2)}× OpenSSH jump host`,
+        `sftp via ssh-front: ${ratio.front.toFixed(2)}× OpenSSH jump host`,
+      );
   }
 
   // ssh -L: the pod's port sends BYTES to whoever connects, and a reader counts them, both socat
@@ -365,7 +399,7 @@ spec:
       for (let i = 0; i < 600; i++) {
         const { seconds, bytes } = await socatSink(local);
         if (bytes === BYTES) return seconds;
-        if (bytes !== 0) throw new Error(`forward received ${bytes} of ${BYTES} bytes`);
+        if (bytes !== 0) throw new Error(`forward through port ${port} received ${bytes} of ${BYTES} bytes`);
         await sleep(100);
       }
       throw new Error("ssh -L never listened");
@@ -378,11 +412,16 @@ spec:
   for (const [name, cipher] of suites) {
     const result = await rounds({
       hub: () => forward(hubPort, "bench", POD, [...common, ...cipher]),
+      front: () => forward(frontPort, "bench", POD, [...common, ...cipher]),
       sshd: () => forward(sshdPort, "root", "127.0.0.1", [...common, ...cipher]),
       jump: () => forward(sshdPort, "root", "127.0.0.1", jumpConfig(cipher)),
     });
     const ratio = report(`ssh -L, ${mb.toFixed(0)} MB through one connection (${name})`, result);
-    if (name === CIPHER) summary.push(`ssh -L: ${ratio.toFixed(2)}× OpenSSH jump host`);
+    if (name === CIPHER)
+      summary.push(
+        `ssh -L: ${ratio.hub.toFixed(2)}× OpenSSH jump host`,
+        `ssh -L via ssh-front: ${ratio.front.toFixed(2)}× OpenSSH jump host`,
+      );
   }
   for (const line of summary) console.log(line);
 

@@ -56,5 +56,5 @@ export {
   type TunnelServerOptions,
   type UserLogins,
 } from "./server.ts";
-export { AGENT_SUBSYSTEM, DEFAULT_HEARTBEAT_MS } from "./ssh-options.ts";
+export { AGENT_SUBSYSTEM, AGENT_USER_PREFIX, DEFAULT_HEARTBEAT_MS, ENROLL_USER } from "./ssh-options.ts";
 export { type StreamHandler, StreamRefused, serveStream } from "./streams.ts";

@@ -21,6 +21,9 @@
 //	                    the byte path of a nodeserver between clusters: end-to-end TLS to the
 //	                    peer nodeserver and the copy to the pod's stream, started by the
 //	                    nodeserver with a Node IPC channel (datapath.go).
+//	rlark-net ssh-front --listen <host:port> --control <socket> --data <socket> --host-key <file>
+//	                    the byte path of the bastion's user logins (SFTP, ssh -L), started and
+//	                    supervised by the hub; every decision is the hub's (ssh-front.go).
 //	rlark-net icmp-probe
 //	                    ICMP echo for PingMesh: requests on stdin, RTTs on stdout (icmp.go).
 //	rlark-net connect <host:port>
@@ -28,8 +31,7 @@
 //	                    process pod's namespace for an access port-forward to the pod's own
 //	                    loopback): "connected" on stderr once connected, else the error and exit 1.
 //
-// Go standard library only (crypto/tls included): gVisor and tun2socks are not reachable from
-// this build machine.
+// Go standard library (crypto/tls included) and golang.org/x/crypto/ssh (ssh-front only).
 package main
 
 import (
@@ -464,6 +466,8 @@ func main() {
 		runRelay(os.Args[2:])
 	case "nodeserver-data":
 		runNodeserverData()
+	case "ssh-front":
+		runSSHFront()
 	case "icmp-probe":
 		runIcmpProbe()
 	case "connect":
