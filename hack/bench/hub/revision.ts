@@ -2,8 +2,10 @@
 // applier it runs on every git revision: load, validate, apply to a SQLite store; no controllers,
 // no git): one revision of N Jobs (3 tasks each, 100 per file), then one that changes `changed`
 // Jobs, each in a file of its own. Prints wall time, CPU seconds and RSS for each. Asserts
-// nothing (docs/benchmarks/placement-scale.md quotes the figures).
+// nothing (docs/benchmarks/placement-scale.md quotes the figures). `--profile FILE` writes a CPU
+// profile (.cpuprofile, for Chrome's DevTools) of the changed revision alone.
 import { cp, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { Session } from "node:inspector/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { stringify } from "yaml";
@@ -11,8 +13,11 @@ import { silentLogger } from "../../../operators/lib/logger.ts";
 import { openSqliteStore } from "../../../operators/lib/store/index.ts";
 import { createRevisionApplier } from "../../../operators/source/index.ts";
 
-const jobs = Number(process.argv[2] ?? 100_000);
-const changed = Number(process.argv[3] ?? 10);
+const args = process.argv.slice(2);
+const profileAt = args.indexOf("--profile");
+const profileFile = profileAt === -1 ? undefined : args.splice(profileAt, 2)[1];
+const jobs = Number(args[0] ?? 100_000);
+const changed = Number(args[1] ?? 10);
 const API = "rlinf.io/v1alpha1";
 const PER_FILE = 100;
 
@@ -72,10 +77,22 @@ try {
     ["r1", first],
     ["r2", second],
   ] as const) {
+    const profiler = revision === "r2" && profileFile ? new Session() : undefined;
+    if (profiler) {
+      profiler.connect();
+      await profiler.post("Profiler.enable");
+      await profiler.post("Profiler.setSamplingInterval", { interval: 200 });
+      await profiler.post("Profiler.start");
+    }
     const started = performance.now();
     const cpu = process.cpuUsage();
     const result = await apply({ revision, dir, path: "." });
     const used = process.cpuUsage(cpu);
+    if (profiler && profileFile) {
+      const { profile } = await profiler.post("Profiler.stop");
+      await writeFile(profileFile, JSON.stringify(profile));
+      profiler.disconnect();
+    }
     if (!result.accepted)
       throw new Error(`${revision} refused: ${JSON.stringify(result.errors.slice(0, 3))}`);
     console.log(
