@@ -4,6 +4,7 @@ import { join } from "node:path";
 import t, { type Test } from "tap";
 import {
   createStatusBranchWriter,
+  documentPathOnBranch,
   renderStatusYaml,
   type StatusCommitResult,
   type StatusDocument,
@@ -33,13 +34,14 @@ async function setup(t: Test, options: { daemon?: boolean } = {}) {
     set(docs: StatusDocument[]) {
       documents = docs;
     },
-    /** Files on the remote status branch: path → content. */
+    /** Files on the remote status branch: document path (whatever the layout) → content. */
     async remoteFiles(): Promise<Record<string, string>> {
       const out: Record<string, string> = {};
       const paths = (await server.gitBare("ls-tree", "-r", "--name-only", "rlark/status"))
         .split("\n")
         .filter(Boolean);
-      for (const path of paths) out[path] = await server.gitBare("show", `rlark/status:${path}`);
+      for (const path of paths)
+        out[documentPathOnBranch(path)] = await server.gitBare("show", `rlark/status:${path}`);
       return out;
     },
     commits: async () => Number((await server.gitBare("rev-list", "--count", "rlark/status")).trim()),
