@@ -133,7 +133,9 @@ class Writer extends EventEmitter implements StatusBranchWriter {
   /** The commit whose tree the writer's index file holds; unknown after a restart. */
   #indexCommit: string | null | undefined;
   /** Blob ids of the contents last written, by document path: unchanged files are not hashed again. */
-  #blobIds = new Map<string, { content: string; id: string }>();
+  #blobIds = new Map<string, { content: string; id: string; place: string }>();
+  /** documentPathOnBranch of the files on the tip (a SHA-1 each; 100,000 of them per commit added up). */
+  #origins = new Map<string, string>();
 
   constructor(options: StatusBranchWriterOptions) {
     super();
@@ -325,15 +327,24 @@ class Writer extends EventEmitter implements StatusBranchWriter {
     this.#tip = undefined; // `existing` is updated in place below
     // Compared by document path, so a branch in another layout shows as moved, not as deleted and added.
     const before = new Map<string, { path: string; mode: string; id: string }>();
-    for (const [path, entry] of existing)
-      if (path.startsWith(MANAGED_PREFIX)) before.set(documentPathOnBranch(path), { path, ...entry });
+    const origins = new Map<string, string>();
+    for (const [path, entry] of existing) {
+      if (!path.startsWith(MANAGED_PREFIX)) continue;
+      const origin = this.#origins.get(path) ?? documentPathOnBranch(path);
+      origins.set(path, origin);
+      before.set(origin, { path, ...entry });
+    }
+    this.#origins = origins;
     const ids = new Map<string, string>();
-    const blobIds = new Map<string, { content: string; id: string }>();
+    const places = new Map<string, string>();
+    const blobIds = new Map<string, { content: string; id: string; place: string }>();
     for (const [path, content] of documents) {
       const known = this.#blobIds.get(path);
       const id = known?.content === content ? known.id : blobId(Buffer.from(content, "utf8"));
+      const place = known?.place ?? statusBranchPath(path, this.layout);
       ids.set(path, id);
-      blobIds.set(path, { content, id });
+      places.set(path, place);
+      blobIds.set(path, { content, id, place });
     }
     this.#blobIds = blobIds;
     const added: string[] = [];
@@ -344,12 +355,12 @@ class Writer extends EventEmitter implements StatusBranchWriter {
       const old = before.get(path);
       if (!old) added.push(path);
       else if (old.id !== id || old.mode !== "100644") changed.push(path);
-      else if (old.path !== statusBranchPath(path, this.layout)) moved.push(path);
+      else if (old.path !== places.get(path)) moved.push(path);
     }
     for (const path of before.keys()) if (!ids.has(path)) deleted.push(path);
     // The exact change to the branch's tree: status/ files to remove, and to write (new id or place).
     const wanted = new Map<string, string>();
-    for (const [path, id] of ids) wanted.set(statusBranchPath(path, this.layout), id);
+    for (const [path, id] of ids) wanted.set(places.get(path)!, id);
     const updates: [path: string, entry: { mode: string; id: string } | null][] = [];
     for (const path of existing.keys())
       if (path.startsWith(MANAGED_PREFIX) && !wanted.has(path)) updates.push([path, null]);
