@@ -404,6 +404,8 @@ class Writer extends EventEmitter implements StatusBranchWriter {
       const index = { GIT_INDEX_FILE: join(this.#dir, "rlark-status.index") };
       if (this.#indexCommit !== parent) {
         this.#indexCommit = undefined;
+        // A git killed mid-update (a timeout, a crash) leaves its lock; the index is rebuilt anyway.
+        await rm(`${index.GIT_INDEX_FILE}.lock`, { force: true });
         if (parent) await (await this.#git(auth, index)).raw(["read-tree", parent]);
         else await rm(index.GIT_INDEX_FILE, { force: true });
       }
