@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Test } from "tap";
 import { readNodeserverStats } from "../../operators/agent/index.ts";
+import { documentPathOnBranch } from "../../operators/feedback/index.ts";
 import type { Echo } from "../../tests/helpers/hub-processes.ts";
 import {
   applyChange,
@@ -382,9 +383,11 @@ async function check(
   for (const x of workflows)
     if (!d.workflows[x.metadata.name]) problems.push(`Workflow ${x.metadata.name} not in ${rev}`);
   // The status branch: a file for every Job git has.
-  const statusFiles = await world.hubs.git
-    .gitBare("ls-tree", "-r", "--name-only", "rlark/status")
-    .catch(() => "");
+  const statusFiles = (
+    await world.hubs.git.gitBare("ls-tree", "-r", "--name-only", "rlark/status").catch(() => "")
+  )
+    .split("\n")
+    .map(documentPathOnBranch);
   for (const job of Object.keys(d.jobs))
     if (!statusFiles.includes(`status/job/${job}.yaml`))
       problems.push(`no status/job/${job}.yaml on rlark/status`);

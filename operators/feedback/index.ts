@@ -22,6 +22,12 @@ export type {
   StatusRemote,
 } from "./status-branch.ts";
 export { createStatusBranchWriter, DEFAULT_STATUS_BRANCH } from "./status-branch.ts";
+export {
+  documentPathOnBranch,
+  type StatusBranchLayout,
+  statusBranchPath,
+  statusShard,
+} from "./status-layout.ts";
 export type { RenderStatusOptions } from "./status-yaml.ts";
 export { renderStatusYaml, statusDocumentPath } from "./status-yaml.ts";
 export { createSyncStatusReporter, type SyncStatusReporter } from "./sync-status.ts";

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { type Clock, systemClock, type TimerId } from "../lib/clock.ts";
 import { type Logger, silentLogger } from "../lib/logger.ts";
 import { type GitAuth, gitIn, repoKey } from "../source/index.ts";
+import { documentPathOnBranch, type StatusBranchLayout, statusBranchPath } from "./status-layout.ts";
 
 /** One file of the status branch. */
 export interface StatusDocument {
@@ -40,6 +41,11 @@ export interface StatusBranchWriterOptions {
   clock?: Clock;
   logger?: Logger;
   timeoutMs?: number;
+  /**
+   * Where each file goes on the branch; default "sharded" (see statusBranchPath). A branch written
+   * in another layout is moved to this one by the next commit, contents unchanged.
+   */
+  layout?: StatusBranchLayout;
 }
 
 export interface StatusCommitResult {
@@ -51,10 +57,13 @@ export interface StatusCommitResult {
   added: string[];
   changed: string[];
   deleted: string[];
+  /** Files that only moved to the writer's layout (same content, new place on the branch). */
+  moved: string[];
 }
 
 export interface StatusBranchWriter {
   readonly statusBranch: string;
+  readonly layout: StatusBranchLayout;
   /** Something's status changed: commit within the debounce window. Cheap; call it freely. */
   notify(): void;
   /** Commit now (shutdown, tests); waits for a commit already running. */
@@ -72,6 +81,8 @@ const DEFAULT_AUTHOR = { name: "rlark-bot", email: "rlark-bot@users.noreply.rlar
 const MANAGED_PREFIX = "status/";
 const DOCUMENT_PATH = /^status\/(?:[A-Za-z0-9_-][A-Za-z0-9._-]*\/)*[A-Za-z0-9_-][A-Za-z0-9._-]*\.yaml$/;
 const MAX_BACKOFF_MS = 300_000;
+/** Scratch files written at once when storing new blobs. */
+const WRITE_BATCH = 64;
 
 function branchName(ref: string): string {
   return ref.replace(/^refs\/heads\//, "");
@@ -101,6 +112,7 @@ export function createStatusBranchWriter(options: StatusBranchWriterOptions): St
 
 class Writer extends EventEmitter implements StatusBranchWriter {
   readonly statusBranch: string;
+  readonly layout: StatusBranchLayout;
   #remote: StatusRemote;
   #dir: string;
   #documents: StatusBranchWriterOptions["documents"];
@@ -116,6 +128,14 @@ class Writer extends EventEmitter implements StatusBranchWriter {
   #failures = 0;
   #fetched = false;
   #stopped = false;
+  /** The full listing of the branch tip this writer last pushed: the next commit diffs against it without `ls-tree -r`. */
+  #tip: { commit: string; files: Map<string, { mode: string; id: string }> } | undefined;
+  /** The commit whose tree the writer's index file holds; unknown after a restart. */
+  #indexCommit: string | null | undefined;
+  /** Blob ids of the contents last written, by document path: unchanged files are not hashed again. */
+  #blobIds = new Map<string, { content: string; id: string; place: string }>();
+  /** documentPathOnBranch of the files on the tip (a SHA-1 each; 100,000 of them per commit added up). */
+  #origins = new Map<string, string>();
 
   constructor(options: StatusBranchWriterOptions) {
     super();
@@ -126,6 +146,9 @@ class Writer extends EventEmitter implements StatusBranchWriter {
         `refusing to write status to ${status}: it is the branch users push to; choose another --status-branch`,
       );
     this.statusBranch = status;
+    this.layout = options.layout ?? "sharded";
+    if (this.layout !== "flat" && this.layout !== "sharded")
+      throw new Error(`unknown status branch layout ${JSON.stringify(this.layout)}: flat or sharded`);
     this.#remote = options.remote;
     this.#dir = join(options.dataDir, "status", `${repoKey(options.remote.url)}.git`);
     this.#documents = options.documents;
@@ -250,12 +273,19 @@ class Writer extends EventEmitter implements StatusBranchWriter {
     let parent = this.#fetched ? await this.#localTip(auth) : await this.#fetchTip(auth);
     for (let attempt = 1; attempt <= this.#maxAttempts; attempt++) {
       const built = await this.#build(auth, documents, parent);
-      if (!built.commit) return { ...built.diff, committed: false, commit: parent, attempts: attempt - 1 };
+      if (!built.commit) {
+        if (parent) this.#tip = { commit: parent, files: built.files };
+        return { ...built.diff, committed: false, commit: parent, attempts: attempt - 1 };
+      }
       try {
         const git = await this.#git(auth);
         // Never forced: someone else's commit on the status branch is rebuilt upon, not overwritten.
         await git.raw(["push", "--quiet", auth.remoteUrl, `${built.commit}:refs/heads/${this.statusBranch}`]);
         await git.raw(["update-ref", this.#trackingRef, built.commit]);
+        this.#tip = { commit: built.commit, files: built.files };
+        // Nothing else in this clone runs git's automatic gc (no fetch on the happy path), and every
+        // commit leaves loose objects behind; synchronous so nothing outlives the writer.
+        await git.raw(["-c", "gc.autoDetach=false", "gc", "--auto", "--quiet"]).catch(() => {});
         this.#log.info("committed status", {
           branch: this.statusBranch,
           commit: built.commit,
@@ -280,44 +310,81 @@ class Writer extends EventEmitter implements StatusBranchWriter {
   /** Builds (but does not push) the commit putting `documents` on top of `parent`; none if nothing changed. */
   async #build(
     auth: GitAuth,
-    documents: ReadonlyMap<string, Buffer>,
+    documents: ReadonlyMap<string, string>,
     parent: string | null,
-  ): Promise<{ commit: string | null; diff: Pick<StatusCommitResult, "added" | "changed" | "deleted"> }> {
+  ): Promise<{ commit: string | null; diff: StatusDiff; files: Map<string, { mode: string; id: string }> }> {
     const git = await this.#git(auth);
-    const existing = new Map<string, { mode: string; id: string }>();
-    if (parent) {
+    // The branch's files (every path, not only status/): the tip this writer pushed last, or listed.
+    let existing = new Map<string, { mode: string; id: string }>();
+    if (parent && this.#tip?.commit === parent) existing = this.#tip.files;
+    else if (parent) {
       const listing = await git.raw(["ls-tree", "-r", "-z", "--full-tree", parent]);
       for (const entry of listing.split("\0")) {
         const match = /^(\d+) \w+ ([0-9a-f]+)\t(.*)$/s.exec(entry);
         if (match) existing.set(match[3]!, { mode: match[1]!, id: match[2]! });
       }
     }
+    this.#tip = undefined; // `existing` is updated in place below
+    // Compared by document path, so a branch in another layout shows as moved, not as deleted and added.
+    const before = new Map<string, { path: string; mode: string; id: string }>();
+    const origins = new Map<string, string>();
+    for (const [path, entry] of existing) {
+      if (!path.startsWith(MANAGED_PREFIX)) continue;
+      const origin = this.#origins.get(path) ?? documentPathOnBranch(path);
+      origins.set(path, origin);
+      before.set(origin, { path, ...entry });
+    }
+    this.#origins = origins;
     const ids = new Map<string, string>();
-    for (const [path, content] of documents) ids.set(path, blobId(content));
+    const places = new Map<string, string>();
+    const blobIds = new Map<string, { content: string; id: string; place: string }>();
+    for (const [path, content] of documents) {
+      const known = this.#blobIds.get(path);
+      const id = known?.content === content ? known.id : blobId(Buffer.from(content, "utf8"));
+      const place = known?.place ?? statusBranchPath(path, this.layout);
+      ids.set(path, id);
+      places.set(path, place);
+      blobIds.set(path, { content, id, place });
+    }
+    this.#blobIds = blobIds;
     const added: string[] = [];
     const changed: string[] = [];
     const deleted: string[] = [];
+    const moved: string[] = [];
     for (const [path, id] of ids) {
-      const before = existing.get(path);
-      if (!before) added.push(path);
-      else if (before.id !== id || before.mode !== "100644") changed.push(path);
+      const old = before.get(path);
+      if (!old) added.push(path);
+      else if (old.id !== id || old.mode !== "100644") changed.push(path);
+      else if (old.path !== places.get(path)) moved.push(path);
     }
+    for (const path of before.keys()) if (!ids.has(path)) deleted.push(path);
+    // The exact change to the branch's tree: status/ files to remove, and to write (new id or place).
+    const wanted = new Map<string, string>();
+    for (const [path, id] of ids) wanted.set(places.get(path)!, id);
+    const updates: [path: string, entry: { mode: string; id: string } | null][] = [];
     for (const path of existing.keys())
-      if (path.startsWith(MANAGED_PREFIX) && !ids.has(path)) deleted.push(path);
-    const diff = { added, changed, deleted };
-    if (added.length + changed.length + deleted.length === 0) return { commit: null, diff };
+      if (path.startsWith(MANAGED_PREFIX) && !wanted.has(path)) updates.push([path, null]);
+    for (const [path, id] of wanted) {
+      const old = existing.get(path);
+      if (old?.id !== id || old.mode !== "100644") updates.push([path, { mode: "100644", id }]);
+    }
+    const diff = { added, changed, deleted, moved };
+    if (updates.length === 0) return { commit: null, diff, files: existing };
+    // Index order (bytes; the paths are ASCII): git inserts out-of-order entries one by one.
+    updates.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
 
     const scratch = await mkdtemp(join(this.#dir, "scratch-"));
     try {
       const fresh = [...added, ...changed];
       if (fresh.length > 0) {
-        const files = await Promise.all(
-          fresh.map(async (path, i) => {
-            const file = join(scratch, String(i));
-            await writeFile(file, documents.get(path)!);
-            return file;
-          }),
-        );
+        // A bounded number open at once: 100,000 at a time ran out of file descriptors (EMFILE).
+        const files = fresh.map((_, i) => join(scratch, String(i)));
+        for (let from = 0; from < fresh.length; from += WRITE_BATCH)
+          await Promise.all(
+            fresh
+              .slice(from, from + WRITE_BATCH)
+              .map((path, i) => writeFile(files[from + i]!, documents.get(path)!)),
+          );
         const hashed = (
           await (
             await this.#git(auth, {}, `${files.join("\n")}\n`)
@@ -330,13 +397,23 @@ class Writer extends EventEmitter implements StatusBranchWriter {
             throw new Error(`git stored ${path} as ${hashed[i]}, expected ${ids.get(path)}`);
         });
       }
-      // Everything outside status/ (a README, someone's notes) is carried over untouched.
-      const entries: string[] = [];
-      for (const [path, entry] of existing)
-        if (!path.startsWith(MANAGED_PREFIX)) entries.push(`${entry.mode} ${entry.id}\t${path}`);
-      for (const [path, id] of ids) entries.push(`100644 ${id}\t${path}`);
-      const index = { GIT_INDEX_FILE: join(scratch, "index") };
-      await (await this.#git(auth, index, `${entries.join("\0")}\0`)).raw([
+      // The index holds the parent's tree (read-tree also primes its cache of tree ids), so only the
+      // changed entries go through update-index and write-tree rehashes only the directories they
+      // are in: a commit costs what it changes, not what the branch holds. Files outside status/
+      // (a README, someone's notes) are carried over untouched.
+      const index = { GIT_INDEX_FILE: join(this.#dir, "rlark-status.index") };
+      if (this.#indexCommit !== parent) {
+        this.#indexCommit = undefined;
+        // A git killed mid-update (a timeout, a crash) leaves its lock; the index is rebuilt anyway.
+        await rm(`${index.GIT_INDEX_FILE}.lock`, { force: true });
+        if (parent) await (await this.#git(auth, index)).raw(["read-tree", parent]);
+        else await rm(index.GIT_INDEX_FILE, { force: true });
+      }
+      this.#indexCommit = undefined; // until the commit is built from what the index holds
+      const lines = updates.map(([path, entry]) =>
+        entry ? `${entry.mode} ${entry.id}\t${path}` : `0 ${"0".repeat(40)}\t${path}`,
+      );
+      await (await this.#git(auth, index, `${lines.join("\0")}\0`)).raw([
         "update-index",
         "-z",
         "--index-info",
@@ -351,33 +428,40 @@ class Writer extends EventEmitter implements StatusBranchWriter {
         GIT_COMMITTER_EMAIL: this.#author.email,
         GIT_COMMITTER_DATE: date,
       };
-      const message = commitMessage(diff);
+      const message = commitMessage(diff, this.layout);
       const commit = (
         await (
           await this.#git(auth, identity, message)
         ).raw(["commit-tree", tree, ...(parent ? ["-p", parent] : [])])
       ).trim();
-      return { commit, diff };
+      this.#indexCommit = commit;
+      for (const [path, entry] of updates) {
+        if (entry) existing.set(path, entry);
+        else existing.delete(path);
+      }
+      return { commit, diff, files: existing };
     } finally {
       await rm(scratch, { recursive: true, force: true });
     }
   }
 }
 
-function validate(documents: readonly StatusDocument[]): Map<string, Buffer> {
-  const out = new Map<string, Buffer>();
+function validate(documents: readonly StatusDocument[]): Map<string, string> {
+  const out = new Map<string, string>();
   for (const doc of [...documents].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))) {
     if (!DOCUMENT_PATH.test(doc.path) || doc.path.split("/").some((s) => s === "." || s === ".."))
       throw new Error(
         `status document path ${JSON.stringify(doc.path)} must look like status/<kind>/<name>.yaml`,
       );
     if (out.has(doc.path)) throw new Error(`status document ${doc.path} is listed twice`);
-    out.set(doc.path, Buffer.from(doc.content, "utf8"));
+    out.set(doc.path, doc.content);
   }
   return out;
 }
 
-function commitMessage(diff: Pick<StatusCommitResult, "added" | "changed" | "deleted">): string {
+type StatusDiff = Pick<StatusCommitResult, "added" | "changed" | "deleted" | "moved">;
+
+function commitMessage(diff: StatusDiff, layout: StatusBranchLayout): string {
   const total = diff.added.length + diff.changed.length + diff.deleted.length;
   const lines = [
     ...diff.added.map((p) => `A ${p}`),
@@ -387,5 +471,7 @@ function commitMessage(diff: Pick<StatusCommitResult, "added" | "changed" | "del
   const shown = lines.slice(0, 100);
   if (lines.length > shown.length) shown.push(`... and ${lines.length - shown.length} more`);
   const counts = `+${diff.added.length} ~${diff.changed.length} -${diff.deleted.length}`;
-  return `rlark status: ${total} object${total === 1 ? "" : "s"} (${counts})\n\n${shown.join("\n")}\n`;
+  const move = diff.moved.length > 0 ? `${diff.moved.length} moved to the ${layout} layout` : "";
+  if (total === 0) return `rlark status: ${move || "rewritten"}\n`;
+  return `rlark status: ${total} object${total === 1 ? "" : "s"} (${counts})${move ? `; ${move}` : ""}\n\n${shown.join("\n")}\n`;
 }

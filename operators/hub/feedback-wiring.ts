@@ -22,7 +22,7 @@ import { type KeptWatch, keepWatching, type Store } from "../lib/store/index.ts"
 import { DRY_RUN_PURPOSE, MAX_DRY_RUN_ANSWER_BYTES, type TunnelServer } from "../lib/tunnel/index.ts";
 import { loadWebhookSecrets, type WebhookIntake } from "../source/index.ts";
 import type { HubSource } from "./source-wiring.ts";
-import { STATUS_KINDS, statusDocuments } from "./status-documents.ts";
+import { createStatusDocuments, STATUS_KINDS } from "./status-documents.ts";
 
 export interface CodeHostSettings {
   provider: ProviderConfig;
@@ -119,7 +119,7 @@ export async function createHubFeedback(options: HubFeedbackOptions): Promise<Hu
       dataDir: options.dataDir,
       statusBranch: options.statusBranch,
       debounceMs: options.statusDebounceMs,
-      documents: () => statusDocuments(store),
+      documents: createStatusDocuments(store),
       logger,
     });
     writer.on("failed", (error) => logger.warn("status commit failed", { error: error.message }));

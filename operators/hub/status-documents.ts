@@ -22,18 +22,41 @@ const GAUGES: readonly RegExp[] = [
 const isGauge = (_key: string, path: string) => GAUGES.some((gauge) => gauge.test(path));
 
 /** One `status/<kind>/<name>.yaml` per object that has a status: identity, source and status only. */
-export async function statusDocuments(store: Store): Promise<StatusDocument[]> {
-  const documents: StatusDocument[] = [];
-  for (const kind of STATUS_KINDS) {
-    for (const object of (await store.list(kind)).items) {
-      if (object.status === undefined) continue;
-      documents.push({
-        path: statusDocumentPath(kind, object.metadata.name, object.metadata.namespace),
-        content: renderStatusYaml(statusView(object), { dropKey: isGauge }),
-      });
+export function statusDocuments(store: Store): Promise<StatusDocument[]> {
+  return createStatusDocuments(store)();
+}
+
+/**
+ * statusDocuments for a writer that asks on every commit: an object is rendered again only when its
+ * resourceVersion moved. Rendering is what 100,000 objects cost (~0.2–0.7 ms each on this machine,
+ * tens of seconds for all); listing them is a fraction of that (docs/benchmarks/status-branch.md).
+ */
+export function createStatusDocuments(store: Store): () => Promise<StatusDocument[]> {
+  let rendered = new Map<string, { resourceVersion: string | undefined; document: StatusDocument }>();
+  return async () => {
+    const next: typeof rendered = new Map();
+    const documents: StatusDocument[] = [];
+    for (const kind of STATUS_KINDS) {
+      for (const object of (await store.list(kind)).items) {
+        if (object.status === undefined) continue;
+        const key = `${kind}/${object.metadata.namespace ?? ""}/${object.metadata.name}`;
+        const { resourceVersion } = object.metadata;
+        let entry = rendered.get(key);
+        if (!entry || resourceVersion === undefined || entry.resourceVersion !== resourceVersion)
+          entry = {
+            resourceVersion,
+            document: {
+              path: statusDocumentPath(kind, object.metadata.name, object.metadata.namespace),
+              content: renderStatusYaml(statusView(object), { dropKey: isGauge }),
+            },
+          };
+        next.set(key, entry);
+        documents.push(entry.document);
+      }
     }
-  }
-  return documents.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+    rendered = next;
+    return documents.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  };
 }
 function statusView(object: KubeObject) {
   const { name, namespace, generation, annotations } = object.metadata;

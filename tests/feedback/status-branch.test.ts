@@ -4,12 +4,13 @@ import { join } from "node:path";
 import t, { type Test } from "tap";
 import {
   createStatusBranchWriter,
+  documentPathOnBranch,
   renderStatusYaml,
   type StatusCommitResult,
   type StatusDocument,
 } from "../../operators/feedback/index.ts";
 import { FakeClock } from "../../operators/lib/clock.ts";
-import { createGitRepository } from "../../operators/source/index.ts";
+import { createGitRepository, repoKey } from "../../operators/source/index.ts";
 import { runGit } from "../helpers/git-server.ts";
 import { repositoryOnGit } from "../helpers/repository-on-git.ts";
 
@@ -27,19 +28,21 @@ async function setup(t: Test, options: { daemon?: boolean } = {}) {
   t.teardown(() => writer.stop());
   return {
     server,
+    dataDir,
     tracked,
     writer,
     clock,
     set(docs: StatusDocument[]) {
       documents = docs;
     },
-    /** Files on the remote status branch: path → content. */
+    /** Files on the remote status branch: document path (whatever the layout) → content. */
     async remoteFiles(): Promise<Record<string, string>> {
       const out: Record<string, string> = {};
       const paths = (await server.gitBare("ls-tree", "-r", "--name-only", "rlark/status"))
         .split("\n")
         .filter(Boolean);
-      for (const path of paths) out[path] = await server.gitBare("show", `rlark/status:${path}`);
+      for (const path of paths)
+        out[documentPathOnBranch(path)] = await server.gitBare("show", `rlark/status:${path}`);
       return out;
     },
     commits: async () => Number((await server.gitBare("rev-list", "--count", "rlark/status")).trim()),
@@ -224,4 +227,24 @@ t.test("document paths outside status/ are refused", async (t) => {
     await t.rejects(writer.flush(), /must look like status/, path);
   }
   await t.rejects(commits(), "no status branch was created");
+});
+
+t.test("a lock left on the writer's index by a killed git does not stop a restarted writer", async (t) => {
+  const { server, dataDir, writer, set, remoteFiles } = await setup(t);
+  set([jobStatus("train", "Running")]);
+  await writer.flush();
+  await writer.stop();
+  // The writer keeps its index in its own clone, <data-dir>/status/<key>.git.
+  const clone = join(dataDir, "status", `${repoKey(server.fileUrl)}.git`);
+  await readFile(join(clone, "rlark-status.index")); // it is there
+  await writeFile(join(clone, "rlark-status.index.lock"), "");
+  const restarted = createStatusBranchWriter({
+    remote: createGitRepository({ url: server.fileUrl, branch: "main", dataDir }),
+    dataDir,
+    clock: new FakeClock(),
+    documents: () => [jobStatus("train", "Succeeded")],
+  });
+  t.teardown(() => restarted.stop());
+  t.equal((await restarted.flush()).committed, true);
+  t.match((await remoteFiles())["status/job/train.yaml"], /phase: Succeeded/);
 });

@@ -5,6 +5,7 @@ import { chmod, mkdir, mkdtemp, readdir, readFile, stat, symlink, writeFile } fr
 import { tmpdir } from "node:os";
 import path from "node:path";
 import t from "tap";
+import { statusBranchPath } from "../../operators/feedback/index.ts";
 import type { Hub } from "../../operators/hub/hub.ts";
 import { createGitServer } from "../helpers/git-server.ts";
 import { startHubOnGit } from "../helpers/hub-on-git.ts";
@@ -181,7 +182,7 @@ t.test("status is committed to the status branch, never to the tracked one", asy
     async () => (await git.gitBare("branch", "--list", "rlark/status")).includes("rlark/status"),
     onRealServers,
   );
-  const content = await git.gitBare("show", "rlark/status:status/cluster/lab.yaml");
+  const content = await git.gitBare("show", `rlark/status:${statusBranchPath("status/cluster/lab.yaml")}`);
   t.match(content, /phase: Online/);
   t.match(content, /source: c\.yaml:1/);
   t.equal((await git.gitBare("rev-parse", git.branch)).trim(), tracked, "the tracked branch is untouched");

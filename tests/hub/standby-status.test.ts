@@ -3,7 +3,7 @@
 // chaos soak found a standby committing status, racing the leader's pushes on the status branch);
 // once it leads, it commits.
 import t from "tap";
-import type { StatusCommitResult } from "../../operators/feedback/index.ts";
+import { documentPathOnBranch, type StatusCommitResult } from "../../operators/feedback/index.ts";
 import { fleetCluster, testNamespace } from "../helpers/fleet.ts";
 import { startHubOnGit } from "../helpers/hub-on-git.ts";
 import { rawJobYaml } from "../helpers/job-yaml.ts";
@@ -48,7 +48,11 @@ t.test("a standby commits no status; once it leads it does", async (t) => {
   };
   const byA = commits(a.hub);
   const byB = commits(b.hub);
-  const statusFiles = () => a.git.gitBare("ls-tree", "-r", "--name-only", "rlark/status").catch(() => "");
+  /** The documents on the status branch, by document path (the branch shards them). */
+  const statusFiles = async () =>
+    (await a.git.gitBare("ls-tree", "-r", "--name-only", "rlark/status").catch(() => ""))
+      .split("\n")
+      .map(documentPathOnBranch);
   await waitFor(
     "hub a commits Job x's status",
     async () => (await statusFiles()).includes("status/job/x.yaml"),

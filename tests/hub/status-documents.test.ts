@@ -5,8 +5,8 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t, { type Test } from "tap";
-import { createStatusBranchWriter } from "../../operators/feedback/index.ts";
-import { statusDocuments } from "../../operators/hub/status-documents.ts";
+import { createStatusBranchWriter, statusBranchPath } from "../../operators/feedback/index.ts";
+import { createStatusDocuments, statusDocuments } from "../../operators/hub/status-documents.ts";
 import { FakeClock } from "../../operators/lib/clock.ts";
 import { type KubeObject, openSqliteStore } from "../../operators/lib/store/index.ts";
 import { createGitRepository } from "../../operators/source/index.ts";
@@ -55,7 +55,7 @@ async function setup(t: Test) {
     remote: createGitRepository({ url: server.fileUrl, branch: "main", dataDir }),
     dataDir,
     clock: new FakeClock(),
-    documents: () => statusDocuments(store),
+    documents: createStatusDocuments(store),
   });
   t.teardown(async () => {
     await writer.stop();
@@ -64,7 +64,7 @@ async function setup(t: Test) {
     await rm(dataDir, { recursive: true, force: true });
   });
   const commits = async () => Number((await server.gitBare("rev-list", "--count", "rlark/status")).trim());
-  const file = (path: string) => server.gitBare("show", `rlark/status:${path}`);
+  const file = (path: string) => server.gitBare("show", `rlark/status:${statusBranchPath(path)}`);
   return { store, writer, commits, file };
 }
 
@@ -107,3 +107,37 @@ t.test("heartbeats and gauges make no status commit; a phase or condition change
   t.match(await file("status/node/agent-local/vm.yaml"), /reason: LowMemory/);
   t.equal(await commits(), 3);
 });
+
+t.test(
+  "the hub's documents render an object again only when it changed, and drop what is gone",
+  async (t) => {
+    const dataDir = await mkdtemp(join(tmpdir(), "rlark-status-docs-"));
+    const store = openSqliteStore({ dataDir });
+    t.teardown(async () => {
+      await store.close();
+      await rm(dataDir, { recursive: true, force: true });
+    });
+    const c = await store.create(cluster({ phase: "Online" }));
+    await store.create(node(nodeStatus("2026-01-01T00:00:00Z", 1, "False")));
+    const documents = createStatusDocuments(store);
+    const first = await documents();
+    t.same(
+      first.map((d) => d.path),
+      ["status/cluster/local.yaml", "status/node/agent-local/vm.yaml"],
+    );
+    const again = await documents();
+    t.equal(again[0], first[0], "an unchanged object is not rendered again");
+    t.equal(again[1], first[1]);
+    await store.updateStatus({ ...c, status: { phase: "Offline" } });
+    const changed = await documents();
+    t.not(changed[0], first[0], "a changed object is rendered again");
+    t.match(changed[0]!.content, /phase: Offline/);
+    t.equal(changed[1], first[1], "the other is not");
+    t.same(changed, await statusDocuments(store), "the same as rendering everything afresh");
+    await store.delete("Cluster", undefined, "local");
+    t.same(
+      (await documents()).map((d) => d.path),
+      ["status/node/agent-local/vm.yaml"],
+    );
+  },
+);

@@ -19,6 +19,7 @@ import t, { type Test } from "tap";
 import { KubernetesRuntime, kubernetesDryRun } from "../../../operators/agent/runtimes/kubernetes/index.ts";
 import type { Bundle, BundleRelease } from "../../../operators/api/index.ts";
 import { runAgentlessClusters } from "../../../operators/cli/agentless.ts";
+import { statusBranchPath } from "../../../operators/feedback/index.ts";
 import {
   createTunnelDryRunner,
   liveFromStore,
@@ -207,7 +208,9 @@ t.test(
     const statusYaml = await waitFor(
       "the Bundle's status on the status branch",
       async () => {
-        const text = await git.gitBare("show", "rlark-status:status/bundle/site.yaml").catch(() => "");
+        const text = await git
+          .gitBare("show", `rlark-status:${statusBranchPath("status/bundle/site.yaml")}`)
+          .catch(() => "");
         return /cluster: edge/.test(text) && /cluster: lab/.test(text) && !/Pending|Progressing/.test(text)
           ? text
           : undefined;

@@ -4,6 +4,7 @@
 // object, no Task, no task process, no status commit; a Job committed just before the kill is
 // placed by the new leader. The takeover's phases are printed (figures, not assertions).
 import t from "tap";
+import { statusBranchPath } from "../../../operators/feedback/index.ts";
 import { testNamespace } from "../../helpers/fleet.ts";
 import { type HubProcess, hubProcesses, sleepingJob } from "../../helpers/hub-processes.ts";
 import { kubeStoreFixture } from "../../helpers/kube-store.ts";
@@ -32,7 +33,9 @@ t.test(
     const taskCount = async (hub: HubProcess) =>
       (await hubs.api(hub, "/api/v1/rlinf.io/v1alpha1/tasks"))?.items?.length;
     const statusFile = (job: string) =>
-      hubs.git.gitBare("show", `${statusBranch}:status/job/${job}.yaml`).catch(() => "");
+      hubs.git
+        .gitBare("show", `${statusBranch}:${statusBranchPath(`status/job/${job}.yaml`)}`)
+        .catch(() => "");
 
     hubs.start(a);
     await waitFor("hub a leads", async () => (await ready(a)) === 200, { ...onRealServers, attempts: 1200 });
