@@ -20594,7 +20594,7 @@ return errors === 0;
 validate459.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const DomainPeer = validate511;
-const schema181 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/domain-peer.schema.json","title":"DomainPeer","description":"A Domain's view in one cluster, created by the hub's Domain controller: its certificate and the routing table of its pods.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"DomainPeer","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the object belongs to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"The Domain's name."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/DomainPeerSpec","description":"Desired state."},"status":{"$ref":"#/$defs/DomainPeerStatus","description":"Observed state, reported by the agent."}},"$defs":{"DomainPeerSpec":{"description":"Certificate and routing table.","type":"object","additionalProperties":false,"required":["cert","key","prefixLen"],"properties":{"cert":{"type":"string","description":"This cluster's X.509 certificate for the Domain (CN the Domain, OU the cluster), PEM."},"key":{"type":"string","description":"This cluster's private key for the Domain, PEM."},"prefixLen":{"type":"integer","minimum":8,"maximum":30,"description":"Prefix length of the Domain's CIDR."},"pods":{"type":"array","description":"The Domain's pods in this cluster, ordered by ip (traffic to the Domain's other addresses goes through the hub).","items":{"$ref":"#/$defs/DomainPeerPod"}}}},"DomainPeerPod":{"description":"One pod of the Domain and where it really is.","type":"object","additionalProperties":false,"required":["name","ip"],"properties":{"name":{"type":"string","description":"Pod name."},"namespace":{"type":"string","description":"Pod namespace in its cluster."},"uid":{"type":"string","description":"Pod UID."},"ip":{"type":"string","format":"ipv4","description":"The pod's virtual IP in the Domain."},"localIP":{"type":"string","description":"The pod's real IP inside its cluster."},"node":{"type":"string","description":"Node the pod runs on."},"globalNamespace":{"type":"string","description":"agent-<cluster> of the cluster the pod runs in."}}},"DomainTraffic":{"description":"The Domain's live traffic through this cluster's nodeservers, as the agent last read their GET /stats.","type":"object","additionalProperties":false,"required":["observedAt","poolConnections","pairs"],"properties":{"observedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent first read these figures (they have not changed since)."},"poolConnections":{"type":"integer","minimum":0,"description":"Connections of the Domain's pool to the hub, summed over the nodeservers."},"pairs":{"type":"array","maxItems":64,"description":"Per peer pair (virtual IPs), the busiest first; at most 64.","items":{"$ref":"#/$defs/DomainPeerPair"}},"omittedPairs":{"type":"integer","minimum":1,"description":"Pairs left out of pairs to keep the status bounded."}}},"DomainPeerPair":{"description":"Connections from one virtual IP to another.","type":"object","additionalProperties":false,"required":["source","target","activeStreams","bytesSent","bytesReceived"],"properties":{"source":{"type":"string","format":"ipv4","description":"Virtual IP of the connecting pod."},"target":{"type":"string","format":"ipv4","description":"Virtual IP it connects to."},"activeStreams":{"type":"integer","minimum":0,"description":"Connections open now."},"bytesSent":{"type":"integer","minimum":0,"description":"Bytes from source to target so far."},"bytesReceived":{"type":"integer","minimum":0,"description":"Bytes from target to source so far."},"path":{"enum":["local","hub"],"description":"local: inside the cluster; hub: through the hub to another cluster."}}},"DomainPeerStatus":{"description":"Observed state of a DomainPeer.","type":"object","additionalProperties":false,"properties":{"traffic":{"$ref":"#/$defs/DomainTraffic","description":"Live traffic, reported by the agent."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions (RoutesProgrammed, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
+const schema181 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/domain-peer.schema.json","title":"DomainPeer","description":"A Domain's view in one cluster, created by the hub's Domain controller: its certificate and the routing table of its pods.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"DomainPeer","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the object belongs to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"The Domain's name."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/DomainPeerSpec","description":"Desired state."},"status":{"$ref":"#/$defs/DomainPeerStatus","description":"Observed state, reported by the agent."}},"$defs":{"DomainPeerSpec":{"description":"Certificate and routing table.","type":"object","additionalProperties":false,"required":["cert","key","prefixLen"],"properties":{"cert":{"type":"string","description":"This cluster's X.509 certificate for the Domain (CN the Domain, OU the cluster), PEM."},"key":{"type":"string","description":"This cluster's private key for the Domain, PEM."},"prefixLen":{"type":"integer","minimum":8,"maximum":30,"description":"Prefix length of the Domain's CIDR."},"pods":{"type":"array","description":"The Domain's pods in this cluster, ordered by ip (traffic to the Domain's other addresses goes through the hub).","items":{"$ref":"#/$defs/DomainPeerPod"}},"tasks":{"type":"array","maxItems":4096,"description":"Every Task of the Domain that has pods with addresses, in any cluster, by name, with those pods' virtual IPs: how a pod finds a peer Task elsewhere (a Ray worker its head, seed 000 §9). Ordered by name.","items":{"$ref":"#/$defs/DomainPeerTask"}}}},"DomainPeerTask":{"description":"The virtual IPs of one Task's pods.","type":"object","additionalProperties":false,"required":["name","ips"],"properties":{"name":{"type":"string","description":"The Task's name, <job>-<task>."},"ips":{"type":"array","description":"Its pods' virtual IPs, in address order.","items":{"type":"string","format":"ipv4"}}}},"DomainPeerPod":{"description":"One pod of the Domain and where it really is.","type":"object","additionalProperties":false,"required":["name","ip"],"properties":{"name":{"type":"string","description":"Pod name."},"namespace":{"type":"string","description":"Pod namespace in its cluster."},"uid":{"type":"string","description":"Pod UID."},"ip":{"type":"string","format":"ipv4","description":"The pod's virtual IP in the Domain."},"localIP":{"type":"string","description":"The pod's real IP inside its cluster."},"node":{"type":"string","description":"Node the pod runs on."},"globalNamespace":{"type":"string","description":"agent-<cluster> of the cluster the pod runs in."}}},"DomainTraffic":{"description":"The Domain's live traffic through this cluster's nodeservers, as the agent last read their GET /stats.","type":"object","additionalProperties":false,"required":["observedAt","poolConnections","pairs"],"properties":{"observedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent first read these figures (they have not changed since)."},"poolConnections":{"type":"integer","minimum":0,"description":"Connections of the Domain's pool to the hub, summed over the nodeservers."},"pairs":{"type":"array","maxItems":64,"description":"Per peer pair (virtual IPs), the busiest first; at most 64.","items":{"$ref":"#/$defs/DomainPeerPair"}},"omittedPairs":{"type":"integer","minimum":1,"description":"Pairs left out of pairs to keep the status bounded."}}},"DomainPeerPair":{"description":"Connections from one virtual IP to another.","type":"object","additionalProperties":false,"required":["source","target","activeStreams","bytesSent","bytesReceived"],"properties":{"source":{"type":"string","format":"ipv4","description":"Virtual IP of the connecting pod."},"target":{"type":"string","format":"ipv4","description":"Virtual IP it connects to."},"activeStreams":{"type":"integer","minimum":0,"description":"Connections open now."},"bytesSent":{"type":"integer","minimum":0,"description":"Bytes from source to target so far."},"bytesReceived":{"type":"integer","minimum":0,"description":"Bytes from target to source so far."},"path":{"enum":["local","hub"],"description":"local: inside the cluster; hub: through the hub to another cluster."}}},"DomainPeerStatus":{"description":"Observed state of a DomainPeer.","type":"object","additionalProperties":false,"properties":{"traffic":{"$ref":"#/$defs/DomainTraffic","description":"Live traffic, reported by the agent."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions (RoutesProgrammed, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
 
 function validate512(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -20932,7 +20932,7 @@ return errors === 0;
 }
 validate521.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema185 = {"description":"Certificate and routing table.","type":"object","additionalProperties":false,"required":["cert","key","prefixLen"],"properties":{"cert":{"type":"string","description":"This cluster's X.509 certificate for the Domain (CN the Domain, OU the cluster), PEM."},"key":{"type":"string","description":"This cluster's private key for the Domain, PEM."},"prefixLen":{"type":"integer","minimum":8,"maximum":30,"description":"Prefix length of the Domain's CIDR."},"pods":{"type":"array","description":"The Domain's pods in this cluster, ordered by ip (traffic to the Domain's other addresses goes through the hub).","items":{"$ref":"#/$defs/DomainPeerPod"}}}};
+const schema185 = {"description":"Certificate and routing table.","type":"object","additionalProperties":false,"required":["cert","key","prefixLen"],"properties":{"cert":{"type":"string","description":"This cluster's X.509 certificate for the Domain (CN the Domain, OU the cluster), PEM."},"key":{"type":"string","description":"This cluster's private key for the Domain, PEM."},"prefixLen":{"type":"integer","minimum":8,"maximum":30,"description":"Prefix length of the Domain's CIDR."},"pods":{"type":"array","description":"The Domain's pods in this cluster, ordered by ip (traffic to the Domain's other addresses goes through the hub).","items":{"$ref":"#/$defs/DomainPeerPod"}},"tasks":{"type":"array","maxItems":4096,"description":"Every Task of the Domain that has pods with addresses, in any cluster, by name, with those pods' virtual IPs: how a pod finds a peer Task elsewhere (a Ray worker its head, seed 000 §9). Ordered by name.","items":{"$ref":"#/$defs/DomainPeerTask"}}}};
 const schema186 = {"description":"One pod of the Domain and where it really is.","type":"object","additionalProperties":false,"required":["name","ip"],"properties":{"name":{"type":"string","description":"Pod name."},"namespace":{"type":"string","description":"Pod namespace in its cluster."},"uid":{"type":"string","description":"Pod UID."},"ip":{"type":"string","format":"ipv4","description":"The pod's virtual IP in the Domain."},"localIP":{"type":"string","description":"The pod's real IP inside its cluster."},"node":{"type":"string","description":"Node the pod runs on."},"globalNamespace":{"type":"string","description":"agent-<cluster> of the cluster the pod runs in."}}};
 
 function validate524(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -21097,6 +21097,121 @@ return errors === 0;
 }
 validate524.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
+const schema187 = {"description":"The virtual IPs of one Task's pods.","type":"object","additionalProperties":false,"required":["name","ips"],"properties":{"name":{"type":"string","description":"The Task's name, <job>-<task>."},"ips":{"type":"array","description":"Its pods' virtual IPs, in address order.","items":{"type":"string","format":"ipv4"}}}};
+
+function validate526(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate526.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.name === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema187.required,parentSchema:schema187,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.ips === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "ips"},message:"must have required property '"+"ips"+"'",schema:schema187.required,parentSchema:schema187,data};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "name") || (key0 === "ips"))){
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema187,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.name !== undefined){
+let data0 = data.name;
+if(typeof data0 !== "string"){
+const err3 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema187.properties.name.type,parentSchema:schema187.properties.name,data:data0};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.ips !== undefined){
+let data1 = data.ips;
+if(Array.isArray(data1)){
+const len0 = data1.length;
+for(let i0=0; i0<len0; i0++){
+let data2 = data1[i0];
+if(typeof data2 === "string"){
+if(!(formats6.test(data2))){
+const err4 = {instancePath:instancePath+"/ips/" + i0,schemaPath:"#/properties/ips/items/format",keyword:"format",params:{format: "ipv4"},message:"must match format \""+"ipv4"+"\"",schema:"ipv4",parentSchema:schema187.properties.ips.items,data:data2};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+else {
+const err5 = {instancePath:instancePath+"/ips/" + i0,schemaPath:"#/properties/ips/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema187.properties.ips.items.type,parentSchema:schema187.properties.ips.items,data:data2};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+else {
+const err6 = {instancePath:instancePath+"/ips",schemaPath:"#/properties/ips/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema187.properties.ips.type,parentSchema:schema187.properties.ips,data:data1};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+}
+else {
+const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema187.type,parentSchema:schema187,data};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+validate526.errors = vErrors;
+return errors === 0;
+}
+validate526.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
 
 function validate523(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -21140,7 +21255,7 @@ vErrors.push(err2);
 errors++;
 }
 for(const key0 in data){
-if(!((((key0 === "cert") || (key0 === "key")) || (key0 === "prefixLen")) || (key0 === "pods"))){
+if(!(((((key0 === "cert") || (key0 === "key")) || (key0 === "prefixLen")) || (key0 === "pods")) || (key0 === "tasks"))){
 const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema185,data};
 if(vErrors === null){
 vErrors = [err3];
@@ -21234,9 +21349,11 @@ vErrors.push(err9);
 errors++;
 }
 }
-}
-else {
-const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema185.type,parentSchema:schema185,data};
+if(data.tasks !== undefined){
+let data5 = data.tasks;
+if(Array.isArray(data5)){
+if(data5.length > 4096){
+const err10 = {instancePath:instancePath+"/tasks",schemaPath:"#/properties/tasks/maxItems",keyword:"maxItems",params:{limit: 4096},message:"must NOT have more than 4096 items",schema:4096,parentSchema:schema185.properties.tasks,data:data5};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -21245,18 +21362,48 @@ vErrors.push(err10);
 }
 errors++;
 }
+const len1 = data5.length;
+for(let i1=0; i1<len1; i1++){
+if(!(validate526(data5[i1], {instancePath:instancePath+"/tasks/" + i1,parentData:data5,parentDataProperty:i1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate526.errors : vErrors.concat(validate526.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err11 = {instancePath:instancePath+"/tasks",schemaPath:"#/properties/tasks/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema185.properties.tasks.type,parentSchema:schema185.properties.tasks,data:data5};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+}
+else {
+const err12 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema185.type,parentSchema:schema185,data};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
 validate523.errors = vErrors;
 return errors === 0;
 }
 validate523.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema187 = {"description":"Observed state of a DomainPeer.","type":"object","additionalProperties":false,"properties":{"traffic":{"$ref":"#/$defs/DomainTraffic","description":"Live traffic, reported by the agent."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions (RoutesProgrammed, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
-const schema188 = {"description":"The Domain's live traffic through this cluster's nodeservers, as the agent last read their GET /stats.","type":"object","additionalProperties":false,"required":["observedAt","poolConnections","pairs"],"properties":{"observedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent first read these figures (they have not changed since)."},"poolConnections":{"type":"integer","minimum":0,"description":"Connections of the Domain's pool to the hub, summed over the nodeservers."},"pairs":{"type":"array","maxItems":64,"description":"Per peer pair (virtual IPs), the busiest first; at most 64.","items":{"$ref":"#/$defs/DomainPeerPair"}},"omittedPairs":{"type":"integer","minimum":1,"description":"Pairs left out of pairs to keep the status bounded."}}};
+const schema188 = {"description":"Observed state of a DomainPeer.","type":"object","additionalProperties":false,"properties":{"traffic":{"$ref":"#/$defs/DomainTraffic","description":"Live traffic, reported by the agent."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation this status reflects."},"conditions":{"type":"array","description":"Conditions (RoutesProgrammed, ...).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
+const schema189 = {"description":"The Domain's live traffic through this cluster's nodeservers, as the agent last read their GET /stats.","type":"object","additionalProperties":false,"required":["observedAt","poolConnections","pairs"],"properties":{"observedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the agent first read these figures (they have not changed since)."},"poolConnections":{"type":"integer","minimum":0,"description":"Connections of the Domain's pool to the hub, summed over the nodeservers."},"pairs":{"type":"array","maxItems":64,"description":"Per peer pair (virtual IPs), the busiest first; at most 64.","items":{"$ref":"#/$defs/DomainPeerPair"}},"omittedPairs":{"type":"integer","minimum":1,"description":"Pairs left out of pairs to keep the status bounded."}}};
 
-function validate529(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate531(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate529.evaluated;
+const evaluated0 = validate531.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -21285,17 +21432,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate529.errors = vErrors;
+validate531.errors = vErrors;
 return errors === 0;
 }
-validate529.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate531.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema190 = {"description":"Connections from one virtual IP to another.","type":"object","additionalProperties":false,"required":["source","target","activeStreams","bytesSent","bytesReceived"],"properties":{"source":{"type":"string","format":"ipv4","description":"Virtual IP of the connecting pod."},"target":{"type":"string","format":"ipv4","description":"Virtual IP it connects to."},"activeStreams":{"type":"integer","minimum":0,"description":"Connections open now."},"bytesSent":{"type":"integer","minimum":0,"description":"Bytes from source to target so far."},"bytesReceived":{"type":"integer","minimum":0,"description":"Bytes from target to source so far."},"path":{"enum":["local","hub"],"description":"local: inside the cluster; hub: through the hub to another cluster."}}};
+const schema191 = {"description":"Connections from one virtual IP to another.","type":"object","additionalProperties":false,"required":["source","target","activeStreams","bytesSent","bytesReceived"],"properties":{"source":{"type":"string","format":"ipv4","description":"Virtual IP of the connecting pod."},"target":{"type":"string","format":"ipv4","description":"Virtual IP it connects to."},"activeStreams":{"type":"integer","minimum":0,"description":"Connections open now."},"bytesSent":{"type":"integer","minimum":0,"description":"Bytes from source to target so far."},"bytesReceived":{"type":"integer","minimum":0,"description":"Bytes from target to source so far."},"path":{"enum":["local","hub"],"description":"local: inside the cluster; hub: through the hub to another cluster."}}};
 
-function validate531(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate533(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate531.evaluated;
+const evaluated0 = validate533.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -21304,7 +21451,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.source === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "source"},message:"must have required property '"+"source"+"'",schema:schema190.required,parentSchema:schema190,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "source"},message:"must have required property '"+"source"+"'",schema:schema191.required,parentSchema:schema191,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -21314,7 +21461,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.target === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "target"},message:"must have required property '"+"target"+"'",schema:schema190.required,parentSchema:schema190,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "target"},message:"must have required property '"+"target"+"'",schema:schema191.required,parentSchema:schema191,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -21324,7 +21471,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.activeStreams === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "activeStreams"},message:"must have required property '"+"activeStreams"+"'",schema:schema190.required,parentSchema:schema190,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "activeStreams"},message:"must have required property '"+"activeStreams"+"'",schema:schema191.required,parentSchema:schema191,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -21334,7 +21481,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.bytesSent === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "bytesSent"},message:"must have required property '"+"bytesSent"+"'",schema:schema190.required,parentSchema:schema190,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "bytesSent"},message:"must have required property '"+"bytesSent"+"'",schema:schema191.required,parentSchema:schema191,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -21344,7 +21491,7 @@ vErrors.push(err3);
 errors++;
 }
 if(data.bytesReceived === undefined){
-const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "bytesReceived"},message:"must have required property '"+"bytesReceived"+"'",schema:schema190.required,parentSchema:schema190,data};
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "bytesReceived"},message:"must have required property '"+"bytesReceived"+"'",schema:schema191.required,parentSchema:schema191,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -21355,7 +21502,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((((((key0 === "source") || (key0 === "target")) || (key0 === "activeStreams")) || (key0 === "bytesSent")) || (key0 === "bytesReceived")) || (key0 === "path"))){
-const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema190,data};
+const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema191,data};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -21369,7 +21516,7 @@ if(data.source !== undefined){
 let data0 = data.source;
 if(typeof data0 === "string"){
 if(!(formats6.test(data0))){
-const err6 = {instancePath:instancePath+"/source",schemaPath:"#/properties/source/format",keyword:"format",params:{format: "ipv4"},message:"must match format \""+"ipv4"+"\"",schema:"ipv4",parentSchema:schema190.properties.source,data:data0};
+const err6 = {instancePath:instancePath+"/source",schemaPath:"#/properties/source/format",keyword:"format",params:{format: "ipv4"},message:"must match format \""+"ipv4"+"\"",schema:"ipv4",parentSchema:schema191.properties.source,data:data0};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -21380,7 +21527,7 @@ errors++;
 }
 }
 else {
-const err7 = {instancePath:instancePath+"/source",schemaPath:"#/properties/source/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema190.properties.source.type,parentSchema:schema190.properties.source,data:data0};
+const err7 = {instancePath:instancePath+"/source",schemaPath:"#/properties/source/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema191.properties.source.type,parentSchema:schema191.properties.source,data:data0};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -21394,7 +21541,7 @@ if(data.target !== undefined){
 let data1 = data.target;
 if(typeof data1 === "string"){
 if(!(formats6.test(data1))){
-const err8 = {instancePath:instancePath+"/target",schemaPath:"#/properties/target/format",keyword:"format",params:{format: "ipv4"},message:"must match format \""+"ipv4"+"\"",schema:"ipv4",parentSchema:schema190.properties.target,data:data1};
+const err8 = {instancePath:instancePath+"/target",schemaPath:"#/properties/target/format",keyword:"format",params:{format: "ipv4"},message:"must match format \""+"ipv4"+"\"",schema:"ipv4",parentSchema:schema191.properties.target,data:data1};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -21405,7 +21552,7 @@ errors++;
 }
 }
 else {
-const err9 = {instancePath:instancePath+"/target",schemaPath:"#/properties/target/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema190.properties.target.type,parentSchema:schema190.properties.target,data:data1};
+const err9 = {instancePath:instancePath+"/target",schemaPath:"#/properties/target/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema191.properties.target.type,parentSchema:schema191.properties.target,data:data1};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -21418,7 +21565,7 @@ errors++;
 if(data.activeStreams !== undefined){
 let data2 = data.activeStreams;
 if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err10 = {instancePath:instancePath+"/activeStreams",schemaPath:"#/properties/activeStreams/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema190.properties.activeStreams.type,parentSchema:schema190.properties.activeStreams,data:data2};
+const err10 = {instancePath:instancePath+"/activeStreams",schemaPath:"#/properties/activeStreams/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema191.properties.activeStreams.type,parentSchema:schema191.properties.activeStreams,data:data2};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -21429,7 +21576,7 @@ errors++;
 }
 if((typeof data2 == "number") && (isFinite(data2))){
 if(data2 < 0 || isNaN(data2)){
-const err11 = {instancePath:instancePath+"/activeStreams",schemaPath:"#/properties/activeStreams/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema190.properties.activeStreams,data:data2};
+const err11 = {instancePath:instancePath+"/activeStreams",schemaPath:"#/properties/activeStreams/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema191.properties.activeStreams,data:data2};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -21443,7 +21590,7 @@ errors++;
 if(data.bytesSent !== undefined){
 let data3 = data.bytesSent;
 if(!(((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3))) && (isFinite(data3)))){
-const err12 = {instancePath:instancePath+"/bytesSent",schemaPath:"#/properties/bytesSent/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema190.properties.bytesSent.type,parentSchema:schema190.properties.bytesSent,data:data3};
+const err12 = {instancePath:instancePath+"/bytesSent",schemaPath:"#/properties/bytesSent/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema191.properties.bytesSent.type,parentSchema:schema191.properties.bytesSent,data:data3};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -21454,7 +21601,7 @@ errors++;
 }
 if((typeof data3 == "number") && (isFinite(data3))){
 if(data3 < 0 || isNaN(data3)){
-const err13 = {instancePath:instancePath+"/bytesSent",schemaPath:"#/properties/bytesSent/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema190.properties.bytesSent,data:data3};
+const err13 = {instancePath:instancePath+"/bytesSent",schemaPath:"#/properties/bytesSent/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema191.properties.bytesSent,data:data3};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -21468,7 +21615,7 @@ errors++;
 if(data.bytesReceived !== undefined){
 let data4 = data.bytesReceived;
 if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
-const err14 = {instancePath:instancePath+"/bytesReceived",schemaPath:"#/properties/bytesReceived/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema190.properties.bytesReceived.type,parentSchema:schema190.properties.bytesReceived,data:data4};
+const err14 = {instancePath:instancePath+"/bytesReceived",schemaPath:"#/properties/bytesReceived/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema191.properties.bytesReceived.type,parentSchema:schema191.properties.bytesReceived,data:data4};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -21479,7 +21626,7 @@ errors++;
 }
 if((typeof data4 == "number") && (isFinite(data4))){
 if(data4 < 0 || isNaN(data4)){
-const err15 = {instancePath:instancePath+"/bytesReceived",schemaPath:"#/properties/bytesReceived/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema190.properties.bytesReceived,data:data4};
+const err15 = {instancePath:instancePath+"/bytesReceived",schemaPath:"#/properties/bytesReceived/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema191.properties.bytesReceived,data:data4};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -21493,7 +21640,7 @@ errors++;
 if(data.path !== undefined){
 let data5 = data.path;
 if(!((data5 === "local") || (data5 === "hub"))){
-const err16 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/enum",keyword:"enum",params:{allowedValues: schema190.properties.path.enum},message:"must be equal to one of the allowed values",schema:schema190.properties.path.enum,parentSchema:schema190.properties.path,data:data5};
+const err16 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/enum",keyword:"enum",params:{allowedValues: schema191.properties.path.enum},message:"must be equal to one of the allowed values",schema:schema191.properties.path.enum,parentSchema:schema191.properties.path,data:data5};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -21505,7 +21652,7 @@ errors++;
 }
 }
 else {
-const err17 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema190.type,parentSchema:schema190,data};
+const err17 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema191.type,parentSchema:schema191,data};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -21514,16 +21661,16 @@ vErrors.push(err17);
 }
 errors++;
 }
-validate531.errors = vErrors;
+validate533.errors = vErrors;
 return errors === 0;
 }
-validate531.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate533.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate528(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate530(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate528.evaluated;
+const evaluated0 = validate530.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -21532,7 +21679,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.observedAt === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "observedAt"},message:"must have required property '"+"observedAt"+"'",schema:schema188.required,parentSchema:schema188,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "observedAt"},message:"must have required property '"+"observedAt"+"'",schema:schema189.required,parentSchema:schema189,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -21542,7 +21689,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.poolConnections === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "poolConnections"},message:"must have required property '"+"poolConnections"+"'",schema:schema188.required,parentSchema:schema188,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "poolConnections"},message:"must have required property '"+"poolConnections"+"'",schema:schema189.required,parentSchema:schema189,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -21552,7 +21699,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.pairs === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "pairs"},message:"must have required property '"+"pairs"+"'",schema:schema188.required,parentSchema:schema188,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "pairs"},message:"must have required property '"+"pairs"+"'",schema:schema189.required,parentSchema:schema189,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -21563,7 +21710,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((((key0 === "observedAt") || (key0 === "poolConnections")) || (key0 === "pairs")) || (key0 === "omittedPairs"))){
-const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema188,data};
+const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema189,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -21574,15 +21721,15 @@ errors++;
 }
 }
 if(data.observedAt !== undefined){
-if(!(validate529(data.observedAt, {instancePath:instancePath+"/observedAt",parentData:data,parentDataProperty:"observedAt",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate529.errors : vErrors.concat(validate529.errors);
+if(!(validate531(data.observedAt, {instancePath:instancePath+"/observedAt",parentData:data,parentDataProperty:"observedAt",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate531.errors : vErrors.concat(validate531.errors);
 errors = vErrors.length;
 }
 }
 if(data.poolConnections !== undefined){
 let data1 = data.poolConnections;
 if(!(((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1))) && (isFinite(data1)))){
-const err4 = {instancePath:instancePath+"/poolConnections",schemaPath:"#/properties/poolConnections/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema188.properties.poolConnections.type,parentSchema:schema188.properties.poolConnections,data:data1};
+const err4 = {instancePath:instancePath+"/poolConnections",schemaPath:"#/properties/poolConnections/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema189.properties.poolConnections.type,parentSchema:schema189.properties.poolConnections,data:data1};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -21593,7 +21740,7 @@ errors++;
 }
 if((typeof data1 == "number") && (isFinite(data1))){
 if(data1 < 0 || isNaN(data1)){
-const err5 = {instancePath:instancePath+"/poolConnections",schemaPath:"#/properties/poolConnections/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema188.properties.poolConnections,data:data1};
+const err5 = {instancePath:instancePath+"/poolConnections",schemaPath:"#/properties/poolConnections/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema189.properties.poolConnections,data:data1};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -21608,7 +21755,7 @@ if(data.pairs !== undefined){
 let data2 = data.pairs;
 if(Array.isArray(data2)){
 if(data2.length > 64){
-const err6 = {instancePath:instancePath+"/pairs",schemaPath:"#/properties/pairs/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items",schema:64,parentSchema:schema188.properties.pairs,data:data2};
+const err6 = {instancePath:instancePath+"/pairs",schemaPath:"#/properties/pairs/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items",schema:64,parentSchema:schema189.properties.pairs,data:data2};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -21619,14 +21766,14 @@ errors++;
 }
 const len0 = data2.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate531(data2[i0], {instancePath:instancePath+"/pairs/" + i0,parentData:data2,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate531.errors : vErrors.concat(validate531.errors);
+if(!(validate533(data2[i0], {instancePath:instancePath+"/pairs/" + i0,parentData:data2,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate533.errors : vErrors.concat(validate533.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err7 = {instancePath:instancePath+"/pairs",schemaPath:"#/properties/pairs/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema188.properties.pairs.type,parentSchema:schema188.properties.pairs,data:data2};
+const err7 = {instancePath:instancePath+"/pairs",schemaPath:"#/properties/pairs/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema189.properties.pairs.type,parentSchema:schema189.properties.pairs,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -21639,7 +21786,7 @@ errors++;
 if(data.omittedPairs !== undefined){
 let data4 = data.omittedPairs;
 if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
-const err8 = {instancePath:instancePath+"/omittedPairs",schemaPath:"#/properties/omittedPairs/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema188.properties.omittedPairs.type,parentSchema:schema188.properties.omittedPairs,data:data4};
+const err8 = {instancePath:instancePath+"/omittedPairs",schemaPath:"#/properties/omittedPairs/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema189.properties.omittedPairs.type,parentSchema:schema189.properties.omittedPairs,data:data4};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -21650,7 +21797,7 @@ errors++;
 }
 if((typeof data4 == "number") && (isFinite(data4))){
 if(data4 < 1 || isNaN(data4)){
-const err9 = {instancePath:instancePath+"/omittedPairs",schemaPath:"#/properties/omittedPairs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema188.properties.omittedPairs,data:data4};
+const err9 = {instancePath:instancePath+"/omittedPairs",schemaPath:"#/properties/omittedPairs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema189.properties.omittedPairs,data:data4};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -21663,7 +21810,7 @@ errors++;
 }
 }
 else {
-const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema188.type,parentSchema:schema188,data};
+const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema189.type,parentSchema:schema189,data};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -21672,16 +21819,16 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate528.errors = vErrors;
+validate530.errors = vErrors;
 return errors === 0;
 }
-validate528.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate530.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate534(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate536(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate534.evaluated;
+const evaluated0 = validate536.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -21833,16 +21980,16 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate534.errors = vErrors;
+validate536.errors = vErrors;
 return errors === 0;
 }
-validate534.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate536.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate527(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate529(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate527.evaluated;
+const evaluated0 = validate529.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -21852,7 +21999,7 @@ evaluated0.items = undefined;
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
 if(!(((key0 === "traffic") || (key0 === "observedGeneration")) || (key0 === "conditions"))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema187,data};
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema188,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -21863,15 +22010,15 @@ errors++;
 }
 }
 if(data.traffic !== undefined){
-if(!(validate528(data.traffic, {instancePath:instancePath+"/traffic",parentData:data,parentDataProperty:"traffic",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate528.errors : vErrors.concat(validate528.errors);
+if(!(validate530(data.traffic, {instancePath:instancePath+"/traffic",parentData:data,parentDataProperty:"traffic",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate530.errors : vErrors.concat(validate530.errors);
 errors = vErrors.length;
 }
 }
 if(data.observedGeneration !== undefined){
 let data1 = data.observedGeneration;
 if(!(((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1))) && (isFinite(data1)))){
-const err1 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema187.properties.observedGeneration.type,parentSchema:schema187.properties.observedGeneration,data:data1};
+const err1 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema188.properties.observedGeneration.type,parentSchema:schema188.properties.observedGeneration,data:data1};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -21882,7 +22029,7 @@ errors++;
 }
 if((typeof data1 == "number") && (isFinite(data1))){
 if(data1 < 0 || isNaN(data1)){
-const err2 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema187.properties.observedGeneration,data:data1};
+const err2 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema188.properties.observedGeneration,data:data1};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -21898,14 +22045,14 @@ let data2 = data.conditions;
 if(Array.isArray(data2)){
 const len0 = data2.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate534(data2[i0], {instancePath:instancePath+"/conditions/" + i0,parentData:data2,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate534.errors : vErrors.concat(validate534.errors);
+if(!(validate536(data2[i0], {instancePath:instancePath+"/conditions/" + i0,parentData:data2,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate536.errors : vErrors.concat(validate536.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err3 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema187.properties.conditions.type,parentSchema:schema187.properties.conditions,data:data2};
+const err3 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema188.properties.conditions.type,parentSchema:schema188.properties.conditions,data:data2};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -21917,7 +22064,7 @@ errors++;
 }
 }
 else {
-const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema187.type,parentSchema:schema187,data};
+const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema188.type,parentSchema:schema188,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -21926,10 +22073,10 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate527.errors = vErrors;
+validate529.errors = vErrors;
 return errors === 0;
 }
-validate527.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate529.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
 function validate511(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -22070,8 +22217,8 @@ errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate527(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate527.errors : vErrors.concat(validate527.errors);
+if(!(validate529(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate529.errors : vErrors.concat(validate529.errors);
 errors = vErrors.length;
 }
 }
@@ -22091,13 +22238,13 @@ return errors === 0;
 }
 validate511.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const AddonRelease = validate539;
-const schema192 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/addon-release.schema.json","title":"AddonRelease","description":"One Addon rendered for one cluster, created by the hub's Addon controller in agent-<cluster>: the exact Kubernetes objects that cluster's agent applies. Its status is the installation there, reported by the agent.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"AddonRelease","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the release is installed in.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"The Addon's name."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/AddonReleaseSpec","description":"Desired state."},"status":{"$ref":"#/$defs/AddonReleaseStatus","description":"Observed state, reported by the agent."}},"$defs":{"AddonReleaseSpec":{"description":"The catalog entry, the Addon it comes from and the rendered objects.","type":"object","additionalProperties":false,"required":["addonName","version","namespace","addonGeneration","objects"],"properties":{"addonName":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Catalog entry name."},"version":{"type":"string","maxLength":128,"description":"Catalog entry version."},"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"In-cluster namespace the objects go into (created when missing)."},"clusterWide":{"type":"boolean","description":"True when the Addon is cluster-wide (placed by clusterSelector), false when it lives in agent-<cluster>."},"addonGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the Addon this release was rendered from."},"minKubernetesVersion":{"type":"string","pattern":"^[0-9]+\\.[0-9]+$","description":"The cluster's API server must be at least this \"major.minor\"."},"objects":{"type":"array","maxItems":500,"description":"The rendered Kubernetes objects, in apply order.","items":{"type":"object","required":["apiVersion","kind","metadata"],"description":"One Kubernetes object.","x-rlark-free-form":true}}}},"AddonReleaseStatus":{"description":"The installation in this cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"description":"Installation phase.","enum":["Pending","Installing","Ready","Failed","Upgrading","Uninstalling"]},"version":{"type":"string","maxLength":128,"description":"Version the objects in the cluster come from."},"message":{"type":"string","maxLength":4096,"description":"What is not ready, or why it failed."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the release this status reflects."}}}}};
+export const AddonRelease = validate541;
+const schema193 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/addon-release.schema.json","title":"AddonRelease","description":"One Addon rendered for one cluster, created by the hub's Addon controller in agent-<cluster>: the exact Kubernetes objects that cluster's agent applies. Its status is the installation there, reported by the agent.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"AddonRelease","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the release is installed in.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"The Addon's name."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/AddonReleaseSpec","description":"Desired state."},"status":{"$ref":"#/$defs/AddonReleaseStatus","description":"Observed state, reported by the agent."}},"$defs":{"AddonReleaseSpec":{"description":"The catalog entry, the Addon it comes from and the rendered objects.","type":"object","additionalProperties":false,"required":["addonName","version","namespace","addonGeneration","objects"],"properties":{"addonName":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Catalog entry name."},"version":{"type":"string","maxLength":128,"description":"Catalog entry version."},"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"In-cluster namespace the objects go into (created when missing)."},"clusterWide":{"type":"boolean","description":"True when the Addon is cluster-wide (placed by clusterSelector), false when it lives in agent-<cluster>."},"addonGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the Addon this release was rendered from."},"minKubernetesVersion":{"type":"string","pattern":"^[0-9]+\\.[0-9]+$","description":"The cluster's API server must be at least this \"major.minor\"."},"objects":{"type":"array","maxItems":500,"description":"The rendered Kubernetes objects, in apply order.","items":{"type":"object","required":["apiVersion","kind","metadata"],"description":"One Kubernetes object.","x-rlark-free-form":true}}}},"AddonReleaseStatus":{"description":"The installation in this cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"description":"Installation phase.","enum":["Pending","Installing","Ready","Failed","Upgrading","Uninstalling"]},"version":{"type":"string","maxLength":128,"description":"Version the objects in the cluster come from."},"message":{"type":"string","maxLength":4096,"description":"What is not ready, or why it failed."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the release this status reflects."}}}}};
 
-function validate540(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate542(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate540.evaluated;
+const evaluated0 = validate542.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -22319,68 +22466,10 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate540.errors = vErrors;
+validate542.errors = vErrors;
 return errors === 0;
 }
-validate540.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-
-function validate547(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate547.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data === "string"){
-if(func2(data) > 63){
-const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema28,data};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(func2(data) < 1){
-const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema28,data};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(!pattern5.test(data)){
-const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema28,data};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-else {
-const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema28.type,parentSchema:schema28,data};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-validate547.errors = vErrors;
-return errors === 0;
-}
-validate547.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate542.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
 function validate549(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -22395,6 +22484,64 @@ evaluated0.items = undefined;
 }
 if(typeof data === "string"){
 if(func2(data) > 63){
+const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema28,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(func2(data) < 1){
+const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema28,data};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(!pattern5.test(data)){
+const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"+"\"",schema:"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",parentSchema:schema28,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+else {
+const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema28.type,parentSchema:schema28,data};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+validate549.errors = vErrors;
+return errors === 0;
+}
+validate549.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate551(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate551.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data === "string"){
+if(func2(data) > 63){
 const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 63},message:"must NOT have more than 63 characters",schema:63,parentSchema:schema78,data};
 if(vErrors === null){
 vErrors = [err0];
@@ -22425,18 +22572,18 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate549.errors = vErrors;
+validate551.errors = vErrors;
 return errors === 0;
 }
-validate549.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate551.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema196 = {"description":"The catalog entry, the Addon it comes from and the rendered objects.","type":"object","additionalProperties":false,"required":["addonName","version","namespace","addonGeneration","objects"],"properties":{"addonName":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Catalog entry name."},"version":{"type":"string","maxLength":128,"description":"Catalog entry version."},"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"In-cluster namespace the objects go into (created when missing)."},"clusterWide":{"type":"boolean","description":"True when the Addon is cluster-wide (placed by clusterSelector), false when it lives in agent-<cluster>."},"addonGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the Addon this release was rendered from."},"minKubernetesVersion":{"type":"string","pattern":"^[0-9]+\\.[0-9]+$","description":"The cluster's API server must be at least this \"major.minor\"."},"objects":{"type":"array","maxItems":500,"description":"The rendered Kubernetes objects, in apply order.","items":{"type":"object","required":["apiVersion","kind","metadata"],"description":"One Kubernetes object.","x-rlark-free-form":true}}}};
+const schema197 = {"description":"The catalog entry, the Addon it comes from and the rendered objects.","type":"object","additionalProperties":false,"required":["addonName","version","namespace","addonGeneration","objects"],"properties":{"addonName":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"Catalog entry name."},"version":{"type":"string","maxLength":128,"description":"Catalog entry version."},"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"In-cluster namespace the objects go into (created when missing)."},"clusterWide":{"type":"boolean","description":"True when the Addon is cluster-wide (placed by clusterSelector), false when it lives in agent-<cluster>."},"addonGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the Addon this release was rendered from."},"minKubernetesVersion":{"type":"string","pattern":"^[0-9]+\\.[0-9]+$","description":"The cluster's API server must be at least this \"major.minor\"."},"objects":{"type":"array","maxItems":500,"description":"The rendered Kubernetes objects, in apply order.","items":{"type":"object","required":["apiVersion","kind","metadata"],"description":"One Kubernetes object.","x-rlark-free-form":true}}}};
 const pattern59 = new RegExp("^[0-9]+\\.[0-9]+$", "u");
 
-function validate551(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate553(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate551.evaluated;
+const evaluated0 = validate553.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -22445,7 +22592,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.addonName === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "addonName"},message:"must have required property '"+"addonName"+"'",schema:schema196.required,parentSchema:schema196,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "addonName"},message:"must have required property '"+"addonName"+"'",schema:schema197.required,parentSchema:schema197,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -22455,7 +22602,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.version === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'",schema:schema196.required,parentSchema:schema196,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'",schema:schema197.required,parentSchema:schema197,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -22465,7 +22612,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.namespace === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema196.required,parentSchema:schema196,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema197.required,parentSchema:schema197,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -22475,7 +22622,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.addonGeneration === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "addonGeneration"},message:"must have required property '"+"addonGeneration"+"'",schema:schema196.required,parentSchema:schema196,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "addonGeneration"},message:"must have required property '"+"addonGeneration"+"'",schema:schema197.required,parentSchema:schema197,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -22485,7 +22632,7 @@ vErrors.push(err3);
 errors++;
 }
 if(data.objects === undefined){
-const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "objects"},message:"must have required property '"+"objects"+"'",schema:schema196.required,parentSchema:schema196,data};
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "objects"},message:"must have required property '"+"objects"+"'",schema:schema197.required,parentSchema:schema197,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -22496,7 +22643,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((((key0 === "addonName") || (key0 === "version")) || (key0 === "namespace")) || (key0 === "clusterWide")) || (key0 === "addonGeneration")) || (key0 === "minKubernetesVersion")) || (key0 === "objects"))){
-const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema196,data};
+const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema197,data};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -22507,8 +22654,8 @@ errors++;
 }
 }
 if(data.addonName !== undefined){
-if(!(validate547(data.addonName, {instancePath:instancePath+"/addonName",parentData:data,parentDataProperty:"addonName",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate547.errors : vErrors.concat(validate547.errors);
+if(!(validate549(data.addonName, {instancePath:instancePath+"/addonName",parentData:data,parentDataProperty:"addonName",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate549.errors : vErrors.concat(validate549.errors);
 errors = vErrors.length;
 }
 }
@@ -22516,7 +22663,7 @@ if(data.version !== undefined){
 let data1 = data.version;
 if(typeof data1 === "string"){
 if(func2(data1) > 128){
-const err6 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters",schema:128,parentSchema:schema196.properties.version,data:data1};
+const err6 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters",schema:128,parentSchema:schema197.properties.version,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -22527,7 +22674,7 @@ errors++;
 }
 }
 else {
-const err7 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema196.properties.version.type,parentSchema:schema196.properties.version,data:data1};
+const err7 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema197.properties.version.type,parentSchema:schema197.properties.version,data:data1};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -22538,15 +22685,15 @@ errors++;
 }
 }
 if(data.namespace !== undefined){
-if(!(validate547(data.namespace, {instancePath:instancePath+"/namespace",parentData:data,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate547.errors : vErrors.concat(validate547.errors);
+if(!(validate549(data.namespace, {instancePath:instancePath+"/namespace",parentData:data,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate549.errors : vErrors.concat(validate549.errors);
 errors = vErrors.length;
 }
 }
 if(data.clusterWide !== undefined){
 let data3 = data.clusterWide;
 if(typeof data3 !== "boolean"){
-const err8 = {instancePath:instancePath+"/clusterWide",schemaPath:"#/properties/clusterWide/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema196.properties.clusterWide.type,parentSchema:schema196.properties.clusterWide,data:data3};
+const err8 = {instancePath:instancePath+"/clusterWide",schemaPath:"#/properties/clusterWide/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema197.properties.clusterWide.type,parentSchema:schema197.properties.clusterWide,data:data3};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -22559,7 +22706,7 @@ errors++;
 if(data.addonGeneration !== undefined){
 let data4 = data.addonGeneration;
 if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
-const err9 = {instancePath:instancePath+"/addonGeneration",schemaPath:"#/properties/addonGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema196.properties.addonGeneration.type,parentSchema:schema196.properties.addonGeneration,data:data4};
+const err9 = {instancePath:instancePath+"/addonGeneration",schemaPath:"#/properties/addonGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema197.properties.addonGeneration.type,parentSchema:schema197.properties.addonGeneration,data:data4};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -22570,7 +22717,7 @@ errors++;
 }
 if((typeof data4 == "number") && (isFinite(data4))){
 if(data4 < 0 || isNaN(data4)){
-const err10 = {instancePath:instancePath+"/addonGeneration",schemaPath:"#/properties/addonGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema196.properties.addonGeneration,data:data4};
+const err10 = {instancePath:instancePath+"/addonGeneration",schemaPath:"#/properties/addonGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema197.properties.addonGeneration,data:data4};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -22585,7 +22732,7 @@ if(data.minKubernetesVersion !== undefined){
 let data5 = data.minKubernetesVersion;
 if(typeof data5 === "string"){
 if(!pattern59.test(data5)){
-const err11 = {instancePath:instancePath+"/minKubernetesVersion",schemaPath:"#/properties/minKubernetesVersion/pattern",keyword:"pattern",params:{pattern: "^[0-9]+\\.[0-9]+$"},message:"must match pattern \""+"^[0-9]+\\.[0-9]+$"+"\"",schema:"^[0-9]+\\.[0-9]+$",parentSchema:schema196.properties.minKubernetesVersion,data:data5};
+const err11 = {instancePath:instancePath+"/minKubernetesVersion",schemaPath:"#/properties/minKubernetesVersion/pattern",keyword:"pattern",params:{pattern: "^[0-9]+\\.[0-9]+$"},message:"must match pattern \""+"^[0-9]+\\.[0-9]+$"+"\"",schema:"^[0-9]+\\.[0-9]+$",parentSchema:schema197.properties.minKubernetesVersion,data:data5};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -22596,7 +22743,7 @@ errors++;
 }
 }
 else {
-const err12 = {instancePath:instancePath+"/minKubernetesVersion",schemaPath:"#/properties/minKubernetesVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema196.properties.minKubernetesVersion.type,parentSchema:schema196.properties.minKubernetesVersion,data:data5};
+const err12 = {instancePath:instancePath+"/minKubernetesVersion",schemaPath:"#/properties/minKubernetesVersion/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema197.properties.minKubernetesVersion.type,parentSchema:schema197.properties.minKubernetesVersion,data:data5};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -22610,7 +22757,7 @@ if(data.objects !== undefined){
 let data6 = data.objects;
 if(Array.isArray(data6)){
 if(data6.length > 500){
-const err13 = {instancePath:instancePath+"/objects",schemaPath:"#/properties/objects/maxItems",keyword:"maxItems",params:{limit: 500},message:"must NOT have more than 500 items",schema:500,parentSchema:schema196.properties.objects,data:data6};
+const err13 = {instancePath:instancePath+"/objects",schemaPath:"#/properties/objects/maxItems",keyword:"maxItems",params:{limit: 500},message:"must NOT have more than 500 items",schema:500,parentSchema:schema197.properties.objects,data:data6};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -22624,7 +22771,7 @@ for(let i0=0; i0<len0; i0++){
 let data7 = data6[i0];
 if(data7 && typeof data7 == "object" && !Array.isArray(data7)){
 if(data7.apiVersion === undefined){
-const err14 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema196.properties.objects.items.required,parentSchema:schema196.properties.objects.items,data:data7};
+const err14 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema197.properties.objects.items.required,parentSchema:schema197.properties.objects.items,data:data7};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -22634,7 +22781,7 @@ vErrors.push(err14);
 errors++;
 }
 if(data7.kind === undefined){
-const err15 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema196.properties.objects.items.required,parentSchema:schema196.properties.objects.items,data:data7};
+const err15 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema197.properties.objects.items.required,parentSchema:schema197.properties.objects.items,data:data7};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -22644,7 +22791,7 @@ vErrors.push(err15);
 errors++;
 }
 if(data7.metadata === undefined){
-const err16 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema196.properties.objects.items.required,parentSchema:schema196.properties.objects.items,data:data7};
+const err16 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema197.properties.objects.items.required,parentSchema:schema197.properties.objects.items,data:data7};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -22655,7 +22802,7 @@ errors++;
 }
 }
 else {
-const err17 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema196.properties.objects.items.type,parentSchema:schema196.properties.objects.items,data:data7};
+const err17 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema197.properties.objects.items.type,parentSchema:schema197.properties.objects.items,data:data7};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -22667,7 +22814,7 @@ errors++;
 }
 }
 else {
-const err18 = {instancePath:instancePath+"/objects",schemaPath:"#/properties/objects/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema196.properties.objects.type,parentSchema:schema196.properties.objects,data:data6};
+const err18 = {instancePath:instancePath+"/objects",schemaPath:"#/properties/objects/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema197.properties.objects.type,parentSchema:schema197.properties.objects,data:data6};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -22679,7 +22826,7 @@ errors++;
 }
 }
 else {
-const err19 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema196.type,parentSchema:schema196,data};
+const err19 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema197.type,parentSchema:schema197,data};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -22688,17 +22835,17 @@ vErrors.push(err19);
 }
 errors++;
 }
-validate551.errors = vErrors;
+validate553.errors = vErrors;
 return errors === 0;
 }
-validate551.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate553.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema197 = {"description":"The installation in this cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"description":"Installation phase.","enum":["Pending","Installing","Ready","Failed","Upgrading","Uninstalling"]},"version":{"type":"string","maxLength":128,"description":"Version the objects in the cluster come from."},"message":{"type":"string","maxLength":4096,"description":"What is not ready, or why it failed."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the release this status reflects."}}};
+const schema198 = {"description":"The installation in this cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"description":"Installation phase.","enum":["Pending","Installing","Ready","Failed","Upgrading","Uninstalling"]},"version":{"type":"string","maxLength":128,"description":"Version the objects in the cluster come from."},"message":{"type":"string","maxLength":4096,"description":"What is not ready, or why it failed."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the release this status reflects."}}};
 
-function validate555(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate557(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate555.evaluated;
+const evaluated0 = validate557.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -22708,7 +22855,7 @@ evaluated0.items = undefined;
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
 if(!((((key0 === "phase") || (key0 === "version")) || (key0 === "message")) || (key0 === "observedGeneration"))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema197,data};
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema198,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -22721,7 +22868,7 @@ errors++;
 if(data.phase !== undefined){
 let data0 = data.phase;
 if(!((((((data0 === "Pending") || (data0 === "Installing")) || (data0 === "Ready")) || (data0 === "Failed")) || (data0 === "Upgrading")) || (data0 === "Uninstalling"))){
-const err1 = {instancePath:instancePath+"/phase",schemaPath:"#/properties/phase/enum",keyword:"enum",params:{allowedValues: schema197.properties.phase.enum},message:"must be equal to one of the allowed values",schema:schema197.properties.phase.enum,parentSchema:schema197.properties.phase,data:data0};
+const err1 = {instancePath:instancePath+"/phase",schemaPath:"#/properties/phase/enum",keyword:"enum",params:{allowedValues: schema198.properties.phase.enum},message:"must be equal to one of the allowed values",schema:schema198.properties.phase.enum,parentSchema:schema198.properties.phase,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -22735,7 +22882,7 @@ if(data.version !== undefined){
 let data1 = data.version;
 if(typeof data1 === "string"){
 if(func2(data1) > 128){
-const err2 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters",schema:128,parentSchema:schema197.properties.version,data:data1};
+const err2 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters",schema:128,parentSchema:schema198.properties.version,data:data1};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -22746,7 +22893,7 @@ errors++;
 }
 }
 else {
-const err3 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema197.properties.version.type,parentSchema:schema197.properties.version,data:data1};
+const err3 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema198.properties.version.type,parentSchema:schema198.properties.version,data:data1};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -22760,7 +22907,7 @@ if(data.message !== undefined){
 let data2 = data.message;
 if(typeof data2 === "string"){
 if(func2(data2) > 4096){
-const err4 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters",schema:4096,parentSchema:schema197.properties.message,data:data2};
+const err4 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters",schema:4096,parentSchema:schema198.properties.message,data:data2};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -22771,7 +22918,7 @@ errors++;
 }
 }
 else {
-const err5 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema197.properties.message.type,parentSchema:schema197.properties.message,data:data2};
+const err5 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema198.properties.message.type,parentSchema:schema198.properties.message,data:data2};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -22784,7 +22931,7 @@ errors++;
 if(data.observedGeneration !== undefined){
 let data3 = data.observedGeneration;
 if(!(((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3))) && (isFinite(data3)))){
-const err6 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema197.properties.observedGeneration.type,parentSchema:schema197.properties.observedGeneration,data:data3};
+const err6 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema198.properties.observedGeneration.type,parentSchema:schema198.properties.observedGeneration,data:data3};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -22795,7 +22942,7 @@ errors++;
 }
 if((typeof data3 == "number") && (isFinite(data3))){
 if(data3 < 0 || isNaN(data3)){
-const err7 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema197.properties.observedGeneration,data:data3};
+const err7 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema198.properties.observedGeneration,data:data3};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -22808,7 +22955,7 @@ errors++;
 }
 }
 else {
-const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema197.type,parentSchema:schema197,data};
+const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema198.type,parentSchema:schema198,data};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -22817,17 +22964,17 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate555.errors = vErrors;
+validate557.errors = vErrors;
 return errors === 0;
 }
-validate555.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate557.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate539(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate541(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/addon-release.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate539.evaluated;
+const evaluated0 = validate541.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -22836,7 +22983,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.apiVersion === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema192.required,parentSchema:schema192,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema193.required,parentSchema:schema193,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -22846,7 +22993,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.kind === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema192.required,parentSchema:schema192,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema193.required,parentSchema:schema193,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -22856,7 +23003,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.metadata === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema192.required,parentSchema:schema192,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema193.required,parentSchema:schema193,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -22866,7 +23013,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.spec === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema192.required,parentSchema:schema192,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema193.required,parentSchema:schema193,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -22877,7 +23024,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "metadata")) || (key0 === "spec")) || (key0 === "status"))){
-const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema192,data};
+const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema193,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -22890,7 +23037,7 @@ errors++;
 if(data.apiVersion !== undefined){
 let data0 = data.apiVersion;
 if("rlinf.io/v1alpha1" !== data0){
-const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema192.properties.apiVersion,data:data0};
+const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema193.properties.apiVersion,data:data0};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -22903,7 +23050,7 @@ errors++;
 if(data.kind !== undefined){
 let data1 = data.kind;
 if("AddonRelease" !== data1){
-const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "AddonRelease"},message:"must be equal to constant",schema:"AddonRelease",parentSchema:schema192.properties.kind,data:data1};
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "AddonRelease"},message:"must be equal to constant",schema:"AddonRelease",parentSchema:schema193.properties.kind,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -22915,13 +23062,13 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate540(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate540.errors : vErrors.concat(validate540.errors);
+if(!(validate542(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate542.errors : vErrors.concat(validate542.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.name === undefined){
-const err7 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema192.properties.metadata.required,parentSchema:schema192.properties.metadata,data:data2};
+const err7 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema193.properties.metadata.required,parentSchema:schema193.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -22931,7 +23078,7 @@ vErrors.push(err7);
 errors++;
 }
 if(data2.namespace === undefined){
-const err8 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema192.properties.metadata.required,parentSchema:schema192.properties.metadata,data:data2};
+const err8 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema193.properties.metadata.required,parentSchema:schema193.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -22941,34 +23088,34 @@ vErrors.push(err8);
 errors++;
 }
 if(data2.name !== undefined){
-if(!(validate547(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate547.errors : vErrors.concat(validate547.errors);
+if(!(validate549(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate549.errors : vErrors.concat(validate549.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate549(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate549.errors : vErrors.concat(validate549.errors);
+if(!(validate551(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate551.errors : vErrors.concat(validate551.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate551(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate551.errors : vErrors.concat(validate551.errors);
+if(!(validate553(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate553.errors : vErrors.concat(validate553.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate555(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate555.errors : vErrors.concat(validate555.errors);
+if(!(validate557(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate557.errors : vErrors.concat(validate557.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema192.type,parentSchema:schema192,data};
+const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema193.type,parentSchema:schema193,data};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -22977,18 +23124,18 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate539.errors = vErrors;
+validate541.errors = vErrors;
 return errors === 0;
 }
-validate539.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate541.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const BundleRelease = validate557;
-const schema198 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/bundle-release.schema.json","title":"BundleRelease","description":"One Bundle for one cluster, created by the hub's Bundle controller in agent-<cluster>: the objects that cluster's agent applies by server-side apply (field manager rlark-bundle). Its status is the Bundle there, per object, reported by the agent.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"BundleRelease","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the Bundle is applied to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"The Bundle's name."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/BundleReleaseSpec","description":"Desired state."},"status":{"$ref":"#/$defs/BundleReleaseStatus","description":"Observed state, reported by the agent."}},"$defs":{"BundleReleaseSpec":{"description":"The Bundle's objects and how to apply them.","type":"object","additionalProperties":false,"required":["namespace","revision","prune","selfHeal","objects"],"properties":{"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"In-cluster namespace of the objects (created when missing)."},"revision":{"type":"string","maxLength":128,"description":"Git revision the objects come from."},"prune":{"type":"boolean","description":"Delete what the Bundle applied and no longer holds."},"selfHeal":{"type":"boolean","description":"Correct drift (a field the Bundle owns changed on the cluster) at once; false (hub --no-self-heal) only reports it."},"objects":{"type":"array","maxItems":500,"description":"The Kubernetes objects, in apply order.","items":{"type":"object","required":["apiVersion","kind","metadata"],"description":"One Kubernetes object.","x-rlark-free-form":true}}}},"BundleReleaseStatus":{"description":"The Bundle in this cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"$ref":"bundle.schema.json#/$defs/BundlePhase","description":"Phase."},"revision":{"type":"string","maxLength":128,"description":"Git revision last applied in full."},"message":{"type":"string","maxLength":4096,"description":"The last error, or what is not ready."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the release this status reflects."},"objects":{"type":"array","maxItems":500,"description":"Each object's health.","items":{"$ref":"bundle.schema.json#/$defs/BundleObjectStatus"}},"conditions":{"type":"array","description":"Conditions: Drifted (True while a field the Bundle owns differs on the cluster).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
+export const BundleRelease = validate559;
+const schema199 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/bundle-release.schema.json","title":"BundleRelease","description":"One Bundle for one cluster, created by the hub's Bundle controller in agent-<cluster>: the objects that cluster's agent applies by server-side apply (field manager rlark-bundle). Its status is the Bundle there, per object, reported by the agent.","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"BundleRelease","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the Bundle is applied to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"The Bundle's name."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/BundleReleaseSpec","description":"Desired state."},"status":{"$ref":"#/$defs/BundleReleaseStatus","description":"Observed state, reported by the agent."}},"$defs":{"BundleReleaseSpec":{"description":"The Bundle's objects and how to apply them.","type":"object","additionalProperties":false,"required":["namespace","revision","prune","selfHeal","objects"],"properties":{"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"In-cluster namespace of the objects (created when missing)."},"revision":{"type":"string","maxLength":128,"description":"Git revision the objects come from."},"prune":{"type":"boolean","description":"Delete what the Bundle applied and no longer holds."},"selfHeal":{"type":"boolean","description":"Correct drift (a field the Bundle owns changed on the cluster) at once; false (hub --no-self-heal) only reports it."},"objects":{"type":"array","maxItems":500,"description":"The Kubernetes objects, in apply order.","items":{"type":"object","required":["apiVersion","kind","metadata"],"description":"One Kubernetes object.","x-rlark-free-form":true}}}},"BundleReleaseStatus":{"description":"The Bundle in this cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"$ref":"bundle.schema.json#/$defs/BundlePhase","description":"Phase."},"revision":{"type":"string","maxLength":128,"description":"Git revision last applied in full."},"message":{"type":"string","maxLength":4096,"description":"The last error, or what is not ready."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the release this status reflects."},"objects":{"type":"array","maxItems":500,"description":"Each object's health.","items":{"$ref":"bundle.schema.json#/$defs/BundleObjectStatus"}},"conditions":{"type":"array","description":"Conditions: Drifted (True while a field the Bundle owns differs on the cluster).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
 
-function validate558(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate560(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate558.evaluated;
+const evaluated0 = validate560.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -23210,16 +23357,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate558.errors = vErrors;
+validate560.errors = vErrors;
 return errors === 0;
 }
-validate558.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate560.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate565(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate567(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate565.evaluated;
+const evaluated0 = validate567.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -23268,16 +23415,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate565.errors = vErrors;
+validate567.errors = vErrors;
 return errors === 0;
 }
-validate565.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate567.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate567(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate569(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate567.evaluated;
+const evaluated0 = validate569.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -23316,17 +23463,17 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate567.errors = vErrors;
+validate569.errors = vErrors;
 return errors === 0;
 }
-validate567.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate569.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema202 = {"description":"The Bundle's objects and how to apply them.","type":"object","additionalProperties":false,"required":["namespace","revision","prune","selfHeal","objects"],"properties":{"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"In-cluster namespace of the objects (created when missing)."},"revision":{"type":"string","maxLength":128,"description":"Git revision the objects come from."},"prune":{"type":"boolean","description":"Delete what the Bundle applied and no longer holds."},"selfHeal":{"type":"boolean","description":"Correct drift (a field the Bundle owns changed on the cluster) at once; false (hub --no-self-heal) only reports it."},"objects":{"type":"array","maxItems":500,"description":"The Kubernetes objects, in apply order.","items":{"type":"object","required":["apiVersion","kind","metadata"],"description":"One Kubernetes object.","x-rlark-free-form":true}}}};
+const schema203 = {"description":"The Bundle's objects and how to apply them.","type":"object","additionalProperties":false,"required":["namespace","revision","prune","selfHeal","objects"],"properties":{"namespace":{"$ref":"common.schema.json#/$defs/DNS1123Label","description":"In-cluster namespace of the objects (created when missing)."},"revision":{"type":"string","maxLength":128,"description":"Git revision the objects come from."},"prune":{"type":"boolean","description":"Delete what the Bundle applied and no longer holds."},"selfHeal":{"type":"boolean","description":"Correct drift (a field the Bundle owns changed on the cluster) at once; false (hub --no-self-heal) only reports it."},"objects":{"type":"array","maxItems":500,"description":"The Kubernetes objects, in apply order.","items":{"type":"object","required":["apiVersion","kind","metadata"],"description":"One Kubernetes object.","x-rlark-free-form":true}}}};
 
-function validate569(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate571(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate569.evaluated;
+const evaluated0 = validate571.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -23335,7 +23482,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.namespace === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema202.required,parentSchema:schema202,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema203.required,parentSchema:schema203,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -23345,7 +23492,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.revision === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "revision"},message:"must have required property '"+"revision"+"'",schema:schema202.required,parentSchema:schema202,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "revision"},message:"must have required property '"+"revision"+"'",schema:schema203.required,parentSchema:schema203,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -23355,7 +23502,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.prune === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "prune"},message:"must have required property '"+"prune"+"'",schema:schema202.required,parentSchema:schema202,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "prune"},message:"must have required property '"+"prune"+"'",schema:schema203.required,parentSchema:schema203,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -23365,7 +23512,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.selfHeal === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "selfHeal"},message:"must have required property '"+"selfHeal"+"'",schema:schema202.required,parentSchema:schema202,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "selfHeal"},message:"must have required property '"+"selfHeal"+"'",schema:schema203.required,parentSchema:schema203,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -23375,7 +23522,7 @@ vErrors.push(err3);
 errors++;
 }
 if(data.objects === undefined){
-const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "objects"},message:"must have required property '"+"objects"+"'",schema:schema202.required,parentSchema:schema202,data};
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "objects"},message:"must have required property '"+"objects"+"'",schema:schema203.required,parentSchema:schema203,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -23386,7 +23533,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((key0 === "namespace") || (key0 === "revision")) || (key0 === "prune")) || (key0 === "selfHeal")) || (key0 === "objects"))){
-const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema202,data};
+const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema203,data};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -23397,8 +23544,8 @@ errors++;
 }
 }
 if(data.namespace !== undefined){
-if(!(validate565(data.namespace, {instancePath:instancePath+"/namespace",parentData:data,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate565.errors : vErrors.concat(validate565.errors);
+if(!(validate567(data.namespace, {instancePath:instancePath+"/namespace",parentData:data,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate567.errors : vErrors.concat(validate567.errors);
 errors = vErrors.length;
 }
 }
@@ -23406,7 +23553,7 @@ if(data.revision !== undefined){
 let data1 = data.revision;
 if(typeof data1 === "string"){
 if(func2(data1) > 128){
-const err6 = {instancePath:instancePath+"/revision",schemaPath:"#/properties/revision/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters",schema:128,parentSchema:schema202.properties.revision,data:data1};
+const err6 = {instancePath:instancePath+"/revision",schemaPath:"#/properties/revision/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters",schema:128,parentSchema:schema203.properties.revision,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -23417,7 +23564,7 @@ errors++;
 }
 }
 else {
-const err7 = {instancePath:instancePath+"/revision",schemaPath:"#/properties/revision/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema202.properties.revision.type,parentSchema:schema202.properties.revision,data:data1};
+const err7 = {instancePath:instancePath+"/revision",schemaPath:"#/properties/revision/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema203.properties.revision.type,parentSchema:schema203.properties.revision,data:data1};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -23430,7 +23577,7 @@ errors++;
 if(data.prune !== undefined){
 let data2 = data.prune;
 if(typeof data2 !== "boolean"){
-const err8 = {instancePath:instancePath+"/prune",schemaPath:"#/properties/prune/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema202.properties.prune.type,parentSchema:schema202.properties.prune,data:data2};
+const err8 = {instancePath:instancePath+"/prune",schemaPath:"#/properties/prune/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema203.properties.prune.type,parentSchema:schema203.properties.prune,data:data2};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -23443,7 +23590,7 @@ errors++;
 if(data.selfHeal !== undefined){
 let data3 = data.selfHeal;
 if(typeof data3 !== "boolean"){
-const err9 = {instancePath:instancePath+"/selfHeal",schemaPath:"#/properties/selfHeal/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema202.properties.selfHeal.type,parentSchema:schema202.properties.selfHeal,data:data3};
+const err9 = {instancePath:instancePath+"/selfHeal",schemaPath:"#/properties/selfHeal/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema203.properties.selfHeal.type,parentSchema:schema203.properties.selfHeal,data:data3};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -23457,7 +23604,7 @@ if(data.objects !== undefined){
 let data4 = data.objects;
 if(Array.isArray(data4)){
 if(data4.length > 500){
-const err10 = {instancePath:instancePath+"/objects",schemaPath:"#/properties/objects/maxItems",keyword:"maxItems",params:{limit: 500},message:"must NOT have more than 500 items",schema:500,parentSchema:schema202.properties.objects,data:data4};
+const err10 = {instancePath:instancePath+"/objects",schemaPath:"#/properties/objects/maxItems",keyword:"maxItems",params:{limit: 500},message:"must NOT have more than 500 items",schema:500,parentSchema:schema203.properties.objects,data:data4};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -23471,7 +23618,7 @@ for(let i0=0; i0<len0; i0++){
 let data5 = data4[i0];
 if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
 if(data5.apiVersion === undefined){
-const err11 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema202.properties.objects.items.required,parentSchema:schema202.properties.objects.items,data:data5};
+const err11 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema203.properties.objects.items.required,parentSchema:schema203.properties.objects.items,data:data5};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -23481,7 +23628,7 @@ vErrors.push(err11);
 errors++;
 }
 if(data5.kind === undefined){
-const err12 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema202.properties.objects.items.required,parentSchema:schema202.properties.objects.items,data:data5};
+const err12 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema203.properties.objects.items.required,parentSchema:schema203.properties.objects.items,data:data5};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -23491,7 +23638,7 @@ vErrors.push(err12);
 errors++;
 }
 if(data5.metadata === undefined){
-const err13 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema202.properties.objects.items.required,parentSchema:schema202.properties.objects.items,data:data5};
+const err13 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema203.properties.objects.items.required,parentSchema:schema203.properties.objects.items,data:data5};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -23502,7 +23649,7 @@ errors++;
 }
 }
 else {
-const err14 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema202.properties.objects.items.type,parentSchema:schema202.properties.objects.items,data:data5};
+const err14 = {instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema203.properties.objects.items.type,parentSchema:schema203.properties.objects.items,data:data5};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -23514,7 +23661,7 @@ errors++;
 }
 }
 else {
-const err15 = {instancePath:instancePath+"/objects",schemaPath:"#/properties/objects/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema202.properties.objects.type,parentSchema:schema202.properties.objects,data:data4};
+const err15 = {instancePath:instancePath+"/objects",schemaPath:"#/properties/objects/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema203.properties.objects.type,parentSchema:schema203.properties.objects,data:data4};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -23526,7 +23673,7 @@ errors++;
 }
 }
 else {
-const err16 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema202.type,parentSchema:schema202,data};
+const err16 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema203.type,parentSchema:schema203,data};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -23535,17 +23682,17 @@ vErrors.push(err16);
 }
 errors++;
 }
-validate569.errors = vErrors;
+validate571.errors = vErrors;
 return errors === 0;
 }
-validate569.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate571.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema203 = {"description":"The Bundle in this cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"$ref":"bundle.schema.json#/$defs/BundlePhase","description":"Phase."},"revision":{"type":"string","maxLength":128,"description":"Git revision last applied in full."},"message":{"type":"string","maxLength":4096,"description":"The last error, or what is not ready."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the release this status reflects."},"objects":{"type":"array","maxItems":500,"description":"Each object's health.","items":{"$ref":"bundle.schema.json#/$defs/BundleObjectStatus"}},"conditions":{"type":"array","description":"Conditions: Drifted (True while a field the Bundle owns differs on the cluster).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
+const schema204 = {"description":"The Bundle in this cluster.","type":"object","additionalProperties":false,"properties":{"phase":{"$ref":"bundle.schema.json#/$defs/BundlePhase","description":"Phase."},"revision":{"type":"string","maxLength":128,"description":"Git revision last applied in full."},"message":{"type":"string","maxLength":4096,"description":"The last error, or what is not ready."},"observedGeneration":{"type":"integer","minimum":0,"description":"metadata.generation of the release this status reflects."},"objects":{"type":"array","maxItems":500,"description":"Each object's health.","items":{"$ref":"bundle.schema.json#/$defs/BundleObjectStatus"}},"conditions":{"type":"array","description":"Conditions: Drifted (True while a field the Bundle owns differs on the cluster).","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
 
-function validate573(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate575(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate573.evaluated;
+const evaluated0 = validate575.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -23562,16 +23709,16 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate573.errors = vErrors;
+validate575.errors = vErrors;
 return errors === 0;
 }
-validate573.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate575.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate575(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate577(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate575.evaluated;
+const evaluated0 = validate577.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -23761,16 +23908,16 @@ vErrors.push(err14);
 }
 errors++;
 }
-validate575.errors = vErrors;
+validate577.errors = vErrors;
 return errors === 0;
 }
-validate575.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate577.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate577(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate579(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate577.evaluated;
+const evaluated0 = validate579.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -23922,16 +24069,16 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate577.errors = vErrors;
+validate579.errors = vErrors;
 return errors === 0;
 }
-validate577.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate579.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate572(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate574(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate572.evaluated;
+const evaluated0 = validate574.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -23941,7 +24088,7 @@ evaluated0.items = undefined;
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
 if(!((((((key0 === "phase") || (key0 === "revision")) || (key0 === "message")) || (key0 === "observedGeneration")) || (key0 === "objects")) || (key0 === "conditions"))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema203,data};
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema204,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -23952,8 +24099,8 @@ errors++;
 }
 }
 if(data.phase !== undefined){
-if(!(validate573(data.phase, {instancePath:instancePath+"/phase",parentData:data,parentDataProperty:"phase",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate573.errors : vErrors.concat(validate573.errors);
+if(!(validate575(data.phase, {instancePath:instancePath+"/phase",parentData:data,parentDataProperty:"phase",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate575.errors : vErrors.concat(validate575.errors);
 errors = vErrors.length;
 }
 }
@@ -23961,7 +24108,7 @@ if(data.revision !== undefined){
 let data1 = data.revision;
 if(typeof data1 === "string"){
 if(func2(data1) > 128){
-const err1 = {instancePath:instancePath+"/revision",schemaPath:"#/properties/revision/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters",schema:128,parentSchema:schema203.properties.revision,data:data1};
+const err1 = {instancePath:instancePath+"/revision",schemaPath:"#/properties/revision/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters",schema:128,parentSchema:schema204.properties.revision,data:data1};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -23972,7 +24119,7 @@ errors++;
 }
 }
 else {
-const err2 = {instancePath:instancePath+"/revision",schemaPath:"#/properties/revision/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema203.properties.revision.type,parentSchema:schema203.properties.revision,data:data1};
+const err2 = {instancePath:instancePath+"/revision",schemaPath:"#/properties/revision/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema204.properties.revision.type,parentSchema:schema204.properties.revision,data:data1};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -23986,7 +24133,7 @@ if(data.message !== undefined){
 let data2 = data.message;
 if(typeof data2 === "string"){
 if(func2(data2) > 4096){
-const err3 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters",schema:4096,parentSchema:schema203.properties.message,data:data2};
+const err3 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters",schema:4096,parentSchema:schema204.properties.message,data:data2};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -23997,7 +24144,7 @@ errors++;
 }
 }
 else {
-const err4 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema203.properties.message.type,parentSchema:schema203.properties.message,data:data2};
+const err4 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema204.properties.message.type,parentSchema:schema204.properties.message,data:data2};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -24010,7 +24157,7 @@ errors++;
 if(data.observedGeneration !== undefined){
 let data3 = data.observedGeneration;
 if(!(((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3))) && (isFinite(data3)))){
-const err5 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema203.properties.observedGeneration.type,parentSchema:schema203.properties.observedGeneration,data:data3};
+const err5 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema204.properties.observedGeneration.type,parentSchema:schema204.properties.observedGeneration,data:data3};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -24021,7 +24168,7 @@ errors++;
 }
 if((typeof data3 == "number") && (isFinite(data3))){
 if(data3 < 0 || isNaN(data3)){
-const err6 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema203.properties.observedGeneration,data:data3};
+const err6 = {instancePath:instancePath+"/observedGeneration",schemaPath:"#/properties/observedGeneration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema204.properties.observedGeneration,data:data3};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -24036,7 +24183,7 @@ if(data.objects !== undefined){
 let data4 = data.objects;
 if(Array.isArray(data4)){
 if(data4.length > 500){
-const err7 = {instancePath:instancePath+"/objects",schemaPath:"#/properties/objects/maxItems",keyword:"maxItems",params:{limit: 500},message:"must NOT have more than 500 items",schema:500,parentSchema:schema203.properties.objects,data:data4};
+const err7 = {instancePath:instancePath+"/objects",schemaPath:"#/properties/objects/maxItems",keyword:"maxItems",params:{limit: 500},message:"must NOT have more than 500 items",schema:500,parentSchema:schema204.properties.objects,data:data4};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -24047,14 +24194,14 @@ errors++;
 }
 const len0 = data4.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate575(data4[i0], {instancePath:instancePath+"/objects/" + i0,parentData:data4,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate575.errors : vErrors.concat(validate575.errors);
+if(!(validate577(data4[i0], {instancePath:instancePath+"/objects/" + i0,parentData:data4,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate577.errors : vErrors.concat(validate577.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err8 = {instancePath:instancePath+"/objects",schemaPath:"#/properties/objects/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema203.properties.objects.type,parentSchema:schema203.properties.objects,data:data4};
+const err8 = {instancePath:instancePath+"/objects",schemaPath:"#/properties/objects/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema204.properties.objects.type,parentSchema:schema204.properties.objects,data:data4};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -24069,14 +24216,14 @@ let data6 = data.conditions;
 if(Array.isArray(data6)){
 const len1 = data6.length;
 for(let i1=0; i1<len1; i1++){
-if(!(validate577(data6[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data6,parentDataProperty:i1,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate577.errors : vErrors.concat(validate577.errors);
+if(!(validate579(data6[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data6,parentDataProperty:i1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate579.errors : vErrors.concat(validate579.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err9 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema203.properties.conditions.type,parentSchema:schema203.properties.conditions,data:data6};
+const err9 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema204.properties.conditions.type,parentSchema:schema204.properties.conditions,data:data6};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -24088,7 +24235,7 @@ errors++;
 }
 }
 else {
-const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema203.type,parentSchema:schema203,data};
+const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema204.type,parentSchema:schema204,data};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -24097,17 +24244,17 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate572.errors = vErrors;
+validate574.errors = vErrors;
 return errors === 0;
 }
-validate572.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate574.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate557(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate559(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/bundle-release.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate557.evaluated;
+const evaluated0 = validate559.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -24116,7 +24263,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.apiVersion === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema198.required,parentSchema:schema198,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema199.required,parentSchema:schema199,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -24126,7 +24273,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.kind === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema198.required,parentSchema:schema198,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema199.required,parentSchema:schema199,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -24136,7 +24283,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.metadata === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema198.required,parentSchema:schema198,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema199.required,parentSchema:schema199,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -24146,7 +24293,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.spec === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema198.required,parentSchema:schema198,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema199.required,parentSchema:schema199,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -24157,7 +24304,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "metadata")) || (key0 === "spec")) || (key0 === "status"))){
-const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema198,data};
+const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema199,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -24170,7 +24317,7 @@ errors++;
 if(data.apiVersion !== undefined){
 let data0 = data.apiVersion;
 if("rlinf.io/v1alpha1" !== data0){
-const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema198.properties.apiVersion,data:data0};
+const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema199.properties.apiVersion,data:data0};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -24183,7 +24330,7 @@ errors++;
 if(data.kind !== undefined){
 let data1 = data.kind;
 if("BundleRelease" !== data1){
-const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "BundleRelease"},message:"must be equal to constant",schema:"BundleRelease",parentSchema:schema198.properties.kind,data:data1};
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "BundleRelease"},message:"must be equal to constant",schema:"BundleRelease",parentSchema:schema199.properties.kind,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -24195,13 +24342,13 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate558(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate558.errors : vErrors.concat(validate558.errors);
+if(!(validate560(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate560.errors : vErrors.concat(validate560.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.name === undefined){
-const err7 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema198.properties.metadata.required,parentSchema:schema198.properties.metadata,data:data2};
+const err7 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema199.properties.metadata.required,parentSchema:schema199.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -24211,7 +24358,7 @@ vErrors.push(err7);
 errors++;
 }
 if(data2.namespace === undefined){
-const err8 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema198.properties.metadata.required,parentSchema:schema198.properties.metadata,data:data2};
+const err8 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema199.properties.metadata.required,parentSchema:schema199.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -24221,34 +24368,34 @@ vErrors.push(err8);
 errors++;
 }
 if(data2.name !== undefined){
-if(!(validate565(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate565.errors : vErrors.concat(validate565.errors);
+if(!(validate567(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate567.errors : vErrors.concat(validate567.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate567(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate567.errors : vErrors.concat(validate567.errors);
+if(!(validate569(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate569.errors : vErrors.concat(validate569.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate569(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate569.errors : vErrors.concat(validate569.errors);
+if(!(validate571(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate571.errors : vErrors.concat(validate571.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate572(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate572.errors : vErrors.concat(validate572.errors);
+if(!(validate574(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate574.errors : vErrors.concat(validate574.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema198.type,parentSchema:schema198,data};
+const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema199.type,parentSchema:schema199,data};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -24257,18 +24404,18 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate557.errors = vErrors;
+validate559.errors = vErrors;
 return errors === 0;
 }
-validate557.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate559.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const Pod = validate582;
-const schema207 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/pod.schema.json","title":"Pod","description":"The hub's mirror of a data-plane pod or process, pushed by the agent; used for its logs, the dashboard and Domain addresses (exec and proxies through it are planned).","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Pod","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the object belongs to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Pod name, as in the cluster."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/PodMirrorSpec","description":"Identity of the mirrored pod."},"status":{"$ref":"#/$defs/PodMirrorStatus","description":"Observed state."}},"$defs":{"PodMirrorSpec":{"description":"Which pod this is and what it belongs to.","type":"object","additionalProperties":false,"properties":{"task":{"type":"string","description":"Name of the Task the pod runs."},"job":{"type":"string","description":"Name of the Job."},"node":{"type":"string","description":"Node the pod runs on."},"namespace":{"type":"string","description":"The pod's namespace inside its cluster."},"uid":{"type":"string","description":"The pod's UID inside its cluster."},"containers":{"type":"array","description":"Containers (or processes) of the pod.","items":{"$ref":"#/$defs/PodMirrorContainer"}}}},"PodMirrorContainer":{"description":"One container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image, or the command for a process."}}},"ContainerStatus":{"description":"Observed state of one container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image running."},"ready":{"type":"boolean","description":"Passing its readiness probe."},"restartCount":{"type":"integer","minimum":0,"description":"Restarts so far."},"state":{"enum":["Waiting","Running","Terminated"],"description":"Current state."},"reason":{"type":"string","description":"Why it is waiting or terminated (CrashLoopBackOff, Completed, ...)."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the current or, while restarting, last termination."},"startedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run started."},"finishedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When it terminated."}}},"PodMirrorStatus":{"description":"Observed state of the pod.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Unknown"],"description":"Pod phase."},"podIP":{"type":"string","description":"The pod's IP inside its cluster."},"hostIP":{"type":"string","description":"IP of the node."},"domainIP":{"type":"string","description":"The pod's virtual IP in its Job's Domain."},"restarts":{"type":"integer","minimum":0,"description":"Restarts of all containers."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the pod started."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"containerStatuses":{"type":"array","description":"Per container, with exit codes.","items":{"$ref":"#/$defs/ContainerStatus"}},"conditions":{"type":"array","description":"Pod conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
+export const Pod = validate584;
+const schema208 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://rlinf.io/schemas/v1alpha1/pod.schema.json","title":"Pod","description":"The hub's mirror of a data-plane pod or process, pushed by the agent; used for its logs, the dashboard and Domain addresses (exec and proxies through it are planned).","type":"object","additionalProperties":false,"required":["apiVersion","kind","metadata","spec"],"properties":{"apiVersion":{"const":"rlinf.io/v1alpha1","description":"API group and version."},"kind":{"const":"Pod","description":"Object kind."},"metadata":{"$ref":"common.schema.json#/$defs/ObjectMeta","description":"Object metadata; the namespace agent-<cluster> is the cluster the object belongs to.","required":["name","namespace"],"properties":{"name":{"$ref":"common.schema.json#/$defs/DNS1123Subdomain","description":"Pod name, as in the cluster."},"namespace":{"$ref":"common.schema.json#/$defs/AgentNamespace","description":"agent-<cluster>."}}},"spec":{"$ref":"#/$defs/PodMirrorSpec","description":"Identity of the mirrored pod."},"status":{"$ref":"#/$defs/PodMirrorStatus","description":"Observed state."}},"$defs":{"PodMirrorSpec":{"description":"Which pod this is and what it belongs to.","type":"object","additionalProperties":false,"properties":{"task":{"type":"string","description":"Name of the Task the pod runs."},"job":{"type":"string","description":"Name of the Job."},"node":{"type":"string","description":"Node the pod runs on."},"namespace":{"type":"string","description":"The pod's namespace inside its cluster."},"uid":{"type":"string","description":"The pod's UID inside its cluster."},"containers":{"type":"array","description":"Containers (or processes) of the pod.","items":{"$ref":"#/$defs/PodMirrorContainer"}}}},"PodMirrorContainer":{"description":"One container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image, or the command for a process."}}},"ContainerStatus":{"description":"Observed state of one container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image running."},"ready":{"type":"boolean","description":"Passing its readiness probe."},"restartCount":{"type":"integer","minimum":0,"description":"Restarts so far."},"state":{"enum":["Waiting","Running","Terminated"],"description":"Current state."},"reason":{"type":"string","description":"Why it is waiting or terminated (CrashLoopBackOff, Completed, ...)."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the current or, while restarting, last termination."},"startedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run started."},"finishedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When it terminated."}}},"PodMirrorStatus":{"description":"Observed state of the pod.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Unknown"],"description":"Pod phase."},"podIP":{"type":"string","description":"The pod's IP inside its cluster."},"hostIP":{"type":"string","description":"IP of the node."},"domainIP":{"type":"string","description":"The pod's virtual IP in its Job's Domain."},"restarts":{"type":"integer","minimum":0,"description":"Restarts of all containers."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the pod started."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"containerStatuses":{"type":"array","description":"Per container, with exit codes.","items":{"$ref":"#/$defs/ContainerStatus"}},"conditions":{"type":"array","description":"Pod conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}}}};
 
-function validate583(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate585(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate583.evaluated;
+const evaluated0 = validate585.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -24490,16 +24637,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate583.errors = vErrors;
+validate585.errors = vErrors;
 return errors === 0;
 }
-validate583.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate585.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate590(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate592(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate590.evaluated;
+const evaluated0 = validate592.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -24548,16 +24695,16 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate590.errors = vErrors;
+validate592.errors = vErrors;
 return errors === 0;
 }
-validate590.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate592.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate592(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate594(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate592.evaluated;
+const evaluated0 = validate594.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -24596,18 +24743,18 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate592.errors = vErrors;
+validate594.errors = vErrors;
 return errors === 0;
 }
-validate592.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate594.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema211 = {"description":"Which pod this is and what it belongs to.","type":"object","additionalProperties":false,"properties":{"task":{"type":"string","description":"Name of the Task the pod runs."},"job":{"type":"string","description":"Name of the Job."},"node":{"type":"string","description":"Node the pod runs on."},"namespace":{"type":"string","description":"The pod's namespace inside its cluster."},"uid":{"type":"string","description":"The pod's UID inside its cluster."},"containers":{"type":"array","description":"Containers (or processes) of the pod.","items":{"$ref":"#/$defs/PodMirrorContainer"}}}};
-const schema212 = {"description":"One container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image, or the command for a process."}}};
+const schema212 = {"description":"Which pod this is and what it belongs to.","type":"object","additionalProperties":false,"properties":{"task":{"type":"string","description":"Name of the Task the pod runs."},"job":{"type":"string","description":"Name of the Job."},"node":{"type":"string","description":"Node the pod runs on."},"namespace":{"type":"string","description":"The pod's namespace inside its cluster."},"uid":{"type":"string","description":"The pod's UID inside its cluster."},"containers":{"type":"array","description":"Containers (or processes) of the pod.","items":{"$ref":"#/$defs/PodMirrorContainer"}}}};
+const schema213 = {"description":"One container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image, or the command for a process."}}};
 
-function validate595(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate597(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate595.evaluated;
+const evaluated0 = validate597.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -24616,7 +24763,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.name === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema212.required,parentSchema:schema212,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema213.required,parentSchema:schema213,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -24627,7 +24774,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((key0 === "name") || (key0 === "image"))){
-const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema212,data};
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema213,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -24640,7 +24787,7 @@ errors++;
 if(data.name !== undefined){
 let data0 = data.name;
 if(typeof data0 !== "string"){
-const err2 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema212.properties.name.type,parentSchema:schema212.properties.name,data:data0};
+const err2 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema213.properties.name.type,parentSchema:schema213.properties.name,data:data0};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -24653,7 +24800,7 @@ errors++;
 if(data.image !== undefined){
 let data1 = data.image;
 if(typeof data1 !== "string"){
-const err3 = {instancePath:instancePath+"/image",schemaPath:"#/properties/image/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema212.properties.image.type,parentSchema:schema212.properties.image,data:data1};
+const err3 = {instancePath:instancePath+"/image",schemaPath:"#/properties/image/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema213.properties.image.type,parentSchema:schema213.properties.image,data:data1};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -24665,7 +24812,7 @@ errors++;
 }
 }
 else {
-const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema212.type,parentSchema:schema212,data};
+const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema213.type,parentSchema:schema213,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -24674,16 +24821,16 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate595.errors = vErrors;
+validate597.errors = vErrors;
 return errors === 0;
 }
-validate595.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate597.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate594(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate596(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate594.evaluated;
+const evaluated0 = validate596.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -24693,7 +24840,7 @@ evaluated0.items = undefined;
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
 if(!((((((key0 === "task") || (key0 === "job")) || (key0 === "node")) || (key0 === "namespace")) || (key0 === "uid")) || (key0 === "containers"))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema211,data};
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema212,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -24706,7 +24853,7 @@ errors++;
 if(data.task !== undefined){
 let data0 = data.task;
 if(typeof data0 !== "string"){
-const err1 = {instancePath:instancePath+"/task",schemaPath:"#/properties/task/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema211.properties.task.type,parentSchema:schema211.properties.task,data:data0};
+const err1 = {instancePath:instancePath+"/task",schemaPath:"#/properties/task/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema212.properties.task.type,parentSchema:schema212.properties.task,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -24719,7 +24866,7 @@ errors++;
 if(data.job !== undefined){
 let data1 = data.job;
 if(typeof data1 !== "string"){
-const err2 = {instancePath:instancePath+"/job",schemaPath:"#/properties/job/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema211.properties.job.type,parentSchema:schema211.properties.job,data:data1};
+const err2 = {instancePath:instancePath+"/job",schemaPath:"#/properties/job/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema212.properties.job.type,parentSchema:schema212.properties.job,data:data1};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -24732,7 +24879,7 @@ errors++;
 if(data.node !== undefined){
 let data2 = data.node;
 if(typeof data2 !== "string"){
-const err3 = {instancePath:instancePath+"/node",schemaPath:"#/properties/node/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema211.properties.node.type,parentSchema:schema211.properties.node,data:data2};
+const err3 = {instancePath:instancePath+"/node",schemaPath:"#/properties/node/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema212.properties.node.type,parentSchema:schema212.properties.node,data:data2};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -24745,7 +24892,7 @@ errors++;
 if(data.namespace !== undefined){
 let data3 = data.namespace;
 if(typeof data3 !== "string"){
-const err4 = {instancePath:instancePath+"/namespace",schemaPath:"#/properties/namespace/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema211.properties.namespace.type,parentSchema:schema211.properties.namespace,data:data3};
+const err4 = {instancePath:instancePath+"/namespace",schemaPath:"#/properties/namespace/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema212.properties.namespace.type,parentSchema:schema212.properties.namespace,data:data3};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -24758,7 +24905,7 @@ errors++;
 if(data.uid !== undefined){
 let data4 = data.uid;
 if(typeof data4 !== "string"){
-const err5 = {instancePath:instancePath+"/uid",schemaPath:"#/properties/uid/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema211.properties.uid.type,parentSchema:schema211.properties.uid,data:data4};
+const err5 = {instancePath:instancePath+"/uid",schemaPath:"#/properties/uid/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema212.properties.uid.type,parentSchema:schema212.properties.uid,data:data4};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -24773,14 +24920,14 @@ let data5 = data.containers;
 if(Array.isArray(data5)){
 const len0 = data5.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate595(data5[i0], {instancePath:instancePath+"/containers/" + i0,parentData:data5,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate595.errors : vErrors.concat(validate595.errors);
+if(!(validate597(data5[i0], {instancePath:instancePath+"/containers/" + i0,parentData:data5,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate597.errors : vErrors.concat(validate597.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err6 = {instancePath:instancePath+"/containers",schemaPath:"#/properties/containers/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema211.properties.containers.type,parentSchema:schema211.properties.containers,data:data5};
+const err6 = {instancePath:instancePath+"/containers",schemaPath:"#/properties/containers/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema212.properties.containers.type,parentSchema:schema212.properties.containers,data:data5};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -24792,7 +24939,7 @@ errors++;
 }
 }
 else {
-const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema211.type,parentSchema:schema211,data};
+const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema212.type,parentSchema:schema212,data};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -24801,17 +24948,17 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate594.errors = vErrors;
+validate596.errors = vErrors;
 return errors === 0;
 }
-validate594.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate596.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema213 = {"description":"Observed state of the pod.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Unknown"],"description":"Pod phase."},"podIP":{"type":"string","description":"The pod's IP inside its cluster."},"hostIP":{"type":"string","description":"IP of the node."},"domainIP":{"type":"string","description":"The pod's virtual IP in its Job's Domain."},"restarts":{"type":"integer","minimum":0,"description":"Restarts of all containers."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the pod started."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"containerStatuses":{"type":"array","description":"Per container, with exit codes.","items":{"$ref":"#/$defs/ContainerStatus"}},"conditions":{"type":"array","description":"Pod conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
+const schema214 = {"description":"Observed state of the pod.","type":"object","additionalProperties":false,"properties":{"phase":{"enum":["Pending","Running","Succeeded","Failed","Unknown"],"description":"Pod phase."},"podIP":{"type":"string","description":"The pod's IP inside its cluster."},"hostIP":{"type":"string","description":"IP of the node."},"domainIP":{"type":"string","description":"The pod's virtual IP in its Job's Domain."},"restarts":{"type":"integer","minimum":0,"description":"Restarts of all containers."},"startTime":{"$ref":"common.schema.json#/$defs/Time","description":"When the pod started."},"reason":{"type":"string","description":"Machine-readable reason for the phase."},"message":{"type":"string","description":"Human-readable detail."},"containerStatuses":{"type":"array","description":"Per container, with exit codes.","items":{"$ref":"#/$defs/ContainerStatus"}},"conditions":{"type":"array","description":"Pod conditions.","items":{"$ref":"common.schema.json#/$defs/Condition"}}}};
 
-function validate599(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate601(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate599.evaluated;
+const evaluated0 = validate601.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -24840,17 +24987,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate599.errors = vErrors;
+validate601.errors = vErrors;
 return errors === 0;
 }
-validate599.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate601.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema215 = {"description":"Observed state of one container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image running."},"ready":{"type":"boolean","description":"Passing its readiness probe."},"restartCount":{"type":"integer","minimum":0,"description":"Restarts so far."},"state":{"enum":["Waiting","Running","Terminated"],"description":"Current state."},"reason":{"type":"string","description":"Why it is waiting or terminated (CrashLoopBackOff, Completed, ...)."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the current or, while restarting, last termination."},"startedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run started."},"finishedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When it terminated."}}};
+const schema216 = {"description":"Observed state of one container or process.","type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"Container name."},"image":{"type":"string","description":"Image running."},"ready":{"type":"boolean","description":"Passing its readiness probe."},"restartCount":{"type":"integer","minimum":0,"description":"Restarts so far."},"state":{"enum":["Waiting","Running","Terminated"],"description":"Current state."},"reason":{"type":"string","description":"Why it is waiting or terminated (CrashLoopBackOff, Completed, ...)."},"message":{"type":"string","description":"Human-readable detail."},"exitCode":{"type":"integer","description":"Exit code of the current or, while restarting, last termination."},"startedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When the current run started."},"finishedAt":{"$ref":"common.schema.json#/$defs/Time","description":"When it terminated."}}};
 
-function validate601(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate603(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate601.evaluated;
+const evaluated0 = validate603.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -24859,7 +25006,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.name === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema215.required,parentSchema:schema215,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema216.required,parentSchema:schema216,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -24869,8 +25016,8 @@ vErrors.push(err0);
 errors++;
 }
 for(const key0 in data){
-if(!(func1.call(schema215.properties, key0))){
-const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema215,data};
+if(!(func1.call(schema216.properties, key0))){
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema216,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -24883,7 +25030,7 @@ errors++;
 if(data.name !== undefined){
 let data0 = data.name;
 if(typeof data0 !== "string"){
-const err2 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema215.properties.name.type,parentSchema:schema215.properties.name,data:data0};
+const err2 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema216.properties.name.type,parentSchema:schema216.properties.name,data:data0};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -24896,7 +25043,7 @@ errors++;
 if(data.image !== undefined){
 let data1 = data.image;
 if(typeof data1 !== "string"){
-const err3 = {instancePath:instancePath+"/image",schemaPath:"#/properties/image/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema215.properties.image.type,parentSchema:schema215.properties.image,data:data1};
+const err3 = {instancePath:instancePath+"/image",schemaPath:"#/properties/image/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema216.properties.image.type,parentSchema:schema216.properties.image,data:data1};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -24909,7 +25056,7 @@ errors++;
 if(data.ready !== undefined){
 let data2 = data.ready;
 if(typeof data2 !== "boolean"){
-const err4 = {instancePath:instancePath+"/ready",schemaPath:"#/properties/ready/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema215.properties.ready.type,parentSchema:schema215.properties.ready,data:data2};
+const err4 = {instancePath:instancePath+"/ready",schemaPath:"#/properties/ready/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema216.properties.ready.type,parentSchema:schema216.properties.ready,data:data2};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -24922,7 +25069,7 @@ errors++;
 if(data.restartCount !== undefined){
 let data3 = data.restartCount;
 if(!(((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3))) && (isFinite(data3)))){
-const err5 = {instancePath:instancePath+"/restartCount",schemaPath:"#/properties/restartCount/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema215.properties.restartCount.type,parentSchema:schema215.properties.restartCount,data:data3};
+const err5 = {instancePath:instancePath+"/restartCount",schemaPath:"#/properties/restartCount/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema216.properties.restartCount.type,parentSchema:schema216.properties.restartCount,data:data3};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -24933,7 +25080,7 @@ errors++;
 }
 if((typeof data3 == "number") && (isFinite(data3))){
 if(data3 < 0 || isNaN(data3)){
-const err6 = {instancePath:instancePath+"/restartCount",schemaPath:"#/properties/restartCount/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema215.properties.restartCount,data:data3};
+const err6 = {instancePath:instancePath+"/restartCount",schemaPath:"#/properties/restartCount/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema216.properties.restartCount,data:data3};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -24947,7 +25094,7 @@ errors++;
 if(data.state !== undefined){
 let data4 = data.state;
 if(!(((data4 === "Waiting") || (data4 === "Running")) || (data4 === "Terminated"))){
-const err7 = {instancePath:instancePath+"/state",schemaPath:"#/properties/state/enum",keyword:"enum",params:{allowedValues: schema215.properties.state.enum},message:"must be equal to one of the allowed values",schema:schema215.properties.state.enum,parentSchema:schema215.properties.state,data:data4};
+const err7 = {instancePath:instancePath+"/state",schemaPath:"#/properties/state/enum",keyword:"enum",params:{allowedValues: schema216.properties.state.enum},message:"must be equal to one of the allowed values",schema:schema216.properties.state.enum,parentSchema:schema216.properties.state,data:data4};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -24960,7 +25107,7 @@ errors++;
 if(data.reason !== undefined){
 let data5 = data.reason;
 if(typeof data5 !== "string"){
-const err8 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema215.properties.reason.type,parentSchema:schema215.properties.reason,data:data5};
+const err8 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema216.properties.reason.type,parentSchema:schema216.properties.reason,data:data5};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -24973,7 +25120,7 @@ errors++;
 if(data.message !== undefined){
 let data6 = data.message;
 if(typeof data6 !== "string"){
-const err9 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema215.properties.message.type,parentSchema:schema215.properties.message,data:data6};
+const err9 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema216.properties.message.type,parentSchema:schema216.properties.message,data:data6};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -24986,7 +25133,7 @@ errors++;
 if(data.exitCode !== undefined){
 let data7 = data.exitCode;
 if(!(((typeof data7 == "number") && (!(data7 % 1) && !isNaN(data7))) && (isFinite(data7)))){
-const err10 = {instancePath:instancePath+"/exitCode",schemaPath:"#/properties/exitCode/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema215.properties.exitCode.type,parentSchema:schema215.properties.exitCode,data:data7};
+const err10 = {instancePath:instancePath+"/exitCode",schemaPath:"#/properties/exitCode/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema216.properties.exitCode.type,parentSchema:schema216.properties.exitCode,data:data7};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -24997,20 +25144,20 @@ errors++;
 }
 }
 if(data.startedAt !== undefined){
-if(!(validate599(data.startedAt, {instancePath:instancePath+"/startedAt",parentData:data,parentDataProperty:"startedAt",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate599.errors : vErrors.concat(validate599.errors);
+if(!(validate601(data.startedAt, {instancePath:instancePath+"/startedAt",parentData:data,parentDataProperty:"startedAt",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate601.errors : vErrors.concat(validate601.errors);
 errors = vErrors.length;
 }
 }
 if(data.finishedAt !== undefined){
-if(!(validate599(data.finishedAt, {instancePath:instancePath+"/finishedAt",parentData:data,parentDataProperty:"finishedAt",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate599.errors : vErrors.concat(validate599.errors);
+if(!(validate601(data.finishedAt, {instancePath:instancePath+"/finishedAt",parentData:data,parentDataProperty:"finishedAt",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate601.errors : vErrors.concat(validate601.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema215.type,parentSchema:schema215,data};
+const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema216.type,parentSchema:schema216,data};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -25019,16 +25166,16 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate601.errors = vErrors;
+validate603.errors = vErrors;
 return errors === 0;
 }
-validate601.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate603.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate605(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate607(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate605.evaluated;
+const evaluated0 = validate607.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -25180,16 +25327,16 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate605.errors = vErrors;
+validate607.errors = vErrors;
 return errors === 0;
 }
-validate605.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate607.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate598(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate600(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate598.evaluated;
+const evaluated0 = validate600.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -25198,8 +25345,8 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
-if(!(func1.call(schema213.properties, key0))){
-const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema213,data};
+if(!(func1.call(schema214.properties, key0))){
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema214,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -25212,7 +25359,7 @@ errors++;
 if(data.phase !== undefined){
 let data0 = data.phase;
 if(!(((((data0 === "Pending") || (data0 === "Running")) || (data0 === "Succeeded")) || (data0 === "Failed")) || (data0 === "Unknown"))){
-const err1 = {instancePath:instancePath+"/phase",schemaPath:"#/properties/phase/enum",keyword:"enum",params:{allowedValues: schema213.properties.phase.enum},message:"must be equal to one of the allowed values",schema:schema213.properties.phase.enum,parentSchema:schema213.properties.phase,data:data0};
+const err1 = {instancePath:instancePath+"/phase",schemaPath:"#/properties/phase/enum",keyword:"enum",params:{allowedValues: schema214.properties.phase.enum},message:"must be equal to one of the allowed values",schema:schema214.properties.phase.enum,parentSchema:schema214.properties.phase,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -25225,7 +25372,7 @@ errors++;
 if(data.podIP !== undefined){
 let data1 = data.podIP;
 if(typeof data1 !== "string"){
-const err2 = {instancePath:instancePath+"/podIP",schemaPath:"#/properties/podIP/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema213.properties.podIP.type,parentSchema:schema213.properties.podIP,data:data1};
+const err2 = {instancePath:instancePath+"/podIP",schemaPath:"#/properties/podIP/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema214.properties.podIP.type,parentSchema:schema214.properties.podIP,data:data1};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -25238,7 +25385,7 @@ errors++;
 if(data.hostIP !== undefined){
 let data2 = data.hostIP;
 if(typeof data2 !== "string"){
-const err3 = {instancePath:instancePath+"/hostIP",schemaPath:"#/properties/hostIP/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema213.properties.hostIP.type,parentSchema:schema213.properties.hostIP,data:data2};
+const err3 = {instancePath:instancePath+"/hostIP",schemaPath:"#/properties/hostIP/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema214.properties.hostIP.type,parentSchema:schema214.properties.hostIP,data:data2};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -25251,7 +25398,7 @@ errors++;
 if(data.domainIP !== undefined){
 let data3 = data.domainIP;
 if(typeof data3 !== "string"){
-const err4 = {instancePath:instancePath+"/domainIP",schemaPath:"#/properties/domainIP/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema213.properties.domainIP.type,parentSchema:schema213.properties.domainIP,data:data3};
+const err4 = {instancePath:instancePath+"/domainIP",schemaPath:"#/properties/domainIP/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema214.properties.domainIP.type,parentSchema:schema214.properties.domainIP,data:data3};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -25264,7 +25411,7 @@ errors++;
 if(data.restarts !== undefined){
 let data4 = data.restarts;
 if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
-const err5 = {instancePath:instancePath+"/restarts",schemaPath:"#/properties/restarts/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema213.properties.restarts.type,parentSchema:schema213.properties.restarts,data:data4};
+const err5 = {instancePath:instancePath+"/restarts",schemaPath:"#/properties/restarts/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema214.properties.restarts.type,parentSchema:schema214.properties.restarts,data:data4};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -25275,7 +25422,7 @@ errors++;
 }
 if((typeof data4 == "number") && (isFinite(data4))){
 if(data4 < 0 || isNaN(data4)){
-const err6 = {instancePath:instancePath+"/restarts",schemaPath:"#/properties/restarts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema213.properties.restarts,data:data4};
+const err6 = {instancePath:instancePath+"/restarts",schemaPath:"#/properties/restarts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema214.properties.restarts,data:data4};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -25287,15 +25434,15 @@ errors++;
 }
 }
 if(data.startTime !== undefined){
-if(!(validate599(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate599.errors : vErrors.concat(validate599.errors);
+if(!(validate601(data.startTime, {instancePath:instancePath+"/startTime",parentData:data,parentDataProperty:"startTime",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate601.errors : vErrors.concat(validate601.errors);
 errors = vErrors.length;
 }
 }
 if(data.reason !== undefined){
 let data6 = data.reason;
 if(typeof data6 !== "string"){
-const err7 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema213.properties.reason.type,parentSchema:schema213.properties.reason,data:data6};
+const err7 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema214.properties.reason.type,parentSchema:schema214.properties.reason,data:data6};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -25308,7 +25455,7 @@ errors++;
 if(data.message !== undefined){
 let data7 = data.message;
 if(typeof data7 !== "string"){
-const err8 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema213.properties.message.type,parentSchema:schema213.properties.message,data:data7};
+const err8 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema214.properties.message.type,parentSchema:schema214.properties.message,data:data7};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -25323,14 +25470,14 @@ let data8 = data.containerStatuses;
 if(Array.isArray(data8)){
 const len0 = data8.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate601(data8[i0], {instancePath:instancePath+"/containerStatuses/" + i0,parentData:data8,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate601.errors : vErrors.concat(validate601.errors);
+if(!(validate603(data8[i0], {instancePath:instancePath+"/containerStatuses/" + i0,parentData:data8,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate603.errors : vErrors.concat(validate603.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err9 = {instancePath:instancePath+"/containerStatuses",schemaPath:"#/properties/containerStatuses/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema213.properties.containerStatuses.type,parentSchema:schema213.properties.containerStatuses,data:data8};
+const err9 = {instancePath:instancePath+"/containerStatuses",schemaPath:"#/properties/containerStatuses/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema214.properties.containerStatuses.type,parentSchema:schema214.properties.containerStatuses,data:data8};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -25345,14 +25492,14 @@ let data10 = data.conditions;
 if(Array.isArray(data10)){
 const len1 = data10.length;
 for(let i1=0; i1<len1; i1++){
-if(!(validate605(data10[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data10,parentDataProperty:i1,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate605.errors : vErrors.concat(validate605.errors);
+if(!(validate607(data10[i1], {instancePath:instancePath+"/conditions/" + i1,parentData:data10,parentDataProperty:i1,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate607.errors : vErrors.concat(validate607.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err10 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema213.properties.conditions.type,parentSchema:schema213.properties.conditions,data:data10};
+const err10 = {instancePath:instancePath+"/conditions",schemaPath:"#/properties/conditions/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema214.properties.conditions.type,parentSchema:schema214.properties.conditions,data:data10};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -25364,7 +25511,7 @@ errors++;
 }
 }
 else {
-const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema213.type,parentSchema:schema213,data};
+const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema214.type,parentSchema:schema214,data};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -25373,17 +25520,17 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate598.errors = vErrors;
+validate600.errors = vErrors;
 return errors === 0;
 }
-validate598.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate600.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate582(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate584(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://rlinf.io/schemas/v1alpha1/pod.schema.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate582.evaluated;
+const evaluated0 = validate584.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -25392,7 +25539,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.apiVersion === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema207.required,parentSchema:schema207,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiVersion"},message:"must have required property '"+"apiVersion"+"'",schema:schema208.required,parentSchema:schema208,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -25402,7 +25549,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.kind === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema207.required,parentSchema:schema207,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'",schema:schema208.required,parentSchema:schema208,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -25412,7 +25559,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.metadata === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema207.required,parentSchema:schema207,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'",schema:schema208.required,parentSchema:schema208,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -25422,7 +25569,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.spec === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema207.required,parentSchema:schema207,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "spec"},message:"must have required property '"+"spec"+"'",schema:schema208.required,parentSchema:schema208,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -25433,7 +25580,7 @@ errors++;
 }
 for(const key0 in data){
 if(!(((((key0 === "apiVersion") || (key0 === "kind")) || (key0 === "metadata")) || (key0 === "spec")) || (key0 === "status"))){
-const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema207,data};
+const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema208,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -25446,7 +25593,7 @@ errors++;
 if(data.apiVersion !== undefined){
 let data0 = data.apiVersion;
 if("rlinf.io/v1alpha1" !== data0){
-const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema207.properties.apiVersion,data:data0};
+const err5 = {instancePath:instancePath+"/apiVersion",schemaPath:"#/properties/apiVersion/const",keyword:"const",params:{allowedValue: "rlinf.io/v1alpha1"},message:"must be equal to constant",schema:"rlinf.io/v1alpha1",parentSchema:schema208.properties.apiVersion,data:data0};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -25459,7 +25606,7 @@ errors++;
 if(data.kind !== undefined){
 let data1 = data.kind;
 if("Pod" !== data1){
-const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "Pod"},message:"must be equal to constant",schema:"Pod",parentSchema:schema207.properties.kind,data:data1};
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"#/properties/kind/const",keyword:"const",params:{allowedValue: "Pod"},message:"must be equal to constant",schema:"Pod",parentSchema:schema208.properties.kind,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -25471,13 +25618,13 @@ errors++;
 }
 if(data.metadata !== undefined){
 let data2 = data.metadata;
-if(!(validate583(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate583.errors : vErrors.concat(validate583.errors);
+if(!(validate585(data2, {instancePath:instancePath+"/metadata",parentData:data,parentDataProperty:"metadata",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate585.errors : vErrors.concat(validate585.errors);
 errors = vErrors.length;
 }
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.name === undefined){
-const err7 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema207.properties.metadata.required,parentSchema:schema207.properties.metadata,data:data2};
+const err7 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema208.properties.metadata.required,parentSchema:schema208.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -25487,7 +25634,7 @@ vErrors.push(err7);
 errors++;
 }
 if(data2.namespace === undefined){
-const err8 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema207.properties.metadata.required,parentSchema:schema207.properties.metadata,data:data2};
+const err8 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/required",keyword:"required",params:{missingProperty: "namespace"},message:"must have required property '"+"namespace"+"'",schema:schema208.properties.metadata.required,parentSchema:schema208.properties.metadata,data:data2};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -25497,34 +25644,34 @@ vErrors.push(err8);
 errors++;
 }
 if(data2.name !== undefined){
-if(!(validate590(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate590.errors : vErrors.concat(validate590.errors);
+if(!(validate592(data2.name, {instancePath:instancePath+"/metadata/name",parentData:data2,parentDataProperty:"name",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate592.errors : vErrors.concat(validate592.errors);
 errors = vErrors.length;
 }
 }
 if(data2.namespace !== undefined){
-if(!(validate592(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate592.errors : vErrors.concat(validate592.errors);
+if(!(validate594(data2.namespace, {instancePath:instancePath+"/metadata/namespace",parentData:data2,parentDataProperty:"namespace",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate594.errors : vErrors.concat(validate594.errors);
 errors = vErrors.length;
 }
 }
 }
 }
 if(data.spec !== undefined){
-if(!(validate594(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate594.errors : vErrors.concat(validate594.errors);
+if(!(validate596(data.spec, {instancePath:instancePath+"/spec",parentData:data,parentDataProperty:"spec",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate596.errors : vErrors.concat(validate596.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate598(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate598.errors : vErrors.concat(validate598.errors);
+if(!(validate600(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate600.errors : vErrors.concat(validate600.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema207.type,parentSchema:schema207,data};
+const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema208.type,parentSchema:schema208,data};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -25533,8 +25680,8 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate582.errors = vErrors;
+validate584.errors = vErrors;
 return errors === 0;
 }
-validate582.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate584.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
