@@ -76,11 +76,18 @@ import sys
 import time
 
 
-def address_ready(address):
+def address_ready(address, quiet=3.0):
+    """The port accepts and keeps the connection. In a Domain every connection to a virtual IP is
+    accepted at once by the pod's own sidecar, which closes it when the far end cannot be reached:
+    a connection closed within \`quiet\` seconds without a byte is not the head."""
     host, _, port = address.rpartition(":")
     try:
-        with socket.create_connection((host, int(port)), timeout=2):
-            return True
+        with socket.create_connection((host, int(port)), timeout=2) as conn:
+            conn.settimeout(quiet)
+            try:
+                return conn.recv(1) != b""
+            except socket.timeout:
+                return True  # open and silent: a server waiting for its client (gRPC, HTTP)
     except OSError:
         return False
 
