@@ -12,7 +12,16 @@
 // Written as one OCI image layout archive for `ctr images import` (like hack/kube/images.ts).
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { BUSYBOX, copyWithLibraries } from "../../hack/kube/images.ts";
 
@@ -106,11 +115,16 @@ def nodes():
 `;
 
 const sha256 = (data: Buffer | string): string => createHash("sha256").update(data).digest("hex");
+/** A large layer's digest without reading it into memory at once (Ray's is ~300 MB). */
+const sha256File = (file: string): string =>
+  execFileSync("sha256sum", [file], { encoding: "utf8" }).split(" ")[0] as string;
 
-/** Builds the archive in `workDir` (created; left with only the archive); returns its path. */
-export function buildRayStandinImage(workDir: string): string {
-  const rootfs = join(workDir, "rootfs");
-  const layout = join(workDir, "layout");
+/**
+ * What the agent's Ray scripts need in `rootfs`: busybox's applets in /bin, bash, /usr/bin/env,
+ * Debian's python3.11 with its standard library (no tests, caches or installed packages), root in
+ * /etc/passwd, a sticky /tmp.
+ */
+export function scriptsRootfs(rootfs: string): void {
   for (const d of ["bin", "etc", "tmp", "proc", "sys", "dev", "root", "usr/local/bin", "usr/bin"])
     mkdirSync(join(rootfs, d), { recursive: true });
   execFileSync("chmod", ["1777", join(rootfs, "tmp")]);
@@ -122,7 +136,6 @@ export function buildRayStandinImage(workDir: string): string {
   copyWithLibraries(PYTHON, rootfs);
   symlinkSync("python3.11", join(rootfs, "usr/bin/python3"));
   symlinkSync("/bin/busybox", join(rootfs, "usr/bin/env")); // the scripts' #!/usr/bin/env bash
-  // the standard library without its tests, caches and installed packages
   cpSync(STDLIB, join(rootfs, STDLIB), {
     recursive: true,
     dereference: true,
@@ -131,12 +144,16 @@ export function buildRayStandinImage(workDir: string): string {
         src.slice(STDLIB.length),
       ),
   });
-  writeFileSync(join(rootfs, "usr/local/bin/ray"), RAY_CLI, { mode: 0o755 });
-  mkdirSync(join(rootfs, "usr/local/lib/python3.11/dist-packages/ray"), { recursive: true });
-  writeFileSync(join(rootfs, "usr/local/lib/python3.11/dist-packages/ray/__init__.py"), RAY_MODULE);
   writeFileSync(join(rootfs, "etc/passwd"), "root:x:0:0:root:/root:/bin/sh\n");
   writeFileSync(join(rootfs, "etc/group"), "root:x:0:\n");
+}
 
+/**
+ * `rootfs` as a one-layer image named `name` in an OCI image layout archive in `workDir`, for
+ * `ctr images import`; removes `rootfs`. Returns the archive's path.
+ */
+export function writeImageArchive(rootfs: string, workDir: string, name: string, env: string[]): string {
+  const layout = join(workDir, "layout");
   const blobs = join(layout, "blobs/sha256");
   mkdirSync(blobs, { recursive: true });
   const layerTar = join(workDir, "layer.tar");
@@ -152,9 +169,9 @@ export function buildRayStandinImage(workDir: string): string {
     layerTar,
     ".",
   ]);
-  const layer = readFileSync(layerTar);
-  const layerDigest = sha256(layer);
-  writeFileSync(join(blobs, layerDigest), layer);
+  const layerDigest = sha256File(layerTar);
+  const layerSize = statSync(layerTar).size;
+  renameSync(layerTar, join(blobs, layerDigest));
   const blob = (json: object): { digest: string; size: number } => {
     const text = JSON.stringify(json);
     const digest = sha256(text);
@@ -165,11 +182,7 @@ export function buildRayStandinImage(workDir: string): string {
   const config = blob({
     architecture: arch,
     os: "linux",
-    config: {
-      Env: ["PATH=/usr/local/bin:/usr/bin:/bin", "PYTHONPATH=/usr/local/lib/python3.11/dist-packages"],
-      Cmd: ["/bin/sh"],
-      WorkingDir: "/",
-    },
+    config: { Env: env, Cmd: ["/bin/sh"], WorkingDir: "/" },
     rootfs: { type: "layers", diff_ids: [`sha256:${layerDigest}`] },
   });
   const manifest = blob({
@@ -180,7 +193,7 @@ export function buildRayStandinImage(workDir: string): string {
       {
         mediaType: "application/vnd.oci.image.layer.v1.tar",
         digest: `sha256:${layerDigest}`,
-        size: layer.length,
+        size: layerSize,
       },
     ],
   });
@@ -189,16 +202,26 @@ export function buildRayStandinImage(workDir: string): string {
       mediaType: "application/vnd.oci.image.manifest.v1+json",
       ...manifest,
       platform: { architecture: arch, os: "linux" },
-      annotations: {
-        "io.containerd.image.name": RAY_STANDIN_IMAGE,
-        "org.opencontainers.image.ref.name": RAY_STANDIN_IMAGE,
-      },
+      annotations: { "io.containerd.image.name": name, "org.opencontainers.image.ref.name": name },
     },
   ];
   writeFileSync(join(layout, "oci-layout"), JSON.stringify({ imageLayoutVersion: "1.0.0" }));
   writeFileSync(join(layout, "index.json"), JSON.stringify({ schemaVersion: 2, manifests }));
-  const archive = join(workDir, "ray-standin.tar");
+  const archive = join(workDir, `${name.replace(/[^a-z0-9.-]+/g, "_")}.oci.tar`);
   execFileSync("tar", ["-C", layout, "-cf", archive, "."]);
-  for (const d of [rootfs, layout, layerTar]) if (existsSync(d)) rmSync(d, { recursive: true, force: true });
+  for (const d of [rootfs, layout]) if (existsSync(d)) rmSync(d, { recursive: true, force: true });
   return archive;
+}
+
+/** Builds the stand-in's archive in `workDir` (created; left with only the archive); returns its path. */
+export function buildRayStandinImage(workDir: string): string {
+  const rootfs = join(workDir, "rootfs");
+  scriptsRootfs(rootfs);
+  writeFileSync(join(rootfs, "usr/local/bin/ray"), RAY_CLI, { mode: 0o755 });
+  mkdirSync(join(rootfs, "usr/local/lib/python3.11/dist-packages/ray"), { recursive: true });
+  writeFileSync(join(rootfs, "usr/local/lib/python3.11/dist-packages/ray/__init__.py"), RAY_MODULE);
+  return writeImageArchive(rootfs, workDir, RAY_STANDIN_IMAGE, [
+    "PATH=/usr/local/bin:/usr/bin:/bin",
+    "PYTHONPATH=/usr/local/lib/python3.11/dist-packages",
+  ]);
 }
