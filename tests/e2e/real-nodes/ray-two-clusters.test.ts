@@ -277,7 +277,7 @@ t.test(
               namespace: ns1,
               labelSelector: "kubernetes.io/service-name=ray-head-ray-head",
             });
-            const addresses = items.flatMap((s) => s.endpoints.flatMap((e) => e.addresses));
+            const addresses = items.flatMap((s) => (s.endpoints ?? []).flatMap((e) => e.addresses));
             return addresses.includes(headPod.status?.podIP as string) ? items : undefined;
           },
           onKube,
