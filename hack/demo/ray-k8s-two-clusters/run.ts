@@ -181,6 +181,12 @@ async function main(): Promise<boolean> {
       ),
     };
     const { hub } = await startHubOnGit(t, { files, domainRelay: "127.0.0.1:0" });
+    for (const name of ["k1", "k2"])
+      await waitFor(
+        `Cluster ${name} from git`,
+        async () => hub.store.get("Cluster", undefined, name),
+        slowly,
+      );
     await startRealDomainSites(t, hub, sites, randomBytes(3).toString("hex"));
     console.log(`[${since()}] hub, agents and nodeservers up`);
     const running = async (site: RealDomainSite, task: string): Promise<V1Pod | undefined> => {
