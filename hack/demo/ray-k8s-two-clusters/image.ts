@@ -98,6 +98,7 @@ export function buildRayImage(workDir: string, venv: string, name: string): stri
     join(rootfs, "opt/ray/bin/ray"),
     [
       "#!/bin/sh",
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion
       'for a in "$@"; do case "$a" in --node-ip-address=*) ip addr add "${a#--node-ip-address=}/32" dev lo 2>/dev/null;; esac; done',
       'exec /opt/ray/bin/python3 -c \'import sys; from ray.scripts.scripts import main; sys.argv[0] = "ray"; sys.exit(main())\' "$@"',
       "",
