@@ -253,7 +253,7 @@ export function registerSidecar(program: Command): void {
   program
     .command("sidecar")
     .description(
-      "the network sidecar of a Domain pod; configured by RLARK_POD_NAMESPACE, RLARK_POD_NAME, RLARK_NODESERVER_SOCKET, RLARK_OUTBOUND_PORT, RLARK_INBOUND_PORT",
+      "the network sidecar of a Domain pod; configured by RLARK_POD_NAMESPACE, RLARK_POD_NAME, RLARK_NODESERVER_SOCKET, RLARK_OUTBOUND_PORT, RLARK_INBOUND_PORT and (where to write the pod's virtual IP) RLARK_DOMAIN_IP_FILE",
     )
     .action(async () => {
       const env = process.env;
@@ -267,6 +267,7 @@ export function registerSidecar(program: Command): void {
         outboundPort: port("RLARK_OUTBOUND_PORT", env.RLARK_OUTBOUND_PORT, 15001),
         inboundPort: port("RLARK_INBOUND_PORT", env.RLARK_INBOUND_PORT, 5700),
         rlarkNet: rlarkNetPath(),
+        ...(env.RLARK_DOMAIN_IP_FILE ? { ipFile: env.RLARK_DOMAIN_IP_FILE } : {}),
         logger,
       });
       await untilSignal();

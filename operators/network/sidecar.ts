@@ -7,6 +7,7 @@
 //     the pod's own port: 127.0.0.1 first, the pod's virtual IP when nothing listens there.
 
 import { type ChildProcess, spawn } from "node:child_process";
+import { renameSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import { type Logger, silentLogger } from "../lib/logger.ts";
 
@@ -18,6 +19,11 @@ export interface SidecarOptions {
   inboundPort: number;
   /** The rlark-net binary. */
   rlarkNet: string;
+  /**
+   * Where to write the pod's virtual IP once known (a file in a volume the pod's own containers
+   * mount: a Ray node advertises that address, seed 000 §9). Written whole, by rename.
+   */
+  ipFile?: string;
   logger?: Logger;
 }
 
@@ -89,6 +95,10 @@ export async function startSidecar(options: SidecarOptions): Promise<Sidecar> {
   helper.once("exit", (code) => {
     if (!closing) logger.error("rlark-net sidecar exited", { code });
   });
+  if (options.ipFile) {
+    writeFileSync(`${options.ipFile}.tmp`, `${identity.ip}\n`, { mode: 0o644 });
+    renameSync(`${options.ipFile}.tmp`, options.ipFile);
+  }
   logger.info("sidecar ready", { ...identity, pod: options.pod });
 
   return {

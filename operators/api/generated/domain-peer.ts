@@ -25,6 +25,16 @@ export interface DomainPeerSpec {
   prefixLen: number;
   /** The Domain's pods in this cluster, ordered by ip (traffic to the Domain's other addresses goes through the hub). */
   pods?: DomainPeerPod[];
+  /** Every Task of the Domain that has pods with addresses, in any cluster, by name, with those pods' virtual IPs: how a pod finds a peer Task elsewhere (a Ray worker its head, seed 000 §9). Ordered by name. */
+  tasks?: DomainPeerTask[];
+}
+
+/** The virtual IPs of one Task's pods. */
+export interface DomainPeerTask {
+  /** The Task's name, <job>-<task>. */
+  name: string;
+  /** Its pods' virtual IPs, in address order. */
+  ips: string[];
 }
 
 /** One pod of the Domain and where it really is. */

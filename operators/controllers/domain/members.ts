@@ -1,6 +1,6 @@
 // Which pods belong to a Domain and what they claim, and the DomainPeers they imply. Pure.
 
-import type { DomainPeerPod, DomainPeerSpec, Pod } from "../../api/index.ts";
+import type { DomainPeerPod, DomainPeerSpec, DomainPeerTask, Pod } from "../../api/index.ts";
 import { clusterOf, JOB_LABEL, TASK_LABEL } from "../../api/index.ts";
 import { type Allocation, type Claim, claimKey, ipToInt } from "./ipam.ts";
 
@@ -35,10 +35,13 @@ export function peerSpecs(input: {
 }): Map<string, DomainPeerSpec> {
   const ipOf = new Map(input.allocations.map((a) => [claimKey(a), a.ip]));
   const byNamespace = new Map<string, DomainPeerPod[]>();
+  const byTask = new Map<string, string[]>();
   for (const pod of input.pods) {
     const claim = claimOf(pod);
     const ip = claim && ipOf.get(claimKey(claim));
     if (!claim || !ip) continue;
+    const task = `${claim.job}-${claim.task}`;
+    byTask.set(task, [...(byTask.get(task) ?? []), ip]);
     const namespace = pod.metadata.namespace as string;
     const entry: DomainPeerPod = { name: pod.metadata.name, ip, globalNamespace: namespace };
     if (pod.spec.namespace !== undefined) entry.namespace = pod.spec.namespace;
@@ -49,13 +52,18 @@ export function peerSpecs(input: {
     list.push(entry);
     byNamespace.set(namespace, list);
   }
+  // every cluster learns the whole Domain's Tasks: a Ray worker's agent finds its head's address
+  const tasks: DomainPeerTask[] = [...byTask.keys()].sort().map((name) => ({
+    name,
+    ips: (byTask.get(name) ?? []).sort((a, b) => (ipToInt(a) ?? 0) - (ipToInt(b) ?? 0)),
+  }));
   const specs = new Map<string, DomainPeerSpec>();
   for (const namespace of [...byNamespace.keys()].sort()) {
     const pods = (byNamespace.get(namespace) ?? []).sort(
       (a, b) => (ipToInt(a.ip) ?? 0) - (ipToInt(b.ip) ?? 0),
     );
     const { certPem, keyPem } = input.credentials(clusterOf(namespace) as string);
-    specs.set(namespace, { cert: certPem, key: keyPem, prefixLen: input.prefixLen, pods });
+    specs.set(namespace, { cert: certPem, key: keyPem, prefixLen: input.prefixLen, pods, tasks });
   }
   return specs;
 }

@@ -58,6 +58,12 @@ t.test("peer specs group pods by cluster, ordered by address, and skip pods with
     specs.get("agent-shanghai")?.pods?.map((p) => p.name),
     ["c"],
   );
+  t.same(
+    specs.get("agent-shanghai")?.tasks,
+    [{ name: "j-t", ips: ["10.0.0.2", "10.0.0.9", "10.0.0.10"] }],
+    "every cluster learns the whole Domain's Tasks with their pods' addresses (a Ray worker its head's)",
+  );
+  t.same(specs.get("agent-beijing")?.tasks, specs.get("agent-shanghai")?.tasks);
   t.match(specs.get("agent-shanghai"), { cert: "CERT shanghai", key: "KEY shanghai", prefixLen: 24 });
   t.match(specs.get("agent-beijing"), { cert: "CERT beijing", key: "KEY beijing" }, "each cluster its own");
 });

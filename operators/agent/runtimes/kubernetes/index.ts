@@ -124,6 +124,9 @@ export class KubernetesRuntime implements Runtime {
   readonly #prePull: KubernetesImagePrePull;
   readonly #version: KubernetesVersion;
   readonly #peers: DomainPeersWriter;
+  /** DomainPeer spec.tasks by Domain (JSON, to tell a change): a Ray worker's head address. */
+  #domainTasks = new Map<string, Map<string, readonly string[]>>();
+  #domainTasksJson = "";
   readonly #addons: AddonInstaller;
   readonly #bundles: BundleApplier;
   readonly #secrets: SealedSecretsWriter;
@@ -172,6 +175,7 @@ export class KubernetesRuntime implements Runtime {
       defaultNamespace: options.defaultNamespace,
       sidecar: options.sidecar,
       instance: options.instance,
+      domainTasks: (domain, task) => this.#domainTasks.get(domain)?.get(task),
       retryIntervalMs: options.retryIntervalMs,
       clock,
     });
@@ -245,7 +249,12 @@ export class KubernetesRuntime implements Runtime {
       instance: options.instance,
       files: options.files,
     });
-    this.network = { applyPeersState: (state) => this.#peers.write(state) };
+    this.network = {
+      applyPeersState: (state) => {
+        this.#noteDomainTasks(state.domains);
+        return this.#peers.write(state);
+      },
+    };
     this.cluster = {
       applyNodeOverlays: (overlays) => this.#overlays.apply(overlays),
       applyAddons: (addons) => this.#addons.apply(addons),
@@ -253,6 +262,19 @@ export class KubernetesRuntime implements Runtime {
       applySecrets: (secrets) => this.#secrets.apply(secrets),
       browse: kubernetesBrowse(core, this.#clients.apps),
     };
+  }
+
+  /** Keeps the Domains' Task addresses; when they change, Ray workers' ConfigMaps are rendered again. */
+  #noteDomainTasks(
+    domains: readonly { domain: string; tasks?: readonly { name: string; ips: string[] }[] }[],
+  ): void {
+    const json = JSON.stringify(domains.map((d) => [d.domain, d.tasks ?? []]));
+    if (json === this.#domainTasksJson) return;
+    this.#domainTasksJson = json;
+    this.#domainTasks = new Map(
+      domains.map((d) => [d.domain, new Map((d.tasks ?? []).map((t) => [t.name, t.ips]))]),
+    );
+    this.#reconciler.refresh().catch(() => undefined);
   }
 
   /**

@@ -313,6 +313,90 @@ t.test("Ray head and worker Tasks get the scripts, the rewritten command and the
   t.match(find<V1ConfigMap>(workerObjects, "ConfigMap").data?.["ray_worker.sh"], /ray_check\.py" address/);
 });
 
+t.test(
+  "a Ray worker whose head is in another cluster of its Domain reaches the head's virtual IP",
+  async (t) => {
+    const inDomain = { annotations: {}, domain: "lab", domainCIDR: "10.77.0.0/24" };
+    const worker = kubeTask(
+      "ppo",
+      "rollout",
+      { kind: "Job", template: { spec: { containers: [trainer({ command: ["python", "go.py"] })] } } },
+      {
+        ...inDomain,
+        annotations: { "rlinf.io/ray-role": "worker", "rlinf.io/ray-head-task-name": "actor-head" },
+      },
+    );
+    // the head is not in this agent's desired set: it runs in another cluster
+    const unknown = renderTask(worker, { desired: [worker], domainTasks: () => undefined });
+    const cm = (objects: typeof unknown.objects) =>
+      objects.find((o) => o.kind === "ConfigMap" && o.metadata?.name === "ppo-rollout-ray") as V1ConfigMap;
+    t.equal(cm(unknown.objects).data?.head_address, "", "the head's address is not known yet: empty");
+    const lookups: string[] = [];
+    const known = renderTask(worker, {
+      desired: [worker],
+      domainTasks: (domain, task) => {
+        lookups.push(`${domain}/${task}`);
+        return task === "ppo-actor-head" ? ["10.77.0.9", "10.77.0.12"] : undefined;
+      },
+    });
+    t.same(lookups, ["lab/ppo-actor-head"], "looked up by Domain and the head Task's name");
+    t.equal(cm(known.objects).data?.head_address, "10.77.0.9:6379", "the head pod's virtual IP and GCS port");
+    const job = known.objects.find((o) => o.kind === "Job") as { spec: { template: { spec: V1PodSpec } } };
+    const pod = job.spec.template.spec;
+    const env = envOf(pod);
+    t.equal(env.RLARK_HEAD_ADDRESS, "", "no Service name that the worker's cluster could not resolve");
+    t.equal(env.RLARK_DOMAIN_IP_FILE, "/var/run/rlark-domain/ip");
+    const sidecar = pod.initContainers?.find((c) => c.name === "rlark-sidecar");
+    t.equal(
+      sidecar?.env?.find((e) => e.name === "RLARK_DOMAIN_IP_FILE")?.value,
+      "/var/run/rlark-domain/ip",
+      "the sidecar writes the pod's virtual IP there",
+    );
+    t.same(
+      sidecar?.volumeMounts?.find((m) => m.name === "rlark-domain-ip"),
+      { name: "rlark-domain-ip", mountPath: "/var/run/rlark-domain" },
+    );
+    t.same(
+      pod.containers[0]?.volumeMounts?.find((m) => m.name === "rlark-domain-ip"),
+      { name: "rlark-domain-ip", mountPath: "/var/run/rlark-domain", readOnly: true },
+      "the Ray container reads it",
+    );
+    t.ok(pod.volumes?.some((v) => v.name === "rlark-domain-ip" && v.emptyDir));
+
+    // the same worker with its head in this cluster: the Service, no head_address
+    const head = kubeTask(
+      "ppo",
+      "actor-head",
+      { kind: "Deployment", template: { spec: { containers: [trainer()] } } },
+      { ...inDomain, annotations: { "rlinf.io/ray-role": "head" } },
+    );
+    const local = renderTask(worker, { desired: [head, worker], domainTasks: () => ["10.77.0.9"] });
+    t.notOk("head_address" in (cm(local.objects).data ?? {}));
+    const localJob = local.objects.find((o) => o.kind === "Job") as {
+      spec: { template: { spec: V1PodSpec } };
+    };
+    t.equal(
+      envOf(localJob.spec.template.spec).RLARK_HEAD_ADDRESS,
+      "ppo-actor-head-ray-head.rlark-system.svc:6379",
+    );
+    // a Ray Task in no Domain gets no address file
+    const plain = renderTask(
+      kubeTask(
+        "ppo",
+        "w",
+        { kind: "Job", template: { spec: { containers: [trainer()] } } },
+        {
+          annotations: { "rlinf.io/ray-role": "head" },
+        },
+      ),
+    );
+    const plainJob = plain.objects.find((o) => o.kind === "Job") as {
+      spec: { template: { spec: V1PodSpec } };
+    };
+    t.notOk(envOf(plainJob.spec.template.spec).RLARK_DOMAIN_IP_FILE);
+  },
+);
+
 t.test("a Task the runtime cannot run is refused with the field to fix", async (t) => {
   const noWorkload: RuntimeTask = {
     metadata: { name: "x-y" },

@@ -35,6 +35,8 @@ export interface ReconcilerOptions {
   defaultNamespace?: string | undefined;
   sidecar?: SidecarOptions | undefined;
   instance?: string | undefined;
+  /** The virtual IPs of the Domains' Tasks, from the agent's DomainPeers (render.ts). */
+  domainTasks?: ((domain: string, task: string) => readonly string[] | undefined) | undefined;
   /** The first retry's delay (doubling to a minute). Default 5 s. */
   retryIntervalMs?: number | undefined;
   clock?: Clock | undefined;
@@ -90,6 +92,11 @@ export class WorkloadReconciler {
     return this.#loop.set(desired);
   }
 
+  /** Renders the last desired set again: what it depends on besides the Tasks has changed. */
+  refresh(): Promise<void> {
+    return this.#desired ? this.#loop.set(this.#desired) : Promise.resolve();
+  }
+
   /** No more reconciles, retries included; the one in progress finishes (see {@link settled}). */
   stop(): Promise<void> {
     return this.#loop.stop();
@@ -108,6 +115,7 @@ export class WorkloadReconciler {
             desired,
             ...(this.#options.instance ? { instance: this.#options.instance } : {}),
             ...(this.#options.sidecar ? { sidecar: this.#options.sidecar } : {}),
+            ...(this.#options.domainTasks ? { domainTasks: this.#options.domainTasks } : {}),
           }),
         );
       } catch (err) {

@@ -30,6 +30,7 @@ import {
 import {
   RAY_CHECK_PY,
   RAY_DASHBOARD_PORT,
+  RAY_DOMAIN_IP_DIR,
   RAY_HEAD_SH,
   RAY_METRICS_PORT,
   RAY_PORT,
@@ -68,6 +69,11 @@ export interface RenderOptions {
   instance?: string;
   /** The whole desired set: a Ray worker finds its head's namespace there. */
   desired?: readonly RuntimeTask[];
+  /**
+   * The virtual IPs of a Domain's Tasks in every cluster (DomainPeer spec.tasks), by Domain and
+   * Task name: a Ray worker whose head runs in another cluster reaches it at the first of them.
+   */
+  domainTasks?: (domain: string, task: string) => readonly string[] | undefined;
 }
 
 export interface RenderedTask {
@@ -319,7 +325,13 @@ export function renderTask(task: RuntimeTask, options: RenderOptions = {}): Rend
     const head = options.desired?.find((t) => t.metadata.name === headTask);
     const headNamespace =
       role === "head" ? namespace : head ? taskNamespace(head, defaultNamespace) : namespace;
-    const headAddress = `${rayHeadServiceName(headTask)}.${headNamespace}.svc:${RAY_PORT}`;
+    // The head's Service when the head is in this cluster (or the Task is in no Domain). A head
+    // in another cluster is reached over the Domain at its pod's virtual IP, which the hub
+    // allocates once that pod exists: it goes into the scripts' ConfigMap (`head_address`, empty
+    // until known, updated in place) and the worker waits for it.
+    const remoteHead = role === "worker" && !head && task.spec.domain !== undefined;
+    const headAddress = remoteHead ? "" : `${rayHeadServiceName(headTask)}.${headNamespace}.svc:${RAY_PORT}`;
+    const headVip = remoteHead ? options.domainTasks?.(task.spec.domain as string, headTask)?.[0] : undefined;
     const rayEnv: EnvEntry[] = [
       { name: "RLARK_RAY_ROLE", value: role },
       { name: "RLARK_RAY_PORT", value: String(RAY_PORT) },
@@ -328,6 +340,9 @@ export function renderTask(task: RuntimeTask, options: RenderOptions = {}): Rend
       { name: "RLARK_RAY_WAIT_SECONDS", value: String(RAY_WAIT_SECONDS) },
       { name: "RLARK_HEAD_ADDRESS", value: headAddress },
     ];
+    // In a Domain, a Ray node advertises its virtual IP (the sidecar writes it here), so nodes in
+    // other clusters reach its raylet and object manager over the Domain too.
+    if (task.spec.domain) rayEnv.push({ name: "RLARK_DOMAIN_IP_FILE", value: `${RAY_DOMAIN_IP_DIR}/ip` });
     if (role === "head") {
       rayEnv.push({
         name: "RLARK_RAY_TOTAL_NODES",
@@ -338,6 +353,10 @@ export function renderTask(task: RuntimeTask, options: RenderOptions = {}): Rend
     }
     addEnv(main, rayEnv);
     addMount(main, { name: "rlark-ray", mountPath: RAY_SCRIPTS_DIR, readOnly: true });
+    if (task.spec.domain) {
+      addMount(main, { name: "rlark-domain-ip", mountPath: RAY_DOMAIN_IP_DIR, readOnly: true });
+      addVolume(podSpec, { name: "rlark-domain-ip", emptyDir: { sizeLimit: "1Mi" } });
+    }
     addVolume(podSpec, {
       name: "rlark-ray",
       configMap: { name: rayConfigMapName(name), defaultMode: 0o755 },
@@ -346,7 +365,12 @@ export function renderTask(task: RuntimeTask, options: RenderOptions = {}): Rend
       apiVersion: "v1",
       kind: "ConfigMap",
       metadata: meta(task, rayConfigMapName(name), namespace, "ray-scripts", options.instance),
-      data: { "ray_check.py": RAY_CHECK_PY, "ray_head.sh": RAY_HEAD_SH, "ray_worker.sh": RAY_WORKER_SH },
+      data: {
+        "ray_check.py": RAY_CHECK_PY,
+        "ray_head.sh": RAY_HEAD_SH,
+        "ray_worker.sh": RAY_WORKER_SH,
+        ...(remoteHead ? { head_address: headVip ? `${headVip}:${RAY_PORT}` : "" } : {}),
+      },
     });
     if (role === "head") {
       objects.push({
@@ -368,7 +392,7 @@ export function renderTask(task: RuntimeTask, options: RenderOptions = {}): Rend
   }
 
   if (task.spec.domain) {
-    addDomainNetwork(podSpec, task, options.sidecar?.image ?? DEFAULT_SIDECAR_IMAGE);
+    addDomainNetwork(podSpec, task, options.sidecar?.image ?? DEFAULT_SIDECAR_IMAGE, role !== undefined);
   }
 
   const template = {
@@ -449,7 +473,7 @@ export function renderTask(task: RuntimeTask, options: RenderOptions = {}): Rend
  * unprivileged. The sidecar is a native one (an init container with restartPolicy Always): it is
  * up before the Task's containers start and does not keep a finished Job's pod alive.
  */
-function addDomainNetwork(podSpec: Obj, task: RuntimeTask, image: string): void {
+function addDomainNetwork(podSpec: Obj, task: RuntimeTask, image: string, writesIp: boolean): void {
   const cidr = task.spec.domainCIDR;
   if (!cidr)
     throw new RenderError(
@@ -486,6 +510,7 @@ function addDomainNetwork(podSpec: Obj, task: RuntimeTask, image: string): void 
       fieldEnv("RLARK_POD_NAME", "metadata.name"),
       fieldEnv("RLARK_POD_NAMESPACE", "metadata.namespace"),
       { name: "RLARK_NODESERVER_SOCKET", value: `${NODESERVER_DIR}/nodeserver.sock` },
+      ...(writesIp ? [{ name: "RLARK_DOMAIN_IP_FILE", value: `${RAY_DOMAIN_IP_DIR}/ip` }] : []),
       ...ports,
     ],
     ports: [{ containerPort: INBOUND_PORT, name: "rlark-inbound", protocol: "TCP" }],
@@ -495,7 +520,10 @@ function addDomainNetwork(podSpec: Obj, task: RuntimeTask, image: string): void 
       allowPrivilegeEscalation: false,
       capabilities: { drop: ["ALL"] },
     },
-    volumeMounts: [{ name: "rlark-nodeserver", mountPath: NODESERVER_DIR }],
+    volumeMounts: [
+      { name: "rlark-nodeserver", mountPath: NODESERVER_DIR },
+      ...(writesIp ? [{ name: "rlark-domain-ip", mountPath: RAY_DOMAIN_IP_DIR }] : []),
+    ],
   };
   const own = Array.isArray(podSpec.initContainers) ? (podSpec.initContainers as Obj[]) : [];
   // ours first: the redirect is in place before any of the Task's own containers runs
