@@ -6,6 +6,8 @@
 //     (GET /join?node=IP registers a node, GET /nodes lists them with the head first) and
 //     writes /tmp/ray/ray_current_cluster (IP:P) as Ray does;
 //   ray start --address H:P [--node-ip-address IP] [--block]  joins: GET http://H:P/join?node=IP;
+// both first bind a listener to the node IP, as Ray's runtime env agent does (and exit when they
+// cannot: the address must be on an interface of the pod), writing it to /tmp/ray/agent_address;
 // each call appends its argv and RLARK_* environment to /tmp/ray/calls.jsonl. A `ray` Python
 // module gives ray_check.py's `nodes` check what it uses (init, is_initialized, nodes), asking
 // the GCS at the address in ray_current_cluster, as Ray's address="auto" does.
@@ -25,14 +27,14 @@ import {
 import { join } from "node:path";
 import { BUSYBOX, copyWithLibraries } from "../../hack/kube/images.ts";
 
-export const RAY_STANDIN_IMAGE = "rlark.local/ray-standin:1";
+export const RAY_STANDIN_IMAGE = "rlark.local/ray-standin:2";
 
 const PYTHON = "/usr/bin/python3.11";
 const STDLIB = "/usr/lib/python3.11";
 
 const RAY_CLI = `#!/usr/bin/python3
 """A stand-in for \`ray start\` (tests only): the same options, a tiny HTTP "GCS"."""
-import http.server, json, os, sys, threading, time, urllib.parse, urllib.request
+import http.server, json, os, socket, sys, threading, time, urllib.parse, urllib.request
 
 STATE = "/tmp/ray"
 os.makedirs(STATE, exist_ok=True)
@@ -52,6 +54,17 @@ if sys.argv[1:2] != ["start"]:
     sys.exit("ray stand-in: only 'ray start' is known")
 block = "--block" in sys.argv
 node_ip = opt("--node-ip-address", "127.0.0.1")
+
+# Real Ray binds the node IP (its runtime env agent listens on it) and fails without it on an
+# interface of the pod (OSError: [Errno 99] Cannot assign requested address): so does this.
+agent = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+try:
+    agent.bind((node_ip, 0))
+except OSError as e:
+    sys.exit(f"ray stand-in: cannot bind the node IP {node_ip}: {e}")
+agent.listen()
+with open(os.path.join(STATE, "agent_address"), "w") as f:
+    f.write("%s:%d" % agent.getsockname())
 
 if "--head" in sys.argv:
     port = int(opt("--port", "6379"))

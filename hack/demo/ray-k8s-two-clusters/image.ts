@@ -91,15 +91,12 @@ export function buildRayImage(workDir: string, venv: string, name: string): stri
     join(rootfs, "opt/ray/pyvenv.cfg"),
     "home = /usr/bin\ninclude-system-site-packages = false\n",
   );
-  // Ray's agents bind the node IP (--node-ip-address, the pod's virtual IP), which is on no
-  // interface of a Kubernetes pod: the demo's `ray` puts it on the pod's loopback first, as the
-  // process runtime does, when the container may (NET_ADMIN in the demo's Tasks).
+  // Ray's own CLI on Debian's Python. Ray binds the node IP (--node-ip-address, the pod's virtual
+  // IP): the kubernetes runtime's rlark-lo-addr init step has put it on the pod's loopback.
   writeFileSync(
     join(rootfs, "opt/ray/bin/ray"),
     [
       "#!/bin/sh",
-      // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion
-      'for a in "$@"; do case "$a" in --node-ip-address=*) ip addr add "${a#--node-ip-address=}/32" dev lo 2>/dev/null;; esac; done',
       'exec /opt/ray/bin/python3 -c \'import sys; from ray.scripts.scripts import main; sys.argv[0] = "ray"; sys.exit(main())\' "$@"',
       "",
     ].join("\n"),

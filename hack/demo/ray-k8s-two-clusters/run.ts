@@ -103,7 +103,6 @@ const rayTask = (
                 - name: main
                   image: ${RAY_IMAGE}
                   imagePullPolicy: Never
-                  securityContext: { capabilities: { add: [NET_ADMIN] } }
 ${RAY_ENV}${command ? `                  command: ${JSON.stringify(command)}\n` : ""}`;
 
 // The head's command: ray_head.sh runs it once both nodes are alive. A Ray driver that runs a task

@@ -3,6 +3,9 @@
 //	rlark-net init      installs, in the pod's network namespace, a nat REDIRECT of every TCP
 //	                    connection to RLARK_DOMAIN_CIDR (except those of uid RLARK_SIDECAR_UID) to
 //	                    127.0.0.1:RLARK_OUTBOUND_PORT, then exits. Needs NET_ADMIN (and NET_RAW).
+//	rlark-net lo-addr   waits (RLARK_IP_WAIT_SECONDS, 600 by default) for the pod's virtual IP in
+//	                    RLARK_DOMAIN_IP_FILE, checks it is one IPv4 address in RLARK_DOMAIN_CIDR and
+//	                    puts it on lo as a /32, then exits. Needs NET_ADMIN (lo-addr.go).
 //	rlark-net sidecar   the pod's data path, started by the sidecar (uid RLARK_SIDECAR_UID, no
 //	                    capabilities). Outbound: listens on 127.0.0.1:RLARK_OUTBOUND_PORT, reads each
 //	                    redirected connection's original destination (SO_ORIGINAL_DST) and sends
@@ -455,11 +458,13 @@ func runConnect(address string) {
 
 func main() {
 	if len(os.Args) < 2 {
-		fail("usage: rlark-net init | sidecar | relay | nodeserver-data | connect <host:port>")
+		fail("usage: rlark-net init | lo-addr | sidecar | relay | nodeserver-data | connect <host:port>")
 	}
 	switch os.Args[1] {
 	case "init":
 		runInit()
+	case "lo-addr":
+		runLoAddr()
 	case "sidecar":
 		runSidecar()
 	case "relay":
@@ -476,8 +481,8 @@ func main() {
 		}
 		runConnect(os.Args[2])
 	case "-h", "--help", "help":
-		fmt.Println("usage: rlark-net init | sidecar | relay | nodeserver-data | connect <host:port> (see operators/network/rlark-net/main.go)")
+		fmt.Println("usage: rlark-net init | lo-addr | sidecar | relay | nodeserver-data | connect <host:port> (see operators/network/rlark-net/main.go)")
 	default:
-		fail("unknown command %q: use init, sidecar, relay, nodeserver-data, icmp-probe or connect", os.Args[1])
+		fail("unknown command %q: use init, lo-addr, sidecar, relay, nodeserver-data, icmp-probe or connect", os.Args[1])
 	}
 }

@@ -7,7 +7,9 @@
 // what is checked is ours: the scripts, the env, the ConfigMap (including head_address, which
 // k2's agent fills from DomainPeer spec.tasks once the head has a virtual IP), the head Service,
 // the worker's waits (for head_address, for its own virtual IP, for the head's GCS port), each node
-// advertising its virtual IP, and the head waiting for both nodes before running its command. The
+// advertising its virtual IP, and the head waiting for both nodes before running its command; and
+// the runtime's rlark-lo-addr init step, which puts each pod's virtual IP on its loopback (the
+// stand-in binds it, as Ray's runtime env agent does, and exits when it cannot). The
 // worker reaches the head over the Domain path: sidecar -> nodeserver -> hub relay -> nodeserver ->
 // sidecar, which hands the connection to the head on 127.0.0.1. Real Ray is the demo
 // hack/demo/ray-k8s-two-clusters (too heavy for CI).
@@ -170,6 +172,47 @@ t.test(
         name: pod.metadata?.name as string,
         container: "main",
       });
+
+    await t.test(
+      "each pod's virtual IP is on its loopback, put there by the runtime's init step, and Ray binds it",
+      async (t) => {
+        for (const [site, pod, ip] of [
+          [sites[0], headPod, headVip],
+          [sites[1], workerPod, workerVip],
+        ] as const) {
+          const name = pod.metadata?.name;
+          const lo = await inPod(site, pod, ["ip", "-4", "addr", "show", "dev", "lo"]);
+          t.match(lo.stdout, new RegExp(`inet ${ip.replace(/\./g, "\\.")}/32 `), `${name}: ${ip}/32 on lo`);
+          const bound = await waitFor(
+            `${name}: the stand-in's agent listening`,
+            async () =>
+              (await inPod(site, pod, ["cat", "/tmp/ray/agent_address"])).stdout.trim() || undefined,
+            onKube,
+          );
+          t.match(
+            bound,
+            new RegExp(`^${ip.replace(/\./g, "\\.")}:[1-9][0-9]*$`),
+            `${name}: Ray's agent bound ${ip}`,
+          );
+          const fresh = await core(site.cluster.kubeConfig).readNamespacedPod({
+            namespace: site.namespace,
+            name: name as string,
+          });
+          const init = fresh.status?.initContainerStatuses?.find((c) => c.name === "rlark-lo-addr");
+          t.equal(init?.state?.terminated?.exitCode, 0, `${name}: rlark-lo-addr ran and exited 0`);
+          t.notOk(
+            fresh.spec?.containers.some((c) => c.securityContext?.capabilities?.add?.length),
+            `${name}: the Ray container has no capability of its own`,
+          );
+          const initLog = await core(site.cluster.kubeConfig).readNamespacedPodLog({
+            namespace: site.namespace,
+            name: name as string,
+            container: "rlark-lo-addr",
+          });
+          t.match(initLog, `lo-addr: ${ip}/32 on lo`, `${name}: the init step's log names the address`);
+        }
+      },
+    );
 
     await t.test(
       "the head runs its command once both nodes joined; the driver sees both virtual IPs",

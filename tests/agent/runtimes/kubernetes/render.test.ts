@@ -362,6 +362,34 @@ t.test(
       "the Ray container reads it",
     );
     t.ok(pod.volumes?.some((v) => v.name === "rlark-domain-ip" && v.emptyDir));
+    // Ray binds its node IP: an init container after the (native) sidecar puts it on lo, so the
+    // Ray container starts with it in place and needs no capability of its own
+    t.same(
+      pod.initContainers?.map((c) => c.name),
+      ["rlark-net-init", "rlark-sidecar", "rlark-lo-addr"],
+      "the address is put on lo after the sidecar has started and before the Ray container",
+    );
+    const loAddr = pod.initContainers?.find((c) => c.name === "rlark-lo-addr");
+    t.same(loAddr?.command, ["rlark-net", "lo-addr"]);
+    t.not(loAddr?.restartPolicy, "Always", "it runs to completion, it is no sidecar");
+    t.same(loAddr?.securityContext, {
+      runAsUser: 0,
+      runAsNonRoot: false,
+      allowPrivilegeEscalation: false,
+      capabilities: { add: ["NET_ADMIN"], drop: ["ALL"] },
+    });
+    t.same(envOf({ containers: [loAddr ?? { name: "none" }] }), {
+      RLARK_DOMAIN_IP_FILE: "/var/run/rlark-domain/ip",
+      RLARK_DOMAIN_CIDR: inDomain.domainCIDR,
+      RLARK_IP_WAIT_SECONDS: "600",
+    });
+    t.same(loAddr?.volumeMounts, [
+      { name: "rlark-domain-ip", mountPath: "/var/run/rlark-domain", readOnly: true },
+    ]);
+    t.notOk(
+      pod.containers.some((c) => c.securityContext?.capabilities?.add?.length),
+      "no long-running container is given a capability",
+    );
 
     // the same worker with its head in this cluster: the Service, no head_address
     const head = kubeTask(

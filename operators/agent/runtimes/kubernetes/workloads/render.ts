@@ -46,6 +46,8 @@ export const DEFAULT_SIDECAR_IMAGE = `rlark/sidecar:${packageJson.version}`;
 export const SSH_DIR = "/etc/rlark/ssh";
 export const SIDECAR_NAME = "rlark-sidecar";
 export const NET_INIT_NAME = "rlark-net-init";
+/** Puts the pod's virtual IP on lo (Ray roles in a Domain): an init container after the sidecar. */
+export const LO_ADDR_INIT_NAME = "rlark-lo-addr";
 /** The sidecar's and nodeserver's host directory (docs/networking-kubernetes.md). */
 export const NODESERVER_DIR = "/var/run/rlark";
 const SIDECAR_UID = 1337;
@@ -525,12 +527,36 @@ function addDomainNetwork(podSpec: Obj, task: RuntimeTask, image: string, writes
       ...(writesIp ? [{ name: "rlark-domain-ip", mountPath: RAY_DOMAIN_IP_DIR }] : []),
     ],
   };
+  // A pod that advertises its virtual IP (a Ray node) also binds it, so it must be on an interface
+  // of the pod: this init container, listed after the native sidecar, starts once the sidecar has
+  // started, waits for the IP file the sidecar writes, adds <ip>/32 to lo and exits, so the Task's
+  // containers start with the address in place and without NET_ADMIN of their own.
+  const loAddr = {
+    name: LO_ADDR_INIT_NAME,
+    image,
+    command: ["rlark-net", "lo-addr"],
+    env: [
+      { name: "RLARK_DOMAIN_IP_FILE", value: `${RAY_DOMAIN_IP_DIR}/ip` },
+      { name: "RLARK_DOMAIN_CIDR", value: cidr },
+      // as long as the Ray scripts would wait for the same file
+      { name: "RLARK_IP_WAIT_SECONDS", value: String(RAY_WAIT_SECONDS) },
+    ],
+    securityContext: {
+      runAsUser: 0,
+      runAsNonRoot: false,
+      allowPrivilegeEscalation: false,
+      capabilities: { add: ["NET_ADMIN"], drop: ["ALL"] },
+    },
+    volumeMounts: [{ name: "rlark-domain-ip", mountPath: RAY_DOMAIN_IP_DIR, readOnly: true }],
+  };
+  const ours = [NET_INIT_NAME, SIDECAR_NAME, LO_ADDR_INIT_NAME];
   const own = Array.isArray(podSpec.initContainers) ? (podSpec.initContainers as Obj[]) : [];
   // ours first: the redirect is in place before any of the Task's own containers runs
   podSpec.initContainers = [
     init,
     sidecar,
-    ...own.filter((c) => c.name !== NET_INIT_NAME && c.name !== SIDECAR_NAME),
+    ...(writesIp ? [loAddr] : []),
+    ...own.filter((c) => !ours.includes(String(c.name))),
   ];
   addVolume(podSpec, {
     name: "rlark-nodeserver",
