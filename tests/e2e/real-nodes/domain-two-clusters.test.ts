@@ -16,29 +16,15 @@
 // nodeserverStatsPort). Its pods reach the API server at 127.0.0.1 (no kube-proxy here for the
 // kubernetes Service's ClusterIP).
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
-import { type AddressInfo, createServer } from "node:net";
-import path from "node:path";
-import {
-  AppsV1Api,
-  CoreV1Api,
-  type KubeConfig,
-  KubernetesObjectApi,
-  type V1Pod,
-} from "@kubernetes/client-node";
+import { AppsV1Api, CoreV1Api, type KubeConfig, type V1Pod } from "@kubernetes/client-node";
 import t from "tap";
-import YAML from "yaml";
 import { REAL_NODE_IMAGES } from "../../../hack/kube/images.ts";
-import { repoRoot } from "../../../hack/kube/paths.ts";
 import { REAL_NODE_LABEL } from "../../../hack/kube/real-nodes.ts";
-import { KubernetesRuntime } from "../../../operators/agent/runtimes/kubernetes/index.ts";
 import { type DomainPeer, TASK_NAME_LABEL } from "../../../operators/api/index.ts";
-import { startAgentOnHub } from "../../helpers/agent-on-hub.ts";
 import { type FleetCluster, realNodeFleetClusters, testNamespace } from "../../helpers/fleet.ts";
-import { fleetAgentIdentity } from "../../helpers/fleet-agent-identity.ts";
 import { startHubOnGit } from "../../helpers/hub-on-git.ts";
-import { impersonating } from "../../helpers/install.ts";
 import { clusterYaml, domainYaml, jobYaml } from "../../helpers/job-yaml.ts";
+import { nodeserverPod, type RealDomainSite, startRealDomainSites } from "../../helpers/real-domain-sites.ts";
 import {
   importIntoRealNodes,
   podExec,
@@ -87,64 +73,6 @@ const SERVE_B = [
 ].join(" && ");
 const SERVE_C = "mkdir -p /www && echo hello-from-c > /www/index.html && httpd -f -p 8081 -h /www";
 
-const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const server = createServer();
-    server.on("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-
-/**
- * fleet/nodeserver's objects for `namespace`: its namespace instead of rlark-system, this
- * cluster's stats port, the API server at 127.0.0.1, real nodes only.
- */
-function nodeserverObjects(namespace: string, server: string, statsPort: number): object[] {
-  const dir = path.join(repoRoot, "fleet/nodeserver");
-  const kustomization = YAML.parse(readFileSync(path.join(dir, "kustomization.yaml"), "utf8")) as {
-    resources: string[];
-  };
-  const apiPort = new URL(server).port;
-  return kustomization.resources.map((file) => {
-    const o = YAML.parse(readFileSync(path.join(dir, file), "utf8"));
-    o.metadata.namespace = namespace;
-    for (const s of o.subjects ?? []) s.namespace = namespace;
-    if (o.kind === "DaemonSet") {
-      const spec = o.spec.template.spec;
-      spec.nodeSelector = { [REAL_NODE_LABEL]: "true" };
-      spec.terminationGracePeriodSeconds = 1;
-      const c = spec.containers[0];
-      c.image = SIDECAR_IMAGE;
-      c.imagePullPolicy = "Never";
-      c.args = c.args.map((a: string) =>
-        a.startsWith("--peers-secret=")
-          ? `--peers-secret=${namespace}/rlark-domain-peers`
-          : a.startsWith("--stats-listen=")
-            ? `--stats-listen=127.0.0.1:${statsPort}`
-            : a,
-      );
-      c.env.push(
-        { name: "KUBERNETES_SERVICE_HOST", value: "127.0.0.1" },
-        { name: "KUBERNETES_SERVICE_PORT", value: apiPort },
-      );
-    }
-    return o;
-  });
-}
-
-async function nodeserverPod(kc: KubeConfig, namespace: string): Promise<V1Pod | undefined> {
-  const { items } = await kc
-    .makeApiClient(CoreV1Api)
-    .listNamespacedPod({ namespace, labelSelector: "app.kubernetes.io/name=rlark-nodeserver" });
-  return items.find(
-    (p) =>
-      !p.metadata?.deletionTimestamp &&
-      p.status?.containerStatuses?.some((c) => c.name === "nodeserver" && c.state?.running),
-  );
-}
-
 t.test("a Domain's pods on real nodes of two clusters talk by virtual IP through the hub", async (t) => {
   const ns1 = await testNamespace(t, k1.kubeConfig, "real-domain");
   const ns2 = await testNamespace(t, k2.kubeConfig, "real-domain");
@@ -164,40 +92,14 @@ t.test("a Domain's pods on real nodes of two clusters talk by virtual IP through
     "solo.yaml": jobYaml("solo", [busyboxTask("solo", "k1", ns1, "sleep 2147483647")]),
   };
   const { hub } = await startHubOnGit(t, { files, domainRelay: "127.0.0.1:0", ...relayEngineOptions() });
-  const relay = hub.domainRelayAddress as string;
   for (const name of ["k1", "k2"])
     await waitFor(`Cluster ${name} from git`, async () => hub.store.get("Cluster", undefined, name), onKube);
 
-  type Site = { name: string; cluster: FleetCluster; namespace: string };
-  const sites: [Site, Site] = [
+  const sites: [RealDomainSite, RealDomainSite] = [
     { name: "k1", cluster: k1, namespace: ns1 },
     { name: "k2", cluster: k2, namespace: ns2 },
   ];
-  for (const site of sites) {
-    const statsPort = await freePort();
-    const objects = KubernetesObjectApi.makeApiClient(site.cluster.kubeConfig);
-    for (const o of nodeserverObjects(site.namespace, site.cluster.server, statsPort))
-      await objects.create(o as never);
-    const kubeConfig = impersonating(
-      site.cluster.kubeConfig,
-      await fleetAgentIdentity(t, site.cluster.kubeConfig, site.namespace),
-    );
-    const runtime = await KubernetesRuntime.start({
-      kubeConfig,
-      defaultNamespace: site.namespace,
-      instance: `${site.name}${id}`,
-      retryIntervalMs: 500,
-      sidecar: { image: SIDECAR_IMAGE },
-    });
-    t.teardown(() => runtime.stop());
-    await startAgentOnHub(t, hub, site.name, {
-      runtime,
-      runtimeKind: "kubernetes",
-      reportIntervalMs: 500,
-      domainRelay: relay,
-      nodeserverStatsPort: statsPort,
-    });
-  }
+  await startRealDomainSites(t, hub, sites, id);
   const core = (kc: KubeConfig) => kc.makeApiClient(CoreV1Api);
   const ready = async (kc: KubeConfig, namespace: string, task: string) => {
     const { items } = await core(kc).listNamespacedPod({
