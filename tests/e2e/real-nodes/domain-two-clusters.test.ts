@@ -148,7 +148,7 @@ t.test("a Domain's pods on real nodes of two clusters talk by virtual IP through
     );
   const vipB = await vip("k2", "lab-b");
   const vipC = await vip("k1", "lab-c");
-  const inPod = (task: string, site: Site, command: string[], timeoutMs?: number) =>
+  const inPod = (task: string, site: RealDomainSite, command: string[], timeoutMs?: number) =>
     podExec(
       site.cluster.kubeConfig,
       { namespace: site.namespace, name: pods[task]?.metadata?.name as string, container: "main" },
