@@ -5,7 +5,7 @@
 // layout archive that `ctr images import` reads (each manifest named by io.containerd.image.name).
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { copyFileSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 
 /** Image names on every real node (pods use them with imagePullPolicy Never). */
@@ -35,24 +35,28 @@ export function copyWithLibraries(program: string, rootfs: string): void {
 
 const sha256 = (data: Buffer | string): string => createHash("sha256").update(data).digest("hex");
 
-/** Builds the archive in `workDir` (created, then left with only the archive); returns its path. */
-export function buildImageArchive(workDir: string): string {
-  const rootfs = join(workDir, "rootfs");
-  const layout = join(workDir, "layout");
-  mkdirSync(join(rootfs, "bin"), { recursive: true });
-  for (const d of ["etc", "tmp", "proc", "sys", "dev", "root", "var/www"])
-    mkdirSync(join(rootfs, d), { recursive: true });
-  copyFileSync(BUSYBOX, join(rootfs, "bin/busybox"));
-  const applets = execFileSync(BUSYBOX, ["--list"], { encoding: "utf8" }).split("\n").filter(Boolean);
-  for (const applet of applets) if (applet !== "busybox") symlinkSync("busybox", join(rootfs, "bin", applet));
-  copyWithLibraries(SFTP_SERVER, rootfs);
-  writeFileSync(join(rootfs, "etc/passwd"), "root:x:0:0:root:/root:/bin/sh\n");
-  writeFileSync(join(rootfs, "etc/group"), "root:x:0:\n");
+/** One image of an archive: its name (io.containerd.image.name), default command and environment. */
+export interface OciImage {
+  name: string;
+  cmd: string[];
+  env: string[];
+}
 
+/**
+ * `rootfs` as one layer shared by `images`, in an OCI image layout archive `workDir/archiveName`
+ * that `ctr images import` reads; removes `rootfs` and everything else it wrote. Fixed owner and
+ * mtime: the layer (and so the image IDs) is the same for the same files.
+ */
+export function writeOciArchive(
+  rootfs: string,
+  workDir: string,
+  archiveName: string,
+  images: OciImage[],
+): string {
+  const layout = join(workDir, "layout");
   const blobs = join(layout, "blobs/sha256");
   mkdirSync(blobs, { recursive: true });
   const layerTar = join(workDir, "layer.tar");
-  // fixed owner and mtime: the layer (and so the image IDs) is the same for the same busybox
   execFileSync("tar", [
     "-C",
     rootfs,
@@ -65,9 +69,10 @@ export function buildImageArchive(workDir: string): string {
     layerTar,
     ".",
   ]);
-  const layer = readFileSync(layerTar);
-  const layerDigest = sha256(layer);
-  writeFileSync(join(blobs, layerDigest), layer);
+  // sha256sum reads the layer as a stream: a Ray image's is ~300 MB.
+  const layerDigest = execFileSync("sha256sum", [layerTar], { encoding: "utf8" }).split(" ")[0] as string;
+  const layerSize = statSync(layerTar).size;
+  renameSync(layerTar, join(blobs, layerDigest));
   const blob = (json: object): { digest: string; size: number } => {
     const text = JSON.stringify(json);
     const digest = sha256(text);
@@ -75,14 +80,11 @@ export function buildImageArchive(workDir: string): string {
     return { digest: `sha256:${digest}`, size: Buffer.byteLength(text) };
   };
   const arch = process.arch === "arm64" ? "arm64" : "amd64";
-  const manifests = Object.entries({
-    [REAL_NODE_IMAGES.pause]: ["/bin/sleep", "2147483647"],
-    [REAL_NODE_IMAGES.busybox]: ["/bin/sh"],
-  }).map(([name, cmd]) => {
+  const manifests = images.map(({ name, cmd, env }) => {
     const config = blob({
       architecture: arch,
       os: "linux",
-      config: { Env: ["PATH=/bin"], Cmd: cmd, WorkingDir: "/" },
+      config: { Env: env, Cmd: cmd, WorkingDir: "/" },
       rootfs: { type: "layers", diff_ids: [`sha256:${layerDigest}`] },
     });
     const manifest = blob({
@@ -93,7 +95,7 @@ export function buildImageArchive(workDir: string): string {
         {
           mediaType: "application/vnd.oci.image.layer.v1.tar",
           digest: `sha256:${layerDigest}`,
-          size: layer.length,
+          size: layerSize,
         },
       ],
     });
@@ -106,10 +108,27 @@ export function buildImageArchive(workDir: string): string {
   });
   writeFileSync(join(layout, "oci-layout"), JSON.stringify({ imageLayoutVersion: "1.0.0" }));
   writeFileSync(join(layout, "index.json"), JSON.stringify({ schemaVersion: 2, manifests }));
-  const archive = join(workDir, "images.tar");
+  const archive = join(workDir, archiveName);
   execFileSync("tar", ["-C", layout, "-cf", archive, "."]);
   rmSync(rootfs, { recursive: true, force: true });
   rmSync(layout, { recursive: true, force: true });
-  rmSync(layerTar, { force: true });
   return archive;
+}
+
+/** Builds the archive in `workDir` (created, then left with only the archive); returns its path. */
+export function buildImageArchive(workDir: string): string {
+  const rootfs = join(workDir, "rootfs");
+  mkdirSync(join(rootfs, "bin"), { recursive: true });
+  for (const d of ["etc", "tmp", "proc", "sys", "dev", "root", "var/www"])
+    mkdirSync(join(rootfs, d), { recursive: true });
+  copyFileSync(BUSYBOX, join(rootfs, "bin/busybox"));
+  const applets = execFileSync(BUSYBOX, ["--list"], { encoding: "utf8" }).split("\n").filter(Boolean);
+  for (const applet of applets) if (applet !== "busybox") symlinkSync("busybox", join(rootfs, "bin", applet));
+  copyWithLibraries(SFTP_SERVER, rootfs);
+  writeFileSync(join(rootfs, "etc/passwd"), "root:x:0:0:root:/root:/bin/sh\n");
+  writeFileSync(join(rootfs, "etc/group"), "root:x:0:\n");
+  return writeOciArchive(rootfs, workDir, "images.tar", [
+    { name: REAL_NODE_IMAGES.pause, cmd: ["/bin/sleep", "2147483647"], env: ["PATH=/bin"] },
+    { name: REAL_NODE_IMAGES.busybox, cmd: ["/bin/sh"], env: ["PATH=/bin"] },
+  ]);
 }

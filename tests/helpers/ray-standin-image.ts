@@ -13,19 +13,9 @@
 // the GCS at the address in ray_current_cluster, as Ray's address="auto" does.
 // Written as one OCI image layout archive for `ctr images import` (like hack/kube/images.ts).
 import { execFileSync } from "node:child_process";
-import { createHash } from "node:crypto";
-import {
-  cpSync,
-  existsSync,
-  mkdirSync,
-  renameSync,
-  rmSync,
-  statSync,
-  symlinkSync,
-  writeFileSync,
-} from "node:fs";
+import { cpSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { BUSYBOX, copyWithLibraries } from "../../hack/kube/images.ts";
+import { BUSYBOX, copyWithLibraries, writeOciArchive } from "../../hack/kube/images.ts";
 
 export const RAY_STANDIN_IMAGE = "rlark.local/ray-standin:2";
 
@@ -127,11 +117,6 @@ def nodes():
         return [{"NodeManagerAddress": n, "Alive": True} for n in json.load(r)["nodes"]]
 `;
 
-const sha256 = (data: Buffer | string): string => createHash("sha256").update(data).digest("hex");
-/** A large layer's digest without reading it into memory at once (Ray's is ~300 MB). */
-const sha256File = (file: string): string =>
-  execFileSync("sha256sum", [file], { encoding: "utf8" }).split(" ")[0] as string;
-
 /**
  * What the agent's Ray scripts need in `rootfs`: busybox's applets in /bin, bash, /usr/bin/env,
  * Debian's python3.11 with its standard library (no tests, caches or installed packages), root in
@@ -166,64 +151,10 @@ export function scriptsRootfs(rootfs: string): void {
  * `ctr images import`; removes `rootfs`. Returns the archive's path.
  */
 export function writeImageArchive(rootfs: string, workDir: string, name: string, env: string[]): string {
-  const layout = join(workDir, "layout");
-  const blobs = join(layout, "blobs/sha256");
-  mkdirSync(blobs, { recursive: true });
-  const layerTar = join(workDir, "layer.tar");
-  execFileSync("tar", [
-    "-C",
-    rootfs,
-    "--numeric-owner",
-    "--owner=0",
-    "--group=0",
-    "--mtime=@0",
-    "--sort=name",
-    "-cf",
-    layerTar,
-    ".",
+  mkdirSync(workDir, { recursive: true });
+  return writeOciArchive(rootfs, workDir, `${name.replace(/[^a-z0-9.-]+/g, "_")}.oci.tar`, [
+    { name, cmd: ["/bin/sh"], env },
   ]);
-  const layerDigest = sha256File(layerTar);
-  const layerSize = statSync(layerTar).size;
-  renameSync(layerTar, join(blobs, layerDigest));
-  const blob = (json: object): { digest: string; size: number } => {
-    const text = JSON.stringify(json);
-    const digest = sha256(text);
-    writeFileSync(join(blobs, digest), text);
-    return { digest: `sha256:${digest}`, size: Buffer.byteLength(text) };
-  };
-  const arch = process.arch === "arm64" ? "arm64" : "amd64";
-  const config = blob({
-    architecture: arch,
-    os: "linux",
-    config: { Env: env, Cmd: ["/bin/sh"], WorkingDir: "/" },
-    rootfs: { type: "layers", diff_ids: [`sha256:${layerDigest}`] },
-  });
-  const manifest = blob({
-    schemaVersion: 2,
-    mediaType: "application/vnd.oci.image.manifest.v1+json",
-    config: { mediaType: "application/vnd.oci.image.config.v1+json", ...config },
-    layers: [
-      {
-        mediaType: "application/vnd.oci.image.layer.v1.tar",
-        digest: `sha256:${layerDigest}`,
-        size: layerSize,
-      },
-    ],
-  });
-  const manifests = [
-    {
-      mediaType: "application/vnd.oci.image.manifest.v1+json",
-      ...manifest,
-      platform: { architecture: arch, os: "linux" },
-      annotations: { "io.containerd.image.name": name, "org.opencontainers.image.ref.name": name },
-    },
-  ];
-  writeFileSync(join(layout, "oci-layout"), JSON.stringify({ imageLayoutVersion: "1.0.0" }));
-  writeFileSync(join(layout, "index.json"), JSON.stringify({ schemaVersion: 2, manifests }));
-  const archive = join(workDir, `${name.replace(/[^a-z0-9.-]+/g, "_")}.oci.tar`);
-  execFileSync("tar", ["-C", layout, "-cf", archive, "."]);
-  for (const d of [rootfs, layout]) if (existsSync(d)) rmSync(d, { recursive: true, force: true });
-  return archive;
 }
 
 /** Builds the stand-in's archive in `workDir` (created; left with only the archive); returns its path. */
