@@ -47,6 +47,42 @@ export function realBusyboxTaskYaml(
 ${container}${pod}`;
 }
 
+/**
+ * A Ray task (`annotations` carry its ray-role) of image `image` on the real node of the Cluster
+ * labelled `region: <cluster>`: the tests' stand-in and the demo's real Ray use the same shape.
+ */
+export function realRayTaskYaml(task: {
+  name: string;
+  cluster: string;
+  namespace: string;
+  annotations: Record<string, string>;
+  image: string;
+  command?: string[];
+  /** Container fields after imagePullPolicy (e.g. an env: block), indented as a container's. */
+  container?: string;
+  terminationGracePeriodSeconds?: number;
+}): string {
+  return `    - name: ${task.name}
+      role: Actor
+      agentType: Kubernetes
+      clusterSelector: { matchLabels: { region: ${task.cluster} } }
+      annotations: ${JSON.stringify(task.annotations)}
+      kubernetes:
+        workload:
+          kind: Deployment
+          replicas: 1
+          template:
+            namespace: ${task.namespace}
+            spec:
+              nodeSelector: { ${REAL_NODE_LABEL}: "true" }
+              terminationGracePeriodSeconds: ${task.terminationGracePeriodSeconds ?? 1}
+              containers:
+                - name: main
+                  image: ${task.image}
+                  imagePullPolicy: Never
+${task.container ?? ""}${task.command ? `                  command: ${JSON.stringify(task.command)}\n` : ""}`;
+}
+
 /** The names pods use (the agent's defaults), as containerd's CRI sees them. */
 export const RLARK_IMAGE = `rlark/rlark:${version}`;
 export const SIDECAR_IMAGE = `rlark/sidecar:${version}`;

@@ -17,7 +17,6 @@ import path from "node:path";
 import { CoreV1Api, type V1Pod } from "@kubernetes/client-node";
 import type { Test } from "tap";
 import { repoRoot } from "../../../hack/kube/paths.ts";
-import { REAL_NODE_LABEL } from "../../../hack/kube/real-nodes.ts";
 import { type DomainPeer, TASK_NAME_LABEL } from "../../../operators/api/index.ts";
 import { type FleetCluster, realNodeFleetClusters, testNamespace } from "../../../tests/helpers/fleet.ts";
 import { startHubOnGit } from "../../../tests/helpers/hub-on-git.ts";
@@ -26,6 +25,7 @@ import { type RealDomainSite, startRealDomainSites } from "../../../tests/helper
 import {
   importIntoRealNodes,
   RLARK_IMAGE,
+  realRayTaskYaml,
   rlarkImageArchives,
   SIDECAR_IMAGE,
 } from "../../../tests/helpers/real-pods.ts";
@@ -85,25 +85,17 @@ const rayTask = (
   namespace: string,
   annotations: Record<string, string>,
   command?: string[],
-) => `    - name: ${name}
-      role: Actor
-      agentType: Kubernetes
-      clusterSelector: { matchLabels: { region: ${cluster} } }
-      annotations: ${JSON.stringify(annotations)}
-      kubernetes:
-        workload:
-          kind: Deployment
-          replicas: 1
-          template:
-            namespace: ${namespace}
-            spec:
-              nodeSelector: { ${REAL_NODE_LABEL}: "true" }
-              terminationGracePeriodSeconds: 5
-              containers:
-                - name: main
-                  image: ${RAY_IMAGE}
-                  imagePullPolicy: Never
-${RAY_ENV}${command ? `                  command: ${JSON.stringify(command)}\n` : ""}`;
+) =>
+  realRayTaskYaml({
+    name,
+    cluster,
+    namespace,
+    annotations,
+    image: RAY_IMAGE,
+    container: RAY_ENV,
+    terminationGracePeriodSeconds: 5,
+    ...(command ? { command } : {}),
+  });
 
 // The head's command: ray_head.sh runs it once both nodes are alive. A Ray driver that runs a task
 // pinned to the other node (hard node affinity) and prints where it ran.

@@ -19,7 +19,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CoreV1Api, DiscoveryV1Api, type KubeConfig, type V1Pod } from "@kubernetes/client-node";
 import t from "tap";
-import { REAL_NODE_LABEL } from "../../../hack/kube/real-nodes.ts";
 import { type DomainPeer, TASK_NAME_LABEL } from "../../../operators/api/index.ts";
 import { type FleetCluster, realNodeFleetClusters, testNamespace } from "../../helpers/fleet.ts";
 import { startHubOnGit } from "../../helpers/hub-on-git.ts";
@@ -30,6 +29,7 @@ import {
   importIntoRealNodes,
   podExec,
   RLARK_IMAGE,
+  realRayTaskYaml,
   rlarkImageArchives,
   SIDECAR_IMAGE,
 } from "../../helpers/real-pods.ts";
@@ -55,25 +55,15 @@ const rayTask = (
   namespace: string,
   annotations: Record<string, string>,
   command?: string[],
-) => `    - name: ${name}
-      role: Actor
-      agentType: Kubernetes
-      clusterSelector: { matchLabels: { region: ${cluster} } }
-      annotations: ${JSON.stringify(annotations)}
-      kubernetes:
-        workload:
-          kind: Deployment
-          replicas: 1
-          template:
-            namespace: ${namespace}
-            spec:
-              nodeSelector: { ${REAL_NODE_LABEL}: "true" }
-              terminationGracePeriodSeconds: 1
-              containers:
-                - name: main
-                  image: ${RAY_STANDIN_IMAGE}
-                  imagePullPolicy: Never
-${command ? `                  command: ${JSON.stringify(command)}\n` : ""}`;
+) =>
+  realRayTaskYaml({
+    name,
+    cluster,
+    namespace,
+    annotations,
+    image: RAY_STANDIN_IMAGE,
+    ...(command ? { command } : {}),
+  });
 
 // The head's command, run by ray_head.sh once both nodes have joined: a "driver" that lists the
 // cluster's nodes through the ray module (address="auto", as a Ray driver in the head pod does).
