@@ -80,6 +80,32 @@ export function lines(
   });
 }
 
+/**
+ * Passes a Go process's JSON log lines (level, message, fields) to `logger`, each message after
+ * `prefix`; a line that is not JSON is logged as its message. `onError` hears each error's text.
+ */
+export function goLogRelay(
+  logger: Logger,
+  prefix: string,
+  onError?: (error: string) => void,
+): (line: string) => void {
+  return (line) => {
+    let fields: Record<string, unknown>;
+    try {
+      fields = JSON.parse(line) as Record<string, unknown>;
+    } catch {
+      fields = { message: line };
+    }
+    const { level, message, time: _time, component: _component, ...rest } = fields;
+    const text = `${prefix}: ${String(message)}`;
+    if (level === "error") {
+      onError?.(`${String(message)}${typeof rest.error === "string" ? `: ${rest.error}` : ""}`);
+      logger.error(text, rest);
+    } else if (level === "warn") logger.warn(text, rest);
+    else logger.info(text, rest);
+  };
+}
+
 export function startGoChild(options: GoChildOptions): GoChild {
   const { logger, name } = options;
   const controlPath = join(options.dir, "control.sock");
@@ -173,22 +199,9 @@ export function startGoChild(options: GoChildOptions): GoChild {
     rmSync(options.dir, { recursive: true, force: true });
   };
 
-  // The Go process's own JSON log lines, through the caller's logger.
-  const relog = (line: string) => {
-    let fields: Record<string, unknown>;
-    try {
-      fields = JSON.parse(line) as Record<string, unknown>;
-    } catch {
-      fields = { message: line };
-    }
-    const { level, message, time: _time, component: _component, ...rest } = fields;
-    const text = `${options.logPrefix}: ${String(message)}`;
-    if (level === "error") {
-      lastError = `${String(message)}${typeof rest.error === "string" ? `: ${rest.error}` : ""}`;
-      logger.error(text, rest);
-    } else if (level === "warn") logger.warn(text, rest);
-    else logger.info(text, rest);
-  };
+  const relog = goLogRelay(logger, options.logPrefix, (error) => {
+    lastError = error;
+  });
 
   const start = () => {
     if (stopping || !listenAt) return;

@@ -8,7 +8,7 @@
 
 import { type ChildProcess, spawn } from "node:child_process";
 import type net from "node:net";
-import type { Readable } from "node:stream";
+import { goLogRelay, lines } from "../lib/go-child.ts";
 import type { Logger } from "../lib/logger.ts";
 
 const RESTART_MIN_MS = 100;
@@ -68,22 +68,6 @@ interface EngineMessage {
   received?: unknown;
 }
 
-function lines(stream: Readable, max: number, onLine: (line: string) => void): void {
-  let buffered = "";
-  stream.setEncoding("utf8");
-  stream.on("data", (chunk: string) => {
-    buffered += chunk;
-    for (let end = buffered.indexOf("\n"); end >= 0; end = buffered.indexOf("\n")) {
-      onLine(buffered.slice(0, end));
-      buffered = buffered.slice(end + 1);
-    }
-    if (buffered.length > max) {
-      onLine(buffered.slice(0, max));
-      buffered = "";
-    }
-  });
-}
-
 export function startDataEngine(options: { binary: string; logger: Logger }): DataEngine {
   const { logger } = options;
   const domains = new Map<string, Record<string, string>>();
@@ -103,19 +87,7 @@ export function startDataEngine(options: { binary: string; logger: Logger }): Da
     return true;
   };
 
-  const relog = (line: string) => {
-    let fields: Record<string, unknown>;
-    try {
-      fields = JSON.parse(line) as Record<string, unknown>;
-    } catch {
-      fields = { message: line };
-    }
-    const { level, message, time: _time, component: _component, ...rest } = fields;
-    const text = `rlark-net nodeserver-data: ${String(message)}`;
-    if (level === "error") logger.error(text, rest);
-    else if (level === "warn") logger.warn(text, rest);
-    else logger.info(text, rest);
-  };
+  const relog = goLogRelay(logger, "rlark-net nodeserver-data");
 
   const onMessage = (m: EngineMessage) => {
     const id = typeof m.id === "number" ? m.id : -1;
@@ -151,7 +123,7 @@ export function startDataEngine(options: { binary: string; logger: Logger }): Da
       serialization: "json",
     });
     child = proc;
-    if (proc.stderr) lines(proc.stderr, MAX_LOG_LINE, relog);
+    if (proc.stderr) lines(proc.stderr, MAX_LOG_LINE, relog, relog);
     proc.on("message", (m: EngineMessage) => onMessage(m));
     proc.on("error", (error) =>
       logger.error("rlark-net nodeserver-data did not start", { error: String(error) }),
