@@ -252,7 +252,8 @@ export class KubernetesRuntime implements Runtime {
     this.network = {
       applyPeersState: (state) => {
         this.#noteDomainTasks(state.domains);
-        return this.#peers.write(state);
+        // The Tasks' addresses are the agent's (a Ray worker's head); nodeservers route by pod.
+        return this.#peers.write({ ...state, domains: state.domains.map(({ tasks: _tasks, ...d }) => d) });
       },
     };
     this.cluster = {
