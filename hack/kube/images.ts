@@ -1,8 +1,9 @@
 // The images a real node needs, built here because no registry is reachable: one rootfs of
-// Debian's static busybox (/bin/busybox from busybox-static, every applet a symlink to it) and
-// OpenSSH's sftp-server with its shared libraries (for SFTP into pods through pods/exec), as two
-// OCI images, the pod sandbox ("pause") and a busybox for test pods. Written as one OCI image
-// layout archive that `ctr images import` reads (each manifest named by io.containerd.image.name).
+// Debian's static busybox (/bin/busybox from busybox-static, every applet a symlink to it),
+// OpenSSH's sftp-server and vim-tiny with their shared libraries (SFTP into pods through
+// pods/exec; a full-screen editor for the web terminal), as two OCI images, the pod sandbox
+// ("pause") and a busybox for test pods. Written as one OCI image layout archive that
+// `ctr images import` reads (each manifest named by io.containerd.image.name).
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { copyFileSync, mkdirSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
@@ -13,14 +14,18 @@ export const REAL_NODE_IMAGES = {
   /** containerd's CRI sandbox_image: sleeps until killed (containerd stops sandboxes by SIGKILL). */
   pause: "rlark.local/pause:busybox",
   /**
-   * busybox with every applet on PATH (sh, httpd, nc, tar, ...) and /usr/lib/openssh/sftp-server;
-   * its default command is sh.
+   * busybox with every applet on PATH (sh, httpd, nc, tar, ...), /usr/lib/openssh/sftp-server and
+   * vim (Debian's vim-tiny); its default command is sh.
    */
   busybox: "rlark.local/busybox:1",
 } as const;
 
 export const BUSYBOX = "/bin/busybox";
 export const SFTP_SERVER = "/usr/lib/openssh/sftp-server";
+/** Debian's vim-tiny: the web terminal's tests run a real vim in a real pod. */
+export const VIM = "/usr/bin/vim.tiny";
+/** The terminal descriptions vim looks up for the TERM a session sets (ncurses-base). */
+const TERMINFO = ["x/xterm", "x/xterm-256color", "v/vt100", "d/dumb", "l/linux"];
 
 /** Copies a dynamically linked program and the libraries ldd names to the same paths in `rootfs`. */
 export function copyWithLibraries(program: string, rootfs: string): void {
@@ -125,6 +130,12 @@ export function buildImageArchive(workDir: string): string {
   const applets = execFileSync(BUSYBOX, ["--list"], { encoding: "utf8" }).split("\n").filter(Boolean);
   for (const applet of applets) if (applet !== "busybox") symlinkSync("busybox", join(rootfs, "bin", applet));
   copyWithLibraries(SFTP_SERVER, rootfs);
+  copyWithLibraries(VIM, rootfs);
+  symlinkSync(VIM, join(rootfs, "bin/vim"));
+  for (const entry of TERMINFO) {
+    mkdirSync(dirname(join(rootfs, "lib/terminfo", entry)), { recursive: true });
+    copyFileSync(join("/lib/terminfo", entry), join(rootfs, "lib/terminfo", entry));
+  }
   writeFileSync(join(rootfs, "etc/passwd"), "root:x:0:0:root:/root:/bin/sh\n");
   writeFileSync(join(rootfs, "etc/group"), "root:x:0:\n");
   return writeOciArchive(rootfs, workDir, "images.tar", [

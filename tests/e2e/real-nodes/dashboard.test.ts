@@ -1,7 +1,7 @@
 // The dashboard on a real node (issue 24, item 5): a hub with its dashboard and a kubernetes-runtime
 // agent on the shared real-node fleet, a Task's pod running under the real kubelet and containerd.
 // In Chromium the web terminal runs the container's shell through pods/exec: what is typed
-// reaches it, a full-screen program (busybox vi) draws, writes and quits, a resize reaches it, and
+// reaches it, a full-screen program (vim) draws, writes and quits, a resize reaches it, and
 // `exit 3` is shown as 3. The agent reads the real kubelet's Stats Summary through the API
 // server's node proxy (granted nodes/proxy, as the overlay docs/kubernetes-runtime.md names): the
 // hub's Node has the disk figures of the filesystem the node's kubelet and containerd live on,
@@ -66,7 +66,7 @@ t.test("the web terminal and the disk figures of a real node, in Chromium", asyn
   const browser = await launchChromium();
   t.teardown(() => browser.close());
 
-  await t.test("vi, a resize and `exit 3` in the real container's shell", async (t) => {
+  await t.test("vim, a resize and `exit 3` in the real container's shell", async (t) => {
     const context = await browser.newContext({ viewport: { width: 1200, height: 800 } });
     t.teardown(() => context.close());
     const page = await context.newPage();
@@ -79,17 +79,19 @@ t.test("the web terminal and the disk figures of a real node, in Chromium", asyn
     await page.keyboard.type("echo hi-$((6*7)) $(hostname); cat /marker\n");
     await shows(page, new RegExp(`hi-42 ${real.metadata?.name}\\s*\\n\\s*in-the-real-pod`));
 
-    await page.keyboard.type("vi /tmp/note\n");
+    await page.keyboard.type("vim /tmp/note\n");
     await shows(page, /~\s*\n\s*~/);
-    await page.keyboard.type("ihello from vi");
-    await shows(page, /hello from vi/);
+    await page.keyboard.type("ihello from vim");
+    await shows(page, /hello from vim/);
     await page.keyboard.press("Escape");
-    // vi reads what follows an Escape within a moment as one key sequence: wait for its command mode.
-    await shows(page, /^- \/tmp\/note/m);
-    await page.keyboard.type(":wq\n");
+    // An Escape followed at once by more keys can read as one key sequence: send the colon alone
+    // and wait for vim's command line before the rest.
+    await page.keyboard.type(":");
+    await shows(page, /^:\s*$/m);
+    await page.keyboard.type("wq\n");
     await page.keyboard.type("clear; cat /tmp/note; echo back-$((2+3))\n");
-    await shows(page, /hello from vi\s*\n\s*back-5/);
-    t.pass("vi wrote the file in the real container and gave the terminal back");
+    await shows(page, /hello from vim\s*\n\s*back-5/);
+    t.pass("vim wrote the file in the real container and gave the terminal back");
 
     await resizeThenExit(t, page);
     t.same(errors, [], "no script errors");
