@@ -39,7 +39,7 @@ const DEBIAN_BASE = new Set([
   ...["bash", "sh", "dash", "env", "chmod", "chown", "du", "head", "ls", "mkdir", "mkfifo", "mknod"],
   ...["rm", "sleep", "cat", "chroot", "id", "stat", "tail", "kill", "find", "xargs", "tar", "which"],
   ...["getent", "ldd", "groupadd", "groupdel", "useradd", "userdel", "mount", "umount", "nsenter"],
-  ...["unshare", "setpriv", "flock", "awk", "grep", "sed", "gzip", "dpkg"],
+  ...["unshare", "setpriv", "flock", "awk", "grep", "sed", "gzip", "dpkg", "cp", "sha256sum"],
 ]);
 
 /** The Debian package each other program comes from; .ci/run must install it. */
