@@ -9,10 +9,10 @@
 // removes everything it started (the fleet with hack/kube/down).
 //
 //   node_modules/.bin/node hack/demo/ray-k8s-two-clusters/run.ts
-import { execFileSync, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { homedir, tmpdir } from "node:os";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { CoreV1Api, type V1Pod } from "@kubernetes/client-node";
 import type { Test } from "tap";
@@ -30,31 +30,12 @@ import {
   SIDECAR_IMAGE,
 } from "../../../tests/helpers/real-pods.ts";
 import { waitFor } from "../../../tests/helpers/wait-for.ts";
+import { RAY_VERSION, rayVenv } from "../ray-venv.ts";
 import { buildRayImage } from "./image.ts";
 
-const RAY_VERSION = "2.60.0";
 const RAY_IMAGE = `rlark.local/ray:${RAY_VERSION}`;
 /** Checks of slow things on a loaded machine: up to 15 minutes, a second apart. */
 const slowly = { attempts: 900, everyMs: 1000 };
-
-/** Ray in a venv under the rlark cache, as hack/demo/ray-two-clusters makes it (shared with it). */
-function rayVenv(): string {
-  const cache = path.join(
-    process.env.RLARK_CACHE || path.join(process.env.HOME || homedir(), ".cache/rlark"),
-    "tools",
-  );
-  const dir = path.join(cache, `ray-${RAY_VERSION}`);
-  if (existsSync(path.join(dir, ".installed"))) return dir;
-  console.log(`installing ray ${RAY_VERSION} into ${dir} (pip, PyPI)`);
-  rmSync(dir, { recursive: true, force: true });
-  mkdirSync(cache, { recursive: true });
-  execFileSync("python3", ["-m", "venv", dir], { stdio: "inherit" });
-  execFileSync(path.join(dir, "bin", "pip"), ["install", "--quiet", `ray==${RAY_VERSION}`], {
-    stdio: "inherit",
-  });
-  writeFileSync(path.join(dir, ".installed"), `${RAY_VERSION}\n`);
-  return dir;
-}
 
 /** tap's Test as far as the helpers use it: teardowns, run here last added first. */
 class Teardowns {
@@ -113,6 +94,7 @@ def where():
 ref = where.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=other["NodeID"], soft=False)).remote()
 print("task ran at:", json.dumps(ray.get(ref, timeout=600)), flush=True)
 `;
+
 const HEAD_COMMAND = ["sh", "-c", `python3 -c '${DRIVER}'; echo "driver exited $?"; exec sleep 2147483647`];
 
 async function main(): Promise<boolean> {

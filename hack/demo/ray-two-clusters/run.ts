@@ -8,41 +8,16 @@
 //
 //   node_modules/.bin/node hack/demo/ray-two-clusters/run.ts
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { homedir } from "node:os";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { Test } from "tap";
 import { DomainClusters, podTaskYaml } from "../../../tests/helpers/domain-clusters.ts";
 import { domainYaml, jobYaml } from "../../../tests/helpers/job-yaml.ts";
 import { waitFor } from "../../../tests/helpers/wait-for.ts";
+import { rayVenv } from "../ray-venv.ts";
 
-const RAY_VERSION = "2.60.0";
 /** Checks of slow things on a loaded machine: up to 10 minutes, a second apart. */
 const slowly = { attempts: 600, everyMs: 1000 };
-
-/** Ray in a venv of its own, made once per version under the rlark cache. */
-function rayVenv(): string {
-  const cache = path.join(
-    process.env.RLARK_CACHE || path.join(process.env.HOME || homedir(), ".cache/rlark"),
-    "tools",
-  );
-  const dir = path.join(cache, `ray-${RAY_VERSION}`);
-  if (existsSync(path.join(dir, ".installed"))) return dir;
-  console.log(`installing ray ${RAY_VERSION} into ${dir} (pip, PyPI)`);
-  rmSync(dir, { recursive: true, force: true });
-  mkdirSync(cache, { recursive: true });
-  execFileSync("python3", ["-m", "venv", dir], { stdio: "inherit" });
-  try {
-    execFileSync(path.join(dir, "bin", "pip"), ["install", "--quiet", `ray==${RAY_VERSION}`], {
-      stdio: "inherit",
-    });
-  } catch {
-    const python = execFileSync("python3", ["--version"], { encoding: "utf8" }).trim();
-    throw new Error(`pip could not install ray==${RAY_VERSION} for ${python}: see pip's output above`);
-  }
-  writeFileSync(path.join(dir, ".installed"), `${RAY_VERSION}\n`);
-  return dir;
-}
 
 /** tap's Test as far as the helpers use it: teardowns, run here in the order they were added. */
 class Teardowns {
