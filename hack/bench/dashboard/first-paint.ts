@@ -8,6 +8,7 @@ import { parseArgs } from "node:util";
 import { startHub } from "../../../operators/hub/index.ts";
 import { launchChromium } from "../../../tests/helpers/chromium.ts";
 import { seedJobs } from "./seed-jobs.ts";
+import { STREAM_SNAPSHOT } from "./stream-snapshot.ts";
 
 const { values: flags, positionals } = parseArgs({
   options: { "data-dir": { type: "string" } },
@@ -33,11 +34,6 @@ const loginUrl = dashboard.loginUrl(hub.url);
 const browser = await launchChromium();
 try {
   const page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
-  let snapshotBytes = 0;
-  page.on("response", async (response) => {
-    if (response.url().includes("/api/v1/events"))
-      snapshotBytes = Number(response.headers()["content-length"] ?? 0);
-  });
   await page.goto(loginUrl);
   await page.waitForURL(/#\/overview$/);
   const firstPaints: number[] = [];
@@ -47,30 +43,8 @@ try {
     firstPaints.push(await page.evaluate(() => performance.now()));
   }
   firstPaints.sort((a, b) => a - b);
-  // The stream as the Jobs page opens it, naming the 50 Jobs on screen, until its snapshot. A
-  // string: this file is type-checked without the DOM library.
-  const size = (await page.evaluate(`(async () => {
-    const session = JSON.parse(sessionStorage.getItem("rlark.session") ?? "{}");
-    const names = [...document.querySelectorAll("tr[data-job]")].map((tr) => tr.dataset.job).sort();
-    const query = new URLSearchParams({ token: session.token, jobs: names.join(",") });
-    const controller = new AbortController();
-    const response = await fetch("/api/v1/events?" + query, { signal: controller.signal });
-    const reader = response.body.getReader();
-    const text = new TextDecoder();
-    let bytes = 0, buffered = "";
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done || !value) break;
-      bytes += value.length;
-      buffered += text.decode(value, { stream: true });
-      if (buffered.includes("event: snapshot") && buffered.endsWith("\\n\\n")) break;
-    }
-    controller.abort();
-    return bytes;
-  })()`)) as number;
-  console.log(
-    `snapshot: ${(size / 1024).toFixed(0)} KiB for ${count} jobs (the page's 50 named)${snapshotBytes ? "" : ""}`,
-  );
+  const { bytes: size } = (await page.evaluate(STREAM_SNAPSHOT)) as { bytes: number };
+  console.log(`snapshot: ${(size / 1024).toFixed(0)} KiB for ${count} jobs (the page's 50 named)`);
   console.log(
     `first paint of the Jobs page (navigation → rows on screen): median ${Math.round(firstPaints[2]!)} ms, min ${Math.round(firstPaints[0]!)} ms, max ${Math.round(firstPaints[4]!)} ms`,
   );

@@ -14,6 +14,7 @@ import type { Page } from "playwright-core";
 import { startHub } from "../../../operators/hub/index.ts";
 import { launchChromium } from "../../../tests/helpers/chromium.ts";
 import { seedJobs } from "./seed-jobs.ts";
+import { STREAM_SNAPSHOT } from "./stream-snapshot.ts";
 
 const { values: flags, positionals } = parseArgs({
   options: {
@@ -36,29 +37,6 @@ const { dataDir, hubOptions, kept } = await seedJobs(count, {
   ...(flags["data-dir"] ? { dataDir: flags["data-dir"] } : {}),
 });
 
-// Navigation → the first event of the stream the Jobs page opens (its 50 Jobs named), parsed.
-const STREAM_SNAPSHOT = `(async () => {
-  const session = JSON.parse(sessionStorage.getItem("rlark.session") ?? "{}");
-  const names = [...document.querySelectorAll("tr[data-job]")].map((tr) => tr.dataset.job).sort();
-  const controller = new AbortController();
-  const started = performance.now();
-  const query = new URLSearchParams({ token: session.token, jobs: names.join(",") });
-  const response = await fetch("/api/v1/events?" + query, { signal: controller.signal });
-  const reader = response.body.getReader();
-  const text = new TextDecoder();
-  let bytes = 0, buffered = "";
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done || !value) break;
-    bytes += value.length;
-    buffered += text.decode(value, { stream: true });
-    if (buffered.includes("event: snapshot") && buffered.endsWith("\\n\\n")) break;
-  }
-  const snapshot = buffered.slice(buffered.indexOf("data: ") + 6);
-  JSON.parse(snapshot.slice(0, snapshot.indexOf("\\n")));
-  controller.abort();
-  return { ms: performance.now() - started, bytes };
-})()`;
 // Every Job in the page: the unpaged list, received and parsed.
 const WHOLE_LIST = `(async () => {
   const session = JSON.parse(sessionStorage.getItem("rlark.session") ?? "{}");
