@@ -5,7 +5,6 @@
 // nodeserver serves its stats on a port of its own, and its pods reach the API server at 127.0.0.1
 // (no kube-proxy for the kubernetes Service's ClusterIP).
 import { readFileSync } from "node:fs";
-import { type AddressInfo, createServer } from "node:net";
 import path from "node:path";
 import { CoreV1Api, type KubeConfig, KubernetesObjectApi, type V1Pod } from "@kubernetes/client-node";
 import type { Test } from "tap";
@@ -17,6 +16,7 @@ import type { Hub } from "../../operators/hub/hub.ts";
 import { startAgentOnHub } from "./agent-on-hub.ts";
 import type { FleetCluster } from "./fleet.ts";
 import { fleetAgentIdentity } from "./fleet-agent-identity.ts";
+import { freePort } from "./free-port.ts";
 import { impersonating } from "./install.ts";
 import { SIDECAR_IMAGE } from "./real-pods.ts";
 import { onKube, waitFor } from "./wait-for.ts";
@@ -28,16 +28,6 @@ export interface RealDomainSite {
   /** The test's namespace in that cluster: the agent's, the nodeserver's and the pods'. */
   namespace: string;
 }
-
-export const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const server = createServer();
-    server.on("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 
 /**
  * fleet/nodeserver's objects for `namespace`: its namespace instead of rlark-system, this
