@@ -5,7 +5,6 @@
 // TensorBoard link and finds the scalar's tag on the page that loaded its scripts behind the prefix.
 import { execFileSync } from "node:child_process";
 import { createRequire } from "node:module";
-import type { Page } from "playwright-core";
 import t from "tap";
 import WebSocket from "ws";
 import { tensorBoardPython } from "../../hack/tools/paths.ts";
@@ -16,6 +15,7 @@ import { launchChromium } from "../helpers/chromium.ts";
 import { freePort } from "../helpers/free-port.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 import { policyYaml, startBastion } from "./bastion-fixture.ts";
+import { logIn, passwordUserYaml } from "./web-terminal-page.ts";
 
 /** Writes three steps of the scalar `loss/train` with tensorboard's own event writer, then serves them. */
 const tensorBoardMain = (port: number) => `
@@ -88,29 +88,6 @@ ${annotations}      raw:
 `;
 }
 
-function passwordUserYaml(name: string, hash: string): string {
-  return `apiVersion: rlinf.io/v1alpha1\nkind: User\nmetadata:\n  name: ${name}\nspec:\n  roles: [user]\n  passwordHash: "${hash}"\n`;
-}
-
-async function logIn(page: Page, url: string, user: string, password: string): Promise<void> {
-  const errors: string[] = [];
-  page.on("pageerror", (error) => errors.push(error.message));
-  page.on("requestfailed", (request) => errors.push(`${request.url()}: ${request.failure()?.errorText}`));
-  await page.goto(url);
-  // Once in a whole run the form never came (30 s): say what the page held and what failed.
-  await page
-    .getByLabel("User name")
-    .waitFor()
-    .catch(async (error: Error) => {
-      const shown = (await page.content().catch(() => "")).slice(0, 1500);
-      throw new Error(`${error.message}\npage errors: ${errors.join("; ") || "none"}\npage: ${shown}`);
-    });
-  await page.getByLabel("User name").fill(user);
-  await page.getByLabel("Password", { exact: true }).fill(password);
-  await page.getByLabel("Password", { exact: true }).press("Enter");
-  await page.locator("#nav a").first().waitFor();
-}
-
 t.test("TensorBoard at its Task's route, opened from the dashboard", async (t) => {
   const python = tensorBoardPython();
   const [boardPort, headersPort, socketPort] = [await freePort(), await freePort(), await freePort()];
@@ -119,7 +96,10 @@ t.test("TensorBoard at its Task's route, opened from the dashboard", async (t) =
     users: [],
     hub: { dashboard: true },
     files: () => ({
-      "users.yaml": [passwordUserYaml("alice", alicePw), passwordUserYaml("bob", bobPw)].join("---\n"),
+      "users.yaml": [
+        passwordUserYaml("alice", ["user"], alicePw),
+        passwordUserYaml("bob", ["user"], bobPw),
+      ].join("---\n"),
       "policy.yaml": policyYaml("alice-proxy", "  subjects:\n    users: [alice]\n  verbs: [proxy]\n"),
       "board.yaml": jobYaml(
         "board",
@@ -417,7 +397,7 @@ t.test("TensorBoard at its Task's route, opened from the dashboard", async (t) =
     const refused = await fetch(board, { headers: { cookie } });
     t.equal(refused.status, 403, "the grant is gone");
     t.match(await refused.text(), /no AccessPolicy grants alice proxy/);
-    await b.commit({ "users.yaml": passwordUserYaml("bob", bobPw) });
+    await b.commit({ "users.yaml": passwordUserYaml("bob", ["user"], bobPw) });
     t.equal((await fetch(board, { headers: { cookie } })).status, 401, "the User is gone");
   });
 });

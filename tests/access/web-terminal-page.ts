@@ -35,8 +35,35 @@ export async function statusIs(page: Page, pattern: RegExp): Promise<string> {
   );
 }
 
+/**
+ * Opens the dashboard and logs in. The form is drawn by the page's module script: when it does not
+ * come (twice in whole runs under load, cause not yet seen) the error says what the page held,
+ * what it threw, what it logged and which requests failed, so the next time names the cause.
+ */
 export async function logIn(page: Page, url: string, user: string, password: string): Promise<void> {
+  const seen: string[] = [];
+  page.on("pageerror", (error) => seen.push(`page error: ${error.message}`));
+  page.on("console", (message) => {
+    if (message.type() === "error") seen.push(`console: ${message.text()}`);
+  });
+  page.on("requestfailed", (request) =>
+    seen.push(`failed: ${request.url()}: ${request.failure()?.errorText}`),
+  );
+  page.on("response", (response) => {
+    if (response.status() >= 400) seen.push(`${response.status()}: ${response.url()}`);
+  });
+  const started = Date.now();
   await page.goto(url);
+  const loaded = Date.now() - started;
+  await page
+    .getByLabel("User name")
+    .waitFor({ timeout: 90_000 })
+    .catch(async (error: Error) => {
+      const shown = (await page.content().catch(() => "")).slice(0, 1500);
+      throw new Error(
+        `${error.message}\nthe page loaded in ${loaded} ms; ${seen.join("; ") || "no errors, no failed requests"}\npage: ${shown}`,
+      );
+    });
   await page.getByLabel("User name").fill(user);
   await page.getByLabel("Password", { exact: true }).fill(password);
   await page.getByLabel("Password", { exact: true }).press("Enter");
