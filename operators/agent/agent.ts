@@ -3,6 +3,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import packageJson from "../../package.json" with { type: "json" };
 import {
+  domainTasksFrom,
   namespaceFor,
   type PeersState,
   type PingMeshClusterPair,
@@ -336,6 +337,9 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       () => {
         const state = peersState();
         options.onPeersState?.(state);
+        runtime.network?.applyDomainTasks?.(
+          domainTasksFrom(desired.domainPeers().map((p) => ({ domain: p.metadata.name, spec: p.spec }))),
+        );
         return runtime.network?.applyPeersState(state);
       },
       () => runtime.cluster?.applySecrets(desired.secrets()),

@@ -30,6 +30,8 @@ export { unescapePointerToken } from "./json-pointer.ts";
 export { API_VERSION, type KindInfo, kindByPlural, kindInfo, kinds } from "./kinds.ts";
 export {
   type DomainPeersEntry,
+  type DomainTasks,
+  domainTasksFrom,
   isIpv4,
   MAX_GROUP_SEEDS,
   type PeersGroup,

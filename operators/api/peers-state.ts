@@ -7,8 +7,12 @@
 
 import type { DomainPeerPod, DomainPeerSpec } from "./generated/domain-peer.ts";
 
-/** One Domain's view in this cluster: DomainPeer.spec plus the Domain's name. */
-export interface DomainPeersEntry extends DomainPeerSpec {
+/**
+ * One Domain's view in this cluster: DomainPeer.spec plus the Domain's name. Without the Domain's
+ * Task addresses (`spec.tasks`): nodeservers route by pod, and the Tasks' addresses are the
+ * runtime's business (a Ray worker's head), handed over with {@link domainTasksFrom}.
+ */
+export interface DomainPeersEntry extends Omit<DomainPeerSpec, "tasks"> {
   /** The Domain's name (DomainPeer.metadata.name). */
   domain: string;
   /** The Domain's CIDR as `a.b.c.d/len`, for sidecars' /get_ip. */
@@ -164,7 +168,20 @@ export function peersStateFrom(
     ...(statsToken ? { statsToken } : {}),
     ...(group ? { group } : {}),
     domains: peers
-      .map((p) => ({ domain: p.domain, ...p.spec }))
+      .map(({ domain, spec: { tasks: _tasks, ...spec } }) => ({ domain, ...spec }))
       .sort((a, b) => (a.domain < b.domain ? -1 : a.domain > b.domain ? 1 : 0)),
   };
+}
+
+/** One Domain's Tasks and their pods' virtual IPs (DomainPeer spec.tasks), in every cluster. */
+export interface DomainTasks {
+  domain: string;
+  tasks: NonNullable<DomainPeerSpec["tasks"]>;
+}
+
+/** The Domains' Task addresses, in Domain order, from the agent's DomainPeers. */
+export function domainTasksFrom(peers: readonly { domain: string; spec: DomainPeerSpec }[]): DomainTasks[] {
+  return peers
+    .map((p) => ({ domain: p.domain, tasks: p.spec.tasks ?? [] }))
+    .sort((a, b) => (a.domain < b.domain ? -1 : a.domain > b.domain ? 1 : 0));
 }

@@ -5,6 +5,7 @@ import t from "tap";
 import { domainPeersSecret } from "../../operators/agent/runtimes/kubernetes/index.ts";
 import {
   type DomainPeerSpec,
+  domainTasksFrom,
   type PeersState,
   parsePeersState,
   peersStateFrom,
@@ -51,6 +52,29 @@ t.test("what the agent writes is what the nodeserver reads: the one PeersState s
     "the same text a process runtime's peers.json file holds",
   );
   t.same(parsePeersSecret(undefined).domains, [], "no Secret: no Domains");
+});
+
+// The Domain's Task addresses are the runtime's, not the nodeservers': a state that carried them
+// was never read back equal (the reader keeps only the fields it knows), so a Secret was rewritten
+// on every pass.
+t.test("the Tasks' addresses stay out of the peers state and reach the runtime apart", async (t) => {
+  const withTasks = (domain: string, ip: string) => ({
+    domain,
+    spec: { ...spec(ip), tasks: [{ name: "ray-head", ips: ["100.64.0.2"] }] },
+  });
+  const peers = [withTasks("zeta", "10.0.2.2"), withTasks("alpha", "10.0.1.2")];
+  const written = peersStateFrom(peers, "agent-gpu");
+  for (const d of written.domains) t.notOk("tasks" in d, `${d.domain}: no tasks in the nodeservers' state`);
+  t.same(parsePeersSecret(domainPeersSecret("rlark-system", written).data), written, "read back as written");
+  t.same(domainTasksFrom(peers), [
+    { domain: "alpha", tasks: [{ name: "ray-head", ips: ["100.64.0.2"] }] },
+    { domain: "zeta", tasks: [{ name: "ray-head", ips: ["100.64.0.2"] }] },
+  ]);
+  t.same(
+    domainTasksFrom([{ domain: "d", spec: spec("10.0.0.2") }]),
+    [{ domain: "d", tasks: [] }],
+    "none: []",
+  );
 });
 
 t.test("a bad Secret is refused with the field named", async (t) => {

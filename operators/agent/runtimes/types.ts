@@ -3,7 +3,7 @@
 // Kept free of Kubernetes client types so a process runtime, the kubernetes runtime and a future
 // Docker runtime all fit behind it.
 import type { Duplex, Readable } from "node:stream";
-import type { ImagePull, PeersState } from "../../api/index.ts";
+import type { DomainTasks, ImagePull, PeersState } from "../../api/index.ts";
 import type { AccessPodRef, AccessSessionRequest } from "../../lib/access-stream/index.ts";
 import type { BrowseAnswer, BrowseRequest, StorageClassSummary } from "../../lib/tunnel/index.ts";
 
@@ -493,6 +493,11 @@ export interface RuntimeNetwork {
    * kubernetes runtime writes the Secret rlark-domain-peers). Resolves once they have it.
    */
   applyPeersState(state: PeersState): Promise<void>;
+  /**
+   * The Domains' Task addresses (DomainPeer spec.tasks), each time, for runtimes that render them
+   * into a Task (kubernetes: a Ray worker's head address in another cluster).
+   */
+  applyDomainTasks?(domains: readonly DomainTasks[]): void;
 }
 
 /**

@@ -13,7 +13,7 @@
 
 import type { Readable } from "node:stream";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { AGENT_INSTANCE_LABEL } from "../../../api/index.ts";
+import { AGENT_INSTANCE_LABEL, type DomainTasks } from "../../../api/index.ts";
 import { type Clock, systemClock } from "../../../lib/clock.ts";
 import { KubeHttp } from "../../../lib/kube-http.ts";
 import { type Logger, silentLogger } from "../../../lib/logger.ts";
@@ -250,11 +250,8 @@ export class KubernetesRuntime implements Runtime {
       files: options.files,
     });
     this.network = {
-      applyPeersState: (state) => {
-        this.#noteDomainTasks(state.domains);
-        // The Tasks' addresses are the agent's (a Ray worker's head); nodeservers route by pod.
-        return this.#peers.write({ ...state, domains: state.domains.map(({ tasks: _tasks, ...d }) => d) });
-      },
+      applyPeersState: (state) => this.#peers.write(state),
+      applyDomainTasks: (domains) => this.#noteDomainTasks(domains),
     };
     this.cluster = {
       applyNodeOverlays: (overlays) => this.#overlays.apply(overlays),
@@ -266,15 +263,11 @@ export class KubernetesRuntime implements Runtime {
   }
 
   /** Keeps the Domains' Task addresses; when they change, Ray workers' ConfigMaps are rendered again. */
-  #noteDomainTasks(
-    domains: readonly { domain: string; tasks?: readonly { name: string; ips: string[] }[] }[],
-  ): void {
-    const json = JSON.stringify(domains.map((d) => [d.domain, d.tasks ?? []]));
+  #noteDomainTasks(domains: readonly DomainTasks[]): void {
+    const json = JSON.stringify(domains.map((d) => [d.domain, d.tasks]));
     if (json === this.#domainTasksJson) return;
     this.#domainTasksJson = json;
-    this.#domainTasks = new Map(
-      domains.map((d) => [d.domain, new Map((d.tasks ?? []).map((t) => [t.name, t.ips]))]),
-    );
+    this.#domainTasks = new Map(domains.map((d) => [d.domain, new Map(d.tasks.map((t) => [t.name, t.ips]))]));
     this.#reconciler.refresh().catch(() => undefined);
   }
 
