@@ -78,127 +78,134 @@ export async function runSoak(t: Test, options: SoakOptions): Promise<SoakResult
   });
   const log = options.log;
   const world = await startWorld(t, marker, options.echo, options.hubFlags);
-  const ctx: RenderContext = { marker, startsLog: join(tmpRoot, "starts.log"), namespace: world.namespace };
-  // Task processes run as the runtime's pod users: they may pass the folder and append to the log.
-  await chmod(tmpRoot, 0o755);
-  await writeFile(ctx.startsLog, "");
-  await chmod(ctx.startsLog, 0o666);
-  const git = world.hubs.git;
-  const push = async (desired: Desired, invalid: boolean, message: string) => {
-    const files: Record<string, string | null> = renderFiles(ctx, desired, invalid);
-    // What the work tree holds now (a force-push's reset brought back a revision's files).
-    for (const path of (await git.git("ls-files")).split("\n"))
-      if (path && !(path in files)) files[path] = null;
-    return git.commit(files, message);
-  };
-  const history: Revision[] = [];
-  history.push({
-    sha: await push(emptyDesired(), false, "chaos: start"),
-    desired: emptyDesired(),
-    valid: true,
-  });
+  // Stopped before the teardowns run: they run last-registered first, so the nodeservers' and
+  // agents' ends came while the supervisor still ran, and it started them again (a teardown that
+  // never finished hung the file until tap's timeout).
+  try {
+    const ctx: RenderContext = { marker, startsLog: join(tmpRoot, "starts.log"), namespace: world.namespace };
+    // Task processes run as the runtime's pod users: they may pass the folder and append to the log.
+    await chmod(tmpRoot, 0o755);
+    await writeFile(ctx.startsLog, "");
+    await chmod(ctx.startsLog, 0o666);
+    const git = world.hubs.git;
+    const push = async (desired: Desired, invalid: boolean, message: string) => {
+      const files: Record<string, string | null> = renderFiles(ctx, desired, invalid);
+      // What the work tree holds now (a force-push's reset brought back a revision's files).
+      for (const path of (await git.git("ls-files")).split("\n"))
+        if (path && !(path in files)) files[path] = null;
+      return git.commit(files, message);
+    };
+    const history: Revision[] = [];
+    history.push({
+      sha: await push(emptyDesired(), false, "chaos: start"),
+      desired: emptyDesired(),
+      valid: true,
+    });
 
-  // Before any fault: every part up and the first revision applied, then the counts to keep.
-  const first = await waitQuiet(world, ctx, history, options.quietBoundMs, undefined, tmpRoot, options);
-  if (first.problems.length > 0)
-    throw new Error(`the soak's parts never settled: ${first.problems.join("; ")}`);
-  const baseline = await counts(marker, tmpRoot, options.fleetPids());
-  log(`chaos: seed ${options.seed}, ${options.durationMs / 1000} s, faults ${options.faults.join(",")}`);
-  const { programs, ...figures } = baseline;
-  log(`chaos: at start ${JSON.stringify(figures)}`);
+    // Before any fault: every part up and the first revision applied, then the counts to keep.
+    const first = await waitQuiet(world, ctx, history, options.quietBoundMs, undefined, tmpRoot, options);
+    if (first.problems.length > 0)
+      throw new Error(`the soak's parts never settled: ${first.problems.join("; ")}`);
+    const baseline = await counts(marker, tmpRoot, options.fleetPids());
+    log(`chaos: seed ${options.seed}, ${options.durationMs / 1000} s, faults ${options.faults.join(",")}`);
+    const { programs, ...figures } = baseline;
+    log(`chaos: at start ${JSON.stringify(figures)}`);
 
-  const commitRandom = seeded(options.seed);
-  const faultRandom = seeded(options.seed ^ 0x5eed);
-  const end = Date.now() + options.durationMs;
-  let commits = 0;
-  let kills = 0;
-  const concurrent = new Set<string>();
+    const commitRandom = seeded(options.seed);
+    const faultRandom = seeded(options.seed ^ 0x5eed);
+    const end = Date.now() + options.durationMs;
+    let commits = 0;
+    let kills = 0;
+    const concurrent = new Set<string>();
 
-  const commitLoop = async () => {
-    while (Date.now() < end) {
-      await sleep(options.commitEveryMs);
-      const last = history.at(-1)!;
-      const change: Change = nextChange(commitRandom, lastValid(history).desired, history.length > 2);
-      if (change === "force-push") {
-        // Rewrite the last commit: git reset to its parent, and a new commit pushed with --force.
-        const dropped = history.pop()!;
-        await git.git("reset", "--quiet", "--hard", "HEAD~1");
-        const base = rebased(lastValid(history).desired, dropped.desired);
-        const next = applyChange(commitRandom, base, nextChange(commitRandom, base, false));
-        history.push({ sha: await push(next, false, "chaos: force-push"), desired: next, valid: true });
-        log(`chaos: force-push over ${dropped.sha.slice(0, 8)}`);
-      } else if (change === "invalid") {
-        history.push({
-          sha: await push(last.desired, true, "chaos: invalid"),
-          desired: last.desired,
-          valid: false,
-        });
-      } else {
-        const next = applyChange(commitRandom, lastValid(history).desired, change);
-        history.push({ sha: await push(next, false, `chaos: ${change}`), desired: next, valid: true });
+    const commitLoop = async () => {
+      while (Date.now() < end) {
+        await sleep(options.commitEveryMs);
+        const last = history.at(-1)!;
+        const change: Change = nextChange(commitRandom, lastValid(history).desired, history.length > 2);
+        if (change === "force-push") {
+          // Rewrite the last commit: git reset to its parent, and a new commit pushed with --force.
+          const dropped = history.pop()!;
+          await git.git("reset", "--quiet", "--hard", "HEAD~1");
+          const base = rebased(lastValid(history).desired, dropped.desired);
+          const next = applyChange(commitRandom, base, nextChange(commitRandom, base, false));
+          history.push({ sha: await push(next, false, "chaos: force-push"), desired: next, valid: true });
+          log(`chaos: force-push over ${dropped.sha.slice(0, 8)}`);
+        } else if (change === "invalid") {
+          history.push({
+            sha: await push(last.desired, true, "chaos: invalid"),
+            desired: last.desired,
+            valid: false,
+          });
+        } else {
+          const next = applyChange(commitRandom, lastValid(history).desired, change);
+          history.push({ sha: await push(next, false, `chaos: ${change}`), desired: next, valid: true });
+        }
+        commits++;
+        if (history.length > 50) history.splice(0, history.length - 50);
       }
+    };
+    const faultLoop = async () => {
+      while (Date.now() + options.faultEveryMs < end) {
+        await sleep(options.faultEveryMs);
+        const fault = faultRandom.pick(options.faults);
+        const done = await inject(fault, world, faultRandom, options.fleetDir).catch(
+          (error: Error) => `${fault} failed: ${error.message}`,
+        );
+        if (done) {
+          if (done.startsWith("kill -9")) kills++;
+          log(`chaos: ${((Date.now() - end + options.durationMs) / 1000).toFixed(0)} s: ${done}`);
+        }
+      }
+    };
+    // Two processes of one start key alive at once: a task run twice concurrently.
+    let sampling = true;
+    const sampleLoop = async () => {
+      while (sampling) {
+        for (const [key, pids] of await liveTasks(marker)) if (pids.length > 1) concurrent.add(key);
+        await sleep(1000);
+      }
+    };
+    const sampler = sampleLoop();
+    await Promise.all([commitLoop(), faultLoop()]);
+    // The last commit valid, so that the end state is a revision git says.
+    if (!history.at(-1)!.valid) {
+      const desired = lastValid(history).desired;
+      history.push({ sha: await push(desired, false, "chaos: valid again"), desired, valid: true });
       commits++;
-      if (history.length > 50) history.splice(0, history.length - 50);
     }
-  };
-  const faultLoop = async () => {
-    while (Date.now() + options.faultEveryMs < end) {
-      await sleep(options.faultEveryMs);
-      const fault = faultRandom.pick(options.faults);
-      const done = await inject(fault, world, faultRandom, options.fleetDir).catch(
-        (error: Error) => `${fault} failed: ${error.message}`,
-      );
-      if (done) {
-        if (done.startsWith("kill -9")) kills++;
-        log(`chaos: ${((Date.now() - end + options.durationMs) / 1000).toFixed(0)} s: ${done}`);
+    for (const exit of world.selfExits) log(`chaos: ${exit}, restarted`);
+    log(`chaos: faults stopped after ${kills} kills and ${commits} commits; waiting for quiet`);
+    const quietFrom = Date.now();
+    const verdict = await waitQuiet(world, ctx, history, options.quietBoundMs, baseline, tmpRoot, options);
+    sampling = false;
+    await sampler;
+    const convergedS = verdict.problems.length === 0 ? (Date.now() - quietFrom) / 1000 : undefined;
+
+    const problems = [...verdict.problems];
+    let duplicated = 0;
+    for (const [key, count] of await starts(ctx.startsLog)) {
+      if (count > 1) {
+        duplicated++;
+        problems.push(`${key} started ${count} times`);
       }
     }
-  };
-  // Two processes of one start key alive at once: a task run twice concurrently.
-  let sampling = true;
-  const sampleLoop = async () => {
-    while (sampling) {
-      for (const [key, pids] of await liveTasks(marker)) if (pids.length > 1) concurrent.add(key);
-      await sleep(1000);
-    }
-  };
-  const sampler = sampleLoop();
-  await Promise.all([commitLoop(), faultLoop()]);
-  // The last commit valid, so that the end state is a revision git says.
-  if (!history.at(-1)!.valid) {
-    const desired = lastValid(history).desired;
-    history.push({ sha: await push(desired, false, "chaos: valid again"), desired, valid: true });
-    commits++;
-  }
-  for (const exit of world.selfExits) log(`chaos: ${exit}, restarted`);
-  log(`chaos: faults stopped after ${kills} kills and ${commits} commits; waiting for quiet`);
-  const quietFrom = Date.now();
-  const verdict = await waitQuiet(world, ctx, history, options.quietBoundMs, baseline, tmpRoot, options);
-  sampling = false;
-  await sampler;
-  const convergedS = verdict.problems.length === 0 ? (Date.now() - quietFrom) / 1000 : undefined;
-
-  const problems = [...verdict.problems];
-  let duplicated = 0;
-  for (const [key, count] of await starts(ctx.startsLog)) {
-    if (count > 1) {
+    for (const key of concurrent) {
       duplicated++;
-      problems.push(`${key} started ${count} times`);
+      problems.push(`${key} ran twice at once`);
     }
+    const doubled = await doubledStatusCommits(world);
+    duplicated += doubled.length;
+    problems.push(...doubled.map((c) => `status commit ${c} changes nothing (doubled)`));
+    const lost = verdict.lost;
+    const line =
+      convergedS !== undefined
+        ? `chaos: ${kills} kills, ${commits} commits, ${lost} lost, ${duplicated} duplicated, converged in ${convergedS.toFixed(1)} s`
+        : `chaos: ${kills} kills, ${commits} commits, ${lost} lost, ${duplicated} duplicated, not converged at ${lastValid(history).sha.slice(0, 8)}: ${verdict.problems.slice(0, 5).join("; ")}`;
+    return { kills, commits, lost, duplicated, convergedS, problems, line };
+  } finally {
+    world.stopSupervising();
   }
-  for (const key of concurrent) {
-    duplicated++;
-    problems.push(`${key} ran twice at once`);
-  }
-  const doubled = await doubledStatusCommits(world);
-  duplicated += doubled.length;
-  problems.push(...doubled.map((c) => `status commit ${c} changes nothing (doubled)`));
-  const lost = verdict.lost;
-  const line =
-    convergedS !== undefined
-      ? `chaos: ${kills} kills, ${commits} commits, ${lost} lost, ${duplicated} duplicated, converged in ${convergedS.toFixed(1)} s`
-      : `chaos: ${kills} kills, ${commits} commits, ${lost} lost, ${duplicated} duplicated, not converged at ${lastValid(history).sha.slice(0, 8)}: ${verdict.problems.slice(0, 5).join("; ")}`;
-  return { kills, commits, lost, duplicated, convergedS, problems, line };
 }
 
 function lastValid(history: Revision[]): Revision {

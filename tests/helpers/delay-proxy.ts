@@ -6,6 +6,7 @@ import { spawn } from "node:child_process";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import type { Test } from "tap";
+import { stopChild } from "./stop-child.ts";
 
 export async function delayProxy(t: Test, upstream: string, delayMs: number): Promise<string> {
   const child = spawn(
@@ -14,12 +15,7 @@ export async function delayProxy(t: Test, upstream: string, delayMs: number): Pr
     // not the test's environment: tap's NODE_OPTIONS would make it write into .tap/
     { env: { PATH: process.env.PATH }, stdio: ["ignore", "pipe", "inherit"] },
   );
-  t.teardown(async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise((resolve) => child.once("exit", resolve));
-    child.kill("SIGTERM");
-    await exited;
-  });
+  t.teardown(() => stopChild(child, { label: "the delay proxy" }));
   const port = await new Promise<string>((resolve, reject) => {
     if (!child.stdout) return reject(new Error("the delay proxy has no stdout"));
     createInterface({ input: child.stdout }).once("line", resolve);

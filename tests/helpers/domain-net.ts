@@ -25,6 +25,7 @@ import { type Hub, startHub } from "../../operators/hub/index.ts";
 import { silentLogger } from "../../operators/lib/logger.ts";
 import { claimNumber } from "./claim-number.ts";
 import { relayEngineOptions } from "./relay-engine.ts";
+import { stopChild } from "./stop-child.ts";
 import { waitFor } from "./wait-for.ts";
 
 const execFileAsync = promisify(execFile);
@@ -371,14 +372,7 @@ export class DomainBed {
 
   async close(): Promise<void> {
     const children = [...this.#children];
-    await Promise.all(
-      children.map((c) => {
-        if (c.exitCode !== null || c.signalCode !== null) return undefined;
-        const exited = new Promise((r) => c.once("exit", r));
-        c.kill("SIGTERM");
-        return exited;
-      }),
-    );
+    await Promise.all(children.map((c) => stopChild(c)));
     for (const pod of this.pods) {
       try {
         for (const pid of sh("ip", ["netns", "pids", pod.netns]).split("\n").filter(Boolean))

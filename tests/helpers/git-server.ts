@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { freePort } from "./free-port.ts";
+import { hasExited, stopChild } from "./stop-child.ts";
 import { onRealServers, waitFor } from "./wait-for.ts";
 
 export interface GitServer {
@@ -106,7 +107,7 @@ export async function createGitServer(options: { branch?: string; name?: string 
     git: (...args) => runGit(work, args),
     gitBare: (...args) => runGit(bare, args),
     async startDaemon() {
-      if (daemon) return;
+      if (daemon && !hasExited(daemon)) return;
       port ||= await freePort();
       const child = spawn(
         "git",
@@ -129,15 +130,17 @@ export async function createGitServer(options: { branch?: string; name?: string 
         () => child.exitCode !== null || canConnect(port),
         onRealServers,
       );
-      if (child.exitCode !== null) throw new Error(`git daemon exited with ${child.exitCode}`);
+      if (child.exitCode !== null) {
+        // not recorded as running: the next start tries again (the port may still be held)
+        daemon = undefined;
+        throw new Error(`git daemon exited with ${child.exitCode}`);
+      }
     },
     async stopDaemon() {
       const child = daemon;
       daemon = undefined;
-      if (!child || child.exitCode !== null) return;
-      const exited = new Promise((r) => child.once("exit", r));
-      child.kill("SIGTERM");
-      await exited;
+      // A daemon killed by a signal (the soak's kill -9) has exited with no exit code.
+      if (child) await stopChild(child, { label: "git daemon" });
       await waitFor(
         `git daemon on port ${port} to stop`,
         async () => !(await canConnect(port)),

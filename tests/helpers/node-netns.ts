@@ -9,6 +9,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { Test } from "tap";
+import { stopChild } from "./stop-child.ts";
 import { onKube, waitFor } from "./wait-for.ts";
 
 const sh = (cmd: string, args: string[]) => execFileSync(cmd, args, { encoding: "utf8", stdio: "pipe" });
@@ -32,12 +33,7 @@ export async function nodeNetns(t: Test, prefix: string, ips: string[], server: 
   const dir = mkdtempSync(path.join(tmpdir(), `rlark-${prefix}-`));
   const children: ChildProcess[] = [];
   t.teardown(async () => {
-    for (const child of children.reverse()) {
-      if (child.exitCode !== null || child.signalCode !== null) continue;
-      const exited = new Promise((resolve) => child.once("exit", resolve));
-      child.kill("SIGTERM");
-      await exited;
-    }
+    for (const child of children.reverse()) await stopChild(child);
     for (const cmd of [
       ...ips.map((ip) => ["ip", "route", "del", `${ip}/32`, "via", `${link}.2`]),
       ["ip", "link", "del", hostIf],

@@ -5,6 +5,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import path from "node:path";
 import type { Test } from "tap";
+import { stopChild } from "./stop-child.ts";
 
 const cli = path.resolve(import.meta.dirname, "../../operators/cli/main.ts");
 
@@ -60,11 +61,6 @@ function startNodeserver(t: Test, options: NodeserverProcessOptions, peers: stri
   });
   if (options.onStderr) child.stderr?.on("data", (chunk: Buffer) => options.onStderr?.(chunk.toString()));
   else child.stderr?.resume();
-  t.teardown(async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise((resolve) => child.once("exit", resolve));
-    child.kill("SIGTERM");
-    await exited;
-  });
+  t.teardown(() => stopChild(child, { label: "rlark nodeserver" }));
   return child;
 }
