@@ -134,8 +134,12 @@ function checkRay(report: RuleContext["report"], site: JobSpecSite, tasks: JsonO
   });
 }
 
-/** ` (did you mean "x"?)` when a close name exists, so typos are quick to fix. */
+/**
+ * ` (did you mean "x"?)` when a close name exists, so typos are quick to fix. Of two as close, the
+ * first by name: the suggestion must not depend on the order names were found in (a hub that keeps
+ * name sets between revisions adds them in another order than a whole run).
+ */
 export function suggest(value: string, candidates: Iterable<string>): string {
-  const best = closest(value, [...candidates]);
+  const best = closest(value, [...candidates].sort());
   return best === undefined ? "" : ` (did you mean "${best}"?)`;
 }
