@@ -38,6 +38,20 @@ export function documentOffsets(text: string, maxDepth: number): (index: number)
   };
 }
 
+/**
+ * Where each document's root node starts, by document index, from the events of a parse (the
+ * fast parse's own: the starts need no second one).
+ */
+export function documentStartOffsets(text: string, events: readonly Event[]): number[] {
+  const starts: number[] = [];
+  events.forEach((event, i) => {
+    if (event.type !== EVENT_ID.DOCUMENT) return;
+    const root = events[i + 1];
+    starts.push(root === undefined ? 0 : startOf(text, root));
+  });
+  return starts;
+}
+
 /** Where a node is written, as a reader sees it: at the opening quote or the `|`/`>` indicator. */
 function startOf(text: string, event: Event): number {
   switch (event.type) {
