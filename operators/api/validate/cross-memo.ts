@@ -126,9 +126,15 @@ export class CrossMemo {
     for (const rule of OBJECT_RULES) {
       let kept = this.#perObject.get(rule);
       const again = !kept || rule.names.some((kind) => renamedKinds.has(kind));
+      // One context per rule, its findings gathered per object: a Domain deleted runs the rule
+      // over every Job.
+      let said: Diagnostic[] = [];
+      const ctx = context((target, pointer, id, message, at) =>
+        said.push(diagnose(target, pointer, id, message, at)),
+      );
       const run = (object: ManifestObject, into: Map<ManifestObject, Diagnostic[]>) => {
-        const said: Diagnostic[] = [];
-        rule.check(object, context(collect(said)));
+        said = [];
+        rule.check(object, ctx);
         if (said.length > 0) into.set(object, said);
       };
       if (again || !kept) {
