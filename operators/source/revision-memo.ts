@@ -94,7 +94,7 @@ export class RevisionMemo implements FileCache {
 
   /**
    * After a load whose revision is valid: what to apply, or undefined when the whole revision
-   * must be (none applied yet).
+   * must be (none applied yet). `objects` in file order (as the validator returns them).
    */
   changes(objects: readonly ManifestObject[]): RevisionChanges | undefined {
     this.#prune();
@@ -116,12 +116,10 @@ export class RevisionMemo implements FileCache {
     }
     const changed: ManifestObject[] = [];
     const same: ManifestObject[] = [];
-    let unchanged = 0;
-    for (const object of objects) {
-      if (!changedFiles.has(object.document.file) && object.kind !== "Bundle") {
-        unchanged++;
-        continue;
-      }
+    // Files with a Bundle are never kept, so a Bundle is always among the changed files' objects.
+    const ofChanged = [...changedFiles].flatMap((file) => objectsOf(objects, file));
+    let unchanged = objects.length - ofChanged.length;
+    for (const object of ofChanged) {
       const last = before.get(keyOf(storeKey(object)));
       if (last && sameAsApplied(last, object)) {
         same.push(object);
@@ -179,4 +177,19 @@ function sameAsApplied(last: ManifestObject, object: ManifestObject): boolean {
     last.document.start.line === object.document.start.line &&
     deepEqual(last.object, object.object)
   );
+}
+
+/** The objects of `file` among `objects` in file order: found by binary search, not a scan. */
+function objectsOf(objects: readonly ManifestObject[], file: string): ManifestObject[] {
+  let low = 0;
+  let high = objects.length;
+  while (low < high) {
+    const mid = (low + high) >> 1;
+    if ((objects[mid] as ManifestObject).document.file < file) low = mid + 1;
+    else high = mid;
+  }
+  const found: ManifestObject[] = [];
+  for (let i = low; i < objects.length && objects[i]?.document.file === file; i++)
+    found.push(objects[i] as ManifestObject);
+  return found;
 }

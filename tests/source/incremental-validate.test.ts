@@ -270,3 +270,27 @@ t.test(
     t.ok((await step(base)).valid, "and valid again once fixed");
   },
 );
+
+t.test("a kept parse the cross-object state did not see last time makes it start over", async (t) => {
+  const root = await mkdtemp(path.join(tmpdir(), "rlark-incremental-"));
+  t.teardown(() => rm(root, { recursive: true, force: true }));
+  const memo = new RevisionMemo();
+  const run = async (name: string, files: Record<string, string[]>, keep: boolean) => {
+    const dir = path.join(root, name);
+    for (const [file, documents] of Object.entries(files)) await write(dir, file, documents);
+    memo.begin();
+    const result = await validatePaths([dir], { baseDir: dir, cache: memo, memo: memo.checks });
+    // Without keep, the parses of files this load did not read are not dropped.
+    if (keep) memo.applied(memo.changes(result.objects), result.objects);
+    return { inc: findings(result), whole: findings(await validatePaths([dir], { baseDir: dir })) };
+  };
+  await run("r1", { "a.yaml": [job("a")], "b.yaml": [job("b"), job("a")] }, true);
+  await run("r2", { "a.yaml": [job("a")] }, false);
+  const r3 = await run("r3", { "a.yaml": [job("a")], "b.yaml": [job("b"), job("a")] }, true);
+  t.notOk(r3.whole.valid, "the duplicate in b.yaml is refused by a whole validation");
+  t.same(
+    r3.inc,
+    r3.whole,
+    "and by the incremental one, though b.yaml's parse was kept across a run without it",
+  );
+});

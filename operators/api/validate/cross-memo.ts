@@ -9,9 +9,10 @@
 //   - a whole rule, when an object of a kind it reads was added or removed, or an option it uses
 //     (catalog, installed versions, seal check) is another object than last time;
 //   - the unique-name check, for the names of the objects added and removed.
-// The findings are those a whole run gives (tests/api/validate/cross-memo.test.ts compares them
+// The findings are those a whole run gives (tests/source/incremental-validate.test.ts compares them
 // over random edits). The objects must be those of the SnapshotChecker's CheckMemo: an unchanged
-// document's object is the same object from one run to the next.
+// document's object is the same object from one run to the next, and a file's documents are kept
+// or checked again together.
 import {
   checkUniqueNames,
   compareFileOrder,
@@ -38,8 +39,22 @@ interface KindState {
 
 const NO_NAMES: Set<string> = new Set();
 
+/**
+ * What changed since the last run, as the SnapshotChecker saw it: the objects it checked (their
+ * documents were new) and the files whose objects it took from the CheckMemo (their documents, so
+ * their objects, are those of the last run: a kept parse is kept whole).
+ */
+export interface RunDelta {
+  fresh: readonly ManifestObject[];
+  /** Each file whose objects were kept, with the first of them. */
+  keptFiles: ReadonlyMap<string, ManifestObject>;
+}
+
 export class CrossMemo {
-  #objects = new Set<ManifestObject>();
+  /** The objects of the last run, by file; undefined before a first run that finished. */
+  #byFile: Map<string, ManifestObject[]> | undefined;
+  /** A run began and has not finished: if another begins, what is kept may not match the documents. */
+  #open = false;
   #kinds = new Map<string, KindState>();
   /** Per unique-name key, the objects holding it in file order. */
   #holders = new Map<string, ManifestObject[]>();
@@ -54,30 +69,71 @@ export class CrossMemo {
    * them gives. If a rule throws, everything kept is dropped (the next run starts over) and the
    * error goes on.
    */
-  check(objects: readonly ManifestObject[], options: RuleOptions, diagnose: Diagnose): Diagnostic[] {
+  check(
+    objects: readonly ManifestObject[],
+    delta: RunDelta,
+    options: RuleOptions,
+    diagnose: Diagnose,
+  ): Diagnostic[] {
     try {
-      return this.#check(objects, options, diagnose);
+      const findings = this.#check(objects, delta, options, diagnose);
+      this.#open = false;
+      return findings;
     } catch (error) {
-      this.#objects = new Set();
-      this.#kinds = new Map();
-      this.#holders = new Map();
-      this.#duplicates = new Map();
-      this.#whole = new Map();
-      this.#perObject = new Map();
+      this.#reset();
       throw error;
     }
   }
 
-  #check(objects: readonly ManifestObject[], options: RuleOptions, diagnose: Diagnose): Diagnostic[] {
-    const added: ManifestObject[] = [];
-    const now = new Set<ManifestObject>();
-    for (const object of objects) {
-      now.add(object);
-      if (!this.#objects.has(object)) added.push(object);
-    }
+  /** A run begins (SnapshotChecker's constructor). One that never finished drops what is kept. */
+  begin(): void {
+    if (this.#open) this.#reset();
+    this.#open = true;
+  }
+
+  #reset(): void {
+    this.#byFile = undefined;
+    this.#kinds = new Map();
+    this.#holders = new Map();
+    this.#duplicates = new Map();
+    this.#whole = new Map();
+    this.#perObject = new Map();
+  }
+
+  #check(
+    objects: readonly ManifestObject[],
+    delta: RunDelta,
+    options: RuleOptions,
+    diagnose: Diagnose,
+  ): Diagnostic[] {
+    // Per file, not per object: a file kept whole holds the same objects as at the last run.
+    let added: readonly ManifestObject[] = delta.fresh;
     const removed: ManifestObject[] = [];
-    for (const object of this.#objects) if (!now.has(object)) removed.push(object);
-    this.#objects = now;
+    let byFile = this.#byFile;
+    // A kept file must hold what the last run held of it (the caller's cache follows the runs);
+    // if not, start over rather than trust the rest.
+    for (const [file, first] of delta.keptFiles) {
+      if (byFile && byFile.get(file)?.[0] !== first) {
+        this.#reset();
+        byFile = undefined;
+      }
+    }
+    if (!byFile) {
+      byFile = new Map();
+      added = objects;
+    } else {
+      for (const [file, held] of byFile) {
+        if (delta.keptFiles.has(file)) continue;
+        removed.push(...held);
+        byFile.delete(file);
+      }
+    }
+    for (const object of added) {
+      const held = byFile.get(object.document.file);
+      if (held) held.push(object);
+      else byFile.set(object.document.file, [object]);
+    }
+    this.#byFile = byFile;
 
     const changedKinds = new Set<string>();
     const touchedNames = new Set<string>();

@@ -105,8 +105,13 @@ export class SnapshotChecker {
     [];
   #documents = 0;
 
+  /** Objects checked in this run (not kept from an earlier one), and files whose objects were kept. */
+  #fresh: ManifestObject[] = [];
+  #keptFiles = new Map<string, ManifestObject>();
+
   constructor(options: ValidateOptions) {
     this.#options = options;
+    options.memo?.cross.begin();
   }
 
   add(document: ParsedDocument): void {
@@ -117,6 +122,7 @@ export class SnapshotChecker {
       if ("manifest" in known) {
         this.#errors.push(...known.errors);
         this.#objects.push(known.manifest);
+        if (!this.#keptFiles.has(document.file)) this.#keptFiles.set(document.file, known.manifest);
       } else this.#addClassified(known.classified);
       return;
     }
@@ -132,6 +138,7 @@ export class SnapshotChecker {
     if (manifest.kind !== "Bundle") memo?.set(document, { manifest, errors });
     this.#errors.push(...errors);
     this.#objects.push(manifest);
+    this.#fresh.push(manifest);
   }
 
   #addClassified(classified: Exclude<Classified, { object: Record<string, unknown> }>): void {
@@ -204,7 +211,9 @@ export class SnapshotChecker {
     };
     const cross = this.#options.memo?.cross;
     errors.push(
-      ...(cross ? cross.check(objects, ruleOptions, diagnose) : checkWhole(objects, ruleOptions, diagnose)),
+      ...(cross
+        ? cross.check(objects, { fresh: this.#fresh, keptFiles: this.#keptFiles }, ruleOptions, diagnose)
+        : checkWhole(objects, ruleOptions, diagnose)),
     );
     errors.sort(compareDiagnostics);
     const warnings = this.#warnings.sort(compareDiagnostics);
