@@ -55,7 +55,11 @@ export function createRevisionApplier(options: RevisionApplierOptions): Revision
     }
     const scope = memo.changes(result.objects);
     // Every artifact's digest is checked again: a file beside the manifests may have changed alone.
-    const artifactErrors = await storeArtifacts(result.objects, root, options.artifactDir);
+    const artifactErrors = await storeArtifacts(
+      scope?.artifactOwners ?? result.objects,
+      root,
+      options.artifactDir,
+    );
     if (artifactErrors.length > 0) return { accepted: false, errors: artifactErrors };
     options.onCatalog?.(result.catalog);
     const changes = scope

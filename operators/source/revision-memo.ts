@@ -10,13 +10,18 @@
 import { API_VERSION, CheckMemo, type ManifestObject } from "../api/index.ts";
 import { deepEqual } from "../lib/store/index.ts";
 import type { CachedFile, FileCache } from "./loader.ts";
+import { repositoryArtifacts } from "./repository-artifacts.ts";
 import type { StoreKey } from "./snapshot-apply.ts";
 
 interface AppliedFile {
   digest: string;
   /** The objects the store got from this file. */
   objects: ManifestObject[];
+  /** Those of them naming a repository artifact (checked again with every revision). */
+  owners: ManifestObject[];
 }
+
+const ownsArtifacts = (object: ManifestObject) => repositoryArtifacts([object]).length > 0;
 
 /** The part of a revision to apply after the last one: see applySnapshotChanges. */
 export interface RevisionChanges {
@@ -28,6 +33,8 @@ export interface RevisionChanges {
   unchanged: number;
   /** The files read, by path and digest (committed once the revision is applied). */
   files: ReadonlyMap<string, string>;
+  /** Every object of the revision that names a repository artifact. */
+  artifactOwners: ManifestObject[];
 }
 
 function keyOf(key: StoreKey): string {
@@ -136,7 +143,11 @@ export class RevisionMemo implements FileCache {
         if (!still.has(keyOf(key))) removed.push(key);
       }
     }
-    return { objects: changed, same, removed, unchanged, files: new Map(files) };
+    const artifactOwners = ofChanged.filter(ownsArtifacts);
+    for (const file of files.keys()) {
+      if (!changedFiles.has(file)) artifactOwners.push(...(applied.get(file)?.owners ?? []));
+    }
+    return { objects: changed, same, removed, unchanged, files: new Map(files), artifactOwners };
   }
 
   /** The revision was applied: `changes` (or, for a whole revision, every object) is what the store holds. */
@@ -150,7 +161,7 @@ export class RevisionMemo implements FileCache {
     if (!changes || !this.#applied) {
       for (const object of objects) add(object);
       this.#applied = new Map(
-        [...this.#seen].map(([file, digest]) => [file, { digest, objects: byFile.get(file) ?? [] }]),
+        [...this.#seen].map(([file, digest]) => [file, appliedFile(digest, byFile.get(file))]),
       );
       return;
     }
@@ -161,9 +172,13 @@ export class RevisionMemo implements FileCache {
     for (const [file, digest] of changes.files) {
       const before = next.get(file);
       if (before?.digest === digest && this.#parses.has(file)) continue;
-      next.set(file, { digest, objects: byFile.get(file) ?? [] });
+      next.set(file, appliedFile(digest, byFile.get(file)));
     }
   }
+}
+
+function appliedFile(digest: string, objects: ManifestObject[] = []): AppliedFile {
+  return { digest, objects, owners: objects.filter(ownsArtifacts) };
 }
 
 /**
