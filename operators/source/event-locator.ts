@@ -38,6 +38,23 @@ export function documentOffsets(text: string, maxDepth: number): (index: number)
   };
 }
 
+/**
+ * Where each document's root node starts, by document index, from the events of a parse (the
+ * fast parse's own: the starts need no second one).
+ */
+export function documentStartOffsets(text: string, events: readonly Event[]): number[] {
+  // A plain loop, measured: with a callback per event (forEach) a 100,000-Job revision peaked
+  // 0.4 GiB higher, the same live heap (V8 came to allocate the parser's events in old space: the
+  // difference went with --no-allocation-site-pretenuring).
+  const starts: number[] = [];
+  for (let i = 0; i < events.length; i++) {
+    if (events[i]?.type !== EVENT_ID.DOCUMENT) continue;
+    const root = events[i + 1];
+    starts.push(root === undefined ? 0 : startOf(text, root));
+  }
+  return starts;
+}
+
 /** Where a node is written, as a reader sees it: at the opening quote or the `|`/`>` indicator. */
 function startOf(text: string, event: Event): number {
   switch (event.type) {

@@ -4,6 +4,7 @@ import { chmod, mkdir, readdir, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { type GitAuth, type GitCredentials, prepareGitAuth, repoKey } from "./git-auth.ts";
 import { gitIn } from "./git-exec.ts";
+import { treeBlobs } from "./tree-blobs.ts";
 
 export interface GitRepositoryOptions {
   /** URL (https, ssh, git, file) or local path of the repository. */
@@ -27,6 +28,11 @@ export interface GitRepository {
   fetch(): Promise<string>;
   /** Writes the tree of `revision` to `<dataDir>/snapshots/<revision>` (once) and returns that path. */
   materialise(revision: string): Promise<string>;
+  /**
+   * Each regular file's identity at `revision` (see tree-blobs.ts), by path in the tree; undefined
+   * when git cannot say. Optional: a repository without it has its files read and hashed.
+   */
+  blobs?(revision: string): Promise<ReadonlyMap<string, string> | undefined>;
   /** Removes every snapshot not named in `keep`. */
   pruneSnapshots(keep: readonly string[]): Promise<void>;
   /** Committer time of a revision, for "how old is what we run". */
@@ -157,6 +163,11 @@ class Repository implements GitRepository {
       await rm(index, { force: true });
     }
     return target;
+  }
+
+  async blobs(revision: string): Promise<ReadonlyMap<string, string> | undefined> {
+    if (!SHA.test(revision)) throw new Error(`not a full commit id: ${JSON.stringify(revision)}`);
+    return treeBlobs(await this.#git(), revision);
   }
 
   async pruneSnapshots(keep: readonly string[]): Promise<void> {

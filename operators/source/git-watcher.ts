@@ -17,6 +17,12 @@ export interface ApplyRevisionInput {
   dir: string;
   /** The manifests' directory inside `dir`, repo-relative ("." for the root). */
   path: string;
+  /**
+   * Each regular file's identity at this revision (git's blob id; GitRepository.blobs), by path
+   * relative to `dir` with `/` separators: a file whose identity is that of a file already parsed
+   * is not read again. Without it, or for a file not in it, the file is read and hashed.
+   */
+  blobs?: ReadonlyMap<string, string>;
 }
 
 export interface ApplyRevisionResult {
@@ -283,7 +289,9 @@ class Watcher extends EventEmitter<{ status: [SourceStatus] }> implements GitWat
       if (problem) {
         result = { accepted: false, errors: [problem] };
       } else {
-        result = await this.#apply({ revision, dir, path: status.path });
+        // Without git's ids (an older repository object, or git failed) the files are hashed.
+        const blobs = await this.#repo.blobs?.(revision).catch(() => undefined);
+        result = await this.#apply({ revision, dir, path: status.path, ...(blobs ? { blobs } : {}) });
       }
     } catch (error) {
       // Not the revision's fault (store down, disk full): retry it with backoff.

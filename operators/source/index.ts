@@ -43,6 +43,7 @@ export {
   type SnapshotChanges,
   SOURCE_ANNOTATIONS,
 } from "./snapshot-apply.ts";
+export { treeBlobs } from "./tree-blobs.ts";
 export { type PathsValidation, type ValidatePathsOptions, validatePaths } from "./validate-paths.ts";
 export type { GitWebhookOptions, GitWebhookRequest, GitWebhookResult } from "./webhook.ts";
 export { handleGitWebhook, normaliseRepoUrl } from "./webhook.ts";

@@ -20,6 +20,12 @@ export interface LoadOptions {
    * not parsed again (the hub's next revision of a large repository reads only what changed).
    */
   cache?: FileCache;
+  /**
+   * A file's identity without reading it (git's blob id; see tree-blobs.ts), by its real path;
+   * undefined: read and hash it. Only with `cache`: a file whose identity the cache holds a parse
+   * for is not read at all.
+   */
+  identity?: (absolute: string) => string | undefined;
 }
 
 /** A file's parse, kept for the next load of the same bytes. */
@@ -61,7 +67,7 @@ export async function loadManifests(paths: string[], options: LoadOptions): Prom
   // yield every few files keeps a hub's event loop (tunnels, HTTP) responsive meanwhile.
   for (const [index, file] of collected.files.entries()) {
     if (index % YIELD_EVERY === YIELD_EVERY - 1) await new Promise((resolve) => setImmediate(resolve));
-    const result = loadFile(file, maxFileBytes, limits, options.cache);
+    const result = loadFile(file, maxFileBytes, limits, options.cache, options.identity);
     if (options.onDocument) {
       for (const document of result.documents) options.onDocument(document);
       perFile[index] = { documents: [], diagnostics: result.diagnostics };
@@ -87,11 +93,20 @@ function loadFile(
   maxFileBytes: number,
   limits: ParseLimits,
   cache?: FileCache,
+  identify?: (absolute: string) => string | undefined,
 ): FileResult {
   const whole = (rule: string, message: string): FileResult => ({
     documents: [],
     diagnostics: [{ file: file.display, line: 0, column: 0, kind: "", name: "", path: "", rule, message }],
   });
+  const known = cache && identify ? identify(file.absolute) : undefined;
+  if (known !== undefined) {
+    const cached = cache?.get(file.display, known);
+    if (cached) {
+      cached.source.path = file.absolute;
+      return cached.result;
+    }
+  }
   let bytes: Buffer;
   try {
     const fd = openSync(file.absolute, "r");
@@ -110,8 +125,8 @@ function loadFile(
   } catch (error) {
     return whole("io/unreadable", `cannot read file: ${errorCode(error)}`);
   }
-  const digest = cache ? hash("sha256", bytes) : "";
-  const cached = cache?.get(file.display, digest);
+  const digest = known ?? (cache ? hash("sha256", bytes) : "");
+  const cached = known === undefined ? cache?.get(file.display, digest) : undefined;
   if (cached) {
     cached.source.path = file.absolute;
     return cached.result;

@@ -1,4 +1,4 @@
-import { loadAll } from "js-yaml";
+import { constructFromEvents, parseEvents } from "js-yaml";
 import {
   type Document,
   isMap,
@@ -10,7 +10,7 @@ import {
   parseAllDocuments,
 } from "yaml";
 import type { Diagnostic, ParsedDocument, Position } from "../api/index.ts";
-import { documentOffsets } from "./event-locator.ts";
+import { documentOffsets, documentStartOffsets } from "./event-locator.ts";
 import { pointerSegments } from "./json-pointer-segments.ts";
 
 /** Limits that keep hostile input (alias bombs, deep nesting) bounded in time and memory. */
@@ -50,23 +50,44 @@ export function parseManifestText(
   // indexOf first: the regular expression costs more than most files' parse.
   if (!text.includes("&") || !ANCHOR.test(text)) {
     let values: unknown[] | undefined;
+    let starts: Position[] = [];
     try {
-      values = loadAll(text, { maxDepth: limits.maxDepth });
+      // What js-yaml's loadAll does, in two steps: the events also say where each document starts
+      // (every object's source-file annotation names its line), so no second parse is needed.
+      const events = parseEvents(text, { maxDepth: limits.maxDepth });
+      values = constructFromEvents(events, { source: text });
+      starts = positionsOf(text, documentStartOffsets(text, events));
     } catch {
       // Broken or unusual YAML: the careful parser below produces the diagnostics.
     }
-    if (values) return { documents: fastDocuments(values, reread, file, limits), diagnostics: [] };
+    if (values) return { documents: fastDocuments(values, starts, reread, file, limits), diagnostics: [] };
   }
   return parseWithPositions(text, file, limits);
 }
 
+/** Line and column of ascending offsets, in one pass over the text up to the last. */
+function positionsOf(text: string, offsets: readonly number[]): Position[] {
+  const positions: Position[] = [];
+  let line = 1;
+  let lineStart = 0;
+  for (const offset of offsets) {
+    for (let i = text.indexOf("\n", lineStart); i !== -1 && i < offset; i = text.indexOf("\n", i + 1)) {
+      line++;
+      lineStart = i + 1;
+    }
+    positions.push({ line, column: offset - lineStart + 1 });
+  }
+  return positions;
+}
+
 function fastDocuments(
   values: unknown[],
+  starts: Position[],
   reread: () => string,
   file: string,
   limits: ParseLimits,
 ): ParsedDocument[] {
-  const locator = new FileLocator(reread, values.length, limits.maxDepth);
+  const locator = new FileLocator(reread, starts, limits.maxDepth);
   const documents: ParsedDocument[] = [];
   values.forEach((value, index) => {
     if (value !== null && value !== undefined) documents.push(new FastDocument(file, index, value, locator));
@@ -104,7 +125,6 @@ class FastDocument implements ParsedDocument {
 /** Positions in one file, worked out from a re-read of its text only when one is asked for. */
 class FileLocator {
   readonly #reread: () => string;
-  readonly #count: number;
   readonly #maxDepth: number;
   /**
    * Held weakly: the positions of one document's findings come in a burst, and the event tree
@@ -114,27 +134,18 @@ class FileLocator {
   #located: WeakRef<{ offsets: ReturnType<typeof documentOffsets>; lineStarts: number[] }> | undefined;
   /**
    * Every document's start is asked for (the source-file annotation), a field's place only for a
-   * diagnostic: the starts are kept alone, so documents a hub keeps between revisions do not keep
-   * their file's whole event stream.
+   * diagnostic: the starts come from the parse and are kept alone, so documents a hub keeps
+   * between revisions do not keep their file's whole event stream.
    */
-  #starts: Position[] | undefined;
+  readonly #starts: Position[];
 
-  constructor(reread: () => string, count: number, maxDepth: number) {
+  constructor(reread: () => string, starts: Position[], maxDepth: number) {
     this.#reread = reread;
-    this.#count = count;
+    this.#starts = starts;
     this.#maxDepth = maxDepth;
   }
 
   startOf(index: number): Position {
-    if (this.#located) return this.#at(this.#source().offsets(index)?.start ?? 0);
-    if (!this.#starts) {
-      const text = this.#reread();
-      const found = documentOffsets(text, this.#maxDepth);
-      const lineStarts = lineStartOffsets(text);
-      this.#starts = Array.from({ length: this.#count }, (_, i) =>
-        positionIn(lineStarts, found(i)?.start ?? 0),
-      );
-    }
     const start = this.#starts[index];
     return start ? { ...start } : { line: 1, column: 1 };
   }

@@ -1,6 +1,7 @@
 // A revision's one way into the store: validated whole, its repository artifacts copied into the
 // hub's content-addressed store, then applied in one transaction; or refused whole, the store
 // untouched.
+import { realpath } from "node:fs/promises";
 import path from "node:path";
 import { type AddonCatalog, compareVersions, type SealCheck } from "../api/index.ts";
 import type { Logger } from "../lib/logger.ts";
@@ -34,9 +35,10 @@ export type RevisionApplier = (
 export function createRevisionApplier(options: RevisionApplierOptions): RevisionApplier {
   // The first revision is read and applied whole; each later one costs what changed in it.
   const memo = new RevisionMemo();
-  return async ({ revision, dir, path: manifestPath }) => {
+  return async ({ revision, dir, path: manifestPath, blobs }) => {
     const root = path.join(dir, manifestPath);
     memo.begin();
+    const identity = blobs ? await identityIn(dir, blobs) : undefined;
     // Diagnostics name files relative to the repository root, as a person sees them in git.
     const result = await validatePaths([root], {
       baseDir: dir,
@@ -44,6 +46,7 @@ export function createRevisionApplier(options: RevisionApplierOptions): Revision
       ...(options.sealCheck ? { sealCheck: options.sealCheck } : {}),
       cache: memo,
       memo: memo.checks,
+      ...(identity ? { identity } : {}),
     });
     if (!result.valid) {
       memo.refused();
@@ -52,7 +55,11 @@ export function createRevisionApplier(options: RevisionApplierOptions): Revision
     }
     const scope = memo.changes(result.objects);
     // Every artifact's digest is checked again: a file beside the manifests may have changed alone.
-    const artifactErrors = await storeArtifacts(result.objects, root, options.artifactDir);
+    const artifactErrors = await storeArtifacts(
+      scope?.artifactOwners ?? result.objects,
+      root,
+      options.artifactDir,
+    );
     if (artifactErrors.length > 0) return { accepted: false, errors: artifactErrors };
     options.onCatalog?.(result.catalog);
     const changes = scope
@@ -61,6 +68,24 @@ export function createRevisionApplier(options: RevisionApplierOptions): Revision
     memo.applied(scope, result.objects);
     options.logger.info("revision applied", { revision, ...changes });
     return { accepted: true, errors: [], changes };
+  };
+}
+
+/**
+ * A file's identity by its real path (the loader reads files through links resolved inside the
+ * tree): the blob id git lists for it in the revision checked out at `dir`. A file outside the
+ * listing (a link's own blob, an untracked file) has none and is read and hashed.
+ */
+async function identityIn(
+  dir: string,
+  blobs: ReadonlyMap<string, string>,
+): Promise<(absolute: string) => string | undefined> {
+  const real = await realpath(dir);
+  return (absolute) => {
+    const relative = path.relative(real, absolute);
+    if (relative.startsWith("..") || path.isAbsolute(relative)) return undefined;
+    const id = blobs.get(relative.split(path.sep).join("/"));
+    return id === undefined ? undefined : `git:${id}`;
   };
 }
 

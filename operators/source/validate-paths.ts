@@ -14,6 +14,8 @@ export type ValidatePathsOptions = Omit<ValidateOptions, "catalog"> &
     baseDir: string;
     /** Parses kept from an earlier load (the hub's revisions; see LoadOptions.cache). */
     cache?: FileCache;
+    /** Files' identities without reading them (LoadOptions.identity). */
+    identity?: (absolute: string) => string | undefined;
   };
 
 export type PathsValidation = ValidationResult & {
@@ -41,6 +43,7 @@ export async function validatePaths(
     baseDir: options.baseDir,
     onDocument: (d) => checker.add(d),
     ...(options.cache ? { cache: options.cache } : {}),
+    ...(options.identity ? { identity: options.identity } : {}),
   });
   const result = checker.finish([...loadedCatalog.diagnostics, ...loaded.diagnostics]);
   return { ...result, catalog: loadedCatalog.catalog };

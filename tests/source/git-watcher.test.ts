@@ -71,6 +71,11 @@ t.test("a pushed revision is applied with its sha and a directory holding its fi
   t.equal(rec.calls.at(-1)?.revision, first);
   t.equal(rec.calls.at(-1)?.path, "manifests");
   t.same(rec.seen.at(-1), { "jobs/a.yaml": job("a") });
+  t.same(
+    [...(rec.calls.at(-1)?.blobs?.keys() ?? [])].sort(),
+    ["README.md", "manifests/jobs/a.yaml"],
+    "with git's blob ids of the revision's files, by path in the tree",
+  );
   t.equal(status.state, "Synced");
   t.equal(status.lastAppliedRevision, first);
   t.equal(status.url, server.fileUrl);

@@ -1,5 +1,6 @@
 // The hub's revision path applies each revision after the first by what changed in it (files by
 // content hash): the store must end exactly as a whole apply of the same revision leaves it.
+import { createHash } from "node:crypto";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -149,3 +150,52 @@ t.test(
     );
   },
 );
+
+t.test("a repository artifact named in an unchanged file is checked again with every revision", async (t) => {
+  const root = await mkdtemp(path.join(tmpdir(), "rlark-revision-"));
+  t.teardown(() => rm(root, { recursive: true, force: true }));
+  const store = openSqliteStore({ dataDir: path.join(root, "data") });
+  t.teardown(() => store.close());
+  const apply = createRevisionApplier({
+    store,
+    artifactDir: path.join(root, "artifacts"),
+    logger: silentLogger,
+  });
+  const script = "#!/bin/sh\necho hi\n";
+  const raw = [
+    `apiVersion: ${API}`,
+    "kind: Job",
+    "metadata:",
+    "  name: raw",
+    "spec:",
+    "  tasks:",
+    "    - name: main",
+    "      role: Actor",
+    "      agentType: Raw",
+    "      raw:",
+    "        kind: Job",
+    "        artifact:",
+    "          url: scripts/run.sh",
+    `          sha256: ${createHash("sha256").update(script).digest("hex")}`,
+    '        command: ["./run.sh"]',
+    "",
+  ].join("\n");
+  const files = { "jobs/raw.yaml": raw, "scripts/run.sh": script, "jobs/other.yaml": job("other") };
+  const r1 = await apply({ revision: "r1", dir: await checkout(root, "r1", files), path: "." });
+  t.ok(r1.accepted, "the first revision is applied");
+  // Only the script changes: no manifest does, yet its digest no longer matches.
+  const r2 = await apply({
+    revision: "r2",
+    dir: await checkout(root, "r2", { ...files, "scripts/run.sh": "#!/bin/sh\necho changed\n" }),
+    path: ".",
+  });
+  t.notOk(r2.accepted, "refused");
+  t.match(r2.errors, [{ file: "jobs/raw.yaml", name: "raw", rule: "source/artifact", line: 13 }]);
+  const r3 = await apply({
+    revision: "r3",
+    dir: await checkout(root, "r3", { ...files, "jobs/other.yaml": job("other", "busybox:1.37") }),
+    path: ".",
+  });
+  t.ok(r3.accepted, "applied again once the script matches, another file having changed");
+  t.match(r3.changes, { changed: 1, unchanged: 1 });
+});

@@ -3,7 +3,10 @@
 // no git): one revision of N Jobs (3 tasks each, 100 per file), then one that changes `changed`
 // Jobs, each in a file of its own. Prints wall time, CPU seconds and RSS for each. Asserts
 // nothing (docs/benchmarks/placement-scale.md quotes the figures). `--profile FILE` writes a CPU
-// profile (.cpuprofile, for Chrome's DevTools) of the changed revision alone.
+// profile (.cpuprofile, for Chrome's DevTools) of the changed revision alone. Each revision is a
+// git commit whose blob ids (`git ls-tree`, as the hub's watcher lists them) are handed to the
+// applier, as the hub does; `--plain` hands none (a plain directory: every file read and hashed).
+import { execFileSync } from "node:child_process";
 import { cp, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { Session } from "node:inspector/promises";
 import { tmpdir } from "node:os";
@@ -11,11 +14,14 @@ import path from "node:path";
 import { stringify } from "yaml";
 import { silentLogger } from "../../../operators/lib/logger.ts";
 import { openSqliteStore } from "../../../operators/lib/store/index.ts";
-import { createRevisionApplier } from "../../../operators/source/index.ts";
+import { createRevisionApplier, gitIn, treeBlobs } from "../../../operators/source/index.ts";
 
 const args = process.argv.slice(2);
 const profileAt = args.indexOf("--profile");
 const profileFile = profileAt === -1 ? undefined : args.splice(profileAt, 2)[1];
+const plainAt = args.indexOf("--plain");
+const plain = plainAt !== -1;
+if (plain) args.splice(plainAt, 1);
 const jobs = Number(args[0] ?? 100_000);
 const changed = Number(args[1] ?? 10);
 const API = "rlinf.io/v1alpha1";
@@ -52,6 +58,32 @@ async function writeBatch(dir: string, f: number, newer: ReadonlySet<number> = n
 }
 
 const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MiB`;
+const GIT_ENV = {
+  ...process.env,
+  GIT_CONFIG_GLOBAL: "/dev/null",
+  GIT_CONFIG_NOSYSTEM: "1",
+  GIT_AUTHOR_NAME: "bench",
+  GIT_AUTHOR_EMAIL: "bench@localhost",
+  GIT_COMMITTER_NAME: "bench",
+  GIT_COMMITTER_EMAIL: "bench@localhost",
+};
+const git = (dir: string, ...gitArgs: string[]) =>
+  execFileSync("git", gitArgs, { cwd: dir, env: GIT_ENV, stdio: ["ignore", "ignore", "inherit"] });
+
+/** Commits the tree at `dir` and lists its blob ids as the watcher does; prints what listing took. */
+async function commit(dir: string, first: boolean): Promise<ReadonlyMap<string, string> | undefined> {
+  if (plain) return undefined;
+  if (first) git(dir, "init", "--quiet");
+  git(dir, "add", "--all");
+  git(dir, "commit", "--quiet", "-m", "revision");
+  const started = performance.now();
+  const blobs = await treeBlobs(gitIn(dir), "HEAD");
+  if (!first)
+    console.log(
+      `  git ls-tree of the changed revision: ${((performance.now() - started) / 1000).toFixed(2)} s (a git process)`,
+    );
+  return blobs;
+}
 const root = await mkdtemp(path.join(tmpdir(), "rlark-bench-revision-"));
 const store = openSqliteStore({ dataDir: path.join(root, "data") });
 try {
@@ -59,23 +91,25 @@ try {
   const first = path.join(root, "r1");
   await mkdir(path.join(first, "jobs"), { recursive: true });
   for (let f = 0; f < files; f++) await writeBatch(first, f);
+  const firstBlobs = await commit(first, true);
   const second = path.join(root, "r2");
   await cp(first, second, { recursive: true });
   for (let i = 0; i < changed; i++) {
     const f = Math.floor((i * files) / changed);
     await writeBatch(second, f, new Set([f * PER_FILE + (i % PER_FILE)]));
   }
+  const secondBlobs = await commit(second, false);
   const apply = createRevisionApplier({
     store,
     artifactDir: path.join(root, "artifacts"),
     logger: silentLogger,
   });
   console.log(
-    `${jobs} Jobs x 3 tasks in ${files} files, then ${changed} of them changed (this machine: 2 cores)`,
+    `${jobs} Jobs x 3 tasks in ${files} files, then ${changed} of them changed (this machine: 2 cores; ${plain ? "plain directories: files hashed" : "git commits: blob ids"})`,
   );
-  for (const [revision, dir] of [
-    ["r1", first],
-    ["r2", second],
+  for (const [revision, dir, blobs] of [
+    ["r1", first, firstBlobs],
+    ["r2", second, secondBlobs],
   ] as const) {
     const profiler = revision === "r2" && profileFile ? new Session() : undefined;
     if (profiler) {
@@ -86,7 +120,7 @@ try {
     }
     const started = performance.now();
     const cpu = process.cpuUsage();
-    const result = await apply({ revision, dir, path: "." });
+    const result = await apply({ revision, dir, path: ".", ...(blobs ? { blobs } : {}) });
     const used = process.cpuUsage(cpu);
     if (profiler && profileFile) {
       const { profile } = await profiler.post("Profiler.stop");

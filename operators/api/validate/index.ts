@@ -6,26 +6,13 @@ import { API_VERSION, kindInfo, kinds } from "../kinds.ts";
 import type { SchemaViolation } from "../violations.ts";
 import { assignBundleContent, type PlainDocument } from "./bundle-content.ts";
 import { compact } from "./compact.ts";
+import { CrossMemo, checkWhole } from "./cross-memo.ts";
+import { compareFileOrder, type Diagnose } from "./cross-rules.ts";
 import { compareDiagnostics, type Diagnostic } from "./diagnostic.ts";
 import { sizeViolations } from "./object-size.ts";
 import type { ParsedDocument, Position } from "./parsed-document.ts";
-import {
-  type CrossRule,
-  isObject,
-  type ManifestObject,
-  type RuleContext,
-  type SealCheck,
-  stringAt,
-} from "./rule-context.ts";
-import { accessPolicyRules } from "./rules/access-policies.ts";
-import { addonCatalogRules, clusterReferenceRules } from "./rules/cluster-references.ts";
-import { domainCidrRules } from "./rules/domain-cidrs.ts";
-import { checkJobSpec, jobSpecRules, jobSpecSitesOf, suggest } from "./rules/job-specs.ts";
-import { kubeconfigDestinationRules } from "./rules/kubeconfig-destination.ts";
-import { sealedSecretRules } from "./rules/sealed-secrets.ts";
-import { sshKeyRules } from "./rules/ssh-keys.ts";
-import { teamRules } from "./rules/teams.ts";
-import { workflowDagRules } from "./rules/workflow-dag.ts";
+import { isObject, type ManifestObject, type RuleContext, type SealCheck, stringAt } from "./rule-context.ts";
+import { checkJobSpec, jobSpecSitesOf, suggest } from "./rules/job-specs.ts";
 
 export type { Diagnostic } from "./diagnostic.ts";
 export { compareDiagnostics, formatDiagnostic } from "./diagnostic.ts";
@@ -55,16 +42,19 @@ export interface ValidateOptions {
    */
   sealCheck?: SealCheck;
   /**
-   * Per-document checks kept from earlier runs: a document object seen before (a file the
-   * loader did not parse again) is not schema-checked again. Only for callers that hand the same
-   * documents back unchanged, with the same `strict` and `summarize`.
+   * Checks kept from earlier runs: a document object seen before (a file the loader did not
+   * parse again) is not schema-checked again, and the rules across objects run only over what
+   * changed since the last run (cross-memo.ts). Only for callers that hand the same documents
+   * back unchanged, with the same `strict` and `summarize`, one run at a time.
    */
   memo?: CheckMemo;
 }
 
-/** What the per-document checks found, by document object (see ValidateOptions.memo). */
+/** What the checks found, by document object, and the cross-object rules' state (see ValidateOptions.memo). */
 export class CheckMemo {
   readonly #checked = new WeakMap<ParsedDocument, Checked>();
+  /** @internal */
+  readonly cross = new CrossMemo();
 
   /** @internal */
   get(document: ParsedDocument): Checked | undefined {
@@ -91,19 +81,6 @@ export interface ValidationResult {
   objects: ManifestObject[];
 }
 
-const CROSS_RULES: CrossRule[] = [
-  jobSpecRules,
-  workflowDagRules,
-  domainCidrRules,
-  clusterReferenceRules,
-  addonCatalogRules,
-  accessPolicyRules,
-  sshKeyRules,
-  sealedSecretRules,
-  kubeconfigDestinationRules,
-  teamRules,
-];
-
 export function validateDocuments(
   documents: ParsedDocument[],
   loadErrors: Diagnostic[],
@@ -128,8 +105,13 @@ export class SnapshotChecker {
     [];
   #documents = 0;
 
+  /** Objects checked in this run (not kept from an earlier one), and files whose objects were kept. */
+  #fresh: ManifestObject[] = [];
+  #keptFiles = new Map<string, ManifestObject>();
+
   constructor(options: ValidateOptions) {
     this.#options = options;
+    options.memo?.cross.begin();
   }
 
   add(document: ParsedDocument): void {
@@ -140,6 +122,7 @@ export class SnapshotChecker {
       if ("manifest" in known) {
         this.#errors.push(...known.errors);
         this.#objects.push(known.manifest);
+        if (!this.#keptFiles.has(document.file)) this.#keptFiles.set(document.file, known.manifest);
       } else this.#addClassified(known.classified);
       return;
     }
@@ -155,6 +138,7 @@ export class SnapshotChecker {
     if (manifest.kind !== "Bundle") memo?.set(document, { manifest, errors });
     this.#errors.push(...errors);
     this.#objects.push(manifest);
+    this.#fresh.push(manifest);
   }
 
   #addClassified(classified: Exclude<Classified, { object: Record<string, unknown> }>): void {
@@ -190,9 +174,11 @@ export class SnapshotChecker {
     // Before summarising: the size is the whole object's.
     for (const violation of sizeViolations(object)) report(violation, "key");
     // What a Job spec answers alone is checked now, while the tasks are at hand.
+    // Into `errors`, which the memo keeps with the document: a document not checked again still
+    // carries these findings.
     if (manifest.schemaValid) {
       const reportRule: RuleContext["report"] = (target, pointer, rule, message, at) =>
-        this.#errors.push(diagnosticAt(target, target.document.locate(pointer, at), pointer, rule, message));
+        errors.push(diagnosticAt(target, target.document.locate(pointer, at), pointer, rule, message));
       for (const site of jobSpecSitesOf(manifest)) checkJobSpec(site, reportRule);
     }
     if (this.#options.summarize) {
@@ -213,26 +199,22 @@ export class SnapshotChecker {
   finish(loadErrors: Diagnostic[]): ValidationResult {
     const errors = [...loadErrors, ...this.#errors];
     // Files may arrive in any order; rules report "the later of two" by file order, so sort first.
-    const objects = this.#objects.sort((a, b) =>
-      a.document.file === b.document.file
-        ? a.document.index - b.document.index
-        : a.document.file < b.document.file
-          ? -1
-          : 1,
-    );
-    const report = (
-      target: ManifestObject,
-      pointer: string,
-      rule: string,
-      message: string,
-      at?: "value" | "key",
-    ) => {
-      errors.push(diagnosticAt(target, target.document.locate(pointer, at), pointer, rule, message));
-    };
-    checkUniqueNames(objects, report);
+    const objects = this.#objects.sort(compareFileOrder);
+    const diagnose: Diagnose = (target, pointer, rule, message, at) =>
+      diagnosticAt(target, target.document.locate(pointer, at), pointer, rule, message);
+    const report: RuleContext["report"] = (...args) => errors.push(diagnose(...args));
     this.#assignBundles(objects, errors, report);
-    const ctx = buildContext(objects, this.#options, report);
-    for (const rule of CROSS_RULES) rule(ctx);
+    const ruleOptions = {
+      catalog: this.#options.catalog,
+      installedAddons: this.#options.installedAddons ?? new Map<string, string>(),
+      ...(this.#options.sealCheck ? { sealCheck: this.#options.sealCheck } : {}),
+    };
+    const cross = this.#options.memo?.cross;
+    errors.push(
+      ...(cross
+        ? cross.check(objects, { fresh: this.#fresh, keptFiles: this.#keptFiles }, ruleOptions, diagnose)
+        : checkWhole(objects, ruleOptions, diagnose)),
+    );
     errors.sort(compareDiagnostics);
     const warnings = this.#warnings.sort(compareDiagnostics);
     return { valid: errors.length === 0, documents: this.#documents, errors, warnings, objects };
@@ -366,50 +348,4 @@ function classify(document: ParsedDocument, strict: boolean): Classified {
     };
   }
   return { object: value, kind };
-}
-
-function checkUniqueNames(objects: ManifestObject[], report: RuleContext["report"]) {
-  const first = new Map<string, ManifestObject>();
-  for (const object of objects) {
-    if (!object.name) continue;
-    const key = `${object.kind}\0${object.namespace ?? ""}\0${object.name}`;
-    const earlier = first.get(key);
-    if (!earlier) {
-      first.set(key, object);
-      continue;
-    }
-    const where = `${earlier.document.file}:${earlier.document.start.line}`;
-    const scope = object.namespace ? ` in namespace ${object.namespace}` : "";
-    report(
-      object,
-      "/metadata/name",
-      "cross/unique-name",
-      `${object.kind} "${object.name}"${scope} is also defined at ${where}`,
-    );
-  }
-}
-
-function buildContext(
-  objects: ManifestObject[],
-  options: ValidateOptions,
-  report: RuleContext["report"],
-): RuleContext {
-  const valid = new Map<string, ManifestObject[]>();
-  const names = new Map<string, Set<string>>();
-  for (const object of objects) {
-    if (!names.has(object.kind)) names.set(object.kind, new Set());
-    names.get(object.kind)?.add(object.name);
-    if (!object.schemaValid) continue;
-    if (!valid.has(object.kind)) valid.set(object.kind, []);
-    valid.get(object.kind)?.push(object);
-  }
-  return {
-    objects,
-    ofKind: (kind) => valid.get(kind) ?? [],
-    names: (kind) => names.get(kind) ?? new Set(),
-    catalog: options.catalog,
-    installedAddons: options.installedAddons ?? new Map(),
-    ...(options.sealCheck ? { sealCheck: options.sealCheck } : {}),
-    report,
-  };
 }

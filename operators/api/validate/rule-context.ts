@@ -40,6 +40,31 @@ export interface RuleContext {
 /** A cross-object rule: reads the whole snapshot, reports through the context. */
 export type CrossRule = (ctx: RuleContext) => void;
 
+/**
+ * A rule over whole kinds (the later of two overlapping Domains, a key on two Users). A hub that
+ * keeps findings between revisions (CrossMemo) runs it again only when an object of a kind it
+ * reads was added, removed or changed, or an option it uses is another one.
+ */
+export interface WholeRule {
+  /** Every kind whose objects or names the rule reads. */
+  reads: readonly string[];
+  /** The options its findings depend on besides the objects, compared by identity between runs. */
+  uses?: (ctx: RuleContext) => readonly unknown[];
+  run: CrossRule;
+}
+
+/**
+ * A rule about one object at a time (each schema-valid object of `kinds`), given the names of
+ * other kinds: kept per object between revisions, run again for a changed object, and for every
+ * object of `kinds` when one of the name sets it reads gained or lost a name.
+ */
+export interface ObjectRule {
+  kinds: readonly string[];
+  /** The kinds whose names (ctx.names) the check reads: its only view beyond the object. */
+  names: readonly string[];
+  check(object: ManifestObject, ctx: RuleContext): void;
+}
+
 export type JsonObject = Record<string, unknown>;
 
 export function isObject(value: unknown): value is JsonObject {

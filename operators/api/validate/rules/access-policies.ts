@@ -1,13 +1,15 @@
-import { arrayAt, type CrossRule, objectAt } from "../rule-context.ts";
+import { arrayAt, type ObjectRule, objectAt } from "../rule-context.ts";
 import { suggest } from "./job-specs.ts";
 
 /**
  * An AccessPolicy names Users, Clusters and Domains that exist (a typo would silently grant
  * nothing, or later grant someone else), and an exec grant carries its command allowlist.
  */
-export const accessPolicyRules: CrossRule = (ctx) => {
-  const known = { User: ctx.names("User"), Cluster: ctx.names("Cluster"), Domain: ctx.names("Domain") };
-  for (const policy of ctx.ofKind("AccessPolicy")) {
+export const accessPolicyRule: ObjectRule = {
+  kinds: ["AccessPolicy"],
+  names: ["User", "Cluster", "Domain"],
+  check(policy, ctx) {
+    const known = { User: ctx.names("User"), Cluster: ctx.names("Cluster"), Domain: ctx.names("Domain") };
     const spec = objectAt(policy.object, "spec");
     const references: Array<[string, "User" | "Cluster" | "Domain", unknown[]]> = [
       ["/spec/subjects/users", "User", arrayAt(objectAt(spec, "subjects"), "users")],
@@ -42,5 +44,5 @@ export const accessPolicyRules: CrossRule = (ctx) => {
         "commands are only read with the exec verb",
       );
     }
-  }
+  },
 };

@@ -1,4 +1,4 @@
-import { type CrossRule, objectAt, stringAt } from "../rule-context.ts";
+import { objectAt, stringAt, type WholeRule } from "../rule-context.ts";
 
 export interface Cidr {
   network: number;
@@ -24,22 +24,25 @@ export function cidrsOverlap(a: Cidr, b: Cidr): boolean {
 }
 
 /** Domains hand out virtual IPs from their CIDRs; two that overlap could give two pods one IP. */
-export const domainCidrRules: CrossRule = (ctx) => {
-  const seen: { name: string; text: string; cidr: Cidr }[] = [];
-  for (const domain of ctx.ofKind("Domain")) {
-    const text = stringAt(objectAt(domain.object, "spec"), "cidr");
-    const cidr = text === undefined ? undefined : parseCidr(text);
-    if (!text || !cidr) continue;
-    for (const other of seen) {
-      if (cidrsOverlap(cidr, other.cidr)) {
-        ctx.report(
-          domain,
-          "/spec/cidr",
-          "cross/cidr-overlap",
-          `${text} overlaps ${other.text} of Domain "${other.name}"; Domains need disjoint address ranges`,
-        );
+export const domainCidrRules: WholeRule = {
+  reads: ["Domain"],
+  run: (ctx) => {
+    const seen: { name: string; text: string; cidr: Cidr }[] = [];
+    for (const domain of ctx.ofKind("Domain")) {
+      const text = stringAt(objectAt(domain.object, "spec"), "cidr");
+      const cidr = text === undefined ? undefined : parseCidr(text);
+      if (!text || !cidr) continue;
+      for (const other of seen) {
+        if (cidrsOverlap(cidr, other.cidr)) {
+          ctx.report(
+            domain,
+            "/spec/cidr",
+            "cross/cidr-overlap",
+            `${text} overlaps ${other.text} of Domain "${other.name}"; Domains need disjoint address ranges`,
+          );
+        }
       }
+      seen.push({ name: domain.name, text, cidr });
     }
-    seen.push({ name: domain.name, text, cidr });
-  }
+  },
 };

@@ -6,11 +6,11 @@ import { RAY_HEAD_TASK_ANNOTATION, RAY_ROLE_ANNOTATION } from "../../well-known.
 import { dns1123LabelError } from "../kubernetes-syntax.ts";
 import {
   arrayAt,
-  type CrossRule,
   escapePointer,
   isObject,
   type JsonObject,
   type ManifestObject,
+  type ObjectRule,
   objectAt,
   type RuleContext,
   stringAt,
@@ -22,10 +22,6 @@ export interface JobSpecSite {
   pointer: string;
   spec: JsonObject;
   jobName: string;
-}
-
-export function jobSpecSites(ctx: RuleContext): JobSpecSite[] {
-  return [...ctx.ofKind("Job"), ...ctx.ofKind("Workflow")].flatMap(jobSpecSitesOf);
 }
 
 /** The Job specs one object holds: a Job's own, or each of a Workflow's job templates. */
@@ -52,11 +48,15 @@ export function jobSpecSitesOf(owner: ManifestObject): JobSpecSite[] {
 }
 
 /** What a Job spec refers to outside itself: its Domain. The rest is checkJobSpec's, per object. */
-export const jobSpecRules: CrossRule = (ctx) => {
-  const domains = ctx.names("Domain");
-  for (const { owner, pointer, spec } of jobSpecSites(ctx)) {
-    const domain = stringAt(spec, "domain");
-    if (domain !== undefined && !domains.has(domain)) {
+export const jobSpecDomainRule: ObjectRule = {
+  kinds: ["Job", "Workflow"],
+  names: ["Domain"],
+  check(owner, ctx) {
+    for (const { pointer, spec } of jobSpecSitesOf(owner)) {
+      const domain = stringAt(spec, "domain");
+      if (domain === undefined) continue;
+      const domains = ctx.names("Domain");
+      if (domains.has(domain)) continue;
       ctx.report(
         owner,
         `${pointer}/domain`,
@@ -64,7 +64,7 @@ export const jobSpecRules: CrossRule = (ctx) => {
         `Domain "${domain}" is not defined in the repository${suggest(domain, domains)}`,
       );
     }
-  }
+  },
 };
 
 /**
@@ -134,8 +134,12 @@ function checkRay(report: RuleContext["report"], site: JobSpecSite, tasks: JsonO
   });
 }
 
-/** ` (did you mean "x"?)` when a close name exists, so typos are quick to fix. */
+/**
+ * ` (did you mean "x"?)` when a close name exists, so typos are quick to fix. Of two as close, the
+ * first by name: the suggestion must not depend on the order names were found in (a hub that keeps
+ * name sets between revisions adds them in another order than a whole run).
+ */
 export function suggest(value: string, candidates: Iterable<string>): string {
-  const best = closest(value, [...candidates]);
+  const best = closest(value, [...candidates].sort());
   return best === undefined ? "" : ` (did you mean "${best}"?)`;
 }

@@ -1,6 +1,6 @@
 import { parseSealed, type SealKeyring, secretValueContext } from "../../../lib/seal/index.ts";
 import { sealTargetOf } from "../../seal-target.ts";
-import { type CrossRule, escapePointer, objectAt, type SealCheck, stringAt } from "../rule-context.ts";
+import { escapePointer, objectAt, type SealCheck, stringAt, type WholeRule } from "../rule-context.ts";
 
 /** The hub's check: the value opens with its keys for exactly this place. */
 export function hubOpens(keys: Pick<SealKeyring, "unseal">): SealCheck {
@@ -36,26 +36,30 @@ const RESEAL_HINT =
  * value copied from another Secret or key, or moved to another cluster, is refused before it
  * reaches the store.
  */
-export const sealedSecretRules: CrossRule = (ctx) => {
-  for (const sealed of ctx.ofKind("SealedSecret")) {
-    const spec = objectAt(sealed.object, "spec");
-    const namespace = stringAt(spec, "namespace") ?? "";
-    const target = sealTargetOf(sealed.namespace, spec?.clusterSelector);
-    for (const [key, value] of Object.entries(objectAt(spec, "encryptedData") ?? {})) {
-      if (typeof value !== "string") continue;
-      const pointer = `/spec/encryptedData/${escapePointer(key)}`;
-      let problem: string | undefined;
-      try {
-        parseSealed(value);
-      } catch (error) {
-        problem = `is malformed: ${(error as Error).message}`;
+export const sealedSecretRules: WholeRule = {
+  reads: ["SealedSecret"],
+  uses: (ctx) => [ctx.sealCheck],
+  run: (ctx) => {
+    for (const sealed of ctx.ofKind("SealedSecret")) {
+      const spec = objectAt(sealed.object, "spec");
+      const namespace = stringAt(spec, "namespace") ?? "";
+      const target = sealTargetOf(sealed.namespace, spec?.clusterSelector);
+      for (const [key, value] of Object.entries(objectAt(spec, "encryptedData") ?? {})) {
+        if (typeof value !== "string") continue;
+        const pointer = `/spec/encryptedData/${escapePointer(key)}`;
+        let problem: string | undefined;
+        try {
+          parseSealed(value);
+        } catch (error) {
+          problem = `is malformed: ${(error as Error).message}`;
+        }
+        if (problem === undefined) {
+          const opens = ctx.sealCheck?.(value, secretValueContext(target, namespace, sealed.name, key));
+          if (opens) problem = opens.includes("does not open for") ? `${opens}: ${RESEAL_HINT}` : opens;
+        }
+        if (problem)
+          ctx.report(sealed, pointer, "cross/sealed-value", `the sealed value of "${key}" ${problem}`);
       }
-      if (problem === undefined) {
-        const opens = ctx.sealCheck?.(value, secretValueContext(target, namespace, sealed.name, key));
-        if (opens) problem = opens.includes("does not open for") ? `${opens}: ${RESEAL_HINT}` : opens;
-      }
-      if (problem)
-        ctx.report(sealed, pointer, "cross/sealed-value", `the sealed value of "${key}" ${problem}`);
     }
-  }
+  },
 };

@@ -1,48 +1,55 @@
-import { arrayAt, type CrossRule, objectAt, stringAt } from "../rule-context.ts";
+import {
+  arrayAt,
+  type ManifestObject,
+  type ObjectRule,
+  objectAt,
+  type RuleContext,
+  stringAt,
+} from "../rule-context.ts";
 import { suggest } from "./job-specs.ts";
 
 /** dependsOn names jobs of the same Workflow and the graph has no cycle (the cycle is named). */
-export const workflowDagRules: CrossRule = (ctx) => {
-  for (const workflow of ctx.ofKind("Workflow")) {
-    const jobs = arrayAt(objectAt(workflow.object, "spec"), "jobs");
-    const indexOf = new Map<string, number>();
-    jobs.forEach((job, i) => {
-      const name = stringAt(job, "name");
-      if (name === undefined) return;
-      if (indexOf.has(name)) {
-        ctx.report(workflow, `/spec/jobs/${i}/name`, "cross/unique-name", `job "${name}" is listed twice`);
-      } else indexOf.set(name, i);
+export const workflowDagRule: ObjectRule = { kinds: ["Workflow"], names: [], check: checkWorkflow };
+
+function checkWorkflow(workflow: ManifestObject, ctx: RuleContext): void {
+  const jobs = arrayAt(objectAt(workflow.object, "spec"), "jobs");
+  const indexOf = new Map<string, number>();
+  jobs.forEach((job, i) => {
+    const name = stringAt(job, "name");
+    if (name === undefined) return;
+    if (indexOf.has(name)) {
+      ctx.report(workflow, `/spec/jobs/${i}/name`, "cross/unique-name", `job "${name}" is listed twice`);
+    } else indexOf.set(name, i);
+  });
+  const edges = new Map<string, string[]>();
+  jobs.forEach((job, i) => {
+    const name = stringAt(job, "name");
+    if (name === undefined) return;
+    const deps: string[] = [];
+    arrayAt(job, "dependsOn").forEach((dep, d) => {
+      if (typeof dep !== "string") return;
+      if (!indexOf.has(dep)) {
+        ctx.report(
+          workflow,
+          `/spec/jobs/${i}/dependsOn/${d}`,
+          "cross/depends-on",
+          `depends on "${dep}", which is not a job of this Workflow${suggest(dep, indexOf.keys())}`,
+        );
+      } else deps.push(dep);
     });
-    const edges = new Map<string, string[]>();
-    jobs.forEach((job, i) => {
-      const name = stringAt(job, "name");
-      if (name === undefined) return;
-      const deps: string[] = [];
-      arrayAt(job, "dependsOn").forEach((dep, d) => {
-        if (typeof dep !== "string") return;
-        if (!indexOf.has(dep)) {
-          ctx.report(
-            workflow,
-            `/spec/jobs/${i}/dependsOn/${d}`,
-            "cross/depends-on",
-            `depends on "${dep}", which is not a job of this Workflow${suggest(dep, indexOf.keys())}`,
-          );
-        } else deps.push(dep);
-      });
-      edges.set(name, deps);
-    });
-    const cycle = findCycle(edges);
-    if (cycle) {
-      const first = cycle[0] as string;
-      ctx.report(
-        workflow,
-        `/spec/jobs/${indexOf.get(first)}/dependsOn`,
-        "cross/dag-cycle",
-        `dependsOn forms a cycle: ${cycle.join(" -> ")}`,
-      );
-    }
+    edges.set(name, deps);
+  });
+  const cycle = findCycle(edges);
+  if (cycle) {
+    const first = cycle[0] as string;
+    ctx.report(
+      workflow,
+      `/spec/jobs/${indexOf.get(first)}/dependsOn`,
+      "cross/dag-cycle",
+      `dependsOn forms a cycle: ${cycle.join(" -> ")}`,
+    );
   }
-};
+}
 
 /**
  * A cycle in "a depends on b" edges, written in run order (`a -> b -> c -> a` means b waits for a,
