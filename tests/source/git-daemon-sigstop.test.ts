@@ -1,13 +1,19 @@
 // The fault matrix's "git server × SIGSTOP" (docs/reliability.md): a git daemon frozen mid-life
-// accepts connections (the kernel's backlog) and never answers. A fetch then waits for git's block
-// timeout (no output for that long; 10 min by default, 2 s here), fails as FetchFailed with the
-// last good revision kept, and once the daemon resumes the newest revision is applied.
-import { readdir, readFile } from "node:fs/promises";
+// accepts connections (the kernel's backlog) and never answers. The hub's fetch shows no progress
+// for its --git-timeout (60 s by default, 2 s here), is killed with its whole process group and
+// fails as FetchFailed naming the remote, the last good revision kept; once the daemon resumes the
+// newest revision is applied. Over http the transport is a child of git (git-remote-http), which
+// killing git alone (as the hub did before) left blocked on the dead connection for good.
+import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { createServer, type Socket } from "node:net";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
 import { FakeClock } from "../../operators/lib/clock.ts";
 import { createGitRepository, createGitWatcher } from "../../operators/source/index.ts";
+import { recordingLogger } from "../agent-sync/fixtures.ts";
 import { repositoryOnGit } from "../helpers/repository-on-git.ts";
+import { onProcesses, waitFor } from "../helpers/wait-for.ts";
 
 const job = (name: string) => `apiVersion: rlinf.io/v1alpha1\nkind: Job\nmetadata:\n  name: ${name}\n`;
 
@@ -59,6 +65,11 @@ t.test(
     const newer = await server.commit({ "a.yaml": job("a2") });
     let status = await watcher.trigger();
     t.equal(status.state, "FetchFailed", "the fetch gave up");
+    t.match(
+      status.fetchError,
+      `from ${server.daemonUrl}: no progress for 2 s`,
+      "naming the remote and the bound",
+    );
     t.equal(status.lastAppliedRevision, good, "the last good revision stays");
     t.same(applied, [good]);
 
@@ -67,6 +78,65 @@ t.test(
     t.equal(status.state, "Synced", "synced once the daemon resumed");
     t.equal(status.lastAppliedRevision, newer);
     t.same(applied, [good, newer]);
+    await watcher.stop();
+  },
+);
+
+t.test(
+  "a git server over http that accepts and never answers: the fetch and its transport are killed, no credential shown",
+  async (t) => {
+    // As a frozen server looks from outside: the connection is accepted, nothing ever comes back.
+    const held = new Set<Socket>();
+    const frozen = createServer((socket) => {
+      held.add(socket);
+      socket.on("error", () => undefined);
+    });
+    await new Promise<void>((resolve) => frozen.listen(0, "127.0.0.1", resolve));
+    t.teardown(() => {
+      for (const socket of held) socket.destroy();
+      frozen.close();
+    });
+    const port = (frozen.address() as { port: number }).port;
+    const transports = () => pidsWith(["git", `127.0.0.1:${port}`]);
+    // Should the bound fail, what it left behind goes with the test.
+    t.teardown(async () => {
+      for (const pid of await transports()) process.kill(pid, "SIGKILL");
+    });
+    const dataDir = await mkdtemp(join(tmpdir(), "rlark-frozen-http-"));
+    t.teardown(() => rm(dataDir, { recursive: true, force: true }));
+    const logger = recordingLogger();
+    const watcher = createGitWatcher({
+      repository: createGitRepository({
+        url: `http://deploy:s3cret-token@127.0.0.1:${port}/fleet.git`,
+        branch: "main",
+        dataDir,
+        timeoutMs: 2_000,
+      }),
+      applyRevision: async () => ({ accepted: true, errors: [] }),
+      dataDir,
+      clock: new FakeClock(),
+      intervalMs: 60_000,
+      logger,
+    });
+    await watcher.start();
+    const status = await watcher.trigger();
+    t.equal(status.state, "FetchFailed", "the fetch gave up");
+    t.match(status.fetchError, `from http://127.0.0.1:${port}/fleet.git: no progress for 2 s`);
+    const warned = logger.lines.filter(
+      (l) => l.message === "git fetch failed; keeping the last good revision",
+    );
+    t.ok(warned.length > 0, "the failure is logged");
+    t.match(warned[0]?.fields, { url: `http://127.0.0.1:${port}/fleet.git`, error: /no progress for 2 s/ });
+    t.notMatch(
+      JSON.stringify([status, logger.lines]),
+      /s3cret/,
+      "the credential is in neither the status nor the log",
+    );
+    await waitFor(
+      "no git transport of the fetch left",
+      async () => (await transports()).length === 0,
+      onProcesses,
+    );
     await watcher.stop();
   },
 );
