@@ -85,8 +85,9 @@ export function gitRemote(
     });
     child.on("close", (code, signal) => {
       clearTimeout(timer);
-      // A transport child still holding the group (git died of something else) goes too.
-      killGroup();
+      // A transport child still holding the group (git died of something else) goes too. Not
+      // after a clean exit: git has waited for its transport, and the group is gone.
+      if (code !== 0) killGroup();
       if (timedOut) {
         reject(
           new GitTimeoutError(
