@@ -1,7 +1,8 @@
 // A kubernetes store whose connections to the apiserver the test can reset, as an apiserver
 // restart or a broken network path does: every watch of the store (its informer caches, and the
 // watches the hub's components open) ends at once with ECONNRESET. Tests of "a watch that ended
-// is opened again" use it on the shared fleet's apiserver (tests/helpers/kube-store.ts).
+// is opened again" use it on the shared fleet's apiserver (tests/helpers/kube-store.ts). The same
+// proxy can also go silent (freeze), as a partition or a frozen apiserver looks.
 import { createServer, type Socket, connect as tcpConnect } from "node:net";
 import { KubeConfig } from "@kubernetes/client-node";
 import type { Test } from "tap";
@@ -14,20 +15,36 @@ export interface ResettableProxy {
   port: number;
   /** Ends every open connection with a RST (both sides). */
   reset(): void;
+  /**
+   * Silence, as a partition looks from either end: bytes are dropped both ways and new
+   * connections are accepted but never answered. No reset, no refusal.
+   */
+  freeze(): void;
+  /** Answers again; the connections the freeze broke (bytes dropped) are closed. */
+  thaw(): void;
   close(): Promise<void>;
 }
 
-/** A TCP proxy to `host:port` whose open connections `reset()` ends with a RST. */
+/** A TCP proxy to `host:port` that the test can reset (RST every connection) or freeze. */
 export async function resettableProxy(host: string, port: number): Promise<ResettableProxy> {
   const sockets = new Set<Socket>();
+  let frozen = false;
+  const track = (s: Socket) => {
+    sockets.add(s);
+    s.on("close", () => sockets.delete(s));
+    s.on("error", () => undefined);
+  };
   const server = createServer((client) => {
+    track(client);
+    if (frozen) return; // accepted, never answered
     const upstream = tcpConnect(port, host);
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on("close", () => sockets.delete(s));
-      s.on("error", () => undefined);
-    }
-    client.pipe(upstream).pipe(client);
+    track(upstream);
+    client.on("data", (chunk) => frozen || upstream.write(chunk));
+    upstream.on("data", (chunk) => frozen || client.write(chunk));
+    client.on("end", () => upstream.end());
+    upstream.on("end", () => client.end());
+    client.on("close", () => upstream.destroy());
+    upstream.on("close", () => client.destroy());
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return {
@@ -35,8 +52,38 @@ export async function resettableProxy(host: string, port: number): Promise<Reset
     reset() {
       for (const s of sockets) s.resetAndDestroy();
     },
+    freeze() {
+      frozen = true;
+    },
+    thaw() {
+      frozen = false;
+      for (const s of sockets) s.destroy();
+    },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
+}
+
+/** `kubeConfig` with its clusters reached through `proxy` (the apiserver's certificate names 127.0.0.1). */
+export function kubeConfigThrough(kubeConfig: KubeConfig, proxy: { port: number }): KubeConfig {
+  const through = new KubeConfig();
+  through.loadFromOptions({
+    clusters: kubeConfig.clusters.map((c) => ({ ...c, server: `https://127.0.0.1:${proxy.port}` })),
+    users: kubeConfig.users,
+    contexts: kubeConfig.contexts,
+    currentContext: kubeConfig.currentContext,
+  });
+  return through;
+}
+
+/** A resettable proxy to the apiserver `kubeConfig` names; closed at the end of the test. */
+export async function apiserverProxy(t: Test, kubeConfig: KubeConfig): Promise<ResettableProxy> {
+  const server = new URL(kubeConfig.getCurrentCluster()!.server);
+  const proxy = await resettableProxy(server.hostname, Number(server.port));
+  t.teardown(() => {
+    proxy.reset();
+    return proxy.close();
+  });
+  return proxy;
 }
 
 /** The fixture's store (its CRD group), reached through a resettable proxy; both closed at the end. */
@@ -44,20 +91,8 @@ export async function storeThroughProxy(
   t: Test,
   fixture: KubeStoreFixture,
 ): Promise<{ store: KubernetesStore; proxy: ResettableProxy }> {
-  const server = new URL(fixture.kubeConfig.getCurrentCluster()!.server);
-  const proxy = await resettableProxy(server.hostname, Number(server.port));
-  t.teardown(() => {
-    proxy.reset();
-    return proxy.close();
-  });
-  const kubeConfig = new KubeConfig();
-  kubeConfig.loadFromOptions({
-    // the apiserver's certificate names 127.0.0.1: the proxy is that address too
-    clusters: fixture.kubeConfig.clusters.map((c) => ({ ...c, server: `https://127.0.0.1:${proxy.port}` })),
-    users: fixture.kubeConfig.users,
-    contexts: fixture.kubeConfig.contexts,
-    currentContext: fixture.kubeConfig.currentContext,
-  });
+  const proxy = await apiserverProxy(t, fixture.kubeConfig);
+  const kubeConfig = kubeConfigThrough(fixture.kubeConfig, proxy);
   const store = openKubernetesStore({
     kubeConfig,
     resources: kinds.map(({ kind, plural, namespaced }) => ({ kind, plural, namespaced })),

@@ -3,12 +3,11 @@
 // holding the Lease while doing nothing, a slow start does not stop the renewals, a leader whose
 // apiserver stops answering stops leading by its renew deadline, and one that lost the lead never
 // leads again (another candidate takes over once the apiserver answers).
-import { type AddressInfo, connect, createServer, type Socket } from "node:net";
-import { KubeConfig } from "@kubernetes/client-node";
 import t, { type Test } from "tap";
 import { LeaderElection } from "../../operators/lib/leader-election.ts";
 import { silentLogger } from "../../operators/lib/logger.ts";
 import { fleetCluster, testNamespace } from "../helpers/fleet.ts";
+import { apiserverProxy, kubeConfigThrough } from "../helpers/store-through-proxy.ts";
 import { onKube, waitFor } from "../helpers/wait-for.ts";
 
 const { kubeConfig } = fleetCluster(0);
@@ -90,48 +89,8 @@ t.test("a leader goes on renewing while it starts, however long that takes", asy
 
 /** The fleet's apiserver through a TCP relay that can be frozen: connections stay open, nothing comes back. */
 async function freezableApiserver(t: Test) {
-  const server = new URL(kubeConfig.getCurrentCluster()!.server);
-  const state = { frozen: false };
-  const sockets = new Set<Socket>();
-  const relay = createServer((client) => {
-    if (state.frozen) {
-      // accepted, never answered; dropped once the relay thaws, so the client dials again
-      sockets.add(client);
-      client.on("error", () => undefined);
-      return;
-    }
-    const upstream = connect(Number(server.port), server.hostname);
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on("error", () => undefined);
-      s.on("close", () => sockets.delete(s));
-    }
-    client.on("data", (chunk) => state.frozen || upstream.write(chunk));
-    upstream.on("data", (chunk) => state.frozen || client.write(chunk));
-  });
-  await new Promise<void>((resolve) => relay.listen(0, "127.0.0.1", resolve));
-  t.teardown(() => {
-    for (const s of sockets) s.destroy();
-    relay.close();
-  });
-  const viaRelay = new KubeConfig();
-  viaRelay.loadFromString(kubeConfig.exportConfig());
-  const cluster = viaRelay.getCurrentCluster()!;
-  const port = (relay.address() as AddressInfo).port;
-  viaRelay.clusters = viaRelay.clusters.map((c) =>
-    c.name === cluster.name ? { ...c, server: `https://127.0.0.1:${port}` } : c,
-  );
-  return {
-    kubeConfig: viaRelay,
-    freeze() {
-      state.frozen = true;
-    },
-    /** Answers again; the connections the freeze broke (bytes dropped) are closed. */
-    thaw() {
-      state.frozen = false;
-      for (const s of sockets) s.destroy();
-    },
-  };
+  const proxy = await apiserverProxy(t, kubeConfig);
+  return { kubeConfig: kubeConfigThrough(kubeConfig, proxy), freeze: proxy.freeze, thaw: proxy.thaw };
 }
 
 t.test("a leader whose apiserver hangs stops leading by the renew deadline", async (t) => {
