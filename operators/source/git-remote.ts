@@ -26,6 +26,27 @@ export interface GitRemoteOptions {
   timeoutMs?: number;
 }
 
+/**
+ * The process groups of the remote commands running now. Detached, they would outlive the hub:
+ * a hub that exits (a leader that lost its Lease exits at once) kills them on its way out, so no
+ * fetch or push of a former leader goes on behind the new one. Process-wide by nature: one exit.
+ */
+const running = new Set<number>();
+let killOnExit = false;
+function track(pid: number): void {
+  running.add(pid);
+  if (killOnExit) return;
+  killOnExit = true;
+  process.once("exit", () => {
+    for (const group of running)
+      try {
+        process.kill(-group, "SIGKILL");
+      } catch {
+        // gone
+      }
+  });
+}
+
 /** Git gave no sign of progress for the timeout and was killed (with its transport). */
 export class GitTimeoutError extends Error {
   override name = "GitTimeoutError";
@@ -48,6 +69,7 @@ export function gitRemote(
       // its own process group, so the timeout kills git's transport with it
       detached: true,
     });
+    if (child.pid) track(child.pid);
     const stdout: Buffer[] = [];
     let stdoutBytes = 0;
     let stderr = "";
@@ -81,10 +103,12 @@ export function gitRemote(
     });
     child.on("error", (error) => {
       clearTimeout(timer);
+      if (child.pid) running.delete(child.pid);
       reject(error);
     });
     child.on("close", (code, signal) => {
       clearTimeout(timer);
+      if (child.pid) running.delete(child.pid);
       // A transport child still holding the group (git died of something else) goes too. Not
       // after a clean exit: git has waited for its transport, and the group is gone.
       if (code !== 0) killGroup();
