@@ -54,6 +54,10 @@ import {
 import type { NodeOverlay, Runtime, RuntimeTask } from "./runtimes/types.ts";
 import { startAgentTunnel } from "./tunnel-client.ts";
 
+/** The first pause before a failed apply of the desired set is tried again, and the longest. */
+const APPLY_RETRY_FIRST_MS = 1_000;
+const APPLY_RETRY_MAX_MS = 30_000;
+
 export interface AgentOptions {
   /** host:port of the hub's SSH endpoint. */
   hub: string;
@@ -318,9 +322,29 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       : undefined;
   const pingMeshSource = options.pingMesh ?? (nodePingMesh ? () => nodePingMesh.status() : undefined);
 
+  // A failed apply is tried again on its own (1 s doubling to 30 s) with the desired set as it is
+  // then: the failure may pass (a full disk freed, an apiserver back) with no change from the hub
+  // to bring the next apply. One apply at a time: a retry and a message queue behind each other.
+  let applying: Promise<void> = Promise.resolve();
+  let retry: TimerId | undefined;
+  let retries = 0;
+  let stopped = false;
+  const applyNow = () => {
+    if (retry) clock.clearTimeout(retry);
+    retry = undefined;
+    const run = applying.then(applyDesired);
+    applying = run.catch(() => undefined);
+    return run;
+  };
+
   const onDesired = async (message: Snapshot | Delta) => {
     if (message.type === "snapshot") desired.replace(message.objects);
     else desired.update(message.upserts, message.deletes);
+    await applyNow();
+  };
+
+  const applyDesired = async () => {
+    if (stopped) return;
     // Each part of the desired set is applied even when another fails: a Secret the agent may not
     // write (fleet/agent-sealed-secrets not installed) holds up no Task, node overlay or Addon.
     // The nodeservers' routes and the Secrets go beside the Tasks, not before them (a pod that
@@ -352,9 +376,17 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     if (failures.length === 0) {
       applyError = undefined;
       applied = true;
+      retries = 0;
     } else {
       applyError = failures.join("; ");
-      logger.error("applying the desired set failed", { error: applyError });
+      const retryInMs = Math.min(APPLY_RETRY_MAX_MS, APPLY_RETRY_FIRST_MS * 2 ** Math.min(retries++, 10));
+      logger.error("applying the desired set failed", { error: applyError, retryInMs });
+      if (!stopped && !retry)
+        retry = clock.setTimeout(() => {
+          applyNow().catch((error: unknown) =>
+            logger.error("applying the desired set failed", { error: String(error) }),
+          );
+        }, retryInMs);
     }
     scheduleReport();
   };
@@ -475,6 +507,8 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     tunnel,
     desired: () => desired.all(),
     async stop() {
+      stopped = true;
+      if (retry) clock.clearTimeout(retry);
       stopReporting();
       stats?.stop();
       groupPoller?.stop();

@@ -23,6 +23,7 @@ export interface CommonHubFlags {
   branch: string;
   path: string;
   interval?: number;
+  gitTimeout?: number;
   webhookSecretFile?: string;
   gitTokenFile?: string;
   gitSshKeyFile?: string;
@@ -88,6 +89,12 @@ export function addCommonHubFlags(command: Command, defaults: { interval: string
       new Option("--interval <duration>", `how often to fetch (default ${defaults.interval})`).argParser(
         parseDuration,
       ),
+    )
+    .addOption(
+      new Option(
+        "--git-timeout <duration>",
+        "kill a git fetch, ls-remote or push that shows no progress this long (a frozen git server); retried on the next poll (default 60s)",
+      ).argParser(positiveDuration),
     )
     .option(
       "--webhook-secret-file <file>",
@@ -290,6 +297,7 @@ export async function hubOptionsFrom(
     branch: flags.branch,
     path: flags.path,
     intervalMs: flags.interval ?? defaults.intervalMs,
+    ...(flags.gitTimeout === undefined ? {} : { gitTimeoutMs: flags.gitTimeout }),
     credentials,
     webhookSecretFile: flags.webhookSecretFile,
     statusBranch: flags.statusCommits ? flags.statusBranch : undefined,

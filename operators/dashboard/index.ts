@@ -18,7 +18,7 @@ import {
   sendStatus,
 } from "../lib/http/index.ts";
 import { type Logger, silentLogger } from "../lib/logger.ts";
-import type { Store } from "../lib/store/index.ts";
+import { keepWatching, type Store } from "../lib/store/index.ts";
 import { loadAssets, serveAsset, serveFavicon, serveIndex } from "./assets.ts";
 import {
   createLoginLinks,
@@ -151,20 +151,21 @@ export async function createDashboard(options: DashboardOptions): Promise<Dashbo
     void events
       .recheck()
       .catch((error: unknown) => logger.warn("event stream recheck failed", { error: String(error) }));
-  const users = await options.store.watch(
-    "User",
-    { resourceVersion: await options.store.resourceVersion() },
-    recheck,
-  );
-  const stopRechecking = every(clock, options.principalRecheckMs ?? 60_000, recheck);
-  // Who sees which team's objects changed: scoped streams start again under the new scope.
-  const scopeWatches = await Promise.all(
-    ["Team", "AccessPolicy"].map(async (kind) =>
-      options.store.watch(kind, { resourceVersion: await options.store.resourceVersion() }, () =>
-        events.rescope(),
+  // Kept open (lib/store/keep-watching.ts): on the kubernetes store a watch ends when its stream
+  // to the apiserver breaks, and one opened once would leave a User removed from git its open
+  // streams, and a changed Team every stream's old scope, until the hub restarted. A watch opened
+  // again rechecks (rescopes) at once: the change may have come while none was open.
+  const rescope = () => events.rescope();
+  const watches = [
+    await keepWatching(options.store, "User", recheck, { logger, onResync: recheck }),
+    // Who sees which team's objects changed: scoped streams start again under the new scope.
+    ...(await Promise.all(
+      ["Team", "AccessPolicy"].map((kind) =>
+        keepWatching(options.store, kind, rescope, { logger, onResync: rescope }),
       ),
-    ),
-  );
+    )),
+  ];
+  const stopRechecking = every(clock, options.principalRecheckMs ?? 60_000, recheck);
 
   return {
     routes: [
@@ -220,8 +221,7 @@ export async function createDashboard(options: DashboardOptions): Promise<Dashbo
     close() {
       stopPolling();
       stopRechecking();
-      users.stop();
-      for (const watch of scopeWatches) watch.stop();
+      for (const watch of watches) watch.stop();
       events.close();
       cache.stop();
     },

@@ -16,6 +16,10 @@ import { objectView } from "./object-view.ts";
  */
 export const PER_JOB_KINDS: ReadonlySet<string> = new Set(["Job", "Task"]);
 
+/** The pause before a kind whose watch ended is listed again, doubling per failed relist. */
+const RELIST_FIRST_MS = 500;
+const RELIST_MAX_MS = 30_000;
+
 /** The Job an object belongs to (a Task's or Pod's spec.job, or its rlinf.io/job label). */
 export function jobOf(object: KubeObject): string | undefined {
   if (object.kind === "Job") return object.metadata.name;
@@ -164,13 +168,21 @@ export function createObjectCache(options: {
     void watch.closed.then((error) => {
       if (!error || stopped) return;
       logger.warn("dashboard watch ended, listing again", { kind, error: error.message });
-      clock.setTimeout(() => {
-        if (stopped) return;
-        follow(kind).catch((e: unknown) =>
-          logger.error("dashboard relist failed", { kind, error: String(e) }),
-        );
-      }, 500);
+      relist(kind, RELIST_FIRST_MS);
     });
+  }
+
+  // A relist that fails (the apiserver still down) is tried again, 0.5 s doubling to 30 s: given
+  // up after one try, the kind's objects would stay as they were until the hub restarted.
+  function relist(kind: string, delayMs: number): void {
+    clock.setTimeout(() => {
+      if (stopped) return;
+      follow(kind).catch((e: unknown) => {
+        const next = Math.min(delayMs * 2, RELIST_MAX_MS);
+        logger.warn("dashboard relist failed; trying again", { kind, error: String(e), retryInMs: next });
+        relist(kind, next);
+      });
+    }, delayMs);
   }
 
   return {

@@ -19,6 +19,7 @@ import {
   createWebhookIntake,
   type GitRepository,
   gitIn,
+  gitRemote,
   replyWebhook,
   type WebhookIntake,
 } from "../source/index.ts";
@@ -49,7 +50,7 @@ export interface PullRequestReviewerOptions {
   /** owner/repo on the code host. */
   repo: RepoRef;
   /** The hub's mirror of the repository (credentials, bare clone). */
-  repository: Pick<GitRepository, "dir" | "auth" | "fetch" | "redact" | "branch">;
+  repository: Pick<GitRepository, "dir" | "auth" | "fetch" | "redact" | "branch" | "timeoutMs">;
   /** The manifests' folder inside the repository. */
   path?: string;
   /** The live state the plan is measured against (e.g. `() => liveFromStore(store)`). */
@@ -293,15 +294,20 @@ class Reviewer implements PullRequestReviewer {
     const baseRef = `refs/rlark/pull/${pull.number}/base`;
     try {
       // Always the base repository's URL: a fork's head is mirrored there by the host.
-      await git.raw([
-        "fetch",
-        "--no-tags",
-        "--no-write-fetch-head",
-        "--quiet",
-        auth.remoteUrl,
-        `+refs/pull/${pull.number}/head:${headRef}`,
-        `+refs/heads/${repository.branch}:${baseRef}`,
-      ]);
+      await gitRemote(
+        repository.dir,
+        [
+          "fetch",
+          "--no-tags",
+          "--no-write-fetch-head",
+          "--quiet",
+          "--progress",
+          auth.remoteUrl,
+          `+refs/pull/${pull.number}/head:${headRef}`,
+          `+refs/heads/${repository.branch}:${baseRef}`,
+        ],
+        { env: auth.env, timeoutMs: repository.timeoutMs },
+      );
     } catch (error) {
       throw new Error(`git fetch of pull request #${pull.number}: ${this.#message(error).trim()}`);
     }

@@ -5,7 +5,7 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { type Clock, systemClock, type TimerId } from "../lib/clock.ts";
 import { type Logger, silentLogger } from "../lib/logger.ts";
-import { type GitAuth, gitIn, repoKey } from "../source/index.ts";
+import { type GitAuth, gitIn, gitRemote, repoKey } from "../source/index.ts";
 import { documentPathOnBranch, type StatusBranchLayout, statusBranchPath } from "./status-layout.ts";
 
 /** One file of the status branch. */
@@ -23,6 +23,8 @@ export interface StatusRemote {
   readonly branch: string;
   auth(): Promise<GitAuth>;
   redact(text: string): string;
+  /** How long a git command talking to it may show no progress (the hub's --git-timeout). */
+  readonly timeoutMs?: number;
 }
 
 export interface StatusBranchWriterOptions {
@@ -233,6 +235,12 @@ class Writer extends EventEmitter implements StatusBranchWriter {
     });
   }
 
+  /** A command that talks to the remote: bounded, so a frozen server fails it (git-remote.ts). */
+  #gitRemote(auth: GitAuth, args: string[]): Promise<string> {
+    const timeoutMs = this.#timeoutMs ?? this.#remote.timeoutMs;
+    return gitRemote(this.#dir, args, { env: auth.env, ...(timeoutMs ? { timeoutMs } : {}) });
+  }
+
   get #trackingRef(): string {
     return `refs/remotes/origin/${this.statusBranch}`;
   }
@@ -241,13 +249,20 @@ class Writer extends EventEmitter implements StatusBranchWriter {
   async #fetchTip(auth: GitAuth): Promise<string | null> {
     const git = await this.#git(auth);
     const remoteRef = `refs/heads/${this.statusBranch}`;
-    const listed = await git.raw(["ls-remote", auth.remoteUrl, remoteRef]);
+    const listed = await this.#gitRemote(auth, ["ls-remote", auth.remoteUrl, remoteRef]);
     if (!listed.trim()) {
       await git.raw(["update-ref", "-d", this.#trackingRef]).catch(() => {});
       this.#fetched = true;
       return null;
     }
-    await git.raw(["fetch", "--no-tags", "--quiet", auth.remoteUrl, `+${remoteRef}:${this.#trackingRef}`]);
+    await this.#gitRemote(auth, [
+      "fetch",
+      "--no-tags",
+      "--quiet",
+      "--progress",
+      auth.remoteUrl,
+      `+${remoteRef}:${this.#trackingRef}`,
+    ]);
     this.#fetched = true;
     return this.#localTip(auth);
   }
@@ -280,7 +295,13 @@ class Writer extends EventEmitter implements StatusBranchWriter {
       try {
         const git = await this.#git(auth);
         // Never forced: someone else's commit on the status branch is rebuilt upon, not overwritten.
-        await git.raw(["push", "--quiet", auth.remoteUrl, `${built.commit}:refs/heads/${this.statusBranch}`]);
+        await this.#gitRemote(auth, [
+          "push",
+          "--quiet",
+          "--progress",
+          auth.remoteUrl,
+          `${built.commit}:refs/heads/${this.statusBranch}`,
+        ]);
         await git.raw(["update-ref", this.#trackingRef, built.commit]);
         this.#tip = { commit: built.commit, files: built.files };
         // Nothing else in this clone runs git's automatic gc (no fetch on the happy path), and every

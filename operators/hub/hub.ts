@@ -63,6 +63,8 @@ export interface HubOptions {
   branch?: string;
   path?: string;
   intervalMs?: number;
+  /** A git fetch, ls-remote or push that shows no progress this long is killed (`--git-timeout`); default 60 s. */
+  gitTimeoutMs?: number;
   credentials?: GitCredentials;
   /** Where push-webhook secrets come from (`--webhook-secret-file` or RLARK_WEBHOOK_SECRET); read per request. */
   webhookSecretFile?: string;
@@ -250,6 +252,7 @@ export async function startHub(options: HubOptions): Promise<Hub> {
         branch,
         path: sourcePath,
         intervalMs: options.intervalMs ?? 60_000,
+        ...(options.gitTimeoutMs ? { gitTimeoutMs: options.gitTimeoutMs } : {}),
         credentials: options.credentials,
         onCatalog: (catalog) => addonCatalog.set(catalog),
         sealCheck,

@@ -24,6 +24,8 @@ export interface HubSourceOptions {
   /** Folder of the repository that holds the manifests. */
   path: string;
   intervalMs: number;
+  /** How long a git command talking to the remote may show no progress; default 60 s. */
+  gitTimeoutMs?: number;
   credentials?: GitCredentials;
   /** Reports `rlark/sync` commit statuses for every revision (feedback to the code host). */
   syncStatus?: SyncStatusReporter;
@@ -46,6 +48,7 @@ export function createHubSource(options: HubSourceOptions): HubSource {
     branch: options.branch,
     dataDir: options.dataDir,
     credentials: options.credentials,
+    ...(options.gitTimeoutMs ? { timeoutMs: options.gitTimeoutMs } : {}),
   });
   const apply = createRevisionApplier({
     store: options.store,
@@ -59,6 +62,8 @@ export function createHubSource(options: HubSourceOptions): HubSource {
     dataDir: options.dataDir,
     path: options.path,
     intervalMs: options.intervalMs,
+    // A failed fetch is logged with the remote (credentials scrubbed) and retried with backoff.
+    logger: options.logger,
     applyRevision: options.syncStatus ? options.syncStatus.wrap(apply) : apply,
   });
   registerGitSourceMetrics(options.registry, watcher);

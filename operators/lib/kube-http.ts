@@ -40,14 +40,17 @@ const MAX_ATTEMPTS_ON_429 = 5;
  * `send()` again while the apiserver answers 429 (not processed: its "storage is
  * (re)initializing" or priority and fairness), after the Retry-After it names, as client-go does.
  */
-async function resendOn429<T>(send: () => Promise<T>): Promise<T> {
+async function resendOn429<T>(send: () => Promise<T>, deadline = Number.POSITIVE_INFINITY): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await send();
     } catch (error) {
       if (!(error instanceof KubeHttpError) || error.code !== 429 || attempt >= MAX_ATTEMPTS_ON_429)
         throw error;
-      await new Promise((resolve) => setTimeout(resolve, Math.min(error.retryAfterMs ?? 1000, 5000)));
+      const pause = Math.min(error.retryAfterMs ?? 1000, 5000);
+      // No time left for another send within the caller's timeout: the 429 is the answer.
+      if (Date.now() + pause >= deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, pause));
     }
   }
 }
@@ -71,7 +74,11 @@ export interface RequestOptions {
   query?: Query;
   body?: unknown;
   contentType?: string;
-  /** Abort (reject) when the whole answer has not come within this long. Default: no limit. */
+  /**
+   * Abort (reject) when the whole answer has not come within this long, 429 resends included (a
+   * caller with a deadline, such as a Lease renewal, must not wait five Retry-Afters). Default: no
+   * limit.
+   */
   timeoutMs?: number;
 }
 
@@ -124,10 +131,19 @@ export class KubeHttp {
    * does, a few times before it is an error.
    */
   async request<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
-    return resendOn429(() => this.#requestOnce<T>(method, path, options));
+    const timeoutMs = options.timeoutMs;
+    if (timeoutMs === undefined) return resendOn429(() => this.#requestOnce<T>(method, path, options));
+    const deadline = Date.now() + timeoutMs;
+    return resendOn429(() => this.#requestOnce<T>(method, path, options, deadline), deadline);
   }
 
-  async #requestOnce<T>(method: string, path: string, options: RequestOptions): Promise<T> {
+  /** One send; with `deadline` (ms since the epoch) it is aborted then, `options.timeoutMs` named. */
+  async #requestOnce<T>(
+    method: string,
+    path: string,
+    options: RequestOptions,
+    deadline?: number,
+  ): Promise<T> {
     this.#count(method);
     const request = await this.#options(method, path, options.query ?? {});
     const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
@@ -174,11 +190,10 @@ export class KubeHttp {
         });
       });
       req.on("error", reject);
-      if (options.timeoutMs !== undefined) {
-        const timeoutMs = options.timeoutMs;
+      if (deadline !== undefined) {
         const timer = setTimeout(
-          () => req.destroy(new Error(`${method} ${path}: no answer within ${timeoutMs} ms`)),
-          timeoutMs,
+          () => req.destroy(new Error(`${method} ${path}: no answer within ${options.timeoutMs} ms`)),
+          Math.max(0, deadline - Date.now()),
         );
         req.on("close", () => clearTimeout(timer));
       }

@@ -4,13 +4,18 @@
 // candidate's own clock (it never compares its clock with the leader's). Every write carries
 // the Lease's resourceVersion, so two candidates cannot both win.
 //
-// The defaults are shorter than client-go's 15 s / 10 s / 2 s so that a standby leads within
-// 15 s of a leader's kill -9: the takeover comes at most lease + 2 × retry after the last renewal
-// (the standby sees a renewal up to one retry late, and checks once per retry), 12 s here. The
-// price is one Lease write per second, nothing for etcd. The renew deadline stays long (7 s): a
-// leader on a busy machine and apiserver (the hub bench) lost its lease with 5 s. Safety does not rest on the tick: the
-// leader's deadline runs from when its last successful renewal was *sent*, on a timer of its own,
-// and every Lease request times out, so a hung apiserver cannot keep a leader leading past it.
+// The defaults, 30 s / 20 s / 2 s (client-go's are 15 s / 10 s / 2 s), are for a hub on a busy
+// machine and apiserver: with 10 s / 7 s / 1 s, two hubs on a loaded 2-core machine (load average
+// above 35, the chaos soak) took turns, the leader missing its deadline every 20–60 s and exiting;
+// with 30 s / 20 s / 2 s they hold (docs/ha.md). The price is the takeover after a leader's kill -9:
+// at most lease + 2 × retry after its last renewal (a standby sees a renewal up to one retry late
+// and checks once per retry), 34 s; a hub stopped with SIGTERM releases the Lease at once. Safety
+// does not rest on the tick: the leader's deadline runs from when its last successful renewal was
+// *sent*, on a timer of its own, and every Lease request (429 resends included) is cut after a
+// third of the renew deadline, so a hung apiserver cannot keep a leader leading past it and a
+// hung connection leaves time for two more tries. lease − renew deadline (10 s) is the margin for
+// a late timer (a blocked event loop) and the two clocks' rates. A candidate that lost the lead
+// never leads again: the hub exits and its supervisor starts a fresh candidate.
 
 import { hostname } from "node:os";
 import type { KubeConfig } from "@kubernetes/client-node";
@@ -24,15 +29,18 @@ export interface LeaderElectionOptions {
   name: string;
   /** This candidate, unique among them (default: hostname and pid). */
   identity?: string;
-  /** How long a Lease not renewed stays the holder's. Default 10 s. */
+  /** How long a Lease not renewed stays the holder's. Default 30 s. */
   leaseMs?: number;
-  /** How long the leader keeps trying to renew before it stops leading. Default 7 s. */
+  /** How long the leader keeps trying to renew before it stops leading. Default 20 s. */
   renewDeadlineMs?: number;
-  /** How often candidates try to acquire and the leader renews. Default 1 s. */
+  /** How often candidates try to acquire and the leader renews. Default 2 s. */
   retryMs?: number;
   logger: Logger;
   onStartedLeading: () => void | Promise<void>;
-  /** The leader lost the Lease (could not renew in time, or another holder took it). */
+  /**
+   * The leader lost the Lease (could not renew in time, or another holder took it). It stops
+   * trying: this candidate never leads again (the hub exits; a new process is a new candidate).
+   */
   onStoppedLeading: () => void;
 }
 
@@ -52,7 +60,7 @@ interface Lease {
 const microTime = (ms: number) => new Date(ms).toISOString().replace("Z", "000Z");
 
 /** Lease duration, renew deadline and retry period when none are given (see the top comment). */
-export const leaderElectionDefaults = { leaseMs: 10_000, renewDeadlineMs: 7_000, retryMs: 1_000 } as const;
+export const leaderElectionDefaults = { leaseMs: 30_000, renewDeadlineMs: 20_000, retryMs: 2_000 } as const;
 
 export class LeaderElection {
   readonly identity: string;
@@ -102,15 +110,23 @@ export class LeaderElection {
           leaseDurationSeconds: 1,
           renewTime: microTime(Date.now()),
         };
-        await this.#http.request("PUT", this.#path(), { body: lease }).catch(() => undefined);
+        // Bounded like every Lease request: a hub stopping while its apiserver hangs still exits
+        // (the Lease then runs out instead).
+        await this.#http
+          .request("PUT", this.#path(), { body: lease, timeoutMs: this.#requestTimeoutMs() })
+          .catch(() => undefined);
       }
     }
     this.#http.close();
   }
 
-  /** A read and a write fit in the renew deadline, so a hung apiserver never stalls the ticks. */
+  /**
+   * A third of the renew deadline, 429 resends included: a request that hangs (a dead keep-alive
+   * connection, a frozen apiserver) leaves time for two more tries before the deadline, on the
+   * next retries' fresh connections.
+   */
   #requestTimeoutMs(): number {
-    return this.#o.renewDeadlineMs / 2;
+    return Math.floor(this.#o.renewDeadlineMs / 3);
   }
 
   #path(): string {
@@ -180,6 +196,10 @@ export class LeaderElection {
   #lose(why: string): void {
     clearTimeout(this.#deadline);
     this.#leading = false;
+    // Done for good: a renewal still in flight, or one the apiserver answers later, must not make
+    // this candidate lead again while what it started may still be stopping.
+    this.#stopped = true;
+    clearTimeout(this.#timer);
     this.#o.logger.warn("stopped leading", { why, identity: this.identity });
     this.#o.onStoppedLeading();
   }

@@ -40,7 +40,7 @@ export function gitIn(baseDir: string, options: GitExecOptions = {}): SimpleGit 
 }
 
 /** The process environment minus what could redirect git (GIT_DIR from a hook, an EDITOR, a PAGER...). */
-function ambientEnv(): Record<string, string> {
+export function ambientEnv(): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [key, value] of Object.entries(process.env)) {
     if (value === undefined || GUARDED.test(key)) continue;

@@ -4,6 +4,7 @@ import { chmod, mkdir, readdir, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { type GitAuth, type GitCredentials, prepareGitAuth, repoKey } from "./git-auth.ts";
 import { gitIn } from "./git-exec.ts";
+import { DEFAULT_GIT_TIMEOUT_MS, gitRemote } from "./git-remote.ts";
 import { treeBlobs } from "./tree-blobs.ts";
 
 export interface GitRepositoryOptions {
@@ -13,7 +14,10 @@ export interface GitRepositoryOptions {
   /** Clones live in `<dataDir>/git/<hash-of-url>`, snapshots in `<dataDir>/snapshots/<sha>`. */
   dataDir: string;
   credentials?: GitCredentials;
-  /** Kill a git process that has been silent this long. */
+  /**
+   * Kill a git command talking to the remote when it has shown no progress this long (a frozen
+   * or unreachable server); default 60 s (git-remote.ts). Local commands are not bound by it.
+   */
   timeoutMs?: number;
 }
 
@@ -24,6 +28,8 @@ export interface GitRepository {
   readonly branch: string;
   /** The bare clone. */
   readonly dir: string;
+  /** How long a git command talking to the remote may show no progress (gitRemote's bound). */
+  readonly timeoutMs: number;
   /** Fetches the branch (forced, so rewritten history replaces the old) and returns its commit. */
   fetch(): Promise<string>;
   /** Writes the tree of `revision` to `<dataDir>/snapshots/<revision>` (once) and returns that path. */
@@ -58,6 +64,7 @@ class Repository implements GitRepository {
   readonly url: string;
   readonly branch: string;
   readonly dir: string;
+  readonly timeoutMs: number;
   #options: GitRepositoryOptions;
   #auth: Promise<GitAuth> | undefined;
   #redact: (text: string) => string;
@@ -69,6 +76,7 @@ class Repository implements GitRepository {
     this.#options = options;
     this.branch = options.branch.replace(/^refs\/heads\//, "");
     this.dir = join(options.dataDir, "git", repoKey(options.url));
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_GIT_TIMEOUT_MS;
     this.#snapshots = join(options.dataDir, "snapshots");
     // Until prepareGitAuth ran, scrub at least the URL's userinfo and the explicit token.
     const token = options.credentials?.token;
@@ -96,12 +104,10 @@ class Repository implements GitRepository {
     return this.#redact(text);
   }
 
+  /** For local commands (rev-parse, read-tree): gitIn's own silence bound, not the remote's. */
   async #git(env: Record<string, string> = {}) {
     const auth = await this.auth();
-    return gitIn(this.dir, {
-      env: { ...auth.env, ...env },
-      ...(this.#options.timeoutMs ? { timeoutMs: this.#options.timeoutMs } : {}),
-    });
+    return gitIn(this.dir, { env: { ...auth.env, ...env } });
   }
 
   async #scrubbed<T>(what: string, run: () => Promise<T>): Promise<T> {
@@ -124,18 +130,23 @@ class Repository implements GitRepository {
         await mkdir(this.dir, { recursive: true });
         await (await this.#git()).raw(["init", "--bare", "--quiet"]);
       }
-      const git = await this.#git();
       const ref = `refs/remotes/origin/${this.branch}`;
-      // Forced refspec: a force-push or rewritten history simply replaces what we had.
-      await git.raw([
-        "fetch",
-        "--prune",
-        "--no-tags",
-        "--quiet",
-        auth.remoteUrl,
-        `+refs/heads/${this.branch}:${ref}`,
-      ]);
-      return (await git.raw(["rev-parse", "--verify", `${ref}^{commit}`])).trim();
+      // Forced refspec: a force-push or rewritten history simply replaces what we had. Bounded
+      // (git-remote.ts): a frozen server fails this fetch, and the next poll tries again.
+      await gitRemote(
+        this.dir,
+        [
+          "fetch",
+          "--prune",
+          "--no-tags",
+          "--quiet",
+          "--progress",
+          auth.remoteUrl,
+          `+refs/heads/${this.branch}:${ref}`,
+        ],
+        { env: auth.env, timeoutMs: this.timeoutMs },
+      );
+      return (await (await this.#git()).raw(["rev-parse", "--verify", `${ref}^{commit}`])).trim();
     });
   }
 

@@ -12,6 +12,7 @@ export { loadGitCredentials, prepareGitAuth, repoKey, scrubUrl } from "./git-aut
 export type { GitExecOptions } from "./git-exec.ts";
 export { gitIn } from "./git-exec.ts";
 export { registerGitSourceMetrics } from "./git-metrics.ts";
+export { DEFAULT_GIT_TIMEOUT_MS, type GitRemoteOptions, GitTimeoutError, gitRemote } from "./git-remote.ts";
 export type { GitRepository, GitRepositoryOptions } from "./git-repository.ts";
 export { createGitRepository, GitSourceError } from "./git-repository.ts";
 export type {

@@ -60,3 +60,16 @@ t.test("the access limits reach the hub's options; sizes take units", async (t) 
   );
   for (const bad of ["", "-1", "10 parsecs", "1e9", "5mb"]) t.throws(() => parseByteSize(bad), bad);
 });
+
+t.test("--git-timeout reaches the hub's options; unset, the source's own default (60 s) holds", async (t) => {
+  const { hubOptionsFrom } = await import("../../operators/cli/hub-options.ts");
+  const options = (extra: object) =>
+    hubOptionsFrom({ ...defaultHubFlags(), ...extra }, { intervalMs: 1 }, {});
+  const hub = buildProgram().commands.find((c) => c.name() === "hub")!;
+  const parsed = hub.parseOptions(["--git-timeout", "5s"]);
+  t.same(parsed.unknown, []);
+  t.equal((await options({ gitTimeout: hub.opts().gitTimeout })).gitTimeoutMs, 5_000);
+  t.equal((await options({})).gitTimeoutMs, undefined);
+  const { DEFAULT_GIT_TIMEOUT_MS } = await import("../../operators/source/index.ts");
+  t.equal(DEFAULT_GIT_TIMEOUT_MS, 60_000);
+});

@@ -38,7 +38,7 @@ t.test("a standby calls onLeading listeners when it takes the lead, not before",
         namespace,
         servedGroup: fixture.group,
       },
-      leaderElection: { identity, leaseMs: 3000, renewDeadlineMs: 2000, retryMs: 250, onLost: () => {} },
+      leaderElection: { identity, leaseMs: 6000, renewDeadlineMs: 4500, retryMs: 500, onLost: () => {} },
     });
   const a = await candidate("a");
   await waitFor("hub a leads", () => a.hub.leading(), onKube);

@@ -22,7 +22,7 @@ t.test("a standby commits no status; once it leads it does", async (t) => {
       namespace,
       servedGroup: fixture.group,
     },
-    leaderElection: { identity: "a", leaseMs: 3000, renewDeadlineMs: 2000, retryMs: 250, onLost: () => {} },
+    leaderElection: { identity: "a", leaseMs: 6000, renewDeadlineMs: 4500, retryMs: 500, onLost: () => {} },
     statusBranch: "rlark/status",
     statusDebounceMs: 50,
   });
@@ -35,7 +35,7 @@ t.test("a standby commits no status; once it leads it does", async (t) => {
       namespace,
       servedGroup: fixture.group,
     },
-    leaderElection: { identity: "b", leaseMs: 3000, renewDeadlineMs: 2000, retryMs: 250, onLost: () => {} },
+    leaderElection: { identity: "b", leaseMs: 6000, renewDeadlineMs: 4500, retryMs: 500, onLost: () => {} },
     statusBranch: "rlark/status",
     statusDebounceMs: 50,
   });

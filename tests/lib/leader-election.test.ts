@@ -1,17 +1,18 @@
 // Leader election on a real Lease of the fleet's kube-apiserver (operators/lib/leader-election.ts):
 // one candidate leads at a time, a leader that fails to start gives the lead up rather than
-// holding the Lease while doing nothing, a slow start does not stop the renewals, and a leader
-// whose apiserver stops answering stops leading by its renew deadline.
-import { type AddressInfo, connect, createServer, type Socket } from "node:net";
-import { KubeConfig } from "@kubernetes/client-node";
-import t from "tap";
+// holding the Lease while doing nothing, a slow start does not stop the renewals, a leader whose
+// apiserver stops answering stops leading by its renew deadline, and one that lost the lead never
+// leads again (another candidate takes over once the apiserver answers).
+import t, { type Test } from "tap";
 import { LeaderElection } from "../../operators/lib/leader-election.ts";
 import { silentLogger } from "../../operators/lib/logger.ts";
 import { fleetCluster, testNamespace } from "../helpers/fleet.ts";
+import { apiserverProxy, kubeConfigThrough } from "../helpers/store-through-proxy.ts";
 import { onKube, waitFor } from "../helpers/wait-for.ts";
 
 const { kubeConfig } = fleetCluster(0);
-const quick = { leaseMs: 3_000, renewDeadlineMs: 2_000, retryMs: 250 };
+// Short, but each Lease request still gets 1.5 s (a third of the renew deadline) on a busy machine.
+const quick = { leaseMs: 6_000, renewDeadlineMs: 4_500, retryMs: 500 };
 
 t.test("a leader whose start fails stops leading, and another candidate takes the Lease", async (t) => {
   const namespace = await testNamespace(t, kubeConfig, "lease");
@@ -86,38 +87,18 @@ t.test("a leader goes on renewing while it starts, however long that takes", asy
   t.ok(slow.leading, "it still leads");
 });
 
+/** The fleet's apiserver through a TCP relay that can be frozen: connections stay open, nothing comes back. */
+async function freezableApiserver(t: Test) {
+  const proxy = await apiserverProxy(t, kubeConfig);
+  return { kubeConfig: kubeConfigThrough(kubeConfig, proxy), freeze: proxy.freeze, thaw: proxy.thaw };
+}
+
 t.test("a leader whose apiserver hangs stops leading by the renew deadline", async (t) => {
   const namespace = await testNamespace(t, kubeConfig, "lease");
-  // A TCP relay to the apiserver that can be frozen: connections stay open, nothing comes back.
-  const server = new URL(kubeConfig.getCurrentCluster()!.server);
-  let frozen = false;
-  const sockets = new Set<Socket>();
-  const relay = createServer((client) => {
-    if (frozen) return; // accepted, never answered
-    const upstream = connect(Number(server.port), server.hostname);
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on("error", () => undefined);
-      s.on("close", () => sockets.delete(s));
-    }
-    client.on("data", (chunk) => frozen || upstream.write(chunk));
-    upstream.on("data", (chunk) => frozen || client.write(chunk));
-  });
-  await new Promise<void>((resolve) => relay.listen(0, "127.0.0.1", resolve));
-  t.teardown(() => {
-    for (const s of sockets) s.destroy();
-    relay.close();
-  });
-  const viaRelay = new KubeConfig();
-  viaRelay.loadFromString(kubeConfig.exportConfig());
-  const cluster = viaRelay.getCurrentCluster()!;
-  const port = (relay.address() as AddressInfo).port;
-  viaRelay.clusters = viaRelay.clusters.map((c) =>
-    c.name === cluster.name ? { ...c, server: `https://127.0.0.1:${port}` } : c,
-  );
+  const apiserver = await freezableApiserver(t);
   let lost = 0;
   const leader = new LeaderElection({
-    kubeConfig: viaRelay,
+    kubeConfig: apiserver.kubeConfig,
     namespace,
     name: "rlark-hub",
     identity: "cut-off",
@@ -131,7 +112,54 @@ t.test("a leader whose apiserver hangs stops leading by the renew deadline", asy
   t.teardown(() => leader.stop());
   leader.start();
   await waitFor("it leads", () => leader.leading, onKube);
-  frozen = true;
+  apiserver.freeze();
   await waitFor("it stops leading, its requests hanging", () => lost > 0, onKube);
   t.equal(leader.leading, false);
+});
+
+t.test("a leader that lost the lead never leads again: another candidate takes over", async (t) => {
+  const namespace = await testNamespace(t, kubeConfig, "lease");
+  const apiserver = await freezableApiserver(t);
+  let started = 0;
+  let lost = 0;
+  const leader = new LeaderElection({
+    kubeConfig: apiserver.kubeConfig,
+    namespace,
+    name: "rlark-hub",
+    identity: "was-cut-off",
+    ...quick,
+    logger: silentLogger,
+    onStartedLeading: () => {
+      started++;
+    },
+    onStoppedLeading: () => {
+      lost++;
+    },
+  });
+  t.teardown(() => leader.stop());
+  leader.start();
+  await waitFor("it leads", () => leader.leading, onKube);
+  apiserver.freeze();
+  await waitFor("it stops leading", () => lost > 0, onKube);
+  // The apiserver answers again: the Lease still names the old leader, which must not renew it
+  // (what it started may still be stopping), so it expires and the other candidate leads.
+  apiserver.thaw();
+  let otherStarted = false;
+  const other = new LeaderElection({
+    kubeConfig,
+    namespace,
+    name: "rlark-hub",
+    identity: "other",
+    ...quick,
+    logger: silentLogger,
+    onStartedLeading: () => {
+      otherStarted = true;
+    },
+    onStoppedLeading: () => {},
+  });
+  t.teardown(() => other.stop());
+  other.start();
+  await waitFor("the other candidate leads", () => otherStarted && other.leading, onKube);
+  t.equal(started, 1, "the first leader started leading once");
+  t.equal(leader.leading, false, "and does not lead");
 });

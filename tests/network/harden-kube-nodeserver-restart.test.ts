@@ -16,6 +16,21 @@ import { startSecretNodeserver } from "../helpers/nodeserver-process.ts";
 import { ECHO, ROUND_TRIP, STREAM } from "../helpers/python-echo.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 
+/** STREAM (python-echo.ts) saying "round" after each 64 KiB echoed back. */
+const COUNTED_STREAM = `import socket,sys
+c=socket.create_connection((sys.argv[1],7000),timeout=30)
+try:
+  while True:
+    c.sendall(b"x"*65536)
+    n=0
+    while n<65536:
+      d=c.recv(65536)
+      if not d: raise EOFError("closed")
+      n+=len(d)
+    print("round",flush=True)
+except Exception as e:
+  print("broken",type(e).__name__,flush=True);sys.exit(3)`;
+
 const fds = (pid: number | undefined) => readdirSync(`/proc/${pid}/fd`).length;
 /**
  * The sockets a process holds. For rlark-net, not all its fds: Go keeps a pool of pipe pairs for
@@ -92,6 +107,36 @@ t.test("a kube nodeserver restarted mid-stream: clean break, quick recovery, no 
     b: sockets(rlarkNetPid(b)),
   });
   const before = stayed();
+
+  // The fault matrix's "nodeserver × SIGSTOP": frozen shorter than the program's own 30 s socket
+  // timeout, the stream stalls and goes on where it was once the nodeserver resumes.
+  await t.test("a frozen nodeserver: the stream stalls and goes on when it resumes", async (t: Test) => {
+    const stream = a.spawn("python3", ["-c", COUNTED_STREAM, vipB]);
+    let rounds = 0;
+    let out = "";
+    stream.stdout?.on("data", (c: Buffer) => {
+      out += c.toString();
+      rounds = (out.match(/round/g) ?? []).length;
+    });
+    await waitFor("the stream flowing", () => rounds >= 3, { attempts: 400, everyMs: 25 });
+    kube.kill("SIGSTOP");
+    t.teardown(() => kube.kill("SIGCONT"));
+    const frozenAt = Date.now();
+    const atFreeze = rounds;
+    await waitFor("frozen for 5 s", () => Date.now() - frozenAt >= 5_000, { attempts: 400, everyMs: 25 });
+    const whileFrozen = rounds;
+    kube.kill("SIGCONT");
+    await waitFor("the stream going on", () => rounds >= whileFrozen + 3, { attempts: 400, everyMs: 25 });
+    t.ok(
+      whileFrozen - atFreeze <= 2,
+      `at most the rounds in flight went through while frozen (${whileFrozen - atFreeze})`,
+    );
+    t.notMatch(out, /broken/, "the program saw no error");
+    const exited = new Promise((resolve) => stream.once("close", resolve));
+    stream.kill("SIGKILL");
+    await exited;
+    await waitFor("a new connection succeeds", roundTrip, { attempts: 300, everyMs: 100 });
+  });
 
   await t.test("the stream breaks cleanly and new connections succeed", async (t: Test) => {
     const stream = a.spawn("python3", ["-c", STREAM, vipB]);

@@ -299,6 +299,7 @@ t.test("concurrent triggers share syncs instead of queueing one each", async (t)
     url: repository.url,
     branch: repository.branch,
     dir: repository.dir,
+    timeoutMs: repository.timeoutMs,
     fetch: () => {
       fetches++;
       return repository.fetch();

@@ -68,6 +68,7 @@ export async function keepWatching(
           return;
         }
         failures = 0;
+        logger.info("store watch opened again", { kind });
         options.onResync?.();
       } catch (err) {
         failures++;

@@ -15,11 +15,12 @@ const long = { ...onRealServers, attempts: 2400 };
 t.test("a standby frozen past the Lease: the leader goes on, the standby catches up", async (t) => {
   const fixture = await kubeStoreFixture(t);
   const namespace = await testNamespace(t, fixture.kubeConfig, "standbystop");
-  // A 4 s Lease: the freeze below outlasts it several times.
+  // A 6 s Lease: the freeze below outlasts it three times. The renew deadline (4.5 s) leaves each
+  // Lease request 1.5 s (a third of it), which the leader's renewals need on a loaded machine.
   const hubs = await hubProcesses(t, marker, [
     ...["--store", "kubernetes", "--kubeconfig", fixture.kubeconfigFile, "--namespace", namespace],
     ...["--crd-group", fixture.group, "--no-status-commits", "--no-dashboard"],
-    ...["--leader-elect-lease-duration", "4s", "--leader-elect-renew-deadline", "3s"],
+    ...["--leader-elect-lease-duration", "6s", "--leader-elect-renew-deadline", "4500ms"],
     ...["--leader-elect-retry-period", "500ms"],
   ]);
   const a = await hubs.hub("a");
@@ -37,7 +38,7 @@ t.test("a standby frozen past the Lease: the leader goes on, the standby catches
   t.teardown(() => standby.kill("SIGCONT"));
   await hubs.git.commit({ "late.yaml": sleepingJob("late", `${marker}-late`) });
   await waitFor("the leader applies the new Job", async () => (await job(a, "late")) !== undefined, long);
-  await waitFor("the freeze outlasts the Lease three times", () => Date.now() - frozenAt >= 12_000, {
+  await waitFor("the freeze outlasts the Lease three times", () => Date.now() - frozenAt >= 18_000, {
     attempts: 200,
     everyMs: 100,
   });
