@@ -163,6 +163,8 @@ export async function startBastion(
     hub?: Partial<HubOptions>;
     /** The agent's access programs (e.g. an sftp-server that cannot start). */
     access?: AccessOptions;
+    /** The rlark-net binary of the agent's byte hop (ADR 0011). */
+    accessHop?: string;
   },
 ): Promise<Bastion> {
   const dir = await mkdtemp(path.join(tmpdir(), "rlark-bastion-"));
@@ -211,6 +213,7 @@ export async function startBastion(
     runtime: stopping,
     runtimeKind: "process",
     ...(options.access ? { access: options.access } : {}),
+    ...(options.accessHop ? { accessHop: options.accessHop } : {}),
   });
   for (const pod of options.pods ?? []) {
     await waitFor(

@@ -20,9 +20,18 @@ import type { StreamHandler } from "../../lib/tunnel/index.ts";
 import { filterSftp, serverVersion } from "../runtimes/shared/sftp-filter.ts";
 import type { AccessEnvironment, LocalAccess, Runtime, RuntimeAccess } from "../runtimes/types.ts";
 import { containerPolicy, type FilesOptions, startFiles } from "./files.ts";
+import type { AccessHop } from "./hop.ts";
 import { type SessionOptions, startSession } from "./session.ts";
 
-export type AccessOptions = SessionOptions & FilesOptions;
+export type AccessOptions = SessionOptions &
+  FilesOptions & {
+    /**
+     * The byte hop for forwards the hub sends with a ticket (ADR 0011): `rlark-net access-hop`
+     * and the host of the hub the tunnel reached now. Absent: such forwards are served on the
+     * stream, as every other.
+     */
+    hop?: { process: Pick<AccessHop, "dial">; hubHost(): string | undefined };
+  };
 
 function lastCheck(access: LocalAccess, pod: AccessPodRef): AccessEnvironment {
   const target = access.environment({ namespace: pod.namespace, name: pod.name });
@@ -62,6 +71,20 @@ export function accessStreams(runtime: Runtime, options: AccessOptions = {}): Re
       const request = parseAccessForwardRequest(meta);
       const access = accessOf(runtime, "forwards no ports of its pods");
       if (access.kind === "local") lastCheck(access, request);
+      // The hub offered its byte hop: this process checks, names the address, and the hop
+      // connects it; the stream then carries no byte (the answer says `hop: true`).
+      const hub = options.hop?.hubHost();
+      if (request.hop && options.hop && hub && access.kind === "local" && access.forwardAddress) {
+        const target = await access.forwardAddress(request, request.port);
+        if (target) {
+          const at = hub.includes(":") ? `[${hub}]` : hub;
+          return options.hop.process.dial({
+            hub: `${at}:${request.hop.port}`,
+            ticket: request.hop.ticket,
+            target,
+          });
+        }
+      }
       const stream = await access.connect(request, request.port);
       // Nagle would delay the window adjustments of the SSH hops (ARCHITECTURE.md).
       if (stream instanceof Socket) stream.setNoDelay(true);

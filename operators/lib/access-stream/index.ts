@@ -16,6 +16,7 @@ export {
   ACCESS_FORWARD_PURPOSE,
   ACCESS_SESSION_PURPOSE,
   type AccessForwardRequest,
+  type AccessHopTicket,
   type AccessPodRef,
   type AccessSessionRequest,
   parseAccessForwardRequest,

@@ -1,0 +1,160 @@
+// The agent's byte hop for forwards (ADR 0011, third decision): `rlark-net access-hop`, started
+// and restarted here (lib/go-child.ts), connects the address the agent named after its last check
+// and the hub's SSH front on its TLS data port with the hub's single-use ticket, and copies the
+// bytes between them: none passes through this process. What the hub's stream gets instead is a
+// handle without bytes: it ends when the hop's connection ends, and ending it (the hub cut the
+// access, or its stream broke) closes the connection. Protocol: operators/network/rlark-net/access-hop.go.
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Duplex } from "node:stream";
+import { startGoChild } from "../../lib/go-child.ts";
+import type { Logger } from "../../lib/logger.ts";
+import { STREAM_ANSWER, StreamRefused } from "../../lib/tunnel/index.ts";
+
+/** How long the hop has to connect both ends (it bounds each dial at 10 s itself). */
+const DIAL_ANSWER_MS = 30_000;
+
+export interface HopIdentity {
+  caCertPem: string;
+  certPem: string;
+  privateKeyPem: string;
+}
+
+export interface AccessHop {
+  /**
+   * Connects `target` (host:port, already checked) to the hub's data port `hub` with `ticket`;
+   * resolves, once both are joined, with the stream's byte-less handle.
+   */
+  dial(request: { hub: string; ticket: string; target: string }): Promise<Duplex>;
+  /** The agent's credentials changed (renewal): later dials present these. */
+  setIdentity(identity: HopIdentity): void;
+  readonly pid: number | undefined;
+  readonly restarts: number;
+  /** Forwards joined by the hop now. */
+  readonly open: number;
+  close(): Promise<void>;
+}
+
+interface Waiting {
+  resolve(handle: Duplex): void;
+  reject(error: Error): void;
+  timer: NodeJS.Timeout;
+}
+
+/** Starts the hop process; resolves once it runs (rejects when its first start fails). */
+export async function startAccessHop(options: {
+  binary: string;
+  identity: HopIdentity;
+  logger: Logger;
+  /** Its sockets' folder (0700); default a fresh one under the system's temporary folder. */
+  dir?: string;
+}): Promise<AccessHop> {
+  const { logger } = options;
+  let identity = options.identity;
+  let nextId = 0;
+  const waiting = new Map<number, Waiting>();
+  const handles = new Map<number, Duplex>();
+
+  const fail = (id: number, error: Error) => {
+    const w = waiting.get(id);
+    if (!w) return;
+    waiting.delete(id);
+    clearTimeout(w.timer);
+    w.reject(error);
+  };
+
+  const child = startGoChild({
+    binary: options.binary,
+    dir: options.dir ?? join(tmpdir(), `rlark-access-hop-${process.pid}-${Date.now().toString(36)}`),
+    dataSocket: "unused.sock",
+    args: (_at, control) => ["access-hop", "--control", control],
+    env: { ...process.env, GOMEMLIMIT: "128MiB" },
+    name: "access hop: rlark-net access-hop",
+    logPrefix: "access hop: rlark-net",
+    logger,
+    maxFirstLine: 0,
+    onHello: () =>
+      child.send({
+        op: "identity",
+        ca: identity.caCertPem,
+        cert: identity.certPem,
+        key: identity.privateKeyPem,
+      }),
+    onControl(m) {
+      const id = Number(m.id);
+      if (m.op === "dial") {
+        const w = waiting.get(id);
+        if (!w) {
+          // Given up on (timeout) while it connected: it must not run on unseen.
+          if (m.ok === true) child.send({ op: "close", id });
+          return;
+        }
+        if (m.ok !== true) {
+          const text = typeof m.error === "string" ? m.error : "the hop failed";
+          fail(id, m.refused === true ? new StreamRefused(text) : new Error(text));
+          return;
+        }
+        waiting.delete(id);
+        clearTimeout(w.timer);
+        const handle = new Duplex({
+          read() {},
+          write(_chunk, _encoding, callback) {
+            // The hub sends nothing on a hop's stream; anything sent is dropped, not buffered.
+            callback();
+          },
+          final(callback) {
+            callback();
+          },
+          destroy(error, callback) {
+            if (handles.delete(id)) child.send({ op: "close", id });
+            callback(error);
+          },
+        });
+        (handle as unknown as Record<symbol, unknown>)[STREAM_ANSWER] = { hop: true };
+        handles.set(id, handle);
+        w.resolve(handle);
+        return;
+      }
+      if (m.op === "closed") {
+        const handle = handles.get(id);
+        handles.delete(id);
+        // The forward ended at the hop: the stream ends cleanly (the hub then ends the access).
+        handle?.push(null);
+        handle?.end();
+      }
+    },
+    onData: (_line, socket) => socket.destroy(),
+    onDown() {
+      for (const id of [...waiting.keys()]) fail(id, new Error("the access hop exited"));
+      for (const [id, handle] of handles) {
+        handles.delete(id);
+        handle.destroy();
+      }
+    },
+  });
+  await child.listen(0, "127.0.0.1");
+  return {
+    dial(request) {
+      const id = ++nextId;
+      return new Promise<Duplex>((resolve, reject) => {
+        const timer = setTimeout(() => fail(id, new Error("the access hop did not answer")), DIAL_ANSWER_MS);
+        waiting.set(id, { resolve, reject, timer });
+        child.send({ op: "dial", id, ...request });
+      });
+    },
+    setIdentity(next) {
+      identity = next;
+      child.send({ op: "identity", ca: next.caCertPem, cert: next.certPem, key: next.privateKeyPem });
+    },
+    get pid() {
+      return child.pid;
+    },
+    get restarts() {
+      return child.restarts;
+    },
+    get open() {
+      return handles.size;
+    },
+    close: () => child.close(),
+  };
+}
