@@ -9,6 +9,7 @@ import type { Socket } from "node:net";
 import { connect as tlsConnect } from "node:tls";
 import t from "tap";
 import type { AccessHop } from "../../operators/agent/access/hop.ts";
+import { generateKeyPair } from "../../operators/lib/pki/index.ts";
 import { freePort } from "../helpers/free-port.ts";
 import { jobYaml, rawTaskYaml } from "../helpers/job-yaml.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
@@ -144,6 +145,40 @@ t.test("ssh -L through the front over the agent's Go hop", async (t) => {
       );
       await waitFor("the bare TLS peer counted", () => stats.refused === before + 3, onRealServers);
       t.equal(stats.lastRefusal, "TLS handshake failed");
+    },
+  );
+
+  await t.test(
+    "a ticket is its cluster's and single use: a foreign agent's use of it burns it",
+    async (t) => {
+      // Another cluster's agent certificate, from the same CA.
+      const foreign = generateKeyPair();
+      const cert = b.running.hub.pki.ca.issue({
+        role: "agent",
+        name: "elsewhere",
+        publicKey: foreign.privateKeyPem,
+        ttlMs: 60_000,
+      }).certPem;
+      const before = stats.refused;
+      const joined = stats.joined;
+      // The next forward's ticket, presented first by the foreign agent, then by this cluster's.
+      hop.dial = async (request) => {
+        hop.dial = dial;
+        const answer = await presentTicket(front.hopPort as number, request.ticket, {
+          cert,
+          key: foreign.privateKeyPem,
+          ca: "",
+        });
+        t.equal(answer, "", "the foreign agent is refused");
+        return dial(request);
+      };
+      const socket = await forwardedSocket(localPort);
+      socket.on("error", () => {});
+      socket.on("data", () => {});
+      await new Promise((resolve) => socket.once("close", resolve));
+      t.pass("the forward is refused: its ticket was burnt");
+      await waitFor("both refusals counted", () => stats.refused === before + 2, onRealServers);
+      t.equal(stats.joined, joined, "nothing was joined");
     },
   );
 
