@@ -5,7 +5,9 @@
 // certificate, is refused and counted; kill -9 of the agent's hop breaks its forward on both ends
 // and a restarted one carries the next.
 import { createHash, randomBytes } from "node:crypto";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import type { Socket } from "node:net";
+import path from "node:path";
 import { connect as tlsConnect } from "node:tls";
 import t from "tap";
 import type { AccessHop } from "../../operators/agent/access/hop.ts";
@@ -16,6 +18,7 @@ import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 import {
   forwardedSocket,
   policyYaml,
+  run,
   sshForward,
   sshFrontOptions,
   startBastion,
@@ -76,7 +79,10 @@ t.test("ssh -L through the front over the agent's Go hop", async (t) => {
     files: (keys) => ({
       "users.yaml": userYaml("alice", ["user"], [keys.alice as string]),
       "echo.yaml": echoJobYaml(port),
-      "policy.yaml": policyYaml("alice-forward", "  subjects: { users: [alice] }\n  verbs: [forward]\n"),
+      "policy.yaml": policyYaml(
+        "alice-forward",
+        "  subjects: { users: [alice] }\n  verbs: [forward, files]\n",
+      ),
     }),
   });
   const front = b.running.hub.sshFront?.process;
@@ -215,4 +221,34 @@ t.test("ssh -L through the front over the agent's Go hop", async (t) => {
       t.equal(stats.streamBytes, 0, "still no byte on the tunnel stream");
     },
   );
+
+  await t.test("SFTP over the hop: the agent's path filter still between it and sftp-server", async (t) => {
+    const podDir = path.join(b.dir, "state", "work", "agent-local_echo-main");
+    const local = path.join(b.dir, "sftp-local");
+    mkdirSync(local);
+    const down = randomBytes(BYTES);
+    const up = randomBytes(BYTES / 2);
+    writeFileSync(path.join(podDir, "down.bin"), down);
+    writeFileSync(path.join(local, "up.bin"), up);
+    const joined = stats.joined;
+    const args = b.sshArgs("alice").map((a) => (a === "-p" ? "-P" : a));
+    const result = await run(
+      "sftp",
+      [...args, "-b", "-", `alice+${POD}@127.0.0.1`],
+      "get down.bin\nput up.bin\nget /etc/hostname\n",
+      { cwd: local },
+    );
+    t.not(result.code, 0, "the batch fails at the path outside the pod's directory");
+    t.match(result.stderr, /hostname/, "which the filter refused");
+    t.equal(sha(readFileSync(path.join(local, "down.bin"))), sha(down), "downloaded intact");
+    t.equal(sha(readFileSync(path.join(podDir, "up.bin"))), sha(up), "uploaded intact");
+    t.equal(stats.joined, joined + 1, "the session was joined over the hop");
+    t.equal(stats.streamBytes, 0, "no byte on the agent's tunnel stream");
+    await waitFor(
+      "the session's audit line with the front's counts",
+      async () =>
+        (await b.audit()).find((l) => l.verb === "files" && l.bytesOut > BYTES && l.bytesIn > BYTES / 2),
+      onRealServers,
+    );
+  });
 });

@@ -121,6 +121,25 @@ export function createSshFront(options: SshFrontOptions): SshFront {
     return stream;
   };
 
+  /**
+   * A ticket for the agent's byte hop, given to the front before the agent hears of it; none when
+   * the hop is off or this user's bytes are held to a rate (the hub's relay must then see each
+   * byte before it moves: they stay on the data socket).
+   */
+  const offerHop = (who: Requester, cluster: string): string => {
+    if (engine.hopPort === undefined || sessions.rated(who.user)) return "";
+    const ticket = randomBytes(16).toString("hex");
+    engine.expect(ticket, cluster);
+    return ticket;
+  };
+
+  /** Whether the agent took the hop it was offered; if not, the front forgets the ticket. */
+  const tookHop = (ticket: string, agent: Duplex): boolean => {
+    const hop = ticket !== "" && streamAnswer(agent).hop === true;
+    if (ticket && !hop) engine.forget(ticket);
+    return hop;
+  };
+
   const open = async (m: FrontMessage): Promise<Record<string, unknown>> => {
     const login = logins.get(Number(m.conn));
     if (!login) return { error: "no such connection" };
@@ -137,6 +156,7 @@ export function createSshFront(options: SshFrontOptions): SshFront {
         ...(name.container ? { container: name.container } : {}),
         slot,
       });
+      const ticket = offerHop(who, pod.cluster);
       let agent: Duplex;
       try {
         agent = await sessions.openStream(pod.cluster, {
@@ -145,15 +165,23 @@ export function createSshFront(options: SshFrontOptions): SshFront {
             namespace: pod.namespace,
             name: pod.name,
             ...(name.container ? { container: name.container } : {}),
+            ...(ticket ? { hop: { port: engine.hopPort, ticket } } : {}),
           },
         });
       } catch (error) {
+        if (ticket) engine.forget(ticket);
         live.end("error", (error as Error).message);
         return { error: (error as Error).message };
       }
+      const hop = tookHop(ticket, agent);
       if (live.ended) {
         agent.destroy();
         return { error: live.error ?? "access ended" };
+      }
+      if (hop) {
+        cut.stream = ticket;
+        joinHop(ticket, live, agent);
+        return { ticket };
       }
       cut.stream = grant("files", live, agent);
       return { stream: cut.stream };
@@ -171,12 +199,7 @@ export function createSshFront(options: SshFrontOptions): SshFront {
       const admission = await sessions.admit(who, "forward", selector);
       if ("denied" in admission) return { error: admission.denied };
       const { pod, target, slot } = admission;
-      // The agent's byte hop, offered unless this user's bytes are held to a rate (the hub's
-      // relay must then see each byte before it moves: they stay on the data socket).
-      const hopPort = engine.hopPort;
-      const ticket =
-        hopPort !== undefined && !sessions.rated(who.user) ? randomBytes(16).toString("hex") : "";
-      if (ticket) engine.expect(ticket, pod.cluster);
+      const ticket = offerHop(who, pod.cluster);
       let agent: Duplex;
       try {
         agent = await sessions.openStream(pod.cluster, {
@@ -185,7 +208,7 @@ export function createSshFront(options: SshFrontOptions): SshFront {
             namespace: pod.namespace,
             name: pod.name,
             port,
-            ...(ticket ? { hop: { port: hopPort, ticket } } : {}),
+            ...(ticket ? { hop: { port: engine.hopPort, ticket } } : {}),
           },
         });
       } catch (error) {
@@ -201,8 +224,7 @@ export function createSshFront(options: SshFrontOptions): SshFront {
         });
         return { error: (error as Error).message };
       }
-      const hop = ticket !== "" && streamAnswer(agent).hop === true;
-      if (ticket && !hop) engine.forget(ticket);
+      const hop = tookHop(ticket, agent);
       const live = sessions.track(who, "forward", target, close, { port, slot });
       if (live.ended) {
         agent.destroy();
@@ -220,7 +242,7 @@ export function createSshFront(options: SshFrontOptions): SshFront {
   };
 
   /**
-   * A forward whose bytes the agent's hop carries to the front: the agent's stream carries none
+   * A forward or SFTP session whose bytes the agent's hop carries to the front: the agent's stream carries none
    * and only marks the hop's life; the front reports the bytes and the end (`hop-closed`).
    */
   const joinHop = (ticket: string, live: LiveAccess, agent: Duplex): void => {

@@ -4,6 +4,7 @@
 // bytes between them: none passes through this process. What the hub's stream gets instead is a
 // handle without bytes: it ends when the hop's connection ends, and ending it (the hub cut the
 // access, or its stream broke) closes the connection. Protocol: operators/network/rlark-net/access-hop.go.
+import { randomBytes } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Duplex } from "node:stream";
@@ -26,6 +27,12 @@ export interface AccessHop {
    * resolves, once both are joined, with the stream's byte-less handle.
    */
   dial(request: { hub: string; ticket: string; target: string }): Promise<Duplex>;
+  /**
+   * The same for a stream this process serves itself (SFTP behind its path filter): the hop
+   * connects `local` to the hub's data port through a unix socket of this process, so the bytes
+   * skip the tunnel but still pass `local`. Ends `local` when it fails.
+   */
+  dialLocal(request: { hub: string; ticket: string }, local: Duplex): Promise<Duplex>;
   /** The agent's credentials changed (renewal): later dials present these. */
   setIdentity(identity: HopIdentity): void;
   readonly pid: number | undefined;
@@ -54,6 +61,8 @@ export async function startAccessHop(options: {
   let nextId = 0;
   const waiting = new Map<number, Waiting>();
   const handles = new Map<number, Duplex>();
+  /** Streams of this process waiting for the hop's unix connection, by its first line. */
+  const locals = new Map<string, Duplex>();
 
   const fail = (id: number, error: Error) => {
     const w = waiting.get(id);
@@ -63,16 +72,19 @@ export async function startAccessHop(options: {
     w.reject(error);
   };
 
+  const dir = options.dir ?? join(tmpdir(), `rlark-access-hop-${process.pid}-${Date.now().toString(36)}`);
+  const dataPath = join(dir, "local.sock");
   const child = startGoChild({
     binary: options.binary,
-    dir: options.dir ?? join(tmpdir(), `rlark-access-hop-${process.pid}-${Date.now().toString(36)}`),
-    dataSocket: "unused.sock",
+    dir,
+    dataSocket: "local.sock",
     args: (_at, control) => ["access-hop", "--control", control],
     env: { ...process.env, GOMEMLIMIT: "128MiB" },
     name: "access hop: rlark-net access-hop",
     logPrefix: "access hop: rlark-net",
     logger,
-    maxFirstLine: 0,
+    maxFirstLine: 32,
+    allowHalfOpen: true,
     onHello: () =>
       child.send({
         op: "identity",
@@ -123,9 +135,24 @@ export async function startAccessHop(options: {
         handle?.end();
       }
     },
-    onData: (_line, socket) => socket.destroy(),
+    onData(line, socket) {
+      const local = locals.get(line.toString("latin1"));
+      if (!local) {
+        socket.destroy();
+        return;
+      }
+      locals.delete(line.toString("latin1"));
+      // Each side's end passes on as an end (SFTP's server then sees EOF), an error as a cut.
+      socket.pipe(local).pipe(socket);
+      socket.on("error", () => local.destroy());
+      local.on("error", () => socket.destroy());
+      local.once("close", () => socket.destroy());
+      socket.resume();
+    },
     onDown() {
       for (const id of [...waiting.keys()]) fail(id, new Error("the access hop exited"));
+      for (const local of locals.values()) local.destroy();
+      locals.clear();
       for (const [id, handle] of handles) {
         handles.delete(id);
         handle.destroy();
@@ -133,14 +160,27 @@ export async function startAccessHop(options: {
     },
   });
   await child.listen(0, "127.0.0.1");
+  const dialRaw = (request: { hub: string; ticket: string; target: string; first?: string }) => {
+    const id = ++nextId;
+    return new Promise<Duplex>((resolve, reject) => {
+      const timer = setTimeout(() => fail(id, new Error("the access hop did not answer")), DIAL_ANSWER_MS);
+      waiting.set(id, { resolve, reject, timer });
+      child.send({ op: "dial", id, ...request });
+    });
+  };
   return {
-    dial(request) {
-      const id = ++nextId;
-      return new Promise<Duplex>((resolve, reject) => {
-        const timer = setTimeout(() => fail(id, new Error("the access hop did not answer")), DIAL_ANSWER_MS);
-        waiting.set(id, { resolve, reject, timer });
-        child.send({ op: "dial", id, ...request });
-      });
+    dial: (request) => dialRaw(request),
+    async dialLocal(request, local) {
+      // Random, not counted: the first line is all that ties the connection to its stream.
+      const key = randomBytes(8).toString("hex");
+      locals.set(key, local);
+      try {
+        return await dialRaw({ ...request, target: `unix:${dataPath}`, first: key });
+      } catch (error) {
+        locals.delete(key);
+        local.destroy();
+        throw error;
+      }
     },
     setIdentity(next) {
       identity = next;

@@ -8,12 +8,14 @@
 // forwards and the sftp-server itself, with its own check; the SFTP path policy stays here, the
 // same for both.
 import { Socket } from "node:net";
+import type { Duplex } from "node:stream";
 import {
   ACCESS_FILES_PURPOSE,
   ACCESS_FORWARD_PURPOSE,
   ACCESS_SESSION_PURPOSE,
   type AccessPodRef,
   parseAccessForwardRequest,
+  parseAccessHop,
   parseAccessSessionRequest,
 } from "../../lib/access-stream/index.ts";
 import type { StreamHandler } from "../../lib/tunnel/index.ts";
@@ -30,7 +32,7 @@ export type AccessOptions = SessionOptions &
      * and the host of the hub the tunnel reached now. Absent: such forwards are served on the
      * stream, as every other.
      */
-    hop?: { process: Pick<AccessHop, "dial">; hubHost(): string | undefined };
+    hop?: { process: Pick<AccessHop, "dial" | "dialLocal">; hubHost(): string | undefined };
   };
 
 function lastCheck(access: LocalAccess, pod: AccessPodRef): AccessEnvironment {
@@ -57,15 +59,26 @@ export function accessStreams(runtime: Runtime, options: AccessOptions = {}): Re
     [ACCESS_FILES_PURPOSE]: async (meta) => {
       const request = parseAccessSessionRequest(meta);
       const access = accessOf(runtime, "serves no files (SFTP) of its pods");
+      let files: Duplex;
       if (access.kind === "container") {
-        const files = await access.openFiles(request);
-        const version = await serverVersion(files.server).catch((error: Error) => {
+        const opened = await access.openFiles(request);
+        const version = await serverVersion(opened.server).catch((error: Error) => {
           throw new Error(`sftp-server in the container could not start (${error.message})`);
         });
-        return filterSftp(files.server, containerPolicy(files.root, options), version);
+        files = filterSftp(opened.server, containerPolicy(opened.root, options), version);
+      } else {
+        const target = lastCheck(access, request);
+        files = await startFiles(target.cwd, options, target.enter?.prefix);
       }
-      const target = lastCheck(access, request);
-      return startFiles(target.cwd, options, target.enter?.prefix);
+      // The hub offered its byte hop: the filtered server is joined to the hop through this
+      // process's unix socket, so its bytes skip the tunnel (the filter stays here).
+      const hop = parseAccessHop(meta.hop);
+      const hub = options.hop?.hubHost();
+      if (hop && options.hop && hub) {
+        const at = hub.includes(":") ? `[${hub}]` : hub;
+        return options.hop.process.dialLocal({ hub: `${at}:${hop.port}`, ticket: hop.ticket }, files);
+      }
+      return files;
     },
     [ACCESS_FORWARD_PURPOSE]: async (meta) => {
       const request = parseAccessForwardRequest(meta);

@@ -20,5 +20,6 @@ export {
   type AccessPodRef,
   type AccessSessionRequest,
   parseAccessForwardRequest,
+  parseAccessHop,
   parseAccessSessionRequest,
 } from "./request.ts";

@@ -36,7 +36,8 @@ export interface AccessHopTicket {
   ticket: string;
 }
 
-function parseHop(value: unknown): AccessHopTicket | undefined {
+/** A stream header's `hop` (forwards and files), checked; undefined when absent. */
+export function parseAccessHop(value: unknown): AccessHopTicket | undefined {
   if (value === undefined) return undefined;
   const hop = value as { port?: unknown; ticket?: unknown } | null;
   const port = Number(hop?.port);
@@ -100,6 +101,6 @@ export function parseAccessForwardRequest(meta: Record<string, unknown>): Access
   if (!Number.isInteger(port) || port < 1 || port > 65535) {
     throw new Error("access request: port must be an integer from 1 to 65535");
   }
-  const hop = parseHop(meta.hop);
+  const hop = parseAccessHop(meta.hop);
   return { ...podRef(meta), port, ...(hop ? { hop } : {}) };
 }

@@ -13,6 +13,8 @@
 //	                {"op":"closed","id":N,"in":I,"out":O}        a joined pair ended
 //	from the agent  {"op":"identity","ca":PEM,"cert":PEM,"key":PEM}  the agent's credentials
 //	                {"op":"dial","id":N,"hub":"host:port","ticket":T,"target":"host:port"}
+//	                {"op":"dial",...,"target":"unix:PATH","first":F}  SFTP: the agent's own socket,
+//	                                                     whose first line F names the session
 //	                {"op":"close","id":N}                        end that pair now
 //
 // The hub's certificate is checked as the agent's tunnel checks the hub's host key: signed by the
@@ -32,6 +34,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -58,11 +61,18 @@ type hopMsg struct {
 	Hub     string `json:"hub,omitempty"`
 	Ticket  string `json:"ticket,omitempty"`
 	Target  string `json:"target,omitempty"`
+	First   string `json:"first,omitempty"`
 	OK      bool   `json:"ok,omitempty"`
 	Error   string `json:"error,omitempty"`
 	Refused bool   `json:"refused,omitempty"`
 	In      int64  `json:"in,omitempty"`
 	Out     int64  `json:"out,omitempty"`
+}
+
+// halfConn is a pair's local end: a pod's TCP port or the agent's unix socket.
+type halfConn interface {
+	net.Conn
+	CloseWrite() error
 }
 
 type accessHop struct {
@@ -156,12 +166,29 @@ func (h *accessHop) dial(m hopMsg) {
 		fail("bad ticket", false)
 		return
 	}
-	target, err := net.DialTimeout("tcp", m.Target, hopDialTimeout)
-	if err != nil {
-		fail(refusedText(err, m.Target), false)
-		return
+	var target halfConn
+	if path, ok := strings.CutPrefix(m.Target, "unix:"); ok {
+		// The agent's own socket (SFTP: its path filter stays in the agent's TypeScript).
+		c, err := net.DialTimeout("unix", path, hopDialTimeout)
+		if err != nil {
+			fail(err.Error(), false)
+			return
+		}
+		target = c.(*net.UnixConn)
+		if _, err := c.Write([]byte(m.First + "\n")); err != nil {
+			c.Close()
+			fail(err.Error(), false)
+			return
+		}
+	} else {
+		c, err := net.DialTimeout("tcp", m.Target, hopDialTimeout)
+		if err != nil {
+			fail(refusedText(err, m.Target), false)
+			return
+		}
+		c.(*net.TCPConn).SetNoDelay(true)
+		target = c.(*net.TCPConn)
 	}
-	target.(*net.TCPConn).SetNoDelay(true)
 	raw, err := net.DialTimeout("tcp", m.Hub, hopDialTimeout)
 	if err != nil {
 		target.Close()
@@ -208,7 +235,7 @@ func (h *accessHop) dial(m hopMsg) {
 		if err != nil {
 			end()
 		} else {
-			target.(*net.TCPConn).CloseWrite()
+			target.CloseWrite()
 		}
 		done <- struct{}{}
 	}()

@@ -478,6 +478,16 @@ func exit(ch ssh.Channel, status uint32) {
 func (f *front) files(conn uint64, ch ssh.Channel, reqs <-chan *ssh.Request) {
 	go ssh.DiscardRequests(reqs)
 	a, ok := f.ask(frontMsg{Op: "open", Conn: conn, Kind: "files"})
+	if ok && a.Ticket != "" {
+		hop := f.takeHop(a.Ticket)
+		if hop == nil {
+			ch.Stderr().Write([]byte("rlark: the agent's data connection did not come\r\n"))
+			exit(ch, 1)
+			return
+		}
+		f.join(a.Ticket, ch, hop, true, true)
+		return
+	}
 	if !ok || a.Stream == "" {
 		message := a.Error
 		if !ok {
