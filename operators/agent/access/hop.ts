@@ -61,6 +61,8 @@ export async function startAccessHop(options: {
   let nextId = 0;
   const waiting = new Map<number, Waiting>();
   const handles = new Map<number, Duplex>();
+  /** The process runs and has its identity (between its hello and its exit). */
+  let ready = false;
   /** Streams of this process waiting for the hop's unix connection, by its first line. */
   const locals = new Map<string, Duplex>();
 
@@ -85,13 +87,15 @@ export async function startAccessHop(options: {
     logger,
     maxFirstLine: 32,
     allowHalfOpen: true,
-    onHello: () =>
+    onHello() {
       child.send({
         op: "identity",
         ca: identity.caCertPem,
         cert: identity.certPem,
         key: identity.privateKeyPem,
-      }),
+      });
+      ready = true;
+    },
     onControl(m) {
       const id = Number(m.id);
       if (m.op === "dial") {
@@ -150,6 +154,7 @@ export async function startAccessHop(options: {
       socket.resume();
     },
     onDown() {
+      ready = false;
       for (const id of [...waiting.keys()]) fail(id, new Error("the access hop exited"));
       for (const local of locals.values()) local.destroy();
       locals.clear();
@@ -162,6 +167,8 @@ export async function startAccessHop(options: {
   await child.listen(0, "127.0.0.1");
   const dialRaw = (request: { hub: string; ticket: string; target: string; first?: string }) => {
     const id = ++nextId;
+    // Between its exit and its restart nothing would answer: refused at once, not after a wait.
+    if (!ready) return Promise.reject(new Error("the access hop is restarting"));
     return new Promise<Duplex>((resolve, reject) => {
       const timer = setTimeout(() => fail(id, new Error("the access hop did not answer")), DIAL_ANSWER_MS);
       waiting.set(id, { resolve, reject, timer });
