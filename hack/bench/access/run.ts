@@ -318,7 +318,8 @@ spec:
     console.log(`ratio      ${(best.hub / best.jump).toFixed(2)}x jump host   (per round: ${each("jump")})`);
     console.log(
       `front      ${(best.front / best.jump).toFixed(2)}x jump host   (per round: ${each("jump", "front")}), ` +
-        `CPU s/GB hub+agent+Go ${median(result.frontCpu).toFixed(2)} (Go alone ${median(result.frontGoCpu).toFixed(2)})`,
+        `CPU s/GB hub+agent+Go ${median(result.frontCpu).toFixed(2)} (Go alone ${median(result.frontGoCpu).toFixed(2)}, ` +
+        `hub+agent Node ${median(result.frontCpu.map((c, i) => c - (result.frontGoCpu[i] ?? 0))).toFixed(2)})`,
     );
     console.log(
       `CPU s/GB   hub+agent ${median(result.hubCpu).toFixed(2)}, jump host's sshd ${median(result.jumpCpu).toFixed(2)}, ` +
