@@ -3,7 +3,8 @@
 // `rlark-net access-hop` and on to the pod's port, with no byte on the agent's tunnel stream; the
 // front's counts reach the audit; a forged or replayed ticket, or a peer without an agent's
 // certificate, is refused and counted; kill -9 of the agent's hop breaks its forward on both ends
-// and a restarted one carries the next.
+// and a restarted one carries the next; SFTP takes the hop through the agent's path filter; a grant
+// removed in git cuts an open forward over the hop.
 import { createHash, randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import type { Socket } from "node:net";
@@ -248,6 +249,26 @@ t.test("ssh -L through the front over the agent's Go hop", async (t) => {
       "the session's audit line with the front's counts",
       async () =>
         (await b.audit()).find((l) => l.verb === "files" && l.bytesOut > BYTES && l.bytesIn > BYTES / 2),
+      onRealServers,
+    );
+  });
+
+  await t.test("a grant removed in git cuts an open forward over the hop", async (t) => {
+    const socket = await forwardedSocket(localPort);
+    const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+    socket.on("error", () => {});
+    socket.on("data", () => {});
+    socket.write("ping");
+    await waitFor("the forward open over the hop", () => hop.open === 1, onRealServers);
+    await b.commit({
+      "policy.yaml": policyYaml("alice-forward", "  subjects: { users: [alice] }\n  verbs: [files]\n"),
+    });
+    await closed;
+    t.pass("the user's forwarded connection was cut");
+    await waitFor("the hop's pair closed", () => hop.open === 0, onRealServers);
+    await waitFor(
+      "the revocation audited",
+      async () => (await b.audit()).find((l) => l.verb === "forward" && l.result === "revoked"),
       onRealServers,
     );
   });
