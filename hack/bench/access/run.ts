@@ -233,7 +233,8 @@ spec:
   if (!front) throw new Error("the hub started no SSH front");
   const frontPort = Number(front.address.split(":")[1]);
   /** The Go processes of the front path: the SSH front and, with the hop, the agent's hop. */
-  const frontCpu = () => cpuSeconds(front.process.pid ?? 0) + (hopPid ? cpuSeconds(hopPid) : 0);
+  const hopCpu = () => (hopPid ? cpuSeconds(hopPid) : 0);
+  const frontCpu = () => cpuSeconds(front.process.pid ?? 0) + hopCpu();
   console.log(`agent's byte hop: ${hopPid ? `on (rlark-net access-hop, pid ${hopPid})` : "off"}`);
   const sftp = (port: number, login: string, remote: string, local: string, options: string[]) => {
     const batch = path.join(dir, "batch");
@@ -254,6 +255,8 @@ spec:
       frontCpu: [] as number[],
       /** rlark-net ssh-front's (and access-hop's) own share of frontCpu. */
       frontGoCpu: [] as number[],
+      /** rlark-net access-hop's alone (the agent's side). */
+      hopGoCpu: [] as number[],
       jumpCpu: [] as number[],
       /** Both sshd of the jump path (the jump host and the one behind it), and sshd alone. */
       jumpPathCpu: [] as number[],
@@ -265,6 +268,7 @@ spec:
       for (const side of order) {
         const before = process.cpuUsage();
         const frontBefore = frontCpu();
+        const hopBefore = hopCpu();
         const jumpBefore = cpuSecondsWithReaped(jumpPid);
         const sshdBefore = cpuSecondsWithReaped(sshdPid);
         const machineBefore = machineBusySeconds();
@@ -278,6 +282,7 @@ spec:
           const goUsed = frontCpu() - frontBefore;
           out.frontCpu.push(((used.user + used.system) / 1e6 + goUsed) / (mb / 1000));
           out.frontGoCpu.push(goUsed / (mb / 1000));
+          out.hopGoCpu.push((hopCpu() - hopBefore) / (mb / 1000));
         }
         if (side === "sshd" || side === "jump") {
           // sshd's per-connection processes count once they have exited and been reaped.
@@ -318,7 +323,7 @@ spec:
     console.log(`ratio      ${(best.hub / best.jump).toFixed(2)}x jump host   (per round: ${each("jump")})`);
     console.log(
       `front      ${(best.front / best.jump).toFixed(2)}x jump host   (per round: ${each("jump", "front")}), ` +
-        `CPU s/GB hub+agent+Go ${median(result.frontCpu).toFixed(2)} (Go alone ${median(result.frontGoCpu).toFixed(2)}, ` +
+        `CPU s/GB hub+agent+Go ${median(result.frontCpu).toFixed(2)} (Go alone ${median(result.frontGoCpu).toFixed(2)}, of which access-hop ${median(result.hopGoCpu).toFixed(2)}, ` +
         `hub+agent Node ${median(result.frontCpu.map((c, i) => c - (result.frontGoCpu[i] ?? 0))).toFixed(2)})`,
     );
     console.log(
