@@ -444,6 +444,11 @@ export class AccessSessions {
     };
   }
 
+  /** Whether `user`'s bytes are held to a byte rate (their relays must then count every byte first). */
+  rated(_user: string): boolean {
+    return (this.#options.bytesPerSecondPerUser ?? 0) > 0;
+  }
+
   #rateOf(user: string): Record<"in" | "out", ByteRate> | undefined {
     const limit = this.#options.bytesPerSecondPerUser ?? 0;
     if (limit <= 0) return undefined;

@@ -31,6 +31,7 @@ import {
   type StreamHandler,
   type TunnelClient,
 } from "../lib/tunnel/index.ts";
+import { type AccessHop, type HopIdentity, startAccessHop } from "./access/hop.ts";
 import { type AccessOptions, accessStreams } from "./access/index.ts";
 import { agentCapabilities } from "./capabilities.ts";
 import { type DesiredObject, DesiredObjects } from "./desired-objects.ts";
@@ -112,6 +113,12 @@ export interface AgentOptions {
   /** The programs access sessions run (sftp-server, the pty helper's Python). Defaults: the system's. */
   access?: AccessOptions;
   /**
+   * The rlark-net binary of the agent's byte hop for forwards (ADR 0011): started and restarted
+   * by the agent; a forward the hub offers over the hop then carries no byte through this process.
+   * Absent: every forward's bytes are served on the tunnel.
+   */
+  accessHop?: string;
+  /**
    * This machine's AgentGroup member (agent/group.ts): where it listens and whom it joins; its
    * key comes from the agent's credentials. Absent: no member, network-probe STOPPED.
    */
@@ -156,6 +163,8 @@ function pingMeshField(
 export interface Agent {
   cluster: string;
   tunnel: TunnelClient;
+  /** The byte hop for forwards (`accessHop`), while it runs. */
+  accessHop: AccessHop | undefined;
   /** Objects the hub wants on this cluster that passed their schema. */
   desired(): DesiredObject[];
   stop(): Promise<void>;
@@ -391,6 +400,18 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     scheduleReport();
   };
 
+  let tunnelHost: () => string | undefined = () => undefined;
+  const hop = options.accessHop
+    ? await startAccessHop({ binary: options.accessHop, identity: credentials, logger }).catch(
+        async (error) => {
+          await group?.stop();
+          throw error;
+        },
+      )
+    : undefined;
+  const access: AccessOptions | undefined = hop
+    ? { ...options.access, hop: { process: hop, hubHost: () => tunnelHost() } }
+    : options.access;
   const tunnel = await startAgentTunnel({
     hub: options.hub,
     store: options.credentials,
@@ -402,13 +423,16 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     },
     onDesired,
     capabilities,
-    streams: streamsFor(options),
+    streams: streamsFor({ ...options, ...(access ? { access } : {}) }),
     logger,
     clock,
   }).catch(async (error: unknown) => {
+    await hop?.close();
     await group?.stop();
     throw error;
   });
+  tunnelHost = () => tunnel.hubHost;
+  if (hop) tunnel.on("renewed", (next: HopIdentity) => hop.setIdentity(next));
 
   const report = () => {
     const observed = runtime.observe();
@@ -505,6 +529,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
   return {
     cluster,
     tunnel,
+    accessHop: hop,
     desired: () => desired.all(),
     async stop() {
       stopped = true;
@@ -517,6 +542,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       unsubscribe();
       await group?.stop();
       await tunnel.stop();
+      await hop?.close();
       await runtime.stop();
     },
   };

@@ -3,8 +3,10 @@ import path from "node:path";
 import { type Command, InvalidArgumentError, Option } from "commander";
 import packageJson from "../../package.json" with { type: "json" };
 import type { AgentOptions, Runtime } from "../agent/index.ts";
+import { findRlarkNet } from "../lib/rlark-net-path.ts";
 import { parseGroupAddress } from "../lib/swim/index.ts";
 import { topologyFromLabels } from "../network/pingmesh/index.ts";
+import { usageError } from "./cli-error.ts";
 import { parseDuration } from "./duration.ts";
 import { untilSignal } from "./until-signal.ts";
 
@@ -61,6 +63,7 @@ interface AgentFlags {
   nodeserverDir: string;
   nodeserverDataEngine: "node" | "go";
   domainRelay?: string;
+  accessHop?: boolean;
   domainNetwork: boolean;
   podLinkCidr: string;
   sidecarUid: number;
@@ -221,6 +224,10 @@ export function registerAgent(program: Command): void {
     .option(
       "--domain-relay <host:port>",
       "the hub's domain relay, named in the nodeservers' peers state for their cross-cluster traffic",
+    )
+    .option(
+      "--access-hop",
+      "process runtime: carry ssh -L bytes the hub's SSH front offers over its hop (--ssh-front-hop) in rlark-net access-hop, not in this process (ADR 0011)",
     )
     .addOption(
       new Option(
@@ -414,6 +421,7 @@ export function registerAgent(program: Command): void {
           ? { nodeserverGroupPort: flags.nodeserverGroupPort ?? 7946 }
           : {}),
         ...(flags.domainRelay ? { domainRelay: flags.domainRelay } : {}),
+        ...(flags.accessHop ? { accessHop: accessHopBinary() } : {}),
         ...(flags.groupListen
           ? {
               group: {
@@ -441,4 +449,14 @@ export function registerAgent(program: Command): void {
       await network?.stop();
       await pingMesh?.stop();
     });
+}
+
+/** `--access-hop`'s rlark-net: RLARK_NET_BIN, the built one, or PATH's. */
+function accessHopBinary(): string {
+  const binary = findRlarkNet();
+  if (!binary)
+    throw usageError(
+      "--access-hop needs rlark-net (RLARK_NET_BIN, PATH; hack/network/build-rlark-net builds it)",
+    );
+  return binary;
 }

@@ -19,6 +19,8 @@ export interface CommonHubFlags {
   domainRelayEngine?: "node" | "go";
   /** The bastion's Go SSH front for SFTP and ssh -L (ADR 0011); off when unset. */
   sshFront?: string;
+  /** The SSH front's TLS data port for agents' byte hop (ADR 0011); off when unset. */
+  sshFrontHop?: string;
   repo?: string;
   branch: string;
   path: string;
@@ -71,6 +73,10 @@ export function addCommonHubFlags(command: Command, defaults: { interval: string
     .option(
       "--ssh-front <host:port>",
       "also serve users' SFTP and ssh -L on this address through rlark-net ssh-front (Go; every decision stays the hub's; docs/access.md), e.g. 0.0.0.0:2224",
+    )
+    .option(
+      "--ssh-front-hop <host:port>",
+      "with --ssh-front: agents started with --access-hop carry ssh -L bytes from their rlark-net to the front's TLS data port here (ADR 0011), e.g. 0.0.0.0:2225",
     )
     .option(
       "--domain-relay <host:port>",
@@ -276,6 +282,10 @@ export async function hubOptionsFrom(
   }
   if (flags.domainRelay !== undefined) checkHostPort("--domain-relay", flags.domainRelay);
   if (flags.sshFront !== undefined) checkHostPort("--ssh-front", flags.sshFront);
+  if (flags.sshFrontHop !== undefined) {
+    checkHostPort("--ssh-front-hop", flags.sshFrontHop);
+    if (flags.sshFront === undefined) throw usageError("--ssh-front-hop needs --ssh-front");
+  }
   const { loadGitCredentials } = await import("../source/index.ts");
   const credentials = await loadGitCredentials({
     tokenFile: flags.gitTokenFile,
@@ -292,6 +302,7 @@ export async function hubOptionsFrom(
     ssh: flags.ssh,
     ...(flags.domainRelay ? { domainRelay: flags.domainRelay } : {}),
     ...(flags.sshFront ? { sshFront: flags.sshFront } : {}),
+    ...(flags.sshFrontHop ? { sshFrontHop: flags.sshFrontHop } : {}),
     ...(flags.domainRelay && flags.domainRelayEngine ? { domainRelayEngine: flags.domainRelayEngine } : {}),
     repo: flags.repo,
     branch: flags.branch,

@@ -1,6 +1,8 @@
 // Composes the hub process: the core (store, controllers, agent tunnels), then the git source,
 // the feedback to the code host and the status branch, and the HTTP address, each wired in its
 // own file. Everything is built from options here; main (the CLI) only parses flags and calls startHub.
+
+import { writeFileSync } from "node:fs";
 import { chmod, mkdir, stat } from "node:fs/promises";
 import path from "node:path";
 import {
@@ -91,6 +93,12 @@ export interface HubOptions {
    * `ssh -L`; port 0 picks a free one. Off when unset; the `ssh` port serves everything either way.
    */
   sshFront?: string;
+  /**
+   * host:port of the SSH front's TLS data port for agents' byte hop (ADR 0011, third decision):
+   * forwards through the front then carry no byte through the hub's or the agent's Node process
+   * (agents started with `accessHop`). Needs `sshFront`; port 0 picks a free one. Off when unset.
+   */
+  sshFrontHop?: string;
   /** Bundles' drift is applied away (default true); false (`--no-self-heal`) only reports it. */
   selfHeal?: boolean;
   /** Controllers to run; default: the Job, Workflow and Domain controllers. */
@@ -352,6 +360,10 @@ export async function startHub(options: HubOptions): Promise<Hub> {
         throw new Error(
           "--ssh-front needs rlark-net (RLARK_NET_BIN, PATH; hack/network/build-rlark-net builds it)",
         );
+      // The hop's TLS port presents the hub's certificate (host.crt, over host.key) and checks
+      // agents' certificates against the CA.
+      const caPath = path.join(options.dataDir, "pki", "hop-ca.crt");
+      if (options.sshFrontHop) writeFileSync(caPath, tunnel.ca.certPem, { mode: 0o644 });
       sshFront = createSshFront({
         sessions,
         bastion,
@@ -359,6 +371,15 @@ export async function startHub(options: HubOptions): Promise<Hub> {
         dataDir: options.dataDir,
         hostKeyPath: path.join(options.dataDir, "pki", "host.key"),
         logger,
+        ...(options.sshFrontHop
+          ? {
+              hop: {
+                listen: options.sshFrontHop,
+                certPath: path.join(options.dataDir, "pki", "host.crt"),
+                caPath,
+              },
+            }
+          : {}),
       });
       const port = await sshFront.listen(frontAt.port, frontAt.host);
       sshFrontAddress = `${frontAt.host === "0.0.0.0" ? "127.0.0.1" : frontAt.host}:${port}`;

@@ -37,6 +37,8 @@ export interface GoChildOptions {
   maxFirstLine: number;
   /** Keep a data connection writable after its peer's EOF (a forward still sending). */
   allowHalfOpen?: boolean;
+  /** The process's `hello` line (each start's), after its port is taken. */
+  onHello?(message: Record<string, unknown>): void;
   /** A control line other than the process's `hello`; `socket` is the connection it came on. */
   onControl(message: Record<string, unknown>, socket: net.Socket): void;
   /** A data connection with its first line, paused, the bytes after the line put back. */
@@ -133,6 +135,7 @@ export function startGoChild(options: GoChildOptions): GoChild {
     if (message.op === "hello") {
       if (typeof message.port === "number" && listenAt) {
         listenAt.port = message.port;
+        options.onHello?.(message);
         firstStart?.resolve(message.port);
         firstStart = undefined;
       }

@@ -139,12 +139,16 @@ export interface Bastion {
   commit(files: Record<string, string | null>): Promise<void>;
 }
 
-/** The hub options of RLARK_TEST_SSH_FRONT=go (none otherwise), or of the front `always`. */
+/**
+ * The hub options of RLARK_TEST_SSH_FRONT=go (none otherwise), or of the front `always`; =hop
+ * also runs the agents' byte hop (ADR 0011), which startBastion's agent then uses.
+ */
 export function sshFrontOptions(always = false): Partial<HubOptions> {
-  if (!always && process.env.RLARK_TEST_SSH_FRONT !== "go") return {};
+  const mode = process.env.RLARK_TEST_SSH_FRONT;
+  if (!always && mode !== "go" && mode !== "hop") return {};
   const root = path.resolve(import.meta.dirname, "../..");
   const rlarkNet = execFileSync(path.join(root, "hack/network/build-rlark-net"), { encoding: "utf8" }).trim();
-  return { sshFront: "127.0.0.1:0", rlarkNet };
+  return { sshFront: "127.0.0.1:0", rlarkNet, ...(mode === "hop" ? { sshFrontHop: "127.0.0.1:0" } : {}) };
 }
 
 export function keygen(dir: string, name: string): { file: string; line: string } {
@@ -163,6 +167,8 @@ export async function startBastion(
     hub?: Partial<HubOptions>;
     /** The agent's access programs (e.g. an sftp-server that cannot start). */
     access?: AccessOptions;
+    /** The rlark-net binary of the agent's byte hop (ADR 0011). */
+    accessHop?: string;
   },
 ): Promise<Bastion> {
   const dir = await mkdtemp(path.join(tmpdir(), "rlark-bastion-"));
@@ -211,6 +217,11 @@ export async function startBastion(
     runtime: stopping,
     runtimeKind: "process",
     ...(options.access ? { access: options.access } : {}),
+    ...(options.accessHop
+      ? { accessHop: options.accessHop }
+      : running.hub.sshFront?.process.hopPort
+        ? { accessHop: sshFrontOptions(true).rlarkNet as string }
+        : {}),
   });
   for (const pod of options.pods ?? []) {
     await waitFor(

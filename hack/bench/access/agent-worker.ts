@@ -1,6 +1,6 @@
 // The bench's agent on its own thread: in production the agent is its own process, so its
 // event loop must not share the hub's (hack/bench/access/run.ts). Started with the enrollment
-// in workerData; posts "ready" once connected; on "stop" stops the pods, then the agent.
+// in workerData; posts {ready, hopPid} once connected; on "stop" stops the pods, then the agent.
 import { parentPort, workerData } from "node:worker_threads";
 import { startAgent } from "../../../operators/agent/index.ts";
 import { ProcessRuntime } from "../../../operators/agent/runtimes/process/index.ts";
@@ -13,6 +13,8 @@ interface AgentWorkerData {
   caHash: string;
   stateDir: string;
   credentials: string;
+  /** rlark-net for the agent's byte hop (ADR 0011), when the bench runs it. */
+  accessHop?: string;
 }
 
 const data = workerData as AgentWorkerData;
@@ -25,8 +27,10 @@ const agent = await startAgent({
   runtime,
   runtimeKind: "process",
   logger: silentLogger,
+  ...(data.accessHop ? { accessHop: data.accessHop } : {}),
 });
-parentPort?.postMessage("ready");
+// The hop's pid, for its CPU seconds (0 without it).
+parentPort?.postMessage({ ready: true, hopPid: agent.accessHop?.pid ?? 0 });
 parentPort?.once("message", async () => {
   // Pods first: the agent's stop also stops the runtime, leaving its pods to a next agent.
   await runtime.stop({ terminatePods: true });

@@ -19,6 +19,9 @@
 // hack/network/build-rlark-net builds, or $RLARK_NET_BIN): every transfer is taken a fourth way,
 // through it ("front" below, its CPU counted with the hub's), and ends with two more lines,
 // `sftp via ssh-front: <r>× OpenSSH jump host` and `ssh -L via ssh-front: <r>× OpenSSH jump host`.
+// With the agent's byte hop (ADR 0011, third decision; on unless RLARK_BENCH_HOP=0) the front's
+// `ssh -L` goes from the front's TLS data port to the agent's `rlark-net access-hop`, whose CPU is
+// counted with the front path's too.
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { createReadStream, mkdirSync, openSync, writeFileSync } from "node:fs";
@@ -44,6 +47,7 @@ const BYTES = Number(process.argv[2] ?? 1024 ** 3);
 const ROUNDS = Number(process.argv[3] ?? 1);
 const CIPHER = "aes128-gcm@openssh.com";
 const POD = "bench-main-0";
+const HOP = process.env.RLARK_BENCH_HOP !== "0";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 async function until<T>(what: string, check: () => Promise<T | undefined> | T | undefined): Promise<T> {
@@ -129,13 +133,15 @@ spec:
   git("-c", "user.name=bench", "-c", "user.email=bench@localhost", "add", ".");
   git("-c", "user.name=bench", "-c", "user.email=bench@localhost", "commit", "-qm", "bench");
 
+  const rlarkNet =
+    process.env.RLARK_NET_BIN ?? execFileSync("bash", ["hack/network/build-rlark-net"]).toString().trim();
   const hub = await startHub({
     dataDir: path.join(dir, "hub"),
     http: "127.0.0.1:0",
     ssh: "127.0.0.1:0",
     sshFront: "127.0.0.1:0",
-    rlarkNet:
-      process.env.RLARK_NET_BIN ?? execFileSync("bash", ["hack/network/build-rlark-net"]).toString().trim(),
+    ...(HOP ? { sshFrontHop: "127.0.0.1:0" } : {}),
+    rlarkNet,
     repo: `file://${repo}`,
     branch: "main",
     logger: silentLogger,
@@ -152,9 +158,10 @@ spec:
       caHash: hub.caFingerprint,
       stateDir: path.join(dir, "state"),
       credentials: path.join(dir, "agent.json"),
+      ...(HOP ? { accessHop: rlarkNet } : {}),
     },
   });
-  await new Promise((resolve, reject) => {
+  const { hopPid } = await new Promise<{ hopPid: number }>((resolve, reject) => {
     agent.once("message", resolve);
     agent.once("error", reject);
   });
@@ -225,8 +232,10 @@ spec:
   const front = hub.sshFront;
   if (!front) throw new Error("the hub started no SSH front");
   const frontPort = Number(front.address.split(":")[1]);
-  /** The hub's process and its Go SSH front's: the front path's CPU is both. */
-  const frontCpu = () => cpuSeconds(front.process.pid ?? 0);
+  /** The Go processes of the front path: the SSH front and, with the hop, the agent's hop. */
+  const hopCpu = () => (hopPid ? cpuSeconds(hopPid) : 0);
+  const frontCpu = () => cpuSeconds(front.process.pid ?? 0) + hopCpu();
+  console.log(`agent's byte hop: ${hopPid ? `on (rlark-net access-hop, pid ${hopPid})` : "off"}`);
   const sftp = (port: number, login: string, remote: string, local: string, options: string[]) => {
     const batch = path.join(dir, "batch");
     writeFileSync(batch, `get ${remote} ${local}\n`);
@@ -244,8 +253,10 @@ spec:
       mbs: { hub: [], front: [], sshd: [], jump: [] } as Record<Side, number[]>,
       hubCpu: [] as number[],
       frontCpu: [] as number[],
-      /** rlark-net ssh-front's own share of frontCpu. */
+      /** rlark-net ssh-front's (and access-hop's) own share of frontCpu. */
       frontGoCpu: [] as number[],
+      /** rlark-net access-hop's alone (the agent's side). */
+      hopGoCpu: [] as number[],
       jumpCpu: [] as number[],
       /** Both sshd of the jump path (the jump host and the one behind it), and sshd alone. */
       jumpPathCpu: [] as number[],
@@ -257,6 +268,7 @@ spec:
       for (const side of order) {
         const before = process.cpuUsage();
         const frontBefore = frontCpu();
+        const hopBefore = hopCpu();
         const jumpBefore = cpuSecondsWithReaped(jumpPid);
         const sshdBefore = cpuSecondsWithReaped(sshdPid);
         const machineBefore = machineBusySeconds();
@@ -270,6 +282,7 @@ spec:
           const goUsed = frontCpu() - frontBefore;
           out.frontCpu.push(((used.user + used.system) / 1e6 + goUsed) / (mb / 1000));
           out.frontGoCpu.push(goUsed / (mb / 1000));
+          out.hopGoCpu.push((hopCpu() - hopBefore) / (mb / 1000));
         }
         if (side === "sshd" || side === "jump") {
           // sshd's per-connection processes count once they have exited and been reaped.
@@ -310,7 +323,8 @@ spec:
     console.log(`ratio      ${(best.hub / best.jump).toFixed(2)}x jump host   (per round: ${each("jump")})`);
     console.log(
       `front      ${(best.front / best.jump).toFixed(2)}x jump host   (per round: ${each("jump", "front")}), ` +
-        `CPU s/GB hub+agent+ssh-front ${median(result.frontCpu).toFixed(2)} (ssh-front alone ${median(result.frontGoCpu).toFixed(2)})`,
+        `CPU s/GB hub+agent+Go ${median(result.frontCpu).toFixed(2)} (Go alone ${median(result.frontGoCpu).toFixed(2)}, of which access-hop ${median(result.hopGoCpu).toFixed(2)}, ` +
+        `hub+agent Node ${median(result.frontCpu.map((c, i) => c - (result.frontGoCpu[i] ?? 0))).toFixed(2)})`,
     );
     console.log(
       `CPU s/GB   hub+agent ${median(result.hubCpu).toFixed(2)}, jump host's sshd ${median(result.jumpCpu).toFixed(2)}, ` +

@@ -25,6 +25,9 @@ export interface FrontMessage {
   port?: unknown;
   verb?: unknown;
   reason?: unknown;
+  ticket?: unknown;
+  in?: unknown;
+  out?: unknown;
 }
 
 export interface FrontEngineHandlers {
@@ -45,6 +48,12 @@ export interface FrontEngine {
   cut(stream: string): void;
   /** Closes one SSH connection. */
   end(conn: number): void;
+  /** The agent of `cluster` will bring `ticket` to the hop data port (single use, 10 s). */
+  expect(ticket: string, cluster: string): void;
+  /** It will not (the agent served the forward on its stream, or refused it). */
+  forget(ticket: string): void;
+  /** The agents' TLS data port (the hop), once listening; undefined when off. */
+  readonly hopPort: number | undefined;
   readonly pid: number | undefined;
   readonly restarts: number;
   close(): Promise<void>;
@@ -56,8 +65,15 @@ export function createFrontEngine(options: {
   hostKeyPath: string;
   logger: Logger;
   handlers: FrontEngineHandlers;
+  /**
+   * The agents' byte hop (ADR 0011): the TLS data port's host:port (port 0: a free one, kept
+   * across restarts), the hub's certificate over the host key and the CA's certificate.
+   */
+  hop?: { listen: string; certPath: string; caPath: string };
 }): FrontEngine {
   const { logger, handlers } = options;
+  let hopListen = options.hop?.listen;
+  let hopPort: number | undefined;
   const child = startGoChild({
     binary: options.binary,
     dir: join(options.dataDir, "ssh-front"),
@@ -72,7 +88,19 @@ export function createFrontEngine(options: {
       data,
       "--host-key",
       options.hostKeyPath,
+      ...(options.hop && hopListen
+        ? ["--hop-listen", hopListen, "--hop-cert", options.hop.certPath, "--hop-ca", options.hop.caPath]
+        : []),
     ],
+    onHello(m) {
+      const at = typeof m.target === "string" ? m.target : "";
+      const port = Number(at.slice(at.lastIndexOf(":") + 1));
+      if (hopListen && Number.isInteger(port) && port > 0) {
+        hopPort = port;
+        // A restarted front listens where agents already dial.
+        hopListen = `${hopListen.slice(0, hopListen.lastIndexOf(":"))}:${port}`;
+      }
+    },
     // GOMEMLIMIT: the Go heap's soft bound; each connection holds at most its channels' windows.
     env: { ...process.env, GOMEMLIMIT: "256MiB" },
     name: "ssh front: rlark-net ssh-front",
@@ -109,6 +137,15 @@ export function createFrontEngine(options: {
     },
     end(conn) {
       child.send({ op: "end", conn });
+    },
+    expect(ticket, cluster) {
+      child.send({ op: "expect", ticket, cluster });
+    },
+    forget(ticket) {
+      child.send({ op: "forget", ticket });
+    },
+    get hopPort() {
+      return hopPort;
     },
     get pid() {
       return child.pid;

@@ -9,7 +9,7 @@ import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { ACCESS_FILES_PURPOSE, ACCESS_FORWARD_PURPOSE } from "../../lib/access-stream/index.ts";
 import type { Logger } from "../../lib/logger.ts";
-import { AGENT_USER_PREFIX, ENROLL_USER, StreamRefused } from "../../lib/tunnel/index.ts";
+import { AGENT_USER_PREFIX, ENROLL_USER, StreamRefused, streamAnswer } from "../../lib/tunnel/index.ts";
 import type { Bastion } from "../bastion.ts";
 import { type LoginName, parseLoginName, parsePodSelector } from "../login-name.ts";
 import { relayBytes } from "../relay-bytes.ts";
@@ -29,10 +29,33 @@ export interface SshFrontOptions {
   /** PEM of the hub's SSH host key (the same key the ssh2 port presents). */
   hostKeyPath: string;
   logger: Logger;
+  /**
+   * The agents' byte hop for forwards (ADR 0011): the front's TLS data port (host:port), the
+   * hub's certificate over the host key and the CA certificate (PEM files). Off when unset.
+   */
+  hop?: { listen: string; certPath: string; caPath: string };
+}
+
+/** What the agents' byte hop has done since the front started (tests, metrics). */
+export interface HopStats {
+  /** Forwards joined over the hop. */
+  joined: number;
+  /** Data-port connections refused (unknown, replayed, expired or foreign tickets; bad TLS). */
+  refused: number;
+  /** The last refusal's reason. */
+  lastRefusal: string | undefined;
+  /** Bytes the front reported for joined hops, from the user (in) and to the user (out). */
+  bytesIn: number;
+  bytesOut: number;
+  /** Bytes that came on the agents' tunnel streams of joined hops (none should). */
+  streamBytes: number;
 }
 
 export interface SshFront {
   listen(port: number, host: string): Promise<number>;
+  /** The agents' TLS data port, when the hop is on. */
+  readonly hopPort: number | undefined;
+  readonly hopStats: HopStats;
   readonly pid: number | undefined;
   readonly restarts: number;
   close(): Promise<void>;
@@ -56,6 +79,15 @@ export function createSshFront(options: SshFrontOptions): SshFront {
   const { sessions, bastion, logger } = options;
   const logins = new Map<number, Login>();
   const granted = new Map<string, Granted>();
+  const hops = new Map<string, { live: LiveAccess }>();
+  const hopStats: HopStats = {
+    joined: 0,
+    refused: 0,
+    lastRefusal: undefined,
+    bytesIn: 0,
+    bytesOut: 0,
+    streamBytes: 0,
+  };
   let engine: FrontEngine;
 
   const refused = (who: Requester, verb: "files" | "forward" | "shell", target: string, error: string) =>
@@ -89,6 +121,25 @@ export function createSshFront(options: SshFrontOptions): SshFront {
     return stream;
   };
 
+  /**
+   * A ticket for the agent's byte hop, given to the front before the agent hears of it; none when
+   * the hop is off or this user's bytes are held to a rate (the hub's relay must then see each
+   * byte before it moves: they stay on the data socket).
+   */
+  const offerHop = (who: Requester, cluster: string): string => {
+    if (engine.hopPort === undefined || sessions.rated(who.user)) return "";
+    const ticket = randomBytes(16).toString("hex");
+    engine.expect(ticket, cluster);
+    return ticket;
+  };
+
+  /** Whether the agent took the hop it was offered; if not, the front forgets the ticket. */
+  const tookHop = (ticket: string, agent: Duplex): boolean => {
+    const hop = ticket !== "" && streamAnswer(agent).hop === true;
+    if (ticket && !hop) engine.forget(ticket);
+    return hop;
+  };
+
   const open = async (m: FrontMessage): Promise<Record<string, unknown>> => {
     const login = logins.get(Number(m.conn));
     if (!login) return { error: "no such connection" };
@@ -105,6 +156,7 @@ export function createSshFront(options: SshFrontOptions): SshFront {
         ...(name.container ? { container: name.container } : {}),
         slot,
       });
+      const ticket = offerHop(who, pod.cluster);
       let agent: Duplex;
       try {
         agent = await sessions.openStream(pod.cluster, {
@@ -113,15 +165,23 @@ export function createSshFront(options: SshFrontOptions): SshFront {
             namespace: pod.namespace,
             name: pod.name,
             ...(name.container ? { container: name.container } : {}),
+            ...(ticket ? { hop: { port: engine.hopPort, ticket } } : {}),
           },
         });
       } catch (error) {
+        if (ticket) engine.forget(ticket);
         live.end("error", (error as Error).message);
         return { error: (error as Error).message };
       }
+      const hop = tookHop(ticket, agent);
       if (live.ended) {
         agent.destroy();
         return { error: live.error ?? "access ended" };
+      }
+      if (hop) {
+        cut.stream = ticket;
+        joinHop(ticket, live, agent);
+        return { ticket };
       }
       cut.stream = grant("files", live, agent);
       return { stream: cut.stream };
@@ -139,13 +199,20 @@ export function createSshFront(options: SshFrontOptions): SshFront {
       const admission = await sessions.admit(who, "forward", selector);
       if ("denied" in admission) return { error: admission.denied };
       const { pod, target, slot } = admission;
+      const ticket = offerHop(who, pod.cluster);
       let agent: Duplex;
       try {
         agent = await sessions.openStream(pod.cluster, {
           purpose: ACCESS_FORWARD_PURPOSE,
-          meta: { namespace: pod.namespace, name: pod.name, port },
+          meta: {
+            namespace: pod.namespace,
+            name: pod.name,
+            port,
+            ...(ticket ? { hop: { port: engine.hopPort, ticket } } : {}),
+          },
         });
       } catch (error) {
+        if (ticket) engine.forget(ticket);
         slot.release();
         sessions.audit(who, {
           verb: "forward",
@@ -157,15 +224,62 @@ export function createSshFront(options: SshFrontOptions): SshFront {
         });
         return { error: (error as Error).message };
       }
+      const hop = tookHop(ticket, agent);
       const live = sessions.track(who, "forward", target, close, { port, slot });
       if (live.ended) {
         agent.destroy();
         return { error: live.error ?? "access ended" };
       }
+      if (hop) {
+        cut.stream = ticket;
+        joinHop(ticket, live, agent);
+        return { ticket };
+      }
       cut.stream = grant("forward", live, agent);
       return { stream: cut.stream };
     }
     return { error: "not served" };
+  };
+
+  /**
+   * A forward or SFTP session whose bytes the agent's hop carries to the front: the agent's stream carries none
+   * and only marks the hop's life; the front reports the bytes and the end (`hop-closed`).
+   */
+  const joinHop = (ticket: string, live: LiveAccess, agent: Duplex): void => {
+    hops.set(ticket, { live });
+    hopStats.joined++;
+    live.onEnd(() => {
+      hops.delete(ticket);
+      agent.destroy();
+    });
+    // Ended cleanly (EOF first), the hop's last bytes may still be on their way to a slow client:
+    // the front's `hop-closed` ends the access. Broken (the agent's hop process died), it is cut.
+    let clean = false;
+    agent.on("end", () => {
+      clean = true;
+    });
+    agent.on("data", (chunk: Buffer) => {
+      hopStats.streamBytes += chunk.length;
+    });
+    agent.on("error", () => {});
+    agent.on("close", () => {
+      if (clean || live.ended) return;
+      engine.cut(ticket);
+      live.end("error", "the agent's hop broke off");
+    });
+    agent.resume();
+  };
+
+  const hopBytes = (m: FrontMessage): LiveAccess | undefined => {
+    const entry = hops.get(str(m.ticket));
+    const bytesIn = typeof m.in === "number" && m.in > 0 ? m.in : 0;
+    const bytesOut = typeof m.out === "number" && m.out > 0 ? m.out : 0;
+    hopStats.bytesIn += bytesIn;
+    hopStats.bytesOut += bytesOut;
+    if (!entry) return undefined;
+    if (bytesIn) entry.live.count("in", bytesIn);
+    if (bytesOut) entry.live.count("out", bytesOut);
+    return entry.live;
   };
 
   /** The data connection of a granted stream: relayed to the agent, counted, bounded, tracked. */
@@ -205,6 +319,7 @@ export function createSshFront(options: SshFrontOptions): SshFront {
     dataDir: options.dataDir,
     hostKeyPath: options.hostKeyPath,
     logger,
+    ...(options.hop ? { hop: options.hop } : {}),
     handlers: {
       async ask(m) {
         if (m.op === "key") return { ok: await acceptsKey(m) };
@@ -227,10 +342,18 @@ export function createSshFront(options: SshFrontOptions): SshFront {
           const verb = m.verb === "files" || m.verb === "forward" ? m.verb : "shell";
           if (login) refused(login.who, verb, "", str(m.reason));
         } else if (m.op === "closed") logins.delete(conn);
+        else if (m.op === "bytes") hopBytes(m);
+        else if (m.op === "hop-closed") hopBytes(m)?.end("ok");
+        else if (m.op === "hop-refused") {
+          hopStats.refused++;
+          hopStats.lastRefusal = str(m.reason);
+          logger.warn("ssh front: an agent data connection was refused", { reason: str(m.reason) });
+        }
       },
       data,
       down() {
         logins.clear();
+        for (const entry of hops.values()) entry.live.end("error", "the SSH front restarted");
         for (const [stream, entry] of granted) {
           granted.delete(stream);
           clearTimeout(entry.timer);
@@ -241,6 +364,10 @@ export function createSshFront(options: SshFrontOptions): SshFront {
   });
   return {
     listen: (port, host) => engine.listen(port, host),
+    get hopPort() {
+      return engine.hopPort;
+    },
+    hopStats,
     get pid() {
       return engine.pid;
     },

@@ -8,21 +8,32 @@
 // forwards and the sftp-server itself, with its own check; the SFTP path policy stays here, the
 // same for both.
 import { Socket } from "node:net";
+import type { Duplex } from "node:stream";
 import {
   ACCESS_FILES_PURPOSE,
   ACCESS_FORWARD_PURPOSE,
   ACCESS_SESSION_PURPOSE,
   type AccessPodRef,
   parseAccessForwardRequest,
+  parseAccessHop,
   parseAccessSessionRequest,
 } from "../../lib/access-stream/index.ts";
 import type { StreamHandler } from "../../lib/tunnel/index.ts";
 import { filterSftp, serverVersion } from "../runtimes/shared/sftp-filter.ts";
 import type { AccessEnvironment, LocalAccess, Runtime, RuntimeAccess } from "../runtimes/types.ts";
 import { containerPolicy, type FilesOptions, startFiles } from "./files.ts";
+import type { AccessHop } from "./hop.ts";
 import { type SessionOptions, startSession } from "./session.ts";
 
-export type AccessOptions = SessionOptions & FilesOptions;
+export type AccessOptions = SessionOptions &
+  FilesOptions & {
+    /**
+     * The byte hop for forwards the hub sends with a ticket (ADR 0011): `rlark-net access-hop`
+     * and the host of the hub the tunnel reached now. Absent: such forwards are served on the
+     * stream, as every other.
+     */
+    hop?: { process: Pick<AccessHop, "dial" | "dialLocal">; hubHost(): string | undefined };
+  };
 
 function lastCheck(access: LocalAccess, pod: AccessPodRef): AccessEnvironment {
   const target = access.environment({ namespace: pod.namespace, name: pod.name });
@@ -48,20 +59,45 @@ export function accessStreams(runtime: Runtime, options: AccessOptions = {}): Re
     [ACCESS_FILES_PURPOSE]: async (meta) => {
       const request = parseAccessSessionRequest(meta);
       const access = accessOf(runtime, "serves no files (SFTP) of its pods");
+      let files: Duplex;
       if (access.kind === "container") {
-        const files = await access.openFiles(request);
-        const version = await serverVersion(files.server).catch((error: Error) => {
+        const opened = await access.openFiles(request);
+        const version = await serverVersion(opened.server).catch((error: Error) => {
           throw new Error(`sftp-server in the container could not start (${error.message})`);
         });
-        return filterSftp(files.server, containerPolicy(files.root, options), version);
+        files = filterSftp(opened.server, containerPolicy(opened.root, options), version);
+      } else {
+        const target = lastCheck(access, request);
+        files = await startFiles(target.cwd, options, target.enter?.prefix);
       }
-      const target = lastCheck(access, request);
-      return startFiles(target.cwd, options, target.enter?.prefix);
+      // The hub offered its byte hop: the filtered server is joined to the hop through this
+      // process's unix socket, so its bytes skip the tunnel (the filter stays here).
+      const hop = parseAccessHop(meta.hop);
+      const hub = options.hop?.hubHost();
+      if (hop && options.hop && hub) {
+        const at = hub.includes(":") ? `[${hub}]` : hub;
+        return options.hop.process.dialLocal({ hub: `${at}:${hop.port}`, ticket: hop.ticket }, files);
+      }
+      return files;
     },
     [ACCESS_FORWARD_PURPOSE]: async (meta) => {
       const request = parseAccessForwardRequest(meta);
       const access = accessOf(runtime, "forwards no ports of its pods");
       if (access.kind === "local") lastCheck(access, request);
+      // The hub offered its byte hop: this process checks, names the address, and the hop
+      // connects it; the stream then carries no byte (the answer says `hop: true`).
+      const hub = options.hop?.hubHost();
+      if (request.hop && options.hop && hub && access.kind === "local" && access.forwardAddress) {
+        const target = await access.forwardAddress(request, request.port);
+        if (target) {
+          const at = hub.includes(":") ? `[${hub}]` : hub;
+          return options.hop.process.dial({
+            hub: `${at}:${request.hop.port}`,
+            ticket: request.hop.ticket,
+            target,
+          });
+        }
+      }
       const stream = await access.connect(request, request.port);
       // Nagle would delay the window adjustments of the SSH hops (ARCHITECTURE.md).
       if (stream instanceof Socket) stream.setNoDelay(true);

@@ -468,6 +468,12 @@ export interface LocalAccess {
    * a pod that is not running here or a port none of its processes listens on.
    */
   connect(pod: { namespace: string; name: string }, port: number): Promise<Duplex>;
+  /**
+   * Where connect() would connect, after the same checks (rejects as it does), for the agent's
+   * byte hop to connect itself (ADR 0011); undefined when only connect() reaches the port (a pod
+   * in a network of its own).
+   */
+  forwardAddress?(pod: { namespace: string; name: string }, port: number): Promise<string | undefined>;
 }
 
 /**

@@ -16,8 +16,10 @@ export {
   ACCESS_FORWARD_PURPOSE,
   ACCESS_SESSION_PURPOSE,
   type AccessForwardRequest,
+  type AccessHopTicket,
   type AccessPodRef,
   type AccessSessionRequest,
   parseAccessForwardRequest,
+  parseAccessHop,
   parseAccessSessionRequest,
 } from "./request.ts";

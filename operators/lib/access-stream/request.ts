@@ -22,6 +22,29 @@ export interface AccessSessionRequest extends AccessPodRef {
 
 export interface AccessForwardRequest extends AccessPodRef {
   port: number;
+  /**
+   * The agent's byte hop (ADR 0011): carry the forward's bytes from the agent's `rlark-net
+   * access-hop` to the hub's SSH front on its TLS data port `port` (the host the agent's tunnel
+   * reached), presenting `ticket` there. An agent without the hop serves the stream as before.
+   */
+  hop?: AccessHopTicket;
+}
+
+export interface AccessHopTicket {
+  port: number;
+  /** 128 random bits, hex: single use, valid seconds. */
+  ticket: string;
+}
+
+/** A stream header's `hop` (forwards and files), checked; undefined when absent. */
+export function parseAccessHop(value: unknown): AccessHopTicket | undefined {
+  if (value === undefined) return undefined;
+  const hop = value as { port?: unknown; ticket?: unknown } | null;
+  const port = Number(hop?.port);
+  if (!Number.isInteger(port) || port < 1 || port > 65535 || typeof hop?.ticket !== "string")
+    throw new Error("access request: hop must be {port, ticket}");
+  if (!/^[0-9a-f]{32}$/.test(hop.ticket)) throw new Error("access request: hop.ticket must be 32 hex digits");
+  return { port, ticket: hop.ticket };
 }
 
 const MAX_ARGS = 256;
@@ -78,5 +101,6 @@ export function parseAccessForwardRequest(meta: Record<string, unknown>): Access
   if (!Number.isInteger(port) || port < 1 || port > 65535) {
     throw new Error("access request: port must be an integer from 1 to 65535");
   }
-  return { ...podRef(meta), port };
+  const hop = parseAccessHop(meta.hop);
+  return { ...podRef(meta), port, ...(hop ? { hop } : {}) };
 }

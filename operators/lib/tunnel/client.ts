@@ -83,6 +83,7 @@ const MAX_PENDING_DESIRED = 4;
 export class TunnelClient extends EventEmitter<TunnelClientEvents> {
   #options: TunnelClientOptions;
   #credentials: AgentCredentials;
+  #hubHost: string | undefined;
   #clock: Clock;
   #random: () => number;
   #log: Logger;
@@ -109,6 +110,11 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
     this.#clock = options.clock ?? systemClock;
     this.#random = options.random ?? Math.random;
     this.#log = options.logger ?? silentLogger;
+  }
+
+  /** The host of the hub this client dialled last (its connection now, when connected). */
+  get hubHost(): string | undefined {
+    return this.#hubHost;
   }
 
   get credentials(): AgentCredentials {
@@ -206,6 +212,7 @@ export class TunnelClient extends EventEmitter<TunnelClientEvents> {
     const { host, port } = addresses[this.#addressIndex++ % addresses.length]!;
     const timeout = this.#options.connectTimeoutMs ?? 20_000;
     const sock = await dialNoDelay(host, port, timeout);
+    this.#hubHost = host;
     coalesceWrites(sock);
     const conn = new ssh2.Client();
     this.#conn = conn;

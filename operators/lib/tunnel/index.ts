@@ -57,4 +57,4 @@ export {
   type UserLogins,
 } from "./server.ts";
 export { AGENT_SUBSYSTEM, AGENT_USER_PREFIX, DEFAULT_HEARTBEAT_MS, ENROLL_USER } from "./ssh-options.ts";
-export { type StreamHandler, StreamRefused, serveStream } from "./streams.ts";
+export { STREAM_ANSWER, type StreamHandler, StreamRefused, serveStream, streamAnswer } from "./streams.ts";

@@ -40,7 +40,7 @@ import {
   STREAM_BIND_ADDR,
   STREAM_BIND_PORT,
 } from "./ssh-options.ts";
-import { STREAM_HEADER_LIMIT, StreamRefused } from "./streams.ts";
+import { STREAM_ANSWER, STREAM_HEADER_LIMIT, StreamRefused } from "./streams.ts";
 
 export type ClusterState = "Online" | "Offline";
 
@@ -324,6 +324,14 @@ export class TunnelServer {
               answer = undefined;
             }
             if (answer?.ok === true) {
+              const {
+                ok: _ok,
+                error: _error,
+                refused: _refused,
+                ...extra
+              } = answer as Record<string, unknown>;
+              if (Object.keys(extra).length > 0)
+                (channel as unknown as Record<symbol, unknown>)[STREAM_ANSWER] = extra;
               resolve(channel);
               return;
             }

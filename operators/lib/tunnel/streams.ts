@@ -7,6 +7,18 @@ export type StreamHandler = (meta: Record<string, unknown>) => Promise<Duplex>;
 export const STREAM_HEADER_LIMIT = 64 * 1024;
 
 /**
+ * Fields a handler's target adds to the agent's `{ok: true}` answer (as `target[STREAM_ANSWER]`),
+ * which the hub's openStream puts on the stream it resolves with: e.g. `{hop: true}`, the forward
+ * carried by the agent's byte hop instead of this stream (ADR 0011).
+ */
+export const STREAM_ANSWER: unique symbol = Symbol("rlark stream answer");
+
+/** The extra fields of the agent's answer to the stream `stream` (empty when none). */
+export function streamAnswer(stream: Duplex): Record<string, unknown> {
+  return (stream as Duplex & { [STREAM_ANSWER]?: Record<string, unknown> })[STREAM_ANSWER] ?? {};
+}
+
+/**
  * A handler's refusal by its own rule (a port the pod does not hold), as opposed to a failure to
  * open: the answer says so, and the hub's openStream rejects with this class again, so the hub
  * can audit it as refused.
@@ -63,7 +75,7 @@ export async function serveStream(channel: Duplex, handlers: Record<string, Stre
     target.destroy();
     return;
   }
-  channel.write(encodeLine({ ok: true }));
+  channel.write(encodeLine({ ...streamAnswer(target), ok: true }));
   channel.pipe(target).pipe(channel);
   await new Promise<void>((resolve) => {
     const done = () => {

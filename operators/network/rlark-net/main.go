@@ -473,6 +473,8 @@ func main() {
 		runNodeserverData()
 	case "ssh-front":
 		runSSHFront()
+	case "access-hop":
+		runAccessHop()
 	case "icmp-probe":
 		runIcmpProbe()
 	case "connect":

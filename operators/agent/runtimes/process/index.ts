@@ -130,6 +130,7 @@ export class ProcessRuntime implements Runtime {
     kind: "local",
     environment: (pod) => this.#replicas.get(podKey(pod.namespace, pod.name))?.accessEnvironment(),
     connect: (pod, port) => this.#connect(pod, port),
+    forwardAddress: (pod, port) => this.#forwardAddress(pod, port),
   };
 
   /** Domain pods with a network of their own get their virtual IPs from the peers state. */
@@ -432,6 +433,13 @@ export class ProcessRuntime implements Runtime {
     const replica = this.#replicas.get(key);
     if (!replica) throw new Error(`no pod ${key} on node ${this.#node.name}`);
     return replica.connect(port);
+  }
+
+  async #forwardAddress(pod: { namespace: string; name: string }, port: number): Promise<string | undefined> {
+    const key = podKey(pod.namespace, pod.name);
+    const replica = this.#replicas.get(key);
+    if (!replica) throw new Error(`no pod ${key} on node ${this.#node.name}`);
+    return replica.forwardAddress(port);
   }
 
   async logStream(pod: { namespace: string; name: string }, options: LogStreamOptions): Promise<Readable> {

@@ -703,6 +703,17 @@ export class Replica {
    * A connection to `port` when one of this pod's running processes listens on it; any other port
    * of the machine (another pod's, the hub's under `rlark up`) is refused.
    */
+  /** connect()'s checks, then the address it would connect (none for a pod in its own network). */
+  async forwardAddress(port: number): Promise<string | undefined> {
+    const pgid = this.#record.pid;
+    if (this.#status !== "Running" || pgid === undefined) throw new Error(`pod ${this.key} is not running`);
+    const pids = ownGroupMembers(pgid, this.#record.processStart);
+    if (!(await pidsListenOn(pids, port)))
+      throw new StreamRefused(`pod ${this.key} does not listen on port ${port}`);
+    if (this.#record.network && this.#ctx.network) return undefined;
+    return `127.0.0.1:${port}`;
+  }
+
   async connect(port: number): Promise<Duplex> {
     const pgid = this.#record.pid;
     if (this.#status !== "Running" || pgid === undefined) throw new Error(`pod ${this.key} is not running`);
