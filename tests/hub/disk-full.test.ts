@@ -1,46 +1,14 @@
-// Disk full on the hub's data dir (a tmpfs of 16 MiB, filled to the last byte): the hub says why
-// in GET /api/v1/source (ENOSPC, not a silent stall), keeps serving what it had, applies nothing
-// half; once space is back it applies the waiting revision by itself, and a restart on the same
-// data dir finds everything (docs/reliability.md, "hub leader × disk full").
-import { execFileSync } from "node:child_process";
-import { mkdtemp, open, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { rm } from "node:fs/promises";
 import path from "node:path";
 import t from "tap";
+import { fillToLastByte, smallTmpfs } from "../helpers/full-disk.ts";
 import { startHubOnGit } from "../helpers/hub-on-git.ts";
 import { rawJobYaml } from "../helpers/job-yaml.ts";
 import { sourceStatus } from "../helpers/source-status.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 
-/** Writes 64 KiB blocks into `file` until the file system refuses one. */
-async function fill(file: string): Promise<void> {
-  const handle = await open(file, "w");
-  const block = Buffer.alloc(64 * 1024, 1);
-  try {
-    for (;;) await handle.write(block);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "ENOSPC") throw error;
-  } finally {
-    await handle.close().catch(() => undefined);
-  }
-  // What is left is less than a block: the last bytes, one at a time.
-  const last = await open(file, "a");
-  try {
-    for (;;) await last.write(Buffer.alloc(1));
-  } catch {
-    // full
-  } finally {
-    await last.close().catch(() => undefined);
-  }
-}
-
 t.test("a full data dir: a clear error, reads go on, nothing lost, applied once space is back", async (t) => {
-  const dataDir = await mkdtemp(path.join(tmpdir(), "rlark-diskfull-"));
-  execFileSync("mount", ["-t", "tmpfs", "-o", "size=16m", "tmpfs", dataDir]);
-  t.teardown(async () => {
-    execFileSync("umount", ["-l", dataDir]);
-    await rm(dataDir, { recursive: true, force: true });
-  });
+  const dataDir = await smallTmpfs(t, "rlark-diskfull-");
   const job = (name: string) => rawJobYaml({ name, command: ["sleep", "1"] });
   const running = await startHubOnGit(t, { dataDir, files: { "a.yaml": job("a") } });
   const store = () => running.hub.store;
@@ -51,7 +19,7 @@ t.test("a full data dir: a clear error, reads go on, nothing lost, applied once 
   );
 
   const filler = path.join(dataDir, "filler");
-  await fill(filler);
+  await fillToLastByte(filler);
   const second = await running.git.commit({ "b.yaml": job("b") });
   const refused = await waitFor(
     "the hub to say the disk is full",

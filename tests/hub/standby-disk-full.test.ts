@@ -1,33 +1,11 @@
-// The fault matrix's "hub standby × disk full" (docs/reliability.md): two hubs on one kubernetes
-// store (the shared fleet) and one git server; the standby's data dir (a 16 MiB tmpfs) is filled to
-// the last byte. Nothing visible: the leader goes on applying revisions, the standby stays a
-// standby (/readyz 503), and its read API serves what the leader applied, since a standby writes
-// nothing to its data dir.
-import { execFileSync } from "node:child_process";
-import { mkdtemp, open, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import path from "node:path";
 import t from "tap";
 import { fleetCluster, testNamespace } from "../helpers/fleet.ts";
+import { fillToLastByte, smallTmpfs } from "../helpers/full-disk.ts";
 import { startHubOnGit } from "../helpers/hub-on-git.ts";
 import { rawJobYaml } from "../helpers/job-yaml.ts";
 import { kubeStoreFixture } from "../helpers/kube-store.ts";
 import { onKube, waitFor } from "../helpers/wait-for.ts";
-
-/** Writes into `file` until the file system refuses even one byte. */
-async function fill(file: string): Promise<void> {
-  const handle = await open(file, "w");
-  try {
-    for (const size of [64 * 1024, 1])
-      try {
-        for (;;) await handle.write(Buffer.alloc(size, 1));
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== "ENOSPC") throw error;
-      }
-  } finally {
-    await handle.close().catch(() => undefined);
-  }
-}
 
 t.test("a standby whose data dir is full: nothing visible, its reads follow the leader", async (t) => {
   const fixture = await kubeStoreFixture(t);
@@ -47,12 +25,7 @@ t.test("a standby whose data dir is full: nothing visible, its reads follow the 
   });
   await waitFor("hub a leads", () => a.hub.leading(), onKube);
 
-  const dataDir = await mkdtemp(path.join(tmpdir(), "rlark-standby-full-"));
-  execFileSync("mount", ["-t", "tmpfs", "-o", "size=16m", "tmpfs", dataDir]);
-  t.teardown(async () => {
-    execFileSync("umount", ["-l", dataDir]);
-    await rm(dataDir, { recursive: true, force: true });
-  });
+  const dataDir = await smallTmpfs(t, "rlark-standby-full-");
   const b = await startHubOnGit(t, {
     git: a.git,
     dataDir,
@@ -67,7 +40,7 @@ t.test("a standby whose data dir is full: nothing visible, its reads follow the 
     onKube,
   );
 
-  await fill(path.join(dataDir, "filler"));
+  await fillToLastByte(path.join(dataDir, "filler"));
   await a.git.commit({ "y.yaml": job("y") });
   await waitFor(
     "the leader applies Job y",
