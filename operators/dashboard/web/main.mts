@@ -34,6 +34,9 @@ const PAGES = [
   { path: "access", title: "Access" },
 ] as const;
 
+// boot.mts reloads a page whose modules did not all arrive; this says they did.
+document.documentElement.dataset.started = "true";
+
 const state = new State();
 const main = document.getElementById("page")!;
 const nav = document.getElementById("nav")!;

@@ -124,15 +124,30 @@ t.test(
     });
 
     await t.test("a shell with a pty runs in the container; its exit status is ssh's", async (t) => {
-      const shell = await run(
-        "ssh",
-        [...sshArgs(alice.file), "-tt", `alice+${pod}@127.0.0.1`],
-        'echo "$((6*7)):$(cat /marker):$TERM:$(stty size)"\necho hi; exit 3\n',
-        { env: { ...process.env, TERM: "xterm-256color" } },
-      );
-      t.match(shell.stdout, /42:in-the-container:xterm-256color:\d+ \d+/, shell.stderr);
-      t.match(shell.stdout, /^hi\r?$/m);
-      t.equal(shell.code, 3);
+      // typed as a user types: the next line once the shell has answered the first
+      const ssh = spawn("ssh", [...sshArgs(alice.file), "-tt", `alice+${pod}@127.0.0.1`], {
+        env: { ...process.env, TERM: "xterm-256color" },
+        stdio: ["pipe", "pipe", "pipe"],
+      });
+      t.teardown(() => ssh.kill());
+      let output = "";
+      const add = (d: Buffer) => {
+        if (output.length < 1_000_000) output += d.toString();
+      };
+      ssh.stdout?.on("data", add);
+      ssh.stderr?.on("data", add);
+      const exited = new Promise<number | null>((resolve) => ssh.once("close", resolve));
+      ssh.stdin?.write('echo "$((6*7)):$(cat /marker):$TERM:$(stty size)"\n');
+      await waitFor(
+        "the shell's answer",
+        () => /42:in-the-container:xterm-256color:\d+ \d+/.test(output),
+        slow,
+      ).catch((error: Error) => {
+        throw new Error(`${error.message}; the terminal showed ${JSON.stringify(output.slice(-600))}`);
+      });
+      ssh.stdin?.write("echo hi; exit 3\n");
+      t.equal(await exited, 3, output.slice(-600));
+      t.match(output, /^hi\r?$/m);
     });
 
     await t.test("sftp copies to and from the container's own files, both ways intact", async (t) => {

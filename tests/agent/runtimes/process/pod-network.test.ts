@@ -155,7 +155,13 @@ t.test("a runtime that opens removes the pod networks a crashed one left unrecor
   const lost = await networkOf("lost");
   // a crash: the runtime goes without stopping its pods, and one pod's record is lost with it
   await first.runtime.stop();
-  rmSync(join(stateDir, "pods", "agent-local_lost-0"), { recursive: true, force: true });
+  // the pod's own processes still run and may write there while it goes (ENOTEMPTY): retried
+  rmSync(join(stateDir, "pods", "agent-local_lost-0"), {
+    recursive: true,
+    force: true,
+    maxRetries: 20,
+    retryDelay: 100,
+  });
   const second = await openRuntime(t, { stateDir, podNetwork, logger: silentLogger });
   t.notOk(netnsList().includes(lost.netns), "the unrecorded namespace is removed");
   t.notMatch(links(), lost.hostIf, "with its link");
