@@ -37,8 +37,8 @@ export async function statusIs(page: Page, pattern: RegExp): Promise<string> {
 
 /**
  * Opens the dashboard and logs in. A module of the page that did not arrive makes the page reload
- * itself (web/boot.mts); that cause of a missing form was seen in whole runs (a request failed
- * in Chromium, reason not yet known). When the form still does not come, the error begins with
+ * itself (web/boot.mts): in whole runs Chromium failed the modules in flight with
+ * ERR_NETWORK_CHANGED while other tests added and removed interfaces. When the form still does not come, the error begins with
  * the failed requests and their reasons (a CI summary keeps only a line's start), then what the
  * page threw, logged and held.
  */

@@ -1,5 +1,6 @@
 // The page's safety net, a classic script beside its module graph. When one module of the page
-// cannot be fetched (a connection dropped on the way), the browser runs none of the graph and
+// cannot be fetched (Chromium fails what is in flight when the machine's network changes:
+// ERR_NETWORK_CHANGED; a dropped connection), the browser runs none of the graph and
 // the page would say "Loading…" for ever. After the load event, which waits for the modules,
 // a page whose main module has not started is reloaded, twice at most in a row (such failures
 // pass), then says what went wrong.
