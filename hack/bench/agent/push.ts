@@ -1,4 +1,4 @@
-// `node hack/bench/agent/push.ts [deployments=2000] [--clusters 4] [--nodes 3] [--verbose]`
+// `node hack/bench/agent/push.ts [deployments=2000] [--clusters 4] [--nodes N] [--verbose]`
 //
 // One git push → N Deployments across C clusters of a local fleet (hack/kube, kwok nodes; its own
 // fleet directory, .cache/fleet-push-<C>, so the tests' fleet keeps its shape), one kubernetes
@@ -21,12 +21,22 @@ const { values, positionals } = parseArgs({
   allowPositionals: true,
   options: {
     clusters: { type: "string", default: "4" },
-    nodes: { type: "string", default: "3" },
+    nodes: { type: "string" },
     verbose: { type: "boolean", default: false },
   },
 });
 const deployments = Number(positionals[0] ?? 2000);
 const clusterCount = Number(values.clusters);
+/** A kwok node of hack/kube holds 110 pods (`allocatable.pods`), as a kubelet's default does. */
+const PODS_PER_NODE = 110;
+// Placement waits for room a node reports and kubectl does not look: with fewer pod slots than
+// Deployments (one replica each) the run would measure waiting for room that never comes.
+const roomyNodes = Math.max(3, Math.ceil(deployments / clusterCount / PODS_PER_NODE));
+const nodeCount = values.nodes === undefined ? roomyNodes : Number(values.nodes);
+if (nodeCount * PODS_PER_NODE * clusterCount < deployments)
+  console.log(
+    `note: ${clusterCount} clusters x ${nodeCount} nodes hold ${nodeCount * PODS_PER_NODE * clusterCount} pods, fewer than ${deployments} Deployments: placement will wait for room (kubectl does not)`,
+  );
 const seconds = (ms: number | undefined) => (ms === undefined ? "—" : `${(ms / 1000).toFixed(2)} s`);
 const ratio = (a: number | undefined, b: number | undefined) =>
   a === undefined || b === undefined ? "—" : `x${(a / b).toFixed(2)}`;
@@ -43,7 +53,7 @@ const fleet = (verb: "up" | "down", ...args: string[]) =>
     stdio: ["ignore", 2, 2],
     env,
   });
-const up = fleet("up", "--clusters", String(clusterCount), "--nodes", String(values.nodes));
+const up = fleet("up", "--clusters", String(clusterCount), "--nodes", String(nodeCount));
 if (up.status !== 0) throw new Error(`hack/kube/up failed (exit ${up.status ?? up.signal})`);
 try {
   const entries = JSON.parse(readFileSync(path.join(fleetDir, "clusters.json"), "utf8")) as ClusterEntry[];
