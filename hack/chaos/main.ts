@@ -12,19 +12,43 @@ import { repoRoot } from "../kube/paths.ts";
 import { FAULTS, type Fault } from "./faults.ts";
 import { runSoak } from "./soak.ts";
 
-const { values } = parseArgs({
-  options: {
-    duration: { type: "string", default: "300s" },
-    seed: { type: "string" },
-    faults: { type: "string", default: FAULTS.join(",") },
-    "fault-every": { type: "string", default: "20s" },
-    "commit-every": { type: "string", default: "3s" },
-    "quiet-bound": { type: "string", default: "300s" },
-    "fleet-dir": { type: "string", default: join(repoRoot, ".cache/fleet-chaos") },
-    /** Leader election's Lease duration; the renew deadline and retry period follow (7/10, 1/10). */
-    lease: { type: "string" },
-  },
-});
+const USAGE = `usage: hack/chaos/soak --duration D [--seed S] [--faults F,...] [--fault-every D]
+                       [--commit-every D] [--quiet-bound D] [--fleet-dir DIR] [--lease D]
+
+Runs two HA hubs, a kwok fleet of 2 clusters, a process-runtime cluster, their agents and
+nodeservers under a stream of commits and faults for --duration, then checks that everything
+converged to git's last valid revision with nothing lost, run twice or leaked. Durations:
+300, 300s, 5m, 1h. Faults (default all): ${FAULTS.join(", ")}.
+The last line: "chaos: <kills> kills, <commits> commits, <lost> lost, <dup> duplicated, ...".
+Exit 0 when the invariants hold. See hack/chaos/README.md.
+`;
+
+function parseOptions() {
+  try {
+    return parseArgs({
+      options: {
+        help: { type: "boolean", short: "h" },
+        duration: { type: "string", default: "300s" },
+        seed: { type: "string" },
+        faults: { type: "string", default: FAULTS.join(",") },
+        "fault-every": { type: "string", default: "20s" },
+        "commit-every": { type: "string", default: "3s" },
+        "quiet-bound": { type: "string", default: "300s" },
+        "fleet-dir": { type: "string", default: join(repoRoot, ".cache/fleet-chaos") },
+        /** Leader election's Lease duration; the renew deadline and retry period follow (7/10, 1/10). */
+        lease: { type: "string" },
+      },
+    });
+  } catch (error) {
+    process.stderr.write(`chaos: ${(error as Error).message}\n\n${USAGE}`);
+    process.exit(2);
+  }
+}
+const { values } = parseOptions();
+if (values.help) {
+  process.stdout.write(USAGE);
+  process.exit(0);
+}
 
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
