@@ -107,7 +107,8 @@ export interface AgentOptions {
   domainRelay?: string;
   /**
    * Called with the nodeservers' peers state on every desired-set change: the process runtime's
-   * agent writes its nodeserver's peers.json from it.
+   * agent writes its nodeserver's peers.json from it. A throw counts as a failed apply: the agent
+   * calls it again with the same state on its apply retry (1 s doubling to 30 s).
    */
   onPeersState?: (state: PeersState) => void;
   /** The programs access sessions run (sftp-server, the pty helper's Python). Defaults: the system's. */
@@ -367,13 +368,16 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     };
     await settle(
       () => runtime.apply(tasks()),
+      // apart from the runtime's step: a peers file the disk refuses holds up nothing else
       () => {
-        const state = peersState();
-        options.onPeersState?.(state);
+        options.onPeersState?.(peersState());
+        return undefined;
+      },
+      () => {
         runtime.network?.applyDomainTasks?.(
           domainTasksFrom(desired.domainPeers().map((p) => ({ domain: p.metadata.name, spec: p.spec }))),
         );
-        return runtime.network?.applyPeersState(state);
+        return runtime.network?.applyPeersState(peersState());
       },
       () => runtime.cluster?.applySecrets(desired.secrets()),
     );

@@ -1,7 +1,8 @@
 // The process runtime's Domain networking (docs/networking.md): the agent runs this machine's
 // nodeserver in its own process, started when the first DomainPeer arrives (an agent with no
 // Domain pods opens no socket), and rewrites its peers state (DIR/peers.json) from the
-// DomainPeers the hub hands over, at once on every change.
+// DomainPeers the hub hands over, at once on every change. A write the disk refuses throws: the
+// nodeserver goes on with the last file, and the agent retries the same state.
 
 import { mkdirSync } from "node:fs";
 import path from "node:path";
@@ -72,8 +73,10 @@ export function agentNodeserver(options: {
         writePeersFile(dir, state);
         last = text;
       } catch (error) {
+        // The nodeserver keeps the last state it read; the agent's apply retry calls again.
+        const message = `could not write the peers state in ${dir}: ${(error as Error).message}`;
         logger.error("could not write the peers state", { dir, error: (error as Error).message });
-        return;
+        throw new Error(message);
       }
       start();
     },

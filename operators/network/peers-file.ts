@@ -2,7 +2,7 @@
 // atomically (write a temporary file, rename). Watched; a file that does not parse is logged and
 // the last good state kept, so a bad write never tears down routes that work.
 
-import { renameSync, watch, writeFileSync } from "node:fs";
+import { renameSync, rmSync, watch, writeFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "../lib/logger.ts";
@@ -64,6 +64,12 @@ export function watchPeersFile(
 export function writePeersFile(dir: string, state: PeersState): void {
   const path = join(dir, PEERS_FILE);
   const temporary = `${path}.${process.pid}.tmp`;
-  writeFileSync(temporary, `${JSON.stringify(state)}\n`, { mode: 0o600 });
-  renameSync(temporary, path);
+  try {
+    writeFileSync(temporary, `${JSON.stringify(state)}\n`, { mode: 0o600 });
+    renameSync(temporary, path);
+  } catch (error) {
+    // the file in force stays whole; a half-written temporary (ENOSPC) is not left behind
+    rmSync(temporary, { force: true });
+    throw error;
+  }
 }
