@@ -1,6 +1,7 @@
 // The hub's Go relay engine (`--domain-relay-engine go`, ADR 0007's third decision) under faults:
 // `rlark-net relay` killed with -9 is restarted by the hub and takes new streams again; a stream
 // open across the kill ends on both nodeservers; its own JSON log lines reach the hub's logger.
+// Frozen (SIGSTOP) past a ticket's life, a joined stream stalls and carries on after.
 import { readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import type { TLSSocket } from "node:tls";
@@ -126,5 +127,38 @@ t.test(
       ).length >= 2,
       "each rlark-net relay's own JSON log line came through the hub's logger, its fields intact",
     );
+  },
+);
+
+t.test(
+  "the Go relay frozen past a ticket's life: a joined stream stalls and carries on, nothing restarted",
+  async (t) => {
+    const { hub, link, source } = await goBed(t);
+    const pid = hub.domainRelay?.goEngine()?.pid as number;
+    await link();
+    const stream = await (await source()).open(`${B}:7000`, A);
+    t.equal(await roundTrip(stream, "before"), "before", "a stream crosses the Go relay");
+
+    process.kill(pid, "SIGSTOP");
+    let resumed = false;
+    t.teardown(() => {
+      if (!resumed) process.kill(pid, "SIGCONT");
+    });
+    const answer = roundTrip(stream, "during");
+    const early = await Promise.race([
+      answer,
+      new Promise((resolve) => setTimeout(() => resolve("nothing"), 12_000)),
+    ]);
+    t.equal(early, "nothing", "nothing crosses while the relay is frozen (12 s, past the 10 s tickets)");
+    t.notOk(stream.closed, "the stream is not ended by the freeze");
+    process.kill(pid, "SIGCONT");
+    resumed = true;
+    t.equal(await answer, "during", "what was written during the freeze arrives, in order, after it");
+    t.equal(await roundTrip(stream, "after"), "after", "the same stream carries on");
+    t.equal(hub.domainRelay?.goEngine()?.pid, pid, "the hub did not restart the frozen relay");
+    const again = await (await source()).open(`${B}:7000`, A);
+    t.equal(await roundTrip(again, "new"), "new", "a new stream joins");
+    again.destroy();
+    stream.destroy();
   },
 );
