@@ -34,14 +34,21 @@ export function fleetProcessNames(fleetDir: string): string[] {
 /**
  * Kills the fleet process `name` with SIGKILL and starts it again with the command line,
  * working dir and environment it had, once `downFor` has passed (resolves when restarted).
+ * `changeArgs` may change the command line first (a test that puts a proxy in a path).
  */
-export async function killAndRestart(fleetDir: string, name: string, downForMs: number): Promise<void> {
+export async function killAndRestart(
+  fleetDir: string,
+  name: string,
+  downForMs: number,
+  changeArgs: (args: string[]) => string[] = (args) => args,
+): Promise<void> {
   const statePath = join(fleetDir, "state.json");
   const state = JSON.parse(readFileSync(statePath, "utf8")) as FleetState;
   const record = state.processes.find((p) => p.name === name);
   if (!record) throw new Error(`the fleet in ${fleetDir} has no process ${name}`);
   if (startTime(record.pid) !== record.start) throw new Error(`${name} (pid ${record.pid}) is not running`);
-  const argv = readFileSync(`/proc/${record.pid}/cmdline`, "utf8").split("\0").slice(0, -1);
+  const [program, ...args] = readFileSync(`/proc/${record.pid}/cmdline`, "utf8").split("\0").slice(0, -1);
+  const argv = [program as string, ...changeArgs(args)];
   const dir = readlinkSync(`/proc/${record.pid}/cwd`);
   const env = Object.fromEntries(
     readFileSync(`/proc/${record.pid}/environ`, "utf8")
