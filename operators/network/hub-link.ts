@@ -24,6 +24,7 @@ import {
   TICKET_TTL_MS,
 } from "../lib/relay/index.ts";
 import type { PooledConnection } from "./pool.ts";
+import { type KeepaliveOptions, keepSessionAlive, RELAY_KEEPALIVE } from "./session-keepalive.ts";
 
 export interface HubLinkCredentials {
   address: string;
@@ -238,7 +239,11 @@ export class HubConnection implements PooledConnection {
     });
   }
 
-  static async dial(creds: HubLinkCredentials, clock: Clock): Promise<HubConnection> {
+  static async dial(
+    creds: HubLinkCredentials,
+    clock: Clock,
+    keepalive: KeepaliveOptions = RELAY_KEEPALIVE,
+  ): Promise<HubConnection> {
     const socket = await dialHub(creds, ALPN_DIAL);
     const session = http2.connect(`https://${creds.address}`, {
       createConnection: () => socket,
@@ -247,6 +252,7 @@ export class HubConnection implements PooledConnection {
       session.once("connect", () => resolve());
       session.once("error", reject);
     });
+    keepSessionAlive(session, keepalive);
     return new HubConnection(session, clock, creds);
   }
 
@@ -444,6 +450,7 @@ export async function acceptFromHub(
   creds: HubLinkCredentials,
   hello: AcceptHello,
   onStream: (stream: InboundStream) => void,
+  keepalive: KeepaliveOptions = RELAY_KEEPALIVE,
 ): Promise<{ close(): void; closed: Promise<void> }> {
   const socket = await dialHub(creds, ALPN_ACCEPT);
   // HTTP/2 takes the socket over only once the hello is written: a write still in flight when
@@ -453,7 +460,11 @@ export async function acceptFromHub(
   );
   const server = http2.createServer();
   const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
-  server.on("session", (session) => session.on("error", () => {}));
+  server.on("session", (session) => {
+    session.on("error", () => {});
+    // a cut link: the session destroyed takes the socket with it, and `closed` resolves
+    keepSessionAlive(session, keepalive);
+  });
   server.on("stream", (stream: ServerHttp2Stream, headers) => {
     stream.on("error", () => {});
     // a cluster probe: the answer is the measurement; no pod is touched, nothing is logged

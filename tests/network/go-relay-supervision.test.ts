@@ -9,8 +9,10 @@ import t, { type Test } from "tap";
 import { systemClock } from "../../operators/lib/clock.ts";
 import type { Logger } from "../../operators/lib/logger.ts";
 import { acceptFromHub, HubConnection, type InboundStream } from "../../operators/network/index.ts";
+import { type KeepaliveOptions, RELAY_KEEPALIVE } from "../../operators/network/session-keepalive.ts";
 import { goRelayOptions } from "../helpers/relay-engine.ts";
 import { startRelayHub } from "../helpers/relay-hub.ts";
+import { resettableProxy } from "../helpers/store-through-proxy.ts";
 import { onRealServers, waitFor } from "../helpers/wait-for.ts";
 
 const A = "100.99.0.10";
@@ -22,7 +24,12 @@ interface Line {
   fields: Record<string, unknown>;
 }
 
-async function goBed(t: Test) {
+/**
+ * A hub with the Go relay, a Domain over clusters c1 and c2, and helpers for their nodeservers'
+ * links. With `cuttable`, the links reach the relay through a proxy the test can silence, and
+ * ping it every `keepalive.everyMs`.
+ */
+async function goBed(t: Test, cuttable?: { keepalive: KeepaliveOptions }) {
   const lines: Line[] = [];
   const record =
     (level: string) =>
@@ -36,7 +43,15 @@ async function goBed(t: Test) {
   ]);
   await peer("train", "c1", [A]);
   await peer("train", "c2", [B]);
-  const base = { address: hub.domainRelayAddress as string, caPem: hub.pki.ca.certPem };
+  const relay = hub.domainRelayAddress as string;
+  const cut = cuttable ? await resettableProxy("127.0.0.1", Number(relay.split(":")[1])) : undefined;
+  if (cut)
+    t.teardown(() => {
+      void cut.close();
+      cut.reset();
+    });
+  const base = { address: cut ? `127.0.0.1:${cut.port}` : relay, caPem: hub.pki.ca.certPem };
+  const keepalive = cuttable?.keepalive ?? RELAY_KEEPALIVE;
   const targets: TLSSocket[] = [];
   const echo = (stream: InboundStream) =>
     void stream.accept().then(
@@ -52,15 +67,22 @@ async function goBed(t: Test) {
   });
   /** c2's reverse link, up and registered at the hub. */
   const link = async () => {
-    links.push(await acceptFromHub({ ...base, ...train("c2") }, { globalNamespace: "agent-c2" }, echo));
+    const reverse = await acceptFromHub(
+      { ...base, ...train("c2") },
+      { globalNamespace: "agent-c2" },
+      echo,
+      keepalive,
+    );
+    links.push(reverse);
     await waitFor("the reverse link registered", () => hub.domainRelay?.stats().reverseLinks.length === 1);
+    return reverse;
   };
   const source = async () => {
-    const connection = await HubConnection.dial({ ...base, ...train("c1") }, systemClock);
+    const connection = await HubConnection.dial({ ...base, ...train("c1") }, systemClock, keepalive);
     t.teardown(() => connection.close());
     return connection;
   };
-  return { hub, dir, lines, link, source, targets };
+  return { hub, dir, lines, link, source, targets, cut };
 }
 
 function roundTrip(stream: NodeJS.ReadWriteStream, text: string): Promise<string> {
@@ -159,6 +181,45 @@ t.test(
     const again = await (await source()).open(`${B}:7000`, A);
     t.equal(await roundTrip(again, "new"), "new", "a new stream joins");
     again.destroy();
+    stream.destroy();
+  },
+);
+
+t.test(
+  "the links to the relay cut (silence, no reset): the nodeserver's sessions see it by their PINGs and connect again",
+  async (t) => {
+    const keepalive = { everyMs: 500, missed: 3 };
+    const { hub, link, source, cut } = await goBed(t, { keepalive });
+    const reverse = await link();
+    let reverseClosed = false;
+    void reverse.closed.then(() => {
+      reverseClosed = true;
+    });
+    const connection = await source();
+    const stream = await connection.open(`${B}:7000`, A);
+    t.equal(await roundTrip(stream, "before"), "before", "a stream crosses the relay through the path");
+
+    cut?.freeze();
+    const cutAt = Date.now();
+    await waitFor("the pooled connection taken for cut", () => connection.closed, onRealServers);
+    await waitFor("the reverse link taken for cut", () => reverseClosed, onRealServers);
+    const seen = Date.now() - cutAt;
+    t.ok(seen < 10_000, `both ends let go of the cut sessions (in ${seen} ms; PINGs every 500 ms, 3 missed)`);
+
+    cut?.thaw();
+    // The nodeserver's loops connect again (nodeserver.ts): here by hand, as they would.
+    await waitFor(
+      "a new stream over new links once the path is back",
+      async () => {
+        if ((hub.domainRelay?.stats().reverseLinks.length ?? 0) === 0) await link();
+        const again = await (await source()).open(`${B}:7000`, A);
+        const echoed = await roundTrip(again, "after");
+        again.destroy();
+        return echoed === "after";
+      },
+      onRealServers,
+    );
+    t.pass("new streams work after the cut");
     stream.destroy();
   },
 );
