@@ -267,11 +267,17 @@ function isRunToCompletion(task: RuntimeTask): boolean {
 
 export function taskStatusObject(cluster: string, task: RuntimeTask, observed: RuntimeSnapshot): KubeObject {
   const workload = observed.workloads?.find((w) => w.task === task.metadata.name && !w.terminating);
+  const status = taskStatus(task, observed.pods, workload);
+  // Why a Task waits when its objects could not be applied: the API server's own words.
+  const problem = observed.applyProblems?.find((p) => p.task === task.metadata.name);
   return {
     apiVersion: API_VERSION,
     kind: "Task",
     metadata: { name: task.metadata.name, namespace: namespaceFor(cluster) },
-    status: taskStatus(task, observed.pods, workload),
+    status:
+      problem && status.phase === "Pending"
+        ? { ...status, reason: problem.reason, message: problem.message.slice(0, 1024) }
+        : status,
   };
 }
 

@@ -351,6 +351,12 @@ export interface RuntimeSnapshot {
   addons?: ObservedAddon[];
   /** Runtimes that apply Bundles (kubernetes): each one desired or still being removed. */
   bundles?: ObservedBundle[];
+  /**
+   * Tasks whose objects the runtime could not apply (kubernetes): refused as invalid
+   * (ApplyRefused, until the Task changes) or failed for now (ApplyFailed: the API server down,
+   * out of space, forbidden; tried again). A Pending Task shows it as its reason and message.
+   */
+  applyProblems?: { task: string; reason: "ApplyRefused" | "ApplyFailed"; message: string }[];
 }
 
 /** One try of a cluster's API. */

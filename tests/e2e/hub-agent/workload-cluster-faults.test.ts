@@ -64,8 +64,10 @@ function ownFleet(t: Test): { dir: string; kubeConfig: KubeConfig; pidOf: (name:
 interface Fault {
   /** What is done, for messages: "etcd frozen". */
   what: string;
-  begin(): void;
-  end(): void;
+  begin(): void | Promise<void>;
+  end(): void | Promise<void>;
+  /** What the hub shows meanwhile about the agent's failed apply, if it can show anything. */
+  reported?: RegExp;
 }
 
 const APISERVER = "fleet-1-kube-apiserver";
@@ -123,10 +125,10 @@ t.test(
     );
 
     const during = async (t: Test, fault: Fault, jobName: string) => {
-      fault.begin();
+      await fault.begin();
       let on = true;
       t.teardown(() => {
-        if (on) fault.end();
+        if (on) return fault.end();
       });
       const startedAt = Date.now();
       await git.commit({ [`${jobName}.yaml`]: job(jobName) });
@@ -136,8 +138,14 @@ t.test(
           (await hub.store.list("Task")).items.some((task) => task.metadata.labels?.[JOB_LABEL] === jobName),
         onKube,
       );
+      let reported = "";
       while (Date.now() - startedAt < FAULT_MS) {
         const cluster = await hub.store.get<Cluster>("Cluster", undefined, "cold");
+        const tasks = (await hub.store.list("Task")).items.filter(
+          (task) => task.metadata.labels?.[JOB_LABEL] === jobName,
+        );
+        const shown = JSON.stringify([cluster?.status, tasks.map((task) => task.status)]);
+        if (fault.reported?.test(shown)) reported = shown;
         t.equal(
           cluster?.status?.phase,
           "Online",
@@ -145,7 +153,8 @@ t.test(
         );
         await new Promise((resolve) => setTimeout(resolve, 5000));
       }
-      fault.end();
+      if (fault.reported) t.ok(reported, `the hub shows the API server's refusal (${fault.reported})`);
+      await fault.end();
       on = false;
       const endedAt = Date.now();
 
@@ -175,13 +184,87 @@ t.test(
       const pid = pidOf(name);
       return {
         what: `${name} frozen`,
-        begin: () => process.kill(pid, "SIGSTOP"),
-        end: () => process.kill(pid, "SIGCONT"),
+        begin: () => {
+          process.kill(pid, "SIGSTOP");
+        },
+        end: () => {
+          process.kill(pid, "SIGCONT");
+        },
+      };
+    };
+
+    /**
+     * etcd's disk full as the API server meets it: the backend quota reached (NOSPACE alarm), so
+     * every write fails with "database space exceeded" until an operator frees space (the filler
+     * deleted, compacted, defragmented) and disarms the alarm. A real full disk is not used: etcd
+     * preallocates its WAL in 64 MiB segments, so when it fills is not a test's to choose.
+     */
+    const etcdFull = (t: Test): Fault => {
+      const core = kc.makeApiClient(CoreV1Api);
+      const gateway = (path: string, body: unknown) =>
+        fetch(`${etcd.origin}/v3/${path}`, { method: "POST", body: JSON.stringify(body) }).then(async (r) => {
+          if (!r.ok) throw new Error(`etcd ${path}: ${r.status} ${await r.text()}`);
+          return (await r.json()) as Record<string, unknown>;
+        });
+      const fillers: string[] = [];
+      let fillerNamespace = "";
+      return {
+        what: "the space freed",
+        reported: /space exceeded/,
+        async begin() {
+          const status = await gateway("maintenance/status", {});
+          const quota = Number(status.dbSize) + 24 * 1024 * 1024;
+          await killAndRestart(dir, "etcd", 0, (args) => [
+            ...args.filter((arg) => !arg.startsWith("--quota-backend-bytes=")),
+            `--quota-backend-bytes=${quota}`,
+          ]);
+          await waitFor(
+            "etcd back with its quota",
+            () =>
+              gateway("maintenance/status", {}).then(
+                () => true,
+                () => false,
+              ),
+            onKube,
+          );
+          fillerNamespace = await testNamespace(t, kc, "filler");
+          const data = { blob: "x".repeat(900_000) };
+          for (let i = 0; ; i++) {
+            if (i > 200) throw new Error("etcd took 200 ConfigMaps of 900 kB over its quota");
+            const name = `filler-${i}`;
+            const refused = await core
+              .createNamespacedConfigMap({ namespace: fillerNamespace, body: { metadata: { name }, data } })
+              .then(
+                () => undefined,
+                (error: Error) => error.message,
+              );
+            if (refused === undefined) fillers.push(name);
+            else if (/space exceeded/.test(refused)) break;
+            else throw new Error(`filling etcd: ${refused}`);
+          }
+        },
+        async end() {
+          for (const name of fillers.splice(0))
+            await core.deleteNamespacedConfigMap({ name, namespace: fillerNamespace });
+          const { header } = (await gateway("maintenance/status", {})) as {
+            header: { revision: string; member_id: string };
+          };
+          await gateway("kv/compaction", { revision: header.revision, physical: true });
+          await gateway("maintenance/defragment", {});
+          await gateway("maintenance/alarm", {
+            action: "DEACTIVATE",
+            memberID: header.member_id,
+            alarm: "NOSPACE",
+          });
+        },
       };
     };
 
     await t.test("etcd frozen 15 s", (t) => during(t, frozen("etcd"), "b"));
     await t.test("the kube-apiserver frozen 15 s", (t) => during(t, frozen(APISERVER), "c"));
+    await t.test("etcd out of space (its quota reached: NOSPACE), then freed by an operator", (t) =>
+      during(t, etcdFull(t), "e"),
+    );
     await t.test("the path between the kube-apiserver and etcd silent 15 s", (t) =>
       during(t, { what: "the partition", begin: () => etcdPath.freeze(), end: () => etcdPath.thaw() }, "d"),
     );

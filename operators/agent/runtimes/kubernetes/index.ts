@@ -172,6 +172,7 @@ export class KubernetesRuntime implements Runtime {
       watches: this.#watches,
       selector,
       logger,
+      onProblemsChange: changed,
       defaultNamespace: options.defaultNamespace,
       sidecar: options.sidecar,
       instance: options.instance,
@@ -320,6 +321,7 @@ export class KubernetesRuntime implements Runtime {
       }),
       addons: this.#addons.observe(),
       bundles: this.#bundles.observe(),
+      applyProblems: this.#reconciler.problems,
       ...(this.#version.lastTest ? { lastTest: this.#version.lastTest } : {}),
     }));
   }

@@ -19,9 +19,13 @@ export interface ApplyTaskContext {
   namespaceGone: (namespace: string) => void;
 }
 
-export type ApplyOutcome = "applied" | "retry" | { invalid: string };
+/**
+ * Done; to be tried again (a Job not yet gone); refused as invalid (422: the Task's own fault);
+ * or failed for now (the API server's error: down, out of space, forbidden), tried again.
+ */
+export type ApplyOutcome = "applied" | "retry" | { invalid: string } | { failed: string };
 
-/** Applies one Task's objects: done, to be retried, or refused by the API server as invalid. */
+/** Applies one Task's objects (see ApplyOutcome). */
 export async function applyTask(context: ApplyTaskContext, r: RenderedTask): Promise<ApplyOutcome> {
   const { objects, jobs, logger } = context;
   for (const obj of r.objects) {
@@ -48,12 +52,9 @@ export async function applyTask(context: ApplyTaskContext, r: RenderedTask): Pro
       }
       // the namespace was deleted behind our back: make it again on the retry
       if (apiErrorCode(err) === 404) context.namespaceGone(r.namespace);
-      logger.warn("apply failed", {
-        task: r.task,
-        object: objectKey(obj),
-        error: describeApiError(err),
-      });
-      return "retry";
+      const error = describeApiError(err);
+      logger.warn("apply failed", { task: r.task, object: objectKey(obj), error });
+      return { failed: `${obj.kind} ${obj.metadata?.name}: ${error}` };
     }
   }
   return "applied";

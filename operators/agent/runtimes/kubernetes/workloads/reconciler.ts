@@ -25,6 +25,14 @@ export interface RejectedTask {
   message: string;
 }
 
+/** A Task whose objects could not be applied, as the hub is told (RuntimeSnapshot.applyErrors). */
+export interface TaskApplyProblem {
+  task: string;
+  /** ApplyRefused: invalid as given, until the Task changes; ApplyFailed: tried again. */
+  reason: "ApplyRefused" | "ApplyFailed";
+  message: string;
+}
+
 export interface ReconcilerOptions {
   objects: KubernetesObjectApi;
   core: CoreV1Api;
@@ -40,6 +48,8 @@ export interface ReconcilerOptions {
   /** The first retry's delay (doubling to a minute). Default 5 s. */
   retryIntervalMs?: number | undefined;
   clock?: Clock | undefined;
+  /** Called when the Tasks refused or failing (`problems`) change: the hub is told. */
+  onProblemsChange?: (() => void) | undefined;
 }
 
 /** Server-side applies in flight at once (docs/benchmarks/agent.md: 8 → 16 took 200 from 4.7 s to 2.7 s). */
@@ -63,6 +73,9 @@ export class WorkloadReconciler {
   readonly #loop: ApplyLoop<readonly RuntimeTask[]>;
   #desired: readonly RuntimeTask[] | undefined;
   #rejected: RejectedTask[] = [];
+  /** Tasks whose last apply failed for now (the API server's error), with it. */
+  #failing: RejectedTask[] = [];
+  #problemsShown = "[]";
 
   constructor(options: ReconcilerOptions) {
     this.#options = options;
@@ -80,6 +93,14 @@ export class WorkloadReconciler {
   /** Tasks handed to apply() that cannot run as given, with the reason. */
   get rejected(): readonly RejectedTask[] {
     return this.#rejected;
+  }
+
+  /** Tasks refused or failing, for the hub; onProblemsChange is called when they change. */
+  get problems(): TaskApplyProblem[] {
+    return [
+      ...this.#rejected.map((r): TaskApplyProblem => ({ ...r, reason: "ApplyRefused" })),
+      ...this.#failing.map((r): TaskApplyProblem => ({ ...r, reason: "ApplyFailed" })),
+    ];
   }
 
   /** Resolves when the reconcile in progress, if any, is over. */
@@ -148,6 +169,7 @@ export class WorkloadReconciler {
       logger,
       namespaceGone: (namespace: string) => this.#namespaces.delete(namespace),
     };
+    const failing: RejectedTask[] = [];
     let next = 0;
     const worker = async () => {
       while (next < pending.length) {
@@ -163,13 +185,22 @@ export class WorkloadReconciler {
         }
         this.#applied.delete(r.task);
         if (outcome === "retry") retry = true;
-        else rejected.push({ task: r.task, message: outcome.invalid });
+        else if ("failed" in outcome) {
+          retry = true;
+          failing.push({ task: r.task, message: outcome.failed });
+        } else rejected.push({ task: r.task, message: outcome.invalid });
       }
     };
     await Promise.all(Array.from({ length: Math.min(APPLY_CONCURRENCY, pending.length) }, worker));
     const renderedTasks = new Set(rendered.map((r) => r.task));
     for (const task of this.#applied.keys()) if (!renderedTasks.has(task)) this.#applied.delete(task);
     this.#rejected = rejected;
+    this.#failing = failing;
+    const problems = JSON.stringify(this.problems);
+    if (problems !== this.#problemsShown) {
+      this.#problemsShown = problems;
+      this.#options.onProblemsChange?.();
+    }
     // a Task that cannot run as given keeps what it had: a bad edit must not wipe a running Task
     const keepTasks = new Set(rejected.map((r) => r.task));
     const pruned = await prune(
