@@ -47,6 +47,8 @@ export interface HubProcesses {
 
 export interface AgentOptions {
   cluster?: string;
+  /** Where the agent dials the hubs (`host:port`, a proxy's), instead of their SSH ports. */
+  hubAddresses?: string[];
   /** More `rlark agent` flags (`--runtime kubernetes --kubeconfig ...`). */
   args?: string[];
 }
@@ -190,7 +192,7 @@ export async function hubProcesses(
       const stateDir = await mkdtemp(path.join(tmpdir(), `${marker}-agent-`));
       const base = [
         "agent",
-        ...["--hub", hubs.map((h) => `127.0.0.1:${h.ssh}`).join(",")],
+        ...["--hub", (options.hubAddresses ?? hubs.map((h) => `127.0.0.1:${h.ssh}`)).join(",")],
         ...["--state-dir", stateDir],
         ...(options.args ?? []),
       ];
