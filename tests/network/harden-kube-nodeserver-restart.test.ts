@@ -10,6 +10,8 @@ import { mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } fro
 import path from "node:path";
 import { CoreV1Api } from "@kubernetes/client-node";
 import t, { type Test } from "tap";
+import { readNodeserverStats } from "../../operators/agent/nodeserver-stats.ts";
+import { SOCKET_NAME } from "../../operators/network/index.ts";
 import { type BedPod, DomainBed, sh } from "../helpers/domain-net.ts";
 import { fleetCluster, testNamespace } from "../helpers/fleet.ts";
 import { startSecretNodeserver } from "../helpers/nodeserver-process.ts";
@@ -109,7 +111,8 @@ t.test("a kube nodeserver restarted mid-stream: clean break, quick recovery, no 
   const before = stayed();
 
   // The fault matrix's "nodeserver × SIGSTOP": frozen shorter than the program's own 30 s socket
-  // timeout, the stream stalls and goes on where it was once the nodeserver resumes.
+  // timeout, the stream stalls and goes on where it was once the nodeserver resumes; the agent's
+  // GET /stats is refused after its timeout meanwhile and answered again after.
   await t.test("a frozen nodeserver: the stream stalls and goes on when it resumes", async (t: Test) => {
     const stream = a.spawn("python3", ["-c", COUNTED_STREAM, vipB]);
     let rounds = 0;
@@ -123,9 +126,17 @@ t.test("a kube nodeserver restarted mid-stream: clean break, quick recovery, no 
     t.teardown(() => kube.kill("SIGCONT"));
     const frozenAt = Date.now();
     const atFreeze = rounds;
+    // the agent's GET /stats (its poller waits 5 s): refused in time, not held
+    const statsSocket = path.join(bed.socketDir("k1"), SOCKET_NAME);
+    await t.rejects(
+      readNodeserverStats(statsSocket, 2000),
+      /no answer within 2000 ms/,
+      "GET /stats times out while frozen",
+    );
     await waitFor("frozen for 5 s", () => Date.now() - frozenAt >= 5_000, { attempts: 400, everyMs: 25 });
     const whileFrozen = rounds;
     kube.kill("SIGCONT");
+    t.type(await readNodeserverStats(statsSocket, 5000), "object", "GET /stats answers again once resumed");
     await waitFor("the stream going on", () => rounds >= whileFrozen + 3, { attempts: 400, everyMs: 25 });
     t.ok(
       whileFrozen - atFreeze <= 2,

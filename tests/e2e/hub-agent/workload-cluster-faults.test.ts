@@ -1,11 +1,12 @@
-// The fault matrix's workload-cluster cells (docs/reliability.md): etcd × SIGSTOP, API server ×
-// SIGSTOP and etcd × partition. One workload cluster's etcd, then its kube-apiserver, is frozen
-// for 15 s, then the path between them goes silent for 15 s, each while a Job is committed. The
-// hub and the agent's tunnel are not touched (the cluster stays Online); the agent's applies wait
-// or fail and are retried, so once the fault ends the new Job's Deployment is made, once, after
-// it, and the ones made before are neither made again nor lost. A fleet of the test's own (one
-// cluster, one kwok node), so the faults disturb no other test's cluster; its kube-apiserver is
-// restarted at the start to reach etcd through a proxy the test can silence.
+// The fault matrix's workload-cluster cells (docs/reliability.md): API server and etcd × kill -9,
+// SIGSTOP, partition (between them) and disk full (etcd's space quota). One workload cluster's
+// etcd or kube-apiserver is frozen, killed or cut off for 15 s, or etcd is out of space until an
+// operator frees it, each while a Job is committed. The hub and the agent's tunnel are not
+// touched (the cluster stays Online); the agent's applies wait or fail and are retried, so once
+// the fault ends the new Job's Deployment is made, once, after it, and the ones made before are
+// neither made again nor lost. A fleet of the test's own (one cluster, one kwok node), so the
+// faults disturb no other test's cluster; its kube-apiserver is restarted at the start to reach
+// etcd through a proxy the test can silence.
 import { spawnSync } from "node:child_process";
 import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
@@ -260,6 +261,18 @@ t.test(
       };
     };
 
+    /** kill -9 at once; started again, with the command line it had, FAULT_MS later. */
+    const killed = (name: string): Fault => {
+      let restarted: Promise<void> | undefined;
+      return {
+        what: `${name} killed and restarted`,
+        begin: () => {
+          restarted = killAndRestart(dir, name, FAULT_MS);
+        },
+        end: () => restarted,
+      };
+    };
+
     await t.test("etcd frozen 15 s", (t) => during(t, frozen("etcd"), "b"));
     await t.test("the kube-apiserver frozen 15 s", (t) => during(t, frozen(APISERVER), "c"));
     await t.test("etcd out of space (its quota reached: NOSPACE), then freed by an operator", (t) =>
@@ -267,6 +280,10 @@ t.test(
     );
     await t.test("the path between the kube-apiserver and etcd silent 15 s", (t) =>
       during(t, { what: "the partition", begin: () => etcdPath.freeze(), end: () => etcdPath.thaw() }, "d"),
+    );
+    await t.test("etcd killed with -9, restarted 15 s later", (t) => during(t, killed("etcd"), "f"));
+    await t.test("the kube-apiserver killed with -9, restarted 15 s later", (t) =>
+      during(t, killed(APISERVER), "g"),
     );
   },
 );
