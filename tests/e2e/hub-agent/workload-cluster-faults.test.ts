@@ -1,6 +1,6 @@
 // The fault matrix's workload-cluster cells (docs/reliability.md): API server and etcd × kill -9,
 // SIGSTOP, partition (between them) and disk full (etcd's space quota). One workload cluster's
-// etcd or kube-apiserver is frozen, killed or cut off for 15 s, or etcd is out of space until an
+// etcd or kube-apiserver is frozen, killed or cut off for 10 s, or etcd is out of space until an
 // operator frees it, each while a Job is committed. The hub and the agent's tunnel are not
 // touched (the cluster stays Online); the agent's applies wait or fail and are retried, so once
 // the fault ends the new Job's Deployment is made, once, after it, and the ones made before are
@@ -23,7 +23,7 @@ import { clusterYaml, jobYaml, trainerTaskYaml } from "../../helpers/job-yaml.ts
 import { resettableProxy } from "../../helpers/store-through-proxy.ts";
 import { onKube, waitFor } from "../../helpers/wait-for.ts";
 
-const FAULT_MS = 15_000;
+const FAULT_MS = 10_000;
 
 /** One cluster of one kwok node in a folder of its own, stopped at teardown; its processes' pids. */
 function ownFleet(t: Test): { dir: string; kubeConfig: KubeConfig; pidOf: (name: string) => number } {
@@ -273,16 +273,16 @@ t.test(
       };
     };
 
-    await t.test("etcd frozen 15 s", (t) => during(t, frozen("etcd"), "b"));
-    await t.test("the kube-apiserver frozen 15 s", (t) => during(t, frozen(APISERVER), "c"));
+    await t.test("etcd frozen 10 s", (t) => during(t, frozen("etcd"), "b"));
+    await t.test("the kube-apiserver frozen 10 s", (t) => during(t, frozen(APISERVER), "c"));
     await t.test("etcd out of space (its quota reached: NOSPACE), then freed by an operator", (t) =>
       during(t, etcdFull(t), "e"),
     );
-    await t.test("the path between the kube-apiserver and etcd silent 15 s", (t) =>
+    await t.test("the path between the kube-apiserver and etcd silent 10 s", (t) =>
       during(t, { what: "the partition", begin: () => etcdPath.freeze(), end: () => etcdPath.thaw() }, "d"),
     );
-    await t.test("etcd killed with -9, restarted 15 s later", (t) => during(t, killed("etcd"), "f"));
-    await t.test("the kube-apiserver killed with -9, restarted 15 s later", (t) =>
+    await t.test("etcd killed with -9, restarted 10 s later", (t) => during(t, killed("etcd"), "f"));
+    await t.test("the kube-apiserver killed with -9, restarted 10 s later", (t) =>
       during(t, killed(APISERVER), "g"),
     );
   },
