@@ -299,3 +299,36 @@ export function run(command: string, args: string[], input = "", options: SpawnO
     child.stdin?.end(input);
   });
 }
+
+export interface SshShell {
+  /** Everything the terminal printed so far (stdout and stderr, bounded). */
+  output(): string;
+  /** Writes `text` to the shell, as typed. */
+  type(text: string): void;
+  /** ssh's exit code once it ends. */
+  exited: Promise<number | null>;
+}
+
+/**
+ * `ssh -tt` into a shell, typed into as a user types (the caller waits for an answer before the
+ * next line: input sent before the shell is up may go to its terminal queries). TERM is
+ * xterm-256color; ssh is killed at the test's end.
+ */
+export function sshShell(t: Test, args: string[]): SshShell {
+  const ssh = spawn("ssh", [...args.slice(0, -1), "-tt", ...args.slice(-1)], {
+    env: { ...process.env, TERM: "xterm-256color" },
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  t.teardown(() => ssh.kill());
+  let output = "";
+  const add = (d: Buffer) => {
+    if (output.length < 1_000_000) output += d.toString();
+  };
+  ssh.stdout?.on("data", add);
+  ssh.stderr?.on("data", add);
+  return {
+    output: () => output,
+    type: (text) => ssh.stdin?.write(text),
+    exited: new Promise((resolve) => ssh.once("close", resolve)),
+  };
+}

@@ -10,7 +10,7 @@ import path from "node:path";
 import type { Test } from "tap";
 import { freePort } from "./free-port.ts";
 import { createGitServer, type GitServer } from "./git-server.ts";
-import { pidsMarked } from "./marked-processes.ts";
+import { killMarked, pidsMarked } from "./marked-processes.ts";
 
 const cli = path.resolve(import.meta.dirname, "../../operators/cli/main.ts");
 
@@ -104,17 +104,9 @@ export async function hubProcesses(
   const children: ChildProcess[] = [];
   t.teardown(async () => {
     for (const child of children) child.kill("SIGKILL");
-    // The agent leaves Deployment-kind processes running for its successor: the test kills them.
-    for (const pid of await pidsMarked(marker)) {
-      for (const target of [-pid, pid]) {
-        try {
-          // The runtime starts each pod as its own process group: the group takes the sleep too.
-          process.kill(target, "SIGKILL");
-        } catch {
-          // not a group leader, or already gone
-        }
-      }
-    }
+    // The agent leaves Deployment-kind processes running for its successor: the test kills them
+    // (each pod is a process group of its own: the group takes the sleep too).
+    await killMarked(marker);
   });
   const run = (label: string, args: string[], lines?: HubProcess["lines"]) => {
     const child = spawn(process.execPath, [cli, ...args], { stdio: ["ignore", "pipe", "pipe"] });

@@ -21,3 +21,16 @@ export async function pidsMarked(marker: string): Promise<number[]> {
 function isNode(program: string): boolean {
   return program === process.execPath || path.basename(program) === "node";
 }
+
+/** Kills with SIGKILL what still runs with `marker`, each as a process group and alone. */
+export async function killMarked(marker: string): Promise<void> {
+  for (const pid of await pidsMarked(marker)) {
+    for (const target of [-pid, pid]) {
+      try {
+        process.kill(target, "SIGKILL");
+      } catch {
+        // not a group leader, or gone
+      }
+    }
+  }
+}

@@ -5,7 +5,7 @@
 // meanwhile (a Job deleted: its process stopped; a Job added: its process started once).
 import t from "tap";
 import { hubProcesses, sleepingJob } from "../../helpers/hub-processes.ts";
-import { pidsMarked } from "../../helpers/marked-processes.ts";
+import { killMarked, pidsMarked } from "../../helpers/marked-processes.ts";
 import { resettableProxy } from "../../helpers/store-through-proxy.ts";
 import { onRealServers, waitFor } from "../../helpers/wait-for.ts";
 
@@ -19,17 +19,7 @@ t.test(
   "an agent cut from the hub: Offline, its Tasks run on, it converges once the path is back",
   async (t) => {
     const hubs = await hubProcesses(t, marker, ["--no-status-commits", "--no-dashboard"]);
-    t.teardown(async () => {
-      for (const pid of await pidsMarked(late)) {
-        for (const target of [-pid, pid]) {
-          try {
-            process.kill(target, "SIGKILL");
-          } catch {
-            // not a group leader, or gone
-          }
-        }
-      }
-    });
+    t.teardown(() => killMarked(late));
     const hub = await hubs.hub("sqlite");
     const api = (route: string) => hubs.api(hub, `/api/v1/rlinf.io/v1alpha1/${route}`);
     hubs.start(hub);

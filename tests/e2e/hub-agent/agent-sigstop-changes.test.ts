@@ -5,7 +5,7 @@
 // released the Task of a Job deleted then.
 import t from "tap";
 import { hubProcesses, sleepingJob } from "../../helpers/hub-processes.ts";
-import { pidsMarked } from "../../helpers/marked-processes.ts";
+import { killMarked, pidsMarked } from "../../helpers/marked-processes.ts";
 import { onRealServers, waitFor } from "../../helpers/wait-for.ts";
 
 const marker = `rlark-stopchg-${process.pid}`;
@@ -16,17 +16,7 @@ const long = { ...onRealServers, attempts: 2400 };
 
 t.test("an agent frozen while git changes converges on the changes after SIGCONT", async (t) => {
   const hubs = await hubProcesses(t, marker, ["--no-status-commits", "--no-dashboard"]);
-  t.teardown(async () => {
-    for (const pid of await pidsMarked(late)) {
-      for (const target of [-pid, pid]) {
-        try {
-          process.kill(target, "SIGKILL");
-        } catch {
-          // not a group leader, or gone
-        }
-      }
-    }
-  });
+  t.teardown(() => killMarked(late));
   const hub = await hubs.hub("sqlite");
   const api = (route: string) => hubs.api(hub, `/api/v1/rlinf.io/v1alpha1/${route}`);
   hubs.start(hub);

@@ -11,7 +11,15 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import t from "tap";
 import type { Hub } from "../../../operators/hub/hub.ts";
-import { keygen, openSshArgs, policyYaml, run, sshForward, userYaml } from "../../access/bastion-fixture.ts";
+import {
+  keygen,
+  openSshArgs,
+  policyYaml,
+  run,
+  sshForward,
+  sshShell,
+  userYaml,
+} from "../../access/bastion-fixture.ts";
 import { type Dockerd, startDockerd, TEST_IMAGE } from "../../helpers/dockerd.ts";
 import { freePort } from "../../helpers/free-port.ts";
 import { startHubOnGit } from "../../helpers/hub-on-git.ts";
@@ -124,30 +132,20 @@ t.test(
     });
 
     await t.test("a shell with a pty runs in the container; its exit status is ssh's", async (t) => {
-      // typed as a user types: the next line once the shell has answered the first
-      const ssh = spawn("ssh", [...sshArgs(alice.file), "-tt", `alice+${pod}@127.0.0.1`], {
-        env: { ...process.env, TERM: "xterm-256color" },
-        stdio: ["pipe", "pipe", "pipe"],
-      });
-      t.teardown(() => ssh.kill());
-      let output = "";
-      const add = (d: Buffer) => {
-        if (output.length < 1_000_000) output += d.toString();
-      };
-      ssh.stdout?.on("data", add);
-      ssh.stderr?.on("data", add);
-      const exited = new Promise<number | null>((resolve) => ssh.once("close", resolve));
-      ssh.stdin?.write('echo "$((6*7)):$(cat /marker):$TERM:$(stty size)"\n');
+      const shell = sshShell(t, [...sshArgs(alice.file), `alice+${pod}@127.0.0.1`]);
+      shell.type('echo "$((6*7)):$(cat /marker):$TERM:$(stty size)"\n');
       await waitFor(
         "the shell's answer",
-        () => /42:in-the-container:xterm-256color:\d+ \d+/.test(output),
+        () => /42:in-the-container:xterm-256color:\d+ \d+/.test(shell.output()),
         slow,
       ).catch((error: Error) => {
-        throw new Error(`${error.message}; the terminal showed ${JSON.stringify(output.slice(-600))}`);
+        throw new Error(
+          `${error.message}; the terminal showed ${JSON.stringify(shell.output().slice(-600))}`,
+        );
       });
-      ssh.stdin?.write("echo hi; exit 3\n");
-      t.equal(await exited, 3, output.slice(-600));
-      t.match(output, /^hi\r?$/m);
+      shell.type("echo hi; exit 3\n");
+      t.equal(await shell.exited, 3, shell.output().slice(-600));
+      t.match(shell.output(), /^hi\r?$/m);
     });
 
     await t.test("sftp copies to and from the container's own files, both ways intact", async (t) => {

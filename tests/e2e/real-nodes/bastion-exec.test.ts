@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { CoreV1Api } from "@kubernetes/client-node";
 import t from "tap";
-import { keygen, openSshArgs, policyYaml, run, userYaml } from "../../access/bastion-fixture.ts";
+import { keygen, openSshArgs, policyYaml, run, sshShell, userYaml } from "../../access/bastion-fixture.ts";
 import { realNodeFleetClusters, testNamespace } from "../../helpers/fleet.ts";
 import { startFleetKubeAgent } from "../../helpers/fleet-agent-identity.ts";
 import { startHubOnGit } from "../../helpers/hub-on-git.ts";
@@ -91,22 +91,15 @@ t.test("ssh shell and exec reach a real pod on a real node through hub and agent
   const sshArgs = openSshArgs(knownHosts, alice.file, hub.sshAddress.split(":")[1] as string);
 
   await t.test("a shell with a pty runs in the real pod; its exit status is ssh's", async (t) => {
-    const ssh = spawn("ssh", [...sshArgs, "-tt", `alice+${pod}@127.0.0.1`], {
-      env: { ...process.env, TERM: "xterm-256color" },
-      stdio: ["pipe", "pipe", "pipe"],
-    });
-    t.teardown(() => ssh.kill());
-    let output = "";
-    const add = (d: Buffer) => {
-      if (output.length < 1_000_000) output += d.toString();
-    };
-    ssh.stdout?.on("data", add);
-    ssh.stderr?.on("data", add);
-    const exited = new Promise<number | null>((resolve) => ssh.once("close", resolve));
-    ssh.stdin?.write('echo "$((6*7)):$(hostname):$TERM"\n');
-    await waitFor("the shell's answer", () => output.includes(`42:${hostname}:xterm-256color`), onKube);
-    ssh.stdin?.write("exit 3\n");
-    t.equal(await exited, 3, output);
+    const shell = sshShell(t, [...sshArgs, `alice+${pod}@127.0.0.1`]);
+    shell.type('echo "$((6*7)):$(hostname):$TERM"\n');
+    await waitFor(
+      "the shell's answer",
+      () => shell.output().includes(`42:${hostname}:xterm-256color`),
+      onKube,
+    );
+    shell.type("exit 3\n");
+    t.equal(await shell.exited, 3, shell.output());
   });
 
   await t.test("exec runs an allowlisted command in the real pod; output and status come back", async (t) => {
