@@ -356,7 +356,15 @@ export interface RuntimeSnapshot {
    * (ApplyRefused, until the Task changes) or failed for now (ApplyFailed: the API server down,
    * out of space, forbidden; tried again). A Pending Task shows it as its reason and message.
    */
-  applyProblems?: { task: string; reason: "ApplyRefused" | "ApplyFailed"; message: string }[];
+  applyProblems?: TaskApplyProblem[];
+}
+
+/** A Task whose objects could not be applied (RuntimeSnapshot.applyProblems). */
+export interface TaskApplyProblem {
+  task: string;
+  /** ApplyRefused: invalid as given, until the Task changes; ApplyFailed: tried again. */
+  reason: "ApplyRefused" | "ApplyFailed";
+  message: string;
 }
 
 /** One try of a cluster's API. */

@@ -5,7 +5,7 @@ import type { CoreV1Api, KubernetesObjectApi } from "@kubernetes/client-node";
 import { type Clock, systemClock } from "../../../../lib/clock.ts";
 import { ApplyLoop, type RunResult } from "../../../../lib/controller/loop/index.ts";
 import type { Logger } from "../../../../lib/logger.ts";
-import type { RuntimeTask, WorkloadKind } from "../../types.ts";
+import type { RuntimeTask, TaskApplyProblem, WorkloadKind } from "../../types.ts";
 import { describeApiError } from "../api-error.ts";
 import { ensureNamespace } from "../namespace.ts";
 import type { ClusterWatches } from "../watch/watches.ts";
@@ -22,14 +22,6 @@ import {
 
 export interface RejectedTask {
   task: string;
-  message: string;
-}
-
-/** A Task whose objects could not be applied, as the hub is told (RuntimeSnapshot.applyErrors). */
-export interface TaskApplyProblem {
-  task: string;
-  /** ApplyRefused: invalid as given, until the Task changes; ApplyFailed: tried again. */
-  reason: "ApplyRefused" | "ApplyFailed";
   message: string;
 }
 
